@@ -1,0 +1,73 @@
+"""Pool settings: command line, ``GPUWB_*`` environment variables, or a TOML file.
+
+Precedence (highest first): explicit arguments, environment, the file named by
+``GPUWB_CONFIG``, defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
+
+__all__ = ["PoolSettings", "read_token"]
+
+
+class PoolSettings(BaseSettings):
+    """How a pool listens, which devices it serves and how it treats sessions."""
+
+    model_config = SettingsConfigDict(env_prefix="GPUWB_", extra="forbid")
+
+    listen: str = Field("tcp://127.0.0.1:5555", description="front-door address (tcp://host:port)")
+    devices: str = Field("auto", description="auto | cpu | comma list of GPU indices or 'cpu'")
+    token: str | None = Field(None, description="shared secret; read from token_file if unset")
+    token_file: Path | None = None
+    memory_limit: int = Field(4 << 30, ge=1 << 20, description="bytes of device memory per session")
+    lease_timeout: float = Field(60.0, gt=0, description="seconds without heartbeat before a session ends")
+    spare_workers: int = Field(1, ge=0, le=8, description="warm workers kept ready per device")
+    max_sessions_per_device: int = Field(64, ge=1)
+
+    @field_validator("listen")
+    @classmethod
+    def _tcp_only(cls, value: str) -> str:
+        if not value.startswith("tcp://") or value.count(":") != 2:
+            raise ValueError("listen must look like tcp://HOST:PORT")
+        return value
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
+                                   dotenv_settings, file_secret_settings):
+        sources: list[Any] = [init_settings, env_settings]
+        path = os.environ.get("GPUWB_CONFIG")
+        if path:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    def resolved_token(self) -> str:
+        """The token clients must present; generated (and kept) if none is configured."""
+        if self.token:
+            return self.token
+        if self.token_file is not None:
+            return read_token(self.token_file)
+        self.token = secrets.token_urlsafe(24)
+        return self.token
+
+    @property
+    def host(self) -> str:
+        return self.listen.rsplit(":", 1)[0][len("tcp://"):]
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rsplit(":", 1)[1])
+
+
+def read_token(path: str | os.PathLike) -> str:
+    """Read a token file: its first non-empty line, stripped."""
+    text = Path(path).read_text().strip()
+    if not text:
+        raise ValueError(f"token file {path} is empty")
+    return text.splitlines()[0].strip()

@@ -1,0 +1,113 @@
+"""What a session worker needs from the hardware it runs arrays on.
+
+A device resolves allow-listed names to callables *once*, at start-up, from
+its own array module; afterwards a client's name is only ever a key into
+that table. It also moves bytes in and out and accounts for memory.
+"""
+
+from __future__ import annotations
+
+import operator
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+
+from ..protocol import api
+
+__all__ = ["Device", "OPERATOR_FUNCTIONS", "resolve_table"]
+
+
+def _len(x: Any) -> int:
+    return len(x)
+
+
+def _iter_count(x: Any) -> int:
+    """What ``iter(x)`` needs from the pool: the length, with the device's own error."""
+    iter(x)
+    return len(x)
+
+
+#: Operator names (api.OPERATORS) to the functions that implement them.
+OPERATOR_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    name: getattr(operator, name)
+    for name in api.OPERATORS
+    if hasattr(operator, name) and name != "index"
+}
+OPERATOR_FUNCTIONS.update(
+    divmod=divmod, float=float, int=int, bool=bool, complex=complex, index=operator.index,
+    len=_len, iter=_iter_count, repr=repr, str=str, format=format,
+)
+
+
+def resolve_table(modules: dict[str, ModuleType | None], extra: dict[str, Callable]) -> dict[str, Callable]:
+    """Map each allow-listed function name to the device's callable.
+
+    *modules* maps the prefixes of api.FUNCTIONS ("" for the top level,
+    "linalg.", ...) to modules; *extra* supplies names a module lacks.
+    Names found in neither are simply absent: calling them is refused.
+    """
+    table: dict[str, Callable] = {}
+    for qualname in api.FUNCTIONS:
+        prefix, _, leaf = qualname.rpartition(".")
+        module = modules.get(prefix + "." if prefix else "")
+        fn = extra.get(qualname)
+        if fn is None and module is not None:
+            fn = module.__dict__.get(leaf)
+        if callable(fn):
+            table[qualname] = fn
+    return table
+
+
+class Device:
+    """A place where a session's arrays live: the base of NumPy and CuPy devices."""
+
+    kind: str = "abstract"
+    #: ndarray class of this device
+    array_type: type = np.ndarray
+
+    def __init__(self, index: int = 0) -> None:
+        self.index = index
+        self.functions: dict[str, Callable] = {}
+        self.methods: dict[str, Callable] = {}
+
+    # -- set-up -------------------------------------------------------------
+    def _build_methods(self) -> None:
+        cls = self.array_type
+        self.methods = {name: getattr(cls, name) for name in api.METHODS if hasattr(cls, name)}
+
+    def set_memory_limit(self, nbytes: int) -> None:
+        raise NotImplementedError
+
+    # -- results ------------------------------------------------------------
+    def as_array(self, value: Any) -> Any:
+        """Normalise a result the way CuPy returns it: scalars become 0-d arrays."""
+        return value
+
+    def is_array(self, value: Any) -> bool:
+        return isinstance(value, self.array_type)
+
+    # -- transfers ----------------------------------------------------------
+    def new_host_buffer(self, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        """Host memory an upload is received into (pinned where that helps)."""
+        return np.empty(shape, dtype)
+
+    def from_host(self, host: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def to_host(self, array: Any) -> np.ndarray:
+        """A C-contiguous host copy (or view) of *array*, ready to send."""
+        raise NotImplementedError
+
+    # -- bookkeeping --------------------------------------------------------
+    def synchronize(self) -> None:
+        pass
+
+    def memory_used(self) -> int:
+        raise NotImplementedError
+
+    def check_allocation(self, name: str, args: list, kwargs: dict) -> None:
+        """Refuse, before running it, a creation call that cannot fit (NumPy device)."""
+
+    def info(self) -> dict[str, Any]:
+        return {"kind": self.kind, "index": self.index}

@@ -1,0 +1,136 @@
+"""The NumPy device: the whole pool on a host with no GPU.
+
+CI, ``gpuwb demo`` on a laptop and the differential tests run on it. It
+follows CuPy's conventions where they differ from NumPy's (reductions return
+0-d arrays, not scalars) and counts the bytes a session's arrays hold so that
+memory limits behave as on a GPU. CUDA-only features fail with a clear error.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..protocol import api
+from ..protocol.errors import OutOfMemoryError
+from .base import Device, resolve_table
+
+__all__ = ["NumpyDevice"]
+
+
+def _scatter(ufunc):
+    def scatter(a, slices, value):
+        ufunc.at(a, slices, value)
+    scatter.__name__ = f"scatter_{ufunc.__name__}"
+    return scatter
+
+
+def _rsqrt(x, out=None):
+    return np.divide(1, np.sqrt(x), out=out)
+
+
+class NumpyDevice(Device):
+    kind = "numpy"
+    array_type = np.ndarray
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index)
+        self.functions = resolve_table(
+            {"": np, "linalg.": np.linalg, "fft.": np.fft, "random.": np.random},
+            {
+                "cupyx.scatter_add": _scatter(np.add),
+                "cupyx.scatter_max": _scatter(np.maximum),
+                "cupyx.scatter_min": _scatter(np.minimum),
+                "cupyx.rsqrt": _rsqrt,
+            },
+        )
+        self._build_methods()
+        self.limit = 1 << 62
+        # Bytes are counted per owning buffer, so views cost nothing extra.
+        self._owners: dict[int, list] = {}  # id(owner) -> [owner, refcount, nbytes]
+        self.used = 0
+
+    def set_memory_limit(self, nbytes: int) -> None:
+        self.limit = int(nbytes)
+
+    def as_array(self, value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return value
+        if isinstance(value, (np.generic, bool, int, float, complex)):
+            return np.asarray(value)
+        return value
+
+    def from_host(self, host: np.ndarray) -> np.ndarray:
+        return host
+
+    def to_host(self, array: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(array)
+
+    def memory_used(self) -> int:
+        return self.used
+
+    # -- accounting, called by the handle table -------------------------------
+    @staticmethod
+    def _owner(array: np.ndarray) -> Any:
+        owner = array
+        while isinstance(owner, np.ndarray) and owner.base is not None:
+            owner = owner.base
+        return owner
+
+    def track(self, array: np.ndarray) -> None:
+        owner = self._owner(array)
+        entry = self._owners.get(id(owner))
+        if entry is not None:
+            entry[1] += 1
+            return
+        nbytes = owner.nbytes if isinstance(owner, np.ndarray) else memoryview(owner).nbytes
+        if self.used + nbytes > self.limit:
+            raise OutOfMemoryError(
+                f"Out of memory allocating {nbytes:,} bytes "
+                f"(session limit {self.limit:,} bytes, {self.used:,} in use)"
+            )
+        self._owners[id(owner)] = [owner, 1, nbytes]
+        self.used += nbytes
+
+    def untrack(self, array: np.ndarray) -> None:
+        owner = self._owner(array)
+        entry = self._owners.get(id(owner))
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            del self._owners[id(owner)]
+            self.used -= entry[2]
+
+    def check_allocation(self, name: str, args: list, kwargs: dict) -> None:
+        if name not in api.CREATION_WITH_SHAPE:
+            return
+        if name.startswith("random."):
+            shape = tuple(args)
+            dtype = np.dtype(np.float64)
+        else:
+            shape = args[0] if args else kwargs.get("shape", ())
+            dtype = kwargs.get("dtype") or (args[2] if name == "full" and len(args) > 2
+                                            else args[1] if name != "full" and len(args) > 1 else None)
+            try:
+                dtype = np.dtype(dtype if dtype is not None else np.float64)
+            except TypeError:
+                return  # let NumPy report the bad dtype itself
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
+        try:
+            count = math.prod(int(n) for n in shape)
+        except (TypeError, ValueError):
+            return
+        nbytes = count * dtype.itemsize
+        if count > 0 and self.used + nbytes > self.limit:
+            raise OutOfMemoryError(
+                f"Out of memory allocating {nbytes:,} bytes "
+                f"(session limit {self.limit:,} bytes, {self.used:,} in use)"
+            )
+
+    def info(self) -> dict[str, Any]:
+        return {"kind": self.kind, "index": self.index, "name": "NumPy (host CPU)",
+                "memory_total": None, "numpy": np.__version__}

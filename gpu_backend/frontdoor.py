@@ -1,0 +1,340 @@
+"""The pool's front door: authentication, placement, warm workers and leases.
+
+A single-threaded loop over two ROUTER sockets: clients on the listen address,
+session workers on a private control address. It is not on the hot path: once
+a client has its worker's address, ops go straight to the worker.
+
+Placement puts a new session on the device with the fewest sessions (then the
+least memory in use). Each device keeps ``spare_workers`` workers started and
+warm, so a hello is answered as soon as the worker is told its session key.
+A session whose client stops heartbeating for ``lease_timeout`` seconds has
+its worker killed, which frees all of its device memory with the process.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+
+from .config import PoolSettings
+from .devices import parse_devices
+from .protocol import PROTOCOL_VERSION
+from .protocol.codec import packb, unpackb
+from .protocol.errors import (AuthenticationError, ProtocolError, SessionLostError,
+                              VersionMismatchError, error_name)
+
+__all__ = ["FrontDoor"]
+
+log = logging.getLogger("gpu_backend.frontdoor")
+
+#: How long a hello may wait for a warm worker before it is refused.
+HELLO_TIMEOUT = 120.0
+#: A device whose workers die this many times before ready gets no more.
+MAX_FAILED_STARTS = 3
+
+
+@dataclass
+class Worker:
+    wid: str
+    device: str
+    process: subprocess.Popen
+    port: int | None = None
+    info: dict = field(default_factory=dict)
+    session: "Session | None" = None
+    started: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Session:
+    sid: str
+    key: bytes
+    user: str
+    worker: Worker
+    memory_limit: int
+    last_seen: float = field(default_factory=time.monotonic)
+    created: float = field(default_factory=time.time)
+    usage: dict = field(default_factory=dict)
+
+
+@dataclass
+class PendingHello:
+    ident: bytes
+    user: str
+    memory_limit: int
+    device: str
+    since: float = field(default_factory=time.monotonic)
+
+
+class FrontDoor:
+    """Serve the pool until :meth:`stop` is called (from any thread)."""
+
+    def __init__(self, settings: PoolSettings) -> None:
+        self.settings = settings
+        self.token = settings.resolved_token()
+        self.devices = parse_devices(settings.devices)
+        self.ctx = zmq.Context()
+        self.clients = self.ctx.socket(zmq.ROUTER)
+        self.clients.setsockopt(zmq.LINGER, 0)
+        if settings.port == 0:
+            port = self.clients.bind_to_random_port(f"tcp://{settings.host}")
+        else:
+            self.clients.bind(settings.listen)
+            port = settings.port
+        self.address = f"tcp://{settings.host}:{port}"
+        self.control = self.ctx.socket(zmq.ROUTER)
+        self.control.setsockopt(zmq.LINGER, 0)
+        cport = self.control.bind_to_random_port("tcp://127.0.0.1")
+        self.control_address = f"tcp://127.0.0.1:{cport}"
+        self.workers: dict[str, Worker] = {}
+        self.sessions: dict[str, Session] = {}
+        self.pending: list[PendingHello] = []
+        self._stop = threading.Event()
+        self._next_worker = 0
+        self.failed_starts: dict[str, int] = {}
+        self.started = time.time()
+
+    # ------------------------------------------------------------ workers
+    def _spawn(self, device: str) -> None:
+        self._next_worker += 1
+        wid = f"w{self._next_worker}-{secrets.token_hex(3)}"
+        bind_host = self.settings.host or "127.0.0.1"
+        cmd = [sys.executable, "-m", "gpu_backend.worker", "--device", device,
+               "--control", self.control_address, "--id", wid, "--bind-host", bind_host]
+        process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.workers[wid] = Worker(wid, device, process)
+
+    def _spares(self, device: str) -> list[Worker]:
+        return [w for w in self.workers.values() if w.device == device and w.session is None]
+
+    def _keep_spares(self) -> None:
+        for device in self.devices:
+            if self.failed_starts.get(device, 0) >= MAX_FAILED_STARTS:
+                continue
+            want = max(self.settings.spare_workers, sum(p.device == device for p in self.pending))
+            for _ in range(want - len(self._spares(device))):
+                self._spawn(device)
+
+    def _on_control(self) -> None:
+        wid_b, raw = self.control.recv_multipart()
+        worker = self.workers.get(wid_b.decode(errors="replace"))
+        if worker is None:
+            return
+        msg = unpackb(raw)
+        kind = msg.get("t")
+        if kind == "ready":
+            worker.port = int(msg["port"])
+            worker.info = msg.get("info") or {}
+            self._serve_pending()
+        elif kind == "usage" and worker.session is not None:
+            worker.session.usage = {k: msg.get(k) for k in ("memory", "arrays", "ops")}
+        elif kind == "ended":
+            log.info("worker %s ended: %s", worker.wid, msg.get("reason"))
+
+    def _reap(self) -> None:
+        """Forget workers whose process has exited; end their sessions."""
+        for wid, worker in list(self.workers.items()):
+            code = worker.process.poll()
+            if code is None:
+                continue
+            del self.workers[wid]
+            if worker.session is not None:
+                self.sessions.pop(worker.session.sid, None)
+            elif worker.port is None:
+                self.failed_starts[worker.device] = self.failed_starts.get(worker.device, 0) + 1
+                log.error("worker for %s exited (code %s) before it was ready", worker.device, code)
+
+    def _kill(self, worker: Worker) -> None:
+        try:
+            self.control.send_multipart([worker.wid.encode(), packb({"t": "stop"})], zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass
+        worker.process.kill()
+
+    # ------------------------------------------------------------ clients
+    def _reply(self, ident: bytes, msg: dict) -> None:
+        self.clients.send_multipart([ident, packb(msg)])
+
+    def _error(self, ident: bytes, exc: BaseException) -> None:
+        self._reply(ident, {"ok": False, "error": [error_name(exc), str(exc)]})
+
+    def _check_token(self, msg: dict) -> None:
+        token = msg.get("token")
+        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
+            raise AuthenticationError("wrong or missing token")
+
+    def _on_client(self) -> None:
+        frames = self.clients.recv_multipart()
+        ident = frames[0]
+        try:
+            if len(frames) != 2:
+                raise ProtocolError("front-door messages have exactly one frame")
+            msg = unpackb(frames[1])
+            if not isinstance(msg, dict):
+                raise ProtocolError("front-door messages are maps")
+            handler = {"hello": self._hello, "hb": self._heartbeat, "status": self._status,
+                       "close": self._close}.get(msg.get("t"))
+            if handler is None:
+                raise ProtocolError(f"unknown message type {msg.get('t')!r}")
+            handler(ident, msg)
+        except Exception as exc:  # anything a client sends: answer, keep serving
+            self._error(ident, exc)
+
+    def _hello(self, ident: bytes, msg: dict) -> None:
+        version = msg.get("v")
+        if version != PROTOCOL_VERSION:
+            raise VersionMismatchError(
+                f"client speaks protocol version {version!r}, this pool speaks {PROTOCOL_VERSION}; "
+                "install matching versions of gpu-workbench"
+            )
+        self._check_token(msg)
+        limit = self.settings.memory_limit
+        asked = msg.get("memory_limit")
+        if type(asked) is int and 0 < asked < limit:
+            limit = asked
+        user = msg.get("user") if isinstance(msg.get("user"), str) else "anonymous"
+        self.pending.append(PendingHello(ident, user[:64], limit, self._place()))
+        self._serve_pending()
+
+    def _place(self) -> str:
+        def load(device: str) -> tuple[int, int]:
+            here = [s for s in self.sessions.values() if s.worker.device == device]
+            queued = sum(p.device == device for p in self.pending)
+            return len(here) + queued, sum(s.usage.get("memory") or 0 for s in here)
+
+        open_devices = [d for d in self.devices if load(d)[0] < self.settings.max_sessions_per_device]
+        if not open_devices:
+            raise SessionLostError("every device of the pool is full; try again later")
+        return min(open_devices, key=load)
+
+    def _serve_pending(self) -> None:
+        now = time.monotonic()
+        for hello in list(self.pending):
+            ready = [w for w in self._spares(hello.device) if w.port is not None]
+            if ready:
+                self.pending.remove(hello)
+                self.failed_starts.pop(hello.device, None)
+                self._assign(hello, ready[0])
+            elif self.failed_starts.get(hello.device, 0) >= MAX_FAILED_STARTS:
+                self.pending.remove(hello)
+                self._error(hello.ident, SessionLostError(
+                    f"workers for device {hello.device} fail to start; see the pool's log"))
+            elif now - hello.since > HELLO_TIMEOUT:
+                self.pending.remove(hello)
+                self._error(hello.ident, SessionLostError("no worker became ready in time"))
+        self._keep_spares()
+
+    def _assign(self, hello: PendingHello, worker: Worker) -> None:
+        session = Session(secrets.token_hex(8), secrets.token_bytes(32), hello.user, worker,
+                          hello.memory_limit)
+        worker.session = session
+        self.sessions[session.sid] = session
+        self.control.send_multipart([worker.wid.encode(), packb(
+            {"t": "assign", "session": session.sid, "key": session.key,
+             "memory_limit": session.memory_limit})])
+        self._reply(hello.ident, {
+            "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
+            "device": worker.info, "lease_timeout": self.settings.lease_timeout,
+            "memory_limit": session.memory_limit,
+        })
+        log.info("session %s for %s on %s", session.sid, session.user, worker.device)
+
+    def _session(self, msg: dict) -> Session | None:
+        session = self.sessions.get(msg.get("session")) if isinstance(msg.get("session"), str) else None
+        key = msg.get("key")
+        if session is None or not isinstance(key, bytes) or not hmac.compare_digest(key, session.key):
+            return None
+        return session
+
+    def _heartbeat(self, ident: bytes, msg: dict) -> None:
+        session = self._session(msg)
+        if session is not None:
+            session.last_seen = time.monotonic()
+        self._reply(ident, {"ok": True, "alive": session is not None})
+
+    def _close(self, ident: bytes, msg: dict) -> None:
+        session = self._session(msg)
+        if session is not None:
+            self.sessions.pop(session.sid, None)
+            self._kill(session.worker)
+        self._reply(ident, {"ok": True})
+
+    def _status(self, ident: bytes, msg: dict) -> None:
+        self._check_token(msg)
+        self._reply(ident, {"ok": True, **self.status()})
+
+    def status(self) -> dict[str, Any]:
+        now = time.monotonic()
+        devices = []
+        for spec in self.devices:
+            here = [s for s in self.sessions.values() if s.worker.device == spec]
+            info = next((w.info for w in self.workers.values() if w.device == spec and w.info), {})
+            devices.append({
+                "device": spec, "info": info, "sessions": len(here),
+                "memory_used": sum(s.usage.get("memory") or 0 for s in here),
+                "spares_ready": sum(w.port is not None for w in self._spares(spec)),
+            })
+        sessions = [{
+            "session": s.sid, "user": s.user, "device": s.worker.device,
+            "memory_used": s.usage.get("memory") or 0, "memory_limit": s.memory_limit,
+            "arrays": s.usage.get("arrays") or 0, "ops": s.usage.get("ops") or 0,
+            "idle": round(now - s.last_seen, 3), "age": round(time.time() - s.created, 3),
+        } for s in self.sessions.values()]
+        return {"address": self.address, "devices": devices, "sessions": sessions,
+                "lease_timeout": self.settings.lease_timeout, "pid": os.getpid(),
+                "uptime": round(time.time() - self.started, 3)}
+
+    # ------------------------------------------------------------ loop
+    def _expire_leases(self) -> None:
+        deadline = time.monotonic() - self.settings.lease_timeout
+        for session in list(self.sessions.values()):
+            if session.last_seen < deadline:
+                log.info("session %s lease expired", session.sid)
+                self.sessions.pop(session.sid, None)
+                self._kill(session.worker)
+
+    def run(self) -> None:
+        """Serve until :meth:`stop`; called by ``gpuwb-backend serve`` or a LocalPool thread."""
+        self._keep_spares()
+        poller = zmq.Poller()
+        poller.register(self.clients, zmq.POLLIN)
+        poller.register(self.control, zmq.POLLIN)
+        try:
+            while not self._stop.is_set():
+                events = dict(poller.poll(100))
+                if self.control in events:
+                    try:
+                        self._on_control()
+                    except Exception:  # a worker's malformed report must not stop the pool
+                        log.exception("bad control message")
+                if self.clients in events:
+                    self._on_client()
+                self._reap()
+                self._expire_leases()
+                self._serve_pending()
+        finally:
+            self._shutdown()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _shutdown(self) -> None:
+        for worker in self.workers.values():
+            self._kill(worker)
+        for worker in self.workers.values():
+            try:
+                worker.process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.clients.close()
+        self.control.close()
+        self.ctx.term()

@@ -1,0 +1,54 @@
+"""An embedded pool: the front door on a thread of the calling process.
+
+Used by ``gpuwb demo``, the remote-GPU kernel when no pool is configured,
+and the tests. Workers are still separate processes, exactly as in a
+standalone pool; only the front door shares the caller's process.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .config import PoolSettings
+from .frontdoor import FrontDoor
+
+__all__ = ["LocalPool"]
+
+
+class LocalPool:
+    """Start with ``LocalPool(devices="cpu").start()`` or use it as a context manager."""
+
+    def __init__(self, **settings: Any) -> None:
+        settings.setdefault("listen", "tcp://127.0.0.1:0")
+        self.settings = PoolSettings(**settings)
+        self.door: FrontDoor | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "LocalPool":
+        self.door = FrontDoor(self.settings)
+        self._thread = threading.Thread(target=self.door.run, name="gpuwb-pool", daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def address(self) -> str:
+        assert self.door is not None, "start() the pool first"
+        return self.door.address
+
+    @property
+    def token(self) -> str:
+        assert self.door is not None, "start() the pool first"
+        return self.door.token
+
+    def stop(self) -> None:
+        if self.door is not None and self._thread is not None:
+            self.door.stop()
+            self._thread.join(10)
+        self.door = None
+
+    def __enter__(self) -> "LocalPool":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

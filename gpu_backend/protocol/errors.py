@@ -1,0 +1,150 @@
+"""Exceptions and warnings that cross the wire, by name.
+
+The server reports an exception as the name of the nearest class in
+:data:`ERROR_CLASSES` along its MRO, and the client raises that class. The
+table is closed: a peer's name that is not in it becomes :class:`RemoteError`.
+"""
+
+from __future__ import annotations
+
+import numpy.exceptions as npx
+import numpy.linalg
+
+__all__ = [
+    "ERROR_CLASSES",
+    "WARNING_CLASSES",
+    "PoolError",
+    "ProtocolError",
+    "AuthenticationError",
+    "VersionMismatchError",
+    "NotAllowedError",
+    "InvalidHandleError",
+    "SessionLostError",
+    "RemoteError",
+    "OutOfMemoryError",
+    "CUDAError",
+    "error_name",
+    "error_class",
+    "warning_name",
+    "warning_class",
+]
+
+
+class PoolError(Exception):
+    """Base of the errors that the pool itself raises (not the array library)."""
+
+
+class ProtocolError(PoolError):
+    """A message was malformed, truncated or of an unknown kind."""
+
+
+class AuthenticationError(PoolError, PermissionError):
+    """The token was missing or wrong."""
+
+
+class VersionMismatchError(ProtocolError):
+    """Client and pool speak different protocol versions."""
+
+
+class NotAllowedError(PoolError, PermissionError):
+    """The op names something that is not on the pool's allow-list."""
+
+
+class InvalidHandleError(PoolError, KeyError):
+    """The op names an array this session does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class SessionLostError(PoolError, ConnectionError):
+    """The session's worker or the pool went away."""
+
+
+class RemoteError(PoolError):
+    """An exception whose class the pool could not name."""
+
+
+class OutOfMemoryError(MemoryError):
+    """The session's device memory limit was reached (``cupy.cuda.memory.OutOfMemoryError``)."""
+
+
+class CUDAError(RuntimeError):
+    """A CUDA driver, runtime or library error on the device."""
+
+
+ERROR_CLASSES: dict[str, type[BaseException]] = {
+    cls.__name__: cls
+    for cls in (
+        ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError,
+        ArithmeticError, FloatingPointError, NotImplementedError, RuntimeError,
+        AttributeError, LookupError, MemoryError, AssertionError, RecursionError,
+        UnicodeError, BufferError, StopIteration, KeyboardInterrupt,
+        PoolError, ProtocolError, AuthenticationError, VersionMismatchError,
+        NotAllowedError, InvalidHandleError, SessionLostError, OutOfMemoryError, CUDAError,
+    )
+}
+ERROR_CLASSES.update(
+    {
+        "AxisError": npx.AxisError,
+        "DTypePromotionError": npx.DTypePromotionError,
+        "TooHardError": npx.TooHardError,
+        "LinAlgError": numpy.linalg.LinAlgError,
+    }
+)
+
+WARNING_CLASSES: dict[str, type[Warning]] = {
+    cls.__name__: cls
+    for cls in (
+        Warning, UserWarning, RuntimeWarning, DeprecationWarning, FutureWarning,
+        PendingDeprecationWarning, npx.ComplexWarning, npx.VisibleDeprecationWarning,
+        npx.RankWarning,
+    )
+}
+#: CuPy's own warning classes travel as the nearest standard class.
+_CLASS_ALIASES = {
+    "OutOfMemoryError": "OutOfMemoryError",
+    "CUDADriverError": "CUDAError",
+    "CUDARuntimeError": "CUDAError",
+    "CUBLASError": "CUDAError",
+    "CUSOLVERError": "CUDAError",
+    "CUFFTError": "CUDAError",
+    "CURANDError": "CUDAError",
+    "CUSPARSEError": "CUDAError",
+    "NVRTCError": "CUDAError",
+    "CompileException": "CUDAError",
+    "PerformanceWarning": "UserWarning",
+}
+
+
+def error_name(exc: BaseException) -> str:
+    """Name the nearest class of *exc* that the client knows."""
+    for cls in type(exc).__mro__:
+        alias = _CLASS_ALIASES.get(cls.__name__)
+        if alias is not None:
+            return alias
+        if ERROR_CLASSES.get(cls.__name__) is cls:
+            return cls.__name__
+    return "RemoteError"
+
+
+def error_class(name: object) -> type[BaseException]:
+    """The class to raise for a name received from the pool."""
+    cls = ERROR_CLASSES.get(name) if isinstance(name, str) else None
+    return cls if cls is not None else RemoteError
+
+
+def warning_name(category: type[Warning]) -> str:
+    for cls in category.__mro__:
+        alias = _CLASS_ALIASES.get(cls.__name__)
+        if alias is not None:
+            return alias
+        if WARNING_CLASSES.get(cls.__name__) is cls:
+            return cls.__name__
+    return "UserWarning"
+
+
+def warning_class(name: object) -> type[Warning]:
+    cls = WARNING_CLASSES.get(name) if isinstance(name, str) else None
+    return cls if cls is not None else UserWarning
+

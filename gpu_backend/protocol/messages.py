@@ -1,0 +1,55 @@
+"""The shape of every message, in one place.
+
+Front door (one msgpack frame each way)::
+
+    client -> {"t": "hello", "v": VERSION, "token": str, "user": str, "memory_limit": int|None}
+           <- {"ok": True, "session": str, "key": bytes, "worker_port": int, "device": {...},
+               "lease_timeout": float, "memory_limit": int}
+    client -> {"t": "hb", "session": str, "key": bytes}        <- {"ok": True, "alive": bool}
+    client -> {"t": "status", "token": str}                    <- {"ok": True, "devices": [...], ...}
+    client -> {"t": "close", "session": str, "key": bytes}     <- {"ok": True}
+    any error                                                  <- {"ok": False, "error": [name, text]}
+
+Session worker (multipart)::
+
+    client -> [header, ops, payload...]
+        header = {"k": key, "b": batch, "n": op count, "f": [freed ids], "r": resume seq|None,
+                  "y": wait for the device to finish before replying}
+        ops    = op records, msgpack objects back to back (decoded one by one, in order)
+        op     = [seq, kind, want, out, target, name, args, kwargs]
+    worker -> [reply, payload...]
+        reply  = {"b": batch, "m": [[id, shape, dtype, strides, flags]], "v": [[seq, value]],
+                  "d": [[seq, dtype, shape]], "e": [seq, class, text, op]|None,
+                  "w": [[seq, category, text]], "x": executed, "s": skipped}
+
+Payload frames are raw array bytes, one frame per array, sent and received
+without a copy (``copy=False``; the receiver wraps the frame's own memory with
+``numpy.frombuffer``). ZeroMQ delivers a multipart message only when all of it
+has arrived, so splitting an array into several frames would pipeline nothing
+and would force the receiver to reassemble it: one frame is both simpler and
+faster (see docs/protocol.md).
+
+Worker control (worker DEALER -> front-door ROUTER, one msgpack frame each way)::
+
+    worker -> {"t": "ready", "port": int}  |  {"t": "usage", ...}  |  {"t": "ended", "reason": str}
+    door   -> {"t": "assign", "session": str, "key": bytes, "memory_limit": int}  |  {"t": "stop"}
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PROTOCOL_VERSION", "KIND_FUNCTION", "KIND_METHOD", "KIND_OPERATOR",
+    "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_DOWNLOAD", "FLAG_C", "FLAG_F", "FLAG_OWN",
+]
+
+#: Bumped whenever a message changes shape; the front door refuses other versions.
+PROTOCOL_VERSION = 1
+
+KIND_FUNCTION = "f"    # target None, name from api.FUNCTIONS
+KIND_METHOD = "m"      # target = handle, name from api.METHODS
+KIND_OPERATOR = "o"    # name from api.OPERATORS, args = operands
+KIND_ATTRIBUTE = "a"   # target = handle, name from api.ATTRIBUTES
+KIND_UPLOAD = "u"      # name = dtype, args = [shape]; data in the next payload frame
+KIND_DOWNLOAD = "d"    # target = handle; data in the reply's next payload frame
+
+FLAG_C, FLAG_F, FLAG_OWN = 1, 2, 4

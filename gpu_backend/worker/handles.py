@@ -1,0 +1,60 @@
+"""A session's arrays, by handle id.
+
+Clients choose positive ids for the arrays their ops create (so they need
+not wait for an answer); the worker numbers the arrays it hands back inside
+structured results (``split``, ``unique(return_counts=True)``, ...) with
+negative ids. A handle names an array of this session only: each worker
+process holds exactly one session's table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..devices import Device
+from ..protocol.errors import InvalidHandleError, ProtocolError
+
+__all__ = ["HandleTable"]
+
+
+class HandleTable:
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.arrays: dict[int, Any] = {}
+        self._next_server_id = -1
+
+    def get(self, hid: int) -> Any:
+        try:
+            return self.arrays[hid]
+        except KeyError:
+            raise InvalidHandleError(f"this session has no array with handle {hid}") from None
+
+    def put(self, hid: Any, array: Any) -> None:
+        """Store a result under the id the client chose for it."""
+        if type(hid) is not int or hid <= 0:
+            raise ProtocolError(f"bad result handle {hid!r}: clients use positive integers")
+        self.device.track(array)  # may raise OutOfMemoryError: then nothing is stored
+        old = self.arrays.get(hid)
+        self.arrays[hid] = array
+        if old is not None:
+            self.device.untrack(old)
+
+    def put_new(self, array: Any) -> int:
+        """Store an array the worker numbers itself; returns its (negative) id."""
+        self.device.track(array)
+        hid = self._next_server_id
+        self._next_server_id -= 1
+        self.arrays[hid] = array
+        return hid
+
+    def free(self, hid: Any) -> None:
+        array = self.arrays.pop(hid, None) if type(hid) is int else None
+        if array is not None:
+            self.device.untrack(array)
+
+    def clear(self) -> None:
+        for hid in list(self.arrays):
+            self.free(hid)
+
+    def __len__(self) -> int:
+        return len(self.arrays)

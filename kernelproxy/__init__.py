@@ -1,0 +1,23 @@
+"""The client: CuPy code that runs on a remote GPU pool.
+
+    import kernelproxy
+    session = kernelproxy.connect("tcp://gpu-host:5555", token)
+    kernelproxy.install(session)
+    import cupy as cp          # the proxy: every op runs in the pool
+
+Works in any Python process; the Jupyter kernel in :mod:`workbench` uses it.
+"""
+
+from gpu_backend.protocol.errors import (AuthenticationError, InvalidHandleError, NotAllowedError,
+                                         OutOfMemoryError, PoolError, ProtocolError, RemoteError,
+                                         SessionLostError, VersionMismatchError)
+
+from .importhook import install, installed, uninstall
+from .ndarray import ndarray
+from .session import Session, connect
+
+__all__ = [
+    "connect", "install", "uninstall", "installed", "Session", "ndarray",
+    "PoolError", "ProtocolError", "AuthenticationError", "VersionMismatchError",
+    "NotAllowedError", "InvalidHandleError", "SessionLostError", "RemoteError", "OutOfMemoryError",
+]

@@ -1,0 +1,243 @@
+"""The ``cupy`` look-alike modules, built from the shared allow-list.
+
+Allow-listed functions become proxies that issue ops on the active session;
+dtype objects, exception classes and pure dtype arithmetic (``result_type``,
+``finfo``, ...) are NumPy's own, exactly as in CuPy, and run locally.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+import numpy.exceptions
+import numpy.linalg
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.errors import OutOfMemoryError, SessionLostError
+
+from . import ndarray as nd
+
+__all__ = ["build_modules", "active_session", "activate"]
+
+_active: list[Any] = []
+
+_DTYPE_NAMES = """
+    bool_ int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64
+    complex64 complex128 intp uintp byte short intc int_ longlong ubyte ushort uintc uint
+    ulonglong half single double longdouble csingle cdouble clongdouble number integer
+    signedinteger unsignedinteger floating complexfloating inexact generic bool
+""".split()
+_HOST_FUNCTIONS = """
+    dtype iinfo finfo result_type can_cast promote_types min_scalar_type issubdtype
+    common_type isdtype
+""".split()
+_CONSTANTS = "pi e inf nan newaxis euler_gamma".split()
+
+
+def activate(session: Any) -> None:
+    """Make *session* the one the proxy modules issue ops on."""
+    _active[:] = [session]
+
+
+def active_session() -> Any:
+    if not _active or _active[0].closed:
+        raise SessionLostError("no remote GPU session is active; call kernelproxy.install(session)")
+    return _active[0]
+
+
+def _function(qualname: str, want: str):
+    label = f"cupy.{qualname}"
+
+    def proxy(*args: Any, **kwargs: Any) -> Any:
+        return nd.call(active_session(), m.KIND_FUNCTION, qualname, want, None, args, kwargs, label)
+
+    proxy.__name__ = proxy.__qualname__ = qualname.rpartition(".")[2]
+    proxy.__module__ = "cupy"
+    return proxy
+
+
+# ---------------------------------------------------------------- host-side helpers
+
+def asarray(a: Any, dtype: Any = None, order: Any = None, *, blocking: bool = False) -> Any:
+    """``cupy.asarray``: host NumPy data is uploaded as one zero-copy frame."""
+    session = active_session()
+    if isinstance(a, nd.ndarray) and dtype is None and order in (None, "K", "A"):
+        return a
+    if isinstance(a, np.ndarray):
+        arr = nd.wrap(session, session.new_id())
+        session.upload(a, arr._h)
+        if dtype is None and order is None:
+            return arr
+        a = arr
+    kwargs = {k: v for k, v in (("dtype", dtype), ("order", order)) if v is not None}
+    return nd.call(session, m.KIND_FUNCTION, "asarray", api.ARRAY, None, (a,), kwargs, "cupy.asarray")
+
+
+def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subok: bool = False,
+          ndmin: int = 0, *, blocking: bool = False) -> Any:
+    """``cupy.array``: like :func:`asarray`, always a new array unless ``copy=False``."""
+    session = active_session()
+    if isinstance(obj, np.ndarray):
+        fresh = nd.wrap(session, session.new_id())
+        session.upload(obj, fresh._h)
+        if dtype is None and order in ("K", "A", "C") and ndmin == 0 and obj.flags.c_contiguous:
+            return fresh
+        obj = fresh
+    kwargs: dict[str, Any] = {"copy": copy, "order": order, "ndmin": ndmin}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    return nd.call(session, m.KIND_FUNCTION, "array", api.ARRAY, None, (obj,), kwargs, "cupy.array")
+
+
+def asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None, *, blocking: bool = True):
+    """``cupy.asnumpy``: remote arrays are downloaded, anything else converted locally."""
+    if isinstance(a, nd.ndarray):
+        return a.get(order=order, out=out)
+    result = np.asarray(a, order=order)
+    if out is not None:
+        out[...] = result
+        return out
+    return result
+
+
+def get_array_module(*args: Any) -> Any:
+    """``cupy.get_array_module``: the proxy ``cupy`` if any argument is a remote array."""
+    if any(isinstance(arg, nd.ndarray) for arg in args):
+        return build_modules()["cupy"]
+    return np
+
+
+def _meta_dtype(x: Any) -> Any:
+    return x.dtype if isinstance(x, nd.ndarray) else x
+
+
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    return np.result_type(*[_meta_dtype(x) for x in arrays_and_dtypes])
+
+
+def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+    return np.can_cast(_meta_dtype(from_), to, casting)
+
+
+def isscalar(element: Any) -> bool:
+    return np.isscalar(element)
+
+
+def ndim(a: Any) -> int:
+    return a.ndim if isinstance(a, nd.ndarray) else np.ndim(a)
+
+
+def shape(a: Any) -> tuple:
+    return a.shape if isinstance(a, nd.ndarray) else np.shape(a)
+
+
+def size(a: Any, axis: int | None = None) -> int:
+    if isinstance(a, nd.ndarray):
+        return a.size if axis is None else a.shape[axis]
+    return np.size(a, axis)
+
+
+def iscomplexobj(x: Any) -> bool:
+    return _meta_dtype(x).kind == "c" if isinstance(x, nd.ndarray) else np.iscomplexobj(x)
+
+
+def isrealobj(x: Any) -> bool:
+    return not iscomplexobj(x)
+
+
+class _Device:
+    """``cupy.cuda.Device``: the session's remote device."""
+
+    def __init__(self, device: int | None = None) -> None:
+        self.id = 0 if device is None else int(device)
+
+    def synchronize(self) -> None:
+        active_session().sync(device=True)
+
+    def use(self) -> None:
+        pass
+
+    def __enter__(self) -> "_Device":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<CUDA Device {self.id} (remote)>"
+
+
+# ---------------------------------------------------------------- modules
+
+class ProxyModule(types.ModuleType):
+    """A module whose allow-listed names resolve to op-issuing proxies."""
+
+    def __init__(self, name: str, prefix: str) -> None:
+        super().__init__(name)
+        self.__dict__["_prefix"] = prefix
+
+    def __getattr__(self, name: str) -> Any:
+        qualname = self.__dict__["_prefix"] + name
+        want = api.FUNCTIONS.get(qualname)
+        if want is None or name.startswith("_"):
+            raise AttributeError(
+                f"module {self.__name__!r} has no attribute {name!r} "
+                "(not available on gpu-workbench's remote GPU)"
+            )
+        proxy = _function(qualname, want)
+        self.__dict__[name] = proxy
+        return proxy
+
+    def __dir__(self) -> list[str]:
+        prefix = self.__dict__["_prefix"]
+        names = {q[len(prefix):] for q in api.FUNCTIONS if q.startswith(prefix) and "." not in q[len(prefix):]}
+        return sorted(names | set(self.__dict__))
+
+
+_modules_cache: dict[str, types.ModuleType] = {}
+
+
+def build_modules() -> dict[str, types.ModuleType]:
+    """The proxy modules by import name (built once; they follow the active session)."""
+    if _modules_cache:
+        return _modules_cache
+    cupy = ProxyModule("cupy", "")
+    cupy.__dict__.update(
+        __version__="remote", __path__=[], __package__="cupy", ndarray=nd.ndarray,
+        asarray=asarray, array=array, asnumpy=asnumpy, get_array_module=get_array_module,
+        result_type=result_type, can_cast=can_cast, isscalar=isscalar, ndim=ndim, shape=shape,
+        size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
+    )
+    for name in _DTYPE_NAMES + _HOST_FUNCTIONS + _CONSTANTS:
+        if name not in cupy.__dict__ and hasattr(np, name):
+            cupy.__dict__[name] = getattr(np, name)
+
+    linalg = ProxyModule("cupy.linalg", "linalg.")
+    linalg.__dict__.update(LinAlgError=numpy.linalg.LinAlgError, __package__="cupy.linalg")
+    fft = ProxyModule("cupy.fft", "fft.")
+    random = ProxyModule("cupy.random", "random.")
+    cupyx = ProxyModule("cupyx", "cupyx.")
+    cupyx.__dict__.update(__path__=[], __package__="cupyx")
+
+    cuda = types.ModuleType("cupy.cuda")
+    memory = types.ModuleType("cupy.cuda.memory")
+    memory.OutOfMemoryError = OutOfMemoryError
+    cuda.__dict__.update(__path__=[], memory=memory, Device=_Device, is_available=lambda: True)
+
+    for sub_name, sub in (("linalg", linalg), ("fft", fft), ("random", random), ("cuda", cuda),
+                          ("exceptions", numpy.exceptions)):
+        cupy.__dict__[sub_name] = sub
+    _modules_cache.update({
+        "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, "cupy.random": random,
+        "cupy.cuda": cuda, "cupy.cuda.memory": memory, "cupy.exceptions": numpy.exceptions,
+        "cupyx": cupyx,
+    })
+    return _modules_cache
+
+
+def module_for(session: Any) -> types.ModuleType:
+    activate(session)
+    return build_modules()["cupy"]

@@ -1,0 +1,361 @@
+"""``cupy.ndarray`` for a remote GPU: a handle plus cached metadata.
+
+An array is a session and a handle id. Its shape, dtype, strides and flags
+arrive with the reply of the batch that created it and are cached; asking
+for them before that reply has arrived is a sync point. Values (``float``,
+``repr``, ``item``, ``tolist``, ``get``) always travel from the pool, so a
+huge array is printed without transferring it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.codec import Handle
+
+__all__ = ["ndarray", "Flags", "call", "wrap"]
+
+_ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
+
+
+def wrap(session: Any, hid: int) -> "ndarray":
+    """A client array for a handle the session already issued or received."""
+    arr = object.__new__(ndarray)
+    arr._s = session
+    arr._h = hid
+    arr._m = None
+    return arr
+
+
+def _unwrap(session: Any, value: Any) -> Any:
+    if type(value) is Handle:
+        return wrap(session, int(value))
+    if isinstance(value, list):
+        return [_unwrap(session, v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_unwrap(session, v) for v in value)
+    return value
+
+
+def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple,
+         kwargs: dict, label: str) -> Any:
+    """Issue an op and shape its result the way CuPy returns it."""
+    if want == _ARRAY:
+        out = kwargs.get("out") if kwargs else None
+        if out is not None:
+            session.submit(kind, _NONE, None, name, target, args, kwargs, label)
+            return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        hid = session.new_id()
+        session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
+        return wrap(session, hid)
+    if want == _NONE:
+        session.submit(kind, _NONE, None, name, target, args, kwargs, label)
+        return None
+    if want == _VALUE:
+        return session.value(session.submit(kind, _VALUE, None, name, target, args, kwargs, label))
+    hid = session.new_id()
+    seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)
+    return _unwrap(session, session.value(seq))
+
+
+_OP_SYMBOLS = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+    "matmul": "@", "and_": "&", "or_": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
+    "lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">=",
+}
+
+
+def _operator(name: str, args: tuple, session: Any) -> Any:
+    want = api.OPERATORS[name]
+    label = f"operator {_OP_SYMBOLS.get(name.lstrip('i'), name)}"
+    return call(session, m.KIND_OPERATOR, name, want, None, args, {}, label)
+
+
+class Flags:
+    """``ndarray.flags``: the subset CuPy has (C/F contiguity, data ownership)."""
+
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, bits: int) -> None:
+        self.c_contiguous = bool(bits & m.FLAG_C)
+        self.f_contiguous = bool(bits & m.FLAG_F)
+        self.owndata = bool(bits & m.FLAG_OWN)
+
+    def __getitem__(self, name: str) -> bool:
+        key = {"C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+               "F": "f_contiguous", "OWNDATA": "owndata"}.get(name)
+        if key is None:
+            raise KeyError(name)
+        return getattr(self, key)
+
+    def __repr__(self) -> str:
+        return (f"  C_CONTIGUOUS : {self.c_contiguous}\n  F_CONTIGUOUS : {self.f_contiguous}\n"
+                f"  OWNDATA : {self.owndata}")
+
+
+class ndarray:
+    """An array on a remote GPU; behaves as ``cupy.ndarray``."""
+
+    __slots__ = ("_s", "_h", "_m", "__weakref__")
+    __array_priority__ = 100
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
+        from .modules import active_session
+        if memptr is not None or strides is not None:
+            raise NotImplementedError("ndarray(memptr=..., strides=...) is not available remotely")
+        session = active_session()
+        self._s = session
+        self._h = session.new_id()
+        self._m = None
+        session.submit(m.KIND_FUNCTION, _ARRAY, self._h, "empty", None, (shape, dtype),
+                       {"order": order}, "cupy.ndarray")
+
+    def __del__(self) -> None:
+        try:
+            if not self._s.closed:
+                self._s.release(self._h)
+        except Exception:  # interpreter shutdown or a half-built object
+            pass
+
+    # ------------------------------------------------------------ metadata
+    def _meta(self) -> tuple:
+        meta = self._m
+        if meta is None:
+            meta = self._m = self._s.meta_of(self._h)
+        return meta
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._meta()[0]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._meta()[1]
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._meta()[2]
+
+    @property
+    def flags(self) -> Flags:
+        return Flags(self._meta()[3])
+
+    @property
+    def ndim(self) -> int:
+        return len(self._meta()[0])
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._meta()[0])
+
+    @property
+    def itemsize(self) -> int:
+        return self._meta()[1].itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def T(self) -> "ndarray":
+        return self._attribute("T")
+
+    @property
+    def mT(self) -> "ndarray":
+        return self._attribute("mT")
+
+    @property
+    def real(self) -> "ndarray":
+        return self._attribute("real")
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        self.real[...] = value
+
+    @property
+    def imag(self) -> "ndarray":
+        return self._attribute("imag")
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        self.imag[...] = value
+
+    def _attribute(self, name: str) -> "ndarray":
+        return call(self._s, m.KIND_ATTRIBUTE, name, _ARRAY, self, (), {}, f"ndarray.{name}")
+
+    # ------------------------------------------------------------ host transfers
+    def get(self, stream: Any = None, order: str = "C", out: np.ndarray | None = None,
+            blocking: bool = True) -> np.ndarray:
+        """Copy to a host NumPy array (a sync point)."""
+        session = self._s
+        host = session.value(session.submit(m.KIND_DOWNLOAD, _VALUE, None, None, self, (), {},
+                                            "ndarray.get"))
+        if order == "F" or (order == "A" and self.flags.f_contiguous and not self.flags.c_contiguous):
+            host = np.asfortranarray(host)
+        if out is not None:
+            if out.shape != host.shape:
+                raise ValueError(f"Shape mismatch. Old shape: {out.shape}, new shape: {host.shape}")
+            if out.dtype != host.dtype:
+                raise TypeError(f"{host.dtype} array cannot be set to {out.dtype} array")
+            out[...] = host
+            return out
+        return host
+
+    def set(self, arr: np.ndarray, stream: Any = None) -> None:
+        """Copy a host array into this one (same shape and dtype, as in CuPy)."""
+        arr = np.asarray(arr)
+        if arr.shape != self.shape:
+            raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {arr.shape}")
+        if arr.dtype != self.dtype:
+            raise TypeError(f"{arr.dtype} array cannot be set to {self.dtype} array")
+        session = self._s
+        tmp = wrap(session, session.new_id())
+        session.upload(arr, tmp._h)
+        session.submit(m.KIND_OPERATOR, _NONE, None, "setitem", None, (self, Ellipsis, tmp), {},
+                       "ndarray.set")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError(
+            "Implicit conversion to a NumPy array is not allowed. "
+            "Please use `.get()` to construct a NumPy array explicitly."
+        )
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method != "__call__" or api.FUNCTIONS.get(ufunc.__name__) != _ARRAY:
+            return NotImplemented
+        return call(self._s, m.KIND_FUNCTION, ufunc.__name__, _ARRAY, None, inputs, kwargs,
+                    f"cupy.{ufunc.__name__}")
+
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        module = getattr(func, "__module__", "") or ""
+        prefix = "" if module in ("numpy", "numpy.core", "numpy._core") else None
+        for sub in api.SUBMODULES:
+            if module == f"numpy.{sub}":
+                prefix = sub + "."
+        name = (prefix or "") + func.__name__
+        want = api.FUNCTIONS.get(name) if prefix is not None else None
+        if want is None:
+            return NotImplemented
+        return call(self._s, m.KIND_FUNCTION, name, want, None, args, kwargs, f"cupy.{name}")
+
+    # ------------------------------------------------------------ Python protocols
+    def __len__(self) -> int:
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of unsized object")
+        return shape[0]
+
+    def __iter__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(shape[0]))
+
+    def __repr__(self) -> str:
+        return _operator("repr", (self,), self._s)
+
+    def __str__(self) -> str:
+        return _operator("str", (self,), self._s)
+
+    def __format__(self, spec: str) -> str:
+        return _operator("format", (self, spec), self._s)
+
+    def __bool__(self) -> bool:
+        return _operator("bool", (self,), self._s)
+
+    def __float__(self) -> float:
+        return _operator("float", (self,), self._s)
+
+    def __int__(self) -> int:
+        return _operator("int", (self,), self._s)
+
+    def __complex__(self) -> complex:
+        return _operator("complex", (self,), self._s)
+
+    def __index__(self) -> int:
+        return _operator("index", (self,), self._s)
+
+    def __contains__(self, value: Any) -> bool:
+        return bool((self == value).any())
+
+    def __copy__(self) -> "ndarray":
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> "ndarray":
+        return self.copy()
+
+    def __reduce__(self):
+        raise TypeError("remote arrays cannot be pickled; use .get() for a host copy")
+
+    def __getitem__(self, key: Any) -> "ndarray":
+        return _operator("getitem", (self, key), self._s)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _operator("setitem", (self, key, value), self._s)
+
+    def __divmod__(self, other: Any) -> tuple:
+        return _operator("divmod", (self, other), self._s)
+
+    def __rdivmod__(self, other: Any) -> tuple:
+        return _operator("divmod", (other, self), self._s)
+
+    def __neg__(self) -> "ndarray":
+        return _operator("neg", (self,), self._s)
+
+    def __pos__(self) -> "ndarray":
+        return _operator("pos", (self,), self._s)
+
+    def __abs__(self) -> "ndarray":
+        return _operator("abs", (self,), self._s)
+
+    def __invert__(self) -> "ndarray":
+        return _operator("invert", (self,), self._s)
+
+
+def _binary(name: str):
+    def forward(self, other):
+        return _operator(name, (self, other), self._s)
+
+    def reflected(self, other):
+        return _operator(name, (other, self), self._s)
+
+    def inplace(self, other):
+        _operator("i" + name.rstrip("_"), (self, other), self._s)
+        return self
+
+    return forward, reflected, inplace
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
+              "and_", "or_", "xor", "lshift", "rshift"):
+    _dunder = _name.rstrip("_")
+    _fwd, _ref, _inp = _binary(_name)
+    setattr(ndarray, f"__{_dunder}__", _fwd)
+    setattr(ndarray, f"__r{_dunder}__", _ref)
+    setattr(ndarray, f"__i{_dunder}__", _inp)
+for _name in ("lt", "le", "eq", "ne", "gt", "ge"):
+    setattr(ndarray, f"__{_name}__", _binary(_name)[0])
+
+
+def _method(name: str, want: str):
+    label = f"ndarray.{name}"
+
+    def method(self, *args, **kwargs):
+        return call(self._s, m.KIND_METHOD, name, want, self, args, kwargs, label)
+
+    method.__name__ = name
+    doc = getattr(np.ndarray, name, None)
+    method.__doc__ = getattr(doc, "__doc__", None)
+    return method
+
+
+for _name, _want in api.METHODS.items():
+    setattr(ndarray, _name, _method(_name, _want))
+
+del _name, _dunder, _fwd, _ref, _inp, _want

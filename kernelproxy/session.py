@@ -1,0 +1,315 @@
+"""A session: ops batched and pipelined to one remote worker.
+
+Every array-returning op is *asynchronous*: the session names the result
+itself (a fresh positive handle id), appends the op to the outgoing batch and
+returns at once. A batch is sent when the caller needs an answer (a value,
+metadata not yet known, an explicit sync) or when it grows large; replies to
+batches sent early are read lazily. The first error of an asynchronous op is
+raised at the next sync point, with a note naming the op and the line of user
+code that issued it; ops issued after it never run, and arrays they would
+have made raise a clear error when used.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+import weakref
+from collections import deque
+from typing import Any
+
+import msgpack
+import numpy as np
+import zmq
+
+from gpu_backend.protocol import api, codec
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.errors import (InvalidHandleError, SessionLostError, error_class,
+                                         warning_class)
+
+from .connection import Heartbeat, door_request, hello
+
+__all__ = ["Session", "connect", "FLUSH_OPS"]
+
+#: A batch is sent without waiting once it holds this many ops.
+FLUSH_OPS = 512
+#: Host arrays at least this large travel as their own zero-copy frame.
+INLINE_BYTES = 1 << 14
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def connect(address: str, token: str, *, user: str | None = None,
+            memory_limit: int | None = None, timeout: float = 150.0) -> "Session":
+    """Open a session on the pool at *address* (``tcp://host:port``)."""
+    return Session(address, token, user=user, memory_limit=memory_limit, timeout=timeout)
+
+
+def _caller() -> tuple[str, int]:
+    """The innermost frame outside kernelproxy: the user's line that issued an op."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_HERE):
+        frame = frame.f_back
+    if frame is None:
+        return ("<unknown>", 0)
+    return (frame.f_code.co_filename, frame.f_lineno)
+
+
+class Session:
+    """One client's session; all of its methods are called from one thread."""
+
+    def __init__(self, address: str, token: str, *, user: str | None = None,
+                 memory_limit: int | None = None, timeout: float = 150.0) -> None:
+        self.address = address
+        self._token = token
+        self.ctx = zmq.Context()
+        info = hello(self.ctx, address, token, user, memory_limit, timeout)
+        self.id: str = info["session"]
+        self.key: bytes = info["key"]
+        self.device: dict = info.get("device") or {}
+        self.memory_limit: int = info["memory_limit"]
+        self.lease_timeout: float = info["lease_timeout"]
+        host = address.rsplit(":", 1)[0]
+        self.worker_address = f"{host}:{info['worker_port']}"
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(self.worker_address)
+        self.heartbeat = Heartbeat(self.ctx, address, self.id, self.key, self.lease_timeout / 4)
+        self.heartbeat.start()
+        self.closed = False
+        self._lock = threading.RLock()
+        self._packer = codec.make_packer(self._handle_of)
+        self._reply_hook = codec.ext_hook_for(None)
+        self._ops: list[bytes] = []
+        self._payload: list[Any] = []
+        self._free: list[int] = []
+        self._seq = 0
+        self._next_id = 0
+        self._batch = 0
+        self._in_flight: deque[tuple[int, int, int]] = deque()  # (batch, first seq, last seq)
+        self._origin: dict[int, tuple[str, str, int, Any]] = {}  # seq -> (label, file, line, out)
+        self._values: dict[int, Any] = {}
+        self.meta: dict[int, tuple] = {}
+        self._dead: dict[int, str] = {}
+        self._error: list | None = None
+        self._resume: int | None = None
+        self._dtypes: dict[str, np.dtype] = {}
+        self._arrays: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+    # ------------------------------------------------------------ issuing ops
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _handle_of(self, obj: Any) -> int | None:
+        hid = getattr(obj, "_h", None)
+        if hid is None or type(obj).__name__ != "ndarray":
+            return None
+        if obj._s is not self:
+            raise ValueError("an array of another remote session cannot be used here")
+        if hid in self._dead:
+            raise InvalidHandleError(self._dead[hid])
+        return hid
+
+    def submit(self, kind: str, want: str, out: int | None, name: Any, target: Any = None,
+               args: tuple | list = (), kwargs: dict | None = None, label: str = "") -> int:
+        """Queue one op; returns its sequence number. Encoding errors raise here."""
+        self._check_open()
+        if self._error is not None:  # an earlier op failed: say so before queueing more
+            self._raise_pending()
+        self._seq += 1
+        seq = self._seq
+        pack = self._packer.pack
+        body = pack([target, list(args), kwargs or {}])
+        self._ops.append(pack([seq, kind, want, out, name]) + body)
+        filename, line = _caller()
+        self._origin[seq] = (label or str(name), filename, line, out)
+        if len(self._ops) >= FLUSH_OPS:
+            self.flush()
+        return seq
+
+    def upload(self, host: np.ndarray, out: int) -> int:
+        """Queue an upload of *host* into handle *out* and send it now, zero-copy."""
+        data = np.ascontiguousarray(host)
+        if data.dtype.kind not in codec.ALLOWED_KINDS:
+            raise TypeError(f"Unsupported dtype {data.dtype}")
+        seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, data.dtype.str, None, [list(data.shape)],
+                          label="upload")
+        self._payload.append(data if data.nbytes >= INLINE_BYTES else data.tobytes())
+        self.flush(wait_sent=data.nbytes >= INLINE_BYTES)
+        return seq
+
+    # ------------------------------------------------------------ sending
+    def flush(self, sync_device: bool = False, wait_sent: bool = False) -> None:
+        """Send the queued ops as one batch (also when empty, if *sync_device*)."""
+        if not self._ops and not sync_device and not self._free:
+            return
+        self._check_open()
+        ops, self._ops = self._ops, []
+        payload, self._payload = self._payload, []
+        free, self._free = self._free, []
+        for hid in free:
+            self.meta.pop(hid, None)
+            self._dead.pop(hid, None)
+        self._batch += 1
+        last = self._seq
+        first = last - len(ops) + 1
+        header = {"k": self.key, "b": self._batch, "n": len(ops), "f": free, "r": self._resume}
+        if sync_device:
+            header["y"] = 1
+        frames = [codec.packb(header), b"".join(ops), *payload]
+        if wait_sent:
+            tracker = self.sock.send_multipart(frames, copy=False, track=True)
+            self._in_flight.append((self._batch, first, last))
+            while not tracker.done:  # the caller may reuse its array once ZeroMQ let go of it
+                self._drain(timeout=0.05)
+        else:
+            self.sock.send_multipart(frames, copy=False)
+            self._in_flight.append((self._batch, first, last))
+            self._drain(timeout=0)
+
+    # ------------------------------------------------------------ receiving
+    def _drain(self, timeout: float) -> None:
+        """Read the replies that are already here (or arrive within *timeout*)."""
+        while self._in_flight and self.sock.poll(int(timeout * 1000)):
+            self._read_reply()
+            timeout = 0
+
+    def _wait_all(self) -> None:
+        while self._in_flight:
+            if self.sock.poll(200):
+                self._read_reply()
+            elif self.heartbeat.lost:
+                self._lose(self.heartbeat.lost)
+
+    def _read_reply(self) -> None:
+        frames = self.sock.recv_multipart(copy=False)
+        reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook, raw=False)
+        batch, first, last = self._in_flight.popleft()
+        if reply.get("b") != batch:
+            self._lose(f"reply for batch {reply.get('b')} while waiting for batch {batch}")
+        dtypes = self._dtypes
+        meta = self.meta
+        for hid, shape, dt, strides, flags in msgpack.unpackb(reply["m"]):
+            dtype = dtypes.get(dt)
+            if dtype is None:
+                dtype = dtypes[dt] = np.dtype(dt)
+            meta[hid] = (tuple(shape), dtype, tuple(strides), flags)
+        for seq, value in reply["v"]:
+            self._values[seq] = value
+        for (seq, dt, shape), frame in zip(reply["d"], frames[1:]):
+            self._values[seq] = np.frombuffer(frame.buffer, dtype=np.dtype(dt)).reshape(shape)
+        for seq, category, text in reply["w"]:
+            _label, filename, line, _out = self._origin.get(seq, ("", "<remote>", 0, None))
+            warnings.warn_explicit(text, warning_class(category), filename, line)
+        error = reply.get("e")
+        origin = self._origin
+        if error is not None:
+            if self._error is None:
+                self._error = error
+                self._resume = error[0] if type(error[0]) is int else self._resume
+                failed = origin.get(error[0])
+                reason = (f"this array was never computed: {failed[0]} (line {failed[2]} of "
+                          f"{failed[1]}) failed before it" if failed else
+                          "this array was never computed: an earlier op failed")
+                for seq, (_l, _f, _n, out) in origin.items():
+                    if seq > (error[0] or 0) and type(out) is int:
+                        self._dead[out] = reason
+        if error is None or error[0] is None or error[0] > last:
+            for seq in range(first, last + 1):
+                origin.pop(seq, None)
+
+    # ------------------------------------------------------------ sync points
+    def sync(self, device: bool = False, waiting_for: int | None = None) -> None:
+        """Send everything, wait for every reply, raise the first pending error.
+
+        With *device*, also wait until the device has finished the work.
+        """
+        with self._lock:
+            self.flush(sync_device=device)
+            self._wait_all()
+            self._raise_pending(waiting_for)
+
+    def value(self, seq: int) -> Any:
+        """Wait for the value of op *seq* (a sync point)."""
+        self.sync(waiting_for=seq)
+        return self._values.pop(seq)
+
+    def meta_of(self, hid: int) -> tuple:
+        found = self.meta.pop(hid, None)
+        if found is None:
+            if hid in self._dead:
+                raise InvalidHandleError(self._dead[hid])
+            self.sync()
+            found = self.meta.pop(hid, None)
+            if found is None:
+                raise InvalidHandleError(self._dead.get(hid, f"no metadata for handle {hid}"))
+        return found
+
+    def _raise_pending(self, waiting_for: int | None = None) -> None:
+        """Raise the first failed op's error; the note names it unless it is the op waited on."""
+        error = self._error
+        if error is None:
+            return
+        self._error = None
+        seq, name, text, _ = error
+        origin = self._origin
+        exc = error_class(name)(text)
+        if seq in origin:
+            label, filename, line, _out = origin[seq]
+            if seq != waiting_for:
+                exc.add_note(f"raised by {label}, issued at {filename}:{line}")
+        for s in [s for s in origin if s <= self._seq]:
+            del origin[s]
+        raise exc
+
+    # ------------------------------------------------------------ lifecycle
+    def release(self, hid: int) -> None:
+        """Called when a client array is dropped: freed with the next batch."""
+        self._free.append(hid)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise SessionLostError("this session is closed")
+        if self.heartbeat.lost:
+            self._lose(self.heartbeat.lost)
+
+    def _lose(self, reason: str) -> None:
+        self.closed = True
+        self._in_flight.clear()
+        raise SessionLostError(reason)
+
+    def status(self) -> dict:
+        """The pool's status (devices, sessions) as the front door reports it."""
+        return door_request(self.ctx, self.address, {"t": "status", "token": self._token}, 10)
+
+    def close(self) -> None:
+        """End the session: the worker exits and frees every array."""
+        if self.closed:
+            return
+        try:
+            self._wait_all()
+        except Exception:  # closing anyway
+            pass
+        self.closed = True
+        self.heartbeat.stop()
+        try:
+            self.sock.send_multipart([codec.packb({"k": self.key, "t": "close", "b": 0}), b""])
+            self.sock.poll(1000)
+            door_request(self.ctx, self.address, {"t": "close", "session": self.id, "key": self.key}, 5)
+        except Exception:  # the pool may already be gone
+            pass
+        finally:
+            self.sock.close()
+            self.ctx.term()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<kernelproxy.Session {self.id} on {self.device.get('name', '?')} ({state})>"
