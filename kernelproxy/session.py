@@ -131,7 +131,7 @@ class Session:
 
     def upload(self, host: np.ndarray, out: int) -> int:
         """Queue an upload of *host* into handle *out* and send it now, zero-copy."""
-        data = np.ascontiguousarray(host)
+        data = host if host.flags.c_contiguous else host.copy(order="C")
         if data.dtype.kind not in codec.ALLOWED_KINDS:
             raise TypeError(f"Unsupported dtype {data.dtype}")
         seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, data.dtype.str, None, [list(data.shape)],

@@ -77,7 +77,8 @@ class CupyDevice(Device):
         return out
 
     def to_host(self, array: Any) -> np.ndarray:
-        array = self.cupy.ascontiguousarray(array)
+        if not array.flags.c_contiguous:
+            array = array.copy(order="C")  # ascontiguousarray would make 0-d arrays 1-d
         host = self.cupyx.empty_pinned(array.shape, array.dtype)
         array.get(out=host)
         return host

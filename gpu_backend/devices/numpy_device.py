@@ -66,7 +66,8 @@ class NumpyDevice(Device):
         return host
 
     def to_host(self, array: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(array)
+        # not np.ascontiguousarray: it turns 0-d arrays into 1-d ones
+        return array if array.flags.c_contiguous else array.copy(order="C")
 
     def memory_used(self) -> int:
         return self.used
