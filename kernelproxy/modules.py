@@ -61,17 +61,32 @@ def _function(qualname: str, want: str):
 
 # ---------------------------------------------------------------- host-side helpers
 
+def _upload(session: Any, host: np.ndarray) -> Any:
+    """Upload *host*; one that is F- but not C-contiguous stays F-ordered, as in CuPy.
+
+    Returns the remote array and whether it is the freshly uploaded buffer
+    itself (False: an F-ordered copy made on the device).
+    """
+    fortran = host.ndim > 1 and host.flags.f_contiguous and not host.flags.c_contiguous
+    fresh = nd.wrap(session, session.new_id())
+    session.upload(host.T if fortran else host, fresh._h)  # host.T is C-contiguous: no copy
+    if not fortran:
+        return fresh, True
+    view = nd.call(session, m.KIND_FUNCTION, "transpose", api.ARRAY, None, (fresh,), {},
+                   "cupy.asarray")
+    return nd.call(session, m.KIND_FUNCTION, "array", api.ARRAY, None, (view,), {"order": "F"},
+                   "cupy.asarray"), False
+
+
 def asarray(a: Any, dtype: Any = None, order: Any = None, *, blocking: bool = False) -> Any:
     """``cupy.asarray``: host NumPy data is uploaded as one zero-copy frame."""
     session = active_session()
     if isinstance(a, nd.ndarray) and dtype is None and order in (None, "K", "A"):
         return a
     if isinstance(a, np.ndarray):
-        arr = nd.wrap(session, session.new_id())
-        session.upload(a, arr._h)
-        if dtype is None and order is None:
-            return arr
-        a = arr
+        a, _ = _upload(session, a)
+        if dtype is None and order in (None, "K", "A"):
+            return a
     kwargs = {k: v for k, v in (("dtype", dtype), ("order", order)) if v is not None}
     return nd.call(session, m.KIND_FUNCTION, "asarray", api.ARRAY, None, (a,), kwargs, "cupy.asarray")
 
@@ -81,15 +96,21 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subo
     """``cupy.array``: like :func:`asarray`, always a new array unless ``copy=False``."""
     session = active_session()
     if isinstance(obj, np.ndarray):
-        fresh = nd.wrap(session, session.new_id())
-        session.upload(obj, fresh._h)
-        if dtype is None and order in ("K", "A", "C") and ndmin == 0 and obj.flags.c_contiguous:
-            return fresh
-        obj = fresh
+        obj, c_order = _upload(session, obj)
+        if dtype is None and ndmin == 0 and (order in ("K", "A") or order == ("C" if c_order else "F")):
+            return obj  # already a new array, in the layout CuPy gives
+        copy = True  # (copy=False must not fail: a host array is always copied)
     kwargs: dict[str, Any] = {"copy": copy, "order": order, "ndmin": ndmin}
     if dtype is not None:
         kwargs["dtype"] = dtype
     return nd.call(session, m.KIND_FUNCTION, "array", api.ARRAY, None, (obj,), kwargs, "cupy.array")
+
+
+def linspace(*args: Any, **kwargs: Any) -> Any:
+    """``cupy.linspace``: an array, or ``(array, step)`` with ``retstep=True``."""
+    retstep = kwargs.get("retstep", args[4] if len(args) > 4 else False)
+    return nd.call(active_session(), m.KIND_FUNCTION, "linspace", api.MULTI if retstep else api.ARRAY,
+                   None, args, kwargs, "cupy.linspace")
 
 
 def asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None, *, blocking: bool = True):
@@ -207,7 +228,8 @@ def build_modules() -> dict[str, types.ModuleType]:
     cupy = ProxyModule("cupy", "")
     cupy.__dict__.update(
         __version__="remote", __path__=[], __package__="cupy", ndarray=nd.ndarray,
-        asarray=asarray, array=array, asnumpy=asnumpy, get_array_module=get_array_module,
+        asarray=asarray, array=array, linspace=linspace, asnumpy=asnumpy,
+        get_array_module=get_array_module,
         result_type=result_type, can_cast=can_cast, isscalar=isscalar, ndim=ndim, shape=shape,
         size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
     )

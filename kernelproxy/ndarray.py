@@ -42,11 +42,49 @@ def _unwrap(session: Any, value: Any) -> Any:
     return value
 
 
+#: Where ndarray methods take ``out`` positionally (the functions of the same name,
+#: with the array first, take it one place later).
+_METHOD_OUT_ARG = {
+    "all": 1, "any": 1, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "round": 1, "dot": 1,
+    "choose": 1, "clip": 2, "cumprod": 2, "cumsum": 2, "mean": 2, "prod": 2, "std": 2, "sum": 2,
+    "var": 2, "take": 2, "compress": 2, "trace": 4,
+}
+_FUNCTION_OUT_ARG = {name: i + 1 for name, i in _METHOD_OUT_ARG.items()}
+_FUNCTION_OUT_ARG.update(concatenate=2, amax=2, amin=2, around=2)
+
+
+def _positional_out(kind: str, name: str, args: tuple) -> Any:
+    """The output array given positionally (``cupy.add(a, b, out)``, ``a.sum(0, None, out)``)."""
+    if kind == m.KIND_METHOD:
+        index = _METHOD_OUT_ARG.get(name)
+    else:
+        ufunc = getattr(np, name, None) if "." not in name else None
+        if isinstance(ufunc, np.ufunc):
+            index = ufunc.nin if ufunc.nout == 1 else None
+        else:
+            index = _FUNCTION_OUT_ARG.get(name)
+    if index is not None and len(args) > index:
+        return _checked_out(args[index])
+    return None
+
+
+def _checked_out(out: Any) -> Any:
+    """``out=``, checked: only remote arrays (a host array would be filled on the pool only)."""
+    outs = out if type(out) is tuple else (out,)
+    if all(o is None for o in outs):
+        return None
+    if not all(o is None or isinstance(o, ndarray) for o in outs):
+        raise TypeError("Output arguments type must be cupy.ndarray")
+    return out
+
+
 def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple,
          kwargs: dict, label: str) -> Any:
     """Issue an op and shape its result the way CuPy returns it."""
     if want == _ARRAY:
-        out = kwargs.get("out") if kwargs else None
+        out = _checked_out(kwargs.get("out")) if kwargs else None
+        if out is None and args and kind in (m.KIND_FUNCTION, m.KIND_METHOD):
+            out = _positional_out(kind, name, args)
         if out is not None:
             session.submit(kind, _NONE, None, name, target, args, kwargs, label)
             return out[0] if isinstance(out, tuple) and len(out) == 1 else out
@@ -54,10 +92,18 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
         session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
         return wrap(session, hid)
     if want == _NONE:
+        if (kind == m.KIND_FUNCTION and args and isinstance(args[0], np.ndarray)
+                and name != "random.seed"):
+            # copyto, put, place, shuffle, ...: the pool would change a copy of a host array
+            raise TypeError(f"{label} works in place on a cupy.ndarray, not on a NumPy array")
         session.submit(kind, _NONE, None, name, target, args, kwargs, label)
         return None
     if want == _VALUE:
         return session.value(session.submit(kind, _VALUE, None, name, target, args, kwargs, label))
+    out = _checked_out(kwargs.get("out")) if kwargs else None
+    if type(out) is tuple and len(out) > 1 and all(isinstance(o, ndarray) for o in out):
+        session.submit(kind, _NONE, None, name, target, args, kwargs, label)  # modf(x, out=(a, b))
+        return out
     hid = session.new_id()
     seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)
     return _unwrap(session, session.value(seq))
@@ -76,6 +122,11 @@ def _operator(name: str, args: tuple, session: Any) -> Any:
     return call(session, m.KIND_OPERATOR, name, want, None, args, {}, label)
 
 
+#: NumPy functions that a remote array answers from its metadata, with the
+#: host helpers of the ``cupy`` module (``numpy.shape(x)``, ``numpy.result_type(x, 1.0)``).
+_HOST_DISPATCH = frozenset("result_type can_cast ndim shape size iscomplexobj isrealobj".split())
+
+
 class Flags:
     """``ndarray.flags``: the subset CuPy has (C/F contiguity, data ownership)."""
 
@@ -85,6 +136,16 @@ class Flags:
         self.c_contiguous = bool(bits & m.FLAG_C)
         self.f_contiguous = bool(bits & m.FLAG_F)
         self.owndata = bool(bits & m.FLAG_OWN)
+
+    @property
+    def fnc(self) -> bool:
+        """F- and not C-contiguous."""
+        return self.f_contiguous and not self.c_contiguous
+
+    @property
+    def forc(self) -> bool:
+        """F- or C-contiguous."""
+        return self.f_contiguous or self.c_contiguous
 
     def __getitem__(self, name: str) -> bool:
         key = {"C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
@@ -184,6 +245,8 @@ class ndarray:
 
     @imag.setter
     def imag(self, value: Any) -> None:
+        if self.dtype.kind != "c":  # NumPy's imag of a real array is a read-only copy
+            raise TypeError("cupy.ndarray does not have imaginary part to set")
         self.imag[...] = value
 
     def _attribute(self, name: str) -> "ndarray":
@@ -227,9 +290,10 @@ class ndarray:
         )
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if method != "__call__" or api.FUNCTIONS.get(ufunc.__name__) != _ARRAY:
+        want = api.FUNCTIONS.get(ufunc.__name__)
+        if method != "__call__" or want not in (_ARRAY, _MULTI):  # MULTI: modf, frexp, divmod
             return NotImplemented
-        return call(self._s, m.KIND_FUNCTION, ufunc.__name__, _ARRAY, None, inputs, kwargs,
+        return call(self._s, m.KIND_FUNCTION, ufunc.__name__, want, None, inputs, kwargs,
                     f"cupy.{ufunc.__name__}")
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
@@ -241,6 +305,9 @@ class ndarray:
         name = (prefix or "") + func.__name__
         want = api.FUNCTIONS.get(name) if prefix is not None else None
         if want is None:
+            if prefix == "" and name in _HOST_DISPATCH:  # metadata only: answered here
+                from .modules import build_modules
+                return build_modules()["cupy"].__dict__[name](*args, **kwargs)
             return NotImplemented
         return call(self._s, m.KIND_FUNCTION, name, want, None, args, kwargs, f"cupy.{name}")
 
@@ -292,6 +359,20 @@ class ndarray:
 
     def __reduce__(self):
         raise TypeError("remote arrays cannot be pickled; use .get() for a host copy")
+
+    def astype(self, dtype: Any, order: str = "K", casting: Any = None, subok: Any = None,
+               copy: bool = True) -> "ndarray":
+        """``ndarray.astype``; with ``copy=False`` an array that needs no conversion is returned itself."""
+        if not copy and np.dtype(dtype) == self.dtype:
+            flags = self.flags
+            if ((order in ("K", "k")) or (order in ("A", "a") and (flags.c_contiguous or flags.f_contiguous))
+                    or (order in ("C", "c") and flags.c_contiguous)
+                    or (order in ("F", "f") and flags.f_contiguous)):
+                return self
+        kwargs: dict[str, Any] = {"order": order, "copy": copy}
+        if casting is not None:
+            kwargs["casting"] = casting
+        return call(self._s, m.KIND_METHOD, "astype", _ARRAY, self, (dtype,), kwargs, "ndarray.astype")
 
     def __getitem__(self, key: Any) -> "ndarray":
         return _operator("getitem", (self, key), self._s)
@@ -356,6 +437,7 @@ def _method(name: str, want: str):
 
 
 for _name, _want in api.METHODS.items():
-    setattr(ndarray, _name, _method(_name, _want))
+    if _name not in ndarray.__dict__:  # methods defined above keep their own behaviour
+        setattr(ndarray, _name, _method(_name, _want))
 
 del _name, _dunder, _fwd, _ref, _inp, _want

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import warnings
 import weakref
 from collections import deque
@@ -35,6 +36,8 @@ __all__ = ["Session", "connect", "FLUSH_OPS"]
 
 #: A batch is sent without waiting once it holds this many ops.
 FLUSH_OPS = 512
+#: How long a sync point polls without sleeping before it blocks.
+SPIN_SECONDS = 100e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 #: Host arrays at least this large travel as their own zero-copy frame.
 INLINE_BYTES = 1 << 14
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -78,13 +81,16 @@ class Session:
         self.heartbeat = Heartbeat(self.ctx, address, self.id, self.key, self.lease_timeout / 4)
         self.heartbeat.start()
         self.closed = False
+        #: time the worker spent on this session's batches (for overhead accounting)
+        self.worker_seconds = 0.0
         self._lock = threading.RLock()
         self._packer = codec.make_packer(self._handle_of)
+        self._free_packer = msgpack.Packer(autoreset=True)
         self._reply_hook = codec.ext_hook_for(None)
         self._ops: list[bytes] = []
         self._payload: list[Any] = []
-        self._free: list[int] = []
         self._seq = 0
+        self._flushed_seq = 0
         self._next_id = 0
         self._batch = 0
         self._in_flight: deque[tuple[int, int, int]] = deque()  # (batch, first seq, last seq)
@@ -141,32 +147,30 @@ class Session:
         return seq
 
     # ------------------------------------------------------------ sending
-    def flush(self, sync_device: bool = False, wait_sent: bool = False) -> None:
+    def flush(self, sync_device: bool = False, wait_sent: bool = False, drain: bool = True) -> None:
         """Send the queued ops as one batch (also when empty, if *sync_device*)."""
-        if not self._ops and not sync_device and not self._free:
+        if not self._ops and not sync_device:
             return
         self._check_open()
         ops, self._ops = self._ops, []
         payload, self._payload = self._payload, []
-        free, self._free = self._free, []
-        for hid in free:
-            self.meta.pop(hid, None)
-            self._dead.pop(hid, None)
         self._batch += 1
         last = self._seq
-        first = last - len(ops) + 1
-        header = {"k": self.key, "b": self._batch, "n": len(ops), "f": free, "r": self._resume}
+        first = self._flushed_seq + 1
+        self._flushed_seq = last
+        header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
         if sync_device:
             header["y"] = 1
-        frames = [codec.packb(header), b"".join(ops), *payload]
-        if wait_sent:
-            tracker = self.sock.send_multipart(frames, copy=False, track=True)
-            self._in_flight.append((self._batch, first, last))
-            while not tracker.done:  # the caller may reuse its array once ZeroMQ let go of it
-                self._drain(timeout=0.05)
-        else:
-            self.sock.send_multipart(frames, copy=False)
-            self._in_flight.append((self._batch, first, last))
+        sock = self.sock
+        ops.insert(0, codec.packb(header))
+        sock.send(b"".join(ops), zmq.SNDMORE if payload else 0)
+        trackers = [sock.send(frame, zmq.SNDMORE if i < len(payload) else 0, copy=False, track=wait_sent)
+                    for i, frame in enumerate(payload, 1)]
+        self._in_flight.append((self._batch, first, last))
+        if wait_sent:  # the caller may reuse its array once ZeroMQ has let go of it
+            for tracker in trackers:
+                tracker.wait()
+        elif drain:
             self._drain(timeout=0)
 
     # ------------------------------------------------------------ receiving
@@ -177,8 +181,14 @@ class Session:
             timeout = 0
 
     def _wait_all(self) -> None:
+        poll = self.sock.poll
+        spin_until = time.perf_counter() + SPIN_SECONDS
         while self._in_flight:
-            if self.sock.poll(200):
+            if poll(0):
+                self._read_reply()
+            elif time.perf_counter() < spin_until:
+                continue  # a small op's answer is usually microseconds away: don't sleep yet
+            elif poll(200):
                 self._read_reply()
             elif self.heartbeat.lost:
                 self._lose(self.heartbeat.lost)
@@ -187,6 +197,7 @@ class Session:
         frames = self.sock.recv_multipart(copy=False)
         reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook, raw=False)
         batch, first, last = self._in_flight.popleft()
+        self.worker_seconds += reply.get("t") or 0.0
         if reply.get("b") != batch:
             self._lose(f"reply for batch {reply.get('b')} while waiting for batch {batch}")
         dtypes = self._dtypes
@@ -227,7 +238,7 @@ class Session:
         With *device*, also wait until the device has finished the work.
         """
         with self._lock:
-            self.flush(sync_device=device)
+            self.flush(sync_device=device, drain=False)
             self._wait_all()
             self._raise_pending(waiting_for)
 
@@ -266,8 +277,10 @@ class Session:
 
     # ------------------------------------------------------------ lifecycle
     def release(self, hid: int) -> None:
-        """Called when a client array is dropped: freed with the next batch."""
-        self._free.append(hid)
+        """Called when a client array is dropped: a free record joins the op stream here."""
+        self._ops.append(self._free_packer.pack(hid))
+        self.meta.pop(hid, None)
+        self._dead.pop(hid, None)
 
     def _check_open(self) -> None:
         if self.closed:
@@ -295,7 +308,7 @@ class Session:
         self.closed = True
         self.heartbeat.stop()
         try:
-            self.sock.send_multipart([codec.packb({"k": self.key, "t": "close", "b": 0}), b""])
+            self.sock.send(codec.packb({"k": self.key, "t": "close", "b": 0}))
             self.sock.poll(1000)
             door_request(self.ctx, self.address, {"t": "close", "session": self.id, "key": self.key}, 5)
         except Exception:  # the pool may already be gone

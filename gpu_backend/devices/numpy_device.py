@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import api
+from ..protocol.codec import ALLOWED_KINDS
 from ..protocol.errors import OutOfMemoryError
 from .base import Device, resolve_table
 
@@ -31,6 +32,25 @@ def _rsqrt(x, out=None):
     return np.divide(1, np.sqrt(x), out=out)
 
 
+#: cupy.random functions that take a ``dtype`` NumPy's lack: float32 or float64 only.
+_RANDOM_FLOAT = ("rand randn random random_sample ranf sample uniform normal standard_normal "
+                 "exponential beta gamma")
+#: ... and those whose ``dtype`` is an integer type.
+_RANDOM_INT = "binomial poisson"
+
+
+def _random_with_dtype(fn, floats: bool):
+    def sample(*args, dtype=None, **kwargs):
+        if dtype is None:
+            return fn(*args, **kwargs)
+        dtype = np.dtype(dtype)
+        if floats and dtype.char not in "fd":
+            raise TypeError("cupy.random only supports float32 and float64")
+        return np.asarray(fn(*args, **kwargs)).astype(dtype, copy=False)
+    sample.__name__ = fn.__name__
+    return sample
+
+
 class NumpyDevice(Device):
     kind = "numpy"
     array_type = np.ndarray
@@ -44,6 +64,9 @@ class NumpyDevice(Device):
                 "cupyx.scatter_max": _scatter(np.maximum),
                 "cupyx.scatter_min": _scatter(np.minimum),
                 "cupyx.rsqrt": _rsqrt,
+                **{f"random.{name}": _random_with_dtype(getattr(np.random, name), floats)
+                   for names, floats in ((_RANDOM_FLOAT, True), (_RANDOM_INT, False))
+                   for name in names.split() if hasattr(np.random, name)},
             },
         )
         self._build_methods()
@@ -56,10 +79,11 @@ class NumpyDevice(Device):
         self.limit = int(nbytes)
 
     def as_array(self, value: Any) -> Any:
-        if isinstance(value, np.ndarray):
-            return value
         if isinstance(value, (np.generic, bool, int, float, complex)):
-            return np.asarray(value)
+            value = np.asarray(value)
+        if isinstance(value, np.ndarray) and value.dtype.kind not in ALLOWED_KINDS:
+            # a GPU array holds numbers only: no objects (their bytes are pointers), strings, dates
+            raise TypeError(f"Unsupported dtype {value.dtype}: a device array holds numbers only")
         return value
 
     def from_host(self, host: np.ndarray) -> np.ndarray:
@@ -110,11 +134,16 @@ class NumpyDevice(Device):
             return
         if name.startswith("random."):
             shape = tuple(args)
-            dtype = np.dtype(np.float64)
+            try:
+                dtype = np.dtype(np.float64 if kwargs.get("dtype") is None else kwargs["dtype"])
+            except TypeError:
+                return
         else:
             shape = args[0] if args else kwargs.get("shape", ())
-            dtype = kwargs.get("dtype") or (args[2] if name == "full" and len(args) > 2
-                                            else args[1] if name != "full" and len(args) > 1 else None)
+            dtype = kwargs.get("dtype")  # not `or`: a numpy.dtype instance is falsy (no fields)
+            if dtype is None:
+                dtype = (args[2] if name == "full" and len(args) > 2
+                         else args[1] if name != "full" and len(args) > 1 else None)
             try:
                 dtype = np.dtype(dtype if dtype is not None else np.float64)
             except TypeError:

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Everything this project checks on a GPU machine, in one command:
+#   1. the differential tests with the pool on the CuPy device, compared with local CuPy
+#   2. benchmarks/overhead.py (proxy vs local CuPy on the same GPU)
+# Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
+# Outputs land in $OUT (or ./gpu-out) as logs and JSON.
+set -u
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import cupy, numpy, zmq, msgpack; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'pyzmq', zmq.__version__, 'msgpack', msgpack.version)" | tee -a "$OUT/gpu.txt"
+what=${1:-all}
+if [ "$what" = all ] || [ "$what" = tests ]; then
+  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 420 python3 -m pytest -q -p no:cacheprovider \
+    -o addopts="" --timeout 120 ${GPU_TESTS:-tests/test_smoke.py tests/test_diff_*.py} 2>&1 | tee "$OUT/gpu-tests.log" | tail -60
+fi
+if [ "$what" = all ] || [ "$what" = bench ]; then
+  timeout 400 python3 benchmarks/overhead.py --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" | head -14
+fi

@@ -1,0 +1,303 @@
+"""Proxy overhead vs local CuPy, side by side in one run on one machine.
+
+    python benchmarks/overhead.py [--devices auto] [--json out.json] [--quick]
+
+Starts an embedded pool (the front door in this process, the session worker
+in its own process, loopback TCP between them), then measures each case on
+local CuPy and through the proxy on the same GPU:
+
+* sync latency of a small op, ``float((x + 1).sum())`` with 1 K float32
+* pipelined small-op rate, ``x = x + 1`` x 20 000 then a sync
+* GEMM 8192 x 8192, float16 and float32 (TFLOP/s)
+* 256 MB host->device and device->host (GB/s)
+* raw pyzmq loopback throughput of a 256 MB message, for reference
+
+With no GPU (or no CuPy) the local column is empty and the pool runs on the
+NumPy device, which still exercises the whole proxy path.
+Prints a table, then one JSON object (also written to --json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+import zmq
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import kernelproxy  # noqa: E402
+from gpu_backend.pool import LocalPool  # noqa: E402
+from kernelproxy.modules import module_for  # noqa: E402
+
+MB = 1 << 20
+
+
+def local_cupy():
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy
+    except Exception:  # no CuPy or no GPU here
+        return None
+
+
+def sync_of(xp, session):
+    if session is not None:
+        return lambda: session.sync(device=True)
+    return lambda: xp.cuda.get_current_stream().synchronize()
+
+
+# ------------------------------------------------------------------ cases
+
+def bench_sync_latency(xp, session, reps):
+    x = xp.arange(1024, dtype=xp.float32)
+    for _ in range(50):
+        float((x + 1).sum())
+    times = []
+    worker_before = session.worker_seconds if session is not None else 0.0
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        float((x + 1).sum())
+        times.append(time.perf_counter() - t0)
+    result = {"median_us": statistics.median(times) * 1e6, "p90_us": sorted(times)[int(reps * 0.9)] * 1e6}
+    if session is not None:  # how much of it the worker itself spent (decode, run, encode)
+        result["worker_us"] = (session.worker_seconds - worker_before) / reps * 1e6
+    return result
+
+
+def bench_pipelined(xp, session, n):
+    sync = sync_of(xp, session)
+    x = xp.zeros(1024, dtype=xp.float32)
+    for _ in range(200):
+        x = x + 1
+    sync()
+    best = None
+    for _ in range(3):
+        x = xp.zeros(1024, dtype=xp.float32)
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x = x + 1
+        sync()
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    assert float(x[0]) == n
+    return {"ops_per_s": n / best, "us_per_op": best / n * 1e6}
+
+
+def bench_gemm(xp, session, n, dtype, reps):
+    sync = sync_of(xp, session)
+    a = xp.random.rand(n, n).astype(dtype)
+    b = xp.random.rand(n, n).astype(dtype)
+    c = a @ b
+    sync()
+    for _ in range(3):
+        c = a @ b
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        c = a @ b
+    sync()
+    dt = (time.perf_counter() - t0) / reps
+    del c
+    return {"ms": dt * 1e3, "tflops": 2 * n ** 3 / dt / 1e12}
+
+
+def bench_transfers(xp, session, nbytes, reps):
+    sync = sync_of(xp, session)
+    host = np.random.default_rng(0).random(nbytes // 8)
+    dev = xp.asarray(host)
+    sync()
+    h2d = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        dev = xp.asarray(host)
+        sync()
+        h2d.append(time.perf_counter() - t0)
+    d2h = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        back = dev.get()
+        d2h.append(time.perf_counter() - t0)
+    assert back[123] == host[123] and back.shape == host.shape
+    return {"h2d_GBps": nbytes / min(h2d) / 1e9, "d2h_GBps": nbytes / min(d2h) / 1e9}
+
+
+_SINK = r"""
+import sys, zmq
+ctx = zmq.Context(); s = ctx.socket(zmq.DEALER); s.connect(sys.argv[1])
+s.send(b"hi")
+buffers = {}
+while True:
+    f = s.recv(copy=False)
+    if len(f) == 0:
+        break
+    if len(f) < 64 and f.bytes.startswith(b"echo"):
+        n = int(f.bytes[4:])
+        s.send(buffers.setdefault(n, bytearray(n)), copy=False)
+    else:
+        s.send(b"ok")
+"""
+
+
+def bench_raw_zmq(nbytes, reps):
+    """A 256 MB message over loopback TCP between two processes, both directions,
+    plus the round-trip time of a small message (the floor under any sync op)."""
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.ROUTER)
+    port = sock.bind_to_random_port("tcp://127.0.0.1")
+    child = subprocess.Popen([sys.executable, "-c", _SINK, f"tcp://127.0.0.1:{port}"])
+    try:
+        ident, _ = sock.recv_multipart()
+        payload = np.random.default_rng(1).random(nbytes // 8)
+        send, recv = [], []
+        for _ in range(reps + 1):
+            t0 = time.perf_counter()
+            sock.send_multipart([ident, payload], copy=False)
+            sock.recv_multipart()
+            send.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            sock.send_multipart([ident, f"echo{nbytes}".encode()])
+            frames = sock.recv_multipart(copy=False)
+            np.frombuffer(frames[1].buffer, dtype=np.float64)
+            recv.append(time.perf_counter() - t0)
+        rtt = []
+        for _ in range(2000):
+            t0 = time.perf_counter()
+            sock.send_multipart([ident, b"x" * 100])
+            sock.recv_multipart()
+            rtt.append(time.perf_counter() - t0)
+        sock.send_multipart([ident, b""])
+    finally:
+        child.wait(10)
+        sock.close()
+        ctx.term()
+    return {"send_GBps": nbytes / min(send[1:]) / 1e9, "recv_GBps": nbytes / min(recv[1:]) / 1e9,
+            "rtt_small_us": statistics.median(rtt[100:]) * 1e6}
+
+
+# ------------------------------------------------------------------ driver
+
+def run_cases(xp, session, args):
+    out = {}
+    out["sync_small_op"] = bench_sync_latency(xp, session, args.latency_reps)
+    if args.only == "latency":
+        return out
+    out["pipelined_small_ops"] = bench_pipelined(xp, session, args.pipelined_ops)
+    if args.gemm:
+        out["gemm_float16"] = bench_gemm(xp, session, args.gemm, xp.float16, args.gemm_reps)
+        out["gemm_float32"] = bench_gemm(xp, session, args.gemm, xp.float32, args.gemm_reps)
+    out["transfer_256MB"] = bench_transfers(xp, session, args.transfer_mb * MB, args.transfer_reps)
+    return out
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def table(results):
+    local, proxy, raw = results["local"], results["proxy"], results["raw_zmq"]
+    rows = []
+
+    def get(d, *path):
+        for p in path:
+            if d is None or p not in d:
+                return None
+            d = d[p]
+        return d
+
+    def row(name, path, unit, better, target, ref=None):
+        lv = get(local, *path)
+        pv = get(proxy, *path)
+        if ref is not None:
+            r = ratio(pv, ref)
+        elif better == "lower":
+            r = ratio(lv, pv)  # ratio >= 1 is good when lower is better; report proxy/local instead
+            r = ratio(pv, lv)
+        else:
+            r = ratio(pv, lv)
+        rows.append((name, lv, pv, unit, r, target))
+
+    row("sync small op latency", ("sync_small_op", "median_us"), "us", "lower", "<= 2.5x local")
+    row("pipelined x = x + 1", ("pipelined_small_ops", "ops_per_s"), "op/s", "higher", ">= 0.5x local")
+    if get(proxy, "gemm_float16"):
+        row("GEMM fp16", ("gemm_float16", "tflops"), "TFLOP/s", "higher", ">= 0.97x local")
+        row("GEMM fp32", ("gemm_float32", "tflops"), "TFLOP/s", "higher", ">= 0.97x local")
+    row("H2D 256 MB", ("transfer_256MB", "h2d_GBps"), "GB/s", "higher", ">= 0.8x raw zmq",
+        ref=raw["send_GBps"])
+    row("D2H 256 MB", ("transfer_256MB", "d2h_GBps"), "GB/s", "higher", ">= 0.8x raw zmq",
+        ref=raw["recv_GBps"])
+    lines = [f"{'case':24} {'local':>12} {'proxy':>12} {'unit':>8} {'ratio':>8}  target",
+             "-" * 80]
+    for name, lv, pv, unit, r, target in rows:
+        fmt = lambda v: "-" if v is None else (f"{v:12.1f}" if v >= 10 else f"{v:12.3f}")  # noqa: E731
+        lines.append(f"{name:24} {fmt(lv):>12} {fmt(pv):>12} {unit:>8} "
+                     f"{'-' if r is None else f'{r:8.3f}':>8}  {target}")
+    lines.append(f"{'raw pyzmq send / recv':24} {raw['send_GBps']:12.3f} {raw['recv_GBps']:12.3f} "
+                 f"{'GB/s':>8}")
+    lines.append(f"{'raw pyzmq round trip':24} {'':12} {raw['rtt_small_us']:12.1f} {'us':>8}")
+    worker = get(proxy, "sync_small_op", "worker_us")
+    if worker is not None:
+        lines.append(f"{'  of which worker time':24} {'':12} {worker:12.1f} {'us':>8}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--devices", default="auto")
+    parser.add_argument("--json")
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--only", choices=["latency"], help="run one case (with GPUWB_WORKER_PROFILE)")
+    parser.add_argument("--latency-reps", type=int, default=2000)
+    parser.add_argument("--pipelined-ops", type=int, default=20000)
+    parser.add_argument("--gemm", type=int, default=8192, help="GEMM size (0 to skip)")
+    parser.add_argument("--gemm-reps", type=int, default=20)
+    parser.add_argument("--transfer-mb", type=int, default=256)
+    parser.add_argument("--transfer-reps", type=int, default=5)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.latency_reps, args.pipelined_ops, args.transfer_mb = 300, 3000, 32
+        args.gemm = min(args.gemm, 512)
+        args.gemm_reps = 3
+
+    cupy = local_cupy()
+    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+               "python": sys.version.split()[0], "local": None}
+    if cupy is not None:
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        results["gpu"] = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        results["cupy"] = cupy.__version__
+        results["local"] = run_cases(cupy, None, args)
+    elif args.gemm > 1024:
+        args.gemm = 1024  # NumPy device: keep the run short
+
+    with LocalPool(devices=args.devices, memory_limit=64 << 30) as pool:
+        session = kernelproxy.connect(pool.address, pool.token)
+        try:
+            results["pool_device"] = session.device
+            results["proxy"] = run_cases(module_for(session), session, args)
+        finally:
+            session.close()
+    results["raw_zmq"] = bench_raw_zmq(args.transfer_mb * MB, args.transfer_reps)
+    if args.only:
+        print(json.dumps(results, indent=1))
+        return
+
+    print(table(results))
+    print(json.dumps(results, indent=1))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
