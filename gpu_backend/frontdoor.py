@@ -178,20 +178,24 @@ class FrontDoor:
         try:
             if len(frames) != 2:
                 raise ProtocolError("front-door messages have exactly one frame")
-            msg = unpackb(frames[1])
+            try:
+                msg = unpackb(frames[1])
+            except ValueError as exc:  # msgpack's errors and CodecError
+                raise ProtocolError(f"undecodable message: {exc}") from None
             if not isinstance(msg, dict):
                 raise ProtocolError("front-door messages are maps")
+            kind = msg.get("t")
             handler = {"hello": self._hello, "hb": self._heartbeat, "status": self._status,
-                       "close": self._close}.get(msg.get("t"))
+                       "close": self._close}.get(kind) if isinstance(kind, str) else None
             if handler is None:
-                raise ProtocolError(f"unknown message type {msg.get('t')!r}")
+                raise ProtocolError(f"unknown message type {kind!r:.40}")
             handler(ident, msg)
         except Exception as exc:  # anything a client sends: answer, keep serving
             self._error(ident, exc)
 
     def _hello(self, ident: bytes, msg: dict) -> None:
         version = msg.get("v")
-        if version != PROTOCOL_VERSION:
+        if type(version) is not int or version != PROTOCOL_VERSION:  # not True, not 1.0
             raise VersionMismatchError(
                 f"client speaks protocol version {version!r}, this pool speaks {PROTOCOL_VERSION}; "
                 "install matching versions of gpu-workbench"

@@ -126,6 +126,12 @@ def _operator(name: str, args: tuple, session: Any) -> Any:
 #: host helpers of the ``cupy`` module (``numpy.shape(x)``, ``numpy.result_type(x, 1.0)``).
 _HOST_DISPATCH = frozenset("result_type can_cast ndim shape size iscomplexobj isrealobj".split())
 
+#: Scalars ``cupy.ndarray.__array_ufunc__`` accepts as operands (CuPy's ``_scalar.scalar_type_set``):
+#: Python's numeric types and the NumPy scalar types of the dtypes CuPy has.
+_UFUNC_SCALAR_TYPES = frozenset([int, float, bool, complex] + [np.dtype(c).type for c in "?bhilqBHILQefdFD"])
+#: Ufuncs whose 0-d NumPy array operands CuPy's ``__array_ufunc__`` turns into Python scalars.
+_COMPARISONS = frozenset("greater greater_equal less less_equal equal not_equal".split())
+
 
 class Flags:
     """``ndarray.flags``: the subset CuPy has (C/F contiguity, data ownership)."""
@@ -290,11 +296,44 @@ class ndarray:
         )
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        want = api.FUNCTIONS.get(ufunc.__name__)
+        """A NumPy ufunc given a remote array runs as the cupy ufunc of that name, remotely.
+
+        The pool calls ``cupy.<name>`` itself, so what ``cupy.ndarray.__array_ufunc__``
+        does before that call (cupy/_core/core.pyx) is done here:
+
+        * ``out`` (always a tuple here) must hold exactly one array, which is passed on
+          alone: ``ValueError`` otherwise, as in CuPy (so ``np.modf(x, out=(a, b))``
+          is refused; ``cupy.modf(x, out=(a, b))`` is not affected);
+        * operands must be arrays, NumPy arrays, or Python/NumPy scalars of the numeric
+          types CuPy supports; anything else (a list, ...) gives ``NotImplemented``
+          and NumPy raises ``TypeError``;
+        * a 0-d NumPy array given to a comparison becomes a Python scalar
+          (numpy/numpy#12142: ``np.int64(1) > x`` arrives here with ``array(1)``).
+
+        Other NumPy arrays are *not* uploaded: CuPy makes no implicit host-to-device
+        copy, and its ufuncs raise ``TypeError: Unsupported type <class 'numpy.ndarray'>``
+        for them (CuPy's test_ndarray_ufunc.py::test_binary_mixed_op asserts it). They
+        travel to the pool as they are, so a CuPy device raises exactly that and a
+        NumPy device computes, as NumPy does.
+        """
+        name = ufunc.__name__
+        want = api.FUNCTIONS.get(name)
         if method != "__call__" or want not in (_ARRAY, _MULTI):  # MULTI: modf, frexp, divmod
             return NotImplemented
-        return call(self._s, m.KIND_FUNCTION, ufunc.__name__, want, None, inputs, kwargs,
-                    f"cupy.{ufunc.__name__}")
+        operands = inputs
+        if "out" in kwargs:
+            out = kwargs["out"]
+            if len(out) != 1:
+                raise ValueError("The 'out' parameter must have exactly one array value")
+            operands = inputs + out
+            kwargs["out"] = out[0]
+        for x in operands:
+            if not (isinstance(x, (ndarray, np.ndarray)) or type(x) in _UFUNC_SCALAR_TYPES):
+                return NotImplemented
+        if name in _COMPARISONS:
+            inputs = tuple(x.item() if isinstance(x, np.ndarray) and x.ndim == 0 else x
+                           for x in inputs)
+        return call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs, f"cupy.{name}")
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         module = getattr(func, "__module__", "") or ""

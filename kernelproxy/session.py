@@ -81,6 +81,10 @@ class Session:
         self.heartbeat = Heartbeat(self.ctx, address, self.id, self.key, self.lease_timeout / 4)
         self.heartbeat.start()
         self.closed = False
+        #: uploads larger than this stream in chunks (GPU devices: the copy to the GPU then
+        #: overlaps the network; the NumPy device keeps one zero-copy frame)
+        self.stream_threshold: int | None = self.device.get("stream_bytes")
+        self.stream_chunk_bytes: int = self.stream_threshold or m.STREAM_CHUNK_BYTES
         #: time the worker spent on this session's batches (for overhead accounting)
         self.worker_seconds = 0.0
         self._lock = threading.RLock()
@@ -140,10 +144,29 @@ class Session:
         data = host if host.flags.c_contiguous else host.copy(order="C")
         if data.dtype.kind not in codec.ALLOWED_KINDS:
             raise TypeError(f"Unsupported dtype {data.dtype}")
+        if self.stream_threshold is not None and data.nbytes > self.stream_threshold:
+            return self._upload_streamed(data, out)
         seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, data.dtype.str, None, [list(data.shape)],
                           label="upload")
         self._payload.append(data if data.nbytes >= INLINE_BYTES else data.tobytes())
         self.flush(wait_sent=data.nbytes >= INLINE_BYTES)
+        return seq
+
+    def _upload_streamed(self, data: np.ndarray, out: int) -> int:
+        """Send a large upload as chunk messages, so the GPU copy overlaps the network."""
+        flat = data.reshape(-1).view(np.uint8)
+        step = self.stream_chunk_bytes
+        chunks = -(-flat.size // step)
+        seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, data.dtype.str, None,
+                          [list(data.shape), chunks], label="upload")
+        self.flush(drain=False)
+        sock = self.sock
+        tracker = None
+        for i in range(chunks):
+            sock.send(codec.packb({"k": self.key, "u": seq, "i": i}), zmq.SNDMORE)
+            tracker = sock.send(flat[i * step:(i + 1) * step], copy=False, track=True)
+        if tracker is not None:
+            tracker.wait()  # ZeroMQ sends in order: once the last chunk is out, all are
         return seq
 
     # ------------------------------------------------------------ sending
@@ -209,8 +232,13 @@ class Session:
             meta[hid] = (tuple(shape), dtype, tuple(strides), flags)
         for seq, value in reply["v"]:
             self._values[seq] = value
-        for (seq, dt, shape), frame in zip(reply["d"], frames[1:]):
-            self._values[seq] = np.frombuffer(frame.buffer, dtype=np.dtype(dt)).reshape(shape)
+        payload = iter(frames[1:])
+        for entry in reply["d"]:
+            seq, dt, shape = entry[:3]
+            if len(entry) > 3:
+                self._values[seq] = self._receive_streamed(np.dtype(dt), shape, entry[3])
+            else:
+                self._values[seq] = np.frombuffer(next(payload).buffer, dtype=np.dtype(dt)).reshape(shape)
         for seq, category, text in reply["w"]:
             _label, filename, line, _out = self._origin.get(seq, ("", "<remote>", 0, None))
             warnings.warn_explicit(text, warning_class(category), filename, line)
@@ -230,6 +258,20 @@ class Session:
         if error is None or error[0] is None or error[0] > last:
             for seq in range(first, last + 1):
                 origin.pop(seq, None)
+
+    def _receive_streamed(self, dtype: np.dtype, shape: list, chunks: int) -> np.ndarray:
+        """Receive a streamed download straight into its final array, chunk by chunk."""
+        out = np.empty(shape, dtype)
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        offset = 0
+        for _ in range(chunks):
+            while not self.sock.poll(1000):
+                if self.heartbeat.lost:
+                    self._lose(self.heartbeat.lost)
+            offset += self.sock.recv_into(view[offset:])
+        if offset != out.nbytes:
+            self._lose(f"a download came with {offset} of its {out.nbytes} bytes")
+        return out
 
     # ------------------------------------------------------------ sync points
     def sync(self, device: bool = False, waiting_for: int | None = None) -> None:

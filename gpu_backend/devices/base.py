@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..protocol import api
+from ..protocol.errors import ProtocolError
 
 __all__ = ["Device", "OPERATOR_FUNCTIONS", "resolve_table"]
 
@@ -63,6 +64,9 @@ class Device:
     """A place where a session's arrays live: the base of NumPy and CuPy devices."""
 
     kind: str = "abstract"
+    #: transfers larger than this stream in chunks of this size (None: one frame);
+    #: advertised to clients in :meth:`info` so uploads follow the same rule
+    stream_bytes: int | None = None
     #: ndarray class of this device
     array_type: type = np.ndarray
 
@@ -95,9 +99,35 @@ class Device:
     def from_host(self, host: np.ndarray) -> Any:
         raise NotImplementedError
 
+    def from_chunks(self, dtype: np.dtype, shape: tuple[int, ...], nbytes: int, chunks) -> Any:
+        """Build an array from streamed chunks, copying each while the next arrives."""
+        flat = np.empty(nbytes, np.uint8)
+        offset = 0
+        for chunk in chunks:
+            data = np.frombuffer(chunk, np.uint8)
+            if offset + data.size > nbytes:
+                raise ProtocolError("streamed upload is larger than its shape and dtype")
+            flat[offset:offset + data.size] = data
+            offset += data.size
+        if offset != nbytes:
+            raise ProtocolError("streamed upload is smaller than its shape and dtype")
+        return self.from_host(flat.view(dtype).reshape(shape))
+
     def to_host(self, array: Any) -> np.ndarray:
         """A C-contiguous host copy (or view) of *array*, ready to send."""
         raise NotImplementedError
+
+    def download_chunks(self, array: Any) -> int:
+        """How many chunk messages a download of *array* streams as (0: one frame)."""
+        step = self.stream_bytes
+        nbytes = array.nbytes
+        return -(-nbytes // step) if step and nbytes > step else 0
+
+    def chunks_to_host(self, array: Any):
+        """Yield *array*'s bytes as host buffers of at most ``stream_bytes`` each."""
+        flat = self.to_host(array).reshape(-1).view(np.uint8)
+        for offset in range(0, flat.size, self.stream_bytes):
+            yield flat[offset:offset + self.stream_bytes]
 
     # -- bookkeeping --------------------------------------------------------
     def synchronize(self) -> None:
@@ -110,4 +140,4 @@ class Device:
         """Refuse, before running it, a creation call that cannot fit (NumPy device)."""
 
     def info(self) -> dict[str, Any]:
-        return {"kind": self.kind, "index": self.index}
+        return {"kind": self.kind, "index": self.index, "stream_bytes": self.stream_bytes}

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..protocol.messages import STREAM_CHUNK_BYTES
 from .base import Device, resolve_table
 
 __all__ = ["CupyDevice", "gpu_count"]
@@ -29,6 +30,7 @@ def gpu_count() -> int:
 
 class CupyDevice(Device):
     kind = "cupy"
+    stream_bytes = STREAM_CHUNK_BYTES
 
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
@@ -76,6 +78,30 @@ class CupyDevice(Device):
         self.cupy.cuda.get_current_stream().synchronize()
         return out
 
+    def from_chunks(self, dtype: np.dtype, shape: tuple[int, ...], nbytes: int, chunks) -> Any:
+        """Copy each chunk to the GPU as it arrives; ZeroMQ receives the next meanwhile."""
+        from ..protocol.errors import ProtocolError
+        flat = self.cupy.empty(nbytes, self.cupy.uint8)
+        offset = 0
+        for chunk in chunks:
+            data = np.frombuffer(chunk, np.uint8)
+            if offset + data.size > nbytes:
+                raise ProtocolError("streamed upload is larger than its shape and dtype")
+            flat[offset:offset + data.size].set(data)
+            offset += data.size
+        if offset != nbytes:
+            raise ProtocolError("streamed upload is smaller than its shape and dtype")
+        return flat.view(dtype).reshape(shape)
+
+    def chunks_to_host(self, array: Any):
+        """Copy chunk by chunk into pinned buffers; ZeroMQ sends one while the next is copied."""
+        flat = self.cupy.ascontiguousarray(array).reshape(-1).view(self.cupy.uint8)
+        for offset in range(0, flat.size, self.stream_bytes):
+            part = flat[offset:offset + self.stream_bytes]
+            host = self.cupyx.empty_pinned(part.size, np.uint8)
+            part.get(out=host)
+            yield host
+
     def to_host(self, array: Any) -> np.ndarray:
         if not array.flags.c_contiguous:
             array = array.copy(order="C")  # ascontiguousarray would make 0-d arrays 1-d
@@ -110,4 +136,5 @@ class CupyDevice(Device):
             "memory_free": int(free),
             "cupy": self.cupy.__version__,
             "cuda_runtime": rt.runtimeGetVersion(),
+            "stream_bytes": self.stream_bytes,
         }

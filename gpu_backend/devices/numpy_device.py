@@ -9,6 +9,7 @@ memory limits behave as on a GPU. CUDA-only features fail with a clear error.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,10 @@ class NumpyDevice(Device):
 
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
+        # One zero-copy frame is best on the host; GPUWB_STREAM_BYTES makes this
+        # device stream like a GPU does, so tests exercise that path without one.
+        stream = os.environ.get("GPUWB_STREAM_BYTES")
+        self.stream_bytes = int(stream) if stream else None
         self.functions = resolve_table(
             {"": np, "linalg.": np.linalg, "fft.": np.fft, "random.": np.random},
             {
@@ -163,4 +168,4 @@ class NumpyDevice(Device):
 
     def info(self) -> dict[str, Any]:
         return {"kind": self.kind, "index": self.index, "name": "NumPy (host CPU)",
-                "memory_total": None, "numpy": np.__version__}
+                "memory_total": None, "numpy": np.__version__, "stream_bytes": self.stream_bytes}

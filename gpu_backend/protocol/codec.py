@@ -24,7 +24,11 @@ remote array     ``EXT_HANDLE``      a session-local integer handle id
 
 from __future__ import annotations
 
+import functools
+import math
+import re
 import struct
+import warnings
 from typing import Any, Callable
 
 import msgpack
@@ -40,6 +44,10 @@ __all__ = [
     "make_packer",
     "make_unpacker",
     "ext_hook_for",
+    "array_from_buffer",
+    "check_shape",
+    "MAX_NESTING",
+    "UNPACK_OPTIONS",
 ]
 
 EXT_HANDLE = 1
@@ -57,6 +65,17 @@ EXT_BIGINT = 10
 ALLOWED_KINDS = frozenset("biufc")
 #: Cap on the decimal digits of an oversized int, so decoding stays cheap.
 MAX_BIGINT_DIGITS = 400
+#: How deep extensions (tuples, slices, scalars, arrays) may nest inside one
+#: another. Each level is a nested msgpack call that takes about 48 KiB of C
+#: stack: uncapped, a few kilobytes of nested tuples crash the process; 16
+#: levels fit a 1 MiB thread stack.
+MAX_NESTING = 16
+#: Decoding options of every unpacker. ``timestamp=2``: msgpack decodes its own
+#: extension -1 (Timestamp) before any hook sees it; as an int it stays inside
+#: the closed set of types above.
+UNPACK_OPTIONS: dict[str, Any] = {
+    "raw": False, "strict_map_key": True, "use_list": True, "timestamp": 2,
+}
 
 _Q = struct.Struct("<q")
 _DD = struct.Struct("<dd")
@@ -72,17 +91,44 @@ class Handle(int):
     __slots__ = ()
 
 
+#: A dtype name or ``dtype.str`` ("<f8", "|b1", "float32", "?"); never the comma,
+#: bracket or parenthesis forms, which NumPy parses with a Python-syntax parser.
+_DTYPE_SPEC = re.compile(r"[<>=|]?[A-Za-z_?]{1,12}[0-9]{0,3}")
+_BIGINT = re.compile(rb"-?[0-9]{1,%d}" % MAX_BIGINT_DIGITS)
+_BIGINT_LIMIT = 10**MAX_BIGINT_DIGITS
+
+
+def _is_numeric(dt: np.dtype) -> bool:
+    return dt.kind in ALLOWED_KINDS and dt.fields is None and dt.subdtype is None
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_dtype(spec: str) -> np.dtype | None:
+    if not _DTYPE_SPEC.fullmatch(spec):
+        return None
+    try:
+        with warnings.catch_warnings():  # deprecated aliases ("a") are refused below anyway
+            warnings.simplefilter("ignore", DeprecationWarning)
+            dt = np.dtype(spec)
+    except Exception:  # TypeError, ValueError, ...: not a dtype
+        return None
+    return dt if _is_numeric(dt) else None
+
+
 def check_dtype(spec: Any) -> np.dtype:
     """Turn a peer's dtype string into a numeric dtype, or raise CodecError."""
     if not isinstance(spec, str) or len(spec) > 16:
         raise CodecError(f"bad dtype {spec!r}")
-    try:
-        dt = np.dtype(spec)
-    except TypeError as exc:
-        raise CodecError(f"bad dtype {spec!r}") from exc
-    if dt.kind not in ALLOWED_KINDS or dt.fields is not None or dt.subdtype is not None:
+    dt = _parse_dtype(spec)
+    if dt is None:
         raise CodecError(f"dtype {spec!r} is not a numeric dtype")
     return dt
+
+
+def _check_kind(dt: np.dtype, what: str) -> None:
+    """Refuse to send a dtype that a device array cannot have."""
+    if not _is_numeric(dt):
+        raise TypeError(f"unsupported {what} {dt} for a device array")
 
 
 # ---------------------------------------------------------------- encoding
@@ -90,6 +136,15 @@ def check_dtype(spec: Any) -> np.dtype:
 
 def _encode_default(handle_of: Callable[[Any], int | None]) -> Callable[[Any], Any]:
     """Build msgpack's ``default`` hook; *handle_of* maps remote arrays to ids."""
+    default = None
+    for _ in range(MAX_NESTING + 1):  # innermost first: the deepest level has no inner hook
+        default = _encode_default_at(handle_of, default)
+    return default
+
+
+def _encode_default_at(handle_of: Callable[[Any], int | None],
+                       inner: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    """One nesting level's ``default`` hook; *inner* encodes the level below."""
 
     def default(obj: Any) -> Any:
         if isinstance(obj, tuple):
@@ -102,25 +157,28 @@ def _encode_default(handle_of: Callable[[Any], int | None]) -> Callable[[Any], A
         if obj is Ellipsis:
             return msgpack.ExtType(EXT_ELLIPSIS, b"")
         if isinstance(obj, np.ndarray):
-            if obj.dtype.kind not in ALLOWED_KINDS:
-                raise TypeError(f"unsupported dtype {obj.dtype} for a device array")
-            data = np.ascontiguousarray(obj)
+            _check_kind(obj.dtype, "dtype")
+            # tobytes() is C order for any layout (np.ascontiguousarray would make 0-d arrays 1-d)
             return msgpack.ExtType(
-                EXT_NDARRAY, _pack_nested([data.dtype.str, list(data.shape), data.tobytes()])
+                EXT_NDARRAY, _pack_nested([obj.dtype.str, list(obj.shape), obj.tobytes()])
             )
         if isinstance(obj, np.generic):
-            if obj.dtype.kind not in ALLOWED_KINDS:
-                raise TypeError(f"unsupported scalar type {type(obj).__name__}")
+            _check_kind(obj.dtype, "scalar type")
             return msgpack.ExtType(EXT_NPSCALAR, _pack_nested([obj.dtype.str, obj.tobytes()]))
         if isinstance(obj, np.dtype):
+            _check_kind(obj, "dtype")
             return msgpack.ExtType(EXT_DTYPE, obj.str.encode())
         if isinstance(obj, type) and issubclass(obj, np.generic):
-            return msgpack.ExtType(EXT_TYPE, np.dtype(obj).str.encode())
+            dt = np.dtype(obj)
+            _check_kind(dt, "scalar type")
+            return msgpack.ExtType(EXT_TYPE, dt.str.encode())
         if obj in (bool, int, float, complex):
             return msgpack.ExtType(EXT_TYPE, obj.__name__.encode())
         if isinstance(obj, complex):
             return msgpack.ExtType(EXT_COMPLEX, _DD.pack(obj.real, obj.imag))
         if isinstance(obj, int):  # beyond 64 bits, or an int subclass such as bool handled above
+            if not -_BIGINT_LIMIT < obj < _BIGINT_LIMIT:
+                raise OverflowError(f"ints of more than {MAX_BIGINT_DIGITS} digits cannot be sent")
             return msgpack.ExtType(EXT_BIGINT, str(int(obj)).encode())
         if isinstance(obj, float):
             return float(obj)
@@ -129,7 +187,9 @@ def _encode_default(handle_of: Callable[[Any], int | None]) -> Callable[[Any], A
         raise TypeError(f"cannot send a value of type {type(obj).__name__} to the GPU pool")
 
     def _pack_nested(value: Any) -> bytes:
-        return msgpack.packb(value, default=default, strict_types=True, use_bin_type=True)
+        if inner is None:
+            raise ValueError(f"values nest more than {MAX_NESTING} tuples, slices or arrays deep")
+        return msgpack.packb(value, default=inner, strict_types=True, use_bin_type=True)
 
     return default
 
@@ -163,10 +223,25 @@ def ext_hook_for(resolve: Callable[[int], Any] | None) -> Callable[[int, bytes],
     table); when None, handles decode as :class:`Handle`.
     """
 
+    hook = None
+    for _ in range(MAX_NESTING + 1):  # innermost first: the deepest level has no inner hook
+        hook = _ext_hook_at(resolve, hook)
+    return hook
+
+
+def _ext_hook_at(resolve: Callable[[int], Any] | None,
+                 inner: Callable[[int, bytes], Any] | None) -> Callable[[int, bytes], Any]:
+    """One nesting level's ``ext_hook``; *inner* decodes the level below."""
+
     def unpack_nested(data: bytes) -> Any:
-        return msgpack.unpackb(
-            data, ext_hook=hook, raw=False, strict_map_key=True, use_list=True
-        )
+        if inner is None:
+            raise CodecError(f"values nest more than {MAX_NESTING} tuples, slices or arrays deep")
+        try:
+            return msgpack.unpackb(data, ext_hook=inner, **UNPACK_OPTIONS)
+        except CodecError:
+            raise
+        except ValueError as exc:  # msgpack's own: truncated, extra data, bad format, bad utf-8
+            raise CodecError(f"malformed extension payload: {exc}") from None
 
     def hook(code: int, data: bytes) -> Any:
         if code == EXT_HANDLE:
@@ -185,6 +260,8 @@ def ext_hook_for(resolve: Callable[[int], Any] | None) -> Callable[[int, bytes],
                 raise CodecError("bad slice")
             return slice(*parts)
         if code == EXT_ELLIPSIS:
+            if data:
+                raise CodecError("bad ellipsis")
             return Ellipsis
         if code == EXT_COMPLEX:
             if len(data) != 16:
@@ -208,17 +285,11 @@ def ext_hook_for(resolve: Callable[[int], Any] | None) -> Callable[[int, bytes],
             parts = unpack_nested(data)
             if not (isinstance(parts, list) and len(parts) == 3 and isinstance(parts[2], bytes)):
                 raise CodecError("bad array")
-            dt = check_dtype(parts[0])
-            shape = check_shape(parts[1])
-            count = int(np.prod(shape, dtype=np.int64))
-            if count * dt.itemsize != len(parts[2]):
-                raise CodecError("array size does not match its shape")
-            return np.frombuffer(parts[2], dtype=dt, count=count).reshape(shape).copy()
+            return array_from_buffer(parts[2], check_dtype(parts[0]), check_shape(parts[1])).copy()
         if code == EXT_BIGINT:
-            text = data.decode("ascii", "replace")
-            if len(text) > MAX_BIGINT_DIGITS or not text.lstrip("-").isdigit():
+            if not _BIGINT.fullmatch(data):
                 raise CodecError("bad integer")
-            return int(text)
+            return int(data)
         raise CodecError(f"unknown extension type {code}")
 
     return hook
@@ -233,12 +304,21 @@ def check_shape(shape: Any) -> tuple[int, ...]:
     return tuple(shape)
 
 
+def array_from_buffer(buffer: Any, dt: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """View a peer's raw bytes as an array of *shape*, or raise CodecError."""
+    nbytes = memoryview(buffer).nbytes
+    if math.prod(shape) * dt.itemsize != nbytes:
+        raise CodecError(f"array data has {nbytes} bytes, its shape {shape} and dtype {dt} "
+                         f"need {math.prod(shape) * dt.itemsize}")
+    try:
+        return np.frombuffer(buffer, dtype=dt, count=nbytes // dt.itemsize).reshape(shape)
+    except ValueError as exc:  # e.g. (0, 2**62): empty, yet larger than NumPy allows
+        raise CodecError(f"bad shape {shape}: {exc}") from None
+
+
 def make_unpacker(resolve: Callable[[int], Any] | None = None) -> msgpack.Unpacker:
     """A streaming unpacker: ops are decoded one at a time, in order."""
-    return msgpack.Unpacker(
-        ext_hook=ext_hook_for(resolve), raw=False, strict_map_key=True, use_list=True,
-        max_buffer_size=1 << 31,
-    )
+    return msgpack.Unpacker(ext_hook=ext_hook_for(resolve), max_buffer_size=1 << 31, **UNPACK_OPTIONS)
 
 
 _plain_hook = ext_hook_for(None)
@@ -246,6 +326,4 @@ _plain_hook = ext_hook_for(None)
 
 def unpackb(data: bytes) -> Any:
     """Decode a header or reply; handles come back as :class:`Handle`."""
-    return msgpack.unpackb(
-        data, ext_hook=_plain_hook, raw=False, strict_map_key=True, use_list=True
-    )
+    return msgpack.unpackb(data, ext_hook=_plain_hook, **UNPACK_OPTIONS)

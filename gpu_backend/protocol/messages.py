@@ -12,15 +12,18 @@ Front door (one msgpack frame each way)::
 
 Session worker (multipart)::
 
-    client -> [header, ops, payload...]
-        header = {"k": key, "b": batch, "n": op count, "f": [freed ids], "r": resume seq|None,
+    client -> [header + ops, payload...]    (the header is the frame's first msgpack object)
+        header = {"k": key, "b": batch, "n": op count, "r": resume seq|None,
                   "y": wait for the device to finish before replying}
-        ops    = op records, msgpack objects back to back (decoded one by one, in order)
-        op     = [seq, kind, want, out, target, name, args, kwargs]
+        ops    = records, msgpack objects back to back, decoded one by one in order:
+                 an op is two objects, [seq, kind, want, out, name] then [target, args, kwargs];
+                 a bare integer frees that handle (the client dropped the array at that point,
+                 so memory is reused exactly as it would be locally)
     worker -> [reply, payload...]
         reply  = {"b": batch, "m": [[id, shape, dtype, strides, flags]], "v": [[seq, value]],
                   "d": [[seq, dtype, shape]], "e": [seq, class, text, op]|None,
-                  "w": [[seq, category, text]], "x": executed, "s": skipped}
+                  "w": [[seq, category, text]], "x": executed, "s": skipped,
+                  "t": seconds the worker spent on the batch}
 
 Payload frames are raw array bytes, one frame per array, sent and received
 without a copy (``copy=False``; the receiver wraps the frame's own memory with
@@ -39,7 +42,7 @@ from __future__ import annotations
 
 __all__ = [
     "PROTOCOL_VERSION", "KIND_FUNCTION", "KIND_METHOD", "KIND_OPERATOR",
-    "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_DOWNLOAD", "FLAG_C", "FLAG_F", "FLAG_OWN",
+    "KIND_ATTRIBUTE", "KIND_UPLOAD", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "FLAG_C", "FLAG_F", "FLAG_OWN",
 ]
 
 #: Bumped whenever a message changes shape; the front door refuses other versions.
@@ -49,7 +52,16 @@ KIND_FUNCTION = "f"    # target None, name from api.FUNCTIONS
 KIND_METHOD = "m"      # target = handle, name from api.METHODS
 KIND_OPERATOR = "o"    # name from api.OPERATORS, args = operands
 KIND_ATTRIBUTE = "a"   # target = handle, name from api.ATTRIBUTES
-KIND_UPLOAD = "u"      # name = dtype, args = [shape]; data in the next payload frame
+KIND_UPLOAD = "u"      # name = dtype, args = [shape] (data: next payload frame)
+                       # or [shape, chunks] (data: that many chunk messages follow)
 KIND_DOWNLOAD = "d"    # target = handle; data in the reply's next payload frame
 
 FLAG_C, FLAG_F, FLAG_OWN = 1, 2, 4
+
+#: Uploads to a GPU larger than this stream as separate chunk messages
+#: ``[{"k": key, "u": seq, "i": index}, bytes]`` after their batch, so the
+#: worker copies chunk i to the GPU while ZeroMQ receives chunk i + 1.
+#: Downloads from a GPU larger than this stream the same way after the reply
+#: (a "d" entry then has a fourth field, the chunk count; each chunk is a
+#: one-frame message that the client receives straight into the result).
+STREAM_CHUNK_BYTES = 8 << 20

@@ -10,6 +10,7 @@ the error, sends a batch whose ``resume`` field acknowledges it.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Iterator
 
@@ -37,6 +38,11 @@ class Executor:
         self._seq: Any = None
         self._warnings: list[list] = []
         self._hook = codec.ext_hook_for(table.get)
+        #: set by the socket loop: ``receive_chunk(seq, index)`` returns the next
+        #: chunk of a streamed upload as a buffer (see messages.STREAM_CHUNK_BYTES)
+        self.receive_chunk: Any = None
+        #: arrays whose downloads stream after the current batch's reply
+        self.streams: list = []
         self._is_array = device.is_array
         self._as_array = device.as_array
         warnings.showwarning = self._capture_warning
@@ -46,7 +52,22 @@ class Executor:
         self._warnings.append([self._seq, warning_name(category), str(message)])
 
     # ------------------------------------------------------------------ batch
-    def run_batch(self, header: dict, ops: bytes, payload: list) -> tuple[dict, list]:
+    def open_batch(self, body: bytes) -> tuple[Any, msgpack.Unpacker]:
+        """Decode a batch's header; its records stay in the unpacker, decoded as they run."""
+        unpacker = msgpack.Unpacker(
+            ext_hook=self._hook, max_buffer_size=max(len(body), 1 << 16), **codec.UNPACK_OPTIONS
+        )
+        unpacker.feed(body)
+        self._batch = body
+        try:
+            header = unpacker.unpack()
+        except msgpack.OutOfData:
+            raise ProtocolError("empty or truncated batch") from None
+        except ValueError as exc:  # msgpack's errors and CodecError
+            raise ProtocolError(f"undecodable batch header: {exc}") from None
+        return header, unpacker
+
+    def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list) -> tuple[dict, list]:
         """Execute one batch; returns the reply header and its payload frames."""
         resume = header.get("r")
         if self.poisoned_at is not None and type(resume) is int and resume >= self.poisoned_at:
@@ -62,8 +83,8 @@ class Executor:
             executed, error = self._run_ops(ops, iter(payload), metas, values, downloads, out_frames)
             if header.get("y"):
                 self.device.synchronize()
-        for hid in header.get("f") or ():
-            self.table.free(hid)
+        else:
+            self._free_only(ops)
         reply = {
             "b": header.get("b"),
             "m": _meta_packer.pack(metas),
@@ -77,20 +98,36 @@ class Executor:
         self._warnings = []
         return reply, out_frames
 
-    def _run_ops(self, ops, payload: Iterator, metas, values, downloads, out_frames):
-        unpacker = msgpack.Unpacker(
-            ext_hook=self._hook, raw=False, strict_map_key=True, max_buffer_size=max(len(ops), 1 << 16)
-        )
-        unpacker.feed(ops)
+    def _run_ops(self, unpacker, payload: Iterator, metas, values, downloads, out_frames):
         executed = 0
         seq = None
+        free = self.table.free
+        unpack = unpacker.unpack
         try:
-            for head in unpacker:
-                if type(head) is not list or len(head) != 5:
+            while True:
+                seq = None  # an error before the next op's seq is known names no op
+                at = unpacker.tell()  # (after OutOfData, tell() counts a partial record's bytes)
+                try:
+                    head = unpack()
+                except msgpack.OutOfData:
+                    if at != len(self._batch):
+                        raise ProtocolError("truncated op record") from None
+                    break  # the end of the batch
+                except ValueError as exc:  # msgpack's errors and CodecError
+                    raise ProtocolError(f"undecodable op record: {exc}") from None
+                if type(head) is int:  # the client dropped this array here, in op order
+                    free(head)
+                    continue
+                if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
                     raise ProtocolError("malformed op record")
                 seq, kind, want, out, name = head
                 self._seq = seq
-                body = unpacker.unpack()  # resolves handles now, after the ops before it ran
+                try:
+                    body = unpack()  # resolves handles now, after the ops before it ran
+                except msgpack.OutOfData:
+                    raise ProtocolError("truncated op record") from None
+                except ValueError as exc:
+                    raise ProtocolError(f"undecodable op arguments: {exc}") from None
                 if type(body) is not list or len(body) != 3:
                     raise ProtocolError("malformed op arguments")
                 target, args, kwargs = body
@@ -100,20 +137,67 @@ class Executor:
                     self._download(seq, target, downloads, out_frames)
                 else:
                     if kind == m.KIND_UPLOAD:
-                        result = self._upload(name, args, payload)
+                        result = self._upload(seq, name, args, payload)
                     else:
                         result = self._call(kind, name, target, args, kwargs)
                     self._store(seq, want, out, result, metas, values)
                 executed += 1
-        except msgpack.OutOfData:
-            error = [seq, "ProtocolError", "truncated op record", None]
-            self.poisoned_at = seq if type(seq) is int else 0
-            return executed, error
         except Exception as exc:  # the op's own error, reported to the client
-            self.poisoned_at = seq if type(seq) is int else 0
+            if seq is not None:  # an error that names no op cannot be acknowledged: no poison
+                self.poisoned_at = seq
+                self._free_rest(at)
             return executed, [seq, error_name(exc), _message(exc), None]
         self.ops_run += executed
         return executed, None
+
+    def take_streams(self) -> list:
+        """Arrays to stream to the client after the reply (a download ends its batch)."""
+        streams, self.streams = self.streams, []
+        return streams
+
+    def _free_rest(self, at: int) -> None:
+        """After the op at offset *at* failed, honour the frees later in its batch."""
+        # A fresh unpacker from the op's start: the batch's own may stop mid-record
+        # after a decoding error, and this one never resolves a handle.
+        rest = msgpack.Unpacker(max_buffer_size=max(len(self._batch), 1 << 16))
+        rest.feed(memoryview(self._batch)[at:])
+        try:
+            rest.skip()  # the failed op's head...
+            rest.skip()  # ...and its arguments
+        except Exception:  # malformed: nothing after it can be trusted
+            return
+        self._free_only(rest)
+
+    def _free_only(self, unpacker) -> None:
+        """In a skipped batch, still honour the client's frees (never resolving handles)."""
+        try:
+            while True:
+                record = unpacker.unpack()
+                if type(record) is int:
+                    self.table.free(record)
+                elif type(record) is list and len(record) == 5:
+                    unpacker.skip()  # its arguments: not decoded, so no handle is looked up
+        except Exception:  # the end of the batch, or a malformed one: free what we could
+            pass
+
+    def pack_reply(self, reply: dict) -> bytes:
+        """Encode a reply; a value the codec cannot send becomes the error of its op."""
+        try:
+            return codec.packb(reply)
+        except (TypeError, ValueError, OverflowError):
+            pass
+        kept = []
+        for seq, value in reply["v"]:
+            try:
+                codec.packb(value)
+            except (TypeError, ValueError, OverflowError) as exc:
+                # values precede the batch's error, if any: this op failed first
+                reply["e"] = [seq, error_name(exc), _message(exc), None]
+                self.poisoned_at = seq
+                break
+            kept.append([seq, value])
+        reply["v"] = kept
+        return codec.packb(reply)
 
     # --------------------------------------------------------------- op kinds
     def _call(self, kind: str, name: Any, target: Any, args: list, kwargs: dict) -> Any:
@@ -181,26 +265,36 @@ class Executor:
             return tuple(items) if isinstance(result, tuple) else items
         return result
 
-    def _upload(self, dtype: Any, args: list, payload: Iterator) -> Any:
+    def _upload(self, seq: Any, dtype: Any, args: list, payload: Iterator) -> Any:
         dt = codec.check_dtype(dtype)
         shape = codec.check_shape(args[0] if args else None)
+        count = math.prod(shape)  # exact: np.prod(dtype=int64) wraps around
+        nbytes = count * dt.itemsize
+        self.device.check_allocation("empty", [shape, dt], {})
+        chunks = args[1] if len(args) > 1 else 0
+        if type(chunks) is int and chunks > 0:
+            if self.receive_chunk is None:
+                raise ProtocolError("streamed uploads are not available here")
+            return self.device.from_chunks(
+                dt, shape, nbytes, (self.receive_chunk(seq, i) for i in range(chunks)))
         try:
             frame = next(payload)
         except StopIteration:
             raise ProtocolError("an upload op came without its data frame") from None
-        count = int(np.prod(shape, dtype=np.int64))
         buffer = frame.buffer if hasattr(frame, "buffer") else memoryview(frame)
-        if buffer.nbytes != count * dt.itemsize:
-            raise ProtocolError(
-                f"upload data has {buffer.nbytes} bytes, its shape and dtype need {count * dt.itemsize}"
-            )
-        self.device.check_allocation("empty", [shape, dt], {})
-        host = np.frombuffer(buffer, dtype=dt, count=count).reshape(shape)
+        if buffer.nbytes != nbytes:
+            raise ProtocolError(f"upload data has {buffer.nbytes} bytes, its shape and dtype need {nbytes}")
+        host = codec.array_from_buffer(buffer, dt, shape)
         return self.device.from_host(host)
 
     def _download(self, seq: Any, target: Any, downloads: list, out_frames: list) -> None:
         if not self._is_array(target):
             raise ProtocolError("a download needs an array handle")
+        chunks = self.device.download_chunks(target)
+        if chunks:  # sent after the reply, chunk by chunk (see take_streams)
+            downloads.append([seq, target.dtype.str, list(target.shape), chunks])
+            self.streams.append(target)
+            return
         host = self.device.to_host(target)
         downloads.append([seq, host.dtype.str, list(host.shape)])
         out_frames.append(host)

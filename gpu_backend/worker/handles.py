@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..devices import Device
+from ..protocol.codec import ALLOWED_KINDS
 from ..protocol.errors import InvalidHandleError, ProtocolError
 
 __all__ = ["HandleTable"]
@@ -33,6 +34,7 @@ class HandleTable:
         """Store a result under the id the client chose for it."""
         if type(hid) is not int or hid <= 0:
             raise ProtocolError(f"bad result handle {hid!r}: clients use positive integers")
+        _check_dtype(array)
         self.device.track(array)  # may raise OutOfMemoryError: then nothing is stored
         old = self.arrays.get(hid)
         self.arrays[hid] = array
@@ -41,6 +43,7 @@ class HandleTable:
 
     def put_new(self, array: Any) -> int:
         """Store an array the worker numbers itself; returns its (negative) id."""
+        _check_dtype(array)
         self.device.track(array)
         hid = self._next_server_id
         self._next_server_id -= 1
@@ -58,3 +61,9 @@ class HandleTable:
 
     def __len__(self) -> int:
         return len(self.arrays)
+
+
+def _check_dtype(array: Any) -> None:
+    """Device arrays are numeric (as in CuPy): no str, object, void or datetime arrays."""
+    if array.dtype.kind not in ALLOWED_KINDS:
+        raise TypeError(f"Unsupported dtype {array.dtype}")

@@ -27,6 +27,15 @@ from .handles import HandleTable
 __all__ = ["main", "WorkerServer"]
 
 USAGE_INTERVAL = 0.5
+#: A streamed upload whose next chunk takes longer than this is abandoned.
+CHUNK_TIMEOUT = 30.0
+#: A client that reads nothing for this long while we send to it is given up on.
+SEND_TIMEOUT = 60.0
+#: After answering a batch, poll without sleeping this long: an interactive
+#: client's next batch usually follows at once, and a sleeping thread takes
+#: tens of microseconds to wake.
+#: With few cores, spinning steals the CPU the client needs, so it is off.
+SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 
 
 class WorkerServer:
@@ -39,6 +48,10 @@ class WorkerServer:
         self.control.connect(control)
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
+        # A ROUTER silently drops what exceeds its high-water mark; streamed
+        # downloads can be thousands of messages, so block instead (bounded).
+        self.sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.sock.setsockopt(zmq.SNDTIMEO, int(SEND_TIMEOUT * 1000))
         self.port = self.sock.bind_to_random_port(f"tcp://{bind_host}")
         self.parent = os.getppid()
         self.key = b""
@@ -72,44 +85,99 @@ class WorkerServer:
         poller = zmq.Poller()
         poller.register(self.sock, zmq.POLLIN)
         poller.register(self.control, zmq.POLLIN)
+        spin_until = 0.0
         while not self.closed:
+            if self.sock.poll(0):
+                self._handle_client()
+                spin_until = time.perf_counter() + SPIN_SECONDS
+                continue
+            if time.perf_counter() < spin_until:
+                continue
             events = dict(poller.poll(USAGE_INTERVAL * 1000))
             if self.sock in events:
                 self._handle_client()
+                spin_until = time.perf_counter() + SPIN_SECONDS
             if self.control in events:
                 msg = unpackb(self.control.recv())
                 if isinstance(msg, dict) and msg.get("t") == "stop":
                     return "stopped by the pool"
-            if os.getppid() != self.parent:
+            if not events and os.getppid() != self.parent:
                 return "pool went away"
             self._report_usage()
         return "closed by the client"
 
+    def _receive(self) -> tuple[bytes, list]:
+        """One client message: small frames as bytes, array payloads as zero-copy frames."""
+        sock = self.sock
+        ident = sock.recv()
+        frames: list = []
+        if sock.rcvmore:
+            frames.append(sock.recv())
+        while sock.rcvmore:
+            frames.append(sock.recv(copy=False))
+        return ident, frames
+
     def _handle_client(self) -> None:
-        frames = self.sock.recv_multipart(copy=False)
-        ident = frames[0].bytes
+        started = time.perf_counter()
+        ident, frames = self._receive()
         try:
-            if len(frames) < 3:
-                raise ProtocolError("a batch needs a header frame and an ops frame")
-            header = unpackb(frames[1].bytes)
+            if not frames:
+                raise ProtocolError("a batch needs a frame with its header and ops")
+            header, ops = self.executor.open_batch(frames[0])
             if not isinstance(header, dict):
                 raise ProtocolError("the batch header is not a map")
             key = header.get("k")
-            if not isinstance(key, bytes) or not hmac.compare_digest(key, self.key):
+            if not isinstance(key, bytes) or not self.key or not hmac.compare_digest(key, self.key):
                 raise AuthenticationError("wrong session key")
+            if "u" in header:
+                return  # a chunk of an upload that was skipped after an error: dropped, unanswered
+            self.executor.receive_chunk = lambda seq, index: self._receive_chunk(ident, seq, index)
             if header.get("t") == "close":
                 self.closed = True
                 self.sock.send_multipart([ident, packb({"b": header.get("b"), "closed": True})])
                 return
-            reply, out = self.executor.run_batch(header, frames[2].buffer, frames[3:])
+            reply, out = self.executor.run_batch(header, ops, frames[1:])
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
-        self.sock.send_multipart([ident, packb(reply), *out], copy=False)
+        reply["t"] = time.perf_counter() - started
+        try:
+            self._send_reply(ident, reply, out)
+        except zmq.ZMQError as exc:  # the client went away or stopped reading: its loss
+            self.executor.take_streams()
+            print(f"gpuwb worker: reply not delivered: {exc}", file=sys.stderr)
+
+    def _send_reply(self, ident: bytes, reply: dict, out: list) -> None:
+        sock = self.sock
+        sock.send(ident, zmq.SNDMORE)
+        sock.send(packb(reply), zmq.SNDMORE if out else 0)
+        for i, frame in enumerate(out, 1):
+            sock.send(frame, zmq.SNDMORE if i < len(out) else 0, copy=False)
+        for array in self.executor.take_streams():
+            for chunk in self.device.chunks_to_host(array):
+                sock.send(ident, zmq.SNDMORE)
+                sock.send(chunk, copy=False)
+
+    def _receive_chunk(self, ident: bytes, seq: Any, index: int) -> memoryview:
+        """The next chunk of the streamed upload op *seq* from this client."""
+        while True:
+            if not self.sock.poll(CHUNK_TIMEOUT * 1000):
+                raise ProtocolError(f"upload data stopped arriving (waited {CHUNK_TIMEOUT:g} s)")
+            got, frames = self._receive()
+            if got != ident:  # another peer mid-upload: refuse it, keep waiting
+                self.sock.send_multipart([got, packb(_failure(ProtocolError("worker busy")))])
+                continue
+            header = unpackb(frames[0]) if frames else None
+            if (not isinstance(header, dict) or header.get("u") != seq or header.get("i") != index
+                    or len(frames) != 2):
+                raise ProtocolError(f"expected chunk {index} of upload {seq}")
+            return frames[1].buffer
 
     def _report_usage(self) -> None:
         now = time.monotonic()
+        if now - self._last_usage_time < USAGE_INTERVAL:
+            return
         usage = (self.device.memory_used(), len(self.table), self.executor.ops_run)
-        if usage != self._last_usage and now - self._last_usage_time >= USAGE_INTERVAL:
+        if usage != self._last_usage:
             self._send_control({"t": "usage", "memory": usage[0], "arrays": usage[1], "ops": usage[2]})
             self._last_usage, self._last_usage_time = usage, now
 
@@ -128,6 +196,20 @@ def _failure(exc: BaseException) -> dict[str, Any]:
             "e": [None, error_name(exc), str(exc), None]}
 
 
+def _serve_maybe_profiled(server: WorkerServer) -> str:
+    """``GPUWB_WORKER_PROFILE=DIR`` writes a cProfile of each session's worker there."""
+    target = os.environ.get("GPUWB_WORKER_PROFILE")
+    if not target:
+        return server.serve()
+    import cProfile
+
+    profile = cProfile.Profile()
+    try:
+        return profile.runcall(server.serve)
+    finally:
+        profile.dump_stats(os.path.join(target, f"worker-{os.getpid()}.prof"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpu_backend.worker", description=__doc__)
     parser.add_argument("--device", required=True)
@@ -139,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     reason = "stopped before a session"
     try:
         if server.wait_for_session():
-            reason = server.serve()
+            reason = _serve_maybe_profiled(server)
     except KeyboardInterrupt:
         reason = "interrupted"
     finally:
