@@ -335,6 +335,11 @@ class Session:
         self._in_flight.clear()
         raise SessionLostError(reason)
 
+    @property
+    def ops_issued(self) -> int:
+        """Ops this session has issued so far."""
+        return self._seq
+
     def status(self) -> dict:
         """The pool's status (devices, sessions) as the front door reports it."""
         return door_request(self.ctx, self.address, {"t": "status", "token": self._token}, 10)
