@@ -135,17 +135,27 @@ _PEER = r"""
 import sys, zmq
 ctx = zmq.Context(); s = ctx.socket(zmq.ROUTER)
 port = s.bind_to_random_port("tcp://127.0.0.1"); print(port, flush=True)
+s.setsockopt(zmq.ROUTER_MANDATORY, 1)
 buffers = {}
+expect = 0
 while True:
     ident = s.recv(); f = s.recv(copy=False)
     if len(f) == 0:
         break
-    if len(f) < 64 and f.bytes.startswith(b"echo"):
-        n = int(f.bytes[4:])
+    text = f.bytes if len(f) < 64 else b""
+    if text.startswith(b"echo"):          # echo N [K]: send N bytes back, in K messages
+        n, k = (int(v) for v in (text[4:].split() + [b"1"])[:2])
         if n not in buffers:
-            buffers[n] = bytearray(n)
-        s.send(ident, zmq.SNDMORE); s.send(buffers[n], copy=False)
+            buffers[n] = memoryview(bytearray(n))
+        step = -(-n // k)
+        for i in range(k):
+            s.send(ident, zmq.SNDMORE); s.send(buffers[n][i * step:(i + 1) * step], copy=False)
+    elif text.startswith(b"expect"):      # expect K: ack after the next K messages
+        expect = int(text[6:])
+    elif expect > 1:
+        expect -= 1
     else:
+        expect = 0
         s.send_multipart([ident, b"ok"])
 """
 
@@ -172,6 +182,24 @@ def bench_raw_zmq(nbytes, reps):
             frame = sock.recv(copy=False)
             np.frombuffer(frame.buffer, dtype=np.float64)
             recv.append(time.perf_counter() - t0)
+        chunk = 8 << 20
+        k = -(-nbytes // chunk)
+        flat = payload.view(np.uint8)
+        into = np.empty(nbytes, np.uint8)
+        csend, crecv = [], []
+        for _ in range(reps + 1):
+            t0 = time.perf_counter()
+            sock.send(f"expect{k}".encode())
+            for i in range(k):
+                sock.send(flat[i * chunk:(i + 1) * chunk], copy=False)
+            sock.recv()
+            csend.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            sock.send(f"echo{nbytes} {k}".encode())
+            view, offset = memoryview(into), 0
+            for i in range(k):
+                offset += sock.recv_into(view[offset:])
+            crecv.append(time.perf_counter() - t0)
         rtt = []
         for _ in range(2000):
             t0 = time.perf_counter()
@@ -183,7 +211,12 @@ def bench_raw_zmq(nbytes, reps):
         child.wait(10)
         sock.close()
         ctx.term()
-    return {"send_GBps": nbytes / min(send[1:]) / 1e9, "recv_GBps": nbytes / min(recv[1:]) / 1e9,
+    single = {"send": nbytes / min(send[1:]) / 1e9, "recv": nbytes / min(recv[1:]) / 1e9}
+    chunked = {"send": nbytes / min(csend[1:]) / 1e9, "recv": nbytes / min(crecv[1:]) / 1e9}
+    # the reference is the better way of moving the bytes with plain pyzmq
+    return {"send_GBps": max(single["send"], chunked["send"]),
+            "recv_GBps": max(single["recv"], chunked["recv"]),
+            "one_message_GBps": single, "8MB_messages_GBps": chunked,
             "rtt_small_us": statistics.median(rtt[100:]) * 1e6}
 
 
@@ -245,9 +278,9 @@ def table(results):
     if get(proxy, "gemm_float16"):
         row("GEMM fp16", ("gemm_float16", "tflops"), "TFLOP/s", "higher", ">= 0.97x local")
         row("GEMM fp32", ("gemm_float32", "tflops"), "TFLOP/s", "higher", ">= 0.97x local")
-    row("H2D 256 MB", ("transfer_256MB", "h2d_GBps"), "GB/s", "higher", ">= 0.8x raw zmq",
+    row("H2D 256 MB", ("transfer_256MB", "h2d_GBps"), "GB/s", "higher", ">= 0.8x best raw",
         ref=raw["send_GBps"])
-    row("D2H 256 MB", ("transfer_256MB", "d2h_GBps"), "GB/s", "higher", ">= 0.8x raw zmq",
+    row("D2H 256 MB", ("transfer_256MB", "d2h_GBps"), "GB/s", "higher", ">= 0.8x best raw",
         ref=raw["recv_GBps"])
     lines = [f"{'case':24} {'local':>12} {'proxy':>12} {'unit':>8} {'ratio':>8}  target",
              "-" * 80]
@@ -255,8 +288,8 @@ def table(results):
         fmt = lambda v: "-" if v is None else (f"{v:12.1f}" if v >= 10 else f"{v:12.3f}")  # noqa: E731
         lines.append(f"{name:24} {fmt(lv):>12} {fmt(pv):>12} {unit:>8} "
                      f"{'-' if r is None else f'{r:8.3f}':>8}  {target}")
-    lines.append(f"{'raw pyzmq send / recv':24} {raw['send_GBps']:12.3f} {raw['recv_GBps']:12.3f} "
-                 f"{'GB/s':>8}")
+    for label, key in (("raw pyzmq 1 msg s/r", "one_message_GBps"), ("raw pyzmq 8MB msgs s/r", "8MB_messages_GBps")):
+        lines.append(f"{label:24} {raw[key]['send']:12.3f} {raw[key]['recv']:12.3f} {'GB/s':>8}")
     lines.append(f"{'raw pyzmq round trip':24} {'':12} {raw['rtt_small_us']:12.1f} {'us':>8}")
     worker = get(proxy, "sync_small_op", "worker_us")
     if worker is not None:

@@ -67,6 +67,47 @@ def main():
     print("through Executor       ", round(timeit(batch), 1), "us")
     encode_only = codec.packb
     print("(reply encoding alone) ", round(timeit(lambda: encode_only({"b": 1, "m": b"\x90", "v": [[3, 1.0]], "d": [], "e": None, "w": [], "x": 3, "s": 0})), 2), "us")
+    if device.kind == "cupy":
+        gemm(device, executor, table, pack, header)
+
+
+def gemm(device, executor, table, pack, header, n=8192, reps=20):
+    """fp16 GEMM: plain CuPy in this process, then the same ops through the Executor."""
+    cp = device.cupy
+    a = cp.random.rand(n, n).astype(cp.float16)
+    b = cp.random.rand(n, n).astype(cp.float16)
+    sync = cp.cuda.get_current_stream().synchronize
+
+    def plain():
+        c = a @ b
+        for _ in range(reps - 1):
+            c = a @ b
+        sync()
+        return c
+
+    table.put(2, a)
+    table.put(3, b)
+    H = codec.Handle
+    records = [header]
+    for i in range(reps):
+        records += [pack([i + 1, "o", "a", 100 + i, "matmul"]), pack([None, [H(2), H(3)], {}])]
+        if i:
+            records.append(pack(100 + i - 1))
+    body = b"".join(records)
+
+    def proxied():
+        hdr, ops = executor.open_batch(body)
+        reply, _ = executor.run_batch(hdr, ops, [])
+        assert reply["e"] is None, reply["e"]
+        sync()
+        table.free(100 + reps - 1)
+
+    for label, fn in (("plain", plain), ("executor", proxied), ("plain", plain), ("executor", proxied)):
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        dt = (time.perf_counter() - t0) / reps
+        print(f"GEMM fp16 {n} {label:9}", round(2 * n ** 3 / dt / 1e12, 1), "TFLOP/s")
 
 
 if __name__ == "__main__":

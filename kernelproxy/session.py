@@ -335,6 +335,10 @@ class Session:
         self._in_flight.clear()
         raise SessionLostError(reason)
 
+    def memory_info(self) -> dict:
+        """This session's device memory in use and limit, array count, ops run (a sync point)."""
+        return self.value(self.submit(m.KIND_INFO, api.VALUE, None, "info", label="memory info"))
+
     @property
     def ops_issued(self) -> int:
         """Ops this session has issued so far."""

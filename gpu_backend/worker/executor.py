@@ -34,6 +34,7 @@ class Executor:
         self.device = device
         self.table = table
         self.poisoned_at: int | None = None
+        self.memory_limit: int | None = None
         self.ops_run = 0
         self._seq: Any = None
         self._warnings: list[list] = []
@@ -138,6 +139,8 @@ class Executor:
                 else:
                     if kind == m.KIND_UPLOAD:
                         result = self._upload(seq, name, args, payload)
+                    elif kind == m.KIND_INFO:
+                        result = self.info()
                     else:
                         result = self._call(kind, name, target, args, kwargs)
                     self._store(seq, want, out, result, metas, values)
@@ -149,6 +152,11 @@ class Executor:
             return executed, [seq, error_name(exc), _message(exc), None]
         self.ops_run += executed
         return executed, None
+
+    def info(self) -> dict:
+        """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""
+        return {"memory_used": self.device.memory_used(), "memory_limit": self.memory_limit,
+                "arrays": len(self.table), "ops": self.ops_run, "device": self.device.info()}
 
     def take_streams(self) -> list:
         """Arrays to stream to the client after the reply (a download ends its batch)."""

@@ -74,6 +74,7 @@ class WorkerServer:
                 if msg.get("t") == "assign":
                     self.key = bytes(msg["key"])
                     self.device.set_memory_limit(int(msg["memory_limit"]))
+                    self.executor.memory_limit = int(msg["memory_limit"])
                     return True
                 if msg.get("t") == "stop":
                     return False
