@@ -446,6 +446,9 @@ def _binary(name: str):
         return _operator(name, (other, self), self._s)
 
     def inplace(self, other):
+        if name == "matmul" and self._s.device.get("kind") == "cupy":
+            # cupy.ndarray has no __imatmul__: Python rebinds to ``self @ other`` there
+            return _operator("matmul", (self, other), self._s)
         _operator("i" + name.rstrip("_"), (self, other), self._s)
         return self
 

@@ -7,17 +7,20 @@ device); ``GPUWB_REFERENCE`` picks what the differential tests compare with
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import kernelproxy
 from gpu_backend.pool import LocalPool
 from kernelproxy.modules import module_for
 
-from .differential import Differential, reference_module
+from .differential import POOL_RUNS_NUMPY, REFERENCE_IS_NUMPY, TEST_DEVICES, Differential, reference_module
 
-DEVICES = os.environ.get("GPUWB_TEST_DEVICES", "cpu")
+DEVICES = TEST_DEVICES
+
+
+def pytest_report_header(config):
+    return (f"gpu-workbench: reference {'numpy' if REFERENCE_IS_NUMPY else 'cupy'}, "
+            f"pool devices {DEVICES!r} ({'numpy' if POOL_RUNS_NUMPY else 'cupy'})")
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,15 @@
 (CI) or local CuPy (``GPUWB_REFERENCE=cupy`` on a GPU machine) and ``cp`` is
 the remote proxy. Both must return equal values (same shapes, dtypes and
 values, compared on the host) or raise the same public exception class.
+
+The two configurations go together: a NumPy reference with a pool of NumPy
+devices (``GPUWB_TEST_DEVICES=cpu``, the default), a CuPy reference with a pool
+of GPUs. Where NumPy and CuPy differ, ``same()`` checks that the remote follows
+its reference; an assertion a test adds *after* ``same()`` about the outcome
+itself (``assert isinstance(err, AxisError)``) states NumPy's behaviour and is
+guarded by :data:`REFERENCE_IS_NUMPY`, with a comment naming CuPy's. Tests of
+the proxy alone (the ``cp`` fixture, no reference) whose outcome depends on the
+pool's array library are guarded by :data:`POOL_RUNS_NUMPY`.
 """
 
 from __future__ import annotations
@@ -16,7 +25,11 @@ import numpy as np
 
 from gpu_backend.protocol.errors import error_name
 
-__all__ = ["Differential", "reference_module", "to_host"]
+__all__ = ["Differential", "reference_module", "to_host", "TEST_DEVICES", "REFERENCE_IS_NUMPY",
+           "POOL_RUNS_NUMPY"]
+
+#: The pool's devices for the test run (``cpu``: one NumPy device; GPU indices: CuPy devices).
+TEST_DEVICES = os.environ.get("GPUWB_TEST_DEVICES", "cpu")
 
 
 def reference_module():
@@ -25,6 +38,19 @@ def reference_module():
         import cupy
         return cupy
     return np
+
+
+#: The differential reference is NumPy (CI), not local CuPy (a GPU machine).
+REFERENCE_IS_NUMPY = reference_module() is np
+
+
+def _pool_runs_numpy() -> bool:
+    from gpu_backend.devices import parse_devices
+    return all(spec.startswith("cpu") for spec in parse_devices(TEST_DEVICES))
+
+
+#: The pool under test runs NumPy devices only (no GPU): CuPy-specific behaviour is absent there.
+POOL_RUNS_NUMPY = _pool_runs_numpy()
 
 
 def to_host(value: Any) -> Any:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from .differential import REFERENCE_IS_NUMPY
+
 
 def _base(xp, dtype="int64"):
     return xp.arange(60, dtype=dtype).reshape(3, 4, 5)
@@ -101,7 +103,8 @@ def test_index_array_dtypes(same, dtype):
 
 def test_advanced_out_of_bounds(same):
     err = same(lambda xp: xp.arange(5)[[0, 5]])
-    assert isinstance(err, IndexError)
+    if REFERENCE_IS_NUMPY:  # CuPy wraps out-of-bounds integer-array indices: array([0, 0]), no error
+        assert isinstance(err, IndexError)
     same(lambda xp: xp.arange(5)[xp.asarray([-6])])
     same(lambda xp: _base(xp)[[0, 1], [0, 1, 2]])  # shape mismatch: IndexError
     same(lambda xp: xp.arange(5)[xp.asarray([1.0])])  # float arrays cannot index
