@@ -226,14 +226,24 @@ def run_cases(cupy, proxy, session, args):
     """Each case on local CuPy, then through the proxy, back to back on the same GPU."""
     local, remote = {}, {}
 
-    def both(name, fn, *rest, rounds=1, key=None):
-        for _ in range(rounds):  # alternate, keep the best of each: clocks drift over a run
-            for xp, sess, out in ((cupy, None, local), (proxy, session, remote)):
-                if xp is None:
-                    continue
-                result = fn(xp if sess is None else proxy, sess, *rest)
-                if name not in out or (key and result[key] > out[name][key]):
-                    out[name] = result
+    def both(name, fn, *rest):
+        for xp, sess, out in ((cupy, None, local), (proxy, session, remote)):
+            if xp is not None:
+                out[name] = fn(xp, sess, *rest)
+
+    def abba(name, fn, *rest, key):
+        """Local, proxy, proxy, local, ... and the mean of each side: GPU clocks drift as it
+        warms (fp16 GEMM loses several percent over a run), and ABBA cancels a linear drift."""
+        if cupy is None:
+            remote[name] = fn(proxy, session, *rest)
+            return
+        runs = {"local": [], "proxy": []}
+        for side in ("local", "proxy", "proxy", "local", "local", "proxy", "proxy", "local"):
+            xp, sess = (cupy, None) if side == "local" else (proxy, session)
+            runs[side].append(fn(xp, sess, *rest))
+        for side, out in (("local", local), ("proxy", remote)):
+            values = [r[key] for r in runs[side]]
+            out[name] = {**runs[side][-1], key: statistics.mean(values), f"{key}_each": values}
 
     both("sync_small_op", bench_sync_latency, args.latency_reps)
     if args.only == "latency":
@@ -241,7 +251,7 @@ def run_cases(cupy, proxy, session, args):
     both("pipelined_small_ops", bench_pipelined, args.pipelined_ops)
     if args.gemm:
         for name, dtype in (("gemm_float16", np.float16), ("gemm_float32", np.float32)):
-            both(name, bench_gemm, args.gemm, dtype, args.gemm_reps, rounds=3, key="tflops")
+            abba(name, bench_gemm, args.gemm, dtype, args.gemm_reps, key="tflops")
     both("transfer_256MB", bench_transfers, args.transfer_mb * MB, args.transfer_reps)
     return local or None, remote
 

@@ -104,6 +104,8 @@ class Differential:
             result = body(xp)
             if xp is self.cp:
                 self.session.sync()  # an asynchronous op's error belongs to this body
+            elif xp is not np:
+                xp.cuda.get_current_stream().synchronize()  # a CUDA fault belongs to this body too
             return "ok", to_host(result)
         except Exception as exc:  # compared below
             return "error", exc
