@@ -102,6 +102,7 @@ class Session:
         self._values: dict[int, Any] = {}
         self.meta: dict[int, tuple] = {}
         self._dead: dict[int, str] = {}
+        self._ended: str | None = None
         self._error: list | None = None
         self._resume: int | None = None
         self._dtypes: dict[str, np.dtype] = {}
@@ -242,6 +243,8 @@ class Session:
         for seq, category, text in reply["w"]:
             _label, filename, line, _out = self._origin.get(seq, ("", "<remote>", 0, None))
             warnings.warn_explicit(text, warning_class(category), filename, line)
+        if reply.get("z"):  # the worker's device context broke: it has ended
+            self._ended = f"the session's worker ended after a device fault: {reply['z']}"
         error = reply.get("e")
         origin = self._origin
         if error is not None:
@@ -327,6 +330,8 @@ class Session:
     def _check_open(self) -> None:
         if self.closed:
             raise SessionLostError("this session is closed")
+        if self._ended and self._error is None:
+            self._lose(self._ended)
         if self.heartbeat.lost:
             self._lose(self.heartbeat.lost)
 

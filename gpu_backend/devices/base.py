@@ -133,6 +133,10 @@ class Device:
     def synchronize(self) -> None:
         pass
 
+    def healthy(self) -> bool:
+        """Whether the device still runs work (a CUDA fault can break a context for good)."""
+        return True
+
     def memory_used(self) -> int:
         raise NotImplementedError
 

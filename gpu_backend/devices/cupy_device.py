@@ -112,6 +112,14 @@ class CupyDevice(Device):
     def synchronize(self) -> None:
         self.cupy.cuda.get_current_stream().synchronize()
 
+    def healthy(self) -> bool:
+        try:
+            probe = self.cupy.zeros(1, self.cupy.float32) + 1
+            self.cupy.cuda.Device(self.index).synchronize()
+            return float(probe[0]) == 1.0
+        except Exception:  # sticky errors (illegal or misaligned address, ...) land here
+            return False
+
     def memory_used(self) -> int:
         return int(self.pool.used_bytes())
 

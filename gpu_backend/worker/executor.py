@@ -35,6 +35,8 @@ class Executor:
         self.table = table
         self.poisoned_at: int | None = None
         self.memory_limit: int | None = None
+        #: set when a fault destroyed the device context: the worker must end
+        self.fatal: str | None = None
         self.ops_run = 0
         self._seq: Any = None
         self._warnings: list[list] = []
@@ -82,8 +84,12 @@ class Executor:
         executed = 0
         if self.poisoned_at is None:
             executed, error = self._run_ops(ops, iter(payload), metas, values, downloads, out_frames)
-            if header.get("y"):
-                self.device.synchronize()
+            if header.get("y") and error is None:
+                try:
+                    self.device.synchronize()
+                except Exception as exc:  # an asynchronous fault of an op in this batch
+                    self.poisoned_at = self._seq
+                    error = self._error(self._seq, exc)
         else:
             self._free_only(ops)
         reply = {
@@ -96,6 +102,8 @@ class Executor:
             "x": executed,
             "s": max(0, count - executed) if type(count) is int else 0,
         }
+        if self.fatal:
+            reply["z"] = self.fatal
         self._warnings = []
         return reply, out_frames
 
@@ -149,9 +157,17 @@ class Executor:
             if seq is not None:  # an error that names no op cannot be acknowledged: no poison
                 self.poisoned_at = seq
                 self._free_rest(at)
-            return executed, [seq, error_name(exc), _message(exc), None]
+            return executed, self._error(seq, exc)
         self.ops_run += executed
         return executed, None
+
+    def _error(self, seq: Any, exc: BaseException) -> list:
+        """The reply's error entry; a CUDA fault that broke the context ends the session."""
+        name, text = error_name(exc), _message(exc)
+        if name == "CUDAError" and not self.device.healthy():
+            self.fatal = text
+            text += " (the session's CUDA context is lost: this session has ended, open a new one)"
+        return [seq, name, text, None]
 
     def info(self) -> dict:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""

@@ -105,6 +105,8 @@ class WorkerServer:
             if not events and os.getppid() != self.parent:
                 return "pool went away"
             self._report_usage()
+        if self.executor.fatal:
+            return f"device fault: {self.executor.fatal}"
         return "closed by the client"
 
     def _receive(self) -> tuple[bytes, list]:
@@ -141,6 +143,8 @@ class WorkerServer:
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
         reply["t"] = time.perf_counter() - started
+        if self.executor.fatal:
+            self.closed = True  # answered below, then the worker ends with its context
         try:
             self._send_reply(ident, reply, out)
         except zmq.ZMQError as exc:  # the client went away or stopped reading: its loss
@@ -183,7 +187,8 @@ class WorkerServer:
             self._last_usage, self._last_usage_time = usage, now
 
     def close(self, reason: str) -> None:
-        self.table.clear()
+        if not self.executor.fatal:  # after a device fault, freeing would only fault again
+            self.table.clear()
         try:
             self._send_control({"t": "ended", "reason": reason})
         finally:
