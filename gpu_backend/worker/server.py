@@ -14,6 +14,7 @@ import hmac
 import os
 import sys
 import time
+import traceback
 from typing import Any
 
 import zmq
@@ -121,6 +122,20 @@ class WorkerServer:
         return ident, frames
 
     def _handle_client(self) -> None:
+        """Serve one message; a bug here is logged, never the end of the session."""
+        self._answering: tuple | None = None
+        try:
+            self._serve_message()
+        except Exception as exc:  # keep serving; the client gets this batch's error, not silence
+            traceback.print_exc(file=sys.stderr)
+            if self._answering is not None:
+                ident, batch = self._answering
+                try:
+                    self.sock.send_multipart([ident, packb({**_failure(exc), "b": batch})])
+                except zmq.ZMQError:
+                    pass
+
+    def _serve_message(self) -> None:
         started = time.perf_counter()
         ident, frames = self._receive()
         try:
@@ -139,6 +154,7 @@ class WorkerServer:
                 self.closed = True
                 self.sock.send_multipart([ident, packb({"b": header.get("b"), "closed": True})])
                 return
+            self._answering = (ident, header.get("b"))
             reply, out = self.executor.run_batch(header, ops, frames[1:])
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
@@ -154,7 +170,7 @@ class WorkerServer:
     def _send_reply(self, ident: bytes, reply: dict, out: list) -> None:
         sock = self.sock
         sock.send(ident, zmq.SNDMORE)
-        sock.send(packb(reply), zmq.SNDMORE if out else 0)
+        sock.send(self.executor.pack_reply(reply), zmq.SNDMORE if out else 0)
         for i, frame in enumerate(out, 1):
             sock.send(frame, zmq.SNDMORE if i < len(out) else 0, copy=False)
         for array in self.executor.take_streams():
