@@ -19,7 +19,7 @@ python3 -c "import cupy, numpy, zmq, msgpack; print('cupy', cupy.__version__, 'n
 what=${1:-all}
 if [ "$what" = all ] || [ "$what" = tests ]; then
   GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 420 python3 -m pytest -q -p no:cacheprovider \
-    -o addopts="-ra" --timeout 120 ${GPU_TESTS:-tests/test_smoke.py tests/test_diff_*.py tests/test_transfers.py tests/test_async.py tests/test_importhook.py} \
+    -o addopts="-ra" --timeout 120 ${GPU_TESTS:-tests/test_smoke.py tests/test_diff_*.py tests/test_transfers.py tests/test_async.py tests/test_importhook.py tests/test_faults.py tests/test_pool.py} \
     2>&1 | tee "$OUT/gpu-tests.log" | tail -40
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
