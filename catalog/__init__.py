@@ -2,6 +2,7 @@
 
     import catalog
     catalog.load()                      # the Catalog model (every entry of the data file)
+    catalog.queries.search("preemption")  # list, filter, search, show, compare, export
     %load_ext catalog                   # in IPython: the %catalog magic
 
 Imports only pydantic and rich (and IPython for the magic); nothing of the
@@ -10,10 +11,11 @@ pool, the client or the kernel.
 
 from __future__ import annotations
 
+from . import queries
 from .data import load
 from .models import Catalog, Category, Kind, Link, LinkKind, Mechanism, System
 
-__all__ = ["load", "Catalog", "Category", "Kind", "Link", "LinkKind", "Mechanism", "System",
+__all__ = ["load", "queries", "Catalog", "Category", "Kind", "Link", "LinkKind", "Mechanism", "System",
            "load_ipython_extension"]
 
 

@@ -3,6 +3,7 @@
     gpuwb demo [--devices auto|cpu]   run the tour on an embedded pool
     gpuwb pool [serve options]        run a pool (same as ``gpuwb-backend serve``)
     gpuwb status --pool ADDR --token-file F
+    gpuwb catalog [list|search|show|compare|filter|export] ...   (same as ``python -m catalog``)
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     status = sub.add_parser("status", help="print a pool's status as JSON")
     status.add_argument("--pool", required=True, help="front-door address, tcp://host:port")
     status.add_argument("--token-file", required=True)
+    sub.add_parser("catalog", add_help=False, help="browse the research catalogue (see gpuwb catalog -h)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["catalog"]:  # the catalogue parses its own arguments, as %catalog does
+        from catalog.__main__ import main as catalog_main
+        return catalog_main(argv[1:], prog="gpuwb catalog")
     args = parser.parse_args(argv)
 
     if args.command == "demo":

@@ -1,0 +1,41 @@
+"""The ``gpuwb`` command, run as a user would (a subprocess)."""
+
+import subprocess
+import sys
+
+import pytest
+
+GPUWB = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
+
+
+def run(*args, timeout=120):
+    return subprocess.run([*GPUWB, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_demo_runs_the_tour_on_an_embedded_pool():
+    out = run("demo", "--devices", "cpu")
+    assert out.returncode == 0, out.stderr
+    assert "y.sum(axis=0) = [6.4347315 7.4269905 8.523607  9.735556 ]" in out.stdout
+    assert "the error kept its class: ValueError" in out.stdout
+    assert "ops issued" in out.stdout
+
+
+def test_catalog_subcommand():
+    out = run("catalog", "show", "reef")
+    assert out.returncode == 0, out.stderr
+    assert "Microsecond-scale Preemption" in out.stdout
+    bad = run("catalog", "show", "Gemni")
+    assert bad.returncode == 2 and "gpuwb catalog" in bad.stderr and "gemini" in bad.stderr.lower()
+
+
+def test_status_of_a_running_pool(pool, tmp_path):
+    token = tmp_path / "token"
+    token.write_text(pool.token)
+    out = run("status", "--pool", pool.address, "--token-file", str(token))
+    assert out.returncode == 0, out.stderr
+    assert '"devices"' in out.stdout and pool.address in out.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["frobnicate"]])
+def test_bad_usage_exits_2(args):
+    assert run(*args).returncode == 2
