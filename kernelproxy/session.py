@@ -85,6 +85,10 @@ class Session:
         #: overlaps the network; the NumPy device keeps one zero-copy frame)
         self.stream_threshold: int | None = self.device.get("stream_bytes")
         self.stream_chunk_bytes: int = self.stream_threshold or m.STREAM_CHUNK_BYTES
+        #: while True, each batch's device work is timed (CUDA events): ``device_seconds``
+        #: adds it up (``%%gpu_time``); it costs a wait for the device per batch
+        self.timing = False
+        self.device_seconds = 0.0
         #: time the worker spent on this session's batches (for overhead accounting)
         self.worker_seconds = 0.0
         self._lock = threading.RLock()
@@ -185,6 +189,8 @@ class Session:
         header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
         if sync_device:
             header["y"] = 1
+        if self.timing:
+            header["g"] = 1
         sock = self.sock
         ops.insert(0, codec.packb(header))
         sock.send(b"".join(ops), zmq.SNDMORE if payload else 0)
@@ -222,6 +228,7 @@ class Session:
         reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook, raw=False)
         batch, first, last = self._in_flight.popleft()
         self.worker_seconds += reply.get("t") or 0.0
+        self.device_seconds += reply.get("g") or 0.0
         if reply.get("b") != batch:
             self._lose(f"reply for batch {reply.get('b')} while waiting for batch {batch}")
         dtypes = self._dtypes

@@ -133,6 +133,16 @@ class Device:
     def synchronize(self) -> None:
         pass
 
+    def start_timer(self) -> Any:
+        """Begin timing a batch's device work (``%%gpu_time``)."""
+        import time
+        return time.perf_counter()
+
+    def stop_timer(self, started: Any) -> float:
+        """Seconds of device work since :meth:`start_timer` (host time on the NumPy device)."""
+        import time
+        return time.perf_counter() - started
+
     def healthy(self) -> bool:
         """Whether the device still runs work (a CUDA fault can break a context for good)."""
         return True

@@ -112,6 +112,18 @@ class CupyDevice(Device):
     def synchronize(self) -> None:
         self.cupy.cuda.get_current_stream().synchronize()
 
+    def start_timer(self) -> Any:
+        start = self.cupy.cuda.Event()
+        start.record()
+        return start
+
+    def stop_timer(self, start: Any) -> float:
+        """GPU time between the events, measured by CUDA (waits for the batch's work)."""
+        stop = self.cupy.cuda.Event()
+        stop.record()
+        stop.synchronize()
+        return self.cupy.cuda.get_elapsed_time(start, stop) / 1e3
+
     def healthy(self) -> bool:
         try:
             probe = self.cupy.zeros(1, self.cupy.float32) + 1

@@ -14,7 +14,8 @@ Session worker (multipart)::
 
     client -> [header + ops, payload...]    (the header is the frame's first msgpack object)
         header = {"k": key, "b": batch, "n": op count, "r": resume seq|None,
-                  "y": wait for the device to finish before replying}
+                  "y": wait for the device to finish before replying,
+                  "g": time the batch's device work (CUDA events; reply field "g", seconds)}
         ops    = records, msgpack objects back to back, decoded one by one in order:
                  an op is two objects, [seq, kind, want, out, name] then [target, args, kwargs];
                  a bare integer frees that handle (the client dropped the array at that point,

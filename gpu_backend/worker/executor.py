@@ -82,6 +82,7 @@ class Executor:
         out_frames: list = []
         error = None
         executed = 0
+        timer = self.device.start_timer() if header.get("g") else None
         if self.poisoned_at is None:
             executed, error = self._run_ops(ops, iter(payload), metas, values, downloads, out_frames)
             if header.get("y") and error is None:
@@ -102,6 +103,8 @@ class Executor:
             "x": executed,
             "s": max(0, count - executed) if type(count) is int else 0,
         }
+        if timer is not None and error is None:
+            reply["g"] = self.device.stop_timer(timer)
         if self.fatal:
             reply["z"] = self.fatal
         self._warnings = []

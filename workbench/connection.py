@@ -1,0 +1,124 @@
+"""The process's connection to a pool: what the kernel and ``%gpu connect`` share.
+
+One :class:`Workbench` per process holds the current session (and, when no
+pool is configured, an embedded :class:`~gpu_backend.pool.LocalPool` that
+lives and dies with it), keeps the ``cupy`` import hook pointed at that
+session, and opens a new session when the old one is lost.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
+
+import kernelproxy
+from gpu_backend.config import read_token
+from gpu_backend.pool import LocalPool
+
+__all__ = ["ClientSettings", "Workbench", "workbench"]
+
+
+class ClientSettings(BaseSettings):
+    """Where the kernel's pool is: ``GPUWB_POOL``/``GPUWB_TOKEN``/``GPUWB_TOKEN_FILE``,
+    or a TOML file named by ``GPUWB_CLIENT_CONFIG``; none means an embedded pool."""
+
+    model_config = SettingsConfigDict(env_prefix="GPUWB_", extra="ignore")
+
+    pool: str | None = None
+    token: str | None = None
+    token_file: Path | None = None
+    devices: str = "auto"                 # the embedded pool's devices
+    memory_limit: int | None = None       # ask the pool for less than its default
+    auto_reconnect: bool = True
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
+                                   dotenv_settings, file_secret_settings):
+        sources: list[Any] = [init_settings, env_settings]
+        path = os.environ.get("GPUWB_CLIENT_CONFIG")
+        if path:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    def resolved_token(self) -> str | None:
+        if self.token:
+            return self.token
+        return read_token(self.token_file) if self.token_file else None
+
+
+class Workbench:
+    """The current session of this process, and how to get a new one."""
+
+    def __init__(self) -> None:
+        self.settings = ClientSettings()
+        self.session: kernelproxy.Session | None = None
+        self.pool: LocalPool | None = None
+        self.address: str | None = None
+        self._token: str | None = None
+        self.reconnects = 0
+
+    @property
+    def embedded(self) -> bool:
+        return self.pool is not None
+
+    def connect(self, address: str | None = None, token: str | None = None) -> kernelproxy.Session:
+        """Open a session: on *address*, else the configured pool, else an embedded one."""
+        self.disconnect()
+        address = address or self.settings.pool
+        token = token or self.settings.resolved_token()
+        if address is None:
+            self.pool = LocalPool(devices=self.settings.devices).start()
+            address, token = self.pool.address, self.pool.token
+        elif token is None:
+            raise ValueError(f"no token for {address}: pass --token or set GPUWB_TOKEN(_FILE)")
+        self.address, self._token = address, token
+        self.session = kernelproxy.connect(address, token, memory_limit=self.settings.memory_limit)
+        kernelproxy.install(self.session)
+        return self.session
+
+    def reconnect(self) -> kernelproxy.Session:
+        """A new session on the same pool (the old one's arrays are gone)."""
+        if self.session is not None:
+            try:
+                self.session.close()
+            except Exception:  # it is lost already
+                pass
+        if self.address is None:
+            return self.connect()
+        self.session = kernelproxy.connect(self.address, self._token,
+                                           memory_limit=self.settings.memory_limit)
+        kernelproxy.install(self.session)
+        self.reconnects += 1
+        return self.session
+
+    def require(self) -> kernelproxy.Session:
+        """The live session: reconnecting if it was lost and that is allowed."""
+        session = self.session
+        if session is None:
+            raise kernelproxy.SessionLostError("not connected: use %gpu connect")
+        if session.closed or session.heartbeat.lost:
+            if not self.settings.auto_reconnect:
+                raise kernelproxy.SessionLostError("the session was lost: use %gpu connect")
+            return self.reconnect()
+        return session
+
+    def disconnect(self) -> None:
+        """Close the session and stop an embedded pool; ``import cupy`` is undone."""
+        if kernelproxy.installed():
+            kernelproxy.uninstall()
+        if self.session is not None:
+            try:
+                self.session.close()
+            finally:
+                self.session = None
+        if self.pool is not None:
+            self.pool.stop()
+            self.pool = None
+        self.address = None
+
+
+#: The process-wide instance: the kernel and the magics use this one.
+workbench = Workbench()
