@@ -101,6 +101,7 @@ class FrontDoor:
         self._stop = threading.Event()
         self._next_worker = 0
         self.failed_starts: dict[str, int] = {}
+        self.ended: list[dict] = []
         self.started = time.time()
 
     # ------------------------------------------------------------ workers
@@ -137,6 +138,10 @@ class FrontDoor:
             self._serve_pending()
         elif kind == "usage" and worker.session is not None:
             worker.session.usage = {k: msg.get(k) for k in ("memory", "arrays", "ops")}
+        elif kind == "ended" and worker.session is not None:
+            worker.session.usage.update({k: msg[k] for k in ("memory", "arrays", "ops", "reason")
+                                         if k in msg})
+            log.info("worker %s ended: %s", worker.wid, msg.get("reason"))
         elif kind == "ended":
             log.info("worker %s ended: %s", worker.wid, msg.get("reason"))
 
@@ -148,10 +153,20 @@ class FrontDoor:
                 continue
             del self.workers[wid]
             if worker.session is not None:
-                self.sessions.pop(worker.session.sid, None)
+                self._end(worker.session, worker.session.usage.get("reason") or f"worker exited ({code})")
             elif worker.port is None:
                 self.failed_starts[worker.device] = self.failed_starts.get(worker.device, 0) + 1
                 log.error("worker for %s exited (code %s) before it was ready", worker.device, code)
+
+    def _end(self, session: Session, reason: str) -> None:
+        """Forget a session and keep its summary in ``status()["ended"]`` (the last 50)."""
+        if self.sessions.pop(session.sid, None) is None:
+            return
+        self.ended.append({
+            "session": session.sid, "user": session.user, "device": session.worker.device,
+            "ops": session.usage.get("ops") or 0, "memory_used": session.usage.get("memory") or 0,
+            "age": round(time.time() - session.created, 3), "reason": reason})
+        del self.ended[:-50]
 
     def _kill(self, worker: Worker) -> None:
         try:
@@ -268,8 +283,12 @@ class FrontDoor:
     def _close(self, ident: bytes, msg: dict) -> None:
         session = self._session(msg)
         if session is not None:
-            self.sessions.pop(session.sid, None)
-            self._kill(session.worker)
+            # the worker reports its last figures as it exits; _reap then ends the session
+            try:
+                self.control.send_multipart([session.worker.wid.encode(), packb({"t": "stop"})],
+                                            zmq.NOBLOCK)
+            except zmq.ZMQError:
+                self._kill(session.worker)
         self._reply(ident, {"ok": True})
 
     def _status(self, ident: bytes, msg: dict) -> None:
@@ -294,6 +313,7 @@ class FrontDoor:
             "idle": round(now - s.last_seen, 3), "age": round(time.time() - s.created, 3),
         } for s in self.sessions.values()]
         return {"address": self.address, "devices": devices, "sessions": sessions,
+                "ended": list(self.ended),
                 "lease_timeout": self.settings.lease_timeout, "pid": os.getpid(),
                 "uptime": round(time.time() - self.started, 3)}
 
@@ -303,7 +323,7 @@ class FrontDoor:
         for session in list(self.sessions.values()):
             if session.last_seen < deadline:
                 log.info("session %s lease expired", session.sid)
-                self.sessions.pop(session.sid, None)
+                self._end(session, "lease expired")
                 self._kill(session.worker)
 
     def run(self) -> None:

@@ -18,6 +18,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import OutOfMemoryError, SessionLostError
 
+from . import kernels
 from . import ndarray as nd
 
 __all__ = ["build_modules", "active_session", "activate"]
@@ -232,6 +233,8 @@ def build_modules() -> dict[str, types.ModuleType]:
         get_array_module=get_array_module,
         result_type=result_type, can_cast=can_cast, isscalar=isscalar, ndim=ndim, shape=shape,
         size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
+        ElementwiseKernel=kernels.ElementwiseKernel, ReductionKernel=kernels.ReductionKernel,
+        RawKernel=kernels.RawKernel,
     )
     for name in _DTYPE_NAMES + _HOST_FUNCTIONS + _CONSTANTS:
         if name not in cupy.__dict__ and hasattr(np, name):

@@ -81,6 +81,7 @@ def _checked_out(out: Any) -> Any:
 def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple,
          kwargs: dict, label: str) -> Any:
     """Issue an op and shape its result the way CuPy returns it."""
+    __tracebackhide__ = True  # IPython shows the user's frames, not ours
     if want == _ARRAY:
         out = _checked_out(kwargs.get("out")) if kwargs else None
         if out is None and args and kind in (m.KIND_FUNCTION, m.KIND_METHOD):
@@ -117,6 +118,7 @@ _OP_SYMBOLS = {
 
 
 def _operator(name: str, args: tuple, session: Any) -> Any:
+    __tracebackhide__ = True
     want = api.OPERATORS[name]
     label = f"operator {_OP_SYMBOLS.get(name.lstrip('i'), name)}"
     return call(session, m.KIND_OPERATOR, name, want, None, args, {}, label)

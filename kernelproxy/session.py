@@ -19,7 +19,7 @@ import time
 import warnings
 import weakref
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 import msgpack
 import numpy as np
@@ -88,6 +88,8 @@ class Session:
         #: while True, each batch's device work is timed (CUDA events): ``device_seconds``
         #: adds it up (``%%gpu_time``); it costs a wait for the device per batch
         self.timing = False
+        #: turns (filename, line) into words for error notes; the kernel says "line 3 of cell [5]"
+        self.location_label: Callable[[str, int], str] | None = None
         self.device_seconds = 0.0
         #: time the worker spent on this session's batches (for overhead accounting)
         self.worker_seconds = 0.0
@@ -130,6 +132,7 @@ class Session:
     def submit(self, kind: str, want: str, out: int | None, name: Any, target: Any = None,
                args: tuple | list = (), kwargs: dict | None = None, label: str = "") -> int:
         """Queue one op; returns its sequence number. Encoding errors raise here."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self._check_open()
         if self._error is not None:  # an earlier op failed: say so before queueing more
             self._raise_pending()
@@ -177,6 +180,7 @@ class Session:
     # ------------------------------------------------------------ sending
     def flush(self, sync_device: bool = False, wait_sent: bool = False, drain: bool = True) -> None:
         """Send the queued ops as one batch (also when empty, if *sync_device*)."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         if not self._ops and not sync_device:
             return
         self._check_open()
@@ -211,6 +215,7 @@ class Session:
             timeout = 0
 
     def _wait_all(self) -> None:
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         poll = self.sock.poll
         spin_until = time.perf_counter() + SPIN_SECONDS
         while self._in_flight:
@@ -218,10 +223,16 @@ class Session:
                 self._read_reply()
             elif time.perf_counter() < spin_until:
                 continue  # a small op's answer is usually microseconds away: don't sleep yet
-            elif poll(200):
-                self._read_reply()
-            elif self.heartbeat.lost:
-                self._lose(self.heartbeat.lost)
+            else:
+                try:
+                    ready = poll(200)
+                except KeyboardInterrupt:  # the user's stop button: drop the queued work
+                    self.cancel()
+                    raise
+                if ready:
+                    self._read_reply()
+                elif self.heartbeat.lost:
+                    self._lose(self.heartbeat.lost)
 
     def _read_reply(self) -> None:
         frames = self.sock.recv_multipart(copy=False)
@@ -250,6 +261,12 @@ class Session:
         for seq, category, text in reply["w"]:
             _label, filename, line, _out = self._origin.get(seq, ("", "<remote>", 0, None))
             warnings.warn_explicit(text, warning_class(category), filename, line)
+        if reply.get("c"):  # cancelled: ops after the first `x` of this batch never ran
+            reason = "this array was never computed: its op was cancelled by an interrupt"
+            for seq in range(first + (reply.get("x") or 0), last + 1):
+                entry = self._origin.get(seq)
+                if entry is not None and type(entry[3]) is int:
+                    self._dead[entry[3]] = reason
         if reply.get("z"):  # the worker's device context broke: it has ended
             self._ended = f"the session's worker ended after a device fault: {reply['z']}"
         error = reply.get("e")
@@ -289,6 +306,7 @@ class Session:
 
         With *device*, also wait until the device has finished the work.
         """
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         with self._lock:
             self.flush(sync_device=device, drain=False)
             self._wait_all()
@@ -296,10 +314,12 @@ class Session:
 
     def value(self, seq: int) -> Any:
         """Wait for the value of op *seq* (a sync point)."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self.sync(waiting_for=seq)
         return self._values.pop(seq)
 
     def meta_of(self, hid: int) -> tuple:
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         found = self.meta.pop(hid, None)
         if found is None:
             if hid in self._dead:
@@ -312,6 +332,7 @@ class Session:
 
     def _raise_pending(self, waiting_for: int | None = None) -> None:
         """Raise the first failed op's error; the note names it unless it is the op waited on."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         error = self._error
         if error is None:
             return
@@ -322,12 +343,33 @@ class Session:
         if seq in origin:
             label, filename, line, _out = origin[seq]
             if seq != waiting_for:
-                exc.add_note(f"raised by {label}, issued at {filename}:{line}")
+                where = (self.location_label(filename, line) if self.location_label
+                         else f"{filename}:{line}")
+                exc.add_note(f"raised by {label}, issued at {where}")
         for s in [s for s in origin if s <= self._seq]:
             del origin[s]
         raise exc
 
     # ------------------------------------------------------------ lifecycle
+    def cancel(self) -> None:
+        """Drop queued work: unsent ops are discarded and the worker skips what it has not
+        run yet of the batches sent so far. Arrays those ops would have made raise a clear
+        error when used. Frees are kept. Called on KeyboardInterrupt at a sync point."""
+        reason = "this array was never computed: its op was cancelled by an interrupt"
+        kept = []
+        for record in self._ops:
+            if record[:1] == b"\x95":  # an op (a 5-item head): dropped
+                continue
+            kept.append(record)       # a free record: still sent
+        self._ops = kept
+        for seq in [s for s in self._origin if s > self._flushed_seq]:
+            out = self._origin.pop(seq)[3]
+            if type(out) is int:
+                self._dead[out] = reason
+        self._seq = self._flushed_seq  # the dropped ops never existed for the worker
+        if self._in_flight:
+            self.sock.send(codec.packb({"k": self.key, "c": self._in_flight[-1][0]}))
+
     def release(self, hid: int) -> None:
         """Called when a client array is dropped: a free record joins the op stream here."""
         self._ops.append(self._free_packer.pack(hid))
@@ -335,6 +377,7 @@ class Session:
         self._dead.pop(hid, None)
 
     def _check_open(self) -> None:
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         if self.closed:
             raise SessionLostError("this session is closed")
         if self._ended and self._error is None:
@@ -343,6 +386,7 @@ class Session:
             self._lose(self.heartbeat.lost)
 
     def _lose(self, reason: str) -> None:
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self.closed = True
         self._in_flight.clear()
         raise SessionLostError(reason)

@@ -1,8 +1,10 @@
 """The ``gpuwb`` command.
 
-    gpuwb demo [--devices auto|cpu]   run the tour on an embedded pool
-    gpuwb pool [serve options]        run a pool (same as ``gpuwb-backend serve``)
+    gpuwb demo [--devices auto|cpu]     the quickstart notebook on an embedded pool
+    gpuwb lab [--pool ADDR --token-file F] [lab args]   JupyterLab with the remote-GPU kernel
+    gpuwb pool [serve options]          run a pool (same as ``gpuwb-backend serve``)
     gpuwb status --pool ADDR --token-file F
+    gpuwb install-kernel [--user|--sys-prefix|--prefix P] [--name N] [--display-name D] [--pool ADDR]
     gpuwb catalog [list|search|show|compare|filter|export] ...   (same as ``python -m catalog``)
 """
 
@@ -10,32 +12,54 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 
-__all__ = ["main"]
+__all__ = ["main", "build_parser"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     from gpu_backend.cli import add_serve_arguments
 
     parser = argparse.ArgumentParser(prog="gpuwb", description="gpu-workbench: CuPy on a shared remote GPU pool")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the tour on an embedded local pool")
+    demo = sub.add_parser("demo", help="run the quickstart notebook on an embedded local pool")
     demo.add_argument("--devices", default="auto", help="auto (GPUs if CuPy sees any) or cpu")
+    demo.add_argument("--notebook", help="another notebook to run instead of the quickstart")
+    lab = sub.add_parser("lab", help="start JupyterLab with the remote-GPU kernel")
+    lab.add_argument("--pool", help="a pool's address (default: an embedded pool in the kernel)")
+    lab.add_argument("--token-file")
+    lab.add_argument("lab_args", nargs=argparse.REMAINDER, help="passed to jupyter lab")
     add_serve_arguments(sub.add_parser("pool", help="run a pool in the foreground"))
     status = sub.add_parser("status", help="print a pool's status as JSON")
     status.add_argument("--pool", required=True, help="front-door address, tcp://host:port")
     status.add_argument("--token-file", required=True)
+    install = sub.add_parser("install-kernel", help="install the remote-GPU kernelspec")
+    where = install.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="for this user (~/.local/share/jupyter)")
+    where.add_argument("--sys-prefix", action="store_true", help="into this environment")
+    where.add_argument("--prefix", help="under PREFIX/share/jupyter")
+    install.add_argument("--name", default="remote-gpu")
+    install.add_argument("--display-name", default="Python 3 (remote GPU)")
+    install.add_argument("--pool", help="bind the kernel to this pool (else: an embedded pool)")
+    install.add_argument("--token-file", help="the pool's token file, for --pool")
     sub.add_parser("catalog", add_help=False, help="browse the research catalogue (see gpuwb catalog -h)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["catalog"]:  # the catalogue parses its own arguments, as %catalog does
         from catalog.__main__ import main as catalog_main
         return catalog_main(argv[1:], prog="gpuwb catalog")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     if args.command == "demo":
+        from pathlib import Path
+
         from .demo import run_demo
-        return run_demo(args.devices)
+        return run_demo(args.devices, Path(args.notebook) if args.notebook else None)
     if args.command == "pool":
         from gpu_backend.cli import serve
         return serve(args)
@@ -49,7 +73,31 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(reply, sys.stdout, indent=1, default=str)
         print()
         return 0
+    if args.command == "install-kernel":
+        from .kernelspec import install_kernelspec
+        prefix = sys.prefix if args.sys_prefix else args.prefix
+        path = install_kernelspec(user=args.user, prefix=prefix, name=args.name,
+                                  display_name=args.display_name, pool=args.pool,
+                                  token_file=args.token_file)
+        print(f"installed kernelspec {args.name!r} in {path}")
+        return 0
+    if args.command == "lab":
+        return _lab(args)
     return 2
+
+
+def _lab(args: argparse.Namespace) -> int:
+    """Install the kernelspec into this environment and start JupyterLab."""
+    from .kernelspec import install_kernelspec
+    try:
+        import jupyterlab  # noqa: F401
+    except ImportError:
+        print("gpuwb lab needs JupyterLab: pip install 'gpu-workbench[lab]'", file=sys.stderr)
+        return 2
+    install_kernelspec(prefix=sys.prefix, pool=args.pool, token_file=args.token_file)
+    extra = [a for a in args.lab_args if a != "--"]
+    env = dict(os.environ)
+    return subprocess.call([sys.executable, "-m", "jupyter", "lab", *extra], env=env)
 
 
 if __name__ == "__main__":

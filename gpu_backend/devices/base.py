@@ -133,6 +133,11 @@ class Device:
     def synchronize(self) -> None:
         pass
 
+    def run_kernel(self, kind: Any, definition: Any, args: list, kwargs: dict) -> Any:
+        """Compile (once) and launch a user's CUDA kernel; GPU devices only."""
+        raise NotImplementedError(
+            f"custom CUDA kernels need a GPU: this session runs on the {self.kind} device")
+
     def start_timer(self) -> Any:
         """Begin timing a batch's device work (``%%gpu_time``)."""
         import time

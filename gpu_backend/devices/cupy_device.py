@@ -18,6 +18,16 @@ from .base import Device, resolve_table
 
 __all__ = ["CupyDevice", "gpu_count"]
 
+#: The constructor arguments each kind of user kernel may be built with (all plain data).
+_KERNEL_FIELDS = {
+    "elementwise": {"in_params", "out_params", "operation", "name", "reduce_dims", "preamble",
+                    "no_return", "return_tuple", "loop_prep", "after_loop", "options"},
+    "reduction": {"in_params", "out_params", "map_expr", "reduce_expr", "post_map_expr",
+                  "identity", "name", "reduce_type", "reduce_dims", "preamble", "options"},
+    "raw": {"code", "name", "options", "backend", "translate_cucomplex", "enable_cooperative_groups",
+            "jitify"},
+}
+
 
 def gpu_count() -> int:
     """How many GPUs CuPy sees here (0 when CuPy or a driver is missing)."""
@@ -48,6 +58,7 @@ class CupyDevice(Device):
             {},
         )
         self._build_methods()
+        self._kernels: dict = {}
         self._warm_up()
 
     def _warm_up(self) -> None:
@@ -111,6 +122,31 @@ class CupyDevice(Device):
 
     def synchronize(self) -> None:
         self.cupy.cuda.get_current_stream().synchronize()
+
+    def run_kernel(self, kind: Any, definition: Any, args: list, kwargs: dict) -> Any:
+        """Build the kernel from its source strings (cached) and launch it in this session's
+        own process and context: a faulty kernel can only break this session."""
+        kernel = self._kernels.get((kind, repr(definition)))
+        if kernel is None:
+            kernel = self._build_kernel(kind, definition)
+            self._kernels[(kind, repr(definition))] = kernel
+        return kernel(*args, **kwargs)
+
+    def _build_kernel(self, kind: Any, definition: Any) -> Any:
+        from ..protocol.errors import ProtocolError
+        if not isinstance(definition, dict) or not all(isinstance(k, str) for k in definition):
+            raise ProtocolError("a kernel definition is a map of strings")
+        fields = _KERNEL_FIELDS.get(kind)
+        if fields is None:
+            raise ProtocolError(f"unknown kernel kind {kind!r}")
+        unknown = set(definition) - fields
+        if unknown:
+            raise TypeError(f"unexpected kernel arguments: {sorted(unknown)}")
+        if kind == "elementwise":
+            return self.cupy.ElementwiseKernel(**definition)
+        if kind == "reduction":
+            return self.cupy.ReductionKernel(**definition)
+        return self.cupy.RawKernel(**definition)
 
     def start_timer(self) -> Any:
         start = self.cupy.cuda.Event()

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 __all__ = [
     "PROTOCOL_VERSION", "KIND_FUNCTION", "KIND_METHOD", "KIND_OPERATOR",
-    "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "FLAG_C", "FLAG_F", "FLAG_OWN",
+    "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "FLAG_C", "FLAG_F", "FLAG_OWN",
 ]
 
 #: Bumped whenever a message changes shape; the front door refuses other versions.
@@ -56,6 +56,7 @@ KIND_ATTRIBUTE = "a"   # target = handle, name from api.ATTRIBUTES
 KIND_UPLOAD = "u"      # name = dtype, args = [shape] (data: next payload frame)
                        # or [shape, chunks] (data: that many chunk messages follow)
 KIND_INFO = "i"        # the session's memory and device figures, as a value
+KIND_KERNEL = "k"      # name = "elementwise" | "raw", target = the definition map, args = call args
 KIND_DOWNLOAD = "d"    # target = handle; data in the reply's next payload frame
 
 FLAG_C, FLAG_F, FLAG_OWN = 1, 2, 4

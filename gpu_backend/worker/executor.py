@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from time import perf_counter
 from typing import Any, Iterator
 
 import msgpack
@@ -27,6 +28,8 @@ from .handles import HandleTable
 __all__ = ["Executor"]
 
 _meta_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+#: Between ops that take longer than this, the worker looks for a cancel request.
+CANCEL_CHECK_SECONDS = 0.005
 
 
 class Executor:
@@ -44,6 +47,8 @@ class Executor:
         #: set by the socket loop: ``receive_chunk(seq, index)`` returns the next
         #: chunk of a streamed upload as a buffer (see messages.STREAM_CHUNK_BYTES)
         self.receive_chunk: Any = None
+        #: set by the socket loop: whether the client cancelled the current batch
+        self.cancelled: Any = lambda: False
         #: arrays whose downloads stream after the current batch's reply
         self.streams: list = []
         self._is_array = device.is_array
@@ -83,8 +88,10 @@ class Executor:
         error = None
         executed = 0
         timer = self.device.start_timer() if header.get("g") else None
-        if self.poisoned_at is None:
-            executed, error = self._run_ops(ops, iter(payload), metas, values, downloads, out_frames)
+        cancelled = self.cancelled()
+        if self.poisoned_at is None and not cancelled:
+            executed, error, cancelled = self._run_ops(ops, iter(payload), metas, values, downloads,
+                                                       out_frames)
             if header.get("y") and error is None:
                 try:
                     self.device.synchronize()
@@ -103,6 +110,8 @@ class Executor:
             "x": executed,
             "s": max(0, count - executed) if type(count) is int else 0,
         }
+        if cancelled:
+            reply["c"] = 1
         if timer is not None and error is None:
             reply["g"] = self.device.stop_timer(timer)
         if self.fatal:
@@ -111,7 +120,9 @@ class Executor:
         return reply, out_frames
 
     def _run_ops(self, unpacker, payload: Iterator, metas, values, downloads, out_frames):
+        """Run the batch's records in order; returns (ops run, error entry, cancelled)."""
         executed = 0
+        checked = perf_counter()
         seq = None
         free = self.table.free
         unpack = unpacker.unpack
@@ -152,17 +163,25 @@ class Executor:
                         result = self._upload(seq, name, args, payload)
                     elif kind == m.KIND_INFO:
                         result = self.info()
+                    elif kind == m.KIND_KERNEL:
+                        result = self.device.run_kernel(name, target, args, kwargs)
                     else:
                         result = self._call(kind, name, target, args, kwargs)
                     self._store(seq, want, out, result, metas, values)
                 executed += 1
+                now = perf_counter()
+                if (executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS) and self.cancelled():
+                    self._free_only(unpacker)  # the rest of the batch is not run; its frees are
+                    self.ops_run += executed
+                    return executed, None, True
+                checked = now
         except Exception as exc:  # the op's own error, reported to the client
             if seq is not None:  # an error that names no op cannot be acknowledged: no poison
                 self.poisoned_at = seq
                 self._free_rest(at)
-            return executed, self._error(seq, exc)
+            return executed, self._error(seq, exc), False
         self.ops_run += executed
-        return executed, None
+        return executed, None, False
 
     def _error(self, seq: Any, exc: BaseException) -> list:
         """The reply's error entry; a CUDA fault that broke the context ends the session."""

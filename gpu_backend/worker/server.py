@@ -10,6 +10,7 @@ front door stops it (lease expired), or the front door goes away.
 from __future__ import annotations
 
 import argparse
+from collections import deque
 import hmac
 import os
 import sys
@@ -17,6 +18,7 @@ import time
 import traceback
 from typing import Any
 
+import msgpack
 import zmq
 
 from ..devices import open_device
@@ -59,6 +61,8 @@ class WorkerServer:
         self.table = HandleTable(self.device)
         self.executor = Executor(self.device, self.table)
         self.closed = False
+        self._queue: deque = deque()   # messages read ahead while looking for cancels
+        self.cancel_upto = 0
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
 
@@ -89,7 +93,7 @@ class WorkerServer:
         poller.register(self.control, zmq.POLLIN)
         spin_until = 0.0
         while not self.closed:
-            if self.sock.poll(0):
+            if self._queue or self.sock.poll(0):
                 self._handle_client()
                 spin_until = time.perf_counter() + SPIN_SECONDS
                 continue
@@ -112,6 +116,11 @@ class WorkerServer:
 
     def _receive(self) -> tuple[bytes, list]:
         """One client message: small frames as bytes, array payloads as zero-copy frames."""
+        if self._queue:
+            return self._queue.popleft()
+        return self._read_socket()
+
+    def _read_socket(self) -> tuple[bytes, list]:
         sock = self.sock
         ident = sock.recv()
         frames: list = []
@@ -155,6 +164,10 @@ class WorkerServer:
                 self.sock.send_multipart([ident, packb({"b": header.get("b"), "closed": True})])
                 return
             self._answering = (ident, header.get("b"))
+            if "c" in header:
+                return  # a cancel that arrived while idle: nothing queued to drop
+            batch = header.get("b") if type(header.get("b")) is int else 0
+            self.executor.cancelled = lambda: self._poll_cancel() >= batch
             reply, out = self.executor.run_batch(header, ops, frames[1:])
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
@@ -178,10 +191,26 @@ class WorkerServer:
                 sock.send(ident, zmq.SNDMORE)
                 sock.send(chunk, copy=False)
 
+    def _poll_cancel(self) -> int:
+        """Read what has arrived; take out cancel requests; return the highest batch cancelled.
+
+        A client interrupted by its user sends ``{"k", "c": batch}``: batches up to that
+        number are not run (or stop between ops), so queued work ends promptly.
+        """
+        while self.sock.poll(0):
+            ident, frames = self._read_socket()
+            header = _peek_header(frames)
+            if (isinstance(header, dict) and "c" in header and isinstance(header.get("k"), bytes)
+                    and hmac.compare_digest(header["k"], self.key) and type(header["c"]) is int):
+                self.cancel_upto = max(self.cancel_upto, header["c"])
+            else:
+                self._queue.append((ident, frames))
+        return self.cancel_upto
+
     def _receive_chunk(self, ident: bytes, seq: Any, index: int) -> memoryview:
         """The next chunk of the streamed upload op *seq* from this client."""
         while True:
-            if not self.sock.poll(CHUNK_TIMEOUT * 1000):
+            if not self._queue and not self.sock.poll(CHUNK_TIMEOUT * 1000):
                 raise ProtocolError(f"upload data stopped arriving (waited {CHUNK_TIMEOUT:g} s)")
             got, frames = self._receive()
             if got != ident:  # another peer mid-upload: refuse it, keep waiting
@@ -203,14 +232,29 @@ class WorkerServer:
             self._last_usage, self._last_usage_time = usage, now
 
     def close(self, reason: str) -> None:
+        final = {"t": "ended", "reason": reason, "memory": 0, "arrays": len(self.table),
+                 "ops": self.executor.ops_run}
         if not self.executor.fatal:  # after a device fault, freeing would only fault again
+            final["memory"] = self.device.memory_used()
             self.table.clear()
         try:
-            self._send_control({"t": "ended", "reason": reason})
+            self._send_control(final)
         finally:
             self.sock.close()
             self.control.close()
             self.ctx.term()
+
+
+def _peek_header(frames: list) -> Any:
+    """The first msgpack object of a message's first frame, or None."""
+    if not frames:
+        return None
+    try:
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, max_buffer_size=len(frames[0]) + 1)
+        unpacker.feed(frames[0])
+        return unpacker.unpack()
+    except Exception:  # not ours to judge here: the batch path reports malformed input
+        return None
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:

@@ -1,0 +1,54 @@
+"""Installing the "Python 3 (remote GPU)" kernelspec.
+
+The wheel already ships it as shared data (``share/jupyter/kernels/remote-gpu``),
+so ``pip install`` makes it visible in that environment; ``gpuwb install-kernel``
+installs it elsewhere (``--user``, ``--sys-prefix``, ``--prefix``), under another
+name, or bound to a pool (the pool's address and token file go into the
+kernelspec's environment).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from jupyter_client.kernelspec import KernelSpecManager
+
+__all__ = ["KERNEL_NAME", "DISPLAY_NAME", "kernel_json", "install_kernelspec"]
+
+KERNEL_NAME = "remote-gpu"
+DISPLAY_NAME = "Python 3 (remote GPU)"
+
+
+def kernel_json(display_name: str = DISPLAY_NAME, pool: str | None = None,
+                token_file: str | None = None, python: str | None = None) -> dict:
+    """The kernel.json contents (as ipykernel writes its own, plus our env)."""
+    spec = {
+        "argv": [python or sys.executable, "-m", "workbench.kernel", "-f", "{connection_file}"],
+        "display_name": display_name,
+        "language": "python",
+        "interrupt_mode": "signal",
+        "metadata": {"debugger": True},
+        "kernel_protocol_version": "5.5",
+    }
+    env = {}
+    if pool:
+        env["GPUWB_POOL"] = pool
+    if token_file:
+        env["GPUWB_TOKEN_FILE"] = str(Path(token_file).expanduser().resolve())
+    if env:
+        spec["env"] = env
+    return spec
+
+
+def install_kernelspec(*, user: bool = False, prefix: str | None = None, name: str = KERNEL_NAME,
+                       display_name: str = DISPLAY_NAME, pool: str | None = None,
+                       token_file: str | None = None) -> str:
+    """Install the kernelspec; returns the directory it went to."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "kernel.json").write_text(
+            json.dumps(kernel_json(display_name, pool, token_file), indent=1))
+        return KernelSpecManager().install_kernel_spec(
+            tmp, kernel_name=name, user=user, prefix=prefix, replace=True)
