@@ -201,7 +201,7 @@ class FrontDoor:
                 raise ProtocolError("front-door messages are maps")
             kind = msg.get("t")
             handler = {"hello": self._hello, "hb": self._heartbeat, "status": self._status,
-                       "close": self._close}.get(kind) if isinstance(kind, str) else None
+                       "close": self._close, "ping": self._ping}.get(kind) if isinstance(kind, str) else None
             if handler is None:
                 raise ProtocolError(f"unknown message type {kind!r:.40}")
             handler(ident, msg)
@@ -273,6 +273,10 @@ class FrontDoor:
         if session is None or not isinstance(key, bytes) or not hmac.compare_digest(key, session.key):
             return None
         return session
+
+    def _ping(self, ident: bytes, msg: dict) -> None:
+        """Is a pool here? Answered at once (a hello may wait for a worker to warm up)."""
+        self._reply(ident, {"ok": True, "v": PROTOCOL_VERSION})
 
     def _heartbeat(self, ident: bytes, msg: dict) -> None:
         session = self._session(msg)

@@ -20,6 +20,9 @@ from gpu_backend.protocol.errors import SessionLostError, error_class
 
 __all__ = ["door_request", "hello", "Heartbeat"]
 
+#: How long to wait for any answer from a pool before saying there is none.
+PING_TIMEOUT = 5.0
+
 
 def door_request(ctx: zmq.Context, address: str, msg: dict, timeout: float = 30.0) -> dict:
     """One request to the front door on a fresh socket; raises the pool's error class."""
@@ -41,6 +44,8 @@ def door_request(ctx: zmq.Context, address: str, msg: dict, timeout: float = 30.
 
 def hello(ctx: zmq.Context, address: str, token: str, user: str | None = None,
           memory_limit: int | None = None, timeout: float = 150.0) -> dict:
+    # a quick ping first: a missing pool is reported in seconds, not after the hello's wait
+    door_request(ctx, address, {"t": "ping"}, timeout=min(timeout, PING_TIMEOUT))
     msg: dict[str, Any] = {"t": "hello", "v": PROTOCOL_VERSION, "token": token,
                            "user": user or _user()}
     if memory_limit is not None:

@@ -8,6 +8,7 @@ Front door (one msgpack frame each way)::
     client -> {"t": "hb", "session": str, "key": bytes}        <- {"ok": True, "alive": bool}
     client -> {"t": "status", "token": str}                    <- {"ok": True, "devices": [...], ...}
     client -> {"t": "close", "session": str, "key": bytes}     <- {"ok": True}
+    client -> {"t": "ping"}                                    <- {"ok": True, "v": VERSION}
     any error                                                  <- {"ok": False, "error": [name, text]}
 
 Session worker (multipart)::

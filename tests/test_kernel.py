@@ -1,0 +1,145 @@
+"""The "Python 3 (remote GPU)" kernel, started from its installed kernelspec."""
+
+import os
+import time
+
+import jupyter_kernel_test as jkt
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import start_new_kernel
+
+from gpu_backend.pool import LocalPool
+
+
+def test_kernelspec_is_installed():
+    spec = KernelSpecManager().get_kernel_spec("remote-gpu")
+    assert spec.display_name == "Python 3 (remote GPU)" and spec.language == "python"
+    assert spec.argv[1:3] == ["-m", "workbench.kernel"] and spec.interrupt_mode == "signal"
+
+
+class RemoteGPUKernelTests(jkt.KernelTests):
+    kernel_name = "remote-gpu"
+    language_name = "python"
+    file_extension = ".py"
+    code_hello_world = "print('hello, world')"
+    completion_samples = [{"text": "zi", "matches": {"zip"}}]
+    complete_code_samples = ["1", "print('hello, world')", "def f(x):\n  return x*2\n\n\n"]
+    incomplete_code_samples = ["print('''hello", "def f(x):\n  x*2"]
+    invalid_code_samples = ["import = 7q"]
+    code_page_something = "zip?"
+    code_generate_error = "raise ValueError('boom')"
+    code_execute_result = [
+        {"code": "1+2+3", "result": "6"},
+        {"code": "import cupy as cp; int(cp.arange(4).sum())", "result": "6"},
+        {"code": "import cupy as cp; cp.arange(3) * 2", "result": "array([0, 2, 4])"},
+    ]
+    code_display_data = [
+        {"code": "from IPython.display import HTML, display; display(HTML('<b>t</b>'))",
+         "mime": "text/html"},
+        {"code": "display(get_ipython().run_line_magic('catalog', 'show reef'))",
+         "mime": "text/html"},
+    ]
+    code_history_pattern = "1?2*"
+    supported_history_operations = ("tail", "search")
+    code_inspect_sample = "zip"
+    code_clear_output = "from IPython.display import clear_output; clear_output()"
+
+
+# ------------------------------------------------------------------ behaviour of our own
+
+
+class Kernel:
+    """A running remote-GPU kernel and a client, for the tests below."""
+
+    def __init__(self, env=None):
+        extra = {"env": {**os.environ, **(env or {})}}
+        self.km, self.kc = start_new_kernel(kernel_name="remote-gpu", startup_timeout=90, **extra)
+
+    def run(self, code, timeout=60):
+        """Execute; returns (status, text of streams/results, error message or None, seconds)."""
+        started = time.monotonic()
+        msg_id = self.kc.execute(code)
+        text, error = [], None
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                text.append(content["text"])
+            elif kind == "execute_result":
+                text.append(content["data"].get("text/plain", ""))
+            elif kind == "error":
+                error = f"{content['ename']}: {content['evalue']}\n" + "\n".join(content["traceback"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        return reply["content"]["status"], "".join(text), error, time.monotonic() - started
+
+    def close(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=False)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    k = Kernel()
+    yield k
+    k.close()
+
+
+def test_async_error_shown_on_its_cell_with_the_line(kernel):
+    kernel.run("import cupy as cp")
+    status, _, error, _ = kernel.run("a = cp.ones(3)\nb = a + cp.ones(4)\nc = 1")
+    assert status == "error"
+    assert "ValueError" in error and "operator +" in error and "line 2 of cell" in error
+    assert "session.py" not in error                     # our frames are hidden
+    status, text, _, _ = kernel.run("print(float(a.sum()), c)")
+    assert status == "ok" and text.strip() == "3.0 1"    # the session goes on
+
+
+def test_magics_are_loaded(kernel):
+    status, text, error, _ = kernel.run("%gpu info")
+    assert status == "ok", error
+    status, text, error, _ = kernel.run("%catalog search preemption")
+    assert status == "ok" and "REEF" in text, error
+
+
+def test_interrupt_during_a_long_remote_op(kernel):
+    kernel.run("import cupy as cp\nm = cp.random.rand(700, 700)")
+    msg_id = kernel.kc.execute("for _ in range(400):\n    m = m @ m / 700\nfloat(m.sum())")
+    time.sleep(1.5)
+    interrupted = time.monotonic()
+    kernel.km.interrupt_kernel()
+    reply = kernel.kc.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+    assert time.monotonic() - interrupted < 5, "the interrupt was not prompt"
+    status, text, error, seconds = kernel.run("print(float(cp.arange(4).sum()))")
+    assert status == "ok" and text.strip() == "6.0", error
+    assert seconds < 10, "the queued work was not cancelled"
+    status, _, error, _ = kernel.run("m.sum()")         # m's later values were cancelled
+    assert status in ("ok", "error")
+
+
+def test_pool_lost_then_reconnect(tmp_path):
+    port_pool = LocalPool(devices="cpu", lease_timeout=2.0).start()
+    address, token = port_pool.address, port_pool.token
+    k = Kernel(env={"GPUWB_POOL": address, "GPUWB_TOKEN": token})
+    try:
+        status, _, error, _ = k.run("import cupy as cp\nx = cp.arange(5)\nprint(int(x.sum()))")
+        assert status == "ok", error
+        port_pool.stop()                                  # the pool goes away
+        status, _, error, _ = k.run("print(int(x.sum()))", timeout=60)
+        assert status == "error" and "SessionLostError" in error
+        status, text, error, _ = k.run("print('still alive')")
+        assert "still alive" in text                      # the kernel stays up
+        again = LocalPool(devices="cpu", lease_timeout=2.0, listen=address, token=token).start()
+        try:                                              # back: the next cell reconnects itself
+            status, text, error, _ = k.run("y = cp.arange(4)\nprint(int(y.sum()))")
+            assert status == "ok" and "6" in text.splitlines(), error
+            assert "opened a new one" in text
+        finally:
+            again.stop()
+    finally:
+        k.close()
