@@ -1,0 +1,431 @@
+"""The ``%gpu`` line magic and the ``%%gpu_time`` cell magic (``%load_ext workbench``).
+
+``%gpu`` parses its line with IPython's ``magic_arguments`` (one subparser per
+subcommand, so ``%gpu?`` documents them all). Each magic *returns* a view from
+:mod:`workbench.views` rather than printing: Jupyter shows it as HTML, a
+terminal IPython as text, and the value can be kept (``m = %gpu memory``).
+Every mistake a person can make (an unknown subcommand, a missing address, two
+sources of token, no session) raises ``UsageError``, which IPython shows as one
+line instead of a traceback.
+
+The magics act on the process-wide :data:`workbench.connection.workbench`,
+the same connection the remote-GPU kernel opens at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import ArgDecorator, MagicArgumentParser, magic_arguments
+
+import kernelproxy
+from gpu_backend.config import read_token
+
+from .connection import workbench
+from .views import GroupView, KeyValueView, TableView, View, human_bytes, human_duration
+
+__all__ = ["GPUMagics", "COMMANDS", "NOT_CONNECTED"]
+
+COMMANDS = ("status", "info", "sessions", "memory", "connect", "disconnect", "sync")
+NOT_CONNECTED = "not connected: %gpu connect ADDRESS, or use the remote-GPU kernel"
+
+
+class _CommandParser(MagicArgumentParser):
+    """A subcommand's parser: its errors name the subcommand and show its usage."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")
+
+
+class _subcommands(ArgDecorator):
+    """The subcommands of ``%gpu``, put on the magic's parser by ``magic_arguments``."""
+
+    def add_to_parser(self, parser, group):
+        parser.prog = "%gpu"  # the subcommands' usage lines read '%gpu connect ...'
+        sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
+                                    parser_class=_CommandParser)
+
+        def command(name: str, summary: str, usage: str | None = None):
+            return sub.add_parser(name, help=summary, description=summary, usage=usage,
+                                  formatter_class=argparse.HelpFormatter)
+
+        command("status", "the pool's devices and sessions, and this session's usage and "
+                          "queue (the default command)")
+        command("info", "this session's device: name, memory, compute capability, versions")
+        command("sessions", "every session on the pool; yours is marked")
+        command("memory", "this session's memory: used, limit, free, arrays (a sync point)")
+        p = command("connect", "open a session on the pool at ADDRESS (closes the current one)",
+                    usage="%(prog)s ADDRESS [--token T | --token-file F]")
+        p.add_argument("address", metavar="ADDRESS", nargs="?",
+                       help="the pool's front door, tcp://host:port")
+        token = p.add_mutually_exclusive_group()
+        token.add_argument("--token", metavar="T", help="the pool's access token")
+        token.add_argument("--token-file", metavar="F",
+                           help="a file holding the token (default: GPUWB_TOKEN or "
+                                "GPUWB_TOKEN_FILE)")
+        command("disconnect", "close this session (and an embedded pool); import cupy is undone")
+        command("sync", "wait until every op sent so far has run on the device; shows how long")
+
+        lines = []
+        for name, p in sub.choices.items():
+            first, *rest = p.format_usage().removeprefix("usage: ").rstrip().split("\n")
+            lines.append("  " + first)
+            lines.extend(line[len("usage: ") - 2:] for line in rest)
+        parser.epilog = ("usage of each command:\n" + "\n".join(lines)
+                         + "\n\nWith no command: status.  Time a cell with %%gpu_time.")
+        parser.prog = "gpu"  # IPython's formatter adds the '%' to the top usage line
+        return None
+
+
+def _session() -> kernelproxy.Session:
+    """The live session, or UsageError; a lost one is reopened when that is allowed."""
+    old = workbench.session
+    if old is None:
+        raise UsageError(NOT_CONNECTED)
+    try:
+        session = workbench.require()
+    except kernelproxy.PoolError as exc:  # lost, and not reopened (or reopening failed)
+        raise UsageError(f"%gpu: {exc}") from None
+    _carry_label(old, session)
+    return session
+
+
+def _carry_label(old: Any, new: kernelproxy.Session) -> None:
+    """The kernel's cell-line labels for errors (``location_label``) carry over to a new session."""
+    label = getattr(old, "location_label", None)
+    if new is not old and label is not None and getattr(new, "location_label", None) is None:
+        new.location_label = label
+
+
+def _percent(part: float | None, whole: float | None) -> str:
+    return f"{100 * part / whole:.1f}%" if part is not None and whole else "—"
+
+
+def _cuda_version(v: Any) -> str:
+    """CUDA's integer version (12040) as people write it (12.4)."""
+    return f"{v // 1000}.{v % 1000 // 10}" if isinstance(v, int) and v > 0 else str(v)
+
+
+def _device_name(info: dict) -> str:
+    return str(info.get("name") or info.get("kind") or "?")
+
+
+def _pool_status(session: kernelproxy.Session, command: str) -> dict:
+    try:
+        return session.status()
+    except kernelproxy.SessionLostError as exc:  # the front door did not answer
+        raise UsageError(f"%gpu {command}: {exc}") from None
+
+
+def _mine(session: kernelproxy.Session, status: dict) -> dict | None:
+    return next((s for s in status.get("sessions", []) if s.get("session") == session.id), None)
+
+
+# -- the views of each command ----------------------------------------------------------
+
+_DEVICE_LABELS = {
+    "name": "name", "kind": "kind", "index": "index", "compute_capability": "compute capability",
+    "multiprocessors": "multiprocessors", "memory_total": "memory total",
+    "memory_free": "memory free (when the session opened)", "cupy": "CuPy",
+    "cuda_runtime": "CUDA runtime", "numpy": "NumPy", "stream_bytes": "uploads streamed above",
+}
+
+
+def info_view(session: kernelproxy.Session) -> KeyValueView:
+    device = dict(session.device)
+    rows: list[tuple[str, Any]] = []
+    for key in list(_DEVICE_LABELS) + [k for k in device if k not in _DEVICE_LABELS]:
+        if key not in device:
+            continue
+        value = device[key]
+        if key in ("memory_total", "memory_free", "stream_bytes"):
+            value = human_bytes(value) if value is not None else ("not streamed" if key == "stream_bytes"
+                                                                  else "—")
+        elif key == "cuda_runtime":
+            value = _cuda_version(value)
+        rows.append((_DEVICE_LABELS.get(key, key), value))
+    rows += [("session", session.id), ("pool", session.address),
+             ("session memory limit", human_bytes(session.memory_limit))]
+    return KeyValueView(f"Device of session {session.id}", rows, data={"device": device})
+
+
+def sessions_view(session: kernelproxy.Session, status: dict) -> TableView:
+    sessions = status.get("sessions", [])
+    names = {d.get("device"): _device_name(d.get("info") or {}) for d in status.get("devices", [])}
+    rows, marked = [], []
+    for i, s in enumerate(sessions):
+        mine = s.get("session") == session.id
+        if mine:
+            marked.append(i)
+        device = s.get("device")
+        rows.append([f"{s.get('session')} (you)" if mine else s.get("session"), s.get("user"),
+                     f"{device} {names[device]}" if names.get(device) else device,
+                     human_bytes(s.get("memory_used")), human_bytes(s.get("memory_limit")),
+                     s.get("arrays"), s.get("ops"), human_duration(s.get("idle")),
+                     human_duration(s.get("age"))])
+    n = len(sessions)
+    return TableView(f"Sessions on {status.get('address', session.address)}",
+                     ["Session", "User", "Device", "Memory used", "Limit", "Arrays", "Ops",
+                      "Idle", "Age"], rows, marked=marked,
+                     numeric={"Memory used", "Limit", "Arrays", "Ops", "Idle", "Age"},
+                     no_wrap={"Session", "User"},
+                     caption=f"{n} session{'s' if n != 1 else ''}; (you) marks this one",
+                     empty="no sessions", data={"sessions": sessions, "mine": session.id})
+
+
+def status_view(session: kernelproxy.Session) -> GroupView:
+    # the queue first: asking the pool sends nothing on the session, so nothing here syncs
+    queued, in_flight = len(session._ops), len(session._in_flight)
+    status = _pool_status(session, "status")
+    devices = status.get("devices", [])
+    sessions = status.get("sessions", [])
+    pool = KeyValueView("Pool", [
+        ("address", status.get("address", session.address)),
+        ("embedded", "yes (ends with this process)" if workbench.embedded else "no"),
+        ("devices", len(devices)), ("sessions", len(sessions)),
+        ("lease timeout", human_duration(status.get("lease_timeout"))),
+        ("uptime", human_duration(status.get("uptime"))),
+    ])
+    device_rows = []
+    for d in devices:
+        info = d.get("info") or {}
+        total = info.get("memory_total")
+        device_rows.append([d.get("device"), _device_name(info), d.get("sessions"),
+                            human_bytes(d.get("memory_used")),
+                            human_bytes(total) if total is not None else "—",
+                            _percent(d.get("memory_used"), total), d.get("spares_ready")])
+    device_table = TableView("Devices", ["Device", "Name", "Sessions", "Memory used", "Memory total",
+                                         "Used", "Spare workers"], device_rows,
+                             numeric={"Sessions", "Memory used", "Memory total", "Used",
+                                      "Spare workers"}, empty="no devices")
+    mine = _mine(session, status) or {}
+    you = KeyValueView(f"This session ({session.id})", [
+        ("device", f"{mine.get('device', '?')} {_device_name(session.device)}"),
+        ("memory used", f"{human_bytes(mine.get('memory_used'))} of "
+                        f"{human_bytes(session.memory_limit)} "
+                        f"({_percent(mine.get('memory_used'), session.memory_limit)})"),
+        ("arrays", mine.get("arrays")),
+        ("ops run / issued", f"{mine.get('ops', '—')} / {session.ops_issued}"),
+        ("ops queued (not sent)", queued),
+        ("batches in flight", in_flight),
+        ("worker busy", human_duration(session.worker_seconds)),
+        ("device time (timed)", human_duration(session.device_seconds)),
+        ("reconnects", workbench.reconnects),
+    ], note="usage as the worker last reported it to the pool (every ~0.5 s); "
+            "%gpu memory asks the worker now")
+    return GroupView("GPU pool status", [pool, device_table, sessions_view(session, status), you],
+                     data={**status, "queued_ops": queued, "batches_in_flight": in_flight,
+                           "mine": mine})
+
+
+def memory_view(session: kernelproxy.Session) -> KeyValueView:
+    info = session.memory_info()
+    used, limit = info.get("memory_used") or 0, info.get("memory_limit") or session.memory_limit
+    free = limit - used
+    device = info.get("device") or session.device
+    rows: list[tuple[str, Any]] = [
+        ("used", human_bytes(used)), ("limit", human_bytes(limit)), ("free", human_bytes(free)),
+        ("used of limit", _percent(used, limit)), ("arrays", info.get("arrays")),
+        ("ops run", info.get("ops")),
+    ]
+    data = {"memory_used": used, "memory_limit": limit, "memory_free": free,
+            "arrays": info.get("arrays"), "ops": info.get("ops")}
+    if device.get("kind") == "cupy":
+        total, dev_free = device.get("memory_total"), device.get("memory_free")
+        rows += [(f"device free ({_device_name(device)}, all sessions)", human_bytes(dev_free)),
+                 ("device total", human_bytes(total))]
+        data.update(device_memory_free=dev_free, device_memory_total=total)
+    return KeyValueView(f"Memory of session {session.id} on {_device_name(device)}", rows,
+                        data=data)
+
+
+def connected_view(session: kernelproxy.Session) -> KeyValueView:
+    return KeyValueView("Connected", [
+        ("session", session.id), ("pool", session.address),
+        ("device", _device_name(session.device)),
+        ("memory limit", human_bytes(session.memory_limit)),
+        ("lease timeout", human_duration(session.lease_timeout)),
+        ("embedded pool", "yes" if workbench.embedded else "no"),
+    ], note="import cupy now runs on this session", data={"session": session.id,
+                                                          "address": session.address})
+
+
+# -- the magics -------------------------------------------------------------------------
+
+def _quiet_custom_tb(etype, value, tb, tb_offset=None):
+    """Stands in for IPython's traceback display while a timed cell runs (see gpu_time)."""
+    return None
+
+
+@magics_class
+class GPUMagics(Magics):
+    """Magics of the remote GPU session: ``%gpu`` and ``%%gpu_time``."""
+
+    @line_magic
+    @magic_arguments()
+    @_subcommands()
+    def gpu(self, line: str = ""):
+        """The remote GPU session: its pool, device, memory and connection.
+
+        Examples::
+
+            %gpu                     # same as %gpu status
+            %gpu info
+            %gpu memory
+            %gpu sessions
+            %gpu connect tcp://gpu-host:5555 --token-file ~/.gpuwb-token
+            %gpu sync
+            %gpu disconnect
+
+        Returns a view: HTML in Jupyter, text in a terminal.
+        """
+        try:
+            argv = shlex.split(line)
+        except ValueError as exc:  # an unclosed quote
+            raise UsageError(f"%gpu: cannot split the line: {exc}") from None
+        if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+            close = difflib.get_close_matches(argv[0], COMMANDS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(f"%gpu: unknown command {argv[0]!r}{hint} Commands: "
+                             + ", ".join(COMMANDS))
+        try:
+            args = self.gpu.parser.parse_args(argv)
+        except UsageError as exc:
+            message = str(exc)
+            raise UsageError(message if message.startswith("%gpu") else f"%gpu: {message}") from None
+        command = args.command or "status"
+        return getattr(self, f"_{command}")(args)
+
+    # ------------------------------------------------------------ subcommands
+    def _status(self, args) -> View:
+        return status_view(_session())
+
+    def _info(self, args) -> View:
+        return info_view(_session())
+
+    def _sessions(self, args) -> View:
+        session = _session()
+        return sessions_view(session, _pool_status(session, "sessions"))
+
+    def _memory(self, args) -> View:
+        return memory_view(_session())
+
+    def _connect(self, args) -> View:
+        address = args.address
+        if not address:
+            raise UsageError("%gpu connect: missing ADDRESS (the pool's front door, tcp://host:port)")
+        host, _, port = address.removeprefix("tcp://").rpartition(":")
+        if not address.startswith("tcp://") or not host or not port.isdigit():
+            raise UsageError(f"%gpu connect: ADDRESS must look like tcp://host:port, not {address!r}")
+        # everything is checked before workbench.connect, which closes the current session first
+        token = args.token
+        try:
+            if args.token_file:
+                token = read_token(Path(args.token_file).expanduser())
+            elif token is None:
+                token = workbench.settings.resolved_token()
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"%gpu connect: cannot read the token file: {exc}") from None
+        if not token:
+            raise UsageError("%gpu connect: no token: pass --token T or --token-file F "
+                             "(or set GPUWB_TOKEN / GPUWB_TOKEN_FILE)")
+        old = workbench.session
+        try:
+            session = workbench.connect(address, token)
+        except kernelproxy.PoolError as exc:  # refused: a wrong token, another version...
+            closed = "; the previous session was closed" if old is not None else ""
+            raise UsageError(f"%gpu connect: {address}: {exc}{closed}") from None
+        _carry_label(old, session)
+        return connected_view(session)
+
+    def _disconnect(self, args) -> View:
+        session, address, embedded = workbench.session, workbench.address, workbench.embedded
+        if session is None:
+            return KeyValueView("Disconnected", [("session", "none was open")])
+        workbench.disconnect()
+        return KeyValueView("Disconnected", [
+            ("session", f"{session.id} closed"), ("pool", address),
+            ("embedded pool", "stopped" if embedded else "no"),
+        ], note="import cupy no longer reaches the pool; %gpu connect ADDRESS opens a new session",
+            data={"session": session.id, "address": address})
+
+    def _sync(self, args) -> View:
+        session = _session()
+        in_flight, queued = len(session._in_flight), len(session._ops)
+        started = time.perf_counter()
+        session.sync(device=True)
+        seconds = time.perf_counter() - started
+        return KeyValueView("Synced", [
+            ("waited", human_duration(seconds)),
+            ("batches in flight before", in_flight), ("ops queued before", queued),
+        ], data={"seconds": seconds})
+
+    # ------------------------------------------------------------ %%gpu_time
+    @cell_magic
+    def gpu_time(self, line: str = "", cell: str = ""):
+        """Run the cell and show its wall time and the device time of its GPU work.
+
+        Usage::
+
+            %%gpu_time
+            x = cp.random.rand(4096, 4096)
+            y = x @ x
+
+        While the cell runs, each batch of the session's ops is timed on the
+        device (CUDA events; host time on the NumPy device). At the end the
+        magic waits for the device, so the wall time includes all the work.
+        Also shown: the worker's busy time (device work plus the worker's own
+        handling), and the ops and batches the cell sent. An error in the cell
+        is raised as usual, and timing is off again afterwards.
+        """
+        __tracebackhide__ = True  # noqa: F841 (IPython hides this frame in tracebacks)
+        if line.strip():
+            raise UsageError(f"%%gpu_time takes no arguments (got {line.strip()!r})")
+        session = _session()
+        shell = self.shell
+        # a syntax error is raised here, before anything runs (as %%time does), and shown once
+        shell.compile.ast_parse(shell.transform_cell(cell))
+        session.sync()  # earlier work is not this cell's: let it finish first
+        device0, worker0 = session.device_seconds, session.worker_seconds
+        ops0, batches0 = session.ops_issued, session._batch
+        # The cell's own error is not shown inside (run_code hands it to CustomTB, here a
+        # no-op) but raised from this magic, so IPython shows it once, for this cell.
+        saved = shell.custom_exceptions, shell.CustomTB
+        outer = shell.displayhook.exec_result  # run_cell resets it: this cell's value needs it
+        started = time.perf_counter()
+        session.timing = True
+        try:
+            shell.custom_exceptions, shell.CustomTB = (BaseException,), _quiet_custom_tb
+            try:
+                result = shell.run_cell(cell)
+            finally:
+                shell.custom_exceptions, shell.CustomTB = saved
+                shell.displayhook.exec_result = outer
+            error = result.error_before_exec or result.error_in_exec
+            if error is not None:
+                tb = error.__traceback__
+                if tb is not None and tb.tb_frame.f_code.co_name == "run_code":
+                    tb = tb.tb_next  # IPython's own frame: not the cell's
+                raise error.with_traceback(tb)
+            session.sync(device=True)  # the cell's work is done on the device, too
+        finally:
+            session.timing = False
+        wall = time.perf_counter() - started
+        device = session.device_seconds - device0
+        worker = session.worker_seconds - worker0
+        ops, batches = session.ops_issued - ops0, session._batch - batches0
+        return KeyValueView("GPU time of the cell", [
+            ("wall", human_duration(wall)),
+            ("device", f"{human_duration(device)} ({_percent(device, wall)} of wall)"),
+            ("worker busy", f"{human_duration(worker)} ({_percent(worker, wall)} of wall)"),
+            ("ops / batches", f"{ops} / {batches}"),
+            ("on", f"{_device_name(session.device)} (session {session.id})"),
+        ], data={"wall_seconds": wall, "device_seconds": device, "worker_seconds": worker,
+                 "ops": ops, "batches": batches})
