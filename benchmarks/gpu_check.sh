@@ -22,6 +22,17 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
     -o addopts="-ra" --timeout 120 ${GPU_TESTS:-tests/test_smoke.py tests/test_diff_*.py tests/test_transfers.py tests/test_async.py tests/test_importhook.py tests/test_faults.py tests/test_pool.py} \
     2>&1 | tee "$OUT/gpu-tests.log" | tail -40
 fi
+if [ "$what" = all ] || [ "$what" = kernel ]; then
+  # the Jupyter side on a GPU: the kernelspec into a prefix, the kernel tests, custom
+  # kernels, and gpuwb demo (the quickstart notebook through the kernel)
+  python3 -c "from workbench.kernelspec import install_kernelspec as i; i(prefix='/tmp/jp')"
+  export JUPYTER_PATH=/tmp/jp/share/jupyter
+  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 300 python3 -m pytest -q -p no:cacheprovider \
+    -o addopts="-ra" --timeout 120 tests/test_custom_kernels.py tests/test_kernel.py 2>&1 \
+    | tee "$OUT/gpu-kernel-tests.log" | tail -15
+  timeout 200 python3 -c "import sys; from workbench.cli import main; sys.exit(main(['demo']))" \
+    2>&1 | tee "$OUT/gpu-demo.log" | tail -60
+fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   timeout 400 python3 benchmarks/overhead.py --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" | head -16
   timeout 200 python3 benchmarks/worker_micro.py 2>&1 | tee "$OUT/worker-micro.log"

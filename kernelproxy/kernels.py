@@ -40,6 +40,19 @@ class _RemoteKernel:
 class ElementwiseKernel(_RemoteKernel):
     _kind = "elementwise"
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Outputs given by position (after the inputs) are filled and returned, as in CuPy."""
+        if len(args) > self._inputs:
+            super_call = super().__call__
+            kernel_want, self._want = self._want, api.NONE
+            try:
+                super_call(*args, **kwargs)
+            finally:
+                self._want = kernel_want
+            outs = args[self._inputs:]
+            return outs[0] if len(outs) == 1 and not self._definition.get("return_tuple") else tuple(outs)
+        return super().__call__(*args, **kwargs)
+
     def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel",
                  reduce_dims: bool = True, preamble: str = "", no_return: bool = False,
                  return_tuple: bool = False, loop_prep: str = "", after_loop: str = "",
@@ -48,6 +61,7 @@ class ElementwiseKernel(_RemoteKernel):
                          name=name, reduce_dims=reduce_dims, preamble=preamble,
                          no_return=no_return, return_tuple=return_tuple, loop_prep=loop_prep,
                          after_loop=after_loop, options=options)
+        self._inputs = len([p for p in in_params.split(",") if p.strip()])
         if no_return:
             self._want = api.NONE
         elif return_tuple or "," in out_params:
