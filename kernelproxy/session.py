@@ -13,12 +13,14 @@ have made raise a clear error when used.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
 import warnings
 import weakref
 from collections import deque
+from contextlib import contextmanager
 from typing import Any, Callable
 
 import msgpack
@@ -47,6 +49,27 @@ def connect(address: str, token: str, *, user: str | None = None,
             memory_limit: int | None = None, timeout: float = 150.0) -> "Session":
     """Open a session on the pool at *address* (``tcp://host:port``)."""
     return Session(address, token, user=user, memory_limit=memory_limit, timeout=timeout)
+
+
+@contextmanager
+def _interrupts_deferred():
+    """Hold a Ctrl-C (or a notebook's stop button) until the block is done.
+
+    Sending a batch and reading a reply must not stop half-way, or the client's
+    count of batches in flight would no longer match the worker's; the
+    KeyboardInterrupt is raised right after the block instead.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list = []
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt
 
 
 def _caller() -> tuple[str, int]:
@@ -184,23 +207,24 @@ class Session:
         if not self._ops and not sync_device:
             return
         self._check_open()
-        ops, self._ops = self._ops, []
-        payload, self._payload = self._payload, []
-        self._batch += 1
-        last = self._seq
-        first = self._flushed_seq + 1
-        self._flushed_seq = last
-        header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
-        if sync_device:
-            header["y"] = 1
-        if self.timing:
-            header["g"] = 1
-        sock = self.sock
-        ops.insert(0, codec.packb(header))
-        sock.send(b"".join(ops), zmq.SNDMORE if payload else 0)
-        trackers = [sock.send(frame, zmq.SNDMORE if i < len(payload) else 0, copy=False, track=wait_sent)
-                    for i, frame in enumerate(payload, 1)]
-        self._in_flight.append((self._batch, first, last))
+        with _interrupts_deferred():
+            ops, self._ops = self._ops, []
+            payload, self._payload = self._payload, []
+            self._batch += 1
+            last = self._seq
+            first = self._flushed_seq + 1
+            self._flushed_seq = last
+            header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
+            if sync_device:
+                header["y"] = 1
+            if self.timing:
+                header["g"] = 1
+            sock = self.sock
+            ops.insert(0, codec.packb(header))
+            sock.send(b"".join(ops), zmq.SNDMORE if payload else 0)
+            trackers = [sock.send(frame, zmq.SNDMORE if i < len(payload) else 0, copy=False, track=wait_sent)
+                        for i, frame in enumerate(payload, 1)]
+            self._in_flight.append((self._batch, first, last))
         if wait_sent:  # the caller may reuse its array once ZeroMQ has let go of it
             for tracker in trackers:
                 tracker.wait()
@@ -235,6 +259,10 @@ class Session:
                     self._lose(self.heartbeat.lost)
 
     def _read_reply(self) -> None:
+        with _interrupts_deferred():
+            self._take_reply()
+
+    def _take_reply(self) -> None:
         frames = self.sock.recv_multipart(copy=False)
         reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook, raw=False)
         batch, first, last = self._in_flight.popleft()

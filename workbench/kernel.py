@@ -56,6 +56,12 @@ class RemoteGPUKernel(IPythonKernel):
             failure = self._sync_after_cell()
             if failure is not None:
                 reply.update(failure)
+        elif reply.get("ename") == "KeyboardInterrupt" and workbench.session is not None:
+            # stopped while issuing ops (not waiting): drop what is queued as well
+            try:
+                workbench.session.cancel()
+            except Exception as exc:  # a lost session has nothing to cancel
+                self.log.debug("gpu-workbench: cancel after interrupt: %s", exc)
         return reply
 
     def _ensure_session(self) -> None:
