@@ -38,6 +38,8 @@ __all__ = ["Session", "connect", "FLUSH_OPS"]
 
 #: A batch is sent without waiting once it holds this many ops.
 FLUSH_OPS = 512
+#: How long close() waits for the worker to answer what was already sent.
+CLOSE_WAIT = 5.0
 #: How long a sync point polls without sleeping before it blocks.
 SPIN_SECONDS = 100e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 #: Host arrays at least this large travel as their own zero-copy frame.
@@ -437,7 +439,12 @@ class Session:
         if self.closed:
             return
         try:
-            self._wait_all()
+            if self._in_flight:  # nobody will read those results: stop the queued work
+                self._ops = []
+                self.cancel()
+            deadline = time.monotonic() + CLOSE_WAIT
+            while self._in_flight and time.monotonic() < deadline:
+                self._drain(timeout=0.1)
         except Exception:  # closing anyway
             pass
         self.closed = True

@@ -63,6 +63,7 @@ class WorkerServer:
         self.closed = False
         self._queue: deque = deque()   # messages read ahead while looking for cancels
         self.cancel_upto = 0
+        self._undeliverable = 0
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
 
@@ -167,7 +168,7 @@ class WorkerServer:
             if "c" in header:
                 return  # a cancel that arrived while idle: nothing queued to drop
             batch = header.get("b") if type(header.get("b")) is int else 0
-            self.executor.cancelled = lambda: self._poll_cancel() >= batch
+            self.executor.cancelled = lambda: self._poll_cancel() >= batch or self._orphaned()
             reply, out = self.executor.run_batch(header, ops, frames[1:])
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
@@ -178,7 +179,10 @@ class WorkerServer:
             self._send_reply(ident, reply, out)
         except zmq.ZMQError as exc:  # the client went away or stopped reading: its loss
             self.executor.take_streams()
-            print(f"gpuwb worker: reply not delivered: {exc}", file=sys.stderr)
+            if not self._undeliverable:
+                print(f"gpuwb worker: a reply could not be delivered ({exc}); "
+                      "the client has gone", file=sys.stderr)
+            self._undeliverable += 1
 
     def _send_reply(self, ident: bytes, reply: dict, out: list) -> None:
         sock = self.sock
@@ -190,6 +194,13 @@ class WorkerServer:
             for chunk in self.device.chunks_to_host(array):
                 sock.send(ident, zmq.SNDMORE)
                 sock.send(chunk, copy=False)
+
+    def _orphaned(self) -> bool:
+        """The pool process is gone: stop mid-batch rather than run on unowned."""
+        if os.getppid() != self.parent:
+            self.closed = True
+            return True
+        return False
 
     def _poll_cancel(self) -> int:
         """Read what has arrived; take out cancel requests; return the highest batch cancelled.
