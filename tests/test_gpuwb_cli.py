@@ -42,3 +42,26 @@ def test_status_of_a_running_pool(pool, tmp_path):
 @pytest.mark.parametrize("args", [[], ["frobnicate"]])
 def test_bad_usage_exits_2(args):
     assert run(*args).returncode == 2
+
+
+def test_install_kernel_into_a_prefix_bound_to_a_pool(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("t0ken\n")
+    out = run("install-kernel", "--prefix", str(tmp_path), "--name", "gpu-lab",
+              "--display-name", "Lab GPU", "--pool", "tcp://gpu-host:5555", "--token-file", str(token))
+    assert out.returncode == 0, out.stderr
+    import json
+    spec = json.loads((tmp_path / "share/jupyter/kernels/gpu-lab/kernel.json").read_text())
+    assert spec["display_name"] == "Lab GPU" and spec["language"] == "python"
+    assert spec["argv"][1:3] == ["-m", "workbench.kernel"] and spec["interrupt_mode"] == "signal"
+    assert spec["env"] == {"GPUWB_POOL": "tcp://gpu-host:5555", "GPUWB_TOKEN_FILE": str(token.resolve())}
+
+
+def test_lab_without_jupyterlab_says_how_to_get_it():
+    try:
+        import jupyterlab  # noqa: F401
+        pytest.skip("JupyterLab is installed here")
+    except ImportError:
+        pass
+    out = run("lab")
+    assert out.returncode == 2 and "gpu-workbench[lab]" in out.stderr
