@@ -20,7 +20,6 @@ import time
 import warnings
 import weakref
 from collections import deque
-from contextlib import contextmanager
 from typing import Any, Callable
 
 import msgpack
@@ -53,25 +52,47 @@ def connect(address: str, token: str, *, user: str | None = None,
     return Session(address, token, user=user, memory_limit=memory_limit, timeout=timeout)
 
 
-@contextmanager
-def _interrupts_deferred():
-    """Hold a Ctrl-C (or a notebook's stop button) until the block is done.
+class _InterruptGuard:
+    """Hold a Ctrl-C (or a notebook's stop button) until a block is done.
 
     Sending a batch and reading a reply must not stop half-way, or the client's
     count of batches in flight would no longer match the worker's; the
-    KeyboardInterrupt is raised right after the block instead.
+    KeyboardInterrupt is raised right after the block instead. One SIGINT
+    handler is installed (in the main thread, over Python's default one); the
+    blocks themselves only count, so the hot path makes no system call.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list = []
-    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.pending = False
+
+    def install(self) -> None:
+        """Put our handler in place of Python's default one (ipykernel restores the
+        default before every cell, so this runs again, once per cell, when needed)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self.depth:
+            self.pending = True
+            return
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> None:
+        if not self.depth and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.install()
+        self.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        self.depth -= 1
+        if self.pending and not self.depth:
+            self.pending = False
             raise KeyboardInterrupt
+
+
+_interrupts_deferred = _InterruptGuard()
 
 
 def _caller() -> tuple[str, int]:
@@ -105,6 +126,7 @@ class Session:
         self.sock.connect(self.worker_address)
         self.heartbeat = Heartbeat(self.ctx, address, self.id, self.key, self.lease_timeout / 4)
         self.heartbeat.start()
+        _interrupts_deferred.install()
         self.closed = False
         #: uploads larger than this stream in chunks (GPU devices: the copy to the GPU then
         #: overlaps the network; the NumPy device keeps one zero-copy frame)
@@ -209,7 +231,7 @@ class Session:
         if not self._ops and not sync_device:
             return
         self._check_open()
-        with _interrupts_deferred():
+        with _interrupts_deferred:
             ops, self._ops = self._ops, []
             payload, self._payload = self._payload, []
             self._batch += 1
@@ -261,7 +283,7 @@ class Session:
                     self._lose(self.heartbeat.lost)
 
     def _read_reply(self) -> None:
-        with _interrupts_deferred():
+        with _interrupts_deferred:
             self._take_reply()
 
     def _take_reply(self) -> None:
