@@ -150,3 +150,21 @@ def test_pool_lost_then_reconnect(tmp_path):
             again.stop()
     finally:
         k.close()
+
+
+def test_shutdown_closes_the_session():
+    pool = LocalPool(devices="cpu", lease_timeout=30.0).start()
+    try:
+        k = Kernel(env={"GPUWB_POOL": pool.address, "GPUWB_TOKEN": pool.token})
+        status, _, error, _ = k.run("import cupy as cp\nx = cp.ones(1000)\nprint(float(x.sum()))")
+        assert status == "ok", error
+        assert len(pool.door.status()["sessions"]) == 1
+        k.close()
+        deadline = time.monotonic() + 15
+        while pool.door.status()["sessions"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        status = pool.door.status()
+        assert status["sessions"] == []
+        assert status["ended"] and status["ended"][-1]["reason"] == "closed by the client"
+    finally:
+        pool.stop()
