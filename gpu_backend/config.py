@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
 
-__all__ = ["PoolSettings", "read_token"]
+__all__ = ["PoolSettings", "read_token", "arguments_env_then_toml"]
 
 
 class PoolSettings(BaseSettings):
@@ -41,11 +41,7 @@ class PoolSettings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
                                    dotenv_settings, file_secret_settings):
-        sources: list[Any] = [init_settings, env_settings]
-        path = os.environ.get("GPUWB_CONFIG")
-        if path:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
-        return tuple(sources)
+        return arguments_env_then_toml(settings_cls, init_settings, env_settings, "GPUWB_CONFIG")
 
     def resolved_token(self) -> str:
         """The token clients must present; generated (and kept) if none is configured."""
@@ -63,6 +59,17 @@ class PoolSettings(BaseSettings):
     @property
     def port(self) -> int:
         return int(self.listen.rsplit(":", 1)[1])
+
+
+def arguments_env_then_toml(settings_cls: type, init_settings: Any, env_settings: Any,
+                            file_variable: str) -> tuple:
+    """Settings sources in our order: arguments, then environment, then the TOML file
+    named by the environment variable *file_variable* (when set)."""
+    sources: list[Any] = [init_settings, env_settings]
+    path = os.environ.get(file_variable)
+    if path:
+        sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+    return tuple(sources)
 
 
 def read_token(path: str | os.PathLike) -> str:

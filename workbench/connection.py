@@ -8,14 +8,12 @@ session, and opens a new session when the old one is lost.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
 
-from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 import kernelproxy
-from gpu_backend.config import read_token
+from gpu_backend.config import arguments_env_then_toml, read_token
 from gpu_backend.pool import LocalPool
 
 __all__ = ["ClientSettings", "Workbench", "workbench"]
@@ -37,11 +35,8 @@ class ClientSettings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
                                    dotenv_settings, file_secret_settings):
-        sources: list[Any] = [init_settings, env_settings]
-        path = os.environ.get("GPUWB_CLIENT_CONFIG")
-        if path:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
-        return tuple(sources)
+        return arguments_env_then_toml(settings_cls, init_settings, env_settings,
+                                       "GPUWB_CLIENT_CONFIG")
 
     def resolved_token(self) -> str | None:
         if self.token:

@@ -117,15 +117,20 @@ _CLASS_ALIASES = {
 }
 
 
-def error_name(exc: BaseException) -> str:
-    """Name the nearest class of *exc* that the client knows."""
-    for cls in type(exc).__mro__:
-        alias = _CLASS_ALIASES.get(cls.__name__)
+def _nearest_name(cls: type, known: dict[str, type], fallback: str) -> str:
+    """The first class along *cls*'s MRO that the other side knows, by name."""
+    for klass in cls.__mro__:
+        alias = _CLASS_ALIASES.get(klass.__name__)
         if alias is not None:
             return alias
-        if ERROR_CLASSES.get(cls.__name__) is cls:
-            return cls.__name__
-    return "RemoteError"
+        if known.get(klass.__name__) is klass:
+            return klass.__name__
+    return fallback
+
+
+def error_name(exc: BaseException) -> str:
+    """Name the nearest class of *exc* that the client knows."""
+    return _nearest_name(type(exc), ERROR_CLASSES, "RemoteError")
 
 
 def error_class(name: object) -> type[BaseException]:
@@ -135,16 +140,9 @@ def error_class(name: object) -> type[BaseException]:
 
 
 def warning_name(category: type[Warning]) -> str:
-    for cls in category.__mro__:
-        alias = _CLASS_ALIASES.get(cls.__name__)
-        if alias is not None:
-            return alias
-        if WARNING_CLASSES.get(cls.__name__) is cls:
-            return cls.__name__
-    return "UserWarning"
+    return _nearest_name(category, WARNING_CLASSES, "UserWarning")
 
 
 def warning_class(name: object) -> type[Warning]:
     cls = WARNING_CLASSES.get(name) if isinstance(name, str) else None
     return cls if cls is not None else UserWarning
-
