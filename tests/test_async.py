@@ -12,7 +12,7 @@ from kernelproxy.session import FLUSH_OPS
 
 def test_async_error_names_the_op_and_line(cp, session):
     x = cp.zeros(3)
-    y = x + cp.zeros(4)                                   # fails in the pool, not here
+    x + cp.zeros(4)                                       # fails in the pool, not here
     with pytest.raises(ValueError) as info:
         session.sync()
     note = "\n".join(getattr(info.value, "__notes__", []))

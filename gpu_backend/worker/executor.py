@@ -16,7 +16,6 @@ from time import perf_counter
 from typing import Any, Iterator
 
 import msgpack
-import numpy as np
 
 from ..devices import Device
 from ..devices.base import OPERATOR_FUNCTIONS
