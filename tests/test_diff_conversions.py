@@ -286,11 +286,6 @@ def test_flags_owndata(same):
     same(body)
 
 
-@pytest.mark.xfail(POOL_RUNS_NUMPY, strict=True, reason=(
-    "gpu_backend/worker/executor.py Executor._upload wraps the received frame with np.frombuffer, so an "
-    "uploaded array is a view (flags.owndata False) on the NumPy device; CuPy's and NumPy's asarray/array "
-    "of a host array own their data (as the CuPy device's copies do). Receiving into "
-    "Device.new_host_buffer would fix it without a copy."))
 def test_uploaded_array_owns_its_data(same):
     host = np.arange(6.0).reshape(2, 3)
     same(lambda xp: (xp.asarray(host.copy()).flags.owndata, xp.array(host).flags.owndata))

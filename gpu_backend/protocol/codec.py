@@ -311,7 +311,9 @@ def array_from_buffer(buffer: Any, dt: np.dtype, shape: tuple[int, ...]) -> np.n
         raise CodecError(f"array data has {nbytes} bytes, its shape {shape} and dtype {dt} "
                          f"need {math.prod(shape) * dt.itemsize}")
     try:
-        return np.frombuffer(buffer, dtype=dt, count=nbytes // dt.itemsize).reshape(shape)
+        # not frombuffer(...).reshape(...): the array's base is then the buffer itself,
+        # which the worker reports as owned data, as CuPy's asarray of host data is
+        return np.ndarray(shape, dtype=dt, buffer=buffer)
     except ValueError as exc:  # e.g. (0, 2**62): empty, yet larger than NumPy allows
         raise CodecError(f"bad shape {shape}: {exc}") from None
 

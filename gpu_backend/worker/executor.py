@@ -16,6 +16,7 @@ from time import perf_counter
 from typing import Any, Iterator
 
 import msgpack
+import zmq
 
 from ..devices import Device
 from ..devices.base import OPERATOR_FUNCTIONS
@@ -345,10 +346,16 @@ class Executor:
         out_frames.append(host)
 
 
+#: What an uploaded array's memory can be: the frame it arrived in, or bytes.
+_RECEIVED_BUFFERS = frozenset({zmq.Frame, bytes, bytearray, memoryview})
+
+
 def _meta(hid: int, a: Any) -> list:
     f = a.flags
+    # an array wrapping a received frame (its base is that buffer) owns its data
+    own = f.owndata or type(a.base) in _RECEIVED_BUFFERS
     return [hid, a.shape, a.dtype.str, a.strides,
-            f.c_contiguous | (f.f_contiguous << 1) | (f.owndata << 2)]
+            f.c_contiguous | (f.f_contiguous << 1) | (own << 2)]
 
 
 def _message(exc: BaseException) -> str:
