@@ -300,22 +300,27 @@ class FrontDoor:
         self._reply(ident, {"ok": True, **self.status()})
 
     def status(self) -> dict[str, Any]:
+        """Devices, sessions and ended sessions; also read by an embedding process's own
+        thread (LocalPool), hence the snapshots of the tables the loop changes."""
         now = time.monotonic()
+        workers = list(self.workers.values())
+        live = list(self.sessions.values())
         devices = []
         for spec in self.devices:
-            here = [s for s in self.sessions.values() if s.worker.device == spec]
-            info = next((w.info for w in self.workers.values() if w.device == spec and w.info), {})
+            here = [s for s in live if s.worker.device == spec]
+            info = next((w.info for w in workers if w.device == spec and w.info), {})
             devices.append({
                 "device": spec, "info": info, "sessions": len(here),
                 "memory_used": sum(s.usage.get("memory") or 0 for s in here),
-                "spares_ready": sum(w.port is not None for w in self._spares(spec)),
+                "spares_ready": sum(w.port is not None and w.session is None and w.device == spec
+                                    for w in workers),
             })
         sessions = [{
             "session": s.sid, "user": s.user, "device": s.worker.device,
             "memory_used": s.usage.get("memory") or 0, "memory_limit": s.memory_limit,
             "arrays": s.usage.get("arrays") or 0, "ops": s.usage.get("ops") or 0,
             "idle": round(now - s.last_seen, 3), "age": round(time.time() - s.created, 3),
-        } for s in self.sessions.values()]
+        } for s in live]
         return {"address": self.address, "devices": devices, "sessions": sessions,
                 "ended": list(self.ended),
                 "lease_timeout": self.settings.lease_timeout, "pid": os.getpid(),

@@ -121,10 +121,10 @@ def test_interrupt_during_a_long_remote_op(kernel):
     kernel.km.interrupt_kernel()
     reply = kernel.reply_to(msg_id, timeout=30)
     assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
-    assert time.monotonic() - interrupted < 5, "the interrupt was not prompt"
+    assert time.monotonic() - interrupted < 10, "the interrupt was not prompt"
     status, text, error, seconds = kernel.run("print(float(cp.arange(4).sum()))")
     assert status == "ok" and text.strip() == "6.0", error
-    assert seconds < 10, "the queued work was not cancelled"
+    assert seconds < 20, "the queued work was not cancelled (it would run for a minute)"
     status, _, error, _ = kernel.run("m.sum()")         # m's later values were cancelled
     assert status in ("ok", "error")
 

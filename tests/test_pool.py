@@ -60,15 +60,24 @@ def test_least_loaded_placement_and_status():
         assert left == [probe.id]                         # closed sessions are gone
 
 
-def test_warm_spare_makes_hello_fast(pool):
-    s = kernelproxy.connect(pool.address, pool.token)
-    s.close()
-    time.sleep(0.5)                                       # the replacement spare warms up
-    started = time.perf_counter()
-    s = kernelproxy.connect(pool.address, pool.token)
-    elapsed = time.perf_counter() - started
-    s.close()
-    assert elapsed < 0.5, f"hello took {elapsed:.3f} s with a warm spare waiting"
+def test_a_warm_spare_is_kept_per_device():
+    """A hello takes a worker that is already started; a new spare replaces it."""
+    with LocalPool(devices="cpu", lease_timeout=10) as pool:
+        def spares():
+            return pool.door.status()["devices"][0]["spares_ready"]
+
+        deadline = time.monotonic() + 30
+        while spares() < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert spares() == 1
+        workers_before = set(pool.door.workers)
+        with kernelproxy.connect(pool.address, pool.token) as s:
+            assert s.worker_address                       # served by the spare that was waiting
+            assert any(w.session is not None for w in pool.door.workers.values()
+                       if w.wid in workers_before)
+            while spares() < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert spares() == 1                          # and a new one took its place
 
 
 def test_session_memory_limit_request(pool):

@@ -75,7 +75,8 @@ class Executor:
             raise ProtocolError(f"undecodable batch header: {exc}") from None
         return header, unpacker
 
-    def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list) -> tuple[dict, list]:
+    def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list,
+                  cancelled: bool = False) -> tuple[dict, list]:
         """Execute one batch; returns the reply header and its payload frames."""
         resume = header.get("r")
         if self.poisoned_at is not None and type(resume) is int and resume >= self.poisoned_at:
@@ -88,7 +89,6 @@ class Executor:
         error = None
         executed = 0
         timer = self.device.start_timer() if header.get("g") else None
-        cancelled = self.cancelled()
         if self.poisoned_at is None and not cancelled:
             executed, error, cancelled = self._run_ops(ops, iter(payload), metas, values, downloads,
                                                        out_frames)

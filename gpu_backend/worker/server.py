@@ -64,6 +64,10 @@ class WorkerServer:
         self._queue: deque = deque()   # messages read ahead while looking for cancels
         self.cancel_upto = 0
         self._undeliverable = 0
+        self._client = b""     # the peer whose batch is being run
+        self._batch = 0        # ... and its number
+        self.executor.receive_chunk = self._receive_chunk
+        self.executor.cancelled = self._cancelled
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
 
@@ -159,7 +163,7 @@ class WorkerServer:
                 raise AuthenticationError("wrong session key")
             if "u" in header:
                 return  # a chunk of an upload that was skipped after an error: dropped, unanswered
-            self.executor.receive_chunk = lambda seq, index: self._receive_chunk(ident, seq, index)
+            self._client = ident
             if header.get("t") == "close":
                 self.closed = True
                 self.sock.send_multipart([ident, packb({"b": header.get("b"), "closed": True})])
@@ -168,8 +172,10 @@ class WorkerServer:
             if "c" in header:
                 return  # a cancel that arrived while idle: nothing queued to drop
             batch = header.get("b") if type(header.get("b")) is int else 0
-            self.executor.cancelled = lambda: self._poll_cancel() >= batch or self._orphaned()
-            reply, out = self.executor.run_batch(header, ops, frames[1:])
+            self._batch = batch
+            # cancels already seen skip the batch outright; new ones are looked for between ops
+            reply, out = self.executor.run_batch(header, ops, frames[1:],
+                                                 cancelled=batch <= self.cancel_upto)
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
         reply["t"] = time.perf_counter() - started
@@ -195,6 +201,10 @@ class WorkerServer:
                 sock.send(ident, zmq.SNDMORE)
                 sock.send(chunk, copy=False)
 
+    def _cancelled(self) -> bool:
+        """Asked by the executor between ops: cancelled by the client, or orphaned?"""
+        return self._poll_cancel() >= self._batch or self._orphaned()
+
     def _orphaned(self) -> bool:
         """The pool process is gone: stop mid-batch rather than run on unowned."""
         if os.getppid() != self.parent:
@@ -218,8 +228,9 @@ class WorkerServer:
                 self._queue.append((ident, frames))
         return self.cancel_upto
 
-    def _receive_chunk(self, ident: bytes, seq: Any, index: int) -> memoryview:
-        """The next chunk of the streamed upload op *seq* from this client."""
+    def _receive_chunk(self, seq: Any, index: int) -> memoryview:
+        """The next chunk of the streamed upload op *seq* from the client being served."""
+        ident = self._client
         while True:
             if not self._queue and not self.sock.poll(CHUNK_TIMEOUT * 1000):
                 raise ProtocolError(f"upload data stopped arriving (waited {CHUNK_TIMEOUT:g} s)")
