@@ -1,9 +1,9 @@
 """The client: CuPy code that runs on a remote GPU pool.
 
-    import kernelproxy
-    session = kernelproxy.connect("tcp://gpu-host:5555", token)
-    kernelproxy.install(session)
-    import cupy as cp          # the proxy: every op runs in the pool
+    >>> import kernelproxy
+    >>> session = kernelproxy.connect("tcp://gpu-host:5555", token)
+    >>> kernelproxy.install(session)
+    >>> import cupy as cp          # the proxy: every op runs in the pool
 
 Works in any Python process; the Jupyter kernel in :mod:`workbench` uses it.
 """

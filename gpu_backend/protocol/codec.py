@@ -1,7 +1,7 @@
 """Values on the wire: msgpack plus a closed set of typed extensions.
 
 Both ends encode op arguments and results with this module. Decoding never
-constructs anything outside the list below: no pickle, no class lookup by a
+constructs anything outside the list below: no unpickling, no class lookup by a
 name the peer chose. A peer's dtype strings are checked against the numeric
 kinds a GPU array can hold.
 
