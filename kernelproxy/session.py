@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import warnings
-import weakref
 from collections import deque
 from typing import Any, Callable
 
@@ -140,7 +139,6 @@ class Session:
         self.device_seconds = 0.0
         #: time the worker spent on this session's batches (for overhead accounting)
         self.worker_seconds = 0.0
-        self._lock = threading.RLock()
         self._packer = codec.make_packer(self._handle_of)
         self._free_packer = msgpack.Packer(autoreset=True)
         self._reply_hook = codec.ext_hook_for(None)
@@ -159,7 +157,6 @@ class Session:
         self._error: list | None = None
         self._resume: int | None = None
         self._dtypes: dict[str, np.dtype] = {}
-        self._arrays: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
     # ------------------------------------------------------------ issuing ops
     def new_id(self) -> int:
@@ -359,10 +356,9 @@ class Session:
         With *device*, also wait until the device has finished the work.
         """
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
-        with self._lock:
-            self.flush(sync_device=device, drain=False)
-            self._wait_all()
-            self._raise_pending(waiting_for)
+        self.flush(sync_device=device, drain=False)
+        self._wait_all()
+        self._raise_pending(waiting_for)
 
     def value(self, seq: int) -> Any:
         """Wait for the value of op *seq* (a sync point)."""

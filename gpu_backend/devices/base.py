@@ -92,10 +92,6 @@ class Device:
         return isinstance(value, self.array_type)
 
     # -- transfers ----------------------------------------------------------
-    def new_host_buffer(self, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-        """Host memory an upload is received into (pinned where that helps)."""
-        return np.empty(shape, dtype)
-
     def from_host(self, host: np.ndarray) -> Any:
         raise NotImplementedError
 

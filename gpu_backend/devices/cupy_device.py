@@ -79,9 +79,6 @@ class CupyDevice(Device):
             return self.cupy.asarray(value)
         return value
 
-    def new_host_buffer(self, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-        return self.cupyx.empty_pinned(shape, dtype)
-
     def from_host(self, host: np.ndarray) -> Any:
         out = self.cupy.empty(host.shape, host.dtype)
         out.set(host)
