@@ -1,4 +1,14 @@
-"""``gpuwb-backend serve``: run a pool in the foreground."""
+"""``gpuwb-backend``: run a pool and administer it.
+
+    gpuwb-backend serve [options]       run a pool in the foreground
+    gpuwb-backend users ...             the users file: add, list, set, remove
+    gpuwb-backend usage ...             the usage log, summed per user or session
+    gpuwb-backend keys ...              the pool's CurveZMQ key pair
+
+Each command lives in its own module with a ``register(subparsers)`` that adds
+its parser and sets ``func`` (called with the parsed arguments; returns the
+exit code).
+"""
 
 from __future__ import annotations
 
@@ -10,40 +20,64 @@ import sys
 from .config import PoolSettings
 from .frontdoor import FrontDoor
 
-__all__ = ["main", "build_parser", "serve"]
+__all__ = ["main", "build_parser", "serve", "add_serve_arguments"]
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(prog="gpuwb-backend", description="The gpu-workbench pool.")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run a pool in the foreground")
-    add_serve_arguments(serve)
+    serve_parser = sub.add_parser("serve", help="run a pool in the foreground")
+    add_serve_arguments(serve_parser)
+    serve_parser.set_defaults(func=serve)
+    for register in _command_modules():
+        register(sub)
     return parser
+
+
+def _command_modules() -> list:
+    """The ``register`` functions of the administration commands."""
+    registers = []
+    for name in ("cli_users", "cli_usage", "cli_keys"):
+        try:
+            module = __import__(f"{__package__}.{name}", fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__package__}.{name}":
+                raise
+            continue
+        registers.append(module.register)
+    return registers
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``serve``; unset ones fall back to GPUWB_* variables and GPUWB_CONFIG."""
     parser.add_argument("--listen", help="front-door address, e.g. tcp://0.0.0.0:5555")
     parser.add_argument("--devices", help="auto | cpu | GPU indices such as 0,1")
-    parser.add_argument("--token-file", help="file whose first line is the token")
+    parser.add_argument("--token-file", help="file whose first line is the token (single-token mode)")
+    parser.add_argument("--users-file", help="TOML users file (see gpuwb-backend users)")
+    parser.add_argument("--policy", choices=("fair", "fifo", "none"),
+                        help="how sessions share a device (default fair)")
+    parser.add_argument("--usage-log", help="append-only usage log (JSON lines)")
     parser.add_argument("--memory-limit", type=int, help="bytes of device memory per session")
     parser.add_argument("--lease-timeout", type=float, help="seconds without heartbeat")
     parser.add_argument("--spare-workers", type=int, help="warm workers per device")
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
+#: serve's options that map one to one onto PoolSettings fields
+SERVE_SETTINGS = ("listen", "devices", "token_file", "users_file", "policy", "usage_log",
+                  "memory_limit", "lease_timeout", "spare_workers")
+
+
 def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
-    given = {k: v for k, v in {
-        "listen": args.listen, "devices": args.devices, "token_file": args.token_file,
-        "memory_limit": args.memory_limit, "lease_timeout": args.lease_timeout,
-        "spare_workers": args.spare_workers,
-    }.items() if v is not None}
+    given = {k: getattr(args, k) for k in SERVE_SETTINGS if getattr(args, k, None) is not None}
     settings = PoolSettings(**given)
-    generated = settings.token is None and settings.token_file is None
+    generated = settings.token is None and settings.token_file is None and settings.users_file is None
     door = FrontDoor(settings)
     signal.signal(signal.SIGTERM, lambda *_: door.stop())
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, lambda *_: door.request_reload())
     print(f"gpu-workbench pool listening on {door.address} with devices {','.join(door.devices)}",
           flush=True)
     if generated:
@@ -57,9 +91,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "serve":
-        return serve(args)
-    return 2
+    return args.func(args)
 
 
 if __name__ == "__main__":

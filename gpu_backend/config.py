@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
@@ -26,6 +26,12 @@ class PoolSettings(BaseSettings):
     devices: str = Field("auto", description="auto | cpu | comma list of GPU indices or 'cpu'")
     token: str | None = Field(None, description="shared secret; read from token_file if unset")
     token_file: Path | None = None
+    users_file: Path | None = Field(None, description="TOML users file; none: single-token mode")
+    policy: Literal["fair", "fifo", "none"] = Field(
+        "fair", description="how sessions share a device: weighted fair share, first come "
+                            "first served by batch, or CUDA's own time-slicing")
+    usage_log: Path | None = Field(None, description="append-only usage log (JSON lines); none: kept "
+                                                     "in memory only")
     memory_limit: int = Field(4 << 30, ge=1 << 20, description="bytes of device memory per session")
     lease_timeout: float = Field(60.0, gt=0, description="seconds without heartbeat before a session ends")
     spare_workers: int = Field(1, ge=0, le=8, description="warm workers kept ready per device")

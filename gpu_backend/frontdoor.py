@@ -103,6 +103,7 @@ class FrontDoor:
         self.failed_starts: dict[str, int] = {}
         self.ended: list[dict] = []
         self.started = time.time()
+        self._reload_requested = False
 
     # ------------------------------------------------------------ workers
     def _spawn(self, device: str) -> None:
@@ -359,6 +360,10 @@ class FrontDoor:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def request_reload(self) -> None:
+        """Re-read the users file at the next turn of the loop (SIGHUP; any thread)."""
+        self._reload_requested = True
 
     def _shutdown(self) -> None:
         for worker in self.workers.values():
