@@ -9,8 +9,8 @@ Works in any Python process; the Jupyter kernel in :mod:`workbench` uses it.
 """
 
 from gpu_backend.protocol.errors import (AuthenticationError, InvalidHandleError, NotAllowedError,
-                                         OutOfMemoryError, PoolError, ProtocolError, RemoteError,
-                                         SessionLostError, VersionMismatchError)
+                                         OutOfMemoryError, PoolError, ProtocolError, QuotaExceededError,
+                                         RemoteError, SessionLostError, VersionMismatchError)
 
 from .importhook import install, installed, uninstall
 from .ndarray import ndarray
@@ -19,5 +19,6 @@ from .session import Session, connect
 __all__ = [
     "connect", "install", "uninstall", "installed", "Session", "ndarray",
     "PoolError", "ProtocolError", "AuthenticationError", "VersionMismatchError",
-    "NotAllowedError", "InvalidHandleError", "SessionLostError", "RemoteError", "OutOfMemoryError",
+    "NotAllowedError", "InvalidHandleError", "SessionLostError", "QuotaExceededError", "RemoteError",
+    "OutOfMemoryError",
 ]

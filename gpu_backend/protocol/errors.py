@@ -20,6 +20,7 @@ __all__ = [
     "NotAllowedError",
     "InvalidHandleError",
     "SessionLostError",
+    "QuotaExceededError",
     "RemoteError",
     "OutOfMemoryError",
     "CUDAError",
@@ -61,6 +62,13 @@ class SessionLostError(PoolError, ConnectionError):
     """The session's worker or the pool went away."""
 
 
+class QuotaExceededError(PoolError):
+    """A user's quota (sessions at once) would be exceeded; the text names the quota.
+
+    Device memory over a user's quota is CuPy's ``OutOfMemoryError`` instead, as it
+    would be on a GPU of that size."""
+
+
 class RemoteError(PoolError):
     """An exception whose class the pool could not name."""
 
@@ -81,7 +89,8 @@ ERROR_CLASSES: dict[str, type[BaseException]] = {
         AttributeError, LookupError, MemoryError, AssertionError, RecursionError,
         UnicodeError, BufferError, StopIteration, KeyboardInterrupt,
         PoolError, ProtocolError, AuthenticationError, VersionMismatchError,
-        NotAllowedError, InvalidHandleError, SessionLostError, OutOfMemoryError, CUDAError,
+        NotAllowedError, InvalidHandleError, SessionLostError, QuotaExceededError,
+        OutOfMemoryError, CUDAError,
     )
 }
 ERROR_CLASSES.update(
