@@ -26,6 +26,7 @@ from typing import Any
 
 import zmq
 
+from .arbiter.service import Arbiter
 from .config import PoolSettings
 from .devices import parse_devices
 from .protocol import PROTOCOL_VERSION
@@ -41,6 +42,8 @@ log = logging.getLogger("gpu_backend.frontdoor")
 HELLO_TIMEOUT = 120.0
 #: A device whose workers die this many times before ready gets no more.
 MAX_FAILED_STARTS = 3
+#: What a worker's usage report carries (docs/fair-share.md, "Accounting").
+USAGE_FIELDS = ("memory", "arrays", "ops", "device_s", "bytes_in", "bytes_out", "peak")
 
 
 @dataclass
@@ -95,6 +98,9 @@ class FrontDoor:
         self.control.setsockopt(zmq.LINGER, 0)
         cport = self.control.bind_to_random_port("tcp://127.0.0.1")
         self.control_address = f"tcp://127.0.0.1:{cport}"
+        #: decides who may launch work on each device (None: CUDA time-slicing, policy "none")
+        self.arbiter = (Arbiter(self.ctx, settings.policy, self.devices).start()
+                        if settings.policy != "none" else None)
         self.workers: dict[str, Worker] = {}
         self.sessions: dict[str, Session] = {}
         self.pending: list[PendingHello] = []
@@ -112,6 +118,8 @@ class FrontDoor:
         bind_host = self.settings.host or "127.0.0.1"
         cmd = [sys.executable, "-m", "gpu_backend.worker", "--device", device,
                "--control", self.control_address, "--id", wid, "--bind-host", bind_host]
+        if self.arbiter is not None:
+            cmd += ["--arbiter", self.arbiter.address]
         process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
         self.workers[wid] = Worker(wid, device, process)
 
@@ -138,10 +146,9 @@ class FrontDoor:
             worker.info = msg.get("info") or {}
             self._serve_pending()
         elif kind == "usage" and worker.session is not None:
-            worker.session.usage = {k: msg.get(k) for k in ("memory", "arrays", "ops")}
+            worker.session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
         elif kind == "ended" and worker.session is not None:
-            worker.session.usage.update({k: msg[k] for k in ("memory", "arrays", "ops", "reason")
-                                         if k in msg})
+            worker.session.usage.update({k: msg[k] for k in (*USAGE_FIELDS, "reason") if k in msg})
             log.info("worker %s ended: %s", worker.wid, msg.get("reason"))
         elif kind == "ended":
             log.info("worker %s ended: %s", worker.wid, msg.get("reason"))
@@ -163,6 +170,8 @@ class FrontDoor:
         """Forget a session and keep its summary in ``status()["ended"]`` (the last 50)."""
         if self.sessions.pop(session.sid, None) is None:
             return
+        if self.arbiter is not None:
+            self.arbiter.detach(session.worker.wid)
         self.ended.append({
             "session": session.sid, "user": session.user, "device": session.worker.device,
             "ops": session.usage.get("ops") or 0, "memory_used": session.usage.get("memory") or 0,
@@ -258,6 +267,8 @@ class FrontDoor:
                           hello.memory_limit)
         worker.session = session
         self.sessions[session.sid] = session
+        if self.arbiter is not None:
+            self.arbiter.attach(worker.wid, worker.device, session.sid, session.user, 1.0)
         self.control.send_multipart([worker.wid.encode(), packb(
             {"t": "assign", "session": session.sid, "key": session.key,
              "memory_limit": session.memory_limit})])
@@ -373,6 +384,8 @@ class FrontDoor:
                 worker.process.wait(5)
             except subprocess.TimeoutExpired:
                 pass
+        if self.arbiter is not None:
+            self.arbiter.stop()
         self.clients.close()
         self.control.close()
         self.ctx.term()

@@ -8,6 +8,7 @@ that table. It also moves bytes in and out and accounts for memory.
 from __future__ import annotations
 
 import operator
+from time import perf_counter
 from types import ModuleType
 from typing import Any, Callable
 
@@ -133,6 +134,23 @@ class Device:
         """Compile (once) and launch a user's CUDA kernel; GPU devices only."""
         raise NotImplementedError(
             f"custom CUDA kernels need a GPU: this session runs on the {self.kind} device")
+
+    # -- markers: points in the device's work stream (pacing and accounting) ---
+    def marker(self) -> Any:
+        """Mark the point the device's work stream has reached so far. On the host the
+        work is already done: the marker is the time now."""
+        return perf_counter()
+
+    def reached(self, marker: Any) -> bool:
+        """Whether the device has done all work issued before *marker* (never blocks)."""
+        return True
+
+    def between(self, earlier: Any, later: Any) -> float:
+        """Seconds of the device's timeline from one reached marker to a later one."""
+        return later - earlier
+
+    def drop_marker(self, marker: Any) -> None:
+        """*marker* is no longer needed (GPU devices reuse their events)."""
 
     def start_timer(self) -> Any:
         """Begin timing a batch's device work (``%%gpu_time``)."""

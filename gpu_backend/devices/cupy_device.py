@@ -29,6 +29,10 @@ _KERNEL_FIELDS = {
 }
 
 
+#: cudaEventQuery's answer for "not yet" (cudaErrorNotReady); CuPy returns the raw status.
+_CUDA_ERROR_NOT_READY = 600
+
+
 def gpu_count() -> int:
     """How many GPUs CuPy sees here (0 when CuPy or a driver is missing)."""
     try:
@@ -59,6 +63,9 @@ class CupyDevice(Device):
         )
         self._build_methods()
         self._kernels: dict = {}
+        self._events: list = []   # spare CUDA events for markers
+        self._runtime = cupy.cuda.runtime
+        self._stream = cupy.cuda.get_current_stream().ptr
         self._warm_up()
 
     def _warm_up(self) -> None:
@@ -144,6 +151,28 @@ class CupyDevice(Device):
         if kind == "reduction":
             return self.cupy.ReductionKernel(**definition)
         return self.cupy.RawKernel(**definition)
+
+    def marker(self) -> Any:
+        """A CUDA event recorded on the session's stream (taken from a pool of spares:
+        creating one costs more than recording it)."""
+        event = self._events.pop() if self._events else self.cupy.cuda.Event()
+        self._runtime.eventRecord(event.ptr, self._stream)
+        return event
+
+    def reached(self, marker: Any) -> bool:
+        status = self._runtime.eventQuery(marker.ptr)
+        if status == 0:
+            return True
+        if status == _CUDA_ERROR_NOT_READY:
+            return False
+        return marker.done  # raises the CUDA error this status stands for
+
+    def between(self, earlier: Any, later: Any) -> float:
+        return self._runtime.eventElapsedTime(earlier.ptr, later.ptr) / 1e3
+
+    def drop_marker(self, marker: Any) -> None:
+        if len(self._events) < 256:
+            self._events.append(marker)
 
     def start_timer(self) -> Any:
         start = self.cupy.cuda.Event()

@@ -24,6 +24,7 @@ from ..protocol import api, codec
 from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
 from .handles import HandleTable
+from .pacing import Pacer
 
 __all__ = ["Executor"]
 
@@ -51,6 +52,14 @@ class Executor:
         self.cancelled: Any = lambda: False
         #: arrays whose downloads stream after the current batch's reply
         self.streams: list = []
+        #: measures device time; under a paced policy also holds the device lease
+        self.pacer = Pacer(device)
+        #: set by the socket loop: whether the client has more batches waiting (fifo hand-over)
+        self.more_work: Any = lambda: False
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.peak_memory = 0
+        self._unpaced = 0
         self._is_array = device.is_array
         self._as_array = device.as_array
         warnings.showwarning = self._capture_warning
@@ -89,9 +98,16 @@ class Executor:
         error = None
         executed = 0
         timer = self.device.start_timer() if header.get("g") else None
+        if self.poisoned_at is None and not cancelled and type(count) is int and count > 0 \
+                and not self.pacer.begin_batch(self.cancelled):
+            cancelled = True   # cancelled (or orphaned) while waiting for the device
         if self.poisoned_at is None and not cancelled:
             executed, error, cancelled = self._run_ops(ops, iter(payload), metas, values, downloads,
                                                        out_frames)
+            self.pacer.end_batch(self._unpaced, self.more_work)
+            used = self.device.memory_used()
+            if used > self.peak_memory:
+                self.peak_memory = used
             if header.get("y") and error is None:
                 try:
                     self.device.synchronize()
@@ -126,6 +142,10 @@ class Executor:
         seq = None
         free = self.table.free
         unpack = unpacker.unpack
+        pace = self.pacer.after_ops
+        countdown = self.pacer.countdown
+        paced = 0
+        self._unpaced = 0
         try:
             while True:
                 seq = None  # an error before the next op's seq is known names no op
@@ -169,18 +189,26 @@ class Executor:
                         result = self._call(kind, name, target, args, kwargs)
                     self._store(seq, want, out, result, metas, values)
                 executed += 1
+                countdown -= 1
+                if not countdown:  # mark device progress, pace, hand the device over if due
+                    countdown = pace(executed - paced, self.cancelled)
+                    paced = executed
                 now = perf_counter()
-                if (executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS) and self.cancelled():
+                if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)
+                                     and self.cancelled()):
                     self._free_only(unpacker)  # the rest of the batch is not run; its frees are
                     self.ops_run += executed
+                    self._unpaced = executed - paced
                     return executed, None, True
                 checked = now
         except Exception as exc:  # the op's own error, reported to the client
+            self._unpaced = executed - paced
             if seq is not None:  # an error that names no op cannot be acknowledged: no poison
                 self.poisoned_at = seq
                 self._free_rest(at)
             return executed, self._error(seq, exc), False
         self.ops_run += executed
+        self._unpaced = executed - paced
         return executed, None, False
 
     def _error(self, seq: Any, exc: BaseException) -> list:
@@ -190,6 +218,13 @@ class Executor:
             self.fatal = text
             text += " (the session's CUDA context is lost: this session has ended, open a new one)"
         return [seq, name, text, None]
+
+    def usage(self) -> dict:
+        """Cumulative figures for the pool's accounting (usage reports)."""
+        self.pacer.harvest()
+        return {"device_s": self.pacer.busy, "ops": self.ops_run, "bytes_in": self.bytes_in,
+                "bytes_out": self.bytes_out,
+                "peak": max(self.peak_memory, self.device.memory_used())}
 
     def info(self) -> dict:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""
@@ -321,6 +356,7 @@ class Executor:
         if type(chunks) is int and chunks > 0:
             if self.receive_chunk is None:
                 raise ProtocolError("streamed uploads are not available here")
+            self.bytes_in += nbytes
             return self.device.from_chunks(
                 dt, shape, nbytes, (self.receive_chunk(seq, i) for i in range(chunks)))
         try:
@@ -331,12 +367,14 @@ class Executor:
         if buffer.nbytes != nbytes:
             raise ProtocolError(f"upload data has {buffer.nbytes} bytes, its shape and dtype need {nbytes}")
         host = codec.array_from_buffer(buffer, dt, shape)
+        self.bytes_in += nbytes
         return self.device.from_host(host)
 
     def _download(self, seq: Any, target: Any, downloads: list, out_frames: list) -> None:
         if not self._is_array(target):
             raise ProtocolError("a download needs an array handle")
         chunks = self.device.download_chunks(target)
+        self.bytes_out += target.nbytes
         if chunks:  # sent after the reply, chunk by chunk (see take_streams)
             downloads.append([seq, target.dtype.str, list(target.shape), chunks])
             self.streams.append(target)

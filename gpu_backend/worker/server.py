@@ -26,6 +26,8 @@ from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
 from .executor import Executor
 from .handles import HandleTable
+from .lease import DeviceLease
+from .pacing import Pacer
 
 __all__ = ["main", "WorkerServer"]
 
@@ -42,7 +44,8 @@ SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 
 
 class WorkerServer:
-    def __init__(self, device_spec: str, control: str, worker_id: str, bind_host: str) -> None:
+    def __init__(self, device_spec: str, control: str, worker_id: str, bind_host: str,
+                 arbiter: str | None = None) -> None:
         self.device = open_device(device_spec)
         self.ctx = zmq.Context()
         self.control = self.ctx.socket(zmq.DEALER)
@@ -68,6 +71,10 @@ class WorkerServer:
         self._batch = 0        # ... and its number
         self.executor.receive_chunk = self._receive_chunk
         self.executor.cancelled = self._cancelled
+        self.executor.more_work = self._more_work
+        #: the device lease (fair and fifo policies); None: CUDA time-slicing decides
+        self.lease = DeviceLease(self.ctx, arbiter, worker_id) if arbiter else None
+        self.executor.pacer = Pacer(self.device, self.lease)
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
 
@@ -96,18 +103,27 @@ class WorkerServer:
         poller = zmq.Poller()
         poller.register(self.sock, zmq.POLLIN)
         poller.register(self.control, zmq.POLLIN)
+        lease = self.lease
+        if lease is not None:
+            poller.register(lease.sock, zmq.POLLIN)
+        pacer = self.executor.pacer
         spin_until = 0.0
         while not self.closed:
             if self._queue or self.sock.poll(0):
                 self._handle_client()
                 spin_until = time.perf_counter() + SPIN_SECONDS
+                self._report_usage()   # time-gated: a busy session is accounted as it goes
                 continue
+            if lease is not None and lease.pending():
+                pacer.idle()   # others wait: an idle holder hands the device over at once
             if time.perf_counter() < spin_until:
                 continue
             events = dict(poller.poll(USAGE_INTERVAL * 1000))
             if self.sock in events:
                 self._handle_client()
                 spin_until = time.perf_counter() + SPIN_SECONDS
+            elif lease is not None and lease.sock in events:
+                pacer.idle()
             if self.control in events:
                 msg = unpackb(self.control.recv())
                 if isinstance(msg, dict) and msg.get("t") == "stop":
@@ -201,6 +217,10 @@ class WorkerServer:
                 sock.send(ident, zmq.SNDMORE)
                 sock.send(chunk, copy=False)
 
+    def _more_work(self) -> bool:
+        """Whether a batch from the client is already waiting (asked at a batch's end)."""
+        return bool(self._queue) or bool(self.sock.poll(0))
+
     def _cancelled(self) -> bool:
         """Asked by the executor between ops: cancelled by the client, or orphaned?"""
         return self._poll_cancel() >= self._batch or self._orphaned()
@@ -248,20 +268,31 @@ class WorkerServer:
         now = time.monotonic()
         if now - self._last_usage_time < USAGE_INTERVAL:
             return
-        usage = (self.device.memory_used(), len(self.table), self.executor.ops_run)
+        self.executor.pacer.idle()
+        counters = self.executor.usage()
+        usage = (self.device.memory_used(), len(self.table), *counters.values())
         if usage != self._last_usage:
-            self._send_control({"t": "usage", "memory": usage[0], "arrays": usage[1], "ops": usage[2]})
+            self._send_control({"t": "usage", "memory": usage[0], "arrays": usage[1], **counters})
             self._last_usage, self._last_usage_time = usage, now
 
     def close(self, reason: str) -> None:
         final = {"t": "ended", "reason": reason, "memory": 0, "arrays": len(self.table),
                  "ops": self.executor.ops_run}
         if not self.executor.fatal:  # after a device fault, freeing would only fault again
+            try:
+                self.device.synchronize()
+                final.update(self.executor.usage())
+            except Exception:  # a broken context: report what was measured before
+                pass
             final["memory"] = self.device.memory_used()
             self.table.clear()
         try:
             self._send_control(final)
         finally:
+            if self.lease is not None:
+                if self.lease.holding:   # the next session need not wait for the pool to notice
+                    self.lease.release(self.executor.pacer.busy, want=False)
+                self.lease.close()
             self.sock.close()
             self.control.close()
             self.ctx.term()
@@ -304,8 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--control", required=True)
     parser.add_argument("--id", required=True)
     parser.add_argument("--bind-host", default="127.0.0.1")
+    parser.add_argument("--arbiter", help="the pool's arbiter address (fair and fifo policies)")
     args = parser.parse_args(argv)
-    server = WorkerServer(args.device, args.control, args.id, args.bind_host)
+    server = WorkerServer(args.device, args.control, args.id, args.bind_host, args.arbiter)
     reason = "stopped before a session"
     try:
         if server.wait_for_session():

@@ -1,0 +1,341 @@
+"""Who may put work on a device next: the arbiter's decisions, as plain logic.
+
+A policy object serves one device. The arbiter thread feeds it what workers
+say (``want``, ``used``, ``release``) and what the pool says (``attach``,
+``detach``, weights), and sends the :class:`Grant` and :class:`Yield` actions it
+returns. Time enters only through the injected ``clock`` (hand-over deadlines),
+so tests drive a policy with a fake clock and no GPU.
+
+``FairPolicy`` is weighted fair share over measured device time, in two levels
+(users, then the sessions of a user), in the manner of Linux's CFS: each user
+has a virtual time (device seconds received / weight) and the device goes to
+the runnable user with the least. ``FifoPolicy`` hands the device over at the
+end of a batch, in the order sessions asked, ignoring weights: the baseline
+the fairness benchmark compares with. See docs/fair-share.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Union
+
+__all__ = ["Grant", "Yield", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
+           "QUANTUM", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT"]
+
+#: Device seconds a holder keeps the device while others wait.
+QUANTUM = 0.002
+#: Most device seconds (at weight 1) a user returning from idle may be ahead by.
+CREDIT = 0.002
+#: A returning user preempts the holder if its virtual time is lower by more than this.
+PREEMPT_GAP = 0.0005
+#: Wall seconds a holder may overrun its hand-over before the next session is granted
+#: anyway: it is inside one long kernel, which cannot be preempted; the two then share
+#: the GPU by CUDA's time-slicing until it releases.
+YIELD_TIMEOUT = 0.05
+
+
+@dataclass(frozen=True)
+class Grant:
+    """*session*'s worker may run. ``quantum``: others wait, hand over after that many
+    device seconds; ``batch_end``: others wait, hand over when the batch ends; neither:
+    keep the device until told."""
+    session: str
+    quantum: float | None = None
+    batch_end: bool = False
+
+
+@dataclass(frozen=True)
+class Yield:
+    """The holder is told that others wait: hand over after ``after`` more device
+    seconds (0: now), or with ``batch_end``, when the running batch ends."""
+    session: str
+    after: float = 0.0
+    batch_end: bool = False
+
+
+Action = Union[Grant, Yield]
+
+
+@dataclass
+class _Session:
+    sid: str
+    user: str
+    vt: float = 0.0            # device seconds received (within its user)
+    runnable: bool = False     # holds the device or asked for it
+    charged: float = 0.0       # the worker's cumulative busy seconds charged so far
+    asked_at: float = 0.0      # when it last became runnable
+
+
+@dataclass
+class _User:
+    name: str
+    weight: float = 1.0
+    vt: float = 0.0            # device seconds received / weight
+    min_vt: float = 0.0        # least vt of its runnable sessions; never decreases
+    sessions: set = field(default_factory=set)
+
+    def runnable(self, sessions: dict) -> bool:
+        return any(sessions[s].runnable for s in self.sessions)
+
+
+class Policy:
+    """Sessions, users, the holder and its hand-over deadline: what every policy keeps."""
+
+    name = "base"
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 yield_timeout: float = YIELD_TIMEOUT) -> None:
+        self.clock = clock
+        self.yield_timeout = yield_timeout
+        self.sessions: dict[str, _Session] = {}
+        self.users: dict[str, _User] = {}
+        self.holder: str | None = None
+        self.told = False                    # the holder knows others wait
+        self.finishing: set[str] = set()     # told to stop, granted away, not yet released
+        self._due: float | None = None       # wall time by which the holder must hand over
+
+    # -- the pool's side ------------------------------------------------------
+    def attach(self, sid: str, user: str, weight: float = 1.0) -> None:
+        account = self.users.get(user)
+        if account is None:
+            account = self.users[user] = _User(user, float(weight))
+        account.sessions.add(sid)
+        self.sessions[sid] = _Session(sid, user)
+
+    def detach(self, sid: str) -> list[Action]:
+        session = self.sessions.pop(sid, None)
+        if session is None:
+            return []
+        self.finishing.discard(sid)
+        account = self.users[session.user]
+        account.sessions.discard(sid)
+        if not account.sessions:
+            del self.users[session.user]
+        if self.holder == sid:
+            self._vacate()
+            return self._grant_next()
+        return []
+
+    def set_weight(self, user: str, weight: float) -> None:
+        account = self.users.get(user)
+        if account is not None:
+            account.weight = float(weight)
+
+    # -- the workers' side ----------------------------------------------------
+    def want(self, sid: str) -> list[Action]:
+        raise NotImplementedError
+
+    def used(self, sid: str, busy: float) -> list[Action]:
+        """*sid*'s worker has measured *busy* device seconds in all (reported while it runs)."""
+        session = self.sessions.get(sid)
+        if session is not None:
+            self._charge(session, busy)
+        return []
+
+    def release(self, sid: str, busy: float, want: bool) -> list[Action]:
+        """*sid* handed over (or finished after being granted away); *want*: it has more work."""
+        session = self.sessions.get(sid)
+        if session is None:
+            return []
+        self._charge(session, busy)
+        self.finishing.discard(sid)
+        if self.holder == sid:
+            self._vacate()
+        if want:
+            self._wake(session)
+        else:
+            session.runnable = False
+        return self._grant_next() if self.holder is None else []
+
+    def tick(self) -> list[Action]:
+        """Called once :meth:`next_deadline` has passed: the holder did not hand over in time."""
+        if self.holder is None or self._due is None or self.clock() < self._due:
+            return []
+        late = self.holder
+        self.finishing.add(late)
+        self._vacate()
+        return self._grant_next(exclude=late)
+
+    def next_deadline(self) -> float | None:
+        return self._due
+
+    # -- mechanics ------------------------------------------------------------
+    def _charge(self, session: _Session, busy: float) -> None:
+        delta = busy - session.charged
+        if delta > 0:
+            session.charged = busy
+            session.vt += delta
+            account = self.users[session.user]
+            account.vt += delta / account.weight
+
+    def _wake(self, session: _Session) -> None:
+        if not session.runnable:
+            session.runnable = True
+            session.asked_at = self.clock()
+
+    def _vacate(self) -> None:
+        self.holder, self.told, self._due = None, False, None
+
+    def _waiting(self, exclude: str | None = None) -> list[_Session]:
+        return [s for s in self.sessions.values()
+                if s.runnable and s.sid != self.holder and s.sid != exclude]
+
+    def _others_runnable(self, sid: str) -> bool:
+        return any(s.runnable and s.sid != sid for s in self.sessions.values())
+
+    def _grant_next(self, exclude: str | None = None) -> list[Action]:
+        raise NotImplementedError
+
+    # -- status ---------------------------------------------------------------
+    def snapshot(self) -> dict:
+        """Per user: weight, virtual time, sessions, runnable and waiting ones; the holder."""
+        users = {}
+        for account in self.users.values():
+            members = [self.sessions[s] for s in account.sessions]
+            users[account.name] = {
+                "weight": account.weight, "vt": account.vt, "sessions": len(members),
+                "runnable": sum(s.runnable for s in members),
+                "waiting": sum(s.runnable and s.sid != self.holder for s in members),
+                "holding": any(s.sid == self.holder for s in members),
+            }
+        return {"policy": self.name, "holder": self.holder, "users": users,
+                "finishing": sorted(self.finishing)}
+
+
+class FairPolicy(Policy):
+    """Weighted fair share over measured device time (docs/fair-share.md, "fair")."""
+
+    name = "fair"
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, *, quantum: float = QUANTUM,
+                 credit: float = CREDIT, preempt_gap: float = PREEMPT_GAP,
+                 yield_timeout: float = YIELD_TIMEOUT) -> None:
+        super().__init__(clock, yield_timeout)
+        self.quantum = quantum
+        self.credit = credit
+        self.preempt_gap = preempt_gap
+        self.min_vt = 0.0   # least vt of the runnable users; never decreases
+
+    def want(self, sid: str) -> list[Action]:
+        session = self.sessions.get(sid)
+        if session is None or sid == self.holder:
+            return []
+        self._wake(session)
+        if self.holder is None:
+            return self._grant_next()
+        holder = self.sessions[self.holder]
+        mine, theirs = self.users[session.user], self.users[holder.user]
+        if mine is not theirs and mine.vt + self.preempt_gap < theirs.vt:
+            # a user back from idle with credit: the holder stops launching now, and the
+            # newcomer starts at once, its work queued behind what the holder launched
+            self.finishing.add(holder.sid)
+            self._vacate()
+            return [Yield(holder.sid, 0.0), *self._grant_next(exclude=holder.sid)]
+        if not self.told:   # the holder had the device to itself until now
+            self.told = True
+            self._due = self.clock() + self.quantum + self.yield_timeout
+            return [Yield(holder.sid, self.quantum)]
+        return []
+
+    def _wake(self, session: _Session) -> None:
+        if session.runnable:
+            return
+        account = self.users[session.user]
+        if not account.runnable(self.sessions):
+            self._advance_min_vt()
+            # capped credit: an idle user comes back at most `credit` device seconds ahead
+            account.vt = max(account.vt, self.min_vt - self.credit / account.weight)
+        session.vt = max(session.vt, account.min_vt - self.credit)
+        super()._wake(session)
+
+    def _charge(self, session: _Session, busy: float) -> None:
+        super()._charge(session, busy)
+        account = self.users[session.user]
+        runnable = [self.sessions[s].vt for s in account.sessions if self.sessions[s].runnable]
+        if runnable:
+            account.min_vt = max(account.min_vt, min(runnable))
+        self._advance_min_vt()
+
+    def _advance_min_vt(self) -> None:
+        runnable = [u.vt for u in self.users.values() if u.runnable(self.sessions)]
+        if runnable:
+            self.min_vt = max(self.min_vt, min(runnable))
+
+    def _grant_next(self, exclude: str | None = None) -> list[Action]:
+        waiting = self._waiting(exclude)
+        if not waiting:
+            return []
+        by_user: dict[str, list[_Session]] = {}
+        for s in waiting:
+            by_user.setdefault(s.user, []).append(s)
+        user = min(by_user, key=lambda u: (self.users[u].vt, u))
+        chosen = min(by_user[user], key=lambda s: (s.vt, s.asked_at, s.sid))
+        self.holder = chosen.sid
+        if self._others_runnable(chosen.sid):
+            self.told = True
+            self._due = self.clock() + self.quantum + self.yield_timeout
+            return [Grant(chosen.sid, self.quantum)]
+        self.told, self._due = False, None
+        return [Grant(chosen.sid)]
+
+
+class FifoPolicy(Policy):
+    """First come, first served: the holder hands over when its batch ends if others wait."""
+
+    name = "fifo"
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 yield_timeout: float = YIELD_TIMEOUT) -> None:
+        super().__init__(clock, yield_timeout)
+        self.queue: deque[str] = deque()
+
+    def want(self, sid: str) -> list[Action]:
+        session = self.sessions.get(sid)
+        if session is None or sid == self.holder:
+            return []
+        self._wake(session)
+        if sid not in self.queue:
+            self.queue.append(sid)
+        if self.holder is None:
+            return self._grant_next()
+        if not self.told:
+            self.told = True
+            return [Yield(self.holder, batch_end=True)]
+        return []
+
+    def release(self, sid: str, busy: float, want: bool) -> list[Action]:
+        if sid in self.queue:
+            self.queue.remove(sid)
+        if want and sid in self.sessions:
+            self.queue.append(sid)   # to the back of the line
+        return super().release(sid, busy, want)
+
+    def detach(self, sid: str) -> list[Action]:
+        if sid in self.queue:
+            self.queue.remove(sid)
+        return super().detach(sid)
+
+    def _grant_next(self, exclude: str | None = None) -> list[Action]:
+        for sid in list(self.queue):
+            session = self.sessions.get(sid)
+            if session is None or not session.runnable or sid == exclude:
+                continue
+            self.queue.remove(sid)
+            self.holder = sid
+            self.told = self._others_runnable(sid)
+            self._due = None   # a batch runs to its end, however long
+            return [Grant(sid, batch_end=self.told)]
+        return []
+
+
+def make_policy(name: str, clock: Callable[[], float] = time.monotonic) -> Policy | None:
+    """The policy called *name* (``fair``, ``fifo``); ``none`` means no arbiter at all."""
+    if name == "fair":
+        return FairPolicy(clock)
+    if name == "fifo":
+        return FifoPolicy(clock)
+    if name == "none":
+        return None
+    raise ValueError(f"unknown policy {name!r}: fair, fifo or none")

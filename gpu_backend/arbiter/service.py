@@ -1,0 +1,208 @@
+"""The arbiter thread: one per pool, deciding for every device who may launch work.
+
+It owns a ROUTER socket that the session workers' leases talk to (loopback
+``ipc://`` where there is one) and one policy object per device. The front door
+tells it, from its own thread, which worker serves which session and user and
+what the users' weights are (:meth:`attach`, :meth:`detach`,
+:meth:`set_weights`): those calls are queued and the thread applies them before
+the next worker message, so a worker's first ``want`` always finds its session
+attached. Status is read from :attr:`snapshot`, replaced whole by the thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import tempfile
+import threading
+import time
+from typing import Any, Callable
+
+import zmq
+
+from ..protocol.codec import packb, unpackb
+from .policy import Grant, Policy, make_policy
+
+__all__ = ["Arbiter"]
+
+log = logging.getLogger("gpu_backend.arbiter")
+
+#: How often the status snapshot is rebuilt while messages flow (seconds).
+SNAPSHOT_INTERVAL = 0.1
+
+
+class Arbiter:
+    def __init__(self, ctx: zmq.Context, policy: str, devices: list[str],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.ctx = ctx
+        self.clock = clock
+        self.policy = policy
+        self.policies: dict[str, Policy] = {}
+        for device in devices:
+            made = make_policy(policy, clock)
+            if made is None:
+                raise ValueError("the 'none' policy has no arbiter")
+            self.policies[device] = made
+        self.sock = ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self._dir = None
+        if zmq.has("ipc") and os.name == "posix":
+            self._dir = tempfile.mkdtemp(prefix="gpuwb-arbiter-")
+            self.address = f"ipc://{self._dir}/arbiter"
+            self.sock.bind(self.address)
+        else:
+            port = self.sock.bind_to_random_port("tcp://127.0.0.1")
+            self.address = f"tcp://127.0.0.1:{port}"
+        self._wake_address = f"inproc://gpuwb-arbiter-{id(self)}"
+        self._wake_rx = ctx.socket(zmq.PULL)
+        self._wake_rx.bind(self._wake_address)
+        self._wake_tx: zmq.Socket | None = None   # made in the caller's thread on first use
+        self._commands: queue.SimpleQueue = queue.SimpleQueue()
+        self._where: dict[str, tuple[str, str]] = {}   # worker id -> (device, session)
+        self._worker_of: dict[str, str] = {}            # session -> worker id
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gpuwb-arbiter", daemon=True)
+        self._snapshot_at = 0.0
+        #: per device: the policy's snapshot (users' weights, virtual times, waiting)
+        self.snapshot: dict[str, Any] = {}
+
+    # ------------------------------------------------------------ the pool's calls
+    def start(self) -> "Arbiter":
+        self._thread.start()
+        return self
+
+    def _command(self, *command: Any) -> None:
+        self._commands.put(command)
+        if self._wake_tx is None:
+            self._wake_tx = self.ctx.socket(zmq.PUSH)
+            self._wake_tx.setsockopt(zmq.LINGER, 0)
+            self._wake_tx.connect(self._wake_address)
+        self._wake_tx.send(b"", zmq.NOBLOCK)
+
+    def attach(self, worker: str, device: str, session: str, user: str, weight: float) -> None:
+        """*worker* now serves *session* of *user* on *device* (called before the hello reply)."""
+        self._command("attach", worker, device, session, user, weight)
+
+    def detach(self, worker: str) -> None:
+        """*worker*'s session ended (closed, expired, worker died)."""
+        self._command("detach", worker)
+
+    def set_weights(self, weights: dict[str, float]) -> None:
+        """New weights from a users-file reload; the next decision uses them."""
+        self._command("weights", dict(weights))
+
+    def stop(self) -> None:
+        self._stop.set()
+        try:
+            self._command("stop")
+        except zmq.ZMQError:
+            pass
+        self._thread.join(5)
+        if self._wake_tx is not None:
+            self._wake_tx.close()
+        if self._dir:
+            try:
+                os.unlink(os.path.join(self._dir, "arbiter"))
+                os.rmdir(self._dir)
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------ the thread
+    def _run(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        poller.register(self._wake_rx, zmq.POLLIN)
+        try:
+            while not self._stop.is_set():
+                deadlines = [d for p in self.policies.values() if (d := p.next_deadline()) is not None]
+                timeout = 1000.0
+                if deadlines:
+                    timeout = max(0.0, min(deadlines) - self.clock()) * 1000
+                events = dict(poller.poll(max(1, int(timeout + 0.999)) if timeout else 0))
+                if self._wake_rx in events:
+                    while self._wake_rx.poll(0):
+                        self._wake_rx.recv()
+                self._apply_commands()
+                if self.sock in events:
+                    while self.sock.poll(0):
+                        self._on_worker()
+                for policy in self.policies.values():
+                    self._send(policy.tick())
+                self._refresh_snapshot()
+        except Exception:  # the arbiter must never take the pool down silently
+            log.exception("the arbiter stopped")
+        finally:
+            self.sock.close()
+            self._wake_rx.close()
+
+    def _apply_commands(self) -> None:
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            kind = command[0]
+            if kind == "attach":
+                _, worker, device, session, user, weight = command
+                policy = self.policies.get(device)
+                if policy is not None:
+                    self._where[worker] = (device, session)
+                    self._worker_of[session] = worker
+                    policy.attach(session, user, weight)
+            elif kind == "detach":
+                place = self._where.pop(command[1], None)
+                if place is not None:
+                    device, session = place
+                    self._worker_of.pop(session, None)
+                    self._send(self.policies[device].detach(session))
+            elif kind == "weights":
+                for policy in self.policies.values():
+                    for user, weight in command[1].items():
+                        policy.set_weight(user, weight)
+            self._snapshot_at = 0.0
+
+    def _on_worker(self) -> None:
+        frames = self.sock.recv_multipart()
+        if len(frames) != 2:
+            return
+        place = self._where.get(frames[0].decode(errors="replace"))
+        if place is None:
+            return   # a worker not (or no longer) serving a session: nothing to decide
+        device, session = place
+        policy = self.policies[device]
+        try:
+            msg = unpackb(frames[1])
+            kind = msg.get("t")
+            if kind == "want":
+                actions = policy.want(session)
+            elif kind == "used":
+                actions = policy.used(session, float(msg["busy"]))
+            elif kind == "release":
+                actions = policy.release(session, float(msg["busy"]), bool(msg.get("want")))
+            else:
+                return
+        except (ValueError, TypeError, KeyError, AttributeError):
+            log.warning("malformed arbiter message from the worker of session %s", session)
+            return
+        self._send(actions)
+
+    def _send(self, actions: list) -> None:
+        for action in actions:
+            worker = self._worker_of.get(action.session)
+            if worker is None:
+                continue
+            if isinstance(action, Grant):
+                msg = {"t": "grant", "q": action.quantum, "b": action.batch_end}
+            else:
+                msg = {"t": "yield", "q": action.after, "b": action.batch_end}
+            try:
+                self.sock.send_multipart([worker.encode(), packb(msg)], zmq.NOBLOCK)
+            except zmq.ZMQError:   # the worker is gone; the pool detaches it when it reaps it
+                pass
+
+    def _refresh_snapshot(self) -> None:
+        now = self.clock()
+        if now - self._snapshot_at >= SNAPSHOT_INTERVAL:
+            self.snapshot = {device: policy.snapshot() for device, policy in self.policies.items()}
+            self._snapshot_at = now

@@ -1,0 +1,126 @@
+"""The worker's side of the arbiter: asking for the device, holding it, handing it over.
+
+A session worker under the ``fair`` or ``fifo`` policy may launch work only
+while it holds its device's lease. It asks when a batch arrives and it does
+not hold it (``want``), reports the device time it measures while it holds it
+(``used``), and hands it over (``release``) when its quantum is spent, when
+told to at once, or, under ``fifo``, when its batch ends. A session alone on
+its device keeps the lease across batches and never waits for the arbiter:
+the hot path of a lone user sends at most one ``used`` report per
+millisecond of device time. Messages are in docs/fair-share.md.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import zmq
+
+from ..protocol.codec import packb, unpackb
+
+__all__ = ["DeviceLease", "REPORT_SECONDS"]
+
+#: While holding, report measured device time at least this often (device seconds).
+REPORT_SECONDS = 0.001
+#: While waiting for a grant, look for a cancel from the client this often (seconds).
+WAIT_SLICE = 0.002
+
+
+class DeviceLease:
+    """Called only from the worker's one thread (the serve loop, the executor's pacing)."""
+
+    def __init__(self, ctx: zmq.Context, address: str, worker_id: str) -> None:
+        self.sock = ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.IDENTITY, worker_id.encode())
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(address)
+        self.holding = False
+        self.asked = False
+        #: measured busy seconds at which to hand over (None: keep until told)
+        self.hand_over_at: float | None = None
+        #: hand over when the running batch ends (fifo)
+        self.at_batch_end = False
+        self._reported = 0.0
+        self.grants = 0
+
+    # ------------------------------------------------------------ messages
+    def _send(self, msg: dict) -> None:
+        self.sock.send(packb(msg))
+
+    def pending(self) -> bool:
+        """Whether the arbiter has said something not yet read (no system call)."""
+        return bool(self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN)
+
+    def read(self, busy: float) -> None:
+        """Take in every arbiter message that has arrived."""
+        while self.pending():
+            msg = unpackb(self.sock.recv(zmq.NOBLOCK))
+            kind = msg.get("t") if isinstance(msg, dict) else None
+            if kind == "grant":
+                self.holding, self.asked = True, False
+                self.grants += 1
+                quantum = msg.get("q")
+                self.hand_over_at = busy + quantum if quantum is not None else None
+                self.at_batch_end = bool(msg.get("b"))
+                self._reported = busy
+            elif kind == "yield" and self.holding:
+                if msg.get("b"):
+                    self.at_batch_end = True
+                else:
+                    due = busy + float(msg.get("q") or 0.0)
+                    self.hand_over_at = due if self.hand_over_at is None else min(self.hand_over_at, due)
+
+    # ------------------------------------------------------------ holding
+    def acquire(self, busy: float, interrupted: Callable[[], bool]) -> bool:
+        """Block until this worker holds the device; False if *interrupted* first (a cancel
+        or the pool going away: the request stays, and a late grant is handed back)."""
+        self.read(busy)
+        if self.holding:
+            return True
+        if not self.asked:
+            self._send({"t": "want"})
+            self.asked = True
+        while True:
+            if self.sock.poll(WAIT_SLICE * 1000):
+                self.read(busy)
+                if self.holding:
+                    return True
+            if interrupted():
+                return False
+
+    def must_hand_over(self, projected_busy: float) -> bool:
+        """Whether the quantum is spent, counting the work already launched."""
+        return self.holding and self.hand_over_at is not None and projected_busy >= self.hand_over_at
+
+    def report(self, busy: float) -> None:
+        if self.holding and busy - self._reported >= REPORT_SECONDS:
+            self._send({"t": "used", "busy": busy})
+            self._reported = busy
+
+    def release(self, busy: float, want: bool) -> None:
+        """Hand the device over; with *want*, ask for it again at once (work is waiting)."""
+        self._send({"t": "release", "busy": busy, "want": want})
+        self.holding = False
+        self.asked = want
+        self.hand_over_at = None
+        self.at_batch_end = False
+        self._reported = busy
+
+    def idle(self, busy: float) -> None:
+        """Between batches: hand over at once if others wait (or a grant came unneeded)."""
+        self.read(busy)
+        if self.holding and (self.hand_over_at is not None or self.at_batch_end):
+            self.release(busy, want=False)
+        else:
+            self.report(busy)
+
+    def wait(self, seconds: float) -> None:
+        """Sleep up to *seconds*, waking at once if the arbiter speaks."""
+        if seconds >= 0.001:
+            self.sock.poll(int(seconds * 1000))
+        elif not self.pending():
+            time.sleep(max(seconds, 20e-6))
+
+    def close(self) -> None:
+        self.sock.close()

@@ -1,0 +1,173 @@
+"""The arbiter's policies, driven by a simulated device in virtual time (no GPU, no sockets).
+
+tests/policy_sim.py plays the workers: saturating sessions (an endless queue of
+ops of one length) and interactive ones (one op every period). Shares are
+device time per window divided by the window's total.
+"""
+
+import pytest
+
+from gpu_backend.arbiter.policy import (CREDIT, QUANTUM, FairPolicy, FifoPolicy, Grant, Yield,
+                                        make_policy)
+
+from .policy_sim import SimDevice, SimSession
+
+OP = 0.0014   # an 8192² fp16 GEMM on an H200, roughly
+
+
+def simulate(sessions, until, policy=None):
+    policy = policy or FairPolicy()
+    dev = SimDevice(policy)
+    policy.clock = dev.clock
+    for session, weight in sessions:
+        dev.add(session, weight)
+    dev.run(until)
+    return dev
+
+
+def shares(dev, sids, t0, t1):
+    busy = [dev.busy_between(s, t0, t1) for s in sids]
+    total = sum(busy)
+    return [b / total for b in busy]
+
+
+@pytest.mark.parametrize("weights", [(1, 1), (1, 2, 4), (3, 1)])
+def test_backlogged_users_share_by_weight(weights):
+    dev = simulate([(SimSession(f"s{i}", f"u{i}", OP), w) for i, w in enumerate(weights)], 10.0)
+    target = [w / sum(weights) for w in weights]
+    assert shares(dev, [f"s{i}" for i in range(len(weights))], 0, 10) == pytest.approx(target, abs=0.002)
+    for t in range(1, 10):   # every 1-s window, not only the whole run
+        measured = shares(dev, [f"s{i}" for i in range(len(weights))], t - 1, t)
+        for m, w in zip(measured, target):
+            assert abs(m - w) / w < 0.03
+    assert dev.idle_while_wanted == 0   # work conservation
+
+
+def test_a_users_sessions_split_the_users_share():
+    dev = simulate([(SimSession("a1", "A", OP), 1), (SimSession("a2", "A", OP), 1),
+                    (SimSession("b", "B", OP), 1)], 6.0)
+    assert shares(dev, ["a1", "a2", "b"], 0, 6) == pytest.approx([0.25, 0.25, 0.5], abs=0.01)
+
+
+def test_unequal_op_lengths_share_device_time_not_ops():
+    dev = simulate([(SimSession("big", "B", 0.0014), 1), (SimSession("small", "S", 0.00005), 1)], 5.0)
+    assert shares(dev, ["big", "small"], 0, 5) == pytest.approx([0.5, 0.5], abs=0.01)
+
+
+def test_join_leave_and_the_device_never_idles():
+    dev = simulate([(SimSession("a", "A", OP), 1), (SimSession("b", "B", OP), 1),
+                    (SimSession("c", "C", OP, start=3.0, stop=6.0), 2)], 9.0)
+    assert shares(dev, ["a", "b"], 0.5, 3) == pytest.approx([0.5, 0.5], abs=0.01)
+    assert shares(dev, ["a", "b", "c"], 3.1, 6) == pytest.approx([0.25, 0.25, 0.5], abs=0.01)
+    assert shares(dev, ["a", "b"], 6.1, 9) == pytest.approx([0.5, 0.5], abs=0.01)
+    assert dev.idle_while_wanted == 0
+
+
+def test_a_joining_user_converges_within_a_tenth_of_a_second():
+    dev = simulate([(SimSession("a", "A", OP), 1), (SimSession("b", "B", OP, start=2.0), 1)], 3.0)
+    assert shares(dev, ["a", "b"], 2.1, 2.2) == pytest.approx([0.5, 0.5], abs=0.05)
+
+
+def test_weights_changed_live_take_effect_at_once():
+    policy = FairPolicy()
+    dev = SimDevice(policy)
+    policy.clock = dev.clock
+    dev.add(SimSession("a", "A", OP), 1)
+    dev.add(SimSession("b", "B", OP), 1)
+    dev.run(3.0)
+    policy.set_weight("A", 3.0)
+    dev.run(6.0)
+    assert shares(dev, ["a", "b"], 2, 3) == pytest.approx([0.5, 0.5], abs=0.02)
+    assert shares(dev, ["a", "b"], 3.2, 6) == pytest.approx([0.75, 0.25], abs=0.02)
+    assert shares(dev, ["a", "b"], 3.2, 3.4) == pytest.approx([0.75, 0.25], abs=0.05)
+
+
+def test_idle_credit_is_capped():
+    """A user idle for seconds comes back ahead by at most CREDIT, not by its idle time."""
+    dev = simulate([(SimSession("a", "A", OP), 1), (SimSession("b", "B", OP, start=5.0), 1)], 5.5)
+    first = dev.busy_between("b", 5.0, 5.05)
+    assert first <= 0.025 + CREDIT + OP   # half of 50 ms, plus the credit, plus one op
+    assert shares(dev, ["a", "b"], 5.0, 5.5) == pytest.approx([0.5, 0.5], abs=0.03)
+
+
+def test_an_interactive_op_waits_only_for_the_op_on_the_device():
+    for saturating in (1, 2):
+        sessions = [(SimSession(f"b{i}", f"B{i}", 0.001), 1) for i in range(saturating)]
+        sessions.append((SimSession("i", "I", 0.0001, period=0.01), 1))
+        dev = simulate(sessions, 10.0)
+        latencies = sorted(dev.sessions["i"].latencies[1:])
+        assert latencies[int(len(latencies) * 0.99)] <= 0.001 + 0.0001 + 1e-9
+        # and the interactive user does not eat into the others' fair split
+        assert shares(dev, [f"b{i}" for i in range(saturating)], 1, 10) == pytest.approx(
+            [1 / saturating] * saturating, abs=0.01)
+
+
+def test_preemption_grants_the_newcomer_and_stops_the_holder():
+    t = [0.0]
+    policy = FairPolicy(lambda: t[0])
+    policy.attach("b", "B")
+    policy.attach("i", "I")
+    assert policy.want("b") == [Grant("b")]            # alone: keeps the device
+    policy.used("b", 0.5)                               # half a second of GEMMs
+    actions = policy.want("i")                          # back with credit
+    assert actions == [Yield("b", 0.0), Grant("i", QUANTUM)]
+    assert policy.holder == "i" and "b" in policy.finishing
+    assert policy.release("b", 0.5005, want=True) == []   # b finishes its op; i still holds
+    assert policy.release("i", 0.0001, want=False) == [Grant("b")]
+
+
+def test_a_second_user_of_equal_standing_waits_for_the_quantum():
+    t = [0.0]
+    policy = FairPolicy(lambda: t[0])
+    for sid in ("a", "b"):
+        policy.attach(sid, sid.upper())
+    policy.want("a")
+    policy.want("b")                                    # level: no preemption
+    assert policy.holder == "a"
+    assert policy.release("a", QUANTUM, want=True) == [Grant("b", QUANTUM)]
+
+
+def test_a_holder_stuck_in_one_long_kernel_is_granted_away_after_the_timeout():
+    t = [0.0]
+    policy = FairPolicy(lambda: t[0])
+    for sid in ("a", "b"):
+        policy.attach(sid, sid.upper())
+    policy.want("a")
+    assert policy.want("b") == [Yield("a", QUANTUM)]
+    t[0] = QUANTUM + policy.yield_timeout / 2
+    assert policy.tick() == []
+    t[0] = QUANTUM + policy.yield_timeout * 1.01
+    assert policy.tick() == [Grant("b", QUANTUM)]       # b shares the GPU with a's long kernel
+    assert "a" in policy.finishing
+    assert policy.release("a", 1.0, want=False) == []
+
+
+def test_detaching_the_holder_grants_the_next_session():
+    policy = FairPolicy()
+    for sid in ("a", "b"):
+        policy.attach(sid, sid.upper())
+    policy.want("a")
+    policy.want("b")
+    assert policy.detach("a") == [Grant("b")]
+    assert policy.detach("a") == []
+    assert "A" not in policy.snapshot()["users"]
+
+
+def test_fifo_serves_in_order_and_hands_over_at_batch_ends():
+    policy = FifoPolicy()
+    for sid in "abc":
+        policy.attach(sid, sid.upper(), weight=10 if sid == "c" else 1)   # weights ignored
+    assert policy.want("a") == [Grant("a")]
+    assert policy.want("c") == [Yield("a", batch_end=True)]
+    assert policy.want("b") == []
+    assert policy.release("a", 1.0, want=True) == [Grant("c", batch_end=True)]
+    assert policy.release("c", 1.0, want=True) == [Grant("b", batch_end=True)]
+    assert policy.release("b", 1.0, want=False) == [Grant("a", batch_end=True)]
+
+
+def test_make_policy():
+    assert isinstance(make_policy("fair"), FairPolicy)
+    assert isinstance(make_policy("fifo"), FifoPolicy)
+    assert make_policy("none") is None
+    with pytest.raises(ValueError):
+        make_policy("lottery")
