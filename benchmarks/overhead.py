@@ -11,6 +11,9 @@ local CuPy and through the proxy on the same GPU:
 * GEMM 8192 x 8192, float16 and float32 (TFLOP/s)
 * 256 MB host->device and device->host (GB/s)
 * raw pyzmq loopback throughput of a 256 MB message, for reference
+* with ``--compare-policies``: the sync latency and pipelined rate of one lone
+  session under each arbiter policy (``none`` and ``fair`` pools side by side,
+  measured in alternating rounds): the arbiter must cost a lone user nothing
 
 With no GPU (or no CuPy) the local column is empty and the pool runs on the
 NumPy device, which still exercises the whole proxy path.
@@ -256,6 +259,50 @@ def run_cases(cupy, proxy, session, args):
     return local or None, remote
 
 
+def compare_policies(args, policies=("none", "fair"), rounds=4):
+    """One session per policy's pool, all pools up at once; the two small-op cases
+    measured in alternating rounds (A B B A ...) so drift cancels. Returns per policy the
+    median of the rounds, and each policy's ratio to the first."""
+    pools, sessions = {}, {}
+    try:
+        for policy in policies:
+            pools[policy] = LocalPool(devices=args.devices, memory_limit=8 << 30, policy=policy).start()
+            sessions[policy] = kernelproxy.connect(pools[policy].address, pools[policy].token)
+        runs = {p: {"sync_us": [], "ops_per_s": []} for p in policies}
+        order = []
+        for r in range(rounds):
+            order += list(policies) if r % 2 == 0 else list(reversed(policies))
+        for policy in order:
+            session = sessions[policy]
+            xp = module_for(session)
+            runs[policy]["sync_us"].append(
+                bench_sync_latency(xp, session, args.latency_reps // 2)["median_us"])
+            runs[policy]["ops_per_s"].append(
+                bench_pipelined(xp, session, args.pipelined_ops // 2)["ops_per_s"])
+    finally:
+        for session in sessions.values():
+            session.close()
+        for pool in pools.values():
+            pool.stop()
+    out = {p: {k: statistics.median(v) for k, v in runs[p].items()} | {"rounds": runs[p]}
+           for p in policies}
+    base = out[policies[0]]
+    for p in policies[1:]:
+        out[p]["sync_vs_" + policies[0]] = out[p]["sync_us"] / base["sync_us"]
+        out[p]["rate_vs_" + policies[0]] = out[p]["ops_per_s"] / base["ops_per_s"]
+    return out
+
+
+def policy_table(compared):
+    lines = [f"{'policy':8} {'sync µs':>10} {'pipelined op/s':>16} {'sync vs none':>13} "
+             f"{'rate vs none':>13}  target: within 5%", "-" * 80]
+    for policy, row in compared.items():
+        vs = lambda k: f"{row[k]:13.3f}" if k in row else f"{'-':>13}"  # noqa: E731
+        lines.append(f"{policy:8} {row['sync_us']:10.1f} {row['ops_per_s']:16.0f} "
+                     f"{vs('sync_vs_none')} {vs('rate_vs_none')}")
+    return "\n".join(lines)
+
+
 def ratio(a, b):
     return None if a is None or b is None or b == 0 else a / b
 
@@ -319,6 +366,9 @@ def main(argv=None):
     parser.add_argument("--gemm-reps", type=int, default=20)
     parser.add_argument("--transfer-mb", type=int, default=256)
     parser.add_argument("--transfer-reps", type=int, default=5)
+    parser.add_argument("--compare-policies", action="store_true",
+                        help="also: a lone session's small-op cases under policy none vs fair")
+    parser.add_argument("--policy", default="fair", help="the main pool's policy (default fair)")
     args = parser.parse_args(argv)
     if args.quick:
         args.latency_reps, args.pipelined_ops, args.transfer_mb = 300, 3000, 32
@@ -336,7 +386,8 @@ def main(argv=None):
     elif args.gemm > 1024:
         args.gemm = 1024  # NumPy device: keep the run short
 
-    with LocalPool(devices=args.devices, memory_limit=64 << 30) as pool:
+    results["policy"] = args.policy
+    with LocalPool(devices=args.devices, memory_limit=64 << 30, policy=args.policy) as pool:
         session = kernelproxy.connect(pool.address, pool.token)
         try:
             results["pool_device"] = session.device
@@ -344,11 +395,16 @@ def main(argv=None):
         finally:
             session.close()
     results["raw_zmq"] = bench_raw_zmq(args.transfer_mb * MB, args.transfer_reps)
+    if args.compare_policies:
+        results["policies"] = compare_policies(args)
     if args.only:
         print(json.dumps(results, indent=1))
         return
 
     print(table(results))
+    if "policies" in results:
+        print()
+        print(policy_table(results["policies"]))
     print(json.dumps(results, indent=1))
     if args.json:
         with open(args.json, "w") as fh:

@@ -114,8 +114,6 @@ class WorkerServer:
                 spin_until = time.perf_counter() + SPIN_SECONDS
                 self._report_usage()   # time-gated: a busy session is accounted as it goes
                 continue
-            if lease is not None and lease.pending():
-                pacer.idle()   # others wait: an idle holder hands the device over at once
             if time.perf_counter() < spin_until:
                 continue
             events = dict(poller.poll(USAGE_INTERVAL * 1000))
@@ -123,7 +121,7 @@ class WorkerServer:
                 self._handle_client()
                 spin_until = time.perf_counter() + SPIN_SECONDS
             elif lease is not None and lease.sock in events:
-                pacer.idle()
+                pacer.idle()   # others wait: an idle holder hands the device over at once
             if self.control in events:
                 msg = unpackb(self.control.recv())
                 if isinstance(msg, dict) and msg.get("t") == "stop":
