@@ -260,10 +260,15 @@ class Session:
             timeout = 0
 
     def _wait_all(self) -> None:
+        self._wait_through(None)
+
+    def _wait_through(self, seq: int | None) -> None:
+        """Read replies until every batch is answered, or (with *seq*) the one carrying op *seq*."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         poll = self.sock.poll
         spin_until = time.perf_counter() + SPIN_SECONDS
-        while self._in_flight:
+        in_flight = self._in_flight
+        while in_flight and (seq is None or in_flight[0][1] <= seq):
             if poll(0):
                 self._read_reply()
             elif time.perf_counter() < spin_until:
@@ -365,6 +370,30 @@ class Session:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self.sync(waiting_for=seq)
         return self._values.pop(seq)
+
+    def value_later(self, operator: str, *args: Any) -> int:
+        """Queue an op whose value is wanted later (``"float"``, ``"int"``, ``"bool"``,
+        ``"repr"`` of a remote array); returns its sequence number for :meth:`result`.
+        Nothing waits now: a loop can issue the next step's work before asking."""
+        if operator not in api.OPERATORS:
+            raise ValueError(f"{operator!r} is not an operator the pool evaluates")
+        return self.submit(m.KIND_OPERATOR, api.VALUE, None, operator, None, args, label=operator)
+
+    def result(self, seq: int) -> Any:
+        """The value of op *seq* (from :meth:`value_later`). Waits only for the batches up to
+        the one carrying it, not for work issued after it, so the device stays busy."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        if seq > self._flushed_seq:
+            self.flush(drain=False)
+        self._wait_through(seq)
+        error = self._error
+        if error is not None and (error[0] is None or error[0] <= seq):
+            self._raise_pending(seq)
+        try:
+            return self._values.pop(seq)
+        except KeyError:
+            raise InvalidHandleError(f"op {seq} has no value (it was not issued by value_later, "
+                                     "or its value was already taken)") from None
 
     def meta_of(self, hid: int) -> tuple:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours

@@ -88,3 +88,34 @@ def test_memory_info(cp, session):
     x = cp.zeros(1 << 17)                                 # 1 MiB
     assert session.memory_info()["memory_used"] >= info["memory_used"] + (1 << 20)
     del x
+
+
+def test_value_later_waits_only_for_its_own_batch(session):
+    """A pipelined loop: the value of step k is read after step k + 1 was sent."""
+    from kernelproxy.modules import module_for
+    cp = module_for(session)
+    x = cp.arange(10, dtype=cp.float64)
+    pending = []
+    for step in range(5):
+        x = x + 1
+        pending.append(session.value_later("float", x.sum()))
+        session.flush()
+        if len(pending) == 2:
+            assert session.result(pending.pop(0)) == sum(range(10)) + 10 * step
+    assert session.result(pending.pop(0)) == sum(range(10)) + 50
+    with pytest.raises(kernelproxy.InvalidHandleError):
+        session.result(1)
+    with pytest.raises(ValueError):
+        session.value_later("exec", x)
+
+
+def test_result_raises_an_earlier_ops_error(session):
+    from kernelproxy.modules import module_for
+    cp = module_for(session)
+    a = cp.ones((2, 3))
+    bad = a @ a          # shapes do not match: fails in the pool
+    seq = session.value_later("float", a.sum())
+    with pytest.raises(ValueError):
+        session.result(seq)
+    del bad
+    assert float(a.sum()) == 6.0   # the session goes on
