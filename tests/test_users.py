@@ -1,11 +1,15 @@
-"""Users, tokens, the users file and the registry the front door checks tokens with.
-Real files in tmp_path.
+"""Users, tokens, the users file, the registry the front door checks tokens with, and
+``gpuwb-backend users``. Real files in tmp_path; the command runs as a real subprocess.
 
 scrypt costs tens of milliseconds a call: the tests verify a handful of tokens, not hundreds.
 """
 
+import json
 import logging
+import os
 import stat
+import subprocess
+import sys
 import time
 
 import pytest
@@ -325,3 +329,89 @@ def test_reload_sees_a_same_size_rewrite_at_once(tmp_path):
     assert registry.reload() == Reload(frozenset(), frozenset(), frozenset({"alice"}))
     with pytest.raises(AuthenticationError):
         registry.authenticate(old)
+
+
+# -- gpuwb-backend users -------------------------------------------------------------------
+
+def users_cli(path, *args, env_file=False):
+    """Run ``python -m gpu_backend.cli users ...`` for real; the file by --file or by the variable."""
+    env = {k: v for k, v in os.environ.items() if k != "GPUWB_USERS_FILE"}
+    if env_file:
+        env["GPUWB_USERS_FILE"] = str(path)
+        command = ["users", *args]
+    else:
+        command = ["users", "--file", str(path), *args] if path is not None else ["users", *args]
+    return subprocess.run([sys.executable, "-m", "gpu_backend.cli", *command],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+
+
+def test_cli_add_list_set_remove(tmp_path):
+    path = tmp_path / "users.toml"
+    added = users_cli(path, "add", "alice", "--weight", "2", "--memory", "16GiB", "--sessions", "4",
+                      env_file=True)
+    assert added.returncode == 0, added.stderr
+    token = added.stdout.strip()
+    assert added.stdout == token + "\n" and token_user(token) == "alice"
+    assert "only" in added.stderr and "once" in added.stderr and token not in added.stderr
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert token.split(".", 1)[1] not in path.read_text()
+    registry = UserRegistry.from_file(path)
+    alice = registry.authenticate(token)
+    assert (alice.weight, alice.memory, alice.sessions) == (2.0, 16 * GIB, 4)
+
+    assert users_cli(path, "add", "bob").returncode == 0
+    assert registry.reload().added == {"bob"}
+
+    listed = users_cli(path, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "alice" in listed.stdout and "16GiB" in listed.stdout and "—" in listed.stdout
+    assert "scrypt" not in listed.stdout
+    as_json = users_cli(path, "list", "--json")
+    assert json.loads(as_json.stdout) == [
+        {"name": "alice", "weight": 2.0, "memory": 16 * GIB, "sessions": 4},
+        {"name": "bob", "weight": 1.0, "memory": None, "sessions": None}]
+
+    changed = users_cli(path, "set", "alice", "--memory", "none", "--sessions", "none",
+                        "--weight", "0.5", "--new-token")
+    assert changed.returncode == 0, changed.stderr
+    new = changed.stdout.strip()
+    assert token_user(new) == "alice" and new != token
+    assert registry.reload() == Reload(frozenset(), frozenset(), frozenset({"alice"}))
+    with pytest.raises(AuthenticationError):
+        registry.authenticate(token)                           # the old token stops working
+    alice = registry.authenticate(new)
+    assert (alice.weight, alice.memory, alice.sessions) == (0.5, None, None)
+
+    assert users_cli(path, "set", "alice", "--memory", "1.5G").stdout == ""   # no new token: silent
+    assert registry.reload().changed == {"alice"} and registry.get("alice").memory == parse_size("1.5G")
+
+    assert users_cli(path, "remove", "bob").returncode == 0
+    assert registry.reload().removed == {"bob"}
+    assert sorted(load_users(path)) == ["alice"]
+
+
+def test_cli_errors_exit_2_without_a_traceback(tmp_path):
+    path = tmp_path / "users.toml"
+    assert users_cli(path, "add", "alice").returncode == 0
+    before = path.read_text()
+    failures = [
+        (users_cli(path, "add", "alice"), "exists"),
+        (users_cli(path, "add", "carol", "--memory", "16 XiB"), "not a size"),
+        (users_cli(path, "add", "carol", "--memory", "12K"), "at least 1MiB"),
+        (users_cli(path, "set", "zed", "--weight", "2"), "no user 'zed'"),
+        (users_cli(path, "set", "alice", "--sessions", "many"), "--sessions"),
+        (users_cli(path, "remove", "zed"), "no user 'zed'"),
+        (users_cli(None, "list"), "GPUWB_USERS_FILE"),
+        (users_cli(tmp_path / "nowhere" / "users.toml", "list"), "cannot read"),
+    ]
+    for result, message in failures:
+        assert result.returncode == 2, (result.stdout, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+        assert result.stdout == ""
+    assert path.read_text() == before                          # nothing was written
+    path.write_text("[users.alice\n")
+    broken = users_cli(path, "add", "bob")                     # a broken file is not overwritten
+    assert broken.returncode == 2 and "line 1" in broken.stderr
+    assert path.read_text() == "[users.alice\n"
+    helped = users_cli(None, "--help")
+    assert helped.returncode == 0 and "rereads the file by itself" in " ".join(helped.stdout.split())
