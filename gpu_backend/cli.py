@@ -73,6 +73,9 @@ def serve(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(message)s")
     given = {k: getattr(args, k) for k in SERVE_SETTINGS if getattr(args, k, None) is not None}
     settings = PoolSettings(**given)
+    if settings.usage_log is None:
+        from .usage import default_log_path
+        settings.usage_log = default_log_path()
     generated = settings.token is None and settings.token_file is None and settings.users_file is None
     door = FrontDoor(settings)
     signal.signal(signal.SIGTERM, lambda *_: door.stop())
@@ -82,6 +85,8 @@ def serve(args: argparse.Namespace) -> int:
           flush=True)
     if generated:
         print(f"token (generated; pass --token-file to fix it): {door.token}", flush=True)
+    mode = f"users from {settings.users_file}" if settings.users_file else "single token"
+    print(f"policy {settings.policy}; {mode}; usage log {settings.usage_log}", flush=True)
     try:
         door.run()
     except KeyboardInterrupt:

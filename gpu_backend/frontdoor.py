@@ -26,13 +26,17 @@ from typing import Any
 
 import zmq
 
+from .accounts import Accounts
 from .arbiter.service import Arbiter
 from .config import PoolSettings
+from .pool_status import build_status
+from .usage import UsageLog
+from .worker.grants import grant_step
 from .devices import parse_devices
 from .protocol import PROTOCOL_VERSION
 from .protocol.codec import packb, unpackb
-from .protocol.errors import (AuthenticationError, ProtocolError, SessionLostError,
-                              VersionMismatchError, error_name)
+from .protocol.errors import ProtocolError, SessionLostError, VersionMismatchError, error_name
+from .users import User, UserRegistry
 
 __all__ = ["FrontDoor"]
 
@@ -42,6 +46,8 @@ log = logging.getLogger("gpu_backend.frontdoor")
 HELLO_TIMEOUT = 120.0
 #: A device whose workers die this many times before ready gets no more.
 MAX_FAILED_STARTS = 3
+#: How often the users file is looked at for changes (seconds).
+RELOAD_INTERVAL = 1.0
 #: What a worker's usage report carries (docs/fair-share.md, "Accounting").
 USAGE_FIELDS = ("memory", "arrays", "ops", "device_s", "bytes_in", "bytes_out", "peak")
 
@@ -61,9 +67,12 @@ class Worker:
 class Session:
     sid: str
     key: bytes
-    user: str
+    user: str          # the authenticated user (docs/fair-share.md, "Users")
     worker: Worker
     memory_limit: int
+    client: str = ""   # what the client calls itself (user@host): a label, not an identity
+    grant: int | None = None   # device memory granted under the user's quota (None: no quota)
+    closing: bool = False      # the client closed it; the worker is finishing
     last_seen: float = field(default_factory=time.monotonic)
     created: float = field(default_factory=time.time)
     usage: dict = field(default_factory=dict)
@@ -72,10 +81,19 @@ class Session:
 @dataclass
 class PendingHello:
     ident: bytes
-    user: str
+    user: User
+    client: str
     memory_limit: int
+    grant: int | None
     device: str
     since: float = field(default_factory=time.monotonic)
+
+
+class _PendingAsSession:
+    """A hello waiting for a worker counts towards its user's sessions, holding its grant."""
+
+    def __init__(self, hello: "PendingHello") -> None:
+        self.user, self.grant = hello.user.name, hello.grant
 
 
 class FrontDoor:
@@ -83,7 +101,17 @@ class FrontDoor:
 
     def __init__(self, settings: PoolSettings) -> None:
         self.settings = settings
-        self.token = settings.resolved_token()
+        if settings.users_file is not None:
+            registry = UserRegistry.from_file(settings.users_file)
+            #: the shared token of single-token mode (None with a users file)
+            self.token: str | None = None
+        else:
+            self.token = settings.resolved_token()
+            registry = UserRegistry.single(self.token)
+        self.accounts = Accounts(registry, settings.memory_limit)
+        #: accounting: the usage log (a file with --usage-log) and the live shares
+        self.usage = UsageLog(settings.usage_log)
+        self._reload_at = time.monotonic() + RELOAD_INTERVAL
         self.devices = parse_devices(settings.devices)
         self.ctx = zmq.Context()
         self.clients = self.ctx.socket(zmq.ROUTER)
@@ -145,10 +173,19 @@ class FrontDoor:
             worker.port = int(msg["port"])
             worker.info = msg.get("info") or {}
             self._serve_pending()
+        elif kind == "grow" and worker.session is not None:
+            session = worker.session
+            granted, why = self.accounts.grow(session, session.memory_limit, int(msg["want"]),
+                                              self.sessions.values())
+            self.control.send_multipart([wid_b, packb({"t": "granted", "bytes": granted, "why": why})])
+        elif kind == "grant" and worker.session is not None:   # memory handed back
+            worker.session.grant = int(msg["bytes"])
         elif kind == "usage" and worker.session is not None:
             worker.session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
+            self.usage.report(worker.session.sid, worker.session.usage)
         elif kind == "ended" and worker.session is not None:
             worker.session.usage.update({k: msg[k] for k in (*USAGE_FIELDS, "reason") if k in msg})
+            self.usage.report(worker.session.sid, worker.session.usage)
             log.info("worker %s ended: %s", worker.wid, msg.get("reason"))
         elif kind == "ended":
             log.info("worker %s ended: %s", worker.wid, msg.get("reason"))
@@ -170,6 +207,7 @@ class FrontDoor:
         """Forget a session and keep its summary in ``status()["ended"]`` (the last 50)."""
         if self.sessions.pop(session.sid, None) is None:
             return
+        self.usage.close_session(session.sid, reason, session.usage)
         if self.arbiter is not None:
             self.arbiter.detach(session.worker.wid)
         self.ended.append({
@@ -192,10 +230,8 @@ class FrontDoor:
     def _error(self, ident: bytes, exc: BaseException) -> None:
         self._reply(ident, {"ok": False, "error": [error_name(exc), str(exc)]})
 
-    def _check_token(self, msg: dict) -> None:
-        token = msg.get("token")
-        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
-            raise AuthenticationError("wrong or missing token")
+    def _check_token(self, msg: dict) -> User:
+        return self.accounts.authenticate(msg.get("token"))
 
     def _on_client(self) -> None:
         frames = self.clients.recv_multipart()
@@ -225,13 +261,13 @@ class FrontDoor:
                 f"client speaks protocol version {version!r}, this pool speaks {PROTOCOL_VERSION}; "
                 "install matching versions of gpu-workbench"
             )
-        self._check_token(msg)
-        limit = self.settings.memory_limit
-        asked = msg.get("memory_limit")
-        if type(asked) is int and 0 < asked < limit:
-            limit = asked
-        user = msg.get("user") if isinstance(msg.get("user"), str) else "anonymous"
-        self.pending.append(PendingHello(ident, user[:64], limit, self._place()))
+        user = self._check_token(msg)
+        pending = [s for s in self.pending]
+        limit, grant = self.accounts.open_session(
+            user, [*self.sessions.values(), *(_PendingAsSession(p) for p in pending)],
+            msg.get("memory_limit"))
+        client = msg.get("user") if isinstance(msg.get("user"), str) else ""
+        self.pending.append(PendingHello(ident, user, client[:64], limit, grant, self._place()))
         self._serve_pending()
 
     def _place(self) -> str:
@@ -263,21 +299,25 @@ class FrontDoor:
         self._keep_spares()
 
     def _assign(self, hello: PendingHello, worker: Worker) -> None:
-        session = Session(secrets.token_hex(8), secrets.token_bytes(32), hello.user, worker,
-                          hello.memory_limit)
+        session = Session(secrets.token_hex(8), secrets.token_bytes(32), hello.user.name, worker,
+                          hello.memory_limit, client=hello.client, grant=hello.grant)
         worker.session = session
         self.sessions[session.sid] = session
+        self.usage.open_session(session.sid, session.user, worker.device, session.client)
         if self.arbiter is not None:
-            self.arbiter.attach(worker.wid, worker.device, session.sid, session.user, 1.0)
+            self.arbiter.attach(worker.wid, worker.device, session.sid, session.user,
+                                hello.user.weight)
         self.control.send_multipart([worker.wid.encode(), packb(
             {"t": "assign", "session": session.sid, "key": session.key,
-             "memory_limit": session.memory_limit})])
+             "memory_limit": session.memory_limit, "grant": session.grant,
+             "grant_step": grant_step(hello.user.memory) if hello.user.memory else None})])
         self._reply(hello.ident, {
             "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
             "device": worker.info, "lease_timeout": self.settings.lease_timeout,
             "memory_limit": session.memory_limit,
         })
-        log.info("session %s for %s on %s", session.sid, session.user, worker.device)
+        log.info("session %s for %s (%s) on %s", session.sid, session.user, session.client,
+                 worker.device)
 
     def _session(self, msg: dict) -> Session | None:
         session = self.sessions.get(msg.get("session")) if isinstance(msg.get("session"), str) else None
@@ -299,6 +339,7 @@ class FrontDoor:
     def _close(self, ident: bytes, msg: dict) -> None:
         session = self._session(msg)
         if session is not None:
+            session.closing = True   # no longer one of the user's open sessions
             # the worker reports its last figures as it exits; _reap then ends the session
             try:
                 self.control.send_multipart([session.worker.wid.encode(), packb({"t": "stop"})],
@@ -308,37 +349,43 @@ class FrontDoor:
         self._reply(ident, {"ok": True})
 
     def _status(self, ident: bytes, msg: dict) -> None:
-        self._check_token(msg)
-        self._reply(ident, {"ok": True, **self.status()})
+        user = self._check_token(msg)
+        reply = {"ok": True, **self.status(), "you": user.name}
+        seconds = msg.get("history")
+        if type(seconds) in (int, float) and 0 < seconds <= 600:
+            reply["history"] = {d: self.usage.history(seconds, device=d) for d in self.devices}
+        self._reply(ident, reply)
 
     def status(self) -> dict[str, Any]:
-        """Devices, sessions and ended sessions; also read by an embedding process's own
-        thread (LocalPool), hence the snapshots of the tables the loop changes."""
-        now = time.monotonic()
-        workers = list(self.workers.values())
-        live = list(self.sessions.values())
-        devices = []
-        for spec in self.devices:
-            here = [s for s in live if s.worker.device == spec]
-            info = next((w.info for w in workers if w.device == spec and w.info), {})
-            devices.append({
-                "device": spec, "info": info, "sessions": len(here),
-                "memory_used": sum(s.usage.get("memory") or 0 for s in here),
-                "spares_ready": sum(w.port is not None and w.session is None and w.device == spec
-                                    for w in workers),
-            })
-        sessions = [{
-            "session": s.sid, "user": s.user, "device": s.worker.device,
-            "memory_used": s.usage.get("memory") or 0, "memory_limit": s.memory_limit,
-            "arrays": s.usage.get("arrays") or 0, "ops": s.usage.get("ops") or 0,
-            "idle": round(now - s.last_seen, 3), "age": round(time.time() - s.created, 3),
-        } for s in live]
-        return {"address": self.address, "devices": devices, "sessions": sessions,
-                "ended": list(self.ended),
-                "lease_timeout": self.settings.lease_timeout, "pid": os.getpid(),
-                "uptime": round(time.time() - self.started, 3)}
+        """Devices, users and shares, sessions, ended sessions (see pool_status)."""
+        return build_status(self)
 
     # ------------------------------------------------------------ loop
+    def _reload_users(self) -> None:
+        """Every second (and on SIGHUP): pick up edits of the users file. Running sessions go
+        on under new weights and quotas; a removed user's sessions end."""
+        now = time.monotonic()
+        if not self._reload_requested and now < self._reload_at:
+            return
+        forced, self._reload_requested = self._reload_requested, False
+        self._reload_at = now + RELOAD_INTERVAL
+        if self.accounts.registry.mode != "file":
+            return
+        change = self.accounts.registry.reload(force=forced)
+        if change is None:
+            return
+        log.info("users file reloaded: added %s, removed %s, changed %s", sorted(change.added),
+                 sorted(change.removed), sorted(change.changed))
+        for session in [s for s in self.sessions.values() if s.user in change.removed]:
+            self._end(session, "user removed from the users file")
+            self._kill(session.worker)
+        for hello in [p for p in self.pending if p.user.name in change.removed]:
+            self.pending.remove(hello)
+            self._error(hello.ident, SessionLostError("this user was removed from the pool"))
+        if self.arbiter is not None and (change.changed or change.added):
+            self.arbiter.set_weights({name: user.weight
+                                      for name, user in self.accounts.registry.users.items()})
+
     def _expire_leases(self) -> None:
         deadline = time.monotonic() - self.settings.lease_timeout
         for session in list(self.sessions.values()):
@@ -365,7 +412,9 @@ class FrontDoor:
                     self._on_client()
                 self._reap()
                 self._expire_leases()
+                self._reload_users()
                 self._serve_pending()
+                self.usage.maybe_flush()
         finally:
             self._shutdown()
 
@@ -384,6 +433,9 @@ class FrontDoor:
                 worker.process.wait(5)
             except subprocess.TimeoutExpired:
                 pass
+        for session in list(self.sessions.values()):
+            self._end(session, "the pool stopped")
+        self.usage.close()
         if self.arbiter is not None:
             self.arbiter.stop()
         self.clients.close()

@@ -477,9 +477,13 @@ class Session:
         """Ops this session has issued so far."""
         return self._seq
 
-    def status(self) -> dict:
-        """The pool's status (devices, sessions) as the front door reports it."""
-        return door_request(self.ctx, self.address, {"t": "status", "token": self._token}, 10)
+    def status(self, history: float | None = None) -> dict:
+        """The pool's status (devices, users and shares, sessions) as the front door reports it;
+        with *history*, also each user's device time per second over that many seconds."""
+        msg: dict[str, Any] = {"t": "status", "token": self._token}
+        if history:
+            msg["history"] = float(history)
+        return door_request(self.ctx, self.address, msg, 10)
 
     def close(self) -> None:
         """End the session: the worker exits and frees every array."""

@@ -122,7 +122,11 @@ def test_status(env):
                   "batches in flight", "ops queued", human_bytes(s.memory_limit)):
         assert shown in text, shown
         assert shown in page, shown
-    assert page.count('class="gpuwb-marked"') == 1
+    assert page.count('class="gpuwb-marked"') == 2   # your user's row and your session's
+    users = view.data["users"]
+    assert [u["user"] for u in users] == ["default"]  # single-token mode: one user
+    assert users[0]["target_share"] == 1.0 and "default (you)" in text
+    assert "policy fair" in text and "one shared token" in text
     assert isinstance(gpu(env, ""), GroupView)  # the default command
 
 
@@ -146,7 +150,8 @@ def test_sessions_marks_yours(env):
         text, page = str(view), view._repr_html_()
         assert f"{mine} (you)" in text and f"{mine} (you)" in page
         assert f"{other.id} (you)" not in text and other.id in text
-        assert "someone-else" in text and "someone-else" in page
+        assert "someone-else" in text and "someone-else" in page   # the client's own label
+        assert [r["user"] for r in view.data["sessions"]] == ["default", "default"]
         assert text.count("(you)") == 2  # the row and the caption
         assert page.count('class="gpuwb-marked"') == 1
     finally:

@@ -1,5 +1,6 @@
 """The ``gpuwb`` command, run as a user would (a subprocess)."""
 
+import json
 import subprocess
 import sys
 
@@ -34,9 +35,15 @@ def test_catalog_subcommand():
 def test_status_of_a_running_pool(pool, tmp_path):
     token = tmp_path / "token"
     token.write_text(pool.token)
-    out = run("status", "--pool", pool.address, "--token-file", str(token))
+    out = run("status", "--pool", pool.address, "--token-file", str(token), "--json")
     assert out.returncode == 0, out.stderr
     assert '"devices"' in out.stdout and pool.address in out.stdout
+    assert json.loads(out.stdout)["you"] == "default"
+    table = run("status", "--pool", pool.address, "--token-file", str(token))
+    assert table.returncode == 0, table.stderr
+    for shown in ("GPU pool status", "Devices", "Users", "Target share", "Share (10 s)",
+                  "policy fair"):
+        assert shown in table.stdout, shown
 
 
 @pytest.mark.parametrize("args", [[], ["frobnicate"]])

@@ -3,7 +3,7 @@
     gpuwb demo [--devices auto|cpu]     the quickstart notebook on an embedded pool
     gpuwb lab [--pool ADDR --token-file F] [lab args]   JupyterLab with the remote-GPU kernel
     gpuwb pool [serve options]          run a pool (same as ``gpuwb-backend serve``)
-    gpuwb status --pool ADDR --token-file F
+    gpuwb status --pool ADDR --token-file F [--json]
     gpuwb install-kernel [--user|--sys-prefix|--prefix P] [--name N] [--display-name D] [--pool ADDR]
     gpuwb catalog [list|search|show|compare|filter|export] ...   (same as ``python -m catalog``)
 """
@@ -32,9 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--token-file")
     lab.add_argument("lab_args", nargs=argparse.REMAINDER, help="passed to jupyter lab")
     add_serve_arguments(sub.add_parser("pool", help="run a pool in the foreground"))
-    status = sub.add_parser("status", help="print a pool's status as JSON")
+    status = sub.add_parser("status", help="a pool's devices, users and shares, sessions")
     status.add_argument("--pool", required=True, help="front-door address, tcp://host:port")
     status.add_argument("--token-file", required=True)
+    status.add_argument("--json", action="store_true", help="the raw status as JSON")
     install = sub.add_parser("install-kernel", help="install the remote-GPU kernelspec")
     where = install.add_mutually_exclusive_group()
     where.add_argument("--user", action="store_true", help="for this user (~/.local/share/jupyter)")
@@ -70,8 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         from kernelproxy.connection import door_request
         reply = door_request(zmq.Context.instance(), args.pool,
                              {"t": "status", "token": read_token(args.token_file)}, 10)
-        json.dump(reply, sys.stdout, indent=1, default=str)
-        print()
+        if args.json:
+            json.dump(reply, sys.stdout, indent=1, default=str)
+            print()
+        else:
+            from rich.console import Console
+
+            from .pool_views import status_group
+            Console().print(status_group(reply))
         return 0
     if args.command == "install-kernel":
         from .kernelspec import install_kernelspec

@@ -29,11 +29,14 @@ import kernelproxy
 from gpu_backend.config import read_token
 
 from .connection import workbench
-from .views import GroupView, KeyValueView, TableView, View, human_bytes, human_duration
+from .pool_views import device_name as _device_name
+from .pool_views import percent as _percent
+from .pool_views import sessions_view, share_view, status_group
+from .views import GroupView, KeyValueView, View, human_bytes, human_duration
 
 __all__ = ["GPUMagics", "COMMANDS", "NOT_CONNECTED"]
 
-COMMANDS = ("status", "info", "sessions", "memory", "connect", "disconnect", "sync")
+COMMANDS = ("status", "info", "sessions", "share", "memory", "connect", "disconnect", "sync")
 NOT_CONNECTED = "not connected: %gpu connect ADDRESS, or use the remote-GPU kernel"
 
 
@@ -60,6 +63,10 @@ class _subcommands(ArgDecorator):
                           "queue (the default command)")
         command("info", "this session's device: name, memory, compute capability, versions")
         command("sessions", "every session on the pool; yours is marked")
+        p = command("share", "each user's share of the device over the last minutes: a plot in "
+                             "notebooks, a table in terminals")
+        p.add_argument("--minutes", type=float, default=5.0, help="how far back (at most 10)")
+        p.add_argument("--device", help="which device (default: this session's)")
         command("memory", "this session's memory: used, limit, free, arrays (a sync point)")
         p = command("connect", "open a session on the pool at ADDRESS (closes the current one)",
                     usage="%(prog)s ADDRESS [--token T | --token-file F]")
@@ -104,28 +111,20 @@ def _carry_label(old: Any, new: kernelproxy.Session) -> None:
         new.location_label = label
 
 
-def _percent(part: float | None, whole: float | None) -> str:
-    return f"{100 * part / whole:.1f}%" if part is not None and whole else "—"
-
-
 def _cuda_version(v: Any) -> str:
     """CUDA's integer version (12040) as people write it (12.4)."""
     return f"{v // 1000}.{v % 1000 // 10}" if isinstance(v, int) and v > 0 else str(v)
 
 
-def _device_name(info: dict) -> str:
-    return str(info.get("name") or info.get("kind") or "?")
-
-
-def _pool_status(session: kernelproxy.Session, command: str) -> dict:
+def _pool_status(session: kernelproxy.Session, command: str, history: float | None = None) -> dict:
     try:
-        return session.status()
+        return session.status(history=history)
     except kernelproxy.SessionLostError as exc:  # the front door did not answer
         raise UsageError(f"%gpu {command}: {exc}") from None
 
 
-def _mine(session: kernelproxy.Session, status: dict) -> dict | None:
-    return next((s for s in status.get("sessions", []) if s.get("session") == session.id), None)
+def _mine(session: kernelproxy.Session, status: dict, default: Any = None) -> Any:
+    return next((s for s in status.get("sessions", []) if s.get("session") == session.id), default)
 
 
 # -- the views of each command ----------------------------------------------------------
@@ -156,55 +155,10 @@ def info_view(session: kernelproxy.Session) -> KeyValueView:
     return KeyValueView(f"Device of session {session.id}", rows, data={"device": device})
 
 
-def sessions_view(session: kernelproxy.Session, status: dict) -> TableView:
-    sessions = status.get("sessions", [])
-    names = {d.get("device"): _device_name(d.get("info") or {}) for d in status.get("devices", [])}
-    rows, marked = [], []
-    for i, s in enumerate(sessions):
-        mine = s.get("session") == session.id
-        if mine:
-            marked.append(i)
-        device = s.get("device")
-        rows.append([f"{s.get('session')} (you)" if mine else s.get("session"), s.get("user"),
-                     f"{device} {names[device]}" if names.get(device) else device,
-                     human_bytes(s.get("memory_used")), human_bytes(s.get("memory_limit")),
-                     s.get("arrays"), s.get("ops"), human_duration(s.get("idle")),
-                     human_duration(s.get("age"))])
-    n = len(sessions)
-    return TableView(f"Sessions on {status.get('address', session.address)}",
-                     ["Session", "User", "Device", "Memory used", "Limit", "Arrays", "Ops",
-                      "Idle", "Age"], rows, marked=marked,
-                     numeric={"Memory used", "Limit", "Arrays", "Ops", "Idle", "Age"},
-                     no_wrap={"Session", "User"},
-                     caption=f"{n} session{'s' if n != 1 else ''}; (you) marks this one",
-                     empty="no sessions", data={"sessions": sessions, "mine": session.id})
-
-
 def status_view(session: kernelproxy.Session) -> GroupView:
     # the queue first: asking the pool sends nothing on the session, so nothing here syncs
     queued, in_flight = len(session._ops), len(session._in_flight)
     status = _pool_status(session, "status")
-    devices = status.get("devices", [])
-    sessions = status.get("sessions", [])
-    pool = KeyValueView("Pool", [
-        ("address", status.get("address", session.address)),
-        ("embedded", "yes (ends with this process)" if workbench.embedded else "no"),
-        ("devices", len(devices)), ("sessions", len(sessions)),
-        ("lease timeout", human_duration(status.get("lease_timeout"))),
-        ("uptime", human_duration(status.get("uptime"))),
-    ])
-    device_rows = []
-    for d in devices:
-        info = d.get("info") or {}
-        total = info.get("memory_total")
-        device_rows.append([d.get("device"), _device_name(info), d.get("sessions"),
-                            human_bytes(d.get("memory_used")),
-                            human_bytes(total) if total is not None else "—",
-                            _percent(d.get("memory_used"), total), d.get("spares_ready")])
-    device_table = TableView("Devices", ["Device", "Name", "Sessions", "Memory used", "Memory total",
-                                         "Used", "Spare workers"], device_rows,
-                             numeric={"Sessions", "Memory used", "Memory total", "Used",
-                                      "Spare workers"}, empty="no devices")
     mine = _mine(session, status) or {}
     you = KeyValueView(f"This session ({session.id})", [
         ("device", f"{mine.get('device', '?')} {_device_name(session.device)}"),
@@ -215,14 +169,15 @@ def status_view(session: kernelproxy.Session) -> GroupView:
         ("ops run / issued", f"{mine.get('ops', '—')} / {session.ops_issued}"),
         ("ops queued (not sent)", queued),
         ("batches in flight", in_flight),
+        ("device time (measured by the pool)", human_duration(mine.get("device_seconds"))),
         ("worker busy", human_duration(session.worker_seconds)),
         ("device time (timed)", human_duration(session.device_seconds)),
         ("reconnects", workbench.reconnects),
     ], note="usage as the worker last reported it to the pool (every ~0.5 s); "
             "%gpu memory asks the worker now")
-    return GroupView("GPU pool status", [pool, device_table, sessions_view(session, status), you],
-                     data={**status, "queued_ops": queued, "batches_in_flight": in_flight,
-                           "mine": mine})
+    view = status_group(status, mine=session.id, embedded=workbench.embedded, extra=[you])
+    view.data.update(queued_ops=queued, batches_in_flight=in_flight, mine=mine)
+    return view
 
 
 def memory_view(session: kernelproxy.Session) -> KeyValueView:
@@ -280,6 +235,7 @@ class GPUMagics(Magics):
             %gpu info
             %gpu memory
             %gpu sessions
+            %gpu share --minutes 3
             %gpu connect tcp://gpu-host:5555 --token-file ~/.gpuwb-token
             %gpu sync
             %gpu disconnect
@@ -312,7 +268,15 @@ class GPUMagics(Magics):
 
     def _sessions(self, args) -> View:
         session = _session()
-        return sessions_view(session, _pool_status(session, "sessions"))
+        return sessions_view(_pool_status(session, "sessions"), session.id)
+
+    def _share(self, args) -> View:
+        session = _session()
+        if not 0 < args.minutes <= 10:
+            raise UsageError("%gpu share: --minutes is between 0 and 10 (the pool keeps 10 minutes)")
+        status = _pool_status(session, "share", history=args.minutes * 60)
+        device = args.device or _mine(session, status, {}).get("device")
+        return share_view(status, args.minutes, device)
 
     def _memory(self, args) -> View:
         return memory_view(_session())

@@ -75,6 +75,8 @@ class Device:
         self.index = index
         self.functions: dict[str, Callable] = {}
         self.methods: dict[str, Callable] = {}
+        #: the session's memory grant under its user's quota (worker.grants); None: no quota
+        self.grant: Any = None
 
     # -- set-up -------------------------------------------------------------
     def _build_methods(self) -> None:
@@ -83,6 +85,13 @@ class Device:
 
     def set_memory_limit(self, nbytes: int) -> None:
         raise NotImplementedError
+
+    def use_grant(self, grant: Any) -> None:
+        """Grow past the limit only through *grant* (a session under its user's quota)."""
+        self.grant = grant
+
+    def release_cache(self) -> None:
+        """Give cached free memory back (before a grant shrinks); GPU devices only."""
 
     # -- results ------------------------------------------------------------
     def as_array(self, value: Any) -> Any:

@@ -77,7 +77,26 @@ class CupyDevice(Device):
         cp.cuda.Device(self.index).synchronize()
 
     def set_memory_limit(self, nbytes: int) -> None:
-        self.pool.set_limit(size=int(nbytes))
+        self.pool.set_limit(size=max(int(nbytes), 1))   # 0 would mean "no limit" to CuPy
+
+    def use_grant(self, grant: Any) -> None:
+        """Allocate through the grant: an allocation past it asks the pool for more first.
+        Only sessions under a user's memory quota pay for this Python-level allocator."""
+        self.grant = grant
+        pool, oom = self.pool, self.cupy.cuda.memory.OutOfMemoryError
+
+        def malloc(size: int):
+            try:
+                return pool.malloc(size)
+            except oom:
+                if not grant.grow(pool.total_bytes() + size + (1 << 20)):
+                    raise
+                return pool.malloc(size)
+
+        self.cupy.cuda.set_allocator(malloc)
+
+    def release_cache(self) -> None:
+        self.pool.free_all_blocks()
 
     def as_array(self, value: Any) -> Any:
         if isinstance(value, self.array_type):

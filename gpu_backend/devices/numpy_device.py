@@ -83,6 +83,10 @@ class NumpyDevice(Device):
     def set_memory_limit(self, nbytes: int) -> None:
         self.limit = int(nbytes)
 
+    def _grown(self, need: int) -> bool:
+        """Whether the session's user quota granted *need* bytes in all (see worker.grants)."""
+        return self.grant is not None and self.grant.grow(need)
+
     def as_array(self, value: Any) -> Any:
         if isinstance(value, (np.generic, bool, int, float, complex)):
             value = np.asarray(value)
@@ -116,7 +120,7 @@ class NumpyDevice(Device):
             entry[1] += 1
             return
         nbytes = owner.nbytes if isinstance(owner, np.ndarray) else memoryview(owner).nbytes
-        if self.used + nbytes > self.limit:
+        if self.used + nbytes > self.limit and not self._grown(self.used + nbytes):
             raise OutOfMemoryError(
                 f"Out of memory allocating {nbytes:,} bytes "
                 f"(session limit {self.limit:,} bytes, {self.used:,} in use)"
@@ -160,7 +164,7 @@ class NumpyDevice(Device):
         except (TypeError, ValueError):
             return
         nbytes = count * dtype.itemsize
-        if count > 0 and self.used + nbytes > self.limit:
+        if count > 0 and self.used + nbytes > self.limit and not self._grown(self.used + nbytes):
             raise OutOfMemoryError(
                 f"Out of memory allocating {nbytes:,} bytes "
                 f"(session limit {self.limit:,} bytes, {self.used:,} in use)"

@@ -214,6 +214,9 @@ class Executor:
     def _error(self, seq: Any, exc: BaseException) -> list:
         """The reply's error entry; a CUDA fault that broke the context ends the session."""
         name, text = error_name(exc), _message(exc)
+        grant = self.device.grant
+        if name == "OutOfMemoryError" and grant is not None and grant.refusal:
+            text += f" ({grant.refusal})"
         if name == "CUDAError" and not self.device.healthy():
             self.fatal = text
             text += " (the session's CUDA context is lost: this session has ended, open a new one)"

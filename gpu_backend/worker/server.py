@@ -25,6 +25,7 @@ from ..devices import open_device
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
 from .executor import Executor
+from .grants import GRANT_STEP, MemoryGrant
 from .handles import HandleTable
 from .lease import DeviceLease
 from .pacing import Pacer
@@ -34,6 +35,8 @@ __all__ = ["main", "WorkerServer"]
 USAGE_INTERVAL = 0.5
 #: A streamed upload whose next chunk takes longer than this is abandoned.
 CHUNK_TIMEOUT = 30.0
+#: A request for memory that the pool does not answer in this long is refused.
+GROW_TIMEOUT = 10.0
 #: A client that reads nothing for this long while we send to it is given up on.
 SEND_TIMEOUT = 60.0
 #: After answering a batch, poll without sleeping this long: an interactive
@@ -82,6 +85,30 @@ class WorkerServer:
     def _send_control(self, msg: dict) -> None:
         self.control.send(packb(msg))
 
+    def _ask_memory(self, want: int) -> tuple[int, str | None]:
+        """Ask the pool to grant *want* bytes in all (an allocation needs them); returns the
+        bytes granted and, if short, why. Other control messages met meanwhile are kept."""
+        self._send_control({"t": "grow", "want": want})
+        while self.control.poll(GROW_TIMEOUT * 1000):
+            msg = unpackb(self.control.recv())
+            if isinstance(msg, dict) and msg.get("t") == "granted":
+                return int(msg.get("bytes") or 0), msg.get("why")
+            if isinstance(msg, dict) and msg.get("t") == "stop":
+                self.closed = True
+        return self.device.grant.granted, "the pool did not answer a request for memory"
+
+    def _hand_back_memory(self) -> None:
+        """Idle: return memory the session no longer uses to its user's quota."""
+        grant = self.device.grant
+        if grant is None:
+            return
+        used = self.device.memory_used()
+        if grant.granted - used >= 2 * grant.step:
+            self.device.release_cache()
+            kept = grant.shrink(used)
+            if kept is not None:
+                self._send_control({"t": "grant", "bytes": kept})
+
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False)."""
         self._send_control({"t": "ready", "port": self.port, "info": self.device.info()})
@@ -90,8 +117,13 @@ class WorkerServer:
                 msg = unpackb(self.control.recv())
                 if msg.get("t") == "assign":
                     self.key = bytes(msg["key"])
-                    self.device.set_memory_limit(int(msg["memory_limit"]))
-                    self.executor.memory_limit = int(msg["memory_limit"])
+                    limit = int(msg["memory_limit"])
+                    self.device.set_memory_limit(limit)
+                    self.executor.memory_limit = limit
+                    if msg.get("grant") is not None:   # the user has a memory quota
+                        self.device.use_grant(MemoryGrant(
+                            self._ask_memory, limit, int(msg["grant"]), self.device.set_memory_limit,
+                            int(msg.get("grant_step") or GRANT_STEP)))
                     return True
                 if msg.get("t") == "stop":
                     return False
@@ -126,8 +158,10 @@ class WorkerServer:
                 msg = unpackb(self.control.recv())
                 if isinstance(msg, dict) and msg.get("t") == "stop":
                     return "stopped by the pool"
-            if not events and os.getppid() != self.parent:
-                return "pool went away"
+            if not events:
+                if os.getppid() != self.parent:
+                    return "pool went away"
+                self._hand_back_memory()
             self._report_usage()
         if self.executor.fatal:
             return f"device fault: {self.executor.fatal}"

@@ -1,0 +1,489 @@
+"""Fair share on one GPU: the pool's policies side by side, in one run.
+
+    python benchmarks/fairness.py [--seconds 15] [--policies none,fifo,fair] [--scenarios ...]
+                                  [--json out.json] [--plot out.png] [--quick]
+
+For each policy a pool (``gpuwb-backend serve --policy P``) runs on the GPU,
+and each scenario starts its clients as separate processes, each with its own
+user (token) and session:
+
+  two-1:1        two users with big GEMM loops, weights 1:1
+  three-1:2:4    three users with big GEMM loops, weights 1:2:4
+  big-vs-small   a big and a small GEMM loop, weights 1:1 (rates normalised to
+                 each one's exclusive rate)
+  interactive+1  a small op every 10 ms (float((x + 1).sum())) beside one
+                 saturating user
+  interactive+2  the same beside two saturating users
+  dynamics       two users; a third joins at 1/4, leaves at 1/2; the first one's
+                 weight goes to 3 at 3/4 (the users file is rewritten; the pool
+                 reloads it)
+
+GEMM clients keep their session backlogged: they send K GEMMs and a fence
+(the value of one element) and read the fence before last, so the GPU never
+waits for the client. Completed GEMMs over time give each user's rate, divided
+by its rate alone (measured first, under policy ``none``): its normalised rate.
+A user's share in a window is its normalised rate over the sum of all users'.
+
+Reported per scenario and policy: share error |measured − target| / target over
+100 ms, 1 s and 10 s windows (mean and p99 over windows and users), weighted
+Jain's index over the whole run, work conservation (sum of normalised rates),
+interactive latency p50/p99/p99.9 (and alone), convergence time after each
+change (the first 100 ms window from which three in a row are within 10 % of
+the new targets). Prints a table and JSON; writes a PNG of the shares over
+time with ``--plot`` (matplotlib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+BIG = (6144, "float16")      # one GEMM ~0.6-0.8 ms on an H100/H200: "ops of at most 1 ms"
+SMALL = (1024, "float32")    # ~40-60 µs
+FENCE_SECONDS = 0.01         # each GEMM client fences about every 10 ms of its own work
+INTERACTIVE_PERIOD = 0.01
+
+SCENARIOS = {
+    "two-1:1": [("a", "big", 1), ("b", "big", 1)],
+    "three-1:2:4": [("a", "big", 1), ("b", "big", 2), ("c", "big", 4)],
+    "big-vs-small": [("a", "big", 1), ("b", "small", 1)],
+    "interactive+1": [("a", "big", 1), ("i", "interactive", 1)],
+    "interactive+2": [("a", "big", 1), ("b", "big", 1), ("i", "interactive", 1)],
+    "dynamics": [("a", "big", 1), ("b", "big", 1), ("c", "big", 1)],
+}
+USERS = ("a", "b", "c", "i", "solo")
+
+
+# --------------------------------------------------------------------------- clients
+
+def client_main(spec: dict) -> None:
+    """One client process: connect as its user, warm up, run its loop between start and stop."""
+    import numpy as np
+
+    if spec["local"]:
+        import cupy as xp
+        session = None
+    else:
+        import kernelproxy
+        from kernelproxy.modules import module_for
+        session = kernelproxy.connect(spec["address"], spec["token"])
+        xp = module_for(session)
+    out: dict = {"user": spec["user"], "kind": spec["kind"]}
+    if spec["kind"] == "interactive":
+        x = xp.arange(1024, dtype=xp.float32)
+        for _ in range(50):
+            float((x + 1).sum())
+        _wait_until(spec["start"])
+        issued, latencies = [], []
+        t = spec["start"]
+        while t < spec["stop"]:
+            _wait_until(t)
+            t0 = time.monotonic()
+            float((x + 1).sum())
+            t1 = time.monotonic()
+            issued.append(t0)
+            latencies.append(t1 - t0)
+            t += INTERACTIVE_PERIOD
+            if t < t1:   # an op longer than the period: skip the missed slots
+                t += (t1 - t) // INTERACTIVE_PERIOD * INTERACTIVE_PERIOD + INTERACTIVE_PERIOD
+        out.update(issued=issued, latencies=latencies)
+    else:
+        n, dtype = spec["n"], spec["dtype"]
+        a = xp.asarray(np.random.default_rng(0).random((n, n)).astype(dtype))
+        b = xp.asarray(np.random.default_rng(1).random((n, n)).astype(dtype))
+        c = a @ b
+        k = max(1, int(FENCE_SECONDS / spec["op_seconds"])) if spec["op_seconds"] else 4
+        fences = _fencer(xp, session)
+        for _ in range(3):   # warm-up, and the first fence pair
+            for _ in range(k):
+                c = a @ b
+            fences.push(c, 0)
+        fences.drain()
+        _wait_until(spec["start"])
+        done, points = 0, [(time.monotonic(), 0)]
+        while time.monotonic() < spec["stop"]:
+            for _ in range(k):
+                c = a @ b
+            done += k
+            fences.push(c, done)
+            got = fences.pop_old()
+            if got is not None:
+                points.append(got)
+        points.extend(fences.drain())
+        out.update(points=points, per_fence=k)
+    if session is not None:
+        session.close()
+    Path(spec["out"]).write_text(json.dumps(out))
+
+
+class _fencer:
+    """Fences read one behind: the client never leaves its session without work."""
+
+    def __init__(self, xp, session) -> None:
+        self.xp, self.session, self.pending = xp, session, []
+
+    def push(self, c, count: int) -> None:
+        if self.session is None:   # local CuPy: an event, queried later
+            event = self.xp.cuda.Event()
+            event.record()
+            self.pending.append((event, count))
+        else:
+            self.pending.append((self.session.value_later("float", c[0, 0]), count))
+            self.session.flush()
+
+    def _finish(self, token) -> None:
+        if self.session is None:
+            token.synchronize()
+        else:
+            self.session.result(token)
+
+    def pop_old(self):
+        if len(self.pending) < 2:
+            return None
+        token, count = self.pending.pop(0)
+        self._finish(token)
+        return (time.monotonic(), count)
+
+    def drain(self) -> list:
+        got = []
+        while self.pending:
+            token, count = self.pending.pop(0)
+            self._finish(token)
+            got.append((time.monotonic(), count))
+        return got
+
+
+def _wait_until(t: float) -> None:
+    while True:
+        left = t - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.05) if left > 0.002 else 0)
+
+
+# --------------------------------------------------------------------------- the pool
+
+class Pool:
+    """``gpuwb-backend serve`` in a subprocess with a users file we write."""
+
+    def __init__(self, policy: str, devices: str, workdir: Path, weights: dict) -> None:
+        from gpu_backend.users import User, hash_token, new_token, save_users
+        self.users_file = workdir / f"users-{policy}.toml"
+        self.tokens = {name: new_token(name) for name in USERS}
+        self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
+        self._User, self._save = User, save_users
+        self.set_weights(weights)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gpu_backend.cli", "serve", "--listen", "tcp://127.0.0.1:0",
+             "--devices", devices, "--users-file", str(self.users_file), "--policy", policy,
+             "--spare-workers", "4", "--usage-log", str(workdir / f"usage-{policy}.jsonl")],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        line = self.proc.stdout.readline()
+        if "listening on" not in line:
+            raise RuntimeError(f"the pool did not start: {line!r}")
+        self.address = line.split()[4]
+
+    def set_weights(self, weights: dict) -> None:
+        users = {name: self._User(name=name, token_hash=self._hashes[name],
+                                  weight=float(weights.get(name, 1)))
+                 for name in USERS}
+        self._save(self.users_file, users)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+# --------------------------------------------------------------------------- a scenario
+
+def run_clients(specs: list[dict], workdir: Path, events=()) -> list[dict]:
+    procs = [subprocess.Popen([sys.executable, __file__, "--client", json.dumps(s)])
+             for s in specs]
+    for when, action in events:   # mid-run changes (weights), at absolute monotonic times
+        _wait_until(when)
+        action()
+    results = []
+    for spec, proc in zip(specs, procs):
+        if proc.wait(spec["stop"] - time.monotonic() + 120) != 0:
+            raise RuntimeError(f"client {spec['user']} failed (exit {proc.returncode})")
+        results.append(json.loads(Path(spec["out"]).read_text()))
+    return results
+
+
+def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: float,
+             workdir: Path, local: bool) -> dict:
+    n, dtype = (BIG if kind == "big" else SMALL) if kind != "interactive" else (0, "")
+    rate = exclusive.get(kind, {}).get("rate")
+    return {"user": user, "kind": kind, "n": n, "dtype": dtype, "local": local,
+            "address": None if local else pool.address,
+            "token": None if local else pool.tokens[user],
+            "op_seconds": 1 / rate if rate else 0, "start": start, "stop": stop,
+            "out": str(workdir / f"{user}-{kind}-{time.monotonic_ns()}.json")}
+
+
+def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, local: bool,
+             lead: float) -> dict:
+    start = time.monotonic() + lead
+    stop = start + seconds
+    members = SCENARIOS[name]
+    weights = {user: w for user, _kind, w in members}
+    events = []
+    if name == "dynamics":
+        weights = {"a": 1, "b": 1, "c": 1}
+        quarter = seconds / 4
+        specs = [spec_for("a", "big", pool, exclusive, start, stop, workdir, local),
+                 spec_for("b", "big", pool, exclusive, start, stop, workdir, local),
+                 spec_for("c", "big", pool, exclusive, start + quarter, start + 2 * quarter,
+                          workdir, local)]
+        if pool is not None:
+            pool.set_weights(weights)
+            events = [(start + 3 * quarter - 1.0, lambda: pool.set_weights({"a": 3, "b": 1, "c": 1}))]
+        phases = [(start, start + quarter, {"a": 1, "b": 1}),
+                  (start + quarter, start + 2 * quarter, {"a": 1, "b": 1, "c": 1}),
+                  (start + 2 * quarter, start + 3 * quarter, {"a": 1, "b": 1}),
+                  (start + 3 * quarter, stop, {"a": 3, "b": 1})]
+    else:
+        if pool is not None:
+            pool.set_weights(weights)
+        specs = [spec_for(u, k, pool, exclusive, start, stop, workdir, local) for u, k, _ in members]
+        phases = [(start, stop, {u: w for u, k, w in members if k != "interactive"})]
+    time.sleep(1.2)   # the pool reloads the users file within a second
+    results = run_clients(specs, workdir, events)
+    return analyse(name, results, phases, exclusive, start, stop)
+
+
+# --------------------------------------------------------------------------- analysis
+
+def _cumulative(points, t):
+    """Completed GEMMs by time *t*, interpolated between fences."""
+    if t <= points[0][0]:
+        return 0.0
+    for (t0, c0), (t1, c1) in zip(points, points[1:]):
+        if t0 <= t <= t1:
+            return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c1
+    return float(points[-1][1])
+
+
+def _rates(result, exclusive, t0, t1, window):
+    rate = exclusive[result["kind"]]["rate"]
+    edges = [t0 + i * window for i in range(int((t1 - t0) / window + 1e-9) + 1)]
+    return [(_cumulative(result["points"], b) - _cumulative(result["points"], a)) / window / rate
+            for a, b in zip(edges, edges[1:])]
+
+
+def _pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else None
+
+
+def analyse(name, results, phases, exclusive, start, stop) -> dict:
+    gemm = {r["user"]: r for r in results if r["kind"] != "interactive"}
+    out: dict = {"scenario": name}
+    errors = {w: [] for w in (0.1, 1.0, 10.0)}
+    series = {}
+    for p0, p1, targets in phases:
+        settle = 0.5 if name == "dynamics" else 1.0   # skip the first moments of a phase
+        t0 = p0 + settle
+        total_w = sum(targets.values())
+        for window in errors:
+            if p1 - t0 < window:
+                continue
+            norm = {u: _rates(gemm[u], exclusive, t0, p1, window) for u in targets}
+            for i in range(len(next(iter(norm.values())))):
+                total = sum(norm[u][i] for u in targets)
+                if total <= 0:
+                    continue
+                for u, w in targets.items():
+                    share = norm[u][i] / total
+                    errors[window].append(abs(share - w / total_w) / (w / total_w))
+    for window, errs in errors.items():
+        key = {0.1: "100ms", 1.0: "1s", 10.0: "10s"}[window]
+        out[f"share_error_{key}"] = ({"mean": statistics.mean(errs), "p99": _pct(errs, 0.99)}
+                                     if errs else None)
+    # whole-run figures over the first (longest steady) phase
+    p0, p1, targets = phases[0]
+    t0 = p0 + 1.0
+    norm = {u: _rates(gemm[u], exclusive, t0, p1, p1 - t0)[0] for u in targets}
+    total = sum(norm.values())
+    total_w = sum(targets.values())
+    x = [(norm[u] / total) / (w / total_w) for u, w in targets.items()] if total else []
+    out["normalised_rates"] = norm
+    out["jain"] = (sum(x) ** 2 / (len(x) * sum(v * v for v in x))) if x else None
+    out["work_conservation"] = total
+    for r in results:
+        if r["kind"] == "interactive":
+            lat = [v * 1e3 for t, v in zip(r["issued"], r["latencies"]) if t >= start + 1.0]
+            out["interactive_ms"] = {"p50": _pct(lat, 0.5), "p99": _pct(lat, 0.99),
+                                     "p999": _pct(lat, 0.999), "n": len(lat)}
+    if name == "dynamics":
+        out["convergence_s"] = []
+        for p0, p1, targets in phases[1:]:
+            total_w = sum(targets.values())
+            norm = {u: _rates(gemm[u], exclusive, p0, p1, 0.1) for u in targets}
+            ok_run, found = 0, None
+            for i in range(len(next(iter(norm.values())))):
+                total = sum(norm[u][i] for u in targets)
+                good = total > 0 and all(
+                    abs(norm[u][i] / total - w / total_w) / (w / total_w) <= 0.10
+                    for u, w in targets.items())
+                ok_run = ok_run + 1 if good else 0
+                if ok_run == 3:
+                    found = (i - 2) * 0.1
+                    break
+            out["convergence_s"].append(found)
+    # shares every 100 ms for the plot
+    for u, r in gemm.items():
+        series[u] = _rates(r, exclusive, start, stop, 0.1)
+    out["series_100ms"] = series
+    return out
+
+
+def calibrate(pool, seconds: float, workdir: Path, local: bool) -> dict:
+    """Each workload alone: its exclusive rate (GEMMs/s) or latency."""
+    exclusive = {}
+    for kind in ("big", "small"):
+        start = time.monotonic() + 4
+        spec = spec_for("solo", kind, pool, {}, start, start + seconds, workdir, local)
+        r = run_clients([spec], workdir)[0]
+        pts = [p for p in r["points"] if p[0] >= start + 0.5]
+        exclusive[kind] = {"rate": (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])}
+    start = time.monotonic() + 4
+    r = run_clients([spec_for("i", "interactive", pool, {}, start, start + seconds, workdir,
+                              local)], workdir)[0]
+    lat = [v * 1e3 for v in r["latencies"][20:]]
+    exclusive["interactive"] = {"p50": _pct(lat, 0.5), "p99": _pct(lat, 0.99), "p999": _pct(lat, 0.999)}
+    return exclusive
+
+
+# --------------------------------------------------------------------------- report
+
+def table(results: dict) -> str:
+    lines = [f"{'scenario':14} {'policy':6} {'err100ms':>9} {'err1s':>7} {'p99 1s':>7} {'err10s':>7} "
+             f"{'jain':>6} {'work':>6} {'int p50':>8} {'int p99':>8} {'p99.9':>7} {'conv s':>10}",
+             "-" * 112]
+    fmt = lambda v, f="{:.3f}": "-" if v is None else f.format(v)  # noqa: E731
+    for name in results["scenarios"]:
+        for policy, by in results["policies"].items():
+            r = by.get(name)
+            if r is None:
+                continue
+            e = lambda k, q: fmt((r.get(k) or {}).get(q))  # noqa: E731
+            it = r.get("interactive_ms") or {}
+            conv = ",".join(fmt(v, "{:.1f}") for v in r.get("convergence_s", [])) or "-"
+            lines.append(f"{name:14} {policy:6} {e('share_error_100ms', 'mean'):>9} "
+                         f"{e('share_error_1s', 'mean'):>7} {e('share_error_1s', 'p99'):>7} "
+                         f"{e('share_error_10s', 'mean'):>7} {fmt(r['jain']):>6} "
+                         f"{fmt(r['work_conservation']):>6} {fmt(it.get('p50'), '{:.2f}'):>8} "
+                         f"{fmt(it.get('p99'), '{:.2f}'):>8} {fmt(it.get('p999'), '{:.2f}'):>7} {conv:>10}")
+    for policy, ex in results["exclusive"].items():
+        it = ex.get("interactive", {})
+        lines.append(f"alone ({policy}): big {ex['big']['rate']:.0f} GEMM/s, small "
+                     f"{ex['small']['rate']:.0f} GEMM/s, interactive p50 {fmt(it.get('p50'), '{:.2f}')} "
+                     f"p99 {fmt(it.get('p99'), '{:.2f}')} p99.9 {fmt(it.get('p999'), '{:.2f}')} ms")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = results["scenarios"]
+    policies = list(results["policies"])
+    fig, axes = plt.subplots(len(names), len(policies), figsize=(4.2 * len(policies), 2.2 * len(names)),
+                             sharex=True, sharey=True, squeeze=False)
+    for i, name in enumerate(names):
+        for j, policy in enumerate(policies):
+            ax = axes[i][j]
+            r = results["policies"][policy].get(name)
+            if r:
+                series = r["series_100ms"]
+                totals = [sum(v) for v in zip(*series.values())]
+                for user, values in sorted(series.items()):
+                    shares = [v / t if t else 0 for v, t in zip(values, totals)]
+                    ax.plot([k * 0.1 for k in range(len(shares))], shares, lw=0.8, label=user)
+            ax.set_ylim(0, 1)
+            if i == 0:
+                ax.set_title(policy)
+            if j == 0:
+                ax.set_ylabel(name, fontsize=8)
+            if i == 0 and j == len(policies) - 1:
+                ax.legend(fontsize=7, loc="upper right")
+    fig.supxlabel("seconds (shares of normalised rate, 100 ms windows)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--client", help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--calibrate-seconds", type=float, default=5.0)
+    parser.add_argument("--policies", default="none,fifo,fair",
+                        help="comma list of none, fifo, fair, and local (plain CuPy processes)")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--devices", default="auto")
+    parser.add_argument("--json")
+    parser.add_argument("--plot")
+    parser.add_argument("--quick", action="store_true", help="4 s scenarios: a smoke run")
+    args = parser.parse_args(argv)
+    if args.client:
+        client_main(json.loads(args.client))
+        return 0
+    if args.quick:
+        args.seconds, args.calibrate_seconds = 4.0, 2.0
+    names = [n for n in args.scenarios.split(",") if n]
+    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+               "seconds": args.seconds, "scenarios": names, "big": BIG, "small": SMALL,
+               "exclusive": {}, "policies": {}}
+    try:
+        import cupy
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        results["gpu"] = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    except Exception:  # no GPU here: the NumPy device runs it (slowly, for a smoke test)
+        results["gpu"] = None
+    with tempfile.TemporaryDirectory(prefix="gpuwb-fair-") as tmp:
+        workdir = Path(tmp)
+        for policy in args.policies.split(","):
+            local = policy == "local"
+            pool = None if local else Pool(policy, args.devices, workdir, {})
+            try:
+                results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir, local)
+                # rates are normalised by the workloads' rates alone without an arbiter, so a
+                # policy that slows a lone user shows as lost work, not as a new normal
+                exclusive = results["exclusive"].get("none") or results["exclusive"][policy]
+                if local:
+                    exclusive = results["exclusive"][policy]
+                by = results["policies"][policy] = {}
+                for name in names:
+                    by[name] = scenario(name, pool, exclusive, args.seconds, workdir, local, lead=4.0)
+                    print(f"{policy:6} {name:14} done", file=sys.stderr, flush=True)
+            finally:
+                if pool is not None:
+                    pool.stop()
+    print(table(results))
+    if args.plot:
+        plot(results, args.plot)
+    text = json.dumps(results, indent=1)
+    if args.json:
+        Path(args.json).write_text(text)
+    print(text if not args.json else f"JSON in {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Views of a pool's status: devices, users and their shares, sessions, share history.
+
+Built from the ``status`` reply of the front door (``Session.status()`` or
+``kernelproxy.connection.door_request``), so ``%gpu status``, ``%gpu share``
+and ``gpuwb status`` in a shell show the same tables. The row of the asking
+user (``status["you"]``) and of the asking session are marked.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import time
+from typing import Any
+
+from .views import GroupView, KeyValueView, TableView, View, human_bytes, human_duration
+
+__all__ = ["device_name", "percent", "devices_view", "users_view", "sessions_view",
+           "pool_view", "status_group", "share_view", "PlotView"]
+
+
+def device_name(info: dict) -> str:
+    return str(info.get("name") or info.get("kind") or "?")
+
+
+def percent(part: float | None, whole: float | None) -> str:
+    return f"{100 * part / whole:.1f}%" if part is not None and whole else "—"
+
+
+def devices_view(status: dict) -> TableView:
+    rows = []
+    for d in status.get("devices", []):
+        info = d.get("info") or {}
+        total = info.get("memory_total")
+        rows.append([d.get("device"), device_name(info), d.get("sessions"),
+                     human_bytes(d.get("memory_used")),
+                     human_bytes(total) if total is not None else "—",
+                     percent(d.get("memory_used"), total), d.get("spares_ready")])
+    return TableView("Devices", ["Device", "Name", "Sessions", "Memory used", "Memory total",
+                                 "Used", "Spare workers"], rows,
+                     numeric={"Sessions", "Memory used", "Memory total", "Used", "Spare workers"},
+                     empty="no devices")
+
+
+def users_view(status: dict) -> TableView:
+    """Per user and device: weight, target share, share measured over the last 10 s."""
+    you = status.get("you")
+    rows, marked = [], []
+    for i, u in enumerate(status.get("users", [])):
+        if u.get("user") == you:
+            marked.append(i)
+        quota = u.get("memory_quota")
+        memory = human_bytes(u.get("memory_used")) + (f" of {human_bytes(quota)}" if quota else "")
+        queued = ("holds the device" if u.get("holding") else "") + (
+            f"{', ' if u.get('holding') else ''}{u['waiting']} waiting" if u.get("waiting") else "")
+        rows.append([f"{u.get('user')} (you)" if u.get("user") == you else u.get("user"),
+                     u.get("device"), f"{u.get('weight', 1):g}",
+                     percent(u.get("target_share"), 1), percent(u.get("share"), 1),
+                     u.get("sessions"), queued or "—", memory])
+    policy = status.get("policy", "?")
+    caption = {"fair": "policy fair: each device is shared by weight among the users with work",
+               "fifo": "policy fifo: batches in the order they came; weights are not used",
+               "none": "policy none: CUDA's time-slicing decides; targets are what fair would give"
+               }.get(policy, f"policy {policy}")
+    return TableView("Users", ["User", "Device", "Weight", "Target share", "Share (10 s)",
+                               "Sessions", "Queued", "Memory"], rows, marked=marked,
+                     numeric={"Weight", "Target share", "Share (10 s)", "Sessions"},
+                     no_wrap={"User"}, caption=caption, empty="no users with sessions",
+                     data={"users": status.get("users", []), "you": you, "policy": policy})
+
+
+def sessions_view(status: dict, mine: str | None = None) -> TableView:
+    rows, marked = [], []
+    sessions = status.get("sessions", [])
+    for i, s in enumerate(sessions):
+        if s.get("session") == mine:
+            marked.append(i)
+        rows.append([f"{s.get('session')} (you)" if s.get("session") == mine else s.get("session"),
+                     s.get("user"), s.get("client") or "—", s.get("device"),
+                     f"{human_bytes(s.get('memory_used'))} of {human_bytes(s.get('memory_limit'))}",
+                     s.get("ops"), human_duration(s.get("device_seconds")),
+                     human_duration(s.get("idle"))])
+    n = len(sessions)
+    return TableView(f"Sessions on {status.get('address', '?')}",
+                     ["Session", "User", "Client", "Device", "Memory", "Ops", "Device time",
+                      "Idle"], rows, marked=marked,
+                     numeric={"Memory", "Ops", "Device time", "Idle"},
+                     no_wrap={"Session", "User", "Client", "Device"},
+                     caption=f"{n} session{'s' if n != 1 else ''}" + ("; (you) marks this one"
+                                                                      if mine else ""),
+                     empty="no sessions", data={"sessions": sessions, "mine": mine})
+
+
+def pool_view(status: dict, *, embedded: bool | None = None) -> KeyValueView:
+    rows = [("address", status.get("address")), ("policy", status.get("policy", "?")),
+            ("users", "from a users file" if status.get("users_mode") == "file"
+             else "one shared token")]
+    if embedded is not None:
+        rows.append(("embedded", "yes (ends with this process)" if embedded else "no"))
+    rows += [("devices", len(status.get("devices", []))),
+             ("sessions", len(status.get("sessions", []))),
+             ("lease timeout", human_duration(status.get("lease_timeout"))),
+             ("uptime", human_duration(status.get("uptime")))]
+    if status.get("you"):
+        rows.append(("you are", status["you"]))
+    return KeyValueView("Pool", rows)
+
+
+def status_group(status: dict, *, mine: str | None = None, embedded: bool | None = None,
+                 extra: list[View] = ()) -> GroupView:
+    """Everything ``gpuwb status`` prints, and the pool part of ``%gpu status``."""
+    return GroupView("GPU pool status", [pool_view(status, embedded=embedded), devices_view(status),
+                                         users_view(status), sessions_view(status, mine), *extra],
+                     data=status)
+
+
+# -- %gpu share ------------------------------------------------------------------------
+
+class PlotView(View):
+    """A PNG plot in notebooks (inline in the HTML), its table in terminals and text."""
+
+    def __init__(self, title: str, png: bytes | None, table: TableView, *, data: dict) -> None:
+        self.title, self.png, self.table, self.data = title, png, table, data
+
+    def _renderable(self):
+        return self.table._renderable()
+
+    def _html(self) -> str:
+        if self.png is None:
+            return self.table._html()
+        src = "data:image/png;base64," + base64.b64encode(self.png).decode()
+        return (f"<b>{html.escape(self.title)}</b><br><img src=\"{src}\" alt=\"{html.escape(self.title)}\">"
+                f"<details><summary>table</summary>{self.table._html()}</details>")
+
+    def _repr_png_(self) -> bytes | None:
+        return self.png
+
+
+def _shares(history: dict, bucket: int) -> tuple[list[float], dict[str, list[float]]]:
+    """Per user, the share of each *bucket*-second slice of the device time used then."""
+    users = history.get("users") or {}
+    step = history.get("step", 1.0)
+    n = max((len(v) for v in users.values()), default=0)
+    per = max(1, int(round(bucket / step)))
+    slices = -(-n // per) if n else 0
+    sums = {u: [sum(v[i * per:(i + 1) * per]) for i in range(slices)] for u, v in users.items()}
+    totals = [sum(col) for col in zip(*sums.values())] if sums else []
+    shares = {u: [x / t if t else 0.0 for x, t in zip(v, totals)] for u, v in sums.items()}
+    starts = [history.get("t0", 0) + i * per * step for i in range(slices)]
+    return starts, shares
+
+
+def share_view(status: dict, minutes: float, device: str | None = None) -> PlotView:
+    """Per-user shares of the device time over the last *minutes* (from the pool's history)."""
+    histories = status.get("history") or {}
+    if device is None and histories:
+        device = next(iter(histories))
+    history = histories.get(device) or {"users": {}, "step": 1.0, "t0": time.time()}
+    bucket = 10 if minutes > 2 else 5
+    starts, shares = _shares(history, bucket)
+    you = status.get("you")
+    users = sorted(shares)
+    rows = []
+    for i, t in enumerate(starts):
+        if not any(shares[u][i] for u in users):
+            continue
+        rows.append([time.strftime("%H:%M:%S", time.localtime(t)),
+                     *(percent(shares[u][i], 1) for u in users)])
+    table = TableView(f"Shares of {device or 'the device'} over the last {minutes:g} min "
+                      f"({bucket} s slices)", ["From", *(f"{u} (you)" if u == you else u for u in users)],
+                      rows, numeric=set(users) | {f"{you} (you)"}, empty="no device time used",
+                      data={"starts": starts, "shares": shares})
+    png = _plot(starts, shares, you, table.title) if rows else None
+    return PlotView(table.title, png, table, data={"device": device, "starts": starts,
+                                                   "shares": shares, "you": you})
+
+
+def _plot(starts: list[float], shares: dict[str, list[float]], you: str | None,
+          title: str) -> bytes | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg", force=False)
+        from matplotlib.figure import Figure
+    except ImportError:   # matplotlib missing: the table stands alone
+        return None
+    fig = Figure(figsize=(7.5, 2.6), dpi=100)
+    ax = fig.add_subplot()
+    x = [t - starts[-1] for t in starts]
+    users = sorted(shares)
+    ax.stackplot(x, *[shares[u] for u in users],
+                 labels=[f"{u} (you)" if u == you else u for u in users], alpha=0.85)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("seconds ago")
+    ax.set_ylabel("share of device time")
+    ax.set_title(title, fontsize=9)
+    ax.legend(loc="upper left", fontsize=8, ncol=min(4, len(users)))
+    fig.tight_layout()
+    out = io.BytesIO()
+    fig.savefig(out, format="png")
+    return out.getvalue()
+
