@@ -296,7 +296,9 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
     errors = {w: [] for w in (0.1, 1.0, 10.0)}
     series = {}
     for p0, p1, targets in phases:
-        settle = 0.5 if name == "dynamics" else 1.0   # skip the first moments of a phase
+        # skip the first moments of a phase (clients ramping up; the dynamics report their
+        # convergence separately)
+        settle = min(0.5 if name == "dynamics" else 1.0, (p1 - p0) / 4)
         t0 = p0 + settle
         total_w = sum(targets.values())
         for window in errors:
@@ -316,7 +318,7 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
                                      if errs else None)
     # whole-run figures over the first (longest steady) phase
     p0, p1, targets = phases[0]
-    t0 = p0 + 1.0
+    t0 = p0 + min(1.0, (p1 - p0) / 4)
     norm = {u: _rates(gemm[u], exclusive, t0, p1, p1 - t0)[0] for u in targets}
     total = sum(norm.values())
     total_w = sum(targets.values())
@@ -428,6 +430,7 @@ def plot(results: dict, path: str) -> None:
 
 
 def main(argv=None) -> int:
+    global BIG, SMALL
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=15.0)
@@ -439,7 +442,10 @@ def main(argv=None) -> int:
     parser.add_argument("--json")
     parser.add_argument("--plot")
     parser.add_argument("--quick", action="store_true", help="4 s scenarios: a smoke run")
+    parser.add_argument("--big", type=int, default=BIG[0], help="big GEMM size (float16)")
+    parser.add_argument("--small", type=int, default=SMALL[0], help="small GEMM size (float32)")
     args = parser.parse_args(argv)
+    BIG, SMALL = (args.big, BIG[1]), (args.small, SMALL[1])
     if args.client:
         client_main(json.loads(args.client))
         return 0

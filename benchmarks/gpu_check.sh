@@ -2,6 +2,8 @@
 # Everything this project checks on a GPU machine, in one command:
 #   1. the differential tests with the pool on the CuPy device, compared with local CuPy
 #   2. benchmarks/overhead.py (proxy vs local CuPy on the same GPU)
+#   3. fair: the users/arbiter tests on the GPU and benchmarks/fairness.py (FAIR_ARGS)
+#   4. policies: overhead.py --compare-policies (OVERHEAD_ARGS)
 # Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 set -u
@@ -32,6 +34,21 @@ if [ "$what" = all ] || [ "$what" = kernel ]; then
     | tee "$OUT/gpu-kernel-tests.log" | tail -15
   timeout 200 python3 -c "import sys; from workbench.cli import main; sys.exit(main(['demo']))" \
     2>&1 | tee "$OUT/gpu-demo.log" | tail -60
+fi
+if [ "$what" = all ] || [ "$what" = fair ]; then
+  # users and the arbiter on a GPU: the quota and pool tests with the pool on the GPU, then
+  # the fairness benchmark (policies none, fifo, fair side by side) and its plot
+  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 240 python3 -m pytest -q -p no:cacheprovider \
+    -o addopts="-ra" --timeout 120 tests/test_users_pool.py tests/test_pool.py tests/test_async.py \
+    tests/test_transfers.py tests/test_faults.py tests/test_custom_kernels.py 2>&1 \
+    | tee "$OUT/gpu-fair-tests.log" | tail -8
+  timeout ${FAIR_TIMEOUT:-420} python3 benchmarks/fairness.py ${FAIR_ARGS:-} --json "$OUT/fairness.json" \
+    --plot "$OUT/fairness.png" 2>&1 | tee "$OUT/fairness.log" | grep -v '^ \|^{\|^}'
+fi
+if [ "$what" = all ] || [ "$what" = policies ]; then
+  # a lone session under policy none vs fair (the arbiter must cost it nothing), same run
+  timeout 300 python3 benchmarks/overhead.py --compare-policies ${OVERHEAD_ARGS:-} \
+    --json "$OUT/overhead-policies.json" 2>&1 | tee "$OUT/overhead-policies.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   timeout 400 python3 benchmarks/overhead.py --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" | head -16

@@ -22,6 +22,8 @@ from gpu_backend.usage import read_usage
 from gpu_backend.users import User, hash_token, load_users, new_token, save_users
 from kernelproxy.modules import module_for
 
+from .differential import TEST_DEVICES
+
 MiB = 1 << 20
 
 
@@ -56,7 +58,7 @@ def users_pool(tmp_path):
     path = tmp_path / "users.toml"
     tokens = write_users(path, {"alice": {"weight": 2.0}, "bob": {"sessions": 1},
                                 "carol": {"memory": 16 * MiB}})
-    with LocalPool(devices="cpu", users_file=path, lease_timeout=20) as pool:
+    with LocalPool(devices=TEST_DEVICES, users_file=path, lease_timeout=20) as pool:
         yield pool, path, tokens
 
 
