@@ -259,7 +259,7 @@ def run_cases(cupy, proxy, session, args):
     return local or None, remote
 
 
-def compare_policies(args, policies=("none", "fair"), rounds=4):
+def compare_policies(args, policies=("none", "fair"), rounds=10):
     """One session per policy's pool, all pools up at once; the two small-op cases
     measured in alternating rounds (A B B A ...) so drift cancels. Returns per policy the
     median of the rounds, and each policy's ratio to the first."""
@@ -276,9 +276,9 @@ def compare_policies(args, policies=("none", "fair"), rounds=4):
             session = sessions[policy]
             xp = module_for(session)
             runs[policy]["sync_us"].append(
-                bench_sync_latency(xp, session, args.latency_reps // 2)["median_us"])
+                bench_sync_latency(xp, session, max(200, args.latency_reps // 4))["median_us"])
             runs[policy]["ops_per_s"].append(
-                bench_pipelined(xp, session, args.pipelined_ops // 2)["ops_per_s"])
+                bench_pipelined(xp, session, max(2000, args.pipelined_ops // 4))["ops_per_s"])
     finally:
         for session in sessions.values():
             session.close()

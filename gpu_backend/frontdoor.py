@@ -181,11 +181,13 @@ class FrontDoor:
         elif kind == "grant" and worker.session is not None:   # memory handed back
             worker.session.grant = int(msg["bytes"])
         elif kind == "usage" and worker.session is not None:
-            worker.session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
-            self.usage.report(worker.session.sid, worker.session.usage)
+            session = worker.session
+            session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
+            self.usage.report(session.sid, session.user, session.worker.device, session.usage)
         elif kind == "ended" and worker.session is not None:
-            worker.session.usage.update({k: msg[k] for k in (*USAGE_FIELDS, "reason") if k in msg})
-            self.usage.report(worker.session.sid, worker.session.usage)
+            session = worker.session
+            session.usage.update({k: msg[k] for k in (*USAGE_FIELDS, "reason") if k in msg})
+            self.usage.report(session.sid, session.user, session.worker.device, session.usage)
             log.info("worker %s ended: %s", worker.wid, msg.get("reason"))
         elif kind == "ended":
             log.info("worker %s ended: %s", worker.wid, msg.get("reason"))

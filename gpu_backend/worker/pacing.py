@@ -2,20 +2,26 @@
 
 The executor calls :meth:`Pacer.after_ops` every few ops (``countdown``) and at
 batch boundaries. The pacer records device markers (CUDA events on a GPU)
-between ops and learns, from the markers the device has reached, how much
-device time the session used (``busy``: busy periods only; a segment that
-starts on an idle device gets a fresh start marker) and how long an op takes
-(``per_op``, a moving average). Markers are recorded every op when ops are
-long and every few dozen when they are short, so pacing costs a fraction of a
-microsecond per op.
+between ops. Each *segment* of work runs from a start marker to an end marker;
+from the segments the device has finished it learns the session's device time
+(``busy``) and the device time of an op (``per_op``, a moving average).
+Segments chain (one's end is the next one's start) while the device is kept
+busy; a segment that starts after the device went idle, or after the worker
+waited for the device lease, gets a fresh start marker, so the time other
+sessions ran is never charged to this one. Markers are recorded every op when
+ops are long and every few dozen when they are short, so pacing costs a
+fraction of a microsecond per op.
 
 With a lease (the ``fair`` and ``fifo`` policies) it also keeps the work
 launched ahead of the device short: before launching more it waits until the
-estimated unfinished work is below ``LEAD`` and no op is queued behind a
+estimated unfinished work is below ``LEAD`` and no segment is queued behind a
 running one. A worker that launched 200 ms of GEMMs ahead would make a
 newcomer wait 200 ms whatever the arbiter decides; with pacing it waits for
-the op on the GPU. The pacer also reports device time to the arbiter and
-hands the device over when the lease says so.
+the op on the GPU. Waits shorter than a millisecond spin on the device's
+markers (a sleeping thread wakes tens of microseconds late, which would leave
+the GPU idle between ops); longer ones sleep on the lease's socket, so a yield
+from the arbiter wakes them at once. The pacer also reports device time to the
+arbiter and hands the device over when the lease says so.
 """
 
 from __future__ import annotations
@@ -37,9 +43,12 @@ MAX_COUNTDOWN = 64
 #: Weight of the newest segment in the per-op average.
 _NEW = 0.3
 #: While launching, look for arbiter messages at most this often (host seconds): asking
-#: ZeroMQ costs 2-3 µs. Waits for the device sleep on the lease's socket and see a
-#: yield at once; a quantum needs no message, the worker counts it itself.
+#: ZeroMQ costs 2-3 µs. Waits for the device see a yield at once; a quantum needs no
+#: message, the worker counts it itself.
 CHECK_SECONDS = 0.0005
+#: Waits longer than this sleep on the lease's socket (until this much before the end);
+#: shorter ones spin on the device's markers.
+SPIN_SECONDS = 0.0008
 
 
 class Pacer:
@@ -51,43 +60,57 @@ class Pacer:
         #: estimated device seconds per op (None until measured)
         self.per_op: float | None = None
         self.countdown = 1
-        self._pending: deque = deque()   # (marker, ops in its segment), oldest first
-        self._anchor = None              # the marker the next segment is measured from
+        self._pending: deque = deque()   # (start marker, end marker, ops), oldest first
+        self._last_end = None            # the end of the newest segment
+        self._fresh = None               # a start marker for the next segment, if it starts anew
         self._free_at = 0.0              # host time when launched work should be done
         self._check_at = 0.0             # host time of the next look at the lease's socket
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
-        self._pending.append((self.device.marker(), ops))
+        start = self._fresh if self._fresh is not None else self._last_end
+        end = self.device.marker()
+        self._fresh = None
+        self._pending.append((start, end, ops))
+        self._last_end = end
+        if self.per_op is not None:
+            self._free_at = max(self._free_at, perf_counter()) + ops * self.per_op
 
     def harvest(self) -> None:
         """Account every segment the device has finished (never blocks)."""
         pending, device = self._pending, self.device
-        if not pending or not device.reached(pending[0][0]):
+        if not pending or not device.reached(pending[0][1]):
             return
-        while pending and device.reached(pending[0][0]):
-            marker, ops = pending.popleft()
-            seconds = device.between(self._anchor, marker) if self._anchor is not None else 0.0
+        while pending and device.reached(pending[0][1]):
+            start, end, ops = pending.popleft()
+            if start is None:
+                continue
+            seconds = device.between(start, end)
             self.busy += seconds
             if ops:
                 measured = seconds / ops
                 self.per_op = measured if self.per_op is None else (
                     self.per_op + _NEW * (measured - self.per_op))
-            if self._anchor is not None:
-                device.drop_marker(self._anchor)
-            self._anchor = marker
-        now = perf_counter()
-        self._free_at = now + sum(ops for _, ops in pending) * (self.per_op or 0.0)
+            device.drop_marker(start)
+        self._free_at = perf_counter() + sum(ops for _, _, ops in pending) * (self.per_op or 0.0)
 
-    def _restart_if_idle(self) -> None:
-        """On an idle device the next segment starts now, not at the last marker."""
-        if not self._pending:
-            if self._anchor is not None:
-                self.device.drop_marker(self._anchor)
-            self._anchor = self.device.marker()
+    def _start_fresh(self, always: bool = False) -> None:
+        """The next segment starts now, not at the last marker: after a wait for the device
+        (*always*), or when the device has finished everything (it was idle in between)."""
+        if always or not self._pending:
+            if self._fresh is not None:   # recorded earlier, unused: its time would count idle
+                self.device.drop_marker(self._fresh)
+            self._fresh = self.device.marker()
 
     def _ahead(self) -> float:
         return max(0.0, self._free_at - perf_counter())
+
+    def _next_countdown(self) -> int:
+        """Ops until the next marker: about GRAIN of device time, every op while unknown, and
+        every op while paced work is queued (a long op may follow a short one)."""
+        if self.per_op is None or (self.lease is not None and self._ahead() > GRAIN):
+            return 1
+        return max(1, min(MAX_COUNTDOWN, int(GRAIN / max(self.per_op, 1e-9))))
 
     def _read_lease(self) -> None:
         """Take in the arbiter's messages, if it is time to look (see CHECK_SECONDS)."""
@@ -96,18 +119,24 @@ class Pacer:
             self._check_at = now + CHECK_SECONDS
             self.lease.read(self.busy)
 
-    def _next_countdown(self) -> int:
-        if self.per_op is None or (self.lease is not None and self._pending):
-            return 1
-        return max(1, min(MAX_COUNTDOWN, int(GRAIN / max(self.per_op, 1e-9))))
+    def _acquire(self, interrupted: Callable[[], bool]) -> bool:
+        """Hold the lease, waiting if needed; a segment after a wait starts afresh."""
+        lease = self.lease
+        if lease.holding:
+            return True
+        if not lease.acquire(self.busy, interrupted):
+            return False
+        self.harvest()
+        self._start_fresh(always=True)
+        return True
 
     # ------------------------------------------------------------ the executor's hooks
     def begin_batch(self, interrupted: Callable[[], bool]) -> bool:
         """Before a batch's first op: hold the device (paced policies); False if interrupted."""
         self.harvest()
-        if self.lease is not None and not self.lease.acquire(self.busy, interrupted):
+        if self.lease is not None and not self._acquire(interrupted):
             return False
-        self._restart_if_idle()
+        self._start_fresh()
         self.countdown = self._next_countdown()
         return True
 
@@ -115,25 +144,24 @@ class Pacer:
         """*ops* ops were launched since the last call: mark, measure, pace. Returns the
         ops to launch before the next call, or 0 if interrupted while waiting for the device."""
         self._mark(ops)
-        if self.per_op is not None:
-            self._free_at = max(self._free_at, perf_counter()) + ops * self.per_op
         self.harvest()
         lease = self.lease
         if lease is not None:
             self._read_lease()
-            self._hold_back(interrupted)
+            self._hold_back()
             if lease.must_hand_over(self.busy + self._ahead()):
                 lease.release(self.busy, want=True)
-                if not lease.acquire(self.busy, interrupted):
+                if not self._acquire(interrupted):
                     return 0
             lease.report(self.busy)
-        self._restart_if_idle()
+        self._start_fresh()
         self.countdown = self._next_countdown()
         return self.countdown
 
-    def _hold_back(self, interrupted: Callable[[], bool]) -> None:
+    def _hold_back(self) -> None:
         """Wait while too much launched work is unfinished; a yield cuts the wait short."""
-        lease = self.lease
+        lease, device = self.lease, self.device
+        spun = 0.0
         while self._pending:
             ahead = self._ahead()
             queued_behind = len(self._pending) >= 2
@@ -141,25 +169,45 @@ class Pacer:
                 return
             if lease.must_hand_over(self.busy + ahead):
                 return
-            lease.wait(ahead - LEAD if ahead > LEAD else 50e-6)
-            lease.read(self.busy)
+            wait = ahead - LEAD if ahead > LEAD else 0.0
+            if wait > SPIN_SECONDS:
+                lease.wait(wait - SPIN_SECONDS / 2)   # sleeps; an arbiter message wakes it
+                lease.read(self.busy)
+            elif spun > 2 * SPIN_SECONDS:   # behind one long kernel: sleep, it cannot be hurried
+                lease.wait(0.001)
+                lease.read(self.busy)
+            else:   # the last stretch: spin on the oldest segment, looking at the lease now and then
+                oldest = self._pending[0][1]
+                began = perf_counter()
+                until = began + (min(wait, SPIN_SECONDS) if wait else SPIN_SECONDS)
+                check = began + CHECK_SECONDS
+                while not device.reached(oldest):
+                    now = perf_counter()
+                    if now >= until:
+                        break
+                    if now >= check:
+                        check = now + CHECK_SECONDS
+                        lease.read(self.busy)
+                        if lease.must_hand_over(self.busy + self._ahead()):
+                            return
+                spun += perf_counter() - began
             self.harvest()
 
     def end_batch(self, ops: int, more_work: Callable[[], bool]) -> None:
         """After a batch's last op (*ops* launched since the last call)."""
         if ops:
             self._mark(ops)
-            if self.per_op is not None:
-                self._free_at = max(self._free_at, perf_counter()) + ops * self.per_op
         self.harvest()
         lease = self.lease
-        if lease is None:
+        if lease is None or not lease.holding:
             return
         self._read_lease()
-        if lease.holding and (lease.at_batch_end or lease.must_hand_over(self.busy + self._ahead())):
-            lease.release(self.busy, want=more_work())
-        else:
-            lease.report(self.busy)
+        if lease.at_batch_end or lease.hand_over_at is not None:   # others wait
+            more = more_work()
+            if not more or lease.at_batch_end or lease.must_hand_over(self.busy + self._ahead()):
+                lease.release(self.busy, want=more)   # nothing more to run: hand over at once
+                return
+        lease.report(self.busy)
 
     def idle(self) -> None:
         """The worker has nothing to run: measure, and hand the device over if others wait."""
