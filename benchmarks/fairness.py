@@ -18,9 +18,9 @@ user (token) and session:
                  weight goes to 3 at 3/4 (the users file is rewritten; the pool
                  reloads it)
 
-GEMM clients keep their session backlogged: they send K GEMMs and a fence
-(the value of one element) and read the fence before last, so the GPU never
-waits for the client. Completed GEMMs over time give each user's rate, divided
+GEMM clients keep their session backlogged: they send K GEMMs (about 10 ms of
+work alone) and a fence (the value of one element) and read the fence before
+last, so the GPU never waits for the client. Completed GEMMs over time give each user's rate, divided
 by its rate alone (measured first, under policy ``none``): its normalised rate.
 A user's share in a window is its normalised rate over the sum of all users'.
 
@@ -103,13 +103,15 @@ def client_main(spec: dict) -> None:
         a = xp.asarray(np.random.default_rng(0).random((n, n)).astype(dtype))
         b = xp.asarray(np.random.default_rng(1).random((n, n)).astype(dtype))
         c = a @ b
-        k = max(1, int(FENCE_SECONDS / spec["op_seconds"])) if spec["op_seconds"] else 4
         fences = _fencer(xp, session)
-        for _ in range(3):   # warm-up, and the first fence pair
+        k = 4
+        for _ in range(12):   # warm-up, and a first measure of the GEMM's time: K per fence
+            t0 = time.monotonic()
             for _ in range(k):
                 c = a @ b
             fences.push(c, 0)
-        fences.drain()
+            fences.drain()
+            k = max(1, min(4000, int(FENCE_SECONDS / max((time.monotonic() - t0) / k, 1e-7))))
         _wait_until(spec["start"])
         done, points = 0, [(time.monotonic(), 0)]
         while time.monotonic() < spec["stop"]:
@@ -227,11 +229,10 @@ def run_clients(specs: list[dict], workdir: Path, events=()) -> list[dict]:
 def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: float,
              workdir: Path, local: bool) -> dict:
     n, dtype = (BIG if kind == "big" else SMALL) if kind != "interactive" else (0, "")
-    rate = exclusive.get(kind, {}).get("rate")
     return {"user": user, "kind": kind, "n": n, "dtype": dtype, "local": local,
             "address": None if local else pool.address,
             "token": None if local else pool.tokens[user],
-            "op_seconds": 1 / rate if rate else 0, "start": start, "stop": stop,
+            "start": start, "stop": stop,
             "out": str(workdir / f"{user}-{kind}-{time.monotonic_ns()}.json")}
 
 
@@ -358,12 +359,12 @@ def calibrate(pool, seconds: float, workdir: Path, local: bool) -> dict:
     """Each workload alone: its exclusive rate (GEMMs/s) or latency."""
     exclusive = {}
     for kind in ("big", "small"):
-        start = time.monotonic() + 4
+        start = time.monotonic() + 3
         spec = spec_for("solo", kind, pool, {}, start, start + seconds, workdir, local)
         r = run_clients([spec], workdir)[0]
         pts = [p for p in r["points"] if p[0] >= start + 0.5]
         exclusive[kind] = {"rate": (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])}
-    start = time.monotonic() + 4
+    start = time.monotonic() + 3
     r = run_clients([spec_for("i", "interactive", pool, {}, start, start + seconds, workdir,
                               local)], workdir)[0]
     lat = [v * 1e3 for v in r["latencies"][20:]]
@@ -435,6 +436,9 @@ def main(argv=None) -> int:
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--calibrate-seconds", type=float, default=5.0)
+    parser.add_argument("--calibrate", default="none,fair,local",
+                        help="policies whose pools measure each workload alone (rates are "
+                             "normalised by none's, or the policy's own without none)")
     parser.add_argument("--policies", default="none,fifo,fair",
                         help="comma list of none, fifo, fair, and local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
@@ -442,6 +446,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json")
     parser.add_argument("--plot")
     parser.add_argument("--quick", action="store_true", help="4 s scenarios: a smoke run")
+    parser.add_argument("--lead", type=float, default=3.0,
+                        help="seconds for a scenario's clients to start and warm up")
     parser.add_argument("--big", type=int, default=BIG[0], help="big GEMM size (float16)")
     parser.add_argument("--small", type=int, default=SMALL[0], help="small GEMM size (float32)")
     args = parser.parse_args(argv)
@@ -468,16 +474,22 @@ def main(argv=None) -> int:
             local = policy == "local"
             pool = None if local else Pool(policy, args.devices, workdir, {})
             try:
-                results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir, local)
+                if policy in args.calibrate.split(",") or not results["exclusive"]:
+                    results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir,
+                                                             local)
                 # rates are normalised by the workloads' rates alone without an arbiter, so a
                 # policy that slows a lone user shows as lost work, not as a new normal
-                exclusive = results["exclusive"].get("none") or results["exclusive"][policy]
+                exclusive = (results["exclusive"].get("none") or results["exclusive"].get(policy)
+                             or next(iter(results["exclusive"].values())))
                 if local:
                     exclusive = results["exclusive"][policy]
                 by = results["policies"][policy] = {}
                 for name in names:
-                    by[name] = scenario(name, pool, exclusive, args.seconds, workdir, local, lead=4.0)
+                    by[name] = scenario(name, pool, exclusive, args.seconds, workdir, local,
+                                        lead=args.lead)
                     print(f"{policy:6} {name:14} done", file=sys.stderr, flush=True)
+                if args.json:   # what is done so far survives a run cut short
+                    Path(args.json).write_text(json.dumps(results, indent=1))
             finally:
                 if pool is not None:
                     pool.stop()

@@ -259,32 +259,42 @@ def run_cases(cupy, proxy, session, args):
     return local or None, remote
 
 
-def compare_policies(args, policies=("none", "fair"), rounds=10):
-    """One session per policy's pool, all pools up at once; the two small-op cases
-    measured in alternating rounds (A B B A ...) so drift cancels. Returns per policy the
-    median of the rounds, and each policy's ratio to the first."""
+def compare_policies(args, policies=("none", "fair"), rounds=20):
+    """One lone session per policy's pool, all pools up at once. Sync latency as paired
+    samples (one op on each pool in turn, A B B A ...), so the host's drift and noise hit
+    both alike; the pipelined rate in alternating short rounds. Medians per policy, and
+    each policy's ratio to the first."""
     pools, sessions = {}, {}
     try:
         for policy in policies:
             pools[policy] = LocalPool(devices=args.devices, memory_limit=8 << 30, policy=policy).start()
             sessions[policy] = kernelproxy.connect(pools[policy].address, pools[policy].token)
-        runs = {p: {"sync_us": [], "ops_per_s": []} for p in policies}
-        order = []
+        xs = {}
+        for policy in policies:
+            xp = module_for(sessions[policy])
+            xs[policy] = xp.arange(1024, dtype=xp.float32)
+            for _ in range(100):
+                float((xs[policy] + 1).sum())
+        samples = {p: [] for p in policies}
+        for i in range(args.latency_reps):
+            for policy in (policies if i % 2 == 0 else tuple(reversed(policies))):
+                x = xs[policy]
+                t0 = time.perf_counter()
+                float((x + 1).sum())
+                samples[policy].append(time.perf_counter() - t0)
+        rates = {p: [] for p in policies}
         for r in range(rounds):
-            order += list(policies) if r % 2 == 0 else list(reversed(policies))
-        for policy in order:
-            session = sessions[policy]
-            xp = module_for(session)
-            runs[policy]["sync_us"].append(
-                bench_sync_latency(xp, session, max(200, args.latency_reps // 4))["median_us"])
-            runs[policy]["ops_per_s"].append(
-                bench_pipelined(xp, session, max(2000, args.pipelined_ops // 4))["ops_per_s"])
+            for policy in (policies if r % 2 == 0 else tuple(reversed(policies))):
+                rates[policy].append(bench_pipelined(module_for(sessions[policy]), sessions[policy],
+                                                     max(2000, args.pipelined_ops // 10))["ops_per_s"])
     finally:
         for session in sessions.values():
             session.close()
         for pool in pools.values():
             pool.stop()
-    out = {p: {k: statistics.median(v) for k, v in runs[p].items()} | {"rounds": runs[p]}
+    out = {p: {"sync_us": statistics.median(samples[p]) * 1e6,
+               "sync_p90_us": sorted(samples[p])[int(len(samples[p]) * 0.9)] * 1e6,
+               "ops_per_s": statistics.median(rates[p]), "rate_rounds": rates[p]}
            for p in policies}
     base = out[policies[0]]
     for p in policies[1:]:

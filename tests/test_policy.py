@@ -171,3 +171,18 @@ def test_make_policy():
     assert make_policy("none") is None
     with pytest.raises(ValueError):
         make_policy("lottery")
+
+
+def test_a_lone_holder_reporting_rarely_is_still_preempted_by_a_returning_user():
+    """Alone, a worker reports every 50 ms; the arbiter assumes it kept the device busy since."""
+    t = [0.0]
+    policy = FairPolicy(lambda: t[0])
+    policy.attach("b", "B")
+    policy.attach("i", "I")
+    policy.want("b")
+    policy.used("b", 1.0)          # reported at t = 0
+    policy.want("i")               # i levels with b, gets its credit, runs...
+    policy.release("i", 0.0015, want=False)     # ...and leaves (1.5 ms: most of its credit)
+    policy.release("b", 1.0, want=True)         # b, preempted, goes on alone
+    t[0] = 0.04                                 # 40 ms later, b has not reported again
+    assert policy.want("i") == [Yield("b", 0.0), Grant("i", QUANTUM)]

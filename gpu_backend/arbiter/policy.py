@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Union
 
 __all__ = ["Grant", "Yield", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
-           "QUANTUM", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT"]
+           "QUANTUM", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG"]
 
 #: Device seconds a holder keeps the device while others wait.
 QUANTUM = 0.002
@@ -30,6 +30,9 @@ QUANTUM = 0.002
 CREDIT = 0.002
 #: A returning user preempts the holder if its virtual time is lower by more than this.
 PREEMPT_GAP = 0.0005
+#: A lone holder reports every 50 ms of device time (worker.lease); between reports the
+#: arbiter assumes it keeps the device busy, for at most this long.
+ALONE_REPORT_LAG = 0.06
 #: Wall seconds a holder may overrun its hand-over before the next session is granted
 #: anyway: it is inside one long kernel, which cannot be preempted; the two then share
 #: the GPU by CUDA's time-slicing until it releases.
@@ -66,6 +69,7 @@ class _Session:
     runnable: bool = False     # holds the device or asked for it
     charged: float = 0.0       # the worker's cumulative busy seconds charged so far
     asked_at: float = 0.0      # when it last became runnable
+    charged_at: float = 0.0    # when it was last charged (or granted)
 
 
 @dataclass
@@ -163,6 +167,7 @@ class Policy:
 
     # -- mechanics ------------------------------------------------------------
     def _charge(self, session: _Session, busy: float) -> None:
+        session.charged_at = self.clock()
         delta = busy - session.charged
         if delta > 0:
             session.charged = busy
@@ -227,7 +232,7 @@ class FairPolicy(Policy):
             return self._grant_next()
         holder = self.sessions[self.holder]
         mine, theirs = self.users[session.user], self.users[holder.user]
-        if mine is not theirs and mine.vt + self.preempt_gap < theirs.vt:
+        if mine is not theirs and mine.vt + self.preempt_gap < self._user_vt(theirs):
             # a user back from idle with credit: the holder stops launching now, and the
             # newcomer starts at once, its work queued behind what the holder launched
             self.finishing.add(holder.sid)
@@ -259,9 +264,20 @@ class FairPolicy(Policy):
         self._advance_min_vt()
 
     def _advance_min_vt(self) -> None:
-        runnable = [u.vt for u in self.users.values() if u.runnable(self.sessions)]
+        runnable = [self._user_vt(u) for u in self.users.values() if u.runnable(self.sessions)]
         if runnable:
             self.min_vt = max(self.min_vt, min(runnable))
+
+    def _user_vt(self, account: _User) -> float:
+        """A user's virtual time, counting a lone holder's unreported progress: alone, it
+        reports rarely, and is assumed to keep the device busy since its last report."""
+        if self.holder is None or self.told:
+            return account.vt
+        holder = self.sessions[self.holder]
+        if holder.user != account.name:
+            return account.vt
+        lag = min(max(0.0, self.clock() - holder.charged_at), ALONE_REPORT_LAG)
+        return account.vt + lag / account.weight
 
     def _grant_next(self, exclude: str | None = None) -> list[Action]:
         waiting = self._waiting(exclude)
@@ -273,6 +289,7 @@ class FairPolicy(Policy):
         user = min(by_user, key=lambda u: (self.users[u].vt, u))
         chosen = min(by_user[user], key=lambda s: (s.vt, s.asked_at, s.sid))
         self.holder = chosen.sid
+        chosen.charged_at = self.clock()
         if self._others_runnable(chosen.sid):
             self.told = True
             self._due = self.clock() + self.quantum + self.yield_timeout

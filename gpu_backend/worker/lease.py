@@ -24,9 +24,9 @@ __all__ = ["DeviceLease", "REPORT_SECONDS"]
 #: While holding with others waiting, report measured device time this often (device
 #: seconds): the arbiter's shares are as current as this.
 REPORT_SECONDS = 0.001
-#: Alone, report this often: the reports only move the arbiter's virtual clock forward
-#: (a newcomer then starts level with the holder), and each one wakes the pool's arbiter
-#: thread, which in an embedded pool shares the user's interpreter.
+#: Alone, report this often: the reports move the arbiter's virtual clock forward (between
+#: them the arbiter estimates a lone holder's progress by the clock), and each one wakes
+#: the pool's arbiter thread, which in an embedded pool shares the user's interpreter.
 REPORT_ALONE_SECONDS = 0.05
 #: While waiting for a grant, look for a cancel from the client this often (seconds).
 WAIT_SLICE = 0.002

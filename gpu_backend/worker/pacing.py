@@ -34,8 +34,11 @@ from .lease import DeviceLease
 
 __all__ = ["Pacer", "LEAD", "GRAIN"]
 
-#: Estimated device seconds of work a paced worker may have launched and unfinished.
-LEAD = 300e-6
+#: Estimated device seconds of work a paced worker may have launched and unfinished
+#: beyond the op running now: the next op is launched this long before the running one
+#: should end, so the device does not idle, and a newcomer waits at most about this
+#: much more than the running op.
+LEAD = 150e-6
 #: Device seconds of work between two markers when ops are short.
 GRAIN = 100e-6
 #: Most ops between two markers.
@@ -49,6 +52,9 @@ CHECK_SECONDS = 0.0005
 #: Waits longer than this sleep on the lease's socket (until this much before the end);
 #: shorter ones spin on the device's markers.
 SPIN_SECONDS = 0.0008
+#: While spinning, look at the lease this often: a preempted holder must not launch
+#: one more op behind the newcomer.
+SPIN_CHECK_SECONDS = 50e-6
 
 
 class Pacer:
@@ -180,17 +186,18 @@ class Pacer:
                 oldest = self._pending[0][1]
                 began = perf_counter()
                 until = began + (min(wait, SPIN_SECONDS) if wait else SPIN_SECONDS)
-                check = began + CHECK_SECONDS
+                check = began + SPIN_CHECK_SECONDS
                 while not device.reached(oldest):
                     now = perf_counter()
                     if now >= until:
                         break
                     if now >= check:
-                        check = now + CHECK_SECONDS
+                        check = now + SPIN_CHECK_SECONDS
                         lease.read(self.busy)
                         if lease.must_hand_over(self.busy + self._ahead()):
                             return
                 spun += perf_counter() - began
+                lease.read(self.busy)   # a yield that came meanwhile stops the next launch
             self.harvest()
 
     def end_batch(self, ops: int, more_work: Callable[[], bool]) -> None:
