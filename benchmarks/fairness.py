@@ -186,10 +186,11 @@ class Pool:
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
         self._User, self._save = User, save_users
         self.set_weights(weights)
+        self.log = workdir / f"usage-{policy}.jsonl"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gpu_backend.cli", "serve", "--listen", "tcp://127.0.0.1:0",
              "--devices", devices, "--users-file", str(self.users_file), "--policy", policy,
-             "--spare-workers", "4", "--usage-log", str(workdir / f"usage-{policy}.jsonl")],
+             "--spare-workers", "4", "--usage-log", str(self.log)],
             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         line = self.proc.stdout.readline()
         if "listening on" not in line:
@@ -201,6 +202,20 @@ class Pool:
                                   weight=float(weights.get(name, 1)))
                  for name in USERS}
         self._save(self.users_file, users)
+
+    def charged(self, t0: float, t1: float) -> dict[str, float]:
+        """Device seconds the pool charged each user between two wall-clock times (its usage
+        log; reports come every 0.5 s, so the edges are that coarse)."""
+        time.sleep(1.5)   # the last reports, flushed
+        out: dict[str, float] = {}
+        for line in self.log.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("t") == "use" and t0 <= r.get("ts", 0) <= t1 and "device_s" in r:
+                out[r["user"]] = out.get(r["user"], 0.0) + r["device_s"]
+        return out
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -263,8 +278,19 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
         specs = [spec_for(u, k, pool, exclusive, start, stop, workdir, local) for u, k, _ in members]
         phases = [(start, stop, {u: w for u, k, w in members if k != "interactive"})]
     time.sleep(1.2)   # the pool reloads the users file within a second
+    wall = time.time() - time.monotonic()
     results = run_clients(specs, workdir, events)
-    return analyse(name, results, phases, exclusive, start, stop)
+    out = analyse(name, results, phases, exclusive, start, stop)
+    if pool is not None:   # what the pool measured and charged, per GEMM (a diagnostic)
+        p0, p1, _ = phases[0]
+        settle = min(1.0, (p1 - p0) / 4)
+        charged = pool.charged(wall + p0 + settle, wall + p1)
+        done = {r["user"]: _cumulative(r["points"], p1) - _cumulative(r["points"], p0 + settle)
+                for r in results if r["kind"] != "interactive"}
+        out["charged_s"] = charged
+        out["charged_ms_per_gemm"] = {u: charged[u] / done[u] * 1e3
+                                      for u in done if done[u] and u in charged}
+    return out
 
 
 # --------------------------------------------------------------------------- analysis

@@ -39,8 +39,9 @@ __all__ = ["Pacer", "LEAD", "GRAIN"]
 #: should end, so the device does not idle, and a newcomer waits at most about this
 #: much more than the running op.
 LEAD = 150e-6
-#: Device seconds of work between two markers when ops are short.
-GRAIN = 100e-6
+#: Device seconds of work between two markers when ops are short (a marker and its
+#: bookkeeping cost a few microseconds of host time).
+GRAIN = 250e-6
 #: Most ops between two markers.
 MAX_COUNTDOWN = 64
 #: Weight of the newest segment in the per-op average.
