@@ -41,7 +41,7 @@ __all__ = ["Pacer", "LEAD", "GRAIN"]
 LEAD = 150e-6
 #: Device seconds of work between two markers when ops are short (a marker and its
 #: bookkeeping cost a few microseconds of host time).
-GRAIN = 250e-6
+GRAIN = 100e-6
 #: Most ops between two markers.
 MAX_COUNTDOWN = 64
 #: Weight of the newest segment in the per-op average.
@@ -72,6 +72,8 @@ class Pacer:
         self._fresh = None               # a start marker for the next segment, if it starts anew
         self._free_at = 0.0              # host time when launched work should be done
         self._check_at = 0.0             # host time of the next look at the lease's socket
+        self._left_at = 0.0              # host time the executor last went back to launching
+        self._launch = 0.0               # host seconds it takes to launch until the next call
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
@@ -150,12 +152,18 @@ class Pacer:
     def after_ops(self, ops: int, interrupted: Callable[[], bool]) -> int:
         """*ops* ops were launched since the last call: mark, measure, pace. Returns the
         ops to launch before the next call, or 0 if interrupted while waiting for the device."""
+        now = perf_counter()
+        if self._left_at:
+            self._launch += _NEW * (now - self._left_at - self._launch)
         self._mark(ops)
         self.harvest()
         lease = self.lease
         if lease is not None:
             self._read_lease()
-            self._hold_back()
+            # hand over with the queue still full: its work covers the hand-over's messages,
+            # so the device does not idle between this session and the next
+            if not lease.must_hand_over(self.busy + self._ahead()):
+                self._hold_back()
             if lease.must_hand_over(self.busy + self._ahead()):
                 lease.release(self.busy, want=True)
                 if not self._acquire(interrupted):
@@ -163,20 +171,24 @@ class Pacer:
             lease.report(self.busy)
         self._start_fresh()
         self.countdown = self._next_countdown()
+        self._left_at = perf_counter()
         return self.countdown
 
     def _hold_back(self) -> None:
         """Wait while too much launched work is unfinished; a yield cuts the wait short."""
         lease, device = self.lease, self.device
+        # the queue must outlast the host's time to launch the next ops, or the device idles
+        lead = max(LEAD, 1.5 * self._launch)
         spun = 0.0
         while self._pending:
             ahead = self._ahead()
-            queued_behind = len(self._pending) >= 2
-            if ahead <= LEAD and not queued_behind:
+            # more segments unfinished than the lead holds: an op longer than estimated
+            queued_behind = len(self._pending) > max(1, int(lead / (self.per_op or lead)))
+            if ahead <= lead and not queued_behind:
                 return
             if lease.must_hand_over(self.busy + ahead):
                 return
-            wait = ahead - LEAD if ahead > LEAD else 0.0
+            wait = ahead - lead if ahead > lead else 0.0
             if wait > SPIN_SECONDS:
                 lease.wait(wait - SPIN_SECONDS / 2)   # sleeps; an arbiter message wakes it
                 lease.read(self.busy)
