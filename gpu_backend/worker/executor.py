@@ -142,8 +142,9 @@ class Executor:
         seq = None
         free = self.table.free
         unpack = unpacker.unpack
-        pace = self.pacer.after_ops
-        countdown = self.pacer.countdown
+        pacer = self.pacer
+        pace = pacer.after_ops
+        countdown = pacer.countdown
         paced = 0
         self._unpaced = 0
         try:
@@ -176,6 +177,8 @@ class Executor:
                 target, args, kwargs = body
                 if type(args) is not list or type(kwargs) is not dict:
                     raise ProtocolError("malformed op arguments")
+                if pacer.fresh_due:   # the device was idle or just granted: time starts here
+                    pacer.start_segment()
                 if kind == m.KIND_DOWNLOAD:
                     self._download(seq, target, downloads, out_frames)
                 else:

@@ -74,9 +74,14 @@ class Pacer:
         self._check_at = 0.0             # host time of the next look at the lease's socket
         self._left_at = 0.0              # host time the executor last went back to launching
         self._launch = 0.0               # host seconds it takes to launch until the next call
+        #: a fresh segment starts at the next op's launch (the executor asks before each op):
+        #: not at the grant, so a woken worker's own delay before launching is not charged
+        self.fresh_due = False
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
+        if self.fresh_due:   # no op was launched since a fresh start was due: nothing to mark
+            return
         start = self._fresh if self._fresh is not None else self._last_end
         end = self.device.marker()
         self._fresh = None
@@ -104,11 +109,19 @@ class Pacer:
         self._free_at = perf_counter() + sum(ops for _, _, ops in pending) * (self.per_op or 0.0)
 
     def _start_fresh(self, always: bool = False) -> None:
-        """The next segment starts now, not at the last marker: after a wait for the device
-        (*always*), or when the device has finished everything (it was idle in between)."""
+        """The next segment starts afresh, not at the last marker: after a wait for the device
+        (*always*), or when the device has finished everything (it was idle in between). Its
+        start marker is recorded just before the next op is launched (:meth:`start_segment`)."""
         if always or not self._pending:
             if self._fresh is not None:   # recorded earlier, unused: its time would count idle
                 self.device.drop_marker(self._fresh)
+                self._fresh = None
+            self.fresh_due = True
+
+    def start_segment(self) -> None:
+        """Called by the executor right before it launches an op, when ``fresh_due``."""
+        self.fresh_due = False
+        if self._fresh is None:
             self._fresh = self.device.marker()
 
     def _ahead(self) -> float:
