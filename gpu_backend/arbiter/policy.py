@@ -43,10 +43,11 @@ YIELD_TIMEOUT = 0.05
 class Grant:
     """*session*'s worker may run. ``quantum``: others wait, hand over after that many
     device seconds; ``batch_end``: others wait, hand over when the batch ends; neither:
-    keep the device until told."""
+    keep the device until told. ``switched``: another session held the device last."""
     session: str
     quantum: float | None = None
     batch_end: bool = False
+    switched: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class Policy:
         self.told = False                    # the holder knows others wait
         self.finishing: set[str] = set()     # told to stop, granted away, not yet released
         self._due: float | None = None       # wall time by which the holder must hand over
+        self.last_holder: str | None = None  # who held the device last
 
     # -- the pool's side ------------------------------------------------------
     def attach(self, sid: str, user: str, weight: float = 1.0) -> None:
@@ -181,7 +183,14 @@ class Policy:
             session.asked_at = self.clock()
 
     def _vacate(self) -> None:
+        if self.holder is not None:
+            self.last_holder = self.holder
         self.holder, self.told, self._due = None, False, None
+
+    def _granted(self, sid: str, **fields) -> Grant:
+        switched = self.last_holder is not None and self.last_holder != sid
+        self.last_holder = sid
+        return Grant(sid, switched=switched, **fields)
 
     def _waiting(self, exclude: str | None = None) -> list[_Session]:
         return [s for s in self.sessions.values()
@@ -293,9 +302,9 @@ class FairPolicy(Policy):
         if self._others_runnable(chosen.sid):
             self.told = True
             self._due = self.clock() + self.quantum + self.yield_timeout
-            return [Grant(chosen.sid, self.quantum)]
+            return [self._granted(chosen.sid, quantum=self.quantum)]
         self.told, self._due = False, None
-        return [Grant(chosen.sid)]
+        return [self._granted(chosen.sid)]
 
 
 class FifoPolicy(Policy):
@@ -343,7 +352,7 @@ class FifoPolicy(Policy):
             self.holder = sid
             self.told = self._others_runnable(sid)
             self._due = None   # a batch runs to its end, however long
-            return [Grant(sid, batch_end=self.told)]
+            return [self._granted(sid, batch_end=self.told)]
         return []
 
 

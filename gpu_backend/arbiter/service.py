@@ -193,7 +193,7 @@ class Arbiter:
             if worker is None:
                 continue
             if isinstance(action, Grant):
-                msg = {"t": "grant", "q": action.quantum, "b": action.batch_end}
+                msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "s": action.switched}
             else:
                 msg = {"t": "yield", "q": action.after, "b": action.batch_end}
             try:

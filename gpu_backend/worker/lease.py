@@ -51,6 +51,8 @@ class DeviceLease:
         self.at_batch_end = False
         self._reported = 0.0
         self.grants = 0
+        #: whether the last grant came after another session held the device (the arbiter says)
+        self.switched = False
 
     # ------------------------------------------------------------ messages
     def _send(self, msg: dict) -> None:
@@ -71,6 +73,7 @@ class DeviceLease:
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))
+                self.switched = bool(msg.get("s"))
                 self._reported = busy
             elif kind == "yield" and self.holding:
                 if msg.get("b"):

@@ -77,15 +77,20 @@ class Pacer:
         #: a fresh segment starts at the next op's launch (the executor asks before each op):
         #: not at the grant, so a woken worker's own delay before launching is not charged
         self.fresh_due = False
+        self._switched_in = False        # the fresh segment follows another session's turn
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
         if self.fresh_due:   # no op was launched since a fresh start was due: nothing to mark
             return
+        # a segment chained on this session's own work measures its ops alone; one that
+        # starts afresh after a grant may also contain the previous holder's last kernels
+        switched = self._fresh is not None and self._switched_in
         start = self._fresh if self._fresh is not None else self._last_end
         end = self.device.marker()
         self._fresh = None
-        self._pending.append((start, end, ops))
+        self._switched_in = False
+        self._pending.append((start, end, ops, switched))
         self._last_end = end
         if self.per_op is not None:
             self._free_at = max(self._free_at, perf_counter()) + ops * self.per_op
@@ -96,17 +101,21 @@ class Pacer:
         if not pending or not device.reached(pending[0][1]):
             return
         while pending and device.reached(pending[0][1]):
-            start, end, ops = pending.popleft()
+            start, end, ops, switched = pending.popleft()
             if start is None:
                 continue
             seconds = device.between(start, end)
-            self.busy += seconds
-            if ops:
+            if switched and self.per_op is not None:
+                # after a switch from another session, this segment's start may have been
+                # stamped while that session's kernels still ran: charge what its ops take
+                seconds = min(seconds, ops * self.per_op)
+            elif ops:
                 measured = seconds / ops
                 self.per_op = measured if self.per_op is None else (
                     self.per_op + _NEW * (measured - self.per_op))
+            self.busy += seconds
             device.drop_marker(start)
-        self._free_at = perf_counter() + sum(ops for _, _, ops in pending) * (self.per_op or 0.0)
+        self._free_at = perf_counter() + sum(e[2] for e in pending) * (self.per_op or 0.0)
 
     def _start_fresh(self, always: bool = False) -> None:
         """The next segment starts afresh, not at the last marker: after a wait for the device
@@ -128,9 +137,8 @@ class Pacer:
         return max(0.0, self._free_at - perf_counter())
 
     def _next_countdown(self) -> int:
-        """Ops until the next marker: about GRAIN of device time, every op while unknown, and
-        every op while paced work is queued (a long op may follow a short one)."""
-        if self.per_op is None or (self.lease is not None and self._ahead() > GRAIN):
+        """Ops until the next marker: about GRAIN of device time (every op while unknown)."""
+        if self.per_op is None:
             return 1
         return max(1, min(MAX_COUNTDOWN, int(GRAIN / max(self.per_op, 1e-9))))
 
@@ -146,10 +154,13 @@ class Pacer:
         lease = self.lease
         if lease.holding:
             return True
+        grants = lease.grants
         if not lease.acquire(self.busy, interrupted):
             return False
         self.harvest()
         self._start_fresh(always=True)
+        # waited through another session's turn (not merely re-granted at once)
+        self._switched_in = lease.grants > grants and lease.switched
         return True
 
     # ------------------------------------------------------------ the executor's hooks
