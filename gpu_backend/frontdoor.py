@@ -32,6 +32,7 @@ from .protocol import PROTOCOL_VERSION
 from .protocol.codec import packb, unpackb
 from .protocol.errors import (AuthenticationError, ProtocolError, SessionLostError,
                               VersionMismatchError, error_name)
+from .security import secure_server, server_keys_for
 
 __all__ = ["FrontDoor"]
 
@@ -80,11 +81,15 @@ class FrontDoor:
 
     def __init__(self, settings: PoolSettings) -> None:
         self.settings = settings
+        # off loopback, no key file: refused here, before any socket is bound
+        keys = server_keys_for(settings.host, settings.key_file)
         self.token = settings.resolved_token()
         self.devices = parse_devices(settings.devices)
         self.ctx = zmq.Context()
         self.clients = self.ctx.socket(zmq.ROUTER)
         self.clients.setsockopt(zmq.LINGER, 0)
+        if keys is not None:
+            secure_server(self.clients, keys)
         if settings.port == 0:
             port = self.clients.bind_to_random_port(f"tcp://{settings.host}")
         else:
@@ -112,6 +117,8 @@ class FrontDoor:
         bind_host = self.settings.host or "127.0.0.1"
         cmd = [sys.executable, "-m", "gpu_backend.worker", "--device", device,
                "--control", self.control_address, "--id", wid, "--bind-host", bind_host]
+        if self.settings.key_file is not None:  # the path, never the secret, on the command line
+            cmd += ["--key-file", str(self.settings.key_file.expanduser().resolve())]
         process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
         self.workers[wid] = Worker(wid, device, process)
 

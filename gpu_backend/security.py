@@ -96,8 +96,12 @@ def _write(path: Path, text: str, mode: int) -> None:
 def load_server_keys(path: str | os.PathLike) -> ServerKeys:
     """Read a secret key file written by :func:`generate_keypair`; checks the pair matches."""
     path = Path(path).expanduser()
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"cannot read the pool's key file: {exc.strerror}", str(path)) from None
     found: dict[str, bytes] = {}
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         match = _KEY_LINE.match(line)
         if match:
             found[match.group(1)] = match.group(2).encode()
