@@ -53,6 +53,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", help="front-door address, e.g. tcp://0.0.0.0:5555")
     parser.add_argument("--devices", help="auto | cpu | GPU indices such as 0,1")
     parser.add_argument("--token-file", help="file whose first line is the token (single-token mode)")
+    parser.add_argument("--key-file", help="the pool's CurveZMQ secret key file (gpuwb-backend keys); "
+                                           "required off loopback")
     parser.add_argument("--users-file", help="TOML users file (see gpuwb-backend users)")
     parser.add_argument("--policy", choices=("fair", "fifo", "none"),
                         help="how sessions share a device (default fair)")
@@ -64,7 +66,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 #: serve's options that map one to one onto PoolSettings fields
-SERVE_SETTINGS = ("listen", "devices", "token_file", "users_file", "policy", "usage_log",
+SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "usage_log",
                   "memory_limit", "lease_timeout", "spare_workers")
 
 
@@ -77,11 +79,16 @@ def serve(args: argparse.Namespace) -> int:
         from .usage import default_log_path
         settings.usage_log = default_log_path()
     generated = settings.token is None and settings.token_file is None and settings.users_file is None
-    door = FrontDoor(settings)
+    try:
+        door = FrontDoor(settings)
+    except (ValueError, OSError) as exc:  # InsecureListenError (no key off loopback), a bad key file
+        print(f"gpuwb-backend serve: {exc}", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, lambda *_: door.stop())
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, lambda *_: door.request_reload())
-    print(f"gpu-workbench pool listening on {door.address} with devices {','.join(door.devices)}",
+    print(f"gpu-workbench pool listening on {door.address} with devices {','.join(door.devices)}"
+          + (f", encrypted (CurveZMQ, key {settings.key_file})" if settings.key_file else ""),
           flush=True)
     if generated:
         print(f"token (generated; pass --token-file to fix it): {door.token}", flush=True)

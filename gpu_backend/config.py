@@ -26,6 +26,8 @@ class PoolSettings(BaseSettings):
     devices: str = Field("auto", description="auto | cpu | comma list of GPU indices or 'cpu'")
     token: str | None = Field(None, description="shared secret; read from token_file if unset")
     token_file: Path | None = None
+    key_file: Path | None = Field(None, description="the pool's CurveZMQ secret key file "
+                                  "(gpuwb-backend keys); required off loopback")
     users_file: Path | None = Field(None, description="TOML users file; none: single-token mode")
     policy: Literal["fair", "fifo", "none"] = Field(
         "fair", description="how sessions share a device: weighted fair share, first come "

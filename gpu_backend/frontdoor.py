@@ -36,6 +36,7 @@ from .devices import parse_devices
 from .protocol import PROTOCOL_VERSION
 from .protocol.codec import packb, unpackb
 from .protocol.errors import ProtocolError, SessionLostError, VersionMismatchError, error_name
+from .security import secure_server, server_keys_for
 from .users import User, UserRegistry
 
 __all__ = ["FrontDoor"]
@@ -101,6 +102,8 @@ class FrontDoor:
 
     def __init__(self, settings: PoolSettings) -> None:
         self.settings = settings
+        # off loopback, no key file: refused here, before any socket is bound
+        keys = server_keys_for(settings.host, settings.key_file)
         if settings.users_file is not None:
             registry = UserRegistry.from_file(settings.users_file)
             #: the shared token of single-token mode (None with a users file)
@@ -116,6 +119,8 @@ class FrontDoor:
         self.ctx = zmq.Context()
         self.clients = self.ctx.socket(zmq.ROUTER)
         self.clients.setsockopt(zmq.LINGER, 0)
+        if keys is not None:
+            secure_server(self.clients, keys)
         if settings.port == 0:
             port = self.clients.bind_to_random_port(f"tcp://{settings.host}")
         else:
@@ -148,6 +153,8 @@ class FrontDoor:
                "--control", self.control_address, "--id", wid, "--bind-host", bind_host]
         if self.arbiter is not None:
             cmd += ["--arbiter", self.arbiter.address]
+        if self.settings.key_file is not None:  # the path, never the secret, on the command line
+            cmd += ["--key-file", str(self.settings.key_file.expanduser().resolve())]
         process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
         self.workers[wid] = Worker(wid, device, process)
 

@@ -4,19 +4,29 @@ The hello returns the session's worker port and key. A daemon thread then
 heartbeats on its own socket (ZeroMQ sockets are not shared between threads)
 and flags the session as lost when the pool says it is gone or stops
 answering, so a thread waiting on a reply can give up with a clear error.
+
+With a pinned server key (``server_key``, see :mod:`gpu_backend.security`)
+every socket is a CURVE client of that key. A failed CurveZMQ handshake is
+silent in ZeroMQ (the message is simply never delivered), so the hello's
+first request, the ``ping``, watches its socket's handshake events and turns
+a failure into :class:`AuthenticationError` at once.
 """
 
 from __future__ import annotations
 
 import getpass
+import itertools
 import threading
+import time
 from typing import Any
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from gpu_backend.protocol import PROTOCOL_VERSION
 from gpu_backend.protocol.codec import packb, unpackb
-from gpu_backend.protocol.errors import SessionLostError, error_class
+from gpu_backend.protocol.errors import AuthenticationError, ProtocolError, SessionLostError, error_class
+from gpu_backend.security import secure_client
 
 __all__ = ["door_request", "hello", "Heartbeat"]
 
@@ -24,17 +34,74 @@ __all__ = ["door_request", "hello", "Heartbeat"]
 PING_TIMEOUT = 5.0
 
 
-def door_request(ctx: zmq.Context, address: str, msg: dict, timeout: float = 30.0) -> dict:
-    """One request to the front door on a fresh socket; raises the pool's error class."""
+#: Handshake events of libzmq 4.3.5, as a client socket (DEALER) sees them, per case
+#: (measured with client and server in separate processes or I/O threads):
+#:
+#: - plain client -> CURVE server: ``EVENT_HANDSHAKE_FAILED_PROTOCOL`` with value
+#:   ``PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH`` when the client reads the server's greeting
+#:   before the server hangs up; when the server is quicker (a third to a half of the tries
+#:   on a busy 2-core host), ``EVENT_HANDSHAKE_FAILED_NO_DETAIL`` (value EPIPE) and a
+#:   reconnect, which again ends in one of the two. After the mismatch event libzmq ends the
+#:   connection for good (no reconnect). The server sees the mismatch every time.
+#: - CURVE client with a wrong server key -> CURVE server: ``EVENT_HANDSHAKE_FAILED_NO_DETAIL``
+#:   (value EPIPE) every time, repeated at every reconnect: the server cannot open the
+#:   client's HELLO (it sees ``PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC``) and hangs up, and the
+#:   client learns nothing more than that.
+#: - CURVE client -> plain server: as the first case, ``PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH``
+#:   or, when the server hangs up first, ``EVENT_HANDSHAKE_FAILED_NO_DETAIL``.
+#: - success: ``EVENT_HANDSHAKE_SUCCEEDED``. Nothing listening: no handshake event at all
+#:   (only connect retries), so the ping's timeout reports it.
+#:
+#: So a mismatch event is told apart by what the client asked for (a pinned key or none).
+#: A bare hang-up (NO_DETAIL) is ambiguous: for a plain client it means the pool wants
+#: encryption (a plain pool does not hang up on a plain client); for a client with a pinned
+#: key it is a wrong key or a plain pool, which a plain probe connection (a handshake only,
+#: no message) tells apart.
+HANDSHAKE_EVENTS = (zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+#: A plain client gives up after this many bare hang-ups in a row.
+PLAIN_HANGUPS = 2
+#: How long the plain probe waits for its handshake to end.
+PROBE_TIMEOUT = 2.0
+_monitors = itertools.count()
+
+
+def door_request(ctx: zmq.Context, address: str, msg: dict, timeout: float = 30.0, *,
+                 server_key: bytes | None = None, check_handshake: bool = False) -> dict:
+    """One request to the front door on a fresh socket; raises the pool's error class.
+
+    *server_key*: the pool's pinned public key (Z85), or None for a plain connection.
+    *check_handshake*: watch the connection's handshake and raise
+    :class:`AuthenticationError` as soon as it fails (else a failure is a timeout).
+    """
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
+    # a connection whose handshake failed is dropped by libzmq for good; a send would then
+    # wait for a peer forever
+    sock.setsockopt(zmq.SNDTIMEO, int(timeout * 1000))
+    if server_key is not None:
+        secure_client(sock, server_key)
+    monitor = _watch(sock) if check_handshake else None
     try:
         sock.connect(address)
-        sock.send(packb(msg))
-        if not sock.poll(int(timeout * 1000)):
+        try:
+            sock.send(packb(msg), zmq.NOBLOCK if monitor is not None else 0)
+        except zmq.Again:
+            if monitor is None:
+                raise SessionLostError(f"the pool at {address} took no request within {timeout:g} s"
+                                       ) from None
+            # the handshake failed before the send: the monitor has the reason
+        if monitor is not None:
+            answered = _wait_watching_handshake(sock, monitor, address, server_key, timeout)
+        else:
+            answered = sock.poll(int(timeout * 1000))
+        if not answered:
             raise SessionLostError(f"the pool at {address} did not answer within {timeout:g} s")
         reply = unpackb(sock.recv())
     finally:
+        if monitor is not None:
+            sock.disable_monitor()
+            monitor.close(linger=0)
         sock.close()
     if not isinstance(reply, dict) or not reply.get("ok"):
         name, text = (reply.get("error") if isinstance(reply, dict) else None) or ("RemoteError", "bad reply")
@@ -42,15 +109,111 @@ def door_request(ctx: zmq.Context, address: str, msg: dict, timeout: float = 30.
     return reply
 
 
+def _watch(sock: zmq.Socket) -> zmq.Socket:
+    """A monitor of *sock*'s handshakes (before connect). The endpoint is named uniquely:
+    pyzmq's default names it by file descriptor, which a later socket may reuse."""
+    return sock.get_monitor_socket(HANDSHAKE_EVENTS,
+                                   addr=f"inproc://kernelproxy.handshake.{next(_monitors)}")
+
+
+def _wait_watching_handshake(sock: zmq.Socket, monitor: zmq.Socket, address: str,
+                             server_key: bytes | None, timeout: float) -> bool:
+    """Wait for a reply on *sock*; True when one is there. A failed handshake raises."""
+    poller = zmq.Poller()
+    poller.register(sock, zmq.POLLIN)
+    poller.register(monitor, zmq.POLLIN)
+    deadline = time.monotonic() + timeout
+    hangups = 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        events = dict(poller.poll(left * 1000))
+        if sock in events:
+            return True
+        if monitor not in events:
+            continue
+        event = recv_monitor_message(monitor)
+        kind, value = int(event["event"]), int(event["value"])
+        hangups = hangups + 1 if kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL else 0
+        problem = _handshake_problem(kind, value, address, server_key)
+        if problem is None and hangups and server_key is not None:
+            problem = _after_hangup(sock.context, address, min(PROBE_TIMEOUT, left))
+        elif problem is None and hangups >= PLAIN_HANGUPS:
+            problem = AuthenticationError(
+                f"the pool at {address} hung up during the handshake {hangups} times: it requires "
+                f"encryption, most likely: {PIN_IT}")
+        if problem is not None:
+            raise problem
+
+
+PIN_IT = "pin its public key (server_key=..., GPUWB_SERVER_KEY or known_pools)"
+
+
+def _handshake_problem(kind: int, value: int, address: str,
+                       server_key: bytes | None) -> Exception | None:
+    """The error a handshake event means by itself, or None (success, or a bare hang-up)."""
+    if kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL:
+        if value == zmq.PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
+            if server_key is None:
+                return AuthenticationError(f"the pool at {address} requires encryption: {PIN_IT}")
+            return AuthenticationError(_PLAIN_POOL.format(address=address))
+        if server_key is None:  # not a ZeroMQ peer that speaks our ZMTP, most likely
+            return ProtocolError(f"the handshake with {address} failed ({_protocol_error(value)}): "
+                                 "is a gpu-workbench pool listening there?")
+        return AuthenticationError(f"the pool at {address} did not prove the pinned key: refusing it "
+                                   f"(handshake error {_protocol_error(value)})")
+    if kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+        return AuthenticationError(f"the pool at {address} refused this client in the handshake "
+                                   f"(status {value})")
+    return None
+
+
+_PLAIN_POOL = ("the pool at {address} does not use encryption, but a key is pinned for it: "
+               "refusing to send it anything (check the address, or the pool's --key-file)")
+
+
+def _after_hangup(ctx: zmq.Context, address: str, timeout: float) -> Exception | None:
+    """A pool hung up on our CURVE handshake: a wrong key, or a plain pool? Ask it plainly
+    (a handshake on a probe socket that sends nothing); None if the probe learns nothing."""
+    probe = ctx.socket(zmq.DEALER)
+    probe.setsockopt(zmq.LINGER, 0)
+    monitor = _watch(probe)
+    try:
+        probe.connect(address)
+        if not monitor.poll(int(timeout * 1000)):
+            return None
+        plain = int(recv_monitor_message(monitor)["event"]) == zmq.EVENT_HANDSHAKE_SUCCEEDED
+    finally:
+        probe.disable_monitor()
+        monitor.close(linger=0)
+        probe.close()
+    if plain:
+        return AuthenticationError(_PLAIN_POOL.format(address=address))
+    return AuthenticationError(
+        f"the pool at {address} did not prove the pinned key: refusing it (its key changed, or "
+        "this is not the pool you pinned)")
+
+
+_PROTOCOL_ERRORS = {int(v): n for n, v in vars(zmq).items() if n.startswith("PROTOCOL_ERROR_")}
+
+
+def _protocol_error(value: int) -> str:
+    return _PROTOCOL_ERRORS.get(value, hex(value))
+
+
 def hello(ctx: zmq.Context, address: str, token: str, user: str | None = None,
-          memory_limit: int | None = None, timeout: float = 150.0) -> dict:
-    # a quick ping first: a missing pool is reported in seconds, not after the hello's wait
-    door_request(ctx, address, {"t": "ping"}, timeout=min(timeout, PING_TIMEOUT))
+          memory_limit: int | None = None, timeout: float = 150.0, *,
+          server_key: bytes | None = None) -> dict:
+    # a quick ping first: a missing pool (or a failed handshake) is reported in seconds,
+    # not after the hello's wait, and before the token is sent
+    door_request(ctx, address, {"t": "ping"}, timeout=min(timeout, PING_TIMEOUT),
+                 server_key=server_key, check_handshake=True)
     msg: dict[str, Any] = {"t": "hello", "v": PROTOCOL_VERSION, "token": token,
                            "user": user or _user()}
     if memory_limit is not None:
         msg["memory_limit"] = int(memory_limit)
-    return door_request(ctx, address, msg, timeout)
+    return door_request(ctx, address, msg, timeout, server_key=server_key)
 
 
 def _user() -> str:
@@ -63,9 +226,11 @@ def _user() -> str:
 class Heartbeat(threading.Thread):
     """Keeps the session's lease; sets :attr:`lost` to a reason when it ends."""
 
-    def __init__(self, ctx: zmq.Context, address: str, session: str, key: bytes, interval: float) -> None:
+    def __init__(self, ctx: zmq.Context, address: str, session: str, key: bytes, interval: float,
+                 server_key: bytes | None = None) -> None:
         super().__init__(name="kernelproxy-heartbeat", daemon=True)
         self.ctx, self.address, self.session, self.key = ctx, address, session, key
+        self.server_key = server_key
         self.interval = interval
         self.lost: str | None = None
         self._stop = threading.Event()
@@ -73,12 +238,19 @@ class Heartbeat(threading.Thread):
     def run(self) -> None:
         sock = self.ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SNDTIMEO, int(self.interval * 1000))
+        if self.server_key is not None:
+            secure_client(sock, self.server_key)
         sock.connect(self.address)
         missed = 0
         try:
             while not self._stop.wait(self.interval):
-                sock.send(packb({"t": "hb", "session": self.session, "key": self.key}))
-                if sock.poll(int(self.interval * 1000)):
+                try:
+                    sock.send(packb({"t": "hb", "session": self.session, "key": self.key}))
+                    answered = sock.poll(int(self.interval * 1000))
+                except zmq.Again:  # no connection took it (SNDTIMEO): a missed beat
+                    answered = False
+                if answered:
                     reply = unpackb(sock.recv())
                     missed = 0
                     if not reply.get("alive"):

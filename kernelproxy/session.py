@@ -29,6 +29,7 @@ from gpu_backend.protocol import api, codec
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import (InvalidHandleError, SessionLostError, error_class,
                                          warning_class)
+from gpu_backend.security import resolve_server_key, secure_client
 
 from .connection import Heartbeat, door_request, hello
 
@@ -45,10 +46,20 @@ INLINE_BYTES = 1 << 14
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def connect(address: str, token: str, *, user: str | None = None,
-            memory_limit: int | None = None, timeout: float = 150.0) -> "Session":
-    """Open a session on the pool at *address* (``tcp://host:port``)."""
-    return Session(address, token, user=user, memory_limit=memory_limit, timeout=timeout)
+def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
+            user: str | None = None, memory_limit: int | None = None,
+            timeout: float = 150.0) -> "Session":
+    """Open a session on the pool at *address* (``tcp://host:port``).
+
+    *server_key* pins the pool's public key (Z85, or the path of its ``.pub``
+    file): every connection to the pool is then encrypted (CurveZMQ) and a pool
+    that cannot prove that key is refused with :class:`AuthenticationError`.
+    None looks *address* up in the known-pools file (``$GPUWB_KNOWN_POOLS``,
+    default ``~/.config/gpuwb/known_pools``); no entry means a plain connection,
+    which a pool that requires encryption refuses.
+    """
+    return Session(address, token, server_key=server_key, user=user, memory_limit=memory_limit,
+                   timeout=timeout)
 
 
 class _InterruptGuard:
@@ -107,12 +118,20 @@ def _caller() -> tuple[str, int]:
 class Session:
     """One client's session; all of its methods are called from one thread."""
 
-    def __init__(self, address: str, token: str, *, user: str | None = None,
-                 memory_limit: int | None = None, timeout: float = 150.0) -> None:
+    def __init__(self, address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
+                 user: str | None = None, memory_limit: int | None = None,
+                 timeout: float = 150.0) -> None:
         self.address = address
         self._token = token
+        #: the pool's pinned public key (Z85), or None: a plain connection
+        self.server_key: bytes | None = resolve_server_key(address, server_key)
         self.ctx = zmq.Context()
-        info = hello(self.ctx, address, token, user, memory_limit, timeout)
+        try:
+            info = hello(self.ctx, address, token, user, memory_limit, timeout,
+                         server_key=self.server_key)
+        except BaseException:
+            self.ctx.destroy(linger=0)
+            raise
         self.id: str = info["session"]
         self.key: bytes = info["key"]
         self.device: dict = info.get("device") or {}
@@ -122,8 +141,11 @@ class Session:
         self.worker_address = f"{host}:{info['worker_port']}"
         self.sock = self.ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
+        if self.server_key is not None:  # the worker serves with the pool's key pair
+            secure_client(self.sock, self.server_key)
         self.sock.connect(self.worker_address)
-        self.heartbeat = Heartbeat(self.ctx, address, self.id, self.key, self.lease_timeout / 4)
+        self.heartbeat = Heartbeat(self.ctx, address, self.id, self.key, self.lease_timeout / 4,
+                                   self.server_key)
         self.heartbeat.start()
         _interrupts_deferred.install()
         self.closed = False
@@ -483,7 +505,7 @@ class Session:
         msg: dict[str, Any] = {"t": "status", "token": self._token}
         if history:
             msg["history"] = float(history)
-        return door_request(self.ctx, self.address, msg, 10)
+        return door_request(self.ctx, self.address, msg, 10, server_key=self.server_key)
 
     def close(self) -> None:
         """End the session: the worker exits and frees every array."""
@@ -503,7 +525,8 @@ class Session:
         try:
             self.sock.send(codec.packb({"k": self.key, "t": "close", "b": 0}))
             self.sock.poll(1000)
-            door_request(self.ctx, self.address, {"t": "close", "session": self.id, "key": self.key}, 5)
+            door_request(self.ctx, self.address, {"t": "close", "session": self.id, "key": self.key}, 5,
+                         server_key=self.server_key)
         except Exception:  # the pool may already be gone
             pass
         finally:

@@ -1,10 +1,11 @@
 """The ``gpuwb`` command.
 
     gpuwb demo [--devices auto|cpu]     the quickstart notebook on an embedded pool
-    gpuwb lab [--pool ADDR --token-file F] [lab args]   JupyterLab with the remote-GPU kernel
+    gpuwb lab [--pool ADDR --token-file F [--server-key K]] [lab args]   JupyterLab, remote-GPU kernel
     gpuwb pool [serve options]          run a pool (same as ``gpuwb-backend serve``)
-    gpuwb status --pool ADDR --token-file F [--json]
-    gpuwb install-kernel [--user|--sys-prefix|--prefix P] [--name N] [--display-name D] [--pool ADDR]
+    gpuwb status --pool ADDR --token-file F [--server-key K|FILE] [--json]
+    gpuwb install-kernel [--user|--sys-prefix|--prefix P] [--name N] [--display-name D]
+                         [--pool ADDR [--token-file F] [--server-key K|FILE]]
     gpuwb catalog [list|search|show|compare|filter|export] ...   (same as ``python -m catalog``)
 """
 
@@ -18,6 +19,9 @@ import sys
 
 __all__ = ["main", "build_parser"]
 
+SERVER_KEY_HELP = ("the pool's public key to pin (Z85, or its .pub file); default: the "
+                   "known_pools file")
+
 
 def build_parser() -> argparse.ArgumentParser:
     from gpu_backend.cli import add_serve_arguments
@@ -30,11 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="start JupyterLab with the remote-GPU kernel")
     lab.add_argument("--pool", help="a pool's address (default: an embedded pool in the kernel)")
     lab.add_argument("--token-file")
+    lab.add_argument("--server-key", metavar="K|FILE", help=SERVER_KEY_HELP)
     lab.add_argument("lab_args", nargs=argparse.REMAINDER, help="passed to jupyter lab")
     add_serve_arguments(sub.add_parser("pool", help="run a pool in the foreground"))
     status = sub.add_parser("status", help="a pool's devices, users and shares, sessions")
     status.add_argument("--pool", required=True, help="front-door address, tcp://host:port")
     status.add_argument("--token-file", required=True)
+    status.add_argument("--server-key", metavar="K|FILE", help=SERVER_KEY_HELP)
     status.add_argument("--json", action="store_true", help="the raw status as JSON")
     install = sub.add_parser("install-kernel", help="install the remote-GPU kernelspec")
     where = install.add_mutually_exclusive_group()
@@ -45,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("--display-name", default="Python 3 (remote GPU)")
     install.add_argument("--pool", help="bind the kernel to this pool (else: an embedded pool)")
     install.add_argument("--token-file", help="the pool's token file, for --pool")
+    install.add_argument("--server-key", metavar="K|FILE", help=SERVER_KEY_HELP + "; for --pool")
     sub.add_parser("catalog", add_help=False, help="browse the research catalogue (see gpuwb catalog -h)")
     return parser
 
@@ -68,9 +75,17 @@ def main(argv: list[str] | None = None) -> int:
         import zmq
 
         from gpu_backend.config import read_token
+        from gpu_backend.protocol.errors import PoolError
+        from gpu_backend.security import resolve_server_key
         from kernelproxy.connection import door_request
-        reply = door_request(zmq.Context.instance(), args.pool,
-                             {"t": "status", "token": read_token(args.token_file)}, 10)
+        try:
+            server_key = resolve_server_key(args.pool, args.server_key)
+            reply = door_request(zmq.Context.instance(), args.pool,
+                                 {"t": "status", "token": read_token(args.token_file)}, 10,
+                                 server_key=server_key, check_handshake=True)
+        except (PoolError, ValueError, OSError) as exc:
+            print(f"gpuwb status: {args.pool}: {exc}", file=sys.stderr)
+            return 1
         if args.json:
             json.dump(reply, sys.stdout, indent=1, default=str)
             print()
@@ -82,10 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "install-kernel":
         from .kernelspec import install_kernelspec
+        if not _server_key_ok(args):
+            return 2
         prefix = sys.prefix if args.sys_prefix else args.prefix
         path = install_kernelspec(user=args.user, prefix=prefix, name=args.name,
                                   display_name=args.display_name, pool=args.pool,
-                                  token_file=args.token_file)
+                                  token_file=args.token_file, server_key=args.server_key)
         print(f"installed kernelspec {args.name!r} in {path}")
         return 0
     if args.command == "lab":
@@ -93,15 +110,31 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def _server_key_ok(args: argparse.Namespace) -> bool:
+    """--server-key, when given, is a public key or a readable file holding one."""
+    if args.server_key is None:
+        return True
+    from gpu_backend.security import load_public_key
+    try:
+        load_public_key(os.path.expanduser(args.server_key))
+    except ValueError as exc:
+        print(f"gpuwb {args.command}: --server-key: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _lab(args: argparse.Namespace) -> int:
     """Install the kernelspec into this environment and start JupyterLab."""
     from .kernelspec import install_kernelspec
+    if not _server_key_ok(args):
+        return 2
     try:
         import jupyterlab  # noqa: F401
     except ImportError:
         print("gpuwb lab needs JupyterLab: pip install 'gpu-workbench[lab]'", file=sys.stderr)
         return 2
-    install_kernelspec(prefix=sys.prefix, pool=args.pool, token_file=args.token_file)
+    install_kernelspec(prefix=sys.prefix, pool=args.pool, token_file=args.token_file,
+                       server_key=args.server_key)
     extra = [a for a in args.lab_args if a != "--"]
     env = dict(os.environ)
     return subprocess.call([sys.executable, "-m", "jupyter", "lab", *extra], env=env)

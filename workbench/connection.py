@@ -20,14 +20,17 @@ __all__ = ["ClientSettings", "Workbench", "workbench"]
 
 
 class ClientSettings(BaseSettings):
-    """Where the kernel's pool is: ``GPUWB_POOL``/``GPUWB_TOKEN``/``GPUWB_TOKEN_FILE``,
-    or a TOML file named by ``GPUWB_CLIENT_CONFIG``; none means an embedded pool."""
+    """Where the kernel's pool is: ``GPUWB_POOL``/``GPUWB_TOKEN``/``GPUWB_TOKEN_FILE``
+    (and its pinned key: ``GPUWB_SERVER_KEY``/``GPUWB_SERVER_KEY_FILE``), or a TOML file
+    named by ``GPUWB_CLIENT_CONFIG``; none means an embedded pool."""
 
     model_config = SettingsConfigDict(env_prefix="GPUWB_", extra="ignore")
 
     pool: str | None = None
     token: str | None = None
     token_file: Path | None = None
+    server_key: str | None = None         # the pool's public key (Z85), pinned
+    server_key_file: Path | None = None   # ... or the file holding it (the pool's .pub)
     devices: str = "auto"                 # the embedded pool's devices
     memory_limit: int | None = None       # ask the pool for less than its default
     auto_reconnect: bool = True
@@ -43,6 +46,12 @@ class ClientSettings(BaseSettings):
             return self.token
         return read_token(self.token_file) if self.token_file else None
 
+    def resolved_server_key(self) -> str | None:
+        """The configured pinned key (a key or a file), or None (then known_pools decides)."""
+        if self.server_key:
+            return self.server_key
+        return str(self.server_key_file.expanduser()) if self.server_key_file else None
+
 
 class Workbench:
     """The current session of this process, and how to get a new one."""
@@ -53,24 +62,34 @@ class Workbench:
         self.pool: LocalPool | None = None
         self.address: str | None = None
         self._token: str | None = None
+        self._server_key: str | None = None
         self.reconnects = 0
 
     @property
     def embedded(self) -> bool:
         return self.pool is not None
 
-    def connect(self, address: str | None = None, token: str | None = None) -> kernelproxy.Session:
-        """Open a session: on *address*, else the configured pool, else an embedded one."""
+    def connect(self, address: str | None = None, token: str | None = None,
+                server_key: str | None = None) -> kernelproxy.Session:
+        """Open a session: on *address*, else the configured pool, else an embedded one.
+
+        *server_key* pins the pool's public key (a Z85 key or a ``.pub`` file); without it,
+        the configured key (GPUWB_SERVER_KEY(_FILE)) when *address* is the configured pool
+        or none is configured, else the known-pools file.
+        """
         self.disconnect()
+        if server_key is None and (address is None or self.settings.pool in (None, address)):
+            server_key = self.settings.resolved_server_key()
         address = address or self.settings.pool
         token = token or self.settings.resolved_token()
         if address is None:
             self.pool = LocalPool(devices=self.settings.devices).start()
-            address, token = self.pool.address, self.pool.token
+            address, token, server_key = self.pool.address, self.pool.token, None
         elif token is None:
             raise ValueError(f"no token for {address}: pass --token or set GPUWB_TOKEN(_FILE)")
-        self.address, self._token = address, token
-        self.session = kernelproxy.connect(address, token, memory_limit=self.settings.memory_limit)
+        self.address, self._token, self._server_key = address, token, server_key
+        self.session = kernelproxy.connect(address, token, server_key=server_key,
+                                           memory_limit=self.settings.memory_limit)
         kernelproxy.install(self.session)
         return self.session
 
@@ -83,7 +102,7 @@ class Workbench:
                 pass
         if self.address is None:
             return self.connect()
-        self.session = kernelproxy.connect(self.address, self._token,
+        self.session = kernelproxy.connect(self.address, self._token, server_key=self._server_key,
                                            memory_limit=self.settings.memory_limit)
         kernelproxy.install(self.session)
         self.reconnects += 1

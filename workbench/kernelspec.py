@@ -3,8 +3,8 @@
 The wheel already ships it as shared data (``share/jupyter/kernels/remote-gpu``),
 so ``pip install`` makes it visible in that environment; ``gpuwb install-kernel``
 installs it elsewhere (``--user``, ``--sys-prefix``, ``--prefix``), under another
-name, or bound to a pool (the pool's address and token file go into the
-kernelspec's environment).
+name, or bound to a pool (the pool's address, token file and pinned public key
+go into the kernelspec's environment).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpecManager
 
+from gpu_backend.security import load_public_key
+
 __all__ = ["KERNEL_NAME", "DISPLAY_NAME", "kernel_json", "install_kernelspec"]
 
 KERNEL_NAME = "remote-gpu"
@@ -23,7 +25,8 @@ DISPLAY_NAME = "Python 3 (remote GPU)"
 
 
 def kernel_json(display_name: str = DISPLAY_NAME, pool: str | None = None,
-                token_file: str | None = None, python: str | None = None) -> dict:
+                token_file: str | None = None, python: str | None = None,
+                server_key: str | None = None) -> dict:
     """The kernel.json contents (as ipykernel writes its own, plus our env)."""
     spec = {
         "argv": [python or sys.executable, "-m", "workbench.kernel", "-f", "{connection_file}"],
@@ -38,17 +41,29 @@ def kernel_json(display_name: str = DISPLAY_NAME, pool: str | None = None,
         env["GPUWB_POOL"] = pool
     if token_file:
         env["GPUWB_TOKEN_FILE"] = str(Path(token_file).expanduser().resolve())
+    if server_key:  # the pool's public key itself, or the file holding it
+        if _is_key(server_key):
+            env["GPUWB_SERVER_KEY"] = server_key.strip()
+        else:
+            env["GPUWB_SERVER_KEY_FILE"] = str(Path(server_key).expanduser().resolve())
     if env:
         spec["env"] = env
     return spec
 
 
+def _is_key(text: str) -> bool:
+    try:
+        return load_public_key(text) == text.strip().encode()
+    except ValueError:
+        return False
+
+
 def install_kernelspec(*, user: bool = False, prefix: str | None = None, name: str = KERNEL_NAME,
                        display_name: str = DISPLAY_NAME, pool: str | None = None,
-                       token_file: str | None = None) -> str:
+                       token_file: str | None = None, server_key: str | None = None) -> str:
     """Install the kernelspec; returns the directory it went to."""
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "kernel.json").write_text(
-            json.dumps(kernel_json(display_name, pool, token_file), indent=1))
+            json.dumps(kernel_json(display_name, pool, token_file, server_key=server_key), indent=1))
         return KernelSpecManager().install_kernel_spec(
             tmp, kernel_name=name, user=user, prefix=prefix, replace=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import shlex
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ from IPython.core.magic_arguments import ArgDecorator, MagicArgumentParser, magi
 
 import kernelproxy
 from gpu_backend.config import read_token
+from gpu_backend.security import load_public_key
 
 from .connection import workbench
 from .pool_views import device_name as _device_name
@@ -69,7 +71,7 @@ class _subcommands(ArgDecorator):
         p.add_argument("--device", help="which device (default: this session's)")
         command("memory", "this session's memory: used, limit, free, arrays (a sync point)")
         p = command("connect", "open a session on the pool at ADDRESS (closes the current one)",
-                    usage="%(prog)s ADDRESS [--token T | --token-file F]")
+                    usage="%(prog)s ADDRESS [--token T | --token-file F] [--server-key K|FILE]")
         p.add_argument("address", metavar="ADDRESS", nargs="?",
                        help="the pool's front door, tcp://host:port")
         token = p.add_mutually_exclusive_group()
@@ -77,6 +79,10 @@ class _subcommands(ArgDecorator):
         token.add_argument("--token-file", metavar="F",
                            help="a file holding the token (default: GPUWB_TOKEN or "
                                 "GPUWB_TOKEN_FILE)")
+        p.add_argument("--server-key", metavar="K|FILE",
+                       help="pin the pool's public key (Z85, or its .pub file): the connection is "
+                            "encrypted and a pool that cannot prove the key is refused (default: "
+                            "GPUWB_SERVER_KEY(_FILE), or the known_pools file)")
         command("disconnect", "close this session (and an embedded pool); import cupy is undone")
         command("sync", "wait until every op sent so far has run on the device; shows how long")
 
@@ -208,6 +214,8 @@ def connected_view(session: kernelproxy.Session) -> KeyValueView:
         ("memory limit", human_bytes(session.memory_limit)),
         ("lease timeout", human_duration(session.lease_timeout)),
         ("embedded pool", "yes" if workbench.embedded else "no"),
+        ("encryption", f"CurveZMQ, pool key {session.server_key.decode()}"
+         if session.server_key else "none"),
     ], note="import cupy now runs on this session", data={"session": session.id,
                                                           "address": session.address})
 
@@ -300,10 +308,17 @@ class GPUMagics(Magics):
         if not token:
             raise UsageError("%gpu connect: no token: pass --token T or --token-file F "
                              "(or set GPUWB_TOKEN / GPUWB_TOKEN_FILE)")
+        server_key = os.path.expanduser(args.server_key) if args.server_key else None
+        try:
+            if server_key:
+                load_public_key(server_key)
+        except ValueError as exc:
+            raise UsageError(f"%gpu connect: --server-key: {exc}") from None
         old = workbench.session
         try:
-            session = workbench.connect(address, token)
-        except kernelproxy.PoolError as exc:  # refused: a wrong token, another version...
+            session = workbench.connect(address, token, server_key)
+        except (kernelproxy.PoolError, ValueError) as exc:  # refused (a wrong token or key,
+            # another version...), or a known_pools file that does not parse
             closed = "; the previous session was closed" if old is not None else ""
             raise UsageError(f"%gpu connect: {address}: {exc}{closed}") from None
         _carry_label(old, session)

@@ -40,7 +40,8 @@ class ProtocolError(PoolError):
 
 
 class AuthenticationError(PoolError, PermissionError):
-    """The token was missing or wrong."""
+    """The token was missing or wrong, or the pool failed the encryption handshake (its pinned
+    key, or encryption itself, did not match)."""
 
 
 class VersionMismatchError(ProtocolError):

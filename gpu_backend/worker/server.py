@@ -24,6 +24,7 @@ import zmq
 from ..devices import open_device
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
+from ..security import load_server_keys, secure_server
 from .executor import Executor
 from .grants import GRANT_STEP, MemoryGrant
 from .handles import HandleTable
@@ -48,7 +49,7 @@ SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 
 class WorkerServer:
     def __init__(self, device_spec: str, control: str, worker_id: str, bind_host: str,
-                 arbiter: str | None = None) -> None:
+                 arbiter: str | None = None, key_file: str | None = None) -> None:
         self.device = open_device(device_spec)
         self.ctx = zmq.Context()
         self.control = self.ctx.socket(zmq.DEALER)
@@ -61,6 +62,8 @@ class WorkerServer:
         # downloads can be thousands of messages, so block instead (bounded).
         self.sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.sock.setsockopt(zmq.SNDTIMEO, int(SEND_TIMEOUT * 1000))
+        if key_file:  # the pool's key pair: a CURVE server, set up once, before bind
+            secure_server(self.sock, load_server_keys(key_file))
         self.port = self.sock.bind_to_random_port(f"tcp://{bind_host}")
         self.parent = os.getppid()
         self.key = b""
@@ -368,8 +371,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--id", required=True)
     parser.add_argument("--bind-host", default="127.0.0.1")
     parser.add_argument("--arbiter", help="the pool's arbiter address (fair and fifo policies)")
+    parser.add_argument("--key-file", help="the pool's secret key file: serve over CURVE")
     args = parser.parse_args(argv)
-    server = WorkerServer(args.device, args.control, args.id, args.bind_host, args.arbiter)
+    server = WorkerServer(args.device, args.control, args.id, args.bind_host, args.arbiter,
+                          args.key_file)
     reason = "stopped before a session"
     try:
         if server.wait_for_session():
