@@ -17,6 +17,8 @@ user (token) and session:
   dynamics       two users; a third joins at 1/4, leaves at 1/2; the first one's
                  weight goes to 3 at 3/4 (the users file is rewritten; the pool
                  reloads it)
+  interactive+long  (only when asked for) the interactive user beside one whose
+                 every GEMM is one ~70 ms kernel, which no policy can preempt
 
 GEMM clients keep their session backlogged: they send K GEMMs (about 10 ms of
 work alone) and a fence (the value of one element) and read the fence before
@@ -51,6 +53,7 @@ sys.path.insert(0, str(HERE.parent))
 
 BIG = (6144, "float16")      # one GEMM ~0.6-0.8 ms on an H100/H200: "ops of at most 1 ms"
 SMALL = (1024, "float32")    # ~40-60 µs
+LONG = (12288, "float32")    # ~70 ms: one kernel far longer than a quantum
 FENCE_SECONDS = 0.01         # each GEMM client fences about every 10 ms of its own work
 INTERACTIVE_PERIOD = 0.01
 
@@ -61,7 +64,10 @@ SCENARIOS = {
     "interactive+1": [("a", "big", 1), ("i", "interactive", 1)],
     "interactive+2": [("a", "big", 1), ("b", "big", 1), ("i", "interactive", 1)],
     "dynamics": [("a", "big", 1), ("b", "big", 1), ("c", "big", 1)],
+    # not in the default set: long kernels, which the arbiter cannot preempt
+    "interactive+long": [("a", "long", 1), ("i", "interactive", 1)],
 }
+DEFAULT_SCENARIOS = [n for n in SCENARIOS if n != "interactive+long"]
 USERS = ("a", "b", "c", "i", "solo")
 
 
@@ -243,7 +249,7 @@ def run_clients(specs: list[dict], workdir: Path, events=()) -> list[dict]:
 
 def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: float,
              workdir: Path, local: bool) -> dict:
-    n, dtype = (BIG if kind == "big" else SMALL) if kind != "interactive" else (0, "")
+    n, dtype = {"big": BIG, "small": SMALL, "long": LONG}.get(kind, (0, ""))
     return {"user": user, "kind": kind, "n": n, "dtype": dtype, "local": local,
             "address": None if local else pool.address,
             "token": None if local else pool.tokens[user],
@@ -381,10 +387,10 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
     return out
 
 
-def calibrate(pool, seconds: float, workdir: Path, local: bool) -> dict:
+def calibrate(pool, seconds: float, workdir: Path, local: bool, kinds=("big", "small")) -> dict:
     """Each workload alone: its exclusive rate (GEMMs/s) or latency."""
     exclusive = {}
-    for kind in ("big", "small"):
+    for kind in kinds:
         start = time.monotonic() + 3
         spec = spec_for("solo", kind, pool, {}, start, start + seconds, workdir, local)
         r = run_clients([spec], workdir)[0]
@@ -420,8 +426,9 @@ def table(results: dict) -> str:
                          f"{fmt(it.get('p99'), '{:.2f}'):>8} {fmt(it.get('p999'), '{:.2f}'):>7} {conv:>10}")
     for policy, ex in results["exclusive"].items():
         it = ex.get("interactive", {})
+        long = f", long {ex['long']['rate']:.1f} GEMM/s" if "long" in ex else ""
         lines.append(f"alone ({policy}): big {ex['big']['rate']:.0f} GEMM/s, small "
-                     f"{ex['small']['rate']:.0f} GEMM/s, interactive p50 {fmt(it.get('p50'), '{:.2f}')} "
+                     f"{ex['small']['rate']:.0f} GEMM/s{long}, interactive p50 {fmt(it.get('p50'), '{:.2f}')} "
                      f"p99 {fmt(it.get('p99'), '{:.2f}')} p99.9 {fmt(it.get('p999'), '{:.2f}')} ms")
     return "\n".join(lines)
 
@@ -457,7 +464,7 @@ def plot(results: dict, path: str) -> None:
 
 
 def main(argv=None) -> int:
-    global BIG, SMALL
+    global BIG, SMALL, LONG
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=15.0)
@@ -467,7 +474,8 @@ def main(argv=None) -> int:
                              "normalised by none's, or the policy's own without none)")
     parser.add_argument("--policies", default="none,fifo,fair",
                         help="comma list of none, fifo, fair, and local (plain CuPy processes)")
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
+                        help="comma list of: " + ", ".join(SCENARIOS))
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--json")
     parser.add_argument("--plot")
@@ -476,8 +484,9 @@ def main(argv=None) -> int:
                         help="seconds for a scenario's clients to start and warm up")
     parser.add_argument("--big", type=int, default=BIG[0], help="big GEMM size (float16)")
     parser.add_argument("--small", type=int, default=SMALL[0], help="small GEMM size (float32)")
+    parser.add_argument("--long", type=int, default=LONG[0], help="long GEMM size (float32)")
     args = parser.parse_args(argv)
-    BIG, SMALL = (args.big, BIG[1]), (args.small, SMALL[1])
+    BIG, SMALL, LONG = (args.big, BIG[1]), (args.small, SMALL[1]), (args.long, LONG[1])
     if args.client:
         client_main(json.loads(args.client))
         return 0
@@ -501,8 +510,10 @@ def main(argv=None) -> int:
             pool = None if local else Pool(policy, args.devices, workdir, {})
             try:
                 if policy in args.calibrate.split(",") or not results["exclusive"]:
+                    kinds = sorted({k for n in names for _u, k, _w in SCENARIOS[n]
+                                    if k != "interactive"} | {"big", "small"})
                     results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir,
-                                                             local)
+                                                             local, kinds)
                 # rates are normalised by the workloads' rates alone without an arbiter, so a
                 # policy that slows a lone user shows as lost work, not as a new normal
                 exclusive = (results["exclusive"].get("none") or results["exclusive"].get(policy)

@@ -183,12 +183,16 @@ class Pacer:
         self.harvest()
         lease = self.lease
         if lease is not None:
-            self._read_lease()
+            if now >= self._check_at:
+                self._check_at = now + CHECK_SECONDS
+                lease.read(self.busy)
+            contended = lease.hand_over_at is not None
             # hand over with the queue still full: its work covers the hand-over's messages,
             # so the device does not idle between this session and the next
-            if not lease.must_hand_over(self.busy + self._ahead()):
-                self._hold_back()
-            if lease.must_hand_over(self.busy + self._ahead()):
+            if not (contended and lease.must_hand_over(self.busy + self._ahead())):
+                if len(self._pending) > 1 or self._free_at - now > LEAD:   # else nothing to wait for
+                    self._hold_back()
+            if contended and lease.must_hand_over(self.busy + self._ahead()):
                 lease.release(self.busy, want=True)
                 if not self._acquire(interrupted):
                     return 0
