@@ -158,6 +158,30 @@ def test_sessions_marks_yours(env):
         other.close()
 
 
+def test_share_plots_each_users_share_of_the_device(env):
+    """Device time used now shows in the pool's history (whole seconds, from the worker's
+    usage reports every ~0.5 s): a plot in notebooks, a table in text."""
+    import time
+
+    from workbench.pool_views import PlotView
+    env.shell.run_cell("import cupy as cp; _s = cp.ones((400, 400))\n"
+                       "for _ in range(20): _s = (_s @ _s) * 1e-3\nfloat(_s.sum())")
+    deadline = time.monotonic() + 15
+    while True:
+        view = gpu(env, "share --minutes 1")
+        if view.data["shares"].get("default") and any(view.data["shares"]["default"]):
+            break
+        assert time.monotonic() < deadline, "no device time reached the pool's history"
+        time.sleep(0.5)
+    assert isinstance(view, PlotView) and view.data["device"] == "cpu:0"
+    assert max(view.data["shares"]["default"]) == pytest.approx(1.0)   # the only user
+    text, page = str(view), view._repr_html_()
+    assert "default (you)" in text and "100.0%" in text
+    assert '<img src="data:image/png;base64,' in page and view._repr_png_().startswith(b"\x89PNG")
+    with pytest.raises(UsageError, match="between 0 and 10"):
+        gpu(env, "share --minutes 20")
+
+
 def test_memory(env):
     env.shell.run_cell("import cupy as cp; _m = cp.zeros((256, 256))")  # 512 KiB
     view = gpu(env, "memory")

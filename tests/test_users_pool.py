@@ -117,6 +117,9 @@ def test_the_memory_quota_spans_a_users_sessions(users_pool):
         eventually(lambda: _granted(a) <= 2 * MiB, timeout=10)   # a, idle, hands memory back
         assert float(_zeros(b, 8).sum()) == 0.0              # and now b's allocation fits
         assert _granted(a) + _granted(b) <= 16 * MiB
+        from workbench.pool_views import users_view
+        text = str(users_view(a.status()))
+        assert "carol (you)" in text and "of 16.0 MiB" in text and "2 sessions" not in text
     finally:
         a.close()
         b.close()
@@ -256,3 +259,31 @@ def test_two_users_1_to_3_share_the_device_by_weight(tmp_path):
     assert used["light"] / total == pytest.approx(0.25, abs=0.05), used
     targets = {r["user"]: r["target_share"] for r in status["users"]}
     assert targets == pytest.approx({"light": 0.25, "heavy": 0.75})
+
+
+@pytest.mark.parametrize("policy", ["fifo", "none"])
+def test_the_other_policies_serve_sessions_side_by_side(policy):
+    with LocalPool(devices="cpu", policy=policy, spare_workers=2) as pool:
+        first = kernelproxy.connect(pool.address, pool.token)
+        second = kernelproxy.connect(pool.address, pool.token)
+        try:
+            x = module_for(first).arange(100.0)
+            y = module_for(second).arange(10.0)
+            results = {}
+
+            def run(name, a, n):
+                for _ in range(50):
+                    a = a + 1
+                results[name] = float(a.sum())
+
+            threads = [threading.Thread(target=run, args=("x", x, 100)),
+                       threading.Thread(target=run, args=("y", y, 10))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            assert results == {"x": sum(range(100)) + 5000.0, "y": sum(range(10)) + 500.0}
+            assert first.status()["policy"] == policy
+        finally:
+            first.close()
+            second.close()
