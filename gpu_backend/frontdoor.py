@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-import os
 import secrets
 import subprocess
 import sys

@@ -24,6 +24,7 @@ class SimSession:
     period: float | None = None    # interactive: one op every `period`; None: saturating
     start: float = 0.0
     stop: float = float("inf")
+    weight: float = 1.0
     # state
     queued: int = 0
     holding: bool = False
@@ -58,11 +59,9 @@ class SimDevice:
         return self.now
 
     def add(self, s: SimSession, weight: float = 1.0) -> None:
+        s.weight = weight
         self.sessions[s.sid] = s
         self._push(s.start, "start", s.sid)
-        self._weight = weight
-        self._attach_weight = weight
-        s._weight = weight  # type: ignore[attr-defined]
 
     def _push(self, t: float, kind: str, sid: str | None) -> None:
         self._order += 1
@@ -113,10 +112,11 @@ class SimDevice:
             self.now = t
             s = self.sessions[sid] if sid else None
             if kind == "start":
-                self.policy.attach(s.sid, s.user, s._weight)
+                self.policy.attach(s.sid, s.user, s.weight)
                 if s.period is not None:
                     self._push(t, "arrive", sid)
-                self._push(s.stop, "stop", sid) if s.stop < float("inf") else None
+                if s.stop < float("inf"):
+                    self._push(s.stop, "stop", sid)
                 self._ask(s)
             elif kind == "arrive":
                 if t < s.stop:

@@ -12,7 +12,6 @@ import base64
 import html
 import io
 import time
-from typing import Any
 
 from .views import GroupView, KeyValueView, TableView, View, human_bytes, human_duration
 
