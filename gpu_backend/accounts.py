@@ -24,8 +24,11 @@ MIN_GRANT = 1 << 20
 
 
 class _Session(Protocol):
+    """A session as the front door keeps it (or a hello waiting for its worker)."""
     user: str
     grant: int | None
+    memory_limit: int
+    closing: bool
 
 
 def _plural(n: int, word: str) -> str:
@@ -44,7 +47,7 @@ class Accounts:
         """Check a hello of *user* against their quotas; returns the session's memory limit and
         its first grant (None: the user has no memory quota). Raises QuotaExceededError."""
         mine = [s for s in open_sessions if s.user == user.name]
-        count = sum(not getattr(s, "closing", False) for s in mine)   # closed ones still free memory
+        count = sum(not s.closing for s in mine)   # closed ones still hold memory until they end
         if user.sessions is not None and count >= user.sessions:
             raise QuotaExceededError(
                 f"user {user.name} may have {_plural(user.sessions, 'session')} at once, and "
@@ -60,11 +63,12 @@ class Accounts:
                 f"by their {_plural(len(mine), 'other session')}: free memory there, or close one")
         return limit, min(limit, grant_step(user.memory), free)
 
-    def grow(self, session: _Session, limit: int, want: int,
+    def grow(self, session: _Session, want: int,
              open_sessions: Iterable[_Session]) -> tuple[int, str | None]:
         """A worker asks for *want* bytes in all for *session*; returns the grant and, if it
         falls short, why (quoted in the session's OutOfMemoryError)."""
         user = self.registry.get(session.user)
+        limit = session.memory_limit
         current = session.grant or 0
         if user is None or user.memory is None:   # the quota was lifted: the session's limit rules
             session.grant = min(want, limit)
@@ -79,6 +83,3 @@ class Accounts:
                          f"over all their sessions; {format_size(held)} is held by "
                          f"{_plural(len(others), 'other session')} and this one has "
                          f"{format_size(granted)}")
-
-    def quota_of(self, name: str) -> User | None:
-        return self.registry.get(name)

@@ -104,22 +104,29 @@ def _user(**fields) -> User:
         raise _Failure(f"invalid {field} {shown}: {_RULES.get(field, first['msg'])}") from None
 
 
-def _memory(text: str | None) -> int | None:
+def _optional(option: str, text: str | None, parse) -> int | None:
+    """*text* parsed, or None for an absent option or the word ``none`` (no quota)."""
     if text is None or text.strip().lower() == "none":
         return None
     try:
-        return parse_size(text)
+        return parse(text)
     except ValueError as exc:
-        raise _Failure(f"--memory: {exc}") from None
+        raise _Failure(f"{option}: {exc}") from None
+
+
+def _memory(text: str | None) -> int | None:
+    return _optional("--memory", text, parse_size)
 
 
 def _sessions(text: str | None) -> int | None:
-    if text is None or text.strip().lower() == "none":
-        return None
+    return _optional("--sessions", text, _whole_number)
+
+
+def _whole_number(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise _Failure(f"--sessions: not a whole number: {text!r}") from None
+        raise ValueError(f"not a whole number: {text!r}") from None
 
 
 def _known(path: Path, name: str) -> dict[str, User]:

@@ -29,14 +29,14 @@ from .accounts import Accounts
 from .arbiter.service import Arbiter
 from .config import PoolSettings
 from .pool_status import build_status
-from .usage import UsageLog
-from .worker.grants import grant_step
 from .devices import parse_devices
 from .protocol import PROTOCOL_VERSION
 from .protocol.codec import packb, unpackb
 from .protocol.errors import ProtocolError, SessionLostError, VersionMismatchError, error_name
 from .security import secure_server, server_keys_for
+from .usage import UsageLog
 from .users import User, UserRegistry
+from .worker.grants import grant_step
 
 __all__ = ["FrontDoor"]
 
@@ -80,20 +80,19 @@ class Session:
 
 @dataclass
 class PendingHello:
+    """A hello waiting for a worker: it counts towards its user's sessions and holds its grant."""
     ident: bytes
-    user: User
+    account: User
     client: str
     memory_limit: int
     grant: int | None
     device: str
     since: float = field(default_factory=time.monotonic)
+    closing: bool = False
 
-
-class _PendingAsSession:
-    """A hello waiting for a worker counts towards its user's sessions, holding its grant."""
-
-    def __init__(self, hello: "PendingHello") -> None:
-        self.user, self.grant = hello.user.name, hello.grant
+    @property
+    def user(self) -> str:
+        return self.account.name
 
 
 class FrontDoor:
@@ -181,8 +180,7 @@ class FrontDoor:
             self._serve_pending()
         elif kind == "grow" and worker.session is not None:
             session = worker.session
-            granted, why = self.accounts.grow(session, session.memory_limit, int(msg["want"]),
-                                              self.sessions.values())
+            granted, why = self.accounts.grow(session, int(msg["want"]), self.sessions.values())
             self.control.send_multipart([wid_b, packb({"t": "granted", "bytes": granted, "why": why})])
         elif kind == "grant" and worker.session is not None:   # memory handed back
             worker.session.grant = int(msg["bytes"])
@@ -270,10 +268,8 @@ class FrontDoor:
                 "install matching versions of gpu-workbench"
             )
         user = self._check_token(msg)
-        pending = [s for s in self.pending]
         limit, grant = self.accounts.open_session(
-            user, [*self.sessions.values(), *(_PendingAsSession(p) for p in pending)],
-            msg.get("memory_limit"))
+            user, [*self.sessions.values(), *self.pending], msg.get("memory_limit"))
         client = msg.get("user") if isinstance(msg.get("user"), str) else ""
         self.pending.append(PendingHello(ident, user, client[:64], limit, grant, self._place()))
         self._serve_pending()
@@ -307,18 +303,18 @@ class FrontDoor:
         self._keep_spares()
 
     def _assign(self, hello: PendingHello, worker: Worker) -> None:
-        session = Session(secrets.token_hex(8), secrets.token_bytes(32), hello.user.name, worker,
+        session = Session(secrets.token_hex(8), secrets.token_bytes(32), hello.user, worker,
                           hello.memory_limit, client=hello.client, grant=hello.grant)
         worker.session = session
         self.sessions[session.sid] = session
         self.usage.open_session(session.sid, session.user, worker.device, session.client)
         if self.arbiter is not None:
             self.arbiter.attach(worker.wid, worker.device, session.sid, session.user,
-                                hello.user.weight)
+                                hello.account.weight)
         self.control.send_multipart([worker.wid.encode(), packb(
             {"t": "assign", "session": session.sid, "key": session.key,
              "memory_limit": session.memory_limit, "grant": session.grant,
-             "grant_step": grant_step(hello.user.memory) if hello.user.memory else None})])
+             "grant_step": grant_step(hello.account.memory) if hello.account.memory else None})])
         self._reply(hello.ident, {
             "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
             "device": worker.info, "lease_timeout": self.settings.lease_timeout,
@@ -387,7 +383,7 @@ class FrontDoor:
         for session in [s for s in self.sessions.values() if s.user in change.removed]:
             self._end(session, "user removed from the users file")
             self._kill(session.worker)
-        for hello in [p for p in self.pending if p.user.name in change.removed]:
+        for hello in [p for p in self.pending if p.user in change.removed]:
             self.pending.remove(hello)
             self._error(hello.ident, SessionLostError("this user was removed from the pool"))
         if self.arbiter is not None and (change.changed or change.added):

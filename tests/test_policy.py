@@ -116,11 +116,17 @@ def test_preemption_grants_the_newcomer_and_stops_the_holder():
     assert policy.release("i", 0.0001, want=False) == [Grant("b")]
 
 
-def test_a_second_user_of_equal_standing_waits_for_the_quantum():
+def two_users() -> tuple[list, FairPolicy]:
+    """Sessions a and b of users A and B on a fair policy whose clock is ``t[0]``."""
     t = [0.0]
     policy = FairPolicy(lambda: t[0])
     for sid in ("a", "b"):
         policy.attach(sid, sid.upper())
+    return t, policy
+
+
+def test_a_second_user_of_equal_standing_waits_for_the_quantum():
+    _t, policy = two_users()
     policy.want("a")
     policy.want("b")                                    # level: no preemption
     assert policy.holder == "a"
@@ -128,10 +134,7 @@ def test_a_second_user_of_equal_standing_waits_for_the_quantum():
 
 
 def test_a_holder_stuck_in_one_long_kernel_is_granted_away_after_the_timeout():
-    t = [0.0]
-    policy = FairPolicy(lambda: t[0])
-    for sid in ("a", "b"):
-        policy.attach(sid, sid.upper())
+    t, policy = two_users()
     policy.want("a")
     assert policy.want("b") == [Yield("a", QUANTUM)]
     t[0] = QUANTUM + policy.yield_timeout / 2
@@ -143,9 +146,7 @@ def test_a_holder_stuck_in_one_long_kernel_is_granted_away_after_the_timeout():
 
 
 def test_detaching_the_holder_grants_the_next_session():
-    policy = FairPolicy()
-    for sid in ("a", "b"):
-        policy.attach(sid, sid.upper())
+    _t, policy = two_users()
     policy.want("a")
     policy.want("b")
     assert policy.detach("a") == [Grant("b")]

@@ -59,7 +59,6 @@ class Executor:
         self.bytes_in = 0
         self.bytes_out = 0
         self.peak_memory = 0
-        self._unpaced = 0
         self._is_array = device.is_array
         self._as_array = device.as_array
         warnings.showwarning = self._capture_warning
@@ -104,7 +103,7 @@ class Executor:
         if self.poisoned_at is None and not cancelled:
             executed, error, cancelled = self._run_ops(ops, iter(payload), metas, values, downloads,
                                                        out_frames)
-            self.pacer.end_batch(self._unpaced, self.more_work)
+            self.pacer.end_batch(executed, self.more_work)
             used = self.device.memory_used()
             if used > self.peak_memory:
                 self.peak_memory = used
@@ -145,8 +144,6 @@ class Executor:
         pacer = self.pacer
         pace = pacer.after_ops
         countdown = pacer.countdown
-        paced = 0
-        self._unpaced = 0
         try:
             while True:
                 seq = None  # an error before the next op's seq is known names no op
@@ -194,24 +191,20 @@ class Executor:
                 executed += 1
                 countdown -= 1
                 if not countdown:  # mark device progress, pace, hand the device over if due
-                    countdown = pace(executed - paced, self.cancelled)
-                    paced = executed
+                    countdown = pace(executed, self.cancelled)
                 now = perf_counter()
                 if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)
                                      and self.cancelled()):
                     self._free_only(unpacker)  # the rest of the batch is not run; its frees are
                     self.ops_run += executed
-                    self._unpaced = executed - paced
                     return executed, None, True
                 checked = now
         except Exception as exc:  # the op's own error, reported to the client
-            self._unpaced = executed - paced
             if seq is not None:  # an error that names no op cannot be acknowledged: no poison
                 self.poisoned_at = seq
                 self._free_rest(at)
             return executed, self._error(seq, exc), False
         self.ops_run += executed
-        self._unpaced = executed - paced
         return executed, None, False
 
     def _error(self, seq: Any, exc: BaseException) -> list:

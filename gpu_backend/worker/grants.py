@@ -29,11 +29,13 @@ class MemoryGrant:
     """Called by the device when an allocation would pass the grant, from the worker's thread."""
 
     def __init__(self, ask: Callable[[int], tuple[int, str | None]], cap: int, granted: int,
-                 apply: Callable[[int], None], step: int = GRANT_STEP) -> None:
+                 apply: Callable[[int], None], step: int = GRANT_STEP,
+                 release: Callable[[], None] = lambda: None) -> None:
         self._ask = ask          # ask(bytes wanted in all) -> (bytes granted in all, refusal)
         self.cap = cap           # the session's own limit: never asked beyond
         self.granted = granted
         self.step = step
+        self._release = release  # frees the device's cached blocks, so a smaller grant is real
         self._apply = apply      # sets the device's limit
         #: why the last request fell short, for the OutOfMemoryError's text
         self.refusal: str | None = None
@@ -60,6 +62,7 @@ class MemoryGrant:
         keep = min(self.cap, in_use + self.step)
         if self.granted - keep < self.step:
             return None
+        self._release()
         self.granted = keep
         self._apply(keep)
         return keep

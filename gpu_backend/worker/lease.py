@@ -50,7 +50,6 @@ class DeviceLease:
         #: hand over when the running batch ends (fifo)
         self.at_batch_end = False
         self._reported = 0.0
-        self.grants = 0
         #: whether the last grant came after another session held the device (the arbiter says)
         self.switched = False
 
@@ -69,7 +68,6 @@ class DeviceLease:
             kind = msg.get("t") if isinstance(msg, dict) else None
             if kind == "grant":
                 self.holding, self.asked = True, False
-                self.grants += 1
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))

@@ -78,6 +78,7 @@ class Pacer:
         #: not at the grant, so a woken worker's own delay before launching is not charged
         self.fresh_due = False
         self._switched_in = False        # the fresh segment follows another session's turn
+        self._marked = 0                 # ops of this batch already in a segment
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
@@ -154,13 +155,11 @@ class Pacer:
         lease = self.lease
         if lease.holding:
             return True
-        grants = lease.grants
         if not lease.acquire(self.busy, interrupted):
             return False
         self.harvest()
         self._start_fresh(always=True)
-        # waited through another session's turn (not merely re-granted at once)
-        self._switched_in = lease.grants > grants and lease.switched
+        self._switched_in = lease.switched   # another session held the device meanwhile
         return True
 
     # ------------------------------------------------------------ the executor's hooks
@@ -173,13 +172,14 @@ class Pacer:
         self.countdown = self._next_countdown()
         return True
 
-    def after_ops(self, ops: int, interrupted: Callable[[], bool]) -> int:
-        """*ops* ops were launched since the last call: mark, measure, pace. Returns the
-        ops to launch before the next call, or 0 if interrupted while waiting for the device."""
+    def after_ops(self, executed: int, interrupted: Callable[[], bool]) -> int:
+        """The batch has launched *executed* ops so far: mark, measure, pace. Returns the ops
+        to launch before the next call, or 0 if interrupted while waiting for the device."""
         now = perf_counter()
         if self._left_at:
             self._launch += _NEW * (now - self._left_at - self._launch)
-        self._mark(ops)
+        self._mark(executed - self._marked)
+        self._marked = executed
         self.harvest()
         lease = self.lease
         if lease is not None:
@@ -241,10 +241,11 @@ class Pacer:
                 lease.read(self.busy)   # a yield that came meanwhile stops the next launch
             self.harvest()
 
-    def end_batch(self, ops: int, more_work: Callable[[], bool]) -> None:
-        """After a batch's last op (*ops* launched since the last call)."""
-        if ops:
-            self._mark(ops)
+    def end_batch(self, executed: int, more_work: Callable[[], bool]) -> None:
+        """After a batch that launched *executed* ops."""
+        if executed > self._marked:
+            self._mark(executed - self._marked)
+        self._marked = 0
         self.harvest()
         lease = self.lease
         if lease is None or not lease.holding:

@@ -103,14 +103,9 @@ class WorkerServer:
     def _hand_back_memory(self) -> None:
         """Idle: return memory the session no longer uses to its user's quota."""
         grant = self.device.grant
-        if grant is None:
-            return
-        used = self.device.memory_used()
-        if grant.granted - used >= 2 * grant.step:
-            self.device.release_cache()
-            kept = grant.shrink(used)
-            if kept is not None:
-                self._send_control({"t": "grant", "bytes": kept})
+        kept = grant.shrink(self.device.memory_used()) if grant is not None else None
+        if kept is not None:
+            self._send_control({"t": "grant", "bytes": kept})
 
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False)."""
@@ -126,7 +121,7 @@ class WorkerServer:
                     if msg.get("grant") is not None:   # the user has a memory quota
                         self.device.use_grant(MemoryGrant(
                             self._ask_memory, limit, int(msg["grant"]), self.device.set_memory_limit,
-                            int(msg.get("grant_step") or GRANT_STEP)))
+                            int(msg.get("grant_step") or GRANT_STEP), self.device.release_cache))
                     return True
                 if msg.get("t") == "stop":
                     return False
@@ -164,6 +159,7 @@ class WorkerServer:
             if not events:
                 if os.getppid() != self.parent:
                     return "pool went away"
+                pacer.idle()   # measure what finished; a lone holder reports, a told one hands over
                 self._hand_back_memory()
             self._report_usage()
         if self.executor.fatal:
@@ -303,7 +299,6 @@ class WorkerServer:
         now = time.monotonic()
         if now - self._last_usage_time < USAGE_INTERVAL:
             return
-        self.executor.pacer.idle()
         counters = self.executor.usage()
         usage = (self.device.memory_used(), len(self.table), *counters.values())
         if usage != self._last_usage:
