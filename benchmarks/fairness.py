@@ -189,16 +189,20 @@ class Pool:
 
     def __init__(self, policy: str, devices: str, workdir: Path, weights: dict) -> None:
         from gpu_backend.users import User, hash_token, new_token, save_users
-        self.users_file = workdir / f"users-{policy}.toml"
+        # "fair:5": the fair policy with a 5 ms quantum (several quanta compare in one run)
+        policy, _, quantum = policy.partition(":")
+        tag = policy + (f"-q{quantum}" if quantum else "")
+        self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
         self._User, self._save = User, save_users
         self.set_weights(weights)
-        self.log = workdir / f"usage-{policy}.jsonl"
+        self.log = workdir / f"usage-{tag}.jsonl"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gpu_backend.cli", "serve", "--listen", "tcp://127.0.0.1:0",
              "--devices", devices, "--users-file", str(self.users_file), "--policy", policy,
-             "--spare-workers", "4", "--usage-log", str(self.log)],
+             "--spare-workers", "4", "--usage-log", str(self.log)]
+            + (["--quantum-ms", quantum] if quantum else []),
             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         line = self.proc.stdout.readline()
         if "listening on" not in line:
@@ -328,7 +332,8 @@ def main(argv=None) -> int:
                         help="policies whose pools measure each workload alone (rates are "
                              "normalised by none's, or the policy's own without none)")
     parser.add_argument("--policies", default="none,fifo,fair",
-                        help="comma list of none, fifo, fair, and local (plain CuPy processes)")
+                        help="comma list of none, fifo, fair, fair:MS (fair with an MS-millisecond "
+                             "quantum), and local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))
     parser.add_argument("--devices", default="auto")

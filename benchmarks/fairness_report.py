@@ -97,7 +97,7 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
 
 
 def table(results: dict) -> str:
-    lines = [f"{'scenario':14} {'policy':6} {'err100ms':>9} {'err1s':>7} {'p99 1s':>7} {'err10s':>7} "
+    lines = [f"{'scenario':14} {'policy':8} {'err100ms':>9} {'err1s':>7} {'p99 1s':>7} {'err10s':>7} "
              f"{'jain':>6} {'work':>6} {'int p50':>8} {'int p99':>8} {'p99.9':>7} {'conv s':>10}",
              "-" * 112]
     fmt = lambda v, f="{:.3f}": "-" if v is None else f.format(v)  # noqa: E731
@@ -109,7 +109,7 @@ def table(results: dict) -> str:
             e = lambda k, q: fmt((r.get(k) or {}).get(q))  # noqa: E731
             it = r.get("interactive_ms") or {}
             conv = ",".join(fmt(v, "{:.1f}") for v in r.get("convergence_s", [])) or "-"
-            lines.append(f"{name:14} {policy:6} {e('share_error_100ms', 'mean'):>9} "
+            lines.append(f"{name:14} {policy:8} {e('share_error_100ms', 'mean'):>9} "
                          f"{e('share_error_1s', 'mean'):>7} {e('share_error_1s', 'p99'):>7} "
                          f"{e('share_error_10s', 'mean'):>7} {fmt(r['jain']):>6} "
                          f"{fmt(r['work_conservation']):>6} {fmt(it.get('p50'), '{:.2f}'):>8} "

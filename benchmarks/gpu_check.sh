@@ -4,6 +4,9 @@
 #   2. benchmarks/overhead.py (proxy vs local CuPy on the same GPU)
 #   3. fair: the users/arbiter tests on the GPU and benchmarks/fairness.py (FAIR_ARGS)
 #   4. policies: overhead.py --compare-policies (OVERHEAD_ARGS)
+#   5. probe: wakeup_probe.py (the host's wake-ups and timers, the GPU's clocks after idle)
+# Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
+# policies, probe, bench; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 set -u
@@ -18,7 +21,10 @@ fi
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import cupy, numpy, zmq, msgpack; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'pyzmq', zmq.__version__, 'msgpack', msgpack.version)" | tee -a "$OUT/gpu.txt"
-what=${1:-all}
+for what in ${@:-all}; do
+if [ "$what" = all ] || [ "$what" = probe ]; then
+  timeout 200 python3 benchmarks/wakeup_probe.py --json "$OUT/wakeup.json" 2>&1 | tee "$OUT/wakeup.log"
+fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 420 python3 -m pytest -q -p no:cacheprovider \
     -o addopts="-ra" --timeout 120 ${GPU_TESTS:-tests/test_smoke.py tests/test_diff_*.py tests/test_transfers.py tests/test_async.py tests/test_importhook.py tests/test_faults.py tests/test_pool.py} \
@@ -42,6 +48,8 @@ if [ "$what" = all ] || [ "$what" = fair ]; then
     -o addopts="-ra" --timeout 120 tests/test_users_pool.py tests/test_pool.py tests/test_async.py \
     tests/test_transfers.py tests/test_faults.py tests/test_custom_kernels.py 2>&1 \
     | tee "$OUT/gpu-fair-tests.log" | tail -8
+fi
+if [ "$what" = all ] || [ "$what" = fair ] || [ "$what" = fairness ]; then
   timeout ${FAIR_TIMEOUT:-420} python3 benchmarks/fairness.py ${FAIR_ARGS:-} --json "$OUT/fairness.json" \
     --plot "$OUT/fairness.png" 2>&1 | tee "$OUT/fairness.log" | grep -v '^ \|^{\|^}'
 fi
@@ -54,3 +62,4 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   timeout 400 python3 benchmarks/overhead.py --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" | head -16
   timeout 200 python3 benchmarks/worker_micro.py 2>&1 | tee "$OUT/worker-micro.log"
 fi
+done

@@ -248,10 +248,13 @@ def run_cases(cupy, proxy, session, args):
             values = [r[key] for r in runs[side]]
             out[name] = {**runs[side][-1], key: statistics.mean(values), f"{key}_each": values}
 
-    both("sync_small_op", bench_sync_latency, args.latency_reps)
+    if args.only != "pipelined":
+        both("sync_small_op", bench_sync_latency, args.latency_reps)
     if args.only == "latency":
         return local or None, remote
     both("pipelined_small_ops", bench_pipelined, args.pipelined_ops)
+    if args.only == "pipelined":
+        return local or None, remote
     if args.gemm:
         for name, dtype in (("gemm_float16", np.float16), ("gemm_float32", np.float32)):
             abba(name, bench_gemm, args.gemm, dtype, args.gemm_reps, key="tflops")
@@ -369,7 +372,8 @@ def main(argv=None):
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--json")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--only", choices=["latency"], help="run one case (with GPUWB_WORKER_PROFILE)")
+    parser.add_argument("--only", choices=["latency", "pipelined"],
+                        help="run one case (with GPUWB_WORKER_PROFILE)")
     parser.add_argument("--latency-reps", type=int, default=2000)
     parser.add_argument("--pipelined-ops", type=int, default=20000)
     parser.add_argument("--gemm", type=int, default=8192, help="GEMM size (0 to skip)")

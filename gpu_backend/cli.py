@@ -58,6 +58,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--users-file", help="TOML users file (see gpuwb-backend users)")
     parser.add_argument("--policy", choices=("fair", "fifo", "none"),
                         help="how sessions share a device (default fair)")
+    parser.add_argument("--quantum-ms", type=float,
+                        help="fair policy: device milliseconds a session keeps the device while "
+                             "others wait (default 2)")
     parser.add_argument("--usage-log", help="append-only usage log (JSON lines)")
     parser.add_argument("--memory-limit", type=int, help="bytes of device memory per session")
     parser.add_argument("--lease-timeout", type=float, help="seconds without heartbeat")
@@ -66,8 +69,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 #: serve's options that map one to one onto PoolSettings fields
-SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "usage_log",
-                  "memory_limit", "lease_timeout", "spare_workers")
+SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms",
+                  "usage_log", "memory_limit", "lease_timeout", "spare_workers")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -93,7 +96,8 @@ def serve(args: argparse.Namespace) -> int:
     if generated:
         print(f"token (generated; pass --token-file to fix it): {door.token}", flush=True)
     mode = f"users from {settings.users_file}" if settings.users_file else "single token"
-    print(f"policy {settings.policy}; {mode}; usage log {settings.usage_log}", flush=True)
+    policy = settings.policy + (f" (quantum {settings.quantum_ms:g} ms)" if settings.policy == "fair" else "")
+    print(f"policy {policy}; {mode}; usage log {settings.usage_log}", flush=True)
     try:
         door.run()
     except KeyboardInterrupt:

@@ -4,8 +4,9 @@ The GPU runs one op at a time, the holder's, as the arbiter's grants allow.
 Each simulated worker behaves as ``gpu_backend.worker`` does: it asks for the
 device when work arrives, reports its device time every ``report`` seconds of
 it, hands over after its quantum or at once when told, and keeps the device
-while alone. Sessions are saturating (an endless queue of ops of one length)
-or interactive (one op every ``period``). Used by tests/test_policy.py.
+while alone. Sessions are saturating (an endless queue of ops of one length),
+interactive (one op every ``period``) or closed loops (the next op ``think``
+seconds after one ends). Used by tests/test_policy.py.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class SimSession:
     user: str
     op: float                      # device seconds per op
     period: float | None = None    # interactive: one op every `period`; None: saturating
+    think: float | None = None     # closed loop: the next op comes `think` after one ends
     start: float = 0.0
     stop: float = float("inf")
     weight: float = 1.0
@@ -39,7 +41,7 @@ class SimSession:
     latencies: list = field(default_factory=list)
 
     def has_work(self, now: float) -> bool:
-        if self.period is None:
+        if self.period is None and self.think is None:
             return self.start <= now < self.stop
         return self.queued > 0
 
@@ -113,7 +115,7 @@ class SimDevice:
             s = self.sessions[sid] if sid else None
             if kind == "start":
                 self.policy.attach(s.sid, s.user, s.weight)
-                if s.period is not None:
+                if s.period is not None or s.think is not None:
                     self._push(t, "arrive", sid)
                 if s.stop < float("inf"):
                     self._push(s.stop, "stop", sid)
@@ -122,7 +124,8 @@ class SimDevice:
                 if t < s.stop:
                     s.queued += 1
                     s.arrivals.append(t)
-                    self._push(t + s.period, "arrive", sid)
+                    if s.period is not None:
+                        self._push(t + s.period, "arrive", sid)
                     self._ask(s)
             elif kind == "stop":
                 self._apply(self.policy.detach(sid))
@@ -131,9 +134,11 @@ class SimDevice:
                 self.running = None
                 s.busy += s.op
                 s.done.append((t, s.op))
-                if s.period is not None:
+                if s.period is not None or s.think is not None:
                     s.queued -= 1
                     s.latencies.append(t - s.arrivals[len(s.latencies)])
+                if s.think is not None:
+                    self._push(t + s.think, "arrive", sid)
                 if s.busy - s.reported >= self.report:
                     s.reported = s.busy
                     self._apply(self.policy.used(sid, s.busy))

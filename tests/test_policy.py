@@ -7,12 +7,30 @@ device time per window divided by the window's total.
 
 import pytest
 
-from gpu_backend.arbiter.policy import (CREDIT, QUANTUM, FairPolicy, FifoPolicy, Grant, Yield,
-                                        make_policy)
+from gpu_backend.arbiter.policy import (CREDIT, QUANTUM, FairPolicy, FifoPolicy, Grant, Ready,
+                                        Yield, make_policy)
 
 from .policy_sim import SimDevice, SimSession
 
 OP = 0.0014   # an 8192² fp16 GEMM on an H200, roughly
+
+
+def decisions(actions):
+    """Grants and yields, without the Ready hints (tested on their own)."""
+    return [a for a in actions if not isinstance(a, Ready)]
+
+
+class Fair(FairPolicy):
+    """FairPolicy whose answers are its decisions alone, for exact comparisons."""
+
+    def want(self, sid):
+        return decisions(super().want(sid))
+
+    def release(self, *args, **kwargs):
+        return decisions(super().release(*args, **kwargs))
+
+    def tick(self):
+        return decisions(super().tick())
 
 
 def simulate(sessions, until, policy=None):
@@ -69,7 +87,7 @@ def test_a_joining_user_converges_within_a_tenth_of_a_second():
 
 
 def test_weights_changed_live_take_effect_at_once():
-    policy = FairPolicy()
+    policy = Fair()
     dev = SimDevice(policy)
     policy.clock = dev.clock
     dev.add(SimSession("a", "A", OP), 1)
@@ -102,9 +120,27 @@ def test_an_interactive_op_waits_only_for_the_op_on_the_device():
             [1 / saturating] * saturating, abs=0.01)
 
 
+@pytest.mark.parametrize("think", [0.0002, 0.002, 0.02])
+def test_a_closed_loop_that_pauses_between_ops_gets_its_weight_not_more(think):
+    """A notebook loop that syncs every iteration leaves the device for a moment after each
+    op. The credit it earns while away is its share of that moment, not a fresh credit
+    each time: with weights 1:3 it gets a quarter of the device while it is busy enough to
+    use more (a short pause), and whatever it asks for when it uses less than its share,
+    waiting at most for the op on the device when it comes back."""
+    loop = SimSession("l", "L", op=0.001, think=think)
+    heavy = SimSession("h", "H", op=OP)
+    dev = simulate([(loop, 1), (heavy, 3)], until=6)
+    light_share = shares(dev, ["l", "h"], 1, 6)[0]
+    if think < 0.003:   # alone it would use more than a quarter: it is held to a quarter
+        assert light_share == pytest.approx(0.25, abs=0.02)
+    else:               # it wants less than a quarter (1 ms of every 21): it gets it all
+        assert light_share == pytest.approx(0.001 / (0.001 + think) * 1.0, rel=0.15)
+        assert max(loop.latencies[10:]) <= OP + loop.op + 1e-9   # at most the holder's op
+
+
 def test_preemption_grants_the_newcomer_and_stops_the_holder():
     t = [0.0]
-    policy = FairPolicy(lambda: t[0])
+    policy = Fair(lambda: t[0])
     policy.attach("b", "B")
     policy.attach("i", "I")
     assert policy.want("b") == [Grant("b")]            # alone: keeps the device
@@ -116,10 +152,10 @@ def test_preemption_grants_the_newcomer_and_stops_the_holder():
     assert policy.release("i", 0.0001, want=False) == [Grant("b")]
 
 
-def two_users() -> tuple[list, FairPolicy]:
+def two_users(cls=Fair) -> tuple[list, FairPolicy]:
     """Sessions a and b of users A and B on a fair policy whose clock is ``t[0]``."""
     t = [0.0]
-    policy = FairPolicy(lambda: t[0])
+    policy = cls(lambda: t[0])
     for sid in ("a", "b"):
         policy.attach(sid, sid.upper())
     return t, policy
@@ -166,6 +202,84 @@ def test_fifo_serves_in_order_and_hands_over_at_batch_ends():
     assert policy.release("b", 1.0, want=False) == [Grant("a", batch_end=True)]
 
 
+def test_a_grant_says_how_much_of_the_last_holders_work_may_still_run():
+    """The next holder's first kernels share the GPU with what the last one had launched:
+    the grant carries that (from the release), or None where the arbiter cannot know it."""
+    t, policy = two_users()
+    assert policy.want("a")[0].overlap == 0.0                 # nobody held it before
+    policy.want("b")
+    [grant] = policy.release("a", QUANTUM, want=True, ahead=0.0007)
+    assert grant == Grant("b", QUANTUM) and grant.switched and grant.overlap == 0.0007
+    t[0] = 1.0                                                # b stuck in one long kernel
+    [grant] = policy.tick()
+    assert grant.session == "a" and grant.overlap is None
+    policy.release("b", 0.9, want=False, ahead=0.5)           # late: a holds now
+    assert policy.holder == "a" and policy.last_ahead is None
+    preempting = Fair(lambda: 0.0)
+    preempting.attach("b", "B")
+    preempting.attach("i", "I")
+    preempting.want("b")
+    preempting.used("b", 0.5)
+    yielded, granted = preempting.want("i")                   # back with credit: preempts
+    assert granted.session == "i" and granted.switched and granted.overlap is None
+
+
+def test_a_release_that_crossed_a_newer_grant_does_not_free_the_device():
+    """The race behind two workers both running 'alone': a preempted holder hands its
+    grant over while the arbiter, the newcomer gone again, grants it the device anew. The
+    old release must not end the new grant, or the arbiter grants the device to a second
+    session while the first one, reading its new grant, goes on holding it."""
+    t = [0.0]
+    policy = Fair(lambda: t[0])
+    policy.attach("b", "B")
+    policy.attach("i", "I")
+    [first] = policy.want("b")                         # alone
+    policy.used("b", 0.5)
+    told, granted = policy.want("i")                   # i preempts b
+    assert told.grant == first.grant and granted.session == "i"
+    [again] = policy.release("i", 0.0001, want=False)  # i is done before b has stopped
+    assert again.session == "b" and again.grant > first.grant
+    assert policy.release("b", 0.5005, want=False, grant=first.grant) == []   # crossed
+    assert policy.holder == "b"                        # b holds under its new grant
+    yielded, *_ = policy.want("i")                     # i is back: b is told, under its new grant
+    assert yielded == Yield("b", 0.0) and yielded.grant == again.grant
+
+
+def test_fifo_ignores_a_release_that_crossed_a_newer_grant():
+    policy = FifoPolicy()
+    policy.attach("a", "A")
+    [first] = policy.want("a")
+    policy.release("a", 0.1, want=False, grant=first.grant)
+    [second] = policy.want("a")
+    policy.attach("b", "B")
+    assert policy.release("a", 0.1, want=False, grant=first.grant) == []   # a stale copy
+    assert policy.holder == "a"
+    assert policy.want("b") == [Yield("a", batch_end=True)]
+    assert policy.release("a", 0.2, want=False, grant=second.grant) == [Grant("b")]
+
+
+def test_the_quantum_is_the_pools_setting():
+    policy = make_policy("fair", quantum=0.01)
+    for sid in ("a", "b"):
+        policy.attach(sid, sid.upper())
+    policy.want("a")
+    assert decisions(policy.want("b")) == [Yield("a", 0.01)]
+    assert decisions(policy.release("a", 0.01, want=True)) == [Grant("b", 0.01)]
+
+
+def test_the_next_in_line_is_told_to_stay_awake():
+    """A worker asleep when its grant comes wakes late and the device idles meanwhile: the
+    session to be granted next is told so, once, as soon as it is known."""
+    _t, policy = two_users(FairPolicy)
+    policy.attach("c", "C")
+    policy.want("a")
+    assert policy.want("b") == [Yield("a", QUANTUM), Ready("b")]
+    assert policy.want("c") == []                               # b is still next
+    assert policy.release("a", QUANTUM, want=True) == [Grant("b", QUANTUM), Ready("c")]
+    assert policy.release("b", QUANTUM, want=False) == [Grant("c", QUANTUM), Ready("a")]
+    assert policy.release("c", QUANTUM, want=False) == [Grant("a")]   # alone: nobody next
+
+
 def test_make_policy():
     assert isinstance(make_policy("fair"), FairPolicy)
     assert isinstance(make_policy("fifo"), FifoPolicy)
@@ -177,7 +291,7 @@ def test_make_policy():
 def test_a_lone_holder_reporting_rarely_is_still_preempted_by_a_returning_user():
     """Alone, a worker reports every 50 ms; the arbiter assumes it kept the device busy since."""
     t = [0.0]
-    policy = FairPolicy(lambda: t[0])
+    policy = Fair(lambda: t[0])
     policy.attach("b", "B")
     policy.attach("i", "I")
     policy.want("b")

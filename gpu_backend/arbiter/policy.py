@@ -21,10 +21,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
-__all__ = ["Grant", "Yield", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
+__all__ = ["Grant", "Yield", "Ready", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
            "QUANTUM", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG"]
 
-#: Device seconds a holder keeps the device while others wait.
+#: Device seconds a holder keeps the device while others wait (the pool's ``quantum_ms``).
+#: Each hand-over between two CUDA contexts costs the GPU time, so the quantum trades
+#: throughput against how long a backlogged user waits for its turn; a user back from
+#: idle does not wait for it (preemption on arrival).
 QUANTUM = 0.002
 #: Most device seconds (at weight 1) a user returning from idle may be ahead by.
 CREDIT = 0.002
@@ -43,23 +46,38 @@ YIELD_TIMEOUT = 0.05
 class Grant:
     """*session*'s worker may run. ``quantum``: others wait, hand over after that many
     device seconds; ``batch_end``: others wait, hand over when the batch ends; neither:
-    keep the device until told. ``switched``: another session held the device last."""
+    keep the device until told. ``switched``: another session held the device last;
+    ``overlap``: device seconds of its work that may still be running (what it had launched
+    and not finished when it handed over; None: unknown, it was preempted). ``grant``: this
+    grant's number, which the worker's release names (see :meth:`Policy.release`)."""
     session: str
     quantum: float | None = None
     batch_end: bool = False
     switched: bool = field(default=False, compare=False)
+    overlap: float | None = field(default=0.0, compare=False)
+    grant: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
 class Yield:
     """The holder is told that others wait: hand over after ``after`` more device
-    seconds (0: now), or with ``batch_end``, when the running batch ends."""
+    seconds (0: now), or with ``batch_end``, when the running batch ends. ``grant``: the
+    number of the grant it concerns (a worker that has handed that one over ignores it)."""
     session: str
     after: float = 0.0
     batch_end: bool = False
+    grant: int = field(default=0, compare=False)
 
 
-Action = Union[Grant, Yield]
+@dataclass(frozen=True)
+class Ready:
+    """*session* is next in line: its worker should stay awake (spin) for its grant, so
+    that it launches at once when the grant comes and the device does not idle while a
+    sleeping thread wakes (tens of microseconds to a millisecond on a virtual machine)."""
+    session: str
+
+
+Action = Union[Grant, Yield, Ready]
 
 
 @dataclass
@@ -101,6 +119,10 @@ class Policy:
         self.finishing: set[str] = set()     # told to stop, granted away, not yet released
         self._due: float | None = None       # wall time by which the holder must hand over
         self.last_holder: str | None = None  # who held the device last
+        self.grants = 0                      # grants made so far; the holder's is the last
+        #: device seconds the last holder had launched and not finished when it released
+        #: (None: it was granted away before it released)
+        self.last_ahead: float | None = 0.0
 
     # -- the pool's side ------------------------------------------------------
     def attach(self, sid: str, user: str, weight: float = 1.0) -> None:
@@ -140,15 +162,24 @@ class Policy:
             self._charge(session, busy)
         return []
 
-    def release(self, sid: str, busy: float, want: bool) -> list[Action]:
-        """*sid* handed over (or finished after being granted away); *want*: it has more work."""
+    def release(self, sid: str, busy: float, want: bool, ahead: float = 0.0,
+                grant: int | None = None) -> list[Action]:
+        """*sid* handed over (or finished after being granted away); *want*: it has more work;
+        *ahead*: device seconds it had launched that may still be running; *grant*: the
+        number of the grant it hands over. A release of an older grant than the one *sid*
+        holds crossed that newer grant on the way (the worker gave up the device while we
+        granted it again): it is charged, and otherwise ignored, since the worker will read
+        the newer grant and hold the device, or hand it over, under that one."""
         session = self.sessions.get(sid)
         if session is None:
             return []
         self._charge(session, busy)
+        if grant is not None and self.holder == sid and grant != self.grants:
+            return []
         self.finishing.discard(sid)
         if self.holder == sid:
             self._vacate()
+            self.last_ahead = max(0.0, float(ahead))
         if want:
             self._wake(session)
         else:
@@ -183,14 +214,23 @@ class Policy:
             session.asked_at = self.clock()
 
     def _vacate(self) -> None:
+        """No one holds the device. What the last holder left running is unknown unless it
+        released (preempted, late or gone: its work runs on beside the next holder's)."""
         if self.holder is not None:
             self.last_holder = self.holder
         self.holder, self.told, self._due = None, False, None
+        self.last_ahead = None
 
     def _granted(self, sid: str, **fields) -> Grant:
         switched = self.last_holder is not None and self.last_holder != sid
         self.last_holder = sid
-        return Grant(sid, switched=switched, **fields)
+        overlap = self.last_ahead if switched else 0.0
+        self.grants += 1
+        return Grant(sid, switched=switched, overlap=overlap, grant=self.grants, **fields)
+
+    def _yield(self, **fields) -> Yield:
+        """Tell the holder (under its current grant) that others wait."""
+        return Yield(self.holder, grant=self.grants, **fields)
 
     def _waiting(self, exclude: str | None = None) -> list[_Session]:
         return [s for s in self.sessions.values()
@@ -231,6 +271,7 @@ class FairPolicy(Policy):
         self.credit = credit
         self.preempt_gap = preempt_gap
         self.min_vt = 0.0   # least vt of the runnable users; never decreases
+        self._ready: str | None = None   # the session last told it is next in line
 
     def want(self, sid: str) -> list[Action]:
         session = self.sessions.get(sid)
@@ -244,14 +285,35 @@ class FairPolicy(Policy):
         if mine is not theirs and mine.vt + self.preempt_gap < self._user_vt(theirs):
             # a user back from idle with credit: the holder stops launching now, and the
             # newcomer starts at once, its work queued behind what the holder launched
+            told = self._yield(after=0.0)
             self.finishing.add(holder.sid)
             self._vacate()
-            return [Yield(holder.sid, 0.0), *self._grant_next(exclude=holder.sid)]
+            return [told, *self._grant_next(exclude=holder.sid)]
         if not self.told:   # the holder had the device to itself until now
             self.told = True
             self._due = self.clock() + self.quantum + self.yield_timeout
-            return [Yield(holder.sid, self.quantum)]
-        return []
+            return [self._yield(after=self.quantum), *self._next_in_line()]
+        return self._next_in_line()
+
+    def _pick(self, waiting: list[_Session]) -> _Session:
+        """The session to grant next: of the user with the least virtual time, its session
+        with the least."""
+        by_user: dict[str, list[_Session]] = {}
+        for s in waiting:
+            by_user.setdefault(s.user, []).append(s)
+        user = min(by_user, key=lambda u: (self.users[u].vt, u))
+        return min(by_user[user], key=lambda s: (s.vt, s.asked_at, s.sid))
+
+    def _next_in_line(self) -> list[Action]:
+        """Tell the session that would be granted next, if it was not told already."""
+        waiting = self._waiting()
+        if not waiting:
+            return []
+        nxt = self._pick(waiting).sid
+        if nxt == self._ready:
+            return []
+        self._ready = nxt
+        return [Ready(nxt)]
 
     def _wake(self, session: _Session) -> None:
         if session.runnable:
@@ -259,7 +321,9 @@ class FairPolicy(Policy):
         account = self.users[session.user]
         if not account.runnable(self.sessions):
             self._advance_min_vt()
-            # capped credit: an idle user comes back at most `credit` device seconds ahead
+            # capped credit: an idle user comes back at most `credit` device seconds ahead;
+            # one that got more than its share keeps its debt (a closed loop pausing between
+            # ops gains nothing by pausing)
             account.vt = max(account.vt, self.min_vt - self.credit / account.weight)
         session.vt = max(session.vt, account.min_vt - self.credit)
         super()._wake(session)
@@ -292,17 +356,14 @@ class FairPolicy(Policy):
         waiting = self._waiting(exclude)
         if not waiting:
             return []
-        by_user: dict[str, list[_Session]] = {}
-        for s in waiting:
-            by_user.setdefault(s.user, []).append(s)
-        user = min(by_user, key=lambda u: (self.users[u].vt, u))
-        chosen = min(by_user[user], key=lambda s: (s.vt, s.asked_at, s.sid))
+        chosen = self._pick(waiting)
         self.holder = chosen.sid
+        self._ready = None
         chosen.charged_at = self.clock()
         if self._others_runnable(chosen.sid):
             self.told = True
             self._due = self.clock() + self.quantum + self.yield_timeout
-            return [self._granted(chosen.sid, quantum=self.quantum)]
+            return [self._granted(chosen.sid, quantum=self.quantum), *self._next_in_line()]
         self.told, self._due = False, None
         return [self._granted(chosen.sid)]
 
@@ -328,15 +389,18 @@ class FifoPolicy(Policy):
             return self._grant_next()
         if not self.told:
             self.told = True
-            return [Yield(self.holder, batch_end=True)]
+            return [self._yield(batch_end=True)]
         return []
 
-    def release(self, sid: str, busy: float, want: bool) -> list[Action]:
+    def release(self, sid: str, busy: float, want: bool, ahead: float = 0.0,
+                grant: int | None = None) -> list[Action]:
+        if grant is not None and self.holder == sid and grant != self.grants:
+            return super().release(sid, busy, want, ahead, grant)   # stale: charged only
         if sid in self.queue:
             self.queue.remove(sid)
         if want and sid in self.sessions:
             self.queue.append(sid)   # to the back of the line
-        return super().release(sid, busy, want)
+        return super().release(sid, busy, want, ahead, grant)
 
     def detach(self, sid: str) -> list[Action]:
         if sid in self.queue:
@@ -356,10 +420,12 @@ class FifoPolicy(Policy):
         return []
 
 
-def make_policy(name: str, clock: Callable[[], float] = time.monotonic) -> Policy | None:
-    """The policy called *name* (``fair``, ``fifo``); ``none`` means no arbiter at all."""
+def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
+                quantum: float = QUANTUM) -> Policy | None:
+    """The policy called *name* (``fair``, ``fifo``); ``none`` means no arbiter at all.
+    *quantum*: device seconds a ``fair`` holder keeps the device while others wait."""
     if name == "fair":
-        return FairPolicy(clock)
+        return FairPolicy(clock, quantum=quantum)
     if name == "fifo":
         return FifoPolicy(clock)
     if name == "none":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import sys
 import tempfile
 import threading
 import time
@@ -22,7 +23,7 @@ from typing import Any, Callable
 import zmq
 
 from ..protocol.codec import packb, unpackb
-from .policy import Grant, Policy, make_policy
+from .policy import QUANTUM, Grant, Policy, Ready, make_policy
 
 __all__ = ["Arbiter"]
 
@@ -30,17 +31,19 @@ log = logging.getLogger("gpu_backend.arbiter")
 
 #: How often the status snapshot is rebuilt while messages flow (seconds).
 SNAPSHOT_INTERVAL = 0.1
+#: The longest a thread of the pool's process holds the GIL while the arbiter waits for it.
+SWITCH_INTERVAL = 0.0005
 
 
 class Arbiter:
     def __init__(self, ctx: zmq.Context, policy: str, devices: list[str],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, quantum: float = QUANTUM) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
         for device in devices:
-            made = make_policy(policy, clock)
+            made = make_policy(policy, clock, quantum)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made
@@ -69,6 +72,10 @@ class Arbiter:
 
     # ------------------------------------------------------------ the pool's calls
     def start(self) -> "Arbiter":
+        # The arbiter shares its process's GIL with the front door (and, in an embedded pool,
+        # with the user's kernel). A thread that wakes for a message may wait for the GIL up
+        # to the switch interval, 5 ms by default: a grant would wait that long.
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
         self._thread.start()
         return self
 
@@ -179,7 +186,10 @@ class Arbiter:
             elif kind == "used":
                 actions = policy.used(session, float(msg["busy"]))
             elif kind == "release":
-                actions = policy.release(session, float(msg["busy"]), bool(msg.get("want")))
+                grant = msg.get("g")
+                actions = policy.release(session, float(msg["busy"]), bool(msg.get("want")),
+                                         float(msg.get("ahead") or 0.0),
+                                         grant if type(grant) is int else None)
             else:
                 return
         except (ValueError, TypeError, KeyError, AttributeError):
@@ -193,9 +203,12 @@ class Arbiter:
             if worker is None:
                 continue
             if isinstance(action, Grant):
-                msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "s": action.switched}
+                msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "s": action.switched,
+                       "o": action.overlap, "g": action.grant}
+            elif isinstance(action, Ready):
+                msg = {"t": "ready"}
             else:
-                msg = {"t": "yield", "q": action.after, "b": action.batch_end}
+                msg = {"t": "yield", "q": action.after, "b": action.batch_end, "g": action.grant}
             try:
                 self.sock.send_multipart([worker.encode(), packb(msg)], zmq.NOBLOCK)
             except zmq.ZMQError:   # the worker is gone; the pool detaches it when it reaps it

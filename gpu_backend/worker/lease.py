@@ -33,6 +33,10 @@ WAIT_SLICE = 0.002
 #: A waiting worker spins this long before it sleeps: a grant usually comes within a
 #: quantum, and a sleeping thread wakes tens of microseconds late (the device idles then).
 ACQUIRE_SPIN = 0.002
+#: Told that it is next in line, a waiting worker spins for its grant at most this long.
+READY_SPIN = 0.02
+#: While spinning for a grant, look for a cancel from the client this often (seconds).
+SPIN_CANCEL_CHECK = 0.001
 
 
 class DeviceLease:
@@ -52,6 +56,13 @@ class DeviceLease:
         self._reported = 0.0
         #: whether the last grant came after another session held the device (the arbiter says)
         self.switched = False
+        #: ... and how many device seconds of that session's work may still be running (None:
+        #: unknown, it was preempted or is inside a long kernel)
+        self.overlap: float | None = 0.0
+        #: the number of the grant held (or last held): releases name it, yields must match it
+        self.grant: int | None = None
+        #: when the arbiter last said that this worker is next in line (perf_counter)
+        self.ready_at = -1.0
 
     # ------------------------------------------------------------ messages
     def _send(self, msg: dict) -> None:
@@ -68,12 +79,18 @@ class DeviceLease:
             kind = msg.get("t") if isinstance(msg, dict) else None
             if kind == "grant":
                 self.holding, self.asked = True, False
+                number = msg.get("g")
+                self.grant = number if type(number) is int else None
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))
                 self.switched = bool(msg.get("s"))
+                overlap = msg.get("o", 0.0)
+                self.overlap = float(overlap) if isinstance(overlap, (int, float)) else None
                 self._reported = busy
-            elif kind == "yield" and self.holding:
+            elif kind == "ready":
+                self.ready_at = time.perf_counter()
+            elif kind == "yield" and self.holding and msg.get("g") in (None, self.grant):
                 if msg.get("b"):
                     self.at_batch_end = True
                 else:
@@ -94,13 +111,20 @@ class DeviceLease:
             self._send({"t": "want"})
             self.asked = True
         spin_until = time.perf_counter() + ACQUIRE_SPIN
-        while time.perf_counter() < spin_until:
-            if self.pending():
-                self.read(busy)
-                if self.holding:
-                    return True
+        check_at = 0.0
         while True:
-            if self.sock.poll(WAIT_SLICE * 1000):
+            now = time.perf_counter()
+            if now < spin_until or now - self.ready_at < READY_SPIN:   # spin: the grant is near
+                if self.pending():
+                    self.read(busy)
+                    if self.holding:
+                        return True
+                if now >= check_at:
+                    check_at = now + SPIN_CANCEL_CHECK
+                    if interrupted():
+                        return False
+                continue
+            if self.sock.poll(WAIT_SLICE * 1000):   # sleep; a message (ready, grant) wakes it
                 self.read(busy)
                 if self.holding:
                     return True
@@ -118,22 +142,16 @@ class DeviceLease:
             self._send({"t": "used", "busy": busy})
             self._reported = busy
 
-    def release(self, busy: float, want: bool) -> None:
-        """Hand the device over; with *want*, ask for it again at once (work is waiting)."""
-        self._send({"t": "release", "busy": busy, "want": want})
+    def release(self, busy: float, want: bool, ahead: float = 0.0) -> None:
+        """Hand the device over; with *want*, ask for it again at once (work is waiting).
+        *ahead*: device seconds launched and not yet finished (the next holder's first
+        segments share the GPU with them, and are charged accordingly)."""
+        self._send({"t": "release", "busy": busy, "want": want, "ahead": ahead, "g": self.grant})
         self.holding = False
         self.asked = want
         self.hand_over_at = None
         self.at_batch_end = False
         self._reported = busy
-
-    def idle(self, busy: float) -> None:
-        """Between batches: hand over at once if others wait (or a grant came unneeded)."""
-        self.read(busy)
-        if self.holding and (self.hand_over_at is not None or self.at_batch_end):
-            self.release(busy, want=False)
-        else:
-            self.report(busy)
 
     def wait(self, seconds: float) -> None:
         """Sleep up to *seconds*, waking at once if the arbiter speaks."""

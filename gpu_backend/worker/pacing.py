@@ -56,6 +56,9 @@ SPIN_SECONDS = 0.0008
 #: While spinning, look at the lease this often: a preempted holder must not launch
 #: one more op behind the newcomer.
 SPIN_CHECK_SECONDS = 50e-6
+#: After a grant that preempted the last holder (or took the device from one stuck in a
+#: long kernel), assume its work may run beside ours for this long (host seconds).
+UNKNOWN_OVERLAP = 0.002
 
 
 class Pacer:
@@ -78,6 +81,8 @@ class Pacer:
         #: not at the grant, so a woken worker's own delay before launching is not charged
         self.fresh_due = False
         self._switched_in = False        # the fresh segment follows another session's turn
+        self._overlap_until = 0.0        # host time until which the last holder's work may run
+        self._began_at = 0.0             # host time the segment being launched began
         self._marked = 0                 # ops of this batch already in a segment
 
     # ------------------------------------------------------------ measuring
@@ -85,16 +90,19 @@ class Pacer:
         if self.fresh_due:   # no op was launched since a fresh start was due: nothing to mark
             return
         # a segment chained on this session's own work measures its ops alone; one that
-        # starts afresh after a grant may also contain the previous holder's last kernels
-        switched = self._fresh is not None and self._switched_in
+        # starts afresh after a grant, or whose ops were launched while the previous holder's
+        # last kernels may still run, shares the GPU with them (time-slicing between contexts)
+        now = perf_counter()
+        shared = (self._fresh is not None and self._switched_in) or self._began_at < self._overlap_until
         start = self._fresh if self._fresh is not None else self._last_end
         end = self.device.marker()
         self._fresh = None
         self._switched_in = False
-        self._pending.append((start, end, ops, switched))
+        self._pending.append((start, end, ops, shared))
         self._last_end = end
+        self._began_at = now
         if self.per_op is not None:
-            self._free_at = max(self._free_at, perf_counter()) + ops * self.per_op
+            self._free_at = max(self._free_at, now) + ops * self.per_op
 
     def harvest(self) -> None:
         """Account every segment the device has finished (never blocks)."""
@@ -102,13 +110,13 @@ class Pacer:
         if not pending or not device.reached(pending[0][1]):
             return
         while pending and device.reached(pending[0][1]):
-            start, end, ops, switched = pending.popleft()
+            start, end, ops, shared = pending.popleft()
             if start is None:
                 continue
             seconds = device.between(start, end)
-            if switched and self.per_op is not None:
-                # after a switch from another session, this segment's start may have been
-                # stamped while that session's kernels still ran: charge what its ops take
+            if shared and self.per_op is not None:
+                # it ran beside another session's kernels (this one's turn began, or ended,
+                # while they ran), so its span holds some of their time: charge what its ops take
                 seconds = min(seconds, ops * self.per_op)
             elif ops:
                 measured = seconds / ops
@@ -131,6 +139,7 @@ class Pacer:
     def start_segment(self) -> None:
         """Called by the executor right before it launches an op, when ``fresh_due``."""
         self.fresh_due = False
+        self._began_at = perf_counter()
         if self._fresh is None:
             self._fresh = self.device.marker()
 
@@ -160,7 +169,19 @@ class Pacer:
         self.harvest()
         self._start_fresh(always=True)
         self._switched_in = lease.switched   # another session held the device meanwhile
+        if lease.switched:   # ... and its last kernels may still run: until when, at most
+            overlap = UNKNOWN_OVERLAP if lease.overlap is None else lease.overlap
+            self._overlap_until = perf_counter() + overlap
         return True
+
+    def _hand_over(self, want: bool) -> None:
+        """Release the lease. The work still unfinished runs beside the next holder's first
+        kernels: its segments are charged what their ops take, not their stretched span."""
+        pending = self._pending
+        for i in range(len(pending)):
+            start, end, ops, _shared = pending[i]
+            pending[i] = (start, end, ops, True)
+        self.lease.release(self.busy, want, self._ahead())
 
     # ------------------------------------------------------------ the executor's hooks
     def begin_batch(self, interrupted: Callable[[], bool]) -> bool:
@@ -193,7 +214,7 @@ class Pacer:
                 if len(self._pending) > 1 or self._free_at - now > LEAD:   # else nothing to wait for
                     self._hold_back()
             if contended and lease.must_hand_over(self.busy + self._ahead()):
-                lease.release(self.busy, want=True)
+                self._hand_over(want=True)
                 if not self._acquire(interrupted):
                     return 0
             lease.report(self.busy)
@@ -254,12 +275,19 @@ class Pacer:
         if lease.at_batch_end or lease.hand_over_at is not None:   # others wait
             more = more_work()
             if not more or lease.at_batch_end or lease.must_hand_over(self.busy + self._ahead()):
-                lease.release(self.busy, want=more)   # nothing more to run: hand over at once
+                self._hand_over(want=more)   # nothing more to run: hand over at once
                 return
         lease.report(self.busy)
 
     def idle(self) -> None:
-        """The worker has nothing to run: measure, and hand the device over if others wait."""
+        """The worker has nothing to run: measure, and hand the device over if others wait
+        (or a grant came that is no longer needed); a lone holder only reports."""
         self.harvest()
-        if self.lease is not None:
-            self.lease.idle(self.busy)
+        lease = self.lease
+        if lease is None:
+            return
+        lease.read(self.busy)
+        if lease.holding and (lease.hand_over_at is not None or lease.at_batch_end):
+            self._hand_over(want=False)
+        else:
+            lease.report(self.busy)
