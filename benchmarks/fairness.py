@@ -52,6 +52,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from fairness_report import _cumulative, _pct, analyse, plot, table  # noqa: E402  (beside this file)
+from served_pool import ServedPool  # noqa: E402
 
 BIG = (6144, "float16")      # one GEMM ~0.6-0.8 ms on an H100/H200: "ops of at most 1 ms"
 SMALL = (1024, "float32")    # ~40-60 µs
@@ -198,16 +199,10 @@ class Pool:
         self._User, self._save = User, save_users
         self.set_weights(weights)
         self.log = workdir / f"usage-{tag}.jsonl"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gpu_backend.cli", "serve", "--listen", "tcp://127.0.0.1:0",
-             "--devices", devices, "--users-file", str(self.users_file), "--policy", policy,
-             "--spare-workers", "4", "--usage-log", str(self.log)]
-            + (["--quantum-ms", quantum] if quantum else []),
-            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        line = self.proc.stdout.readline()
-        if "listening on" not in line:
-            raise RuntimeError(f"the pool did not start: {line!r}")
-        self.address = line.split()[4]
+        self.served = ServedPool(policy, devices, "--spare-workers", "4", "--usage-log", str(self.log),
+                                 *(["--quantum-ms", quantum] if quantum else []),
+                                 users_file=self.users_file)
+        self.address = self.served.address
 
     def set_weights(self, weights: dict) -> None:
         users = {name: self._User(name=name, token_hash=self._hashes[name],
@@ -230,11 +225,7 @@ class Pool:
         return out
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        self.served.stop()
 
 
 # --------------------------------------------------------------------------- a scenario

@@ -3,8 +3,9 @@
     python benchmarks/overhead.py [--devices auto] [--json out.json] [--quick]
 
 Starts an embedded pool (the front door in this process, the session worker
-in its own process, loopback TCP between them), then measures each case on
-local CuPy and through the proxy on the same GPU:
+in its own process, loopback TCP between them), or with ``--served`` a pool in
+a process of its own (``gpuwb-backend serve``, as deployed), then measures each
+case on local CuPy and through the proxy on the same GPU:
 
 * sync latency of a small op, ``float((x + 1).sum())`` with 1 K float32
 * pipelined small-op rate, ``x = x + 1`` x 20 000 then a sync
@@ -13,7 +14,8 @@ local CuPy and through the proxy on the same GPU:
 * raw pyzmq loopback throughput of a 256 MB message, for reference
 * with ``--compare-policies``: the sync latency and pipelined rate of one lone
   session under each arbiter policy (``none`` and ``fair`` pools side by side,
-  measured in alternating rounds): the arbiter must cost a lone user nothing
+  each ``gpuwb-backend serve`` in its own process, measured in alternating
+  rounds): the arbiter must cost a lone user nothing
 
 With no GPU (or no CuPy) the local column is empty and the pool runs on the
 NumPy device, which still exercises the whole proxy path.
@@ -35,9 +37,11 @@ import numpy as np
 import zmq
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kernelproxy  # noqa: E402
 from gpu_backend.pool import LocalPool  # noqa: E402
+from served_pool import ServedPool  # noqa: E402  (beside this file)
 from kernelproxy.modules import module_for  # noqa: E402
 
 MB = 1 << 20
@@ -270,7 +274,7 @@ def compare_policies(args, policies=("none", "fair"), rounds=20):
     pools, sessions = {}, {}
     try:
         for policy in policies:
-            pools[policy] = LocalPool(devices=args.devices, memory_limit=8 << 30, policy=policy).start()
+            pools[policy] = ServedPool(policy, args.devices, memory_limit=8 << 30)
             sessions[policy] = kernelproxy.connect(pools[policy].address, pools[policy].token)
         xs = {}
         for policy in policies:
@@ -383,6 +387,8 @@ def main(argv=None):
     parser.add_argument("--compare-policies", action="store_true",
                         help="also: a lone session's small-op cases under policy none vs fair")
     parser.add_argument("--policy", default="fair", help="the main pool's policy (default fair)")
+    parser.add_argument("--served", action="store_true",
+                        help="the main pool in a process of its own (gpuwb-backend serve)")
     args = parser.parse_args(argv)
     if args.quick:
         args.latency_reps, args.pipelined_ops, args.transfer_mb = 300, 3000, 32
@@ -401,7 +407,10 @@ def main(argv=None):
         args.gemm = 1024  # NumPy device: keep the run short
 
     results["policy"] = args.policy
-    with LocalPool(devices=args.devices, memory_limit=64 << 30, policy=args.policy) as pool:
+    pool_kind = (lambda: ServedPool(args.policy, args.devices, memory_limit=64 << 30)) if args.served \
+        else (lambda: LocalPool(devices=args.devices, memory_limit=64 << 30, policy=args.policy))
+    results["served"] = args.served
+    with pool_kind() as pool:
         session = kernelproxy.connect(pool.address, pool.token)
         try:
             results["pool_device"] = session.device
