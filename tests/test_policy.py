@@ -202,28 +202,6 @@ def test_fifo_serves_in_order_and_hands_over_at_batch_ends():
     assert policy.release("b", 1.0, want=False) == [Grant("a", batch_end=True)]
 
 
-def test_a_grant_says_how_much_of_the_last_holders_work_may_still_run():
-    """The next holder's first kernels share the GPU with what the last one had launched:
-    the grant carries that (from the release), or None where the arbiter cannot know it."""
-    t, policy = two_users()
-    assert policy.want("a")[0].overlap == 0.0                 # nobody held it before
-    policy.want("b")
-    [grant] = policy.release("a", QUANTUM, want=True, ahead=0.0007)
-    assert grant == Grant("b", QUANTUM) and grant.switched and grant.overlap == 0.0007
-    t[0] = 1.0                                                # b stuck in one long kernel
-    [grant] = policy.tick()
-    assert grant.session == "a" and grant.overlap is None
-    policy.release("b", 0.9, want=False, ahead=0.5)           # late: a holds now
-    assert policy.holder == "a" and policy.last_ahead is None
-    preempting = Fair(lambda: 0.0)
-    preempting.attach("b", "B")
-    preempting.attach("i", "I")
-    preempting.want("b")
-    preempting.used("b", 0.5)
-    yielded, granted = preempting.want("i")                   # back with credit: preempts
-    assert granted.session == "i" and granted.switched and granted.overlap is None
-
-
 def test_a_release_that_crossed_a_newer_grant_does_not_free_the_device():
     """The race behind two workers both running 'alone': a preempted holder hands its
     grant over while the arbiter, the newcomer gone again, grants it the device anew. The

@@ -46,15 +46,11 @@ YIELD_TIMEOUT = 0.05
 class Grant:
     """*session*'s worker may run. ``quantum``: others wait, hand over after that many
     device seconds; ``batch_end``: others wait, hand over when the batch ends; neither:
-    keep the device until told. ``switched``: another session held the device last;
-    ``overlap``: device seconds of its work that may still be running (what it had launched
-    and not finished when it handed over; None: unknown, it was preempted). ``grant``: this
-    grant's number, which the worker's release names (see :meth:`Policy.release`)."""
+    keep the device until told. ``grant``: this grant's number, which the worker's release
+    names (see :meth:`Policy.release`)."""
     session: str
     quantum: float | None = None
     batch_end: bool = False
-    switched: bool = field(default=False, compare=False)
-    overlap: float | None = field(default=0.0, compare=False)
     grant: int = field(default=0, compare=False)
 
 
@@ -118,11 +114,7 @@ class Policy:
         self.told = False                    # the holder knows others wait
         self.finishing: set[str] = set()     # told to stop, granted away, not yet released
         self._due: float | None = None       # wall time by which the holder must hand over
-        self.last_holder: str | None = None  # who held the device last
         self.grants = 0                      # grants made so far; the holder's is the last
-        #: device seconds the last holder had launched and not finished when it released
-        #: (None: it was granted away before it released)
-        self.last_ahead: float | None = 0.0
 
     # -- the pool's side ------------------------------------------------------
     def attach(self, sid: str, user: str, weight: float = 1.0) -> None:
@@ -162,11 +154,9 @@ class Policy:
             self._charge(session, busy)
         return []
 
-    def release(self, sid: str, busy: float, want: bool, ahead: float = 0.0,
-                grant: int | None = None) -> list[Action]:
+    def release(self, sid: str, busy: float, want: bool, grant: int | None = None) -> list[Action]:
         """*sid* handed over (or finished after being granted away); *want*: it has more work;
-        *ahead*: device seconds it had launched that may still be running; *grant*: the
-        number of the grant it hands over. A release of an older grant than the one *sid*
+        *grant*: the number of the grant it hands over. A release of an older grant than the one *sid*
         holds crossed that newer grant on the way (the worker gave up the device while we
         granted it again): it is charged, and otherwise ignored, since the worker will read
         the newer grant and hold the device, or hand it over, under that one."""
@@ -179,7 +169,6 @@ class Policy:
         self.finishing.discard(sid)
         if self.holder == sid:
             self._vacate()
-            self.last_ahead = max(0.0, float(ahead))
         if want:
             self._wake(session)
         else:
@@ -214,19 +203,11 @@ class Policy:
             session.asked_at = self.clock()
 
     def _vacate(self) -> None:
-        """No one holds the device. What the last holder left running is unknown unless it
-        released (preempted, late or gone: its work runs on beside the next holder's)."""
-        if self.holder is not None:
-            self.last_holder = self.holder
         self.holder, self.told, self._due = None, False, None
-        self.last_ahead = None
 
     def _granted(self, sid: str, **fields) -> Grant:
-        switched = self.last_holder is not None and self.last_holder != sid
-        self.last_holder = sid
-        overlap = self.last_ahead if switched else 0.0
         self.grants += 1
-        return Grant(sid, switched=switched, overlap=overlap, grant=self.grants, **fields)
+        return Grant(sid, grant=self.grants, **fields)
 
     def _yield(self, **fields) -> Yield:
         """Tell the holder (under its current grant) that others wait."""
@@ -392,15 +373,14 @@ class FifoPolicy(Policy):
             return [self._yield(batch_end=True)]
         return []
 
-    def release(self, sid: str, busy: float, want: bool, ahead: float = 0.0,
-                grant: int | None = None) -> list[Action]:
+    def release(self, sid: str, busy: float, want: bool, grant: int | None = None) -> list[Action]:
         if grant is not None and self.holder == sid and grant != self.grants:
-            return super().release(sid, busy, want, ahead, grant)   # stale: charged only
+            return super().release(sid, busy, want, grant)   # stale: charged only
         if sid in self.queue:
             self.queue.remove(sid)
         if want and sid in self.sessions:
             self.queue.append(sid)   # to the back of the line
-        return super().release(sid, busy, want, ahead, grant)
+        return super().release(sid, busy, want, grant)
 
     def detach(self, sid: str) -> list[Action]:
         if sid in self.queue:

@@ -188,7 +188,6 @@ class Arbiter:
             elif kind == "release":
                 grant = msg.get("g")
                 actions = policy.release(session, float(msg["busy"]), bool(msg.get("want")),
-                                         float(msg.get("ahead") or 0.0),
                                          grant if type(grant) is int else None)
             else:
                 return
@@ -203,8 +202,7 @@ class Arbiter:
             if worker is None:
                 continue
             if isinstance(action, Grant):
-                msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "s": action.switched,
-                       "o": action.overlap, "g": action.grant}
+                msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant}
             elif isinstance(action, Ready):
                 msg = {"t": "ready"}
             else:

@@ -54,11 +54,6 @@ class DeviceLease:
         #: hand over when the running batch ends (fifo)
         self.at_batch_end = False
         self._reported = 0.0
-        #: whether the last grant came after another session held the device (the arbiter says)
-        self.switched = False
-        #: ... and how many device seconds of that session's work may still be running (None:
-        #: unknown, it was preempted or is inside a long kernel)
-        self.overlap: float | None = 0.0
         #: the number of the grant held (or last held): releases name it, yields must match it
         self.grant: int | None = None
         #: when the arbiter last said that this worker is next in line (perf_counter)
@@ -84,9 +79,6 @@ class DeviceLease:
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))
-                self.switched = bool(msg.get("s"))
-                overlap = msg.get("o", 0.0)
-                self.overlap = float(overlap) if isinstance(overlap, (int, float)) else None
                 self._reported = busy
             elif kind == "ready":
                 self.ready_at = time.perf_counter()
@@ -142,11 +134,9 @@ class DeviceLease:
             self._send({"t": "used", "busy": busy})
             self._reported = busy
 
-    def release(self, busy: float, want: bool, ahead: float = 0.0) -> None:
-        """Hand the device over; with *want*, ask for it again at once (work is waiting).
-        *ahead*: device seconds launched and not yet finished (the next holder's first
-        segments share the GPU with them, and are charged accordingly)."""
-        self._send({"t": "release", "busy": busy, "want": want, "ahead": ahead, "g": self.grant})
+    def release(self, busy: float, want: bool) -> None:
+        """Hand the device over; with *want*, ask for it again at once (work is waiting)."""
+        self._send({"t": "release", "busy": busy, "want": want, "g": self.grant})
         self.holding = False
         self.asked = want
         self.hand_over_at = None

@@ -21,7 +21,10 @@ the op on the GPU. Waits shorter than a millisecond spin on the device's
 markers (a sleeping thread wakes tens of microseconds late, which would leave
 the GPU idle between ops); longer ones sleep on the lease's socket, so a yield
 from the arbiter wakes them at once. The pacer also reports device time to the
-arbiter and hands the device over when the lease says so.
+arbiter and hands the device over when the lease says so, once the work it
+launched has finished: two sessions' kernels never share the GPU (CUDA would
+time-slice the two contexts, and each one's markers would measure some of the
+other's work), so every segment measures its own session's work alone.
 """
 
 from __future__ import annotations
@@ -56,9 +59,6 @@ SPIN_SECONDS = 0.0008
 #: While spinning, look at the lease this often: a preempted holder must not launch
 #: one more op behind the newcomer.
 SPIN_CHECK_SECONDS = 50e-6
-#: After a grant that preempted the last holder (or took the device from one stuck in a
-#: long kernel), assume its work may run beside ours for this long (host seconds).
-UNKNOWN_OVERLAP = 0.002
 
 
 class Pacer:
@@ -80,29 +80,19 @@ class Pacer:
         #: a fresh segment starts at the next op's launch (the executor asks before each op):
         #: not at the grant, so a woken worker's own delay before launching is not charged
         self.fresh_due = False
-        self._switched_in = False        # the fresh segment follows another session's turn
-        self._overlap_until = 0.0        # host time until which the last holder's work may run
-        self._began_at = 0.0             # host time the segment being launched began
         self._marked = 0                 # ops of this batch already in a segment
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
         if self.fresh_due:   # no op was launched since a fresh start was due: nothing to mark
             return
-        # a segment chained on this session's own work measures its ops alone; one that
-        # starts afresh after a grant, or whose ops were launched while the previous holder's
-        # last kernels may still run, shares the GPU with them (time-slicing between contexts)
-        now = perf_counter()
-        shared = (self._fresh is not None and self._switched_in) or self._began_at < self._overlap_until
         start = self._fresh if self._fresh is not None else self._last_end
         end = self.device.marker()
         self._fresh = None
-        self._switched_in = False
-        self._pending.append((start, end, ops, shared))
+        self._pending.append((start, end, ops))
         self._last_end = end
-        self._began_at = now
         if self.per_op is not None:
-            self._free_at = max(self._free_at, now) + ops * self.per_op
+            self._free_at = max(self._free_at, perf_counter()) + ops * self.per_op
 
     def harvest(self) -> None:
         """Account every segment the device has finished (never blocks)."""
@@ -110,15 +100,11 @@ class Pacer:
         if not pending or not device.reached(pending[0][1]):
             return
         while pending and device.reached(pending[0][1]):
-            start, end, ops, shared = pending.popleft()
+            start, end, ops = pending.popleft()
             if start is None:
                 continue
             seconds = device.between(start, end)
-            if shared and self.per_op is not None:
-                # it ran beside another session's kernels (this one's turn began, or ended,
-                # while they ran), so its span holds some of their time: charge what its ops take
-                seconds = min(seconds, ops * self.per_op)
-            elif ops:
+            if ops:
                 measured = seconds / ops
                 self.per_op = measured if self.per_op is None else (
                     self.per_op + _NEW * (measured - self.per_op))
@@ -139,7 +125,6 @@ class Pacer:
     def start_segment(self) -> None:
         """Called by the executor right before it launches an op, when ``fresh_due``."""
         self.fresh_due = False
-        self._began_at = perf_counter()
         if self._fresh is None:
             self._fresh = self.device.marker()
 
@@ -168,20 +153,33 @@ class Pacer:
             return False
         self.harvest()
         self._start_fresh(always=True)
-        self._switched_in = lease.switched   # another session held the device meanwhile
-        if lease.switched:   # ... and its last kernels may still run: until when, at most
-            overlap = UNKNOWN_OVERLAP if lease.overlap is None else lease.overlap
-            self._overlap_until = perf_counter() + overlap
         return True
 
     def _hand_over(self, want: bool) -> None:
-        """Release the lease. The work still unfinished runs beside the next holder's first
-        kernels: its segments are charged what their ops take, not their stretched span."""
-        pending = self._pending
-        for i in range(len(pending)):
-            start, end, ops, _shared = pending[i]
-            pending[i] = (start, end, ops, True)
-        self.lease.release(self.busy, want, self._ahead())
+        """Let the work already launched finish, then release the lease. The next holder's
+        kernels then never run beside this session's: CUDA would time-slice the two
+        contexts, and each session's markers would measure some of the other's work. The
+        device idles for the hand-over's messages instead (the next holder is awake for its
+        grant, see ``Ready``), which the quantum amortises."""
+        self._drain()
+        self.lease.release(self.busy, want)
+
+    def _drain(self) -> None:
+        """Wait until the device has done all this session's launched work: sleep while the
+        estimate says it is far off (a message on the lease's socket wakes it), spin on the
+        newest marker for the last stretch."""
+        device, lease = self.device, self.lease
+        while self._pending and not device.reached(self._pending[-1][1]):
+            ahead = self._ahead()
+            if ahead > SPIN_SECONDS:
+                lease.wait(ahead - SPIN_SECONDS / 2)
+                continue
+            newest = self._pending[-1][1]
+            until = perf_counter() + SPIN_SECONDS
+            while not device.reached(newest) and perf_counter() < until:
+                pass
+            self.harvest()
+        self.harvest()
 
     # ------------------------------------------------------------ the executor's hooks
     def begin_batch(self, interrupted: Callable[[], bool]) -> bool:
@@ -208,8 +206,7 @@ class Pacer:
                 self._check_at = now + CHECK_SECONDS
                 lease.read(self.busy)
             contended = lease.hand_over_at is not None
-            # hand over with the queue still full: its work covers the hand-over's messages,
-            # so the device does not idle between this session and the next
+            # a spent quantum (counting the work already launched): launch nothing more
             if not (contended and lease.must_hand_over(self.busy + self._ahead())):
                 if len(self._pending) > 1 or self._free_at - now > LEAD:   # else nothing to wait for
                     self._hold_back()
