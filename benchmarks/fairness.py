@@ -199,9 +199,14 @@ class Pool:
         self._User, self._save = User, save_users
         self.set_weights(weights)
         self.log = workdir / f"usage-{tag}.jsonl"
+        self.trace_dir = None
+        if os.environ.get("GPUWB_PACING_TRACE"):   # one folder per pool: the workers' traces
+            self.trace_dir = Path(os.environ["GPUWB_PACING_TRACE"]) / tag
+            self.trace_dir.mkdir(parents=True, exist_ok=True)
         self.served = ServedPool(policy, devices, "--spare-workers", "4", "--usage-log", str(self.log),
                                  *(["--quantum-ms", quantum] if quantum else []),
-                                 users_file=self.users_file)
+                                 users_file=self.users_file, env=(
+                                     {"GPUWB_PACING_TRACE": str(self.trace_dir)} if self.trace_dir else {}))
         self.address = self.served.address
 
     def set_weights(self, weights: dict) -> None:
@@ -293,6 +298,32 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
         out["charged_s"] = charged
         out["charged_ms_per_gemm"] = {u: charged[u] / done[u] * 1e3
                                       for u in done if done[u] and u in charged}
+        if pool.trace_dir is not None:
+            out["trace"] = summarise_traces(pool.trace_dir, wall + p0 + settle - time.time()
+                                            + time.monotonic(), p1)
+    return out
+
+
+def summarise_traces(folder: Path, t0: float, t1: float) -> dict:
+    """Per user, from the workers' pacing traces (GPUWB_PACING_TRACE), between two monotonic
+    times: grants, and the mean device time of one-op segments that start afresh (after a
+    grant or an idle spell) and of those chained on the session's own work."""
+    out: dict = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        user = path.name.rsplit("-", 1)[0]
+        grants, fresh, chained = 0, [], []
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if not t0 <= entry[0] <= t1:
+                continue
+            if entry[1] == "grant":
+                grants += 1
+            elif entry[1] == 1:
+                (fresh if entry[3] else chained).append(entry[2] * 1e3)
+        mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
+        out[user] = {"grants": grants, "fresh_1op_ms": mean(fresh), "fresh_n": len(fresh),
+                     "chained_1op_ms": mean(chained), "chained_n": len(chained)}
+        path.unlink()
     return out
 
 

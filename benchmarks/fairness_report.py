@@ -32,6 +32,12 @@ def _pct(values, q):
     return values[min(len(values) - 1, int(q * len(values)))] if values else None
 
 
+def _running_from(gemm, targets, p0):
+    """When every user of a phase is running: a client whose warm-up outlasted the lead
+    starts its loop late, and windows before that would count it as starved."""
+    return max([p0] + [gemm[u]["points"][0][0] for u in targets])
+
+
 def analyse(name, results, phases, exclusive, start, stop) -> dict:
     gemm = {r["user"]: r for r in results if r["kind"] != "interactive"}
     out: dict = {"scenario": name}
@@ -41,7 +47,7 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
         # skip the first moments of a phase (clients ramping up; the dynamics report their
         # convergence separately)
         settle = min(0.5 if name == "dynamics" else 1.0, (p1 - p0) / 4)
-        t0 = p0 + settle
+        t0 = _running_from(gemm, targets, p0) + settle
         total_w = sum(targets.values())
         for window in errors:
             if p1 - t0 < window:
@@ -60,7 +66,7 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
                                      if errs else None)
     # whole-run figures over the first (longest steady) phase
     p0, p1, targets = phases[0]
-    t0 = p0 + min(1.0, (p1 - p0) / 4)
+    t0 = _running_from(gemm, targets, p0) + min(1.0, (p1 - p0) / 4)
     norm = {u: _rates(gemm[u], exclusive, t0, p1, p1 - t0)[0] for u in targets}
     total = sum(norm.values())
     total_w = sum(targets.values())

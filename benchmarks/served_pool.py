@@ -25,7 +25,8 @@ class ServedPool:
     tokens); otherwise it gets a fresh single token. *extra*: more ``serve`` options."""
 
     def __init__(self, policy: str = "fair", devices: str = "auto", *extra: str,
-                 users_file: Path | None = None, memory_limit: int | None = None) -> None:
+                 users_file: Path | None = None, memory_limit: int | None = None,
+                 env: dict | None = None) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="gpuwb-served-")
         args = [sys.executable, "-m", "gpu_backend.cli", "serve", "--listen", "tcp://127.0.0.1:0",
                 "--devices", devices, "--policy", policy, *extra]
@@ -42,7 +43,7 @@ class ServedPool:
             token_file.write_text(self.token + "\n")
             args += ["--token-file", str(token_file)]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
         line = self.proc.stdout.readline()
         if "listening on" not in line:
             self.stop()

@@ -313,7 +313,7 @@ class FrontDoor:
             self.arbiter.attach(worker.wid, worker.device, session.sid, session.user,
                                 hello.account.weight)
         self.control.send_multipart([worker.wid.encode(), packb(
-            {"t": "assign", "session": session.sid, "key": session.key,
+            {"t": "assign", "session": session.sid, "user": session.user, "key": session.key,
              "memory_limit": session.memory_limit, "grant": session.grant,
              "grant_step": grant_step(hello.account.memory) if hello.account.memory else None})])
         self._reply(hello.ident, {

@@ -29,6 +29,8 @@ other's work), so every segment measures its own session's work alone.
 
 from __future__ import annotations
 
+import json
+import os
 from collections import deque
 from time import perf_counter
 from typing import Callable
@@ -80,16 +82,20 @@ class Pacer:
         #: a fresh segment starts at the next op's launch (the executor asks before each op):
         #: not at the grant, so a woken worker's own delay before launching is not charged
         self.fresh_due = False
+        #: GPUWB_PACING_TRACE=DIR: every segment and grant, written to DIR at the end (a
+        #: diagnostic for benchmarks/fairness.py --trace; off otherwise)
+        self.trace: list | None = [] if os.environ.get("GPUWB_PACING_TRACE") else None
         self._marked = 0                 # ops of this batch already in a segment
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
         if self.fresh_due:   # no op was launched since a fresh start was due: nothing to mark
             return
-        start = self._fresh if self._fresh is not None else self._last_end
+        fresh = self._fresh is not None
+        start = self._fresh if fresh else self._last_end
         end = self.device.marker()
         self._fresh = None
-        self._pending.append((start, end, ops))
+        self._pending.append((start, end, ops, fresh))
         self._last_end = end
         if self.per_op is not None:
             self._free_at = max(self._free_at, perf_counter()) + ops * self.per_op
@@ -100,10 +106,12 @@ class Pacer:
         if not pending or not device.reached(pending[0][1]):
             return
         while pending and device.reached(pending[0][1]):
-            start, end, ops = pending.popleft()
+            start, end, ops, fresh = pending.popleft()
             if start is None:
                 continue
             seconds = device.between(start, end)
+            if self.trace is not None:
+                self.trace.append((perf_counter(), ops, seconds, fresh))
             if ops:
                 measured = seconds / ops
                 self.per_op = measured if self.per_op is None else (
@@ -151,6 +159,8 @@ class Pacer:
             return True
         if not lease.acquire(self.busy, interrupted):
             return False
+        if self.trace is not None:
+            self.trace.append((perf_counter(), "grant", lease.hand_over_at is not None))
         self.harvest()
         self._start_fresh(always=True)
         return True
@@ -275,6 +285,14 @@ class Pacer:
                 self._hand_over(want=more)   # nothing more to run: hand over at once
                 return
         lease.report(self.busy)
+
+    def write_trace(self, name: str) -> None:
+        """Write the trace (if kept) to $GPUWB_PACING_TRACE/NAME.jsonl."""
+        target = os.environ.get("GPUWB_PACING_TRACE")
+        if self.trace is None or not target:
+            return
+        with open(os.path.join(target, f"{name}.jsonl"), "w") as out:
+            out.writelines(json.dumps(entry) + "\n" for entry in self.trace)
 
     def idle(self) -> None:
         """The worker has nothing to run: measure, and hand the device over if others wait

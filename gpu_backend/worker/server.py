@@ -67,6 +67,7 @@ class WorkerServer:
         self.port = self.sock.bind_to_random_port(f"tcp://{bind_host}")
         self.parent = os.getppid()
         self.key = b""
+        self.user = ""         # the session's user (names diagnostics only)
         self.table = HandleTable(self.device)
         self.executor = Executor(self.device, self.table)
         self.closed = False
@@ -115,6 +116,7 @@ class WorkerServer:
                 msg = unpackb(self.control.recv())
                 if msg.get("t") == "assign":
                     self.key = bytes(msg["key"])
+                    self.user = str(msg.get("user") or "")
                     limit = int(msg["memory_limit"])
                     self.device.set_memory_limit(limit)
                     self.executor.memory_limit = limit
@@ -318,6 +320,7 @@ class WorkerServer:
             self.table.clear()
         try:
             self._send_control(final)
+            self.executor.pacer.write_trace(f"{self.user or 'session'}-{os.getpid()}")
         finally:
             if self.lease is not None:
                 if self.lease.holding:   # the next session need not wait for the pool to notice
