@@ -306,23 +306,29 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
 
 def summarise_traces(folder: Path, t0: float, t1: float) -> dict:
     """Per user, from the workers' pacing traces (GPUWB_PACING_TRACE), between two monotonic
-    times: grants, and the mean device time of one-op segments that start afresh (after a
-    grant or an idle spell) and of those chained on the session's own work."""
+    times: grants; device seconds charged and the device's own time for the ops (the rest
+    is time the device idled while the session held it); the mean own time of one-op
+    segments longer than 0.1 ms (the GEMMs)."""
     out: dict = {}
     for path in sorted(folder.glob("*.jsonl")):
         user = path.name.rsplit("-", 1)[0]
-        grants, fresh, chained = 0, [], []
+        grants, charged, own, long_ops = 0, 0.0, 0.0, []
         for line in path.read_text().splitlines():
             entry = json.loads(line)
             if not t0 <= entry[0] <= t1:
                 continue
             if entry[1] == "grant":
                 grants += 1
-            elif entry[1] == 1:
-                (fresh if entry[3] else chained).append(entry[2] * 1e3)
-        mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
-        out[user] = {"grants": grants, "fresh_1op_ms": mean(fresh), "fresh_n": len(fresh),
-                     "chained_1op_ms": mean(chained), "chained_n": len(chained)}
+                continue
+            charged += entry[3]
+            own += entry[2]
+            if entry[1] == 1 and entry[2] > 1e-4:
+                long_ops.append(entry[2] * 1e3)
+        if grants or charged:
+            out[user] = {"grants": grants, "charged_s": charged, "own_s": own,
+                         "idle_held_ms_per_grant": (charged - own) * 1e3 / grants if grants else None,
+                         "long_op_ms": sum(long_ops) / len(long_ops) if long_ops else None,
+                         "long_ops": len(long_ops)}
         path.unlink()
     return out
 

@@ -30,6 +30,7 @@ other's work), so every segment measures its own session's work alone.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import deque
 from time import perf_counter
@@ -49,8 +50,9 @@ LEAD = 150e-6
 GRAIN = 100e-6
 #: Most ops between two markers.
 MAX_COUNTDOWN = 64
-#: Weight of the newest segment in the per-op average.
-_NEW = 0.3
+#: The per-op estimate averages over about this much of the session's recent device time:
+#: a fence's tiny ops among long GEMMs barely move it.
+ESTIMATE_SPAN = 0.005
 #: While launching, look for arbiter messages at most this often (host seconds): asking
 #: ZeroMQ costs 2-3 µs. Waits for the device see a yield at once; a quantum needs no
 #: message, the worker counts it itself.
@@ -69,19 +71,23 @@ class Pacer:
         self.lease = lease
         #: device seconds this session's work has used, as measured so far
         self.busy = 0.0
-        #: estimated device seconds per op (None until measured)
+        #: estimated device seconds per op (None until measured): the device's own time for
+        #: the session's recent ops, gaps between them left out
         self.per_op: float | None = None
+        self._sum_seconds = 0.0          # ... as decaying sums of own device time and of ops
+        self._sum_ops = 0.0
         self.countdown = 1
-        self._pending: deque = deque()   # (start marker, end marker, ops), oldest first
-        self._last_end = None            # the end of the newest segment
-        self._fresh = None               # a start marker for the next segment, if it starts anew
+        #: launched segments, oldest first: (charged-from marker, own start marker, end, ops)
+        self._pending: deque = deque()
+        self._last_end = None            # the end marker of the newest segment
+        self._own_start = None           # the start marker of the segment being launched
+        self._chained = False            # ... which is charged from the last end marker
         self._free_at = 0.0              # host time when launched work should be done
         self._check_at = 0.0             # host time of the next look at the lease's socket
         self._left_at = 0.0              # host time the executor last went back to launching
         self._launch = 0.0               # host seconds it takes to launch until the next call
-        #: a fresh segment starts at the next op's launch (the executor asks before each op):
-        #: not at the grant, so a woken worker's own delay before launching is not charged
-        self.fresh_due = False
+        #: the next op starts a segment: the executor calls start_segment() before launching it
+        self.fresh_due = True
         #: GPUWB_PACING_TRACE=DIR: every segment and grant, written to DIR at the end (a
         #: diagnostic for benchmarks/fairness.py --trace; off otherwise)
         self.trace: list | None = [] if os.environ.get("GPUWB_PACING_TRACE") else None
@@ -89,52 +95,63 @@ class Pacer:
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
-        if self.fresh_due:   # no op was launched since a fresh start was due: nothing to mark
+        if self.fresh_due:   # no op was launched since the last marker: nothing to mark
             return
-        fresh = self._fresh is not None
-        start = self._fresh if fresh else self._last_end
+        own = self._own_start
+        charged_from = self._last_end if self._chained and self._last_end is not None else own
         end = self.device.marker()
-        self._fresh = None
-        self._pending.append((start, end, ops, fresh))
+        self._pending.append((charged_from, own, end, ops))
         self._last_end = end
+        self._own_start = None
+        self._chained = True
+        self.fresh_due = True
         if self.per_op is not None:
             self._free_at = max(self._free_at, perf_counter()) + ops * self.per_op
 
     def harvest(self) -> None:
-        """Account every segment the device has finished (never blocks)."""
+        """Account every segment the device has finished (never blocks). A segment is charged
+        from the end of the one before it while they chain (the device time between them is
+        the session's: it held the device), and teaches the per-op estimate only its own
+        span, so that a late launch does not make the next one later still."""
         pending, device = self._pending, self.device
-        if not pending or not device.reached(pending[0][1]):
+        if not pending or not device.reached(pending[0][2]):
             return
-        while pending and device.reached(pending[0][1]):
-            start, end, ops, fresh = pending.popleft()
-            if start is None:
+        while pending and device.reached(pending[0][2]):
+            charged_from, own, end, ops = pending.popleft()
+            if own is None:
                 continue
-            seconds = device.between(start, end)
+            charged = device.between(charged_from, end)
+            seconds = charged if own is charged_from else device.between(own, end)
             if self.trace is not None:
-                self.trace.append((perf_counter(), ops, seconds, fresh))
+                self.trace.append((perf_counter(), ops, seconds, charged))
             if ops:
-                measured = seconds / ops
-                self.per_op = measured if self.per_op is None else (
-                    self.per_op + _NEW * (measured - self.per_op))
-            self.busy += seconds
-            device.drop_marker(start)
-        self._free_at = perf_counter() + sum(e[2] for e in pending) * (self.per_op or 0.0)
+                keep = math.exp(-seconds / ESTIMATE_SPAN)
+                self._sum_seconds = self._sum_seconds * keep + seconds
+                self._sum_ops = self._sum_ops * keep + ops
+                self.per_op = self._sum_seconds / self._sum_ops
+            self.busy += charged
+            device.drop_marker(own)
+            if charged_from is not own:
+                device.drop_marker(charged_from)
+        self._free_at = perf_counter() + sum(e[3] for e in pending) * (self.per_op or 0.0)
 
     def _start_fresh(self, always: bool = False) -> None:
-        """The next segment starts afresh, not at the last marker: after a wait for the device
-        (*always*), or when the device has finished everything (it was idle in between). Its
-        start marker is recorded just before the next op is launched (:meth:`start_segment`)."""
-        if always or not self._pending:
-            if self._fresh is not None:   # recorded earlier, unused: its time would count idle
-                self.device.drop_marker(self._fresh)
-                self._fresh = None
-            self.fresh_due = True
+        """The next segment is charged from its own start, not from the last marker: after a
+        wait for the device (*always*: others ran meanwhile), or when the device has finished
+        everything and nobody waits (the idle time is nobody's). While others wait, a holder's
+        idle device time is its own: it keeps the device from them."""
+        if always or not self._pending and not self._contended():
+            self._chained = False
+
+    def _contended(self) -> bool:
+        lease = self.lease
+        return lease is not None and (lease.hand_over_at is not None or lease.at_batch_end)
 
     def start_segment(self) -> None:
         """Called by the executor right before it launches an op, when ``fresh_due``."""
         self.fresh_due = False
-        if self._fresh is None:
-            self._fresh = self.device.marker()
+        if self._own_start is None:
+            self._own_start = self.device.marker()
 
     def _ahead(self) -> float:
         return max(0.0, self._free_at - perf_counter())
@@ -179,12 +196,12 @@ class Pacer:
         estimate says it is far off (a message on the lease's socket wakes it), spin on the
         newest marker for the last stretch."""
         device, lease = self.device, self.lease
-        while self._pending and not device.reached(self._pending[-1][1]):
+        while self._pending and not device.reached(self._pending[-1][2]):
             ahead = self._ahead()
             if ahead > SPIN_SECONDS:
                 lease.wait(ahead - SPIN_SECONDS / 2)
                 continue
-            newest = self._pending[-1][1]
+            newest = self._pending[-1][2]
             until = perf_counter() + SPIN_SECONDS
             while not device.reached(newest) and perf_counter() < until:
                 pass
@@ -206,7 +223,7 @@ class Pacer:
         to launch before the next call, or 0 if interrupted while waiting for the device."""
         now = perf_counter()
         if self._left_at:
-            self._launch += _NEW * (now - self._left_at - self._launch)
+            self._launch += 0.3 * (now - self._left_at - self._launch)   # a moving average
         self._mark(executed - self._marked)
         self._marked = executed
         self.harvest()
@@ -252,7 +269,7 @@ class Pacer:
                 lease.wait(0.001)
                 lease.read(self.busy)
             else:   # the last stretch: spin on the oldest segment, looking at the lease now and then
-                oldest = self._pending[0][1]
+                oldest = self._pending[0][2]
                 began = perf_counter()
                 until = began + (min(wait, SPIN_SECONDS) if wait else SPIN_SECONDS)
                 check = began + SPIN_CHECK_SECONDS
