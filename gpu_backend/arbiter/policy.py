@@ -67,10 +67,12 @@ class Yield:
 
 @dataclass(frozen=True)
 class Ready:
-    """*session* is next in line: its worker should stay awake (spin) for its grant, so
-    that it launches at once when the grant comes and the device does not idle while a
-    sleeping thread wakes (tens of microseconds to a millisecond on a virtual machine)."""
+    """*session* is next in line, its grant due in about ``after`` device seconds: its
+    worker should be awake (spinning) when it comes, so that it launches at once and the
+    device does not idle while a sleeping thread wakes (tens of microseconds to a
+    millisecond on a virtual machine)."""
     session: str
+    after: float = field(default=0.0, compare=False)
 
 
 Action = Union[Grant, Yield, Ready]
@@ -294,7 +296,7 @@ class FairPolicy(Policy):
         if nxt == self._ready:
             return []
         self._ready = nxt
-        return [Ready(nxt)]
+        return [Ready(nxt, self.quantum if self.holder is not None else 0.0)]
 
     def _wake(self, session: _Session) -> None:
         if session.runnable:

@@ -204,7 +204,7 @@ class Arbiter:
             if isinstance(action, Grant):
                 msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant}
             elif isinstance(action, Ready):
-                msg = {"t": "ready"}
+                msg = {"t": "ready", "q": action.after}
             else:
                 msg = {"t": "yield", "q": action.after, "b": action.batch_end, "g": action.grant}
             try:

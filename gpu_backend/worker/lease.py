@@ -30,11 +30,14 @@ REPORT_SECONDS = 0.001
 REPORT_ALONE_SECONDS = 0.05
 #: While waiting for a grant, look for a cancel from the client this often (seconds).
 WAIT_SLICE = 0.002
-#: A waiting worker spins this long before it sleeps: a grant usually comes within a
-#: quantum, and a sleeping thread wakes tens of microseconds late (the device idles then).
-ACQUIRE_SPIN = 0.002
-#: Told that it is next in line, a waiting worker spins for its grant at most this long.
-READY_SPIN = 0.02
+#: A waiting worker spins this long before it sleeps (a grant that comes at once, the
+#: device being free, finds it awake); the one next in line is told when to be awake.
+ACQUIRE_SPIN = 0.0005
+#: Told that it is next in line and when (a quantum from now), a waiting worker sleeps until
+#: this long before then (a timer wakes late by up to a millisecond on a virtual machine),
+#: then spins for its grant, at most READY_SPIN.
+READY_MARGIN = 0.0012
+READY_SPIN = 0.01
 #: While spinning for a grant, look for a cancel from the client this often (seconds).
 SPIN_CANCEL_CHECK = 0.001
 
@@ -56,7 +59,7 @@ class DeviceLease:
         self._reported = 0.0
         #: the number of the grant held (or last held): releases name it, yields must match it
         self.grant: int | None = None
-        #: when the arbiter last said that this worker is next in line (perf_counter)
+        #: when to be awake for a grant the arbiter said is coming (perf_counter)
         self.ready_at = -1.0
 
     # ------------------------------------------------------------ messages
@@ -81,7 +84,9 @@ class DeviceLease:
                 self.at_batch_end = bool(msg.get("b"))
                 self._reported = busy
             elif kind == "ready":
-                self.ready_at = time.perf_counter()
+                after = msg.get("q")
+                after = float(after) if isinstance(after, (int, float)) else 0.0
+                self.ready_at = time.perf_counter() + max(0.0, after - READY_MARGIN)
             elif kind == "yield" and self.holding and msg.get("g") in (None, self.grant):
                 if msg.get("b"):
                     self.at_batch_end = True
@@ -106,7 +111,7 @@ class DeviceLease:
         check_at = 0.0
         while True:
             now = time.perf_counter()
-            if now < spin_until or now - self.ready_at < READY_SPIN:   # spin: the grant is near
+            if now < spin_until or 0.0 <= now - self.ready_at < READY_SPIN:   # spin: grant near
                 if self.pending():
                     self.read(busy)
                     if self.holding:
@@ -116,7 +121,8 @@ class DeviceLease:
                     if interrupted():
                         return False
                 continue
-            if self.sock.poll(WAIT_SLICE * 1000):   # sleep; a message (ready, grant) wakes it
+            nap = WAIT_SLICE if now >= self.ready_at else min(WAIT_SLICE, self.ready_at - now)
+            if self.sock.poll(max(nap, 0.0001) * 1000):   # sleep; a message (ready, grant) wakes it
                 self.read(busy)
                 if self.holding:
                     return True
