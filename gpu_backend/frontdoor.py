@@ -151,7 +151,7 @@ class FrontDoor:
         cmd = [sys.executable, "-m", "gpu_backend.worker", "--device", device,
                "--control", self.control_address, "--id", wid, "--bind-host", bind_host]
         if self.arbiter is not None:
-            cmd += ["--arbiter", self.arbiter.address]
+            cmd += ["--arbiter", self.arbiter.address, "--baton", self.arbiter.baton_path]
         if self.settings.key_file is not None:  # the path, never the secret, on the command line
             cmd += ["--key-file", str(self.settings.key_file.expanduser().resolve())]
         process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)

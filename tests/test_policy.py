@@ -223,6 +223,22 @@ def test_a_release_that_crossed_a_newer_grant_does_not_free_the_device():
     assert yielded == Yield("b", 0.0) and yielded.grant == again.grant
 
 
+def test_a_grant_after_a_hand_over_names_the_work_to_wait_for():
+    """The next holder launches once the last one's work has drained (the baton); after a
+    preemption or to the same session there is nothing to wait for."""
+    _t, policy = two_users()
+    [first] = policy.want("a")
+    assert first.after is None                                 # nobody held it before
+    policy.want("b")
+    [second] = policy.release("a", QUANTUM, want=True, grant=first.grant)
+    assert second.session == "b" and second.after == ("a", first.grant)
+    [third] = policy.release("b", QUANTUM, want=False, grant=second.grant)
+    assert third.session == "a" and third.after == ("b", second.grant)
+    policy.attach("i", "I")
+    _yielded, preempting = policy.want("i")                    # a newcomer with credit
+    assert preempting.session == "i" and preempting.after is None
+
+
 def test_fifo_ignores_a_release_that_crossed_a_newer_grant():
     policy = FifoPolicy()
     policy.attach("a", "A")

@@ -47,11 +47,13 @@ class Grant:
     """*session*'s worker may run. ``quantum``: others wait, hand over after that many
     device seconds; ``batch_end``: others wait, hand over when the batch ends; neither:
     keep the device until told. ``grant``: this grant's number, which the worker's release
-    names (see :meth:`Policy.release`)."""
+    names (see :meth:`Policy.release`). ``after``: (session, grant) whose launched work may
+    still be running; wait for it to finish before launching (see arbiter/baton.py)."""
     session: str
     quantum: float | None = None
     batch_end: bool = False
     grant: int = field(default=0, compare=False)
+    after: tuple | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ class Policy:
         self.finishing: set[str] = set()     # told to stop, granted away, not yet released
         self._due: float | None = None       # wall time by which the holder must hand over
         self.grants = 0                      # grants made so far; the holder's is the last
+        #: (session, grant) that the last holder released, its work perhaps still running
+        self.handoff: tuple | None = None
 
     # -- the pool's side ------------------------------------------------------
     def attach(self, sid: str, user: str, weight: float = 1.0) -> None:
@@ -171,6 +175,7 @@ class Policy:
         self.finishing.discard(sid)
         if self.holder == sid:
             self._vacate()
+            self.handoff = (sid, grant if grant is not None else self.grants)
         if want:
             self._wake(session)
         else:
@@ -206,10 +211,13 @@ class Policy:
 
     def _vacate(self) -> None:
         self.holder, self.told, self._due = None, False, None
+        self.handoff = None   # preempted, late or gone: nothing to wait for
 
     def _granted(self, sid: str, **fields) -> Grant:
         self.grants += 1
-        return Grant(sid, grant=self.grants, **fields)
+        after = self.handoff if self.handoff is not None and self.handoff[0] != sid else None
+        self.handoff = None
+        return Grant(sid, grant=self.grants, after=after, **fields)
 
     def _yield(self, **fields) -> Yield:
         """Tell the holder (under its current grant) that others wait."""

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import zmq
 
 from ..protocol.codec import packb, unpackb
+from .baton import BatonBoard
 from .policy import QUANTUM, Grant, Policy, Ready, make_policy
 
 __all__ = ["Arbiter"]
@@ -49,9 +50,12 @@ class Arbiter:
             self.policies[device] = made
         self.sock = ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
-        self._dir = None
+        self._dir = tempfile.mkdtemp(prefix="gpuwb-arbiter-")
+        #: the hand-over baton the workers share (its path goes to each worker at its start)
+        self.board = BatonBoard(os.path.join(self._dir, "baton"))
+        self.baton_path = self.board.path
+        self._slot: dict[str, int] = {}                 # worker id -> its baton slot
         if zmq.has("ipc") and os.name == "posix":
-            self._dir = tempfile.mkdtemp(prefix="gpuwb-arbiter-")
             self.address = f"ipc://{self._dir}/arbiter"
             self.sock.bind(self.address)
         else:
@@ -108,12 +112,16 @@ class Arbiter:
         self._thread.join(5)
         if self._wake_tx is not None:
             self._wake_tx.close()
-        if self._dir:
+        self.board.close()
+        for name in ("arbiter",):
             try:
-                os.unlink(os.path.join(self._dir, "arbiter"))
-                os.rmdir(self._dir)
+                os.unlink(os.path.join(self._dir, name))
             except OSError:
                 pass
+        try:
+            os.rmdir(self._dir)
+        except OSError:
+            pass
 
     # ------------------------------------------------------------ the thread
     def _run(self) -> None:
@@ -156,9 +164,15 @@ class Arbiter:
                 if policy is not None:
                     self._where[worker] = (device, session)
                     self._worker_of[session] = worker
+                    slot = self.board.take()
+                    if slot is not None:
+                        self._slot[worker] = slot
                     policy.attach(session, user, weight)
             elif kind == "detach":
                 place = self._where.pop(command[1], None)
+                slot = self._slot.pop(command[1], None)
+                if slot is not None:
+                    self.board.give_back(slot)
                 if place is not None:
                     device, session = place
                     self._worker_of.pop(session, None)
@@ -202,7 +216,12 @@ class Arbiter:
             if worker is None:
                 continue
             if isinstance(action, Grant):
-                msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant}
+                msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant,
+                       "k": self._slot.get(worker)}
+                if action.after is not None:   # wait for that grant's work to drain first
+                    previous = self._worker_of.get(action.after[0])
+                    if previous is not None and previous in self._slot:
+                        msg["w"] = [self._slot[previous], action.after[1]]
             elif isinstance(action, Ready):
                 msg = {"t": "ready", "q": action.after}
             else:

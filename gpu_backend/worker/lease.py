@@ -17,6 +17,7 @@ from typing import Callable
 
 import zmq
 
+from ..arbiter.baton import Baton
 from ..protocol.codec import packb, unpackb
 
 __all__ = ["DeviceLease", "REPORT_SECONDS"]
@@ -45,7 +46,8 @@ SPIN_CANCEL_CHECK = 0.001
 class DeviceLease:
     """Called only from the worker's one thread (the serve loop, the executor's pacing)."""
 
-    def __init__(self, ctx: zmq.Context, address: str, worker_id: str) -> None:
+    def __init__(self, ctx: zmq.Context, address: str, worker_id: str,
+                 baton: str | None = None) -> None:
         self.sock = ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.IDENTITY, worker_id.encode())
         self.sock.setsockopt(zmq.LINGER, 0)
@@ -61,6 +63,11 @@ class DeviceLease:
         self.grant: int | None = None
         #: when to be awake for a grant the arbiter said is coming (perf_counter)
         self.ready_at = -1.0
+        #: the shared hand-over baton (arbiter/baton.py), this worker's slot in it, and the
+        #: [slot, grant] whose work must finish before this holder launches
+        self.baton = Baton(baton) if baton else None
+        self.slot: int | None = None
+        self.after: list | None = None
 
     # ------------------------------------------------------------ messages
     def _send(self, msg: dict) -> None:
@@ -79,6 +86,10 @@ class DeviceLease:
                 self.holding, self.asked = True, False
                 number = msg.get("g")
                 self.grant = number if type(number) is int else None
+                slot, after = msg.get("k"), msg.get("w")
+                self.slot = slot if type(slot) is int else None
+                self.after = after if (isinstance(after, list) and len(after) == 2
+                                       and all(type(v) is int for v in after)) else None
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))
@@ -141,13 +152,25 @@ class DeviceLease:
             self._reported = busy
 
     def release(self, busy: float, want: bool) -> None:
-        """Hand the device over; with *want*, ask for it again at once (work is waiting)."""
+        """Hand the device over; with *want*, ask for it again at once (work is waiting).
+        The next holder waits for :meth:`finished` before it launches."""
         self._send({"t": "release", "busy": busy, "want": want, "g": self.grant})
         self.holding = False
         self.asked = want
         self.hand_over_at = None
         self.at_batch_end = False
         self._reported = busy
+
+    def finished(self, grant: int | None, slot: int | None) -> None:
+        """The work launched under *grant* is done on the device: the next holder may go."""
+        if self.baton is not None and grant is not None and slot is not None:
+            self.baton.finished(slot, grant)
+
+    def wait_for_previous(self) -> None:
+        """Before a new holder's first launch: until the last holder's work has drained."""
+        if self.baton is not None and self.after is not None:
+            self.baton.wait(*self.after)
+            self.after = None
 
     def wait(self, seconds: float) -> None:
         """Sleep up to *seconds*, waking at once if the arbiter speaks."""
@@ -158,3 +181,5 @@ class DeviceLease:
 
     def close(self) -> None:
         self.sock.close()
+        if self.baton is not None:
+            self.baton.close()

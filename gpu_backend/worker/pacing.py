@@ -176,6 +176,7 @@ class Pacer:
             return True
         if not lease.acquire(self.busy, interrupted):
             return False
+        lease.wait_for_previous()
         if self.trace is not None:
             self.trace.append((perf_counter(), "grant", lease.hand_over_at is not None))
         self.harvest()
@@ -183,13 +184,16 @@ class Pacer:
         return True
 
     def _hand_over(self, want: bool) -> None:
-        """Let the work already launched finish, then release the lease. The next holder's
-        kernels then never run beside this session's: CUDA would time-slice the two
-        contexts, and each session's markers would measure some of the other's work. The
-        device idles for the hand-over's messages instead (the next holder is awake for its
-        grant, see ``Ready``), which the quantum amortises."""
+        """Release the lease at once (charging the launched work as estimated), let that
+        work finish, then pass the baton: the next holder, granted meanwhile, launches only
+        then. Its kernels never run beside this session's (CUDA would time-slice the two
+        contexts, and each session's markers would measure part of the other's work), and
+        the release and grant messages travel while the device still has work."""
+        lease = self.lease
+        grant, slot = lease.grant, lease.slot
+        lease.release(self.busy + self._ahead(), want)
         self._drain()
-        self.lease.release(self.busy, want)
+        lease.finished(grant, slot)
 
     def _drain(self) -> None:
         """Wait until the device has done all this session's launched work: sleep while the

@@ -49,7 +49,8 @@ SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 
 class WorkerServer:
     def __init__(self, device_spec: str, control: str, worker_id: str, bind_host: str,
-                 arbiter: str | None = None, key_file: str | None = None) -> None:
+                 arbiter: str | None = None, key_file: str | None = None,
+                 baton: str | None = None) -> None:
         self.device = open_device(device_spec)
         self.ctx = zmq.Context()
         self.control = self.ctx.socket(zmq.DEALER)
@@ -80,7 +81,7 @@ class WorkerServer:
         self.executor.cancelled = self._cancelled
         self.executor.more_work = self._more_work
         #: the device lease (fair and fifo policies); None: CUDA time-slicing decides
-        self.lease = DeviceLease(self.ctx, arbiter, worker_id) if arbiter else None
+        self.lease = DeviceLease(self.ctx, arbiter, worker_id, baton) if arbiter else None
         self.executor.pacer = Pacer(self.device, self.lease)
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
@@ -324,7 +325,9 @@ class WorkerServer:
         finally:
             if self.lease is not None:
                 if self.lease.holding:   # the next session need not wait for the pool to notice
+                    grant, slot = self.lease.grant, self.lease.slot
                     self.lease.release(self.executor.pacer.busy, want=False)
+                    self.lease.finished(grant, slot)   # synchronized above, or broken
                 self.lease.close()
             self.sock.close()
             self.control.close()
@@ -369,10 +372,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--id", required=True)
     parser.add_argument("--bind-host", default="127.0.0.1")
     parser.add_argument("--arbiter", help="the pool's arbiter address (fair and fifo policies)")
+    parser.add_argument("--baton", help="the arbiter's hand-over baton file (with --arbiter)")
     parser.add_argument("--key-file", help="the pool's secret key file: serve over CURVE")
     args = parser.parse_args(argv)
     server = WorkerServer(args.device, args.control, args.id, args.bind_host, args.arbiter,
-                          args.key_file)
+                          args.key_file, args.baton)
     reason = "stopped before a session"
     try:
         if server.wait_for_session():
