@@ -175,7 +175,7 @@ class Policy:
         self.finishing.discard(sid)
         if self.holder == sid:
             self._vacate()
-            self.handoff = (sid, grant if grant is not None else self.grants)
+            self.handoff = (sid, self.grants)   # (a stale grant returned above)
         if want:
             self._wake(session)
         else:

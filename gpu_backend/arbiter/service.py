@@ -113,12 +113,9 @@ class Arbiter:
         if self._wake_tx is not None:
             self._wake_tx.close()
         self.board.close()
-        for name in ("arbiter",):
-            try:
-                os.unlink(os.path.join(self._dir, name))
-            except OSError:
-                pass
         try:
+            if os.path.exists(os.path.join(self._dir, "arbiter")):
+                os.unlink(os.path.join(self._dir, "arbiter"))
             os.rmdir(self._dir)
         except OSError:
             pass

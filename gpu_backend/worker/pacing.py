@@ -118,19 +118,20 @@ class Pacer:
             return
         while pending and device.reached(pending[0][2]):
             charged_from, own, end, ops = pending.popleft()
-            if own is None:
+            if charged_from is None:
                 continue
             charged = device.between(charged_from, end)
-            seconds = charged if own is charged_from else device.between(own, end)
+            seconds = charged if own is None or own is charged_from else device.between(own, end)
             if self.trace is not None:
                 self.trace.append((perf_counter(), ops, seconds, charged))
-            if ops:
+            if ops and own is not None:
                 keep = math.exp(-seconds / ESTIMATE_SPAN)
                 self._sum_seconds = self._sum_seconds * keep + seconds
                 self._sum_ops = self._sum_ops * keep + ops
                 self.per_op = self._sum_seconds / self._sum_ops
             self.busy += charged
-            device.drop_marker(own)
+            if own is not None:
+                device.drop_marker(own)
             if charged_from is not own:
                 device.drop_marker(charged_from)
         self._free_at = perf_counter() + sum(e[3] for e in pending) * (self.per_op or 0.0)
@@ -148,16 +149,22 @@ class Pacer:
         return lease is not None and (lease.hand_over_at is not None or lease.at_batch_end)
 
     def start_segment(self) -> None:
-        """Called by the executor right before it launches an op, when ``fresh_due``."""
+        """Called by the executor right before it launches an op, when ``fresh_due``. Without
+        a lease nothing is paced: a segment chained on the last one needs no start of its own
+        (its own span would only feed the per-op estimate)."""
         self.fresh_due = False
-        if self._own_start is None:
+        if self._own_start is None and not (self.lease is None and self._chained
+                                            and self._last_end is not None):
             self._own_start = self.device.marker()
 
     def _ahead(self) -> float:
         return max(0.0, self._free_at - perf_counter())
 
     def _next_countdown(self) -> int:
-        """Ops until the next marker: about GRAIN of device time (every op while unknown)."""
+        """Ops until the next marker: about GRAIN of device time (every op while unknown).
+        Without a lease markers only account device time: few are enough."""
+        if self.lease is None:
+            return MAX_COUNTDOWN
         if self.per_op is None:
             return 1
         return max(1, min(MAX_COUNTDOWN, int(GRAIN / max(self.per_op, 1e-9))))
@@ -300,7 +307,7 @@ class Pacer:
         if lease is None or not lease.holding:
             return
         self._read_lease()
-        if lease.at_batch_end or lease.hand_over_at is not None:   # others wait
+        if self._contended():   # others wait
             more = more_work()
             if not more or lease.at_batch_end or lease.must_hand_over(self.busy + self._ahead()):
                 self._hand_over(want=more)   # nothing more to run: hand over at once
@@ -323,7 +330,7 @@ class Pacer:
         if lease is None:
             return
         lease.read(self.busy)
-        if lease.holding and (lease.hand_over_at is not None or lease.at_batch_end):
+        if lease.holding and self._contended():
             self._hand_over(want=False)
         else:
             lease.report(self.busy)
