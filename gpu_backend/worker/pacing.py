@@ -82,6 +82,7 @@ class Pacer:
         self._last_end = None            # the end marker of the newest segment
         self._own_start = None           # the start marker of the segment being launched
         self._chained = False            # ... which is charged from the last end marker
+        self._caught_up = False          # ... which began with the device idle (host-bound)
         self._free_at = 0.0              # host time when launched work should be done
         self._check_at = 0.0             # host time of the next look at the lease's socket
         self._left_at = 0.0              # host time the executor last went back to launching
@@ -100,7 +101,9 @@ class Pacer:
         own = self._own_start
         charged_from = self._last_end if self._chained and self._last_end is not None else own
         end = self.device.marker()
-        self._pending.append((charged_from, own, end, ops))
+        # begun on an idle device, its own span is mostly the host's dispatch: not a measure
+        # of the ops' device time (the device keeps up with the host; nothing to pace)
+        self._pending.append((charged_from, None if self._caught_up else own, end, ops))
         self._last_end = end
         self._own_start = None
         self._chained = True
@@ -149,12 +152,15 @@ class Pacer:
         return lease is not None and (lease.hand_over_at is not None or lease.at_batch_end)
 
     def start_segment(self) -> None:
-        """Called by the executor right before it launches an op, when ``fresh_due``. Without
-        a lease nothing is paced: a segment chained on the last one needs no start of its own
-        (its own span would only feed the per-op estimate)."""
+        """Called by the executor right before it launches an op, when ``fresh_due``. A segment
+        chained on the last one needs a start of its own only to teach the per-op estimate:
+        not without a lease (nothing is paced), nor when the device has caught up with the
+        host (the span would measure the host's dispatch)."""
         self.fresh_due = False
-        if self._own_start is None and not (self.lease is None and self._chained
-                                            and self._last_end is not None):
+        pending = self._pending
+        self._caught_up = not pending or self.device.reached(pending[-1][2])
+        chained = self._chained and self._last_end is not None
+        if self._own_start is None and not (chained and (self._caught_up or self.lease is None)):
             self._own_start = self.device.marker()
 
     def _ahead(self) -> float:
@@ -162,9 +168,13 @@ class Pacer:
 
     def _next_countdown(self) -> int:
         """Ops until the next marker: about GRAIN of device time (every op while unknown).
-        Without a lease markers only account device time: few are enough."""
+        Without a lease markers only account device time: few are enough. While the device
+        keeps up with the host, twice as many ops as last time (it needs no pacing; a long
+        op soon leaves work queued, and the estimate takes over)."""
         if self.lease is None:
             return MAX_COUNTDOWN
+        if self._caught_up:
+            return min(MAX_COUNTDOWN, self.countdown * 2)
         if self.per_op is None:
             return 1
         return max(1, min(MAX_COUNTDOWN, int(GRAIN / max(self.per_op, 1e-9))))
