@@ -13,9 +13,7 @@ have made raise a clear error when used.
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import threading
 import time
 import warnings
 from collections import deque
@@ -32,6 +30,7 @@ from gpu_backend.protocol.errors import (InvalidHandleError, SessionLostError, e
 from gpu_backend.security import resolve_server_key, secure_client
 
 from .connection import Heartbeat, door_request, hello
+from .interrupts import interrupts_deferred as _interrupts_deferred
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
 
@@ -62,47 +61,6 @@ def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike |
                    timeout=timeout)
 
 
-class _InterruptGuard:
-    """Hold a Ctrl-C (or a notebook's stop button) until a block is done.
-
-    Sending a batch and reading a reply must not stop half-way, or the client's
-    count of batches in flight would no longer match the worker's; the
-    KeyboardInterrupt is raised right after the block instead. One SIGINT
-    handler is installed (in the main thread, over Python's default one); the
-    blocks themselves only count, so the hot path makes no system call.
-    """
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.pending = False
-
-    def install(self) -> None:
-        """Put our handler in place of Python's default one (ipykernel restores the
-        default before every cell, so this runs again, once per cell, when needed)."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, self._on_sigint)
-
-    def _on_sigint(self, signum: int, frame: Any) -> None:
-        if self.depth:
-            self.pending = True
-            return
-        raise KeyboardInterrupt
-
-    def __enter__(self) -> None:
-        if not self.depth and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self.install()
-        self.depth += 1
-
-    def __exit__(self, *exc: Any) -> None:
-        self.depth -= 1
-        if self.pending and not self.depth:
-            self.pending = False
-            raise KeyboardInterrupt
-
-
-_interrupts_deferred = _InterruptGuard()
 
 
 def _caller() -> tuple[str, int]:
