@@ -30,6 +30,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 
@@ -78,6 +79,23 @@ def bench_sync_latency(xp, session, reps):
     if session is not None:  # how much of it the worker itself spent (decode, run, encode)
         result["worker_us"] = (session.worker_seconds - worker_before) / reps * 1e6
     return result
+
+
+def bench_sync_after_idle(xp, session, reps, idle=0.010):
+    """The same small sync op, each after *idle* seconds of nothing (a person at a
+    notebook): what wakes up slowly (sleeping threads, polls, the GPU) shows here."""
+    x = xp.arange(1024, dtype=xp.float32)
+    for _ in range(20):
+        float((x + 1).sum())
+    times = []
+    for _ in range(reps):
+        time.sleep(idle)
+        t0 = time.perf_counter()
+        float((x + 1).sum())
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return {"median_us": times[len(times) // 2] * 1e6, "p99_us": times[int(len(times) * 0.99)] * 1e6,
+            "idle_ms": idle * 1e3}
 
 
 def bench_pipelined(xp, session, n):
@@ -141,7 +159,10 @@ def bench_transfers(xp, session, nbytes, reps):
 _PEER = r"""
 import sys, zmq
 ctx = zmq.Context(); s = ctx.socket(zmq.ROUTER)
-port = s.bind_to_random_port("tcp://127.0.0.1"); print(port, flush=True)
+if sys.argv[1] == "tcp":
+    print("tcp://127.0.0.1:%d" % s.bind_to_random_port("tcp://127.0.0.1"), flush=True)
+else:
+    s.bind("ipc://" + sys.argv[1]); print("ipc://" + sys.argv[1], flush=True)
 s.setsockopt(zmq.ROUTER_MANDATORY, 1)
 buffers = {}
 expect = 0
@@ -167,15 +188,17 @@ while True:
 """
 
 
-def bench_raw_zmq(nbytes, reps):
-    """Plain pyzmq between two processes over loopback TCP, in the proxy's topology
-    (this process a DEALER, the peer a ROUTER like a session worker): a large
-    message each way, and the round trip of a small one (the floor of any sync op)."""
-    child = subprocess.Popen([sys.executable, "-c", _PEER], stdout=subprocess.PIPE, text=True)
-    port = int(child.stdout.readline())
+def bench_raw_zmq(nbytes, reps, transport="tcp", idle_reps=300):
+    """Plain pyzmq between two processes over loopback TCP or ``ipc://``, in the proxy's
+    topology (this process a DEALER, the peer a ROUTER like a session worker): a large
+    message each way, and the round trip of a small one (the floor of any sync op), hot
+    and after 10 ms idle."""
+    where = "tcp" if transport == "tcp" else os.path.join(tempfile.mkdtemp(prefix="gpuwb-raw-"), "peer")
+    child = subprocess.Popen([sys.executable, "-c", _PEER, where], stdout=subprocess.PIPE, text=True)
+    address = child.stdout.readline().strip()
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
-    sock.connect(f"tcp://127.0.0.1:{port}")
+    sock.connect(address)
     try:
         payload = np.random.default_rng(1).random(nbytes // 8)
         send, recv = [], []
@@ -213,6 +236,14 @@ def bench_raw_zmq(nbytes, reps):
             sock.send(b"x" * 100)
             sock.recv()
             rtt.append(time.perf_counter() - t0)
+        rtt_idle = []
+        for _ in range(idle_reps):
+            time.sleep(0.010)
+            t0 = time.perf_counter()
+            sock.send(b"x" * 100)
+            sock.recv()
+            rtt_idle.append(time.perf_counter() - t0)
+        rtt_idle.sort()
         sock.send(b"")
     finally:
         child.wait(10)
@@ -221,49 +252,56 @@ def bench_raw_zmq(nbytes, reps):
     single = {"send": nbytes / min(send[1:]) / 1e9, "recv": nbytes / min(recv[1:]) / 1e9}
     chunked = {"send": nbytes / min(csend[1:]) / 1e9, "recv": nbytes / min(crecv[1:]) / 1e9}
     # the reference is the better way of moving the bytes with plain pyzmq
-    return {"send_GBps": max(single["send"], chunked["send"]),
+    return {"transport": transport,
+            "send_GBps": max(single["send"], chunked["send"]),
             "recv_GBps": max(single["recv"], chunked["recv"]),
             "one_message_GBps": single, "8MB_messages_GBps": chunked,
-            "rtt_small_us": statistics.median(rtt[100:]) * 1e6}
+            "rtt_small_us": statistics.median(rtt[100:]) * 1e6,
+            "rtt_after_idle_us": rtt_idle[len(rtt_idle) // 2] * 1e6,
+            "rtt_after_idle_p99_us": rtt_idle[int(len(rtt_idle) * 0.99)] * 1e6}
 
 
 # ------------------------------------------------------------------ driver
 
-def run_cases(cupy, proxy, session, args):
-    """Each case on local CuPy, then through the proxy, back to back on the same GPU."""
-    local, remote = {}, {}
+def run_cases(sides, args):
+    """Each case on every side in turn (local CuPy, then the proxy over each transport),
+    back to back on the same GPU. *sides*: [(name, xp, session or None)]; returns
+    {name: {case: result}}."""
+    out = {name: {} for name, _xp, _s in sides}
 
-    def both(name, fn, *rest):
-        for xp, sess, out in ((cupy, None, local), (proxy, session, remote)):
-            if xp is not None:
-                out[name] = fn(xp, sess, *rest)
+    def xp_of(xp, sess):
+        # the proxy module works on the *active* session: make this side's session active
+        return module_for(sess) if sess is not None else xp
+
+    def each(name, fn, *rest):
+        for side, xp, sess in sides:
+            out[side][name] = fn(xp_of(xp, sess), sess, *rest)
 
     def abba(name, fn, *rest, key):
         """Local, proxy, proxy, local, ... and the mean of each side: GPU clocks drift as it
         warms (fp16 GEMM loses several percent over a run), and ABBA cancels a linear drift."""
-        if cupy is None:
-            remote[name] = fn(proxy, session, *rest)
-            return
-        runs = {"local": [], "proxy": []}
-        for side in ("local", "proxy", "proxy", "local", "local", "proxy", "proxy", "local"):
-            xp, sess = (cupy, None) if side == "local" else (proxy, session)
-            runs[side].append(fn(xp, sess, *rest))
-        for side, out in (("local", local), ("proxy", remote)):
-            values = [r[key] for r in runs[side]]
-            out[name] = {**runs[side][-1], key: statistics.mean(values), f"{key}_each": values}
+        order = [side for side in sides] + [side for side in reversed(sides)]
+        runs = {side[0]: [] for side in sides}
+        for side, xp, sess in order * 2:
+            runs[side].append(fn(xp_of(xp, sess), sess, *rest))
+        for side, results in runs.items():
+            values = [r[key] for r in results]
+            out[side][name] = {**results[-1], key: statistics.mean(values), f"{key}_each": values}
 
     if args.only != "pipelined":
-        both("sync_small_op", bench_sync_latency, args.latency_reps)
+        each("sync_small_op", bench_sync_latency, args.latency_reps)
+        if args.only != "latency" and args.idle_reps:
+            each("sync_after_idle", bench_sync_after_idle, args.idle_reps)
     if args.only == "latency":
-        return local or None, remote
-    both("pipelined_small_ops", bench_pipelined, args.pipelined_ops)
+        return out
+    each("pipelined_small_ops", bench_pipelined, args.pipelined_ops)
     if args.only == "pipelined":
-        return local or None, remote
+        return out
     if args.gemm:
         for name, dtype in (("gemm_float16", np.float16), ("gemm_float32", np.float32)):
             abba(name, bench_gemm, args.gemm, dtype, args.gemm_reps, key="tflops")
-    both("transfer_256MB", bench_transfers, args.transfer_mb * MB, args.transfer_reps)
-    return local or None, remote
+    each("transfer_256MB", bench_transfers, args.transfer_mb * MB, args.transfer_reps)
+    return out
 
 
 def compare_policies(args, policies=("none", "fair"), rounds=20):
@@ -325,8 +363,10 @@ def ratio(a, b):
 
 
 def table(results):
-    local, proxy, raw = results["local"], results["proxy"], results["raw_zmq"]
-    rows = []
+    """One row per case: local, then the proxy over each transport with its ratio."""
+    local = results["local"]
+    transports = [t for t in ("ipc", "tcp") if results.get(f"proxy_{t}")]
+    raw = {t: results["raw_zmq"][t] for t in transports if t in results.get("raw_zmq", {})}
 
     def get(d, *path):
         for p in path:
@@ -335,39 +375,49 @@ def table(results):
             d = d[p]
         return d
 
-    def row(name, path, unit, better, target, ref=None):
-        lv = get(local, *path)
-        pv = get(proxy, *path)
-        if ref is not None:
-            r = ratio(pv, ref)
-        elif better == "lower":
-            r = ratio(lv, pv)  # ratio >= 1 is good when lower is better; report proxy/local instead
-            r = ratio(pv, lv)
-        else:
-            r = ratio(pv, lv)
-        rows.append((name, lv, pv, unit, r, target))
+    def fmt(v, width=11):
+        return f"{'-':>{width}}" if v is None else (f"{v:{width}.1f}" if v >= 10 else f"{v:{width}.3f}")
 
-    row("sync small op latency", ("sync_small_op", "median_us"), "us", "lower", "<= 2.5x local")
-    row("pipelined x = x + 1", ("pipelined_small_ops", "ops_per_s"), "op/s", "higher", ">= 0.5x local")
-    if get(proxy, "gemm_float16"):
-        row("GEMM fp16", ("gemm_float16", "tflops"), "TFLOP/s", "higher", ">= 0.97x local")
-        row("GEMM fp32", ("gemm_float32", "tflops"), "TFLOP/s", "higher", ">= 0.97x local")
-    row("H2D 256 MB", ("transfer_256MB", "h2d_GBps"), "GB/s", "higher", ">= 0.8x best raw",
-        ref=raw["send_GBps"])
-    row("D2H 256 MB", ("transfer_256MB", "d2h_GBps"), "GB/s", "higher", ">= 0.8x best raw",
-        ref=raw["recv_GBps"])
-    lines = [f"{'case':24} {'local':>12} {'proxy':>12} {'unit':>8} {'ratio':>8}  target",
-             "-" * 80]
-    for name, lv, pv, unit, r, target in rows:
-        fmt = lambda v: "-" if v is None else (f"{v:12.1f}" if v >= 10 else f"{v:12.3f}")  # noqa: E731
-        lines.append(f"{name:24} {fmt(lv):>12} {fmt(pv):>12} {unit:>8} "
-                     f"{'-' if r is None else f'{r:8.3f}':>8}  {target}")
-    for label, key in (("raw pyzmq 1 msg s/r", "one_message_GBps"), ("raw pyzmq 8MB msgs s/r", "8MB_messages_GBps")):
-        lines.append(f"{label:24} {raw[key]['send']:12.3f} {raw[key]['recv']:12.3f} {'GB/s':>8}")
-    lines.append(f"{'raw pyzmq round trip':24} {'':12} {raw['rtt_small_us']:12.1f} {'us':>8}")
-    worker = get(proxy, "sync_small_op", "worker_us")
-    if worker is not None:
-        lines.append(f"{'  of which worker time':24} {'':12} {worker:12.1f} {'us':>8}")
+    head = f"{'case':26} {'local':>11}" + "".join(f" {'proxy ' + t:>11} {'ratio':>7}" for t in transports)
+    lines = [head + "  target", "-" * len(head + "  target" + " " * 30)]
+
+    def row(name, path, unit, target, ref=None):
+        cells = f"{name:26} {fmt(get(local, *path))}"
+        for t in transports:
+            pv = get(results[f"proxy_{t}"], *path)
+            base = ref(t) if ref is not None else get(local, *path)
+            cells += f" {fmt(pv)} {fmt(ratio(pv, base), 7)}"
+        lines.append(f"{cells}  {unit:8} {target}")
+
+    row("sync small op (hot)", ("sync_small_op", "median_us"), "us",
+        "<= raw RTT + local + 20 us; <= 2.5x local (tcp)")
+    row("sync after 10 ms idle p50", ("sync_after_idle", "median_us"), "us", "<= 2x local")
+    row("sync after 10 ms idle p99", ("sync_after_idle", "p99_us"), "us", "<= 3x local")
+    row("pipelined x = x + 1", ("pipelined_small_ops", "ops_per_s"), "op/s", ">= 0.8x local")
+    if get(results, f"proxy_{transports[0]}", "gemm_float16") if transports else None:
+        row("GEMM fp16", ("gemm_float16", "tflops"), "TFLOP/s", ">= 0.97x local")
+        row("GEMM fp32", ("gemm_float32", "tflops"), "TFLOP/s", ">= 0.97x local")
+    row("H2D 256 MB vs local", ("transfer_256MB", "h2d_GBps"), "GB/s", ">= 0.5x local pageable (ipc)")
+    row("D2H 256 MB vs local", ("transfer_256MB", "d2h_GBps"), "GB/s", ">= 0.5x local pageable (ipc)")
+    row("H2D 256 MB vs raw", ("transfer_256MB", "h2d_GBps"), "GB/s", ">= 0.9x best raw, same transport",
+        ref=lambda t: raw[t]["send_GBps"] if t in raw else None)
+    row("D2H 256 MB vs raw", ("transfer_256MB", "d2h_GBps"), "GB/s", ">= 0.9x best raw, same transport",
+        ref=lambda t: raw[t]["recv_GBps"] if t in raw else None)
+    for t in transports:
+        r = raw.get(t)
+        if r is None:
+            continue
+        lines.append(f"raw pyzmq {t}: 1 msg s/r {r['one_message_GBps']['send']:.2f}/"
+                     f"{r['one_message_GBps']['recv']:.2f} GB/s, 8 MB msgs s/r "
+                     f"{r['8MB_messages_GBps']['send']:.2f}/{r['8MB_messages_GBps']['recv']:.2f} GB/s, "
+                     f"round trip {r['rtt_small_us']:.1f} us hot, {r['rtt_after_idle_us']:.1f} us "
+                     f"(p99 {r['rtt_after_idle_p99_us']:.1f}) after 10 ms idle")
+        hot = get(results[f"proxy_{t}"], "sync_small_op", "median_us")
+        lv = get(local, "sync_small_op", "median_us") or 0.0
+        if hot is not None:
+            worker = get(results[f"proxy_{t}"], "sync_small_op", "worker_us")
+            lines.append(f"  proxy {t} hot sync beyond raw RTT + local: {hot - r['rtt_small_us'] - lv:.1f} us"
+                         + (f" (worker's own time {worker:.1f} us)" if worker is not None else ""))
     return "\n".join(lines)
 
 
@@ -387,11 +437,16 @@ def main(argv=None):
     parser.add_argument("--compare-policies", action="store_true",
                         help="also: a lone session's small-op cases under policy none vs fair")
     parser.add_argument("--policy", default="fair", help="the main pool's policy (default fair)")
+    parser.add_argument("--transports", default="ipc,tcp",
+                        help="the proxy over these transports, each its own session (ipc,tcp)")
+    parser.add_argument("--idle-reps", type=int, default=300,
+                        help="syncs after 10 ms idle, per side (0 to skip)")
     parser.add_argument("--served", action="store_true",
                         help="the main pool in a process of its own (gpuwb-backend serve)")
     args = parser.parse_args(argv)
     if args.quick:
         args.latency_reps, args.pipelined_ops, args.transfer_mb = 300, 3000, 32
+        args.idle_reps = min(args.idle_reps, 50)
         args.gemm = min(args.gemm, 512)
         args.gemm_reps = 3
 
@@ -411,13 +466,26 @@ def main(argv=None):
         else (lambda: LocalPool(devices=args.devices, memory_limit=64 << 30, policy=args.policy))
     results["served"] = args.served
     with pool_kind() as pool:
-        session = kernelproxy.connect(pool.address, pool.token)
+        addresses = {"ipc": pool.local_address if args.served else pool.door.local_address,
+                     "tcp": pool.address if args.served else pool.tcp_address}
+        sessions = {}
         try:
-            results["pool_device"] = session.device
-            results["local"], results["proxy"] = run_cases(cupy, module_for(session), session, args)
+            for t in args.transports.split(","):
+                if addresses.get(t):
+                    sessions[t] = kernelproxy.connect(addresses[t], pool.token)
+            results["pool_device"] = next(iter(sessions.values())).device
+            sides = ([("local", cupy, None)] if cupy is not None else []) + [
+                (f"proxy_{t}", module_for(s), s) for t, s in sessions.items()]
+            measured = run_cases(sides, args)
         finally:
-            session.close()
-    results["raw_zmq"] = bench_raw_zmq(args.transfer_mb * MB, args.transfer_reps)
+            for s in sessions.values():
+                s.close()
+    results["local"] = measured.get("local")
+    for t in ("ipc", "tcp"):
+        results[f"proxy_{t}"] = measured.get(f"proxy_{t}")
+    results["transports"] = list(sessions)
+    results["raw_zmq"] = {t: bench_raw_zmq(args.transfer_mb * MB, args.transfer_reps, t)
+                          for t in sessions}
     if args.compare_policies:
         results["policies"] = compare_policies(args)
     if args.only:

@@ -49,6 +49,11 @@ class ServedPool:
             self.stop()
             raise RuntimeError(f"the pool did not start: {line!r}")
         self.address = line.split()[4]
+        #: the pool's same-host (ipc://) address, when it offers one
+        self.local_address: str | None = None
+        line = self.proc.stdout.readline()
+        if line.startswith("clients on this host:"):
+            self.local_address = line.split()[-1]
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -65,12 +65,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-limit", type=int, help="bytes of device memory per session")
     parser.add_argument("--lease-timeout", type=float, help="seconds without heartbeat")
     parser.add_argument("--spare-workers", type=int, help="warm workers per device")
+    parser.add_argument("--no-same-host", dest="same_host", action="store_const", const=False,
+                        help="serve tcp:// only (no ipc:// endpoints for clients on this host)")
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
 #: serve's options that map one to one onto PoolSettings fields
 SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms",
-                  "usage_log", "memory_limit", "lease_timeout", "spare_workers")
+                  "usage_log", "memory_limit", "lease_timeout", "spare_workers", "same_host")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -93,6 +95,8 @@ def serve(args: argparse.Namespace) -> int:
     print(f"gpu-workbench pool listening on {door.address} with devices {','.join(door.devices)}"
           + (f", encrypted (CurveZMQ, key {settings.key_file})" if settings.key_file else ""),
           flush=True)
+    if door.local_address:
+        print(f"clients on this host: {door.local_address}", flush=True)
     if generated:
         print(f"token (generated; pass --token-file to fix it): {door.token}", flush=True)
     mode = f"users from {settings.users_file}" if settings.users_file else "single token"

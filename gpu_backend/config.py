@@ -23,6 +23,8 @@ class PoolSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GPUWB_", extra="forbid")
 
     listen: str = Field("tcp://127.0.0.1:5555", description="front-door address (tcp://host:port)")
+    same_host: bool = Field(True, description="also serve clients on this host over ipc:// "
+                            "(Unix-domain sockets), beside tcp://")
     devices: str = Field("auto", description="auto | cpu | comma list of GPU indices or 'cpu'")
     token: str | None = Field(None, description="shared secret; read from token_file if unset")
     token_file: Path | None = None

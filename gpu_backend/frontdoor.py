@@ -34,6 +34,7 @@ from .protocol import PROTOCOL_VERSION
 from .protocol.codec import packb, unpackb
 from .protocol.errors import ProtocolError, SessionLostError, VersionMismatchError, error_name
 from .security import secure_server, server_keys_for
+from . import same_host
 from .usage import UsageLog
 from .users import User, UserRegistry
 from .worker.grants import grant_step
@@ -58,6 +59,7 @@ class Worker:
     device: str
     process: subprocess.Popen
     port: int | None = None
+    ipc: str | None = None     # its same-host address (ipc://), if it has one
     info: dict = field(default_factory=dict)
     session: "Session | None" = None
     started: float = field(default_factory=time.monotonic)
@@ -125,6 +127,11 @@ class FrontDoor:
             self.clients.bind(settings.listen)
             port = settings.port
         self.address = f"tcp://{settings.host}:{port}"
+        #: the same front door for clients on this host (``ipc://``), or None
+        self.ipc_dir = (same_host.make_dir(settings.host, port)
+                        if settings.same_host and same_host.available() else None)
+        self.local_address = (same_host.bind(self.clients, self.ipc_dir, "door")
+                              if self.ipc_dir else None)
         self.control = self.ctx.socket(zmq.ROUTER)
         self.control.setsockopt(zmq.LINGER, 0)
         cport = self.control.bind_to_random_port("tcp://127.0.0.1")
@@ -152,6 +159,8 @@ class FrontDoor:
                "--control", self.control_address, "--id", wid, "--bind-host", bind_host]
         if self.arbiter is not None:
             cmd += ["--arbiter", self.arbiter.address, "--baton", self.arbiter.baton_path]
+        if self.ipc_dir is not None:
+            cmd += ["--ipc-dir", self.ipc_dir]
         if self.settings.key_file is not None:  # the path, never the secret, on the command line
             cmd += ["--key-file", str(self.settings.key_file.expanduser().resolve())]
         process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -177,6 +186,7 @@ class FrontDoor:
         kind = msg.get("t")
         if kind == "ready":
             worker.port = int(msg["port"])
+            worker.ipc = msg.get("ipc") if isinstance(msg.get("ipc"), str) else None
             worker.info = msg.get("info") or {}
             self._serve_pending()
         elif kind == "grow" and worker.session is not None:
@@ -318,6 +328,7 @@ class FrontDoor:
              "grant_step": grant_step(hello.account.memory) if hello.account.memory else None})])
         self._reply(hello.ident, {
             "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
+            "worker_ipc": worker.ipc,
             "device": worker.info, "lease_timeout": self.settings.lease_timeout,
             "memory_limit": session.memory_limit,
         })
@@ -446,3 +457,4 @@ class FrontDoor:
         self.clients.close()
         self.control.close()
         self.ctx.term()
+        same_host.remove_dir(self.ipc_dir)

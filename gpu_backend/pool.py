@@ -1,7 +1,8 @@
 """An embedded pool: the front door on a thread of the calling process.
 
 Used by ``gpuwb demo``, the remote-GPU kernel when no pool is configured,
-and the tests. Workers are still separate processes, exactly as in a
+and the tests. Its clients talk to it over ``ipc://`` (see
+:mod:`gpu_backend.same_host`); ``tcp_address`` is there too. Workers are still separate processes, exactly as in a
 standalone pool; only the front door shares the caller's process.
 """
 
@@ -33,6 +34,16 @@ class LocalPool:
 
     @property
     def address(self) -> str:
+        """Where a client in this process or on this host connects: the same-host
+        ``ipc://`` door when the pool is plain and has one, else its ``tcp://`` door."""
+        assert self.door is not None, "start() the pool first"
+        if self.door.local_address and self.settings.key_file is None:
+            return self.door.local_address
+        return self.door.address
+
+    @property
+    def tcp_address(self) -> str:
+        """The pool's ``tcp://`` door (what a client on another host would use)."""
         assert self.door is not None, "start() the pool first"
         return self.door.address
 

@@ -46,7 +46,7 @@ def build_status(door: Any) -> dict[str, Any]:
         "ops": s.usage.get("ops") or 0, "device_seconds": s.usage.get("device_s") or 0.0,
         "idle": round(now - s.last_seen, 3), "age": round(time.time() - s.created, 3),
     } for s in live]
-    return {"address": door.address, "policy": door.settings.policy,
+    return {"address": door.address, "local_address": door.local_address, "policy": door.settings.policy,
             "users_mode": registry.mode, "devices": devices, "users": users,
             "sessions": sessions, "ended": list(door.ended),
             "lease_timeout": door.settings.lease_timeout, "pid": os.getpid(),

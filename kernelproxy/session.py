@@ -48,7 +48,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
             user: str | None = None, memory_limit: int | None = None,
             timeout: float = 150.0) -> "Session":
-    """Open a session on the pool at *address* (``tcp://host:port``).
+    """Open a session on the pool at *address* (``tcp://host:port``, or the pool's
+    ``ipc://path`` from a client on the pool's host: the worker is then reached over
+    ``ipc://`` too).
 
     *server_key* pins the pool's public key (Z85, or the path of its ``.pub``
     file): every connection to the pool is then encrypted (CurveZMQ) and a pool
@@ -95,8 +97,11 @@ class Session:
         self.device: dict = info.get("device") or {}
         self.memory_limit: int = info["memory_limit"]
         self.lease_timeout: float = info["lease_timeout"]
-        host = address.rsplit(":", 1)[0]
-        self.worker_address = f"{host}:{info['worker_port']}"
+        #: a same-host client (the pool's ipc:// door) talks to its worker over ipc:// too
+        if address.startswith("ipc://") and info.get("worker_ipc"):
+            self.worker_address = info["worker_ipc"]
+        else:
+            self.worker_address = f"{address.rsplit(':', 1)[0]}:{info['worker_port']}"
         self.sock = self.ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
         if self.server_key is not None:  # the worker serves with the pool's key pair

@@ -299,7 +299,7 @@ def _ready_spares(pool: LocalPool) -> list[int]:
 @pytest.mark.parametrize("encrypted", [True, False], ids=["curve", "plain"])
 def test_nothing_readable_on_the_wire(encrypted, curve_pool, plain_pool, keys):
     pool = curve_pool if encrypted else plain_pool
-    door_port = int(pool.address.rsplit(":", 1)[1])
+    door_port = int(pool.tcp_address.rsplit(":", 1)[1])
     sniffer = Sniffer()
     try:
         try:

@@ -131,7 +131,8 @@ def test_interrupt_during_a_long_remote_op(kernel):
 
 def test_pool_lost_then_reconnect(tmp_path):
     port_pool = LocalPool(devices="cpu", lease_timeout=2.0).start()
-    address, token = port_pool.address, port_pool.token
+    address, token, tcp_address = port_pool.address, port_pool.token, port_pool.tcp_address
+    assert address.startswith("ipc://")
     k = Kernel(env={"GPUWB_POOL": address, "GPUWB_TOKEN": token})
     try:
         status, _, error, _ = k.run("import cupy as cp\nx = cp.arange(5)\nprint(int(x.sum()))")
@@ -141,7 +142,8 @@ def test_pool_lost_then_reconnect(tmp_path):
         assert status == "error" and "SessionLostError" in error
         status, text, error, _ = k.run("print('still alive')")
         assert "still alive" in text                      # the kernel stays up
-        again = LocalPool(devices="cpu", lease_timeout=2.0, listen=address, token=token).start()
+        # back on the same port: the same ipc:// address (the kernel uses the pool's same-host door)
+        again = LocalPool(devices="cpu", lease_timeout=2.0, listen=tcp_address, token=token).start()
         try:                                              # back: the next cell reconnects itself
             status, text, error, _ = k.run("y = cp.arange(4)\nprint(int(y.sum()))")
             assert status == "ok" and "6" in text.splitlines(), error

@@ -73,7 +73,7 @@ class _subcommands(ArgDecorator):
         p = command("connect", "open a session on the pool at ADDRESS (closes the current one)",
                     usage="%(prog)s ADDRESS [--token T | --token-file F] [--server-key K|FILE]")
         p.add_argument("address", metavar="ADDRESS", nargs="?",
-                       help="the pool's front door, tcp://host:port")
+                       help="the pool's front door, tcp://host:port (ipc://path on its host)")
         token = p.add_mutually_exclusive_group()
         token.add_argument("--token", metavar="T", help="the pool's access token")
         token.add_argument("--token-file", metavar="F",
@@ -294,8 +294,10 @@ class GPUMagics(Magics):
         if not address:
             raise UsageError("%gpu connect: missing ADDRESS (the pool's front door, tcp://host:port)")
         host, _, port = address.removeprefix("tcp://").rpartition(":")
-        if not address.startswith("tcp://") or not host or not port.isdigit():
-            raise UsageError(f"%gpu connect: ADDRESS must look like tcp://host:port, not {address!r}")
+        same_host = address.startswith("ipc://") and len(address) > len("ipc://")
+        if not same_host and (not address.startswith("tcp://") or not host or not port.isdigit()):
+            raise UsageError("%gpu connect: ADDRESS must look like tcp://host:port (or a pool's "
+                             f"ipc://path on this host), not {address!r}")
         # everything is checked before workbench.connect, which closes the current session first
         token = args.token
         try:

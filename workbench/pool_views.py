@@ -92,7 +92,10 @@ def sessions_view(status: dict, mine: str | None = None) -> TableView:
 
 
 def pool_view(status: dict, *, embedded: bool | None = None) -> KeyValueView:
-    rows = [("address", status.get("address")), ("policy", status.get("policy", "?")),
+    rows = [("address", status.get("address"))]
+    if status.get("local_address"):
+        rows.append(("on its host", status["local_address"]))
+    rows += [("policy", status.get("policy", "?")),
             ("users", "from a users file" if status.get("users_mode") == "file"
              else "one shared token")]
     if embedded is not None:

@@ -3,8 +3,9 @@
 Front door (one msgpack frame each way)::
 
     client -> {"t": "hello", "v": VERSION, "token": str, "user": str, "memory_limit": int|None}
-           <- {"ok": True, "session": str, "key": bytes, "worker_port": int, "device": {...},
-               "lease_timeout": float, "memory_limit": int}
+           <- {"ok": True, "session": str, "key": bytes, "worker_port": int,
+               "worker_ipc": str|None (the worker's ipc:// address, for same-host clients),
+               "device": {...}, "lease_timeout": float, "memory_limit": int}
     client -> {"t": "hb", "session": str, "key": bytes}        <- {"ok": True, "alive": bool}
     client -> {"t": "status", "token": str}                    <- {"ok": True, "devices": [...], ...}
     client -> {"t": "close", "session": str, "key": bytes}     <- {"ok": True}

@@ -24,6 +24,7 @@ import zmq
 from ..devices import open_device
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
+from .. import same_host
 from ..security import load_server_keys, secure_server
 from .executor import Executor
 from .grants import GRANT_STEP, MemoryGrant
@@ -50,7 +51,7 @@ SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 class WorkerServer:
     def __init__(self, device_spec: str, control: str, worker_id: str, bind_host: str,
                  arbiter: str | None = None, key_file: str | None = None,
-                 baton: str | None = None) -> None:
+                 baton: str | None = None, ipc_dir: str | None = None) -> None:
         self.device = open_device(device_spec)
         self.ctx = zmq.Context()
         self.control = self.ctx.socket(zmq.DEALER)
@@ -66,6 +67,8 @@ class WorkerServer:
         if key_file:  # the pool's key pair: a CURVE server, set up once, before bind
             secure_server(self.sock, load_server_keys(key_file))
         self.port = self.sock.bind_to_random_port(f"tcp://{bind_host}")
+        #: the same socket for a client on this host (the pool's ipc directory), or None
+        self.ipc = same_host.bind(self.sock, ipc_dir, worker_id) if ipc_dir else None
         self.parent = os.getppid()
         self.key = b""
         self.user = ""         # the session's user (names diagnostics only)
@@ -111,7 +114,7 @@ class WorkerServer:
 
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False)."""
-        self._send_control({"t": "ready", "port": self.port, "info": self.device.info()})
+        self._send_control({"t": "ready", "port": self.port, "ipc": self.ipc, "info": self.device.info()})
         while True:
             if self.control.poll(1000):
                 msg = unpackb(self.control.recv())
@@ -374,9 +377,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arbiter", help="the pool's arbiter address (fair and fifo policies)")
     parser.add_argument("--baton", help="the arbiter's hand-over baton file (with --arbiter)")
     parser.add_argument("--key-file", help="the pool's secret key file: serve over CURVE")
+    parser.add_argument("--ipc-dir", help="also serve on ipc:// in this directory (same-host clients)")
     args = parser.parse_args(argv)
     server = WorkerServer(args.device, args.control, args.id, args.bind_host, args.arbiter,
-                          args.key_file, args.baton)
+                          args.key_file, args.baton, args.ipc_dir)
     reason = "stopped before a session"
     try:
         if server.wait_for_session():

@@ -1,0 +1,64 @@
+"""Same-host endpoints: the pool's front door and workers on ``ipc://`` as well.
+
+A client on the pool's own host (the embedded pool of a notebook kernel, a
+kernel started on the pool host) reaches the pool through a Unix-domain socket
+instead of loopback TCP: no TCP stack on either side, and the client chooses
+it simply by the address it is given (``ipc://...`` instead of ``tcp://...``).
+Remote clients keep ``tcp://``.
+
+The sockets live in one directory per pool, made here and removed when the
+pool stops. The directory is searchable but not listable by other local users
+(0711) and the sockets are open to them (0666), as loopback TCP is: every
+request still carries the token or the session key. Each ipc endpoint shares
+its ZeroMQ socket, and so its security (plain or CURVE), with the tcp one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import zmq
+
+__all__ = ["available", "make_dir", "bind", "remove_dir"]
+
+
+def available() -> bool:
+    """Whether this libzmq and OS offer ``ipc://`` endpoints."""
+    return os.name == "posix" and zmq.has("ipc")
+
+
+def make_dir(host: str, port: int) -> str:
+    """The directory for the sockets of the pool on tcp *host*:*port*.
+
+    Named by the address, so that a pool restarted on the same port has the same
+    ``ipc://`` address and its clients reconnect as tcp ones do; a directory
+    left by a killed pool of ours is reused, one of another user means a
+    fresh random name. Short: Unix socket paths allow ~100 bytes.
+    """
+    base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    name = f"gpuwb-pool-{''.join(c if c.isalnum() else '_' for c in host)[:40]}-{port}"
+    path = os.path.join(base, name)
+    try:
+        os.mkdir(path, 0o711)
+    except FileExistsError:
+        info = os.lstat(path)
+        if not (os.path.isdir(path) and not os.path.islink(path) and info.st_uid == os.getuid()):
+            path = tempfile.mkdtemp(prefix=name + "-", dir=base)
+    os.chmod(path, 0o711)
+    return path
+
+
+def bind(sock: zmq.Socket, directory: str, name: str) -> str:
+    """Bind *sock* also to ``ipc://DIRECTORY/NAME``; returns that address."""
+    path = os.path.join(directory, name)
+    address = f"ipc://{path}"
+    sock.bind(address)
+    os.chmod(path, 0o666)
+    return address
+
+
+def remove_dir(directory: str | None) -> None:
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)

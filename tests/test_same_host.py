@@ -1,0 +1,109 @@
+"""The same-host transport: a pool's ipc:// door and workers, chosen by the client's address."""
+
+import os
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kernelproxy
+from gpu_backend.pool import LocalPool
+from gpu_backend.protocol.errors import AuthenticationError
+from gpu_backend.security import generate_keypair
+from kernelproxy.modules import module_for
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with LocalPool(devices="cpu") as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("door", ["ipc", "tcp"])
+def test_the_address_chooses_the_transport_of_the_whole_session(pool, door):
+    address = pool.address if door == "ipc" else pool.tcp_address
+    assert address.startswith(f"{door}://")
+    session = kernelproxy.connect(address, pool.token)
+    try:
+        assert session.worker_address.startswith(f"{door}://")
+        cp = module_for(session)
+        big = np.random.default_rng(0).random(300_000)       # a zero-copy frame each way
+        x = cp.asarray(big)
+        assert float((x + 1).sum()) == pytest.approx(float((big + 1).sum()))
+        assert np.array_equal(cp.asnumpy(x * 2), big * 2)
+    finally:
+        session.close()
+
+
+def test_the_sockets_are_for_this_host_and_go_with_the_pool():
+    pool = LocalPool(devices="cpu").start()
+    directory = pool.door.ipc_dir
+    door = pool.address.removeprefix("ipc://")
+    try:
+        assert os.path.dirname(door) == directory
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o711   # searchable, not listable
+        assert stat.S_ISSOCK(os.stat(door).st_mode)
+        session = kernelproxy.connect(pool.address, pool.token)
+        worker = session.worker_address.removeprefix("ipc://")
+        assert os.path.dirname(worker) == directory and stat.S_ISSOCK(os.stat(worker).st_mode)
+        assert pool.door.status()["local_address"] == pool.address
+        session.close()
+    finally:
+        pool.stop()
+    assert not os.path.exists(directory)
+
+
+def test_a_pool_restarted_on_its_port_keeps_its_same_host_address():
+    first = LocalPool(devices="cpu").start()
+    address, tcp = first.address, first.tcp_address
+    first.stop()
+    again = LocalPool(devices="cpu", listen=tcp).start()
+    try:
+        assert again.address == address
+        session = kernelproxy.connect(address, again.token)
+        session.close()
+    finally:
+        again.stop()
+
+
+def test_a_wrong_token_on_the_same_host_door_is_refused(pool):
+    with pytest.raises(AuthenticationError, match="token"):
+        kernelproxy.connect(pool.address, "not-the-token", timeout=10)
+
+
+def test_an_encrypted_pool_encrypts_its_same_host_door_too(tmp_path):
+    secret, _public_file, public = generate_keypair(tmp_path / "pool.key")
+    with LocalPool(devices="cpu", key_file=secret) as pool:
+        assert pool.address == pool.tcp_address                  # clients are given tcp://
+        local = pool.door.local_address
+        with pytest.raises(AuthenticationError):
+            kernelproxy.connect(local, pool.token, server_key=None, timeout=10)
+        session = kernelproxy.connect(local, pool.token, server_key=public)
+        try:
+            assert session.worker_address.startswith("ipc://")
+            assert int(module_for(session).arange(5).sum()) == 10
+        finally:
+            session.close()
+
+
+def test_served_pool_prints_its_same_host_address(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("t0ken\n")
+    for extra, expected in (([], True), (["--no-same-host"], False)):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpu_backend.cli", "serve", "--listen", "tcp://127.0.0.1:0",
+             "--devices", "cpu", "--token-file", str(token), "--usage-log", str(tmp_path / "u.jsonl"),
+             *extra], stdout=subprocess.PIPE, text=True)
+        try:
+            assert "listening on tcp://" in proc.stdout.readline()
+            line = proc.stdout.readline()
+            assert line.startswith("clients on this host: ipc://") == expected, line
+            if expected:
+                session = kernelproxy.connect(line.split()[-1], "t0ken")
+                assert session.worker_address.startswith("ipc://")
+                session.close()
+        finally:
+            proc.terminate()
+            proc.wait(20)
