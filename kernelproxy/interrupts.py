@@ -4,7 +4,8 @@ Sending a batch and reading a reply must not stop half-way, or the client's
 count of batches in flight would no longer match the worker's; a SIGINT that
 arrives inside such a block is held and KeyboardInterrupt is raised right after
 it. One SIGINT handler is installed (in the main thread, over Python's default
-one); the blocks themselves only count, so the hot path makes no system call.
+one); entering a block only looks the handler up (ipykernel puts the default back
+before every cell) and counts, so the hot path makes no system call.
 
 A SIGINT that arrives while a finalizer runs (a remote array's ``__del__``
 queues a free record on every dropped array, so a loop like ``m = m @ m``
@@ -18,11 +19,18 @@ from __future__ import annotations
 import os
 import signal
 import threading
+
+try:  # the C function: signal.getsignal wraps it in an enum conversion that costs microseconds
+    from _signal import getsignal as _getsignal
+except ImportError:  # not CPython
+    _getsignal = signal.getsignal
 from types import FrameType
 from typing import Any
 
 __all__ = ["InterruptGuard", "interrupts_deferred", "REDELIVER_SECONDS"]
 
+_SIGINT = signal.SIGINT
+_default_handler = signal.default_int_handler
 #: How long after a SIGINT that landed in a finalizer it is sent again.
 REDELIVER_SECONDS = 0.005
 
@@ -52,7 +60,7 @@ class InterruptGuard:
         default before every cell, so this runs again, once per cell, when needed)."""
         if threading.current_thread() is not threading.main_thread():
             return
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        if _getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, self._on_sigint)
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
@@ -67,7 +75,7 @@ class InterruptGuard:
         raise KeyboardInterrupt
 
     def __enter__(self) -> None:
-        if not self.depth and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        if not self.depth and _getsignal(_SIGINT) is _default_handler:
             self.install()
         self.depth += 1
 

@@ -46,6 +46,7 @@ SEND_TIMEOUT = 60.0
 #: tens of microseconds to wake.
 #: With few cores, spinning steals the CPU the client needs, so it is off.
 SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
+_RCVMORE = zmq.RCVMORE
 
 
 class WorkerServer:
@@ -180,11 +181,12 @@ class WorkerServer:
 
     def _read_socket(self) -> tuple[bytes, list]:
         sock = self.sock
+        more = sock.getsockopt   # not sock.rcvmore: its attribute lookup costs a microsecond
         ident = sock.recv()
         frames: list = []
-        if sock.rcvmore:
+        if more(_RCVMORE):
             frames.append(sock.recv())
-        while sock.rcvmore:
+        while more(_RCVMORE):
             frames.append(sock.recv(copy=False))
         return ident, frames
 
