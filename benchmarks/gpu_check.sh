@@ -5,8 +5,10 @@
 #   3. fair: the users/arbiter tests on the GPU and benchmarks/fairness.py (FAIR_ARGS)
 #   4. policies: overhead.py --compare-policies (OVERHEAD_ARGS)
 #   5. probe: wakeup_probe.py (the host's wake-ups and timers, the GPU's clocks after idle)
+#   6. latency: overhead.py over ipc:// and tcp:// with the idle case (LATENCY_ARGS), then
+#      programs.py, whole programs proxy vs local (PROGRAMS_ARGS)
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
-# policies, probe, bench; several may be given: gpu_check.sh probe policies fairness
+# policies, probe, bench, latency; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 set -u
@@ -57,6 +59,12 @@ if [ "$what" = all ] || [ "$what" = policies ]; then
   # a lone session under policy none vs fair (the arbiter must cost it nothing), same run
   timeout 300 python3 benchmarks/overhead.py --compare-policies ${OVERHEAD_ARGS:-} \
     --json "$OUT/overhead-policies.json" 2>&1 | tee "$OUT/overhead-policies.log" | grep -v '^ \|^{\|^}'
+fi
+if [ "$what" = all ] || [ "$what" = latency ]; then
+  timeout ${LATENCY_TIMEOUT:-300} python3 benchmarks/overhead.py ${LATENCY_ARGS:-} --json "$OUT/overhead-latency.json" \
+    2>&1 | tee "$OUT/overhead-latency.log" | grep -v '^ \|^{\|^}'
+  timeout ${PROGRAMS_TIMEOUT:-240} python3 benchmarks/programs.py ${PROGRAMS_ARGS:-} --json "$OUT/programs.json" \
+    2>&1 | tee "$OUT/programs.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   timeout 400 python3 benchmarks/overhead.py --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" | head -16
