@@ -441,6 +441,9 @@ def main(argv=None):
                         help="the proxy over these transports, each its own session (ipc,tcp)")
     parser.add_argument("--idle-reps", type=int, default=300,
                         help="syncs after 10 ms idle, per side (0 to skip)")
+    parser.add_argument("--no-local", action="store_true",
+                        help="no local CuPy side: this process never opens a CUDA context of its "
+                             "own (a laptop's notebook has none beside the worker's)")
     parser.add_argument("--served", action="store_true",
                         help="the main pool in a process of its own (gpuwb-backend serve)")
     args = parser.parse_args(argv)
@@ -450,7 +453,7 @@ def main(argv=None):
         args.gemm = min(args.gemm, 512)
         args.gemm_reps = 3
 
-    cupy = local_cupy()
+    cupy = None if args.no_local else local_cupy()
     results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
                "python": sys.version.split()[0], "local": None}
