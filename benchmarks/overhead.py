@@ -261,6 +261,110 @@ def bench_raw_zmq(nbytes, reps, transport="tcp", idle_reps=300):
             "rtt_after_idle_p99_us": rtt_idle[int(len(rtt_idle) * 0.99)] * 1e6}
 
 
+_UNIX_PEER = r"""
+import os, socket, sys
+sys.path.insert(0, sys.argv[2])
+from gpu_backend.protocol.framing import read_message, send_all
+path = sys.argv[1]
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); listener.bind(path); listener.listen(1)
+print(path, flush=True)
+conn, _ = listener.accept()
+buffers, expect = {}, 0
+while True:
+    frames = read_message(conn)
+    f = frames[0].buffer
+    if len(f) == 0:
+        break
+    text = bytes(f) if len(f) < 64 else b""
+    if text.startswith(b"echo"):          # echo N [K]: send N bytes back, in K messages
+        n, k = (int(v) for v in (text[4:].split() + [b"1"])[:2])
+        if n not in buffers:
+            buffers[n] = memoryview(bytearray(n))
+        step = -(-n // k)
+        for i in range(k):
+            send_all(conn, [buffers[n][i * step:(i + 1) * step]])
+    elif text.startswith(b"expect"):      # expect K: ack after the next K messages
+        expect = int(text[6:])
+    elif expect > 1:
+        expect -= 1
+    else:
+        expect = 0
+        send_all(conn, [b"ok"])
+"""
+
+
+def bench_raw_unix(nbytes, reps, idle_reps=300):
+    """The same-host session link's own floor: our framing over a plain Unix socket
+    between two processes (what ``unix://`` sessions use), measured as bench_raw_zmq."""
+    from gpu_backend.protocol.framing import read_exact, read_lengths, read_message, send_all
+    import socket as sockets
+    path = os.path.join(tempfile.mkdtemp(prefix="gpuwb-raw-"), "peer")
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    child = subprocess.Popen([sys.executable, "-c", _UNIX_PEER, path, root], stdout=subprocess.PIPE, text=True)
+    child.stdout.readline()
+    sock = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    sock.connect(path)
+    try:
+        payload = np.random.default_rng(1).random(nbytes // 8)
+        send, recv = [], []
+        into = np.empty(nbytes, np.uint8)
+        for _ in range(reps + 1):
+            t0 = time.perf_counter()
+            send_all(sock, [payload])
+            read_message(sock)
+            send.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            send_all(sock, [f"echo{nbytes}".encode()])
+            (length,) = read_lengths(sock)
+            read_exact(sock, memoryview(into)[:length])
+            recv.append(time.perf_counter() - t0)
+        chunk = 8 << 20
+        k = -(-nbytes // chunk)
+        flat = payload.view(np.uint8)
+        csend, crecv = [], []
+        for _ in range(reps + 1):
+            t0 = time.perf_counter()
+            send_all(sock, [f"expect{k}".encode()])
+            for i in range(k):
+                send_all(sock, [flat[i * chunk:(i + 1) * chunk]])
+            read_message(sock)
+            csend.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            send_all(sock, [f"echo{nbytes} {k}".encode()])
+            offset = 0
+            for i in range(k):
+                (length,) = read_lengths(sock)
+                read_exact(sock, memoryview(into)[offset:offset + length])
+                offset += length
+            crecv.append(time.perf_counter() - t0)
+
+        def round_trips(count, idle):
+            times = []
+            for _ in range(count):
+                if idle:
+                    time.sleep(idle)
+                t0 = time.perf_counter()
+                send_all(sock, [b"x" * 100])
+                read_message(sock)
+                times.append(time.perf_counter() - t0)
+            return sorted(times)
+        hot = round_trips(2000, 0)[100:]
+        idle = round_trips(idle_reps, 0.010)
+        send_all(sock, [b""])
+    finally:
+        child.wait(10)
+        sock.close()
+    single = {"send": nbytes / min(send[1:]) / 1e9, "recv": nbytes / min(recv[1:]) / 1e9}
+    chunked = {"send": nbytes / min(csend[1:]) / 1e9, "recv": nbytes / min(crecv[1:]) / 1e9}
+    return {"transport": "unix",
+            "send_GBps": max(single["send"], chunked["send"]),
+            "recv_GBps": max(single["recv"], chunked["recv"]),
+            "one_message_GBps": single, "8MB_messages_GBps": chunked,
+            "rtt_small_us": statistics.median(hot) * 1e6,
+            "rtt_after_idle_us": idle[len(idle) // 2] * 1e6,
+            "rtt_after_idle_p99_us": idle[int(len(idle) * 0.99)] * 1e6}
+
+
 # ------------------------------------------------------------------ driver
 
 def run_cases(sides, args):
@@ -379,6 +483,7 @@ def table(results):
         return f"{'-':>{width}}" if v is None else (f"{v:{width}.1f}" if v >= 10 else f"{v:{width}.3f}")
 
     head = f"{'case':26} {'local':>11}" + "".join(f" {'proxy ' + t:>11} {'ratio':>7}" for t in transports)
+    zipc = results.get("raw_zmq_ipc")
     lines = [head + "  target", "-" * len(head + "  target" + " " * 30)]
 
     def row(name, path, unit, target, ref=None):
@@ -407,7 +512,7 @@ def table(results):
         r = raw.get(t)
         if r is None:
             continue
-        lines.append(f"raw pyzmq {t}: 1 msg s/r {r['one_message_GBps']['send']:.2f}/"
+        lines.append(f"raw {'unix socket' if r['transport'] == 'unix' else 'pyzmq ' + t}: 1 msg s/r {r['one_message_GBps']['send']:.2f}/"
                      f"{r['one_message_GBps']['recv']:.2f} GB/s, 8 MB msgs s/r "
                      f"{r['8MB_messages_GBps']['send']:.2f}/{r['8MB_messages_GBps']['recv']:.2f} GB/s, "
                      f"round trip {r['rtt_small_us']:.1f} us hot, {r['rtt_after_idle_us']:.1f} us "
@@ -418,6 +523,11 @@ def table(results):
             worker = get(results[f"proxy_{t}"], "sync_small_op", "worker_us")
             lines.append(f"  proxy {t} hot sync beyond raw RTT + local: {hot - r['rtt_small_us'] - lv:.1f} us"
                          + (f" (worker's own time {worker:.1f} us)" if worker is not None else ""))
+    if zipc:
+        lines.append(f"raw pyzmq ipc (for reference): round trip {zipc['rtt_small_us']:.1f} us hot, "
+                     f"{zipc['rtt_after_idle_us']:.1f} us (p99 {zipc['rtt_after_idle_p99_us']:.1f}) after "
+                     f"10 ms idle; 8 MB msgs s/r {zipc['8MB_messages_GBps']['send']:.2f}/"
+                     f"{zipc['8MB_messages_GBps']['recv']:.2f} GB/s")
     return "\n".join(lines)
 
 
@@ -487,8 +597,13 @@ def main(argv=None):
     for t in ("ipc", "tcp"):
         results[f"proxy_{t}"] = measured.get(f"proxy_{t}")
     results["transports"] = list(sessions)
-    results["raw_zmq"] = {t: bench_raw_zmq(args.transfer_mb * MB, args.transfer_reps, t)
+    # the raw floor of each session transport: ipc:// sessions reach their worker over a
+    # plain Unix socket (our framing), tcp:// ones over ZeroMQ; ZeroMQ's ipc:// for reference
+    results["raw_zmq"] = {t: (bench_raw_unix(args.transfer_mb * MB, args.transfer_reps)
+                              if t == "ipc" else bench_raw_zmq(args.transfer_mb * MB, args.transfer_reps, t))
                           for t in sessions}
+    if "ipc" in sessions:
+        results["raw_zmq_ipc"] = bench_raw_zmq(args.transfer_mb * MB, args.transfer_reps, "ipc")
     if args.compare_policies:
         results["policies"] = compare_policies(args)
     if args.only:

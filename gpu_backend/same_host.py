@@ -38,7 +38,7 @@ def make_dir(host: str, port: int) -> str:
     fresh random name. Short: Unix socket paths allow ~100 bytes.
     """
     base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
-    name = f"gpuwb-pool-{''.join(c if c.isalnum() else '_' for c in host)[:40]}-{port}"
+    name = f"gpuwb-pool-{''.join(c if c.isalnum() else '_' for c in host)[:20]}-{port}"
     path = os.path.join(base, name)
     try:
         os.mkdir(path, 0o711)

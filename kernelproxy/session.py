@@ -31,6 +31,7 @@ from gpu_backend.security import resolve_server_key, secure_client
 
 from .connection import Heartbeat, door_request, hello
 from .interrupts import interrupts_deferred as _interrupts_deferred
+from .unix_link import UnixDealer
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
 
@@ -97,16 +98,19 @@ class Session:
         self.device: dict = info.get("device") or {}
         self.memory_limit: int = info["memory_limit"]
         self.lease_timeout: float = info["lease_timeout"]
-        #: a same-host client (the pool's ipc:// door) talks to its worker over ipc:// too
-        if address.startswith("ipc://") and info.get("worker_ipc"):
-            self.worker_address = info["worker_ipc"]
+        #: a same-host client (the pool's ipc:// door) talks to its worker over a Unix
+        #: socket (no ZeroMQ I/O threads to wake: see gpu_backend.protocol.framing)
+        local = info.get("worker_ipc") if address.startswith("ipc://") else None
+        if isinstance(local, str) and local.startswith("unix://"):
+            self.worker_address = local
+            self.sock = UnixDealer(local[len("unix://"):], lost=self._lose)
         else:
             self.worker_address = f"{address.rsplit(':', 1)[0]}:{info['worker_port']}"
-        self.sock = self.ctx.socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        if self.server_key is not None:  # the worker serves with the pool's key pair
-            secure_client(self.sock, self.server_key)
-        self.sock.connect(self.worker_address)
+            self.sock = self.ctx.socket(zmq.DEALER)
+            self.sock.setsockopt(zmq.LINGER, 0)
+            if self.server_key is not None:  # the worker serves with the pool's key pair
+                secure_client(self.sock, self.server_key)
+            self.sock.connect(self.worker_address)
         self.heartbeat = Heartbeat(self.ctx, address, self.id, self.key, self.lease_timeout / 4,
                                    self.server_key)
         self.heartbeat.start()

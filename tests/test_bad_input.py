@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -24,7 +25,7 @@ import zmq
 
 import kernelproxy
 from gpu_backend.pool import LocalPool
-from gpu_backend.protocol import PROTOCOL_VERSION, api, codec
+from gpu_backend.protocol import PROTOCOL_VERSION, api, codec, framing
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import (AuthenticationError, InvalidHandleError, NotAllowedError,
                                          ProtocolError, VersionMismatchError)
@@ -91,10 +92,13 @@ def bystander(bad_pool):
     b.session.close()
 
 
-@pytest.fixture
-def victim(bad_pool, bystander):
-    """A session whose worker port and key the test abuses."""
-    s = kernelproxy.connect(bad_pool.address, bad_pool.token)
+@pytest.fixture(params=["unix", "tcp"])
+def victim(request, bad_pool, bystander):
+    """A session whose worker port and key the test abuses: a client on the pool's host
+    (a Unix socket to its worker) or a remote one (ZeroMQ over tcp)."""
+    address = bad_pool.address if request.param == "unix" else bad_pool.tcp_address
+    s = kernelproxy.connect(address, bad_pool.token)
+    assert s.worker_address.startswith(request.param + "://")
     yield s
     s.close()
     module_for(bystander.session)
@@ -102,7 +106,17 @@ def victim(bad_pool, bystander):
 
 def raw_request(ctx: zmq.Context, address: str, frames: list[bytes],
                 timeout: float = REPLY_TIMEOUT) -> list[bytes]:
-    """Send *frames* on a fresh DEALER; return the reply's frames."""
+    """Send *frames* on a fresh DEALER (or a Unix socket, for a ``unix://`` worker
+    address); return the reply's frames."""
+    if address.startswith("unix://"):
+        link = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            link.connect(address[len("unix://"):])
+            framing.send_all(link, frames)
+            assert framing.wait_readable(link, int(timeout * 1000)), f"no reply from {address}"
+            return [f.bytes for f in framing.read_message(link)]
+        finally:
+            link.close()
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     try:

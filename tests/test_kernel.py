@@ -123,6 +123,8 @@ def test_interrupt_during_a_long_remote_op(kernel):
     assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
     assert time.monotonic() - interrupted < 10, "the interrupt was not prompt"
     status, text, error, seconds = kernel.run("print(float(cp.arange(4).sum()))")
+    if status == "aborted":   # ipykernel aborts what arrives within its window after an error
+        status, text, error, seconds = kernel.run("print(float(cp.arange(4).sum()))")
     assert status == "ok" and text.strip() == "6.0", error
     assert seconds < 20, "the queued work was not cancelled (it would run for a minute)"
     status, _, error, _ = kernel.run("m.sum()")         # m's later values were cancelled

@@ -13,6 +13,7 @@ import argparse
 from collections import deque
 import hmac
 import os
+import secrets
 import sys
 import time
 import traceback
@@ -24,12 +25,12 @@ import zmq
 from ..devices import open_device
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
-from .. import same_host
 from ..security import load_server_keys, secure_server
 from .executor import Executor
 from .grants import GRANT_STEP, MemoryGrant
 from .handles import HandleTable
 from .lease import DeviceLease
+from .links import ClientLinks
 from .pacing import Pacer
 
 __all__ = ["main", "WorkerServer"]
@@ -46,7 +47,6 @@ SEND_TIMEOUT = 60.0
 #: tens of microseconds to wake.
 #: With few cores, spinning steals the CPU the client needs, so it is off.
 SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
-_RCVMORE = zmq.RCVMORE
 
 
 class WorkerServer:
@@ -68,8 +68,12 @@ class WorkerServer:
         if key_file:  # the pool's key pair: a CURVE server, set up once, before bind
             secure_server(self.sock, load_server_keys(key_file))
         self.port = self.sock.bind_to_random_port(f"tcp://{bind_host}")
-        #: the same socket for a client on this host (the pool's ipc directory), or None
-        self.ipc = same_host.bind(self.sock, ipc_dir, worker_id) if ipc_dir else None
+        #: a client on this host comes over a Unix socket in the pool's ipc directory
+        # its name is unguessable (the directory is not listable): only the client told it
+        # in its hello reply can connect, so no other local user can stall the worker
+        unix_path = os.path.join(ipc_dir, f"{worker_id}-{secrets.token_hex(12)}") if ipc_dir else None
+        self.ipc = f"unix://{unix_path}" if unix_path else None
+        self.links = ClientLinks(self.sock, unix_path)
         self.parent = os.getppid()
         self.key = b""
         self.user = ""         # the session's user (names diagnostics only)
@@ -138,7 +142,8 @@ class WorkerServer:
     # ---------------------------------------------------------------- serving
     def serve(self) -> str:
         poller = zmq.Poller()
-        poller.register(self.sock, zmq.POLLIN)
+        links = self.links
+        links.register(poller)
         poller.register(self.control, zmq.POLLIN)
         lease = self.lease
         if lease is not None:
@@ -146,7 +151,7 @@ class WorkerServer:
         pacer = self.executor.pacer
         spin_until = 0.0
         while not self.closed:
-            if self._queue or self.sock.poll(0):
+            if self._queue or links.poll(0):
                 self._handle_client()
                 spin_until = time.perf_counter() + SPIN_SECONDS
                 self._report_usage()   # time-gated: a busy session is accounted as it goes
@@ -154,7 +159,7 @@ class WorkerServer:
             if time.perf_counter() < spin_until:
                 continue
             events = dict(poller.poll(USAGE_INTERVAL * 1000))
-            if self.sock in events:
+            if links.mine(events):
                 self._handle_client()
                 spin_until = time.perf_counter() + SPIN_SECONDS
             elif lease is not None and lease.sock in events:
@@ -173,22 +178,12 @@ class WorkerServer:
             return f"device fault: {self.executor.fatal}"
         return "closed by the client"
 
-    def _receive(self) -> tuple[bytes, list]:
-        """One client message: small frames as bytes, array payloads as zero-copy frames."""
+    def _receive(self) -> tuple[Any, list] | None:
+        """One client message: small frames as bytes, array payloads as zero-copy frames;
+        None when what arrived was no message (a Unix peer connecting or leaving)."""
         if self._queue:
             return self._queue.popleft()
-        return self._read_socket()
-
-    def _read_socket(self) -> tuple[bytes, list]:
-        sock = self.sock
-        more = sock.getsockopt   # not sock.rcvmore: its attribute lookup costs a microsecond
-        ident = sock.recv()
-        frames: list = []
-        if more(_RCVMORE):
-            frames.append(sock.recv())
-        while more(_RCVMORE):
-            frames.append(sock.recv(copy=False))
-        return ident, frames
+        return self.links.recv_message()
 
     def _handle_client(self) -> None:
         """Serve one message; a bug here is logged, never the end of the session."""
@@ -200,13 +195,16 @@ class WorkerServer:
             if self._answering is not None:
                 ident, batch = self._answering
                 try:
-                    self.sock.send_multipart([ident, packb({**_failure(exc), "b": batch})])
+                    self.links.send_message(ident, [packb({**_failure(exc), "b": batch})])
                 except zmq.ZMQError:
                     pass
 
     def _serve_message(self) -> None:
         started = time.perf_counter()
-        ident, frames = self._receive()
+        received = self._receive()
+        if received is None:
+            return
+        ident, frames = received
         try:
             if not frames:
                 raise ProtocolError("a batch needs a frame with its header and ops")
@@ -221,7 +219,7 @@ class WorkerServer:
             self._client = ident
             if header.get("t") == "close":
                 self.closed = True
-                self.sock.send_multipart([ident, packb({"b": header.get("b"), "closed": True})])
+                self.links.send_message(ident, [packb({"b": header.get("b"), "closed": True})])
                 return
             self._answering = (ident, header.get("b"))
             if "c" in header:
@@ -245,20 +243,16 @@ class WorkerServer:
                       "the client has gone", file=sys.stderr)
             self._undeliverable += 1
 
-    def _send_reply(self, ident: bytes, reply: dict, out: list) -> None:
-        sock = self.sock
-        sock.send(ident, zmq.SNDMORE)
-        sock.send(self.executor.pack_reply(reply), zmq.SNDMORE if out else 0)
-        for i, frame in enumerate(out, 1):
-            sock.send(frame, zmq.SNDMORE if i < len(out) else 0, copy=False)
+    def _send_reply(self, ident: Any, reply: dict, out: list) -> None:
+        send = self.links.send_message
+        send(ident, [self.executor.pack_reply(reply), *out])
         for array in self.executor.take_streams():
             for chunk in self.device.chunks_to_host(array):
-                sock.send(ident, zmq.SNDMORE)
-                sock.send(chunk, copy=False)
+                send(ident, [chunk])
 
     def _more_work(self) -> bool:
         """Whether a batch from the client is already waiting (asked at a batch's end)."""
-        return bool(self._queue) or bool(self.sock.poll(0))
+        return bool(self._queue) or self.links.poll(0)
 
     def _cancelled(self) -> bool:
         """Asked by the executor between ops: cancelled by the client, or orphaned?"""
@@ -277,8 +271,11 @@ class WorkerServer:
         A client interrupted by its user sends ``{"k", "c": batch}``: batches up to that
         number are not run (or stop between ops), so queued work ends promptly.
         """
-        while self.sock.poll(0):
-            ident, frames = self._read_socket()
+        while self.links.poll(0):
+            received = self.links.recv_message()
+            if received is None:
+                continue
+            ident, frames = received
             header = _peek_header(frames)
             if (isinstance(header, dict) and "c" in header and isinstance(header.get("k"), bytes)
                     and hmac.compare_digest(header["k"], self.key) and type(header["c"]) is int):
@@ -291,11 +288,14 @@ class WorkerServer:
         """The next chunk of the streamed upload op *seq* from the client being served."""
         ident = self._client
         while True:
-            if not self._queue and not self.sock.poll(CHUNK_TIMEOUT * 1000):
+            if not self._queue and not self.links.poll(CHUNK_TIMEOUT * 1000):
                 raise ProtocolError(f"upload data stopped arriving (waited {CHUNK_TIMEOUT:g} s)")
-            got, frames = self._receive()
+            received = self._receive()
+            if received is None:
+                continue
+            got, frames = received
             if got != ident:  # another peer mid-upload: refuse it, keep waiting
-                self.sock.send_multipart([got, packb(_failure(ProtocolError("worker busy")))])
+                self.links.send_message(got, [packb(_failure(ProtocolError("worker busy")))])
                 continue
             header = unpackb(frames[0]) if frames else None
             if (not isinstance(header, dict) or header.get("u") != seq or header.get("i") != index
@@ -334,7 +334,7 @@ class WorkerServer:
                     self.lease.release(self.executor.pacer.busy, want=False)
                     self.lease.finished(grant, slot)   # synchronized above, or broken
                 self.lease.close()
-            self.sock.close()
+            self.links.close()
             self.control.close()
             self.ctx.term()
 

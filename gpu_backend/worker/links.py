@@ -1,0 +1,248 @@
+"""Where a session worker's client messages come from: ZeroMQ, and a Unix socket.
+
+A worker serves one session but does not know beforehand how its client will
+come: a remote client over the ROUTER socket (``tcp://``), a client on the
+pool's host over a plain Unix-domain socket (see
+:mod:`gpu_backend.protocol.framing` for why not ZeroMQ's ``ipc://``). This
+object listens on both and gives the server one way to wait, read and reply.
+A message's *ident* says where the answer goes: bytes for a ROUTER peer, a
+:class:`UnixPeer` for a Unix connection.
+
+Replies to a Unix peer never block the worker against its client: while the
+socket is full the worker reads what the client sends meanwhile (kept, in
+order, for later), so a client writing a large upload and a worker writing a
+large reply always progress. A connection that breaks the framing or stalls
+mid-message is closed; the others go on.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import time
+from collections import deque
+from typing import Any
+
+import zmq
+
+from ..protocol.errors import ProtocolError
+from ..protocol.framing import message_views, read_message
+
+__all__ = ["ClientLinks", "UnixPeer"]
+
+#: A Unix peer that stops mid-message (or stops reading a reply) for this long is dropped.
+STALL_SECONDS = 60.0
+#: Connections accepted at once (the session's client needs one).
+MAX_PEERS = 8
+_RCVMORE = zmq.RCVMORE
+
+
+class UnixPeer:
+    __slots__ = ("sock", "fd")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.fd = sock.fileno()
+
+
+class ClientLinks:
+    def __init__(self, router: zmq.Socket, unix_path: str | None = None) -> None:
+        self.router = router
+        self.unix_path = unix_path
+        self.listener: socket.socket | None = None
+        self.peers: dict[int, UnixPeer] = {}
+        #: complete messages read from Unix peers ahead of time (while writing, or peeking)
+        self.ready: deque = deque()
+        self._poller = select.poll()   # the Unix fds (the listener and each peer)
+        self._zmq_poller: zmq.Poller | None = None
+        if unix_path is not None:
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            if os.path.exists(unix_path):
+                os.unlink(unix_path)
+            self.listener.bind(unix_path)
+            os.chmod(unix_path, 0o666)
+            self.listener.listen(MAX_PEERS)
+            self.listener.setblocking(False)
+            self._poller.register(self.listener.fileno(), select.POLLIN)
+
+    # ------------------------------------------------------------ waiting
+    def register(self, poller: zmq.Poller) -> None:
+        """Put every source in the server's poller (peers accepted later join it too)."""
+        self._zmq_poller = poller
+        poller.register(self.router, zmq.POLLIN)
+        if self.listener is not None:
+            poller.register(self.listener.fileno(), zmq.POLLIN)
+        for peer in self.peers.values():
+            poller.register(peer.fd, zmq.POLLIN)
+
+    def mine(self, events: dict) -> bool:
+        """Whether the server's poll *events* include one of ours."""
+        if self.router in events:
+            return True
+        return bool(self.ready) or any(fd in events for fd in self._fds())
+
+    def _fds(self) -> list[int]:
+        fds = list(self.peers)
+        if self.listener is not None:
+            fds.append(self.listener.fileno())
+        return fds
+
+    def poll(self, timeout_ms: int = 0) -> bool:
+        """Whether a client message is waiting (within *timeout_ms*)."""
+        if self.ready:
+            return True
+        if self.router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            return True
+        if self.listener is None:
+            return bool(self.router.poll(timeout_ms))
+        if self._unix_waiting(0):
+            return True
+        if not timeout_ms:
+            return False
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:   # both kinds: ZeroMQ's socket and ours, in one wait
+            poller = zmq.Poller()
+            poller.register(self.router, zmq.POLLIN)
+            for fd in self._fds():
+                poller.register(fd, zmq.POLLIN)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            events = dict(poller.poll(left * 1000))
+            if self.router in events:
+                return True
+            if events and self._unix_waiting(0):
+                return True
+
+    def _unix_waiting(self, timeout_ms: int) -> bool:
+        """Accept new peers; True once a peer has data (or hung up: reading says so)."""
+        for fd, _event in self._poller.poll(timeout_ms):
+            if self.listener is not None and fd == self.listener.fileno():
+                self._accept()
+            elif fd in self.peers:
+                return True
+        return False
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        if len(self.peers) >= MAX_PEERS:
+            conn.close()
+            return
+        conn.setblocking(True)
+        conn.settimeout(STALL_SECONDS)
+        peer = UnixPeer(conn)
+        self.peers[peer.fd] = peer
+        self._poller.register(peer.fd, select.POLLIN)
+        if self._zmq_poller is not None:
+            self._zmq_poller.register(peer.fd, zmq.POLLIN)
+
+    def _drop(self, peer: UnixPeer) -> None:
+        self.peers.pop(peer.fd, None)
+        for poller in (self._poller, self._zmq_poller):
+            if poller is not None:
+                try:
+                    poller.unregister(peer.fd)
+                except (KeyError, ValueError):
+                    pass
+        peer.sock.close()
+
+    # ------------------------------------------------------------ reading
+    def recv_message(self) -> tuple[Any, list] | None:
+        """The next client message as (ident, frames), or None if what woke us was no
+        message (a new connection, a peer that closed or broke the framing)."""
+        if self.ready:
+            return self.ready.popleft()
+        if self.router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            return self._recv_router()
+        if self.listener is not None:
+            for fd, _event in self._poller.poll(0):
+                if fd == self.listener.fileno():
+                    self._accept()
+                    continue
+                peer = self.peers.get(fd)
+                if peer is not None:
+                    return self._recv_peer(peer)
+        return None
+
+    def _recv_router(self) -> tuple[bytes, list]:
+        sock = self.router
+        more = sock.getsockopt   # not sock.rcvmore: its attribute lookup costs a microsecond
+        ident = sock.recv()
+        frames: list = []
+        if more(_RCVMORE):
+            frames.append(sock.recv())
+        while more(_RCVMORE):
+            frames.append(sock.recv(copy=False))
+        return ident, frames
+
+    def _recv_peer(self, peer: UnixPeer) -> tuple[UnixPeer, list] | None:
+        try:
+            frames = read_message(peer.sock)
+        except (EOFError, OSError, ProtocolError):   # closed, stalled or not our framing
+            self._drop(peer)
+            return None
+        # the executor reads the first frame as bytes, array payloads as buffers
+        return peer, [frames[0].bytes, *frames[1:]] if frames else []
+
+    # ------------------------------------------------------------ writing
+    def send_message(self, ident: Any, frames: list, timeout: float = STALL_SECONDS) -> None:
+        """Send *frames* to the peer *ident* (zero-copy where the frames allow)."""
+        if type(ident) is not UnixPeer:
+            sock = self.router
+            sock.send(ident, zmq.SNDMORE)
+            last = len(frames) - 1
+            for i, frame in enumerate(frames):
+                sock.send(frame, zmq.SNDMORE if i < last else 0, copy=False)
+            return
+        if ident.fd not in self.peers:
+            raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
+        self._write(ident, frames, timeout)
+
+    def _write(self, peer: UnixPeer, frames: list, timeout: float) -> None:
+        views = message_views(frames)
+        poller = select.poll()
+        poller.register(peer.fd, select.POLLIN | select.POLLOUT)
+        deadline = time.monotonic() + timeout
+        while views:
+            events = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
+            if not events:
+                self._drop(peer)
+                raise zmq.ZMQError(zmq.EAGAIN, "the client stopped reading")
+            mask = events[0][1]
+            if mask & select.POLLIN:   # read what the client sends meanwhile: no deadlock
+                got = self._recv_peer(peer)
+                if got is None:
+                    raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
+                self.ready.append(got)
+                continue
+            if mask & (select.POLLERR | select.POLLHUP):
+                self._drop(peer)
+                raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
+            try:
+                sent = peer.sock.sendmsg(views[:1024], (), socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError as exc:
+                self._drop(peer)
+                raise zmq.ZMQError(zmq.EHOSTUNREACH, f"the client's connection broke: {exc}") from None
+            while sent and views:
+                first = views[0]
+                if sent >= first.nbytes:
+                    sent -= first.nbytes
+                    views.pop(0)
+                else:
+                    views[0] = first[sent:]
+                    sent = 0
+
+    def close(self) -> None:
+        for peer in list(self.peers.values()):
+            self._drop(peer)
+        if self.listener is not None:
+            self.listener.close()
+            if self.unix_path and os.path.exists(self.unix_path):
+                os.unlink(self.unix_path)
+        self.router.close()

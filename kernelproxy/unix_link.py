@@ -1,0 +1,91 @@
+"""The session's socket to its worker when both are on one host: a Unix-domain socket.
+
+It offers the few calls of a ZeroMQ DEALER socket that :class:`~kernelproxy.session.Session`
+makes (``send`` with ``SNDMORE``, ``poll``, ``recv_multipart``, ``recv_into``, ``close``),
+so the session runs unchanged over either. Writes block until the kernel has taken the
+message (the worker always reads while it writes, so the two cannot block each other);
+there is no I/O thread, so a reply wakes the waiting thread directly. See
+:mod:`gpu_backend.protocol.framing` for the wire format and why.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+from typing import Any, Callable, NoReturn
+
+import zmq
+
+from gpu_backend.protocol.framing import read_exact, read_lengths, read_message, send_all
+from gpu_backend.protocol.errors import ProtocolError
+
+__all__ = ["UnixDealer"]
+
+
+class _Sent:
+    """What ``send(..., track=True)`` returns: the data is the kernel's once send returns."""
+
+    done = True
+
+    def wait(self, timeout: float | None = None) -> None:
+        return None
+
+
+_SENT = _Sent()
+
+
+class UnixDealer:
+    """*lost(reason)* is called (and must raise) when the worker's end is gone: the session
+    then closes itself, as it does when its heartbeat is lost."""
+
+    def __init__(self, path: str, lost: Callable[[str], NoReturn]) -> None:
+        self._lost = lost
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self._poller = select.poll()
+        self._poller.register(self.sock.fileno(), select.POLLIN)
+        self._parts: list[Any] = []
+
+    # ------------------------------------------------------------ the DEALER calls used
+    def send(self, data: Any, flags: int = 0, copy: bool = True, track: bool = False) -> Any:
+        self._parts.append(data)
+        if not flags & zmq.SNDMORE:
+            parts, self._parts = self._parts, []
+            try:
+                send_all(self.sock, parts)
+            except OSError as exc:   # the worker is gone (its process ended)
+                self._lost(f"the session's worker closed its connection ({exc})")
+        return _SENT if track else None
+
+    def poll(self, timeout: int | None = None) -> int:
+        return 1 if self._poller.poll(timeout) else 0
+
+    def recv_multipart(self, copy: bool = True) -> list:
+        try:
+            frames = read_message(self.sock)
+        except (EOFError, OSError) as exc:
+            self._lost(f"the session's worker closed its connection ({exc})")
+        return frames if not copy else [f.bytes for f in frames]
+
+    def recv_into(self, view: memoryview) -> int:
+        """One single-frame message straight into *view*; returns its length."""
+        try:
+            lengths = read_lengths(self.sock)
+            if len(lengths) != 1 or lengths[0] > memoryview(view).nbytes:
+                raise ProtocolError("a download chunk that does not fit its array")
+            read_exact(self.sock, memoryview(view)[:lengths[0]])
+        except (EOFError, OSError) as exc:
+            self._lost(f"the session's worker closed its connection ({exc})")
+        return lengths[0]
+
+    def setsockopt(self, option: int, value: Any) -> None:
+        return None   # LINGER and the like: nothing to set on a Unix socket
+
+    def close(self, linger: int | None = None) -> None:
+        self.sock.close()
+
+    @property
+    def closed(self) -> bool:
+        return self.sock.fileno() == -1
+
+
