@@ -269,6 +269,7 @@ path = sys.argv[1]
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); listener.bind(path); listener.listen(1)
 print(path, flush=True)
 conn, _ = listener.accept()
+conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)   # as the worker's links do
 buffers, expect = {}, 0
 while True:
     frames = read_message(conn)
@@ -303,6 +304,7 @@ def bench_raw_unix(nbytes, reps, idle_reps=300):
     child = subprocess.Popen([sys.executable, "-c", _UNIX_PEER, path, root], stdout=subprocess.PIPE, text=True)
     child.stdout.readline()
     sock = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    sock.setsockopt(sockets.SOL_SOCKET, sockets.SO_SNDBUF, 4 << 20)   # as the session does
     sock.connect(path)
     try:
         payload = np.random.default_rng(1).random(nbytes // 8)
@@ -502,11 +504,12 @@ def table(results):
     if get(results, f"proxy_{transports[0]}", "gemm_float16") if transports else None:
         row("GEMM fp16", ("gemm_float16", "tflops"), "TFLOP/s", ">= 0.97x local")
         row("GEMM fp32", ("gemm_float32", "tflops"), "TFLOP/s", ">= 0.97x local")
-    row("H2D 256 MB vs local", ("transfer_256MB", "h2d_GBps"), "GB/s", ">= 0.5x local pageable (ipc)")
-    row("D2H 256 MB vs local", ("transfer_256MB", "d2h_GBps"), "GB/s", ">= 0.5x local pageable (ipc)")
-    row("H2D 256 MB vs raw", ("transfer_256MB", "h2d_GBps"), "GB/s", ">= 0.9x best raw, same transport",
+    mb = results.get("transfer_mb", 256)
+    row(f"H2D {mb} MB vs local", ("transfer_256MB", "h2d_GBps"), "GB/s", ">= 0.5x local pageable (ipc)")
+    row(f"D2H {mb} MB vs local", ("transfer_256MB", "d2h_GBps"), "GB/s", ">= 0.5x local pageable (ipc)")
+    row(f"H2D {mb} MB vs raw", ("transfer_256MB", "h2d_GBps"), "GB/s", ">= 0.9x best raw, same transport",
         ref=lambda t: raw[t]["send_GBps"] if t in raw else None)
-    row("D2H 256 MB vs raw", ("transfer_256MB", "d2h_GBps"), "GB/s", ">= 0.9x best raw, same transport",
+    row(f"D2H {mb} MB vs raw", ("transfer_256MB", "d2h_GBps"), "GB/s", ">= 0.9x best raw, same transport",
         ref=lambda t: raw[t]["recv_GBps"] if t in raw else None)
     for t in transports:
         r = raw.get(t)
@@ -575,6 +578,7 @@ def main(argv=None):
         args.gemm = 1024  # NumPy device: keep the run short
 
     results["policy"] = args.policy
+    results["transfer_mb"] = args.transfer_mb
     pool_kind = (lambda: ServedPool(args.policy, args.devices, memory_limit=64 << 30)) if args.served \
         else (lambda: LocalPool(devices=args.devices, memory_limit=64 << 30, policy=args.policy))
     results["served"] = args.served

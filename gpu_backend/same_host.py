@@ -1,16 +1,18 @@
-"""Same-host endpoints: the pool's front door and workers on ``ipc://`` as well.
+"""Same-host endpoints: the pool's front door on ``ipc://``, its workers on Unix sockets.
 
 A client on the pool's own host (the embedded pool of a notebook kernel, a
-kernel started on the pool host) reaches the pool through a Unix-domain socket
-instead of loopback TCP: no TCP stack on either side, and the client chooses
-it simply by the address it is given (``ipc://...`` instead of ``tcp://...``).
-Remote clients keep ``tcp://``.
+kernel started on the pool host) reaches the pool's front door over ZeroMQ's
+``ipc://`` and its session worker over a plain Unix-domain socket (see
+:mod:`gpu_backend.protocol.framing` for why not ZeroMQ there), instead of
+loopback TCP. The client chooses it simply by the address it is given
+(``ipc://...`` instead of ``tcp://...``); remote clients keep ``tcp://``.
 
 The sockets live in one directory per pool, made here and removed when the
 pool stops. The directory is searchable but not listable by other local users
 (0711) and the sockets are open to them (0666), as loopback TCP is: every
-request still carries the token or the session key. Each ipc endpoint shares
-its ZeroMQ socket, and so its security (plain or CURVE), with the tcp one.
+request still carries the token or the session key, and a worker's socket has
+an unguessable name that only its session's hello reply tells. The ipc door
+shares the front door's ZeroMQ socket, and so its security (plain or CURVE).
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ from gpu_backend.protocol.errors import ProtocolError
 
 __all__ = ["UnixDealer"]
 
+#: The send buffer asked for (as the worker does for its replies).
+SEND_BUFFER = 4 << 20
+
 
 class _Sent:
     """What ``send(..., track=True)`` returns: the data is the kernel's once send returns."""
@@ -41,6 +44,10 @@ class UnixDealer:
     def __init__(self, path: str, lost: Callable[[str], NoReturn]) -> None:
         self._lost = lost
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:   # a large upload in fewer, larger writes (the kernel caps it at net.core.wmem_max)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+        except OSError:
+            pass
         self.sock.connect(path)
         self._poller = select.poll()
         self._poller.register(self.sock.fileno(), select.POLLIN)

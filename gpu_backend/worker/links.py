@@ -35,6 +35,8 @@ __all__ = ["ClientLinks", "UnixPeer"]
 STALL_SECONDS = 60.0
 #: Connections accepted at once (the session's client needs one).
 MAX_PEERS = 8
+#: The send buffer asked for on a peer's connection.
+SEND_BUFFER = 4 << 20
 _RCVMORE = zmq.RCVMORE
 
 
@@ -134,6 +136,10 @@ class ClientLinks:
             return
         conn.setblocking(True)
         conn.settimeout(STALL_SECONDS)
+        try:   # fewer wake-ups per large reply (the kernel caps it at net.core.wmem_max)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+        except OSError:
+            pass
         peer = UnixPeer(conn)
         self.peers[peer.fd] = peer
         self._poller.register(peer.fd, select.POLLIN)
