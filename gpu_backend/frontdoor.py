@@ -59,7 +59,7 @@ class Worker:
     device: str
     process: subprocess.Popen
     port: int | None = None
-    ipc: str | None = None     # its same-host address (ipc://), if it has one
+    ipc: str | None = None     # its same-host address (unix:// path), if it has one
     info: dict = field(default_factory=dict)
     session: "Session | None" = None
     started: float = field(default_factory=time.monotonic)

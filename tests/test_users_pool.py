@@ -245,9 +245,10 @@ def test_two_users_1_to_3_share_the_device_by_weight(tmp_path):
         threads = [threading.Thread(target=loop, args=(s, arrays[u])) for u, s in sessions.items()]
         for t in threads:
             t.start()
+        time.sleep(2.5)   # both backlogged: their target shares (after both loops end,
+        status = sessions["light"].status()   # whoever stopped last is alone, at 1.0)
         for t in threads:
             t.join()
-        status = next(iter(sessions.values())).status()
         for s in sessions.values():
             s.close()
     finally:

@@ -4,7 +4,7 @@ Front door (one msgpack frame each way)::
 
     client -> {"t": "hello", "v": VERSION, "token": str, "user": str, "memory_limit": int|None}
            <- {"ok": True, "session": str, "key": bytes, "worker_port": int,
-               "worker_ipc": str|None (the worker's ipc:// address, for same-host clients),
+               "worker_ipc": str|None (the worker's unix:// socket, for clients of the ipc:// door),
                "device": {...}, "lease_timeout": float, "memory_limit": int}
     client -> {"t": "hb", "session": str, "key": bytes}        <- {"ok": True, "alive": bool}
     client -> {"t": "status", "token": str}                    <- {"ok": True, "devices": [...], ...}
