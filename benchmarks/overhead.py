@@ -2,16 +2,19 @@
 
     python benchmarks/overhead.py [--devices auto] [--json out.json] [--quick]
 
-Starts an embedded pool (the front door in this process, the session worker
-in its own process, loopback TCP between them), or with ``--served`` a pool in
-a process of its own (``gpuwb-backend serve``, as deployed), then measures each
-case on local CuPy and through the proxy on the same GPU:
+Starts an embedded pool (the front door in this process, the session workers
+in their own processes), or with ``--served`` a pool in a process of its own
+(``gpuwb-backend serve``, as deployed), opens one session per transport
+(``--transports ipc,tcp``: the same-host link and loopback TCP), then measures
+each case on local CuPy and through each session, in turn, on the same GPU:
 
-* sync latency of a small op, ``float((x + 1).sum())`` with 1 K float32
+* sync latency of a small op, ``float((x + 1).sum())`` with 1 K float32, hot
+  and after 10 ms idle
 * pipelined small-op rate, ``x = x + 1`` x 20 000 then a sync
 * GEMM 8192 x 8192, float16 and float32 (TFLOP/s)
 * 256 MB host->device and device->host (GB/s)
-* raw pyzmq loopback throughput of a 256 MB message, for reference
+* each transport's raw floor (``raw_transport.py``): a large message each way
+  and a small round trip, hot and after idle
 * with ``--compare-policies``: the sync latency and pipelined rate of one lone
   session under each arbiter policy (``none`` and ``fair`` pools side by side,
   each ``gpuwb-backend serve`` in its own process, measured in alternating
@@ -28,21 +31,18 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timezone
 
 import numpy as np
-import zmq
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kernelproxy  # noqa: E402
-from gpu_backend.pool import LocalPool  # noqa: E402
-from served_pool import ServedPool  # noqa: E402  (beside this file)
+from raw_transport import bench_raw  # noqa: E402  (beside this file)
+from served_pool import ServedPool, open_pool, sessions_by_transport  # noqa: E402
 from kernelproxy.modules import module_for  # noqa: E402
 
 MB = 1 << 20
@@ -154,217 +154,6 @@ def bench_transfers(xp, session, nbytes, reps):
         d2h.append(time.perf_counter() - t0)
     assert back[123] == host[123] and back.shape == host.shape
     return {"h2d_GBps": nbytes / min(h2d) / 1e9, "d2h_GBps": nbytes / min(d2h) / 1e9}
-
-
-_PEER = r"""
-import sys, zmq
-ctx = zmq.Context(); s = ctx.socket(zmq.ROUTER)
-if sys.argv[1] == "tcp":
-    print("tcp://127.0.0.1:%d" % s.bind_to_random_port("tcp://127.0.0.1"), flush=True)
-else:
-    s.bind("ipc://" + sys.argv[1]); print("ipc://" + sys.argv[1], flush=True)
-s.setsockopt(zmq.ROUTER_MANDATORY, 1)
-buffers = {}
-expect = 0
-while True:
-    ident = s.recv(); f = s.recv(copy=False)
-    if len(f) == 0:
-        break
-    text = f.bytes if len(f) < 64 else b""
-    if text.startswith(b"echo"):          # echo N [K]: send N bytes back, in K messages
-        n, k = (int(v) for v in (text[4:].split() + [b"1"])[:2])
-        if n not in buffers:
-            buffers[n] = memoryview(bytearray(n))
-        step = -(-n // k)
-        for i in range(k):
-            s.send(ident, zmq.SNDMORE); s.send(buffers[n][i * step:(i + 1) * step], copy=False)
-    elif text.startswith(b"expect"):      # expect K: ack after the next K messages
-        expect = int(text[6:])
-    elif expect > 1:
-        expect -= 1
-    else:
-        expect = 0
-        s.send_multipart([ident, b"ok"])
-"""
-
-
-def bench_raw_zmq(nbytes, reps, transport="tcp", idle_reps=300):
-    """Plain pyzmq between two processes over loopback TCP or ``ipc://``, in the proxy's
-    topology (this process a DEALER, the peer a ROUTER like a session worker): a large
-    message each way, and the round trip of a small one (the floor of any sync op), hot
-    and after 10 ms idle."""
-    where = "tcp" if transport == "tcp" else os.path.join(tempfile.mkdtemp(prefix="gpuwb-raw-"), "peer")
-    child = subprocess.Popen([sys.executable, "-c", _PEER, where], stdout=subprocess.PIPE, text=True)
-    address = child.stdout.readline().strip()
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
-    sock.connect(address)
-    try:
-        payload = np.random.default_rng(1).random(nbytes // 8)
-        send, recv = [], []
-        for _ in range(reps + 1):
-            t0 = time.perf_counter()
-            sock.send(payload, copy=False)
-            sock.recv()
-            send.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            sock.send(f"echo{nbytes}".encode())
-            frame = sock.recv(copy=False)
-            np.frombuffer(frame.buffer, dtype=np.float64)
-            recv.append(time.perf_counter() - t0)
-        chunk = 8 << 20
-        k = -(-nbytes // chunk)
-        flat = payload.view(np.uint8)
-        into = np.empty(nbytes, np.uint8)
-        csend, crecv = [], []
-        for _ in range(reps + 1):
-            t0 = time.perf_counter()
-            sock.send(f"expect{k}".encode())
-            for i in range(k):
-                sock.send(flat[i * chunk:(i + 1) * chunk], copy=False)
-            sock.recv()
-            csend.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            sock.send(f"echo{nbytes} {k}".encode())
-            view, offset = memoryview(into), 0
-            for i in range(k):
-                offset += sock.recv_into(view[offset:])
-            crecv.append(time.perf_counter() - t0)
-        rtt = []
-        for _ in range(2000):
-            t0 = time.perf_counter()
-            sock.send(b"x" * 100)
-            sock.recv()
-            rtt.append(time.perf_counter() - t0)
-        rtt_idle = []
-        for _ in range(idle_reps):
-            time.sleep(0.010)
-            t0 = time.perf_counter()
-            sock.send(b"x" * 100)
-            sock.recv()
-            rtt_idle.append(time.perf_counter() - t0)
-        rtt_idle.sort()
-        sock.send(b"")
-    finally:
-        child.wait(10)
-        sock.close()
-        ctx.term()
-    single = {"send": nbytes / min(send[1:]) / 1e9, "recv": nbytes / min(recv[1:]) / 1e9}
-    chunked = {"send": nbytes / min(csend[1:]) / 1e9, "recv": nbytes / min(crecv[1:]) / 1e9}
-    # the reference is the better way of moving the bytes with plain pyzmq
-    return {"transport": transport,
-            "send_GBps": max(single["send"], chunked["send"]),
-            "recv_GBps": max(single["recv"], chunked["recv"]),
-            "one_message_GBps": single, "8MB_messages_GBps": chunked,
-            "rtt_small_us": statistics.median(rtt[100:]) * 1e6,
-            "rtt_after_idle_us": rtt_idle[len(rtt_idle) // 2] * 1e6,
-            "rtt_after_idle_p99_us": rtt_idle[int(len(rtt_idle) * 0.99)] * 1e6}
-
-
-_UNIX_PEER = r"""
-import os, socket, sys
-sys.path.insert(0, sys.argv[2])
-from gpu_backend.protocol.framing import read_message, send_all
-path = sys.argv[1]
-listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); listener.bind(path); listener.listen(1)
-print(path, flush=True)
-conn, _ = listener.accept()
-conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)   # as the worker's links do
-buffers, expect = {}, 0
-while True:
-    frames = read_message(conn)
-    f = frames[0].buffer
-    if len(f) == 0:
-        break
-    text = bytes(f) if len(f) < 64 else b""
-    if text.startswith(b"echo"):          # echo N [K]: send N bytes back, in K messages
-        n, k = (int(v) for v in (text[4:].split() + [b"1"])[:2])
-        if n not in buffers:
-            buffers[n] = memoryview(bytearray(n))
-        step = -(-n // k)
-        for i in range(k):
-            send_all(conn, [buffers[n][i * step:(i + 1) * step]])
-    elif text.startswith(b"expect"):      # expect K: ack after the next K messages
-        expect = int(text[6:])
-    elif expect > 1:
-        expect -= 1
-    else:
-        expect = 0
-        send_all(conn, [b"ok"])
-"""
-
-
-def bench_raw_unix(nbytes, reps, idle_reps=300):
-    """The same-host session link's own floor: our framing over a plain Unix socket
-    between two processes (what ``unix://`` sessions use), measured as bench_raw_zmq."""
-    from gpu_backend.protocol.framing import read_exact, read_lengths, read_message, send_all
-    import socket as sockets
-    path = os.path.join(tempfile.mkdtemp(prefix="gpuwb-raw-"), "peer")
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    child = subprocess.Popen([sys.executable, "-c", _UNIX_PEER, path, root], stdout=subprocess.PIPE, text=True)
-    child.stdout.readline()
-    sock = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
-    sock.setsockopt(sockets.SOL_SOCKET, sockets.SO_SNDBUF, 4 << 20)   # as the session does
-    sock.connect(path)
-    try:
-        payload = np.random.default_rng(1).random(nbytes // 8)
-        send, recv = [], []
-        into = np.empty(nbytes, np.uint8)
-        for _ in range(reps + 1):
-            t0 = time.perf_counter()
-            send_all(sock, [payload])
-            read_message(sock)
-            send.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            send_all(sock, [f"echo{nbytes}".encode()])
-            (length,) = read_lengths(sock)
-            read_exact(sock, memoryview(into)[:length])
-            recv.append(time.perf_counter() - t0)
-        chunk = 8 << 20
-        k = -(-nbytes // chunk)
-        flat = payload.view(np.uint8)
-        csend, crecv = [], []
-        for _ in range(reps + 1):
-            t0 = time.perf_counter()
-            send_all(sock, [f"expect{k}".encode()])
-            for i in range(k):
-                send_all(sock, [flat[i * chunk:(i + 1) * chunk]])
-            read_message(sock)
-            csend.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            send_all(sock, [f"echo{nbytes} {k}".encode()])
-            offset = 0
-            for i in range(k):
-                (length,) = read_lengths(sock)
-                read_exact(sock, memoryview(into)[offset:offset + length])
-                offset += length
-            crecv.append(time.perf_counter() - t0)
-
-        def round_trips(count, idle):
-            times = []
-            for _ in range(count):
-                if idle:
-                    time.sleep(idle)
-                t0 = time.perf_counter()
-                send_all(sock, [b"x" * 100])
-                read_message(sock)
-                times.append(time.perf_counter() - t0)
-            return sorted(times)
-        hot = round_trips(2000, 0)[100:]
-        idle = round_trips(idle_reps, 0.010)
-        send_all(sock, [b""])
-    finally:
-        child.wait(10)
-        sock.close()
-    single = {"send": nbytes / min(send[1:]) / 1e9, "recv": nbytes / min(recv[1:]) / 1e9}
-    chunked = {"send": nbytes / min(csend[1:]) / 1e9, "recv": nbytes / min(crecv[1:]) / 1e9}
-    return {"transport": "unix",
-            "send_GBps": max(single["send"], chunked["send"]),
-            "recv_GBps": max(single["recv"], chunked["recv"]),
-            "one_message_GBps": single, "8MB_messages_GBps": chunked,
-            "rtt_small_us": statistics.median(hot) * 1e6,
-            "rtt_after_idle_us": idle[len(idle) // 2] * 1e6,
-            "rtt_after_idle_p99_us": idle[int(len(idle) * 0.99)] * 1e6}
 
 
 # ------------------------------------------------------------------ driver
@@ -579,35 +368,23 @@ def main(argv=None):
 
     results["policy"] = args.policy
     results["transfer_mb"] = args.transfer_mb
-    pool_kind = (lambda: ServedPool(args.policy, args.devices, memory_limit=64 << 30)) if args.served \
-        else (lambda: LocalPool(devices=args.devices, memory_limit=64 << 30, policy=args.policy))
     results["served"] = args.served
-    with pool_kind() as pool:
-        addresses = {"ipc": pool.local_address if args.served else pool.door.local_address,
-                     "tcp": pool.address if args.served else pool.tcp_address}
-        sessions = {}
-        try:
-            for t in args.transports.split(","):
-                if addresses.get(t):
-                    sessions[t] = kernelproxy.connect(addresses[t], pool.token)
-            results["pool_device"] = next(iter(sessions.values())).device
-            sides = ([("local", cupy, None)] if cupy is not None else []) + [
-                (f"proxy_{t}", module_for(s), s) for t, s in sessions.items()]
-            measured = run_cases(sides, args)
-        finally:
-            for s in sessions.values():
-                s.close()
+    with open_pool(args.policy, args.devices, args.served) as pool, \
+            sessions_by_transport(pool, args.transports) as sessions:
+        results["pool_device"] = next(iter(sessions.values())).device
+        sides = ([("local", cupy, None)] if cupy is not None else []) + [
+            (f"proxy_{t}", None, s) for t, s in sessions.items()]
+        measured = run_cases(sides, args)
     results["local"] = measured.get("local")
     for t in ("ipc", "tcp"):
         results[f"proxy_{t}"] = measured.get(f"proxy_{t}")
     results["transports"] = list(sessions)
     # the raw floor of each session transport: ipc:// sessions reach their worker over a
     # plain Unix socket (our framing), tcp:// ones over ZeroMQ; ZeroMQ's ipc:// for reference
-    results["raw_zmq"] = {t: (bench_raw_unix(args.transfer_mb * MB, args.transfer_reps)
-                              if t == "ipc" else bench_raw_zmq(args.transfer_mb * MB, args.transfer_reps, t))
-                          for t in sessions}
+    results["raw_zmq"] = {t: bench_raw(args.transfer_mb * MB, args.transfer_reps,
+                                       "unix" if t == "ipc" else t) for t in sessions}
     if "ipc" in sessions:
-        results["raw_zmq_ipc"] = bench_raw_zmq(args.transfer_mb * MB, args.transfer_reps, "ipc")
+        results["raw_zmq_ipc"] = bench_raw(args.transfer_mb * MB, args.transfer_reps, "zmq-ipc")
     if args.compare_policies:
         results["policies"] = compare_policies(args)
     if args.only:

@@ -37,10 +37,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import kernelproxy  # noqa: E402
-from gpu_backend.pool import LocalPool  # noqa: E402
 from kernelproxy.modules import module_for  # noqa: E402
-from served_pool import ServedPool  # noqa: E402  (beside this file)
+from served_pool import open_pool, sessions_by_transport  # noqa: E402  (beside this file)
 
 TARGET = 1.10
 
@@ -242,22 +240,11 @@ def main(argv=None):
         props = local.cuda.runtime.getDeviceProperties(0)
         results["gpu"] = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
         results["cupy"] = local.__version__
-    pool_kind = (lambda: ServedPool(args.policy, args.devices, memory_limit=64 << 30)) if args.served \
-        else (lambda: LocalPool(devices=args.devices, memory_limit=64 << 30, policy=args.policy))
-    with pool_kind() as pool:
-        addresses = {"ipc": pool.local_address if args.served else pool.door.local_address,
-                     "tcp": pool.address if args.served else pool.tcp_address}
-        sessions = {}
-        try:
-            for t in args.transports.split(","):
-                if addresses.get(t):
-                    sessions[t] = kernelproxy.connect(addresses[t], pool.token)
-            results["pool_device"] = next(iter(sessions.values())).device
-            sides = [("local", local, None)] + [(f"proxy_{t}", None, s) for t, s in sessions.items()]
-            times, outputs = measure(sides, names, args.quick, args.rounds)
-        finally:
-            for s in sessions.values():
-                s.close()
+    with open_pool(args.policy, args.devices, args.served) as pool, \
+            sessions_by_transport(pool, args.transports) as sessions:
+        results["pool_device"] = next(iter(sessions.values())).device
+        sides = [("local", local, None)] + [(f"proxy_{t}", None, s) for t, s in sessions.items()]
+        times, outputs = measure(sides, names, args.quick, args.rounds)
 
     rows, failures = {}, []
     for name in names:

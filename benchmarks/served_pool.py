@@ -13,9 +13,14 @@ import secrets
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-__all__ = ["ServedPool"]
+import kernelproxy
+from gpu_backend.pool import LocalPool
+
+__all__ = ["ServedPool", "open_pool", "sessions_by_transport"]
 
 
 class ServedPool:
@@ -49,6 +54,7 @@ class ServedPool:
             self.stop()
             raise RuntimeError(f"the pool did not start: {line!r}")
         self.address = line.split()[4]
+        self.tcp_address = self.address
         #: the pool's same-host (ipc://) address, when it offers one
         self.local_address: str | None = None
         line = self.proc.stdout.readline()
@@ -70,3 +76,26 @@ class ServedPool:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 << 30):
+    """The pool a benchmark measures through: embedded (a LocalPool), or *served*."""
+    if served:
+        return ServedPool(policy, devices, memory_limit=memory_limit)
+    return LocalPool(devices=devices, memory_limit=memory_limit, policy=policy)
+
+
+@contextmanager
+def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
+    """One session per transport of *transports* ("ipc,tcp") that *pool* offers:
+    {"ipc": session over its same-host door, "tcp": session over loopback tcp}."""
+    addresses = {"ipc": pool.local_address, "tcp": pool.tcp_address}
+    sessions = {}
+    try:
+        for t in transports.split(","):
+            if addresses.get(t):
+                sessions[t] = kernelproxy.connect(addresses[t], pool.token)
+        yield sessions
+    finally:
+        for session in sessions.values():
+            session.close()

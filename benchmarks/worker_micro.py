@@ -34,6 +34,29 @@ def timeit(fn, reps=3000):
     return statistics.median(times) * 1e6
 
 
+def sync_batches(count: int) -> list[bytes]:
+    """*count* batches of ``float((x + 1).sum())`` on handle 1, encoded ahead (so that only
+    the worker's side is timed), each freeing the previous one's arrays."""
+    pack = codec.make_packer().pack
+    H = codec.Handle
+    header = codec.packb({"k": b"", "b": 1, "n": 3, "r": None})
+    bodies = []
+    for i in range(count):
+        s, h = 3 * i, 10 + 2 * i
+        bodies.append(b"".join([header, pack([s + 1, "o", "a", h, "add"]), pack([None, [H(1), 1], {}]),
+                                pack([s + 2, "m", "a", h + 1, "sum"]), pack([H(h), [], {}]),
+                                pack([s + 3, "o", "v", None, "float"]), pack([None, [H(h + 1)], {}]),
+                                pack(h), pack(h + 1)]))
+    return bodies
+
+
+def run_batch(executor, body: bytes) -> None:
+    """One batch through the Executor as the worker runs it, reply encoding included."""
+    hdr, ops = executor.open_batch(body)
+    reply, _ = executor.run_batch(hdr, ops, [])
+    codec.packb(reply)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda:0")
@@ -48,21 +71,11 @@ def main():
     print("with limit + hooks     ", round(timeit(lambda: float((x + 1).sum())), 1), "us")
     table.put(1, x)
     pack = codec.make_packer().pack
-    H = codec.Handle
     header = codec.packb({"k": b"", "b": 1, "n": 3, "r": None})
-    bodies = []
-    for i in range(3400):  # encoded ahead: only the worker's side is timed
-        s, h = 3 * i, 10 + 2 * i
-        bodies.append(b"".join([header, pack([s + 1, "o", "a", h, "add"]), pack([None, [H(1), 1], {}]),
-                                pack([s + 2, "m", "a", h + 1, "sum"]), pack([H(h), [], {}]),
-                                pack([s + 3, "o", "v", None, "float"]), pack([None, [H(h + 1)], {}]),
-                                pack(h), pack(h + 1)]))
-    feed = iter(bodies)
+    feed = iter(sync_batches(3400))
 
     def batch():
-        hdr, ops = executor.open_batch(next(feed))
-        reply, _ = executor.run_batch(hdr, ops, [])
-        codec.packb(reply)
+        run_batch(executor, next(feed))
 
     print("through Executor       ", round(timeit(batch), 1), "us")
     encode_only = codec.packb

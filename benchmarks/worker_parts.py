@@ -21,11 +21,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from gpu_backend.devices import open_device  # noqa: E402
-from gpu_backend.protocol import codec  # noqa: E402
 from gpu_backend.worker import Executor, HandleTable  # noqa: E402
 from gpu_backend.worker.pacing import Pacer  # noqa: E402
+from worker_micro import run_batch, sync_batches, timeit  # noqa: E402  (beside this file)
 
 
 class _NoPacing(Pacer):
@@ -42,17 +43,6 @@ class _NoPacing(Pacer):
 
     def start_segment(self):
         return None
-
-
-def median_us(fn, reps, warm=200):
-    for _ in range(warm):
-        fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
 
 
 def split_us(x, reps):
@@ -82,43 +72,31 @@ def main():
     xp = device.cupy if device.kind == "cupy" else __import__("numpy")
     x = xp.arange(1024, dtype=xp.float32)
     out = {"device": device.info().get("name"), "reps": args.reps}
-    out["library_us"] = median_us(lambda: float((x + 1).sum()), args.reps)
+    out["library_us"] = timeit(lambda: float((x + 1).sum()), args.reps)
     out["library_split_us"] = split_us(x, args.reps)
 
     def marker():
         device.drop_marker(device.marker()) if hasattr(device, "drop_marker") else device.marker()
 
-    out["marker_us"] = median_us(marker, args.reps)
+    out["marker_us"] = timeit(marker, args.reps)
 
     table = HandleTable(device)
     executor = Executor(device, table)
     device.set_memory_limit(8 << 30)
     table.put(1, x)
-    pack = codec.make_packer().pack
-    H = codec.Handle
-    header = codec.packb({"k": b"", "b": 1, "n": 3, "r": None})
-    count = 3 * (args.reps + 200) + 10
-    bodies = []
-    for i in range(count):  # encoded ahead: only the worker's side is timed
-        s, h = 3 * i, 10 + 2 * i
-        bodies.append(b"".join([header, pack([s + 1, "o", "a", h, "add"]), pack([None, [H(1), 1], {}]),
-                                pack([s + 2, "m", "a", h + 1, "sum"]), pack([H(h), [], {}]),
-                                pack([s + 3, "o", "v", None, "float"]), pack([None, [H(h + 1)], {}]),
-                                pack(h), pack(h + 1)]))
+    bodies = sync_batches(3 * (args.reps + 200) + 10)
     feed = iter(bodies)
 
     def decode_only():
         executor.open_batch(bodies[0])   # the header; ops are decoded as they run
 
     def batch():
-        hdr, ops = executor.open_batch(next(feed))
-        reply, _ = executor.run_batch(hdr, ops, [])
-        codec.packb(reply)
+        run_batch(executor, next(feed))
 
-    out["decode_us"] = median_us(decode_only, args.reps)
-    out["executor_us"] = median_us(batch, args.reps)
+    out["decode_us"] = timeit(decode_only, args.reps)
+    out["executor_us"] = timeit(batch, args.reps)
     executor.pacer = _NoPacing(device)
-    out["executor_no_pacing_us"] = median_us(batch, args.reps)
+    out["executor_no_pacing_us"] = timeit(batch, args.reps)
     out["pacer_us"] = out["executor_us"] - out["executor_no_pacing_us"]
 
     split = out["library_split_us"]

@@ -42,6 +42,12 @@ class LocalPool:
         return self.door.address
 
     @property
+    def local_address(self) -> str | None:
+        """The pool's same-host ``ipc://`` door (None when it offers none)."""
+        assert self.door is not None, "start() the pool first"
+        return self.door.local_address
+
+    @property
     def tcp_address(self) -> str:
         """The pool's ``tcp://`` door (what a client on another host would use)."""
         assert self.door is not None, "start() the pool first"

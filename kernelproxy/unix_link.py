@@ -91,8 +91,4 @@ class UnixDealer:
     def close(self, linger: int | None = None) -> None:
         self.sock.close()
 
-    @property
-    def closed(self) -> bool:
-        return self.sock.fileno() == -1
-
 

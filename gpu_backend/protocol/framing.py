@@ -15,7 +15,6 @@ straight in its final array).
 
 from __future__ import annotations
 
-import select
 import socket
 import struct
 from typing import Any, Sequence
@@ -24,8 +23,8 @@ import numpy as np
 
 from .errors import ProtocolError
 
-__all__ = ["MAX_FRAMES", "MAX_MESSAGE_BYTES", "Frame", "byte_view", "message_views", "read_exact",
-           "read_lengths", "read_message", "send_all", "wait_readable"]
+__all__ = ["MAX_FRAMES", "MAX_MESSAGE_BYTES", "Frame", "IOV_MAX", "byte_view", "consume", "message_views", "read_exact",
+           "read_lengths", "read_message", "send_all"]
 
 _COUNT = struct.Struct("<I")
 _LENGTH = struct.Struct("<Q")
@@ -34,6 +33,8 @@ MAX_FRAMES = 1 << 16
 MAX_MESSAGE_BYTES = 1 << 40
 #: Frames this large are read into memory that is not cleared first.
 _UNFILLED_FROM = 1 << 16
+#: Buffers one sendmsg may gather (the usual IOV_MAX).
+IOV_MAX = 1024
 
 
 class Frame:
@@ -47,9 +48,6 @@ class Frame:
     @property
     def bytes(self) -> bytes:
         return bytes(self.buffer)
-
-    def __len__(self) -> int:
-        return len(self.buffer)
 
 
 def byte_view(frame: Any) -> memoryview:
@@ -71,15 +69,19 @@ def send_all(sock: socket.socket, frames: Sequence[Any]) -> None:
     """Write one message, blocking until the socket has taken all of it."""
     views = message_views(frames)
     while views:
-        sent = sock.sendmsg(views[:1024])   # IOV_MAX
-        while sent and views:
-            first = views[0]
-            if sent >= first.nbytes:
-                sent -= first.nbytes
-                views.pop(0)
-            else:
-                views[0] = first[sent:]
-                sent = 0
+        consume(views, sock.sendmsg(views[:IOV_MAX]))
+
+
+def consume(views: list[memoryview], sent: int) -> None:
+    """Take the *sent* bytes off the front of *views* (after a partial ``sendmsg``)."""
+    while sent and views:
+        first = views[0]
+        if sent >= first.nbytes:
+            sent -= first.nbytes
+            views.pop(0)
+        else:
+            views[0] = first[sent:]
+            sent = 0
 
 
 def read_exact(sock: socket.socket, view: memoryview) -> None:
@@ -118,10 +120,3 @@ def read_message(sock: socket.socket) -> list[Frame]:
             read_exact(sock, buffer)
         frames.append(Frame(buffer))
     return frames
-
-
-def wait_readable(sock: socket.socket, timeout_ms: int | None) -> bool:
-    """Whether *sock* has data (or was closed) within *timeout_ms* (None: forever)."""
-    poller = select.poll()
-    poller.register(sock.fileno(), select.POLLIN)
-    return bool(poller.poll(timeout_ms))

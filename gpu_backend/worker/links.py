@@ -27,7 +27,7 @@ from typing import Any
 import zmq
 
 from ..protocol.errors import ProtocolError
-from ..protocol.framing import message_views, read_message
+from ..protocol.framing import IOV_MAX, consume, message_views, read_message
 
 __all__ = ["ClientLinks", "UnixPeer"]
 
@@ -100,7 +100,7 @@ class ClientLinks:
             return True
         if self.listener is None:
             return bool(self.router.poll(timeout_ms))
-        if self._unix_waiting(0):
+        if self._ready_peer() is not None:
             return True
         if not timeout_ms:
             return False
@@ -116,17 +116,18 @@ class ClientLinks:
             events = dict(poller.poll(left * 1000))
             if self.router in events:
                 return True
-            if events and self._unix_waiting(0):
+            if events and self._ready_peer() is not None:
                 return True
 
-    def _unix_waiting(self, timeout_ms: int) -> bool:
-        """Accept new peers; True once a peer has data (or hung up: reading says so)."""
+    def _ready_peer(self, timeout_ms: int = 0) -> UnixPeer | None:
+        """A Unix peer with data to read, or that hung up (reading says so), accepting the
+        connections met on the way; None if there is none."""
         for fd, _event in self._poller.poll(timeout_ms):
             if self.listener is not None and fd == self.listener.fileno():
                 self._accept()
             elif fd in self.peers:
-                return True
-        return False
+                return self.peers[fd]
+        return None
 
     def _accept(self) -> None:
         try:
@@ -166,15 +167,8 @@ class ClientLinks:
             return self.ready.popleft()
         if self.router.get(_EVENTS) & _POLLIN:
             return self._recv_router()
-        if self.listener is not None:
-            for fd, _event in self._poller.poll(0):
-                if fd == self.listener.fileno():
-                    self._accept()
-                    continue
-                peer = self.peers.get(fd)
-                if peer is not None:
-                    return self._recv_peer(peer)
-        return None
+        peer = self._ready_peer() if self.listener is not None else None
+        return self._recv_peer(peer) if peer is not None else None
 
     def _recv_router(self) -> tuple[bytes, list]:
         sock = self.router
@@ -231,20 +225,13 @@ class ClientLinks:
                 self._drop(peer)
                 raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
             try:
-                sent = peer.sock.sendmsg(views[:1024], (), socket.MSG_DONTWAIT)
+                sent = peer.sock.sendmsg(views[:IOV_MAX], (), socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 continue
             except OSError as exc:
                 self._drop(peer)
                 raise zmq.ZMQError(zmq.EHOSTUNREACH, f"the client's connection broke: {exc}") from None
-            while sent and views:
-                first = views[0]
-                if sent >= first.nbytes:
-                    sent -= first.nbytes
-                    views.pop(0)
-                else:
-                    views[0] = first[sent:]
-                    sent = 0
+            consume(views, sent)
 
     def close(self) -> None:
         for peer in list(self.peers.values()):
