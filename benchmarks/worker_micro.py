@@ -55,6 +55,7 @@ def run_batch(executor, body: bytes) -> None:
     hdr, ops = executor.open_batch(body)
     reply, _ = executor.run_batch(hdr, ops, [])
     codec.packb(reply)
+    executor.after_reply()
 
 
 def main():
@@ -112,6 +113,7 @@ def gemm(device, executor, table, pack, header, n=8192, reps=20):
         hdr, ops = executor.open_batch(body)
         reply, _ = executor.run_batch(hdr, ops, [])
         assert reply["e"] is None, reply["e"]
+        executor.after_reply()
         sync()
         table.free(100 + reps - 1)
 

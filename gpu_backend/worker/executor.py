@@ -59,6 +59,7 @@ class Executor:
         self.bytes_in = 0
         self.bytes_out = 0
         self.peak_memory = 0
+        self._ended: int | None = None   # ops of the batch whose after_reply() is due
         self._is_array = device.is_array
         self._as_array = device.as_array
         warnings.showwarning = self._capture_warning
@@ -103,10 +104,7 @@ class Executor:
         if self.poisoned_at is None and not cancelled:
             executed, error, cancelled = self._run_ops(ops, iter(payload), metas, values, downloads,
                                                        out_frames)
-            self.pacer.end_batch(executed, self.more_work)
-            used = self.device.memory_used()
-            if used > self.peak_memory:
-                self.peak_memory = used
+            self._ended = executed
             if header.get("y") and error is None:
                 try:
                     self.device.synchronize()
@@ -133,6 +131,19 @@ class Executor:
             reply["z"] = self.fatal
         self._warnings = []
         return reply, out_frames
+
+    def after_reply(self) -> None:
+        """The batch's bookkeeping that its reply need not wait for, done once the reply is
+        sent: the pacer's end-of-batch marker and measurements (CUDA calls that cost several
+        microseconds each on some hosts) and the peak memory. Pacing loses nothing by it:
+        the next batch is launched only after this runs."""
+        executed, self._ended = self._ended, None
+        if executed is None:
+            return
+        self.pacer.end_batch(executed, self.more_work)
+        used = self.device.memory_used()
+        if used > self.peak_memory:
+            self.peak_memory = used
 
     def _run_ops(self, unpacker, payload: Iterator, metas, values, downloads, out_frames):
         """Run the batch's records in order; returns (ops run, error entry, cancelled)."""

@@ -32,6 +32,7 @@ from .handles import HandleTable
 from .lease import DeviceLease
 from .links import ClientLinks
 from .pacing import Pacer
+from .phases import PhaseClock
 
 __all__ = ["main", "WorkerServer"]
 
@@ -93,6 +94,8 @@ class WorkerServer:
         self.executor.pacer = Pacer(self.device, self.lease)
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
+        #: GPUWB_WORKER_PHASES=DIR: each message's phases timed (a diagnostic; None: off)
+        self.phases = PhaseClock.from_env()
 
     # ---------------------------------------------------------------- control
     def _send_control(self, msg: dict) -> None:
@@ -150,16 +153,22 @@ class WorkerServer:
             poller.register(lease.sock, zmq.POLLIN)
         pacer = self.executor.pacer
         spin_until = 0.0
+        phases = self.phases
         while not self.closed:
             if self._queue or links.poll(0):
+                if phases is not None:
+                    phases.start(slept=False)
                 self._handle_client()
                 spin_until = time.perf_counter() + SPIN_SECONDS
                 self._report_usage()   # time-gated: a busy session is accounted as it goes
                 continue
             if time.perf_counter() < spin_until:
+                pacer.harvest()   # measure the last batch now, not at the start of the next
                 continue
             events = dict(poller.poll(USAGE_INTERVAL * 1000))
             if links.mine(events):
+                if phases is not None:
+                    phases.start(slept=True)
                 self._handle_client()
                 spin_until = time.perf_counter() + SPIN_SECONDS
             elif lease is not None and lease.sock in events:
@@ -202,8 +211,11 @@ class WorkerServer:
     def _serve_message(self) -> None:
         started = time.perf_counter()
         received = self._receive()
+        phases = self.phases
         if received is None:
             return
+        if phases is not None:
+            phases.mark("received")
         ident, frames = received
         try:
             if not frames:
@@ -227,8 +239,12 @@ class WorkerServer:
             batch = header.get("b") if type(header.get("b")) is int else 0
             self._batch = batch
             # cancels already seen skip the batch outright; new ones are looked for between ops
+            if phases is not None:
+                phases.mark("opened")
             reply, out = self.executor.run_batch(header, ops, frames[1:],
                                                  cancelled=batch <= self.cancel_upto)
+            if phases is not None:
+                phases.mark("run")
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
         reply["t"] = time.perf_counter() - started
@@ -242,10 +258,20 @@ class WorkerServer:
                 print(f"gpuwb worker: a reply could not be delivered ({exc}); "
                       "the client has gone", file=sys.stderr)
             self._undeliverable += 1
+        finally:
+            self.executor.after_reply()
+            if phases is not None:
+                phases.mark("after_reply")
+                phases.end()
 
     def _send_reply(self, ident: Any, reply: dict, out: list) -> None:
         send = self.links.send_message
-        send(ident, [self.executor.pack_reply(reply), *out])
+        packed = self.executor.pack_reply(reply)
+        if self.phases is not None:
+            self.phases.mark("encoded")
+        send(ident, [packed, *out])
+        if self.phases is not None:
+            self.phases.mark("sent")
         for array in self.executor.take_streams():
             for chunk in self.device.chunks_to_host(array):
                 send(ident, [chunk])
@@ -327,6 +353,8 @@ class WorkerServer:
         try:
             self._send_control(final)
             self.executor.pacer.write_trace(f"{self.user or 'session'}-{os.getpid()}")
+            if self.phases is not None:
+                self.phases.write()
         finally:
             if self.lease is not None:
                 if self.lease.holding:   # the next session need not wait for the pool to notice
