@@ -39,8 +39,13 @@ __all__ = ["Session", "connect", "FLUSH_OPS"]
 FLUSH_OPS = 512
 #: How long close() waits for the worker to answer what was already sent.
 CLOSE_WAIT = 5.0
-#: How long a sync point polls without sleeping before it blocks.
-SPIN_SECONDS = 100e-6 if (os.cpu_count() or 1) >= 4 else 0.0
+#: How long a sync point polls without sleeping before it blocks. Local CuPy spins
+#: through a whole synchronize (CUDA's default with more cores than GPUs); a thread that
+#: sleeps takes tens of microseconds to wake (hundreds after idle, on some hosts), as
+#: much as a small op's whole round trip. A millisecond covers a small op even on a
+#: slow host, and after it the wait sleeps: a long op costs the client little CPU.
+#: With few cores, spinning steals the CPU the worker needs, so it is off.
+SPIN_SECONDS = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
 #: Host arrays at least this large travel as their own zero-copy frame.
 INLINE_BYTES = 1 << 14
 _HERE = os.path.dirname(os.path.abspath(__file__))
