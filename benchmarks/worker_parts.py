@@ -5,9 +5,11 @@
 ``worker_micro.py`` showed that on some hosts ``Executor.run_batch`` costs
 several times the library's own op (H100: 115 vs 44 us per
 ``float((x + 1).sum())``). This splits that batch: the library's launch of
-each op and the value read, timed apart; a CUDA event marker; the batch's
-decoding; and the batch through the Executor with its pacer as built (policy
-``none``) and with the pacer's hooks made empty, so the pacer's share shows.
+each op and the value read, timed apart; each CUDA call the pacer makes; the
+batch's decoding; the whole batch through the Executor with its pacer as built
+(policy ``none``) and with the pacer's hooks made empty, taking turns, so the
+pacer's share shows; and the part of the batch its client waits for (until the
+reply is encoded: the pacer's end of batch runs after the reply is sent).
 Medians in microseconds; a table, then JSON.
 """
 
@@ -24,9 +26,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from gpu_backend.devices import open_device  # noqa: E402
+from gpu_backend.protocol import codec  # noqa: E402
 from gpu_backend.worker import Executor, HandleTable  # noqa: E402
 from gpu_backend.worker.pacing import Pacer  # noqa: E402
-from worker_micro import run_batch, sync_batches, timeit  # noqa: E402  (beside this file)
+from worker_micro import sync_batches, timeit  # noqa: E402  (beside this file)
 
 
 class _NoPacing(Pacer):
@@ -63,10 +66,61 @@ def split_us(x, reps):
     return {k: statistics.median(v) * 1e6 for k, v in (("add", add), ("sum", total), ("float", read))}
 
 
+def cuda_calls_us(device, x, reps):
+    """What each CUDA call of the pacer costs here: an event recorded on an idle stream and
+    right after a launch, a query of a finished event and of one just recorded, the time
+    between two events. Empty on the NumPy device."""
+    runtime = getattr(device, "_runtime", None)
+    if runtime is None:
+        return {}
+    stream = device._stream
+    a, b = device.marker(), device.marker()
+    device.synchronize()
+    out = {"record_idle": timeit(lambda: runtime.eventRecord(a.ptr, stream), reps)}
+
+    def record_after_launch():
+        x + 1
+        t0 = time.perf_counter()
+        runtime.eventRecord(a.ptr, stream)
+        return time.perf_counter() - t0
+
+    out["record_after_launch"] = statistics.median(record_after_launch() for _ in range(reps)) * 1e6
+    device.synchronize()
+    out["query_done"] = timeit(lambda: runtime.eventQuery(a.ptr), reps)
+
+    def query_fresh():
+        runtime.eventRecord(b.ptr, stream)
+        t0 = time.perf_counter()
+        runtime.eventQuery(b.ptr)
+        return time.perf_counter() - t0
+
+    out["query_just_recorded"] = statistics.median(query_fresh() for _ in range(reps)) * 1e6
+    device.synchronize()
+    out["elapsed"] = timeit(lambda: runtime.eventElapsedTime(a.ptr, b.ptr), reps)
+    return out
+
+
+def alternate(cases: dict, reps: int, rounds: int = 4) -> dict:
+    """Median microseconds per call of each case, the cases taking turns in *rounds* blocks
+    (a host's drift over the run then touches every case alike)."""
+    times: dict = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, fn in cases.items():
+            for _ in range(50):
+                fn()
+            for _ in range(reps // rounds):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(v) * 1e6 for name, v in times.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--reps", type=int, default=3000)
+    parser.add_argument("--profile", action="store_true",
+                        help="also: a cProfile of the batches through the Executor (top 25)")
     args = parser.parse_args()
     device = open_device(args.device)
     xp = device.cupy if device.kind == "cupy" else __import__("numpy")
@@ -74,6 +128,7 @@ def main():
     out = {"device": device.info().get("name"), "reps": args.reps}
     out["library_us"] = timeit(lambda: float((x + 1).sum()), args.reps)
     out["library_split_us"] = split_us(x, args.reps)
+    out["cuda_calls_us"] = cuda_calls_us(device, x, args.reps)
 
     def marker():
         device.drop_marker(device.marker()) if hasattr(device, "drop_marker") else device.marker()
@@ -81,34 +136,67 @@ def main():
     out["marker_us"] = timeit(marker, args.reps)
 
     table = HandleTable(device)
-    executor = Executor(device, table)
+    paced = Executor(device, table)
+    unpaced = Executor(device, table)
+    unpaced.pacer = _NoPacing(device)
     device.set_memory_limit(8 << 30)
     table.put(1, x)
-    bodies = sync_batches(3 * (args.reps + 200) + 10)
+    bodies = sync_batches(5 * (args.reps + 600) + 10)
     feed = iter(bodies)
 
     def decode_only():
-        executor.open_batch(bodies[0])   # the header; ops are decoded as they run
+        paced.open_batch(bodies[0])   # the header; ops are decoded as they run
 
-    def batch():
-        run_batch(executor, next(feed))
+    def until_reply(executor):
+        hdr, ops = executor.open_batch(next(feed))
+        reply, _ = executor.run_batch(hdr, ops, [])
+        codec.packb(reply)
+        return executor
 
     out["decode_us"] = timeit(decode_only, args.reps)
-    out["executor_us"] = timeit(batch, args.reps)
-    executor.pacer = _NoPacing(device)
-    out["executor_no_pacing_us"] = timeit(batch, args.reps)
+    split = alternate({
+        "reply": lambda: until_reply(paced).after_reply(),
+        "reply_no_pacing": lambda: until_reply(unpaced).after_reply(),
+    }, args.reps)
+    out["executor_us"] = split["reply"]
+    out["executor_no_pacing_us"] = split["reply_no_pacing"]
     out["pacer_us"] = out["executor_us"] - out["executor_no_pacing_us"]
+    # the part the client waits for: until the reply is encoded (after_reply() and the next
+    # batch's harvest happen while the worker would wait for the client)
+    times = []
+    for i in range(args.reps + 200):
+        t0 = time.perf_counter()
+        executor = until_reply(paced)
+        t1 = time.perf_counter()
+        executor.after_reply()
+        paced.pacer.harvest()
+        if i >= 200:
+            times.append(t1 - t0)
+    out["reply_path_us"] = statistics.median(times) * 1e6
+
+    if args.profile:
+        import cProfile
+        import pstats
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(args.reps):
+            until_reply(paced).after_reply()
+        profile.disable()
+        pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 
     split = out["library_split_us"]
     print(f"device: {out['device']}")
-    for label, value in (("library float((x + 1).sum())", out["library_us"]),
-                         ("  x + 1 (launch)", split["add"]), ("  .sum() (launch)", split["sum"]),
-                         ("  float() (wait + read)", split["float"]),
-                         ("a CUDA event marker", out["marker_us"]), ("batch header decoding", out["decode_us"]),
-                         ("through Executor", out["executor_us"]),
-                         ("through Executor, pacer hooks empty", out["executor_no_pacing_us"]),
-                         ("  so the pacer costs", out["pacer_us"])):
-        print(f"{label:38} {value:8.1f} us")
+    rows = [("library float((x + 1).sum())", out["library_us"]),
+            ("  x + 1 (launch)", split["add"]), ("  .sum() (launch)", split["sum"]),
+            ("  float() (wait + read)", split["float"])]
+    rows += [(f"cuda {name}", value) for name, value in out["cuda_calls_us"].items()]
+    rows += [("a CUDA event marker", out["marker_us"]), ("batch header decoding", out["decode_us"]),
+             ("through Executor, whole batch", out["executor_us"]),
+             ("  pacer hooks empty", out["executor_no_pacing_us"]),
+             ("  so the pacer costs", out["pacer_us"]),
+             ("until the reply is ready (client waits)", out["reply_path_us"])]
+    for label, value in rows:
+        print(f"{label:40} {value:8.1f} us")
     print(json.dumps(out, indent=1))
 
 

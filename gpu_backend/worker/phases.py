@@ -1,0 +1,63 @@
+"""Where a live worker's time goes per message, phase by phase (a diagnostic, off by default).
+
+``GPUWB_WORKER_PHASES=DIR`` makes each session worker time the phases of every
+message it serves (received, opened, run, reply encoded, sent, after the reply)
+and whether the message was found by the spin or woke a sleeping poll, and
+write the medians to ``DIR/phases-PID.json`` when the session ends. In-process
+benchmarks (``benchmarks/worker_parts.py``) time the executor alone; this shows
+what the same batch costs inside the serving process. Off, it costs the worker
+one ``is None`` test per phase.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from time import perf_counter
+
+__all__ = ["PhaseClock"]
+
+
+class PhaseClock:
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.rows: list[list] = []
+        self._row: list | None = None
+        self.woke = 0      # messages that found the worker asleep in its poll
+        self.spun = 0      # ... and that its spin caught
+
+    @classmethod
+    def from_env(cls) -> "PhaseClock | None":
+        target = os.environ.get("GPUWB_WORKER_PHASES")
+        return cls(target) if target else None
+
+    def start(self, slept: bool) -> None:
+        if slept:
+            self.woke += 1
+        else:
+            self.spun += 1
+        self._row = [("start", perf_counter())]
+
+    def mark(self, name: str) -> None:
+        if self._row is not None:
+            self._row.append((name, perf_counter()))
+
+    def end(self) -> None:
+        if self._row is not None and len(self._row) > 1:
+            self.rows.append(self._row)
+        self._row = None
+
+    def summary(self) -> dict:
+        """Median microseconds of each phase (from the mark before it), over the messages
+        that went through every phase seen."""
+        spans: dict[str, list[float]] = {}
+        for row in self.rows:
+            for (_, before), (name, at) in zip(row, row[1:]):
+                spans.setdefault(name, []).append((at - before) * 1e6)
+        return {"messages": len(self.rows), "woke": self.woke, "spun": self.spun,
+                "median_us": {name: statistics.median(v) for name, v in spans.items()}}
+
+    def write(self) -> None:
+        with open(os.path.join(self.target, f"phases-{os.getpid()}.json"), "w") as out:
+            json.dump(self.summary(), out, indent=1)
