@@ -29,6 +29,7 @@ from .pacing import Pacer
 __all__ = ["Executor"]
 
 _meta_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+_ARRAY, _OPERATOR, _METHOD = api.ARRAY, m.KIND_OPERATOR, m.KIND_METHOD
 #: Between ops that take longer than this, the worker looks for a cancel request.
 CANCEL_CHECK_SECONDS = 0.005
 
@@ -155,6 +156,9 @@ class Executor:
         pacer = self.pacer
         pace = pacer.after_ops
         countdown = pacer.countdown
+        operators = OPERATOR_FUNCTIONS
+        array_type = self.device.array_type
+        put = self.table.put
         try:
             while True:
                 seq = None  # an error before the next op's seq is known names no op
@@ -187,7 +191,22 @@ class Executor:
                     raise ProtocolError("malformed op arguments")
                 if pacer.fresh_due:   # the device was idle or just granted: time starts here
                     pacer.start_segment()
-                if kind == m.KIND_DOWNLOAD:
+                if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD):
+                    # the common op, inline: an operator or method whose result is an array
+                    if kind == _OPERATOR:
+                        fn = operators.get(name) if type(name) is str else None
+                        if fn is None:
+                            raise NotAllowedError(f"operator {name!r} is not on the pool's allow-list")
+                        result = fn(*args, **kwargs)
+                    else:
+                        result = self._call(kind, name, target, args, kwargs)
+                    if type(result) is not array_type:
+                        result = self._as_array(result)
+                        if not self._is_array(result):
+                            raise TypeError(f"expected an array result, got {type(result).__name__}")
+                    put(out, result)
+                    metas.append(_meta(out, result))
+                elif kind == m.KIND_DOWNLOAD:
                     self._download(seq, target, downloads, out_frames)
                 else:
                     if kind == m.KIND_UPLOAD:
