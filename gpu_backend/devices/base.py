@@ -70,6 +70,9 @@ class Device:
     stream_bytes: int | None = None
     #: ndarray class of this device
     array_type: type = np.ndarray
+    #: whether the handle table must tell the device of each array it keeps or drops
+    #: (:meth:`track`): a device that enforces its memory limit itself (CuPy's pool) need not
+    tracks_memory: bool = False
 
     def __init__(self, index: int = 0) -> None:
         self.index = index
@@ -92,6 +95,12 @@ class Device:
 
     def release_cache(self) -> None:
         """Give cached free memory back (before a grant shrinks); GPU devices only."""
+
+    def track(self, array: Any) -> None:
+        """Count *array* against the session's memory (only with ``tracks_memory``)."""
+
+    def untrack(self, array: Any) -> None:
+        """The handle table dropped *array* (only with ``tracks_memory``)."""
 
     # -- results ------------------------------------------------------------
     def as_array(self, value: Any) -> Any:

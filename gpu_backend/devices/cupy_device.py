@@ -128,13 +128,28 @@ class CupyDevice(Device):
         return flat.view(dtype).reshape(shape)
 
     def chunks_to_host(self, array: Any):
-        """Copy chunk by chunk into pinned buffers; ZeroMQ sends one while the next is copied."""
-        flat = self.cupy.ascontiguousarray(array).reshape(-1).view(self.cupy.uint8)
-        for offset in range(0, flat.size, self.stream_bytes):
-            part = flat[offset:offset + self.stream_bytes]
-            host = self.cupyx.empty_pinned(part.size, np.uint8)
-            part.get(out=host)
-            yield host
+        """Copy chunk by chunk into pinned buffers, one chunk ahead: the GPU copies the next
+        chunk (asynchronously, in stream order after the work that made the array) while
+        the caller sends this one, so the copy and the socket overlap."""
+        cupy = self.cupy
+        flat = cupy.ascontiguousarray(array).reshape(-1).view(cupy.uint8)
+        stream = cupy.cuda.get_current_stream()
+        ahead = None   # (pinned buffer, the event that says its copy is done)
+        try:
+            for offset in range(0, flat.size, self.stream_bytes):
+                part = flat[offset:offset + self.stream_bytes]
+                host = self.cupyx.empty_pinned(part.size, np.uint8)
+                part.get(stream=stream, out=host, blocking=False)
+                copied = stream.record()
+                if ahead is not None:
+                    ahead[1].synchronize()
+                    yield ahead[0]
+                ahead = (host, copied)
+            if ahead is not None:
+                ahead[1].synchronize()
+                yield ahead[0]
+        finally:   # abandoned midway (the client left): no copy may still write a freed buffer
+            stream.synchronize()
 
     def to_host(self, array: Any) -> np.ndarray:
         if not array.flags.c_contiguous:
@@ -215,12 +230,6 @@ class CupyDevice(Device):
 
     def memory_used(self) -> int:
         return int(self.pool.used_bytes())
-
-    def track(self, array: Any) -> None:
-        pass
-
-    def untrack(self, array: Any) -> None:
-        pass
 
     def info(self) -> dict[str, Any]:
         rt = self.cupy.cuda.runtime

@@ -55,6 +55,7 @@ def _random_with_dtype(fn, floats: bool):
 class NumpyDevice(Device):
     kind = "numpy"
     array_type = np.ndarray
+    tracks_memory = True   # NumPy has no memory pool with a limit: the table counts
 
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)

@@ -22,6 +22,7 @@ class HandleTable:
     def __init__(self, device: Device) -> None:
         self.device = device
         self.arrays: dict[int, Any] = {}
+        self._tracks = device.tracks_memory
         self._next_server_id = -1
 
     def get(self, hid: int) -> Any:
@@ -35,16 +36,18 @@ class HandleTable:
         if type(hid) is not int or hid <= 0:
             raise ProtocolError(f"bad result handle {hid!r}: clients use positive integers")
         _check_dtype(array)
-        self.device.track(array)  # may raise OutOfMemoryError: then nothing is stored
+        if self._tracks:
+            self.device.track(array)  # may raise OutOfMemoryError: then nothing is stored
         old = self.arrays.get(hid)
         self.arrays[hid] = array
-        if old is not None:
+        if old is not None and self._tracks:
             self.device.untrack(old)
 
     def put_new(self, array: Any) -> int:
         """Store an array the worker numbers itself; returns its (negative) id."""
         _check_dtype(array)
-        self.device.track(array)
+        if self._tracks:
+            self.device.track(array)
         hid = self._next_server_id
         self._next_server_id -= 1
         self.arrays[hid] = array
@@ -52,7 +55,7 @@ class HandleTable:
 
     def free(self, hid: Any) -> None:
         array = self.arrays.pop(hid, None) if type(hid) is int else None
-        if array is not None:
+        if array is not None and self._tracks:
             self.device.untrack(array)
 
     def clear(self) -> None:
