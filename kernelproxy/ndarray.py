@@ -117,10 +117,14 @@ _OP_SYMBOLS = {
 }
 
 
+#: Each operator's result kind and the label its errors name (built once, not per op).
+_OPERATOR_CALLS = {name: (want, f"operator {_OP_SYMBOLS.get(name.lstrip('i'), name)}")
+                   for name, want in api.OPERATORS.items()}
+
+
 def _operator(name: str, args: tuple, session: Any) -> Any:
     __tracebackhide__ = True
-    want = api.OPERATORS[name]
-    label = f"operator {_OP_SYMBOLS.get(name.lstrip('i'), name)}"
+    want, label = _OPERATOR_CALLS[name]
     return call(session, m.KIND_OPERATOR, name, want, None, args, {}, label)
 
 

@@ -45,7 +45,9 @@ CLOSE_WAIT = 5.0
 #: much as a small op's whole round trip. A millisecond covers a small op even on a
 #: slow host, and after it the wait sleeps: a long op costs the client little CPU.
 #: With few cores, spinning steals the CPU the worker needs, so it is off.
-SPIN_SECONDS = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
+#: ``GPUWB_CLIENT_SPIN`` (seconds) overrides it, for measuring what a wake-up costs.
+SPIN_SECONDS = float(os.environ.get("GPUWB_CLIENT_SPIN")
+                     or (1e-3 if (os.cpu_count() or 1) >= 4 else 0.0))
 #: Host arrays at least this large travel as their own zero-copy frame.
 INLINE_BYTES = 1 << 14
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,10 +73,23 @@ def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike |
 
 
 
+#: code object -> whether it is kernelproxy's own (a dict lookup per frame, not a string test)
+_OWN_CODE: dict = {}
+
+
 def _caller() -> tuple[str, int]:
     """The innermost frame outside kernelproxy: the user's line that issued an op."""
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_HERE):
+    own_code = _OWN_CODE
+    while frame is not None:
+        code = frame.f_code
+        own = own_code.get(code)
+        if own is None:
+            if len(own_code) > 4096:   # notebooks make new code objects per cell: stay small
+                own_code.clear()
+            own = own_code[code] = code.co_filename.startswith(_HERE)
+        if not own:
+            break
         frame = frame.f_back
     if frame is None:
         return ("<unknown>", 0)
