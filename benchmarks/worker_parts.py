@@ -100,6 +100,31 @@ def cuda_calls_us(device, x, reps):
     return out
 
 
+def pacer_pieces_us(device, x, reps):
+    """Each pacer hook of a batch (policy ``none``) around the library's own sync op."""
+    pacer = Pacer(device)
+    parts: dict = {"begin_batch": [], "start_segment": [], "end_batch": [], "harvest": []}
+    never = lambda: False  # noqa: E731
+    for i in range(reps + 200):
+        t0 = time.perf_counter()
+        pacer.begin_batch(never)
+        t1 = time.perf_counter()
+        if pacer.fresh_due:
+            pacer.start_segment()
+        t2 = time.perf_counter()
+        float((x + 1).sum())
+        t3 = time.perf_counter()
+        pacer.end_batch(3, never)
+        t4 = time.perf_counter()
+        pacer.harvest()
+        t5 = time.perf_counter()
+        if i >= 200:
+            for name, span in (("begin_batch", t1 - t0), ("start_segment", t2 - t1),
+                               ("end_batch", t4 - t3), ("harvest", t5 - t4)):
+                parts[name].append(span)
+    return {k: statistics.median(v) * 1e6 for k, v in parts.items()}
+
+
 def alternate(cases: dict, reps: int, rounds: int = 4) -> dict:
     """Median microseconds per call of each case, the cases taking turns in *rounds* blocks
     (a host's drift over the run then touches every case alike)."""
@@ -129,6 +154,7 @@ def main():
     out["library_us"] = timeit(lambda: float((x + 1).sum()), args.reps)
     out["library_split_us"] = split_us(x, args.reps)
     out["cuda_calls_us"] = cuda_calls_us(device, x, args.reps)
+    out["pacer_hooks_us"] = pacer_pieces_us(device, x, args.reps)
 
     def marker():
         device.drop_marker(device.marker()) if hasattr(device, "drop_marker") else device.marker()
@@ -190,6 +216,7 @@ def main():
             ("  x + 1 (launch)", split["add"]), ("  .sum() (launch)", split["sum"]),
             ("  float() (wait + read)", split["float"])]
     rows += [(f"cuda {name}", value) for name, value in out["cuda_calls_us"].items()]
+    rows += [(f"pacer {name}", value) for name, value in out["pacer_hooks_us"].items()]
     rows += [("a CUDA event marker", out["marker_us"]), ("batch header decoding", out["decode_us"]),
              ("through Executor, whole batch", out["executor_us"]),
              ("  pacer hooks empty", out["executor_no_pacing_us"]),

@@ -47,7 +47,9 @@ SEND_TIMEOUT = 60.0
 #: client's next batch usually follows at once, and a sleeping thread takes
 #: tens of microseconds to wake.
 #: With few cores, spinning steals the CPU the client needs, so it is off.
-SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
+#: ``GPUWB_WORKER_SPIN`` (seconds) overrides it, for measuring what a wake-up costs.
+SPIN_SECONDS = float(os.environ.get("GPUWB_WORKER_SPIN")
+                     or (200e-6 if (os.cpu_count() or 1) >= 4 else 0.0))
 
 
 class WorkerServer:
