@@ -194,6 +194,18 @@ class _Device:
 
 # ---------------------------------------------------------------- modules
 
+def _not_sparse(name: str):
+    """``cupyx.scipy.sparse.issparse`` and its kin: no remote object is a sparse matrix
+    (they are not forwarded yet), so every answer is False, as CuPy's is for arrays."""
+
+    def check(x: Any) -> bool:
+        return False
+
+    check.__name__ = check.__qualname__ = name
+    check.__module__ = "cupyx.scipy.sparse"
+    return check
+
+
 class ProxyModule(types.ModuleType):
     """A module whose allow-listed names resolve to op-issuing proxies."""
 
@@ -247,6 +259,18 @@ def build_modules() -> dict[str, types.ModuleType]:
     cupyx = ProxyModule("cupyx", "cupyx.")
     cupyx.__dict__.update(__path__=[], __package__="cupyx")
 
+    # cupyx.scipy: its submodules come as the pool forwards them; sparse matrices are not
+    # forwarded yet, so nothing here is one (issparse and the like answer as CuPy would)
+    scipy = ProxyModule("cupyx.scipy", "cupyx.scipy.")
+    scipy.__dict__.update(__path__=[], __package__="cupyx.scipy")
+    sparse = ProxyModule("cupyx.scipy.sparse", "cupyx.scipy.sparse.")
+    sparse.__dict__.update(__package__="cupyx.scipy.sparse", **{
+        name: _not_sparse(name) for name in
+        ("issparse", "isspmatrix", "isspmatrix_csr", "isspmatrix_csc", "isspmatrix_coo",
+         "isspmatrix_dia")})
+    scipy.__dict__["sparse"] = sparse
+    cupyx.__dict__["scipy"] = scipy
+
     cuda = types.ModuleType("cupy.cuda")
     memory = types.ModuleType("cupy.cuda.memory")
     memory.OutOfMemoryError = OutOfMemoryError
@@ -258,7 +282,7 @@ def build_modules() -> dict[str, types.ModuleType]:
     _modules_cache.update({
         "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, "cupy.random": random,
         "cupy.cuda": cuda, "cupy.cuda.memory": memory, "cupy.exceptions": numpy.exceptions,
-        "cupyx": cupyx,
+        "cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.sparse": sparse,
     })
     return _modules_cache
 
