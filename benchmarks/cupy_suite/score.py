@@ -1,0 +1,114 @@
+"""Compare one side's outcomes of CuPy's suite with the baseline's: per folder and causes.
+
+    python benchmarks/cupy_suite/score.py BASELINE.json PROXY.json [--json OUT]
+
+A test counts for a folder when it *passed* on the baseline (local CuPy on the same
+GPU, or NumPy posing as CuPy where no GPU exists). It passes through the proxy when
+the proxy's run passed it too; otherwise it is a *proxy bug*, and its cause is the
+proxy's exception (type and first line), or its module's collection error when the
+module did not import through the proxy. Causes are grouped with numbers blanked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+
+__all__ = ["FOLDERS", "folder_of", "score", "table"]
+
+#: The folders of the suite that issue 9 scores, by short name.
+FOLDERS = {
+    "creation": "cupy_tests/creation_tests", "manipulation": "cupy_tests/manipulation_tests",
+    "indexing": "cupy_tests/indexing_tests", "logic": "cupy_tests/logic_tests",
+    "math": "cupy_tests/math_tests", "sorting": "cupy_tests/sorting_tests",
+    "statistics": "cupy_tests/statistics_tests", "linalg": "cupy_tests/linalg_tests",
+    "padding": "cupy_tests/padding_tests", "binary": "cupy_tests/binary_tests",
+    "polynomial": "cupy_tests/polynomial_tests", "functional": "cupy_tests/functional_tests",
+    "io": "cupy_tests/io_tests", "random": "cupy_tests/random_tests", "fft": "cupy_tests/fft_tests",
+    "core": "cupy_tests/core_tests",
+    "scipy_special": "cupyx_tests/scipy_tests/special_tests",
+    "scipy_ndimage": "cupyx_tests/scipy_tests/ndimage_tests",
+    "scipy_signal": "cupyx_tests/scipy_tests/signal_tests",
+    "scipy_fft": "cupyx_tests/scipy_tests/fft_tests",
+    "scipy_linalg": "cupyx_tests/scipy_tests/linalg_tests",
+}
+
+
+def folder_of(nodeid: str) -> str:
+    """The short name of the folder a test id (relative to the suite's root) is in."""
+    nodeid = nodeid.removeprefix("tests/")
+    for name, path in FOLDERS.items():
+        if nodeid.startswith(path + "/"):
+            return name
+    return nodeid.split("/")[1] if nodeid.count("/") > 1 else nodeid.split("/")[0]
+
+
+def _group(cause: str | None) -> str:
+    return re.sub(r"\d+", "N", cause or "failed")[:140]
+
+
+def score(baseline: dict, side: dict) -> dict:
+    """Per folder: baseline passes, passes through the side, its bugs; bugs grouped by cause."""
+    base, other = baseline["outcomes"], side["outcomes"]
+    collect_errors = {nodeid: entry[1] for nodeid, entry in other.items() if entry[0] == "collect-error"}
+    folders: dict = defaultdict(lambda: {"baseline_passed": 0, "passed": 0, "bugs": 0})
+    causes: Counter = Counter()
+    examples: dict = {}
+    for nodeid, (outcome, _) in base.items():
+        if outcome != "passed":
+            continue
+        row = folders[folder_of(nodeid)]
+        row["baseline_passed"] += 1
+        mine = other.get(nodeid)
+        if mine is not None and mine[0] == "passed":
+            row["passed"] += 1
+            continue
+        row["bugs"] += 1
+        if mine is None:
+            module = nodeid.split("::")[0]
+            cause = collect_errors.get(module)
+            cause = f"module does not import: {cause}" if cause else "not run"
+        else:
+            cause = mine[1] or mine[0]
+        key = _group(cause)
+        causes[key] += 1
+        examples.setdefault(key, nodeid)
+    total = {k: sum(r[k] for r in folders.values()) for k in ("baseline_passed", "passed", "bugs")}
+    for row in list(folders.values()) + [total]:
+        row["rate"] = row["passed"] / row["baseline_passed"] if row["baseline_passed"] else None
+    return {"folders": dict(sorted(folders.items())), "total": total,
+            "causes": [{"count": n, "cause": c, "example": examples[c]} for c, n in causes.most_common()]}
+
+
+def table(result: dict, top: int = 25) -> str:
+    lines = [f"{'folder':16} {'baseline':>9} {'proxy':>9} {'rate':>7} {'bugs':>6}", "-" * 52]
+    for name, row in list(result["folders"].items()) + [("overall", result["total"])]:
+        rate = f"{row['rate']:.1%}" if row["rate"] is not None else "-"
+        lines.append(f"{name:16} {row['baseline_passed']:9d} {row['passed']:9d} {rate:>7} {row['bugs']:6d}")
+    if result["causes"]:
+        lines += ["", "proxy bugs by cause (count, cause, one test):"]
+        for entry in result["causes"][:top]:
+            lines.append(f"{entry['count']:6d}  {entry['cause']}\n        {entry['example']}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("baseline")
+    parser.add_argument("side")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    with open(args.baseline) as fh, open(args.side) as fh2:
+        result = score(json.load(fh), json.load(fh2))
+    print(table(result))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(result, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
