@@ -192,20 +192,18 @@ class Executor:
                 if pacer.fresh_due:   # the device was idle or just granted: time starts here
                     pacer.start_segment()
                 if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD):
-                    # the common op, inline: an operator or method whose result is an array
-                    if kind == _OPERATOR:
-                        fn = operators.get(name) if type(name) is str else None
-                        if fn is None:
-                            raise NotAllowedError(f"operator {name!r} is not on the pool's allow-list")
+                    # the common op, inline: an operator or method whose result is an array;
+                    # anything unusual (a refused name, a scalar result) takes the shared path
+                    fn = operators.get(name) if kind == _OPERATOR and type(name) is str else None
+                    if fn is not None:
                         result = fn(*args, **kwargs)
                     else:
                         result = self._call(kind, name, target, args, kwargs)
-                    if type(result) is not array_type:
-                        result = self._as_array(result)
-                        if not self._is_array(result):
-                            raise TypeError(f"expected an array result, got {type(result).__name__}")
-                    put(out, result)
-                    metas.append(_meta(out, result))
+                    if type(result) is array_type:
+                        put(out, result)
+                        metas.append(_meta(out, result))
+                    else:
+                        self._store(seq, want, out, result, metas, values)
                 elif kind == m.KIND_DOWNLOAD:
                     self._download(seq, target, downloads, out_frames)
                 else:
