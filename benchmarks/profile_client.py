@@ -23,31 +23,7 @@ import kernelproxy  # noqa: E402
 from gpu_backend.pool import LocalPool  # noqa: E402
 from kernelproxy.modules import module_for  # noqa: E402
 from served_pool import ServedPool  # noqa: E402
-
-
-def client_split(session, x, reps: int) -> dict:
-    """The sync op in its parts: ``x + 1`` and ``.sum()`` only queue ops on the client, the
-    ``float()`` sends the batch and waits; the worker says how long it spent on the batch
-    (receive to reply), so the rest of the wait is the transport and the client's reply
-    handling."""
-    parts: dict = {"add": [], "sum": [], "float": [], "worker": []}
-    for i in range(reps + 200):
-        t0 = time.perf_counter()
-        y = x + 1
-        t1 = time.perf_counter()
-        z = y.sum()
-        t2 = time.perf_counter()
-        before = session.worker_seconds
-        float(z)
-        t3 = time.perf_counter()
-        if i >= 200:
-            parts["add"].append(t1 - t0)
-            parts["sum"].append(t2 - t1)
-            parts["float"].append(t3 - t2)
-            parts["worker"].append(session.worker_seconds - before)
-    out = {k: statistics.median(v) * 1e6 for k, v in parts.items()}
-    out["float_minus_worker"] = out["float"] - out["worker"]
-    return out
+from worker_micro import split_sync_op  # noqa: E402
 
 
 def main() -> int:
@@ -68,7 +44,7 @@ def main() -> int:
             t0 = time.perf_counter()
             float((x + 1).sum())
             plain.append(time.perf_counter() - t0)
-        split = client_split(session, x, args.reps)
+        split = split_sync_op(x, args.reps, session)
         print("client side of one sync, medians in us: " + ", ".join(
             f"{k} {v:.1f}" for k, v in split.items()))
         profile = cProfile.Profile()

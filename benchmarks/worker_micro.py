@@ -34,6 +34,35 @@ def timeit(fn, reps=3000):
     return statistics.median(times) * 1e6
 
 
+def split_sync_op(x, reps: int, session=None) -> dict:
+    """``float((x + 1).sum())`` in its parts, each timed on its own: ``x + 1``, ``.sum()`` and
+    the ``float()`` (medians in microseconds, after 200 warm-up rounds). With a proxy
+    *session* the first two only queue ops and the ``float()`` sends the batch and waits;
+    the worker's own time for the batch (``worker``) is then split off the wait too."""
+    parts: dict = {"add": [], "sum": [], "float": []}
+    if session is not None:
+        parts["worker"] = []
+    for i in range(reps + 200):
+        t0 = time.perf_counter()
+        y = x + 1
+        t1 = time.perf_counter()
+        z = y.sum()
+        t2 = time.perf_counter()
+        before = session.worker_seconds if session is not None else 0.0
+        float(z)
+        t3 = time.perf_counter()
+        if i >= 200:
+            parts["add"].append(t1 - t0)
+            parts["sum"].append(t2 - t1)
+            parts["float"].append(t3 - t2)
+            if session is not None:
+                parts["worker"].append(session.worker_seconds - before)
+    out = {k: statistics.median(v) * 1e6 for k, v in parts.items()}
+    if session is not None:
+        out["float_minus_worker"] = out["float"] - out["worker"]
+    return out
+
+
 def sync_batches(count: int) -> list[bytes]:
     """*count* batches of ``float((x + 1).sum())`` on handle 1, encoded ahead (so that only
     the worker's side is timed), each freeing the previous one's arrays."""

@@ -29,7 +29,7 @@ from gpu_backend.devices import open_device  # noqa: E402
 from gpu_backend.protocol import codec  # noqa: E402
 from gpu_backend.worker import Executor, HandleTable  # noqa: E402
 from gpu_backend.worker.pacing import Pacer  # noqa: E402
-from worker_micro import sync_batches, timeit  # noqa: E402  (beside this file)
+from worker_micro import split_sync_op, sync_batches, timeit  # noqa: E402  (beside this file)
 
 
 class _NoPacing(Pacer):
@@ -46,24 +46,6 @@ class _NoPacing(Pacer):
 
     def start_segment(self):
         return None
-
-
-def split_us(x, reps):
-    """(x + 1), .sum() and float() of one iteration, each timed on its own."""
-    add, total, read = [], [], []
-    for i in range(reps + 200):
-        t0 = time.perf_counter()
-        y = x + 1
-        t1 = time.perf_counter()
-        z = y.sum()
-        t2 = time.perf_counter()
-        float(z)
-        t3 = time.perf_counter()
-        if i >= 200:
-            add.append(t1 - t0)
-            total.append(t2 - t1)
-            read.append(t3 - t2)
-    return {k: statistics.median(v) * 1e6 for k, v in (("add", add), ("sum", total), ("float", read))}
 
 
 def cuda_calls_us(device, x, reps):
@@ -152,7 +134,7 @@ def main():
     x = xp.arange(1024, dtype=xp.float32)
     out = {"device": device.info().get("name"), "reps": args.reps}
     out["library_us"] = timeit(lambda: float((x + 1).sum()), args.reps)
-    out["library_split_us"] = split_us(x, args.reps)
+    out["library_split_us"] = split_sync_op(x, args.reps)
     out["cuda_calls_us"] = cuda_calls_us(device, x, args.reps)
     out["pacer_hooks_us"] = pacer_pieces_us(device, x, args.reps)
 
