@@ -7,8 +7,9 @@
 #   5. probe: wakeup_probe.py (the host's wake-ups and timers, the GPU's clocks after idle)
 #   6. latency: overhead.py over ipc:// and tcp:// with the idle case (LATENCY_ARGS), then
 #      programs.py, whole programs proxy vs local (PROGRAMS_ARGS)
+#   7. suite: CuPy's own test suite, local CuPy vs the proxy (SUITE_ARGS, SUITE_TIMEOUT)
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
-# policies, probe, bench, latency; several may be given: gpu_check.sh probe policies fairness
+# policies, probe, bench, latency, suite; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 set -u
@@ -69,5 +70,13 @@ fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   timeout 400 python3 benchmarks/overhead.py --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" | head -16
   timeout 200 python3 benchmarks/worker_micro.py 2>&1 | tee "$OUT/worker-micro.log"
+fi
+if [ "$what" = suite ]; then
+  # CuPy's own test suite, local CuPy vs the proxy on this GPU (issue 9; SUITE_ARGS picks
+  # folders, limits, --baseline); the sdist comes from .cupy-suite/ where carried
+  export GPUWB_CUPY_SUITE_CACHE=${GPUWB_CUPY_SUITE_CACHE:-$PWD/.cupy-suite}
+  timeout ${SUITE_TIMEOUT:-560} python3 benchmarks/cupy_suite/run.py --sides local,proxy --subsample \
+    --keep "$OUT/suite" --json "$OUT/cupy-suite.json" ${SUITE_ARGS:-} 2>&1 \
+    | tee "$OUT/cupy-suite.log" | tail -80
 fi
 done

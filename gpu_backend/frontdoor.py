@@ -61,6 +61,8 @@ class Worker:
     port: int | None = None
     ipc: str | None = None     # its same-host address (unix:// path), if it has one
     info: dict = field(default_factory=dict)
+    #: its device's properties, attributes and CUDA versions (the session's ``cupy.cuda``)
+    runtime: dict = field(default_factory=dict)
     session: "Session | None" = None
     started: float = field(default_factory=time.monotonic)
 
@@ -188,6 +190,7 @@ class FrontDoor:
             worker.port = int(msg["port"])
             worker.ipc = msg.get("ipc") if isinstance(msg.get("ipc"), str) else None
             worker.info = msg.get("info") or {}
+            worker.runtime = msg.get("runtime") or {}
             self._serve_pending()
         elif kind == "grow" and worker.session is not None:
             session = worker.session
@@ -329,7 +332,8 @@ class FrontDoor:
         self._reply(hello.ident, {
             "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
             "worker_ipc": worker.ipc,
-            "device": worker.info, "lease_timeout": self.settings.lease_timeout,
+            "device": worker.info, "runtime": worker.runtime,
+            "lease_timeout": self.settings.lease_timeout,
             "memory_limit": session.memory_limit,
         })
         log.info("session %s for %s (%s) on %s", session.sid, session.user, session.client,

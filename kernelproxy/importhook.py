@@ -1,7 +1,8 @@
 """``import cupy`` → the proxy modules, while installed.
 
 A meta-path finder placed first on ``sys.meta_path`` serves ``cupy``, its
-proxied submodules and ``cupyx``. A real CuPy already imported is set aside
+proxied submodules, ``cupyx`` and ``cupy_backends.cuda.api`` (CUDA's runtime and
+driver modules, which CuPy keeps there). A real CuPy already imported is set aside
 and restored by :func:`uninstall`; other ``cupy.*`` modules are hidden while
 installed so nothing mixes the two.
 """
@@ -22,7 +23,7 @@ _saved: dict[str, Any] = {}
 
 class _ProxyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
-        if fullname == "cupy" or fullname.startswith(("cupy.", "cupyx")):
+        if _ours(fullname):
             if fullname in build_modules():
                 return importlib.util.spec_from_loader(fullname, self)
             raise ModuleNotFoundError(
@@ -42,7 +43,9 @@ _finder = _ProxyFinder()
 
 
 def _ours(name: str) -> bool:
-    return name == "cupy" or name.startswith(("cupy.", "cupyx"))
+    # (not a bare prefix: "cupyx_tests" or "cupy_foo" are other packages)
+    return name in ("cupy", "cupyx", "cupy_backends") or name.startswith(
+        ("cupy.", "cupyx.", "cupy_backends."))
 
 
 def install(session: Any) -> None:

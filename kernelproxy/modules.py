@@ -16,9 +16,9 @@ import numpy.linalg
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.errors import OutOfMemoryError, SessionLostError
+from gpu_backend.protocol.errors import PerformanceWarning, SessionLostError
 
-from . import kernels
+from . import cuda, host_io, kernels, ufuncs
 from . import ndarray as nd
 
 __all__ = ["build_modules", "active_session", "activate"]
@@ -33,7 +33,8 @@ _DTYPE_NAMES = """
 """.split()
 _HOST_FUNCTIONS = """
     dtype iinfo finfo result_type can_cast promote_types min_scalar_type issubdtype
-    common_type isdtype
+    common_type isdtype typename mintypecode broadcast_shapes format_float_positional
+    format_float_scientific
 """.split()
 _CONSTANTS = "pi e inf nan newaxis euler_gamma".split()
 
@@ -170,29 +171,8 @@ def isrealobj(x: Any) -> bool:
     return not iscomplexobj(x)
 
 
-class _Device:
-    """``cupy.cuda.Device``: the session's remote device."""
-
-    def __init__(self, device: int | None = None) -> None:
-        self.id = 0 if device is None else int(device)
-
-    def synchronize(self) -> None:
-        active_session().sync(device=True)
-
-    def use(self) -> None:
-        pass
-
-    def __enter__(self) -> "_Device":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
-
-    def __repr__(self) -> str:
-        return f"<CUDA Device {self.id} (remote)>"
-
-
 # ---------------------------------------------------------------- modules
+
 
 def _not_sparse(name: str):
     """``cupyx.scipy.sparse.issparse`` and its kin: no remote object is a sparse matrix
@@ -221,7 +201,8 @@ class ProxyModule(types.ModuleType):
                 f"module {self.__name__!r} has no attribute {name!r} "
                 "(not available on gpu-workbench's remote GPU)"
             )
-        proxy = _function(qualname, want)
+        proxy = (ufuncs.make_ufunc(qualname) if not self.__dict__["_prefix"] else None) \
+            or _function(qualname, want)
         self.__dict__[name] = proxy
         return proxy
 
@@ -246,7 +227,8 @@ def build_modules() -> dict[str, types.ModuleType]:
         result_type=result_type, can_cast=can_cast, isscalar=isscalar, ndim=ndim, shape=shape,
         size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
         ElementwiseKernel=kernels.ElementwiseKernel, ReductionKernel=kernels.ReductionKernel,
-        RawKernel=kernels.RawKernel,
+        RawKernel=kernels.RawKernel, ufunc=ufuncs.ufunc, **host_io.HOST_FUNCTIONS,
+        **host_io.HOST_OBJECTS,
     )
     for name in _DTYPE_NAMES + _HOST_FUNCTIONS + _CONSTANTS:
         if name not in cupy.__dict__ and hasattr(np, name):
@@ -271,17 +253,20 @@ def build_modules() -> dict[str, types.ModuleType]:
     scipy.__dict__["sparse"] = sparse
     cupyx.__dict__["scipy"] = scipy
 
-    cuda = types.ModuleType("cupy.cuda")
-    memory = types.ModuleType("cupy.cuda.memory")
-    memory.OutOfMemoryError = OutOfMemoryError
-    cuda.__dict__.update(__path__=[], memory=memory, Device=_Device, is_available=lambda: True)
+    cuda_modules = cuda.build_cuda_modules()
+    cupy.__dict__.update(get_default_memory_pool=cuda.get_default_memory_pool,
+                         get_default_pinned_memory_pool=cuda.get_default_pinned_memory_pool)
 
-    for sub_name, sub in (("linalg", linalg), ("fft", fft), ("random", random), ("cuda", cuda),
-                          ("exceptions", numpy.exceptions)):
+    util = types.ModuleType("cupy._util")   # CuPy's warning class lives here
+    util.PerformanceWarning = PerformanceWarning
+
+    for sub_name, sub in (("linalg", linalg), ("fft", fft), ("random", random),
+                          ("cuda", cuda_modules["cupy.cuda"]),
+                          ("exceptions", numpy.exceptions), ("_util", util)):
         cupy.__dict__[sub_name] = sub
     _modules_cache.update({
         "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, "cupy.random": random,
-        "cupy.cuda": cuda, "cupy.cuda.memory": memory, "cupy.exceptions": numpy.exceptions,
+        "cupy.exceptions": numpy.exceptions, "cupy._util": util, **cuda_modules,
         "cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.sparse": sparse,
     })
     return _modules_cache

@@ -51,6 +51,8 @@ _METHOD_OUT_ARG = {
 }
 _FUNCTION_OUT_ARG = {name: i + 1 for name, i in _METHOD_OUT_ARG.items()}
 _FUNCTION_OUT_ARG.update(concatenate=2, amax=2, amin=2, around=2)
+#: ``add.reduce(array, axis, dtype, out)`` and its kin
+_UFUNC_METHOD_OUT_ARG = {"reduce": 3, "accumulate": 3, "reduceat": 4}
 
 
 def _positional_out(kind: str, name: str, args: tuple) -> Any:
@@ -59,7 +61,10 @@ def _positional_out(kind: str, name: str, args: tuple) -> Any:
         index = _METHOD_OUT_ARG.get(name)
     else:
         ufunc = getattr(np, name, None) if "." not in name else None
-        if isinstance(ufunc, np.ufunc):
+        method = name.rpartition(".")[2] if ufunc is None else None
+        if method in _UFUNC_METHOD_OUT_ARG and name.partition(".")[0] in api.UFUNCS:
+            index = _UFUNC_METHOD_OUT_ARG[method]
+        elif isinstance(ufunc, np.ufunc):
             index = ufunc.nin if ufunc.nout == 1 else None
         else:
             index = _FUNCTION_OUT_ARG.get(name)

@@ -45,6 +45,10 @@ CLOSE_WAIT = 5.0
 #: much as a small op's whole round trip. A millisecond covers a small op even on a
 #: slow host, and after it the wait sleeps: a long op costs the client little CPU.
 #: With few cores, spinning steals the CPU the worker needs, so it is off.
+#: ``GPUWB_LAUNCH_BLOCKING=1``: every op waits for its reply, so its error (a bad argument,
+#: an out-of-memory) is raised by the call that issued it rather than at the next sync
+#: point. For debugging and for CuPy's test suite, whose ``pytest.raises`` blocks expect it.
+LAUNCH_BLOCKING = os.environ.get("GPUWB_LAUNCH_BLOCKING", "") not in ("", "0")
 #: ``GPUWB_CLIENT_SPIN`` (seconds) overrides it, for measuring what a wake-up costs.
 SPIN_SECONDS = float(os.environ.get("GPUWB_CLIENT_SPIN")
                      or (1e-3 if (os.cpu_count() or 1) >= 4 else 0.0))
@@ -116,6 +120,12 @@ class Session:
         self.id: str = info["session"]
         self.key: bytes = info["key"]
         self.device: dict = info.get("device") or {}
+        #: wait for each op's reply before returning (``GPUWB_LAUNCH_BLOCKING=1``): an op's
+        #: error is raised at the line that issued it, as CUDA_LAUNCH_BLOCKING=1 does for
+        #: kernels, at the cost of a round trip per op (see docs/architecture.md)
+        self.blocking: bool = LAUNCH_BLOCKING
+        #: the device's properties, attributes and CUDA versions (``cupy.cuda.runtime``)
+        self.runtime: dict = info.get("runtime") or {}
         self.memory_limit: int = info["memory_limit"]
         self.lease_timeout: float = info["lease_timeout"]
         #: a same-host client (the pool's ipc:// door) talks to its worker over a Unix
@@ -196,7 +206,9 @@ class Session:
         self._ops.append(pack([seq, kind, want, out, name]) + body)
         filename, line = _caller()
         self._origin[seq] = (label or str(name), filename, line, out)
-        if len(self._ops) >= FLUSH_OPS:
+        if self.blocking and (want == api.ARRAY or want == api.NONE) and kind != m.KIND_UPLOAD:
+            self.sync()   # raises this op's error here (an upload waits for its data frame)
+        elif len(self._ops) >= FLUSH_OPS:
             self.flush()
         return seq
 

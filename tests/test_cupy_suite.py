@@ -4,7 +4,8 @@ A small fixed selection of CuPy's suite (the sdist of the CuPy version the proje
 targets, fetched by ``benchmarks/cupy_suite/fetch.py`` with pip) runs with NumPy
 posing as CuPy as the baseline and through the proxy on an embedded pool's NumPy
 device. The proxy's passes may only go up: the floor below is the count measured when
-the harness was written (2026-11-23: 429 of the 469 baseline passes); raise it as
+the harness was written (2026-11-23: 429 of the 469 baseline passes; 465 after cupy.cuda,
+ufunc objects and blocking errors in the suite, same day); raise it as
 gaps close. The GPU run against local CuPy is docs/fidelity.md's.
 """
 
@@ -25,7 +26,7 @@ from score import folder_of, score  # noqa: E402  (the harness's own scoring)
 SELECTION = ["cupy_tests/creation_tests/test_ranges.py", "cupy_tests/manipulation_tests/test_transpose.py",
              "cupy_tests/logic_tests/test_comparison.py", "cupy_tests/math_tests/test_rounding.py"]
 #: Proxy passes of SELECTION when the harness was written; fewer is a regression.
-PROXY_PASSES_FLOOR = 429
+PROXY_PASSES_FLOOR = 465
 
 
 @pytest.fixture(scope="module")

@@ -388,3 +388,33 @@ def test_non_numeric_arrays_refused(cp, obj):
     with pytest.raises((TypeError, ValueError)):  # CuPy: ValueError; the pool: TypeError
         cp.asarray(obj).get()
     assert float(cp.arange(3).sum()) == 3.0  # the session goes on
+
+
+# ---------------------------------------------------------------- host data and files (run on the client)
+
+
+def test_host_data_and_files(same, cp, tmp_path):
+    same(lambda xp: xp.frombuffer(b"\x01\x02\x03\x04", dtype="uint8"))
+    same(lambda xp: xp.fromiter(range(5), dtype="float32"))
+    same(lambda xp: xp.fromfunction(lambda i, j: i * 10 + j, (3, 4)))
+    a = cp.arange(12.0).reshape(3, 4)
+    cp.save(tmp_path / "a.npy", a)
+    assert np.array_equal(np.load(tmp_path / "a.npy"), a.get())
+    back = cp.load(tmp_path / "a.npy")
+    assert isinstance(back, cp.ndarray) and np.array_equal(back.get(), a.get())
+    cp.savez(tmp_path / "b.npz", a, named=a * 2)
+    with cp.load(tmp_path / "b.npz") as archive:
+        assert sorted(archive.files) == ["arr_0", "named"]
+        assert np.array_equal(archive["named"].get(), a.get() * 2)
+    cp.savetxt(tmp_path / "c.txt", a)
+    assert np.array_equal(cp.loadtxt(tmp_path / "c.txt").get(), a.get())
+    assert cp.base_repr(10, 3) == "101" and cp.binary_repr(5) == "101"
+
+
+def test_grids_and_broadcast(same, cp):
+    same(lambda xp: xp.mgrid[0:3, 0:4])
+    same(lambda xp: xp.mgrid[0:1:5j])
+    same(lambda xp: xp.ogrid[0:2, 0:3])
+    b = cp.broadcast(cp.zeros((3, 1)), cp.zeros(4))
+    assert (b.shape, b.nd, b.ndim, b.size) == ((3, 4), 2, 2, 12)
+    assert [v.shape for v in b.values] == [(3, 4), (3, 4)]

@@ -10,6 +10,10 @@ environment variables:
   (NumPy posing as CuPy: the baseline where no GPU exists);
 - ``GPUWB_SUITE_SOURCE``: the unpacked suite (``fetch.suite_dir``), whose real
   ``cupy/testing`` serves the proxy and numpy sides;
+- ``GPUWB_SUITE_BLOCKING``: ``1`` (the default) runs the proxy's session with
+  ``blocking`` on (``GPUWB_LAUNCH_BLOCKING``: an op's error is raised by the call that
+  issued it, which the suite's ``pytest.raises`` blocks expect), ``0`` with the default
+  asynchronous errors (raised at the next sync point);
 - ``GPUWB_SUITE_ONLY``: a file of test ids (one per line): only these run (the
   baseline's subsample, so that both sides run the same tests);
 - ``GPUWB_SUITE_RESULTS``: the JSON file written at the end (every test's outcome
@@ -19,8 +23,10 @@ environment variables:
 
 The proxy side installs its import hook when pytest configures, before the suite's
 test modules are imported. Of CuPy's internals only ``cupy._core.internal.prod``
-(which ``cupy.testing`` itself imports) is stubbed, so that the suite collects; a
-test module that needs another internal fails to collect, and is counted.
+(which ``cupy.testing`` itself imports), ``cupy._core._accelerator`` (a setting
+that tests save and restore; the pool keeps its own), ``cupy._core._cub_reduction``
+and ``cupy._indexing.generate`` (imported by modules whose other tests are ordinary)
+are stubbed, so that the suite collects; a test module that needs another internal fails to collect, and is counted.
 """
 
 from __future__ import annotations
@@ -92,7 +98,43 @@ def _internal_stub() -> types.ModuleType:
     return module
 
 
-_STUBS = {"cupy._core": _core_stub, "cupy._core.internal": _internal_stub}
+def _accelerator_stub() -> types.ModuleType:
+    """``cupy._core._accelerator``: which CUB/cuTENSOR routines CuPy may use. Tests save,
+    switch and restore the setting around a call; the pool keeps its own choice, so here
+    the setting is only remembered (the results must be the same either way)."""
+    module = types.ModuleType("cupy._core._accelerator")
+    module.ACCELERATOR_CUB, module.ACCELERATOR_CUTENSOR, module.ACCELERATOR_CUTLASS = 1, 2, 3
+    chosen = {"routine": [], "reduction": []}
+    module.get_routine_accelerators = lambda: list(chosen["routine"])
+    module.get_reduction_accelerators = lambda: list(chosen["reduction"])
+    module.set_routine_accelerators = lambda names: chosen.__setitem__("routine", list(names))
+    module.set_reduction_accelerators = lambda names: chosen.__setitem__("reduction", list(names))
+    return module
+
+
+def _cub_reduction_stub() -> types.ModuleType:
+    """``cupy._core._cub_reduction``: tests of CuPy's CUB path import it; they run only
+    where ``cupy.cuda.cub.available`` (never through the proxy, whose CUB is the pool's)."""
+    module = types.ModuleType("cupy._core._cub_reduction")
+    module._CUB_REDUCE_SIZE_THRESHOLD = 1 << 10
+    module._SimpleCubReductionKernel_get_cached_function = lambda *args, **kwargs: None
+    return module
+
+
+def _package_stub(name: str):
+    def make() -> types.ModuleType:
+        module = types.ModuleType(name)
+        module.__path__ = []
+        return module
+    return make
+
+
+_STUBS = {"cupy._core": _core_stub, "cupy._core.internal": _internal_stub,
+          "cupy._core._accelerator": _accelerator_stub,
+          "cupy._core._cub_reduction": _cub_reduction_stub,
+          # test_generate.py imports it for two tests of an internal class; the rest collect
+          "cupy._indexing": _package_stub("cupy._indexing"),
+          "cupy._indexing.generate": _package_stub("cupy._indexing.generate")}
 
 
 def _numpy_as_cupy() -> None:
@@ -106,6 +148,8 @@ def _numpy_as_cupy() -> None:
     cupy.asnumpy = lambda a, stream=None, order="C", out=None, blocking=True: numpy.asarray(a, order=order)
     cupy.get_array_module = lambda *args: numpy
     cupy.exceptions = numpy.exceptions
+    cupy._util = types.ModuleType("cupy._util")   # warning filters name its class
+    cupy._util.PerformanceWarning = type("PerformanceWarning", (RuntimeWarning,), {})
     cupy.cuda = types.ModuleType("cupy.cuda")   # empty: tests of CUDA fail one by one
     cupyx = types.ModuleType("cupyx")
     cupyx.__path__ = []
@@ -114,6 +158,7 @@ def _numpy_as_cupy() -> None:
     cupyx.scipy.sparse = types.ModuleType("cupyx.scipy.sparse")   # cupy.testing asks it
     cupyx.scipy.sparse.issparse = lambda x: False                  # about every result
     sys.modules.update({"cupy": cupy, "cupy.exceptions": numpy.exceptions, "cupy.cuda": cupy.cuda,
+                        "cupy._util": cupy._util,
                         "cupyx": cupyx, "cupyx.scipy": cupyx.scipy,
                         "cupyx.scipy.sparse": cupyx.scipy.sparse})
 
@@ -129,6 +174,9 @@ def _install_proxy() -> None:
         _pool = LocalPool(devices=os.environ.get("GPUWB_SUITE_DEVICES", "auto")).start()
         address, token = _pool.address, _pool.token
     _session = kernelproxy.connect(address, token)
+    # errors at the call that made them (GPUWB_LAUNCH_BLOCKING), as the suite's pytest.raises
+    # blocks expect; GPUWB_SUITE_BLOCKING=0 measures the default, errors at the next sync
+    _session.blocking = os.environ.get("GPUWB_SUITE_BLOCKING", "1") != "0"
     kernelproxy.install(_session)
 
 
@@ -163,9 +211,20 @@ def pytest_collection_modifyitems(session, config, items):
         items[:] = kept
 
 
+#: cupy.testing's messages that carry the side's own error below a blank line
+_WRAPPED = ("Only cupy raises error", "Only numpy raises error", "Different types of errors occurred",
+            "Both cupy and numpy raise exceptions")
+
+
 def _cause(excinfo) -> str:
+    """The exception's type and first line; for cupy.testing's comparisons of errors,
+    also the last line of the error it wraps (the proxy's own error, usually)."""
     text = str(excinfo.value).strip().splitlines()
     first = text[0] if text else ""
+    if first in _WRAPPED:
+        inner = [line.strip() for line in text[1:] if line.strip() and not line.startswith(" ")]
+        if inner:
+            first += " | " + inner[-1 if first.startswith("Only") else 1]
     return f"{excinfo.typename}: {first[:200]}"
 
 

@@ -2,6 +2,7 @@
 
     python benchmarks/cupy_suite/run.py [--sides local,proxy] [--folders creation,math,...]
         [--subsample] [--seed N] [--version V] [--devices auto] [--json OUT] [--keep DIR]
+        [--baseline DIR/local-outcomes.json]
 
 On a GPU machine the baseline is local CuPy (``--sides local,proxy``, the default
 there): the same selection, the same subsample, the same GPU. Where no GPU exists
@@ -103,6 +104,12 @@ def main(argv=None) -> int:
                         help="seconds per side (one figure, or baseline,side); a side stopped "
                              "by it is scored on the tests both sides reached")
     parser.add_argument("--test-timeout", type=float, default=120, help="seconds per test")
+    parser.add_argument("--baseline", metavar="OUTCOMES",
+                        help="the baseline side's outcomes from an earlier run of the same "
+                             "selection (its <side>-outcomes.json in --keep): not run again")
+    parser.add_argument("--async-errors", action="store_true",
+                        help="the proxy's default error mode (raised at the next sync point) "
+                             "instead of GPUWB_LAUNCH_BLOCKING's (raised by the call)")
     parser.add_argument("--json")
     parser.add_argument("--keep", help="a directory for the logs and raw outcomes")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
@@ -114,7 +121,7 @@ def main(argv=None) -> int:
     if missing:
         parser.error(f"not in the CuPy {version} suite: {', '.join(missing)}")
     baseline_side, proxy_side = args.sides.split(",")
-    env = {"GPUWB_SUITE_DEVICES": args.devices}
+    env = {"GPUWB_SUITE_DEVICES": args.devices, "GPUWB_SUITE_BLOCKING": "0" if args.async_errors else "1"}
     if args.subsample:
         env.update(CUPY_TEST_RANDOM_SUBSAMPLE="1", _CUPY_TEST_SUBSAMPLE_SEED=str(args.seed))
     extra = list(args.pytest_args)
@@ -138,8 +145,12 @@ def main(argv=None) -> int:
                                    if v[0] != "collect-error"))
             side_env = {k: v for k, v in env.items() if k != "CUPY_TEST_RANDOM_SUBSAMPLE"}
             side_env["GPUWB_SUITE_ONLY"] = only
-        sides[side] = run_side(side, source, paths, side_env, limit,
-                               os.path.join(work, f"{side}.log"), extra)
+        if side == baseline_side and args.baseline:
+            with open(args.baseline) as fh:
+                sides[side] = {"complete": True, "seconds": 0.0, **json.load(fh)}
+        else:
+            sides[side] = run_side(side, source, paths, side_env, limit,
+                                   os.path.join(work, f"{side}.log"), extra)
         print(f"{side}: {len(sides[side]['outcomes'])} outcomes in {sides[side]['seconds']:.0f} s"
               f"{'' if sides[side]['complete'] else ' (stopped by its time limit)'} "
               f"(log {os.path.join(work, side + '.log')})", flush=True)
@@ -154,6 +165,7 @@ def main(argv=None) -> int:
                   command=" ".join([os.path.basename(sys.executable)] + sys.argv),
                   suite_version=version, baseline=baseline_side, side=proxy_side,
                   subsample=args.subsample, seed=args.seed if args.subsample else None,
+                  errors="async" if args.async_errors else "blocking",
                   complete={name: v["complete"] for name, v in sides.items()},
                   seconds={name: round(v["seconds"], 1) for name, v in sides.items()},
                   paths=paths)

@@ -15,9 +15,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..protocol import api
-from ..protocol.errors import ProtocolError
+from ..protocol.errors import CUDAError, ProtocolError
 
-__all__ = ["Device", "OPERATOR_FUNCTIONS", "resolve_table"]
+__all__ = ["Device", "HostEvent", "OPERATOR_FUNCTIONS", "resolve_table"]
 
 
 def _len(x: Any) -> int:
@@ -56,9 +56,22 @@ def resolve_table(modules: dict[str, ModuleType | None], extra: dict[str, Callab
         fn = extra.get(qualname)
         if fn is None and module is not None:
             fn = module.__dict__.get(leaf)
+        elif fn is None and prefix in api.UFUNCS:   # a ufunc's method: add.reduce, ...
+            owner = extra.get(prefix) or (modules.get("") or ModuleType("")).__dict__.get(prefix)
+            fn = getattr(owner, leaf, None)
         if callable(fn):
             table[qualname] = fn
     return table
+
+
+class HostEvent:
+    """An event of a device without CUDA: the time it was recorded."""
+
+    __slots__ = ("disable_timing", "time")
+
+    def __init__(self, disable_timing: bool) -> None:
+        self.disable_timing = disable_timing
+        self.time: float | None = None
 
 
 class Device:
@@ -70,6 +83,8 @@ class Device:
     stream_bytes: int | None = None
     #: ndarray class of this device
     array_type: type = np.ndarray
+    #: the class of the session's events (:meth:`new_event`)
+    event_type: type = HostEvent
     #: whether the handle table must tell the device of each array it keeps or drops
     #: (:meth:`track`): a device that enforces its memory limit itself (CuPy's pool) need not
     tracks_memory: bool = False
@@ -183,6 +198,43 @@ class Device:
     def healthy(self) -> bool:
         """Whether the device still runs work (a CUDA fault can break a context for good)."""
         return True
+
+    # -- the CUDA runtime as the session's ``cupy.cuda`` sees it ---------------
+    def runtime_facts(self) -> dict[str, Any]:
+        """Device properties, attributes and versions, sent once with the session's hello so
+        that ``cupy.cuda.runtime`` and ``Device`` answer without a round trip. A host device
+        has no CUDA: its versions are 0 and its compute capability 0.0."""
+        return {"properties": {"name": b"NumPy (host CPU)", "major": 0, "minor": 0,
+                               "totalGlobalMem": 0, "multiProcessorCount": 0},
+                "attributes": {}, "runtime_version": 0, "driver_version": 0,
+                "build_version": 0, "is_hip": False, "pci_bus_id": ""}
+
+    def new_event(self, disable_timing: bool) -> Any:
+        """A ``cupy.cuda.Event`` of the session (on the host: a timestamp holder)."""
+        return HostEvent(disable_timing)
+
+    def record_event(self, event: Any) -> None:
+        """Record *event* after the work issued so far (the host's work is already done)."""
+        event.time = perf_counter()
+
+    def event_done(self, event: Any) -> bool:
+        return True
+
+    def event_synchronize(self, event: Any) -> None:
+        pass
+
+    def event_elapsed_ms(self, start: Any, end: Any) -> float:
+        """``cupy.cuda.get_elapsed_time``: milliseconds between two recorded events."""
+        for event in (start, end):
+            if event.disable_timing or event.time is None:
+                raise CUDAError("cudaErrorInvalidResourceHandle: invalid resource handle "
+                                "(an event never recorded, or made with disable_timing=True)")
+        return (end.time - start.time) * 1e3
+
+    def pool_figures(self) -> dict[str, int]:
+        """``cupy.get_default_memory_pool()``'s figures for this session."""
+        used = self.memory_used()
+        return {"used_bytes": used, "total_bytes": used, "n_free_blocks": 0}
 
     def memory_used(self) -> int:
         raise NotImplementedError

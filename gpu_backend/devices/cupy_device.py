@@ -54,6 +54,7 @@ class CupyDevice(Device):
         self.cupy = cupy
         self.cupyx = cupyx
         self.array_type = cupy.ndarray
+        self.event_type = cupy.cuda.Event
         cupy.cuda.Device(index).use()
         self.pool = cupy.get_default_memory_pool()
         self.functions = resolve_table(
@@ -230,6 +231,35 @@ class CupyDevice(Device):
 
     def memory_used(self) -> int:
         return int(self.pool.used_bytes())
+
+    def runtime_facts(self) -> dict[str, Any]:
+        rt = self.cupy.cuda.runtime
+        device = self.cupy.cuda.Device(self.index)
+        return {"properties": rt.getDeviceProperties(self.index),
+                "attributes": dict(device.attributes),
+                "runtime_version": rt.runtimeGetVersion(), "driver_version": rt.driverGetVersion(),
+                "build_version": self.cupy.cuda.driver.get_build_version(),
+                "is_hip": bool(rt.is_hip), "pci_bus_id": device.pci_bus_id}
+
+    def new_event(self, disable_timing: bool) -> Any:
+        return self.cupy.cuda.Event(disable_timing=disable_timing)
+
+    def record_event(self, event: Any) -> None:
+        event.record()   # on the session's stream, after the ops issued before it
+
+    def event_done(self, event: Any) -> bool:
+        return bool(event.done)
+
+    def event_synchronize(self, event: Any) -> None:
+        event.synchronize()
+
+    def event_elapsed_ms(self, start: Any, end: Any) -> float:
+        return float(self.cupy.cuda.get_elapsed_time(start, end))
+
+    def pool_figures(self) -> dict[str, int]:
+        pool = self.pool
+        return {"used_bytes": int(pool.used_bytes()), "total_bytes": int(pool.total_bytes()),
+                "n_free_blocks": int(pool.n_free_blocks())}
 
     def info(self) -> dict[str, Any]:
         rt = self.cupy.cuda.runtime

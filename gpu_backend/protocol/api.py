@@ -20,10 +20,12 @@ without waiting for the pool:
 
 from __future__ import annotations
 
+import numpy as _np
+
 __all__ = [
     "ARRAY", "NONE", "MULTI", "VALUE",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES",
-    "CREATION_WITH_SHAPE",
+    "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS",
 ]
 
 ARRAY, NONE, MULTI, VALUE = "a", "n", "m", "v"
@@ -74,10 +76,22 @@ FUNCTIONS.update(_names("""
     unravel_index tril_indices triu_indices diag_indices indices
 """, MULTI))
 FUNCTIONS.update(_names("shares_memory may_share_memory", VALUE))
+FUNCTIONS.update(_names("""
+    append delete resize trim_zeros require asarray_chkfinite real_if_close astype matrix_transpose
+    bartlett blackman hamming hanning kaiser interp sort_complex bitwise_count
+    cumulative_sum cumulative_prod ravel_multi_index unique_values piecewise
+    poly polyadd polysub polymul polyval roots row_stack
+""", ARRAY))
+FUNCTIONS.update(_names("""
+    diag_indices_from tril_indices_from triu_indices_from ix_ histogram2d histogramdd polyfit
+    unique_all unique_counts unique_inverse
+""", MULTI))
+FUNCTIONS.update(_names("isfortran array2string array_repr array_str", VALUE))
 
 FUNCTIONS.update(_names("""
     norm det inv pinv solve cholesky matrix_power matrix_rank eigvalsh eigvals tensorsolve tensorinv
 """, ARRAY, "linalg."))
+FUNCTIONS.update(_names("cond matrix_transpose matmul", ARRAY, "linalg."))
 FUNCTIONS.update(_names("qr svd eigh eig slogdet lstsq", MULTI, "linalg."))
 
 FUNCTIONS.update(_names("""
@@ -89,10 +103,25 @@ FUNCTIONS.update(_names("""
     rand randn random random_sample ranf sample randint uniform normal standard_normal
     choice permutation binomial poisson exponential beta gamma
 """, ARRAY, "random."))
+FUNCTIONS.update(_names("""
+    chisquare dirichlet f geometric gumbel hypergeometric laplace logistic lognormal logseries
+    multinomial multivariate_normal negative_binomial noncentral_chisquare noncentral_f pareto
+    power random_integers rayleigh standard_cauchy standard_exponential standard_gamma
+    standard_t triangular vonmises wald weibull zipf
+""", ARRAY, "random."))
 FUNCTIONS.update(_names("seed shuffle", NONE, "random."))
 
 FUNCTIONS.update(_names("scatter_add scatter_max scatter_min", NONE, "cupyx."))
 FUNCTIONS.update(_names("rsqrt", ARRAY, "cupyx."))
+
+#: Ufuncs (allow-listed names that are NumPy ufuncs, as CuPy's are) and their methods,
+#: each an allow-listed name of its own: ``add.reduce``, ``multiply.outer``, ``add.at``.
+UFUNC_METHODS = {"reduce": ARRAY, "accumulate": ARRAY, "reduceat": ARRAY, "outer": ARRAY,
+                 "at": NONE}
+UFUNCS = frozenset(name for name in FUNCTIONS
+                   if "." not in name and isinstance(getattr(_np, name, None), _np.ufunc))
+FUNCTIONS.update({f"{name}.{method}": want for name in sorted(UFUNCS)
+                  for method, want in UFUNC_METHODS.items()})
 
 #: Creation functions whose first argument is a shape: the NumPy device checks
 #: the bytes they would take against the session's limit before allocating.
@@ -125,3 +154,10 @@ OPERATORS.update(_names("""
 OPERATORS.update(_names("divmod", MULTI))
 #: Conversions to Python values, run by the device's own rules.
 OPERATORS.update(_names("float int bool complex index len iter repr str format", VALUE))
+
+#: The session's CUDA runtime calls (``cupy.cuda`` events and memory pool), with their
+#: return kinds; the server runs them in ``gpu_backend.worker.cuda_calls``.
+CUDA_CALLS: dict[str, str] = {}
+CUDA_CALLS.update(_names("event.new event.record event.synchronize pool.free_all_blocks pool.set_limit",
+                         NONE))
+CUDA_CALLS.update(_names("event.done event.elapsed pool.figures", VALUE))

@@ -24,6 +24,7 @@ __all__ = [
     "RemoteError",
     "OutOfMemoryError",
     "CUDAError",
+    "PerformanceWarning",
     "error_name",
     "error_class",
     "warning_name",
@@ -82,6 +83,10 @@ class CUDAError(RuntimeError):
     """A CUDA driver, runtime or library error on the device."""
 
 
+class PerformanceWarning(RuntimeWarning):
+    """CuPy's warning that a call takes a slow path (``cupy._util.PerformanceWarning``)."""
+
+
 ERROR_CLASSES: dict[str, type[BaseException]] = {
     cls.__name__: cls
     for cls in (
@@ -108,10 +113,10 @@ WARNING_CLASSES: dict[str, type[Warning]] = {
     for cls in (
         Warning, UserWarning, RuntimeWarning, DeprecationWarning, FutureWarning,
         PendingDeprecationWarning, npx.ComplexWarning, npx.VisibleDeprecationWarning,
-        npx.RankWarning,
+        npx.RankWarning, PerformanceWarning,
     )
 }
-#: CuPy's own warning classes travel as the nearest standard class.
+#: CuPy's own error classes travel as ours (its CUDA errors as CUDAError).
 _CLASS_ALIASES = {
     "OutOfMemoryError": "OutOfMemoryError",
     "CUDADriverError": "CUDAError",
@@ -123,7 +128,7 @@ _CLASS_ALIASES = {
     "CUSPARSEError": "CUDAError",
     "NVRTCError": "CUDAError",
     "CompileException": "CUDAError",
-    "PerformanceWarning": "UserWarning",
+    "PerformanceWarning": "PerformanceWarning",
 }
 
 

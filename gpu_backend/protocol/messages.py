@@ -5,7 +5,8 @@ Front door (one msgpack frame each way)::
     client -> {"t": "hello", "v": VERSION, "token": str, "user": str, "memory_limit": int|None}
            <- {"ok": True, "session": str, "key": bytes, "worker_port": int,
                "worker_ipc": str|None (the worker's unix:// socket, for clients of the ipc:// door),
-               "device": {...}, "lease_timeout": float, "memory_limit": int}
+               "device": {...}, "runtime": {properties, attributes, versions},
+               "lease_timeout": float, "memory_limit": int}
     client -> {"t": "hb", "session": str, "key": bytes}        <- {"ok": True, "alive": bool}
     client -> {"t": "status", "token": str}                    <- {"ok": True, "devices": [...], ...}
     client -> {"t": "close", "session": str, "key": bytes}     <- {"ok": True}
@@ -45,7 +46,7 @@ from __future__ import annotations
 
 __all__ = [
     "PROTOCOL_VERSION", "KIND_FUNCTION", "KIND_METHOD", "KIND_OPERATOR",
-    "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "FLAG_C", "FLAG_F", "FLAG_OWN",
+    "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "KIND_CUDA", "FLAG_C", "FLAG_F", "FLAG_OWN",
 ]
 
 #: Bumped whenever a message changes shape; the front door refuses other versions.
@@ -60,6 +61,7 @@ KIND_UPLOAD = "u"      # name = dtype, args = [shape] (data: next payload frame)
 KIND_INFO = "i"        # the session's memory and device figures, as a value
 KIND_KERNEL = "k"      # name = "elementwise" | "raw", target = the definition map, args = call args
 KIND_DOWNLOAD = "d"    # target = handle; data in the reply's next payload frame
+KIND_CUDA = "c"        # name from api.CUDA_CALLS: the session's CUDA events and memory pool
 
 FLAG_C, FLAG_F, FLAG_OWN = 1, 2, 4
 

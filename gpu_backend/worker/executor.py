@@ -23,6 +23,7 @@ from ..devices.base import OPERATOR_FUNCTIONS
 from ..protocol import api, codec
 from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
+from .cuda_calls import run_cuda_call
 from .handles import HandleTable
 from .pacing import Pacer
 
@@ -40,6 +41,8 @@ class Executor:
         self.table = table
         self.poisoned_at: int | None = None
         self.memory_limit: int | None = None
+        #: a lower limit the session set on its own memory pool (``MemoryPool.set_limit``)
+        self.user_limit: int | None = None
         #: set when a fault destroyed the device context: the worker must end
         self.fatal: str | None = None
         self.ops_run = 0
@@ -213,6 +216,8 @@ class Executor:
                         result = self.info()
                     elif kind == m.KIND_KERNEL:
                         result = self.device.run_kernel(name, target, args, kwargs)
+                    elif kind == m.KIND_CUDA:
+                        result = run_cuda_call(self, name, target, args)
                     else:
                         result = self._call(kind, name, target, args, kwargs)
                     self._store(seq, want, out, result, metas, values)
@@ -257,6 +262,27 @@ class Executor:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""
         return {"memory_used": self.device.memory_used(), "memory_limit": self.memory_limit,
                 "arrays": len(self.table), "ops": self.ops_run, "device": self.device.info()}
+
+    def pool_limit(self) -> int | None:
+        """The memory pool's limit as the session sees it: its own, or the pool's."""
+        if self.user_limit is not None:
+            return self.user_limit
+        return self.memory_limit
+
+    def set_pool_limit(self, nbytes: Any) -> None:
+        """``MemoryPool.set_limit``: a session may lower its limit (never past the pool's;
+        0 or None goes back to the pool's limit)."""
+        if nbytes is not None and (type(nbytes) is not int or nbytes < 0):
+            raise ValueError("the memory pool's limit is a number of bytes, 0 or more")
+        if self.device.grant is not None:
+            raise NotImplementedError(
+                "set_limit is not available to a session under a user's memory quota: "
+                "the quota sets the limit")
+        cap = self.memory_limit
+        self.user_limit = None if not nbytes else (nbytes if cap is None else min(nbytes, cap))
+        limit = self.pool_limit()
+        if limit is not None:
+            self.device.set_memory_limit(limit)
 
     def take_streams(self) -> list:
         """Arrays to stream to the client after the reply (a download ends its batch)."""

@@ -22,6 +22,9 @@ class HandleTable:
     def __init__(self, device: Device) -> None:
         self.device = device
         self.arrays: dict[int, Any] = {}
+        #: the session's other remote objects (CUDA events, ...), in the same id space so
+        #: that a client drops them the way it drops arrays (a bare id in the op stream)
+        self.objects: dict[int, Any] = {}
         self._tracks = device.tracks_memory
         self._next_server_id = -1
 
@@ -55,12 +58,30 @@ class HandleTable:
 
     def free(self, hid: Any) -> None:
         array = self.arrays.pop(hid, None) if type(hid) is int else None
-        if array is not None and self._tracks:
-            self.device.untrack(array)
+        if array is not None:
+            if self._tracks:
+                self.device.untrack(array)
+        elif self.objects:
+            self.objects.pop(hid, None)
+
+    def put_object(self, hid: Any, obj: Any) -> None:
+        """Store a non-array object (a CUDA event) under the id the client chose for it."""
+        if type(hid) is not int or hid <= 0:
+            raise ProtocolError(f"bad result handle {hid!r}: clients use positive integers")
+        self.free(hid)
+        self.objects[hid] = obj
+
+    def get_object(self, hid: Any, kind: type | tuple) -> Any:
+        """The object under *hid*, which must be a *kind*."""
+        obj = self.objects.get(hid) if type(hid) is int else None
+        if obj is None or not isinstance(obj, kind):
+            raise InvalidHandleError(f"this session has no such object with handle {hid!r}")
+        return obj
 
     def clear(self) -> None:
         for hid in list(self.arrays):
             self.free(hid)
+        self.objects.clear()
 
     def __len__(self) -> int:
         return len(self.arrays)

@@ -124,7 +124,8 @@ class WorkerServer:
 
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False)."""
-        self._send_control({"t": "ready", "port": self.port, "ipc": self.ipc, "info": self.device.info()})
+        self._send_control({"t": "ready", "port": self.port, "ipc": self.ipc, "info": self.device.info(),
+                            "runtime": self.device.runtime_facts()})
         while True:
             if self.control.poll(1000):
                 msg = unpackb(self.control.recv())

@@ -1,0 +1,170 @@
+"""CuPy's functions that read host data or files, run on the client.
+
+``cupy.frombuffer``, ``fromstring``, ``fromiter``, ``fromfile``, ``load``,
+``loadtxt``, ``genfromtxt`` build their array on the host with NumPy and upload it;
+``save``, ``savez``, ``savez_compressed`` and ``savetxt`` download theirs and write
+with NumPy. This is what CuPy itself does (it reads into host memory, then copies),
+and it keeps the pool away from files: the allow-list has no I/O, and a file named
+by a client is the *client's* file. ``fromfunction`` calls the user's function here,
+on the client, with remote index arrays (each op it makes is forwarded), exactly as
+CuPy calls it with device arrays; nothing of it runs in the pool. ``mgrid``,
+``ogrid`` and ``broadcast`` need only their slices or the arrays' metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import ndarray as nd
+
+__all__ = ["HOST_FUNCTIONS", "HOST_OBJECTS"]
+
+
+def _cupy() -> Any:
+    from .modules import build_modules
+    return build_modules()["cupy"]
+
+
+def _upload(host: Any) -> Any:
+    return _cupy().array(np.asarray(host))
+
+
+def _to_host(value: Any) -> Any:
+    return value.get() if isinstance(value, nd.ndarray) else value
+
+
+def frombuffer(*args: Any, **kwargs: Any) -> Any:
+    return _upload(np.frombuffer(*args, **kwargs))
+
+
+def fromstring(*args: Any, **kwargs: Any) -> Any:
+    return _upload(np.fromstring(*args, **kwargs))
+
+
+def fromiter(*args: Any, **kwargs: Any) -> Any:
+    return _upload(np.fromiter(*args, **kwargs))
+
+
+def fromfile(*args: Any, **kwargs: Any) -> Any:
+    return _upload(np.fromfile(*args, **kwargs))
+
+
+def loadtxt(*args: Any, **kwargs: Any) -> Any:
+    return _upload(np.loadtxt(*args, **kwargs))
+
+
+def genfromtxt(*args: Any, **kwargs: Any) -> Any:
+    return _upload(np.genfromtxt(*args, **kwargs))
+
+
+class NpzFile:
+    """``cupy.load`` of an ``.npz``: NumPy's archive, each member uploaded when read."""
+
+    def __init__(self, npz: Any) -> None:
+        self.npz = npz
+
+    def __enter__(self) -> "NpzFile":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __getitem__(self, key: str) -> Any:
+        return _upload(self.npz[key])
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.npz
+
+    def __iter__(self):
+        return iter(self.npz)
+
+    def keys(self):
+        return self.npz.keys()
+
+    @property
+    def files(self) -> list:
+        return self.npz.files
+
+    def close(self) -> None:
+        self.npz.close()
+
+
+def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, *args: Any, **kwargs: Any) -> Any:
+    """``cupy.load``: an ``.npy`` array uploaded, or an ``.npz`` archive (:class:`NpzFile`)."""
+    obj = np.load(file, mmap_mode, allow_pickle, *args, **kwargs)
+    if isinstance(obj, np.lib.npyio.NpzFile):
+        return NpzFile(obj)
+    return _upload(obj)
+
+
+def save(file: Any, arr: Any, *args: Any, **kwargs: Any) -> None:
+    np.save(file, _to_host(arr), *args, **kwargs)
+
+
+def savez(file: Any, *args: Any, **kwds: Any) -> None:
+    np.savez(file, *[_to_host(a) for a in args], **{k: _to_host(v) for k, v in kwds.items()})
+
+
+def savez_compressed(file: Any, *args: Any, **kwds: Any) -> None:
+    np.savez_compressed(file, *[_to_host(a) for a in args],
+                        **{k: _to_host(v) for k, v in kwds.items()})
+
+
+def savetxt(fname: Any, X: Any, *args: Any, **kwargs: Any) -> None:
+    np.savetxt(fname, _to_host(X), *args, **kwargs)
+
+
+def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = None,
+                 **kwargs: Any) -> Any:
+    """``cupy.fromfunction``: *function* runs here with remote index arrays."""
+    return function(*_cupy().indices(shape, dtype=dtype), **kwargs)
+
+
+def base_repr(number: int, base: int = 2, padding: int = 0) -> str:
+    return np.base_repr(number, base, padding)
+
+
+def binary_repr(num: int, width: int | None = None) -> str:
+    return np.binary_repr(num, width)
+
+
+HOST_FUNCTIONS = {f.__name__: f for f in (
+    frombuffer, fromstring, fromiter, fromfile, loadtxt, genfromtxt, load, save, savez,
+    savez_compressed, savetxt, fromfunction, base_repr, binary_repr)}
+for _f in HOST_FUNCTIONS.values():
+    _f.__module__ = "cupy"
+
+
+class _Grid:
+    """``cupy.mgrid`` / ``cupy.ogrid``: the grid depends on the slices alone, so NumPy builds
+    it here and it is uploaded (dtype and values as NumPy's, which CuPy's follow)."""
+
+    def __init__(self, reference: Any) -> None:
+        self._reference = reference
+
+    def __getitem__(self, key: Any) -> Any:
+        grid = self._reference[key]
+        if isinstance(grid, (list, tuple)):
+            return type(grid)(_upload(g) for g in grid)
+        return _upload(grid)
+
+
+mgrid = _Grid(np.mgrid)
+ogrid = _Grid(np.ogrid)
+
+
+class broadcast:
+    """``cupy.broadcast``: the broadcast shape, from the arrays' metadata; ``values`` are the
+    arrays broadcast to it (remote views)."""
+
+    def __init__(self, *arrays: Any) -> None:
+        shapes = [a.shape if isinstance(a, nd.ndarray) else np.shape(a) for a in arrays]
+        self.shape = np.broadcast_shapes(*shapes)
+        self.nd = self.ndim = len(self.shape)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.values = tuple(_cupy().broadcast_to(a, self.shape) for a in arrays)
+
+
+HOST_OBJECTS = {"mgrid": mgrid, "ogrid": ogrid, "broadcast": broadcast}
