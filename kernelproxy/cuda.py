@@ -489,13 +489,15 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     stream = _ForwardingModule("cupy.cuda.stream")
     stream.__dict__.update(Stream=Stream, Event=Event, get_current_stream=get_current_stream,
                            get_elapsed_time=get_elapsed_time)
-    cub = _ForwardingModule("cupy.cuda.cub")   # CUB runs in the pool, chosen by the pool:
-    cub.available = False                      # nothing of it is the client's to call
+    # CUB and cuTENSOR run in the pool, chosen by the pool: nothing of them is the client's
+    cub = _ForwardingModule("cupy.cuda.cub")
+    cutensor = _ForwardingModule("cupy.cuda.cutensor")
+    cub.available = cutensor.available = False
     cuda = _ForwardingModule("cupy.cuda")
     cuda.__dict__.update(
         __path__=[], __package__="cupy.cuda",
         runtime=runtime, driver=driver, memory=memory, pinned_memory=pinned, device=device,
-        stream=stream, cub=cub,
+        stream=stream, cub=cub, cutensor=cutensor,
         Device=Device, Stream=Stream, Event=Event, get_current_stream=get_current_stream,
         get_elapsed_time=get_elapsed_time, get_device_id=get_device_id,
         MemoryPool=MemoryPool, PinnedMemoryPool=PinnedMemoryPool,
@@ -515,6 +517,7 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
         "cupy.cuda": cuda, "cupy.cuda.runtime": runtime, "cupy.cuda.driver": driver,
         "cupy.cuda.memory": memory, "cupy.cuda.pinned_memory": pinned,
         "cupy.cuda.device": device, "cupy.cuda.stream": stream, "cupy.cuda.cub": cub,
+        "cupy.cuda.cutensor": cutensor,
         "cupy_backends": backends, "cupy_backends.cuda": backends_cuda,
         "cupy_backends.cuda.api": backends_api,
         "cupy_backends.cuda.api.runtime": runtime, "cupy_backends.cuda.api.driver": driver,

@@ -146,8 +146,8 @@ class _Grid:
 
     def __getitem__(self, key: Any) -> Any:
         grid = self._reference[key]
-        if isinstance(grid, (list, tuple)):
-            return type(grid)(_upload(g) for g in grid)
+        if isinstance(grid, (list, tuple)):   # ogrid: a list, as CuPy's (NumPy 2 gives a tuple)
+            return [_upload(g) for g in grid]
         return _upload(grid)
 
 

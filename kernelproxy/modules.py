@@ -252,6 +252,12 @@ def build_modules() -> dict[str, types.ModuleType]:
          "isspmatrix_dia")})
     scipy.__dict__["sparse"] = sparse
     cupyx.__dict__["scipy"] = scipy
+    # cupyx.cusolver: the pool's linalg calls cuSOLVER itself; none of its routines is the
+    # client's to call, so every one is unavailable here (tests and code then take the
+    # ordinary cupy.linalg path)
+    cusolver = types.ModuleType("cupyx.cusolver")
+    cusolver.check_availability = lambda name: False
+    cupyx.__dict__["cusolver"] = cusolver
 
     cuda_modules = cuda.build_cuda_modules()
     cupy.__dict__.update(get_default_memory_pool=cuda.get_default_memory_pool,
@@ -268,6 +274,7 @@ def build_modules() -> dict[str, types.ModuleType]:
         "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, "cupy.random": random,
         "cupy.exceptions": numpy.exceptions, "cupy._util": util, **cuda_modules,
         "cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.sparse": sparse,
+        "cupyx.cusolver": cusolver,
     })
     return _modules_cache
 

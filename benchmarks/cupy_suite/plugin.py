@@ -24,8 +24,8 @@ environment variables:
 The proxy side installs its import hook when pytest configures, before the suite's
 test modules are imported. Of CuPy's internals only ``cupy._core.internal.prod``
 (which ``cupy.testing`` itself imports), ``cupy._core._accelerator`` (a setting
-that tests save and restore; the pool keeps its own), ``cupy._core._cub_reduction``
-and ``cupy._indexing.generate`` (imported by modules whose other tests are ordinary)
+that tests save and restore; the pool keeps its own), ``cupy._core._cub_reduction``,
+``_routines_linalg`` and ``cupy._indexing.generate`` (imported by modules whose other tests are ordinary)
 are stubbed, so that the suite collects; a test module that needs another internal fails to collect, and is counted.
 """
 
@@ -121,6 +121,15 @@ def _cub_reduction_stub() -> types.ModuleType:
     return module
 
 
+def _routines_linalg_stub() -> types.ModuleType:
+    """``cupy._core._routines_linalg``: test_matmul.py parametrizes a few tests by its
+    compute-type constants (CuPy's values); the module's other tests are ordinary."""
+    module = types.ModuleType("cupy._core._routines_linalg")
+    for value, name in enumerate("TBD DEFAULT PEDANTIC FP16 FP32 FP64 BF16 TF32".split()):
+        setattr(module, f"COMPUTE_TYPE_{name}", value)
+    return module
+
+
 def _package_stub(name: str):
     def make() -> types.ModuleType:
         module = types.ModuleType(name)
@@ -132,6 +141,7 @@ def _package_stub(name: str):
 _STUBS = {"cupy._core": _core_stub, "cupy._core.internal": _internal_stub,
           "cupy._core._accelerator": _accelerator_stub,
           "cupy._core._cub_reduction": _cub_reduction_stub,
+          "cupy._core._routines_linalg": _routines_linalg_stub,
           # test_generate.py imports it for two tests of an internal class; the rest collect
           "cupy._indexing": _package_stub("cupy._indexing"),
           "cupy._indexing.generate": _package_stub("cupy._indexing.generate")}
