@@ -107,6 +107,13 @@ def memGetInfo() -> tuple[int, int]:
     return max(0, total - int(figures["total_bytes"])), total
 
 
+def _can_access_peer(device: int, peer: int) -> int:
+    """0: a session holds one device, and CUDA answers 0 for a device and itself."""
+    _checked(device)
+    _checked(peer)
+    return 0
+
+
 def _build_runtime(name: str) -> types.ModuleType:
     rt = _RuntimeModule(name)
     rt.__dict__.update(
@@ -119,7 +126,7 @@ def _build_runtime(name: str) -> types.ModuleType:
         driverGetVersion=lambda: int(_facts().get("driver_version", 0)),
         memGetInfo=memGetInfo,
         deviceSynchronize=lambda: _session().sync(device=True),
-        deviceCanAccessPeer=lambda device, peer: (_checked(device), _checked(peer)) and 0,
+        deviceCanAccessPeer=_can_access_peer,
     )
     return rt
 
@@ -419,7 +426,7 @@ class PinnedMemoryPool:
     own host; the client has no GPU, so this pool hands out ordinary host memory."""
 
     def __init__(self, allocator: Any = None) -> None:
-        self._held = 0
+        pass
 
     def malloc(self, size: int) -> memoryview:
         return memoryview(bytearray(int(size)))

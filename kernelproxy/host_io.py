@@ -35,28 +35,17 @@ def _to_host(value: Any) -> Any:
     return value.get() if isinstance(value, nd.ndarray) else value
 
 
-def frombuffer(*args: Any, **kwargs: Any) -> Any:
-    return _upload(np.frombuffer(*args, **kwargs))
+def _read_here(reader: Any) -> Any:
+    """``cupy.<name>`` for a NumPy reader: NumPy builds the array here, then it is uploaded."""
+    def function(*args: Any, **kwargs: Any) -> Any:
+        return _upload(reader(*args, **kwargs))
+    function.__name__ = function.__qualname__ = reader.__name__
+    function.__doc__ = f"``cupy.{reader.__name__}``: NumPy's, run on the client; the result is uploaded."
+    return function
 
 
-def fromstring(*args: Any, **kwargs: Any) -> Any:
-    return _upload(np.fromstring(*args, **kwargs))
-
-
-def fromiter(*args: Any, **kwargs: Any) -> Any:
-    return _upload(np.fromiter(*args, **kwargs))
-
-
-def fromfile(*args: Any, **kwargs: Any) -> Any:
-    return _upload(np.fromfile(*args, **kwargs))
-
-
-def loadtxt(*args: Any, **kwargs: Any) -> Any:
-    return _upload(np.loadtxt(*args, **kwargs))
-
-
-def genfromtxt(*args: Any, **kwargs: Any) -> Any:
-    return _upload(np.genfromtxt(*args, **kwargs))
+_READERS = [_read_here(reader) for reader in (
+    np.frombuffer, np.fromstring, np.fromiter, np.fromfile, np.loadtxt, np.genfromtxt)]
 
 
 class NpzFile:
@@ -104,12 +93,11 @@ def save(file: Any, arr: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def savez(file: Any, *args: Any, **kwds: Any) -> None:
-    np.savez(file, *[_to_host(a) for a in args], **{k: _to_host(v) for k, v in kwds.items()})
+    np.savez(file, *map(_to_host, args), **{k: _to_host(v) for k, v in kwds.items()})
 
 
 def savez_compressed(file: Any, *args: Any, **kwds: Any) -> None:
-    np.savez_compressed(file, *[_to_host(a) for a in args],
-                        **{k: _to_host(v) for k, v in kwds.items()})
+    np.savez_compressed(file, *map(_to_host, args), **{k: _to_host(v) for k, v in kwds.items()})
 
 
 def savetxt(fname: Any, X: Any, *args: Any, **kwargs: Any) -> None:
@@ -131,8 +119,7 @@ def binary_repr(num: int, width: int | None = None) -> str:
 
 
 HOST_FUNCTIONS = {f.__name__: f for f in (
-    frombuffer, fromstring, fromiter, fromfile, loadtxt, genfromtxt, load, save, savez,
-    savez_compressed, savetxt, fromfunction, base_repr, binary_repr)}
+    *_READERS, load, save, savez, savez_compressed, savetxt, fromfunction, base_repr, binary_repr)}
 for _f in HOST_FUNCTIONS.values():
     _f.__module__ = "cupy"
 

@@ -59,12 +59,13 @@ def _positional_out(kind: str, name: str, args: tuple) -> Any:
     """The output array given positionally (``cupy.add(a, b, out)``, ``a.sum(0, None, out)``)."""
     if kind == m.KIND_METHOD:
         index = _METHOD_OUT_ARG.get(name)
+    elif "." in name:   # linalg.norm, ..., or a ufunc's method: add.reduce(a, axis, dtype, out)
+        owner, _, method = name.rpartition(".")
+        index = (_UFUNC_METHOD_OUT_ARG.get(method) if owner in api.UFUNCS
+                 else _FUNCTION_OUT_ARG.get(name))
     else:
-        ufunc = getattr(np, name, None) if "." not in name else None
-        method = name.rpartition(".")[2] if ufunc is None else None
-        if method in _UFUNC_METHOD_OUT_ARG and name.partition(".")[0] in api.UFUNCS:
-            index = _UFUNC_METHOD_OUT_ARG[method]
-        elif isinstance(ufunc, np.ufunc):
+        ufunc = getattr(np, name, None)
+        if isinstance(ufunc, np.ufunc):
             index = ufunc.nin if ufunc.nout == 1 else None
         else:
             index = _FUNCTION_OUT_ARG.get(name)

@@ -18,10 +18,7 @@ from gpu_backend.protocol import messages as m
 
 from . import ndarray as nd
 
-__all__ = ["ufunc", "make_ufunc", "UFUNC_METHODS"]
-
-#: The methods of a ufunc, with their return kinds (``at`` works in place).
-UFUNC_METHODS = api.UFUNC_METHODS
+__all__ = ["ufunc", "make_ufunc"]
 
 
 def _session() -> Any:

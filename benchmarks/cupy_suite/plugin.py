@@ -86,12 +86,6 @@ class _StubLoader(importlib.abc.Loader):
         pass
 
 
-def _core_stub() -> types.ModuleType:
-    module = types.ModuleType("cupy._core")
-    module.__path__ = []
-    return module
-
-
 def _internal_stub() -> types.ModuleType:
     module = types.ModuleType("cupy._core.internal")
     module.prod = lambda shape: math.prod(shape)
@@ -138,7 +132,7 @@ def _package_stub(name: str):
     return make
 
 
-_STUBS = {"cupy._core": _core_stub, "cupy._core.internal": _internal_stub,
+_STUBS = {"cupy._core": _package_stub("cupy._core"), "cupy._core.internal": _internal_stub,
           "cupy._core._accelerator": _accelerator_stub,
           "cupy._core._cub_reduction": _cub_reduction_stub,
           "cupy._core._routines_linalg": _routines_linalg_stub,
