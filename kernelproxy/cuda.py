@@ -26,6 +26,8 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import CUDAError, OutOfMemoryError
 
+from . import memory as remote_memory
+
 __all__ = ["build_cuda_modules", "get_default_memory_pool", "get_default_pinned_memory_pool"]
 
 #: ``cudaErrorInvalidDevice``, as CuPy's CUDARuntimeError reports it
@@ -487,7 +489,8 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     driver = _build_driver("cupy_backends.cuda.api.driver")
     memory = _ForwardingModule("cupy.cuda.memory")
     memory.__dict__.update(OutOfMemoryError=OutOfMemoryError, MemoryPool=MemoryPool,
-                           set_allocator=set_allocator)
+                           set_allocator=set_allocator, Memory=remote_memory.Memory,
+                           MemoryPointer=remote_memory.MemoryPointer)
     pinned = _ForwardingModule("cupy.cuda.pinned_memory")
     pinned.__dict__.update(PinnedMemoryPool=PinnedMemoryPool, alloc_pinned_memory=alloc_pinned_memory,
                            set_pinned_memory_allocator=set_pinned_memory_allocator)
@@ -508,6 +511,7 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
         Device=Device, Stream=Stream, Event=Event, get_current_stream=get_current_stream,
         get_elapsed_time=get_elapsed_time, get_device_id=get_device_id,
         MemoryPool=MemoryPool, PinnedMemoryPool=PinnedMemoryPool,
+        Memory=remote_memory.Memory, MemoryPointer=remote_memory.MemoryPointer,
         alloc_pinned_memory=alloc_pinned_memory, set_allocator=set_allocator,
         set_pinned_memory_allocator=set_pinned_memory_allocator,
         is_available=lambda: True,

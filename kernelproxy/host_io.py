@@ -132,10 +132,20 @@ class _Grid:
         self._reference = reference
 
     def __getitem__(self, key: Any) -> Any:
-        grid = self._reference[key]
+        grid = self._reference[_host_slices(key)]
         if isinstance(grid, (list, tuple)):   # ogrid: a list, as CuPy's (NumPy 2 gives a tuple)
             return [_upload(g) for g in grid]
         return _upload(grid)
+
+
+def _host_slices(key: Any) -> Any:
+    """Slices whose bounds are remote 0-d arrays (``mgrid[x:y:10j]``) with host scalars."""
+    if isinstance(key, tuple):
+        return tuple(_host_slices(k) for k in key)
+    if isinstance(key, slice):
+        return slice(*(v.item() if isinstance(v, nd.ndarray) else v
+                       for v in (key.start, key.stop, key.step)))
+    return key
 
 
 mgrid = _Grid(np.mgrid)

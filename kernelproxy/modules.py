@@ -8,7 +8,7 @@ dtype objects, exception classes and pure dtype arithmetic (``result_type``,
 from __future__ import annotations
 
 import types
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.exceptions
@@ -18,7 +18,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import PerformanceWarning, SessionLostError
 
-from . import cuda, host_io, kernels, ufuncs
+from . import cuda, flatiter, host_io, kernels, ufuncs
 from . import ndarray as nd
 
 __all__ = ["build_modules", "active_session", "activate"]
@@ -50,11 +50,35 @@ def active_session() -> Any:
     return _active[0]
 
 
+class UniqueAllResult(NamedTuple):
+    values: Any
+    indices: Any
+    inverse_indices: Any
+    counts: Any
+
+
+class UniqueCountsResult(NamedTuple):
+    values: Any
+    counts: Any
+
+
+class UniqueInverseResult(NamedTuple):
+    values: Any
+    inverse_indices: Any
+
+
+#: Functions whose result CuPy gives as a named tuple (the wire carries a plain one).
+_NAMED_RESULTS = {"unique_all": UniqueAllResult, "unique_counts": UniqueCountsResult,
+                  "unique_inverse": UniqueInverseResult}
+
+
 def _function(qualname: str, want: str):
     label = f"cupy.{qualname}"
+    named = _NAMED_RESULTS.get(qualname)
 
     def proxy(*args: Any, **kwargs: Any) -> Any:
-        return nd.call(active_session(), m.KIND_FUNCTION, qualname, want, None, args, kwargs, label)
+        result = nd.call(active_session(), m.KIND_FUNCTION, qualname, want, None, args, kwargs, label)
+        return result if named is None else named(*result)
 
     proxy.__name__ = proxy.__qualname__ = qualname.rpartition(".")[2]
     proxy.__module__ = "cupy"
@@ -97,6 +121,8 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subo
           ndmin: int = 0, *, blocking: bool = False) -> Any:
     """``cupy.array``: like :func:`asarray`, always a new array unless ``copy=False``."""
     session = active_session()
+    if isinstance(obj, nd.ndarray) and copy is not True and ndmin <= obj.ndim and obj.fits(dtype, order):
+        return obj   # no copy needed: CuPy returns the array itself
     if isinstance(obj, np.ndarray):
         obj, c_order = _upload(session, obj)
         if dtype is None and ndmin == 0 and (order in ("K", "A") or order == ("C" if c_order else "F")):
@@ -106,6 +132,22 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subo
     if dtype is not None:
         kwargs["dtype"] = dtype
     return nd.call(session, m.KIND_FUNCTION, "array", api.ARRAY, None, (obj,), kwargs, "cupy.array")
+
+
+def ascontiguousarray(a: Any, dtype: Any = None) -> Any:
+    """``cupy.ascontiguousarray``: a C-contiguous array of the dtype is returned itself."""
+    if isinstance(a, nd.ndarray) and a.ndim and a.fits(dtype, "C"):
+        return a
+    return nd.call(active_session(), m.KIND_FUNCTION, "ascontiguousarray", api.ARRAY, None, (a,),
+                   {} if dtype is None else {"dtype": dtype}, "cupy.ascontiguousarray")
+
+
+def asfortranarray(a: Any, dtype: Any = None) -> Any:
+    """``cupy.asfortranarray``: an F-contiguous array of the dtype is returned itself."""
+    if isinstance(a, nd.ndarray) and a.ndim and a.fits(dtype, "F"):
+        return a
+    return nd.call(active_session(), m.KIND_FUNCTION, "asfortranarray", api.ARRAY, None, (a,),
+                   {} if dtype is None else {"dtype": dtype}, "cupy.asfortranarray")
 
 
 def linspace(*args: Any, **kwargs: Any) -> Any:
@@ -119,6 +161,8 @@ def asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None, *, bl
     """``cupy.asnumpy``: remote arrays are downloaded, anything else converted locally."""
     if isinstance(a, nd.ndarray):
         return a.get(order=order, out=out)
+    if hasattr(a, "__cuda_array_interface__"):   # memory of the session's, named by address
+        return asarray(a).get(order=order, out=out)
     result = np.asarray(a, order=order)
     if out is not None:
         out[...] = result
@@ -222,12 +266,14 @@ def build_modules() -> dict[str, types.ModuleType]:
     cupy = ProxyModule("cupy", "")
     cupy.__dict__.update(
         __version__="remote", __path__=[], __package__="cupy", ndarray=nd.ndarray,
-        asarray=asarray, array=array, linspace=linspace, asnumpy=asnumpy,
+        asarray=asarray, array=array, ascontiguousarray=ascontiguousarray,
+        asfortranarray=asfortranarray, linspace=linspace, asnumpy=asnumpy,
         get_array_module=get_array_module,
         result_type=result_type, can_cast=can_cast, isscalar=isscalar, ndim=ndim, shape=shape,
         size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
         ElementwiseKernel=kernels.ElementwiseKernel, ReductionKernel=kernels.ReductionKernel,
-        RawKernel=kernels.RawKernel, ufunc=ufuncs.ufunc, **host_io.HOST_FUNCTIONS,
+        RawKernel=kernels.RawKernel, ufunc=ufuncs.ufunc, flatiter=flatiter.flatiter,
+        **host_io.HOST_FUNCTIONS,
         **host_io.HOST_OBJECTS,
     )
     for name in _DTYPE_NAMES + _HOST_FUNCTIONS + _CONSTANTS:

@@ -10,6 +10,7 @@ huge array is printed without transferring it.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,11 @@ def wrap(session: Any, hid: int) -> "ndarray":
     arr._s = session
     arr._h = hid
     arr._m = None
+    session.arrays[hid] = _weak(arr)
     return arr
+
+
+_weak = weakref.ref
 
 
 def _unwrap(session: Any, value: Any) -> Any:
@@ -192,6 +197,7 @@ class ndarray:
         self._s = session
         self._h = session.new_id()
         self._m = None
+        session.arrays[self._h] = _weak(self)
         session.submit(m.KIND_FUNCTION, _ARRAY, self._h, "empty", None, (shape, dtype),
                        {"order": order}, "cupy.ndarray")
 
@@ -266,6 +272,49 @@ class ndarray:
         if self.dtype.kind != "c":  # NumPy's imag of a real array is a read-only copy
             raise TypeError("cupy.ndarray does not have imaginary part to set")
         self.imag[...] = value
+
+    @property
+    def data(self) -> Any:
+        """The array's memory on the pool's device (a round trip; see kernelproxy.memory)."""
+        from .memory import memory_of
+        return memory_of(self)
+
+    @property
+    def base(self) -> "ndarray | None":
+        """The array whose memory this one views, the same object as CuPy's (a round trip)."""
+        session = self._s
+        fresh = session.new_id()   # where the pool puts a base the client no longer holds
+        hid = session.value(session.submit(m.KIND_CUDA, _MULTI, fresh, "array.base", self._h,
+                                           [], {}, "ndarray.base"))
+        if hid is None:
+            return None
+        hid = int(hid)
+        found = session.arrays.get(hid)
+        found = found() if found is not None else None
+        return found if found is not None else wrap(session, hid)
+
+    @property
+    def flat(self) -> Any:
+        """A flat iterator over the array (``cupy.flatiter``)."""
+        from .flatiter import flatiter
+        return flatiter(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        raise AttributeError(
+            "cupy.ndarray.__cuda_array_interface__ is not available: the array's memory is on "
+            "gpu-workbench's remote GPU, which code in this process cannot reach; use .get() "
+            "for a host copy")
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        raise BufferError("a DLPack capsule cannot be made: the array's memory is on "
+                          "gpu-workbench's remote GPU; use .get() for a host copy")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, 0)   # kDLCUDA: where the memory is (export itself is refused)
+
+    def toDlpack(self) -> Any:
+        return self.__dlpack__()
 
     def _attribute(self, name: str) -> "ndarray":
         return call(self._s, m.KIND_ATTRIBUTE, name, _ARRAY, self, (), {}, f"ndarray.{name}")
@@ -411,15 +460,22 @@ class ndarray:
     def __reduce__(self):
         raise TypeError("remote arrays cannot be pickled; use .get() for a host copy")
 
+    def fits(self, dtype: Any, order: Any) -> bool:
+        """Whether this array already has *dtype* (None: any) and the layout *order* asks
+        for: then CuPy's ``astype(copy=False)``, ``array(copy=False)``,
+        ``ascontiguousarray`` and the like return the array itself."""
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            return False
+        order = (order or "K").upper()
+        flags = self.flags
+        return (order == "K" or (order == "A" and (flags.c_contiguous or flags.f_contiguous))
+                or (order == "C" and flags.c_contiguous) or (order == "F" and flags.f_contiguous))
+
     def astype(self, dtype: Any, order: str = "K", casting: Any = None, subok: Any = None,
                copy: bool = True) -> "ndarray":
         """``ndarray.astype``; with ``copy=False`` an array that needs no conversion is returned itself."""
-        if not copy and np.dtype(dtype) == self.dtype:
-            flags = self.flags
-            if ((order in ("K", "k")) or (order in ("A", "a") and (flags.c_contiguous or flags.f_contiguous))
-                    or (order in ("C", "c") and flags.c_contiguous)
-                    or (order in ("F", "f") and flags.f_contiguous)):
-                return self
+        if not copy and self.fits(dtype, order):
+            return self
         kwargs: dict[str, Any] = {"order": order, "copy": copy}
         if casting is not None:
             kwargs["casting"] = casting

@@ -171,6 +171,9 @@ class Session:
         self._origin: dict[int, tuple[str, str, int, Any]] = {}  # seq -> (label, file, line, out)
         self._values: dict[int, Any] = {}
         self.meta: dict[int, tuple] = {}
+        #: the live client array of each handle (weakly), so that ``ndarray.base`` returns
+        #: the very object that owns a view's memory, as CuPy's does
+        self.arrays: dict[int, Any] = {}
         self._dead: dict[int, str] = {}
         self._ended: str | None = None
         self._error: list | None = None
@@ -472,6 +475,7 @@ class Session:
         """Called when a client array is dropped: a free record joins the op stream here."""
         self._ops.append(self._free_packer.pack(hid))
         self.meta.pop(hid, None)
+        self.arrays.pop(hid, None)
         self._dead.pop(hid, None)
 
     def _check_open(self) -> None:

@@ -2,7 +2,7 @@
 
     python benchmarks/cupy_suite/run.py [--sides local,proxy] [--folders creation,math,...]
         [--subsample] [--seed N] [--version V] [--devices auto] [--json OUT] [--keep DIR]
-        [--baseline DIR/local-outcomes.json]
+        [--baseline DIR/local-outcomes.json] [--jobs N]
 
 On a GPU machine the baseline is local CuPy (``--sides local,proxy``, the default
 there): the same selection, the same subsample, the same GPU. Where no GPU exists
@@ -15,11 +15,15 @@ of ``for_all_dtypes``) and runs exactly the tests the baseline ran on the other 
 (with all their dtypes: stricter there, never looser). Prints
 the table of ``score.py`` and, with ``--json``, writes it with both sides' outcomes.
 The full run (no ``--subsample``) is the figure of record; see docs/fidelity.md.
+``--jobs N`` splits each side's test modules into N shards run at once (each its own
+pytest process and, on the proxy side, its own embedded pool): on a cold GPU host most
+of a side's time is CuPy compiling kernels on one core, which N processes share out.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -48,10 +52,52 @@ def local_cupy_version() -> str | None:
         return None
 
 
+def shard_modules(source: str, paths: list[str], jobs: int) -> list[list[str]]:
+    """*paths* (folders under tests/) split into at most *jobs* lists of test modules of
+    about equal size, largest first (a module's size stands for its run time)."""
+    modules = []
+    for path in paths:
+        top = os.path.join(source, "tests", path)
+        for folder, _, files in os.walk(top):
+            for name in files:
+                if name.startswith("test_") and name.endswith(".py"):
+                    full = os.path.join(folder, name)
+                    modules.append((os.path.getsize(full),
+                                    os.path.relpath(full, os.path.join(source, "tests"))))
+    shards: list[list] = [[0, []] for _ in range(max(1, min(jobs, len(modules))))]
+    for size, module in sorted(modules, reverse=True):
+        lightest = min(shards, key=lambda shard: shard[0])
+        lightest[0] += size
+        lightest[1].append(module)
+    return [sorted(shard[1]) for shard in shards if shard[1]]
+
+
+def run_sharded(side: str, source: str, paths: list[str], env_extra: dict, timeout: float,
+                work: str, extra_args: list[str], jobs: int) -> dict:
+    """:func:`run_side` over *jobs* shards at once; their outcomes merged."""
+    if jobs <= 1:
+        return run_side(side, source, paths, env_extra, timeout, os.path.join(work, f"{side}.log"),
+                        extra_args)
+    shards = shard_modules(source, paths, jobs)
+    with concurrent.futures.ThreadPoolExecutor(len(shards)) as pool:
+        parts = list(pool.map(
+            lambda i: run_side(side, source, shards[i], env_extra, timeout,
+                               os.path.join(work, f"{side}-{i}.log"), extra_args),
+            range(len(shards))))
+    merged: dict = {"side": side, "cupy": parts[0].get("cupy"), "outcomes": {}}
+    for part in parts:
+        merged["outcomes"].update(part["outcomes"])
+    merged["complete"] = all(part["complete"] for part in parts)
+    merged["seconds"] = max(part["seconds"] for part in parts)
+    with open(os.path.join(work, f"{side}-outcomes.json"), "w") as out:   # for --baseline
+        json.dump({k: v for k, v in merged.items() if k != "seconds"}, out)
+    return merged
+
+
 def run_side(side: str, source: str, paths: list[str], env_extra: dict, timeout: float,
              log_path: str, extra_args: list[str]) -> dict:
     """One side's pytest run over *paths*; returns the plugin's outcomes."""
-    results = os.path.join(os.path.dirname(log_path), f"{side}-outcomes.json")
+    results = log_path.removesuffix(".log") + "-outcomes.json"
     env = {**os.environ, **env_extra, "GPUWB_SUITE_SIDE": side, "GPUWB_SUITE_SOURCE": source,
            "GPUWB_SUITE_RESULTS": results,
            "PYTHONPATH": os.pathsep.join([_ROOT, os.environ.get("PYTHONPATH", "")])}
@@ -110,6 +156,8 @@ def main(argv=None) -> int:
     parser.add_argument("--async-errors", action="store_true",
                         help="the proxy's default error mode (raised at the next sync point) "
                              "instead of GPUWB_LAUNCH_BLOCKING's (raised by the call)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="shards of each side run at once (separate processes)")
     parser.add_argument("--json")
     parser.add_argument("--keep", help="a directory for the logs and raw outcomes")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
@@ -149,11 +197,10 @@ def main(argv=None) -> int:
             with open(args.baseline) as fh:
                 sides[side] = {"complete": True, "seconds": 0.0, **json.load(fh)}
         else:
-            sides[side] = run_side(side, source, paths, side_env, limit,
-                                   os.path.join(work, f"{side}.log"), extra)
+            sides[side] = run_sharded(side, source, paths, side_env, limit, work, extra, args.jobs)
         print(f"{side}: {len(sides[side]['outcomes'])} outcomes in {sides[side]['seconds']:.0f} s"
               f"{'' if sides[side]['complete'] else ' (stopped by its time limit)'} "
-              f"(log {os.path.join(work, side + '.log')})", flush=True)
+              f"(logs {os.path.join(work, side)}*.log)", flush=True)
     baseline, other = sides[baseline_side], sides[proxy_side]
     if not (baseline["complete"] and other["complete"]):   # only what both sides reached
         reached = set(baseline["outcomes"]) & set(other["outcomes"])

@@ -17,7 +17,8 @@ import numpy as np
 from ..protocol import api
 from ..protocol.errors import CUDAError, ProtocolError
 
-__all__ = ["Device", "HostEvent", "OPERATOR_FUNCTIONS", "resolve_table"]
+__all__ = ["Device", "HostEvent", "CudaInterfaceView", "HostInterfaceView", "OPERATOR_FUNCTIONS",
+           "resolve_table"]
 
 
 def _len(x: Any) -> int:
@@ -74,6 +75,42 @@ class HostEvent:
         self.time: float | None = None
 
 
+class _InterfaceView:
+    """Session memory named by address, shown to the device's own array module through
+    its array interface; holds the array that owns the memory so that it outlives the view
+    (and whatever the module builds on it)."""
+
+    __slots__ = ("owner", "_desc")
+
+    def __init__(self, owner: Any, ptr: int, shape: tuple, dtype: np.dtype, strides: tuple) -> None:
+        self.owner = owner
+        self._desc = {"shape": shape, "typestr": dtype.str, "descr": dtype.descr,
+                      "strides": strides, "data": (ptr, False), "version": self.version}
+
+
+class CudaInterfaceView(_InterfaceView):
+    """A CuPy device's view: ``__cuda_array_interface__`` (version 2: no stream to wait on,
+    the session's work runs in issue order on one stream)."""
+
+    __slots__ = ()
+    version = 2
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return self._desc
+
+
+class HostInterfaceView(_InterfaceView):
+    """The NumPy device's view: ``__array_interface__``."""
+
+    __slots__ = ()
+    version = 3
+
+    @property
+    def __array_interface__(self) -> dict:
+        return self._desc
+
+
 class Device:
     """A place where a session's arrays live: the base of NumPy and CuPy devices."""
 
@@ -85,6 +122,8 @@ class Device:
     array_type: type = np.ndarray
     #: the class of the session's events (:meth:`new_event`)
     event_type: type = HostEvent
+    #: the class of views of session memory named by address (:meth:`interface_view`)
+    view_type: type = HostInterfaceView
     #: whether the handle table must tell the device of each array it keeps or drops
     #: (:meth:`track`): a device that enforces its memory limit itself (CuPy's pool) need not
     tracks_memory: bool = False
@@ -238,6 +277,21 @@ class Device:
 
     def memory_used(self) -> int:
         raise NotImplementedError
+
+    # -- memory by address: ndarray.data, .base, __cuda_array_interface__ -----
+    def memory_span(self, array: Any) -> tuple[int, int, int]:
+        """(address of *array*'s first element, start and size of the allocation it is in);
+        a zero-size array's address is 0, as in CuPy."""
+        raise NotImplementedError
+
+    def base_of(self, array: Any) -> Any:
+        """The array whose memory *array* views (``ndarray.base``), or None."""
+        return array.base
+
+    def interface_view(self, owner: Any, ptr: int, shape: tuple, dtype: np.dtype,
+                       strides: tuple) -> Any:
+        """An object that the device's array module takes as an array at *ptr*."""
+        return self.view_type(owner, ptr, shape, dtype, strides)
 
     def check_allocation(self, name: str, args: list, kwargs: dict) -> None:
         """Refuse, before running it, a creation call that cannot fit (NumPy device)."""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol.messages import STREAM_CHUNK_BYTES
-from .base import Device, resolve_table
+from .base import CudaInterfaceView, Device, resolve_table
 
 __all__ = ["CupyDevice", "gpu_count"]
 
@@ -55,6 +55,7 @@ class CupyDevice(Device):
         self.cupyx = cupyx
         self.array_type = cupy.ndarray
         self.event_type = cupy.cuda.Event
+        self.view_type = CudaInterfaceView
         cupy.cuda.Device(index).use()
         self.pool = cupy.get_default_memory_pool()
         self.functions = resolve_table(
@@ -228,6 +229,10 @@ class CupyDevice(Device):
             return float(probe[0]) == 1.0
         except Exception:  # sticky errors (illegal or misaligned address, ...) land here
             return False
+
+    def memory_span(self, array: Any) -> tuple[int, int, int]:
+        data = array.data
+        return data.ptr, data.mem.ptr, data.mem.size
 
     def memory_used(self) -> int:
         return int(self.pool.used_bytes())

@@ -17,9 +17,12 @@ import numpy as np
 from ..protocol import api
 from ..protocol.codec import ALLOWED_KINDS
 from ..protocol.errors import OutOfMemoryError
-from .base import Device, resolve_table
+from .base import Device, HostInterfaceView, resolve_table
 
 __all__ = ["NumpyDevice"]
+
+
+_byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or np.byte_bounds
 
 
 def _scatter(ufunc):
@@ -106,13 +109,30 @@ class NumpyDevice(Device):
     def memory_used(self) -> int:
         return self.used
 
+    def memory_span(self, array: np.ndarray) -> tuple[int, int, int]:
+        root = array
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        start, end = _byte_bounds(root)
+        return (array.__array_interface__["data"][0] if array.size else 0), start, end - start
+
+    def base_of(self, array: np.ndarray) -> Any:
+        base = array.base   # bytes of an upload, a buffer: memory no array of the session owns
+        return base if isinstance(base, np.ndarray) else None
+
     # -- accounting, called by the handle table -------------------------------
     @staticmethod
     def _owner(array: np.ndarray) -> Any:
+        """What holds *array*'s memory: the first array of its chain of views, the buffer
+        of an upload, or the array behind a view taken by address."""
         owner = array
-        while isinstance(owner, np.ndarray) and owner.base is not None:
-            owner = owner.base
-        return owner
+        while True:
+            if isinstance(owner, np.ndarray) and owner.base is not None:
+                owner = owner.base
+            elif isinstance(owner, HostInterfaceView) and owner.owner is not None:
+                owner = owner.owner
+            else:
+                return owner
 
     def track(self, array: np.ndarray) -> None:
         owner = self._owner(array)
@@ -120,7 +140,8 @@ class NumpyDevice(Device):
         if entry is not None:
             entry[1] += 1
             return
-        nbytes = owner.nbytes if isinstance(owner, np.ndarray) else memoryview(owner).nbytes
+        nbytes = (owner.nbytes if isinstance(owner, np.ndarray)
+                  else 0 if isinstance(owner, HostInterfaceView) else memoryview(owner).nbytes)
         if self.used + nbytes > self.limit and not self._grown(self.used + nbytes):
             raise OutOfMemoryError(
                 f"Out of memory allocating {nbytes:,} bytes "

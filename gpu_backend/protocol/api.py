@@ -160,4 +160,5 @@ OPERATORS.update(_names("float int bool complex index len iter repr str format",
 CUDA_CALLS: dict[str, str] = {}
 CUDA_CALLS.update(_names("event.new event.record event.synchronize pool.free_all_blocks pool.set_limit",
                          NONE))
-CUDA_CALLS.update(_names("event.done event.elapsed pool.figures", VALUE))
+CUDA_CALLS.update(_names("event.done event.elapsed pool.figures array.data", VALUE))
+CUDA_CALLS["array.base"] = MULTI   # a handle, None, or the base stored under the op's id

@@ -20,6 +20,10 @@ numpy scalar     ``EXT_TYPE``        type objects such as ``numpy.float32``
 numpy scalar     ``EXT_NPSCALAR``    (dtype.str, raw bytes)
 numpy.ndarray    ``EXT_NDARRAY``     (dtype.str, shape, raw bytes), host data
 remote array     ``EXT_HANDLE``      a session-local integer handle id
+object with      ``EXT_DEVICE_VIEW`` (pointer, shape, typestr, strides): memory the
+  ``__cuda_array_interface__``       session already holds on the pool, named by address
+                                     (a client's ``x.data.ptr``); the worker accepts it
+                                     only inside one of the session's own allocations
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ EXT_TYPE = 7
 EXT_NPSCALAR = 8
 EXT_NDARRAY = 9
 EXT_BIGINT = 10
+EXT_DEVICE_VIEW = 11
 
 #: dtype kinds a device array may have (bool, ints, floats, complex).
 ALLOWED_KINDS = frozenset("biufc")
@@ -189,6 +194,9 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
             return float(obj)
         if isinstance(obj, (range,)):
             return list(obj)
+        view = _device_view(obj)
+        if view is not None:
+            return msgpack.ExtType(EXT_DEVICE_VIEW, _pack_nested(view))
         raise TypeError(f"cannot send a value of type {type(obj).__name__} to the GPU pool")
 
     def _pack_nested(value: Any) -> bytes:
@@ -197,6 +205,31 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
         return msgpack.packb(value, default=inner, strict_types=True, use_bin_type=True)
 
     return default
+
+
+def _device_view(obj: Any) -> list | None:
+    """An object's ``__cuda_array_interface__`` (version 0-3) as a view's wire fields, or None.
+
+    Checked here as CuPy checks it, so that a mask or a foreign byte order is refused by
+    the call that passed the object: ``[pointer, shape, typestr, strides or None]``.
+    """
+    try:
+        desc = obj.__cuda_array_interface__
+    except AttributeError:
+        return None
+    if not isinstance(desc, dict):
+        raise TypeError("__cuda_array_interface__ must be a dict")
+    if desc.get("mask") is not None:
+        raise ValueError("CuPy currently does not support masked arrays.")
+    data, shape, strides = desc.get("data"), desc.get("shape"), desc.get("strides")
+    if not (isinstance(data, (tuple, list)) and len(data) == 2 and type(data[0]) is int):
+        raise TypeError("__cuda_array_interface__['data'] must be (pointer, read_only)")
+    dt = np.dtype(desc.get("typestr"))
+    if not dt.isnative:
+        raise ValueError(f"non-native byte order {dt.str!r} is not supported by CuPy")
+    _check_kind(dt, "dtype")
+    return [data[0], [int(n) for n in shape], dt.str,
+            None if strides is None else [int(n) for n in strides]]
 
 
 def _handle_id(obj: Any) -> int | None:
@@ -221,21 +254,25 @@ def packb(value: Any) -> bytes:
 # ---------------------------------------------------------------- decoding
 
 
-def ext_hook_for(resolve: Callable[[int], Any] | None) -> Callable[[int, bytes], Any]:
+def ext_hook_for(resolve: Callable[[int], Any] | None,
+                 view: Callable[..., Any] | None = None) -> Callable[[int, bytes], Any]:
     """Build the ``ext_hook`` that decodes our extensions.
 
     *resolve* turns a handle id into the object it names (the server's handle
-    table); when None, handles decode as :class:`Handle`.
+    table); when None, handles decode as :class:`Handle`. *view* turns a device
+    view's (pointer, shape, dtype, strides) into an array of the session's; without
+    it a device view is refused.
     """
 
     hook = None
     for _ in range(MAX_NESTING + 1):  # innermost first: the deepest level has no inner hook
-        hook = _ext_hook_at(resolve, hook)
+        hook = _ext_hook_at(resolve, hook, view)
     return hook
 
 
 def _ext_hook_at(resolve: Callable[[int], Any] | None,
-                 inner: Callable[[int, bytes], Any] | None) -> Callable[[int, bytes], Any]:
+                 inner: Callable[[int, bytes], Any] | None,
+                 view: Callable[..., Any] | None = None) -> Callable[[int, bytes], Any]:
     """One nesting level's ``ext_hook``; *inner* decodes the level below."""
 
     def unpack_nested(data: bytes) -> Any:
@@ -295,6 +332,19 @@ def _ext_hook_at(resolve: Callable[[int], Any] | None,
             if not _BIGINT.fullmatch(data):
                 raise CodecError("bad integer")
             return int(data)
+        if code == EXT_DEVICE_VIEW:
+            parts = unpack_nested(data)
+            if not (isinstance(parts, list) and len(parts) == 4 and type(parts[0]) is int
+                    and parts[0] >= 0):
+                raise CodecError("bad device view")
+            if view is None:
+                raise CodecError("a device view is not accepted here")
+            strides = parts[3]
+            if strides is not None and not (isinstance(strides, list) and len(strides) == len(parts[1])
+                                            and all(type(n) is int for n in strides)):
+                raise CodecError("bad device view strides")
+            return view(parts[0], check_shape(parts[1]), check_dtype(parts[2]),
+                        None if strides is None else tuple(strides))
         raise CodecError(f"unknown extension type {code}")
 
     return hook

@@ -1,11 +1,13 @@
-"""The session's CUDA runtime objects: events and its memory pool.
+"""The session's CUDA runtime objects (events, its memory pool) and memory facts of arrays.
 
 These back the proxy's ``cupy.cuda.Event``, ``cupy.cuda.get_elapsed_time`` and
 ``cupy.get_default_memory_pool()``. A call is one op of kind ``KIND_CUDA``, named
 from :data:`gpu_backend.protocol.api.CUDA_CALLS`; it runs in op order, so an event
 recorded between two ops marks exactly that point of the session's stream. Events
 live in the handle table's objects under ids the client chose, and are dropped the
-way arrays are (a bare id in the op stream).
+way arrays are (a bare id in the op stream). ``array.data`` and ``array.base`` answer
+``ndarray.data`` (the addresses of an array's memory on the pool's device) and
+``ndarray.base`` (which of the session's arrays owns that memory).
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ def run_cuda_call(executor: Any, name: Any, target: Any, args: list) -> Any:
             raise ProtocolError("event.elapsed takes two event handles")
         start, end = (table.get_object(hid, device.event_type) for hid in args)
         return device.event_elapsed_ms(start, end)
+    if name == "array.data":
+        return list(device.memory_span(table.get(target)))
+    if name == "array.base":
+        return table.base_of(target)
     if name == "pool.figures":
         return {**device.pool_figures(), "limit": executor.pool_limit()}
     if name == "pool.free_all_blocks":

@@ -48,7 +48,7 @@ class Executor:
         self.ops_run = 0
         self._seq: Any = None
         self._warnings: list[list] = []
-        self._hook = codec.ext_hook_for(table.get)
+        self._hook = codec.ext_hook_for(table.get, table.view_at)
         #: set by the socket loop: ``receive_chunk(seq, index)`` returns the next
         #: chunk of a streamed upload as a buffer (see messages.STREAM_CHUNK_BYTES)
         self.receive_chunk: Any = None
@@ -385,6 +385,8 @@ class Executor:
 
     def _structure(self, out: Any, result: Any, metas: list) -> Any:
         """Store the arrays inside a structured result; return it with handles."""
+        if type(result) is codec.Handle:   # an array the session already holds (ndarray.base)
+            return result
         array = self._as_array(result)
         if self._is_array(array):
             if type(out) is int and out > 0:

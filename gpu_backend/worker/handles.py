@@ -9,10 +9,13 @@ process holds exactly one session's table.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
+
 from ..devices import Device
-from ..protocol.codec import ALLOWED_KINDS
+from ..protocol.codec import ALLOWED_KINDS, Handle
 from ..protocol.errors import InvalidHandleError, ProtocolError
 
 __all__ = ["HandleTable"]
@@ -77,6 +80,46 @@ class HandleTable:
         if obj is None or not isinstance(obj, kind):
             raise InvalidHandleError(f"this session has no such object with handle {hid!r}")
         return obj
+
+    def view_at(self, ptr: int, shape: tuple, dtype: np.dtype, strides: tuple | None) -> Any:
+        """Memory named by address (a ``__cuda_array_interface__`` the client passed), as an
+        object with the device's array interface that keeps its owner alive.
+
+        The whole extent must lie inside one allocation of this session's own arrays: an
+        address is never trusted on its own, so a client reaches nothing it does not hold.
+        """
+        itemsize = dtype.itemsize
+        if strides is None:   # C order
+            strides, step = [], itemsize
+            for n in reversed(shape):
+                strides.insert(0, step)
+                step *= max(n, 1)
+            strides = tuple(strides)
+        if math.prod(shape) == 0:
+            return self.device.interface_view(None, 0, shape, dtype, strides)
+        low = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+        high = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
+        for array in self.arrays.values():
+            _, start, size = self.device.memory_span(array)
+            if start <= low and high <= start + size:
+                return self.device.interface_view(array, ptr, shape, dtype, strides)
+        raise InvalidHandleError(
+            f"this session holds no memory at 0x{ptr:x} ({high - low} bytes): a "
+            "__cuda_array_interface__ sent to the pool must describe memory of the session's "
+            "own arrays (such as another array's .data.ptr); memory of this machine's GPU "
+            "cannot be reached from the pool")
+
+    def base_of(self, hid: Any) -> Any:
+        """``ndarray.base`` of the array *hid*: the :class:`Handle` of the session's array
+        whose memory it views, that array itself when the client no longer holds it (the
+        caller stores it under a new id), or None."""
+        base = self.device.base_of(self.get(hid))
+        if base is None:
+            return None
+        for other, array in self.arrays.items():
+            if array is base:
+                return Handle(other)
+        return base
 
     def clear(self) -> None:
         for hid in list(self.arrays):

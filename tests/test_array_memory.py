@@ -1,0 +1,249 @@
+"""Array memory seen from the client: ``.data``, ``.base``, ``.flat``, interfaces by address.
+
+``x.data.ptr`` is an address on the pool's device: equal for views of the same memory,
+different for copies, and accepted back (through an object's ``__cuda_array_interface__``)
+only inside the session's own allocations. ``.base`` is the very client object that owns
+a view's memory. ``.flat`` follows NumPy/CuPy's flat iterator.
+"""
+
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+import pytest
+
+import kernelproxy
+from gpu_backend.protocol import codec
+from gpu_backend.protocol.errors import InvalidHandleError
+from kernelproxy.modules import module_for
+
+
+class Interface:
+    """A foreign object describing memory by address, as Numba's or PyTorch's arrays do."""
+
+    def __init__(self, ptr, shape, dtype, strides=None, mask=None, version=3):
+        self.desc = {"shape": shape, "typestr": np.dtype(dtype).str, "data": (ptr, False),
+                     "strides": strides, "version": version}
+        if mask is not None:
+            self.desc["mask"] = mask
+
+    @property
+    def __cuda_array_interface__(self):
+        return self.desc
+
+
+def of(a):
+    return Interface(a.data.ptr, a.shape, a.dtype, a.strides)
+
+
+# ---------------------------------------------------------------- .data
+
+def test_data_pointer_tells_views_from_copies(cp):
+    a = cp.arange(24, dtype=cp.float32).reshape(4, 6)
+    view, copy = a[1:], a.copy()
+    assert a.data.ptr == a.reshape(24).data.ptr
+    assert view.data.ptr == a.data.ptr + 6 * 4
+    assert copy.data.ptr != a.data.ptr
+    assert view.data.mem.ptr == a.data.mem.ptr and a.data.mem.size >= a.nbytes
+    assert int(a.data) == a.data.ptr and (a.data + 8).ptr == a.data.ptr + 8
+    assert a.data.device_id == 0 and isinstance(a.data, cp.cuda.MemoryPointer)
+    assert cp.zeros((0,)).data.ptr == 0   # as in CuPy: no memory behind an empty array
+
+
+def test_raw_memory_access_is_refused_clearly(cp):
+    a = cp.ones(4)
+    with pytest.raises(NotImplementedError, match="remote GPU"):
+        a.data.copy_to_host(np.empty(4).ctypes.data, 32)
+    with pytest.raises(NotImplementedError, match="remote GPU"):
+        a.data.memset(0, 32)
+
+
+def test_no_interfaces_for_local_consumers(cp):
+    a = cp.ones(4)
+    assert not hasattr(a, "__cuda_array_interface__")
+    with pytest.raises(AttributeError, match="remote GPU"):
+        a.__cuda_array_interface__  # noqa: B018
+    with pytest.raises(BufferError, match="remote GPU"):
+        np.from_dlpack(a)
+
+
+# ---------------------------------------------------------------- __cuda_array_interface__ back in
+
+@pytest.mark.parametrize("make", [
+    lambda cp: cp.arange(24, dtype=cp.float64).reshape(2, 3, 4),
+    lambda cp: cp.arange(24, dtype=cp.int16).reshape(2, 3, 4).T,
+    lambda cp: cp.arange(24, dtype=cp.complex64).reshape(4, 6)[::2, 1::2],
+    lambda cp: cp.arange(10)[::-1],
+])
+def test_interface_of_session_memory_is_a_view(cp, make):
+    a = make(cp)
+    b = cp.asarray(of(a))
+    assert b.shape == a.shape and b.dtype == a.dtype and b.strides == a.strides
+    np.testing.assert_array_equal(b.get(), a.get())
+    a.fill(7)   # the same memory, not a copy
+    np.testing.assert_array_equal(b.get(), a.get())
+    np.testing.assert_array_equal(cp.asnumpy(of(a)), a.get())
+    np.testing.assert_array_equal((cp.add(of(a), 1)).get(), a.get() + 1)
+
+
+def test_interface_copies_and_orders(cp):
+    a = cp.arange(12, dtype=cp.float32).reshape(3, 4)
+    c = cp.array(of(a))
+    a.fill(0)
+    np.testing.assert_array_equal(c.get(), np.arange(12, dtype=np.float32).reshape(3, 4))
+    f = cp.asarray(of(c), order="F")
+    assert f.flags.f_contiguous
+    empty = cp.asarray(Interface(0, (0, 3), np.float32))
+    assert empty.shape == (0, 3)
+
+
+def test_interface_view_outlives_its_owner(cp):
+    a = cp.arange(6)
+    view = cp.asarray(of(a))
+    del a
+    np.testing.assert_array_equal(view.get(), np.arange(6))
+
+
+def test_interface_outside_the_session_is_refused(cp, pool, session):
+    a = cp.arange(8, dtype=cp.int64)
+    # one element past the allocation's end: not the session's memory
+    with pytest.raises(InvalidHandleError, match="holds no memory"):
+        cp.asarray(Interface(a.data.mem.ptr + a.data.mem.size, (1,), np.int64)).get()
+    with pytest.raises(InvalidHandleError, match="holds no memory"):
+        cp.asarray(Interface(a.data.ptr, (64,), np.int64)).get()   # runs past it
+    with pytest.raises(InvalidHandleError, match="holds no memory"):
+        cp.asarray(Interface(8, (4,), np.int8)).get()
+    # another session's memory is not this one's
+    other = kernelproxy.connect(pool.address, pool.token)
+    try:
+        ptr = module_for(other).arange(4).data.ptr
+        module_for(session)
+        with pytest.raises(InvalidHandleError, match="holds no memory"):
+            cp.asarray(Interface(ptr, (4,), np.int64)).get()
+    finally:
+        module_for(session)
+        other.close()
+    assert float(a.sum()) == 28   # the session goes on
+
+
+def test_interface_checks_like_cupy(cp):
+    a = cp.arange(4, dtype=cp.int32)
+    with pytest.raises(ValueError, match="masked"):
+        cp.asarray(Interface(a.data.ptr, (4,), np.int32, mask=object()))
+    with pytest.raises(ValueError, match="byte order"):
+        cp.asarray(Interface(a.data.ptr, (1,), ">i4"))
+    with pytest.raises(TypeError):
+        cp.asarray(Interface(a.data.ptr, (1,), "U4"))
+
+
+def test_malformed_device_views_are_refused():
+    hook = codec.ext_hook_for(lambda hid: hid, lambda *view: view)
+    for fields in ([-1, [1], "<f8", None], [0, [1], "<f8"], [0, [2], "<f8", [8, 8]],
+                   [0, [1], "O", None], ["0", [1], "<f8", None]):
+        data = msgpack.packb([msgpack.ExtType(codec.EXT_DEVICE_VIEW, msgpack.packb(fields))])
+        with pytest.raises(codec.CodecError):
+            msgpack.unpackb(data, ext_hook=hook)
+    data = msgpack.packb(msgpack.ExtType(codec.EXT_DEVICE_VIEW, msgpack.packb([0, [1], "<f8", None])))
+    with pytest.raises(codec.CodecError, match="not accepted"):
+        codec.unpackb(data)   # the client decodes replies: no view can come back
+
+
+# ---------------------------------------------------------------- .base
+
+def test_base_is_the_owning_object(cp):
+    a = cp.zeros((4, 6))
+    assert a.base is None
+    b = a[1:]
+    c = b[:, ::2]
+    assert b.base is a and c.base is a
+    assert a.reshape(24).base is a and a.T.base is a
+    assert a.copy().base is None
+
+
+def test_base_of_a_view_whose_owner_was_dropped(cp):
+    a = cp.arange(10)
+    view = a[2:]
+    del a
+    owner = view.base
+    assert owner is not None and owner.shape == (10,)
+    assert view.base is owner   # the same object while the client holds it
+    np.testing.assert_array_equal(owner.get(), np.arange(10))
+
+
+def test_complex_parts_view_their_array(cp):
+    x = cp.ones(3, dtype=cp.complex128)
+    assert x.real.base is x and x.imag.base is x
+
+
+# ---------------------------------------------------------------- .flat
+
+def test_flat_basics(cp):
+    a = cp.arange(24).reshape(2, 3, 4)
+    it = a.flat
+    assert it.base is a and iter(it) is it and len(it) == 24 and len(a[::2].flat) == 12
+    assert [int(v) for v in a[:, 0].flat] == [0, 1, 2, 3, 12, 13, 14, 15]
+    next(it)
+    np.testing.assert_array_equal(it.copy().get(), np.arange(24))
+    assert isinstance(it, cp.flatiter)
+
+
+@pytest.mark.parametrize("index", [Ellipsis, 0, 10, -1, slice(None), slice(None, 10),
+                                   slice(None, None, 2), slice(None, None, -1), slice(10, None, -2)])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_flat_getitem(same, index, order):
+    same(lambda xp: xp.asarray(np.arange(24.0).reshape(2, 3, 4), order=order).flat[index])
+
+
+@pytest.mark.parametrize("index", [Ellipsis, 5, slice(None), slice(1, 20, 3), slice(None, None, -2)])
+@pytest.mark.parametrize("value", [1, "vector", "matrix"])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_flat_setitem(same, index, value, layout):
+    def body(xp):
+        a = xp.zeros((4, 6), dtype=np.float32, order="F" if layout == "F" else "C")
+        target = a[:, ::2] if layout == "strided" else a
+        v = {1: 1, "vector": xp.asarray(np.arange(3.0)),
+             "matrix": xp.asarray(np.arange(6.0).reshape(2, 3))}[value]
+        if isinstance(index, int) and value != 1:
+            v = v[1]
+        target.flat[index] = v
+        return a
+    same(body)
+
+
+@pytest.mark.parametrize("index", [None, (0,), True, [0], "array", 1.5])
+def test_flat_refuses_other_indices(cp, index):
+    a = cp.arange(6)
+    key = cp.array([0]) if index == "array" else index
+    with pytest.raises(IndexError):
+        a.flat[key]
+    with pytest.raises(IndexError):
+        a.flat[key] = 1
+
+
+# ---------------------------------------------------------------- the array itself, where CuPy gives it
+
+def test_no_copy_returns_the_array_itself(cp):
+    a = cp.ones((3, 4))
+    assert cp.array(a, copy=False) is a and cp.array(a, copy=None) is a
+    assert cp.array(a, copy=True) is not a
+    assert cp.array(a, copy=False, ndmin=3).base is a
+    assert cp.ascontiguousarray(a) is a and cp.ascontiguousarray(a, dtype=a.dtype) is a
+    assert cp.ascontiguousarray(a.T) is not a and cp.ascontiguousarray(a.T).flags.c_contiguous
+    assert cp.asfortranarray(a.T) is a.T or cp.asfortranarray(a.T).flags.f_contiguous
+    f = cp.asfortranarray(a)
+    assert cp.asfortranarray(f) is f and cp.ascontiguousarray(a, dtype=cp.float32) is not a
+
+
+def test_unique_results_are_named(cp):
+    a = cp.asarray(np.array([3, 1, 3, 2]))
+    result = cp.unique_all(a)
+    assert type(result).__name__ == "UniqueAllResult"
+    np.testing.assert_array_equal(result.values.get(), [1, 2, 3])
+    np.testing.assert_array_equal(result.counts.get(), [1, 1, 2])
+    assert cp.unique_counts(a).counts.shape == (3,)
+    assert cp.unique_inverse(a).inverse_indices.shape == (4,)
+
+
+def test_grids_take_remote_bounds(same):
+    same(lambda xp: xp.mgrid[xp.asarray(np.array(-1.0)):xp.asarray(np.array(1.0)):5j])
+    same(lambda xp: xp.mgrid[0:2:3j, xp.asarray(np.array(1)):3])
