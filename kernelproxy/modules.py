@@ -298,6 +298,14 @@ def build_modules() -> dict[str, types.ModuleType]:
          "isspmatrix_dia")})
     scipy.__dict__["sparse"] = sparse
     cupyx.__dict__["scipy"] = scipy
+    scipy_modules = {"cupyx.scipy.sparse": sparse}
+    for sub in api.SCIPY_SUBMODULES:   # special, ndimage, signal, signal.windows, fft, linalg
+        name = f"cupyx.scipy.{sub}"
+        module = ProxyModule(name, name + ".")
+        module.__dict__.update(__package__=name, __path__=[])
+        parent_name, _, leaf = name.rpartition(".")
+        (scipy if parent_name == "cupyx.scipy" else scipy_modules[parent_name]).__dict__[leaf] = module
+        scipy_modules[name] = module
     # cupyx.cusolver: the pool's linalg calls cuSOLVER itself; none of its routines is the
     # client's to call, so every one is unavailable here (tests and code then take the
     # ordinary cupy.linalg path)
@@ -319,7 +327,7 @@ def build_modules() -> dict[str, types.ModuleType]:
     _modules_cache.update({
         "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, "cupy.random": random,
         "cupy.exceptions": numpy.exceptions, "cupy._util": util, **cuda_modules,
-        "cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.sparse": sparse,
+        "cupyx": cupyx, "cupyx.scipy": scipy, **scipy_modules,
         "cupyx.cusolver": cusolver,
     })
     return _modules_cache

@@ -44,6 +44,8 @@ def _unwrap(session: Any, value: Any) -> Any:
         return [_unwrap(session, v) for v in value]
     if isinstance(value, tuple):
         return tuple(_unwrap(session, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrap(session, v) for k, v in value.items()}
     return value
 
 

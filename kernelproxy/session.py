@@ -205,7 +205,11 @@ class Session:
         self._seq += 1
         seq = self._seq
         pack = self._packer.pack
-        body = pack([target, list(args), kwargs or {}])
+        try:
+            body = pack([target, list(args), kwargs or {}])
+        except codec.NeedsDeviceViews:   # read those objects first: they may ask the pool
+            body = pack([target, codec.with_device_views(list(args)),
+                         codec.with_device_views(kwargs or {})])
         self._ops.append(pack([seq, kind, want, out, name]) + body)
         filename, line = _caller()
         self._origin[seq] = (label or str(name), filename, line, out)

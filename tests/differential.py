@@ -88,6 +88,12 @@ def assert_equal(expected: Any, actual: Any, path: str = "result") -> None:
         for i, (e, a) in enumerate(zip(expected, actual)):
             assert_equal(e, a, f"{path}[{i}]")
         return
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict) and sorted(expected) == sorted(actual), \
+            f"{path}: keys {sorted(actual)} != {sorted(expected)}"
+        for key in expected:
+            assert_equal(expected[key], actual[key], f"{path}[{key!r}]")
+        return
     assert type(expected) is type(actual), f"{path}: {type(actual).__name__} != {type(expected).__name__}"
     if isinstance(expected, float) and math.isnan(expected):
         assert math.isnan(actual), f"{path}: {actual!r} != nan"

@@ -110,7 +110,7 @@ def test_interface_outside_the_session_is_refused(cp, pool, session):
     with pytest.raises(InvalidHandleError, match="holds no memory"):
         cp.asarray(Interface(a.data.mem.ptr + a.data.mem.size, (1,), np.int64)).get()
     with pytest.raises(InvalidHandleError, match="holds no memory"):
-        cp.asarray(Interface(a.data.ptr, (64,), np.int64)).get()   # runs past it
+        cp.asarray(Interface(a.data.ptr, (a.data.mem.size // 8 + 1,), np.int64)).get()   # past it
     with pytest.raises(InvalidHandleError, match="holds no memory"):
         cp.asarray(Interface(8, (4,), np.int8)).get()
     # another session's memory is not this one's
@@ -126,11 +126,35 @@ def test_interface_outside_the_session_is_refused(cp, pool, session):
     assert float(a.sum()) == 28   # the session goes on
 
 
+class Dummy:
+    """As cupy.testing's helper: the interface is built when read, asking the pool itself."""
+
+    def __init__(self, a):
+        self.a = a
+
+    @property
+    def __cuda_array_interface__(self):
+        desc = {"shape": self.a.shape, "typestr": self.a.dtype.str, "data": (self.a.data.ptr, False),
+                "version": 3}
+        if not self.a.flags.c_contiguous:
+            desc["strides"] = self.a.strides
+        return desc
+
+
+def test_interface_read_while_encoding_asks_the_pool(cp):
+    for a in (cp.arange(6.0).reshape(2, 3), cp.arange(6.0).reshape(2, 3).T):
+        b = cp.asarray(Dummy(a))
+        c = cp.add(Dummy(a), (Dummy(a), 1)[1])
+        np.testing.assert_array_equal(b.get(), a.get())
+        np.testing.assert_array_equal(c.get(), a.get() + 1)
+    assert float(cp.ones(3).sum()) == 3.0   # later ops are intact
+
+
 def test_interface_checks_like_cupy(cp):
     a = cp.arange(4, dtype=cp.int32)
     with pytest.raises(ValueError, match="masked"):
         cp.asarray(Interface(a.data.ptr, (4,), np.int32, mask=object()))
-    with pytest.raises(ValueError, match="byte order"):
+    with pytest.raises(ValueError, match="byte-order"):
         cp.asarray(Interface(a.data.ptr, (1,), ">i4"))
     with pytest.raises(TypeError):
         cp.asarray(Interface(a.data.ptr, (1,), "U4"))

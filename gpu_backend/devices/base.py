@@ -7,6 +7,7 @@ that table. It also moves bytes in and out and accounts for memory.
 
 from __future__ import annotations
 
+import importlib
 import operator
 from time import perf_counter
 from types import ModuleType
@@ -17,7 +18,7 @@ import numpy as np
 from ..protocol import api
 from ..protocol.errors import CUDAError, ProtocolError
 
-__all__ = ["Device", "HostEvent", "CudaInterfaceView", "HostInterfaceView", "OPERATOR_FUNCTIONS",
+__all__ = ["Device", "HostEvent", "lazy_functions", "CudaInterfaceView", "HostInterfaceView", "OPERATOR_FUNCTIONS",
            "resolve_table"]
 
 
@@ -73,6 +74,41 @@ class HostEvent:
     def __init__(self, disable_timing: bool) -> None:
         self.disable_timing = disable_timing
         self.time: float | None = None
+
+
+class _LazyFunction:
+    """An allow-listed function of a module the worker imports only when the function is
+    first called (``cupyx.scipy.signal`` and its kin take seconds to import). The module
+    is the device's choice, never the client's."""
+
+    __slots__ = ("qualname", "module", "leaf", "fn")
+
+    def __init__(self, qualname: str, module: str, leaf: str) -> None:
+        self.qualname, self.module, self.leaf, self.fn = qualname, module, leaf, None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self.fn
+        if fn is None:
+            try:
+                fn = getattr(importlib.import_module(self.module), self.leaf)
+            except (ImportError, AttributeError) as exc:
+                raise NotImplementedError(
+                    f"{self.qualname} is not available on this pool's device "
+                    f"({type(exc).__name__}: {exc})") from None
+            self.fn = fn
+        return fn(*args, **kwargs)
+
+
+def lazy_functions(modules: dict[str, str]) -> dict[str, Callable]:
+    """The allow-listed names under each prefix of *modules* (prefix -> module name), each
+    bound on first use; for :func:`resolve_table`'s *extra*."""
+    table: dict[str, Callable] = {}
+    for qualname in api.FUNCTIONS:
+        prefix, _, leaf = qualname.rpartition(".")
+        module = modules.get(prefix + ".")
+        if module is not None:
+            table[qualname] = _LazyFunction(qualname, module, leaf)
+    return table
 
 
 class _InterfaceView:

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..protocol import api
 from ..protocol.messages import STREAM_CHUNK_BYTES
-from .base import CudaInterfaceView, Device, resolve_table
+from .base import CudaInterfaceView, Device, lazy_functions, resolve_table
 
 __all__ = ["CupyDevice", "gpu_count"]
 
@@ -61,7 +62,7 @@ class CupyDevice(Device):
         self.functions = resolve_table(
             {"": cupy, "linalg.": cupy.linalg, "fft.": cupy.fft, "random.": cupy.random,
              "cupyx.": cupyx},
-            {},
+            lazy_functions({f"cupyx.scipy.{sub}.": f"cupyx.scipy.{sub}" for sub in api.SCIPY_SUBMODULES}),
         )
         self._build_methods()
         self._kernels: dict = {}

@@ -17,7 +17,7 @@ import numpy as np
 from ..protocol import api
 from ..protocol.codec import ALLOWED_KINDS
 from ..protocol.errors import OutOfMemoryError
-from .base import Device, HostInterfaceView, resolve_table
+from .base import Device, HostInterfaceView, lazy_functions, resolve_table
 
 __all__ = ["NumpyDevice"]
 
@@ -76,6 +76,8 @@ class NumpyDevice(Device):
                 **{f"random.{name}": _random_with_dtype(getattr(np.random, name), floats)
                    for names, floats in ((_RANDOM_FLOAT, True), (_RANDOM_INT, False))
                    for name in names.split() if hasattr(np.random, name)},
+                # cupyx.scipy's reference: SciPy, where installed
+                **lazy_functions({f"cupyx.scipy.{sub}.": f"scipy.{sub}" for sub in api.SCIPY_SUBMODULES}),
             },
         )
         self._build_methods()

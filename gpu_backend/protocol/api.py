@@ -114,6 +114,73 @@ FUNCTIONS.update(_names("seed shuffle", NONE, "random."))
 FUNCTIONS.update(_names("scatter_add scatter_max scatter_min", NONE, "cupyx."))
 FUNCTIONS.update(_names("rsqrt", ARRAY, "cupyx."))
 
+#: ``cupyx.scipy``: each submodule's public functions (CuPy 14). The worker resolves them on
+#: first use (importing those modules costs seconds). Results are structured (``MULTI``:
+#: arrays, tuples, dicts, scalars) unless the function always returns one array.
+SCIPY_SUBMODULES = ("special", "ndimage", "signal", "signal.windows", "fft", "linalg")
+FUNCTIONS.update(_names("""
+    bdtr bdtrc bdtri beta betainc betaincinv betaln binom boxcox boxcox1p btdtr btdtri cbrt chdtr
+    chdtrc chdtri cosdg cosm1 cotdg digamma ellipeinc ellipk ellipkinc ellipkm1 entr erf erfc
+    erfcinv erfcx erfinv exp1 exp10 exp2 expi expit expm1 expn exprel fdtr fdtrc fdtri gamma
+    gammainc gammaincc gammainccinv gammaincinv gammaln gammasgn gdtr gdtrc huber i0 i0e i1 i1e
+    inv_boxcox inv_boxcox1p j0 j1 k0 k0e k1 k1e kl_div lambertw log1p log_expit log_ndtr
+    log_softmax loggamma logit lpmv multigammaln nbdtr nbdtrc nbdtri ndtr ndtri pdtr pdtrc pdtri
+    poch polygamma pseudo_huber psi radian rel_entr rgamma round sindg softmax sph_harm_y
+    spherical_yn tandg wright_bessel xlog1py xlogy y0 y1 yn zeta zetac sinc
+""", ARRAY, "cupyx.scipy.special."))
+FUNCTIONS.update(_names("ellipj shichi sici logsumexp", MULTI, "cupyx.scipy.special."))
+FUNCTIONS.update(_names("""
+    affine_transform binary_closing binary_dilation binary_erosion binary_fill_holes
+    binary_hit_or_miss binary_opening binary_propagation black_tophat convolve convolve1d
+    correlate correlate1d fourier_ellipsoid fourier_gaussian fourier_shift fourier_uniform
+    gaussian_filter gaussian_filter1d gaussian_gradient_magnitude gaussian_laplace
+    generic_gradient_magnitude generic_laplace grey_closing grey_dilation grey_erosion
+    grey_opening laplace map_coordinates maximum_filter maximum_filter1d median_filter
+    minimum_filter minimum_filter1d morphological_gradient morphological_laplace
+    percentile_filter prewitt rank_filter rotate shift sobel spline_filter spline_filter1d
+    uniform_filter uniform_filter1d white_tophat zoom generate_binary_structure iterate_structure
+""", ARRAY, "cupyx.scipy.ndimage."))
+FUNCTIONS.update(_names("""
+    center_of_mass distance_transform_edt extrema find_objects histogram label
+    labeled_comprehension maximum maximum_position mean median minimum minimum_position
+    standard_deviation sum sum_labels value_indices variance
+""", MULTI, "cupyx.scipy.ndimage."))
+FUNCTIONS.update(_names("""
+    abcd_normalize argrelextrema argrelmax argrelmin band_stop_obj bilinear bilinear_zpk bode
+    buttap butter buttord cheb1ap cheb1ord cheb2ap cheb2ord cheby1 cheby2 check_COLA check_NOLA
+    chirp choose_conv_method coherence cont2discrete convolve convolve2d correlate correlate2d
+    correlation_lags csd cspline1d cspline1d_eval cspline2d cwt dbode decimate deconvolve
+    detrend dfreqresp dimpulse dlsim dstep ellip ellipap ellipord fftconvolve filtfilt find_peaks
+    findfreqs firls firwin firwin2 freqresp freqs freqs_zpk freqz freqz_sos freqz_zpk gammatone
+    gauss_spline gausspulse get_window group_delay hilbert hilbert2 iircomb iirdesign iirfilter
+    iirnotch iirpeak impulse invres invresz istft kaiser_atten kaiser_beta kaiserord lfilter
+    lfilter_zi lfiltic lombscargle lp2bp lp2bp_zpk lp2bs lp2bs_zpk lp2hp lp2hp_zpk lp2lp
+    lp2lp_zpk lsim max_len_seq medfilt medfilt2d minimum_phase morlet morlet2 normalize
+    oaconvolve order_filter peak_prominences peak_widths periodogram place_poles qmf qspline1d
+    qspline1d_eval qspline2d resample resample_poly residue residuez ricker savgol_coeffs
+    savgol_filter sawtooth sepfir2d sos2tf sos2zpk sosfilt sosfilt_zi sosfiltfilt sosfreqz
+    spectrogram spline_filter square ss2tf ss2zpk step stft sweep_poly symiirorder1 symiirorder2
+    tf2sos tf2ss tf2zpk unique_roots unit_impulse upfirdn vectorstrength welch wiener zpk2sos
+    zpk2ss zpk2tf
+""", MULTI, "cupyx.scipy.signal."))
+FUNCTIONS.update(_names("""
+    barthann bartlett blackman blackmanharris bohman boxcar chebwin cosine exponential flattop
+    gaussian general_cosine general_gaussian general_hamming hamming hann kaiser
+    kaiser_bessel_derived lanczos nuttall parzen taylor triang tukey
+""", ARRAY, "cupyx.scipy.signal.windows."))
+FUNCTIONS.update(_names("get_window", MULTI, "cupyx.scipy.signal.windows."))
+FUNCTIONS.update(_names("""
+    dct dctn dst dstn fft fft2 fftfreq fftn fftshift fht hfft hfft2 hfftn idct idctn idst idstn
+    ifft ifft2 ifftn ifftshift ifht ihfft ihfft2 ihfftn irfft irfft2 irfftn rfft rfft2 rfftfreq
+    rfftn
+""", ARRAY, "cupyx.scipy.fft."))
+FUNCTIONS.update(_names("next_fast_len", VALUE, "cupyx.scipy.fft."))
+FUNCTIONS.update(_names("""
+    block_diag circulant companion convolution_matrix dft expm fiedler fiedler_companion hadamard
+    hankel helmert hilbert khatri_rao leslie lu_solve solve_triangular toeplitz
+""", ARRAY, "cupyx.scipy.linalg."))
+FUNCTIONS.update(_names("bandwidth lu lu_factor", MULTI, "cupyx.scipy.linalg."))
+
 #: Ufuncs (allow-listed names that are NumPy ufuncs, as CuPy's are) and their methods,
 #: each an allow-listed name of its own: ``add.reduce``, ``multiply.outer``, ``add.at``.
 UFUNC_METHODS = {"reduce": ARRAY, "accumulate": ARRAY, "reduceat": ARRAY, "outer": ARRAY,

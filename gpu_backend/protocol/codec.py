@@ -40,6 +40,9 @@ import numpy as np
 
 __all__ = [
     "CodecError",
+    "DeviceView",
+    "NeedsDeviceViews",
+    "with_device_views",
     "EXT_HANDLE",
     "Handle",
     "check_dtype",
@@ -194,9 +197,10 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
             return float(obj)
         if isinstance(obj, (range,)):
             return list(obj)
-        view = _device_view(obj)
-        if view is not None:
-            return msgpack.ExtType(EXT_DEVICE_VIEW, _pack_nested(view))
+        if type(obj) is DeviceView:
+            return msgpack.ExtType(EXT_DEVICE_VIEW, _pack_nested(obj.fields))
+        if _has_device_interface(obj):
+            raise NeedsDeviceViews
         raise TypeError(f"cannot send a value of type {type(obj).__name__} to the GPU pool")
 
     def _pack_nested(value: Any) -> bytes:
@@ -207,29 +211,55 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
     return default
 
 
-def _device_view(obj: Any) -> list | None:
-    """An object's ``__cuda_array_interface__`` (version 0-3) as a view's wire fields, or None.
+class NeedsDeviceViews(Exception):
+    """Raised by the encoder at an object with ``__cuda_array_interface__``: its property
+    may itself talk to the pool (``x.data.ptr``), which must not happen in the middle of
+    encoding, so the caller reads every such object first (:func:`with_device_views`)
+    and encodes again."""
 
-    Checked here as CuPy checks it, so that a mask or a foreign byte order is refused by
-    the call that passed the object: ``[pointer, shape, typestr, strides or None]``.
-    """
-    try:
+
+class DeviceView:
+    """An object's ``__cuda_array_interface__`` read and checked (as CuPy checks it) on the
+    client, ready to be sent: pointer, shape, typestr, strides (or None)."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, obj: Any) -> None:
         desc = obj.__cuda_array_interface__
-    except AttributeError:
-        return None
-    if not isinstance(desc, dict):
-        raise TypeError("__cuda_array_interface__ must be a dict")
-    if desc.get("mask") is not None:
-        raise ValueError("CuPy currently does not support masked arrays.")
-    data, shape, strides = desc.get("data"), desc.get("shape"), desc.get("strides")
-    if not (isinstance(data, (tuple, list)) and len(data) == 2 and type(data[0]) is int):
-        raise TypeError("__cuda_array_interface__['data'] must be (pointer, read_only)")
-    dt = np.dtype(desc.get("typestr"))
-    if not dt.isnative:
-        raise ValueError(f"non-native byte order {dt.str!r} is not supported by CuPy")
-    _check_kind(dt, "dtype")
-    return [data[0], [int(n) for n in shape], dt.str,
-            None if strides is None else [int(n) for n in strides]]
+        if not isinstance(desc, dict):
+            raise TypeError("__cuda_array_interface__ must be a dict")
+        if desc.get("mask") is not None:
+            raise ValueError("CuPy currently does not support masked arrays.")
+        data, shape, strides = desc.get("data"), desc.get("shape"), desc.get("strides")
+        if not (isinstance(data, (tuple, list)) and len(data) == 2 and type(data[0]) is int):
+            raise TypeError("__cuda_array_interface__['data'] must be (pointer, read_only)")
+        dt = np.dtype(desc.get("typestr"))
+        if dt.byteorder == ">":
+            raise ValueError("CuPy does not support the big-endian byte-order")
+        _check_kind(dt, "dtype")
+        self.fields = [data[0], [int(n) for n in shape], dt.str,
+                       None if strides is None else [int(n) for n in strides]]
+
+
+def _has_device_interface(obj: Any) -> bool:
+    """Whether *obj* describes device memory, without running its property."""
+    return (hasattr(type(obj), "__cuda_array_interface__")
+            or "__cuda_array_interface__" in getattr(obj, "__dict__", ()))
+
+
+def with_device_views(value: Any) -> Any:
+    """*value* (op arguments) with each object describing device memory read into a
+    :class:`DeviceView`; containers are rebuilt, everything else is kept."""
+    if type(value) is tuple or type(value) is list:
+        return type(value)(with_device_views(v) for v in value)
+    if type(value) is dict:
+        return {k: with_device_views(v) for k, v in value.items()}
+    if _has_device_interface(value):
+        try:
+            return DeviceView(value)
+        except AttributeError:   # a property that declines (a remote array's own)
+            pass
+    return value
 
 
 def _handle_id(obj: Any) -> int | None:

@@ -387,6 +387,8 @@ class Executor:
         """Store the arrays inside a structured result; return it with handles."""
         if type(result) is codec.Handle:   # an array the session already holds (ndarray.base)
             return result
+        if type(result) in _PYTHON_SCALARS:   # ndimage.label's count: a value, as in CuPy
+            return result
         array = self._as_array(result)
         if self._is_array(array):
             if type(out) is int and out > 0:
@@ -399,6 +401,8 @@ class Executor:
         if isinstance(result, (tuple, list)):
             items = [self._structure(None, item, metas) for item in result]
             return tuple(items) if isinstance(result, tuple) else items
+        if isinstance(result, dict):   # find_peaks' properties, value_indices, ...
+            return {key: self._structure(None, item, metas) for key, item in result.items()}
         return result
 
     def _upload(self, seq: Any, dtype: Any, args: list, payload: Iterator) -> Any:
@@ -441,6 +445,9 @@ class Executor:
 
 #: What an uploaded array's memory can be: the frame it arrived in, or bytes.
 _RECEIVED_BUFFERS = frozenset({zmq.Frame, bytes, bytearray, memoryview})
+
+
+_PYTHON_SCALARS = frozenset((int, float, bool, complex))
 
 
 def _meta(hid: int, a: Any) -> list:

@@ -95,8 +95,8 @@ class HandleTable:
                 strides.insert(0, step)
                 step *= max(n, 1)
             strides = tuple(strides)
-        if math.prod(shape) == 0:
-            return self.device.interface_view(None, 0, shape, dtype, strides)
+        if math.prod(shape) == 0:   # no memory: CuPy then asks for no strides and no pointer
+            return self.device.interface_view(None, 0, shape, dtype, None)
         low = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
         high = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
         for array in self.arrays.values():
