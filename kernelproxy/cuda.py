@@ -495,7 +495,8 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     pinned.__dict__.update(PinnedMemoryPool=PinnedMemoryPool, alloc_pinned_memory=alloc_pinned_memory,
                            set_pinned_memory_allocator=set_pinned_memory_allocator)
     device = _ForwardingModule("cupy.cuda.device")
-    device.__dict__.update(Device=Device, get_device_id=get_device_id)
+    device.__dict__.update(Device=Device, get_device_id=get_device_id,
+                           get_compute_capability=lambda: Device().compute_capability)
     stream = _ForwardingModule("cupy.cuda.stream")
     stream.__dict__.update(Stream=Stream, Event=Event, get_current_stream=get_current_stream,
                            get_elapsed_time=get_elapsed_time)

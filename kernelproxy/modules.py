@@ -256,6 +256,18 @@ class ProxyModule(types.ModuleType):
         return sorted(names | set(self.__dict__))
 
 
+def _scipy_fft_backend(module: types.ModuleType) -> None:
+    """``scipy.fft.set_backend(cupyx.scipy.fft)``: SciPy's uarray protocol, answered with the
+    module's own (remote) functions, as CuPy's module does."""
+    def __ua_function__(method: Any, args: tuple, kwargs: dict) -> Any:
+        name = getattr(method, "__name__", "")
+        if f"cupyx.scipy.fft.{name}" not in api.FUNCTIONS:
+            return NotImplemented
+        return getattr(module, name)(*args, **kwargs)
+
+    module.__dict__.update(__ua_domain__="numpy.scipy.fft", __ua_function__=__ua_function__)
+
+
 _modules_cache: dict[str, types.ModuleType] = {}
 
 
@@ -283,6 +295,7 @@ def build_modules() -> dict[str, types.ModuleType]:
     linalg = ProxyModule("cupy.linalg", "linalg.")
     linalg.__dict__.update(LinAlgError=numpy.linalg.LinAlgError, __package__="cupy.linalg")
     fft = ProxyModule("cupy.fft", "fft.")
+    fft.__dict__.update(__path__=[], __package__="cupy.fft")
     random = ProxyModule("cupy.random", "random.")
     cupyx = ProxyModule("cupyx", "cupyx.")
     cupyx.__dict__.update(__path__=[], __package__="cupyx")
@@ -306,6 +319,7 @@ def build_modules() -> dict[str, types.ModuleType]:
         parent_name, _, leaf = name.rpartition(".")
         (scipy if parent_name == "cupyx.scipy" else scipy_modules[parent_name]).__dict__[leaf] = module
         scipy_modules[name] = module
+    _scipy_fft_backend(scipy_modules["cupyx.scipy.fft"])
     # cupyx.cusolver: the pool's linalg calls cuSOLVER itself; none of its routines is the
     # client's to call, so every one is unavailable here (tests and code then take the
     # ordinary cupy.linalg path)

@@ -97,3 +97,13 @@ def test_submodules_import_and_refuse_unknown_names(cp, session):
     assert signal.windows is windows and callable(signal.butter)
     with pytest.raises(AttributeError, match="not available"):
         signal.lti  # noqa: B018   (a class: not forwarded)
+
+
+def test_scipy_fft_backend_protocol(cp):
+    """``scipy.fft.set_backend(cupyx.scipy.fft)`` sends SciPy's calls to the pool."""
+    import scipy.fft
+    x = host(cp, SIGNAL)
+    with scipy.fft.set_backend(scipy_of(cp, "fft")):
+        out = scipy.fft.fft(x)
+    assert isinstance(out, cp.ndarray)
+    np.testing.assert_allclose(out.get(), np.fft.fft(SIGNAL), rtol=1e-6)

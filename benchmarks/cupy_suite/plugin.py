@@ -124,6 +124,46 @@ def _routines_linalg_stub() -> types.ModuleType:
     return module
 
 
+def _fft_internals_stub() -> types.ModuleType:
+    """``cupy.fft._fft``: the fft tests ask ``_default_fft_func`` whether CuPy would take
+    its N-d cuFFT plan (``_fftn``) for a shape and axes, to skip the cases where it would
+    not; answered by CuPy's rule (no plan given, N-d planning on). ``_fft``/``_fftn`` are
+    markers only: calling them is refused."""
+    module = types.ModuleType("cupy.fft._fft")
+
+    def _fft(*args, **kwargs):
+        raise NotImplementedError("cupy.fft._fft is CuPy's internal; the pool runs the FFTs")
+
+    def _fftn(*args, **kwargs):
+        raise NotImplementedError("cupy.fft._fftn is CuPy's internal; the pool runs the FFTs")
+
+    def _axes(ndim, s, axes):
+        if axes is None:
+            axes = tuple(range(ndim - len(s), ndim)) if s is not None else tuple(range(ndim))
+        elif isinstance(axes, int):
+            axes = (axes,)
+        return sorted(a % ndim for a in axes)
+
+    def _default_fft_func(a, s=None, axes=None, plan=None, value_type="C2C"):
+        if plan is not None or a.ndim == 1:
+            return _fft
+        if a.flags.f_contiguous and value_type != "C2C":
+            return _fft
+        axes_sorted = _axes(a.ndim, s, axes)
+        possible = (0 < len(axes_sorted) <= 3 and (0 in axes_sorted or a.ndim - 1 in axes_sorted)
+                    and all(y - x == 1 for x, y in zip(axes_sorted, axes_sorted[1:])))
+        return _fftn if len(axes_sorted) > 1 and possible else _fft
+
+    def _size_last_transform_axis(shape, s, axes):
+        if s is not None and s[-1] is not None:
+            return s[-1]
+        return shape[-1 if axes is None else axes[-1]]
+
+    module.__dict__.update(_fft=_fft, _fftn=_fftn, _default_fft_func=_default_fft_func,
+                           _size_last_transform_axis=_size_last_transform_axis)
+    return module
+
+
 def _package_stub(name: str):
     def make() -> types.ModuleType:
         module = types.ModuleType(name)
@@ -138,7 +178,8 @@ _STUBS = {"cupy._core": _package_stub("cupy._core"), "cupy._core.internal": _int
           "cupy._core._routines_linalg": _routines_linalg_stub,
           # test_generate.py imports it for two tests of an internal class; the rest collect
           "cupy._indexing": _package_stub("cupy._indexing"),
-          "cupy._indexing.generate": _package_stub("cupy._indexing.generate")}
+          "cupy._indexing.generate": _package_stub("cupy._indexing.generate"),
+          "cupy.fft._fft": _fft_internals_stub}
 
 
 def _numpy_as_cupy() -> None:
@@ -165,6 +206,14 @@ def _numpy_as_cupy() -> None:
                         "cupy._util": cupy._util,
                         "cupyx": cupyx, "cupyx.scipy": cupyx.scipy,
                         "cupyx.scipy.sparse": cupyx.scipy.sparse})
+    for sub in ("special", "ndimage", "signal", "signal.windows", "fft", "linalg"):
+        try:   # SciPy poses as cupyx.scipy, where installed
+            module = importlib.import_module(f"scipy.{sub}")
+        except ImportError:
+            continue
+        sys.modules[f"cupyx.scipy.{sub}"] = module
+        if "." not in sub:
+            setattr(cupyx.scipy, sub, module)
 
 
 def _install_proxy() -> None:
