@@ -7,6 +7,7 @@ dtype objects, exception classes and pure dtype arithmetic (``result_type``,
 
 from __future__ import annotations
 
+import importlib.util
 import types
 from typing import Any, NamedTuple
 
@@ -293,7 +294,7 @@ def build_modules() -> dict[str, types.ModuleType]:
             cupy.__dict__[name] = getattr(np, name)
 
     linalg = ProxyModule("cupy.linalg", "linalg.")
-    linalg.__dict__.update(LinAlgError=numpy.linalg.LinAlgError, __package__="cupy.linalg")
+    linalg.__dict__.update(LinAlgError=numpy.linalg.LinAlgError, __package__="cupy.linalg", __path__=[])
     fft = ProxyModule("cupy.fft", "fft.")
     fft.__dict__.update(__path__=[], __package__="cupy.fft")
     random = ProxyModule("cupy.random", "random.")
@@ -303,7 +304,8 @@ def build_modules() -> dict[str, types.ModuleType]:
     # cupyx.scipy: its submodules come as the pool forwards them; sparse matrices are not
     # forwarded yet, so nothing here is one (issparse and the like answer as CuPy would)
     scipy = ProxyModule("cupyx.scipy", "cupyx.scipy.")
-    scipy.__dict__.update(__path__=[], __package__="cupyx.scipy")
+    scipy.__dict__.update(__path__=[], __package__="cupyx.scipy",
+                          _scipy_available=importlib.util.find_spec("scipy") is not None)
     sparse = ProxyModule("cupyx.scipy.sparse", "cupyx.scipy.sparse.")
     sparse.__dict__.update(__package__="cupyx.scipy.sparse", **{
         name: _not_sparse(name) for name in

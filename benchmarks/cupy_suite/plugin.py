@@ -25,8 +25,11 @@ The proxy side installs its import hook when pytest configures, before the suite
 test modules are imported. Of CuPy's internals only ``cupy._core.internal.prod``
 (which ``cupy.testing`` itself imports), ``cupy._core._accelerator`` (a setting
 that tests save and restore; the pool keeps its own), ``cupy._core._cub_reduction``,
-``_routines_linalg`` and ``cupy._indexing.generate`` (imported by modules whose other tests are ordinary)
-are stubbed, so that the suite collects; a test module that needs another internal fails to collect, and is counted.
+``_routines_linalg`` and ``cupy._indexing.generate`` (imported by modules whose other tests are ordinary),
+``cupy._core.get/set_compute_type`` and ``cupy.fft.config`` (settings, remembered only),
+``cupy.fft._fft._default_fft_func``, ``cupyx.scipy.ndimage._util._is_integer_output`` and
+``cupy.linalg._util.stacked_identity`` (test helpers, by CuPy's rules) are stubbed, so that
+the suite collects; a test module that needs another internal fails to collect, and is counted.
 """
 
 from __future__ import annotations
@@ -164,6 +167,71 @@ def _fft_internals_stub() -> types.ModuleType:
     return module
 
 
+def _fft_config_stub() -> types.ModuleType:
+    """``cupy.fft.config``: the fft tests read and set CuPy's planning switches around their
+    calls; the pool plans its FFTs itself, so here the switches are only remembered (the
+    results must be the same either way). Plan-cache tests fail: no cache is the client's."""
+    module = types.ModuleType("cupy.fft.config")
+    module.enable_nd_planning = True
+    module.use_multi_gpus = module._use_multi_gpus = False
+    module._devices = None
+
+    def set_cufft_gpus(gpus):
+        raise NotImplementedError("multi-GPU cuFFT is the pool's choice")
+
+    def _no_cache(*args, **kwargs):
+        raise NotImplementedError("cuFFT plan caches live in the pool")
+
+    module.__dict__.update(set_cufft_gpus=set_cufft_gpus, get_plan_cache=_no_cache,
+                           clear_plan_cache=_no_cache, show_plan_cache_info=_no_cache,
+                           set_cufft_callbacks=_no_cache)
+    return module
+
+
+def _core_stub() -> types.ModuleType:
+    """``cupy._core``: a package of internals; test_matmul.py sets and restores the matmul
+    compute type around its calls (the pool keeps its own; the setting is remembered)."""
+    module = _package_stub("cupy._core")()
+    chosen = [0]
+    module.get_compute_type = lambda dtype=None: chosen[0]
+    module.set_compute_type = lambda dtype=None, compute_type=0: chosen.__setitem__(0, compute_type)
+    return module
+
+
+def _ndimage_util_stub() -> types.ModuleType:
+    """``cupyx.scipy.ndimage._util``: test_interpolation.py asks whether an output is of an
+    integer type (CuPy's rule) to pick its tolerance."""
+    import numpy
+
+    module = types.ModuleType("cupyx.scipy.ndimage._util")
+
+    def _is_integer_output(output, input):
+        if output is None:
+            return input.dtype.kind in "iu"
+        if isinstance(output, (str, type, numpy.dtype)):
+            return numpy.dtype(output).kind in "iu"
+        return output.dtype.kind in "iu"
+
+    module._is_integer_output = _is_integer_output
+    return module
+
+
+def _linalg_util_stub() -> types.ModuleType:
+    """``cupy.linalg._util``: test_decomposition.py builds its expected identities with
+    ``stacked_identity`` (on the side's own ``cupy``)."""
+    module = types.ModuleType("cupy.linalg._util")
+
+    def stacked_identity(batch_shape, n, dtype):
+        import cupy
+        x = cupy.zeros(tuple(batch_shape) + (n, n), dtype)
+        idx = cupy.arange(n)
+        x[..., idx, idx] = 1
+        return x
+
+    module.stacked_identity = stacked_identity
+    return module
+
+
 def _package_stub(name: str):
     def make() -> types.ModuleType:
         module = types.ModuleType(name)
@@ -172,14 +240,15 @@ def _package_stub(name: str):
     return make
 
 
-_STUBS = {"cupy._core": _package_stub("cupy._core"), "cupy._core.internal": _internal_stub,
+_STUBS = {"cupy._core": _core_stub, "cupy._core.internal": _internal_stub,
           "cupy._core._accelerator": _accelerator_stub,
           "cupy._core._cub_reduction": _cub_reduction_stub,
           "cupy._core._routines_linalg": _routines_linalg_stub,
           # test_generate.py imports it for two tests of an internal class; the rest collect
           "cupy._indexing": _package_stub("cupy._indexing"),
           "cupy._indexing.generate": _package_stub("cupy._indexing.generate"),
-          "cupy.fft._fft": _fft_internals_stub}
+          "cupy.fft._fft": _fft_internals_stub, "cupy.fft.config": _fft_config_stub,
+          "cupyx.scipy.ndimage._util": _ndimage_util_stub, "cupy.linalg._util": _linalg_util_stub}
 
 
 def _numpy_as_cupy() -> None:

@@ -91,7 +91,7 @@ FUNCTIONS.update(_names("isfortran array2string array_repr array_str", VALUE))
 FUNCTIONS.update(_names("""
     norm det inv pinv solve cholesky matrix_power matrix_rank eigvalsh eigvals tensorsolve tensorinv
 """, ARRAY, "linalg."))
-FUNCTIONS.update(_names("cond matrix_transpose matmul", ARRAY, "linalg."))
+FUNCTIONS.update(_names("cond matrix_transpose matmul cross", ARRAY, "linalg."))
 FUNCTIONS.update(_names("qr svd eigh eig slogdet lstsq", MULTI, "linalg."))
 
 FUNCTIONS.update(_names("""
