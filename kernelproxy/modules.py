@@ -122,7 +122,7 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subo
           ndmin: int = 0, *, blocking: bool = False) -> Any:
     """``cupy.array``: like :func:`asarray`, always a new array unless ``copy=False``."""
     session = active_session()
-    if isinstance(obj, nd.ndarray) and copy is not True and ndmin <= obj.ndim and obj.fits(dtype, order):
+    if isinstance(obj, nd.ndarray) and copy is not True and ndmin <= obj.ndim and obj._fits(dtype, order):
         return obj   # no copy needed: CuPy returns the array itself
     if isinstance(obj, np.ndarray):
         obj, c_order = _upload(session, obj)
@@ -137,7 +137,7 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subo
 
 def ascontiguousarray(a: Any, dtype: Any = None) -> Any:
     """``cupy.ascontiguousarray``: a C-contiguous array of the dtype is returned itself."""
-    if isinstance(a, nd.ndarray) and a.ndim and a.fits(dtype, "C"):
+    if isinstance(a, nd.ndarray) and a.ndim and a._fits(dtype, "C"):
         return a
     return nd.call(active_session(), m.KIND_FUNCTION, "ascontiguousarray", api.ARRAY, None, (a,),
                    {} if dtype is None else {"dtype": dtype}, "cupy.ascontiguousarray")
@@ -145,7 +145,7 @@ def ascontiguousarray(a: Any, dtype: Any = None) -> Any:
 
 def asfortranarray(a: Any, dtype: Any = None) -> Any:
     """``cupy.asfortranarray``: an F-contiguous array of the dtype is returned itself."""
-    if isinstance(a, nd.ndarray) and a.ndim and a.fits(dtype, "F"):
+    if isinstance(a, nd.ndarray) and a.ndim and a._fits(dtype, "F"):
         return a
     return nd.call(active_session(), m.KIND_FUNCTION, "asfortranarray", api.ARRAY, None, (a,),
                    {} if dtype is None else {"dtype": dtype}, "cupy.asfortranarray")

@@ -462,7 +462,7 @@ class ndarray:
     def __reduce__(self):
         raise TypeError("remote arrays cannot be pickled; use .get() for a host copy")
 
-    def fits(self, dtype: Any, order: Any) -> bool:
+    def _fits(self, dtype: Any, order: Any) -> bool:
         """Whether this array already has *dtype* (None: any) and the layout *order* asks
         for: then CuPy's ``astype(copy=False)``, ``array(copy=False)``,
         ``ascontiguousarray`` and the like return the array itself."""
@@ -476,7 +476,7 @@ class ndarray:
     def astype(self, dtype: Any, order: str = "K", casting: Any = None, subok: Any = None,
                copy: bool = True) -> "ndarray":
         """``ndarray.astype``; with ``copy=False`` an array that needs no conversion is returned itself."""
-        if not copy and self.fits(dtype, order):
+        if not copy and self._fits(dtype, order):
             return self
         kwargs: dict[str, Any] = {"order": order, "copy": copy}
         if casting is not None:
