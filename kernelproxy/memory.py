@@ -77,33 +77,20 @@ class MemoryPointer:
     def __repr__(self) -> str:
         return f"<remote MemoryPointer 0x{self.ptr:x} on device {self.device_id}>"
 
-    def _raw(self, name: str) -> NotImplementedError:
-        return NotImplementedError(f"MemoryPointer.{name}: {_REMOTE}")
 
-    def copy_from_device(self, *args: Any, **kwargs: Any) -> None:
-        raise self._raw("copy_from_device")
+def _refused(name: str):
+    """A raw-memory method of CuPy's ``MemoryPointer``: refused, the memory being remote."""
+    def method(self: MemoryPointer, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(f"MemoryPointer.{name}: {_REMOTE}")
 
-    copy_from_device_async = copy_from_device
+    method.__name__ = name
+    return method
 
-    def copy_from_host(self, *args: Any, **kwargs: Any) -> None:
-        raise self._raw("copy_from_host")
 
-    copy_from_host_async = copy_from_host
-
-    def copy_from(self, *args: Any, **kwargs: Any) -> None:
-        raise self._raw("copy_from")
-
-    copy_from_async = copy_from
-
-    def copy_to_host(self, *args: Any, **kwargs: Any) -> None:
-        raise self._raw("copy_to_host")
-
-    copy_to_host_async = copy_to_host
-
-    def memset(self, *args: Any, **kwargs: Any) -> None:
-        raise self._raw("memset")
-
-    memset_async = memset
+for _name in ("copy_from_device", "copy_from_host", "copy_from", "copy_to_host", "memset"):
+    setattr(MemoryPointer, _name, _refused(_name))
+    setattr(MemoryPointer, _name + "_async", _refused(_name + "_async"))
+del _name
 
 
 def memory_of(array: Any) -> MemoryPointer:

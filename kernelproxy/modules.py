@@ -135,20 +135,21 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subo
     return nd.call(session, m.KIND_FUNCTION, "array", api.ARRAY, None, (obj,), kwargs, "cupy.array")
 
 
-def ascontiguousarray(a: Any, dtype: Any = None) -> Any:
-    """``cupy.ascontiguousarray``: a C-contiguous array of the dtype is returned itself."""
-    if isinstance(a, nd.ndarray) and a.ndim and a._fits(dtype, "C"):
-        return a
-    return nd.call(active_session(), m.KIND_FUNCTION, "ascontiguousarray", api.ARRAY, None, (a,),
-                   {} if dtype is None else {"dtype": dtype}, "cupy.ascontiguousarray")
+def _as_layout(name: str, order: str):
+    """``cupy.ascontiguousarray`` / ``asfortranarray``: an array already in the layout and
+    dtype is returned itself, as in CuPy; anything else is converted by the pool."""
+    def convert(a: Any, dtype: Any = None) -> Any:
+        if isinstance(a, nd.ndarray) and a.ndim and a._fits(dtype, order):
+            return a
+        return nd.call(active_session(), m.KIND_FUNCTION, name, api.ARRAY, None, (a,),
+                       {} if dtype is None else {"dtype": dtype}, f"cupy.{name}")
+
+    convert.__name__ = convert.__qualname__ = name
+    return convert
 
 
-def asfortranarray(a: Any, dtype: Any = None) -> Any:
-    """``cupy.asfortranarray``: an F-contiguous array of the dtype is returned itself."""
-    if isinstance(a, nd.ndarray) and a.ndim and a._fits(dtype, "F"):
-        return a
-    return nd.call(active_session(), m.KIND_FUNCTION, "asfortranarray", api.ARRAY, None, (a,),
-                   {} if dtype is None else {"dtype": dtype}, "cupy.asfortranarray")
+ascontiguousarray = _as_layout("ascontiguousarray", "C")
+asfortranarray = _as_layout("asfortranarray", "F")
 
 
 def linspace(*args: Any, **kwargs: Any) -> Any:
