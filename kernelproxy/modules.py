@@ -20,6 +20,7 @@ from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import PerformanceWarning, SessionLostError
 
 from . import cuda, flatiter, host_io, kernels, ufuncs
+from .core import build_core_modules
 from . import ndarray as nd
 
 __all__ = ["build_modules", "active_session", "activate"]
@@ -298,7 +299,9 @@ def build_modules() -> dict[str, types.ModuleType]:
     linalg.__dict__.update(LinAlgError=numpy.linalg.LinAlgError, __package__="cupy.linalg", __path__=[])
     fft = ProxyModule("cupy.fft", "fft.")
     fft.__dict__.update(__path__=[], __package__="cupy.fft")
-    random = ProxyModule("cupy.random", "random.")
+    from .random import build_random_modules   # (its modules need this one's active_session)
+    random_modules = build_random_modules(ProxyModule("cupy.random", "random."))
+    random = random_modules["cupy.random"]
     cupyx = ProxyModule("cupyx", "cupyx.")
     cupyx.__dict__.update(__path__=[], __package__="cupyx")
 
@@ -331,21 +334,24 @@ def build_modules() -> dict[str, types.ModuleType]:
     cupyx.__dict__["cusolver"] = cusolver
 
     cuda_modules = cuda.build_cuda_modules()
+    cuda_modules["cupy.cuda"].__dict__["curand"] = random_modules["cupy.cuda.curand"]
     cupy.__dict__.update(get_default_memory_pool=cuda.get_default_memory_pool,
                          get_default_pinned_memory_pool=cuda.get_default_pinned_memory_pool)
 
+    core_modules = build_core_modules()
     util = types.ModuleType("cupy._util")   # CuPy's warning class lives here
     util.PerformanceWarning = PerformanceWarning
 
     for sub_name, sub in (("linalg", linalg), ("fft", fft), ("random", random),
                           ("cuda", cuda_modules["cupy.cuda"]),
-                          ("exceptions", numpy.exceptions), ("_util", util)):
+                          ("exceptions", numpy.exceptions), ("_util", util),
+                          ("_core", core_modules["cupy._core"])):
         cupy.__dict__[sub_name] = sub
     _modules_cache.update({
-        "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, "cupy.random": random,
+        "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, **random_modules,
         "cupy.exceptions": numpy.exceptions, "cupy._util": util, **cuda_modules,
         "cupyx": cupyx, "cupyx.scipy": scipy, **scipy_modules,
-        "cupyx.cusolver": cusolver,
+        "cupyx.cusolver": cusolver, **core_modules,
     })
     return _modules_cache
 

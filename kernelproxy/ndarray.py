@@ -106,8 +106,7 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
         session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
         return wrap(session, hid)
     if want == _NONE:
-        if (kind == m.KIND_FUNCTION and args and isinstance(args[0], np.ndarray)
-                and name != "random.seed"):
+        if kind == m.KIND_FUNCTION and args and isinstance(args[0], np.ndarray):
             # copyto, put, place, shuffle, ...: the pool would change a copy of a host array
             raise TypeError(f"{label} works in place on a cupy.ndarray, not on a NumPy array")
         session.submit(kind, _NONE, None, name, target, args, kwargs, label)

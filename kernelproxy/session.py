@@ -12,8 +12,10 @@ have made raise a clear error when used.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
+import threading
 import time
 import warnings
 from collections import deque
@@ -100,13 +102,28 @@ def _caller() -> tuple[str, int]:
     return (frame.f_code.co_filename, frame.f_lineno)
 
 
+def _serialised(method):
+    """Run *method* holding the session's lock: threads of one program share its session
+    (CuPy may be called from any thread), and an op's encoding, the batch it joins and the
+    replies read for it must not interleave with another thread's."""
+    def locked(self, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    locked.__name__, locked.__qualname__, locked.__doc__ = method.__name__, method.__qualname__, method.__doc__
+    return locked
+
+
 class Session:
-    """One client's session; all of its methods are called from one thread."""
+    """One client's session. Its public methods may be called from any thread; they take
+    turns (one lock), as calls on one CUDA stream would."""
 
     def __init__(self, address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
                  user: str | None = None, memory_limit: int | None = None,
                  timeout: float = 150.0) -> None:
         self.address = address
+        self._lock = threading.RLock()
         self._token = token
         #: the pool's pinned public key (Z85), or None: a plain connection
         self.server_key: bytes | None = resolve_server_key(address, server_key)
@@ -165,7 +182,7 @@ class Session:
         self._payload: list[Any] = []
         self._seq = 0
         self._flushed_seq = 0
-        self._next_id = 0
+        self._ids = itertools.count(1)   # next() is atomic: no lock for the commonest call
         self._batch = 0
         self._in_flight: deque[tuple[int, int, int]] = deque()  # (batch, first seq, last seq)
         self._origin: dict[int, tuple[str, str, int, Any]] = {}  # seq -> (label, file, line, out)
@@ -182,15 +199,15 @@ class Session:
 
     # ------------------------------------------------------------ issuing ops
     def new_id(self) -> int:
-        self._next_id += 1
-        return self._next_id
+        return next(self._ids)
 
     def _handle_of(self, obj: Any) -> int | None:
         hid = getattr(obj, "_h", None)
-        if hid is None or type(obj).__name__ != "ndarray":
+        if hid is None or (type(obj).__name__ != "ndarray" and not getattr(obj, "_remote_object", False)):
             return None
         if obj._s is not self:
-            raise ValueError("an array of another remote session cannot be used here")
+            raise ValueError(f"{'an array' if type(obj).__name__ == 'ndarray' else 'an object'} "
+                             "of another remote session cannot be used here")
         if hid in self._dead:
             raise InvalidHandleError(self._dead[hid])
         return hid
@@ -198,27 +215,29 @@ class Session:
     def submit(self, kind: str, want: str, out: int | None, name: Any, target: Any = None,
                args: tuple | list = (), kwargs: dict | None = None, label: str = "") -> int:
         """Queue one op; returns its sequence number. Encoding errors raise here."""
-        __tracebackhide__ = True  # IPython shows the user's frames, not ours
-        self._check_open()
-        if self._error is not None:  # an earlier op failed: say so before queueing more
-            self._raise_pending()
-        self._seq += 1
-        seq = self._seq
-        pack = self._packer.pack
-        try:
-            body = pack([target, list(args), kwargs or {}])
-        except codec.NeedsDeviceViews:   # read those objects first: they may ask the pool
-            body = pack([target, codec.with_device_views(list(args)),
-                         codec.with_device_views(kwargs or {})])
-        self._ops.append(pack([seq, kind, want, out, name]) + body)
-        filename, line = _caller()
-        self._origin[seq] = (label or str(name), filename, line, out)
-        if self.blocking and (want == api.ARRAY or want == api.NONE) and kind != m.KIND_UPLOAD:
-            self.sync()   # raises this op's error here (an upload waits for its data frame)
-        elif len(self._ops) >= FLUSH_OPS:
-            self.flush()
-        return seq
+        with self._lock:   # (inline, not @_serialised: this is every op's path)
+            __tracebackhide__ = True  # IPython shows the user's frames, not ours
+            self._check_open()
+            if self._error is not None:  # an earlier op failed: say so before queueing more
+                self._raise_pending()
+            self._seq += 1
+            seq = self._seq
+            pack = self._packer.pack
+            try:
+                body = pack([target, list(args), kwargs or {}])
+            except codec.NeedsDeviceViews:   # read those objects first: they may ask the pool
+                body = pack([target, codec.with_device_views(list(args)),
+                             codec.with_device_views(kwargs or {})])
+            self._ops.append(pack([seq, kind, want, out, name]) + body)
+            filename, line = _caller()
+            self._origin[seq] = (label or str(name), filename, line, out)
+            if self.blocking and (want == api.ARRAY or want == api.NONE) and kind != m.KIND_UPLOAD:
+                self.sync()   # raises this op's error here (an upload waits for its data frame)
+            elif len(self._ops) >= FLUSH_OPS:
+                self.flush()
+            return seq
 
+    @_serialised
     def upload(self, host: np.ndarray, out: int) -> int:
         """Queue an upload of *host* into handle *out* and send it now, zero-copy."""
         data = host if host.flags.c_contiguous else host.copy(order="C")
@@ -250,6 +269,7 @@ class Session:
         return seq
 
     # ------------------------------------------------------------ sending
+    @_serialised
     def flush(self, sync_device: bool = False, wait_sent: bool = False, drain: bool = True) -> None:
         """Send the queued ops as one batch (also when empty, if *sync_device*)."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
@@ -383,6 +403,7 @@ class Session:
         return out
 
     # ------------------------------------------------------------ sync points
+    @_serialised
     def sync(self, device: bool = False, waiting_for: int | None = None) -> None:
         """Send everything, wait for every reply, raise the first pending error.
 
@@ -393,6 +414,7 @@ class Session:
         self._wait_all()
         self._raise_pending(waiting_for)
 
+    @_serialised
     def value(self, seq: int) -> Any:
         """Wait for the value of op *seq* (a sync point)."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
@@ -407,6 +429,7 @@ class Session:
             raise ValueError(f"{operator!r} is not an operator the pool evaluates")
         return self.submit(m.KIND_OPERATOR, api.VALUE, None, operator, None, args, label=operator)
 
+    @_serialised
     def result(self, seq: int) -> Any:
         """The value of op *seq* (from :meth:`value_later`). Waits only for the batches up to
         the one carrying it, not for work issued after it, so the device stays busy."""
@@ -423,6 +446,7 @@ class Session:
             raise InvalidHandleError(f"op {seq} has no value (it was not issued by value_later, "
                                      "or its value was already taken)") from None
 
+    @_serialised
     def meta_of(self, hid: int) -> tuple:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         found = self.meta.pop(hid, None)
@@ -456,6 +480,7 @@ class Session:
         raise exc
 
     # ------------------------------------------------------------ lifecycle
+    @_serialised
     def cancel(self) -> None:
         """Drop queued work: unsent ops are discarded and the worker skips what it has not
         run yet of the batches sent so far. Arrays those ops would have made raise a clear
@@ -477,10 +502,11 @@ class Session:
 
     def release(self, hid: int) -> None:
         """Called when a client array is dropped: a free record joins the op stream here."""
-        self._ops.append(self._free_packer.pack(hid))
-        self.meta.pop(hid, None)
-        self.arrays.pop(hid, None)
-        self._dead.pop(hid, None)
+        with self._lock:
+            self._ops.append(self._free_packer.pack(hid))
+            self.meta.pop(hid, None)
+            self.arrays.pop(hid, None)
+            self._dead.pop(hid, None)
 
     def _check_open(self) -> None:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
@@ -514,6 +540,7 @@ class Session:
             msg["history"] = float(history)
         return door_request(self.ctx, self.address, msg, 10, server_key=self.server_key)
 
+    @_serialised
     def close(self) -> None:
         """End the session: the worker exits and frees every array."""
         if self.closed:

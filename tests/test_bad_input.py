@@ -405,7 +405,7 @@ def test_handle_of_another_session(bad_pool, bystander, victim):
     b_cp = module_for(victim)
     own = b_cp.ones(2)
     victim.sync()
-    assert victim._next_id < theirs  # the id names nothing in B's own table
+    assert own._h < theirs  # the id names nothing in B's own table (ids count up from 1)
     foreign = wrap(victim, theirs)
     with pytest.raises(InvalidHandleError):
         b_cp.negative(foreign).get()

@@ -89,9 +89,18 @@ class _StubLoader(importlib.abc.Loader):
         pass
 
 
+def _side_module(name: str) -> types.ModuleType | None:
+    """The proxy's own module *name* (on the proxy side), which a stub then extends."""
+    if _SIDE != "proxy":
+        return None
+    from kernelproxy.modules import build_modules
+    return build_modules().get(name)
+
+
 def _internal_stub() -> types.ModuleType:
-    module = types.ModuleType("cupy._core.internal")
-    module.prod = lambda shape: math.prod(shape)
+    module = _side_module("cupy._core.internal") or types.ModuleType("cupy._core.internal")
+    if not hasattr(module, "prod"):
+        module.prod = lambda shape: math.prod(shape)
     return module
 
 
@@ -191,7 +200,7 @@ def _fft_config_stub() -> types.ModuleType:
 def _core_stub() -> types.ModuleType:
     """``cupy._core``: a package of internals; test_matmul.py sets and restores the matmul
     compute type around its calls (the pool keeps its own; the setting is remembered)."""
-    module = _package_stub("cupy._core")()
+    module = _side_module("cupy._core") or _package_stub("cupy._core")()
     chosen = [0]
     module.get_compute_type = lambda dtype=None: chosen[0]
     module.set_compute_type = lambda dtype=None, compute_type=0: chosen.__setitem__(0, compute_type)
@@ -300,6 +309,7 @@ def _install_proxy() -> None:
     # blocks expect; GPUWB_SUITE_BLOCKING=0 measures the default, errors at the next sync
     _session.blocking = os.environ.get("GPUWB_SUITE_BLOCKING", "1") != "0"
     kernelproxy.install(_session)
+    _core_stub(), _internal_stub()   # the proxy's cupy._core is imported already: extend it now
 
 
 @pytest.hookimpl(tryfirst=True)

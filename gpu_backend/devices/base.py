@@ -172,6 +172,11 @@ class Device:
         self.grant: Any = None
 
     # -- set-up -------------------------------------------------------------
+    def object_classes(self) -> dict[str, tuple[Callable, type]]:
+        """The device's classes for :data:`api.OBJECTS`: name -> (constructor, type of the
+        objects it builds). Built on first use: the random generators load cuRAND."""
+        return {}
+
     def _build_methods(self) -> None:
         cls = self.array_type
         self.methods = {name: getattr(cls, name) for name in api.METHODS if hasattr(cls, name)}

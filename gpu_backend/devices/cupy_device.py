@@ -16,6 +16,7 @@ import numpy as np
 from ..protocol import api
 from ..protocol.messages import STREAM_CHUNK_BYTES
 from .base import CudaInterfaceView, Device, lazy_functions, resolve_table
+from .host_random import seed_sequence_factory
 
 __all__ = ["CupyDevice", "gpu_count"]
 
@@ -60,12 +61,12 @@ class CupyDevice(Device):
         cupy.cuda.Device(index).use()
         self.pool = cupy.get_default_memory_pool()
         self.functions = resolve_table(
-            {"": cupy, "linalg.": cupy.linalg, "fft.": cupy.fft, "random.": cupy.random,
-             "cupyx.": cupyx},
+            {"": cupy, "linalg.": cupy.linalg, "fft.": cupy.fft, "cupyx.": cupyx},
             lazy_functions({f"cupyx.scipy.{sub}.": f"cupyx.scipy.{sub}" for sub in api.SCIPY_SUBMODULES}),
         )
         self._build_methods()
         self._kernels: dict = {}
+        self._objects: dict | None = None
         self._events: list = []   # spare CUDA events for markers
         self._runtime = cupy.cuda.runtime
         self._stream = cupy.cuda.get_current_stream().ptr
@@ -78,6 +79,18 @@ class CupyDevice(Device):
         y = (x + 1) * 2 - x / 3
         float((y @ y).sum())
         cp.cuda.Device(self.index).synchronize()
+
+    def object_classes(self) -> dict[str, tuple[Any, type]]:
+        """CuPy's own random generators (``Generator`` loads cuRAND's kernels: on first use)."""
+        if self._objects is None:
+            random = self.cupy.random
+            self._objects = {
+                "random.RandomState": (random.RandomState, random.RandomState),
+                "random.Generator": (random.Generator, random.Generator),
+                **{f"random.{name}": (seed_sequence_factory(getattr(random, name)), getattr(random, name))
+                   for name in ("XORWOW", "MRG32k3a", "Philox4x3210")},
+            }
+        return self._objects
 
     def set_memory_limit(self, nbytes: int) -> None:
         self.pool.set_limit(size=max(int(nbytes), 1))   # 0 would mean "no limit" to CuPy

@@ -18,8 +18,16 @@ from ..protocol import api
 from ..protocol.codec import ALLOWED_KINDS
 from ..protocol.errors import OutOfMemoryError
 from .base import Device, HostInterfaceView, lazy_functions, resolve_table
+from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
 
 __all__ = ["NumpyDevice"]
+
+#: CuPy's random generators, stood in for by NumPy's (see host_random).
+_HOST_OBJECTS: dict[str, tuple[Any, type]] = {
+    "random.RandomState": (HostRandomState, HostRandomState),
+    "random.Generator": (HostGenerator, HostGenerator),
+    **{f"random.{name}": (seed_sequence_factory(cls), cls) for name, cls in HOST_BIT_GENERATORS.items()},
+}
 
 
 _byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or np.byte_bounds
@@ -36,25 +44,6 @@ def _rsqrt(x, out=None):
     return np.divide(1, np.sqrt(x), out=out)
 
 
-#: cupy.random functions that take a ``dtype`` NumPy's lack: float32 or float64 only.
-_RANDOM_FLOAT = ("rand randn random random_sample ranf sample uniform normal standard_normal "
-                 "exponential beta gamma")
-#: ... and those whose ``dtype`` is an integer type.
-_RANDOM_INT = "binomial poisson"
-
-
-def _random_with_dtype(fn, floats: bool):
-    def sample(*args, dtype=None, **kwargs):
-        if dtype is None:
-            return fn(*args, **kwargs)
-        dtype = np.dtype(dtype)
-        if floats and dtype.char not in "fd":
-            raise TypeError("cupy.random only supports float32 and float64")
-        return np.asarray(fn(*args, **kwargs)).astype(dtype, copy=False)
-    sample.__name__ = fn.__name__
-    return sample
-
-
 class NumpyDevice(Device):
     kind = "numpy"
     array_type = np.ndarray
@@ -67,15 +56,12 @@ class NumpyDevice(Device):
         stream = os.environ.get("GPUWB_STREAM_BYTES")
         self.stream_bytes = int(stream) if stream else None
         self.functions = resolve_table(
-            {"": np, "linalg.": np.linalg, "fft.": np.fft, "random.": np.random},
+            {"": np, "linalg.": np.linalg, "fft.": np.fft},
             {
                 "cupyx.scatter_add": _scatter(np.add),
                 "cupyx.scatter_max": _scatter(np.maximum),
                 "cupyx.scatter_min": _scatter(np.minimum),
                 "cupyx.rsqrt": _rsqrt,
-                **{f"random.{name}": _random_with_dtype(getattr(np.random, name), floats)
-                   for names, floats in ((_RANDOM_FLOAT, True), (_RANDOM_INT, False))
-                   for name in names.split() if hasattr(np.random, name)},
                 # cupyx.scipy's reference: SciPy, where installed
                 **lazy_functions({f"cupyx.scipy.{sub}.": f"scipy.{sub}" for sub in api.SCIPY_SUBMODULES}),
             },
@@ -88,6 +74,9 @@ class NumpyDevice(Device):
 
     def set_memory_limit(self, nbytes: int) -> None:
         self.limit = int(nbytes)
+
+    def object_classes(self) -> dict[str, tuple[Any, type]]:
+        return _HOST_OBJECTS
 
     def _grown(self, need: int) -> bool:
         """Whether the session's user quota granted *need* bytes in all (see worker.grants)."""

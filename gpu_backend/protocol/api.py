@@ -25,7 +25,7 @@ import numpy as _np
 __all__ = [
     "ARRAY", "NONE", "MULTI", "VALUE",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES",
-    "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS",
+    "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
 ]
 
 ARRAY, NONE, MULTI, VALUE = "a", "n", "m", "v"
@@ -35,8 +35,9 @@ def _names(text: str, kind: str, prefix: str = "") -> dict[str, str]:
     return {prefix + name: kind for name in text.split()}
 
 
-#: Submodules of ``cupy`` with proxies (``cupyx`` is a top-level package).
-SUBMODULES = ("linalg", "fft", "random")
+#: Submodules of ``cupy`` whose functions are allow-listed by name (``cupy.random`` works
+#: through remote objects, see OBJECTS; ``cupyx`` is a top-level package).
+SUBMODULES = ("linalg", "fft")
 
 FUNCTIONS: dict[str, str] = {}
 FUNCTIONS.update(_names("""
@@ -98,18 +99,6 @@ FUNCTIONS.update(_names("""
     fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft
     fftfreq rfftfreq fftshift ifftshift
 """, ARRAY, "fft."))
-
-FUNCTIONS.update(_names("""
-    rand randn random random_sample ranf sample randint uniform normal standard_normal
-    choice permutation binomial poisson exponential beta gamma
-""", ARRAY, "random."))
-FUNCTIONS.update(_names("""
-    chisquare dirichlet f geometric gumbel hypergeometric laplace logistic lognormal logseries
-    multinomial multivariate_normal negative_binomial noncentral_chisquare noncentral_f pareto
-    power random_integers rayleigh standard_cauchy standard_exponential standard_gamma
-    standard_t triangular vonmises wald weibull zipf
-""", ARRAY, "random."))
-FUNCTIONS.update(_names("seed shuffle", NONE, "random."))
 
 FUNCTIONS.update(_names("scatter_add scatter_max scatter_min", NONE, "cupyx."))
 FUNCTIONS.update(_names("rsqrt", ARRAY, "cupyx."))
@@ -192,7 +181,8 @@ FUNCTIONS.update({f"{name}.{method}": want for name in sorted(UFUNCS)
 
 #: Creation functions whose first argument is a shape: the NumPy device checks
 #: the bytes they would take against the session's limit before allocating.
-CREATION_WITH_SHAPE = frozenset("empty zeros ones full random.rand random.randn".split())
+CREATION_WITH_SHAPE = frozenset(
+    "empty zeros ones full random.RandomState.rand random.RandomState.randn".split())
 
 #: ndarray methods, with their return kinds.
 METHODS: dict[str, str] = {}
@@ -229,3 +219,32 @@ CUDA_CALLS.update(_names("event.new event.record event.synchronize pool.free_all
                          NONE))
 CUDA_CALLS.update(_names("event.done event.elapsed pool.figures array.data", VALUE))
 CUDA_CALLS["array.base"] = MULTI   # a handle, None, or the base stored under the op's id
+
+#: Remote objects: the classes a client may create in its session, each with the methods
+#: it may call on one (and their return kinds). The object lives in the worker's handle
+#: table under an id the client chose, and is dropped the way an array is; an op names a
+#: class to create one (``random.RandomState``) or ``class.method`` to call one. The
+#: module functions of ``cupy.random`` are methods of the session's global RandomState,
+#: as in CuPy, so that seeding and ``set_random_state`` behave as CuPy's.
+_RANDOM_DISTRIBUTIONS = """
+    beta binomial chisquare dirichlet exponential f gamma geometric gumbel hypergeometric
+    laplace logistic lognormal logseries multivariate_normal negative_binomial
+    noncentral_chisquare noncentral_f normal pareto poisson power rayleigh standard_cauchy
+    standard_exponential standard_gamma standard_normal standard_t triangular uniform vonmises
+    wald weibull zipf
+"""
+OBJECTS: dict[str, dict[str, str]] = {
+    "random.RandomState": {
+        **_names(_RANDOM_DISTRIBUTIONS, ARRAY),
+        **_names("rand randn randint random_sample choice permutation tomaxint", ARRAY),
+        "_interval": ARRAY,   # integers in [0, mx]: CuPy's own tests call it
+        **_names("seed shuffle", NONE),
+    },
+    "random.Generator": _names("""
+        random uniform integers beta chisquare dirichlet exponential f geometric hypergeometric
+        logseries standard_exponential poisson power standard_normal gamma standard_gamma binomial
+    """, ARRAY),
+    **{f"random.{name}": {"random_raw": ARRAY} for name in ("XORWOW", "MRG32k3a", "Philox4x3210")},
+}
+#: Attributes a client may set on a remote object (the value: an argument of the op).
+OBJECT_SETTERS: dict[str, frozenset] = {"random.Generator": frozenset({"bit_generator"})}

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 __all__ = [
     "PROTOCOL_VERSION", "KIND_FUNCTION", "KIND_METHOD", "KIND_OPERATOR",
-    "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "KIND_CUDA", "FLAG_C", "FLAG_F", "FLAG_OWN",
+    "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "KIND_CUDA", "KIND_OBJECT", "FLAG_C", "FLAG_F", "FLAG_OWN",
 ]
 
 #: Bumped whenever a message changes shape; the front door refuses other versions.
@@ -62,6 +62,8 @@ KIND_INFO = "i"        # the session's memory and device figures, as a value
 KIND_KERNEL = "k"      # name = "elementwise" | "raw", target = the definition map, args = call args
 KIND_DOWNLOAD = "d"    # target = handle; data in the reply's next payload frame
 KIND_CUDA = "c"        # name from api.CUDA_CALLS: the session's CUDA events and memory pool
+KIND_OBJECT = "j"      # name = a class of api.OBJECTS (create one under out: target None)
+                       # or "class.method" / "class.attribute" (target = the object's id)
 
 FLAG_C, FLAG_F, FLAG_OWN = 1, 2, 4
 

@@ -25,6 +25,7 @@ from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
 from .cuda_calls import run_cuda_call
 from .handles import HandleTable
+from .objects import run_object_call
 from .pacing import Pacer
 
 __all__ = ["Executor"]
@@ -218,6 +219,8 @@ class Executor:
                         result = self.device.run_kernel(name, target, args, kwargs)
                     elif kind == m.KIND_CUDA:
                         result = run_cuda_call(self, name, target, args)
+                    elif kind == m.KIND_OBJECT:
+                        result = run_object_call(self, name, target, out, args, kwargs)
                     else:
                         result = self._call(kind, name, target, args, kwargs)
                     self._store(seq, want, out, result, metas, values)

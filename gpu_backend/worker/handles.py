@@ -32,10 +32,14 @@ class HandleTable:
         self._next_server_id = -1
 
     def get(self, hid: int) -> Any:
+        """The array, or else the remote object (a RandomState passed to a Generator), *hid*."""
         try:
             return self.arrays[hid]
         except KeyError:
-            raise InvalidHandleError(f"this session has no array with handle {hid}") from None
+            obj = self.objects.get(hid)
+            if obj is None:
+                raise InvalidHandleError(f"this session has no array with handle {hid}") from None
+            return obj
 
     def put(self, hid: Any, array: Any) -> None:
         """Store a result under the id the client chose for it."""
@@ -68,7 +72,8 @@ class HandleTable:
             self.objects.pop(hid, None)
 
     def put_object(self, hid: Any, obj: Any) -> None:
-        """Store a non-array object (a CUDA event) under the id the client chose for it."""
+        """Store a non-array object (a CUDA event, a random generator) under the id the
+        client chose for it."""
         if type(hid) is not int or hid <= 0:
             raise ProtocolError(f"bad result handle {hid!r}: clients use positive integers")
         self.free(hid)

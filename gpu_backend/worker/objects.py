@@ -1,0 +1,53 @@
+"""The session's remote objects: instances of allow-listed classes and their method calls.
+
+An op of kind ``KIND_OBJECT`` either names a class of :data:`api.OBJECTS`
+(``random.RandomState``): the device builds one from the op's arguments and the
+handle table keeps it under the id the client chose (the op's ``out``); or it
+names ``class.method`` with the object's id as its target, and the method runs
+with the op's arguments; or ``class.attribute`` of :data:`api.OBJECT_SETTERS`,
+and the op's one argument becomes that attribute. The class is the device's own
+(``cupy.random.RandomState`` on a GPU, a NumPy stand-in on the NumPy device): a
+client names classes, methods and attributes only by these allow-listed strings,
+and an object is found only among the session's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol import api
+from ..protocol.errors import NotAllowedError, ProtocolError
+
+__all__ = ["run_object_call"]
+
+
+def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
+                    kwargs: dict) -> Any:
+    """Create an object, call one of its methods or set one of its attributes."""
+    device, table = executor.device, executor.table
+    if type(name) is not str:
+        raise ProtocolError("an object op is named by a string")
+    if name in api.OBJECTS:
+        construct = _class_of(device, name)[0]
+        table.put_object(out, construct(*args, **kwargs))
+        return None
+    cls, _, member = name.rpartition(".")
+    methods = api.OBJECTS.get(cls)
+    if methods is None or (member not in methods and member not in api.OBJECT_SETTERS.get(cls, ())):
+        raise NotAllowedError(f"{name!r} is not on the pool's allow-list")
+    obj = table.get_object(target, _class_of(device, cls)[1])
+    if member in methods:
+        device.check_allocation(name, args, kwargs)
+        return getattr(obj, member)(*args, **kwargs)
+    if len(args) != 1 or kwargs:
+        raise ProtocolError(f"setting {name} takes one value")
+    setattr(obj, member, args[0])
+    return None
+
+
+def _class_of(device: Any, name: str) -> tuple:
+    """The device's (constructor, type) for the allow-listed class *name*."""
+    entry = device.object_classes().get(name)
+    if entry is None:
+        raise NotImplementedError(f"{name} is not available on the {device.kind} device")
+    return entry

@@ -1,0 +1,34 @@
+"""``cupy._core``'s host-side helpers that code outside CuPy calls (its tests, libraries
+built on CuPy): pure functions of shapes and sizes, answered here without the pool."""
+
+from __future__ import annotations
+
+import math
+import operator
+import types
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["build_core_modules"]
+
+
+def get_size(size: Any) -> tuple:
+    """A ``size`` argument (None, an int or a sequence of ints) as a shape tuple."""
+    if size is None:
+        return ()
+    if isinstance(size, Sequence):
+        return tuple(size)
+    try:
+        return (operator.index(size),)
+    except TypeError:
+        raise ValueError("size should be None, collections.abc.Sequence, or int") from None
+
+
+def build_core_modules() -> dict[str, types.ModuleType]:
+    """``cupy._core`` and ``cupy._core.internal``."""
+    core = types.ModuleType("cupy._core")
+    internal = types.ModuleType("cupy._core.internal")
+    internal.prod = lambda shape: math.prod(shape)
+    core.__path__ = []
+    core.__dict__.update(get_size=get_size, internal=internal)
+    return {"cupy._core": core, "cupy._core.internal": internal}

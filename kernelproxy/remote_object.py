@@ -1,0 +1,81 @@
+"""Client objects that stand for objects living in the session's worker.
+
+A :class:`RemoteObject` subclass names an allow-listed class of
+:data:`gpu_backend.protocol.api.OBJECTS` (``class RandomState(RemoteObject,
+remote="random.RandomState")``) and gets a method for each of that class's
+allow-listed methods; each call is one op on the session, queued like an array op
+(an array result comes back as a remote array without waiting). Creating one
+costs no round trip: the client names it. It is dropped in the worker when the
+client object is, the way an array is, and it can be passed to other ops (a
+Generator's bit generator) as a handle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+
+from .ndarray import call as _op
+
+__all__ = ["RemoteObject"]
+
+
+def _method(cls_name: str, method: str, want: str):
+    qualname, label = f"{cls_name}.{method}", f"cupy.{cls_name}.{method}"
+
+    def call(self: RemoteObject, *args: Any, **kwargs: Any) -> Any:
+        return _op(self._s, m.KIND_OBJECT, qualname, want, self._h, args, kwargs, label)
+
+    call.__name__ = call.__qualname__ = method
+    return call
+
+
+class RemoteObject:
+    """An object of the session's worker; subclasses name its class with ``remote=``."""
+
+    #: its class in api.OBJECTS (set by ``remote=``)
+    _remote_class = ""
+    #: the session's codec passes an instance as a handle (see Session._handle_of)
+    _remote_object = True
+    _s: Any = None
+    _h: int | None = None
+
+    def __init_subclass__(cls, remote: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if remote:
+            cls._remote_class = remote
+            for method, want in api.OBJECTS[remote].items():
+                if not hasattr(cls, method):   # a subclass's own (client-side checks) wins
+                    setattr(cls, method, _method(remote, method, want))
+
+    def _create(self, args: tuple, kwargs: dict) -> None:
+        """Create the worker's object from *args*; an error surfaces as an array op's does."""
+        from .modules import active_session
+        session = active_session()
+        self._s = session
+        self._h = session.new_id()
+        session.submit(m.KIND_OBJECT, api.NONE, self._h, self._remote_class, None, args, kwargs,
+                       label=f"cupy.{self._remote_class}")
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the worker object's allow-listed *method*."""
+        want = api.OBJECTS[self._remote_class][method]
+        return _op(self._s, m.KIND_OBJECT, f"{self._remote_class}.{method}", want, self._h,
+                       args, kwargs, f"cupy.{self._remote_class}.{method}")
+
+    def _set(self, attribute: str, value: Any) -> None:
+        """Set an attribute of api.OBJECT_SETTERS on the worker's object."""
+        _op(self._s, m.KIND_OBJECT, f"{self._remote_class}.{attribute}", api.NONE, self._h,
+                (value,), {}, f"cupy.{self._remote_class}.{attribute}")
+
+    def __del__(self) -> None:
+        try:
+            if self._h is not None and not self._s.closed:
+                self._s.release(self._h)
+        except Exception:  # interpreter shutdown or a half-built object
+            pass
+
+    def __repr__(self) -> str:
+        return f"<cupy.{self._remote_class} {self._h} (remote)>"
