@@ -59,7 +59,7 @@ def _missing(module: str, name: str) -> AttributeError:
                           "(not forwarded to gpu-workbench's remote GPU yet)")
 
 
-class _ForwardingModule(types.ModuleType):
+class ForwardingModule(types.ModuleType):
     """A module whose missing names say that they are not forwarded (not a bare miss)."""
 
     def __getattr__(self, name: str) -> Any:
@@ -88,7 +88,7 @@ def get_device_id() -> int:
 
 # ---------------------------------------------------------------- runtime and driver
 
-class _RuntimeModule(_ForwardingModule):
+class _RuntimeModule(ForwardingModule):
     """``cupy.cuda.runtime`` (also ``cupy_backends.cuda.api.runtime``)."""
 
     @property
@@ -487,24 +487,24 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     """``cupy.cuda`` and its submodules, and ``cupy_backends.cuda.api`` beside them."""
     runtime = _build_runtime("cupy_backends.cuda.api.runtime")
     driver = _build_driver("cupy_backends.cuda.api.driver")
-    memory = _ForwardingModule("cupy.cuda.memory")
+    memory = ForwardingModule("cupy.cuda.memory")
     memory.__dict__.update(OutOfMemoryError=OutOfMemoryError, MemoryPool=MemoryPool,
                            set_allocator=set_allocator, Memory=remote_memory.Memory,
                            MemoryPointer=remote_memory.MemoryPointer)
-    pinned = _ForwardingModule("cupy.cuda.pinned_memory")
+    pinned = ForwardingModule("cupy.cuda.pinned_memory")
     pinned.__dict__.update(PinnedMemoryPool=PinnedMemoryPool, alloc_pinned_memory=alloc_pinned_memory,
                            set_pinned_memory_allocator=set_pinned_memory_allocator)
-    device = _ForwardingModule("cupy.cuda.device")
+    device = ForwardingModule("cupy.cuda.device")
     device.__dict__.update(Device=Device, get_device_id=get_device_id,
                            get_compute_capability=lambda: Device().compute_capability)
-    stream = _ForwardingModule("cupy.cuda.stream")
+    stream = ForwardingModule("cupy.cuda.stream")
     stream.__dict__.update(Stream=Stream, Event=Event, get_current_stream=get_current_stream,
                            get_elapsed_time=get_elapsed_time)
     # CUB and cuTENSOR run in the pool, chosen by the pool: nothing of them is the client's
-    cub = _ForwardingModule("cupy.cuda.cub")
-    cutensor = _ForwardingModule("cupy.cuda.cutensor")
+    cub = ForwardingModule("cupy.cuda.cub")
+    cutensor = ForwardingModule("cupy.cuda.cutensor")
     cub.available = cutensor.available = False
-    cuda = _ForwardingModule("cupy.cuda")
+    cuda = ForwardingModule("cupy.cuda")
     cuda.__dict__.update(
         __path__=[], __package__="cupy.cuda",
         runtime=runtime, driver=driver, memory=memory, pinned_memory=pinned, device=device,

@@ -19,8 +19,9 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import PerformanceWarning, SessionLostError
 
-from . import cuda, flatiter, host_io, kernels, ufuncs
+from . import cuda, fft_plans, flatiter, host_io, kernels, ufuncs
 from .core import build_core_modules
+from .fft_config import FFTConfigModule
 from . import ndarray as nd
 
 __all__ = ["build_modules", "active_session", "activate"]
@@ -298,7 +299,8 @@ def build_modules() -> dict[str, types.ModuleType]:
     linalg = ProxyModule("cupy.linalg", "linalg.")
     linalg.__dict__.update(LinAlgError=numpy.linalg.LinAlgError, __package__="cupy.linalg", __path__=[])
     fft = ProxyModule("cupy.fft", "fft.")
-    fft.__dict__.update(__path__=[], __package__="cupy.fft")
+    fft_config = FFTConfigModule()
+    fft.__dict__.update(__path__=[], __package__="cupy.fft", config=fft_config)
     from .random import build_random_modules   # (its modules need this one's active_session)
     random_modules = build_random_modules(ProxyModule("cupy.random", "random."))
     random = random_modules["cupy.random"]
@@ -326,6 +328,8 @@ def build_modules() -> dict[str, types.ModuleType]:
         (scipy if parent_name == "cupyx.scipy" else scipy_modules[parent_name]).__dict__[leaf] = module
         scipy_modules[name] = module
     _scipy_fft_backend(scipy_modules["cupyx.scipy.fft"])
+    for name in ("cupyx.scipy.fft", "cupyx.scipy.fftpack"):   # plans made in the pool
+        scipy_modules[name].__dict__["get_fft_plan"] = fft_plans.get_fft_plan
     # cupyx.cusolver: the pool's linalg calls cuSOLVER itself; none of its routines is the
     # client's to call, so every one is unavailable here (tests and code then take the
     # ordinary cupy.linalg path)
@@ -335,6 +339,8 @@ def build_modules() -> dict[str, types.ModuleType]:
 
     cuda_modules = cuda.build_cuda_modules()
     cuda_modules["cupy.cuda"].__dict__["curand"] = random_modules["cupy.cuda.curand"]
+    cufft = cuda_modules["cupy.cuda.cufft"] = fft_plans.build_cufft_module(cuda.ForwardingModule)
+    cuda_modules["cupy.cuda"].__dict__["cufft"] = cufft
     cupy.__dict__.update(get_default_memory_pool=cuda.get_default_memory_pool,
                          get_default_pinned_memory_pool=cuda.get_default_pinned_memory_pool)
 
@@ -348,7 +354,8 @@ def build_modules() -> dict[str, types.ModuleType]:
                           ("_core", core_modules["cupy._core"])):
         cupy.__dict__[sub_name] = sub
     _modules_cache.update({
-        "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, **random_modules,
+        "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, "cupy.fft.config": fft_config,
+        **random_modules,
         "cupy.exceptions": numpy.exceptions, "cupy._util": util, **cuda_modules,
         "cupyx": cupyx, "cupyx.scipy": scipy, **scipy_modules,
         "cupyx.cusolver": cusolver, **core_modules,

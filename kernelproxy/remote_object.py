@@ -50,14 +50,17 @@ class RemoteObject:
                 if not hasattr(cls, method):   # a subclass's own (client-side checks) wins
                     setattr(cls, method, _method(remote, method, want))
 
-    def _create(self, args: tuple, kwargs: dict) -> None:
-        """Create the worker's object from *args*; an error surfaces as an array op's does."""
+    def _create(self, args: tuple, kwargs: dict, wait: bool = False) -> str | None:
+        """Create the worker's object from *args*; an error surfaces as an array op's does.
+        With *wait*, wait for it and return the name of its type in the worker."""
         from .modules import active_session
         session = active_session()
         self._s = session
         self._h = session.new_id()
-        session.submit(m.KIND_OBJECT, api.NONE, self._h, self._remote_class, None, args, kwargs,
-                       label=f"cupy.{self._remote_class}")
+        seq = session.submit(m.KIND_OBJECT, api.VALUE if wait else api.NONE, self._h,
+                             self._remote_class, None, args, kwargs,
+                             label=f"cupy.{self._remote_class}")
+        return session.value(seq) if wait else None
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Call the worker object's allow-listed *method*."""

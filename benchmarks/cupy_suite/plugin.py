@@ -26,7 +26,9 @@ test modules are imported. Of CuPy's internals only ``cupy._core.internal.prod``
 (which ``cupy.testing`` itself imports), ``cupy._core._accelerator`` (a setting
 that tests save and restore; the pool keeps its own), ``cupy._core._cub_reduction``,
 ``_routines_linalg`` and ``cupy._indexing.generate`` (imported by modules whose other tests are ordinary),
-``cupy._core.get/set_compute_type`` and ``cupy.fft.config`` (settings, remembered only),
+``cupy._core.get/set_compute_type`` and, on the NumPy baseline, ``cupy.fft.config``
+(settings, remembered only; the proxy has its own ``cupy.fft.config`` and ``cupy._core``,
+which the stubs extend),
 ``cupy.fft._fft._default_fft_func``, ``cupyx.scipy.ndimage._util._is_integer_output`` and
 ``cupy.linalg._util.stacked_identity`` (test helpers, by CuPy's rules) are stubbed, so that
 the suite collects; a test module that needs another internal fails to collect, and is counted.
@@ -41,6 +43,7 @@ import math
 import os
 import sys
 import types
+import warnings
 
 import pytest
 
@@ -156,8 +159,14 @@ def _fft_internals_stub() -> types.ModuleType:
             axes = (axes,)
         return sorted(a % ndim for a in axes)
 
+    def _nd_planning():   # cupy.fft.config's switch, read as CuPy reads it (without its warning)
+        config = sys.modules.get("cupy.fft.config")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return bool(getattr(config, "enable_nd_planning", True))
+
     def _default_fft_func(a, s=None, axes=None, plan=None, value_type="C2C"):
-        if plan is not None or a.ndim == 1:
+        if plan is not None or a.ndim == 1 or not _nd_planning():
             return _fft
         if a.flags.f_contiguous and value_type != "C2C":
             return _fft

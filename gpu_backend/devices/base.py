@@ -172,10 +172,14 @@ class Device:
         self.grant: Any = None
 
     # -- set-up -------------------------------------------------------------
-    def object_classes(self) -> dict[str, tuple[Callable, type]]:
-        """The device's classes for :data:`api.OBJECTS`: name -> (constructor, type of the
-        objects it builds). Built on first use: the random generators load cuRAND."""
-        return {}
+    def set_nd_planning(self, enabled: bool) -> None:
+        """``cupy.fft.config.enable_nd_planning`` for this session (no FFT plans here)."""
+
+    def object_class(self, name: str) -> tuple[Callable, type | tuple] | None:
+        """The device's (constructor, type of the objects it builds) for the class *name* of
+        :data:`api.OBJECTS`, or None where the device has none. Found on first use: the
+        random generators load cuRAND, the FFT plans cuFFT."""
+        return None
 
     def _build_methods(self) -> None:
         cls = self.array_type

@@ -9,6 +9,7 @@ and device-to-host copies are sent without another host copy.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,28 @@ _KERNEL_FIELDS = {
 
 #: cudaEventQuery's answer for "not yet" (cudaErrorNotReady); CuPy returns the raw status.
 _CUDA_ERROR_NOT_READY = 600
+
+
+def _bit_generator(name: str):
+    def build(cupy: Any) -> tuple:
+        cls = getattr(cupy.random, name)
+        return seed_sequence_factory(cls), cls
+    return build
+
+
+def _fft_plan(cupy: Any) -> tuple:
+    from cupy.cuda import cufft
+    from cupyx.scipy import fftpack
+    return fftpack.get_fft_plan, (cufft.Plan1d, cufft.PlanNd, cufft.XtPlanNd)
+
+
+#: The classes of api.OBJECTS, each (constructor, type) built from CuPy on first use.
+_OBJECT_CLASSES = {
+    "random.RandomState": lambda cupy: (cupy.random.RandomState, cupy.random.RandomState),
+    "random.Generator": lambda cupy: (cupy.random.Generator, cupy.random.Generator),
+    **{f"random.{name}": _bit_generator(name) for name in ("XORWOW", "MRG32k3a", "Philox4x3210")},
+    "cufft.Plan": _fft_plan,
+}
 
 
 def gpu_count() -> int:
@@ -66,7 +89,7 @@ class CupyDevice(Device):
         )
         self._build_methods()
         self._kernels: dict = {}
-        self._objects: dict | None = None
+        self._objects: dict = {}
         self._events: list = []   # spare CUDA events for markers
         self._runtime = cupy.cuda.runtime
         self._stream = cupy.cuda.get_current_stream().ptr
@@ -80,17 +103,19 @@ class CupyDevice(Device):
         float((y @ y).sum())
         cp.cuda.Device(self.index).synchronize()
 
-    def object_classes(self) -> dict[str, tuple[Any, type]]:
-        """CuPy's own random generators (``Generator`` loads cuRAND's kernels: on first use)."""
-        if self._objects is None:
-            random = self.cupy.random
-            self._objects = {
-                "random.RandomState": (random.RandomState, random.RandomState),
-                "random.Generator": (random.Generator, random.Generator),
-                **{f"random.{name}": (seed_sequence_factory(getattr(random, name)), getattr(random, name))
-                   for name in ("XORWOW", "MRG32k3a", "Philox4x3210")},
-            }
-        return self._objects
+    def set_nd_planning(self, enabled: bool) -> None:
+        with warnings.catch_warnings():   # CuPy 14 deprecates the switch: the client warned
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.cupy.fft.config.enable_nd_planning = enabled
+
+    def object_class(self, name: str) -> tuple[Any, Any] | None:
+        entry = self._objects.get(name)
+        if entry is None:
+            build = _OBJECT_CLASSES.get(name)
+            if build is None:
+                return None
+            entry = self._objects[name] = build(self.cupy)
+        return entry
 
     def set_memory_limit(self, nbytes: int) -> None:
         self.pool.set_limit(size=max(int(nbytes), 1))   # 0 would mean "no limit" to CuPy

@@ -18,6 +18,7 @@ from ..protocol import api
 from ..protocol.codec import ALLOWED_KINDS
 from ..protocol.errors import OutOfMemoryError
 from .base import Device, HostInterfaceView, lazy_functions, resolve_table
+from .host_fft import HostFFTPlan, accepting_plans, make_plan
 from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
 
 __all__ = ["NumpyDevice"]
@@ -27,6 +28,7 @@ _HOST_OBJECTS: dict[str, tuple[Any, type]] = {
     "random.RandomState": (HostRandomState, HostRandomState),
     "random.Generator": (HostGenerator, HostGenerator),
     **{f"random.{name}": (seed_sequence_factory(cls), cls) for name, cls in HOST_BIT_GENERATORS.items()},
+    "cufft.Plan": (make_plan, HostFFTPlan),
 }
 
 
@@ -66,6 +68,9 @@ class NumpyDevice(Device):
                 **lazy_functions({f"cupyx.scipy.{sub}.": f"scipy.{sub}" for sub in api.SCIPY_SUBMODULES}),
             },
         )
+        for name, fn in list(self.functions.items()):   # CuPy's plan= keyword, where it has one
+            if name.startswith(("cupyx.scipy.fft.", "cupyx.scipy.fftpack.")):
+                self.functions[name] = accepting_plans(fn)
         self._build_methods()
         self.limit = 1 << 62
         # Bytes are counted per owning buffer, so views cost nothing extra.
@@ -75,8 +80,8 @@ class NumpyDevice(Device):
     def set_memory_limit(self, nbytes: int) -> None:
         self.limit = int(nbytes)
 
-    def object_classes(self) -> dict[str, tuple[Any, type]]:
-        return _HOST_OBJECTS
+    def object_class(self, name: str) -> tuple[Any, type] | None:
+        return _HOST_OBJECTS.get(name)
 
     def _grown(self, need: int) -> bool:
         """Whether the session's user quota granted *need* bytes in all (see worker.grants)."""

@@ -106,7 +106,7 @@ FUNCTIONS.update(_names("rsqrt", ARRAY, "cupyx."))
 #: ``cupyx.scipy``: each submodule's public functions (CuPy 14). The worker resolves them on
 #: first use (importing those modules costs seconds). Results are structured (``MULTI``:
 #: arrays, tuples, dicts, scalars) unless the function always returns one array.
-SCIPY_SUBMODULES = ("special", "ndimage", "signal", "signal.windows", "fft", "linalg")
+SCIPY_SUBMODULES = ("special", "ndimage", "signal", "signal.windows", "fft", "fftpack", "linalg")
 FUNCTIONS.update(_names("""
     bdtr bdtrc bdtri beta betainc betaincinv betaln binom boxcox boxcox1p btdtr btdtri cbrt chdtr
     chdtrc chdtri cosdg cosm1 cotdg digamma ellipeinc ellipk ellipkinc ellipkm1 entr erf erfc
@@ -164,6 +164,7 @@ FUNCTIONS.update(_names("""
     rfftn
 """, ARRAY, "cupyx.scipy.fft."))
 FUNCTIONS.update(_names("next_fast_len", VALUE, "cupyx.scipy.fft."))
+FUNCTIONS.update(_names("fft ifft fft2 ifft2 fftn ifftn rfft irfft", ARRAY, "cupyx.scipy.fftpack."))
 FUNCTIONS.update(_names("""
     block_diag circulant companion convolution_matrix dft expm fiedler fiedler_companion hadamard
     hankel helmert hilbert khatri_rao leslie lu_solve solve_triangular toeplitz
@@ -215,8 +216,8 @@ OPERATORS.update(_names("float int bool complex index len iter repr str format",
 #: The session's CUDA runtime calls (``cupy.cuda`` events and memory pool), with their
 #: return kinds; the server runs them in ``gpu_backend.worker.cuda_calls``.
 CUDA_CALLS: dict[str, str] = {}
-CUDA_CALLS.update(_names("event.new event.record event.synchronize pool.free_all_blocks pool.set_limit",
-                         NONE))
+CUDA_CALLS.update(_names("event.new event.record event.synchronize pool.free_all_blocks pool.set_limit "
+                         "fft.nd_planning", NONE))
 CUDA_CALLS.update(_names("event.done event.elapsed pool.figures array.data", VALUE))
 CUDA_CALLS["array.base"] = MULTI   # a handle, None, or the base stored under the op's id
 
@@ -245,6 +246,9 @@ OBJECTS: dict[str, dict[str, str]] = {
         logseries standard_exponential poisson power standard_normal gamma standard_gamma binomial
     """, ARRAY),
     **{f"random.{name}": {"random_raw": ARRAY} for name in ("XORWOW", "MRG32k3a", "Philox4x3210")},
+    # a cuFFT plan (made by cupyx.scipy.fftpack.get_fft_plan from an array, a shape, axes
+    # and a value type): passed as ``plan=`` or made current by ``with plan:``
+    "cufft.Plan": {"__enter__": NONE, "__exit__": NONE},
 }
 #: Attributes a client may set on a remote object (the value: an argument of the op).
 OBJECT_SETTERS: dict[str, frozenset] = {"random.Generator": frozenset({"bit_generator"})}

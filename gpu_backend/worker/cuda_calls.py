@@ -54,6 +54,9 @@ def run_cuda_call(executor: Any, name: Any, target: Any, args: list) -> Any:
     if name == "pool.free_all_blocks":
         device.release_cache()
         return None
+    if name == "fft.nd_planning":   # cupy.fft.config.enable_nd_planning, for this session
+        device.set_nd_planning(_flag(args[0] if args else None, "enable_nd_planning"))
+        return None
     if name == "pool.set_limit":
         executor.set_pool_limit(args[0] if args else None)
         return None

@@ -2,7 +2,8 @@
 
 An op of kind ``KIND_OBJECT`` either names a class of :data:`api.OBJECTS`
 (``random.RandomState``): the device builds one from the op's arguments and the
-handle table keeps it under the id the client chose (the op's ``out``); or it
+handle table keeps it under the id the client chose (the op's ``out``; the op's value
+is the name of the object's type, for a client that must know it); or it
 names ``class.method`` with the object's id as its target, and the method runs
 with the op's arguments; or ``class.attribute`` of :data:`api.OBJECT_SETTERS`,
 and the op's one argument becomes that attribute. The class is the device's own
@@ -28,9 +29,9 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
     if type(name) is not str:
         raise ProtocolError("an object op is named by a string")
     if name in api.OBJECTS:
-        construct = _class_of(device, name)[0]
-        table.put_object(out, construct(*args, **kwargs))
-        return None
+        obj = _class_of(device, name)[0](*args, **kwargs)
+        table.put_object(out, obj)
+        return type(obj).__name__   # (get_fft_plan's Plan1d or PlanNd: asked for by value)
     cls, _, member = name.rpartition(".")
     methods = api.OBJECTS.get(cls)
     if methods is None or (member not in methods and member not in api.OBJECT_SETTERS.get(cls, ())):
@@ -47,7 +48,7 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
 
 def _class_of(device: Any, name: str) -> tuple:
     """The device's (constructor, type) for the allow-listed class *name*."""
-    entry = device.object_classes().get(name)
+    entry = device.object_class(name)
     if entry is None:
         raise NotImplementedError(f"{name} is not available on the {device.kind} device")
     return entry
