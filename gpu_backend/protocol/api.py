@@ -227,7 +227,8 @@ CUDA_CALLS["array.base"] = MULTI   # a handle, None, or the base stored under th
 #: class to create one (``random.RandomState``) or ``class.method`` to call one. The
 #: module functions of ``cupy.random`` are methods of the session's global RandomState,
 #: as in CuPy, so that seeding and ``set_random_state`` behave as CuPy's.
-_RANDOM_DISTRIBUTIONS = """
+#: cupy.random's distributions (RandomState methods and module functions of the same name).
+RANDOM_DISTRIBUTIONS = """
     beta binomial chisquare dirichlet exponential f gamma geometric gumbel hypergeometric
     laplace logistic lognormal logseries multivariate_normal negative_binomial
     noncentral_chisquare noncentral_f normal pareto poisson power rayleigh standard_cauchy
@@ -236,7 +237,7 @@ _RANDOM_DISTRIBUTIONS = """
 """
 OBJECTS: dict[str, dict[str, str]] = {
     "random.RandomState": {
-        **_names(_RANDOM_DISTRIBUTIONS, ARRAY),
+        **_names(RANDOM_DISTRIBUTIONS, ARRAY),
         **_names("rand randn randint random_sample choice permutation tomaxint", ARRAY),
         "_interval": ARRAY,   # integers in [0, mx]: CuPy's own tests call it
         **_names("seed shuffle", NONE),

@@ -9,7 +9,7 @@ from gpu_backend.protocol import api
 
 from . import _generator
 
-__all__ = sorted(api.OBJECTS["random.RandomState"].keys() & set(api._RANDOM_DISTRIBUTIONS.split()))
+__all__ = sorted(api.OBJECTS["random.RandomState"].keys() & set(api.RANDOM_DISTRIBUTIONS.split()))
 
 
 def _from_global_state(name: str):
