@@ -221,12 +221,6 @@ CUDA_CALLS.update(_names("event.new event.record event.synchronize pool.free_all
 CUDA_CALLS.update(_names("event.done event.elapsed pool.figures array.data", VALUE))
 CUDA_CALLS["array.base"] = MULTI   # a handle, None, or the base stored under the op's id
 
-#: Remote objects: the classes a client may create in its session, each with the methods
-#: it may call on one (and their return kinds). The object lives in the worker's handle
-#: table under an id the client chose, and is dropped the way an array is; an op names a
-#: class to create one (``random.RandomState``) or ``class.method`` to call one. The
-#: module functions of ``cupy.random`` are methods of the session's global RandomState,
-#: as in CuPy, so that seeding and ``set_random_state`` behave as CuPy's.
 #: cupy.random's distributions (RandomState methods and module functions of the same name).
 RANDOM_DISTRIBUTIONS = """
     beta binomial chisquare dirichlet exponential f gamma geometric gumbel hypergeometric
@@ -235,6 +229,12 @@ RANDOM_DISTRIBUTIONS = """
     standard_exponential standard_gamma standard_normal standard_t triangular uniform vonmises
     wald weibull zipf
 """
+#: Remote objects: the classes a client may create in its session, each with the methods
+#: it may call on one (and their return kinds). The object lives in the worker's handle
+#: table under an id the client chose, and is dropped the way an array is; an op names a
+#: class to create one (``random.RandomState``) or ``class.method`` to call one. The
+#: module functions of ``cupy.random`` are methods of the session's global RandomState,
+#: as in CuPy, so that seeding and ``set_random_state`` behave as CuPy's.
 OBJECTS: dict[str, dict[str, str]] = {
     "random.RandomState": {
         **_names(RANDOM_DISTRIBUTIONS, ARRAY),
