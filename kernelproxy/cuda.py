@@ -27,6 +27,7 @@ from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import CUDAError, OutOfMemoryError
 
 from . import memory as remote_memory
+from .remote_object import RemoteObject
 
 __all__ = ["build_cuda_modules", "get_default_memory_pool", "get_default_pinned_memory_pool"]
 
@@ -307,8 +308,9 @@ def get_current_stream(device_id: int | None = None) -> Stream:
     return _current.stream if _current.stream is not None else Stream.null
 
 
-class Event:
-    """``cupy.cuda.Event``: a CUDA event of the session's worker, recorded in op order."""
+class Event(RemoteObject):
+    """``cupy.cuda.Event``: a CUDA event of the session's worker, recorded in op order
+    (made and used by CUDA calls; dropped in the worker as any remote object is)."""
 
     def __init__(self, block: bool = False, disable_timing: bool = False,
                  interprocess: bool = False) -> None:
@@ -341,13 +343,6 @@ class Event:
         session = self._s
         return bool(session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "event.done",
                                                  self._h, label="cupy.cuda.Event.done")))
-
-    def __del__(self) -> None:
-        try:
-            if not self._s.closed:
-                self._s.release(self._h)
-        except Exception:  # interpreter shutdown or a half-built event
-            pass
 
     def __repr__(self) -> str:
         return f"<cupy.cuda.Event {self._h} (remote)>"

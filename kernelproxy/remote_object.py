@@ -22,11 +22,9 @@ from .ndarray import call as _op
 __all__ = ["RemoteObject"]
 
 
-def _method(cls_name: str, method: str, want: str):
-    qualname, label = f"{cls_name}.{method}", f"cupy.{cls_name}.{method}"
-
+def _method(method: str):
     def call(self: RemoteObject, *args: Any, **kwargs: Any) -> Any:
-        return _op(self._s, m.KIND_OBJECT, qualname, want, self._h, args, kwargs, label)
+        return self._call(method, *args, **kwargs)
 
     call.__name__ = call.__qualname__ = method
     return call
@@ -46,9 +44,9 @@ class RemoteObject:
         super().__init_subclass__(**kwargs)
         if remote:
             cls._remote_class = remote
-            for method, want in api.OBJECTS[remote].items():
+            for method in api.OBJECTS[remote]:
                 if not hasattr(cls, method):   # a subclass's own (client-side checks) wins
-                    setattr(cls, method, _method(remote, method, want))
+                    setattr(cls, method, _method(method))
 
     def _create(self, args: tuple, kwargs: dict, wait: bool = False) -> str | None:
         """Create the worker's object from *args*; an error surfaces as an array op's does.

@@ -446,8 +446,8 @@ class Session:
             raise InvalidHandleError(f"op {seq} has no value (it was not issued by value_later, "
                                      "or its value was already taken)") from None
 
-    @_serialised
     def meta_of(self, hid: int) -> tuple:
+        # (no lock of its own: the pops are atomic and the wait is sync's, which takes it)
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         found = self.meta.pop(hid, None)
         if found is None:
