@@ -9,6 +9,8 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
+from .ndarray import Flags
+
 __all__ = ["build_core_modules"]
 
 
@@ -25,10 +27,13 @@ def get_size(size: Any) -> tuple:
 
 
 def build_core_modules() -> dict[str, types.ModuleType]:
-    """``cupy._core`` and ``cupy._core.internal``."""
+    """``cupy._core``, ``cupy._core.internal`` and ``cupy._core.flags`` (the class of
+    ``ndarray.flags``)."""
     core = types.ModuleType("cupy._core")
     internal = types.ModuleType("cupy._core.internal")
     internal.prod = lambda shape: math.prod(shape)
+    flags = types.ModuleType("cupy._core.flags")
+    flags.Flags = Flags
     core.__path__ = []
-    core.__dict__.update(get_size=get_size, internal=internal)
-    return {"cupy._core": core, "cupy._core.internal": internal}
+    core.__dict__.update(get_size=get_size, internal=internal, flags=flags)
+    return {"cupy._core": core, "cupy._core.internal": internal, "cupy._core.flags": flags}

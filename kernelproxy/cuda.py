@@ -96,6 +96,14 @@ class _RuntimeModule(ForwardingModule):
     def is_hip(self) -> bool:
         return bool(_facts().get("is_hip", False))
 
+    def __getattr__(self, name: str) -> Any:
+        # the cudaDevAttr* constants: CUDA's numbering, as the pool's CuPy names it
+        code = (_facts().get("attribute_codes") or {}).get(name) \
+            if name.startswith("cudaDevAttr") else None
+        if code is None:
+            return super().__getattr__(name)
+        return code
+
 
 def _properties(device: int) -> dict:
     _checked(device)
@@ -108,6 +116,16 @@ def memGetInfo() -> tuple[int, int]:
     figures = _pool_figures()
     total = figures.get("limit") or int(_properties(0).get("totalGlobalMem") or 0)
     return max(0, total - int(figures["total_bytes"])), total
+
+
+def _device_get_attribute(attrib: int, device: int) -> int:
+    """``runtime.deviceGetAttribute``: the value the pool's CUDA gave for the session's
+    device when the session began (attributes are fixed for a device's lifetime)."""
+    _checked(device)
+    value = (_facts().get("attribute_values") or {}).get(str(int(attrib)))
+    if value is None:
+        raise CUDAError("cudaErrorInvalidValue: invalid argument")
+    return int(value)
 
 
 def _can_access_peer(device: int, peer: int) -> int:
@@ -130,6 +148,7 @@ def _build_runtime(name: str) -> types.ModuleType:
         memGetInfo=memGetInfo,
         deviceSynchronize=lambda: _session().sync(device=True),
         deviceCanAccessPeer=_can_access_peer,
+        deviceGetAttribute=_device_get_attribute,
     )
     return rt
 

@@ -19,7 +19,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import PerformanceWarning, SessionLostError
 
-from . import cuda, fft_plans, flatiter, host_io, kernels, ufuncs
+from . import cuda, fft_plans, flatiter, functional, host_io, kernels, poly1d, ufuncs
 from .core import build_core_modules
 from .fft_config import FFTConfigModule
 from . import ndarray as nd
@@ -75,11 +75,35 @@ _NAMED_RESULTS = {"unique_all": UniqueAllResult, "unique_counts": UniqueCountsRe
                   "unique_inverse": UniqueInverseResult}
 
 
+#: CuPy's reductions that are their argument's own method (``cupy.sum(a)`` is
+#: ``a.sum(axis, dtype, out, keepdims)``): given a NumPy array, CuPy returns NumPy's answer,
+#: computed on the host, and so does the proxy. Each: the method and CuPy's parameters.
+_BY_METHOD = {
+    "sum": ("sum", ("axis", "dtype", "out", "keepdims")),
+    "prod": ("prod", ("axis", "dtype", "out", "keepdims")),
+    "amax": ("max", ("axis", "out", "keepdims")), "max": ("max", ("axis", "out", "keepdims")),
+    "amin": ("min", ("axis", "out", "keepdims")), "min": ("min", ("axis", "out", "keepdims")),
+    "mean": ("mean", ("axis", "dtype", "out", "keepdims")),
+    "var": ("var", ("axis", "dtype", "out", "ddof", "keepdims")),
+    "std": ("std", ("axis", "dtype", "out", "ddof", "keepdims")),
+}
+
+
+def _host_method(qualname: str, a: np.ndarray, args: tuple, kwargs: dict) -> Any:
+    method, params = _BY_METHOD[qualname]
+    if len(args) > len(params):
+        raise TypeError(f"{qualname}() takes at most {len(params) + 1} arguments")
+    return getattr(a, method)(**dict(zip(params, args)), **kwargs)
+
+
 def _function(qualname: str, want: str):
     label = f"cupy.{qualname}"
     named = _NAMED_RESULTS.get(qualname)
+    by_method = qualname in _BY_METHOD
 
     def proxy(*args: Any, **kwargs: Any) -> Any:
+        if by_method and args and isinstance(args[0], np.ndarray):
+            return _host_method(qualname, args[0], args[1:], kwargs)
         result = nd.call(active_session(), m.KIND_FUNCTION, qualname, want, None, args, kwargs, label)
         return result if named is None else named(*result)
 
@@ -272,6 +296,18 @@ def _scipy_fft_backend(module: types.ModuleType) -> None:
     module.__dict__.update(__ua_domain__="numpy.scipy.fft", __ua_function__=__ua_function__)
 
 
+class _UtilModule(types.ModuleType):
+    """``cupy._util``: CuPy's warning class, and the settings of the pool's CuPy that code
+    may read (``ENABLE_SLICE_COPY``: whether the pool copies between slices of different
+    layouts in one kernel; it came with the session's hello)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "ENABLE_SLICE_COPY":
+            return bool(active_session().runtime.get("slice_copy", False))
+        raise AttributeError(f"module 'cupy._util' has no attribute {name!r} "
+                             "(not forwarded to gpu-workbench's remote GPU)")
+
+
 _modules_cache: dict[str, types.ModuleType] = {}
 
 
@@ -289,6 +325,7 @@ def build_modules() -> dict[str, types.ModuleType]:
         size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
         ElementwiseKernel=kernels.ElementwiseKernel, ReductionKernel=kernels.ReductionKernel,
         RawKernel=kernels.RawKernel, ufunc=ufuncs.ufunc, flatiter=flatiter.flatiter,
+        fuse=functional.fuse, vectorize=functional.vectorize, **poly1d.POLY_ROUTINES,
         **host_io.HOST_FUNCTIONS,
         **host_io.HOST_OBJECTS,
     )
@@ -301,6 +338,13 @@ def build_modules() -> dict[str, types.ModuleType]:
     fft = ProxyModule("cupy.fft", "fft.")
     fft_config = FFTConfigModule()
     fft.__dict__.update(__path__=[], __package__="cupy.fft", config=fft_config)
+    polynomial = types.ModuleType("cupy.polynomial")   # a package of two forwarded modules
+    polynomial.__dict__.update(__path__=[], __package__="cupy.polynomial")
+    polynomial_modules = {"cupy.polynomial": polynomial}
+    for sub in api.POLYNOMIAL_SUBMODULES:
+        module = ProxyModule(f"cupy.polynomial.{sub}", f"polynomial.{sub}.")
+        module.__dict__["__package__"] = "cupy.polynomial"
+        polynomial.__dict__[sub] = polynomial_modules[module.__name__] = module
     from .random import build_random_modules   # (its modules need this one's active_session)
     random_modules = build_random_modules(ProxyModule("cupy.random", "random."))
     random = random_modules["cupy.random"]
@@ -345,17 +389,18 @@ def build_modules() -> dict[str, types.ModuleType]:
                          get_default_pinned_memory_pool=cuda.get_default_pinned_memory_pool)
 
     core_modules = build_core_modules()
-    util = types.ModuleType("cupy._util")   # CuPy's warning class lives here
+    util = _UtilModule("cupy._util")   # CuPy's warning class and settings live here
     util.PerformanceWarning = PerformanceWarning
 
     for sub_name, sub in (("linalg", linalg), ("fft", fft), ("random", random),
+                          ("polynomial", polynomial),
                           ("cuda", cuda_modules["cupy.cuda"]),
                           ("exceptions", numpy.exceptions), ("_util", util),
                           ("_core", core_modules["cupy._core"])):
         cupy.__dict__[sub_name] = sub
     _modules_cache.update({
         "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, "cupy.fft.config": fft_config,
-        **random_modules,
+        **random_modules, **polynomial_modules,
         "cupy.exceptions": numpy.exceptions, "cupy._util": util, **cuda_modules,
         "cupyx": cupyx, "cupyx.scipy": scipy, **scipy_modules,
         "cupyx.cusolver": cusolver, **core_modules,

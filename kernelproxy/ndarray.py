@@ -152,14 +152,23 @@ _COMPARISONS = frozenset("greater greater_equal less less_equal equal not_equal"
 
 
 class Flags:
-    """``ndarray.flags``: the subset CuPy has (C/F contiguity, data ownership)."""
+    """``ndarray.flags``: the subset CuPy has (C/F contiguity, data ownership); also
+    ``cupy._core.flags.Flags``, whose constructor takes the three values as CuPy's does."""
 
-    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+    __slots__ = ("_c", "_f", "_own")
 
-    def __init__(self, bits: int) -> None:
-        self.c_contiguous = bool(bits & m.FLAG_C)
-        self.f_contiguous = bool(bits & m.FLAG_F)
-        self.owndata = bool(bits & m.FLAG_OWN)
+    def __init__(self, c_contiguous: Any, f_contiguous: Any, owndata: Any) -> None:
+        self._c, self._f, self._own = c_contiguous, f_contiguous, owndata
+
+    # read-only, as CuPy's (setting one raises AttributeError)
+    c_contiguous = property(lambda self: self._c)
+    f_contiguous = property(lambda self: self._f)
+    owndata = property(lambda self: self._own)
+
+    @classmethod
+    def from_bits(cls, bits: int) -> "Flags":
+        """The flags of an array's metadata (the wire's bit set)."""
+        return cls(bool(bits & m.FLAG_C), bool(bits & m.FLAG_F), bool(bits & m.FLAG_OWN))
 
     @property
     def fnc(self) -> bool:
@@ -230,7 +239,7 @@ class ndarray:
 
     @property
     def flags(self) -> Flags:
-        return Flags(self._meta()[3])
+        return Flags.from_bits(self._meta()[3])
 
     @property
     def ndim(self) -> int:

@@ -29,9 +29,12 @@ that tests save and restore; the pool keeps its own), ``cupy._core._cub_reductio
 ``cupy._core.get/set_compute_type`` and, on the NumPy baseline, ``cupy.fft.config``
 (settings, remembered only; the proxy has its own ``cupy.fft.config`` and ``cupy._core``,
 which the stubs extend),
-``cupy.fft._fft._default_fft_func``, ``cupyx.scipy.ndimage._util._is_integer_output`` and
-``cupy.linalg._util.stacked_identity`` (test helpers, by CuPy's rules) are stubbed, so that
-the suite collects; a test module that needs another internal fails to collect, and is counted.
+``cupy.fft._fft._default_fft_func``, ``cupyx.scipy.ndimage._util._is_integer_output``,
+``cupy.linalg._util.stacked_identity`` and ``cupyx.scipy.signal._upfirdn._output_len`` (test
+helpers, by CuPy's rules) are stubbed, and ``_iir_filter_conversions._cplxreal`` and
+``_savitzky_golay._polyder`` (internals: they raise when called, so their own tests fail),
+so that the suite collects; a test module that needs another internal fails to collect, and
+is counted.
 """
 
 from __future__ import annotations
@@ -250,6 +253,32 @@ def _linalg_util_stub() -> types.ModuleType:
     return module
 
 
+def _signal_internals_stub(name: str, helpers: dict, internals: tuple):
+    """A private module of ``cupyx.scipy.signal`` that a test module imports a name from:
+    *helpers* are test helpers answered by CuPy's rule (pure arithmetic, on the client);
+    *internals* are CuPy's own internal routines, not forwarded, which raise when called,
+    so that the module collects and only the tests of those internals fail. On the NumPy
+    baseline it is SciPy's module of the same name."""
+    def make() -> types.ModuleType:
+        if _SIDE == "numpy":
+            return importlib.import_module(name.replace("cupyx.scipy.", "scipy."))
+        module = types.ModuleType(name)
+        module.__dict__.update(helpers)
+        for internal in internals:
+            def refuse(*args, _name=internal, **kwargs):
+                raise NotImplementedError(f"{name}.{_name} is an internal of CuPy's "
+                                          "that gpu-workbench does not forward")
+            module.__dict__[internal] = refuse
+        return module
+    return make
+
+
+def _output_len(len_h, in_len, up, down):
+    """``_upfirdn._output_len``: the length of ``upfirdn``'s output (test_upfirdn.py
+    computes its expected results with it)."""
+    return (((in_len - 1) * up + len_h) - 1) // down + 1
+
+
 def _package_stub(name: str):
     def make() -> types.ModuleType:
         module = types.ModuleType(name)
@@ -266,7 +295,13 @@ _STUBS = {"cupy._core": _core_stub, "cupy._core.internal": _internal_stub,
           "cupy._indexing": _package_stub("cupy._indexing"),
           "cupy._indexing.generate": _package_stub("cupy._indexing.generate"),
           "cupy.fft._fft": _fft_internals_stub, "cupy.fft.config": _fft_config_stub,
-          "cupyx.scipy.ndimage._util": _ndimage_util_stub, "cupy.linalg._util": _linalg_util_stub}
+          "cupyx.scipy.ndimage._util": _ndimage_util_stub, "cupy.linalg._util": _linalg_util_stub,
+          "cupyx.scipy.signal._upfirdn": _signal_internals_stub(
+              "cupyx.scipy.signal._upfirdn", {"_output_len": _output_len}, ()),
+          "cupyx.scipy.signal._iir_filter_conversions": _signal_internals_stub(
+              "cupyx.scipy.signal._iir_filter_conversions", {}, ("_cplxreal",)),
+          "cupyx.scipy.signal._savitzky_golay": _signal_internals_stub(
+              "cupyx.scipy.signal._savitzky_golay", {}, ("_polyder",))}
 
 
 def _numpy_as_cupy() -> None:

@@ -53,11 +53,14 @@ def local_cupy_version() -> str | None:
 
 
 def shard_modules(source: str, paths: list[str], jobs: int) -> list[list[str]]:
-    """*paths* (folders under tests/) split into at most *jobs* lists of test modules of
-    about equal size, largest first (a module's size stands for its run time)."""
+    """*paths* (folders or test modules under tests/) split into at most *jobs* lists of
+    test modules of about equal size, largest first (a module's size stands for its run
+    time)."""
     modules = []
     for path in paths:
         top = os.path.join(source, "tests", path)
+        if os.path.isfile(top):
+            modules.append((os.path.getsize(top), path))
         for folder, _, files in os.walk(top):
             for name in files:
                 if name.startswith("test_") and name.endswith(".py"):

@@ -291,7 +291,7 @@ class Device:
         return {"properties": {"name": b"NumPy (host CPU)", "major": 0, "minor": 0,
                                "totalGlobalMem": 0, "multiProcessorCount": 0},
                 "attributes": {}, "runtime_version": 0, "driver_version": 0,
-                "build_version": 0, "is_hip": False, "pci_bus_id": ""}
+                "build_version": 0, "is_hip": False, "pci_bus_id": "", "slice_copy": False}
 
     def new_event(self, disable_timing: bool) -> Any:
         """A ``cupy.cuda.Event`` of the session (on the host: a timestamp holder)."""

@@ -85,7 +85,9 @@ class CupyDevice(Device):
         self.pool = cupy.get_default_memory_pool()
         self.functions = resolve_table(
             {"": cupy, "linalg.": cupy.linalg, "fft.": cupy.fft, "cupyx.": cupyx},
-            lazy_functions({f"cupyx.scipy.{sub}.": f"cupyx.scipy.{sub}" for sub in api.SCIPY_SUBMODULES}),
+            lazy_functions({**{f"cupyx.scipy.{sub}.": f"cupyx.scipy.{sub}" for sub in api.SCIPY_SUBMODULES},
+                            **{f"polynomial.{sub}.": f"cupy.polynomial.{sub}"
+                               for sub in api.POLYNOMIAL_SUBMODULES}}),
         )
         self._build_methods()
         self._kernels: dict = {}
@@ -279,10 +281,19 @@ class CupyDevice(Device):
     def runtime_facts(self) -> dict[str, Any]:
         rt = self.cupy.cuda.runtime
         device = self.cupy.cuda.Device(self.index)
+        codes = {name: int(getattr(rt, name)) for name in dir(rt) if name.startswith("cudaDevAttr")}
+        values = {}
+        for code in set(codes.values()):
+            try:
+                values[str(code)] = int(rt.deviceGetAttribute(code, self.index))
+            except Exception:   # an attribute this driver does not know: CUDA's error at the call
+                continue
         return {"properties": rt.getDeviceProperties(self.index),
                 "attributes": dict(device.attributes),
+                "attribute_codes": codes, "attribute_values": values,
                 "runtime_version": rt.runtimeGetVersion(), "driver_version": rt.driverGetVersion(),
                 "build_version": self.cupy.cuda.driver.get_build_version(),
+                "slice_copy": bool(getattr(self.cupy._util, "ENABLE_SLICE_COPY", False)),
                 "is_hip": bool(rt.is_hip), "pci_bus_id": device.pci_bus_id}
 
     def new_event(self, disable_timing: bool) -> Any:

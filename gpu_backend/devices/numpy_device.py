@@ -66,6 +66,8 @@ class NumpyDevice(Device):
                 "cupyx.rsqrt": _rsqrt,
                 # cupyx.scipy's reference: SciPy, where installed
                 **lazy_functions({f"cupyx.scipy.{sub}.": f"scipy.{sub}" for sub in api.SCIPY_SUBMODULES}),
+                **lazy_functions({f"polynomial.{sub}.": f"numpy.polynomial.{sub}"
+                                  for sub in api.POLYNOMIAL_SUBMODULES}),
             },
         )
         for name, fn in list(self.functions.items()):   # CuPy's plan= keyword, where it has one

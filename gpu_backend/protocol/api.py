@@ -24,7 +24,7 @@ import numpy as _np
 
 __all__ = [
     "ARRAY", "NONE", "MULTI", "VALUE",
-    "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES",
+    "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
 ]
 
@@ -100,6 +100,13 @@ FUNCTIONS.update(_names("""
     fftfreq rfftfreq fftshift ifftshift
 """, ARRAY, "fft."))
 
+#: ``cupy.polynomial`` (the power series of NumPy's ``numpy.polynomial``, lowest power first)
+POLYNOMIAL_SUBMODULES = ("polynomial", "polyutils")
+FUNCTIONS.update(_names("polyvander polycompanion polyval polyvalfromroots", ARRAY,
+                        "polynomial.polynomial."))
+FUNCTIONS.update(_names("trimseq trimcoef", ARRAY, "polynomial.polyutils."))
+FUNCTIONS.update(_names("as_series", MULTI, "polynomial.polyutils."))
+
 FUNCTIONS.update(_names("scatter_add scatter_max scatter_min", NONE, "cupyx."))
 FUNCTIONS.update(_names("rsqrt", ARRAY, "cupyx."))
 
@@ -138,7 +145,7 @@ FUNCTIONS.update(_names("""
     abcd_normalize argrelextrema argrelmax argrelmin band_stop_obj bilinear bilinear_zpk bode
     buttap butter buttord cheb1ap cheb1ord cheb2ap cheb2ord cheby1 cheby2 check_COLA check_NOLA
     chirp choose_conv_method coherence cont2discrete convolve convolve2d correlate correlate2d
-    correlation_lags csd cspline1d cspline1d_eval cspline2d cwt dbode decimate deconvolve
+    correlation_lags csd cspline1d cspline1d_eval cspline2d cwt czt czt_points dbode decimate deconvolve
     detrend dfreqresp dimpulse dlsim dstep ellip ellipap ellipord fftconvolve filtfilt find_peaks
     findfreqs firls firwin firwin2 freqresp freqs freqs_zpk freqz freqz_sos freqz_zpk gammatone
     gauss_spline gausspulse get_window group_delay hilbert hilbert2 iircomb iirdesign iirfilter
@@ -149,8 +156,8 @@ FUNCTIONS.update(_names("""
     qspline1d_eval qspline2d resample resample_poly residue residuez ricker savgol_coeffs
     savgol_filter sawtooth sepfir2d sos2tf sos2zpk sosfilt sosfilt_zi sosfiltfilt sosfreqz
     spectrogram spline_filter square ss2tf ss2zpk step stft sweep_poly symiirorder1 symiirorder2
-    tf2sos tf2ss tf2zpk unique_roots unit_impulse upfirdn vectorstrength welch wiener zpk2sos
-    zpk2ss zpk2tf
+    tf2sos tf2ss tf2zpk unique_roots unit_impulse upfirdn vectorstrength welch wiener zoom_fft
+    zpk2sos zpk2ss zpk2tf
 """, MULTI, "cupyx.scipy.signal."))
 FUNCTIONS.update(_names("""
     barthann bartlett blackman blackmanharris bohman boxcar chebwin cosine exponential flattop

@@ -1,0 +1,138 @@
+"""``cupy.fuse`` and ``cupy.vectorize``: a user's Python function applied to remote arrays.
+
+CuPy compiles such a function into one kernel: ``fuse`` by tracing it with stand-in
+arrays, ``vectorize`` by translating its source with ``cupyx.jit``. Neither may happen
+in the pool, which never runs a client's code and never reads a client's source as
+code. Here the function runs on the client instead, with the remote arrays themselves:
+each operation it performs is forwarded as an ordinary op, queued without a round trip,
+so the results (values, dtypes, in-place updates of arguments) are those of the same
+operations in CuPy. What is not reproduced is the fusion itself: a fused function costs
+one op per operation in it rather than one kernel.
+
+What CuPy's JIT translates but plain array code cannot express, Python control flow on
+element values (``if x > 0:``, ``max(x, y)``, ``not x``), stops with a
+``NotImplementedError`` that says so, rather than with NumPy's message about the truth
+value of an array.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from . import ndarray as nd
+
+__all__ = ["Fusion", "fuse", "vectorize"]
+
+#: What a fused function accepts, as in CuPy (anything else is a TypeError)
+_FUSE_ARGUMENT_TYPES = (nd.ndarray, np.ndarray, np.generic, int, float, complex, bool, type(None))
+
+
+def _cupy() -> Any:
+    from .modules import build_modules
+    return build_modules()["cupy"]
+
+
+class Fusion:
+    """A fused function (``cupy.fuse``): called with remote arrays, it runs its function on
+    them, every operation forwarded; called with anything else, it is the function itself.
+
+    Attributes:
+        func: the function before fusing.
+        name: the kernel name it was given (or the function's name).
+    """
+
+    def __init__(self, func: Any, name: str | None = None) -> None:
+        self.func = func
+        self.name = name or func.__name__
+
+    def __repr__(self) -> str:
+        return f"<Fusion {self.name!r}>"
+
+    def __call__(self, *args: Any) -> Any:
+        if not any(isinstance(a, nd.ndarray) for a in args):
+            return self.func(*args)
+        if not all(isinstance(a, _FUSE_ARGUMENT_TYPES) for a in args):
+            raise TypeError("Invalid argument type for '{}': ({})".format(
+                self.name, ", ".join(repr(type(a)) for a in args)))
+        return self.func(*args)
+
+    def clear_cache(self) -> None:
+        """Nothing is cached: each call issues its operations afresh."""
+
+
+def fuse(*args: Any, **kwargs: Any) -> Any:
+    """``cupy.fuse``: ``@fuse`` or ``@fuse(kernel_name=...)`` makes a :class:`Fusion`."""
+    def wrapper(f: Any, kernel_name: str | None = None) -> Fusion:
+        return Fusion(f, kernel_name)
+
+    if len(args) == 1 and not kwargs and callable(args[0]):
+        return functools.update_wrapper(wrapper(args[0]), args[0])
+    return lambda f: functools.update_wrapper(wrapper(f, *args, **kwargs), f)
+
+
+def _as_typed(arg: Any) -> Any:
+    """A Python scalar as the NumPy scalar of its type: CuPy's ``vectorize`` types a
+    Python ``int`` as int64 and a ``float`` as float64 (not as NumPy's weak scalars)."""
+    if isinstance(arg, (bool, int, float, complex)) and not isinstance(arg, np.generic):
+        return np.dtype(type(arg)).type(arg)
+    return arg
+
+
+def _element_control_flow(exc: Exception) -> bool:
+    return isinstance(exc, ValueError) and "truth value of an array" in str(exc)
+
+
+class vectorize:
+    """``cupy.vectorize``: *pyfunc* applied elementwise, by running it on the broadcast
+    remote arrays (see the module's docstring for what that cannot express)."""
+
+    def __init__(self, pyfunc: Any, otypes: Any = None, doc: str | None = None,
+                 excluded: Any = None, cache: bool = False, signature: Any = None) -> None:
+        self.pyfunc = pyfunc
+        self.__doc__ = doc or pyfunc.__doc__
+        self.excluded = excluded
+        self.cache = cache
+        self.signature = signature
+        self.otypes = None if otypes is None else "".join(np.dtype(t).char for t in otypes)
+        if excluded is not None:
+            raise NotImplementedError("cupy.vectorize does not support `excluded` option currently.")
+        if signature is not None:
+            raise NotImplementedError("cupy.vectorize does not support `signature` option currently.")
+
+    def __call__(self, *args: Any) -> Any:
+        if self.otypes is not None:
+            raise NotImplementedError("cupy.vectorize does not support `otypes` currently")
+        cupy = _cupy()
+        arrays = [a for a in args if isinstance(a, nd.ndarray)]
+        if not arrays:
+            raise ValueError("Loop size is undecided")
+        shape = cupy.broadcast_shapes(*(a.shape for a in arrays))
+        typed = [_as_typed(a) for a in args]
+        name = getattr(self.pyfunc, "__name__", "the function")
+        try:
+            result = self.pyfunc(*typed)
+        except (ValueError, TypeError) as exc:
+            if _element_control_flow(exc):
+                raise NotImplementedError(
+                    f"cupy.vectorize({name}) runs the function once on whole remote arrays, "
+                    "each operation forwarded to gpu-workbench's pool; Python control flow "
+                    "on element values (if/while, and/or/not, max/min of elements) needs "
+                    "CuPy's JIT compiler, which the pool does not run on client code") from exc
+            raise
+        if isinstance(result, tuple):
+            return tuple(self._filled(cupy, r, shape) for r in result)
+        return self._filled(cupy, result, shape)
+
+    @staticmethod
+    def _filled(cupy: Any, value: Any, shape: tuple) -> Any:
+        """One output at the broadcast shape, a new array as an elementwise kernel's is."""
+        if isinstance(value, nd.ndarray):
+            if value.shape == shape:
+                return value
+            return cupy.ascontiguousarray(cupy.broadcast_to(value, shape))
+        if isinstance(value, (bool, int, float, complex, np.generic)):
+            return cupy.full(shape, value, dtype=np.asarray(_as_typed(value)).dtype)
+        raise TypeError(f"Invalid return type: {type(value).__name__}")
