@@ -537,7 +537,13 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     backends_api = types.ModuleType("cupy_backends.cuda.api")
     for module in (backends, backends_cuda, backends_api):
         module.__path__ = []
-    backends.cuda, backends_cuda.api = backends_cuda, backends_api
+    # the stream ids as CuPy's low-level module gives them: the client's default stream is
+    # the null stream (0); per-thread default streams are not the client's to switch on
+    backends_stream = ForwardingModule("cupy_backends.cuda.stream")
+    backends_stream.__dict__.update(
+        is_ptds_enabled=lambda: False, get_default_stream_ptr=lambda: 0,
+        get_current_stream_ptr=lambda: get_current_stream().ptr)
+    backends.cuda, backends_cuda.api, backends_cuda.stream = backends_cuda, backends_api, backends_stream
     backends_api.runtime, backends_api.driver = runtime, driver
     return {
         "cupy.cuda": cuda, "cupy.cuda.runtime": runtime, "cupy.cuda.driver": driver,
@@ -545,6 +551,6 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
         "cupy.cuda.device": device, "cupy.cuda.stream": stream, "cupy.cuda.cub": cub,
         "cupy.cuda.cutensor": cutensor,
         "cupy_backends": backends, "cupy_backends.cuda": backends_cuda,
-        "cupy_backends.cuda.api": backends_api,
+        "cupy_backends.cuda.api": backends_api, "cupy_backends.cuda.stream": backends_stream,
         "cupy_backends.cuda.api.runtime": runtime, "cupy_backends.cuda.api.driver": driver,
     }

@@ -19,7 +19,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import PerformanceWarning, SessionLostError
 
-from . import cuda, fft_plans, flatiter, functional, host_io, kernels, poly1d, ufuncs
+from . import cuda, fft_plans, flatiter, functional, host_io, index_tricks, kernels, poly1d, ufuncs
 from .core import build_core_modules
 from .fft_config import FFTConfigModule
 from . import ndarray as nd
@@ -96,6 +96,31 @@ def _host_method(qualname: str, a: np.ndarray, args: tuple, kwargs: dict) -> Any
     return getattr(a, method)(**dict(zip(params, args)), **kwargs)
 
 
+#: ``cupyx.scipy.ndimage`` functions that write into an ``output`` array when given one and
+#: return that very array (the position of ``output`` among their parameters, CuPy 14).
+_NDIMAGE_OUTPUT = {f"cupyx.scipy.ndimage.{name}": int(index) for name, index in (
+    item.split(":") for item in """
+    affine_transform:4 binary_closing:3 binary_dilation:4 binary_erosion:4 binary_fill_holes:2
+    binary_hit_or_miss:3 binary_opening:3 binary_propagation:3 black_tophat:4 convolve:2
+    convolve1d:3 correlate:2 correlate1d:3 fourier_ellipsoid:4 fourier_gaussian:4 fourier_shift:4
+    fourier_uniform:4 gaussian_filter:3 gaussian_filter1d:4 gaussian_gradient_magnitude:2
+    gaussian_laplace:2 generic_gradient_magnitude:2 generic_laplace:2 grey_closing:4
+    grey_dilation:4 grey_erosion:4 grey_opening:4 laplace:1 map_coordinates:2 maximum_filter:3
+    maximum_filter1d:3 median_filter:3 minimum_filter:3 minimum_filter1d:3
+    morphological_gradient:4 morphological_laplace:4 percentile_filter:4 prewitt:2 rank_filter:4
+    rotate:4 shift:2 sobel:2 spline_filter:2 spline_filter1d:3 uniform_filter:2
+    uniform_filter1d:3 white_tophat:4 zoom:2""".split())}
+
+
+def _output_array(qualname: str, args: tuple, kwargs: dict) -> Any:
+    """The remote ``output`` array an ndimage call writes into, if it was given one."""
+    index = _NDIMAGE_OUTPUT.get(qualname)
+    if index is None:
+        return None
+    output = kwargs.get("output", args[index] if len(args) > index else None)
+    return output if isinstance(output, nd.ndarray) else None
+
+
 def _function(qualname: str, want: str):
     label = f"cupy.{qualname}"
     named = _NAMED_RESULTS.get(qualname)
@@ -105,6 +130,9 @@ def _function(qualname: str, want: str):
         if by_method and args and isinstance(args[0], np.ndarray):
             return _host_method(qualname, args[0], args[1:], kwargs)
         result = nd.call(active_session(), m.KIND_FUNCTION, qualname, want, None, args, kwargs, label)
+        output = _output_array(qualname, args, kwargs)
+        if output is not None:   # the array written into is the result itself, as in CuPy
+            return output
         return result if named is None else named(*result)
 
     proxy.__name__ = proxy.__qualname__ = qualname.rpartition(".")[2]
@@ -326,6 +354,7 @@ def build_modules() -> dict[str, types.ModuleType]:
         ElementwiseKernel=kernels.ElementwiseKernel, ReductionKernel=kernels.ReductionKernel,
         RawKernel=kernels.RawKernel, ufunc=ufuncs.ufunc, flatiter=flatiter.flatiter,
         fuse=functional.fuse, vectorize=functional.vectorize, **poly1d.POLY_ROUTINES,
+        r_=index_tricks.r_, c_=index_tricks.c_, mask_indices=index_tricks.mask_indices,
         **host_io.HOST_FUNCTIONS,
         **host_io.HOST_OBJECTS,
     )

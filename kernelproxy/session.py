@@ -360,9 +360,14 @@ class Session:
                 self._values[seq] = self._receive_streamed(np.dtype(dt), shape, entry[3])
             else:
                 self._values[seq] = np.frombuffer(next(payload).buffer, dtype=np.dtype(dt)).reshape(shape)
-        for seq, category, text in reply["w"]:
+        for seq, category, text, *module in reply["w"]:
+            # at the user's call; of CuPy's module where the pool's CuPy warned from its own
+            # code, so that filters by module match as they would locally
             _label, filename, line, _out = self._origin.get(seq, ("", "<remote>", 0, None))
-            warnings.warn_explicit(text, warning_class(category), filename, line)
+            if module:   # (module=None is not "absent" to warn_explicit's C implementation)
+                warnings.warn_explicit(text, warning_class(category), filename, line, module=module[0])
+            else:
+                warnings.warn_explicit(text, warning_class(category), filename, line)
         if reply.get("c"):  # cancelled: ops after the first `x` of this batch never ran
             reason = "this array was never computed: its op was cancelled by an interrupt"
             for seq in range(first + (reply.get("x") or 0), last + 1):

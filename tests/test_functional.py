@@ -232,3 +232,36 @@ def test_chirp_z_transform_with_defaults_is_the_dft(cp, mods):
     np.testing.assert_allclose(signal.czt(cp.asarray(x)).get(), np.fft.fft(x), atol=1e-9)
     np.testing.assert_allclose(signal.czt_points(4).get(), np.exp(2j * np.pi * np.arange(4) / 4))
     assert signal.zoom_fft(cp.asarray(x), 0.5).shape == (16,)
+
+
+def test_index_expression_helpers(cp):
+    r = cp.r_[cp.array([1, 2, 3]), 0, 0, cp.array([4, 5])]
+    np.testing.assert_array_equal(r.get(), np.r_[np.array([1, 2, 3]), 0, 0, np.array([4, 5])])
+    c = cp.c_[cp.array([1, 2, 3]), cp.array([4, 5, 6])]
+    np.testing.assert_array_equal(c.get(), np.c_[np.array([1, 2, 3]), np.array([4, 5, 6])])
+    with pytest.raises(NotImplementedError, match="slices"):
+        cp.r_[0:3]
+    rows, cols = cp.mask_indices(3, cp.triu, 1)
+    want = np.mask_indices(3, np.triu, 1)
+    np.testing.assert_array_equal(rows.get(), want[0])
+    np.testing.assert_array_equal(cols.get(), want[1])
+
+
+def test_ndimage_returns_the_output_array_it_wrote(cp, mods):
+    ndimage = mods["cupyx.scipy.ndimage"]
+    a = cp.arange(16.0).reshape(4, 4)
+    out = cp.empty_like(a)
+    assert ndimage.shift(a, 1, out) is out
+    assert ndimage.uniform_filter(a, 3, output=out) is out
+    import scipy.ndimage
+    np.testing.assert_allclose(out.get(), scipy.ndimage.uniform_filter(np.arange(16.0).reshape(4, 4), 3))
+
+
+def test_warnings_of_cupys_own_modules_keep_their_module():
+    from gpu_backend.worker.executor import library_module
+    site = "/usr/lib/python3.12/site-packages"
+    assert library_module(f"{site}/cupy/random/_generator.py") == "cupy.random._generator"
+    assert library_module(f"{site}/cupyx/scipy/signal/__init__.py") == "cupyx.scipy.signal"
+    assert library_module(f"{site}/cupy/_util.py") == "cupy._util"
+    assert library_module("/work/gpu_backend/worker/executor.py") is None
+    assert library_module("<string>") is None

@@ -36,6 +36,23 @@ _ARRAY, _OPERATOR, _METHOD = api.ARRAY, m.KIND_OPERATOR, m.KIND_METHOD
 CANCEL_CHECK_SECONDS = 0.005
 
 
+
+def library_module(filename: str) -> str | None:
+    """The module of CuPy's (``cupy.random._generator``) that a warning is attributed to,
+    from its file, so that the client's filters see the module a local warning would
+    carry (``ignore:...:FutureWarning:cupy``); None where the warning is attributed to
+    anything else (the worker's own frames stand for the user's call)."""
+    parts = filename.replace("\\", "/").split("/")
+    for top in ("cupyx", "cupy"):
+        if top in parts[:-1]:
+            start = len(parts) - 1 - parts[::-1].index(top)
+            dotted = [part for part in parts[start:] if part]
+            dotted[-1] = dotted[-1].rsplit(".", 1)[0]
+            if dotted[-1] == "__init__":
+                dotted.pop()
+            return ".".join(dotted)
+    return None
+
 class Executor:
     def __init__(self, device: Device, table: HandleTable) -> None:
         self.device = device
@@ -71,7 +88,11 @@ class Executor:
         warnings.simplefilter("always")  # the client's own filters decide what the user sees
 
     def _capture_warning(self, message, category, filename, lineno, file=None, line=None):
-        self._warnings.append([self._seq, warning_name(category), str(message)])
+        entry = [self._seq, warning_name(category), str(message)]
+        module = library_module(filename)
+        if module:
+            entry.append(module)
+        self._warnings.append(entry)
 
     # ------------------------------------------------------------------ batch
     def open_batch(self, body: bytes) -> tuple[Any, msgpack.Unpacker]:
