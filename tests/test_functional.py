@@ -167,7 +167,7 @@ def test_polynomial_routines_take_and_give_poly1d(cp):
                                                              np.poly1d([1.0, 1.0])).coeffs)
     roots = np.sort(cp.poly1d([1.0, 0.0, -1.0]).roots.get().real)   # symmetric companion
     np.testing.assert_allclose(roots, [-1.0, 1.0])
-    np.testing.assert_allclose(_coeffs(cp.poly1d([1.0, 2.0], r=True)), np.poly([1.0, 2.0]))
+    np.testing.assert_allclose(_coeffs(cp.poly1d(cp.array([1.0, 2.0]), r=True)), np.poly([1.0, 2.0]))
 
 
 def test_polynomial_package_matches_numpy_polynomial(cp, mods):
