@@ -120,12 +120,16 @@ def memGetInfo() -> tuple[int, int]:
 
 def _device_get_attribute(attrib: int, device: int) -> int:
     """``runtime.deviceGetAttribute``: the value the pool's CUDA gave for the session's
-    device when the session began (attributes are fixed for a device's lifetime)."""
+    device when the session began (``Device.attributes``, named as CuPy names them: the
+    ``cudaDevAttr`` name less its prefix; attributes are fixed for a device's lifetime)."""
     _checked(device)
-    value = (_facts().get("attribute_values") or {}).get(str(int(attrib)))
-    if value is None:
-        raise CUDAError("cudaErrorInvalidValue: invalid argument")
-    return int(value)
+    facts = _facts()
+    attributes = facts.get("attributes") or {}
+    for name, code in (facts.get("attribute_codes") or {}).items():
+        value = attributes.get(name.removeprefix("cudaDevAttr"))
+        if code == int(attrib) and value is not None:
+            return int(value)
+    raise CUDAError("cudaErrorInvalidValue: invalid argument")
 
 
 def _can_access_peer(device: int, peer: int) -> int:

@@ -22,17 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from . import modules
 from . import ndarray as nd
 
 __all__ = ["Fusion", "fuse", "vectorize"]
 
 #: What a fused function accepts, as in CuPy (anything else is a TypeError)
 _FUSE_ARGUMENT_TYPES = (nd.ndarray, np.ndarray, np.generic, int, float, complex, bool, type(None))
-
-
-def _cupy() -> Any:
-    from .modules import build_modules
-    return build_modules()["cupy"]
 
 
 class Fusion:
@@ -105,7 +101,7 @@ class vectorize:
     def __call__(self, *args: Any) -> Any:
         if self.otypes is not None:
             raise NotImplementedError("cupy.vectorize does not support `otypes` currently")
-        cupy = _cupy()
+        cupy = modules.proxy_cupy()
         arrays = [a for a in args if isinstance(a, nd.ndarray)]
         if not arrays:
             raise ValueError("Loop size is undecided")

@@ -17,18 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from . import modules
 from . import ndarray as nd
 
 __all__ = ["HOST_FUNCTIONS", "HOST_OBJECTS"]
 
 
-def _cupy() -> Any:
-    from .modules import build_modules
-    return build_modules()["cupy"]
-
-
 def _upload(host: Any) -> Any:
-    return _cupy().array(np.asarray(host))
+    return modules.proxy_cupy().array(np.asarray(host))
 
 
 def _to_host(value: Any) -> Any:
@@ -107,7 +103,7 @@ def savetxt(fname: Any, X: Any, *args: Any, **kwargs: Any) -> None:
 def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = None,
                  **kwargs: Any) -> Any:
     """``cupy.fromfunction``: *function* runs here with remote index arrays."""
-    return function(*_cupy().indices(shape, dtype=dtype), **kwargs)
+    return function(*modules.proxy_cupy().indices(shape, dtype=dtype), **kwargs)
 
 
 def base_repr(number: int, base: int = 2, padding: int = 0) -> str:
@@ -161,7 +157,7 @@ class broadcast:
         self.shape = np.broadcast_shapes(*shapes)
         self.nd = self.ndim = len(self.shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
-        self.values = tuple(_cupy().broadcast_to(a, self.shape) for a in arrays)
+        self.values = tuple(modules.proxy_cupy().broadcast_to(a, self.shape) for a in arrays)
 
 
 HOST_OBJECTS = {"mgrid": mgrid, "ogrid": ogrid, "broadcast": broadcast}

@@ -112,11 +112,8 @@ _NDIMAGE_OUTPUT = {f"cupyx.scipy.ndimage.{name}": int(index) for name, index in 
     uniform_filter1d:3 white_tophat:4 zoom:2""".split())}
 
 
-def _output_array(qualname: str, args: tuple, kwargs: dict) -> Any:
+def _output_array(index: int, args: tuple, kwargs: dict) -> Any:
     """The remote ``output`` array an ndimage call writes into, if it was given one."""
-    index = _NDIMAGE_OUTPUT.get(qualname)
-    if index is None:
-        return None
     output = kwargs.get("output", args[index] if len(args) > index else None)
     return output if isinstance(output, nd.ndarray) else None
 
@@ -125,14 +122,16 @@ def _function(qualname: str, want: str):
     label = f"cupy.{qualname}"
     named = _NAMED_RESULTS.get(qualname)
     by_method = qualname in _BY_METHOD
+    output_index = _NDIMAGE_OUTPUT.get(qualname)
 
     def proxy(*args: Any, **kwargs: Any) -> Any:
         if by_method and args and isinstance(args[0], np.ndarray):
             return _host_method(qualname, args[0], args[1:], kwargs)
         result = nd.call(active_session(), m.KIND_FUNCTION, qualname, want, None, args, kwargs, label)
-        output = _output_array(qualname, args, kwargs)
-        if output is not None:   # the array written into is the result itself, as in CuPy
-            return output
+        if output_index is not None:   # the array written into is the result itself, as in CuPy
+            output = _output_array(output_index, args, kwargs)
+            if output is not None:
+                return output
         return result if named is None else named(*result)
 
     proxy.__name__ = proxy.__qualname__ = qualname.rpartition(".")[2]
@@ -435,6 +434,11 @@ def build_modules() -> dict[str, types.ModuleType]:
         "cupyx.cusolver": cusolver, **core_modules,
     })
     return _modules_cache
+
+
+def proxy_cupy() -> types.ModuleType:
+    """The proxy ``cupy`` module (for client-side helpers written over its functions)."""
+    return build_modules()["cupy"]
 
 
 def module_for(session: Any) -> types.ModuleType:

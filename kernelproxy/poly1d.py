@@ -19,20 +19,15 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
+from . import modules
 from . import ndarray as nd
 
 __all__ = ["poly1d", "POLY_ROUTINES"]
 
 
-def _cupy() -> Any:
-    from .modules import build_modules
-    return build_modules()["cupy"]
-
-
 def _pool(name: str, *args: Any) -> Any:
-    from .modules import active_session
-    return nd.call(active_session(), m.KIND_FUNCTION, name, api.FUNCTIONS[name], None, args, {},
-                   f"cupy.{name}")
+    return nd.call(modules.active_session(), m.KIND_FUNCTION, name, api.FUNCTIONS[name], None, args,
+                   {}, f"cupy.{name}")
 
 
 def _is_scalar(x: Any) -> bool:
@@ -51,7 +46,7 @@ class poly1d:
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, c_or_r: Any, r: bool = False, variable: str | None = None) -> None:
-        cupy = _cupy()
+        cupy = modules.proxy_cupy()
         if isinstance(c_or_r, (np.poly1d, poly1d)):
             self._coeffs = cupy.asarray(c_or_r.coeffs)
             self._variable = variable if variable is not None else c_or_r.variable
@@ -71,7 +66,7 @@ class poly1d:
     def coeffs(self) -> Any:
         """The coefficients, leading zeros trimmed (at least one: ``[0.]``)."""
         if not self._trimmed:
-            cupy = _cupy()
+            cupy = modules.proxy_cupy()
             trimmed = cupy.trim_zeros(self._coeffs, trim="f")
             if trimmed.size == 0:
                 trimmed = cupy.array([0.0], self._coeffs.dtype)
@@ -148,8 +143,7 @@ class poly1d:
         return polymul(self, other)
 
     def __rmul__(self, other: Any) -> Any:
-        if isinstance(other, np.generic):
-            raise TypeError("Numpy scalar and poly1d multiplication is not supported currently.")
+        _refuse_numpy_scalar(other, "multiplication")
         if _is_scalar(other):   # a Python scalar takes the coefficients' type, as in CuPy
             other = self._coeffs.dtype.type(other)
         return polymul(other, self)
@@ -158,16 +152,14 @@ class poly1d:
         return polyadd(self, other)
 
     def __radd__(self, other: Any) -> Any:
-        if isinstance(other, np.generic):
-            raise TypeError("Numpy scalar and poly1d addition is not supported")
+        _refuse_numpy_scalar(other, "addition")
         return polyadd(other, self)
 
     def __sub__(self, other: Any) -> Any:
         return polysub(self, other)
 
     def __rsub__(self, other: Any) -> Any:
-        if isinstance(other, np.generic):
-            raise TypeError("Numpy scalar and poly1d subtraction is not supported")
+        _refuse_numpy_scalar(other, "subtraction")
         return polysub(other, self)
 
     def __pow__(self, val: Any, modulo: Any = None) -> "poly1d":
@@ -211,7 +203,7 @@ class poly1d:
         if power < 0:
             raise ValueError("Negative powers are not supported.")
         if power >= self._coeffs.size:
-            self._coeffs = _cupy().pad(self._coeffs, (power - (self._coeffs.size - 1), 0))
+            self._coeffs = modules.proxy_cupy().pad(self._coeffs, (power - (self._coeffs.size - 1), 0))
         self._coeffs[-power - 1] = value
 
     def integ(self, m: int = 1, k: Any = 0) -> Any:
@@ -221,11 +213,18 @@ class poly1d:
         raise NotImplementedError("cupy.poly1d.deriv is not implemented (nor is it in CuPy)")
 
 
+def _refuse_numpy_scalar(other: Any, operation: str) -> None:
+    """``numpy_scalar <op> poly1d``: refused, as CuPy refuses it (NumPy's scalar would
+    otherwise decide the result's type)."""
+    if isinstance(other, np.generic):
+        raise TypeError(f"Numpy scalar and poly1d {operation} is not supported")
+
+
 def _power(x: Any, n: int) -> Any:
     """``x`` convolved with itself ``n`` times (by squaring: log n convolutions)."""
     if n == 0:
         return 1
-    convolve = _cupy().convolve
+    convolve = modules.proxy_cupy().convolve
     result = None
     while True:
         if n & 1:
@@ -268,7 +267,7 @@ def polyval(p: Any, x: Any) -> Any:
             raise TypeError("p must be 1d ndarray or poly1d object")
         if p.ndim > 1:
             raise ValueError("p must be 1d array")
-        cupy = _cupy()
+        cupy = modules.proxy_cupy()
         dtype = np.result_type(x.coeffs.dtype, 1)
         result, power = poly1d(cupy.array([0], dtype=dtype)), poly1d(cupy.array([1], dtype=dtype))
         for c in p[::-1]:   # Horner from the lowest power, as CuPy does

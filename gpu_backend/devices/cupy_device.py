@@ -281,16 +281,10 @@ class CupyDevice(Device):
     def runtime_facts(self) -> dict[str, Any]:
         rt = self.cupy.cuda.runtime
         device = self.cupy.cuda.Device(self.index)
+        # CUDA's number of each attribute (the values are ``attributes``, by name less the prefix)
         codes = {name: int(getattr(rt, name)) for name in dir(rt) if name.startswith("cudaDevAttr")}
-        values = {}
-        for code in set(codes.values()):
-            try:
-                values[str(code)] = int(rt.deviceGetAttribute(code, self.index))
-            except Exception:   # an attribute this driver does not know: CUDA's error at the call
-                continue
         return {"properties": rt.getDeviceProperties(self.index),
-                "attributes": dict(device.attributes),
-                "attribute_codes": codes, "attribute_values": values,
+                "attributes": dict(device.attributes), "attribute_codes": codes,
                 "runtime_version": rt.runtimeGetVersion(), "driver_version": rt.driverGetVersion(),
                 "build_version": self.cupy.cuda.driver.get_build_version(),
                 "slice_copy": bool(getattr(self.cupy._util, "ENABLE_SLICE_COPY", False)),

@@ -36,7 +36,6 @@ _ARRAY, _OPERATOR, _METHOD = api.ARRAY, m.KIND_OPERATOR, m.KIND_METHOD
 CANCEL_CHECK_SECONDS = 0.005
 
 
-
 def library_module(filename: str) -> str | None:
     """The module of CuPy's (``cupy.random._generator``) that a warning is attributed to,
     from its file, so that the client's filters see the module a local warning would
@@ -52,6 +51,7 @@ def library_module(filename: str) -> str | None:
                 dotted.pop()
             return ".".join(dotted)
     return None
+
 
 class Executor:
     def __init__(self, device: Device, table: HandleTable) -> None:
