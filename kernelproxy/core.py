@@ -1,5 +1,8 @@
-"""``cupy._core``'s host-side helpers that code outside CuPy calls (its tests, libraries
-built on CuPy): pure functions of shapes and sizes, answered here without the pool."""
+"""``cupy._core`` as code outside CuPy uses it (its tests, libraries built on CuPy): pure
+functions of shapes and sizes, answered here without the pool; the session's accelerator
+switches (``_accelerator``: whether its CuPy may use CUB or cuTENSOR), sent to the pool; and
+``create_reduction_func``, CuPy's factory of ufunc-like reductions, built in the pool from
+its plain-string definition like any user kernel."""
 
 from __future__ import annotations
 
@@ -9,6 +12,10 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+
+from . import kernels
 from .ndarray import Flags
 
 __all__ = ["build_core_modules"]
@@ -26,14 +33,79 @@ def get_size(size: Any) -> tuple:
         raise ValueError("size should be None, collections.abc.Sequence, or int") from None
 
 
+class ReductionFunction(kernels._RemoteKernel):
+    """What ``cupy._core.create_reduction_func`` returns: called as ``f(a, axis=None,
+    dtype=None, out=None, keepdims=False)``, compiled and run in the pool."""
+
+    _kind = "simple_reduction"
+
+    def __init__(self, name: str, ops: Any, routine: Any = None, identity: Any = None,
+                 preamble: str = "", sort_reduce_axis: bool = True) -> None:
+        super().__init__(name=name, ops=_lists(ops), routine=_lists(routine), identity=identity,
+                         preamble=preamble, sort_reduce_axis=sort_reduce_axis)
+        self.__name__ = name
+
+
+def _lists(value: Any) -> Any:
+    """Tuples as lists, all the way down (the definition travels as plain data)."""
+    return [_lists(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+def create_reduction_func(name: str, ops: Any, routine: Any = None, identity: Any = None,
+                          preamble: str = "", sort_reduce_axis: bool = True) -> ReductionFunction:
+    return ReductionFunction(name, ops, routine, identity, preamble, sort_reduce_axis)
+
+
+def _accelerators(which: str) -> tuple:
+    """CuPy's getter and setter of one kind of accelerator, for the active session: read
+    from what the session was told at hello and has set since; set in the pool."""
+    def chosen() -> list:
+        from .modules import active_session
+        session = active_session()
+        table = session.runtime.setdefault("accelerators", {})
+        return table.setdefault(which, [])
+
+    def get() -> list:
+        return list(chosen())
+
+    def set_(accelerators: Any) -> None:
+        codes = []
+        for accelerator in accelerators:
+            if isinstance(accelerator, int) and not isinstance(accelerator, bool):
+                codes.append(accelerator)
+            elif accelerator in api.ACCELERATORS:
+                codes.append(api.ACCELERATORS[accelerator])
+            else:
+                raise ValueError(f"Unknown accelerator: {accelerator}")
+        from .modules import active_session
+        active_session().submit(m.KIND_CUDA, api.NONE, None, "core.accelerators", None,
+                                [which, codes], label=f"cupy._core.set_{which}_accelerators")
+        chosen()[:] = codes
+
+    get.__name__, set_.__name__ = f"get_{which}_accelerators", f"set_{which}_accelerators"
+    return get, set_
+
+
 def build_core_modules() -> dict[str, types.ModuleType]:
-    """``cupy._core``, ``cupy._core.internal`` and ``cupy._core.flags`` (the class of
-    ``ndarray.flags``)."""
+    """``cupy._core``, ``cupy._core.internal``, ``cupy._core.flags`` (the class of
+    ``ndarray.flags``) and ``cupy._core._accelerator``."""
     core = types.ModuleType("cupy._core")
     internal = types.ModuleType("cupy._core.internal")
     internal.prod = lambda shape: math.prod(shape)
     flags = types.ModuleType("cupy._core.flags")
     flags.Flags = Flags
+    accelerator = types.ModuleType("cupy._core._accelerator")
+    accelerator.__dict__.update({f"ACCELERATOR_{name.upper()}": code
+                                 for name, code in api.ACCELERATORS.items()})
+    for which in ("elementwise", "reduction", "routine"):
+        get, set_ = _accelerators(which)
+        accelerator.__dict__.update({get.__name__: get, set_.__name__: set_})
     core.__path__ = []
-    core.__dict__.update(get_size=get_size, internal=internal, flags=flags)
-    return {"cupy._core": core, "cupy._core.internal": internal, "cupy._core.flags": flags}
+    core.__dict__.update(get_size=get_size, internal=internal, flags=flags,
+                         _accelerator=accelerator, create_reduction_func=create_reduction_func,
+                         ElementwiseKernel=kernels.ElementwiseKernel,
+                         ReductionKernel=kernels.ReductionKernel,
+                         **{k: v for k, v in accelerator.__dict__.items()
+                            if k.startswith(("get_", "set_"))})
+    return {"cupy._core": core, "cupy._core.internal": internal, "cupy._core.flags": flags,
+            "cupy._core._accelerator": accelerator}

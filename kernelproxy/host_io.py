@@ -13,6 +13,7 @@ CuPy calls it with device arrays; nothing of it runs in the pool. ``mgrid``,
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -128,10 +129,60 @@ class _Grid:
         self._reference = reference
 
     def __getitem__(self, key: Any) -> Any:
+        if _has_array_bounds(key):
+            return _grid_over_arrays(key, self._reference is np.ogrid)
         grid = self._reference[_host_slices(key)]
         if isinstance(grid, (list, tuple)):   # ogrid: a list, as CuPy's (NumPy 2 gives a tuple)
             return [_upload(g) for g in grid]
         return _upload(grid)
+
+
+def _has_array_bounds(key: Any) -> bool:
+    """Whether a slice's bound is a remote array of more than one element (the grid then
+    broadcasts against it, and is no longer a function of the slices alone)."""
+    slices = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(v, nd.ndarray) and v.size != 1
+               for k in slices if isinstance(k, slice) for v in (k.start, k.stop))
+
+
+def _grid_over_arrays(key: Any, sparse: bool) -> Any:
+    """``mgrid[x:y:nj]``, ``mgrid[x:y:nj, x:y:nj]`` with array bounds: CuPy's own formula
+    (``nd_grid.__getitem__``), points times step plus start, run on the remote arrays."""
+    cupy = modules.proxy_cupy()
+
+    def start_step(k: slice) -> tuple:
+        start = 0 if k.start is None else k.start
+        step = 1 if k.step is None else k.step
+        if isinstance(step, complex):
+            points = int(abs(step))
+            step = (k.stop - start) / float(points - 1) if points != 1 else points
+        return start, step
+
+    if isinstance(key, slice):
+        start, step = start_step(key)
+        if isinstance(key.step, complex):
+            return cupy.arange(0, int(abs(key.step)), 1, float) * step + start
+        return cupy.arange(start, key.stop, step)
+    sizes, typ = [], int
+    for k in key:
+        start = 0 if k.start is None else k.start
+        step = 1 if k.step is None else k.step
+        if isinstance(step, complex):
+            sizes.append(int(abs(step)))
+            typ = float
+        else:
+            sizes.append(int(math.ceil((k.stop - start) / (step * 1.0))))
+        if any(isinstance(v, float) for v in (step, start, k.stop)):
+            typ = float
+    grids = ([cupy.arange(n, dtype=typ) for n in sizes] if sparse
+             else cupy.indices(sizes, typ))
+    for i, k in enumerate(key):
+        start, step = start_step(k)
+        grids[i] = grids[i] * step + start
+    if sparse:
+        for i in range(len(sizes)):
+            grids[i] = grids[i][tuple(slice(None) if j == i else None for j in range(len(sizes)))]
+    return grids
 
 
 def _host_slices(key: Any) -> Any:

@@ -8,6 +8,7 @@ are asynchronous like any other op.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gpu_backend.protocol import api
@@ -16,6 +17,12 @@ from gpu_backend.protocol import messages as m
 from . import ndarray as nd
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "RawKernel"]
+
+
+def _check_name(name: str) -> None:
+    """CuPy's rule for a kernel's name (a C identifier), checked when the kernel is made."""
+    if not re.match(r"^[a-zA-Z_][a-zA-Z_0-9]*$", name):
+        raise ValueError(f'Invalid kernel name: "{name}"')
 
 
 class _RemoteKernel:
@@ -61,6 +68,7 @@ class ElementwiseKernel(_RemoteKernel):
                          name=name, reduce_dims=reduce_dims, preamble=preamble,
                          no_return=no_return, return_tuple=return_tuple, loop_prep=loop_prep,
                          after_loop=after_loop, options=options)
+        _check_name(name)
         self._inputs = len([p for p in in_params.split(",") if p.strip()])
         if no_return:
             self._want = api.NONE
@@ -79,6 +87,7 @@ class ReductionKernel(_RemoteKernel):
                          reduce_expr=reduce_expr, post_map_expr=post_map_expr, identity=identity,
                          name=name, reduce_type=reduce_type, reduce_dims=reduce_dims,
                          preamble=preamble, options=options)
+        _check_name(name)
 
 
 class RawKernel(_RemoteKernel):

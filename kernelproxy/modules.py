@@ -118,16 +118,27 @@ def _output_array(index: int, args: tuple, kwargs: dict) -> Any:
     return output if isinstance(output, nd.ndarray) else None
 
 
+#: Functions that return one array unless a flag asks for more (a tuple): the flag's name
+#: and position. Only then is the result structured (which costs a round trip).
+_TUPLE_WHEN = {"intersect1d": ("return_indices", 3), "average": ("returned", 3)}
+
+
 def _function(qualname: str, want: str):
     label = f"cupy.{qualname}"
     named = _NAMED_RESULTS.get(qualname)
     by_method = qualname in _BY_METHOD
     output_index = _NDIMAGE_OUTPUT.get(qualname)
+    tuple_when = _TUPLE_WHEN.get(qualname)
 
     def proxy(*args: Any, **kwargs: Any) -> Any:
         if by_method and args and isinstance(args[0], np.ndarray):
             return _host_method(qualname, args[0], args[1:], kwargs)
-        result = nd.call(active_session(), m.KIND_FUNCTION, qualname, want, None, args, kwargs, label)
+        wanted = want
+        if tuple_when is not None:
+            flag, index = tuple_when
+            if kwargs.get(flag, args[index] if len(args) > index else False):
+                wanted = api.MULTI
+        result = nd.call(active_session(), m.KIND_FUNCTION, qualname, wanted, None, args, kwargs, label)
         if output_index is not None:   # the array written into is the result itself, as in CuPy
             output = _output_array(output_index, args, kwargs)
             if output is not None:

@@ -119,7 +119,24 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
         return out
     hid = session.new_id()
     seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)
-    return _unwrap(session, session.value(seq))
+    result = _unwrap(session, session.value(seq))
+    given = _given_outs(kind, name, args, out)
+    if given is not None and isinstance(result, tuple) and len(result) >= len(given):
+        # the outputs given are the results, as in CuPy (divmod(a, b, out0) -> (out0, new))
+        given = given + (None,) * (len(result) - len(given))
+        result = tuple(r if o is None else o for r, o in zip(result, given))
+    return result
+
+
+def _given_outs(kind: str, name: str, args: tuple, out: Any) -> tuple | None:
+    """The output arrays a multi-output ufunc was given (``out=`` or after its inputs)."""
+    if out is None and kind == m.KIND_FUNCTION:
+        ufunc = getattr(np, name, None) if "." not in name else None
+        if isinstance(ufunc, np.ufunc) and ufunc.nout > 1 and len(args) > ufunc.nin:
+            out = _checked_out(tuple(args[ufunc.nin:ufunc.nin + ufunc.nout]))
+    if out is None:
+        return None
+    return out if type(out) is tuple else (out,)
 
 
 _OP_SYMBOLS = {

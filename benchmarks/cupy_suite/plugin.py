@@ -23,8 +23,8 @@ environment variables:
 
 The proxy side installs its import hook when pytest configures, before the suite's
 test modules are imported. Of CuPy's internals only ``cupy._core.internal.prod``
-(which ``cupy.testing`` itself imports), ``cupy._core._accelerator`` (a setting
-that tests save and restore; the pool keeps its own), ``cupy._core._cub_reduction``,
+(which ``cupy.testing`` itself imports), ``cupy._core._accelerator`` (on the NumPy
+baseline; the proxy forwards the setting to the pool), ``cupy._core._cub_reduction``,
 ``_routines_linalg`` and ``cupy._indexing.generate`` (imported by modules whose other tests are ordinary),
 ``cupy._core.get/set_compute_type`` and, on the NumPy baseline, ``cupy.fft.config``
 (settings, remembered only; the proxy has its own ``cupy.fft.config`` and ``cupy._core``,
@@ -113,7 +113,11 @@ def _internal_stub() -> types.ModuleType:
 def _accelerator_stub() -> types.ModuleType:
     """``cupy._core._accelerator``: which CUB/cuTENSOR routines CuPy may use. Tests save,
     switch and restore the setting around a call; the pool keeps its own choice, so here
-    the setting is only remembered (the results must be the same either way)."""
+    the setting is only remembered (the results must be the same either way). The proxy
+    has its own (the pool's setting, switched in the pool): that one is used there."""
+    side = _side_module("cupy._core._accelerator")
+    if side is not None:
+        return side
     module = types.ModuleType("cupy._core._accelerator")
     module.ACCELERATOR_CUB, module.ACCELERATOR_CUTENSOR, module.ACCELERATOR_CUTLASS = 1, 2, 3
     chosen = {"routine": [], "reduction": []}

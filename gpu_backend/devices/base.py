@@ -175,6 +175,13 @@ class Device:
     def set_nd_planning(self, enabled: bool) -> None:
         """``cupy.fft.config.enable_nd_planning`` for this session (no FFT plans here)."""
 
+    def set_accelerators(self, which: str, accelerators: list) -> None:
+        """``cupy._core.set_*_accelerators`` for this session (a host device has no CUB or
+        cuTENSOR to switch: the names are checked as CuPy checks them, then ignored)."""
+        for accelerator in accelerators:
+            if not isinstance(accelerator, int) and accelerator not in api.ACCELERATORS:
+                raise ValueError(f"Unknown accelerator: {accelerator}")
+
     def object_class(self, name: str) -> tuple[Callable, type | tuple] | None:
         """The device's (constructor, type of the objects it builds) for the class *name* of
         :data:`api.OBJECTS`, or None where the device has none. Found on first use: the
@@ -291,7 +298,8 @@ class Device:
         return {"properties": {"name": b"NumPy (host CPU)", "major": 0, "minor": 0,
                                "totalGlobalMem": 0, "multiProcessorCount": 0},
                 "attributes": {}, "runtime_version": 0, "driver_version": 0,
-                "build_version": 0, "is_hip": False, "pci_bus_id": "", "slice_copy": False}
+                "build_version": 0, "is_hip": False, "pci_bus_id": "", "slice_copy": False,
+                "accelerators": {"elementwise": [], "reduction": [], "routine": []}}
 
     def new_event(self, disable_timing: bool) -> Any:
         """A ``cupy.cuda.Event`` of the session (on the host: a timestamp holder)."""

@@ -27,9 +27,16 @@ _KERNEL_FIELDS = {
                     "no_return", "return_tuple", "loop_prep", "after_loop", "options"},
     "reduction": {"in_params", "out_params", "map_expr", "reduce_expr", "post_map_expr",
                   "identity", "name", "reduce_type", "reduce_dims", "preamble", "options"},
+    # cupy._core.create_reduction_func: a ufunc-like reduction from type signatures and
+    # the (map, reduce, post-map, reduce type) expressions of its routine
+    "simple_reduction": {"name", "ops", "routine", "identity", "preamble", "sort_reduce_axis"},
     "raw": {"code", "name", "options", "backend", "translate_cucomplex", "enable_cooperative_groups",
             "jitify"},
 }
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 #: cudaEventQuery's answer for "not yet" (cudaErrorNotReady); CuPy returns the raw status.
@@ -104,6 +111,10 @@ class CupyDevice(Device):
         y = (x + 1) * 2 - x / 3
         float((y @ y).sum())
         cp.cuda.Device(self.index).synchronize()
+
+    def set_accelerators(self, which: str, accelerators: list) -> None:
+        """The CUB/cuTENSOR routines this session's CuPy may use (CuPy checks the names)."""
+        getattr(self.cupy._core, f"set_{which}_accelerators")(accelerators)
 
     def set_nd_planning(self, enabled: bool) -> None:
         with warnings.catch_warnings():   # CuPy 14 deprecates the switch: the client warned
@@ -227,6 +238,9 @@ class CupyDevice(Device):
             return self.cupy.ElementwiseKernel(**definition)
         if kind == "reduction":
             return self.cupy.ReductionKernel(**definition)
+        if kind == "simple_reduction":   # msgpack gives lists where CuPy wants tuples
+            return self.cupy._core.create_reduction_func(**{
+                k: _tuples(v) if k in ("ops", "routine") else v for k, v in definition.items()})
         return self.cupy.RawKernel(**definition)
 
     def marker(self) -> Any:
@@ -288,6 +302,8 @@ class CupyDevice(Device):
                 "runtime_version": rt.runtimeGetVersion(), "driver_version": rt.driverGetVersion(),
                 "build_version": self.cupy.cuda.driver.get_build_version(),
                 "slice_copy": bool(getattr(self.cupy._util, "ENABLE_SLICE_COPY", False)),
+                "accelerators": {which: [int(code) for code in getattr(self.cupy._core, f"get_{which}_accelerators")()]
+                                 for which in ("elementwise", "reduction", "routine")},
                 "is_hip": bool(rt.is_hip), "pci_bus_id": device.pci_bus_id}
 
     def new_event(self, disable_timing: bool) -> Any:

@@ -113,7 +113,8 @@ FUNCTIONS.update(_names("rsqrt", ARRAY, "cupyx."))
 #: ``cupyx.scipy``: each submodule's public functions (CuPy 14). The worker resolves them on
 #: first use (importing those modules costs seconds). Results are structured (``MULTI``:
 #: arrays, tuples, dicts, scalars) unless the function always returns one array.
-SCIPY_SUBMODULES = ("special", "ndimage", "signal", "signal.windows", "fft", "fftpack", "linalg")
+SCIPY_SUBMODULES = ("special", "ndimage", "signal", "signal.windows", "signal._iir_utils", "fft",
+                    "fftpack", "linalg")
 FUNCTIONS.update(_names("""
     bdtr bdtrc bdtri beta betainc betaincinv betaln binom boxcox boxcox1p btdtr btdtri cbrt chdtr
     chdtrc chdtri cosdg cosm1 cotdg digamma ellipeinc ellipk ellipkinc ellipkm1 entr erf erfc
@@ -165,6 +166,10 @@ FUNCTIONS.update(_names("""
     kaiser_bessel_derived lanczos nuttall parzen taylor triang tukey
 """, ARRAY, "cupyx.scipy.signal.windows."))
 FUNCTIONS.update(_names("get_window", MULTI, "cupyx.scipy.signal.windows."))
+#: ``lfilter``'s and ``sosfilt``'s block-parallel recurrences: private to CuPy, but its test
+#: suite calls them directly (plain array functions, nothing of the caller's runs)
+FUNCTIONS.update(_names("apply_iir", ARRAY, "cupyx.scipy.signal._iir_utils."))
+FUNCTIONS.update(_names("apply_iir_sos", MULTI, "cupyx.scipy.signal._iir_utils."))
 FUNCTIONS.update(_names("""
     dct dctn dst dstn fft fft2 fftfreq fftn fftshift fht hfft hfft2 hfftn idct idctn idst idstn
     ifft ifft2 ifftn ifftshift ifht ihfft ihfft2 ihfftn irfft irfft2 irfftn rfft rfft2 rfftfreq
@@ -224,8 +229,10 @@ OPERATORS.update(_names("float int bool complex index len iter repr str format",
 #: return kinds; the server runs them in ``gpu_backend.worker.cuda_calls``.
 CUDA_CALLS: dict[str, str] = {}
 CUDA_CALLS.update(_names("event.new event.record event.synchronize pool.free_all_blocks pool.set_limit "
-                         "fft.nd_planning", NONE))
+                         "fft.nd_planning core.accelerators", NONE))
 CUDA_CALLS.update(_names("event.done event.elapsed pool.figures array.data", VALUE))
+#: CuPy's accelerators (``cupy._core._accelerator``): by name or by CuPy's number
+ACCELERATORS = {"cub": 1, "cutensor": 2, "cutensornet": 3}
 CUDA_CALLS["array.base"] = MULTI   # a handle, None, or the base stored under the op's id
 
 #: cupy.random's distributions (RandomState methods and module functions of the same name).

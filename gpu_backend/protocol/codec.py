@@ -201,6 +201,13 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
             return msgpack.ExtType(EXT_DEVICE_VIEW, _pack_nested(obj.fields))
         if _has_device_interface(obj):
             raise NeedsDeviceViews
+        get_ndarray = getattr(type(obj), "__cupy_get_ndarray__", None)
+        if get_ndarray is not None:   # CuPy's protocol for array-like wrappers (client side)
+            hid = handle_of(get_ndarray(obj))
+            if hid is None:
+                raise TypeError(f"{type(obj).__name__}.__cupy_get_ndarray__() did not return "
+                                "a cupy.ndarray of this session")
+            return _new_ext((EXT_HANDLE, _Q.pack(hid)))
         raise TypeError(f"cannot send a value of type {type(obj).__name__} to the GPU pool")
 
     def _pack_nested(value: Any) -> bytes:

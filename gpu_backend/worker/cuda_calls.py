@@ -57,6 +57,14 @@ def run_cuda_call(executor: Any, name: Any, target: Any, args: list) -> Any:
     if name == "fft.nd_planning":   # cupy.fft.config.enable_nd_planning, for this session
         device.set_nd_planning(_flag(args[0] if args else None, "enable_nd_planning"))
         return None
+    if name == "core.accelerators":   # cupy._core.set_{elementwise,reduction,routine}_accelerators
+        which, chosen = (list(args) + [None, None])[:2]
+        if which not in ("elementwise", "reduction", "routine") or not isinstance(chosen, list) \
+                or not all(isinstance(n, (str, int)) and not isinstance(n, bool) for n in chosen):
+            raise TypeError("accelerators are set as (elementwise, reduction or routine, "
+                            "a list of names or CuPy's numbers)")
+        device.set_accelerators(which, chosen)
+        return None
     if name == "pool.set_limit":
         executor.set_pool_limit(args[0] if args else None)
         return None
