@@ -70,9 +70,16 @@ class UniqueInverseResult(NamedTuple):
     inverse_indices: Any
 
 
-#: Functions whose result CuPy gives as a named tuple (the wire carries a plain one).
+class Bunch(types.SimpleNamespace):
+    """``place_poles``' result: its fields as attributes, as CuPy's (and SciPy's) ``Bunch``
+    gives them (the wire carries a map of them)."""
+
+
+#: Functions whose result CuPy gives as a named tuple or an object of fields (the wire
+#: carries a plain tuple or map): the class and whether it takes the fields by name.
 _NAMED_RESULTS = {"unique_all": UniqueAllResult, "unique_counts": UniqueCountsResult,
-                  "unique_inverse": UniqueInverseResult}
+                  "unique_inverse": UniqueInverseResult,
+                  "cupyx.scipy.signal.place_poles": lambda fields: Bunch(**fields)}
 
 
 #: CuPy's reductions that are their argument's own method (``cupy.sum(a)`` is
@@ -143,7 +150,9 @@ def _function(qualname: str, want: str):
             output = _output_array(output_index, args, kwargs)
             if output is not None:
                 return output
-        return result if named is None else named(*result)
+        if named is None:
+            return result
+        return named(result) if isinstance(result, dict) else named(*result)
 
     proxy.__name__ = proxy.__qualname__ = qualname.rpartition(".")[2]
     proxy.__module__ = "cupy"

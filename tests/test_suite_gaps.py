@@ -154,3 +154,22 @@ def test_mgrid_with_array_bounds_broadcasts_as_cupy(cp):
     np.testing.assert_array_equal(cp.mgrid[rx:ry:10j].get(), np.mgrid[x:y:10j])
     np.testing.assert_array_equal(cp.mgrid[rx:ry:10j, rx:ry:10j].get(), np.mgrid[x:y:10j, x:y:10j])
     np.testing.assert_array_equal(cp.mgrid[0:1:5j].get(), np.mgrid[0:1:5j])   # the host path
+
+
+def test_place_poles_returns_its_fields_as_attributes(cp):
+    A, B = np.array([[0.0, 1.0], [-2.0, -3.0]]), np.array([[0.0], [1.0]])
+    got = build_modules()["cupyx.scipy.signal"].place_poles(cp.asarray(A), cp.asarray(B),
+                                                             cp.asarray([-4.0, -5.0]))
+    want = scipy_signal.place_poles(A, B, [-4.0, -5.0])
+    np.testing.assert_allclose(np.sort(got.computed_poles.get()), np.sort(want.computed_poles))
+    np.testing.assert_allclose(got.gain_matrix.get(), want.gain_matrix, atol=1e-10)
+    assert got.rtol == pytest.approx(want.rtol) and got.nb_iter == want.nb_iter
+
+
+def test_a_poly1d_travels_as_its_coefficients(cp):
+    signal = build_modules()["cupyx.scipy.signal"]
+    t = np.linspace(0, 3.0, 200)
+    got = signal.sweep_poly(cp.asarray(t), cp.poly1d([1.0, 0.0, 1.0]))
+    np.testing.assert_allclose(got.get(), scipy_signal.sweep_poly(t, np.poly1d([1.0, 0.0, 1.0])),
+                               atol=1e-9)
+    assert (cp.poly1d([1.0, 2.0]) == cp.poly1d([1.0, 2.0])) is True

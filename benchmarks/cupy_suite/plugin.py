@@ -398,9 +398,12 @@ _WRAPPED = ("Only cupy raises error", "Only numpy raises error", "Different type
 
 def _cause(excinfo) -> str:
     """The exception's type and first line; for cupy.testing's comparisons of errors,
-    also the last line of the error it wraps (the proxy's own error, usually)."""
+    also the last line of the error it wraps (the proxy's own error, usually); for its
+    dtype comparison, the two dtypes."""
     text = str(excinfo.value).strip().splitlines()
     first = text[0] if text else ""
+    if first.startswith("ndarrays of different dtypes"):   # which dtypes: "cupy: X numpy: Y"
+        first += " " + " ".join(line.strip() for line in text[1:3])
     if first in _WRAPPED:
         inner = [line.strip() for line in text[1:] if line.strip() and not line.startswith(" ")]
         if inner:

@@ -185,7 +185,7 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
             dt = np.dtype(obj)
             _check_kind(dt, "scalar type")
             return msgpack.ExtType(EXT_TYPE, dt.str.encode())
-        if obj in (bool, int, float, complex):
+        if obj is bool or obj is int or obj is float or obj is complex:   # (no ==: poly1d raises)
             return msgpack.ExtType(EXT_TYPE, obj.__name__.encode())
         if isinstance(obj, complex):
             return msgpack.ExtType(EXT_COMPLEX, _DD.pack(obj.real, obj.imag))
@@ -201,13 +201,8 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
             return msgpack.ExtType(EXT_DEVICE_VIEW, _pack_nested(obj.fields))
         if _has_device_interface(obj):
             raise NeedsDeviceViews
-        get_ndarray = getattr(type(obj), "__cupy_get_ndarray__", None)
-        if get_ndarray is not None:   # CuPy's protocol for array-like wrappers (client side)
-            hid = handle_of(get_ndarray(obj))
-            if hid is None:
-                raise TypeError(f"{type(obj).__name__}.__cupy_get_ndarray__() did not return "
-                                "a cupy.ndarray of this session")
-            return _new_ext((EXT_HANDLE, _Q.pack(hid)))
+        if _array_getter(obj) is not None:   # read before packing: it may ask the pool
+            raise NeedsDeviceViews
         raise TypeError(f"cannot send a value of type {type(obj).__name__} to the GPU pool")
 
     def _pack_nested(value: Any) -> bytes:
@@ -254,13 +249,27 @@ def _has_device_interface(obj: Any) -> bool:
             or "__cuda_array_interface__" in getattr(obj, "__dict__", ()))
 
 
+def _array_getter(obj: Any) -> Callable[[Any], Any] | None:
+    """CuPy's ``__cupy_get_ndarray__`` protocol of array-like wrappers (``poly1d`` has it:
+    its coefficients)."""
+    return getattr(type(obj), "__cupy_get_ndarray__", None)
+
+
 def with_device_views(value: Any) -> Any:
     """*value* (op arguments) with each object describing device memory read into a
-    :class:`DeviceView`; containers are rebuilt, everything else is kept."""
+    :class:`DeviceView`, and each wrapper of a remote array replaced by that array;
+    containers are rebuilt, everything else is kept."""
     if type(value) is tuple or type(value) is list:
         return type(value)(with_device_views(v) for v in value)
     if type(value) is dict:
         return {k: with_device_views(v) for k, v in value.items()}
+    getter = _array_getter(value)
+    if getter is not None:
+        array = getter(value)
+        if isinstance(array, np.ndarray) or not hasattr(array, "_h"):
+            raise TypeError(f"{type(value).__name__}.__cupy_get_ndarray__() returned "
+                            f"{type(array).__name__}, not a cupy.ndarray")
+        return array
     if _has_device_interface(value):
         try:
             return DeviceView(value)

@@ -427,6 +427,8 @@ class Executor:
             return tuple(items) if isinstance(result, tuple) else items
         if isinstance(result, dict):   # find_peaks' properties, value_indices, ...
             return {key: self._structure(None, item, metas) for key, item in result.items()}
+        if _is_bunch(result):   # place_poles' result: its fields, as a map
+            return {key: self._structure(None, item, metas) for key, item in vars(result).items()}
         return result
 
     def _upload(self, seq: Any, dtype: Any, args: list, payload: Iterator) -> Any:
@@ -472,6 +474,12 @@ _RECEIVED_BUFFERS = frozenset({zmq.Frame, bytes, bytearray, memoryview})
 
 
 _PYTHON_SCALARS = frozenset((int, float, bool, complex))
+
+
+def _is_bunch(result: Any) -> bool:
+    """CuPy's (and SciPy's) ``Bunch``: a plain object of fields that some functions return."""
+    cls = type(result)
+    return cls.__name__ == "Bunch" and cls.__module__.startswith(("cupyx.scipy.", "scipy."))
 
 
 def _meta(hid: int, a: Any) -> list:
