@@ -41,14 +41,9 @@ class ReductionFunction(kernels._RemoteKernel):
 
     def __init__(self, name: str, ops: Any, routine: Any = None, identity: Any = None,
                  preamble: str = "", sort_reduce_axis: bool = True) -> None:
-        super().__init__(name=name, ops=_lists(ops), routine=_lists(routine), identity=identity,
+        super().__init__(name=name, ops=ops, routine=routine, identity=identity,
                          preamble=preamble, sort_reduce_axis=sort_reduce_axis)
         self.__name__ = name
-
-
-def _lists(value: Any) -> Any:
-    """Tuples as lists, all the way down (the definition travels as plain data)."""
-    return [_lists(v) for v in value] if isinstance(value, (tuple, list)) else value
 
 
 def create_reduction_func(name: str, ops: Any, routine: Any = None, identity: Any = None,

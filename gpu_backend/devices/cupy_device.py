@@ -36,7 +36,9 @@ _KERNEL_FIELDS = {
 
 
 def _tuples(value: Any) -> Any:
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+    """Lists as tuples, all the way down (CuPy tells an op's (types, routine) pair by
+    tuple; a client may have sent lists)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 #: cudaEventQuery's answer for "not yet" (cudaErrorNotReady); CuPy returns the raw status.

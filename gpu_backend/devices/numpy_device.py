@@ -18,7 +18,6 @@ from ..protocol import api
 from ..protocol.codec import ALLOWED_KINDS
 from ..protocol.errors import OutOfMemoryError
 from .base import Device, HostInterfaceView, lazy_functions, resolve_table
-from . import host_iir
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
 from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
 
@@ -65,13 +64,12 @@ class NumpyDevice(Device):
                 "cupyx.scatter_max": _scatter(np.maximum),
                 "cupyx.scatter_min": _scatter(np.minimum),
                 "cupyx.rsqrt": _rsqrt,
-                # cupyx.scipy's reference: SciPy, where installed
-                **lazy_functions({f"cupyx.scipy.{sub}.": f"scipy.{sub}" for sub in api.SCIPY_SUBMODULES}),
+                # cupyx.scipy's reference: SciPy, where installed; CuPy's private IIR
+                # recurrences (SciPy has no such module): host_iir
+                **lazy_functions({**{f"cupyx.scipy.{sub}.": f"scipy.{sub}" for sub in api.SCIPY_SUBMODULES},
+                                  "cupyx.scipy.signal._iir_utils.": f"{__package__}.host_iir"}),
                 **lazy_functions({f"polynomial.{sub}.": f"numpy.polynomial.{sub}"
                                   for sub in api.POLYNOMIAL_SUBMODULES}),
-                # CuPy's private IIR recurrences (SciPy has no such module): host_iir
-                "cupyx.scipy.signal._iir_utils.apply_iir": host_iir.apply_iir,
-                "cupyx.scipy.signal._iir_utils.apply_iir_sos": host_iir.apply_iir_sos,
             },
         )
         for name, fn in list(self.functions.items()):   # CuPy's plan= keyword, where it has one

@@ -199,10 +199,8 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
             return list(obj)
         if type(obj) is DeviceView:
             return msgpack.ExtType(EXT_DEVICE_VIEW, _pack_nested(obj.fields))
-        if _has_device_interface(obj):
-            raise NeedsDeviceViews
-        if _array_getter(obj) is not None:   # read before packing: it may ask the pool
-            raise NeedsDeviceViews
+        if _has_device_interface(obj) or _array_getter(obj) is not None:
+            raise NeedsDeviceViews   # read before packing: it may ask the pool
         raise TypeError(f"cannot send a value of type {type(obj).__name__} to the GPU pool")
 
     def _pack_nested(value: Any) -> bytes:
@@ -214,10 +212,11 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
 
 
 class NeedsDeviceViews(Exception):
-    """Raised by the encoder at an object with ``__cuda_array_interface__``: its property
-    may itself talk to the pool (``x.data.ptr``), which must not happen in the middle of
-    encoding, so the caller reads every such object first (:func:`with_device_views`)
-    and encodes again."""
+    """Raised by the encoder at an object with ``__cuda_array_interface__`` or
+    ``__cupy_get_ndarray__``: reading it may itself talk to the pool (``x.data.ptr``, a
+    poly1d's trimmed coefficients), which must not happen in the middle of encoding, so
+    the caller reads every such object first (:func:`with_device_views`) and encodes
+    again."""
 
 
 class DeviceView:

@@ -425,10 +425,10 @@ class Executor:
         if isinstance(result, (tuple, list)):
             items = [self._structure(None, item, metas) for item in result]
             return tuple(items) if isinstance(result, tuple) else items
+        if _is_bunch(result):   # place_poles' result: its fields, as a map
+            result = vars(result)
         if isinstance(result, dict):   # find_peaks' properties, value_indices, ...
             return {key: self._structure(None, item, metas) for key, item in result.items()}
-        if _is_bunch(result):   # place_poles' result: its fields, as a map
-            return {key: self._structure(None, item, metas) for key, item in vars(result).items()}
         return result
 
     def _upload(self, seq: Any, dtype: Any, args: list, payload: Iterator) -> Any:
