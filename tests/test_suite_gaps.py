@@ -103,9 +103,11 @@ def test_create_reduction_func(cp):
             my_sum(cp.asarray(a), axis=1).get()
         return
     np.testing.assert_array_equal(my_sum(cp.asarray(a), axis=1).get(), a.sum(axis=1, dtype="b"))
-    # an op given with its own routine: a (types, routine) pair, nested tuples on the wire
+    # an op given with its own routine (merged with the default, as CuPy does): a
+    # (types, routine) pair, nested tuples on the wire
     paired = core.create_reduction_func(
-        "my_paired_sum", (("b->b", ("in0", "a + b", "out0 = a", None)),), None, 0)
+        "my_paired_sum", (("b->b", (None, "a + b", None, None)),),
+        ("in0", "a * b", "out0 = a", None), 0)
     np.testing.assert_array_equal(paired(cp.asarray(a), axis=0).get(), a.sum(axis=0, dtype="b"))
 
 
