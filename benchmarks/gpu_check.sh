@@ -73,9 +73,10 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
 fi
 if [ "$what" = suite ]; then
   # CuPy's own test suite, local CuPy vs the proxy on this GPU (issue 9; SUITE_ARGS picks
-  # folders, limits, --baseline); the sdist comes from .cupy-suite/ where carried
+  # folders, limits, --baseline; SUITE_SUBSAMPLE= (empty) runs the selection in full); the
+  # sdist comes from .cupy-suite/ where carried
   export GPUWB_CUPY_SUITE_CACHE=${GPUWB_CUPY_SUITE_CACHE:-$PWD/.cupy-suite}
-  timeout ${SUITE_TIMEOUT:-560} python3 benchmarks/cupy_suite/run.py --sides local,proxy --subsample \
+  timeout ${SUITE_TIMEOUT:-560} python3 benchmarks/cupy_suite/run.py --sides local,proxy ${SUITE_SUBSAMPLE---subsample} \
     --keep "$OUT/suite" --json "$OUT/cupy-suite.json" ${SUITE_ARGS:-} 2>&1 \
     | tee "$OUT/cupy-suite.log" | tail -80
 fi

@@ -25,7 +25,7 @@ import numpy as np
 from . import modules
 from . import ndarray as nd
 
-__all__ = ["Fusion", "fuse", "vectorize"]
+__all__ = ["Fusion", "fuse", "vectorize", "piecewise"]
 
 #: What a fused function accepts, as in CuPy (anything else is a TypeError)
 _FUSE_ARGUMENT_TYPES = (nd.ndarray, np.ndarray, np.generic, int, float, complex, bool, type(None))
@@ -132,3 +132,11 @@ class vectorize:
         if isinstance(value, (bool, int, float, complex, np.generic)):
             return cupy.full(shape, value, dtype=np.asarray(_as_typed(value)).dtype)
         raise TypeError(f"Invalid return type: {type(value).__name__}")
+
+
+def piecewise(x: Any, condlist: Any, funclist: Any) -> Any:
+    """``cupy.piecewise``: CuPy takes values only, never functions (a callable is
+    CuPy's ``NotImplementedError``, raised here before anything is sent); forwarded."""
+    if any(callable(func) for func in funclist):
+        raise NotImplementedError("Callable functions are not supported currently")
+    return modules.forwarded("piecewise")(x, condlist, funclist)

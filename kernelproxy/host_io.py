@@ -82,6 +82,8 @@ def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, *args: An
     obj = np.load(file, mmap_mode, allow_pickle, *args, **kwargs)
     if isinstance(obj, np.lib.npyio.NpzFile):
         return NpzFile(obj)
+    if isinstance(obj, nd.ndarray):   # a pickled remote array (ndarray.dump), unpickled here
+        return obj
     return _upload(obj)
 
 
@@ -107,11 +109,14 @@ def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = N
     return function(*modules.proxy_cupy().indices(shape, dtype=dtype), **kwargs)
 
 
-def base_repr(number: int, base: int = 2, padding: int = 0) -> str:
+# NumPy's signatures exactly, annotations included (none), as CuPy's aliases have them
+def base_repr(number, base=2, padding=0):
+    """``cupy.base_repr``: the string of *number* in *base* (NumPy's, on the client)."""
     return np.base_repr(number, base, padding)
 
 
-def binary_repr(num: int, width: int | None = None) -> str:
+def binary_repr(num, width=None):
+    """``cupy.binary_repr``: the binary string of *num* (NumPy's, on the client)."""
     return np.binary_repr(num, width)
 
 

@@ -7,6 +7,7 @@ dtype objects, exception classes and pure dtype arithmetic (``result_type``,
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import types
 from typing import Any, NamedTuple
@@ -17,9 +18,10 @@ import numpy.linalg
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.errors import PerformanceWarning, SessionLostError
+from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, SessionLostError
 
-from . import cuda, fft_plans, flatiter, functional, host_io, index_tricks, kernels, poly1d, ufuncs
+from . import (cuda, fft_plans, flatiter, functional, host_io, index_tricks, kernels, poly1d,
+               signal_objects, ufuncs)
 from .core import build_core_modules
 from .fft_config import FFTConfigModule
 from . import ndarray as nd
@@ -157,6 +159,13 @@ def _function(qualname: str, want: str):
     proxy.__name__ = proxy.__qualname__ = qualname.rpartition(".")[2]
     proxy.__module__ = "cupy"
     return proxy
+
+
+@functools.cache
+def forwarded(qualname: str):
+    """The op-issuing proxy of the allow-listed function *qualname*, for client code that
+    checks its arguments first (``piecewise``)."""
+    return _function(qualname, api.FUNCTIONS[qualname])
 
 
 # ---------------------------------------------------------------- host-side helpers
@@ -315,7 +324,7 @@ class ProxyModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         qualname = self.__dict__["_prefix"] + name
         want = api.FUNCTIONS.get(qualname)
-        if want is None or name.startswith("_"):
+        if want is None or name.startswith("__"):   # (a few private helpers are allow-listed)
             raise AttributeError(
                 f"module {self.__name__!r} has no attribute {name!r} "
                 "(not available on gpu-workbench's remote GPU)"
@@ -372,7 +381,8 @@ def build_modules() -> dict[str, types.ModuleType]:
         size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
         ElementwiseKernel=kernels.ElementwiseKernel, ReductionKernel=kernels.ReductionKernel,
         RawKernel=kernels.RawKernel, ufunc=ufuncs.ufunc, flatiter=flatiter.flatiter,
-        fuse=functional.fuse, vectorize=functional.vectorize, **poly1d.POLY_ROUTINES,
+        fuse=functional.fuse, vectorize=functional.vectorize, piecewise=functional.piecewise,
+        **poly1d.POLY_ROUTINES,
         r_=index_tricks.r_, c_=index_tricks.c_, mask_indices=index_tricks.mask_indices,
         **host_io.HOST_FUNCTIONS,
         **host_io.HOST_OBJECTS,
@@ -420,6 +430,9 @@ def build_modules() -> dict[str, types.ModuleType]:
         (scipy if parent_name == "cupyx.scipy" else scipy_modules[parent_name]).__dict__[leaf] = module
         scipy_modules[name] = module
     _scipy_fft_backend(scipy_modules["cupyx.scipy.fft"])
+    # systems and chirp z-transforms: objects of the worker; filter design's warning
+    scipy_modules["cupyx.scipy.signal"].__dict__.update(signal_objects.SIGNAL_OBJECTS,
+                                                        BadCoefficients=BadCoefficients)
     for name in ("cupyx.scipy.fft", "cupyx.scipy.fftpack"):   # plans made in the pool
         scipy_modules[name].__dict__["get_fft_plan"] = fft_plans.get_fft_plan
     # cupyx.cusolver: the pool's linalg calls cuSOLVER itself; none of its routines is the

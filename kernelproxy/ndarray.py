@@ -10,6 +10,8 @@ huge array is printed without transferring it.
 from __future__ import annotations
 
 import math
+import os
+import pickle
 import weakref
 from typing import Any
 
@@ -126,6 +128,12 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
         given = given + (None,) * (len(result) - len(given))
         result = tuple(r if o is None else o for r, o in zip(result, given))
     return result
+
+
+def _from_pickle(host: np.ndarray) -> "ndarray":
+    """Unpickling a remote array: its host copy uploaded to the active session."""
+    from . import modules
+    return modules.proxy_cupy().array(host)
 
 
 def _given_outs(kind: str, name: str, args: tuple, out: Any) -> tuple | None:
@@ -485,7 +493,22 @@ class ndarray:
         return self.copy()
 
     def __reduce__(self):
-        raise TypeError("remote arrays cannot be pickled; use .get() for a host copy")
+        """Pickled as its host copy (downloaded now, in its memory order) and made a remote
+        array of the active session again when unpickled, as CuPy pickles arrays: the
+        client pickles and unpickles its own data, the pool never sees a pickle."""
+        return _from_pickle, (self.get(order="A"),)
+
+    def dump(self, file: Any) -> None:
+        """``ndarray.dump``: pickle the array (its host copy) to *file*, a path or a file."""
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "wb") as f:
+                pickle.dump(self, f, -1)
+        else:
+            pickle.dump(self, file, -1)
+
+    def dumps(self) -> bytes:
+        """``ndarray.dumps``: the array (its host copy) as a pickle."""
+        return pickle.dumps(self, -1)
 
     def _fits(self, dtype: Any, order: Any) -> bool:
         """Whether this array already has *dtype* (None: any) and the layout *order* asks

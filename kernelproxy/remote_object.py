@@ -63,8 +63,38 @@ class RemoteObject:
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Call the worker object's allow-listed *method*."""
         want = api.OBJECTS[self._remote_class][method]
-        return _op(self._s, m.KIND_OBJECT, f"{self._remote_class}.{method}", want, self._h,
-                       args, kwargs, f"cupy.{self._remote_class}.{method}")
+        name, label = f"{self._remote_class}.{method}", f"cupy.{self._remote_class}.{method}"
+        if want == api.OBJECT:
+            return self._new_object(name, args, kwargs, label)
+        return _op(self._s, m.KIND_OBJECT, name, want, self._h, args, kwargs, label)
+
+    def _new_object(self, name: str, args: tuple, kwargs: dict, label: str) -> Any:
+        """A method whose result is a new object of the worker: it is kept there under a
+        new id and stood for here by the class :meth:`_adopt` picks for its type's name
+        (NotImplemented, for an operator the worker object declined)."""
+        session = self._s
+        hid = session.new_id()
+        kind = session.value(session.submit(m.KIND_OBJECT, api.OBJECT, hid, name, self._h,
+                                            args, kwargs, label=label))
+        return NotImplemented if kind is None else self._adopt(hid, kind)
+
+    def _adopt(self, hid: int, kind: str) -> "RemoteObject":
+        """The client object for the worker's new object *hid* of type *kind* (classes
+        with methods that make objects say which)."""
+        raise NotImplementedError(f"cupy.{self._remote_class} has no methods that make objects")
+
+    @classmethod
+    def _of(cls, session: Any, hid: int) -> "RemoteObject":
+        """An instance standing for the worker's object *hid* (no op: it exists there)."""
+        obj = object.__new__(cls)
+        obj._s, obj._h = session, hid
+        return obj
+
+    def _get(self, attribute: str) -> Any:
+        """Read an attribute of api.OBJECT_GETTERS from the worker's object (arrays come
+        back as remote arrays)."""
+        return _op(self._s, m.KIND_OBJECT, f"{self._remote_class}.{attribute}", api.MULTI,
+                   self._h, (), {}, f"cupy.{self._remote_class}.{attribute}")
 
     def _set(self, attribute: str, value: Any) -> None:
         """Set an attribute of api.OBJECT_SETTERS on the worker's object."""

@@ -96,7 +96,9 @@ def test_submodules_import_and_refuse_unknown_names(cp, session):
     from cupyx.scipy.signal import windows
     assert signal.windows is windows and callable(signal.butter)
     with pytest.raises(AttributeError, match="not available"):
-        signal.lti  # noqa: B018   (a class: not forwarded)
+        signal.no_such_function  # noqa: B018
+    with pytest.raises(AttributeError, match="not available"):
+        signal._ltisys  # noqa: B018   (a private module of CuPy's: not forwarded)
 
 
 def test_scipy_fft_backend_protocol(cp):

@@ -257,22 +257,17 @@ def _linalg_util_stub() -> types.ModuleType:
     return module
 
 
-def _signal_internals_stub(name: str, helpers: dict, internals: tuple):
+def _signal_internals_stub(name: str, helpers: dict, scipy_name: str = ""):
     """A private module of ``cupyx.scipy.signal`` that a test module imports a name from:
-    *helpers* are test helpers answered by CuPy's rule (pure arithmetic, on the client);
-    *internals* are CuPy's own internal routines, not forwarded, which raise when called,
-    so that the module collects and only the tests of those internals fail. On the NumPy
-    baseline it is SciPy's module of the same name."""
+    the proxy's own where it forwards the module (its internal routines that CuPy's tests
+    call), else an empty one; *helpers* are test helpers answered by CuPy's rule (pure
+    arithmetic, on the client). On the NumPy baseline it is SciPy's module of the same
+    name (or *scipy_name*)."""
     def make() -> types.ModuleType:
         if _SIDE == "numpy":
-            return importlib.import_module(name.replace("cupyx.scipy.", "scipy."))
-        module = types.ModuleType(name)
+            return importlib.import_module(scipy_name or name.replace("cupyx.scipy.", "scipy."))
+        module = _side_module(name) or types.ModuleType(name)
         module.__dict__.update(helpers)
-        for internal in internals:
-            def refuse(*args, _name=internal, **kwargs):
-                raise NotImplementedError(f"{name}.{_name} is an internal of CuPy's "
-                                          "that gpu-workbench does not forward")
-            module.__dict__[internal] = refuse
         return module
     return make
 
@@ -301,11 +296,11 @@ _STUBS = {"cupy._core": _core_stub, "cupy._core.internal": _internal_stub,
           "cupy.fft._fft": _fft_internals_stub, "cupy.fft.config": _fft_config_stub,
           "cupyx.scipy.ndimage._util": _ndimage_util_stub, "cupy.linalg._util": _linalg_util_stub,
           "cupyx.scipy.signal._upfirdn": _signal_internals_stub(
-              "cupyx.scipy.signal._upfirdn", {"_output_len": _output_len}, ()),
+              "cupyx.scipy.signal._upfirdn", {"_output_len": _output_len}),
           "cupyx.scipy.signal._iir_filter_conversions": _signal_internals_stub(
-              "cupyx.scipy.signal._iir_filter_conversions", {}, ("_cplxreal",)),
+              "cupyx.scipy.signal._iir_filter_conversions", {}, "scipy.signal._filter_design"),
           "cupyx.scipy.signal._savitzky_golay": _signal_internals_stub(
-              "cupyx.scipy.signal._savitzky_golay", {}, ("_polyder",))}
+              "cupyx.scipy.signal._savitzky_golay", {})}
 
 
 def _numpy_as_cupy() -> None:

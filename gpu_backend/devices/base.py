@@ -19,7 +19,7 @@ from ..protocol import api
 from ..protocol.errors import CUDAError, ProtocolError
 
 __all__ = ["Device", "HostEvent", "lazy_functions", "CudaInterfaceView", "HostInterfaceView", "OPERATOR_FUNCTIONS",
-           "resolve_table"]
+           "resolve_table", "signal_object_class"]
 
 
 def _len(x: Any) -> int:
@@ -109,6 +109,23 @@ def lazy_functions(modules: dict[str, str]) -> dict[str, Callable]:
         if module is not None:
             table[qualname] = _LazyFunction(qualname, module, leaf)
     return table
+
+
+def signal_object_class(module: str, name: str) -> tuple[Callable, type | tuple] | None:
+    """(constructor, type) of the ``signal.*`` class *name* of :data:`api.OBJECTS`, from the
+    device's signal module (``cupyx.scipy.signal`` or SciPy's): a system of any of
+    :data:`api.LTI_CLASSES` is an ``lti`` or a ``dlti``; a ``ZoomFFT`` is a ``CZT``. None
+    when the name is not one of these or the module is missing."""
+    kind = name.removeprefix("signal.")
+    if kind == name or f"signal.{kind}" not in api.OBJECTS:
+        return None
+    try:
+        signal = importlib.import_module(module)
+    except ImportError:
+        return None
+    if kind in api.LTI_CLASSES:
+        return getattr(signal, kind), (signal.lti, signal.dlti)
+    return getattr(signal, kind), signal.CZT
 
 
 class _InterfaceView:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..protocol import api
 from ..protocol.messages import STREAM_CHUNK_BYTES
-from .base import CudaInterfaceView, Device, lazy_functions, resolve_table
+from .base import CudaInterfaceView, Device, lazy_functions, resolve_table, signal_object_class
 from .host_random import seed_sequence_factory
 
 __all__ = ["CupyDevice", "gpu_count"]
@@ -127,9 +127,13 @@ class CupyDevice(Device):
         entry = self._objects.get(name)
         if entry is None:
             build = _OBJECT_CLASSES.get(name)
-            if build is None:
-                return None
-            entry = self._objects[name] = build(self.cupy)
+            if build is not None:
+                entry = build(self.cupy)
+            else:
+                entry = signal_object_class("cupyx.scipy.signal", name)
+                if entry is None:
+                    return None
+            self._objects[name] = entry
         return entry
 
     def set_memory_limit(self, nbytes: int) -> None:

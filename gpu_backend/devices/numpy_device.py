@@ -17,7 +17,7 @@ import numpy as np
 from ..protocol import api
 from ..protocol.codec import ALLOWED_KINDS
 from ..protocol.errors import OutOfMemoryError
-from .base import Device, HostInterfaceView, lazy_functions, resolve_table
+from .base import Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
 from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
 
@@ -40,6 +40,13 @@ def _scatter(ufunc):
         ufunc.at(a, slices, value)
     scatter.__name__ = f"scatter_{ufunc.__name__}"
     return scatter
+
+
+def _polyder(p, m):
+    """CuPy's ``_savitzky_golay._polyder`` (columns of coefficients differentiated *m*
+    times): SciPy's, which also asks for the array namespace."""
+    from scipy.signal._savitzky_golay import _polyder as polyder
+    return polyder(p, m, xp=np)
 
 
 def _rsqrt(x, out=None):
@@ -67,9 +74,12 @@ class NumpyDevice(Device):
                 # cupyx.scipy's reference: SciPy, where installed; CuPy's private IIR
                 # recurrences (SciPy has no such module): host_iir
                 **lazy_functions({**{f"cupyx.scipy.{sub}.": f"scipy.{sub}" for sub in api.SCIPY_SUBMODULES},
-                                  "cupyx.scipy.signal._iir_utils.": f"{__package__}.host_iir"}),
+                                  "cupyx.scipy.signal._iir_utils.": f"{__package__}.host_iir",
+                                  "cupyx.scipy.signal._iir_filter_conversions.":
+                                      "scipy.signal._filter_design"}),
                 **lazy_functions({f"polynomial.{sub}.": f"numpy.polynomial.{sub}"
                                   for sub in api.POLYNOMIAL_SUBMODULES}),
+                "cupyx.scipy.signal._savitzky_golay._polyder": _polyder,
             },
         )
         for name, fn in list(self.functions.items()):   # CuPy's plan= keyword, where it has one
@@ -85,7 +95,10 @@ class NumpyDevice(Device):
         self.limit = int(nbytes)
 
     def object_class(self, name: str) -> tuple[Any, type] | None:
-        return _HOST_OBJECTS.get(name)
+        entry = _HOST_OBJECTS.get(name)
+        if entry is None:   # SciPy's systems and chirp z-transforms stand in for CuPy's
+            entry = signal_object_class("scipy.signal", name)
+        return entry
 
     def _grown(self, need: int) -> bool:
         """Whether the session's user quota granted *need* bytes in all (see worker.grants)."""

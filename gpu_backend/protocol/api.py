@@ -16,6 +16,9 @@ without waiting for the pool:
 ``MULTI``   a tuple or list of arrays, or an array, depending on the
             arguments: the client waits for the structure (synchronous)
 ``VALUE``   a Python value (synchronous)
+``OBJECT``  a new remote object (``lti.to_ss()``): the worker keeps it under the op's id
+            and answers the name of its type, for the client to build its stand-in
+            (synchronous)
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ from __future__ import annotations
 import numpy as _np
 
 __all__ = [
-    "ARRAY", "NONE", "MULTI", "VALUE",
+    "ARRAY", "NONE", "MULTI", "VALUE", "OBJECT",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
+    "OBJECT_GETTERS", "LTI_CLASSES",
 ]
 
-ARRAY, NONE, MULTI, VALUE = "a", "n", "m", "v"
+ARRAY, NONE, MULTI, VALUE, OBJECT = "a", "n", "m", "v", "o"
 
 
 def _names(text: str, kind: str, prefix: str = "") -> dict[str, str]:
@@ -113,7 +117,8 @@ FUNCTIONS.update(_names("rsqrt", ARRAY, "cupyx."))
 #: ``cupyx.scipy``: each submodule's public functions (CuPy 14). The worker resolves them on
 #: first use (importing those modules costs seconds). Results are structured (``MULTI``:
 #: arrays, tuples, dicts, scalars) unless the function always returns one array.
-SCIPY_SUBMODULES = ("special", "ndimage", "signal", "signal.windows", "signal._iir_utils", "fft",
+SCIPY_SUBMODULES = ("special", "ndimage", "signal", "signal.windows", "signal._iir_utils",
+                    "signal._iir_filter_conversions", "signal._savitzky_golay", "fft",
                     "fftpack", "linalg")
 FUNCTIONS.update(_names("""
     bdtr bdtrc bdtri beta betainc betaincinv betaln binom boxcox boxcox1p btdtr btdtri cbrt chdtr
@@ -170,6 +175,9 @@ FUNCTIONS.update(_names("get_window", MULTI, "cupyx.scipy.signal.windows."))
 #: suite calls them directly (plain array functions, nothing of the caller's runs)
 FUNCTIONS.update(_names("apply_iir", ARRAY, "cupyx.scipy.signal._iir_utils."))
 FUNCTIONS.update(_names("apply_iir_sos", MULTI, "cupyx.scipy.signal._iir_utils."))
+#: likewise two helpers of filter design that the suite tests on their own
+FUNCTIONS.update(_names("_cplxreal", MULTI, "cupyx.scipy.signal._iir_filter_conversions."))
+FUNCTIONS.update(_names("_polyder", ARRAY, "cupyx.scipy.signal._savitzky_golay."))
 FUNCTIONS.update(_names("""
     dct dctn dst dstn fft fft2 fftfreq fftn fftshift fht hfft hfft2 hfftn idct idctn idst idstn
     ifft ifft2 ifftn ifftshift ifht ihfft ihfft2 ihfftn irfft irfft2 irfftn rfft rfft2 rfftfreq
@@ -265,5 +273,28 @@ OBJECTS: dict[str, dict[str, str]] = {
     # and a value type): passed as ``plan=`` or made current by ``with plan:``
     "cufft.Plan": {"__enter__": NONE, "__exit__": NONE},
 }
+#: ``cupyx.scipy.signal``'s linear time-invariant systems: each public class builds one
+#: (``lti(num, den)`` is a ``TransferFunctionContinuous``, as in CuPy) and any system
+#: takes every method (CuPy's own raise where a kind of system has none); conversions and
+#: a state-space system's arithmetic give new systems, the responses give arrays.
+LTI_CLASSES = ("lti", "dlti", "TransferFunction", "ZerosPolesGain", "StateSpace")
+_LTI_MEMBERS = {
+    **_names("to_tf to_zpk to_ss to_discrete", OBJECT),
+    **_names("__mul__ __rmul__ __add__ __radd__ __sub__ __rsub__ __truediv__ __neg__", OBJECT),
+    **_names("impulse step output bode freqresp", MULTI),
+    "__repr__": VALUE,
+}
+OBJECTS.update({f"signal.{name}": _LTI_MEMBERS for name in LTI_CLASSES})
+#: chirp z-transforms made once and applied to many arrays (``CZT(n)(x)``)
+OBJECTS.update({f"signal.{name}": {"__call__": ARRAY, "points": ARRAY}
+                for name in ("CZT", "ZoomFFT")})
+_LTI_FIELDS = frozenset("num den zeros poles gain A B C D dt".split())
 #: Attributes a client may set on a remote object (the value: an argument of the op).
-OBJECT_SETTERS: dict[str, frozenset] = {"random.Generator": frozenset({"bit_generator"})}
+OBJECT_SETTERS: dict[str, frozenset] = {
+    "random.Generator": frozenset({"bit_generator"}),
+    **{f"signal.{name}": _LTI_FIELDS for name in LTI_CLASSES},
+}
+#: Attributes a client may read (the op's result is structured, ``MULTI``: an array
+#: comes back as a remote array, a number or None as itself).
+OBJECT_GETTERS: dict[str, frozenset] = {
+    f"signal.{name}": _LTI_FIELDS | {"inputs", "outputs"} for name in LTI_CLASSES}

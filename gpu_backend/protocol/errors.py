@@ -25,6 +25,7 @@ __all__ = [
     "OutOfMemoryError",
     "CUDAError",
     "PerformanceWarning",
+    "BadCoefficients",
     "error_name",
     "error_class",
     "warning_name",
@@ -108,12 +109,17 @@ ERROR_CLASSES.update(
     }
 )
 
+class BadCoefficients(UserWarning):
+    """``cupyx.scipy.signal.BadCoefficients``: filter coefficients badly conditioned (CuPy's
+    and SciPy's of that name travel as this one)."""
+
+
 WARNING_CLASSES: dict[str, type[Warning]] = {
     cls.__name__: cls
     for cls in (
         Warning, UserWarning, RuntimeWarning, DeprecationWarning, FutureWarning,
         PendingDeprecationWarning, npx.ComplexWarning, npx.VisibleDeprecationWarning,
-        npx.RankWarning, PerformanceWarning,
+        npx.RankWarning, PerformanceWarning, BadCoefficients,
     )
 }
 #: CuPy's own error classes travel as ours (its CUDA errors as CUDAError).
@@ -129,6 +135,7 @@ _CLASS_ALIASES = {
     "NVRTCError": "CUDAError",
     "CompileException": "CUDAError",
     "PerformanceWarning": "PerformanceWarning",
+    "BadCoefficients": "BadCoefficients",
 }
 
 

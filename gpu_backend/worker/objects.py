@@ -6,7 +6,8 @@ handle table keeps it under the id the client chose (the op's ``out``; the op's 
 is the name of the object's type, for a client that must know it); or it
 names ``class.method`` with the object's id as its target, and the method runs
 with the op's arguments; or ``class.attribute`` of :data:`api.OBJECT_SETTERS`,
-and the op's one argument becomes that attribute. The class is the device's own
+and the op's one argument becomes that attribute; or, with no arguments,
+``class.attribute`` of :data:`api.OBJECT_GETTERS`, read. The class is the device's own
 (``cupy.random.RandomState`` on a GPU, a NumPy stand-in on the NumPy device): a
 client names classes, methods and attributes only by these allow-listed strings,
 and an object is found only among the session's own.
@@ -34,13 +35,18 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
         return type(obj).__name__   # (get_fft_plan's Plan1d or PlanNd: asked for by value)
     cls, _, member = name.rpartition(".")
     methods = api.OBJECTS.get(cls)
-    if methods is None or (member not in methods and member not in api.OBJECT_SETTERS.get(cls, ())):
+    settable = api.OBJECT_SETTERS.get(cls, ())
+    readable = api.OBJECT_GETTERS.get(cls, ())
+    if methods is None or (member not in methods and member not in settable
+                           and member not in readable):
         raise NotAllowedError(f"{name!r} is not on the pool's allow-list")
     obj = table.get_object(target, _class_of(device, cls)[1])
     if member in methods:
         device.check_allocation(name, args, kwargs)
         return getattr(obj, member)(*args, **kwargs)
-    if len(args) != 1 or kwargs:
+    if not args and not kwargs and member in readable:
+        return getattr(obj, member)
+    if len(args) != 1 or kwargs or member not in settable:
         raise ProtocolError(f"setting {name} takes one value")
     setattr(obj, member, args[0])
     return None
