@@ -314,6 +314,10 @@ def _not_sparse(name: str):
     return check
 
 
+#: names that are another name's object in CuPy (``cupyx.scipy.special.psi is digamma``)
+_ALIASES = {"cupyx.scipy.special.psi": "digamma"}
+
+
 class ProxyModule(types.ModuleType):
     """A module whose allow-listed names resolve to op-issuing proxies."""
 
@@ -323,14 +327,17 @@ class ProxyModule(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         qualname = self.__dict__["_prefix"] + name
+        alias = _ALIASES.get(qualname)
+        if alias is not None:   # one object under two names, as in CuPy
+            proxy = self.__dict__[name] = getattr(self, alias)
+            return proxy
         want = api.FUNCTIONS.get(qualname)
         if want is None or name.startswith("__"):   # (a few private helpers are allow-listed)
             raise AttributeError(
                 f"module {self.__name__!r} has no attribute {name!r} "
                 "(not available on gpu-workbench's remote GPU)"
             )
-        proxy = (ufuncs.make_ufunc(qualname) if not self.__dict__["_prefix"] else None) \
-            or _function(qualname, want)
+        proxy = ufuncs.make_ufunc(qualname) or _function(qualname, want)
         self.__dict__[name] = proxy
         return proxy
 

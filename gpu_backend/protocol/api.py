@@ -29,7 +29,7 @@ __all__ = [
     "ARRAY", "NONE", "MULTI", "VALUE", "OBJECT",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
-    "OBJECT_GETTERS", "LTI_CLASSES",
+    "OBJECT_GETTERS", "LTI_CLASSES", "SPECIAL_UFUNCS",
 ]
 
 ARRAY, NONE, MULTI, VALUE, OBJECT = "a", "n", "m", "v", "o"
@@ -131,6 +131,17 @@ FUNCTIONS.update(_names("""
     spherical_yn tandg wright_bessel xlog1py xlogy y0 y1 yn zeta zetac sinc
 """, ARRAY, "cupyx.scipy.special."))
 FUNCTIONS.update(_names("ellipj shichi sici logsumexp", MULTI, "cupyx.scipy.special."))
+#: The functions of ``cupyx.scipy.special`` that are ``cupy.ufunc`` objects in CuPy 14 and
+#: ufuncs in SciPy too (so ``scipy.special.gamma(x)`` of a CuPy array runs CuPy's)
+SPECIAL_UFUNCS = frozenset("""
+    bdtr bdtrc bdtri beta betainc betaincinv betaln binom boxcox boxcox1p cbrt chdtr chdtrc
+    chdtri cosdg cosm1 cotdg digamma ellipeinc ellipj ellipk ellipkinc ellipkm1 entr erf erfc
+    erfcinv erfcx erfinv exp1 exp10 exp2 expi expit expm1 expn exprel fdtr fdtrc fdtri gamma
+    gammainc gammaincc gammainccinv gammaincinv gammaln gammasgn gdtr gdtrc huber i0 i0e i1 i1e
+    inv_boxcox inv_boxcox1p j0 j1 k0 k0e k1 k1e kl_div log1p log_expit log_ndtr loggamma logit
+    lpmv nbdtr nbdtrc nbdtri ndtr ndtri pdtr pdtrc pdtri poch pseudo_huber psi radian rel_entr
+    rgamma shichi sici sindg tandg wright_bessel xlog1py xlogy y0 y1 yn zetac
+""".split())
 FUNCTIONS.update(_names("""
     affine_transform binary_closing binary_dilation binary_erosion binary_fill_holes
     binary_hit_or_miss binary_opening binary_propagation black_tophat convolve convolve1d
