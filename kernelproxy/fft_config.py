@@ -2,9 +2,12 @@
 
 ``enable_nd_planning`` (deprecated in CuPy 14, with CuPy's DeprecationWarning) is
 sent to the session's worker, whose CuPy then plans N-d transforms accordingly; the
-value is also kept here, so reading it costs no round trip. Plan caches, cuFFT
-callbacks and multi-GPU transforms belong to the pool's process: asking for them is
-a NotImplementedError that says so.
+value is also kept here, so reading it costs no round trip. ``set_cufft_callbacks``
+with ``cb_ver="jit"`` sends the callbacks' CUDA sources to the worker, where CuPy
+builds them with NVRTC (device code only) and the FFTs issued inside the block use
+them; CuPy's *legacy* callbacks are refused (nvcc builds them into a host module the
+pool would load). Plan caches and multi-GPU transforms belong to the pool's process:
+asking for them is a NotImplementedError that says so.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
-__all__ = ["FFTConfigModule"]
+__all__ = ["FFTConfigModule", "set_cufft_callbacks", "build_callback_module"]
 
 _DEPRECATED = "enable_nd_planning is deprecated as of CuPy 14 and will always be True in the future."
 
@@ -43,7 +46,8 @@ class FFTConfigModule(types.ModuleType):
             **{name: _in_the_pool(name) for name in (
                 "get_plan_cache", "clear_plan_cache", "show_plan_cache_info",
                 "set_plan_cache_size", "get_plan_cache_size", "set_plan_cache_max_memsize",
-                "get_plan_cache_max_memsize", "set_cufft_callbacks", "set_cufft_gpus")})
+                "get_plan_cache_max_memsize", "set_cufft_gpus")},
+            set_cufft_callbacks=set_cufft_callbacks)
 
     @property
     def enable_nd_planning(self) -> bool:
@@ -57,3 +61,68 @@ class FFTConfigModule(types.ModuleType):
         active_session().submit(m.KIND_CUDA, api.NONE, None, "fft.nd_planning", None, [bool(value)],
                                 label="cupy.fft.config.enable_nd_planning")
         self.__dict__["_nd_planning"] = bool(value)
+
+
+class set_cufft_callbacks:
+    """``cupy.fft.config.set_cufft_callbacks``: cuFFT load and/or store callbacks (CUDA
+    C++ sources defining them) for the FFTs issued inside the ``with`` block.
+
+    Entering waits for the worker, where CuPy compiles the sources (NVRTC, LTO) and
+    enters its own context; leaving is queued, so exactly the FFTs between the two use
+    the callbacks, in op order. Aux data is a remote array (``cb_load_aux_arr``,
+    deprecated in CuPy) or its ``.data`` (``cb_load_data``).
+    """
+
+    def __init__(self, cb_load: Any = None, cb_store: Any = None, *, cb_load_aux_arr: Any = None,
+                 cb_store_aux_arr: Any = None, cb_load_name: Any = None, cb_store_name: Any = None,
+                 cb_load_data: Any = None, cb_store_data: Any = None, cb_ver: str = "legacy",
+                 nvrtc_options: tuple = ()) -> None:
+        # CuPy's own checks of its arguments, at construction as in CuPy
+        if cb_ver not in ("legacy", "jit"):
+            raise ValueError('cb_ver must be "legacy" or "jit"')
+        if cb_load_aux_arr is not None and cb_load_data is not None:
+            raise ValueError("only use cb_load_data and not cb_load_aux_arr")
+        if cb_store_aux_arr is not None and cb_store_data is not None:
+            raise ValueError("only use cb_store_data and not cb_store_aux_arr")
+        self._options = {
+            "cb_load": cb_load, "cb_store": cb_store, "cb_load_aux_arr": cb_load_aux_arr,
+            "cb_store_aux_arr": cb_store_aux_arr, "cb_load_name": cb_load_name,
+            "cb_store_name": cb_store_name, "cb_load_data": _span(cb_load_data),
+            "cb_store_data": _span(cb_store_data), "cb_ver": cb_ver,
+            "nvrtc_options": list(nvrtc_options)}
+
+    def __enter__(self) -> "set_cufft_callbacks":
+        from .modules import active_session
+        session = active_session()
+        session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "fft.callbacks", None,
+                                     [self._options], label="cupy.fft.config.set_cufft_callbacks"))
+        self._session = session
+        return self
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        self._session.submit(m.KIND_CUDA, api.NONE, None, "fft.callbacks_exit", None, [],
+                             label="cupy.fft.config.set_cufft_callbacks")
+
+
+def _span(pointer: Any) -> list | None:
+    """A remote ``MemoryPointer`` as [address, bytes to the end of its allocation]."""
+    if pointer is None:
+        return None
+    from .memory import MemoryPointer
+    if not isinstance(pointer, MemoryPointer):
+        raise TypeError("callback data is a cupy MemoryPointer (an array's .data)")
+    return [pointer.ptr, pointer.mem.ptr + pointer.mem.size - pointer.ptr]
+
+
+def _cache_in_the_pool() -> str:
+    raise NotImplementedError("cupy.fft._callback.get_cache_dir: callbacks are built and "
+                              "cached in the pool's process, not on gpu-workbench's client")
+
+
+def build_callback_module() -> types.ModuleType:
+    """``cupy.fft._callback``: ``set_cufft_callbacks`` and ``get_cache_dir`` (which code and
+    tests patch; the cache itself is the pool's)."""
+    module = types.ModuleType("cupy.fft._callback")
+    _cache_in_the_pool.__name__ = "get_cache_dir"
+    module.__dict__.update(set_cufft_callbacks=set_cufft_callbacks, get_cache_dir=_cache_in_the_pool)
+    return module

@@ -13,10 +13,13 @@ import threading
 import types
 from typing import Any
 
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+
 from .remote_object import RemoteObject
 
 __all__ = ["FFTPlan", "Plan1d", "PlanNd", "XtPlanNd", "get_fft_plan", "get_current_plan",
-           "build_cufft_module"]
+           "getVersion", "build_cufft_module"]
 
 _current = threading.local()
 
@@ -69,9 +72,21 @@ class CuFFTError(RuntimeError):
     """cuFFT's errors (raised by the pool under this name)."""
 
 
+def getVersion() -> int:
+    """``cupy.cuda.cufft.getVersion()``: the pool's cuFFT (asked once per session)."""
+    from .modules import active_session
+    session = active_session()
+    version = getattr(session, "_cufft_version", None)
+    if version is None:
+        version = session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "fft.version", None,
+                                               [], label="cupy.cuda.cufft.getVersion"))
+        session._cufft_version = version
+    return version
+
+
 def build_cufft_module(forwarding: type) -> types.ModuleType:
     """``cupy.cuda.cufft`` as a *forwarding* module (other names: not forwarded)."""
     module = forwarding("cupy.cuda.cufft")
     module.__dict__.update(get_current_plan=get_current_plan, CuFFTError=CuFFTError,
-                           Plan1d=Plan1d, PlanNd=PlanNd, XtPlanNd=XtPlanNd)
+                           Plan1d=Plan1d, PlanNd=PlanNd, XtPlanNd=XtPlanNd, getVersion=getVersion)
     return module

@@ -23,7 +23,7 @@ from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, Ses
 from . import (cuda, fft_plans, flatiter, functional, host_io, index_tricks, kernels, poly1d,
                signal_objects, ufuncs)
 from .core import build_core_modules
-from .fft_config import FFTConfigModule
+from .fft_config import FFTConfigModule, build_callback_module
 from . import ndarray as nd
 
 __all__ = ["build_modules", "active_session", "activate"]
@@ -402,7 +402,9 @@ def build_modules() -> dict[str, types.ModuleType]:
     linalg.__dict__.update(LinAlgError=numpy.linalg.LinAlgError, __package__="cupy.linalg", __path__=[])
     fft = ProxyModule("cupy.fft", "fft.")
     fft_config = FFTConfigModule()
-    fft.__dict__.update(__path__=[], __package__="cupy.fft", config=fft_config)
+    fft_callback = build_callback_module()
+    fft.__dict__.update(__path__=[], __package__="cupy.fft", config=fft_config,
+                        _callback=fft_callback)
     polynomial = types.ModuleType("cupy.polynomial")   # a package of two forwarded modules
     polynomial.__dict__.update(__path__=[], __package__="cupy.polynomial")
     polynomial_modules = {"cupy.polynomial": polynomial}
@@ -468,6 +470,7 @@ def build_modules() -> dict[str, types.ModuleType]:
         cupy.__dict__[sub_name] = sub
     _modules_cache.update({
         "cupy": cupy, "cupy.linalg": linalg, "cupy.fft": fft, "cupy.fft.config": fft_config,
+        "cupy.fft._callback": fft_callback,
         **random_modules, **polynomial_modules,
         "cupy.exceptions": numpy.exceptions, "cupy._util": util, **cuda_modules,
         "cupyx": cupyx, "cupyx.scipy": scipy, **scipy_modules,

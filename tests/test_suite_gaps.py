@@ -204,3 +204,77 @@ def test_scipy_special_ufuncs_dispatch_to_the_pool(cp):
     si, ci = sps.sici(x)
     np.testing.assert_allclose(si.get(), sps.sici(host)[0], rtol=1e-12)
     np.testing.assert_allclose(sps.xlogy(x, x).get(), sps.xlogy(host, host), rtol=1e-12)
+
+
+_LOAD_TIMES_2_5 = r'''
+#include <cufftXt.h>
+__device__ cufftComplex scale_load(void* dataIn, unsigned long long offset,
+                                   void* callerInfo, void* sharedPtr)
+{
+    cufftComplex x = ((cufftComplex*)dataIn)[offset];
+    x.x *= 2.5f;
+    return x;
+}
+__device__ cufftJITCallbackLoadComplex d_loadCallbackPtr = scale_load;
+'''
+
+_LOAD_TIMES_AUX = r'''
+#include <cufftXt.h>
+__device__ cufftComplex aux_load(void* dataIn, unsigned long long offset,
+                                 void* callerInfo, void* sharedPtr)
+{
+    cufftComplex x = ((cufftComplex*)dataIn)[offset];
+    x.x *= *((float*)callerInfo);
+    return x;
+}
+__device__ cufftJITCallbackLoadComplex d_loadCallbackPtr = aux_load;
+'''
+
+
+def test_cufft_callbacks_checked_as_cupy_does_and_legacy_refused(cp):
+    with pytest.raises(ValueError, match="cb_ver"):
+        cp.fft.config.set_cufft_callbacks(cb_load=_LOAD_TIMES_2_5, cb_ver="nvcc")
+    aux = cp.ones(1, dtype=cp.float32)
+    with pytest.raises(ValueError, match="only use cb_load_data"):
+        cp.fft.config.set_cufft_callbacks(cb_load=_LOAD_TIMES_AUX, cb_load_aux_arr=aux,
+                                          cb_load_data=aux.data, cb_ver="jit")
+    with pytest.raises(NotImplementedError, match="legacy callbacks"):
+        with cp.fft.config.set_cufft_callbacks(cb_load=_LOAD_TIMES_2_5):
+            pass
+    callback_module = build_modules()["cupy.fft._callback"]   # CuPy's tests patch its cache dir
+    assert cp.fft._callback is callback_module
+    with pytest.raises(NotImplementedError, match="pool's process"):
+        callback_module.get_cache_dir()
+    assert (cp.fft.fft(cp.ones(4, dtype=cp.complex64)).get() == [4, 0, 0, 0]).all()
+
+
+@pytest.mark.skipif(not POOL_RUNS_NUMPY, reason="the NumPy device's refusal")
+def test_cufft_callbacks_need_a_gpu_pool(cp):
+    with pytest.raises(NotImplementedError, match="need a GPU pool"):
+        with cp.fft.config.set_cufft_callbacks(cb_load=_LOAD_TIMES_2_5, cb_ver="jit"):
+            pass
+    with pytest.raises(NotImplementedError):
+        cp.cuda.cufft.getVersion()
+
+
+@pytest.mark.skipif(POOL_RUNS_NUMPY, reason="cuFFT callbacks need a GPU pool")
+def test_cufft_jit_callbacks_run_in_the_pool(cp):
+    if cp.cuda.cufft.getVersion() < 11303:
+        pytest.skip("JIT callbacks need cuFFT from CUDA 12.8+")
+    host = (np.random.default_rng(0).standard_normal(16)
+            + 1j * np.random.default_rng(1).standard_normal(16)).astype(np.complex64)
+    a = cp.asarray(host)
+    scaled = host.copy()
+    scaled.real *= 2.5
+    with cp.fft.config.set_cufft_callbacks(cb_load=_LOAD_TIMES_2_5, cb_ver="jit"):
+        inside = cp.fft.fft(a)
+    after = cp.fft.fft(a)   # the block is left: no callback
+    np.testing.assert_allclose(inside.get(), np.fft.fft(scaled), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(after.get(), np.fft.fft(host), rtol=1e-4, atol=1e-4)
+    factor = cp.asarray([3.0], dtype=cp.float32)
+    tripled = host.copy()
+    tripled.real *= 3.0
+    with cp.fft.config.set_cufft_callbacks(cb_load=_LOAD_TIMES_AUX, cb_load_data=factor.data,
+                                           cb_ver="jit"):
+        got = cp.fft.fft(a)
+    np.testing.assert_allclose(got.get(), np.fft.fft(tripled), rtol=1e-4, atol=1e-4)

@@ -192,6 +192,22 @@ class Device:
     def set_nd_planning(self, enabled: bool) -> None:
         """``cupy.fft.config.enable_nd_planning`` for this session (no FFT plans here)."""
 
+    def enter_fft_callbacks(self, options: dict) -> None:
+        """``cupy.fft.config.set_cufft_callbacks(**options)``, entered for this session."""
+        raise NotImplementedError(f"cuFFT callbacks need a GPU pool (this pool's device is "
+                                  f"{self.kind})")
+
+    def exit_fft_callbacks(self) -> None:
+        """Leave the innermost ``set_cufft_callbacks`` block entered."""
+
+    def cufft_version(self) -> int:
+        """``cupy.cuda.cufft.getVersion()``."""
+        raise NotImplementedError(f"cuFFT is not available on the {self.kind} device")
+
+    def memory_pointer(self, view: Any) -> Any:
+        """The device's memory pointer for a view of the session's memory (view_at's)."""
+        raise NotImplementedError(f"memory pointers are not available on the {self.kind} device")
+
     def set_accelerators(self, which: str, accelerators: list) -> None:
         """``cupy._core.set_*_accelerators`` for this session (a host device has no CUB or
         cuTENSOR to switch: the names are checked as CuPy checks them, then ignored)."""

@@ -101,6 +101,7 @@ class CupyDevice(Device):
         self._build_methods()
         self._kernels: dict = {}
         self._objects: dict = {}
+        self._fft_callbacks: list = []   # set_cufft_callbacks blocks entered, innermost last
         self._events: list = []   # spare CUDA events for markers
         self._runtime = cupy.cuda.runtime
         self._stream = cupy.cuda.get_current_stream().ptr
@@ -122,6 +123,22 @@ class CupyDevice(Device):
         with warnings.catch_warnings():   # CuPy 14 deprecates the switch: the client warned
             warnings.simplefilter("ignore", DeprecationWarning)
             self.cupy.fft.config.enable_nd_planning = enabled
+
+    def enter_fft_callbacks(self, options: dict) -> None:
+        context = self.cupy.fft.config.set_cufft_callbacks(**options)
+        context.__enter__()
+        self._fft_callbacks.append(context)
+
+    def exit_fft_callbacks(self) -> None:
+        if self._fft_callbacks:
+            self._fft_callbacks.pop().__exit__(None, None, None)
+
+    def cufft_version(self) -> int:
+        from cupy.cuda import cufft
+        return int(cufft.getVersion())
+
+    def memory_pointer(self, view: Any) -> Any:
+        return self.cupy.asarray(view).data   # keeps the view, and so its owner, alive
 
     def object_class(self, name: str) -> tuple[Any, Any] | None:
         entry = self._objects.get(name)

@@ -29,7 +29,7 @@ __all__ = [
     "ARRAY", "NONE", "MULTI", "VALUE", "OBJECT",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
-    "OBJECT_GETTERS", "LTI_CLASSES", "SPECIAL_UFUNCS",
+    "OBJECT_GETTERS", "LTI_CLASSES", "SPECIAL_UFUNCS", "FFT_CALLBACK_OPTIONS",
 ]
 
 ARRAY, NONE, MULTI, VALUE, OBJECT = "a", "n", "m", "v", "o"
@@ -250,6 +250,16 @@ CUDA_CALLS: dict[str, str] = {}
 CUDA_CALLS.update(_names("event.new event.record event.synchronize pool.free_all_blocks pool.set_limit "
                          "fft.nd_planning core.accelerators", NONE))
 CUDA_CALLS.update(_names("event.done event.elapsed pool.figures array.data", VALUE))
+#: cuFFT JIT callbacks (``cupy.fft.config.set_cufft_callbacks``): entered (waits: CuPy
+#: compiles the sources with NVRTC there) and left in op order; cuFFT's version
+CUDA_CALLS.update(_names("fft.callbacks fft.version", VALUE))
+CUDA_CALLS["fft.callbacks_exit"] = NONE
+#: the options of set_cufft_callbacks a client may give (sources as CUDA C++ strings; an
+#: aux array as the array; data as [address, bytes] inside the session's own memory)
+FFT_CALLBACK_OPTIONS = frozenset("""
+    cb_load cb_store cb_load_aux_arr cb_store_aux_arr cb_load_name cb_store_name cb_load_data
+    cb_store_data cb_ver nvrtc_options
+""".split())
 #: CuPy's accelerators (``cupy._core._accelerator``): by name or by CuPy's number
 ACCELERATORS = {"cub": 1, "cutensor": 2, "cutensornet": 3}
 CUDA_CALLS["array.base"] = MULTI   # a handle, None, or the base stored under the op's id

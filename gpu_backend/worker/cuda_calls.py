@@ -7,13 +7,19 @@ recorded between two ops marks exactly that point of the session's stream. Event
 live in the handle table's objects under ids the client chose, and are dropped the
 way arrays are (a bare id in the op stream). ``array.data`` and ``array.base`` answer
 ``ndarray.data`` (the addresses of an array's memory on the pool's device) and
-``ndarray.base`` (which of the session's arrays owns that memory).
+``ndarray.base`` (which of the session's arrays owns that memory). ``fft.callbacks``
+enters CuPy's ``set_cufft_callbacks`` in the worker (JIT callbacks only) and
+``fft.callbacks_exit`` leaves it, in op order, so exactly the FFTs issued inside the
+client's block use them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..protocol import api
 from ..protocol.errors import ProtocolError
 
 __all__ = ["run_cuda_call"]
@@ -23,6 +29,38 @@ def _flag(value: Any, what: str) -> bool:
     if type(value) is not bool:
         raise TypeError(f"{what} must be a bool")
     return value
+
+
+def _callback_options(executor: Any, options: Any) -> dict:
+    """``set_cufft_callbacks``' options, checked: sources and names are strings, callbacks
+    are JIT ones (NVRTC builds device code only; CuPy's *legacy* callbacks are built by
+    nvcc into a host module that the pool would load, so a client's code would run on
+    the pool's host: refused), data is memory of the session's own arrays."""
+    if type(options) is not dict or not set(options) <= api.FFT_CALLBACK_OPTIONS:
+        raise TypeError("set_cufft_callbacks takes cb_load, cb_store, cb_load_aux_arr, "
+                        "cb_store_aux_arr, cb_load_name, cb_store_name, cb_load_data, "
+                        "cb_store_data, cb_ver and nvrtc_options")
+    options = dict(options)
+    if options.get("cb_ver", "legacy") != "jit":
+        raise NotImplementedError(
+            "cuFFT legacy callbacks are built by nvcc into a host module that the pool would "
+            "load (a client's code running on the pool's host): gpu-workbench takes JIT "
+            "callbacks only, cb_ver='jit' (CuPy deprecates the legacy ones)")
+    for key in ("cb_load", "cb_store", "cb_load_name", "cb_store_name"):
+        if options.get(key) is not None and type(options[key]) is not str:
+            raise TypeError(f"{key} must be a string (CUDA C++ source, or a name)")
+    nvrtc = options.get("nvrtc_options", [])
+    if not isinstance(nvrtc, (list, tuple)) or not all(type(o) is str for o in nvrtc):
+        raise TypeError("nvrtc_options must be a tuple of strings")
+    options["nvrtc_options"] = tuple(nvrtc)
+    for key in ("cb_load_data", "cb_store_data"):
+        if options.get(key) is not None:
+            span = options[key]
+            if type(span) is not list or len(span) != 2 or not all(type(v) is int for v in span):
+                raise TypeError(f"{key} travels as [address, bytes]")
+            view = executor.table.view_at(span[0], (max(span[1], 1),), np.dtype(np.uint8), None)
+            options[key] = executor.device.memory_pointer(view)
+    return options
 
 
 def run_cuda_call(executor: Any, name: Any, target: Any, args: list) -> Any:
@@ -57,6 +95,14 @@ def run_cuda_call(executor: Any, name: Any, target: Any, args: list) -> Any:
     if name == "fft.nd_planning":   # cupy.fft.config.enable_nd_planning, for this session
         device.set_nd_planning(_flag(args[0] if args else None, "enable_nd_planning"))
         return None
+    if name == "fft.callbacks":   # cupy.fft.config.set_cufft_callbacks, entered
+        device.enter_fft_callbacks(_callback_options(executor, args[0] if args else None))
+        return None
+    if name == "fft.callbacks_exit":
+        device.exit_fft_callbacks()
+        return None
+    if name == "fft.version":
+        return device.cufft_version()
     if name == "core.accelerators":   # cupy._core.set_{elementwise,reduction,routine}_accelerators
         which, chosen = (list(args) + [None, None])[:2]
         if which not in ("elementwise", "reduction", "routine") or not isinstance(chosen, list) \
