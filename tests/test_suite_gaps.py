@@ -215,7 +215,7 @@ __device__ cufftComplex scale_load(void* dataIn, unsigned long long offset,
     x.x *= 2.5f;
     return x;
 }
-__device__ cufftJITCallbackLoadComplex d_loadCallbackPtr = scale_load;
+__device__ cufftJITCallbackLoadC d_loadCallbackPtr = scale_load;
 '''
 
 _LOAD_TIMES_AUX = r'''
@@ -227,7 +227,7 @@ __device__ cufftComplex aux_load(void* dataIn, unsigned long long offset,
     x.x *= *((float*)callerInfo);
     return x;
 }
-__device__ cufftJITCallbackLoadComplex d_loadCallbackPtr = aux_load;
+__device__ cufftJITCallbackLoadC d_loadCallbackPtr = aux_load;
 '''
 
 
