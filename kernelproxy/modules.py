@@ -132,16 +132,30 @@ def _output_array(index: int, args: tuple, kwargs: dict) -> Any:
 _TUPLE_WHEN = {"intersect1d": ("return_indices", 3), "average": ("returned", 3)}
 
 
+#: CuPy's complex-to-complex n-d transforms given no axes return their input itself
+_INPUT_WHEN_NO_AXES = frozenset({"fft.fft2", "fft.ifft2", "fft.fftn", "fft.ifftn"})
+
+
+def _no_axes(args: tuple, kwargs: dict) -> bool:
+    """Whether an n-d transform's call names no axis (``axes=()``) and no shape."""
+    axes = kwargs["axes"] if "axes" in kwargs else (args[2] if len(args) > 2 else None)
+    s = kwargs["s"] if "s" in kwargs else (args[1] if len(args) > 1 else None)
+    return axes is not None and len(axes) == 0 and (s is None or len(s) == 0)
+
+
 def _function(qualname: str, want: str):
     label = f"cupy.{qualname}"
     named = _NAMED_RESULTS.get(qualname)
     by_method = qualname in _BY_METHOD
     output_index = _NDIMAGE_OUTPUT.get(qualname)
     tuple_when = _TUPLE_WHEN.get(qualname)
+    input_when_no_axes = qualname in _INPUT_WHEN_NO_AXES
 
     def proxy(*args: Any, **kwargs: Any) -> Any:
         if by_method and args and isinstance(args[0], np.ndarray):
             return _host_method(qualname, args[0], args[1:], kwargs)
+        if input_when_no_axes and args and isinstance(args[0], nd.ndarray) and _no_axes(args, kwargs):
+            return args[0]
         wanted = want
         if tuple_when is not None:
             flag, index = tuple_when

@@ -278,3 +278,13 @@ def test_cufft_jit_callbacks_run_in_the_pool(cp):
                                            cb_ver="jit"):
         got = cp.fft.fft(a)
     np.testing.assert_allclose(got.get(), np.fft.fft(tripled), rtol=1e-4, atol=1e-4)
+
+
+def test_nd_transforms_given_no_axes_return_their_input(cp):
+    a = cp.arange(12.0).reshape(3, 4)
+    for fn in (cp.fft.fft2, cp.fft.ifft2, cp.fft.fftn, cp.fft.ifftn):
+        assert fn(a, axes=()) is a
+        assert fn(a, None, ()) is a
+    assert fn(a, axes=(0,)) is not a
+    with pytest.raises((ValueError, IndexError)):   # a shape for no axes is an error
+        cp.fft.fftn(a, s=(2,), axes=()).get()

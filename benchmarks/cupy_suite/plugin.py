@@ -345,7 +345,11 @@ def _install_proxy() -> None:
     token = os.environ.get("GPUWB_SUITE_TOKEN", "")
     if not address:
         from gpu_backend.pool import LocalPool
-        _pool = LocalPool(devices=os.environ.get("GPUWB_SUITE_DEVICES", "auto")).start()
+        # local CuPy has no per-process memory limit, and some tests allocate ~8.5 GB in one
+        # process (test_fft_allocate): the suite's session may use 32 GiB, not the pool's
+        # default 4 GiB (a limit that is the operator's policy, not CuPy's behaviour)
+        _pool = LocalPool(devices=os.environ.get("GPUWB_SUITE_DEVICES", "auto"),
+                          memory_limit=32 << 30).start()
         address, token = _pool.address, _pool.token
     _session = kernelproxy.connect(address, token)
     # errors at the call that made them (GPUWB_LAUNCH_BLOCKING), as the suite's pytest.raises
