@@ -6,8 +6,10 @@ value is also kept here, so reading it costs no round trip. ``set_cufft_callback
 with ``cb_ver="jit"`` sends the callbacks' CUDA sources to the worker, where CuPy
 builds them with NVRTC (device code only) and the FFTs issued inside the block use
 them; CuPy's *legacy* callbacks are refused (nvcc builds them into a host module the
-pool would load). Plan caches and multi-GPU transforms belong to the pool's process:
-asking for them is a NotImplementedError that says so.
+pool would load). The plan-cache functions (``clear_plan_cache``, its sizes,
+``show_plan_cache_info``) act on the session's cache in the pool; the cache object
+itself (``get_plan_cache``) and multi-GPU transforms are a NotImplementedError that
+says so.
 """
 
 from __future__ import annotations
@@ -33,6 +35,23 @@ def _in_the_pool(what: str):
     return refuse
 
 
+def _plan_cache(operation: str, name: str):
+    """One of ``cupy.fft.config``'s plan-cache functions, run on the session's cache in
+    the pool (its plans and their work areas live there)."""
+    def call(*values: Any) -> Any:
+        from .modules import active_session
+        session = active_session()
+        return session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "fft.plan_cache", None,
+                                            [operation, *values], label=f"cupy.fft.config.{name}"))
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _show_plan_cache_info() -> None:
+    """``cupy.fft.config.show_plan_cache_info``: the pool's cache, printed here."""
+    print(_plan_cache("show_info", "show_plan_cache_info")(), end="")
+
+
 class FFTConfigModule(types.ModuleType):
     """The ``cupy.fft.config`` module object."""
 
@@ -43,10 +62,14 @@ class FFTConfigModule(types.ModuleType):
             _nd_planning=True, use_multi_gpus=False,
             _use_multi_gpus=contextvars.ContextVar("cupy.fft.config.use_multi_gpus", default=False),
             _devices=contextvars.ContextVar("cupy.fft.config.devices", default=None),
-            **{name: _in_the_pool(name) for name in (
-                "get_plan_cache", "clear_plan_cache", "show_plan_cache_info",
-                "set_plan_cache_size", "get_plan_cache_size", "set_plan_cache_max_memsize",
-                "get_plan_cache_max_memsize", "set_cufft_gpus")},
+            get_plan_cache=_in_the_pool("get_plan_cache"),
+            set_cufft_gpus=_in_the_pool("set_cufft_gpus"),
+            clear_plan_cache=_plan_cache("clear", "clear_plan_cache"),
+            get_plan_cache_size=_plan_cache("get_size", "get_plan_cache_size"),
+            set_plan_cache_size=_plan_cache("set_size", "set_plan_cache_size"),
+            get_plan_cache_max_memsize=_plan_cache("get_memsize", "get_plan_cache_max_memsize"),
+            set_plan_cache_max_memsize=_plan_cache("set_memsize", "set_plan_cache_max_memsize"),
+            show_plan_cache_info=_show_plan_cache_info,
             set_cufft_callbacks=set_cufft_callbacks)
 
     @property

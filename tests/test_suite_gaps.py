@@ -288,3 +288,20 @@ def test_nd_transforms_given_no_axes_return_their_input(cp):
     assert fn(a, axes=(0,)) is not a
     with pytest.raises((ValueError, IndexError)):   # a shape for no axes is an error
         cp.fft.fftn(a, s=(2,), axes=()).get()
+
+
+def test_fft_plan_cache_functions_reach_the_pool(cp, capsys):
+    cp.fft.config.clear_plan_cache()   # nothing to clear on the NumPy device; the pool's on a GPU
+    if POOL_RUNS_NUMPY:
+        with pytest.raises(NotImplementedError, match="GPU pool"):
+            cp.fft.config.get_plan_cache_size()
+        return
+    cp.fft.fft(cp.ones(64, dtype=cp.complex64))
+    size = cp.fft.config.get_plan_cache_size()
+    cp.fft.config.set_plan_cache_size(size + 1)
+    assert cp.fft.config.get_plan_cache_size() == size + 1
+    cp.fft.config.set_plan_cache_size(size)
+    cp.fft.config.show_plan_cache_info()
+    assert "cuFFT plan cache" in capsys.readouterr().out
+    with pytest.raises(NotImplementedError, match="pool's process"):
+        cp.fft.config.get_plan_cache()

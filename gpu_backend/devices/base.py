@@ -204,6 +204,15 @@ class Device:
         """``cupy.cuda.cufft.getVersion()``."""
         raise NotImplementedError(f"cuFFT is not available on the {self.kind} device")
 
+    def fft_plan_cache(self, operation: str, values: list) -> Any:
+        """``cupy.fft.config``'s plan-cache function *operation* (``clear``, ``get_size``,
+        ...) for this session's cache; a host device caches no plans: clearing does
+        nothing, the rest are refused."""
+        if operation == "clear":
+            return None
+        raise NotImplementedError(f"cuFFT plan caches exist on a GPU pool (this pool's device "
+                                  f"is {self.kind})")
+
     def memory_pointer(self, view: Any) -> Any:
         """The device's memory pointer for a view of the session's memory (view_at's)."""
         raise NotImplementedError(f"memory pointers are not available on the {self.kind} device")

@@ -9,6 +9,8 @@ and device-to-host copies are sent without another host copy.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import warnings
 from typing import Any
 
@@ -136,6 +138,18 @@ class CupyDevice(Device):
     def cufft_version(self) -> int:
         from cupy.cuda import cufft
         return int(cufft.getVersion())
+
+    def fft_plan_cache(self, operation: str, values: list) -> Any:
+        config = self.cupy.fft.config
+        if operation == "show_info":   # CuPy prints it: the text goes to the client
+            text = io.StringIO()
+            with contextlib.redirect_stdout(text):
+                config.show_plan_cache_info()
+            return text.getvalue()
+        name = {"clear": "clear_plan_cache", "get_size": "get_plan_cache_size",
+                "set_size": "set_plan_cache_size", "get_memsize": "get_plan_cache_max_memsize",
+                "set_memsize": "set_plan_cache_max_memsize"}[operation]
+        return getattr(config, name)(*values)
 
     def memory_pointer(self, view: Any) -> Any:
         return self.cupy.asarray(view).data   # keeps the view, and so its owner, alive

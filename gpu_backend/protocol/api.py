@@ -30,6 +30,7 @@ __all__ = [
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
     "OBJECT_GETTERS", "LTI_CLASSES", "SPECIAL_UFUNCS", "FFT_CALLBACK_OPTIONS",
+    "FFT_PLAN_CACHE_OPERATIONS",
 ]
 
 ARRAY, NONE, MULTI, VALUE, OBJECT = "a", "n", "m", "v", "o"
@@ -253,6 +254,10 @@ CUDA_CALLS.update(_names("event.done event.elapsed pool.figures array.data", VAL
 #: cuFFT JIT callbacks (``cupy.fft.config.set_cufft_callbacks``): entered (waits: CuPy
 #: compiles the sources with NVRTC there) and left in op order; cuFFT's version
 CUDA_CALLS.update(_names("fft.callbacks fft.version", VALUE))
+#: the session's cuFFT plan cache (``cupy.fft.config``'s functions of it), by operation
+CUDA_CALLS["fft.plan_cache"] = VALUE
+FFT_PLAN_CACHE_OPERATIONS = ("clear", "get_size", "set_size", "get_memsize", "set_memsize",
+                             "show_info")
 CUDA_CALLS["fft.callbacks_exit"] = NONE
 #: the options of set_cufft_callbacks a client may give (sources as CUDA C++ strings; an
 #: aux array as the array; data as [address, bytes] inside the session's own memory)

@@ -103,6 +103,12 @@ def run_cuda_call(executor: Any, name: Any, target: Any, args: list) -> Any:
         return None
     if name == "fft.version":
         return device.cufft_version()
+    if name == "fft.plan_cache":   # cupy.fft.config's plan-cache functions, this session's cache
+        operation, *values = args if args else [None]
+        if operation not in api.FFT_PLAN_CACHE_OPERATIONS or len(values) > 1 \
+                or not all(type(v) is int for v in values):
+            raise TypeError("a plan-cache call is (operation, [an integer])")
+        return device.fft_plan_cache(operation, values)
     if name == "core.accelerators":   # cupy._core.set_{elementwise,reduction,routine}_accelerators
         which, chosen = (list(args) + [None, None])[:2]
         if which not in ("elementwise", "reduction", "routine") or not isinstance(chosen, list) \
