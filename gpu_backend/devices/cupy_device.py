@@ -141,15 +141,23 @@ class CupyDevice(Device):
 
     def fft_plan_cache(self, operation: str, values: list) -> Any:
         config = self.cupy.fft.config
-        if operation == "show_info":   # CuPy prints it: the text goes to the client
-            text = io.StringIO()
-            with contextlib.redirect_stdout(text):
-                config.show_plan_cache_info()
-            return text.getvalue()
-        name = {"clear": "clear_plan_cache", "get_size": "get_plan_cache_size",
-                "set_size": "set_plan_cache_size", "get_memsize": "get_plan_cache_max_memsize",
-                "set_memsize": "set_plan_cache_max_memsize"}[operation]
-        return getattr(config, name)(*values)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if operation == "show_info":   # CuPy prints it: the text goes to the client
+                text = io.StringIO()
+                with contextlib.redirect_stdout(text):
+                    config.show_plan_cache_info()
+                result: Any = text.getvalue()
+            else:
+                name = {"clear": "clear_plan_cache", "get_size": "get_plan_cache_size",
+                        "set_size": "set_plan_cache_size", "get_memsize": "get_plan_cache_max_memsize",
+                        "set_memsize": "set_plan_cache_max_memsize"}[operation]
+                result = getattr(config, name)(*values)
+        # CuPy's ("... is experimental"): from its compiled code, which has no frame of its
+        # own, so they would name this file; they are CuPy's, as a local call's are
+        for warning in caught:
+            warnings.warn_explicit(warning.message, warning.category, config.__file__, 0)
+        return result
 
     def memory_pointer(self, view: Any) -> Any:
         return self.cupy.asarray(view).data   # keeps the view, and so its owner, alive
