@@ -156,7 +156,7 @@ class CupyDevice(Device):
         # CuPy's ("... is experimental"): from its compiled code, which has no frame of its
         # own, so they would name this file; they are CuPy's, as a local call's are
         for warning in caught:
-            warnings.warn_explicit(warning.message, warning.category, config.__file__, 0)
+            warnings.warn_explicit(warning.message, warning.category, self.cupy.fft.__file__, 0)
         return result
 
     def memory_pointer(self, view: Any) -> Any:
