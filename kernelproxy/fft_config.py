@@ -93,7 +93,11 @@ class set_cufft_callbacks:
     Entering waits for the worker, where CuPy compiles the sources (NVRTC, LTO) and
     enters its own context; leaving is queued, so exactly the FFTs between the two use
     the callbacks, in op order. Aux data is a remote array (``cb_load_aux_arr``,
-    deprecated in CuPy) or its ``.data`` (``cb_load_data``).
+    deprecated in CuPy) or its ``.data`` (``cb_load_data``; keep the array alive).
+    Unlike CuPy's (per thread), a block holds for the whole session: FFTs that other
+    threads sharing the session issue meanwhile use it too. When an op fails, the pool
+    leaves the session's blocks (the ops after it, the block's exit among them, wait
+    for the client to see the error).
     """
 
     def __init__(self, cb_load: Any = None, cb_store: Any = None, *, cb_load_aux_arr: Any = None,
@@ -107,6 +111,7 @@ class set_cufft_callbacks:
             raise ValueError("only use cb_load_data and not cb_load_aux_arr")
         if cb_store_aux_arr is not None and cb_store_data is not None:
             raise ValueError("only use cb_store_data and not cb_store_aux_arr")
+        self._session: Any = None   # the session of the block, once entered
         self._options = {
             "cb_load": cb_load, "cb_store": cb_store, "cb_load_aux_arr": cb_load_aux_arr,
             "cb_store_aux_arr": cb_store_aux_arr, "cb_load_name": cb_load_name,
@@ -123,6 +128,8 @@ class set_cufft_callbacks:
         return self
 
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        if self._session is None:   # never entered
+            return
         self._session.submit(m.KIND_CUDA, api.NONE, None, "fft.callbacks_exit", None, [],
                              label="cupy.fft.config.set_cufft_callbacks")
 

@@ -562,10 +562,16 @@ class ndarray:
 
 
 def _binary(name: str):
+    # an operand whose type sets __array_ufunc__ = None (a StateSpace system) takes the
+    # operation itself, as with CuPy's arrays; checked after the common array operand
     def forward(self, other):
+        if type(other) is not ndarray and getattr(type(other), "__array_ufunc__", 0) is None:
+            return NotImplemented
         return _operator(name, (self, other), self._s)
 
     def reflected(self, other):
+        if type(other) is not ndarray and getattr(type(other), "__array_ufunc__", 0) is None:
+            return NotImplemented
         return _operator(name, (other, self), self._s)
 
     def inplace(self, other):

@@ -96,10 +96,12 @@ class RemoteObject:
         return _op(self._s, m.KIND_OBJECT, f"{self._remote_class}.{attribute}", api.MULTI,
                    self._h, (), {}, f"cupy.{self._remote_class}.{attribute}")
 
-    def _set(self, attribute: str, value: Any) -> None:
-        """Set an attribute of api.OBJECT_SETTERS on the worker's object."""
-        _op(self._s, m.KIND_OBJECT, f"{self._remote_class}.{attribute}", api.NONE, self._h,
-                (value,), {}, f"cupy.{self._remote_class}.{attribute}")
+    def _set(self, attribute: str, value: Any, wait: bool = False) -> None:
+        """Set an attribute of api.OBJECT_SETTERS on the worker's object (with *wait*, its
+        error is raised here, by the assignment)."""
+        _op(self._s, m.KIND_OBJECT, f"{self._remote_class}.{attribute}",
+            api.VALUE if wait else api.NONE, self._h, (value,), {},
+            f"cupy.{self._remote_class}.{attribute}")
 
     def __del__(self) -> None:
         try:

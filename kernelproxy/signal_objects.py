@@ -31,7 +31,7 @@ def _field(name: str, settable: bool) -> property:
         return self._get(name)
 
     def set_(self: "LinearTimeInvariant", value: Any) -> None:
-        self._set(name, value)
+        self._set(name, value, wait=True)   # CuPy's setter errors at the assignment
 
     return property(get, set_ if settable else None, doc=f"The system's ``{name}`` (read from the pool).")
 
@@ -102,10 +102,11 @@ class ZerosPolesGain(LinearTimeInvariant, remote="signal.ZerosPolesGain"):
 
 class StateSpace(LinearTimeInvariant, remote="signal.StateSpace"):
     """A system as ``(A, B, C, D)``; with arithmetic (``*``, ``+``, ``-``, ``/`` by a
-    system, an array or a number) done by CuPy in the worker."""
+    system or an array, as CuPy's takes them) done by CuPy in the worker. The other
+    kinds of system have none (a TypeError, as in CuPy)."""
 
     __array_priority__ = 100.0   # CuPy's: an array operand defers to the system
-    __array_ufunc__ = None
+    __array_ufunc__ = None       # (a remote array's operators check this)
 
 
 class TransferFunctionContinuous(TransferFunction, lti):

@@ -69,8 +69,12 @@ def test_conversions_make_new_systems(signal):
     s = signal.TransferFunction([1, 0], [1, -1], dt=0.05)
     ss, zpk, tf = s.to_ss(), s.to_zpk(), s.to_tf()
     assert isinstance(ss, signal.StateSpace) and isinstance(zpk, signal.ZerosPolesGain)
-    assert isinstance(tf, signal.TransferFunction) and tf is not s
-    assert signal.TransferFunction(s) is not s
+    assert isinstance(tf, signal.TransferFunction)
+    tf.num = [3, 0]   # a copy in the worker: the original keeps its numerator
+    _close(s.num, [1, 0])
+    copy = signal.TransferFunction(s)
+    copy.den = [1, -0.5]
+    _close(s.den, [1, -1])
     want = scipy_signal.TransferFunction([1, 0], [1, -1], dt=0.05).to_ss()
     _close(ss.A, want.A)
     _close(ss.C, want.C)
@@ -92,6 +96,28 @@ def test_state_space_arithmetic(cp, signal):
     with pytest.raises(TypeError):
         a * "two"   # the worker's system declines; so does str: Python's TypeError
     assert isinstance(a + 1, signal.StateSpace)   # the session goes on
+    # an array operand defers to the system (its __array_ufunc__ is None), as CuPy's does
+    left = cp.asarray(two) * a
+    assert isinstance(left, signal.StateSpace)
+    _close(left.C, (two * ref).C)
+
+
+def test_only_state_space_has_arithmetic(signal):
+    tf = signal.TransferFunction([1], [1, 1])
+    for attempt in (lambda: tf * 2, lambda: 2 * tf, lambda: -tf,
+                    lambda: signal.StateSpace(-1., 1., 1., 0.) * tf):
+        with pytest.raises(TypeError):
+            attempt()
+    assert tf.den.shape == (2,)   # the session goes on
+
+
+def test_setting_a_field_fails_at_the_assignment(signal):
+    system = signal.lti([1], [1, 1])
+    with pytest.raises(AttributeError):
+        system.dt = 0.5   # a continuous system's dt has no setter in CuPy either
+    with pytest.raises(AttributeError):
+        system.inputs = 2   # read-only here, nothing sent
+    _close(system.num, [1])
 
 
 def test_systems_passed_to_functions_and_methods(signal):
@@ -159,6 +185,24 @@ def test_private_helpers_the_suite_tests(cp):
         modules["cupyx.scipy.signal._iir_filter_conversions"]._cplxreal(cp.array([1 + 3j, 1 + 2j]))
     d = modules["cupyx.scipy.signal._savitzky_golay"]._polyder(cp.array([1.0, 2.0, 3.0]), 1)
     _close(d, [2.0, 2.0])
+
+
+def _refused(session, kind, want, name, target, args=()):
+    session.submit(kind, want, session.new_id(), name, target, list(args))
+    with pytest.raises(NotAllowedError):
+        session.sync()
+
+
+def test_new_objects_only_from_methods_that_make_them(cp, session, signal):
+    system = signal.lti([1], [1, 1])
+    x = cp.arange(8.0)
+    _refused(session, m.KIND_FUNCTION, api.OBJECT, "split", None, [x, 2])   # arrays kept as objects
+    _refused(session, m.KIND_OBJECT, api.OBJECT, "signal.lti.bode", system._h)
+    _refused(session, m.KIND_OBJECT, api.OBJECT, "signal.lti", None, [[1], [1, 2]])
+    _refused(session, m.KIND_OBJECT, api.MULTI, "signal.lti.to_ss", system._h)
+    _refused(session, m.KIND_OBJECT, api.NONE, "signal.lti.inputs", system._h, [2])   # read-only
+    assert isinstance(system.to_ss(), signal.StateSpace)   # the session goes on
+    _close(x, np.arange(8.0))
 
 
 def test_object_fields_off_the_allow_list_are_refused(cp, session, signal):

@@ -200,9 +200,11 @@ def main(argv=None) -> int:
             with open(args.baseline) as fh:
                 sides[side] = {"complete": True, "seconds": 0.0, **json.load(fh)}
             # an earlier run of more folders: only the tests of the folders selected now
-            selected = tuple(f"tests/{p.rstrip('/')}" for p in paths)
-            sides[side]["outcomes"] = {k: v for k, v in sides[side]["outcomes"].items()
-                                       if k.split("::")[0].startswith(selected)}
+            selected = [f"tests/{p.rstrip('/')}" for p in paths]
+            if selected:
+                sides[side]["outcomes"] = {
+                    k: v for k, v in sides[side]["outcomes"].items()
+                    if any(k.split("::")[0] == s or k.startswith(s + "/") for s in selected)}
         else:
             sides[side] = run_sharded(side, source, paths, side_env, limit, work, extra, args.jobs)
         print(f"{side}: {len(sides[side]['outcomes'])} outcomes in {sides[side]['seconds']:.0f} s"

@@ -200,6 +200,9 @@ class Device:
     def exit_fft_callbacks(self) -> None:
         """Leave the innermost ``set_cufft_callbacks`` block entered."""
 
+    def leave_fft_callbacks(self) -> None:
+        """Leave every ``set_cufft_callbacks`` block entered (after an op failed)."""
+
     def cufft_version(self) -> int:
         """``cupy.cuda.cufft.getVersion()``."""
         raise NotImplementedError(f"cuFFT is not available on the {self.kind} device")

@@ -135,6 +135,10 @@ class CupyDevice(Device):
         if self._fft_callbacks:
             self._fft_callbacks.pop().__exit__(None, None, None)
 
+    def leave_fft_callbacks(self) -> None:
+        while self._fft_callbacks:
+            self.exit_fft_callbacks()
+
     def cufft_version(self) -> int:
         from cupy.cuda import cufft
         return int(cufft.getVersion())

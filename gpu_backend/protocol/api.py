@@ -306,11 +306,14 @@ OBJECTS: dict[str, dict[str, str]] = {
 LTI_CLASSES = ("lti", "dlti", "TransferFunction", "ZerosPolesGain", "StateSpace")
 _LTI_MEMBERS = {
     **_names("to_tf to_zpk to_ss to_discrete", OBJECT),
-    **_names("__mul__ __rmul__ __add__ __radd__ __sub__ __rsub__ __truediv__ __neg__", OBJECT),
     **_names("impulse step output bode freqresp", MULTI),
     "__repr__": VALUE,
 }
 OBJECTS.update({f"signal.{name}": _LTI_MEMBERS for name in LTI_CLASSES})
+# only CuPy's StateSpace has arithmetic (a transfer function times 2 is a TypeError there)
+OBJECTS["signal.StateSpace"] = {
+    **_LTI_MEMBERS,
+    **_names("__mul__ __rmul__ __add__ __radd__ __sub__ __rsub__ __truediv__ __neg__", OBJECT)}
 #: chirp z-transforms made once and applied to many arrays (``CZT(n)(x)``)
 OBJECTS.update({f"signal.{name}": {"__call__": ARRAY, "points": ARRAY}
                 for name in ("CZT", "ZoomFFT")})

@@ -37,9 +37,8 @@ def _callback_options(executor: Any, options: Any) -> dict:
     nvcc into a host module that the pool would load, so a client's code would run on
     the pool's host: refused), data is memory of the session's own arrays."""
     if type(options) is not dict or not set(options) <= api.FFT_CALLBACK_OPTIONS:
-        raise TypeError("set_cufft_callbacks takes cb_load, cb_store, cb_load_aux_arr, "
-                        "cb_store_aux_arr, cb_load_name, cb_store_name, cb_load_data, "
-                        "cb_store_data, cb_ver and nvrtc_options")
+        raise TypeError("set_cufft_callbacks takes the options "
+                        + ", ".join(sorted(api.FFT_CALLBACK_OPTIONS)))
     options = dict(options)
     if options.get("cb_ver", "legacy") != "jit":
         raise NotImplementedError(

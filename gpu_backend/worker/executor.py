@@ -31,7 +31,7 @@ from .pacing import Pacer
 __all__ = ["Executor"]
 
 _meta_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
-_ARRAY, _OPERATOR, _METHOD = api.ARRAY, m.KIND_OPERATOR, m.KIND_METHOD
+_ARRAY, _OBJECT, _OPERATOR, _METHOD = api.ARRAY, api.OBJECT, m.KIND_OPERATOR, m.KIND_METHOD
 #: Between ops that take longer than this, the worker looks for a cancel request.
 CANCEL_CHECK_SECONDS = 0.005
 
@@ -232,6 +232,8 @@ class Executor:
                 elif kind == m.KIND_DOWNLOAD:
                     self._download(seq, target, downloads, out_frames)
                 else:
+                    if want == _OBJECT and kind != m.KIND_OBJECT:   # only objects' methods
+                        raise NotAllowedError("only a remote object's method makes a new object")
                     if kind == m.KIND_UPLOAD:
                         result = self._upload(seq, name, args, payload)
                     elif kind == m.KIND_INFO:
@@ -241,7 +243,7 @@ class Executor:
                     elif kind == m.KIND_CUDA:
                         result = run_cuda_call(self, name, target, args)
                     elif kind == m.KIND_OBJECT:
-                        result = run_object_call(self, name, target, out, args, kwargs)
+                        result = run_object_call(self, name, target, out, args, kwargs, want)
                     else:
                         result = self._call(kind, name, target, args, kwargs)
                     self._store(seq, want, out, result, metas, values)
@@ -265,7 +267,10 @@ class Executor:
         return executed, None, False
 
     def _error(self, seq: Any, exc: BaseException) -> list:
-        """The reply's error entry; a CUDA fault that broke the context ends the session."""
+        """The reply's error entry; a CUDA fault that broke the context ends the session.
+        The session's cuFFT callback blocks are left: the ops after a failed one are not
+        run until the client has the error, and a block's exit may be among them."""
+        self.device.leave_fft_callbacks()
         name, text = error_name(exc), _message(exc)
         grant = self.device.grant
         if name == "OutOfMemoryError" and grant is not None and grant.refusal:

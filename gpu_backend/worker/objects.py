@@ -24,12 +24,16 @@ __all__ = ["run_object_call"]
 
 
 def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
-                    kwargs: dict) -> Any:
-    """Create an object, call one of its methods or set one of its attributes."""
+                    kwargs: dict, want: Any = None) -> Any:
+    """Create an object, call one of its methods or set one of its attributes. A result
+    kept as a new object (*want* OBJECT) must come from a method listed so, and be an
+    object of the method's class (``to_ss()`` of a system is a system)."""
     device, table = executor.device, executor.table
     if type(name) is not str:
         raise ProtocolError("an object op is named by a string")
     if name in api.OBJECTS:
+        if want == api.OBJECT:   # (the created object would be overwritten by its type's name)
+            raise NotAllowedError("an object is created by naming its class, with its own id")
         obj = _class_of(device, name)[0](*args, **kwargs)
         table.put_object(out, obj)
         return type(obj).__name__   # (get_fft_plan's Plan1d or PlanNd: asked for by value)
@@ -40,13 +44,22 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
     if methods is None or (member not in methods and member not in settable
                            and member not in readable):
         raise NotAllowedError(f"{name!r} is not on the pool's allow-list")
-    obj = table.get_object(target, _class_of(device, cls)[1])
+    if (want == api.OBJECT) != (methods.get(member) == api.OBJECT):
+        raise NotAllowedError(f"{name!r} does not make a new object" if want == api.OBJECT
+                              else f"{name!r} makes a new object: ask for one")
+    kind = _class_of(device, cls)[1]
+    obj = table.get_object(target, kind)
     if member in methods:
         device.check_allocation(name, args, kwargs)
-        return getattr(obj, member)(*args, **kwargs)
+        result = getattr(obj, member)(*args, **kwargs)
+        if want == api.OBJECT and result is not NotImplemented and not isinstance(result, kind):
+            raise TypeError(f"{name} gave a {type(result).__name__}, not a new object of its kind")
+        return result
     if not args and not kwargs and member in readable:
         return getattr(obj, member)
-    if len(args) != 1 or kwargs or member not in settable:
+    if member not in settable:
+        raise NotAllowedError(f"{name} is read-only")
+    if len(args) != 1 or kwargs:
         raise ProtocolError(f"setting {name} takes one value")
     setattr(obj, member, args[0])
     return None
