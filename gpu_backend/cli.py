@@ -65,6 +65,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-limit", type=int, help="bytes of device memory per session")
     parser.add_argument("--lease-timeout", type=float, help="seconds without heartbeat")
     parser.add_argument("--spare-workers", type=int, help="warm workers per device")
+    parser.add_argument("--metrics-port", type=int,
+                        help="serve Prometheus metrics on this port (/metrics)")
+    parser.add_argument("--metrics-address",
+                        help="the metrics server's address (default 127.0.0.1)")
     parser.add_argument("--no-same-host", dest="same_host", action="store_const", const=False,
                         help="serve tcp:// only (no ipc:// endpoints for clients on this host)")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -72,7 +76,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 #: serve's options that map one to one onto PoolSettings fields
 SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms",
-                  "usage_log", "memory_limit", "lease_timeout", "spare_workers", "same_host")
+                  "usage_log", "memory_limit", "lease_timeout", "spare_workers", "same_host",
+                  "metrics_port", "metrics_address")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -102,6 +107,9 @@ def serve(args: argparse.Namespace) -> int:
     mode = f"users from {settings.users_file}" if settings.users_file else "single token"
     policy = settings.policy + (f" (quantum {settings.quantum_ms:g} ms)" if settings.policy == "fair" else "")
     print(f"policy {policy}; {mode}; usage log {settings.usage_log}", flush=True)
+    if door.metrics_server is not None:
+        print(f"Prometheus metrics on http://{settings.metrics_address}:"
+              f"{door.metrics_server.server_port}/metrics", flush=True)
     try:
         door.run()
     except KeyboardInterrupt:

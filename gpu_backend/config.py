@@ -42,6 +42,10 @@ class PoolSettings(BaseSettings):
     lease_timeout: float = Field(60.0, gt=0, description="seconds without heartbeat before a session ends")
     spare_workers: int = Field(1, ge=0, le=8, description="warm workers kept ready per device")
     max_sessions_per_device: int = Field(64, ge=1)
+    metrics_port: int | None = Field(None, ge=0, le=65535, description="serve Prometheus "
+                                     "metrics on this port (0: any free port); none: no metrics")
+    metrics_address: str = Field("127.0.0.1", description="the metrics server's address "
+                                 "(0.0.0.0 for a scraper on another host)")
 
     @field_validator("listen")
     @classmethod

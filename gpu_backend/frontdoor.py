@@ -151,6 +151,18 @@ class FrontDoor:
         self.ended: list[dict] = []
         self.started = time.time()
         self._reload_requested = False
+        #: front-door requests by type and refusals by error class (for the metrics)
+        self.request_counts: dict[str, int] = {}
+        self.error_counts: dict[str, int] = {}
+        #: what the metrics server reads: published by the loop once a second, then
+        #: replaced whole (a scrape's thread never reads the loop's live tables)
+        self.published: dict | None = None
+        self._published_at = 0.0
+        self.metrics_server = None
+        if settings.metrics_port is not None:
+            from .metrics import serve_metrics   # (prometheus_client: only when asked for)
+            self.metrics_server = serve_metrics(lambda: self.published, settings.metrics_port,
+                                                settings.metrics_address)
 
     # ------------------------------------------------------------ workers
     def _spawn(self, device: str) -> None:
@@ -248,7 +260,9 @@ class FrontDoor:
         self.clients.send_multipart([ident, packb(msg)])
 
     def _error(self, ident: bytes, exc: BaseException) -> None:
-        self._reply(ident, {"ok": False, "error": [error_name(exc), str(exc)]})
+        name = error_name(exc)
+        self.error_counts[name] = self.error_counts.get(name, 0) + 1
+        self._reply(ident, {"ok": False, "error": [name, str(exc)]})
 
     def _check_token(self, msg: dict) -> User:
         return self.accounts.authenticate(msg.get("token"))
@@ -270,6 +284,7 @@ class FrontDoor:
                        "close": self._close, "ping": self._ping}.get(kind) if isinstance(kind, str) else None
             if handler is None:
                 raise ProtocolError(f"unknown message type {kind!r:.40}")
+            self.request_counts[kind] = self.request_counts.get(kind, 0) + 1
             handler(ident, msg)
         except Exception as exc:  # anything a client sends: answer, keep serving
             self._error(ident, exc)
@@ -435,8 +450,19 @@ class FrontDoor:
                 self._reload_users()
                 self._serve_pending()
                 self.usage.maybe_flush()
+                if self.metrics_server is not None:
+                    self._publish()
         finally:
             self._shutdown()
+
+    def _publish(self, every: float = 1.0) -> None:
+        """The figures the metrics server reads, taken here in the loop's thread."""
+        now = time.monotonic()
+        if now - self._published_at >= every:
+            self._published_at = now
+            self.published = {"status": self.status(), "totals": self.usage.totals(),
+                              "requests": dict(self.request_counts),
+                              "errors": dict(self.error_counts)}
 
     def stop(self) -> None:
         self._stop.set()
@@ -446,6 +472,9 @@ class FrontDoor:
         self._reload_requested = True
 
     def _shutdown(self) -> None:
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
+            self.metrics_server.server_close()
         for worker in self.workers.values():
             self._kill(worker)
         for worker in self.workers.values():

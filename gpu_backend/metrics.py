@@ -1,0 +1,96 @@
+"""Prometheus metrics of a pool (``gpuwb-backend serve --metrics-port N``).
+
+The figures are the pool's own status (devices, users and their shares, sessions) and
+its accounting (each user's device time, ops and bytes since the pool started), as the
+front door's loop publishes them once a second (:meth:`FrontDoor.metrics_snapshot`):
+a scrape runs in the metrics server's thread and reads that snapshot only, never the
+loop's live tables. Counters (``*_total``) come from the accounting, which never goes
+backwards; gauges are the status of the moment of the snapshot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+__all__ = ["PoolCollector", "serve_metrics"]
+
+#: (metric, help, the status field) of each user row's gauges
+_USER_GAUGES = (
+    ("gpuwb_user_weight", "the user's weight on the device", "weight"),
+    ("gpuwb_user_target_share", "the user's share of the device by weight, among users with work",
+     "target_share"),
+    ("gpuwb_user_share", "the user's measured share of the device over the last 10 s", "share"),
+    ("gpuwb_user_queued", "the user's sessions waiting for the device", "waiting"),
+    ("gpuwb_user_sessions", "the user's open sessions on the device", "sessions"),
+    ("gpuwb_user_memory_used_bytes", "device memory of the user's sessions", "memory_used"),
+    ("gpuwb_user_memory_quota_bytes", "the user's device-memory quota", "memory_quota"),
+)
+#: (metric, help, the accounting field) of each user's counters
+_USER_COUNTERS = (
+    ("gpuwb_user_device_seconds", "device time of the user's sessions since the pool started",
+     "device_s"),
+    ("gpuwb_user_ops", "ops run for the user since the pool started", "ops"),
+    ("gpuwb_user_bytes_in", "bytes uploaded by the user since the pool started", "bytes_in"),
+    ("gpuwb_user_bytes_out", "bytes downloaded by the user since the pool started", "bytes_out"),
+    ("gpuwb_user_sessions_opened", "sessions the user opened since the pool started", "sessions"),
+)
+
+
+class PoolCollector:
+    """Reads the pool's latest published snapshot at each scrape."""
+
+    def __init__(self, snapshot: Any) -> None:
+        self._snapshot = snapshot   # a callable: the door's latest snapshot, or None
+
+    def collect(self):
+        snap = self._snapshot()
+        if snap is None:   # the loop has not published yet
+            return
+        status, totals = snap["status"], snap["totals"]
+        up = GaugeMetricFamily("gpuwb_pool_up", "1 while the pool serves", value=1)
+        yield up
+        sessions = GaugeMetricFamily("gpuwb_device_sessions", "open sessions per device", labels=["device"])
+        used = GaugeMetricFamily("gpuwb_device_memory_used_bytes", "device memory of the sessions",
+                                 labels=["device"])
+        total = GaugeMetricFamily("gpuwb_device_memory_total_bytes", "the device's memory",
+                                  labels=["device"])
+        for device in status.get("devices", []):
+            name = device["device"]
+            sessions.add_metric([name], device.get("sessions") or 0)
+            used.add_metric([name], device.get("memory_used") or 0)
+            if (device.get("info") or {}).get("memory_total") is not None:
+                total.add_metric([name], device["info"]["memory_total"])
+        yield from (sessions, used, total)
+        for metric, text, field in _USER_GAUGES:
+            family = GaugeMetricFamily(metric, text, labels=["user", "device"])
+            for row in status.get("users", []):
+                if row.get(field) is not None:
+                    family.add_metric([row["user"], row["device"]], float(row[field]))
+            yield family
+        for metric, text, field in _USER_COUNTERS:
+            family = CounterMetricFamily(metric, text, labels=["user"])
+            for user, row in totals.items():
+                family.add_metric([user], float(row.get(field) or 0))
+            yield family
+        requests = CounterMetricFamily("gpuwb_requests", "front-door requests by type",
+                                       labels=["type"])
+        for kind, count in sorted(snap["requests"].items()):
+            requests.add_metric([kind], count)
+        yield requests
+        errors = CounterMetricFamily("gpuwb_errors", "front-door requests refused, by error",
+                                     labels=["error"])
+        for name, count in sorted(snap["errors"].items()):
+            errors.add_metric([name], count)
+        yield errors
+
+
+def serve_metrics(snapshot: Any, port: int, address: str = "127.0.0.1") -> Any:
+    """Serve ``/metrics`` on *address*:*port* (0: any free port) in a thread of its own;
+    returns the HTTP server (``server_port``, ``shutdown()``)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PoolCollector(snapshot))
+    server, _thread = start_http_server(port, addr=address, registry=registry)
+    return server
