@@ -167,6 +167,9 @@ class Session:
         #: overlaps the network; the NumPy device keeps one zero-copy frame)
         self.stream_threshold: int | None = self.device.get("stream_bytes")
         self.stream_chunk_bytes: int = self.stream_threshold or m.STREAM_CHUNK_BYTES
+        #: a factory ``progress(label, total_bytes)`` of reporters (``update(done)``,
+        #: ``close()``) for streamed transfers, or None; the kernel shows them in the notebook
+        self.progress: Any = None
         #: while True, each batch's device work is timed (CUDA events): ``device_seconds``
         #: adds it up (``%%gpu_time``); it costs a wait for the device per batch
         self.timing = False
@@ -261,11 +264,18 @@ class Session:
         self.flush(drain=False)
         sock = self.sock
         tracker = None
-        for i in range(chunks):
-            sock.send(codec.packb({"k": self.key, "u": seq, "i": i}), zmq.SNDMORE)
-            tracker = sock.send(flat[i * step:(i + 1) * step], copy=False, track=True)
-        if tracker is not None:
-            tracker.wait()  # ZeroMQ sends in order: once the last chunk is out, all are
+        report = self.progress("upload", flat.size) if self.progress is not None else None
+        try:
+            for i in range(chunks):
+                sock.send(codec.packb({"k": self.key, "u": seq, "i": i}), zmq.SNDMORE)
+                tracker = sock.send(flat[i * step:(i + 1) * step], copy=False, track=True)
+                if report is not None:   # (sends block once ZeroMQ's queue is full)
+                    report.update(min((i + 1) * step, flat.size))
+            if tracker is not None:
+                tracker.wait()  # ZeroMQ sends in order: once the last chunk is out, all are
+        finally:
+            if report is not None:
+                report.close()
         return seq
 
     # ------------------------------------------------------------ sending
@@ -398,11 +408,18 @@ class Session:
         out = np.empty(shape, dtype)
         view = memoryview(out.reshape(-1).view(np.uint8))
         offset = 0
-        for _ in range(chunks):
-            while not self.sock.poll(1000):
-                if self.heartbeat.lost:
-                    self._lose(self.heartbeat.lost)
-            offset += self.sock.recv_into(view[offset:])
+        report = self.progress("download", out.nbytes) if self.progress is not None else None
+        try:
+            for _ in range(chunks):
+                while not self.sock.poll(1000):
+                    if self.heartbeat.lost:
+                        self._lose(self.heartbeat.lost)
+                offset += self.sock.recv_into(view[offset:])
+                if report is not None:
+                    report.update(offset)
+        finally:
+            if report is not None:
+                report.close()
         if offset != out.nbytes:
             self._lose(f"a download came with {offset} of its {out.nbytes} bytes")
         return out

@@ -172,3 +172,46 @@ def test_shutdown_closes_the_session():
         assert status["ended"] and status["ended"][-1]["reason"] == "closed by the client"
     finally:
         pool.stop()
+
+
+def test_long_transfers_show_progress_in_place_then_disappear():
+    """A streamed upload and download (chunks of 1 MiB, shown from the first chunk on)
+    display a bar by display id, updated in place, blanked when done."""
+    k = Kernel(env={"GPUWB_STREAM_BYTES": str(1 << 20), "GPUWB_PROGRESS_AFTER": "0"})
+    try:
+        msg_id = k.kc.execute("import numpy as np, cupy as cp\n"
+                              "x = cp.asarray(np.ones(16 << 20, dtype=np.uint8))\n"
+                              "y = x.get()\nprint('moved', y.size)")
+        shown, updates, printed = {}, [], ""
+        while True:
+            msg = k.kc.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "display_data":
+                shown[content["transient"]["display_id"]] = content["data"]["text/plain"]
+            elif kind == "update_display_data":
+                updates.append((content["transient"]["display_id"], content["data"]["text/plain"]))
+            elif kind == "stream":
+                printed += content["text"]
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+        assert "moved 16777216" in printed
+        texts = list(shown.values()) + [text for _, text in updates]
+        assert any(t.startswith("upload:") for t in texts), texts
+        assert any(t.startswith("download:") for t in texts), texts
+        assert len(shown) == 2   # one display per transfer, the rest in place
+        for display_id in shown:   # each ends blank
+            assert [text for i, text in updates if i == display_id][-1] == ""
+    finally:
+        k.close()
+
+
+def test_short_transfers_show_nothing():
+    from workbench.progress import NotebookProgress
+    clock = iter([0.0, 0.1, 0.5, 0.9]).__next__   # a transfer done within SHOW_AFTER
+    progress = NotebookProgress("upload", 100, show_after=1.0, clock=clock)
+    for done in (10, 50, 100):
+        progress.update(done)
+    progress.close()
+    assert progress.updates == 0

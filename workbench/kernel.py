@@ -20,6 +20,7 @@ from ipykernel.ipkernel import IPythonKernel
 
 from . import __version__
 from .connection import workbench
+from .progress import NotebookProgress
 
 __all__ = ["RemoteGPUKernel"]
 
@@ -33,12 +34,17 @@ class RemoteGPUKernel(IPythonKernel):
         super().__init__(**kwargs)
         self._start_error: BaseException | None = None
         try:
-            session = workbench.connect()
-            session.location_label = self._cell_location
+            self._adopt(workbench.connect())
         except Exception as exc:  # the kernel stays up; the first cell says what happened
             self._start_error = exc
             self.log.error("gpu-workbench: no session: %s", exc)
         self.shell.extension_manager.load_extension("workbench")
+
+    def _adopt(self, session: Any) -> None:
+        """The notebook's hooks on a session: errors named by cell and line, and the
+        progress of long transfers shown in the cell."""
+        session.location_label = self._cell_location
+        session.progress = NotebookProgress
 
     # ------------------------------------------------------------ execution
     async def do_execute(self, code: str, silent: bool, store_history: bool = True,
@@ -75,7 +81,7 @@ class RemoteGPUKernel(IPythonKernel):
             print(f"gpu-workbench: the GPU session was lost and could not be reopened: {exc}",
                   file=sys.stderr)
             return
-        new.location_label = self._cell_location
+        self._adopt(new)
         print(f"gpu-workbench: the GPU session was lost; opened a new one ({new.id}). "
               "Arrays from before are gone.", file=sys.stderr)
 

@@ -111,10 +111,14 @@ def _session() -> kernelproxy.Session:
 
 
 def _carry_label(old: Any, new: kernelproxy.Session) -> None:
-    """The kernel's cell-line labels for errors (``location_label``) carry over to a new session."""
-    label = getattr(old, "location_label", None)
-    if new is not old and label is not None and getattr(new, "location_label", None) is None:
-        new.location_label = label
+    """The kernel's hooks carry over to a new session: cell-line labels for errors
+    (``location_label``) and the notebook's transfer progress (``progress``)."""
+    if new is old:
+        return
+    for hook in ("location_label", "progress"):
+        value = getattr(old, hook, None)
+        if value is not None and getattr(new, hook, None) is None:
+            setattr(new, hook, value)
 
 
 def _cuda_version(v: Any) -> str:
