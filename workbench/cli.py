@@ -136,6 +136,12 @@ def _lab(args: argparse.Namespace) -> int:
     install_kernelspec(prefix=sys.prefix, pool=args.pool, token_file=args.token_file,
                        server_key=args.server_key)
     extra = [a for a in args.lab_args if a != "--"]
+    # the server extension watches the kernels' pool (its status bar and /gpuwb/api/status)
+    for trait, value in (("pool", args.pool),
+                         ("token_file", args.token_file and os.path.abspath(args.token_file)),
+                         ("server_key", args.server_key)):
+        if value:
+            extra.append(f"--GpuWorkbench.{trait}={value}")
     env = dict(os.environ)
     return subprocess.call([sys.executable, "-m", "jupyter", "lab", *extra], env=env)
 
