@@ -55,6 +55,21 @@ class LinearTimeInvariant(RemoteObject):
     def __repr__(self) -> str:
         return self._call("__repr__")
 
+    def __copy__(self) -> "LinearTimeInvariant":
+        """A copy made in the pool (CuPy's conversion to the system's own kind copies)."""
+        for kind, convert in ((TransferFunction, "to_tf"), (ZerosPolesGain, "to_zpk"),
+                              (StateSpace, "to_ss")):
+            if isinstance(self, kind):
+                return self._call(convert)
+        raise TypeError(f"cannot copy a {type(self).__name__}")
+
+    def __deepcopy__(self, memo: dict) -> "LinearTimeInvariant":
+        return self.__copy__()
+
+    def __reduce__(self):
+        raise TypeError("a signal system lives in the GPU pool and cannot be pickled; pickle "
+                        "its arrays (num and den, zeros/poles/gain, or A, B, C, D) instead")
+
 
 _LTI_SETTABLE = api.OBJECT_SETTERS["signal.lti"]
 for _name in sorted(api.OBJECT_GETTERS["signal.lti"]):

@@ -255,3 +255,16 @@ def test_no_warnings_from_plain_system_use(signal):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         signal.lti([1], [1, 2, 1]).impulse(N=5)
+
+
+def test_systems_copy_in_the_pool_and_refuse_pickling(signal):
+    import copy
+    tf = signal.TransferFunction([1, 0], [1, -1], dt=0.05)
+    for made in (copy.copy(tf), copy.deepcopy(tf)):
+        assert type(made) is type(tf) and made._h != tf._h
+        made.num = [5, 0]
+        _close(tf.num, [1, 0])   # the original is untouched
+    ss = copy.copy(signal.lti(-1., 1., 1., 0.))
+    assert isinstance(ss, signal.StateSpace)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(tf)
