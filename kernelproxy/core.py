@@ -16,7 +16,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
 from . import kernels
-from .ndarray import Flags
+from .flags import Flags
 
 __all__ = ["build_core_modules"]
 

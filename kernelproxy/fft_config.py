@@ -64,11 +64,8 @@ class FFTConfigModule(types.ModuleType):
             _devices=contextvars.ContextVar("cupy.fft.config.devices", default=None),
             get_plan_cache=_in_the_pool("get_plan_cache"),
             set_cufft_gpus=_in_the_pool("set_cufft_gpus"),
-            clear_plan_cache=_plan_cache("clear", "clear_plan_cache"),
-            get_plan_cache_size=_plan_cache("get_size", "get_plan_cache_size"),
-            set_plan_cache_size=_plan_cache("set_size", "set_plan_cache_size"),
-            get_plan_cache_max_memsize=_plan_cache("get_memsize", "get_plan_cache_max_memsize"),
-            set_plan_cache_max_memsize=_plan_cache("set_memsize", "set_plan_cache_max_memsize"),
+            **{name: _plan_cache(operation, name)
+               for operation, name in api.FFT_PLAN_CACHE_OPERATIONS.items() if operation != "show_info"},
             show_plan_cache_info=_show_plan_cache_info,
             set_cufft_callbacks=set_cufft_callbacks)
 

@@ -21,6 +21,8 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.codec import Handle
 
+from .flags import Flags
+
 __all__ = ["ndarray", "Flags", "call", "wrap"]
 
 _ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
@@ -174,47 +176,6 @@ _HOST_DISPATCH = frozenset("result_type can_cast ndim shape size iscomplexobj is
 _UFUNC_SCALAR_TYPES = frozenset([int, float, bool, complex] + [np.dtype(c).type for c in "?bhilqBHILQefdFD"])
 #: Ufuncs whose 0-d NumPy array operands CuPy's ``__array_ufunc__`` turns into Python scalars.
 _COMPARISONS = frozenset("greater greater_equal less less_equal equal not_equal".split())
-
-
-class Flags:
-    """``ndarray.flags``: the subset CuPy has (C/F contiguity, data ownership); also
-    ``cupy._core.flags.Flags``, whose constructor takes the three values as CuPy's does."""
-
-    __slots__ = ("_c", "_f", "_own")
-
-    def __init__(self, c_contiguous: Any, f_contiguous: Any, owndata: Any) -> None:
-        self._c, self._f, self._own = c_contiguous, f_contiguous, owndata
-
-    # read-only, as CuPy's (setting one raises AttributeError)
-    c_contiguous = property(lambda self: self._c)
-    f_contiguous = property(lambda self: self._f)
-    owndata = property(lambda self: self._own)
-
-    @classmethod
-    def from_bits(cls, bits: int) -> "Flags":
-        """The flags of an array's metadata (the wire's bit set)."""
-        return cls(bool(bits & m.FLAG_C), bool(bits & m.FLAG_F), bool(bits & m.FLAG_OWN))
-
-    @property
-    def fnc(self) -> bool:
-        """F- and not C-contiguous."""
-        return self.f_contiguous and not self.c_contiguous
-
-    @property
-    def forc(self) -> bool:
-        """F- or C-contiguous."""
-        return self.f_contiguous or self.c_contiguous
-
-    def __getitem__(self, name: str) -> bool:
-        key = {"C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
-               "F": "f_contiguous", "OWNDATA": "owndata"}.get(name)
-        if key is None:
-            raise KeyError(name)
-        return getattr(self, key)
-
-    def __repr__(self) -> str:
-        return (f"  C_CONTIGUOUS : {self.c_contiguous}\n  F_CONTIGUOUS : {self.f_contiguous}\n"
-                f"  OWNDATA : {self.owndata}")
 
 
 class ndarray:
@@ -563,14 +524,18 @@ class ndarray:
 
 def _binary(name: str):
     # an operand whose type sets __array_ufunc__ = None (a StateSpace system) takes the
-    # operation itself, as with CuPy's arrays; checked after the common array operand
+    # operation itself, as with CuPy's arrays; arrays and scalars skip the lookup (~0.15 µs)
     def forward(self, other):
-        if type(other) is not ndarray and getattr(type(other), "__array_ufunc__", 0) is None:
+        kind = type(other)
+        if kind is not ndarray and kind not in _UFUNC_SCALAR_TYPES \
+                and getattr(kind, "__array_ufunc__", 0) is None:
             return NotImplemented
         return _operator(name, (self, other), self._s)
 
     def reflected(self, other):
-        if type(other) is not ndarray and getattr(type(other), "__array_ufunc__", 0) is None:
+        kind = type(other)
+        if kind is not ndarray and kind not in _UFUNC_SCALAR_TYPES \
+                and getattr(kind, "__array_ufunc__", 0) is None:
             return NotImplemented
         return _operator(name, (other, self), self._s)
 

@@ -153,10 +153,7 @@ class CupyDevice(Device):
                     config.show_plan_cache_info()
                 result: Any = text.getvalue()
             else:
-                name = {"clear": "clear_plan_cache", "get_size": "get_plan_cache_size",
-                        "set_size": "set_plan_cache_size", "get_memsize": "get_plan_cache_max_memsize",
-                        "set_memsize": "set_plan_cache_max_memsize"}[operation]
-                result = getattr(config, name)(*values)
+                result = getattr(config, api.FFT_PLAN_CACHE_OPERATIONS[operation])(*values)
         # CuPy's ("... is experimental"): from its compiled code, which has no frame of its
         # own, so they would name this file; they are CuPy's, as a local call's are
         for warning in caught:

@@ -256,8 +256,10 @@ CUDA_CALLS.update(_names("event.done event.elapsed pool.figures array.data", VAL
 CUDA_CALLS.update(_names("fft.callbacks fft.version", VALUE))
 #: the session's cuFFT plan cache (``cupy.fft.config``'s functions of it), by operation
 CUDA_CALLS["fft.plan_cache"] = VALUE
-FFT_PLAN_CACHE_OPERATIONS = ("clear", "get_size", "set_size", "get_memsize", "set_memsize",
-                             "show_info")
+FFT_PLAN_CACHE_OPERATIONS = {
+    "clear": "clear_plan_cache", "get_size": "get_plan_cache_size",
+    "set_size": "set_plan_cache_size", "get_memsize": "get_plan_cache_max_memsize",
+    "set_memsize": "set_plan_cache_max_memsize", "show_info": "show_plan_cache_info"}
 CUDA_CALLS["fft.callbacks_exit"] = NONE
 #: the options of set_cufft_callbacks a client may give (sources as CUDA C++ strings; an
 #: aux array as the array; data as [address, bytes] inside the session's own memory)

@@ -409,12 +409,10 @@ class Executor:
             values.append([seq, result])
         elif want == api.MULTI:
             values.append([seq, self._structure(out, result, metas)])
-        elif want == api.OBJECT:   # a new system from lti.to_ss(), ss * ss, ...
+        elif want == api.OBJECT:   # lti.to_ss(), ss * ss: checked by run_object_call
             if result is NotImplemented:   # an operator's: the client tries the reflected one
                 values.append([seq, None])
                 return
-            if result is None or self._is_array(result):
-                raise TypeError(f"expected an object result, got {type(result).__name__}")
             self.table.put_object(out, result)
             values.append([seq, type(result).__name__])
         else:
