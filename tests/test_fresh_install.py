@@ -1,8 +1,9 @@
 """The README's main command, from a fresh virtual environment: install, then ``gpuwb demo``.
 
 Builds and installs the wheel (not an editable checkout), so this also checks
-what the wheel ships: the kernelspec as shared data, the quickstart notebook,
-the catalogue's data file.
+what the wheel ships: the kernelspec, the prebuilt JupyterLab extension and the
+server extension's config as shared data, the quickstart notebook, the catalogue's
+data file.
 """
 
 import subprocess
@@ -24,6 +25,9 @@ def test_gpuwb_demo_from_a_fresh_venv(tmp_path):
     assert install.returncode == 0, install.stderr[-3000:]
     kernelspec = env_dir / "share" / "jupyter" / "kernels" / "remote-gpu" / "kernel.json"
     assert kernelspec.is_file()
+    share = env_dir / "share" / "jupyter"   # the prebuilt Lab extension and the server's
+    assert (share / "labextensions" / "gpu-workbench" / "package.json").is_file()
+    assert (env_dir / "etc" / "jupyter" / "jupyter_server_config.d" / "gpu_workbench.json").is_file()
     demo = subprocess.run([str(env_dir / "bin" / "gpuwb"), "demo", "--devices", "cpu"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert demo.returncode == 0, demo.stderr[-3000:]

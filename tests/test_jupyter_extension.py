@@ -13,6 +13,7 @@ import tornado.httpclient
 
 import kernelproxy
 from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
 from workbench.pool_watch import PoolWatcher
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
@@ -85,6 +86,30 @@ class TestWithAPool:
             assert status["devices"], status
             assert status["sessions"], status
             assert body["age_s"] < 5
+        finally:
+            session.close()
+
+    async def test_history_only_when_asked(self, jp_fetch, pool):
+        """The Lab panel's chart: ?history=1 adds each device's per-user device seconds of
+        the last minutes; a plain status request stays small."""
+        session = kernelproxy.connect(pool.address, pool.token)
+        try:
+            x = module_for(session).ones((512, 512))
+            deadline = time.monotonic() + 15
+            while True:   # device time lands in the usage history by whole seconds
+                for _ in range(5):
+                    x = (x @ x) / 512.0
+                float(x.sum())
+                body = await _get(jp_fetch, "gpuwb", "api", "status", history="1")
+                series = body.get("status", {}).get("history", {}).get("cpu:0", {}).get("users", {})
+                if any(series.get("default", [])) or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.3)
+            history = body["status"]["history"]["cpu:0"]
+            assert history["step"] == 1.0 and len(history["users"]["default"]) == 300, history
+            assert sum(history["users"]["default"]) > 0
+            plain = await _get(jp_fetch, "gpuwb", "api", "status")
+            assert "history" not in plain["status"]
         finally:
             session.close()
 

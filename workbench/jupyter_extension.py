@@ -7,8 +7,10 @@ all behind the server's own authentication (no token: 403, as every Jupyter API)
 ``GET /gpuwb/api/status``
     the pool's devices, users and shares, sessions and memory, as the pool answers a
     status request, from a :class:`~workbench.pool_watch.PoolWatcher` that polls it in
-    the background over one connection; ``state`` is "ok", "starting", "down" (HTTP 503,
-    with the reason) or "none" (no pool configured: the kernels run embedded pools).
+    the background over one connection (``?history=1`` adds each device's per-user
+    device seconds of the last ``history_s`` seconds, for the Lab panel's chart);
+    ``state`` is "ok", "starting", "down" (HTTP 503, with the reason) or "none" (no
+    pool configured: the kernels run embedded pools).
 ``GET /gpuwb/api/catalog``
     the catalogue's systems; ``?q=`` searches (hits with their scores), ``?category=``,
     ``kind``, ``area``, ``mechanism`` (repeatable), ``venue``, ``since``, ``until``,
@@ -30,7 +32,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
-from traitlets import Float, Unicode
+from traitlets import Float, Int, Unicode
 
 from catalog import queries
 from gpu_backend.security import resolve_server_key
@@ -58,6 +60,10 @@ class StatusHandler(_Handler):
                                    "remote-GPU kernels run embedded pools"})
             return
         view = watcher.snapshot()
+        if self.get_argument("history", "0") not in ("1", "true", "yes"):
+            for key in ("status", "last_status"):   # the history only for who asks for it
+                if key in view:
+                    view[key] = {k: v for k, v in view[key].items() if k != "history"}
         self.reply(view, 503 if view["state"] == "down" else 200)
 
 
@@ -123,6 +129,8 @@ class GpuWorkbench(ExtensionApp):
                               "GPUWB_SERVER_KEY(_FILE), then the known-pools file)")
     poll_interval = Float(2.0, config=True, help="seconds between status requests")
     poll_timeout = Float(5.0, config=True, help="seconds to wait for the pool's answer")
+    history_s = Int(300, config=True, help="seconds of per-user device time kept for the "
+                                            "Lab panel's chart (at most 600)")
     watcher: PoolWatcher | None = None
 
     def initialize_settings(self) -> None:
@@ -141,7 +149,7 @@ class GpuWorkbench(ExtensionApp):
             token = client.resolved_token()
         key = resolve_server_key(address, self.server_key or client.resolved_server_key())
         return PoolWatcher(address, token or "", key, interval=self.poll_interval,
-                           timeout=self.poll_timeout).start()
+                           timeout=self.poll_timeout, history=self.history_s).start()
 
     def initialize_handlers(self) -> None:
         self.handlers.extend([

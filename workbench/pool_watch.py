@@ -4,7 +4,8 @@ The server extension answers ``/gpuwb/api/status`` from here, so a page that ref
 every few seconds, or many pages, cost the pool one status request per interval, not
 one per page. A :class:`PoolWatcher` keeps one front-door connection (a DEALER socket,
 CurveZMQ when the pool's key is pinned) in its own thread, asks for the status every
-*interval* seconds and keeps the latest answer, or why there is none: the pool did not
+*interval* seconds (with the last *history* seconds of per-user device time, for the
+Lab panel's chart) and keeps the latest answer, or why there is none: the pool did not
 answer (down, or a wrong key: the socket is then made anew, so that a stale reply
 cannot be taken for a fresh one) or refused the token.
 """
@@ -28,9 +29,10 @@ class PoolWatcher:
     """The latest status of the pool at *address*, asked for every *interval* seconds."""
 
     def __init__(self, address: str, token: str, server_key: bytes | None = None,
-                 interval: float = 2.0, timeout: float = 5.0) -> None:
+                 interval: float = 2.0, timeout: float = 5.0, history: int = 300) -> None:
         self.address, self._token, self._server_key = address, token, server_key
         self.interval, self.timeout = interval, timeout
+        self.history = history   # seconds of per-user device time asked for with each status
         self._ctx = zmq.Context.instance()
         self._sock: zmq.Socket | None = None
         self._lock = threading.Lock()
@@ -62,7 +64,10 @@ class PoolWatcher:
     def poll(self) -> None:
         """Ask once; keep the answer or the reason there is none."""
         try:
-            reply = self._ask({"t": "status", "token": self._token})
+            request = {"t": "status", "token": self._token}
+            if self.history:
+                request["history"] = self.history
+            reply = self._ask(request)
         except Exception as exc:  # noqa: BLE001 — any failure is "no status", with its reason
             with self._lock:
                 if self._error is None:

@@ -1,0 +1,146 @@
+"""What the real-browser test needs: Debian's chromium, a JupyterLab server of our own.
+
+Playwright's own browser download cannot run on these machines (nor in CI), so the test
+drives the system chromium (``/usr/bin/chromium``). Where it is missing and the test
+runs as root with apt-get (CI's clean machine), :func:`chromium` installs it; where it
+cannot, the test fails with the reason (it never skips quietly).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+#: Flags that let chromium start headless as root on a closed network without stalling
+#: on its background connections (update checks, sync, QUIC).
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-dev-shm-usage"]
+LAB_EXTENSION = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "gpu-workbench"
+
+
+def _find_chromium() -> str | None:
+    override = os.environ.get("GPUWB_CHROMIUM")
+    if override:
+        return override
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def chromium() -> str:
+    """The system chromium's path, installed with apt-get when missing and possible."""
+    found = _find_chromium()
+    if found:
+        return found
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        raise RuntimeError("no chromium on this machine and it cannot be installed here "
+                           "(needs apt-get as root): install Debian's chromium package or set "
+                           "GPUWB_CHROMIUM to a Chromium binary")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    log = []
+    for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends",
+                                            "chromium"]):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        log.append(done.stdout[-2000:] + done.stderr[-2000:])
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{log[-1]}")
+    found = _find_chromium()
+    if not found:
+        raise RuntimeError("apt-get installed chromium but no chromium binary is on PATH:\n"
+                           + "\n".join(log))
+    return found
+
+
+def lab_extension_built() -> None:
+    """Fail with the reason when the wheel's prebuilt Lab extension is not installed."""
+    if not (LAB_EXTENSION / "package.json").is_file():
+        raise RuntimeError(
+            f"the JupyterLab extension is not installed at {LAB_EXTENSION}: the install "
+            "could not build it (it needs Node.js and npm; see labextension/README.md)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def notebook(path: Path, cells: list[str]) -> Path:
+    """A notebook on the "Python 3 (remote GPU)" kernel with *cells* (code)."""
+    document = {
+        "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell-{i}",
+                   "metadata": {}, "outputs": [], "source": source}
+                  for i, source in enumerate(cells)],
+        "metadata": {"kernelspec": {"name": "remote-gpu", "display_name": "Python 3 (remote GPU)",
+                                    "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(document, indent=1))
+    return path
+
+
+class LabServer:
+    """``jupyter lab`` in a child process on a free port, in *root*, with *env* added
+    (GPUWB_POOL and its token for the kernels and the server extension)."""
+
+    def __init__(self, root: Path, env: dict[str, str], extension_args: list[str] = ()) -> None:
+        self.port, self.token = free_port(), "browser-test-token"
+        self.root = root
+        home = root / ".home"
+        home.mkdir(exist_ok=True)
+        self.log_path = root / "lab.log"
+        child_env = {**os.environ, **env, "HOME": str(home),
+                     "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+                     "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+                     "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+        args = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={self.port}",
+                "--ip=127.0.0.1", "--allow-root", f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={root}", "--LabApp.extension_manager=readonly",
+                "--LabApp.expose_app_in_browser=True",          # the test runs Lab's commands
+                "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                *extension_args]
+        self._log = open(self.log_path, "w")
+        self.process = subprocess.Popen(args, env=child_env, stdout=self._log, stderr=subprocess.STDOUT,
+                                        cwd=root)
+        self._wait_ready()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited ({self.process.returncode}):\n{self.log()}")
+            try:
+                urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=1)
+                return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.2)
+        raise RuntimeError(f"jupyter lab did not answer within {timeout:g} s:\n{self.log()}")
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()[-4000:]
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
