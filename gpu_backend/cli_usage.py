@@ -16,7 +16,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from .usage import default_log_path, parse_since, read_usage
+from .usage import COUNTERS, default_log_path, parse_since, read_usage
 
 __all__ = ["register", "format_seconds", "format_bytes"]
 
@@ -89,7 +89,7 @@ def _print_table(rows: list[dict], args: argparse.Namespace, path: Path, since: 
     else:
         names = [("session", "left"), ("user", "left"), ("device", "left"), ("client", "left"),
                  ("opened", "left")]
-    for name, justify in (*names, ("device time", "right"), ("ops", "right"),
+    for name, justify in (*names, ("device time", "right"), ("ops", "right"), ("errors", "right"),
                           ("bytes in", "right"), ("bytes out", "right"), ("peak memory", "right")):
         table.add_column(name, justify=justify)
     for row in rows:
@@ -100,7 +100,7 @@ def _print_table(rows: list[dict], args: argparse.Namespace, path: Path, since: 
                      _when(row["opened"]) if row["opened"] is not None else "—"]
         table.add_row(*(Text(cell) for cell in first), *_figures(row))
     if len(rows) > 1:
-        total = {k: sum(r[k] for r in rows) for k in ("device_s", "ops", "bytes_in", "bytes_out")}
+        total = {k: sum(r[k] for r in rows) for k in COUNTERS}
         total["peak"] = max(r["peak"] for r in rows)
         blank = [""] * (len(names) - 1)
         if args.by == "user":
@@ -113,7 +113,8 @@ def _print_table(rows: list[dict], args: argparse.Namespace, path: Path, since: 
 
 
 def _figures(row: dict) -> list[str]:
-    return [format_seconds(row["device_s"]), f"{row['ops']:,}", format_bytes(row["bytes_in"]),
+    return [format_seconds(row["device_s"]), f"{row['ops']:,}", f"{row['errors']:,}",
+            format_bytes(row["bytes_in"]),
             format_bytes(row["bytes_out"]), format_bytes(row["peak"])]
 
 

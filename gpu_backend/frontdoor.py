@@ -50,7 +50,7 @@ MAX_FAILED_STARTS = 3
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
 #: What a worker's usage report carries (docs/fair-share.md, "Accounting").
-USAGE_FIELDS = ("memory", "arrays", "ops", "device_s", "bytes_in", "bytes_out", "peak")
+USAGE_FIELDS = ("memory", "arrays", "ops", "device_s", "bytes_in", "bytes_out", "errors", "peak")
 
 
 @dataclass
@@ -461,6 +461,7 @@ class FrontDoor:
         if now - self._published_at >= every:
             self._published_at = now
             self.published = {"status": self.status(), "totals": self.usage.totals(),
+                              "device_seconds": self.usage.device_seconds(),
                               "requests": dict(self.request_counts),
                               "errors": dict(self.error_counts)}
 

@@ -36,6 +36,7 @@ _USER_COUNTERS = (
     ("gpuwb_user_bytes_in", "bytes uploaded by the user since the pool started", "bytes_in"),
     ("gpuwb_user_bytes_out", "bytes downloaded by the user since the pool started", "bytes_out"),
     ("gpuwb_user_sessions_opened", "sessions the user opened since the pool started", "sessions"),
+    ("gpuwb_user_op_errors", "ops of the user that raised since the pool started", "errors"),
 )
 
 
@@ -75,6 +76,11 @@ class PoolCollector:
             for user, row in totals.items():
                 family.add_metric([user], float(row.get(field) or 0))
             yield family
+        device_time = CounterMetricFamily("gpuwb_device_seconds", "device time of all sessions "
+                                          "on the device since the pool started", labels=["device"])
+        for name, seconds in snap.get("device_seconds", {}).items():
+            device_time.add_metric([name], seconds)
+        yield device_time
         requests = CounterMetricFamily("gpuwb_requests", "front-door requests by type",
                                        labels=["type"])
         for kind, count in sorted(snap["requests"].items()):

@@ -33,7 +33,9 @@ __all__ = ["UsageLog", "UsageRows", "read_usage", "parse_since", "default_log_pa
 log = logging.getLogger("gpu_backend.usage")
 
 #: Counters that add up; ``peak`` (bytes) is a maximum and is kept beside them.
-COUNTERS = ("device_s", "ops", "bytes_in", "bytes_out")
+COUNTERS = ("device_s", "ops", "bytes_in", "bytes_out", "errors")
+#: Counters that logs written before them lack (read as 0).
+_LATER_COUNTERS = ("errors",)
 #: ``maybe_flush`` writes when this many seconds passed since it last did.
 FLUSH_SECONDS = 1.0
 #: Seconds of 1-s device-time buckets kept for ``history``, ``share`` and ``totals(since)``.
@@ -52,23 +54,27 @@ def default_log_path() -> Path:
     return base / "gpuwb" / "usage.jsonl"
 
 
+_PEAK, _SEEN = len(COUNTERS), len(COUNTERS) + 1   # positions in a sums list
+
+
 def _sums(session: str | None = None, line: dict | None = None) -> list:
     """Running sums of one user (or one user on one device in one second): the COUNTERS,
     then the largest peak, then the set of session ids seen."""
-    values = [line[k] for k in (*COUNTERS, "peak")] if line else [0.0, 0, 0, 0, 0]
+    values = [line.get(k, 0) for k in (*COUNTERS, "peak")] if line else [0.0, *[0] * len(COUNTERS)]
     return values + [{session} if session else set()]
 
 
 def _merge(into: list, sums: list) -> None:
-    for i in range(4):
+    for i in range(len(COUNTERS)):
         into[i] += sums[i]
-    into[4] = max(into[4], sums[4])
-    into[5] |= sums[5]
+    into[_PEAK] = max(into[_PEAK], sums[_PEAK])
+    into[_SEEN] |= sums[_SEEN]
 
 
 def _as_row(sums: list) -> dict:
-    return {"sessions": len(sums[5]), "device_s": round(sums[0], 6), "ops": sums[1],
-            "bytes_in": sums[2], "bytes_out": sums[3], "peak": sums[4]}
+    row = {"sessions": len(sums[_SEEN]), **dict(zip(COUNTERS, sums)), "peak": sums[_PEAK]}
+    row["device_s"] = round(row["device_s"], 6)
+    return row
 
 
 class UsageLog:
@@ -88,6 +94,7 @@ class UsageLog:
         self._sessions: dict[str, dict] = {}          # open session -> user, device, counters sent
         self._closed: OrderedDict[str, None] = OrderedDict()
         self._lifetime: dict[str, list] = {}          # user -> sums since this log started
+        self._device_seconds: dict[str, float] = {}   # device -> device time since then
         self._buckets: dict[int, dict[tuple[str, str], list]] = {}   # second -> (device, user) -> sums
         self._first: float | None = None
         self._latest = -math.inf
@@ -206,6 +213,10 @@ class UsageLog:
                 _merge(per_user.setdefault(user, _sums()), sums)
         return {user: _as_row(sums) for user, sums in sorted(per_user.items())}
 
+    def device_seconds(self) -> dict[str, float]:
+        """Device time per device (all users) over this log's lifetime."""
+        return {device: round(v, 6) for device, v in sorted(self._device_seconds.items())}
+
     def history(self, seconds: int = 300, device: str | None = None,
                 now: float | None = None) -> dict:
         """Device seconds per user in each whole second of the last *seconds* (at most
@@ -248,6 +259,8 @@ class UsageLog:
         self._latest = max(self._latest, now)
         sums = _sums(session, line)
         _merge(self._lifetime.setdefault(user, _sums()), sums)
+        if line is not None:
+            self._device_seconds[device] = self._device_seconds.get(device, 0.0) + line["device_s"]
         second = math.floor(now)
         bucket = self._buckets.get(second)
         if bucket is None:
@@ -318,8 +331,10 @@ def _valid(record) -> bool:
             or not all(isinstance(record.get(k), str) for k in ("session", "user", "device")) \
             or not number(record.get("ts")):
         return False
-    return record["t"] != "use" or all(number(record.get(k), (int, float) if k == "device_s" else int)
-                                       and record[k] >= 0 for k in (*COUNTERS, "peak"))
+    return record["t"] != "use" or all(
+        (k in _LATER_COUNTERS and k not in record)
+        or (number(record.get(k), (int, float) if k == "device_s" else int) and record[k] >= 0)
+        for k in (*COUNTERS, "peak"))
 
 
 def read_usage(path: str | os.PathLike, since: float | None = None, user: str | None = None,
@@ -363,13 +378,13 @@ def read_usage(path: str | os.PathLike, since: float | None = None, user: str | 
             if row is None:
                 row = rows[key] = ({"user": record["user"], "sessions": set()} if by == "user" else
                                    {"session": sid, "user": record["user"], "device": record["device"]})
-                row.update(device_s=0.0, ops=0, bytes_in=0, bytes_out=0, peak=0, first=ts, last=ts)
+                row.update(dict.fromkeys(COUNTERS, 0), device_s=0.0, peak=0, first=ts, last=ts)
             if by == "user":
                 row["sessions"].add(sid)
             row["first"], row["last"] = min(row["first"], ts), max(row["last"], ts)
             if record["t"] == "use":
                 for k in COUNTERS:
-                    row[k] += record[k]
+                    row[k] += record.get(k, 0)
                 row["peak"] = max(row["peak"], record["peak"])
     result = []
     for key, row in rows.items():

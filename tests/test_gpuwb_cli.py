@@ -1,6 +1,7 @@
 """The ``gpuwb`` command, run as a user would (a subprocess)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -64,11 +65,12 @@ def test_install_kernel_into_a_prefix_bound_to_a_pool(tmp_path):
     assert spec["env"] == {"GPUWB_POOL": "tcp://gpu-host:5555", "GPUWB_TOKEN_FILE": str(token.resolve())}
 
 
-def test_lab_without_jupyterlab_says_how_to_get_it():
-    try:
-        import jupyterlab  # noqa: F401
-        pytest.skip("JupyterLab is installed here")
-    except ImportError:
-        pass
-    out = run("lab")
-    assert out.returncode == 2 and "gpu-workbench[lab]" in out.stderr
+def test_lab_without_jupyterlab_says_how_to_get_it(tmp_path):
+    """The test extra installs JupyterLab, so its absence is made: a `jupyterlab` first on
+    the path that fails to import, as a missing one does."""
+    shim = tmp_path / "jupyterlab"
+    shim.mkdir()
+    (shim / "__init__.py").write_text("raise ImportError(\"No module named 'jupyterlab'\")\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([*GPUWB, "lab"], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2 and "gpu-workbench[lab]" in out.stderr, out.stderr

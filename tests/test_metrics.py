@@ -62,6 +62,14 @@ def test_metrics_follow_sessions_ops_and_refusals(pool):
         assert samples[("gpuwb_user_bytes_out_total", ("user", "default"))] >= 800000
         assert samples[("gpuwb_user_weight", ("device", "cpu:0"), ("user", "default"))] == 1
         assert samples[("gpuwb_requests_total", ("type", "hello"))] >= 1
+        assert samples[("gpuwb_device_seconds_total", ("device", "cpu:0"))] > 0
+        # an op that raises: counted for its user, and the session goes on
+        with pytest.raises(ValueError):
+            float((cp.ones(3) + cp.ones(4)).sum())
+        samples = _until(port, lambda s: s.get(("gpuwb_user_op_errors_total", ("user", "default")),
+                                                0) >= 1)
+        assert samples[("gpuwb_user_op_errors_total", ("user", "default"))] == 1
+        assert float(x.sum()) > 0
     finally:
         session.close()
     with pytest.raises(AuthenticationError):

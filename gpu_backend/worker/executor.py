@@ -64,6 +64,7 @@ class Executor:
         #: set when a fault destroyed the device context: the worker must end
         self.fatal: str | None = None
         self.ops_run = 0
+        self.op_errors = 0   # ops that raised (their errors went to the client)
         self._seq: Any = None
         self._warnings: list[list] = []
         self._hook = codec.ext_hook_for(table.get, table.view_at)
@@ -262,6 +263,7 @@ class Executor:
             if seq is not None:  # an error that names no op cannot be acknowledged: no poison
                 self.poisoned_at = seq
                 self._free_rest(at)
+            self.ops_run += executed   # the ops of the batch before the failing one ran
             return executed, self._error(seq, exc), False
         self.ops_run += executed
         return executed, None, False
@@ -271,6 +273,7 @@ class Executor:
         The session's cuFFT callback blocks are left: the ops after a failed one are not
         run until the client has the error, and a block's exit may be among them."""
         self.device.leave_fft_callbacks()
+        self.op_errors += 1
         name, text = error_name(exc), _message(exc)
         grant = self.device.grant
         if name == "OutOfMemoryError" and grant is not None and grant.refusal:
@@ -284,7 +287,7 @@ class Executor:
         """Cumulative figures for the pool's accounting (usage reports)."""
         self.pacer.harvest()
         return {"device_s": self.pacer.busy, "ops": self.ops_run, "bytes_in": self.bytes_in,
-                "bytes_out": self.bytes_out,
+                "bytes_out": self.bytes_out, "errors": self.op_errors,
                 "peak": max(self.peak_memory, self.device.memory_used())}
 
     def info(self) -> dict:
