@@ -10,6 +10,7 @@ with the reason; it does not skip.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -44,8 +45,11 @@ CELLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def browser():
+@contextlib.contextmanager
+def _chromium():
+    """Debian's chromium under Playwright, for one test. (Not a module fixture: Playwright's
+    sync API keeps its event loop running between calls, and pytest-jupyter's autouse
+    loop fixture, loaded by the server-extension tests, would find and close it.)"""
     try:
         executable = lab_browser.chromium()
         lab_browser.lab_extension_built()
@@ -53,12 +57,14 @@ def browser():
         pytest.fail(str(exc), pytrace=False)
     with playwright.sync_playwright() as p:
         try:
-            chromium = p.chromium.launch(executable_path=executable, headless=True,
-                                         args=lab_browser.CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=executable, headless=True,
+                                        args=lab_browser.CHROMIUM_ARGS)
         except Exception as exc:  # noqa: BLE001 — any launch failure, with its reason
             pytest.fail(f"chromium ({executable}) did not start: {exc}", pytrace=False)
-        yield chromium
-        chromium.close()
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def _clean_env(monkeypatch) -> dict[str, str]:
@@ -80,9 +86,9 @@ def _ops(page) -> int:
     return sum(int(c) for c in cells)
 
 
-def test_lab_shows_the_pool_and_its_numbers_move(browser, tmp_path, monkeypatch):
+def test_lab_shows_the_pool_and_its_numbers_move(tmp_path, monkeypatch):
     env = _clean_env(monkeypatch)
-    with LocalPool(devices="cpu") as pool:
+    with LocalPool(devices="cpu") as pool, _chromium() as browser:
         token_file = tmp_path / "token"
         token_file.write_text(pool.token)
         env.update(GPUWB_POOL=pool.address, GPUWB_TOKEN_FILE=str(token_file))
@@ -142,22 +148,23 @@ def test_lab_shows_the_pool_and_its_numbers_move(browser, tmp_path, monkeypatch)
             lab.close()
 
 
-def test_lab_without_a_pool_says_so(browser, tmp_path, monkeypatch):
+def test_lab_without_a_pool_says_so(tmp_path, monkeypatch):
     env = _clean_env(monkeypatch)
     lab_browser.notebook(tmp_path / "plain.ipynb", ["print('no pool here')"])
     lab = lab_browser.LabServer(tmp_path, env)
     try:
-        page = _open(browser, lab, "plain.ipynb")
-        item = page.locator("[data-gpuwb=status-item]")
-        expect(item).to_have_text("GPU: no pool", timeout=60_000)
-        # the remote-GPU kernel still starts (on an embedded pool the server cannot see)
-        assert page.wait_for_function(KERNEL_IDLE, timeout=120_000).json_value() \
-            == "Python 3 (remote GPU)"
-        item.click()
-        reason = page.locator("#gpuwb-pool-panel [data-gpuwb=reason]")
-        expect(reason).to_contain_text("no pool is configured")
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / "lab-no-pool.png"))
+        with _chromium() as browser:
+            page = _open(browser, lab, "plain.ipynb")
+            item = page.locator("[data-gpuwb=status-item]")
+            expect(item).to_have_text("GPU: no pool", timeout=60_000)
+            # the remote-GPU kernel still starts (on an embedded pool the server cannot see)
+            assert page.wait_for_function(KERNEL_IDLE, timeout=120_000).json_value() \
+                == "Python 3 (remote GPU)"
+            item.click()
+            reason = page.locator("#gpuwb-pool-panel [data-gpuwb=reason]")
+            expect(reason).to_contain_text("no pool is configured")
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "lab-no-pool.png"))
     except Exception:
         print(lab.log())
         raise
