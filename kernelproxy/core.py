@@ -83,8 +83,13 @@ def _accelerators(which: str) -> tuple:
 
 def build_core_modules() -> dict[str, types.ModuleType]:
     """``cupy._core``, ``cupy._core.internal``, ``cupy._core.flags`` (the class of
-    ``ndarray.flags``) and ``cupy._core._accelerator``."""
+    ``ndarray.flags``), ``cupy._core._accelerator`` and ``cupy._core.core`` (where CuPy
+    defines ``ndarray``: code outside CuPy names the class as ``cupy._core.core.ndarray``
+    and ``cupy._core.ndarray``)."""
+    from .ndarray import ndarray   # (ndarray's module imports the pool's helpers, not this)
     core = types.ModuleType("cupy._core")
+    core_core = types.ModuleType("cupy._core.core")
+    core_core.ndarray = ndarray
     internal = types.ModuleType("cupy._core.internal")
     internal.prod = lambda shape: math.prod(shape)
     flags = types.ModuleType("cupy._core.flags")
@@ -96,11 +101,12 @@ def build_core_modules() -> dict[str, types.ModuleType]:
         get, set_ = _accelerators(which)
         accelerator.__dict__.update({get.__name__: get, set_.__name__: set_})
     core.__path__ = []
-    core.__dict__.update(get_size=get_size, internal=internal, flags=flags,
+    core.__dict__.update(get_size=get_size, internal=internal, flags=flags, core=core_core,
+                         ndarray=ndarray,
                          _accelerator=accelerator, create_reduction_func=create_reduction_func,
                          ElementwiseKernel=kernels.ElementwiseKernel,
                          ReductionKernel=kernels.ReductionKernel,
                          **{k: v for k, v in accelerator.__dict__.items()
                             if k.startswith(("get_", "set_"))})
     return {"cupy._core": core, "cupy._core.internal": internal, "cupy._core.flags": flags,
-            "cupy._core._accelerator": accelerator}
+            "cupy._core._accelerator": accelerator, "cupy._core.core": core_core}

@@ -287,6 +287,11 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
     return np.can_cast(_meta_dtype(from_), to, casting)
 
 
+def common_type(*arrays: Any) -> type:
+    """NumPy's rule on the arrays' dtypes (known here), over empty host stand-ins."""
+    return np.common_type(*[np.empty(0, _meta_dtype(a)) for a in arrays])
+
+
 def isscalar(element: Any) -> bool:
     return np.isscalar(element)
 
@@ -398,7 +403,7 @@ def build_modules() -> dict[str, types.ModuleType]:
         asarray=asarray, array=array, ascontiguousarray=ascontiguousarray,
         asfortranarray=asfortranarray, linspace=linspace, asnumpy=asnumpy,
         get_array_module=get_array_module,
-        result_type=result_type, can_cast=can_cast, isscalar=isscalar, ndim=ndim, shape=shape,
+        result_type=result_type, can_cast=can_cast, common_type=common_type, isscalar=isscalar, ndim=ndim, shape=shape,
         size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
         ElementwiseKernel=kernels.ElementwiseKernel, ReductionKernel=kernels.ReductionKernel,
         RawKernel=kernels.RawKernel, ufunc=ufuncs.ufunc, flatiter=flatiter.flatiter,
@@ -473,6 +478,7 @@ def build_modules() -> dict[str, types.ModuleType]:
                          get_default_pinned_memory_pool=cuda.get_default_pinned_memory_pool)
 
     core_modules = build_core_modules()
+    core_modules["cupy._core"].array = cupy.array   # cupy._core.array(obj, dtype, ...)
     util = _UtilModule("cupy._util")   # CuPy's warning class and settings live here
     util.PerformanceWarning = PerformanceWarning
 

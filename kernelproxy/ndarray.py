@@ -169,11 +169,14 @@ def _operator(name: str, args: tuple, session: Any) -> Any:
 
 #: NumPy functions that a remote array answers from its metadata, with the
 #: host helpers of the ``cupy`` module (``numpy.shape(x)``, ``numpy.result_type(x, 1.0)``).
-_HOST_DISPATCH = frozenset("result_type can_cast ndim shape size iscomplexobj isrealobj".split())
+_HOST_DISPATCH = frozenset(
+    "result_type can_cast common_type ndim shape size iscomplexobj isrealobj".split())
 
 #: Scalars ``cupy.ndarray.__array_ufunc__`` accepts as operands (CuPy's ``_scalar.scalar_type_set``):
 #: Python's numeric types and the NumPy scalar types of the dtypes CuPy has.
 _UFUNC_SCALAR_TYPES = frozenset([int, float, bool, complex] + [np.dtype(c).type for c in "?bhilqBHILQefdFD"])
+#: The ufunc methods ``__array_ufunc__`` forwards to the cupy ufunc of the same name.
+_UFUNC_METHODS = frozenset("__call__ outer at reduce accumulate reduceat".split())
 #: Ufuncs whose 0-d NumPy array operands CuPy's ``__array_ufunc__`` turns into Python scalars.
 _COMPARISONS = frozenset("greater greater_equal less less_equal equal not_equal".split())
 
@@ -214,6 +217,15 @@ class ndarray:
     @property
     def shape(self) -> tuple[int, ...]:
         return self._meta()[0]
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        """In place, as CuPy: a view of the same memory, else ``AttributeError``."""
+        from .inplace_shape import view_shape
+        view = self.reshape(view_shape(self.shape, self.strides, self.itemsize, value))
+        session = self._s   # this array takes over the view's handle, the view this one's
+        self._h, view._h, self._m, view._m = view._h, self._h, view._m, self._m
+        session.arrays[self._h], session.arrays[view._h] = _weak(self), _weak(view)
 
     @property
     def dtype(self) -> np.dtype:
@@ -312,6 +324,23 @@ class ndarray:
     def toDlpack(self) -> Any:
         return self.__dlpack__()
 
+    def conj(self) -> "ndarray":
+        """The array itself when its dtype is known here and not complex (CuPy returns
+        ``self``); otherwise the pool's answer (a real array's is then the same memory
+        under a second handle: known only after a round trip, which this does not wait for)."""
+        meta = self._m or self._s.meta.get(self._h)
+        if meta is not None and meta[1].kind != "c":
+            return self
+        return call(self._s, m.KIND_METHOD, "conj", _ARRAY, self, (), {}, "ndarray.conj")
+
+    conjugate = conj
+
+    def tobytes(self, order: str = "C") -> bytes:
+        return self.get().tobytes(order)
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.get())
+
     def _attribute(self, name: str) -> "ndarray":
         return call(self._s, m.KIND_ATTRIBUTE, name, _ARRAY, self, (), {}, f"ndarray.{name}")
 
@@ -325,6 +354,8 @@ class ndarray:
         if order == "F" or (order == "A" and self.flags.f_contiguous and not self.flags.c_contiguous):
             host = np.asfortranarray(host)
         if out is not None:
+            if not (out.flags.c_contiguous or out.flags.f_contiguous):
+                raise RuntimeError("Cannot set to non-contiguous array")
             if out.shape != host.shape:
                 raise ValueError(f"Shape mismatch. Old shape: {out.shape}, new shape: {host.shape}")
             if out.dtype != host.dtype:
@@ -379,7 +410,7 @@ class ndarray:
             from .ufuncs import special_ufunc_name   # (ufuncs imports this module)
             name = special_ufunc_name(name) or name
             want = api.FUNCTIONS.get(name)
-        if method != "__call__" or want not in (_ARRAY, _MULTI):  # MULTI: modf, frexp, divmod
+        if method not in _UFUNC_METHODS or want not in (_ARRAY, _MULTI):  # MULTI: modf, divmod
             return NotImplemented
         operands = inputs
         if "out" in kwargs:
@@ -394,6 +425,10 @@ class ndarray:
         if name in _COMPARISONS:
             inputs = tuple(x.item() if isinstance(x, np.ndarray) and x.ndim == 0 else x
                            for x in inputs)
+        if method != "__call__":   # np.add.outer(x, y) and the like: the cupy ufunc's method
+            from .modules import proxy_cupy
+            target = getattr(getattr(proxy_cupy(), name, None), method, None)
+            return NotImplemented if target is None else target(*inputs, **kwargs)
         return call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs,
                     name if "." in name else f"cupy.{name}")
 
@@ -556,8 +591,30 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     setattr(ndarray, f"__{_dunder}__", _fwd)
     setattr(ndarray, f"__r{_dunder}__", _ref)
     setattr(ndarray, f"__i{_dunder}__", _inp)
-for _name in ("lt", "le", "eq", "ne", "gt", "ge"):
+for _name in ("lt", "le", "gt", "ge"):
     setattr(ndarray, f"__{_name}__", _binary(_name)[0])
+
+
+def _equality(name: str, fill: str):
+    """``==``/``!=`` with CuPy's rule for objects that are neither scalars nor arrays
+    (``None``, ``Ellipsis``, ``object()``: default ``__eq__``): all False (all True for
+    ``!=``) without asking the pool what it cannot be sent."""
+    compare = _binary(name)[0]
+
+    def method(self, other):
+        kind = type(other)
+        if other is None or (kind.__eq__ is object.__eq__
+                             and (name == "eq" or kind.__ne__ is object.__ne__)):
+            return call(self._s, m.KIND_FUNCTION, fill, _ARRAY, None, (self,), {"dtype": bool},
+                        f"operator {_OP_SYMBOLS[name]}")
+        return compare(self, other)
+
+    method.__name__ = f"__{name}__"
+    return method
+
+
+ndarray.__eq__ = _equality("eq", "zeros_like")
+ndarray.__ne__ = _equality("ne", "ones_like")
 
 
 def _method(name: str, want: str):

@@ -220,8 +220,8 @@ CREATION_WITH_SHAPE = frozenset(
 #: ndarray methods, with their return kinds.
 METHODS: dict[str, str] = {}
 METHODS.update(_names("""
-    all any argmax argmin argpartition argsort astype choose clip compress conj conjugate
-    copy cumprod cumsum diagonal dot flatten max mean min prod ravel repeat reshape round
+    all any argmax argmin argpartition argsort astype byteswap choose clip compress conj
+    conjugate copy cumprod cumsum diagonal dot flatten max mean min prod ravel repeat reshape round
     searchsorted squeeze std sum swapaxes take trace transpose var view
 """, ARRAY))
 METHODS.update(_names("fill sort partition put", NONE))
