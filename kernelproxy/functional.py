@@ -1,18 +1,24 @@
 """``cupy.fuse`` and ``cupy.vectorize``: a user's Python function applied to remote arrays.
 
 CuPy compiles such a function into one kernel: ``fuse`` by tracing it with stand-in
-arrays, ``vectorize`` by translating its source with ``cupyx.jit``. Neither may happen
-in the pool, which never runs a client's code and never reads a client's source as
-code. Here the function runs on the client instead, with the remote arrays themselves:
-each operation it performs is forwarded as an ordinary op, queued without a round trip,
-so the results (values, dtypes, in-place updates of arguments) are those of the same
-operations in CuPy. What is not reproduced is the fusion itself: a fused function costs
-one op per operation in it rather than one kernel.
+arrays, ``vectorize`` by translating its source with ``cupyx.jit``.
 
-What CuPy's JIT translates but plain array code cannot express, Python control flow on
-element values (``if x > 0:``, ``max(x, y)``, ``not x``), stops with a
-``NotImplementedError`` that says so, rather than with NumPy's message about the truth
-value of an array.
+``vectorize`` on a GPU pool does what CuPy does: the function's source *text* (a
+``def``, or the ``lambda`` found in its file as CuPy finds it) and the numbers, scalar
+types and modules its global names stand for are sent; the pool checks the text against
+a closed set of constructs and names and has CuPy's JIT translate it to a device
+function (gpu_backend/devices/jit_vectorize.py). The text is never run as Python there.
+So control flow on element values (``if x > 0:``, loops, ``max(x, y)``) works, with
+CuPy's typing rules.
+
+``fuse``, and ``vectorize`` on the NumPy device (no CUDA to translate to), run the
+function on the client instead, with the remote arrays themselves: each operation it
+performs is forwarded as an ordinary op, queued without a round trip, so the results
+(values, dtypes, in-place updates of arguments) are those of the same operations in
+CuPy. What is not reproduced is the fusion itself: a fused function costs one op per
+operation in it rather than one kernel; and control flow on element values stops there
+with a ``NotImplementedError`` that says so, rather than with NumPy's message about the
+truth value of an array.
 """
 
 from __future__ import annotations
@@ -22,8 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+
 from . import modules
 from . import ndarray as nd
+from .function_source import function_source, free_names, returns_tuple
 
 __all__ = ["Fusion", "fuse", "vectorize", "piecewise"]
 
@@ -101,6 +111,24 @@ class vectorize:
     def __call__(self, *args: Any) -> Any:
         if self.otypes is not None:
             raise NotImplementedError("cupy.vectorize does not support `otypes` currently")
+        session = modules.active_session()
+        if session.device.get("kind") == "cupy":
+            return self._translated(session, args)
+        return self._on_the_client(args)
+
+    def _translated(self, session: Any, args: tuple) -> Any:
+        """The pool translates the function's text with CuPy's JIT (see the module)."""
+        definition = getattr(self, "_definition", None)
+        if definition is None:
+            form, source = function_source(self.pyfunc)
+            definition = self._definition = {
+                "name": getattr(self.pyfunc, "__name__", "<lambda>"), "form": form,
+                "source": source, "names": free_names(self.pyfunc, modules.proxy_cupy())}
+            self._want = api.MULTI if returns_tuple(form, source) else api.ARRAY
+        return nd.call(session, m.KIND_KERNEL, "vectorize", self._want, definition, args, {},
+                       f"cupy.vectorize({definition['name']})")
+
+    def _on_the_client(self, args: tuple) -> Any:
         cupy = modules.proxy_cupy()
         arrays = [a for a in args if isinstance(a, nd.ndarray)]
         if not arrays:

@@ -34,6 +34,9 @@ _KERNEL_FIELDS = {
     "simple_reduction": {"name", "ops", "routine", "identity", "preamble", "sort_reduce_axis"},
     "raw": {"code", "name", "options", "backend", "translate_cucomplex", "enable_cooperative_groups",
             "jitify"},
+    # cupy.vectorize: the function's source text, checked and translated by CuPy's JIT
+    # (devices/jit_vectorize.py), never run as Python
+    "vectorize": {"source", "form", "names", "name"},
 }
 
 
@@ -287,6 +290,9 @@ class CupyDevice(Device):
         if kind == "simple_reduction":   # msgpack gives lists where CuPy wants tuples
             return self.cupy._core.create_reduction_func(**{
                 k: _tuples(v) if k in ("ops", "routine") else v for k, v in definition.items()})
+        if kind == "vectorize":
+            from .jit_vectorize import Vectorized
+            return Vectorized(self.cupy, definition)
         return self.cupy.RawKernel(**definition)
 
     def marker(self) -> Any:

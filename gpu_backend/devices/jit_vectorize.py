@@ -1,0 +1,266 @@
+"""``cupy.vectorize`` of a client's function, translated in the pool by CuPy's JIT.
+
+CuPy's ``vectorize`` never runs its function in Python: ``cupyx.jit`` reads the
+function's source, translates it to a CUDA device function and launches it as an
+elementwise kernel. The pool does the same from the source *text* the client sends. The
+text is never executed, imported or compiled as Python: it is parsed (``ast.parse``),
+checked node by node against a closed set (:func:`check_function`), and the checked tree
+is handed to CuPy's translator, which writes CUDA C++ for NVRTC (device code, as for any
+``ElementwiseKernel`` a client sends).
+
+What the function's names can reach is closed too: its parameters and locals, the
+numbers and NumPy scalar types the client sent for its global and closure names, the
+modules ``math``, ``numpy`` and ``cupy`` through public attributes of a few kinds only
+(numeric scalar types, number constants, ``cupy``'s ufuncs, ``math``'s functions but
+the unbounded ones), and the builtins
+``range``, ``len``, ``min``, ``max``, ``abs``, ``bool``, ``int``, ``float``, ``complex``.
+The translator folds expressions of constants by calling these (``math.sqrt(2.0)``):
+the only Python it runs for the client, on numbers, in the client's own session
+process. Powers and shifts are folded only between two literals of bounded size, and
+``math``'s functions whose cost grows with their argument are not offered, so that
+folding cannot be made to run for ever or fill the memory.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ..protocol.codec import CodecError, check_dtype
+
+__all__ = ["VectorizeError", "parse_function", "check_function", "resolve_names", "Vectorized"]
+
+#: Source text longer than this is refused (a function, not a program).
+MAX_SOURCE = 64 * 1024
+#: Nodes in one function's tree.
+MAX_NODES = 20_000
+#: The largest literal exponent or shift count folded between two literals.
+MAX_FOLDED_EXPONENT = 1024
+#: The builtins a function may call (CuPy's JIT knows the first four; the others are
+#: casts or fold on constants).
+BUILTINS = {f.__name__: f for f in (range, len, min, max, abs, bool, int, float, complex)}
+#: Modules the client may name, by the marker it sends.
+MODULES = ("math", "numpy", "cupy")
+
+_STATEMENTS = (ast.Return, ast.Assign, ast.AugAssign, ast.If, ast.While, ast.For, ast.Break,
+               ast.Continue, ast.Pass, ast.Expr)
+_EXPRESSIONS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.Name,
+                ast.Attribute, ast.Constant, ast.Tuple, ast.Subscript)
+_OTHER = (ast.arguments, ast.arg, ast.keyword, ast.Load, ast.Store, ast.operator, ast.unaryop,
+          ast.boolop, ast.cmpop)
+
+
+class VectorizeError(TypeError):
+    """The function uses something the pool does not translate for clients."""
+
+
+def parse_function(source: Any, form: Any) -> ast.FunctionDef:
+    """The function's tree from its text: a ``def`` (decorators dropped: they are not
+    run) or a ``lambda`` expression (as a ``def`` named ``_lambda_kernel``, as CuPy)."""
+    if not isinstance(source, str) or len(source) > MAX_SOURCE:
+        raise VectorizeError(f"a vectorized function's source must be text of at most "
+                             f"{MAX_SOURCE} characters")
+    try:
+        if form == "lambda":
+            node = ast.parse(source, mode="eval").body
+            if not isinstance(node, ast.Lambda):
+                raise VectorizeError("expected a lambda expression")
+            tree = ast.FunctionDef(name="_lambda_kernel", args=node.args,
+                                   body=[ast.Return(node.body)], decorator_list=[], returns=None,
+                                   type_params=[])
+        elif form == "def":
+            module = ast.parse(source)
+            if len(module.body) != 1 or not isinstance(module.body[0], ast.FunctionDef):
+                raise VectorizeError("expected the source of one function (def)")
+            tree = module.body[0]
+            tree.decorator_list = []
+            tree.returns = None
+        else:
+            raise VectorizeError(f"unknown function form {form!r}")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise VectorizeError(f"the function's source does not parse: {exc}") from None
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        tree.body = body[1:] or [ast.Pass()]   # the docstring
+    return ast.fix_missing_locations(tree)
+
+
+def resolve_names(consts: Any, cupy: Any) -> dict[str, Any]:
+    """The values of the function's free names: the client's numbers and scalar types,
+    the named modules, the allowed builtins."""
+    if not isinstance(consts, dict):
+        raise VectorizeError("the function's names must be a map")
+    modules = {"math": math, "numpy": np, "cupy": cupy}
+    names: dict[str, Any] = dict(BUILTINS)
+    for name, value in consts.items():
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("__"):
+            raise VectorizeError(f"bad name {name!r}")
+        if isinstance(value, dict) and set(value) == {"module"} and value["module"] in MODULES:
+            names[name] = modules[value["module"]]
+        elif isinstance(value, dict) and set(value) == {"type"}:
+            names[name] = _numeric_type(value["type"])
+        elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+            names[name] = value
+        else:
+            raise VectorizeError(f"{name} is a {type(value).__name__}: a vectorized function's "
+                                 "global names may be numbers, NumPy scalar types, math, "
+                                 "numpy or cupy")
+    return names
+
+
+#: math functions never folded for a client: their cost grows without bound with the
+#: argument (factorial(10**8)) or they take iterables.
+_MATH_REFUSED = frozenset("factorial comb perm prod fsum sumprod".split())
+
+
+def _allowed_attribute(module: Any, attr: str, cupy: Any) -> bool:
+    """Numbers, numeric scalar types; math's functions; cupy's ufuncs (translated to
+    device code). numpy's ufuncs would only fold constants in the pool: not offered."""
+    if attr.startswith("_") or not hasattr(module, attr):
+        return False
+    value = getattr(module, attr)
+    if isinstance(value, float):
+        return True
+    if module is math:
+        return type(value) is type(math.sqrt) and attr not in _MATH_REFUSED
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return True
+    return module is cupy and cupy is not None and isinstance(value, cupy.ufunc)
+
+
+def _is_dtype_call(node: ast.AST, names: dict[str, Any]) -> bool:
+    """``numpy.dtype(...)`` or ``cupy.dtype(...)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "dtype" and isinstance(node.func.value, ast.Name)):
+        return False
+    module = names.get(node.func.value.id)
+    return isinstance(module, type(math)) and module.__name__ in ("numpy", "cupy")
+
+
+def _maybe_constant(node: ast.AST, names: dict[str, Any]) -> bool:
+    """Whether the translator may fold *node* (every name in it is one of the free names)."""
+    return all(n.id in names for n in ast.walk(node) if isinstance(n, ast.Name))
+
+
+def _literal_number(node: ast.AST) -> float | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if isinstance(node, ast.Constant) and isinstance(node.value, numbers.Number):
+        return abs(node.value)
+    return None
+
+
+def check_function(tree: ast.FunctionDef, names: dict[str, Any], cupy: Any) -> None:
+    """Refuse anything outside the closed set of nodes and names (see the module)."""
+    args = tree.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+        raise VectorizeError("a vectorized function takes plain positional parameters only")
+    count = 0
+    dtype_specs: set[int] = set()   # string constants given to numpy/cupy.dtype(...)
+    for node in ast.walk(tree):
+        count += 1
+        if count > MAX_NODES:
+            raise VectorizeError(f"the function has more than {MAX_NODES} syntax nodes")
+        if node is tree:
+            continue
+        if not isinstance(node, _STATEMENTS + _EXPRESSIONS + _OTHER):
+            raise VectorizeError(f"{type(node).__name__} is not translated for a remote GPU "
+                                 "(line {})".format(getattr(node, "lineno", "?")))
+        if isinstance(node, ast.Constant) and not (
+                node.value is None or isinstance(node.value, (bool, int, float, complex))
+                or id(node) in dtype_specs):
+            raise VectorizeError(f"a {type(node.value).__name__} constant is not translated")
+        if _is_dtype_call(node, names):   # numpy.dtype('f').type: folded by the translator
+            if node.keywords or len(node.args) != 1 or not isinstance(node.args[0], (ast.Name, ast.Constant)):
+                raise VectorizeError(f"{ast.unparse(node)}: dtype() takes one name or type code here")
+            if isinstance(node.args[0], ast.Constant):
+                _numeric_type(node.args[0].value)   # a numeric type code, never a structure
+                dtype_specs.add(id(node.args[0]))
+        if isinstance(node, ast.Name) and node.id.startswith("__"):
+            raise VectorizeError(f"the name {node.id} is not available")
+        if isinstance(node, ast.Attribute) and node.attr == "type" and _is_dtype_call(node.value, names):
+            continue
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            module = names.get(base.id) if isinstance(base, ast.Name) else None
+            if not isinstance(module, type(math)) or not (
+                    _allowed_attribute(module, node.attr, cupy)
+                    or (node.attr == "dtype" and module is not math)):
+                raise VectorizeError(f"{ast.unparse(node)} is not available in a vectorized "
+                                     "function (math's functions, and numeric types, ufuncs "
+                                     "and constants of numpy and cupy are)")
+        if isinstance(node, ast.Call) and not isinstance(node.func, (ast.Name, ast.Attribute)):
+            raise VectorizeError(f"{ast.unparse(node.func)} cannot be called here")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in names and node.func.id not in BUILTINS:
+            value = names[node.func.id]
+            if not (isinstance(value, type) and issubclass(value, np.generic)):
+                raise VectorizeError(f"{node.func.id} cannot be called here")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.LShift)) \
+                and _maybe_constant(node.left, names) and _maybe_constant(node.right, names):
+            base, exponent = _literal_number(node.left), _literal_number(node.right)
+            if base is None or exponent is None or exponent > MAX_FOLDED_EXPONENT \
+                    or base > 2 ** 64:
+                raise VectorizeError(f"{ast.unparse(node)}: powers and shifts of constants are "
+                                     "folded only between literals (exponent at most "
+                                     f"{MAX_FOLDED_EXPONENT}); write the value")
+
+
+def _numeric_type(spec: Any) -> type:
+    try:
+        return check_dtype(spec).type
+    except CodecError as exc:
+        raise VectorizeError(str(exc)) from None
+
+
+def _input_type(arg: Any) -> str:
+    return arg.dtype.char if hasattr(arg, "dtype") else np.dtype(type(arg)).char
+
+
+class Vectorized:
+    """One vectorized function in a session: a kernel per tuple of input types, built as
+    ``cupy.vectorize`` builds it, from the checked tree."""
+
+    def __init__(self, cupy: Any, definition: dict) -> None:
+        unknown = set(definition) - {"source", "form", "names", "name"}
+        if unknown:
+            raise TypeError(f"unexpected vectorize fields: {sorted(unknown)}")
+        self.cupy = cupy
+        self.source = definition.get("source")
+        self.tree = parse_function(self.source, definition.get("form"))
+        self.names = resolve_names(definition.get("names", {}), cupy)
+        check_function(self.tree, self.names, cupy)
+        self.kernels: dict[str, Any] = {}
+
+    def __call__(self, *args: Any) -> Any:
+        itypes = "".join(_input_type(a) for a in args)
+        kernel = self.kernels.get(itypes)
+        if kernel is None:
+            kernel = self.kernels[itypes] = self._build(itypes)
+        return kernel(*args)
+
+    def _build(self, itypes: str) -> Any:
+        try:   # CuPy's translator (its internals: the pool's CuPy version is the one tested)
+            from cupyx.jit import _compile, _cuda_types
+            generated = _compile.Generated()
+            transpile = _compile._transpile_function
+        except (ImportError, AttributeError) as exc:
+            raise NotImplementedError(f"this pool's CuPy has no JIT translator for "
+                                      f"cupy.vectorize ({exc})") from None
+        in_types = tuple(_cuda_types.Scalar(t) for t in itypes)
+        name = self.tree.name
+        code, env = transpile(self.tree, name, "__device__", "numpy", self.names, in_types, None,
+                              generated, source=self.source)
+        generated.add_code(code)
+        preamble = '#include "cupy/float16.cuh"\n' + "\n".join(generated.codes)
+        in_params = ", ".join(f"{t.dtype} in{i}" for i, t in enumerate(in_types))
+        call = f"{name}({', '.join(f'in{i}' for i in range(len(in_types)))})"
+        out_params, body = self.cupy.vectorize._get_body(env.ret_type, call)
+        return self.cupy.ElementwiseKernel(in_params, out_params, body, "cupy_vectorize",
+                                           preamble=preamble,
+                                           options=("-DCUPY_JIT_MODE", "--std=c++17"))
