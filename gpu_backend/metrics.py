@@ -78,8 +78,9 @@ class PoolCollector:
             yield family
         device_time = CounterMetricFamily("gpuwb_device_seconds", "device time of all sessions "
                                           "on the device since the pool started", labels=["device"])
-        for name, seconds in snap.get("device_seconds", {}).items():
-            device_time.add_metric([name], seconds)
+        used = snap.get("device_seconds", {})
+        for name in sorted({d["device"] for d in status.get("devices", [])} | set(used)):
+            device_time.add_metric([name], used.get(name, 0.0))   # 0 until first used
         yield device_time
         requests = CounterMetricFamily("gpuwb_requests", "front-door requests by type",
                                        labels=["type"])

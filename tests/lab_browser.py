@@ -52,7 +52,7 @@ def chromium() -> str:
     log = []
     for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends",
                                             "chromium"]):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=480)
         log.append(done.stdout[-2000:] + done.stderr[-2000:])
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{log[-1]}")
@@ -64,11 +64,17 @@ def chromium() -> str:
 
 
 def lab_extension_built() -> None:
-    """Fail with the reason when the wheel's prebuilt Lab extension is not installed."""
-    if not (LAB_EXTENSION / "package.json").is_file():
+    """Fail with the reason when the prebuilt Lab extension is not installed, or when the
+    installed copy is not the latest build (an editable install copies it once)."""
+    installed = LAB_EXTENSION / "package.json"
+    if not installed.is_file():
         raise RuntimeError(
             f"the JupyterLab extension is not installed at {LAB_EXTENSION}: the install "
             "could not build it (it needs Node.js and npm; see labextension/README.md)")
+    built = Path(__file__).resolve().parents[1] / "workbench" / "labextension" / "package.json"
+    if built.is_file() and built.read_bytes() != installed.read_bytes():
+        raise RuntimeError(f"the installed JupyterLab extension ({LAB_EXTENSION}) is older than "
+                           f"the build in {built.parent}: run pip install -e . again")
 
 
 def free_port() -> int:
@@ -99,7 +105,9 @@ class LabServer:
         self.port, self.token = free_port(), "browser-test-token"
         self.root = root
         home = root / ".home"
-        home.mkdir(exist_ok=True)
+        settings = home / ".jupyter" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True, exist_ok=True)   # no news toast over the page
+        (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
         self.log_path = root / "lab.log"
         child_env = {**os.environ, **env, "HOME": str(home),
                      "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
@@ -109,12 +117,16 @@ class LabServer:
                 "--ip=127.0.0.1", "--allow-root", f"--IdentityProvider.token={self.token}",
                 f"--ServerApp.root_dir={root}", "--LabApp.extension_manager=readonly",
                 "--LabApp.expose_app_in_browser=True",          # the test runs Lab's commands
-                "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                 *extension_args]
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(args, env=child_env, stdout=self._log, stderr=subprocess.STDOUT,
                                         cwd=root)
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.close()   # no server (nor its kernels) left behind
+            raise
 
     @property
     def url(self) -> str:

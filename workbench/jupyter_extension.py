@@ -129,8 +129,9 @@ class GpuWorkbench(ExtensionApp):
                               "GPUWB_SERVER_KEY(_FILE), then the known-pools file)")
     poll_interval = Float(2.0, config=True, help="seconds between status requests")
     poll_timeout = Float(5.0, config=True, help="seconds to wait for the pool's answer")
-    history_s = Int(300, config=True, help="seconds of per-user device time kept for the "
-                                            "Lab panel's chart (at most 600)")
+    history_s = Int(300, min=1, max=600, config=True,
+                    help="seconds of per-user device time asked for the Lab panel's chart "
+                         "(the pool keeps 600)")
     watcher: PoolWatcher | None = None
 
     def initialize_settings(self) -> None:

@@ -273,7 +273,8 @@ class Executor:
         The session's cuFFT callback blocks are left: the ops after a failed one are not
         run until the client has the error, and a block's exit may be among them."""
         self.device.leave_fft_callbacks()
-        self.op_errors += 1
+        if seq is not None:   # an op's own error (a malformed batch names no op)
+            self.op_errors += 1
         name, text = error_name(exc), _message(exc)
         grant = self.device.grant
         if name == "OutOfMemoryError" and grant is not None and grant.refusal:

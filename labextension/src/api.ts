@@ -14,7 +14,8 @@ export interface DeviceInfo {
 
 export interface DeviceRow {
   device: string;
-  info: DeviceInfo;
+  /** Empty until the device's first worker has said hello. */
+  info: Partial<DeviceInfo>;
   sessions: number;
   memory_used: number;
 }

@@ -56,13 +56,19 @@ export class CatalogBrowser extends Widget {
   private async refresh(): Promise<void> {
     const query = this.search.value.trim();
     let systems = this.all;
+    this.message.textContent = '';
     if (query) {
-      const { status, body } = await getJSON<CatalogBody & { error?: string }>(['catalog'], { q: query });
-      if (query !== this.search.value.trim()) {
-        return; // a newer search is on its way
+      try {
+        const { status, body } = await getJSON<CatalogBody & { error?: string }>(['catalog'], { q: query });
+        if (query !== this.search.value.trim()) {
+          return; // a newer search is on its way
+        }
+        systems = status === 200 ? body.systems : [];
+        this.message.textContent = status === 200 ? '' : (body.error ?? `the server answered ${status}`);
+      } catch (exc) {
+        systems = [];
+        this.message.textContent = `The search failed: ${exc instanceof Error ? exc.message : exc}`;
       }
-      systems = status === 200 ? body.systems : [];
-      this.message.textContent = status === 200 ? '' : (body.error ?? '');
     }
     systems = systems.filter(
       s => (!this.category.value || s.category === this.category.value) && (!this.kind.value || s.kind === this.kind.value)
@@ -87,7 +93,9 @@ export class CatalogBrowser extends Widget {
       h(
         'li',
         {},
-        h('a', { href: link.url, target: '_blank', rel: 'noopener noreferrer', title: link.url }, link.kind),
+        webAddress(link.url)
+          ? h('a', { href: link.url, target: '_blank', rel: 'noopener noreferrer', title: link.url }, link.kind)
+          : link.kind,
         ` · ${host(link.url)}`,
         link.note ? ` — ${link.note}` : ''
       )
@@ -119,6 +127,15 @@ export class CatalogBrowser extends Widget {
   private readonly list: HTMLElement;
   private readonly card: HTMLElement;
   private readonly message: HTMLElement;
+}
+
+/** Only http(s) addresses become links (the catalogue checks them too). */
+function webAddress(url: string): boolean {
+  try {
+    return ['http:', 'https:'].includes(new URL(url).protocol);
+  } catch {
+    return false;
+  }
 }
 
 function host(url: string): string {

@@ -8,10 +8,11 @@ export function gib(bytes: number | null | undefined, digits = 1): string {
     return '–';
   }
   const value = bytes / GiB;
-  if (value === 0 || value >= 10) {
-    return value.toFixed(0);
+  if (value === 0) {
+    return '0';
   }
-  return value.toFixed(value < 0.1 ? Math.max(digits, 2) : digits); // 32 MiB is 0.03, not 0.0
+  const text = value.toFixed(value < 0.1 ? Math.max(digits, 2) : digits); // 32 MiB is 0.03
+  return Number(text) >= 10 ? value.toFixed(0) : text; // 9.96 is 10, not 10.0
 }
 
 export function percent(fraction: number | null | undefined): string {
@@ -26,6 +27,11 @@ export function seconds(value: number): string {
     return `${Math.floor(value / 60)} min`;
   }
   return `${(value / 3600).toFixed(1)} h`;
+}
+
+/** A device's name, or its id until its worker has said hello. */
+export function deviceName(device: DeviceRow): string {
+  return device.info.name ?? device.device;
 }
 
 /** "NVIDIA H100 80GB HBM3" → "H100"; "NumPy (host CPU)" → "NumPy". */
@@ -44,12 +50,18 @@ export function yourRow(status: PoolStatus, device: string): UserRow | undefined
   return status.users.find(u => u.user === status.you && u.device === device);
 }
 
-/** The user's memory over all their sessions, and the limit it counts against. */
+/**
+ * Your memory and what it counts against: with a quota, all your sessions' memory (every
+ * device) against it; without one, your memory on *device* against that device's size.
+ */
 export function yourMemory(status: PoolStatus, device: DeviceRow | undefined): [number, number | null] {
   const rows = status.users.filter(u => u.user === status.you);
-  const used = rows.reduce((sum, u) => sum + (u.memory_used || 0), 0);
-  const quota = rows.find(u => u.memory_quota !== null)?.memory_quota ?? null;
-  return [used, quota ?? device?.info.memory_total ?? null];
+  const quota = rows.find(u => u.memory_quota !== null && u.memory_quota !== undefined)?.memory_quota ?? null;
+  if (quota !== null) {
+    return [rows.reduce((sum, u) => sum + (u.memory_used || 0), 0), quota];
+  }
+  const here = rows.find(u => u.device === device?.device);
+  return [here?.memory_used ?? 0, device?.info.memory_total ?? null];
 }
 
 export interface Summary {
@@ -64,12 +76,16 @@ export function summarize(body: StatusBody | null, error: string | null): Summar
     return { text: 'GPU: unavailable', title: error ?? 'no answer yet', state: 'unavailable' };
   }
   switch (body.state) {
+    case 'ok':
+      break;
     case 'none':
       return { text: 'GPU: no pool', title: body.message ?? 'no pool is configured', state: 'none' };
     case 'starting':
       return { text: 'GPU: connecting…', title: `asking the pool at ${body.pool}`, state: 'starting' };
     case 'down':
       return { text: 'GPU: pool down', title: `${body.pool}: ${body.error}`, state: 'down' };
+    default:
+      return { text: 'GPU: unavailable', title: `an unexpected answer: ${body.state}`, state: 'unavailable' };
   }
   const status = body.status as PoolStatus;
   const device = yourDevice(status);
@@ -79,9 +95,9 @@ export function summarize(body: StatusBody | null, error: string | null): Summar
   const row = yourRow(status, device.device);
   const [used, limit] = yourMemory(status, device);
   const memory = limit === null ? `${gib(used)} GiB` : `${gib(used)}/${gib(limit)} GiB`;
-  const text = `GPU: ${shortName(device.info.name)} · share ${percent(row?.share ?? 0)} · ${memory}`;
+  const text = `GPU: ${shortName(deviceName(device))} · share ${percent(row?.share ?? 0)} · ${memory}`;
   const title =
-    `${device.info.name} (${device.device}) at ${body.pool}\n` +
+    `${deviceName(device)} (${device.device}) at ${body.pool}\n` +
     `you: ${status.you}, weight ${row?.weight ?? 1}, target share ${percent(row?.target_share)}, ` +
     `measured over the last 10 s ${percent(row?.share ?? 0)}\n` +
     `your memory ${gib(used, 2)} GiB${limit === null ? '' : ` of ${gib(limit, 2)} GiB`}; ` +

@@ -3,7 +3,7 @@
  * its devices, per-user shares and your sessions, and the research catalogue in a tab.
  * Everything comes from the server extension's /gpuwb/api endpoints.
  */
-import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -27,11 +27,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: 'gpu-workbench:plugin',
   description: 'The GPU pool and the research catalogue in JupyterLab',
   autoStart: true,
-  optional: [IStatusBar, ICommandPalette],
+  optional: [IStatusBar, ICommandPalette, ILayoutRestorer],
   activate: (
     app: JupyterFrontEnd,
     statusBar: IStatusBar | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
   ) => {
     const model = new PoolModel();
     let catalog: MainAreaWidget<CatalogBrowser> | null = null;
@@ -52,6 +53,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const panel = new PoolPanel(model, () => void app.commands.execute(COMMANDS.catalog));
     panel.title.icon = gpuIcon;
     app.shell.add(panel, 'left', { rank: 900 });
+    restorer?.add(panel, panel.id);   // open again after a reload if it was open
     app.commands.addCommand(COMMANDS.panel, {
       label: 'GPU Workbench: Show the GPU Pool',
       execute: () => app.shell.activateById(panel.id)

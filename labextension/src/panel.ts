@@ -3,12 +3,13 @@
  * minutes (a live chart), the users with weights, targets and measured shares, and your
  * sessions. It shows why when there is no pool to show.
  */
+import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { PoolStatus } from './api';
 import { COLOURS, shareChart } from './chart';
 import { h, table } from './dom';
-import { gib, percent, seconds, summarize, yourDevice } from './format';
+import { deviceName, gib, percent, seconds, summarize, yourDevice } from './format';
 import { PoolModel } from './model';
 
 export class PoolPanel extends Widget {
@@ -21,7 +22,20 @@ export class PoolPanel extends Widget {
     this.render();
   }
 
+  /** The chart's history is asked for only while the panel is shown. */
+  protected onAfterShow(msg: Message): void {
+    this.model.wantHistory = true;
+    this.render();
+  }
+
+  protected onAfterHide(msg: Message): void {
+    this.model.wantHistory = false;
+  }
+
   render(): void {
+    if (!this.isVisible) {
+      return; // drawn when shown
+    }
     const { body, error } = this.model;
     const summary = summarize(body, error);
     const header = h(
@@ -32,6 +46,9 @@ export class PoolPanel extends Widget {
       h('button', { class: 'jp-mod-styled jp-mod-accept gpuwb-catalog-button', 'data-gpuwb': 'open-catalog' }, 'Research catalogue')
     );
     (header.querySelector('button') as HTMLElement).onclick = this.openCatalog;
+    const focused = this.node.contains(document.activeElement)
+      ? (document.activeElement as HTMLElement).dataset.gpuwb
+      : undefined;
     const status = body?.status ?? body?.last_status;
     const parts: Array<Node> = [header];
     if (summary.state !== 'ok' || status === undefined) {
@@ -41,6 +58,9 @@ export class PoolPanel extends Widget {
       parts.push(...this.sections(status, body?.pool ?? ''));
     }
     this.node.replaceChildren(...parts);
+    if (focused) {   // the redraw keeps the keyboard where it was
+      (this.node.querySelector(`[data-gpuwb="${focused}"]`) as HTMLElement | null)?.focus();
+    }
   }
 
   private sections(status: PoolStatus, pool: string): Node[] {
@@ -53,7 +73,7 @@ export class PoolPanel extends Widget {
         key: d.device,
         mark: d.device === device?.device,
         cells: [
-          h('span', { title: d.device }, d.info.name),
+          h('span', { title: d.device }, deviceName(d)),
           String(d.sessions),
           d.info.memory_total ? `${gib(d.memory_used)} / ${gib(d.info.memory_total)}` : gib(d.memory_used, 2)
         ]
@@ -67,20 +87,23 @@ export class PoolPanel extends Widget {
       .map((u, k) => h('span', { class: 'gpuwb-legend' }, h('i', { style: `background:${COLOURS[k % COLOURS.length]}` }), u === you ? `${u} (you)` : u));
     const userTable = table(
       'users',
-      ['User', 'Wt', 'Target', 'Share', 'Queue', 'GiB'],
+      ['User', 'Weight', 'Share (target)', 'Queue', 'GiB'],
       users.map(u => ({
         key: u.user,
         mark: u.user === you,
         cells: [
           u.user === you ? `${u.user} (you)` : u.user,
-          h('span', { title: 'weight' }, String(u.weight)),
-          percent(u.target_share),
-          h('span', { title: 'measured over the last 10 s' }, percent(u.share)),
+          String(u.weight),
+          h(
+            'span',
+            { title: 'measured over the last 10 s (the target by weight, among users with work)' },
+            `${percent(u.share)} (${percent(u.target_share)})`
+          ),
           h('span', { title: 'ops waiting for the device' }, String(u.waiting)),
           u.memory_quota === null ? gib(u.memory_used, 2) : `${gib(u.memory_used, 2)}/${gib(u.memory_quota)}`
         ]
       })),
-      [1, 2, 3, 4, 5],
+      [1, 2, 3, 4],
       'no users on this device'
     );
     const mine = status.sessions.filter(s => s.user === you);
@@ -108,7 +131,7 @@ export class PoolPanel extends Widget {
       h('p', { class: 'gpuwb-meta' }, `${pool} · policy ${status.policy} · you are ${you}`),
       h('h3', {}, 'Devices'),
       devices,
-      h('h3', {}, `Shares of ${device?.info.name ?? 'the device'}`),
+      h('h3', {}, `Shares of ${device ? deviceName(device) : 'the device'}`),
       h('div', { 'data-gpuwb': 'chart' }, shareChart(history, you), h('div', {}, ...legend)),
       h('h3', {}, 'Users'),
       userTable,

@@ -9,7 +9,15 @@ export class PoolStatusItem extends Widget {
     super();
     this.addClass('gpuwb-statusbar');
     this.node.dataset.gpuwb = 'status-item';
+    this.node.setAttribute('role', 'button');
+    this.node.tabIndex = 0;
     this.node.addEventListener('click', onClick);
+    this.node.addEventListener('keydown', event => {
+      if (event.key === 'Enter' || event.key === ' ') {
+        event.preventDefault();
+        onClick();
+      }
+    });
     model.changed.connect(this.render, this);
     this.render();
   }
