@@ -120,6 +120,13 @@ def test_the_pool_refuses_what_it_does_not_translate(source, why):
         _checked(source, "def", consts)
 
 
+def test_real_and_imag_of_values_only():
+    _checked("def f(z):\n    return z.real + (z * 2).imag", "def")
+    for attr in ("conj", "__class__", "dtype"):
+        with pytest.raises(VectorizeError):
+            _checked(f"def f(z):\n    return z.{attr}", "def")
+
+
 def test_dtype_type_codes_fold_as_in_cupy():
     _checked("def f(x):\n    return np.dtype('f').type(x) + np.float64(1)", "def",
              {"np": {"module": "numpy"}})

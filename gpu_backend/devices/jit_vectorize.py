@@ -113,6 +113,8 @@ def resolve_names(consts: Any, cupy: Any) -> dict[str, Any]:
     return names
 
 
+#: Attributes of values (parameters, locals, expressions) that the translator offers.
+_VALUE_ATTRIBUTES = frozenset({"real", "imag"})
 #: math functions never folded for a client: their cost grows without bound with the
 #: argument (factorial(10**8)) or they take iterables.
 _MATH_REFUSED = frozenset("factorial comb perm prod fsum sumprod".split())
@@ -185,6 +187,9 @@ def check_function(tree: ast.FunctionDef, names: dict[str, Any], cupy: Any) -> N
             raise VectorizeError(f"the name {node.id} is not available")
         if isinstance(node, ast.Attribute) and node.attr == "type" and _is_dtype_call(node.value, names):
             continue
+        if isinstance(node, ast.Attribute) and node.attr in _VALUE_ATTRIBUTES \
+                and not isinstance(names.get(getattr(node.value, "id", None)), type(math)):
+            continue   # x.real, (x * y).imag: the translator's own scalar attributes
         if isinstance(node, ast.Attribute):
             base = node.value
             module = names.get(base.id) if isinstance(base, ast.Name) else None
