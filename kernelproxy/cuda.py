@@ -519,6 +519,9 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     stream.__dict__.update(Stream=Stream, Event=Event, get_current_stream=get_current_stream,
                            get_elapsed_time=get_elapsed_time)
     # CUB and cuTENSOR run in the pool, chosen by the pool: nothing of them is the client's
+    # the pool compiles kernels (NVRTC, in the session's process): code that imports the
+    # module finds it; what it names says it is not forwarded
+    compiler = ForwardingModule("cupy.cuda.compiler")
     cub = ForwardingModule("cupy.cuda.cub")
     cutensor = ForwardingModule("cupy.cuda.cutensor")
     cub.available = cutensor.available = False
@@ -526,7 +529,7 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     cuda.__dict__.update(
         __path__=[], __package__="cupy.cuda",
         runtime=runtime, driver=driver, memory=memory, pinned_memory=pinned, device=device,
-        stream=stream, cub=cub, cutensor=cutensor,
+        stream=stream, cub=cub, cutensor=cutensor, compiler=compiler,
         Device=Device, Stream=Stream, Event=Event, get_current_stream=get_current_stream,
         get_elapsed_time=get_elapsed_time, get_device_id=get_device_id,
         MemoryPool=MemoryPool, PinnedMemoryPool=PinnedMemoryPool,
@@ -553,6 +556,7 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
         "cupy.cuda": cuda, "cupy.cuda.runtime": runtime, "cupy.cuda.driver": driver,
         "cupy.cuda.memory": memory, "cupy.cuda.pinned_memory": pinned,
         "cupy.cuda.device": device, "cupy.cuda.stream": stream, "cupy.cuda.cub": cub,
+        "cupy.cuda.compiler": compiler,
         "cupy.cuda.cutensor": cutensor,
         "cupy_backends": backends, "cupy_backends.cuda": backends_cuda,
         "cupy_backends.cuda.api": backends_api, "cupy_backends.cuda.stream": backends_stream,

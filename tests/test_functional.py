@@ -99,6 +99,7 @@ def test_vectorize_broadcasts_constants_and_tuples(cp):
     np.testing.assert_array_equal(hi.get(), np.broadcast_to(np.arange(4) + 1, (2, 4)))
 
 
+@pytest.mark.skipif(not POOL_RUNS_NUMPY, reason="a GPU pool translates it (test_jit_vectorize.py)")
 def test_vectorize_control_flow_on_elements_says_it_needs_the_jit(cp):
     def relu(x):
         return x if x > 0 else 0
