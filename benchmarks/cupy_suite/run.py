@@ -23,6 +23,7 @@ of a side's time is CuPy compiling kernels on one core, which N processes share 
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures
 import json
 import os
@@ -52,10 +53,40 @@ def local_cupy_version() -> str | None:
         return None
 
 
+def _test_items(path: str, methods: bool) -> list[tuple[int, str]] | None:
+    """A module's top-level test classes (with *methods*: their test methods,
+    ``Class::method``) with their source sizes; None when the module has top-level test
+    functions or classes under ``testing.parameterize`` (which renames them): it then
+    runs whole."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    if any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
+           or isinstance(node, ast.ClassDef)
+           and any("parameterize" in ast.unparse(d) for d in node.decorator_list)
+           for node in tree.body):
+        return None
+    items = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            tests = [(len(ast.get_source_segment(text, f) or ""), f"{node.name}::{f.name}")
+                     for f in node.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test")]
+            if methods and tests:
+                items.extend(tests)
+            else:
+                items.append((len(ast.get_source_segment(text, node) or ""), node.name))
+    return items or None
+
+
 def shard_modules(source: str, paths: list[str], jobs: int) -> list[list[str]]:
     """*paths* (folders or test modules under tests/) split into at most *jobs* lists of
     test modules of about equal size, largest first (a module's size stands for its run
-    time)."""
+    time). With fewer modules than jobs, modules made of test classes only are split
+    into their classes (``module::Class``), then, if still fewer, their test methods, so that a folder of one slow module (CuPy's
+    ``vectorize`` tests compile a kernel per dtype) still runs on all the shards."""
     modules = []
     for path in paths:
         top = os.path.join(source, "tests", path)
@@ -67,6 +98,15 @@ def shard_modules(source: str, paths: list[str], jobs: int) -> list[list[str]]:
                     full = os.path.join(folder, name)
                     modules.append((os.path.getsize(full),
                                     os.path.relpath(full, os.path.join(source, "tests"))))
+    if len(modules) < jobs:   # classes, or their methods if there are still too few
+        for methods in (False, True):
+            split = []
+            for size, module in modules:
+                items = _test_items(os.path.join(source, "tests", module), methods)
+                split.extend([(n, f"{module}::{i}") for n, i in items] if items else [(size, module)])
+            if len(split) >= jobs or methods:
+                modules = split
+                break
     shards: list[list] = [[0, []] for _ in range(max(1, min(jobs, len(modules))))]
     for size, module in sorted(modules, reverse=True):
         lightest = min(shards, key=lambda shard: shard[0])
