@@ -287,6 +287,12 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
     return np.can_cast(_meta_dtype(from_), to, casting)
 
 
+def make_aligned_dtype(dtype: Any, *, alignment: int = -1, recurse: bool = True) -> np.dtype:
+    """CuPy's GPU layout of a structured dtype, computed by the pool's CuPy; the dtype is
+    made here first (NumPy parses ``"?,c8"`` on the client, never in the pool)."""
+    return forwarded("make_aligned_dtype")(np.dtype(dtype), alignment=alignment, recurse=recurse)
+
+
 def common_type(*arrays: Any) -> type:
     """NumPy's rule on the arrays' dtypes (known here), over empty host stand-ins."""
     return np.common_type(*[np.empty(0, _meta_dtype(a)) for a in arrays])
@@ -403,7 +409,8 @@ def build_modules() -> dict[str, types.ModuleType]:
         asarray=asarray, array=array, ascontiguousarray=ascontiguousarray,
         asfortranarray=asfortranarray, linspace=linspace, asnumpy=asnumpy,
         get_array_module=get_array_module,
-        result_type=result_type, can_cast=can_cast, common_type=common_type, isscalar=isscalar, ndim=ndim, shape=shape,
+        result_type=result_type, can_cast=can_cast, common_type=common_type,
+        make_aligned_dtype=make_aligned_dtype, isscalar=isscalar, ndim=ndim, shape=shape,
         size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
         ElementwiseKernel=kernels.ElementwiseKernel, ReductionKernel=kernels.ReductionKernel,
         RawKernel=kernels.RawKernel, ufunc=ufuncs.ufunc, flatiter=flatiter.flatiter,

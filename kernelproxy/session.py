@@ -244,12 +244,12 @@ class Session:
     def upload(self, host: np.ndarray, out: int) -> int:
         """Queue an upload of *host* into handle *out* and send it now, zero-copy."""
         data = host if host.flags.c_contiguous else host.copy(order="C")
-        if data.dtype.kind not in codec.ALLOWED_KINDS:
+        if not codec.device_dtype(data.dtype):
             raise TypeError(f"Unsupported dtype {data.dtype}")
         if self.stream_threshold is not None and data.nbytes > self.stream_threshold:
             return self._upload_streamed(data, out)
-        seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, data.dtype.str, None, [list(data.shape)],
-                          label="upload")
+        seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
+                          [list(data.shape)], label="upload")
         self._payload.append(data if data.nbytes >= INLINE_BYTES else data.tobytes())
         self.flush(wait_sent=data.nbytes >= INLINE_BYTES)
         return seq
@@ -259,7 +259,7 @@ class Session:
         flat = data.reshape(-1).view(np.uint8)
         step = self.stream_chunk_bytes
         chunks = -(-flat.size // step)
-        seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, data.dtype.str, None,
+        seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
                           [list(data.shape), chunks], label="upload")
         self.flush(drain=False)
         sock = self.sock
@@ -357,19 +357,23 @@ class Session:
         dtypes = self._dtypes
         meta = self.meta
         for hid, shape, dt, strides, flags in msgpack.unpackb(reply["m"]):
-            dtype = dtypes.get(dt)
-            if dtype is None:
-                dtype = dtypes[dt] = np.dtype(dt)
+            if dt.__class__ is str:
+                dtype = dtypes.get(dt)
+                if dtype is None:
+                    dtype = dtypes[dt] = np.dtype(dt)
+            else:   # a structure (codec.dtype_spec)
+                dtype = codec.check_dtype(dt)
             meta[hid] = (tuple(shape), dtype, tuple(strides), flags)
         for seq, value in reply["v"]:
             self._values[seq] = value
         payload = iter(frames[1:])
         for entry in reply["d"]:
             seq, dt, shape = entry[:3]
+            dt = np.dtype(dt) if dt.__class__ is str else codec.check_dtype(dt)
             if len(entry) > 3:
-                self._values[seq] = self._receive_streamed(np.dtype(dt), shape, entry[3])
+                self._values[seq] = self._receive_streamed(dt, shape, entry[3])
             else:
-                self._values[seq] = np.frombuffer(next(payload).buffer, dtype=np.dtype(dt)).reshape(shape)
+                self._values[seq] = np.frombuffer(next(payload).buffer, dtype=dt).reshape(shape)
         for seq, category, text, *module in reply["w"]:
             # at the user's call; of CuPy's module where the pool's CuPy warned from its own
             # code, so that filters by module match as they would locally

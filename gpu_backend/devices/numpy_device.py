@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import api
-from ..protocol.codec import ALLOWED_KINDS
+from ..protocol.codec import device_dtype
 from ..protocol.errors import OutOfMemoryError
 from .base import Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
@@ -107,7 +107,7 @@ class NumpyDevice(Device):
     def as_array(self, value: Any) -> Any:
         if isinstance(value, (np.generic, bool, int, float, complex)):
             value = np.asarray(value)
-        if isinstance(value, np.ndarray) and value.dtype.kind not in ALLOWED_KINDS:
+        if isinstance(value, np.ndarray) and not device_dtype(value.dtype):
             # a GPU array holds numbers only: no objects (their bytes are pointers), strings, dates
             raise TypeError(f"Unsupported dtype {value.dtype}: a device array holds numbers only")
         return value

@@ -92,7 +92,7 @@ FUNCTIONS.update(_names("""
     diag_indices_from tril_indices_from triu_indices_from ix_ histogram2d histogramdd polyfit
     unique_all unique_counts unique_inverse
 """, MULTI))
-FUNCTIONS.update(_names("isfortran array2string array_repr array_str", VALUE))
+FUNCTIONS.update(_names("isfortran array2string array_repr array_str make_aligned_dtype", VALUE))
 
 FUNCTIONS.update(_names("""
     norm det inv pinv solve cholesky matrix_power matrix_rank eigvalsh eigvals tensorsolve tensorinv

@@ -14,7 +14,8 @@ tuple            ``EXT_TUPLE`` (indexing tells ``x[(0, 1)]`` from ``x[[0, 1]]``)
 slice            ``EXT_SLICE``
 Ellipsis         ``EXT_ELLIPSIS``
 complex          ``EXT_COMPLEX``
-numpy.dtype      ``EXT_DTYPE``       (dtype.str)
+numpy.dtype      ``EXT_DTYPE``       (dtype.str); a structured or raw void dtype:
+                 ``EXT_STRUCT_DTYPE`` (its fields as plain data, :func:`dtype_spec`)
 numpy scalar     ``EXT_TYPE``        type objects such as ``numpy.float32``
   type
 numpy scalar     ``EXT_NPSCALAR``    (dtype.str, raw bytes)
@@ -46,6 +47,8 @@ __all__ = [
     "EXT_HANDLE",
     "Handle",
     "check_dtype",
+    "device_dtype",
+    "dtype_spec",
     "packb",
     "unpackb",
     "make_packer",
@@ -68,6 +71,7 @@ EXT_NPSCALAR = 8
 EXT_NDARRAY = 9
 EXT_BIGINT = 10
 EXT_DEVICE_VIEW = 11
+EXT_STRUCT_DTYPE = 12
 
 #: dtype kinds a device array may have (bool, ints, floats, complex).
 ALLOWED_KINDS = frozenset("biufc")
@@ -110,6 +114,77 @@ def _is_numeric(dt: np.dtype) -> bool:
     return dt.kind in ALLOWED_KINDS and dt.fields is None and dt.subdtype is None
 
 
+def device_dtype(dt: np.dtype) -> bool:
+    """Whether a device array may have *dt*: a number, or a structure (or a raw void) whose
+    every field is one, as CuPy's structured arrays; never objects, strings or dates."""
+    if dt.kind in ALLOWED_KINDS and dt.fields is None and dt.subdtype is None:
+        return True
+    if dt.subdtype is not None:
+        return device_dtype(dt.subdtype[0])
+    if dt.kind != "V":
+        return False
+    return dt.fields is None or all(device_dtype(field[0]) for field in dt.fields.values())
+
+
+#: Limits on a structured dtype from a peer: nesting, fields in all, size.
+_STRUCT_DEPTH, _STRUCT_FIELDS, _STRUCT_ITEMSIZE = 8, 4096, 1 << 31
+_STRUCT_KEYS = frozenset({"names", "formats", "offsets", "itemsize", "aligned"})
+
+
+def dtype_spec(dt: np.dtype) -> Any:
+    """What travels for a dtype: ``dt.str`` for a number; for a structure, its names,
+    field specs, offsets, item size and alignment as plain data (a subarray field is
+    ``["sub", spec, shape]``, a raw void ``["V", size]``). Never NumPy's string forms of
+    structures, which NumPy would parse."""
+    if dt.subdtype is not None:
+        return ["sub", dtype_spec(dt.subdtype[0]), list(dt.subdtype[1])]
+    if dt.fields is None:
+        return ["V", dt.itemsize] if dt.kind == "V" else dt.str
+    names = list(dt.names)
+    return {"names": names, "formats": [dtype_spec(dt.fields[n][0]) for n in names],
+            "offsets": [dt.fields[n][1] for n in names], "itemsize": dt.itemsize,
+            "aligned": bool(dt.isalignedstruct)}
+
+
+def _struct_dtype(spec: Any, depth: int, budget: list) -> np.dtype:
+    """A peer's structure spec (see :func:`dtype_spec`) as a dtype, each part checked."""
+    if depth > _STRUCT_DEPTH:
+        raise CodecError(f"dtype structures nest more than {_STRUCT_DEPTH} deep")
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise CodecError(f"a dtype has more than {_STRUCT_FIELDS} fields")
+    if isinstance(spec, str):
+        return check_dtype(spec)
+    if isinstance(spec, list) and len(spec) == 2 and spec[0] == "V":
+        size = spec[1]
+        if type(size) is not int or not 0 < size <= _STRUCT_ITEMSIZE:
+            raise CodecError(f"bad void size {size!r}")
+        return np.dtype(("V", size))
+    if isinstance(spec, list) and len(spec) == 3 and spec[0] == "sub":
+        shape = check_shape(spec[2])
+        if math.prod(shape) > 1 << 24:
+            raise CodecError(f"bad subarray shape {shape}")
+        return np.dtype((_struct_dtype(spec[1], depth + 1, budget), shape))
+    if not (isinstance(spec, dict) and set(spec) == _STRUCT_KEYS):
+        raise CodecError("bad dtype structure")
+    names, formats, offsets = spec["names"], spec["formats"], spec["offsets"]
+    itemsize, aligned = spec["itemsize"], spec["aligned"]
+    if not (isinstance(names, list) and isinstance(formats, list) and isinstance(offsets, list)
+            and len(names) == len(formats) == len(offsets)
+            and all(isinstance(n, str) and 0 < len(n) <= 255 for n in names)
+            and len(set(names)) == len(names)
+            and all(type(o) is int and 0 <= o < _STRUCT_ITEMSIZE for o in offsets)
+            and type(itemsize) is int and 0 < itemsize <= _STRUCT_ITEMSIZE
+            and type(aligned) is bool):
+        raise CodecError("bad dtype structure")
+    fields = [_struct_dtype(f, depth + 1, budget) for f in formats]
+    try:
+        return np.dtype({"names": names, "formats": fields, "offsets": offsets,
+                         "itemsize": itemsize}, align=aligned)
+    except (TypeError, ValueError) as exc:   # overlapping fields, a misaligned offset, ...
+        raise CodecError(f"bad dtype structure: {exc}") from None
+
+
 @functools.lru_cache(maxsize=256)
 def _parse_dtype(spec: str) -> np.dtype | None:
     if not _DTYPE_SPEC.fullmatch(spec):
@@ -124,7 +199,10 @@ def _parse_dtype(spec: str) -> np.dtype | None:
 
 
 def check_dtype(spec: Any) -> np.dtype:
-    """Turn a peer's dtype string into a numeric dtype, or raise CodecError."""
+    """Turn a peer's dtype string into a numeric dtype, or its structure spec
+    (:func:`dtype_spec`) into a structured one of numeric fields, or raise CodecError."""
+    if isinstance(spec, (list, dict)):
+        return _struct_dtype(spec, 0, [_STRUCT_FIELDS])
     if not isinstance(spec, str) or len(spec) > 16:
         raise CodecError(f"bad dtype {spec!r}")
     dt = _parse_dtype(spec)
@@ -135,7 +213,7 @@ def check_dtype(spec: Any) -> np.dtype:
 
 def _check_kind(dt: np.dtype, what: str) -> None:
     """Refuse to send a dtype that a device array cannot have."""
-    if not _is_numeric(dt):
+    if not device_dtype(dt):
         raise TypeError(f"unsupported {what} {dt} for a device array")
 
 
@@ -173,17 +251,20 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
             _check_kind(obj.dtype, "dtype")
             # tobytes() is C order for any layout (np.ascontiguousarray would make 0-d arrays 1-d)
             return msgpack.ExtType(
-                EXT_NDARRAY, _pack_nested([obj.dtype.str, list(obj.shape), obj.tobytes()])
+                EXT_NDARRAY, _pack_nested([dtype_spec(obj.dtype), list(obj.shape), obj.tobytes()])
             )
         if isinstance(obj, np.generic):
             _check_kind(obj.dtype, "scalar type")
-            return msgpack.ExtType(EXT_NPSCALAR, _pack_nested([obj.dtype.str, obj.tobytes()]))
+            return msgpack.ExtType(EXT_NPSCALAR, _pack_nested([dtype_spec(obj.dtype), obj.tobytes()]))
         if isinstance(obj, np.dtype):
             _check_kind(obj, "dtype")
+            if obj.kind == "V":
+                return msgpack.ExtType(EXT_STRUCT_DTYPE, _pack_nested(dtype_spec(obj)))
             return msgpack.ExtType(EXT_DTYPE, obj.str.encode())
         if isinstance(obj, type) and issubclass(obj, np.generic):
             dt = np.dtype(obj)
-            _check_kind(dt, "scalar type")
+            if not _is_numeric(dt):   # a type travels by name: numbers only (not np.void)
+                raise TypeError(f"unsupported scalar type {dt} for a device array")
             return msgpack.ExtType(EXT_TYPE, dt.str.encode())
         if obj is bool or obj is int or obj is float or obj is complex:   # (no ==: poly1d raises)
             return msgpack.ExtType(EXT_TYPE, obj.__name__.encode())
@@ -356,6 +437,8 @@ def _ext_hook_at(resolve: Callable[[int], Any] | None,
             return complex(*_DD.unpack(data))
         if code == EXT_DTYPE:
             return check_dtype(data.decode("ascii", "replace"))
+        if code == EXT_STRUCT_DTYPE:
+            return check_dtype(unpack_nested(data))
         if code == EXT_TYPE:
             name = data.decode("ascii", "replace")
             builtin = {"bool": bool, "int": int, "float": float, "complex": complex}.get(name)

@@ -476,11 +476,11 @@ class Executor:
         chunks = self.device.download_chunks(target)
         self.bytes_out += target.nbytes
         if chunks:  # sent after the reply, chunk by chunk (see take_streams)
-            downloads.append([seq, target.dtype.str, list(target.shape), chunks])
+            downloads.append([seq, codec.dtype_spec(target.dtype), list(target.shape), chunks])
             self.streams.append(target)
             return
         host = self.device.to_host(target)
-        downloads.append([seq, host.dtype.str, list(host.shape)])
+        downloads.append([seq, codec.dtype_spec(host.dtype), list(host.shape)])
         out_frames.append(host)
 
 
@@ -501,8 +501,16 @@ def _meta(hid: int, a: Any) -> list:
     f = a.flags
     # an array wrapping a received frame (its base is that buffer) owns its data
     own = f.owndata or type(a.base) in _RECEIVED_BUFFERS
-    return [hid, a.shape, a.dtype.str, a.strides,
+    dt = a.dtype
+    spec = _DTYPE_SPECS.get(dt)
+    if spec is None:   # (a dict lookup: cheaper than dtype.str, which builds a string)
+        spec = _DTYPE_SPECS[dt] = codec.dtype_spec(dt)
+    return [hid, a.shape, spec, a.strides,
             f.c_contiguous | (f.f_contiguous << 1) | (own << 2)]
+
+
+#: Each dtype's wire form (``codec.dtype_spec``), as results meet them.
+_DTYPE_SPECS: dict = {}
 
 
 def _message(exc: BaseException) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..devices import Device
-from ..protocol.codec import ALLOWED_KINDS, Handle
+from ..protocol.codec import Handle, device_dtype
 from ..protocol.errors import InvalidHandleError, ProtocolError
 
 __all__ = ["HandleTable"]
@@ -136,6 +136,7 @@ class HandleTable:
 
 
 def _check_dtype(array: Any) -> None:
-    """Device arrays are numeric (as in CuPy): no str, object, void or datetime arrays."""
-    if array.dtype.kind not in ALLOWED_KINDS:
+    """Device arrays are numeric, or structures of numbers (as in CuPy): no str, object or
+    datetime arrays."""
+    if not device_dtype(array.dtype):
         raise TypeError(f"Unsupported dtype {array.dtype}")

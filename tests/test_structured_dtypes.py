@@ -1,0 +1,93 @@
+"""Structured dtypes (issue 9: "structured dtypes where CuPy has them"): the wire carries a
+structure as plain data (names, field specs, offsets, item size, alignment), each part
+checked, never as NumPy's string forms; device arrays may be structures of numbers,
+never of objects. End to end on a real pool: creation, upload and download, field
+access and assignment, comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_backend.protocol.codec import CodecError, check_dtype, device_dtype, dtype_spec, packb, unpackb
+
+PLAIN = np.dtype([("a", "<i4"), ("b", "<f8")])
+ALIGNED = np.dtype([("x", "i1"), ("y", "<f8")], align=True)
+NESTED = np.dtype([("p", [("x", "<i4"), ("y", "<f4")], (3,)), ("q", "<c16")])
+SPARSE = np.dtype({"names": ["u", "v"], "formats": ["<u2", "<f4"], "offsets": [0, 8], "itemsize": 16})
+
+
+@pytest.mark.parametrize("dt", [PLAIN, ALIGNED, NESTED, SPARSE, np.dtype("V10"), np.dtype("<f4")])
+def test_dtypes_travel_whole(dt):
+    assert check_dtype(dtype_spec(dt)) == dt
+    back = unpackb(packb(dt))
+    assert back == dt and back.itemsize == dt.itemsize
+    assert back.isalignedstruct == dt.isalignedstruct
+    assert unpackb(packb(np.zeros(2, dt))).dtype == dt
+
+
+@pytest.mark.parametrize("spec", [
+    {"names": ["o"], "formats": ["|O"], "offsets": [0], "itemsize": 8, "aligned": False},
+    {"names": ["a", "b"], "formats": ["<i4", "<i4"], "offsets": [0, 6], "itemsize": 8,
+     "aligned": False},                                    # a field past the item's end
+    {"names": ["a", "a"], "formats": ["<i4", "<i4"], "offsets": [0, 4], "itemsize": 8,
+     "aligned": False},                                    # a name twice
+    {"names": ["a"], "formats": ["<i4"], "offsets": [0], "itemsize": 4},   # a key missing
+    {"names": ["a"], "formats": ["<i4"], "offsets": [0], "itemsize": 4, "aligned": False,
+     "titles": ["t"]},                                     # an unknown key
+    ["V", 0], ["V", 1 << 40], ["sub", "<f4", [1 << 20, 1 << 20]], ["what", 1],
+    "i4,f8", "[('a', 'i4')]", "(3,)f8",                    # NumPy's string forms
+])
+def test_bad_structures_are_refused(spec):
+    with pytest.raises(CodecError):
+        check_dtype(spec)
+
+
+def test_nesting_and_size_are_bounded():
+    spec: object = "<i4"
+    for _ in range(12):
+        spec = {"names": ["f"], "formats": [spec], "offsets": [0], "itemsize": 4, "aligned": False}
+    with pytest.raises(CodecError, match="nest"):
+        check_dtype(spec)
+    many = {"names": [f"f{i}" for i in range(5000)], "formats": ["|i1"] * 5000,
+            "offsets": list(range(5000)), "itemsize": 5000, "aligned": False}
+    with pytest.raises(CodecError, match="fields"):
+        check_dtype(many)
+
+
+def test_what_a_device_array_may_hold():
+    assert device_dtype(PLAIN) and device_dtype(NESTED) and device_dtype(np.dtype("V3"))
+    assert not device_dtype(np.dtype([("a", "O")])) and not device_dtype(np.dtype("U3"))
+    assert not device_dtype(np.dtype([("t", "M8[s]")]))
+    with pytest.raises(TypeError):
+        packb(np.zeros(2, np.dtype([("a", "O")])))
+
+
+def test_structured_arrays_through_the_pool(cp):
+    z = cp.zeros(3, dtype=PLAIN)
+    assert z.dtype == PLAIN and z.itemsize == 12
+    host = np.array([(1, 2.0), (3, 4.5)], dtype=PLAIN)
+    a = cp.asarray(host)
+    np.testing.assert_array_equal(a.get(), host)
+    np.testing.assert_array_equal(a["b"].get(), [2.0, 4.5])
+    assert a["a"].dtype == np.int32
+    a["b"] = 7
+    np.testing.assert_array_equal(a.get()["b"], [7.0, 7.0])
+    assert (a == a).get().all()
+    full = cp.full(2, host[0], dtype=PLAIN)
+    assert full.get().tolist() == [(1, 2.0), (1, 2.0)]
+
+
+def test_aligned_nested_and_void_arrays(cp):
+    b = cp.empty(2, dtype=ALIGNED)
+    assert b.dtype.isalignedstruct and b.itemsize == 16
+    c = cp.zeros(2, dtype=NESTED)
+    assert c.dtype == NESTED and c["p"].shape == (2, 3)
+    v = cp.zeros(4, dtype="V10")
+    assert v.dtype == np.dtype("V10") and v.nbytes == 40
+
+
+def test_object_fields_are_refused_and_the_session_goes_on(cp):
+    with pytest.raises(TypeError, match="Unsupported dtype"):
+        cp.zeros(2, dtype=[("o", "O")]).get()
+    assert int(cp.arange(4).sum()) == 6
