@@ -250,6 +250,8 @@ class Session:
             return self._upload_streamed(data, out)
         seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
                           [list(data.shape)], label="upload")
+        if data.dtype.kind == "V":   # bfloat16, structures: as bytes (no buffer of bfloat16)
+            data = data.reshape(-1).view(np.uint8)
         self._payload.append(data if data.nbytes >= INLINE_BYTES else data.tobytes())
         self.flush(wait_sent=data.nbytes >= INLINE_BYTES)
         return seq

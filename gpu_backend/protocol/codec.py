@@ -75,6 +75,13 @@ EXT_STRUCT_DTYPE = 12
 
 #: dtype kinds a device array may have (bool, ints, floats, complex).
 ALLOWED_KINDS = frozenset("biufc")
+#: Number types NumPy gets from ml_dtypes (CuPy has bfloat16): their kind is "V" and their
+#: ``dtype.str`` a raw void's, so they travel by name.
+EXTENSION_NUMBERS = frozenset({"bfloat16"})
+try:   # registers "bfloat16" with NumPy where ml_dtypes is installed (CuPy's own condition)
+    import ml_dtypes  # noqa: F401
+except ImportError:
+    pass
 #: Cap on the decimal digits of an oversized int, so decoding stays cheap.
 MAX_BIGINT_DIGITS = 400
 #: How deep extensions (tuples, slices, scalars, arrays) may nest inside one
@@ -111,13 +118,14 @@ _BIGINT_LIMIT = 10**MAX_BIGINT_DIGITS
 
 
 def _is_numeric(dt: np.dtype) -> bool:
-    return dt.kind in ALLOWED_KINDS and dt.fields is None and dt.subdtype is None
+    return (dt.kind in ALLOWED_KINDS and dt.fields is None and dt.subdtype is None) \
+        or (dt.kind == "V" and dt.fields is None and dt.name in EXTENSION_NUMBERS)
 
 
 def device_dtype(dt: np.dtype) -> bool:
     """Whether a device array may have *dt*: a number, or a structure (or a raw void) whose
     every field is one, as CuPy's structured arrays; never objects, strings or dates."""
-    if dt.kind in ALLOWED_KINDS and dt.fields is None and dt.subdtype is None:
+    if _is_numeric(dt):
         return True
     if dt.subdtype is not None:
         return device_dtype(dt.subdtype[0])
@@ -139,7 +147,9 @@ def dtype_spec(dt: np.dtype) -> Any:
     if dt.subdtype is not None:
         return ["sub", dtype_spec(dt.subdtype[0]), list(dt.subdtype[1])]
     if dt.fields is None:
-        return ["V", dt.itemsize] if dt.kind == "V" else dt.str
+        if dt.kind != "V":
+            return dt.str
+        return dt.name if dt.name in EXTENSION_NUMBERS else ["V", dt.itemsize]
     names = list(dt.names)
     return {"names": names, "formats": [dtype_spec(dt.fields[n][0]) for n in names],
             "offsets": [dt.fields[n][1] for n in names], "itemsize": dt.itemsize,
@@ -259,13 +269,16 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
         if isinstance(obj, np.dtype):
             _check_kind(obj, "dtype")
             if obj.kind == "V":
-                return msgpack.ExtType(EXT_STRUCT_DTYPE, _pack_nested(dtype_spec(obj)))
+                spec = dtype_spec(obj)
+                if type(spec) is str:   # bfloat16
+                    return msgpack.ExtType(EXT_DTYPE, spec.encode())
+                return msgpack.ExtType(EXT_STRUCT_DTYPE, _pack_nested(spec))
             return msgpack.ExtType(EXT_DTYPE, obj.str.encode())
         if isinstance(obj, type) and issubclass(obj, np.generic):
             dt = np.dtype(obj)
             if not _is_numeric(dt):   # a type travels by name: numbers only (not np.void)
                 raise TypeError(f"unsupported scalar type {dt} for a device array")
-            return msgpack.ExtType(EXT_TYPE, dt.str.encode())
+            return msgpack.ExtType(EXT_TYPE, dtype_spec(dt).encode())
         if obj is bool or obj is int or obj is float or obj is complex:   # (no ==: poly1d raises)
             return msgpack.ExtType(EXT_TYPE, obj.__name__.encode())
         if isinstance(obj, complex):

@@ -16,6 +16,7 @@ from time import perf_counter
 from typing import Any, Iterator
 
 import msgpack
+import numpy as np
 import zmq
 
 from ..devices import Device
@@ -481,7 +482,8 @@ class Executor:
             return
         host = self.device.to_host(target)
         downloads.append([seq, codec.dtype_spec(host.dtype), list(host.shape)])
-        out_frames.append(host)
+        # bfloat16 and structures go as bytes (NumPy exports no buffer of bfloat16)
+        out_frames.append(host if host.dtype.kind != "V" else host.reshape(-1).view(np.uint8))
 
 
 #: What an uploaded array's memory can be: the frame it arrived in, or bytes.
