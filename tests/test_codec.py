@@ -290,7 +290,7 @@ NON_NUMERIC_VALUES = [
     np.zeros(2, [("a", "<i4"), ("o", "O")]), np.zeros(2, [("t", "M8[s]")]),
     np.zeros(2, "M8[s]"), np.zeros(2, "m8[s]"), np.zeros((), object),
     np.dtype("O"), np.dtype("U3"), np.dtype("S2"), np.dtype([("a", "<i4"), ("s", "U2")]),
-    np.dtype("(2,)O"), np.dtype("M8[s]"), np.dtype("m8"),
+    np.dtype("(2,)O"), np.dtype("(2,)i4"), np.dtype("M8[s]"), np.dtype("m8"),
     np.str_("a"), np.bytes_(b"a"), np.datetime64("2020-01-01"),
     np.timedelta64(1, "s"), np.zeros(1, [("a", "<i4"), ("o", "O")])[0],
     np.object_, np.str_, np.bytes_, np.void, np.datetime64, np.timedelta64,

@@ -102,7 +102,19 @@ def test_free_names_by_kind():
     ("def f(x):\n    return np.random.rand", "not available"),
     ("def f(x):\n    return 2 ** 10 ** 10", "powers and shifts"),
     ("def f(x):\n    return 1 << 4000", "powers and shifts"),
-    ("def f(x):\n    return (x, 1)[0] if [] else x", "List"),
+    ("def f(x):\n    return x if [] else x", "List"),
+    # what a security review found reachable before the bindings check (folding in the pool)
+    ("def f(x):\n    return len((0,) * 100000000)", "tuple"),
+    ("def f(x):\n    t = (30000000,)\n    return x + (3 ** t[0] > 0)", "tuple"),
+    ("def f(x):\n    return (x, 1)[0]", "tuple|indexing"),
+    ("def f(x):\n    d = np.dtype\n    return d(np.float32)(x)", "only numbers"),
+    ("def f(x):\n    cp = np\n    return x", "only numbers|rebound"),
+    ("def f(x):\n    np = 1\n    return x", "rebound"),
+    ("def f(x):\n    for math in range(3):\n        x = x + 1\n    return x", "rebound"),
+    ("def f(x):\n    return np.void(100000000)", "not available"),
+    ("def f(x):\n    return np.str_(np)", "not available"),
+    ("def f(x):\n    return np.object_(x)", "not available"),
+    ("def f(x):\n    return np.float32(x, **{})", "keyword"),
     ("def f(x, *rest):\n    return x", "positional"),
     ("def f(x, y=1):\n    return x", "positional"),
     ("def f(x):\n    with x:\n        return x", "With"),
@@ -145,10 +157,12 @@ def test_the_text_must_be_one_function():
 
 def test_names_are_numbers_types_or_named_modules():
     names = resolve_names({"a": 1, "b": 2.5, "t": {"type": "float32"}, "m": {"module": "math"}}, None)
-    assert names["a"] == 1 and names["t"] is np.float32 and names["m"] is math
+    assert names["a"] == 1 and names["t"] is np.float32
+    assert names["m"].sqrt is math.sqrt and not hasattr(names["m"], "factorial")
     assert names["range"] is range   # the allowed builtins
     for bad in ({"x": "text"}, {"x": [1]}, {"x": {"module": "os"}}, {"__x": 1},
-                {"x": {"type": "object"}}, {"x": {"module": "math", "extra": 1}}):
+                {"x": {"type": "object"}}, {"x": {"module": "math", "extra": 1}},
+                {"x": {"type": ["V", 100]}}):
         with pytest.raises((VectorizeError, ValueError)):
             resolve_names(bad, None)
 

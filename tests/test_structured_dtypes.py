@@ -17,7 +17,8 @@ NESTED = np.dtype([("p", [("x", "<i4"), ("y", "<f4")], (3,)), ("q", "<c16")])
 SPARSE = np.dtype({"names": ["u", "v"], "formats": ["<u2", "<f4"], "offsets": [0, 8], "itemsize": 16})
 
 
-@pytest.mark.parametrize("dt", [PLAIN, ALIGNED, NESTED, SPARSE, np.dtype("V10"), np.dtype("<f4")])
+@pytest.mark.parametrize("dt", [PLAIN, ALIGNED, NESTED, SPARSE, np.dtype("V10"), np.dtype("<f4"),
+                                np.dtype([("m", "<f8", (2, 3))])])
 def test_dtypes_travel_whole(dt):
     assert check_dtype(dtype_spec(dt)) == dt
     back = unpackb(packb(dt))
@@ -35,7 +36,14 @@ def test_dtypes_travel_whole(dt):
     {"names": ["a"], "formats": ["<i4"], "offsets": [0], "itemsize": 4},   # a key missing
     {"names": ["a"], "formats": ["<i4"], "offsets": [0], "itemsize": 4, "aligned": False,
      "titles": ["t"]},                                     # an unknown key
-    ["V", 0], ["V", 1 << 40], ["sub", "<f4", [1 << 20, 1 << 20]], ["what", 1],
+    ["V", 0], ["V", 1 << 40], ["V", 1 << 31], ["sub", "<f4", [1 << 20, 1 << 20]], ["what", 1],
+    ["sub", "<f8", [2]],                                   # a subarray only as a field
+    {"names": ["s"], "formats": [["sub", ["V", (1 << 31) - 1], [1 << 24]]], "offsets": [0],
+     "itemsize": 8, "aligned": False},
+    {"names": ["s"], "formats": [["sub", "<f8", [0, 1 << 62, 1 << 62]]], "offsets": [0],
+     "itemsize": 8, "aligned": False},
+    {"names": ["v"], "formats": [["V", (1 << 31) - 1]], "offsets": [(1 << 31) - 2],
+     "itemsize": (1 << 31) - 1, "aligned": False},
     "i4,f8", "[('a', 'i4')]", "(3,)f8",                    # NumPy's string forms
 ])
 def test_bad_structures_are_refused(spec):

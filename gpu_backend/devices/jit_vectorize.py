@@ -9,16 +9,20 @@ is handed to CuPy's translator, which writes CUDA C++ for NVRTC (device code, as
 ``ElementwiseKernel`` a client sends).
 
 What the function's names can reach is closed too: its parameters and locals, the
-numbers and NumPy scalar types the client sent for its global and closure names, the
-modules ``math``, ``numpy`` and ``cupy`` through public attributes of a few kinds only
+numbers and numeric NumPy scalar types the client sent for its global and closure
+names, stand-ins of the modules ``math``, ``numpy`` and ``cupy`` holding copies of
+public attributes of a few kinds only
 (numeric scalar types, number constants, ``cupy``'s ufuncs, ``math``'s functions but
 the unbounded ones), and the builtins
 ``range``, ``len``, ``min``, ``max``, ``abs``, ``bool``, ``int``, ``float``, ``complex``.
 The translator folds expressions of constants by calling these (``math.sqrt(2.0)``):
 the only Python it runs for the client, on numbers, in the client's own session
-process. Powers and shifts are folded only between two literals of bounded size, and
-``math``'s functions whose cost grows with their argument are not offered, so that
-folding cannot be made to run for ever or fill the memory.
+process. Powers and shifts are folded only between two literals of bounded size,
+``math``'s functions whose cost grows with their argument are not offered, indexing is
+not translated, tuples are only returned or unpacked (never repeated or added), and the
+free names are never rebound nor aliased (``cupy = numpy``, ``d = numpy.dtype``), so that
+folding cannot be made to run for ever or fill the memory, nor reach another object.
+What remains is multiplying numbers written in the source (bounded by its 64 KiB).
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ from __future__ import annotations
 import ast
 import math
 import numbers
+import types
 from typing import Any
 
 import numpy as np
 
-from ..protocol.codec import CodecError, check_dtype
+from ..protocol.codec import EXTENSION_NUMBERS, CodecError, check_dtype
 
 __all__ = ["VectorizeError", "parse_function", "check_function", "resolve_names", "Vectorized"]
 
@@ -95,14 +100,15 @@ def resolve_names(consts: Any, cupy: Any) -> dict[str, Any]:
     the named modules, the allowed builtins."""
     if not isinstance(consts, dict):
         raise VectorizeError("the function's names must be a map")
-    modules = {"math": math, "numpy": np, "cupy": cupy}
+    modules = {"math": _namespace(math, cupy), "numpy": _namespace(np, cupy),
+               "cupy": _namespace(cupy, cupy) if cupy is not None else _Namespace("cupy")}
     names: dict[str, Any] = dict(BUILTINS)
     for name, value in consts.items():
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("__"):
             raise VectorizeError(f"bad name {name!r}")
         if isinstance(value, dict) and set(value) == {"module"} and value["module"] in MODULES:
             names[name] = modules[value["module"]]
-        elif isinstance(value, dict) and set(value) == {"type"}:
+        elif isinstance(value, dict) and set(value) == {"type"} and isinstance(value["type"], str):
             names[name] = _numeric_type(value["type"])
         elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
             names[name] = value
@@ -120,19 +126,45 @@ _VALUE_ATTRIBUTES = frozenset({"real", "imag"})
 _MATH_REFUSED = frozenset("factorial comb perm prod fsum sumprod".split())
 
 
-def _allowed_attribute(module: Any, attr: str, cupy: Any) -> bool:
-    """Numbers, numeric scalar types; math's functions; cupy's ufuncs (translated to
-    device code). numpy's ufuncs would only fold constants in the pool: not offered."""
-    if attr.startswith("_") or not hasattr(module, attr):
+class _Namespace(types.SimpleNamespace):
+    """What the function sees of ``math``, ``numpy`` or ``cupy``: only the allowed
+    attributes, copied, so that no name the client writes can reach the rest of the module
+    (the translator reads attributes of constants with ``getattr``)."""
+
+    def __init__(self, module_name: str, **attributes: Any) -> None:
+        super().__init__(**attributes)
+        self._module_name = module_name   # (underscored: no function may name it)
+
+
+def _scalar_type(value: Any) -> bool:
+    """A numeric NumPy scalar type (never ``object_``, ``str_``, ``void``, dates)."""
+    if not isinstance(value, type) or not issubclass(value, np.generic):
         return False
-    value = getattr(module, attr)
-    if isinstance(value, float):
-        return True
-    if module is math:
-        return type(value) is type(math.sqrt) and attr not in _MATH_REFUSED
-    if isinstance(value, type) and issubclass(value, np.generic):
-        return True
-    return module is cupy and cupy is not None and isinstance(value, cupy.ufunc)
+    if issubclass(value, (np.number, np.bool_)):
+        return value not in (np.number, np.integer, np.signedinteger, np.unsignedinteger,
+                             np.inexact, np.floating, np.complexfloating)
+    try:
+        return np.dtype(value).name in EXTENSION_NUMBERS
+    except TypeError:
+        return False
+
+
+def _namespace(module: Any, cupy: Any) -> _Namespace:
+    """Numbers and numeric scalar types of *module*; math's bounded functions; cupy's
+    ufuncs (translated to device code; numpy's would only fold constants: not offered);
+    ``dtype`` of numpy and cupy (its calls are checked)."""
+    allowed = {}
+    for attr in dir(module):
+        if attr.startswith("_"):
+            continue
+        value = getattr(module, attr, None)
+        if isinstance(value, float) or _scalar_type(value) \
+                or (module is math and type(value) is type(math.sqrt) and attr not in _MATH_REFUSED) \
+                or (cupy is not None and module is cupy and isinstance(value, cupy.ufunc)):
+            allowed[attr] = value
+    if module is not math:
+        allowed["dtype"] = np.dtype
+    return _Namespace(getattr(module, "__name__", "module"), **allowed)
 
 
 def _is_dtype_call(node: ast.AST, names: dict[str, Any]) -> bool:
@@ -141,7 +173,7 @@ def _is_dtype_call(node: ast.AST, names: dict[str, Any]) -> bool:
             and node.func.attr == "dtype" and isinstance(node.func.value, ast.Name)):
         return False
     module = names.get(node.func.value.id)
-    return isinstance(module, type(math)) and module.__name__ in ("numpy", "cupy")
+    return isinstance(module, _Namespace) and module._module_name in ("numpy", "cupy")
 
 
 def _maybe_constant(node: ast.AST, names: dict[str, Any]) -> bool:
@@ -157,8 +189,51 @@ def _literal_number(node: ast.AST) -> float | None:
     return None
 
 
+def _returned_or_unpacked(node: ast.AST, parents: dict) -> bool:
+    """*node* is a returned or assigned value, or an item of a tuple that is one."""
+    parent = parents.get(node)
+    if isinstance(parent, (ast.Return, ast.Assign)) and parent.value is node:
+        return True
+    return isinstance(parent, ast.Tuple) and isinstance(parent.ctx, ast.Load) \
+        and _returned_or_unpacked(parent, parents)
+
+
+def _check_bindings(tree: ast.FunctionDef, names: dict[str, Any]) -> None:
+    """Names keep what they stand for: the free names are never rebound (``cupy = numpy``),
+    a local is given numbers and expressions, never a module, type or function
+    (``d = numpy.dtype``); tuples are made only to be returned or unpacked, never repeated
+    or added (``(0,) * 10**9`` would be folded in the pool)."""
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    tuple_names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                   and isinstance(node.value, (ast.Tuple, ast.Name))
+                   for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in names:
+            raise VectorizeError(f"{node.id} names {type(names[node.id]).__name__} "
+                                 "here and cannot be rebound")
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            value = node.value
+            if isinstance(value, ast.Name) and value.id in names \
+                    and not isinstance(names[value.id], numbers.Number):
+                raise VectorizeError(f"{ast.unparse(node)}: only numbers and expressions are "
+                                     "assigned in a vectorized function")
+            if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+                    and isinstance(names.get(value.value.id), _Namespace) \
+                    and not isinstance(getattr(names[value.value.id], value.attr, None), float):
+                raise VectorizeError(f"{ast.unparse(node)}: only numbers and expressions are "
+                                     "assigned in a vectorized function")
+        if isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load) \
+                or isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                and node.id in tuple_names:
+            parent = parents.get(node)
+            if not _returned_or_unpacked(node, parents):
+                raise VectorizeError(f"{ast.unparse(parent or node)}: a tuple is returned or "
+                                     "unpacked here, nothing else")
+
+
 def check_function(tree: ast.FunctionDef, names: dict[str, Any], cupy: Any) -> None:
     """Refuse anything outside the closed set of nodes and names (see the module)."""
+    _check_bindings(tree, names)
     args = tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
         raise VectorizeError("a vectorized function takes plain positional parameters only")
@@ -187,15 +262,14 @@ def check_function(tree: ast.FunctionDef, names: dict[str, Any], cupy: Any) -> N
             raise VectorizeError(f"the name {node.id} is not available")
         if isinstance(node, ast.Attribute) and node.attr == "type" and _is_dtype_call(node.value, names):
             continue
-        if isinstance(node, ast.Attribute) and node.attr in _VALUE_ATTRIBUTES \
-                and not isinstance(names.get(getattr(node.value, "id", None)), type(math)):
+        if isinstance(node, ast.Attribute) and node.attr in _VALUE_ATTRIBUTES and not (
+                isinstance(node.value, ast.Name) and node.value.id in names):
             continue   # x.real, (x * y).imag: the translator's own scalar attributes
         if isinstance(node, ast.Attribute):
             base = node.value
             module = names.get(base.id) if isinstance(base, ast.Name) else None
-            if not isinstance(module, type(math)) or not (
-                    _allowed_attribute(module, node.attr, cupy)
-                    or (node.attr == "dtype" and module is not math)):
+            if not isinstance(module, _Namespace) or node.attr.startswith("_") \
+                    or not hasattr(module, node.attr):
                 raise VectorizeError(f"{ast.unparse(node)} is not available in a vectorized "
                                      "function (math's functions, and numeric types, ufuncs "
                                      "and constants of numpy and cupy are)")
@@ -204,8 +278,14 @@ def check_function(tree: ast.FunctionDef, names: dict[str, Any], cupy: Any) -> N
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in names and node.func.id not in BUILTINS:
             value = names[node.func.id]
-            if not (isinstance(value, type) and issubclass(value, np.generic)):
+            if not _scalar_type(value):
                 raise VectorizeError(f"{node.func.id} cannot be called here")
+        if isinstance(node, ast.keyword) and node.arg != "dtype":
+            raise VectorizeError(f"the keyword {node.arg or '**'} is not translated here "
+                                 "(dtype= of a ufunc is)")
+        if isinstance(node, ast.Subscript):
+            raise VectorizeError(f"{ast.unparse(node)}: indexing is not translated for a remote "
+                                 "GPU")
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.LShift)) \
                 and _maybe_constant(node.left, names) and _maybe_constant(node.right, names):
             base, exponent = _literal_number(node.left), _literal_number(node.right)

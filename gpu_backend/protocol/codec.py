@@ -127,15 +127,17 @@ def device_dtype(dt: np.dtype) -> bool:
     every field is one, as CuPy's structured arrays; never objects, strings or dates."""
     if _is_numeric(dt):
         return True
-    if dt.subdtype is not None:
-        return device_dtype(dt.subdtype[0])
-    if dt.kind != "V":
+    if dt.kind != "V" or dt.subdtype is not None:   # a subarray only as a field
         return False
-    return dt.fields is None or all(device_dtype(field[0]) for field in dt.fields.values())
+    return dt.fields is None or all(_device_field(field[0]) for field in dt.fields.values())
+
+
+def _device_field(dt: np.dtype) -> bool:
+    return device_dtype(dt.subdtype[0]) if dt.subdtype is not None else device_dtype(dt)
 
 
 #: Limits on a structured dtype from a peer: nesting, fields in all, size.
-_STRUCT_DEPTH, _STRUCT_FIELDS, _STRUCT_ITEMSIZE = 8, 4096, 1 << 31
+_STRUCT_DEPTH, _STRUCT_FIELDS, _STRUCT_ITEMSIZE = 8, 4096, (1 << 31) - 1
 _STRUCT_KEYS = frozenset({"names", "formats", "offsets", "itemsize", "aligned"})
 
 
@@ -158,6 +160,13 @@ def dtype_spec(dt: np.dtype) -> Any:
 
 def _struct_dtype(spec: Any, depth: int, budget: list) -> np.dtype:
     """A peer's structure spec (see :func:`dtype_spec`) as a dtype, each part checked."""
+    dt = _struct_part(spec, depth, budget)
+    if depth == 0 and dt.subdtype is not None:
+        raise CodecError("a subarray dtype is only a structure's field")
+    return dt
+
+
+def _struct_part(spec: Any, depth: int, budget: list) -> np.dtype:
     if depth > _STRUCT_DEPTH:
         raise CodecError(f"dtype structures nest more than {_STRUCT_DEPTH} deep")
     budget[0] -= 1
@@ -169,12 +178,20 @@ def _struct_dtype(spec: Any, depth: int, budget: list) -> np.dtype:
         size = spec[1]
         if type(size) is not int or not 0 < size <= _STRUCT_ITEMSIZE:
             raise CodecError(f"bad void size {size!r}")
-        return np.dtype(("V", size))
+        try:
+            return np.dtype(("V", size))
+        except (TypeError, ValueError) as exc:
+            raise CodecError(f"bad void: {exc}") from None
     if isinstance(spec, list) and len(spec) == 3 and spec[0] == "sub":
         shape = check_shape(spec[2])
-        if math.prod(shape) > 1 << 24:
+        base = _struct_part(spec[1], depth + 1, budget)
+        if not shape or any(n == 0 or n > 1 << 24 for n in shape) \
+                or math.prod(shape) * base.itemsize > _STRUCT_ITEMSIZE:
             raise CodecError(f"bad subarray shape {shape}")
-        return np.dtype((_struct_dtype(spec[1], depth + 1, budget), shape))
+        try:
+            return np.dtype((base, shape))
+        except (TypeError, ValueError) as exc:
+            raise CodecError(f"bad subarray: {exc}") from None
     if not (isinstance(spec, dict) and set(spec) == _STRUCT_KEYS):
         raise CodecError("bad dtype structure")
     names, formats, offsets = spec["names"], spec["formats"], spec["offsets"]
@@ -187,11 +204,14 @@ def _struct_dtype(spec: Any, depth: int, budget: list) -> np.dtype:
             and type(itemsize) is int and 0 < itemsize <= _STRUCT_ITEMSIZE
             and type(aligned) is bool):
         raise CodecError("bad dtype structure")
-    fields = [_struct_dtype(f, depth + 1, budget) for f in formats]
+    fields = [_struct_part(f, depth + 1, budget) for f in formats]
+    if any(o + f.itemsize > itemsize for o, f in zip(offsets, fields)):
+        raise CodecError("bad dtype structure: a field ends past the item")   # (NumPy misses
+        # this for offsets near 2**31: a field read there would leave the array)
     try:
         return np.dtype({"names": names, "formats": fields, "offsets": offsets,
                          "itemsize": itemsize}, align=aligned)
-    except (TypeError, ValueError) as exc:   # overlapping fields, a misaligned offset, ...
+    except (TypeError, ValueError, OverflowError) as exc:   # overlapping fields, a misaligned offset, ...
         raise CodecError(f"bad dtype structure: {exc}") from None
 
 

@@ -506,7 +506,9 @@ def _meta(hid: int, a: Any) -> list:
     dt = a.dtype
     spec = _DTYPE_SPECS.get(dt)
     if spec is None:   # (a dict lookup: cheaper than dtype.str, which builds a string)
-        spec = _DTYPE_SPECS[dt] = codec.dtype_spec(dt)
+        spec = codec.dtype_spec(dt)
+        if dt.fields is None:   # numbers only: a client could make structures without end
+            _DTYPE_SPECS[dt] = spec
     return [hid, a.shape, spec, a.strides,
             f.c_contiguous | (f.f_contiguous << 1) | (own << 2)]
 
