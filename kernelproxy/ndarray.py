@@ -557,66 +557,6 @@ class ndarray:
         return _operator("invert", (self,), self._s)
 
 
-def _binary(name: str):
-    # an operand whose type sets __array_ufunc__ = None (a StateSpace system) takes the
-    # operation itself, as with CuPy's arrays; arrays and scalars skip the lookup (~0.15 µs)
-    def forward(self, other):
-        kind = type(other)
-        if kind is not ndarray and kind not in _UFUNC_SCALAR_TYPES \
-                and getattr(kind, "__array_ufunc__", 0) is None:
-            return NotImplemented
-        return _operator(name, (self, other), self._s)
-
-    def reflected(self, other):
-        kind = type(other)
-        if kind is not ndarray and kind not in _UFUNC_SCALAR_TYPES \
-                and getattr(kind, "__array_ufunc__", 0) is None:
-            return NotImplemented
-        return _operator(name, (other, self), self._s)
-
-    def inplace(self, other):
-        if name == "matmul" and self._s.device.get("kind") == "cupy":
-            # cupy.ndarray has no __imatmul__: Python rebinds to ``self @ other`` there
-            return _operator("matmul", (self, other), self._s)
-        _operator("i" + name.rstrip("_"), (self, other), self._s)
-        return self
-
-    return forward, reflected, inplace
-
-
-for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
-              "and_", "or_", "xor", "lshift", "rshift"):
-    _dunder = _name.rstrip("_")
-    _fwd, _ref, _inp = _binary(_name)
-    setattr(ndarray, f"__{_dunder}__", _fwd)
-    setattr(ndarray, f"__r{_dunder}__", _ref)
-    setattr(ndarray, f"__i{_dunder}__", _inp)
-for _name in ("lt", "le", "gt", "ge"):
-    setattr(ndarray, f"__{_name}__", _binary(_name)[0])
-
-
-def _equality(name: str, fill: str):
-    """``==``/``!=`` with CuPy's rule for objects that are neither scalars nor arrays
-    (``None``, ``Ellipsis``, ``object()``: default ``__eq__``): all False (all True for
-    ``!=``) without asking the pool what it cannot be sent."""
-    compare = _binary(name)[0]
-
-    def method(self, other):
-        kind = type(other)
-        if other is None or (kind.__eq__ is object.__eq__
-                             and (name == "eq" or kind.__ne__ is object.__ne__)):
-            return call(self._s, m.KIND_FUNCTION, fill, _ARRAY, None, (self,), {"dtype": bool},
-                        f"operator {_OP_SYMBOLS[name]}")
-        return compare(self, other)
-
-    method.__name__ = f"__{name}__"
-    return method
-
-
-ndarray.__eq__ = _equality("eq", "zeros_like")
-ndarray.__ne__ = _equality("ne", "ones_like")
-
-
 def _method(name: str, want: str):
     label = f"ndarray.{name}"
 
@@ -633,4 +573,8 @@ for _name, _want in api.METHODS.items():
     if _name not in ndarray.__dict__:  # methods defined above keep their own behaviour
         setattr(ndarray, _name, _method(_name, _want))
 
-del _name, _dunder, _fwd, _ref, _inp, _want
+del _name, _want
+
+from .operators import install_operators  # noqa: E402  (needs the class above)
+
+install_operators(ndarray)

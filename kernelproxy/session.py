@@ -198,7 +198,6 @@ class Session:
         self._ended: str | None = None
         self._error: list | None = None
         self._resume: int | None = None
-        self._dtypes: dict[str, np.dtype] = {}
 
     # ------------------------------------------------------------ issuing ops
     def new_id(self) -> int:
@@ -356,22 +355,15 @@ class Session:
         self.device_seconds += reply.get("g") or 0.0
         if reply.get("b") != batch:
             self._lose(f"reply for batch {reply.get('b')} while waiting for batch {batch}")
-        dtypes = self._dtypes
-        meta = self.meta
+        meta, wire_dtype = self.meta, codec.wire_dtype
         for hid, shape, dt, strides, flags in msgpack.unpackb(reply["m"]):
-            if dt.__class__ is str:
-                dtype = dtypes.get(dt)
-                if dtype is None:
-                    dtype = dtypes[dt] = np.dtype(dt)
-            else:   # a structure (codec.dtype_spec)
-                dtype = codec.check_dtype(dt)
-            meta[hid] = (tuple(shape), dtype, tuple(strides), flags)
+            meta[hid] = (tuple(shape), wire_dtype(dt), tuple(strides), flags)
         for seq, value in reply["v"]:
             self._values[seq] = value
         payload = iter(frames[1:])
         for entry in reply["d"]:
             seq, dt, shape = entry[:3]
-            dt = np.dtype(dt) if dt.__class__ is str else codec.check_dtype(dt)
+            dt = wire_dtype(dt)
             if len(entry) > 3:
                 self._values[seq] = self._receive_streamed(dt, shape, entry[3])
             else:

@@ -149,7 +149,18 @@ def _scalar_type(value: Any) -> bool:
         return False
 
 
+#: Each module's stand-in, made once per process (``dir`` of cupy is long).
+_NAMESPACES: dict[int, _Namespace] = {}
+
+
 def _namespace(module: Any, cupy: Any) -> _Namespace:
+    found = _NAMESPACES.get(id(module))
+    if found is None:
+        found = _NAMESPACES[id(module)] = _make_namespace(module, cupy)
+    return found
+
+
+def _make_namespace(module: Any, cupy: Any) -> _Namespace:
     """Numbers and numeric scalar types of *module*; math's bounded functions; cupy's
     ufuncs (translated to device code; numpy's would only fold constants: not offered);
     ``dtype`` of numpy and cupy (its calls are checked)."""

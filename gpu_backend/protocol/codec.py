@@ -47,6 +47,7 @@ __all__ = [
     "EXT_HANDLE",
     "Handle",
     "check_dtype",
+    "wire_dtype",
     "device_dtype",
     "dtype_spec",
     "packb",
@@ -239,6 +240,21 @@ def check_dtype(spec: Any) -> np.dtype:
     if dt is None:
         raise CodecError(f"dtype {spec!r} is not a numeric dtype")
     return dt
+
+
+#: The pool's dtype strings as the client has met them (numbers: a handful).
+_WIRE_DTYPES: dict[str, np.dtype] = {}
+
+
+def wire_dtype(spec: Any) -> np.dtype:
+    """The dtype of a result's metadata or download, as the pool sent it
+    (:func:`dtype_spec`): a string from a small cache, a structure checked."""
+    if spec.__class__ is str:
+        dt = _WIRE_DTYPES.get(spec)
+        if dt is None:
+            dt = _WIRE_DTYPES[spec] = check_dtype(spec)
+        return dt
+    return check_dtype(spec)
 
 
 def _check_kind(dt: np.dtype, what: str) -> None:
