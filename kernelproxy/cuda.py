@@ -437,8 +437,8 @@ class MemoryPool:
         return int(_pool_figures().get("limit") or 0)
 
     def malloc(self, size: int) -> Any:
-        raise NotImplementedError("raw device allocations are not forwarded to gpu-workbench's "
-                                  "remote GPU: the memory is in the pool's process")
+        """*size* bytes of the session's memory on the pool's device (see cupy.cuda.alloc)."""
+        return remote_memory.alloc(size)
 
 
 class PinnedMemoryPool:
@@ -508,7 +508,7 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     memory = ForwardingModule("cupy.cuda.memory")
     memory.__dict__.update(OutOfMemoryError=OutOfMemoryError, MemoryPool=MemoryPool,
                            set_allocator=set_allocator, Memory=remote_memory.Memory,
-                           MemoryPointer=remote_memory.MemoryPointer)
+                           MemoryPointer=remote_memory.MemoryPointer, alloc=remote_memory.alloc)
     pinned = ForwardingModule("cupy.cuda.pinned_memory")
     pinned.__dict__.update(PinnedMemoryPool=PinnedMemoryPool, alloc_pinned_memory=alloc_pinned_memory,
                            set_pinned_memory_allocator=set_pinned_memory_allocator)
@@ -534,9 +534,12 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
         get_elapsed_time=get_elapsed_time, get_device_id=get_device_id,
         MemoryPool=MemoryPool, PinnedMemoryPool=PinnedMemoryPool,
         Memory=remote_memory.Memory, MemoryPointer=remote_memory.MemoryPointer,
-        alloc_pinned_memory=alloc_pinned_memory, set_allocator=set_allocator,
+        alloc=remote_memory.alloc, alloc_pinned_memory=alloc_pinned_memory, set_allocator=set_allocator,
         set_pinned_memory_allocator=set_pinned_memory_allocator,
         is_available=lambda: True,
+        # paths of this machine's CUDA toolkit, as CuPy finds them: none on a client (kernels
+        # are compiled in the pool, by NVRTC); CuPy answers None where nothing is found
+        get_cuda_path=lambda: None, get_nvcc_path=lambda: None,
         get_local_runtime_version=lambda: int(_facts().get("runtime_version", 0)),
     )
     backends = types.ModuleType("cupy_backends")

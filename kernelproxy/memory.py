@@ -12,24 +12,50 @@ work (the memory is in another machine's GPU), so the raw-memory methods of CuPy
 
 from __future__ import annotations
 
+import math
+import operator
 from typing import Any
+
+import numpy as np
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
-__all__ = ["Memory", "MemoryPointer", "memory_of"]
+__all__ = ["Memory", "MemoryPointer", "alloc", "memory_of", "array_at"]
 
 _REMOTE = ("the memory is on gpu-workbench's remote GPU, not in this process: "
            "use cupy functions or .get()/.set() instead")
 
 
 class Memory:
-    """An allocation on the pool's device (``MemoryPointer.mem``): its address and size."""
+    """An allocation on the pool's device (``MemoryPointer.mem``): its address and size.
 
-    __slots__ = ("ptr", "size", "device_id")
+    It holds the remote array that owns the allocation, so that the memory outlives the
+    arrays it was read from, as CuPy's does. An allocation made by :func:`alloc` learns its
+    address on first use (one round trip then; none for code that never asks)."""
 
-    def __init__(self, ptr: int, size: int, device_id: int = 0) -> None:
-        self.ptr, self.size, self.device_id = ptr, size, device_id
+    __slots__ = ("_ptr", "_size", "device_id", "_owner")
+
+    def __init__(self, ptr: int | None, size: int | None, device_id: int = 0,
+                 owner: Any = None) -> None:
+        self._ptr, self._size, self.device_id, self._owner = ptr, size, device_id, owner
+
+    def _resolve(self) -> None:
+        if self._ptr is None:
+            session = self._owner._s
+            _, self._ptr, self._size = session.value(session.submit(
+                m.KIND_CUDA, api.VALUE, None, "array.data", self._owner._h, [], {},
+                "cupy.cuda.Memory"))
+
+    @property
+    def ptr(self) -> int:
+        self._resolve()
+        return self._ptr
+
+    @property
+    def size(self) -> int:
+        self._resolve()
+        return self._size
 
     def __int__(self) -> int:
         return self.ptr
@@ -39,14 +65,22 @@ class Memory:
 
 
 class MemoryPointer:
-    """``cupy.cuda.MemoryPointer`` of a remote array: an address in an allocation of the pool."""
+    """``cupy.cuda.MemoryPointer``: an address in an allocation of the pool's device,
+    *offset* bytes into *mem*."""
 
-    __slots__ = ("mem", "ptr", "device_id")
+    __slots__ = ("mem", "_offset")
 
     def __init__(self, mem: Memory, offset: int) -> None:
         self.mem = mem
-        self.ptr = mem.ptr + offset
-        self.device_id = mem.device_id
+        self._offset = operator.index(offset)
+
+    @property
+    def ptr(self) -> int:
+        return self.mem.ptr + self._offset
+
+    @property
+    def device_id(self) -> int:
+        return self.mem.device_id
 
     @property
     def device(self) -> Any:
@@ -59,7 +93,7 @@ class MemoryPointer:
     def __add__(self, offset: int) -> "MemoryPointer":
         if not isinstance(offset, int):
             return NotImplemented
-        return MemoryPointer(self.mem, self.ptr - self.mem.ptr + offset)
+        return MemoryPointer(self.mem, self._offset + offset)
 
     __radd__ = __add__
 
@@ -95,9 +129,84 @@ del _name
 
 def memory_of(array: Any) -> MemoryPointer:
     """``array.data``: one round trip to the pool (the address does not change; asked
-    for rarely)."""
+    for rarely). The pointer keeps *array* (and so its memory) alive."""
     from .cuda import get_device_id
     session = array._s
     ptr, start, size = session.value(session.submit(
         m.KIND_CUDA, api.VALUE, None, "array.data", array._h, [], {}, "ndarray.data"))
-    return MemoryPointer(Memory(start, size, get_device_id()), ptr - start)
+    return MemoryPointer(Memory(start, size, get_device_id(), array), ptr - start)
+
+
+def alloc(size: int) -> MemoryPointer:
+    """``cupy.cuda.alloc`` (``cupy.cuda.memory.alloc``): *size* bytes of the session's
+    memory on the pool's device, from the session's pool. No round trip: the address is
+    asked for when first read."""
+    from .cuda import get_device_id
+    from .ndarray import ndarray
+    size = operator.index(size)
+    if size < 0:
+        raise ValueError(f"cannot allocate {size} bytes")
+    return MemoryPointer(Memory(None, None, get_device_id(), ndarray(size, np.uint8)), 0)
+
+
+class _PointedMemory:
+    """Memory at a remote pointer described as CuPy reads it (``__cuda_array_interface__``);
+    the pool checks that the whole extent lies in one allocation of the session's."""
+
+    __slots__ = ("__cuda_array_interface__",)
+
+    def __init__(self, shape: tuple, dtype: np.dtype, ptr: int, strides: tuple) -> None:
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": dtype.str, "descr": dtype.descr,
+                                         "strides": strides, "data": (ptr, False), "version": 3}
+
+
+def _byte_range(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
+    """(left, right]: the bytes an array of *shape* and *strides* reaches from its
+    pointer, as CuPy's ``_memory_range.get_range``."""
+    if math.prod(shape) == 0:
+        return 0, 0
+    left = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    right = itemsize + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    return left, right
+
+
+def _contiguous_strides(shape: tuple, itemsize: int, c_order: bool) -> tuple:
+    strides, step = [], itemsize
+    for n in (reversed(shape) if c_order else shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides)) if c_order else tuple(strides)
+
+
+def array_at(shape: Any, dtype: Any, memptr: Any, strides: Any, order: Any) -> tuple:
+    """What ``cupy.ndarray(shape, dtype, memptr, strides, order)`` views, checked as CuPy
+    checks it: the shape, and an object naming the memory (or None where the array is a
+    fresh allocation of contiguous memory). With *strides* and no *memptr*, CuPy allocates
+    the bytes the strides reach, which must fit the contiguous size."""
+    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) \
+        else tuple(operator.index(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError("Negative dimensions are not allowed")
+    order_char = "C" if not order else str(order)[0].upper()
+    if order_char not in "CFAK":
+        raise ValueError("order not understood")
+    dt = np.dtype(dtype)
+    if memptr is not None and not isinstance(memptr, MemoryPointer):
+        raise TypeError(f"memptr must be a cupy.cuda.MemoryPointer (an array's .data, or "
+                        f"cupy.cuda.alloc), not {type(memptr).__name__}")
+    if strides is None:
+        strides = _contiguous_strides(shape, dt.itemsize, order_char == "C")
+    else:
+        strides = tuple(operator.index(s) for s in strides)
+        if len(strides) != len(shape):
+            raise ValueError("shape and strides must have the same length")
+    left, right = _byte_range(shape, strides, dt.itemsize)
+    if memptr is None:
+        if left != 0:
+            raise ValueError("ndarray() with strides currently does not allow negative strides")
+        contiguous = math.prod(shape) * dt.itemsize
+        if right > contiguous:
+            raise ValueError(f"ndarray() with strides must stay withing a contiguous size "
+                             f"of {contiguous} but got {right}.")
+        memptr = alloc(right)
+    return _PointedMemory(shape, dt, memptr.ptr, strides), memptr

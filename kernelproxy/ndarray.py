@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import threading
 import weakref
 from typing import Any
 
@@ -39,6 +40,16 @@ def wrap(session: Any, hid: int) -> "ndarray":
 
 
 _weak = weakref.ref
+
+
+class _Fusing(threading.local):
+    """How deep this thread is in calls of ``cupy.fuse``'d functions (kernelproxy.functional):
+    there, as in CuPy, an array has no Python scalar value."""
+
+    depth = 0
+
+
+FUSING = _Fusing()
 
 
 def _unwrap(session: Any, value: Any) -> Any:
@@ -190,15 +201,18 @@ class ndarray:
 
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         from .modules import active_session
-        if memptr is not None or strides is not None:
-            raise NotImplementedError("ndarray(memptr=..., strides=...) is not available remotely")
+        if memptr is not None or strides is not None:   # a view of memory named by pointer
+            from .memory import array_at
+            memory, _ = array_at(shape, dtype, memptr, strides, order)
+            call, args, kwargs = "asarray", (memory,), {}
+        else:
+            call, args, kwargs = "empty", (shape, dtype), {"order": order}
         session = active_session()
         self._s = session
         self._h = session.new_id()
         self._m = None
         session.arrays[self._h] = _weak(self)
-        session.submit(m.KIND_FUNCTION, _ARRAY, self._h, "empty", None, (shape, dtype),
-                       {"order": order}, "cupy.ndarray")
+        session.submit(m.KIND_FUNCTION, _ARRAY, self._h, call, None, args, kwargs, "cupy.ndarray")
 
     def __del__(self) -> None:
         try:
@@ -469,17 +483,22 @@ class ndarray:
     def __format__(self, spec: str) -> str:
         return _operator("format", (self, spec), self._s)
 
+    def _python_scalar(self, kind: str) -> Any:
+        if FUSING.depth:
+            raise TypeError("Cannot convert to Python scalar in cupy.fuse")
+        return _operator(kind, (self,), self._s)
+
     def __bool__(self) -> bool:
-        return _operator("bool", (self,), self._s)
+        return self._python_scalar("bool")
 
     def __float__(self) -> float:
-        return _operator("float", (self,), self._s)
+        return self._python_scalar("float")
 
     def __int__(self) -> int:
-        return _operator("int", (self,), self._s)
+        return self._python_scalar("int")
 
     def __complex__(self) -> complex:
-        return _operator("complex", (self,), self._s)
+        return self._python_scalar("complex")
 
     def __index__(self) -> int:
         return _operator("index", (self,), self._s)
@@ -533,10 +552,21 @@ class ndarray:
         return call(self._s, m.KIND_METHOD, "astype", _ARRAY, self, (dtype,), kwargs, "ndarray.astype")
 
     def __getitem__(self, key: Any) -> "ndarray":
+        if type(key) is np.ndarray or type(key) is tuple:
+            _check_index_arrays(key)
         return _operator("getitem", (self, key), self._s)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if type(key) is np.ndarray or type(key) is tuple:
+            _check_index_arrays(key)
         _operator("setitem", (self, key, value), self._s)
+
+    def byteswap(self, inplace: bool = False) -> "ndarray":
+        """The bytes of each element reversed: a new array, or this one swapped in place
+        (and returned, as in CuPy)."""
+        result = call(self._s, m.KIND_METHOD, "byteswap", _ARRAY, self, (inplace,), {},
+                      "ndarray.byteswap")
+        return self if inplace else result
 
     def __divmod__(self, other: Any) -> tuple:
         return _operator("divmod", (self, other), self._s)
@@ -555,6 +585,14 @@ class ndarray:
 
     def __invert__(self) -> "ndarray":
         return _operator("invert", (self,), self._s)
+
+
+def _check_index_arrays(key: Any) -> None:
+    """CuPy's IndexError for a host array of floats, objects, strings or structures used as
+    an index, raised here at once (objects and strings could not even be sent)."""
+    for item in key if type(key) is tuple else (key,):
+        if type(item) is np.ndarray and item.dtype.kind not in "biu":
+            raise IndexError("arrays used as indices must be of integer (or boolean) type")
 
 
 def _method(name: str, want: str):
