@@ -83,11 +83,15 @@ def _accelerators(which: str) -> tuple:
 
 def build_core_modules() -> dict[str, types.ModuleType]:
     """``cupy._core``, ``cupy._core.internal``, ``cupy._core.flags`` (the class of
-    ``ndarray.flags``), ``cupy._core._accelerator`` and ``cupy._core.core`` (where CuPy
+    ``ndarray.flags``), ``cupy._core._accelerator``, ``cupy._core.core`` (where CuPy
     defines ``ndarray``: code outside CuPy names the class as ``cupy._core.core.ndarray``
-    and ``cupy._core.ndarray``)."""
+    and ``cupy._core.ndarray``) and ``cupy._core.fusion`` (``Fusion``, the class of
+    ``cupy.fuse``'s functions)."""
     from .ndarray import ndarray   # (ndarray's module imports the pool's helpers, not this)
+    from .functional import Fusion, fuse
     core = types.ModuleType("cupy._core")
+    fusion = types.ModuleType("cupy._core.fusion")   # where CuPy's Fusion class lives
+    fusion.Fusion, fusion.fuse = Fusion, fuse
     core_core = types.ModuleType("cupy._core.core")
     core_core.ndarray = ndarray
     internal = types.ModuleType("cupy._core.internal")
@@ -102,6 +106,7 @@ def build_core_modules() -> dict[str, types.ModuleType]:
         accelerator.__dict__.update({get.__name__: get, set_.__name__: set_})
     core.__path__ = []
     core.__dict__.update(get_size=get_size, internal=internal, flags=flags, core=core_core,
+                         fusion=fusion,
                          ndarray=ndarray,
                          _accelerator=accelerator, create_reduction_func=create_reduction_func,
                          ElementwiseKernel=kernels.ElementwiseKernel,
@@ -109,4 +114,5 @@ def build_core_modules() -> dict[str, types.ModuleType]:
                          **{k: v for k, v in accelerator.__dict__.items()
                             if k.startswith(("get_", "set_"))})
     return {"cupy._core": core, "cupy._core.internal": internal, "cupy._core.flags": flags,
-            "cupy._core._accelerator": accelerator, "cupy._core.core": core_core}
+            "cupy._core._accelerator": accelerator, "cupy._core.core": core_core,
+            "cupy._core.fusion": fusion}

@@ -16,9 +16,10 @@ function on the client instead, with the remote arrays themselves: each operatio
 performs is forwarded as an ordinary op, queued without a round trip, so the results
 (values, dtypes, in-place updates of arguments) are those of the same operations in
 CuPy. What is not reproduced is the fusion itself: a fused function costs one op per
-operation in it rather than one kernel; and control flow on element values stops there
-with a ``NotImplementedError`` that says so, rather than with NumPy's message about the
-truth value of an array.
+operation in it rather than one kernel. Inside ``fuse`` an array has no Python value
+(``if x > 0:``, ``float(x)``): CuPy's ``TypeError``, as its tracer gives. In
+``vectorize`` on the NumPy device, control flow on element values stops with a
+``NotImplementedError`` that says so.
 """
 
 from __future__ import annotations
@@ -63,7 +64,11 @@ class Fusion:
         if not all(isinstance(a, _FUSE_ARGUMENT_TYPES) for a in args):
             raise TypeError("Invalid argument type for '{}': ({})".format(
                 self.name, ", ".join(repr(type(a)) for a in args)))
-        return self.func(*args)
+        nd.FUSING.depth += 1   # no Python scalar of an array in here, as in CuPy's fusion
+        try:
+            return self.func(*args)
+        finally:
+            nd.FUSING.depth -= 1
 
     def clear_cache(self) -> None:
         """Nothing is cached: each call issues its operations afresh."""

@@ -38,6 +38,8 @@ def test_runtime_answers_from_the_hello(cp, cuda, session):
     with pytest.raises(CUDAError, match="invalid device"):
         rt.getDeviceProperties(1)
     assert rt.deviceCanAccessPeer(0, 0) == 0
+    # the client has no CUDA toolkit of its own (the pool compiles): CuPy's "not found"
+    assert cuda.get_nvcc_path() is None and cuda.get_cuda_path() is None
 
 
 def test_device(cp, cuda):

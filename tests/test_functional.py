@@ -69,6 +69,33 @@ def test_fuse_refuses_other_argument_types_as_cupy_does(cp):
         f(cp.arange(3), [1, 2, 3])
 
 
+def test_an_array_has_no_python_value_inside_fuse_as_in_cupy(cp):
+    @cp.fuse()
+    def branchy(x):
+        if x > 0:
+            return x
+        return -x
+
+    x = cp.arange(9).reshape(3, 3)
+    for f in (branchy, cp.fuse(lambda x: float(x.sum()))):
+        with pytest.raises(TypeError, match="Cannot convert to Python scalar in cupy.fuse"):
+            f(x)
+    assert bool(x[1, 1] > 0) and int(x.sum()) == 36   # outside a fused call they have
+
+
+def test_cupy_core_fusion_is_the_class_of_fused_functions(cp):
+    calls = []
+
+    def f(x, y):
+        calls.append(1)
+        return cp.equal(x, y)
+
+    fused = cp._core.fusion.Fusion(f, "eq")
+    assert isinstance(cp.fuse(f), cp._core.fusion.Fusion) and fused.name == "eq"
+    np.testing.assert_array_equal(fused(cp.arange(3), 1).get(), [False, True, False])
+    assert calls == [1]
+
+
 # ---------------------------------------------------------------- cupy.vectorize
 
 def test_vectorize_matches_numpys_vectorize(cp):

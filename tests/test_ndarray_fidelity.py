@@ -109,3 +109,19 @@ def test_get_into_a_non_contiguous_array_is_refused(cp):
     out = np.empty((3, 3))[0:2, 0:2]
     with pytest.raises(RuntimeError, match="non-contiguous"):
         cp.ones((2, 2)).get(out=out)
+
+
+def test_byteswap_in_place_returns_the_array_itself(cp):
+    x = cp.arange(4, dtype=np.int32)
+    assert x.byteswap(inplace=True) is x
+    np.testing.assert_array_equal(x.get(), np.arange(4, dtype=np.int32).byteswap())
+
+
+@pytest.mark.parametrize("dtype", [object, "str", "float32", "i,i"])
+def test_host_arrays_of_other_kinds_cannot_index(cp, dtype):
+    a = cp.arange(10)
+    with pytest.raises(IndexError, match="arrays used as indices"):
+        a[np.array([1, 2], dtype=dtype)]
+    with pytest.raises(IndexError, match="arrays used as indices"):
+        a[(np.array([1, 2], dtype=dtype),)] = 0
+    assert int(a.sum()) == 45
