@@ -29,6 +29,31 @@ __all__ = ["ndarray", "Flags", "call", "wrap"]
 _ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
 
 
+def as_subclass(arr: Any, cls: type, template: Any) -> Any:
+    """*arr* (a fresh result, or a tuple of them) as an instance of *cls*, a subclass of
+    :class:`ndarray`, finalized from *template* as CuPy does: the new object takes over
+    the remote array's handle."""
+    if type(arr) is tuple:
+        return tuple(as_subclass(a, cls, template) for a in arr)
+    if type(arr) is not ndarray or cls is ndarray:
+        return arr
+    obj = object.__new__(cls)
+    obj._s, obj._h, obj._m = arr._s, arr._h, arr._m
+    arr._s.arrays[arr._h] = _weak(obj)
+    arr._h = None
+    obj.__array_finalize__(template)
+    return obj
+
+
+def subclass_template(args: tuple) -> Any:
+    """The first input of a subclass of :class:`ndarray`, whose type a ufunc's result takes
+    (CuPy's rule); None when every array input is a plain one."""
+    for a in args:
+        if type(a) is not ndarray and isinstance(a, ndarray):
+            return a
+    return None
+
+
 def wrap(session: Any, hid: int) -> "ndarray":
     """A client array for a handle the session already issued or received."""
     arr = object.__new__(ndarray)
@@ -40,6 +65,7 @@ def wrap(session: Any, hid: int) -> "ndarray":
 
 
 _weak = weakref.ref
+_type = type   # ndarray.view's argument named type hides the builtin there
 
 
 class _Fusing(threading.local):
@@ -197,26 +223,45 @@ class ndarray:
 
     __slots__ = ("_s", "_h", "_m", "__weakref__")
     __array_priority__ = 100
+    _remote_array = True   # what the session's encoder knows a subclass's instances by
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
+    def __new__(cls, *args: Any, _obj: Any = None, _no_init: bool = False, **kwargs: Any):
+        """Made here rather than in ``__init__``, as CuPy's, so that a subclass's ``__new__``
+        may take arguments of its own; a subclass's ``__array_finalize__(None)`` follows."""
+        arr = object.__new__(cls)
+        if _no_init:
+            return arr
+        arr._init(*args, **kwargs)
+        if cls is not ndarray:
+            arr.__array_finalize__(_obj)
+        return arr
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing: :meth:`__new__` made the array."""
+
+    def _init(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         from .modules import active_session
         if memptr is not None or strides is not None:   # a view of memory named by pointer
             from .memory import array_at
             memory, _ = array_at(shape, dtype, memptr, strides, order)
-            call, args, kwargs = "asarray", (memory,), {}
+            call_name, args, kwargs = "asarray", (memory,), {}
         else:
-            call, args, kwargs = "empty", (shape, dtype), {"order": order}
+            call_name, args, kwargs = "empty", (shape, dtype), {"order": order}
         session = active_session()
         self._s = session
         self._h = session.new_id()
         self._m = None
         session.arrays[self._h] = _weak(self)
-        session.submit(m.KIND_FUNCTION, _ARRAY, self._h, call, None, args, kwargs, "cupy.ndarray")
+        session.submit(m.KIND_FUNCTION, _ARRAY, self._h, call_name, None, args, kwargs, "cupy.ndarray")
+
+    def __array_finalize__(self, obj: Any) -> None:
+        """Called on an instance of a subclass made from *obj* (a view, a ufunc's result),
+        as in CuPy and NumPy; nothing for ``cupy.ndarray`` itself."""
 
     def __del__(self) -> None:
         try:
-            if not self._s.closed:
+            if not self._s.closed and self._h is not None:   # None: handed to a subclass's
                 self._s.release(self._h)
         except Exception:  # interpreter shutdown or a half-built object
             pass
@@ -560,6 +605,20 @@ class ndarray:
         if type(key) is np.ndarray or type(key) is tuple:
             _check_index_arrays(key)
         _operator("setitem", (self, key, value), self._s)
+
+    def view(self, dtype: Any = None, type: Any = None) -> "ndarray":
+        """A view of the same memory, of another dtype and/or of a subclass (*type*, or a
+        subclass given as *dtype*), finalized from this array, as CuPy's."""
+        if dtype is not None and isinstance(dtype, _type) and issubclass(dtype, ndarray):
+            if type is not None:
+                raise ValueError("Cannot specify output type twice.")
+            type, dtype = dtype, None
+        if type is not None and not (isinstance(type, _type) and issubclass(type, ndarray)):
+            raise ValueError("Type must be a sub-type of ndarray type")
+        args = () if dtype is None else (dtype,)
+        result = call(self._s, m.KIND_METHOD, "view", _ARRAY, self, args, {}, "ndarray.view")
+        cls = _type(self) if type is None else type
+        return result if cls is ndarray else as_subclass(result, cls, self)
 
     def byteswap(self, inplace: bool = False) -> "ndarray":
         """The bytes of each element reversed: a new array, or this one swapped in place

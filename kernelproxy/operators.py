@@ -11,12 +11,19 @@ from __future__ import annotations
 
 from gpu_backend.protocol import messages as m
 
-from .ndarray import _ARRAY, _OP_SYMBOLS, _UFUNC_SCALAR_TYPES, _operator, call
+from .ndarray import (_ARRAY, _OP_SYMBOLS, _UFUNC_SCALAR_TYPES, _operator, as_subclass, call,
+                      subclass_template)
 
 __all__ = ["install_operators"]
 
 _ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
                "and_", "or_", "xor", "lshift", "rshift")
+
+
+def _of_subclass(result, operands: tuple):
+    """An operator's result as CuPy's ufunc gives it when an operand is of a subclass."""
+    template = subclass_template(operands)
+    return result if template is None else as_subclass(result, type(template), template)
 
 
 def _binary(name: str, cls: type):
@@ -25,14 +32,20 @@ def _binary(name: str, cls: type):
         if kind is not cls and kind not in _UFUNC_SCALAR_TYPES \
                 and getattr(kind, "__array_ufunc__", 0) is None:
             return NotImplemented
-        return _operator(name, (self, other), self._s)
+        result = _operator(name, (self, other), self._s)
+        if type(self) is cls and (kind is cls or kind in _UFUNC_SCALAR_TYPES):
+            return result
+        return _of_subclass(result, (self, other))
 
     def reflected(self, other):
         kind = type(other)
         if kind is not cls and kind not in _UFUNC_SCALAR_TYPES \
                 and getattr(kind, "__array_ufunc__", 0) is None:
             return NotImplemented
-        return _operator(name, (other, self), self._s)
+        result = _operator(name, (other, self), self._s)
+        if type(self) is cls and (kind is cls or kind in _UFUNC_SCALAR_TYPES):
+            return result
+        return _of_subclass(result, (other, self))
 
     def inplace(self, other):
         if name == "matmul" and self._s.device.get("kind") == "cupy":

@@ -205,10 +205,11 @@ class Session:
 
     def _handle_of(self, obj: Any) -> int | None:
         hid = getattr(obj, "_h", None)
-        if hid is None or (type(obj).__name__ != "ndarray" and not getattr(obj, "_remote_object", False)):
+        if hid is None or (type(obj).__name__ != "ndarray" and not getattr(obj, "_remote_object", False)
+                           and not getattr(obj, "_remote_array", False)):   # (a subclass's)
             return None
         if obj._s is not self:
-            raise ValueError(f"{'an array' if type(obj).__name__ == 'ndarray' else 'an object'} "
+            raise ValueError(f"{'an array' if hasattr(obj, '_remote_array') else 'an object'} "
                              "of another remote session cannot be used here")
         if hid in self._dead:
             raise InvalidHandleError(self._dead[hid])

@@ -43,8 +43,12 @@ class ufunc:
         self._label = name if "." in name else f"cupy.{name}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return nd.call(_session(), m.KIND_FUNCTION, self.name, self._want, None, args, kwargs,
-                       self._label)
+        result = nd.call(_session(), m.KIND_FUNCTION, self.name, self._want, None, args, kwargs,
+                         self._label)
+        template = nd.subclass_template(args)
+        if template is None or kwargs.get("out") is not None:
+            return result
+        return nd.as_subclass(result, type(template), template)   # CuPy's rule for subclasses
 
     def _method(self, method: str, args: tuple, kwargs: dict) -> Any:
         qualname = f"{self.name}.{method}"
