@@ -82,3 +82,13 @@ def test_score_attributes_each_proxy_bug_to_its_cause():
     assert causes == {"module does not import: ImportError: no cupy.cuda.foo": 2,
                       "TypeError: shape N vs N": 1}
     assert folder_of("tests/cupyx_tests/scipy_tests/special_tests/test_x.py::t") == "scipy_special"
+
+
+def test_internal_test_classes_of_scored_modules_are_scored_apart():
+    core = "tests/cupy_tests/core_tests/"
+    assert folder_of(core + "test_ndarray_reduction.py::TestCubReduction::test_cub_min[F-x]") \
+        == "core_internals"
+    assert folder_of(core + "test_ndarray_reduction.py::TestArrayReduction::test_max_all[C]") == "core"
+    assert folder_of(core + "test_cub_reduction.py::TestSimpleCubReductionKernelMisc::test_x") \
+        == "core_internals"
+    assert folder_of(core + "test_ndarray.py") == "core"

@@ -8,7 +8,8 @@ the proxy's run passed it too; otherwise it is a *proxy bug*, and its cause is t
 proxy's exception (type and first line), or its module's collection error when the
 module did not import through the proxy. Causes are grouped with numbers blanked.
 The test modules of ``core_tests`` that test CUDA internals (``CORE_INTERNALS``, each with
-its reason) form a row of their own, outside the overall figure.
+its reason), and the classes of other modules that do (``CORE_INTERNAL_CLASSES``), form a
+row of their own, outside the overall figure.
 """
 
 from __future__ import annotations
@@ -58,6 +59,15 @@ CORE_INTERNALS = {
     "fusion_tests/test_optimization.py": "cupy.fuse's compiler, through mocks of its tracer",
     "fusion_tests/test_kernel_cache.py": "cupy.fuse's kernel cache, through mocks of its tracer",
 }
+#: Test classes of scored ``core_tests`` modules that test the same internals (the rest of
+#: their module is ordinary API and stays scored), by ``module::class``, each with its reason.
+CORE_INTERNAL_CLASSES = {
+    "test_ndarray_reduction.py::TestCubReduction":
+        "CUB kernel selection inside CuPy, through mocks of cupy._core._routines_statistics.cub "
+        "(as test_cub_reduction.py)",
+    "test_reduction.py::TestReductionKernelCachedCode":
+        "the kernel cache of a ReductionKernel (its private _cached_codes)",
+}
 #: Rows shown but not part of the overall figure.
 NOT_SCORED = frozenset({"core_internals"})
 
@@ -65,8 +75,9 @@ NOT_SCORED = frozenset({"core_internals"})
 def folder_of(nodeid: str) -> str:
     """The short name of the folder a test id (relative to the suite's root) is in."""
     nodeid = nodeid.removeprefix("tests/")
-    module = nodeid.split("::")[0].removeprefix(FOLDERS["core"] + "/")
-    if module in CORE_INTERNALS:
+    parts = nodeid.split("::")
+    module = parts[0].removeprefix(FOLDERS["core"] + "/")
+    if module in CORE_INTERNALS or (len(parts) > 1 and f"{module}::{parts[1]}" in CORE_INTERNAL_CLASSES):
         return "core_internals"
     for name, path in FOLDERS.items():
         if nodeid.startswith(path + "/"):
