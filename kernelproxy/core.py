@@ -81,6 +81,17 @@ def _accelerators(which: str) -> tuple:
     return get, set_
 
 
+def elementwise_copy(src: Any, out: Any = None, *, casting: str = "unsafe") -> Any:
+    """``cupy._core.elementwise_copy``, CuPy's copying ufunc (``out0 = in0``, unsafe casting
+    by default): *src* into *out* (broadcast and cast), or a copy of *src*."""
+    from .modules import build_modules
+    cupy = build_modules()["cupy"]
+    if out is None:
+        return cupy.array(src, copy=True)
+    cupy.copyto(out, src, casting=casting)
+    return out
+
+
 def build_core_modules() -> dict[str, types.ModuleType]:
     """``cupy._core``, ``cupy._core.internal``, ``cupy._core.flags`` (the class of
     ``ndarray.flags``), ``cupy._core._accelerator``, ``cupy._core.core`` (where CuPy
@@ -106,7 +117,7 @@ def build_core_modules() -> dict[str, types.ModuleType]:
         accelerator.__dict__.update({get.__name__: get, set_.__name__: set_})
     core.__path__ = []
     core.__dict__.update(get_size=get_size, internal=internal, flags=flags, core=core_core,
-                         fusion=fusion,
+                         fusion=fusion, elementwise_copy=elementwise_copy,
                          ndarray=ndarray,
                          _accelerator=accelerator, create_reduction_func=create_reduction_func,
                          ElementwiseKernel=kernels.ElementwiseKernel,

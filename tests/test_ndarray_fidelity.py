@@ -125,3 +125,13 @@ def test_host_arrays_of_other_kinds_cannot_index(cp, dtype):
     with pytest.raises(IndexError, match="arrays used as indices"):
         a[(np.array([1, 2], dtype=dtype),)] = 0
     assert int(a.sum()) == 45
+
+
+def test_core_elementwise_copy_casts_unsafely_into_its_output(cp):
+    src = cp.arange(6, dtype=np.float64).reshape(2, 3) + 0.5
+    dst = cp.empty((2, 3), dtype=np.int32)
+    assert cp._core.elementwise_copy(src, dst) is dst
+    np.testing.assert_array_equal(dst.get(), (np.arange(6).reshape(2, 3) + 0.5).astype(np.int32))
+    copy = cp._core.elementwise_copy(src)
+    assert copy is not src
+    np.testing.assert_array_equal(copy.get(), src.get())
