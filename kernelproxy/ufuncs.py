@@ -36,11 +36,25 @@ class ufunc:
         self.__name__ = name.replace(".", "_") if "." in name else f"cupy_{name}"
         self.nin, self.nout, self.nargs = reference.nin, reference.nout, reference.nargs
         self.identity = reference.identity
-        self.types = list(reference.types)
-        self.ntypes = len(self.types)
+        self._types: list[str] | None = None
         self.__doc__ = reference.__doc__
         self._want = api.FUNCTIONS[name]
         self._label = name if "." in name else f"cupy.{name}"
+
+    @property
+    def types(self) -> list[str]:
+        """The device's loops (``'ff->f'``), asked of the pool once: CuPy's differ from
+        NumPy's for some ufuncs."""
+        if self._types is None:
+            session = _session()
+            self._types = [str(t) for t in session.value(session.submit(
+                m.KIND_CUDA, api.VALUE, None, "ufunc.types", None, [self.name], {},
+                f"{self._label}.types"))]
+        return list(self._types)
+
+    @property
+    def ntypes(self) -> int:
+        return len(self.types)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         result = nd.call(_session(), m.KIND_FUNCTION, self.name, self._want, None, args, kwargs,

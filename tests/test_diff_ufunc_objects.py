@@ -56,3 +56,31 @@ def test_more_forwarded_functions(same):
     same(lambda xp: xp.diag_indices_from(xp.zeros((3, 3))))
     same(lambda xp: xp.ix_(xp.arange(2), xp.arange(3)))
     same(lambda xp: xp.real_if_close(xp.asarray([1 + 0j, 2 + 0j])))
+
+
+def test_types_are_the_devices_loops(cp, session):
+    """``types`` comes from the pool's own ufunc: NumPy's on the NumPy device, CuPy's (no
+    object or long-double loops, ``divide``'s ints to float) on a GPU."""
+    from kernelproxy.modules import build_modules
+    gamma = build_modules()["cupyx.scipy.special"].gamma
+    on_numpy = session.device.get("kind") == "numpy"
+    for ufunc, reference in ((cp.sin, np.sin), (cp.add, np.add), (cp.divide, np.divide),
+                             (gamma, None)):
+        types = ufunc.types
+        assert types and all(isinstance(t, str) and "->" in t for t in types)
+        assert ufunc.ntypes == len(types) and ufunc.types == types
+        if on_numpy and reference is not None:
+            assert types == list(reference.types)
+        elif not on_numpy:
+            assert not any(c in t for t in types for c in "OgG")
+    if not on_numpy:
+        assert "qq->d" in cp.divide.types
+
+
+def test_types_of_a_name_that_is_no_ufunc_is_refused(cp, session):
+    from gpu_backend.protocol import api
+    from gpu_backend.protocol import messages as m
+    for name in ("zeros", "os.system", 3):
+        with pytest.raises(TypeError, match="not a ufunc"):
+            session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "ufunc.types", None, [name]))
+    assert float(cp.sin(cp.zeros(2)).sum()) == 0.0

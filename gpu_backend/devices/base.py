@@ -89,14 +89,19 @@ class _LazyFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self.fn
         if fn is None:
+            fn = self.resolved()
+        return fn(*args, **kwargs)
+
+    def resolved(self) -> Any:
+        """The function itself (its module imported now if it was not yet)."""
+        if self.fn is None:
             try:
-                fn = getattr(importlib.import_module(self.module), self.leaf)
+                self.fn = getattr(importlib.import_module(self.module), self.leaf)
             except (ImportError, AttributeError) as exc:
                 raise NotImplementedError(
                     f"{self.qualname} is not available on this pool's device "
                     f"({type(exc).__name__}: {exc})") from None
-            self.fn = fn
-        return fn(*args, **kwargs)
+        return self.fn
 
 
 def lazy_functions(modules: dict[str, str]) -> dict[str, Callable]:

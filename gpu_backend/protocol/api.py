@@ -251,6 +251,9 @@ CUDA_CALLS: dict[str, str] = {}
 CUDA_CALLS.update(_names("event.new event.record event.synchronize pool.free_all_blocks pool.set_limit "
                          "fft.nd_planning core.accelerators", NONE))
 CUDA_CALLS.update(_names("event.done event.elapsed pool.figures array.data", VALUE))
+#: ``ufunc.types`` of one of the device's ufuncs (an allow-listed name): CuPy's loops
+#: differ from NumPy's for some (``divide``'s ``qq->d``, no ``O``/``g`` loops)
+CUDA_CALLS["ufunc.types"] = VALUE
 #: cuFFT JIT callbacks (``cupy.fft.config.set_cufft_callbacks``): entered (waits: CuPy
 #: compiles the sources with NVRTC there) and left in op order; cuFFT's version
 CUDA_CALLS.update(_names("fft.callbacks fft.version", VALUE))

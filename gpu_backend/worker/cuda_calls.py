@@ -24,6 +24,8 @@ from ..protocol.errors import ProtocolError
 
 __all__ = ["run_cuda_call"]
 
+_SPECIAL = "cupyx.scipy.special."
+
 
 def _flag(value: Any, what: str) -> bool:
     if type(value) is not bool:
@@ -86,6 +88,17 @@ def run_cuda_call(executor: Any, name: Any, target: Any, args: list) -> Any:
         return list(device.memory_span(table.get(target)))
     if name == "array.base":
         return table.base_of(target)
+    if name == "ufunc.types":   # the loops of one of the device's ufuncs, by allow-listed name
+        which = args[0] if args else None
+        fn = executor.device.functions.get(which) if type(which) is str else None
+        if hasattr(fn, "resolved"):   # a function of a module imported on first use
+            fn = fn.resolved()
+        types = getattr(fn, "types", None)
+        special = type(which) is str and which.startswith(_SPECIAL) \
+            and which[len(_SPECIAL):] in api.SPECIAL_UFUNCS
+        if (which not in api.UFUNCS and not special) or types is None:
+            raise TypeError(f"{which!r} is not a ufunc of the pool's device")
+        return [str(t) for t in types]
     if name == "pool.figures":
         return {**device.pool_figures(), "limit": executor.pool_limit()}
     if name == "pool.free_all_blocks":
