@@ -87,7 +87,7 @@ def elementwise_copy(src: Any, out: Any = None, *, casting: str = "unsafe") -> A
     from .modules import build_modules
     cupy = build_modules()["cupy"]
     if out is None:
-        return cupy.array(src, copy=True)
+        return cupy.array(src, copy=True, order="C")   # a ufunc's fresh output: C order
     cupy.copyto(out, src, casting=casting)
     return out
 

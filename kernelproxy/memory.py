@@ -153,11 +153,12 @@ class _PointedMemory:
     """Memory at a remote pointer described as CuPy reads it (``__cuda_array_interface__``);
     the pool checks that the whole extent lies in one allocation of the session's."""
 
-    __slots__ = ("__cuda_array_interface__",)
+    __slots__ = ("__cuda_array_interface__", "_pointer")
 
-    def __init__(self, shape: tuple, dtype: np.dtype, ptr: int, strides: tuple) -> None:
+    def __init__(self, shape: tuple, dtype: np.dtype, pointer: MemoryPointer, strides: tuple) -> None:
+        self._pointer = pointer   # its memory stays the session's until the op is sent
         self.__cuda_array_interface__ = {"shape": shape, "typestr": dtype.str, "descr": dtype.descr,
-                                         "strides": strides, "data": (ptr, False), "version": 3}
+                                         "strides": strides, "data": (pointer.ptr, False), "version": 3}
 
 
 def _byte_range(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
@@ -178,11 +179,12 @@ def _contiguous_strides(shape: tuple, itemsize: int, c_order: bool) -> tuple:
     return tuple(reversed(strides)) if c_order else tuple(strides)
 
 
-def array_at(shape: Any, dtype: Any, memptr: Any, strides: Any, order: Any) -> tuple:
-    """What ``cupy.ndarray(shape, dtype, memptr, strides, order)`` views, checked as CuPy
-    checks it: the shape, and an object naming the memory (or None where the array is a
-    fresh allocation of contiguous memory). With *strides* and no *memptr*, CuPy allocates
-    the bytes the strides reach, which must fit the contiguous size."""
+def array_at(session: Any, shape: Any, dtype: Any, memptr: Any, strides: Any, order: Any) -> Any:
+    """The memory that ``cupy.ndarray(shape, dtype, memptr, strides, order)`` views in
+    *session*, as an object with ``__cuda_array_interface__`` (sent as a device view),
+    checked as CuPy checks it; the pointer must be the session's. With *strides* and no
+    *memptr*, CuPy allocates the bytes the strides reach, which must fit the contiguous
+    size: so does this."""
     shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) \
         else tuple(operator.index(n) for n in shape)
     if any(n < 0 for n in shape):
@@ -194,6 +196,9 @@ def array_at(shape: Any, dtype: Any, memptr: Any, strides: Any, order: Any) -> t
     if memptr is not None and not isinstance(memptr, MemoryPointer):
         raise TypeError(f"memptr must be a cupy.cuda.MemoryPointer (an array's .data, or "
                         f"cupy.cuda.alloc), not {type(memptr).__name__}")
+    owner = None if memptr is None else memptr.mem._owner
+    if owner is not None and owner._s is not session:   # addresses of another worker
+        raise ValueError("a MemoryPointer of another remote session cannot be used here")
     if strides is None:
         strides = _contiguous_strides(shape, dt.itemsize, order_char == "C")
     else:
@@ -209,4 +214,4 @@ def array_at(shape: Any, dtype: Any, memptr: Any, strides: Any, order: Any) -> t
             raise ValueError(f"ndarray() with strides must stay withing a contiguous size "
                              f"of {contiguous} but got {right}.")
         memptr = alloc(right)
-    return _PointedMemory(shape, dt, memptr.ptr, strides), memptr
+    return _PointedMemory(shape, dt, memptr, strides)

@@ -35,7 +35,7 @@ def as_subclass(arr: Any, cls: type, template: Any) -> Any:
     the remote array's handle."""
     if type(arr) is tuple:
         return tuple(as_subclass(a, cls, template) for a in arr)
-    if type(arr) is not ndarray or cls is ndarray:
+    if type(arr) is not ndarray or cls is ndarray or arr._h is None:
         return arr
     obj = object.__new__(cls)
     obj._s, obj._h, obj._m = arr._s, arr._h, arr._m
@@ -43,6 +43,13 @@ def as_subclass(arr: Any, cls: type, template: Any) -> Any:
     arr._h = None
     obj.__array_finalize__(template)
     return obj
+
+
+def _of_subclass(result: Any, operands: tuple) -> Any:
+    """An operator's result as CuPy's ufunc gives it when an operand is of a subclass
+    (plain operands: the result as it is, after one type check each)."""
+    template = subclass_template(operands)
+    return result if template is None else as_subclass(result, type(template), template)
 
 
 def subclass_template(args: tuple) -> Any:
@@ -242,13 +249,13 @@ class ndarray:
 
     def _init(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         from .modules import active_session
+        session = active_session()
         if memptr is not None or strides is not None:   # a view of memory named by pointer
             from .memory import array_at
-            memory, _ = array_at(shape, dtype, memptr, strides, order)
+            memory = array_at(session, shape, dtype, memptr, strides, order)
             call_name, args, kwargs = "asarray", (memory,), {}
         else:
             call_name, args, kwargs = "empty", (shape, dtype), {"order": order}
-        session = active_session()
         self._s = session
         self._h = session.new_id()
         self._m = None
@@ -488,8 +495,10 @@ class ndarray:
             from .modules import proxy_cupy
             target = getattr(getattr(proxy_cupy(), name, None), method, None)
             return NotImplemented if target is None else target(*inputs, **kwargs)
-        return call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs,
-                    name if "." in name else f"cupy.{name}")
+        result = call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs,
+                      name if "." in name else f"cupy.{name}")
+        template = None if "out" in kwargs else subclass_template(inputs)
+        return result if template is None else as_subclass(result, _type(template), template)
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         module = getattr(func, "__module__", "") or ""
@@ -628,22 +637,22 @@ class ndarray:
         return self if inplace else result
 
     def __divmod__(self, other: Any) -> tuple:
-        return _operator("divmod", (self, other), self._s)
+        return _of_subclass(_operator("divmod", (self, other), self._s), (self, other))
 
     def __rdivmod__(self, other: Any) -> tuple:
-        return _operator("divmod", (other, self), self._s)
+        return _of_subclass(_operator("divmod", (other, self), self._s), (other, self))
 
     def __neg__(self) -> "ndarray":
-        return _operator("neg", (self,), self._s)
+        return _of_subclass(_operator("neg", (self,), self._s), (self,))
 
     def __pos__(self) -> "ndarray":
-        return _operator("pos", (self,), self._s)
+        return _of_subclass(_operator("pos", (self,), self._s), (self,))
 
     def __abs__(self) -> "ndarray":
-        return _operator("abs", (self,), self._s)
+        return _of_subclass(_operator("abs", (self,), self._s), (self,))
 
     def __invert__(self) -> "ndarray":
-        return _operator("invert", (self,), self._s)
+        return _of_subclass(_operator("invert", (self,), self._s), (self,))
 
 
 def _check_index_arrays(key: Any) -> None:
@@ -651,7 +660,8 @@ def _check_index_arrays(key: Any) -> None:
     an index, raised here at once (objects and strings could not even be sent)."""
     for item in key if type(key) is tuple else (key,):
         if type(item) is np.ndarray and item.dtype.kind not in "biu":
-            raise IndexError("arrays used as indices must be of integer (or boolean) type")
+            raise IndexError("arrays used as indices must be of integer or boolean type "
+                             f"(actual: {item.dtype.type})")
 
 
 def _method(name: str, want: str):

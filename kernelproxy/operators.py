@@ -11,19 +11,12 @@ from __future__ import annotations
 
 from gpu_backend.protocol import messages as m
 
-from .ndarray import (_ARRAY, _OP_SYMBOLS, _UFUNC_SCALAR_TYPES, _operator, as_subclass, call,
-                      subclass_template)
+from .ndarray import _ARRAY, _OP_SYMBOLS, _UFUNC_SCALAR_TYPES, _of_subclass, _operator, call
 
 __all__ = ["install_operators"]
 
 _ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
                "and_", "or_", "xor", "lshift", "rshift")
-
-
-def _of_subclass(result, operands: tuple):
-    """An operator's result as CuPy's ufunc gives it when an operand is of a subclass."""
-    template = subclass_template(operands)
-    return result if template is None else as_subclass(result, type(template), template)
 
 
 def _binary(name: str, cls: type):
@@ -67,7 +60,8 @@ def _equality(name: str, fill: str, cls: type):
     def method(self, other):
         kind = type(other)
         if kind is cls or kind in _UFUNC_SCALAR_TYPES:
-            return _operator(name, (self, other), self._s)
+            result = _operator(name, (self, other), self._s)
+            return result if type(self) is cls else _of_subclass(result, (self,))
         if other is None or (kind.__eq__ is object.__eq__
                              and (name == "eq" or kind.__ne__ is object.__ne__)):
             return call(self._s, m.KIND_FUNCTION, fill, _ARRAY, None, (self,), {"dtype": bool}, label)

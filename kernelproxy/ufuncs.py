@@ -59,10 +59,10 @@ class ufunc:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         result = nd.call(_session(), m.KIND_FUNCTION, self.name, self._want, None, args, kwargs,
                          self._label)
-        template = nd.subclass_template(args)
-        if template is None or kwargs.get("out") is not None:
-            return result
-        return nd.as_subclass(result, type(template), template)   # CuPy's rule for subclasses
+        if len(args) > self.nin or kwargs.get("out") is not None:
+            return result   # the caller's own outputs, as given
+        template = nd.subclass_template(args)   # CuPy's rule: the first subclass input
+        return result if template is None else nd.as_subclass(result, type(template), template)
 
     def _method(self, method: str, args: tuple, kwargs: dict) -> Any:
         qualname = f"{self.name}.{method}"

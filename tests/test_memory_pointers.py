@@ -81,3 +81,52 @@ def test_alloc_hands_out_session_memory(cp):
     assert cp.get_default_memory_pool().malloc(16).mem.size >= 16
     with pytest.raises(ValueError):
         cp.cuda.alloc(-1)
+
+
+def test_views_over_views_never_reach_past_the_allocation(cp):
+    """An array made over memory named by address reports its owner's allocation, so a
+    view of it cannot widen what the next view may reach (CuPy sizes such memory from the
+    view's strides, forward even of a negative-strided one: that size is not trusted)."""
+    n = 1024
+    a = cp.zeros(n, dtype=np.uint8)
+    start, size = a.data.mem.ptr, a.data.mem.size
+    wide = cp.ndarray((2,), np.uint8, a.data, strides=(n - 1,))
+    assert (wide.data.mem.ptr, wide.data.mem.size) == (start, size)
+    backwards = cp.ndarray((n,), np.uint8, a.data + (n - 1), strides=(-1,))
+    assert (backwards.data.mem.ptr, backwards.data.mem.size) == (start, size)
+    for base in (wide, backwards):
+        with pytest.raises(Exception, match="holds no memory"):
+            cp.ndarray((2,), np.uint8, base.data, strides=(2 * size,)).get()
+        with pytest.raises(Exception, match="holds no memory"):
+            cp.ndarray((8,), np.uint8, base.data + size).get()
+    assert int(a.sum()) == 0
+
+
+def test_structured_dtypes_over_a_pointer(cp, session):
+    dt = np.dtype([("a", "i4"), ("b", "f4")])
+    host = np.array([(1, 1.5), (2, 2.5)], dtype=dt)
+    a = cp.asarray(host)
+    b = cp.ndarray((2,), dt, a.data)
+    assert b.dtype == dt
+    np.testing.assert_array_equal(b.get(), host)
+    c = cp.ndarray((2,), dt, strides=(8,))
+    assert c.dtype == dt and c.strides == (8,)
+    aligned = np.dtype([("x", "u1"), ("y", "f8")], align=True)
+    d = cp.ndarray((3,), aligned, cp.zeros(3 * aligned.itemsize, dtype=np.uint8).data)
+    assert d.dtype.itemsize == 16 and d.dtype.fields["y"][1] == 8
+    if session.device.get("kind") == "cupy":   # NumPy reads an interface's padding as a
+        assert d.dtype.names == ("x", "y")     # field of its own ('f1'); CuPy skips it
+
+
+def test_a_pointer_of_another_session_is_refused(cp, pool, session):
+    import kernelproxy
+    from kernelproxy.modules import module_for
+    other = kernelproxy.connect(pool.address, pool.token)
+    try:
+        foreign = module_for(other).zeros(4)
+        cp = module_for(session)   # this test's session active again
+        with pytest.raises(ValueError, match="another remote session"):
+            cp.ndarray((4,), np.float64, foreign.data)
+    finally:
+        other.close()
+    assert float(cp.ones(2).sum()) == 2

@@ -74,3 +74,26 @@ def test_a_subclass_result_owns_its_memory(cp, C, session):
     del b
     float(a.sum())
     assert len(session.arrays) <= before + 2   # the handed-over results were released
+
+
+def test_outputs_given_by_the_caller_are_returned_as_given(cp, C):
+    sub = cp.arange(3, dtype=np.float64).view(C)
+    sub.info = 5
+    out = cp.empty(3)
+    assert cp.add(sub, 1, out) is out and type(out) is cp.ndarray
+    assert cp.add(sub, 1, out=out) is out
+    np.testing.assert_array_equal(out.get(), [1, 2, 3])    # still a working array
+    frac, whole = cp.empty(3), cp.empty(3)
+    cp.modf(sub + 0.5, frac, whole)
+    assert float(whole.sum()) == 3 and type(frac) is cp.ndarray
+
+
+def test_comparisons_unary_divmod_and_numpy_ufuncs_keep_the_subclass(cp, C):
+    sub = cp.arange(4).view(C)
+    sub.info = "s"
+    results = [sub == 1, sub != cp.arange(4), sub < 2, -sub, abs(sub), ~sub, +sub,
+               np.add(sub, 1), np.negative(sub), *divmod(sub, 3)]
+    for out in results:
+        assert type(out) is C and out.info == "s"
+    np.testing.assert_array_equal((sub == 1).get(), [False, True, False, False])
+    assert type(cp.arange(4) == 1) is cp.ndarray

@@ -338,8 +338,18 @@ class CupyDevice(Device):
             return False
 
     def memory_span(self, array: Any) -> tuple[int, int, int]:
+        """The allocation is the one the pool made: an array the pool built over session
+        memory named by address (``view_at``) has CuPy's ``UnownedMemory``, whose size CuPy
+        takes from the view's shape and strides (larger than the view, and counted forward
+        of a negative-strided one), so its owner's allocation is followed instead; trusting
+        that size would let a client's next view reach past its own memory."""
         data = array.data
-        return data.ptr, data.mem.ptr, data.mem.size
+        mem = data.mem
+        owner = getattr(mem, "_owner", None)
+        while type(owner) is CudaInterfaceView and owner.owner is not None:
+            mem = owner.owner.data.mem
+            owner = getattr(mem, "_owner", None)
+        return data.ptr, mem.ptr, mem.size
 
     def memory_used(self) -> int:
         return int(self.pool.used_bytes())

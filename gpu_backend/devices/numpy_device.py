@@ -123,9 +123,15 @@ class NumpyDevice(Device):
         return self.used
 
     def memory_span(self, array: np.ndarray) -> tuple[int, int, int]:
-        root = array
-        while isinstance(root.base, np.ndarray):
-            root = root.base
+        root = array   # the allocation: views followed down to the array owning memory,
+        while True:    # and an array made over memory named by address to that memory's
+            base = root.base
+            if isinstance(base, np.ndarray):
+                root = base
+            elif isinstance(base, HostInterfaceView) and base.owner is not None:
+                root = base.owner
+            else:
+                break
         start, end = _byte_bounds(root)
         return (array.__array_interface__["data"][0] if array.size else 0), start, end - start
 

@@ -364,12 +364,31 @@ class DeviceView:
         data, shape, strides = desc.get("data"), desc.get("shape"), desc.get("strides")
         if not (isinstance(data, (tuple, list)) and len(data) == 2 and type(data[0]) is int):
             raise TypeError("__cuda_array_interface__['data'] must be (pointer, read_only)")
-        dt = np.dtype(desc.get("typestr"))
+        dt = _interface_dtype(desc)
         if dt.byteorder == ">":
             raise ValueError("CuPy does not support the big-endian byte-order")
         _check_kind(dt, "dtype")
-        self.fields = [data[0], [int(n) for n in shape], dt.str,
+        self.fields = [data[0], [int(n) for n in shape], dtype_spec(dt),
                        None if strides is None else [int(n) for n in strides]]
+
+
+def _interface_dtype(desc: dict) -> np.dtype:
+    """The dtype an interface describes, read as CuPy reads it (``get_cai_dtype``): its
+    ``typestr``, or for a void one the structure its ``descr`` lists (fields with empty
+    names are padding). Read here on the client; a structure travels as plain data."""
+    dt = np.dtype(desc.get("typestr"))
+    descr = desc.get("descr")
+    if dt.kind != "V" or not isinstance(descr, list):
+        return dt
+    names, offsets, formats, offset = [], [], [], 0
+    for name, fmt, *_ in descr:
+        field = np.dtype(fmt)
+        if name:
+            names.append(name)
+            formats.append(field)
+            offsets.append(offset)
+        offset += field.itemsize
+    return np.dtype({"names": names, "offsets": offsets, "formats": formats}) if names else dt
 
 
 def _has_device_interface(obj: Any) -> bool:
