@@ -52,6 +52,20 @@ def _of_subclass(result: Any, operands: tuple) -> Any:
     return result if template is None else as_subclass(result, type(template), template)
 
 
+def _view_of_subclass(result: Any, source: Any) -> Any:
+    """A method's, attribute's or index's *result* on an instance of a subclass: a view of
+    its memory is of the subclass (CuPy makes views with ``view()``, which keeps the type
+    and finalizes from the source); a copy stays a plain array. Which one it is, the pool
+    says (``base``: two round trips, paid by subclasses only)."""
+    if type(result) is not ndarray:
+        return result
+    owner = source.base
+    owner = source if owner is None else owner
+    if result.base is owner:
+        return as_subclass(result, type(source), source)
+    return result
+
+
 def subclass_template(args: tuple) -> Any:
     """The first input of a subclass of :class:`ndarray`, whose type a ufunc's result takes
     (CuPy's rule); None when every array input is a plain one."""
@@ -408,7 +422,8 @@ class ndarray:
         return bytes(self.get())
 
     def _attribute(self, name: str) -> "ndarray":
-        return call(self._s, m.KIND_ATTRIBUTE, name, _ARRAY, self, (), {}, f"ndarray.{name}")
+        result = call(self._s, m.KIND_ATTRIBUTE, name, _ARRAY, self, (), {}, f"ndarray.{name}")
+        return result if type(self) is ndarray else _view_of_subclass(result, self)
 
     # ------------------------------------------------------------ host transfers
     def get(self, stream: Any = None, order: str = "C", out: np.ndarray | None = None,
@@ -608,7 +623,8 @@ class ndarray:
     def __getitem__(self, key: Any) -> "ndarray":
         if type(key) is np.ndarray or type(key) is tuple:
             _check_index_arrays(key)
-        return _operator("getitem", (self, key), self._s)
+        result = _operator("getitem", (self, key), self._s)
+        return result if type(self) is ndarray else _view_of_subclass(result, self)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if type(key) is np.ndarray or type(key) is tuple:
@@ -668,7 +684,8 @@ def _method(name: str, want: str):
     label = f"ndarray.{name}"
 
     def method(self, *args, **kwargs):
-        return call(self._s, m.KIND_METHOD, name, want, self, args, kwargs, label)
+        result = call(self._s, m.KIND_METHOD, name, want, self, args, kwargs, label)
+        return result if type(self) is ndarray else _view_of_subclass(result, self)
 
     method.__name__ = name
     doc = getattr(np.ndarray, name, None)

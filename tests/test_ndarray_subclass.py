@@ -97,3 +97,14 @@ def test_comparisons_unary_divmod_and_numpy_ufuncs_keep_the_subclass(cp, C):
         assert type(out) is C and out.info == "s"
     np.testing.assert_array_equal((sub == 1).get(), [False, True, False, False])
     assert type(cp.arange(4) == 1) is cp.ndarray
+
+
+def test_views_keep_the_subclass_and_copies_do_not(cp, C):
+    sub = cp.arange(12).reshape(3, 4).view(C)
+    sub.info = "v"
+    for view in (sub[1:], sub[0], sub.T, sub.reshape(4, 3), sub.transpose(), sub.ravel(),
+                 sub[:, ::2].squeeze(), sub.view()):
+        assert type(view) is C and view.info == "v"
+    for copy in (sub.copy(), sub.astype(np.float32), sub[cp.asarray([0, 2])], sub.T.ravel()):
+        assert type(copy) is cp.ndarray
+    np.testing.assert_array_equal(sub[1:].get(), np.arange(12).reshape(3, 4)[1:])
