@@ -1,4 +1,5 @@
-"""``cupy.ElementwiseKernel``, ``ReductionKernel`` and ``RawKernel`` for a remote GPU.
+"""``cupy.ElementwiseKernel``, ``ReductionKernel``, ``RawKernel`` and ``RawModule`` for a
+remote GPU.
 
 A proxy keeps the kernel's definition (source strings and options, plain
 data) and sends it with each launch; the session worker compiles it once
@@ -16,7 +17,7 @@ from gpu_backend.protocol import messages as m
 
 from . import ndarray as nd
 
-__all__ = ["ElementwiseKernel", "ReductionKernel", "RawKernel"]
+__all__ = ["ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule"]
 
 
 def _check_name(name: str) -> None:
@@ -102,3 +103,73 @@ class RawKernel(_RemoteKernel):
         super().__init__(code=code, name=name, options=options, backend=backend,
                          translate_cucomplex=translate_cucomplex,
                          enable_cooperative_groups=enable_cooperative_groups, jitify=jitify)
+
+
+class RawModule:
+    """``cupy.RawModule``: CUDA C++ source holding several kernels (templates named by
+    ``name_expressions``), compiled once by the session's worker (NVRTC, as ``RawKernel``);
+    ``get_function(name)`` gives a kernel launched as ``kernel(grid, block, args,
+    shared_mem=0)``. The source is plain data: the pool compiles device code only.
+
+    ``path=`` (a cubin or PTX file of this machine) and the module's globals and texture
+    references (``get_global``, ``get_texref``) are not forwarded: they raise saying so.
+    """
+
+    def __init__(self, code: str | None = None, path: str | None = None, options: tuple = (),
+                 backend: str = "nvrtc", translate_cucomplex: bool = False,
+                 enable_cooperative_groups: bool = False, name_expressions: Any = None,
+                 jitify: bool = False) -> None:
+        if path is not None:
+            raise NotImplementedError(
+                "cupy.RawModule(path=...) is not forwarded to gpu-workbench's remote GPU: "
+                "a module file of this machine is not loaded in the pool; pass its source as code=")
+        if code is None:
+            raise TypeError("One of code and path must be specified")
+        if not isinstance(code, str):
+            raise TypeError("code must be a str")
+        if name_expressions is not None:
+            name_expressions = tuple(name_expressions)
+            if not all(isinstance(n, str) for n in name_expressions):
+                raise TypeError("name_expressions must be a sequence of str")
+        self.code, self.options, self.backend = code, tuple(options), backend
+        self.name_expressions = name_expressions
+        self.translate_cucomplex = translate_cucomplex
+        self.enable_cooperative_groups = enable_cooperative_groups
+        self.jitify = jitify
+        self._functions: dict[str, RawKernel] = {}
+
+    def get_function(self, name: str) -> "RawKernel":
+        """The kernel *name* of the module (a name expression for a template)."""
+        if not isinstance(name, str):
+            raise TypeError("a function's name is a str")
+        kernel = self._functions.get(name)
+        if kernel is None:
+            kernel = object.__new__(_ModuleFunction)
+            _RemoteKernel.__init__(
+                kernel, code=self.code, function=name, options=self.options, backend=self.backend,
+                translate_cucomplex=self.translate_cucomplex,
+                enable_cooperative_groups=self.enable_cooperative_groups,
+                name_expressions=self.name_expressions, jitify=self.jitify)
+            kernel.name = name
+            self._functions[name] = kernel
+        return kernel
+
+    def compile(self, log_stream: Any = None) -> None:
+        """Compiled in the pool at the first launch of one of its functions."""
+
+    def get_global(self, name: str) -> Any:
+        raise NotImplementedError("RawModule.get_global is not forwarded to gpu-workbench's "
+                                  "remote GPU (a pointer to a __device__ variable in the pool)")
+
+    def get_texref(self, name: str) -> Any:
+        raise NotImplementedError("RawModule.get_texref is not forwarded to gpu-workbench's "
+                                  "remote GPU")
+
+    def __repr__(self) -> str:
+        return f"<remote RawModule, {len(self.code)} characters of source>"
+
+
+class _ModuleFunction(RawKernel):
+    """A kernel of a :class:`RawModule`: launched as a ``RawKernel`` is."""
+
+    _kind = "module"

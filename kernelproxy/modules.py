@@ -413,7 +413,7 @@ def build_modules() -> dict[str, types.ModuleType]:
         make_aligned_dtype=make_aligned_dtype, isscalar=isscalar, ndim=ndim, shape=shape,
         size=size, iscomplexobj=iscomplexobj, isrealobj=isrealobj,
         ElementwiseKernel=kernels.ElementwiseKernel, ReductionKernel=kernels.ReductionKernel,
-        RawKernel=kernels.RawKernel, ufunc=ufuncs.ufunc, flatiter=flatiter.flatiter,
+        RawKernel=kernels.RawKernel, RawModule=kernels.RawModule, ufunc=ufuncs.ufunc, flatiter=flatiter.flatiter,
         fuse=functional.fuse, vectorize=functional.vectorize, piecewise=functional.piecewise,
         **poly1d.POLY_ROUTINES,
         r_=index_tricks.r_, c_=index_tricks.c_, mask_indices=index_tricks.mask_indices,

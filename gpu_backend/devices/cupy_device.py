@@ -34,6 +34,9 @@ _KERNEL_FIELDS = {
     "simple_reduction": {"name", "ops", "routine", "identity", "preamble", "sort_reduce_axis"},
     "raw": {"code", "name", "options", "backend", "translate_cucomplex", "enable_cooperative_groups",
             "jitify"},
+    # cupy.RawModule's get_function(function): the module built once per definition
+    "module": {"code", "function", "options", "backend", "translate_cucomplex",
+               "enable_cooperative_groups", "name_expressions", "jitify"},
     # cupy.vectorize: the function's source text, checked and translated by CuPy's JIT
     # (devices/jit_vectorize.py), never run as Python
     "vectorize": {"source", "form", "names", "name"},
@@ -293,7 +296,27 @@ class CupyDevice(Device):
         if kind == "vectorize":
             from .jit_vectorize import Vectorized
             return Vectorized(self.cupy, definition)
+        if kind == "module":
+            return self._module_function(definition)
         return self.cupy.RawKernel(**definition)
+
+    def _module_function(self, definition: dict) -> Any:
+        """A function of a ``RawModule``, the module compiled once for all its functions."""
+        module_fields = {k: v for k, v in definition.items() if k != "function"}
+        name = definition.get("function")
+        names = module_fields.get("name_expressions")
+        if type(name) is not str or (names is not None and not (
+                isinstance(names, (list, tuple)) and all(type(n) is str for n in names))):
+            raise TypeError("a RawModule's function and name_expressions are strings")
+        if names is not None:
+            module_fields["name_expressions"] = tuple(names)
+        if "options" in module_fields:
+            module_fields["options"] = _tuples(module_fields["options"])
+        key = ("module", repr(sorted(module_fields.items())))
+        module = self._kernels.get(key)
+        if module is None:
+            module = self._kernels[key] = self.cupy.RawModule(**module_fields)
+        return module.get_function(name)
 
     def marker(self) -> Any:
         """A CUDA event recorded on the session's stream (taken from a pool of spares:
