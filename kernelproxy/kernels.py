@@ -115,7 +115,7 @@ class RawModule:
     references (``get_global``, ``get_texref``) are not forwarded: they raise saying so.
     """
 
-    def __init__(self, code: str | None = None, path: str | None = None, options: tuple = (),
+    def __init__(self, *, code: str | None = None, path: str | None = None, options: tuple = (),
                  backend: str = "nvrtc", translate_cucomplex: bool = False,
                  enable_cooperative_groups: bool = False, name_expressions: Any = None,
                  jitify: bool = False) -> None:
