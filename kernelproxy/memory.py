@@ -43,9 +43,11 @@ class Memory:
     def _resolve(self) -> None:
         if self._ptr is None:
             session = self._owner._s
-            _, self._ptr, self._size = session.value(session.submit(
+            data, start, size = session.value(session.submit(
                 m.KIND_CUDA, api.VALUE, None, "array.data", self._owner._h, [], {},
                 "cupy.cuda.Memory"))
+            # an allocation of no bytes is at address 0, as CuPy's alloc(0)
+            self._ptr, self._size = (start, size) if data else (0, 0)
 
     @property
     def ptr(self) -> int:

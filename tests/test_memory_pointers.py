@@ -130,3 +130,9 @@ def test_a_pointer_of_another_session_is_refused(cp, pool, session):
     finally:
         other.close()
     assert float(cp.ones(2).sum()) == 2
+
+
+def test_an_allocation_of_no_bytes_is_at_address_zero(cp):
+    empty = cp.cuda.alloc(0)
+    assert empty.ptr == 0 and empty.mem.size == 0
+    assert cp.ndarray((0,), np.float32, empty).size == 0
