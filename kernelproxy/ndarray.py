@@ -570,7 +570,7 @@ class ndarray:
         return self._python_scalar("complex")
 
     def __index__(self) -> int:
-        return _operator("index", (self,), self._s)
+        return self._python_scalar("index")
 
     def __contains__(self, value: Any) -> bool:
         return bool((self == value).any())

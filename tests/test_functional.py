@@ -77,7 +77,7 @@ def test_an_array_has_no_python_value_inside_fuse_as_in_cupy(cp):
         return -x
 
     x = cp.arange(9).reshape(3, 3)
-    for f in (branchy, cp.fuse(lambda x: float(x.sum()))):
+    for f in (branchy, cp.fuse(lambda x: float(x.sum())), cp.fuse(lambda x: [0][x.min()])):
         with pytest.raises(TypeError, match="Cannot convert to Python scalar in cupy.fuse"):
             f(x)
     assert bool(x[1, 1] > 0) and int(x.sum()) == 36   # outside a fused call they have
