@@ -99,7 +99,7 @@ class RawKernel(_RemoteKernel):
 
     def __init__(self, code: str, name: str, options: tuple = (), backend: str = "nvrtc",
                  translate_cucomplex: bool = False, enable_cooperative_groups: bool = False,
-                 jitify: bool = False) -> None:
+                 jitify: bool | None = None) -> None:
         super().__init__(code=code, name=name, options=options, backend=backend,
                          translate_cucomplex=translate_cucomplex,
                          enable_cooperative_groups=enable_cooperative_groups, jitify=jitify)
@@ -118,7 +118,7 @@ class RawModule:
     def __init__(self, *, code: str | None = None, path: str | None = None, options: tuple = (),
                  backend: str = "nvrtc", translate_cucomplex: bool = False,
                  enable_cooperative_groups: bool = False, name_expressions: Any = None,
-                 jitify: bool = False) -> None:
+                 jitify: bool | None = None) -> None:
         if path is not None:
             raise NotImplementedError(
                 "cupy.RawModule(path=...) is not forwarded to gpu-workbench's remote GPU: "

@@ -685,7 +685,9 @@ def _method(name: str, want: str):
 
     def method(self, *args, **kwargs):
         result = call(self._s, m.KIND_METHOD, name, want, self, args, kwargs, label)
-        return result if type(self) is ndarray else _view_of_subclass(result, self)
+        if type(self) is ndarray or (kwargs and "out" in kwargs) or any(result is a for a in args):
+            return result   # (the caller's own output array, as given)
+        return _view_of_subclass(result, self)
 
     method.__name__ = name
     doc = getattr(np.ndarray, name, None)

@@ -108,3 +108,11 @@ def test_views_keep_the_subclass_and_copies_do_not(cp, C):
     for copy in (sub.copy(), sub.astype(np.float32), sub[cp.asarray([0, 2])], sub.T.ravel()):
         assert type(copy) is cp.ndarray
     np.testing.assert_array_equal(sub[1:].get(), np.arange(12).reshape(3, 4)[1:])
+
+
+def test_a_methods_out_array_is_returned_as_given(cp, C):
+    x = cp.zeros((2, 4))
+    sub = cp.arange(4.0).view(C)
+    out = x[1]
+    assert sub.cumsum(out=out) is out and type(out) is cp.ndarray
+    np.testing.assert_array_equal(out.get(), [0, 1, 3, 6])

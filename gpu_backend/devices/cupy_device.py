@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import api
+from ..protocol.errors import NotAllowedError
 from ..protocol.messages import STREAM_CHUNK_BYTES
 from .base import CudaInterfaceView, Device, lazy_functions, resolve_table, signal_object_class
 from .host_random import seed_sequence_factory
@@ -41,6 +42,34 @@ _KERNEL_FIELDS = {
     # (devices/jit_vectorize.py), never run as Python
     "vectorize": {"source", "form", "names", "name"},
 }
+
+
+#: NVRTC options a client may give (by prefix): code generation and macros only. Options
+#: that name files (``-I``, ``--pre-include``, ``--create-pch``, ``--time``, ...) are refused:
+#: they would read or write the pool's files.
+_COMPILE_OPTION_PREFIXES = (
+    "-std=", "--std=", "-D", "--define-macro=", "-U", "--undefine-macro=", "-ftz=", "--ftz=",
+    "-prec-div=", "--prec-div=", "-prec-sqrt=", "--prec-sqrt=", "-fmad=", "--fmad=",
+    "-maxrregcount=", "--maxrregcount=", "-rdc=", "--relocatable-device-code=", "--dopt=",
+    "-arch=", "--gpu-architecture=", "-diag-suppress=", "--diag-suppress=")
+_COMPILE_FLAGS = frozenset("""
+    -use_fast_math --use_fast_math -lineinfo --generate-line-info -G --device-debug -dopt
+    -dc --device-c -restrict --restrict -default-device --device-as-default-execution-space -w
+    --disable-warnings -Werror -extra-device-vectorization --extra-device-vectorization
+    -expt-relaxed-constexpr --expt-relaxed-constexpr -expt-extended-lambda
+    --expt-extended-lambda""".split())
+
+
+def check_compile_options(options: Any) -> None:
+    """A kernel's compiler options: a tuple of strings, each a code-generation flag or
+    macro from the allowed set."""
+    if isinstance(options, str) or not isinstance(options, (list, tuple)) \
+            or not all(type(o) is str for o in options):
+        raise TypeError("options must be a tuple of strings")
+    for option in options:
+        if option not in _COMPILE_FLAGS and not option.startswith(_COMPILE_OPTION_PREFIXES):
+            raise NotAllowedError(f"compiler option {option!r} is not allowed in the pool "
+                                  "(code generation and macro options only; nothing that names a file)")
 
 
 def _tuples(value: Any) -> Any:
@@ -286,6 +315,11 @@ class CupyDevice(Device):
         unknown = set(definition) - fields
         if unknown:
             raise TypeError(f"unexpected kernel arguments: {sorted(unknown)}")
+        if definition.get("backend", "nvrtc") != "nvrtc":
+            raise NotImplementedError(
+                "kernels are compiled in the pool by NVRTC only (backend='nvrtc'): nvcc would "
+                "run host tools on the pool's machine with a command line from the client")
+        check_compile_options(definition.get("options", ()))
         if kind == "elementwise":
             return self.cupy.ElementwiseKernel(**definition)
         if kind == "reduction":
