@@ -29,52 +29,6 @@ __all__ = ["ndarray", "Flags", "call", "wrap"]
 _ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
 
 
-def as_subclass(arr: Any, cls: type, template: Any) -> Any:
-    """*arr* (a fresh result, or a tuple of them) as an instance of *cls*, a subclass of
-    :class:`ndarray`, finalized from *template* as CuPy does: the new object takes over
-    the remote array's handle."""
-    if type(arr) is tuple:
-        return tuple(as_subclass(a, cls, template) for a in arr)
-    if type(arr) is not ndarray or cls is ndarray or arr._h is None:
-        return arr
-    obj = object.__new__(cls)
-    obj._s, obj._h, obj._m = arr._s, arr._h, arr._m
-    arr._s.arrays[arr._h] = _weak(obj)
-    arr._h = None
-    obj.__array_finalize__(template)
-    return obj
-
-
-def _of_subclass(result: Any, operands: tuple) -> Any:
-    """An operator's result as CuPy's ufunc gives it when an operand is of a subclass
-    (plain operands: the result as it is, after one type check each)."""
-    template = subclass_template(operands)
-    return result if template is None else as_subclass(result, type(template), template)
-
-
-def _view_of_subclass(result: Any, source: Any) -> Any:
-    """A method's, attribute's or index's *result* on an instance of a subclass: a view of
-    its memory is of the subclass (CuPy makes views with ``view()``, which keeps the type
-    and finalizes from the source); a copy stays a plain array. Which one it is, the pool
-    says (``base``: two round trips, paid by subclasses only)."""
-    if type(result) is not ndarray:
-        return result
-    owner = source.base
-    owner = source if owner is None else owner
-    if result.base is owner:
-        return as_subclass(result, type(source), source)
-    return result
-
-
-def subclass_template(args: tuple) -> Any:
-    """The first input of a subclass of :class:`ndarray`, whose type a ufunc's result takes
-    (CuPy's rule); None when every array input is a plain one."""
-    for a in args:
-        if type(a) is not ndarray and isinstance(a, ndarray):
-            return a
-    return None
-
-
 def wrap(session: Any, hid: int) -> "ndarray":
     """A client array for a handle the session already issued or received."""
     arr = object.__new__(ndarray)
@@ -233,10 +187,6 @@ _HOST_DISPATCH = frozenset(
 #: Scalars ``cupy.ndarray.__array_ufunc__`` accepts as operands (CuPy's ``_scalar.scalar_type_set``):
 #: Python's numeric types and the NumPy scalar types of the dtypes CuPy has.
 _UFUNC_SCALAR_TYPES = frozenset([int, float, bool, complex] + [np.dtype(c).type for c in "?bhilqBHILQefdFD"])
-#: The ufunc methods ``__array_ufunc__`` forwards to the cupy ufunc of the same name.
-_UFUNC_METHODS = frozenset("__call__ outer at reduce accumulate reduceat".split())
-#: Ufuncs whose 0-d NumPy array operands CuPy's ``__array_ufunc__`` turns into Python scalars.
-_COMPARISONS = frozenset("greater greater_equal less less_equal equal not_equal".split())
 
 
 class ndarray:
@@ -423,7 +373,7 @@ class ndarray:
 
     def _attribute(self, name: str) -> "ndarray":
         result = call(self._s, m.KIND_ATTRIBUTE, name, _ARRAY, self, (), {}, f"ndarray.{name}")
-        return result if type(self) is ndarray else _view_of_subclass(result, self)
+        return result if type(self) is ndarray else view_of_subclass(result, self)
 
     # ------------------------------------------------------------ host transfers
     def get(self, stream: Any = None, order: str = "C", out: np.ndarray | None = None,
@@ -463,57 +413,6 @@ class ndarray:
             "Implicit conversion to a NumPy array is not allowed. "
             "Please use `.get()` to construct a NumPy array explicitly."
         )
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        """A NumPy ufunc given a remote array runs as the cupy ufunc of that name, remotely.
-
-        The pool calls ``cupy.<name>`` itself, so what ``cupy.ndarray.__array_ufunc__``
-        does before that call (cupy/_core/core.pyx) is done here:
-
-        * ``out`` (always a tuple here) must hold exactly one array, which is passed on
-          alone: ``ValueError`` otherwise, as in CuPy (so ``np.modf(x, out=(a, b))``
-          is refused; ``cupy.modf(x, out=(a, b))`` is not affected);
-        * operands must be arrays, NumPy arrays, or Python/NumPy scalars of the numeric
-          types CuPy supports; anything else (a list, ...) gives ``NotImplemented``
-          and NumPy raises ``TypeError``;
-        * a 0-d NumPy array given to a comparison becomes a Python scalar
-          (numpy/numpy#12142: ``np.int64(1) > x`` arrives here with ``array(1)``).
-
-        Other NumPy arrays are *not* uploaded: CuPy makes no implicit host-to-device
-        copy, and its ufuncs raise ``TypeError: Unsupported type <class 'numpy.ndarray'>``
-        for them (CuPy's test_ndarray_ufunc.py::test_binary_mixed_op asserts it). They
-        travel to the pool as they are, so a CuPy device raises exactly that and a
-        NumPy device computes, as NumPy does.
-        """
-        name = ufunc.__name__
-        want = api.FUNCTIONS.get(name)
-        if want is None:   # SciPy's special ufuncs: cupyx.scipy.special's, as in CuPy
-            from .ufuncs import special_ufunc_name   # (ufuncs imports this module)
-            name = special_ufunc_name(name) or name
-            want = api.FUNCTIONS.get(name)
-        if method not in _UFUNC_METHODS or want not in (_ARRAY, _MULTI):  # MULTI: modf, divmod
-            return NotImplemented
-        operands = inputs
-        if "out" in kwargs:
-            out = kwargs["out"]
-            if len(out) != 1:
-                raise ValueError("The 'out' parameter must have exactly one array value")
-            operands = inputs + out
-            kwargs["out"] = out[0]
-        for x in operands:
-            if not (isinstance(x, (ndarray, np.ndarray)) or type(x) in _UFUNC_SCALAR_TYPES):
-                return NotImplemented
-        if name in _COMPARISONS:
-            inputs = tuple(x.item() if isinstance(x, np.ndarray) and x.ndim == 0 else x
-                           for x in inputs)
-        if method != "__call__":   # np.add.outer(x, y) and the like: the cupy ufunc's method
-            from .modules import proxy_cupy
-            target = getattr(getattr(proxy_cupy(), name, None), method, None)
-            return NotImplemented if target is None else target(*inputs, **kwargs)
-        result = call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs,
-                      name if "." in name else f"cupy.{name}")
-        template = None if "out" in kwargs else subclass_template(inputs)
-        return result if template is None else as_subclass(result, _type(template), template)
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         module = getattr(func, "__module__", "") or ""
@@ -624,7 +523,7 @@ class ndarray:
         if type(key) is np.ndarray or type(key) is tuple:
             _check_index_arrays(key)
         result = _operator("getitem", (self, key), self._s)
-        return result if type(self) is ndarray else _view_of_subclass(result, self)
+        return result if type(self) is ndarray else view_of_subclass(result, self)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if type(key) is np.ndarray or type(key) is tuple:
@@ -652,23 +551,6 @@ class ndarray:
                       "ndarray.byteswap")
         return self if inplace else result
 
-    def __divmod__(self, other: Any) -> tuple:
-        return _of_subclass(_operator("divmod", (self, other), self._s), (self, other))
-
-    def __rdivmod__(self, other: Any) -> tuple:
-        return _of_subclass(_operator("divmod", (other, self), self._s), (other, self))
-
-    def __neg__(self) -> "ndarray":
-        return _of_subclass(_operator("neg", (self,), self._s), (self,))
-
-    def __pos__(self) -> "ndarray":
-        return _of_subclass(_operator("pos", (self,), self._s), (self,))
-
-    def __abs__(self) -> "ndarray":
-        return _of_subclass(_operator("abs", (self,), self._s), (self,))
-
-    def __invert__(self) -> "ndarray":
-        return _of_subclass(_operator("invert", (self,), self._s), (self,))
 
 
 def _check_index_arrays(key: Any) -> None:
@@ -687,7 +569,7 @@ def _method(name: str, want: str):
         result = call(self._s, m.KIND_METHOD, name, want, self, args, kwargs, label)
         if type(self) is ndarray or (kwargs and "out" in kwargs) or any(result is a for a in args):
             return result   # (the caller's own output array, as given)
-        return _view_of_subclass(result, self)
+        return view_of_subclass(result, self)
 
     method.__name__ = name
     doc = getattr(np.ndarray, name, None)
@@ -702,5 +584,8 @@ for _name, _want in api.METHODS.items():
 del _name, _want
 
 from .operators import install_operators  # noqa: E402  (needs the class above)
+from .subclasses import as_subclass, view_of_subclass  # noqa: E402
+from .ufuncs import array_ufunc  # noqa: E402  (NumPy's ufuncs given a remote array)
 
 install_operators(ndarray)
+ndarray.__array_ufunc__ = array_ufunc

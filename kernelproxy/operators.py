@@ -1,5 +1,6 @@
 """A remote array's Python operators (``+``, ``@``, ``<``, ``==``, their reflected and
-in-place forms), installed on the class by :func:`install_operators`.
+in-place forms, ``divmod``, unary ``-``, ``+``, ``abs``, ``~``), installed on the class by
+:func:`install_operators`. A subclass operand types the result (kernelproxy.subclasses).
 
 Each forwards as the ``operator`` function of its name. An operand whose type sets
 ``__array_ufunc__ = None`` (a StateSpace system) takes the operation itself, as with
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 from gpu_backend.protocol import messages as m
 
-from .ndarray import _ARRAY, _OP_SYMBOLS, _UFUNC_SCALAR_TYPES, _of_subclass, _operator, call
+from .ndarray import _ARRAY, _OP_SYMBOLS, _UFUNC_SCALAR_TYPES, _operator, call
+from .subclasses import of_subclass
 
 __all__ = ["install_operators"]
 
@@ -19,27 +21,24 @@ _ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul
                "and_", "or_", "xor", "lshift", "rshift")
 
 
+def _applied(name: str, cls: type, reflected: bool):
+    """``__<name>__`` (or ``__r<name>__``): an operand whose type sets ``__array_ufunc__ =
+    None`` takes the operation itself; a subclass operand types the result."""
+    def method(self, other):
+        kind = type(other)
+        if kind is not cls and kind not in _UFUNC_SCALAR_TYPES \
+                and getattr(kind, "__array_ufunc__", 0) is None:
+            return NotImplemented
+        operands = (other, self) if reflected else (self, other)
+        result = _operator(name, operands, self._s)
+        if type(self) is cls and (kind is cls or kind in _UFUNC_SCALAR_TYPES):
+            return result
+        return of_subclass(result, operands)
+
+    return method
+
+
 def _binary(name: str, cls: type):
-    def forward(self, other):
-        kind = type(other)
-        if kind is not cls and kind not in _UFUNC_SCALAR_TYPES \
-                and getattr(kind, "__array_ufunc__", 0) is None:
-            return NotImplemented
-        result = _operator(name, (self, other), self._s)
-        if type(self) is cls and (kind is cls or kind in _UFUNC_SCALAR_TYPES):
-            return result
-        return _of_subclass(result, (self, other))
-
-    def reflected(self, other):
-        kind = type(other)
-        if kind is not cls and kind not in _UFUNC_SCALAR_TYPES \
-                and getattr(kind, "__array_ufunc__", 0) is None:
-            return NotImplemented
-        result = _operator(name, (other, self), self._s)
-        if type(self) is cls and (kind is cls or kind in _UFUNC_SCALAR_TYPES):
-            return result
-        return _of_subclass(result, (other, self))
-
     def inplace(self, other):
         if name == "matmul" and self._s.device.get("kind") == "cupy":
             # cupy.ndarray has no __imatmul__: Python rebinds to ``self @ other`` there
@@ -47,21 +46,30 @@ def _binary(name: str, cls: type):
         _operator("i" + name.rstrip("_"), (self, other), self._s)
         return self
 
-    return forward, reflected, inplace
+    return _applied(name, cls, False), _applied(name, cls, True), inplace
+
+
+def _unary(name: str, cls: type):
+    def method(self):
+        result = _operator(name, (self,), self._s)
+        return result if type(self) is cls else of_subclass(result, (self,))
+
+    method.__name__ = f"__{name}__"
+    return method
 
 
 def _equality(name: str, fill: str, cls: type):
     """``==``/``!=``: arrays and scalars forwarded at once; ``None``, ``Ellipsis``,
     ``object()`` (default ``__eq__``) answered as CuPy does, without asking the pool to
     compare what it cannot be sent."""
-    compare = _binary(name, cls)[0]
+    compare = _applied(name, cls, False)
     label = f"operator {_OP_SYMBOLS[name]}"
 
     def method(self, other):
         kind = type(other)
         if kind is cls or kind in _UFUNC_SCALAR_TYPES:
             result = _operator(name, (self, other), self._s)
-            return result if type(self) is cls else _of_subclass(result, (self,))
+            return result if type(self) is cls else of_subclass(result, (self,))
         if other is None or (kind.__eq__ is object.__eq__
                              and (name == "eq" or kind.__ne__ is object.__ne__)):
             return call(self._s, m.KIND_FUNCTION, fill, _ARRAY, None, (self,), {"dtype": bool}, label)
@@ -79,6 +87,9 @@ def install_operators(cls: type) -> None:
         setattr(cls, f"__r{dunder}__", reflected)
         setattr(cls, f"__i{dunder}__", inplace)
     for name in ("lt", "le", "gt", "ge"):
-        setattr(cls, f"__{name}__", _binary(name, cls)[0])
+        setattr(cls, f"__{name}__", _applied(name, cls, False))
+    cls.__divmod__, cls.__rdivmod__ = _applied("divmod", cls, False), _applied("divmod", cls, True)
+    for name in ("neg", "pos", "abs", "invert"):
+        setattr(cls, f"__{name}__", _unary(name, cls))
     cls.__eq__ = _equality("eq", "zeros_like", cls)
     cls.__ne__ = _equality("ne", "ones_like", cls)

@@ -3,8 +3,10 @@
 A call, ``reduce``, ``accumulate``, ``outer``, ``reduceat`` and ``at`` are each one
 op on the pool (``add.reduce`` is its own allow-listed name: the server resolves it
 to the device's ufunc's method at start-up, like every other name). ``nin``, ``nout``,
-``identity``, ``types`` are NumPy's for the ufunc of the same name, which CuPy's
-ufuncs mirror.
+``identity`` are NumPy's for the ufunc of the same name, which CuPy's ufuncs mirror;
+``types`` are the pool device's own loops (CuPy's differ from NumPy's for some).
+:func:`array_ufunc` is a remote array's ``__array_ufunc__``: NumPy's ufuncs given one
+run as the cupy ufunc of their name.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
 from . import ndarray as nd
+from .subclasses import of_subclass
 
-__all__ = ["ufunc", "make_ufunc", "special_ufunc_name"]
+__all__ = ["ufunc", "make_ufunc", "special_ufunc_name", "array_ufunc"]
 
 
 def _session() -> Any:
@@ -61,8 +64,7 @@ class ufunc:
                          self._label)
         if len(args) > self.nin or kwargs.get("out") is not None:
             return result   # the caller's own outputs, as given
-        template = nd.subclass_template(args)   # CuPy's rule: the first subclass input
-        return result if template is None else nd.as_subclass(result, type(template), template)
+        return of_subclass(result, args)   # CuPy's rule: the first subclass input's type
 
     def _method(self, method: str, args: tuple, kwargs: dict) -> Any:
         qualname = f"{self.name}.{method}"
@@ -123,3 +125,59 @@ def special_ufunc_name(name: str) -> str | None:
     """The allow-listed name of the ``cupyx.scipy.special`` ufunc a NumPy ufunc named
     *name* (SciPy's ``gamma``) dispatches to, as ``cupy.ndarray.__array_ufunc__`` finds it."""
     return _SPECIAL + name if name in api.SPECIAL_UFUNCS else None
+
+
+#: The methods of a NumPy ufunc that a remote array takes (``np.add.outer(x, y)``).
+_NUMPY_UFUNC_METHODS = frozenset("__call__ outer at reduce accumulate reduceat".split())
+#: Ufuncs whose 0-d NumPy array operands CuPy's ``__array_ufunc__`` turns into Python scalars.
+_COMPARISONS = frozenset("greater greater_equal less less_equal equal not_equal".split())
+
+
+def array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """A NumPy ufunc given a remote array runs as the cupy ufunc of that name, remotely.
+
+    The pool calls ``cupy.<name>`` itself, so what ``cupy.ndarray.__array_ufunc__``
+    does before that call (cupy/_core/core.pyx) is done here:
+
+    * ``out`` (always a tuple here) must hold exactly one array, which is passed on
+      alone: ``ValueError`` otherwise, as in CuPy (so ``np.modf(x, out=(a, b))``
+      is refused; ``cupy.modf(x, out=(a, b))`` is not affected);
+    * operands must be arrays, NumPy arrays, or Python/NumPy scalars of the numeric
+      types CuPy supports; anything else (a list, ...) gives ``NotImplemented``
+      and NumPy raises ``TypeError``;
+    * a 0-d NumPy array given to a comparison becomes a Python scalar
+      (numpy/numpy#12142: ``np.int64(1) > x`` arrives here with ``array(1)``).
+
+    Other NumPy arrays are *not* uploaded: CuPy makes no implicit host-to-device
+    copy, and its ufuncs raise ``TypeError: Unsupported type <class 'numpy.ndarray'>``
+    for them (CuPy's test_ndarray_ufunc.py::test_binary_mixed_op asserts it). They
+    travel to the pool as they are, so a CuPy device raises exactly that and a
+    NumPy device computes, as NumPy does.
+    """
+    name = ufunc.__name__
+    want = api.FUNCTIONS.get(name)
+    if want is None:   # SciPy's special ufuncs: cupyx.scipy.special's, as in CuPy
+        name = special_ufunc_name(name) or name
+        want = api.FUNCTIONS.get(name)
+    if method not in _NUMPY_UFUNC_METHODS or want not in (api.ARRAY, api.MULTI):  # MULTI: modf, divmod
+        return NotImplemented
+    operands = inputs
+    if "out" in kwargs:
+        out = kwargs["out"]
+        if len(out) != 1:
+            raise ValueError("The 'out' parameter must have exactly one array value")
+        operands = inputs + out
+        kwargs["out"] = out[0]
+    for x in operands:
+        if not (isinstance(x, (nd.ndarray, np.ndarray)) or type(x) in nd._UFUNC_SCALAR_TYPES):
+            return NotImplemented
+    if name in _COMPARISONS:
+        inputs = tuple(x.item() if isinstance(x, np.ndarray) and x.ndim == 0 else x
+                       for x in inputs)
+    if method != "__call__":   # np.add.outer(x, y) and the like: the cupy ufunc's method
+        from .modules import proxy_cupy
+        target = getattr(getattr(proxy_cupy(), name, None), method, None)
+        return NotImplemented if target is None else target(*inputs, **kwargs)
+    result = nd.call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs,
+                  name if "." in name else f"cupy.{name}")
+    return result if "out" in kwargs else of_subclass(result, inputs)
