@@ -245,7 +245,7 @@ class Session:
         """Queue an upload of *host* into handle *out* and send it now, zero-copy."""
         data = host if host.flags.c_contiguous else host.copy(order="C")
         if not codec.device_dtype(data.dtype):
-            raise TypeError(f"Unsupported dtype {data.dtype}")
+            raise codec.unsupported_dtype(data.dtype)
         if self.stream_threshold is not None and data.nbytes > self.stream_threshold:
             return self._upload_streamed(data, out)
         seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,

@@ -185,6 +185,8 @@ class Device:
     #: whether the handle table must tell the device of each array it keeps or drops
     #: (:meth:`track`): a device that enforces its memory limit itself (CuPy's pool) need not
     tracks_memory: bool = False
+    #: operator names to their functions (a device may put its library's refusals in front)
+    operators: dict[str, Callable[..., Any]] = OPERATOR_FUNCTIONS
 
     def __init__(self, index: int = 0) -> None:
         self.index = index

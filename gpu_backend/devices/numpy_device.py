@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from ..protocol import api
-from ..protocol.codec import device_dtype
+from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
 from .base import Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class
+from .host_fields import FIELD_CHECKED_OPERATORS
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
 from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
 
@@ -57,6 +58,7 @@ class NumpyDevice(Device):
     kind = "numpy"
     array_type = np.ndarray
     tracks_memory = True   # NumPy has no memory pool with a limit: the table counts
+    operators = FIELD_CHECKED_OPERATORS
 
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
@@ -109,7 +111,7 @@ class NumpyDevice(Device):
             value = np.asarray(value)
         if isinstance(value, np.ndarray) and not device_dtype(value.dtype):
             # a GPU array holds numbers only: no objects (their bytes are pointers), strings, dates
-            raise TypeError(f"Unsupported dtype {value.dtype}: a device array holds numbers only")
+            raise unsupported_dtype(value.dtype)
         return value
 
     def from_host(self, host: np.ndarray) -> np.ndarray:

@@ -47,6 +47,7 @@ __all__ = [
     "EXT_HANDLE",
     "Handle",
     "check_dtype",
+    "unsupported_dtype",
     "wire_dtype",
     "device_dtype",
     "dtype_spec",
@@ -135,6 +136,16 @@ def device_dtype(dt: np.dtype) -> bool:
 
 def _device_field(dt: np.dtype) -> bool:
     return device_dtype(dt.subdtype[0]) if dt.subdtype is not None else device_dtype(dt)
+
+
+def unsupported_dtype(dt: np.dtype) -> ValueError:
+    """CuPy's refusal of a dtype no device array may have, in its words (its
+    ``check_supported_dtype``): a structure holding objects is named for its references."""
+    if dt.kind == "V" and dt.hasobject:
+        return ValueError(f"Unsupported dtype {dt} because it contains references which cannot "
+                          "be supported by CuPy.\nThis may happen even if a dtype only contains "
+                          "basic types if the original array contained e.g. object dtype.")
+    return ValueError(f"Unsupported dtype {dt}")
 
 
 #: Limits on a structured dtype from a peer: nesting, fields in all, size.
@@ -257,10 +268,10 @@ def wire_dtype(spec: Any) -> np.dtype:
     return check_dtype(spec)
 
 
-def _check_kind(dt: np.dtype, what: str) -> None:
+def _check_kind(dt: np.dtype) -> None:
     """Refuse to send a dtype that a device array cannot have."""
     if not device_dtype(dt):
-        raise TypeError(f"unsupported {what} {dt} for a device array")
+        raise unsupported_dtype(dt)
 
 
 # ---------------------------------------------------------------- encoding
@@ -294,16 +305,16 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
         if obj is Ellipsis:
             return msgpack.ExtType(EXT_ELLIPSIS, b"")
         if isinstance(obj, np.ndarray):
-            _check_kind(obj.dtype, "dtype")
+            _check_kind(obj.dtype)
             # tobytes() is C order for any layout (np.ascontiguousarray would make 0-d arrays 1-d)
             return msgpack.ExtType(
                 EXT_NDARRAY, _pack_nested([dtype_spec(obj.dtype), list(obj.shape), obj.tobytes()])
             )
         if isinstance(obj, np.generic):
-            _check_kind(obj.dtype, "scalar type")
+            _check_kind(obj.dtype)
             return msgpack.ExtType(EXT_NPSCALAR, _pack_nested([dtype_spec(obj.dtype), obj.tobytes()]))
         if isinstance(obj, np.dtype):
-            _check_kind(obj, "dtype")
+            _check_kind(obj)
             if obj.kind == "V":
                 spec = dtype_spec(obj)
                 if type(spec) is str:   # bfloat16
@@ -313,7 +324,7 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
         if isinstance(obj, type) and issubclass(obj, np.generic):
             dt = np.dtype(obj)
             if not _is_numeric(dt):   # a type travels by name: numbers only (not np.void)
-                raise TypeError(f"unsupported scalar type {dt} for a device array")
+                raise unsupported_dtype(dt)
             return msgpack.ExtType(EXT_TYPE, dtype_spec(dt).encode())
         if obj is bool or obj is int or obj is float or obj is complex:   # (no ==: poly1d raises)
             return msgpack.ExtType(EXT_TYPE, obj.__name__.encode())
@@ -367,7 +378,7 @@ class DeviceView:
         dt = _interface_dtype(desc)
         if dt.byteorder == ">":
             raise ValueError("CuPy does not support the big-endian byte-order")
-        _check_kind(dt, "dtype")
+        _check_kind(dt)
         self.fields = [data[0], [int(n) for n in shape], dtype_spec(dt),
                        None if strides is None else [int(n) for n in strides]]
 

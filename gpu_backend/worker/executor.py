@@ -20,7 +20,6 @@ import numpy as np
 import zmq
 
 from ..devices import Device
-from ..devices.base import OPERATOR_FUNCTIONS
 from ..protocol import api, codec
 from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
@@ -183,7 +182,7 @@ class Executor:
         pacer = self.pacer
         pace = pacer.after_ops
         countdown = pacer.countdown
-        operators = OPERATOR_FUNCTIONS
+        operators = self.device.operators
         array_type = self.device.array_type
         put = self.table.put
         try:
@@ -376,7 +375,7 @@ class Executor:
             self.device.check_allocation(name, args, kwargs)
             return fn(*args, **kwargs)
         if kind == m.KIND_OPERATOR:
-            fn = OPERATOR_FUNCTIONS.get(name) if type(name) is str else None
+            fn = self.device.operators.get(name) if type(name) is str else None
             if fn is None:
                 raise NotAllowedError(f"operator {name!r} is not on the pool's allow-list")
             return fn(*args, **kwargs)

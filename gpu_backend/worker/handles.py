@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..devices import Device
-from ..protocol.codec import Handle, device_dtype
+from ..protocol.codec import Handle, device_dtype, unsupported_dtype
 from ..protocol.errors import InvalidHandleError, ProtocolError
 
 __all__ = ["HandleTable"]
@@ -139,4 +139,4 @@ def _check_dtype(array: Any) -> None:
     """Device arrays are numeric, or structures of numbers (as in CuPy): no str, object or
     datetime arrays."""
     if not device_dtype(array.dtype):
-        raise TypeError(f"Unsupported dtype {array.dtype}")
+        raise unsupported_dtype(array.dtype)
