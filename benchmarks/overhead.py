@@ -260,8 +260,10 @@ def ratio(a, b):
 def table(results):
     """One row per case: local, then the proxy over each transport with its ratio."""
     local = results["local"]
-    transports = [t for t in ("ipc", "tcp") if results.get(f"proxy_{t}")]
-    raw = {t: results["raw_zmq"][t] for t in transports if t in results.get("raw_zmq", {})}
+    transports = [t for t in results.get("transports") or ("ipc", "tcp") if results.get(f"proxy_{t}")]
+    # a held-ops session ("ipc-held") has its transport's raw floor
+    raw = {t: results["raw_zmq"][t.partition("-")[0]] for t in transports
+           if t.partition("-")[0] in results.get("raw_zmq", {})}
 
     def get(d, *path):
         for p in path:
@@ -376,13 +378,14 @@ def main(argv=None):
             (f"proxy_{t}", None, s) for t, s in sessions.items()]
         measured = run_cases(sides, args)
     results["local"] = measured.get("local")
-    for t in ("ipc", "tcp"):
+    for t in sessions:
         results[f"proxy_{t}"] = measured.get(f"proxy_{t}")
     results["transports"] = list(sessions)
     # the raw floor of each session transport: ipc:// sessions reach their worker over a
     # plain Unix socket (our framing), tcp:// ones over ZeroMQ; ZeroMQ's ipc:// for reference
+    bases = dict.fromkeys(t.partition("-")[0] for t in sessions)
     results["raw_zmq"] = {t: bench_raw(args.transfer_mb * MB, args.transfer_reps,
-                                       "unix" if t == "ipc" else t) for t in sessions}
+                                       "unix" if t == "ipc" else t) for t in bases}
     if "ipc" in sessions:
         results["raw_zmq_ipc"] = bench_raw(args.transfer_mb * MB, args.transfer_reps, "zmq-ipc")
     if args.compare_policies:

@@ -88,13 +88,18 @@ def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 <<
 @contextmanager
 def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     """One session per transport of *transports* ("ipc,tcp") that *pool* offers:
-    {"ipc": session over its same-host door, "tcp": session over loopback tcp}."""
+    {"ipc": session over its same-host door, "tcp": session over loopback tcp}. A
+    transport spelled "ipc-held" (or "tcp-held") is a further session over it whose ops
+    wait for a sync point or a full batch instead of going as soon as its worker is idle
+    (``Session.eager_flush`` off), to compare the two in one run."""
     addresses = {"ipc": pool.local_address, "tcp": pool.tcp_address}
     sessions = {}
     try:
         for t in transports.split(","):
-            if addresses.get(t):
-                sessions[t] = kernelproxy.connect(addresses[t], pool.token)
+            base, _, mode = t.partition("-")
+            if addresses.get(base) and mode in ("", "held"):
+                sessions[t] = kernelproxy.connect(addresses[base], pool.token)
+                sessions[t].eager_flush = mode != "held"
         yield sessions
     finally:
         for session in sessions.values():

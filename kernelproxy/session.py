@@ -39,6 +39,17 @@ __all__ = ["Session", "connect", "FLUSH_OPS"]
 
 #: A batch is sent without waiting once it holds this many ops.
 FLUSH_OPS = 512
+#: Send the queued ops once there are EAGER_OPS of them and the worker has nothing of this
+#: session's left to run, and gather the ops issued meanwhile into the next batch (sent
+#: when that reply is in): the worker then runs while the client issues, as a GPU runs
+#: while local CuPy launches, where holding every op to the sync point made a program's
+#: step cost issuing plus running. A sync of a few ops (``float((x + 1).sum())``) stays
+#: one batch; between two syncs the size that goes early doubles with each such batch
+#: (8, 16, ... FLUSH_OPS), so a long stream of ops without a sync still travels in
+#: large batches (each batch costs both processes a fixed few tens of microseconds).
+#: ``GPUWB_EAGER_FLUSH=0`` holds them (for measuring the difference).
+EAGER_FLUSH = os.environ.get("GPUWB_EAGER_FLUSH", "1") not in ("", "0")
+EAGER_OPS = 8
 #: How long close() waits for the worker to answer what was already sent.
 CLOSE_WAIT = 5.0
 #: How long a sync point polls without sleeping before it blocks. Local CuPy spins
@@ -141,6 +152,9 @@ class Session:
         #: error is raised at the line that issued it, as CUDA_LAUNCH_BLOCKING=1 does for
         #: kernels, at the cost of a round trip per op (see docs/architecture.md)
         self.blocking: bool = LAUNCH_BLOCKING
+        #: send ops as soon as the worker is idle (EAGER_FLUSH) rather than at sync points
+        self.eager_flush: bool = EAGER_FLUSH
+        self._eager_at = EAGER_OPS   # (the size that goes early now; doubles until a sync)
         #: the device's properties, attributes and CUDA versions (``cupy.cuda.runtime``)
         self.runtime: dict = info.get("runtime") or {}
         self.memory_limit: int = info["memory_limit"]
@@ -234,10 +248,19 @@ class Session:
             self._ops.append(pack([seq, kind, want, out, name]) + body)
             filename, line = _caller()
             self._origin[seq] = (label or str(name), filename, line, out)
-            if self.blocking and (want == api.ARRAY or want == api.NONE) and kind != m.KIND_UPLOAD:
-                self.sync()   # raises this op's error here (an upload waits for its data frame)
-            elif len(self._ops) >= FLUSH_OPS:
+            if kind == m.KIND_UPLOAD:
+                return seq   # upload() sends it with its data frame
+            queued = len(self._ops)
+            if self.blocking and (want == api.ARRAY or want == api.NONE):
+                self.sync()   # raises this op's error here
+            elif queued >= FLUSH_OPS:
                 self.flush()
+            elif self.eager_flush and queued >= self._eager_at and queued % EAGER_OPS == 0:
+                if self._in_flight:
+                    self._drain(timeout=0)   # the worker may be done with what it has
+                if not self._in_flight:
+                    self._eager_at = min(self._eager_at * 2, FLUSH_OPS)
+                    self.flush()
             return seq
 
     @_serialised
@@ -431,6 +454,7 @@ class Session:
         With *device*, also wait until the device has finished the work.
         """
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        self._eager_at = EAGER_OPS
         self.flush(sync_device=device, drain=False)
         self._wait_all()
         self._raise_pending(waiting_for)
