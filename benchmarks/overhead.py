@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kernelproxy  # noqa: E402
 from raw_transport import bench_raw  # noqa: E402  (beside this file)
-from served_pool import ServedPool, open_pool, sessions_by_transport  # noqa: E402
+from served_pool import ServedPool, open_pool, sessions_by_transport, use_side  # noqa: E402
 from kernelproxy.modules import module_for  # noqa: E402
 
 MB = 1 << 20
@@ -164,13 +164,14 @@ def run_cases(sides, args):
     {name: {case: result}}."""
     out = {name: {} for name, _xp, _s in sides}
 
-    def xp_of(xp, sess):
+    def xp_of(side, xp, sess):
         # the proxy module works on the *active* session: make this side's session active
+        use_side(side, sess)
         return module_for(sess) if sess is not None else xp
 
     def each(name, fn, *rest):
         for side, xp, sess in sides:
-            out[side][name] = fn(xp_of(xp, sess), sess, *rest)
+            out[side][name] = fn(xp_of(side, xp, sess), sess, *rest)
 
     def abba(name, fn, *rest, key):
         """Local, proxy, proxy, local, ... and the mean of each side: GPU clocks drift as it
@@ -178,7 +179,7 @@ def run_cases(sides, args):
         order = [side for side in sides] + [side for side in reversed(sides)]
         runs = {side[0]: [] for side in sides}
         for side, xp, sess in order * 2:
-            runs[side].append(fn(xp_of(xp, sess), sess, *rest))
+            runs[side].append(fn(xp_of(side, xp, sess), sess, *rest))
         for side, results in runs.items():
             values = [r[key] for r in results]
             out[side][name] = {**results[-1], key: statistics.mean(values), f"{key}_each": values}

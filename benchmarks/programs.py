@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kernelproxy.modules import module_for  # noqa: E402
-from served_pool import open_pool, sessions_by_transport  # noqa: E402  (beside this file)
+from served_pool import open_pool, sessions_by_transport, use_side  # noqa: E402  (beside this file)
 
 TARGET = 1.10
 
@@ -196,12 +196,12 @@ def measure(sides, names, quick, rounds):
         fn, full, small, _tol = PROGRAMS[name]
         size = small if quick else full
         for side, xp, session in sides:                 # warm-up: kernels compiled, pools grown
-            results[name][side] = fn(_xp(xp, session), size)
+            results[name][side] = fn(_xp(side, xp, session), size)
             finish(xp, session)
         for r in range(rounds):
             order = sides if r % 2 == 0 else list(reversed(sides))
             for side, xp, session in order:
-                module = _xp(xp, session)
+                module = _xp(side, xp, session)
                 t0 = time.perf_counter()
                 results[name][side] = fn(module, size)
                 finish(xp, session)
@@ -209,8 +209,9 @@ def measure(sides, names, quick, rounds):
     return times, results
 
 
-def _xp(xp, session):
+def _xp(side, xp, session):
     # the proxy module works on the *active* session: make this side's session active
+    use_side(side, session)
     return module_for(session) if session is not None else xp
 
 

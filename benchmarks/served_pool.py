@@ -89,18 +89,26 @@ def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 <<
 def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     """One session per transport of *transports* ("ipc,tcp") that *pool* offers:
     {"ipc": session over its same-host door, "tcp": session over loopback tcp}. A
-    transport spelled "ipc-held" (or "tcp-held") is a further session over it whose ops
-    wait for a sync point or a full batch instead of going as soon as its worker is idle
-    (``Session.eager_flush`` off), to compare the two in one run."""
+    transport spelled "ipc-held" (or "tcp-held") is the same session with its ops held
+    for a sync point or a full batch instead of going as soon as its worker is idle
+    (``Session.eager_flush`` off; :func:`use_side` sets it before each use): one worker
+    process for both, since a worker's speed depends on the vCPU it lands on."""
     addresses = {"ipc": pool.local_address, "tcp": pool.tcp_address}
     sessions = {}
     try:
         for t in transports.split(","):
             base, _, mode = t.partition("-")
             if addresses.get(base) and mode in ("", "held"):
-                sessions[t] = kernelproxy.connect(addresses[base], pool.token)
-                sessions[t].eager_flush = mode != "held"
+                if base not in sessions:
+                    sessions[base] = kernelproxy.connect(addresses[base], pool.token)
+                sessions[t] = sessions[base]
         yield sessions
     finally:
-        for session in sessions.values():
+        for session in set(sessions.values()):
             session.close()
+
+
+def use_side(side: str, session) -> None:
+    """Before *session* runs as *side*: its ops held ("proxy_ipc-held") or sent early."""
+    if session is not None:
+        session.eager_flush = not side.endswith("-held")
