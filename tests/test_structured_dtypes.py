@@ -80,9 +80,9 @@ def test_structured_arrays_through_the_pool(cp):
     np.testing.assert_array_equal(a.get(), host)
     np.testing.assert_array_equal(a["a"].get(), [1, 3])
     assert a["a"].dtype == np.int32
-    full = cp.full(2, host[0], dtype=PLAIN)
-    assert full.get().tolist() == [(1, 2.0), (1, 2.0)]
     aligned = cp.asarray(host.astype(ALIGNED_PLAIN))
+    full = cp.full(2, host.astype(ALIGNED_PLAIN)[0], dtype=ALIGNED_PLAIN)   # (a kernel: aligned)
+    assert full.get().tolist() == [(1, 2.0), (1, 2.0)]
     np.testing.assert_array_equal(aligned["b"].get(), [2.0, 4.5])
     aligned["b"] = 7
     np.testing.assert_array_equal(aligned.get()["b"], [7.0, 7.0])

@@ -354,10 +354,11 @@ class WorkerServer:
             final["memory"] = self.device.memory_used()
             self.table.clear()
         try:
-            self._send_control(final)
+            # the traces first: the pool may end this process once it has the report
             self.executor.pacer.write_trace(f"{self.user or 'session'}-{os.getpid()}")
             if self.phases is not None:
                 self.phases.write()
+            self._send_control(final)
         finally:
             if self.lease is not None:
                 if self.lease.holding:   # the next session need not wait for the pool to notice
