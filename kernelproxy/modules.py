@@ -21,7 +21,7 @@ from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, SessionLostError
 
 from . import (cuda, fft_plans, flatiter, functional, host_io, index_tricks, kernels, poly1d,
-               signal_objects, ufuncs)
+               signal_objects, sparse_objects, ufuncs)
 from .core import build_core_modules
 from .fft_config import FFTConfigModule, build_callback_module
 from . import ndarray as nd
@@ -327,18 +327,6 @@ def isrealobj(x: Any) -> bool:
 # ---------------------------------------------------------------- modules
 
 
-def _not_sparse(name: str):
-    """``cupyx.scipy.sparse.issparse`` and its kin: no remote object is a sparse matrix
-    (they are not forwarded yet), so every answer is False, as CuPy's is for arrays."""
-
-    def check(x: Any) -> bool:
-        return False
-
-    check.__name__ = check.__qualname__ = name
-    check.__module__ = "cupyx.scipy.sparse"
-    return check
-
-
 #: names that are another name's object in CuPy (``cupyx.scipy.special.psi is digamma``)
 _ALIASES = {"cupyx.scipy.special.psi": "digamma"}
 
@@ -450,10 +438,8 @@ def build_modules() -> dict[str, types.ModuleType]:
     scipy.__dict__.update(__path__=[], __package__="cupyx.scipy",
                           _scipy_available=importlib.util.find_spec("scipy") is not None)
     sparse = ProxyModule("cupyx.scipy.sparse", "cupyx.scipy.sparse.")
-    sparse.__dict__.update(__package__="cupyx.scipy.sparse", **{
-        name: _not_sparse(name) for name in
-        ("issparse", "isspmatrix", "isspmatrix_csr", "isspmatrix_csc", "isspmatrix_coo",
-         "isspmatrix_dia")})
+    # CSR, CSC and COO matrices: objects of the worker (sparse_objects)
+    sparse.__dict__.update(__package__="cupyx.scipy.sparse", **sparse_objects.SPARSE_NAMES)
     scipy.__dict__["sparse"] = sparse
     cupyx.__dict__["scipy"] = scipy
     scipy_modules = {"cupyx.scipy.sparse": sparse}

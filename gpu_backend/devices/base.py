@@ -18,7 +18,7 @@ import numpy as np
 from ..protocol import api
 from ..protocol.errors import CUDAError, ProtocolError
 
-__all__ = ["Device", "HostEvent", "lazy_functions", "CudaInterfaceView", "HostInterfaceView", "OPERATOR_FUNCTIONS",
+__all__ = ["Device", "HostEvent", "lazy_functions", "CudaInterfaceView", "HostInterfaceView", "OPERATOR_FUNCTIONS", "sparse_object_class",
            "resolve_table", "signal_object_class"]
 
 
@@ -131,6 +131,21 @@ def signal_object_class(module: str, name: str) -> tuple[Callable, type | tuple]
     if kind in api.LTI_CLASSES:
         return getattr(signal, kind), (signal.lti, signal.dlti)
     return getattr(signal, kind), signal.CZT
+
+
+def sparse_object_class(module: str, name: str) -> tuple[Callable, type] | None:
+    """(constructor, type) of the ``sparse.*`` class *name* of :data:`api.OBJECTS`, from the
+    device's sparse module (``cupyx.scipy.sparse`` or SciPy's): any of them is a
+    ``spmatrix`` (``tocsc()`` of a CSR matrix is a CSC one). None when the name is not one
+    of these or the module is missing."""
+    kind = name.removeprefix("sparse.")
+    if kind == name or kind not in api.SPARSE_CLASSES:
+        return None
+    try:
+        sparse = importlib.import_module(module)
+    except ImportError:
+        return None
+    return getattr(sparse, kind), sparse.spmatrix
 
 
 class _InterfaceView:

@@ -17,7 +17,8 @@ import numpy as np
 from ..protocol import api
 from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
-from .base import Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class
+from .base import (Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class,
+                   sparse_object_class)
 from .host_fields import FIELD_CHECKED_OPERATORS
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
 from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
@@ -100,15 +101,37 @@ class NumpyDevice(Device):
         entry = _HOST_OBJECTS.get(name)
         if entry is None:   # SciPy's systems and chirp z-transforms stand in for CuPy's
             entry = signal_object_class("scipy.signal", name)
+        if entry is None:   # and SciPy's sparse matrices, sized against the session's limit
+            entry = sparse_object_class("scipy.sparse", name)
+            if entry is not None:
+                entry = (self._sized_sparse(entry[0]), entry[1])
         return entry
+
+    def _sized_sparse(self, make: Any) -> Any:
+        """A sparse matrix's index arrays (``indptr``: a row count plus one) are host
+        memory the handle table does not count; NumPy's zeros would take any size lazily,
+        so a shape whose index array exceeds the session's limit is refused first."""
+        def sized(*args: Any, **kwargs: Any) -> Any:
+            shape = kwargs.get("shape")
+            if shape is None and args and isinstance(args[0], tuple) and len(args[0]) == 2 \
+                    and all(isinstance(n, int) for n in args[0]):
+                shape = args[0]   # csr_matrix((M, N)): an empty matrix of that shape
+            if shape is not None and len(shape) == 2 and all(isinstance(n, int) for n in shape):
+                need = (max(shape) + 1) * 8
+                if need > self.limit - self.used:
+                    raise OutOfMemoryError(f"a {shape[0]} x {shape[1]} sparse matrix needs "
+                                           f"{need} bytes of index arrays; the session has "
+                                           f"{self.limit - self.used} of its {self.limit} left")
+            return make(*args, **kwargs)
+        return sized
 
     def _grown(self, need: int) -> bool:
         """Whether the session's user quota granted *need* bytes in all (see worker.grants)."""
         return self.grant is not None and self.grant.grow(need)
 
     def as_array(self, value: Any) -> Any:
-        if isinstance(value, (np.generic, bool, int, float, complex)):
-            value = np.asarray(value)
+        if isinstance(value, (np.generic, bool, int, float, complex)) or type(value) is np.matrix:
+            value = np.asarray(value)   # (SciPy's sparse todense(): CuPy's is an ndarray)
         if isinstance(value, np.ndarray) and not device_dtype(value.dtype):
             # a GPU array holds numbers only: no objects (their bytes are pointers), strings, dates
             raise unsupported_dtype(value.dtype)

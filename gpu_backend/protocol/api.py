@@ -29,11 +29,15 @@ __all__ = [
     "ARRAY", "NONE", "MULTI", "VALUE", "OBJECT",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
-    "OBJECT_GETTERS", "LTI_CLASSES", "SPECIAL_UFUNCS", "FFT_CALLBACK_OPTIONS",
+    "OBJECT_GETTERS", "LTI_CLASSES", "SPARSE_CLASSES", "EITHER", "SPECIAL_UFUNCS", "FFT_CALLBACK_OPTIONS",
     "FFT_PLAN_CACHE_OPERATIONS",
 ]
 
 ARRAY, NONE, MULTI, VALUE, OBJECT = "a", "n", "m", "v", "o"
+#: (in OBJECTS only) a method whose result is a new object or an array as its operand
+#: says (``a @ b`` of two sparse matrices is a matrix, ``a @ x`` of a matrix and an array
+#: an array): the client asks for the one it expects, and the worker checks it got that
+EITHER = "e"
 
 
 def _names(text: str, kind: str, prefix: str = "") -> dict[str, str]:
@@ -332,3 +336,18 @@ OBJECT_SETTERS: dict[str, frozenset] = {
 #: comes back as a remote array, a number or None as itself).
 OBJECT_GETTERS: dict[str, frozenset] = {
     f"signal.{name}": _LTI_FIELDS | {"inputs", "outputs"} for name in LTI_CLASSES}
+#: ``cupyx.scipy.sparse``'s matrices, made and kept in the worker: conversions between the
+#: formats, a transpose, a copy, a negation and scalar or sparse arithmetic give matrices;
+#: a product with an array (or a sum with one) gives an array; their arrays are read as
+#: attributes (views of the matrix's own, as in CuPy).
+SPARSE_CLASSES = ("csr_matrix", "csc_matrix", "coo_matrix")
+_SPARSE_MEMBERS = {
+    **_names("tocsr tocsc tocoo copy transpose astype __neg__", OBJECT),
+    **_names("toarray todense", ARRAY),
+    **_names("dot __matmul__ __rmatmul__ __mul__ __rmul__ __add__ __radd__ __sub__ __rsub__ "
+             "__truediv__", EITHER),
+}
+OBJECTS.update({f"sparse.{name}": _SPARSE_MEMBERS for name in SPARSE_CLASSES})
+OBJECT_GETTERS.update({f"sparse.{name}": frozenset(
+    "shape nnz dtype data indices indptr row col has_canonical_format".split())
+    for name in SPARSE_CLASSES})

@@ -44,7 +44,11 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
     if methods is None or (member not in methods and member not in settable
                            and member not in readable):
         raise NotAllowedError(f"{name!r} is not on the pool's allow-list")
-    if (want == api.OBJECT) != (methods.get(member) == api.OBJECT):
+    listed = methods.get(member)
+    if listed == api.EITHER:   # (a sparse matrix's product: a matrix or an array)
+        if want != api.OBJECT and want != api.ARRAY:
+            raise NotAllowedError(f"{name!r} gives a new object or an array: ask for one")
+    elif (want == api.OBJECT) != (listed == api.OBJECT):
         raise NotAllowedError(f"{name!r} does not make a new object" if want == api.OBJECT
                               else f"{name!r} makes a new object: ask for one")
     kind = _class_of(device, cls)[1]

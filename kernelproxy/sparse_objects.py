@@ -1,0 +1,260 @@
+"""``cupyx.scipy.sparse``'s matrices, made and kept in the session's worker.
+
+A CSR, CSC or COO matrix is a :class:`RemoteObject`: the worker builds CuPy's own (SciPy's
+on the NumPy device) from the arguments CuPy's constructor takes — a dense array, another
+sparse matrix, ``(M, N)``, ``(data, indices, indptr)``, ``(data, (row, col))`` — or from a
+SciPy matrix of the client, sent as its arrays. Conversions, ``transpose``, ``copy``,
+``astype``, negation and arithmetic with scalars and other sparse matrices give new
+matrices in the worker; a product with an array (``A @ x``, ``A.dot(x)``, ``A * x``) or a
+sum with one gives a remote array. ``data``, ``indices``, ``indptr``, ``row`` and ``col``
+are remote arrays over the matrix's own memory, as CuPy's are; ``get()`` makes the SciPy
+matrix on the client from them. The matrix's class is the worker's answer (``A.tocsc()``
+is a ``csc_matrix``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+
+from .ndarray import call as _op
+from .remote_object import RemoteObject
+
+__all__ = ["spmatrix", "csr_matrix", "csc_matrix", "coo_matrix", "SPARSE_NAMES"]
+
+_FORMATS = {"csr": "Compressed Sparse Row", "csc": "Compressed Sparse Column", "coo": "COOrdinate"}
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (numbers.Number, np.generic))
+
+
+def _host_parts(arg: Any, fmt: str) -> tuple[Any, tuple | None]:
+    """A SciPy matrix of the client as the arrays CuPy's constructor takes (and its shape);
+    anything else as given."""
+    if type(arg).__module__.startswith("scipy.sparse") and hasattr(arg, "tocoo"):
+        if fmt == "coo":
+            coo = arg.tocoo()
+            return (coo.data, (coo.row, coo.col)), coo.shape
+        compressed = arg.tocsr() if fmt == "csr" else arg.tocsc()
+        return (compressed.data, compressed.indices, compressed.indptr), compressed.shape
+    return arg, None
+
+
+class spmatrix(RemoteObject):
+    """A sparse matrix of the session's worker (CuPy's base class: not made directly)."""
+
+    __array_priority__ = 101.0   # an array operand defers to the matrix, as with CuPy's
+    __array_ufunc__ = None       # (a remote array's operators check this)
+    format = ""
+    ndim = 2
+
+    def __new__(cls, arg1: Any, shape: Any = None, dtype: Any = None, copy: bool = False) -> "spmatrix":
+        if not cls._remote_class:
+            raise ValueError("This class is not intended to be instantiated directly.")
+        arg1, host_shape = _host_parts(arg1, cls.format)
+        kwargs: dict[str, Any] = {}
+        if shape is not None or host_shape is not None:
+            kwargs["shape"] = tuple(shape if shape is not None else host_shape)
+        if dtype is not None:
+            kwargs["dtype"] = np.dtype(dtype)
+        if copy:
+            kwargs["copy"] = True
+        obj = super().__new__(cls)
+        kind = obj._create((arg1,), kwargs, wait=True)   # CuPy checks the arguments here
+        obj.__class__ = _MATRICES.get(kind, cls)
+        return obj
+
+    def _adopt(self, hid: int, kind: str) -> "spmatrix":
+        return _MATRICES.get(kind, spmatrix)._of(self._s, hid)
+
+    # -- attributes read from the pool
+    @property
+    def shape(self) -> tuple[int, int]:
+        shape = self.__dict__.get("_shape")
+        if shape is None:   # (fixed for a matrix's life: no method here reshapes one)
+            shape = self._shape = tuple(int(n) for n in self._get("shape"))
+        return shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        dtype = self.__dict__.get("_dtype")
+        if dtype is None:
+            dtype = self._dtype = np.dtype(self._get("dtype"))
+        return dtype
+
+    @property
+    def nnz(self) -> int:
+        return int(self._get("nnz"))
+
+    @property
+    def size(self) -> int:
+        return self.nnz
+
+    @property
+    def data(self) -> Any:
+        return self._get("data")
+
+    @property
+    def T(self) -> "spmatrix":
+        return self.transpose()
+
+    def getnnz(self, axis: Any = None) -> int:
+        if axis is not None:
+            raise NotImplementedError("getnnz over an axis is not forwarded to the GPU pool yet")
+        return self.nnz
+
+    def get(self, stream: Any = None) -> Any:
+        """The SciPy matrix of the same format on the client (its arrays downloaded)."""
+        try:
+            import scipy.sparse
+        except ImportError:
+            raise ImportError("get() of a sparse matrix makes a SciPy matrix: install scipy "
+                              "on the client") from None
+        cls = getattr(scipy.sparse, f"{self.format}_matrix")
+        if self.format == "coo":
+            return cls((self.data.get(), (self._get("row").get(), self._get("col").get())),
+                       shape=self.shape)
+        return cls((self.data.get(), self._get("indices").get(), self._get("indptr").get()),
+                   shape=self.shape)
+
+    # -- products and sums: a matrix with a scalar or a sparse operand, an array otherwise
+    def _either(self, method: str, other: Any) -> Any:
+        want = api.OBJECT if isinstance(other, spmatrix) or _is_scalar(other) else api.ARRAY
+        name = f"{self._remote_class}.{method}"
+        label = f"cupyx.scipy.sparse.{type(self).__name__}.{method}"
+        if want == api.OBJECT:
+            return self._new_object(name, (other,), {}, label)
+        return _op(self._s, m.KIND_OBJECT, name, api.ARRAY, self._h, (other,), {}, label)
+
+    def dot(self, other: Any) -> Any:
+        return self._either("dot", other)
+
+    def __matmul__(self, other: Any) -> Any:
+        if _is_scalar(other):
+            raise ValueError("Scalar operands are not allowed, use '*' instead")
+        return self._either("__matmul__", other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        if _is_scalar(other):
+            raise ValueError("Scalar operands are not allowed, use '*' instead")
+        return self._either("__rmatmul__", other)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._either("__mul__", other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return self._either("__rmul__", other)
+
+    def __add__(self, other: Any) -> Any:
+        return self._either("__add__", other)
+
+    def __radd__(self, other: Any) -> Any:
+        return self._either("__radd__", other)
+
+    def __sub__(self, other: Any) -> Any:
+        return self._either("__sub__", other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._either("__rsub__", other)
+
+    def __truediv__(self, other: Any) -> Any:
+        return self._either("__truediv__", other)
+
+    def __pos__(self) -> "spmatrix":
+        return self
+
+    def __len__(self) -> int:
+        raise TypeError("sparse matrix length is ambiguous; use getnnz() or shape[0]")
+
+    def __iter__(self):
+        raise TypeError("iterating over a sparse matrix of the GPU pool is not forwarded; "
+                        "use .get() or .toarray()")
+
+    def __repr__(self) -> str:
+        m_, n_ = self.shape
+        return (f"<{m_}x{n_} sparse matrix of type '{self.dtype.type}'\n\twith {self.nnz} "
+                f"stored elements in {_FORMATS.get(self.format, self.format)} format (remote)>")
+
+    def __reduce__(self):
+        raise TypeError("a sparse matrix lives in the GPU pool and cannot be pickled; pickle "
+                        "its .get() (a SciPy matrix) instead")
+
+
+class _Compressed(spmatrix):
+    @property
+    def indices(self) -> Any:
+        return self._get("indices")
+
+    @property
+    def indptr(self) -> Any:
+        return self._get("indptr")
+
+    @property
+    def has_canonical_format(self) -> bool:
+        return bool(self._get("has_canonical_format"))
+
+
+class csr_matrix(_Compressed, remote="sparse.csr_matrix"):
+    """A compressed sparse row matrix: ``csr_matrix(dense)``, ``csr_matrix((M, N))``,
+    ``csr_matrix((data, indices, indptr), shape=...)``, ``csr_matrix((data, (row, col)))``
+    or from a SciPy matrix."""
+
+    format = "csr"
+
+
+class csc_matrix(_Compressed, remote="sparse.csc_matrix"):
+    """A compressed sparse column matrix, made as ``csr_matrix`` is."""
+
+    format = "csc"
+
+
+class coo_matrix(spmatrix, remote="sparse.coo_matrix"):
+    """A matrix in coordinate form: ``coo_matrix((data, (row, col)), shape=...)``, from a
+    dense array, ``(M, N)`` or another matrix."""
+
+    format = "coo"
+
+    @property
+    def row(self) -> Any:
+        return self._get("row")
+
+    @property
+    def col(self) -> Any:
+        return self._get("col")
+
+    @property
+    def has_canonical_format(self) -> bool:
+        return bool(self._get("has_canonical_format"))
+
+
+#: the client's class for each type name the worker answers
+_MATRICES: dict[str, type] = {cls.__name__: cls for cls in (csr_matrix, csc_matrix, coo_matrix)}
+
+
+def issparse(x: Any) -> bool:
+    """Whether *x* is a sparse matrix of the pool (CuPy's ``issparse``)."""
+    return isinstance(x, spmatrix)
+
+
+def _is_format(fmt: str):
+    def check(x: Any) -> bool:
+        return isinstance(x, spmatrix) and x.format == fmt
+    check.__name__ = check.__qualname__ = f"isspmatrix_{fmt}"
+    check.__doc__ = f"Whether *x* is a {fmt.upper()} matrix of the pool."
+    return check
+
+
+#: the names ``cupyx.scipy.sparse`` gets from here
+SPARSE_NAMES: dict[str, Any] = {
+    "spmatrix": spmatrix, "csr_matrix": csr_matrix, "csc_matrix": csc_matrix,
+    "coo_matrix": coo_matrix, "issparse": issparse, "isspmatrix": issparse,
+    **{f"isspmatrix_{fmt}": _is_format(fmt) for fmt in ("csr", "csc", "coo")},
+    # (no DIA matrix is forwarded: nothing here is one)
+    "isspmatrix_dia": lambda x: False,
+}

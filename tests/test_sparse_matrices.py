@@ -1,0 +1,134 @@
+"""``cupyx.scipy.sparse`` CSR, CSC and COO matrices as objects of the session's worker
+(issue 9): construction in CuPy's forms, conversions, attributes, products and sums with
+arrays, scalars and other matrices, ``get()``, and bad input refused with the session
+going on. Each result is checked against SciPy's own on the same data (on a GPU pool the
+worker's matrices are CuPy's; on the NumPy device, SciPy's)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.errors import NotAllowedError
+from kernelproxy.modules import build_modules
+
+scipy_sparse = pytest.importorskip("scipy.sparse")
+
+DENSE = np.array([[1.0, 0, 2, 0], [0, 0, 3, 0], [4, 5, 0, 6]])
+
+
+@pytest.fixture
+def sparse(cp):
+    return build_modules()["cupyx.scipy.sparse"]
+
+
+def _same(remote, host):
+    """A remote matrix or array against SciPy's or NumPy's result."""
+    if hasattr(host, "toarray"):
+        assert remote.format == host.format and remote.shape == host.shape
+        np.testing.assert_allclose(remote.toarray().get(), host.toarray())
+        np.testing.assert_allclose(remote.get().toarray(), host.toarray())
+    else:
+        np.testing.assert_allclose(remote.get(), np.asarray(host))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+def test_construction_in_cupys_forms(cp, sparse, fmt):
+    make, ref = getattr(sparse, f"{fmt}_matrix"), getattr(scipy_sparse, f"{fmt}_matrix")
+    host = ref(DENSE)
+    a = make(cp.asarray(DENSE))
+    assert type(a).__name__ == f"{fmt}_matrix" and a.format == fmt
+    assert a.shape == (3, 4) and a.nnz == 6 and a.dtype == np.float64 and a.ndim == 2
+    _same(a, host)
+    _same(make(host), host)                          # a SciPy matrix of the client
+    _same(make(a), host)                             # another matrix of the pool
+    _same(make((2, 5)), ref((2, 5)))                 # an empty one of a shape
+    coo = scipy_sparse.coo_matrix(DENSE)
+    _same(make((coo.data, (coo.row, coo.col)), shape=(3, 4)), ref((coo.data, (coo.row, coo.col)),
+                                                                   shape=(3, 4)))
+    assert make(cp.asarray(DENSE), dtype=np.float32).dtype == np.float32
+    assert sparse.issparse(a) and sparse.isspmatrix(a)
+    assert getattr(sparse, f"isspmatrix_{fmt}")(a) and not sparse.isspmatrix_dia(a)
+    assert not sparse.issparse(cp.asarray(DENSE))
+
+
+def test_compressed_arrays_are_the_matrixs_own(cp, sparse):
+    host = scipy_sparse.csr_matrix(DENSE)
+    a = sparse.csr_matrix((cp.asarray(host.data), cp.asarray(host.indices),
+                           cp.asarray(host.indptr)), shape=host.shape)
+    for name in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(a, name).get(), getattr(host, name))
+    a.data[...] = 7          # a view of the matrix's data, as in CuPy
+    np.testing.assert_array_equal(a.toarray().get(), (DENSE != 0) * 7.0)
+    coo = sparse.coo_matrix(cp.asarray(DENSE))
+    np.testing.assert_array_equal(coo.row.get(), scipy_sparse.coo_matrix(DENSE).row)
+    assert "Compressed Sparse Row" in repr(a) and "3x4" in repr(a)
+
+
+def test_conversions_transpose_and_copies(cp, sparse):
+    host = scipy_sparse.csr_matrix(DENSE)
+    a = sparse.csr_matrix(cp.asarray(DENSE))
+    for method in ("tocsr", "tocsc", "tocoo", "copy", "transpose"):
+        _same(getattr(a, method)(), getattr(host, method)())
+    _same(a.T, host.T)
+    _same(a.astype(np.float32), host.astype(np.float32))
+    _same(-a, -host)
+    _same(a.tocoo().tocsc(), host.tocsc())
+
+
+def test_products_and_sums(cp, sparse):
+    host = scipy_sparse.csr_matrix(DENSE)
+    a = sparse.csr_matrix(cp.asarray(DENSE))
+    x, xs = np.arange(4.0), np.arange(12.0).reshape(4, 3)
+    y = np.ones((2, 3))
+    _same(a @ cp.asarray(x), host @ x)             # matrix times array: an array
+    _same(a.dot(cp.asarray(xs)), host.dot(xs))
+    _same(a * cp.asarray(x), host @ x)              # a matrix's * is a product, as SciPy's
+    _same(cp.asarray(y) @ a, y @ host)              # an array on the left defers to the matrix
+    b = a.T
+    _same(a @ b, host @ host.T)                     # two matrices: a matrix
+    _same(a * 2.5, host * 2.5)
+    _same(2 * a, 2 * host)
+    _same(a / 2, host / 2)
+    _same(a + a, host + host)
+    _same(a - a.tocsc(), host - host.tocsc())
+    _same(a + cp.asarray(DENSE), np.asarray(host + DENSE))   # with an array: an array
+    with pytest.raises(ValueError, match="Scalar operands"):
+        a @ 2
+
+
+def test_bad_input_is_refused_and_the_session_goes_on(cp, sparse, session):
+    a = sparse.csr_matrix(cp.asarray(DENSE))
+    with pytest.raises(ValueError):
+        a @ cp.ones(7)                               # mismatched dimensions, in the pool
+        session.sync()
+    with pytest.raises(Exception):
+        sparse.csr_matrix((cp.ones(2), cp.ones(2, dtype=np.int32), cp.ones(9, dtype=np.int32)),
+                          shape=(2, 2))             # inconsistent arrays: the constructor's error
+    with pytest.raises(MemoryError):
+        sparse.csr_matrix((10 ** 12, 4))             # index arrays past the session's memory
+    with pytest.raises(TypeError, match="ambiguous"):
+        len(a)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(a)
+    with pytest.raises(ValueError, match="not intended"):
+        sparse.spmatrix(DENSE)
+    # only the allow-listed members, each asked for as its kind of result
+    def ask(want, member, *args, out=None):
+        return session.value(session.submit(m.KIND_OBJECT, want, out, f"sparse.csr_matrix.{member}",
+                                            a._h, args, {}))
+    with pytest.raises(NotAllowedError, match="ask for one"):
+        ask(api.VALUE, "dot", cp.ones(4))           # a product is a matrix or an array
+    with pytest.raises(NotAllowedError):
+        ask(api.MULTI, "__class__")                  # not on the allow-list
+    assert tuple(ask(api.MULTI, "shape")) == (3, 4)
+    session.submit(m.KIND_OBJECT, api.ARRAY, session.new_id(), "sparse.csr_matrix.__mul__",
+                   a._h, (2,), {})                   # a matrix asked for as an array
+    with pytest.raises(TypeError, match="expected an array result"):
+        session.sync()
+    np.testing.assert_allclose((a @ cp.ones(4)).get(), DENSE @ np.ones(4))
+    assert float(cp.arange(4).sum()) == 6
