@@ -35,14 +35,17 @@ def _is_scalar(value: Any) -> bool:
 
 
 def _host_parts(arg: Any, fmt: str) -> tuple[Any, tuple | None]:
-    """A SciPy matrix of the client as the arrays CuPy's constructor takes (and its shape);
-    anything else as given."""
+    """A SciPy matrix of the client as the device arrays CuPy's constructor takes (and its
+    shape), uploaded: CuPy's own constructor copies a SciPy matrix to the GPU likewise.
+    Anything else as given (host arrays in a tuple are refused by CuPy, as locally)."""
     if type(arg).__module__.startswith("scipy.sparse") and hasattr(arg, "tocoo"):
+        from . import modules
+        up = modules.proxy_cupy().asarray
         if fmt == "coo":
             coo = arg.tocoo()
-            return (coo.data, (coo.row, coo.col)), coo.shape
+            return (up(coo.data), (up(coo.row), up(coo.col))), coo.shape
         compressed = arg.tocsr() if fmt == "csr" else arg.tocsc()
-        return (compressed.data, compressed.indices, compressed.indptr), compressed.shape
+        return (up(compressed.data), up(compressed.indices), up(compressed.indptr)), compressed.shape
     return arg, None
 
 

@@ -48,8 +48,8 @@ def test_construction_in_cupys_forms(cp, sparse, fmt):
     _same(make(a), host)                             # another matrix of the pool
     _same(make((2, 5)), ref((2, 5)))                 # an empty one of a shape
     coo = scipy_sparse.coo_matrix(DENSE)
-    _same(make((coo.data, (coo.row, coo.col)), shape=(3, 4)), ref((coo.data, (coo.row, coo.col)),
-                                                                   shape=(3, 4)))
+    parts = (cp.asarray(coo.data), (cp.asarray(coo.row), cp.asarray(coo.col)))
+    _same(make(parts, shape=(3, 4)), ref((coo.data, (coo.row, coo.col)), shape=(3, 4)))
     assert make(cp.asarray(DENSE), dtype=np.float32).dtype == np.float32
     assert sparse.issparse(a) and sparse.isspmatrix(a)
     assert getattr(sparse, f"isspmatrix_{fmt}")(a) and not sparse.isspmatrix_dia(a)
