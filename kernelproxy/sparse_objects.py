@@ -169,6 +169,24 @@ class spmatrix(RemoteObject):
     def __truediv__(self, other: Any) -> Any:
         return self._either("__truediv__", other)
 
+    def _reduced(self, method: str, axis: Any, kwargs: dict) -> Any:
+        """``max``/``min``: a 0-d array over the whole matrix, a sparse matrix along an axis."""
+        name = f"{self._remote_class}.{method}"
+        label = f"cupyx.scipy.sparse.{type(self).__name__}.{method}"
+        if axis is not None:
+            return self._new_object(name, (), {"axis": axis, **kwargs}, label)
+        return _op(self._s, m.KIND_OBJECT, name, api.ARRAY, self._h, (), kwargs, label)
+
+    def max(self, axis: Any = None, out: Any = None, *, explicit: bool = False) -> Any:
+        if out is not None:
+            raise ValueError("Sparse matrices do not support an 'out' parameter.")
+        return self._reduced("max", axis, {"explicit": True} if explicit else {})
+
+    def min(self, axis: Any = None, out: Any = None, *, explicit: bool = False) -> Any:
+        if out is not None:
+            raise ValueError("Sparse matrices do not support an 'out' parameter.")
+        return self._reduced("min", axis, {"explicit": True} if explicit else {})
+
     def __pos__(self) -> "spmatrix":
         return self
 
@@ -180,9 +198,14 @@ class spmatrix(RemoteObject):
                         "use .get() or .toarray()")
 
     def __repr__(self) -> str:
-        m_, n_ = self.shape
-        return (f"<{m_}x{n_} sparse matrix of type '{self.dtype.type}'\n\twith {self.nnz} "
-                f"stored elements in {_FORMATS.get(self.format, self.format)} format (remote)>")
+        return (f"<{_FORMATS.get(self.format, self.format)} sparse matrix of dtype "
+                f"'{self.dtype}'\n\twith {self.nnz} stored elements and shape {self.shape}>")
+
+    def __str__(self) -> str:
+        try:   # as CuPy's: SciPy's text of the matrix
+            return str(self.get())
+        except ImportError:
+            return repr(self)
 
     def __reduce__(self):
         raise TypeError("a sparse matrix lives in the GPU pool and cannot be pickled; pickle "

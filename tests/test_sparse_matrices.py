@@ -66,7 +66,9 @@ def test_compressed_arrays_are_the_matrixs_own(cp, sparse):
     np.testing.assert_array_equal(a.toarray().get(), (DENSE != 0) * 7.0)
     coo = sparse.coo_matrix(cp.asarray(DENSE))
     np.testing.assert_array_equal(coo.row.get(), scipy_sparse.coo_matrix(DENSE).row)
-    assert "Compressed Sparse Row" in repr(a) and "3x4" in repr(a)
+    assert repr(a) == ("<Compressed Sparse Row sparse matrix of dtype 'float64'\n"
+                       "\twith 6 stored elements and shape (3, 4)>")   # CuPy's words
+    assert str(a) == str(a.get())
 
 
 def test_conversions_transpose_and_copies(cp, sparse):
@@ -99,6 +101,35 @@ def test_products_and_sums(cp, sparse):
     _same(a + cp.asarray(DENSE), np.asarray(host + DENSE))   # with an array: an array
     with pytest.raises(ValueError, match="Scalar operands"):
         a @ 2
+
+
+def test_reductions_and_element_wise_functions(cp, sparse):
+    host = scipy_sparse.csr_matrix(DENSE)
+    a = sparse.csr_matrix(cp.asarray(DENSE))
+    for axis in (None, 0, 1):
+        _same(a.sum(axis=axis), np.asarray(host.sum(axis=axis)))
+        _same(a.mean(axis=axis), np.asarray(host.mean(axis=axis)))
+    _same(a.max(), host.max())                     # the whole matrix: a 0-d array
+    _same(a.min(), host.min())
+    _same(a.max(axis=0), host.max(axis=0))         # along an axis: a sparse matrix
+    _same(a.min(axis=1), host.min(axis=1))
+    _same(a.diagonal(), host.diagonal())
+    assert float(a.trace()) == host.trace() and a.count_nonzero() == host.count_nonzero()
+    for name in ("sqrt", "sin", "expm1", "floor", "sign", "rad2deg"):
+        _same(getattr(a, name)(), getattr(host, name)())
+    _same(a.power(2), host.power(2))
+    _same(abs(-a), abs(-host))
+    _same(a.conj(), host.conj())
+    _same(a.getrow(2), host.getrow(2))
+    _same(a.getcol(1), host.getcol(1))
+    _same(a.asformat("coo"), host.asformat("coo"))
+    messy = sparse.coo_matrix((cp.asarray([1.0, 0.0, 2.0]), (cp.asarray([0, 0, 1]),
+                                                              cp.asarray([1, 1, 0]))), shape=(2, 2)).tocsr()
+    messy.sum_duplicates()
+    messy.eliminate_zeros()
+    messy.sort_indices()
+    assert messy.nnz == 2 and messy.has_canonical_format
+    np.testing.assert_array_equal(messy.toarray().get(), [[0.0, 1.0], [2.0, 0.0]])
 
 
 def test_bad_input_is_refused_and_the_session_goes_on(cp, sparse, session):

@@ -341,11 +341,17 @@ OBJECT_GETTERS: dict[str, frozenset] = {
 #: a product with an array (or a sum with one) gives an array; their arrays are read as
 #: attributes (views of the matrix's own, as in CuPy).
 SPARSE_CLASSES = ("csr_matrix", "csc_matrix", "coo_matrix")
+#: CuPy's element-wise functions of a sparse matrix's stored values (each a new matrix)
+SPARSE_UFUNCS = ("arcsin arcsinh arctan arctanh ceil deg2rad expm1 floor log1p rad2deg rint "
+                 "sign sin sinh sqrt tan tanh trunc")
 _SPARSE_MEMBERS = {
-    **_names("tocsr tocsc tocoo copy transpose astype __neg__", OBJECT),
-    **_names("toarray todense", ARRAY),
+    **_names("tocsr tocsc tocoo asformat copy transpose astype conj conjugate power __neg__ "
+             "__abs__ __pow__ sorted_indices getrow getcol " + SPARSE_UFUNCS, OBJECT),
+    **_names("toarray todense sum mean diagonal", ARRAY),
+    **_names("count_nonzero trace", MULTI),
+    **_names("sum_duplicates eliminate_zeros sort_indices", NONE),   # (in place)
     **_names("dot __matmul__ __rmatmul__ __mul__ __rmul__ __add__ __radd__ __sub__ __rsub__ "
-             "__truediv__", EITHER),
+             "__truediv__ max min", EITHER),
 }
 OBJECTS.update({f"sparse.{name}": _SPARSE_MEMBERS for name in SPARSE_CLASSES})
 OBJECT_GETTERS.update({f"sparse.{name}": frozenset(
