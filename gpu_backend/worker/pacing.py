@@ -169,15 +169,18 @@ class Pacer:
     def _next_countdown(self) -> int:
         """Ops until the next marker: about GRAIN of device time (every op while unknown).
         Without a lease markers only account device time: few are enough. While the device
-        keeps up with the host, twice as many ops as last time (it needs no pacing; a long
-        op soon leaves work queued, and the estimate takes over)."""
+        keeps up with the host, twice as many ops as last time (tiny ops need no pacing),
+        but never more than the per-op estimate allows: a holder whose device caught up
+        while it waited for its own fence would otherwise launch 64 long ops (45 ms of
+        0.7 ms GEMMs) before it next looked at its lease, and a newcomer would wait for
+        all of them (fairness run 9: interactive p99 31 ms)."""
         if self.lease is None:
             return MAX_COUNTDOWN
+        bound = MAX_COUNTDOWN if self.per_op is None else \
+            max(1, min(MAX_COUNTDOWN, int(GRAIN / max(self.per_op, 1e-9))))
         if self._caught_up:
-            return min(MAX_COUNTDOWN, self.countdown * 2)
-        if self.per_op is None:
-            return 1
-        return max(1, min(MAX_COUNTDOWN, int(GRAIN / max(self.per_op, 1e-9))))
+            return min(bound, self.countdown * 2)
+        return 1 if self.per_op is None else bound
 
     def _read_lease(self) -> None:
         """Take in the arbiter's messages, if it is time to look (see CHECK_SECONDS)."""
