@@ -25,9 +25,10 @@ from gpu_backend.protocol import messages as m
 from .ndarray import call as _op
 from .remote_object import RemoteObject
 
-__all__ = ["spmatrix", "csr_matrix", "csc_matrix", "coo_matrix", "SPARSE_NAMES"]
+__all__ = ["spmatrix", "csr_matrix", "csc_matrix", "coo_matrix", "dia_matrix", "SPARSE_NAMES"]
 
-_FORMATS = {"csr": "Compressed Sparse Row", "csc": "Compressed Sparse Column", "coo": "COOrdinate"}
+_FORMATS = {"csr": "Compressed Sparse Row", "csc": "Compressed Sparse Column", "coo": "COOrdinate",
+            "dia": "DIAgonal"}
 
 
 def _is_scalar(value: Any) -> bool:
@@ -259,8 +260,102 @@ class coo_matrix(spmatrix, remote="sparse.coo_matrix"):
         return bool(self._get("has_canonical_format"))
 
 
+class dia_matrix(spmatrix, remote="sparse.dia_matrix"):
+    """A matrix stored by diagonals (what ``eye``, ``identity`` and ``diags`` make):
+    ``dia_matrix((data, offsets), shape=...)``, from a dense array or another matrix."""
+
+    format = "dia"
+
+    @property
+    def offsets(self) -> Any:
+        return self._get("offsets")
+
+    def get(self, stream: Any = None) -> Any:
+        import scipy.sparse
+        return scipy.sparse.dia_matrix((self.data.get(), self.offsets.get()), shape=self.shape)
+
+
 #: the client's class for each type name the worker answers
-_MATRICES: dict[str, type] = {cls.__name__: cls for cls in (csr_matrix, csc_matrix, coo_matrix)}
+_MATRICES: dict[str, type] = {cls.__name__: cls for cls in (csr_matrix, csc_matrix, coo_matrix,
+                                                            dia_matrix)}
+
+
+def _made(function: str, *args: Any, **kwargs: Any) -> spmatrix:
+    """A matrix made in the pool by ``cupyx.scipy.sparse.<function>`` (an object op naming
+    the function; the worker answers the class of what it made)."""
+    obj = object.__new__(spmatrix)
+    obj._remote_class = f"sparse.{function}"   # (for the creation only)
+    try:
+        kind = obj._create(args, {k: v for k, v in kwargs.items() if v is not None}, wait=True)
+    finally:
+        del obj._remote_class
+    obj.__class__ = _MATRICES.get(kind, spmatrix)
+    return obj
+
+
+def eye(m: int, n: int | None = None, k: int = 0, dtype: Any = "d", format: str | None = None) -> spmatrix:
+    """A sparse matrix with ones on the k-th diagonal (DIA unless *format* says)."""
+    return _made("eye", m, n, k, np.dtype(dtype), format)
+
+
+def identity(n: int, dtype: Any = "d", format: str | None = None) -> spmatrix:
+    """The n x n identity as a sparse matrix."""
+    return _made("identity", n, np.dtype(dtype), format)
+
+
+def diags(diagonals: Any, offsets: Any = 0, shape: Any = None, format: str | None = None,
+          dtype: Any = None) -> spmatrix:
+    """A sparse matrix from diagonals."""
+    return _made("diags", diagonals, offsets, shape=shape, format=format,
+                 dtype=None if dtype is None else np.dtype(dtype))
+
+
+def spdiags(data: Any, diags: Any, m: int, n: int, format: str | None = None) -> spmatrix:
+    """A sparse matrix from the rows of *data* placed on diagonals *diags*."""
+    return _made("spdiags", data, diags, m, n, format=format)
+
+
+def random(m: int, n: int, density: float = 0.01, format: str = "coo", dtype: Any = None,
+           random_state: Any = None, data_rvs: Any = None) -> spmatrix:
+    """A random sparse matrix, drawn in the pool (*random_state*: a seed or a RandomState)."""
+    if data_rvs is not None:
+        raise NotImplementedError("cupyx.scipy.sparse.random(data_rvs=...) would run a "
+                                  "function of the client in the GPU pool: not forwarded")
+    return _made("random", m, n, density, format=format,
+                 dtype=None if dtype is None else np.dtype(dtype), random_state=random_state)
+
+
+def rand(m: int, n: int, density: float = 0.01, format: str = "coo", dtype: Any = None,
+         random_state: Any = None) -> spmatrix:
+    """A random sparse matrix, values uniform in [0, 1)."""
+    return _made("rand", m, n, density, format=format,
+                 dtype=None if dtype is None else np.dtype(dtype), random_state=random_state)
+
+
+def hstack(blocks: Any, format: str | None = None, dtype: Any = None) -> spmatrix:
+    """Matrices side by side."""
+    return _made("hstack", list(blocks), format=format, dtype=None if dtype is None else np.dtype(dtype))
+
+
+def vstack(blocks: Any, format: str | None = None, dtype: Any = None) -> spmatrix:
+    """Matrices one above the other."""
+    return _made("vstack", list(blocks), format=format, dtype=None if dtype is None else np.dtype(dtype))
+
+
+def bmat(blocks: Any, format: str | None = None, dtype: Any = None) -> spmatrix:
+    """A matrix from a grid of matrices (None: a block of zeros)."""
+    return _made("bmat", [list(row) for row in blocks], format=format,
+                 dtype=None if dtype is None else np.dtype(dtype))
+
+
+def kron(A: Any, B: Any, format: str | None = None) -> spmatrix:
+    """The Kronecker product (COO unless *format* says, as CuPy's)."""
+    return _made("kron", A, B, format=format or "coo")
+
+
+def kronsum(A: Any, B: Any, format: str | None = None) -> spmatrix:
+    """The Kronecker sum of two square matrices."""
+    return _made("kronsum", A, B, format=format)
 
 
 def issparse(x: Any) -> bool:
@@ -279,8 +374,8 @@ def _is_format(fmt: str):
 #: the names ``cupyx.scipy.sparse`` gets from here
 SPARSE_NAMES: dict[str, Any] = {
     "spmatrix": spmatrix, "csr_matrix": csr_matrix, "csc_matrix": csc_matrix,
-    "coo_matrix": coo_matrix, "issparse": issparse, "isspmatrix": issparse,
-    **{f"isspmatrix_{fmt}": _is_format(fmt) for fmt in ("csr", "csc", "coo")},
-    # (no DIA matrix is forwarded: nothing here is one)
-    "isspmatrix_dia": lambda x: False,
+    "coo_matrix": coo_matrix, "dia_matrix": dia_matrix, "issparse": issparse,
+    "isspmatrix": issparse,
+    **{f"isspmatrix_{fmt}": _is_format(fmt) for fmt in ("csr", "csc", "coo", "dia")},
+    **{name: globals()[name] for name in api.SPARSE_FUNCTIONS},
 }

@@ -132,6 +132,44 @@ def test_reductions_and_element_wise_functions(cp, sparse):
     np.testing.assert_array_equal(messy.toarray().get(), [[0.0, 1.0], [2.0, 0.0]])
 
 
+def test_the_modules_functions_make_matrices(cp, sparse):
+    def dense_same(remote, host):
+        assert sparse.issparse(remote)
+        np.testing.assert_allclose(remote.toarray().get(), host.toarray())
+
+    _same(sparse.eye(4, 5, k=1), scipy_sparse.eye(4, 5, k=1))              # DIA, as both make
+    _same(sparse.identity(3, format="csr"), scipy_sparse.identity(3, format="csr"))
+    d = sparse.diags([cp.asarray([1.0, 2, 3]), cp.asarray([4.0, 5])], [0, 1])
+    assert d.format == "dia" and sparse.isspmatrix_dia(d)
+    dense_same(d, scipy_sparse.diags([[1.0, 2, 3], [4.0, 5]], [0, 1]))
+    np.testing.assert_array_equal(d.offsets.get(), [0, 1])
+    np.testing.assert_allclose(d.get().toarray(), d.toarray().get())
+    dense_same(sparse.spdiags(cp.asarray([[1.0, 2, 3]]), cp.asarray([0]), 3, 3),
+               scipy_sparse.spdiags([[1.0, 2, 3]], [0], 3, 3))
+    host = scipy_sparse.csr_matrix(DENSE)
+    a = sparse.csr_matrix(cp.asarray(DENSE))
+    dense_same(sparse.hstack([a, a], format="csr"), scipy_sparse.hstack([host, host], format="csr"))
+    dense_same(sparse.vstack([a, a.tocoo()], format="csc"), scipy_sparse.vstack([host, host], format="csc"))
+    dense_same(sparse.bmat([[a, None], [None, a]], format="csr"),
+               scipy_sparse.bmat([[host, None], [None, host]], format="csr"))
+    k = sparse.kron(a, sparse.identity(2))
+    assert k.format == "coo"                                                 # CuPy's default
+    dense_same(k, scipy_sparse.kron(host, scipy_sparse.identity(2)))
+    sq = sparse.csr_matrix(cp.asarray(DENSE[:, :3]))
+    dense_same(sparse.kronsum(sq, sq), scipy_sparse.kronsum(scipy_sparse.csr_matrix(DENSE[:, :3]),
+                                                            scipy_sparse.csr_matrix(DENSE[:, :3])))
+    r = sparse.random(50, 40, density=0.1, random_state=3)
+    assert r.format == "coo" and r.shape == (50, 40) and r.nnz == 200
+    assert 0 <= float(r.toarray().min()) and float(r.toarray().max()) < 1
+    assert sparse.rand(5, 5, density=0.2, format="csr").format == "csr"
+    with pytest.raises(NotImplementedError, match="data_rvs"):
+        sparse.random(3, 3, data_rvs=np.ones)
+    with pytest.raises(MemoryError):
+        sparse.eye(10 ** 11)                                                 # past the session's memory
+    with pytest.raises(MemoryError):
+        sparse.random(10 ** 6, 10 ** 6, density=0.5)
+
+
 def test_bad_input_is_refused_and_the_session_goes_on(cp, sparse, session):
     a = sparse.csr_matrix(cp.asarray(DENSE))
     with pytest.raises(ValueError):

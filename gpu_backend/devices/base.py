@@ -139,13 +139,25 @@ def sparse_object_class(module: str, name: str) -> tuple[Callable, type] | None:
     ``spmatrix`` (``tocsc()`` of a CSR matrix is a CSC one). None when the name is not one
     of these or the module is missing."""
     kind = name.removeprefix("sparse.")
-    if kind == name or kind not in api.SPARSE_CLASSES:
+    if kind == name or (kind not in api.SPARSE_CLASSES and kind not in api.SPARSE_FUNCTIONS):
         return None
     try:
         sparse = importlib.import_module(module)
     except ImportError:
         return None
-    return getattr(sparse, kind), sparse.spmatrix
+    make = getattr(sparse, kind)
+    if kind in api.SPARSE_FUNCTIONS:   # a function that makes a matrix: only a matrix
+        make = _making(make, sparse.spmatrix, f"cupyx.scipy.sparse.{kind}")
+    return make, sparse.spmatrix
+
+
+def _making(function: Callable, kind: type, label: str) -> Callable:
+    def made(*args: Any, **kwargs: Any) -> Any:
+        result = function(*args, **kwargs)
+        if not isinstance(result, kind):
+            raise TypeError(f"{label} gave a {type(result).__name__}, not a sparse matrix")
+        return result
+    return made
 
 
 class _InterfaceView:

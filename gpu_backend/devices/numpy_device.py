@@ -55,6 +55,31 @@ def _rsqrt(x, out=None):
     return np.divide(1, np.sqrt(x), out=out)
 
 
+def _sparse_bytes(kind: str, args: tuple, kwargs: dict) -> int:
+    """About how many bytes SciPy's *kind* allocates for these arguments (index arrays of
+    a shape, a diagonal, a density's entries, a Kronecker product's entries)."""
+    def ints(*values: Any) -> bool:
+        return all(isinstance(v, int) for v in values)
+
+    shape = kwargs.get("shape")
+    if kind in ("eye", "identity", "rand", "random") and args and ints(args[0]):
+        m = args[0]
+        n = args[1] if len(args) > 1 and ints(args[1]) else kwargs.get("n") or m
+        shape = (m, n)
+    elif shape is None and args and isinstance(args[0], tuple) and len(args[0]) == 2:
+        shape = args[0]   # csr_matrix((M, N)): an empty matrix of that shape
+    need = 0
+    if isinstance(shape, tuple) and len(shape) == 2 and ints(*shape):
+        need = (max(shape) + 1) * 8
+        if kind in ("rand", "random"):
+            density = args[2] if len(args) > 2 else kwargs.get("density", 0.01)
+            need += int(shape[0] * shape[1] * float(density)) * 24
+    if kind == "kron" and len(args) >= 2:
+        sizes = [getattr(a, "nnz", getattr(a, "size", 0)) for a in args[:2]]
+        need += int(sizes[0]) * int(sizes[1]) * 24
+    return need
+
+
 class NumpyDevice(Device):
     kind = "numpy"
     array_type = np.ndarray
@@ -104,24 +129,20 @@ class NumpyDevice(Device):
         if entry is None:   # and SciPy's sparse matrices, sized against the session's limit
             entry = sparse_object_class("scipy.sparse", name)
             if entry is not None:
-                entry = (self._sized_sparse(entry[0]), entry[1])
+                entry = (self._sized_sparse(entry[0], name.removeprefix("sparse.")), entry[1])
         return entry
 
-    def _sized_sparse(self, make: Any) -> Any:
-        """A sparse matrix's index arrays (``indptr``: a row count plus one) are host
-        memory the handle table does not count; NumPy's zeros would take any size lazily,
-        so a shape whose index array exceeds the session's limit is refused first."""
+    def _sized_sparse(self, make: Any, kind: str) -> Any:
+        """A sparse matrix's arrays are host memory the handle table does not count, and
+        NumPy's zeros would take any size lazily: what a matrix of the asked shape (or
+        ``eye``'s diagonal, ``random``'s density, ``kron``'s product) needs is checked
+        against the session's limit first."""
         def sized(*args: Any, **kwargs: Any) -> Any:
-            shape = kwargs.get("shape")
-            if shape is None and args and isinstance(args[0], tuple) and len(args[0]) == 2 \
-                    and all(isinstance(n, int) for n in args[0]):
-                shape = args[0]   # csr_matrix((M, N)): an empty matrix of that shape
-            if shape is not None and len(shape) == 2 and all(isinstance(n, int) for n in shape):
-                need = (max(shape) + 1) * 8
-                if need > self.limit - self.used:
-                    raise OutOfMemoryError(f"a {shape[0]} x {shape[1]} sparse matrix needs "
-                                           f"{need} bytes of index arrays; the session has "
-                                           f"{self.limit - self.used} of its {self.limit} left")
+            need = _sparse_bytes(kind, args, kwargs)
+            if need > self.limit - self.used:
+                raise OutOfMemoryError(f"cupyx.scipy.sparse.{kind} here needs about {need} bytes; "
+                                       f"the session has {self.limit - self.used} of its "
+                                       f"{self.limit} left")
             return make(*args, **kwargs)
         return sized
 

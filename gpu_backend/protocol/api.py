@@ -29,7 +29,7 @@ __all__ = [
     "ARRAY", "NONE", "MULTI", "VALUE", "OBJECT",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
-    "OBJECT_GETTERS", "LTI_CLASSES", "SPARSE_CLASSES", "EITHER", "SPECIAL_UFUNCS", "FFT_CALLBACK_OPTIONS",
+    "OBJECT_GETTERS", "LTI_CLASSES", "SPARSE_CLASSES", "SPARSE_FUNCTIONS", "EITHER", "SPECIAL_UFUNCS", "FFT_CALLBACK_OPTIONS",
     "FFT_PLAN_CACHE_OPERATIONS",
 ]
 
@@ -340,7 +340,11 @@ OBJECT_GETTERS: dict[str, frozenset] = {
 #: formats, a transpose, a copy, a negation and scalar or sparse arithmetic give matrices;
 #: a product with an array (or a sum with one) gives an array; their arrays are read as
 #: attributes (views of the matrix's own, as in CuPy).
-SPARSE_CLASSES = ("csr_matrix", "csc_matrix", "coo_matrix")
+SPARSE_CLASSES = ("csr_matrix", "csc_matrix", "coo_matrix", "dia_matrix")
+#: ``cupyx.scipy.sparse``'s functions that make a matrix: each is created as an object is
+#: (its name in OBJECTS, no methods of its own; the matrix's class is the one it made)
+SPARSE_FUNCTIONS = ("eye", "identity", "diags", "spdiags", "rand", "random", "hstack",
+                    "vstack", "bmat", "kron", "kronsum")
 #: CuPy's element-wise functions of a sparse matrix's stored values (each a new matrix)
 SPARSE_UFUNCS = ("arcsin arcsinh arctan arctanh ceil deg2rad expm1 floor log1p rad2deg rint "
                  "sign sin sinh sqrt tan tanh trunc")
@@ -354,6 +358,7 @@ _SPARSE_MEMBERS = {
              "__truediv__ max min", EITHER),
 }
 OBJECTS.update({f"sparse.{name}": _SPARSE_MEMBERS for name in SPARSE_CLASSES})
+OBJECTS.update({f"sparse.{name}": {} for name in SPARSE_FUNCTIONS})
 OBJECT_GETTERS.update({f"sparse.{name}": frozenset(
-    "shape nnz dtype data indices indptr row col has_canonical_format".split())
+    "shape nnz dtype data indices indptr row col offsets has_canonical_format".split())
     for name in SPARSE_CLASSES})
