@@ -45,6 +45,9 @@ def _host_parts(arg: Any, fmt: str) -> tuple[Any, tuple | None]:
         if fmt == "coo":
             coo = arg.tocoo()
             return (up(coo.data), (up(coo.row), up(coo.col))), coo.shape
+        if fmt == "dia":
+            dia = arg.todia()
+            return (up(dia.data), up(dia.offsets)), dia.shape
         compressed = arg.tocsr() if fmt == "csr" else arg.tocsc()
         return (up(compressed.data), up(compressed.indices), up(compressed.indptr)), compressed.shape
     return arg, None

@@ -138,6 +138,7 @@ def test_the_modules_functions_make_matrices(cp, sparse):
         np.testing.assert_allclose(remote.toarray().get(), host.toarray())
 
     _same(sparse.eye(4, 5, k=1), scipy_sparse.eye(4, 5, k=1))              # DIA, as both make
+    _same(sparse.dia_matrix(scipy_sparse.eye(4, 5, k=1)), scipy_sparse.eye(4, 5, k=1))
     _same(sparse.identity(3, format="csr"), scipy_sparse.identity(3, format="csr"))
     d = sparse.diags([cp.asarray([1.0, 2, 3]), cp.asarray([4.0, 5])], [0, 1])
     assert d.format == "dia" and sparse.isspmatrix_dia(d)
