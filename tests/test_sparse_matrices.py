@@ -171,6 +171,30 @@ def test_the_modules_functions_make_matrices(cp, sparse):
         sparse.random(10 ** 6, 10 ** 6, density=0.5)
 
 
+def test_sparse_linalg_solves_in_the_pool(cp, sparse):
+    scipy_linalg = pytest.importorskip("scipy.sparse.linalg")
+    n = 40
+    host = scipy_sparse.diags([np.full(n - 1, -1.0), np.full(n, 4.0), np.full(n - 1, -1.0)],
+                              [-1, 0, 1], format="csr")
+    a, b = sparse.csr_matrix(host), cp.arange(n, dtype=np.float64)
+    linalg = sparse.linalg
+    np.testing.assert_allclose(linalg.spsolve(a, b).get(), scipy_linalg.spsolve(host, np.arange(n, dtype=float)))
+    for solver in ("cg", "cgs", "gmres", "minres"):
+        x, info = getattr(linalg, solver)(a, b)
+        assert info == 0, solver
+        residual = np.linalg.norm(host @ x.get() - np.arange(n)) / np.linalg.norm(np.arange(n))
+        assert residual < 1e-3, (solver, residual)   # (each solver stops at its own default tolerance)
+    x = linalg.lsqr(a, b)[0]
+    assert np.linalg.norm(host @ x.get() - np.arange(n)) / np.linalg.norm(np.arange(n)) < 1e-4
+    assert float(linalg.norm(a)) == pytest.approx(scipy_linalg.norm(host))
+    w = linalg.eigsh(a, k=2, return_eigenvectors=False)
+    np.testing.assert_allclose(np.sort(w.get()), np.sort(scipy_linalg.eigsh(host, k=2,
+                                                                            return_eigenvectors=False)))
+    with pytest.raises(TypeError, match="function"):
+        linalg.cg(a, b, callback=lambda xk: None)   # a client's function stays on the client
+    assert float(cp.arange(4).sum()) == 6
+
+
 def test_bad_input_is_refused_and_the_session_goes_on(cp, sparse, session):
     a = sparse.csr_matrix(cp.asarray(DENSE))
     with pytest.raises(ValueError):

@@ -124,7 +124,7 @@ FUNCTIONS.update(_names("rsqrt", ARRAY, "cupyx."))
 #: arrays, tuples, dicts, scalars) unless the function always returns one array.
 SCIPY_SUBMODULES = ("special", "ndimage", "signal", "signal.windows", "signal._iir_utils",
                     "signal._iir_filter_conversions", "signal._savitzky_golay", "fft",
-                    "fftpack", "linalg")
+                    "fftpack", "linalg", "sparse.linalg")
 FUNCTIONS.update(_names("""
     bdtr bdtrc bdtri beta betainc betaincinv betaln binom boxcox boxcox1p btdtr btdtri cbrt chdtr
     chdtrc chdtri cosdg cosm1 cotdg digamma ellipeinc ellipk ellipkinc ellipkm1 entr erf erfc
@@ -206,6 +206,11 @@ FUNCTIONS.update(_names("""
     hankel helmert hilbert khatri_rao leslie lu_solve solve_triangular toeplitz
 """, ARRAY, "cupyx.scipy.linalg."))
 FUNCTIONS.update(_names("bandwidth lu lu_factor", MULTI, "cupyx.scipy.linalg."))
+# sparse solvers and norms: matrices of the session travel as handles; the results are
+# arrays, (x, info) and the like, or a norm (no callbacks: a client's function stays there)
+FUNCTIONS.update(_names("spsolve spsolve_triangular", ARRAY, "cupyx.scipy.sparse.linalg."))
+FUNCTIONS.update(_names("norm cg cgs gmres minres lsqr lsmr eigsh svds", MULTI,
+                        "cupyx.scipy.sparse.linalg."))
 
 #: Ufuncs (allow-listed names that are NumPy ufuncs, as CuPy's are) and their methods,
 #: each an allow-listed name of its own: ``add.reduce``, ``multiply.outer``, ``add.at``.
