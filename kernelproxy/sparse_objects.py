@@ -131,8 +131,9 @@ class spmatrix(RemoteObject):
                    shape=self.shape)
 
     # -- products and sums: a matrix with a scalar or a sparse operand, an array otherwise
-    def _either(self, method: str, other: Any) -> Any:
-        want = api.OBJECT if isinstance(other, spmatrix) or _is_scalar(other) else api.ARRAY
+    def _either(self, method: str, other: Any, want: str | None = None) -> Any:
+        if want is None:
+            want = api.OBJECT if isinstance(other, spmatrix) or _is_scalar(other) else api.ARRAY
         name = f"{self._remote_class}.{method}"
         label = f"cupyx.scipy.sparse.{type(self).__name__}.{method}"
         if want == api.OBJECT:
@@ -190,6 +191,14 @@ class spmatrix(RemoteObject):
         if out is not None:
             raise ValueError("Sparse matrices do not support an 'out' parameter.")
         return self._reduced("min", axis, {"explicit": True} if explicit else {})
+
+    def __getitem__(self, key: Any) -> Any:
+        """``A[i, j]``: a 0-d array; any other key (a row, a column, slices, index arrays):
+        a matrix, as CuPy's."""
+        element = (isinstance(key, tuple) and len(key) == 2
+                   and all(isinstance(k, (numbers.Integral, np.integer)) and not isinstance(k, bool)
+                           for k in key))
+        return self._either("__getitem__", key, api.ARRAY if element else api.OBJECT)
 
     def __pos__(self) -> "spmatrix":
         return self

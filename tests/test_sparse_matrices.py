@@ -132,6 +132,20 @@ def test_reductions_and_element_wise_functions(cp, sparse):
     np.testing.assert_array_equal(messy.toarray().get(), [[0.0, 1.0], [2.0, 0.0]])
 
 
+def test_indexing_and_element_wise_products(cp, sparse):
+    host = scipy_sparse.csr_matrix(DENSE)
+    a = sparse.csr_matrix(cp.asarray(DENSE))
+    assert float(a[2, 1]) == host[2, 1] == 5.0 and float(a[0, 1]) == 0.0   # an element: 0-d
+    _same(a[1], host[1])                                                 # a row: a matrix
+    _same(a[:, 2], host[:, 2])
+    _same(a[0:2, 1:3], host[0:2, 1:3])
+    np.testing.assert_allclose(a[[0, 2]].toarray().get(), host[[0, 2]].toarray())
+    for other, host_other in ((2.0, 2.0), (a, host), (cp.asarray(DENSE), DENSE)):
+        product = a.multiply(other)
+        assert sparse.issparse(product)                                  # a matrix, as CuPy's
+        np.testing.assert_allclose(product.toarray().get(), host.multiply(host_other).toarray())
+
+
 def test_the_modules_functions_make_matrices(cp, sparse):
     def dense_same(remote, host):
         assert sparse.issparse(remote)

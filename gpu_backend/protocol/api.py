@@ -354,13 +354,13 @@ SPARSE_FUNCTIONS = ("eye", "identity", "diags", "spdiags", "rand", "random", "hs
 SPARSE_UFUNCS = ("arcsin arcsinh arctan arctanh ceil deg2rad expm1 floor log1p rad2deg rint "
                  "sign sin sinh sqrt tan tanh trunc")
 _SPARSE_MEMBERS = {
-    **_names("tocsr tocsc tocoo asformat copy transpose astype conj conjugate power __neg__ "
-             "__abs__ __pow__ sorted_indices getrow getcol " + SPARSE_UFUNCS, OBJECT),
+    **_names("tocsr tocsc tocoo asformat copy transpose astype conj conjugate power multiply "
+             "__neg__ __abs__ __pow__ sorted_indices getrow getcol " + SPARSE_UFUNCS, OBJECT),
     **_names("toarray todense sum mean diagonal", ARRAY),
     **_names("count_nonzero trace", MULTI),
     **_names("sum_duplicates eliminate_zeros sort_indices", NONE),   # (in place)
     **_names("dot __matmul__ __rmatmul__ __mul__ __rmul__ __add__ __radd__ __sub__ __rsub__ "
-             "__truediv__ max min", EITHER),
+             "__truediv__ max min __getitem__", EITHER),
 }
 OBJECTS.update({f"sparse.{name}": _SPARSE_MEMBERS for name in SPARSE_CLASSES})
 OBJECTS.update({f"sparse.{name}": {} for name in SPARSE_FUNCTIONS})
