@@ -295,3 +295,21 @@ def test_a_lone_holder_reporting_rarely_is_still_preempted_by_a_returning_user()
     policy.release("b", 1.0, want=True)         # b, preempted, goes on alone
     t[0] = 0.04                                 # 40 ms later, b has not reported again
     assert policy.want("i") == [Yield("b", 0.0), Grant("i", QUANTUM)]
+
+
+@pytest.mark.parametrize("make", [lambda clock: Fair(clock), lambda clock: FifoPolicy(clock)])
+def test_a_holder_that_asks_again_gets_its_own_grant_once_more(make):
+    """A worker that waits for a grant it never read asks again (worker/lease.py,
+    REASK_SECONDS): the holder's own grant comes back, same number, nothing else moves."""
+    t = [0.0]
+    policy = make(lambda: t[0])
+    policy.attach("a", "A")
+    first = decisions(policy.want("a"))
+    assert [g.session for g in first] == ["a"] and policy.holder == "a"
+    again = decisions(policy.want("a"))
+    assert again == [Grant("a")] and again[0].grant == first[0].grant and policy.holder == "a"
+    policy.attach("b", "B")
+    policy.want("b")                                    # now someone waits
+    again = decisions(policy.want("a"))
+    assert again[0].session == "a" and again[0].grant == first[0].grant
+    assert (again[0].quantum == QUANTUM) if policy.name == "fair" else again[0].batch_end

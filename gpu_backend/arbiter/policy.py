@@ -219,6 +219,15 @@ class Policy:
         self.handoff = None
         return Grant(sid, grant=self.grants, after=after, **fields)
 
+    def _regrant(self, sid: str) -> list[Action]:
+        """The holder asks for the device: its worker does not know it holds it (its grant
+        was lost, or crossed a release). The same grant once more, with what it must know:
+        a worker that waited for a grant it never read would wait for ever."""
+        others = self._others_runnable(sid)
+        return [Grant(sid, grant=self.grants,
+                      quantum=getattr(self, "quantum", None) if others and self.name == "fair" else None,
+                      batch_end=others and self.name == "fifo")]
+
     def _yield(self, **fields) -> Yield:
         """Tell the holder (under its current grant) that others wait."""
         return Yield(self.holder, grant=self.grants, **fields)
@@ -266,8 +275,10 @@ class FairPolicy(Policy):
 
     def want(self, sid: str) -> list[Action]:
         session = self.sessions.get(sid)
-        if session is None or sid == self.holder:
+        if session is None:
             return []
+        if sid == self.holder:
+            return self._regrant(sid)
         self._wake(session)
         if self.holder is None:
             return self._grant_next()
@@ -371,8 +382,10 @@ class FifoPolicy(Policy):
 
     def want(self, sid: str) -> list[Action]:
         session = self.sessions.get(sid)
-        if session is None or sid == self.holder:
+        if session is None:
             return []
+        if sid == self.holder:
+            return self._regrant(sid)
         self._wake(session)
         if sid not in self.queue:
             self.queue.append(sid)

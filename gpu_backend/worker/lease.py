@@ -39,6 +39,11 @@ ACQUIRE_SPIN = 0.0005
 #: then spins for its grant, at most READY_SPIN.
 READY_MARGIN = 0.0012
 READY_SPIN = 0.01
+#: A worker that has waited this long for a grant with no word from the arbiter asks again
+#: (the arbiter answers a holder that asks with its grant once more): a lost or crossed
+#: grant would otherwise leave the session waiting for ever. Longer than any wait a
+#: healthy arbiter imposes without a word (it tells the next in line when to be ready).
+REASK_SECONDS = 1.0
 #: While spinning for a grant, look for a cancel from the client this often (seconds).
 SPIN_CANCEL_CHECK = 0.001
 
@@ -66,6 +71,8 @@ class DeviceLease:
         #: the shared hand-over baton (arbiter/baton.py), this worker's slot in it, and the
         #: [slot, grant] whose work must finish before this holder launches
         self.baton = Baton(baton) if baton else None
+        self._released: int | None = None   # the number of the last grant handed back
+        self._asked_at = 0.0                 # when the device was last asked for
         self.slot: int | None = None
         self.after: list | None = None
 
@@ -83,8 +90,10 @@ class DeviceLease:
             msg = unpackb(self.sock.recv(zmq.NOBLOCK))
             kind = msg.get("t") if isinstance(msg, dict) else None
             if kind == "grant":
-                self.holding, self.asked = True, False
                 number = msg.get("g")
+                if type(number) is int and self._released is not None and number <= self._released:
+                    continue   # a grant this worker has already handed back (sent twice)
+                self.holding, self.asked = True, False
                 self.grant = number if type(number) is int else None
                 slot, after = msg.get("k"), msg.get("w")
                 self.slot = slot if type(slot) is int else None
@@ -118,6 +127,7 @@ class DeviceLease:
         if not self.asked:
             self._send({"t": "want"})
             self.asked = True
+            self._asked_at = time.perf_counter()
         spin_until = time.perf_counter() + ACQUIRE_SPIN
         check_at = 0.0
         while True:
@@ -137,6 +147,9 @@ class DeviceLease:
                 self.read(busy)
                 if self.holding:
                     return True
+            elif now - self._asked_at > REASK_SECONDS:   # nothing for a long while: ask again
+                self._send({"t": "want"})
+                self._asked_at = time.perf_counter()
             if interrupted():
                 return False
 
@@ -155,8 +168,10 @@ class DeviceLease:
         """Hand the device over; with *want*, ask for it again at once (work is waiting).
         The next holder waits for :meth:`finished` before it launches."""
         self._send({"t": "release", "busy": busy, "want": want, "g": self.grant})
+        self._released = self.grant
         self.holding = False
         self.asked = want
+        self._asked_at = time.perf_counter()
         self.hand_over_at = None
         self.at_batch_end = False
         self._reported = busy

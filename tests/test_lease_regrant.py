@@ -1,0 +1,65 @@
+"""A worker's device lease against a peer speaking the arbiter's protocol over a real
+socket: a worker that hears nothing asks again (a lost grant would otherwise leave its
+session waiting for ever, as a CI run once did), and a grant it has already handed
+back, sent again, is not taken."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import zmq
+
+from gpu_backend.protocol.codec import packb, unpackb
+from gpu_backend.worker import lease as lease_module
+from gpu_backend.worker.lease import DeviceLease
+
+
+@pytest.fixture
+def peer():
+    ctx = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    lease = DeviceLease(ctx, f"tcp://127.0.0.1:{port}", "w1")
+    yield router, lease
+    lease.sock.close(linger=0)
+    router.close(linger=0)
+    ctx.term()
+
+
+def _arrive(lease: DeviceLease) -> None:
+    deadline = time.monotonic() + 2
+    while not lease.pending() and time.monotonic() < deadline:
+        lease.sock.poll(10)
+
+
+def test_a_grant_handed_back_is_not_taken_again(peer):
+    router, lease = peer
+    lease._send({"t": "want"})
+    ident, _ = router.recv_multipart()
+    router.send_multipart([ident, packb({"t": "grant", "g": 5})])
+    _arrive(lease)
+    lease.read(0.0)
+    assert lease.holding and lease.grant == 5
+    lease.release(0.001, want=False)
+    assert unpackb(router.recv_multipart()[1])["t"] == "release"
+    router.send_multipart([ident, packb({"t": "grant", "g": 5})])   # the same one, late
+    _arrive(lease)
+    lease.read(0.002)
+    assert not lease.holding
+    router.send_multipart([ident, packb({"t": "grant", "g": 6})])   # a new one
+    _arrive(lease)
+    lease.read(0.002)
+    assert lease.holding and lease.grant == 6
+
+
+def test_a_worker_that_hears_nothing_asks_again(peer, monkeypatch):
+    router, lease = peer
+    monkeypatch.setattr(lease_module, "REASK_SECONDS", 0.05)
+    until = time.monotonic() + 0.4
+    assert not lease.acquire(0.0, lambda: time.monotonic() > until)   # no grant: gives up
+    wants = 0
+    while router.poll(0):
+        wants += unpackb(router.recv_multipart()[1])["t"] == "want"
+    assert wants >= 3
