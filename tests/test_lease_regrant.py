@@ -54,7 +54,7 @@ def test_a_grant_handed_back_is_not_taken_again(peer):
     assert lease.holding and lease.grant == 6
 
 
-def test_a_worker_that_hears_nothing_asks_again(peer, monkeypatch):
+def test_a_worker_that_hears_nothing_asks_again(peer, monkeypatch, capsys):
     router, lease = peer
     monkeypatch.setattr(lease_module, "REASK_SECONDS", 0.05)
     until = time.monotonic() + 0.4
@@ -63,3 +63,4 @@ def test_a_worker_that_hears_nothing_asks_again(peer, monkeypatch):
     while router.poll(0):
         wants += unpackb(router.recv_multipart()[1])["t"] == "want"
     assert wants >= 3
+    assert capsys.readouterr().err.count("asking again") == 1   # said once, for the pool's log
