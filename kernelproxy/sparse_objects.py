@@ -15,7 +15,7 @@ is a ``csc_matrix``).
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -53,6 +53,15 @@ def _host_parts(arg: Any, fmt: str) -> tuple[Any, tuple | None]:
     return arg, None
 
 
+def _read(name: str, convert: Callable[[Any], Any] | None = None) -> property:
+    """An attribute read from the worker's matrix on each access (arrays come back as
+    remote views of the matrix's own)."""
+    def get(self: "spmatrix") -> Any:
+        value = self._get(name)
+        return value if convert is None else convert(value)
+    return property(get, doc=f"The matrix's ``{name}`` (read from the pool).")
+
+
 class spmatrix(RemoteObject):
     """A sparse matrix of the session's worker (CuPy's base class: not made directly)."""
 
@@ -60,6 +69,11 @@ class spmatrix(RemoteObject):
     __array_ufunc__ = None       # (a remote array's operators check this)
     format = ""
     ndim = 2
+    #: the attributes ``get()`` builds the SciPy matrix from, in its constructor's order
+    _parts: tuple = ()
+    nnz = _read("nnz", int)
+    data = _read("data")
+    has_canonical_format = _read("has_canonical_format", bool)
 
     def __new__(cls, arg1: Any, shape: Any = None, dtype: Any = None, copy: bool = False) -> "spmatrix":
         if not cls._remote_class:
@@ -96,16 +110,8 @@ class spmatrix(RemoteObject):
         return dtype
 
     @property
-    def nnz(self) -> int:
-        return int(self._get("nnz"))
-
-    @property
     def size(self) -> int:
         return self.nnz
-
-    @property
-    def data(self) -> Any:
-        return self._get("data")
 
     @property
     def T(self) -> "spmatrix":
@@ -123,12 +129,9 @@ class spmatrix(RemoteObject):
         except ImportError:
             raise ImportError("get() of a sparse matrix makes a SciPy matrix: install scipy "
                               "on the client") from None
-        cls = getattr(scipy.sparse, f"{self.format}_matrix")
-        if self.format == "coo":
-            return cls((self.data.get(), (self._get("row").get(), self._get("col").get())),
-                       shape=self.shape)
-        return cls((self.data.get(), self._get("indices").get(), self._get("indptr").get()),
-                   shape=self.shape)
+        data, *rest = (getattr(self, name).get() for name in self._parts)
+        arg = (data, tuple(rest)) if self.format == "coo" else (data, *rest)   # (data, (row, col))
+        return getattr(scipy.sparse, f"{self.format}_matrix")(arg, shape=self.shape)
 
     # -- products and sums: a matrix with a scalar or a sparse operand, an array otherwise
     def _either(self, method: str, other: Any, want: str | None = None) -> Any:
@@ -226,17 +229,9 @@ class spmatrix(RemoteObject):
 
 
 class _Compressed(spmatrix):
-    @property
-    def indices(self) -> Any:
-        return self._get("indices")
-
-    @property
-    def indptr(self) -> Any:
-        return self._get("indptr")
-
-    @property
-    def has_canonical_format(self) -> bool:
-        return bool(self._get("has_canonical_format"))
+    _parts = ("data", "indices", "indptr")
+    indices = _read("indices")
+    indptr = _read("indptr")
 
 
 class csr_matrix(_Compressed, remote="sparse.csr_matrix"):
@@ -258,18 +253,9 @@ class coo_matrix(spmatrix, remote="sparse.coo_matrix"):
     dense array, ``(M, N)`` or another matrix."""
 
     format = "coo"
-
-    @property
-    def row(self) -> Any:
-        return self._get("row")
-
-    @property
-    def col(self) -> Any:
-        return self._get("col")
-
-    @property
-    def has_canonical_format(self) -> bool:
-        return bool(self._get("has_canonical_format"))
+    _parts = ("data", "row", "col")
+    row = _read("row")
+    col = _read("col")
 
 
 class dia_matrix(spmatrix, remote="sparse.dia_matrix"):
@@ -277,14 +263,8 @@ class dia_matrix(spmatrix, remote="sparse.dia_matrix"):
     ``dia_matrix((data, offsets), shape=...)``, from a dense array or another matrix."""
 
     format = "dia"
-
-    @property
-    def offsets(self) -> Any:
-        return self._get("offsets")
-
-    def get(self, stream: Any = None) -> Any:
-        import scipy.sparse
-        return scipy.sparse.dia_matrix((self.data.get(), self.offsets.get()), shape=self.shape)
+    _parts = ("data", "offsets")
+    offsets = _read("offsets")
 
 
 #: the client's class for each type name the worker answers
