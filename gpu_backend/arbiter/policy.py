@@ -219,14 +219,11 @@ class Policy:
         self.handoff = None
         return Grant(sid, grant=self.grants, after=after, **fields)
 
-    def _regrant(self, sid: str) -> list[Action]:
+    def _regrant(self, sid: str, **fields) -> list[Action]:
         """The holder asks for the device: its worker does not know it holds it (its grant
-        was lost, or crossed a release). The same grant once more, with what it must know:
-        a worker that waited for a grant it never read would wait for ever."""
-        others = self._others_runnable(sid)
-        return [Grant(sid, grant=self.grants,
-                      quantum=getattr(self, "quantum", None) if others and self.name == "fair" else None,
-                      batch_end=others and self.name == "fifo")]
+        was lost, or crossed a release). The same grant once more, with the policy's
+        *fields*: a worker that waited for a grant it never read would wait for ever."""
+        return [Grant(sid, grant=self.grants, **fields)]
 
     def _yield(self, **fields) -> Yield:
         """Tell the holder (under its current grant) that others wait."""
@@ -278,7 +275,7 @@ class FairPolicy(Policy):
         if session is None:
             return []
         if sid == self.holder:
-            return self._regrant(sid)
+            return self._regrant(sid, quantum=self.quantum if self._others_runnable(sid) else None)
         self._wake(session)
         if self.holder is None:
             return self._grant_next()
@@ -385,7 +382,7 @@ class FifoPolicy(Policy):
         if session is None:
             return []
         if sid == self.holder:
-            return self._regrant(sid)
+            return self._regrant(sid, batch_end=self._others_runnable(sid))
         self._wake(session)
         if sid not in self.queue:
             self.queue.append(sid)
