@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 import threading
 import time
 import warnings
@@ -31,6 +30,7 @@ from gpu_backend.protocol.errors import (InvalidHandleError, SessionLostError, e
                                          warning_class)
 from gpu_backend.security import resolve_server_key, secure_client
 
+from .caller import caller
 from .connection import Heartbeat, door_request, hello
 from .interrupts import interrupts_deferred as _interrupts_deferred
 from .unix_link import UnixDealer
@@ -52,22 +52,21 @@ EAGER_FLUSH = os.environ.get("GPUWB_EAGER_FLUSH", "1") not in ("", "0")
 EAGER_OPS = 8
 #: How long close() waits for the worker to answer what was already sent.
 CLOSE_WAIT = 5.0
+#: ``GPUWB_LAUNCH_BLOCKING=1``: every op waits for its reply, so its error (a bad argument,
+#: an out-of-memory) is raised by the call that issued it rather than at the next sync
+#: point. For debugging and for CuPy's test suite, whose ``pytest.raises`` blocks expect it.
+LAUNCH_BLOCKING = os.environ.get("GPUWB_LAUNCH_BLOCKING", "") not in ("", "0")
 #: How long a sync point polls without sleeping before it blocks. Local CuPy spins
 #: through a whole synchronize (CUDA's default with more cores than GPUs); a thread that
 #: sleeps takes tens of microseconds to wake (hundreds after idle, on some hosts), as
 #: much as a small op's whole round trip. A millisecond covers a small op even on a
 #: slow host, and after it the wait sleeps: a long op costs the client little CPU.
 #: With few cores, spinning steals the CPU the worker needs, so it is off.
-#: ``GPUWB_LAUNCH_BLOCKING=1``: every op waits for its reply, so its error (a bad argument,
-#: an out-of-memory) is raised by the call that issued it rather than at the next sync
-#: point. For debugging and for CuPy's test suite, whose ``pytest.raises`` blocks expect it.
-LAUNCH_BLOCKING = os.environ.get("GPUWB_LAUNCH_BLOCKING", "") not in ("", "0")
 #: ``GPUWB_CLIENT_SPIN`` (seconds) overrides it, for measuring what a wake-up costs.
 SPIN_SECONDS = float(os.environ.get("GPUWB_CLIENT_SPIN")
                      or (1e-3 if (os.cpu_count() or 1) >= 4 else 0.0))
 #: Host arrays at least this large travel as their own zero-copy frame.
 INLINE_BYTES = 1 << 14
-_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
@@ -87,30 +86,6 @@ def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike |
     return Session(address, token, server_key=server_key, user=user, memory_limit=memory_limit,
                    timeout=timeout)
 
-
-
-
-#: code object -> whether it is kernelproxy's own (a dict lookup per frame, not a string test)
-_OWN_CODE: dict = {}
-
-
-def _caller() -> tuple[str, int]:
-    """The innermost frame outside kernelproxy: the user's line that issued an op."""
-    frame = sys._getframe(2)
-    own_code = _OWN_CODE
-    while frame is not None:
-        code = frame.f_code
-        own = own_code.get(code)
-        if own is None:
-            if len(own_code) > 4096:   # notebooks make new code objects per cell: stay small
-                own_code.clear()
-            own = own_code[code] = code.co_filename.startswith(_HERE)
-        if not own:
-            break
-        frame = frame.f_back
-    if frame is None:
-        return ("<unknown>", 0)
-    return (frame.f_code.co_filename, frame.f_lineno)
 
 
 def _serialised(method):
@@ -246,7 +221,7 @@ class Session:
                 body = pack([target, codec.with_device_views(list(args)),
                              codec.with_device_views(kwargs or {})])
             self._ops.append(pack([seq, kind, want, out, name]) + body)
-            filename, line = _caller()
+            filename, line = caller(2)   # (submit's caller's caller: past kernelproxy)
             self._origin[seq] = (label or str(name), filename, line, out)
             if kind == m.KIND_UPLOAD:
                 return seq   # upload() sends it with its data frame
