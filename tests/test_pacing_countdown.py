@@ -8,11 +8,16 @@ per-op estimate allows."""
 
 from __future__ import annotations
 
+from time import perf_counter
+
+import pytest
 import zmq
 
 from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.worker.lease import DeviceLease
 from gpu_backend.worker.pacing import GRAIN, MAX_COUNTDOWN, Pacer
+
+from .differential import POOL_RUNS_NUMPY
 
 
 def _pacer(lease: bool = True) -> Pacer:
@@ -50,3 +55,62 @@ def test_unknown_and_unleased():
     pacer.per_op = 10e-6
     assert pacer._next_countdown() == int(GRAIN / 10e-6)
     assert _pacer(lease=False)._next_countdown() == MAX_COUNTDOWN
+
+
+# ---------------------------------------------------------------- what teaches the estimate
+# Only a GPU's markers lag its host (the NumPy device's work is done when issued), so these
+# run where the pool runs CuPy (benchmarks/gpu_check.sh tests).
+gpu_only = pytest.mark.skipif(POOL_RUNS_NUMPY, reason="a device whose work lags the host (a GPU)")
+
+
+def _gpu_pacer() -> Pacer:
+    from gpu_backend.devices import open_device
+    ctx = zmq.Context.instance()
+    return Pacer(open_device("cuda:0"), DeviceLease(ctx, "inproc://gpuwb-test-no-arbiter", "w"))
+
+
+def _segment(pacer: Pacer, launch, ops: int, host_gap: float = 0.0) -> None:
+    """What the executor does for one segment: start it, launch *ops* ops, mark them."""
+    pacer.start_segment()
+    for _ in range(ops):
+        launch()
+        until = perf_counter() + host_gap     # the host's own time per op (decoding, ...)
+        while perf_counter() < until:
+            pass
+    pacer._mark(ops)
+
+
+@gpu_only
+def test_host_bound_tiny_ops_do_not_teach_their_dispatch_time():
+    """A lone session's tiny ops, issued 30 µs apart: the device waits for the host, and
+    segments begun while it was still busy are done before the host finished them. Their
+    spans hold the host's gaps; taught, they gave a 25 µs "op" on an H100 and a marker every
+    4th op (a lone session under fair lost 16-30 % of its pipelined rate)."""
+    pacer = _gpu_pacer()
+    cp = pacer.device.cupy
+    x = cp.zeros(1024, cp.float32)
+    for _ in range(200):
+        _segment(pacer, lambda: cp.add(x, 1, out=x), 8, host_gap=30e-6)
+    cp.cuda.get_current_stream().synchronize()
+    pacer.harvest()
+    assert pacer.per_op is None or pacer.per_op < 10e-6
+    pacer._caught_up = True
+    pacer.countdown = 32
+    assert pacer._next_countdown() >= 10      # markers stay sparse
+
+
+@gpu_only
+def test_ops_queued_behind_long_work_teach_their_device_time():
+    """Behind a long GEMM the device has not begun a segment when its last op is launched:
+    the segment's span is the ops' own device time, and long ops are checked one by one."""
+    pacer = _gpu_pacer()
+    cp = pacer.device.cupy
+    a = cp.ones((4096, 4096), cp.float32)
+    _segment(pacer, lambda: a @ a, 1)                        # the device is busy for a while
+    _segment(pacer, lambda: a @ a, 2)                        # ... and these wait behind it
+    cp.cuda.get_current_stream().synchronize()
+    pacer.harvest()
+    assert pacer.per_op is not None and pacer.per_op > 100e-6
+    pacer._caught_up = True
+    pacer.countdown = 64
+    assert pacer._next_countdown() == 1
