@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from time import perf_counter
 
+import numpy as np
 import pytest
 import zmq
 
@@ -114,3 +115,35 @@ def test_ops_queued_behind_long_work_teach_their_device_time():
     pacer._caught_up = True
     pacer.countdown = 64
     assert pacer._next_countdown() == 1
+
+
+@gpu_only
+def test_a_long_op_begun_on_an_idle_device_teaches_about_its_device_time():
+    """Begun on an idle device, a segment's span also holds the device's wait for the host's
+    launch: the span less the host's time is taught, near the op's own time."""
+    pacer = _gpu_pacer()
+    cp = pacer.device.cupy
+    a = cp.ones((4096, 4096), cp.float32)
+    a @ a
+    cp.cuda.get_current_stream().synchronize()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    a @ a
+    stop.record()
+    stop.synchronize()
+    alone = cp.cuda.get_elapsed_time(start, stop) / 1e3
+    _segment(pacer, lambda: a @ a, 1, host_gap=50e-6)   # the device idles while the host works
+    cp.cuda.get_current_stream().synchronize()
+    pacer.harvest()
+    assert pacer.per_op is not None and 0.7 * alone < pacer.per_op < 1.3 * alone + 60e-6
+
+
+def test_the_host_device_teaches_no_estimate():
+    """The NumPy device's work is done as it is issued: every span is the host's own time,
+    none of it a device's; the countdown stays at its most."""
+    pacer = _pacer()
+    x = np.arange(1024, dtype=np.float32)   # the NumPy device's arrays
+    for _ in range(50):
+        _segment(pacer, lambda: x + 1, 8, host_gap=20e-6)
+    pacer.harvest()
+    assert pacer.per_op is None

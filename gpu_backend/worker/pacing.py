@@ -81,6 +81,7 @@ class Pacer:
         self._pending: deque = deque()
         self._last_end = None            # the end marker of the newest segment
         self._own_start = None           # the start marker of the segment being launched
+        self._own_host = 0.0             # ... and the host time it was recorded at
         self._chained = False            # ... which is charged from the last end marker
         self._caught_up = False          # ... which began with the device idle (host-bound)
         self._free_at = 0.0              # host time when launched work should be done
@@ -100,18 +101,20 @@ class Pacer:
             return
         own = self._own_start
         charged_from = self._last_end if self._chained and self._last_end is not None else own
+        # The span from its own start is the ops' device time if the device had not begun
+        # them when the last one was launched. If it had (it was idle at the start, or caught
+        # up while the host launched), the span also holds the device's waits for the host,
+        # at most the host's time from the start marker to now: the span less that is a
+        # lower bound of the device's work. (Taught whole, host-bound tiny ops on an H100
+        # "took" 25 µs each, the host's pace; the countdown then marked every 4th op and a
+        # lone session under `fair` lost a third of its pipelined rate. Not taught at all,
+        # an H100 run's lone small-GEMM loop under `fair` fell to 0.68x of `none`: a GEMM
+        # launched as the device caught up could no longer correct an estimate.)
+        slack = 0.0
+        if own is not None and self.device.reached(own):
+            slack = perf_counter() - self._own_host
         end = self.device.marker()
-        # The span from its own start measures the ops' device time only if the device had
-        # not begun them before the last one was launched: a segment begun on an idle device,
-        # or one the device caught up with while the host launched it, spans the host's
-        # dispatch (on an H100 tiny ops "took" 25 µs each, the host's pace, and the bounded
-        # countdown then marked every 4th op: a lone session under `fair` lost 16-30 % of
-        # its pipelined rate). Only the segment's charge is kept then.
-        teach = own if own is not None and not self._caught_up and \
-            not self.device.reached(own) else None
-        if own is not None and teach is None and own is not charged_from:
-            self.device.drop_marker(own)
-        self._pending.append((charged_from, teach, end, ops))
+        self._pending.append((charged_from, own, end, ops, slack))
         self._last_end = end
         self._own_start = None
         self._chained = True
@@ -128,14 +131,15 @@ class Pacer:
         if not pending or not device.reached(pending[0][2]):
             return
         while pending and device.reached(pending[0][2]):
-            charged_from, own, end, ops = pending.popleft()
+            charged_from, own, end, ops, slack = pending.popleft()
             if charged_from is None:
                 continue
             charged = device.between(charged_from, end)
             seconds = charged if own is None or own is charged_from else device.between(own, end)
+            seconds -= slack   # (see _mark)
             if self.trace is not None:
-                self.trace.append((perf_counter(), ops, seconds, charged))
-            if ops and own is not None:
+                self.trace.append((perf_counter(), ops, seconds, charged, self.per_op))
+            if ops and own is not None and seconds > 0:
                 keep = math.exp(-seconds / ESTIMATE_SPAN)
                 self._sum_seconds = self._sum_seconds * keep + seconds
                 self._sum_ops = self._sum_ops * keep + ops
@@ -169,6 +173,7 @@ class Pacer:
         self._caught_up = not pending or self.device.reached(pending[-1][2])
         chained = self._chained and self._last_end is not None
         if self._own_start is None and not (chained and (self._caught_up or self.lease is None)):
+            self._own_host = perf_counter()
             self._own_start = self.device.marker()
 
     def _ahead(self) -> float:
