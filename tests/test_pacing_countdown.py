@@ -138,7 +138,7 @@ def test_a_long_op_begun_on_an_idle_device_teaches_about_its_device_time():
     assert pacer.per_op is not None and 0.7 * alone < pacer.per_op < 1.3 * alone + 60e-6
 
 
-def test_the_host_device_teaches_no_estimate():
+def test_the_host_device_teaches_no_device_time():
     """The NumPy device's work is done as it is issued: every span is the host's own time,
     none of it a device's; the countdown stays at its most."""
     pacer = _pacer()
@@ -146,4 +146,28 @@ def test_the_host_device_teaches_no_estimate():
     for _ in range(50):
         _segment(pacer, lambda: x + 1, 8, host_gap=20e-6)
     pacer.harvest()
-    assert pacer.per_op is None
+    assert pacer.per_op is not None and pacer.per_op < 1e-6
+    pacer._caught_up = True
+    pacer.countdown = 32
+    assert pacer._next_countdown() == MAX_COUNTDOWN
+
+
+@gpu_only
+def test_an_estimate_taught_once_fades_as_host_bound_ops_go_on():
+    """A slow sample (here a GEMM) is not kept for ever: host-bound tiny ops after it teach
+    about nothing each, and the estimate falls within some milliseconds of their time."""
+    pacer = _gpu_pacer()
+    cp = pacer.device.cupy
+    a = cp.ones((2048, 2048), cp.float32)
+    _segment(pacer, lambda: a @ a, 1)
+    _segment(pacer, lambda: a @ a, 1)
+    cp.cuda.get_current_stream().synchronize()
+    pacer.harvest()
+    assert pacer.per_op > 50e-6
+    x = cp.zeros(1024, cp.float32)
+    for _ in range(100):                                   # about 25 ms of host time
+        _segment(pacer, lambda: cp.add(x, 1, out=x), 8, host_gap=30e-6)
+        pacer.harvest()
+    cp.cuda.get_current_stream().synchronize()
+    pacer.harvest()
+    assert pacer.per_op < 10e-6

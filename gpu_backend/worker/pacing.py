@@ -135,12 +135,15 @@ class Pacer:
             if charged_from is None:
                 continue
             charged = device.between(charged_from, end)
-            seconds = charged if own is None or own is charged_from else device.between(own, end)
-            seconds -= slack   # (see _mark)
+            span = charged if own is None or own is charged_from else device.between(own, end)
+            seconds = max(0.0, span - slack)   # the ops' device time, or a lower bound (_mark)
             if self.trace is not None:
                 self.trace.append((perf_counter(), ops, seconds, charged, self.per_op))
-            if ops and own is not None and seconds > 0:
-                keep = math.exp(-seconds / ESTIMATE_SPAN)
+            if ops and own is not None:
+                # older samples fade with the device time that passed, not with the time
+                # taught: host-bound segments teach about nothing, and an estimate taught
+                # once (a slow first op after idle) must not outlive them
+                keep = math.exp(-span / ESTIMATE_SPAN)
                 self._sum_seconds = self._sum_seconds * keep + seconds
                 self._sum_ops = self._sum_ops * keep + ops
                 self.per_op = self._sum_seconds / self._sum_ops
@@ -165,14 +168,15 @@ class Pacer:
 
     def start_segment(self) -> None:
         """Called by the executor right before it launches an op, when ``fresh_due``. A segment
-        chained on the last one needs a start of its own only to teach the per-op estimate:
-        not without a lease (nothing is paced), nor when the device has caught up with the
-        host (the span would measure the host's dispatch)."""
+        chained on the last one needs a start of its own only to teach the per-op estimate,
+        so not without a lease (nothing is paced). With one, every segment teaches, the
+        host-bound ones about nothing (see _mark): an estimate must fade when the ops that
+        taught it are gone (one event per segment: a fraction of a microsecond per op)."""
         self.fresh_due = False
         pending = self._pending
         self._caught_up = not pending or self.device.reached(pending[-1][2])
         chained = self._chained and self._last_end is not None
-        if self._own_start is None and not (chained and (self._caught_up or self.lease is None)):
+        if self._own_start is None and not (chained and self.lease is None):
             self._own_host = perf_counter()
             self._own_start = self.device.marker()
 
