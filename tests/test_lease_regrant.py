@@ -64,3 +64,24 @@ def test_a_worker_that_hears_nothing_asks_again(peer, monkeypatch, capsys):
         wants += unpackb(router.recv_multipart()[1])["t"] == "want"
     assert wants >= 3
     assert capsys.readouterr().err.count("asking again") == 1   # said once, for the pool's log
+
+
+def test_a_holder_granted_again_and_again_still_reports_its_time(peer):
+    """A lone holder reports every REPORT_ALONE_SECONDS of device time, however often it is
+    granted the device anew (preempted by a returning user, then granted back): the arbiter
+    counts its share from the reports."""
+    router, lease = peer
+    lease._send({"t": "want"})
+    ident, _ = router.recv_multipart()
+    reports, busy, grant = [], 0.0, 0
+    for _ in range(20):                               # 20 grants, 10 ms of work under each
+        grant += 1
+        router.send_multipart([ident, packb({"t": "grant", "g": grant})])
+        _arrive(lease)
+        lease.read(busy)
+        busy += 0.010
+        lease.report(busy)
+        while router.poll(50):
+            reports.append(unpackb(router.recv_multipart()[1]))
+    used = [r["busy"] for r in reports if r.get("t") == "used"]
+    assert len(used) >= 3 and used == sorted(used)   # 200 ms of work: a report per ~50 ms

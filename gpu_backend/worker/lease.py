@@ -104,7 +104,10 @@ class DeviceLease:
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))
-                self._reported = busy
+                # (_reported stays: a grant tells the arbiter nothing of this worker's time.
+                # Reset here, a holder granted back every few ms after preemptions never
+                # reached its next report, and the arbiter, counting it as idle, let a
+                # returning interactive user wait for a quantum.)
             elif kind == "ready":
                 after = msg.get("q")
                 after = float(after) if isinstance(after, (int, float)) else 0.0
