@@ -297,6 +297,24 @@ def test_a_lone_holder_reporting_rarely_is_still_preempted_by_a_returning_user()
     assert policy.want("i") == [Yield("b", 0.0), Grant("i", QUANTUM)]
 
 
+def test_a_holder_granted_back_before_it_released_keeps_its_unreported_progress():
+    """Preempted, a lone holder may be granted back before its release arrives (the newcomer
+    was quick): it has reported nothing since its last report, and it ran all along."""
+    t = [0.0]
+    policy = Fair(lambda: t[0])
+    policy.attach("b", "B")
+    policy.attach("i", "I")
+    policy.want("b")
+    policy.used("b", 1.0)                       # b's last report, at t = 0
+    t[0] = 0.010
+    assert policy.want("i") == [Yield("b", 0.0), Grant("i", QUANTUM)]
+    t[0] = 0.011
+    assert policy.release("i", 0.0001, want=False) == [Grant("b")]   # b never released
+    assert "b" not in policy.finishing
+    t[0] = 0.018                                # b ran on: 18 ms since it reported
+    assert policy.want("i") == [Yield("b", 0.0), Grant("i", QUANTUM)]
+
+
 @pytest.mark.parametrize("make", [lambda clock: Fair(clock), lambda clock: FifoPolicy(clock)])
 def test_a_holder_that_asks_again_gets_its_own_grant_once_more(make):
     """A worker that waits for a grant it never read asks again (worker/lease.py,

@@ -358,7 +358,15 @@ class FairPolicy(Policy):
         chosen = self._pick(waiting)
         self.holder = chosen.sid
         self._ready = None
-        chosen.charged_at = self.clock()
+        if chosen.sid in self.finishing:
+            # granted back before it released the grant it was preempted from: its work since
+            # its last report is still unreported (a lone holder reports every 50 ms), so its
+            # progress keeps counting from that report. Counted from now instead, a returning
+            # user found it "behind" and waited for its quantum (an interactive user beside
+            # a GEMM loop: its slowest requests, in the arbiter's trace on the NumPy device)
+            self.finishing.discard(chosen.sid)
+        else:
+            chosen.charged_at = self.clock()
         if self._others_runnable(chosen.sid):
             self.told = True
             self._due = self.clock() + self.quantum + self.yield_timeout
