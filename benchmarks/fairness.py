@@ -203,10 +203,14 @@ class Pool:
         if os.environ.get("GPUWB_PACING_TRACE"):   # one folder per pool: the workers' traces
             self.trace_dir = Path(os.environ["GPUWB_PACING_TRACE"]) / tag
             self.trace_dir.mkdir(parents=True, exist_ok=True)
+        env, self.decisions = {}, None
+        if self.trace_dir is not None:   # ... and the arbiter's decisions beside them
+            self.decisions = self.trace_dir.parent / f"{tag}-arbiter.jsonl"
+            env = {"GPUWB_PACING_TRACE": str(self.trace_dir),
+                   "GPUWB_ARBITER_TRACE": str(self.decisions)}
         self.served = ServedPool(policy, devices, "--spare-workers", "4", "--usage-log", str(self.log),
                                  *(["--quantum-ms", quantum] if quantum else []),
-                                 users_file=self.users_file, env=(
-                                     {"GPUWB_PACING_TRACE": str(self.trace_dir)} if self.trace_dir else {}))
+                                 users_file=self.users_file, env=env)
         self.address = self.served.address
 
     def set_weights(self, weights: dict) -> None:
@@ -299,8 +303,30 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
         out["charged_ms_per_gemm"] = {u: charged[u] / done[u] * 1e3
                                       for u in done if done[u] and u in charged}
         if pool.trace_dir is not None:
-            out["trace"] = summarise_traces(pool.trace_dir, wall + p0 + settle - time.time()
-                                            + time.monotonic(), p1)
+            t0 = wall + p0 + settle - time.time() + time.monotonic()
+            out["trace"] = summarise_traces(pool.trace_dir, t0, p1)
+            if pool.decisions is not None and pool.decisions.exists():
+                out["arrivals"] = summarise_arrivals(pool.decisions, t0, p1)
+    return out
+
+
+def summarise_arrivals(path: Path, t0: float, t1: float) -> dict:
+    """Per user, from the arbiter's decisions (GPUWB_ARBITER_TRACE) between two monotonic
+    times: how its requests for the device were answered. ``free``: nobody held it;
+    ``preempted``: the holder was stopped at once for it (a user back from idle with credit);
+    ``waited``: the holder was told to hand over after a quantum, or it queued behind one
+    already told. An interactive user's tail comes from the last two kinds."""
+    out: dict = {}
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        if not t0 <= entry["t"] <= t1 or entry["msg"].get("t") != "want":
+            continue
+        mine = out.setdefault(entry["user"], {"wants": 0, "free": 0, "preempted": 0, "waited": 0})
+        mine["wants"] += 1
+        actions = entry["actions"]
+        granted = any(a["a"] == "grant" and a["session"] == entry["session"] for a in actions)
+        stopped = any(a["a"] == "yield" and not a["after"] and not a["batch_end"] for a in actions)
+        mine["preempted" if granted and stopped else "free" if granted else "waited"] += 1
     return out
 
 

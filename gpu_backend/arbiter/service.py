@@ -25,6 +25,7 @@ import zmq
 from ..protocol.codec import packb, unpackb
 from .baton import BatonBoard
 from .policy import QUANTUM, Grant, Policy, Ready, make_policy
+from .trace import decision_trace
 
 __all__ = ["Arbiter"]
 
@@ -73,6 +74,8 @@ class Arbiter:
         self._snapshot_at = 0.0
         #: per device: the policy's snapshot (users' weights, virtual times, waiting)
         self.snapshot: dict[str, Any] = {}
+        #: GPUWB_ARBITER_TRACE=FILE: every decision as a JSON line (arbiter/trace.py)
+        self.trace = decision_trace()
 
     # ------------------------------------------------------------ the pool's calls
     def start(self) -> "Arbiter":
@@ -147,6 +150,8 @@ class Arbiter:
         finally:
             self.sock.close()
             self._wake_rx.close()
+            if self.trace is not None:
+                self.trace.close()
 
     def _apply_commands(self) -> None:
         while True:
@@ -205,6 +210,9 @@ class Arbiter:
         except (ValueError, TypeError, KeyError, AttributeError):
             log.warning("malformed arbiter message from the worker of session %s", session)
             return
+        if self.trace is not None:
+            known = policy.sessions.get(session)
+            self.trace.decided(session, known.user if known else None, msg, actions)
         self._send(actions)
 
     def _send(self, actions: list) -> None:

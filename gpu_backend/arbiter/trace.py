@@ -1,0 +1,37 @@
+"""The arbiter's decisions as they happen, for diagnosis: ``GPUWB_ARBITER_TRACE=FILE``.
+
+Every worker message the arbiter acts on is one JSON line: the time (``perf_counter``),
+the session and its user, the message and the policy's answer (grants, yields, ready hints). An
+interactive user's tail latency comes from the arrivals that did not preempt the holder
+(a yield after a quantum instead of at once): this log shows them and what the policy
+believed then. Off unless the variable is set; nothing is written on the hot path then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import IO
+
+__all__ = ["DecisionTrace", "decision_trace"]
+
+
+class DecisionTrace:
+    def __init__(self, out: IO[str]) -> None:
+        self._out = out
+
+    def decided(self, session: str, user: str | None, msg: dict, actions: list) -> None:
+        answer = [{"a": type(a).__name__.lower(), **dataclasses.asdict(a)} for a in actions]
+        self._out.write(json.dumps({"t": time.perf_counter(), "session": session, "user": user,
+                                    "msg": msg, "actions": answer}, default=str) + "\n")
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def decision_trace() -> DecisionTrace | None:
+    """The trace the environment asks for, appended to (line-buffered), or None."""
+    path = os.environ.get("GPUWB_ARBITER_TRACE")
+    return DecisionTrace(open(path, "a", buffering=1)) if path else None
