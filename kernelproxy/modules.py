@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import types
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import numpy.exceptions
@@ -18,7 +18,7 @@ import numpy.linalg
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, SessionLostError
+from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, SessionLostError, sparse_warning
 
 from . import (cuda, fft_plans, flatiter, functional, host_io, index_tricks, kernels, poly1d,
                signal_objects, sparse_objects, ufuncs)
@@ -329,6 +329,10 @@ def isrealobj(x: Any) -> bool:
 
 #: names that are another name's object in CuPy (``cupyx.scipy.special.psi is digamma``)
 _ALIASES = {"cupyx.scipy.special.psi": "digamma"}
+#: names made when first read (what they need is costly to import and seldom used)
+_LAZY: dict[str, Callable[[], Any]] = {
+    f"cupyx.scipy.sparse.{name}": (lambda name=name: sparse_warning(name))
+    for name in ("SparseWarning", "SparseEfficiencyWarning")}
 
 
 class ProxyModule(types.ModuleType):
@@ -340,6 +344,10 @@ class ProxyModule(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         qualname = self.__dict__["_prefix"] + name
+        make = _LAZY.get(qualname)
+        if make is not None:
+            value = self.__dict__[name] = make()
+            return value
         alias = _ALIASES.get(qualname)
         if alias is not None:   # one object under two names, as in CuPy
             proxy = self.__dict__[name] = getattr(self, alias)

@@ -177,6 +177,26 @@ class spmatrix(RemoteObject):
     def __truediv__(self, other: Any) -> Any:
         return self._either("__truediv__", other)
 
+    # comparisons (CuPy's): with a scalar or a matrix a boolean matrix, with an array an array;
+    # like CuPy's matrices these are then unhashable
+    def __eq__(self, other: Any) -> Any:
+        return self._either("__eq__", other)
+
+    def __ne__(self, other: Any) -> Any:
+        return self._either("__ne__", other)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._either("__lt__", other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._either("__gt__", other)
+
+    def __le__(self, other: Any) -> Any:
+        return self._either("__le__", other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._either("__ge__", other)
+
     def _reduced(self, method: str, axis: Any, kwargs: dict) -> Any:
         """``max``/``min``: a 0-d array over the whole matrix, a sparse matrix along an axis."""
         name = f"{self._remote_class}.{method}"
@@ -348,6 +368,17 @@ def kron(A: Any, B: Any, format: str | None = None) -> spmatrix:
 def kronsum(A: Any, B: Any, format: str | None = None) -> spmatrix:
     """The Kronecker sum of two square matrices."""
     return _made("kronsum", A, B, format=format)
+
+
+def tril(A: Any, k: int = 0, format: str | None = None) -> spmatrix:
+    """The lower triangle of *A* (a matrix or an array) from diagonal *k* down (COO unless
+    *format* says)."""
+    return _made("tril", A, k, format)
+
+
+def triu(A: Any, k: int = 0, format: str | None = None) -> spmatrix:
+    """The upper triangle of *A* from diagonal *k* up (COO unless *format* says)."""
+    return _made("triu", A, k, format)
 
 
 def issparse(x: Any) -> bool:

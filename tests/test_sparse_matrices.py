@@ -7,6 +7,7 @@ worker's matrices are CuPy's; on the NumPy device, SciPy's)."""
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -144,6 +145,40 @@ def test_indexing_and_element_wise_products(cp, sparse):
         product = a.multiply(other)
         assert sparse.issparse(product)                                  # a matrix, as CuPy's
         np.testing.assert_allclose(product.toarray().get(), host.multiply(host_other).toarray())
+
+
+def test_comparisons_argmax_and_the_triangles(cp, sparse):
+    """Comparisons give a boolean matrix (a scalar or matrix operand) or an array (a dense
+    one); argmax/argmin count the implicit zeros; tril/triu/find as SciPy's."""
+    host = scipy_sparse.csr_matrix(DENSE)
+    a = sparse.csr_matrix(cp.asarray(DENSE))
+    b = sparse.csr_matrix(cp.asarray(DENSE.T @ DENSE)[:3])
+    for op in ("__gt__", "__lt__", "__ne__", "__ge__", "__le__", "__eq__"):
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", scipy_sparse.SparseEfficiencyWarning)
+            _same(getattr(a, op)(2.0), getattr(host, op)(2.0))
+    # the pool's warning is SciPy's class, as local CuPy's is (a filter on it catches it)
+    with pytest.warns(scipy_sparse.SparseEfficiencyWarning, match="inefficient"):
+        a < 2.0
+    assert sparse.SparseEfficiencyWarning is scipy_sparse.SparseEfficiencyWarning
+    assert issubclass(sparse.SparseEfficiencyWarning, sparse.SparseWarning)
+    _same(a != b, host != scipy_sparse.csr_matrix(DENSE.T @ DENSE)[:3])
+    dense = cp.asarray(DENSE)
+    np.testing.assert_array_equal((a < dense + 1).get(), np.asarray(host < DENSE + 1))
+    coo = sparse.coo_matrix(cp.asarray(DENSE))
+    _same(coo > 1, scipy_sparse.coo_matrix(DENSE) > 1)        # any format compares as CSR
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(a)
+    assert int(a.argmax()) == int(host.argmax()) == 11
+    assert int(a.argmin()) == int(host.argmin())
+    np.testing.assert_array_equal(a.argmax(axis=1).get(), np.asarray(host.argmax(axis=1)))
+    np.testing.assert_array_equal(a.argmin(axis=0).get(), np.asarray(host.argmin(axis=0)))
+    assert int(sparse.csr_matrix((2, 3)).argmax()) == 0      # an empty matrix: the int 0
+    _same(sparse.tril(a), scipy_sparse.tril(host))
+    _same(sparse.triu(a, 1, format="csr"), scipy_sparse.triu(host, 1, format="csr"))
+    _same(sparse.tril(dense, -1), scipy_sparse.tril(DENSE, -1))   # from an array too
+    for got, want in zip(sparse.find(a), scipy_sparse.find(host)):
+        np.testing.assert_array_equal(got.get(), want)
 
 
 def test_the_modules_functions_make_matrices(cp, sparse):

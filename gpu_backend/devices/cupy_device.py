@@ -133,6 +133,7 @@ class CupyDevice(Device):
         self.functions = resolve_table(
             {"": cupy, "linalg.": cupy.linalg, "fft.": cupy.fft, "cupyx.": cupyx},
             lazy_functions({**{f"cupyx.scipy.{sub}.": f"cupyx.scipy.{sub}" for sub in api.SCIPY_SUBMODULES},
+                            "cupyx.scipy.sparse.": "cupyx.scipy.sparse",
                             **{f"polynomial.{sub}.": f"cupy.polynomial.{sub}"
                                for sub in api.POLYNOMIAL_SUBMODULES}}),
         )

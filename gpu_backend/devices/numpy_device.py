@@ -102,6 +102,7 @@ class NumpyDevice(Device):
                 # cupyx.scipy's reference: SciPy, where installed; CuPy's private IIR
                 # recurrences (SciPy has no such module): host_iir
                 **lazy_functions({**{f"cupyx.scipy.{sub}.": f"scipy.{sub}" for sub in api.SCIPY_SUBMODULES},
+                                  "cupyx.scipy.sparse.": "scipy.sparse",
                                   "cupyx.scipy.signal._iir_utils.": f"{__package__}.host_iir",
                                   "cupyx.scipy.signal._iir_filter_conversions.":
                                       "scipy.signal._filter_design"}),

@@ -211,6 +211,8 @@ FUNCTIONS.update(_names("bandwidth lu lu_factor", MULTI, "cupyx.scipy.linalg."))
 FUNCTIONS.update(_names("spsolve spsolve_triangular", ARRAY, "cupyx.scipy.sparse.linalg."))
 FUNCTIONS.update(_names("norm cg cgs gmres minres lsqr lsmr eigsh svds", MULTI,
                         "cupyx.scipy.sparse.linalg."))
+# the module's function that gives arrays: (row, col, data) of the nonzero entries
+FUNCTIONS.update(_names("find", MULTI, "cupyx.scipy.sparse."))
 
 #: Ufuncs (allow-listed names that are NumPy ufuncs, as CuPy's are) and their methods,
 #: each an allow-listed name of its own: ``add.reduce``, ``multiply.outer``, ``add.at``.
@@ -349,7 +351,7 @@ SPARSE_CLASSES = ("csr_matrix", "csc_matrix", "coo_matrix", "dia_matrix")
 #: ``cupyx.scipy.sparse``'s functions that make a matrix: each is created as an object is
 #: (its name in OBJECTS, no methods of its own; the matrix's class is the one it made)
 SPARSE_FUNCTIONS = ("eye", "identity", "diags", "spdiags", "rand", "random", "hstack",
-                    "vstack", "bmat", "kron", "kronsum")
+                    "vstack", "bmat", "kron", "kronsum", "tril", "triu")
 #: CuPy's element-wise functions of a sparse matrix's stored values (each a new matrix)
 SPARSE_UFUNCS = ("arcsin arcsinh arctan arctanh ceil deg2rad expm1 floor log1p rad2deg rint "
                  "sign sin sinh sqrt tan tanh trunc")
@@ -357,10 +359,11 @@ _SPARSE_MEMBERS = {
     **_names("tocsr tocsc tocoo asformat copy transpose astype conj conjugate power multiply "
              "__neg__ __abs__ __pow__ sorted_indices getrow getcol " + SPARSE_UFUNCS, OBJECT),
     **_names("toarray todense sum mean diagonal", ARRAY),
-    **_names("count_nonzero trace", MULTI),
+    # (argmax/argmin: an int for an empty matrix, else an array)
+    **_names("count_nonzero trace argmax argmin", MULTI),
     **_names("sum_duplicates eliminate_zeros sort_indices", NONE),   # (in place)
     **_names("dot __matmul__ __rmatmul__ __mul__ __rmul__ __add__ __radd__ __sub__ __rsub__ "
-             "__truediv__ max min __getitem__", EITHER),
+             "__truediv__ max min __getitem__ __eq__ __ne__ __lt__ __gt__ __le__ __ge__", EITHER),
 }
 OBJECTS.update({f"sparse.{name}": _SPARSE_MEMBERS for name in SPARSE_CLASSES})
 OBJECTS.update({f"sparse.{name}": {} for name in SPARSE_FUNCTIONS})

@@ -26,6 +26,7 @@ __all__ = [
     "CUDAError",
     "PerformanceWarning",
     "BadCoefficients",
+    "sparse_warning",
     "error_name",
     "error_class",
     "warning_name",
@@ -114,6 +115,30 @@ class BadCoefficients(UserWarning):
     and SciPy's of that name travel as this one)."""
 
 
+class _SparseWarning(Warning):
+    """CuPy's ``SparseWarning`` where SciPy is missing (CuPy's is SciPy's otherwise)."""
+
+
+class _SparseEfficiencyWarning(_SparseWarning):
+    """CuPy's ``SparseEfficiencyWarning`` where SciPy is missing."""
+
+
+_SPARSE_WARNINGS = {"SparseWarning": _SparseWarning,
+                    "SparseEfficiencyWarning": _SparseEfficiencyWarning}
+
+
+def sparse_warning(name: str) -> type[Warning]:
+    """``cupyx.scipy.sparse``'s warning class *name*: SciPy's, as CuPy's is, when SciPy is
+    installed here (imported only now: a sparse warning is rare, SciPy's import is not
+    free), else one of ours. A filter on ``scipy.sparse.SparseEfficiencyWarning`` then
+    catches the pool's, as it catches local CuPy's."""
+    try:
+        import scipy.sparse
+    except ImportError:
+        return _SPARSE_WARNINGS[name]
+    return getattr(scipy.sparse, name)
+
+
 WARNING_CLASSES: dict[str, type[Warning]] = {
     cls.__name__: cls
     for cls in (
@@ -136,6 +161,8 @@ _CLASS_ALIASES = {
     "CompileException": "CUDAError",
     "PerformanceWarning": "PerformanceWarning",
     "BadCoefficients": "BadCoefficients",
+    "SparseWarning": "SparseWarning",
+    "SparseEfficiencyWarning": "SparseEfficiencyWarning",
 }
 
 
@@ -166,5 +193,7 @@ def warning_name(category: type[Warning]) -> str:
 
 
 def warning_class(name: object) -> type[Warning]:
+    if name in _SPARSE_WARNINGS:
+        return sparse_warning(name)
     cls = WARNING_CLASSES.get(name) if isinstance(name, str) else None
     return cls if cls is not None else UserWarning
