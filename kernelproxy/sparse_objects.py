@@ -197,6 +197,17 @@ class spmatrix(RemoteObject):
     def __ge__(self, other: Any) -> Any:
         return self._either("__ge__", other)
 
+    # assignment changes the worker's matrix in place; it waits, so that its warning (a
+    # change of the sparsity structure) and its errors come from the line that assigned,
+    # inside the caller's warnings filters, as local CuPy's do
+    def __setitem__(self, key: Any, x: Any) -> None:
+        self._call("__setitem__", key, x)
+        self._s.sync()
+
+    def setdiag(self, values: Any, k: int = 0) -> None:
+        self._call("setdiag", values, k)
+        self._s.sync()
+
     def _reduced(self, method: str, axis: Any, kwargs: dict) -> Any:
         """``max``/``min``: a 0-d array over the whole matrix, a sparse matrix along an axis."""
         name = f"{self._remote_class}.{method}"
@@ -368,6 +379,12 @@ def kron(A: Any, B: Any, format: str | None = None) -> spmatrix:
 def kronsum(A: Any, B: Any, format: str | None = None) -> spmatrix:
     """The Kronecker sum of two square matrices."""
     return _made("kronsum", A, B, format=format)
+
+
+def block_diag(mats: Any, format: str | None = None, dtype: Any = None) -> spmatrix:
+    """The matrices (or arrays) of *mats* along the diagonal of one matrix (COO unless
+    *format* says)."""
+    return _made("block_diag", mats, format, None if dtype is None else np.dtype(dtype))
 
 
 def tril(A: Any, k: int = 0, format: str | None = None) -> spmatrix:

@@ -179,6 +179,32 @@ def test_comparisons_argmax_and_the_triangles(cp, sparse):
     _same(sparse.tril(dense, -1), scipy_sparse.tril(DENSE, -1))   # from an array too
     for got, want in zip(sparse.find(a), scipy_sparse.find(host)):
         np.testing.assert_array_equal(got.get(), want)
+    _same(sparse.block_diag([a, sparse.eye(2)]), scipy_sparse.block_diag([host, scipy_sparse.eye(2)]))
+    _same(sparse.block_diag((a, b), format="csr"),
+          scipy_sparse.block_diag((host, scipy_sparse.csr_matrix(DENSE.T @ DENSE)[:3]), format="csr"))
+
+
+def test_assignment_into_a_matrix(cp, sparse):
+    """``A[i, j] = x`` and ``setdiag`` change the worker's matrix in place, as CuPy's."""
+    host = scipy_sparse.csr_matrix(DENSE)
+    a = sparse.csr_matrix(cp.asarray(DENSE))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy_sparse.SparseEfficiencyWarning)
+        a[0, 1] = 7.0
+        host[0, 1] = 7.0
+        a[2, 3] = 0.5                                   # a stored entry
+        host[2, 3] = 0.5
+        a.setdiag(9.0)
+        host.setdiag(9.0)
+        a.setdiag(cp.asarray([1.0, 2.0]), k=1)
+        host.setdiag([1.0, 2.0], k=1)
+    _same(a, host)
+    assert a.nnz == host.nnz
+    with pytest.raises(IndexError):
+        a[5, 0] = 1.0                                   # out of bounds: raised by this line
+    with pytest.warns(scipy_sparse.SparseEfficiencyWarning):
+        a[1, 0] = 3.0                                   # ... and its warning
+    assert float(a[1, 0]) == 3.0
 
 
 def test_the_modules_functions_make_matrices(cp, sparse):

@@ -351,7 +351,7 @@ SPARSE_CLASSES = ("csr_matrix", "csc_matrix", "coo_matrix", "dia_matrix")
 #: ``cupyx.scipy.sparse``'s functions that make a matrix: each is created as an object is
 #: (its name in OBJECTS, no methods of its own; the matrix's class is the one it made)
 SPARSE_FUNCTIONS = ("eye", "identity", "diags", "spdiags", "rand", "random", "hstack",
-                    "vstack", "bmat", "kron", "kronsum", "tril", "triu")
+                    "vstack", "bmat", "kron", "kronsum", "tril", "triu", "block_diag")
 #: CuPy's element-wise functions of a sparse matrix's stored values (each a new matrix)
 SPARSE_UFUNCS = ("arcsin arcsinh arctan arctanh ceil deg2rad expm1 floor log1p rad2deg rint "
                  "sign sin sinh sqrt tan tanh trunc")
@@ -361,7 +361,8 @@ _SPARSE_MEMBERS = {
     **_names("toarray todense sum mean diagonal", ARRAY),
     # (argmax/argmin: an int for an empty matrix, else an array)
     **_names("count_nonzero trace argmax argmin", MULTI),
-    **_names("sum_duplicates eliminate_zeros sort_indices", NONE),   # (in place)
+    # (in place: A[i, j] = x and setdiag as CuPy's, its SparseEfficiencyWarning included)
+    **_names("sum_duplicates eliminate_zeros sort_indices setdiag __setitem__", NONE),
     **_names("dot __matmul__ __rmatmul__ __mul__ __rmul__ __add__ __radd__ __sub__ __rsub__ "
              "__truediv__ max min __getitem__ __eq__ __ne__ __lt__ __gt__ __le__ __ge__", EITHER),
 }
