@@ -21,7 +21,7 @@ from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, SessionLostError, sparse_warning
 
 from . import (cuda, fft_plans, flatiter, functional, host_io, index_tricks, kernels, poly1d,
-               signal_objects, sparse_objects, ufuncs)
+               signal_objects, sparse_lu, sparse_objects, ufuncs)
 from .core import build_core_modules
 from .fft_config import FFTConfigModule, build_callback_module
 from . import ndarray as nd
@@ -460,6 +460,8 @@ def build_modules() -> dict[str, types.ModuleType]:
         scipy_modules[name] = module
     _scipy_fft_backend(scipy_modules["cupyx.scipy.fft"])
     # systems and chirp z-transforms: objects of the worker; filter design's warning
+    # LU factorizations: objects of the worker (sparse_lu)
+    scipy_modules["cupyx.scipy.sparse.linalg"].__dict__.update(sparse_lu.SPARSE_LU_NAMES)
     scipy_modules["cupyx.scipy.signal"].__dict__.update(signal_objects.SIGNAL_OBJECTS,
                                                         BadCoefficients=BadCoefficients)
     for name in ("cupyx.scipy.fft", "cupyx.scipy.fftpack"):   # plans made in the pool

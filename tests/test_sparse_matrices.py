@@ -270,6 +270,30 @@ def test_sparse_linalg_solves_in_the_pool(cp, sparse):
     assert float(cp.arange(4).sum()) == 6
 
 
+def test_lu_factorizations_solve_in_the_pool(cp, sparse):
+    """splu/spilu make a SuperLU in the worker; solve gives a remote array; factorized is
+    splu's solve."""
+    from scipy.sparse import linalg as scipy_linalg
+    linalg = build_modules()["cupyx.scipy.sparse.linalg"]
+    dense = np.array([[4.0, 1, 0], [1, 3, 1], [0, 1, 2]])
+    b = np.array([1.0, 2, 3])
+    a = sparse.csc_matrix(cp.asarray(dense))
+    lu = linalg.splu(a)
+    assert type(lu).__name__ == "SuperLU" and lu.shape == (3, 3) and lu.nnz > 0
+    np.testing.assert_allclose(lu.solve(cp.asarray(b)).get(), np.linalg.solve(dense, b))
+    np.testing.assert_allclose(lu.solve(cp.asarray(b), trans="T").get(), np.linalg.solve(dense.T, b))
+    host = scipy_linalg.splu(scipy_sparse.csc_matrix(dense))
+    np.testing.assert_array_equal(lu.perm_r.get(), host.perm_r)
+    solve = linalg.factorized(a)
+    np.testing.assert_allclose(solve(cp.asarray(b)).get(), np.linalg.solve(dense, b))
+    ilu = linalg.spilu(sparse.csc_matrix(cp.asarray(dense)))
+    assert ilu.solve(cp.asarray(b)).shape == (3,)
+    with pytest.raises(TypeError, match="made by"):
+        linalg.SuperLU()
+    with pytest.raises((ValueError, RuntimeError)):
+        linalg.splu(sparse.csr_matrix(cp.asarray(DENSE)))   # not square: the factorization's error
+
+
 def test_bad_input_is_refused_and_the_session_goes_on(cp, sparse, session):
     a = sparse.csr_matrix(cp.asarray(DENSE))
     with pytest.raises(ValueError):

@@ -18,7 +18,7 @@ import numpy as np
 from ..protocol import api
 from ..protocol.errors import CUDAError, ProtocolError
 
-__all__ = ["Device", "HostEvent", "lazy_functions", "CudaInterfaceView", "HostInterfaceView", "OPERATOR_FUNCTIONS", "sparse_object_class",
+__all__ = ["Device", "HostEvent", "lazy_functions", "CudaInterfaceView", "HostInterfaceView", "OPERATOR_FUNCTIONS", "sparse_object_class", "sparse_lu_class",
            "resolve_table", "signal_object_class"]
 
 
@@ -151,11 +151,30 @@ def sparse_object_class(module: str, name: str) -> tuple[Callable, type] | None:
     return make, sparse.spmatrix
 
 
-def _making(function: Callable, kind: type, label: str) -> Callable:
+def sparse_lu_class(module: str, name: str) -> tuple[Callable, type] | None:
+    """(constructor, type) for ``sparse.linalg.splu``/``spilu`` and the ``SuperLU`` they
+    make, from the device's sparse linalg module (CuPy's or SciPy's). A ``SuperLU`` is made
+    only by them: named directly, its constructor refuses."""
+    kind = name.removeprefix("sparse.linalg.")
+    if kind == name or (kind not in api.SPARSE_LU_FUNCTIONS and kind != "SuperLU"):
+        return None
+    try:
+        linalg = importlib.import_module(module)
+    except ImportError:
+        return None
+    if kind == "SuperLU":
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise TypeError("a SuperLU is made by cupyx.scipy.sparse.linalg.splu or spilu")
+        return refuse, linalg.SuperLU
+    return (_making(getattr(linalg, kind), linalg.SuperLU,
+                    f"cupyx.scipy.sparse.linalg.{kind}", "a SuperLU"), linalg.SuperLU)
+
+
+def _making(function: Callable, kind: type, label: str, what: str = "a sparse matrix") -> Callable:
     def made(*args: Any, **kwargs: Any) -> Any:
         result = function(*args, **kwargs)
         if not isinstance(result, kind):
-            raise TypeError(f"{label} gave a {type(result).__name__}, not a sparse matrix")
+            raise TypeError(f"{label} gave a {type(result).__name__}, not {what}")
         return result
     return made
 

@@ -20,7 +20,7 @@ from ..protocol import api
 from ..protocol.errors import NotAllowedError
 from ..protocol.messages import STREAM_CHUNK_BYTES
 from .base import (CudaInterfaceView, Device, lazy_functions, resolve_table, signal_object_class,
-                   sparse_object_class)
+                   sparse_lu_class, sparse_object_class)
 from .host_random import seed_sequence_factory
 
 __all__ = ["CupyDevice", "gpu_count"]
@@ -208,7 +208,8 @@ class CupyDevice(Device):
                 entry = build(self.cupy)
             else:
                 entry = (signal_object_class("cupyx.scipy.signal", name)
-                         or sparse_object_class("cupyx.scipy.sparse", name))
+                         or sparse_object_class("cupyx.scipy.sparse", name)
+                         or sparse_lu_class("cupyx.scipy.sparse.linalg", name))
                 if entry is None:
                     return None
             self._objects[name] = entry

@@ -18,7 +18,7 @@ from ..protocol import api
 from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
 from .base import (Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class,
-                   sparse_object_class)
+                   sparse_lu_class, sparse_object_class)
 from .host_fields import FIELD_CHECKED_OPERATORS
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
 from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
@@ -131,6 +131,8 @@ class NumpyDevice(Device):
             entry = sparse_object_class("scipy.sparse", name)
             if entry is not None:
                 entry = (self._sized_sparse(entry[0], name.removeprefix("sparse.")), entry[1])
+        if entry is None:   # SciPy's LU factorizations stand in for CuPy's (which use them)
+            entry = sparse_lu_class("scipy.sparse.linalg", name)
         return entry
 
     def _sized_sparse(self, make: Any, kind: str) -> Any:
@@ -206,8 +208,15 @@ class NumpyDevice(Device):
         if entry is not None:
             entry[1] += 1
             return
-        nbytes = (owner.nbytes if isinstance(owner, np.ndarray)
-                  else 0 if isinstance(owner, HostInterfaceView) else memoryview(owner).nbytes)
+        if isinstance(owner, np.ndarray):
+            nbytes = owner.nbytes
+        elif isinstance(owner, HostInterfaceView):
+            nbytes = 0
+        else:
+            try:
+                nbytes = memoryview(owner).nbytes
+            except TypeError:   # memory a library object holds (SciPy's SuperLU's perm_r)
+                nbytes = array.nbytes
         if self.used + nbytes > self.limit and not self._grown(self.used + nbytes):
             raise OutOfMemoryError(
                 f"Out of memory allocating {nbytes:,} bytes "
