@@ -291,7 +291,7 @@ def test_lu_factorizations_solve_in_the_pool(cp, sparse):
     with pytest.raises(TypeError, match="made by"):
         linalg.SuperLU()
     with pytest.raises((ValueError, RuntimeError)):
-        linalg.splu(sparse.csr_matrix(cp.asarray(DENSE)))   # not square: the factorization's error
+        linalg.splu(sparse.csc_matrix(cp.asarray(DENSE)))   # not square: the factorization's error
 
 
 def test_bad_input_is_refused_and_the_session_goes_on(cp, sparse, session):
