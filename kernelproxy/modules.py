@@ -446,7 +446,7 @@ def build_modules() -> dict[str, types.ModuleType]:
     scipy.__dict__.update(__path__=[], __package__="cupyx.scipy",
                           _scipy_available=importlib.util.find_spec("scipy") is not None)
     sparse = ProxyModule("cupyx.scipy.sparse", "cupyx.scipy.sparse.")
-    # CSR, CSC and COO matrices: objects of the worker (sparse_objects)
+    # sparse matrices: objects of the worker (sparse_objects)
     sparse.__dict__.update(__package__="cupyx.scipy.sparse", **sparse_objects.SPARSE_NAMES)
     scipy.__dict__["sparse"] = sparse
     cupyx.__dict__["scipy"] = scipy
@@ -459,9 +459,9 @@ def build_modules() -> dict[str, types.ModuleType]:
         (scipy if parent_name == "cupyx.scipy" else scipy_modules[parent_name]).__dict__[leaf] = module
         scipy_modules[name] = module
     _scipy_fft_backend(scipy_modules["cupyx.scipy.fft"])
-    # systems and chirp z-transforms: objects of the worker; filter design's warning
     # LU factorizations: objects of the worker (sparse_lu)
     scipy_modules["cupyx.scipy.sparse.linalg"].__dict__.update(sparse_lu.SPARSE_LU_NAMES)
+    # systems and chirp z-transforms: objects of the worker; filter design's warning
     scipy_modules["cupyx.scipy.signal"].__dict__.update(signal_objects.SIGNAL_OBJECTS,
                                                         BadCoefficients=BadCoefficients)
     for name in ("cupyx.scipy.fft", "cupyx.scipy.fftpack"):   # plans made in the pool

@@ -12,14 +12,14 @@ Generator's bit generator) as a handle.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
 from .ndarray import call as _op
 
-__all__ = ["RemoteObject"]
+__all__ = ["RemoteObject", "remote_attribute"]
 
 
 def _method(method: str):
@@ -28,6 +28,21 @@ def _method(method: str):
 
     call.__name__ = call.__qualname__ = method
     return call
+
+
+def remote_attribute(name: str, convert: Callable[[Any], Any] | None = None,
+                     settable: bool = False) -> property:
+    """An attribute of the worker's object (api.OBJECT_GETTERS), read on each access (an
+    array comes back as a remote array, *convert* applied to anything else); *settable*:
+    assigned there too (api.OBJECT_SETTERS), the assignment raising its error."""
+    def get(self: "RemoteObject") -> Any:
+        value = self._get(name)
+        return value if convert is None else convert(value)
+
+    def set_(self: "RemoteObject", value: Any) -> None:
+        self._set(name, value, wait=True)
+
+    return property(get, set_ if settable else None, doc=f"``{name}``, read from the pool.")
 
 
 class RemoteObject:
@@ -82,6 +97,20 @@ class RemoteObject:
         """The client object for the worker's new object *hid* of type *kind* (classes
         with methods that make objects say which)."""
         raise NotImplementedError(f"cupy.{self._remote_class} has no methods that make objects")
+
+    @classmethod
+    def _made_by(cls, creator: str, args: tuple, kwargs: dict) -> tuple["RemoteObject", str]:
+        """An instance of *cls* for the object the worker makes by calling *creator*, an
+        allow-listed function of api.OBJECTS (``sparse.eye``, ``sparse.linalg.splu``), and
+        the name of the made object's type. Keywords given as None are left out (the
+        worker's defaults apply)."""
+        obj = object.__new__(cls)
+        obj._remote_class = creator   # (for the creation only: the class's own after)
+        try:
+            kind = obj._create(args, {k: v for k, v in kwargs.items() if v is not None}, wait=True)
+        finally:
+            del obj._remote_class
+        return obj, kind
 
     @classmethod
     def _of(cls, session: Any, hid: int) -> "RemoteObject":

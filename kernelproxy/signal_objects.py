@@ -20,20 +20,10 @@ from typing import Any
 
 from gpu_backend.protocol import api
 
-from .remote_object import RemoteObject
+from .remote_object import RemoteObject, remote_attribute
 
 __all__ = ["LinearTimeInvariant", "lti", "dlti", "TransferFunction", "ZerosPolesGain",
            "StateSpace", "CZT", "ZoomFFT", "SIGNAL_OBJECTS"]
-
-
-def _field(name: str, settable: bool) -> property:
-    def get(self: "LinearTimeInvariant") -> Any:
-        return self._get(name)
-
-    def set_(self: "LinearTimeInvariant", value: Any) -> None:
-        self._set(name, value, wait=True)   # CuPy's setter errors at the assignment
-
-    return property(get, set_ if settable else None, doc=f"The system's ``{name}`` (read from the pool).")
 
 
 class LinearTimeInvariant(RemoteObject):
@@ -73,7 +63,7 @@ class LinearTimeInvariant(RemoteObject):
 
 _LTI_SETTABLE = api.OBJECT_SETTERS["signal.lti"]
 for _name in sorted(api.OBJECT_GETTERS["signal.lti"]):
-    setattr(LinearTimeInvariant, _name, _field(_name, _name in _LTI_SETTABLE))
+    setattr(LinearTimeInvariant, _name, remote_attribute(_name, settable=_name in _LTI_SETTABLE))
 
 
 class lti(LinearTimeInvariant, remote="signal.lti"):

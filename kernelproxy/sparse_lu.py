@@ -11,25 +11,19 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .remote_object import RemoteObject
+from .remote_object import RemoteObject, remote_attribute
 
 __all__ = ["SuperLU", "splu", "spilu", "factorized", "SPARSE_LU_NAMES"]
-
-
-def _read(name: str) -> property:
-    def get(self: "SuperLU") -> Any:
-        return self._get(name)
-    return property(get, doc=f"The factorization's ``{name}`` (read from the pool).")
 
 
 class SuperLU(RemoteObject, remote="sparse.linalg.SuperLU"):
     """An LU factorization of a sparse square matrix, in the pool (made by :func:`splu`
     or :func:`spilu`); ``solve(rhs, trans='N')`` solves with it there."""
 
-    shape = property(lambda self: tuple(self._get("shape")), doc="The matrix's shape.")
-    nnz = property(lambda self: int(self._get("nnz")), doc="Stored entries of L and U.")
-    perm_r = _read("perm_r")
-    perm_c = _read("perm_c")
+    shape = remote_attribute("shape", tuple)
+    nnz = remote_attribute("nnz", int)
+    perm_r = remote_attribute("perm_r")
+    perm_c = remote_attribute("perm_c")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "SuperLU":
         raise TypeError("a SuperLU is made by cupyx.scipy.sparse.linalg.splu or spilu")
@@ -38,22 +32,12 @@ class SuperLU(RemoteObject, remote="sparse.linalg.SuperLU"):
         return f"<cupyx.scipy.sparse.linalg.SuperLU of a {self.shape} matrix in the GPU pool>"
 
 
-def _factorized_by(function: str, args: tuple, kwargs: dict) -> SuperLU:
-    """A SuperLU made in the pool by ``cupyx.scipy.sparse.linalg.<function>``."""
-    obj = object.__new__(SuperLU)
-    obj._remote_class = f"sparse.linalg.{function}"   # (for the creation only)
-    try:
-        obj._create(args, {k: v for k, v in kwargs.items() if v is not None}, wait=True)
-    finally:
-        del obj._remote_class
-    return obj
-
-
 def splu(A: Any, permc_spec: str | None = None, diag_pivot_thresh: float | None = None,
          relax: int | None = None, panel_size: int | None = None, options: dict | None = None) -> SuperLU:
     """The LU factorization of the square sparse matrix *A* (SciPy's SuperLU, in the pool)."""
-    return _factorized_by("splu", (A,), dict(permc_spec=permc_spec, diag_pivot_thresh=diag_pivot_thresh,
-                                              relax=relax, panel_size=panel_size, options=options))
+    return SuperLU._made_by("sparse.linalg.splu", (A,), dict(
+        permc_spec=permc_spec, diag_pivot_thresh=diag_pivot_thresh, relax=relax,
+        panel_size=panel_size, options=options))[0]
 
 
 def spilu(A: Any, drop_tol: float | None = None, fill_factor: float | None = None,
@@ -61,9 +45,9 @@ def spilu(A: Any, drop_tol: float | None = None, fill_factor: float | None = Non
           diag_pivot_thresh: float | None = None, relax: int | None = None,
           panel_size: int | None = None, options: dict | None = None) -> SuperLU:
     """An incomplete LU factorization of *A* (CuPy's is cuSPARSE's ILU0 on a GPU)."""
-    return _factorized_by("spilu", (A,), dict(
+    return SuperLU._made_by("sparse.linalg.spilu", (A,), dict(
         drop_tol=drop_tol, fill_factor=fill_factor, drop_rule=drop_rule, permc_spec=permc_spec,
-        diag_pivot_thresh=diag_pivot_thresh, relax=relax, panel_size=panel_size, options=options))
+        diag_pivot_thresh=diag_pivot_thresh, relax=relax, panel_size=panel_size, options=options))[0]
 
 
 def factorized(A: Any) -> Callable[..., Any]:

@@ -15,7 +15,7 @@ is a ``csc_matrix``).
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
 from .ndarray import call as _op
-from .remote_object import RemoteObject
+from .remote_object import RemoteObject, remote_attribute
 
 __all__ = ["spmatrix", "csr_matrix", "csc_matrix", "coo_matrix", "dia_matrix", "SPARSE_NAMES"]
 
@@ -53,15 +53,6 @@ def _host_parts(arg: Any, fmt: str) -> tuple[Any, tuple | None]:
     return arg, None
 
 
-def _read(name: str, convert: Callable[[Any], Any] | None = None) -> property:
-    """An attribute read from the worker's matrix on each access (arrays come back as
-    remote views of the matrix's own)."""
-    def get(self: "spmatrix") -> Any:
-        value = self._get(name)
-        return value if convert is None else convert(value)
-    return property(get, doc=f"The matrix's ``{name}`` (read from the pool).")
-
-
 class spmatrix(RemoteObject):
     """A sparse matrix of the session's worker (CuPy's base class: not made directly)."""
 
@@ -71,9 +62,9 @@ class spmatrix(RemoteObject):
     ndim = 2
     #: the attributes ``get()`` builds the SciPy matrix from, in its constructor's order
     _parts: tuple = ()
-    nnz = _read("nnz", int)
-    data = _read("data")
-    has_canonical_format = _read("has_canonical_format", bool)
+    nnz = remote_attribute("nnz", int)
+    data = remote_attribute("data")
+    has_canonical_format = remote_attribute("has_canonical_format", bool)
 
     def __new__(cls, arg1: Any, shape: Any = None, dtype: Any = None, copy: bool = False) -> "spmatrix":
         if not cls._remote_class:
@@ -261,8 +252,8 @@ class spmatrix(RemoteObject):
 
 class _Compressed(spmatrix):
     _parts = ("data", "indices", "indptr")
-    indices = _read("indices")
-    indptr = _read("indptr")
+    indices = remote_attribute("indices")
+    indptr = remote_attribute("indptr")
 
 
 class csr_matrix(_Compressed, remote="sparse.csr_matrix"):
@@ -285,8 +276,8 @@ class coo_matrix(spmatrix, remote="sparse.coo_matrix"):
 
     format = "coo"
     _parts = ("data", "row", "col")
-    row = _read("row")
-    col = _read("col")
+    row = remote_attribute("row")
+    col = remote_attribute("col")
 
 
 class dia_matrix(spmatrix, remote="sparse.dia_matrix"):
@@ -295,7 +286,7 @@ class dia_matrix(spmatrix, remote="sparse.dia_matrix"):
 
     format = "dia"
     _parts = ("data", "offsets")
-    offsets = _read("offsets")
+    offsets = remote_attribute("offsets")
 
 
 #: the client's class for each type name the worker answers
@@ -304,14 +295,11 @@ _MATRICES: dict[str, type] = {cls.__name__: cls for cls in (csr_matrix, csc_matr
 
 
 def _made(function: str, *args: Any, **kwargs: Any) -> spmatrix:
-    """A matrix made in the pool by ``cupyx.scipy.sparse.<function>`` (an object op naming
-    the function; the worker answers the class of what it made)."""
-    obj = object.__new__(spmatrix)
-    obj._remote_class = f"sparse.{function}"   # (for the creation only)
-    try:
-        kind = obj._create(args, {k: v for k, v in kwargs.items() if v is not None}, wait=True)
-    finally:
-        del obj._remote_class
+    """A matrix made in the pool by ``cupyx.scipy.sparse.<function>`` (the worker answers
+    the class of what it made); a ``dtype`` keyword travels as a NumPy dtype."""
+    if kwargs.get("dtype") is not None:
+        kwargs["dtype"] = np.dtype(kwargs["dtype"])
+    obj, kind = spmatrix._made_by(f"sparse.{function}", args, kwargs)
     obj.__class__ = _MATRICES.get(kind, spmatrix)
     return obj
 
@@ -330,7 +318,7 @@ def diags(diagonals: Any, offsets: Any = 0, shape: Any = None, format: str | Non
           dtype: Any = None) -> spmatrix:
     """A sparse matrix from diagonals."""
     return _made("diags", diagonals, offsets, shape=shape, format=format,
-                 dtype=None if dtype is None else np.dtype(dtype))
+                 dtype=dtype)
 
 
 def spdiags(data: Any, diags: Any, m: int, n: int, format: str | None = None) -> spmatrix:
@@ -345,30 +333,30 @@ def random(m: int, n: int, density: float = 0.01, format: str = "coo", dtype: An
         raise NotImplementedError("cupyx.scipy.sparse.random(data_rvs=...) would run a "
                                   "function of the client in the GPU pool: not forwarded")
     return _made("random", m, n, density, format=format,
-                 dtype=None if dtype is None else np.dtype(dtype), random_state=random_state)
+                 dtype=dtype, random_state=random_state)
 
 
 def rand(m: int, n: int, density: float = 0.01, format: str = "coo", dtype: Any = None,
          random_state: Any = None) -> spmatrix:
     """A random sparse matrix, values uniform in [0, 1)."""
     return _made("rand", m, n, density, format=format,
-                 dtype=None if dtype is None else np.dtype(dtype), random_state=random_state)
+                 dtype=dtype, random_state=random_state)
 
 
 def hstack(blocks: Any, format: str | None = None, dtype: Any = None) -> spmatrix:
     """Matrices side by side."""
-    return _made("hstack", list(blocks), format=format, dtype=None if dtype is None else np.dtype(dtype))
+    return _made("hstack", list(blocks), format=format, dtype=dtype)
 
 
 def vstack(blocks: Any, format: str | None = None, dtype: Any = None) -> spmatrix:
     """Matrices one above the other."""
-    return _made("vstack", list(blocks), format=format, dtype=None if dtype is None else np.dtype(dtype))
+    return _made("vstack", list(blocks), format=format, dtype=dtype)
 
 
 def bmat(blocks: Any, format: str | None = None, dtype: Any = None) -> spmatrix:
     """A matrix from a grid of matrices (None: a block of zeros)."""
     return _made("bmat", [list(row) for row in blocks], format=format,
-                 dtype=None if dtype is None else np.dtype(dtype))
+                 dtype=dtype)
 
 
 def kron(A: Any, B: Any, format: str | None = None) -> spmatrix:
@@ -384,7 +372,7 @@ def kronsum(A: Any, B: Any, format: str | None = None) -> spmatrix:
 def block_diag(mats: Any, format: str | None = None, dtype: Any = None) -> spmatrix:
     """The matrices (or arrays) of *mats* along the diagonal of one matrix (COO unless
     *format* says)."""
-    return _made("block_diag", mats, format, None if dtype is None else np.dtype(dtype))
+    return _made("block_diag", mats, format=format, dtype=dtype)
 
 
 def tril(A: Any, k: int = 0, format: str | None = None) -> spmatrix:

@@ -18,8 +18,9 @@ import numpy as np
 from ..protocol import api
 from ..protocol.errors import CUDAError, ProtocolError
 
-__all__ = ["Device", "HostEvent", "lazy_functions", "CudaInterfaceView", "HostInterfaceView", "OPERATOR_FUNCTIONS", "sparse_object_class", "sparse_lu_class",
-           "resolve_table", "signal_object_class"]
+__all__ = ["Device", "HostEvent", "lazy_functions", "CudaInterfaceView", "HostInterfaceView",
+           "OPERATOR_FUNCTIONS", "resolve_table", "signal_object_class", "sparse_object_class",
+           "sparse_lu_class"]
 
 
 def _len(x: Any) -> int:

@@ -193,7 +193,8 @@ def warning_name(category: type[Warning]) -> str:
 
 
 def warning_class(name: object) -> type[Warning]:
+    if not isinstance(name, str):
+        return UserWarning
     if name in _SPARSE_WARNINGS:
         return sparse_warning(name)
-    cls = WARNING_CLASSES.get(name) if isinstance(name, str) else None
-    return cls if cls is not None else UserWarning
+    return WARNING_CLASSES.get(name, UserWarning)

@@ -74,7 +74,7 @@ class DeviceLease:
         self.baton = Baton(baton) if baton else None
         self._released: int | None = None   # the number of the last grant handed back
         self._asked_at = 0.0                 # when the device was last asked for
-        self._reasked = 0                    # how often it was asked again (see REASK_SECONDS)
+        self._reasked = False                # whether it ever asked again (see REASK_SECONDS)
         self.slot: int | None = None
         self.after: list | None = None
 
@@ -156,9 +156,9 @@ class DeviceLease:
                 self._send({"t": "want"})
                 self._asked_at = time.perf_counter()
                 if not self._reasked:   # once per worker: a clue for the pool's log
+                    self._reasked = True
                     print(f"gpuwb worker: no grant and no word from the arbiter for "
                           f"{REASK_SECONDS:g} s; asking again", file=sys.stderr)
-                self._reasked += 1
             if interrupted():
                 return False
 
