@@ -192,7 +192,7 @@ class Pool:
         from gpu_backend.users import User, hash_token, new_token, save_users
         # "fair:5": the fair policy with a 5 ms quantum (several quanta compare in one run)
         policy, _, quantum = policy.partition(":")
-        tag = policy + (f"-q{quantum}" if quantum else "")
+        tag = self.tag = policy + (f"-q{quantum}" if quantum else "")
         self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
@@ -304,7 +304,16 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
                                       for u in done if done[u] and u in charged}
         if pool.trace_dir is not None:
             t0 = wall + p0 + settle - time.time() + time.monotonic()
-            out["trace"] = summarise_traces(pool.trace_dir, t0, p1)
+            # the raw traces stay beside the arbiter's log, one folder per scenario, with the
+            # interactive user's requests (issued at, latency): a slow request and the
+            # decisions around it can be read together
+            kept = pool.trace_dir.parent / f"{pool.tag}-{name}"
+            kept.mkdir(exist_ok=True)
+            for r in results:
+                if r["kind"] == "interactive":
+                    (kept / f"{r['user']}-requests.json").write_text(
+                        json.dumps({"issued": r["issued"], "latencies": r["latencies"]}))
+            out["trace"] = summarise_traces(pool.trace_dir, t0, p1, keep=kept)
             if pool.decisions is not None and pool.decisions.exists():
                 out["arrivals"] = summarise_arrivals(pool.decisions, t0, p1)
     return out
@@ -330,11 +339,12 @@ def summarise_arrivals(path: Path, t0: float, t1: float) -> dict:
     return out
 
 
-def summarise_traces(folder: Path, t0: float, t1: float) -> dict:
+def summarise_traces(folder: Path, t0: float, t1: float, keep: Path | None = None) -> dict:
     """Per user, from the workers' pacing traces (GPUWB_PACING_TRACE), between two monotonic
     times: grants; device seconds charged and the device's own time for the ops (the rest
     is time the device idled while the session held it); the mean own time of one-op
-    segments longer than 0.1 ms (the GEMMs)."""
+    segments longer than 0.1 ms (the GEMMs). Each trace is then moved to *keep* (or
+    removed): the next scenario's workers write afresh."""
     out: dict = {}
     for path in sorted(folder.glob("*.jsonl")):
         user = path.name.rsplit("-", 1)[0]
@@ -355,7 +365,10 @@ def summarise_traces(folder: Path, t0: float, t1: float) -> dict:
                          "idle_held_ms_per_grant": (charged - own) * 1e3 / grants if grants else None,
                          "long_op_ms": sum(long_ops) / len(long_ops) if long_ops else None,
                          "long_ops": len(long_ops)}
-        path.unlink()
+        if keep is not None:
+            path.rename(keep / path.name)
+        else:
+            path.unlink()
     return out
 
 

@@ -200,11 +200,13 @@ def run_cases(sides, args):
     return out
 
 
-def compare_policies(args, policies=("none", "fair"), rounds=20):
-    """One lone session per policy's pool, all pools up at once. Sync latency as paired
-    samples (one op on each pool in turn, A B B A ...), so the host's drift and noise hit
-    both alike; the pipelined rate in alternating short rounds. Medians per policy, and
-    each policy's ratio to the first."""
+def compare_policies(args, policies=("none", "fair"), rounds=20, block=50):
+    """One lone session per policy's pool, all pools up at once. The hot sync latency in
+    blocks of *block* ops, one block on each pool in turn (A B B A ...), paired block by
+    block, so the host's drift hits both alike; the same op interleaved one by one across
+    the pools (each pool's worker then idles while the other runs: a short-idle wake-up,
+    not the hot path); the pipelined rate in alternating short rounds. Medians per policy,
+    and each policy's median of paired ratios to the first."""
     pools, sessions = {}, {}
     try:
         for policy in policies:
@@ -216,13 +218,27 @@ def compare_policies(args, policies=("none", "fair"), rounds=20):
             xs[policy] = xp.arange(1024, dtype=xp.float32)
             for _ in range(100):
                 float((xs[policy] + 1).sum())
-        samples = {p: [] for p in policies}
+
+        def timed(policy):
+            x = xs[policy]
+            t0 = time.perf_counter()
+            float((x + 1).sum())
+            return time.perf_counter() - t0
+
+        blocks = {p: [] for p in policies}        # median of each hot block
+        samples = {p: [] for p in policies}       # every hot sample
+        worker = {p: 0.0 for p in policies}
+        for i in range(max(2, args.latency_reps // block)):
+            for policy in (policies if i % 2 == 0 else tuple(reversed(policies))):
+                before = sessions[policy].worker_seconds
+                times = [timed(policy) for _ in range(block)]
+                worker[policy] += sessions[policy].worker_seconds - before
+                samples[policy] += times
+                blocks[policy].append(statistics.median(times))
+        interleaved = {p: [] for p in policies}
         for i in range(args.latency_reps):
             for policy in (policies if i % 2 == 0 else tuple(reversed(policies))):
-                x = xs[policy]
-                t0 = time.perf_counter()
-                float((x + 1).sum())
-                samples[policy].append(time.perf_counter() - t0)
+                interleaved[policy].append(timed(policy))
         rates = {p: [] for p in policies}
         for r in range(rounds):
             for policy in (policies if r % 2 == 0 else tuple(reversed(policies))):
@@ -235,31 +251,36 @@ def compare_policies(args, policies=("none", "fair"), rounds=20):
             pool.stop()
     out = {p: {"sync_us": statistics.median(samples[p]) * 1e6,
                "sync_p90_us": sorted(samples[p])[int(len(samples[p]) * 0.9)] * 1e6,
+               "sync_worker_us": worker[p] / len(samples[p]) * 1e6,
+               "sync_interleaved_us": statistics.median(interleaved[p]) * 1e6,
                "ops_per_s": statistics.median(rates[p]), "rate_rounds": rates[p]}
            for p in policies}
-    # Ratios of paired samples (the same rep, the same round), then their median: a host
+    # Ratios of paired samples (the same block, rep or round), then their median: a host
     # whose speed drifts between rounds (an H100 host of 2026-11-23 went between 35 k and
     # 55 k op/s every few seconds) moves both sides of a pair alike, where a ratio of the
     # two medians picks up whichever side caught more slow rounds.
     first = policies[0]
     base = out[first]
+    paired = lambda a, b: statistics.median(x / y for x, y in zip(a, b))  # noqa: E731
     for p in policies[1:]:
-        out[p]["sync_vs_" + first] = statistics.median(
-            a / b for a, b in zip(samples[p], samples[first]))
-        out[p]["rate_vs_" + first] = statistics.median(
-            a / b for a, b in zip(rates[p], rates[first]))
+        out[p]["sync_vs_" + first] = paired(blocks[p], blocks[first])
+        out[p]["sync_interleaved_vs_" + first] = paired(interleaved[p], interleaved[first])
+        out[p]["rate_vs_" + first] = paired(rates[p], rates[first])
         out[p]["sync_medians_vs_" + first] = out[p]["sync_us"] / base["sync_us"]
         out[p]["rate_medians_vs_" + first] = out[p]["ops_per_s"] / base["ops_per_s"]
     return out
 
 
 def policy_table(compared):
-    lines = [f"{'policy':8} {'sync µs':>10} {'pipelined op/s':>16} {'sync vs none':>13} "
-             f"{'rate vs none':>13}  target: within 5% (medians of paired ratios)", "-" * 90]
+    lines = [f"{'policy':8} {'sync µs':>9} {'worker µs':>10} {'interleaved':>12} {'op/s':>8} "
+             f"{'sync':>7} {'interl.':>8} {'rate':>7}  vs none: medians of paired ratios, target "
+             f"sync and rate within 5%", "-" * 110]
     for policy, row in compared.items():
-        vs = lambda k: f"{row[k]:13.3f}" if k in row else f"{'-':>13}"  # noqa: E731
-        lines.append(f"{policy:8} {row['sync_us']:10.1f} {row['ops_per_s']:16.0f} "
-                     f"{vs('sync_vs_none')} {vs('rate_vs_none')}")
+        vs = lambda k: f"{row[k]:.3f}" if k in row else "-"  # noqa: E731
+        lines.append(f"{policy:8} {row['sync_us']:9.1f} {row.get('sync_worker_us', 0):10.1f} "
+                     f"{row.get('sync_interleaved_us', 0):12.1f} {row['ops_per_s']:8.0f} "
+                     f"{vs('sync_vs_none'):>7} {vs('sync_interleaved_vs_none'):>8} "
+                     f"{vs('rate_vs_none'):>7}")
     return "\n".join(lines)
 
 

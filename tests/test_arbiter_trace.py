@@ -29,3 +29,10 @@ def test_every_decision_is_a_json_line(tmp_path, monkeypatch):
     grants = [a for entry in lines for a in entry["actions"] if a["a"] == "grant"]
     assert grants and all(type(a["grant"]) is int and a["session"] for a in grants)
     assert all(isinstance(entry["t"], float) and entry["user"] for entry in lines)
+    # a request carries the policy's view before it answered: why one waited shows there
+    for entry in wants:
+        state = entry["state"]
+        assert state["policy"] == "fair" and "min_vt" in state and "told" in state
+        assert entry["user"] in state["users"]
+        assert all(isinstance(u["vt"], float) for u in state["users"].values())
+    assert all("state" not in entry for entry in lines if entry["msg"].get("t") != "want")

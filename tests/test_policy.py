@@ -331,3 +331,29 @@ def test_a_holder_that_asks_again_gets_its_own_grant_once_more(make):
     again = decisions(policy.want("a"))
     assert again[0].session == "a" and again[0].grant == first[0].grant
     assert (again[0].quantum == QUANTUM) if policy.name == "fair" else again[0].batch_end
+
+
+def test_a_lone_holders_assumed_progress_is_charged_not_lent():
+    """Between a lone holder's reports the arbiter assumes it kept the device busy (above).
+    That assumption sets where users returning from idle start; if the holder then reports
+    less (it held the device idle), it must not be left that far behind them: an H100 run
+    and the VM's arbiter trace showed an interactive user waiting ~60 ms while the holder,
+    "behind" by its unreported lag, was granted again and again."""
+    t = [0.0]
+    policy = Fair(lambda: t[0])
+    for sid in "abi":
+        policy.attach(sid, sid.upper())
+    policy.want("b")
+    policy.used("b", 1.0)                        # b alone, its last report at t = 0
+    t[0] = 0.06                                  # 60 ms on, b reported nothing since
+    assert policy.want("a") == [Yield("b", 0.0), Grant("a", QUANTUM)]   # a back with credit
+    t[0] = 0.0601
+    assert policy.want("i") == []                # i, as far ahead as a: waits for a's quantum
+    policy.release("b", 1.002, want=True)        # b had used only 2 ms of those 60
+    t[0] = 0.062
+    assert policy.release("a", QUANTUM, want=True) == [Grant("i", QUANTUM)]   # i next, not b
+    # and b is charged what it really used once that exceeds what was assumed
+    policy.release("i", 0.0001, want=False)
+    before = policy.users["B"].vt
+    policy.used("b", 1.002 + 0.005)
+    assert policy.users["B"].vt == pytest.approx(before + 0.005)

@@ -197,6 +197,8 @@ class Arbiter:
         try:
             msg = unpackb(frames[1])
             kind = msg.get("t")
+            # what the policy believed when a session asked (the trace's why; off by default)
+            before = policy.snapshot() if self.trace is not None and kind == "want" else None
             if kind == "want":
                 actions = policy.want(session)
             elif kind == "used":
@@ -212,7 +214,7 @@ class Arbiter:
             return
         if self.trace is not None:
             known = policy.sessions.get(session)
-            self.trace.decided(session, known.user if known else None, msg, actions)
+            self.trace.decided(session, known.user if known else None, msg, actions, before)
         self._send(actions)
 
     def _send(self, actions: list) -> None:

@@ -1,0 +1,111 @@
+"""Why an interactive request was slow: its latency beside what the arbiter decided meanwhile.
+
+    GPUWB_PACING_TRACE=DIR python benchmarks/fairness.py ... --scenarios interactive+2
+    python benchmarks/fairness_why.py DIR/fair-interactive+2 [--slower-than 5] [--json out]
+
+``fairness.py`` run with ``GPUWB_PACING_TRACE`` keeps, per policy, the arbiter's decision
+log (``DIR/<policy>-arbiter.jsonl``: every message it acted on, its answer, and for a
+request its view of the users' virtual times) and, per scenario, the workers' pacing
+traces and the interactive user's requests (``i-requests.json``: issued at, latency). This
+joins them: for every request it finds the interactive session's ``want`` and classifies
+how the arbiter answered (granted with the device free, granted by stopping the holder at
+once, or made to wait), and what happened until the request ended. Printed: latency
+percentiles per class, and for each request slower than the threshold the decisions in
+its window with the virtual times the policy compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+from pathlib import Path
+
+
+def load(folder: Path, user: str = "i") -> tuple[list, list]:
+    """The requests (issued, latency) of *user* and the arbiter's decisions of the policy."""
+    requests = json.loads((folder / f"{user}-requests.json").read_text())
+    policy = folder.name.split("-", 1)[0]
+    log = folder.parent / f"{policy}-arbiter.jsonl"
+    decisions = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    decisions.sort(key=lambda d: d["t"])
+    return list(zip(requests["issued"], requests["latencies"])), decisions
+
+
+def how_answered(entry: dict) -> str:
+    """``free``, ``preempted`` or ``waited`` (as fairness.summarise_arrivals counts them)."""
+    granted = any(a["a"] == "grant" and a["session"] == entry["session"] for a in entry["actions"])
+    stopped = any(a["a"] == "yield" and not a["after"] and not a["batch_end"]
+                  for a in entry["actions"])
+    return "preempted" if granted and stopped else "free" if granted else "waited"
+
+
+def join(requests: list, decisions: list, user: str = "i") -> list[dict]:
+    """Each request with the decisions made between its issue and its end."""
+    times = [d["t"] for d in decisions]
+    out = []
+    for issued, latency in requests:
+        lo, hi = bisect.bisect_left(times, issued), bisect.bisect_right(times, issued + latency)
+        window = decisions[lo:hi]
+        want = next((d for d in window if d["user"] == user and d["msg"].get("t") == "want"), None)
+        out.append({"issued": issued, "ms": latency * 1e3,
+                    "answer": how_answered(want) if want else "no request",
+                    "want": want, "window": window})
+    return out
+
+
+def _pct(values: list, q: float) -> float | None:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else None
+
+
+def describe(entry: dict, start: float) -> str:
+    """One decision as a line: when (ms into the request), who, what, and the answer."""
+    msg = entry["msg"]
+    what = msg.get("t")
+    if what in ("used", "release"):
+        what += f" busy={msg.get('busy', 0):.4f}" + (" want" if msg.get("want") else "")
+    answer = ", ".join(
+        f"{a['a']}→{a['session'][:6]}" + (f" after={a['after'] * 1e3:.2f}ms" if a["a"] == "yield" else "")
+        + (" q" if a["a"] == "grant" and a.get("quantum") else "")
+        for a in entry["actions"])
+    line = f"  +{(entry['t'] - start) * 1e3:7.2f} ms  {entry['user'] or '?':>3} {what:28} {answer}"
+    state = entry.get("state")
+    if state:
+        vts = " ".join(f"{u}={v['vt'] * 1e3:.2f}{'*' if v['holding'] else ''}"
+                       f"{'' if v['runnable'] else '(idle)'}" for u, v in sorted(state["users"].items()))
+        line += f"\n{'':16}vt ms: {vts}; min_vt={state.get('min_vt', 0) * 1e3:.2f} told={state['told']}"
+    return line
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="DIR/<policy>-<scenario> kept by fairness.py")
+    parser.add_argument("--user", default="i")
+    parser.add_argument("--slower-than", type=float, default=5.0, help="ms; requests to detail")
+    parser.add_argument("--most", type=int, default=12, help="detail at most this many")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    requests, decisions = load(args.folder, args.user)
+    joined = join(requests, decisions, args.user)
+    summary = {}
+    print(f"{'answer':12} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    for answer in ("free", "preempted", "waited", "no request"):
+        ms = [r["ms"] for r in joined if r["answer"] == answer]
+        if ms:
+            summary[answer] = {"n": len(ms), "p50": _pct(ms, 0.5), "p99": _pct(ms, 0.99), "max": max(ms)}
+            print(f"{answer:12} {len(ms):5d} {_pct(ms, 0.5):8.2f} {_pct(ms, 0.99):8.2f} {max(ms):8.2f}")
+    slow = sorted((r for r in joined if r["ms"] > args.slower_than), key=lambda r: -r["ms"])
+    print(f"\n{len(slow)} requests slower than {args.slower_than} ms; the slowest:")
+    for r in slow[:args.most]:
+        print(f"\n{r['ms']:.2f} ms, {r['answer']}:")
+        for entry in r["window"]:
+            print(describe(entry, r["issued"]))
+    if args.json:
+        args.json.write_text(json.dumps({"summary": summary, "slow": [
+            {k: v for k, v in r.items() if k != "window"} | {"decisions": len(r["window"])}
+            for r in slow]}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
