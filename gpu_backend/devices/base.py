@@ -232,6 +232,9 @@ class Device:
     #: whether the handle table must tell the device of each array it keeps or drops
     #: (:meth:`track`): a device that enforces its memory limit itself (CuPy's pool) need not
     tracks_memory: bool = False
+    #: whether issued work runs later, behind the host (a GPU's stream), so that the host may
+    #: wait for it; on the host the work is done when issued (the pacer reads markers so)
+    runs_behind_host: bool = False
     #: operator names to their functions (a device may put its library's refusals in front)
     operators: dict[str, Callable[..., Any]] = OPERATOR_FUNCTIONS
 

@@ -116,6 +116,7 @@ def gpu_count() -> int:
 
 class CupyDevice(Device):
     kind = "cupy"
+    runs_behind_host = True
     stream_bytes = STREAM_CHUNK_BYTES
 
     def __init__(self, index: int = 0) -> None:

@@ -217,6 +217,7 @@ class Executor:
                     raise ProtocolError("malformed op arguments")
                 if pacer.fresh_due:   # the device was idle or just granted: time starts here
                     pacer.start_segment()
+                pacer.began = checked   # (the previous op's end: this op's start, near enough)
                 if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD):
                     # the common op, inline: an operator or method whose result is an array;
                     # anything unusual (a refused name, a scalar result) takes the shared path

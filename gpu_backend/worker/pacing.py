@@ -94,6 +94,10 @@ class Pacer:
         #: diagnostic for benchmarks/fairness.py --trace; off otherwise)
         self.trace: list | None = [] if os.environ.get("GPUWB_PACING_TRACE") else None
         self._marked = 0                 # ops of this batch already in a segment
+        #: host time the executor began its newest op (it sets this before each op): a
+        #: segment's launches end there; an op that then waits for the device (a fetch)
+        #: leaves the host idle, not the device
+        self.began = 0.0
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
@@ -109,10 +113,17 @@ class Pacer:
         # "took" 25 µs each, the host's pace; the countdown then marked every 4th op and a
         # lone session under `fair` lost a third of its pipelined rate. Not taught at all,
         # an H100 run's lone small-GEMM loop under `fair` fell to 0.68x of `none`: a GEMM
-        # launched as the device caught up could no longer correct an estimate.)
+        # launched as the device caught up could no longer correct an estimate.) The host's
+        # time counts until it began the segment's last op: if that op waited for the device
+        # (a fence's fetch after 16 GEMMs), the device was not waiting for the host then.
+        # (Counted until now, the wait cancelled the GEMMs: a lone GEMM loop taught ~1 µs
+        # per GEMM, launched 16 at a time, and an interactive user preempting it waited for
+        # 11 ms of them: fairness run 13's interactive+1, p99 6.5 ms.)
         slack = 0.0
         if own is not None and self.device.reached(own):
-            slack = perf_counter() - self._own_host
+            device = self.device
+            launched = max(self.began, self._own_host) if device.runs_behind_host else perf_counter()
+            slack = launched - self._own_host
         end = self.device.marker()
         self._pending.append((charged_from, own, end, ops, slack))
         self._last_end = end
