@@ -138,6 +138,7 @@ class Executor:
                 except Exception as exc:  # an asynchronous fault of an op in this batch
                     self.poisoned_at = self._seq
                     error = self._error(self._seq, exc)
+            self.pacer.ended = perf_counter()   # the device waits for the host from here
         else:
             self._free_only(ops)
         reply = {

@@ -98,6 +98,10 @@ class Pacer:
         #: segment's launches end there; an op that then waits for the device (a fetch)
         #: leaves the host idle, not the device
         self.began = 0.0
+        #: host time the executor ended its newest batch (the ops and their synchronize):
+        #: from then until the end-of-batch marker (after the reply is sent) the device
+        #: waits for the host
+        self.ended = 0.0
 
     # ------------------------------------------------------------ measuring
     def _mark(self, ops: int) -> None:
@@ -118,12 +122,19 @@ class Pacer:
         # (a fence's fetch after 16 GEMMs), the device was not waiting for the host then.
         # (Counted until now, the wait cancelled the GEMMs: a lone GEMM loop taught ~1 µs
         # per GEMM, launched 16 at a time, and an interactive user preempting it waited for
-        # 11 ms of them: fairness run 13's interactive+1, p99 6.5 ms.)
+        # 11 ms of them: fairness run 13's interactive+1, p99 6.5 ms.) It counts again from
+        # the batch's end to now: the end-of-batch marker is recorded after the reply was
+        # sent. (Left out, a sync's segment taught the reply's host time, a tiny op's
+        # estimate grew to 0.2-0.3 ms, and hold-backs slept on it: run 14.)
         slack = 0.0
         if own is not None and self.device.reached(own):
-            device = self.device
-            launched = max(self.began, self._own_host) if device.runs_behind_host else perf_counter()
-            slack = launched - self._own_host
+            now = perf_counter()
+            if self.device.runs_behind_host:
+                slack = max(0.0, self.began - self._own_host)
+                if self.ended > self.began:   # marked at the batch's end
+                    slack += max(0.0, now - self.ended)
+            else:
+                slack = now - self._own_host
         end = self.device.marker()
         self._pending.append((charged_from, own, end, ops, slack))
         self._last_end = end
