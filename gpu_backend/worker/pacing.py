@@ -46,8 +46,11 @@ __all__ = ["Pacer", "LEAD", "GRAIN"]
 #: much more than the running op.
 LEAD = 150e-6
 #: Device seconds of work between two markers when ops are short (a marker and its
-#: bookkeeping cost a few microseconds of host time).
-GRAIN = 100e-6
+#: bookkeeping cost a few microseconds of host time, ~15 µs with a lease: two events and
+#: a look at the lease). At 100 µs a lone loop of 60 µs GEMMs was marked at every op, and
+#: ran at 0.84 of its rate under `none` (H100 run 15, 2026-11-23); a newcomer may wait for
+#: up to this much more work than LEAD.
+GRAIN = 250e-6
 #: Most ops between two markers.
 MAX_COUNTDOWN = 64
 #: The per-op estimate averages over about this much of the session's recent device time:
