@@ -7,8 +7,8 @@ device time per window divided by the window's total.
 
 import pytest
 
-from gpu_backend.arbiter.policy import (CREDIT, QUANTUM, FairPolicy, FifoPolicy, Grant, Ready,
-                                        Yield, make_policy)
+from gpu_backend.arbiter.policy import (AHEAD_CAP, CREDIT, QUANTUM, FairPolicy, FifoPolicy, Grant,
+                                        Ready, Yield, make_policy)
 
 from .policy_sim import SimDevice, SimSession
 
@@ -357,3 +357,25 @@ def test_a_lone_holders_assumed_progress_is_charged_not_lent():
     before = policy.users["B"].vt
     policy.used("b", 1.002 + 0.005)
     assert policy.users["B"].vt == pytest.approx(before + 0.005)
+
+
+def test_launched_work_is_charged_as_assumed_capped_and_settled_by_the_next_report():
+    """A release says how much launched work it has not measured yet (``ahead``): charged
+    at once, at most AHEAD_CAP, then settled by the next report. Sent as part of the
+    measured time, an estimate 128 ms too long was prepaid on an H100 and the session then
+    ran uncharged while an interactive user waited 72 ms."""
+    t = [0.0]
+    policy = Fair(lambda: t[0])
+    for sid in "ab":
+        policy.attach(sid, sid.upper())
+    policy.want("a")
+    policy.want("b")                                   # a told to hand over after a quantum
+    policy.release("a", QUANTUM, want=True, ahead=0.128)   # the estimate gone wrong
+    assert policy.users["A"].vt == pytest.approx(QUANTUM + AHEAD_CAP)
+    policy.release("b", QUANTUM, want=True)
+    # a's drained work measured less than assumed: nothing is given back, and its next
+    # quantum is charged in full (not swallowed by what was assumed)
+    policy.used("a", QUANTUM + 0.001)
+    assert policy.users["A"].vt == pytest.approx(QUANTUM + AHEAD_CAP)
+    policy.used("a", 2 * QUANTUM + 0.001)
+    assert policy.users["A"].vt == pytest.approx(2 * QUANTUM + AHEAD_CAP)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Union
 
 __all__ = ["Grant", "Yield", "Ready", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
-           "QUANTUM", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG"]
+           "QUANTUM", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG", "AHEAD_CAP"]
 
 #: Device seconds a holder keeps the device while others wait (the pool's ``quantum_ms``).
 #: Each hand-over between two CUDA contexts costs the GPU time, so the quantum trades
@@ -36,6 +36,10 @@ PREEMPT_GAP = 0.0005
 #: A lone holder reports every 50 ms of device time (worker.lease); between reports the
 #: arbiter assumes it keeps the device busy, for at most this long.
 ALONE_REPORT_LAG = 0.06
+#: Most device seconds of launched, unmeasured work a release is charged for ahead of the
+#: report that measures it: a paced worker keeps about LEAD plus one op launched, so more is
+#: an estimate gone wrong (an H100 run's release claimed 128 ms).
+AHEAD_CAP = 0.005
 #: Wall seconds a holder may overrun its hand-over before the next session is granted
 #: anyway: it is inside one long kernel, which cannot be preempted; the two then share
 #: the GPU by CUDA's time-slicing until it releases.
@@ -161,16 +165,23 @@ class Policy:
             self._charge(session, busy)
         return []
 
-    def release(self, sid: str, busy: float, want: bool, grant: int | None = None) -> list[Action]:
+    def release(self, sid: str, busy: float, want: bool, grant: int | None = None,
+                ahead: float = 0.0) -> list[Action]:
         """*sid* handed over (or finished after being granted away); *want*: it has more work;
-        *grant*: the number of the grant it hands over. A release of an older grant than the one *sid*
-        holds crossed that newer grant on the way (the worker gave up the device while we
-        granted it again): it is charged, and otherwise ignored, since the worker will read
-        the newer grant and hold the device, or hand it over, under that one."""
+        *grant*: the number of the grant it hands over; *ahead*: the worker's estimate of the
+        device time of work it launched and has not measured yet, charged now (at most
+        AHEAD_CAP) and settled by its next report like a lone holder's assumed progress
+        (_charge). (Sent as part of *busy*, an estimate 128 ms too long was prepaid, and
+        the session then ran uncharged for as long while an interactive user, "ahead" of
+        it, waited: 72 ms in an H100 run's trace.) A release of an older grant than the one
+        *sid* holds crossed that newer grant on the way (the worker gave up the device while
+        we granted it again): it is charged, and otherwise ignored, since the worker will
+        read the newer grant and hold the device, or hand it over, under that one."""
         session = self.sessions.get(sid)
         if session is None:
             return []
         self._charge(session, busy)
+        self._assume(session, min(max(0.0, ahead), AHEAD_CAP))
         if grant is not None and self.holder == sid and grant != self.grants:
             return []
         self.finishing.discard(sid)
@@ -209,6 +220,14 @@ class Policy:
             account = self.users[session.user]
             account.vt += extra / account.weight
         session.assumed = 0.0
+
+    def _assume(self, session: _Session, seconds: float) -> None:
+        """Charge *seconds* of device time not yet reported (settled by the next report)."""
+        if seconds > 0:
+            session.assumed += seconds
+            session.vt += seconds
+            account = self.users[session.user]
+            account.vt += seconds / account.weight
 
     def _wake(self, session: _Session) -> None:
         if not session.runnable:
@@ -366,10 +385,8 @@ class FairPolicy(Policy):
         lag = min(max(0.0, self.clock() - holder.charged_at), ALONE_REPORT_LAG - holder.assumed)
         if lag > 0:
             holder.charged_at = self.clock()
-            holder.assumed += lag
-            holder.vt += lag
+            self._assume(holder, lag)
             account = self.users[holder.user]
-            account.vt += lag / account.weight
             runnable = [self.sessions[s].vt for s in account.sessions if self.sessions[s].runnable]
             account.min_vt = max(account.min_vt, min(runnable))
 
@@ -423,14 +440,15 @@ class FifoPolicy(Policy):
             return [self._yield(batch_end=True)]
         return []
 
-    def release(self, sid: str, busy: float, want: bool, grant: int | None = None) -> list[Action]:
+    def release(self, sid: str, busy: float, want: bool, grant: int | None = None,
+                ahead: float = 0.0) -> list[Action]:
         if grant is not None and self.holder == sid and grant != self.grants:
-            return super().release(sid, busy, want, grant)   # stale: charged only
+            return super().release(sid, busy, want, grant, ahead)   # stale: charged only
         if sid in self.queue:
             self.queue.remove(sid)
         if want and sid in self.sessions:
             self.queue.append(sid)   # to the back of the line
-        return super().release(sid, busy, want, grant)
+        return super().release(sid, busy, want, grant, ahead)
 
     def detach(self, sid: str) -> list[Action]:
         if sid in self.queue:

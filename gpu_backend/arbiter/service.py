@@ -206,7 +206,8 @@ class Arbiter:
             elif kind == "release":
                 grant = msg.get("g")
                 actions = policy.release(session, float(msg["busy"]), bool(msg.get("want")),
-                                         grant if type(grant) is int else None)
+                                         grant if type(grant) is int else None,
+                                         float(msg.get("ahead") or 0.0))
             else:
                 return
         except (ValueError, TypeError, KeyError, AttributeError):

@@ -173,10 +173,15 @@ class DeviceLease:
             self._send({"t": "used", "busy": busy})
             self._reported = busy
 
-    def release(self, busy: float, want: bool) -> None:
+    def release(self, busy: float, want: bool, ahead: float = 0.0) -> None:
         """Hand the device over; with *want*, ask for it again at once (work is waiting).
-        The next holder waits for :meth:`finished` before it launches."""
-        self._send({"t": "release", "busy": busy, "want": want, "g": self.grant})
+        *busy*: the device time measured so far; *ahead*: the estimated device time of the
+        work launched and not yet measured (the arbiter charges it until the next report
+        settles it). The next holder waits for :meth:`finished` before it launches."""
+        msg = {"t": "release", "busy": busy, "want": want, "g": self.grant}
+        if ahead > 0:
+            msg["ahead"] = ahead
+        self._send(msg)
         self._released = self.grant
         self.holding = False
         self.asked = want

@@ -253,7 +253,7 @@ class Pacer:
         the release and grant messages travel while the device still has work."""
         lease = self.lease
         grant, slot = lease.grant, lease.slot
-        lease.release(self.busy + self._ahead(), want)
+        lease.release(self.busy, want, self._ahead())
         self._drain()
         lease.finished(grant, slot)
 
