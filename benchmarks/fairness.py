@@ -52,6 +52,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from fairness_report import _cumulative, _pct, analyse, plot, table  # noqa: E402  (beside this file)
+from fairness_why import how_answered  # noqa: E402
 from served_pool import ServedPool  # noqa: E402
 
 BIG = (6144, "float16")      # one GEMM ~0.6-0.8 ms on an H100/H200: "ops of at most 1 ms"
@@ -332,10 +333,7 @@ def summarise_arrivals(path: Path, t0: float, t1: float) -> dict:
             continue
         mine = out.setdefault(entry["user"], {"wants": 0, "free": 0, "preempted": 0, "waited": 0})
         mine["wants"] += 1
-        actions = entry["actions"]
-        granted = any(a["a"] == "grant" and a["session"] == entry["session"] for a in actions)
-        stopped = any(a["a"] == "yield" and not a["after"] and not a["batch_end"] for a in actions)
-        mine["preempted" if granted and stopped else "free" if granted else "waited"] += 1
+        mine[how_answered(entry)] += 1
     return out
 
 

@@ -34,7 +34,9 @@ def load(folder: Path, user: str = "i") -> tuple[list, list]:
 
 
 def how_answered(entry: dict) -> str:
-    """``free``, ``preempted`` or ``waited`` (as fairness.summarise_arrivals counts them)."""
+    """How the arbiter answered a request: ``free`` (granted, nobody held the device),
+    ``preempted`` (granted, the holder stopped at once) or ``waited`` (fairness.py counts
+    these per user)."""
     granted = any(a["a"] == "grant" and a["session"] == entry["session"] for a in entry["actions"])
     stopped = any(a["a"] == "yield" and not a["after"] and not a["batch_end"]
                   for a in entry["actions"])

@@ -72,6 +72,18 @@ def _gpu_pacer() -> Pacer:
     return Pacer(open_device("cuda:0"), DeviceLease(ctx, "inproc://gpuwb-test-no-arbiter", "w"))
 
 
+def _gemm_seconds(cp, a) -> float:
+    """The device time of one ``a @ a`` on an otherwise idle GPU (after a warm-up)."""
+    a @ a
+    cp.cuda.get_current_stream().synchronize()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    a @ a
+    stop.record()
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop) / 1e3
+
+
 def _segment(pacer: Pacer, launch, ops: int, host_gap: float = 0.0, last=None) -> None:
     """What the executor does for one segment: start it, launch *ops* ops (and *last*, if
     given, as the segment's last op), mark them."""
@@ -132,14 +144,7 @@ def test_a_long_op_begun_on_an_idle_device_teaches_about_its_device_time():
     pacer = _gpu_pacer()
     cp = pacer.device.cupy
     a = cp.ones((4096, 4096), cp.float32)
-    a @ a
-    cp.cuda.get_current_stream().synchronize()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    a @ a
-    stop.record()
-    stop.synchronize()
-    alone = cp.cuda.get_elapsed_time(start, stop) / 1e3
+    alone = _gemm_seconds(cp, a)
     _segment(pacer, lambda: a @ a, 1, host_gap=50e-6)   # the device idles while the host works
     cp.cuda.get_current_stream().synchronize()
     pacer.harvest()
@@ -190,14 +195,7 @@ def test_a_segment_ending_in_a_fetch_teaches_its_gemms_time():
     pacer = _gpu_pacer()
     cp = pacer.device.cupy
     a = cp.ones((2048, 2048), cp.float32)
-    a @ a
-    cp.cuda.get_current_stream().synchronize()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    a @ a
-    stop.record()
-    stop.synchronize()
-    alone = cp.cuda.get_elapsed_time(start, stop) / 1e3
+    alone = _gemm_seconds(cp, a)
     for _ in range(5):   # each segment begun on an idle device, ended by a fetch
         _segment(pacer, lambda: a @ a, 8, last=lambda: float(a[0, 0]))
         pacer.harvest()

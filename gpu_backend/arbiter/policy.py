@@ -359,11 +359,13 @@ class FairPolicy(Policy):
 
     def _charge(self, session: _Session, busy: float) -> None:
         super()._charge(session, busy)
-        account = self.users[session.user]
+        self._advance_user_min_vt(self.users[session.user])
+        self._advance_min_vt()
+
+    def _advance_user_min_vt(self, account: _User) -> None:
         runnable = [self.sessions[s].vt for s in account.sessions if self.sessions[s].runnable]
         if runnable:
             account.min_vt = max(account.min_vt, min(runnable))
-        self._advance_min_vt()
 
     def _advance_min_vt(self) -> None:
         runnable = [u.vt for u in self.users.values() if u.runnable(self.sessions)]
@@ -386,9 +388,7 @@ class FairPolicy(Policy):
         if lag > 0:
             holder.charged_at = self.clock()
             self._assume(holder, lag)
-            account = self.users[holder.user]
-            runnable = [self.sessions[s].vt for s in account.sessions if self.sessions[s].runnable]
-            account.min_vt = max(account.min_vt, min(runnable))
+            self._advance_user_min_vt(self.users[holder.user])
 
     def _grant_next(self, exclude: str | None = None) -> list[Action]:
         waiting = self._waiting(exclude)
