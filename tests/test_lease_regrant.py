@@ -85,3 +85,41 @@ def test_a_holder_granted_again_and_again_still_reports_its_time(peer):
             reports.append(unpackb(router.recv_multipart()[1]))
     used = [r["busy"] for r in reports if r.get("t") == "used"]
     assert len(used) >= 3 and used == sorted(used)   # 200 ms of work: a report per ~50 ms
+
+
+def test_a_preempting_grant_waits_for_the_old_holder_at_most_its_patience(peer, tmp_path,
+                                                                          monkeypatch):
+    """A grant after a preemption names the holder's work to wait for and how long at most
+    ("wt"): a holder inside one long kernel must not keep the newcomer waiting for the
+    baton's whole limit. Without "wt" the baton's own limit holds."""
+    from gpu_backend.arbiter.baton import BatonBoard
+
+    router, lease = peer
+    monkeypatch.setattr(lease_module, "BATON_TIMEOUT", 30.0)
+    board = BatonBoard(str(tmp_path / "baton"))
+    try:
+        holder_slot, my_slot = board.take(), board.take()
+        lease.baton = lease_module.Baton(board.path)
+        lease._send({"t": "want"})
+        ident, _ = router.recv_multipart()
+        router.send_multipart([ident, packb({"t": "grant", "g": 3, "k": my_slot,
+                                             "w": [holder_slot, 2], "wt": 0.05})])
+        _arrive(lease)
+        lease.read(0.0)
+        assert lease.holding and lease.after == [holder_slot, 2] and lease.patience == 0.05
+        began = time.perf_counter()
+        lease.wait_for_previous()                 # the holder never finishes: 50 ms, not 30 s
+        assert time.perf_counter() - began < 10
+        lease.release(0.001, want=True)
+        router.recv_multipart()
+        router.send_multipart([ident, packb({"t": "grant", "g": 4, "k": my_slot,
+                                             "w": [holder_slot, 2]})])
+        _arrive(lease)
+        lease.read(0.001)
+        assert lease.holding and lease.patience == 30.0
+        lease_module.Baton(board.path).finished(holder_slot, 2)
+        lease.wait_for_previous()                 # finished: no wait at all
+        lease.baton.close()
+        lease.baton = None
+    finally:
+        board.close()

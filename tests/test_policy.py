@@ -7,7 +7,7 @@ device time per window divided by the window's total.
 
 import pytest
 
-from gpu_backend.arbiter.policy import (AHEAD_CAP, CREDIT, QUANTUM, FairPolicy, FifoPolicy, Grant,
+from gpu_backend.arbiter.policy import (AHEAD_CAP, CREDIT, PREEMPT_PATIENCE, QUANTUM, FairPolicy, FifoPolicy, Grant,
                                         Ready, Yield, make_policy)
 
 from .policy_sim import SimDevice, SimSession
@@ -225,7 +225,8 @@ def test_a_release_that_crossed_a_newer_grant_does_not_free_the_device():
 
 def test_a_grant_after_a_hand_over_names_the_work_to_wait_for():
     """The next holder launches once the last one's work has drained (the baton); after a
-    preemption or to the same session there is nothing to wait for."""
+    preemption it waits for the preempted holder's, at most PREEMPT_PATIENCE (a long kernel
+    cannot be waited out); to the same session there is nothing to wait for."""
     _t, policy = two_users()
     [first] = policy.want("a")
     assert first.after is None                                 # nobody held it before
@@ -235,8 +236,15 @@ def test_a_grant_after_a_hand_over_names_the_work_to_wait_for():
     [third] = policy.release("b", QUANTUM, want=False, grant=second.grant)
     assert third.session == "a" and third.after == ("b", second.grant)
     policy.attach("i", "I")
-    _yielded, preempting = policy.want("i")                    # a newcomer with credit
-    assert preempting.session == "i" and preempting.after is None
+    assert first.patience is None and second.patience is None
+    yielded, preempting = policy.want("i")                     # a newcomer with credit
+    assert yielded.session == "a"
+    assert preempting.session == "i" and preempting.after == ("a", third.grant)
+    assert preempting.patience == PREEMPT_PATIENCE
+    policy.release("a", 2 * QUANTUM, want=True, grant=third.grant)   # a stops, late
+    [after_i] = policy.release("i", 2 * QUANTUM + 0.0001, want=False, grant=preempting.grant)
+    assert after_i.session == "a" and after_i.after == ("i", preempting.grant)
+    assert after_i.patience is None
 
 
 def test_fifo_ignores_a_release_that_crossed_a_newer_grant():

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Union
 
 __all__ = ["Grant", "Yield", "Ready", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
-           "QUANTUM", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG", "AHEAD_CAP"]
+           "QUANTUM", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG", "AHEAD_CAP",
+           "PREEMPT_PATIENCE"]
 
 #: Device seconds a holder keeps the device while others wait (the pool's ``quantum_ms``).
 #: Each hand-over between two CUDA contexts costs the GPU time, so the quantum trades
@@ -40,6 +41,11 @@ ALONE_REPORT_LAG = 0.06
 #: report that measures it: a paced worker keeps about LEAD plus one op launched, so more is
 #: an estimate gone wrong (an H100 run's release claimed 128 ms).
 AHEAD_CAP = 0.005
+#: Wall seconds a preempting newcomer waits for the preempted holder's launched work to
+#: drain (the holder must see the yield, stop, and let at most LEAD plus its running op
+#: finish: under 2 ms for ops of up to 1 ms). Longer, the holder is inside one long kernel
+#: (or stalled), and the newcomer launches anyway, its ops time-sliced beside it by CUDA.
+PREEMPT_PATIENCE = 0.005
 #: Wall seconds a holder may overrun its hand-over before the next session is granted
 #: anyway: it is inside one long kernel, which cannot be preempted; the two then share
 #: the GPU by CUDA's time-slicing until it releases.
@@ -52,12 +58,14 @@ class Grant:
     device seconds; ``batch_end``: others wait, hand over when the batch ends; neither:
     keep the device until told. ``grant``: this grant's number, which the worker's release
     names (see :meth:`Policy.release`). ``after``: (session, grant) whose launched work may
-    still be running; wait for it to finish before launching (see arbiter/baton.py)."""
+    still be running; wait for it to finish before launching (see arbiter/baton.py), at
+    most ``patience`` wall seconds (None: the baton's own limit)."""
     session: str
     quantum: float | None = None
     batch_end: bool = False
     grant: int = field(default=0, compare=False)
     after: tuple | None = field(default=None, compare=False)
+    patience: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,8 @@ class Policy:
         self.finishing: set[str] = set()     # told to stop, granted away, not yet released
         self._due: float | None = None       # wall time by which the holder must hand over
         self.grants = 0                      # grants made so far; the holder's is the last
-        #: (session, grant) that the last holder released, its work perhaps still running
+        #: (session, grant, patience) that the last holder released or was told to yield,
+        #: its work perhaps still running; the next grant waits for it (see Grant)
         self.handoff: tuple | None = None
 
     # -- the pool's side ------------------------------------------------------
@@ -187,7 +196,7 @@ class Policy:
         self.finishing.discard(sid)
         if self.holder == sid:
             self._vacate()
-            self.handoff = (sid, self.grants)   # (a stale grant returned above)
+            self.handoff = (sid, self.grants, None)   # (a stale grant returned above)
         if want:
             self._wake(session)
         else:
@@ -236,13 +245,14 @@ class Policy:
 
     def _vacate(self) -> None:
         self.holder, self.told, self._due = None, False, None
-        self.handoff = None   # preempted, late or gone: nothing to wait for
+        self.handoff = None   # late or gone: nothing to wait for
 
     def _granted(self, sid: str, **fields) -> Grant:
         self.grants += 1
-        after = self.handoff if self.handoff is not None and self.handoff[0] != sid else None
-        self.handoff = None
-        return Grant(sid, grant=self.grants, after=after, **fields)
+        handoff, self.handoff = self.handoff, None
+        if handoff is None or handoff[0] == sid:
+            return Grant(sid, grant=self.grants, **fields)
+        return Grant(sid, grant=self.grants, after=handoff[:2], patience=handoff[2], **fields)
 
     def _regrant(self, sid: str, **fields) -> list[Action]:
         """The holder asks for the device: its worker does not know it holds it (its grant
@@ -309,10 +319,15 @@ class FairPolicy(Policy):
         mine, theirs = self.users[session.user], self.users[holder.user]
         if mine is not theirs and mine.vt + self.preempt_gap < theirs.vt:
             # a user back from idle with credit: the holder stops launching now, and the
-            # newcomer starts at once, its work queued behind what the holder launched
+            # newcomer is granted at once; it launches when the holder's launched work has
+            # drained (the baton), or after PREEMPT_PATIENCE if the holder sits in a long
+            # kernel. (Launching at once, its first op ran time-sliced beside the holder's
+            # GEMMs for up to 3 ms on an H100, was charged them, spent its quantum inside
+            # its own request and handed the device back: 12-52 ms, run 17's trace.)
             told = self._yield(after=0.0)
             self.finishing.add(holder.sid)
             self._vacate()
+            self.handoff = (holder.sid, told.grant, PREEMPT_PATIENCE)
             return [told, *self._grant_next(exclude=holder.sid)]
         if not self.told:   # the holder had the device to itself until now
             self.told = True

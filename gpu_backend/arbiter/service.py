@@ -230,6 +230,8 @@ class Arbiter:
                     previous = self._worker_of.get(action.after[0])
                     if previous is not None and previous in self._slot:
                         msg["w"] = [self._slot[previous], action.after[1]]
+                        if action.patience is not None:
+                            msg["wt"] = action.patience
             elif isinstance(action, Ready):
                 msg = {"t": "ready", "q": action.after}
             else:

@@ -18,7 +18,7 @@ from typing import Callable
 
 import zmq
 
-from ..arbiter.baton import Baton
+from ..arbiter.baton import BATON_TIMEOUT, Baton
 from ..protocol.codec import packb, unpackb
 
 __all__ = ["DeviceLease", "REPORT_SECONDS"]
@@ -77,6 +77,9 @@ class DeviceLease:
         self._reasked = False                # whether it ever asked again (see REASK_SECONDS)
         self.slot: int | None = None
         self.after: list | None = None
+        self.patience = BATON_TIMEOUT        # ... and the longest to wait for it (seconds)
+        #: the pacer's trace (GPUWB_PACING_TRACE), where the yields read are noted
+        self.trace: list | None = None
 
     # ------------------------------------------------------------ messages
     def _send(self, msg: dict) -> None:
@@ -101,6 +104,9 @@ class DeviceLease:
                 self.slot = slot if type(slot) is int else None
                 self.after = after if (isinstance(after, list) and len(after) == 2
                                        and all(type(v) is int for v in after)) else None
+                patience = msg.get("wt")
+                self.patience = min(float(patience), BATON_TIMEOUT) \
+                    if isinstance(patience, (int, float)) and patience >= 0 else BATON_TIMEOUT
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))
@@ -113,6 +119,8 @@ class DeviceLease:
                 after = float(after) if isinstance(after, (int, float)) else 0.0
                 self.ready_at = time.perf_counter() + max(0.0, after - READY_MARGIN)
             elif kind == "yield" and self.holding and msg.get("g") in (None, self.grant):
+                if self.trace is not None:
+                    self.trace.append((time.perf_counter(), "yield", msg.get("q")))
                 if msg.get("b"):
                     self.at_batch_end = True
                 else:
@@ -198,7 +206,7 @@ class DeviceLease:
     def wait_for_previous(self) -> None:
         """Before a new holder's first launch: until the last holder's work has drained."""
         if self.baton is not None and self.after is not None:
-            self.baton.wait(*self.after)
+            self.baton.wait(*self.after, timeout=self.patience)
             self.after = None
 
     def wait(self, seconds: float) -> None:
