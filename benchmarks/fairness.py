@@ -341,18 +341,24 @@ def summarise_traces(folder: Path, t0: float, t1: float, keep: Path | None = Non
     """Per user, from the workers' pacing traces (GPUWB_PACING_TRACE), between two monotonic
     times: grants; device seconds charged and the device's own time for the ops (the rest
     is time the device idled while the session held it); the mean own time of one-op
-    segments longer than 0.1 ms (the GEMMs). Each trace is then moved to *keep* (or
+    segments longer than 0.1 ms (the GEMMs); the worker's garbage collections (how many,
+    the longest, in all). Each trace is then moved to *keep* (or
     removed): the next scenario's workers write afresh."""
     out: dict = {}
     for path in sorted(folder.glob("*.jsonl")):
         user = path.name.rsplit("-", 1)[0]
-        grants, charged, own, long_ops = 0, 0.0, 0.0, []
+        grants, charged, own, long_ops, pauses = 0, 0.0, 0.0, [], []
         for line in path.read_text().splitlines():
             entry = json.loads(line)
             if not t0 <= entry[0] <= t1:
                 continue
             if entry[1] == "grant":
                 grants += 1
+                continue
+            if entry[1] == "gc":
+                pauses.append(entry[3] * 1e3)
+                continue
+            if type(entry[1]) is not int:   # a yield read
                 continue
             charged += entry[3]
             own += entry[2]
@@ -362,7 +368,9 @@ def summarise_traces(folder: Path, t0: float, t1: float, keep: Path | None = Non
             out[user] = {"grants": grants, "charged_s": charged, "own_s": own,
                          "idle_held_ms_per_grant": (charged - own) * 1e3 / grants if grants else None,
                          "long_op_ms": sum(long_ops) / len(long_ops) if long_ops else None,
-                         "long_ops": len(long_ops)}
+                         "long_ops": len(long_ops),
+                         "gc_pauses": len(pauses), "gc_ms_max": max(pauses, default=0.0),
+                         "gc_ms_total": sum(pauses)}
         if keep is not None:
             path.rename(keep / path.name)
         else:

@@ -6,7 +6,8 @@
 ``fairness.py`` run with ``GPUWB_PACING_TRACE`` keeps, per policy, the arbiter's decision
 log (``DIR/<policy>-arbiter.jsonl``: every message it acted on, its answer, and for a
 request its view of the users' virtual times) and, per scenario, the workers' pacing
-traces and the interactive user's requests (``i-requests.json``: issued at, latency). This
+traces (their grants, yields read, garbage collections, segments) and the interactive
+user's requests (``i-requests.json``: issued at, latency). This
 joins them: for every request it finds the interactive session's ``want`` and classifies
 how the arbiter answered (granted with the device free, granted by stopping the holder at
 once, or made to wait; "no request" where the session still held the device), and what
@@ -31,6 +32,35 @@ def load(folder: Path, user: str = "i") -> tuple[list, list]:
     decisions = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     decisions.sort(key=lambda d: d["t"])
     return list(zip(requests["issued"], requests["latencies"])), decisions
+
+
+def load_workers(folder: Path) -> list[tuple[float, str, str]]:
+    """The workers' own events from their pacing traces (``<user>-<pid>.jsonl``), as (time,
+    user, text): a grant taken (after the baton), a yield read, a garbage collection of a
+    millisecond or more, a segment of a millisecond or more of the device's time. What the
+    arbiter decided is not what a worker did when: a yield read 3 ms late, or a pause with
+    neither a message nor device work in it, shows only here."""
+    events = []
+    for path in sorted(folder.glob("*.jsonl")):
+        user = path.name.rsplit("-", 1)[0]
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            kind = entry[1]
+            if kind == "grant":
+                text = "holds the device" + (" (others wait)" if entry[2] else "")
+            elif kind == "yield":
+                text = "reads a yield"
+            elif kind == "gc":
+                if entry[3] < 1e-3:
+                    continue
+                text = f"garbage collection (generation {entry[2]}) {entry[3] * 1e3:.1f} ms"
+            elif type(kind) is int and entry[2] >= 1e-3:
+                text = f"segment of {kind} ops: {entry[2] * 1e3:.2f} ms of device time"
+            else:
+                continue
+            events.append((entry[0], user, text))
+    events.sort()
+    return events
 
 
 def how_answered(entry: dict) -> str:
@@ -99,11 +129,19 @@ def main(argv=None) -> None:
             summary[answer] = {"n": len(ms), "p50": _pct(ms, 0.5), "p99": _pct(ms, 0.99), "max": max(ms)}
             print(f"{answer:12} {len(ms):5d} {_pct(ms, 0.5):8.2f} {_pct(ms, 0.99):8.2f} {max(ms):8.2f}")
     slow = sorted((r for r in joined if r["ms"] > args.slower_than), key=lambda r: -r["ms"])
-    print(f"\n{len(slow)} requests slower than {args.slower_than} ms; the slowest:")
+    workers = load_workers(args.folder)
+    times = [e[0] for e in workers]
+    print(f"\n{len(slow)} requests slower than {args.slower_than} ms; the slowest "
+          "(arbiter decisions, and the workers' own events in brackets):")
     for r in slow[:args.most]:
         print(f"\n{r['ms']:.2f} ms, {r['answer']}:")
-        for entry in r["window"]:
-            print(describe(entry, r["issued"]))
+        end = r["issued"] + r["ms"] / 1e3
+        lines = [(d["t"], describe(d, r["issued"])) for d in r["window"]]
+        lines += [(t, f"  +{(t - r['issued']) * 1e3:7.2f} ms  [{user:>3} {text}]")
+                  for t, user, text in workers[bisect.bisect_left(times, r["issued"]):
+                                               bisect.bisect_right(times, end)]]
+        for _, line in sorted(lines, key=lambda x: x[0]):
+            print(line)
     if args.json:
         args.json.write_text(json.dumps({"summary": summary, "slow": [
             {k: v for k, v in r.items() if k != "window"} | {"decisions": len(r["window"])}

@@ -19,6 +19,7 @@ import sys
 
 from .config import PoolSettings
 from .frontdoor import FrontDoor
+from .gc_pauses import settle
 
 __all__ = ["main", "build_parser", "serve", "add_serve_arguments"]
 
@@ -110,6 +111,7 @@ def serve(args: argparse.Namespace) -> int:
     if door.metrics_server is not None:
         print(f"Prometheus metrics on http://{settings.metrics_address}:"
               f"{door.metrics_server.server_port}/metrics", flush=True)
+    settle()   # the arbiter's thread shares this interpreter: no full collections of start-up
     try:
         door.run()
     except KeyboardInterrupt:

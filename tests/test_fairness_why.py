@@ -21,6 +21,7 @@ def test_requests_are_joined_with_the_arbiters_answers(tmp_path, monkeypatch, ca
     kept = tmp_path / "fair-interactive+1"
     kept.mkdir()
     monkeypatch.setenv("GPUWB_ARBITER_TRACE", str(tmp_path / "fair-arbiter.jsonl"))
+    monkeypatch.setenv("GPUWB_PACING_TRACE", str(kept))   # the workers' own traces
     tokens = {name: new_token(name) for name in ("a", "i")}
     save_users(tmp_path / "users.toml", {name: User(name=name, token_hash=hash_token(token))
                                          for name, token in tokens.items()})
@@ -51,3 +52,8 @@ def test_requests_are_joined_with_the_arbiters_answers(tmp_path, monkeypatch, ca
     assert sum(v["n"] for k, v in summary.items() if k != "no request") >= 1
     printed = capsys.readouterr().out
     assert "vt ms:" in printed and "min_vt=" in printed   # the policy's view, per request
+    # the workers' own events: both sessions' traces were written, and each took the device
+    assert {p.name.rsplit("-", 1)[0] for p in kept.glob("*.jsonl")} == {"a", "i"}
+    events = fairness_why.load_workers(kept)
+    assert {user for _, user, text in events if text.startswith("holds the device")} == {"a", "i"}
+    assert "[  i holds the device" in printed or "[  a holds the device" in printed

@@ -36,6 +36,7 @@ from collections import deque
 from time import perf_counter
 from typing import Callable
 
+from ..gc_pauses import record_pauses
 from .lease import DeviceLease
 
 __all__ = ["Pacer", "LEAD", "GRAIN"]
@@ -96,6 +97,10 @@ class Pacer:
         #: GPUWB_PACING_TRACE=DIR: every segment and grant, written to DIR at the end (a
         #: diagnostic for benchmarks/fairness.py --trace; off otherwise)
         self.trace: list | None = [] if os.environ.get("GPUWB_PACING_TRACE") else None
+        if self.trace is not None:   # ... with the garbage collector's pauses and the yields
+            record_pauses(self.trace)
+            if lease is not None:
+                lease.trace = self.trace
         self._marked = 0                 # ops of this batch already in a segment
         #: host time the executor began its newest op (it sets this before each op): a
         #: segment's launches end there; an op that then waits for the device (a fetch)

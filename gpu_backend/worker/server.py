@@ -23,6 +23,7 @@ import msgpack
 import zmq
 
 from ..devices import open_device
+from ..gc_pauses import settle
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
 from ..security import load_server_keys, secure_server
@@ -123,7 +124,9 @@ class WorkerServer:
             self._send_control({"t": "grant", "bytes": kept})
 
     def wait_for_session(self) -> bool:
-        """Report ready, then block until assigned (True) or told to stop (False)."""
+        """Report ready, then block until assigned (True) or told to stop (False). What
+        start-up made is frozen out of the garbage collector's sight first (gc_pauses)."""
+        settle()
         self._send_control({"t": "ready", "port": self.port, "ipc": self.ipc, "info": self.device.info(),
                             "runtime": self.device.runtime_facts()})
         while True:
@@ -139,6 +142,7 @@ class WorkerServer:
                         self.device.use_grant(MemoryGrant(
                             self._ask_memory, limit, int(msg["grant"]), self.device.set_memory_limit,
                             int(msg.get("grant_step") or GRANT_STEP), self.device.release_cache))
+                    settle(collect=False)
                     return True
                 if msg.get("t") == "stop":
                     return False
