@@ -27,8 +27,11 @@ from pathlib import Path
 def load(folder: Path, user: str = "i") -> tuple[list, list]:
     """The requests (issued, latency) of *user* and the arbiter's decisions of the policy."""
     requests = json.loads((folder / f"{user}-requests.json").read_text())
-    policy = folder.name.split("-", 1)[0]
-    log = folder.parent / f"{policy}-arbiter.jsonl"
+    # <policy>-<scenario>, where both may hold dashes ("fair-q5-big-vs-small"): the longest
+    # policy whose log is there
+    parts = folder.name.split("-")
+    logs = [folder.parent / f"{'-'.join(parts[:n])}-arbiter.jsonl" for n in range(len(parts) - 1, 0, -1)]
+    log = next((path for path in logs if path.exists()), logs[-1])
     decisions = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     decisions.sort(key=lambda d: d["t"])
     return list(zip(requests["issued"], requests["latencies"])), decisions

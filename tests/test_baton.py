@@ -41,3 +41,25 @@ def test_slots_are_handed_out_once_and_start_at_zero(tmp_path):
         baton.close()
     finally:
         board.close()
+
+
+def test_a_yield_word_is_seen_by_another_process_and_only_for_its_grant(tmp_path):
+    """The arbiter marks a preempted holder's grant in the holder's yield word; the holder
+    (another process) sees it for that grant or an older one, not for a newer one, and a
+    slot handed out again starts clear."""
+    board = BatonBoard(str(tmp_path / "baton"))
+    try:
+        slot = board.take()
+        board.preempt(slot, 12)
+        probe = ("from gpu_backend.arbiter.baton import Baton; b = Baton({!r}); "
+                 "print(b.preempted({}, 12), b.preempted({}, 11), b.preempted({}, 13))")
+        out = subprocess.run([sys.executable, "-c", probe.format(board.path, slot, slot, slot)],
+                             capture_output=True, text=True, timeout=60)
+        assert out.stdout.split() == ["True", "True", "False"]
+        baton = Baton(board.path)
+        assert not baton.wait(slot, 12, timeout=0)              # the other word: untouched
+        board.give_back(slot)
+        assert board.take() == slot and not baton.preempted(slot, 1)
+        baton.close()
+    finally:
+        board.close()

@@ -170,9 +170,23 @@ class DeviceLease:
             if interrupted():
                 return False
 
+    def check_preempted(self) -> None:
+        """Read the arbiter's yield word for the grant held (arbiter/baton.py), ahead of its
+        ``yield`` message: one read of shared memory, a fraction of a microsecond."""
+        if self.holding and self.hand_over_at != 0.0 and self.baton is not None \
+                and self.slot is not None and self.grant is not None \
+                and self.baton.preempted(self.slot, self.grant):
+            self.hand_over_at = 0.0
+            if self.trace is not None:
+                self.trace.append((time.perf_counter(), "yield", 0.0, "baton"))
+
     def must_hand_over(self, projected_busy: float) -> bool:
-        """Whether the quantum is spent, counting the work already launched."""
-        return self.holding and self.hand_over_at is not None and projected_busy >= self.hand_over_at
+        """Whether the quantum is spent, counting the work already launched, or the holder
+        is preempted."""
+        if not self.holding:
+            return False
+        self.check_preempted()
+        return self.hand_over_at is not None and projected_busy >= self.hand_over_at
 
     def report(self, busy: float) -> None:
         every = REPORT_ALONE_SECONDS if self.hand_over_at is None and not self.at_batch_end \

@@ -1,0 +1,54 @@
+"""The arbiter thread with real leases over real sockets: a preempted holder learns it from
+the baton file's yield word before the message arrives, and its newcomer's grant names the
+holder's work to wait for and how long at most."""
+
+from __future__ import annotations
+
+import time
+
+import zmq
+
+from gpu_backend.arbiter.policy import PREEMPT_PATIENCE
+from gpu_backend.arbiter.service import Arbiter
+from gpu_backend.worker.lease import DeviceLease
+
+
+def _until(predicate, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.001)
+    return False
+
+
+def test_a_preempted_holder_reads_its_yield_word_and_the_newcomer_waits_for_it():
+    ctx = zmq.Context()
+    arbiter = Arbiter(ctx, "fair", ["cpu:0"]).start()
+    leases = []
+    try:
+        arbiter.attach("wa", "cpu:0", "sa", "busy", 1.0)
+        arbiter.attach("wi", "cpu:0", "si", "interactive", 1.0)
+        holder = DeviceLease(ctx, arbiter.address, "wa", arbiter.baton_path)
+        newcomer = DeviceLease(ctx, arbiter.address, "wi", arbiter.baton_path)
+        leases += [holder, newcomer]
+        assert holder.acquire(0.0, lambda: False)             # alone: granted, keep until told
+        assert holder.hand_over_at is None and not holder.must_hand_over(1.0)
+        holder.report(0.2)                                     # 200 ms of device time used
+        time.sleep(0.05)
+        newcomer._send({"t": "want"})                          # back from idle, with credit
+        # the holder reads nothing from its socket, yet it knows
+        assert _until(lambda: holder.must_hand_over(0.2))
+        assert newcomer.acquire(0.0, lambda: False)
+        assert newcomer.after == [holder.slot, holder.grant]  # wait for the holder's work...
+        assert newcomer.patience == PREEMPT_PATIENCE           # ... but not for a long kernel
+        holder.release(0.2, want=True)
+        holder.finished(holder.grant, holder.slot)
+        began = time.perf_counter()
+        newcomer.wait_for_previous()
+        assert time.perf_counter() - began < PREEMPT_PATIENCE
+    finally:
+        for lease in leases:
+            lease.close()
+        arbiter.stop()
+        ctx.term()
