@@ -200,7 +200,7 @@ def run_cases(sides, args):
     return out
 
 
-def compare_policies(args, policies=("none", "fair"), rounds=20, block=50):
+def compare_policies(args, policies=("none", "fair"), rounds=60, block=50):
     """One lone session per policy's pool, all pools up at once. The hot sync latency in
     blocks of *block* ops, one block on each pool in turn (A B B A ...), paired block by
     block, so the host's drift hits both alike; the same op interleaved one by one across
@@ -243,7 +243,7 @@ def compare_policies(args, policies=("none", "fair"), rounds=20, block=50):
         for r in range(rounds):
             for policy in (policies if r % 2 == 0 else tuple(reversed(policies))):
                 rates[policy].append(bench_pipelined(module_for(sessions[policy]), sessions[policy],
-                                                     max(2000, args.pipelined_ops // 10))["ops_per_s"])
+                                                     max(1000, args.pipelined_ops // 20))["ops_per_s"])
     finally:
         for session in sessions.values():
             session.close()
@@ -262,10 +262,15 @@ def compare_policies(args, policies=("none", "fair"), rounds=20, block=50):
     first = policies[0]
     base = out[first]
     paired = lambda a, b: statistics.median(x / y for x, y in zip(a, b))  # noqa: E731
+    quartiles = lambda a, b: statistics.quantiles([x / y for x, y in zip(a, b)], n=4)[::2]  # noqa: E731
     for p in policies[1:]:
         out[p]["sync_vs_" + first] = paired(blocks[p], blocks[first])
         out[p]["sync_interleaved_vs_" + first] = paired(interleaved[p], interleaved[first])
         out[p]["rate_vs_" + first] = paired(rates[p], rates[first])
+        # how far the pairs spread (the host's drift within a pair): a median within 5 %
+        # means little when the quartiles are 20 % apart
+        out[p]["sync_vs_" + first + "_quartiles"] = quartiles(blocks[p], blocks[first])
+        out[p]["rate_vs_" + first + "_quartiles"] = quartiles(rates[p], rates[first])
         out[p]["sync_medians_vs_" + first] = out[p]["sync_us"] / base["sync_us"]
         out[p]["rate_medians_vs_" + first] = out[p]["ops_per_s"] / base["ops_per_s"]
     return out
@@ -281,6 +286,10 @@ def policy_table(compared):
                      f"{row.get('sync_interleaved_us', 0):12.1f} {row['ops_per_s']:8.0f} "
                      f"{vs('sync_vs_none'):>7} {vs('sync_interleaved_vs_none'):>8} "
                      f"{vs('rate_vs_none'):>7}")
+    for policy, row in compared.items():
+        if "rate_vs_none_quartiles" in row:
+            (s1, s3), (r1, r3) = row["sync_vs_none_quartiles"], row["rate_vs_none_quartiles"]
+            lines.append(f"{policy}: paired ratios' quartiles, sync {s1:.3f}-{s3:.3f}, rate {r1:.3f}-{r3:.3f}")
     return "\n".join(lines)
 
 
