@@ -123,3 +123,50 @@ def test_a_preempting_grant_waits_for_the_old_holder_at_most_its_patience(peer, 
         lease.baton = None
     finally:
         board.close()
+
+
+def test_a_quantum_counts_from_the_end_of_a_segment_run_beside_a_long_kernel(peer, tmp_path):
+    """A newcomer that gave up waiting for the last holder (inside a long kernel) runs its
+    first ops beside that kernel, and their segment measures part of it: its quantum starts
+    after that segment, not inside it (a preempting interactive op otherwise "spent" its
+    quantum in its own request and waited out the next long kernel: p99 97 ms, H100 run
+    20). Real lease, real socket, the NumPy device's markers."""
+    import math
+
+    import numpy as np
+
+    from gpu_backend.arbiter.baton import BatonBoard
+    from gpu_backend.devices.numpy_device import NumpyDevice
+    from gpu_backend.worker.pacing import Pacer
+
+    router, lease = peer
+    board = BatonBoard(str(tmp_path / "baton"))
+    try:
+        holder_slot, my_slot = board.take(), board.take()
+        lease.baton = lease_module.Baton(board.path)
+        pacer = Pacer(NumpyDevice(), lease)
+        lease._send({"t": "want"})
+        ident, _ = router.recv_multipart()
+        router.send_multipart([ident, packb({"t": "grant", "g": 2, "q": 0.002, "k": my_slot,
+                                             "w": [holder_slot, 1], "wt": 0.01})])
+        _arrive(lease)
+        assert pacer._acquire(lambda: False)                 # gave up on the holder
+        assert lease.hand_over_at == math.inf and not lease.must_hand_over(1.0)
+        x = np.arange(8.0)
+        pacer.start_segment()
+        x + 1
+        pacer._mark(1)
+        pacer.harvest()
+        assert lease.hand_over_at == pytest.approx(pacer.busy + 0.002)
+        lease.release(pacer.busy, want=False)
+        router.recv_multipart()
+        lease_module.Baton(board.path).finished(holder_slot, 3)
+        router.send_multipart([ident, packb({"t": "grant", "g": 4, "q": 0.002, "k": my_slot,
+                                             "w": [holder_slot, 3]})])
+        _arrive(lease)
+        assert pacer._acquire(lambda: False)                 # drained: the quantum as granted
+        assert lease.hand_over_at == pytest.approx(pacer.busy + 0.002)
+        lease.baton.close()
+        lease.baton = None
+    finally:
+        board.close()

@@ -217,11 +217,14 @@ class DeviceLease:
         if self.baton is not None and grant is not None and slot is not None:
             self.baton.finished(slot, grant)
 
-    def wait_for_previous(self) -> None:
-        """Before a new holder's first launch: until the last holder's work has drained."""
+    def wait_for_previous(self) -> bool:
+        """Before a new holder's first launch: until the last holder's work has drained.
+        False if it gave up waiting (the last holder sits in a long kernel, or died)."""
+        drained = True
         if self.baton is not None and self.after is not None:
-            self.baton.wait(*self.after, timeout=self.patience)
+            drained = self.baton.wait(*self.after, timeout=self.patience)
             self.after = None
+        return drained
 
     def wait(self, seconds: float) -> None:
         """Sleep up to *seconds*, waking at once if the arbiter speaks."""
