@@ -12,8 +12,10 @@ joins them: for every request it finds the interactive session's ``want`` and cl
 how the arbiter answered (granted with the device free, granted by stopping the holder at
 once, or made to wait; "no request" where the session still held the device), and what
 happened until the request ended. Printed: latency
-percentiles per class, and for each request slower than the threshold the decisions in
-its window with the virtual times the policy compared.
+percentiles per class; where the time of the requests went (client to worker, the
+arbiter's answer and the baton, a preempted holder reading its yield, the request's own
+work and reply); and for each request slower than the threshold the decisions in its
+window with the virtual times the policy compared, beside the workers' own events.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ def load(folder: Path, user: str = "i") -> tuple[list, list]:
     return list(zip(requests["issued"], requests["latencies"])), decisions
 
 
-def load_workers(folder: Path) -> list[tuple[float, str, str]]:
+def load_workers(folder: Path) -> list[tuple[float, str, str, str]]:
     """The workers' own events from their pacing traces (``<user>-<pid>.jsonl``), as (time,
-    user, text): a grant taken (after the baton), a yield read, a garbage collection of a
+    user, kind, text): a grant taken (after the baton), a yield read, a garbage collection of a
     millisecond or more, a segment of a millisecond or more of the device's time. What the
     arbiter decided is not what a worker did when: a yield read 3 ms late, or a pause with
     neither a message nor device work in it, shows only here."""
@@ -58,12 +60,41 @@ def load_workers(folder: Path) -> list[tuple[float, str, str]]:
                     continue
                 text = f"garbage collection (generation {entry[2]}) {entry[3] * 1e3:.1f} ms"
             elif type(kind) is int and entry[2] >= 1e-3:
-                text = f"segment of {kind} ops: {entry[2] * 1e3:.2f} ms of device time"
+                kind, text = "segment", f"segment of {kind} ops: {entry[2] * 1e3:.2f} ms of device time"
             else:
                 continue
-            events.append((entry[0], user, text))
+            events.append((entry[0], user, kind, text))
     events.sort()
     return events
+
+
+def phases(joined: list[dict], workers: list, user: str = "i") -> dict[str, list[float]]:
+    """Where each request's time went (ms), for the requests that asked for the device:
+    ``issue→want`` (the client's message reaching the worker, which asks), ``want→holds``
+    (the arbiter's answer, and the baton: the last holder's work draining), ``want→yield
+    read`` (a preempted holder learning it) and ``holds→answer`` (the request's own ops,
+    and its reply reaching the client)."""
+    times = [e[0] for e in workers]
+    out: dict[str, list[float]] = {k: [] for k in (
+        "issue→want", "want→holds", "want→yield read", "holds→answer")}
+    for r in joined:
+        want = r["want"]
+        if want is None:
+            continue
+        end = r["issued"] + r["ms"] / 1e3
+        out["issue→want"].append((want["t"] - r["issued"]) * 1e3)
+        after = workers[bisect.bisect_left(times, want["t"]):bisect.bisect_right(times, end)]
+        holds = next((e[0] for e in after if e[1] == user and e[2] == "grant"), None)
+        if holds is not None:
+            out["want→holds"].append((holds - want["t"]) * 1e3)
+            out["holds→answer"].append((end - holds) * 1e3)
+        stopped = [a["session"] for a in want["actions"] if a["a"] == "yield"]
+        if stopped:
+            holder = next((d["user"] for d in r["window"] if d["session"] == stopped[0]), None)
+            read = next((e[0] for e in after if e[1] == holder and e[2] == "yield"), None)
+            if read is not None:
+                out["want→yield read"].append((read - want["t"]) * 1e3)
+    return out
 
 
 def how_answered(entry: dict) -> str:
@@ -131,8 +162,14 @@ def main(argv=None) -> None:
         if ms:
             summary[answer] = {"n": len(ms), "p50": _pct(ms, 0.5), "p99": _pct(ms, 0.99), "max": max(ms)}
             print(f"{answer:12} {len(ms):5d} {_pct(ms, 0.5):8.2f} {_pct(ms, 0.99):8.2f} {max(ms):8.2f}")
-    slow = sorted((r for r in joined if r["ms"] > args.slower_than), key=lambda r: -r["ms"])
     workers = load_workers(args.folder)
+    spent = phases(joined, workers, args.user)
+    print(f"\n{'where the time went':20} {'n':>5} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
+    for name, ms in spent.items():
+        if ms:
+            summary[name] = {"n": len(ms), "p50": _pct(ms, 0.5), "p90": _pct(ms, 0.9), "p99": _pct(ms, 0.99)}
+            print(f"{name:20} {len(ms):5d} {_pct(ms, 0.5):8.2f} {_pct(ms, 0.9):8.2f} {_pct(ms, 0.99):8.2f}")
+    slow = sorted((r for r in joined if r["ms"] > args.slower_than), key=lambda r: -r["ms"])
     times = [e[0] for e in workers]
     print(f"\n{len(slow)} requests slower than {args.slower_than} ms; the slowest "
           "(arbiter decisions, and the workers' own events in brackets):")
@@ -141,7 +178,7 @@ def main(argv=None) -> None:
         end = r["issued"] + r["ms"] / 1e3
         lines = [(d["t"], describe(d, r["issued"])) for d in r["window"]]
         lines += [(t, f"  +{(t - r['issued']) * 1e3:7.2f} ms  [{user:>3} {text}]")
-                  for t, user, text in workers[bisect.bisect_left(times, r["issued"]):
+                  for t, user, _kind, text in workers[bisect.bisect_left(times, r["issued"]):
                                                bisect.bisect_right(times, end)]]
         for _, line in sorted(lines, key=lambda x: x[0]):
             print(line)
