@@ -89,7 +89,7 @@ def phases(joined: list[dict], workers: list, user: str = "i") -> dict[str, list
             out["want→holds"].append((holds - want["t"]) * 1e3)
             out["holds→answer"].append((end - holds) * 1e3)
         stopped = [a["session"] for a in want["actions"] if a["a"] == "yield"]
-        if stopped:
+        if r["answer"] == "preempted":
             holder = next((d["user"] for d in r["window"] if d["session"] == stopped[0]), None)
             read = next((e[0] for e in after if e[1] == holder and e[2] == "yield"), None)
             if read is not None:

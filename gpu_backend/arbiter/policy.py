@@ -78,6 +78,11 @@ class Yield:
     batch_end: bool = False
     grant: int = field(default=0, compare=False)
 
+    @property
+    def preempts(self) -> bool:
+        """Stop launching now: a newcomer with credit was granted (see arbiter/baton.py)."""
+        return not self.after and not self.batch_end
+
 
 @dataclass(frozen=True)
 class Ready:

@@ -236,7 +236,7 @@ class Arbiter:
                 msg = {"t": "ready", "q": action.after}
             else:
                 msg = {"t": "yield", "q": action.after, "b": action.batch_end, "g": action.grant}
-                if not action.after and not action.batch_end and worker in self._slot:
+                if action.preempts and worker in self._slot:
                     self.board.preempt(self._slot[worker], action.grant)   # read at once (baton.py)
             try:
                 self.sock.send_multipart([worker.encode(), packb(msg)], zmq.NOBLOCK)

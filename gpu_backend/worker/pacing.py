@@ -183,11 +183,11 @@ class Pacer:
                 device.drop_marker(own)
             if charged_from is not own:
                 device.drop_marker(charged_from)
-            if self._quantum_left is not None and self.lease is not None:   # see _acquire
-                lease = self.lease
-                if lease.holding and lease.hand_over_at is not None:
-                    lease.hand_over_at = min(lease.hand_over_at, self.busy + self._quantum_left)
-                self._quantum_left = None
+        if self._quantum_left is not None:   # the first segment after an overlap: see _acquire
+            lease = self.lease
+            if lease.holding and lease.hand_over_at is not None:
+                lease.hand_over_at = min(lease.hand_over_at, self.busy + self._quantum_left)
+            self._quantum_left = None
         self._free_at = perf_counter() + sum(e[3] for e in pending) * (self.per_op or 0.0)
 
     def _start_fresh(self, always: bool = False) -> None:
