@@ -21,7 +21,8 @@ user (token) and session:
                  every GEMM is one ~70 ms kernel, which no policy can preempt
 
 GEMM clients keep their session backlogged: they send K GEMMs (about 10 ms of
-work alone) and a fence (the value of one element) and read the fence before
+work alone, from the workload's exclusive rate: the same K for every user and
+policy) and a fence (the value of one element) and read the fence before
 last, so the GPU never waits for the client. Completed GEMMs over time give each user's rate, divided
 by its rate alone (measured first, under policy ``none``): its normalised rate.
 A user's share in a window is its normalised rate over the sum of all users'.
@@ -122,6 +123,10 @@ def client_main(spec: dict) -> None:
             fences.push(c, 0)
             fences.drain()
             k = max(1, min(4000, int(FENCE_SECONDS / max((time.monotonic() - t0) / k, 1e-7))))
+        # in a scenario K comes from the workload's rate alone: measured in a warm-up beside
+        # other users' warm-ups, K ranged from 1 to 15 for the same GEMM (H100 runs 17-22),
+        # and a user fencing after every GEMM holds the device idle at each fence
+        k = spec.get("per_fence") or k
         _wait_until(spec["start"])
         done, points = 0, [(time.monotonic(), 0)]
         while time.monotonic() < spec["stop"]:
@@ -257,7 +262,10 @@ def run_clients(specs: list[dict], workdir: Path, events=()) -> list[dict]:
 def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: float,
              workdir: Path, local: bool) -> dict:
     n, dtype = {"big": BIG, "small": SMALL, "long": LONG}.get(kind, (0, ""))
+    rate = exclusive.get(kind, {}).get("rate")
     return {"user": user, "kind": kind, "n": n, "dtype": dtype, "local": local,
+            # the same work between fences for every user and policy: ~10 ms alone
+            "per_fence": max(1, min(4000, round(FENCE_SECONDS * rate))) if rate else None,
             "address": None if local else pool.address,
             "token": None if local else pool.tokens[user],
             "start": start, "stop": stop,
@@ -294,6 +302,7 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
     wall = time.time() - time.monotonic()
     results = run_clients(specs, workdir, events)
     out = analyse(name, results, phases, exclusive, start, stop)
+    out["per_fence"] = {r["user"]: r["per_fence"] for r in results if "per_fence" in r}
     if pool is not None:   # what the pool measured and charged, per GEMM (a diagnostic)
         p0, p1, _ = phases[0]
         settle = min(1.0, (p1 - p0) / 4)

@@ -8,8 +8,10 @@
 #   6. latency: overhead.py over ipc:// and tcp:// with the idle case (LATENCY_ARGS), then
 #      programs.py, whole programs proxy vs local (PROGRAMS_ARGS)
 #   7. suite: CuPy's own test suite, local CuPy vs the proxy (SUITE_ARGS, SUITE_TIMEOUT)
+#   8. handover: handover.py, what handing the GPU between two processes costs without the
+#      pool (HANDOVER_ARGS)
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
-# policies, probe, bench, latency, suite; several may be given: gpu_check.sh probe policies fairness
+# policies, probe, bench, latency, suite, handover; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 set -u
@@ -55,6 +57,10 @@ fi
 if [ "$what" = all ] || [ "$what" = fair ] || [ "$what" = fairness ]; then
   timeout ${FAIR_TIMEOUT:-420} python3 benchmarks/fairness.py ${FAIR_ARGS:-} --json "$OUT/fairness.json" \
     --plot "$OUT/fairness.png" 2>&1 | tee "$OUT/fairness.log" | grep -v '^ \|^{\|^}'
+fi
+if [ "$what" = all ] || [ "$what" = handover ]; then
+  timeout ${HANDOVER_TIMEOUT:-300} python3 benchmarks/handover.py ${HANDOVER_ARGS:-} --json "$OUT/handover.json" \
+    2>&1 | tee "$OUT/handover.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = all ] || [ "$what" = policies ]; then
   # a lone session under policy none vs fair (the arbiter must cost it nothing), same run
