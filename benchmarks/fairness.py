@@ -196,7 +196,8 @@ class Pool:
 
     def __init__(self, policy: str, devices: str, workdir: Path, weights: dict) -> None:
         from gpu_backend.users import User, hash_token, new_token, save_users
-        # "fair:5": the fair policy with a 5 ms quantum (several quanta compare in one run)
+        # "fair:5": the fair policy with every turn 5 ms (period 0), as before turns were
+        # shared out of a period; "fair" has the pool's defaults (several compare in one run)
         policy, _, quantum = policy.partition(":")
         tag = self.tag = policy + (f"-q{quantum}" if quantum else "")
         self.users_file = workdir / f"users-{tag}.toml"
@@ -215,7 +216,7 @@ class Pool:
             env = {"GPUWB_PACING_TRACE": str(self.trace_dir),
                    "GPUWB_ARBITER_TRACE": str(self.decisions)}
         self.served = ServedPool(policy, devices, "--spare-workers", "4", "--usage-log", str(self.log),
-                                 *(["--quantum-ms", quantum] if quantum else []),
+                                 *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
                                  users_file=self.users_file, env=env)
         self.address = self.served.address
 
@@ -414,8 +415,8 @@ def main(argv=None) -> int:
                         help="policies whose pools measure each workload alone (rates are "
                              "normalised by none's, or the policy's own without none)")
     parser.add_argument("--policies", default="none,fifo,fair",
-                        help="comma list of none, fifo, fair, fair:MS (fair with an MS-millisecond "
-                             "quantum), and local (plain CuPy processes)")
+                        help="comma list of none, fifo, fair, fair:MS (fair with every turn MS "
+                             "milliseconds, no period), and local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))
     parser.add_argument("--devices", default="auto")

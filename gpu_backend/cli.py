@@ -60,8 +60,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", choices=("fair", "fifo", "none"),
                         help="how sessions share a device (default fair)")
     parser.add_argument("--quantum-ms", type=float,
-                        help="fair policy: device milliseconds a session keeps the device while "
-                             "others wait (default 2)")
+                        help="fair policy: the least device milliseconds a session keeps the "
+                             "device while others wait (default 2)")
+    parser.add_argument("--period-ms", type=float,
+                        help="fair policy: device milliseconds in which every backlogged user "
+                             "gets one turn, its weight's share of them (default 20; 0: every "
+                             "turn is --quantum-ms)")
     parser.add_argument("--usage-log", help="append-only usage log (JSON lines)")
     parser.add_argument("--memory-limit", type=int, help="bytes of device memory per session")
     parser.add_argument("--lease-timeout", type=float, help="seconds without heartbeat")
@@ -76,7 +80,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 #: serve's options that map one to one onto PoolSettings fields
-SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms",
+SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms",
                   "usage_log", "memory_limit", "lease_timeout", "spare_workers", "same_host",
                   "metrics_port", "metrics_address")
 
@@ -106,7 +110,10 @@ def serve(args: argparse.Namespace) -> int:
     if generated:
         print(f"token (generated; pass --token-file to fix it): {door.token}", flush=True)
     mode = f"users from {settings.users_file}" if settings.users_file else "single token"
-    policy = settings.policy + (f" (quantum {settings.quantum_ms:g} ms)" if settings.policy == "fair" else "")
+    policy = settings.policy + ((f" (turns of {settings.period_ms:g} ms shared by weight, at least "
+                                 f"{settings.quantum_ms:g} ms)" if settings.period_ms else
+                                 f" (quantum {settings.quantum_ms:g} ms)")
+                                if settings.policy == "fair" else "")
     print(f"policy {policy}; {mode}; usage log {settings.usage_log}", flush=True)
     if door.metrics_server is not None:
         print(f"Prometheus metrics on http://{settings.metrics_address}:"

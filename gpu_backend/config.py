@@ -34,8 +34,11 @@ class PoolSettings(BaseSettings):
     policy: Literal["fair", "fifo", "none"] = Field(
         "fair", description="how sessions share a device: weighted fair share, first come "
                             "first served by batch, or CUDA's own time-slicing")
-    quantum_ms: float = Field(2.0, gt=0, le=100, description="fair policy: device milliseconds a "
-                              "session keeps the device while others wait")
+    quantum_ms: float = Field(2.0, gt=0, le=100, description="fair policy: the least device "
+                              "milliseconds a session keeps the device while others wait")
+    period_ms: float = Field(20.0, ge=0, le=1000, description="fair policy: device milliseconds "
+                             "in which every backlogged user gets one turn, its share of them "
+                             "(0: every turn is quantum_ms)")
     usage_log: Path | None = Field(None, description="append-only usage log (JSON lines); none: kept "
                                                      "in memory only")
     memory_limit: int = Field(4 << 30, ge=1 << 20, description="bytes of device memory per session")

@@ -140,7 +140,8 @@ class FrontDoor:
         self.control_address = f"tcp://127.0.0.1:{cport}"
         #: decides who may launch work on each device (None: CUDA time-slicing, policy "none")
         self.arbiter = (Arbiter(self.ctx, settings.policy, self.devices,
-                                quantum=settings.quantum_ms / 1e3).start()
+                                quantum=settings.quantum_ms / 1e3,
+                                period=settings.period_ms / 1e3).start()
                         if settings.policy != "none" else None)
         self.workers: dict[str, Worker] = {}
         self.sessions: dict[str, Session] = {}

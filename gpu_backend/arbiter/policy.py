@@ -22,15 +22,26 @@ from dataclasses import dataclass, field
 from typing import Callable, Union
 
 __all__ = ["Grant", "Yield", "Ready", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
-           "QUANTUM", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG", "AHEAD_CAP",
+           "QUANTUM", "PERIOD", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG", "AHEAD_CAP",
            "PREEMPT_PATIENCE"]
 
-#: Device seconds a holder keeps the device while others wait (the pool's ``quantum_ms``).
-#: Each hand-over between two CUDA contexts costs the GPU time, so the quantum trades
-#: throughput against how long a backlogged user waits for its turn; a user back from
-#: idle does not wait for it (preemption on arrival).
+#: The least device seconds a holder keeps the device while others wait (the pool's
+#: ``quantum_ms``).
 QUANTUM = 0.002
-#: Most device seconds (at weight 1) a user returning from idle may be ahead by.
+#: Device seconds in which every backlogged user gets one turn (the pool's ``period_ms``):
+#: a holder's quantum is its user's share of the period (its weight over the runnable
+#: users' weights, split among its runnable sessions), at least QUANTUM. Each hand-over
+#: between two processes' CUDA contexts costs the GPU ~0.2 ms (benchmarks/handover.py:
+#: two plain CuPy processes taking turns got 0.91 of one's GEMM rate at 2 ms turns, 0.97
+#: at 10 ms, H100), so turns are as long as a 1-s share can afford: two equal users get
+#: 10 ms each, weights 1:2:4 get 2.9, 5.7 and 11.4 ms. A backlogged user waits for the
+#: others' turns; a user back from idle does not (preemption on arrival).
+PERIOD = 0.02
+#: Most device seconds a user returning from idle may be ahead by: this, or one of its turns
+#: (its quantum) if longer. A closed loop that pauses between ops (a notebook syncing every
+#: iteration) falls one turn of the others behind while it waits; a cap below that forgave
+#: the rest of its deficit at every pause, and beside a weight-3 user with 15 ms turns a
+#: weight-1 loop got 17 % of the device instead of 25 % (tests/test_policy.py).
 CREDIT = 0.002
 #: A returning user preempts the holder if its virtual time is lower by more than this.
 PREEMPT_GAP = 0.0005
@@ -301,10 +312,12 @@ class FairPolicy(Policy):
     name = "fair"
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, quantum: float = QUANTUM,
-                 credit: float = CREDIT, preempt_gap: float = PREEMPT_GAP,
+                 period: float = PERIOD, credit: float = CREDIT, preempt_gap: float = PREEMPT_GAP,
                  yield_timeout: float = YIELD_TIMEOUT) -> None:
         super().__init__(clock, yield_timeout)
-        self.quantum = quantum
+        self.quantum = quantum   # the least quantum
+        self.period = period     # 0: every quantum is `quantum`
+        self._held_for = 0.0     # the holder's quantum (what the next in line is told)
         self.credit = credit
         self.preempt_gap = preempt_gap
         self.min_vt = 0.0   # least vt of the runnable users; never decreases
@@ -315,7 +328,7 @@ class FairPolicy(Policy):
         if session is None:
             return []
         if sid == self.holder:
-            return self._regrant(sid, quantum=self.quantum if self._others_runnable(sid) else None)
+            return self._regrant(sid, quantum=self.quantum_for(sid) if self._others_runnable(sid) else None)
         self._charge_lone_holder()
         self._wake(session)
         if self.holder is None:
@@ -336,9 +349,20 @@ class FairPolicy(Policy):
             return [told, *self._grant_next(exclude=holder.sid)]
         if not self.told:   # the holder had the device to itself until now
             self.told = True
-            self._due = self.clock() + self.quantum + self.yield_timeout
-            return [self._yield(after=self.quantum), *self._next_in_line()]
+            self._held_for = self.quantum_for(holder.sid)
+            self._due = self.clock() + self._held_for + self.yield_timeout
+            return [self._yield(after=self._held_for), *self._next_in_line()]
         return self._next_in_line()
+
+    def quantum_for(self, sid: str) -> float:
+        """Device seconds *sid* may hold the device while others wait: its user's share of
+        the period among the runnable users, split among the user's runnable sessions, at
+        least the least quantum (see PERIOD)."""
+        account = self.users[self.sessions[sid].user]
+        weights = sum(u.weight for u in self.users.values()
+                      if u is account or u.runnable(self.sessions))
+        mine = sum(self.sessions[s].runnable for s in account.sessions) or 1
+        return max(self.quantum, self.period * account.weight / weights / mine)
 
     def snapshot(self) -> dict:
         """... and the virtual clock below which a user returning from idle is not set."""
@@ -362,19 +386,20 @@ class FairPolicy(Policy):
         if nxt == self._ready:
             return []
         self._ready = nxt
-        return [Ready(nxt, self.quantum if self.holder is not None else 0.0)]
+        return [Ready(nxt, self._held_for if self.holder is not None else 0.0)]
 
     def _wake(self, session: _Session) -> None:
         if session.runnable:
             return
         account = self.users[session.user]
+        credit = max(self.credit, self.quantum_for(session.sid))
         if not account.runnable(self.sessions):
             self._advance_min_vt()
             # capped credit: an idle user comes back at most `credit` device seconds ahead;
             # one that got more than its share keeps its debt (a closed loop pausing between
             # ops gains nothing by pausing)
-            account.vt = max(account.vt, self.min_vt - self.credit / account.weight)
-        session.vt = max(session.vt, account.min_vt - self.credit)
+            account.vt = max(account.vt, self.min_vt - credit / account.weight)
+        session.vt = max(session.vt, account.min_vt - credit)
         super()._wake(session)
 
     def _charge(self, session: _Session, busy: float) -> None:
@@ -428,8 +453,9 @@ class FairPolicy(Policy):
             chosen.charged_at = self.clock()
         if self._others_runnable(chosen.sid):
             self.told = True
-            self._due = self.clock() + self.quantum + self.yield_timeout
-            return [self._granted(chosen.sid, quantum=self.quantum), *self._next_in_line()]
+            self._held_for = self.quantum_for(chosen.sid)
+            self._due = self.clock() + self._held_for + self.yield_timeout
+            return [self._granted(chosen.sid, quantum=self._held_for), *self._next_in_line()]
         self.told, self._due = False, None
         return [self._granted(chosen.sid)]
 
@@ -489,11 +515,13 @@ class FifoPolicy(Policy):
 
 
 def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
-                quantum: float = QUANTUM) -> Policy | None:
+                quantum: float = QUANTUM, period: float = PERIOD) -> Policy | None:
     """The policy called *name* (``fair``, ``fifo``); ``none`` means no arbiter at all.
-    *quantum*: device seconds a ``fair`` holder keeps the device while others wait."""
+    *quantum*: the least device seconds a ``fair`` holder keeps the device while others
+    wait; *period*: device seconds in which each backlogged user gets one turn (0: every
+    turn is *quantum*)."""
     if name == "fair":
-        return FairPolicy(clock, quantum=quantum)
+        return FairPolicy(clock, quantum=quantum, period=period)
     if name == "fifo":
         return FifoPolicy(clock)
     if name == "none":

@@ -24,7 +24,7 @@ import zmq
 
 from ..protocol.codec import packb, unpackb
 from .baton import BatonBoard
-from .policy import QUANTUM, Grant, Policy, Ready, make_policy
+from .policy import PERIOD, QUANTUM, Grant, Policy, Ready, make_policy
 from .trace import decision_trace
 
 __all__ = ["Arbiter"]
@@ -39,13 +39,14 @@ SWITCH_INTERVAL = 0.0005
 
 class Arbiter:
     def __init__(self, ctx: zmq.Context, policy: str, devices: list[str],
-                 clock: Callable[[], float] = time.monotonic, quantum: float = QUANTUM) -> None:
+                 clock: Callable[[], float] = time.monotonic, quantum: float = QUANTUM,
+                 period: float = PERIOD) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
         for device in devices:
-            made = make_policy(policy, clock, quantum)
+            made = make_policy(policy, clock, quantum, period)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made
