@@ -197,9 +197,11 @@ class Pool:
     def __init__(self, policy: str, devices: str, workdir: Path, weights: dict) -> None:
         from gpu_backend.users import User, hash_token, new_token, save_users
         # "fair:5": the fair policy with every turn 5 ms (period 0), as before turns were
-        # shared out of a period; "fair" has the pool's defaults (several compare in one run)
+        # shared out of a period; "fair/10": turns shared out of a 10 ms period; "fair" has
+        # the pool's defaults (several compare in one run)
+        policy, _, period = policy.partition("/")
         policy, _, quantum = policy.partition(":")
-        tag = self.tag = policy + (f"-q{quantum}" if quantum else "")
+        tag = self.tag = policy + (f"-q{quantum}" if quantum else "") + (f"-p{period}" if period else "")
         self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
@@ -217,6 +219,7 @@ class Pool:
                    "GPUWB_ARBITER_TRACE": str(self.decisions)}
         self.served = ServedPool(policy, devices, "--spare-workers", "4", "--usage-log", str(self.log),
                                  *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
+                                 *(["--period-ms", period] if period else []),
                                  users_file=self.users_file, env=env)
         self.address = self.served.address
 
@@ -416,7 +419,8 @@ def main(argv=None) -> int:
                              "normalised by none's, or the policy's own without none)")
     parser.add_argument("--policies", default="none,fifo,fair",
                         help="comma list of none, fifo, fair, fair:MS (fair with every turn MS "
-                             "milliseconds, no period), and local (plain CuPy processes)")
+                             "milliseconds, no period), fair/MS (turns shared out of an MS-"
+                             "millisecond period), and local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))
     parser.add_argument("--devices", default="auto")
