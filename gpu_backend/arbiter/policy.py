@@ -348,11 +348,16 @@ class FairPolicy(Policy):
             self.handoff = (holder.sid, told.grant, PREEMPT_PATIENCE)
             return [told, *self._grant_next(exclude=holder.sid)]
         if not self.told:   # the holder had the device to itself until now
-            self.told = True
-            self._held_for = self.quantum_for(holder.sid)
-            self._due = self.clock() + self._held_for + self.yield_timeout
-            return [self._yield(after=self._held_for), *self._next_in_line()]
+            return [self._yield(after=self._start_turn(holder.sid)), *self._next_in_line()]
         return self._next_in_line()
+
+    def _start_turn(self, sid: str) -> float:
+        """The holder *sid* now knows others wait: its turn's length, and the deadline past
+        which it is granted away (a long kernel)."""
+        self.told = True
+        self._held_for = self.quantum_for(sid)
+        self._due = self.clock() + self._held_for + self.yield_timeout
+        return self._held_for
 
     def quantum_for(self, sid: str) -> float:
         """Device seconds *sid* may hold the device while others wait: its user's share of
@@ -452,10 +457,7 @@ class FairPolicy(Policy):
         else:
             chosen.charged_at = self.clock()
         if self._others_runnable(chosen.sid):
-            self.told = True
-            self._held_for = self.quantum_for(chosen.sid)
-            self._due = self.clock() + self._held_for + self.yield_timeout
-            return [self._granted(chosen.sid, quantum=self._held_for), *self._next_in_line()]
+            return [self._granted(chosen.sid, quantum=self._start_turn(chosen.sid)), *self._next_in_line()]
         self.told, self._due = False, None
         return [self._granted(chosen.sid)]
 

@@ -322,13 +322,15 @@ class Pacer:
                 self._check_at = now + CHECK_SECONDS
                 lease.read(self.busy)
             # a spent quantum (counting the work already launched): launch nothing more
-            if not lease.must_hand_over(self.busy + self._ahead()):
-                if len(self._pending) > 1 or self._free_at - now > LEAD:   # else nothing to wait for
-                    self._hold_back()
-            # asked again after the hold-back: a yield read while holding back stops the next
-            # launch (judged before it, a holder preempted then launched one more op, and
-            # the newcomer waited for it: a 0.6 ms GEMM at the median, H100 fairness run 18)
-            if lease.must_hand_over(self.busy + self._ahead()):
+            spent = lease.must_hand_over(self.busy + self._ahead())
+            if not spent and (len(self._pending) > 1 or self._free_at - now > LEAD):
+                self._hold_back()   # (else nothing to wait for)
+                # asked again after the hold-back: a yield read while holding back stops the
+                # next launch (judged before it only, a holder preempted then launched one
+                # more op, and the newcomer waited for it: a 0.6 ms GEMM at the median, H100
+                # fairness run 18)
+                spent = lease.must_hand_over(self.busy + self._ahead())
+            if spent:
                 self._hand_over(want=True)
                 if not self._acquire(interrupted):
                     return 0
