@@ -56,14 +56,20 @@ def function_source(func: Any) -> tuple[str, str]:
 def free_names(func: Any, cupy: Any) -> dict[str, Any]:
     """What the function's global and closure names stand for, where the pool can have
     it: numbers, NumPy scalar types (by name), and the modules math, numpy and cupy (by
-    name). Other names are left out: the pool's translator then reports them."""
+    name); for a ``cupyx.jit`` kernel also cupyx.jit, its names and device functions
+    (kernelproxy/jit.py). Other names are left out: the pool's translator then reports
+    them."""
     try:
         closure = inspect.getclosurevars(func)
     except (TypeError, ValueError):
         return {}
+    from .jit import jit_free_name   # (jit builds on this module)
     names: dict[str, Any] = {}
     for name, value in {**closure.globals, **closure.nonlocals}.items():
-        if isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+        jit_value = jit_free_name(value)
+        if jit_value is not None:   # cupyx.jit, its names, device functions (kernels only)
+            names[name] = jit_value
+        elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
             names[name] = value
         elif value is math:
             names[name] = {"module": "math"}

@@ -20,7 +20,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, SessionLostError, sparse_warning
 
-from . import (cuda, fft_plans, flatiter, functional, host_io, index_tricks, kernels, poly1d,
+from . import (cuda, fft_plans, flatiter, functional, host_io, index_tricks, jit, kernels, poly1d,
                signal_objects, sparse_lu, sparse_objects, ufuncs)
 from .core import build_core_modules
 from .fft_config import FFTConfigModule, build_callback_module
@@ -439,6 +439,8 @@ def build_modules() -> dict[str, types.ModuleType]:
     random = random_modules["cupy.random"]
     cupyx = ProxyModule("cupyx", "cupyx.")
     cupyx.__dict__.update(__path__=[], __package__="cupyx")
+    jit_module = jit.build_jit_module()   # @jit.rawkernel(): translated in the pool
+    cupyx.__dict__["jit"] = jit_module
 
     # cupyx.scipy: its submodules come as the pool forwards them; sparse matrices are not
     # forwarded yet, so nothing here is one (issparse and the like answer as CuPy would)
@@ -497,7 +499,7 @@ def build_modules() -> dict[str, types.ModuleType]:
         **random_modules, **polynomial_modules,
         "cupy.exceptions": numpy.exceptions, "cupy._util": util, **cuda_modules,
         "cupyx": cupyx, "cupyx.scipy": scipy, **scipy_modules,
-        "cupyx.cusolver": cusolver, **core_modules,
+        "cupyx.cusolver": cusolver, "cupyx.jit": jit_module, **core_modules,
     })
     return _modules_cache
 

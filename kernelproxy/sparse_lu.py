@@ -4,7 +4,7 @@
 on the host of the GPU and keeps L and U on the device; on the NumPy device SciPy's is the
 stand-in — and ``solve`` runs in the pool, giving a remote array. ``factorized(A)`` is
 ``splu(A).solve``, as in CuPy. ``shape``, ``nnz``, ``perm_r`` and ``perm_c`` are read
-from the worker; ``L`` and ``U`` are not forwarded yet.
+from the worker; ``L`` and ``U`` are sparse matrices kept there (CSR, as CuPy's).
 """
 
 from __future__ import annotations
@@ -24,6 +24,24 @@ class SuperLU(RemoteObject, remote="sparse.linalg.SuperLU"):
     nnz = remote_attribute("nnz", int)
     perm_r = remote_attribute("perm_r")
     perm_c = remote_attribute("perm_c")
+
+    @property
+    def L(self) -> Any:
+        """The lower triangular factor, a ``csr_matrix`` in the pool."""
+        return self._factor("L")
+
+    @property
+    def U(self) -> Any:
+        """The upper triangular factor, a ``csr_matrix`` in the pool."""
+        return self._factor("U")
+
+    def _factor(self, which: str) -> Any:
+        return self._new_object(f"{self._remote_class}.{which}", (), {},
+                                f"cupyx.scipy.sparse.linalg.SuperLU.{which}")
+
+    def _adopt(self, hid: int, kind: str) -> Any:
+        from .sparse_objects import adopt_matrix
+        return adopt_matrix(self._s, hid, kind)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "SuperLU":
         raise TypeError("a SuperLU is made by cupyx.scipy.sparse.linalg.splu or spilu")

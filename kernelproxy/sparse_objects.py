@@ -25,7 +25,8 @@ from gpu_backend.protocol import messages as m
 from .ndarray import call as _op
 from .remote_object import RemoteObject, remote_attribute
 
-__all__ = ["spmatrix", "csr_matrix", "csc_matrix", "coo_matrix", "dia_matrix", "SPARSE_NAMES"]
+__all__ = ["spmatrix", "csr_matrix", "csc_matrix", "coo_matrix", "dia_matrix", "SPARSE_NAMES",
+           "adopt_matrix"]
 
 _FORMATS = {"csr": "Compressed Sparse Row", "csc": "Compressed Sparse Column", "coo": "COOrdinate",
             "dia": "DIAgonal"}
@@ -83,7 +84,7 @@ class spmatrix(RemoteObject):
         return obj
 
     def _adopt(self, hid: int, kind: str) -> "spmatrix":
-        return _MATRICES.get(kind, spmatrix)._of(self._s, hid)
+        return adopt_matrix(self._s, hid, kind)
 
     # -- attributes read from the pool
     @property
@@ -292,6 +293,11 @@ class dia_matrix(spmatrix, remote="sparse.dia_matrix"):
 #: the client's class for each type name the worker answers
 _MATRICES: dict[str, type] = {cls.__name__: cls for cls in (csr_matrix, csc_matrix, coo_matrix,
                                                             dia_matrix)}
+
+
+def adopt_matrix(session: Any, hid: int, kind: str) -> spmatrix:
+    """The client matrix for the worker's new matrix *hid*, of the class named *kind*."""
+    return _MATRICES.get(kind, spmatrix)._of(session, hid)
 
 
 def _made(function: str, *args: Any, **kwargs: Any) -> spmatrix:

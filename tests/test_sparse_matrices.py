@@ -284,6 +284,17 @@ def test_lu_factorizations_solve_in_the_pool(cp, sparse):
     np.testing.assert_allclose(lu.solve(cp.asarray(b), trans="T").get(), np.linalg.solve(dense.T, b))
     host = scipy_linalg.splu(scipy_sparse.csc_matrix(dense))
     np.testing.assert_array_equal(lu.perm_r.get(), host.perm_r)
+    # the factors: CSR matrices in the pool, as CuPy's (SciPy's are CSC), with P_r A P_c = L U
+    L, U = lu.L, lu.U
+    assert type(L).__name__ == type(U).__name__ == "csr_matrix"
+    np.testing.assert_allclose(L.toarray().get(), host.L.toarray())
+    np.testing.assert_allclose(U.toarray().get(), host.U.toarray())
+    pr = np.zeros((3, 3))
+    pr[host.perm_r, np.arange(3)] = 1
+    pc = np.zeros((3, 3))
+    pc[np.arange(3), host.perm_c] = 1
+    np.testing.assert_allclose(pr.T @ L.get().toarray() @ U.get().toarray() @ pc.T, dense,
+                               atol=1e-12)
     solve = linalg.factorized(a)
     np.testing.assert_allclose(solve(cp.asarray(b)).get(), np.linalg.solve(dense, b))
     ilu = linalg.spilu(sparse.csc_matrix(cp.asarray(dense)))

@@ -290,6 +290,11 @@ class Device:
         random generators load cuRAND, the FFT plans cuFFT."""
         return None
 
+    def object_member(self, value: Any) -> Any:
+        """An attribute of a remote object that is itself kept as one (api.OBJECT_MEMBERS),
+        as the device's library gives it."""
+        return value
+
     def _build_methods(self) -> None:
         cls = self.array_type
         self.methods = {name: getattr(cls, name) for name in api.METHODS if hasattr(cls, name)}

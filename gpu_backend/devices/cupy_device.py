@@ -42,6 +42,9 @@ _KERNEL_FIELDS = {
     # cupy.vectorize: the function's source text, checked and translated by CuPy's JIT
     # (devices/jit_vectorize.py), never run as Python
     "vectorize": {"source", "form", "names", "name"},
+    # cupyx.jit.rawkernel: the same, translated to a __global__ function per argument types
+    # (devices/jit_rawkernel.py); launched as kernel(grid, block, args, shared_mem)
+    "jit": {"source", "form", "names", "name", "mode"},
 }
 
 
@@ -335,6 +338,9 @@ class CupyDevice(Device):
         if kind == "vectorize":
             from .jit_vectorize import Vectorized
             return Vectorized(self.cupy, definition)
+        if kind == "jit":
+            from .jit_rawkernel import JitKernel
+            return JitKernel(self.cupy, definition)
         if kind == "module":
             return self._module_function(definition)
         return self.cupy.RawKernel(**definition)

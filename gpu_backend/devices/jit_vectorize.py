@@ -31,7 +31,7 @@ import ast
 import math
 import numbers
 import types
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -95,9 +95,12 @@ def parse_function(source: Any, form: Any) -> ast.FunctionDef:
     return ast.fix_missing_locations(tree)
 
 
-def resolve_names(consts: Any, cupy: Any) -> dict[str, Any]:
+def resolve_names(consts: Any, cupy: Any,
+                  kernel_name: Callable[[str, dict], Any] | None = None) -> dict[str, Any]:
     """The values of the function's free names: the client's numbers and scalar types,
-    the named modules, the allowed builtins."""
+    the named modules, the allowed builtins. *kernel_name* resolves the entries only a
+    ``cupyx.jit`` kernel has (``cupyx.jit`` itself, its names, device functions; see
+    jit_rawkernel.py), or is None for a vectorized function."""
     if not isinstance(consts, dict):
         raise VectorizeError("the function's names must be a map")
     modules = {"math": _namespace(math, cupy), "numpy": _namespace(np, cupy),
@@ -112,15 +115,25 @@ def resolve_names(consts: Any, cupy: Any) -> dict[str, Any]:
             names[name] = _numeric_type(value["type"])
         elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
             names[name] = value
+        elif kernel_name is not None and isinstance(value, dict) and len(value) == 1:
+            names[name] = kernel_name(name, value)
         else:
-            raise VectorizeError(f"{name} is a {type(value).__name__}: a vectorized function's "
-                                 "global names may be numbers, NumPy scalar types, math, "
-                                 "numpy or cupy")
+            what = ("a kernel's" if kernel_name is not None else "a vectorized function's")
+            raise VectorizeError(f"{name} is a {type(value).__name__}: {what} global names may "
+                                 "be numbers, NumPy scalar types, math, numpy or cupy"
+                                 + (", cupyx.jit and its names, or device functions"
+                                    if kernel_name is not None else ""))
     return names
 
 
 #: Attributes of values (parameters, locals, expressions) that the translator offers.
 _VALUE_ATTRIBUTES = frozenset({"real", "imag"})
+#: ... and in a kernel: a dim3's members, an array's size, shape, strides and ndim (each an
+#: expression the translator writes; any other attribute of its types is refused here, so
+#: that no name reaches the translator's own methods).
+_KERNEL_VALUE_ATTRIBUTES = _VALUE_ATTRIBUTES | {"x", "y", "z", "size", "shape", "strides", "ndim"}
+#: Keywords a kernel's calls may give (shared_memory's alignment, a shuffle's width).
+_KERNEL_KEYWORDS = frozenset({"dtype", "alignment", "width"})
 #: math functions never folded for a client: their cost grows without bound with the
 #: argument (factorial(10**8)) or they take iterables.
 _MATH_REFUSED = frozenset("factorial comb perm prod fsum sumprod".split())
@@ -131,9 +144,13 @@ class _Namespace(types.SimpleNamespace):
     attributes, copied, so that no name the client writes can reach the rest of the module
     (the translator reads attributes of constants with ``getattr``)."""
 
-    def __init__(self, module_name: str, **attributes: Any) -> None:
+    def __init__(self, module_name: str, _expressions: frozenset = frozenset(),
+                 **attributes: Any) -> None:
         super().__init__(**attributes)
         self._module_name = module_name   # (underscored: no function may name it)
+        #: attributes that stand for values in device code (cupyx.jit's threadIdx): a local
+        #: may be given one
+        self._expressions = _expressions
 
 
 def _scalar_type(value: Any) -> bool:
@@ -187,9 +204,27 @@ def _is_dtype_call(node: ast.AST, names: dict[str, Any]) -> bool:
     return isinstance(module, _Namespace) and module._module_name in ("numpy", "cupy")
 
 
-def _maybe_constant(node: ast.AST, names: dict[str, Any]) -> bool:
-    """Whether the translator may fold *node* (every name in it is one of the free names)."""
+def _maybe_constant(node: ast.AST, names: Any) -> bool:
+    """Whether the translator may fold *node* (every name in it is one of *names*)."""
     return all(n.id in names for n in ast.walk(node) if isinstance(n, ast.Name))
+
+
+def _constant_locals(tree: ast.FunctionDef, names: dict[str, Any]) -> set[str]:
+    """Locals the translator holds as constants: assigned, in the function's own body (not
+    in a loop or branch), an expression of free names and such locals only. (Unseen, ``k =
+    10 ** 9`` then ``3 ** k`` was folded in the pool: a power of two constants.)"""
+    found: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], ast.Name) \
+                    and stmt.targets[0].id not in found \
+                    and _maybe_constant(stmt.value, set(names) | found):
+                found.add(stmt.targets[0].id)
+                grew = True
+    return found
 
 
 def _literal_number(node: ast.AST) -> float | None:
@@ -200,20 +235,25 @@ def _literal_number(node: ast.AST) -> float | None:
     return None
 
 
-def _returned_or_unpacked(node: ast.AST, parents: dict) -> bool:
-    """*node* is a returned or assigned value, or an item of a tuple that is one."""
+def _returned_or_unpacked(node: ast.AST, parents: dict, kernel: bool = False) -> bool:
+    """*node* is a returned or assigned value, or an item of a tuple that is one; in a
+    kernel also an index (``a[i, j]``) or an argument of a call (``atomic_add(a, (i, j), v)``)."""
     parent = parents.get(node)
     if isinstance(parent, (ast.Return, ast.Assign)) and parent.value is node:
         return True
+    if kernel and (isinstance(parent, ast.Subscript) and parent.slice is node
+                   or isinstance(parent, ast.Call) and node in parent.args):
+        return True
     return isinstance(parent, ast.Tuple) and isinstance(parent.ctx, ast.Load) \
-        and _returned_or_unpacked(parent, parents)
+        and _returned_or_unpacked(parent, parents, kernel)
 
 
-def _check_bindings(tree: ast.FunctionDef, names: dict[str, Any]) -> None:
+def _check_bindings(tree: ast.FunctionDef, names: dict[str, Any], kernel: bool = False) -> None:
     """Names keep what they stand for: the free names are never rebound (``cupy = numpy``),
     a local is given numbers and expressions, never a module, type or function
-    (``d = numpy.dtype``); tuples are made only to be returned or unpacked, never repeated
-    or added (``(0,) * 10**9`` would be folded in the pool)."""
+    (``d = numpy.dtype``); tuples are made only to be returned or unpacked (in a kernel,
+    also to index or be passed), never repeated or added (``(0,) * 10**9`` would be folded
+    in the pool)."""
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     tuple_names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
                    and isinstance(node.value, (ast.Tuple, ast.Name))
@@ -230,26 +270,35 @@ def _check_bindings(tree: ast.FunctionDef, names: dict[str, Any]) -> None:
                                      "assigned in a vectorized function")
             if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                     and isinstance(names.get(value.value.id), _Namespace) \
-                    and not isinstance(getattr(names[value.value.id], value.attr, None), float):
+                    and not isinstance(getattr(names[value.value.id], value.attr, None), float) \
+                    and value.attr not in names[value.value.id]._expressions:
                 raise VectorizeError(f"{ast.unparse(node)}: only numbers and expressions are "
                                      "assigned in a vectorized function")
         if isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load) \
                 or isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
                 and node.id in tuple_names:
             parent = parents.get(node)
-            if not _returned_or_unpacked(node, parents):
+            if not _returned_or_unpacked(node, parents, kernel):
                 raise VectorizeError(f"{ast.unparse(parent or node)}: a tuple is returned or "
                                      "unpacked here, nothing else")
 
 
-def check_function(tree: ast.FunctionDef, names: dict[str, Any], cupy: Any) -> None:
-    """Refuse anything outside the closed set of nodes and names (see the module)."""
-    _check_bindings(tree, names)
+def check_function(tree: ast.FunctionDef, names: dict[str, Any], cupy: Any,
+                   emitters: tuple = ()) -> None:
+    """Refuse anything outside the closed set of nodes and names (see the module).
+    *emitters*: for a ``cupyx.jit`` kernel, the classes of the names that write device code
+    when called (cupyx.jit's functions, device functions); a kernel may also index arrays,
+    read its values' device attributes (``threadIdx.x``, ``a.shape``) and name cupyx.jit."""
+    kernel = bool(emitters)
+    what = "a kernel" if kernel else "a vectorized function"
+    value_attributes = _KERNEL_VALUE_ATTRIBUTES if kernel else _VALUE_ATTRIBUTES
+    _check_bindings(tree, names, kernel)
     args = tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
-        raise VectorizeError("a vectorized function takes plain positional parameters only")
+        raise VectorizeError(f"{what} takes plain positional parameters only")
     count = 0
     dtype_specs: set[int] = set()   # string constants given to numpy/cupy.dtype(...)
+    constant = set(names) | _constant_locals(tree, names)   # what the translator may fold
     for node in ast.walk(tree):
         count += 1
         if count > MAX_NODES:
@@ -273,32 +322,36 @@ def check_function(tree: ast.FunctionDef, names: dict[str, Any], cupy: Any) -> N
             raise VectorizeError(f"the name {node.id} is not available")
         if isinstance(node, ast.Attribute) and node.attr == "type" and _is_dtype_call(node.value, names):
             continue
-        if isinstance(node, ast.Attribute) and node.attr in _VALUE_ATTRIBUTES and not (
+        if isinstance(node, ast.Attribute) and node.attr in value_attributes and not (
                 isinstance(node.value, ast.Name) and node.value.id in names):
-            continue   # x.real, (x * y).imag: the translator's own scalar attributes
+            continue   # x.real, (x * y).imag, threadIdx.x: the translator's own attributes
         if isinstance(node, ast.Attribute):
             base = node.value
             module = names.get(base.id) if isinstance(base, ast.Name) else None
             if not isinstance(module, _Namespace) or node.attr.startswith("_") \
                     or not hasattr(module, node.attr):
-                raise VectorizeError(f"{ast.unparse(node)} is not available in a vectorized "
-                                     "function (math's functions, and numeric types, ufuncs "
-                                     "and constants of numpy and cupy are)")
+                raise VectorizeError(f"{ast.unparse(node)} is not available in {what} "
+                                     "(math's functions, and numeric types, ufuncs "
+                                     "and constants of numpy and cupy are"
+                                     + (", and cupyx.jit's names but cg, cub and thrust)"
+                                        if kernel else ")"))
         if isinstance(node, ast.Call) and not isinstance(node.func, (ast.Name, ast.Attribute)):
             raise VectorizeError(f"{ast.unparse(node.func)} cannot be called here")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in names and node.func.id not in BUILTINS:
             value = names[node.func.id]
-            if not _scalar_type(value):
+            if not _scalar_type(value) and not isinstance(value, emitters or ()):
                 raise VectorizeError(f"{node.func.id} cannot be called here")
-        if isinstance(node, ast.keyword) and node.arg != "dtype":
+        if isinstance(node, ast.keyword) and not (
+                node.arg == "dtype" or kernel and node.arg in _KERNEL_KEYWORDS):
             raise VectorizeError(f"the keyword {node.arg or '**'} is not translated here "
-                                 "(dtype= of a ufunc is)")
-        if isinstance(node, ast.Subscript):
+                                 + ("(dtype, alignment and width are)" if kernel
+                                    else "(dtype= of a ufunc is)"))
+        if isinstance(node, ast.Subscript) and not kernel:   # (a kernel's slices: ast.Slice)
             raise VectorizeError(f"{ast.unparse(node)}: indexing is not translated for a remote "
                                  "GPU")
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.LShift)) \
-                and _maybe_constant(node.left, names) and _maybe_constant(node.right, names):
+                and _maybe_constant(node.left, constant) and _maybe_constant(node.right, constant):
             base, exponent = _literal_number(node.left), _literal_number(node.right)
             if base is None or exponent is None or exponent > MAX_FOLDED_EXPONENT \
                     or base > 2 ** 64:

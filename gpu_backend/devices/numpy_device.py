@@ -135,6 +135,14 @@ class NumpyDevice(Device):
             entry = sparse_lu_class("scipy.sparse.linalg", name)
         return entry
 
+    def object_member(self, value: Any) -> Any:
+        """SciPy's ``SuperLU`` gives ``L`` and ``U`` as CSC sparse *arrays*; CuPy's holds them
+        as ``csr_matrix`` (it converts SciPy's with ``tocsr()``): the same here."""
+        import scipy.sparse
+        if isinstance(value, scipy.sparse.sparray):
+            return scipy.sparse.csr_matrix(value.tocsr())
+        return value
+
     def _sized_sparse(self, make: Any, kind: str) -> Any:
         """A sparse matrix's arrays are host memory the handle table does not count, and
         NumPy's zeros would take any size lazily: what a matrix of the asked shape (or

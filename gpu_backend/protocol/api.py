@@ -29,7 +29,7 @@ __all__ = [
     "ARRAY", "NONE", "MULTI", "VALUE", "OBJECT",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
-    "OBJECT_GETTERS", "LTI_CLASSES", "SPARSE_CLASSES", "SPARSE_FUNCTIONS", "SPARSE_LU_FUNCTIONS",
+    "OBJECT_GETTERS", "OBJECT_MEMBERS", "LTI_CLASSES", "SPARSE_CLASSES", "SPARSE_FUNCTIONS", "SPARSE_LU_FUNCTIONS",
     "EITHER", "SPECIAL_UFUNCS", "FFT_CALLBACK_OPTIONS",
     "FFT_PLAN_CACHE_OPERATIONS",
 ]
@@ -374,9 +374,14 @@ OBJECT_GETTERS.update({f"sparse.{name}": frozenset(
     for name in SPARSE_CLASSES})
 #: ``cupyx.scipy.sparse.linalg``'s LU factorizations: ``splu`` and ``spilu`` make a
 #: ``SuperLU`` of the worker (CuPy factorizes with SciPy on the host too); its ``solve``
-#: runs in the pool, its permutations are read as arrays. (Its ``L`` and ``U`` are not
-#: forwarded yet.)
+#: runs in the pool, its permutations are read as arrays, its factors ``L`` and ``U`` as
+#: new sparse matrices of the worker (OBJECT_MEMBERS).
 SPARSE_LU_FUNCTIONS = ("splu", "spilu")
 OBJECTS.update({f"sparse.linalg.{name}": {} for name in SPARSE_LU_FUNCTIONS})
 OBJECTS["sparse.linalg.SuperLU"] = _names("solve", ARRAY)
 OBJECT_GETTERS["sparse.linalg.SuperLU"] = frozenset("shape nnz perm_r perm_c".split())
+#: Attributes whose value is itself an object of the worker, read as a new object (the
+#: op asks for OBJECT): for each, the allow-listed class it must be an instance of.
+OBJECT_MEMBERS: dict[str, dict[str, str]] = {
+    "sparse.linalg.SuperLU": {"L": "sparse.csr_matrix", "U": "sparse.csr_matrix"},
+}

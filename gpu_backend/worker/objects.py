@@ -7,7 +7,8 @@ is the name of the object's type, for a client that must know it); or it
 names ``class.method`` with the object's id as its target, and the method runs
 with the op's arguments; or ``class.attribute`` of :data:`api.OBJECT_SETTERS`,
 and the op's one argument becomes that attribute; or, with no arguments,
-``class.attribute`` of :data:`api.OBJECT_GETTERS`, read. The class is the device's own
+``class.attribute`` of :data:`api.OBJECT_GETTERS`, read, or of :data:`api.OBJECT_MEMBERS`,
+read as a new object (a ``SuperLU``'s factor ``L``). The class is the device's own
 (``cupy.random.RandomState`` on a GPU, a NumPy stand-in on the NumPy device): a
 client names classes, methods and attributes only by these allow-listed strings,
 and an object is found only among the session's own.
@@ -39,6 +40,15 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
         return type(obj).__name__   # (get_fft_plan's Plan1d or PlanNd: asked for by value)
     cls, _, member = name.rpartition(".")
     methods = api.OBJECTS.get(cls)
+    members = api.OBJECT_MEMBERS.get(cls, {})
+    if member in members:   # an attribute that is an object: kept as a new one
+        if want != api.OBJECT or args or kwargs:
+            raise NotAllowedError(f"{name!r} is read, as a new object")
+        value = device.object_member(getattr(table.get_object(target, _class_of(device, cls)[1]),
+                                             member))
+        if not isinstance(value, _class_of(device, members[member])[1]):
+            raise TypeError(f"{name} is a {type(value).__name__}, not a {members[member]}")
+        return value
     settable = api.OBJECT_SETTERS.get(cls, ())
     readable = api.OBJECT_GETTERS.get(cls, ())
     if methods is None or (member not in methods and member not in settable
