@@ -32,14 +32,6 @@ from .function_source import free_names, function_source
 
 __all__ = ["rawkernel", "JitRawKernel", "build_jit_module", "jit_free_name"]
 
-#: cupyx.jit's names a kernel may use (the pool's list: devices/jit_rawkernel.JIT_NAMES).
-_JIT_NAMES = ("threadIdx", "blockDim", "blockIdx", "gridDim", "warpsize", "range",
-              "syncthreads", "syncwarp", "shared_memory", "grid", "gridsize", "laneid",
-              "atomic_add", "atomic_sub", "atomic_exch", "atomic_min", "atomic_max", "atomic_inc",
-              "atomic_dec", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor",
-              "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
-
-
 class _JitName:
     """One of cupyx.jit's names on the client: it stands for device code in a kernel."""
 
@@ -143,7 +135,7 @@ class _JitModule(types.ModuleType):
 def build_jit_module() -> types.ModuleType:
     """The ``cupyx.jit`` module of the proxy."""
     jit = _JitModule("cupyx.jit")
-    jit.__dict__.update({name: _JitName(name) for name in _JIT_NAMES},
+    jit.__dict__.update({name: _JitName(name) for name in api.JIT_NAMES},
                         rawkernel=rawkernel, __package__="cupyx")
     return jit
 

@@ -20,19 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .jit_vectorize import VectorizeError, check_function, parse_function, resolve_names
-from .jit_vectorize import _Namespace
+from ..protocol.api import JIT_EXPRESSIONS, JIT_NAMES
+from .jit_vectorize import VectorizeError, _Namespace, check_function, parse_function, resolve_names
 
-__all__ = ["JitKernel", "JIT_NAMES", "JIT_EXPRESSIONS"]
+__all__ = ["JitKernel"]
 
-#: cupyx.jit's names a kernel may use (its __init__'s, but rawkernel and the cg, cub and
-#: thrust modules); the first five stand for values in device code.
-JIT_EXPRESSIONS = ("threadIdx", "blockDim", "blockIdx", "gridDim", "warpsize")
-JIT_NAMES = JIT_EXPRESSIONS + (
-    "range", "syncthreads", "syncwarp", "shared_memory", "grid", "gridsize", "laneid",
-    "atomic_add", "atomic_sub", "atomic_exch", "atomic_min", "atomic_max", "atomic_inc",
-    "atomic_dec", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor",
-    "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
 #: How deep device functions may call device functions (each level's text comes with the
 #: kernel's).
 MAX_DEPTH = 16
@@ -98,8 +90,7 @@ def _device_function(cupy: Any, definition: Any, depth: int) -> Any:
     translates one, a ``__device__`` function per tuple of argument types, written once
     into the kernel's code."""
     checked = _Definition(cupy, definition, depth)
-    internal = checked._internal
-    _jit, _core, _compile, _typerules, _types, _internal = _jit_parts()
+    _compile, internal = _jit_parts()[2], checked._internal
 
     class DeviceFunction(internal.BuiltinFunc):
         def call(self, env: Any, *args: Any, **kwargs: Any) -> Any:

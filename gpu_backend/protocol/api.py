@@ -29,7 +29,7 @@ __all__ = [
     "ARRAY", "NONE", "MULTI", "VALUE", "OBJECT",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
-    "OBJECT_GETTERS", "OBJECT_MEMBERS", "LTI_CLASSES", "SPARSE_CLASSES", "SPARSE_FUNCTIONS", "SPARSE_LU_FUNCTIONS",
+    "OBJECT_GETTERS", "OBJECT_MEMBERS", "JIT_NAMES", "JIT_EXPRESSIONS", "LTI_CLASSES", "SPARSE_CLASSES", "SPARSE_FUNCTIONS", "SPARSE_LU_FUNCTIONS",
     "EITHER", "SPECIAL_UFUNCS", "FFT_CALLBACK_OPTIONS",
     "FFT_PLAN_CACHE_OPERATIONS",
 ]
@@ -372,6 +372,16 @@ OBJECTS.update({f"sparse.{name}": {} for name in SPARSE_FUNCTIONS})
 OBJECT_GETTERS.update({f"sparse.{name}": frozenset(
     "shape nnz dtype data indices indptr row col offsets has_canonical_format".split())
     for name in SPARSE_CLASSES})
+#: ``cupyx.jit``'s names a ``@jit.rawkernel()`` kernel's text may use (its module's, but
+#: ``rawkernel`` and the ``cg``, ``cub`` and ``thrust`` modules): the client's markers and
+#: the pool's translator (devices/jit_rawkernel.py) agree on them; the first five stand for
+#: values in device code.
+JIT_EXPRESSIONS = ("threadIdx", "blockDim", "blockIdx", "gridDim", "warpsize")
+JIT_NAMES = JIT_EXPRESSIONS + (
+    "range", "syncthreads", "syncwarp", "shared_memory", "grid", "gridsize", "laneid",
+    "atomic_add", "atomic_sub", "atomic_exch", "atomic_min", "atomic_max", "atomic_inc",
+    "atomic_dec", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor",
+    "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
 #: ``cupyx.scipy.sparse.linalg``'s LU factorizations: ``splu`` and ``spilu`` make a
 #: ``SuperLU`` of the worker (CuPy factorizes with SciPy on the host too); its ``solve``
 #: runs in the pool, its permutations are read as arrays, its factors ``L`` and ``U`` as
