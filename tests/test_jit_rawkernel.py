@@ -53,8 +53,15 @@ def _checked(source: str, consts: dict | None = None) -> None:
     check_function(parse_function(source, "def"), names, None, emitters=(Emitter,))
 
 
-REDUCTION = """\
+#: The proxy's modules under the names CuPy's reduction example uses (the kernel below
+#: finds them as its globals, as a user's kernel would)
+jit = build_modules()["cupyx.jit"]
+cupy = build_modules()["cupy"]
+
+
 def reduction(x, y, size):
+    """CuPy's examples/jit/reduction_atomic.py, undecorated: checked here as text, launched
+    on a GPU pool below."""
     tid = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
     ntid = jit.blockDim.x * jit.gridDim.x
     value = cupy.float32(0)
@@ -68,12 +75,13 @@ def reduction(x, y, size):
         for i in range(jit.blockDim.x):
             value += smem[i]
         jit.atomic_add(y, 0, value)
-"""
 
 
 # ------------------------------------------------------------------ what passes the checks
 def test_cupys_reduction_example_passes():
-    _checked(REDUCTION)
+    form, source = function_source(reduction)
+    assert free_names(reduction, cupy) == {"jit": {"module": "jit"}, "cupy": {"module": "cupy"}}
+    _checked(source)
 
 
 def test_indexing_grids_and_device_functions_pass():
@@ -126,7 +134,6 @@ def test_kernel_names_are_refused_where_the_pool_does_not_know_them():
 
 # ------------------------------------------------------------------ the client's side
 def test_the_client_sends_text_and_jit_names(cp):
-    jit = build_modules()["cupyx.jit"]
     assert build_modules()["cupyx"].jit is jit
     with pytest.warns(FutureWarning, match="experimental"):
         device = jit.rawkernel(device=True)
@@ -161,7 +168,6 @@ def test_the_client_sends_text_and_jit_names(cp):
 
 
 def test_arguments_are_checked_as_cupy_does(cp):
-    jit = build_modules()["cupyx.jit"]
     with pytest.warns(FutureWarning):
         @jit.rawkernel()
         def k(x):
@@ -171,7 +177,6 @@ def test_arguments_are_checked_as_cupy_does(cp):
 
 
 def test_a_device_function_calling_itself_is_refused_as_in_cupy(cp):
-    jit = build_modules()["cupyx.jit"]
     with pytest.warns(FutureWarning):
         @jit.rawkernel(device=True)
         def again(v):
@@ -182,7 +187,6 @@ def test_a_device_function_calling_itself_is_refused_as_in_cupy(cp):
 
 @pytest.mark.skipif(not POOL_RUNS_NUMPY, reason="on the NumPy device only")
 def test_the_numpy_device_says_a_gpu_is_needed(cp):
-    jit = build_modules()["cupyx.jit"]
     with pytest.warns(FutureWarning):
         @jit.rawkernel()
         def k(x):
@@ -198,31 +202,13 @@ def test_the_numpy_device_says_a_gpu_is_needed(cp):
 @pytest.mark.filterwarnings("ignore::FutureWarning")
 class TestTranslatedInThePool:
     def test_cupys_reduction_example(self, cp):
-        jit = build_modules()["cupyx.jit"]
-
-        @jit.rawkernel()
-        def reduction(x, y, size):
-            tid = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
-            ntid = jit.blockDim.x * jit.gridDim.x
-            value = cp.float32(0)
-            for i in range(tid, size, ntid):
-                value += x[i]
-            smem = jit.shared_memory(cp.float32, 1024)
-            smem[jit.threadIdx.x] = value
-            jit.syncthreads()
-            if jit.threadIdx.x == cp.uint32(0):
-                value = cp.float32(0)
-                for i in range(jit.blockDim.x):
-                    value += smem[i]
-                jit.atomic_add(y, 0, value)
-
+        kernel = jit.rawkernel()(reduction)
         host = np.random.default_rng(0).standard_normal(1 << 16).astype(np.float32)
         x, y = cp.asarray(host), cp.zeros((1,), dtype=cp.float32)
-        reduction[64, 1024](x, y, cp.uint32(x.size))
+        kernel[64, 1024](x, y, cp.uint32(x.size))
         assert abs(float(y[0]) - host.sum(dtype=np.float64)) < 1e-2
 
     def test_grid_2d_and_a_device_function(self, cp):
-        jit = build_modules()["cupyx.jit"]
 
         @jit.rawkernel(device=True)
         def scaled(v, k):
@@ -240,7 +226,6 @@ class TestTranslatedInThePool:
         np.testing.assert_array_equal(b.get(), np.arange(20).reshape(4, 5) * 3)
 
     def test_translation_errors_are_cupys(self, cp):
-        jit = build_modules()["cupyx.jit"]
 
         @jit.rawkernel()
         def bad():

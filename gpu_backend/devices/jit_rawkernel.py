@@ -148,9 +148,10 @@ class JitKernel:
         self.cupy = cupy
         self.checked = _Definition(cupy, definition, 0)
         self.kernels: dict[tuple, Any] = {}
+        self._parts = _jit_parts()   # (looked up once: every launch types its arguments)
 
     def __call__(self, grid: Any, block: Any, args: Any, shared_mem: Any = 0) -> None:
-        _jit, core, _compile, typerules, types, _internal = _jit_parts()
+        _jit, core, _compile, typerules, types, _internal = self._parts
         grid, block = _dims(grid, "grid"), _dims(block, "block")
         if not isinstance(args, (list, tuple)):
             raise TypeError("a kernel's arguments are a tuple")
