@@ -298,21 +298,47 @@ class FrontDoor:
                 "install matching versions of gpu-workbench"
             )
         user = self._check_token(msg)
+        taken = self._devices_of(user, msg.get("apart_from"))
+        device = self._place(taken)   # (before the quota is charged: a refusal holds nothing)
         limit, grant = self.accounts.open_session(
             user, [*self.sessions.values(), *self.pending], msg.get("memory_limit"))
         client = msg.get("user") if isinstance(msg.get("user"), str) else ""
-        self.pending.append(PendingHello(ident, user, client[:64], limit, grant, self._place()))
+        self.pending.append(PendingHello(ident, user, client[:64], limit, grant, device))
         self._serve_pending()
 
-    def _place(self) -> str:
+    def _devices_of(self, user: User, sessions: Any) -> set[str]:
+        """The devices of the user's own sessions named in a hello's ``apart_from``: a client
+        that holds several devices opens one session per device, each apart from the others
+        (docs/architecture.md, "A session on several GPUs")."""
+        if sessions is None:
+            return set()
+        if type(sessions) is not list or not all(type(s) is str for s in sessions) \
+                or len(sessions) > len(self.devices):
+            raise ProtocolError("a hello's apart_from is a list of the client's session ids")
+        taken = set()
+        for sid in sessions:
+            session = self.sessions.get(sid)
+            if session is None or session.user != user.name or session.closing:
+                raise ProtocolError(f"apart_from names {sid!r}, not an open session of yours")
+            taken.add(session.worker.device)
+        return taken
+
+    def _place(self, taken: set[str] = frozenset()) -> str:
         def load(device: str) -> tuple[int, int]:
             here = [s for s in self.sessions.values() if s.worker.device == device]
             queued = sum(p.device == device for p in self.pending)
             return len(here) + queued, sum(s.usage.get("memory") or 0 for s in here)
 
-        open_devices = [d for d in self.devices if load(d)[0] < self.settings.max_sessions_per_device]
+        candidates = [d for d in self.devices if d not in taken]
+        if not candidates:
+            raise SessionLostError(
+                f"the pool has {len(self.devices)} device{'s' * (len(self.devices) != 1)}: "
+                f"a session cannot hold {len(taken) + 1}")
+        open_devices = [d for d in candidates if load(d)[0] < self.settings.max_sessions_per_device]
         if not open_devices:
-            raise SessionLostError("every device of the pool is full; try again later")
+            raise SessionLostError("every device of the pool is full; try again later"
+                                   if not taken else
+                                   "every other device of the pool is full; try again later")
         return min(open_devices, key=load)
 
     def _serve_pending(self) -> None:

@@ -204,7 +204,7 @@ def _protocol_error(value: int) -> str:
 
 def hello(ctx: zmq.Context, address: str, token: str, user: str | None = None,
           memory_limit: int | None = None, timeout: float = 150.0, *,
-          server_key: bytes | None = None) -> dict:
+          server_key: bytes | None = None, apart_from: list[str] | None = None) -> dict:
     # a quick ping first: a missing pool (or a failed handshake) is reported in seconds,
     # not after the hello's wait, and before the token is sent
     door_request(ctx, address, {"t": "ping"}, timeout=min(timeout, PING_TIMEOUT),
@@ -213,6 +213,8 @@ def hello(ctx: zmq.Context, address: str, token: str, user: str | None = None,
                            "user": user or _user()}
     if memory_limit is not None:
         msg["memory_limit"] = int(memory_limit)
+    if apart_from:   # this client's other sessions: this one goes on a device none of them has
+        msg["apart_from"] = list(apart_from)
     return door_request(ctx, address, msg, timeout, server_key=server_key)
 
 

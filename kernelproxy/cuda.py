@@ -1,7 +1,10 @@
 """``cupy.cuda`` for a remote GPU: the session's device, streams, events and memory pool.
 
 A session holds one device of the pool; inside it that device is number 0, as a
-process that sees one GPU would number it. What CUDA answers about the device
+process that sees one GPU would number it. A client that holds several devices has
+one session per device, numbered 0 to n - 1 (kernelproxy.device_group); the current
+device, per thread, picks the session that the ``cupy`` functions issue ops on, and
+each device's facts are its own session's. What CUDA answers about the device
 (properties, attributes, versions) came with the session's hello, so
 ``runtime.getDeviceProperties`` or ``Device().compute_capability`` cost no round
 trip. Events and the memory pool are calls on the session's worker, issued in op
@@ -36,16 +39,38 @@ _INVALID_DEVICE = "cudaErrorInvalidDevice: invalid device ordinal"
 
 
 def _session() -> Any:
+    """The current device's session."""
     from .modules import active_session
     return active_session()
 
 
-def _facts() -> dict:
-    return _session().runtime
+def _device_session(device: int) -> Any:
+    """The session of the client's device *device* (checked)."""
+    from .modules import primary_session
+    index = _checked(device)
+    primary = primary_session()
+    return primary if primary.group is None else primary.group[index]
+
+
+def _facts(device: int | None = None) -> dict:
+    """What CUDA answered about the current device, or about *device*."""
+    return (_session() if device is None else _device_session(device)).runtime
 
 
 def _device_count() -> int:
-    return 1
+    """The client's devices: its session's one, or each of its group's."""
+    from .modules import _active
+    group = _active[0].group if _active else None
+    return 1 if group is None else len(group)
+
+
+def current_device(count: int) -> int:
+    """This thread's current device, for a client of *count* devices (an index beyond them,
+    left from a client that held more, is CUDA's invalid-device error)."""
+    index = _current.device
+    if index >= count:
+        raise CUDAError(_INVALID_DEVICE)
+    return index
 
 
 def _checked(device: Any) -> int:
@@ -106,15 +131,14 @@ class _RuntimeModule(ForwardingModule):
 
 
 def _properties(device: int) -> dict:
-    _checked(device)
-    props = _facts().get("properties") or {}
+    props = _facts(device).get("properties") or {}
     return {k: tuple(v) if isinstance(v, list) else v for k, v in props.items()}
 
 
 def memGetInfo() -> tuple[int, int]:
     """``(free, total)`` bytes as this session may use them: its memory limit is its total."""
     figures = _pool_figures()
-    total = figures.get("limit") or int(_properties(0).get("totalGlobalMem") or 0)
+    total = figures.get("limit") or int(_properties(_current.device).get("totalGlobalMem") or 0)
     return max(0, total - int(figures["total_bytes"])), total
 
 
@@ -122,8 +146,7 @@ def _device_get_attribute(attrib: int, device: int) -> int:
     """``runtime.deviceGetAttribute``: the value the pool's CUDA gave for the session's
     device when the session began (``Device.attributes``, named as CuPy names them: the
     ``cudaDevAttr`` name less its prefix; attributes are fixed for a device's lifetime)."""
-    _checked(device)
-    facts = _facts()
+    facts = _facts(device)
     attributes = facts.get("attributes") or {}
     for name, code in (facts.get("attribute_codes") or {}).items():
         value = attributes.get(name.removeprefix("cudaDevAttr"))
@@ -133,7 +156,9 @@ def _device_get_attribute(attrib: int, device: int) -> int:
 
 
 def _can_access_peer(device: int, peer: int) -> int:
-    """0: a session holds one device, and CUDA answers 0 for a device and itself."""
+    """0: each of a client's devices is a session of its own, a separate process (arrays
+    move between them through the client, kernelproxy.device_group), and CUDA answers 0
+    for a device and itself."""
     _checked(device)
     _checked(peer)
     return 0
@@ -193,8 +218,7 @@ class Device:
         _current.device = self._before.pop()
 
     def synchronize(self) -> None:
-        _checked(self.id)
-        _session().sync(device=True)
+        _device_session(self.id).sync(device=True)
 
     @property
     def compute_capability(self) -> str:
@@ -203,18 +227,16 @@ class Device:
 
     @property
     def attributes(self) -> dict:
-        _checked(self.id)
-        return dict(_facts().get("attributes") or {})
+        return dict(_facts(self.id).get("attributes") or {})
 
     @property
     def mem_info(self) -> tuple[int, int]:
-        _checked(self.id)
-        return memGetInfo()
+        with Device(self.id):
+            return memGetInfo()
 
     @property
     def pci_bus_id(self) -> str:
-        _checked(self.id)
-        return str(_facts().get("pci_bus_id", ""))
+        return str(_facts(self.id).get("pci_bus_id", ""))
 
     def __int__(self) -> int:
         return self.id
@@ -272,7 +294,7 @@ class Stream:
         _current.stream = self._before.pop()
 
     def synchronize(self) -> None:
-        _session().sync(device=True)
+        (_session() if self.ptr in (0, 2) else _device_session(self.device_id)).sync(device=True)
 
     @property
     def done(self) -> bool:
@@ -427,7 +449,7 @@ class MemoryPool:
         if fraction is not None:
             if not 0 <= fraction <= 1:
                 raise ValueError(f"memory limit fraction out of range: {fraction}")
-            size = int(int(_properties(0).get("totalGlobalMem") or 0) * fraction)
+            size = int(int(_properties(_current.device).get("totalGlobalMem") or 0) * fraction)
         if size is not None and int(size) < 0:
             raise ValueError(f"memory limit size out of range: {size}")
         _session().submit(m.KIND_CUDA, api.NONE, None, "pool.set_limit", None,

@@ -132,11 +132,10 @@ del _name
 def memory_of(array: Any) -> MemoryPointer:
     """``array.data``: one round trip to the pool (the address does not change; asked
     for rarely). The pointer keeps *array* (and so its memory) alive."""
-    from .cuda import get_device_id
     session = array._s
     ptr, start, size = session.value(session.submit(
         m.KIND_CUDA, api.VALUE, None, "array.data", array._h, [], {}, "ndarray.data"))
-    return MemoryPointer(Memory(start, size, get_device_id(), array), ptr - start)
+    return MemoryPointer(Memory(start, size, session.ordinal, array), ptr - start)
 
 
 def alloc(size: int) -> MemoryPointer:

@@ -23,10 +23,11 @@ from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, Ses
 from . import (cuda, fft_plans, flatiter, functional, host_io, index_tricks, jit, kernels, poly1d,
                signal_objects, sparse_lu, sparse_objects, ufuncs)
 from .core import build_core_modules
+from .device_group import current_of, like_on_current, move_array
 from .fft_config import FFTConfigModule, build_callback_module
 from . import ndarray as nd
 
-__all__ = ["build_modules", "active_session", "activate"]
+__all__ = ["build_modules", "active_session", "activate", "primary_session", "upload_array"]
 
 _active: list[Any] = []
 
@@ -49,10 +50,19 @@ def activate(session: Any) -> None:
     _active[:] = [session]
 
 
-def active_session() -> Any:
+def primary_session() -> Any:
+    """The active client's session of device 0 (its only one, unless it holds several)."""
     if not _active or _active[0].closed:
         raise SessionLostError("no remote GPU session is active; call kernelproxy.install(session)")
     return _active[0]
+
+
+def active_session() -> Any:
+    """The session of this thread's current device (``cupy.cuda.Device``)."""
+    if not _active or _active[0].closed:
+        raise SessionLostError("no remote GPU session is active; call kernelproxy.install(session)")
+    session = _active[0]
+    return session if session.group is None else current_of(session)
 
 
 class UniqueAllResult(NamedTuple):
@@ -161,7 +171,13 @@ def _function(qualname: str, want: str):
             flag, index = tuple_when
             if kwargs.get(flag, args[index] if len(args) > index else False):
                 wanted = api.MULTI
-        result = nd.call(active_session(), m.KIND_FUNCTION, qualname, wanted, None, args, kwargs, label)
+        session = active_session()
+        if session.group is not None:   # a prototype on another device: made here from its metadata
+            like = like_on_current(qualname, args, kwargs, session)
+            if like is not None:
+                return nd.call(session, m.KIND_FUNCTION, like[0], api.ARRAY, None, like[1], like[2],
+                               label)
+        result = nd.call(session, m.KIND_FUNCTION, qualname, wanted, None, args, kwargs, label)
         if output_index is not None:   # the array written into is the result itself, as in CuPy
             output = _output_array(output_index, args, kwargs)
             if output is not None:
@@ -201,9 +217,25 @@ def _upload(session: Any, host: np.ndarray) -> Any:
                    "cupy.asarray"), False
 
 
+def upload_array(session: Any, host: np.ndarray) -> Any:
+    """*host* uploaded to *session*'s device, a new array in its layout."""
+    return _upload(session, host)[0]
+
+
+def _moved(a: Any, session: Any) -> Any:
+    """An array of another of the client's devices copied to *session*'s, as CuPy's
+    ``array``/``asarray`` copy it to the current device; anything else as it is."""
+    owner = getattr(a, "_s", None) if isinstance(a, nd.ndarray) else None
+    if owner is None or owner is session or session.group is None or owner not in session.group:
+        return a
+    return move_array(a, session, "K")
+
+
 def asarray(a: Any, dtype: Any = None, order: Any = None, *, blocking: bool = False) -> Any:
     """``cupy.asarray``: host NumPy data is uploaded as one zero-copy frame."""
     session = active_session()
+    if session.group is not None:
+        a = _moved(a, session)
     if isinstance(a, nd.ndarray) and dtype is None and order in (None, "K", "A"):
         return a
     if isinstance(a, np.ndarray):
@@ -218,6 +250,10 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subo
           ndmin: int = 0, *, blocking: bool = False) -> Any:
     """``cupy.array``: like :func:`asarray`, always a new array unless ``copy=False``."""
     session = active_session()
+    if session.group is not None:
+        moved = _moved(obj, session)
+        if moved is not obj:
+            obj, copy = moved, None   # (already a new array here: copy only to convert)
     if isinstance(obj, nd.ndarray) and copy is not True and ndmin <= obj.ndim and obj._fits(dtype, order):
         return obj   # no copy needed: CuPy returns the array itself
     if isinstance(obj, np.ndarray):

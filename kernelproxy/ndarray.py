@@ -312,6 +312,12 @@ class ndarray:
         self.imag[...] = value
 
     @property
+    def device(self) -> Any:
+        """``cupy.cuda.Device`` of the client's device that holds the array."""
+        from .cuda import Device
+        return Device(self._s.ordinal)
+
+    @property
     def data(self) -> Any:
         """The array's memory on the pool's device (a round trip; see kernelproxy.memory)."""
         from .memory import memory_of
@@ -582,6 +588,24 @@ for _name, _want in api.METHODS.items():
         setattr(ndarray, _name, _method(_name, _want))
 
 del _name, _want
+
+_forwarded_copy = ndarray.copy
+
+
+def _copy(self, *args: Any, **kwargs: Any) -> "ndarray":
+    """``ndarray.copy``: on the current device, as CuPy's, also for an array of another of
+    the client's devices (kernelproxy.device_group)."""
+    session = self._s
+    if session.group is not None:
+        from .device_group import current_of, move_array
+        here = current_of(session)
+        if here is not session:
+            return move_array(self, here, *args, **kwargs)
+    return _forwarded_copy(self, *args, **kwargs)
+
+
+_copy.__name__, _copy.__doc__ = "copy", _forwarded_copy.__doc__
+ndarray.copy = _copy
 
 from .operators import install_operators  # noqa: E402  (needs the class above)
 from .subclasses import as_subclass, view_of_subclass  # noqa: E402

@@ -32,6 +32,7 @@ from gpu_backend.security import resolve_server_key, secure_client
 
 from .caller import caller
 from .connection import Heartbeat, door_request, hello
+from .device_group import device_mismatch
 from .interrupts import interrupts_deferred as _interrupts_deferred
 from .unix_link import UnixDealer
 
@@ -71,7 +72,7 @@ INLINE_BYTES = 1 << 14
 
 def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
             user: str | None = None, memory_limit: int | None = None,
-            timeout: float = 150.0) -> "Session":
+            timeout: float = 150.0, devices: int = 1) -> "Session":
     """Open a session on the pool at *address* (``tcp://host:port``, or the pool's
     ``ipc://path`` from a client on the pool's host: the worker is then reached over
     ``ipc://`` too).
@@ -82,9 +83,31 @@ def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike |
     None looks *address* up in the known-pools file (``$GPUWB_KNOWN_POOLS``,
     default ``~/.config/gpuwb/known_pools``); no entry means a plain connection,
     which a pool that requires encryption refuses.
+
+    *devices* > 1 holds that many of the pool's devices, as ``cupy.cuda.Device(0)`` to
+    ``Device(devices - 1)``: one session per device, each on a device of its own (see
+    :mod:`kernelproxy.device_group`); the one returned is device 0's, and closing it closes
+    them all. Each counts as a session against the user's quota.
     """
-    return Session(address, token, server_key=server_key, user=user, memory_limit=memory_limit,
-                   timeout=timeout)
+    if type(devices) is not int or devices < 1:
+        raise ValueError(f"devices is a number of devices, 1 or more, not {devices!r}")
+    first = Session(address, token, server_key=server_key, user=user, memory_limit=memory_limit,
+                    timeout=timeout)
+    if devices == 1:
+        return first
+    group = [first]
+    try:
+        while len(group) < devices:
+            group.append(Session(address, token, server_key=server_key, user=user,
+                                 memory_limit=memory_limit, timeout=timeout,
+                                 apart_from=[s.id for s in group]))
+    except BaseException:
+        for session in group:
+            session.close()
+        raise
+    for ordinal, session in enumerate(group):
+        session.group, session.ordinal = group, ordinal
+    return first
 
 
 
@@ -107,8 +130,12 @@ class Session:
 
     def __init__(self, address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
                  user: str | None = None, memory_limit: int | None = None,
-                 timeout: float = 150.0) -> None:
+                 timeout: float = 150.0, apart_from: list[str] | None = None) -> None:
         self.address = address
+        #: the sessions of one client that holds several devices, in device order (this one
+        #: is ``group[ordinal]``), or None: the session is the client's one device
+        self.group: list[Session] | None = None
+        self.ordinal = 0
         self._lock = threading.RLock()
         self._token = token
         #: the pool's pinned public key (Z85), or None: a plain connection
@@ -116,7 +143,7 @@ class Session:
         self.ctx = zmq.Context()
         try:
             info = hello(self.ctx, address, token, user, memory_limit, timeout,
-                         server_key=self.server_key)
+                         server_key=self.server_key, apart_from=apart_from)
         except BaseException:
             self.ctx.destroy(linger=0)
             raise
@@ -198,6 +225,8 @@ class Session:
                            and not getattr(obj, "_remote_array", False)):   # (a subclass's)
             return None
         if obj._s is not self:
+            if self.group is not None and obj._s in self.group:
+                raise device_mismatch(obj._s.ordinal, self.ordinal)
             raise ValueError(f"{'an array' if hasattr(obj, '_remote_array') else 'an object'} "
                              "of another remote session cannot be used here")
         if hid in self._dead:
@@ -562,9 +591,13 @@ class Session:
 
     @_serialised
     def close(self) -> None:
-        """End the session: the worker exits and frees every array."""
+        """End the session: the worker exits and frees every array. Device 0's session of a
+        client that holds several devices closes the others' too."""
         if self.closed:
             return
+        if self.group is not None and self.ordinal == 0:
+            for other in self.group[1:]:
+                other.close()
         try:
             if self._in_flight:  # nobody will read those results: stop the queued work
                 self._ops = []

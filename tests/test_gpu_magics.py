@@ -92,6 +92,15 @@ def test_connect_returned_a_session_summary(env, tmp_path):
         assert shown in text and shown in page
 
 
+def test_connect_asks_for_the_devices_the_session_holds(env):
+    """``--devices N`` reaches the pool, which names its own limit (several devices are
+    tests/test_device_group.py's)."""
+    with pytest.raises(UsageError, match="the pool has 1 device: a session cannot hold 2"):
+        gpu(env, f"connect {env.pool.address} --token {env.pool.token} --devices 2")
+    reconnect(env)
+    assert session().group is None and kernelproxy.installed()
+
+
 def test_a_lost_session_is_reopened_or_named(env, monkeypatch):
     label = lambda filename, line: f"line {line}"  # noqa: E731 (what the kernel sets)
     lost = session()

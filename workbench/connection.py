@@ -33,6 +33,7 @@ class ClientSettings(BaseSettings):
     server_key_file: Path | None = None   # ... or the file holding it (the pool's .pub)
     devices: str = "auto"                 # the embedded pool's devices
     memory_limit: int | None = None       # ask the pool for less than its default
+    session_devices: int = 1              # hold this many of the pool's devices (Device(0..n-1))
     auto_reconnect: bool = True
 
     @classmethod
@@ -63,6 +64,7 @@ class Workbench:
         self.address: str | None = None
         self._token: str | None = None
         self._server_key: str | None = None
+        self.devices = 1   # how many of the pool's devices the session holds
         self.reconnects = 0
 
     @property
@@ -70,8 +72,9 @@ class Workbench:
         return self.pool is not None
 
     def connect(self, address: str | None = None, token: str | None = None,
-                server_key: str | None = None) -> kernelproxy.Session:
-        """Open a session: on *address*, else the configured pool, else an embedded one.
+                server_key: str | None = None, devices: int | None = None) -> kernelproxy.Session:
+        """Open a session: on *address*, else the configured pool, else an embedded one;
+        holding *devices* of its devices (default: the ``session_devices`` setting).
 
         *server_key* pins the pool's public key (a Z85 key or a ``.pub`` file); without it,
         the configured key (GPUWB_SERVER_KEY(_FILE)) when *address* is the configured pool
@@ -88,8 +91,10 @@ class Workbench:
         elif token is None:
             raise ValueError(f"no token for {address}: pass --token or set GPUWB_TOKEN(_FILE)")
         self.address, self._token, self._server_key = address, token, server_key
+        self.devices = self.settings.session_devices if devices is None else devices
         self.session = kernelproxy.connect(address, token, server_key=server_key,
-                                           memory_limit=self.settings.memory_limit)
+                                           memory_limit=self.settings.memory_limit,
+                                           devices=self.devices)
         kernelproxy.install(self.session)
         return self.session
 
@@ -103,7 +108,8 @@ class Workbench:
         if self.address is None:
             return self.connect()
         self.session = kernelproxy.connect(self.address, self._token, server_key=self._server_key,
-                                           memory_limit=self.settings.memory_limit)
+                                           memory_limit=self.settings.memory_limit,
+                                           devices=self.devices)
         kernelproxy.install(self.session)
         self.reconnects += 1
         return self.session

@@ -71,7 +71,8 @@ class _subcommands(ArgDecorator):
         p.add_argument("--device", help="which device (default: this session's)")
         command("memory", "this session's memory: used, limit, free, arrays (a sync point)")
         p = command("connect", "open a session on the pool at ADDRESS (closes the current one)",
-                    usage="%(prog)s ADDRESS [--token T | --token-file F] [--server-key K|FILE]")
+                    usage="%(prog)s ADDRESS [--token T | --token-file F] [--server-key K|FILE] "
+                          "[--devices N]")
         p.add_argument("address", metavar="ADDRESS", nargs="?",
                        help="the pool's front door, tcp://host:port (ipc://path on its host)")
         token = p.add_mutually_exclusive_group()
@@ -83,6 +84,9 @@ class _subcommands(ArgDecorator):
                        help="pin the pool's public key (Z85, or its .pub file): the connection is "
                             "encrypted and a pool that cannot prove the key is refused (default: "
                             "GPUWB_SERVER_KEY(_FILE), or the known_pools file)")
+        p.add_argument("--devices", metavar="N", type=int, default=None,
+                       help="hold N of the pool's devices, cupy.cuda.Device(0) to Device(N-1), each "
+                            "counted as a session (default: GPUWB_SESSION_DEVICES, else 1)")
         command("disconnect", "close this session (and an embedded pool); import cupy is undone")
         command("sync", "wait until every op sent so far has run on the device; shows how long")
 
@@ -214,8 +218,11 @@ def memory_view(session: kernelproxy.Session) -> KeyValueView:
 def connected_view(session: kernelproxy.Session) -> KeyValueView:
     return KeyValueView("Connected", [
         ("session", session.id), ("pool", session.address),
-        ("device", _device_name(session.device)),
-        ("memory limit", human_bytes(session.memory_limit)),
+        ("device" if session.group is None else "devices",
+         _device_name(session.device) if session.group is None else
+         ", ".join(f"{s.ordinal}: {_device_name(s.device)}" for s in session.group)),
+        ("memory limit", human_bytes(session.memory_limit)
+         + ("" if session.group is None else " per device")),
         ("lease timeout", human_duration(session.lease_timeout)),
         ("embedded pool", "yes" if workbench.embedded else "no"),
         ("encryption", f"CurveZMQ, pool key {session.server_key.decode()}"
@@ -322,7 +329,7 @@ class GPUMagics(Magics):
             raise UsageError(f"%gpu connect: --server-key: {exc}") from None
         old = workbench.session
         try:
-            session = workbench.connect(address, token, server_key)
+            session = workbench.connect(address, token, server_key, devices=args.devices)
         except (kernelproxy.PoolError, ValueError) as exc:  # refused (a wrong token or key,
             # another version...), or a known_pools file that does not parse
             closed = "; the previous session was closed" if old is not None else ""

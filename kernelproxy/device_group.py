@@ -1,0 +1,99 @@
+"""Several GPUs for one client: ``cupy.cuda.Device(k)`` over a group of sessions.
+
+A client that asks for *n* devices (``kernelproxy.connect(..., devices=n)``) holds one
+ordinary session per device, each on a device of its own in the pool, so that every
+device's share, memory quota and accounting stay the pool's usual per-session ones
+(docs/architecture.md, "A session on several GPUs"). Device *k* of the client is the
+session ``group[k]``; ``cupy.cuda.Device(k)`` makes it the current one, per thread, as in
+CuPy.
+
+Where the work runs follows CuPy on a machine without peer access between its GPUs
+(which is what ``runtime.deviceCanAccessPeer`` answers: the sessions are separate
+processes):
+
+- a function of the ``cupy`` modules runs on the current device; an argument array of
+  another device is CuPy's ``ValueError`` ("... Peer access is unavailable between these
+  devices."). ``cupy.array``, ``cupy.asarray`` and ``ndarray.copy`` copy an array of
+  another device to the current one, as CuPy's do (through the client's memory here,
+  where CUDA would stage a peer copy through the host), and ``*_like`` functions take only
+  their prototype's shape, dtype and layout;
+- an array's methods and operators run on the array's own device (CuPy launches them on
+  the current device and reads the array by peer access where it can): the values are
+  the same; an operand of a third device is the ValueError above;
+- reading values (``get``, ``float``, ``print``) works from any current device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["device_mismatch", "current_of", "move_array", "like_on_current"]
+
+#: ``*_like`` functions and the creation function each becomes with an explicit shape
+_LIKE = {"empty_like": "empty", "zeros_like": "zeros", "ones_like": "ones", "full_like": "full"}
+
+
+def device_mismatch(resides: int, current: int) -> ValueError:
+    """CuPy's error for an array of another device in a kernel's arguments."""
+    return ValueError(
+        f"The device where the array resides ({resides}) is different from the current "
+        f"device ({current}). Peer access is unavailable between these devices.")
+
+
+def current_of(session: Any) -> Any:
+    """The session of the current device in *session*'s group (*session* itself if it
+    holds the client's only device)."""
+    group = session.group
+    if group is None:
+        return session
+    from .cuda import current_device
+    return group[current_device(len(group))]
+
+
+def move_array(array: Any, target: Any, order: str = "C") -> Any:
+    """A copy of *array* (a device of the same client) on *target*'s device, in *order*
+    (``C``, ``F``, ``A`` or ``K`` as ``ndarray.copy`` takes it)."""
+    from .modules import upload_array
+    host = array.get()
+    if order in ("C", "c") or (order in ("A", "a") and not host.flags.f_contiguous) \
+            or (order in ("K", "k") and not host.flags.f_contiguous):
+        host = np.ascontiguousarray(host)
+    elif order in ("F", "f", "A", "a", "K", "k"):
+        host = np.asfortranarray(host)
+    else:
+        raise ValueError(f"order not understood: {order!r}")
+    return upload_array(target, host)
+
+
+def like_on_current(qualname: str, args: tuple, kwargs: dict, session: Any) -> tuple | None:
+    """``zeros_like(x)`` where *x* is on another device of the client: the creation call
+    (name, args, kwargs) that makes the same array on the current device, or None when
+    the prototype is not such an array."""
+    make = _LIKE.get(qualname)
+    if make is None or not args:
+        return None
+    prototype = args[0]
+    owner = getattr(prototype, "_s", None)
+    if owner is None or owner is session or session.group is None or owner not in session.group:
+        return None
+    rest = dict(kwargs)
+    positional = list(args[1:])
+    fill = [positional.pop(0)] if make == "full" and positional else []
+    if make == "full" and not fill:
+        fill = [rest.pop("fill_value")] if "fill_value" in rest else []
+    names = ("dtype", "order", "subok", "shape")
+    for name, value in zip(names, positional):
+        rest[name] = value
+    dtype = rest.pop("dtype", None)
+    order = rest.pop("order", "K")
+    rest.pop("subok", None)
+    shape = rest.pop("shape", None)
+    if rest:
+        raise TypeError(f"{qualname}() got an unexpected keyword argument {next(iter(rest))!r}")
+    if order in ("K", "A", "k", "a", None):
+        flags = prototype.flags
+        order = "F" if flags.f_contiguous and not flags.c_contiguous else "C"
+    new_kwargs = {"dtype": prototype.dtype if dtype is None else dtype, "order": order}
+    return make, (prototype.shape if shape is None else shape, *fill), new_kwargs
