@@ -236,6 +236,7 @@ def _eventually_one(pool) -> bool:
 
 
 def test_the_workbench_connects_and_reconnects_with_its_devices(multi_pool):
+    pytest.importorskip("IPython")   # (workbench's views; the GPU machine has no Jupyter)
     from workbench.connection import Workbench
     from workbench.magics import connected_view
     bench = Workbench()
