@@ -14,6 +14,9 @@
 # policies, probe, bench, latency, suite, handover; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
+# MPS=1: the targets run under CUDA's Multi-Process Service (a control daemon started here
+# with its pipes in /tmp and its log in $OUT/mps-log, stopped at the end; every CUDA process of the run,
+# pool workers and plain CuPy alike, becomes its client). The GPU's settings are not touched.
 set -u
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 if [ -d .whl ]; then
@@ -26,6 +29,15 @@ fi
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import cupy, numpy, zmq, msgpack; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'pyzmq', zmq.__version__, 'msgpack', msgpack.version)" | tee -a "$OUT/gpu.txt"
+if [ -n "${MPS:-}" ]; then
+  # (the pipes' socket paths must stay short; the log lands with the outputs)
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/gpuwb-mps-pipe CUDA_MPS_LOG_DIRECTORY=$(realpath "$OUT")/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || { echo "MPS: the control daemon did not start"; exit 1; }
+  trap 'echo quit | nvidia-cuda-mps-control; sleep 1' EXIT
+  python3 -c "import cupy; cupy.arange(3).sum(); print('MPS: a CUDA client ran')" || exit 1
+  echo get_server_list | nvidia-cuda-mps-control | sed 's/^/MPS server: /'
+fi
 for what in ${@:-all}; do
 if [ "$what" = all ] || [ "$what" = probe ]; then
   timeout 200 python3 benchmarks/wakeup_probe.py --json "$OUT/wakeup.json" 2>&1 | tee "$OUT/wakeup.log"
