@@ -56,15 +56,12 @@ def move_array(array: Any, target: Any, order: str = "C") -> Any:
     """A copy of *array* (a device of the same client) on *target*'s device, in *order*
     (``C``, ``F``, ``A`` or ``K`` as ``ndarray.copy`` takes it)."""
     from .modules import upload_array
-    host = array.get()
-    if order in ("C", "c") or (order in ("A", "a") and not host.flags.f_contiguous) \
-            or (order in ("K", "k") and not host.flags.f_contiguous):
-        host = np.ascontiguousarray(host)
-    elif order in ("F", "f", "A", "a", "K", "k"):
-        host = np.asfortranarray(host)
-    else:
+    if order not in ("C", "c", "F", "f", "A", "a", "K", "k"):
         raise ValueError(f"order not understood: {order!r}")
-    return upload_array(target, host)
+    host = array.get()
+    fortran = order in ("F", "f") or (order not in ("C", "c") and host.flags.f_contiguous
+                                      and not host.flags.c_contiguous)
+    return upload_array(target, np.asfortranarray(host) if fortran else np.ascontiguousarray(host))
 
 
 def like_on_current(qualname: str, args: tuple, kwargs: dict, session: Any) -> tuple | None:

@@ -59,9 +59,7 @@ def primary_session() -> Any:
 
 def active_session() -> Any:
     """The session of this thread's current device (``cupy.cuda.Device``)."""
-    if not _active or _active[0].closed:
-        raise SessionLostError("no remote GPU session is active; call kernelproxy.install(session)")
-    session = _active[0]
+    session = primary_session()
     return session if session.group is None else current_of(session)
 
 
