@@ -13,9 +13,10 @@ big-vs-small scenario, docs/performance.md).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
+
+from json_out import emit   # (beside this file)
 
 
 def measure(cp, n: int, dtype: str, reps: int) -> dict:
@@ -64,10 +65,7 @@ def main() -> int:
               f"{r['launch_ms'] / r['device_ms']:>14.2f}")
     result = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": rows}
-    print(json.dumps(result, indent=1))
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(result, out, indent=1)
+    emit(result, args.json)
     return 0
 
 

@@ -29,13 +29,14 @@ Needs CuPy and a GPU.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import time
 from datetime import datetime, timezone
 from multiprocessing import shared_memory
 
 import numpy as np
+
+from json_out import emit   # (beside this file)
 
 N, DTYPE = 6144, "float16"     # as benchmarks/fairness.py's big GEMM: ~0.6-0.7 ms on an H100
 TURN, STOP, READY = 0, 1, 2    # slots of the shared flag array
@@ -220,10 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "gpu": gpu,
               "gemm": {"n": args.n, "dtype": DTYPE, "ms": per_gemm_ms}, "seconds": args.seconds,
               "early_us": args.early_us, "rows": rows}
-    print(json.dumps(result, indent=1))
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(result, out, indent=1)
+    emit(result, args.json)
     return 0
 
 

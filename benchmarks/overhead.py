@@ -41,7 +41,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kernelproxy  # noqa: E402
-from raw_transport import bench_raw  # noqa: E402  (beside this file)
+from json_out import emit  # noqa: E402  (beside this file)
+from raw_transport import bench_raw  # noqa: E402
 from served_pool import ServedPool, open_pool, sessions_by_transport, use_side  # noqa: E402
 from kernelproxy.modules import module_for  # noqa: E402
 
@@ -438,10 +439,7 @@ def main(argv=None):
     if "policies" in results:
         print()
         print(policy_table(results["policies"]))
-    print(json.dumps(results, indent=1))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
+    emit(results, args.json)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Prints a table, then one JSON object (also written to --json).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -38,7 +37,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kernelproxy.modules import module_for  # noqa: E402
-from served_pool import open_pool, sessions_by_transport, use_side  # noqa: E402  (beside this file)
+from json_out import emit  # noqa: E402  (beside this file)
+from served_pool import open_pool, sessions_by_transport, use_side  # noqa: E402
 
 TARGET = 1.10
 
@@ -275,10 +275,7 @@ def main(argv=None):
         print(line)
     for failure in failures:
         print("RESULT DIFFERS:", failure)
-    print(json.dumps(results, indent=1))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
+    emit(results, args.json)
     return 1 if failures else 0
 
 

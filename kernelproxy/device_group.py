@@ -25,14 +25,35 @@ processes):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["device_mismatch", "current_of", "move_array", "like_on_current"]
+__all__ = ["open_devices", "device_mismatch", "current_of", "move_array", "like_on_current"]
 
 #: ``*_like`` functions and the creation function each becomes with an explicit shape
 _LIKE = {"empty_like": "empty", "zeros_like": "zeros", "ones_like": "ones", "full_like": "full"}
+
+
+def open_devices(open_session: Callable[..., Any], devices: int) -> Any:
+    """Device 0's session of a client that holds *devices* devices: one session each,
+    ``open_session(apart_from=[ids so far])`` placing each on a device the others do not
+    hold; on a refusal the ones opened are closed and the refusal raised."""
+    if type(devices) is not int or devices < 1:
+        raise ValueError(f"devices is a number of devices, 1 or more, not {devices!r}")
+    group = [open_session()]
+    if devices == 1:
+        return group[0]
+    try:
+        while len(group) < devices:
+            group.append(open_session(apart_from=[s.id for s in group]))
+    except BaseException:
+        for session in group:
+            session.close()
+        raise
+    for ordinal, session in enumerate(group):
+        session.group, session.ordinal = group, ordinal
+    return group[0]
 
 
 def device_mismatch(resides: int, current: int) -> ValueError:

@@ -23,6 +23,7 @@ from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.codec import Handle
 
 from .flags import Flags
+from .out_args import checked_out, given_outs, positional_out
 
 __all__ = ["ndarray", "Flags", "call", "wrap"]
 
@@ -65,56 +66,14 @@ def _unwrap(session: Any, value: Any) -> Any:
     return value
 
 
-#: Where ndarray methods take ``out`` positionally (the functions of the same name,
-#: with the array first, take it one place later).
-_METHOD_OUT_ARG = {
-    "all": 1, "any": 1, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "round": 1, "dot": 1,
-    "choose": 1, "clip": 2, "cumprod": 2, "cumsum": 2, "mean": 2, "prod": 2, "std": 2, "sum": 2,
-    "var": 2, "take": 2, "compress": 2, "trace": 4,
-}
-_FUNCTION_OUT_ARG = {name: i + 1 for name, i in _METHOD_OUT_ARG.items()}
-_FUNCTION_OUT_ARG.update(concatenate=2, amax=2, amin=2, around=2)
-#: ``add.reduce(array, axis, dtype, out)`` and its kin
-_UFUNC_METHOD_OUT_ARG = {"reduce": 3, "accumulate": 3, "reduceat": 4}
-
-
-def _positional_out(kind: str, name: str, args: tuple) -> Any:
-    """The output array given positionally (``cupy.add(a, b, out)``, ``a.sum(0, None, out)``)."""
-    if kind == m.KIND_METHOD:
-        index = _METHOD_OUT_ARG.get(name)
-    elif "." in name:   # linalg.norm, ..., or a ufunc's method: add.reduce(a, axis, dtype, out)
-        owner, _, method = name.rpartition(".")
-        index = (_UFUNC_METHOD_OUT_ARG.get(method) if owner in api.UFUNCS
-                 else _FUNCTION_OUT_ARG.get(name))
-    else:
-        ufunc = getattr(np, name, None)
-        if isinstance(ufunc, np.ufunc):
-            index = ufunc.nin if ufunc.nout == 1 else None
-        else:
-            index = _FUNCTION_OUT_ARG.get(name)
-    if index is not None and len(args) > index:
-        return _checked_out(args[index])
-    return None
-
-
-def _checked_out(out: Any) -> Any:
-    """``out=``, checked: only remote arrays (a host array would be filled on the pool only)."""
-    outs = out if type(out) is tuple else (out,)
-    if all(o is None for o in outs):
-        return None
-    if not all(o is None or isinstance(o, ndarray) for o in outs):
-        raise TypeError("Output arguments type must be cupy.ndarray")
-    return out
-
-
 def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple,
          kwargs: dict, label: str) -> Any:
     """Issue an op and shape its result the way CuPy returns it."""
     __tracebackhide__ = True  # IPython shows the user's frames, not ours
     if want == _ARRAY:
-        out = _checked_out(kwargs.get("out")) if kwargs else None
+        out = checked_out(kwargs.get("out")) if kwargs else None
         if out is None and args and kind in (m.KIND_FUNCTION, m.KIND_METHOD):
-            out = _positional_out(kind, name, args)
+            out = positional_out(kind, name, args)
         if out is not None:
             session.submit(kind, _NONE, None, name, target, args, kwargs, label)
             return out[0] if isinstance(out, tuple) and len(out) == 1 else out
@@ -129,14 +88,14 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
         return None
     if want == _VALUE:
         return session.value(session.submit(kind, _VALUE, None, name, target, args, kwargs, label))
-    out = _checked_out(kwargs.get("out")) if kwargs else None
+    out = checked_out(kwargs.get("out")) if kwargs else None
     if type(out) is tuple and len(out) > 1 and all(isinstance(o, ndarray) for o in out):
         session.submit(kind, _NONE, None, name, target, args, kwargs, label)  # modf(x, out=(a, b))
         return out
     hid = session.new_id()
     seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)
     result = _unwrap(session, session.value(seq))
-    given = _given_outs(kind, name, args, out)
+    given = given_outs(kind, name, args, out)
     if given is not None and isinstance(result, tuple) and len(result) >= len(given):
         # the outputs given are the results, as in CuPy (divmod(a, b, out0) -> (out0, new))
         given = given + (None,) * (len(result) - len(given))
@@ -148,17 +107,6 @@ def _from_pickle(host: np.ndarray) -> "ndarray":
     """Unpickling a remote array: its host copy uploaded to the active session."""
     from . import modules
     return modules.proxy_cupy().array(host)
-
-
-def _given_outs(kind: str, name: str, args: tuple, out: Any) -> tuple | None:
-    """The output arrays a multi-output ufunc was given (``out=`` or after its inputs)."""
-    if out is None and kind == m.KIND_FUNCTION:
-        ufunc = getattr(np, name, None) if "." not in name else None
-        if isinstance(ufunc, np.ufunc) and ufunc.nout > 1 and len(args) > ufunc.nin:
-            out = _checked_out(tuple(args[ufunc.nin:ufunc.nin + ufunc.nout]))
-    if out is None:
-        return None
-    return out if type(out) is tuple else (out,)
 
 
 _OP_SYMBOLS = {

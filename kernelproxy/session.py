@@ -32,7 +32,8 @@ from gpu_backend.security import resolve_server_key, secure_client
 
 from .caller import caller
 from .connection import Heartbeat, door_request, hello
-from .device_group import device_mismatch
+from .device_group import device_mismatch, open_devices
+from .streamed import receive_streamed, send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
 from .unix_link import UnixDealer
 
@@ -89,25 +90,11 @@ def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike |
     :mod:`kernelproxy.device_group`); the one returned is device 0's, and closing it closes
     them all. Each counts as a session against the user's quota.
     """
-    if type(devices) is not int or devices < 1:
-        raise ValueError(f"devices is a number of devices, 1 or more, not {devices!r}")
-    first = Session(address, token, server_key=server_key, user=user, memory_limit=memory_limit,
-                    timeout=timeout)
-    if devices == 1:
-        return first
-    group = [first]
-    try:
-        while len(group) < devices:
-            group.append(Session(address, token, server_key=server_key, user=user,
-                                 memory_limit=memory_limit, timeout=timeout,
-                                 apart_from=[s.id for s in group]))
-    except BaseException:
-        for session in group:
-            session.close()
-        raise
-    for ordinal, session in enumerate(group):
-        session.group, session.ordinal = group, ordinal
-    return first
+    def open_session(apart_from: list[str] | None = None) -> Session:
+        return Session(address, token, server_key=server_key, user=user,
+                       memory_limit=memory_limit, timeout=timeout, apart_from=apart_from)
+
+    return open_devices(open_session, devices)
 
 
 
@@ -274,37 +261,13 @@ class Session:
         if not codec.device_dtype(data.dtype):
             raise codec.unsupported_dtype(data.dtype)
         if self.stream_threshold is not None and data.nbytes > self.stream_threshold:
-            return self._upload_streamed(data, out)
+            return send_streamed(self, data, out)
         seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
                           [list(data.shape)], label="upload")
         if data.dtype.kind == "V":   # bfloat16, structures: as bytes (no buffer of bfloat16)
             data = data.reshape(-1).view(np.uint8)
         self._payload.append(data if data.nbytes >= INLINE_BYTES else data.tobytes())
         self.flush(wait_sent=data.nbytes >= INLINE_BYTES)
-        return seq
-
-    def _upload_streamed(self, data: np.ndarray, out: int) -> int:
-        """Send a large upload as chunk messages, so the GPU copy overlaps the network."""
-        flat = data.reshape(-1).view(np.uint8)
-        step = self.stream_chunk_bytes
-        chunks = -(-flat.size // step)
-        seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
-                          [list(data.shape), chunks], label="upload")
-        self.flush(drain=False)
-        sock = self.sock
-        tracker = None
-        report = self.progress("upload", flat.size) if self.progress is not None else None
-        try:
-            for i in range(chunks):
-                sock.send(codec.packb({"k": self.key, "u": seq, "i": i}), zmq.SNDMORE)
-                tracker = sock.send(flat[i * step:(i + 1) * step], copy=False, track=True)
-                if report is not None:   # (sends block once ZeroMQ's queue is full)
-                    report.update(min((i + 1) * step, flat.size))
-            if tracker is not None:
-                tracker.wait()  # ZeroMQ sends in order: once the last chunk is out, all are
-        finally:
-            if report is not None:
-                report.close()
         return seq
 
     # ------------------------------------------------------------ sending
@@ -393,7 +356,7 @@ class Session:
             seq, dt, shape = entry[:3]
             dt = wire_dtype(dt)
             if len(entry) > 3:
-                self._values[seq] = self._receive_streamed(dt, shape, entry[3])
+                self._values[seq] = receive_streamed(self, dt, shape, entry[3])
             else:
                 self._values[seq] = np.frombuffer(next(payload).buffer, dtype=dt).reshape(shape)
         for seq, category, text, *module in reply["w"]:
@@ -428,27 +391,6 @@ class Session:
         if error is None or error[0] is None or error[0] > last:
             for seq in range(first, last + 1):
                 origin.pop(seq, None)
-
-    def _receive_streamed(self, dtype: np.dtype, shape: list, chunks: int) -> np.ndarray:
-        """Receive a streamed download straight into its final array, chunk by chunk."""
-        out = np.empty(shape, dtype)
-        view = memoryview(out.reshape(-1).view(np.uint8))
-        offset = 0
-        report = self.progress("download", out.nbytes) if self.progress is not None else None
-        try:
-            for _ in range(chunks):
-                while not self.sock.poll(1000):
-                    if self.heartbeat.lost:
-                        self._lose(self.heartbeat.lost)
-                offset += self.sock.recv_into(view[offset:])
-                if report is not None:
-                    report.update(offset)
-        finally:
-            if report is not None:
-                report.close()
-        if offset != out.nbytes:
-            self._lose(f"a download came with {offset} of its {out.nbytes} bytes")
-        return out
 
     # ------------------------------------------------------------ sync points
     @_serialised
