@@ -1,6 +1,7 @@
 """The floor of each session transport: plain messages between two processes.
 
     bench_raw(nbytes, reps, "tcp" | "zmq-ipc" | "unix")
+    bench_staging_floor(nbytes, reps)
 
 The same measurements over pyzmq (a DEALER here, a ROUTER peer, as a session
 and its worker: ``tcp`` or ``zmq-ipc``) and over a plain Unix socket with the
@@ -8,6 +9,12 @@ session link's framing (``unix``, what ``ipc://`` sessions use): a large
 message each way (one message, and 8 MB messages), and the round trip of a
 small one (the floor of any sync op), hot and after 10 ms idle. overhead.py
 compares the proxy with these.
+
+A same-host session's large transfers go through a shared-memory ring instead of
+its socket (``gpu_backend.protocol.staging``): one copy on the client's side each
+way, into a slot or out of one. ``bench_staging_floor`` is that copy alone, in one
+process: the bytes into a mapped 4-slot ring 8 MB at a time, and out of it into a
+fresh array, as a download lands in one.
 """
 
 from __future__ import annotations
@@ -183,3 +190,32 @@ def bench_raw(nbytes: int, reps: int, transport: str = "tcp", idle_reps: int = 3
             "rtt_small_us": statistics.median(hot) * 1e6,
             "rtt_after_idle_us": idle[len(idle) // 2] * 1e6,
             "rtt_after_idle_p99_us": idle[int(len(idle) * 0.99)] * 1e6}
+
+
+def bench_staging_floor(nbytes: int, reps: int, slot_bytes: int = 8 << 20) -> dict:
+    """The host copies a staged transfer cannot avoid (see the module's docstring)."""
+    from gpu_backend.protocol.staging import StagingRing, available
+    if not available():
+        return {}
+    ring = StagingRing.create(slot_bytes)
+    try:
+        payload = np.random.default_rng(1).random(nbytes // 8).view(np.uint8)
+        send, recv = [], []
+        for _ in range(reps + 1):
+            t0 = time.perf_counter()
+            for i, offset in enumerate(range(0, nbytes, slot_bytes)):
+                part = payload[offset:offset + slot_bytes]
+                ring.slot(i % ring.slots, part.size)[:] = memoryview(part)
+            send.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            into = np.empty(nbytes, np.uint8)
+            view = memoryview(into)
+            for i, offset in enumerate(range(0, nbytes, slot_bytes)):
+                size = min(slot_bytes, nbytes - offset)
+                view[offset:offset + size] = ring.slot(i % ring.slots, size)
+            recv.append(time.perf_counter() - t0)
+            del into, view
+    finally:
+        ring.close()
+    return {"transport": "shared memory", "send_GBps": nbytes / min(send[1:]) / 1e9,
+            "recv_GBps": nbytes / min(recv[1:]) / 1e9}

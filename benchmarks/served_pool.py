@@ -92,7 +92,9 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     transport spelled "ipc-held" (or "tcp-held") is the same session with its ops held
     for a sync point or a full batch instead of going as soon as its worker is idle
     (``Session.eager_flush`` off; :func:`use_side` sets it before each use): one worker
-    process for both, since a worker's speed depends on the vCPU it lands on."""
+    process for both, since a worker's speed depends on the vCPU it lands on.
+    "ipc-socket": a second same-host session whose large transfers go over its Unix
+    socket instead of the shared-memory staging ring (``GPUWB_STAGING=0``)."""
     addresses = {"ipc": pool.local_address, "tcp": pool.tcp_address}
     sessions = {}
     try:
@@ -102,6 +104,14 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
                 if base not in sessions:
                     sessions[base] = kernelproxy.connect(addresses[base], pool.token)
                 sessions[t] = sessions[base]
+            elif base == "ipc" and mode == "socket" and addresses["ipc"]:
+                # large transfers over the Unix socket, not the shared-memory ring: a session
+                # of its own (the ring is set up at connect)
+                os.environ["GPUWB_STAGING"] = "0"
+                try:
+                    sessions[t] = kernelproxy.connect(addresses["ipc"], pool.token)
+                finally:
+                    del os.environ["GPUWB_STAGING"]
         yield sessions
     finally:
         for session in set(sessions.values()):

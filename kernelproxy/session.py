@@ -28,6 +28,8 @@ from gpu_backend.protocol import api, codec
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import (InvalidHandleError, SessionLostError, error_class,
                                          warning_class)
+from gpu_backend.protocol.staging import StagingRing
+from gpu_backend.protocol.staging import available as staging_available
 from gpu_backend.security import resolve_server_key, secure_client
 
 from .caller import caller
@@ -170,6 +172,12 @@ class Session:
         #: overlaps the network; the NumPy device keeps one zero-copy frame)
         self.stream_threshold: int | None = self.device.get("stream_bytes")
         self.stream_chunk_bytes: int = self.stream_threshold or m.STREAM_CHUNK_BYTES
+        #: a same-host session's shared-memory ring: streamed transfers copy through it
+        #: instead of the socket (kernelproxy.streamed; GPUWB_STAGING=0 turns it off)
+        self.staging: StagingRing | None = None
+        if (isinstance(self.sock, UnixDealer) and self.stream_threshold and staging_available()
+                and os.environ.get("GPUWB_STAGING", "1") != "0"):
+            self.staging = self.sock.open_staging(self.key)
         #: a factory ``progress(label, total_bytes)`` of reporters (``update(done)``,
         #: ``close()``) for streamed transfers, or None; the kernel shows them in the notebook
         self.progress: Any = None

@@ -11,6 +11,7 @@ import zmq
 
 from gpu_backend.protocol import api, codec
 from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.staging import StagingRing
 
 __all__ = ["send_streamed", "receive_streamed"]
 
@@ -25,11 +26,16 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
     session.flush(drain=False)
     sock = session.sock
     tracker = None
+    ring = session.staging
     report = session.progress("upload", flat.size) if session.progress is not None else None
     try:
         for i in range(chunks):
-            sock.send(codec.packb({"k": session.key, "u": seq, "i": i}), zmq.SNDMORE)
-            tracker = sock.send(flat[i * step:(i + 1) * step], copy=False, track=True)
+            part = flat[i * step:(i + 1) * step]
+            if ring is not None:   # the bytes through shared memory, the message names the slot
+                sock.send(codec.packb(_into_slot(session, ring, part, {"k": session.key, "u": seq, "i": i})))
+            else:
+                sock.send(codec.packb({"k": session.key, "u": seq, "i": i}), zmq.SNDMORE)
+                tracker = sock.send(part, copy=False, track=True)
             if report is not None:   # (sends block once ZeroMQ's queue is full)
                 report.update(min((i + 1) * step, flat.size))
         if tracker is not None:
@@ -40,18 +46,38 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
     return seq
 
 
+def _into_slot(session: Any, ring: StagingRing, part: np.ndarray, header: dict) -> dict:
+    """Copy an upload chunk into the ring's next slot once the worker is done with that
+    slot's last chunk; *header* completed to name it."""
+    chunk = ring.uploads_sent
+    ring.wait_free(chunk, lambda: ring.uploads_done, lambda: _check_alive(session))
+    slot = ring.slot_of(chunk)
+    ring.slot(slot, part.size)[:] = memoryview(part)
+    ring.uploads_sent = chunk + 1
+    header.update(s=slot, g=chunk, n=part.size)
+    return header
+
+
+def _check_alive(session: Any) -> None:
+    if session.heartbeat.lost:
+        session._lose(session.heartbeat.lost)
+
+
 def receive_streamed(session: Any, dtype: np.dtype, shape: list, chunks: int) -> np.ndarray:
     """Receive a streamed download straight into its final array, chunk by chunk."""
     out = np.empty(shape, dtype)
     view = memoryview(out.reshape(-1).view(np.uint8))
     offset = 0
     report = session.progress("download", out.nbytes) if session.progress is not None else None
+    ring = session.staging
     try:
         for _ in range(chunks):
             while not session.sock.poll(1000):
-                if session.heartbeat.lost:
-                    session._lose(session.heartbeat.lost)
-            offset += session.sock.recv_into(view[offset:])
+                _check_alive(session)
+            if ring is not None:
+                offset += _out_of_slot(session, ring, view[offset:])
+            else:
+                offset += session.sock.recv_into(view[offset:])
             if report is not None:
                 report.update(offset)
     finally:
@@ -60,3 +86,19 @@ def receive_streamed(session: Any, dtype: np.dtype, shape: list, chunks: int) ->
     if offset != out.nbytes:
         session._lose(f"a download came with {offset} of its {out.nbytes} bytes")
     return out
+
+
+def _out_of_slot(session: Any, ring: StagingRing, view: memoryview) -> int:
+    """A staged download chunk: its message names the slot; copy it into *view* and count
+    it done, so the worker may fill the slot again. Returns its length."""
+    frames = session.sock.recv_multipart()
+    header = codec.unpackb(frames[0]) if len(frames) == 1 else None
+    chunk, slot, nbytes = (header.get("g"), header.get("s"), header.get("n")) \
+        if isinstance(header, dict) else (None, None, None)
+    if chunk != ring.downloads_sent or type(nbytes) is not int or nbytes > view.nbytes \
+            or slot != ring.slot_of(chunk):
+        session._lose(f"a download chunk out of order or too large ({header!r})")
+    view[:nbytes] = ring.slot(slot, nbytes)
+    ring.downloads_sent = chunk + 1
+    ring.download_done(chunk)
+    return nbytes

@@ -10,14 +10,18 @@ there is no I/O thread, so a reply wakes the waiting thread directly. See
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 from typing import Any, Callable, NoReturn
 
 import zmq
 
-from gpu_backend.protocol.framing import read_exact, read_lengths, read_message, send_all
+from gpu_backend.protocol import codec
 from gpu_backend.protocol.errors import ProtocolError
+from gpu_backend.protocol.framing import (read_exact, read_lengths, read_message, read_message_with_fds,
+                                          send_all)
+from gpu_backend.protocol.staging import StagingRing
 
 __all__ = ["UnixDealer"]
 
@@ -52,6 +56,8 @@ class UnixDealer:
         self._poller = select.poll()
         self._poller.register(self.sock.fileno(), select.POLLIN)
         self._parts: list[Any] = []
+        #: the shared-memory ring for large transfers (open_staging), if the worker gave one
+        self.staging: StagingRing | None = None
 
     # ------------------------------------------------------------ the DEALER calls used
     def send(self, data: Any, flags: int = 0, copy: bool = True, track: bool = False) -> Any:
@@ -85,10 +91,37 @@ class UnixDealer:
             self._lost(f"the session's worker closed its connection ({exc})")
         return lengths[0]
 
+    def open_staging(self, key: bytes) -> StagingRing | None:
+        """Ask the worker for a shared-memory staging ring (see
+        :mod:`gpu_backend.protocol.staging`); None where it has none to give. Called once,
+        before the session's first batch, so the answer is the next message."""
+        self.send(codec.packb({"k": key, "t": "staging"}))
+        try:
+            frames, fds = read_message_with_fds(self.sock)
+        except (EOFError, OSError) as exc:
+            self._lost(f"the session's worker closed its connection ({exc})")
+        answer = codec.unpackb(frames[0].bytes) if frames else None
+        spec = answer.get("staging") if isinstance(answer, dict) else None
+        if not isinstance(spec, dict) or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            if isinstance(answer, dict) and "staging" in answer:
+                return None
+            raise ProtocolError(f"the worker answered a staging request with {answer!r}")
+        try:
+            self.staging = StagingRing(fds[0], int(spec["slot_bytes"]), int(spec["slots"]))
+        except (KeyError, TypeError, ValueError, OSError) as exc:
+            os.close(fds[0])
+            raise ProtocolError(f"an unusable staging ring: {exc}") from None
+        return self.staging
+
     def setsockopt(self, option: int, value: Any) -> None:
         return None   # LINGER and the like: nothing to set on a Unix socket
 
     def close(self, linger: int | None = None) -> None:
         self.sock.close()
+        if self.staging is not None:
+            self.staging.close()
+            self.staging = None
 
 

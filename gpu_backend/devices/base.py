@@ -353,9 +353,29 @@ class Device:
 
     def chunks_to_host(self, array: Any):
         """Yield *array*'s bytes as host buffers of at most ``stream_bytes`` each."""
-        flat = self.to_host(array).reshape(-1).view(np.uint8)
+        flat = self.flat_bytes(array)
         for offset in range(0, flat.size, self.stream_bytes):
             yield flat[offset:offset + self.stream_bytes]
+
+    # A same-host client's staging ring (gpu_backend.worker.staged): downloads copied into
+    # shared memory that the device may have pinned.
+    def flat_bytes(self, array: Any) -> Any:
+        """*array*'s bytes in C order as one flat array of bytes of this device (a copy only
+        where *array* is not C-contiguous)."""
+        return self.to_host(array).reshape(-1).view(np.uint8)
+
+    def copy_to_host(self, flat: Any, offset: int, nbytes: int, dest: memoryview) -> None:
+        """Copy *nbytes* of :meth:`flat_bytes`'s result from *offset* into *dest*, finished
+        when this returns."""
+        np.frombuffer(dest, np.uint8)[:] = flat[offset:offset + nbytes]
+
+    def pin_host(self, view: memoryview) -> Any:
+        """Make host memory fast for the device's copies (page-locked); a handle for
+        :meth:`unpin_host`, or None where there is nothing to gain or it failed."""
+        return None
+
+    def unpin_host(self, handle: Any) -> None:
+        pass
 
     # -- bookkeeping --------------------------------------------------------
     def synchronize(self) -> None:

@@ -275,7 +275,7 @@ class CupyDevice(Device):
         chunk (asynchronously, in stream order after the work that made the array) while
         the caller sends this one, so the copy and the socket overlap."""
         cupy = self.cupy
-        flat = cupy.ascontiguousarray(array).reshape(-1).view(cupy.uint8)
+        flat = self.flat_bytes(array)
         stream = cupy.cuda.get_current_stream()
         ahead = None   # (pinned buffer, the event that says its copy is done)
         try:
@@ -293,6 +293,28 @@ class CupyDevice(Device):
                 yield ahead[0]
         finally:   # abandoned midway (the client left): no copy may still write a freed buffer
             stream.synchronize()
+
+    def flat_bytes(self, array: Any) -> Any:
+        return self.cupy.ascontiguousarray(array).reshape(-1).view(self.cupy.uint8)
+
+    def copy_to_host(self, flat: Any, offset: int, nbytes: int, dest: memoryview) -> None:
+        flat[offset:offset + nbytes].get(out=np.frombuffer(dest, np.uint8))
+
+    def pin_host(self, view: memoryview) -> Any:
+        """Register the memory with CUDA (``cudaHostRegister``): copies to and from it are
+        then the device's DMA, with no staging through the driver's own buffer."""
+        pointer = np.frombuffer(view, np.uint8).ctypes.data
+        try:
+            self._runtime.hostRegister(pointer, view.nbytes, 0)
+        except self._runtime.CUDARuntimeError:   # (out of lockable memory, say): stays pageable
+            return None
+        return pointer
+
+    def unpin_host(self, handle: Any) -> None:
+        try:
+            self._runtime.hostUnregister(handle)
+        except self._runtime.CUDARuntimeError:
+            pass
 
     def to_host(self, array: Any) -> np.ndarray:
         if not array.flags.c_contiguous:

@@ -15,6 +15,8 @@ straight in its final array).
 
 from __future__ import annotations
 
+import array
+import os
 import socket
 import struct
 from typing import Any, Sequence
@@ -24,7 +26,7 @@ import numpy as np
 from .errors import ProtocolError
 
 __all__ = ["MAX_FRAMES", "MAX_MESSAGE_BYTES", "Frame", "IOV_MAX", "byte_view", "consume", "message_views", "read_exact",
-           "read_lengths", "read_message", "send_all"]
+           "read_lengths", "read_message", "read_message_with_fds", "send_all"]
 
 _COUNT = struct.Struct("<I")
 _LENGTH = struct.Struct("<Q")
@@ -65,11 +67,14 @@ def message_views(frames: Sequence[Any]) -> list[memoryview]:
     return [memoryview(head)] + [v for v in views if v.nbytes]
 
 
-def send_all(sock: socket.socket, frames: Sequence[Any]) -> None:
-    """Write one message, blocking until the socket has taken all of it."""
+def send_all(sock: socket.socket, frames: Sequence[Any], fds: Sequence[int] = ()) -> None:
+    """Write one message, blocking until the socket has taken all of it; *fds* (file
+    descriptors) travel with its first bytes (``SCM_RIGHTS``, see read_message_with_fds)."""
     views = message_views(frames)
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
     while views:
-        consume(views, sock.sendmsg(views[:IOV_MAX]))
+        consume(views, sock.sendmsg(views[:IOV_MAX], ancillary))
+        ancillary = []
 
 
 def consume(views: list[memoryview], sent: int) -> None:
@@ -94,10 +99,12 @@ def read_exact(sock: socket.socket, view: memoryview) -> None:
         got += n
 
 
-def read_lengths(sock: socket.socket) -> list[int]:
-    """A message's header: its frames' lengths (checked against the limits)."""
-    head = bytearray(_COUNT.size)
-    read_exact(sock, memoryview(head))
+def read_lengths(sock: socket.socket, head: bytearray | None = None) -> list[int]:
+    """A message's header: its frames' lengths (checked against the limits). *head*: its
+    first bytes, already read (read_message_with_fds)."""
+    if head is None:
+        head = bytearray(_COUNT.size)
+        read_exact(sock, memoryview(head))
     (count,) = _COUNT.unpack(head)
     if not 0 < count <= MAX_FRAMES:
         raise ProtocolError(f"a message of {count} frames")
@@ -109,10 +116,10 @@ def read_lengths(sock: socket.socket) -> list[int]:
     return lengths
 
 
-def read_message(sock: socket.socket) -> list[Frame]:
+def read_message(sock: socket.socket, head: bytearray | None = None) -> list[Frame]:
     """One whole message: its frames, each in a buffer of its own."""
     frames = []
-    for length in read_lengths(sock):
+    for length in read_lengths(sock, head):
         # a large frame in memory that is not zeroed first (bytearray(n) writes n zeros)
         buffer = memoryview(bytearray(length) if length < _UNFILLED_FROM
                             else np.empty(length, np.uint8)).cast("B")
@@ -120,3 +127,23 @@ def read_message(sock: socket.socket) -> list[Frame]:
             read_exact(sock, buffer)
         frames.append(Frame(buffer))
     return frames
+
+
+def read_message_with_fds(sock: socket.socket, max_fds: int = 1) -> tuple[list[Frame], list[int]]:
+    """One whole message and the file descriptors sent with it (at most *max_fds*; the
+    caller owns them). The descriptors arrive with the message's first bytes."""
+    head = bytearray(_COUNT.size)
+    got, fds, _flags, _addr = socket.recv_fds(sock, _COUNT.size, max_fds)
+    if not got:
+        for fd in fds:
+            os.close(fd)
+        raise EOFError("the peer closed the connection")
+    head[:len(got)] = got
+    try:
+        if len(got) < _COUNT.size:
+            read_exact(sock, memoryview(head)[len(got):])
+        return read_message(sock, head), list(fds)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise

@@ -17,6 +17,7 @@ mid-message is closed; the others go on.
 
 from __future__ import annotations
 
+import array
 import os
 import select
 import socket
@@ -43,11 +44,20 @@ _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 
 class UnixPeer:
-    __slots__ = ("sock", "fd")
+    __slots__ = ("sock", "fd", "staging")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.fd = sock.fileno()
+        #: the shared-memory ring for large transfers, once the client asked for one
+        #: (:mod:`gpu_backend.worker.staged`)
+        self.staging = None
+
+    def hung_up(self) -> bool:
+        """Whether the client's end of the connection is closed (never blocks)."""
+        poller = select.poll()
+        poller.register(self.fd, 0)   # POLLHUP and POLLERR are always reported
+        return any(mask & (select.POLLHUP | select.POLLERR) for _fd, mask in poller.poll(0))
 
 
 class ClientLinks:
@@ -149,7 +159,7 @@ class ClientLinks:
         if self._zmq_poller is not None:
             self._zmq_poller.register(peer.fd, zmq.POLLIN)
 
-    def _drop(self, peer: UnixPeer) -> None:
+    def drop(self, peer: UnixPeer) -> None:
         self.peers.pop(peer.fd, None)
         for poller in (self._poller, self._zmq_poller):
             if poller is not None:
@@ -158,6 +168,9 @@ class ClientLinks:
                 except (KeyError, ValueError):
                     pass
         peer.sock.close()
+        if peer.staging is not None:
+            peer.staging.close()
+            peer.staging = None
 
     # ------------------------------------------------------------ reading
     def recv_message(self) -> tuple[Any, list] | None:
@@ -185,14 +198,16 @@ class ClientLinks:
         try:
             frames = read_message(peer.sock)
         except (EOFError, OSError, ProtocolError):   # closed, stalled or not our framing
-            self._drop(peer)
+            self.drop(peer)
             return None
         # the executor reads the first frame as bytes, array payloads as buffers
         return peer, [frames[0].bytes, *frames[1:]] if frames else []
 
     # ------------------------------------------------------------ writing
-    def send_message(self, ident: Any, frames: list, timeout: float = STALL_SECONDS) -> None:
-        """Send *frames* to the peer *ident* (zero-copy where the frames allow)."""
+    def send_message(self, ident: Any, frames: list, timeout: float = STALL_SECONDS,
+                     fds: tuple = ()) -> None:
+        """Send *frames* to the peer *ident* (zero-copy where the frames allow); *fds*, file
+        descriptors that go with the message, only to a Unix peer."""
         if type(ident) is not UnixPeer:
             sock = self.router
             sock.send(ident, zmq.SNDMORE)
@@ -202,16 +217,18 @@ class ClientLinks:
             return
         if ident.fd not in self.peers:
             raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
-        self._write(ident, frames, timeout)
+        self._write(ident, frames, timeout, fds)
 
-    def _write(self, peer: UnixPeer, frames: list, timeout: float) -> None:
+    def _write(self, peer: UnixPeer, frames: list, timeout: float, fds: tuple = ()) -> None:
         views = message_views(frames)
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
         try:   # most replies fit the socket's buffer at once: no poll needed
-            consume(views, peer.sock.sendmsg(views[:IOV_MAX], (), socket.MSG_DONTWAIT))
+            consume(views, peer.sock.sendmsg(views[:IOV_MAX], ancillary, socket.MSG_DONTWAIT))
+            ancillary = []
         except (BlockingIOError, InterruptedError):
             pass
         except OSError as exc:
-            self._drop(peer)
+            self.drop(peer)
             raise zmq.ZMQError(zmq.EHOSTUNREACH, f"the client's connection broke: {exc}") from None
         if not views:
             return
@@ -221,7 +238,7 @@ class ClientLinks:
         while views:
             events = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
             if not events:
-                self._drop(peer)
+                self.drop(peer)
                 raise zmq.ZMQError(zmq.EAGAIN, "the client stopped reading")
             mask = events[0][1]
             if mask & select.POLLIN:   # read what the client sends meanwhile: no deadlock
@@ -231,20 +248,21 @@ class ClientLinks:
                 self.ready.append(got)
                 continue
             if mask & (select.POLLERR | select.POLLHUP):
-                self._drop(peer)
+                self.drop(peer)
                 raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
             try:
-                sent = peer.sock.sendmsg(views[:IOV_MAX], (), socket.MSG_DONTWAIT)
+                sent = peer.sock.sendmsg(views[:IOV_MAX], ancillary, socket.MSG_DONTWAIT)
+                ancillary = []
             except (BlockingIOError, InterruptedError):
                 continue
             except OSError as exc:
-                self._drop(peer)
+                self.drop(peer)
                 raise zmq.ZMQError(zmq.EHOSTUNREACH, f"the client's connection broke: {exc}") from None
             consume(views, sent)
 
     def close(self) -> None:
         for peer in list(self.peers.values()):
-            self._drop(peer)
+            self.drop(peer)
         if self.listener is not None:
             self.listener.close()
             if self.unix_path and os.path.exists(self.unix_path):

@@ -31,7 +31,8 @@ from .executor import Executor
 from .grants import GRANT_STEP, MemoryGrant
 from .handles import HandleTable
 from .lease import DeviceLease
-from .links import ClientLinks
+from . import staged
+from .links import ClientLinks, UnixPeer
 from .pacing import Pacer
 from .phases import PhaseClock
 
@@ -233,9 +234,13 @@ class WorkerServer:
             key = header.get("k")
             if not isinstance(key, bytes) or not self.key or not hmac.compare_digest(key, self.key):
                 raise AuthenticationError("wrong session key")
-            if "u" in header:
-                return  # a chunk of an upload that was skipped after an error: dropped, unanswered
+            if "u" in header:   # a chunk of an upload that was skipped after an error:
+                staged.drop_chunk(ident, header)   # dropped, unanswered (its slot freed)
+                return
             self._client = ident
+            if header.get("t") == "staging":   # a same-host client asks for shared memory
+                staged.answer_request(self.links, ident, self.device)
+                return
             if header.get("t") == "close":
                 self.closed = True
                 self.links.send_message(ident, [packb({"b": header.get("b"), "closed": True})])
@@ -266,6 +271,8 @@ class WorkerServer:
                       "the client has gone", file=sys.stderr)
             self._undeliverable += 1
         finally:
+            if type(ident) is UnixPeer and ident.staging is not None:
+                ident.staging.release_held()   # the batch's last staged upload chunk
             self.executor.after_reply()
             if phases is not None:
                 phases.mark("after_reply")
@@ -279,7 +286,11 @@ class WorkerServer:
         send(ident, [packed, *out])
         if self.phases is not None:
             self.phases.mark("sent")
+        staging = ident.staging if type(ident) is UnixPeer else None
         for array in self.executor.take_streams():
+            if staging is not None:   # through shared memory (a same-host client)
+                staged.send_download(self.links, ident, array)
+                continue
             for chunk in self.device.chunks_to_host(array):
                 send(ident, [chunk])
 
@@ -331,8 +342,11 @@ class WorkerServer:
                 self.links.send_message(got, [packb(_failure(ProtocolError("worker busy")))])
                 continue
             header = unpackb(frames[0]) if frames else None
-            if (not isinstance(header, dict) or header.get("u") != seq or header.get("i") != index
-                    or len(frames) != 2):
+            if not isinstance(header, dict) or header.get("u") != seq or header.get("i") != index:
+                raise ProtocolError(f"expected chunk {index} of upload {seq}")
+            if len(frames) == 1 and "s" in header:   # its bytes are in a shared-memory slot
+                return staged.upload_slot(got, header)
+            if len(frames) != 2:
                 raise ProtocolError(f"expected chunk {index} of upload {seq}")
             return frames[1].buffer
 
