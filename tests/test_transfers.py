@@ -68,3 +68,22 @@ def test_large_download(session, stream_session, which):
     remote = cp.arange(3 << 20, dtype=cp.float32)
     back = remote.get()
     assert back.flags.writeable and back[-1] == (3 << 20) - 1 and back[12345] == 12345
+
+
+def test_large_transfers_of_a_same_host_session_through_its_staging_ring(session):
+    """On a device that streams (a GPU pool): the shared-memory ring carries the chunks,
+    pinned for the device's copies, and every byte arrives both ways."""
+    from gpu_backend.protocol.staging import available
+    if not session.stream_threshold:
+        pytest.skip("the pool's device sends large arrays whole (the NumPy device)")
+    ring = session.staging
+    assert ring is not None or not available()
+    cp = module_for(session)
+    host = np.random.default_rng(5).random(3 * session.stream_threshold // 8 + 5)
+    before = (ring.uploads_sent, ring.downloads_sent) if ring is not None else None
+    remote = cp.asarray(host)
+    np.testing.assert_array_equal(remote.get(), host)
+    np.testing.assert_array_equal(cp.asnumpy(remote[::-2] * 3), host[::-2] * 3)
+    assert float(remote.sum()) == pytest.approx(float(host.sum()))
+    if ring is not None:
+        assert ring.uploads_sent - before[0] == 4 and ring.downloads_sent - before[1] >= 4
