@@ -408,6 +408,21 @@ def calibrate(pool, seconds: float, workdir: Path, local: bool, kinds=("big", "s
     return exclusive
 
 
+def drift_corrected(result: dict, members: list, before: dict, after: dict) -> float | None:
+    """Work conservation against each workload's rate alone averaged over before and after
+    the policy's scenarios (the GPU's rate alone drifts as it warms: an H100's fp16 GEMMs
+    lost 10 % in one process's first minute)."""
+    norm = result.get("normalised_rates") or {}
+    kinds = {user: kind for user, kind, _w in members}
+    total = 0.0
+    for user, value in norm.items():
+        kind = kinds.get(user)
+        if kind not in after or kind not in before:
+            return None
+        total += value * before[kind]["rate"] / ((before[kind]["rate"] + after[kind]["rate"]) / 2)
+    return total if norm else None
+
+
 def main(argv=None) -> int:
     global BIG, SMALL, LONG
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -417,6 +432,11 @@ def main(argv=None) -> int:
     parser.add_argument("--calibrate", default="none,fair,local",
                         help="policies whose pools measure each workload alone (rates are "
                              "normalised by none's, or the policy's own without none)")
+    parser.add_argument("--recalibrate", action="store_true",
+                        help="measure each GEMM workload alone again after each policy's "
+                             "scenarios, on its pool: the GPU's own drift over the run shows, and "
+                             "work conservation is also given against the mean of the rates alone "
+                             "before and after (JSON: exclusive_after, work_conservation_drift)")
     parser.add_argument("--policies", default="none,fifo,fair",
                         help="comma list of none, fifo, fair, fair:MS (fair with every turn MS "
                              "milliseconds, no period), fair/MS (turns shared out of an MS-"
@@ -472,6 +492,13 @@ def main(argv=None) -> int:
                     by[name] = scenario(name, pool, exclusive, args.seconds, workdir, local,
                                         lead=args.lead)
                     print(f"{policy:6} {name:14} done", file=sys.stderr, flush=True)
+                if args.recalibrate:
+                    after = results.setdefault("exclusive_after", {})[policy] = calibrate(
+                        pool, args.calibrate_seconds, workdir, local,
+                        sorted({k for n in names for _u, k, _w in SCENARIOS[n] if k != "interactive"}))
+                    for name in names:
+                        by[name]["work_conservation_drift"] = drift_corrected(
+                            by[name], SCENARIOS[name], exclusive, after)
                 if args.json:   # what is done so far survives a run cut short
                     Path(args.json).write_text(json.dumps(results, indent=1))
             finally:

@@ -120,6 +120,14 @@ def table(results: dict) -> str:
                          f"{e('share_error_10s', 'mean'):>7} {fmt(r['jain']):>6} "
                          f"{fmt(r['work_conservation']):>6} {fmt(it.get('p50'), '{:.2f}'):>8} "
                          f"{fmt(it.get('p99'), '{:.2f}'):>8} {fmt(it.get('p999'), '{:.2f}'):>7} {conv:>10}")
+    for policy, after in (results.get("exclusive_after") or {}).items():
+        before = results["exclusive"].get("none") or results["exclusive"].get(policy) or {}
+        drift = ", ".join(f"{kind} {after[kind]['rate'] / before[kind]['rate']:.3f}"
+                          for kind in after if kind in before and "rate" in after[kind])
+        corrected = ", ".join(f"{name} {fmt(r.get('work_conservation_drift'))}"
+                              for name, r in results["policies"].get(policy, {}).items())
+        lines.append(f"{policy}: rate alone after its scenarios / before: {drift}; "
+                     f"work conservation against their mean: {corrected}")
     for policy, ex in results["exclusive"].items():
         it = ex.get("interactive", {})
         long = f", long {ex['long']['rate']:.1f} GEMM/s" if "long" in ex else ""
