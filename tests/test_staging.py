@@ -159,3 +159,16 @@ def test_a_client_killed_mid_download_leaves_the_pool_serving(pool, session):
             child.kill()
             child.wait(10)
     np.testing.assert_array_equal(cp.asarray(host).get(), host)
+
+
+def test_the_ring_cannot_be_shrunk_under_the_worker(session):
+    """The client holds the ring's file: its size is sealed (a shrunk file would make the
+    worker's next slot access a SIGBUS)."""
+    ring = session.staging
+    with pytest.raises(PermissionError):
+        os.ftruncate(ring.fd, 64)
+    with pytest.raises(PermissionError):
+        os.ftruncate(ring.fd, ring.nbytes * 2)
+    cp = module_for(session)
+    host = np.arange(CHUNK, dtype=np.float64)
+    np.testing.assert_array_equal(cp.asarray(host).get(), host)

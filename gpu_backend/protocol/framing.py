@@ -15,7 +15,6 @@ straight in its final array).
 
 from __future__ import annotations
 
-import array
 import os
 import socket
 import struct
@@ -67,14 +66,11 @@ def message_views(frames: Sequence[Any]) -> list[memoryview]:
     return [memoryview(head)] + [v for v in views if v.nbytes]
 
 
-def send_all(sock: socket.socket, frames: Sequence[Any], fds: Sequence[int] = ()) -> None:
-    """Write one message, blocking until the socket has taken all of it; *fds* (file
-    descriptors) travel with its first bytes (``SCM_RIGHTS``, see read_message_with_fds)."""
+def send_all(sock: socket.socket, frames: Sequence[Any]) -> None:
+    """Write one message, blocking until the socket has taken all of it."""
     views = message_views(frames)
-    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
     while views:
-        consume(views, sock.sendmsg(views[:IOV_MAX], ancillary))
-        ancillary = []
+        consume(views, sock.sendmsg(views[:IOV_MAX]))
 
 
 def consume(views: list[memoryview], sent: int) -> None:

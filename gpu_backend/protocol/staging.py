@@ -7,7 +7,8 @@ DMA; a download, likewise in reverse. Client and worker share a host, so they ca
 share memory instead: the worker makes a few chunk-sized *slots* in a ``memfd``,
 passes the file descriptor to its client over the Unix socket (``SCM_RIGHTS``: no
 name in the file system, so a client of another OS user can map it and no one else
-can), and pins the slots for the GPU's DMA on first use. An upload chunk is then
+can; the file's size is sealed, so the client cannot shrink it under the worker), and
+pins the slots for the GPU's DMA on first use. An upload chunk is then
 one copy by the client into a slot and one DMA from it; a download chunk one DMA
 into a slot and one copy by the client out of it. The chunk messages still go over
 the socket, without their bytes: they name the slot.
@@ -27,6 +28,7 @@ This module is the ring's layout, used by both sides (``kernelproxy`` may import
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 import struct
@@ -47,8 +49,8 @@ _SPIN_SECONDS = 200e-6
 
 
 def available() -> bool:
-    """Whether this host can make a ring (Linux's ``memfd_create``, Python's fd passing)."""
-    return hasattr(os, "memfd_create") and hasattr(mmap, "MAP_SHARED")
+    """Whether this host can make a ring (Linux's ``memfd_create`` and file seals)."""
+    return hasattr(os, "memfd_create") and hasattr(fcntl, "F_ADD_SEALS")
 
 
 class StagingRing:
@@ -72,9 +74,12 @@ class StagingRing:
 
     @classmethod
     def create(cls, slot_bytes: int, slots: int = SLOTS) -> "StagingRing":
-        fd = os.memfd_create("gpuwb-staging", getattr(os, "MFD_CLOEXEC", 0))
+        """A new ring whose size is sealed: a client that could shrink the file would make
+        the worker's next access to a slot a SIGBUS."""
+        fd = os.memfd_create("gpuwb-staging", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(fd, HEADER_BYTES + slots * slot_bytes)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
             return cls(fd, slot_bytes, slots)
         except BaseException:
             os.close(fd)
