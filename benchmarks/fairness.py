@@ -470,6 +470,8 @@ def main(argv=None) -> int:
         results["gpu"] = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     except Exception:  # no GPU here: the NumPy device runs it (slowly, for a smoke test)
         results["gpu"] = None
+    # the GEMM workloads the scenarios run (measured alone to normalise their rates)
+    gemm_kinds = sorted({k for n in names for _u, k, _w in SCENARIOS[n] if k != "interactive"})
     with tempfile.TemporaryDirectory(prefix="gpuwb-fair-") as tmp:
         workdir = Path(tmp)
         for policy in args.policies.split(","):
@@ -477,10 +479,8 @@ def main(argv=None) -> int:
             pool = None if local else Pool(policy, args.devices, workdir, {})
             try:
                 if policy in args.calibrate.split(",") or not results["exclusive"]:
-                    kinds = sorted({k for n in names for _u, k, _w in SCENARIOS[n]
-                                    if k != "interactive"} | {"big", "small"})
                     results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir,
-                                                             local, kinds)
+                                                             local, sorted({*gemm_kinds, "big", "small"}))
                 # rates are normalised by the workloads' rates alone without an arbiter, so a
                 # policy that slows a lone user shows as lost work, not as a new normal
                 exclusive = (results["exclusive"].get("none") or results["exclusive"].get(policy)
@@ -494,8 +494,7 @@ def main(argv=None) -> int:
                     print(f"{policy:6} {name:14} done", file=sys.stderr, flush=True)
                 if args.recalibrate:
                     after = results.setdefault("exclusive_after", {})[policy] = calibrate(
-                        pool, args.calibrate_seconds, workdir, local,
-                        sorted({k for n in names for _u, k, _w in SCENARIOS[n] if k != "interactive"}))
+                        pool, args.calibrate_seconds, workdir, local, gemm_kinds)
                     for name in names:
                         by[name]["work_conservation_drift"] = drift_corrected(
                             by[name], SCENARIOS[name], exclusive, after)

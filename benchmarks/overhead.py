@@ -427,11 +427,12 @@ def main(argv=None):
         sides = ([("local", cupy, None)] if cupy is not None else []) + [
             (f"proxy_{t}", None, s) for t, s in sessions.items()]
         measured = run_cases(sides, args)
+        staged = {t for t, s in sessions.items() if s.staging is not None}   # (while open)
     results["local"] = measured.get("local")
     for t in sessions:
         results[f"proxy_{t}"] = measured.get(f"proxy_{t}")
         if results[f"proxy_{t}"] is not None:   # large transfers through shared memory?
-            results[f"proxy_{t}"]["staged"] = sessions[t].staging is not None
+            results[f"proxy_{t}"]["staged"] = t in staged
     results["transports"] = list(sessions)
     # the raw floor of each session transport: ipc:// sessions reach their worker over a
     # plain Unix socket (our framing), tcp:// ones over ZeroMQ; ZeroMQ's ipc:// for reference
@@ -440,7 +441,7 @@ def main(argv=None):
                                        "unix" if t == "ipc" else t) for t in bases}
     if "ipc" in sessions:
         results["raw_zmq_ipc"] = bench_raw(args.transfer_mb * MB, args.transfer_reps, "zmq-ipc")
-    if any(s.staging is not None for s in sessions.values()):
+    if staged:
         results["staging_floor"] = bench_staging_floor(args.transfer_mb * MB, args.transfer_reps)
     if args.compare_policies:
         results["policies"] = compare_policies(args)

@@ -172,12 +172,9 @@ class Session:
         #: overlaps the network; the NumPy device keeps one zero-copy frame)
         self.stream_threshold: int | None = self.device.get("stream_bytes")
         self.stream_chunk_bytes: int = self.stream_threshold or m.STREAM_CHUNK_BYTES
-        #: a same-host session's shared-memory ring: streamed transfers copy through it
-        #: instead of the socket (kernelproxy.streamed; GPUWB_STAGING=0 turns it off)
-        self.staging: StagingRing | None = None
         if (isinstance(self.sock, UnixDealer) and self.stream_threshold and staging_available()
                 and os.environ.get("GPUWB_STAGING", "1") != "0"):
-            self.staging = self.sock.open_staging(self.key)
+            self.sock.open_staging(self.key)
         #: a factory ``progress(label, total_bytes)`` of reporters (``update(done)``,
         #: ``close()``) for streamed transfers, or None; the kernel shows them in the notebook
         self.progress: Any = None
@@ -211,6 +208,13 @@ class Session:
         self._resume: int | None = None
 
     # ------------------------------------------------------------ issuing ops
+    @property
+    def staging(self) -> StagingRing | None:
+        """A same-host session's shared-memory ring: streamed transfers copy through it
+        instead of the socket (kernelproxy.streamed; GPUWB_STAGING=0 turns it off). Its
+        link holds it, and closes it with the socket."""
+        return getattr(self.sock, "staging", None)
+
     def new_id(self) -> int:
         return next(self._ids)
 

@@ -68,7 +68,9 @@ class StagingRing:
             raise ValueError("the staging ring's file has the wrong size")
         self._map = mmap.mmap(fd, self.nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self.view = memoryview(self._map)
-        #: chunks this side has put into the ring, per direction (the producer's own count)
+        #: chunks of each direction this side has handled so far: the worker's uploads taken
+        #: and downloads put in, the client's uploads put in and downloads taken out (the
+        #: next chunk's number on this side)
         self.uploads_sent = 0
         self.downloads_sent = 0
 
