@@ -10,8 +10,9 @@
 #   7. suite: CuPy's own test suite, local CuPy vs the proxy (SUITE_ARGS, SUITE_TIMEOUT)
 #   8. handover: handover.py, what handing the GPU between two processes costs without the
 #      pool (HANDOVER_ARGS)
+#   9. floor: sync_floor.py, the hot sync taken apart down to its floors (FLOOR_ARGS)
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
-# policies, probe, bench, latency, suite, handover; several may be given: gpu_check.sh probe policies fairness
+# policies, probe, bench, latency, suite, handover, floor; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 # MPS=1: the targets run under CUDA's Multi-Process Service (a control daemon started here
@@ -84,6 +85,12 @@ if [ "$what" = all ] || [ "$what" = latency ]; then
     2>&1 | tee "$OUT/overhead-latency.log" | grep -v '^ \|^{\|^}'
   timeout ${PROGRAMS_TIMEOUT:-240} python3 benchmarks/programs.py ${PROGRAMS_ARGS:-} --json "$OUT/programs.json" \
     2>&1 | tee "$OUT/programs.log" | grep -v '^ \|^{\|^}'
+fi
+if [ "$what" = floor ]; then
+  # the hot sync taken apart: raw round trip, the op in another process, a generic op
+  # protocol, the pool's executor behind a socket, the proxy (FLOOR_ARGS)
+  timeout ${FLOOR_TIMEOUT:-300} python3 benchmarks/sync_floor.py ${FLOOR_ARGS:-} --json "$OUT/sync-floor.json" \
+    2>&1 | tee "$OUT/sync-floor.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   timeout 400 python3 benchmarks/overhead.py --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" | head -16

@@ -83,6 +83,8 @@ class Executor:
         self.bytes_out = 0
         self.peak_memory = 0
         self._ended: int | None = None   # ops of the batch whose after_reply() is due
+        #: the worker's phase clock (GPUWB_WORKER_PHASES), or None: off
+        self.phases: Any = None
         self._is_array = device.is_array
         self._as_array = device.as_array
         warnings.showwarning = self._capture_warning
@@ -128,10 +130,15 @@ class Executor:
         if self.poisoned_at is None and not cancelled and type(count) is int and count > 0 \
                 and not self.pacer.begin_batch(self.cancelled):
             cancelled = True   # cancelled (or orphaned) while waiting for the device
+        phases = self.phases
+        if phases is not None:
+            phases.mark("begun")   # the pacer's begin_batch (and the lease, if any)
         if self.poisoned_at is None and not cancelled:
             executed, error, cancelled = self._run_ops(ops, iter(payload), metas, values, downloads,
                                                        out_frames)
             self._ended = executed
+            if phases is not None:
+                phases.mark("ops")
             if header.get("y") and error is None:
                 try:
                     self.device.synchronize()

@@ -100,6 +100,7 @@ class WorkerServer:
         self._last_usage_time = 0.0
         #: GPUWB_WORKER_PHASES=DIR: each message's phases timed (a diagnostic; None: off)
         self.phases = PhaseClock.from_env()
+        self.executor.phases = self.phases
 
     # ---------------------------------------------------------------- control
     def _send_control(self, msg: dict) -> None:

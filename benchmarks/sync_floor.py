@@ -1,0 +1,426 @@
+"""What a sync through another process costs at the least: the proxy's hot sync taken apart.
+
+    python benchmarks/sync_floor.py [--reps 2000] [--rounds 6] [--idle-reps 200] [--json out.json]
+
+Issue 8's target for the hot sync small op (``float((x + 1).sum())``) is the raw round
+trip of the transport + the op's local time + 20 µs. This measures, side by side in one
+run on one host, the same op through servers that do less and less than the pool's
+worker, each a separate process on a Unix socket (the ``ipc://`` transport's kind of link):
+
+* ``local``: the op in this process (local CuPy; NumPy where there is no GPU);
+* ``raw``: a round trip that does nothing (the raw floor of overhead.py);
+* ``ideal``: the server runs the op itself on its own array and answers the float: the
+  least any design that runs CuPy in another process can do;
+* ``generic``: the three ops travel as msgpack records naming a handle; the server
+  decodes them, resolves the handles in a dict, looks the functions up by name, keeps
+  the results by handle and answers the value (the least a generic op protocol does);
+* ``generic+meta``: as ``generic``, and each array result's shape, strides, dtype and
+  flags go back (the client needs them without asking), and two CUDA events mark the
+  batch (device time, as the pacer measures it);
+* ``executor``: the pool's own ``Executor`` (decode, handle table, pacer without a lease,
+  reply) fed the batches a client sends for this op, in the server process;
+* ``proxy``: a real session of an embedded pool (policy ``none``) over ``ipc://``.
+
+Both ends spin a moment before sleeping, as the session and its worker do (on hosts of
+four cores or more). Rounds alternate the order of the modes. Prints a table, then JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import operator
+import os
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import msgpack  # noqa: E402
+
+from json_out import emit  # noqa: E402  (beside this file)
+
+_LEN = struct.Struct("<I")
+_DOUBLE = struct.Struct("<d")
+SPIN = (os.cpu_count() or 1) >= 4
+SERVER_SPIN, CLIENT_SPIN = 200e-6, 1e-3
+MODES = ("local", "raw", "ideal", "generic", "generic+meta", "executor", "proxy")
+
+
+def array_module():
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy
+    except Exception:  # no GPU here: NumPy stands in
+        import numpy
+        return numpy
+
+
+# ------------------------------------------------------------------ framing
+def send(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(_LEN.pack(len(payload)) + payload)
+
+
+def recv(sock: socket.socket, spin: float) -> bytes:
+    """One message; spins up to *spin* seconds on a non-blocking read before blocking."""
+    head = b""
+    if spin:
+        until = time.perf_counter() + spin
+        while True:
+            try:
+                head = sock.recv(4, socket.MSG_DONTWAIT)
+                break
+            except BlockingIOError:
+                if time.perf_counter() > until:
+                    break
+    while len(head) < 4:
+        more = sock.recv(4 - len(head))
+        if not more:
+            raise EOFError
+        head += more
+    (length,) = _LEN.unpack(head)
+    body = bytearray(length)
+    view, got = memoryview(body), 0
+    while got < length:
+        n = sock.recv_into(view[got:])
+        if not n:
+            raise EOFError
+        got += n
+    return bytes(body)
+
+
+# ------------------------------------------------------------------ the server
+class Floors:
+    """The server's side of every mode but ``local`` and ``proxy``."""
+
+    def __init__(self) -> None:
+        self.xp = array_module()
+        xp = self.xp
+        self.x = xp.arange(1024, dtype=xp.float32)
+        self.arrays = {1: self.x}
+        self.functions = {"add": operator.add, "sum": xp.ndarray.sum, "float": float}
+        self.gpu = xp.__name__ == "cupy"
+        self.events = None
+        self.previous = None
+        # the pool's executor, with a table holding handle 1
+        from gpu_backend.devices import open_device
+        from gpu_backend.worker.executor import Executor
+        from gpu_backend.worker.handles import HandleTable
+        device = open_device("cuda:0" if self.gpu else "cpu")
+        self.table = HandleTable(device)
+        self.table.put(1, device.as_array(device.functions["arange"](1024, dtype="float32")))
+        self.executor = Executor(device, self.table)
+        from gpu_backend.worker.phases import PhaseClock
+        self.executor.phases = self.clock = PhaseClock("")   # the executor's phases, as a worker's
+
+    def handle(self, ext_code: int, data: bytes):
+        if ext_code == 1:
+            return self.arrays[int.from_bytes(data, "little", signed=True)]
+        raise ValueError("unknown extension")
+
+    def serve(self, mode: str, body: bytes) -> bytes:
+        if mode == "r":
+            return b"ok"
+        if mode == "i":
+            return _DOUBLE.pack(float((self.x + 1).sum()))
+        if mode == "s":   # the executor's phases so far (medians, us)
+            return json.dumps(self.clock.summary()).encode()
+        if mode == "e":
+            ex, clock = self.executor, self.clock
+            clock.start(slept=False)
+            header, ops = ex.open_batch(body)
+            clock.mark("opened")
+            reply, _ = ex.run_batch(header, ops, [])
+            clock.mark("run")
+            out = ex.pack_reply(reply)
+            clock.mark("encoded")
+            self._after = ex.after_reply
+            return out
+        meta = mode == "m"
+        if meta and self.gpu:
+            start, end = self.xp.cuda.Event(), self.xp.cuda.Event()
+            start.record()
+        values, metas = [], []
+        records = msgpack.Unpacker(ext_hook=self.handle, raw=False)
+        records.feed(body)
+        for name, out, args in records:   # decoded one by one: a record names the results before it
+            result = self.functions[name](*args)
+            if out is None:
+                values.append(result)
+            else:
+                self.arrays[out] = result
+                if meta:
+                    f = result.flags
+                    metas.append([out, result.shape, result.dtype.str, result.strides,
+                                  f.c_contiguous | (f.f_contiguous << 1) | (f.owndata << 2)])
+        for hid in list(self.arrays):
+            if hid != 1:
+                del self.arrays[hid]
+        if meta and self.gpu:
+            end.record()
+            self._after = lambda: (end.synchronize(), self.xp.cuda.get_elapsed_time(start, end))
+        return msgpack.packb([metas, values])
+
+    _after = None
+
+    def after(self) -> None:
+        if self._after is not None:
+            self._after()
+            self._after = None
+
+
+def server(path: str) -> None:
+    floors = Floors()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    print("ready", flush=True)
+    sock, _ = listener.accept()
+    while True:
+        try:
+            message = recv(sock, SERVER_SPIN if SPIN else 0.0)
+        except EOFError:
+            return
+        send(sock, floors.serve(chr(message[0]), message[1:]))
+        floors.clock.mark("sent")
+        floors.after()
+        floors.clock.mark("after_reply")
+        floors.clock.end()
+
+
+# ------------------------------------------------------------------ the client
+def handle_ext(hid: int) -> msgpack.ExtType:
+    return msgpack.ExtType(1, hid.to_bytes(8, "little", signed=True))
+
+
+class Client:
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        from worker_micro import sync_batches   # the batches a client sends for this op
+        self.batches = sync_batches(4000)
+        self.turn = 0
+
+    def ask(self, mode: bytes, body: bytes = b"") -> bytes:
+        send(self.sock, mode + body)
+        return recv(self.sock, CLIENT_SPIN if SPIN else 0.0)
+
+    def op(self, mode: str):
+        if mode == "raw":
+            return lambda: self.ask(b"r")
+        if mode == "ideal":
+            return lambda: _DOUBLE.unpack(self.ask(b"i"))[0]
+        if mode == "executor":
+            def executor_op():
+                body = self.batches[self.turn % len(self.batches)]
+                self.turn += 1
+                reply = msgpack.unpackb(self.ask(b"e", body), raw=False,
+                                        ext_hook=lambda code, data: data)
+                if reply.get("e"):
+                    raise RuntimeError(f"executor: {reply['e']}")
+                return reply["v"][0][1]
+            return executor_op
+        code = b"g" if mode == "generic" else b"m"
+
+        def generic_op():   # the client encodes the records each time, as a client does
+            pack = msgpack.packb
+            body = pack(["add", 2, [handle_ext(1), 1]]) + pack(["sum", 3, [handle_ext(2)]]) \
+                + pack(["float", None, [handle_ext(3)]])
+            return msgpack.unpackb(self.ask(code, body))[1][0]
+        return generic_op
+
+
+def client_parts(reps: int) -> dict:
+    """The proxy's hot sync once more, on a pool of its own whose workers time their phases
+    (GPUWB_WORKER_PHASES), with the client's own steps timed: what each costs per sync (us)."""
+    import kernelproxy
+    from gpu_backend.pool import LocalPool
+    from kernelproxy import session as session_module, unix_link
+    from kernelproxy.modules import module_for
+    spent: dict = {}
+
+    def timing(cls, name):
+        fn = getattr(cls, name)
+
+        @functools.wraps(fn)
+        def timed_step(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - t0
+        setattr(cls, name, timed_step)
+        return fn
+
+    steps = [(session_module.Session, "submit"), (session_module.Session, "flush"),
+             (session_module.Session, "_take_reply"), (unix_link.UnixDealer, "send"),
+             (unix_link.UnixDealer, "recv_multipart")]
+    originals = [(cls, name, timing(cls, name)) for cls, name in steps]
+    where = tempfile.mkdtemp(prefix="gpuwb-phases-")
+    os.environ["GPUWB_WORKER_PHASES"] = where
+    pool = LocalPool(devices="auto", policy="none").start()
+    try:
+        session = kernelproxy.connect(pool.address, pool.token)
+        px = module_for(session)
+        y = px.arange(1024, dtype=px.float32)
+        for _ in range(300):
+            float((y + 1).sum())
+        spent.clear()
+        times = timed(lambda: float((y + 1).sum()), reps)
+        session.close()
+    finally:
+        pool.stop()
+        del os.environ["GPUWB_WORKER_PHASES"]
+        for cls, name, fn in originals:
+            setattr(cls, name, fn)
+    worker = {}
+    deadline = time.monotonic() + 10   # the worker writes its phases as its session ends
+    while not worker and time.monotonic() < deadline:
+        time.sleep(0.2)
+        for name in os.listdir(where):
+            try:
+                with open(os.path.join(where, name)) as f:
+                    summary = json.load(f)
+            except ValueError:   # still being written
+                continue
+            if summary.get("messages", 0) > reps:
+                worker = summary
+    if not worker:
+        print("no worker phases in", where, os.listdir(where), file=sys.stderr)
+    return {"hot_us": statistics.median(times) * 1e6,
+            "client_us": {k: v / reps * 1e6 for k, v in spent.items()},
+            "worker_phases": worker}
+
+
+def timed(fn, reps: int, idle: float = 0.0) -> list[float]:
+    times = []
+    for _ in range(reps):
+        if idle:
+            time.sleep(idle)
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=2000, help="hot round trips per mode and round")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--idle-reps", type=int, default=100, help="after 10 ms idle, per mode and round")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--parts", action="store_true",
+                        help="then time the client's steps and the worker's phases of the proxy's sync")
+    parser.add_argument("--json")
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        server(args.serve)
+        return 0
+    modes = [m for m in args.modes.split(",") if m]
+    xp = array_module()
+    path = os.path.join(tempfile.mkdtemp(prefix="gpuwb-floor-"), "s")
+    child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", path],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "ready"
+    client = Client(path)
+    pool = session = split = executor_phases = None
+    if "proxy" in modes:
+        import kernelproxy
+        from gpu_backend.pool import LocalPool
+        from kernelproxy.modules import module_for
+        pool = LocalPool(devices="auto", policy="none").start()
+        session = kernelproxy.connect(pool.address, pool.token)
+        px = module_for(session)
+        y = px.arange(1024, dtype=px.float32)
+    x = xp.arange(1024, dtype=xp.float32)
+    ops = {m: client.op(m) for m in modes if m not in ("local", "proxy")}
+    ops["local"] = lambda: float((x + 1).sum())
+    if session is not None:
+        ops["proxy"] = lambda: float((y + 1).sum())
+    expected = float((x + 1).sum())
+    for m in modes:   # warm-up, and every mode answers the same value
+        for _ in range(300):
+            got = ops[m]()
+        if m != "raw" and got != expected:
+            raise SystemExit(f"{m} answered {got}, expected {expected}")
+    hot = {m: [] for m in modes}
+    idle = {m: [] for m in modes}
+    try:
+        for r in range(args.rounds):
+            for m in (modes if r % 2 == 0 else modes[::-1]):
+                hot[m] += timed(ops[m], args.reps)
+                if args.idle_reps:
+                    idle[m] += timed(ops[m], args.idle_reps, 0.010)
+        if session is not None:   # the proxy's op in its parts, and the worker's own time
+            from worker_micro import split_sync_op
+            split = {"local": split_sync_op(x, args.reps), "proxy": split_sync_op(y, args.reps, session)}
+        if "executor" in modes:
+            executor_phases = json.loads(client.ask(b"s"))
+    finally:
+        client.sock.close()
+        child.wait(10)
+        if session is not None:
+            session.close()
+            pool.stop()
+    rows = {}
+    for m in modes:
+        row = {"hot_us": statistics.median(hot[m]) * 1e6}
+        if idle[m]:
+            s = sorted(idle[m])
+            row["idle_p50_us"] = s[len(s) // 2] * 1e6
+            row["idle_p99_us"] = s[int(len(s) * 0.99)] * 1e6
+        rows[m] = row
+    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+               "python": sys.version.split()[0], "array_module": xp.__name__, "spin": SPIN,
+               "cpus": os.cpu_count(), "reps": args.reps, "rounds": args.rounds, "modes": rows}
+    if xp.__name__ == "cupy":
+        props = xp.cuda.runtime.getDeviceProperties(0)
+        results["gpu"] = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    if split is not None:
+        results["split_us"] = split
+    if executor_phases is not None:
+        results["executor_phases"] = executor_phases
+    if args.parts and session is not None:
+        results["proxy_parts"] = client_parts(args.reps)
+    local = rows.get("local", {}).get("hot_us")
+    raw = rows.get("raw", {}).get("hot_us")
+    if local is not None and raw is not None:
+        results["target_us"] = raw + local + 20
+    print(f"{'mode':14} {'hot us':>9} {'- raw - local':>14} {'idle p50':>9} {'idle p99':>9}"
+          f"   ({xp.__name__}, spin {'on' if SPIN else 'off'})")
+    for m, row in rows.items():
+        beyond = row["hot_us"] - (raw or 0) - (local or 0) if m not in ("local", "raw") else float("nan")
+        print(f"{m:14} {row['hot_us']:9.1f} {beyond:14.1f} {row.get('idle_p50_us', float('nan')):9.1f}"
+              f" {row.get('idle_p99_us', float('nan')):9.1f}")
+    if "target_us" in results:
+        print(f"target (raw + local + 20 us): {results['target_us']:.1f} us")
+    if split is not None:
+        for side, parts in split.items():
+            print(f"{side} in parts (us): " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()))
+    if executor_phases is not None:
+        print("executor behind a socket, its phases (median us):",
+              ", ".join(f"{k} {v:.1f}" for k, v in executor_phases["median_us"].items()))
+    if "proxy_parts" in results:
+        parts = results["proxy_parts"]
+        print(f"proxy again ({parts['hot_us']:.1f} us), the client's steps per sync (us):",
+              ", ".join(f"{k} {v:.1f}" for k, v in parts["client_us"].items()))
+        if parts["worker_phases"]:
+            print("  its worker's phases (median us):",
+                  ", ".join(f"{k} {v:.1f}" for k, v in parts["worker_phases"]["median_us"].items()))
+    emit(results, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
