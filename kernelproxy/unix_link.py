@@ -19,8 +19,7 @@ import zmq
 
 from gpu_backend.protocol import codec
 from gpu_backend.protocol.errors import ProtocolError
-from gpu_backend.protocol.framing import (read_exact, read_lengths, read_message, read_message_with_fds,
-                                          send_all)
+from gpu_backend.protocol.framing import MessageReader, byte_view, read_message_with_fds, send_all
 from gpu_backend.protocol.staging import StagingRing
 
 __all__ = ["UnixDealer"]
@@ -55,6 +54,9 @@ class UnixDealer:
         self.sock.connect(path)
         self._poller = select.poll()
         self._poller.register(self.sock.fileno(), select.POLLIN)
+        #: the worker's messages, through one buffer (a small reply in one recv); bytes of
+        #: the next one may wait there, so poll() looks at it first
+        self._reader = MessageReader(self.sock)
         self._parts: list[Any] = []
         #: the shared-memory ring for large transfers (open_staging), if the worker gave one
         self.staging: StagingRing | None = None
@@ -71,22 +73,25 @@ class UnixDealer:
         return _SENT if track else None
 
     def poll(self, timeout: int | None = None) -> int:
+        if self._reader.buffered:
+            return 1
         return 1 if self._poller.poll(timeout) else 0
 
     def recv_multipart(self, copy: bool = True) -> list:
         try:
-            frames = read_message(self.sock)
+            frames = self._reader.read_message()
         except (EOFError, OSError) as exc:
             self._lost(f"the session's worker closed its connection ({exc})")
         return frames if not copy else [f.bytes for f in frames]
 
     def recv_into(self, view: memoryview) -> int:
         """One single-frame message straight into *view*; returns its length."""
+        view = byte_view(view)
         try:
-            lengths = read_lengths(self.sock)
-            if len(lengths) != 1 or lengths[0] > memoryview(view).nbytes:
+            lengths = self._reader.read_lengths()
+            if len(lengths) != 1 or lengths[0] > view.nbytes:
                 raise ProtocolError("a download chunk that does not fit its array")
-            read_exact(self.sock, memoryview(view)[:lengths[0]])
+            self._reader.read_exact(view[:lengths[0]])
         except (EOFError, OSError) as exc:
             self._lost(f"the session's worker closed its connection ({exc})")
         return lengths[0]
@@ -94,7 +99,10 @@ class UnixDealer:
     def open_staging(self, key: bytes) -> StagingRing | None:
         """Ask the worker for a shared-memory staging ring (see
         :mod:`gpu_backend.protocol.staging`); None where it has none to give. Called once,
-        before the session's first batch, so the answer is the next message."""
+        before the session's first batch, so the answer is the next message (its descriptor
+        comes with its first bytes, so nothing may have been read ahead)."""
+        if self._reader.buffered:
+            raise ProtocolError("a staging ring is asked for before any other message")
         self.send(codec.packb({"k": key, "t": "staging"}))
         try:
             frames, fds = read_message_with_fds(self.sock)

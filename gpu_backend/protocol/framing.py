@@ -9,8 +9,11 @@ messages as over ZeroMQ: a list of frames.
 
 On the wire a message is ``<count: u32> <length: u64> * count`` followed by the
 frames' bytes. Writes gather the frames with ``sendmsg`` (no joining copy);
-reads fill one buffer per frame with ``recv_into`` (a download's chunk lands
-straight in its final array).
+reads go through a :class:`MessageReader`: one ``recv`` brings a small message
+whole (its count, lengths and frames) into a buffer kept for the connection, where
+reading the parts one by one took three system calls (and a socket with a timeout
+polls before each); a large frame's bytes beyond what the buffer holds land straight
+in its own memory (a download's chunk in its final array).
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ import numpy as np
 
 from .errors import ProtocolError
 
-__all__ = ["MAX_FRAMES", "MAX_MESSAGE_BYTES", "Frame", "IOV_MAX", "byte_view", "consume", "message_views", "read_exact",
-           "read_lengths", "read_message", "read_message_with_fds", "send_all"]
+__all__ = ["MAX_FRAMES", "MAX_MESSAGE_BYTES", "Frame", "IOV_MAX", "MessageReader", "byte_view", "consume",
+           "message_views", "read_exact", "read_lengths", "read_message", "read_message_with_fds", "send_all"]
 
 _COUNT = struct.Struct("<I")
 _LENGTH = struct.Struct("<Q")
@@ -83,6 +86,97 @@ def consume(views: list[memoryview], sent: int) -> None:
         else:
             views[0] = first[sent:]
             sent = 0
+
+
+class MessageReader:
+    """Whole messages from a stream socket, read through one buffer kept for the connection.
+
+    A small message, and whatever the peer wrote after it, arrives in one ``recv``; the
+    bytes beyond the message stay buffered for the next read. So a poll of the socket no
+    longer tells all: :attr:`buffered` says whether bytes of a next message are already
+    here. *wait* is called when a non-blocking socket has nothing yet (it waits until the
+    socket is readable, or raises); a blocking socket needs none.
+    """
+
+    def __init__(self, sock: socket.socket, wait: Any = None, size: int = 1 << 16) -> None:
+        self.sock = sock
+        self._wait = wait
+        self._buf = bytearray(size)
+        self._view = memoryview(self._buf)
+        self._start = 0
+        self._end = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes read from the socket and not yet taken (the start of a next message)."""
+        return self._end - self._start
+
+    def _recv(self, view: memoryview) -> int:
+        while True:
+            try:
+                n = self.sock.recv_into(view)
+            except (BlockingIOError, InterruptedError):
+                self._wait()
+                continue
+            if not n:
+                raise EOFError("the peer closed the connection")
+            return n
+
+    def _fill(self, need: int) -> None:
+        """Have at least *need* bytes buffered."""
+        if self._end - self._start >= need:
+            return
+        if self._start + need > len(self._buf):   # move what is left to the front
+            left = self._end - self._start
+            if need > len(self._buf):   # a header of many frames: a larger buffer
+                larger = bytearray(need)
+                larger[:left] = self._view[self._start:self._end]
+                self._view.release()
+                self._buf, self._view = larger, memoryview(larger)
+            else:
+                self._buf[:left] = self._buf[self._start:self._end]
+            self._start, self._end = 0, left
+        while self._end - self._start < need:
+            self._end += self._recv(self._view[self._end:])
+
+    def read_lengths(self) -> list[int]:
+        """The next message's header: its frames' lengths (checked against the limits)."""
+        self._fill(_COUNT.size)
+        (count,) = _COUNT.unpack_from(self._buf, self._start)
+        if not 0 < count <= MAX_FRAMES:
+            raise ProtocolError(f"a message of {count} frames")
+        size = _COUNT.size + _LENGTH.size * count
+        self._fill(size)
+        start = self._start + _COUNT.size
+        lengths = [v for (v,) in _LENGTH.iter_unpack(self._view[start:self._start + size])]
+        self._start += size
+        if sum(lengths) > MAX_MESSAGE_BYTES:
+            raise ProtocolError("a message larger than the link allows")
+        return lengths
+
+    def read_exact(self, view: memoryview) -> None:
+        """Fill *view*: the buffered bytes first, the rest straight from the socket."""
+        size = view.nbytes
+        take = min(self._end - self._start, size)
+        if take:
+            view[:take] = self._view[self._start:self._start + take]
+            self._start += take
+        if self._start == self._end:
+            self._start = self._end = 0
+        got = take
+        while got < size:
+            got += self._recv(view[got:])
+
+    def read_message(self) -> list[Frame]:
+        """One whole message: its frames, each in a buffer of its own."""
+        frames = []
+        for length in self.read_lengths():
+            buffer = memoryview(bytearray(length) if length < _UNFILLED_FROM
+                                else np.empty(length, np.uint8)).cast("B")
+            if length:
+                self.read_exact(buffer)
+            frames.append(Frame(buffer))
+        return frames
 
 
 def read_exact(sock: socket.socket, view: memoryview) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import zmq
 
 from ..protocol.errors import ProtocolError
-from ..protocol.framing import IOV_MAX, consume, message_views, read_message
+from ..protocol.framing import IOV_MAX, MessageReader, consume, message_views
 
 __all__ = ["ClientLinks", "UnixPeer"]
 
@@ -44,14 +44,23 @@ _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 
 class UnixPeer:
-    __slots__ = ("sock", "fd", "staging")
+    __slots__ = ("sock", "fd", "staging", "reader")
 
     def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
+        self.sock = sock   # non-blocking: a read or write that would block waits in a poll
         self.fd = sock.fileno()
+        #: the connection's messages, read through one buffer (a small one in one recv)
+        self.reader = MessageReader(sock, self._wait_readable)
         #: the shared-memory ring for large transfers, once the client asked for one
         #: (:mod:`gpu_backend.worker.staged`)
         self.staging = None
+
+    def _wait_readable(self) -> None:
+        """The rest of a message is due: wait for it, at most STALL_SECONDS."""
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        if not poller.poll(STALL_SECONDS * 1000):
+            raise TimeoutError(f"the client stopped mid-message for {STALL_SECONDS:g} s")
 
     def hung_up(self) -> bool:
         """Whether the client's end of the connection is closed (never blocks)."""
@@ -94,7 +103,8 @@ class ClientLinks:
         """Whether the server's poll *events* include one of ours."""
         if self.router in events:
             return True
-        return bool(self.ready) or any(fd in events for fd in self._fds())
+        return bool(self.ready) or any(fd in events for fd in self._fds()) \
+            or any(peer.reader.buffered for peer in self.peers.values())
 
     def _fds(self) -> list[int]:
         fds = list(self.peers)
@@ -130,8 +140,11 @@ class ClientLinks:
                 return True
 
     def _ready_peer(self, timeout_ms: int = 0) -> UnixPeer | None:
-        """A Unix peer with data to read, or that hung up (reading says so), accepting the
-        connections met on the way; None if there is none."""
+        """A Unix peer with data to read (already buffered, or on its socket), or that hung
+        up (reading says so), accepting the connections met on the way; None if there is none."""
+        for peer in self.peers.values():
+            if peer.reader.buffered:
+                return peer
         for fd, _event in self._poller.poll(timeout_ms):
             if self.listener is not None and fd == self.listener.fileno():
                 self._accept()
@@ -147,8 +160,8 @@ class ClientLinks:
         if len(self.peers) >= MAX_PEERS:
             conn.close()
             return
-        conn.setblocking(True)
-        conn.settimeout(STALL_SECONDS)
+        # non-blocking, not a timeout: a socket with a timeout polls before every call
+        conn.setblocking(False)
         try:   # fewer wake-ups per large reply (the kernel caps it at net.core.wmem_max)
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         except OSError:
@@ -196,7 +209,7 @@ class ClientLinks:
 
     def _recv_peer(self, peer: UnixPeer) -> tuple[UnixPeer, list] | None:
         try:
-            frames = read_message(peer.sock)
+            frames = peer.reader.read_message()
         except (EOFError, OSError, ProtocolError):   # closed, stalled or not our framing
             self.drop(peer)
             return None
