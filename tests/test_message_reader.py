@@ -166,3 +166,14 @@ def test_the_worker_answers_batches_that_arrive_in_one_write():
             link.close()
         finally:
             session.close()
+
+
+def test_a_small_buffer_moves_a_partial_message_to_its_front(pair):
+    """Messages that straddle the buffer's end: what is left moves to the front."""
+    a, b = pair
+    messages = [[bytes([i]) * (i % 23), b"tail%d" % i] for i in range(200)]
+    a.sendall(b"".join(wire(*m) for m in messages))
+    reader = framing.MessageReader(b, size=64)
+    for m in messages:
+        assert frames_of(reader.read_message()) == m
+    assert reader.buffered == 0
