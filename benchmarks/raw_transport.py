@@ -39,12 +39,13 @@ import socket, sys
 sys.path.insert(0, sys.argv[3])
 transport, where = sys.argv[1], sys.argv[2]
 if transport == "unix":
-    from gpu_backend.protocol.framing import read_message, send_all
+    from gpu_backend.protocol.framing import MessageReader, send_all
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); listener.bind(where); listener.listen(1)
     print("unix://" + where, flush=True)
     conn, _ = listener.accept()
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(sys.argv[4]))
-    receive = lambda: read_message(conn)[0].buffer
+    reader = MessageReader(conn)   # as the worker reads: one buffer for the connection
+    receive = lambda: reader.read_message()[0].buffer
     reply = lambda data: send_all(conn, [data])
 else:
     import zmq
@@ -109,16 +110,17 @@ class _UnixEnd:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, UNIX_SEND_BUFFER)
         self.sock.connect(address[len("unix://"):])
+        self.reader = framing.MessageReader(self.sock)   # as a session reads
 
     def send(self, data) -> None:
         self.framing.send_all(self.sock, [data])
 
     def recv(self) -> None:
-        self.framing.read_message(self.sock)
+        self.reader.read_message()
 
     def recv_into(self, view) -> int:
-        (length,) = self.framing.read_lengths(self.sock)
-        self.framing.read_exact(self.sock, view[:length])
+        (length,) = self.reader.read_lengths()
+        self.reader.read_exact(self.framing.byte_view(view)[:length])
         return length
 
     def close(self) -> None:

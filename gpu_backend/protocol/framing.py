@@ -88,6 +88,23 @@ def consume(views: list[memoryview], sent: int) -> None:
             sent = 0
 
 
+def _check_count(count: int) -> None:
+    if not 0 < count <= MAX_FRAMES:
+        raise ProtocolError(f"a message of {count} frames")
+
+
+def _check_lengths(lengths: list[int]) -> None:
+    if sum(lengths) > MAX_MESSAGE_BYTES:
+        raise ProtocolError("a message larger than the link allows")
+
+
+def _frame_buffer(length: int) -> memoryview:
+    """Memory for a received frame: a large one is not zeroed first (bytearray(n) writes n
+    zeros)."""
+    return memoryview(bytearray(length) if length < _UNFILLED_FROM
+                      else np.empty(length, np.uint8)).cast("B")
+
+
 class MessageReader:
     """Whole messages from a stream socket, read through one buffer kept for the connection.
 
@@ -143,15 +160,13 @@ class MessageReader:
         """The next message's header: its frames' lengths (checked against the limits)."""
         self._fill(_COUNT.size)
         (count,) = _COUNT.unpack_from(self._buf, self._start)
-        if not 0 < count <= MAX_FRAMES:
-            raise ProtocolError(f"a message of {count} frames")
+        _check_count(count)
         size = _COUNT.size + _LENGTH.size * count
         self._fill(size)
         start = self._start + _COUNT.size
         lengths = [v for (v,) in _LENGTH.iter_unpack(self._view[start:self._start + size])]
         self._start += size
-        if sum(lengths) > MAX_MESSAGE_BYTES:
-            raise ProtocolError("a message larger than the link allows")
+        _check_lengths(lengths)
         return lengths
 
     def read_exact(self, view: memoryview) -> None:
@@ -171,8 +186,7 @@ class MessageReader:
         """One whole message: its frames, each in a buffer of its own."""
         frames = []
         for length in self.read_lengths():
-            buffer = memoryview(bytearray(length) if length < _UNFILLED_FROM
-                                else np.empty(length, np.uint8)).cast("B")
+            buffer = _frame_buffer(length)
             if length:
                 self.read_exact(buffer)
             frames.append(Frame(buffer))
@@ -196,13 +210,11 @@ def read_lengths(sock: socket.socket, head: bytearray | None = None) -> list[int
         head = bytearray(_COUNT.size)
         read_exact(sock, memoryview(head))
     (count,) = _COUNT.unpack(head)
-    if not 0 < count <= MAX_FRAMES:
-        raise ProtocolError(f"a message of {count} frames")
+    _check_count(count)
     raw = bytearray(_LENGTH.size * count)
     read_exact(sock, memoryview(raw))
     lengths = [v for (v,) in _LENGTH.iter_unpack(raw)]
-    if sum(lengths) > MAX_MESSAGE_BYTES:
-        raise ProtocolError("a message larger than the link allows")
+    _check_lengths(lengths)
     return lengths
 
 
@@ -210,9 +222,7 @@ def read_message(sock: socket.socket, head: bytearray | None = None) -> list[Fra
     """One whole message: its frames, each in a buffer of its own."""
     frames = []
     for length in read_lengths(sock, head):
-        # a large frame in memory that is not zeroed first (bytearray(n) writes n zeros)
-        buffer = memoryview(bytearray(length) if length < _UNFILLED_FROM
-                            else np.empty(length, np.uint8)).cast("B")
+        buffer = _frame_buffer(length)
         if length:
             read_exact(sock, buffer)
         frames.append(Frame(buffer))
