@@ -149,7 +149,11 @@ def test_kill_9_loses_at_most_the_last_second_and_a_restart_appends(tmp_path):
     finally:
         killed_at = time.time()
         os.kill(writer.pid, signal.SIGKILL)
-        out, _ = writer.communicate(timeout=30)
+        # read the rest through the same text stream readline used: communicate() with a timeout
+        # reads the pipe's descriptor directly and would drop what readline had buffered past
+        # "ready", leaving a line cut at its start
+        out = writer.stdout.read()
+        writer.wait(timeout=30)
     assert writer.returncode == -signal.SIGKILL
     # the kill may cut the last line short: only lines that were written whole count
     progress = [(float(t), int(i)) for t, i in (line.split() for line in out.split("\n")[:-1])]
