@@ -11,8 +11,10 @@
 #   8. handover: handover.py, what handing the GPU between two processes costs without the
 #      pool (HANDOVER_ARGS)
 #   9. floor: sync_floor.py, the hot sync taken apart down to its floors (FLOOR_ARGS)
+#  10. mix: gemm_mix.py, a small GEMM's device time when it takes turns with a big one,
+#      plain CuPy (MIX_ARGS)
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
-# policies, probe, bench, latency, suite, handover, floor; several may be given: gpu_check.sh probe policies fairness
+# policies, probe, bench, latency, suite, handover, floor, mix; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 # MPS=1: the targets run under CUDA's Multi-Process Service (a control daemon started here
@@ -85,6 +87,10 @@ if [ "$what" = all ] || [ "$what" = latency ]; then
     2>&1 | tee "$OUT/overhead-latency.log" | grep -v '^ \|^{\|^}'
   timeout ${PROGRAMS_TIMEOUT:-240} python3 benchmarks/programs.py ${PROGRAMS_ARGS:-} --json "$OUT/programs.json" \
     2>&1 | tee "$OUT/programs.log" | grep -v '^ \|^{\|^}'
+fi
+if [ "$what" = mix ]; then
+  timeout ${MIX_TIMEOUT:-300} python3 benchmarks/gemm_mix.py ${MIX_ARGS:-} --json "$OUT/gemm-mix.json" \
+    2>&1 | tee "$OUT/gemm-mix.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = floor ]; then
   # the hot sync taken apart: raw round trip, the op in another process, a generic op
