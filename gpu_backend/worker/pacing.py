@@ -45,7 +45,8 @@ __all__ = ["Pacer", "LEAD", "GRAIN"]
 #: beyond the op running now: the next op is launched this long before the running one
 #: should end, so the device does not idle, and a newcomer waits at most about this
 #: much more than the running op.
-LEAD = 150e-6
+LEAD = float(os.environ.get("GPUWB_PACING_LEAD_US") or 150) * 1e-6   # (the variable: a diagnostic,
+#    benchmarks/fairness.py's "fair+leadUS" policies measure what the lead costs the device)
 #: Device seconds of work between two markers when ops are short (a marker and its
 #: bookkeeping cost a few microseconds of host time, ~15 µs with a lease: two events and
 #: a look at the lease). At 100 µs a lone loop of 60 µs GEMMs was marked at every op, and
