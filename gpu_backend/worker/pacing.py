@@ -44,9 +44,9 @@ __all__ = ["Pacer", "LEAD", "GRAIN"]
 #: Estimated device seconds of work a paced worker may have launched and unfinished
 #: beyond the op running now: the next op is launched this long before the running one
 #: should end, so the device does not idle, and a newcomer waits at most about this
-#: much more than the running op.
-LEAD = float(os.environ.get("GPUWB_PACING_LEAD_US") or 150) * 1e-6   # (the variable: a diagnostic,
-#    benchmarks/fairness.py's "fair+leadUS" policies measure what the lead costs the device)
+#: much more than the running op. ``GPUWB_PACING_LEAD_US`` sets it, a diagnostic:
+#: benchmarks/fairness.py's ``fair+leadUS`` policies measure what the lead costs.
+LEAD = float(os.environ.get("GPUWB_PACING_LEAD_US") or 150) * 1e-6
 #: Device seconds of work between two markers when ops are short (a marker and its
 #: bookkeeping cost a few microseconds of host time, ~15 µs with a lease: two events and
 #: a look at the lease). At 100 µs a lone loop of 60 µs GEMMs was marked at every op, and
