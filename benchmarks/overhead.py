@@ -28,7 +28,6 @@ Prints a table, then one JSON object (also written to --json).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -381,7 +380,8 @@ def main(argv=None):
     parser.add_argument("--json")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--only", choices=["latency", "pipelined"],
-                        help="run one case (with GPUWB_WORKER_PROFILE)")
+                        help="run one case (with GPUWB_WORKER_PROFILE): latency is the hot sync "
+                             "only, no idle case; no table, the JSON alone")
     parser.add_argument("--latency-reps", type=int, default=2000)
     parser.add_argument("--pipelined-ops", type=int, default=20000)
     parser.add_argument("--gemm", type=int, default=8192, help="GEMM size (0 to skip)")
@@ -445,8 +445,8 @@ def main(argv=None):
         results["staging_floor"] = bench_staging_floor(args.transfer_mb * MB, args.transfer_reps)
     if args.compare_policies:
         results["policies"] = compare_policies(args)
-    if args.only:
-        print(json.dumps(results, indent=1))
+    if args.only:   # (no table: the JSON alone, written to --json too)
+        emit(results, args.json)
         return
 
     print(table(results))
