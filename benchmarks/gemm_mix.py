@@ -35,7 +35,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from handover import READY, STOP, TURN, _operands   # (beside this file)
+from handover import READY, STOP, TURN, _operands, per_gemm_ms   # (beside this file)
 from json_out import emit
 
 
@@ -74,19 +74,6 @@ class ClockSampler:
         if self._proc is not None:
             self._proc.terminate()
             self._proc.wait()
-
-
-def per_gemm_ms(cp, a, b) -> float:
-    """One GEMM's device time, back to back, after cuBLAS is loaded."""
-    for _ in range(10):
-        a @ b
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    for _ in range(20):
-        a @ b
-    end.record()
-    end.synchronize()
-    return cp.cuda.get_elapsed_time(start, end) / 20
 
 
 def one_turn(cp, a, b, count: int) -> tuple[float, float]:

@@ -52,8 +52,8 @@ def _spin_until(event) -> None:
         pass
 
 
-def solo_rate(cp, a, b, seconds: float) -> tuple[float, float]:
-    """GEMMs per second with two always in flight, and one GEMM's device time (ms)."""
+def per_gemm_ms(cp, a, b) -> float:
+    """One GEMM's device time (ms), 20 back to back, after a warm-up."""
     for _ in range(10):   # cuBLAS's first call loads its kernels: 6 ms "per GEMM" (H100)
         a @ b
     cp.cuda.get_current_stream().synchronize()
@@ -63,7 +63,12 @@ def solo_rate(cp, a, b, seconds: float) -> tuple[float, float]:
         a @ b
     end.record()
     end.synchronize()
-    per_gemm = cp.cuda.get_elapsed_time(start, end) / 20
+    return cp.cuda.get_elapsed_time(start, end) / 20
+
+
+def solo_rate(cp, a, b, seconds: float) -> tuple[float, float]:
+    """GEMMs per second with two always in flight, and one GEMM's device time (ms)."""
+    per_gemm = per_gemm_ms(cp, a, b)
     events = [cp.cuda.Event(), cp.cuda.Event()]
     done, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
