@@ -98,15 +98,18 @@ class DeviceLease:
                 number = msg.get("g")
                 if type(number) is int and self._released is not None and number <= self._released:
                     continue   # a grant this worker has already handed back (sent twice)
+                again = self.holding and type(number) is int and number == self.grant
                 self.holding, self.asked = True, False
-                self.grant = number if type(number) is int else None
-                slot, after = msg.get("k"), msg.get("w")
-                self.slot = slot if type(slot) is int else None
-                self.after = after if (isinstance(after, list) and len(after) == 2
-                                       and all(type(v) is int for v in after)) else None
-                patience = msg.get("wt")
-                self.patience = min(float(patience), BATON_TIMEOUT) \
-                    if isinstance(patience, (int, float)) and patience >= 0 else BATON_TIMEOUT
+                if not again:   # a grant resent (a second want crossed it) keeps its hand-over:
+                    # the wait for the last holder's work, which the resent one does not name
+                    self.grant = number if type(number) is int else None
+                    slot, after = msg.get("k"), msg.get("w")
+                    self.slot = slot if type(slot) is int else None
+                    self.after = after if (isinstance(after, list) and len(after) == 2
+                                           and all(type(v) is int for v in after)) else None
+                    patience = msg.get("wt")
+                    self.patience = min(float(patience), BATON_TIMEOUT) \
+                        if isinstance(patience, (int, float)) and patience >= 0 else BATON_TIMEOUT
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))
