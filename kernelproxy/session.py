@@ -198,7 +198,11 @@ class Session:
         self._in_flight: deque[tuple[int, int, int]] = deque()  # (batch, first seq, last seq)
         self._origin: dict[int, tuple[str, str, int, Any]] = {}  # seq -> (label, file, line, out)
         self._values: dict[int, Any] = {}
-        self.meta: dict[int, tuple] = {}
+        #: each new array's metadata as the reply carried it (``[hid, shape, dtype, strides,
+        #: flags]``), until its array first asks (meta_of turns it into Python values then)
+        self.meta: dict[int, list] = {}
+        #: arrays dropped before their metadata came: it is not kept when it does come
+        self._dropped_early: set[int] = set()
         #: the live client array of each handle (weakly), so that ``ndarray.base`` returns
         #: the very object that owns a view's memory, as CuPy's does
         self.arrays: dict[int, Any] = {}
@@ -358,9 +362,13 @@ class Session:
         self.device_seconds += reply.get("g") or 0.0
         if reply.get("b") != batch:
             self._lose(f"reply for batch {reply.get('b')} while waiting for batch {batch}")
-        meta, wire_dtype = self.meta, codec.wire_dtype
-        for hid, shape, dt, strides, flags in msgpack.unpackb(reply["m"]):
-            meta[hid] = (tuple(shape), wire_dtype(dt), tuple(strides), flags)
+        meta, dropped, wire_dtype = self.meta, self._dropped_early, codec.wire_dtype
+        for entry in msgpack.unpackb(reply["m"]):
+            hid = entry[0]
+            if dropped and hid in dropped:
+                dropped.discard(hid)   # its array is gone: keeping this would grow without end
+            else:
+                meta[hid] = entry
         for seq, value in reply["v"]:
             self._values[seq] = value
         payload = iter(frames[1:])
@@ -415,6 +423,8 @@ class Session:
         self._eager_at = EAGER_OPS
         self.flush(sync_device=device, drain=False)
         self._wait_all()
+        if not self._ops:   # no reply can still carry metadata of a dropped array
+            self._dropped_early.clear()
         self._raise_pending(waiting_for)
 
     @_serialised
@@ -460,7 +470,12 @@ class Session:
             found = self.meta.pop(hid, None)
             if found is None:
                 raise InvalidHandleError(self._dead.get(hid, f"no metadata for handle {hid}"))
-        return found
+        return _meta_tuple(found)
+
+    def known_meta(self, hid: int) -> tuple | None:
+        """An array's metadata if its reply has come, without waiting and without taking it."""
+        found = self.meta.get(hid)
+        return None if found is None else _meta_tuple(found)
 
     def _raise_pending(self, waiting_for: int | None = None) -> None:
         """Raise the first failed op's error; the note names it unless it is the op waited on."""
@@ -503,13 +518,15 @@ class Session:
         if self._in_flight:
             self.sock.send(codec.packb({"k": self.key, "c": self._in_flight[-1][0]}))
 
-    def release(self, hid: int) -> None:
-        """Called when a client array is dropped: a free record joins the op stream here."""
+    def release(self, hid: int, unread: bool = False) -> None:
+        """Called when a client array is dropped: a free record joins the op stream here.
+        *unread*: the array never took its metadata, which may then be still to come."""
         with self._lock:
             self._ops.append(self._free_packer.pack(hid))
-            self.meta.pop(hid, None)
             self.arrays.pop(hid, None)
-            self._dead.pop(hid, None)
+            had_meta = self.meta.pop(hid, None) is not None
+            if self._dead.pop(hid, None) is None and unread and not had_meta:
+                self._dropped_early.add(hid)
 
     def _check_open(self) -> None:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
@@ -583,3 +600,9 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<kernelproxy.Session {self.id} on {self.device.get('name', '?')} ({state})>"
+
+
+def _meta_tuple(entry: list) -> tuple:
+    """``(shape, dtype, strides, flags)`` of a reply's metadata entry."""
+    _hid, shape, dt, strides, flags = entry
+    return (tuple(shape), codec.wire_dtype(dt), tuple(strides), flags)

@@ -121,6 +121,7 @@ class Executor:
             self.poisoned_at = None
         count = header.get("n", 0)
         metas: list = []
+        fresh: dict = {}   # array results of the inline path, their metadata due at the end
         values: list = []
         downloads: list = []
         out_frames: list = []
@@ -134,8 +135,10 @@ class Executor:
         if phases is not None:
             phases.mark("begun")   # the pacer's begin_batch (and the lease, if any)
         if self.poisoned_at is None and not cancelled:
-            executed, error, cancelled = self._run_ops(ops, iter(payload), metas, values, downloads,
-                                                       out_frames)
+            executed, error, cancelled = self._run_ops(ops, iter(payload), metas, fresh, values,
+                                                       downloads, out_frames)
+            if fresh:
+                _add_metas(metas, fresh, self.table.arrays)
             self._ended = executed
             if phases is not None:
                 phases.mark("ops")
@@ -180,8 +183,10 @@ class Executor:
         if used > self.peak_memory:
             self.peak_memory = used
 
-    def _run_ops(self, unpacker, payload: Iterator, metas, values, downloads, out_frames):
-        """Run the batch's records in order; returns (ops run, error entry, cancelled)."""
+    def _run_ops(self, unpacker, payload: Iterator, metas, fresh, values, downloads, out_frames):
+        """Run the batch's records in order; returns (ops run, error entry, cancelled).
+        The common op's array result goes into *fresh* (handle -> array): its metadata is
+        taken at the end of the batch, and only if the client still holds it then."""
         executed = 0
         checked = perf_counter()
         seq = None
@@ -236,7 +241,7 @@ class Executor:
                         result = self._call(kind, name, target, args, kwargs)
                     if type(result) is array_type:
                         put(out, result)
-                        metas.append(_meta(out, result))
+                        fresh[out] = result
                     else:
                         self._store(seq, want, out, result, metas, values)
                 elif kind == m.KIND_DOWNLOAD:
@@ -505,6 +510,16 @@ def _is_bunch(result: Any) -> bool:
     """CuPy's (and SciPy's) ``Bunch``: a plain object of fields that some functions return."""
     cls = type(result)
     return cls.__name__ == "Bunch" and cls.__module__.startswith(("cupyx.scipy.", "scipy."))
+
+
+def _add_metas(metas: list, fresh: dict, arrays: dict) -> None:
+    """The metadata of the batch's new arrays that the table still holds. In a chain of
+    ops (``x = x + 1`` in a loop) the client drops each result one op later, so its free
+    record follows in the same batch: no metadata goes out, and neither side spends the
+    microseconds that an array's shape, strides, dtype and flags cost to read and encode."""
+    for hid, array in fresh.items():
+        if arrays.get(hid) is array:
+            metas.append(_meta(hid, array))
 
 
 def _meta(hid: int, a: Any) -> list:
