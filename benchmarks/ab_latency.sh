@@ -3,13 +3,13 @@
 # commit's packages run with this tree's benchmarks), in alternating order, twice each:
 #   rm -rf .ab/old && mkdir -p .ab/old && git archive <commit> gpu_backend kernelproxy catalog workbench | tar -x -C .ab/old
 #   cp -r benchmarks .ab/old/      # then on the GPU machine, carrying .whl and .ab:
-#   OUT=... bash benchmarks/ab_latency.sh      (results in $OUT/d.tgz)
+#   OUT=... [TURNS="1 2"] bash benchmarks/ab_latency.sh      (results in $OUT/d.tgz)
 # Hosts move these figures by +-30 % between runs: only the two sides of one run compare.
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1
 D=$OUT/d; mkdir -p $D
 nvidia-smi --query-gpu=name,driver_version --format=csv > $D/gpu.txt
-for i in 1 2; do
+for i in ${TURNS:-1 2}; do
  for side in new old; do
   if [ $side = new ]; then R=$PWD; else R=$PWD/.ab/old; fi
   PYTHONPATH=/tmp/site:$R timeout 120 python3 $R/benchmarks/sync_floor.py --modes local,raw,executor,proxy --reps 2000 --rounds 2 --idle-reps 50 --json $D/floor-$side-$i.json > $D/floor-$side-$i.log 2>&1

@@ -201,8 +201,12 @@ class Session:
         #: each new array's metadata as the reply carried it (``[hid, shape, dtype, strides,
         #: flags]``), until its array first asks (meta_of turns it into Python values then)
         self.meta: dict[int, list] = {}
-        #: arrays dropped before their metadata came: it is not kept when it does come
+        #: arrays dropped after their op was sent and before their metadata came: it is not
+        #: kept when it comes (an array dropped before its op was sent gets none: the worker
+        #: sends none for a result whose free record is in the same batch)
         self._dropped_early: set[int] = set()
+        #: every handle below this was issued before the last batch was sent
+        self._sent_below = 0
         #: the live client array of each handle (weakly), so that ``ndarray.base`` returns
         #: the very object that owns a view's memory, as CuPy's does
         self.arrays: dict[int, Any] = {}
@@ -301,6 +305,7 @@ class Session:
             last = self._seq
             first = self._flushed_seq + 1
             self._flushed_seq = last
+            self._sent_below = next(self._ids)   # (one id unused per batch: ids need only differ)
             header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
             if sync_device:
                 header["y"] = 1
@@ -525,7 +530,8 @@ class Session:
             self._ops.append(self._free_packer.pack(hid))
             self.arrays.pop(hid, None)
             had_meta = self.meta.pop(hid, None) is not None
-            if self._dead.pop(hid, None) is None and unread and not had_meta:
+            if self._dead.pop(hid, None) is None and unread and not had_meta \
+                    and hid < self._sent_below:   # (else its free joins its op's batch)
                 self._dropped_early.add(hid)
 
     def _check_open(self) -> None:

@@ -135,3 +135,20 @@ def test_a_drop_whose_op_failed_is_forgotten_at_the_next_sync(fresh):
     gc.collect()
     assert float(x.sum()) == 3.0
     assert not fresh._dropped_early
+
+
+def test_drops_before_the_batch_leaves_are_not_remembered(fresh):
+    """A result dropped while its op is still queued gets no metadata (its free record
+    travels in the same batch), so the client need not remember the drop either: a long
+    stream of ops between two syncs keeps nothing per op."""
+    cp = module_for(fresh)
+    x = cp.zeros(4)
+    fresh.sync()
+    fresh.eager_flush = False     # every op stays queued until the sync
+    batches = fresh._batch
+    n = FLUSH_OPS // 2 - 10      # each turn queues two records: the op and the last one's free
+    for _ in range(n):
+        x = x + 1
+    assert fresh._batch == batches and not fresh._dropped_early
+    assert float(x[0]) == n
+    assert not fresh.meta or list(fresh.meta) == [x._h]
