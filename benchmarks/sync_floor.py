@@ -1,6 +1,7 @@
 """What a sync through another process costs at the least: the proxy's hot sync taken apart.
 
-    python benchmarks/sync_floor.py [--reps 2000] [--rounds 6] [--idle-reps 200] [--json out.json]
+    python benchmarks/sync_floor.py [--reps 2000] [--rounds 6] [--idle-reps 200] [--modes ...]
+        [--client-spin S] [--server-spin S] [--cpus C,S] [--parts] [--json out.json]
 
 Issue 8's target for the hot sync small op (``float((x + 1).sum())``) is the raw round
 trip of the transport + the op's local time + 20 µs. This measures, side by side in one
@@ -21,8 +22,16 @@ worker, each a separate process on a Unix socket (the ``ipc://`` transport's kin
   reply) fed the batches a client sends for this op, in the server process;
 * ``proxy``: a real session of an embedded pool (policy ``none``) over ``ipc://``.
 
+Each server mode also runs as ``shm-<mode>``: the same requests through a shared-memory
+mailbox that both ends spin on, with no system call on the way. It separates what the
+socket's calls cost, and what they do to the code that runs after them, from the work
+itself. The table's "in server" column is the server's own time per request (median).
+
 Both ends spin a moment before sleeping, as the session and its worker do (on hosts of
-four cores or more). Rounds alternate the order of the modes. Prints a table, then JSON.
+four cores or more): ``--client-spin`` and ``--server-spin`` change that, ``--cpus C,S``
+pins the two processes (a pinned server's CUDA threads share its one CPU: it says little
+of a pool, whose workers are not pinned). Rounds alternate the order of the modes. Prints a
+table, then JSON.
 """
 
 from __future__ import annotations
@@ -53,6 +62,8 @@ _DOUBLE = struct.Struct("<d")
 SPIN = (os.cpu_count() or 1) >= 4
 SERVER_SPIN, CLIENT_SPIN = 200e-6, 1e-3
 MODES = ("local", "raw", "ideal", "generic", "generic+meta", "executor", "proxy")
+#: Each of raw, ideal, generic, generic+meta and executor also runs as ``shm-<mode>``: the same
+#: requests through a shared-memory mailbox that both ends spin on (no system calls).
 
 
 def array_module():
@@ -98,6 +109,53 @@ def recv(sock: socket.socket, spin: float) -> bytes:
     return bytes(body)
 
 
+# ------------------------------------------------------------------ shared memory
+class Mailbox:
+    """One request and one reply at a time in a shared file mapping: each side writes its
+    message, then bumps its counter; the other spins on that counter. No system call on the
+    way (a Unix socket's send and receive are four), so this shows what the socket's calls
+    cost and what they do to the code run after them (``shm-*`` modes)."""
+
+    SIZE, REPLY_AT = 1 << 20, 1 << 19
+    _COUNT = struct.Struct("<Q")
+
+    def __init__(self, path: str, create: bool) -> None:
+        import mmap
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
+        if create:
+            os.ftruncate(fd, self.SIZE)
+        self.map = mmap.mmap(fd, self.SIZE)
+        os.close(fd)
+        self.sent = self.seen = 0
+
+    def _put(self, at: int, counter: int, payload: bytes) -> None:
+        self.map[at:at + 4] = _LEN.pack(len(payload))
+        self.map[at + 4:at + 4 + len(payload)] = payload
+        self.sent += 1
+        self._COUNT.pack_into(self.map, counter, self.sent)   # (x86 keeps stores in order)
+
+    def _take(self, at: int, counter: int, parent: int | None = None) -> bytes:
+        unpack, mem, want = self._COUNT.unpack_from, self.map, self.seen + 1
+        spins = 0
+        while unpack(mem, counter)[0] != want:
+            spins += 1
+            if parent is not None and not spins & 0xFFFF and os.getppid() != parent:
+                raise EOFError   # the client has gone: stop spinning
+        self.seen = want
+        (length,) = _LEN.unpack_from(mem, at)
+        return mem[at + 4:at + 4 + length]
+
+    def request(self, payload: bytes) -> bytes:
+        self._put(64, 0, payload)
+        return self._take(self.REPLY_AT, 8)
+
+    def next_request(self, parent: int) -> bytes:
+        return self._take(64, 0, parent)
+
+    def reply(self, payload: bytes) -> None:
+        self._put(self.REPLY_AT, 8, payload)
+
+
 # ------------------------------------------------------------------ the server
 class Floors:
     """The server's side of every mode but ``local`` and ``proxy``."""
@@ -109,6 +167,7 @@ class Floors:
         self.arrays = {1: self.x}
         self.functions = {"add": operator.add, "sum": xp.ndarray.sum, "float": float}
         self.gpu = xp.__name__ == "cupy"
+        self.times: dict[str, list] = {}
         self.events = None
         self.previous = None
         # the pool's executor, with a table holding handle 1
@@ -127,13 +186,22 @@ class Floors:
             return self.arrays[int.from_bytes(data, "little", signed=True)]
         raise ValueError("unknown extension")
 
-    def serve(self, mode: str, body: bytes) -> bytes:
+    def serve(self, mode: str, body: bytes, route: str = "") -> bytes:
+        """The reply to one request, its time kept per route and mode (``"s"`` answers the
+        medians)."""
+        t0 = time.perf_counter()
+        out = self._serve(mode, body)
+        self.times.setdefault(route + mode, []).append(time.perf_counter() - t0)
+        return out
+
+    def _serve(self, mode: str, body: bytes) -> bytes:
         if mode == "r":
             return b"ok"
         if mode == "i":
             return _DOUBLE.pack(float((self.x + 1).sum()))
-        if mode == "s":   # the executor's phases so far (medians, us)
-            return json.dumps(self.clock.summary()).encode()
+        if mode == "s":   # the executor's phases so far, and each mode's time in serve (medians, us)
+            served = {code: statistics.median(t) * 1e6 for code, t in self.times.items() if code != "s"}
+            return json.dumps({**self.clock.summary(), "served_us": served}).encode()
         if mode == "e":
             ex, clock = self.executor, self.clock
             clock.start(slept=False)
@@ -178,23 +246,45 @@ class Floors:
             self._after = None
 
 
-def server(path: str) -> None:
+def server(path: str, spin: float, cpu: int | None) -> None:
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
     floors = Floors()
+    parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(1)
     print("ready", flush=True)
     sock, _ = listener.accept()
+    mailbox = None
     while True:
         try:
-            message = recv(sock, SERVER_SPIN if SPIN else 0.0)
+            message = recv(sock, spin)
         except EOFError:
             return
+        if message == b"S":   # to the mailbox, until its "q"
+            mailbox = mailbox or Mailbox(path + ".shm", create=False)
+            send(sock, b"ok")
+            while True:
+                try:
+                    message = mailbox.next_request(parent)
+                except EOFError:
+                    return
+                if message == b"q":
+                    mailbox.reply(b"ok")
+                    break
+                mailbox.reply(floors.serve(chr(message[0]), message[1:], "shm-"))
+                _after_reply(floors)
+            continue
         send(sock, floors.serve(chr(message[0]), message[1:]))
-        floors.clock.mark("sent")
-        floors.after()
-        floors.clock.mark("after_reply")
-        floors.clock.end()
+        _after_reply(floors)
+
+
+def _after_reply(floors: Floors) -> None:
+    floors.clock.mark("sent")
+    floors.after()
+    floors.clock.mark("after_reply")
+    floors.clock.end()
 
 
 # ------------------------------------------------------------------ the client
@@ -203,18 +293,47 @@ def handle_ext(hid: int) -> msgpack.ExtType:
 
 
 class Client:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, spin: float) -> None:
+        self.spin = spin
+        self.path = path
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(path)
         from worker_micro import sync_batches   # the batches a client sends for this op
         self.batches = sync_batches(4000)
         self.turn = 0
 
+    mailbox = None   # set while requests go through shared memory
+
     def ask(self, mode: bytes, body: bytes = b"") -> bytes:
+        if self.mailbox is not None:
+            return self.mailbox.request(mode + body)
         send(self.sock, mode + body)
-        return recv(self.sock, CLIENT_SPIN if SPIN else 0.0)
+        return recv(self.sock, self.spin)
+
+    def route(self, shared: bool) -> None:
+        """Send the next requests through the mailbox (*shared*) or the socket."""
+        if shared and self.mailbox is None:
+            if self._mailbox is None:
+                self._mailbox = Mailbox(self.path + ".shm", create=True)
+            assert self.ask(b"S") == b"ok"
+            self.mailbox = self._mailbox
+        elif not shared and self.mailbox is not None:
+            assert self.mailbox.request(b"q") == b"ok"
+            self.mailbox = None
+
+    _mailbox = None
 
     def op(self, mode: str):
+        shared = mode.startswith("shm-")
+        fn = self._op(mode[4:] if shared else mode)
+
+        def routed():
+            if (self.mailbox is not None) is not shared:
+                self.route(shared)
+            return fn()
+        return routed
+
+    def _op(self, mode: str):
         if mode == "raw":
             return lambda: self.ask(b"r")
         if mode == "ideal":
@@ -301,6 +420,30 @@ def client_parts(reps: int) -> dict:
             "worker_phases": worker}
 
 
+def in_process(reps: int) -> dict:
+    """The server's work for ideal, generic and generic+meta called in a loop in this process
+    (no socket, no other process): what the "in server" column would be with everything hot
+    (medians of five blocks, us)."""
+    floors = Floors()
+    pack = msgpack.packb
+    body = pack(["add", 2, [handle_ext(1), 1]]) + pack(["sum", 3, [handle_ext(2)]]) \
+        + pack(["float", None, [handle_ext(3)]])
+    out = {}
+    for mode, code in (("ideal", "i"), ("generic", "g"), ("generic+meta", "m")):
+        for _ in range(300):
+            floors.serve(code, body)
+            floors.after()
+        blocks = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(max(1, reps // 5)):
+                floors.serve(code, body)
+                floors.after()
+            blocks.append((time.perf_counter() - t0) / max(1, reps // 5))
+        out[mode] = statistics.median(blocks) * 1e6
+    return out
+
+
 def timed(fn, reps: int, idle: float = 0.0) -> list[float]:
     times = []
     for _ in range(reps):
@@ -320,19 +463,38 @@ def main(argv=None) -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--parts", action="store_true",
                         help="then time the client's steps and the worker's phases of the proxy's sync")
+    parser.add_argument("--client-spin", type=float, default=CLIENT_SPIN if SPIN else 0.0,
+                        help="seconds the client spins for a reply before it blocks (0: blocks at once)")
+    parser.add_argument("--server-spin", type=float, default=SERVER_SPIN if SPIN else 0.0,
+                        help="seconds the server spins for a request before it blocks")
+    parser.add_argument("--cpus", help="CLIENT,SERVER: pin this process and the server to one CPU "
+                        "each (a microVM's vCPUs may share physical cores: spinning beside a "
+                        "sibling slows it)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="then time the server's work for ideal, generic and generic+meta in "
+                        "this process, in a loop")
     parser.add_argument("--json")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
+    parser.add_argument("--server-cpu", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        server(args.serve)
+        server(args.serve, args.server_spin, args.server_cpu)
         return 0
+    client_cpu = server_cpu = None
+    if args.cpus:
+        client_cpu, server_cpu = (int(c) for c in args.cpus.split(","))
+        os.sched_setaffinity(0, {client_cpu})
     modes = [m for m in args.modes.split(",") if m]
-    xp = array_module()
+    # without local (or proxy) modes this process makes no CUDA context of its own
+    xp = array_module() if {"local", "proxy"} & set(modes) else __import__("numpy")
     path = os.path.join(tempfile.mkdtemp(prefix="gpuwb-floor-"), "s")
-    child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", path],
-                             stdout=subprocess.PIPE, text=True)
+    serve = [sys.executable, os.path.abspath(__file__), "--serve", path,
+             "--server-spin", str(args.server_spin)]
+    if server_cpu is not None:
+        serve += ["--server-cpu", str(server_cpu)]
+    child = subprocess.Popen(serve, stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "ready"
-    client = Client(path)
+    client = Client(path, args.client_spin)
     pool = session = split = executor_phases = None
     if "proxy" in modes:
         import kernelproxy
@@ -351,7 +513,7 @@ def main(argv=None) -> int:
     for m in modes:   # warm-up, and every mode answers the same value
         for _ in range(300):
             got = ops[m]()
-        if m != "raw" and got != expected:
+        if m not in ("raw", "shm-raw") and got != expected:
             raise SystemExit(f"{m} answered {got}, expected {expected}")
     hot = {m: [] for m in modes}
     idle = {m: [] for m in modes}
@@ -364,8 +526,10 @@ def main(argv=None) -> int:
         if session is not None:   # the proxy's op in its parts, and the worker's own time
             from worker_micro import split_sync_op
             split = {"local": split_sync_op(x, args.reps), "proxy": split_sync_op(y, args.reps, session)}
+        client.route(False)
+        served = json.loads(client.ask(b"s"))
         if "executor" in modes:
-            executor_phases = json.loads(client.ask(b"s"))
+            executor_phases = served
     finally:
         client.sock.close()
         child.wait(10)
@@ -382,8 +546,10 @@ def main(argv=None) -> int:
         rows[m] = row
     results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-               "python": sys.version.split()[0], "array_module": xp.__name__, "spin": SPIN,
-               "cpus": os.cpu_count(), "reps": args.reps, "rounds": args.rounds, "modes": rows}
+               "python": sys.version.split()[0], "array_module": xp.__name__,
+               "client_spin": args.client_spin, "server_spin": args.server_spin,
+               "pinned": args.cpus, "cpus": os.cpu_count(), "reps": args.reps,
+               "rounds": args.rounds, "modes": rows}
     if xp.__name__ == "cupy":
         props = xp.cuda.runtime.getDeviceProperties(0)
         results["gpu"] = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
@@ -393,16 +559,26 @@ def main(argv=None) -> int:
         results["executor_phases"] = executor_phases
     if args.parts and session is not None:
         results["proxy_parts"] = client_parts(args.reps)
+    if args.in_process:
+        results["in_process_us"] = in_process(args.reps)
     local = rows.get("local", {}).get("hot_us")
     raw = rows.get("raw", {}).get("hot_us")
     if local is not None and raw is not None:
         results["target_us"] = raw + local + 20
-    print(f"{'mode':14} {'hot us':>9} {'- raw - local':>14} {'idle p50':>9} {'idle p99':>9}"
-          f"   ({xp.__name__}, spin {'on' if SPIN else 'off'})")
+    served_us = served.pop("served_us", {})
+    codes = {"raw": "r", "ideal": "i", "generic": "g", "generic+meta": "m", "executor": "e"}
+    for m, row in rows.items():
+        shared = m.startswith("shm-")
+        code = codes.get(m[4:] if shared else m)
+        if code is not None and ("shm-" * shared) + code in served_us:
+            row["server_us"] = served_us[("shm-" * shared) + code]
+    print(f"{'mode':14} {'hot us':>9} {'- raw - local':>14} {'idle p50':>9} {'idle p99':>9} {'in server':>9}"
+          f"   ({xp.__name__}, spin client {args.client_spin * 1e6:.0f} us, server "
+          f"{args.server_spin * 1e6:.0f} us{', pinned ' + args.cpus if args.cpus else ''})")
     for m, row in rows.items():
         beyond = row["hot_us"] - (raw or 0) - (local or 0) if m not in ("local", "raw") else float("nan")
         print(f"{m:14} {row['hot_us']:9.1f} {beyond:14.1f} {row.get('idle_p50_us', float('nan')):9.1f}"
-              f" {row.get('idle_p99_us', float('nan')):9.1f}")
+              f" {row.get('idle_p99_us', float('nan')):9.1f} {row.get('server_us', float('nan')):9.1f}")
     if "target_us" in results:
         print(f"target (raw + local + 20 us): {results['target_us']:.1f} us")
     if split is not None:
@@ -411,6 +587,9 @@ def main(argv=None) -> int:
     if executor_phases is not None:
         print("executor behind a socket, its phases (median us):",
               ", ".join(f"{k} {v:.1f}" for k, v in executor_phases["median_us"].items()))
+    if "in_process_us" in results:
+        print("the same work in this process, in a loop (us):",
+              ", ".join(f"{k} {v:.1f}" for k, v in results["in_process_us"].items()))
     if "proxy_parts" in results:
         parts = results["proxy_parts"]
         print(f"proxy again ({parts['hot_us']:.1f} us), the client's steps per sync (us):",
