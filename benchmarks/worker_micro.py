@@ -87,6 +87,46 @@ def run_batch(executor, body: bytes) -> None:
     executor.after_reply()
 
 
+def chain_per_op(executor, table, xp, x, ops: int = 512, batches: int = 10, blocks: int = 7):
+    """``x = x + 1`` in 512-op batches as a client sends them (each result freed by the next
+    record), through the Executor, and the same loop in the library alone: the least of
+    *blocks* blocks, microseconds per op."""
+    pack, H = codec.make_packer().pack, codec.Handle
+    seq, hid = 0, 1
+
+    def encoded() -> list[bytes]:
+        nonlocal seq, hid
+        bodies = []
+        for b in range(batches):
+            parts = [codec.packb({"k": b"", "b": b, "n": ops, "r": None})]
+            for _ in range(ops):
+                seq += 1
+                new = 1_000_000 + seq
+                parts += [pack([seq, "o", "a", new, "add"]), pack([None, [H(hid), 1], {}])]
+                if hid != 1:
+                    parts.append(pack(hid))
+                hid = new
+            bodies.append(b"".join(parts))
+        return bodies
+
+    through = alone = float("inf")
+    for _ in range(blocks):
+        bodies = encoded()
+        run_batch(executor, bodies[0])   # (warm)
+        t0 = time.perf_counter()
+        for body in bodies[1:]:
+            run_batch(executor, body)
+        through = min(through, (time.perf_counter() - t0) / ((batches - 1) * ops) * 1e6)
+        y = x
+        t0 = time.perf_counter()
+        for _ in range((batches - 1) * ops):
+            y = y + 1
+        float(y[0])
+        alone = min(alone, (time.perf_counter() - t0) / ((batches - 1) * ops) * 1e6)
+    table.free(hid)
+    return through, alone
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda:0")
@@ -108,6 +148,9 @@ def main():
         run_batch(executor, next(feed))
 
     print("through Executor       ", round(timeit(batch), 1), "us")
+    chain, alone = chain_per_op(executor, table, xp, x)
+    print("x = x + 1 chain, per op: through Executor", round(chain, 2), "us, library alone",
+          round(alone, 2), "us")
     encode_only = codec.packb
     print("(reply encoding alone) ", round(timeit(lambda: encode_only({"b": 1, "m": b"\x90", "v": [[3, 1.0]], "d": [], "e": None, "w": [], "x": 3, "s": 0})), 2), "us")
     if device.kind == "cupy":
