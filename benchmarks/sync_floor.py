@@ -41,6 +41,7 @@ import functools
 import json
 import operator
 import os
+import shutil
 import socket
 import statistics
 import struct
@@ -510,14 +511,14 @@ def main(argv=None) -> int:
     if session is not None:
         ops["proxy"] = lambda: float((y + 1).sum())
     expected = float((x + 1).sum())
-    for m in modes:   # warm-up, and every mode answers the same value
-        for _ in range(300):
-            got = ops[m]()
-        if m not in ("raw", "shm-raw") and got != expected:
-            raise SystemExit(f"{m} answered {got}, expected {expected}")
     hot = {m: [] for m in modes}
     idle = {m: [] for m in modes}
     try:
+        for m in modes:   # warm-up, and every mode answers the same value
+            for _ in range(300):
+                got = ops[m]()
+            if m not in ("raw", "shm-raw") and got != expected:
+                raise SystemExit(f"{m} answered {got}, expected {expected}")
         for r in range(args.rounds):
             for m in (modes if r % 2 == 0 else modes[::-1]):
                 hot[m] += timed(ops[m], args.reps)
@@ -532,7 +533,12 @@ def main(argv=None) -> int:
             executor_phases = served
     finally:
         client.sock.close()
-        child.wait(10)
+        try:
+            child.wait(10)
+        except subprocess.TimeoutExpired:   # left spinning on the mailbox mid-mode
+            child.kill()
+            child.wait()
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)   # the socket and the mailbox
         if session is not None:
             session.close()
             pool.stop()
