@@ -312,7 +312,7 @@ class ndarray:
         """The array itself when its dtype is known here and not complex (CuPy returns
         ``self``); otherwise the pool's answer (a real array's is then the same memory
         under a second handle: known only after a round trip, which this does not wait for)."""
-        meta = self._m or self._s.known_meta(self._h)
+        meta = self._m or self._s.meta.peek(self._h)
         if meta is not None and meta[1].kind != "c":
             return self
         return call(self._s, m.KIND_METHOD, "conj", _ARRAY, self, (), {}, "ndarray.conj")

@@ -32,6 +32,7 @@ from gpu_backend.protocol.staging import StagingRing
 from gpu_backend.protocol.staging import available as staging_available
 from gpu_backend.security import resolve_server_key, secure_client
 
+from .array_meta import ArrayMetadata
 from .caller import caller
 from .connection import Heartbeat, door_request, hello
 from .device_group import device_mismatch, open_devices
@@ -198,15 +199,7 @@ class Session:
         self._in_flight: deque[tuple[int, int, int]] = deque()  # (batch, first seq, last seq)
         self._origin: dict[int, tuple[str, str, int, Any]] = {}  # seq -> (label, file, line, out)
         self._values: dict[int, Any] = {}
-        #: each new array's metadata as the reply carried it (``[hid, shape, dtype, strides,
-        #: flags]``), until its array first asks (meta_of turns it into Python values then)
-        self.meta: dict[int, list] = {}
-        #: arrays dropped after their op was sent and before their metadata came: it is not
-        #: kept when it comes (an array dropped before its op was sent gets none: the worker
-        #: sends none for a result whose free record is in the same batch)
-        self._dropped_early: set[int] = set()
-        #: every handle below this was issued before the last batch was sent
-        self._sent_below = 0
+        self.meta = ArrayMetadata()
         #: the live client array of each handle (weakly), so that ``ndarray.base`` returns
         #: the very object that owns a view's memory, as CuPy's does
         self.arrays: dict[int, Any] = {}
@@ -305,7 +298,7 @@ class Session:
             last = self._seq
             first = self._flushed_seq + 1
             self._flushed_seq = last
-            self._sent_below = next(self._ids)   # (one id unused per batch: ids need only differ)
+            self.meta.sent_below = next(self._ids)   # (one id unused per batch: ids need only differ)
             header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
             if sync_device:
                 header["y"] = 1
@@ -367,13 +360,8 @@ class Session:
         self.device_seconds += reply.get("g") or 0.0
         if reply.get("b") != batch:
             self._lose(f"reply for batch {reply.get('b')} while waiting for batch {batch}")
-        meta, dropped, wire_dtype = self.meta, self._dropped_early, codec.wire_dtype
-        for entry in msgpack.unpackb(reply["m"]):
-            hid = entry[0]
-            if dropped and hid in dropped:
-                dropped.discard(hid)   # its array is gone: keeping this would grow without end
-            else:
-                meta[hid] = entry
+        self.meta.arrived(msgpack.unpackb(reply["m"]))
+        wire_dtype = codec.wire_dtype
         for seq, value in reply["v"]:
             self._values[seq] = value
         payload = iter(frames[1:])
@@ -429,7 +417,7 @@ class Session:
         self.flush(sync_device=device, drain=False)
         self._wait_all()
         if not self._ops:   # no reply can still carry metadata of a dropped array
-            self._dropped_early.clear()
+            self.meta.settled()
         self._raise_pending(waiting_for)
 
     @_serialised
@@ -467,20 +455,15 @@ class Session:
     def meta_of(self, hid: int) -> tuple:
         # (no lock of its own: the pops are atomic and the wait is sync's, which takes it)
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
-        found = self.meta.pop(hid, None)
+        found = self.meta.take(hid)
         if found is None:
             if hid in self._dead:
                 raise InvalidHandleError(self._dead[hid])
             self.sync()
-            found = self.meta.pop(hid, None)
+            found = self.meta.take(hid)
             if found is None:
                 raise InvalidHandleError(self._dead.get(hid, f"no metadata for handle {hid}"))
-        return _meta_tuple(found)
-
-    def known_meta(self, hid: int) -> tuple | None:
-        """An array's metadata if its reply has come, without waiting and without taking it."""
-        found = self.meta.get(hid)
-        return None if found is None else _meta_tuple(found)
+        return found
 
     def _raise_pending(self, waiting_for: int | None = None) -> None:
         """Raise the first failed op's error; the note names it unless it is the op waited on."""
@@ -529,10 +512,8 @@ class Session:
         with self._lock:
             self._ops.append(self._free_packer.pack(hid))
             self.arrays.pop(hid, None)
-            had_meta = self.meta.pop(hid, None) is not None
-            if self._dead.pop(hid, None) is None and unread and not had_meta \
-                    and hid < self._sent_below:   # (else its free joins its op's batch)
-                self._dropped_early.add(hid)
+            never_made = self._dead.pop(hid, None) is not None   # (no metadata will come)
+            self.meta.dropped(hid, unread and not never_made)
 
     def _check_open(self) -> None:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
@@ -606,9 +587,3 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<kernelproxy.Session {self.id} on {self.device.get('name', '?')} ({state})>"
-
-
-def _meta_tuple(entry: list) -> tuple:
-    """``(shape, dtype, strides, flags)`` of a reply's metadata entry."""
-    _hid, shape, dt, strides, flags = entry
-    return (tuple(shape), codec.wire_dtype(dt), tuple(strides), flags)

@@ -5,7 +5,7 @@ its array lives.
 In a chain of ops (``x = x + 1`` in a loop, a training step's temporaries) each result
 is dropped one op later. Its free record then follows in the same batch, and the worker
 sends no metadata for it; where the drop came after the batch left, the client drops
-the metadata when it comes. Before, every such entry stayed in ``Session.meta`` for the
+the metadata when it comes. Before, every such entry stayed in the session's metadata for the
 session's life (20 000 entries after 20 000 ``x = x + 1``). The worker's side runs in
 this process on the NumPy device; the rest through a real pool and worker."""
 
@@ -88,8 +88,8 @@ def test_a_chain_of_dropped_results_leaves_no_metadata_behind(fresh):
         x = x + 1
     assert float(x.sum()) == 8.0 * n
     assert x.shape == (8,)
-    assert len(fresh.meta) <= 1           # the sum's result, not yet read (it was: popped)
-    assert not fresh._dropped_early       # the sync forgot the drops it waited for
+    assert len(fresh.meta.entries) <= 1           # the sum's result, not yet read (it was: popped)
+    assert not fresh.meta.dropped_early       # the sync forgot the drops it waited for
 
 
 def test_an_array_dropped_before_its_reply_does_not_keep_its_metadata(fresh):
@@ -100,9 +100,9 @@ def test_an_array_dropped_before_its_reply_does_not_keep_its_metadata(fresh):
     hid = y._h
     del y
     gc.collect()
-    assert hid in fresh._dropped_early
+    assert hid in fresh.meta.dropped_early
     assert float(x.sum()) == 10.0     # the reply came: its entry for y was not kept
-    assert hid not in fresh.meta and hid not in fresh._dropped_early
+    assert hid not in fresh.meta.entries and hid not in fresh.meta.dropped_early
 
 
 def test_metadata_kept_for_live_arrays_whatever_was_dropped_beside_them(fresh):
@@ -134,7 +134,7 @@ def test_a_drop_whose_op_failed_is_forgotten_at_the_next_sync(fresh):
         fresh.sync()
     gc.collect()
     assert float(x.sum()) == 3.0
-    assert not fresh._dropped_early
+    assert not fresh.meta.dropped_early
 
 
 def test_drops_before_the_batch_leaves_are_not_remembered(fresh):
@@ -149,6 +149,6 @@ def test_drops_before_the_batch_leaves_are_not_remembered(fresh):
     n = FLUSH_OPS // 2 - 10      # each turn queues two records: the op and the last one's free
     for _ in range(n):
         x = x + 1
-    assert fresh._batch == batches and not fresh._dropped_early
+    assert fresh._batch == batches and not fresh.meta.dropped_early
     assert float(x[0]) == n
-    assert not fresh.meta or list(fresh.meta) == [x._h]
+    assert not fresh.meta.entries or list(fresh.meta.entries) == [x._h]
