@@ -56,17 +56,21 @@ class Kernel:
         self.km, self.kc = start_new_kernel(kernel_name="remote-gpu", startup_timeout=90, **extra)
 
     def run(self, code, timeout=60):
-        """Execute; returns (status, text of streams/results, error message or None, seconds)."""
+        """Execute; returns (status, text of streams/results, error message or None, seconds).
+
+        The text is stdout and results, then stderr: the two streams are flushed apart,
+        so their pieces may interleave in any order (a line of stderr split by stdout).
+        """
         started = time.monotonic()
         msg_id = self.kc.execute(code)
-        text, error = [], None
+        text, errs, error = [], [], None
         while True:
             msg = self.kc.get_iopub_msg(timeout=timeout)
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
             if kind == "stream":
-                text.append(content["text"])
+                (errs if content["name"] == "stderr" else text).append(content["text"])
             elif kind == "execute_result":
                 text.append(content["data"].get("text/plain", ""))
             elif kind == "error":
@@ -74,7 +78,7 @@ class Kernel:
             elif kind == "status" and content["execution_state"] == "idle":
                 break
         reply = self.reply_to(msg_id, timeout)
-        return reply["content"]["status"], "".join(text), error, time.monotonic() - started
+        return reply["content"]["status"], "".join(text + errs), error, time.monotonic() - started
 
     def reply_to(self, msg_id, timeout=60):
         """The shell reply to *msg_id* (a slow start can leave extra kernel_info replies)."""

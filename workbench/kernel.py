@@ -79,11 +79,11 @@ class RemoteGPUKernel(IPythonKernel):
             new = workbench.require()
         except Exception as exc:
             print(f"gpu-workbench: the GPU session was lost and could not be reopened: {exc}",
-                  file=sys.stderr)
+                  file=sys.stderr, flush=True)
             return
         self._adopt(new)
         print(f"gpu-workbench: the GPU session was lost; opened a new one ({new.id}). "
-              "Arrays from before are gone.", file=sys.stderr)
+              "Arrays from before are gone.", file=sys.stderr, flush=True)
 
     def _sync_after_cell(self) -> dict | None:
         session = workbench.session
