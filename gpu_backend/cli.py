@@ -70,6 +70,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-limit", type=int, help="bytes of device memory per session")
     parser.add_argument("--lease-timeout", type=float, help="seconds without heartbeat")
     parser.add_argument("--spare-workers", type=int, help="warm workers per device")
+    parser.add_argument("--worker-spin-ms", type=float,
+                        help="a worker holding a spin slot polls this long after each message (0: off)")
+    parser.add_argument("--spin-slots", type=int,
+                        help="workers that may spin that long at once (default: half the cores less one)")
     parser.add_argument("--metrics-port", type=int,
                         help="serve Prometheus metrics on this port (/metrics)")
     parser.add_argument("--metrics-address",
@@ -82,6 +86,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 #: serve's options that map one to one onto PoolSettings fields
 SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms",
                   "usage_log", "memory_limit", "lease_timeout", "spare_workers", "same_host",
+                  "worker_spin_ms", "spin_slots",
                   "metrics_port", "metrics_address")
 
 

@@ -45,6 +45,12 @@ class PoolSettings(BaseSettings):
     lease_timeout: float = Field(60.0, gt=0, description="seconds without heartbeat before a session ends")
     spare_workers: int = Field(1, ge=0, le=8, description="warm workers kept ready per device")
     max_sessions_per_device: int = Field(64, ge=1)
+    worker_spin_ms: float = Field(20.0, ge=0, le=1000, description="a session's worker that "
+                                  "holds a spin slot polls this long after each message, so that "
+                                  "a sync after a pause finds it awake (0: only the short spin)")
+    spin_slots: int | None = Field(None, ge=0, le=4096, description="how many workers may spin "
+                                   "that long at once, each a core (none: half the host's cores "
+                                   "less one)")
     metrics_port: int | None = Field(None, ge=0, le=65535, description="serve Prometheus "
                                      "metrics on this port (0: any free port); none: no metrics")
     metrics_address: str = Field("127.0.0.1", description="the metrics server's address "

@@ -13,8 +13,10 @@ its worker killed, which frees all of its device memory with the process.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
+import os
 import secrets
 import subprocess
 import sys
@@ -38,6 +40,7 @@ from . import same_host
 from .usage import UsageLog
 from .users import User, UserRegistry
 from .worker.grants import grant_step
+from .worker.spin_slots import default_slot_count, make_slot_file
 
 __all__ = ["FrontDoor"]
 
@@ -134,6 +137,10 @@ class FrontDoor:
                         if settings.same_host and same_host.available() else None)
         self.local_address = (same_host.bind(self.clients, self.ipc_dir, "door")
                               if self.ipc_dir else None)
+        #: the workers' spin slots (spin_slots.py): the lock file and its count, or None
+        count = settings.spin_slots if settings.spin_slots is not None else default_slot_count()
+        self.spin_slots = ((make_slot_file(count), count)
+                           if count > 0 and settings.worker_spin_ms > 0 else None)
         self.control = self.ctx.socket(zmq.ROUTER)
         self.control.setsockopt(zmq.LINGER, 0)
         cport = self.control.bind_to_random_port("tcp://127.0.0.1")
@@ -176,6 +183,9 @@ class FrontDoor:
             cmd += ["--arbiter", self.arbiter.address, "--baton", self.arbiter.baton_path]
         if self.ipc_dir is not None:
             cmd += ["--ipc-dir", self.ipc_dir]
+        if self.spin_slots is not None:
+            path, count = self.spin_slots
+            cmd += ["--spin-slots", f"{path}:{count}", "--long-spin", str(self.settings.worker_spin_ms / 1e3)]
         if self.settings.key_file is not None:  # the path, never the secret, on the command line
             cmd += ["--key-file", str(self.settings.key_file.expanduser().resolve())]
         process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -519,3 +529,6 @@ class FrontDoor:
         self.control.close()
         self.ctx.term()
         same_host.remove_dir(self.ipc_dir)
+        if self.spin_slots is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.spin_slots[0])

@@ -35,6 +35,7 @@ from . import staged
 from .links import ClientLinks, UnixPeer
 from .pacing import Pacer
 from .phases import PhaseClock
+from .spin_slots import SpinSlots
 
 __all__ = ["main", "WorkerServer"]
 
@@ -57,7 +58,8 @@ SPIN_SECONDS = float(os.environ.get("GPUWB_WORKER_SPIN")
 class WorkerServer:
     def __init__(self, device_spec: str, control: str, worker_id: str, bind_host: str,
                  arbiter: str | None = None, key_file: str | None = None,
-                 baton: str | None = None, ipc_dir: str | None = None) -> None:
+                 baton: str | None = None, ipc_dir: str | None = None,
+                 spin_slots: SpinSlots | None = None, long_spin: float = 0.0) -> None:
         self.device = open_device(device_spec)
         self.ctx = zmq.Context()
         self.control = self.ctx.socket(zmq.DEALER)
@@ -101,6 +103,10 @@ class WorkerServer:
         #: GPUWB_WORKER_PHASES=DIR: each message's phases timed (a diagnostic; None: off)
         self.phases = PhaseClock.from_env()
         self.executor.phases = self.phases
+        #: the pool's spin slots: holding one, the worker polls *long_spin* seconds after
+        #: each message instead of SPIN_SECONDS (see spin_slots.py); None: never long
+        self.spin_slots = spin_slots if long_spin > SPIN_SECONDS else None
+        self.long_spin = long_spin
 
     # ---------------------------------------------------------------- control
     def _send_control(self, msg: dict) -> None:
@@ -161,25 +167,41 @@ class WorkerServer:
         if lease is not None:
             poller.register(lease.sock, zmq.POLLIN)
         pacer = self.executor.pacer
-        spin_until = 0.0
+        slots = self.spin_slots
+        window = SPIN_SECONDS      # how long to poll after a message: long while holding a slot
+        spin_until = last = 0.0
+        may_claim = False          # a slot is tried once per pause, when the short spin ends
         phases = self.phases
         while not self.closed:
             if self._queue or links.poll(0):
                 if phases is not None:
                     phases.start(slept=False)
                 self._handle_client()
-                spin_until = time.perf_counter() + SPIN_SECONDS
+                last = time.perf_counter()
+                spin_until, may_claim = last + window, True
                 self._report_usage()   # time-gated: a busy session is accounted as it goes
                 continue
             if time.perf_counter() < spin_until:
                 pacer.harvest()   # measure the last batch now, not at the start of the next
+                if window > SPIN_SECONDS and lease is not None and lease.pending():
+                    pacer.idle()   # a long spin is idle time: others waiting get the device
                 continue
+            if may_claim and slots is not None:
+                may_claim = False
+                if slots.claim():   # keep polling: the next sync of a loop or a person finds us awake
+                    window = self.long_spin
+                    spin_until = last + window
+                    continue
+            if slots is not None and slots.held:
+                slots.release()
+                window = SPIN_SECONDS
             events = dict(poller.poll(USAGE_INTERVAL * 1000))
             if links.mine(events):
                 if phases is not None:
                     phases.start(slept=True)
                 self._handle_client()
-                spin_until = time.perf_counter() + SPIN_SECONDS
+                last = time.perf_counter()
+                spin_until, may_claim = last + window, True
             elif lease is not None and lease.sock in events:
                 pacer.idle()   # others wait: an idle holder hands the device over at once
             if self.control in events:
@@ -362,6 +384,8 @@ class WorkerServer:
             self._last_usage, self._last_usage_time = usage, now
 
     def close(self, reason: str) -> None:
+        if self.spin_slots is not None:
+            self.spin_slots.close()   # others may spin while this one winds down
         final = {"t": "ended", "reason": reason, "memory": 0, "arrays": len(self.table),
                  "ops": self.executor.ops_run}
         if not self.executor.fatal:  # after a device fault, freeing would only fault again
@@ -431,9 +455,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baton", help="the arbiter's hand-over baton file (with --arbiter)")
     parser.add_argument("--key-file", help="the pool's secret key file: serve over CURVE")
     parser.add_argument("--ipc-dir", help="also serve on ipc:// in this directory (same-host clients)")
+    parser.add_argument("--spin-slots", help="the pool's spin-slot file and its slot count, PATH:N")
+    parser.add_argument("--long-spin", type=float, default=0.0,
+                        help="seconds to poll after each message while holding a spin slot")
     args = parser.parse_args(argv)
+    slots = None
+    if args.spin_slots:
+        path, _, count = args.spin_slots.rpartition(":")
+        slots = SpinSlots(path, int(count))
     server = WorkerServer(args.device, args.control, args.id, args.bind_host, args.arbiter,
-                          args.key_file, args.baton, args.ipc_dir)
+                          args.key_file, args.baton, args.ipc_dir, slots, args.long_spin)
     reason = "stopped before a session"
     try:
         if server.wait_for_session():
