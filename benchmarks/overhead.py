@@ -28,6 +28,7 @@ Prints a table, then one JSON object (also written to --json).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -83,19 +84,40 @@ def bench_sync_latency(xp, session, reps):
 
 def bench_sync_after_idle(xp, session, reps, idle=0.010):
     """The same small sync op, each after *idle* seconds of nothing (a person at a
-    notebook): what wakes up slowly (sleeping threads, polls, the GPU) shows here."""
+    notebook): what wakes up slowly (sleeping threads, polls, the GPU) shows here.
+    The slowest samples are listed with when they came and how much of them this
+    process's garbage collector took, to tell a periodic stall from a collection."""
     x = xp.arange(1024, dtype=xp.float32)
     for _ in range(20):
         float((x + 1).sum())
-    times = []
-    for _ in range(reps):
-        time.sleep(idle)
-        t0 = time.perf_counter()
-        float((x + 1).sum())
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return {"median_us": times[len(times) // 2] * 1e6, "p99_us": times[int(len(times) * 0.99)] * 1e6,
-            "idle_ms": idle * 1e3}
+    times, gc_in, starts = [], [], []
+    collecting = [0.0, 0.0]   # start of the running collection, collector time this sample
+
+    def note_gc(phase, info):
+        if phase == "start":
+            collecting[0] = time.perf_counter()
+        else:
+            collecting[1] += time.perf_counter() - collecting[0]
+
+    gc.callbacks.append(note_gc)
+    began = time.perf_counter()
+    try:
+        for _ in range(reps):
+            time.sleep(idle)
+            collecting[1] = 0.0
+            t0 = time.perf_counter()
+            float((x + 1).sum())
+            times.append(time.perf_counter() - t0)
+            gc_in.append(collecting[1])
+            starts.append(t0 - began)
+    finally:
+        gc.callbacks.remove(note_gc)
+    order = sorted(range(len(times)), key=times.__getitem__)
+    ranked = [times[i] for i in order]
+    slowest = [{"at_s": round(starts[i], 3), "us": round(times[i] * 1e6, 1),
+                "gc_us": round(gc_in[i] * 1e6, 1)} for i in reversed(order[-5:])]
+    return {"median_us": ranked[len(ranked) // 2] * 1e6, "p99_us": ranked[int(len(ranked) * 0.99)] * 1e6,
+            "idle_ms": idle * 1e3, "seconds": time.perf_counter() - began, "slowest": slowest}
 
 
 def bench_pipelined(xp, session, n):
@@ -366,6 +388,12 @@ def table(results):
             worker = get(results[f"proxy_{t}"], "sync_small_op", "worker_us")
             lines.append(f"  proxy {t} hot sync beyond raw RTT + local: {hot - r['rtt_small_us'] - lv:.1f} us"
                          + (f" (worker's own time {worker:.1f} us)" if worker is not None else ""))
+    for side in ["local"] + [f"proxy_{t}" for t in transports]:
+        slow = get(results.get(side) or {}, "sync_after_idle", "slowest")
+        if slow:
+            lines.append(f"slowest syncs after idle, {side}: " + ", ".join(
+                f"{s['us']:.0f} us at {s['at_s']:.2f} s" + (f" (gc {s['gc_us']:.0f} us)" if s["gc_us"] else "")
+                for s in slow))
     if zipc:
         lines.append(f"raw pyzmq ipc (for reference): round trip {zipc['rtt_small_us']:.1f} us hot, "
                      f"{zipc['rtt_after_idle_us']:.1f} us (p99 {zipc['rtt_after_idle_p99_us']:.1f}) after "
