@@ -139,8 +139,12 @@ class FrontDoor:
                               if self.ipc_dir else None)
         #: the workers' spin slots (spin_slots.py): the lock file and its count, or None
         count = settings.spin_slots if settings.spin_slots is not None else default_slot_count()
-        self.spin_slots = ((make_slot_file(count), count)
-                           if count > 0 and settings.worker_spin_ms > 0 else None)
+        self.spin_slots: tuple[str, int] | None = None
+        if count > 0 and settings.worker_spin_ms > 0:
+            try:
+                self.spin_slots = (make_slot_file(count), count)
+            except OSError as exc:   # no writable temp directory: serve, only the short spin
+                log.warning("no spin slots (%s): workers sleep 0.2 ms after each message", exc)
         self.control = self.ctx.socket(zmq.ROUTER)
         self.control.setsockopt(zmq.LINGER, 0)
         cport = self.control.bind_to_random_port("tcp://127.0.0.1")

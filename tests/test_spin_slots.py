@@ -160,3 +160,13 @@ def test_a_slot_held_by_one_session_leaves_the_other_the_short_spin(tmp_path, mo
         finally:
             squatter.kill()
             squatter.wait()
+
+
+def test_a_worker_whose_slot_file_is_gone_still_serves():
+    with LocalPool(devices="cpu", spin_slots=2, worker_spin_ms=50, spare_workers=0) as pool:
+        os.unlink(pool.door.spin_slots[0])        # (a temp cleaner, say) before any worker starts
+        session = kernelproxy.connect(pool.address, pool.token)
+        try:
+            assert float(module_for(session).arange(4).sum()) == 6.0
+        finally:
+            session.close()

@@ -462,7 +462,10 @@ def main(argv: list[str] | None = None) -> int:
     slots = None
     if args.spin_slots:
         path, _, count = args.spin_slots.rpartition(":")
-        slots = SpinSlots(path, int(count))
+        try:
+            slots = SpinSlots(path, int(count))
+        except (OSError, ValueError) as exc:   # a worker without slots still serves
+            print(f"gpuwb worker: no spin slots ({exc})", file=sys.stderr)
     server = WorkerServer(args.device, args.control, args.id, args.bind_host, args.arbiter,
                           args.key_file, args.baton, args.ipc_dir, slots, args.long_spin)
     reason = "stopped before a session"
