@@ -135,9 +135,18 @@ def test_a_worker_gives_its_slot_back_after_its_window(tmp_path):
         session = kernelproxy.connect(pool.address, pool.token)
         try:
             cp = module_for(session)
-            assert float(cp.arange(4).sum()) == 6.0
-            assert not mine.claim()                    # the worker spins on its slot
-            assert _wait_for(mine.claim, 5.0)          # ... and sleeps 0.3 s later
+
+            def worker_holds_the_slot() -> bool:
+                # the worker claims it as its short spin ends, just after the reply: probe
+                # by claiming, and on success give it back and sync again (a new chance)
+                assert float(cp.arange(4).sum()) == 6.0
+                if not mine.claim():
+                    return True
+                mine.release()
+                return False
+
+            assert _wait_for(worker_holds_the_slot, 5.0)   # the worker spins on its slot
+            assert _wait_for(mine.claim, 5.0)              # ... and sleeps 0.3 s later
             mine.release()
             assert float(cp.arange(4).sum()) == 6.0   # it serves on, asleep or awake
         finally:
