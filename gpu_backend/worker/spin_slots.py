@@ -16,17 +16,23 @@ worker starts or stops its long spin, never per message.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import tempfile
+
+try:
+    import fcntl
+except ImportError:   # not a POSIX system: no slots, every worker keeps the short spin
+    fcntl = None
 
 __all__ = ["SpinSlots", "default_slot_count", "make_slot_file"]
 
 
 def default_slot_count() -> int:
-    """Half the cores this process may use, less one for the pool and one for the
-    clients' own side: 16 cores give 7 slots, 4 give 1, 2 give none (a small host needs
+    """Half of the cores this process may use once two are set aside (the pool's own and
+    the clients' side): 16 cores give 7 slots, 4 give 1, 2 give none (a small host needs
     its CPUs for the work itself, as the short spin's own rule says)."""
+    if fcntl is None:
+        return 0
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -52,6 +58,8 @@ class SpinSlots:
     """
 
     def __init__(self, path: str, count: int) -> None:
+        if fcntl is None:
+            raise OSError("this system has no POSIX record locks")
         self.count = count
         self._fd = os.open(path, os.O_RDWR)
         #: the slot this worker holds, or None
