@@ -50,6 +50,9 @@ def build_status(door: Any) -> dict[str, Any]:
             "users_mode": registry.mode, "devices": devices, "users": users,
             "sessions": sessions, "ended": list(door.ended),
             "lease_timeout": door.settings.lease_timeout, "pid": os.getpid(),
+            # how many workers may keep polling after a message, and for how long
+            "spin": {"slots": door.spin_slots[1] if door.spin_slots else 0,
+                     "window_ms": door.settings.worker_spin_ms},
             "uptime": round(time.time() - door.started, 3)}
 
 

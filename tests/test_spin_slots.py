@@ -131,6 +131,7 @@ def test_a_worker_with_a_slot_is_awake_after_a_pause(tmp_path, monkeypatch, slot
 def test_a_worker_gives_its_slot_back_after_its_window(tmp_path):
     with LocalPool(devices="cpu", spin_slots=1, worker_spin_ms=300, spare_workers=0) as pool:
         path, count = pool.door.spin_slots
+        assert pool.door.status()["spin"] == {"slots": 1, "window_ms": 300}
         mine = SpinSlots(path, count)
         session = kernelproxy.connect(pool.address, pool.token)
         try:
