@@ -13,14 +13,7 @@ from gpu_backend.arbiter.policy import PREEMPT_PATIENCE
 from gpu_backend.arbiter.service import Arbiter
 from gpu_backend.worker.lease import DeviceLease
 
-
-def _until(predicate, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.001)
-    return False
+from .waiting import until
 
 
 @contextmanager
@@ -41,7 +34,7 @@ def _holder_with_time_used():
         leases += [holder, newcomer]
         assert holder.acquire(0.0, lambda: False)             # alone: granted, keep until told
         holder.report(0.2)                                     # 200 ms of device time used
-        assert _until(lambda: arbiter.snapshot.get("cpu:0", {}).get("users", {})
+        assert until(lambda: arbiter.snapshot.get("cpu:0", {}).get("users", {})
                       .get("busy", {}).get("vt", 0.0) >= 0.2)
         yield holder, newcomer
     finally:
@@ -56,7 +49,7 @@ def test_a_preempted_holder_reads_its_yield_word_and_the_newcomer_waits_for_it()
         assert holder.hand_over_at is None and not holder.must_hand_over(1.0)
         newcomer._send({"t": "want"})                          # back from idle, with credit
         # the holder reads nothing from its socket, yet it knows
-        assert _until(lambda: holder.must_hand_over(0.2))
+        assert until(lambda: holder.must_hand_over(0.2))
         assert newcomer.acquire(0.0, lambda: False)
         assert newcomer.after == [holder.slot, holder.grant]  # wait for the holder's work...
         assert newcomer.patience == PREEMPT_PATIENCE           # ... but not for a long kernel
@@ -73,12 +66,12 @@ def test_a_grant_resent_to_a_second_want_keeps_the_wait_for_the_last_holder():
     test above met this, and its newcomer would have launched beside the holder's work)."""
     with _holder_with_time_used() as (holder, newcomer):
         newcomer._send({"t": "want"})
-        assert _until(newcomer.pending)
+        assert until(newcomer.pending)
         newcomer.read(0.0)
         assert newcomer.holding and newcomer.after == [holder.slot, holder.grant]
         grant = newcomer.grant
         newcomer._send({"t": "want"})            # as if it had not seen the grant yet
-        assert _until(newcomer.pending)           # the same grant, sent again
+        assert until(newcomer.pending)           # the same grant, sent again
         newcomer.read(0.0)
         assert newcomer.grant == grant and newcomer.after == [holder.slot, holder.grant]
         assert newcomer.patience == PREEMPT_PATIENCE

@@ -22,6 +22,8 @@ from gpu_backend.pool import LocalPool
 from gpu_backend.worker.spin_slots import SpinSlots, default_slot_count, make_slot_file
 from kernelproxy.modules import module_for
 
+from .waiting import until
+
 HOLDER = """
 import sys
 from gpu_backend.worker.spin_slots import SpinSlots
@@ -38,15 +40,6 @@ def _holder(path: str, count: int) -> tuple[subprocess.Popen, str]:
     return proc, proc.stdout.readline().strip()
 
 
-def _wait_for(condition, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_slots_are_shared_out_and_a_killed_holders_comes_back(tmp_path):
     path = make_slot_file(2, str(tmp_path))
     first, said = _holder(path, 2)
@@ -58,7 +51,7 @@ def test_slots_are_shared_out_and_a_killed_holders_comes_back(tmp_path):
         assert not mine.claim() and not mine.held               # none left
         first.kill()
         first.wait()
-        assert _wait_for(mine.claim)                            # the kernel gave its slot back
+        assert until(mine.claim, 10.0, step=0.02)   # the kernel gave its slot back
         assert mine.slot == int(said.split()[1])
         mine.release()
         assert not mine.held
@@ -111,7 +104,7 @@ def _phases(directory) -> dict:
                 return False
         return bool(found)
 
-    assert _wait_for(read)
+    assert until(read, 10.0, step=0.02)
     assert len(found) == 1, found
     return found[0]
 
@@ -146,8 +139,8 @@ def test_a_worker_gives_its_slot_back_after_its_window(tmp_path):
                 mine.release()
                 return False
 
-            assert _wait_for(worker_holds_the_slot, 5.0)   # the worker spins on its slot
-            assert _wait_for(mine.claim, 5.0)              # ... and sleeps 0.3 s later
+            assert until(worker_holds_the_slot, 5.0, step=0.02)   # the worker spins on its slot
+            assert until(mine.claim, 5.0, step=0.02)            # ... and sleeps 0.3 s later
             mine.release()
             assert float(cp.arange(4).sum()) == 6.0   # it serves on, asleep or awake
         finally:
