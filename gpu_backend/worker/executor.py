@@ -32,6 +32,13 @@ __all__ = ["Executor"]
 
 _meta_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
 _ARRAY, _OBJECT, _OPERATOR, _METHOD = api.ARRAY, api.OBJECT, m.KIND_OPERATOR, m.KIND_METHOD
+_FUNCTION = m.KIND_FUNCTION
+#: Functions the device checks before running (a creation call that may not fit).
+_CHECKED_CREATION = api.CREATION_WITH_SHAPE
+#: Result dtypes that HandleTable.put has accepted (a device dtype): numbers, and the
+#: structures seen so far (a set: a client's structures could be many, but each costs one
+#: entry and only a result's own dtype gets in).
+_CHECKED_DTYPES: set = set()
 #: Between ops that take longer than this, the worker looks for a cancel request.
 CANCEL_CHECK_SECONDS = 0.005
 
@@ -195,9 +202,14 @@ class Executor:
         pacer = self.pacer
         pace = pacer.after_ops
         countdown = pacer.countdown
-        operators = self.device.operators
+        operators, methods, functions = self.device.operators, self.device.methods, self.device.functions
         array_type = self.device.array_type
-        put = self.table.put
+        table = self.table
+        put, free, arrays = table.put, table.free, table.arrays
+        # the common op's result stored here rather than through put(): a device that
+        # enforces its own memory limit tracks nothing, and each dtype is checked once
+        direct = not table.tracks
+        checked_dtypes = _CHECKED_DTYPES
         try:
             while True:
                 seq = None  # an error before the next op's seq is known names no op
@@ -211,7 +223,8 @@ class Executor:
                 except ValueError as exc:  # msgpack's errors and CodecError
                     raise ProtocolError(f"undecodable op record: {exc}") from None
                 if type(head) is int:  # the client dropped this array here, in op order
-                    free(head)
+                    if not direct or arrays.pop(head, None) is None:
+                        free(head)
                     continue
                 if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
                     raise ProtocolError("malformed op record")
@@ -231,16 +244,32 @@ class Executor:
                 if pacer.fresh_due:   # the device was idle or just granted: time starts here
                     pacer.start_segment()
                 pacer.began = checked   # (the previous op's end: this op's start, near enough)
-                if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD):
-                    # the common op, inline: an operator or method whose result is an array;
-                    # anything unusual (a refused name, a scalar result) takes the shared path
-                    fn = operators.get(name) if kind == _OPERATOR and type(name) is str else None
+                if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD or kind == _FUNCTION):
+                    # the common op, inline: an operator, method or function whose result is
+                    # an array; anything unusual (a refused name, a method of something not
+                    # an array, a creation call the device checks first, a scalar result)
+                    # takes the shared path
+                    fn = None
+                    if type(name) is str:
+                        if kind == _OPERATOR:
+                            fn = operators.get(name)
+                        elif kind == _METHOD:
+                            if type(target) is array_type:
+                                fn = methods.get(name)
+                                if fn is not None:
+                                    args = [target, *args]
+                        elif name not in _CHECKED_CREATION:
+                            fn = functions.get(name)
                     if fn is not None:
                         result = fn(*args, **kwargs)
                     else:
                         result = self._call(kind, name, target, args, kwargs)
                     if type(result) is array_type:
-                        put(out, result)
+                        if direct and type(out) is int and out > 0 and result.dtype in checked_dtypes:
+                            arrays[out] = result
+                        else:
+                            put(out, result)
+                            checked_dtypes.add(result.dtype)   # (put refuses what is not a device dtype)
                         fresh[out] = result
                     else:
                         self._store(seq, want, out, result, metas, values)

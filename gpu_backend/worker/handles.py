@@ -29,6 +29,9 @@ class HandleTable:
         #: that a client drops them the way it drops arrays (a bare id in the op stream)
         self.objects: dict[int, Any] = {}
         self._tracks = device.tracks_memory
+        #: whether the table keeps the device's memory account (the NumPy device); when not,
+        #: an array is stored or dropped by the dict alone (the executor's common op does so)
+        self.tracks = self._tracks
         self._next_server_id = -1
 
     def get(self, hid: int) -> Any:
