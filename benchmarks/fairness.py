@@ -199,11 +199,14 @@ class Pool:
         # "fair:5": the fair policy with every turn 5 ms (period 0), as before turns were
         # shared out of a period; "fair/10": turns shared out of a 10 ms period; "fair" has
         # the pool's defaults (several compare in one run)
+        # "fair+patience0": a preempting newcomer waits at most 0 ms for the holder's drain
+        policy, _, patience = policy.partition("+patience")
         policy, _, lead = policy.partition("+lead")   # "fair+lead600": workers' LEAD 600 µs
         policy, _, period = policy.partition("/")
         policy, _, quantum = policy.partition(":")
         tag = self.tag = (policy + (f"-q{quantum}" if quantum else "") + (f"-p{period}" if period else "")
-                          + (f"-lead{lead}" if lead else ""))
+                          + (f"-lead{lead}" if lead else "")
+                          + (f"-patience{patience}" if patience else ""))
         self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
@@ -221,6 +224,8 @@ class Pool:
                    "GPUWB_ARBITER_TRACE": str(self.decisions)}
         if lead:
             env["GPUWB_PACING_LEAD_US"] = lead
+        if patience:
+            env["GPUWB_PREEMPT_PATIENCE_MS"] = patience
         self.served = ServedPool(policy, devices, "--spare-workers", "4", "--usage-log", str(self.log),
                                  *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
                                  *(["--period-ms", period] if period else []),
@@ -445,7 +450,9 @@ def main(argv=None) -> int:
                         help="comma list of none, fifo, fair, fair:MS (fair with every turn MS "
                              "milliseconds, no period), fair/MS (turns shared out of an MS-"
                              "millisecond period), fair+leadUS (workers holding back to US µs of launched "
-                             "work, GPUWB_PACING_LEAD_US; any fair variant may end so) and local "
+                             "work, GPUWB_PACING_LEAD_US; any fair variant may end so), fair+patienceMS (a "
+                             "preempting newcomer waits at most MS ms for the holder's launched work, "
+                             "GPUWB_PREEMPT_PATIENCE_MS; after any +lead) and local "
                              "(plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))

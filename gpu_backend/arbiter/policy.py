@@ -16,6 +16,7 @@ the fairness benchmark compares with. See docs/fair-share.md.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -56,7 +57,10 @@ AHEAD_CAP = 0.005
 #: drain (the holder must see the yield, stop, and let at most LEAD plus its running op
 #: finish: under 2 ms for ops of up to 1 ms). Longer, the holder is inside one long kernel
 #: (or stalled), and the newcomer launches anyway, its ops time-sliced beside it by CUDA.
-PREEMPT_PATIENCE = 0.005
+#: ``GPUWB_PREEMPT_PATIENCE_MS`` sets it, a diagnostic: 0 lets the newcomer launch beside
+#: the holder's last work at once (under CUDA MPS the two then run side by side, not
+#: time-sliced; docs/performance.md, run 55).
+PREEMPT_PATIENCE = float(os.environ.get("GPUWB_PREEMPT_PATIENCE_MS") or 5) * 1e-3
 #: Wall seconds a holder may overrun its hand-over before the next session is granted
 #: anyway: it is inside one long kernel, which cannot be preempted; the two then share
 #: the GPU by CUDA's time-slicing until it releases.
