@@ -96,13 +96,15 @@ def test_an_array_dropped_before_its_reply_does_not_keep_its_metadata(fresh):
     cp = module_for(fresh)
     x = cp.arange(5, dtype=cp.float64)
     y = x * 2
-    fresh.flush()                     # y's op is in flight: its metadata is still to come
-    hid = y._h
+    slow = cp.ones(4_000_000) * 3     # (tens of ms on the NumPy device: the reply stays away
+    fresh.flush()                     # while the client drops y) y's op is in flight: its
+    hid = y._h                        # metadata is still to come
     del y
     gc.collect()
     assert hid in fresh.meta.dropped_early
     assert float(x.sum()) == 10.0     # the reply came: its entry for y was not kept
     assert hid not in fresh.meta.entries and hid not in fresh.meta.dropped_early
+    del slow
 
 
 def test_metadata_kept_for_live_arrays_whatever_was_dropped_beside_them(fresh):

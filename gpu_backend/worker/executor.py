@@ -35,9 +35,8 @@ _ARRAY, _OBJECT, _OPERATOR, _METHOD = api.ARRAY, api.OBJECT, m.KIND_OPERATOR, m.
 _FUNCTION = m.KIND_FUNCTION
 #: Functions the device checks before running (a creation call that may not fit).
 _CHECKED_CREATION = api.CREATION_WITH_SHAPE
-#: Result dtypes that HandleTable.put has accepted (a device dtype): numbers, and the
-#: structures seen so far (a set: a client's structures could be many, but each costs one
-#: entry and only a result's own dtype gets in).
+#: Result dtypes of numbers that HandleTable.put has accepted (a device dtype). Structures
+#: are checked each time: a client could make them without end.
 _CHECKED_DTYPES: set = set()
 #: Between ops that take longer than this, the worker looks for a cancel request.
 CANCEL_CHECK_SECONDS = 0.005
@@ -268,8 +267,9 @@ class Executor:
                         if direct and type(out) is int and out > 0 and result.dtype in checked_dtypes:
                             arrays[out] = result
                         else:
-                            put(out, result)
-                            checked_dtypes.add(result.dtype)   # (put refuses what is not a device dtype)
+                            put(out, result)   # (refuses what is not a device dtype)
+                            if result.dtype.fields is None:
+                                checked_dtypes.add(result.dtype)
                         fresh[out] = result
                     else:
                         self._store(seq, want, out, result, metas, values)
