@@ -1,13 +1,12 @@
 """The worker's common op, run inline: an operator, method or function whose result is an
-array, stored straight into the handle table.
+array, its metadata taken at the batch's end and only for arrays the client still holds.
 
 The executor runs these without its general dispatch (benchmarks/worker_micro.py: it was
 most of the worker's time per op beside the library's own). What it may skip is only
 what cannot apply: a creation call the device checks first, a method of something that
-is not an array and a name off the allow-list still take the general path; on a device
-that enforces its own memory limit (CuPy's pool) the table keeps no memory account, and
-results are stored by the dict alone. Both table modes run here on the NumPy device:
-``tracks`` False is how the table stands on a GPU.
+is not an array and a name off the allow-list still take the general path. Both handle
+table modes run here on the NumPy device: with the device's memory account (the NumPy
+device's own), and without it, as on a GPU, where CuPy's pool enforces the limit.
 """
 
 from __future__ import annotations
@@ -62,7 +61,7 @@ CHAIN = [   # y = maximum(x + 1, 2).copy().sum(axis=0): each step's input droppe
 ]
 
 
-@pytest.mark.parametrize("tracks", [True, False], ids=["memory-account", "dict-only"])
+@pytest.mark.parametrize("tracks", [True, False], ids=["memory-account", "no-account"])
 def test_a_chain_of_operator_function_and_method_ops(tracks):
     executor, table = _executor(tracks)
     reply = _run(executor, CHAIN)
@@ -76,7 +75,7 @@ def test_a_chain_of_operator_function_and_method_ops(tracks):
         assert executor.device.memory_used() == table.get(1).nbytes + table.get(13).nbytes
 
 
-@pytest.mark.parametrize("tracks", [True, False], ids=["memory-account", "dict-only"])
+@pytest.mark.parametrize("tracks", [True, False], ids=["memory-account", "no-account"])
 def test_a_function_result_kept_by_the_client_sends_its_metadata(tracks):
     executor, table = _executor(tracks)
     reply = _run(executor, [(1, "f", 20, "exp", None, [H(1)])])
@@ -84,7 +83,7 @@ def test_a_function_result_kept_by_the_client_sends_its_metadata(tracks):
     np.testing.assert_allclose(table.get(20), np.exp(np.arange(6, dtype=np.float32).reshape(2, 3)))
 
 
-@pytest.mark.parametrize("tracks", [True, False], ids=["memory-account", "dict-only"])
+@pytest.mark.parametrize("tracks", [True, False], ids=["memory-account", "no-account"])
 def test_a_creation_call_is_still_checked_before_it_runs(tracks):
     executor, table = _executor(tracks)
     executor.device.set_memory_limit(1 << 20)
@@ -117,7 +116,7 @@ def test_a_structured_result_is_stored_in_either_mode():
         assert table.get(61).dtype == np.dtype([("a", "<f4"), ("b", "<i4")])
 
 
-def test_dropping_an_object_handle_in_dict_only_mode_drops_the_object():
+def test_dropping_an_object_handle_without_a_memory_account_drops_the_object():
     executor, table = _executor(False)
     table.put_object(70, object())
     reply = _run(executor, [70, (1, "o", 71, "add", None, [H(1), 1])])

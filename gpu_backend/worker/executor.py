@@ -35,9 +35,6 @@ _ARRAY, _OBJECT, _OPERATOR, _METHOD = api.ARRAY, api.OBJECT, m.KIND_OPERATOR, m.
 _FUNCTION = m.KIND_FUNCTION
 #: Functions the device checks before running (a creation call that may not fit).
 _CHECKED_CREATION = api.CREATION_WITH_SHAPE
-#: Result dtypes of numbers that HandleTable.put has accepted (a device dtype). Structures
-#: are checked each time: a client could make them without end.
-_CHECKED_DTYPES: set = set()
 #: Between ops that take longer than this, the worker looks for a cancel request.
 CANCEL_CHECK_SECONDS = 0.005
 
@@ -203,12 +200,7 @@ class Executor:
         countdown = pacer.countdown
         operators, methods, functions = self.device.operators, self.device.methods, self.device.functions
         array_type = self.device.array_type
-        table = self.table
-        put, free, arrays = table.put, table.free, table.arrays
-        # the common op's result stored here rather than through put(): a device that
-        # enforces its own memory limit tracks nothing, and each dtype is checked once
-        direct = not table.tracks
-        checked_dtypes = _CHECKED_DTYPES
+        put, free = self.table.put, self.table.free
         try:
             while True:
                 seq = None  # an error before the next op's seq is known names no op
@@ -222,8 +214,7 @@ class Executor:
                 except ValueError as exc:  # msgpack's errors and CodecError
                     raise ProtocolError(f"undecodable op record: {exc}") from None
                 if type(head) is int:  # the client dropped this array here, in op order
-                    if not direct or arrays.pop(head, None) is None:
-                        free(head)
+                    free(head)
                     continue
                 if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
                     raise ProtocolError("malformed op record")
@@ -264,12 +255,7 @@ class Executor:
                     else:
                         result = self._call(kind, name, target, args, kwargs)
                     if type(result) is array_type:
-                        if direct and type(out) is int and out > 0 and result.dtype in checked_dtypes:
-                            arrays[out] = result
-                        else:
-                            put(out, result)   # (refuses what is not a device dtype)
-                            if result.dtype.fields is None:
-                                checked_dtypes.add(result.dtype)
+                        put(out, result)
                         fresh[out] = result
                     else:
                         self._store(seq, want, out, result, metas, values)

@@ -28,9 +28,7 @@ class HandleTable:
         #: the session's other remote objects (CUDA events, ...), in the same id space so
         #: that a client drops them the way it drops arrays (a bare id in the op stream)
         self.objects: dict[int, Any] = {}
-        #: whether the table keeps the device's memory account (the NumPy device); when not,
-        #: an array is stored or dropped by the dict alone (the executor's common op does so)
-        self.tracks = device.tracks_memory
+        self._tracks = device.tracks_memory
         self._next_server_id = -1
 
     def get(self, hid: int) -> Any:
@@ -48,17 +46,17 @@ class HandleTable:
         if type(hid) is not int or hid <= 0:
             raise ProtocolError(f"bad result handle {hid!r}: clients use positive integers")
         _check_dtype(array)
-        if self.tracks:
+        if self._tracks:
             self.device.track(array)  # may raise OutOfMemoryError: then nothing is stored
         old = self.arrays.get(hid)
         self.arrays[hid] = array
-        if old is not None and self.tracks:
+        if old is not None and self._tracks:
             self.device.untrack(old)
 
     def put_new(self, array: Any) -> int:
         """Store an array the worker numbers itself; returns its (negative) id."""
         _check_dtype(array)
-        if self.tracks:
+        if self._tracks:
             self.device.track(array)
         hid = self._next_server_id
         self._next_server_id -= 1
@@ -68,7 +66,7 @@ class HandleTable:
     def free(self, hid: Any) -> None:
         array = self.arrays.pop(hid, None) if type(hid) is int else None
         if array is not None:
-            if self.tracks:
+            if self._tracks:
                 self.device.untrack(array)
         elif self.objects:
             self.objects.pop(hid, None)
