@@ -53,7 +53,9 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from fairness_report import _cumulative, _pct, analyse, plot, table  # noqa: E402  (beside this file)
+from fairness_targets import targets_table, verdicts  # noqa: E402
 from fairness_why import how_answered  # noqa: E402
+from gpu_clock import ClockSampler  # noqa: E402
 from served_pool import ServedPool  # noqa: E402
 
 BIG = (6144, "float16")      # one GEMM ~0.6-0.8 ms on an H100/H200: "ops of at most 1 ms"
@@ -252,8 +254,38 @@ class Pool:
                 out[r["user"]] = out.get(r["user"], 0.0) + r["device_s"]
         return out
 
+    def busy(self, t0: float, t1: float) -> dict[str, float]:
+        return busy_from_log(self.log, t0, t1)
+
     def stop(self) -> None:
         self.served.stop()
+
+
+def busy_from_log(log: Path, t0: float, t1: float) -> dict[str, float]:
+    """Per user, the fraction of the time between two wall-clock times that the pool
+    charged it device time, from the pool's usage log. A ``use`` line's device seconds are
+    those since the session's previous line (or its opening), so each session's share is
+    taken over exactly the span its lines in the window cover, not the window's edges,
+    which the reports (every 0.5 s) make coarse."""
+    last: dict[str, float] = {}   # session -> its latest line so far
+    spans: dict[str, list] = {}    # session -> [user, device s, first covered, last]
+    for line in log.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        sid, ts = r.get("session"), r.get("ts", 0)
+        if r.get("t") == "use" and t0 <= ts <= t1 and sid in last:
+            span = spans.setdefault(sid, [r["user"], 0.0, last[sid], ts])
+            span[1] += r.get("device_s", 0.0)
+            span[3] = ts
+        if r.get("t") in ("open", "use"):
+            last[sid] = ts
+    out: dict[str, float] = {}
+    for user, device_s, first, end in spans.values():
+        if end > first:
+            out[user] = out.get(user, 0.0) + device_s / (end - first)
+    return out
 
 
 # --------------------------------------------------------------------------- a scenario
@@ -286,7 +318,7 @@ def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: fl
 
 
 def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, local: bool,
-             lead: float) -> dict:
+             lead: float, clocks: ClockSampler | None = None) -> dict:
     start = time.monotonic() + lead
     stop = start + seconds
     members = SCENARIOS[name]
@@ -316,10 +348,13 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
     results = run_clients(specs, workdir, events)
     out = analyse(name, results, phases, exclusive, start, stop)
     out["per_fence"] = {r["user"]: r["per_fence"] for r in results if "per_fence" in r}
+    p0, p1, _ = phases[0]
+    settle = min(1.0, (p1 - p0) / 4)
+    if clocks is not None:   # the GPU's clock and power over the first phase's steady part
+        out["gpu_clock"] = clocks.between(wall + p0 + settle, wall + p1)
     if pool is not None:   # what the pool measured and charged, per GEMM (a diagnostic)
-        p0, p1, _ = phases[0]
-        settle = min(1.0, (p1 - p0) / 4)
         charged = pool.charged(wall + p0 + settle, wall + p1)
+        out["busy"] = pool.busy(wall + p0 + settle, wall + p1)
         done = {r["user"]: _cumulative(r["points"], p1) - _cumulative(r["points"], p0 + settle)
                 for r in results if r["kind"] != "interactive"}
         out["charged_s"] = charged
@@ -400,15 +435,20 @@ def summarise_traces(folder: Path, t0: float, t1: float, keep: Path | None = Non
     return out
 
 
-def calibrate(pool, seconds: float, workdir: Path, local: bool, kinds=("big", "small")) -> dict:
-    """Each workload alone: its exclusive rate (GEMMs/s) or latency."""
+def calibrate(pool, seconds: float, workdir: Path, local: bool, kinds=("big", "small"),
+              clocks: ClockSampler | None = None) -> dict:
+    """Each workload alone: its exclusive rate (GEMMs/s) or latency, and the GPU's clock
+    meanwhile."""
     exclusive = {}
     for kind in kinds:
         start = time.monotonic() + 3
         spec = spec_for("solo", kind, pool, {}, start, start + seconds, workdir, local)
+        wall = time.time() - time.monotonic()
         r = run_clients([spec], workdir)[0]
         pts = [p for p in r["points"] if p[0] >= start + 0.5]
         exclusive[kind] = {"rate": (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])}
+        if clocks is not None:
+            exclusive[kind]["gpu_clock"] = clocks.between(wall + start + 0.5, wall + start + seconds)
     start = time.monotonic() + 3
     r = run_clients([spec_for("i", "interactive", pool, {}, start, start + seconds, workdir,
                               local)], workdir)[0]
@@ -485,6 +525,8 @@ def main(argv=None) -> int:
         results["gpu"] = None
     # the GEMM workloads the scenarios run (measured alone to normalise their rates)
     gemm_kinds = sorted({k for n in names for _u, k, _w in SCENARIOS[n] if k != "interactive"})
+    # the GPU's clock beside the rates: a power-limited GPU's clock moves with the mix
+    clocks = ClockSampler() if results["gpu"] else None
     with tempfile.TemporaryDirectory(prefix="gpuwb-fair-") as tmp:
         workdir = Path(tmp)
         for policy in args.policies.split(","):
@@ -493,7 +535,8 @@ def main(argv=None) -> int:
             try:
                 if policy in args.calibrate.split(",") or not results["exclusive"]:
                     results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir,
-                                                             local, sorted({*gemm_kinds, "big", "small"}))
+                                                             local, sorted({*gemm_kinds, "big", "small"}),
+                                                             clocks)
                 # rates are normalised by the workloads' rates alone without an arbiter, so a
                 # policy that slows a lone user shows as lost work, not as a new normal
                 exclusive = (results["exclusive"].get("none") or results["exclusive"].get(policy)
@@ -503,7 +546,7 @@ def main(argv=None) -> int:
                 by = results["policies"][policy] = {}
                 for name in names:
                     by[name] = scenario(name, pool, exclusive, args.seconds, workdir, local,
-                                        lead=args.lead)
+                                        lead=args.lead, clocks=clocks)
                     print(f"{policy:6} {name:14} done", file=sys.stderr, flush=True)
                 if args.recalibrate:
                     after = results.setdefault("exclusive_after", {})[policy] = calibrate(
@@ -516,7 +559,11 @@ def main(argv=None) -> int:
             finally:
                 if pool is not None:
                     pool.stop()
+    if clocks is not None:
+        clocks.close()
+    results["targets"] = verdicts(results, SCENARIOS)
     print(table(results))
+    print(targets_table(results["targets"]))
     if args.plot:
         plot(results, args.plot)
     text = json.dumps(results, indent=1)

@@ -26,54 +26,15 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import statistics
-import subprocess
-import threading
 import time
 from datetime import datetime, timezone
 from multiprocessing import shared_memory
 
 import numpy as np
 
-from handover import READY, STOP, TURN, _operands, per_gemm_ms   # (beside this file)
+from gpu_clock import ClockSampler   # (beside this file)
+from handover import READY, STOP, TURN, _operands, per_gemm_ms
 from json_out import emit
-
-
-class ClockSampler:
-    """``nvidia-smi`` reading the SM clock and power every 50 ms, in a thread; ``between(t0, t1)``
-    gives the medians of the samples taken in a span of ``time.time()``."""
-
-    def __init__(self) -> None:
-        self.samples: list[tuple[float, float, float]] = []
-        try:
-            self._proc = subprocess.Popen(
-                ["nvidia-smi", "--query-gpu=index,clocks.sm,power.draw", "--format=csv,noheader,nounits",
-                 "-lms", "50"], stdout=subprocess.PIPE, text=True)
-        except OSError:
-            self._proc = None
-            return
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self._proc.stdout:
-            parts = [p.strip() for p in line.split(",")]
-            if len(parts) == 3 and parts[0] == "0":
-                try:
-                    self.samples.append((time.time(), float(parts[1]), float(parts[2])))
-                except ValueError:
-                    pass
-
-    def between(self, t0: float, t1: float) -> dict:
-        got = [(clock, power) for t, clock, power in self.samples if t0 <= t <= t1]
-        if not got:
-            return {"sm_mhz": None, "power_w": None, "samples": 0}
-        return {"sm_mhz": statistics.median(c for c, _ in got),
-                "power_w": statistics.median(p for _, p in got), "samples": len(got)}
-
-    def close(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.wait()
 
 
 def one_turn(cp, a, b, count: int) -> tuple[float, float]:
