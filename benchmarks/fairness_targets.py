@@ -178,5 +178,5 @@ def targets_table(rows: list[dict]) -> str:
         lines.append(f"{v['policy']:{width}} {v['scenario']:14} {v['target']:34} {v['value']:8.3f} "
                      f"{v['limit']:6.3g}  {verdict}")
         if v["why"]:
-            lines.append(f"{'':9}why: {v['why']}")
+            lines.append(f"-> why: {v['why']}")   # (unindented: gpu_check.sh's filter keeps it)
     return "\n".join(lines)
