@@ -156,7 +156,9 @@ def _why_interactive(results, policy, name, r, kinds) -> str:
                    if (exclusive.get(k) or {}).get("rate")), default=None)
     if longest:
         parts.append(f"a request may wait for the holder's launched {longest[1]} GEMM, "
-                     f"{longest[0]:.2f} ms alone")
+                     f"{longest[0]:.2f} ms alone (no kernel is preempted)")
+        if alone is not None:
+            parts.append(f"the two together: {alone + longest[0]:.2f} ms")
     answers = (r.get("arrivals") or {}).get("i")
     if answers and answers.get("wants"):
         n = answers["wants"]

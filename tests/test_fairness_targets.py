@@ -110,6 +110,7 @@ def test_lost_work_is_split_into_idle_device_time_slower_work_and_the_interactiv
     assert "the op alone (fair's pool): p99 0.90 ms" in slow["why"]
     assert "(none) here: p99 5.50 ms" in slow["why"]
     assert "holder's launched big GEMM, 0.71 ms alone" in slow["why"]
+    assert "the two together: 1.61 ms" in slow["why"]
     assert "10% free, 70% preempting, 20% waited" in slow["why"]
 
 
