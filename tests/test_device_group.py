@@ -259,3 +259,68 @@ def test_the_workbench_connects_and_reconnects_with_its_devices(multi_pool):
     finally:
         bench.disconnect()
     _eventually_no_sessions(multi_pool)
+
+
+def test_gpu_status_and_info_show_every_device_of_the_client(multi_pool):
+    pytest.importorskip("IPython")
+    from workbench.connection import Workbench
+    from workbench.magics import info_view, status_view
+    bench = Workbench()
+    try:
+        session = bench.connect(multi_pool.address, multi_pool.token, devices=2)
+        import cupy
+        with cupy.cuda.Device(1):
+            y = cupy.ones(1000)          # memory and ops on device 1 only
+            assert float(y.sum()) == 1000.0
+        ids = [s.id for s in session.group]
+        pool_devices = {s["session"]: s["device"] for s in _open_sessions(multi_pool)}
+
+        def device_1_reported():
+            view = status_view(session)
+            rows = view.data["devices_of_client"]
+            return view if rows[1].get("ops") and rows[1].get("memory_used") else None
+
+        deadline = time.monotonic() + 10   # workers report usage every ~0.5 s
+        while (view := device_1_reported()) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert view is not None, "device 1's session never reported its usage"
+        rows = view.data["devices_of_client"]
+        assert [r["ordinal"] for r in rows] == [0, 1] and [r["session"] for r in rows] == ids
+        assert [r["device"] for r in rows] == [pool_devices[i] for i in ids]
+        assert rows[1]["memory_used"] >= 8000 and rows[1]["arrays"] >= 1
+        text = str(view)
+        assert "This client's devices" in text
+        assert f"{ids[0]} (you)" in text and f"{ids[1]} (you)" in text   # both marked
+        info = info_view(session)
+        assert [d.get("index") for d in info.data["devices"]] == \
+            [s.device.get("index") for s in session.group]
+        assert f"(session {ids[1]})" in str(info)
+    finally:
+        bench.disconnect()
+    _eventually_no_sessions(multi_pool)
+
+
+def test_the_workbench_reopens_the_group_when_another_devices_session_is_lost(multi_pool):
+    import signal
+    from workbench.connection import Workbench
+    bench = Workbench()
+    try:
+        session = bench.connect(multi_pool.address, multi_pool.token, devices=2)
+        lost = session.group[1]
+        worker = next(w for w in multi_pool.door.workers.values()
+                      if w.session is not None and w.session.sid == lost.id)
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.wait(10)
+        deadline = time.monotonic() + 20
+        while not (lost.closed or lost.heartbeat.lost) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lost.closed or lost.heartbeat.lost, "device 1's lost session was never noticed"
+        assert not (session.closed or session.heartbeat.lost)   # device 0's is fine
+        again = bench.require()      # auto_reconnect (the default): the whole group anew
+        assert again is not session and session.closed and len(again.group) == 2
+        import cupy
+        with cupy.cuda.Device(1):
+            assert float(cupy.arange(4.0).sum()) == 6.0
+    finally:
+        bench.disconnect()
+    _eventually_no_sessions(multi_pool)

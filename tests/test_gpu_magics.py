@@ -222,7 +222,8 @@ def test_info_of_a_cupy_device():
               "compute_capability": "9.0", "multiprocessors": 132, "memory_total": 85 << 30,
               "memory_free": 84 << 30, "cupy": "14.2.0", "cuda_runtime": 12080,
               "stream_bytes": 4 << 20}
-    fake = SimpleNamespace(id="s1", address="tcp://gpu:5555", memory_limit=8 << 30, device=device)
+    fake = SimpleNamespace(id="s1", address="tcp://gpu:5555", memory_limit=8 << 30, device=device,
+                           group=None)
     text = str(info_view(fake))
     for shown in ("NVIDIA H100 80GB HBM3", "compute capability", "9.0", "132", "85.0 GiB",
                   "CUDA runtime", "12.8", "CuPy", "14.2.0", "4.0 MiB", "tcp://gpu:5555"):

@@ -119,7 +119,9 @@ class Workbench:
         session = self.session
         if session is None:
             raise kernelproxy.SessionLostError("not connected: use %gpu connect")
-        if session.closed or session.heartbeat.lost:
+        # a client of several devices is lost when any one of its devices' sessions is:
+        # device 1's arrays are gone with its worker, whatever device 0's session says
+        if any(s.closed or s.heartbeat.lost for s in session.group or (session,)):
             if not self.settings.auto_reconnect:
                 raise kernelproxy.SessionLostError("the session was lost: use %gpu connect")
             return self.reconnect()

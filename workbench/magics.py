@@ -34,7 +34,7 @@ from .connection import workbench
 from .pool_views import device_name as _device_name
 from .pool_views import percent as _percent
 from .pool_views import sessions_view, share_view, status_group
-from .views import GroupView, KeyValueView, View, human_bytes, human_duration
+from .views import GroupView, KeyValueView, TableView, View, human_bytes, human_duration
 
 __all__ = ["GPUMagics", "COMMANDS", "NOT_CONNECTED"]
 
@@ -166,7 +166,17 @@ def info_view(session: kernelproxy.Session) -> KeyValueView:
         rows.append((_DEVICE_LABELS.get(key, key), value))
     rows += [("session", session.id), ("pool", session.address),
              ("session memory limit", human_bytes(session.memory_limit))]
-    return KeyValueView(f"Device of session {session.id}", rows, data={"device": device})
+    data: dict = {"device": device}
+    if session.group is not None:   # the client's other devices, one row each
+        for member in session.group[1:]:
+            other = member.device
+            rows.append((f"device {member.ordinal}",
+                         f"{_device_name(other)}, {human_bytes(other.get('memory_total'))} "
+                         f"(session {member.id})"))
+        data["devices"] = [dict(member.device) for member in session.group]
+    title = (f"Device of session {session.id}" if session.group is None else
+             f"Devices of this client (device 0: session {session.id})")
+    return KeyValueView(title, rows, data=data)
 
 
 def status_view(session: kernelproxy.Session) -> GroupView:
@@ -189,8 +199,26 @@ def status_view(session: kernelproxy.Session) -> GroupView:
         ("reconnects", workbench.reconnects),
     ], note="usage as the worker last reported it to the pool (every ~0.5 s); "
             "%gpu memory asks the worker now")
-    view = status_group(status, mine=session.id, embedded=workbench.embedded, extra=[you])
+    members = session.group or [session]
+    extra: list = [you]
+    devices = []
+    if session.group is not None:   # a client of several devices: each device's session
+        for member in members:
+            row = _mine(member, status) or {}
+            devices.append({"ordinal": member.ordinal, "session": member.id, **row})
+        extra.append(TableView("This client's devices", [
+            "Device", "Session", "Pool device", "Memory", "Arrays", "Ops", "Device time"], [
+            [f"{d['ordinal']}: {_device_name(m.device)}", d["session"], d.get("device", "?"),
+             f"{human_bytes(d.get('memory_used'))} of {human_bytes(m.memory_limit)}",
+             d.get("arrays"), d.get("ops"), human_duration(d.get("device_seconds"))]
+            for d, m in zip(devices, members)],
+            numeric={"Arrays", "Ops", "Device time"}, no_wrap={"Device", "Session"},
+            caption="cupy.cuda.Device(k) runs on device k's session"))
+    view = status_group(status, mine=[m.id for m in members], embedded=workbench.embedded,
+                        extra=extra)
     view.data.update(queued_ops=queued, batches_in_flight=in_flight, mine=mine)
+    if devices:
+        view.data["devices_of_client"] = devices
     return view
 
 

@@ -69,13 +69,15 @@ def users_view(status: dict) -> TableView:
                      data={"users": status.get("users", []), "you": you, "policy": policy})
 
 
-def sessions_view(status: dict, mine: str | None = None) -> TableView:
+def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableView:
+    """The pool's sessions; *mine* (a session id, or the ids of a client's devices) marked."""
     rows, marked = [], []
+    ids = {mine} if isinstance(mine, str) else set(mine or ())
     sessions = status.get("sessions", [])
     for i, s in enumerate(sessions):
-        if s.get("session") == mine:
+        if s.get("session") in ids:
             marked.append(i)
-        rows.append([f"{s.get('session')} (you)" if s.get("session") == mine else s.get("session"),
+        rows.append([f"{s.get('session')} (you)" if s.get("session") in ids else s.get("session"),
                      s.get("user"), s.get("client") or "—", s.get("device"),
                      f"{human_bytes(s.get('memory_used'))} of {human_bytes(s.get('memory_limit'))}",
                      s.get("ops"), human_duration(s.get("device_seconds")),
@@ -109,7 +111,7 @@ def pool_view(status: dict, *, embedded: bool | None = None) -> KeyValueView:
     return KeyValueView("Pool", rows)
 
 
-def status_group(status: dict, *, mine: str | None = None, embedded: bool | None = None,
+def status_group(status: dict, *, mine: str | list[str] | None = None, embedded: bool | None = None,
                  extra: list[View] = ()) -> GroupView:
     """Everything ``gpuwb status`` prints, and the pool part of ``%gpu status``."""
     return GroupView("GPU pool status", [pool_view(status, embedded=embedded), devices_view(status),
