@@ -78,8 +78,10 @@ if [ "$what" = all ] || [ "$what" = handover ]; then
     2>&1 | tee "$OUT/handover.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = all ] || [ "$what" = policies ]; then
-  # a lone session under policy none vs fair (the arbiter must cost it nothing), same run
-  timeout 300 python3 benchmarks/overhead.py --compare-policies ${OVERHEAD_ARGS:-} \
+  # a lone session under policy none vs fair (the arbiter must cost it nothing), same run;
+  # POLICY_CORES=2,3,4 pins the client and both pools to those cores: a microVM's vCPUs are
+  # not alike, and a worker that lands on a slow one runs ~30 % slower (run 61)
+  ${POLICY_CORES:+taskset -c $POLICY_CORES} timeout 300 python3 benchmarks/overhead.py --compare-policies ${OVERHEAD_ARGS:-} \
     --json "$OUT/overhead-policies.json" 2>&1 | tee "$OUT/overhead-policies.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = all ] || [ "$what" = latency ]; then
