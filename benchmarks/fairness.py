@@ -43,6 +43,7 @@ each scenario.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -530,8 +531,9 @@ def main(argv=None) -> int:
     # the GEMM workloads the scenarios run (measured alone to normalise their rates)
     gemm_kinds = sorted({k for n in names for _u, k, _w in SCENARIOS[n] if k != "interactive"})
     # the GPU's clock beside the rates: a power-limited GPU's clock moves with the mix
-    clocks = ClockSampler() if results["gpu"] else None
-    with tempfile.TemporaryDirectory(prefix="gpuwb-fair-") as tmp:
+    # (nvidia-smi stops with the run, also one cut short)
+    with tempfile.TemporaryDirectory(prefix="gpuwb-fair-") as tmp, \
+            (ClockSampler() if results["gpu"] else contextlib.nullcontext()) as clocks:
         workdir = Path(tmp)
         for policy in args.policies.split(","):
             local = policy == "local"
@@ -563,8 +565,6 @@ def main(argv=None) -> int:
             finally:
                 if pool is not None:
                     pool.stop()
-    if clocks is not None:
-        clocks.close()
     results["targets"] = verdicts(results, SCENARIOS)
     print(table(results))
     print(targets_table(results["targets"]))

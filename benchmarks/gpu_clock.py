@@ -51,3 +51,9 @@ class ClockSampler:
         if self._proc is not None:
             self._proc.terminate()
             self._proc.wait()
+
+    def __enter__(self) -> "ClockSampler":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
