@@ -193,7 +193,6 @@ class Executor:
         executed = 0
         checked = perf_counter()
         seq = None
-        free = self.table.free
         unpack = unpacker.unpack
         pacer = self.pacer
         pace = pacer.after_ops
