@@ -57,7 +57,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from fairness_report import _cumulative, _pct, analyse, plot, table  # noqa: E402  (beside this file)
+from fairness_report import _cumulative, _pct, analyse, normalising_rates, plot, table  # noqa: E402  (beside this file)
 from fairness_targets import targets_table, verdicts  # noqa: E402
 from fairness_why import how_answered  # noqa: E402
 from gpu_clock import ClockSampler  # noqa: E402
@@ -543,12 +543,7 @@ def main(argv=None) -> int:
                     results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir,
                                                              local, sorted({*gemm_kinds, "big", "small"}),
                                                              clocks)
-                # rates are normalised by the workloads' rates alone without an arbiter, so a
-                # policy that slows a lone user shows as lost work, not as a new normal
-                exclusive = (results["exclusive"].get("none") or results["exclusive"].get(policy)
-                             or next(iter(results["exclusive"].values())))
-                if local:
-                    exclusive = results["exclusive"][policy]
+                exclusive = normalising_rates(results["exclusive"], policy)
                 by = results["policies"][policy] = {}
                 for name in names:
                     by[name] = scenario(name, pool, exclusive, args.seconds, workdir, local,

@@ -32,6 +32,16 @@ def _pct(values, q):
     return values[min(len(values) - 1, int(q * len(values)))] if values else None
 
 
+def normalising_rates(exclusive: dict, policy: str) -> dict:
+    """The rates alone that normalise *policy*'s scenarios (*exclusive*: per calibrated
+    policy). Those measured without an arbiter (``none``), so that a policy that slows a
+    lone user shows as lost work, not as a new normal; else the policy's own, else the
+    first measured. Plain CuPy processes (``local``) by their own."""
+    if policy == "local" and policy in exclusive:
+        return exclusive[policy]
+    return exclusive.get("none") or exclusive.get(policy) or next(iter(exclusive.values()), {})
+
+
 def _running_from(gemm, targets, p0):
     """When every user of a phase is running: a client whose warm-up outlasted the lead
     starts its loop late, and windows before that would count it as starved."""
@@ -121,7 +131,7 @@ def table(results: dict) -> str:
                          f"{fmt(r['work_conservation']):>6} {fmt(it.get('p50'), '{:.2f}'):>8} "
                          f"{fmt(it.get('p99'), '{:.2f}'):>8} {fmt(it.get('p999'), '{:.2f}'):>7} {conv:>10}")
     for policy, after in (results.get("exclusive_after") or {}).items():
-        before = results["exclusive"].get("none") or results["exclusive"].get(policy) or {}
+        before = normalising_rates(results["exclusive"], policy)
         drift = ", ".join(f"{kind} {after[kind]['rate'] / before[kind]['rate']:.3f}"
                           for kind in after if kind in before and "rate" in after[kind])
         corrected = ", ".join(f"{name} {fmt(r.get('work_conservation_drift'))}"

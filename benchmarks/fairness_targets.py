@@ -21,6 +21,8 @@ the same run measured beside it, never from a stock sentence:
 
 from __future__ import annotations
 
+from fairness_report import normalising_rates   # (beside this file)
+
 #: issue 7's targets for ``fair``
 SHARE_MEAN = 0.02
 SHARE_P99 = 0.05
@@ -80,12 +82,6 @@ def _scenario_rows(results: dict, policy: str, name: str, r: dict, members: list
     return rows
 
 
-def _exclusive(results: dict, policy: str) -> dict:
-    """The rates alone that normalised this run (fairness.py's rule: ``none``'s first)."""
-    ex = results.get("exclusive", {})
-    return ex.get("none") or ex.get(policy) or next(iter(ex.values()), {})
-
-
 def _why_split(results, policy, r, users, kinds, weights) -> str:
     parts = []
     charged = r.get("charged_s") or {}
@@ -97,7 +93,7 @@ def _why_split(results, policy, r, users, kinds, weights) -> str:
         parts.append(f"device time charged: within {worst:.1%} of the weights"
                      + (" (the arbiter split time by weight)" if worst <= SHARE_MEAN else
                         " (the arbiter's own split is off)"))
-    exclusive = _exclusive(results, policy)
+    exclusive = normalising_rates(results.get("exclusive", {}), policy)
     per_gemm = r.get("charged_ms_per_gemm") or {}
     costs = []
     for u in users:
@@ -151,7 +147,7 @@ def _why_interactive(results, policy, name, r, kinds) -> str:
     none = ((results.get("policies", {}).get("none") or {}).get(name) or {}).get("interactive_ms")
     if none and none.get("p99") is not None:
         parts.append(f"CUDA's time-slicing (none) here: p99 {none['p99']:.2f} ms")
-    exclusive = _exclusive(results, policy)
+    exclusive = normalising_rates(results.get("exclusive", {}), policy)
     longest = max(((1e3 / exclusive[k]["rate"], k) for k in set(kinds.values())
                    if (exclusive.get(k) or {}).get("rate")), default=None)
     if longest:
