@@ -46,8 +46,14 @@ def no_known_pools(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory):
-    secret, public_file, public = generate_keypair(tmp_path_factory.mktemp("keys") / "pool.key")
-    return secret, public_file, public
+    """A pool key pair whose public key begins with "-" (Z85 has it; one key in 85), so that
+    every test that passes the key as a word also checks it is read as a value."""
+    path = tmp_path_factory.mktemp("keys") / "pool.key"
+    for _ in range(5000):
+        secret, public_file, public = generate_keypair(path, force=True)
+        if public.startswith(b"-"):
+            return secret, public_file, public
+    raise AssertionError("no key beginning with '-' in 5000 tries")
 
 
 @pytest.fixture(scope="module")
@@ -220,10 +226,11 @@ def test_gpuwb_status_and_kernelspec_pass_the_key(curve_pool, keys, tmp_path):
     token.write_text(curve_pool.token)
     gpuwb = [sys.executable, "-m", "workbench.cli", "status", "--pool", curve_pool.address,
              "--token-file", str(token)]
-    ok = subprocess.run(gpuwb + ["--server-key", str(keys[1]), "--json"], capture_output=True,
-                        text=True, timeout=60)
-    assert ok.returncode == 0, ok.stderr
-    assert '"devices"' in ok.stdout
+    for pinned in (str(keys[1]), keys[2].decode()):  # the .pub file, the key itself
+        ok = subprocess.run(gpuwb + ["--server-key", pinned, "--json"], capture_output=True,
+                            text=True, timeout=60)
+        assert ok.returncode == 0, ok.stderr
+        assert '"devices"' in ok.stdout
     plain = subprocess.run(gpuwb, capture_output=True, text=True, timeout=60)
     assert plain.returncode == 1 and "requires encryption" in plain.stderr
 

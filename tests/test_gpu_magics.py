@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,10 @@ GPU_TIME_CELL = "import cupy as cp; x = cp.ones((300,300)); float((x @ x).sum())
 @pytest.fixture(scope="module")
 def env():
     workbench.disconnect()  # whatever an earlier module left
-    pool = LocalPool(devices="cpu", lease_timeout=20.0, memory_limit=1 << 30).start()
+    # A token that begins with "-", as about one generated token in 64 does: argparse would
+    # take it for an option (CI met one at random).
+    pool = LocalPool(devices="cpu", lease_timeout=20.0, memory_limit=1 << 30,
+                     token="-" + secrets.token_urlsafe(24)).start()
     shell = InteractiveShell.instance()
     shell.colors = "nocolor"
     try:
@@ -362,3 +366,14 @@ def test_views_and_magics_do_not_import_catalog():
     code = ("import sys, workbench.views, workbench.magics; "
             "assert 'catalog' not in sys.modules, 'catalog imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
+
+
+def test_a_server_key_that_begins_with_a_dash_is_read_as_the_key(env):
+    """Z85's alphabet has "-": such a key is the option's value, not an unknown option."""
+    try:
+        with pytest.raises(UsageError) as raised:
+            gpu(env, f"connect {env.pool.address} --token {env.pool.token} --server-key -{'a' * 39}")
+        assert "expected one argument" not in str(raised.value)
+        assert "does not use encryption, but a key is pinned" in str(raised.value)
+    finally:
+        reconnect(env)

@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 
+from .argv_values import glue_option_values
+
 __all__ = ["main", "build_parser"]
 
 SERVER_KEY_HELP = ("the pool's public key to pin (Z85, or its .pub file); default: the "
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["catalog"]:  # the catalogue parses its own arguments, as %catalog does
         from catalog.__main__ import main as catalog_main
         return catalog_main(argv[1:], prog="gpuwb catalog")
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(glue_option_values(argv, ("--server-key", "--token-file")))
 
     if args.command == "demo":
         from pathlib import Path

@@ -30,6 +30,7 @@ import kernelproxy
 from gpu_backend.config import read_token
 from gpu_backend.security import load_public_key
 
+from .argv_values import glue_option_values
 from .connection import workbench
 from .pool_views import device_name as _device_name
 from .pool_views import percent as _percent
@@ -99,6 +100,10 @@ class _subcommands(ArgDecorator):
                          + "\n\nWith no command: status.  Time a cell with %%gpu_time.")
         parser.prog = "gpu"  # IPython's formatter adds the '%' to the top usage line
         return None
+
+
+#: Options whose value may begin with "-": a token (urlsafe base64) or a Z85 key.
+_OPAQUE_VALUE_OPTIONS = ("--token", "--token-file", "--server-key")
 
 
 def _session() -> kernelproxy.Session:
@@ -299,7 +304,7 @@ class GPUMagics(Magics):
             raise UsageError(f"%gpu: unknown command {argv[0]!r}{hint} Commands: "
                              + ", ".join(COMMANDS))
         try:
-            args = self.gpu.parser.parse_args(argv)
+            args = self.gpu.parser.parse_args(glue_option_values(argv, _OPAQUE_VALUE_OPTIONS))
         except UsageError as exc:
             message = str(exc)
             raise UsageError(message if message.startswith("%gpu") else f"%gpu: {message}") from None
