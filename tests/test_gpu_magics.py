@@ -377,3 +377,9 @@ def test_a_server_key_that_begins_with_a_dash_is_read_as_the_key(env):
         assert "does not use encryption, but a key is pinned" in str(raised.value)
     finally:
         reconnect(env)
+
+
+def test_a_missing_token_value_is_named_not_taken_from_the_next_option(env):
+    with pytest.raises(UsageError, match="argument --token: expected one argument"):
+        gpu(env, f"connect {env.pool.address} --token --devices 1")
+    assert workbench.session is not None   # refused while parsing: the session stays
