@@ -135,7 +135,8 @@ def _overhead(tree: str, device: str, typed: bool) -> dict:
             capture_output=True, text=True, timeout=600, cwd=tree, env=_env(tree, typed))
         if done.returncode:
             raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
-        result = json.load(open(out.name))
+        with open(out.name) as fh:
+            result = json.load(fh)
     proxy, local = result["proxy_ipc"], result.get("local") or {}
     figures = {"sync_us": proxy["sync_small_op"]["median_us"],
                "sync_worker_us": proxy["sync_small_op"].get("worker_us"),
@@ -157,7 +158,8 @@ def _programs(tree: str, device: str, typed: bool) -> dict:
             capture_output=True, text=True, timeout=600, cwd=tree, env=_env(tree, typed))
         if done.returncode:
             raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
-        result = json.load(open(out.name))
+        with open(out.name) as fh:
+            result = json.load(fh)
     return {f"{name}_vs_local": row["proxy_ipc"]["vs_local"]
             for name, row in result["programs"].items()}
 

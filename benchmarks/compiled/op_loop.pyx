@@ -9,9 +9,11 @@ cached per dtype. The calls into the library, the msgpack unpacker and the pacer
 calls they are: they are the op, the wire format and the accounting. Anything the inline
 path does not cover goes back to the executor's own methods, as the Python loop does.
 
-Not part of the package: ``benchmarks/compiled_options.py --typed-loop`` builds it into a
-temporary copy of the repository (Cython and a C compiler, as on the GPU image) and patches
-``Executor._run_ops`` there, to set the compiled loop against the Python one.
+Not part of the package: ``benchmarks/compiled_options.py`` builds it into a temporary copy
+of the repository (Cython and a C compiler, as on the GPU image), where
+``GPUWB_TYPED_LOOP=1`` makes it ``Executor._run_ops`` (its ``typed`` variants), to set the
+compiled loop against the Python one. It repeats the Python loop on purpose: a rewrite of
+that loop is what is measured.
 """
 
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
