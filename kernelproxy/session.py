@@ -55,6 +55,9 @@ FLUSH_OPS = 512
 #: ``GPUWB_EAGER_FLUSH=0`` holds them (for measuring the difference).
 EAGER_FLUSH = os.environ.get("GPUWB_EAGER_FLUSH", "1") not in ("", "0")
 EAGER_OPS = 8
+#: After each early batch the size that goes early is multiplied by this (until a sync).
+#: ``GPUWB_EAGER_GROWTH=1`` keeps it at EAGER_OPS (a diagnostic: benchmarks compare the two).
+EAGER_GROWTH = max(1, int(os.environ.get("GPUWB_EAGER_GROWTH") or 2))
 #: How long close() waits for the worker to answer what was already sent.
 CLOSE_WAIT = 5.0
 #: ``GPUWB_LAUNCH_BLOCKING=1``: every op waits for its reply, so its error (a bad argument,
@@ -147,6 +150,9 @@ class Session:
         #: send ops as soon as the worker is idle (EAGER_FLUSH) rather than at sync points
         self.eager_flush: bool = EAGER_FLUSH
         self._eager_at = EAGER_OPS   # (the size that goes early now; doubles until a sync)
+        #: queued records at which submit() next looks whether to send early: a count, not
+        #: a multiple of EAGER_OPS, since free records (release) join the queue between ops
+        self._eager_check = EAGER_OPS
         #: the device's properties, attributes and CUDA versions (``cupy.cuda.runtime``)
         self.runtime: dict = info.get("runtime") or {}
         self.memory_limit: int = info["memory_limit"]
@@ -259,12 +265,14 @@ class Session:
                 self.sync()   # raises this op's error here
             elif queued >= FLUSH_OPS:
                 self.flush()
-            elif self.eager_flush and queued >= self._eager_at and queued % EAGER_OPS == 0:
+            elif self.eager_flush and queued >= self._eager_check:
                 if self._in_flight:
                     self._drain(timeout=0)   # the worker may be done with what it has
                 if not self._in_flight:
-                    self._eager_at = min(self._eager_at * 2, FLUSH_OPS)
-                    self.flush()
+                    self._eager_at = min(self._eager_at * EAGER_GROWTH, FLUSH_OPS)
+                    self.flush()             # (which sets the next check at _eager_at)
+                else:   # look again EAGER_OPS records on, not at every op
+                    self._eager_check = queued + EAGER_OPS
             return seq
 
     @_serialised
@@ -293,6 +301,7 @@ class Session:
         self._check_open()
         with _interrupts_deferred:
             ops, self._ops = self._ops, []
+            self._eager_check = self._eager_at
             payload, self._payload = self._payload, []
             self._batch += 1
             last = self._seq
@@ -413,7 +422,7 @@ class Session:
         With *device*, also wait until the device has finished the work.
         """
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
-        self._eager_at = EAGER_OPS
+        self._eager_at = self._eager_check = EAGER_OPS
         self.flush(sync_device=device, drain=False)
         self._wait_all()
         if not self._ops:   # no reply can still carry metadata of a dropped array

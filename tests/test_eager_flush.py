@@ -92,3 +92,36 @@ def test_an_error_in_an_early_batch_is_raised_and_the_session_goes_on(fresh):
         fresh.sync()
     assert float(cp.arange(4).sum()) == 6
     del bad
+
+
+def test_a_chain_that_drops_each_result_goes_early_too(fresh):
+    """``x = x + 1`` queues a free record beside each op, so the queue's length passes the
+    early size between two ops; the ops still go as soon as that many records are queued
+    (the first check looked only at multiples of EAGER_OPS, which such a chain never hit)."""
+    cp = module_for(fresh)
+    x = cp.zeros(4)
+    fresh.sync()
+    batches = fresh._batch
+    for n in range(1, EAGER_OPS):
+        x = x + 1
+        if fresh._batch > batches:
+            break
+    assert fresh._batch == batches + 1, "the chain was held until the sync"
+    assert len(fresh._ops) < EAGER_OPS
+    np.testing.assert_array_equal(x.get(), np.full(4, float(n)))
+
+
+def test_growth_one_keeps_the_early_size(fresh, monkeypatch):
+    """GPUWB_EAGER_GROWTH=1 (read at import; set here on the module): every early batch is
+    EAGER_OPS records, however many went before it."""
+    import kernelproxy.session as session_module
+    monkeypatch.setattr(session_module, "EAGER_GROWTH", 1)
+    cp = module_for(fresh)
+    x = cp.zeros(4)
+    fresh.sync()
+    batches = fresh._batch
+    for turn in range(1, 4):
+        x = _issue(cp, x, EAGER_OPS)
+        assert fresh._batch == batches + turn and not fresh._ops
+        fresh._wait_all()   # the worker is idle again
+    assert float(x[0]) == 3 * EAGER_OPS
