@@ -15,15 +15,22 @@ batches and ops sent.
 
 If the worker's busy time is close to the proxy's wall time, the worker sets the pace (its
 per-op cost beside CuPy's own launch); if the waits are small and the issuing large, the
-client does. Medians over rounds; a table, then JSON.
+client does. With ``--timeline`` the workers time each message (``GPUWB_WORKER_PHASES``),
+and each round's worker spans are laid beside the client's waits on the host's monotonic
+clock: how much of the worker's busy time overlapped the client's issuing, how much the
+client waited for, and how long it waited with no batch running (the round trips and
+wake-ups). Medians over rounds; a table, then JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
+import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 
@@ -47,6 +54,7 @@ class ClientClock:
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(set(TIMED.values()), 0.0)
         self.calls = dict.fromkeys(TIMED, 0)
+        self.waits: list[tuple[float, float]] = []   # (start, end) of each outermost wait
         self._depth = 0
         self._originals = {name: getattr(Session, name) for name in TIMED}
 
@@ -71,7 +79,10 @@ class ClientClock:
             try:
                 return original(*args, **kwargs)
             finally:
-                clock.seconds[part] += time.perf_counter() - start
+                end = time.perf_counter()
+                clock.seconds[part] += end - start
+                if part == "wait":
+                    clock.waits.append((start, end))
                 clock._depth -= 1
         return timed
 
@@ -94,7 +105,57 @@ def profile_round(name, size, side, xp, session) -> dict:
     return {"wall_s": wall, **{f"{part}_s": s for part, s in clock.seconds.items()},
             "rest_s": wall - client, "worker_busy_s": session.worker_seconds - worker,
             "batches": session._batch - batches, "ops": session._seq - seq,
-            "calls": dict(clock.calls)}
+            "calls": dict(clock.calls), "window": [start, start + wall], "waits": clock.waits}
+
+
+def _length(spans) -> float:
+    return sum(end - start for start, end in spans)
+
+
+def _clip(spans, lo: float, hi: float) -> list:
+    return [(max(a, lo), min(b, hi)) for a, b in spans if b > lo and a < hi]
+
+
+def _intersection(a: list, b: list) -> float:
+    """Total length of the overlap of two lists of disjoint, sorted spans."""
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0.0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def timeline(row: dict, worker_spans: list) -> dict:
+    """The round's worker spans against its client waits (both sorted, each list disjoint)."""
+    lo, hi = row.pop("window")
+    waits = sorted(row.pop("waits"))
+    busy = sorted(_clip(worker_spans, lo, hi))
+    both = _intersection(busy, waits)
+    return {"worker_busy_while_issuing_s": _length(busy) - both,
+            "worker_busy_while_waited_s": both,
+            "waited_with_no_batch_running_s": _length(waits) - both}
+
+
+def worker_spans(directory: str, workers: int, patience: float = 20.0) -> list:
+    """The message spans the session workers wrote to *directory* as their sessions ended
+    (a worker on a GPU may take seconds to exit: wait for *workers* files)."""
+    deadline = time.monotonic() + patience
+    while True:
+        found = {}
+        for path in glob.glob(os.path.join(directory, "phases-*.json")):
+            try:
+                with open(path) as fh:
+                    found[path] = json.load(fh).get("spans", [])
+            except ValueError:   # still being written
+                pass
+        if len(found) >= workers or time.monotonic() > deadline:
+            return [tuple(span) for spans in found.values() for span in spans]
+        time.sleep(0.2)
 
 
 def main(argv=None) -> int:
@@ -104,6 +165,8 @@ def main(argv=None) -> int:
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--transports", default="ipc")
     parser.add_argument("--quick", action="store_true", help="programs.py's small sizes")
+    parser.add_argument("--timeline", action="store_true",
+                        help="the workers' message spans beside the client's waits")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     names = [n for n in args.programs.split(",") if n]
@@ -111,18 +174,33 @@ def main(argv=None) -> int:
     out = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
            "local_kind": local_kind, "rounds": args.rounds, "programs": {}}
-    with open_pool("fair", args.devices, False) as pool, \
-            sessions_by_transport(pool, args.transports) as sessions:
-        sides = [("local", local, None)] + [(f"proxy_{t}", None, s) for t, s in sessions.items()]
-        for name in names:
-            size = PROGRAMS[name][2 if args.quick else 1]
-            for side, xp, session in sides:   # warm-up: kernels compiled, pools grown
-                profile_round(name, size, side, xp, session)
-            runs = {side: [] for side, _x, _s in sides}
-            for turn in range(args.rounds):   # A B C, C B A, ...
-                for side, xp, session in (sides if turn % 2 == 0 else sides[::-1]):
-                    runs[side].append(profile_round(name, size, side, xp, session))
-            out["programs"][name] = {side: _medians(rows) for side, rows in runs.items()}
+    phases = tempfile.mkdtemp(prefix="gpuwb-step-phases-") if args.timeline else None
+    if phases:   # read by each worker as it starts
+        os.environ["GPUWB_WORKER_PHASES"] = phases
+    runs_of = {}
+    with open_pool("fair", args.devices, False) as pool:
+        with sessions_by_transport(pool, args.transports) as sessions:
+            sides = [("local", local, None)] + [(f"proxy_{t}", None, s)
+                                                for t, s in sessions.items()]
+            for name in names:
+                size = PROGRAMS[name][2 if args.quick else 1]
+                for side, xp, session in sides:   # warm-up: kernels compiled, pools grown
+                    profile_round(name, size, side, xp, session)
+                runs = runs_of[name] = {side: [] for side, _x, _s in sides}
+                for turn in range(args.rounds):   # A B C, C B A, ...
+                    for side, xp, session in (sides if turn % 2 == 0 else sides[::-1]):
+                        runs[side].append(profile_round(name, size, side, xp, session))
+        # the workers write their spans as their sessions end, before the pool stops them
+        spans = worker_spans(phases, len(sides) - 1) if phases else []
+    if phases and not spans:
+        print("no worker spans were written: the timeline is left out", file=sys.stderr)
+    for name, runs in runs_of.items():
+        for side, rows in runs.items():
+            for row in rows:
+                if "window" in row:
+                    row.update(timeline(row, spans) if spans else {})
+                    row.pop("window", None), row.pop("waits", None)
+        out["programs"][name] = {side: _medians(rows) for side, rows in runs.items()}
     _print(out)
     emit(out, args.json)
     return 0
@@ -142,6 +220,10 @@ def _print(out: dict) -> None:
             cells = "".join(f"{row[p] * 1e3:13.1f}" if p in row else f"{'':>13}" for p in parts)
             extra = f"{row['batches']:9.0f}{row['ops']:8.0f}" if "ops" in row else ""
             print(f"{name + ' / ' + side:28}{cells}{extra}")
+            if "worker_busy_while_issuing_s" in row:
+                print(f"{'':28}worker busy while the client issued {row['worker_busy_while_issuing_s'] * 1e3:.1f}"
+                      f", while it waited {row['worker_busy_while_waited_s'] * 1e3:.1f}; waited with"
+                      f" no batch running {row['waited_with_no_batch_running_s'] * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -58,11 +58,6 @@ EAGER_OPS = 8
 #: After each early batch the size that goes early is multiplied by this (until a sync).
 #: ``GPUWB_EAGER_GROWTH=1`` keeps it at EAGER_OPS (a diagnostic: benchmarks compare the two).
 EAGER_GROWTH = max(1, int(os.environ.get("GPUWB_EAGER_GROWTH") or 2))
-#: Ops go early while fewer than this many of the session's batches are in flight: 1 waits
-#: for the worker to be idle; 2 lets the next batch queue behind the running one, so the
-#: worker goes on to it without waiting for the client's next look.
-#: ``GPUWB_EAGER_IN_FLIGHT`` (a diagnostic, for benchmarks/step_profile.py).
-EAGER_IN_FLIGHT = max(1, int(os.environ.get("GPUWB_EAGER_IN_FLIGHT") or 1))
 #: How long close() waits for the worker to answer what was already sent.
 CLOSE_WAIT = 5.0
 #: ``GPUWB_LAUNCH_BLOCKING=1``: every op waits for its reply, so its error (a bad argument,
@@ -271,9 +266,9 @@ class Session:
             elif queued >= FLUSH_OPS:
                 self.flush()
             elif self.eager_flush and queued >= self._eager_check:
-                if len(self._in_flight) >= EAGER_IN_FLIGHT:
+                if self._in_flight:
                     self._drain(timeout=0)   # the worker may be done with what it has
-                if len(self._in_flight) < EAGER_IN_FLIGHT:
+                if not self._in_flight:
                     self._eager_at = min(self._eager_at * EAGER_GROWTH, FLUSH_OPS)
                     self.flush()             # (which sets the next check at _eager_at)
                 else:   # look again EAGER_OPS records on, not at every op

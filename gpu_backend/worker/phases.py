@@ -3,7 +3,9 @@
 ``GPUWB_WORKER_PHASES=DIR`` makes each session worker time the phases of every
 message it serves (received, opened, run, reply encoded, sent, after the reply)
 and whether the message was found by the spin or woke a sleeping poll, and
-write the medians to ``DIR/phases-PID.json`` when the session ends. In-process
+write the medians to ``DIR/phases-PID.json`` when the session ends, with each
+message's span (``perf_counter`` at its start and at its last phase: the host's
+monotonic clock, which benchmarks/step_profile.py lays beside the client's). In-process
 benchmarks (``benchmarks/worker_parts.py``) time the executor alone; this shows
 what the same batch costs inside the serving process. Off, it costs the worker
 one ``is None`` test per phase.
@@ -56,7 +58,8 @@ class PhaseClock:
             for (_, before), (name, at) in zip(row, row[1:]):
                 spans.setdefault(name, []).append((at - before) * 1e6)
         return {"messages": len(self.rows), "woke": self.woke, "spun": self.spun,
-                "median_us": {name: statistics.median(v) for name, v in spans.items()}}
+                "median_us": {name: statistics.median(v) for name, v in spans.items()},
+                "spans": [[row[0][1], row[-1][1]] for row in self.rows]}
 
     def write(self) -> None:
         with open(os.path.join(self.target, f"phases-{os.getpid()}.json"), "w") as out:
