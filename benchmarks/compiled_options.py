@@ -124,19 +124,24 @@ def _micro(tree: str, device: str, typed: bool) -> dict:
             "chain_library_us_per_op": float(chain.group(2))}
 
 
-def _overhead(tree: str, device: str, typed: bool) -> dict:
-    """overhead.py's hot sync and pipelined rows over ipc:// from *tree*."""
+def _run_json(tree: str, typed: bool, script: str, *args: str) -> dict:
+    """One of *tree*'s benchmarks, run as that variant; the JSON it writes."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        done = subprocess.run(
-            [sys.executable, os.path.join(tree, "benchmarks", "overhead.py"), "--devices",
-             "cpu" if device == "cpu" else "auto", "--transports", "ipc", "--gemm", "0",
-             "--transfer-mb", "8", "--transfer-reps", "1", "--idle-reps", "0",
-             "--latency-reps", "2000", "--pipelined-ops", "10000", "--json", out.name],
-            capture_output=True, text=True, timeout=600, cwd=tree, env=_env(tree, typed))
+        done = subprocess.run([sys.executable, os.path.join(tree, "benchmarks", script), *args,
+                               "--json", out.name], capture_output=True, text=True, timeout=600,
+                              cwd=tree, env=_env(tree, typed))
         if done.returncode:
             raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
         with open(out.name) as fh:
-            result = json.load(fh)
+            return json.load(fh)
+
+
+def _overhead(tree: str, device: str, typed: bool) -> dict:
+    """overhead.py's hot sync and pipelined rows over ipc:// from *tree*."""
+    result = _run_json(tree, typed, "overhead.py", "--devices", "cpu" if device == "cpu" else "auto",
+                       "--transports", "ipc", "--gemm", "0", "--transfer-mb", "8",
+                       "--transfer-reps", "1", "--idle-reps", "0", "--latency-reps", "2000",
+                       "--pipelined-ops", "10000")
     proxy, local = result["proxy_ipc"], result.get("local") or {}
     figures = {"sync_us": proxy["sync_small_op"]["median_us"],
                "sync_worker_us": proxy["sync_small_op"].get("worker_us"),
@@ -150,16 +155,8 @@ def _overhead(tree: str, device: str, typed: bool) -> dict:
 
 def _programs(tree: str, device: str, typed: bool) -> dict:
     """programs.py's four programs over ipc:// from *tree*: each one's ratio to local."""
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        done = subprocess.run(
-            [sys.executable, os.path.join(tree, "benchmarks", "programs.py"), "--devices",
-             "cpu" if device == "cpu" else "auto", "--transports", "ipc", "--rounds", "3",
-             "--json", out.name] + (["--quick"] if device == "cpu" else []),
-            capture_output=True, text=True, timeout=600, cwd=tree, env=_env(tree, typed))
-        if done.returncode:
-            raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
-        with open(out.name) as fh:
-            result = json.load(fh)
+    result = _run_json(tree, typed, "programs.py", "--devices", "cpu" if device == "cpu" else "auto",
+                       "--transports", "ipc", "--rounds", "3", *(["--quick"] if device == "cpu" else []))
     return {f"{name}_vs_local": row["proxy_ipc"]["vs_local"]
             for name, row in result["programs"].items()}
 

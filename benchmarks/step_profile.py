@@ -25,8 +25,6 @@ wake-ups). Medians over rounds; a table, then JSON.
 from __future__ import annotations
 
 import argparse
-import glob
-import json
 import os
 import statistics
 import sys
@@ -41,6 +39,7 @@ from json_out import emit  # noqa: E402  (beside this file)
 from programs import PROGRAMS, _xp, finish, local_module  # noqa: E402
 from served_pool import open_pool, sessions_by_transport  # noqa: E402
 
+from gpu_backend.worker.phases import read_summaries  # noqa: E402
 from kernelproxy.session import Session  # noqa: E402
 
 #: Session methods timed, by the part of the client's time they stand for.
@@ -141,21 +140,10 @@ def timeline(row: dict, worker_spans: list) -> dict:
             "waited_with_no_batch_running_s": _length(waits) - both}
 
 
-def worker_spans(directory: str, workers: int, patience: float = 20.0) -> list:
-    """The message spans the session workers wrote to *directory* as their sessions ended
-    (a worker on a GPU may take seconds to exit: wait for *workers* files)."""
-    deadline = time.monotonic() + patience
-    while True:
-        found = {}
-        for path in glob.glob(os.path.join(directory, "phases-*.json")):
-            try:
-                with open(path) as fh:
-                    found[path] = json.load(fh).get("spans", [])
-            except ValueError:   # still being written
-                pass
-        if len(found) >= workers or time.monotonic() > deadline:
-            return [tuple(span) for spans in found.values() for span in spans]
-        time.sleep(0.2)
+def worker_spans(directory: str, workers: int) -> list:
+    """The message spans the session workers wrote to *directory* as their sessions ended."""
+    return [tuple(span) for summary in read_summaries(directory, workers, patience=20.0)
+            for span in summary.get("spans", [])]
 
 
 def main(argv=None) -> int:

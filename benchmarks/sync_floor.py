@@ -284,6 +284,7 @@ def client_parts(reps: int) -> dict:
     (GPUWB_WORKER_PHASES), with the client's own steps timed: what each costs per sync (us)."""
     import kernelproxy
     from gpu_backend.pool import LocalPool
+    from gpu_backend.worker.phases import read_summaries
     from kernelproxy import session as session_module, unix_link
     from kernelproxy.modules import module_for
     spent: dict = {}
@@ -322,18 +323,8 @@ def client_parts(reps: int) -> dict:
         del os.environ["GPUWB_WORKER_PHASES"]
         for cls, name, fn in originals:
             setattr(cls, name, fn)
-    worker = {}
-    deadline = time.monotonic() + 10   # the worker writes its phases as its session ends
-    while not worker and time.monotonic() < deadline:
-        time.sleep(0.2)
-        for name in os.listdir(where):
-            try:
-                with open(os.path.join(where, name)) as f:
-                    summary = json.load(f)
-            except ValueError:   # still being written
-                continue
-            if summary.get("messages", 0) > reps:
-                worker = summary
+    # the worker writes its phases as its session ends
+    worker = next((s for s in read_summaries(where, 1) if s.get("messages", 0) > reps), {})
     if not worker:
         print("no worker phases in", where, os.listdir(where), file=sys.stderr)
     return {"hot_us": statistics.median(times) * 1e6,

@@ -13,12 +13,14 @@ one ``is None`` test per phase.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import statistics
+import time
 from time import perf_counter
 
-__all__ = ["PhaseClock"]
+__all__ = ["PhaseClock", "read_summaries"]
 
 
 class PhaseClock:
@@ -64,3 +66,21 @@ class PhaseClock:
     def write(self) -> None:
         with open(os.path.join(self.target, f"phases-{os.getpid()}.json"), "w") as out:
             json.dump(self.summary(), out, indent=1)
+
+
+def read_summaries(directory: str, count: int, patience: float = 10.0) -> list[dict]:
+    """The summaries the workers wrote to *directory* (each as its session ended), waiting
+    up to *patience* seconds for *count* of them: a worker on a GPU may take seconds to wind
+    down, and a file still being written is read again."""
+    deadline = time.monotonic() + patience
+    while True:
+        found = []
+        for path in glob.glob(os.path.join(directory, "phases-*.json")):
+            try:
+                with open(path) as fh:
+                    found.append(json.load(fh))
+            except ValueError:   # still being written
+                pass
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
