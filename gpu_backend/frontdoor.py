@@ -1,8 +1,9 @@
 """The pool's front door: authentication, placement, warm workers and leases.
 
-A single-threaded loop over two ROUTER sockets: clients on the listen address,
-session workers on a private control address. It is not on the hot path: once
-a client has its worker's address, ops go straight to the worker.
+A single-threaded loop over the clients' ROUTER socket (the listen address) and
+one private control channel per worker (a socket pair the worker inherits:
+:mod:`gpu_backend.worker.control`). It is not on the hot path: once a client has
+its worker's address, ops go straight to the worker.
 
 Placement puts a new session on the device with the fewest sessions (then the
 least memory in use). Each device keeps ``spare_workers`` workers started and
@@ -13,7 +14,6 @@ its worker killed, which frees all of its device memory with the process.
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import logging
 import os
@@ -37,8 +37,10 @@ from .protocol.codec import packb, unpackb
 from .protocol.errors import ProtocolError, SessionLostError, VersionMismatchError, error_name
 from .security import secure_server, server_keys_for
 from . import same_host
+from .run_dir import make_run_dir, remove_run_dir
 from .usage import UsageLog
 from .users import User, UserRegistry
+from .worker.control import ControlChannel, ControlClosed
 from .worker.grants import grant_step
 from .worker.spin_slots import default_slot_count, make_slot_file
 
@@ -61,6 +63,8 @@ class Worker:
     wid: str
     device: str
     process: subprocess.Popen
+    #: the pool's end of the worker's control socket pair (None once the worker is reaped)
+    channel: ControlChannel | None = None
     port: int | None = None
     ipc: str | None = None     # its same-host address (unix:// path), if it has one
     info: dict = field(default_factory=dict)
@@ -68,6 +72,8 @@ class Worker:
     runtime: dict = field(default_factory=dict)
     session: "Session | None" = None
     started: float = field(default_factory=time.monotonic)
+    #: the worker's identity at the arbiter: a secret it sent with ``ready``
+    lease_id: str = ""
 
 
 @dataclass
@@ -137,24 +143,27 @@ class FrontDoor:
                         if settings.same_host and same_host.available() else None)
         self.local_address = (same_host.bind(self.clients, self.ipc_dir, "door")
                               if self.ipc_dir else None)
+        #: what only the pool and its workers share (the arbiter's socket, the baton, the
+        #: spin slots), in a directory no other local user may enter (run_dir.py)
+        self.run_dir = make_run_dir()
         #: the workers' spin slots (spin_slots.py): the lock file and its count, or None
         count = settings.spin_slots if settings.spin_slots is not None else default_slot_count()
         self.spin_slots: tuple[str, int] | None = None
         if count > 0 and settings.worker_spin_ms > 0:
             try:
-                self.spin_slots = (make_slot_file(count), count)
+                self.spin_slots = (make_slot_file(count, self.run_dir), count)
             except OSError as exc:   # no writable temp directory: serve, only the short spin
                 log.warning("no spin slots (%s): workers sleep 0.2 ms after each message", exc)
-        self.control = self.ctx.socket(zmq.ROUTER)
-        self.control.setsockopt(zmq.LINGER, 0)
-        cport = self.control.bind_to_random_port("tcp://127.0.0.1")
-        self.control_address = f"tcp://127.0.0.1:{cport}"
         #: decides who may launch work on each device (None: CUDA time-slicing, policy "none")
         self.arbiter = (Arbiter(self.ctx, settings.policy, self.devices,
                                 quantum=settings.quantum_ms / 1e3,
-                                period=settings.period_ms / 1e3).start()
+                                period=settings.period_ms / 1e3, run_dir=self.run_dir).start()
                         if settings.policy != "none" else None)
         self.workers: dict[str, Worker] = {}
+        #: the loop's poller (the clients' socket and every worker's control channel)
+        self.poller = zmq.Poller()
+        self.poller.register(self.clients, zmq.POLLIN)
+        self._by_fd: dict[int, Worker] = {}     # control channel descriptor -> its worker
         self.sessions: dict[str, Session] = {}
         self.pending: list[PendingHello] = []
         self._stop = threading.Event()
@@ -181,8 +190,10 @@ class FrontDoor:
         self._next_worker += 1
         wid = f"w{self._next_worker}-{secrets.token_hex(3)}"
         bind_host = self.settings.host or "127.0.0.1"
+        channel, theirs = ControlChannel.pair()   # the worker's end: inherited, never named
         cmd = [sys.executable, "-m", "gpu_backend.worker", "--device", device,
-               "--control", self.control_address, "--id", wid, "--bind-host", bind_host]
+               "--control-fd", str(theirs.fileno()), "--run-dir", self.run_dir,
+               "--id", wid, "--bind-host", bind_host]
         if self.arbiter is not None:
             cmd += ["--arbiter", self.arbiter.address, "--baton", self.arbiter.baton_path]
         if self.ipc_dir is not None:
@@ -192,8 +203,18 @@ class FrontDoor:
             cmd += ["--spin-slots", f"{path}:{count}", "--long-spin", str(self.settings.worker_spin_ms / 1e3)]
         if self.settings.key_file is not None:  # the path, never the secret, on the command line
             cmd += ["--key-file", str(self.settings.key_file.expanduser().resolve())]
-        process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
-        self.workers[wid] = Worker(wid, device, process)
+        try:
+            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
+                                       pass_fds=(theirs.fileno(),))
+        except BaseException:
+            channel.close()
+            raise
+        finally:
+            theirs.close()
+        worker = Worker(wid, device, process, channel)
+        self.workers[wid] = worker
+        self._by_fd[channel.fileno()] = worker
+        self.poller.register(channel.fileno(), zmq.POLLIN)
 
     def _spares(self, device: str) -> list[Worker]:
         return [w for w in self.workers.values() if w.device == device and w.session is None]
@@ -206,23 +227,59 @@ class FrontDoor:
             for _ in range(want - len(self._spares(device))):
                 self._spawn(device)
 
-    def _on_control(self) -> None:
-        wid_b, raw = self.control.recv_multipart()
-        worker = self.workers.get(wid_b.decode(errors="replace"))
-        if worker is None:
-            return
-        msg = unpackb(raw)
+    def _to_worker(self, worker: Worker, msg: dict) -> bool:
+        """Tell *worker* something over its control channel; a worker that has stopped
+        reading (or gone) is killed rather than waited for. Whether it was sent."""
+        if worker.channel is None:
+            return False
+        try:
+            worker.channel.send(msg)
+            return True
+        except (ControlClosed, OSError) as exc:   # (BlockingIOError: its buffer is full)
+            log.warning("worker %s does not take control messages (%s): ending it", worker.wid, exc)
+            worker.process.kill()
+            return False
+
+    def _on_control(self, worker: Worker) -> None:
+        """Every message *worker* has sent; its channel's end means the worker is ending."""
+        while worker.channel is not None:
+            try:
+                msg = worker.channel.recv()
+            except ControlClosed:   # it exited (or is exiting): _reap collects it
+                self._close_channel(worker)
+                return
+            if msg is None:
+                return
+            if isinstance(msg, dict):
+                try:
+                    self._control_message(worker, msg)
+                except Exception:  # a worker's malformed report must not stop the pool
+                    log.exception("bad control message from worker %s", worker.wid)
+
+    def _close_channel(self, worker: Worker) -> None:
+        if worker.channel is not None:
+            fd = worker.channel.fileno()
+            self._by_fd.pop(fd, None)
+            try:
+                self.poller.unregister(fd)
+            except KeyError:
+                pass
+            worker.channel.close()
+            worker.channel = None
+
+    def _control_message(self, worker: Worker, msg: dict) -> None:
         kind = msg.get("t")
         if kind == "ready":
             worker.port = int(msg["port"])
             worker.ipc = msg.get("ipc") if isinstance(msg.get("ipc"), str) else None
             worker.info = msg.get("info") or {}
             worker.runtime = msg.get("runtime") or {}
+            worker.lease_id = msg.get("lease") if isinstance(msg.get("lease"), str) else ""
             self._serve_pending()
         elif kind == "grow" and worker.session is not None:
             session = worker.session
             granted, why = self.accounts.grow(session, int(msg["want"]), self.sessions.values())
-            self.control.send_multipart([wid_b, packb({"t": "granted", "bytes": granted, "why": why})])
+            self._to_worker(worker, {"t": "granted", "bytes": granted, "why": why})
         elif kind == "grant" and worker.session is not None:   # memory handed back
             worker.session.grant = int(msg["bytes"])
         elif kind == "usage" and worker.session is not None:
@@ -243,6 +300,9 @@ class FrontDoor:
             code = worker.process.poll()
             if code is None:
                 continue
+            if worker.channel is not None:   # its last reports first (usage, why it ended)
+                self._on_control(worker)
+                self._close_channel(worker)
             del self.workers[wid]
             if worker.session is not None:
                 self._end(worker.session, worker.session.usage.get("reason") or f"worker exited ({code})")
@@ -256,7 +316,7 @@ class FrontDoor:
             return
         self.usage.close_session(session.sid, reason, session.usage)
         if self.arbiter is not None:
-            self.arbiter.detach(session.worker.wid)
+            self.arbiter.detach(session.worker.lease_id)
         self.ended.append({
             "session": session.sid, "user": session.user, "device": session.worker.device,
             "ops": session.usage.get("ops") or 0, "memory_used": session.usage.get("memory") or 0,
@@ -264,10 +324,11 @@ class FrontDoor:
         del self.ended[:-50]
 
     def _kill(self, worker: Worker) -> None:
-        try:
-            self.control.send_multipart([worker.wid.encode(), packb({"t": "stop"})], zmq.NOBLOCK)
-        except zmq.ZMQError:
-            pass
+        if worker.channel is not None:
+            try:
+                worker.channel.send({"t": "stop"})
+            except (ControlClosed, OSError):
+                pass
         worker.process.kill()
 
     # ------------------------------------------------------------ clients
@@ -379,12 +440,12 @@ class FrontDoor:
         self.sessions[session.sid] = session
         self.usage.open_session(session.sid, session.user, worker.device, session.client)
         if self.arbiter is not None:
-            self.arbiter.attach(worker.wid, worker.device, session.sid, session.user,
+            self.arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
                                 hello.account.weight)
-        self.control.send_multipart([worker.wid.encode(), packb(
-            {"t": "assign", "session": session.sid, "user": session.user, "key": session.key,
-             "memory_limit": session.memory_limit, "grant": session.grant,
-             "grant_step": grant_step(hello.account.memory) if hello.account.memory else None})])
+        self._to_worker(worker, {
+            "t": "assign", "session": session.sid, "user": session.user, "key": session.key,
+            "memory_limit": session.memory_limit, "grant": session.grant,
+            "grant_step": grant_step(hello.account.memory) if hello.account.memory else None})
         self._reply(hello.ident, {
             "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
             "worker_ipc": worker.ipc,
@@ -417,10 +478,7 @@ class FrontDoor:
         if session is not None:
             session.closing = True   # no longer one of the user's open sessions
             # the worker reports its last figures as it exits; _reap then ends the session
-            try:
-                self.control.send_multipart([session.worker.wid.encode(), packb({"t": "stop"})],
-                                            zmq.NOBLOCK)
-            except zmq.ZMQError:
+            if not self._to_worker(session.worker, {"t": "stop"}):
                 self._kill(session.worker)
         self._reply(ident, {"ok": True})
 
@@ -473,17 +531,14 @@ class FrontDoor:
     def run(self) -> None:
         """Serve until :meth:`stop`; called by ``gpuwb-backend serve`` or a LocalPool thread."""
         self._keep_spares()
-        poller = zmq.Poller()
-        poller.register(self.clients, zmq.POLLIN)
-        poller.register(self.control, zmq.POLLIN)
         try:
             while not self._stop.is_set():
-                events = dict(poller.poll(100))
-                if self.control in events:
-                    try:
-                        self._on_control()
-                    except Exception:  # a worker's malformed report must not stop the pool
-                        log.exception("bad control message")
+                events = dict(self.poller.poll(100))
+                for fd in [fd for fd in events if type(fd) is int]:
+                    worker = self._by_fd.get(fd)
+                    if worker is None:
+                        continue
+                    self._on_control(worker)
                 if self.clients in events:
                     self._on_client()
                 self._reap()
@@ -524,15 +579,14 @@ class FrontDoor:
                 worker.process.wait(5)
             except subprocess.TimeoutExpired:
                 pass
+        for worker in self.workers.values():
+            self._close_channel(worker)
         for session in list(self.sessions.values()):
             self._end(session, "the pool stopped")
         self.usage.close()
         if self.arbiter is not None:
             self.arbiter.stop()
         self.clients.close()
-        self.control.close()
         self.ctx.term()
         same_host.remove_dir(self.ipc_dir)
-        if self.spin_slots is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.spin_slots[0])
+        remove_run_dir(self.run_dir)

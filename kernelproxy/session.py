@@ -162,7 +162,7 @@ class Session:
         local = info.get("worker_ipc") if address.startswith("ipc://") else None
         if isinstance(local, str) and local.startswith("unix://"):
             self.worker_address = local
-            self.sock = UnixDealer(local[len("unix://"):], lost=self._lose)
+            self.sock = UnixDealer(local[len("unix://"):], lost=self._lose, key=self.key)
         else:
             self.worker_address = f"{address.rsplit(':', 1)[0]}:{info['worker_port']}"
             self.sock = self.ctx.socket(zmq.DEALER)

@@ -42,9 +42,11 @@ _SENT = _Sent()
 
 class UnixDealer:
     """*lost(reason)* is called (and must raise) when the worker's end is gone: the session
-    then closes itself, as it does when its heartbeat is lost."""
+    then closes itself, as it does when its heartbeat is lost. *key*, the session's key, is
+    the connection's first message: the worker waits for nothing else from a peer until
+    it has it (gpu_backend.worker.links)."""
 
-    def __init__(self, path: str, lost: Callable[[str], NoReturn]) -> None:
+    def __init__(self, path: str, lost: Callable[[str], NoReturn], key: bytes) -> None:
         self._lost = lost
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:   # a large upload in fewer, larger writes (the kernel caps it at net.core.wmem_max)
@@ -60,6 +62,7 @@ class UnixDealer:
         self._parts: list[Any] = []
         #: the shared-memory ring for large transfers (open_staging), if the worker gave one
         self.staging: StagingRing | None = None
+        self.send(codec.packb({"t": "auth", "k": key}))
 
     # ------------------------------------------------------------ the DEALER calls used
     def send(self, data: Any, flags: int = 0, copy: bool = True, track: bool = False) -> Any:

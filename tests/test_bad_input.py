@@ -106,13 +106,16 @@ def victim(request, bad_pool, bystander):
 
 
 def raw_request(ctx: zmq.Context, address: str, frames: list[bytes],
-                timeout: float = REPLY_TIMEOUT) -> list[bytes]:
+                timeout: float = REPLY_TIMEOUT, key: bytes | None = None) -> list[bytes]:
     """Send *frames* on a fresh DEALER (or a Unix socket, for a ``unix://`` worker
-    address); return the reply's frames."""
+    address, after the session *key* as its first message, as a client does); return
+    the reply's frames."""
     if address.startswith("unix://"):
         link = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             link.connect(address[len("unix://"):])
+            if key is not None:
+                framing.send_all(link, [codec.packb({"t": "auth", "k": key})])
             framing.send_all(link, frames)
             assert select.select([link], [], [], timeout)[0], f"no reply from {address}"
             return [f.bytes for f in framing.read_message(link)]
@@ -139,8 +142,9 @@ def door_error(ctx: zmq.Context, address: str, frames: list[bytes]) -> list:
     return [name, text]
 
 
-def worker_reply(ctx: zmq.Context, address: str, frames: list[bytes]) -> dict:
-    reply = raw_request(ctx, address, frames)
+def worker_reply(ctx: zmq.Context, address: str, frames: list[bytes],
+                 key: bytes | None = None) -> dict:
+    reply = raw_request(ctx, address, frames, key=key)
     msg = codec.unpackb(reply[0])
     assert isinstance(msg, dict), msg
     return msg
@@ -236,18 +240,45 @@ def test_heartbeat_and_close_with_a_wrong_key_change_nothing(bad_pool, bystander
 
 # ------------------------------------------------------------------ a worker's port
 
+def unix_peer_dropped(address: str, frames: list[bytes], timeout: float = REPLY_TIMEOUT) -> bool:
+    """Whether a Unix worker closes a connection whose first message is *frames* (not the
+    session's key) without answering it."""
+    link = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        link.connect(address[len("unix://"):])
+        try:
+            framing.send_all(link, frames)
+        except OSError:   # it hung up while we wrote: dropped
+            return True
+        assert select.select([link], [], [], timeout)[0], f"no answer from {address}"
+        try:
+            return link.recv(1) == b""
+        except ConnectionResetError:
+            return True
+    finally:
+        link.close()
+
+
 def test_worker_port_garbage_without_the_key(bad_pool, bystander, victim, zctx):
     address = victim.worker_address
+    unix = address.startswith("unix://")
+    key = victim.key if unix else None   # (a Unix peer's first message proves the key)
     for frames in [[g] for g in garbage(2)] + [[b""], [b"", b""], [b"\xc1", b"x"]]:
-        reply = worker_reply(zctx, address, frames)
+        if unix:   # a peer that does not open with the key gets nothing, and is dropped
+            assert unix_peer_dropped(address, frames)
+        reply = worker_reply(zctx, address, frames, key=key)
         assert reply["e"][1] in ("ProtocolError", "AuthenticationError"), reply["e"]
     for header in ({}, {"k": b"wrong"}, {"k": "text"}, {"k": None}, {"k": victim.key[:-1]},
                    {"k": b"", "b": 1}, {"k": b"\0" * 32, "t": "close"}):
         for rest in ([], [b"payload"]):
-            reply = worker_reply(zctx, address, [codec.packb(header) + b"\x01\x02", *rest])
+            reply = worker_reply(zctx, address, [codec.packb(header) + b"\x01\x02", *rest], key=key)
             assert reply["e"][1] == "AuthenticationError", (header, reply["e"])
     for frames in ([codec.packb([1, 2])], [codec.packb("header")], [codec.packb(5)]):
-        assert worker_reply(zctx, address, frames)["e"][1] == "ProtocolError"
+        assert worker_reply(zctx, address, frames, key=key)["e"][1] == "ProtocolError"
+    if unix:   # the key message itself, wrong
+        for wrong in ({"t": "auth", "k": b"wrong"}, {"t": "auth"}, {"k": victim.key},
+                      {"t": "auth", "k": victim.key, "x": "y" * 5000}):
+            assert unix_peer_dropped(address, [codec.packb(wrong)])
     assert int(module_for(victim).arange(4).sum()) == 6  # the victim itself is fine
     bystander.check()
 
@@ -274,7 +305,8 @@ def test_worker_port_garbage_with_the_key(bad_pool, bystander, victim, zctx):
             pass
         blobs.append(blob)
     for blob in blobs:
-        reply = worker_reply(zctx, victim.worker_address, [_batch_header(victim) + blob])
+        reply = worker_reply(zctx, victim.worker_address, [_batch_header(victim) + blob],
+                             key=victim.key)
         assert reply["e"] is not None and reply["e"][1] == "ProtocolError", reply["e"]
         assert reply["e"][0] is None  # no op of the client's was named
         np.testing.assert_array_equal(mine.get(), np.arange(6.0))
@@ -307,7 +339,8 @@ def test_malformed_op_record(bad_pool, bystander, victim, zctx, record):
     cp = module_for(victim)
     mine = cp.arange(6.0)
     victim.sync()
-    reply = worker_reply(zctx, victim.worker_address, [_batch_header(victim) + record])
+    reply = worker_reply(zctx, victim.worker_address, [_batch_header(victim) + record],
+                         key=victim.key)
     assert reply["b"] == 10**6
     assert reply["e"] is not None and reply["e"][1] == "ProtocolError", reply["e"]
     # the session's own next batch runs: an error no client op caused poisons nothing
@@ -341,10 +374,10 @@ def test_batch_frames_truncated_or_missing(bad_pool, bystander, victim, zctx):
         [header + upload[:-3], b"\0" * 32],     # the op record is cut
     ]
     for frames in cases:
-        reply = worker_reply(zctx, victim.worker_address, frames)
+        reply = worker_reply(zctx, victim.worker_address, frames, key=victim.key)
         assert reply["e"] is not None and reply["e"][1] == "ProtocolError", reply["e"]
     # acknowledge the last error (of op 1, which the session never sent), then carry on
-    assert worker_reply(zctx, victim.worker_address, [header])["e"] is None
+    assert worker_reply(zctx, victim.worker_address, [header], key=victim.key)["e"] is None
     np.testing.assert_array_equal(mine.get(), np.arange(3.0))
     bystander.check()
 

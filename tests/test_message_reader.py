@@ -18,6 +18,7 @@ import kernelproxy
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol import codec, framing
 from gpu_backend.protocol.errors import ProtocolError
+from gpu_backend.protocol.errors import ProtocolError
 from kernelproxy.modules import module_for
 
 
@@ -156,7 +157,8 @@ def test_the_worker_answers_batches_that_arrive_in_one_write():
             def batch(number: int, seq: int) -> bytes:
                 record = pack([seq, m.KIND_METHOD, api.VALUE, None, "sum"]) + pack([codec.Handle(x._h), [], {}])
                 return wire(codec.packb({"k": session.key, "b": number, "n": 1, "r": None}) + record)
-            link.sendall(batch(1, 1) + batch(2, 2))
+            # the key the connection opens with, and two batches, in one write
+            link.sendall(wire(codec.packb({"t": "auth", "k": session.key})) + batch(1, 1) + batch(2, 2))
             reader = framing.MessageReader(link)
             link.settimeout(10)
             first = codec.unpackb(reader.read_message()[0].bytes)
@@ -166,6 +168,31 @@ def test_the_worker_answers_batches_that_arrive_in_one_write():
             link.close()
         finally:
             session.close()
+
+
+def test_a_buffered_message_is_taken_only_whole_and_never_waited_for(pair):
+    """read_buffered_message (a peer not yet trusted): None while part of the message is to
+    come, its bytes kept; the message once whole; refused past the limit; EOF at the end."""
+    a, b = pair
+    b.setblocking(False)
+    data = wire(b"key", b"more")
+    reader = framing.MessageReader(b, lambda: pytest.fail("it waited"))
+    assert reader.read_buffered_message(4096) is None           # nothing yet
+    a.sendall(data[:3])
+    assert reader.read_buffered_message(4096) is None           # part of the count
+    a.sendall(data[3:10])
+    assert reader.read_buffered_message(4096) is None           # part of the lengths
+    a.sendall(data[10:-1] + b"")
+    assert reader.read_buffered_message(4096) is None           # one byte short
+    a.sendall(data[-1:] + wire(b"next"))
+    assert frames_of(reader.read_buffered_message(4096)) == [b"key", b"more"]
+    assert frames_of(reader.read_message()) == [b"next"]         # what followed is kept
+    a.sendall(wire(b"x" * 5000)[:100])
+    with pytest.raises(ProtocolError):
+        reader.read_buffered_message(4096)                       # too large to be a key
+    a.close()
+    with pytest.raises(EOFError):
+        framing.MessageReader(b).read_buffered_message(4096)
 
 
 def test_a_small_buffer_moves_a_partial_message_to_its_front(pair):

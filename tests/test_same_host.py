@@ -145,12 +145,12 @@ def test_garbage_on_a_worker_socket_drops_that_connection_only(pool):
             stray.sendall(garbage)
             stray.close()
         stray = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)   # a well-framed message
-        stray.connect(path)                                           # with no session key
-        from gpu_backend.protocol.framing import send_all, read_message
-        from gpu_backend.protocol.codec import packb, unpackb
+        stray.connect(path)                                           # with no session key:
+        from gpu_backend.protocol.framing import send_all            # dropped, unanswered
+        from gpu_backend.protocol.codec import packb
         send_all(stray, [packb({"k": b"wrong", "b": 1, "n": 0})])
-        reply = unpackb(read_message(stray)[0].bytes)
-        assert reply["e"][1] == "AuthenticationError"
+        stray.settimeout(30)
+        assert stray.recv(1) == b""
         stray.close()
         assert int((x * 2).sum()) == 90                                # the session goes on
     finally:

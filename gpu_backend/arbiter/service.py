@@ -11,11 +11,11 @@ attached. Status is read from :attr:`snapshot`, replaced whole by the thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Callable
@@ -23,6 +23,7 @@ from typing import Any, Callable
 import zmq
 
 from ..protocol.codec import packb, unpackb
+from ..run_dir import make_run_dir, remove_run_dir
 from .baton import BatonBoard
 from .policy import PERIOD, QUANTUM, Grant, Policy, Ready, make_policy
 from .trace import decision_trace
@@ -40,7 +41,7 @@ SWITCH_INTERVAL = 0.0005
 class Arbiter:
     def __init__(self, ctx: zmq.Context, policy: str, devices: list[str],
                  clock: Callable[[], float] = time.monotonic, quantum: float = QUANTUM,
-                 period: float = PERIOD) -> None:
+                 period: float = PERIOD, run_dir: str | None = None) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
@@ -52,17 +53,19 @@ class Arbiter:
             self.policies[device] = made
         self.sock = ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
-        self._dir = tempfile.mkdtemp(prefix="gpuwb-arbiter-")
+        # the pool's private run directory (0700: no other local user reaches the socket
+        # or the baton); one of its own when made alone (tests), removed at stop
+        self._own_dir = run_dir is None
+        self._dir = make_run_dir() if run_dir is None else run_dir
         #: the hand-over baton the workers share (its path goes to each worker at its start)
         self.board = BatonBoard(os.path.join(self._dir, "baton"))
         self.baton_path = self.board.path
-        self._slot: dict[str, int] = {}                 # worker id -> its baton slot
-        if zmq.has("ipc") and os.name == "posix":
-            self.address = f"ipc://{self._dir}/arbiter"
-            self.sock.bind(self.address)
-        else:
-            port = self.sock.bind_to_random_port("tcp://127.0.0.1")
-            self.address = f"tcp://127.0.0.1:{port}"
+        self._slot: dict[str, int] = {}                 # worker's lease id -> its baton slot
+        # (ipc only: a loopback port would be open to every local user; the workers' lease
+        # ids are secrets the pool learns over their control channels, so a peer that
+        # reached the socket still could not speak for a worker)
+        self.address = f"ipc://{self._dir}/arbiter"
+        self.sock.bind(self.address)
         self._wake_address = f"inproc://gpuwb-arbiter-{id(self)}"
         self._wake_rx = ctx.socket(zmq.PULL)
         self._wake_rx.bind(self._wake_address)
@@ -96,7 +99,9 @@ class Arbiter:
         self._wake_tx.send(b"", zmq.NOBLOCK)
 
     def attach(self, worker: str, device: str, session: str, user: str, weight: float) -> None:
-        """*worker* now serves *session* of *user* on *device* (called before the hello reply)."""
+        """The worker whose lease id is *worker* now serves *session* of *user* on *device*
+        (called before the hello reply). The lease id is the worker's ZeroMQ identity here,
+        a secret it told the pool over its control channel."""
         self._command("attach", worker, device, session, user, weight)
 
     def detach(self, worker: str) -> None:
@@ -117,12 +122,11 @@ class Arbiter:
         if self._wake_tx is not None:
             self._wake_tx.close()
         self.board.close()
-        try:
-            if os.path.exists(os.path.join(self._dir, "arbiter")):
+        if self._own_dir:
+            remove_run_dir(self._dir)
+        else:
+            with contextlib.suppress(OSError):
                 os.unlink(os.path.join(self._dir, "arbiter"))
-            os.rmdir(self._dir)
-        except OSError:
-            pass
 
     # ------------------------------------------------------------ the thread
     def _run(self) -> None:

@@ -182,6 +182,42 @@ class MessageReader:
         while got < size:
             got += self._recv(view[got:])
 
+    def read_buffered_message(self, limit: int) -> list[Frame] | None:
+        """A whole message if the peer has sent all of it, never waiting: None while part
+        of it is still to come (what arrived stays buffered). For a peer not yet trusted,
+        whose half-sent message must not hold the reader up. EOFError at the peer's end;
+        ProtocolError if the message is larger than *limit* bytes (at most the buffer's)."""
+        limit = min(limit, len(self._buf))
+        if self._start and self._end - self._start < limit:   # room for *limit* bytes
+            left = self._end - self._start
+            self._buf[:left] = self._buf[self._start:self._end]
+            self._start, self._end = 0, left
+        while self._end < len(self._buf):
+            try:
+                n = self.sock.recv_into(self._view[self._end:])
+            except (BlockingIOError, InterruptedError):
+                break
+            if not n:
+                raise EOFError("the peer closed the connection")
+            self._end += n
+        have = self._end - self._start
+        if have < _COUNT.size:
+            return None
+        (count,) = _COUNT.unpack_from(self._buf, self._start)
+        _check_count(count)
+        head = _COUNT.size + _LENGTH.size * count
+        if head > limit:
+            raise ProtocolError(f"a first message of more than {limit} bytes")
+        if have < head:
+            return None
+        start = self._start + _COUNT.size
+        total = head + sum(v for (v,) in _LENGTH.iter_unpack(self._view[start:self._start + head]))
+        if total > limit:
+            raise ProtocolError(f"a first message of more than {limit} bytes")
+        if have < total:
+            return None
+        return self.read_message()   # all of it is buffered: nothing waits
+
     def read_message(self) -> list[Frame]:
         """One whole message: its frames, each in a buffer of its own."""
         frames = []

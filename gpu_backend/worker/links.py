@@ -13,11 +13,23 @@ socket is full the worker reads what the client sends meanwhile (kept, in
 order, for later), so a client writing a large upload and a worker writing a
 large reply always progress. A connection that breaks the framing or stalls
 mid-message is closed; the others go on.
+
+Any local user can connect to the Unix socket (its path is in the system's table
+of Unix sockets, /proc/net/unix). Every batch carries the session key, so such a
+peer reaches nothing; but a peer that sent half a message would hold the worker
+in its read. So a Unix peer is *untrusted* until its first message, a small
+``{"t": "auth", "k": key}``, has arrived whole and named the session's key: until
+then the worker only takes what has arrived, never waits for the rest, and
+drops the peer if it sends anything else, more than AUTH_BYTES, or takes longer
+than AUTH_SECONDS. When the worker has MAX_PEERS connections, a new one pushes
+out the oldest untrusted one, so a crowd of idle connections cannot lock the
+session's client out.
 """
 
 from __future__ import annotations
 
 import array
+import hmac
 import os
 import select
 import socket
@@ -27,6 +39,7 @@ from typing import Any
 
 import zmq
 
+from ..protocol.codec import unpackb
 from ..protocol.errors import ProtocolError
 from ..protocol.framing import IOV_MAX, MessageReader, consume, message_views
 
@@ -38,17 +51,24 @@ STALL_SECONDS = 60.0
 MAX_PEERS = 8
 #: The send buffer asked for on a peer's connection.
 SEND_BUFFER = 4 << 20
+#: An untrusted peer's first message (the key) is at most this large...
+AUTH_BYTES = 4096
+#: ... and arrives within this many seconds of its connection, or the peer is dropped.
+AUTH_SECONDS = 5.0
 _RCVMORE = zmq.RCVMORE
 # plain ints: `int & zmq.POLLIN` goes through the enum's __and__ (a microsecond, per look)
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 
 class UnixPeer:
-    __slots__ = ("sock", "fd", "staging", "reader")
+    __slots__ = ("sock", "fd", "staging", "reader", "trusted", "since")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock   # non-blocking: a read or write that would block waits in a poll
         self.fd = sock.fileno()
+        #: whether it has proved the session key (only then does a read wait for it)
+        self.trusted = False
+        self.since = time.monotonic()
         #: the connection's messages, read through one buffer (a small one in one recv)
         self.reader = MessageReader(sock, self._wait_readable)
         #: the shared-memory ring for large transfers, once the client asked for one
@@ -72,6 +92,8 @@ class UnixPeer:
 class ClientLinks:
     def __init__(self, router: zmq.Socket, unix_path: str | None = None) -> None:
         self.router = router
+        #: the session's key, once assigned: what a Unix peer's first message must carry
+        self.key = b""
         self.unix_path = unix_path
         self.listener: socket.socket | None = None
         self.peers: dict[int, UnixPeer] = {}
@@ -104,7 +126,7 @@ class ClientLinks:
         if self.router in events:
             return True
         return bool(self.ready) or any(fd in events for fd in self._fds()) \
-            or any(peer.reader.buffered for peer in self.peers.values())
+            or any(peer.reader.buffered and peer.trusted for peer in self.peers.values())
 
     def _fds(self) -> list[int]:
         fds = list(self.peers)
@@ -143,7 +165,7 @@ class ClientLinks:
         """A Unix peer with data to read (already buffered, or on its socket), or that hung
         up (reading says so), accepting the connections met on the way; None if there is none."""
         for peer in self.peers.values():
-            if peer.reader.buffered:
+            if peer.reader.buffered and peer.trusted:   # (an untrusted one's half message waits)
                 return peer
         for fd, _event in self._poller.poll(timeout_ms):
             if self.listener is not None and fd == self.listener.fileno():
@@ -157,9 +179,15 @@ class ClientLinks:
             conn, _ = self.listener.accept()
         except (BlockingIOError, InterruptedError):
             return
+        if len(self.peers) >= MAX_PEERS:   # make room: the closed ones, else an untrusted one
+            for peer in [p for p in self.peers.values() if p.hung_up() and not p.reader.buffered]:
+                self.drop(peer)
         if len(self.peers) >= MAX_PEERS:
-            conn.close()
-            return
+            untrusted = [p for p in self.peers.values() if not p.trusted]
+            if not untrusted:
+                conn.close()
+                return
+            self.drop(min(untrusted, key=lambda p: p.since))
         # non-blocking, not a timeout: a socket with a timeout polls before every call
         conn.setblocking(False)
         try:   # fewer wake-ups per large reply (the kernel caps it at net.core.wmem_max)
@@ -171,6 +199,25 @@ class ClientLinks:
         self._poller.register(peer.fd, select.POLLIN)
         if self._zmq_poller is not None:
             self._zmq_poller.register(peer.fd, zmq.POLLIN)
+        self._authenticate(peer)   # its key is often here already
+
+    def _authenticate(self, peer: UnixPeer) -> None:
+        """Take what an untrusted peer has sent, without waiting; trust it once its first
+        message has come whole with the session's key, drop it at anything else."""
+        try:
+            frames = peer.reader.read_buffered_message(AUTH_BYTES)
+            if frames is None:
+                if time.monotonic() - peer.since > AUTH_SECONDS:
+                    raise ProtocolError("no key in time")
+                return
+            msg = unpackb(frames[0].bytes) if len(frames) == 1 else None
+            key = msg.get("k") if isinstance(msg, dict) and msg.get("t") == "auth" else None
+            if not (self.key and isinstance(key, bytes) and hmac.compare_digest(key, self.key)):
+                raise ProtocolError("the first message did not carry the session key")
+        except (EOFError, OSError, ValueError, ProtocolError):   # (the codec's are ValueErrors)
+            self.drop(peer)
+            return
+        peer.trusted = True
 
     def drop(self, peer: UnixPeer) -> None:
         self.peers.pop(peer.fd, None)
@@ -208,6 +255,9 @@ class ClientLinks:
         return ident, frames
 
     def _recv_peer(self, peer: UnixPeer) -> tuple[UnixPeer, list] | None:
+        if not peer.trusted:
+            self._authenticate(peer)
+            return None
         try:
             frames = peer.reader.read_message()
         except (EOFError, OSError, ProtocolError):   # closed, stalled or not our framing

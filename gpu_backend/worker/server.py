@@ -15,6 +15,7 @@ import hmac
 import os
 import secrets
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -26,12 +27,14 @@ from ..devices import open_device
 from ..gc_pauses import settle
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
+from ..run_dir import remove_run_dir
 from ..security import load_server_keys, secure_server
 from .executor import Executor
 from .grants import GRANT_STEP, MemoryGrant
 from .handles import HandleTable
 from .lease import DeviceLease
 from . import staged
+from .control import ControlChannel, ControlClosed
 from .links import ClientLinks, UnixPeer
 from .pacing import Pacer
 from .phases import PhaseClock
@@ -56,16 +59,17 @@ SPIN_SECONDS = float(os.environ.get("GPUWB_WORKER_SPIN")
 
 
 class WorkerServer:
-    def __init__(self, device_spec: str, control: str, worker_id: str, bind_host: str,
+    def __init__(self, device_spec: str, control: ControlChannel, worker_id: str, bind_host: str,
                  arbiter: str | None = None, key_file: str | None = None,
                  baton: str | None = None, ipc_dir: str | None = None,
                  spin_slots: SpinSlots | None = None, long_spin: float = 0.0) -> None:
         self.device = open_device(device_spec)
         self.ctx = zmq.Context()
-        self.control = self.ctx.socket(zmq.DEALER)
-        self.control.setsockopt(zmq.IDENTITY, worker_id.encode())
-        self.control.setsockopt(zmq.LINGER, 1000)
-        self.control.connect(control)
+        #: the pool, over the socket pair this process inherited (control.py): the only
+        #: channel on which the pool hears ``ready`` and sends the session's key
+        self.control = control
+        #: set when the control channel hung up: the pool has gone (killed or stopped)
+        self.pool_gone = False
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
         # A ROUTER silently drops what exceeds its high-water mark; streamed
@@ -81,7 +85,6 @@ class WorkerServer:
         unix_path = os.path.join(ipc_dir, f"{worker_id}-{secrets.token_hex(12)}") if ipc_dir else None
         self.ipc = f"unix://{unix_path}" if unix_path else None
         self.links = ClientLinks(self.sock, unix_path)
-        self.parent = os.getppid()
         self.key = b""
         self.user = ""         # the session's user (names diagnostics only)
         self.table = HandleTable(self.device)
@@ -95,8 +98,11 @@ class WorkerServer:
         self.executor.receive_chunk = self._receive_chunk
         self.executor.cancelled = self._cancelled
         self.executor.more_work = self._more_work
-        #: the device lease (fair and fifo policies); None: CUDA time-slicing decides
-        self.lease = DeviceLease(self.ctx, arbiter, worker_id, baton) if arbiter else None
+        #: the device lease (fair and fifo policies); None: CUDA time-slicing decides. Its
+        #: identity at the arbiter is a secret told to the pool with ``ready``, never the
+        #: worker id of the command line: nobody else can speak for this worker there
+        self.lease_id = secrets.token_hex(16)
+        self.lease = DeviceLease(self.ctx, arbiter, self.lease_id, baton) if arbiter else None
         self.executor.pacer = Pacer(self.device, self.lease)
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
@@ -110,18 +116,38 @@ class WorkerServer:
 
     # ---------------------------------------------------------------- control
     def _send_control(self, msg: dict) -> None:
-        self.control.send(packb(msg))
+        """Tell the pool; if it has gone, the session ends (``pool_gone``)."""
+        try:
+            self.control.send(msg)
+        except (ControlClosed, OSError):
+            self.pool_gone = True
+            self.closed = True
+
+    def _read_control(self) -> dict | None:
+        """The pool's next message (None: none, or not a map); marks the pool gone at its end."""
+        try:
+            msg = self.control.recv()
+        except ControlClosed:
+            self.pool_gone = True
+            self.closed = True
+            return None
+        return msg if isinstance(msg, dict) else None
 
     def _ask_memory(self, want: int) -> tuple[int, str | None]:
         """Ask the pool to grant *want* bytes in all (an allocation needs them); returns the
         bytes granted and, if short, why. Other control messages met meanwhile are kept."""
         self._send_control({"t": "grow", "want": want})
-        while self.control.poll(GROW_TIMEOUT * 1000):
-            msg = unpackb(self.control.recv())
-            if isinstance(msg, dict) and msg.get("t") == "granted":
+        deadline = time.monotonic() + GROW_TIMEOUT
+        while not self.pool_gone and self.control.poll(max(0.0, deadline - time.monotonic())):
+            msg = self._read_control()
+            if msg is not None and msg.get("t") == "granted":
                 return int(msg.get("bytes") or 0), msg.get("why")
-            if isinstance(msg, dict) and msg.get("t") == "stop":
+            if msg is not None and msg.get("t") == "stop":
                 self.closed = True
+            if time.monotonic() > deadline:
+                break
+        if self.pool_gone:
+            return self.device.grant.granted, "the pool has gone"
         return self.device.grant.granted, "the pool did not answer a request for memory"
 
     def _hand_back_memory(self) -> None:
@@ -136,12 +162,14 @@ class WorkerServer:
         start-up made is frozen out of the garbage collector's sight first (gc_pauses)."""
         settle()
         self._send_control({"t": "ready", "port": self.port, "ipc": self.ipc, "info": self.device.info(),
-                            "runtime": self.device.runtime_facts()})
-        while True:
-            if self.control.poll(1000):
-                msg = unpackb(self.control.recv())
+                            "runtime": self.device.runtime_facts(), "lease": self.lease_id})
+        while not self.pool_gone:
+            if self.control.poll(1.0):
+                msg = self._read_control()
+                if msg is None:
+                    continue
                 if msg.get("t") == "assign":
-                    self.key = bytes(msg["key"])
+                    self.key = self.links.key = bytes(msg["key"])
                     self.user = str(msg.get("user") or "")
                     limit = int(msg["memory_limit"])
                     self.device.set_memory_limit(limit)
@@ -154,15 +182,15 @@ class WorkerServer:
                     return True
                 if msg.get("t") == "stop":
                     return False
-            elif os.getppid() != self.parent:
-                return False
+        return False
 
     # ---------------------------------------------------------------- serving
     def serve(self) -> str:
         poller = zmq.Poller()
         links = self.links
         links.register(poller)
-        poller.register(self.control, zmq.POLLIN)
+        control = self.control.fileno()
+        poller.register(control, zmq.POLLIN)
         lease = self.lease
         if lease is not None:
             poller.register(lease.sock, zmq.POLLIN)
@@ -204,13 +232,13 @@ class WorkerServer:
                 spin_until, may_claim = last + window, True
             elif lease is not None and lease.sock in events:
                 pacer.idle()   # others wait: an idle holder hands the device over at once
-            if self.control in events:
-                msg = unpackb(self.control.recv())
-                if isinstance(msg, dict) and msg.get("t") == "stop":
+            if control in events:
+                msg = self._read_control()
+                if msg is not None and msg.get("t") == "stop":
                     return "stopped by the pool"
-            if not events:
-                if os.getppid() != self.parent:
+                if self.pool_gone:
                     return "pool went away"
+            if not events:
                 pacer.idle()   # measure what finished; a lone holder reports, a told one hands over
                 self._hand_back_memory()
             self._report_usage()
@@ -327,8 +355,8 @@ class WorkerServer:
 
     def _orphaned(self) -> bool:
         """The pool process is gone: stop mid-batch rather than run on unowned."""
-        if os.getppid() != self.parent:
-            self.closed = True
+        if self.pool_gone or self.control.hung_up(0):
+            self.pool_gone = self.closed = True
             return True
         return False
 
@@ -401,7 +429,8 @@ class WorkerServer:
             self.executor.pacer.write_trace(f"{self.user or 'session'}-{os.getpid()}")
             if self.phases is not None:
                 self.phases.write()
-            self._send_control(final)
+            if not self.pool_gone:
+                self._send_control(final)
         finally:
             if self.lease is not None:
                 if self.lease.holding:   # the next session need not wait for the pool to notice
@@ -411,7 +440,7 @@ class WorkerServer:
                 self.lease.close()
             self.links.close()
             self.control.close()
-            self.ctx.term()
+            self.ctx.destroy(linger=0)
 
 
 def _peek_header(frames: list) -> Any:
@@ -445,10 +474,41 @@ def _serve_maybe_profiled(server: WorkerServer) -> str:
         profile.dump_stats(os.path.join(target, f"worker-{os.getpid()}.prof"))
 
 
+#: After its pool has gone, a worker still busy (inside one long op, waiting for the
+#: device) is ended by its watchdog this long after the control channel hung up.
+ORPHAN_GRACE = 1.0
+
+
+def _watch_the_pool(control: ControlChannel, cleanup: list[str]) -> None:
+    """A daemon thread: once the pool's end of the control channel hangs up (the pool was
+    stopped or killed, even by SIGKILL: the pool closes a worker's end only once that worker
+    has exited), remove what the pool can no longer remove (its private run directory, this
+    worker's socket file) and end this process, if the main thread has not ended it within
+    ORPHAN_GRACE. The process's exit frees its device
+    memory; nothing it could still do would reach anyone."""
+    def watch() -> None:
+        control.hung_up(None)
+        for path in cleanup:
+            if os.path.isdir(path):
+                remove_run_dir(path)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        time.sleep(ORPHAN_GRACE)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="gpuwb-pool-watch", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpu_backend.worker", description=__doc__)
     parser.add_argument("--device", required=True)
-    parser.add_argument("--control", required=True)
+    parser.add_argument("--control-fd", type=int, required=True,
+                        help="the inherited end of the pool's control socket pair")
+    parser.add_argument("--run-dir", help="the pool's private run directory (removed if the "
+                                          "pool dies)")
     parser.add_argument("--id", required=True)
     parser.add_argument("--bind-host", default="127.0.0.1")
     parser.add_argument("--arbiter", help="the pool's arbiter address (fair and fifo policies)")
@@ -459,6 +519,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-spin", type=float, default=0.0,
                         help="seconds to poll after each message while holding a spin slot")
     args = parser.parse_args(argv)
+    control = ControlChannel.inherited(args.control_fd)
+    cleanup = [args.run_dir] if args.run_dir else []
+    _watch_the_pool(control, cleanup)
     slots = None
     if args.spin_slots:
         path, _, count = args.spin_slots.rpartition(":")
@@ -466,8 +529,10 @@ def main(argv: list[str] | None = None) -> int:
             slots = SpinSlots(path, int(count))
         except (OSError, ValueError) as exc:   # a worker without slots still serves
             print(f"gpuwb worker: no spin slots ({exc})", file=sys.stderr)
-    server = WorkerServer(args.device, args.control, args.id, args.bind_host, args.arbiter,
+    server = WorkerServer(args.device, control, args.id, args.bind_host, args.arbiter,
                           args.key_file, args.baton, args.ipc_dir, slots, args.long_spin)
+    if server.links.unix_path:
+        cleanup.append(server.links.unix_path)
     reason = "stopped before a session"
     try:
         if server.wait_for_session():
