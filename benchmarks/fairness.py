@@ -233,10 +233,10 @@ class Pool:
             env["GPUWB_PACING_LEAD_US"] = lead
         if patience:
             env["GPUWB_PREEMPT_PATIENCE_MS"] = patience
-        self.served = ServedPool(policy, devices, "--spare-workers", "4", "--usage-log", str(self.log),
+        self.served = ServedPool(policy, devices, "--spare-workers", "4",
                                  *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
                                  *(["--period-ms", period] if period else []),
-                                 users_file=self.users_file, env=env)
+                                 users_file=self.users_file, env=env, usage_log=self.log)
         self.address = self.served.address
 
     def set_weights(self, weights: dict) -> None:

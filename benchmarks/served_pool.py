@@ -1,81 +1,23 @@
-"""A pool as it is deployed: ``gpuwb-backend serve`` in a process of its own.
+"""The pool a benchmark measures through, and its sessions by transport.
 
-The benchmarks measure a client against a pool in another process, as a notebook
-meets a shared pool. (An embedded ``LocalPool`` runs its front door and arbiter
-threads inside the measuring process, where they share its GIL: two of them
-side by side measure each other as much as the policy.)
+The benchmarks measure a client against a pool in another process
+(:class:`gpu_backend.served.ServedPool`), as a notebook meets a shared pool. (An
+embedded ``LocalPool`` runs its front door and arbiter threads inside the measuring
+process, where they share its GIL: two of them side by side measure each other as much
+as the policy.)
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-import subprocess
-import sys
-import tempfile
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator
 
 import kernelproxy
 from gpu_backend.pool import LocalPool
+from gpu_backend.served import ServedPool
 
 __all__ = ["ServedPool", "open_pool", "sessions_by_transport"]
-
-
-class ServedPool:
-    """``ServedPool(policy="fair", devices="auto")``; ``address`` and ``token`` once started.
-
-    With ``users_file`` the pool reads its users from there (clients then use their own
-    tokens); otherwise it gets a fresh single token. *extra*: more ``serve`` options."""
-
-    def __init__(self, policy: str = "fair", devices: str = "auto", *extra: str,
-                 users_file: Path | None = None, memory_limit: int | None = None,
-                 env: dict | None = None) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="gpuwb-served-")
-        args = [sys.executable, "-m", "gpu_backend.cli", "serve", "--listen", "tcp://127.0.0.1:0",
-                "--devices", devices, "--policy", policy, *extra]
-        if "--usage-log" not in extra:
-            args += ["--usage-log", str(Path(self._dir.name) / "usage.jsonl")]
-        if memory_limit is not None:
-            args += ["--memory-limit", str(memory_limit)]
-        self.token: str | None = None
-        if users_file is not None:
-            args += ["--users-file", str(users_file)]
-        else:
-            self.token = secrets.token_urlsafe(24)
-            token_file = Path(self._dir.name) / "token"
-            token_file.write_text(self.token + "\n")
-            args += ["--token-file", str(token_file)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
-        line = self.proc.stdout.readline()
-        if "listening on" not in line:
-            self.stop()
-            raise RuntimeError(f"the pool did not start: {line!r}")
-        self.address = line.split()[4]
-        self.tcp_address = self.address
-        #: the pool's same-host (ipc://) address, when it offers one
-        self.local_address: str | None = None
-        line = self.proc.stdout.readline()
-        if line.startswith("clients on this host:"):
-            self.local_address = line.split()[-1]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._dir.cleanup()
-
-    def __enter__(self) -> "ServedPool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 << 30):

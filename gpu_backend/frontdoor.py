@@ -29,6 +29,7 @@ import zmq
 
 from .accounts import Accounts
 from .arbiter.service import Arbiter
+from .auth_gate import AuthGate
 from .config import PoolSettings
 from .pool_status import build_status
 from .devices import parse_devices
@@ -123,6 +124,8 @@ class FrontDoor:
             self.token = settings.resolved_token()
             registry = UserRegistry.single(self.token)
         self.accounts = Accounts(registry, settings.memory_limit)
+        #: token checks: scrypt off this loop, back-off on failures (auth_gate.py)
+        self.auth = AuthGate(registry)
         #: accounting: the usage log (a file with --usage-log) and the live shares
         self.usage = UsageLog(settings.usage_log)
         self._reload_at = time.monotonic() + RELOAD_INTERVAL
@@ -163,6 +166,7 @@ class FrontDoor:
         #: the loop's poller (the clients' socket and every worker's control channel)
         self.poller = zmq.Poller()
         self.poller.register(self.clients, zmq.POLLIN)
+        self.poller.register(self.auth.wake_fd, zmq.POLLIN)
         self._by_fd: dict[int, Worker] = {}     # control channel descriptor -> its worker
         self.sessions: dict[str, Session] = {}
         self.pending: list[PendingHello] = []
@@ -245,8 +249,10 @@ class FrontDoor:
         while worker.channel is not None:
             try:
                 msg = worker.channel.recv()
-            except ControlClosed:   # it exited (or is exiting): _reap collects it
-                self._close_channel(worker)
+            except ControlClosed:   # it has ended (its process exits): so has its session;
+                self._close_channel(worker)   # _reap collects the process
+                if worker.session is not None:
+                    self._end(worker.session, worker.session.usage.get("reason") or "worker ended")
                 return
             if msg is None:
                 return
@@ -338,19 +344,40 @@ class FrontDoor:
     def _error(self, ident: bytes, exc: BaseException) -> None:
         name = error_name(exc)
         self.error_counts[name] = self.error_counts.get(name, 0) + 1
-        self._reply(ident, {"ok": False, "error": [name, str(exc)]})
+        reply: dict = {"ok": False, "error": [name, str(exc)]}
+        retry_after = getattr(exc, "retry_after", None)
+        if isinstance(retry_after, (int, float)):   # (a throttled sign-in: when to try again)
+            reply["retry_after"] = float(retry_after)
+        self._reply(ident, reply)
 
-    def _check_token(self, msg: dict) -> User:
-        return self.accounts.authenticate(msg.get("token"))
+    def _signed_in(self, ident: bytes, msg: dict, source: str | None, then: Any) -> None:
+        """Go on with ``then(ident, msg, user)`` once *msg*'s token is checked: at once when
+        the gate can tell, else when its threads have hashed it (``_on_signed_in``)."""
+        checked = self.auth.check(msg.get("token"), source, (ident, msg, then))
+        if isinstance(checked, User):
+            then(ident, msg, checked)
+
+    def _on_signed_in(self) -> None:
+        """Checks the gate's threads have finished: each request goes on, or is refused."""
+        for pending in self.auth.finished():
+            ident, msg, then = pending.context
+            try:
+                if isinstance(pending.outcome, User):
+                    then(ident, msg, pending.outcome)
+                else:
+                    raise pending.outcome
+            except Exception as exc:  # as for any request: answer, keep serving
+                self._error(ident, exc)
 
     def _on_client(self) -> None:
-        frames = self.clients.recv_multipart()
-        ident = frames[0]
+        frames = self.clients.recv_multipart(copy=False)
+        ident = frames[0].bytes
         try:
             if len(frames) != 2:
                 raise ProtocolError("front-door messages have exactly one frame")
+            source = _source_of(frames[1])
             try:
-                msg = unpackb(frames[1])
+                msg = unpackb(frames[1].bytes)
             except ValueError as exc:  # msgpack's errors and CodecError
                 raise ProtocolError(f"undecodable message: {exc}") from None
             if not isinstance(msg, dict):
@@ -361,18 +388,20 @@ class FrontDoor:
             if handler is None:
                 raise ProtocolError(f"unknown message type {kind!r:.40}")
             self.request_counts[kind] = self.request_counts.get(kind, 0) + 1
-            handler(ident, msg)
+            handler(ident, msg, source)
         except Exception as exc:  # anything a client sends: answer, keep serving
             self._error(ident, exc)
 
-    def _hello(self, ident: bytes, msg: dict) -> None:
+    def _hello(self, ident: bytes, msg: dict, source: str | None) -> None:
         version = msg.get("v")
         if type(version) is not int or version != PROTOCOL_VERSION:  # not True, not 1.0
             raise VersionMismatchError(
                 f"client speaks protocol version {version!r}, this pool speaks {PROTOCOL_VERSION}; "
                 "install matching versions of gpu-workbench"
             )
-        user = self._check_token(msg)
+        self._signed_in(ident, msg, source, self._hello_as)
+
+    def _hello_as(self, ident: bytes, msg: dict, user: User) -> None:
         taken = self._devices_of(user, msg.get("apart_from"))
         device = self._place(taken)   # (before the quota is charged: a refusal holds nothing)
         limit, grant = self.accounts.open_session(
@@ -463,17 +492,17 @@ class FrontDoor:
             return None
         return session
 
-    def _ping(self, ident: bytes, msg: dict) -> None:
+    def _ping(self, ident: bytes, msg: dict, source: str | None) -> None:
         """Is a pool here? Answered at once (a hello may wait for a worker to warm up)."""
         self._reply(ident, {"ok": True, "v": PROTOCOL_VERSION})
 
-    def _heartbeat(self, ident: bytes, msg: dict) -> None:
+    def _heartbeat(self, ident: bytes, msg: dict, source: str | None) -> None:
         session = self._session(msg)
         if session is not None:
             session.last_seen = time.monotonic()
         self._reply(ident, {"ok": True, "alive": session is not None})
 
-    def _close(self, ident: bytes, msg: dict) -> None:
+    def _close(self, ident: bytes, msg: dict, source: str | None) -> None:
         session = self._session(msg)
         if session is not None:
             session.closing = True   # no longer one of the user's open sessions
@@ -482,8 +511,10 @@ class FrontDoor:
                 self._kill(session.worker)
         self._reply(ident, {"ok": True})
 
-    def _status(self, ident: bytes, msg: dict) -> None:
-        user = self._check_token(msg)
+    def _status(self, ident: bytes, msg: dict, source: str | None) -> None:
+        self._signed_in(ident, msg, source, self._status_for)
+
+    def _status_for(self, ident: bytes, msg: dict, user: User) -> None:
         reply = {"ok": True, **self.status(), "you": user.name}
         seconds = msg.get("history")
         if type(seconds) in (int, float) and 0 < seconds <= 600:
@@ -541,6 +572,8 @@ class FrontDoor:
                     self._on_control(worker)
                 if self.clients in events:
                     self._on_client()
+                if self.auth.wake_fd in events:
+                    self._on_signed_in()
                 self._reap()
                 self._expire_leases()
                 self._reload_users()
@@ -559,7 +592,9 @@ class FrontDoor:
             self.published = {"status": self.status(), "totals": self.usage.totals(),
                               "device_seconds": self.usage.device_seconds(),
                               "requests": dict(self.request_counts),
-                              "errors": dict(self.error_counts)}
+                              "errors": dict(self.error_counts),
+                              "auth_refusals": dict(self.auth.refusals),
+                              "auth_hashes": self.auth.hashed}
 
     def stop(self) -> None:
         self._stop.set()
@@ -584,9 +619,25 @@ class FrontDoor:
         for session in list(self.sessions.values()):
             self._end(session, "the pool stopped")
         self.usage.close()
+        self.auth.close()
         if self.arbiter is not None:
             self.arbiter.stop()
         self.clients.close()
         self.ctx.term()
         same_host.remove_dir(self.ipc_dir)
         remove_run_dir(self.run_dir)
+
+
+def _source_of(frame: zmq.Frame) -> str | None:
+    """Who sent *frame*, as far as the back-off cares: the peer's IP address (tcp), or
+    ``uid:N``, the local user of a same-host peer (libzmq reports an ipc peer as
+    ``localhost:UID:GID:PID``); None if libzmq does not say."""
+    try:
+        address = frame.get("Peer-Address")
+    except zmq.ZMQError:
+        return None
+    if not isinstance(address, str) or not address:
+        return None
+    if address.startswith("localhost:") and address.count(":") == 3:
+        return "uid:" + address.split(":")[1]
+    return address

@@ -92,6 +92,14 @@ class PoolCollector:
         for name, count in sorted(snap["errors"].items()):
             errors.add_metric([name], count)
         yield errors
+        refusals = CounterMetricFamily("gpuwb_auth_refusals", "sign-ins refused, by reason (wrong: "
+                                       "a wrong or unknown token; throttled: backing off after "
+                                       "failures; busy: too many checks at once)", labels=["reason"])
+        for reason in ("wrong", "throttled", "busy"):
+            refusals.add_metric([reason], snap.get("auth_refusals", {}).get(reason, 0))
+        yield refusals
+        yield CounterMetricFamily("gpuwb_auth_hashes", "tokens hashed (scrypt) to check them",
+                                  value=snap.get("auth_hashes", 0))
 
 
 def serve_metrics(snapshot: Any, port: int, address: str = "127.0.0.1") -> Any:

@@ -32,7 +32,7 @@ def build_status(door: Any) -> dict[str, Any]:
         here = [s for s in live if s.worker.device == spec]
         info = next((w.info for w in workers if w.device == spec and w.info), {})
         devices.append({
-            "device": spec, "info": info, "sessions": len(here),
+            "device": spec, "info": info, "sessions": sum(not s.closing for s in here),
             "memory_used": sum(s.usage.get("memory") or 0 for s in here),
             "spares_ready": sum(w.port is not None and w.session is None and w.device == spec
                                 for w in workers),
@@ -45,7 +45,7 @@ def build_status(door: Any) -> dict[str, Any]:
         "memory_granted": s.grant, "arrays": s.usage.get("arrays") or 0,
         "ops": s.usage.get("ops") or 0, "device_seconds": s.usage.get("device_s") or 0.0,
         "idle": round(now - s.last_seen, 3), "age": round(time.time() - s.created, 3),
-    } for s in live]
+    } for s in live if not s.closing]   # (closed by its client: its worker is finishing)
     return {"address": door.address, "local_address": door.local_address, "policy": door.settings.policy,
             "users_mode": registry.mode, "devices": devices, "users": users,
             "sessions": sessions, "ended": list(door.ended),

@@ -299,22 +299,41 @@ class UserRegistry:
         return user
 
     def _check(self, token: object) -> User | None:
+        user, to_verify = self.screen(token)
+        if to_verify is None:
+            return user
+        if verify_token(token, to_verify):
+            self.remember(token, user)
+            return user
+        return None
+
+    def screen(self, token: object) -> tuple[User | None, str | None]:
+        """The cheap part of a check, with no hashing: ``(user, None)`` when *token* is
+        accepted at once (the single token, or one verified before), ``(None, None)`` when it
+        is refused at once (malformed, no such user), and ``(user, hash)`` when it names
+        *user* and must be verified against *hash* (scrypt: :func:`verify_token`, which the
+        front door runs off its loop, then :meth:`remember`)."""
         if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:
-            return None
+            return None, None
         raw = token.encode("utf-8", "surrogatepass")
         if self.mode == "single":
             same = hmac.compare_digest(raw, self._token.encode("utf-8", "surrogatepass"))
-            return self._users[DEFAULT_USER] if same else None
+            return (self._users[DEFAULT_USER] if same else None), None
         user = self._users.get(token_user(token) or "")
         if user is None:
-            return None
-        key = hashlib.sha256(raw).digest()
-        if self._verified.get(key) == (user.name, user.token_hash):
-            return user
-        if verify_token(token, user.token_hash):
-            self._verified[key] = (user.name, user.token_hash)
-            return user
-        return None
+            return None, None
+        if self._verified.get(hashlib.sha256(raw).digest()) == (user.name, user.token_hash):
+            return user, None
+        return user, user.token_hash
+
+    def remember(self, token: str, user: User) -> bool:
+        """*token* was verified against *user*'s hash: later checks take it at once. False
+        (nothing remembered) if the user or their hash changed meanwhile (a reload)."""
+        if self._users.get(user.name) != user:
+            return False
+        self._verified[hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()] = \
+            (user.name, user.token_hash)
+        return True
 
     def reload(self, force: bool = False) -> Reload | None:
         """Re-read the file if it changed (or *force*); what changed, or None. A file that

@@ -10,7 +10,8 @@ Works in any Python process; the Jupyter kernel in :mod:`workbench` uses it.
 
 from gpu_backend.protocol.errors import (AuthenticationError, InvalidHandleError, NotAllowedError,
                                          OutOfMemoryError, PoolError, ProtocolError, QuotaExceededError,
-                                         RemoteError, SessionLostError, VersionMismatchError)
+                                         RemoteError, SessionLostError, SignInThrottledError,
+                                         VersionMismatchError)
 
 from .importhook import install, installed, uninstall
 from .ndarray import ndarray
@@ -18,7 +19,7 @@ from .session import Session, connect
 
 __all__ = [
     "connect", "install", "uninstall", "installed", "Session", "ndarray",
-    "PoolError", "ProtocolError", "AuthenticationError", "VersionMismatchError",
+    "PoolError", "ProtocolError", "AuthenticationError", "SignInThrottledError", "VersionMismatchError",
     "NotAllowedError", "InvalidHandleError", "SessionLostError", "QuotaExceededError", "RemoteError",
     "OutOfMemoryError",
 ]

@@ -25,10 +25,11 @@ from zmq.utils.monitor import recv_monitor_message
 
 from gpu_backend.protocol import PROTOCOL_VERSION
 from gpu_backend.protocol.codec import packb, unpackb
-from gpu_backend.protocol.errors import AuthenticationError, ProtocolError, SessionLostError, error_class
+from gpu_backend.protocol.errors import (AuthenticationError, ProtocolError, SessionLostError,
+                                         SignInThrottledError, error_class)
 from gpu_backend.security import secure_client
 
-__all__ = ["door_request", "hello", "Heartbeat"]
+__all__ = ["door_request", "signed_in_request", "hello", "Heartbeat"]
 
 #: How long to wait for any answer from a pool before saying there is none.
 PING_TIMEOUT = 5.0
@@ -105,7 +106,10 @@ def door_request(ctx: zmq.Context, address: str, msg: dict, timeout: float = 30.
         sock.close()
     if not isinstance(reply, dict) or not reply.get("ok"):
         name, text = (reply.get("error") if isinstance(reply, dict) else None) or ("RemoteError", "bad reply")
-        raise error_class(name)(text)
+        exc = error_class(name)(text)
+        if isinstance(exc, SignInThrottledError) and isinstance(reply.get("retry_after"), (int, float)):
+            exc.retry_after = float(reply["retry_after"])
+        raise exc
     return reply
 
 
@@ -215,7 +219,24 @@ def hello(ctx: zmq.Context, address: str, token: str, user: str | None = None,
         msg["memory_limit"] = int(memory_limit)
     if apart_from:   # this client's other sessions: this one goes on a device none of them has
         msg["apart_from"] = list(apart_from)
-    return door_request(ctx, address, msg, timeout, server_key=server_key)
+    return signed_in_request(ctx, address, msg, timeout, server_key=server_key)
+
+
+def signed_in_request(ctx: zmq.Context, address: str, msg: dict, timeout: float, *,
+                      server_key: bytes | None = None) -> dict:
+    """A request that carries the token: when the pool asks us to wait before it checks
+    the token (:class:`SignInThrottledError`, its sign-in back-off), wait and ask again,
+    until *timeout*."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return door_request(ctx, address, msg, max(0.1, deadline - time.monotonic()),
+                                server_key=server_key)
+        except SignInThrottledError as exc:
+            wait = min(max(exc.retry_after, 0.01), 5.0)
+            if time.monotonic() + wait >= deadline:
+                raise
+            time.sleep(wait)
 
 
 def _user() -> str:
@@ -225,28 +246,51 @@ def _user() -> str:
         return "anonymous"
 
 
-class Heartbeat(threading.Thread):
-    """Keeps the session's lease; sets :attr:`lost` to a reason when it ends."""
+#: A session's heartbeat asks the pool at least this often (seconds) whether the session
+#: lives: a worker that died is known to its pool at once (its control channel closes),
+#: so a client learns of it within this long, also over tcp, where nothing else tells it.
+BEAT_SECONDS = 0.5
+_beat_context: zmq.Context | None = None
+_beat_context_lock = threading.Lock()
 
-    def __init__(self, ctx: zmq.Context, address: str, session: str, key: bytes, interval: float,
+
+def _heartbeat_context() -> zmq.Context:
+    """The process's context for heartbeat sockets, apart from every session's own: a
+    session lost or dropped can then end its context at once, never waiting for its
+    heartbeat thread to close a socket (which a finaliser must never do: a context's
+    termination blocks while any of its sockets is open)."""
+    global _beat_context
+    with _beat_context_lock:
+        if _beat_context is None:
+            _beat_context = zmq.Context()
+        return _beat_context
+
+
+class Heartbeat(threading.Thread):
+    """Keeps the session's lease; sets :attr:`lost` to a reason when it ends. It beats every
+    BEAT_SECONDS at most (the lease needs one per *interval*), and gives the pool up when
+    nothing answered for three intervals."""
+
+    def __init__(self, address: str, session: str, key: bytes, interval: float,
                  server_key: bytes | None = None) -> None:
         super().__init__(name="kernelproxy-heartbeat", daemon=True)
-        self.ctx, self.address, self.session, self.key = ctx, address, session, key
+        self.address, self.session, self.key = address, session, key
         self.server_key = server_key
-        self.interval = interval
+        self.interval = min(interval, BEAT_SECONDS)
+        self.give_up = 3 * interval
         self.lost: str | None = None
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def run(self) -> None:
-        sock = self.ctx.socket(zmq.DEALER)
+        sock = _heartbeat_context().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDTIMEO, int(self.interval * 1000))
         if self.server_key is not None:
             secure_client(sock, self.server_key)
         sock.connect(self.address)
-        missed = 0
+        answered_at = time.monotonic()
         try:
-            while not self._stop.wait(self.interval):
+            while not self._stopping.wait(self.interval):
                 try:
                     sock.send(packb({"t": "hb", "session": self.session, "key": self.key}))
                     answered = sock.poll(int(self.interval * 1000))
@@ -254,20 +298,18 @@ class Heartbeat(threading.Thread):
                     answered = False
                 if answered:
                     reply = unpackb(sock.recv())
-                    missed = 0
+                    answered_at = time.monotonic()
                     if not reply.get("alive"):
                         self.lost = "the pool ended this session (lease expired or worker stopped)"
                         return
-                else:
-                    missed += 1
-                    if missed >= 3:
-                        self.lost = f"the pool at {self.address} stopped answering"
-                        return
+                elif time.monotonic() - answered_at >= self.give_up:
+                    self.lost = f"the pool at {self.address} stopped answering"
+                    return
         except zmq.ZMQError as exc:
-            if not self._stop.is_set():
+            if not self._stopping.is_set():
                 self.lost = f"heartbeat failed: {exc}"
         finally:
             sock.close()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()

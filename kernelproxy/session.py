@@ -17,6 +17,7 @@ import os
 import threading
 import time
 import warnings
+import weakref
 from collections import deque
 from typing import Any, Callable
 
@@ -34,7 +35,7 @@ from gpu_backend.security import resolve_server_key, secure_client
 
 from .array_meta import ArrayMetadata
 from .caller import caller
-from .connection import Heartbeat, door_request, hello
+from .connection import Heartbeat, door_request, hello, signed_in_request
 from .device_group import device_mismatch, open_devices
 from .streamed import receive_streamed, send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
@@ -104,6 +105,31 @@ def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike |
 
 
 
+def _weakly(lose: Callable[[str], Any]) -> Callable[[str], Any]:
+    """*lose* (a session's bound method) held weakly: the session's socket holds it, and the
+    session's finaliser holds the socket, which must not keep the session alive."""
+    method = weakref.WeakMethod(lose)
+
+    def lost(reason: str) -> Any:
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        alive = method()
+        if alive is not None:
+            alive(reason)
+        raise SessionLostError(reason)
+
+    return lost
+
+
+def _release(ctx: zmq.Context, sock: Any, heartbeat: Heartbeat) -> None:
+    """A session's resources, let go without waiting for anyone (its finaliser)."""
+    heartbeat.stop()
+    try:
+        sock.close(linger=0)
+    except Exception:   # already closed, or half made
+        pass
+    ctx.destroy(linger=0)
+
+
 def _serialised(method):
     """Run *method* holding the session's lock: threads of one program share its session
     (CuPy may be called from any thread), and an op's encoding, the batch it joins and the
@@ -162,7 +188,7 @@ class Session:
         local = info.get("worker_ipc") if address.startswith("ipc://") else None
         if isinstance(local, str) and local.startswith("unix://"):
             self.worker_address = local
-            self.sock = UnixDealer(local[len("unix://"):], lost=self._lose, key=self.key)
+            self.sock = UnixDealer(local[len("unix://"):], lost=_weakly(self._lose), key=self.key)
         else:
             self.worker_address = f"{address.rsplit(':', 1)[0]}:{info['worker_port']}"
             self.sock = self.ctx.socket(zmq.DEALER)
@@ -170,9 +196,13 @@ class Session:
             if self.server_key is not None:  # the worker serves with the pool's key pair
                 secure_client(self.sock, self.server_key)
             self.sock.connect(self.worker_address)
-        self.heartbeat = Heartbeat(self.ctx, address, self.id, self.key, self.lease_timeout / 4,
+        self.heartbeat = Heartbeat(address, self.id, self.key, self.lease_timeout / 4,
                                    self.server_key)
         self.heartbeat.start()
+        #: closes the socket and the context and stops the heartbeat, once: at close(), when
+        #: the session is lost, or when a session never closed is collected (never blocks:
+        #: a context left to the collector could wait for ever for a socket of its own)
+        self._release = weakref.finalize(self, _release, self.ctx, self.sock, self.heartbeat)
         _interrupts_deferred.install()
         self.closed = False
         #: uploads larger than this stream in chunks (GPU devices: the copy to the GPU then
@@ -395,8 +425,8 @@ class Session:
                 entry = self._origin.get(seq)
                 if entry is not None and type(entry[3]) is int:
                     self._dead[entry[3]] = reason
-        if reply.get("z"):  # the worker's device context broke: it has ended
-            self._ended = f"the session's worker ended after a device fault: {reply['z']}"
+        if reply.get("z"):  # the worker has ended (its device context broke, its pool died): why
+            self._ended = f"the session's worker has ended: {reply['z']}"
         error = reply.get("e")
         origin = self._origin
         if error is not None:
@@ -434,7 +464,20 @@ class Session:
         """Wait for the value of op *seq* (a sync point)."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self.sync(waiting_for=seq)
-        return self._values.pop(seq)
+        return self._take_value(seq)
+
+    def _take_value(self, seq: int) -> Any:
+        """Op *seq*'s value, which its batch's reply brought; a clear error if it never
+        ran (its worker ended, or an interrupt cancelled it), never a bare KeyError."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        try:
+            return self._values.pop(seq)
+        except KeyError:
+            pass
+        if self._ended:
+            self._lose(self._ended)
+        raise InvalidHandleError(f"op {seq} has no value (it was cancelled before it ran, or "
+                                 "issued by value_later and its value already taken)")
 
     def value_later(self, operator: str, *args: Any) -> int:
         """Queue an op whose value is wanted later (``"float"``, ``"int"``, ``"bool"``,
@@ -455,11 +498,7 @@ class Session:
         error = self._error
         if error is not None and (error[0] is None or error[0] <= seq):
             self._raise_pending(seq)
-        try:
-            return self._values.pop(seq)
-        except KeyError:
-            raise InvalidHandleError(f"op {seq} has no value (it was not issued by value_later, "
-                                     "or its value was already taken)") from None
+        return self._take_value(seq)
 
     def meta_of(self, hid: int) -> tuple:
         # (no lock of its own: the pops are atomic and the wait is sync's, which takes it)
@@ -537,6 +576,7 @@ class Session:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self.closed = True
         self._in_flight.clear()
+        self._release()
         raise SessionLostError(reason)
 
     def memory_info(self) -> dict:
@@ -554,13 +594,14 @@ class Session:
         msg: dict[str, Any] = {"t": "status", "token": self._token}
         if history:
             msg["history"] = float(history)
-        return door_request(self.ctx, self.address, msg, 10, server_key=self.server_key)
+        return signed_in_request(self.ctx, self.address, msg, 10, server_key=self.server_key)
 
     @_serialised
     def close(self) -> None:
         """End the session: the worker exits and frees every array. Device 0's session of a
         client that holds several devices closes the others' too."""
         if self.closed:
+            self._release()   # (lost: released already)
             return
         if self.group is not None and self.ordinal == 0:
             for other in self.group[1:]:
@@ -584,8 +625,7 @@ class Session:
         except Exception:  # the pool may already be gone
             pass
         finally:
-            self.sock.close()
-            self.ctx.term()
+            self._release()
 
     def __enter__(self) -> "Session":
         return self

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import time
+from collections import Counter
 
 import zmq
 
+from gpu_backend.protocol import PROTOCOL_VERSION
 from gpu_backend.protocol.codec import packb, unpackb
 
-__all__ = ["worker_processes", "public_text", "addresses_in", "Impersonator", "unix_sockets"]
+__all__ = ["worker_processes", "public_text", "addresses_in", "Impersonator", "unix_sockets",
+           "flood_wrong_tokens"]
 
 _ADDRESS = re.compile(r"(?:tcp|ipc)://[^\s\x00'\"]+")
 #: what could be a ZeroMQ identity (a routing id may not begin with a zero byte)
@@ -127,3 +131,45 @@ class Impersonator:
 
     def close(self) -> None:
         self.ctx.destroy(linger=0)
+
+
+def flood_wrong_tokens(address: str, name: str, connections: int, seconds: float) -> dict:
+    """Hellos with wrong tokens for user *name*, from *connections* connections each sending
+    its next one as soon as the last is answered, for *seconds*: the sign-in flood. Returns
+    how many were sent and answered, and the answers' error classes."""
+    ctx = zmq.Context()
+    socks = []
+    answers: Counter = Counter()
+    sent = 0
+    try:
+        def hello(sock: zmq.Socket) -> None:
+            nonlocal sent
+            token = f"{name}.{secrets.token_urlsafe(32)}"
+            sock.send(packb({"t": "hello", "v": PROTOCOL_VERSION, "token": token, "user": "flood"}))
+            sent += 1
+
+        poller = zmq.Poller()
+        for _ in range(connections):
+            sock = ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(address)
+            poller.register(sock, zmq.POLLIN)
+            socks.append(sock)
+            hello(sock)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for sock, _ in poller.poll(50):
+                reply = unpackb(sock.recv())
+                answers[(reply.get("error") or ["ok"])[0] if isinstance(reply, dict) else "?"] += 1
+                hello(sock)
+    finally:
+        ctx.destroy(linger=0)
+    return {"sent": sent, "answered": sum(answers.values()), "answers": dict(answers)}
+
+
+if __name__ == "__main__":   # python -m tests.hostile flood ADDRESS NAME CONNECTIONS SECONDS
+    import json
+    import sys
+    if sys.argv[1:2] == ["flood"]:
+        print(json.dumps(flood_wrong_tokens(sys.argv[2], sys.argv[3], int(sys.argv[4]),
+                                            float(sys.argv[5]))))

@@ -16,6 +16,7 @@ __all__ = [
     "PoolError",
     "ProtocolError",
     "AuthenticationError",
+    "SignInThrottledError",
     "VersionMismatchError",
     "NotAllowedError",
     "InvalidHandleError",
@@ -45,6 +46,14 @@ class ProtocolError(PoolError):
 class AuthenticationError(PoolError, PermissionError):
     """The token was missing or wrong, or the pool failed the encryption handshake (its pinned
     key, or encryption itself, did not match)."""
+
+
+class SignInThrottledError(AuthenticationError):
+    """The pool refused to check a token now (failed sign-ins for this user or from this
+    address are backing off, or too many are being checked): try again after
+    ``retry_after`` seconds. Clients do so themselves within their hello's timeout."""
+
+    retry_after: float = 0.0
 
 
 class VersionMismatchError(ProtocolError):
@@ -96,7 +105,7 @@ ERROR_CLASSES: dict[str, type[BaseException]] = {
         ArithmeticError, FloatingPointError, NotImplementedError, RuntimeError,
         AttributeError, LookupError, MemoryError, AssertionError, RecursionError,
         UnicodeError, BufferError, StopIteration, KeyboardInterrupt,
-        PoolError, ProtocolError, AuthenticationError, VersionMismatchError,
+        PoolError, ProtocolError, AuthenticationError, SignInThrottledError, VersionMismatchError,
         NotAllowedError, InvalidHandleError, SessionLostError, QuotaExceededError,
         OutOfMemoryError, CUDAError,
     )

@@ -169,7 +169,7 @@ class Executor:
         if timer is not None and error is None:
             reply["g"] = self.device.stop_timer(timer)
         if self.fatal:
-            reply["z"] = self.fatal
+            reply["z"] = f"a device fault ({self.fatal})"
         self._warnings = []
         return reply, out_frames
 

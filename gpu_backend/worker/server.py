@@ -311,6 +311,8 @@ class WorkerServer:
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
         reply["t"] = time.perf_counter() - started
+        if self.pool_gone:   # the batch stopped because the pool died: the session is over
+            reply["z"] = "the pool has gone"
         if self.executor.fatal:
             self.closed = True  # answered below, then the worker ends with its context
         try:
