@@ -58,15 +58,18 @@ class Accounts:
             return limit, None
         free = user.memory - sum(s.grant or 0 for s in mine)
         if free < MIN_GRANT:
-            raise QuotaExceededError(
+            exc = QuotaExceededError(
                 f"user {user.name}'s device-memory quota of {format_size(user.memory)} is held "
                 f"by their {_plural(len(mine), 'other session')}: free memory there, or close one")
+            exc.memory_held = True   # (the pool may ask those sessions to hand back what they hold)
+            raise exc
         return limit, min(limit, grant_step(user.memory), free)
 
     def grow(self, session: _Session, want: int,
-             open_sessions: Iterable[_Session]) -> tuple[int, str | None]:
+             open_sessions: Iterable[_Session]) -> tuple[int, dict | None]:
         """A worker asks for *want* bytes in all for *session*; returns the grant and, if it
-        falls short, why (quoted in the session's OutOfMemoryError)."""
+        falls short, why: the user's quota and what their other sessions hold (the worker
+        names them in the session's OutOfMemoryError, worker.grants.out_of_memory_text)."""
         user = self.registry.get(session.user)
         limit = session.memory_limit
         current = session.grant or 0
@@ -79,7 +82,5 @@ class Accounts:
         session.grant = granted
         if granted >= want:
             return granted, None
-        return granted, (f"user {user.name}'s device-memory quota is {format_size(user.memory)} "
-                         f"over all their sessions; {format_size(held)} is held by "
-                         f"{_plural(len(others), 'other session')} and this one has "
-                         f"{format_size(granted)}")
+        return granted, {"user": user.name, "quota": user.memory, "others": held,
+                         "sessions": len(others)}

@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
 
+from .protocol.addresses import TCP_ADDRESS
+
 __all__ = ["PoolSettings", "read_token", "arguments_env_then_toml"]
 
 
@@ -59,8 +61,11 @@ class PoolSettings(BaseSettings):
     @field_validator("listen")
     @classmethod
     def _tcp_only(cls, value: str) -> str:
-        if not value.startswith("tcp://") or value.count(":") != 2:
-            raise ValueError("listen must look like tcp://HOST:PORT")
+        match = TCP_ADDRESS.fullmatch(value)
+        if match is None or int(match[2]) > 65535:
+            raise ValueError(f"listen must look like tcp://HOST:PORT, such as tcp://0.0.0.0:5555, "
+                             f"or tcp://[::]:5555 for IPv6 (an IPv6 address in brackets); "
+                             f"got {value!r}")
         return value
 
     @classmethod

@@ -27,15 +27,17 @@ from typing import Any
 
 import zmq
 
-from .accounts import Accounts
+from .accounts import MIN_GRANT, Accounts
 from .arbiter.service import Arbiter
 from .auth_gate import AuthGate
 from .config import PoolSettings
 from .pool_status import build_status
 from .devices import parse_devices
 from .protocol import PROTOCOL_VERSION
+from .protocol.addresses import allow_ipv6
 from .protocol.codec import packb, unpackb
-from .protocol.errors import ProtocolError, SessionLostError, VersionMismatchError, error_name
+from .protocol.errors import (ProtocolError, QuotaExceededError, SessionLostError,
+                              VersionMismatchError, error_name)
 from .security import secure_server, server_keys_for
 from . import same_host
 from .run_dir import make_run_dir, remove_run_dir
@@ -55,6 +57,9 @@ HELLO_TIMEOUT = 120.0
 MAX_FAILED_STARTS = 3
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
+#: How long a hello refused for memory that the user's other sessions hold but do not use
+#: waits for them to hand it back (they answer when idle) before it is refused after all.
+RECLAIM_WAIT = 2.0
 #: What a worker's usage report carries (docs/fair-share.md, "Accounting").
 USAGE_FIELDS = ("memory", "arrays", "ops", "device_s", "bytes_in", "bytes_out", "errors", "peak")
 
@@ -109,6 +114,18 @@ class PendingHello:
         return self.account.name
 
 
+@dataclass
+class Reclaim:
+    """A request (a hello, a worker's ``grow``) refused for memory that the user's other
+    sessions hold but do not use: it waits for their workers (*waiting*, by id) to hand it
+    back, until *until*, then *retry* runs it again; if that raises, the client *ident*
+    (a hello's) gets the error."""
+    until: float
+    waiting: set[str]
+    retry: Any
+    ident: bytes | None = None
+
+
 class FrontDoor:
     """Serve the pool until :meth:`stop` is called (from any thread)."""
 
@@ -135,6 +152,7 @@ class FrontDoor:
         self.clients.setsockopt(zmq.LINGER, 0)
         if keys is not None:
             secure_server(self.clients, keys)
+        allow_ipv6(self.clients, settings.listen)
         if settings.port == 0:
             port = self.clients.bind_to_random_port(f"tcp://{settings.host}")
         else:
@@ -170,6 +188,7 @@ class FrontDoor:
         self._by_fd: dict[int, Worker] = {}     # control channel descriptor -> its worker
         self.sessions: dict[str, Session] = {}
         self.pending: list[PendingHello] = []
+        self.reclaims: list[Reclaim] = []
         self._stop = threading.Event()
         self._next_worker = 0
         self.failed_starts: dict[str, int] = {}
@@ -283,11 +302,11 @@ class FrontDoor:
             worker.lease_id = msg.get("lease") if isinstance(msg.get("lease"), str) else ""
             self._serve_pending()
         elif kind == "grow" and worker.session is not None:
-            session = worker.session
-            granted, why = self.accounts.grow(session, int(msg["want"]), self.sessions.values())
-            self._to_worker(worker, {"t": "granted", "bytes": granted, "why": why})
+            self._answer_grow(worker, int(msg["want"]))
         elif kind == "grant" and worker.session is not None:   # memory handed back
-            worker.session.grant = int(msg["bytes"])
+            if type(msg.get("bytes")) is int:
+                worker.session.grant = msg["bytes"]
+            self._serve_reclaims(worker.wid)
         elif kind == "usage" and worker.session is not None:
             session = worker.session
             session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
@@ -401,14 +420,70 @@ class FrontDoor:
             )
         self._signed_in(ident, msg, source, self._hello_as)
 
-    def _hello_as(self, ident: bytes, msg: dict, user: User) -> None:
+    def _hello_as(self, ident: bytes, msg: dict, user: User, reclaimed: bool = False) -> None:
         taken = self._devices_of(user, msg.get("apart_from"))
         device = self._place(taken)   # (before the quota is charged: a refusal holds nothing)
-        limit, grant = self.accounts.open_session(
-            user, [*self.sessions.values(), *self.pending], msg.get("memory_limit"))
+        try:
+            limit, grant = self.accounts.open_session(
+                user, [*self.sessions.values(), *self.pending], msg.get("memory_limit"))
+        except QuotaExceededError as exc:
+            # the quota is held by the user's other sessions: those that hold more than they
+            # use are asked to hand it back, and the hello waits for them (once)
+            asked = set() if reclaimed or not getattr(exc, "memory_held", False) \
+                else self._reclaim_from(user.name)
+            if not asked:
+                raise
+            self.reclaims.append(Reclaim(time.monotonic() + RECLAIM_WAIT, asked, lambda: (
+                self._hello_as(ident, msg, user, reclaimed=True)), ident))
+            return
         client = msg.get("user") if isinstance(msg.get("user"), str) else ""
         self.pending.append(PendingHello(ident, user, client[:64], limit, grant, device))
         self._serve_pending()
+
+    def _answer_grow(self, worker: Worker, want: int, reclaimed: bool = False) -> None:
+        """A worker's session needs *want* bytes in all: grant what the user's quota allows,
+        first asking the user's other sessions for memory they hold and do not use."""
+        session = worker.session
+        if session is None or worker.wid not in self.workers:
+            return
+        granted, why = self.accounts.grow(session, want, self.sessions.values())
+        if why is not None and not reclaimed:
+            asked = self._reclaim_from(session.user, besides=session)
+            if asked:
+                self.reclaims.append(Reclaim(time.monotonic() + RECLAIM_WAIT, asked,
+                                             lambda: self._answer_grow(worker, want, reclaimed=True)))
+                return
+        self._to_worker(worker, {"t": "granted", "bytes": granted, "why": why})
+
+    def _reclaim_from(self, user: str, besides: Session | None = None) -> set[str]:
+        """Ask each open session of *user* (but *besides*) that holds some of their quota to
+        hand back what it does not use (its worker knows; the usage it last reported may be
+        half a second old); the workers asked."""
+        asked = set()
+        for session in self.sessions.values():
+            if session.user != user or session.closing or session is besides \
+                    or (session.grant or 0) < MIN_GRANT:
+                continue
+            if self._to_worker(session.worker, {"t": "reclaim"}):
+                asked.add(session.worker.wid)
+        return asked
+
+    def _serve_reclaims(self, answered: str | None = None) -> None:
+        """Hellos waiting for memory: tried again once every worker asked has answered
+        (*answered*: the one that just did), or their wait is over."""
+        now = time.monotonic()
+        for reclaim in list(self.reclaims):
+            reclaim.waiting.discard(answered)
+            reclaim.waiting.intersection_update(self.workers)   # (ended ones answer no more)
+            if reclaim.waiting and now < reclaim.until:
+                continue
+            self.reclaims.remove(reclaim)
+            try:
+                reclaim.retry()
+            except Exception as exc:  # refused after all: a hello is answered as any is
+                if reclaim.ident is None:
+                    raise
+                self._error(reclaim.ident, exc)
 
     def _devices_of(self, user: User, sessions: Any) -> set[str]:
         """The devices of the user's own sessions named in a hello's ``apart_from``: a client
@@ -578,6 +653,8 @@ class FrontDoor:
                 self._expire_leases()
                 self._reload_users()
                 self._serve_pending()
+                if self.reclaims:
+                    self._serve_reclaims()
                 self.usage.maybe_flush()
                 if self.metrics_server is not None:
                     self._publish()

@@ -24,6 +24,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from gpu_backend.protocol import PROTOCOL_VERSION
+from gpu_backend.protocol.addresses import allow_ipv6
 from gpu_backend.protocol.codec import packb, unpackb
 from gpu_backend.protocol.errors import (AuthenticationError, ProtocolError, SessionLostError,
                                          SignInThrottledError, error_class)
@@ -77,6 +78,7 @@ def door_request(ctx: zmq.Context, address: str, msg: dict, timeout: float = 30.
     """
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
+    allow_ipv6(sock, address)
     # a connection whose handshake failed is dropped by libzmq for good; a send would then
     # wait for a peer forever
     sock.setsockopt(zmq.SNDTIMEO, int(timeout * 1000))
@@ -182,6 +184,7 @@ def _after_hangup(ctx: zmq.Context, address: str, timeout: float) -> Exception |
     (a handshake on a probe socket that sends nothing); None if the probe learns nothing."""
     probe = ctx.socket(zmq.DEALER)
     probe.setsockopt(zmq.LINGER, 0)
+    allow_ipv6(probe, address)
     monitor = _watch(probe)
     try:
         probe.connect(address)
@@ -284,6 +287,7 @@ class Heartbeat(threading.Thread):
     def run(self) -> None:
         sock = _heartbeat_context().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
+        allow_ipv6(sock, self.address)
         sock.setsockopt(zmq.SNDTIMEO, int(self.interval * 1000))
         if self.server_key is not None:
             secure_client(sock, self.server_key)

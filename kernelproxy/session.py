@@ -26,6 +26,7 @@ import numpy as np
 import zmq
 
 from gpu_backend.protocol import api, codec
+from gpu_backend.protocol.addresses import allow_ipv6
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import (InvalidHandleError, SessionLostError, error_class,
                                          warning_class)
@@ -193,6 +194,7 @@ class Session:
             self.worker_address = f"{address.rsplit(':', 1)[0]}:{info['worker_port']}"
             self.sock = self.ctx.socket(zmq.DEALER)
             self.sock.setsockopt(zmq.LINGER, 0)
+            allow_ipv6(self.sock, self.worker_address)
             if self.server_key is not None:  # the worker serves with the pool's key pair
                 secure_client(self.sock, self.server_key)
             self.sock.connect(self.worker_address)

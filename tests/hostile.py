@@ -173,3 +173,87 @@ if __name__ == "__main__":   # python -m tests.hostile flood ADDRESS NAME CONNEC
     if sys.argv[1:2] == ["flood"]:
         print(json.dumps(flood_wrong_tokens(sys.argv[2], sys.argv[3], int(sys.argv[4]),
                                             float(sys.argv[5]))))
+
+
+# ------------------------------------------------------------------ fuzzing
+
+def door_fuzz_frames(seed: int, count: int) -> list[list[bytes]]:
+    """*count* messages for the front door, seeded: random bytes, random msgpack values,
+    and real requests (hello, hb, status, close, ping) with fields mutated."""
+    import random
+    from gpu_backend.protocol.codec import packb as pack
+    rnd = random.Random(seed)
+    values = [None, True, 0, -1, 2**63, 1.5, float("nan"), "", "x" * 300, b"\0" * 40, [], {},
+              [1, [2, [3]]], {"t": "hello"}, PROTOCOL_VERSION, "alice." + "A" * 43]
+    kinds = ["hello", "hb", "status", "close", "ping", "", None, 7, "hello\0"]
+    fields = ["t", "v", "token", "session", "key", "user", "memory_limit", "apart_from", "history"]
+    frames = []
+    for _ in range(count):
+        roll = rnd.random()
+        if roll < 0.25:
+            frames.append([rnd.randbytes(rnd.choice([0, 1, 2, 5, 17, 200, 3000]))])
+        elif roll < 0.35:   # not one frame
+            frames.append([rnd.randbytes(4), rnd.randbytes(4)][:rnd.choice([2])])
+        else:
+            msg = {"t": rnd.choice(kinds)}
+            for field in rnd.sample(fields, rnd.randint(0, 4)):
+                msg[field] = rnd.choice(values)
+            data = pack(msg)
+            if roll > 0.9 and data:   # a valid message with one byte changed
+                at = rnd.randrange(len(data))
+                data = data[:at] + bytes([rnd.randrange(256)]) + data[at + 1:]
+            frames.append([data])
+    return frames
+
+
+def worker_fuzz_batches(seed: int, count: int, key: bytes, first_handle: int = 10**7) -> list[list[bytes]]:
+    """*count* batches for a session's worker, with its *key*, seeded: each acknowledges any
+    earlier error (so every one runs) and holds one to three ops, or garbage in their place.
+    Ops name allow-listed functions, methods and operators (and names that are not), on
+    small arrays the batch makes first, with arguments from a pool of awkward values."""
+    import random
+    from gpu_backend.protocol import api, codec
+    from gpu_backend.protocol import messages as m
+    rnd = random.Random(seed)
+    pack = codec.make_packer().pack
+    names = {m.KIND_FUNCTION: sorted(api.FUNCTIONS), m.KIND_METHOD: sorted(api.METHODS),
+             m.KIND_OPERATOR: sorted(api.OPERATORS), m.KIND_ATTRIBUTE: sorted(api.ATTRIBUTES)}
+    awkward = [0, 1, 2, -1, 3, 1.5, -0.0, float("inf"), float("nan"), True, None, "",
+               "C", "ij", "float32", "int8", "complex128", [], [0, 1], [[1, 2], [3]], (2, 3),
+               10**12, -(10**12), 2**63 - 1, slice(None, None, -1), slice(0, 10**12, 3), ...,
+               "bfloat16", 1j]
+    handle = first_handle
+    batches = []
+    for number in range(1, count + 1):
+        records, seq = [], number * 10
+        base = handle = handle + 4
+        records.append(pack([seq, m.KIND_FUNCTION, api.ARRAY, base, "arange"]) +
+                       pack([None, [rnd.choice([0, 1, 6, 24, 60])], {"dtype": rnd.choice(
+                           ["float64", "int32", "bool", "complex64", "uint8"])}]))
+        for i in range(rnd.randint(1, 3)):
+            seq += 1
+            kind = rnd.choice([m.KIND_FUNCTION, m.KIND_FUNCTION, m.KIND_METHOD, m.KIND_OPERATOR,
+                               m.KIND_ATTRIBUTE, "z"])
+            name = rnd.choice(names.get(kind) or ["nope"]) if rnd.random() < 0.95 else "os.system"
+            operand = codec.Handle(base)
+            args = [operand] if kind in (m.KIND_OPERATOR,) else []
+            args += [rnd.choice(awkward) for _ in range(rnd.randint(0, 3))]
+            kwargs = {rnd.choice(["axis", "dtype", "out", "order", "keepdims", "n"]): rnd.choice(awkward)
+                      for _ in range(rnd.randint(0, 1))}
+            target = operand if kind in (m.KIND_METHOD, m.KIND_ATTRIBUTE) else None
+            try:
+                body = pack([target, args, kwargs])
+            except (TypeError, ValueError, OverflowError):
+                body = pack([target, [], {}])
+            record = pack([seq, kind, rnd.choice([api.ARRAY, api.VALUE, api.NONE]), base + 1 + i,
+                           name]) + body
+            if rnd.random() < 0.05:   # a record cut short, or a byte changed
+                at = rnd.randrange(len(record))
+                record = record[:at] if rnd.random() < 0.5 else \
+                    record[:at] + bytes([rnd.randrange(256)]) + record[at + 1:]
+            records.append(record)
+        for h in range(base, base + 4):   # the batch's arrays are dropped at its end
+            records.append(pack(h))
+        header = codec.packb({"k": key, "b": 10**6 + number, "n": len(records), "r": 10**9})
+        batches.append([header + b"".join(records)])
+    return batches

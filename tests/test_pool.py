@@ -107,3 +107,24 @@ def test_cli_serve_with_token_file(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(15) == 0
+
+
+def test_an_ipv6_loopback_pool_serves():
+    """``--listen tcp://[::1]:P``: an IPv6 host in brackets, for the pool, its workers and
+    its clients; a malformed address is refused saying what it should look like."""
+    import socket
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError:
+        pytest.skip("this host has no IPv6 loopback")
+    with LocalPool(devices="cpu", listen="tcp://[::1]:0", same_host=False) as pool:
+        assert pool.address.startswith("tcp://[::1]:")
+        with kernelproxy.connect(pool.address, pool.token) as session:
+            assert session.worker_address.startswith("tcp://[::1]:")
+            assert float(module_for(session).arange(5.0).sum()) == 10.0
+            assert session.status()["address"] == pool.address
+    for bad in ("tcp://::1:5555", "tcp://[::1]", "tcp://host:99999", "ipc:///tmp/x"):
+        with pytest.raises(ValueError, match=r"tcp://\[::\]:5555 for IPv6"):
+            PoolSettings(listen=bad)

@@ -108,8 +108,10 @@ def test_the_memory_quota_spans_a_users_sessions(users_pool):
         a.sync()
         with pytest.raises(kernelproxy.OutOfMemoryError) as caught:
             _zeros(b, 8).sum().item()                        # would make 18 MiB
-        text = str(caught.value)
-        assert "carol" in text and "16MiB" in text and "quota" in text
+        text = str(caught.value)   # the quota, and the usage against it
+        assert text.startswith("Out of memory allocating 8,388,608 bytes: user carol's memory "
+                               "quota is 16 MiB over all their sessions: this session uses "), text
+        assert text.endswith(" and their 1 other session holds 10 MiB"), text
         del caught
         assert float(_zeros(b, 1).sum()) == 0.0              # b goes on within what is free
         del big
@@ -123,6 +125,25 @@ def test_the_memory_quota_spans_a_users_sessions(users_pool):
     finally:
         a.close()
         b.close()
+
+
+def test_a_new_session_gets_the_memory_another_holds_but_does_not_use(users_pool):
+    """carol's first session grew its grant to her whole quota, then freed most of it: her
+    second session is not refused for memory the first holds and does not use (the pool
+    asks the first to hand it back, and the hello waits for the answer)."""
+    pool, _path, tokens = users_pool
+    a = kernelproxy.connect(pool.address, tokens["carol"])
+    try:
+        big, kept = _zeros(a, 13), _zeros(a, 2)              # 15 of carol's 16 MiB
+        a.sync()
+        assert _granted(a) >= 15 * MiB
+        del big
+        a.sync()                                             # a uses 2 MiB and holds ~16
+        with kernelproxy.connect(pool.address, tokens["carol"]) as b:
+            assert float(_zeros(b, 8).sum()) == 0.0
+        assert float(kept.sum()) == 0.0
+    finally:
+        a.close()
 
 
 def test_reload_adds_reweights_and_removes_users(users_pool):

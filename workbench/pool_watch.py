@@ -18,6 +18,7 @@ from typing import Any
 
 import zmq
 
+from gpu_backend.protocol.addresses import allow_ipv6
 from gpu_backend.protocol.codec import packb, unpackb
 from gpu_backend.protocol.errors import error_class
 from gpu_backend.security import secure_client
@@ -82,6 +83,7 @@ class PoolWatcher:
         if self._sock is None:
             sock = self._ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
+            allow_ipv6(sock, self.address)
             if self._server_key is not None:
                 secure_client(sock, self._server_key)
             sock.connect(self.address)

@@ -309,6 +309,10 @@ class Device:
     def release_cache(self) -> None:
         """Give cached free memory back (before a grant shrinks); GPU devices only."""
 
+    def bound_process(self, session_limit: int) -> None:
+        """Called once the session's limit is known: bound what the worker process itself may
+        take, where the device's memory is the process's own (the NumPy device)."""
+
     def track(self, array: Any) -> None:
         """Count *array* against the session's memory (only with ``tracks_memory``)."""
 

@@ -20,6 +20,7 @@ from ..protocol.errors import OutOfMemoryError
 from .base import (Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class,
                    sparse_lu_class, sparse_object_class)
 from .host_fields import FIELD_CHECKED_OPERATORS
+from .host_sizes import limit_process_data, sized_methods, sized_operators, sized_table
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
 from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
 
@@ -115,6 +116,10 @@ class NumpyDevice(Device):
             if name.startswith(("cupyx.scipy.fft.", "cupyx.scipy.fftpack.")):
                 self.functions[name] = accepting_plans(fn)
         self._build_methods()
+        # ops whose output size is known are refused before NumPy allocates (host_sizes)
+        self.functions = sized_table(self.functions, self.check_output)
+        self.operators = sized_operators(FIELD_CHECKED_OPERATORS, self.check_output)
+        self.methods = sized_methods(self.methods, self.check_output)
         self.limit = 1 << 62
         # Bytes are counted per owning buffer, so views cost nothing extra.
         self._owners: dict[int, list] = {}  # id(owner) -> [owner, refcount, nbytes]
@@ -150,10 +155,9 @@ class NumpyDevice(Device):
         against the session's limit first."""
         def sized(*args: Any, **kwargs: Any) -> Any:
             need = _sparse_bytes(kind, args, kwargs)
-            if need > self.limit - self.used:
-                raise OutOfMemoryError(f"cupyx.scipy.sparse.{kind} here needs about {need} bytes; "
-                                       f"the session has {self.limit - self.used} of its "
-                                       f"{self.limit} left")
+            if self.used + need > self.limit and not self._grown(self.used + need):
+                raise OutOfMemoryError(f"Out of memory allocating {need:,} bytes "
+                                       f"(cupyx.scipy.sparse.{kind})")
             return make(*args, **kwargs)
         return sized
 
@@ -226,10 +230,7 @@ class NumpyDevice(Device):
             except TypeError:   # memory a library object holds (SciPy's SuperLU's perm_r)
                 nbytes = array.nbytes
         if self.used + nbytes > self.limit and not self._grown(self.used + nbytes):
-            raise OutOfMemoryError(
-                f"Out of memory allocating {nbytes:,} bytes "
-                f"(session limit {self.limit:,} bytes, {self.used:,} in use)"
-            )
+            raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes")
         self._owners[id(owner)] = [owner, 1, nbytes]
         self.used += nbytes
 
@@ -268,12 +269,20 @@ class NumpyDevice(Device):
             count = math.prod(int(n) for n in shape)
         except (TypeError, ValueError):
             return
-        nbytes = count * dtype.itemsize
-        if count > 0 and self.used + nbytes > self.limit and not self._grown(self.used + nbytes):
-            raise OutOfMemoryError(
-                f"Out of memory allocating {nbytes:,} bytes "
-                f"(session limit {self.limit:,} bytes, {self.used:,} in use)"
-            )
+        if count > 0:
+            self.check_output(count * dtype.itemsize)
+
+    def check_output(self, nbytes: int) -> None:
+        """Refuse an op that would make *nbytes* of new arrays past the session's memory (its
+        limit, or what its user's quota grants it), before NumPy allocates them."""
+        if self.used + nbytes > self.limit and not self._grown(self.used + nbytes):
+            raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes")
+
+    def bound_process(self, session_limit: int) -> None:
+        """Cap the worker's private memory near the session's limit: what no rule of
+        host_sizes sizes beforehand fails there (an OutOfMemoryError) rather than taking
+        the host's memory."""
+        limit_process_data(session_limit)
 
     def info(self) -> dict[str, Any]:
         return {"kind": self.kind, "index": self.index, "name": "NumPy (host CPU)",

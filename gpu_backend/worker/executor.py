@@ -11,6 +11,7 @@ the error, sends a batch whose ``resume`` field acknowledges it.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from time import perf_counter
 from typing import Any, Iterator
@@ -24,6 +25,7 @@ from ..protocol import api, codec
 from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
 from .cuda_calls import run_cuda_call
+from .grants import out_of_memory_text
 from .handles import HandleTable
 from .objects import run_object_call
 from .pacing import Pacer
@@ -304,9 +306,14 @@ class Executor:
         if seq is not None:   # an op's own error (a malformed batch names no op)
             self.op_errors += 1
         name, text = error_name(exc), _message(exc)
-        grant = self.device.grant
-        if name == "OutOfMemoryError" and grant is not None and grant.refusal:
-            text += f" ({grant.refusal})"
+        if name == "MemoryError" and self.device.tracks_memory:
+            # the NumPy device's memory is the host's: NumPy failing to allocate (past the
+            # worker's data limit) is this session's device running out, as on a GPU
+            name, text = "OutOfMemoryError", f"Out of memory: {text}"
+        if name == "OutOfMemoryError":   # say which budget it met, in the user's terms
+            grant = self.device.grant
+            text = out_of_memory_text(_asked(text), self.device.memory_used(), self.pool_limit(),
+                                      grant.refusal if grant is not None else None)
         if name == "CUDAError" and not self.device.healthy():
             self.fatal = text
             text += " (the session's CUDA context is lost: this session has ended, open a new one)"
@@ -559,6 +566,16 @@ def _message(exc: BaseException) -> str:
     if isinstance(exc, KeyError) and len(exc.args) == 1 and text.startswith("'"):
         text = str(exc.args[0])
     return text
+
+
+_ASKED = re.compile(r"Out of memory allocating [0-9,]+ bytes")
+
+
+def _asked(text: str) -> str:
+    """What an out-of-memory error says was asked (CuPy's text goes on with the pool's
+    figures, which the budget explanation replaces), or the whole text."""
+    found = _ASKED.match(text)
+    return found.group(0) if found else text.rstrip(".")
 
 
 def _refusal(what: str, name: Any, allowed: dict, device_kind: str) -> Exception:

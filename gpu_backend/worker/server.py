@@ -25,12 +25,13 @@ import zmq
 
 from ..devices import open_device
 from ..gc_pauses import settle
+from ..protocol.addresses import allow_ipv6
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
 from ..run_dir import remove_run_dir
 from ..security import load_server_keys, secure_server
 from .executor import Executor
-from .grants import GRANT_STEP, MemoryGrant
+from .grants import GRANT_STEP, MIN_STEP, MemoryGrant
 from .handles import HandleTable
 from .lease import DeviceLease
 from . import staged
@@ -70,6 +71,7 @@ class WorkerServer:
         self.control = control
         #: set when the control channel hung up: the pool has gone (killed or stopped)
         self.pool_gone = False
+        self.stopped = False     # told to stop by the pool
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
         # A ROUTER silently drops what exceeds its high-water mark; streamed
@@ -78,6 +80,7 @@ class WorkerServer:
         self.sock.setsockopt(zmq.SNDTIMEO, int(SEND_TIMEOUT * 1000))
         if key_file:  # the pool's key pair: a CURVE server, set up once, before bind
             secure_server(self.sock, load_server_keys(key_file))
+        allow_ipv6(self.sock, bind_host)
         self.port = self.sock.bind_to_random_port(f"tcp://{bind_host}")
         #: a client on this host comes over a Unix socket in the pool's ipc directory
         # its name is unguessable (the directory is not listable): only the client told it
@@ -142,20 +145,37 @@ class WorkerServer:
             msg = self._read_control()
             if msg is not None and msg.get("t") == "granted":
                 return int(msg.get("bytes") or 0), msg.get("why")
-            if msg is not None and msg.get("t") == "stop":
-                self.closed = True
+            if msg is not None and msg.get("t") == "reclaim":   # (mid-allocation: nothing to give)
+                self._send_control({"t": "grant", "bytes": self.device.grant.granted})
+            elif msg is not None:
+                self._on_control(msg)
             if time.monotonic() > deadline:
                 break
         if self.pool_gone:
             return self.device.grant.granted, "the pool has gone"
         return self.device.grant.granted, "the pool did not answer a request for memory"
 
-    def _hand_back_memory(self) -> None:
-        """Idle: return memory the session no longer uses to its user's quota."""
+    def _hand_back_memory(self, asked: bool = False) -> None:
+        """Idle: return memory the session no longer uses to its user's quota. *asked*: the
+        pool asks for it (another session of the user wants to open): keep only what is in
+        use and a megabyte, and answer even when nothing changed."""
         grant = self.device.grant
-        kept = grant.shrink(self.device.memory_used()) if grant is not None else None
-        if kept is not None:
-            self._send_control({"t": "grant", "bytes": kept})
+        if grant is None:
+            if asked:
+                self._send_control({"t": "grant", "bytes": None})
+            return
+        kept = grant.shrink(self.device.memory_used(), MIN_STEP if asked else None)
+        if kept is not None or asked:
+            self._send_control({"t": "grant", "bytes": grant.granted})
+
+    def _on_control(self, msg: dict) -> None:
+        """A message of the pool's met while serving: stop, or give memory back."""
+        kind = msg.get("t")
+        if kind == "stop":
+            self.closed = True
+            self.stopped = True
+        elif kind == "reclaim":
+            self._hand_back_memory(asked=True)
 
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False). What
@@ -173,6 +193,7 @@ class WorkerServer:
                     self.user = str(msg.get("user") or "")
                     limit = int(msg["memory_limit"])
                     self.device.set_memory_limit(limit)
+                    self.device.bound_process(limit)
                     self.executor.memory_limit = limit
                     if msg.get("grant") is not None:   # the user has a memory quota
                         self.device.use_grant(MemoryGrant(
@@ -234,16 +255,22 @@ class WorkerServer:
                 pacer.idle()   # others wait: an idle holder hands the device over at once
             if control in events:
                 msg = self._read_control()
-                if msg is not None and msg.get("t") == "stop":
-                    return "stopped by the pool"
+                if msg is not None:
+                    self._on_control(msg)
                 if self.pool_gone:
                     return "pool went away"
+                if self.stopped:
+                    return "stopped by the pool"
             if not events:
                 pacer.idle()   # measure what finished; a lone holder reports, a told one hands over
                 self._hand_back_memory()
             self._report_usage()
         if self.executor.fatal:
             return f"device fault: {self.executor.fatal}"
+        if self.pool_gone:
+            return "pool went away"
+        if self.stopped:
+            return "stopped by the pool"
         return "closed by the client"
 
     def _receive(self) -> tuple[Any, list] | None:
