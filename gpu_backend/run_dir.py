@@ -6,7 +6,9 @@ user can connect to the arbiter or map the baton. The directory records which pr
 made it (its pid and start time): a pool that stops removes it; the workers of a pool
 that was killed remove it as they end (they see their control channel hang up); and a
 pool starting sweeps any left by a dead pool of the same user, so that nothing piles up
-in the temporary directory however pools end.
+in the temporary directory however pools end. The same-host sockets' directory
+(:mod:`gpu_backend.same_host`, named by the pool's address so that a restarted pool keeps
+it) carries an owner file too and is swept the same way.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ import os
 import shutil
 import tempfile
 
-__all__ = ["make_run_dir", "remove_run_dir", "sweep_stale_run_dirs", "PREFIX"]
+__all__ = ["make_run_dir", "remove_run_dir", "sweep_stale_run_dirs", "mark_owner", "PREFIX",
+           "SWEPT_PREFIXES"]
 
 log = logging.getLogger("gpu_backend.run_dir")
 
 PREFIX = "gpuwb-run-"
+#: the directories a pool makes in the temporary directory (its run directory, and its
+#: same-host sockets' directory, gpu_backend.same_host), each with an owner file
+SWEPT_PREFIXES = (PREFIX, "gpuwb-pool-")
 _OWNER = "owner"
 
 
@@ -42,20 +48,26 @@ def make_run_dir() -> str:
     """A new run directory (0700) for this process's pool, after sweeping stale ones."""
     sweep_stale_run_dirs()
     path = tempfile.mkdtemp(prefix=PREFIX, dir=_base())
-    with open(os.path.join(path, _OWNER), "w") as f:
-        f.write(f"{os.getpid()} {_start_time(os.getpid()) or '?'}\n")
+    mark_owner(path)
     return path
 
 
+def mark_owner(path: str) -> None:
+    """Record this process as the owner of the pool directory *path* (for the sweep)."""
+    with open(os.path.join(path, _OWNER), "w") as f:
+        f.write(f"{os.getpid()} {_start_time(os.getpid()) or '?'}\n")
+
+
 def remove_run_dir(path: str | None) -> None:
-    """Remove a run directory (never anything else: its name and owner file are checked)."""
-    if path and os.path.basename(path).startswith(PREFIX) and \
+    """Remove a pool's directory (never anything else: its name and owner file are checked)."""
+    if path and os.path.basename(path).startswith(SWEPT_PREFIXES) and \
             os.path.exists(os.path.join(path, _OWNER)):
         shutil.rmtree(path, ignore_errors=True)
 
 
 def _alive(path: str) -> bool:
-    """Whether the pool that made the run directory *path* still runs (unknown: yes)."""
+    """Whether the pool that made the directory *path* still runs (unknown, or no owner
+    file, as in the directories of older versions: yes)."""
     if _start_time(os.getpid()) is None:   # no /proc: no way to tell, so never sweep
         return True
     try:
@@ -69,14 +81,14 @@ def _alive(path: str) -> bool:
 
 
 def sweep_stale_run_dirs() -> int:
-    """Remove the run directories of this user's pools that no longer run; how many."""
+    """Remove the directories of this user's pools that no longer run; how many."""
     base, removed = _base(), 0
     try:
         names = os.listdir(base)
     except OSError:
         return 0
     for name in names:
-        if not name.startswith(PREFIX):
+        if not name.startswith(SWEPT_PREFIXES):
             continue
         path = os.path.join(base, name)
         try:

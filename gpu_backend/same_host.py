@@ -23,6 +23,8 @@ import tempfile
 
 import zmq
 
+from .run_dir import mark_owner
+
 __all__ = ["available", "make_dir", "bind", "remove_dir"]
 
 
@@ -49,6 +51,7 @@ def make_dir(host: str, port: int) -> str:
         if not (os.path.isdir(path) and not os.path.islink(path) and info.st_uid == os.getuid()):
             path = tempfile.mkdtemp(prefix=name + "-", dir=base)
     os.chmod(path, 0o711)
+    mark_owner(path)   # (a dead pool's directory is swept by the next pool: run_dir)
     return path
 
 

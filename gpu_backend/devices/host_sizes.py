@@ -140,17 +140,27 @@ _FUNCTION_SIZES: dict[str, Callable[[tuple, dict], int | None]] = {
 }
 
 
-def _sized(fn: Callable, size: Callable[[tuple, dict], int | None],
-           check: Callable[[int], None]) -> Callable:
-    def sized(*args: Any, **kwargs: Any) -> Any:
-        nbytes = size(args, kwargs)
-        if nbytes:
-            check(nbytes)
-        return fn(*args, **kwargs)
+class _Sized:
+    """*fn*, called only once *check* has passed the bytes *size* says it will allocate;
+    everything else about it (a ufunc's ``types``, ``nin``, ...) is the function's own."""
 
-    sized.__name__ = getattr(fn, "__name__", "sized")
-    sized.__wrapped__ = fn
-    return sized
+    __slots__ = ("__wrapped__", "_size", "_check")
+
+    def __init__(self, fn: Callable, size: Callable[[tuple, dict], int | None],
+                 check: Callable[[int], None]) -> None:
+        self.__wrapped__, self._size, self._check = fn, size, check
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        nbytes = self._size(args, kwargs)
+        if nbytes:
+            self._check(nbytes)
+        return self.__wrapped__(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__wrapped__, name)
+
+
+_sized = _Sized
 
 
 def sized_table(functions: dict[str, Callable], check: Callable[[int], None]) -> dict[str, Callable]:

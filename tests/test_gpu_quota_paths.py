@@ -1,0 +1,91 @@
+"""On a GPU, a user's memory quota holds for every way a session allocates device memory.
+
+Needs a GPU pool (``GPUWB_TEST_DEVICES=0``; skipped on the NumPy device, whose own
+checks are tests/test_quota_before_allocation.py). Each path asks for more than the
+user's 64 MiB quota: device ops, uploads (whole and streamed), a custom kernel's
+output, cuFFT (its plan's work area and output), sparse matrices (cuSPARSE's buffers and
+products). Each must raise CuPy's OutOfMemoryError naming the quota, and the session's
+memory pool must never have held more than the quota (its ``total_bytes``, read after
+each attempt, and the peak the worker reports to the pool).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernelproxy
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import build_modules, module_for
+
+from .differential import POOL_RUNS_NUMPY, TEST_DEVICES
+from .test_users_pool import write_users
+from .waiting import until
+
+pytestmark = pytest.mark.skipif(POOL_RUNS_NUMPY, reason="CuPy's memory pool needs a GPU pool")
+
+MiB = 1 << 20
+QUOTA = 64 * MiB
+
+
+@pytest.fixture(scope="module")
+def gpu_quota(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gpu-quota") / "users.toml"
+    tokens = write_users(path, {"erin": {"memory": QUOTA}})
+    with LocalPool(devices=TEST_DEVICES, users_file=path, lease_timeout=60) as pool:
+        with kernelproxy.connect(pool.address, tokens["erin"]) as session:
+            yield pool, session
+
+
+def _peak_reported(pool, session) -> int:
+    usage = pool.door.sessions[session.id].usage
+    return int(usage.get("peak") or 0)
+
+
+ELEMENTWISE = ("float32 x", "float32 y", "y = x * 2", "twice")
+ODD = 2**20 + 7   # an FFT length with a large prime factor: cuFFT's work area is large
+
+
+def _inputs(cp, m) -> dict:
+    """What each path works on, made before the quota is filled."""
+    sparse = m["cupyx.scipy.sparse"]
+    return {"x": cp.ones(2 * MiB, cp.float32), "odd": cp.ones(ODD, cp.complex64),
+            "csr": sparse.random(20_000, 20_000, density=0.01, format="csr", dtype=cp.float32)}
+
+
+#: each needs more than the 4 MiB left free (and several allocate through a library)
+PATHS = {
+    "device op": lambda cp, m, i: cp.ones(4 * MiB, cp.float32),
+    "broadcast op": lambda cp, m, i: i["x"][:64, None] * i["x"][None, :],
+    "upload": lambda cp, m, i: cp.asarray(np.ones(2 * MiB, np.float32)),
+    "streamed upload": lambda cp, m, i: cp.asarray(np.ones(16 * MiB, np.float32)),
+    "custom kernel": lambda cp, m, i: cp.ElementwiseKernel(*ELEMENTWISE)(cp.concatenate([i["x"]] * 3)),
+    "fft": lambda cp, m, i: cp.fft.fft(i["odd"]),
+    "fft plan": lambda cp, m, i: m["cupyx.scipy.fft"].get_fft_plan(i["odd"]),
+    "sparse": lambda cp, m, i: m["cupyx.scipy.sparse"].random(40_000, 40_000, density=0.005,
+                                                              format="csr", dtype=cp.float32),
+    "sparse product": lambda cp, m, i: i["csr"] @ i["csr"].T,
+}
+
+
+@pytest.mark.parametrize("path", PATHS.values(), ids=PATHS.keys())
+def test_the_quota_holds_on_every_allocation_path(gpu_quota, path):
+    pool, session = gpu_quota
+    cp = module_for(session)
+    modules = build_modules()
+    inputs = _inputs(cp, modules)
+    figures = cp.get_default_memory_pool()
+    session.sync()
+    filler = cp.empty(QUOTA - 4 * MiB - figures.used_bytes(), cp.uint8)   # 4 MiB left free
+    session.sync()
+    with pytest.raises(kernelproxy.OutOfMemoryError) as caught:
+        result = path(cp, modules, inputs)
+        session.sync()
+        del result
+    assert "erin's memory quota is 64 MiB" in str(caught.value), str(caught.value)
+    assert figures.total_bytes() <= QUOTA
+    del filler, inputs
+    session.sync()
+    assert float(cp.ones(MiB).sum()) == MiB          # the session goes on
+    assert until(lambda: _peak_reported(pool, session) > 0, 10)
+    assert _peak_reported(pool, session) <= QUOTA
