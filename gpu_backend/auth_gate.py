@@ -11,10 +11,14 @@ through :meth:`AuthGate.finished` when :attr:`AuthGate.wake_fd` becomes readable
 
 Back-off: after *k* failures in a row, a user name, and a source (an IP address for tcp
 clients, the local user id for same-host ones), may be tried again only after
-``min(BACKOFF_BASE * 2**(k-1), BACKOFF_CAP)`` seconds; a success resets both. At most one
-hash per name and one per source run at once, and at most ``QUEUE`` in all; anything more
-is refused at once. Wrong tokens are remembered (by their SHA-256) for ``FAILED_MEMORY``
-seconds, so a flood of one wrong token costs one hash.
+``min(BACKOFF_BASE * 2**(k-1), BACKOFF_CAP)`` seconds; a success resets both. (A refusal
+that costs no hash, a token for no user or the wrong single token, counts against its
+source.) At most one hash per name and one per source run at once, and at most ``QUEUE``
+in all; anything more is refused at once. Wrong tokens are remembered (by their SHA-256)
+for ``FAILED_MEMORY`` seconds, so a flood of one wrong token costs one hash. A refusal
+that asks to wait (:class:`SignInThrottledError`) is held by the front door until the
+wait is over (a tarpit): a client that sends its next hello when answered, as a flood's
+connections do, sends one per back-off period, and costs the loop next to nothing.
 
 The price: a user whose name is under such a flood and whose token has not been verified
 since the pool started may be refused ("try again shortly") until the flood ends. A token
@@ -135,19 +139,24 @@ class AuthGate:
         :meth:`finished` will return with *context*. Raises :class:`AuthenticationError`
         when refused at once."""
         user, to_verify = self.registry.screen(token)
-        if to_verify is None:
-            if user is None:
-                self._refuse("wrong", token_user(token) or "?", source)
-            return user
-        assert isinstance(token, str)
+        if to_verify is None and user is not None:
+            self._sources.succeeded(source)   # (a client there holds a good token)
+            return user   # (a token verified before: at once, whatever is backing off)
         now = self.clock()
+        name = user.name if user is not None else token_user(token) or "?"
+        wait = max(self._names.wait(user.name, now) if user is not None else 0.0,
+                   self._sources.wait(source, now))
+        if wait > 0:
+            self._refuse("throttled", name, source, THROTTLED.format(wait), wait)
+        if to_verify is None:   # refused without hashing (malformed, no such user, or the
+            self._sources.failed(source, now)   # single token): a failure of its source
+            self._refuse("wrong", name, source)
+        assert isinstance(token, str) and user is not None
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
         until = self._failed.get(digest)
         if until is not None and until > now:
+            self._sources.failed(source, now)
             self._refuse("wrong", user.name, source)
-        wait = max(self._names.wait(user.name, now), self._sources.wait(source, now))
-        if wait > 0:
-            self._refuse("throttled", user.name, source, THROTTLED.format(wait), wait)
         if (user.name in self._names.busy or (source is not None and source in self._sources.busy)
                 or self._in_flight >= QUEUE):
             self._refuse("busy", user.name, source, BUSY, BUSY_RETRY)

@@ -14,7 +14,9 @@ its worker killed, which frees all of its device memory with the process.
 
 from __future__ import annotations
 
+import heapq
 import hmac
+import itertools
 import logging
 import os
 import secrets
@@ -57,6 +59,10 @@ HELLO_TIMEOUT = 120.0
 MAX_FAILED_STARTS = 3
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
+#: Throttled sign-ins held at once at most (beyond, they are answered at once), and the
+#: longest one is held (seconds): auth_gate's tarpit.
+HELD_AT_MOST = 100_000
+HELD_LONGEST = 5.0
 #: How long a hello refused for memory that the user's other sessions hold but do not use
 #: waits for them to hand it back (they answer when idle) before it is refused after all.
 RECLAIM_WAIT = 2.0
@@ -188,6 +194,9 @@ class FrontDoor:
         self._by_fd: dict[int, Worker] = {}     # control channel descriptor -> its worker
         self.sessions: dict[str, Session] = {}
         self.pending: list[PendingHello] = []
+        #: throttled sign-ins' refusals, held until their wait is over: (due, order, ident, reply)
+        self._held: list[tuple[float, int, bytes, dict]] = []
+        self._held_order = itertools.count()
         self.reclaims: list[Reclaim] = []
         self._stop = threading.Event()
         self._next_worker = 0
@@ -365,9 +374,24 @@ class FrontDoor:
         self.error_counts[name] = self.error_counts.get(name, 0) + 1
         reply: dict = {"ok": False, "error": [name, str(exc)]}
         retry_after = getattr(exc, "retry_after", None)
-        if isinstance(retry_after, (int, float)):   # (a throttled sign-in: when to try again)
+        if isinstance(retry_after, (int, float)) and len(self._held) < HELD_AT_MOST:
+            # a throttled sign-in: answered when its wait is over, saying "now" (the tarpit:
+            # a client that asks again when answered asks once per back-off period)
+            reply["retry_after"] = 0.0
+            due = time.monotonic() + min(float(retry_after), HELD_LONGEST)
+            heapq.heappush(self._held, (due, next(self._held_order), ident, reply))
+            return
+        if isinstance(retry_after, (int, float)):
             reply["retry_after"] = float(retry_after)
         self._reply(ident, reply)
+
+    def _release_held(self) -> float:
+        """Send the held refusals whose wait is over; seconds until the next is due."""
+        now = time.monotonic()
+        while self._held and self._held[0][0] <= now:
+            _due, _order, ident, reply = heapq.heappop(self._held)
+            self._reply(ident, reply)
+        return self._held[0][0] - now if self._held else 0.1
 
     def _signed_in(self, ident: bytes, msg: dict, source: str | None, then: Any) -> None:
         """Go on with ``then(ident, msg, user)`` once *msg*'s token is checked: at once when
@@ -639,7 +663,8 @@ class FrontDoor:
         self._keep_spares()
         try:
             while not self._stop.is_set():
-                events = dict(self.poller.poll(100))
+                wait = min(0.1, self._release_held())
+                events = dict(self.poller.poll(max(1, int(wait * 1000))))
                 for fd in [fd for fd in events if type(fd) is int]:
                     worker = self._by_fd.get(fd)
                     if worker is None:

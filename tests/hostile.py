@@ -133,22 +133,34 @@ class Impersonator:
         self.ctx.destroy(linger=0)
 
 
-def flood_wrong_tokens(address: str, name: str, connections: int, seconds: float) -> dict:
-    """Hellos with wrong tokens for user *name*, from *connections* connections each sending
-    its next one as soon as the last is answered, for *seconds*: the sign-in flood. Returns
-    how many were sent and answered, and the answers' error classes."""
+def flood_wrong_tokens(address: str, name: str, connections: int, seconds: float,
+                       open_loop: bool = False) -> dict:
+    """Hellos with wrong tokens for user *name* from *connections* connections for *seconds*:
+    the sign-in flood. Closed loop (the default), each connection sends its next hello when
+    the last is answered; *open_loop*, each sends as fast as ZeroMQ takes them (up to its
+    high-water mark) without waiting for answers. Returns how many were sent and answered,
+    and the answers' error classes."""
     ctx = zmq.Context()
-    socks = []
     answers: Counter = Counter()
     sent = 0
     try:
-        def hello(sock: zmq.Socket) -> None:
+        def hello(sock: zmq.Socket) -> bool:
             nonlocal sent
             token = f"{name}.{secrets.token_urlsafe(32)}"
-            sock.send(packb({"t": "hello", "v": PROTOCOL_VERSION, "token": token, "user": "flood"}))
+            try:
+                sock.send(packb({"t": "hello", "v": PROTOCOL_VERSION, "token": token,
+                                 "user": "flood"}), zmq.NOBLOCK)
+            except zmq.Again:
+                return False
             sent += 1
+            return True
+
+        def take(sock: zmq.Socket) -> None:
+            reply = unpackb(sock.recv())
+            answers[(reply.get("error") or ["ok"])[0] if isinstance(reply, dict) else "?"] += 1
 
         poller = zmq.Poller()
+        socks = []
         for _ in range(connections):
             sock = ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
@@ -158,21 +170,28 @@ def flood_wrong_tokens(address: str, name: str, connections: int, seconds: float
             hello(sock)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
+            if open_loop:
+                for sock in socks:
+                    for _ in range(64):
+                        if not hello(sock):
+                            break
+                    while sock.poll(0):
+                        take(sock)
+                continue
             for sock, _ in poller.poll(50):
-                reply = unpackb(sock.recv())
-                answers[(reply.get("error") or ["ok"])[0] if isinstance(reply, dict) else "?"] += 1
+                take(sock)
                 hello(sock)
     finally:
         ctx.destroy(linger=0)
     return {"sent": sent, "answered": sum(answers.values()), "answers": dict(answers)}
 
 
-if __name__ == "__main__":   # python -m tests.hostile flood ADDRESS NAME CONNECTIONS SECONDS
+if __name__ == "__main__":   # python -m tests.hostile flood ADDRESS NAME CONNECTIONS SECONDS [open]
     import json
     import sys
     if sys.argv[1:2] == ["flood"]:
         print(json.dumps(flood_wrong_tokens(sys.argv[2], sys.argv[3], int(sys.argv[4]),
-                                            float(sys.argv[5]))))
+                                            float(sys.argv[5]), open_loop=sys.argv[6:7] == ["open"])))
 
 
 # ------------------------------------------------------------------ fuzzing
