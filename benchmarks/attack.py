@@ -108,7 +108,7 @@ def fuzz(devices: str, frames: int) -> dict:
             for transport, address in (("tcp", pool.tcp_address), ("unix", pool.local_address)):
                 victim = kernelproxy.connect(address, pool.token)
                 batches = worker_fuzz_batches(seed=2, count=frames, key=victim.key)
-                batches.append([codec.packb({"k": victim.key, "b": 3 * 10**6, "n": 0, "r": 10**9})])
+                batches.append([codec.packb({"k": victim.key, "b": 3 * 10**6, "n": 0, "r": 2**64 - 1})])
                 started = time.perf_counter()
                 if transport == "tcp":
                     worker = ctx.socket(zmq.DEALER)

@@ -273,6 +273,6 @@ def worker_fuzz_batches(seed: int, count: int, key: bytes, first_handle: int = 1
             records.append(record)
         for h in range(base, base + 4):   # the batch's arrays are dropped at its end
             records.append(pack(h))
-        header = codec.packb({"k": key, "b": 10**6 + number, "n": len(records), "r": 10**9})
+        header = codec.packb({"k": key, "b": 10**6 + number, "n": len(records), "r": 2**64 - 1})
         batches.append([header + b"".join(records)])
     return batches

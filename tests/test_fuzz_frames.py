@@ -87,7 +87,7 @@ def test_a_worker_answers_every_fuzzed_batch(fuzz_pool, transport):
         batches = worker_fuzz_batches(seed=17 + (transport == "unix"), count=FRAMES // 2,
                                       key=victim.key)
         # a last empty batch acknowledges the fuzz's errors, which were the session's own
-        batches.append([codec.packb({"k": victim.key, "b": 2 * 10**6, "n": 0, "r": 10**9})])
+        batches.append([codec.packb({"k": victim.key, "b": 2 * 10**6, "n": 0, "r": 2**64 - 1})])
         if transport == "tcp":
             ctx = zmq.Context()
             try:
