@@ -18,7 +18,7 @@ import kernelproxy
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol import codec, framing
 from gpu_backend.protocol.errors import ERROR_CLASSES
-from kernelproxy.modules import module_for
+from kernelproxy.modules import build_modules, module_for
 
 from .hostile import door_fuzz_frames, worker_fuzz_batches
 
@@ -131,3 +131,14 @@ def _over_unix(victim: kernelproxy.Session, batches: list[list[bytes]]) -> list[
         return replies
     finally:
         link.close()
+
+
+def test_a_value_keyed_by_numbers_comes_back(fuzz_pool):
+    """Fuzzing found a reply the client could not read: ``value_indices`` returns a dict
+    keyed by NumPy scalars, which the client's decoder refused (string keys only), leaving
+    its replies out of step. A reply's map may have any hashable keys."""
+    _pool, bystander, _kept = fuzz_pool
+    cp = module_for(bystander)
+    found = build_modules()["cupyx.scipy.ndimage"].value_indices(cp.asarray(np.array([0, 1, 1, 0])))
+    assert sorted(int(k) for k in found) == [0, 1]
+    assert float(module_for(bystander).ones(2).sum()) == 2.0

@@ -9,7 +9,8 @@ Python type      wire form
 ---------------  ------------------------------------------------------------
 None/bool/int/   msgpack native (ints beyond 64 bits: ``EXT_BIGINT``)
 float/str/bytes
-list, dict       msgpack native (dict keys must be str)
+list, dict       msgpack native (a client's dict keys must be str; a reply's may be any
+                 hashable value, such as value_indices's numbers)
 tuple            ``EXT_TUPLE`` (indexing tells ``x[(0, 1)]`` from ``x[[0, 1]]``)
 slice            ``EXT_SLICE``
 Ellipsis         ``EXT_ELLIPSIS``
