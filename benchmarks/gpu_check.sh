@@ -13,8 +13,10 @@
 #   9. floor: sync_floor.py, the hot sync taken apart down to its floors (FLOOR_ARGS)
 #  10. mix: gemm_mix.py, a small GEMM's device time when it takes turns with a big one,
 #      plain CuPy (MIX_ARGS)
+#  11. hardening: issue 35's checks on a GPU (the quota's allocation paths, the attack and
+#      fault tests, the attack benchmark's GPU parts, the hot sync beside local CuPy)
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
-# policies, probe, bench, latency, suite, handover, floor, mix; several may be given: gpu_check.sh probe policies fairness
+# policies, probe, bench, latency, suite, handover, floor, mix, hardening; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 # MPS=1: the targets run under CUDA's Multi-Process Service (a control daemon started here
@@ -89,6 +91,22 @@ if [ "$what" = all ] || [ "$what" = latency ]; then
     2>&1 | tee "$OUT/overhead-latency.log" | grep -v '^ \|^{\|^}'
   timeout ${PROGRAMS_TIMEOUT:-240} python3 benchmarks/programs.py ${PROGRAMS_ARGS:-} --json "$OUT/programs.json" \
     2>&1 | tee "$OUT/programs.log" | grep -v '^ \|^{\|^}'
+fi
+if [ "$what" = hardening ]; then
+  # issue 35 on a GPU: the quota on every allocation path, the pool's, users' and fault
+  # tests with the pool on the GPU, the attack tests; the attack benchmark's GPU parts
+  # (a killed pool's CUDA workers, a worker's death told to a tcp client, session churn);
+  # then the hot sync and whole programs, to see that the hardening costs nothing
+  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 300 python3 -m pytest -q -p no:cacheprovider \
+    -o addopts="-ra" --timeout 120 tests/test_gpu_quota_paths.py tests/test_users_pool.py \
+    tests/test_pool.py tests/test_faults.py tests/test_smoke.py tests/test_attack_control.py \
+    tests/test_faults_lifecycle.py tests/test_fuzz_frames.py tests/test_same_host.py \
+    tests/test_staging.py 2>&1 | tee "$OUT/gpu-hardening-tests.log" | tail -25
+  timeout 240 python3 benchmarks/attack.py --devices 0 --parts death,detect,churn --sessions 100 \
+    --json "$OUT/attack-gpu.json" 2>&1 | tee "$OUT/attack-gpu.log" | grep -v '^ \|^{\|^}'
+  timeout ${LATENCY_TIMEOUT:-200} python3 benchmarks/overhead.py ${LATENCY_ARGS:---gemm 0 --transfer-mb 64 \
+    --transfer-reps 1 --pipelined-ops 10000 --transports ipc,tcp --latency-reps 2000 --idle-reps 100} \
+    --json "$OUT/overhead-latency.json" 2>&1 | tee "$OUT/overhead-latency.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = mix ]; then
   timeout ${MIX_TIMEOUT:-300} python3 benchmarks/gemm_mix.py ${MIX_ARGS:-} --json "$OUT/gemm-mix.json" \

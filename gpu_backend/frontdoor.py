@@ -573,7 +573,8 @@ class FrontDoor:
         self._to_worker(worker, {
             "t": "assign", "session": session.sid, "user": session.user, "key": session.key,
             "memory_limit": session.memory_limit, "grant": session.grant,
-            "grant_step": grant_step(hello.account.memory) if hello.account.memory else None})
+            "grant_step": grant_step(hello.account.memory) if hello.account.memory else None,
+            "quota": hello.account.memory})
         self._reply(hello.ident, {
             "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
             "worker_ipc": worker.ipc,

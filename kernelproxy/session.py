@@ -396,8 +396,8 @@ class Session:
     def _take_reply(self) -> None:
         frames = self.sock.recv_multipart(copy=False)
         try:   # (a value may be a map keyed by numbers: value_indices; the pool is trusted so far)
-            reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook, raw=False,
-                                    strict_map_key=False)
+            reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook,
+                                    **{**codec.UNPACK_OPTIONS, "strict_map_key": False})
         except Exception as exc:   # never leave the replies out of step with their batches
             self._lose(f"the pool sent a reply this client cannot read ({type(exc).__name__}: "
                        f"{exc}); the session is closed")

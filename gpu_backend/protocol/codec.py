@@ -589,6 +589,10 @@ def make_unpacker(resolve: Callable[[int], Any] | None = None) -> msgpack.Unpack
 _plain_hook = ext_hook_for(None)
 
 
-def unpackb(data: bytes) -> Any:
-    """Decode a header or reply; handles come back as :class:`Handle`."""
+def unpackb(data: bytes, any_keys: bool = False) -> Any:
+    """Decode a header or reply; handles come back as :class:`Handle`. *any_keys*: maps
+    may have keys other than strings (a worker's reply, whose values may be such maps;
+    never what a client sent)."""
+    if any_keys:
+        return msgpack.unpackb(data, ext_hook=_plain_hook, **{**UNPACK_OPTIONS, "strict_map_key": False})
     return msgpack.unpackb(data, ext_hook=_plain_hook, **UNPACK_OPTIONS)

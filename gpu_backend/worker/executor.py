@@ -313,7 +313,7 @@ class Executor:
         if name == "OutOfMemoryError":   # say which budget it met, in the user's terms
             grant = self.device.grant
             text = out_of_memory_text(_asked(text), self.device.memory_used(), self.pool_limit(),
-                                      grant.refusal if grant is not None else None)
+                                      grant.refusal if grant is not None else None, grant)
         if name == "CUDAError" and not self.device.healthy():
             self.fatal = text
             text += " (the session's CUDA context is lost: this session has ended, open a new one)"

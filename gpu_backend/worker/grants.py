@@ -33,13 +33,18 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def out_of_memory_text(asked: str, used: int, limit: int | None, refusal: dict | str | None) -> str:
+def out_of_memory_text(asked: str, used: int, limit: int | None, refusal: dict | str | None,
+                       grant: "MemoryGrant | None" = None) -> str:
     """The text of a session's OutOfMemoryError: what was asked (the device's own words),
     then the budget it ran into, in the user's terms. Under a user's quota (the pool's
     *refusal*: ``user``, ``quota``, ``others`` held by their ``sessions`` other sessions),
-    the quota and the usage against it; else the session's own limit and its usage."""
+    the quota and the usage against it; the quota too where the session's own limit is
+    the quota (*grant* knows it); else the session's own limit and its usage."""
     if isinstance(refusal, str):   # the pool did not answer, or has gone
         return f"{asked} ({refusal})"
+    if not refusal and grant is not None and grant.quota is not None and limit is not None \
+            and limit >= grant.quota:
+        refusal = {"user": grant.user, "quota": grant.quota, "others": 0, "sessions": 0}
     if refusal and isinstance(refusal.get("quota"), int):
         others, count = int(refusal.get("others") or 0), int(refusal.get("sessions") or 0)
         held = (f" and their {count} other session{'s' if count != 1 else ''} "
@@ -56,7 +61,8 @@ class MemoryGrant:
 
     def __init__(self, ask: Callable[[int], tuple[int, dict | None]], cap: int, granted: int,
                  apply: Callable[[int], None], step: int = GRANT_STEP,
-                 release: Callable[[], None] = lambda: None) -> None:
+                 release: Callable[[], None] = lambda: None, quota: int | None = None,
+                 user: str = "") -> None:
         self._ask = ask          # ask(bytes wanted in all) -> (bytes granted in all, refusal)
         #: (the refusal: the pool's dict of the user's quota and their other sessions)
         self.cap = cap           # the session's own limit: never asked beyond
@@ -66,6 +72,8 @@ class MemoryGrant:
         self._apply = apply      # sets the device's limit
         #: why the last request fell short (the pool's words), for the OutOfMemoryError's text
         self.refusal: dict | None = None
+        #: the user's quota and name: a session whose own limit is the quota meets the quota
+        self.quota, self.user = quota, user
         apply(granted)
 
     def grow(self, need: int) -> bool:

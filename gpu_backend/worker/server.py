@@ -198,7 +198,9 @@ class WorkerServer:
                     if msg.get("grant") is not None:   # the user has a memory quota
                         self.device.use_grant(MemoryGrant(
                             self._ask_memory, limit, int(msg["grant"]), self.device.set_memory_limit,
-                            int(msg.get("grant_step") or GRANT_STEP), self.device.release_cache))
+                            int(msg.get("grant_step") or GRANT_STEP), self.device.release_cache,
+                            quota=msg.get("quota") if type(msg.get("quota")) is int else None,
+                            user=self.user))
                     settle(collect=False)
                     return True
                 if msg.get("t") == "stop":
