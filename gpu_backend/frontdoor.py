@@ -59,6 +59,10 @@ HELLO_TIMEOUT = 120.0
 MAX_FAILED_STARTS = 3
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
+#: BLAS threads of a NumPy-device worker, unless the pool's environment sets them: every
+#: session has its own worker, so all cores each would oversubscribe the host, and each
+#: thread's buffers (OpenBLAS: tens of MB) count against the worker's memory cap.
+BLAS_THREADS = 4
 #: Throttled sign-ins held at once at most (beyond, they are answered at once), and the
 #: longest one is held (seconds): auth_gate's tarpit.
 HELD_AT_MOST = 100_000
@@ -235,9 +239,14 @@ class FrontDoor:
             cmd += ["--spin-slots", f"{path}:{count}", "--long-spin", str(self.settings.worker_spin_ms / 1e3)]
         if self.settings.key_file is not None:  # the path, never the secret, on the command line
             cmd += ["--key-file", str(self.settings.key_file.expanduser().resolve())]
+        env = None
+        if device.startswith("cpu"):   # a NumPy worker's BLAS: a few threads (see BLAS_THREADS)
+            env = {**os.environ}
+            for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+                env.setdefault(variable, str(BLAS_THREADS))
         try:
             process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
-                                       pass_fds=(theirs.fileno(),))
+                                       pass_fds=(theirs.fileno(),), env=env)
         except BaseException:
             channel.close()
             raise
@@ -267,7 +276,9 @@ class FrontDoor:
         try:
             worker.channel.send(msg)
             return True
-        except (ControlClosed, OSError) as exc:   # (BlockingIOError: its buffer is full)
+        except ControlClosed:   # it has ended (a closed session's worker, as it exits)
+            return False
+        except OSError as exc:   # (BlockingIOError: it has stopped reading)
             log.warning("worker %s does not take control messages (%s): ending it", worker.wid, exc)
             worker.process.kill()
             return False

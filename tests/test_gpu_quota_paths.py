@@ -47,12 +47,18 @@ ODD = 2**20 + 7   # an FFT length with a large prime factor: cuFFT's work area i
 
 
 def _inputs(cp, m) -> dict:
-    """What each path works on, made before the quota is filled."""
+    """What each path works on, made before the quota is filled (the sparse matrix from
+    host arrays: CuPy's ``sparse.random`` needs more than the quota to draw its indices)."""
     sparse = m["cupyx.scipy.sparse"]
+    rows, cols = 100, 10_000   # 100 dense rows of a 10 000 x 10 000 matrix: 8 MiB
+    csr = sparse.csr_matrix((cp.ones(rows * cols, cp.float32),
+                             cp.asarray(np.tile(np.arange(cols, dtype=np.int32), rows)),
+                             cp.asarray(np.arange(0, rows * cols + 1, cols, dtype=np.int32).tolist()
+                                        + [rows * cols] * (cols - rows), dtype=cp.int32)),
+                            shape=(cols, cols))
     return {"x": cp.ones(4 * MiB, cp.float32),                                     # 16 MiB
             "odd": cp.ones(ODD, cp.complex64),                                      # 8 MiB
-            "csr": sparse.random(10_000, 10_000, density=0.01, format="csr",      # ~8 MiB
-                                 dtype=cp.float32)}
+            "csr": csr}
 
 
 FREE = 8 * MiB   # what is left of the quota when a path is tried
@@ -70,7 +76,7 @@ PATHS = {
     "fft plan": lambda cp, m, i: m["cupyx.scipy.fft"].get_fft_plan(i["odd"]),
     "sparse": lambda cp, m, i: m["cupyx.scipy.sparse"].random(40_000, 40_000, density=0.005,
                                                               format="csr", dtype=cp.float32),
-    "sparse product": lambda cp, m, i: i["csr"] @ i["csr"].T,
+    "sparse product": lambda cp, m, i: i["csr"].T @ i["csr"],   # dense 10 000 x 10 000
 }
 
 
@@ -79,20 +85,24 @@ def test_the_quota_holds_on_every_allocation_path(gpu_quota, path):
     pool, session = gpu_quota
     cp = module_for(session)
     modules = build_modules()
-    inputs = _inputs(cp, modules)
     figures = cp.get_default_memory_pool()
-    session.sync()
-    figures.free_all_blocks()   # (cached blocks count against the grant as CuPy's pool holds them)
-    filler = cp.empty(QUOTA - FREE - figures.used_bytes(), cp.uint8)
-    session.sync()
-    with pytest.raises(kernelproxy.OutOfMemoryError) as caught:
-        result = path(cp, modules, inputs)
+    held: dict = {}   # this case's arrays: let go at its end, passed or failed (a failure's
+    try:              # traceback would keep them, and the next case would start short)
+        held["inputs"] = _inputs(cp, modules)
         session.sync()
-        del result
-    assert "erin's memory quota is 64 MiB" in str(caught.value), str(caught.value)
-    assert figures.total_bytes() <= QUOTA
-    del filler, inputs
-    session.sync()
+        figures.free_all_blocks()   # (cached blocks count against the grant as CuPy's pool holds them)
+        held["filler"] = cp.empty(QUOTA - FREE - figures.used_bytes(), cp.uint8)
+        session.sync()
+        with pytest.raises(kernelproxy.OutOfMemoryError) as caught:
+            held["result"] = path(cp, modules, held["inputs"])
+            session.sync()
+        text = str(caught.value)
+        del caught
+        assert "erin's memory quota is 64 MiB" in text, text
+        assert figures.total_bytes() <= QUOTA
+    finally:
+        held.clear()
+        session.sync()
     assert float(cp.ones(MiB).sum()) == MiB          # the session goes on
     assert until(lambda: _peak_reported(pool, session) > 0, 10)
     assert _peak_reported(pool, session) <= QUOTA

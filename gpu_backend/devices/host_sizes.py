@@ -210,10 +210,13 @@ def data_in_use() -> int | None:
     return None
 
 
-def limit_process_data(session_limit: int, slack: int = 256 << 20) -> int | None:
+def limit_process_data(session_limit: int, slack: int = 768 << 20) -> int | None:
     """Cap this worker's private memory at what it uses now, plus twice the session's limit
-    (NumPy's temporaries), plus *slack*: an op that no rule sizes fails with NumPy's
-    MemoryError (reported as ``OutOfMemoryError``) instead of taking the host's memory.
+    (NumPy's temporaries), plus *slack* (the buffers OpenBLAS's threads allocate when they
+    first run, tens of MB each, and the interpreter's own growth): an op that no rule sizes
+    fails with NumPy's MemoryError (reported as ``OutOfMemoryError``) instead of taking the
+    host's memory. (OpenBLAS ends the process where its own allocation fails: the slack is
+    what keeps it clear of the cap.)
     Returns the cap, or None where the system cannot set it (never lowers a cap set by the
     operator)."""
     try:

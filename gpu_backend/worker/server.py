@@ -559,9 +559,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             slots = SpinSlots(path, int(count))
         except (OSError, ValueError) as exc:   # a worker without slots still serves
-            print(f"gpuwb worker: no spin slots ({exc})", file=sys.stderr)
-    server = WorkerServer(args.device, control, args.id, args.bind_host, args.arbiter,
-                          args.key_file, args.baton, args.ipc_dir, slots, args.long_spin)
+            if not control.hung_up(0):   # (its pool, stopping, removed them: no news)
+                print(f"gpuwb worker: no spin slots ({exc})", file=sys.stderr)
+    try:
+        server = WorkerServer(args.device, control, args.id, args.bind_host, args.arbiter,
+                              args.key_file, args.baton, args.ipc_dir, slots, args.long_spin)
+    except Exception:
+        if control.hung_up(0):   # the pool stopped while this spare was starting: nothing to say
+            return 0
+        raise
     if server.links.unix_path:
         cleanup.append(server.links.unix_path)
     reason = "stopped before a session"
