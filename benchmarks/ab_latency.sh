@@ -7,6 +7,9 @@
 # OLD_ENV="NAME=VALUE ...": "old" is this tree run with those variables set instead (a setting's
 # A/B, e.g. OLD_ENV="GPUWB_SPIN_SLOTS=0" for the pool without long spins); no .ab/old needed.
 # Hosts move these figures by +-30 % between runs: only the two sides of one run compare.
+# Each side runs from its own tree as the working directory: the pool starts its workers with
+# `python -m gpu_backend.worker`, which finds the package in the working directory first
+# (from the repository root, "old" pools ran this tree's workers).
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1
 D=$OUT/d; mkdir -p $D
@@ -16,11 +19,13 @@ for i in ${TURNS:-1 2}; do
   if [ $side = new ] || [ -n "${OLD_ENV:-}" ]; then R=$PWD; else R=$PWD/.ab/old; fi
   ENVS=""; if [ $side = old ]; then ENVS=${OLD_ENV:-}; fi
   if [ -n "$ENVS" ]; then export $ENVS; fi
+  cd $R
   PYTHONPATH=/tmp/site:$R timeout 120 python3 $R/benchmarks/sync_floor.py --modes local,raw,executor,proxy --reps 2000 --rounds 2 --idle-reps 50 --json $D/floor-$side-$i.json > $D/floor-$side-$i.log 2>&1
   PYTHONPATH=/tmp/site:$R timeout 150 python3 $R/benchmarks/overhead.py --gemm 0 --transfer-mb 64 --transfer-reps 1 --pipelined-ops 10000 --transports ipc,tcp --latency-reps 2000 --idle-reps 100 --json $D/lat-$side-$i.json > $D/lat-$side-$i.log 2>&1
   PYTHONPATH=/tmp/site:$R timeout 150 python3 $R/benchmarks/programs.py --rounds 3 --transports ipc --json $D/prog-$side-$i.json > $D/prog-$side-$i.log 2>&1
   echo "== $side $i"; grep -v '^ *"\|^{\|^}\|^ *}\|^ *\]' $D/floor-$side-$i.log | head -8; grep -i "hot sync\|idle\|pipelined" $D/lat-$side-$i.log | head -6; grep -v '^ \|^{\|^}' $D/prog-$side-$i.log | head -7
   for e in $ENVS; do unset "${e%%=*}"; done
+  cd - > /dev/null
  done
 done
 cd $OUT && tar czf d.tgz d && rm -rf d
