@@ -271,15 +271,17 @@ def _heartbeat_context() -> zmq.Context:
 
 class Heartbeat(threading.Thread):
     """Keeps the session's lease; sets :attr:`lost` to a reason when it ends. It beats every
-    BEAT_SECONDS at most (the lease needs one per *interval*), and gives the pool up when
-    nothing answered for three intervals."""
+    BEAT_SECONDS at most when it also watches the worker (the lease needs one per
+    *interval*), and gives the pool up when nothing answered for three intervals."""
 
     def __init__(self, address: str, session: str, key: bytes, interval: float,
-                 server_key: bytes | None = None) -> None:
+                 server_key: bytes | None = None, watch_worker: bool = True) -> None:
         super().__init__(name="kernelproxy-heartbeat", daemon=True)
         self.address, self.session, self.key = address, session, key
         self.server_key = server_key
-        self.interval = min(interval, BEAT_SECONDS)
+        # (a session whose worker link tells it of the worker's end itself, the same-host
+        # Unix socket, needs the beat only for its lease: *watch_worker* False)
+        self.interval = min(interval, BEAT_SECONDS) if watch_worker else interval
         self.give_up = 3 * interval
         self.lost: str | None = None
         self._stopping = threading.Event()

@@ -199,7 +199,7 @@ class Session:
                 secure_client(self.sock, self.server_key)
             self.sock.connect(self.worker_address)
         self.heartbeat = Heartbeat(address, self.id, self.key, self.lease_timeout / 4,
-                                   self.server_key)
+                                   self.server_key, watch_worker=not isinstance(self.sock, UnixDealer))
         self.heartbeat.start()
         #: closes the socket and the context and stops the heartbeat, once: at close(), when
         #: the session is lost, or when a session never closed is collected (never blocks:

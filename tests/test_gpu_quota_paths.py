@@ -29,12 +29,23 @@ QUOTA = 64 * MiB
 
 
 @pytest.fixture(scope="module")
-def gpu_quota(tmp_path_factory):
+def quota_pool(tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu-quota") / "users.toml"
     tokens = write_users(path, {"erin": {"memory": QUOTA}})
-    with LocalPool(devices=TEST_DEVICES, users_file=path, lease_timeout=60) as pool:
-        with kernelproxy.connect(pool.address, tokens["erin"]) as session:
-            yield pool, session
+    with LocalPool(devices=TEST_DEVICES, users_file=path, lease_timeout=60, spare_workers=2) as pool:
+        yield pool, tokens["erin"]
+
+
+@pytest.fixture
+def gpu_quota(quota_pool):
+    """A fresh session for each case: CuPy's pool keeps what a case's arrays left split
+    (a free part of a larger block cannot be given back), which would count against the next;
+    the next case begins once the last one's worker has ended."""
+    pool, token = quota_pool
+    with kernelproxy.connect(pool.address, token) as session:
+        yield pool, session
+    # a closed session's memory counts against the quota until its worker has ended
+    assert until(lambda: not pool.door.sessions, 30)
 
 
 def _peak_reported(pool, session) -> int:
