@@ -39,7 +39,6 @@ import statistics
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path

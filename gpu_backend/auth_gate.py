@@ -32,6 +32,8 @@ the log every ``LOG_EVERY`` seconds.
 from __future__ import annotations
 
 import hashlib
+import heapq
+import itertools
 import logging
 import os
 import queue
@@ -44,7 +46,7 @@ from typing import Any, Callable
 from .protocol.errors import AuthenticationError, SignInThrottledError
 from .users import User, UserRegistry, token_user, verify_token
 
-__all__ = ["AuthGate", "Pending", "THROTTLED", "BUSY"]
+__all__ = ["AuthGate", "HeldRefusals", "Pending", "THROTTLED", "BUSY"]
 
 log = logging.getLogger("gpu_backend.auth")
 
@@ -59,6 +61,10 @@ FAILED_MEMORY = 60.0
 #: Names, sources and wrong tokens remembered at most (the oldest are forgotten).
 REMEMBERED = 4096
 LOG_EVERY = 10.0
+#: Refusals held at once at most (beyond, they are answered at once), and the longest one is
+#: held (seconds): the tarpit (HeldRefusals).
+HELD_AT_MOST = 100_000
+HELD_LONGEST = 5.0
 
 WRONG = "wrong or missing token"
 THROTTLED = "too many failed sign-ins for this user or from this address: try again in {:.2g} s"
@@ -255,3 +261,36 @@ class AuthGate:
                         for (reason, name, source), n in self._since_log.most_common(3))
         log.warning("refused %d sign-ins in the last %.0f s (%s)", total, LOG_EVERY, top)
         self._since_log.clear()
+
+
+class HeldRefusals:
+    """Refusals that ask their client to wait (:class:`SignInThrottledError`), held by the
+    front door until the wait is over and then sent saying "now": the tarpit. A client that
+    sends its next request when answered (as a flood's connections do) then sends one per
+    back-off period. Called from the front door's loop only."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._held: list[tuple[float, int, bytes, dict]] = []
+        self._order = itertools.count()
+
+    def hold(self, ident: bytes, reply: dict, wait: float) -> bool:
+        """Keep *reply* to *ident* for *wait* seconds (at most HELD_LONGEST); False when too
+        many are held (the caller answers at once)."""
+        if len(self._held) >= HELD_AT_MOST:
+            return False
+        due = self.clock() + min(max(wait, 0.0), HELD_LONGEST)
+        heapq.heappush(self._held, (due, next(self._order), ident, {**reply, "retry_after": 0.0}))
+        return True
+
+    def due(self) -> list[tuple[bytes, dict]]:
+        """The replies whose wait is over, taken out, in the order they fall due."""
+        now, ready = self.clock(), []
+        while self._held and self._held[0][0] <= now:
+            _due, _order, ident, reply = heapq.heappop(self._held)
+            ready.append((ident, reply))
+        return ready
+
+    def next_in(self) -> float | None:
+        """Seconds until the next is due, or None when none is held."""
+        return max(0.0, self._held[0][0] - self.clock()) if self._held else None

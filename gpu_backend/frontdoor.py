@@ -14,14 +14,10 @@ its worker killed, which frees all of its device memory with the process.
 
 from __future__ import annotations
 
-import heapq
 import hmac
-import itertools
 import logging
-import os
 import secrets
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,7 +27,7 @@ import zmq
 
 from .accounts import MIN_GRANT, Accounts
 from .arbiter.service import Arbiter
-from .auth_gate import AuthGate
+from .auth_gate import AuthGate, HeldRefusals
 from .config import PoolSettings
 from .pool_status import build_status
 from .devices import parse_devices
@@ -45,7 +41,9 @@ from . import same_host
 from .run_dir import make_run_dir, remove_run_dir
 from .usage import UsageLog
 from .users import User, UserRegistry
-from .worker.control import ControlChannel, ControlClosed
+from .pool_workers import Worker, WorkerOptions, spawn_worker
+from .reclaims import Reclaims
+from .worker.control import ControlClosed
 from .worker.grants import grant_step
 from .worker.spin_slots import default_slot_count, make_slot_file
 
@@ -59,37 +57,8 @@ HELLO_TIMEOUT = 120.0
 MAX_FAILED_STARTS = 3
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
-#: BLAS threads of a NumPy-device worker, unless the pool's environment sets them: every
-#: session has its own worker, so all cores each would oversubscribe the host, and each
-#: thread's buffers (OpenBLAS: tens of MB) count against the worker's memory cap.
-BLAS_THREADS = 4
-#: Throttled sign-ins held at once at most (beyond, they are answered at once), and the
-#: longest one is held (seconds): auth_gate's tarpit.
-HELD_AT_MOST = 100_000
-HELD_LONGEST = 5.0
-#: How long a hello refused for memory that the user's other sessions hold but do not use
-#: waits for them to hand it back (they answer when idle) before it is refused after all.
-RECLAIM_WAIT = 2.0
 #: What a worker's usage report carries (docs/fair-share.md, "Accounting").
 USAGE_FIELDS = ("memory", "arrays", "ops", "device_s", "bytes_in", "bytes_out", "errors", "peak")
-
-
-@dataclass
-class Worker:
-    wid: str
-    device: str
-    process: subprocess.Popen
-    #: the pool's end of the worker's control socket pair (None once the worker is reaped)
-    channel: ControlChannel | None = None
-    port: int | None = None
-    ipc: str | None = None     # its same-host address (unix:// path), if it has one
-    info: dict = field(default_factory=dict)
-    #: its device's properties, attributes and CUDA versions (the session's ``cupy.cuda``)
-    runtime: dict = field(default_factory=dict)
-    session: "Session | None" = None
-    started: float = field(default_factory=time.monotonic)
-    #: the worker's identity at the arbiter: a secret it sent with ``ready``
-    lease_id: str = ""
 
 
 @dataclass
@@ -122,18 +91,6 @@ class PendingHello:
     @property
     def user(self) -> str:
         return self.account.name
-
-
-@dataclass
-class Reclaim:
-    """A request (a hello, a worker's ``grow``) refused for memory that the user's other
-    sessions hold but do not use: it waits for their workers (*waiting*, by id) to hand it
-    back, until *until*, then *retry* runs it again; if that raises, the client *ident*
-    (a hello's) gets the error."""
-    until: float
-    waiting: set[str]
-    retry: Any
-    ident: bytes | None = None
 
 
 class FrontDoor:
@@ -190,6 +147,12 @@ class FrontDoor:
                                 quantum=settings.quantum_ms / 1e3,
                                 period=settings.period_ms / 1e3, run_dir=self.run_dir).start()
                         if settings.policy != "none" else None)
+        #: what every worker is started with (pool_workers.spawn_worker)
+        self._worker_options = WorkerOptions(
+            bind_host=settings.host or "127.0.0.1", run_dir=self.run_dir,
+            arbiter=(self.arbiter.address, self.arbiter.baton_path) if self.arbiter else None,
+            ipc_dir=self.ipc_dir, spin_slots=self.spin_slots,
+            long_spin=settings.worker_spin_ms / 1e3, key_file=settings.key_file)
         self.workers: dict[str, Worker] = {}
         #: the loop's poller (the clients' socket and every worker's control channel)
         self.poller = zmq.Poller()
@@ -198,10 +161,10 @@ class FrontDoor:
         self._by_fd: dict[int, Worker] = {}     # control channel descriptor -> its worker
         self.sessions: dict[str, Session] = {}
         self.pending: list[PendingHello] = []
-        #: throttled sign-ins' refusals, held until their wait is over: (due, order, ident, reply)
-        self._held: list[tuple[float, int, bytes, dict]] = []
-        self._held_order = itertools.count()
-        self.reclaims: list[Reclaim] = []
+        #: throttled sign-ins' refusals, held until their wait is over (auth_gate's tarpit)
+        self.held = HeldRefusals()
+        #: requests waiting for memory the user's other sessions hand back (reclaims.py)
+        self.reclaims = Reclaims()
         self._stop = threading.Event()
         self._next_worker = 0
         self.failed_starts: dict[str, int] = {}
@@ -225,37 +188,10 @@ class FrontDoor:
     def _spawn(self, device: str) -> None:
         self._next_worker += 1
         wid = f"w{self._next_worker}-{secrets.token_hex(3)}"
-        bind_host = self.settings.host or "127.0.0.1"
-        channel, theirs = ControlChannel.pair()   # the worker's end: inherited, never named
-        cmd = [sys.executable, "-m", "gpu_backend.worker", "--device", device,
-               "--control-fd", str(theirs.fileno()), "--run-dir", self.run_dir,
-               "--id", wid, "--bind-host", bind_host]
-        if self.arbiter is not None:
-            cmd += ["--arbiter", self.arbiter.address, "--baton", self.arbiter.baton_path]
-        if self.ipc_dir is not None:
-            cmd += ["--ipc-dir", self.ipc_dir]
-        if self.spin_slots is not None:
-            path, count = self.spin_slots
-            cmd += ["--spin-slots", f"{path}:{count}", "--long-spin", str(self.settings.worker_spin_ms / 1e3)]
-        if self.settings.key_file is not None:  # the path, never the secret, on the command line
-            cmd += ["--key-file", str(self.settings.key_file.expanduser().resolve())]
-        env = None
-        if device.startswith("cpu"):   # a NumPy worker's BLAS: a few threads (see BLAS_THREADS)
-            env = {**os.environ}
-            for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-                env.setdefault(variable, str(BLAS_THREADS))
-        try:
-            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
-                                       pass_fds=(theirs.fileno(),), env=env)
-        except BaseException:
-            channel.close()
-            raise
-        finally:
-            theirs.close()
-        worker = Worker(wid, device, process, channel)
+        worker = spawn_worker(wid, device, self._worker_options)
         self.workers[wid] = worker
-        self._by_fd[channel.fileno()] = worker
-        self.poller.register(channel.fileno(), zmq.POLLIN)
+        self._by_fd[worker.channel.fileno()] = worker
+        self.poller.register(worker.channel.fileno(), zmq.POLLIN)
 
     def _spares(self, device: str) -> list[Worker]:
         return [w for w in self.workers.values() if w.device == device and w.session is None]
@@ -267,21 +203,6 @@ class FrontDoor:
             want = max(self.settings.spare_workers, sum(p.device == device for p in self.pending))
             for _ in range(want - len(self._spares(device))):
                 self._spawn(device)
-
-    def _to_worker(self, worker: Worker, msg: dict) -> bool:
-        """Tell *worker* something over its control channel; a worker that has stopped
-        reading (or gone) is killed rather than waited for. Whether it was sent."""
-        if worker.channel is None:
-            return False
-        try:
-            worker.channel.send(msg)
-            return True
-        except ControlClosed:   # it has ended (a closed session's worker, as it exits)
-            return False
-        except OSError as exc:   # (BlockingIOError: it has stopped reading)
-            log.warning("worker %s does not take control messages (%s): ending it", worker.wid, exc)
-            worker.process.kill()
-            return False
 
     def _on_control(self, worker: Worker) -> None:
         """Every message *worker* has sent; its channel's end means the worker is ending."""
@@ -368,14 +289,6 @@ class FrontDoor:
             "age": round(time.time() - session.created, 3), "reason": reason})
         del self.ended[:-50]
 
-    def _kill(self, worker: Worker) -> None:
-        if worker.channel is not None:
-            try:
-                worker.channel.send({"t": "stop"})
-            except (ControlClosed, OSError):
-                pass
-        worker.process.kill()
-
     # ------------------------------------------------------------ clients
     def _reply(self, ident: bytes, msg: dict) -> None:
         self.clients.send_multipart([ident, packb(msg)])
@@ -385,24 +298,11 @@ class FrontDoor:
         self.error_counts[name] = self.error_counts.get(name, 0) + 1
         reply: dict = {"ok": False, "error": [name, str(exc)]}
         retry_after = getattr(exc, "retry_after", None)
-        if isinstance(retry_after, (int, float)) and len(self._held) < HELD_AT_MOST:
-            # a throttled sign-in: answered when its wait is over, saying "now" (the tarpit:
-            # a client that asks again when answered asks once per back-off period)
-            reply["retry_after"] = 0.0
-            due = time.monotonic() + min(float(retry_after), HELD_LONGEST)
-            heapq.heappush(self._held, (due, next(self._held_order), ident, reply))
-            return
-        if isinstance(retry_after, (int, float)):
+        if isinstance(retry_after, (int, float)):   # a throttled sign-in: the tarpit holds it
+            if self.held.hold(ident, reply, float(retry_after)):
+                return
             reply["retry_after"] = float(retry_after)
         self._reply(ident, reply)
-
-    def _release_held(self) -> float:
-        """Send the held refusals whose wait is over; seconds until the next is due."""
-        now = time.monotonic()
-        while self._held and self._held[0][0] <= now:
-            _due, _order, ident, reply = heapq.heappop(self._held)
-            self._reply(ident, reply)
-        return self._held[0][0] - now if self._held else 0.1
 
     def _signed_in(self, ident: bytes, msg: dict, source: str | None, then: Any) -> None:
         """Go on with ``then(ident, msg, user)`` once *msg*'s token is checked: at once when
@@ -468,8 +368,7 @@ class FrontDoor:
                 else self._reclaim_from(user.name)
             if not asked:
                 raise
-            self.reclaims.append(Reclaim(time.monotonic() + RECLAIM_WAIT, asked, lambda: (
-                self._hello_as(ident, msg, user, reclaimed=True)), ident))
+            self.reclaims.wait(asked, lambda: self._hello_as(ident, msg, user, reclaimed=True), ident)
             return
         client = msg.get("user") if isinstance(msg.get("user"), str) else ""
         self.pending.append(PendingHello(ident, user, client[:64], limit, grant, device))
@@ -485,10 +384,9 @@ class FrontDoor:
         if why is not None and not reclaimed:
             asked = self._reclaim_from(session.user, besides=session)
             if asked:
-                self.reclaims.append(Reclaim(time.monotonic() + RECLAIM_WAIT, asked,
-                                             lambda: self._answer_grow(worker, want, reclaimed=True)))
+                self.reclaims.wait(asked, lambda: self._answer_grow(worker, want, reclaimed=True))
                 return
-        self._to_worker(worker, {"t": "granted", "bytes": granted, "why": why})
+        worker.tell({"t": "granted", "bytes": granted, "why": why})
 
     def _reclaim_from(self, user: str, besides: Session | None = None) -> set[str]:
         """Ask each open session of *user* (but *besides*) that holds some of their quota to
@@ -499,20 +397,14 @@ class FrontDoor:
             if session.user != user or session.closing or session is besides \
                     or (session.grant or 0) < MIN_GRANT:
                 continue
-            if self._to_worker(session.worker, {"t": "reclaim"}):
+            if session.worker.tell({"t": "reclaim"}):
                 asked.add(session.worker.wid)
         return asked
 
     def _serve_reclaims(self, answered: str | None = None) -> None:
         """Hellos waiting for memory: tried again once every worker asked has answered
         (*answered*: the one that just did), or their wait is over."""
-        now = time.monotonic()
-        for reclaim in list(self.reclaims):
-            reclaim.waiting.discard(answered)
-            reclaim.waiting.intersection_update(self.workers)   # (ended ones answer no more)
-            if reclaim.waiting and now < reclaim.until:
-                continue
-            self.reclaims.remove(reclaim)
+        for reclaim in self.reclaims.due(answered, self.workers):
             try:
                 reclaim.retry()
             except Exception as exc:  # refused after all: a hello is answered as any is
@@ -581,7 +473,7 @@ class FrontDoor:
         if self.arbiter is not None:
             self.arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
                                 hello.account.weight)
-        self._to_worker(worker, {
+        worker.tell({
             "t": "assign", "session": session.sid, "user": session.user, "key": session.key,
             "memory_limit": session.memory_limit, "grant": session.grant,
             "grant_step": grant_step(hello.account.memory) if hello.account.memory else None,
@@ -618,8 +510,8 @@ class FrontDoor:
         if session is not None:
             session.closing = True   # no longer one of the user's open sessions
             # the worker reports its last figures as it exits; _reap then ends the session
-            if not self._to_worker(session.worker, {"t": "stop"}):
-                self._kill(session.worker)
+            if not session.worker.tell({"t": "stop"}):
+                session.worker.end()
         self._reply(ident, {"ok": True})
 
     def _status(self, ident: bytes, msg: dict, source: str | None) -> None:
@@ -654,7 +546,7 @@ class FrontDoor:
                  sorted(change.removed), sorted(change.changed))
         for session in [s for s in self.sessions.values() if s.user in change.removed]:
             self._end(session, "user removed from the users file")
-            self._kill(session.worker)
+            session.worker.end()
         for hello in [p for p in self.pending if p.user in change.removed]:
             self.pending.remove(hello)
             self._error(hello.ident, SessionLostError("this user was removed from the pool"))
@@ -668,14 +560,16 @@ class FrontDoor:
             if session.last_seen < deadline:
                 log.info("session %s lease expired", session.sid)
                 self._end(session, "lease expired")
-                self._kill(session.worker)
+                session.worker.end()
 
     def run(self) -> None:
         """Serve until :meth:`stop`; called by ``gpuwb-backend serve`` or a LocalPool thread."""
         self._keep_spares()
         try:
             while not self._stop.is_set():
-                wait = min(0.1, self._release_held())
+                for ident, reply in self.held.due():
+                    self._reply(ident, reply)
+                wait = min(0.1, self.held.next_in() or 0.1)
                 events = dict(self.poller.poll(max(1, int(wait * 1000))))
                 for fd in [fd for fd in events if type(fd) is int]:
                     worker = self._by_fd.get(fd)
@@ -722,7 +616,7 @@ class FrontDoor:
             self.metrics_server.shutdown()
             self.metrics_server.server_close()
         for worker in self.workers.values():
-            self._kill(worker)
+            worker.end()
         for worker in self.workers.values():
             try:
                 worker.process.wait(5)
