@@ -74,8 +74,9 @@ def test_a_wrong_token_flood_for_a_real_name_leaves_the_pool_serving(tmp_path):
             result = json.loads(flood.communicate(timeout=60)[0])
         finally:
             flood.kill()
-        # the flood was real: many hellos, all refused
-        assert result["answered"] > 200, result
+        # the flood was real: every connection sent, and what was answered was refused
+        # (the tarpit answers a connection once per back-off period: few answers in 4 s)
+        assert result["sent"] >= CONNECTIONS and result["answered"] >= 10, result
         assert set(result["answers"]) <= {"AuthenticationError", "SignInThrottledError"}, result
         # the bystander never lost its session (its heartbeats were answered in time)
         assert not bystander.closed and not bystander.heartbeat.lost
@@ -93,7 +94,7 @@ def test_a_wrong_token_flood_for_a_real_name_leaves_the_pool_serving(tmp_path):
             samples = _metrics(pool.metrics_port)
         assert refused(samples) >= result["answered"]
         hashed = samples[("gpuwb_auth_hashes_total",)]
-        assert 1 <= hashed <= _most_hashes(FLOOD_SECONDS + 5), hashed
+        assert 1 <= hashed <= _most_hashes(FLOOD_SECONDS + 5) + 1, hashed   # (+ bob's own)
         # and alice, with her own token, gets in once it is over (waiting out the back-off)
         with kernelproxy.connect(pool.address, tokens["alice"], timeout=60) as alice:
             assert float(module_for(alice).ones(3).sum()) == 3.0
