@@ -25,7 +25,8 @@ __all__ = ["BLAS_THREADS", "Worker", "WorkerOptions", "spawn_worker"]
 
 log = logging.getLogger("gpu_backend.frontdoor")
 
-#: BLAS threads of a NumPy-device worker, unless the pool's environment sets them: every
+#: BLAS threads of a NumPy-device worker at most (no more than the host's cores), unless the
+#: pool's environment sets them: every
 #: session has its own worker, so all cores each would oversubscribe the host, and each
 #: thread's buffers (OpenBLAS: tens of MB) count against the worker's memory cap.
 BLAS_THREADS = 4
@@ -103,8 +104,9 @@ def spawn_worker(wid: str, device: str, options: WorkerOptions) -> Worker:
     env = None
     if device.startswith("cpu"):   # a NumPy worker's BLAS: a few threads (see BLAS_THREADS)
         env = {**os.environ}
+        threads = str(max(1, min(BLAS_THREADS, os.cpu_count() or 1)))
         for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env.setdefault(variable, str(BLAS_THREADS))
+            env.setdefault(variable, threads)
     try:
         process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
                                    pass_fds=(theirs.fileno(),), env=env)
