@@ -7,7 +7,7 @@ them, the host far ahead), and the host's time to launch one (``a @ b`` returnin
 device kept busy so the queue never drains: the launch cost alone). A GEMM loop whose
 launch cost nears its device time is host-bound: the device idles between its GEMMs,
 and any per-op cost the proxy or the arbiter adds shows in its rate (fairness.py's
-big-vs-small scenario, docs/performance.md).
+big-vs-small scenario, docs/performance-log.md, runs 27-28).
 """
 
 from __future__ import annotations

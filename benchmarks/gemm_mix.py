@@ -5,7 +5,7 @@
 fairness.py's big-vs-small scenario misses its target by ~8 % because the pool charges
 the small user (a 1024² float32 GEMM loop) 16-17 % more device time per GEMM than that
 GEMM takes alone, while the big user (6144² float16) is charged what it takes alone
-(docs/performance.md, runs 27-28). Candidates: the context switch landing in the first
+(docs/performance-log.md, runs 27-28). Candidates: the context switch landing in the first
 GEMMs of a turn, the L2 cache the big GEMM leaves cold, or the GPU's clocks (a float16
 tensor-core GEMM draws far more power than a float32 one, and the clock the power limit
 allows may carry over into the small one's turn). This separates them, with no pool:

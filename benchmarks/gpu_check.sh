@@ -17,7 +17,7 @@
 #      fault tests, the attack benchmark's GPU parts, the hot sync beside local CuPy)
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
 # policies, probe, bench, latency, suite, handover, floor, mix, hardening; several may be given: gpu_check.sh probe policies fairness
-# Wheels the GPU image lacks are installed from .whl/ (see docs/performance.md).
+# Wheels the GPU image lacks are installed from .whl/ (see benchmarks/README.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 # MPS=1: the targets run under CUDA's Multi-Process Service (a control daemon started here
 # with its pipes in /tmp and its log in $OUT/mps-log, stopped at the end; every CUDA process of the run,

@@ -1,7 +1,7 @@
 """The GPU's SM clock and power over a run, sampled by ``nvidia-smi`` (benchmarks only).
 
 An H100 running big float16 GEMMs sits at its power limit and lowers its clock, so the same
-GEMM's device time changes with what else runs (docs/performance.md, run 44). Benchmarks
+GEMM's device time changes with what else runs (docs/performance-log.md, run 44). Benchmarks
 that compare rates across mixes record the clock beside them to say why a figure moved.
 Where ``nvidia-smi`` is missing (no GPU) the sampler records nothing and says so.
 """

@@ -1,5 +1,6 @@
 """The benchmarks' common ending: the result printed as JSON after the table, and written
-to ``--json`` when given (docs/performance.md quotes these files)."""
+to ``--json`` when given (docs/performance.md and docs/performance-log.md quote these
+files)."""
 
 from __future__ import annotations
 
