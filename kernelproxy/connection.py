@@ -28,7 +28,7 @@ from gpu_backend.protocol.addresses import allow_ipv6
 from gpu_backend.protocol.codec import packb, unpackb
 from gpu_backend.protocol.errors import (AuthenticationError, ProtocolError, SessionLostError,
                                          SignInThrottledError, error_class)
-from gpu_backend.security import secure_client
+from gpu_backend.protocol.curve import secure_client
 
 __all__ = ["door_request", "signed_in_request", "hello", "Heartbeat"]
 

@@ -17,6 +17,9 @@ from gpu_backend.protocol import messages as m
 
 from . import kernels
 from .flags import Flags
+from .functional import Fusion, fuse
+from .ndarray import ndarray
+from .state import active_session, namespace
 
 __all__ = ["build_core_modules"]
 
@@ -55,7 +58,6 @@ def _accelerators(which: str) -> tuple:
     """CuPy's getter and setter of one kind of accelerator, for the active session: read
     from what the session was told at hello and has set since; set in the pool."""
     def chosen() -> list:
-        from .modules import active_session
         session = active_session()
         table = session.runtime.setdefault("accelerators", {})
         return table.setdefault(which, [])
@@ -72,7 +74,6 @@ def _accelerators(which: str) -> tuple:
                 codes.append(api.ACCELERATORS[accelerator])
             else:
                 raise ValueError(f"Unknown accelerator: {accelerator}")
-        from .modules import active_session
         active_session().submit(m.KIND_CUDA, api.NONE, None, "core.accelerators", None,
                                 [which, codes], label=f"cupy._core.set_{which}_accelerators")
         chosen()[:] = codes
@@ -84,8 +85,7 @@ def _accelerators(which: str) -> tuple:
 def elementwise_copy(src: Any, out: Any = None, *, casting: str = "unsafe") -> Any:
     """``cupy._core.elementwise_copy``, CuPy's copying ufunc (``out0 = in0``, unsafe casting
     by default): *src* into *out* (broadcast and cast), or a copy of *src*."""
-    from .modules import build_modules
-    cupy = build_modules()["cupy"]
+    cupy = namespace()["cupy"]
     if out is None:
         return cupy.array(src, copy=True, order="C")   # a ufunc's fresh output: C order
     cupy.copyto(out, src, casting=casting)
@@ -98,8 +98,6 @@ def build_core_modules() -> dict[str, types.ModuleType]:
     defines ``ndarray``: code outside CuPy names the class as ``cupy._core.core.ndarray``
     and ``cupy._core.ndarray``) and ``cupy._core.fusion`` (``Fusion``, the class of
     ``cupy.fuse``'s functions)."""
-    from .ndarray import ndarray   # (ndarray's module imports the pool's helpers, not this)
-    from .functional import Fusion, fuse
     core = types.ModuleType("cupy._core")
     fusion = types.ModuleType("cupy._core.fusion")   # where CuPy's Fusion class lives
     fusion.Fusion, fusion.fuse = Fusion, fuse

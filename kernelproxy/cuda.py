@@ -21,7 +21,6 @@ the session's work, which includes the stream's.
 from __future__ import annotations
 
 import itertools
-import threading
 import types
 from typing import Any
 
@@ -31,22 +30,17 @@ from gpu_backend.protocol.errors import CUDAError, OutOfMemoryError
 
 from . import memory as remote_memory
 from .remote_object import RemoteObject
+from .state import INVALID_DEVICE, active_session, current, device_count, primary_session
 
 __all__ = ["build_cuda_modules", "get_default_memory_pool", "get_default_pinned_memory_pool"]
 
-#: ``cudaErrorInvalidDevice``, as CuPy's CUDARuntimeError reports it
-_INVALID_DEVICE = "cudaErrorInvalidDevice: invalid device ordinal"
-
-
 def _session() -> Any:
     """The current device's session."""
-    from .modules import active_session
     return active_session()
 
 
 def _device_session(device: int) -> Any:
     """The session of the client's device *device* (checked)."""
-    from .modules import primary_session
     index = _checked(device)
     primary = primary_session()
     return primary if primary.group is None else primary.group[index]
@@ -57,26 +51,10 @@ def _facts(device: int | None = None) -> dict:
     return (_session() if device is None else _device_session(device)).runtime
 
 
-def _device_count() -> int:
-    """The client's devices: its session's one, or each of its group's."""
-    from .modules import _active
-    group = _active[0].group if _active else None
-    return 1 if group is None else len(group)
-
-
-def current_device(count: int) -> int:
-    """This thread's current device, for a client of *count* devices (an index beyond them,
-    left from a client that held more, is CUDA's invalid-device error)."""
-    index = _current.device
-    if index >= count:
-        raise CUDAError(_INVALID_DEVICE)
-    return index
-
-
 def _checked(device: Any) -> int:
     index = int(device)
-    if not 0 <= index < _device_count():
-        raise CUDAError(_INVALID_DEVICE)
+    if not 0 <= index < device_count():
+        raise CUDAError(INVALID_DEVICE)
     return index
 
 
@@ -95,21 +73,11 @@ class ForwardingModule(types.ModuleType):
 
 
 # ---------------------------------------------------------------- per-thread state
-
-class _Current(threading.local):
-    """The current device and stream stacks, per thread as in CuPy."""
-
-    def __init__(self) -> None:
-        self.device = 0
-        self.stream: Stream | None = None
-
-
-_current = _Current()
-
+# (this thread's current device and stream: kernelproxy.state.current)
 
 def get_device_id() -> int:
     """``cupy.cuda.get_device_id``: the current device (0: the session's device)."""
-    return _current.device
+    return current.device
 
 
 # ---------------------------------------------------------------- runtime and driver
@@ -138,7 +106,7 @@ def _properties(device: int) -> dict:
 def memGetInfo() -> tuple[int, int]:
     """``(free, total)`` bytes as this session may use them: its memory limit is its total."""
     figures = _pool_figures()
-    total = figures.get("limit") or int(_properties(_current.device).get("totalGlobalMem") or 0)
+    total = figures.get("limit") or int(_properties(current.device).get("totalGlobalMem") or 0)
     return max(0, total - int(figures["total_bytes"])), total
 
 
@@ -168,9 +136,9 @@ def _build_runtime(name: str) -> types.ModuleType:
     rt = _RuntimeModule(name)
     rt.__dict__.update(
         CUDARuntimeError=CUDAError,
-        getDeviceCount=_device_count,
+        getDeviceCount=device_count,
         getDevice=get_device_id,
-        setDevice=lambda device: setattr(_current, "device", _checked(device)),
+        setDevice=lambda device: setattr(current, "device", _checked(device)),
         getDeviceProperties=_properties,
         runtimeGetVersion=lambda: int(_facts().get("runtime_version", 0)),
         driverGetVersion=lambda: int(_facts().get("driver_version", 0)),
@@ -202,20 +170,20 @@ class Device:
     """``cupy.cuda.Device``: the session's device (0); others raise as CUDA does."""
 
     def __init__(self, device: Any = None) -> None:
-        self.id = _current.device if device is None else int(device)
+        self.id = current.device if device is None else int(device)
         self._before: list[int] = []
 
     def use(self) -> None:
-        _current.device = _checked(self.id)
+        current.device = _checked(self.id)
 
     def __enter__(self) -> "Device":
         index = _checked(self.id)
-        self._before.append(_current.device)
-        _current.device = index
+        self._before.append(current.device)
+        current.device = index
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _current.device = self._before.pop()
+        current.device = self._before.pop()
 
     def synchronize(self) -> None:
         _device_session(self.id).sync(device=True)
@@ -276,22 +244,22 @@ class Stream:
         if null and ptds:
             raise ValueError("null and ptds cannot both be True")
         self.ptr = 0 if null else 2 if ptds else next(_stream_ids)
-        self.device_id = _current.device
+        self.device_id = current.device
         self.non_blocking = bool(non_blocking)
         self.priority = 0 if priority is None else int(priority)
         self._before: list = []
 
     def use(self) -> "Stream":
-        _current.stream = self
+        current.stream = self
         return self
 
     def __enter__(self) -> "Stream":
-        self._before.append(_current.stream)
-        _current.stream = self
+        self._before.append(current.stream)
+        current.stream = self
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _current.stream = self._before.pop()
+        current.stream = self._before.pop()
 
     def synchronize(self) -> None:
         (_session() if self.ptr in (0, 2) else _device_session(self.device_id)).sync(device=True)
@@ -350,7 +318,7 @@ def get_current_stream(device_id: int | None = None) -> Stream:
     """``cupy.cuda.get_current_stream``: the stream made current in this thread, else null."""
     if device_id is not None:
         _checked(device_id)
-    return _current.stream if _current.stream is not None else Stream.null
+    return current.stream if current.stream is not None else Stream.null
 
 
 class Event(RemoteObject):
@@ -449,7 +417,7 @@ class MemoryPool:
         if fraction is not None:
             if not 0 <= fraction <= 1:
                 raise ValueError(f"memory limit fraction out of range: {fraction}")
-            size = int(int(_properties(_current.device).get("totalGlobalMem") or 0) * fraction)
+            size = int(int(_properties(current.device).get("totalGlobalMem") or 0) * fraction)
         if size is not None and int(size) < 0:
             raise ValueError(f"memory limit size out of range: {size}")
         _session().submit(m.KIND_CUDA, api.NONE, None, "pool.set_limit", None,

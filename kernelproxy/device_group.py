@@ -21,15 +21,15 @@ processes):
   the current device and reads the array by peer access where it can): the values are
   the same; an operand of a third device is the ValueError above;
 - reading values (``get``, ``float``, ``print``) works from any current device.
+
+(The current device is kernelproxy.state's; an array moves by kernelproxy.uploads.)
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
-__all__ = ["open_devices", "device_mismatch", "current_of", "move_array", "like_on_current"]
+__all__ = ["open_devices", "device_mismatch", "like_on_current"]
 
 #: ``*_like`` functions and the creation function each becomes with an explicit shape
 _LIKE = {"empty_like": "empty", "zeros_like": "zeros", "ones_like": "ones", "full_like": "full"}
@@ -61,28 +61,6 @@ def device_mismatch(resides: int, current: int) -> ValueError:
     return ValueError(
         f"The device where the array resides ({resides}) is different from the current "
         f"device ({current}). Peer access is unavailable between these devices.")
-
-
-def current_of(session: Any) -> Any:
-    """The session of the current device in *session*'s group (*session* itself if it
-    holds the client's only device)."""
-    group = session.group
-    if group is None:
-        return session
-    from .cuda import current_device
-    return group[current_device(len(group))]
-
-
-def move_array(array: Any, target: Any, order: str = "C") -> Any:
-    """A copy of *array* (a device of the same client) on *target*'s device, in *order*
-    (``C``, ``F``, ``A`` or ``K`` as ``ndarray.copy`` takes it)."""
-    from .modules import upload_array
-    if order not in ("C", "c", "F", "f", "A", "a", "K", "k"):
-        raise ValueError(f"order not understood: {order!r}")
-    host = array.get()
-    fortran = order in ("F", "f") or (order not in ("C", "c") and host.flags.f_contiguous
-                                      and not host.flags.c_contiguous)
-    return upload_array(target, np.asfortranarray(host) if fortran else np.ascontiguousarray(host))
 
 
 def like_on_current(qualname: str, args: tuple, kwargs: dict, session: Any) -> tuple | None:

@@ -21,6 +21,8 @@ from typing import Any
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
+from .memory import MemoryPointer
+from .state import active_session
 
 __all__ = ["FFTConfigModule", "set_cufft_callbacks", "build_callback_module"]
 
@@ -39,7 +41,6 @@ def _plan_cache(operation: str, name: str):
     """One of ``cupy.fft.config``'s plan-cache functions, run on the session's cache in
     the pool (its plans and their work areas live there)."""
     def call(*values: Any) -> Any:
-        from .modules import active_session
         session = active_session()
         return session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "fft.plan_cache", None,
                                             [operation, *values], label=f"cupy.fft.config.{name}"))
@@ -77,7 +78,6 @@ class FFTConfigModule(types.ModuleType):
     @enable_nd_planning.setter
     def enable_nd_planning(self, value: Any) -> None:
         warnings.warn(_DEPRECATED, DeprecationWarning, stacklevel=2)
-        from .modules import active_session
         active_session().submit(m.KIND_CUDA, api.NONE, None, "fft.nd_planning", None, [bool(value)],
                                 label="cupy.fft.config.enable_nd_planning")
         self.__dict__["_nd_planning"] = bool(value)
@@ -117,7 +117,6 @@ class set_cufft_callbacks:
             "nvrtc_options": list(nvrtc_options)}
 
     def __enter__(self) -> "set_cufft_callbacks":
-        from .modules import active_session
         session = active_session()
         session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "fft.callbacks", None,
                                      [self._options], label="cupy.fft.config.set_cufft_callbacks"))
@@ -135,7 +134,6 @@ def _span(pointer: Any) -> list | None:
     """A remote ``MemoryPointer`` as [address, bytes to the end of its allocation]."""
     if pointer is None:
         return None
-    from .memory import MemoryPointer
     if not isinstance(pointer, MemoryPointer):
         raise TypeError("callback data is a cupy MemoryPointer (an array's .data)")
     return [pointer.ptr, pointer.mem.ptr + pointer.mem.size - pointer.ptr]

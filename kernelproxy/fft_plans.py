@@ -17,6 +17,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
 from .remote_object import RemoteObject
+from .state import active_session
 
 __all__ = ["FFTPlan", "Plan1d", "PlanNd", "XtPlanNd", "get_fft_plan", "get_current_plan",
            "getVersion", "build_cufft_module"]
@@ -74,7 +75,6 @@ class CuFFTError(RuntimeError):
 
 def getVersion() -> int:
     """``cupy.cuda.cufft.getVersion()``: the pool's cuFFT (asked once per session)."""
-    from .modules import active_session
     session = active_session()
     version = getattr(session, "_cufft_version", None)
     if version is None:

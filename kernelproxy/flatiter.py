@@ -8,6 +8,7 @@ through ``cupy.unravel_index``. Only the metadata (shape, size) is needed on the
 """
 
 from __future__ import annotations
+from .state import namespace
 
 import numbers
 from typing import Any
@@ -64,11 +65,10 @@ class flatiter:
 
     def _flat_indices(self, key: slice) -> Any:
         """``(flat view, slice)`` of a C-contiguous base, else the unravelled positions."""
-        from .modules import build_modules
         base = self._base
         if base.flags.c_contiguous:
             return base.reshape(-1), key
-        cp = build_modules()["cupy"]
+        cp = namespace()["cupy"]
         start, stop, step = key.indices(base.size)
         return base, cp.unravel_index(cp.arange(start, stop, step), base.shape)
 
@@ -94,8 +94,7 @@ class flatiter:
             return
         if not isinstance(key, slice):
             raise _unsupported()
-        from .modules import build_modules
-        cp = build_modules()["cupy"]
+        cp = namespace()["cupy"]
         base = self._base
         count = len(range(*key.indices(base.size)))
         if count == 0:

@@ -63,12 +63,11 @@ def free_names(func: Any, cupy: Any) -> dict[str, Any]:
         closure = inspect.getclosurevars(func)
     except (TypeError, ValueError):
         return {}
-    from .jit import jit_free_name   # (jit builds on this module)
     names: dict[str, Any] = {}
     for name, value in {**closure.globals, **closure.nonlocals}.items():
-        jit_value = jit_free_name(value)
-        if jit_value is not None:   # cupyx.jit, its names, device functions (kernels only)
-            names[name] = jit_value
+        wire = getattr(type(value), "__gpuwb_free_name__", None)
+        if wire is not None:   # cupyx.jit, its names, device functions (kernels only)
+            names[name] = wire(value)
         elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
             names[name] = value
         elif value is math:

@@ -32,9 +32,10 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
-from . import modules
 from . import ndarray as nd
 from .function_source import function_source, free_names, returns_tuple
+from .functions import forwarded
+from .state import active_session, proxy_cupy
 
 __all__ = ["Fusion", "fuse", "vectorize", "piecewise"]
 
@@ -116,7 +117,7 @@ class vectorize:
     def __call__(self, *args: Any) -> Any:
         if self.otypes is not None:
             raise NotImplementedError("cupy.vectorize does not support `otypes` currently")
-        session = modules.active_session()
+        session = active_session()
         if session.device.get("kind") == "cupy":
             return self._translated(session, args)
         return self._on_the_client(args)
@@ -128,13 +129,13 @@ class vectorize:
             form, source = function_source(self.pyfunc)
             definition = self._definition = {
                 "name": getattr(self.pyfunc, "__name__", "<lambda>"), "form": form,
-                "source": source, "names": free_names(self.pyfunc, modules.proxy_cupy())}
+                "source": source, "names": free_names(self.pyfunc, proxy_cupy())}
             self._want = api.MULTI if returns_tuple(form, source) else api.ARRAY
         return nd.call(session, m.KIND_KERNEL, "vectorize", self._want, definition, args, {},
                        f"cupy.vectorize({definition['name']})")
 
     def _on_the_client(self, args: tuple) -> Any:
-        cupy = modules.proxy_cupy()
+        cupy = proxy_cupy()
         arrays = [a for a in args if isinstance(a, nd.ndarray)]
         if not arrays:
             raise ValueError("Loop size is undecided")
@@ -172,4 +173,4 @@ def piecewise(x: Any, condlist: Any, funclist: Any) -> Any:
     CuPy's ``NotImplementedError``, raised here before anything is sent); forwarded."""
     if any(callable(func) for func in funclist):
         raise NotImplementedError("Callable functions are not supported currently")
-    return modules.forwarded("piecewise")(x, condlist, funclist)
+    return forwarded("piecewise")(x, condlist, funclist)

@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from . import modules
 from . import ndarray as nd
+from .state import proxy_cupy
 
 __all__ = ["HOST_FUNCTIONS", "HOST_OBJECTS"]
 
 
 def _upload(host: Any) -> Any:
-    return modules.proxy_cupy().array(np.asarray(host))
+    return proxy_cupy().array(np.asarray(host))
 
 
 def _to_host(value: Any) -> Any:
@@ -106,7 +106,7 @@ def savetxt(fname: Any, X: Any, *args: Any, **kwargs: Any) -> None:
 def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = None,
                  **kwargs: Any) -> Any:
     """``cupy.fromfunction``: *function* runs here with remote index arrays."""
-    return function(*modules.proxy_cupy().indices(shape, dtype=dtype), **kwargs)
+    return function(*proxy_cupy().indices(shape, dtype=dtype), **kwargs)
 
 
 # NumPy's signatures exactly, annotations included (none), as CuPy's aliases have them
@@ -153,7 +153,7 @@ def _has_array_bounds(key: Any) -> bool:
 def _grid_over_arrays(key: Any, sparse: bool) -> Any:
     """``mgrid[x:y:nj]``, ``mgrid[x:y:nj, x:y:nj]`` with array bounds: CuPy's own formula
     (``nd_grid.__getitem__``), points times step plus start, run on the remote arrays."""
-    cupy = modules.proxy_cupy()
+    cupy = proxy_cupy()
 
     def start_step(k: slice) -> tuple:
         start = 0 if k.start is None else k.start
@@ -213,7 +213,7 @@ class broadcast:
         self.shape = np.broadcast_shapes(*shapes)
         self.nd = self.ndim = len(self.shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
-        self.values = tuple(modules.proxy_cupy().broadcast_to(a, self.shape) for a in arrays)
+        self.values = tuple(proxy_cupy().broadcast_to(a, self.shape) for a in arrays)
 
 
 HOST_OBJECTS = {"mgrid": mgrid, "ogrid": ogrid, "broadcast": broadcast}

@@ -14,7 +14,8 @@ import importlib.util
 import sys
 from typing import Any
 
-from .modules import activate, build_modules
+from .modules import build_modules
+from .state import activate, deactivate
 
 __all__ = ["install", "uninstall", "installed"]
 
@@ -66,12 +67,7 @@ def uninstall() -> None:
         del sys.modules[name]
     sys.modules.update(_saved)
     _saved.clear()
-    activate_none()
-
-
-def activate_none() -> None:
-    from . import modules
-    modules._active.clear()
+    deactivate()
 
 
 def installed() -> bool:

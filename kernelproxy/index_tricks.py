@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from .state import proxy_cupy
 
-from . import modules
 
 __all__ = ["AxisConcatenator", "RClass", "CClass", "r_", "c_", "mask_indices"]
 
@@ -35,7 +35,7 @@ class AxisConcatenator:
         return obj.transpose(axes[:trans1d] + axes[extra:] + axes[trans1d:extra])
 
     def __getitem__(self, key: Any) -> Any:
-        cupy = modules.proxy_cupy()
+        cupy = proxy_cupy()
         if isinstance(key, str):
             raise NotImplementedError("cupy.r_/c_ do not support string directives (nor does CuPy)")
         if not isinstance(key, tuple):
@@ -89,5 +89,5 @@ c_ = CClass()
 def mask_indices(n: int, mask_func: Any, k: Any = 0) -> tuple:
     """``cupy.mask_indices``: the indices where ``mask_func(ones((n, n)), k)`` is nonzero
     (*mask_func* runs here, on a remote array: ``cupy.triu`` and the like are forwarded)."""
-    cupy = modules.proxy_cupy()
+    cupy = proxy_cupy()
     return mask_func(cupy.ones((n, n), dtype=cupy.int8), k).nonzero()

@@ -26,9 +26,9 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
-from . import modules
 from . import ndarray as nd
 from .function_source import free_names, function_source
+from .state import active_session, proxy_cupy
 
 __all__ = ["rawkernel", "JitRawKernel", "build_jit_module", "jit_free_name"]
 
@@ -37,6 +37,9 @@ class _JitName:
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def __gpuwb_free_name__(self) -> dict:
+        return {"jit": self.name}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("Cannot call this function from Python layer.")
@@ -59,6 +62,13 @@ class JitRawKernel:
         self._device = device
         self._definition: dict | None = None
 
+    def __gpuwb_free_name__(self) -> dict:
+        """A device function as another kernel names it: its definition (a kernel cannot be
+        called from one: its name, refused by the pool)."""
+        if self._device:
+            return {"device": self.definition()}
+        return {"kernel": getattr(self._func, "__name__", "kernel")}
+
     def definition(self) -> dict:
         """The kernel as the pool receives it (found once: the source does not change)."""
         if self._definition is _FINDING:   # a device function that calls itself
@@ -69,7 +79,7 @@ class JitRawKernel:
                 form, source = function_source(self._func)
                 self._definition = {"name": getattr(self._func, "__name__", "kernel"),
                                     "form": form, "source": source, "mode": self._mode,
-                                    "names": free_names(self._func, modules.proxy_cupy())}
+                                    "names": free_names(self._func, proxy_cupy())}
             finally:
                 if self._definition is _FINDING:
                     self._definition = None
@@ -82,7 +92,7 @@ class JitRawKernel:
                 raise TypeError(f"{type(x)} is not supported for RawKernel")
         definition = self.definition()
         # (a stream: every op of a session runs in issue order on the pool's side)
-        nd.call(modules.active_session(), m.KIND_KERNEL, "jit", api.NONE, definition,
+        nd.call(active_session(), m.KIND_KERNEL, "jit", api.NONE, definition,
                 (grid, block, tuple(args)), {"shared_mem": shared_mem} if shared_mem else {},
                 f"cupyx.jit kernel {definition['name']}")
 
@@ -115,7 +125,7 @@ class JitRawKernel:
 def rawkernel(*, mode: str = "cuda", device: bool = False) -> Any:
     """``cupyx.jit.rawkernel``: a decorator making a :class:`JitRawKernel` (experimental in
     CuPy, which warns so; ``cupy.disable_experimental_warning`` silences it)."""
-    if not getattr(modules.proxy_cupy(), "disable_experimental_warning", False):
+    if not getattr(proxy_cupy(), "disable_experimental_warning", False):
         warnings.warn("cupyx.jit.rawkernel is experimental. The interface can change in the "
                       "future.", FutureWarning, stacklevel=2)
 
@@ -125,6 +135,9 @@ def rawkernel(*, mode: str = "cuda", device: bool = False) -> Any:
 
 
 class _JitModule(types.ModuleType):
+    def __gpuwb_free_name__(self) -> dict:
+        return {"module": "jit"}
+
     def __getattr__(self, name: str) -> Any:
         if name in ("cg", "cub", "thrust"):
             raise AttributeError(f"cupyx.jit.{name} is not forwarded to gpu-workbench's remote "
@@ -143,13 +156,7 @@ def build_jit_module() -> types.ModuleType:
 def jit_free_name(value: Any) -> Any:
     """What a kernel's free name stands for on the wire, for cupyx.jit's own objects (None
     for anything else): the module, one of its names, a device function (its definition) or
-    a kernel (which a kernel may not call)."""
-    if isinstance(value, _JitModule):
-        return {"module": "jit"}
-    if isinstance(value, _JitName):
-        return {"jit": value.name}
-    if isinstance(value, JitRawKernel):
-        if value._device:
-            return {"device": value.definition()}
-        return {"kernel": getattr(value._func, "__name__", "kernel")}
-    return None
+    a kernel (which a kernel may not call). kernelproxy.function_source asks each value for
+    it through its type's ``__gpuwb_free_name__`` (so it need not import this module)."""
+    wire = getattr(type(value), "__gpuwb_free_name__", None)
+    return wire(value) if wire is not None else None

@@ -16,6 +16,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
 from . import ndarray as nd
+from .state import active_session
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule"]
 
@@ -36,7 +37,6 @@ class _RemoteKernel:
         self.name = definition.get("name", "kernel")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .modules import active_session
         session = active_session()
         return nd.call(session, m.KIND_KERNEL, self._kind, self._want, self._definition, args,
                        kwargs, f"{type(self).__name__} {self.name}")

@@ -21,6 +21,8 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
+from .state import current, namespace, proxy_cupy
+
 __all__ = ["Memory", "MemoryPointer", "alloc", "memory_of", "array_at"]
 
 _REMOTE = ("the memory is on gpu-workbench's remote GPU, not in this process: "
@@ -86,8 +88,7 @@ class MemoryPointer:
 
     @property
     def device(self) -> Any:
-        from .cuda import Device
-        return Device(self.device_id)
+        return namespace()["cupy.cuda"].Device(self.device_id)
 
     def __int__(self) -> int:
         return self.ptr
@@ -142,12 +143,10 @@ def alloc(size: int) -> MemoryPointer:
     """``cupy.cuda.alloc`` (``cupy.cuda.memory.alloc``): *size* bytes of the session's
     memory on the pool's device, from the session's pool. No round trip: the address is
     asked for when first read."""
-    from .cuda import get_device_id
-    from .ndarray import ndarray
     size = operator.index(size)
     if size < 0:
         raise ValueError(f"cannot allocate {size} bytes")
-    return MemoryPointer(Memory(None, None, get_device_id(), ndarray(size, np.uint8)), 0)
+    return MemoryPointer(Memory(None, None, current.device, proxy_cupy().ndarray(size, np.uint8)), 0)
 
 
 class _PointedMemory:

@@ -7,10 +7,9 @@ dtype objects, exception classes and pure dtype arithmetic (``result_type``,
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import types
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import numpy as np
 import numpy.exceptions
@@ -18,18 +17,22 @@ import numpy.linalg
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, SessionLostError, sparse_warning
+from gpu_backend.protocol.errors import BadCoefficients, PerformanceWarning, sparse_warning
 
 from . import (cuda, fft_plans, flatiter, functional, host_io, index_tricks, jit, kernels, poly1d,
                signal_objects, sparse_lu, sparse_objects, ufuncs)
 from .core import build_core_modules
-from .device_group import current_of, like_on_current, move_array
+from .uploads import move_array, upload, upload_array
+from .random import build_random_modules
+from .state import activate, active_session, primary_session, proxy_cupy, register_namespace
 from .fft_config import FFTConfigModule, build_callback_module
+from .functions import forwarded, function_proxy
 from . import ndarray as nd
 
-__all__ = ["build_modules", "active_session", "activate", "primary_session", "upload_array"]
+__all__ = ["build_modules", "module_for", "upload_array", "forwarded",
+           # the active session's state, which lives in kernelproxy.state
+           "active_session", "activate", "primary_session", "proxy_cupy"]
 
-_active: list[Any] = []
 
 _DTYPE_NAMES = """
     bool_ int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64
@@ -45,180 +48,7 @@ _HOST_FUNCTIONS = """
 _CONSTANTS = "pi e inf nan newaxis euler_gamma".split()
 
 
-def activate(session: Any) -> None:
-    """Make *session* the one the proxy modules issue ops on."""
-    _active[:] = [session]
-
-
-def primary_session() -> Any:
-    """The active client's session of device 0 (its only one, unless it holds several)."""
-    if not _active or _active[0].closed:
-        raise SessionLostError("no remote GPU session is active; call kernelproxy.install(session)")
-    return _active[0]
-
-
-def active_session() -> Any:
-    """The session of this thread's current device (``cupy.cuda.Device``)."""
-    session = primary_session()
-    return session if session.group is None else current_of(session)
-
-
-class UniqueAllResult(NamedTuple):
-    values: Any
-    indices: Any
-    inverse_indices: Any
-    counts: Any
-
-
-class UniqueCountsResult(NamedTuple):
-    values: Any
-    counts: Any
-
-
-class UniqueInverseResult(NamedTuple):
-    values: Any
-    inverse_indices: Any
-
-
-class Bunch(types.SimpleNamespace):
-    """``place_poles``' result: its fields as attributes, as CuPy's (and SciPy's) ``Bunch``
-    gives them (the wire carries a map of them)."""
-
-
-#: Functions whose result CuPy gives as a named tuple or an object of fields (the wire
-#: carries a plain tuple or map): the class and whether it takes the fields by name.
-_NAMED_RESULTS = {"unique_all": UniqueAllResult, "unique_counts": UniqueCountsResult,
-                  "unique_inverse": UniqueInverseResult,
-                  "cupyx.scipy.signal.place_poles": lambda fields: Bunch(**fields)}
-
-
-#: CuPy's reductions that are their argument's own method (``cupy.sum(a)`` is
-#: ``a.sum(axis, dtype, out, keepdims)``): given a NumPy array, CuPy returns NumPy's answer,
-#: computed on the host, and so does the proxy. Each: the method and CuPy's parameters.
-_BY_METHOD = {
-    "sum": ("sum", ("axis", "dtype", "out", "keepdims")),
-    "prod": ("prod", ("axis", "dtype", "out", "keepdims")),
-    "amax": ("max", ("axis", "out", "keepdims")), "max": ("max", ("axis", "out", "keepdims")),
-    "amin": ("min", ("axis", "out", "keepdims")), "min": ("min", ("axis", "out", "keepdims")),
-    "mean": ("mean", ("axis", "dtype", "out", "keepdims")),
-    "var": ("var", ("axis", "dtype", "out", "ddof", "keepdims")),
-    "std": ("std", ("axis", "dtype", "out", "ddof", "keepdims")),
-}
-
-
-def _host_method(qualname: str, a: np.ndarray, args: tuple, kwargs: dict) -> Any:
-    method, params = _BY_METHOD[qualname]
-    if len(args) > len(params):
-        raise TypeError(f"{qualname}() takes at most {len(params) + 1} arguments")
-    return getattr(a, method)(**dict(zip(params, args)), **kwargs)
-
-
-#: ``cupyx.scipy.ndimage`` functions that write into an ``output`` array when given one and
-#: return that very array (the position of ``output`` among their parameters, CuPy 14).
-_NDIMAGE_OUTPUT = {f"cupyx.scipy.ndimage.{name}": int(index) for name, index in (
-    item.split(":") for item in """
-    affine_transform:4 binary_closing:3 binary_dilation:4 binary_erosion:4 binary_fill_holes:2
-    binary_hit_or_miss:3 binary_opening:3 binary_propagation:3 black_tophat:4 convolve:2
-    convolve1d:3 correlate:2 correlate1d:3 fourier_ellipsoid:4 fourier_gaussian:4 fourier_shift:4
-    fourier_uniform:4 gaussian_filter:3 gaussian_filter1d:4 gaussian_gradient_magnitude:2
-    gaussian_laplace:2 generic_gradient_magnitude:2 generic_laplace:2 grey_closing:4
-    grey_dilation:4 grey_erosion:4 grey_opening:4 laplace:1 map_coordinates:2 maximum_filter:3
-    maximum_filter1d:3 median_filter:3 minimum_filter:3 minimum_filter1d:3
-    morphological_gradient:4 morphological_laplace:4 percentile_filter:4 prewitt:2 rank_filter:4
-    rotate:4 shift:2 sobel:2 spline_filter:2 spline_filter1d:3 uniform_filter:2
-    uniform_filter1d:3 white_tophat:4 zoom:2""".split())}
-
-
-def _output_array(index: int, args: tuple, kwargs: dict) -> Any:
-    """The remote ``output`` array an ndimage call writes into, if it was given one."""
-    output = kwargs.get("output", args[index] if len(args) > index else None)
-    return output if isinstance(output, nd.ndarray) else None
-
-
-#: Functions that return one array unless a flag asks for more (a tuple): the flag's name
-#: and position. Only then is the result structured (which costs a round trip).
-_TUPLE_WHEN = {"intersect1d": ("return_indices", 3), "average": ("returned", 3)}
-
-
-#: CuPy's complex-to-complex n-d transforms given no axes return their input itself
-_INPUT_WHEN_NO_AXES = frozenset({"fft.fft2", "fft.ifft2", "fft.fftn", "fft.ifftn"})
-
-
-def _no_axes(args: tuple, kwargs: dict) -> bool:
-    """Whether an n-d transform's call names no axis (``axes=()``) and no shape."""
-    axes = kwargs["axes"] if "axes" in kwargs else (args[2] if len(args) > 2 else None)
-    s = kwargs["s"] if "s" in kwargs else (args[1] if len(args) > 1 else None)
-    return axes is not None and len(axes) == 0 and (s is None or len(s) == 0)
-
-
-def _function(qualname: str, want: str):
-    label = f"cupy.{qualname}"
-    named = _NAMED_RESULTS.get(qualname)
-    by_method = qualname in _BY_METHOD
-    output_index = _NDIMAGE_OUTPUT.get(qualname)
-    tuple_when = _TUPLE_WHEN.get(qualname)
-    input_when_no_axes = qualname in _INPUT_WHEN_NO_AXES
-
-    def proxy(*args: Any, **kwargs: Any) -> Any:
-        if by_method and args and isinstance(args[0], np.ndarray):
-            return _host_method(qualname, args[0], args[1:], kwargs)
-        if input_when_no_axes and args and isinstance(args[0], nd.ndarray) and _no_axes(args, kwargs):
-            return args[0]
-        wanted = want
-        if tuple_when is not None:
-            flag, index = tuple_when
-            if kwargs.get(flag, args[index] if len(args) > index else False):
-                wanted = api.MULTI
-        session = active_session()
-        if session.group is not None:   # a prototype on another device: made here from its metadata
-            like = like_on_current(qualname, args, kwargs, session)
-            if like is not None:
-                return nd.call(session, m.KIND_FUNCTION, like[0], api.ARRAY, None, like[1], like[2],
-                               label)
-        result = nd.call(session, m.KIND_FUNCTION, qualname, wanted, None, args, kwargs, label)
-        if output_index is not None:   # the array written into is the result itself, as in CuPy
-            output = _output_array(output_index, args, kwargs)
-            if output is not None:
-                return output
-        if named is None:
-            return result
-        return named(result) if isinstance(result, dict) else named(*result)
-
-    proxy.__name__ = proxy.__qualname__ = qualname.rpartition(".")[2]
-    proxy.__module__ = "cupy"
-    return proxy
-
-
-@functools.cache
-def forwarded(qualname: str):
-    """The op-issuing proxy of the allow-listed function *qualname*, for client code that
-    checks its arguments first (``piecewise``)."""
-    return _function(qualname, api.FUNCTIONS[qualname])
-
-
 # ---------------------------------------------------------------- host-side helpers
-
-def _upload(session: Any, host: np.ndarray) -> Any:
-    """Upload *host*; one that is F- but not C-contiguous stays F-ordered, as in CuPy.
-
-    Returns the remote array and whether it is the freshly uploaded buffer
-    itself (False: an F-ordered copy made on the device).
-    """
-    fortran = host.ndim > 1 and host.flags.f_contiguous and not host.flags.c_contiguous
-    fresh = nd.wrap(session, session.new_id())
-    session.upload(host.T if fortran else host, fresh._h)  # host.T is C-contiguous: no copy
-    if not fortran:
-        return fresh, True
-    view = nd.call(session, m.KIND_FUNCTION, "transpose", api.ARRAY, None, (fresh,), {},
-                   "cupy.asarray")
-    return nd.call(session, m.KIND_FUNCTION, "array", api.ARRAY, None, (view,), {"order": "F"},
-                   "cupy.asarray"), False
-
-
-def upload_array(session: Any, host: np.ndarray) -> Any:
-    """*host* uploaded to *session*'s device, a new array in its layout."""
-    return _upload(session, host)[0]
-
 
 def _moved(a: Any, session: Any) -> Any:
     """An array of another of the client's devices copied to *session*'s, as CuPy's
@@ -237,7 +67,7 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, *, blocking: bool = Fa
     if isinstance(a, nd.ndarray) and dtype is None and order in (None, "K", "A"):
         return a
     if isinstance(a, np.ndarray):
-        a, _ = _upload(session, a)
+        a, _ = upload(session, a)
         if dtype is None and order in (None, "K", "A"):
             return a
     kwargs = {k: v for k, v in (("dtype", dtype), ("order", order)) if v is not None}
@@ -255,7 +85,7 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subo
     if isinstance(obj, nd.ndarray) and copy is not True and ndmin <= obj.ndim and obj._fits(dtype, order):
         return obj   # no copy needed: CuPy returns the array itself
     if isinstance(obj, np.ndarray):
-        obj, c_order = _upload(session, obj)
+        obj, c_order = upload(session, obj)
         if dtype is None and ndmin == 0 and (order in ("K", "A") or order == ("C" if c_order else "F")):
             return obj  # already a new array, in the layout CuPy gives
         copy = True  # (copy=False must not fail: a host array is always copied)
@@ -392,7 +222,7 @@ class ProxyModule(types.ModuleType):
                 f"module {self.__name__!r} has no attribute {name!r} "
                 "(not available on gpu-workbench's remote GPU)"
             )
-        proxy = ufuncs.make_ufunc(qualname) or _function(qualname, want)
+        proxy = ufuncs.make_ufunc(qualname) or function_proxy(qualname, want)
         self.__dict__[name] = proxy
         return proxy
 
@@ -468,7 +298,6 @@ def build_modules() -> dict[str, types.ModuleType]:
         module = ProxyModule(f"cupy.polynomial.{sub}", f"polynomial.{sub}.")
         module.__dict__["__package__"] = "cupy.polynomial"
         polynomial.__dict__[sub] = polynomial_modules[module.__name__] = module
-    from .random import build_random_modules   # (its modules need this one's active_session)
     random_modules = build_random_modules(ProxyModule("cupy.random", "random."))
     random = random_modules["cupy.random"]
     cupyx = ProxyModule("cupyx", "cupyx.")
@@ -538,11 +367,10 @@ def build_modules() -> dict[str, types.ModuleType]:
     return _modules_cache
 
 
-def proxy_cupy() -> types.ModuleType:
-    """The proxy ``cupy`` module (for client-side helpers written over its functions)."""
-    return build_modules()["cupy"]
+register_namespace(build_modules)
 
 
 def module_for(session: Any) -> types.ModuleType:
+    """The proxy ``cupy`` module, its ops issued on *session* (made the active one)."""
     activate(session)
     return build_modules()["cupy"]

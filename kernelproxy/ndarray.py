@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import pickle
-import threading
 import weakref
 from typing import Any
 
@@ -20,122 +19,36 @@ import numpy as np
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.codec import Handle
 
+from .cuda import Device
 from .flags import Flags
-from .out_args import checked_out, given_outs, positional_out
+from .flatiter import flatiter
+from .inplace_shape import view_shape
+from .issue import FUSING, UFUNC_SCALAR_TYPES, call, register_array_class, wrap
+from .issue import operator as _operator
+from .memory import array_at, memory_of
+from .operators import install_operators
+from .state import active_session, current_session_of, namespace, proxy_cupy
+from .subclasses import as_subclass, view_of_subclass
+from .ufuncs import array_ufunc
+from .uploads import move_array
 
-__all__ = ["ndarray", "Flags", "call", "wrap"]
+__all__ = ["ndarray", "Flags", "call", "wrap", "FUSING", "UFUNC_SCALAR_TYPES"]
 
 _ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
-
-
-def wrap(session: Any, hid: int) -> "ndarray":
-    """A client array for a handle the session already issued or received."""
-    arr = object.__new__(ndarray)
-    arr._s = session
-    arr._h = hid
-    arr._m = None
-    session.arrays[hid] = _weak(arr)
-    return arr
-
-
 _weak = weakref.ref
 _type = type   # ndarray.view's argument named type hides the builtin there
 
 
-class _Fusing(threading.local):
-    """How deep this thread is in calls of ``cupy.fuse``'d functions (kernelproxy.functional):
-    there, as in CuPy, an array has no Python scalar value."""
-
-    depth = 0
-
-
-FUSING = _Fusing()
-
-
-def _unwrap(session: Any, value: Any) -> Any:
-    if type(value) is Handle:
-        return wrap(session, int(value))
-    if isinstance(value, list):
-        return [_unwrap(session, v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_unwrap(session, v) for v in value)
-    if isinstance(value, dict):
-        return {k: _unwrap(session, v) for k, v in value.items()}
-    return value
-
-
-def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple,
-         kwargs: dict, label: str) -> Any:
-    """Issue an op and shape its result the way CuPy returns it."""
-    __tracebackhide__ = True  # IPython shows the user's frames, not ours
-    if want == _ARRAY:
-        out = checked_out(kwargs.get("out")) if kwargs else None
-        if out is None and args and kind in (m.KIND_FUNCTION, m.KIND_METHOD):
-            out = positional_out(kind, name, args)
-        if out is not None:
-            session.submit(kind, _NONE, None, name, target, args, kwargs, label)
-            return out[0] if isinstance(out, tuple) and len(out) == 1 else out
-        hid = session.new_id()
-        session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
-        return wrap(session, hid)
-    if want == _NONE:
-        if kind == m.KIND_FUNCTION and args and isinstance(args[0], np.ndarray):
-            # copyto, put, place, shuffle, ...: the pool would change a copy of a host array
-            raise TypeError(f"{label} works in place on a cupy.ndarray, not on a NumPy array")
-        session.submit(kind, _NONE, None, name, target, args, kwargs, label)
-        return None
-    if want == _VALUE:
-        return session.value(session.submit(kind, _VALUE, None, name, target, args, kwargs, label))
-    out = checked_out(kwargs.get("out")) if kwargs else None
-    if type(out) is tuple and len(out) > 1 and all(isinstance(o, ndarray) for o in out):
-        session.submit(kind, _NONE, None, name, target, args, kwargs, label)  # modf(x, out=(a, b))
-        return out
-    hid = session.new_id()
-    seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)
-    result = _unwrap(session, session.value(seq))
-    given = given_outs(kind, name, args, out)
-    if given is not None and isinstance(result, tuple) and len(result) >= len(given):
-        # the outputs given are the results, as in CuPy (divmod(a, b, out0) -> (out0, new))
-        given = given + (None,) * (len(result) - len(given))
-        result = tuple(r if o is None else o for r, o in zip(result, given))
-    return result
-
-
 def _from_pickle(host: np.ndarray) -> "ndarray":
     """Unpickling a remote array: its host copy uploaded to the active session."""
-    from . import modules
-    return modules.proxy_cupy().array(host)
-
-
-_OP_SYMBOLS = {
-    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
-    "matmul": "@", "and_": "&", "or_": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
-    "lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">=",
-}
-
-
-#: Each operator's result kind and the label its errors name (built once, not per op).
-_OPERATOR_CALLS = {name: (want, f"operator {_OP_SYMBOLS.get(name.lstrip('i'), name)}")
-                   for name, want in api.OPERATORS.items()}
-
-
-def _operator(name: str, args: tuple, session: Any) -> Any:
-    __tracebackhide__ = True
-    want, label = _OPERATOR_CALLS[name]
-    return call(session, m.KIND_OPERATOR, name, want, None, args, {}, label)
+    return proxy_cupy().array(host)
 
 
 #: NumPy functions that a remote array answers from its metadata, with the
 #: host helpers of the ``cupy`` module (``numpy.shape(x)``, ``numpy.result_type(x, 1.0)``).
 _HOST_DISPATCH = frozenset(
     "result_type can_cast common_type ndim shape size iscomplexobj isrealobj".split())
-
-#: Scalars ``cupy.ndarray.__array_ufunc__`` accepts as operands (CuPy's ``_scalar.scalar_type_set``):
-#: Python's numeric types and the NumPy scalar types of the dtypes CuPy has.
-_UFUNC_SCALAR_TYPES = frozenset([int, float, bool, complex] + [np.dtype(c).type for c in "?bhilqBHILQefdFD"])
-
 
 class ndarray:
     """An array on a remote GPU; behaves as ``cupy.ndarray``."""
@@ -160,10 +73,8 @@ class ndarray:
         """Nothing: :meth:`__new__` made the array."""
 
     def _init(self, shape, dtype=float, memptr=None, strides=None, order="C"):
-        from .modules import active_session
         session = active_session()
         if memptr is not None or strides is not None:   # a view of memory named by pointer
-            from .memory import array_at
             memory = array_at(session, shape, dtype, memptr, strides, order)
             call_name, args, kwargs = "asarray", (memory,), {}
         else:
@@ -199,7 +110,6 @@ class ndarray:
     @shape.setter
     def shape(self, value: Any) -> None:
         """In place, as CuPy: a view of the same memory, else ``AttributeError``."""
-        from .inplace_shape import view_shape
         view = self.reshape(view_shape(self.shape, self.strides, self.itemsize, value))
         session = self._s   # this array takes over the view's handle, the view this one's
         self._h, view._h, self._m, view._m = view._h, self._h, view._m, self._m
@@ -262,13 +172,11 @@ class ndarray:
     @property
     def device(self) -> Any:
         """``cupy.cuda.Device`` of the client's device that holds the array."""
-        from .cuda import Device
         return Device(self._s.ordinal)
 
     @property
     def data(self) -> Any:
         """The array's memory on the pool's device (a round trip; see kernelproxy.memory)."""
-        from .memory import memory_of
         return memory_of(self)
 
     @property
@@ -288,7 +196,6 @@ class ndarray:
     @property
     def flat(self) -> Any:
         """A flat iterator over the array (``cupy.flatiter``)."""
-        from .flatiter import flatiter
         return flatiter(self)
 
     @property
@@ -378,8 +285,7 @@ class ndarray:
         want = api.FUNCTIONS.get(name) if prefix is not None else None
         if want is None:
             if prefix == "" and name in _HOST_DISPATCH:  # metadata only: answered here
-                from .modules import build_modules
-                return build_modules()["cupy"].__dict__[name](*args, **kwargs)
+                return namespace()["cupy"].__dict__[name](*args, **kwargs)
             return NotImplemented
         return call(self._s, m.KIND_FUNCTION, name, want, None, args, kwargs, f"cupy.{name}")
 
@@ -545,8 +451,7 @@ def _copy(self, *args: Any, **kwargs: Any) -> "ndarray":
     the client's devices (kernelproxy.device_group)."""
     session = self._s
     if session.group is not None:
-        from .device_group import current_of, move_array
-        here = current_of(session)
+        here = current_session_of(session)
         if here is not session:
             return move_array(self, here, *args, **kwargs)
     return _forwarded_copy(self, *args, **kwargs)
@@ -555,9 +460,6 @@ def _copy(self, *args: Any, **kwargs: Any) -> "ndarray":
 _copy.__name__, _copy.__doc__ = "copy", _forwarded_copy.__doc__
 ndarray.copy = _copy
 
-from .operators import install_operators  # noqa: E402  (needs the class above)
-from .subclasses import as_subclass, view_of_subclass  # noqa: E402
-from .ufuncs import array_ufunc  # noqa: E402  (NumPy's ufuncs given a remote array)
-
 install_operators(ndarray)
-ndarray.__array_ufunc__ = array_ufunc
+ndarray.__array_ufunc__ = array_ufunc   # NumPy's ufuncs given a remote array
+register_array_class(ndarray)

@@ -10,9 +10,13 @@ object that is neither a scalar nor an array answer all False / all True, CuPy's
 
 from __future__ import annotations
 
+from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
-from .ndarray import _ARRAY, _OP_SYMBOLS, _UFUNC_SCALAR_TYPES, _operator, call
+from .issue import OP_SYMBOLS as _OP_SYMBOLS
+from .issue import UFUNC_SCALAR_TYPES as _UFUNC_SCALAR_TYPES
+from .issue import call
+from .issue import operator as _operator
 from .subclasses import of_subclass
 
 __all__ = ["install_operators"]
@@ -72,7 +76,7 @@ def _equality(name: str, fill: str, cls: type):
             return result if type(self) is cls else of_subclass(result, (self,))
         if other is None or (kind.__eq__ is object.__eq__
                              and (name == "eq" or kind.__ne__ is object.__ne__)):
-            return call(self._s, m.KIND_FUNCTION, fill, _ARRAY, None, (self,), {"dtype": bool}, label)
+            return call(self._s, m.KIND_FUNCTION, fill, api.ARRAY, None, (self,), {"dtype": bool}, label)
         return compare(self, other)
 
     method.__name__ = f"__{name}__"

@@ -19,14 +19,14 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
-from . import modules
 from . import ndarray as nd
+from .state import active_session, proxy_cupy
 
 __all__ = ["poly1d", "POLY_ROUTINES"]
 
 
 def _pool(name: str, *args: Any) -> Any:
-    return nd.call(modules.active_session(), m.KIND_FUNCTION, name, api.FUNCTIONS[name], None, args,
+    return nd.call(active_session(), m.KIND_FUNCTION, name, api.FUNCTIONS[name], None, args,
                    {}, f"cupy.{name}")
 
 
@@ -46,7 +46,7 @@ class poly1d:
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, c_or_r: Any, r: bool = False, variable: str | None = None) -> None:
-        cupy = modules.proxy_cupy()
+        cupy = proxy_cupy()
         if isinstance(c_or_r, (np.poly1d, poly1d)):
             self._coeffs = cupy.asarray(c_or_r.coeffs)
             self._variable = variable if variable is not None else c_or_r.variable
@@ -66,7 +66,7 @@ class poly1d:
     def coeffs(self) -> Any:
         """The coefficients, leading zeros trimmed (at least one: ``[0.]``)."""
         if not self._trimmed:
-            cupy = modules.proxy_cupy()
+            cupy = proxy_cupy()
             trimmed = cupy.trim_zeros(self._coeffs, trim="f")
             if trimmed.size == 0:
                 trimmed = cupy.array([0.0], self._coeffs.dtype)
@@ -203,7 +203,7 @@ class poly1d:
         if power < 0:
             raise ValueError("Negative powers are not supported.")
         if power >= self._coeffs.size:
-            self._coeffs = modules.proxy_cupy().pad(self._coeffs, (power - (self._coeffs.size - 1), 0))
+            self._coeffs = proxy_cupy().pad(self._coeffs, (power - (self._coeffs.size - 1), 0))
         self._coeffs[-power - 1] = value
 
     def integ(self, m: int = 1, k: Any = 0) -> Any:
@@ -224,7 +224,7 @@ def _power(x: Any, n: int) -> Any:
     """``x`` convolved with itself ``n`` times (by squaring: log n convolutions)."""
     if n == 0:
         return 1
-    convolve = modules.proxy_cupy().convolve
+    convolve = proxy_cupy().convolve
     result = None
     while True:
         if n & 1:
@@ -267,7 +267,7 @@ def polyval(p: Any, x: Any) -> Any:
             raise TypeError("p must be 1d ndarray or poly1d object")
         if p.ndim > 1:
             raise ValueError("p must be 1d array")
-        cupy = modules.proxy_cupy()
+        cupy = proxy_cupy()
         dtype = np.result_type(x.coeffs.dtype, 1)
         result, power = poly1d(cupy.array([0], dtype=dtype)), poly1d(cupy.array([1], dtype=dtype))
         for c in p[::-1]:   # Horner from the lowest power, as CuPy does

@@ -17,7 +17,8 @@ from typing import Any, Callable
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
-from .ndarray import call as _op
+from .issue import call as _op
+from .state import active_session
 
 __all__ = ["RemoteObject", "remote_attribute"]
 
@@ -66,7 +67,6 @@ class RemoteObject:
     def _create(self, args: tuple, kwargs: dict, wait: bool = False) -> str | None:
         """Create the worker's object from *args*; an error surfaces as an array op's does.
         With *wait*, wait for it and return the name of its type in the worker."""
-        from .modules import active_session
         session = active_session()
         self._s = session
         self._h = session.new_id()

@@ -32,7 +32,7 @@ from gpu_backend.protocol.errors import (InvalidHandleError, SessionLostError, e
                                          warning_class)
 from gpu_backend.protocol.staging import StagingRing
 from gpu_backend.protocol.staging import available as staging_available
-from gpu_backend.security import resolve_server_key, secure_client
+from gpu_backend.protocol.curve import resolve_server_key, secure_client
 
 from .array_meta import ArrayMetadata
 from .caller import caller

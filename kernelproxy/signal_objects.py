@@ -21,6 +21,7 @@ from typing import Any
 from gpu_backend.protocol import api
 
 from .remote_object import RemoteObject, remote_attribute
+from .state import proxy_cupy
 
 __all__ = ["LinearTimeInvariant", "lti", "dlti", "TransferFunction", "ZerosPolesGain",
            "StateSpace", "CZT", "ZoomFFT", "SIGNAL_OBJECTS"]
@@ -90,8 +91,7 @@ class TransferFunction(LinearTimeInvariant, remote="signal.TransferFunction"):
 
 
 def _padded(num: Any, den: Any, front: bool) -> tuple:
-    from . import modules
-    cp = modules.proxy_cupy()
+    cp = proxy_cupy()
     diff = len(num) - len(den)
     if diff == 0:
         return num, den

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .remote_object import RemoteObject, remote_attribute
+from .sparse_objects import adopt_matrix
 
 __all__ = ["SuperLU", "splu", "spilu", "factorized", "SPARSE_LU_NAMES"]
 
@@ -40,7 +41,6 @@ class SuperLU(RemoteObject, remote="sparse.linalg.SuperLU"):
                                 f"cupyx.scipy.sparse.linalg.SuperLU.{which}")
 
     def _adopt(self, hid: int, kind: str) -> Any:
-        from .sparse_objects import adopt_matrix
         return adopt_matrix(self._s, hid, kind)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "SuperLU":

@@ -22,8 +22,9 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
-from .ndarray import call as _op
+from .issue import call as _op
 from .remote_object import RemoteObject, remote_attribute
+from .state import proxy_cupy
 
 __all__ = ["spmatrix", "csr_matrix", "csc_matrix", "coo_matrix", "dia_matrix", "SPARSE_NAMES",
            "adopt_matrix"]
@@ -41,8 +42,7 @@ def _host_parts(arg: Any, fmt: str) -> tuple[Any, tuple | None]:
     shape), uploaded: CuPy's own constructor copies a SciPy matrix to the GPU likewise.
     Anything else as given (host arrays in a tuple are refused by CuPy, as locally)."""
     if type(arg).__module__.startswith("scipy.sparse") and hasattr(arg, "tocoo"):
-        from . import modules
-        up = modules.proxy_cupy().asarray
+        up = proxy_cupy().asarray
         if fmt == "coo":
             coo = arg.tocoo()
             return (up(coo.data), (up(coo.row), up(coo.col))), coo.shape

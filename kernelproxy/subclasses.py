@@ -13,7 +13,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from . import ndarray as nd
+from .issue import array_class
 
 __all__ = ["as_subclass", "subclass_template", "of_subclass", "view_of_subclass"]
 
@@ -23,7 +23,8 @@ def as_subclass(arr: Any, cls: type, template: Any) -> Any:
     *template*: the new object takes over the remote array's handle."""
     if type(arr) is tuple:
         return tuple(as_subclass(a, cls, template) for a in arr)
-    if type(arr) is not nd.ndarray or cls is nd.ndarray or arr._h is None:
+    plain = array_class()
+    if type(arr) is not plain or cls is plain or arr._h is None:
         return arr
     obj = object.__new__(cls)
     obj._s, obj._h, obj._m = arr._s, arr._h, arr._m
@@ -36,7 +37,7 @@ def as_subclass(arr: Any, cls: type, template: Any) -> Any:
 def subclass_template(args: tuple) -> Any:
     """The first input of a subclass, whose type a ufunc's result takes (CuPy's rule);
     None when every array input is a plain one."""
-    plain = nd.ndarray
+    plain = array_class()
     for a in args:
         if type(a) is not plain and isinstance(a, plain):
             return a
@@ -53,7 +54,7 @@ def view_of_subclass(result: Any, source: Any) -> Any:
     """A method's, attribute's or index's *result* on an instance of a subclass: a view of
     its memory is of the subclass, a copy stays plain. Which one it is, the pool says
     (``base``: two round trips, paid by subclasses only)."""
-    if type(result) is not nd.ndarray:
+    if type(result) is not array_class():
         return result
     owner = source.base
     owner = source if owner is None else owner

@@ -18,14 +18,14 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
-from . import ndarray as nd
+from .issue import UFUNC_SCALAR_TYPES, array_class, call
 from .subclasses import of_subclass
+from .state import active_session, proxy_cupy
 
 __all__ = ["ufunc", "make_ufunc", "special_ufunc_name", "array_ufunc"]
 
 
 def _session() -> Any:
-    from .modules import active_session
     return active_session()
 
 
@@ -60,7 +60,7 @@ class ufunc:
         return len(self.types)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        result = nd.call(_session(), m.KIND_FUNCTION, self.name, self._want, None, args, kwargs,
+        result = call(_session(), m.KIND_FUNCTION, self.name, self._want, None, args, kwargs,
                          self._label)
         if len(args) > self.nin or kwargs.get("out") is not None:
             return result   # the caller's own outputs, as given
@@ -73,7 +73,7 @@ class ufunc:
         if qualname not in api.FUNCTIONS:
             raise AttributeError(f"{self._label}.{method} is not available on gpu-workbench's "
                                  "remote GPU")
-        return nd.call(_session(), m.KIND_FUNCTION, qualname, api.FUNCTIONS[qualname], None,
+        return call(_session(), m.KIND_FUNCTION, qualname, api.FUNCTIONS[qualname], None,
                        args, kwargs, f"{self._label}.{method}")
 
     def reduce(self, array: Any, *args: Any, **kwargs: Any) -> Any:
@@ -89,7 +89,7 @@ class ufunc:
         return self._method("outer", (A, B), kwargs)
 
     def at(self, a: Any, indices: Any, b: Any = None) -> None:
-        if not isinstance(a, nd.ndarray):
+        if not isinstance(a, array_class()):
             raise TypeError(f"{self._label}.at works in place on a cupy.ndarray")
         args = (a, indices) if b is None else (a, indices, b)
         return self._method("at", args, {})
@@ -169,15 +169,14 @@ def array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any)
         operands = inputs + out
         kwargs["out"] = out[0]
     for x in operands:
-        if not (isinstance(x, (nd.ndarray, np.ndarray)) or type(x) in nd._UFUNC_SCALAR_TYPES):
+        if not (isinstance(x, (array_class(), np.ndarray)) or type(x) in UFUNC_SCALAR_TYPES):
             return NotImplemented
     if name in _COMPARISONS:
         inputs = tuple(x.item() if isinstance(x, np.ndarray) and x.ndim == 0 else x
                        for x in inputs)
     if method != "__call__":   # np.add.outer(x, y) and the like: the cupy ufunc's method
-        from .modules import proxy_cupy
         target = getattr(getattr(proxy_cupy(), name, None), method, None)
         return NotImplemented if target is None else target(*inputs, **kwargs)
-    result = nd.call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs,
+    result = call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs,
                   name if "." in name else f"cupy.{name}")
     return result if "out" in kwargs else of_subclass(result, inputs)

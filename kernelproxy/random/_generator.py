@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ndarray import ndarray as remote_array
 from ..cuda import get_device_id
-from ..modules import active_session
+from ..state import active_session
 from ..remote_object import RemoteObject
 from .curand import CURAND_RNG_PSEUDO_DEFAULT
 

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from . import _distributions, _generator
+from ..state import namespace
 
 __all__ = ["rand", "randn", "randint", "random_integers", "random_sample", "choice", "multinomial"]
 
@@ -56,8 +57,7 @@ def multinomial(n: int, pvals: Any, size: Any = None) -> Any:
     Drawn as CuPy draws them: ``n`` choices per sample, counted per outcome (here with
     one ``bincount`` over sample-major outcome indices, all of it in the pool).
     """
-    from ..modules import build_modules
-    cp = build_modules()["cupy"]
+    cp = namespace()["cupy"]
     shape = () if size is None else (size,) if isinstance(size, int) else tuple(size)
     samples = math.prod(shape)
     outcomes = len(pvals)

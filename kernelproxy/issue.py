@@ -1,0 +1,135 @@
+"""Issuing an op and shaping its result as CuPy returns it: what every proxy calls.
+
+``call`` submits one op to a session and turns the result into what CuPy would return:
+a new remote array (``wrap``, its handle named by the client), nothing, a value, or a
+structure of them. Python's operators on arrays go through ``operator``. The remote array
+class itself is :class:`kernelproxy.ndarray.ndarray`, which registers itself here when it
+is defined (:func:`register_array_class`): the modules that ``ndarray`` builds on (its
+operators, its ufunc protocol, its subclass rules) issue ops through this module without
+importing the class's.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.codec import Handle
+
+from .out_args import checked_out, given_outs, positional_out
+
+__all__ = ["call", "wrap", "operator", "array_class", "register_array_class", "FUSING",
+           "OP_SYMBOLS", "UFUNC_SCALAR_TYPES"]
+
+_ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
+_weak = weakref.ref
+
+_classes: list[type] = []
+
+
+def register_array_class(cls: type) -> None:
+    """The remote array class (``kernelproxy.ndarray.ndarray``), once it is defined."""
+    _classes[:] = [cls]
+
+
+def array_class() -> type:
+    """The remote array class (``cupy.ndarray``)."""
+    return _classes[0]
+
+
+def wrap(session: Any, hid: int) -> Any:
+    """A client array for a handle the session already issued or received."""
+    arr = object.__new__(_classes[0])
+    arr._s = session
+    arr._h = hid
+    arr._m = None
+    session.arrays[hid] = _weak(arr)
+    return arr
+
+
+class _Fusing(threading.local):
+    """How deep this thread is in calls of ``cupy.fuse``'d functions (kernelproxy.functional):
+    there, as in CuPy, an array has no Python scalar value."""
+
+    depth = 0
+
+
+FUSING = _Fusing()
+
+
+def _unwrap(session: Any, value: Any) -> Any:
+    if type(value) is Handle:
+        return wrap(session, int(value))
+    if isinstance(value, list):
+        return [_unwrap(session, v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_unwrap(session, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrap(session, v) for k, v in value.items()}
+    return value
+
+
+def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple,
+         kwargs: dict, label: str) -> Any:
+    """Issue an op and shape its result the way CuPy returns it."""
+    __tracebackhide__ = True  # IPython shows the user's frames, not ours
+    if want == _ARRAY:
+        out = checked_out(kwargs.get("out")) if kwargs else None
+        if out is None and args and kind in (m.KIND_FUNCTION, m.KIND_METHOD):
+            out = positional_out(kind, name, args)
+        if out is not None:
+            session.submit(kind, _NONE, None, name, target, args, kwargs, label)
+            return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        hid = session.new_id()
+        session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
+        return wrap(session, hid)
+    if want == _NONE:
+        if kind == m.KIND_FUNCTION and args and isinstance(args[0], np.ndarray):
+            # copyto, put, place, shuffle, ...: the pool would change a copy of a host array
+            raise TypeError(f"{label} works in place on a cupy.ndarray, not on a NumPy array")
+        session.submit(kind, _NONE, None, name, target, args, kwargs, label)
+        return None
+    if want == _VALUE:
+        return session.value(session.submit(kind, _VALUE, None, name, target, args, kwargs, label))
+    out = checked_out(kwargs.get("out")) if kwargs else None
+    if type(out) is tuple and len(out) > 1 and all(isinstance(o, _classes[0]) for o in out):
+        session.submit(kind, _NONE, None, name, target, args, kwargs, label)  # modf(x, out=(a, b))
+        return out
+    hid = session.new_id()
+    seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)
+    result = _unwrap(session, session.value(seq))
+    given = given_outs(kind, name, args, out)
+    if given is not None and isinstance(result, tuple) and len(result) >= len(given):
+        # the outputs given are the results, as in CuPy (divmod(a, b, out0) -> (out0, new))
+        given = given + (None,) * (len(result) - len(given))
+        result = tuple(r if o is None else o for r, o in zip(result, given))
+    return result
+
+
+OP_SYMBOLS = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+    "matmul": "@", "and_": "&", "or_": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
+    "lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">=",
+}
+
+
+#: Each operator's result kind and the label its errors name (built once, not per op).
+_OPERATOR_CALLS = {name: (want, f"operator {OP_SYMBOLS.get(name.lstrip('i'), name)}")
+                   for name, want in api.OPERATORS.items()}
+
+
+def operator(name: str, args: tuple, session: Any) -> Any:
+    """Python's operator *name* (``operator.add``'s name, ``"repr"``, ...) on *args*."""
+    __tracebackhide__ = True
+    want, label = _OPERATOR_CALLS[name]
+    return call(session, m.KIND_OPERATOR, name, want, None, args, {}, label)
+
+
+#: Scalars ``cupy.ndarray.__array_ufunc__`` accepts as operands (CuPy's ``_scalar.scalar_type_set``):
+#: Python's numeric types and the NumPy scalar types of the dtypes CuPy has.
+UFUNC_SCALAR_TYPES = frozenset([int, float, bool, complex] + [np.dtype(c).type for c in "?bhilqBHILQefdFD"])
