@@ -11,12 +11,32 @@ pool, the client or the kernel.
 
 from __future__ import annotations
 
-from . import queries
-from .data import load
-from .models import Catalog, Category, Kind, Link, LinkKind, Mechanism, System
+import importlib
+from typing import Any
 
 __all__ = ["load", "queries", "Catalog", "Category", "Kind", "Link", "LinkKind", "Mechanism", "System",
            "load_ipython_extension"]
+
+#: The package's names, each loaded when first used (the models and their data are not
+#: loaded by a module that only needs a small part of the package: catalog.magic_parser)
+_WHERE = {"load": ".data", "queries": ".", **{name: ".models" for name in (
+    "Catalog", "Category", "Kind", "Link", "LinkKind", "Mechanism", "System")}}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'catalog' has no attribute {name!r}")
+    if where == ".":
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def load_ipython_extension(ipython) -> None:

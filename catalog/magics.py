@@ -16,20 +16,14 @@ import shlex
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import ArgDecorator, MagicArgumentParser, magic_arguments
+from IPython.core.magic_arguments import ArgDecorator, magic_arguments
 
 from . import cli
+from .magic_parser import CommandParser
 from .queries import CatalogError
 from .render import CatalogView
 
 __all__ = ["CatalogMagics"]
-
-
-class _CommandParser(MagicArgumentParser):
-    """A subcommand's parser: its errors name the subcommand and show its usage."""
-
-    def error(self, message: str):
-        raise UsageError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")
 
 
 class _shared_grammar(ArgDecorator):
@@ -37,7 +31,7 @@ class _shared_grammar(ArgDecorator):
 
     def add_to_parser(self, parser, group):
         parser.prog = "%catalog"  # the subcommands' usage lines read '%catalog show ...'
-        cli.add_arguments(parser, parser_class=_CommandParser)
+        cli.add_arguments(parser, parser_class=CommandParser)
         parser.prog = "catalog"   # the top usage line gets its '%' from IPython's formatter
         return None
 

@@ -24,11 +24,13 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import ArgDecorator, MagicArgumentParser, magic_arguments
+from IPython.core.magic_arguments import ArgDecorator, magic_arguments
 
 import kernelproxy
 from gpu_backend.config import read_token
 from gpu_backend.security import load_public_key
+
+from catalog.magic_parser import CommandParser
 
 from .argv_values import glue_option_values
 from .connection import workbench
@@ -43,20 +45,13 @@ COMMANDS = ("status", "info", "sessions", "share", "memory", "connect", "disconn
 NOT_CONNECTED = "not connected: %gpu connect ADDRESS, or use the remote-GPU kernel"
 
 
-class _CommandParser(MagicArgumentParser):
-    """A subcommand's parser: its errors name the subcommand and show its usage."""
-
-    def error(self, message: str):
-        raise UsageError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")
-
-
 class _subcommands(ArgDecorator):
     """The subcommands of ``%gpu``, put on the magic's parser by ``magic_arguments``."""
 
     def add_to_parser(self, parser, group):
         parser.prog = "%gpu"  # the subcommands' usage lines read '%gpu connect ...'
         sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
-                                    parser_class=_CommandParser)
+                                    parser_class=CommandParser)
 
         def command(name: str, summary: str, usage: str | None = None):
             return sub.add_parser(name, help=summary, description=summary, usage=usage,
