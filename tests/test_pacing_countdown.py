@@ -1,7 +1,7 @@
 """How many ops a paced worker launches before it next marks and looks at its lease
 (``Pacer._next_countdown``), on a real NumPy device and a real (unconnected) lease socket.
 
-Fairness run 9 (docs/performance.md) found a holder launching 64 GEMMs of 0.7 ms in a row
+Fairness run 9 (docs/performance-log.md) found a holder launching 64 GEMMs of 0.7 ms in a row
 after its device had caught up while it waited for its own fence: a newcomer waited for
 all of them. The countdown may double while the device keeps up, but never past what the
 per-op estimate allows."""

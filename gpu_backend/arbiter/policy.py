@@ -59,7 +59,7 @@ AHEAD_CAP = 0.005
 #: (or stalled), and the newcomer launches anyway, its ops time-sliced beside it by CUDA.
 #: ``GPUWB_PREEMPT_PATIENCE_MS`` sets it, a diagnostic: 0 lets the newcomer launch beside
 #: the holder's last work at once (under CUDA MPS the two then run side by side, not
-#: time-sliced; docs/performance.md, run 55).
+#: time-sliced; docs/performance-log.md, run 55).
 PREEMPT_PATIENCE = float(os.environ.get("GPUWB_PREEMPT_PATIENCE_MS") or 5) * 1e-3
 #: Wall seconds a holder may overrun its hand-over before the next session is granted
 #: anyway: it is inside one long kernel, which cannot be preempted; the two then share

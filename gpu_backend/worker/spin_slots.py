@@ -2,7 +2,7 @@
 
 A sync after a pause pays for waking the worker: a thread blocked in ``poll`` takes tens of
 microseconds to run again on bare metal and hundreds on a cloud microVM, where the vCPU
-itself went to sleep (``docs/performance.md``, runs 46 and 48–49). A worker that keeps
+itself went to sleep (``docs/performance-log.md``, runs 46 and 48–49). A worker that keeps
 polling for a while after each message (a *long spin*) is awake when the next sync of a
 loop or of a person's next line comes, but it costs a core for as long as it spins. So the
 pool hands out a fixed number of *spin slots*, fewer than its host's cores, and only a
