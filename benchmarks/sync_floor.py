@@ -285,7 +285,7 @@ def client_parts(reps: int) -> dict:
     import kernelproxy
     from gpu_backend.pool import LocalPool
     from gpu_backend.worker.phases import read_summaries
-    from kernelproxy import session as session_module, unix_link
+    from kernelproxy import links, session as session_module
     from kernelproxy.modules import module_for
     spent: dict = {}
 
@@ -303,8 +303,8 @@ def client_parts(reps: int) -> dict:
         return fn
 
     steps = [(session_module.Session, "submit"), (session_module.Session, "flush"),
-             (session_module.Session, "_take_reply"), (unix_link.UnixDealer, "send"),
-             (unix_link.UnixDealer, "recv_multipart")]
+             (session_module.Session, "_take_reply"), (links.UnixLink, "send"),
+             (links.UnixLink, "recv")]
     originals = [(cls, name, timing(cls, name)) for cls, name in steps]
     where = tempfile.mkdtemp(prefix="gpuwb-phases-")
     os.environ["GPUWB_WORKER_PHASES"] = where

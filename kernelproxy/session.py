@@ -26,13 +26,12 @@ import numpy as np
 import zmq
 
 from gpu_backend.protocol import api, codec
-from gpu_backend.protocol.addresses import allow_ipv6
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import (InvalidHandleError, SessionLostError, error_class,
                                          warning_class)
 from gpu_backend.protocol.staging import StagingRing
 from gpu_backend.protocol.staging import available as staging_available
-from gpu_backend.protocol.curve import resolve_server_key, secure_client
+from gpu_backend.protocol.curve import resolve_server_key
 
 from .array_meta import ArrayMetadata
 from .caller import caller
@@ -40,7 +39,7 @@ from .connection import Heartbeat, door_request, hello, signed_in_request
 from .device_group import device_mismatch, open_devices
 from .streamed import receive_streamed, send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
-from .unix_link import UnixDealer
+from .links import WorkerLink, open_link, worker_address
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
 
@@ -107,8 +106,8 @@ def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike |
 
 
 def _weakly(lose: Callable[[str], Any]) -> Callable[[str], Any]:
-    """*lose* (a session's bound method) held weakly: the session's socket holds it, and the
-    session's finaliser holds the socket, which must not keep the session alive."""
+    """*lose* (a session's bound method) held weakly: the session's link holds it, and the
+    session's finaliser holds the link, which must not keep the session alive."""
     method = weakref.WeakMethod(lose)
 
     def lost(reason: str) -> Any:
@@ -121,11 +120,11 @@ def _weakly(lose: Callable[[str], Any]) -> Callable[[str], Any]:
     return lost
 
 
-def _release(ctx: zmq.Context, sock: Any, heartbeat: Heartbeat) -> None:
+def _release(ctx: zmq.Context, link: WorkerLink, heartbeat: Heartbeat) -> None:
     """A session's resources, let go without waiting for anyone (its finaliser)."""
     heartbeat.stop()
     try:
-        sock.close(linger=0)
+        link.close()
     except Exception:   # already closed, or half made
         pass
     ctx.destroy(linger=0)
@@ -184,36 +183,26 @@ class Session:
         self.runtime: dict = info.get("runtime") or {}
         self.memory_limit: int = info["memory_limit"]
         self.lease_timeout: float = info["lease_timeout"]
-        #: a same-host client (the pool's ipc:// door) talks to its worker over a Unix
-        #: socket (no ZeroMQ I/O threads to wake: see gpu_backend.protocol.framing)
-        local = info.get("worker_ipc") if address.startswith("ipc://") else None
-        if isinstance(local, str) and local.startswith("unix://"):
-            self.worker_address = local
-            self.sock = UnixDealer(local[len("unix://"):], lost=_weakly(self._lose), key=self.key)
-        else:
-            self.worker_address = f"{address.rsplit(':', 1)[0]}:{info['worker_port']}"
-            self.sock = self.ctx.socket(zmq.DEALER)
-            self.sock.setsockopt(zmq.LINGER, 0)
-            allow_ipv6(self.sock, self.worker_address)
-            if self.server_key is not None:  # the worker serves with the pool's key pair
-                secure_client(self.sock, self.server_key)
-            self.sock.connect(self.worker_address)
+        #: the worker's address (``unix://`` for a same-host client, else ``tcp://``) and the
+        #: link to it, chosen by that address's scheme (kernelproxy.links)
+        self.worker_address = worker_address(address, info)
+        self.link = open_link(self.worker_address, ctx=self.ctx, key=self.key,
+                              server_key=self.server_key, lost=_weakly(self._lose))
         self.heartbeat = Heartbeat(address, self.id, self.key, self.lease_timeout / 4,
-                                   self.server_key, watch_worker=not isinstance(self.sock, UnixDealer))
+                                   self.server_key, watch_worker=not self.link.tells_of_loss)
         self.heartbeat.start()
-        #: closes the socket and the context and stops the heartbeat, once: at close(), when
+        #: closes the link and the context and stops the heartbeat, once: at close(), when
         #: the session is lost, or when a session never closed is collected (never blocks:
         #: a context left to the collector could wait for ever for a socket of its own)
-        self._release = weakref.finalize(self, _release, self.ctx, self.sock, self.heartbeat)
+        self._release = weakref.finalize(self, _release, self.ctx, self.link, self.heartbeat)
         _interrupts_deferred.install()
         self.closed = False
         #: uploads larger than this stream in chunks (GPU devices: the copy to the GPU then
         #: overlaps the network; the NumPy device keeps one zero-copy frame)
         self.stream_threshold: int | None = self.device.get("stream_bytes")
         self.stream_chunk_bytes: int = self.stream_threshold or m.STREAM_CHUNK_BYTES
-        if (isinstance(self.sock, UnixDealer) and self.stream_threshold and staging_available()
-                and os.environ.get("GPUWB_STAGING", "1") != "0"):
-            self.sock.open_staging(self.key)
+        if self.stream_threshold and staging_available() and os.environ.get("GPUWB_STAGING", "1") != "0":
+            self.link.open_staging(self.key)   # (a link that has no ring says None)
         #: a factory ``progress(label, total_bytes)`` of reporters (``update(done)``,
         #: ``close()``) for streamed transfers, or None; the kernel shows them in the notebook
         self.progress: Any = None
@@ -252,7 +241,7 @@ class Session:
         """A same-host session's shared-memory ring: streamed transfers copy through it
         instead of the socket (kernelproxy.streamed; GPUWB_STAGING=0 turns it off). Its
         link holds it, and closes it with the socket."""
-        return getattr(self.sock, "staging", None)
+        return self.link.staging
 
     def new_id(self) -> int:
         return next(self._ids)
@@ -345,11 +334,8 @@ class Session:
                 header["y"] = 1
             if self.timing:
                 header["g"] = 1
-            sock = self.sock
             ops.insert(0, codec.packb(header))
-            sock.send(b"".join(ops), zmq.SNDMORE if payload else 0)
-            trackers = [sock.send(frame, zmq.SNDMORE if i < len(payload) else 0, copy=False, track=wait_sent)
-                        for i, frame in enumerate(payload, 1)]
+            trackers = self.link.send([b"".join(ops), *payload], track=wait_sent)
             self._in_flight.append((self._batch, first, last))
         if wait_sent:  # the caller may reuse its array once ZeroMQ has let go of it
             for tracker in trackers:
@@ -360,7 +346,7 @@ class Session:
     # ------------------------------------------------------------ receiving
     def _drain(self, timeout: float) -> None:
         """Read the replies that are already here (or arrive within *timeout*)."""
-        while self._in_flight and self.sock.poll(int(timeout * 1000)):
+        while self._in_flight and self.link.poll(int(timeout * 1000)):
             self._read_reply()
             timeout = 0
 
@@ -370,7 +356,7 @@ class Session:
     def _wait_through(self, seq: int | None) -> None:
         """Read replies until every batch is answered, or (with *seq*) the one carrying op *seq*."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
-        poll = self.sock.poll
+        poll = self.link.poll
         spin_until = time.perf_counter() + SPIN_SECONDS
         in_flight = self._in_flight
         while in_flight and (seq is None or in_flight[0][1] <= seq):
@@ -394,7 +380,7 @@ class Session:
             self._take_reply()
 
     def _take_reply(self) -> None:
-        frames = self.sock.recv_multipart(copy=False)
+        frames = self.link.recv()
         try:   # (a value may be a map keyed by numbers: value_indices; the pool is trusted so far)
             reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook,
                                     **{**codec.UNPACK_OPTIONS, "strict_map_key": False})
@@ -559,7 +545,7 @@ class Session:
                 self._dead[out] = reason
         self._seq = self._flushed_seq  # the dropped ops never existed for the worker
         if self._in_flight:
-            self.sock.send(codec.packb({"k": self.key, "c": self._in_flight[-1][0]}))
+            self.link.send([codec.packb({"k": self.key, "c": self._in_flight[-1][0]})])
 
     def release(self, hid: int, unread: bool = False) -> None:
         """Called when a client array is dropped: a free record joins the op stream here.
@@ -625,8 +611,8 @@ class Session:
         self.closed = True
         self.heartbeat.stop()
         try:
-            self.sock.send(codec.packb({"k": self.key, "t": "close", "b": 0}))
-            self.sock.poll(1000)
+            self.link.send([codec.packb({"k": self.key, "t": "close", "b": 0})])
+            self.link.poll(1000)
             door_request(self.ctx, self.address, {"t": "close", "session": self.id, "key": self.key}, 5,
                          server_key=self.server_key)
         except Exception:  # the pool may already be gone

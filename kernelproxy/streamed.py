@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import zmq
 
 from gpu_backend.protocol import api, codec
 from gpu_backend.protocol import messages as m
@@ -24,7 +23,7 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
     seq = session.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
                          [list(data.shape), chunks], label="upload")
     session.flush(drain=False)
-    sock = session.sock
+    link = session.link
     tracker = None
     ring = session.staging
     report = session.progress("upload", flat.size) if session.progress is not None else None
@@ -32,14 +31,13 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
         for i in range(chunks):
             part = flat[i * step:(i + 1) * step]
             if ring is not None:   # the bytes through shared memory, the message names the slot
-                sock.send(codec.packb(_into_slot(session, ring, part, {"k": session.key, "u": seq, "i": i})))
+                link.send([codec.packb(_into_slot(session, ring, part, {"k": session.key, "u": seq, "i": i}))])
             else:
-                sock.send(codec.packb({"k": session.key, "u": seq, "i": i}), zmq.SNDMORE)
-                tracker = sock.send(part, copy=False, track=True)
-            if report is not None:   # (sends block once ZeroMQ's queue is full)
+                tracker = link.send([codec.packb({"k": session.key, "u": seq, "i": i}), part], track=True)[-1]
+            if report is not None:   # (sends block once the link is full)
                 report.update(min((i + 1) * step, flat.size))
         if tracker is not None:
-            tracker.wait()  # ZeroMQ sends in order: once the last chunk is out, all are
+            tracker.wait()  # messages go in order: once the last chunk is out, all are
     finally:
         if report is not None:
             report.close()
@@ -72,12 +70,12 @@ def receive_streamed(session: Any, dtype: np.dtype, shape: list, chunks: int) ->
     ring = session.staging
     try:
         for _ in range(chunks):
-            while not session.sock.poll(1000):
+            while not session.link.poll(1000):
                 _check_alive(session)
             if ring is not None:
                 offset += _out_of_slot(session, ring, view[offset:])
             else:
-                offset += session.sock.recv_into(view[offset:])
+                offset += session.link.recv_into(view[offset:])
             if report is not None:
                 report.update(offset)
     finally:
@@ -91,8 +89,8 @@ def receive_streamed(session: Any, dtype: np.dtype, shape: list, chunks: int) ->
 def _out_of_slot(session: Any, ring: StagingRing, view: memoryview) -> int:
     """A staged download chunk: its message names the slot; copy it into *view* and count
     it done, so the worker may fill the slot again. Returns its length."""
-    frames = session.sock.recv_multipart()
-    header = codec.unpackb(frames[0]) if len(frames) == 1 else None
+    frames = session.link.recv()
+    header = codec.unpackb(frames[0].bytes) if len(frames) == 1 else None
     chunk, slot, nbytes = (header.get("g"), header.get("s"), header.get("n")) \
         if isinstance(header, dict) else (None, None, None)
     if chunk != ring.downloads_sent or type(nbytes) is not int or nbytes > view.nbytes \

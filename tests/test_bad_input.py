@@ -523,8 +523,9 @@ KILLED_CLIENT = textwrap.dedent("""
     import sys, time
     import numpy as np, zmq
     import kernelproxy
-    from gpu_backend.protocol import api, codec
+    from gpu_backend.protocol import api, codec, framing
     from gpu_backend.protocol import messages as m
+    from kernelproxy import links
     from kernelproxy.modules import module_for
 
     s = kernelproxy.connect(sys.argv[1], sys.argv[2])
@@ -535,10 +536,17 @@ KILLED_CLIENT = textwrap.dedent("""
     # a batch whose first frame is sent and whose data frame never is
     record = (codec.packb([s._seq + 1, m.KIND_UPLOAD, api.ARRAY, 999, "<f8"])
               + codec.packb([None, [[1 << 20]], {}]))
-    s.sock.send(codec.packb({"k": s.key, "b": s._batch + 1, "n": 1, "r": None}) + record,
-                zmq.SNDMORE)
-    s.sock.send(np.ones(1 << 19).tobytes(), zmq.SNDMORE)
+    frames = [codec.packb({"k": s.key, "b": s._batch + 1, "n": 1, "r": None}) + record,
+              np.ones(1 << 19).tobytes()]
     print(s.id, flush=True)
+    sys.stdin.readline()   # (once the test has seen the session's memory in the status)
+    if isinstance(s.link, links.ZmqLink):   # the first frame, and part of the data
+        s.link.sock.send(frames[0], zmq.SNDMORE)
+        s.link.sock.send(frames[1], zmq.SNDMORE)
+    else:                                   # the message's head and half its bytes
+        wire = b"".join(bytes(v) for v in framing.message_views(frames))
+        s.link.sock.sendall(wire[:len(wire) // 2])
+    print("sent", flush=True)
     time.sleep(120)
 """)
 
@@ -560,8 +568,8 @@ def _worker_of(pool: LocalPool, sid: str):
 def test_client_killed_mid_batch(bad_pool, bystander):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     child = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, bad_pool.address,
-                              bad_pool.token], stdout=subprocess.PIPE, text=True, env=env,
-                             cwd=ROOT)
+                              bad_pool.token], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, env=env, cwd=ROOT)
     try:
         sid = child.stdout.readline().strip()
         assert sid, "the client did not start"
@@ -576,6 +584,9 @@ def test_client_killed_mid_batch(bad_pool, bystander):
         wait_for(its_usage, 10, "the killed client's memory to show in the status")
         process = _worker_of(bad_pool, sid)
         assert process is not None and process.poll() is None
+        child.stdin.write("go\n")   # now the half-sent batch, and the kill
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "sent"
         killed_at = time.monotonic()
         child.send_signal(signal.SIGKILL)
         child.wait(10)

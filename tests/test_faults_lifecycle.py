@@ -111,7 +111,7 @@ def test_a_lost_session_has_let_go_of_its_sockets():
         with pytest.raises(kernelproxy.SessionLostError):
             while True:
                 float((x + 1).sum())
-        assert session.sock.closed and session.ctx.closed
+        assert session.link.closed and session.ctx.closed
         assert until(lambda: not session.heartbeat.is_alive(), 10)
         session.close()   # (closing a lost session is harmless)
         # Heartbeat keeps threading.Thread's own methods usable

@@ -89,7 +89,7 @@ def _staged_chunk(s, ring, fields):
         header = {"k": s.key, "u": seq, "i": i, "s": ring.slot_of(g), "g": g, "n": CHUNK}
         if i == 0:
             header.update(fields)
-        s.sock.send(codec.packb(header))
+        s.link.send([codec.packb(header)])
     ring.uploads_sent += 2
     return seq
 
@@ -114,7 +114,7 @@ def test_a_staged_chunk_from_a_client_without_a_ring_is_refused(pool):
         seq = s.submit(m.KIND_UPLOAD, api.ARRAY, s.new_id(), codec.dtype_spec(np.dtype("f8")), None,
                        [[CHUNK // 8], 1], label="upload")
         s.flush(drain=False)
-        s.sock.send(codec.packb({"k": s.key, "u": seq, "i": 0, "s": 0, "g": 0, "n": CHUNK}))
+        s.link.send([codec.packb({"k": s.key, "u": seq, "i": 0, "s": 0, "g": 0, "n": CHUNK})])
         with pytest.raises(ProtocolError, match="without a staging ring"):
             s.sync()
         assert float(module_for(s).arange(10).sum()) == 45.0
