@@ -19,7 +19,7 @@ import kernelproxy
 from gpu_backend.pool import LocalPool
 from kernelproxy.modules import module_for
 
-from gpu_backend.worker.links import MAX_PEERS
+from gpu_backend.worker.unix_listener import MAX_PEERS
 
 from .hostile import Impersonator, public_text, unix_sockets, worker_processes
 from .waiting import until

@@ -1,148 +1,97 @@
-"""Where a session worker's client messages come from: ZeroMQ, and a Unix socket.
+"""Where a session worker's client messages come from: its links, one interface.
 
-A worker serves one session but does not know beforehand how its client will
-come: a remote client over the ROUTER socket (``tcp://``), a client on the
-pool's host over a plain Unix-domain socket (see
-:mod:`gpu_backend.protocol.framing` for why not ZeroMQ's ``ipc://``). This
-object listens on both and gives the server one way to wait, read and reply.
-A message's *ident* says where the answer goes: bytes for a ROUTER peer, a
-:class:`UnixPeer` for a Unix connection.
-
-Replies to a Unix peer never block the worker against its client: while the
-socket is full the worker reads what the client sends meanwhile (kept, in
-order, for later), so a client writing a large upload and a worker writing a
-large reply always progress. A connection that breaks the framing or stalls
-mid-message is closed; the others go on.
-
-Any local user can connect to the Unix socket (its path is in the system's table
-of Unix sockets, /proc/net/unix). Every batch carries the session key, so such a
-peer reaches nothing; but a peer that sent half a message would hold the worker
-in its read. So a Unix peer is *untrusted* until its first message, a small
-``{"t": "auth", "k": key}``, has arrived whole and named the session's key: until
-then the worker only takes what has arrived, never waits for the rest, and
-drops the peer if it sends anything else, more than AUTH_BYTES, or takes longer
-than AUTH_SECONDS. When the worker has MAX_PEERS connections, a new one pushes
-out the oldest untrusted one, so a crowd of idle connections cannot lock the
-session's client out.
+A worker serves one session but does not know beforehand how its client will come: a
+remote client over ZeroMQ (``tcp://``: a ROUTER socket, CurveZMQ off loopback), a client
+on the pool's host over a Unix-domain socket (``unix://``:
+:mod:`gpu_backend.worker.unix_listener`). :func:`open_links` opens those the pool asks for,
+by address scheme, in one place; :class:`ClientLinks` gives the server one way to wait,
+read and reply over all of them. A message's *ident* says where the answer goes: bytes for
+a ROUTER peer, a :class:`UnixPeer` for a Unix connection. (The client's side of the same
+links is :mod:`kernelproxy.links`.)
 """
 
 from __future__ import annotations
 
-import array
-import hmac
-import os
-import select
-import socket
 import time
-from collections import deque
 from typing import Any
 
 import zmq
 
-from ..protocol.codec import unpackb
-from ..protocol.errors import ProtocolError
-from ..protocol.framing import IOV_MAX, MessageReader, consume, message_views
+from ..protocol.addresses import allow_ipv6
+from ..security import load_server_keys, secure_server
+from .unix_listener import STALL_SECONDS, UnixListener, UnixPeer
 
-__all__ = ["ClientLinks", "UnixPeer"]
+__all__ = ["ClientLinks", "UnixPeer", "open_links", "STALL_SECONDS"]
 
-#: A Unix peer that stops mid-message (or stops reading a reply) for this long is dropped.
-STALL_SECONDS = 60.0
-#: Connections accepted at once (the session's client needs one).
-MAX_PEERS = 8
-#: The send buffer asked for on a peer's connection.
-SEND_BUFFER = 4 << 20
-#: An untrusted peer's first message (the key) is at most this large...
-AUTH_BYTES = 4096
-#: ... and arrives within this many seconds of its connection, or the peer is dropped.
-AUTH_SECONDS = 5.0
+#: A client that reads nothing for this long while the worker sends to it is given up on.
+SEND_TIMEOUT = 60.0
 _RCVMORE = zmq.RCVMORE
 # plain ints: `int & zmq.POLLIN` goes through the enum's __and__ (a microsecond, per look)
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 
-class UnixPeer:
-    __slots__ = ("sock", "fd", "staging", "reader", "trusted", "since")
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock   # non-blocking: a read or write that would block waits in a poll
-        self.fd = sock.fileno()
-        #: whether it has proved the session key (only then does a read wait for it)
-        self.trusted = False
-        self.since = time.monotonic()
-        #: the connection's messages, read through one buffer (a small one in one recv)
-        self.reader = MessageReader(sock, self._wait_readable)
-        #: the shared-memory ring for large transfers, once the client asked for one
-        #: (:mod:`gpu_backend.worker.staged`)
-        self.staging = None
-
-    def _wait_readable(self) -> None:
-        """The rest of a message is due: wait for it, at most STALL_SECONDS."""
-        poller = select.poll()
-        poller.register(self.fd, select.POLLIN)
-        if not poller.poll(STALL_SECONDS * 1000):
-            raise TimeoutError(f"the client stopped mid-message for {STALL_SECONDS:g} s")
-
-    def hung_up(self) -> bool:
-        """Whether the client's end of the connection is closed (never blocks)."""
-        poller = select.poll()
-        poller.register(self.fd, 0)   # POLLHUP and POLLERR are always reported
-        return any(mask & (select.POLLHUP | select.POLLERR) for _fd, mask in poller.poll(0))
+def open_links(ctx: zmq.Context, bind_host: str, key_file: str | None = None,
+               unix_path: str | None = None) -> "ClientLinks":
+    """The worker's links: a ROUTER on a free port of *bind_host* (a CURVE server with the
+    pool's key pair when *key_file* is given), and a Unix socket at *unix_path* if any."""
+    router = ctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    # A ROUTER silently drops what exceeds its high-water mark; streamed
+    # downloads can be thousands of messages, so block instead (bounded).
+    router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    router.setsockopt(zmq.SNDTIMEO, int(SEND_TIMEOUT * 1000))
+    if key_file:  # the pool's key pair: a CURVE server, set up once, before bind
+        secure_server(router, load_server_keys(key_file))
+    allow_ipv6(router, bind_host)
+    port = router.bind_to_random_port(f"tcp://{bind_host}")
+    return ClientLinks(router, port, UnixListener(unix_path) if unix_path else None)
 
 
 class ClientLinks:
-    def __init__(self, router: zmq.Socket, unix_path: str | None = None) -> None:
+    """A worker's ROUTER and, for same-host clients, its Unix listener, read as one."""
+
+    def __init__(self, router: zmq.Socket, port: int, unix: UnixListener | None = None) -> None:
         self.router = router
-        #: the session's key, once assigned: what a Unix peer's first message must carry
-        self.key = b""
-        self.unix_path = unix_path
-        self.listener: socket.socket | None = None
-        self.peers: dict[int, UnixPeer] = {}
-        #: complete messages read from Unix peers ahead of time (while writing, or peeking)
-        self.ready: deque = deque()
-        self._poller = select.poll()   # the Unix fds (the listener and each peer)
-        self._zmq_poller: zmq.Poller | None = None
-        if unix_path is not None:
-            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            if os.path.exists(unix_path):
-                os.unlink(unix_path)
-            self.listener.bind(unix_path)
-            os.chmod(unix_path, 0o666)
-            self.listener.listen(MAX_PEERS)
-            self.listener.setblocking(False)
-            self._poller.register(self.listener.fileno(), select.POLLIN)
+        #: the ROUTER's port, and the Unix socket's address: what ``ready`` tells the pool
+        self.port = port
+        self.unix = unix
+        self.unix_path = unix.path if unix is not None else None
+        self.ipc = f"unix://{unix.path}" if unix is not None else None
+
+    @property
+    def key(self) -> bytes:
+        return self.unix.key if self.unix is not None else b""
+
+    @key.setter
+    def key(self, key: bytes) -> None:
+        """The session's key, once assigned: what a Unix peer's first message must carry."""
+        if self.unix is not None:
+            self.unix.key = key
 
     # ------------------------------------------------------------ waiting
     def register(self, poller: zmq.Poller) -> None:
         """Put every source in the server's poller (peers accepted later join it too)."""
-        self._zmq_poller = poller
         poller.register(self.router, zmq.POLLIN)
-        if self.listener is not None:
-            poller.register(self.listener.fileno(), zmq.POLLIN)
-        for peer in self.peers.values():
-            poller.register(peer.fd, zmq.POLLIN)
+        if self.unix is not None:
+            self.unix.register(poller)
 
     def mine(self, events: dict) -> bool:
         """Whether the server's poll *events* include one of ours."""
         if self.router in events:
             return True
-        return bool(self.ready) or any(fd in events for fd in self._fds()) \
-            or any(peer.reader.buffered and peer.trusted for peer in self.peers.values())
-
-    def _fds(self) -> list[int]:
-        fds = list(self.peers)
-        if self.listener is not None:
-            fds.append(self.listener.fileno())
-        return fds
+        unix = self.unix
+        return unix is not None and (any(fd in events for fd in unix.fds()) or unix.buffered())
 
     def poll(self, timeout_ms: int = 0) -> bool:
         """Whether a client message is waiting (within *timeout_ms*)."""
-        if self.ready:
+        unix = self.unix
+        if unix is not None and unix.ready:
             return True
         if self.router.get(_EVENTS) & _POLLIN:
             return True
-        if self.listener is None:
+        if unix is None:
             return bool(self.router.poll(timeout_ms))
-        if self._ready_peer() is not None:
+        if unix.ready_peer() is not None:
             return True
         if not timeout_ms:
             return False
@@ -150,7 +99,7 @@ class ClientLinks:
         while True:   # both kinds: ZeroMQ's socket and ours, in one wait
             poller = zmq.Poller()
             poller.register(self.router, zmq.POLLIN)
-            for fd in self._fds():
+            for fd in unix.fds():
                 poller.register(fd, zmq.POLLIN)
             left = deadline - time.monotonic()
             if left <= 0:
@@ -158,90 +107,19 @@ class ClientLinks:
             events = dict(poller.poll(left * 1000))
             if self.router in events:
                 return True
-            if events and self._ready_peer() is not None:
+            if events and unix.ready_peer() is not None:
                 return True
-
-    def _ready_peer(self, timeout_ms: int = 0) -> UnixPeer | None:
-        """A Unix peer with data to read (already buffered, or on its socket), or that hung
-        up (reading says so), accepting the connections met on the way; None if there is none."""
-        for peer in self.peers.values():
-            if peer.reader.buffered and peer.trusted:   # (an untrusted one's half message waits)
-                return peer
-        for fd, _event in self._poller.poll(timeout_ms):
-            if self.listener is not None and fd == self.listener.fileno():
-                self._accept()
-            elif fd in self.peers:
-                return self.peers[fd]
-        return None
-
-    def _accept(self) -> None:
-        try:
-            conn, _ = self.listener.accept()
-        except (BlockingIOError, InterruptedError):
-            return
-        if len(self.peers) >= MAX_PEERS:   # make room: the closed ones, else an untrusted one
-            for peer in [p for p in self.peers.values() if p.hung_up() and not p.reader.buffered]:
-                self.drop(peer)
-        if len(self.peers) >= MAX_PEERS:
-            untrusted = [p for p in self.peers.values() if not p.trusted]
-            if not untrusted:
-                conn.close()
-                return
-            self.drop(min(untrusted, key=lambda p: p.since))
-        # non-blocking, not a timeout: a socket with a timeout polls before every call
-        conn.setblocking(False)
-        try:   # fewer wake-ups per large reply (the kernel caps it at net.core.wmem_max)
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
-        except OSError:
-            pass
-        peer = UnixPeer(conn)
-        self.peers[peer.fd] = peer
-        self._poller.register(peer.fd, select.POLLIN)
-        if self._zmq_poller is not None:
-            self._zmq_poller.register(peer.fd, zmq.POLLIN)
-        self._authenticate(peer)   # its key is often here already
-
-    def _authenticate(self, peer: UnixPeer) -> None:
-        """Take what an untrusted peer has sent, without waiting; trust it once its first
-        message has come whole with the session's key, drop it at anything else."""
-        try:
-            frames = peer.reader.read_buffered_message(AUTH_BYTES)
-            if frames is None:
-                if time.monotonic() - peer.since > AUTH_SECONDS:
-                    raise ProtocolError("no key in time")
-                return
-            msg = unpackb(frames[0].bytes) if len(frames) == 1 else None
-            key = msg.get("k") if isinstance(msg, dict) and msg.get("t") == "auth" else None
-            if not (self.key and isinstance(key, bytes) and hmac.compare_digest(key, self.key)):
-                raise ProtocolError("the first message did not carry the session key")
-        except (EOFError, OSError, ValueError, ProtocolError):   # (the codec's are ValueErrors)
-            self.drop(peer)
-            return
-        peer.trusted = True
-
-    def drop(self, peer: UnixPeer) -> None:
-        self.peers.pop(peer.fd, None)
-        for poller in (self._poller, self._zmq_poller):
-            if poller is not None:
-                try:
-                    poller.unregister(peer.fd)
-                except (KeyError, ValueError):
-                    pass
-        peer.sock.close()
-        if peer.staging is not None:
-            peer.staging.close()
-            peer.staging = None
 
     # ------------------------------------------------------------ reading
     def recv_message(self) -> tuple[Any, list] | None:
         """The next client message as (ident, frames), or None if what woke us was no
         message (a new connection, a peer that closed or broke the framing)."""
-        if self.ready:
-            return self.ready.popleft()
+        unix = self.unix
+        if unix is not None and unix.ready:
+            return unix.ready.popleft()
         if self.router.get(_EVENTS) & _POLLIN:
             return self._recv_router()
-        peer = self._ready_peer() if self.listener is not None else None
-        return self._recv_peer(peer) if peer is not None else None
+        return unix.next_message() if unix is not None else None
 
     def _recv_router(self) -> tuple[bytes, list]:
         sock = self.router
@@ -253,18 +131,6 @@ class ClientLinks:
         while more(_RCVMORE):
             frames.append(sock.recv(copy=False))
         return ident, frames
-
-    def _recv_peer(self, peer: UnixPeer) -> tuple[UnixPeer, list] | None:
-        if not peer.trusted:
-            self._authenticate(peer)
-            return None
-        try:
-            frames = peer.reader.read_message()
-        except (EOFError, OSError, ProtocolError):   # closed, stalled or not our framing
-            self.drop(peer)
-            return None
-        # the executor reads the first frame as bytes, array payloads as buffers
-        return peer, [frames[0].bytes, *frames[1:]] if frames else []
 
     # ------------------------------------------------------------ writing
     def send_message(self, ident: Any, frames: list, timeout: float = STALL_SECONDS,
@@ -278,56 +144,16 @@ class ClientLinks:
             for i, frame in enumerate(frames):
                 sock.send(frame, zmq.SNDMORE if i < last else 0, copy=False)
             return
-        if ident.fd not in self.peers:
+        if ident.fd not in self.unix.peers:
             raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
-        self._write(ident, frames, timeout, fds)
+        self.unix.write(ident, frames, timeout, fds)
 
-    def _write(self, peer: UnixPeer, frames: list, timeout: float, fds: tuple = ()) -> None:
-        views = message_views(frames)
-        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-        try:   # most replies fit the socket's buffer at once: no poll needed
-            consume(views, peer.sock.sendmsg(views[:IOV_MAX], ancillary, socket.MSG_DONTWAIT))
-            ancillary = []
-        except (BlockingIOError, InterruptedError):
-            pass
-        except OSError as exc:
-            self.drop(peer)
-            raise zmq.ZMQError(zmq.EHOSTUNREACH, f"the client's connection broke: {exc}") from None
-        if not views:
-            return
-        poller = select.poll()
-        poller.register(peer.fd, select.POLLIN | select.POLLOUT)
-        deadline = time.monotonic() + timeout
-        while views:
-            events = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
-            if not events:
-                self.drop(peer)
-                raise zmq.ZMQError(zmq.EAGAIN, "the client stopped reading")
-            mask = events[0][1]
-            if mask & select.POLLIN:   # read what the client sends meanwhile: no deadlock
-                got = self._recv_peer(peer)
-                if got is None:
-                    raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
-                self.ready.append(got)
-                continue
-            if mask & (select.POLLERR | select.POLLHUP):
-                self.drop(peer)
-                raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
-            try:
-                sent = peer.sock.sendmsg(views[:IOV_MAX], ancillary, socket.MSG_DONTWAIT)
-                ancillary = []
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError as exc:
-                self.drop(peer)
-                raise zmq.ZMQError(zmq.EHOSTUNREACH, f"the client's connection broke: {exc}") from None
-            consume(views, sent)
+    def drop(self, peer: UnixPeer) -> None:
+        """Close a Unix peer's connection (the others go on)."""
+        self.unix.drop(peer)
 
     def close(self) -> None:
-        for peer in list(self.peers.values()):
-            self.drop(peer)
-        if self.listener is not None:
-            self.listener.close()
-            if self.unix_path and os.path.exists(self.unix_path):
-                os.unlink(self.unix_path)
+        if self.unix is not None:
+            self.unix.close()
         self.router.close()
+

@@ -25,18 +25,16 @@ import zmq
 
 from ..devices import open_device
 from ..gc_pauses import settle
-from ..protocol.addresses import allow_ipv6
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
 from ..run_dir import remove_run_dir
-from ..security import load_server_keys, secure_server
 from .executor import Executor
 from .grants import GRANT_STEP, MIN_STEP, MemoryGrant
 from .handles import HandleTable
 from .lease import DeviceLease
 from . import staged
 from .control import ControlChannel, ControlClosed
-from .links import ClientLinks, UnixPeer
+from .links import UnixPeer, open_links
 from .pacing import Pacer
 from .phases import PhaseClock
 from .spin_slots import SpinSlots
@@ -48,8 +46,6 @@ USAGE_INTERVAL = 0.5
 CHUNK_TIMEOUT = 30.0
 #: A request for memory that the pool does not answer in this long is refused.
 GROW_TIMEOUT = 10.0
-#: A client that reads nothing for this long while we send to it is given up on.
-SEND_TIMEOUT = 60.0
 #: After answering a batch, poll without sleeping this long: an interactive
 #: client's next batch usually follows at once, and a sleeping thread takes
 #: tens of microseconds to wake.
@@ -72,22 +68,11 @@ class WorkerServer:
         #: set when the control channel hung up: the pool has gone (killed or stopped)
         self.pool_gone = False
         self.stopped = False     # told to stop by the pool
-        self.sock = self.ctx.socket(zmq.ROUTER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        # A ROUTER silently drops what exceeds its high-water mark; streamed
-        # downloads can be thousands of messages, so block instead (bounded).
-        self.sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self.sock.setsockopt(zmq.SNDTIMEO, int(SEND_TIMEOUT * 1000))
-        if key_file:  # the pool's key pair: a CURVE server, set up once, before bind
-            secure_server(self.sock, load_server_keys(key_file))
-        allow_ipv6(self.sock, bind_host)
-        self.port = self.sock.bind_to_random_port(f"tcp://{bind_host}")
-        #: a client on this host comes over a Unix socket in the pool's ipc directory
-        # its name is unguessable (the directory is not listable): only the client told it
-        # in its hello reply can connect, so no other local user can stall the worker
+        #: its clients: a ROUTER (tcp://) and, for clients on this host, a Unix socket in the
+        #: pool's same-host directory, whose name only the session's hello reply tells (a
+        #: local user who finds it anyway is not waited for until it proves the key: links)
         unix_path = os.path.join(ipc_dir, f"{worker_id}-{secrets.token_hex(12)}") if ipc_dir else None
-        self.ipc = f"unix://{unix_path}" if unix_path else None
-        self.links = ClientLinks(self.sock, unix_path)
+        self.links = open_links(self.ctx, bind_host, key_file, unix_path)
         self.key = b""
         self.user = ""         # the session's user (names diagnostics only)
         self.table = HandleTable(self.device)
@@ -181,7 +166,7 @@ class WorkerServer:
         """Report ready, then block until assigned (True) or told to stop (False). What
         start-up made is frozen out of the garbage collector's sight first (gc_pauses)."""
         settle()
-        self._send_control({"t": "ready", "port": self.port, "ipc": self.ipc, "info": self.device.info(),
+        self._send_control({"t": "ready", "port": self.links.port, "ipc": self.links.ipc, "info": self.device.info(),
                             "runtime": self.device.runtime_facts(), "lease": self.lease_id})
         while not self.pool_gone:
             if self.control.poll(1.0):
