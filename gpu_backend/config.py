@@ -55,6 +55,11 @@ class PoolSettings(BaseSettings):
                                    "less one)")
     metrics_port: int | None = Field(None, ge=0, le=65535, description="serve Prometheus "
                                      "metrics on this port (0: any free port); none: no metrics")
+    preempt_patience_ms: float = Field(5.0, ge=0, le=1000, description="a diagnostic: fair "
+                                       "policy, how long a preempting newcomer waits for the "
+                                       "holder's launched work to drain")
+    arbiter_trace: Path | None = Field(None, description="a diagnostic: append every arbiter "
+                                       "decision to this file as a JSON line")
     metrics_address: str = Field("127.0.0.1", description="the metrics server's address "
                                  "(0.0.0.0 for a scraper on another host)")
 

@@ -145,7 +145,10 @@ class FrontDoor:
         #: decides who may launch work on each device (None: CUDA time-slicing, policy "none")
         self.arbiter = (Arbiter(self.ctx, settings.policy, self.devices,
                                 quantum=settings.quantum_ms / 1e3,
-                                period=settings.period_ms / 1e3, run_dir=self.run_dir).start()
+                                period=settings.period_ms / 1e3, run_dir=self.run_dir,
+                                preempt_patience=settings.preempt_patience_ms / 1e3,
+                                trace=str(settings.arbiter_trace) if settings.arbiter_trace
+                                else None).start()
                         if settings.policy != "none" else None)
         #: what every worker is started with (pool_workers.spawn_worker)
         self._worker_options = WorkerOptions(

@@ -40,6 +40,7 @@ from .device_group import device_mismatch, open_devices
 from .streamed import receive_streamed, send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
 from .links import WorkerLink, open_link, worker_address
+from .settings import SessionSettings
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
 
@@ -53,27 +54,20 @@ FLUSH_OPS = 512
 #: one batch; between two syncs the size that goes early doubles with each such batch
 #: (8, 16, ... FLUSH_OPS), so a long stream of ops without a sync still travels in
 #: large batches (each batch costs both processes a fixed few tens of microseconds).
-#: ``GPUWB_EAGER_FLUSH=0`` holds them (for measuring the difference).
-EAGER_FLUSH = os.environ.get("GPUWB_EAGER_FLUSH", "1") not in ("", "0")
+#: ``GPUWB_EAGER_FLUSH=0`` holds them (SessionSettings.eager_flush).
 EAGER_OPS = 8
-#: After each early batch the size that goes early is multiplied by this (until a sync).
-#: ``GPUWB_EAGER_GROWTH=1`` keeps it at EAGER_OPS (a diagnostic: benchmarks compare the two).
-EAGER_GROWTH = max(1, int(os.environ.get("GPUWB_EAGER_GROWTH") or 2))
+#: After each early batch the size that goes early is multiplied by this (until a sync);
+#: a session's ``eager_growth`` (1 keeps it at EAGER_OPS: tests compare the two).
+EAGER_GROWTH = 2
 #: How long close() waits for the worker to answer what was already sent.
 CLOSE_WAIT = 5.0
-#: ``GPUWB_LAUNCH_BLOCKING=1``: every op waits for its reply, so its error (a bad argument,
-#: an out-of-memory) is raised by the call that issued it rather than at the next sync
-#: point. For debugging and for CuPy's test suite, whose ``pytest.raises`` blocks expect it.
-LAUNCH_BLOCKING = os.environ.get("GPUWB_LAUNCH_BLOCKING", "") not in ("", "0")
 #: How long a sync point polls without sleeping before it blocks. Local CuPy spins
 #: through a whole synchronize (CUDA's default with more cores than GPUs); a thread that
 #: sleeps takes tens of microseconds to wake (hundreds after idle, on some hosts), as
 #: much as a small op's whole round trip. A millisecond covers a small op even on a
 #: slow host, and after it the wait sleeps: a long op costs the client little CPU.
 #: With few cores, spinning steals the CPU the worker needs, so it is off.
-#: ``GPUWB_CLIENT_SPIN`` (seconds) overrides it, for measuring what a wake-up costs.
-SPIN_SECONDS = float(os.environ.get("GPUWB_CLIENT_SPIN")
-                     or (1e-3 if (os.cpu_count() or 1) >= 4 else 0.0))
+SPIN_SECONDS = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
 #: Host arrays at least this large travel as their own zero-copy frame.
 INLINE_BYTES = 1 << 14
 
@@ -149,8 +143,11 @@ class Session:
 
     def __init__(self, address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
                  user: str | None = None, memory_limit: int | None = None,
-                 timeout: float = 150.0, apart_from: list[str] | None = None) -> None:
+                 timeout: float = 150.0, apart_from: list[str] | None = None,
+                 settings: SessionSettings | None = None) -> None:
         self.address = address
+        #: what the environment asked of this session when it opened (kernelproxy.settings)
+        self.settings = settings = settings or SessionSettings.from_environ()
         #: the sessions of one client that holds several devices, in device order (this one
         #: is ``group[ordinal]``), or None: the session is the client's one device
         self.group: list[Session] | None = None
@@ -172,9 +169,12 @@ class Session:
         #: wait for each op's reply before returning (``GPUWB_LAUNCH_BLOCKING=1``): an op's
         #: error is raised at the line that issued it, as CUDA_LAUNCH_BLOCKING=1 does for
         #: kernels, at the cost of a round trip per op (see docs/architecture.md)
-        self.blocking: bool = LAUNCH_BLOCKING
-        #: send ops as soon as the worker is idle (EAGER_FLUSH) rather than at sync points
-        self.eager_flush: bool = EAGER_FLUSH
+        self.blocking: bool = settings.launch_blocking
+        #: send ops as soon as the worker is idle (EAGER_OPS) rather than at sync points
+        self.eager_flush: bool = settings.eager_flush
+        self.eager_growth: int = EAGER_GROWTH
+        #: how long a sync point polls before it sleeps (SPIN_SECONDS)
+        self.spin_seconds: float = SPIN_SECONDS
         self._eager_at = EAGER_OPS   # (the size that goes early now; doubles until a sync)
         #: queued records at which submit() next looks whether to send early: a count, not
         #: a multiple of EAGER_OPS, since free records (release) join the queue between ops
@@ -201,7 +201,7 @@ class Session:
         #: overlaps the network; the NumPy device keeps one zero-copy frame)
         self.stream_threshold: int | None = self.device.get("stream_bytes")
         self.stream_chunk_bytes: int = self.stream_threshold or m.STREAM_CHUNK_BYTES
-        if self.stream_threshold and staging_available() and os.environ.get("GPUWB_STAGING", "1") != "0":
+        if self.stream_threshold and staging_available() and settings.staging:
             self.link.open_staging(self.key)   # (a link that has no ring says None)
         #: a factory ``progress(label, total_bytes)`` of reporters (``update(done)``,
         #: ``close()``) for streamed transfers, or None; the kernel shows them in the notebook
@@ -290,7 +290,7 @@ class Session:
                 if self._in_flight:
                     self._drain(timeout=0)   # the worker may be done with what it has
                 if not self._in_flight:
-                    self._eager_at = min(self._eager_at * EAGER_GROWTH, FLUSH_OPS)
+                    self._eager_at = min(self._eager_at * self.eager_growth, FLUSH_OPS)
                     self.flush()             # (which sets the next check at _eager_at)
                 else:   # look again EAGER_OPS records on, not at every op
                     self._eager_check = queued + EAGER_OPS
@@ -357,7 +357,7 @@ class Session:
         """Read replies until every batch is answered, or (with *seq*) the one carrying op *seq*."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         poll = self.link.poll
-        spin_until = time.perf_counter() + SPIN_SECONDS
+        spin_until = time.perf_counter() + self.spin_seconds
         in_flight = self._in_flight
         while in_flight and (seq is None or in_flight[0][1] <= seq):
             if poll(0):

@@ -112,10 +112,9 @@ def test_a_chain_that_drops_each_result_goes_early_too(fresh):
 
 
 def test_growth_one_keeps_the_early_size(fresh, monkeypatch):
-    """GPUWB_EAGER_GROWTH=1 (read at import; set here on the module): every early batch is
-    EAGER_OPS records, however many went before it."""
-    import kernelproxy.session as session_module
-    monkeypatch.setattr(session_module, "EAGER_GROWTH", 1)
+    """A session's eager_growth of 1: every early batch is EAGER_OPS records, however many
+    went before it."""
+    monkeypatch.setattr(fresh, "eager_growth", 1)
     cp = module_for(fresh)
     x = cp.zeros(4)
     fresh.sync()

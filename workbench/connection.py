@@ -35,6 +35,7 @@ class ClientSettings(BaseSettings):
     memory_limit: int | None = None       # ask the pool for less than its default
     session_devices: int = 1              # hold this many of the pool's devices (Device(0..n-1))
     auto_reconnect: bool = True
+    progress_after: float = 1.0           # seconds a transfer runs before the cell shows it
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings,

@@ -12,6 +12,7 @@ cell line.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from typing import Any
@@ -44,7 +45,8 @@ class RemoteGPUKernel(IPythonKernel):
         """The notebook's hooks on a session: errors named by cell and line, and the
         progress of long transfers shown in the cell."""
         session.location_label = self._cell_location
-        session.progress = NotebookProgress
+        session.progress = functools.partial(NotebookProgress,
+                                             show_after=workbench.settings.progress_after)
 
     # ------------------------------------------------------------ execution
     async def do_execute(self, code: str, silent: bool, store_history: bool = True,

@@ -11,14 +11,14 @@ cell's output keeps only what the user printed.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable
 
 __all__ = ["NotebookProgress", "SHOW_AFTER", "REFRESH"]
 
-#: seconds a transfer runs before its progress is shown (GPUWB_PROGRESS_AFTER)
-SHOW_AFTER = float(os.environ.get("GPUWB_PROGRESS_AFTER", "1.0"))
+#: seconds a transfer runs before its progress is shown (the kernel's settings,
+#: ``GPUWB_PROGRESS_AFTER``, override it: workbench.connection.ClientSettings)
+SHOW_AFTER = 1.0
 #: seconds between two updates of the display
 REFRESH = 0.25
 

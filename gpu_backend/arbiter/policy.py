@@ -16,7 +16,6 @@ the fairness benchmark compares with. See docs/fair-share.md.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -57,10 +56,11 @@ AHEAD_CAP = 0.005
 #: drain (the holder must see the yield, stop, and let at most LEAD plus its running op
 #: finish: under 2 ms for ops of up to 1 ms). Longer, the holder is inside one long kernel
 #: (or stalled), and the newcomer launches anyway, its ops time-sliced beside it by CUDA.
-#: ``GPUWB_PREEMPT_PATIENCE_MS`` sets it, a diagnostic: 0 lets the newcomer launch beside
+#: The pool's ``preempt_patience_ms`` sets it (``GPUWB_PREEMPT_PATIENCE_MS``), a diagnostic: 0
+#: lets the newcomer launch beside
 #: the holder's last work at once (under CUDA MPS the two then run side by side, not
 #: time-sliced; docs/performance-log.md, run 55).
-PREEMPT_PATIENCE = float(os.environ.get("GPUWB_PREEMPT_PATIENCE_MS") or 5) * 1e-3
+PREEMPT_PATIENCE = 0.005
 #: Wall seconds a holder may overrun its hand-over before the next session is granted
 #: anyway: it is inside one long kernel, which cannot be preempted; the two then share
 #: the GPU by CUDA's time-slicing until it releases.
@@ -317,9 +317,11 @@ class FairPolicy(Policy):
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, quantum: float = QUANTUM,
                  period: float = PERIOD, credit: float = CREDIT, preempt_gap: float = PREEMPT_GAP,
-                 yield_timeout: float = YIELD_TIMEOUT) -> None:
+                 yield_timeout: float = YIELD_TIMEOUT,
+                 preempt_patience: float = PREEMPT_PATIENCE) -> None:
         super().__init__(clock, yield_timeout)
         self.quantum = quantum   # the least quantum
+        self.preempt_patience = preempt_patience
         self.period = period     # 0: every quantum is `quantum`
         self._held_for = 0.0     # the holder's quantum (what the next in line is told)
         self.credit = credit
@@ -349,7 +351,7 @@ class FairPolicy(Policy):
             told = self._yield(after=0.0)
             self.finishing.add(holder.sid)
             self._vacate()
-            self.handoff = (holder.sid, told.grant, PREEMPT_PATIENCE)
+            self.handoff = (holder.sid, told.grant, self.preempt_patience)
             return [told, *self._grant_next(exclude=holder.sid)]
         if not self.told:   # the holder had the device to itself until now
             return [self._yield(after=self._start_turn(holder.sid)), *self._next_in_line()]
@@ -521,13 +523,15 @@ class FifoPolicy(Policy):
 
 
 def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
-                quantum: float = QUANTUM, period: float = PERIOD) -> Policy | None:
+                quantum: float = QUANTUM, period: float = PERIOD,
+                preempt_patience: float = PREEMPT_PATIENCE) -> Policy | None:
     """The policy called *name* (``fair``, ``fifo``); ``none`` means no arbiter at all.
     *quantum*: the least device seconds a ``fair`` holder keeps the device while others
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
     turn is *quantum*)."""
     if name == "fair":
-        return FairPolicy(clock, quantum=quantum, period=period)
+        return FairPolicy(clock, quantum=quantum, period=period,
+                          preempt_patience=preempt_patience)
     if name == "fifo":
         return FifoPolicy(clock)
     if name == "none":

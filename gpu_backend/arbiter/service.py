@@ -25,7 +25,7 @@ import zmq
 from ..protocol.codec import packb, unpackb
 from ..run_dir import make_run_dir, remove_run_dir
 from .baton import BatonBoard
-from .policy import PERIOD, QUANTUM, Grant, Policy, Ready, make_policy
+from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Grant, Policy, Ready, make_policy
 from .trace import decision_trace
 
 __all__ = ["Arbiter"]
@@ -41,13 +41,14 @@ SWITCH_INTERVAL = 0.0005
 class Arbiter:
     def __init__(self, ctx: zmq.Context, policy: str, devices: list[str],
                  clock: Callable[[], float] = time.monotonic, quantum: float = QUANTUM,
-                 period: float = PERIOD, run_dir: str | None = None) -> None:
+                 period: float = PERIOD, run_dir: str | None = None,
+                 preempt_patience: float = PREEMPT_PATIENCE, trace: str | None = None) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
         for device in devices:
-            made = make_policy(policy, clock, quantum, period)
+            made = make_policy(policy, clock, quantum, period, preempt_patience)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made
@@ -78,8 +79,9 @@ class Arbiter:
         self._snapshot_at = 0.0
         #: per device: the policy's snapshot (users' weights, virtual times, waiting)
         self.snapshot: dict[str, Any] = {}
-        #: GPUWB_ARBITER_TRACE=FILE: every decision as a JSON line (arbiter/trace.py)
-        self.trace = decision_trace()
+        #: *trace* (the pool's arbiter_trace, GPUWB_ARBITER_TRACE=FILE): every decision as a
+        #: JSON line (arbiter/trace.py); None: none kept
+        self.trace = decision_trace(trace)
 
     # ------------------------------------------------------------ the pool's calls
     def start(self) -> "Arbiter":

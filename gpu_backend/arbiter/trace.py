@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 from typing import IO
 
@@ -38,7 +37,6 @@ class DecisionTrace:
         self._out.close()
 
 
-def decision_trace() -> DecisionTrace | None:
-    """The trace the environment asks for, appended to (line-buffered), or None."""
-    path = os.environ.get("GPUWB_ARBITER_TRACE")
+def decision_trace(path: str | None) -> DecisionTrace | None:
+    """A trace appended to *path* (line-buffered), or None without a path."""
     return DecisionTrace(open(path, "a", buffering=1)) if path else None

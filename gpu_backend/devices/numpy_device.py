@@ -9,7 +9,6 @@ memory limits behave as on a GPU. CUDA-only features fail with a clear error.
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 import numpy as np
@@ -89,10 +88,9 @@ class NumpyDevice(Device):
 
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
-        # One zero-copy frame is best on the host; GPUWB_STREAM_BYTES makes this
-        # device stream like a GPU does, so tests exercise that path without one.
-        stream = os.environ.get("GPUWB_STREAM_BYTES")
-        self.stream_bytes = int(stream) if stream else None
+        # One zero-copy frame is best on the host (stream_bytes None); a worker's
+        # settings (GPUWB_STREAM_BYTES) make this device stream like a GPU does, so tests
+        # exercise that path without one.
         self.functions = resolve_table(
             {"": np, "linalg.": np.linalg, "fft.": np.fft},
             {

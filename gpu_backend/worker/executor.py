@@ -29,6 +29,7 @@ from .grants import out_of_memory_text
 from .handles import HandleTable
 from .objects import run_object_call
 from .pacing import Pacer
+from .phases import NO_PHASES, PhaseRecorder
 
 __all__ = ["Executor"]
 
@@ -88,8 +89,8 @@ class Executor:
         self.bytes_out = 0
         self.peak_memory = 0
         self._ended: int | None = None   # ops of the batch whose after_reply() is due
-        #: the worker's phase clock (GPUWB_WORKER_PHASES), or None: off
-        self.phases: Any = None
+        #: where the worker's phases are told (worker/phases.py; the default records nothing)
+        self.phases: PhaseRecorder = NO_PHASES
         self._is_array = device.is_array
         self._as_array = device.as_array
         warnings.showwarning = self._capture_warning
@@ -137,16 +138,14 @@ class Executor:
                 and not self.pacer.begin_batch(self.cancelled):
             cancelled = True   # cancelled (or orphaned) while waiting for the device
         phases = self.phases
-        if phases is not None:
-            phases.mark("begun")   # the pacer's begin_batch (and the lease, if any)
+        phases.mark("begun")   # the pacer's begin_batch (and the lease, if any)
         if self.poisoned_at is None and not cancelled:
             executed, error, cancelled = self._run_ops(ops, iter(payload), metas, fresh, values,
                                                        downloads, out_frames)
             if fresh:
                 _add_metas(metas, fresh, self.table.arrays)
             self._ended = executed
-            if phases is not None:
-                phases.mark("ops")
+            phases.mark("ops")
             if header.get("y") and error is None:
                 try:
                     self.device.synchronize()

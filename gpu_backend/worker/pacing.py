@@ -44,9 +44,10 @@ __all__ = ["Pacer", "LEAD", "GRAIN"]
 #: Estimated device seconds of work a paced worker may have launched and unfinished
 #: beyond the op running now: the next op is launched this long before the running one
 #: should end, so the device does not idle, and a newcomer waits at most about this
-#: much more than the running op. ``GPUWB_PACING_LEAD_US`` sets it, a diagnostic:
-#: benchmarks/fairness.py's ``fair+leadUS`` policies measure what the lead costs.
-LEAD = float(os.environ.get("GPUWB_PACING_LEAD_US") or 150) * 1e-6
+#: much more than the running op. A pacer's *lead* overrides it (``GPUWB_PACING_LEAD_US``,
+#: worker/settings.py, a diagnostic: benchmarks/fairness.py's ``fair+leadUS`` policies
+#: measure what the lead costs).
+LEAD = 150e-6
 #: Device seconds of work between two markers when ops are short (a marker and its
 #: bookkeeping cost a few microseconds of host time, ~15 µs with a lease: two events and
 #: a look at the lease). At 100 µs a lone loop of 60 µs GEMMs was marked at every op, and
@@ -71,9 +72,12 @@ SPIN_CHECK_SECONDS = 50e-6
 
 
 class Pacer:
-    def __init__(self, device, lease: DeviceLease | None = None) -> None:
+    def __init__(self, device, lease: DeviceLease | None = None, *, lead: float | None = None,
+                 trace: bool = False) -> None:
         self.device = device
         self.lease = lease
+        #: estimated device seconds of launched, unfinished work allowed beyond the running op
+        self.lead = LEAD if lead is None else lead
         #: device seconds this session's work has used, as measured so far
         self.busy = 0.0
         #: estimated device seconds per op (None until measured): the device's own time for
@@ -96,9 +100,9 @@ class Pacer:
         self._launch = 0.0               # host seconds it takes to launch until the next call
         #: the next op starts a segment: the executor calls start_segment() before launching it
         self.fresh_due = True
-        #: GPUWB_PACING_TRACE=DIR: every segment and grant, written to DIR at the end (a
-        #: diagnostic for benchmarks/fairness.py --trace; off otherwise)
-        self.trace: list | None = [] if os.environ.get("GPUWB_PACING_TRACE") else None
+        #: *trace* (GPUWB_PACING_TRACE=DIR): every segment and grant, kept for write_trace
+        #: (a diagnostic for benchmarks/fairness.py; off otherwise)
+        self.trace: list | None = [] if trace else None
         if self.trace is not None:   # ... with the garbage collector's pauses and the yields
             record_pauses(self.trace)
             if lease is not None:
@@ -324,7 +328,7 @@ class Pacer:
                 lease.read(self.busy)
             # a spent quantum (counting the work already launched): launch nothing more
             spent = lease.must_hand_over(self.busy + self._ahead())
-            if not spent and (len(self._pending) > 1 or self._free_at - now > LEAD):
+            if not spent and (len(self._pending) > 1 or self._free_at - now > self.lead):
                 self._hold_back()   # (else nothing to wait for)
                 # asked again after the hold-back: a yield read while holding back stops the
                 # next launch (judged before it only, a holder preempted then launched one
@@ -345,7 +349,7 @@ class Pacer:
         """Wait while too much launched work is unfinished; a yield cuts the wait short."""
         lease, device = self.lease, self.device
         # the queue must outlast the host's time to launch the next ops, or the device idles
-        lead = max(LEAD, 1.5 * self._launch)
+        lead = max(self.lead, 1.5 * self._launch)
         spun = 0.0
         while self._pending:
             ahead = self._ahead()
@@ -397,12 +401,11 @@ class Pacer:
                 return
         lease.report(self.busy)
 
-    def write_trace(self, name: str) -> None:
-        """Write the trace (if kept) to $GPUWB_PACING_TRACE/NAME.jsonl."""
-        target = os.environ.get("GPUWB_PACING_TRACE")
-        if self.trace is None or not target:
+    def write_trace(self, directory: str, name: str) -> None:
+        """Write the trace (if kept) to DIRECTORY/NAME.jsonl."""
+        if self.trace is None:
             return
-        with open(os.path.join(target, f"{name}.jsonl"), "w") as out:
+        with open(os.path.join(directory, f"{name}.jsonl"), "w") as out:
             out.writelines(json.dumps(entry) + "\n" for entry in self.trace)
 
     def idle(self) -> None:

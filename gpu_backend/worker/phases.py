@@ -7,8 +7,11 @@ write the medians to ``DIR/phases-PID.json`` when the session ends, with each
 message's span (``perf_counter`` at its start and at its last phase: the host's
 monotonic clock, which benchmarks/step_profile.py lays beside the client's). In-process
 benchmarks (``benchmarks/worker_parts.py``) time the executor alone; this shows
-what the same batch costs inside the serving process. Off, it costs the worker
-one ``is None`` test per phase.
+what the same batch costs inside the serving process.
+
+The server and the executor are handed a recorder; the default, :data:`NO_PHASES`,
+records nothing (a call that returns, per phase), and :class:`PhaseClock` is the one
+that times (``WorkerSettings.phases_dir``).
 """
 
 from __future__ import annotations
@@ -20,21 +23,39 @@ import statistics
 import time
 from time import perf_counter
 
-__all__ = ["PhaseClock", "read_summaries"]
+__all__ = ["PhaseRecorder", "NO_PHASES", "PhaseClock", "read_summaries"]
 
 
-class PhaseClock:
+class PhaseRecorder:
+    """Where the serving loop says which phase of a message it has reached: this one
+    does nothing with it (the default, :data:`NO_PHASES`)."""
+
+    def start(self, slept: bool) -> None:
+        """A message arrived; *slept*: it woke the worker from a sleeping poll."""
+
+    def mark(self, name: str) -> None:
+        """The message's phase *name* has ended."""
+
+    def end(self) -> None:
+        """The message is done with (its reply sent)."""
+
+    def write(self) -> None:
+        """The session ended: keep what was recorded."""
+
+
+#: The recorder of a worker that measures nothing.
+NO_PHASES = PhaseRecorder()
+
+
+class PhaseClock(PhaseRecorder):
+    """Times each phase (perf_counter) and writes the medians to *target* at the end."""
+
     def __init__(self, target: str) -> None:
         self.target = target
         self.rows: list[list] = []
         self._row: list | None = None
         self.woke = 0      # messages that found the worker asleep in its poll
         self.spun = 0      # ... and that its spin caught
-
-    @classmethod
-    def from_env(cls) -> "PhaseClock | None":
-        target = os.environ.get("GPUWB_WORKER_PHASES")
-        return cls(target) if target else None
 
     def start(self, slept: bool) -> None:
         if slept:

@@ -36,7 +36,8 @@ from . import staged
 from .control import ControlChannel, ControlClosed
 from .links import UnixPeer, open_links
 from .pacing import Pacer
-from .phases import PhaseClock
+from .phases import NO_PHASES, PhaseClock, PhaseRecorder
+from .settings import WorkerSettings
 from .spin_slots import SpinSlots
 
 __all__ = ["main", "WorkerServer"]
@@ -50,17 +51,20 @@ GROW_TIMEOUT = 10.0
 #: client's next batch usually follows at once, and a sleeping thread takes
 #: tens of microseconds to wake.
 #: With few cores, spinning steals the CPU the client needs, so it is off.
-#: ``GPUWB_WORKER_SPIN`` (seconds) overrides it, for measuring what a wake-up costs.
-SPIN_SECONDS = float(os.environ.get("GPUWB_WORKER_SPIN")
-                     or (200e-6 if (os.cpu_count() or 1) >= 4 else 0.0))
+SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 
 
 class WorkerServer:
     def __init__(self, device_spec: str, control: ControlChannel, worker_id: str, bind_host: str,
                  arbiter: str | None = None, key_file: str | None = None,
                  baton: str | None = None, ipc_dir: str | None = None,
-                 spin_slots: SpinSlots | None = None, long_spin: float = 0.0) -> None:
+                 spin_slots: SpinSlots | None = None, long_spin: float = 0.0,
+                 settings: WorkerSettings = WorkerSettings()) -> None:
+        #: what this worker measures and how its NumPy device streams (worker/settings.py)
+        self.settings = settings
         self.device = open_device(device_spec)
+        if settings.stream_bytes and self.device.kind == "numpy":
+            self.device.stream_bytes = settings.stream_bytes
         self.ctx = zmq.Context()
         #: the pool, over the socket pair this process inherited (control.py): the only
         #: channel on which the pool hears ``ready`` and sends the session's key
@@ -91,11 +95,14 @@ class WorkerServer:
         #: worker id of the command line: nobody else can speak for this worker there
         self.lease_id = secrets.token_hex(16)
         self.lease = DeviceLease(self.ctx, arbiter, self.lease_id, baton) if arbiter else None
-        self.executor.pacer = Pacer(self.device, self.lease)
+        self.executor.pacer = Pacer(self.device, self.lease, lead=settings.pacing_lead,
+                                    trace=settings.pacing_trace_dir is not None)
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
-        #: GPUWB_WORKER_PHASES=DIR: each message's phases timed (a diagnostic; None: off)
-        self.phases = PhaseClock.from_env()
+        #: each message's phases, told to a recorder that does nothing unless the settings
+        #: ask for them to be timed (GPUWB_WORKER_PHASES=DIR, a diagnostic)
+        self.phases: PhaseRecorder = (PhaseClock(settings.phases_dir) if settings.phases_dir
+                                      else NO_PHASES)
         self.executor.phases = self.phases
         #: the pool's spin slots: holding one, the worker polls *long_spin* seconds after
         #: each message instead of SPIN_SECONDS (see spin_slots.py); None: never long
@@ -210,8 +217,7 @@ class WorkerServer:
         phases = self.phases
         while not self.closed:
             if self._queue or links.poll(0):
-                if phases is not None:
-                    phases.start(slept=False)
+                phases.start(slept=False)
                 self._handle_client()
                 last = time.perf_counter()
                 spin_until, may_claim = last + window, True
@@ -233,8 +239,7 @@ class WorkerServer:
                 window = SPIN_SECONDS
             events = dict(poller.poll(USAGE_INTERVAL * 1000))
             if links.mine(events):
-                if phases is not None:
-                    phases.start(slept=True)
+                phases.start(slept=True)
                 self._handle_client()
                 last = time.perf_counter()
                 spin_until, may_claim = last + window, True
@@ -287,8 +292,7 @@ class WorkerServer:
         phases = self.phases
         if received is None:
             return
-        if phases is not None:
-            phases.mark("received")
+        phases.mark("received")
         ident, frames = received
         try:
             if not frames:
@@ -316,12 +320,10 @@ class WorkerServer:
             batch = header.get("b") if type(header.get("b")) is int else 0
             self._batch = batch
             # cancels already seen skip the batch outright; new ones are looked for between ops
-            if phases is not None:
-                phases.mark("opened")
+            phases.mark("opened")
             reply, out = self.executor.run_batch(header, ops, frames[1:],
                                                  cancelled=batch <= self.cancel_upto)
-            if phases is not None:
-                phases.mark("run")
+            phases.mark("run")
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
         reply["t"] = time.perf_counter() - started
@@ -341,18 +343,15 @@ class WorkerServer:
             if type(ident) is UnixPeer and ident.staging is not None:
                 ident.staging.release_held()   # the batch's last staged upload chunk
             self.executor.after_reply()
-            if phases is not None:
-                phases.mark("after_reply")
-                phases.end()
+            phases.mark("after_reply")
+            phases.end()
 
     def _send_reply(self, ident: Any, reply: dict, out: list) -> None:
         send = self.links.send_message
         packed = self.executor.pack_reply(reply)
-        if self.phases is not None:
-            self.phases.mark("encoded")
+        self.phases.mark("encoded")
         send(ident, [packed, *out])
-        if self.phases is not None:
-            self.phases.mark("sent")
+        self.phases.mark("sent")
         staging = ident.staging if type(ident) is UnixPeer else None
         for array in self.executor.take_streams():
             if staging is not None:   # through shared memory (a same-host client)
@@ -442,9 +441,10 @@ class WorkerServer:
             self.table.clear()
         try:
             # the traces first: the pool may end this process once it has the report
-            self.executor.pacer.write_trace(f"{self.user or 'session'}-{os.getpid()}")
-            if self.phases is not None:
-                self.phases.write()
+            if self.settings.pacing_trace_dir:
+                self.executor.pacer.write_trace(self.settings.pacing_trace_dir,
+                                                f"{self.user or 'session'}-{os.getpid()}")
+            self.phases.write()
             if not self.pool_gone:
                 self._send_control(final)
         finally:
@@ -478,7 +478,7 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 
 def _serve_maybe_profiled(server: WorkerServer) -> str:
     """``GPUWB_WORKER_PROFILE=DIR`` writes a cProfile of each session's worker there."""
-    target = os.environ.get("GPUWB_WORKER_PROFILE")
+    target = server.settings.profile_dir
     if not target:
         return server.serve()
     import cProfile
@@ -548,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"gpuwb worker: no spin slots ({exc})", file=sys.stderr)
     try:
         server = WorkerServer(args.device, control, args.id, args.bind_host, args.arbiter,
-                              args.key_file, args.baton, args.ipc_dir, slots, args.long_spin)
+                              args.key_file, args.baton, args.ipc_dir, slots, args.long_spin,
+                              WorkerSettings.from_environ())
     except Exception:
         if control.hung_up(0):   # the pool stopped while this spare was starting: nothing to say
             return 0

@@ -1,0 +1,46 @@
+"""A session worker's own settings, read from ``GPUWB_*`` variables once, in its ``main``,
+and handed to the parts that use them (nothing under ``worker/`` reads the environment).
+
+All of them are for measuring and testing; the pool's settings that shape how a worker
+serves (spin slots, the arbiter, keys) reach it on its command line from
+``PoolSettings``. A worker inherits its pool's environment, so a benchmark sets these for
+every worker of the pool it starts. Read with the standard library: a warm spare starts
+without pydantic's import.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+__all__ = ["WorkerSettings"]
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    #: ``GPUWB_WORKER_PHASES=DIR``: time the phases of every message (worker/phases.py) and
+    #: write their medians to DIR when the session ends
+    phases_dir: str | None = None
+    #: ``GPUWB_WORKER_PROFILE=DIR``: a cProfile of the session's serving loop, written to DIR
+    profile_dir: str | None = None
+    #: ``GPUWB_PACING_TRACE=DIR``: the pacer's segments and grants, written to DIR
+    #: (benchmarks/fairness.py, docs/fair-share.md)
+    pacing_trace_dir: str | None = None
+    #: ``GPUWB_PACING_LEAD_US``: the pacer's lead in seconds (worker/pacing.py LEAD; None:
+    #: that default), which benchmarks/fairness.py's ``fair+leadUS`` policies vary
+    pacing_lead: float | None = None
+    #: ``GPUWB_STREAM_BYTES``: the NumPy device streams transfers in chunks of this many
+    #: bytes as a GPU does (None: one zero-copy frame), so tests take that path without a GPU
+    stream_bytes: int | None = None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "WorkerSettings":
+        env = os.environ if environ is None else environ
+        lead = env.get("GPUWB_PACING_LEAD_US")
+        stream = env.get("GPUWB_STREAM_BYTES")
+        return cls(phases_dir=env.get("GPUWB_WORKER_PHASES") or None,
+                   profile_dir=env.get("GPUWB_WORKER_PROFILE") or None,
+                   pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
+                   pacing_lead=float(lead) * 1e-6 if lead else None,
+                   stream_bytes=int(stream) if stream else None)

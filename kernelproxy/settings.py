@@ -1,0 +1,47 @@
+"""The client's own settings, read from ``GPUWB_*`` variables when a session opens.
+
+The pool's settings (``gpu_backend.config.PoolSettings``) come from pydantic-settings;
+the client's few are read here with the standard library, because pydantic-settings
+costs about 175 ms to import and ``import cupy`` through the proxy must stay quick
+(where the pool is and which token to use is the kernel's business:
+``workbench.connection``). Each :class:`~kernelproxy.session.Session` reads them once,
+when it opens, so a test or a notebook that changes the environment affects the next
+session and never one already open.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+__all__ = ["SessionSettings"]
+
+
+def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    """Unset or empty: *default*; ``0``, ``false``, ``no``, ``off``: False; else True."""
+    value = (environ.get(name) or "").strip().lower()
+    if not value:
+        return default
+    return value not in ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    #: ``GPUWB_LAUNCH_BLOCKING=1``: every op waits for its reply, so its error is raised by
+    #: the call that issued it rather than at the next sync point (as CUDA_LAUNCH_BLOCKING
+    #: does); for debugging and for CuPy's test suite, whose ``pytest.raises`` expect it.
+    launch_blocking: bool = False
+    #: ``GPUWB_STAGING=0``: large transfers to a worker on this host cross the socket in
+    #: chunks instead of the shared-memory staging ring.
+    staging: bool = True
+    #: ``GPUWB_EAGER_FLUSH=0``: hold ops until a sync point instead of sending them while
+    #: the worker is idle (to measure the difference; kernelproxy.session.EAGER_OPS).
+    eager_flush: bool = True
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "SessionSettings":
+        env = os.environ if environ is None else environ
+        return cls(launch_blocking=_flag(env, "GPUWB_LAUNCH_BLOCKING", False),
+                   staging=_flag(env, "GPUWB_STAGING", True),
+                   eager_flush=_flag(env, "GPUWB_EAGER_FLUSH", True))
