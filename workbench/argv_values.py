@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+__all__ = ["glue_option_values"]
+
 _OPTION_NAME = re.compile(r"--[a-z][a-z-]*|-[a-zA-Z]")
 
 
