@@ -1,33 +1,14 @@
 """The shape of every message, in one place.
 
-Front door (one msgpack frame each way)::
-
-    client -> {"t": "hello", "v": VERSION, "token": str, "user": str, "memory_limit": int|None}
-           <- {"ok": True, "session": str, "key": bytes, "worker_port": int,
-               "worker_ipc": str|None (the worker's unix:// socket, for clients of the ipc:// door),
-               "device": {...}, "runtime": {properties, attributes, versions},
-               "lease_timeout": float, "memory_limit": int}
-    client -> {"t": "hb", "session": str, "key": bytes}        <- {"ok": True, "alive": bool}
-    client -> {"t": "status", "token": str}                    <- {"ok": True, "devices": [...], ...}
-    client -> {"t": "close", "session": str, "key": bytes}     <- {"ok": True}
-    client -> {"t": "ping"}                                    <- {"ok": True, "v": VERSION}
-    any error                                                  <- {"ok": False, "error": [name, text]}
-
-Session worker (multipart)::
-
-    client -> [header + ops, payload...]    (the header is the frame's first msgpack object)
-        header = {"k": key, "b": batch, "n": op count, "r": resume seq|None,
-                  "y": wait for the device to finish before replying,
-                  "g": time the batch's device work (CUDA events; reply field "g", seconds)}
-        ops    = records, msgpack objects back to back, decoded one by one in order:
-                 an op is two objects, [seq, kind, want, out, name] then [target, args, kwargs];
-                 a bare integer frees that handle (the client dropped the array at that point,
-                 so memory is reused exactly as it would be locally)
-    worker -> [reply, payload...]
-        reply  = {"b": batch, "m": [[id, shape, dtype, strides, flags]], "v": [[seq, value]],
-                  "d": [[seq, dtype, shape]], "e": [seq, class, text, op]|None,
-                  "w": [[seq, category, text]], "x": executed, "s": skipped,
-                  "t": seconds the worker spent on the batch}
+Every control message is a msgpack map. Each map's keys are declared here, one
+``TypedDict`` per message, grouped by channel in :data:`MESSAGES`; each field is
+``Annotated[type, "what it means"]``, and each class's docstring says who sends it to
+whom and when. The tables of docs/protocol.md ("Messages, field by field") are
+:func:`render_markdown`'s output (``python -m gpu_backend.protocol.messages --write
+docs/protocol.md`` rewrites them), and tests/test_wire_schema.py holds the code's
+literals and the page to these classes. They describe; nothing validates messages
+against them at run time. The op records that follow a batch's header are lists, not
+maps: docs/protocol.md describes them, and the ``KIND_*`` constants below name them.
 
 Payload frames are raw array bytes, one frame per array, sent and received
 without a copy (``copy=False``; the receiver wraps the frame's own memory with
@@ -35,18 +16,38 @@ without a copy (``copy=False``; the receiver wraps the frame's own memory with
 has arrived, so splitting an array into several frames would pipeline nothing
 and would force the receiver to reassemble it: one frame is both simpler and
 faster (see docs/protocol.md).
-
-Worker control (worker DEALER -> front-door ROUTER, one msgpack frame each way)::
-
-    worker -> {"t": "ready", "port": int}  |  {"t": "usage", ...}  |  {"t": "ended", "reason": str}
-    door   -> {"t": "assign", "session": str, "key": bytes, "memory_limit": int}  |  {"t": "stop"}
 """
 
-from __future__ import annotations
+# (no ``from __future__ import annotations``: Python 3.11's TypedDict reads Required and
+# NotRequired only from annotations that are objects, not strings)
+
+import sys
+import types
+import typing
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "PROTOCOL_VERSION", "KIND_FUNCTION", "KIND_METHOD", "KIND_OPERATOR",
     "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "KIND_CUDA", "KIND_OBJECT", "FLAG_C", "FLAG_F", "FLAG_OWN",
+    # the channels and the registry
+    "FRONT_DOOR", "POOL_STATUS", "SESSION_WORKER", "WORKER_CONTROL", "ARBITER", "DEVICE_FACTS",
+    "CHANNELS", "MESSAGES", "fields_of", "render_markdown", "MARK_BEGIN", "MARK_END",
+    # front door
+    "HelloRequest", "HelloReply", "HeartbeatRequest", "HeartbeatReply", "StatusRequest",
+    "StatusReply", "CloseRequest", "CloseReply", "PingRequest", "PingReply", "ErrorReply",
+    # pool status
+    "StatusDevice", "StatusUser", "StatusSession", "EndedSession", "StatusSpin", "ShareHistory",
+    # session worker
+    "BatchHeader", "CancelRequest", "WorkerCloseRequest", "StagingRequest", "LinkAuth",
+    "UploadChunk", "BatchReply", "ClosedReply", "StagingReply", "StagingOffer",
+    "StagedDownloadChunk",
+    # worker control
+    "ControlReady", "ControlUsage", "ControlEnded", "ControlGrow", "ControlGrant",
+    "ControlAssign", "ControlGranted", "QuotaRefusal", "ControlStop", "ControlReclaim",
+    # arbiter
+    "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterYield",
+    # device facts
+    "DeviceInfo", "RuntimeFacts", "Accelerators", "SessionFigures", "PoolFigures",
 ]
 
 #: Bumped whenever a message changes shape; the front door refuses other versions.
@@ -74,3 +75,604 @@ FLAG_C, FLAG_F, FLAG_OWN = 1, 2, 4
 #: (a "d" entry then has a fourth field, the chunk count; each chunk is a
 #: one-frame message that the client receives straight into the result).
 STREAM_CHUNK_BYTES = 8 << 20
+
+
+# ==================================================================== device facts
+# (defined first: the messages below carry them)
+
+class DeviceInfo(TypedDict):
+    """A device as its worker describes it (``Device.info()``): in ``ready``, the hello's
+    reply (``Session.device``), the status's devices and a session's figures."""
+    kind: Annotated[str, "the device's kind: \"cupy\" (a GPU) or \"numpy\" (the host's CPU)"]
+    index: Annotated[int, "the device's number in its spec (cuda:1 → 1)"]
+    name: NotRequired[Annotated[str, "a name for people (the GPU's, or \"NumPy (host CPU)\")"]]
+    compute_capability: NotRequired[Annotated[str, "the GPU's compute capability, \"9.0\" (GPU only)"]]
+    multiprocessors: NotRequired[Annotated[int, "the GPU's multiprocessor count (GPU only)"]]
+    memory_total: NotRequired[Annotated[int | None, "the device's memory, bytes (None on the host)"]]
+    memory_free: NotRequired[Annotated[int, "the GPU's free memory when described (ready, hello: the worker's start), bytes (GPU only)"]]
+    cupy: NotRequired[Annotated[str, "the worker's CuPy version (GPU only)"]]
+    cuda_runtime: NotRequired[Annotated[int, "the CUDA runtime version, as CUDA numbers it (12040) (GPU only)"]]
+    numpy: NotRequired[Annotated[str, "the worker's NumPy version (host only)"]]
+    stream_bytes: Annotated[int | None, "transfers larger than this stream in chunks (None: never; the client's upload threshold)"]
+
+
+class Accelerators(TypedDict):
+    """CuPy's accelerator switches (``cupy._core.get_*_accelerators``), by CuPy's numbers."""
+    elementwise: Annotated[list[int], "the elementwise accelerators, in order of preference"]
+    reduction: Annotated[list[int], "the reduction accelerators"]
+    routine: Annotated[list[int], "the routine accelerators"]
+
+
+class RuntimeFacts(TypedDict):
+    """A device's CUDA facts (``Device.runtime_facts()``), sent in ``ready`` and the hello's
+    reply (``Session.runtime``), from which the client's ``cupy.cuda`` answers."""
+    properties: Annotated[dict[str, Any], "cudaDeviceProp's fields by CuPy's names (runtime.getDeviceProperties); a few zeros on the host"]
+    attributes: Annotated[dict[str, int], "the device's attributes (Device.attributes), by name"]
+    attribute_codes: NotRequired[Annotated[dict[str, int], "CUDA's number of each cudaDevAttr* constant (GPU only)"]]
+    runtime_version: Annotated[int, "runtime.runtimeGetVersion() (0 on the host)"]
+    driver_version: Annotated[int, "runtime.driverGetVersion() (0 on the host)"]
+    build_version: Annotated[int, "driver.get_build_version() (0 on the host)"]
+    is_hip: Annotated[bool, "whether the pool's CuPy is built for ROCm"]
+    pci_bus_id: Annotated[str, "the device's PCI bus id (\"\" on the host)"]
+    slice_copy: Annotated[bool, "CuPy's ENABLE_SLICE_COPY"]
+    accelerators: Annotated[Accelerators, "CuPy's accelerator switches when the worker started"]
+
+
+class SessionFigures(TypedDict):
+    """The value of a ``KIND_INFO`` op (``Session.memory_info()``, ``%gpu memory``):
+    worker → client, in a batch reply's ``v``."""
+    memory_used: Annotated[int, "bytes the session's arrays hold on the device now"]
+    memory_limit: Annotated[int, "the session's memory limit, bytes"]
+    arrays: Annotated[int, "arrays the session holds"]
+    ops: Annotated[int, "ops the worker has run for the session"]
+    device: Annotated[DeviceInfo, "the session's device"]
+
+
+class PoolFigures(TypedDict):
+    """The value of the CUDA call ``pool.figures`` (``cupy.cuda.MemoryPool``'s figures,
+    ``runtime.memGetInfo``): worker → client, in a batch reply's ``v``."""
+    used_bytes: Annotated[int, "MemoryPool.used_bytes()"]
+    total_bytes: Annotated[int, "MemoryPool.total_bytes()"]
+    n_free_blocks: Annotated[int, "MemoryPool.n_free_blocks()"]
+    limit: Annotated[int | None, "the pool's limit as the session sees it: its own set_limit, or the session's limit"]
+
+
+# ==================================================================== pool status
+
+class StatusDevice(TypedDict):
+    """A row of a :class:`StatusReply`'s ``devices``."""
+    device: Annotated[str, "the device as the pool names it: \"cuda:0\", \"cpu:0\""]
+    info: Annotated[DeviceInfo, "as one of its workers reported it ({} before any was ready)"]
+    sessions: Annotated[int, "its open sessions"]
+    memory_used: Annotated[int, "bytes its sessions use (their last usage reports)"]
+    spares_ready: Annotated[int, "warm workers waiting for a session"]
+
+
+class StatusUser(TypedDict):
+    """A row of a :class:`StatusReply`'s ``users``: one user on one device."""
+    user: Annotated[str, "the user's name"]
+    device: Annotated[str, "the device"]
+    weight: Annotated[float, "the user's weight"]
+    target_share: Annotated[float, "weight over the weights of the users with work there (0 to 1)"]
+    share: Annotated[float, "the user's share of the device time used there in the last 10 s (0 to 1)"]
+    sessions: Annotated[int, "the user's sessions there"]
+    waiting: Annotated[int, "the user's sessions there waiting for the device (the arbiter's)"]
+    holding: Annotated[bool, "whether a session of the user holds the device"]
+    memory_used: Annotated[int, "bytes the user's sessions there use"]
+    memory_quota: Annotated[int | None, "the user's memory quota over all devices, bytes (None: none)"]
+    memory_granted: Annotated[int | None, "bytes granted to the user's sessions there under that quota (None: no quota)"]
+
+
+class StatusSession(TypedDict):
+    """A row of a :class:`StatusReply`'s ``sessions``."""
+    session: Annotated[str, "the session's id"]
+    user: Annotated[str, "its user"]
+    client: Annotated[str, "the hello's user label (user@host)"]
+    device: Annotated[str, "its device"]
+    memory_used: Annotated[int, "bytes it uses (its last usage report)"]
+    memory_limit: Annotated[int, "its memory limit, bytes"]
+    memory_granted: Annotated[int | None, "bytes granted under its user's quota (None: no quota)"]
+    arrays: Annotated[int, "arrays it holds"]
+    ops: Annotated[int, "ops its worker has run"]
+    device_seconds: Annotated[float, "device seconds its worker measured"]
+    idle: Annotated[float, "seconds since its last heartbeat"]
+    age: Annotated[float, "seconds since it opened"]
+
+
+class EndedSession(TypedDict):
+    """A row of a :class:`StatusReply`'s ``ended``."""
+    session: Annotated[str, "the session's id"]
+    user: Annotated[str, "its user"]
+    device: Annotated[str, "its device"]
+    ops: Annotated[int, "ops its worker ran"]
+    memory_used: Annotated[int, "bytes it used at its last report"]
+    age: Annotated[float, "seconds it was open"]
+    reason: Annotated[str, "why it ended (\"lease expired\", \"closed by the client\", a device fault, …)"]
+
+
+class StatusSpin(TypedDict):
+    """A :class:`StatusReply`'s ``spin``: how many workers may keep polling after a message,
+    and for how long."""
+    slots: Annotated[int, "the pool's spin slots (0: none)"]
+    window_ms: Annotated[float, "how long a worker holding a slot polls after each message, ms"]
+
+
+class ShareHistory(TypedDict):
+    """A :class:`StatusReply`'s ``history`` entry for one device (``UsageLog.history``)."""
+    t0: Annotated[float, "the first second's start (Unix time)"]
+    step: Annotated[float, "seconds per entry (1.0)"]
+    users: Annotated[dict[str, list[float]], "per user, device seconds used in each step"]
+    devices: Annotated[dict[str, dict[str, list[float]]], "the same per device (here: this one device)"]
+
+
+# ==================================================================== front door
+
+class HelloRequest(TypedDict):
+    """client → front door, after a ping: open a session. Answered with
+    :class:`HelloReply` once a warm worker is assigned, or with :class:`ErrorReply`."""
+    t: Annotated[Literal["hello"], "the message type"]
+    v: Annotated[int, "the client's protocol version (PROTOCOL_VERSION; another is VersionMismatchError)"]
+    token: Annotated[str, "who the user is: a users file's NAME.SECRET, or the pool's one shared token"]
+    user: Annotated[str, "the client's label for itself (user@host; 64 characters kept): shown in status, not an identity"]
+    memory_limit: NotRequired[Annotated[int | None, "the session's memory limit, bytes (default: the pool's; at most the user's quota)"]]
+    apart_from: NotRequired[Annotated[list[str], "the user's own open sessions: place this one on a device none of them holds"]]
+
+
+class HelloReply(TypedDict):
+    """front door → client: the session is open; ops now go to its worker."""
+    ok: Annotated[Literal[True], "the request succeeded"]
+    session: Annotated[str, "the session's id"]
+    key: Annotated[bytes, "the session key (32 random bytes): every message to the worker, heartbeat and close carries it"]
+    worker_port: Annotated[int, "the worker's tcp port, on the front door's host"]
+    worker_ipc: Annotated[str | None, "the worker's Unix socket (unix://…), used by a client of the ipc:// door; None: none"]
+    device: Annotated[DeviceInfo, "the worker's device"]
+    runtime: Annotated[RuntimeFacts, "the device's CUDA facts, from which cupy.cuda answers"]
+    lease_timeout: Annotated[float, "seconds without a heartbeat after which the pool ends the session"]
+    memory_limit: Annotated[int, "the session's memory limit, bytes"]
+
+
+class HeartbeatRequest(TypedDict):
+    """client → front door, every ``lease_timeout / 4`` seconds from the client's heartbeat
+    thread: the session is still in use."""
+    t: Annotated[Literal["hb"], "the message type"]
+    session: Annotated[str, "the session's id"]
+    key: Annotated[bytes, "the session key"]
+
+
+class HeartbeatReply(TypedDict):
+    """front door → client: whether the session lives on."""
+    ok: Annotated[Literal[True], "the request succeeded"]
+    alive: Annotated[bool, "False: the session has ended (lease expired, worker stopped) or the key is wrong"]
+
+
+class StatusRequest(TypedDict):
+    """client → front door (``%gpu status``, ``gpuwb status``, the Jupyter server
+    extension's watcher): the pool's devices, users and sessions."""
+    t: Annotated[Literal["status"], "the message type"]
+    token: Annotated[str, "a user's token (any user may ask)"]
+    history: NotRequired[Annotated[float, "also each device's per-user device seconds over this many seconds (0 < history <= 600)"]]
+
+
+class StatusReply(TypedDict):
+    """front door → client: the pool's status (``pool_status.build_status``; also what
+    ``LocalPool.door.status()`` returns, less ``ok`` and ``you``)."""
+    ok: Annotated[Literal[True], "the request succeeded"]
+    address: Annotated[str, "the front door's tcp:// address"]
+    local_address: Annotated[str | None, "its same-host ipc:// address, or None"]
+    policy: Annotated[str, "the arbiter's policy: \"fair\", \"fifo\" or \"none\""]
+    users_mode: Annotated[str, "\"file\" (a users file) or \"single\" (one shared token)"]
+    devices: Annotated[list[StatusDevice], "one row per device"]
+    users: Annotated[list[StatusUser], "one row per user and device with sessions or recent device time"]
+    sessions: Annotated[list[StatusSession], "the open sessions (not those closing)"]
+    ended: Annotated[list[EndedSession], "the last 50 sessions that ended"]
+    lease_timeout: Annotated[float, "seconds without a heartbeat after which a session ends"]
+    pid: Annotated[int, "the pool's process id"]
+    spin: Annotated[StatusSpin, "the workers' spin slots"]
+    uptime: Annotated[float, "seconds since the pool started"]
+    you: Annotated[str, "the user the token signed in as"]
+    history: NotRequired[Annotated[dict[str, ShareHistory], "per device, its users' device seconds (when asked for)"]]
+
+
+class CloseRequest(TypedDict):
+    """client → front door, after telling its worker ``close``: end the session (its
+    worker reports its last figures and exits)."""
+    t: Annotated[Literal["close"], "the message type"]
+    session: Annotated[str, "the session's id"]
+    key: Annotated[bytes, "the session key"]
+
+
+class CloseReply(TypedDict):
+    """front door → client: answered whether or not the session was open."""
+    ok: Annotated[Literal[True], "the request succeeded"]
+
+
+class PingRequest(TypedDict):
+    """client → front door, before every hello: is a pool there? No token; answered at
+    once (a hello may wait for a worker); its handshake tells a refused CURVE key."""
+    t: Annotated[Literal["ping"], "the message type"]
+
+
+class PingReply(TypedDict):
+    """front door → client."""
+    ok: Annotated[Literal[True], "the request succeeded"]
+    v: Annotated[int, "the pool's protocol version"]
+
+
+class ErrorReply(TypedDict):
+    """front door → client: the answer to any request that failed (the pool keeps serving).
+    A throttled sign-in's refusal is held by the pool until its wait is over."""
+    ok: Annotated[Literal[False], "the request failed"]
+    error: Annotated[list[str], "[class name, text]: a class of errors.ERROR_CLASSES, which the client raises"]
+    retry_after: NotRequired[Annotated[float, "SignInThrottledError only: ask again after this many seconds (0.0 when the pool held the reply)"]]
+
+
+# ==================================================================== session worker
+
+class BatchHeader(TypedDict):
+    """client → worker: a batch of ops. The header is the first msgpack object of frame 0;
+    the op records follow it in the same frame; payload frames follow. Answered with
+    :class:`BatchReply`."""
+    k: Annotated[bytes, "the session key"]
+    b: Annotated[int, "the batch's number (1, 2, …): its reply carries it"]
+    n: Annotated[int, "how many ops the batch holds"]
+    r: Annotated[int | None, "the seq of the failed op whose error the client has seen (after a failure the worker skips ops until then), or None"]
+    y: NotRequired[Annotated[Literal[1], "wait for the device to finish before replying (a sync point)"]]
+    g: NotRequired[Annotated[Literal[1], "time the batch's device work (CUDA events): the reply's g"]]
+
+
+class CancelRequest(TypedDict):
+    """client → worker, at an interrupt: drop the queued work (read between ops, and
+    before a batch starts). Not answered; the batches cancelled answer with ``c``."""
+    k: Annotated[bytes, "the session key"]
+    c: Annotated[int, "cancel every batch up to this number"]
+
+
+class WorkerCloseRequest(TypedDict):
+    """client → worker, when the session closes: the worker ends after answering
+    :class:`ClosedReply`."""
+    k: Annotated[bytes, "the session key"]
+    t: Annotated[Literal["close"], "a request instead of a batch"]
+    b: Annotated[int, "0 (the ClosedReply repeats it)"]
+
+
+class StagingRequest(TypedDict):
+    """client → worker, over the Unix link right after the auth message, when the device
+    streams: ask for a staging ring. Answered with :class:`StagingReply`."""
+    k: Annotated[bytes, "the session key"]
+    t: Annotated[Literal["staging"], "a request instead of a batch"]
+
+
+class LinkAuth(TypedDict):
+    """client → worker, the first message on a Unix link (one frame, at most 4 KiB, within
+    5 s): until it has come whole the worker waits for nothing else from that peer, and it
+    drops the connection at anything else. Not answered."""
+    t: Annotated[Literal["auth"], "the message type"]
+    k: Annotated[bytes, "the session key"]
+
+
+class UploadChunk(TypedDict):
+    """client → worker, after the batch of a streamed upload: one chunk, its bytes in the
+    next frame, or (staged) in a slot of the ring, the message then one frame. Not
+    answered; chunks of an upload skipped after an error are dropped."""
+    k: Annotated[bytes, "the session key"]
+    u: Annotated[int, "the sequence number of the upload op"]
+    i: Annotated[int, "the chunk's index within its upload"]
+    s: NotRequired[Annotated[int, "staged: the slot holding the bytes (g % slots)"]]
+    g: NotRequired[Annotated[int, "staged: the session's staged upload chunks before this one"]]
+    n: NotRequired[Annotated[int, "staged: the chunk's length, bytes (1 to slot_bytes)"]]
+
+
+class BatchReply(TypedDict):
+    """worker → client: a batch's results (frame 0; the downloads' data in frames 1…).
+    Also the answer to a malformed message or a refused key (``b`` None)."""
+    b: Annotated[int | None, "the batch's number (None: no batch could be read)"]
+    m: Annotated[bytes, "msgpack of [[id, shape, dtype, strides, flags], …]: the batch's new arrays the session still holds"]
+    v: Annotated[list[list[Any]], "[[seq, value], …]: the values ops returned"]
+    d: Annotated[list[list[Any]], "[[seq, dtype, shape] or [seq, dtype, shape, chunks], …]: downloads, in the next frames or streamed after"]
+    e: Annotated[list[Any] | None, "[seq, class name, text, None] of the first op that failed, or None"]
+    w: Annotated[list[list[Any]], "[[seq, category, text, module?], …]: warnings ops raised"]
+    x: Annotated[int, "ops run"]
+    s: Annotated[int, "ops skipped (after an error or a cancel)"]
+    t: NotRequired[Annotated[float, "seconds the worker spent on the message"]]
+    c: NotRequired[Annotated[Literal[1], "the batch was cancelled: ops after the first x never ran"]]
+    g: NotRequired[Annotated[float, "device seconds of the batch's work (when the header's g asked)"]]
+    z: NotRequired[Annotated[str, "why the worker has ended (a device fault, the pool has gone): the session's last reply"]]
+
+
+class ClosedReply(TypedDict):
+    """worker → client: the answer to :class:`WorkerCloseRequest`."""
+    b: Annotated[int | None, "the close request's b"]
+    closed: Annotated[Literal[True], "the worker is ending"]
+
+
+class StagingOffer(TypedDict):
+    """A :class:`StagingReply`'s ring (``gpu_backend/protocol/staging.py``)."""
+    slots: Annotated[int, "slots in the ring"]
+    slot_bytes: Annotated[int, "bytes per slot"]
+
+
+class StagingReply(TypedDict):
+    """worker → client: the answer to :class:`StagingRequest`, with the ring's memfd in the
+    message's SCM_RIGHTS ancillary data when there is one."""
+    staging: Annotated[StagingOffer | None, "the ring, or None (no memfd on the host, a device that does not stream, a tcp:// client)"]
+
+
+class StagedDownloadChunk(TypedDict):
+    """worker → client, after a reply whose ``d`` entry has a chunk count, through a ring:
+    one chunk of the download, its bytes in a slot (one frame). Without a ring each chunk
+    is a bare frame of bytes."""
+    s: Annotated[int, "the slot holding the bytes (g % slots)"]
+    g: Annotated[int, "the session's staged download chunks before this one"]
+    n: Annotated[int, "the chunk's length, bytes"]
+
+
+# ==================================================================== worker control
+
+class ControlReady(TypedDict):
+    """worker → front door, once warm (device open, sockets bound): it may be assigned a
+    session."""
+    t: Annotated[Literal["ready"], "the message type"]
+    port: Annotated[int, "its ROUTER's tcp port"]
+    ipc: Annotated[str | None, "its Unix socket (unix://…) for same-host clients, or None"]
+    info: Annotated[DeviceInfo, "its device"]
+    runtime: Annotated[RuntimeFacts, "its device's CUDA facts"]
+    lease: Annotated[str, "its identity at the arbiter: a random secret, never on a command line"]
+
+
+class ControlUsage(TypedDict):
+    """worker → front door, at most every 0.5 s while serving, when a figure changed: the
+    session's cumulative usage (the accounting: docs/fair-share.md)."""
+    t: Annotated[Literal["usage"], "the message type"]
+    memory: Annotated[int, "bytes the session's arrays hold now"]
+    arrays: Annotated[int, "arrays the session holds"]
+    device_s: Annotated[float, "device seconds measured"]
+    ops: Annotated[int, "ops run"]
+    bytes_in: Annotated[int, "bytes uploaded"]
+    bytes_out: Annotated[int, "bytes downloaded"]
+    errors: Annotated[int, "ops that failed"]
+    peak: Annotated[int, "the most bytes the session has held"]
+
+
+class ControlEnded(TypedDict):
+    """worker → front door, as it exits (unless the pool has gone): why, and its last
+    figures (those of :class:`ControlUsage` but ``t``; fewer after a device fault)."""
+    t: Annotated[Literal["ended"], "the message type"]
+    reason: Annotated[str, "why the worker ends (\"closed by the client\", \"stopped by the pool\", a device fault, …)"]
+    memory: Annotated[int, "bytes still held before its arrays were freed (0 after a device fault)"]
+    arrays: Annotated[int, "arrays the session held"]
+    ops: Annotated[int, "ops run"]
+    device_s: NotRequired[Annotated[float, "device seconds measured"]]
+    bytes_in: NotRequired[Annotated[int, "bytes uploaded"]]
+    bytes_out: NotRequired[Annotated[int, "bytes downloaded"]]
+    errors: NotRequired[Annotated[int, "ops that failed"]]
+    peak: NotRequired[Annotated[int, "the most bytes the session held"]]
+
+
+class ControlGrow(TypedDict):
+    """worker → front door, under a user's memory quota, when an allocation would pass the
+    grant: answered with :class:`ControlGranted` (within 10 s, or the allocation fails)."""
+    t: Annotated[Literal["grow"], "the message type"]
+    want: Annotated[int, "bytes the session needs in all"]
+
+
+class ControlGrant(TypedDict):
+    """worker → front door: memory handed back to the user's quota (idle, or asked by
+    :class:`ControlReclaim`, which it always answers so)."""
+    t: Annotated[Literal["grant"], "the message type"]
+    bytes: Annotated[int | None, "the session's grant now, bytes (None: it has no quota)"]
+
+
+class ControlAssign(TypedDict):
+    """front door → a warm worker: serve this session (before the client's hello is
+    answered)."""
+    t: Annotated[Literal["assign"], "the message type"]
+    session: Annotated[str, "the session's id"]
+    user: Annotated[str, "its user (names diagnostics)"]
+    key: Annotated[bytes, "the session key every client message must carry"]
+    memory_limit: Annotated[int, "the session's memory limit, bytes"]
+    grant: Annotated[int | None, "memory granted under the user's quota, bytes (None: no quota)"]
+    grant_step: Annotated[int | None, "bytes asked for (and handed back) at a time under the quota"]
+    quota: Annotated[int | None, "the user's memory quota, bytes (None: none)"]
+
+
+class QuotaRefusal(TypedDict):
+    """A :class:`ControlGranted`'s ``why``: the quota the request met."""
+    user: Annotated[str, "the user"]
+    quota: Annotated[int, "their memory quota, bytes"]
+    others: Annotated[int, "bytes their other sessions hold"]
+    sessions: Annotated[int, "how many other sessions they have"]
+
+
+class ControlGranted(TypedDict):
+    """front door → worker: the answer to :class:`ControlGrow` (perhaps after reclaiming
+    memory from the user's other sessions)."""
+    t: Annotated[Literal["granted"], "the message type"]
+    bytes: Annotated[int, "the session's grant now, bytes"]
+    why: Annotated[QuotaRefusal | None, "why it is short of want (the OutOfMemoryError's text names it), or None"]
+
+
+class ControlStop(TypedDict):
+    """front door → worker: end (the client closed the session, or the pool stops); the
+    worker answers with :class:`ControlEnded` and exits."""
+    t: Annotated[Literal["stop"], "the message type"]
+
+
+class ControlReclaim(TypedDict):
+    """front door → worker: another session of the user wants memory: hand back what is
+    not in use (answered with :class:`ControlGrant`)."""
+    t: Annotated[Literal["reclaim"], "the message type"]
+
+
+# ==================================================================== arbiter
+
+class ArbiterWant(TypedDict):
+    """worker → arbiter: it has work and does not hold the device (again after 1 s without
+    a word; from the holder, answered with its grant once more)."""
+    t: Annotated[Literal["want"], "the message type"]
+
+
+class ArbiterUsed(TypedDict):
+    """worker → arbiter, while holding: its measured device time."""
+    t: Annotated[Literal["used"], "the message type"]
+    busy: Annotated[float, "cumulative device seconds measured"]
+
+
+class ArbiterRelease(TypedDict):
+    """worker → arbiter: it hands the device over."""
+    t: Annotated[Literal["release"], "the message type"]
+    busy: Annotated[float, "cumulative device seconds measured"]
+    want: Annotated[bool, "it still has work (asks again at once)"]
+    g: Annotated[int | None, "the grant it hands back"]
+    ahead: NotRequired[Annotated[float, "estimated device seconds of work launched and not yet measured (charged until the next report)"]]
+
+
+class ArbiterGrant(TypedDict):
+    """arbiter → worker: it may launch work on the device."""
+    t: Annotated[Literal["grant"], "the message type"]
+    q: Annotated[float | None, "others wait: hand over after this many device seconds (None: keep it until told)"]
+    b: Annotated[bool, "others wait: hand over when the batch ends (fifo)"]
+    g: Annotated[int, "the grant's number, which its release names"]
+    k: Annotated[int | None, "the worker's slot in the baton file, or None"]
+    w: NotRequired[Annotated[list[int], "[slot, grant]: wait until that slot reads that grant's work done before launching"]]
+    wt: NotRequired[Annotated[float, "after a preemption: the longest to wait for w, seconds"]]
+
+
+class ArbiterReady(TypedDict):
+    """arbiter → worker: it is next; be awake when the grant comes."""
+    t: Annotated[Literal["ready"], "the message type"]
+    q: Annotated[float, "its grant is due in about this many device seconds"]
+
+
+class ArbiterYield(TypedDict):
+    """arbiter → the holder: others wait now (ignored unless ``g`` is the grant held)."""
+    t: Annotated[Literal["yield"], "the message type"]
+    q: Annotated[float, "hand over after this many more device seconds (0: at once)"]
+    b: Annotated[bool, "hand over when the running batch ends"]
+    g: Annotated[int, "the grant it concerns"]
+
+
+# ==================================================================== the registry
+
+FRONT_DOOR = "front door"
+POOL_STATUS = "pool status"
+SESSION_WORKER = "session worker"
+WORKER_CONTROL = "worker control"
+ARBITER = "arbiter"
+DEVICE_FACTS = "device facts"
+
+#: Each channel: who talks over what.
+CHANNELS: dict[str, str] = {
+    FRONT_DOOR: "Client DEALER → the pool's ROUTER (tcp://, or the same-host ipc:// door): one "
+                "msgpack map a frame each way. A request names its type in `t`; every reply "
+                "has `ok`.",
+    POOL_STATUS: "The rows and parts of a `StatusReply` (also `LocalPool.door.status()`, the "
+                 "metrics and the Jupyter server extension's JSON).",
+    SESSION_WORKER: "Client DEALER → the session's worker ROUTER, or the same-host Unix link. "
+                    "The map is the first msgpack object of a message's first frame; a batch's "
+                    "op records follow it there, and array payloads in the next frames.",
+    WORKER_CONTROL: "A worker ↔ the front door, over the socket pair the worker inherits "
+                    "(`--control-fd`): one msgpack map per record, at most 1 MiB. Its closing "
+                    "is news to both sides.",
+    ARBITER: "A worker's DEALER ↔ the pool's arbiter thread (`ipc://` in the pool's run "
+             "directory; the worker's identity is its `lease` secret), under the `fair` and "
+             "`fifo` policies (docs/fair-share.md).",
+    DEVICE_FACTS: "Maps that travel inside other messages, or as an op's value in a reply's `v`.",
+}
+
+#: Every message's class, by channel (the order of docs/protocol.md).
+MESSAGES: dict[str, tuple[type, ...]] = {
+    FRONT_DOOR: (HelloRequest, HelloReply, HeartbeatRequest, HeartbeatReply, StatusRequest,
+                 StatusReply, CloseRequest, CloseReply, PingRequest, PingReply, ErrorReply),
+    POOL_STATUS: (StatusDevice, StatusUser, StatusSession, EndedSession, StatusSpin, ShareHistory),
+    SESSION_WORKER: (BatchHeader, CancelRequest, WorkerCloseRequest, StagingRequest, LinkAuth,
+                     UploadChunk, BatchReply, ClosedReply, StagingReply, StagingOffer,
+                     StagedDownloadChunk),
+    WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
+                     ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim),
+    ARBITER: (ArbiterWant, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterYield),
+    DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, SessionFigures, PoolFigures),
+}
+
+MARK_BEGIN = "<!-- messages:begin -->"
+MARK_END = "<!-- messages:end -->"
+
+
+def fields_of(cls: type) -> dict[str, tuple[Any, str, bool]]:
+    """A message class's fields: name -> (type, meaning, required), in declaration order."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    fields = {}
+    for name, hint in hints.items():
+        meaning = ""
+        while True:   # peel NotRequired/Required and Annotated, in either order
+            origin = typing.get_origin(hint)
+            if origin is Annotated:
+                meaning = next((m for m in hint.__metadata__ if isinstance(m, str)), meaning)
+                hint = hint.__origin__
+            elif origin in (typing.Required, typing.NotRequired):
+                hint = typing.get_args(hint)[0]
+            else:
+                break
+        fields[name] = (hint, meaning, name in cls.__required_keys__)
+    return fields
+
+
+def _type_text(tp: Any) -> str:
+    """A field's type as the tables show it: msgpack's view of Python's types."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is type(None):
+        return "None"
+    if tp is Any:
+        return "any"
+    if origin is Literal:
+        return " or ".join(repr(a).replace("'", '"') for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_text(a) for a in args)
+    if origin is not None:
+        return f"{origin.__name__}[{', '.join(_type_text(a) for a in args)}]"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _cell(text: str) -> str:
+    """*text* on one line of a table or paragraph: reST's roles and literals made Markdown's."""
+    text = " ".join(text.split()).replace(":class:`", "`").replace("``", "`")
+    return text.replace("|", "\\|")
+
+
+def render_markdown() -> str:
+    """docs/protocol.md's section between MARK_BEGIN and MARK_END: per channel, per message,
+    its docstring and a table of its fields."""
+    out: list[str] = []
+    for channel, classes in MESSAGES.items():
+        out += [f"### {channel[0].upper()}{channel[1:]}", "", CHANNELS[channel], ""]
+        for cls in classes:
+            out += [f"#### `{cls.__name__}`", "", _cell(cls.__doc__ or ""), "",
+                    "| field | type | meaning |", "| --- | --- | --- |"]
+            for name, (tp, meaning, required) in fields_of(cls).items():
+                shown = f"`{name}`" if required else f"`{name}` (optional)"
+                out.append(f"| {shown} | `{_type_text(tp)}` | {_cell(meaning)} |")
+            out.append("")
+    return "\n".join(out)
+
+
+def _write(path: str) -> bool:
+    """Put render_markdown() between the markers of *path*; whether the file changed."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    head, begin, rest = text.partition(MARK_BEGIN)
+    _old, end, tail = rest.partition(MARK_END)
+    if not begin or not end:
+        raise SystemExit(f"{path}: no {MARK_BEGIN} … {MARK_END} section")
+    new = f"{head}{MARK_BEGIN}\n{render_markdown()}\n{MARK_END}{tail}"
+    if new != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+    return new != text
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
+        print(f"{sys.argv[2]}: {'rewritten' if _write(sys.argv[2]) else 'unchanged'}")
+    elif len(sys.argv) == 1:
+        print(render_markdown())
+    else:
+        raise SystemExit("usage: python -m gpu_backend.protocol.messages [--write docs/protocol.md]")
