@@ -32,6 +32,7 @@ from .config import PoolSettings
 from .pool_status import build_status
 from .devices import parse_devices
 from .protocol import PROTOCOL_VERSION
+from .protocol import messages as m
 from .protocol.addresses import allow_ipv6
 from .protocol.codec import packb, unpackb
 from .protocol.errors import (ProtocolError, QuotaExceededError, SessionLostError,
@@ -58,7 +59,8 @@ MAX_FAILED_STARTS = 3
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
 #: What a worker's usage report carries (docs/fair-share.md, "Accounting").
-USAGE_FIELDS = ("memory", "arrays", "ops", "device_s", "bytes_in", "bytes_out", "errors", "peak")
+#: the figures of a worker's usage report (protocol.messages.ControlUsage), kept per session
+USAGE_FIELDS = tuple(name for name in m.fields_of(m.ControlUsage) if name != "t")
 
 
 @dataclass

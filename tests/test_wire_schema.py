@@ -157,7 +157,7 @@ def test_docs_section_is_render_markdown() -> None:
     assert text.count(m.MARK_BEGIN) == 1 and text.count(m.MARK_END) == 1
     section = text.split(m.MARK_BEGIN, 1)[1].split(m.MARK_END, 1)[0]
     assert section == f"\n{m.render_markdown()}\n", \
-        "docs/protocol.md is stale: python -m gpu_backend.protocol.messages --write docs/protocol.md"
+        "docs/protocol.md is stale: python -m gpu_backend.protocol --write docs/protocol.md"
 
 
 def test_every_message_and_field_is_explained() -> None:

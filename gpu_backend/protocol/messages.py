@@ -4,7 +4,7 @@ Every control message is a msgpack map. Each map's keys are declared here, one
 ``TypedDict`` per message, grouped by channel in :data:`MESSAGES`; each field is
 ``Annotated[type, "what it means"]``, and each class's docstring says who sends it to
 whom and when. The tables of docs/protocol.md ("Messages, field by field") are
-:func:`render_markdown`'s output (``python -m gpu_backend.protocol.messages --write
+:func:`render_markdown`'s output (``python -m gpu_backend.protocol --write
 docs/protocol.md`` rewrites them), and tests/test_wire_schema.py holds the code's
 literals and the page to these classes. They describe; nothing validates messages
 against them at run time. The op records that follow a batch's header are lists, not
@@ -21,7 +21,6 @@ faster (see docs/protocol.md).
 # (no ``from __future__ import annotations``: Python 3.11's TypedDict reads Required and
 # NotRequired only from annotations that are objects, not strings)
 
-import sys
 import types
 import typing
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
@@ -654,7 +653,7 @@ def render_markdown() -> str:
     return "\n".join(out)
 
 
-def _write(path: str) -> bool:
+def write_section(path: str) -> bool:
     """Put render_markdown() between the markers of *path*; whether the file changed."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
@@ -668,11 +667,3 @@ def _write(path: str) -> bool:
             f.write(new)
     return new != text
 
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
-        print(f"{sys.argv[2]}: {'rewritten' if _write(sys.argv[2]) else 'unchanged'}")
-    elif len(sys.argv) == 1:
-        print(render_markdown())
-    else:
-        raise SystemExit("usage: python -m gpu_backend.protocol.messages [--write docs/protocol.md]")
