@@ -3,7 +3,7 @@
     python benchmarks/attack.py [--devices cpu] [--json out.json] [--quick]
         [--parts fuzz,flood,clients,churn,death,detect]
 
-The attack suite's tests (tests/test_attack_*.py, test_fuzz_frames.py,
+The attack suite's tests (tests/gpu_backend/test_attack_*.py, test_fuzz_frames.py,
 test_faults_lifecycle.py) run each attack small enough for CI; this runs them at the
 counts of the hardening issue, against ``gpuwb-backend serve`` in a process of its own,
 using the tests' own attackers (tests/hostile.py):

@@ -49,7 +49,7 @@ if [ "$what" = all ] || [ "$what" = probe ]; then
 fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 420 python3 -m pytest -q -p no:cacheprovider \
-    -o addopts="-ra" --timeout 120 ${GPU_TESTS:-tests/test_smoke.py tests/test_diff_*.py tests/test_transfers.py tests/test_async.py tests/test_importhook.py tests/test_faults.py tests/test_pool.py} \
+    -o addopts="-ra" --timeout 120 ${GPU_TESTS:-tests/project/test_smoke.py tests/kernelproxy/test_diff_*.py tests/kernelproxy/test_transfers.py tests/kernelproxy/test_async.py tests/kernelproxy/test_importhook.py tests/gpu_backend/test_faults.py tests/gpu_backend/test_pool.py} \
     2>&1 | tee "$OUT/gpu-tests.log" | tail -40
 fi
 if [ "$what" = all ] || [ "$what" = kernel ]; then
@@ -58,7 +58,7 @@ if [ "$what" = all ] || [ "$what" = kernel ]; then
   python3 -c "from workbench.kernelspec import install_kernelspec as i; i(prefix='/tmp/jp')"
   export JUPYTER_PATH=/tmp/jp/share/jupyter
   GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 300 python3 -m pytest -q -p no:cacheprovider \
-    -o addopts="-ra" --timeout 120 tests/test_custom_kernels.py tests/test_kernel.py 2>&1 \
+    -o addopts="-ra" --timeout 120 tests/kernelproxy/test_custom_kernels.py tests/workbench/test_kernel.py 2>&1 \
     | tee "$OUT/gpu-kernel-tests.log" | tail -15
   timeout 200 python3 -c "import sys; from workbench.cli import main; sys.exit(main(['demo']))" \
     2>&1 | tee "$OUT/gpu-demo.log" | tail -60
@@ -67,8 +67,8 @@ if [ "$what" = all ] || [ "$what" = fair ]; then
   # users and the arbiter on a GPU: the quota and pool tests with the pool on the GPU, then
   # the fairness benchmark (policies none, fifo, fair side by side) and its plot
   GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 240 python3 -m pytest -q -p no:cacheprovider \
-    -o addopts="-ra" --timeout 120 tests/test_users_pool.py tests/test_pool.py tests/test_async.py \
-    tests/test_transfers.py tests/test_faults.py tests/test_custom_kernels.py 2>&1 \
+    -o addopts="-ra" --timeout 120 tests/gpu_backend/test_users_pool.py tests/gpu_backend/test_pool.py tests/kernelproxy/test_async.py \
+    tests/kernelproxy/test_transfers.py tests/gpu_backend/test_faults.py tests/kernelproxy/test_custom_kernels.py 2>&1 \
     | tee "$OUT/gpu-fair-tests.log" | tail -8
 fi
 if [ "$what" = all ] || [ "$what" = fair ] || [ "$what" = fairness ]; then
@@ -98,10 +98,10 @@ if [ "$what" = hardening ]; then
   # (a killed pool's CUDA workers, a worker's death told to a tcp client, session churn);
   # then the hot sync and whole programs, to see that the hardening costs nothing
   GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 300 python3 -m pytest -q -p no:cacheprovider \
-    -o addopts="-ra" --timeout 120 tests/test_gpu_quota_paths.py tests/test_users_pool.py \
-    tests/test_pool.py tests/test_faults.py tests/test_smoke.py tests/test_attack_control.py \
-    tests/test_faults_lifecycle.py tests/test_fuzz_frames.py tests/test_same_host.py \
-    tests/test_staging.py 2>&1 | tee "$OUT/gpu-hardening-tests.log" | tail -25
+    -o addopts="-ra" --timeout 120 tests/gpu_backend/test_gpu_quota_paths.py tests/gpu_backend/test_users_pool.py \
+    tests/gpu_backend/test_pool.py tests/gpu_backend/test_faults.py tests/project/test_smoke.py tests/gpu_backend/test_attack_control.py \
+    tests/gpu_backend/test_faults_lifecycle.py tests/gpu_backend/test_fuzz_frames.py tests/gpu_backend/test_same_host.py \
+    tests/gpu_backend/test_staging.py 2>&1 | tee "$OUT/gpu-hardening-tests.log" | tail -25
   timeout 240 python3 benchmarks/attack.py --devices 0 --parts death,detect,churn --sessions 100 \
     --json "$OUT/attack-gpu.json" 2>&1 | tee "$OUT/attack-gpu.log" | grep -v '^ \|^{\|^}'
   timeout ${LATENCY_TIMEOUT:-200} python3 benchmarks/overhead.py ${LATENCY_ARGS:---gemm 0 --transfer-mb 64 \

@@ -6,7 +6,7 @@ device when work arrives, reports its device time every ``report`` seconds of
 it, hands over after its quantum or at once when told, and keeps the device
 while alone. Sessions are saturating (an endless queue of ops of one length),
 interactive (one op every ``period``) or closed loops (the next op ``think``
-seconds after one ends). Used by tests/test_policy.py.
+seconds after one ends). Used by tests/gpu_backend/test_policy.py.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ PERIOD = 0.02
 #: (its quantum) if longer. A closed loop that pauses between ops (a notebook syncing every
 #: iteration) falls one turn of the others behind while it waits; a cap below that forgave
 #: the rest of its deficit at every pause, and beside a weight-3 user with 15 ms turns a
-#: weight-1 loop got 17 % of the device instead of 25 % (tests/test_policy.py).
+#: weight-1 loop got 17 % of the device instead of 25 % (tests/gpu_backend/test_policy.py).
 CREDIT = 0.002
 #: A returning user preempts the holder if its virtual time is lower by more than this.
 PREEMPT_GAP = 0.0005

@@ -5,7 +5,7 @@ Every control message is a msgpack map. Each map's keys are declared here, one
 ``Annotated[type, "what it means"]``, and each class's docstring says who sends it to
 whom and when. The tables of docs/protocol.md ("Messages, field by field") are
 :func:`render_markdown`'s output (``python -m gpu_backend.protocol --write
-docs/protocol.md`` rewrites them), and tests/test_wire_schema.py holds the code's
+docs/protocol.md`` rewrites them), and tests/gpu_backend/test_wire_schema.py holds the code's
 literals and the page to these classes. They describe; nothing validates messages
 against them at run time. The op records that follow a batch's header are lists, not
 maps: docs/protocol.md describes them, and the ``KIND_*`` constants below name them.

@@ -1,0 +1,1 @@
+"""Tests of the catalogue: data, queries, rendering, the %catalog magic and its CLI."""

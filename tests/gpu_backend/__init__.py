@@ -1,0 +1,1 @@
+"""Tests of the pool: front door, workers, arbiter, protocol, devices, attacks on them."""

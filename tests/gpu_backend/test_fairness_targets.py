@@ -1,0 +1,153 @@
+"""The fairness benchmark's verdicts on issue 7's targets (benchmarks/fairness_targets.py) and
+the busy fractions it reads from a real usage log (fairness.busy_from_log).
+
+The verdicts are arithmetic over a run's results, so these tests hand them results shaped as
+fairness.py writes them, with figures chosen so that each target lands on a known side of
+its limit, and check the judgement, the size of each miss and the figures its *why* quotes.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from gpu_backend.usage import UsageLog
+
+from tests.paths import PROJECT_ROOT  # noqa: E402
+sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
+from fairness import SCENARIOS, busy_from_log  # noqa: E402
+from fairness_targets import targets_table, verdicts  # noqa: E402
+
+BIG_RATE, SMALL_RATE = 1400.0, 17000.0   # GEMMs/s alone: 0.714 ms and 0.0588 ms each
+
+
+def _exclusive(interactive_p99: float, big_mhz: float = 1440.0, small_mhz: float = 1980.0) -> dict:
+    return {"big": {"rate": BIG_RATE, "gpu_clock": {"sm_mhz": big_mhz}},
+            "small": {"rate": SMALL_RATE, "gpu_clock": {"sm_mhz": small_mhz}},
+            "interactive": {"p50": 0.5, "p99": interactive_p99, "p999": 1.0}}
+
+
+def _results(fair: dict, none: dict | None = None, interactive_p99: float = 0.9) -> dict:
+    return {"exclusive": {"none": _exclusive(1.1), "fair": _exclusive(interactive_p99)},
+            "policies": {"none": none or {}, "fair": fair, "fifo": fair}}
+
+
+def _row(rows, scenario, target_start):
+    found = [r for r in rows if r["scenario"] == scenario and r["target"].startswith(target_start)]
+    assert len(found) == 1, (scenario, target_start, rows)
+    return found[0]
+
+
+def test_a_fair_run_that_meets_every_target_says_so_and_gives_no_reasons():
+    run = {"two-1:1": {"share_error_1s": {"mean": 0.004, "p99": 0.011}, "jain": 0.9999,
+                       "work_conservation": 0.985, "normalised_rates": {"a": 0.49, "b": 0.495}},
+           "dynamics": {"share_error_1s": {"mean": 0.01, "p99": 0.03}, "jain": 0.998,
+                        "work_conservation": 0.99, "normalised_rates": {"a": 0.5, "b": 0.49},
+                        "convergence_s": [0.0, 0.3, 0.1]},
+           "interactive+2": {"share_error_1s": {"mean": 0.0, "p99": 0.0}, "jain": 1.0,
+                             "work_conservation": 0.981, "normalised_rates": {"a": 0.49, "b": 0.491},
+                             "interactive_ms": {"p50": 0.8, "p99": 1.7, "p999": 2.5}}}
+    rows = verdicts(_results(run), SCENARIOS)
+    assert {r["policy"] for r in rows} == {"fair"}   # fifo and none have no targets
+    assert all(r["met"] and r["by"] == 0.0 and r["why"] == "" for r in rows)
+    assert len([r for r in rows if r["scenario"] == "dynamics" and "convergence" in r["target"]]) == 3
+    assert "MISSED" not in targets_table(rows)
+
+
+def test_a_split_off_its_weights_says_by_how_much_and_shows_the_arbiters_time_split_and_clock():
+    run = {"big-vs-small": {
+        "share_error_1s": {"mean": 0.079, "p99": 0.091}, "jain": 0.994,
+        "work_conservation": 1.001, "normalised_rates": {"a": 0.54, "b": 0.461},
+        # the pool split device time evenly; a big GEMM took 9 % less than alone, a small 5 % more
+        "charged_s": {"a": 9.0, "b": 9.05},
+        "charged_ms_per_gemm": {"a": 1e3 / BIG_RATE * 0.91, "b": 1e3 / SMALL_RATE * 1.05},
+        "gpu_clock": {"sm_mhz": 1890.0}}}
+    rows = verdicts(_results(run), SCENARIOS)
+    mean = _row(rows, "big-vs-small", "share error 1 s, mean")
+    assert not mean["met"] and mean["by"] == pytest.approx(0.059)
+    assert not _row(rows, "big-vs-small", "share error 1 s, p99")["met"]
+    assert _row(rows, "big-vs-small", "Jain")["met"]
+    assert _row(rows, "big-vs-small", "work conservation")["met"]
+    why = mean["why"]
+    assert "within 0.3% of the weights (the arbiter split time by weight)" in why
+    assert "a (big) -9.0%" in why and "b (small) +5.0%" in why
+    assert "SM clock 1890 MHz in the mix, alone big 1440, small 1980 MHz" in why
+    assert "MISSED by 0.059" in targets_table(rows)
+
+
+def test_an_arbiter_whose_own_time_split_is_off_is_named_as_the_cause():
+    run = {"three-1:2:4": {"share_error_1s": {"mean": 0.06, "p99": 0.2}, "jain": 0.97,
+                           "work_conservation": 0.99,
+                           "normalised_rates": {"a": 0.2, "b": 0.3, "c": 0.49},
+                           "charged_s": {"a": 2.0, "b": 3.0, "c": 5.0}}}
+    why = _row(verdicts(_results(run), SCENARIOS), "three-1:2:4", "Jain")["why"]
+    assert "within 40.0% of the weights (the arbiter's own split is off)" in why
+
+
+def test_lost_work_is_split_into_idle_device_time_slower_work_and_the_interactive_users_time():
+    run = {"interactive+1": {
+        "work_conservation": 0.93, "normalised_rates": {"a": 0.93},
+        "busy": {"a": 0.95, "i": 0.03},   # 2 % of the time nobody was charged
+        "interactive_ms": {"p50": 1.6, "p99": 2.6, "p999": 4.0},
+        "arrivals": {"i": {"wants": 100, "free": 10, "preempted": 70, "waited": 20}}},
+        "two-1:1": {"work_conservation": 0.96, "normalised_rates": {"a": 0.48, "b": 0.48},
+                    "share_error_1s": {"mean": 0.001, "p99": 0.002}, "jain": 1.0,
+                    "busy": {"a": 0.5, "b": 0.49}, "work_conservation_drift": 0.975}}
+    none = {"interactive+1": {"interactive_ms": {"p50": 2.1, "p99": 5.5, "p999": 7.0}}}
+    rows = verdicts(_results(run, none), SCENARIOS)
+    assert not any(r["target"].startswith("share") for r in rows if r["scenario"] == "interactive+1")
+    work = _row(rows, "interactive+1", "work conservation")
+    assert not work["met"] and work["by"] == pytest.approx(0.05)
+    assert "charged someone 98.0% of the time" in work["why"]
+    assert "running nothing: 2.0%" in work["why"]
+    assert "did 97.9% of alone's work per charged second" in work["why"]
+    assert "i's own device time 3.0%" in work["why"]
+    drift = _row(rows, "two-1:1", "work conservation")["why"]
+    assert "0.975 against the rates alone before and after" in drift
+    slow = _row(rows, "interactive+1", "interactive p99")
+    assert not slow["met"] and slow["by"] == pytest.approx(0.6)
+    assert "the op alone (fair's pool): p99 0.90 ms" in slow["why"]
+    assert "(none) here: p99 5.50 ms" in slow["why"]
+    assert "holder's launched big GEMM, 0.71 ms alone" in slow["why"]
+    assert "the two together: 1.61 ms" in slow["why"]
+    assert "10% free, 70% preempting, 20% waited" in slow["why"]
+
+
+def test_an_op_already_over_the_target_alone_is_named_and_long_kernels_are_not_judged():
+    run = {"interactive+2": {"work_conservation": 0.99, "normalised_rates": {"a": 0.5, "b": 0.49},
+                             "share_error_1s": {"mean": 0.0, "p99": 0.0}, "jain": 1.0,
+                             "interactive_ms": {"p50": 2.0, "p99": 4.0, "p999": 9.0}},
+           "interactive+long": {"work_conservation": 0.99, "normalised_rates": {"a": 0.99},
+                                "interactive_ms": {"p50": 8.0, "p99": 90.0, "p999": 100.0}}}
+    rows = verdicts(_results(run, interactive_p99=3.2), SCENARIOS)
+    why = _row(rows, "interactive+2", "interactive p99")["why"]
+    assert "p99 3.20 ms (over the target before any other user)" in why
+    assert not [r for r in rows if r["scenario"] == "interactive+long" and "interactive" in r["target"]]
+
+
+def test_a_change_that_never_settles_is_a_miss():
+    run = {"dynamics": {"work_conservation": 0.99, "normalised_rates": {"a": 0.5, "b": 0.49},
+                        "share_error_1s": {"mean": 0.0, "p99": 0.0}, "jain": 1.0,
+                        "convergence_s": [0.2, None, 1.4]}}
+    rows = [r for r in verdicts(_results(run), SCENARIOS) if "convergence" in r["target"]]
+    assert [r["met"] for r in rows] == [True, False, False]
+    assert "no three 100 ms windows" in rows[1]["why"]
+    assert rows[2]["by"] == pytest.approx(0.4)
+
+
+def test_busy_fractions_cover_exactly_the_span_of_each_sessions_lines(tmp_path):
+    path = tmp_path / "usage.jsonl"
+    with UsageLog(path) as log:
+        log.open_session("s1", "a", "0", now=100.0)
+        log.open_session("s2", "i", "0", now=100.2)
+        for k, now in enumerate((100.5, 101.0, 101.5, 102.0), start=1):
+            log.report("s1", "a", "0", {"device_s": 0.4 * k}, now=now)    # 80 % busy
+        log.report("s2", "i", "0", {"device_s": 0.01}, now=101.2)          # once, late
+        log.flush()
+    # lines of s1 in the window: 101.0 and 101.5, covering 100.5-101.5; s2's one line covers
+    # its span since opening (100.2-101.2): 1 % of it
+    busy = busy_from_log(path, 100.6, 101.6)
+    assert busy["a"] == pytest.approx(0.8)
+    assert busy["i"] == pytest.approx(0.01)
+    assert busy_from_log(path, 103.0, 104.0) == {}

@@ -1,0 +1,1 @@
+"""Tests of the kernel, %gpu, gpuwb, the Jupyter server extension and Lab in a browser."""
