@@ -1,0 +1,158 @@
+"""A stretch's key: what must be equal for two runs of ops to be one stretch replayed.
+
+Step 1 of stretch replay (docs/graph-replay.md). Between two sync points the client adds
+each op it issues, and each free record, to a :class:`StretchKey`. Arguments become
+*roles*:
+
+* an array made by op ``k`` of this stretch: ``("r", k)``;
+* an array from before the stretch: ``("i", n)``, the ``n``-th such array first named, its
+  handle kept in :attr:`StretchKey.inputs` (each iteration passes new ones);
+* a scalar operand of an arithmetic operator (``x * alpha``, ``1 - x``): ``("s", type)``, its
+  value kept in :attr:`StretchKey.params` — a step size or CG's alpha changes each iteration
+  and must not make a new stretch. Its type stays in the key: an int and a float promote
+  differently (NEP 50), and the worker writes the value into a 0-d buffer of the weak
+  scalar's dtype, which is bitwise equal to CuPy's own (benchmarks/graph_probe.py);
+* anything else is a *literal* and part of the key: axes, shapes, slices, dtypes, strings,
+  flags, and every scalar that is not an operator's operand (``x.sum(axis=1)`` and
+  ``axis=0`` are different stretches; ``u[1:-1]``'s bounds too).
+
+A value the key cannot express (an object it does not know) makes the stretch
+*unkeyable*: it is never replayed, which costs speed, never a result.
+
+Two runs with equal keys issue the same ops on arrays in the same roles; the worker still
+checks what the client cannot see (the inputs' shapes, dtypes and strides) before it
+replays.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from gpu_backend.protocol import messages as m
+
+__all__ = ["StretchKey", "UNKEYABLE"]
+
+#: Python's scalar types whose values an operator's operand may carry as a parameter
+_PARAM_TYPES = (bool, int, float, complex)
+#: literal types kept in the key as they are
+_LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes)
+
+
+class _Unkeyable(Exception):
+    pass
+
+
+#: The key of a stretch that holds a value no key can express.
+UNKEYABLE = ("unkeyable",)
+
+
+class StretchKey:
+    """The ops of one stretch, as roles; built op by op, read with :meth:`key`.
+
+    *handle_of(obj)* is the session's: the handle of a remote array (or object) of this
+    session, or None for anything else.
+    """
+
+    def __init__(self, handle_of: Callable[[Any], int | None]) -> None:
+        self._handle_of = handle_of
+        self.records: list[tuple] = []
+        #: handles of the arrays from before the stretch, in the order first named
+        self.inputs: list[int] = []
+        #: values of the operators' scalar operands, in order
+        self.params: list[Any] = []
+        self._input_role: dict[int, tuple] = {}
+        self._result_role: dict[int, tuple] = {}
+        self._ops = 0
+        self.keyable = True
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    # ------------------------------------------------------------ adding
+    def add_op(self, kind: str, want: str, out: int | None, name: Any, target: Any,
+               args: tuple | list, kwargs: dict | None) -> None:
+        """One op as the session submits it (*out*: its result's handle, if any)."""
+        if not self.keyable:
+            return
+        try:
+            if kind == m.KIND_OPERATOR:
+                operands = tuple(self._operand(a) for a in args)
+                record = (kind, want, name, operands)
+            else:
+                record = (kind, want, self._literal(name), self._role(target),
+                          tuple(self._role(a) for a in args),
+                          tuple(sorted((k, self._role(v)) for k, v in (kwargs or {}).items())))
+        except _Unkeyable:
+            self.keyable = False
+            return
+        self.records.append(record)
+        if out is not None:
+            self._result_role[out] = ("r", self._ops)
+        self._ops += 1
+
+    def add_free(self, hid: int) -> None:
+        """A free record: the client dropped the array *hid* at this point."""
+        if not self.keyable:
+            return
+        # (an array from before the stretch that it never named takes an input's role:
+        # that it is dropped here is part of the stretch's shape)
+        self.records.append(("free", self._array_role(hid)))
+
+    # ------------------------------------------------------------ reading
+    def key(self) -> tuple:
+        """The stretch's key (hashable), or UNKEYABLE."""
+        return tuple(self.records) if self.keyable else UNKEYABLE
+
+    # ------------------------------------------------------------ roles
+    def _array_role(self, hid: int) -> tuple:
+        role = self._result_role.get(hid)
+        if role is not None:
+            return role
+        role = self._input_role.get(hid)
+        if role is None:
+            role = self._input_role[hid] = ("i", len(self.inputs))
+            self.inputs.append(hid)
+        return role
+
+    def _operand(self, value: Any) -> tuple:
+        """An operator's operand: an array's role, or a scalar parameter."""
+        t = type(value)
+        if t in _PARAM_TYPES:
+            self.params.append(value)
+            return ("s", t.__name__)
+        if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+            self.params.append(value.item())
+            return ("s", value.dtype.str)
+        return self._role(value)
+
+    def _role(self, value: Any) -> Any:
+        if value is None:
+            return None
+        hid = self._handle_of(value)
+        if hid is not None:
+            return self._array_role(hid)
+        return self._literal(value)
+
+    def _literal(self, value: Any) -> Any:
+        t = type(value)
+        if t in _LITERAL_TYPES:
+            # the type too: 1 and 1.0 and True are equal and hash alike, but not one stretch
+            return ("l", t.__name__, value)
+        if t is tuple or t is list:
+            return (t.__name__, tuple(self._role(v) for v in value))
+        if t is dict:
+            return ("dict", tuple(sorted((k, self._role(v)) for k, v in value.items())))
+        if t is slice:
+            return ("slice", self._literal(value.start), self._literal(value.stop),
+                    self._literal(value.step))
+        if value is Ellipsis:
+            return ("...",)
+        if isinstance(value, np.dtype):
+            return ("dtype", value.str)
+        if isinstance(value, type) and issubclass(value, np.generic):
+            return ("dtype", np.dtype(value).str)
+        if isinstance(value, np.generic):
+            return ("np", value.dtype.str, value.item())
+        raise _Unkeyable(t.__name__)
