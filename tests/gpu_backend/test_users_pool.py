@@ -122,7 +122,9 @@ def test_the_memory_quota_spans_a_users_sessions(users_pool):
         assert float(_zeros(b, 8).sum()) == 0.0              # and now b's allocation fits
         assert _granted(a) + _granted(b) <= 16 * MiB
         from workbench.pool_views import users_view
-        text = str(users_view(a.status()))
+        from workbench.views import to_text
+        # wide enough that no cell wraps or is cut, whatever the figures' widths this time
+        text = to_text(users_view(a.status()), width=400)
         assert "carol (you)" in text and "of 16.0 MiB" in text and "2 sessions" not in text
     finally:
         a.close()
