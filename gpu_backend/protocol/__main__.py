@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from .messages import render_markdown, write_section
+from .message_docs import render_markdown, write_section
 
 
 def main(argv: list[str]) -> int:

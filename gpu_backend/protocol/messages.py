@@ -4,8 +4,8 @@ Every control message is a msgpack map. Each map's keys are declared here, one
 ``TypedDict`` per message, grouped by channel in :data:`MESSAGES`; each field is
 ``Annotated[type, "what it means"]``, and each class's docstring says who sends it to
 whom and when. The tables of docs/protocol.md ("Messages, field by field") are
-:func:`render_markdown`'s output (``python -m gpu_backend.protocol --write
-docs/protocol.md`` rewrites them), and tests/gpu_backend/test_wire_schema.py holds the code's
+rendered from them by :mod:`gpu_backend.protocol.message_docs` (``python -m
+gpu_backend.protocol --write docs/protocol.md`` rewrites them), and tests/gpu_backend/test_wire_schema.py holds the code's
 literals and the page to these classes. They describe; nothing validates messages
 against them at run time. The op records that follow a batch's header are lists, not
 maps: docs/protocol.md describes them, and the ``KIND_*`` constants below name them.
@@ -21,7 +21,6 @@ faster (see docs/protocol.md).
 # (no ``from __future__ import annotations``: Python 3.11's TypedDict reads Required and
 # NotRequired only from annotations that are objects, not strings)
 
-import types
 import typing
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
@@ -30,7 +29,7 @@ __all__ = [
     "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "KIND_CUDA", "KIND_OBJECT", "FLAG_C", "FLAG_F", "FLAG_OWN",
     # the channels and the registry
     "FRONT_DOOR", "POOL_STATUS", "SESSION_WORKER", "WORKER_CONTROL", "ARBITER", "DEVICE_FACTS",
-    "CHANNELS", "MESSAGES", "fields_of", "render_markdown", "MARK_BEGIN", "MARK_END",
+    "CHANNELS", "MESSAGES", "fields_of",
     # front door
     "HelloRequest", "HelloReply", "HeartbeatRequest", "HeartbeatReply", "StatusRequest",
     "StatusReply", "CloseRequest", "CloseReply", "PingRequest", "PingReply", "ErrorReply",
@@ -592,10 +591,6 @@ MESSAGES: dict[str, tuple[type, ...]] = {
     DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, SessionFigures, PoolFigures),
 }
 
-MARK_BEGIN = "<!-- messages:begin -->"
-MARK_END = "<!-- messages:end -->"
-
-
 def fields_of(cls: type) -> dict[str, tuple[Any, str, bool]]:
     """A message class's fields: name -> (type, meaning, required), in declaration order."""
     hints = typing.get_type_hints(cls, include_extras=True)
@@ -613,57 +608,3 @@ def fields_of(cls: type) -> dict[str, tuple[Any, str, bool]]:
                 break
         fields[name] = (hint, meaning, name in cls.__required_keys__)
     return fields
-
-
-def _type_text(tp: Any) -> str:
-    """A field's type as the tables show it: msgpack's view of Python's types."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is type(None):
-        return "None"
-    if tp is Any:
-        return "any"
-    if origin is Literal:
-        return " or ".join(repr(a).replace("'", '"') for a in args)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_text(a) for a in args)
-    if origin is not None:
-        return f"{origin.__name__}[{', '.join(_type_text(a) for a in args)}]"
-    return getattr(tp, "__name__", str(tp))
-
-
-def _cell(text: str) -> str:
-    """*text* on one line of a table or paragraph: reST's roles and literals made Markdown's."""
-    text = " ".join(text.split()).replace(":class:`", "`").replace("``", "`")
-    return text.replace("|", "\\|")
-
-
-def render_markdown() -> str:
-    """docs/protocol.md's section between MARK_BEGIN and MARK_END: per channel, per message,
-    its docstring and a table of its fields."""
-    out: list[str] = []
-    for channel, classes in MESSAGES.items():
-        out += [f"### {channel[0].upper()}{channel[1:]}", "", CHANNELS[channel], ""]
-        for cls in classes:
-            out += [f"#### `{cls.__name__}`", "", _cell(cls.__doc__ or ""), "",
-                    "| field | type | meaning |", "| --- | --- | --- |"]
-            for name, (tp, meaning, required) in fields_of(cls).items():
-                shown = f"`{name}`" if required else f"`{name}` (optional)"
-                out.append(f"| {shown} | `{_type_text(tp)}` | {_cell(meaning)} |")
-            out.append("")
-    return "\n".join(out)
-
-
-def write_section(path: str) -> bool:
-    """Put render_markdown() between the markers of *path*; whether the file changed."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    head, begin, rest = text.partition(MARK_BEGIN)
-    _old, end, tail = rest.partition(MARK_END)
-    if not begin or not end:
-        raise SystemExit(f"{path}: no {MARK_BEGIN} … {MARK_END} section")
-    new = f"{head}{MARK_BEGIN}\n{render_markdown()}\n{MARK_END}{tail}"
-    if new != text:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(new)
-    return new != text
-
