@@ -211,20 +211,21 @@ class UnixListener:
     def write(self, peer: UnixPeer, frames: list, timeout: float, fds: tuple = ()) -> None:
         views = message_views(frames)
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-        try:   # most replies fit the socket's buffer at once: no poll needed
-            consume(views, peer.sock.sendmsg(views[:IOV_MAX], ancillary, socket.MSG_DONTWAIT))
-            ancillary = []
-        except (BlockingIOError, InterruptedError):
-            pass
-        except OSError as exc:
-            self.drop(peer)
-            raise zmq.ZMQError(zmq.EHOSTUNREACH, f"the client's connection broke: {exc}") from None
-        if not views:
-            return
-        poller = select.poll()
-        poller.register(peer.fd, select.POLLIN | select.POLLOUT)
-        deadline = time.monotonic() + timeout
+        poller = None   # most replies fit the socket's buffer at once: no poll needed
         while views:
+            try:
+                consume(views, peer.sock.sendmsg(views[:IOV_MAX], ancillary, socket.MSG_DONTWAIT))
+                ancillary = []
+                continue
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError as exc:
+                self.drop(peer)
+                raise zmq.ZMQError(zmq.EHOSTUNREACH, f"the client's connection broke: {exc}") from None
+            if poller is None:
+                poller = select.poll()
+                poller.register(peer.fd, select.POLLIN | select.POLLOUT)
+                deadline = time.monotonic() + timeout
             events = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
             if not events:
                 self.drop(peer)
@@ -235,19 +236,9 @@ class UnixListener:
                 if got is None:
                     raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
                 self.ready.append(got)
-                continue
-            if mask & (select.POLLERR | select.POLLHUP):
+            elif mask & (select.POLLERR | select.POLLHUP):
                 self.drop(peer)
                 raise zmq.ZMQError(zmq.EHOSTUNREACH, "the client's connection is closed")
-            try:
-                sent = peer.sock.sendmsg(views[:IOV_MAX], ancillary, socket.MSG_DONTWAIT)
-                ancillary = []
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError as exc:
-                self.drop(peer)
-                raise zmq.ZMQError(zmq.EHOSTUNREACH, f"the client's connection broke: {exc}") from None
-            consume(views, sent)
 
     def close(self) -> None:
         for peer in list(self.peers.values()):
