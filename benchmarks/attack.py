@@ -58,7 +58,7 @@ from gpu_backend.served import ServedPool  # noqa: E402
 from gpu_backend.users import User, hash_token, new_token, save_users  # noqa: E402
 from json_out import emit  # noqa: E402  (beside this file)
 from kernelproxy.modules import module_for  # noqa: E402
-from tests.hostile import door_fuzz_frames, worker_fuzz_batches, worker_processes  # noqa: E402
+from tests.hostile import door_fuzz_frames, process_state, worker_fuzz_batches, worker_processes  # noqa: E402
 
 IN_FLIGHT = 64
 PARTS = ("fuzz", "flood", "flood_open", "clients", "churn", "death", "detect")
@@ -347,14 +347,6 @@ BUSY = """
 """
 
 
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
-
-
 def death(devices: str, kills: int, busy: int) -> dict:
     rounds = []
     for _ in range(kills):
@@ -379,7 +371,7 @@ def death(devices: str, kills: int, busy: int) -> dict:
             pool.kill()
             gone_after = None
             while time.perf_counter() - killed < 30:
-                if all(_state(w) in (None, "Z") for w in workers):
+                if all(process_state(w) in (None, "Z") for w in workers):
                     gone_after = time.perf_counter() - killed
                     break
                 time.sleep(0.01)

@@ -18,7 +18,7 @@ import zmq
 from gpu_backend.protocol import PROTOCOL_VERSION
 from gpu_backend.protocol.codec import packb, unpackb
 
-__all__ = ["worker_processes", "public_text", "addresses_in", "Impersonator", "unix_sockets",
+__all__ = ["worker_processes", "process_state", "public_text", "addresses_in", "Impersonator", "unix_sockets",
            "flood_wrong_tokens"]
 
 _ADDRESS = re.compile(r"(?:tcp|ipc)://[^\s\x00'\"]+")
@@ -26,12 +26,27 @@ _ADDRESS = re.compile(r"(?:tcp|ipc)://[^\s\x00'\"]+")
 _IDENTITY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/+-]{0,254}")
 
 
-def _ppid(pid: int) -> int | None:
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name (state, ppid, ...); [] if gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _ppid(pid: int) -> int | None:
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
         return None
+
+
+def process_state(pid: int) -> str | None:
+    """The process's state letter ("R", "S", "Z", ...), or None once it is gone."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields else None
 
 
 def worker_processes(parent: int | None = None) -> dict[int, list[str]]:

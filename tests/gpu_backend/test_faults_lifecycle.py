@@ -27,7 +27,7 @@ from gpu_backend.served import ServedPool
 from gpu_backend.usage import read_usage
 from kernelproxy.modules import module_for
 
-from tests.hostile import worker_processes
+from tests.hostile import process_state, worker_processes
 from tests.waiting import until
 from tests.paths import PROJECT_ROOT
 
@@ -173,8 +173,8 @@ def test_a_pool_killed_leaves_no_worker_and_its_busy_clients_get_session_lost(tm
         time.sleep(0.5)   # the clients are mid-batch
         pool.kill()
         assert until(lambda: not any(os.path.exists(f"/proc/{pid}") and
-                                     _state(pid) not in ("Z", None) for pid in workers), 20), \
-            [(pid, _state(pid)) for pid in workers]
+                                     process_state(pid) not in ("Z", None) for pid in workers), 20), \
+            [(pid, process_state(pid)) for pid in workers]
         for client in clients:
             out = client.communicate(timeout=60)[0]
             assert "SessionLostError" in out, out
@@ -185,14 +185,6 @@ def test_a_pool_killed_leaves_no_worker_and_its_busy_clients_get_session_lost(tm
         for client in clients:
             client.kill()
         pool.stop()
-
-
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
 
 
 def _owner_pid(name: str) -> int | None:
