@@ -235,6 +235,9 @@ class Device:
     #: whether issued work runs later, behind the host (a GPU's stream), so that the host may
     #: wait for it; on the host the work is done when issued (the pacer reads markers so)
     runs_behind_host: bool = False
+    #: what stretch replay captures and launches graphs with (devices/cupy_graphs.py,
+    #: devices/host_graphs.py), or None: this device re-runs stretches only
+    graph_tools: Any = None
     #: operator names to their functions (a device may put its library's refusals in front)
     operators: dict[str, Callable[..., Any]] = OPERATOR_FUNCTIONS
 

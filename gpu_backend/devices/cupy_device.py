@@ -21,6 +21,7 @@ from ..protocol.errors import NotAllowedError
 from ..protocol.messages import STREAM_CHUNK_BYTES
 from .base import (CudaInterfaceView, Device, lazy_functions, resolve_table, signal_object_class,
                    sparse_lu_class, sparse_object_class)
+from .cupy_graphs import GraphTools
 from .host_random import seed_sequence_factory
 
 __all__ = ["CupyDevice", "gpu_count"]
@@ -148,6 +149,7 @@ class CupyDevice(Device):
         self._events: list = []   # spare CUDA events for markers
         self._runtime = cupy.cuda.runtime
         self._stream = cupy.cuda.get_current_stream().ptr
+        self.graph_tools = GraphTools(cupy)
         self._warm_up()
 
     def _warm_up(self) -> None:

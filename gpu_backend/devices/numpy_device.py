@@ -19,6 +19,7 @@ from ..protocol.errors import OutOfMemoryError
 from .base import (Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class,
                    sparse_lu_class, sparse_object_class)
 from .host_fields import FIELD_CHECKED_OPERATORS
+from .host_graphs import HostGraphTools
 from .host_sizes import limit_process_data, sized_methods, sized_operators, sized_table
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
 from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
@@ -88,6 +89,7 @@ class NumpyDevice(Device):
 
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
+        self.graph_tools = HostGraphTools()
         # One zero-copy frame is best on the host (stream_bytes None); a worker's
         # settings (GPUWB_STREAM_BYTES) make this device stream like a GPU does, so tests
         # exercise that path without one.

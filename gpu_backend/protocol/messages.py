@@ -45,7 +45,7 @@ __all__ = [
     # arbiter
     "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterYield",
     # device facts
-    "DeviceInfo", "RuntimeFacts", "Accelerators", "SessionFigures", "PoolFigures",
+    "DeviceInfo", "RuntimeFacts", "Accelerators", "StretchFigures", "SessionFigures", "PoolFigures",
 ]
 
 #: Bumped whenever a message changes shape; the front door refuses other versions.
@@ -116,6 +116,16 @@ class RuntimeFacts(TypedDict):
     accelerators: Annotated[Accelerators, "CuPy's accelerator switches when the worker started"]
 
 
+class StretchFigures(TypedDict):
+    """A session's stretch replay (docs/graph-replay.md), as its worker counts it."""
+    held: Annotated[int, "stretches the worker holds for the session"]
+    replays: Annotated[int, "replay entries run"]
+    graphed: Annotated[int, "of them, served by CUDA graphs (the NumPy device: by its recorded calls)"]
+    fallbacks: Annotated[int, "of them, re-run from their records because a captured graph's guards failed"]
+    refused: Annotated[int, "offers not kept (GPUWB_GRAPHS=0, too many held, too long)"]
+    graph_bytes: Annotated[int, "device memory the captured graphs hold (counted in memory_used)"]
+
+
 class SessionFigures(TypedDict):
     """The value of a ``KIND_INFO`` op (``Session.memory_info()``, ``%gpu memory``):
     worker → client, in a batch reply's ``v``."""
@@ -124,6 +134,7 @@ class SessionFigures(TypedDict):
     arrays: Annotated[int, "arrays the session holds"]
     ops: Annotated[int, "ops the worker has run for the session"]
     device: Annotated[DeviceInfo, "the session's device"]
+    stretches: Annotated[StretchFigures, "the session's stretch replay"]
 
 
 class PoolFigures(TypedDict):
@@ -316,6 +327,8 @@ class BatchHeader(TypedDict):
     r: Annotated[int | None, "the seq of the failed op whose error the client has seen (after a failure the worker skips ops until then), or None"]
     y: NotRequired[Annotated[Literal[1], "wait for the device to finish before replying (a sync point)"]]
     g: NotRequired[Annotated[Literal[1], "time the batch's device work (CUDA events): the reply's g"]]
+    O: NotRequired[Annotated[int, "offer: keep this batch's ops as the stretch of this id (the client's) if they all run; the reply's h says it is kept"]]
+    T: NotRequired[Annotated[list[Any], "replay: [stretch id, first op's seq, [input handles], [parameter values], [result handles]] of a held stretch, instead of op records (docs/graph-replay.md)"]]
 
 
 class CancelRequest(TypedDict):
@@ -375,6 +388,7 @@ class BatchReply(TypedDict):
     c: NotRequired[Annotated[Literal[1], "the batch was cancelled: ops after the first x never ran"]]
     g: NotRequired[Annotated[float, "device seconds of the batch's work (when the header's g asked)"]]
     z: NotRequired[Annotated[str, "why the worker has ended (a device fault, the pool has gone): the session's last reply"]]
+    h: NotRequired[Annotated[int, "the stretch id the header's O offered: the worker holds it now"]]
 
 
 class ClosedReply(TypedDict):
@@ -588,7 +602,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim),
     ARBITER: (ArbiterWant, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterYield),
-    DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, SessionFigures, PoolFigures),
+    DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, SessionFigures, PoolFigures),
 }
 
 def fields_of(cls: type) -> dict[str, tuple[Any, str, bool]]:

@@ -26,10 +26,12 @@ from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
 from .cuda_calls import run_cuda_call
 from .grants import out_of_memory_text
+from .graph_replay import GRAPHLESS, GraphReplayer
 from .handles import HandleTable
 from .objects import run_object_call
 from .pacing import Pacer
 from .phases import NO_PHASES, PhaseRecorder
+from .stretches import Slot, StretchBook, Template
 
 __all__ = ["Executor"]
 
@@ -93,6 +95,11 @@ class Executor:
         self.phases: PhaseRecorder = NO_PHASES
         self._is_array = device.is_array
         self._as_array = device.as_array
+        #: the stretches the client offered (worker/stretches.py), and the graphs that replay
+        #: them where the device has graph tools (worker/graph_replay.py)
+        self.stretches = StretchBook()
+        self.graphs: GraphReplayer | None = (GraphReplayer(self) if device.graph_tools is not None
+                                             else None)
         warnings.showwarning = self._capture_warning
         warnings.simplefilter("always")  # the client's own filters decide what the user sees
 
@@ -139,9 +146,18 @@ class Executor:
             cancelled = True   # cancelled (or orphaned) while waiting for the device
         phases = self.phases
         phases.mark("begun")   # the pacer's begin_batch (and the lease, if any)
+        replay = header.get("T")
+        held = None
         if self.poisoned_at is None and not cancelled:
-            executed, error, cancelled = self._run_ops(ops, iter(payload), metas, fresh, values,
-                                                       downloads, out_frames)
+            if replay is not None:
+                executed, error, cancelled = self._run_replay(replay, iter(payload), metas, fresh,
+                                                              values, downloads, out_frames)
+            else:
+                executed, error, cancelled = self._run_ops(ops, iter(payload), metas, fresh, values,
+                                                           downloads, out_frames)
+                offered = header.get("O")
+                if offered is not None and error is None and not cancelled and executed == count:
+                    held = self._keep_stretch(offered, executed)
             if fresh:
                 _add_metas(metas, fresh, self.table.arrays)
             self._ended = executed
@@ -153,6 +169,8 @@ class Executor:
                     self.poisoned_at = self._seq
                     error = self._error(self._seq, exc)
             self.pacer.ended = perf_counter()   # the device waits for the host from here
+        elif replay is not None:
+            self._free_replay(replay)
         else:
             self._free_only(ops)
         reply = {
@@ -167,6 +185,8 @@ class Executor:
         }
         if cancelled:
             reply["c"] = 1
+        if held is not None:
+            reply["h"] = held
         if timer is not None and error is None:
             reply["g"] = self.device.stop_timer(timer)
         if self.fatal:
@@ -297,6 +317,64 @@ class Executor:
         self.ops_run += executed
         return executed, None, False
 
+    # ------------------------------------------------------------ stretches
+    def _keep_stretch(self, sid: Any, executed: int) -> int | None:
+        """The batch just run is offered as stretch *sid*: keep it; its id if kept."""
+        if not self.stretches.offer(sid, self._batch, executed):
+            return None
+        template = self.stretches.held[sid]
+        template.outputs_owned = _outputs_owned(template, self.table.arrays)
+        return sid
+
+    def _run_replay(self, entry: Any, payload: Iterator, metas, fresh, values, downloads,
+                    out_frames) -> tuple:
+        """Run a held stretch again (header ``T``): through its graphs where they serve,
+        else as the records the client would have sent."""
+        try:
+            if type(entry) is not list or len(entry) != 5 or type(entry[1]) is not int:
+                raise ProtocolError("malformed stretch replay")
+            sid, first, inputs, params, outs = entry
+            template = self.stretches.get(sid)
+            template.check(inputs, params, outs)
+        except Exception as exc:
+            return 0, self._error(None, exc), False
+        book = self.stretches
+        book.replays += 1
+        pacer = self.pacer
+        if pacer.fresh_due:
+            pacer.start_segment()
+        pacer.began = perf_counter()
+        if self.graphs is not None and book.graphs:
+            had_graph = template.graph is not None and template.graph is not GRAPHLESS
+            try:
+                done = self.graphs.run(template, first, inputs, params, outs, metas, fresh, values)
+            except Exception as exc:   # graph replay's own fault, not an op's: never again
+                template.graph = GRAPHLESS
+                self.poisoned_at = first
+                return 0, self._error(first, exc), False
+            if done is not None:
+                book.graphed += 1
+                return done
+            if had_graph:
+                book.fallbacks += 1
+        rebuilt = template.rebuild(first, inputs, params, outs)
+        self._batch = rebuilt
+        unpacker = msgpack.Unpacker(ext_hook=self._hook, max_buffer_size=max(len(rebuilt), 1 << 16),
+                                    **codec.UNPACK_OPTIONS)
+        unpacker.feed(rebuilt)
+        return self._run_ops(unpacker, payload, metas, fresh, values, downloads, out_frames)
+
+    def _free_replay(self, entry: Any) -> None:
+        """A skipped replay still drops the inputs its stretch drops, as a skipped batch does."""
+        try:
+            template = self.stretches.get(entry[0])
+            template.check(entry[2], entry[3], entry[4])
+        except Exception:
+            return
+        for item in template.items:
+            if type(item) is Slot and item.kind == "i":
+                self.table.free(entry[2][item.n])
+
     def _error(self, seq: Any, exc: BaseException) -> list:
         """The reply's error entry; a CUDA fault that broke the context ends the session.
         The session's cuFFT callback blocks are left: the ops after a failed one are not
@@ -328,7 +406,8 @@ class Executor:
     def info(self) -> dict:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""
         return {"memory_used": self.device.memory_used(), "memory_limit": self.memory_limit,
-                "arrays": len(self.table), "ops": self.ops_run, "device": self.device.info()}
+                "arrays": len(self.table), "ops": self.ops_run, "device": self.device.info(),
+                "stretches": self.stretches.figures()}
 
     def pool_limit(self) -> int | None:
         """The memory pool's limit as the session sees it: its own, or the pool's."""
@@ -540,6 +619,17 @@ def _add_metas(metas: list, fresh: dict, arrays: dict) -> None:
     for hid, array in fresh.items():
         if arrays.get(hid) is array:
             metas.append(_meta(hid, array))
+
+
+def _outputs_owned(template: Template, arrays: dict) -> bool:
+    """Whether the results the client keeps of a stretch's run own their memory, apart from
+    each other and from its inputs: graph replay hands out copies, which would break a view
+    (``x[1:]``, ``x.T``) or an alias (``cupy.asarray(x)`` is ``x``)."""
+    kept = [arrays[h] for h in template.recorded_outs if h in arrays]
+    inputs = [arrays[h] for h in template.recorded_inputs if h in arrays]
+    if len({id(a) for a in kept + inputs}) != len(kept) + len(inputs):
+        return False
+    return all(a.base is None and (a.flags.c_contiguous or a.flags.f_contiguous) for a in kept)
 
 
 def _meta(hid: int, a: Any) -> list:

@@ -81,6 +81,8 @@ class WorkerServer:
         self.user = ""         # the session's user (names diagnostics only)
         self.table = HandleTable(self.device)
         self.executor = Executor(self.device, self.table)
+        self.executor.stretches.enabled = settings.graphs != "off"
+        self.executor.stretches.graphs = settings.graphs == "on"
         self.closed = False
         self._queue: deque = deque()   # messages read ahead while looking for cancels
         self.cancel_upto = 0

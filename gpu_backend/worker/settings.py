@@ -33,6 +33,11 @@ class WorkerSettings:
     #: ``GPUWB_STREAM_BYTES``: the NumPy device streams transfers in chunks of this many
     #: bytes as a GPU does (None: one zero-copy frame), so tests take that path without a GPU
     stream_bytes: int | None = None
+    #: ``GPUWB_GRAPHS``: stretch replay (docs/graph-replay.md). ``0`` (or ``off``) keeps no
+    #: stretch a client offers, so every batch runs as sent; ``rerun`` keeps them but runs
+    #: each replay from its records, never through graphs; anything else: graphs where the
+    #: device has them
+    graphs: str = "on"
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "WorkerSettings":
@@ -43,4 +48,12 @@ class WorkerSettings:
                    profile_dir=env.get("GPUWB_WORKER_PROFILE") or None,
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
                    pacing_lead=float(lead) * 1e-6 if lead else None,
-                   stream_bytes=int(stream) if stream else None)
+                   stream_bytes=int(stream) if stream else None,
+                   graphs=_graphs_mode(env.get("GPUWB_GRAPHS")))
+
+
+def _graphs_mode(value: str | None) -> str:
+    value = (value or "").strip().lower()
+    if value in ("0", "off", "false", "no"):
+        return "off"
+    return "rerun" if value == "rerun" else "on"

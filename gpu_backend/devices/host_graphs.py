@@ -1,0 +1,89 @@
+"""Stretch replay's graph tools for the NumPy device: a "graph" is the list of calls made
+while capturing, and launching it makes those calls again on the same buffers.
+
+A CUDA graph replays its kernels on the addresses it was captured with; here each recorded
+call is made again and its result written into the array the capture returned (a view's
+memory is the buffer's already). So the machinery around graphs — buffers, parameters in
+0-d arrays, segments split around eager ops, guards, copies out and back — runs, and is
+tested, where there is no GPU (docs/graph-replay.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .cupy_graphs import Retained
+
+__all__ = ["HostGraphTools", "LaunchError"]
+
+
+class LaunchError(Exception):
+    """A recorded call failed when launched again (a value the new inputs or parameters
+    made wrong): *index* names the op, *error* is its own."""
+
+    def __init__(self, index: int, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.index, self.error = index, error
+
+
+class _HostGraph(list):
+    """The calls of one captured segment: (function, args, kwargs, the result it gave)."""
+
+
+class HostGraphTools:
+    #: capturing runs the calls too (their results are needed as they are recorded)
+    capture_runs = True
+
+    def __init__(self) -> None:
+        self._recording: _HostGraph | None = None
+
+    @contextlib.contextmanager
+    def retaining(self) -> Iterator[Retained]:
+        yield Retained()   # (host memory: nothing to keep apart)
+
+    @contextlib.contextmanager
+    def capturing(self) -> Iterator[list]:
+        result: list = []
+        self._recording = graph = _HostGraph()
+        try:
+            yield result
+        finally:
+            self._recording = None
+        result.append(graph)
+
+    def call(self, fn: Callable, args: list, kwargs: dict, finish: Callable[[Any], Any],
+             index: int = -1) -> Any:
+        result = finish(fn(*args, **kwargs))
+        if self._recording is not None:
+            self._recording.append((fn, args, kwargs, finish, result, index))
+        return result
+
+    def launch(self, graph: _HostGraph) -> None:
+        for fn, args, kwargs, finish, kept, index in graph:
+            try:
+                result = finish(fn(*args, **kwargs))
+            except Exception as exc:
+                raise LaunchError(index, exc) from None
+            if type(kept) is np.ndarray and type(result) is np.ndarray and not _same_memory(kept, result):
+                np.copyto(kept, result, casting="no")
+
+    def copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst, src, casting="no")
+
+    def write(self, dst: np.ndarray, host: np.ndarray) -> None:
+        np.copyto(dst, host, casting="no")
+
+    def empty_like(self, a: np.ndarray) -> np.ndarray:
+        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+        return np.empty(a.shape, a.dtype, order=order)
+
+    def scalar_buffer(self, dtype: np.dtype) -> np.ndarray:
+        return np.empty((), dtype)
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.strides == b.strides and a.shape == b.shape)

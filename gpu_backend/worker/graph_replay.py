@@ -1,0 +1,425 @@
+"""A held stretch replayed as graphs: captured once, then launched with new inputs.
+
+Steps 2 and 3 of docs/graph-replay.md. The first replay of a template *captures* it: the
+inputs are copied into buffers the stretch owns, and the ops run in segments — runs of ops
+that capture well, each captured as one graph and launched at once, and between them the
+ops that must run eagerly (cuBLAS, cuRAND and cuSOLVER refuse capture; random draws must
+advance the generator as CuPy's do; host reads return values). Every allocation meanwhile
+is retained (devices/cupy_graphs.py), so the graphs' addresses stay theirs. A scalar
+operand of an arithmetic operator is a 0-d buffer of the dtype CuPy gives the weak scalar,
+written before each launch, so a step size that changes each iteration does not defeat it.
+
+Each later replay checks the guards (each input's shape, dtype and strides as captured;
+no overlap between inputs where the stretch writes), copies the inputs in, writes the
+parameters, launches the graphs and runs the eager ops (their results copied into the
+buffers the next graphs read), copies written inputs back and hands every result the
+client keeps to its new handle as a fresh array. Whatever does not fit returns None, and
+the executor re-runs the stretch from its records instead (worker/stretches.py): a
+mismatch costs speed, never a result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..devices.host_graphs import LaunchError
+from ..protocol import api
+from ..protocol import messages as m
+from .objects import run_object_call
+from .stretches import Op, Slot, Template
+
+__all__ = ["GraphReplayer", "GRAPHLESS"]
+
+#: A template that graphs cannot serve (it is re-run on every replay).
+GRAPHLESS = "graphless"
+#: Captures tried per template before it is left to re-runs (each failed one moves the op
+#: that refused capture to the eager side).
+MAX_ATTEMPTS = 4
+
+_OPERATOR, _METHOD, _FUNCTION = m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION
+#: an object's method (a RandomState's draws): always eager
+_OBJECT = m.KIND_OBJECT
+_ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
+#: Functions run eagerly between graphs: libraries that refuse capture (cuBLAS, cuSOLVER,
+#: cuSPARSE, SciPy's ports), and random draws, whose generator's state lives on the host.
+_EAGER_PREFIXES = ("random.", "linalg.", "cupyx.scipy.", "testing.")
+_EAGER_NAMES = frozenset({"matmul", "imatmul", "dot", "vdot", "inner", "outer", "tensordot",
+                          "einsum", "kron", "matvec", "vecmat", "vecdot", "cross"})
+
+
+class _CaptureRefused(Exception):
+    """An op that failed while captured: it runs eagerly from the next capture on."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+class _OpError(Exception):
+    """An op's own error (with its index) while a stretch ran."""
+
+    def __init__(self, index: int, error: BaseException) -> None:
+        self.index, self.error = index, error
+
+
+class _Shape:
+    """What a template's records say about it, found once: the inputs its ops read, the
+    results the client keeps, the inputs it drops, whether it writes into arrays."""
+
+    def __init__(self, t: Template) -> None:
+        self.used: list[int] = []
+        freed_results: set[int] = set()
+        self.input_frees: list[int] = []
+        self.graphable = True
+        self.writes = False
+        for item in t.items:
+            if type(item) is Slot:
+                (self.input_frees.append(item.n) if item.kind == "i" else freed_results.add(item.n))
+                continue
+            if item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _OBJECT) or type(item.name) is not str \
+                    or item.want not in (_ARRAY, _NONE, _VALUE) \
+                    or (item.kind == _OBJECT and item.name in api.OBJECTS):
+                self.graphable = False
+            if item.want == _NONE or "out" in item.kwargs:
+                self.writes = True
+            for slot in _slots((item.target, item.args, item.kwargs)):
+                if slot.kind == "i" and slot.n not in self.used:
+                    self.used.append(slot.n)
+        self.alive = [n for n in range(t.outs) if n not in freed_results]
+        #: the op that makes each result slot
+        self.maker = {op.out.n: op.index for op in t.items if type(op) is Op and op.out is not None}
+
+
+def _slots(value: Any):
+    t = type(value)
+    if t is Slot:
+        yield value
+    elif t is list or t is tuple:
+        for v in value:
+            yield from _slots(v)
+    elif t is dict:
+        for v in value.values():
+            yield from _slots(v)
+
+
+def _eager_by_nature(op: Op) -> bool:
+    if op.want == _VALUE or op.kind == _OBJECT or (op.want == _NONE and op.kind != _OPERATOR):
+        return True
+    name = op.name
+    return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
+
+
+class _Segment:
+    __slots__ = ("ops", "graph", "eager")
+
+    def __init__(self, eager: bool) -> None:
+        self.ops: list[Op] = []
+        self.graph: Any = None
+        self.eager = eager
+
+
+class StretchGraph:
+    """A template's capture: buffers, parameter buffers, segments, the results' arrays."""
+
+    def __init__(self, shape: _Shape) -> None:
+        self.shape = shape
+        self.guards: dict[int, tuple] = {}
+        self.bufs: dict[int, Any] = {}
+        self.pbufs: dict[int, Any] = {}
+        self.segments: list[_Segment] = []
+        self.env: dict[int, Any] = {}
+        self.retained: Any = None
+
+    def release(self) -> None:
+        self.bufs = self.pbufs = self.env = {}
+        self.segments = []
+        self.retained = None
+
+    def nbytes(self) -> int:
+        return self.retained.nbytes() if self.retained is not None else 0
+
+
+class GraphReplayer:
+    """Captures and replays a session's templates (the executor's)."""
+
+    def __init__(self, executor: Any) -> None:
+        self.x = executor
+        self.tools = executor.device.graph_tools
+        self.array_type = executor.device.array_type
+
+    # ------------------------------------------------------------ entry
+    def run(self, t: Template, first: int, inputs: list, params: list, outs: list,
+            metas: list, fresh: dict, values: list) -> tuple | None:
+        """Run a replay through graphs: (ops run, error entry, False), or None: re-run it."""
+        shape = getattr(t, "shape", None)
+        if shape is None:
+            shape = t.shape = _Shape(t)
+            if not shape.graphable or not getattr(t, "outputs_owned", False):
+                t.graph = GRAPHLESS
+        if t.graph is GRAPHLESS:
+            return None
+        arrays = {}
+        for n in shape.used:
+            a = self.x.table.arrays.get(inputs[n])
+            if a is None:   # an object, or no such handle: the re-run says which
+                return None
+            arrays[n] = a
+        graph = t.graph
+        if graph is None:
+            if t.attempts >= MAX_ATTEMPTS:
+                t.graph = GRAPHLESS
+                return None
+            t.attempts += 1
+            return self._capture(t, shape, first, arrays, inputs, params, outs, metas, fresh, values)
+        hosts = self._fits(graph, arrays, params)
+        if hosts is None:
+            return None
+        return self._replay(t, graph, first, arrays, inputs, params, outs, hosts, metas, fresh, values)
+
+    # ------------------------------------------------------------ guards
+    def _fits(self, g: StretchGraph, arrays: dict, params: list) -> dict | None:
+        """The parameters as host scalars of their buffers' dtypes, or None: a guard failed."""
+        array_type = self.array_type
+        for n, a in arrays.items():
+            if type(a) is not array_type or g.guards[n] != (a.shape, a.dtype, a.strides):
+                return None
+        if g.shape.writes and len(arrays) > 1:
+            span = self.x.device.memory_span
+            spans = sorted((span(a)[0], a.nbytes) for a in arrays.values() if a.nbytes)
+            for (start, size), (nxt, _) in zip(spans, spans[1:]):
+                if start + size > nxt:
+                    return None
+        hosts = {}
+        for n, buf in g.pbufs.items():
+            try:
+                hosts[n] = _host_scalar(params[n], buf.dtype)
+            except (TypeError, ValueError, OverflowError):
+                return None
+        return hosts
+
+    # ------------------------------------------------------------ capture
+    def _capture(self, t, shape, first, arrays, inputs, params, outs, metas, fresh, values):
+        tools = self.tools
+        g = StretchGraph(shape)
+        segments: list[_Segment] = []
+        for op in (item for item in t.items if type(item) is Op):
+            eager = op.index in t.eager or _eager_by_nature(op)
+            if not segments or segments[-1].eager != eager or eager:
+                segments.append(_Segment(eager))
+            segments[-1].ops.append(op)
+        g.segments = segments
+        complete = True
+        handout: dict[int, Any] = {}
+        try:
+            with tools.retaining() as kept:
+                g.retained = kept
+                for n, a in arrays.items():
+                    buf = tools.empty_like(a)
+                    if buf.strides != a.strides:
+                        t.graph = GRAPHLESS
+                        return None
+                    tools.copy(buf, a)
+                    g.bufs[n] = buf
+                    g.guards[n] = (a.shape, a.dtype, a.strides)
+                for seg in segments:
+                    if seg.eager:
+                        self._run_eager(seg.ops, g, first, params, handout, values, live=True)
+                        continue
+                    writes: list = []
+                    try:
+                        with tools.capturing() as got:
+                            for op in seg.ops:
+                                self._capture_op(op, g, params, writes)
+                    except _CaptureRefused as refused:
+                        t.eager.add(refused.index)
+                        complete = False
+                        self._run_eager(seg.ops, g, first, params, handout, values, live=False)
+                        continue
+                    except Exception:   # ended with an invalidated capture: which op is unknown
+                        complete = False
+                        self._run_eager(seg.ops, g, first, params, handout, values, live=False)
+                        continue
+                    seg.graph = got[0]
+                    if not tools.capture_runs:
+                        for buf, host in writes:
+                            tools.write(buf, host)
+                        tools.launch(seg.graph)
+        except _OpError as failed:
+            t.graph = None
+            return self._finish(t, g, failed.index, inputs, outs, arrays, {}, metas, fresh,
+                                values, error=(first + failed.index, failed.error))
+        t.graph = g if complete else None
+        # (results made meanwhile are in the graph's memory: every one goes out as a copy)
+        return self._finish(t, g, t.ops, inputs, outs, arrays, {}, metas, fresh, values)
+
+    def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list) -> None:
+        """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype."""
+        try:
+            other = None
+            if op.kind == _OPERATOR:
+                other = next((a for a in (g.bufs.get(s.n) if s.kind == "i" else g.env.get(s.n)
+                                          for s in op.args if type(s) is Slot and s.kind != "p")
+                              if a is not None), None)
+
+            def resolve(value: Any) -> Any:
+                t = type(value)
+                if t is Slot:
+                    if value.kind == "i":
+                        return g.bufs[value.n]
+                    if value.kind == "r":
+                        return g.env[value.n]
+                    given = _cast(value, params[value.n])
+                    dtype = np.result_type(other.dtype, given)
+                    host = _host_scalar(given, dtype)
+                    buf = self.tools.scalar_buffer(dtype)
+                    g.pbufs[value.n] = buf
+                    if self.tools.capture_runs:   # the op runs now: its value must be there
+                        self.tools.write(buf, host)
+                    else:   # written after the capture ends (a copy now would be captured)
+                        writes.append((buf, host))
+                    return buf
+                if t is list or t is tuple:
+                    return t(resolve(v) for v in value)
+                if t is dict:
+                    return {k: resolve(v) for k, v in value.items()}
+                return value
+
+            target, args, kwargs = resolve(op.target), resolve(op.args), resolve(op.kwargs)
+            result = self.tools.call(self.x._call, [op.kind, op.name, target, args, kwargs], {},
+                                     self._finish_for(op), op.index)
+        except Exception:
+            raise _CaptureRefused(op.index) from None
+        if op.out is not None:
+            g.env[op.out.n] = result
+
+    def _finish_for(self, op: Op):
+        if op.want == _ARRAY:
+            as_array, is_array = self.x._as_array, self.x._is_array
+
+            def finish(result: Any) -> Any:
+                array = as_array(result)
+                if not is_array(array):
+                    raise TypeError(f"expected an array result, got {type(result).__name__}")
+                return array
+            return finish
+        return _same
+
+    # ------------------------------------------------------------ replay
+    def _replay(self, t, g, first, arrays, inputs, params, outs, hosts, metas, fresh, values):
+        tools = self.tools
+        for n, a in arrays.items():
+            tools.copy(g.bufs[n], a)
+        for n, host in hosts.items():
+            tools.write(g.pbufs[n], host)
+        handout: dict[int, Any] = {}
+        live = True
+        try:
+            for seg in g.segments:
+                if live and seg.graph is not None:
+                    try:
+                        tools.launch(seg.graph)
+                    except LaunchError as failed:   # (the NumPy device's recorded calls)
+                        raise _OpError(failed.index, failed.error) from None
+                else:
+                    live = self._run_eager(seg.ops, g, first, params, handout, values, live)
+        except _OpError as failed:
+            t.graph = None
+            return self._finish(t, g, failed.index, inputs, outs, arrays, handout, metas, fresh,
+                                values, error=(first + failed.index, failed.error))
+        if not live:   # a result's layout changed under an eager op: capture again next time
+            t.graph = None
+        return self._finish(t, g, t.ops, inputs, outs, arrays, handout, metas, fresh, values)
+
+    def _run_eager(self, ops: list, g: StretchGraph, first: int, params: list,
+                   handout: dict, values: list, live: bool) -> bool:
+        """Run *ops* for real on the stretch's buffers. While *live* (graphs still to launch
+        read its results), each result is also copied into the array the graphs read;
+        returns whether that still holds."""
+        x = self.x
+        for op in ops:
+            x._seq = first + op.index
+
+            def resolve(value: Any) -> Any:
+                t = type(value)
+                if t is Slot:
+                    if value.kind == "i":
+                        return g.bufs[value.n]
+                    if value.kind == "r":
+                        return g.env[value.n]
+                    return _cast(value, params[value.n])
+                if t is list or t is tuple:
+                    return t(resolve(v) for v in value)
+                if t is dict:
+                    return {k: resolve(v) for k, v in value.items()}
+                return value
+
+            try:
+                if op.kind == _OBJECT:
+                    result = run_object_call(x, op.name, resolve(op.target), None,
+                                             resolve(op.args), resolve(op.kwargs), op.want)
+                else:
+                    result = x._call(op.kind, op.name, resolve(op.target), resolve(op.args),
+                                     resolve(op.kwargs))
+                if op.want == _VALUE:
+                    values.append([first + op.index, result])
+                    continue
+                if op.want != _ARRAY:
+                    continue
+                result = self._finish_for(op)(result)
+            except Exception as exc:
+                raise _OpError(op.index, exc) from None
+            slot = op.out.n
+            kept = g.env.get(slot)
+            if live and kept is not None and kept is not result:
+                if (kept.shape, kept.dtype, kept.strides) == (result.shape, result.dtype, result.strides):
+                    self.tools.copy(kept, result)
+                else:
+                    live = False
+            if kept is None or not live:
+                g.env[slot] = result
+            handout[slot] = result
+        return live
+
+    # ------------------------------------------------------------ results
+    def _finish(self, t, g, ran, inputs, outs, arrays, handout, metas, fresh, values, error=None):
+        """Hand the kept results of the ops that ran to their handles, copy written inputs
+        back, drop the inputs the stretch dropped; the executor's reply figures."""
+        tools, table, shape = self.tools, self.x.table, g.shape
+        if shape.writes:
+            for n, a in arrays.items():
+                tools.copy(a, g.bufs[n])
+        for n in shape.alive:
+            if shape.maker[n] >= ran:
+                continue
+            made = handout.get(n)
+            if made is None or made.base is not None:
+                kept = made if made is not None else g.env[n]
+                made = tools.empty_like(kept)
+                tools.copy(made, kept)
+            table.put(outs[n], made)
+            fresh[outs[n]] = made
+        for n in shape.input_frees:
+            table.free(inputs[n])
+        self.x.ops_run += ran
+        if error is not None:
+            seq, exc = error
+            self.x.poisoned_at = seq
+            return ran, self.x._error(seq, exc), False
+        return ran, None, False
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _cast(slot: Slot, value: Any) -> Any:
+    return value if slot.cast is None else slot.cast(value)
+
+
+def _host_scalar(value: Any, dtype: np.dtype) -> np.ndarray:
+    """*value* as a 0-d host array of *dtype*; OverflowError where it does not fit (as CuPy
+    refuses a weak integer outside its array's type)."""
+    if type(value) not in (bool, int, float, complex) and not isinstance(value, np.generic):
+        raise TypeError("a stretch parameter is a number")
+    return np.array(value, dtype=dtype)

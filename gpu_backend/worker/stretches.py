@@ -1,0 +1,237 @@
+"""The stretches a session's client offered: kept as templates, run again from a replay entry.
+
+A client that has seen one stretch of ops (a batch) repeat offers it with the batch
+(header ``O``: the stretch's id); once that batch ran without an error the worker keeps it
+as a :class:`Template` and says so in the reply (``h``). From then on the client sends a
+replay entry (header ``T``: the id, the first op's sequence number, the new inputs'
+handles, the scalar parameters' values, the results' new handles) instead of the ops.
+
+Every replay can be run as a *re-run*: :meth:`Template.rebuild` writes the very records
+the client would have sent (each op's number, its arguments with the new handles and
+values), and the executor runs them as any batch, so its results, errors and warnings are
+today's by construction. That is the NumPy device's replay, and the fallback of a GPU's
+(worker/graph_replay.py) whenever a graph cannot serve.
+
+Inputs and parameters are numbered by the walk that ``gpu_backend.protocol.stretches``
+sets out, the one the client's key uses (kernelproxy/stretch_key.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from ..protocol import codec
+from ..protocol import messages as m
+from ..protocol.errors import ProtocolError
+from ..protocol.stretches import MAX_HELD, MAX_STRETCH_OPS, PARAM_OPERATORS, is_param
+
+__all__ = ["Slot", "Op", "Template", "StretchBook"]
+
+
+class Slot:
+    """A place in a template's arguments: input ``n`` (``"i"``), the result of op ``n``
+    (``"r"``) or parameter ``n`` (``"p"``, *cast* turning the client's value into the type
+    the recorded one had: a NumPy scalar stays one of its dtype)."""
+
+    __slots__ = ("kind", "n", "cast")
+
+    def __init__(self, kind: str, n: int, cast: Any = None) -> None:
+        self.kind, self.n, self.cast = kind, n, cast
+
+    def __repr__(self) -> str:
+        return f"Slot({self.kind}{self.n})"
+
+
+class Op:
+    """One op of a template: its record's head with slots for handles and parameters."""
+
+    __slots__ = ("index", "kind", "want", "out", "name", "target", "args", "kwargs")
+
+    def __init__(self, index: int, kind: Any, want: Any, out: Slot | None, name: Any,
+                 target: Any, args: list, kwargs: dict) -> None:
+        self.index, self.kind, self.want, self.out, self.name = index, kind, want, out, name
+        self.target, self.args, self.kwargs = target, args, kwargs
+
+
+class Template:
+    """A stretch as the worker keeps it: its records in order, ops (:class:`Op`) and frees
+    (a :class:`Slot`), with the counts a replay entry must match."""
+
+    def __init__(self, records: list) -> None:
+        self.items: list[Op | Slot] = []
+        self.inputs = 0
+        self.params = 0
+        self.outs = 0
+        self.ops = 0
+        self._made: dict[int, Slot] = {}    # handle -> result slot
+        self._named: dict[int, Slot] = {}   # handle -> input slot
+        for record in records:
+            if type(record) is int:
+                self.items.append(self._array(record))
+                continue
+            (seq, kind, want, out, name), (target, args, kwargs) = record
+            if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
+                args = [self._operand(a) for a in args]
+            else:
+                target = self._walk(target)
+                args = self._walk(args)
+            kwargs = {k: self._walk(v) for k, v in kwargs.items()}
+            slot = None
+            if out is not None:
+                slot = Slot("r", self.outs)
+                self.outs += 1
+                if type(out) is int:
+                    self._made[out] = slot
+            self.items.append(Op(self.ops, kind, want, slot, name, target, args, kwargs))
+            self.ops += 1
+        #: the handles of the offered run's inputs and results, in slot order
+        self.recorded_inputs = list(self._named)
+        self.recorded_outs = [hid for hid, _slot in sorted(self._made.items(), key=lambda e: e[1].n)]
+        del self._made, self._named
+        #: for graph replay (worker/graph_replay.py): the capture (None: not yet; or
+        #: GRAPHLESS), the ops that refused capture, captures tried, what the records say,
+        #: and whether the results the client keeps own their memory (set at the offer)
+        self.graph: Any = None
+        self.eager: set[int] = set()
+        self.attempts = 0
+        self.shape: Any = None
+        self.outputs_owned = False
+
+    # ------------------------------------------------------------ the walk
+    def _array(self, hid: int) -> Slot:
+        slot = self._made.get(hid) or self._named.get(hid)
+        if slot is None:
+            slot = self._named[hid] = Slot("i", self.inputs)
+            self.inputs += 1
+        return slot
+
+    def _operand(self, value: Any) -> Any:
+        if is_param(value):
+            slot = Slot("p", self.params, type(value) if isinstance(value, np.generic) else None)
+            self.params += 1
+            return slot
+        return self._walk(value)
+
+    def _walk(self, value: Any) -> Any:
+        t = type(value)
+        if t is codec.Handle:
+            return self._array(int(value))
+        if t is list or t is tuple:
+            return t(self._walk(v) for v in value)
+        if t is dict:
+            return {k: self._walk(v) for k, v in value.items()}
+        return value
+
+    # ------------------------------------------------------------ re-run
+    def check(self, inputs: Any, params: Any, outs: Any) -> None:
+        """A replay entry's lists must fit the template (a client's bug otherwise)."""
+        if (type(inputs) is not list or type(params) is not list or type(outs) is not list
+                or len(inputs) != self.inputs or len(params) != self.params
+                or len(outs) != self.outs):
+            raise ProtocolError("a stretch replay whose inputs, parameters or results do not "
+                                "fit the stretch")
+        for hid in inputs:
+            if type(hid) is not int:
+                raise ProtocolError("a stretch replay's inputs are handles")
+        for hid in outs:
+            if type(hid) is not int or hid <= 0:
+                raise ProtocolError("a stretch replay's results are positive handles")
+
+    def rebuild(self, first_seq: int, inputs: list, params: list, outs: list) -> bytes:
+        """The records the client would have sent for this run of the stretch."""
+        pack = codec.packb
+
+        def fill(value: Any) -> Any:
+            t = type(value)
+            if t is Slot:
+                if value.kind == "i":
+                    return codec.Handle(inputs[value.n])
+                if value.kind == "r":
+                    return codec.Handle(outs[value.n])
+                given = params[value.n]
+                return given if value.cast is None else value.cast(given)
+            if t is list or t is tuple:
+                return t(fill(v) for v in value)
+            if t is dict:
+                return {k: fill(v) for k, v in value.items()}
+            return value
+
+        parts = []
+        for item in self.items:
+            if type(item) is Slot:
+                parts.append(pack(int(fill(item))))
+                continue
+            out = None if item.out is None else outs[item.out.n]
+            parts.append(pack([first_seq + item.index, item.kind, item.want, out, item.name]))
+            parts.append(pack([fill(item.target), fill(item.args), fill(item.kwargs)]))
+        return b"".join(parts)
+
+
+def read_records(body: bytes) -> list:
+    """A batch's records (after its header) decoded with handles as :class:`codec.Handle`."""
+    unpacker = msgpack.Unpacker(ext_hook=codec.ext_hook_for(None),
+                                max_buffer_size=max(len(body), 1 << 16), **codec.UNPACK_OPTIONS)
+    unpacker.feed(body)
+    unpacker.unpack()   # the header
+    records = []
+    for record in unpacker:
+        if type(record) is int:
+            records.append(record)
+        else:
+            records.append((record, unpacker.unpack()))
+    return records
+
+
+class StretchBook:
+    """A session's templates by the client's ids, and the counts ``%gpu status`` shows."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.held: dict[int, Template] = {}
+        self.replays = 0      # replay entries run
+        self.graphed = 0      # of which served by graphs
+        self.fallbacks = 0    # of which a graph could not serve (re-run instead)
+        self.refused = 0      # offers not kept
+        #: whether graphs may serve replays (``GPUWB_GRAPHS=0``: every replay is a re-run)
+        self.graphs = True
+
+    def offer(self, sid: Any, body: bytes, ops: int) -> bool:
+        """Keep the batch *body* (it ran without error) as stretch *sid*; whether it is kept."""
+        if (not self.enabled or type(sid) is not int or sid in self.held
+                or len(self.held) >= MAX_HELD or not 0 < ops <= MAX_STRETCH_OPS):
+            self.refused += 1
+            return False
+        try:
+            template = Template(read_records(body))
+        except Exception:   # (it ran, so it decodes; anything odd is simply not kept)
+            self.refused += 1
+            return False
+        self.held[sid] = template
+        return True
+
+    def get(self, sid: Any) -> Template:
+        template = self.held.get(sid) if type(sid) is int else None
+        if template is None:
+            raise ProtocolError(f"no stretch {sid!r} is held for this session")
+        return template
+
+    def drop(self, sid: Any) -> None:
+        """The client forgot stretch *sid*: its template (and graphs) go."""
+        template = self.held.pop(sid, None)
+        if template is not None:
+            release = getattr(template, "graph", None)
+            if release is not None:
+                release.release()
+
+    def figures(self) -> dict:
+        """Stretches held, replays run (through graphs, and re-run where a graph's guards
+        failed), offers refused, and the memory the graphs hold."""
+        graph_bytes = 0
+        for template in self.held.values():
+            nbytes = getattr(template.graph, "nbytes", None)
+            graph_bytes += nbytes() if nbytes is not None else 0
+        return {"held": len(self.held), "replays": self.replays, "graphed": self.graphed,
+                "fallbacks": self.fallbacks, "refused": self.refused, "graph_bytes": graph_bytes}
