@@ -12,6 +12,7 @@ have made raise a clear error when used.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import threading
@@ -41,6 +42,7 @@ from .streamed import receive_streamed, send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
 from .links import WorkerLink, open_link, worker_address
 from .settings import SessionSettings
+from .stretch_replay import StretchReplay
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
 
@@ -234,6 +236,8 @@ class Session:
         self._ended: str | None = None
         self._error: list | None = None
         self._resume: int | None = None
+        #: recognises repeated stretches and sends them as replays (kernelproxy.stretch_replay)
+        self.stretches = StretchReplay(self._handle_of) if settings.graphs else None
 
     # ------------------------------------------------------------ issuing ops
     @property
@@ -277,6 +281,8 @@ class Session:
                 body = pack([target, codec.with_device_views(list(args)),
                              codec.with_device_views(kwargs or {})])
             self._ops.append(pack([seq, kind, want, out, name]) + body)
+            if self.stretches is not None:
+                self.stretches.add_op(kind, want, out, name, target, args, kwargs)
             filename, line = caller(2)   # (submit's caller's caller: past kernelproxy)
             self._origin[seq] = (label or str(name), filename, line, out)
             if kind == m.KIND_UPLOAD:
@@ -285,13 +291,14 @@ class Session:
             if self.blocking and (want == api.ARRAY or want == api.NONE):
                 self.sync()   # raises this op's error here
             elif queued >= FLUSH_OPS:
-                self.flush()
-            elif self.eager_flush and queued >= self._eager_check:
+                self.flush(part=True)
+            elif self.eager_flush and queued >= self._eager_check and not (
+                    self.stretches is not None and self.stretches.holding):
                 if self._in_flight:
                     self._drain(timeout=0)   # the worker may be done with what it has
                 if not self._in_flight:
                     self._eager_at = min(self._eager_at * self.eager_growth, FLUSH_OPS)
-                    self.flush()             # (which sets the next check at _eager_at)
+                    self.flush(part=True)    # (which sets the next check at _eager_at)
                 else:   # look again EAGER_OPS records on, not at every op
                     self._eager_check = queued + EAGER_OPS
             return seq
@@ -314,14 +321,31 @@ class Session:
 
     # ------------------------------------------------------------ sending
     @_serialised
-    def flush(self, sync_device: bool = False, wait_sent: bool = False, drain: bool = True) -> None:
-        """Send the queued ops as one batch (also when empty, if *sync_device*)."""
+    def flush(self, sync_device: bool = False, wait_sent: bool = False, drain: bool = True,
+              part: bool = False) -> None:
+        """Send the queued ops as one batch (also when empty, if *sync_device*). *part*: the
+        ops go early, before the sync point that ends their stretch (kernelproxy.stretch_replay)."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         if not self._ops and not sync_device:
+            if self.stretches is not None and not part:   # a sync point: the stretch ends
+                self.stretches.ended_sent()
             return
         self._check_open()
         with _interrupts_deferred:
-            ops, self._ops = self._ops, []
+            stretches = self.stretches
+            if stretches is None or part:
+                ops, self._ops = self._ops, []
+                stretch = None
+                if stretches is not None:
+                    stretches.split()
+            else:   # the ops and their key change hands together: a free record added by a
+                # collection meanwhile must join the batch whose key has it
+                collecting = gc.isenabled()
+                gc.disable()
+                ops, self._ops = self._ops, []
+                stretch = stretches.swap()
+                if collecting:
+                    gc.enable()
             self._eager_check = self._eager_at
             payload, self._payload = self._payload, []
             self._batch += 1
@@ -330,6 +354,8 @@ class Session:
             self._flushed_seq = last
             self.meta.sent_below = next(self._ids)   # (one id unused per batch: ids need only differ)
             header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
+            if stretch is not None and not payload and stretches.shape(header, stretch, first):
+                ops = []   # a replay of a held stretch: its entry stands for the ops
             if sync_device:
                 header["y"] = 1
             if self.timing:
@@ -388,6 +414,8 @@ class Session:
             self._lose(f"the pool sent a reply this client cannot read ({type(exc).__name__}: "
                        f"{exc}); the session is closed")
         batch, first, last = self._in_flight.popleft()
+        if self.stretches is not None:
+            self.stretches.answered(batch, reply.get("h"))
         self.worker_seconds += reply.get("t") or 0.0
         self.device_seconds += reply.get("g") or 0.0
         if reply.get("b") != batch:
@@ -539,6 +567,8 @@ class Session:
                 continue
             kept.append(record)       # a free record: still sent
         self._ops = kept
+        if self.stretches is not None:
+            self.stretches.spoil()   # (its ops are gone, its frees kept: no key fits)
         for seq in [s for s in self._origin if s > self._flushed_seq]:
             out = self._origin.pop(seq)[3]
             if type(out) is int:
@@ -552,6 +582,8 @@ class Session:
         *unread*: the array never took its metadata, which may then be still to come."""
         with self._lock:
             self._ops.append(self._free_packer.pack(hid))
+            if self.stretches is not None:
+                self.stretches.add_free(hid)
             self.arrays.pop(hid, None)
             never_made = self._dead.pop(hid, None) is not None   # (no metadata will come)
             self.meta.dropped(hid, unread and not never_made)

@@ -38,10 +38,14 @@ class SessionSettings:
     #: ``GPUWB_EAGER_FLUSH=0``: hold ops until a sync point instead of sending them while
     #: the worker is idle (to measure the difference; kernelproxy.session.EAGER_OPS).
     eager_flush: bool = True
+    #: ``GPUWB_GRAPHS=0``: never offer a repeated stretch of ops to the worker for replay
+    #: (docs/graph-replay.md); every batch then travels as its ops.
+    graphs: bool = True
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "SessionSettings":
         env = os.environ if environ is None else environ
         return cls(launch_blocking=_flag(env, "GPUWB_LAUNCH_BLOCKING", False),
                    staging=_flag(env, "GPUWB_STAGING", True),
-                   eager_flush=_flag(env, "GPUWB_EAGER_FLUSH", True))
+                   eager_flush=_flag(env, "GPUWB_EAGER_FLUSH", True),
+                   graphs=_flag(env, "GPUWB_GRAPHS", True))

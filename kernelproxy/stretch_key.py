@@ -31,11 +31,10 @@ from typing import Any, Callable
 import numpy as np
 
 from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.stretches import PARAM_OPERATORS, is_param
 
 __all__ = ["StretchKey", "UNKEYABLE"]
 
-#: Python's scalar types whose values an operator's operand may carry as a parameter
-_PARAM_TYPES = (bool, int, float, complex)
 #: literal types kept in the key as they are
 _LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes)
 
@@ -62,13 +61,22 @@ class StretchKey:
         self.inputs: list[int] = []
         #: values of the operators' scalar operands, in order
         self.params: list[Any] = []
+        #: the handles of the ops' results, in op order (ops without one left out)
+        self.outs: list[int] = []
         self._input_role: dict[int, tuple] = {}
         self._result_role: dict[int, tuple] = {}
         self._ops = 0
         self.keyable = True
+        #: whether the stretch travelled in one batch (set when it ends: kernelproxy.stretch_replay)
+        self.whole = True
 
     def __len__(self) -> int:
         return len(self.records)
+
+    @property
+    def ops(self) -> int:
+        """Ops added so far (free records apart)."""
+        return self._ops
 
     # ------------------------------------------------------------ adding
     def add_op(self, kind: str, want: str, out: int | None, name: Any, target: Any,
@@ -77,19 +85,20 @@ class StretchKey:
         if not self.keyable:
             return
         try:
-            if kind == m.KIND_OPERATOR:
+            if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
                 operands = tuple(self._operand(a) for a in args)
                 record = (kind, want, name, operands)
             else:
                 record = (kind, want, self._literal(name), self._role(target),
                           tuple(self._role(a) for a in args),
                           tuple(sorted((k, self._role(v)) for k, v in (kwargs or {}).items())))
-        except _Unkeyable:
+        except Exception:   # _Unkeyable, or arguments the pool will refuse (unsortable keys...)
             self.keyable = False
             return
         self.records.append(record)
         if out is not None:
             self._result_role[out] = ("r", self._ops)
+            self.outs.append(out)
         self._ops += 1
 
     def add_free(self, hid: int) -> None:
@@ -118,14 +127,13 @@ class StretchKey:
 
     def _operand(self, value: Any) -> tuple:
         """An operator's operand: an array's role, or a scalar parameter."""
-        t = type(value)
-        if t in _PARAM_TYPES:
-            self.params.append(value)
-            return ("s", t.__name__)
-        if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+        if not is_param(value):
+            return self._role(value)
+        if isinstance(value, np.generic):
             self.params.append(value.item())
             return ("s", value.dtype.str)
-        return self._role(value)
+        self.params.append(value)
+        return ("s", type(value).__name__)
 
     def _role(self, value: Any) -> Any:
         if value is None:
@@ -137,6 +145,10 @@ class StretchKey:
 
     def _literal(self, value: Any) -> Any:
         t = type(value)
+        if t is float:   # by its bits: -0.0 == 0.0, yet cupy.full(n, -0.0) is not cupy.full(n, 0.0)
+            return ("l", "float", value.hex())
+        if t is complex:
+            return ("l", "complex", value.real.hex(), value.imag.hex())
         if t in _LITERAL_TYPES:
             # the type too: 1 and 1.0 and True are equal and hash alike, but not one stretch
             return ("l", t.__name__, value)
@@ -151,8 +163,10 @@ class StretchKey:
             return ("...",)
         if isinstance(value, np.dtype):
             return ("dtype", value.str)
+        if value is float or value is int or value is bool or value is complex:   # dtype=float
+            return ("type", value.__name__)
         if isinstance(value, type) and issubclass(value, np.generic):
             return ("dtype", np.dtype(value).str)
         if isinstance(value, np.generic):
-            return ("np", value.dtype.str, value.item())
+            return ("np", value.dtype.str, value.tobytes())
         raise _Unkeyable(t.__name__)
