@@ -12,6 +12,13 @@ residual, a loss printed every step):
 * ``conjugate_gradient``: dense SPD n = 2048, the residual checked every iteration
 * ``mlp_training``: a two-layer MLP trained by hand-written backprop on
   minibatches picked by fancy indexing, its loss printed (read) every step
+* ``stencil``, ``random_walk``, ``hot_sync``: loops of the kinds issue 37 names (a 512 x 512
+  heat-equation step, random draws on 1 M elements, ``float((x + c).sum())``), a scalar
+  read every step
+
+``--transports ipc,ipc-nographs`` puts stretch replay on and off side by side
+(docs/graph-replay.md); each proxy side also says whether its results are bitwise equal
+to local CuPy's.
 
 Each program runs on local CuPy and through the proxy (one session per
 transport, ``ipc://`` and ``tcp://``, on one pool) in alternating rounds; the
@@ -156,6 +163,40 @@ def mlp_training(xp, n, steps=200, batch=256, hidden=256, features=64, classes=1
     return np.array([losses[0], losses[-1], float(_get(w2).sum())])
 
 
+def stencil(xp, n, steps=200):
+    """A 5-point heat-equation step on an n x n grid of slices and elementwise ops, its
+    largest change read every step (the kind of loop issue 37 measured at 2.3x)."""
+    rng = np.random.default_rng(5)
+    u = xp.asarray(rng.random((n, n), dtype=np.float32))
+    change = 0.0
+    for _ in range(steps):
+        lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+        u = u.copy()
+        u[1:-1, 1:-1] += 0.2 * lap
+        change = float(xp.abs(lap).max())                              # read every step
+    return np.array([change, float(u.sum())])
+
+
+def random_walk(xp, n, steps=200):
+    """Random draws in a loop on n-element arrays, one scalar read per step."""
+    xp.random.seed(6)
+    x = xp.zeros(n, dtype=xp.float32)
+    mean = 0.0
+    for step in range(steps):
+        x += (xp.random.rand(n).astype(xp.float32) - 0.5) * (0.1 + 1e-4 * step)
+        mean = float(x.mean())                                          # read every step
+    return np.array([mean, float(xp.abs(x).max())])
+
+
+def hot_sync(xp, n, steps=2000):
+    """The hot sync, ``float((x + c).sum())``, in a loop whose scalar changes."""
+    x = xp.arange(n, dtype=xp.float32)
+    total = 0.0
+    for step in range(steps):
+        total += float((x + step * 0.5).sum())
+    return np.array([total])
+
+
 def _get(a):
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
@@ -166,6 +207,9 @@ PROGRAMS = {
     "kmeans": (kmeans, 200_000, 20_000, 1e-3),
     "conjugate_gradient": (conjugate_gradient, 2048, 256, 1e-2),
     "mlp_training": (mlp_training, 50_000, 5_000, 1e-3),
+    "stencil": (stencil, 512, 64, 1e-5),
+    "random_walk": (random_walk, 1_000_000, 10_000, 1e-5),
+    "hot_sync": (hot_sync, 1000, 1000, 1e-6),
 }
 
 
@@ -246,6 +290,8 @@ def main(argv=None):
         results["pool_device"] = next(iter(sessions.values())).device
         sides = [("local", local, None)] + [(f"proxy_{t}", None, s) for t, s in sessions.items()]
         times, outputs = measure(sides, names, args.quick, args.rounds)
+        # each session's stretch replay, as its worker counts it (docs/graph-replay.md)
+        results["stretches"] = {t: s.memory_info().get("stretches") for t, s in sessions.items()}
 
     rows, failures = {}, []
     for name in names:
@@ -257,6 +303,8 @@ def main(argv=None):
             row[side]["vs_local"] = row[side]["median_s"] / row["local"]["median_s"]
             same = np.allclose(outputs[name][side], outputs[name]["local"], rtol=tol, atol=tol)
             row[side]["same_result"] = bool(same)
+            # bitwise: local CuPy and the pool run the same kernels (graphs on or off)
+            row[side]["bitwise_local"] = bool(np.array_equal(outputs[name][side], outputs[name]["local"]))
             if not same:
                 failures.append(f"{name} via {side}: {outputs[name][side]} != local {outputs[name]['local']}")
         rows[name] = row

@@ -36,7 +36,9 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     (``Session.eager_flush`` off; :func:`use_side` sets it before each use): one worker
     process for both, since a worker's speed depends on the vCPU it lands on.
     "ipc-socket": a second same-host session whose large transfers go over its Unix
-    socket instead of the shared-memory staging ring (``GPUWB_STAGING=0``)."""
+    socket instead of the shared-memory staging ring (``GPUWB_STAGING=0``).
+    "ipc-nographs" (or "tcp-nographs"): a session of its own that never offers a stretch
+    for replay (``GPUWB_GRAPHS=0``, docs/graph-replay.md): stretch replay off beside on."""
     addresses = {"ipc": pool.local_address, "tcp": pool.tcp_address}
     sessions = {}
     try:
@@ -46,6 +48,12 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
                 if base not in sessions:
                     sessions[base] = kernelproxy.connect(addresses[base], pool.token)
                 sessions[t] = sessions[base]
+            elif mode == "nographs" and addresses.get(base):
+                os.environ["GPUWB_GRAPHS"] = "0"   # (read once, as the session opens)
+                try:
+                    sessions[t] = kernelproxy.connect(addresses[base], pool.token)
+                finally:
+                    del os.environ["GPUWB_GRAPHS"]
             elif base == "ipc" and mode == "socket" and addresses["ipc"]:
                 # large transfers over the Unix socket, not the shared-memory ring: a session
                 # of its own (the ring is set up at connect)
