@@ -185,15 +185,24 @@ def test_an_integer_parameter_out_of_range_raises_as_without_replay(sessions):
 
 
 def test_an_error_in_a_replayed_stretch_names_its_line(sessions):
+    """A held stretch whose inputs no longer fit its graph is re-run: the op's own error,
+    its class and its line, as without replay."""
     on_session, _off = sessions
     cp = module_for(on_session)
-    a = cp.ones(5)
+
+    def step(a, b):
+        return float((a * 2 + b).sum())   # the line the error names
+
+    a, b = cp.ones(5), cp.ones(5)
     for _ in range(6):
-        float((a * 2 + 1).sum())
-    bad = cp.ones(4)
-    with pytest.raises(ValueError) as caught:
-        float((bad * 2 + a).sum())        # another stretch; the line is this one
-    assert "test_stretch_replay.py" in "".join(caught.value.__notes__ or []) or caught.value
+        step(a, b)
+    before = _figures(on_session)
+    with pytest.raises(ValueError, match="broadcast") as caught:
+        step(a, cp.ones(4))
+    assert _figures(on_session)["replays"] == before["replays"] + 1
+    notes = "".join(getattr(caught.value, "__notes__", []))
+    assert "raised by operator +" in notes and "test_stretch_replay.py" in notes
+    assert step(a, b) == 15.0   # and the session goes on
 
 
 def test_dropped_inputs_are_freed_as_without_replay(sessions):
