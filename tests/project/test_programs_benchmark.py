@@ -20,7 +20,8 @@ def test_every_program_gives_the_local_result_over_both_transports(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads(out.read_text())
     assert results["failures"] == []
-    assert set(results["programs"]) == {"black_scholes", "kmeans", "conjugate_gradient", "mlp_training"}
+    assert set(results["programs"]) == {"black_scholes", "kmeans", "conjugate_gradient", "mlp_training",
+                                        "stencil", "random_walk", "hot_sync"}
     for name, row in results["programs"].items():
         assert set(row) == {"local", "proxy_ipc", "proxy_tcp"}, name
         assert all(row[side]["same_result"] for side in ("proxy_ipc", "proxy_tcp")), name
