@@ -281,8 +281,8 @@ class Session:
                 body = pack([target, codec.with_device_views(list(args)),
                              codec.with_device_views(kwargs or {})])
             self._ops.append(pack([seq, kind, want, out, name]) + body)
-            if self.stretches is not None:
-                self.stretches.add_op(kind, want, out, name, target, args, kwargs)
+            if self.stretches is not None:   # (the stretch's key: one call, on every op)
+                self.stretches.current.add_op(kind, want, out, name, target, args, kwargs)
             filename, line = caller(2)   # (submit's caller's caller: past kernelproxy)
             self._origin[seq] = (label or str(name), filename, line, out)
             if kind == m.KIND_UPLOAD:
@@ -583,7 +583,7 @@ class Session:
         with self._lock:
             self._ops.append(self._free_packer.pack(hid))
             if self.stretches is not None:
-                self.stretches.add_free(hid)
+                self.stretches.current.add_free(hid)
             self.arrays.pop(hid, None)
             never_made = self._dead.pop(hid, None) is not None   # (no metadata will come)
             self.meta.dropped(hid, unread and not never_made)

@@ -84,6 +84,9 @@ class StretchKey:
         """One op as the session submits it (*out*: its result's handle, if any)."""
         if not self.keyable:
             return
+        if kind == m.KIND_UPLOAD:   # its data travels beside the records: never replayed
+            self.keyable = False
+            return
         try:
             if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
                 operands = tuple(self._operand(a) for a in args)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
-from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.stretches import MAX_HELD, MAX_STRETCH_OPS, REPEATS
 
 from .stretch_key import StretchKey
@@ -50,21 +49,9 @@ class StretchReplay:
         self._offered: dict[int, tuple[int, tuple]] = {}   # batch -> (stretch id, key)
         self._ids = itertools.count(1)
         self._refused = 0
-        #: stretches sent as replays, stretches offered
-        self.replays = 0
-        self.offers = 0
 
     # ------------------------------------------------------------ queueing
-    def add_op(self, kind: str, want: str, out: int | None, name: Any, target: Any,
-               args: Any, kwargs: dict | None) -> None:
-        if kind == m.KIND_UPLOAD:   # its data travels beside the records
-            self.current.keyable = False
-        else:
-            self.current.add_op(kind, want, out, name, target, args, kwargs)
-
-    def add_free(self, hid: int) -> None:
-        self.current.add_free(hid)
-
+    # (the session adds each op and free record to ``current`` itself: one call an op)
     def spoil(self) -> None:
         """The queued stretch lost records its key has (an interrupt dropped its ops)."""
         self.current.keyable = False
@@ -104,7 +91,6 @@ class StretchReplay:
             if not stretch.whole:
                 return False
             header["T"] = [sid, first, stretch.inputs, stretch.params, stretch.outs]
-            self.replays += 1
             return True
         seen = self._seen.get(key, 0) + 1
         if len(self._seen) >= MAX_COUNTED:
@@ -117,7 +103,6 @@ class StretchReplay:
             sid = next(self._ids)
             header["O"] = sid
             self._offered[header["b"]] = (sid, key)
-            self.offers += 1
         return False
 
     def _offered_keys(self) -> list:
@@ -133,6 +118,3 @@ class StretchReplay:
         else:   # (an op failed, or the worker keeps no more): not offered again
             self._refused += 1
             self._seen[offer[1]] = _NEVER
-
-    def figures(self) -> dict:
-        return {"held": len(self._held), "replays": self.replays, "offers": self.offers}

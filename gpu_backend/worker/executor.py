@@ -26,12 +26,13 @@ from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
 from .cuda_calls import run_cuda_call
 from .grants import out_of_memory_text
-from .graph_replay import GRAPHLESS, GraphReplayer
+from .graph_replay import GraphReplayer
 from .handles import HandleTable
 from .objects import run_object_call
 from .pacing import Pacer
 from .phases import NO_PHASES, PhaseRecorder
-from .stretches import Slot, StretchBook, Template
+from .replays import free_replay, keep_stretch, run_replay
+from .stretches import StretchBook
 
 __all__ = ["Executor"]
 
@@ -98,8 +99,7 @@ class Executor:
         #: the stretches the client offered (worker/stretches.py), and the graphs that replay
         #: them where the device has graph tools (worker/graph_replay.py)
         self.stretches = StretchBook()
-        self.graphs: GraphReplayer | None = (GraphReplayer(self) if device.graph_tools is not None
-                                             else None)
+        self.graphs: GraphReplayer | None = GraphReplayer(self) if device.graph_tools else None
         warnings.showwarning = self._capture_warning
         warnings.simplefilter("always")  # the client's own filters decide what the user sees
 
@@ -150,14 +150,14 @@ class Executor:
         held = None
         if self.poisoned_at is None and not cancelled:
             if replay is not None:
-                executed, error, cancelled = self._run_replay(replay, iter(payload), metas, fresh,
-                                                              values, downloads, out_frames)
+                executed, error, cancelled = run_replay(self, replay, iter(payload), metas, fresh,
+                                                        values, downloads, out_frames)
             else:
                 executed, error, cancelled = self._run_ops(ops, iter(payload), metas, fresh, values,
                                                            downloads, out_frames)
                 offered = header.get("O")
                 if offered is not None and error is None and not cancelled and executed == count:
-                    held = self._keep_stretch(offered, executed)
+                    held = keep_stretch(self, offered, executed)
             if fresh:
                 _add_metas(metas, fresh, self.table.arrays)
             self._ended = executed
@@ -170,7 +170,7 @@ class Executor:
                     error = self._error(self._seq, exc)
             self.pacer.ended = perf_counter()   # the device waits for the host from here
         elif replay is not None:
-            self._free_replay(replay)
+            free_replay(self, replay)
         else:
             self._free_only(ops)
         reply = {
@@ -316,64 +316,6 @@ class Executor:
             return executed, self._error(seq, exc), False
         self.ops_run += executed
         return executed, None, False
-
-    # ------------------------------------------------------------ stretches
-    def _keep_stretch(self, sid: Any, executed: int) -> int | None:
-        """The batch just run is offered as stretch *sid*: keep it; its id if kept."""
-        if not self.stretches.offer(sid, self._batch, executed):
-            return None
-        template = self.stretches.held[sid]
-        template.outputs_owned = _outputs_owned(template, self.table.arrays)
-        return sid
-
-    def _run_replay(self, entry: Any, payload: Iterator, metas, fresh, values, downloads,
-                    out_frames) -> tuple:
-        """Run a held stretch again (header ``T``): through its graphs where they serve,
-        else as the records the client would have sent."""
-        try:
-            if type(entry) is not list or len(entry) != 5 or type(entry[1]) is not int:
-                raise ProtocolError("malformed stretch replay")
-            sid, first, inputs, params, outs = entry
-            template = self.stretches.get(sid)
-            template.check(inputs, params, outs)
-        except Exception as exc:
-            return 0, self._error(None, exc), False
-        book = self.stretches
-        book.replays += 1
-        pacer = self.pacer
-        if pacer.fresh_due:
-            pacer.start_segment()
-        pacer.began = perf_counter()
-        if self.graphs is not None and book.graphs:
-            had_graph = template.graph is not None and template.graph is not GRAPHLESS
-            try:
-                done = self.graphs.run(template, first, inputs, params, outs, metas, fresh, values)
-            except Exception as exc:   # graph replay's own fault, not an op's: never again
-                template.graph = GRAPHLESS
-                self.poisoned_at = first
-                return 0, self._error(first, exc), False
-            if done is not None:
-                book.graphed += 1
-                return done
-            if had_graph:
-                book.fallbacks += 1
-        rebuilt = template.rebuild(first, inputs, params, outs)
-        self._batch = rebuilt
-        unpacker = msgpack.Unpacker(ext_hook=self._hook, max_buffer_size=max(len(rebuilt), 1 << 16),
-                                    **codec.UNPACK_OPTIONS)
-        unpacker.feed(rebuilt)
-        return self._run_ops(unpacker, payload, metas, fresh, values, downloads, out_frames)
-
-    def _free_replay(self, entry: Any) -> None:
-        """A skipped replay still drops the inputs its stretch drops, as a skipped batch does."""
-        try:
-            template = self.stretches.get(entry[0])
-            template.check(entry[2], entry[3], entry[4])
-        except Exception:
-            return
-        for item in template.items:
-            if type(item) is Slot and item.kind == "i":
-                self.table.free(entry[2][item.n])
 
     def _error(self, seq: Any, exc: BaseException) -> list:
         """The reply's error entry; a CUDA fault that broke the context ends the session.
@@ -619,17 +561,6 @@ def _add_metas(metas: list, fresh: dict, arrays: dict) -> None:
     for hid, array in fresh.items():
         if arrays.get(hid) is array:
             metas.append(_meta(hid, array))
-
-
-def _outputs_owned(template: Template, arrays: dict) -> bool:
-    """Whether the results the client keeps of a stretch's run own their memory, apart from
-    each other and from its inputs: graph replay hands out copies, which would break a view
-    (``x[1:]``, ``x.T``) or an alias (``cupy.asarray(x)`` is ``x``)."""
-    kept = [arrays[h] for h in template.recorded_outs if h in arrays]
-    inputs = [arrays[h] for h in template.recorded_inputs if h in arrays]
-    if len({id(a) for a in kept + inputs}) != len(kept) + len(inputs):
-        return False
-    return all(a.base is None and (a.flags.c_contiguous or a.flags.f_contiguous) for a in kept)
 
 
 def _meta(hid: int, a: Any) -> list:

@@ -28,7 +28,7 @@ from ..devices.host_graphs import LaunchError
 from ..protocol import api
 from ..protocol import messages as m
 from .objects import run_object_call
-from .stretches import Op, Slot, Template
+from .stretches import Op, Slot, Template, fill_slots
 
 __all__ = ["GraphReplayer", "GRAPHLESS"]
 
@@ -131,10 +131,9 @@ class StretchGraph:
         self.env: dict[int, Any] = {}
         self.retained: Any = None
 
-    def release(self) -> None:
-        self.bufs = self.pbufs = self.env = {}
-        self.segments = []
-        self.retained = None
+    def array(self, slot: Slot) -> Any:
+        """The array an input (its buffer) or result slot stands for."""
+        return self.bufs[slot.n] if slot.kind == "i" else self.env[slot.n]
 
     def nbytes(self) -> int:
         return self.retained.nbytes() if self.retained is not None else 0
@@ -152,10 +151,10 @@ class GraphReplayer:
     def run(self, t: Template, first: int, inputs: list, params: list, outs: list,
             metas: list, fresh: dict, values: list) -> tuple | None:
         """Run a replay through graphs: (ops run, error entry, False), or None: re-run it."""
-        shape = getattr(t, "shape", None)
+        shape = t.shape
         if shape is None:
             shape = t.shape = _Shape(t)
-            if not shape.graphable or not getattr(t, "outputs_owned", False):
+            if not shape.graphable or not t.outputs_owned:
                 t.graph = GRAPHLESS
         if t.graph is GRAPHLESS:
             return None
@@ -258,34 +257,25 @@ class GraphReplayer:
         try:
             other = None
             if op.kind == _OPERATOR:
-                other = next((a for a in (g.bufs.get(s.n) if s.kind == "i" else g.env.get(s.n)
-                                          for s in op.args if type(s) is Slot and s.kind != "p")
-                              if a is not None), None)
+                other = next((g.array(s) for s in op.args if type(s) is Slot and s.kind != "p"),
+                             None)
 
-            def resolve(value: Any) -> Any:
-                t = type(value)
-                if t is Slot:
-                    if value.kind == "i":
-                        return g.bufs[value.n]
-                    if value.kind == "r":
-                        return g.env[value.n]
-                    given = _cast(value, params[value.n])
-                    dtype = np.result_type(other.dtype, given)
-                    host = _host_scalar(given, dtype)
-                    buf = self.tools.scalar_buffer(dtype)
-                    g.pbufs[value.n] = buf
-                    if self.tools.capture_runs:   # the op runs now: its value must be there
-                        self.tools.write(buf, host)
-                    else:   # written after the capture ends (a copy now would be captured)
-                        writes.append((buf, host))
-                    return buf
-                if t is list or t is tuple:
-                    return t(resolve(v) for v in value)
-                if t is dict:
-                    return {k: resolve(v) for k, v in value.items()}
-                return value
+            def of_slot(slot: Slot) -> Any:
+                if slot.kind != "p":
+                    return g.array(slot)
+                given = slot.value(params)
+                dtype = np.result_type(other.dtype, given)
+                host = _host_scalar(given, dtype)
+                buf = self.tools.scalar_buffer(dtype)
+                g.pbufs[slot.n] = buf
+                if self.tools.capture_runs:   # the op runs now: its value must be there
+                    self.tools.write(buf, host)
+                else:   # written after the capture ends (a copy now would be captured)
+                    writes.append((buf, host))
+                return buf
 
-            target, args, kwargs = resolve(op.target), resolve(op.args), resolve(op.kwargs)
+            target, args, kwargs = (fill_slots(op.target, of_slot), fill_slots(op.args, of_slot),
+                                    fill_slots(op.kwargs, of_slot))
             result = self.tools.call(self.x._call, [op.kind, op.name, target, args, kwargs], {},
                                      self._finish_for(op), op.index)
         except Exception:
@@ -337,23 +327,15 @@ class GraphReplayer:
         read its results), each result is also copied into the array the graphs read;
         returns whether that still holds."""
         x = self.x
+
+        def of_slot(slot: Slot) -> Any:
+            return slot.value(params) if slot.kind == "p" else g.array(slot)
+
+        def resolve(value: Any) -> Any:
+            return fill_slots(value, of_slot)
+
         for op in ops:
             x._seq = first + op.index
-
-            def resolve(value: Any) -> Any:
-                t = type(value)
-                if t is Slot:
-                    if value.kind == "i":
-                        return g.bufs[value.n]
-                    if value.kind == "r":
-                        return g.env[value.n]
-                    return _cast(value, params[value.n])
-                if t is list or t is tuple:
-                    return t(resolve(v) for v in value)
-                if t is dict:
-                    return {k: resolve(v) for k, v in value.items()}
-                return value
-
             try:
                 if op.kind == _OBJECT:
                     result = run_object_call(x, op.name, resolve(op.target), None,
@@ -411,10 +393,6 @@ class GraphReplayer:
 
 def _same(value: Any) -> Any:
     return value
-
-
-def _cast(slot: Slot, value: Any) -> Any:
-    return value if slot.cast is None else slot.cast(value)
 
 
 def _host_scalar(value: Any, dtype: np.dtype) -> np.ndarray:

@@ -28,7 +28,7 @@ from ..protocol import messages as m
 from ..protocol.errors import ProtocolError
 from ..protocol.stretches import MAX_HELD, MAX_STRETCH_OPS, PARAM_OPERATORS, is_param
 
-__all__ = ["Slot", "Op", "Template", "StretchBook"]
+__all__ = ["Slot", "Op", "Template", "StretchBook", "fill_slots", "read_records"]
 
 
 class Slot:
@@ -43,6 +43,24 @@ class Slot:
 
     def __repr__(self) -> str:
         return f"Slot({self.kind}{self.n})"
+
+    def value(self, params: list) -> Any:
+        """A parameter slot's value in a run whose parameters are *params*."""
+        given = params[self.n]
+        return given if self.cast is None else self.cast(given)
+
+
+def fill_slots(value: Any, of_slot: Any) -> Any:
+    """*value* (an op's target, arguments or keywords) with each :class:`Slot` replaced by
+    ``of_slot(slot)``, lists, tuples and maps rebuilt."""
+    t = type(value)
+    if t is Slot:
+        return of_slot(value)
+    if t is list or t is tuple:
+        return t(fill_slots(v, of_slot) for v in value)
+    if t is dict:
+        return {k: fill_slots(v, of_slot) for k, v in value.items()}
+    return value
 
 
 class Op:
@@ -144,20 +162,15 @@ class Template:
         """The records the client would have sent for this run of the stretch."""
         pack = codec.packb
 
+        def of_slot(slot: Slot) -> Any:
+            if slot.kind == "i":
+                return codec.Handle(inputs[slot.n])
+            if slot.kind == "r":
+                return codec.Handle(outs[slot.n])
+            return slot.value(params)
+
         def fill(value: Any) -> Any:
-            t = type(value)
-            if t is Slot:
-                if value.kind == "i":
-                    return codec.Handle(inputs[value.n])
-                if value.kind == "r":
-                    return codec.Handle(outs[value.n])
-                given = params[value.n]
-                return given if value.cast is None else value.cast(given)
-            if t is list or t is tuple:
-                return t(fill(v) for v in value)
-            if t is dict:
-                return {k: fill(v) for k, v in value.items()}
-            return value
+            return fill_slots(value, of_slot)
 
         parts = []
         for item in self.items:
@@ -217,14 +230,6 @@ class StretchBook:
         if template is None:
             raise ProtocolError(f"no stretch {sid!r} is held for this session")
         return template
-
-    def drop(self, sid: Any) -> None:
-        """The client forgot stretch *sid*: its template (and graphs) go."""
-        template = self.held.pop(sid, None)
-        if template is not None:
-            release = getattr(template, "graph", None)
-            if release is not None:
-                release.release()
 
     def figures(self) -> dict:
         """Stretches held, replays run (through graphs, and re-run where a graph's guards
