@@ -236,6 +236,7 @@ def finish(xp, session):
 def measure(sides, names, quick, rounds):
     """Each program on every side in alternating rounds (A B C C B A ...); the median."""
     times = {name: {side: [] for side, _x, _s in sides} for name in names}
+    worker = {name: {side: [] for side, _x, s in sides if s is not None} for name in names}
     results = {name: {} for name in names}
     for name in names:
         fn, full, small, _tol = PROGRAMS[name]
@@ -247,11 +248,14 @@ def measure(sides, names, quick, rounds):
             order = sides if r % 2 == 0 else list(reversed(sides))
             for side, xp, session in order:
                 module = _xp(side, xp, session)
+                busy = session.worker_seconds if session is not None else 0.0
                 t0 = time.perf_counter()
                 results[name][side] = fn(module, size)
                 finish(xp, session)
                 times[name][side].append(time.perf_counter() - t0)
-    return times, results
+                if session is not None:   # the worker's own time in it (the replies' t)
+                    worker[name][side].append(session.worker_seconds - busy)
+    return times, worker, results
 
 
 def _xp(side, xp, session):
@@ -290,7 +294,7 @@ def main(argv=None):
             sessions_by_transport(pool, args.transports) as sessions:
         results["pool_device"] = next(iter(sessions.values())).device
         sides = [("local", local, None)] + [(f"proxy_{t}", None, s) for t, s in sessions.items()]
-        times, outputs = measure(sides, names, args.quick, args.rounds)
+        times, worker, outputs = measure(sides, names, args.quick, args.rounds)
         # each session's stretch replay, as its worker counts it (docs/graph-replay.md)
         results["stretches"] = {t: s.memory_info().get("stretches") for t, s in sessions.items()}
 
@@ -304,6 +308,7 @@ def main(argv=None):
             if side == "local":
                 continue
             row[side]["vs_local"] = row[side]["median_s"] / row["local"]["median_s"]
+            row[side]["worker_median_s"] = statistics.median(worker[name][side])
             same = (np.allclose(outputs[name][side], outputs[name]["local"], rtol=tol or 0, atol=tol or 0)
                     if checked else True)
             row[side]["same_result"] = bool(same)

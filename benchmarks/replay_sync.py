@@ -7,8 +7,9 @@ stencil step with its largest change read — it reports the median wall time pe
 iteration locally and through the pool over the same-host link with stretch replay on
 (the default) and off (``GPUWB_GRAPHS=0``), and the worker's own time per iteration
 (the replies' ``t``): issue 37's "worker's cost for a 3-op sync batch within local
-CuPy's time + 20 µs". Each side's results must be bitwise equal to local CuPy's.
-Prints a table, then one JSON object (also written to --json).
+CuPy's time + 20 µs". Each side's results must be bitwise equal to local CuPy's. The
+raw round trip of a Unix socket, measured in the same run, gives the hot sync's target
+(raw + local + 20 µs). Prints a table, then one JSON object (also written to --json).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kernelproxy.modules import module_for  # noqa: E402
 from json_out import emit  # noqa: E402  (beside this file)
 from programs import local_module  # noqa: E402
+from raw_transport import bench_raw  # noqa: E402
 from served_pool import open_pool, sessions_by_transport, use_side  # noqa: E402
 
 
@@ -96,6 +98,11 @@ def main(argv=None):
             rows[loop] = row
         out["stretches"] = {t: s.memory_info().get("stretches") for t, s in sessions.items()}
     out["loops"] = rows
+    # the hot sync's target: the raw round trip (a Unix socket, as ipc:// sessions use) +
+    # local CuPy's own time + 20 us, from this run
+    raw = bench_raw(1 << 20, 1, "unix", idle_reps=10)["rtt_small_us"]
+    out["raw_rtt_us"] = raw
+    out["hot_sync_target_us"] = raw + rows["hot_sync"]["local"]["us"] + 20.0
     print(f"{'loop':10} {'local us':>9} {'replay us':>10} {'ratio':>6} {'worker':>7} "
           f"{'no replay us':>13} {'ratio':>6} {'worker':>7}  bitwise")
     for loop, row in rows.items():
@@ -103,6 +110,7 @@ def main(argv=None):
         print(f"{loop:10} {row['local']['us']:9.1f} {on['us']:10.1f} {on['vs_local']:6.2f} "
               f"{on['worker_us']:7.1f} {off['us']:13.1f} {off['vs_local']:6.2f} {off['worker_us']:7.1f}"
               f"  {on['bitwise_local'] and off['bitwise_local']}")
+    print(f"raw round trip (Unix socket) {raw:.1f} us; hot sync target {out['hot_sync_target_us']:.1f} us")
     emit(out, args.json)
 
 

@@ -415,7 +415,7 @@ class Session:
                        f"{exc}); the session is closed")
         batch, first, last = self._in_flight.popleft()
         if self.stretches is not None:
-            self.stretches.answered(batch, reply.get("h"))
+            self.stretches.answered(batch, reply.get("h"), reply.get("f"))
         self.worker_seconds += reply.get("t") or 0.0
         self.device_seconds += reply.get("g") or 0.0
         if reply.get("b") != batch:

@@ -49,6 +49,11 @@ class StretchReplay:
         self._offered: dict[int, tuple[int, tuple]] = {}   # batch -> (stretch id, key)
         self._ids = itertools.count(1)
         self._refused = 0
+        self._replaying: set[int] = set()   # batches sent as replays, not answered yet
+        #: replays answered: all of them, and those not run through graphs (from their
+        #: records where a guard failed or the stretch has no graph; skipped after an error)
+        self.replays = 0
+        self.not_graphed = 0
 
     # ------------------------------------------------------------ queueing
     # (the session adds each op and free record to ``current`` itself: one call an op)
@@ -91,6 +96,7 @@ class StretchReplay:
             if not stretch.whole:
                 return False
             header["T"] = [sid, first, stretch.inputs, stretch.params, stretch.outs]
+            self._replaying.add(header["b"])
             return True
         seen = self._seen.get(key, 0) + 1
         if len(self._seen) >= MAX_COUNTED:
@@ -108,8 +114,20 @@ class StretchReplay:
     def _offered_keys(self) -> list:
         return [key for _sid, key in self._offered.values()]
 
-    def answered(self, batch: int, held: Any) -> None:
-        """A batch's reply came; *held* is the stretch id the worker kept, if any."""
+    def figures(self) -> dict:
+        """What this client's replay did (``%gpu status``): stretches the worker holds,
+        replays answered, those of them not run through graphs, offers refused."""
+        return {"held": len(self._held), "replays": self.replays,
+                "not_graphed": self.not_graphed, "refused": self._refused}
+
+    def answered(self, batch: int, held: Any, not_graphed: Any = None) -> None:
+        """A batch's reply came; *held* is the stretch id the worker kept, if any;
+        *not_graphed* (the reply's ``f``): a replay that did not run through graphs."""
+        if batch in self._replaying:
+            self._replaying.discard(batch)
+            self.replays += 1
+            self.not_graphed += not_graphed == 1
+            return
         offer = self._offered.pop(batch, None)
         if offer is None:
             return

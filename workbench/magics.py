@@ -197,6 +197,7 @@ def status_view(session: kernelproxy.Session) -> GroupView:
         ("worker busy", human_duration(session.worker_seconds)),
         ("device time (timed)", human_duration(session.device_seconds)),
         ("reconnects", workbench.reconnects),
+        ("stretch replay", _stretch_line(session)),
     ], note="usage as the worker last reported it to the pool (every ~0.5 s); "
             "%gpu memory asks the worker now")
     members = session.group or [session]
@@ -220,6 +221,18 @@ def status_view(session: kernelproxy.Session) -> GroupView:
     if devices:
         view.data["devices_of_client"] = devices
     return view
+
+
+def _stretch_line(session: kernelproxy.Session) -> str:
+    """Stretch replay as this client saw it (docs/graph-replay.md): held, replays, fallbacks."""
+    if session.stretches is None:
+        return "off (GPUWB_GRAPHS=0)"
+    f = session.stretches.figures()
+    line = (f"{f['held']} stretch{'es' if f['held'] != 1 else ''} held, {f['replays']:,} "
+            f"replays, {f['not_graphed']:,} not through graphs")
+    if f["refused"]:
+        line += f", {f['refused']} offers refused"
+    return line
 
 
 def memory_view(session: kernelproxy.Session) -> KeyValueView:

@@ -389,6 +389,7 @@ class BatchReply(TypedDict):
     g: NotRequired[Annotated[float, "device seconds of the batch's work (when the header's g asked)"]]
     z: NotRequired[Annotated[str, "why the worker has ended (a device fault, the pool has gone): the session's last reply"]]
     h: NotRequired[Annotated[int, "the stretch id the header's O offered: the worker holds it now"]]
+    f: NotRequired[Annotated[Literal[1], "the header's T replay did not run through graphs: from its records (a guard failed, the stretch has none), or not at all (skipped after an error, cancelled)"]]
 
 
 class ClosedReply(TypedDict):

@@ -148,10 +148,13 @@ class Executor:
         phases.mark("begun")   # the pacer's begin_batch (and the lease, if any)
         replay = header.get("T")
         held = None
+        rerun = True   # (a replay the worker skipped, cancelled, did not run from its graphs)
         if self.poisoned_at is None and not cancelled:
             if replay is not None:
+                graphed = self.stretches.graphed
                 executed, error, cancelled = run_replay(self, replay, iter(payload), metas, fresh,
                                                         values, downloads, out_frames)
+                rerun = self.stretches.graphed == graphed
             else:
                 executed, error, cancelled = self._run_ops(ops, iter(payload), metas, fresh, values,
                                                            downloads, out_frames)
@@ -187,6 +190,8 @@ class Executor:
             reply["c"] = 1
         if held is not None:
             reply["h"] = held
+        if replay is not None and rerun:
+            reply["f"] = 1
         if timer is not None and error is None:
             reply["g"] = self.device.stop_timer(timer)
         if self.fatal:

@@ -130,6 +130,11 @@ class StretchGraph:
         self.segments: list[_Segment] = []
         self.env: dict[int, Any] = {}
         self.retained: Any = None
+        #: the inputs whose buffers the stretch writes (copied back after each run), found
+        #: as it is captured; None: not known (all are copied back)
+        self.written: set[int] | None = None
+        #: while capturing: each input buffer's allocation, by its start
+        self.writing: dict[int, int] | None = None
 
     def array(self, slot: Slot) -> Any:
         """The array an input (its buffer) or result slot stands for."""
@@ -221,6 +226,10 @@ class GraphReplayer:
                     tools.copy(buf, a)
                     g.bufs[n] = buf
                     g.guards[n] = (a.shape, a.dtype, a.strides)
+                if shape.writes:
+                    span = self.x.device.memory_span
+                    g.writing = {span(buf)[1]: n for n, buf in g.bufs.items() if buf.nbytes}
+                    g.written = set()
                 for seg in segments:
                     if seg.eager:
                         self._run_eager(seg.ops, g, first, params, handout, values, live=True)
@@ -246,8 +255,10 @@ class GraphReplayer:
                         tools.launch(seg.graph)
         except _OpError as failed:
             t.graph = None
+            g.written = None   # (the ops after it were not looked at)
             return self._finish(t, g, failed.index, inputs, outs, arrays, {}, metas, fresh,
                                 values, error=(first + failed.index, failed.error))
+        g.writing = None
         t.graph = g if complete else None
         # (results made meanwhile are in the graph's memory: every one goes out as a copy)
         return self._finish(t, g, t.ops, inputs, outs, arrays, {}, metas, fresh, values)
@@ -276,6 +287,8 @@ class GraphReplayer:
 
             target, args, kwargs = (fill_slots(op.target, of_slot), fill_slots(op.args, of_slot),
                                     fill_slots(op.kwargs, of_slot))
+            if g.writing is not None:
+                self._note_writes(g, op, target, args, kwargs)
             result = self.tools.call(self.x._call, [op.kind, op.name, target, args, kwargs], {},
                                      self._finish_for(op), op.index)
         except Exception:
@@ -337,12 +350,13 @@ class GraphReplayer:
         for op in ops:
             x._seq = first + op.index
             try:
+                target, args, kwargs = resolve(op.target), resolve(op.args), resolve(op.kwargs)
+                if g.writing is not None:
+                    self._note_writes(g, op, target, args, kwargs)
                 if op.kind == _OBJECT:
-                    result = run_object_call(x, op.name, resolve(op.target), None,
-                                             resolve(op.args), resolve(op.kwargs), op.want)
+                    result = run_object_call(x, op.name, target, None, args, kwargs, op.want)
                 else:
-                    result = x._call(op.kind, op.name, resolve(op.target), resolve(op.args),
-                                     resolve(op.kwargs))
+                    result = x._call(op.kind, op.name, target, args, kwargs)
                 if op.want == _VALUE:
                     values.append([first + op.index, result])
                     continue
@@ -363,14 +377,38 @@ class GraphReplayer:
             handout[slot] = result
         return live
 
+    def _note_writes(self, g: StretchGraph, op: Op, target: Any, args: Any, kwargs: Any) -> None:
+        """While capturing: mark the inputs whose buffers *op* writes. An op that returns
+        nothing writes its target (an operator: its first operand, ``x += 1``, ``x[i] = v``;
+        a function: any array it is given, ``copyto``); any op writes its ``out``. A view of
+        an input's buffer is in that buffer's allocation, so writes through views count."""
+        if op.want == _NONE:
+            if op.kind == _OPERATOR:
+                candidates = [args[0]] if args else []
+            elif op.kind == _METHOD:
+                candidates = [target]
+            else:
+                candidates = [target, args, kwargs]
+        else:
+            candidates = []
+        if "out" in kwargs:
+            candidates.append(kwargs["out"])
+        span = self.x.device.memory_span
+        for a in _arrays_in(candidates, self.array_type):
+            n = g.writing.get(span(a)[1]) if a.nbytes else None
+            if n is not None:
+                g.written.add(n)
+
     # ------------------------------------------------------------ results
     def _finish(self, t, g, ran, inputs, outs, arrays, handout, metas, fresh, values, error=None):
         """Hand the kept results of the ops that ran to their handles, copy written inputs
         back, drop the inputs the stretch dropped; the executor's reply figures."""
         tools, table, shape = self.tools, self.x.table, g.shape
         if shape.writes:
+            written = g.written
             for n, a in arrays.items():
-                tools.copy(a, g.bufs[n])
+                if written is None or n in written:
+                    tools.copy(a, g.bufs[n])
         for n in shape.alive:
             if shape.maker[n] >= ran:
                 continue
@@ -389,6 +427,19 @@ class GraphReplayer:
             self.x.poisoned_at = seq
             return ran, self.x._error(seq, exc), False
         return ran, None, False
+
+
+def _arrays_in(value: Any, array_type: type):
+    """The device arrays in *value* (lists, tuples and maps looked into)."""
+    t = type(value)
+    if t is array_type:
+        yield value
+    elif t is list or t is tuple:
+        for v in value:
+            yield from _arrays_in(v, array_type)
+    elif t is dict:
+        for v in value.values():
+            yield from _arrays_in(v, array_type)
 
 
 def _same(value: Any) -> Any:

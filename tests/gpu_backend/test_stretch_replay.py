@@ -120,6 +120,34 @@ def test_in_place_updates_of_an_input_reach_it(sessions):
     assert change["graphed"] >= STEPS - 4
 
 
+def test_writes_into_inputs_through_views_setitem_copyto_and_out_reach_them(sessions):
+    """Only the inputs a stretch writes are copied back after a replay (found as it is
+    captured): each way of writing into one must still reach the client's array, and an
+    input only read must keep its values."""
+    def loop(cp):
+        a = cp.zeros(32, dtype=cp.float32)       # written through a view of it
+        b = cp.zeros((4, 8), dtype=cp.float32)   # written by setitem
+        c = cp.zeros(16, dtype=cp.float32)       # written by copyto (a function that returns nothing)
+        d = cp.zeros(16, dtype=cp.float32)       # written as an out=
+        e = cp.zeros(16, dtype=cp.float32)       # written by a method that returns nothing
+        r = cp.arange(16, dtype=cp.float32)      # read only
+        idx = cp.arange(0, 16, 3)
+        for step in range(STEPS):                # (each one's values change every step)
+            v = a[4:12]
+            v += r[:8] * 0.5
+            del v                                # (a view kept past the sync is never graphed)
+            b[1] = r[:8] + step
+            cp.copyto(c, c + r)
+            cp.add(d, r, out=d)
+            e.put(idx, e[idx] + 1)
+            float(a.sum() + b.sum() + c.sum() + d.sum() + e.sum())
+        return [a.get(), b.get(), c.get(), d.get(), e.get(), r.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= STEPS - 4
+
+
 def test_random_draws_and_matmul_run_eagerly_between_graphs(sessions):
     def loop(cp):
         cp.random.seed(3)

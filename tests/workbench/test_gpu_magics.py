@@ -143,6 +143,18 @@ def test_status(env):
     assert isinstance(gpu(env, ""), GroupView)  # the default command
 
 
+def test_status_shows_stretch_replay(env):
+    """A loop's body replayed as a held stretch shows in %gpu status: held, replays, and
+    those not through graphs (the NumPy device's graphs are recorded calls)."""
+    env.shell.run_cell("import cupy as cp\n_x = cp.arange(8.0)\n"
+                       "_got = [float((_x * 2 + 1).sum()) for _ in range(12)]")
+    figures = session().stretches.figures()
+    assert figures["held"] >= 1 and figures["replays"] >= 8, figures
+    text = str(gpu(env, "status"))
+    assert (f"{figures['held']} stretch" in text and f"{figures['replays']:,} replays" in text
+            and f"{figures['not_graphed']:,} not through graphs" in text), text
+
+
 def test_info(env):
     view = gpu(env, "info")
     s = session()

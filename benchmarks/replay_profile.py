@@ -1,0 +1,73 @@
+"""Where a replayed loop's time goes: cProfiles of the client and of its worker.
+
+    python benchmarks/replay_profile.py [--devices auto] [--reps 2000] [--loop stencil] [--top 25]
+
+Runs one loop of ``replay_sync.py`` (stretch replay on, the same-host link) under
+cProfile in this process, with the session's worker profiled too
+(``GPUWB_WORKER_PROFILE``), and prints both profiles' top functions by own time. A
+diagnostic beside ``replay_sync.py``'s figures (the profiler slows every Python call):
+which calls a replayed iteration makes, and which of them cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import glob
+import os
+import pstats
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from kernelproxy.modules import module_for  # noqa: E402
+from replay_sync import LOOPS  # noqa: E402
+from served_pool import open_pool, sessions_by_transport, use_side  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--devices", default="auto")
+    parser.add_argument("--reps", type=int, default=2000)
+    parser.add_argument("--loop", choices=sorted(LOOPS), default="stencil")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--side", default="ipc", help="ipc (replay on) or ipc-nographs")
+    args = parser.parse_args(argv)
+    where = tempfile.mkdtemp(prefix="replay-profile-")
+    os.environ["GPUWB_WORKER_PROFILE"] = where   # (read by each worker as it starts)
+    with open_pool("fair", args.devices, False) as pool, \
+            sessions_by_transport(pool, args.side) as sessions:
+        session = sessions[args.side]
+        use_side(args.side, session)
+        step = LOOPS[args.loop](module_for(session))
+        for i in range(50):
+            step(i)
+        t0 = time.perf_counter()
+        for i in range(args.reps):
+            step(i)
+        plain = (time.perf_counter() - t0) / args.reps * 1e6
+        profile = cProfile.Profile()
+        worker0 = session.worker_seconds
+        profile.enable()
+        for i in range(args.reps):
+            step(i)
+        profile.disable()
+        worker = (session.worker_seconds - worker0) / args.reps * 1e6
+        print(f"{args.loop} on {args.side}: {plain:.1f} us an iteration unprofiled; worker "
+              f"{worker:.1f} us profiled; stretches {session.memory_info().get('stretches')}")
+        print("\n=== client ===")
+        pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
+    time.sleep(1.0)   # the workers write their profiles as their sessions end
+    for path in glob.glob(os.path.join(where, "worker-*.prof")):
+        stats = pstats.Stats(path)
+        if stats.total_calls > 10 * args.reps:
+            print(f"\n=== worker {os.path.basename(path)} ===")
+            stats.sort_stats("tottime").print_stats(args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
