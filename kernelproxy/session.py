@@ -237,7 +237,8 @@ class Session:
         self._error: list | None = None
         self._resume: int | None = None
         #: recognises repeated stretches and sends them as replays (kernelproxy.stretch_replay)
-        self.stretches = StretchReplay(self._handle_of) if settings.graphs else None
+        self.stretches = (StretchReplay(self._handle_of, measured=settings.replay_measured)
+                          if settings.graphs else None)
 
     # ------------------------------------------------------------ issuing ops
     @property
@@ -356,6 +357,8 @@ class Session:
             header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
             if stretch is not None and not payload and stretches.shape(header, stretch, first):
                 ops = []   # a replay of a held stretch: its entry stands for the ops
+            if stretches is not None and stretches.drops:   # stretches let go: the worker drops them
+                header["D"] = stretches.take_drops()
             if sync_device:
                 header["y"] = 1
             if self.timing:
@@ -476,6 +479,8 @@ class Session:
         self._eager_at = self._eager_check = EAGER_OPS
         self.flush(sync_device=device, drain=False)
         self._wait_all()
+        if self.stretches is not None:   # (the stretch that ended here is timed)
+            self.stretches.synced()
         if not self._ops:   # no reply can still carry metadata of a dropped array
             self.meta.settled()
         self._raise_pending(waiting_for)

@@ -41,6 +41,10 @@ class SessionSettings:
     #: ``GPUWB_GRAPHS=0``: never offer a repeated stretch of ops to the worker for replay
     #: (docs/graph-replay.md); every batch then travels as its ops.
     graphs: bool = True
+    #: ``GPUWB_REPLAY_MEASURED=0``: keep every repeated stretch held, without timing its
+    #: replays against its ops run pipelined (kernelproxy.stretch_replay; for tests that
+    #: count replays, and to measure the difference).
+    replay_measured: bool = True
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "SessionSettings":
@@ -48,4 +52,5 @@ class SessionSettings:
         return cls(launch_blocking=_flag(env, "GPUWB_LAUNCH_BLOCKING", False),
                    staging=_flag(env, "GPUWB_STAGING", True),
                    eager_flush=_flag(env, "GPUWB_EAGER_FLUSH", True),
-                   graphs=_flag(env, "GPUWB_GRAPHS", True))
+                   graphs=_flag(env, "GPUWB_GRAPHS", True),
+                   replay_measured=_flag(env, "GPUWB_REPLAY_MEASURED", True))

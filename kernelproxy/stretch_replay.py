@@ -7,16 +7,26 @@ The session adds each op and free record it queues to the stretch's
 sent whole in one batch can be replayed or offered; one whose ops went early in several
 batches (the session sends ops while the worker is idle) is only counted. Once the
 stretch just ended has been seen twice, the session *holds* the next one's ops to its
-sync point, so that a loop's body travels whole: at its third sighting it is offered with
+sync point, so that a loop's body travels whole: at its next sighting it is offered with
 the batch (``O``), held from the reply that says so (``h``), and from then on travels as
 ``T`` (the stretch's id, the first op's number, the new inputs' handles, the scalar
 parameters, the results' handles) and none of its records. Each op keeps its number and
 its line, so errors read as they do today.
+
+Holding a stretch has a price: its ops no longer go early, so the device no longer starts
+on them while the program is still issuing the rest. Where the device's work dominates (a
+k-means step on a million points), that costs more than the replay saves. So each
+repeated stretch is *timed* — from the sync point before it to its own sync point's
+answer — in its pipelined sightings and in its replays, and a held stretch whose replays
+are not faster is let go: its ops travel early again, and the worker is told to drop it
+(``D``), freeing its graphs' memory (docs/graph-replay.md, "Measured, not assumed").
 """
 
 from __future__ import annotations
 
 import itertools
+import statistics
+import time
 from typing import Any, Callable
 
 from gpu_backend.protocol.stretches import MAX_HELD, MAX_STRETCH_OPS, REPEATS
@@ -30,15 +40,43 @@ MAX_COUNTED = 4096
 #: Offers the worker may refuse before this session stops offering (a worker with
 #: ``GPUWB_GRAPHS=0`` refuses them all).
 MAX_REFUSED = 32
-#: Sightings after which the next stretch is held to its sync point.
-HOLD_AFTER = 2
+#: Sightings after which the next stretch is held to its sync point (offered then): the
+#: ones from the second on are timed as they run pipelined.
+HOLD_AFTER = REPEATS - 1
+#: Replays timed (after the first, which captures the stretch) before a held stretch is
+#: kept or let go.
+TIMED_REPLAYS = 4
 #: A refused stretch's count: it is never offered again.
 _NEVER = -(1 << 30)
 
 
+class _Timing:
+    """One key's times (seconds): pipelined sightings, replays; then the choice."""
+
+    __slots__ = ("free", "held", "decided")
+
+    def __init__(self) -> None:
+        self.free: list[float] = []
+        self.held: list[float] = []
+        self.decided = False
+
+
 class StretchReplay:
-    def __init__(self, handle_of: Callable[[Any], int | None]) -> None:
+    """*measured* (``GPUWB_REPLAY_MEASURED``, on by default): time each held stretch and
+    let go of those that replay no faster than they run pipelined; off, every repeated
+    stretch stays held. *clock* is the timer (tests give one of their own)."""
+
+    def __init__(self, handle_of: Callable[[Any], int | None], measured: bool = True,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self._handle_of = handle_of
+        self._measured = measured
+        self._clock = clock
+        self._timing: dict[tuple, _Timing] = {}
+        #: keys let go (never held again), and the stretch ids the worker is to drop
+        self._released: set[tuple] = set()
+        self.drops: list[int] = []
+        self._ending: tuple[tuple, str] | None = None   # (key, how it ran) of the stretch ended
+        self._since: float | None = None                # when the last sync point returned
         #: the key of the stretch being queued
         self.current = StretchKey(handle_of)
         self._split = False
@@ -54,6 +92,8 @@ class StretchReplay:
         #: records where a guard failed or the stretch has no graph; skipped after an error)
         self.replays = 0
         self.not_graphed = 0
+        #: held stretches let go: their replays were not faster than their ops pipelined
+        self.released = 0
 
     # ------------------------------------------------------------ queueing
     # (the session adds each op and free record to ``current`` itself: one call an op)
@@ -83,13 +123,19 @@ class StretchReplay:
     def shape(self, header: dict, stretch: StretchKey, first: int) -> bool:
         """At a sync point, mark the batch's *header*: a replay of a held stretch (True: its
         records need not travel) or an offer; False where the records travel."""
-        self.holding = False
+        held_ops, self.holding = self.holding, False
+        if self._ending is not None:   # (the last stretch ended with no sync answered: untimed)
+            self._since = None
+        self._ending = None
         if not stretch.keyable or not stretch.ops or len(stretch) > MAX_STRETCH_OPS:
             return False   # (a batch of frees alone is not worth a stretch)
         key = stretch.key()
         try:
             sid = self._held.get(key)
+            released = key in self._released
         except TypeError:   # a value no key holds (a malformed op the pool will refuse)
+            return False
+        if released:
             return False
         if sid is not None:
             self.holding = True
@@ -97,11 +143,15 @@ class StretchReplay:
                 return False
             header["T"] = [sid, first, stretch.inputs, stretch.params, stretch.outs]
             self._replaying.add(header["b"])
+            self._ending = (key, "replay")
             return True
         seen = self._seen.get(key, 0) + 1
         if len(self._seen) >= MAX_COUNTED:
             self._seen.clear()
+            self._timing.clear()
         self._seen[key] = seen
+        if 2 <= seen <= HOLD_AFTER and not held_ops:
+            self._ending = (key, "free")   # (the first sighting pays for compiling kernels)
         self.holding = seen >= HOLD_AFTER and self._refused < MAX_REFUSED
         if (stretch.whole and REPEATS <= seen and self._refused < MAX_REFUSED
                 and len(self._held) + len(self._offered) < MAX_HELD
@@ -111,14 +161,48 @@ class StretchReplay:
             self._offered[header["b"]] = (sid, key)
         return False
 
+    def synced(self) -> None:
+        """A sync point has returned: the stretch that ended there took the time since the
+        one before; a held stretch timed enough is kept or let go."""
+        now = self._clock()
+        ending, since = self._ending, self._since
+        self._ending, self._since = None, now
+        if ending is None or since is None or not self._measured:
+            return
+        key, how = ending
+        timing = self._timing.get(key)
+        if timing is None:
+            timing = self._timing[key] = _Timing()
+        if timing.decided:
+            return
+        if how == "free":
+            timing.free.append(now - since)
+            return
+        timing.held.append(now - since)
+        if len(timing.held) <= TIMED_REPLAYS:   # (the first replay captures: not counted)
+            return
+        timing.decided = True
+        if timing.free and (statistics.median(timing.held[1:])
+                            >= statistics.median(timing.free)):
+            self._released.add(key)
+            self.drops.append(self._held.pop(key))
+            self.released += 1
+
     def _offered_keys(self) -> list:
         return [key for _sid, key in self._offered.values()]
 
     def figures(self) -> dict:
         """What this client's replay did (``%gpu status``): stretches the worker holds,
-        replays answered, those of them not run through graphs, offers refused."""
+        replays answered, those of them not run through graphs, stretches let go (not
+        faster replayed), offers refused."""
         return {"held": len(self._held), "replays": self.replays,
-                "not_graphed": self.not_graphed, "refused": self._refused}
+                "not_graphed": self.not_graphed, "released": self.released,
+                "refused": self._refused}
+
+    def take_drops(self) -> list[int]:
+        """The ids of stretches let go since the last batch: its header tells the worker."""
+        drops, self.drops = self.drops, []
+        return drops
 
     def answered(self, batch: int, held: Any, not_graphed: Any = None) -> None:
         """A batch's reply came; *held* is the stretch id the worker kept, if any;

@@ -224,12 +224,15 @@ def status_view(session: kernelproxy.Session) -> GroupView:
 
 
 def _stretch_line(session: kernelproxy.Session) -> str:
-    """Stretch replay as this client saw it (docs/graph-replay.md): held, replays, fallbacks."""
+    """Stretch replay as this client saw it (docs/graph-replay.md): held, replays, those not
+    through graphs, those let go."""
     if session.stretches is None:
         return "off (GPUWB_GRAPHS=0)"
     f = session.stretches.figures()
     line = (f"{f['held']} stretch{'es' if f['held'] != 1 else ''} held, {f['replays']:,} "
             f"replays, {f['not_graphed']:,} not through graphs")
+    if f["released"]:
+        line += f", {f['released']} let go (replays not faster)"
     if f["refused"]:
         line += f", {f['refused']} offers refused"
     return line

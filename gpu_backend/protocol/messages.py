@@ -329,6 +329,7 @@ class BatchHeader(TypedDict):
     g: NotRequired[Annotated[Literal[1], "time the batch's device work (CUDA events): the reply's g"]]
     O: NotRequired[Annotated[int, "offer: keep this batch's ops as the stretch of this id (the client's) if they all run; the reply's h says it is kept"]]
     T: NotRequired[Annotated[list[Any], "replay: [stretch id, first op's seq, [input handles], [parameter values], [result handles]] of a held stretch, instead of op records (docs/graph-replay.md)"]]
+    D: NotRequired[Annotated[list[int], "stretch ids the client lets go (their replays were not faster): the worker drops them and their graphs' memory"]]
 
 
 class CancelRequest(TypedDict):

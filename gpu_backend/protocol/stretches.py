@@ -31,8 +31,9 @@ PARAM_OPERATORS = frozenset(name for name in api.OPERATORS
 
 _PYTHON_SCALARS = (bool, int, float, complex)
 
-#: A stretch is offered once its key has been seen this many times.
-REPEATS = 3
+#: A stretch is offered once its key has been seen this many times (the client times the
+#: sightings before, from the second on, as they run pipelined: kernelproxy.stretch_replay).
+REPEATS = 5
 #: Longer stretches are never offered (their key costs more than it saves).
 MAX_STRETCH_OPS = 512
 #: Stretches one session may hold at a time; the worker refuses offers past it.

@@ -129,6 +129,8 @@ class Executor:
     def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list,
                   cancelled: bool = False) -> tuple[dict, list]:
         """Execute one batch; returns the reply header and its payload frames."""
+        if "D" in header:   # stretches the client let go (a malformed list fails the batch)
+            self.stretches.drop(header["D"])
         resume = header.get("r")
         if self.poisoned_at is not None and type(resume) is int and resume >= self.poisoned_at:
             self.poisoned_at = None

@@ -225,6 +225,16 @@ class StretchBook:
         self.held[sid] = template
         return True
 
+    def drop(self, sids: Any) -> None:
+        """The client lets these stretches go: their templates and graphs (their memory
+        goes back to the session's pool) are dropped; an id not held is no error (an offer
+        refused meanwhile)."""
+        if type(sids) is not list or len(sids) > MAX_HELD or any(type(s) is not int for s in sids):
+            raise ProtocolError("malformed stretch drops: a list of at most "
+                                f"{MAX_HELD} stretch ids")
+        for sid in sids:
+            self.held.pop(sid, None)
+
     def get(self, sid: Any) -> Template:
         template = self.held.get(sid) if type(sid) is int else None
         if template is None:

@@ -22,7 +22,6 @@ import time
 import msgpack
 import numpy as np
 import pytest
-import zmq
 
 import kernelproxy
 from gpu_backend.pool import LocalPool
@@ -35,121 +34,12 @@ from kernelproxy.connection import door_request
 from kernelproxy.modules import module_for
 from tests.paths import PROJECT_ROOT
 
-LEASE = 2.0
-MB = 1 << 20
-REPLY_TIMEOUT = 10.0
+from .bad_input_rig import LEASE, MB, REPLY_TIMEOUT, door_error, raw_request, worker_reply
+
 ROOT = str(PROJECT_ROOT)
 
 
-# ------------------------------------------------------------------ fixtures
-
-@pytest.fixture(scope="module")
-def bad_pool():
-    with LocalPool(devices="cpu", lease_timeout=LEASE, memory_limit=256 * MB,
-                   spare_workers=2) as pool:
-        yield pool
-
-
-@pytest.fixture(scope="module")
-def zctx():
-    ctx = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
-
-
-class Bystander:
-    """A normal session opened before any bad input; checks that all is still well."""
-
-    def __init__(self, pool: LocalPool) -> None:
-        self.pool = pool
-        self.session = kernelproxy.connect(pool.address, pool.token)
-        cp = module_for(self.session)
-        self.host = np.arange(1000, dtype=np.float64).reshape(10, 100)
-        self.kept = cp.asarray(self.host)
-        self.session.sync()
-
-    def check(self) -> None:
-        session = self.session
-        cp = module_for(session)
-        try:
-            assert not session.closed
-            np.testing.assert_array_equal(self.kept.get(), self.host)  # untouched
-            x = cp.arange(10, dtype=cp.float32)
-            assert float((cp.exp(x) * 2).sum()) == pytest.approx(
-                float((np.exp(np.arange(10, dtype=np.float32)) * 2).sum()), rel=1e-6)
-            assert int((self.kept[3] >= 350).sum()) == 50
-            # the door still answers, and still opens sessions
-            status = session.status()
-            assert any(s["session"] == session.id for s in status["sessions"])
-            with kernelproxy.connect(self.pool.address, self.pool.token) as fresh:
-                assert int(module_for(fresh).arange(5).sum()) == 10
-        finally:
-            module_for(session)  # the proxy module follows the bystander again
-
-
-@pytest.fixture(scope="module")
-def bystander(bad_pool):
-    b = Bystander(bad_pool)
-    yield b
-    b.session.close()
-
-
-@pytest.fixture(params=["unix", "tcp"])
-def victim(request, bad_pool, bystander):
-    """A session whose worker port and key the test abuses: a client on the pool's host
-    (a Unix socket to its worker) or a remote one (ZeroMQ over tcp)."""
-    address = bad_pool.address if request.param == "unix" else bad_pool.tcp_address
-    s = kernelproxy.connect(address, bad_pool.token)
-    assert s.worker_address.startswith(request.param + "://")
-    yield s
-    s.close()
-    module_for(bystander.session)
-
-
-def raw_request(ctx: zmq.Context, address: str, frames: list[bytes],
-                timeout: float = REPLY_TIMEOUT, key: bytes | None = None) -> list[bytes]:
-    """Send *frames* on a fresh DEALER (or a Unix socket, for a ``unix://`` worker
-    address, after the session *key* as its first message, as a client does); return
-    the reply's frames."""
-    if address.startswith("unix://"):
-        link = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            link.connect(address[len("unix://"):])
-            if key is not None:
-                framing.send_all(link, [codec.packb({"t": "auth", "k": key})])
-            framing.send_all(link, frames)
-            assert select.select([link], [], [], timeout)[0], f"no reply from {address}"
-            return [f.bytes for f in framing.read_message(link)]
-        finally:
-            link.close()
-    sock = ctx.socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    try:
-        sock.connect(address)
-        sock.send_multipart(frames)
-        assert sock.poll(int(timeout * 1000)), f"no reply from {address} within {timeout} s"
-        return sock.recv_multipart()
-    finally:
-        sock.close()
-
-
-def door_error(ctx: zmq.Context, address: str, frames: list[bytes]) -> list:
-    reply = raw_request(ctx, address, frames)
-    assert len(reply) == 1
-    msg = codec.unpackb(reply[0])
-    assert msg["ok"] is False, msg
-    name, text = msg["error"]
-    assert isinstance(text, str)
-    return [name, text]
-
-
-def worker_reply(ctx: zmq.Context, address: str, frames: list[bytes],
-                 key: bytes | None = None) -> dict:
-    reply = raw_request(ctx, address, frames, key=key)
-    msg = codec.unpackb(reply[0])
-    assert isinstance(msg, dict), msg
-    return msg
-
+# ------------------------------------------------------------------ helpers
 
 def garbage(seed: int, sizes=(1, 2, 7, 64, 1000, 100_000)) -> list[bytes]:
     rnd = random.Random(seed)

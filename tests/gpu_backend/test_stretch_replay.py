@@ -16,22 +16,27 @@ import gc
 import numpy as np
 import pytest
 
-import kernelproxy
 from gpu_backend.pool import LocalPool
+from gpu_backend.protocol.stretches import REPEATS
 from gpu_backend.protocol import codec
 from gpu_backend.worker.stretches import Template, read_records
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
+from kernelproxy.stretch_replay import TIMED_REPLAYS
 
 from ..differential import TEST_DEVICES
 
-STEPS = 12
+STEPS = 14
+#: Replays a loop of STEPS runs at least: from the sighting after the offer on (one fewer
+#: where a collection adds a free record to one stretch)
+REPLAYED = STEPS - REPEATS - 1
 
 
 @pytest.fixture(scope="module")
 def sessions(pool):
-    on = kernelproxy.connect(pool.address, pool.token)
+    # (replays counted: every repeated stretch stays held, none timed and let go)
+    on = Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False))
     off = Session(pool.address, pool.token, settings=SessionSettings(graphs=False))
     yield on, off
     on.close()
@@ -87,7 +92,7 @@ def test_a_hot_sync_with_a_changing_scalar_is_replayed_through_graphs(sessions):
     assert on == off
     assert on == [float((np.arange(1000, dtype=np.float32) + np.float32(s * 0.37)).sum())
                   for s in range(STEPS)] or not _numpy_pool()
-    assert change["graphed"] >= STEPS - 4 and change["fallbacks"] == 0
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
 
 
 def test_a_stencil_that_writes_into_a_copy_is_bitwise_equal(sessions):
@@ -103,7 +108,7 @@ def test_a_stencil_that_writes_into_a_copy_is_bitwise_equal(sessions):
 
     on, off, change = _both(sessions, loop)
     _bitwise(on, off)
-    assert change["graphed"] >= STEPS - 4
+    assert change["graphed"] >= REPLAYED
 
 
 def test_in_place_updates_of_an_input_reach_it(sessions):
@@ -117,7 +122,7 @@ def test_in_place_updates_of_an_input_reach_it(sessions):
 
     on, off, change = _both(sessions, loop)
     _bitwise(on, off)
-    assert change["graphed"] >= STEPS - 4
+    assert change["graphed"] >= REPLAYED
 
 
 def test_writes_into_inputs_through_views_setitem_copyto_and_out_reach_them(sessions):
@@ -145,7 +150,7 @@ def test_writes_into_inputs_through_views_setitem_copyto_and_out_reach_them(sess
 
     on, off, change = _both(sessions, loop)
     _bitwise(on, off)
-    assert change["graphed"] >= STEPS - 4
+    assert change["graphed"] >= REPLAYED
 
 
 def test_random_draws_and_matmul_run_eagerly_between_graphs(sessions):
@@ -161,7 +166,7 @@ def test_random_draws_and_matmul_run_eagerly_between_graphs(sessions):
 
     on, off, change = _both(sessions, loop)
     assert on == off   # the generator advanced as without replay
-    assert change["graphed"] >= STEPS - 4
+    assert change["graphed"] >= REPLAYED
 
 
 def test_a_guard_that_fails_falls_back_to_a_re_run(sessions):
@@ -194,7 +199,7 @@ def test_a_view_kept_past_the_stretch_is_re_run_and_stays_a_view(sessions):
         base = cp.zeros((8, 8), dtype=cp.float32)
         views = []
         for step in range(STEPS):
-            v = base[step % 8]           # kept: a view of base, as in CuPy
+            v = base[step % 2]           # kept: a view of base, as in CuPy
             v += 1
             views.append(float(v.sum()))
         return views + [base.get()]
@@ -257,7 +262,7 @@ def test_dropped_inputs_are_freed_as_without_replay(sessions):
     before = arrays(on_session), arrays(off_session)
     on, off, change = _both(sessions, loop)
     _bitwise(on, off)
-    assert change["graphed"] >= STEPS - 4
+    assert change["graphed"] >= REPLAYED
     assert arrays(on_session) - before[0] == arrays(off_session) - before[1] == 0
 
 
@@ -286,6 +291,35 @@ def test_a_template_rebuilds_the_records_the_client_sent(sessions):
     on.eager_flush = eager
     on.sync()
     assert w.shape == (4,)
+
+
+def test_a_stretch_whose_replays_are_not_faster_is_let_go_and_dropped(pool, sessions):
+    """Timed (a clock of the test's own: replays take five times as long as the pipelined
+    runs), the held stretch is let go: the worker drops it and its graphs, its ops travel
+    again, and the results stay those without replay."""
+    _on, off = sessions
+    with Session(pool.address, pool.token) as s:   # measured: the default
+        replay = s.stretches
+        ticks = [0.0]
+
+        def clock():   # (read as each sync point returns, while the stretch ended is known)
+            ticks[0] += 5.0 if replay._ending is not None and replay._ending[1] == "replay" else 1.0
+            return ticks[0]
+        replay._clock = clock
+
+        def loop(cp):
+            x = cp.arange(50, dtype=cp.float32)
+            return [float((x * 0.5 + step).sum()) for step in range(3 * STEPS)]
+
+        with _no_collection():
+            values = loop(module_for(s))
+        worker = _figures(s)
+        mine = replay.figures()
+    with _no_collection():
+        assert values == loop(module_for(off))
+    assert mine["released"] == 1 and mine["held"] == 0
+    assert worker["held"] == 0 and worker["graph_bytes"] == 0   # dropped, memory and all
+    assert mine["replays"] == 1 + TIMED_REPLAYS                 # and never replayed again
 
 
 def test_graphs_off_on_the_client_offers_nothing(sessions):

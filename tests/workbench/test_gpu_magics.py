@@ -147,12 +147,14 @@ def test_status_shows_stretch_replay(env):
     """A loop's body replayed as a held stretch shows in %gpu status: held, replays, and
     those not through graphs (the NumPy device's graphs are recorded calls)."""
     env.shell.run_cell("import cupy as cp\n_x = cp.arange(8.0)\n"
-                       "_got = [float((_x * 2 + 1).sum()) for _ in range(12)]")
+                       "_got = [float((_x * 2 + 1).sum()) for _ in range(16)]")
     figures = session().stretches.figures()
-    assert figures["held"] >= 1 and figures["replays"] >= 8, figures
+    # (held, or let go where its replays were timed no faster: both after replays)
+    assert figures["held"] + figures["released"] >= 1 and figures["replays"] >= 1, figures
     text = str(gpu(env, "status"))
     assert (f"{figures['held']} stretch" in text and f"{figures['replays']:,} replays" in text
             and f"{figures['not_graphed']:,} not through graphs" in text), text
+    assert ("let go" in text) == bool(figures["released"])
 
 
 def test_info(env):

@@ -1,0 +1,56 @@
+"""Malformed stretch-replay entries at a worker (docs/graph-replay.md; the wire keys O, T
+and D of a batch header): each is answered with a ProtocolError naming no op of the
+client's, or (an offer no worker could keep) simply not kept; the session's arrays stay
+as they were, its next batch runs, and everyone else goes on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_backend.protocol import codec
+from gpu_backend.protocol.stretches import MAX_HELD
+from kernelproxy.modules import module_for
+
+from .bad_input_rig import worker_reply
+
+MALFORMED = {
+    "replay not a list": {"T": "x"},
+    "replay too short": {"T": [1, 2]},
+    "replay of no held stretch": {"T": [999, 1, [], [], []]},
+    "replay's first seq not an int": {"T": [1, "x", [], [], []]},
+    "drops not a list": {"D": "x"},
+    "drops not ids": {"D": [1.5, "x"]},
+    "too many drops": {"D": list(range(MAX_HELD + 1))},
+}
+
+
+def _header(session, **fields) -> bytes:
+    return codec.packb({"k": session.key, "b": 10**6, "n": 1, "r": None, **fields})
+
+
+@pytest.mark.parametrize("fields", MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_stretch_entries_are_protocol_errors(bad_pool, bystander, victim, zctx, fields):
+    cp = module_for(victim)
+    mine = cp.arange(6.0)
+    victim.sync()
+    reply = worker_reply(zctx, victim.worker_address, [_header(victim, **fields)],
+                         key=victim.key)
+    assert reply["e"] is not None and reply["e"][1] == "ProtocolError", reply["e"]
+    assert reply["e"][0] is None and "h" not in reply
+    np.testing.assert_array_equal((mine * 2).get(), np.arange(6.0) * 2)
+    bystander.check()
+
+
+@pytest.mark.parametrize("offer", ["x", 1.5, [1], None])
+def test_an_offer_that_is_no_stretch_id_is_not_kept(bad_pool, bystander, victim, zctx, offer):
+    cp = module_for(victim)
+    mine = cp.arange(6.0)
+    victim.sync()
+    record = codec.packb([1, "f", "a", 10**7, "zeros"]) + codec.packb([None, [3], {}])
+    reply = worker_reply(zctx, victim.worker_address, [_header(victim, O=offer) + record],
+                         key=victim.key)
+    assert reply["e"] is None and "h" not in reply
+    assert victim.memory_info()["stretches"]["held"] == 0
+    np.testing.assert_array_equal((mine * 2).get(), np.arange(6.0) * 2)
+    bystander.check()

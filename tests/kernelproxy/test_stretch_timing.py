@@ -1,0 +1,115 @@
+"""A held stretch is timed and let go where its replays are not faster than its ops run
+pipelined (kernelproxy.stretch_replay, docs/graph-replay.md "Measured, not assumed").
+
+The decisions, with a clock of the test's own: the client's StretchReplay as the session
+drives it (a stretch's ops keyed, its end shaped into a batch header, the worker's answer,
+the sync point's return).
+"""
+
+from __future__ import annotations
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.stretches import REPEATS
+from kernelproxy.stretch_replay import TIMED_REPLAYS, StretchReplay
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _loop(replay: StretchReplay, clock: Clock, steps: int, free_s: float, held_s: float) -> list[str]:
+    """*steps* sightings of one stretch, each taking *held_s* when it travels held (as a
+    replay entry or an offer) and *free_s* when its ops travel as they are; what each
+    batch header carried."""
+    carried = []
+    for batch in range(1, steps + 1):
+        stretch = replay.current
+        stretch.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
+        stretch.add_op(m.KIND_METHOD, api.VALUE, None, "sum", _Remote(10 * batch), (), {})
+        held = replay.holding
+        header = {"b": batch}
+        if replay.drops:
+            header["D"] = replay.take_drops()
+        replay.shape(header, replay.swap(), 2 * batch)
+        carried.append("T" if "T" in header else "O" if "O" in header else
+                       "D" if "D" in header else "ops")
+        replay.answered(batch, header.get("O"))   # (the worker keeps what is offered)
+        clock.now += held_s if held else free_s
+        replay.synced()
+    return carried
+
+
+class _Remote:
+    def __init__(self, hid: int) -> None:
+        self._h = hid
+
+
+def _replay(clock: Clock, measured: bool = True) -> StretchReplay:
+    return StretchReplay(lambda obj: getattr(obj, "_h", None), measured=measured, clock=clock)
+
+
+def test_a_stretch_replayed_faster_stays_held():
+    clock = Clock()
+    replay = _replay(clock)
+    carried = _loop(replay, clock, 20, free_s=1.0, held_s=0.5)
+    assert carried[:REPEATS - 1] == ["ops"] * (REPEATS - 1)
+    assert carried[REPEATS - 1] == "O" and set(carried[REPEATS:]) == {"T"}
+    assert replay.figures()["released"] == 0 and replay.figures()["held"] == 1
+
+
+def test_a_stretch_replayed_no_faster_is_let_go_and_dropped_by_the_worker():
+    clock = Clock()
+    replay = _replay(clock)
+    carried = _loop(replay, clock, 20, free_s=1.0, held_s=1.0)
+    # offered, replayed: the first replay (its capture) and TIMED_REPLAYS more, then let go
+    decided = REPEATS + 1 + TIMED_REPLAYS
+    assert carried[REPEATS:decided] == ["T"] * (1 + TIMED_REPLAYS)
+    assert carried[decided] == "D"                # the next batch tells the worker
+    assert set(carried[decided + 1:]) == {"ops"}  # never held again
+    assert replay.figures()["released"] == 1 and replay.figures()["held"] == 0
+    assert not replay.holding
+
+
+def test_one_slow_replay_among_fast_ones_does_not_let_the_stretch_go():
+    """The choice takes the replays' median: one slow replay (the host busy for a moment)
+    does not outweigh the others."""
+    clock = Clock()
+    replay = _replay(clock)
+    slow = iter([0.5, 0.5, 6.0, 0.5, 0.5] + [0.5] * 40)   # (the first is the capture's)
+
+    carried = []
+    for batch in range(1, 21):
+        replay.current.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
+        held = replay.holding
+        header = {"b": batch}
+        replay.shape(header, replay.swap(), batch)
+        carried.append("T" if "T" in header else "ops")
+        replay.answered(batch, header.get("O"))
+        clock.now += next(slow) if "T" in header else (0.9 if not held else 1.0)
+        replay.synced()
+    assert replay.figures()["released"] == 0 and carried[-1] == "T"
+
+
+def test_unmeasured_every_repeated_stretch_stays_held():
+    clock = Clock()
+    replay = _replay(clock, measured=False)
+    carried = _loop(replay, clock, 20, free_s=1.0, held_s=3.0)
+    assert set(carried[REPEATS:]) == {"T"} and replay.figures()["released"] == 0
+
+
+def test_a_stretch_ended_without_a_sync_answered_is_not_timed():
+    """An upload's flush ends a stretch with no sync point returned: nothing is timed until
+    a sync returns again, so no time is put down to the wrong stretch."""
+    clock = Clock()
+    replay = _replay(clock)
+    for batch in range(1, 4):
+        replay.current.add_op(m.KIND_FUNCTION, api.ARRAY, batch, "ones", None, (8,), {})
+        replay.shape({"b": batch}, replay.swap(), batch)   # no synced() between
+    clock.now += 100.0
+    replay.synced()
+    assert all(not t.free and not t.held for t in replay._timing.values())
