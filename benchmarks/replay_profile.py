@@ -1,10 +1,12 @@
 """Where a replayed loop's time goes: cProfiles of the client and of its worker.
 
     python benchmarks/replay_profile.py [--devices auto] [--reps 2000] [--loop stencil] [--top 25]
+    python benchmarks/replay_profile.py --loop kmeans --reps 5     # a whole program of programs.py
 
-Runs one loop of ``replay_sync.py`` (stretch replay on, the same-host link) under
-cProfile in this process, with the session's worker profiled too
-(``GPUWB_WORKER_PROFILE``), and prints both profiles' top functions by own time. A
+Runs one loop of ``replay_sync.py`` (or one program of ``programs.py``, whole, each
+repetition; stretch replay on, the same-host link) under cProfile in this process, with
+the session's worker profiled too (``GPUWB_WORKER_PROFILE``), and prints both profiles'
+top functions by own time, and the worker's by cumulative time. A
 diagnostic beside ``replay_sync.py``'s figures (the profiler slows every Python call):
 which calls a replayed iteration makes, and which of them cost.
 """
@@ -24,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kernelproxy.modules import module_for  # noqa: E402
+from programs import PROGRAMS  # noqa: E402
 from replay_sync import LOOPS  # noqa: E402
 from served_pool import open_pool, sessions_by_transport, use_side  # noqa: E402
 
@@ -32,7 +35,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--reps", type=int, default=2000)
-    parser.add_argument("--loop", choices=sorted(LOOPS), default="stencil")
+    parser.add_argument("--loop", choices=sorted(LOOPS) + sorted(PROGRAMS), default="stencil")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--side", default="ipc", help="ipc (replay on) or ipc-nographs")
     args = parser.parse_args(argv)
@@ -42,8 +45,8 @@ def main(argv=None) -> int:
             sessions_by_transport(pool, args.side) as sessions:
         session = sessions[args.side]
         use_side(args.side, session)
-        step = LOOPS[args.loop](module_for(session))
-        for i in range(50):
+        step = _step(args.loop, module_for(session))
+        for i in range(50 if args.loop in LOOPS else 2):
             step(i)
         t0 = time.perf_counter()
         for i in range(args.reps):
@@ -66,7 +69,16 @@ def main(argv=None) -> int:
         if stats.total_calls > 10 * args.reps:
             print(f"\n=== worker {os.path.basename(path)} ===")
             stats.sort_stats("tottime").print_stats(args.top)
+            stats.sort_stats("cumulative").print_stats(args.top)
     return 0
+
+
+def _step(name: str, xp):
+    """One iteration of a replay_sync loop, or one whole run of a program."""
+    if name in LOOPS:
+        return LOOPS[name](xp)
+    fn, size = PROGRAMS[name][0], PROGRAMS[name][1]
+    return lambda i: fn(xp, size)
 
 
 if __name__ == "__main__":

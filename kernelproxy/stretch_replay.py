@@ -18,8 +18,10 @@ on them while the program is still issuing the rest. Where the device's work dom
 k-means step on a million points), that costs more than the replay saves. So each
 repeated stretch is *timed* — from the sync point before it to its own sync point's
 answer — in its pipelined sightings and in its replays, and a held stretch whose replays
-are not faster is let go: its ops travel early again, and the worker is told to drop it
-(``D``), freeing its graphs' memory (docs/graph-replay.md, "Measured, not assumed").
+are not faster, or that the worker never ran through graphs (the replies' ``f``: a re-run
+from its records saves the device nothing), is let go: its ops travel early again, and
+the worker is told to drop it (``D``), freeing its graphs' memory (docs/graph-replay.md,
+"Measured, not assumed").
 """
 
 from __future__ import annotations
@@ -53,11 +55,12 @@ _NEVER = -(1 << 30)
 class _Timing:
     """One key's times (seconds): pipelined sightings, replays; then the choice."""
 
-    __slots__ = ("free", "held", "decided")
+    __slots__ = ("free", "held", "reruns", "decided")
 
     def __init__(self) -> None:
         self.free: list[float] = []
         self.held: list[float] = []
+        self.reruns = 0   # replays the worker did not run through graphs
         self.decided = False
 
 
@@ -87,7 +90,7 @@ class StretchReplay:
         self._offered: dict[int, tuple[int, tuple]] = {}   # batch -> (stretch id, key)
         self._ids = itertools.count(1)
         self._refused = 0
-        self._replaying: set[int] = set()   # batches sent as replays, not answered yet
+        self._replaying: dict[int, tuple] = {}   # batches sent as replays -> their keys
         #: replays answered: all of them, and those not run through graphs (from their
         #: records where a guard failed or the stretch has no graph; skipped after an error)
         self.replays = 0
@@ -142,7 +145,7 @@ class StretchReplay:
             if not stretch.whole:
                 return False
             header["T"] = [sid, first, stretch.inputs, stretch.params, stretch.outs]
-            self._replaying.add(header["b"])
+            self._replaying[header["b"]] = key
             self._ending = (key, "replay")
             return True
         seen = self._seen.get(key, 0) + 1
@@ -182,8 +185,10 @@ class StretchReplay:
         if len(timing.held) <= TIMED_REPLAYS:   # (the first replay captures: not counted)
             return
         timing.decided = True
-        if timing.free and (statistics.median(timing.held[1:])
-                            >= statistics.median(timing.free)):
+        # let go where no replay ran through graphs (a re-run from the records saves the
+        # device nothing), or where the replays were not faster
+        if timing.reruns >= len(timing.held) or (
+                timing.free and statistics.median(timing.held[1:]) >= statistics.median(timing.free)):
             self._released.add(key)
             self.drops.append(self._held.pop(key))
             self.released += 1
@@ -207,10 +212,15 @@ class StretchReplay:
     def answered(self, batch: int, held: Any, not_graphed: Any = None) -> None:
         """A batch's reply came; *held* is the stretch id the worker kept, if any;
         *not_graphed* (the reply's ``f``): a replay that did not run through graphs."""
-        if batch in self._replaying:
-            self._replaying.discard(batch)
+        key = self._replaying.pop(batch, None)
+        if key is not None:
             self.replays += 1
-            self.not_graphed += not_graphed == 1
+            if not_graphed == 1:
+                self.not_graphed += 1
+                timing = self._timing.get(key)
+                if timing is None:
+                    timing = self._timing[key] = _Timing()
+                timing.reruns += 1
             return
         offer = self._offered.pop(batch, None)
         if offer is None:

@@ -39,6 +39,8 @@ GRAPHLESS = "graphless"
 MAX_ATTEMPTS = 4
 
 _OPERATOR, _METHOD, _FUNCTION = m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION
+#: an attribute (``x.T``, ``x.real``): a view, no launch; captured as any op
+_ATTRIBUTE = m.KIND_ATTRIBUTE
 #: an object's method (a RandomState's draws): always eager
 _OBJECT = m.KIND_OBJECT
 _ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
@@ -77,7 +79,8 @@ class _Shape:
             if type(item) is Slot:
                 (self.input_frees.append(item.n) if item.kind == "i" else freed_results.add(item.n))
                 continue
-            if item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _OBJECT) or type(item.name) is not str \
+            if item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE, _OBJECT) \
+                    or type(item.name) is not str \
                     or item.want not in (_ARRAY, _NONE, _VALUE) \
                     or (item.kind == _OBJECT and item.name in api.OBJECTS):
                 self.graphable = False

@@ -209,6 +209,45 @@ def test_a_view_kept_past_the_stretch_is_re_run_and_stays_a_view(sessions):
     assert change["graphed"] == 0 and change["replays"] >= 1
 
 
+def test_a_stretch_with_no_graph_is_let_go_when_measured(pool, sessions):
+    """A view kept past its stretch makes the stretch re-run only (no graph): timed, it is
+    let go and dropped by the worker; its ops travel as ops again."""
+    _on, off = sessions
+
+    def loop(cp):
+        base = cp.zeros((8, 8), dtype=cp.float32)
+        views = []
+        for step in range(3 * STEPS):
+            v = base[step % 2]           # kept: a view of base
+            v += 1
+            views.append(float(v.sum()))
+        return views + [base.get()]
+
+    with Session(pool.address, pool.token) as s:   # measured: the default
+        with _no_collection():
+            measured = loop(module_for(s))
+        mine, worker = s.stretches.figures(), _figures(s)
+    with _no_collection():
+        _bitwise(measured, loop(module_for(off)))
+    assert mine["released"] == 2 and mine["not_graphed"] == mine["replays"] > 0
+    assert worker["held"] == 0 and worker["graphed"] == 0
+
+
+def test_attributes_are_captured_with_the_ops_around_them(sessions):
+    """``x.T``, ``z.real``, ``z.imag`` (views, no launch) inside a stretch leave it graphed."""
+    def loop(cp):
+        x = cp.arange(12, dtype=cp.float32).reshape(3, 4)
+        z = (cp.arange(6) + 1j * cp.arange(6)).astype(cp.complex64)
+        out = []
+        for step in range(STEPS):
+            out.append(float((x.T * 2 + step).sum() + (z.real - z.imag).sum()))
+        return out
+
+    on, off, change = _both(sessions, loop)
+    assert on == off
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
+
+
 def test_an_integer_parameter_out_of_range_raises_as_without_replay(sessions):
     def loop(cp):
         x = cp.zeros(4, dtype=cp.uint8)

@@ -22,9 +22,11 @@ class Clock:
         return self.now
 
 
-def _loop(replay: StretchReplay, clock: Clock, steps: int, free_s: float, held_s: float) -> list[str]:
+def _loop(replay: StretchReplay, clock: Clock, steps: int, free_s: float, held_s: float,
+          graphed: bool = True) -> list[str]:
     """*steps* sightings of one stretch, each taking *held_s* when it travels held (as a
-    replay entry or an offer) and *free_s* when its ops travel as they are; what each
+    replay entry or an offer) and *free_s* when its ops travel as they are; the worker
+    runs its replays through graphs (or, *graphed* False, from their records); what each
     batch header carried."""
     carried = []
     for batch in range(1, steps + 1):
@@ -38,7 +40,8 @@ def _loop(replay: StretchReplay, clock: Clock, steps: int, free_s: float, held_s
         replay.shape(header, replay.swap(), 2 * batch)
         carried.append("T" if "T" in header else "O" if "O" in header else
                        "D" if "D" in header else "ops")
-        replay.answered(batch, header.get("O"))   # (the worker keeps what is offered)
+        # (the worker keeps what is offered; f: a replay not run through graphs)
+        replay.answered(batch, header.get("O"), None if graphed or "T" not in header else 1)
         clock.now += held_s if held else free_s
         replay.synced()
     return carried
@@ -73,6 +76,18 @@ def test_a_stretch_replayed_no_faster_is_let_go_and_dropped_by_the_worker():
     assert set(carried[decided + 1:]) == {"ops"}  # never held again
     assert replay.figures()["released"] == 1 and replay.figures()["held"] == 0
     assert not replay.holding
+
+
+def test_a_stretch_the_worker_never_runs_through_graphs_is_let_go_however_fast():
+    """A replay re-run from its records saves the device nothing; holding still costs the
+    overlap of issuing with running: let go, even where its replays timed faster."""
+    clock = Clock()
+    replay = _replay(clock)
+    carried = _loop(replay, clock, 20, free_s=1.0, held_s=0.5, graphed=False)
+    decided = REPEATS + 1 + TIMED_REPLAYS
+    assert carried[decided] == "D" and set(carried[decided + 1:]) == {"ops"}
+    assert replay.figures()["released"] == 1
+    assert replay.figures()["not_graphed"] == 1 + TIMED_REPLAYS
 
 
 def test_one_slow_replay_among_fast_ones_does_not_let_the_stretch_go():
