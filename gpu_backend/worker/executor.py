@@ -31,7 +31,7 @@ from .handles import HandleTable
 from .objects import run_object_call
 from .pacing import Pacer
 from .phases import NO_PHASES, PhaseRecorder
-from .replays import free_replay, keep_stretch, run_replay
+from .replays import evict_graphs, free_replay, keep_stretch, run_replay
 from .stretches import StretchBook
 
 __all__ = ["Executor"]
@@ -41,6 +41,9 @@ _ARRAY, _OBJECT, _OPERATOR, _METHOD = api.ARRAY, api.OBJECT, m.KIND_OPERATOR, m.
 _FUNCTION = m.KIND_FUNCTION
 #: Functions the device checks before running (a creation call that may not fit).
 _CHECKED_CREATION = api.CREATION_WITH_SHAPE
+#: Ops tried once more after an out-of-memory error that dropping held graphs may cure
+#: (the ones ``_call`` runs: they allocate, then launch)
+_RETRIED = frozenset((m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION, m.KIND_ATTRIBUTE))
 #: Between ops that take longer than this, the worker looks for a cancel request.
 CANCEL_CHECK_SECONDS = 0.005
 
@@ -316,6 +319,18 @@ class Executor:
                     return executed, None, True
                 checked = now
         except Exception as exc:  # the op's own error, reported to the client
+            if seq is not None and kind in _RETRIED and evict_graphs(self, exc):
+                # out of memory beside held graphs, now dropped: the op once more, then the rest
+                try:
+                    self._store(seq, want, out, self._call(kind, name, target, args, kwargs),
+                                metas, values)
+                except Exception as again:
+                    exc = again
+                else:
+                    self.ops_run += executed + 1
+                    more, error, cancelled = self._run_ops(unpacker, payload, metas, fresh, values,
+                                                           downloads, out_frames)
+                    return executed + 1 + more, error, cancelled
             if seq is not None:  # an error that names no op cannot be acknowledged: no poison
                 self.poisoned_at = seq
                 self._free_rest(at)

@@ -407,11 +407,9 @@ class GraphReplayer:
         """Hand the kept results of the ops that ran to their handles, copy written inputs
         back, drop the inputs the stretch dropped; the executor's reply figures."""
         tools, table, shape = self.tools, self.x.table, g.shape
-        if shape.writes:
-            written = g.written
-            for n, a in arrays.items():
-                if written is None or n in written:
-                    tools.copy(a, g.bufs[n])
+        # the results' arrays first: until the inputs are written back, nothing the client
+        # sees has changed, so running out of memory here leaves a re-run possible
+        results = []
         for n in shape.alive:
             if shape.maker[n] >= ran:
                 continue
@@ -420,8 +418,15 @@ class GraphReplayer:
                 kept = made if made is not None else g.env[n]
                 made = tools.empty_like(kept)
                 tools.copy(made, kept)
-            table.put(outs[n], made)
-            fresh[outs[n]] = made
+            results.append((outs[n], made))
+        if shape.writes:
+            written = g.written
+            for n, a in arrays.items():
+                if written is None or n in written:
+                    tools.copy(a, g.bufs[n])
+        for hid, made in results:
+            table.put(hid, made)
+            fresh[hid] = made
         for n in shape.input_frees:
             table.free(inputs[n])
         self.x.ops_run += ran

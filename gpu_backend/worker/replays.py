@@ -11,11 +11,11 @@ from typing import Any, Iterator
 import msgpack
 
 from ..protocol import codec
-from ..protocol.errors import ProtocolError
+from ..protocol.errors import ProtocolError, error_name
 from .graph_replay import GRAPHLESS
 from .stretches import Slot, Template
 
-__all__ = ["keep_stretch", "run_replay", "free_replay"]
+__all__ = ["keep_stretch", "run_replay", "free_replay", "evict_graphs"]
 
 
 def keep_stretch(executor: Any, sid: Any, executed: int) -> int | None:
@@ -47,10 +47,13 @@ def run_replay(executor: Any, entry: Any, payload: Iterator, metas, fresh, value
         had_graph = template.graph is not None and template.graph is not GRAPHLESS
         try:
             done = executor.graphs.run(template, first, inputs, params, outs, metas, fresh, values)
-        except Exception as exc:   # graph replay's own fault, not an op's: never again
-            template.graph = GRAPHLESS
-            executor.poisoned_at = first
-            return 0, executor._error(first, exc), False
+        except Exception as exc:
+            if not (evict_graphs(executor, exc) and not template.draws):
+                template.graph = GRAPHLESS   # graph replay's own fault, not an op's: never again
+                executor.poisoned_at = first
+                return 0, executor._error(first, exc), False
+            done = None   # out of memory beside graphs, now dropped: re-run (nothing the
+            # client sees was written, and no generator advanced)
         if done is not None:
             book.graphed += 1
             return done
@@ -93,3 +96,24 @@ def _outputs_owned(template: Template, arrays: dict) -> bool:
     if len({id(a) for a in kept + inputs}) != len(kept) + len(inputs):
         return False
     return all(a.base is None and (a.flags.c_contiguous or a.flags.f_contiguous) for a in kept)
+
+
+def evict_graphs(executor: Any, exc: BaseException) -> bool:
+    """An op ran out of memory while held stretches' graphs keep memory of their own:
+    drop every graph (their templates stay: re-run, and captured again at a later replay,
+    within MAX_ATTEMPTS) and the memory pool's cached blocks, so that the op may be tried
+    once more. Whether anything was dropped (if not, the error stands): a user's program
+    never runs out of memory because of graphs it did not ask for."""
+    if error_name(exc) != "OutOfMemoryError":
+        return False
+    freed = 0
+    for template in executor.stretches.held.values():
+        graph = template.graph
+        if graph is not None and graph is not GRAPHLESS and graph.nbytes():
+            freed += graph.nbytes()
+            template.graph = None
+    if not freed:
+        return False
+    executor.stretches.evictions += 1
+    executor.device.release_cache()
+    return True

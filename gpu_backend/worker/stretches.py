@@ -117,6 +117,10 @@ class Template:
         self.attempts = 0
         self.shape: Any = None
         self.outputs_owned = False
+        #: whether it draws random numbers (an object's method, ``random.*``): a replay
+        #: that failed part-way must not be run again, or the generator advances twice
+        self.draws = any(type(op) is Op and (op.kind == m.KIND_OBJECT or (
+            type(op.name) is str and op.name.startswith("random."))) for op in self.items)
 
     # ------------------------------------------------------------ the walk
     def _array(self, hid: int) -> Slot:
@@ -208,6 +212,7 @@ class StretchBook:
         self.graphed = 0      # of which served by graphs
         self.fallbacks = 0    # of which a graph could not serve (re-run instead)
         self.refused = 0      # offers not kept
+        self.evictions = 0    # times every graph was dropped for an op out of memory
         #: whether graphs may serve replays (``GPUWB_GRAPHS=0``: every replay is a re-run)
         self.graphs = True
 
@@ -249,4 +254,5 @@ class StretchBook:
             nbytes = getattr(template.graph, "nbytes", None)
             graph_bytes += nbytes() if nbytes is not None else 0
         return {"held": len(self.held), "replays": self.replays, "graphed": self.graphed,
-                "fallbacks": self.fallbacks, "refused": self.refused, "graph_bytes": graph_bytes}
+                "fallbacks": self.fallbacks, "refused": self.refused, "graph_bytes": graph_bytes,
+                "evictions": self.evictions}

@@ -248,6 +248,31 @@ def test_attributes_are_captured_with_the_ops_around_them(sessions):
     assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
 
 
+def test_an_op_that_does_not_fit_beside_held_graphs_drops_them_and_runs(pool):
+    """Held graphs keep buffers of their own, counted against the session's memory (a GPU
+    counts them; the NumPy device does not). An op that fits only without them drops every
+    graph and runs, as it would without replay; the loop then goes on, captured again."""
+    if _numpy_pool():
+        pytest.skip("the NumPy device does not count graphs' buffers")
+    mib = 1 << 20
+    with Session(pool.address, pool.token, memory_limit=64 * mib,
+                 settings=SessionSettings(replay_measured=False)) as s:
+        cp = module_for(s)
+        u = cp.ones(mib, dtype=cp.float64)                      # 8 MiB (sums exact)
+        with _no_collection():
+            sums = [float((u * 2 + step).sum()) for step in range(STEPS)]
+        held = _figures(s)
+        assert held["graph_bytes"] >= 16 * mib, held            # u's copy, u * 2, ... (24 MiB)
+        big = cp.full(5 * mib, 3, dtype=cp.float64)             # 40 MiB: fits only without them
+        assert float(big.sum()) == 3.0 * 5 * mib
+        after = _figures(s)
+        with _no_collection():
+            sums += [float((u * 2 + step).sum()) for step in range(4)]
+    assert sums == [(2.0 + step) * mib for step in range(STEPS)] + \
+        [(2.0 + step) * mib for step in range(4)]
+    assert after["evictions"] == 1 and after["graph_bytes"] == 0
+
+
 def test_an_integer_parameter_out_of_range_raises_as_without_replay(sessions):
     def loop(cp):
         x = cp.zeros(4, dtype=cp.uint8)
