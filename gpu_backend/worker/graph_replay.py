@@ -26,6 +26,7 @@ import numpy as np
 
 from ..devices.host_graphs import LaunchError
 from ..protocol import api
+from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .objects import run_object_call
 from .stretches import Op, Slot, Template, fill_slots
@@ -178,7 +179,18 @@ class GraphReplayer:
                 t.graph = GRAPHLESS
                 return None
             t.attempts += 1
-            return self._capture(t, shape, first, arrays, inputs, params, outs, metas, fresh, values)
+            try:
+                return self._capture(t, shape, first, arrays, inputs, params, outs, metas, fresh,
+                                     values)
+            except Exception as exc:
+                # out of memory while capturing (its buffers are more than the ops need):
+                # nothing the client sees was written, so a re-run does what the ops would
+                # (not where a generator has advanced)
+                if error_name(exc) != "OutOfMemoryError" or t.draws:
+                    raise
+                t.graph = None   # (captured again at a later replay, within MAX_ATTEMPTS)
+                self.x.device.release_cache()
+                return None
         hosts = self._fits(graph, arrays, params)
         if hosts is None:
             return None
@@ -257,6 +269,8 @@ class GraphReplayer:
                             tools.write(buf, host)
                         tools.launch(seg.graph)
         except _OpError as failed:
+            if error_name(failed.error) == "OutOfMemoryError" and not t.draws:
+                raise failed.error from None   # (run() re-runs the stretch instead)
             t.graph = None
             g.written = None   # (the ops after it were not looked at)
             return self._finish(t, g, failed.index, inputs, outs, arrays, {}, metas, fresh,
