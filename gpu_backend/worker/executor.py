@@ -319,8 +319,10 @@ class Executor:
                     return executed, None, True
                 checked = now
         except Exception as exc:  # the op's own error, reported to the client
-            if seq is not None and kind in _RETRIED and evict_graphs(self, exc):
-                # out of memory beside held graphs, now dropped: the op once more, then the rest
+            # out of memory beside held graphs, now dropped: the op once more, then the rest
+            # (a malformed record's kind may be any value: a str first)
+            if seq is not None and type(kind) is str and kind in _RETRIED \
+                    and evict_graphs(self, exc):
                 try:
                     self._store(seq, want, out, self._call(kind, name, target, args, kwargs),
                                 metas, values)
