@@ -19,6 +19,9 @@ user (token) and session:
                  reloads it)
   interactive+long  (only when asked for) the interactive user beside one whose
                  every GEMM is one ~70 ms kernel, which no policy can preempt
+                 (``--long 8192``: ~22 ms, issue 38's "long kernels")
+  long-vs-small  (only when asked for) a loop of long GEMMs beside a small GEMM
+                 loop, weights 1:1 (rates normalised to each one's exclusive rate)
 
 GEMM clients keep their session backlogged: they send K GEMMs (about 10 ms of
 work alone, from the workload's exclusive rate: the same K for every user and
@@ -76,10 +79,11 @@ SCENARIOS = {
     "interactive+1": [("a", "big", 1), ("i", "interactive", 1)],
     "interactive+2": [("a", "big", 1), ("b", "big", 1), ("i", "interactive", 1)],
     "dynamics": [("a", "big", 1), ("b", "big", 1), ("c", "big", 1)],
-    # not in the default set: long kernels, which the arbiter cannot preempt
+    # not in the default set: long kernels, which the arbiter cannot preempt (issue 38)
     "interactive+long": [("a", "long", 1), ("i", "interactive", 1)],
+    "long-vs-small": [("a", "long", 1), ("b", "small", 1)],
 }
-DEFAULT_SCENARIOS = [n for n in SCENARIOS if n != "interactive+long"]
+DEFAULT_SCENARIOS = [n for n in SCENARIOS if n not in ("interactive+long", "long-vs-small")]
 USERS = ("a", "b", "c", "i", "solo")
 
 
