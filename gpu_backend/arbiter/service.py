@@ -209,8 +209,10 @@ class Arbiter:
             if kind == "want":
                 actions = policy.want(session)
             elif kind == "used":
+                policy.op_seconds(session, msg.get("op"))
                 actions = policy.used(session, float(msg["busy"]))
             elif kind == "release":
+                policy.op_seconds(session, msg.get("op"))
                 grant = msg.get("g")
                 actions = policy.release(session, float(msg["busy"]), bool(msg.get("want")),
                                          grant if type(grant) is int else None,

@@ -529,6 +529,7 @@ class ArbiterUsed(TypedDict):
     """worker → arbiter, while holding: its measured device time."""
     t: Annotated[Literal["used"], "the message type"]
     busy: Annotated[float, "cumulative device seconds measured"]
+    op: NotRequired[Annotated[float, "device seconds of one of its ops, as measured lately (a moving average)"]]
 
 
 class ArbiterRelease(TypedDict):
@@ -538,6 +539,7 @@ class ArbiterRelease(TypedDict):
     want: Annotated[bool, "it still has work (asks again at once)"]
     g: Annotated[int | None, "the grant it hands back"]
     ahead: NotRequired[Annotated[float, "estimated device seconds of work launched and not yet measured (charged until the next report)"]]
+    op: NotRequired[Annotated[float, "device seconds of one of its ops, as measured lately (a moving average)"]]
 
 
 class ArbiterGrant(TypedDict):

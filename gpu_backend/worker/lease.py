@@ -191,14 +191,20 @@ class DeviceLease:
         self.check_preempted()
         return self.hand_over_at is not None and projected_busy >= self.hand_over_at
 
-    def report(self, busy: float) -> None:
+    def report(self, busy: float, op: float | None = None) -> None:
+        """While holding, the device time measured so far (every REPORT_SECONDS of it, or
+        REPORT_ALONE_SECONDS alone), and *op*, an op's device time lately: the arbiter
+        waits for no drain behind a holder inside a long kernel."""
         every = REPORT_ALONE_SECONDS if self.hand_over_at is None and not self.at_batch_end \
             else REPORT_SECONDS
         if self.holding and busy - self._reported >= every:
-            self._send({"t": "used", "busy": busy})
+            msg = {"t": "used", "busy": busy}
+            if op is not None:
+                msg["op"] = op
+            self._send(msg)
             self._reported = busy
 
-    def release(self, busy: float, want: bool, ahead: float = 0.0) -> None:
+    def release(self, busy: float, want: bool, ahead: float = 0.0, op: float | None = None) -> None:
         """Hand the device over; with *want*, ask for it again at once (work is waiting).
         *busy*: the device time measured so far; *ahead*: the estimated device time of the
         work launched and not yet measured (the arbiter charges it until the next report
@@ -206,6 +212,8 @@ class DeviceLease:
         msg = {"t": "release", "busy": busy, "want": want, "g": self.grant}
         if ahead > 0:
             msg["ahead"] = ahead
+        if op is not None:
+            msg["op"] = op
         self._send(msg)
         self._released = self.grant
         self.holding = False

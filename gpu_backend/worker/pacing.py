@@ -281,7 +281,7 @@ class Pacer:
         lease = self.lease
         grant, slot = lease.grant, lease.slot
         self._quantum_left = None
-        lease.release(self.busy, want, self._ahead())
+        lease.release(self.busy, want, self._ahead(), self.per_op)
         self._drain()
         lease.finished(grant, slot)
 
@@ -339,7 +339,7 @@ class Pacer:
                 self._hand_over(want=True)
                 if not self._acquire(interrupted):
                     return 0
-            lease.report(self.busy)
+            lease.report(self.busy, self.per_op)
         self._start_fresh()
         self.countdown = self._next_countdown()
         self._left_at = perf_counter()
@@ -399,7 +399,7 @@ class Pacer:
             if not more or lease.at_batch_end or lease.must_hand_over(self.busy + self._ahead()):
                 self._hand_over(want=more)   # nothing more to run: hand over at once
                 return
-        lease.report(self.busy)
+        lease.report(self.busy, self.per_op)
 
     def write_trace(self, directory: str, name: str) -> None:
         """Write the trace (if kept) to DIRECTORY/NAME.jsonl."""
@@ -419,4 +419,4 @@ class Pacer:
         if lease.holding and self._contended():
             self._hand_over(want=False)
         else:
-            lease.report(self.busy)
+            lease.report(self.busy, self.per_op)

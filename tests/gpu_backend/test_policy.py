@@ -253,6 +253,24 @@ def test_a_grant_after_a_hand_over_names_the_work_to_wait_for():
     assert after_i.patience is None
 
 
+def test_a_newcomer_does_not_wait_out_a_holder_inside_a_long_kernel():
+    """A holder whose worker reports ops longer than PREEMPT_PATIENCE (22 ms GEMMs): the
+    wait cannot outlast its kernel, so a preempting newcomer launches at once, time-sliced
+    beside it by CUDA, as with no arbiter; short ops keep the wait. A report that is no
+    number of seconds changes nothing."""
+    for op, patience in ((0.022, 0.0), (0.0014, PREEMPT_PATIENCE), (PREEMPT_PATIENCE, PREEMPT_PATIENCE)):
+        _t, policy = two_users()
+        [grant] = policy.want("a")
+        policy.op_seconds("a", op)
+        for bad in (None, "x", -1.0, float("nan"), float("inf"), 5):
+            policy.op_seconds("a", bad)
+        policy.used("a", 0.1)
+        policy.attach("i", "I")
+        yielded, preempting = policy.want("i")
+        assert yielded.session == "a" and preempting.session == "i"
+        assert preempting.after == ("a", grant.grant) and preempting.patience == patience, op
+
+
 def test_fifo_ignores_a_release_that_crossed_a_newer_grant():
     policy = FifoPolicy()
     policy.attach("a", "A")
