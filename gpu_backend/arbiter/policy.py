@@ -23,7 +23,7 @@ from typing import Any, Callable, Union
 
 __all__ = ["Grant", "Yield", "Ready", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
            "QUANTUM", "PERIOD", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG", "AHEAD_CAP",
-           "PREEMPT_PATIENCE"]
+           "PREEMPT_PATIENCE", "MIN_PATIENCE", "DRAIN_SLACK"]
 
 #: The least device seconds a holder keeps the device while others wait (the pool's
 #: ``quantum_ms``).
@@ -61,6 +61,11 @@ AHEAD_CAP = 0.005
 #: the holder's last work at once (under CUDA MPS the two then run side by side, not
 #: time-sliced; docs/performance-log.md, run 55).
 PREEMPT_PATIENCE = 0.005
+#: The least wall seconds a preempting newcomer waits for a holder of short ops to drain,
+#: and what it waits beyond two of the holder's ops (FairPolicy.patience_behind): the holder
+#: must read the yield and its markers, a few hundred microseconds.
+MIN_PATIENCE = 0.001
+DRAIN_SLACK = 0.0005
 #: Wall seconds a holder may overrun its hand-over before the next session is granted
 #: anyway: it is inside one long kernel, which cannot be preempted; the two then share
 #: the GPU by CUDA's time-slicing until it releases.
@@ -368,11 +373,20 @@ class FairPolicy(Policy):
 
     def patience_behind(self, holder: _Session) -> float:
         """How long a preempting newcomer waits for *holder*'s launched work to drain before
-        it launches anyway. A holder whose ops run longer than PREEMPT_PATIENCE sits inside
-        a kernel the wait cannot outlast: the newcomer launches at once, its ops time-sliced
-        beside that kernel by CUDA, as they would be with no arbiter (issue 38: beside 22 ms
-        GEMMs an interactive op's p99 was 12.7 ms under `fair`, 5.6 ms under `none`)."""
-        return 0.0 if holder.op > self.preempt_patience else self.preempt_patience
+        it launches anyway. A paced holder has at most its running op and LEAD launched, so
+        the drain takes about one op: the newcomer waits two of the holder's ops and
+        DRAIN_SLACK (at least MIN_PATIENCE, at most PREEMPT_PATIENCE); a holder slower to
+        stop than that is not waited for longer (beside 0.76 ms GEMMs an interactive op's
+        p99 was 8.2 ms under `fair`, 3.6 ms under `none`, run 80). A holder whose ops run
+        longer than PREEMPT_PATIENCE sits inside a kernel no wait outlasts: the newcomer
+        launches at once, time-sliced beside it by CUDA, as with no arbiter (beside 22 ms
+        GEMMs: 12.7 against 5.6 ms, run 79). Not yet reported: PREEMPT_PATIENCE."""
+        op = holder.op
+        if op > self.preempt_patience:
+            return 0.0
+        if op <= 0.0:
+            return self.preempt_patience
+        return min(self.preempt_patience, max(MIN_PATIENCE, 2 * op + DRAIN_SLACK))
 
     def _start_turn(self, sid: str) -> float:
         """The holder *sid* now knows others wait: its turn's length, and the deadline past

@@ -7,8 +7,8 @@ device time per window divided by the window's total.
 
 import pytest
 
-from gpu_backend.arbiter.policy import (AHEAD_CAP, CREDIT, PREEMPT_PATIENCE, QUANTUM, FairPolicy, FifoPolicy, Grant,
-                                        Ready, Yield, make_policy)
+from gpu_backend.arbiter.policy import (AHEAD_CAP, CREDIT, DRAIN_SLACK, MIN_PATIENCE, PREEMPT_PATIENCE, QUANTUM,
+                                        FairPolicy, FifoPolicy, Grant, Ready, Yield, make_policy)
 
 from tests.policy_sim import SimDevice, SimSession
 
@@ -253,12 +253,15 @@ def test_a_grant_after_a_hand_over_names_the_work_to_wait_for():
     assert after_i.patience is None
 
 
-def test_a_newcomer_does_not_wait_out_a_holder_inside_a_long_kernel():
+def test_a_newcomer_waits_for_a_holders_drain_as_long_as_its_ops_make_it_last():
     """A holder whose worker reports ops longer than PREEMPT_PATIENCE (22 ms GEMMs): the
     wait cannot outlast its kernel, so a preempting newcomer launches at once, time-sliced
-    beside it by CUDA, as with no arbiter; short ops keep the wait. A report that is no
-    number of seconds changes nothing."""
-    for op, patience in ((0.022, 0.0), (0.0014, PREEMPT_PATIENCE), (PREEMPT_PATIENCE, PREEMPT_PATIENCE)):
+    beside it by CUDA, as with no arbiter. Short ops: two of them and DRAIN_SLACK, within
+    MIN_PATIENCE and PREEMPT_PATIENCE. Not yet reported: PREEMPT_PATIENCE. A report that
+    is no number of seconds changes nothing."""
+    for op, patience in ((0.022, 0.0), (0.00076, 2 * 0.00076 + DRAIN_SLACK), (0.0001, MIN_PATIENCE),
+                         (0.003, PREEMPT_PATIENCE), (PREEMPT_PATIENCE, PREEMPT_PATIENCE),
+                         (0.0, PREEMPT_PATIENCE)):
         _t, policy = two_users()
         [grant] = policy.want("a")
         policy.op_seconds("a", op)
