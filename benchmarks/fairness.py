@@ -210,14 +210,17 @@ class Pool:
         # "fair:5": the fair policy with every turn 5 ms (period 0), as before turns were
         # shared out of a period; "fair/10": turns shared out of a 10 ms period; "fair" has
         # the pool's defaults (several compare in one run)
-        # "fair+patience0": a preempting newcomer waits at most 0 ms for the holder's drain
+        # "fair+patience0": a preempting newcomer waits at most 0 ms for the holder's drain;
+        # "fair+fixedpatience": always that long, whatever the holder's ops (no op lengths)
+        policy, fixed, _ = policy.partition("+fixedpatience")
         policy, _, patience = policy.partition("+patience")
         policy, _, lead = policy.partition("+lead")   # "fair+lead600": workers' LEAD 600 µs
         policy, _, period = policy.partition("/")
         policy, _, quantum = policy.partition(":")
         tag = self.tag = (policy + (f"-q{quantum}" if quantum else "") + (f"-p{period}" if period else "")
                           + (f"-lead{lead}" if lead else "")
-                          + (f"-patience{patience}" if patience else ""))
+                          + (f"-patience{patience}" if patience else "")
+                          + ("-fixedpatience" if fixed else ""))
         self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
@@ -237,6 +240,8 @@ class Pool:
             env["GPUWB_PACING_LEAD_US"] = lead
         if patience:
             env["GPUWB_PREEMPT_PATIENCE_MS"] = patience
+        if fixed:
+            env["GPUWB_PATIENCE_BY_OP"] = "0"
         self.served = ServedPool(policy, devices, "--spare-workers", "4",
                                  *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
                                  *(["--period-ms", period] if period else []),

@@ -58,6 +58,9 @@ class PoolSettings(BaseSettings):
     preempt_patience_ms: float = Field(5.0, ge=0, le=1000, description="a diagnostic: fair "
                                        "policy, how long a preempting newcomer waits for the "
                                        "holder's launched work to drain")
+    patience_by_op: bool = Field(True, description="a diagnostic: fair policy, the newcomer's "
+                                 "wait follows the holder's reported op length (off: always "
+                                 "preempt_patience_ms)")
     arbiter_trace: Path | None = Field(None, description="a diagnostic: append every arbiter "
                                        "decision to this file as a JSON line")
     metrics_address: str = Field("127.0.0.1", description="the metrics server's address "

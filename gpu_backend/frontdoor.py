@@ -149,6 +149,7 @@ class FrontDoor:
                                 quantum=settings.quantum_ms / 1e3,
                                 period=settings.period_ms / 1e3, run_dir=self.run_dir,
                                 preempt_patience=settings.preempt_patience_ms / 1e3,
+                                patience_by_op=settings.patience_by_op,
                                 trace=str(settings.arbiter_trace) if settings.arbiter_trace
                                 else None).start()
                         if settings.policy != "none" else None)

@@ -332,10 +332,11 @@ class FairPolicy(Policy):
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, quantum: float = QUANTUM,
                  period: float = PERIOD, credit: float = CREDIT, preempt_gap: float = PREEMPT_GAP,
                  yield_timeout: float = YIELD_TIMEOUT,
-                 preempt_patience: float = PREEMPT_PATIENCE) -> None:
+                 preempt_patience: float = PREEMPT_PATIENCE, patience_by_op: bool = True) -> None:
         super().__init__(clock, yield_timeout)
         self.quantum = quantum   # the least quantum
         self.preempt_patience = preempt_patience
+        self.patience_by_op = patience_by_op
         self.period = period     # 0: every quantum is `quantum`
         self._held_for = 0.0     # the holder's quantum (what the next in line is told)
         self.credit = credit
@@ -381,7 +382,7 @@ class FairPolicy(Policy):
         longer than PREEMPT_PATIENCE sits inside a kernel no wait outlasts: the newcomer
         launches at once, time-sliced beside it by CUDA, as with no arbiter (beside 22 ms
         GEMMs: 12.7 against 5.6 ms, run 79). Not yet reported: PREEMPT_PATIENCE."""
-        op = holder.op
+        op = holder.op if self.patience_by_op else 0.0
         if op > self.preempt_patience:
             return 0.0
         if op <= 0.0:
@@ -555,14 +556,16 @@ class FifoPolicy(Policy):
 
 def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
                 quantum: float = QUANTUM, period: float = PERIOD,
-                preempt_patience: float = PREEMPT_PATIENCE) -> Policy | None:
+                preempt_patience: float = PREEMPT_PATIENCE,
+                patience_by_op: bool = True) -> Policy | None:
     """The policy called *name* (``fair``, ``fifo``); ``none`` means no arbiter at all.
     *quantum*: the least device seconds a ``fair`` holder keeps the device while others
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
-    turn is *quantum*)."""
+    turn is *quantum*); *patience_by_op* (a diagnostic, on by default): a preempting
+    newcomer's wait follows the holder's op length (FairPolicy.patience_behind)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period,
-                          preempt_patience=preempt_patience)
+                          preempt_patience=preempt_patience, patience_by_op=patience_by_op)
     if name == "fifo":
         return FifoPolicy(clock)
     if name == "none":

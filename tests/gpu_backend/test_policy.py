@@ -272,6 +272,12 @@ def test_a_newcomer_waits_for_a_holders_drain_as_long_as_its_ops_make_it_last():
         yielded, preempting = policy.want("i")
         assert yielded.session == "a" and preempting.session == "i"
         assert preempting.after == ("a", grant.grant) and preempting.patience == patience, op
+    _t, fixed = two_users(lambda clock: Fair(clock, patience_by_op=False))   # the diagnostic
+    fixed.want("a")
+    fixed.op_seconds("a", 0.022)
+    fixed.used("a", 0.1)
+    fixed.attach("i", "I")
+    assert fixed.want("i")[1].patience == PREEMPT_PATIENCE
 
 
 def test_fifo_ignores_a_release_that_crossed_a_newer_grant():
