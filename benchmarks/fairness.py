@@ -36,7 +36,7 @@ Jain's index over the whole run, work conservation (sum of normalised rates),
 interactive latency p50/p99/p99.9 (and alone), convergence time after each
 change (the first 100 ms window from which three in a row are within 10 % of
 the new targets). Prints a table and JSON; writes a PNG of the shares over
-time with ``--plot`` (matplotlib). Then a verdict on each of issue 7's targets for every
+time with ``--plot`` (matplotlib). Then a verdict on each of issues 7 and 38's targets for every
 ``fair`` policy, each miss with its size and the run's own figures that explain it
 (``fairness_targets.py``): for that the pool's usage log gives each user's device time and
 the share of the time anyone was charged, and ``nvidia-smi`` the SM clock alone and in

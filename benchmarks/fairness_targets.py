@@ -1,5 +1,11 @@
-"""Issue 7's targets for the ``fair`` policy, judged on one fairness run, each miss with its
-size and the run's own figures that say why.
+"""Issue 7's and issue 38's targets for the ``fair`` policy, judged on one fairness run, each
+miss with its size and the run's own figures that say why.
+
+Issue 38's rows (named "(38) ..."): beside long kernels (``long-vs-small``) each user at
+0.50 ± 0.05 of its rate alone; the interactive p99 within 2 ms beside long kernels too
+(``interactive+long``); and in every scenario no user's normalised rate more than 0.02
+below its rate under ``none`` in the same run, unless under ``none`` it got more than its
+fair share (its weight's part of the users' summed rates).
 
 ``benchmarks/fairness.py`` calls :func:`verdicts` on its results and prints
 :func:`targets_table` under the main table; the rows go into the JSON as ``targets``. A
@@ -30,6 +36,10 @@ JAIN = 0.99
 WORK = 0.98
 INTERACTIVE_P99_MS = 2.0
 CONVERGENCE_S = 1.0
+#: issue 38's: each user's normalised rate beside long kernels, and how far below its rate
+#: under ``none`` a user's may fall
+LONG_SHARE, LONG_SHARE_TOLERANCE = 0.5, 0.05
+BELOW_NONE = 0.02
 
 
 def verdicts(results: dict, scenarios: dict) -> list[dict]:
@@ -74,6 +84,27 @@ def _scenario_rows(results: dict, policy: str, name: str, r: dict, members: list
     if it and name != "interactive+long":   # the target is for saturating ops of <= 1 ms
         row("interactive p99, ms", it.get("p99"), INTERACTIVE_P99_MS, "max",
             lambda: _why_interactive(results, policy, name, r, kinds))
+    if it and name == "interactive+long":   # issue 38: long kernels included
+        row("(38) interactive p99 beside long, ms", it.get("p99"), INTERACTIVE_P99_MS, "max",
+            lambda: _why_interactive(results, policy, name, r, kinds))
+    rates = r.get("normalised_rates") or {}
+    if name == "long-vs-small":
+        for user, rate in sorted(rates.items()):
+            row(f"(38) {user} off {LONG_SHARE:.2f}", abs(rate - LONG_SHARE), LONG_SHARE_TOLERANCE,
+                "max", lambda rate=rate: f"normalised rate {rate:.3f}")
+    none = (results.get("policies", {}).get("none") or {}).get(name) or {}
+    none_rates = none.get("normalised_rates") or {}
+    total_weight = sum(weights.get(u, 1.0) for u in none_rates) or 1.0
+    for user, rate in sorted(rates.items()):
+        before = none_rates.get(user)
+        if before is None:
+            continue
+        share = weights.get(user, 1.0) / total_weight * sum(none_rates.values())
+        if before > share:   # above its fair share under none: it may lose that
+            continue
+        row(f"(38) {user} against none", rate - before, -BELOW_NONE, "min",
+            lambda rate=rate, before=before: f"normalised rate {rate:.3f} under {policy}, "
+            f"{before:.3f} under none (its fair share {share:.3f})")
     for i, conv in enumerate(r.get("convergence_s") or []):
         value = conv if conv is not None else float("inf")
         row(f"convergence after change {i + 1}, s", value, CONVERGENCE_S, "max",
@@ -168,7 +199,7 @@ def targets_table(rows: list[dict]) -> str:
     if not rows:
         return "targets: no fair policy in this run"
     width = max(6, *(len(v["policy"]) for v in rows))
-    lines = ["", "issue 7's targets",
+    lines = ["", "issues 7 and 38's targets",
              f"{'policy':{width}} {'scenario':14} {'target':34} {'value':>8} {'limit':>6}  verdict",
              "-" * (width + 80)]
     for v in rows:

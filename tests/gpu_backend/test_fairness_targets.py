@@ -114,7 +114,7 @@ def test_lost_work_is_split_into_idle_device_time_slower_work_and_the_interactiv
     assert "10% free, 70% preempting, 20% waited" in slow["why"]
 
 
-def test_an_op_already_over_the_target_alone_is_named_and_long_kernels_are_not_judged():
+def test_an_op_already_over_the_target_alone_is_named_and_long_kernels_judged_as_issue_38s():
     run = {"interactive+2": {"work_conservation": 0.99, "normalised_rates": {"a": 0.5, "b": 0.49},
                              "share_error_1s": {"mean": 0.0, "p99": 0.0}, "jain": 1.0,
                              "interactive_ms": {"p50": 2.0, "p99": 4.0, "p999": 9.0}},
@@ -123,7 +123,28 @@ def test_an_op_already_over_the_target_alone_is_named_and_long_kernels_are_not_j
     rows = verdicts(_results(run, interactive_p99=3.2), SCENARIOS)
     why = _row(rows, "interactive+2", "interactive p99")["why"]
     assert "p99 3.20 ms (over the target before any other user)" in why
-    assert not [r for r in rows if r["scenario"] == "interactive+long" and "interactive" in r["target"]]
+    beside_long = [r for r in rows if r["scenario"] == "interactive+long" and "interactive" in r["target"]]
+    assert [r["target"] for r in beside_long] == ["(38) interactive p99 beside long, ms"]
+    assert not beside_long[0]["met"] and beside_long[0]["by"] == pytest.approx(88.0)
+
+
+def test_issue_38_long_beside_small_each_at_half_and_never_below_none():
+    """Beside long kernels each user at 0.50 +- 0.05 of its rate alone; no user more than
+    0.02 below its rate under none in the same run, unless it got more than its fair share
+    there (the long user under none: 0.77 of 0.94)."""
+    run = {"long-vs-small": {"work_conservation": 0.96, "normalised_rates": {"a": 0.52, "b": 0.43},
+                             "share_error_1s": {"mean": 0.04, "p99": 0.05}, "jain": 0.99}}
+    none = {"long-vs-small": {"normalised_rates": {"a": 0.77, "b": 0.46}}}
+    rows = verdicts(_results(run, none), SCENARIOS)
+    a, b = _row(rows, "long-vs-small", "(38) a off"), _row(rows, "long-vs-small", "(38) b off")
+    assert a["met"] and a["value"] == pytest.approx(0.02)
+    assert not b["met"] and b["by"] == pytest.approx(0.02) and "normalised rate 0.430" in b["why"]
+    below = _row(rows, "long-vs-small", "(38) b against none")
+    assert not below["met"] and below["value"] == pytest.approx(-0.03) and below["by"] == pytest.approx(0.01)
+    assert "0.430 under fair, 0.460 under none (its fair share 0.615)" in below["why"]
+    assert not [r for r in rows if r["target"] == "(38) a against none"]   # above its share
+    # without none's figures, nothing to compare with
+    assert not [r for r in verdicts(_results(run), SCENARIOS) if "against none" in r["target"]]
 
 
 def test_a_change_that_never_settles_is_a_miss():
