@@ -55,12 +55,13 @@ _NEVER = -(1 << 30)
 class _Timing:
     """One key's times (seconds): pipelined sightings, replays; then the choice."""
 
-    __slots__ = ("free", "held", "reruns", "decided")
+    __slots__ = ("free", "held", "reruns", "rerun", "decided")
 
     def __init__(self) -> None:
         self.free: list[float] = []
         self.held: list[float] = []
-        self.reruns = 0   # replays the worker did not run through graphs
+        self.reruns = 0        # timed replays the worker did not run through graphs
+        self.rerun = False     # the last replay answered was one
         self.decided = False
 
 
@@ -182,6 +183,7 @@ class StretchReplay:
             timing.free.append(now - since)
             return
         timing.held.append(now - since)
+        timing.reruns += timing.rerun
         if len(timing.held) <= TIMED_REPLAYS:   # (the first replay captures: not counted)
             return
         timing.decided = True
@@ -217,10 +219,10 @@ class StretchReplay:
             self.replays += 1
             if not_graphed == 1:
                 self.not_graphed += 1
-                timing = self._timing.get(key)
-                if timing is None:
-                    timing = self._timing[key] = _Timing()
-                timing.reruns += 1
+            timing = self._timing.get(key)
+            if timing is None:
+                timing = self._timing[key] = _Timing()
+            timing.rerun = not_graphed == 1   # (counted with the replay's time, in synced)
             return
         offer = self._offered.pop(batch, None)
         if offer is None:

@@ -231,113 +231,122 @@ class Executor:
         operators, methods, functions = self.device.operators, self.device.methods, self.device.functions
         array_type = self.device.array_type
         put, free = self.table.put, self.table.free
-        try:
-            while True:
-                seq = None  # an error before the next op's seq is known names no op
-                at = unpacker.tell()  # (after OutOfData, tell() counts a partial record's bytes)
-                try:
-                    head = unpack()
-                except msgpack.OutOfData:
-                    if at != len(self._batch):
+        while True:   # (entered again after an op retried past an out-of-memory error)
+            try:
+                while True:
+                    seq = None  # an error before the next op's seq is known names no op
+                    at = unpacker.tell()  # (after OutOfData, tell() counts a partial record's bytes)
+                    try:
+                        head = unpack()
+                    except msgpack.OutOfData:
+                        if at != len(self._batch):
+                            raise ProtocolError("truncated op record") from None
+                        break  # the end of the batch
+                    except ValueError as exc:  # msgpack's errors and CodecError
+                        raise ProtocolError(f"undecodable op record: {exc}") from None
+                    if type(head) is int:  # the client dropped this array here, in op order
+                        free(head)
+                        continue
+                    if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
+                        raise ProtocolError("malformed op record")
+                    seq, kind, want, out, name = head
+                    self._seq = seq
+                    try:
+                        body = unpack()  # resolves handles now, after the ops before it ran
+                    except msgpack.OutOfData:
                         raise ProtocolError("truncated op record") from None
-                    break  # the end of the batch
-                except ValueError as exc:  # msgpack's errors and CodecError
-                    raise ProtocolError(f"undecodable op record: {exc}") from None
-                if type(head) is int:  # the client dropped this array here, in op order
-                    free(head)
-                    continue
-                if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
-                    raise ProtocolError("malformed op record")
-                seq, kind, want, out, name = head
-                self._seq = seq
-                try:
-                    body = unpack()  # resolves handles now, after the ops before it ran
-                except msgpack.OutOfData:
-                    raise ProtocolError("truncated op record") from None
-                except ValueError as exc:
-                    raise ProtocolError(f"undecodable op arguments: {exc}") from None
-                if type(body) is not list or len(body) != 3:
-                    raise ProtocolError("malformed op arguments")
-                target, args, kwargs = body
-                if type(args) is not list or type(kwargs) is not dict:
-                    raise ProtocolError("malformed op arguments")
-                if pacer.fresh_due:   # the device was idle or just granted: time starts here
-                    pacer.start_segment()
-                pacer.began = checked   # (the previous op's end: this op's start, near enough)
-                if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD or kind == _FUNCTION):
-                    # the common op, inline: an operator, method or function whose result is
-                    # an array; anything unusual (a refused name, a method of something not
-                    # an array, a creation call the device checks first, a scalar result)
-                    # takes the shared path
-                    fn = None
-                    if type(name) is str:
-                        if kind == _OPERATOR:
-                            fn = operators.get(name)
-                        elif kind == _METHOD:
-                            if type(target) is array_type:
-                                fn = methods.get(name)
-                                if fn is not None:
-                                    args = [target, *args]
-                        elif name not in _CHECKED_CREATION:
-                            fn = functions.get(name)
-                    if fn is not None:
-                        result = fn(*args, **kwargs)
+                    except ValueError as exc:
+                        raise ProtocolError(f"undecodable op arguments: {exc}") from None
+                    if type(body) is not list or len(body) != 3:
+                        raise ProtocolError("malformed op arguments")
+                    target, args, kwargs = body
+                    if type(args) is not list or type(kwargs) is not dict:
+                        raise ProtocolError("malformed op arguments")
+                    if pacer.fresh_due:   # the device was idle or just granted: time starts here
+                        pacer.start_segment()
+                    pacer.began = checked   # (the previous op's end: this op's start, near enough)
+                    if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD or kind == _FUNCTION):
+                        # the common op, inline: an operator, method or function whose result is
+                        # an array; anything unusual (a refused name, a method of something not
+                        # an array, a creation call the device checks first, a scalar result)
+                        # takes the shared path
+                        fn = None
+                        call_args = args
+                        if type(name) is str:
+                            if kind == _OPERATOR:
+                                fn = operators.get(name)
+                            elif kind == _METHOD:
+                                if type(target) is array_type:
+                                    fn = methods.get(name)
+                                    if fn is not None:   # (args kept: a retry calls _call)
+                                        call_args = [target, *args]
+                            elif name not in _CHECKED_CREATION:
+                                fn = functions.get(name)
+                        if fn is not None:
+                            result = fn(*call_args, **kwargs)
+                        else:
+                            result = self._call(kind, name, target, args, kwargs)
+                        if type(result) is array_type:
+                            put(out, result)
+                            fresh[out] = result
+                        else:
+                            self._store(seq, want, out, result, metas, values)
+                    elif kind == m.KIND_DOWNLOAD:
+                        self._download(seq, target, downloads, out_frames)
                     else:
-                        result = self._call(kind, name, target, args, kwargs)
-                    if type(result) is array_type:
-                        put(out, result)
-                        fresh[out] = result
-                    else:
+                        if want == _OBJECT and kind != m.KIND_OBJECT:   # only objects' methods
+                            raise NotAllowedError("only a remote object's method makes a new object")
+                        if kind == m.KIND_UPLOAD:
+                            result = self._upload(seq, name, args, payload)
+                        elif kind == m.KIND_INFO:
+                            result = self.info()
+                        elif kind == m.KIND_KERNEL:
+                            result = self.device.run_kernel(name, target, args, kwargs)
+                        elif kind == m.KIND_CUDA:
+                            result = run_cuda_call(self, name, target, args)
+                        elif kind == m.KIND_OBJECT:
+                            result = run_object_call(self, name, target, out, args, kwargs, want)
+                        else:
+                            result = self._call(kind, name, target, args, kwargs)
                         self._store(seq, want, out, result, metas, values)
-                elif kind == m.KIND_DOWNLOAD:
-                    self._download(seq, target, downloads, out_frames)
-                else:
-                    if want == _OBJECT and kind != m.KIND_OBJECT:   # only objects' methods
-                        raise NotAllowedError("only a remote object's method makes a new object")
-                    if kind == m.KIND_UPLOAD:
-                        result = self._upload(seq, name, args, payload)
-                    elif kind == m.KIND_INFO:
-                        result = self.info()
-                    elif kind == m.KIND_KERNEL:
-                        result = self.device.run_kernel(name, target, args, kwargs)
-                    elif kind == m.KIND_CUDA:
-                        result = run_cuda_call(self, name, target, args)
-                    elif kind == m.KIND_OBJECT:
-                        result = run_object_call(self, name, target, out, args, kwargs, want)
+                    executed += 1
+                    countdown -= 1
+                    if not countdown:  # mark device progress, pace, hand the device over if due
+                        countdown = pace(executed, self.cancelled)
+                    now = perf_counter()
+                    if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)
+                                         and self.cancelled()):
+                        self._free_only(unpacker)  # the rest of the batch is not run; its frees are
+                        self.ops_run += executed
+                        return executed, None, True
+                    checked = now
+            except Exception as exc:  # the op's own error, reported to the client
+                # out of memory beside held graphs, now dropped: the op once more, then on
+                # with the batch (a malformed record's kind may be any value: a str first)
+                if seq is not None and type(kind) is str and kind in _RETRIED \
+                        and evict_graphs(self, exc):
+                    try:
+                        self._store(seq, want, out, self._call(kind, name, target, args, kwargs),
+                                    metas, values)
+                    except Exception as again:
+                        exc = again
                     else:
-                        result = self._call(kind, name, target, args, kwargs)
-                    self._store(seq, want, out, result, metas, values)
-                executed += 1
-                countdown -= 1
-                if not countdown:  # mark device progress, pace, hand the device over if due
-                    countdown = pace(executed, self.cancelled)
-                now = perf_counter()
-                if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)
-                                     and self.cancelled()):
-                    self._free_only(unpacker)  # the rest of the batch is not run; its frees are
-                    self.ops_run += executed
-                    return executed, None, True
-                checked = now
-        except Exception as exc:  # the op's own error, reported to the client
-            # out of memory beside held graphs, now dropped: the op once more, then the rest
-            # (a malformed record's kind may be any value: a str first)
-            if seq is not None and type(kind) is str and kind in _RETRIED \
-                    and evict_graphs(self, exc):
-                try:
-                    self._store(seq, want, out, self._call(kind, name, target, args, kwargs),
-                                metas, values)
-                except Exception as again:
-                    exc = again
-                else:
-                    self.ops_run += executed + 1
-                    more, error, cancelled = self._run_ops(unpacker, payload, metas, fresh, values,
-                                                           downloads, out_frames)
-                    return executed + 1 + more, error, cancelled
-            if seq is not None:  # an error that names no op cannot be acknowledged: no poison
-                self.poisoned_at = seq
-                self._free_rest(at)
-            self.ops_run += executed   # the ops of the batch before the failing one ran
-            return executed, self._error(seq, exc), False
+                        executed += 1
+                        countdown -= 1
+                        if not countdown:
+                            countdown = pace(executed, self.cancelled)
+                            if not countdown:   # interrupted while waiting for the device
+                                self._free_only(unpacker)
+                                self.ops_run += executed
+                                return executed, None, True
+                        checked = perf_counter()
+                        continue
+                if seq is not None:  # an error that names no op cannot be acknowledged: no poison
+                    self.poisoned_at = seq
+                    self._free_rest(at)
+                self.ops_run += executed   # the ops of the batch before the failing one ran
+                return executed, self._error(seq, exc), False
+            break
         self.ops_run += executed
         return executed, None, False
 

@@ -345,6 +345,10 @@ class GraphReplayer:
                     live = self._run_eager(seg.ops, g, first, params, handout, values, live)
         except _OpError as failed:
             t.graph = None
+            if error_name(failed.error) == "OutOfMemoryError" and not t.draws:
+                # (nothing the client sees was written yet: run_replay drops the graphs and
+                # re-runs the stretch, as without replay)
+                raise failed.error from None
             return self._finish(t, g, failed.index, inputs, outs, arrays, handout, metas, fresh,
                                 values, error=(first + failed.index, failed.error))
         if not live:   # a result's layout changed under an eager op: capture again next time
@@ -395,17 +399,14 @@ class GraphReplayer:
         return live
 
     def _note_writes(self, g: StretchGraph, op: Op, target: Any, args: Any, kwargs: Any) -> None:
-        """While capturing: mark the inputs whose buffers *op* writes. An op that returns
-        nothing writes its target (an operator: its first operand, ``x += 1``, ``x[i] = v``;
-        a function: any array it is given, ``copyto``); any op writes its ``out``. A view of
-        an input's buffer is in that buffer's allocation, so writes through views count."""
-        if op.want == _NONE:
-            if op.kind == _OPERATOR:
-                candidates = [args[0]] if args else []
-            elif op.kind == _METHOD:
-                candidates = [target]
-            else:
-                candidates = [target, args, kwargs]
+        """While capturing: mark the inputs whose buffers *op* writes. An operator that
+        returns nothing writes its first operand (``x += 1``, ``x[i] = v``); any other op
+        that returns nothing may write its target or any array it is given (``copyto``,
+        ``x.put``, ``y.dot(w, o)``: a method's ``out`` by position), and any op its
+        ``out=``. A view of an input's buffer is in that buffer's allocation, so writes
+        through views count. (Counting an array only read costs a copy, never a result.)"""
+        if op.want == _NONE:   # (a method given its out by position: y.dot(w, o) writes o)
+            candidates = [args[0]] if op.kind == _OPERATOR and args else [target, args, kwargs]
         else:
             candidates = []
         if "out" in kwargs:

@@ -45,6 +45,7 @@ def run_replay(executor: Any, entry: Any, payload: Iterator, metas, fresh, value
     pacer.began = perf_counter()
     if executor.graphs is not None and book.graphs:
         had_graph = template.graph is not None and template.graph is not GRAPHLESS
+        read = len(values)   # (a replay re-run after its graphs failed reads its values again)
         try:
             done = executor.graphs.run(template, first, inputs, params, outs, metas, fresh, values)
         except Exception as exc:
@@ -57,6 +58,7 @@ def run_replay(executor: Any, entry: Any, payload: Iterator, metas, fresh, value
         if done is not None:
             book.graphed += 1
             return done
+        del values[read:]
         if had_graph:
             book.fallbacks += 1
     rebuilt = template.rebuild(first, inputs, params, outs)

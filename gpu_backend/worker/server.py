@@ -442,10 +442,11 @@ class WorkerServer:
             final["memory"] = self.device.memory_used()
             self.table.clear()
         try:
-            # the traces first: the pool may end this process once it has the report
-            if self.settings.pacing_trace_dir:
+            # the traces first: the pool may end this process once it has the report (a
+            # spare that never served a session has none: it would only race the pool's end)
+            if self.settings.pacing_trace_dir and self.user:
                 self.executor.pacer.write_trace(self.settings.pacing_trace_dir,
-                                                f"{self.user or 'session'}-{os.getpid()}")
+                                                f"{self.user}-{os.getpid()}")
             self.phases.write()
             if not self.pool_gone:
                 self._send_control(final)

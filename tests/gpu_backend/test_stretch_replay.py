@@ -137,7 +137,14 @@ def test_writes_into_inputs_through_views_setitem_copyto_and_out_reach_them(sess
         e = cp.zeros(16, dtype=cp.float32)       # written by a method that returns nothing
         r = cp.arange(16, dtype=cp.float32)      # read only
         idx = cp.arange(0, 16, 3)
+        o = cp.zeros((4, 4), dtype=cp.float32)   # written as a method's out, by position
+        s = cp.zeros(4, dtype=cp.float32)        # ... likewise
+        m = cp.arange(16, dtype=cp.float32).reshape(4, 4)
         for step in range(STEPS):                # (each one's values change every step)
+            y = m + step
+            y.dot(m, o)
+            y.sum(0, None, s)
+            del y
             v = a[4:12]
             v += r[:8] * 0.5
             del v                                # (a view kept past the sync is never graphed)
@@ -146,7 +153,7 @@ def test_writes_into_inputs_through_views_setitem_copyto_and_out_reach_them(sess
             cp.add(d, r, out=d)
             e.put(idx, e[idx] + 1)
             float(a.sum() + b.sum() + c.sum() + d.sum() + e.sum())
-        return [a.get(), b.get(), c.get(), d.get(), e.get(), r.get()]
+        return [a.get(), b.get(), c.get(), d.get(), e.get(), r.get(), o.get(), s.get()]
 
     on, off, change = _both(sessions, loop)
     _bitwise(on, off)
@@ -263,8 +270,8 @@ def test_an_op_that_does_not_fit_beside_held_graphs_drops_them_and_runs(pool):
             sums = [float((u * 2 + step).sum()) for step in range(STEPS)]
         held = _figures(s)
         assert held["graph_bytes"] >= 16 * mib, held            # u's copy, u * 2, ... (24 MiB)
-        big = cp.full(5 * mib, 3, dtype=cp.float64)             # 40 MiB: fits only without them
-        assert float(big.sum()) == 3.0 * 5 * mib
+        big = u.repeat(5)                                       # 40 MiB: fits only without them
+        assert float(big.sum()) == 5.0 * mib                    # (a method, retried as one)
         after = _figures(s)
         del big
         with _no_collection():
