@@ -22,6 +22,9 @@ user (token) and session:
                  (``--long 8192``: ~22 ms, issue 38's "long kernels")
   long-vs-small  (only when asked for) a loop of long GEMMs beside a small GEMM
                  loop, weights 1:1 (rates normalised to each one's exclusive rate)
+  dl-mix         (only when asked for) a two-layer MLP's training steps, each reading
+                 its loss (a pause between steps), beside a loop of long GEMMs and the
+                 interactive user, weights 1:1 (steps per second normalised as GEMMs are)
 
 GEMM clients keep their session backlogged: they send K GEMMs (about 10 ms of
 work alone, from the workload's exclusive rate: the same K for every user and
@@ -69,6 +72,7 @@ from served_pool import ServedPool  # noqa: E402
 BIG = (6144, "float16")      # one GEMM ~0.6-0.8 ms on an H100/H200: "ops of at most 1 ms"
 SMALL = (1024, "float32")    # ~40-60 µs
 LONG = (12288, "float32")    # ~70 ms: one kernel far longer than a quantum
+TRAIN = (4096, "float32")    # the training step's batch rows (its layers a quarter as wide)
 FENCE_SECONDS = 0.01         # each GEMM client fences about every 10 ms of its own work
 INTERACTIVE_PERIOD = 0.01
 
@@ -82,8 +86,11 @@ SCENARIOS = {
     # not in the default set: long kernels, which the arbiter cannot preempt (issue 38)
     "interactive+long": [("a", "long", 1), ("i", "interactive", 1)],
     "long-vs-small": [("a", "long", 1), ("b", "small", 1)],
+    # DL-like mixed traffic: a training loop that syncs each step, beside long kernels and
+    # an interactive user
+    "dl-mix": [("a", "train", 1), ("b", "long", 1), ("i", "interactive", 1)],
 }
-DEFAULT_SCENARIOS = [n for n in SCENARIOS if n not in ("interactive+long", "long-vs-small")]
+DEFAULT_SCENARIOS = [n for n in SCENARIOS if n not in ("interactive+long", "long-vs-small", "dl-mix")]
 USERS = ("a", "b", "c", "i", "solo")
 
 
@@ -120,6 +127,17 @@ def client_main(spec: dict) -> None:
             if t < t1:   # an op longer than the period: skip the missed slots
                 t += (t1 - t) // INTERACTIVE_PERIOD * INTERACTIVE_PERIOD + INTERACTIVE_PERIOD
         out.update(issued=issued, latencies=latencies)
+    elif spec["kind"] == "train":
+        step = _training_step(xp, np, spec["n"])
+        for _ in range(5):
+            step()
+        _wait_until(spec["start"])
+        done, points = 0, [(time.monotonic(), 0)]
+        while time.monotonic() < spec["stop"]:
+            step()   # (reads its loss: a sync each step, as a training loop that logs it)
+            done += 1
+            points.append((time.monotonic(), done))
+        out.update(points=points)
     else:
         n, dtype = spec["n"], spec["dtype"]
         a = xp.asarray(np.random.default_rng(0).random((n, n)).astype(dtype))
@@ -153,6 +171,36 @@ def client_main(spec: dict) -> None:
     if session is not None:
         session.close()
     Path(spec["out"]).write_text(json.dumps(out))
+
+
+def _training_step(xp, np, rows: int):
+    """A DL-like step (issue 38's mixed traffic): a two-layer MLP's forward and backward
+    pass on a batch of *rows* (4096: six float32 GEMMs of about a millisecond on an H100)
+    between elementwise ops and reductions, and the loss read back, so the session pauses
+    between steps as a training loop that logs its loss does."""
+    rng = np.random.default_rng(3)
+    width = max(1, rows // 4)
+    x = xp.asarray(rng.standard_normal((rows, width), dtype=np.float32))
+    y = xp.asarray(rng.standard_normal((rows, width), dtype=np.float32))
+    w1 = xp.asarray(rng.standard_normal((width, rows), dtype=np.float32) * 0.01)
+    w2 = xp.asarray(rng.standard_normal((rows, width), dtype=np.float32) * 0.01)
+
+    def step() -> float:
+        nonlocal w1, w2
+        h = x @ w1
+        a = xp.maximum(h, 0)
+        out = a @ w2
+        diff = out - y
+        loss = float((diff * diff).mean())
+        g_out = diff * (2.0 / diff.size)
+        g_w2 = a.T @ g_out
+        g_a = g_out @ w2.T
+        g_h = g_a * (h > 0)
+        g_w1 = x.T @ g_h
+        w1 = w1 - 0.01 * g_w1
+        w2 = w2 - 0.01 * g_w2
+        return loss
+    return step
 
 
 class _fencer:
@@ -320,7 +368,7 @@ def run_clients(specs: list[dict], workdir: Path, events=()) -> list[dict]:
 
 def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: float,
              workdir: Path, local: bool) -> dict:
-    n, dtype = {"big": BIG, "small": SMALL, "long": LONG}.get(kind, (0, ""))
+    n, dtype = {"big": BIG, "small": SMALL, "long": LONG, "train": TRAIN}.get(kind, (0, ""))
     rate = exclusive.get(kind, {}).get("rate")
     return {"user": user, "kind": kind, "n": n, "dtype": dtype, "local": local,
             # the same work between fences for every user and policy: ~10 ms alone
@@ -487,7 +535,7 @@ def drift_corrected(result: dict, members: list, before: dict, after: dict) -> f
 
 
 def main(argv=None) -> int:
-    global BIG, SMALL, LONG
+    global BIG, SMALL, LONG, TRAIN
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=15.0)
@@ -519,8 +567,11 @@ def main(argv=None) -> int:
     parser.add_argument("--big", type=int, default=BIG[0], help="big GEMM size (float16)")
     parser.add_argument("--small", type=int, default=SMALL[0], help="small GEMM size (float32)")
     parser.add_argument("--long", type=int, default=LONG[0], help="long GEMM size (float32)")
+    parser.add_argument("--train", type=int, default=TRAIN[0],
+                        help="the training step's batch rows (float32; layers a quarter as wide)")
     args = parser.parse_args(argv)
     BIG, SMALL, LONG = (args.big, BIG[1]), (args.small, SMALL[1]), (args.long, LONG[1])
+    TRAIN = (args.train, TRAIN[1])
     if args.client:
         client_main(json.loads(args.client))
         return 0
