@@ -76,7 +76,8 @@ class StretchReplay:
         self._measured = measured
         self._clock = clock
         self._timing: dict[tuple, _Timing] = {}
-        #: keys let go (never held again), and the stretch ids the worker is to drop
+        #: keys let go, their replays not faster (never held again), and the stretch ids the
+        #: worker is to drop
         self._released: set[tuple] = set()
         self.drops: list[int] = []
         self._ending: tuple[tuple, str] | None = None   # (key, how it ran) of the stretch ended
@@ -96,8 +97,6 @@ class StretchReplay:
         #: records where a guard failed or the stretch has no graph; skipped after an error)
         self.replays = 0
         self.not_graphed = 0
-        #: held stretches let go: their replays were not faster than their ops pipelined
-        self.released = 0
 
     # ------------------------------------------------------------ queueing
     # (the session adds each op and free record to ``current`` itself: one call an op)
@@ -174,9 +173,7 @@ class StretchReplay:
         if ending is None or since is None or not self._measured:
             return
         key, how = ending
-        timing = self._timing.get(key)
-        if timing is None:
-            timing = self._timing[key] = _Timing()
+        timing = self._timing_of(key)
         if timing.decided:
             return
         if how == "free":
@@ -193,7 +190,12 @@ class StretchReplay:
                 timing.free and statistics.median(timing.held[1:]) >= statistics.median(timing.free)):
             self._released.add(key)
             self.drops.append(self._held.pop(key))
-            self.released += 1
+
+    def _timing_of(self, key: tuple) -> _Timing:
+        timing = self._timing.get(key)
+        if timing is None:
+            timing = self._timing[key] = _Timing()
+        return timing
 
     def _offered_keys(self) -> list:
         return [key for _sid, key in self._offered.values()]
@@ -203,7 +205,7 @@ class StretchReplay:
         replays answered, those of them not run through graphs, stretches let go (not
         faster replayed), offers refused."""
         return {"held": len(self._held), "replays": self.replays,
-                "not_graphed": self.not_graphed, "released": self.released,
+                "not_graphed": self.not_graphed, "released": len(self._released),
                 "refused": self._refused}
 
     def take_drops(self) -> list[int]:
@@ -219,10 +221,8 @@ class StretchReplay:
             self.replays += 1
             if not_graphed == 1:
                 self.not_graphed += 1
-            timing = self._timing.get(key)
-            if timing is None:
-                timing = self._timing[key] = _Timing()
-            timing.rerun = not_graphed == 1   # (counted with the replay's time, in synced)
+            # (counted with the replay's time, in synced)
+            self._timing_of(key).rerun = not_graphed == 1
             return
         offer = self._offered.pop(batch, None)
         if offer is None:

@@ -255,29 +255,37 @@ def test_attributes_are_captured_with_the_ops_around_them(sessions):
     assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
 
 
+MIB = 1 << 20
+
+
+def _session_of_64_mib(pool) -> Session:
+    """A session whose memory graphs' buffers soon fill (64 MiB), every repeated stretch
+    held; on a GPU only: the NumPy device does not count graphs' buffers."""
+    if _numpy_pool():
+        pytest.skip("the NumPy device does not count graphs' buffers")
+    return Session(pool.address, pool.token, memory_limit=64 * MIB,
+                   settings=SessionSettings(replay_measured=False))
+
+
 def test_an_op_that_does_not_fit_beside_held_graphs_drops_them_and_runs(pool):
     """Held graphs keep buffers of their own, counted against the session's memory (a GPU
     counts them; the NumPy device does not). An op that fits only without them drops every
     graph and runs, as it would without replay; the loop then goes on, captured again."""
-    if _numpy_pool():
-        pytest.skip("the NumPy device does not count graphs' buffers")
-    mib = 1 << 20
-    with Session(pool.address, pool.token, memory_limit=64 * mib,
-                 settings=SessionSettings(replay_measured=False)) as s:
+    with _session_of_64_mib(pool) as s:
         cp = module_for(s)
-        u = cp.ones(mib, dtype=cp.float64)                      # 8 MiB (sums exact)
+        u = cp.ones(MIB, dtype=cp.float64)                      # 8 MiB (sums exact)
         with _no_collection():
             sums = [float((u * 2 + step).sum()) for step in range(STEPS)]
         held = _figures(s)
-        assert held["graph_bytes"] >= 16 * mib, held            # u's copy, u * 2, ... (24 MiB)
+        assert held["graph_bytes"] >= 16 * MIB, held            # u's copy, u * 2, ... (24 MiB)
         big = u.repeat(5)                                       # 40 MiB: fits only without them
-        assert float(big.sum()) == 5.0 * mib                    # (a method, retried as one)
+        assert float(big.sum()) == 5.0 * MIB                    # (a method, retried as one)
         after = _figures(s)
         del big
         with _no_collection():
             sums += [float((u * 2 + step).sum()) for step in range(4)]
-    assert sums == [(2.0 + step) * mib for step in range(STEPS)] + \
-        [(2.0 + step) * mib for step in range(4)]
+    assert sums == [(2.0 + step) * MIB for step in range(STEPS)] + \
+        [(2.0 + step) * MIB for step in range(4)]
     assert after["evictions"] == 1 and after["graph_bytes"] == 0
 
 
@@ -285,17 +293,13 @@ def test_a_stretch_whose_capture_would_not_fit_runs_as_without_replay(pool):
     """A capture keeps more than the ops need (the inputs' copies, every temporary): where
     that does not fit the session's memory and the ops alone do, the stretch is re-run —
     no error, the results as without replay."""
-    if _numpy_pool():
-        pytest.skip("the NumPy device does not count graphs' buffers")
-    mib = 1 << 20
-    with Session(pool.address, pool.token, memory_limit=64 * mib,
-                 settings=SessionSettings(replay_measured=False)) as s:
+    with _session_of_64_mib(pool) as s:
         cp = module_for(s)
-        u = cp.ones(2 * mib, dtype=cp.float64)   # 16 MiB; the ops peak at 48, a capture at 64+
+        u = cp.ones(2 * MIB, dtype=cp.float64)   # 16 MiB; the ops peak at 48, a capture at 64+
         with _no_collection():
             sums = [float((u * 2 + step).sum()) for step in range(STEPS)]
         figures = _figures(s)
-    assert sums == [(2.0 + step) * 2 * mib for step in range(STEPS)]
+    assert sums == [(2.0 + step) * 2 * MIB for step in range(STEPS)]
     assert figures["replays"] >= REPLAYED and figures["graph_bytes"] == 0
 
 
