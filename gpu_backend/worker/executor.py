@@ -18,7 +18,6 @@ from typing import Any, Iterator
 
 import msgpack
 import numpy as np
-import zmq
 
 from ..devices import Device
 from ..protocol import api, codec
@@ -32,11 +31,11 @@ from .objects import run_object_call
 from .pacing import Pacer
 from .phases import NO_PHASES, PhaseRecorder
 from .replays import evict_graphs, free_replay, keep_stretch, run_replay
+from .result_meta import add_metas, array_meta, is_bunch, pack_metas
 from .stretches import StretchBook
 
 __all__ = ["Executor"]
 
-_meta_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
 _ARRAY, _OBJECT, _OPERATOR, _METHOD = api.ARRAY, api.OBJECT, m.KIND_OPERATOR, m.KIND_METHOD
 _FUNCTION = m.KIND_FUNCTION
 #: Functions the device checks before running (a creation call that may not fit).
@@ -167,7 +166,7 @@ class Executor:
                 if offered is not None and error is None and not cancelled and executed == count:
                     held = keep_stretch(self, offered, executed)
             if fresh:
-                _add_metas(metas, fresh, self.table.arrays)
+                add_metas(metas, fresh, self.table.arrays)
             self._ended = executed
             phases.mark("ops")
             if header.get("y") and error is None:
@@ -183,7 +182,7 @@ class Executor:
             self._free_only(ops)
         reply = {
             "b": header.get("b"),
-            "m": _meta_packer.pack(metas),
+            "m": pack_metas(metas),
             "v": values,
             "d": downloads,
             "e": error,
@@ -494,7 +493,7 @@ class Executor:
             if not self._is_array(array):
                 raise TypeError(f"expected an array result, got {type(result).__name__}")
             self.table.put(out, array)
-            metas.append(_meta(out, array))
+            metas.append(array_meta(out, array))
         elif want == api.NONE:
             pass
         elif want == api.VALUE:
@@ -523,12 +522,12 @@ class Executor:
                 hid = out
             else:
                 hid = self.table.put_new(array)
-            metas.append(_meta(hid, array))
+            metas.append(array_meta(hid, array))
             return codec.Handle(hid)
         if isinstance(result, (tuple, list)):
             items = [self._structure(None, item, metas) for item in result]
             return tuple(items) if isinstance(result, tuple) else items
-        if _is_bunch(result):   # place_poles' result: its fields, as a map
+        if is_bunch(result):   # place_poles' result: its fields, as a map
             result = vars(result)
         if isinstance(result, dict):   # find_peaks' properties, value_indices, ...
             return {key: self._structure(None, item, metas) for key, item in result.items()}
@@ -573,45 +572,7 @@ class Executor:
         out_frames.append(host if host.dtype.kind != "V" else host.reshape(-1).view(np.uint8))
 
 
-#: What an uploaded array's memory can be: the frame it arrived in, or bytes.
-_RECEIVED_BUFFERS = frozenset({zmq.Frame, bytes, bytearray, memoryview})
-
-
 _PYTHON_SCALARS = frozenset((int, float, bool, complex))
-
-
-def _is_bunch(result: Any) -> bool:
-    """CuPy's (and SciPy's) ``Bunch``: a plain object of fields that some functions return."""
-    cls = type(result)
-    return cls.__name__ == "Bunch" and cls.__module__.startswith(("cupyx.scipy.", "scipy."))
-
-
-def _add_metas(metas: list, fresh: dict, arrays: dict) -> None:
-    """The metadata of the batch's new arrays that the table still holds. In a chain of
-    ops (``x = x + 1`` in a loop) the client drops each result one op later, so its free
-    record follows in the same batch: no metadata goes out, and neither side spends the
-    microseconds that an array's shape, strides, dtype and flags cost to read and encode."""
-    for hid, array in fresh.items():
-        if arrays.get(hid) is array:
-            metas.append(_meta(hid, array))
-
-
-def _meta(hid: int, a: Any) -> list:
-    f = a.flags
-    # an array wrapping a received frame (its base is that buffer) owns its data
-    own = f.owndata or type(a.base) in _RECEIVED_BUFFERS
-    dt = a.dtype
-    spec = _DTYPE_SPECS.get(dt)
-    if spec is None:   # (a dict lookup: cheaper than dtype.str, which builds a string)
-        spec = codec.dtype_spec(dt)
-        if dt.fields is None:   # numbers only: a client could make structures without end
-            _DTYPE_SPECS[dt] = spec
-    return [hid, a.shape, spec, a.strides,
-            f.c_contiguous | (f.f_contiguous << 1) | (own << 2)]
-
-
-#: Each dtype's wire form (``codec.dtype_spec``), as results meet them.
-_DTYPE_SPECS: dict = {}
 
 
 def _message(exc: BaseException) -> str:
