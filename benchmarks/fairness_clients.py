@@ -1,0 +1,172 @@
+"""The client processes of ``benchmarks/fairness.py``: one per user of a scenario, each
+with its own session and token, started as ``fairness.py --client SPEC``.
+
+Kinds: GEMM loops (``big``, ``small``, ``long``) that keep their session backlogged and
+fence about every FENCE_SECONDS of their own work, reading the fence before last; the
+``interactive`` user, one small sync op every INTERACTIVE_PERIOD; the ``train`` user, a
+DL-like training step that reads its loss each step. Each writes its progress over time
+(or its latencies) to the spec's ``out`` file as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+__all__ = ["client_main", "wait_until", "FENCE_SECONDS", "INTERACTIVE_PERIOD"]
+
+FENCE_SECONDS = 0.01         # each GEMM client fences about every 10 ms of its own work
+INTERACTIVE_PERIOD = 0.01
+
+
+def client_main(spec: dict) -> None:
+    """One client process: connect as its user, warm up, run its loop between start and stop."""
+    import numpy as np
+
+    if spec["local"]:
+        import cupy as xp
+        session = None
+    else:
+        import kernelproxy
+        from kernelproxy.modules import module_for
+        session = kernelproxy.connect(spec["address"], spec["token"])
+        xp = module_for(session)
+    out: dict = {"user": spec["user"], "kind": spec["kind"]}
+    if spec["kind"] == "interactive":
+        x = xp.arange(1024, dtype=xp.float32)
+        for _ in range(50):
+            float((x + 1).sum())
+        wait_until(spec["start"])
+        issued, latencies = [], []
+        t = spec["start"]
+        while t < spec["stop"]:
+            wait_until(t)
+            t0 = time.monotonic()
+            float((x + 1).sum())
+            t1 = time.monotonic()
+            issued.append(t0)
+            latencies.append(t1 - t0)
+            t += INTERACTIVE_PERIOD
+            if t < t1:   # an op longer than the period: skip the missed slots
+                t += (t1 - t) // INTERACTIVE_PERIOD * INTERACTIVE_PERIOD + INTERACTIVE_PERIOD
+        out.update(issued=issued, latencies=latencies)
+    elif spec["kind"] == "train":
+        step = _training_step(xp, np, spec["n"])
+        for _ in range(5):
+            step()
+        wait_until(spec["start"])
+        done, points = 0, [(time.monotonic(), 0)]
+        while time.monotonic() < spec["stop"]:
+            step()   # (reads its loss: a sync each step, as a training loop that logs it)
+            done += 1
+            points.append((time.monotonic(), done))
+        out.update(points=points)
+    else:
+        n, dtype = spec["n"], spec["dtype"]
+        a = xp.asarray(np.random.default_rng(0).random((n, n)).astype(dtype))
+        b = xp.asarray(np.random.default_rng(1).random((n, n)).astype(dtype))
+        c = a @ b
+        fences = _fencer(xp, session)
+        k = 4
+        for _ in range(12):   # warm-up, and a first measure of the GEMM's time: K per fence
+            t0 = time.monotonic()
+            for _ in range(k):
+                c = a @ b
+            fences.push(c, 0)
+            fences.drain()
+            k = max(1, min(4000, int(FENCE_SECONDS / max((time.monotonic() - t0) / k, 1e-7))))
+        # in a scenario K comes from the workload's rate alone: measured in a warm-up beside
+        # other users' warm-ups, K ranged from 1 to 15 for the same GEMM (H100 runs 17-22),
+        # and a user fencing after every GEMM holds the device idle at each fence
+        k = spec.get("per_fence") or k
+        wait_until(spec["start"])
+        done, points = 0, [(time.monotonic(), 0)]
+        while time.monotonic() < spec["stop"]:
+            for _ in range(k):
+                c = a @ b
+            done += k
+            fences.push(c, done)
+            got = fences.pop_old()
+            if got is not None:
+                points.append(got)
+        points.extend(fences.drain())
+        out.update(points=points, per_fence=k)
+    if session is not None:
+        session.close()
+    Path(spec["out"]).write_text(json.dumps(out))
+
+
+def _training_step(xp, np, rows: int):
+    """A DL-like step (issue 38's mixed traffic): a two-layer MLP's forward and backward
+    pass on a batch of *rows* (4096: six float32 GEMMs of about a millisecond on an H100)
+    between elementwise ops and reductions, and the loss read back, so the session pauses
+    between steps as a training loop that logs its loss does."""
+    rng = np.random.default_rng(3)
+    width = max(1, rows // 4)
+    x = xp.asarray(rng.standard_normal((rows, width), dtype=np.float32))
+    y = xp.asarray(rng.standard_normal((rows, width), dtype=np.float32))
+    w1 = xp.asarray(rng.standard_normal((width, rows), dtype=np.float32) * 0.01)
+    w2 = xp.asarray(rng.standard_normal((rows, width), dtype=np.float32) * 0.01)
+
+    def step() -> float:
+        nonlocal w1, w2
+        h = x @ w1
+        a = xp.maximum(h, 0)
+        out = a @ w2
+        diff = out - y
+        loss = float((diff * diff).mean())
+        g_out = diff * (2.0 / diff.size)
+        g_w2 = a.T @ g_out
+        g_a = g_out @ w2.T
+        g_h = g_a * (h > 0)
+        g_w1 = x.T @ g_h
+        w1 = w1 - 0.01 * g_w1
+        w2 = w2 - 0.01 * g_w2
+        return loss
+    return step
+
+
+class _fencer:
+    """Fences read one behind: the client never leaves its session without work."""
+
+    def __init__(self, xp, session) -> None:
+        self.xp, self.session, self.pending = xp, session, []
+
+    def push(self, c, count: int) -> None:
+        if self.session is None:   # local CuPy: an event, queried later
+            event = self.xp.cuda.Event()
+            event.record()
+            self.pending.append((event, count))
+        else:
+            self.pending.append((self.session.value_later("float", c[0, 0]), count))
+            self.session.flush()
+
+    def _finish(self, token) -> None:
+        if self.session is None:
+            token.synchronize()
+        else:
+            self.session.result(token)
+
+    def pop_old(self):
+        if len(self.pending) < 2:
+            return None
+        token, count = self.pending.pop(0)
+        self._finish(token)
+        return (time.monotonic(), count)
+
+    def drain(self) -> list:
+        got = []
+        while self.pending:
+            token, count = self.pending.pop(0)
+            self._finish(token)
+            got.append((time.monotonic(), count))
+        return got
+
+
+def wait_until(t: float) -> None:
+    while True:
+        left = t - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.05) if left > 0.002 else 0)
