@@ -388,6 +388,12 @@ class Device:
     def synchronize(self) -> None:
         pass
 
+    def same_bits(self, a: Any, b: Any) -> bool:
+        """Whether two C-contiguous arrays are alike to the bit: shape, dtype and bytes (NaNs
+        and signed zeros included), as a split op must be to its whole (worker/splitting.py)."""
+        return a.shape == b.shape and a.dtype == b.dtype and \
+            np.array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8))
+
     def run_kernel(self, kind: Any, definition: Any, args: list, kwargs: dict) -> Any:
         """Compile (once) and launch a user's CUDA kernel; GPU devices only."""
         raise NotImplementedError(

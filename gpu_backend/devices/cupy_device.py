@@ -328,6 +328,12 @@ class CupyDevice(Device):
     def synchronize(self) -> None:
         self.cupy.cuda.get_current_stream().synchronize()
 
+    def same_bits(self, a: Any, b: Any) -> bool:
+        """Compared on the GPU (waits for both)."""
+        u8 = self.cupy.uint8
+        return a.shape == b.shape and a.dtype == b.dtype and \
+            bool(self.cupy.array_equal(a.reshape(-1).view(u8), b.reshape(-1).view(u8)))
+
     def run_kernel(self, kind: Any, definition: Any, args: list, kwargs: dict) -> Any:
         """Build the kernel from its source strings (cached) and launch it in this session's
         own process and context: a faulty kernel can only break this session."""

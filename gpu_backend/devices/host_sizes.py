@@ -18,10 +18,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["sized_table", "sized_operators", "sized_methods", "limit_process_data", "data_in_use"]
+__all__ = ["sized_table", "sized_operators", "sized_methods", "limit_process_data", "data_in_use",
+           "OPERATOR_UFUNCS"]
 
 #: operator names (api.OPERATORS) that make a new array, by the ufunc they run
-_OPERATOR_UFUNCS = {
+OPERATOR_UFUNCS = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
     "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "and_": np.bitwise_and,
     "or_": np.bitwise_or, "xor": np.bitwise_xor, "lshift": np.left_shift,
@@ -181,7 +182,7 @@ def sized_operators(operators: dict[str, Callable], check: Callable[[int], None]
     """The arithmetic operators that make a new array, checked before they run (the
     in-place ones write into their left operand)."""
     table = dict(operators)
-    for name, ufunc in _OPERATOR_UFUNCS.items():
+    for name, ufunc in OPERATOR_UFUNCS.items():
         if name in table:
             table[name] = _sized(table[name], lambda a, k, u=ufunc: ufunc_bytes(u, a, k), check)
     if "matmul" in table:

@@ -32,6 +32,7 @@ from .pacing import Pacer
 from .phases import NO_PHASES, PhaseRecorder
 from .replays import evict_graphs, free_replay, keep_stretch, run_replay
 from .result_meta import add_metas, array_meta, is_bunch, pack_metas
+from .splitting import Interrupted, Splitter
 from .stretches import StretchBook
 
 __all__ = ["Executor"]
@@ -88,6 +89,8 @@ class Executor:
         self.streams: list = []
         #: measures device time; under a paced policy also holds the device lease
         self.pacer = Pacer(device)
+        #: under a paced policy: long ops cut into pieces the pacer hands over between
+        self.splitter: Splitter | None = None
         #: set by the socket loop: whether the client has more batches waiting (fifo hand-over)
         self.more_work: Any = lambda: False
         self.bytes_in = 0
@@ -159,11 +162,13 @@ class Executor:
                 executed, error, cancelled = run_replay(self, replay, iter(payload), metas, fresh,
                                                         values, downloads, out_frames)
                 rerun = self.stretches.graphed == graphed
-            else:
+            else:   # (a batch that split an op is not held: its graph would run the op whole)
+                touched = self.splitter.touched if self.splitter is not None else 0
                 executed, error, cancelled = self._run_ops(ops, iter(payload), metas, fresh, values,
                                                            downloads, out_frames)
                 offered = header.get("O")
-                if offered is not None and error is None and not cancelled and executed == count:
+                if offered is not None and error is None and not cancelled and executed == count \
+                        and (self.splitter is None or self.splitter.touched == touched):
                     held = keep_stretch(self, offered, executed)
             if fresh:
                 add_metas(metas, fresh, self.table.arrays)
@@ -230,6 +235,7 @@ class Executor:
         operators, methods, functions = self.device.operators, self.device.methods, self.device.functions
         array_type = self.device.array_type
         put, free = self.table.put, self.table.free
+        splitter = self.splitter
         while True:   # (entered again after an op retried past an out-of-memory error)
             try:
                 while True:
@@ -282,7 +288,10 @@ class Executor:
                             elif name not in _CHECKED_CREATION:
                                 fn = functions.get(name)
                         if fn is not None:
-                            result = fn(*call_args, **kwargs)
+                            if splitter is None or name not in splitter.names:
+                                result = fn(*call_args, **kwargs)
+                            else:   # perhaps long: perhaps in pieces (worker/splitting.py)
+                                result = splitter.run(kind, name, fn, call_args, kwargs, executed)
                         else:
                             result = self._call(kind, name, target, args, kwargs)
                         if type(result) is array_type:
@@ -319,6 +328,10 @@ class Executor:
                         self.ops_run += executed
                         return executed, None, True
                     checked = now
+            except Interrupted:   # cancelled between two pieces of a split op: not run
+                self._free_only(unpacker)
+                self.ops_run += executed
+                return executed, None, True
             except Exception as exc:  # the op's own error, reported to the client
                 # out of memory beside held graphs, now dropped: the op once more, then on
                 # with the batch (a malformed record's kind may be any value: a str first)
@@ -381,7 +394,8 @@ class Executor:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""
         return {"memory_used": self.device.memory_used(), "memory_limit": self.memory_limit,
                 "arrays": len(self.table), "ops": self.ops_run, "device": self.device.info(),
-                "stretches": self.stretches.figures()}
+                "stretches": self.stretches.figures(),
+                "split": self.splitter.figures() if self.splitter is not None else None}
 
     def pool_limit(self) -> int | None:
         """The memory pool's limit as the session sees it: its own, or the pool's."""

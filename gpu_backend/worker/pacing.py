@@ -320,6 +320,30 @@ class Pacer:
             self._launch += 0.3 * (now - self._left_at - self._launch)   # a moving average
         self._mark(executed - self._marked)
         self._marked = executed
+        if not self._pace(now, interrupted):
+            return 0
+        self.countdown = self._next_countdown()
+        self._left_at = perf_counter()
+        return self.countdown
+
+    def after_piece(self, executed: int, interrupted: Callable[[], bool]) -> bool:
+        """A piece of a split op (worker/splitting.py), the batch's op number *executed* + 1,
+        was launched: mark it as one op, pace, hand the device over if due, as between two
+        ops. False if interrupted while waiting for the device. The op's last piece is
+        marked with the ops after it, by after_ops or end_batch (a piece counts as an op:
+        the per-op estimate learns a piece's time, which is what a newcomer waits for)."""
+        self._mark(executed - self._marked + 1)
+        self._marked = executed
+        if not self._pace(perf_counter(), interrupted):
+            return False
+        if self.fresh_due:
+            self.start_segment()
+        self.began = self._left_at = perf_counter()
+        return True
+
+    def _pace(self, now: float, interrupted: Callable[[], bool]) -> bool:
+        """After a marker: measure, hold back, hand over if the quantum is spent, report.
+        False if interrupted while waiting for the device again."""
         self.harvest()
         lease = self.lease
         if lease is not None:
@@ -338,12 +362,10 @@ class Pacer:
             if spent:
                 self._hand_over(want=True)
                 if not self._acquire(interrupted):
-                    return 0
+                    return False
             lease.report(self.busy, self.per_op)
         self._start_fresh()
-        self.countdown = self._next_countdown()
-        self._left_at = perf_counter()
-        return self.countdown
+        return True
 
     def _hold_back(self) -> None:
         """Wait while too much launched work is unfinished; a yield cuts the wait short."""

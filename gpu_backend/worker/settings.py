@@ -38,18 +38,25 @@ class WorkerSettings:
     #: each replay from its records, never through graphs; anything else: graphs where the
     #: device has them
     graphs: str = "on"
+    #: ``GPUWB_SPLIT_PIECE_US``: under a paced policy, long ops are cut into pieces of about
+    #: this many device seconds where that gives CuPy's own bits (worker/splitting.py;
+    #: None: its PIECE_SECONDS; 0: never split, a diagnostic; tests set it small so that
+    #: the NumPy device's small ops split)
+    split_piece: float | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "WorkerSettings":
         env = os.environ if environ is None else environ
         lead = env.get("GPUWB_PACING_LEAD_US")
         stream = env.get("GPUWB_STREAM_BYTES")
+        piece = env.get("GPUWB_SPLIT_PIECE_US")
         return cls(phases_dir=env.get("GPUWB_WORKER_PHASES") or None,
                    profile_dir=env.get("GPUWB_WORKER_PROFILE") or None,
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
                    pacing_lead=float(lead) * 1e-6 if lead else None,
                    stream_bytes=int(stream) if stream else None,
-                   graphs=_graphs_mode(env.get("GPUWB_GRAPHS")))
+                   graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
+                   split_piece=float(piece) * 1e-6 if piece else None)
 
 
 def _graphs_mode(value: str | None) -> str:
