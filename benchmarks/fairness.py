@@ -104,7 +104,11 @@ class Pool:
         # shared out of a period; "fair/10": turns shared out of a 10 ms period; "fair" has
         # the pool's defaults (several compare in one run)
         # "fair+patience0": a preempting newcomer waits at most 0 ms for the holder's drain;
-        # "fair+fixedpatience": always that long, whatever the holder's ops (no op lengths)
+        # "fair+fixedpatience": always that long, whatever the holder's ops (no op lengths);
+        # "fair+nogap": no user kept the device between two batches (the gap rule off);
+        # "fair+nosplit": long ops run whole (workers split none)
+        policy, nosplit, _ = policy.partition("+nosplit")
+        policy, nogap, _ = policy.partition("+nogap")
         policy, fixed, _ = policy.partition("+fixedpatience")
         policy, _, patience = policy.partition("+patience")
         policy, _, lead = policy.partition("+lead")   # "fair+lead600": workers' LEAD 600 µs
@@ -113,7 +117,8 @@ class Pool:
         tag = self.tag = (policy + (f"-q{quantum}" if quantum else "") + (f"-p{period}" if period else "")
                           + (f"-lead{lead}" if lead else "")
                           + (f"-patience{patience}" if patience else "")
-                          + ("-fixedpatience" if fixed else ""))
+                          + ("-fixedpatience" if fixed else "") + ("-nogap" if nogap else "")
+                          + ("-nosplit" if nosplit else ""))
         self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
@@ -135,6 +140,10 @@ class Pool:
             env["GPUWB_PREEMPT_PATIENCE_MS"] = patience
         if fixed:
             env["GPUWB_PATIENCE_BY_OP"] = "0"
+        if nogap:
+            env["GPUWB_GAP_RULE"] = "0"
+        if nosplit:
+            env["GPUWB_SPLIT_PIECE_US"] = "0"
         self.served = ServedPool(policy, devices, "--spare-workers", "4",
                                  *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
                                  *(["--period-ms", period] if period else []),
@@ -255,6 +264,7 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
     results = run_clients(specs, workdir, events)
     out = analyse(name, results, phases, exclusive, start, stop)
     out["per_fence"] = {r["user"]: r["per_fence"] for r in results if "per_fence" in r}
+    out["split"] = {r["user"]: r["split"] for r in results if r.get("split")}   # ops in pieces
     p0, p1, _ = phases[0]
     settle = min(1.0, (p1 - p0) / 4)
     if clocks is not None:   # the GPU's clock and power over the first phase's steady part
@@ -399,8 +409,9 @@ def main(argv=None) -> int:
                              "millisecond period), fair+leadUS (workers holding back to US µs of launched "
                              "work, GPUWB_PACING_LEAD_US; any fair variant may end so), fair+patienceMS (a "
                              "preempting newcomer waits at most MS ms for the holder's launched work, "
-                             "GPUWB_PREEMPT_PATIENCE_MS; after any +lead) and local "
-                             "(plain CuPy processes)")
+                             "GPUWB_PREEMPT_PATIENCE_MS; after any +lead), fair+fixedpatience, "
+                             "fair+nogap (the gap rule off), fair+nosplit (long ops whole) and "
+                             "local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))
     parser.add_argument("--devices", default="auto")

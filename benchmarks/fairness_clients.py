@@ -92,7 +92,8 @@ def client_main(spec: dict) -> None:
                 points.append(got)
         points.extend(fences.drain())
         out.update(points=points, per_fence=k)
-    if session is not None:
+    if session is not None:   # what the worker split (issue 38: long ops in pieces)
+        out["split"] = session.memory_info().get("split")
         session.close()
     Path(spec["out"]).write_text(json.dumps(out))
 

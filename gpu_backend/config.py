@@ -61,6 +61,9 @@ class PoolSettings(BaseSettings):
     patience_by_op: bool = Field(True, description="a diagnostic: fair policy, the newcomer's "
                                  "wait follows the holder's reported op length (off: always "
                                  "preempt_patience_ms)")
+    gap_rule: bool = Field(True, description="a diagnostic: fair policy, a user between two "
+                           "batches may be kept the device while a user of longer ops waits "
+                           "(off: the device goes to the next in line at once)")
     arbiter_trace: Path | None = Field(None, description="a diagnostic: append every arbiter "
                                        "decision to this file as a JSON line")
     metrics_address: str = Field("127.0.0.1", description="the metrics server's address "

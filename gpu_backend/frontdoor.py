@@ -150,6 +150,7 @@ class FrontDoor:
                                 period=settings.period_ms / 1e3, run_dir=self.run_dir,
                                 preempt_patience=settings.preempt_patience_ms / 1e3,
                                 patience_by_op=settings.patience_by_op,
+                                gap_rule=settings.gap_rule,
                                 trace=str(settings.arbiter_trace) if settings.arbiter_trace
                                 else None).start()
                         if settings.policy != "none" else None)

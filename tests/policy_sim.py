@@ -6,7 +6,8 @@ device when work arrives, reports its device time every ``report`` seconds of
 it, hands over after its quantum or at once when told, and keeps the device
 while alone. Sessions are saturating (an endless queue of ops of one length),
 interactive (one op every ``period``) or closed loops (the next op ``think``
-seconds after one ends). Used by tests/gpu_backend/test_policy.py.
+seconds after one ends: a training loop reading its loss). The arbiter's timer is a
+"tick" event at the policy's next deadline. Used by tests/gpu_backend/test_policy.py.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class SimDevice:
         self._order = 0
         self.running: str | None = None   # session whose op is on the GPU
         self.idle_while_wanted = 0.0       # device idle although a session had work
+        self._ticks: set = set()           # deadlines a "tick" event is due at
 
     def clock(self) -> float:
         return self.now
@@ -139,6 +141,7 @@ class SimDevice:
                     s.latencies.append(t - s.arrivals[len(s.latencies)])
                 if s.think is not None:
                     self._push(t + s.think, "arrive", sid)
+                self.policy.op_seconds(sid, s.op)   # (a worker reports its op length with `used`)
                 if s.busy - s.reported >= self.report:
                     s.reported = s.busy
                     self._apply(self.policy.used(sid, s.busy))
@@ -146,8 +149,13 @@ class SimDevice:
                                   or s.yield_after is not None and s.busy >= s.yield_after - 1e-12):
                     self._release(s)
                 self._ask(s)
-            if self.policy.next_deadline() is not None and self.policy.next_deadline() <= t:
+            due = self.policy.next_deadline()
+            if due is not None and due <= t:
                 self._apply(self.policy.tick())
+                due = self.policy.next_deadline()
+            if due is not None and due > t and due not in self._ticks:   # (the arbiter's timer)
+                self._ticks.add(due)
+                self._push(due, "tick", None)
             self._dispatch()
             wanted = any(x.has_work(self.now) and x.start <= self.now < x.stop
                          for x in self.sessions.values())

@@ -43,13 +43,14 @@ class Arbiter:
                  clock: Callable[[], float] = time.monotonic, quantum: float = QUANTUM,
                  period: float = PERIOD, run_dir: str | None = None,
                  preempt_patience: float = PREEMPT_PATIENCE, trace: str | None = None,
-                 patience_by_op: bool = True) -> None:
+                 patience_by_op: bool = True, gap_rule: bool = True) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
         for device in devices:
-            made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op)
+            made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op,
+                               gap_rule)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made
