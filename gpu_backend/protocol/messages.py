@@ -45,7 +45,8 @@ __all__ = [
     # arbiter
     "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterYield",
     # device facts
-    "DeviceInfo", "RuntimeFacts", "Accelerators", "StretchFigures", "SessionFigures", "PoolFigures",
+    "DeviceInfo", "RuntimeFacts", "Accelerators", "StretchFigures", "SplitFigures", "SessionFigures",
+    "PoolFigures",
 ]
 
 #: Bumped whenever a message changes shape; the front door refuses other versions.
@@ -126,6 +127,14 @@ class StretchFigures(TypedDict):
     graph_bytes: Annotated[int, "device memory the captured graphs hold (counted in memory_used)"]
 
 
+class SplitFigures(TypedDict):
+    """A session's long ops run in pieces (docs/fair-share.md, "Long ops"), as its worker
+    counts them; the figures are null where the worker splits nothing (no arbiter)."""
+    ops: Annotated[int, "ops run in pieces"]
+    equal: Annotated[int, "op classes the worker found to give the whole op's bits in pieces"]
+    unequal: Annotated[int, "long op classes whose pieces did not: run whole"]
+
+
 class SessionFigures(TypedDict):
     """The value of a ``KIND_INFO`` op (``Session.memory_info()``, ``%gpu memory``):
     worker → client, in a batch reply's ``v``."""
@@ -135,6 +144,7 @@ class SessionFigures(TypedDict):
     ops: Annotated[int, "ops the worker has run for the session"]
     device: Annotated[DeviceInfo, "the session's device"]
     stretches: Annotated[StretchFigures, "the session's stretch replay"]
+    split: Annotated[SplitFigures | None, "the session's long ops in pieces (None: no arbiter)"]
 
 
 class PoolFigures(TypedDict):
@@ -606,7 +616,8 @@ MESSAGES: dict[str, tuple[type, ...]] = {
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim),
     ARBITER: (ArbiterWant, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterYield),
-    DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, SessionFigures, PoolFigures),
+    DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, SplitFigures, SessionFigures,
+                   PoolFigures),
 }
 
 def fields_of(cls: type) -> dict[str, tuple[Any, str, bool]]:
