@@ -106,8 +106,8 @@ class Pool:
         # "fair+patience0": a preempting newcomer waits at most 0 ms for the holder's drain;
         # "fair+fixedpatience": always that long, whatever the holder's ops (no op lengths);
         # "fair+nogap": no user kept the device between two batches (the gap rule off);
-        # "fair+nosplit": long ops run whole (workers split none)
-        policy, nosplit, _ = policy.partition("+nosplit")
+        # "fair+split": long ops cut into 1 ms pieces (GPUWB_SPLIT_PIECE_US=1000)
+        policy, split, _ = policy.partition("+split")
         policy, nogap, _ = policy.partition("+nogap")
         policy, fixed, _ = policy.partition("+fixedpatience")
         policy, _, patience = policy.partition("+patience")
@@ -118,7 +118,7 @@ class Pool:
                           + (f"-lead{lead}" if lead else "")
                           + (f"-patience{patience}" if patience else "")
                           + ("-fixedpatience" if fixed else "") + ("-nogap" if nogap else "")
-                          + ("-nosplit" if nosplit else ""))
+                          + ("-split" if split else ""))
         self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
@@ -142,8 +142,8 @@ class Pool:
             env["GPUWB_PATIENCE_BY_OP"] = "0"
         if nogap:
             env["GPUWB_GAP_RULE"] = "0"
-        if nosplit:
-            env["GPUWB_SPLIT_PIECE_US"] = "0"
+        if split:
+            env["GPUWB_SPLIT_PIECE_US"] = "1000"
         self.served = ServedPool(policy, devices, "--spare-workers", "4",
                                  *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
                                  *(["--period-ms", period] if period else []),
@@ -410,7 +410,7 @@ def main(argv=None) -> int:
                              "work, GPUWB_PACING_LEAD_US; any fair variant may end so), fair+patienceMS (a "
                              "preempting newcomer waits at most MS ms for the holder's launched work, "
                              "GPUWB_PREEMPT_PATIENCE_MS; after any +lead), fair+fixedpatience, "
-                             "fair+nogap (the gap rule off), fair+nosplit (long ops whole) and "
+                             "fair+nogap (the gap rule off), fair+split (long ops in 1 ms pieces) and "
                              "local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))

@@ -224,6 +224,12 @@ class Pacer:
             self._own_host = perf_counter()
             self._own_start = self.device.marker()
 
+    def exclusive(self) -> bool:
+        """Whether this session's work runs alone on the device now: it holds the lease and
+        did not start beside a holder stuck in a long kernel (see _acquire). Without a lease
+        CUDA time-slices the sessions, and nothing is known."""
+        return self.lease is not None and self.lease.holding and self._quantum_left is None
+
     def _ahead(self) -> float:
         return max(0.0, self._free_at - perf_counter())
 

@@ -36,7 +36,7 @@ from . import staged
 from .control import ControlChannel, ControlClosed
 from .links import UnixPeer, open_links
 from .pacing import Pacer
-from .splitting import PIECE_SECONDS, Splitter
+from .splitting import Splitter
 from .phases import NO_PHASES, PhaseClock, PhaseRecorder
 from .settings import WorkerSettings
 from .spin_slots import SpinSlots
@@ -100,9 +100,9 @@ class WorkerServer:
         self.lease = DeviceLease(self.ctx, arbiter, self.lease_id, baton) if arbiter else None
         self.executor.pacer = Pacer(self.device, self.lease, lead=settings.pacing_lead,
                                     trace=settings.pacing_trace_dir is not None)
-        piece = PIECE_SECONDS if settings.split_piece is None else settings.split_piece
-        if self.lease is not None and piece > 0:   # long ops in pieces the lease can pass between
-            self.executor.splitter = Splitter(self.device, self._after_piece, piece)
+        if self.lease is not None and settings.split_piece > 0:   # long ops in pieces (opt-in)
+            self.executor.splitter = Splitter(self.device, self._after_piece, settings.split_piece,
+                                              exclusive=self.executor.pacer.exclusive)
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
         #: each message's phases, told to a recorder that does nothing unless the settings

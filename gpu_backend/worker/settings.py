@@ -38,11 +38,11 @@ class WorkerSettings:
     #: each replay from its records, never through graphs; anything else: graphs where the
     #: device has them
     graphs: str = "on"
-    #: ``GPUWB_SPLIT_PIECE_US``: under a paced policy, long ops are cut into pieces of about
-    #: this many device seconds where that gives CuPy's own bits (worker/splitting.py;
-    #: None: its PIECE_SECONDS; 0: never split, a diagnostic; tests set it small so that
-    #: the NumPy device's small ops split)
-    split_piece: float | None = None
+    #: ``GPUWB_SPLIT_PIECE_US``: under a paced policy, cut long ops into pieces of about this
+    #: many device seconds where that gives CuPy's own bits (worker/splitting.py). 0 (the
+    #: default): never; measured on H100s it cost more than it gave (docs/fair-share.md,
+    #: "Long ops"); tests set it small so that the NumPy device's small ops split
+    split_piece: float = 0.0
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "WorkerSettings":
@@ -56,7 +56,7 @@ class WorkerSettings:
                    pacing_lead=float(lead) * 1e-6 if lead else None,
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
-                   split_piece=float(piece) * 1e-6 if piece else None)
+                   split_piece=float(piece) * 1e-6 if piece else 0.0)
 
 
 def _graphs_mode(value: str | None) -> str:

@@ -19,7 +19,9 @@ one wait for the device, once per class. Ops that write into ``out=`` or take an
 but the plain arguments are never split.
 
 Only a paced worker (``fair`` and ``fifo``) splits: without an arbiter CUDA's
-time-slicing shares the device, and pieces would only cost launches.
+time-slicing shares the device, and pieces would only cost launches. And only when asked
+(``GPUWB_SPLIT_PIECE_US``): on H100 hosts the pieces' hand-overs cost the long user and the
+device more than the shares gained (docs/fair-share.md, "Long ops").
 """
 
 from __future__ import annotations
@@ -89,9 +91,14 @@ class Splitter:
     False when the batch was cancelled while waiting for the device."""
 
     def __init__(self, device: Any, after_piece: Callable[[int], bool],
-                 piece_seconds: float = PIECE_SECONDS) -> None:
+                 piece_seconds: float = PIECE_SECONDS,
+                 exclusive: Callable[[], bool] = lambda: True) -> None:
         self.device = device
         self.after_piece = after_piece
+        #: whether the session has the device to itself now, so that an op's time is its own:
+        #: a class is learnt only then (timed beside another session's kernels, three users'
+        #: 0.76 ms GEMMs "took" over 2 ms in their warm-up and were cut: fairness run 86)
+        self.exclusive = exclusive
         self.piece_seconds = piece_seconds
         #: the least work worth timing scales with the piece (tests make pieces tiny, so that
         #: the NumPy device's small ops split)
@@ -122,6 +129,8 @@ class Splitter:
             return fn(*args, **kwargs)
         rows = self.verdicts.get(cut.key)
         if rows is None:
+            if not self.exclusive():
+                return fn(*args, **kwargs)   # (learnt at a later op of its class)
             return self._learn(cut, fn, args, kwargs)
         if rows == _WHOLE:
             return fn(*args, **kwargs)

@@ -196,3 +196,23 @@ def test_a_paced_pool_splits_long_ops_while_two_sessions_take_turns(monkeypatch)
         assert figures == [{"ops": 3 * 6, "equal": 6, "unequal": 0}] * 2, figures
     else:   # a GPU: whatever cuBLAS and cuFFT allow, and the elementwise ops always
         assert all(f["ops"] >= 3 * 3 for f in figures), figures
+
+
+def test_a_class_is_learnt_only_while_the_session_has_the_device_to_itself():
+    """Timed beside another session's kernels an op looks longer than it is: its class is
+    learnt at a later op, when the pacer says the session runs alone."""
+    device = NumpyDevice()
+    alone = [False]
+    splitter = Splitter(device, lambda executed: True, TINY_PIECE, exclusive=lambda: alone[0])
+    fn = device.functions["sin"]
+    assert device.same_bits(splitter.run(F, "sin", fn, [X], {}, 0), np.sin(X))
+    assert splitter.verdicts == {}
+    alone[0] = True
+    splitter.run(F, "sin", fn, [X], {}, 0)
+    assert splitter.figures()["equal"] == 1
+
+
+def test_splitting_is_off_unless_asked_for():
+    from gpu_backend.worker.settings import WorkerSettings
+    assert WorkerSettings.from_environ({}).split_piece == 0.0
+    assert WorkerSettings.from_environ({"GPUWB_SPLIT_PIECE_US": "1000"}).split_piece == pytest.approx(0.001)
