@@ -11,7 +11,6 @@ the error, sends a batch whose ``resume`` field acknowledges it.
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from time import perf_counter
 from typing import Any, Iterator
@@ -24,6 +23,7 @@ from ..protocol import api, codec
 from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
 from .cuda_calls import run_cuda_call
+from .error_text import asked_of, message_of, refusal
 from .grants import out_of_memory_text
 from .graph_replay import GraphReplayer
 from .handles import HandleTable
@@ -369,14 +369,14 @@ class Executor:
         self.device.leave_fft_callbacks()
         if seq is not None:   # an op's own error (a malformed batch names no op)
             self.op_errors += 1
-        name, text = error_name(exc), _message(exc)
+        name, text = error_name(exc), message_of(exc)
         if name == "MemoryError" and self.device.tracks_memory:
             # the NumPy device's memory is the host's: NumPy failing to allocate (past the
             # worker's data limit) is this session's device running out, as on a GPU
             name, text = "OutOfMemoryError", f"Out of memory: {text}"
         if name == "OutOfMemoryError":   # say which budget it met, in the user's terms
             grant = self.device.grant
-            text = out_of_memory_text(_asked(text), self.device.memory_used(), self.pool_limit(),
+            text = out_of_memory_text(asked_of(text), self.device.memory_used(), self.pool_limit(),
                                       grant.refusal if grant is not None else None, grant)
         if name == "CUDAError" and not self.device.healthy():
             self.fatal = text
@@ -460,7 +460,7 @@ class Executor:
                 codec.packb(value)
             except (TypeError, ValueError, OverflowError) as exc:
                 # values precede the batch's error, if any: this op failed first
-                reply["e"] = [seq, error_name(exc), _message(exc), None]
+                reply["e"] = [seq, error_name(exc), message_of(exc), None]
                 self.poisoned_at = seq
                 break
             kept.append([seq, value])
@@ -472,7 +472,7 @@ class Executor:
         if kind == m.KIND_FUNCTION:
             fn = self.device.functions.get(name) if type(name) is str else None
             if fn is None:
-                raise _refusal("function", name, api.FUNCTIONS, self.device.kind)
+                raise refusal("function", name, api.FUNCTIONS, self.device.kind)
             self.device.check_allocation(name, args, kwargs)
             return fn(*args, **kwargs)
         if kind == m.KIND_OPERATOR:
@@ -483,7 +483,7 @@ class Executor:
         if kind == m.KIND_METHOD:
             fn = self.device.methods.get(name) if type(name) is str else None
             if fn is None:
-                raise _refusal("method", name, api.METHODS, self.device.kind)
+                raise refusal("method", name, api.METHODS, self.device.kind)
             if not self._is_array(target):
                 raise ProtocolError("a method call needs an array handle as its target")
             return fn(target, *args, **kwargs)
@@ -587,26 +587,3 @@ class Executor:
 
 
 _PYTHON_SCALARS = frozenset((int, float, bool, complex))
-
-
-def _message(exc: BaseException) -> str:
-    text = str(exc)
-    if isinstance(exc, KeyError) and len(exc.args) == 1 and text.startswith("'"):
-        text = str(exc.args[0])
-    return text
-
-
-_ASKED = re.compile(r"Out of memory allocating [0-9,]+ bytes")
-
-
-def _asked(text: str) -> str:
-    """What an out-of-memory error says was asked (CuPy's text goes on with the pool's
-    figures, which the budget explanation replaces), or the whole text."""
-    found = _ASKED.match(text)
-    return found.group(0) if found else text.rstrip(".")
-
-
-def _refusal(what: str, name: Any, allowed: dict, device_kind: str) -> Exception:
-    if type(name) is str and name in allowed:
-        return NotImplementedError(f"{what} {name!r} is not available on the {device_kind} device")
-    return NotAllowedError(f"{what} {name!r} is not on the pool's allow-list")
