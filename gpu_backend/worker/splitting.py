@@ -13,9 +13,9 @@ library's choice (cuBLAS picks its kernel by shape: on an H100 fp32 row blocks o
 rows are equal to the whole GEMM, blocks of 256 are not; benchmarks/split_probe.py), so
 the worker checks it on its own device, once per *class* (the op, its arguments' shapes,
 dtypes and strides): the first time an op of a class runs, it runs whole and is timed;
-if it ran longer than two pieces, the split is computed too and compared bit for bit,
-and the class is split from then on only if they were equal. That costs one extra op and
-one wait for the device, once per class. Ops that write into ``out=`` or take anything
+if it ran longer than two pieces, the next op of the class runs in pieces and whole, is
+timed again and compared bit for bit, and the class is split from then on only if the
+bits were equal. That costs one extra op and two waits for the device, once per class. Ops that write into ``out=`` or take anything
 but the plain arguments are never split.
 
 Only a paced worker (``fair`` and ``fifo``) splits: without an arbiter CUDA's
@@ -104,7 +104,8 @@ class Splitter:
         #: the NumPy device's small ops split)
         self.min_macs = MIN_GEMM_MACS * piece_seconds / PIECE_SECONDS
         self.min_elements = MIN_ELEMENTS * piece_seconds / PIECE_SECONDS
-        self.verdicts: dict = {}   # class -> rows per piece, or _WHOLE
+        #: class -> rows per piece, _WHOLE, or (rows, tries left) while its pieces are checked
+        self.verdicts: dict = {}
         #: ops run split, classes checked and found equal / not equal (figures, tests)
         self.split_ops = 0
         self.equal = 0
@@ -127,51 +128,67 @@ class Splitter:
         cut = self._cut_for(kind, name, args, kwargs)
         if cut is None:
             return fn(*args, **kwargs)
-        rows = self.verdicts.get(cut.key)
-        if rows is None:
-            if not self.exclusive():
-                return fn(*args, **kwargs)   # (learnt at a later op of its class)
-            return self._learn(cut, fn, args, kwargs)
-        if rows == _WHOLE:
-            return fn(*args, **kwargs)
-        self.split_ops += 1
-        self.touched += 1
-        return self._pieces(cut, rows, executed)
+        verdict = self.verdicts.get(cut.key)
+        if type(verdict) is int:
+            if verdict == _WHOLE:
+                return fn(*args, **kwargs)
+            self.split_ops += 1
+            self.touched += 1
+            return self._pieces(cut, verdict, executed)
+        if not self.exclusive():
+            return fn(*args, **kwargs)   # (learnt at a later op of its class, run alone)
+        if verdict is None:
+            return self._time_first(cut, fn, args, kwargs)
+        return self._check(cut, verdict, fn, args, kwargs, executed)
 
     # ------------------------------------------------------------ learning a class
-    def _learn(self, cut: _Cut, fn: Callable, args: list, kwargs: dict) -> Any:
-        """The first op of its class: run whole (the user's result, errors and all), timed
-        (twice if it looked long); if longer than two pieces, find rows per piece that give
-        the same bits."""
+    def _time_first(self, cut: _Cut, fn: Callable, args: list, kwargs: dict) -> Any:
+        """The first op of its class: whole (the user's result, errors and all), timed. If
+        long enough for two pieces, the next op of the class checks the pieces (_check);
+        else the class is never split."""
         whole, seconds = self._timed(fn, args, kwargs)
-        if seconds >= 2 * self.piece_seconds:
-            # timed again: a library's first call loads its kernels and makes its handles (an
-            # H100's first 6144² fp16 GEMM "took" over 2 ms, its class was cut into 65 µs
-            # pieces, and a lone loop of them lost 9 %: fairness run 85)
-            seconds = min(seconds, self._timed(fn, args, kwargs)[1])
-        verdict = _WHOLE
+        rows = None
         if type(whole) is self._array and whole.flags.c_contiguous:
             rows = _rows_for(cut.length, cut.align, seconds, self.piece_seconds)
-            for _ in range(TRIES):
-                if rows is None:
-                    break
-                try:
-                    same = self.device.same_bits(whole, self._pieces(cut, rows, None))
-                except Exception:   # out of memory for a second output, a library's refusal
-                    break
-                if same:
-                    verdict = rows
-                    break
-                rows = _rows_for(cut.length, cut.align, 0.0, 0.0, at_least=2 * rows)
-            if verdict:
-                self.equal += 1
-                self.touched += 1
-            elif seconds >= 2 * self.piece_seconds:
-                self.unequal += 1
-        if len(self.verdicts) >= REMEMBERED:
-            del self.verdicts[next(iter(self.verdicts))]
-        self.verdicts[cut.key] = verdict
+        self._remember(cut.key, _WHOLE if rows is None else (rows, TRIES))
         return whole
+
+    def _check(self, cut: _Cut, pending: tuple, fn: Callable, args: list, kwargs: dict,
+               executed: int) -> Any:
+        """The next op of a class that looked long: in pieces (paced: the lease may pass
+        between them), then whole, timed again; the user gets the whole op's result. The
+        class is split from then on if the pieces gave its bits and it is still long (a
+        library's first call loads its kernels and makes its handles: an H100's first 6144²
+        fp16 GEMM "took" over 2 ms, and its class was cut into 65 µs pieces that cost a lone
+        loop 9 %, fairness run 85); pieces that differ are tried twice as long next time,
+        TRIES times in all. Nothing but the whole op is non-preemptible, as unsplit."""
+        rows, tries = pending
+        try:
+            pieces = self._pieces(cut, rows, executed)
+        except Interrupted:
+            raise
+        except Exception:   # out of memory for a second output, a library's refusal
+            pieces = None
+        whole, seconds = self._timed(fn, args, kwargs)
+        longer = _rows_for(cut.length, cut.align, 0.0, 0.0, at_least=2 * rows)
+        if _rows_for(cut.length, cut.align, seconds, self.piece_seconds) is None:
+            verdict = _WHOLE   # not long after all
+        elif pieces is not None and self.device.same_bits(whole, pieces):
+            verdict = rows
+            self.equal += 1
+            self.touched += 1
+        elif pieces is not None and tries > 1 and longer is not None:
+            verdict = (longer, tries - 1)
+        else:
+            verdict = _WHOLE
+            self.unequal += 1
+        self._remember(cut.key, verdict)
+        return whole
+
+    def _remember(self, key: Any, verdict: Any) -> None:
+        if key not in self.verdicts and len(self.verdicts) >= REMEMBERED:
+            del self.verdicts[next(iter(self.verdicts))]
+        self.verdicts[key] = verdict
 
     def _timed(self, fn: Callable, args: list, kwargs: dict) -> tuple[Any, float]:
         """``fn(*args, **kwargs)`` and its device seconds (waits for it)."""
@@ -187,9 +204,9 @@ class Splitter:
         return result, seconds
 
     # ------------------------------------------------------------ running in pieces
-    def _pieces(self, cut: _Cut, rows: int, executed: int | None) -> Any:
+    def _pieces(self, cut: _Cut, rows: int, executed: int) -> Any:
         """The op in row blocks of *rows*; between blocks the pacer looks at its lease
-        (*executed*: the batch's ops before this one; None while learning: no pacing)."""
+        (*executed*: the batch's ops before this one)."""
         out = None if cut.own else cut.alloc(None)
         lo = 0
         while lo < cut.length:
@@ -198,7 +215,7 @@ class Splitter:
             if out is None:
                 out = cut.alloc(piece)
             lo = hi
-            if lo < cut.length and executed is not None and not self.after_piece(executed):
+            if lo < cut.length and not self.after_piece(executed):
                 raise Interrupted
         return out
 
