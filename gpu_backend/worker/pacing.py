@@ -66,12 +66,6 @@ CHECK_SECONDS = 0.0005
 #: Waits longer than this sleep on the lease's socket (until this much before the end);
 #: shorter ones spin on the device's markers.
 SPIN_SECONDS = 0.0008
-#: A hold-back sleeps at most this long before it looks at the device's markers again: the
-#: wait comes from the per-op estimate, an average over ops of every length, and a batch of
-#: small ops behind 0.5 ms GEMMs "needed" milliseconds the device had long finished (a lone
-#: training loop that reads its loss every step ran at 0.84 of `none` with LEAD's hold-back,
-#: at 0.96 with a 20 ms lead: H100 run 90)
-SLEEP_SLICE = 0.0005
 #: While spinning, look at the lease this often: a preempted holder must not launch
 #: one more op behind the newcomer.
 SPIN_CHECK_SECONDS = 50e-6
@@ -401,8 +395,8 @@ class Pacer:
             if lease.must_hand_over(self.busy + ahead):
                 return
             wait = ahead - lead if ahead > lead else 0.0
-            if wait > SPIN_SECONDS:   # sleeps; an arbiter message wakes it
-                lease.wait(min(wait - SPIN_SECONDS / 2, SLEEP_SLICE))
+            if wait > SPIN_SECONDS:
+                lease.wait(wait - SPIN_SECONDS / 2)   # sleeps; an arbiter message wakes it
                 lease.read(self.busy)
             elif spun > 2 * SPIN_SECONDS:   # behind one long kernel: sleep, it cannot be hurried
                 lease.wait(0.001)
