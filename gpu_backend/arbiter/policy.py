@@ -21,6 +21,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
+from .gap_rule import GAP_LEARN, GAP_MAX, GAP_SLACK, GapRule
+
 __all__ = ["Grant", "Yield", "Ready", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
            "QUANTUM", "PERIOD", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG", "AHEAD_CAP",
            "PREEMPT_PATIENCE", "MIN_PATIENCE", "DRAIN_SLACK", "GAP_MAX", "GAP_SLACK", "GAP_LEARN"]
@@ -66,17 +68,6 @@ PREEMPT_PATIENCE = 0.005
 #: must read the yield and its markers, a few hundred microseconds.
 MIN_PATIENCE = 0.001
 DRAIN_SLACK = 0.0005
-#: The gap rule (FairPolicy._hold_for_gap): a session that ends its batch with nothing more
-#: to run, whose user is not ahead of the next in line, and whose client came back within
-#: this many wall seconds lately (a training loop reading its loss), keeps the device through
-#: its gap if the next in line's ops run longer than the gap: granted in the gap, a user of
-#: 22 ms kernels made a trainer reading its loss every step wait a kernel per step (0.30 of
-#: its rate alone under `fair` against 0.52 under `none`, H100 run 84). Held at most twice
-#: its gap and GAP_SLACK; the idle time is charged to it (it kept the device from others).
-GAP_MAX = 0.002
-GAP_SLACK = 0.0002
-#: Longer absences are not gaps between batches: the session's gap is forgotten.
-GAP_LEARN = 0.01
 #: Wall seconds a holder may overrun its hand-over before the next session is granted
 #: anyway: it is inside one long kernel, which cannot be preempted; the two then share
 #: the GPU by CUDA's time-slicing until it releases.
@@ -337,7 +328,7 @@ class Policy:
                 "finishing": sorted(self.finishing), "told": self.told}
 
 
-class FairPolicy(Policy):
+class FairPolicy(GapRule, Policy):
     """Weighted fair share over measured device time (docs/fair-share.md, "fair")."""
 
     name = "fair"
@@ -351,11 +342,7 @@ class FairPolicy(Policy):
         self.quantum = quantum   # the least quantum
         self.preempt_patience = preempt_patience
         self.patience_by_op = patience_by_op
-        self.gap_rule = gap_rule   # a diagnostic: off, nobody is held the device through a gap
-        #: (session, idle from, until): the device kept idle for a session between batches
-        #: (idle from None: a user with credit holds it meanwhile)
-        self.gap_hold: tuple[str, float | None, float] | None = None
-        self._ending: tuple | None = None   # (session, its launched work) releasing at its batch's end
+        self.start_gap_rule(gap_rule)   # (a diagnostic: off, nobody is kept the device so)
         self.period = period     # 0: every quantum is `quantum`
         self._held_for = 0.0     # the holder's quantum (what the next in line is told)
         self.credit = credit
@@ -369,13 +356,8 @@ class FairPolicy(Policy):
             return []
         if sid == self.holder:
             return self._regrant(sid, quantum=self.quantum_for(sid) if self._others_runnable(sid) else None)
-        self._learn_gap(session)
         self._charge_lone_holder()
-        if self.gap_hold is not None and self.gap_hold[0] == sid:
-            # back from its gap: it kept the device, so it was not idle and keeps its place
-            # (the capped credit of _wake would forgive it a turn at every step)
-            self._end_hold()
-            Policy._wake(self, session)
+        self._back_from_gap(session)   # (back within its hold: it keeps its place)
         self._wake(session)
         if self.holder is None:
             return self._grant_next()
@@ -399,9 +381,8 @@ class FairPolicy(Policy):
 
     def release(self, sid: str, busy: float, want: bool, grant: int | None = None,
                 ahead: float = 0.0) -> list[Action]:
-        """... and a holder that ends its batch with nothing more to run may be kept the
-        device through its gap (the gap rule, GAP_MAX; decided in _grant_next, once it is
-        charged)."""
+        """... noting a holder that ends its batch with nothing more to run: _grant_next, once
+        it is charged, may keep the device for it through its gap (arbiter/gap_rule.py)."""
         session = self.sessions.get(sid)
         if session is not None and not want and self.holder == sid and grant in (None, self.grants):
             session.left_at = self.clock()
@@ -410,92 +391,6 @@ class FairPolicy(Policy):
             return super().release(sid, busy, want, grant, ahead)
         finally:
             self._ending = None
-
-    def _hold_for_gap(self, session: _Session, ahead: float) -> bool:
-        """Keep the device idle for *session*, which has just ended its batch with *ahead*
-        seconds of work still to drain, until it comes back, for at most twice its gap and
-        GAP_SLACK? Only if it came back within GAP_MAX lately and another user waits that is
-        not behind it and whose ops run longer than the gap (granted now, it would make the
-        session wait longer than the gap costs them). Users with credit against it are
-        granted meanwhile all the same (_grant_during_hold): an interactive op goes first."""
-        gap = session.gap
-        if not self.gap_rule or gap is None or gap > GAP_MAX or self.gap_hold is not None:
-            return False
-        mine = self.users[session.user]
-        if not any(s.op > gap and self.users[s.user] is not mine and mine.vt <= self.users[s.user].vt
-                   for s in self._waiting()):
-            return False   # (a user of short ops is granted: the session waits one op for it)
-        now = self.clock()
-        self.gap_hold = (session.sid, now + ahead, now + min(GAP_MAX, 2 * gap + GAP_SLACK))
-        return True
-
-    def _learn_gap(self, session: _Session) -> None:
-        """*session* asks again: how long its client took since it ran out of work."""
-        if session.left_at is None:
-            return
-        gap = self.clock() - session.left_at
-        session.left_at = None
-        if gap > GAP_LEARN:
-            session.gap = None
-        else:
-            session.gap = gap if session.gap is None else session.gap + 0.3 * (gap - session.gap)
-
-    def _end_hold(self) -> None:
-        """The held session is back, or its hold ran out: charge it the idle time."""
-        self._pause_hold()
-        self.gap_hold = None
-
-    def _pause_hold(self, resume_at: float | None = None) -> None:
-        """Charge the held session the device's idle time so far (it kept the device from
-        the others), counting from the end of its launched work; the device is idle for it
-        again from *resume_at* (None: someone with credit holds it meanwhile)."""
-        sid, since, until = self.gap_hold
-        now = self.clock()
-        session = self.sessions.get(sid)
-        idle = min(now, until) - since if since is not None else 0.0
-        if session is not None and idle > 0:
-            session.vt += idle
-            account = self.users[session.user]
-            account.vt += idle / account.weight
-        self.gap_hold = (sid, resume_at, until)
-
-    def _grant_during_hold(self, waiting: list[_Session], ahead: float) -> list[_Session]:
-        """Of *waiting*, those that may be granted while the device is kept for a session in
-        its gap: users with credit against it (an interactive user preempts it as it would
-        preempt a holder). The hold is over once its time is; with nobody to grant, the
-        device is idle for it again (after *ahead*: the last holder's launched work)."""
-        sid, since, until = self.gap_hold
-        now = self.clock()
-        if now >= until:
-            self._end_hold()
-            return waiting
-        held = self.users[self.sessions[sid].user]
-        first = [s for s in waiting if self.users[s.user].vt + self.preempt_gap < held.vt]
-        if first:
-            self._pause_hold()
-        elif since is None:
-            self.gap_hold = (sid, now + ahead, until)
-        return first
-
-    def tick(self) -> list[Action]:
-        if self.gap_hold is not None and self.clock() >= self.gap_hold[2]:
-            self._end_hold()
-            if self.holder is None:
-                return self._grant_next()
-        return super().tick()
-
-    def next_deadline(self) -> float | None:
-        due = super().next_deadline()
-        if self.gap_hold is None:
-            return due
-        return self.gap_hold[2] if due is None else min(due, self.gap_hold[2])
-
-    def detach(self, sid: str) -> list[Action]:
-        if self.gap_hold is not None and self.gap_hold[0] == sid:
-            self.gap_hold = None   # (gone: nothing to charge)
-            actions = super().detach(sid)
-            return actions or (self._grant_next() if self.holder is None else [])
-        return super().detach(sid)
 
     def patience_behind(self, holder: _Session) -> float:
         """How long a preempting newcomer waits for *holder*'s launched work to drain before
@@ -693,8 +588,7 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
     turn is *quantum*); *patience_by_op* (a diagnostic, on by default): a preempting
     newcomer's wait follows the holder's op length (FairPolicy.patience_behind); *gap_rule*
-    (a diagnostic, on by default): a user between two batches may be kept the device
-    (FairPolicy._hold_for_gap)."""
+    (likewise): a user between two batches may be kept the device (arbiter/gap_rule.py)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)
