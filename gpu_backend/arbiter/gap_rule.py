@@ -48,8 +48,10 @@ class GapRule:
         if not self.gap_rule or gap is None or gap > GAP_MAX or self.gap_hold is not None:
             return False
         mine = self.users[session.user]
-        if not any(s.op > gap and self.users[s.user] is not mine and mine.vt <= self.users[s.user].vt
-                   for s in self._waiting()):
+        waiting = self._waiting()
+        if any(self.users[s.user] is mine for s in waiting):
+            return False   # (its user's other session takes the device: nothing to keep)
+        if not any(s.op > gap and mine.vt <= self.users[s.user].vt for s in waiting):
             return False   # (a user of short ops is granted: the session waits one op for it)
         now = self.clock()
         self.gap_hold = (session.sid, now + ahead, now + min(GAP_MAX, 2 * gap + GAP_SLACK))
@@ -96,8 +98,9 @@ class GapRule:
 
     def _grant_during_hold(self, waiting: list, ahead: float) -> list:
         """Of *waiting*, those that may be granted while the device is kept for a session in
-        its gap: users with credit against it (an interactive user preempts it as it would
-        preempt a holder). The hold is over once its time is; with nobody to grant, the
+        its gap: its user's other sessions, and users with credit against it (an interactive
+        user preempts it as it would a holder). The hold is over once its time is; with
+        nobody to grant, the
         device is idle for it again (after *ahead*: the last holder's launched work)."""
         sid, since, until = self.gap_hold
         now = self.clock()
@@ -105,7 +108,8 @@ class GapRule:
             self._end_hold()
             return waiting
         held = self.users[self.sessions[sid].user]
-        first = [s for s in waiting if self.users[s.user].vt + self.preempt_gap < held.vt]
+        first = [s for s in waiting if self.users[s.user] is held   # (its user's own turn)
+                 or self.users[s.user].vt + self.preempt_gap < held.vt]
         if first:
             self._pause_hold()
         elif since is None:

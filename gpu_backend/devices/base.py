@@ -388,6 +388,12 @@ class Device:
     def synchronize(self) -> None:
         pass
 
+    def constant(self, a: Any) -> bool:
+        """Whether every element of *a* is alike (a result that tells nothing of how it was
+        summed: worker/splitting.py checks such a class again)."""
+        flat = a.reshape(-1)
+        return flat.size == 0 or bool((flat == flat[0]).all())
+
     def same_bits(self, a: Any, b: Any) -> bool:
         """Whether two C-contiguous arrays are alike to the bit: shape, dtype and bytes (NaNs
         and signed zeros included), as a split op must be to its whole (worker/splitting.py)."""

@@ -129,7 +129,8 @@ class StretchFigures(TypedDict):
 
 class SplitFigures(TypedDict):
     """A session's long ops run in pieces (docs/fair-share.md, "Long ops"), as its worker
-    counts them; the figures are null where the worker splits nothing (no arbiter)."""
+    counts them; null where the worker splits nothing (no arbiter, or no
+    ``GPUWB_SPLIT_PIECE_US``)."""
     ops: Annotated[int, "ops run in pieces"]
     equal: Annotated[int, "op classes the worker found to give the whole op's bits in pieces"]
     unequal: Annotated[int, "long op classes whose pieces did not: run whole"]
@@ -144,7 +145,7 @@ class SessionFigures(TypedDict):
     ops: Annotated[int, "ops the worker has run for the session"]
     device: Annotated[DeviceInfo, "the session's device"]
     stretches: Annotated[StretchFigures, "the session's stretch replay"]
-    split: Annotated[SplitFigures | None, "the session's long ops in pieces (None: no arbiter)"]
+    split: Annotated[SplitFigures | None, "the session's long ops in pieces (None: not splitting)"]
 
 
 class PoolFigures(TypedDict):

@@ -57,7 +57,9 @@ MIN_ELEMENTS = 1 << 24
 _WHOLE = 0   # a class's verdict: never split
 
 #: Operators that are ufuncs, by the ufunc's function name (``a + b`` is ``add(a, b)``).
-_OPERATOR_NAMES = {op: ufunc.__name__ for op, ufunc in OPERATOR_UFUNCS.items()}
+#: (Not ``**``: a power by a scalar has fast paths, ``a ** 2`` need not be ``power(a, 2)``
+#: to the bit, and a class keys a scalar by its type alone.)
+_OPERATOR_NAMES = {op: ufunc.__name__ for op, ufunc in OPERATOR_UFUNCS.items() if op != "pow"}
 #: Ufuncs with one output (``divmod``'s two cannot share one ``out``).
 _UFUNCS = frozenset(name for name in api.UFUNCS if name in api.FUNCTIONS
                     and getattr(np, name).nout == 1)
@@ -157,11 +159,14 @@ class Splitter:
                executed: int) -> Any:
         """The next op of a class that looked long: in pieces (paced: the lease may pass
         between them), then whole, timed again; the user gets the whole op's result. The
-        class is split from then on if the pieces gave its bits and it is still long (a
-        library's first call loads its kernels and makes its handles: an H100's first 6144²
-        fp16 GEMM "took" over 2 ms, and its class was cut into 65 µs pieces that cost a lone
-        loop 9 %, fairness run 85); pieces that differ are tried twice as long next time,
-        TRIES times in all. Nothing but the whole op is non-preemptible, as unsplit."""
+        class is split from then on if the pieces gave its bits (on a result that is not one
+        value throughout) and it is still long (a library's first call loads its kernels
+        and makes its handles: an H100's first 6144² fp16 GEMM "took" over 2 ms, and its
+        class was cut into 65 µs pieces that cost a lone loop 9 %, fairness run 85); pieces
+        that differ are tried twice as long next time, TRIES times in all. The bits are
+        those of this op's values: a kernel chosen by shape gives the same for every value,
+        but a path that differs by value would pass unseen. Nothing but the whole op is
+        non-preemptible, as unsplit."""
         rows, tries = pending
         try:
             pieces = self._pieces(cut, rows, executed)
@@ -174,9 +179,12 @@ class Splitter:
         if _rows_for(cut.length, cut.align, seconds, self.piece_seconds) is None:
             verdict = _WHOLE   # not long after all
         elif pieces is not None and self.device.same_bits(whole, pieces):
-            verdict = rows
-            self.equal += 1
-            self.touched += 1
+            if self.device.constant(whole):   # (zeros hide what another kernel sums differently:
+                verdict = (rows, tries - 1) if tries > 1 else _WHOLE   # checked again, TRIES in all)
+            else:
+                verdict = rows
+                self.equal += 1
+                self.touched += 1
         elif pieces is not None and tries > 1 and longer is not None:
             verdict = (longer, tries - 1)
         else:
@@ -219,6 +227,12 @@ class Splitter:
                 raise Interrupted
         return out
 
+    def _empty(self, shape: tuple, dtype: Any) -> Any:
+        """The split op's output, checked against the session's limit first as the op's own
+        output would be (the NumPy device sizes creation calls before it makes them)."""
+        self.device.check_allocation("empty", [shape], {"dtype": dtype})
+        return self.device.functions["empty"](shape, dtype=dtype)
+
     # ------------------------------------------------------------ which ops, and how
     def _cut_for(self, kind: str, name: str, args: list, kwargs: dict) -> _Cut | None:
         if kind == KIND_OPERATOR:
@@ -257,11 +271,9 @@ class Splitter:
         fn = self.device.functions.get(fname)
         if fn is None:
             return None
-        empty = self.device.functions["empty"]
 
         def alloc(_first: Any) -> Any:
-            probe = fn(a[:0], b)
-            return empty((m, n), dtype=probe.dtype)
+            return self._empty((m, n), fn(a[:0], b).dtype)
 
         def piece(lo: int, hi: int, out: Any) -> None:
             fn(a[lo:hi], b, out=out[lo:hi])
@@ -286,14 +298,12 @@ class Splitter:
         fn = self.device.functions.get(ufunc)
         if fn is None:
             return None
-        empty = self.device.functions["empty"]
 
         def sliced(lo: int, hi: int) -> list:
             return [x[lo:hi] if type(x) is array else x for x in args]
 
         def alloc(_first: Any) -> Any:
-            probe = fn(*sliced(0, 0), **kwargs)
-            return empty(shape, dtype=probe.dtype)
+            return self._empty(shape, fn(*sliced(0, 0), **kwargs).dtype)
 
         def piece(lo: int, hi: int, out: Any) -> None:
             fn(*sliced(lo, hi), out=out[lo:hi], **kwargs)
@@ -315,12 +325,13 @@ class Splitter:
                 or any(x % a.ndim == 0 for x in axes):
             return None
         rest = {k: v for k, v in kwargs.items() if k != "axis"}
-        empty = self.device.functions["empty"]
+        if op[1] == "mean" and rest.get("dtype") is None and a.dtype.kind in "fc" and a.dtype.itemsize < 4:
+            return None   # (NumPy sums float16 in float32 without out=, in float16 with it)
         m = a.shape[0]
 
         def alloc(_first: Any) -> Any:
             probe = fn(a[:0], axis=axis, **rest)
-            return empty((m, *probe.shape[1:]), dtype=probe.dtype)
+            return self._empty((m, *probe.shape[1:]), probe.dtype)
 
         def piece(lo: int, hi: int, out: Any) -> None:
             fn(a[lo:hi], axis=axis, out=out[lo:hi], **rest)
@@ -336,10 +347,10 @@ class Splitter:
             return None
         if kwargs.get("axis", -1) not in (-1, a.ndim - 1):
             return None
-        copyto, empty = self.device.functions["copyto"], self.device.functions["empty"]
+        copyto = self.device.functions["copyto"]
 
         def alloc(first: Any) -> Any:
-            out = empty((a.shape[0], *first.shape[1:]), dtype=first.dtype)
+            out = self._empty((a.shape[0], *first.shape[1:]), first.dtype)
             copyto(out[:first.shape[0]], first)
             return out
 

@@ -617,3 +617,18 @@ def test_no_user_falls_below_its_fair_share_whatever_the_op_lengths(mix):
             assert max(s.latencies[5:]) <= longest + s.op + 1e-9, mix
             continue
         assert _normalised(dev, s, 1, 6) >= min(1.0, w / weights) - 0.05, (mix, s.sid)
+
+
+def test_no_hold_while_the_held_users_other_session_waits_and_it_goes_first_during_one():
+    t, policy = trainer_and_long()
+    policy.attach("t2", "T")
+    policy.op_seconds("t2", 0.003)
+    policy.want("t2")                               # T's second session waits too
+    t[0] = 0.028
+    assert [a.session for a in policy.release("t", 0.006, want=False)] == ["t2"]
+    assert policy.gap_hold is None
+    t2, other = trainer_and_long()                  # a hold, then T's other session asks
+    t2[0] = 0.028
+    assert other.release("t", 0.006, want=False) == []
+    other.attach("t2", "T")
+    assert [a.session for a in other.want("t2")] == ["t2"]
