@@ -14,7 +14,7 @@ import json
 import time
 from pathlib import Path
 
-__all__ = ["client_main", "wait_until", "FENCE_SECONDS", "INTERACTIVE_PERIOD"]
+__all__ = ["client_main", "wait_until", "training_step", "FENCE_SECONDS", "INTERACTIVE_PERIOD"]
 
 FENCE_SECONDS = 0.01         # each GEMM client fences about every 10 ms of its own work
 INTERACTIVE_PERIOD = 0.01
@@ -52,7 +52,7 @@ def client_main(spec: dict) -> None:
                 t += (t1 - t) // INTERACTIVE_PERIOD * INTERACTIVE_PERIOD + INTERACTIVE_PERIOD
         out.update(issued=issued, latencies=latencies)
     elif spec["kind"] == "train":
-        step = _training_step(xp, np, spec["n"])
+        step = training_step(xp, np, spec["n"])
         for _ in range(5):
             step()
         wait_until(spec["start"])
@@ -98,7 +98,7 @@ def client_main(spec: dict) -> None:
     Path(spec["out"]).write_text(json.dumps(out))
 
 
-def _training_step(xp, np, rows: int):
+def training_step(xp, np, rows: int):
     """A DL-like step (issue 38's mixed traffic): a two-layer MLP's forward and backward
     pass on a batch of *rows* (4096: six float32 GEMMs of about a millisecond on an H100)
     between elementwise ops and reductions, and the loss read back, so the session pauses

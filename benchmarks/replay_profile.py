@@ -2,9 +2,10 @@
 
     python benchmarks/replay_profile.py [--devices auto] [--reps 2000] [--loop stencil] [--top 25]
     python benchmarks/replay_profile.py --loop kmeans --reps 5     # a whole program of programs.py
+    python benchmarks/replay_profile.py --loop train --reps 300 --policy none   # fairness.py's trainer
 
 Runs one loop of ``replay_sync.py`` (or one program of ``programs.py``, whole, each
-repetition; stretch replay on, the same-host link) under cProfile in this process, with
+repetition, or ``fairness.py``'s training step; stretch replay on, the same-host link) under cProfile in this process, with
 the session's worker profiled too (``GPUWB_WORKER_PROFILE``), and prints both profiles'
 top functions by own time, and the worker's by cumulative time. A
 diagnostic beside ``replay_sync.py``'s figures (the profiler slows every Python call):
@@ -29,19 +30,21 @@ from kernelproxy.modules import module_for  # noqa: E402
 from programs import PROGRAMS  # noqa: E402
 from replay_sync import LOOPS  # noqa: E402
 from served_pool import open_pool, sessions_by_transport, use_side  # noqa: E402
+from fairness_clients import training_step  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--reps", type=int, default=2000)
-    parser.add_argument("--loop", choices=sorted(LOOPS) + sorted(PROGRAMS), default="stencil")
+    parser.add_argument("--loop", choices=sorted(LOOPS) + sorted(PROGRAMS) + ["train"], default="stencil")
+    parser.add_argument("--policy", default="fair", help="the pool's policy (a lone session's cost of it)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--side", default="ipc", help="ipc (replay on) or ipc-nographs")
     args = parser.parse_args(argv)
     where = tempfile.mkdtemp(prefix="replay-profile-")
     os.environ["GPUWB_WORKER_PROFILE"] = where   # (read by each worker as it starts)
-    with open_pool("fair", args.devices, False) as pool, \
+    with open_pool(args.policy, args.devices, False) as pool, \
             sessions_by_transport(pool, args.side) as sessions:
         session = sessions[args.side]
         use_side(args.side, session)
@@ -59,7 +62,7 @@ def main(argv=None) -> int:
             step(i)
         profile.disable()
         worker = (session.worker_seconds - worker0) / args.reps * 1e6
-        print(f"{args.loop} on {args.side}: {plain:.1f} us an iteration unprofiled; worker "
+        print(f"{args.loop} on {args.side} under {args.policy}: {plain:.1f} us an iteration unprofiled; worker "
               f"{worker:.1f} us profiled; stretches {session.memory_info().get('stretches')}")
         print("\n=== client ===")
         pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
@@ -74,7 +77,11 @@ def main(argv=None) -> int:
 
 
 def _step(name: str, xp):
-    """One iteration of a replay_sync loop, or one whole run of a program."""
+    """One iteration of a replay_sync loop, one whole run of a program, or a training step."""
+    if name == "train":
+        import numpy as np
+        step = training_step(xp, np, 4096)
+        return lambda i: step()
     if name in LOOPS:
         return LOOPS[name](xp)
     fn, size = PROGRAMS[name][0], PROGRAMS[name][1]
