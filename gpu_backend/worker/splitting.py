@@ -112,12 +112,15 @@ class Splitter:
         self.split_ops = 0
         self.equal = 0
         self.unequal = 0
-        #: split ops (or found splittable) so far: a batch that had one is not held as a
-        #: stretch (its graph would run the op whole)
-        self.touched = 0
         self._array = device.array_type
         #: names whose ops may be split: any other op runs as it is, unlooked at
         self.names = _NAMES
+
+    @property
+    def touched(self) -> int:
+        """Ops run in pieces or checked in pieces and found equal: a batch that had one is not
+        held as a stretch (its graph would run the op whole)."""
+        return self.split_ops + self.equal
 
     def figures(self) -> dict:
         """Ops run in pieces; op classes found to split equal, and long ones that did not."""
@@ -135,7 +138,6 @@ class Splitter:
             if verdict == _WHOLE:
                 return fn(*args, **kwargs)
             self.split_ops += 1
-            self.touched += 1
             return self._pieces(cut, verdict, executed)
         if not self.exclusive():
             return fn(*args, **kwargs)   # (learnt at a later op of its class, run alone)
@@ -184,7 +186,6 @@ class Splitter:
             else:
                 verdict = rows
                 self.equal += 1
-                self.touched += 1
         elif pieces is not None and tries > 1 and longer is not None:
             verdict = (longer, tries - 1)
         else:
