@@ -7,7 +7,7 @@ step (its client reads the loss, then sends the next step). Granted in that gap,
 nothing more to run, and whose client came back within GAP_MAX lately, is kept the
 device through its gap if another user waits that is not behind it and whose ops run
 longer than the gap; the idle time is charged to it. FairPolicy mixes this in (its
-``release`` notes the session that ends its batch; its ``_grant_next`` asks
+``_grant_next``, told by ``Policy.release`` which holder ran out of work, asks
 ``_hold_for_gap`` and ``_grant_during_hold``). docs/fair-share.md, "Long ops in pieces
 (opt-in) and the gap rule".
 """
@@ -34,8 +34,6 @@ class GapRule:
         #: (session, idle from, until): the device kept idle for a session between batches
         #: (idle from None: a user with credit holds it meanwhile)
         self.gap_hold: tuple[str, float | None, float] | None = None
-        #: (session, its launched work): the holder releasing at its batch's end, if any
-        self._ending: tuple | None = None
 
     def _hold_for_gap(self, session: Any, ahead: float) -> bool:
         """Keep the device idle for *session*, which has just ended its batch with *ahead*
@@ -44,6 +42,7 @@ class GapRule:
         not behind it and whose ops run longer than the gap (granted now, it would make the
         session wait longer than the gap costs them). Users with credit against it are
         granted meanwhile all the same (_grant_during_hold): an interactive op goes first."""
+        session.left_at = self.clock()   # (its gap is learnt when it asks again)
         gap = session.gap
         if not self.gap_rule or gap is None or gap > GAP_MAX or self.gap_hold is not None:
             return False

@@ -227,19 +227,22 @@ class Policy:
         session = self.sessions.get(sid)
         if session is None:
             return []
+        ahead = min(max(0.0, ahead), AHEAD_CAP)
         self._charge(session, busy)
-        self._assume(session, min(max(0.0, ahead), AHEAD_CAP))
+        self._assume(session, ahead)
         if grant is not None and self.holder == sid and grant != self.grants:
             return []
         self.finishing.discard(sid)
+        ending = None
         if self.holder == sid:
             self._vacate()
             self.handoff = (sid, self.grants, None)   # (a stale grant returned above)
+            ending = None if want else (session, ahead)
         if want:
             self._wake(session)
         else:
             session.runnable = False
-        return self._grant_next() if self.holder is None else []
+        return self._grant_next(ending=ending) if self.holder is None else []
 
     def tick(self) -> list[Action]:
         """Called once :meth:`next_deadline` has passed: the holder did not hand over in time."""
@@ -309,7 +312,9 @@ class Policy:
     def _others_runnable(self, sid: str) -> bool:
         return any(s.runnable and s.sid != sid for s in self.sessions.values())
 
-    def _grant_next(self, exclude: str | None = None) -> list[Action]:
+    def _grant_next(self, exclude: str | None = None, ending: tuple | None = None) -> list[Action]:
+        """Grant the device to the session next in line (not *exclude*); *ending*: (the
+        session, its launched work) that has just held it and run out of work."""
         raise NotImplementedError
 
     # -- status ---------------------------------------------------------------
@@ -378,19 +383,6 @@ class FairPolicy(GapRule, Policy):
         if not self.told:   # the holder had the device to itself until now
             return [self._yield(after=self._start_turn(holder.sid)), *self._next_in_line()]
         return self._next_in_line()
-
-    def release(self, sid: str, busy: float, want: bool, grant: int | None = None,
-                ahead: float = 0.0) -> list[Action]:
-        """... noting a holder that ends its batch with nothing more to run: _grant_next, once
-        it is charged, may keep the device for it through its gap (arbiter/gap_rule.py)."""
-        session = self.sessions.get(sid)
-        if session is not None and not want and self.holder == sid and grant in (None, self.grants):
-            session.left_at = self.clock()
-            self._ending = (session, min(max(0.0, ahead), AHEAD_CAP))
-        try:
-            return super().release(sid, busy, want, grant, ahead)
-        finally:
-            self._ending = None
 
     def patience_behind(self, holder: _Session) -> float:
         """How long a preempting newcomer waits for *holder*'s launched work to drain before
@@ -498,10 +490,9 @@ class FairPolicy(GapRule, Policy):
             self._assume(holder, lag)
             self._advance_user_min_vt(self.users[holder.user])
 
-    def _grant_next(self, exclude: str | None = None) -> list[Action]:
-        ending, self._ending = self._ending, None
-        if ending is not None:
-            self._hold_for_gap(*ending)   # (may keep the device for it: below)
+    def _grant_next(self, exclude: str | None = None, ending: tuple | None = None) -> list[Action]:
+        if ending is not None:   # a holder out of work may be kept the device (arbiter/gap_rule.py)
+            self._hold_for_gap(*ending)
         waiting = self._waiting(exclude)
         if self.gap_hold is not None and waiting:
             waiting = self._grant_during_hold(waiting, ending[1] if ending is not None else 0.0)
@@ -566,7 +557,7 @@ class FifoPolicy(Policy):
             self.queue.remove(sid)
         return super().detach(sid)
 
-    def _grant_next(self, exclude: str | None = None) -> list[Action]:
+    def _grant_next(self, exclude: str | None = None, ending: tuple | None = None) -> list[Action]:
         for sid in list(self.queue):
             session = self.sessions.get(sid)
             if session is None or not session.runnable or sid == exclude:
