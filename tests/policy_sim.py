@@ -7,7 +7,9 @@ it, hands over after its quantum or at once when told, and keeps the device
 while alone. Sessions are saturating (an endless queue of ops of one length),
 interactive (one op every ``period``) or closed loops (the next op ``think``
 seconds after one ends: a training loop reading its loss). The arbiter's timer is a
-"tick" event at the policy's next deadline. Used by tests/gpu_backend/test_policy.py.
+"tick" event at the policy's next deadline. ``simulate`` runs sessions on a policy;
+``Fair`` is a FairPolicy whose answers are its decisions alone. Used by
+tests/gpu_backend/test_policy.py and test_gap_rule.py.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from gpu_backend.arbiter.policy import Grant, Yield
+from gpu_backend.arbiter.policy import FairPolicy, Grant, Ready, Yield
 
 
 @dataclass
@@ -164,3 +166,37 @@ class SimDevice:
 
     def busy_between(self, sid: str, t0: float, t1: float) -> float:
         return sum(d for t, d in self.sessions[sid].done if t0 < t <= t1)
+
+
+def decisions(actions):
+    """Grants and yields, without the Ready hints (tested on their own)."""
+    return [a for a in actions if not isinstance(a, Ready)]
+
+
+class Fair(FairPolicy):
+    """FairPolicy whose answers are its decisions alone, for exact comparisons, with every
+    turn one QUANTUM long (period 0): the tests of the mechanics name the quantum they
+    expect; turns shared out of the period are tested on their own (test_turns_*)."""
+
+    def __init__(self, clock=None, **kwargs):
+        kwargs.setdefault("period", 0.0)
+        super().__init__(*([clock] if clock else []), **kwargs)
+
+    def want(self, sid):
+        return decisions(super().want(sid))
+
+    def release(self, *args, **kwargs):
+        return decisions(super().release(*args, **kwargs))
+
+    def tick(self):
+        return decisions(super().tick())
+
+
+def simulate(sessions, until, policy=None):
+    policy = policy or FairPolicy()
+    dev = SimDevice(policy)
+    policy.clock = dev.clock
+    for session, weight in sessions:
+        dev.add(session, weight)
+    dev.run(until)
+    return dev
