@@ -76,6 +76,7 @@ class Arbiter:
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
         self._where: dict[str, tuple[str, str]] = {}   # worker id -> (device, session)
         self._worker_of: dict[str, str] = {}            # session -> worker id
+        self._count: dict[str, int] = {}                # device -> sessions attached to it
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpuwb-arbiter", daemon=True)
         self._snapshot_at = 0.0
@@ -179,6 +180,7 @@ class Arbiter:
                     if slot is not None:
                         self._slot[worker] = slot
                     policy.attach(session, user, weight)
+                    self._company_changed(device)
             elif kind == "detach":
                 place = self._where.pop(command[1], None)
                 slot = self._slot.pop(command[1], None)
@@ -188,11 +190,31 @@ class Arbiter:
                     device, session = place
                     self._worker_of.pop(session, None)
                     self._send(self.policies[device].detach(session))
+                    self._company_changed(device)
             elif kind == "weights":
                 for policy in self.policies.values():
                     for user, weight in command[1].items():
                         policy.set_weight(user, weight)
             self._snapshot_at = 0.0
+
+    def _company_changed(self, device: str) -> None:
+        """A session attached to *device* or left it. When the device goes from one session
+        to more, or back, the workers on it are told whether they are alone: a lone worker
+        keeps a long queue of launched work (worker/pacing.py, LONE_LEAD), one with company
+        keeps it short, so that a newcomer never waits behind it. Grants say it too (``a``):
+        a worker told before its lease was connected learns it from its first grant."""
+        before = self._count.get(device, 0)
+        count = sum(1 for where, _ in self._where.values() if where == device)
+        self._count[device] = count
+        if count == 0 or (before == 1) == (count == 1):
+            return
+        msg = packb({"t": "company", "a": count == 1})
+        for worker, (where, _) in self._where.items():
+            if where == device:
+                try:
+                    self.sock.send_multipart([worker.encode(), msg], zmq.NOBLOCK)
+                except zmq.ZMQError:   # gone; the pool detaches it when it reaps it
+                    pass
 
     def _on_worker(self) -> None:
         frames = self.sock.recv_multipart()
@@ -235,8 +257,9 @@ class Arbiter:
             if worker is None:
                 continue
             if isinstance(action, Grant):
+                device = self._where.get(worker, ("", ""))[0]
                 msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant,
-                       "k": self._slot.get(worker)}
+                       "k": self._slot.get(worker), "a": self._count.get(device, 0) <= 1}
                 if action.after is not None:   # wait for that grant's work to drain first
                     previous = self._worker_of.get(action.after[0])
                     if previous is not None and previous in self._slot:

@@ -43,7 +43,8 @@ __all__ = [
     "ControlReady", "ControlUsage", "ControlEnded", "ControlGrow", "ControlGrant",
     "ControlAssign", "ControlGranted", "QuotaRefusal", "ControlStop", "ControlReclaim",
     # arbiter
-    "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterYield",
+    "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
+    "ArbiterYield",
     # device facts
     "DeviceInfo", "RuntimeFacts", "Accelerators", "StretchFigures", "SplitFigures", "SessionFigures",
     "PoolFigures",
@@ -562,12 +563,19 @@ class ArbiterGrant(TypedDict):
     k: Annotated[int | None, "the worker's slot in the baton file, or None"]
     w: NotRequired[Annotated[list[int], "[slot, grant]: wait until that slot reads that grant's work done before launching"]]
     wt: NotRequired[Annotated[float, "after a preemption: the longest to wait for w, seconds"]]
+    a: NotRequired[Annotated[bool, "no other session is attached to the device (a longer queue is allowed)"]]
 
 
 class ArbiterReady(TypedDict):
     """arbiter → worker: it is next; be awake when the grant comes."""
     t: Annotated[Literal["ready"], "the message type"]
     q: Annotated[float, "its grant is due in about this many device seconds"]
+
+
+class ArbiterCompany(TypedDict):
+    """arbiter → every worker on a device, when it goes from one session to more or back."""
+    t: Annotated[Literal["company"], "the message type"]
+    a: Annotated[bool, "the worker's session is now alone on its device"]
 
 
 class ArbiterYield(TypedDict):
@@ -616,7 +624,8 @@ MESSAGES: dict[str, tuple[type, ...]] = {
                      StagedDownloadChunk),
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim),
-    ARBITER: (ArbiterWant, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterYield),
+    ARBITER: (ArbiterWant, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterCompany,
+              ArbiterYield),
     DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, SplitFigures, SessionFigures,
                    PoolFigures),
 }

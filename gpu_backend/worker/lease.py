@@ -60,6 +60,9 @@ class DeviceLease:
         self.sock.connect(address)
         self.holding = False
         self.asked = False
+        #: whether this session is the only one attached to its device (the arbiter says so
+        #: when that changes, and in every grant): the pacer keeps a long queue then
+        self.alone = False
         #: measured busy seconds at which to hand over (None: keep until told)
         self.hand_over_at: float | None = None
         #: hand over when the running batch ends (fifo)
@@ -100,6 +103,7 @@ class DeviceLease:
                     continue   # a grant this worker has already handed back (sent twice)
                 again = self.holding and type(number) is int and number == self.grant
                 self.holding, self.asked = True, False
+                self.alone = msg.get("a") is True
                 if not again:   # a grant resent (a second want crossed it) keeps its hand-over:
                     # the wait for the last holder's work, which the resent one does not name
                     self.grant = number if type(number) is int else None
@@ -117,6 +121,8 @@ class DeviceLease:
                 # Reset here, a holder granted back every few ms after preemptions never
                 # reached its next report, and the arbiter, counting it as idle, let a
                 # returning interactive user wait for a quantum.)
+            elif kind == "company":
+                self.alone = msg.get("a") is True
             elif kind == "ready":
                 after = msg.get("q")
                 after = float(after) if isinstance(after, (int, float)) else 0.0
