@@ -5,7 +5,8 @@ in-place forms, ``divmod``, unary ``-``, ``+``, ``abs``, ``~``), installed on th
 Each forwards as the ``operator`` function of its name. An operand whose type sets
 ``__array_ufunc__ = None`` (a StateSpace system) takes the operation itself, as with
 CuPy's arrays; arrays and scalars skip that lookup (~0.15 µs an op). ``==``/``!=`` with an
-object that is neither a scalar nor an array answer all False / all True, CuPy's rule.
+object that is neither a scalar nor an array answer all False / all True, CuPy's rule. A
+NumPy array or a list as an operand is refused at once, as CuPy refuses it (ufunc_operands).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .issue import UFUNC_SCALAR_TYPES as _UFUNC_SCALAR_TYPES
 from .issue import call
 from .issue import operator as _operator
 from .subclasses import of_subclass
+from .ufunc_operands import refuse_host_operand
 
 __all__ = ["install_operators"]
 
@@ -30,9 +32,10 @@ def _applied(name: str, cls: type, reflected: bool):
     None`` takes the operation itself; a subclass operand types the result."""
     def method(self, other):
         kind = type(other)
-        if kind is not cls and kind not in _UFUNC_SCALAR_TYPES \
-                and getattr(kind, "__array_ufunc__", 0) is None:
-            return NotImplemented
+        if kind is not cls and kind not in _UFUNC_SCALAR_TYPES:
+            if getattr(kind, "__array_ufunc__", 0) is None:
+                return NotImplemented
+            refuse_host_operand(name, other, 0 if reflected else 1)   # a NumPy array, a list
         operands = (other, self) if reflected else (self, other)
         result = _operator(name, operands, self._s)
         if type(self) is cls and (kind is cls or kind in _UFUNC_SCALAR_TYPES):
@@ -44,6 +47,8 @@ def _applied(name: str, cls: type, reflected: bool):
 
 def _binary(name: str, cls: type):
     def inplace(self, other):
+        if type(other) is not cls and type(other) not in _UFUNC_SCALAR_TYPES:
+            refuse_host_operand(name, other, 1)
         if name == "matmul" and self._s.device.get("kind") == "cupy":
             # cupy.ndarray has no __imatmul__: Python rebinds to ``self @ other`` there
             return _operator("matmul", (self, other), self._s)

@@ -20,6 +20,7 @@ from gpu_backend.protocol import messages as m
 
 from .issue import UFUNC_SCALAR_TYPES, array_class, call
 from .subclasses import of_subclass
+from .ufunc_operands import refuse_host_operands
 from .state import active_session, proxy_cupy
 
 __all__ = ["ufunc", "make_ufunc", "special_ufunc_name", "array_ufunc"]
@@ -60,6 +61,7 @@ class ufunc:
         return len(self.types)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        refuse_host_operands(self.name, args[:self.nin])   # CuPy's TypeError, at the call
         result = call(_session(), m.KIND_FUNCTION, self.name, self._want, None, args, kwargs,
                          self._label)
         if len(args) > self.nin or kwargs.get("out") is not None:
@@ -150,9 +152,8 @@ def array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any)
 
     Other NumPy arrays are *not* uploaded: CuPy makes no implicit host-to-device
     copy, and its ufuncs raise ``TypeError: Unsupported type <class 'numpy.ndarray'>``
-    for them (CuPy's test_ndarray_ufunc.py::test_binary_mixed_op asserts it). They
-    travel to the pool as they are, so a CuPy device raises exactly that and a
-    NumPy device computes, as NumPy does.
+    for them (CuPy's test_ndarray_ufunc.py::test_binary_mixed_op asserts it). So does
+    this, at the call, whatever the pool's device (ufunc_operands).
     """
     name = ufunc.__name__
     want = api.FUNCTIONS.get(name)
@@ -177,6 +178,7 @@ def array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any)
     if method != "__call__":   # np.add.outer(x, y) and the like: the cupy ufunc's method
         target = getattr(getattr(proxy_cupy(), name, None), method, None)
         return NotImplemented if target is None else target(*inputs, **kwargs)
+    refuse_host_operands(name, inputs)
     result = call(self._s, m.KIND_FUNCTION, name, want, None, inputs, kwargs,
                   name if "." in name else f"cupy.{name}")
     return result if "out" in kwargs else of_subclass(result, inputs)

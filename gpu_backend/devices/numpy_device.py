@@ -2,7 +2,8 @@
 
 CI, ``gpuwb demo`` on a laptop and the differential tests run on it. It
 follows CuPy's conventions where they differ from NumPy's (reductions return
-0-d arrays, not scalars) and counts the bytes a session's arrays hold so that
+0-d arrays, not scalars; out-of-range index arrays wrap; floats convert to
+integers as a GPU converts them) and counts the bytes a session's arrays hold so that
 memory limits behave as on a GPU. CUDA-only features fail with a clear error.
 """
 
@@ -18,10 +19,12 @@ from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
 from .base import (Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class,
                    sparse_lu_class, sparse_object_class)
+from .host_casts import converting_functions, converting_methods, converting_operators
 from .host_fields import FIELD_CHECKED_OPERATORS
 from .host_graphs import HostGraphTools
 from .host_sizes import limit_process_data, sized_methods, sized_operators, sized_table
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
+from .host_indices import wrapping_functions, wrapping_methods, wrapping_operators
 from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
 
 __all__ = ["NumpyDevice"]
@@ -116,9 +119,13 @@ class NumpyDevice(Device):
             if name.startswith(("cupyx.scipy.fft.", "cupyx.scipy.fftpack.")):
                 self.functions[name] = accepting_plans(fn)
         self._build_methods()
+        # as a GPU does: index arrays wrap (host_indices), floats convert to integers so (host_casts)
+        self.functions = converting_functions(wrapping_functions(self.functions))
+        self.methods = converting_methods(wrapping_methods(self.methods))
+        operators = converting_operators(wrapping_operators(FIELD_CHECKED_OPERATORS))
         # ops whose output size is known are refused before NumPy allocates (host_sizes)
         self.functions = sized_table(self.functions, self.check_output)
-        self.operators = sized_operators(FIELD_CHECKED_OPERATORS, self.check_output)
+        self.operators = sized_operators(operators, self.check_output)
         self.methods = sized_methods(self.methods, self.check_output)
         self.limit = 1 << 62
         # Bytes are counted per owning buffer, so views cost nothing extra.

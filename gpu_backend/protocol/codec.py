@@ -130,8 +130,8 @@ def device_dtype(dt: np.dtype) -> bool:
     every field is one, as CuPy's structured arrays; never objects, strings or dates."""
     if _is_numeric(dt):
         return True
-    if dt.kind != "V" or dt.subdtype is not None:   # a subarray only as a field
-        return False
+    if dt.kind != "V" or dt.subdtype is not None or dt.itemsize == 0:
+        return False   # (a subarray only as a field; an empty void, CuPy's "|V0", holds nothing)
     return dt.fields is None or all(_device_field(field[0]) for field in dt.fields.values())
 
 
@@ -322,13 +322,13 @@ def _encode_default_at(handle_of: Callable[[Any], int | None],
                     return msgpack.ExtType(EXT_DTYPE, spec.encode())
                 return msgpack.ExtType(EXT_STRUCT_DTYPE, _pack_nested(spec))
             return msgpack.ExtType(EXT_DTYPE, obj.str.encode())
-        if isinstance(obj, type) and issubclass(obj, np.generic):
-            dt = np.dtype(obj)
+        if obj is bool or obj is int or obj is float or obj is complex:   # (no ==: poly1d raises)
+            return msgpack.ExtType(EXT_TYPE, obj.__name__.encode())
+        if isinstance(obj, type):   # a dtype given as a class (np.float32, ctypes.c_int; object,
+            dt = np.dtype(obj)      # str and any class of the user's are CuPy's refusals too)
             if not _is_numeric(dt):   # a type travels by name: numbers only (not np.void)
                 raise unsupported_dtype(dt)
             return msgpack.ExtType(EXT_TYPE, dtype_spec(dt).encode())
-        if obj is bool or obj is int or obj is float or obj is complex:   # (no ==: poly1d raises)
-            return msgpack.ExtType(EXT_TYPE, obj.__name__.encode())
         if isinstance(obj, complex):
             return msgpack.ExtType(EXT_COMPLEX, _DD.pack(obj.real, obj.imag))
         if isinstance(obj, int):  # beyond 64 bits, or an int subclass such as bool handled above

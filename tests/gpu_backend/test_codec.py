@@ -295,6 +295,7 @@ NON_NUMERIC_VALUES = [
     np.str_("a"), np.bytes_(b"a"), np.datetime64("2020-01-01"),
     np.timedelta64(1, "s"), np.zeros(1, [("a", "<i4"), ("o", "O")])[0],
     np.object_, np.str_, np.bytes_, np.void, np.datetime64, np.timedelta64,
+    object, str, bytes, memoryview, type,   # Python classes as dtypes: object, "<U0", ..., as CuPy
 ]
 
 
@@ -306,8 +307,8 @@ def test_non_numeric_dtypes_are_refused_on_encode(value):
         PACKER.pack([1, (2, {"x": value})])
 
 
-@pytest.mark.parametrize("value", [object(), {1, 2}, frozenset(), str, object, type,
-                                   lambda: 0, NotImplemented], ids=repr)
+@pytest.mark.parametrize("value", [object(), {1, 2}, frozenset(), lambda: 0, NotImplemented],
+                         ids=repr)
 def test_other_python_objects_are_refused_on_encode(value):
     with pytest.raises(TypeError):
         PACKER.pack(value)
