@@ -13,6 +13,11 @@ itself (``assert isinstance(err, AxisError)``) states NumPy's behaviour and is
 guarded by :data:`REFERENCE_IS_NUMPY`, with a comment naming CuPy's. Tests of
 the proxy alone (the ``cp`` fixture, no reference) whose outcome depends on the
 pool's array library are guarded by :data:`POOL_RUNS_NUMPY`.
+
+A few of CuPy's rules the NumPy device follows too, so that code tried there runs on a GPU
+(a NumPy array as a ufunc's operand refused, integer index arrays wrapping, floats cast to
+integers as a GPU casts: tests/kernelproxy/test_newcomer_fidelity.py): there the remote
+differs from a NumPy reference by design, and tests assert CuPy's outcome on ``cp`` itself.
 """
 
 from __future__ import annotations
