@@ -124,13 +124,28 @@ def wrapping_operators(operators: dict[str, Callable]) -> dict[str, Callable]:
     return table
 
 
+def _wrapped_for(indices: Any, n: int | None) -> tuple[Any, str]:
+    """*indices* taken modulo *n* here, and the mode to hand NumPy then. NumPy's own
+    ``mode='wrap'`` subtracts the length in a loop until an entry is in range: one index of
+    2**63 - 1 kept a worker busy for ever (the worker fuzz, tests/hostile.py)."""
+    index = np.asarray(indices) if n is not None else None
+    if index is None or index.dtype.kind not in "iu":
+        return indices, "wrap"   # NumPy's error (a float index), or nothing to wrap along
+    return _wrapped(index, n), "raise"   # (raise: only an empty axis is left to refuse)
+
+
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: Any = None) -> Any:
     """CuPy's ``take`` wraps (it has no ``mode``; one given is NumPy's to honour)."""
-    return np.take(a, indices, axis, out, "wrap" if mode is None else mode)
+    if mode not in (None, "wrap"):
+        return np.take(a, indices, axis, out, mode)
+    indices, mode = _wrapped_for(indices, _axis_length(a, axis))
+    return np.take(a, indices, axis, out, mode)
 
 
 def _put(a: Any, ind: Any, v: Any, mode: str = "wrap") -> None:
     """CuPy's ``put``: ``mode='wrap'`` unless given."""
+    if mode == "wrap":
+        ind, mode = _wrapped_for(ind, a.size if isinstance(a, np.ndarray) else None)
     np.put(a, ind, v, mode)
 
 

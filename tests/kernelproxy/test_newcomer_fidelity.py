@@ -252,6 +252,19 @@ def test_take_put_and_scatter_wrap(cp):
     assert z.tolist() == [0.0, 1.0, 1.0]
 
 
+def test_huge_indices_wrap_at_once(cp):
+    """NumPy's own mode='wrap' subtracts the length until an index is in range: one index
+    of 2**63 - 1 kept the NumPy device's worker busy for ever (the worker fuzz found it)."""
+    big = 2**63 - 1
+    assert cp.arange(60).take(big).tolist() == big % 60
+    assert cp.take(cp.arange(60), [big, -big]).tolist() == [big % 60, -big % 60]
+    x = cp.zeros(5)
+    cp.put(x, [2**62], 1.0)
+    expected = [0.0] * 5
+    expected[2**62 % 5] = 1.0
+    assert x.tolist() == expected
+
+
 # ---------------------------------------------------------------- item 15: float to integer casts
 
 _SOURCE = [-1.5, -3.0, -0.5, 0.5, 300.7, 70000.5, 5e9, 1e20, -1e20, np.inf, -np.inf, np.nan]
