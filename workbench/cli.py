@@ -1,9 +1,9 @@
 """The ``gpuwb`` command.
 
     gpuwb demo [--devices auto|cpu]     the quickstart notebook on an embedded pool
-    gpuwb lab [--pool ADDR --token-file F [--server-key K]] [lab args]   JupyterLab, remote-GPU kernel
+    gpuwb lab [--pool ADDR --token-file F [--server-key K]] [--devices D] [jupyter lab options]
     gpuwb pool [serve options]          run a pool (same as ``gpuwb-backend serve``)
-    gpuwb status --pool ADDR --token-file F [--server-key K|FILE] [--json]
+    gpuwb status --pool ADDR --token-file F [--server-key K|FILE] [--json] [--wide]
     gpuwb install-kernel [--user|--sys-prefix|--prefix P] [--name N] [--display-name D]
                          [--pool ADDR [--token-file F] [--server-key K|FILE]]
     gpuwb catalog [list|search|show|compare|filter|export] ...   (same as ``python -m catalog``)
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 from .argv_values import glue_option_values
@@ -33,17 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the quickstart notebook on an embedded local pool")
     demo.add_argument("--devices", default="auto", help="auto (GPUs if CuPy sees any) or cpu")
     demo.add_argument("--notebook", help="another notebook to run instead of the quickstart")
-    lab = sub.add_parser("lab", help="start JupyterLab with the remote-GPU kernel")
-    lab.add_argument("--pool", help="a pool's address (default: an embedded pool in the kernel)")
-    lab.add_argument("--token-file")
-    lab.add_argument("--server-key", metavar="K|FILE", help=SERVER_KEY_HELP)
-    lab.add_argument("lab_args", nargs=argparse.REMAINDER, help="passed to jupyter lab")
+    sub.add_parser("lab", add_help=False,
+                   help="start JupyterLab with the remote-GPU kernel (see gpuwb lab -h)")
     add_serve_arguments(sub.add_parser("pool", help="run a pool in the foreground"))
     status = sub.add_parser("status", help="a pool's devices, users and shares, sessions")
     status.add_argument("--pool", required=True, help="front-door address, tcp://host:port")
     status.add_argument("--token-file", required=True)
     status.add_argument("--server-key", metavar="K|FILE", help=SERVER_KEY_HELP)
     status.add_argument("--json", action="store_true", help="the raw status as JSON")
+    status.add_argument("--wide", action="store_true",
+                        help="every column, however wide (default: tables fit the terminal, "
+                             "80 columns when piped)")
     install = sub.add_parser("install-kernel", help="install the remote-GPU kernelspec")
     where = install.add_mutually_exclusive_group()
     where.add_argument("--user", action="store_true", help="for this user (~/.local/share/jupyter)")
@@ -63,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["catalog"]:  # the catalogue parses its own arguments, as %catalog does
         from catalog.__main__ import main as catalog_main
         return catalog_main(argv[1:], prog="gpuwb catalog")
+    if argv[:1] == ["lab"]:  # ours, and the rest for jupyter lab as typed
+        from .lab_launcher import main as lab_main
+        return lab_main(argv[1:])
     args = build_parser().parse_args(glue_option_values(argv, ("--server-key", "--token-file")))
 
     if args.command == "demo":
@@ -95,7 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             from rich.console import Console
 
             from .pool_views import status_group
-            Console().print(status_group(reply))
+            from .views import natural_width
+            view, console = status_group(reply, wide=args.wide), Console()
+            if args.wide:   # every column on one line, however wide the lines get
+                console = Console(width=max(console.width, natural_width(view, console)))
+            console.print(view)
         return 0
     if args.command == "install-kernel":
         from .kernelspec import install_kernelspec
@@ -107,8 +113,6 @@ def main(argv: list[str] | None = None) -> int:
                                   token_file=args.token_file, server_key=args.server_key)
         print(f"installed kernelspec {args.name!r} in {path}")
         return 0
-    if args.command == "lab":
-        return _lab(args)
     return 2
 
 
@@ -123,29 +127,6 @@ def _server_key_ok(args: argparse.Namespace) -> bool:
         print(f"gpuwb {args.command}: --server-key: {exc}", file=sys.stderr)
         return False
     return True
-
-
-def _lab(args: argparse.Namespace) -> int:
-    """Install the kernelspec into this environment and start JupyterLab."""
-    from .kernelspec import install_kernelspec
-    if not _server_key_ok(args):
-        return 2
-    try:
-        import jupyterlab  # noqa: F401
-    except ImportError:
-        print("gpuwb lab needs JupyterLab: pip install 'gpu-workbench[lab]'", file=sys.stderr)
-        return 2
-    install_kernelspec(prefix=sys.prefix, pool=args.pool, token_file=args.token_file,
-                       server_key=args.server_key)
-    extra = [a for a in args.lab_args if a != "--"]
-    # the server extension watches the kernels' pool (its status bar and /gpuwb/api/status)
-    for trait, value in (("pool", args.pool),
-                         ("token_file", args.token_file and os.path.abspath(args.token_file)),
-                         ("server_key", args.server_key)):
-        if value:
-            extra.append(f"--GpuWorkbench.{trait}={value}")
-    env = dict(os.environ)
-    return subprocess.call([sys.executable, "-m", "jupyter", "lab", *extra], env=env)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ class ClientSettings(BaseSettings):
     session_devices: int = 1              # hold this many of the pool's devices (Device(0..n-1))
     auto_reconnect: bool = True
     progress_after: float = 1.0           # seconds a transfer runs before the cell shows it
+    pool_owner: str | None = None         # what runs GPUWB_POOL, in words (gpuwb demo, gpuwb lab)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
@@ -71,6 +72,19 @@ class Workbench:
     @property
     def embedded(self) -> bool:
         return self.pool is not None
+
+    @property
+    def pool_runs_in(self) -> str | None:
+        """Where the session's pool runs, in words (``%gpu status``): this process's own
+        embedded pool, the process that started this kernel with one (``gpuwb demo``, ``gpuwb
+        lab``: ``GPUWB_POOL_OWNER``), or another process."""
+        if self.address is None:
+            return None
+        if self.pool is not None:
+            return "this kernel's process (it ends with the kernel)"
+        if self.settings.pool_owner and self.address == self.settings.pool:
+            return self.settings.pool_owner
+        return "another process (not this kernel)"
 
     def connect(self, address: str | None = None, token: str | None = None,
                 server_key: str | None = None, devices: int | None = None) -> kernelproxy.Session:

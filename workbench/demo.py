@@ -18,7 +18,7 @@ from nbclient import NotebookClient
 
 from gpu_backend.pool import LocalPool
 
-from .kernelspec import KERNEL_NAME, kernel_json
+from .kernelspec import KERNEL_NAME, kernel_json, kernel_manager_options
 
 __all__ = ["run_demo", "quickstart_path"]
 
@@ -48,10 +48,12 @@ def run_demo(devices: str = "auto", notebook: Path | None = None) -> int:
     with LocalPool(devices=devices, lease_timeout=60.0) as pool:
         print(f"gpu-workbench demo: embedded pool on {pool.address}, devices {pool.door.devices}")
         print(f"running {path.name} through the '{KERNEL_NAME}' kernel\n")
-        env = {**os.environ, "GPUWB_POOL": pool.address, "GPUWB_TOKEN": pool.token}
+        env = {**os.environ, "GPUWB_POOL": pool.address, "GPUWB_TOKEN": pool.token,
+               "GPUWB_POOL_OWNER": "gpuwb demo's process (it ends with the demo)"}
         client = NotebookClient(nb, timeout=600, kernel_name=KERNEL_NAME,
                                 resources={"metadata": {"path": str(path.parent)}})
-        client.km = client.km or client.kernel_manager_class(kernel_name=KERNEL_NAME)
+        client.km = client.km or client.kernel_manager_class(kernel_name=KERNEL_NAME,
+                                                             **kernel_manager_options())
         # run our kernel with this interpreter, whatever kernelspec is installed where
         client.km.kernel_spec.argv = kernel_json()["argv"]
         client.execute(env=env)

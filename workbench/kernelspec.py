@@ -18,7 +18,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 
 from gpu_backend.security import load_public_key
 
-__all__ = ["KERNEL_NAME", "DISPLAY_NAME", "kernel_json", "install_kernelspec"]
+__all__ = ["KERNEL_NAME", "DISPLAY_NAME", "kernel_json", "pool_env", "install_kernelspec",
+           "kernel_transport", "kernel_manager_options"]
 
 KERNEL_NAME = "remote-gpu"
 DISPLAY_NAME = "Python 3 (remote GPU)"
@@ -36,6 +37,17 @@ def kernel_json(display_name: str = DISPLAY_NAME, pool: str | None = None,
         "metadata": {"debugger": True},
         "kernel_protocol_version": "5.5",
     }
+    env = pool_env(pool, token_file, server_key)
+    if env:
+        spec["env"] = env
+    return spec
+
+
+def pool_env(pool: str | None = None, token_file: str | None = None,
+             server_key: str | None = None) -> dict[str, str]:
+    """The environment that points a kernel (and the Jupyter server extension) at *pool*:
+    ``GPUWB_POOL``, ``GPUWB_TOKEN_FILE`` (an absolute path: a kernel's working directory is
+    its notebook's) and the pinned key, as ``GPUWB_SERVER_KEY`` or ``GPUWB_SERVER_KEY_FILE``."""
     env = {}
     if pool:
         env["GPUWB_POOL"] = pool
@@ -46,9 +58,39 @@ def kernel_json(display_name: str = DISPLAY_NAME, pool: str | None = None,
             env["GPUWB_SERVER_KEY"] = server_key.strip()
         else:
             env["GPUWB_SERVER_KEY_FILE"] = str(Path(server_key).expanduser().resolve())
-    if env:
-        spec["env"] = env
-    return spec
+    return env
+
+
+#: The longest Unix socket path (sun_path holds 108 bytes with its NUL).
+_SOCKET_PATH_MAX = 107
+#: What an IPC kernel adds to the runtime directory: "/kernel-" + a UUID + "-ipc-" + a digit.
+_IPC_SUFFIX = len("/kernel-") + 36 + len("-ipc-") + 1
+
+
+def kernel_transport() -> str:
+    """The transport for the kernels we launch (``gpuwb demo``, ``gpuwb lab``): ``ipc`` —
+    Unix sockets in Jupyter's runtime directory, which only this user can reach — where
+    their paths fit, else ``tcp``. Over loopback TCP a kernel's traffic is plain text to
+    anyone on the host who can read it, and ipykernel says so at every start ("Kernel is
+    running over TCP without encryption")."""
+    from jupyter_core.paths import jupyter_runtime_dir
+    return "ipc" if len(jupyter_runtime_dir()) + _IPC_SUFFIX <= _SOCKET_PATH_MAX else "tcp"
+
+
+def kernel_manager_options() -> dict:
+    """A ``KernelManager``'s transport, and for ``ipc`` a connection file in the runtime
+    directory: the sockets' paths derive from it (without one they are relative to each
+    process's working directory, and a kernel started in its notebook's folder is never
+    found by its client)."""
+    transport = kernel_transport()
+    if transport == "tcp":
+        return {"transport": "tcp"}
+    import uuid
+
+    from jupyter_core.paths import jupyter_runtime_dir
+    runtime = Path(jupyter_runtime_dir())
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return {"transport": "ipc", "connection_file": str(runtime / f"kernel-{uuid.uuid4()}.json")}
 
 
 def _is_key(text: str) -> bool:

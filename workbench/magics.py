@@ -184,6 +184,16 @@ def status_view(session: kernelproxy.Session) -> GroupView:
     queued, in_flight = len(session._ops), len(session._in_flight)
     status = _pool_status(session, "status")
     mine = _mine(session, status) or {}
+    note = ("usage as the worker last reported it to the pool (every ~0.5 s): work is queued "
+            "or running; %gpu memory asks the worker now")
+    if not queued and not in_flight and mine:
+        # nothing would wait: the worker's own figures now, in this view and the pool's
+        # table (as reported, they lagged the next cell's %gpu memory by up to 0.5 s)
+        now = session.memory_info()
+        mine.update(memory_used=now.get("memory_used"), arrays=now.get("arrays"),
+                    ops=now.get("ops"))
+        note = ("memory, arrays and ops asked of the worker now; device time as the worker "
+                "last reported it to the pool (every ~0.5 s)")
     you = KeyValueView(f"This session ({session.id})", [
         ("device", f"{mine.get('device', '?')} {_device_name(session.device)}"),
         ("memory used", f"{human_bytes(mine.get('memory_used'))} of "
@@ -198,8 +208,7 @@ def status_view(session: kernelproxy.Session) -> GroupView:
         ("device time (timed)", human_duration(session.device_seconds)),
         ("reconnects", workbench.reconnects),
         ("stretch replay", _stretch_line(session)),
-    ], note="usage as the worker last reported it to the pool (every ~0.5 s); "
-            "%gpu memory asks the worker now")
+    ], note=note)
     members = session.group or [session]
     extra: list = [you]
     devices = []
@@ -207,15 +216,19 @@ def status_view(session: kernelproxy.Session) -> GroupView:
         for member in members:
             row = _mine(member, status) or {}
             devices.append({"ordinal": member.ordinal, "session": member.id, **row})
+        rows = [[f"{d['ordinal']}: {_device_name(m.device)}", d["session"], d.get("device", "?"),
+                 f"{human_bytes(d.get('memory_used'))} of {human_bytes(m.memory_limit)}",
+                 d.get("arrays"), d.get("ops"), human_duration(d.get("device_seconds"))]
+                for d, m in zip(devices, members)]
+        caption = "cupy.cuda.Device(k) runs on device k's session"
         extra.append(TableView("This client's devices", [
-            "Device", "Session", "Pool device", "Memory", "Arrays", "Ops", "Device time"], [
-            [f"{d['ordinal']}: {_device_name(m.device)}", d["session"], d.get("device", "?"),
-             f"{human_bytes(d.get('memory_used'))} of {human_bytes(m.memory_limit)}",
-             d.get("arrays"), d.get("ops"), human_duration(d.get("device_seconds"))]
-            for d, m in zip(devices, members)],
+            "Device", "Session", "Pool device", "Memory", "Arrays", "Ops", "Device time"], rows,
             numeric={"Arrays", "Ops", "Device time"}, no_wrap={"Device", "Session"},
-            caption="cupy.cuda.Device(k) runs on device k's session"))
-    view = status_group(status, mine=[m.id for m in members], embedded=workbench.embedded,
+            caption=caption, narrow=TableView(   # (80 columns: the figures that matter most)
+                "This client's devices", ["Device", "Session", "Memory", "Ops"],
+                [[r[0], r[1], r[3], r[5]] for r in rows], numeric={"Ops"},
+                no_wrap={"Session"}, caption=caption)))
+    view = status_group(status, mine=[m.id for m in members], runs_in=workbench.pool_runs_in,
                         extra=extra)
     view.data.update(queued_ops=queued, batches_in_flight=in_flight, mine=mine)
     if devices:

@@ -13,7 +13,7 @@ import html
 import io
 import time
 
-from .views import GroupView, KeyValueView, TableView, View, human_bytes, human_duration
+from .views import DASH, GroupView, KeyValueView, TableView, View, human_bytes, human_duration
 
 __all__ = ["device_name", "percent", "devices_view", "users_view", "sessions_view",
            "pool_view", "status_group", "share_view", "PlotView"]
@@ -27,36 +27,52 @@ def percent(part: float | None, whole: float | None) -> str:
     return f"{100 * part / whole:.1f}%" if part is not None and whole else "—"
 
 
-def devices_view(status: dict) -> TableView:
-    rows = []
+def _of(used: str, total: str | None) -> str:
+    """``1.2 GiB of 16.0 GiB``, or the used figure alone where the total is unknown."""
+    return used if total in (None, DASH) else f"{used} of {total}"
+
+
+def devices_view(status: dict, *, wide: bool = False) -> TableView:
+    """The pool's devices. Where all seven columns do not fit (80 columns, a pipe), used and
+    total memory share one column and the percentage goes; *wide* keeps every column."""
+    rows, narrow = [], []
     for d in status.get("devices", []):
         info = d.get("info") or {}
         total = info.get("memory_total")
-        rows.append([d.get("device"), device_name(info), d.get("sessions"),
-                     human_bytes(d.get("memory_used")),
-                     human_bytes(total) if total is not None else "—",
+        used = human_bytes(d.get("memory_used"))
+        shown_total = human_bytes(total) if total is not None else DASH
+        rows.append([d.get("device"), device_name(info), d.get("sessions"), used, shown_total,
                      percent(d.get("memory_used"), total), d.get("spares_ready")])
+        narrow.append([d.get("device"), device_name(info), d.get("sessions"),
+                       _of(used, shown_total), d.get("spares_ready")])
     return TableView("Devices", ["Device", "Name", "Sessions", "Memory used", "Memory total",
                                  "Used", "Spare workers"], rows,
                      numeric={"Sessions", "Memory used", "Memory total", "Used", "Spare workers"},
-                     empty="no devices")
+                     no_wrap={"Device"}, empty="no devices",
+                     narrow=None if wide else TableView(
+                         "Devices", ["Device", "Name", "Sessions", "Memory", "Spares"], narrow,
+                         numeric={"Sessions", "Spares"}, no_wrap={"Device"}, empty="no devices"))
 
 
-def users_view(status: dict) -> TableView:
-    """Per user and device: weight, target share, share measured over the last 10 s."""
+def users_view(status: dict, *, wide: bool = False) -> TableView:
+    """Per user and device: weight, target share, share measured over the last 10 s. Where
+    all columns do not fit, the shares' headers are shorter and the sessions and queue go;
+    *wide* keeps every column."""
     you = status.get("you")
-    rows, marked = [], []
+    rows, narrow, marked = [], [], []
     for i, u in enumerate(status.get("users", [])):
         if u.get("user") == you:
             marked.append(i)
         quota = u.get("memory_quota")
-        memory = human_bytes(u.get("memory_used")) + (f" of {human_bytes(quota)}" if quota else "")
+        memory = _of(human_bytes(u.get("memory_used")), human_bytes(quota) if quota else None)
         queued = ("holds the device" if u.get("holding") else "") + (
             f"{', ' if u.get('holding') else ''}{u['waiting']} waiting" if u.get("waiting") else "")
-        rows.append([f"{u.get('user')} (you)" if u.get("user") == you else u.get("user"),
-                     u.get("device"), f"{u.get('weight', 1):g}",
-                     percent(u.get("target_share"), 1), percent(u.get("share"), 1),
-                     u.get("sessions"), queued or "—", memory])
+        name = f"{u.get('user')} (you)" if u.get("user") == you else u.get("user")
+        weight, target = f"{u.get('weight', 1):g}", percent(u.get("target_share"), 1)
+        share = percent(u.get("share"), 1)
+        rows.append([name, u.get("device"), weight, target, share, u.get("sessions"),
+                     queued or "—", memory])
+        narrow.append([name, u.get("device"), weight, target, share, memory])
     policy = status.get("policy", "?")
     caption = {"fair": "policy fair: each device is shared by weight among the users with work",
                "fifo": "policy fifo: batches in the order they came; weights are not used",
@@ -65,43 +81,64 @@ def users_view(status: dict) -> TableView:
     return TableView("Users", ["User", "Device", "Weight", "Target share", "Share (10 s)",
                                "Sessions", "Queued", "Memory"], rows, marked=marked,
                      numeric={"Weight", "Target share", "Share (10 s)", "Sessions"},
-                     no_wrap={"User"}, caption=caption, empty="no users with sessions",
-                     data={"users": status.get("users", []), "you": you, "policy": policy})
+                     no_wrap={"User", "Device"}, caption=caption, empty="no users with sessions",
+                     data={"users": status.get("users", []), "you": you, "policy": policy},
+                     narrow=None if wide else TableView(
+                         "Users", ["User", "Device", "Weight", "Target", "Share", "Memory"],
+                         narrow, marked=marked, numeric={"Weight", "Target", "Share"},
+                         no_wrap={"User", "Device"}, empty="no users with sessions",
+                         caption=caption + "; Share is over the last 10 s"))
 
 
-def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableView:
-    """The pool's sessions; *mine* (a session id, or the ids of a client's devices) marked."""
-    rows, marked = [], []
+def sessions_view(status: dict, mine: str | list[str] | None = None, *,
+                  wide: bool = False) -> TableView:
+    """The pool's sessions; *mine* (a session id, or the ids of a client's devices) marked.
+    Where all columns do not fit, the client's name, the ops and the device time go; *wide*
+    keeps every column."""
+    rows, narrow, marked = [], [], []
     ids = {mine} if isinstance(mine, str) else set(mine or ())
     sessions = status.get("sessions", [])
     for i, s in enumerate(sessions):
         if s.get("session") in ids:
             marked.append(i)
-        rows.append([f"{s.get('session')} (you)" if s.get("session") in ids else s.get("session"),
-                     s.get("user"), s.get("client") or "—", s.get("device"),
-                     f"{human_bytes(s.get('memory_used'))} of {human_bytes(s.get('memory_limit'))}",
-                     s.get("ops"), human_duration(s.get("device_seconds")),
-                     human_duration(s.get("idle"))])
+        sid = f"{s.get('session')} (you)" if s.get("session") in ids else s.get("session")
+        memory = f"{human_bytes(s.get('memory_used'))} of {human_bytes(s.get('memory_limit'))}"
+        idle = human_duration(s.get("idle"))
+        rows.append([sid, s.get("user"), _opened_by(s.get("label")), s.get("client") or "—",
+                     s.get("device"), memory, s.get("ops"), human_duration(s.get("device_seconds")),
+                     idle])
+        narrow.append([sid, s.get("user"), s.get("device"), memory, idle])
     n = len(sessions)
-    return TableView(f"Sessions on {status.get('address', '?')}",
-                     ["Session", "User", "Client", "Device", "Memory", "Ops", "Device time",
-                      "Idle"], rows, marked=marked,
+    title = f"Sessions on {status.get('address', '?')}"
+    caption = f"{n} session{'s' if n != 1 else ''}" + ("; (you) marks this one" if mine else "")
+    return TableView(title, ["Session", "User", "Opened by", "Client", "Device", "Memory",
+                             "Ops", "Device time", "Idle"], rows, marked=marked,
                      numeric={"Memory", "Ops", "Device time", "Idle"},
                      no_wrap={"Session", "User", "Client", "Device"},
-                     caption=f"{n} session{'s' if n != 1 else ''}" + ("; (you) marks this one"
-                                                                      if mine else ""),
-                     empty="no sessions", data={"sessions": sessions, "mine": mine})
+                     caption=caption, empty="no sessions", data={"sessions": sessions, "mine": mine},
+                     narrow=None if wide else TableView(
+                         title, ["Session", "User", "Device", "Memory", "Idle"], narrow,
+                         marked=marked, numeric={"Idle"}, no_wrap={"Session", "User", "Device"},
+                         caption=caption, empty="no sessions"))
 
 
-def pool_view(status: dict, *, embedded: bool | None = None) -> KeyValueView:
+def _opened_by(label: str | None, keep: int = 32) -> str:
+    """What opened a session (a notebook's path, a script), its end kept: the name tells
+    a forgotten notebook from the one in use (the pool shows it to its user only)."""
+    if not label:
+        return DASH
+    return label if len(label) <= keep else "…" + label[-(keep - 1):]
+
+
+def pool_view(status: dict, *, runs_in: str | None = None) -> KeyValueView:
     rows = [("address", status.get("address"))]
     if status.get("local_address"):
         rows.append(("on its host", status["local_address"]))
     rows += [("policy", status.get("policy", "?")),
             ("users", "from a users file" if status.get("users_mode") == "file"
              else "one shared token")]
-    if embedded is not None:
-        rows.append(("embedded", "yes (ends with this process)" if embedded else "no"))
+    if runs_in is not None:   # where the pool runs, as the client knows it
+        rows.append(("runs in", runs_in))
     rows += [("devices", len(status.get("devices", []))),
              ("sessions", len(status.get("sessions", []))),
              ("lease timeout", human_duration(status.get("lease_timeout"))),
@@ -111,11 +148,14 @@ def pool_view(status: dict, *, embedded: bool | None = None) -> KeyValueView:
     return KeyValueView("Pool", rows)
 
 
-def status_group(status: dict, *, mine: str | list[str] | None = None, embedded: bool | None = None,
-                 extra: list[View] = ()) -> GroupView:
-    """Everything ``gpuwb status`` prints, and the pool part of ``%gpu status``."""
-    return GroupView("GPU pool status", [pool_view(status, embedded=embedded), devices_view(status),
-                                         users_view(status), sessions_view(status, mine), *extra],
+def status_group(status: dict, *, mine: str | list[str] | None = None, runs_in: str | None = None,
+                 extra: list[View] = (), wide: bool = False) -> GroupView:
+    """Everything ``gpuwb status`` prints, and the pool part of ``%gpu status``. Its tables
+    fit 80 columns (a narrow form where all columns would not); *wide*: every column."""
+    return GroupView("GPU pool status", [pool_view(status, runs_in=runs_in),
+                                         devices_view(status, wide=wide),
+                                         users_view(status, wide=wide),
+                                         sessions_view(status, mine, wide=wide), *extra],
                      data=status)
 
 

@@ -8,6 +8,7 @@ name or a path show as themselves.
 
     KeyValueView("Memory", [("used", human_bytes(n)), ...])   a two-column panel
     TableView("Sessions", ["Session", "User"], rows, marked={0})  a table, row 0 in bold
+    TableView(..., narrow=TableView(...))   fewer, shorter columns where all do not fit
     GroupView("Pool status", [panel, table, ...])              several views, one after another
 
 Each keeps its raw figures in ``.data`` (a dict) for code that wants numbers.
@@ -20,13 +21,14 @@ import io
 import shutil
 from typing import Any, Iterable, Sequence
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 __all__ = ["View", "KeyValueView", "TableView", "GroupView", "human_bytes", "human_duration",
-           "to_text", "TEXT_WIDTH"]
+           "to_text", "natural_width", "TEXT_WIDTH"]
 
 #: Width of the plain-text form (``str()``); a terminal IPython uses its own width.
 TEXT_WIDTH = 110
@@ -86,6 +88,34 @@ def to_text(renderable: RenderableType, width: int = TEXT_WIDTH) -> str:
     console.print(renderable)
     text = console.export_text(styles=False)
     return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
+
+
+#: A width no table here reaches: measuring at it gives a table's natural width.
+_UNBOUNDED = 100_000
+
+
+def natural_width(renderable: RenderableType, console: Console | None = None) -> int:
+    """The width *renderable* takes when nothing in it has to wrap (``gpuwb status --wide``
+    sizes its output to it)."""
+    console = console or Console(file=io.StringIO(), width=TEXT_WIDTH)
+    return Measurement.get(console, console.options.update_width(_UNBOUNDED), renderable).maximum
+
+
+class _WideOrNarrow:
+    """A table with every column where the width allows all of them on one line per cell,
+    else its narrow form. Chosen when rich renders it, at the width it has then (the
+    terminal's; 80 when the output is piped; a notebook's text width), so a table never has
+    its headers broken letter by letter to fit columns that cannot fit."""
+
+    def __init__(self, wide: RenderableType, narrow: RenderableType) -> None:
+        self.wide, self.narrow = wide, narrow
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.wide if natural_width(self.wide, console) <= options.max_width else self.narrow
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(Measurement.get(console, options, self.narrow).minimum,
+                           Measurement.get(console, options, self.wide).maximum)
 
 
 def _text(value: Any) -> Text:
@@ -163,13 +193,15 @@ class TableView(View):
 
     Columns named in *numeric* are right-aligned and, like those in *no_wrap*,
     never wrapped in text. Cells are shown as ``str()`` of the value (``None``
-    as a dash).
+    as a dash). *narrow*, a table of fewer or shorter columns, is shown instead in
+    text too narrow for this one (80 columns, a pipe); notebooks' HTML always shows
+    this one.
     """
 
     def __init__(self, title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], *,
                  marked: Iterable[int] = (), numeric: Iterable[str] = (),
                  no_wrap: Iterable[str] = (), caption: str | None = None, empty: str = "none",
-                 data: dict | None = None) -> None:
+                 data: dict | None = None, narrow: "TableView | None" = None) -> None:
         self.title = title
         self.columns = [str(c) for c in columns]
         self.rows = [[DASH if c is None else str(c) for c in row] for row in rows]
@@ -179,8 +211,14 @@ class TableView(View):
         self.caption = caption
         self.empty = empty
         self.data = dict(data or {})
+        self.narrow = narrow
 
     def _renderable(self) -> RenderableType:
+        if self.narrow is None:
+            return self._table()
+        return _WideOrNarrow(self._table(), self.narrow._table())
+
+    def _table(self) -> RenderableType:
         table = Table(title=Text(self.title, style="bold"), title_justify="left",
                       caption=Text(self.caption) if self.caption else None, caption_justify="left")
         for column in self.columns:

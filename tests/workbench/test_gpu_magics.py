@@ -15,8 +15,9 @@ import kernelproxy
 from gpu_backend.pool import LocalPool
 from workbench.connection import ClientSettings, workbench
 from workbench.magics import COMMANDS, NOT_CONNECTED, info_view, memory_view
-from workbench.views import GroupView, KeyValueView, TableView, human_bytes, human_duration
+from workbench.views import GroupView, KeyValueView, TableView, human_bytes, human_duration, to_text
 from tests.paths import PROJECT_ROOT
+from tests.workbench.test_status_width import headers
 
 ROOT = PROJECT_ROOT
 GPU_TIME_CELL = "import cupy as cp; x = cp.ones((300,300)); float((x @ x).sum())"
@@ -141,6 +142,8 @@ def test_status(env):
     assert users[0]["target_share"] == 1.0 and "default (you)" in text
     assert "policy fair" in text and "one shared token" in text
     assert isinstance(gpu(env, ""), GroupView)  # the default command
+    narrow = to_text(view, width=80)   # a terminal of 80 columns: headers whole, one line each
+    assert max(map(len, narrow.splitlines())) <= 80 and len(headers(narrow)) == 3, narrow
 
 
 def test_status_shows_stretch_replay(env):
@@ -177,7 +180,10 @@ def test_sessions_marks_yours(env):
         text, page = str(view), view._repr_html_()
         assert f"{mine} (you)" in text and f"{mine} (you)" in page
         assert f"{other.id} (you)" not in text and other.id in text
-        assert "someone-else" in text and "someone-else" in page   # the client's own label
+        assert "someone-else" in page   # the client's own label (every column in a page;
+        # the text keeps to its width: the Client column goes first, `gpuwb status --wide`)
+        labels = {r["session"]: r.get("label") for r in view.data["sessions"]}
+        assert labels[mine] and labels[mine][-24:] in page   # what opened each session (its end)
         assert [r["user"] for r in view.data["sessions"]] == ["default", "default"]
         assert text.count("(you)") == 2  # the row and the caption
         assert page.count('class="gpuwb-marked"') == 1

@@ -23,6 +23,10 @@ def test_demo_runs_the_quickstart_through_the_kernel():
     assert "skipped: custom CUDA kernels need a GPU" in out.stdout       # NumPy device
     assert "GPU time of the cell" in out.stdout and "TGS" in out.stdout
     assert "usage: 1 session(s) ended" in out.stdout
+    # issue 39 item 13: what %gpu status shows is true: the pool runs in the demo's process,
+    # and the kernel runs over Unix sockets (ipykernel's TCP warning is gone)
+    assert "runs in        gpuwb demo's process" in out.stdout
+    assert "without encryption" not in out.stdout + out.stderr
 
 
 def test_catalog_subcommand():
@@ -42,9 +46,10 @@ def test_status_of_a_running_pool(pool, tmp_path):
     assert json.loads(out.stdout)["you"] == "default"
     table = run("status", "--pool", pool.address, "--token-file", str(token))
     assert table.returncode == 0, table.stderr
-    for shown in ("GPU pool status", "Devices", "Users", "Target share", "Share (10 s)",
-                  "policy fair"):
-        assert shown in table.stdout, shown
+    for shown in ("GPU pool status", "Devices", "Users", "Target", "Share", "policy fair"):
+        assert shown in table.stdout, shown   # (piped: 80 columns, test_status_width.py)
+    wide = run("status", "--pool", pool.address, "--token-file", str(token), "--wide")
+    assert "Target share" in wide.stdout and "Share (10 s)" in wide.stdout, wide.stdout
 
 
 @pytest.mark.parametrize("args", [[], ["frobnicate"]])
