@@ -1,9 +1,11 @@
 """The client: CuPy code that runs on a remote GPU pool.
 
     >>> import kernelproxy
-    >>> session = kernelproxy.connect("tcp://gpu-host:5555", token)
-    >>> kernelproxy.install(session)
-    >>> import cupy as cp          # the proxy: every op runs in the pool
+    >>> with kernelproxy.connect("tcp://gpu-host:5555", token) as session:
+    ...     kernelproxy.install(session)
+    ...     import cupy as cp      # the proxy: every op runs in the pool
+
+The session ends with the block, or with the process (kernelproxy.lifetime).
 
 Works in any Python process; the Jupyter kernel in :mod:`workbench` uses it.
 """

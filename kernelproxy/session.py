@@ -36,13 +36,15 @@ from gpu_backend.protocol.curve import resolve_server_key
 
 from .array_meta import ArrayMetadata
 from .caller import caller
-from .connection import Heartbeat, door_request, hello, signed_in_request
+from .connection import Heartbeat, door_request, hello, session_label, signed_in_request
 from .device_group import device_mismatch, open_devices
 from .streamed import receive_streamed, send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
+from .lifetime import end_with_process
 from .links import WorkerLink, open_link, worker_address
 from .settings import SessionSettings
 from .stretch_replay import StretchReplay
+from .tracebacks import for_user
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
 
@@ -76,7 +78,7 @@ INLINE_BYTES = 1 << 14
 
 def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
             user: str | None = None, memory_limit: int | None = None,
-            timeout: float = 150.0, devices: int = 1) -> "Session":
+            timeout: float = 150.0, devices: int = 1, label: str | None = None) -> "Session":
     """Open a session on the pool at *address* (``tcp://host:port``, or the pool's
     ``ipc://path`` from a client on the pool's host: the worker is then reached over
     ``ipc://`` too).
@@ -92,10 +94,15 @@ def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike |
     ``Device(devices - 1)``: one session per device, each on a device of its own (see
     :mod:`kernelproxy.device_group`); the one returned is device 0's, and closing it closes
     them all. Each counts as a session against the user's quota.
+
+    *label* says what opened the session, in the pool's status (the Lab panel shows it
+    to the user beside the session's idle time); default: the notebook's path Jupyter
+    gives its kernels (``JPY_SESSION_NAME``), else the script's name.
     """
     def open_session(apart_from: list[str] | None = None) -> Session:
         return Session(address, token, server_key=server_key, user=user,
-                       memory_limit=memory_limit, timeout=timeout, apart_from=apart_from)
+                       memory_limit=memory_limit, timeout=timeout, apart_from=apart_from,
+                       label=label)
 
     return open_devices(open_session, devices)
 
@@ -146,7 +153,7 @@ class Session:
     def __init__(self, address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
                  user: str | None = None, memory_limit: int | None = None,
                  timeout: float = 150.0, apart_from: list[str] | None = None,
-                 settings: SessionSettings | None = None) -> None:
+                 settings: SessionSettings | None = None, label: str | None = None) -> None:
         self.address = address
         #: what the environment asked of this session when it opened (kernelproxy.settings)
         self.settings = settings = settings or SessionSettings.from_environ()
@@ -161,7 +168,8 @@ class Session:
         self.ctx = zmq.Context()
         try:
             info = hello(self.ctx, address, token, user, memory_limit, timeout,
-                         server_key=self.server_key, apart_from=apart_from)
+                         server_key=self.server_key, apart_from=apart_from,
+                         label=session_label(label, settings.notebook))
         except BaseException:
             self.ctx.destroy(linger=0)
             raise
@@ -239,6 +247,7 @@ class Session:
         #: recognises repeated stretches and sends them as replays (kernelproxy.stretch_replay)
         self.stretches = (StretchReplay(self._handle_of, measured=settings.replay_measured)
                           if settings.graphs else None)
+        end_with_process(self)   # closed at exit if still open (kernelproxy.lifetime)
 
     # ------------------------------------------------------------ issuing ops
     @property
@@ -557,7 +566,7 @@ class Session:
                 exc.add_note(f"raised by {label}, issued at {where}")
         for s in [s for s in origin if s <= self._seq]:
             del origin[s]
-        raise exc
+        raise for_user(exc)   # shown with the user's frames, not ours (kernelproxy.tracebacks)
 
     # ------------------------------------------------------------ lifecycle
     @_serialised
@@ -607,7 +616,7 @@ class Session:
         self.closed = True
         self._in_flight.clear()
         self._release()
-        raise SessionLostError(reason)
+        raise for_user(SessionLostError(reason))
 
     def memory_info(self) -> dict:
         """This session's device memory in use and limit, array count, ops run (a sync point)."""
@@ -627,20 +636,21 @@ class Session:
         return signed_in_request(self.ctx, self.address, msg, 10, server_key=self.server_key)
 
     @_serialised
-    def close(self) -> None:
+    def close(self, wait: float = CLOSE_WAIT) -> None:
         """End the session: the worker exits and frees every array. Device 0's session of a
-        client that holds several devices closes the others' too."""
+        client that holds several devices closes the others' too. *wait* bounds each wait
+        for the pool (at exit, kernelproxy.lifetime waits less)."""
         if self.closed:
             self._release()   # (lost: released already)
             return
         if self.group is not None and self.ordinal == 0:
             for other in self.group[1:]:
-                other.close()
+                other.close(wait)
         try:
             if self._in_flight:  # nobody will read those results: stop the queued work
                 self._ops = []
                 self.cancel()
-            deadline = time.monotonic() + CLOSE_WAIT
+            deadline = time.monotonic() + wait
             while self._in_flight and time.monotonic() < deadline:
                 self._drain(timeout=0.1)
         except Exception:  # closing anyway
@@ -649,9 +659,9 @@ class Session:
         self.heartbeat.stop()
         try:
             self.link.send([codec.packb({"k": self.key, "t": "close", "b": 0})])
-            self.link.poll(1000)
-            door_request(self.ctx, self.address, {"t": "close", "session": self.id, "key": self.key}, 5,
-                         server_key=self.server_key)
+            self.link.poll(int(min(wait, 1.0) * 1000))
+            door_request(self.ctx, self.address, {"t": "close", "session": self.id, "key": self.key},
+                         min(wait, 5.0), server_key=self.server_key)
         except Exception:  # the pool may already be gone
             pass
         finally:

@@ -19,6 +19,7 @@ import zmq
 
 from ..protocol.addresses import allow_ipv6
 from ..security import load_server_keys, secure_server
+from .presence import ClientPresence
 from .unix_listener import STALL_SECONDS, UnixListener, UnixPeer
 
 __all__ = ["ClientLinks", "UnixPeer", "open_links", "STALL_SECONDS"]
@@ -57,6 +58,8 @@ class ClientLinks:
         self.unix = unix
         self.unix_path = unix.path if unix is not None else None
         self.ipc = f"unix://{unix.path}" if unix is not None else None
+        #: whether the session's client is still connected (it may vanish without a word)
+        self.presence = ClientPresence(router, unix)
 
     @property
     def key(self) -> bytes:
@@ -72,6 +75,7 @@ class ClientLinks:
     def register(self, poller: zmq.Poller) -> None:
         """Put every source in the server's poller (peers accepted later join it too)."""
         poller.register(self.router, zmq.POLLIN)
+        poller.register(self.presence.monitor, zmq.POLLIN)   # (a connection's end wakes us)
         if self.unix is not None:
             self.unix.register(poller)
 
@@ -155,5 +159,6 @@ class ClientLinks:
     def close(self) -> None:
         if self.unix is not None:
             self.unix.close()
+        self.presence.close()
         self.router.close()
 

@@ -35,6 +35,7 @@ from .lease import DeviceLease
 from . import staged
 from .control import ControlChannel, ControlClosed
 from .links import UnixPeer, open_links
+from .presence import CLIENT_GONE
 from .pacing import Pacer
 from .splitting import Splitter
 from .phases import NO_PHASES, PhaseClock, PhaseRecorder
@@ -73,6 +74,8 @@ class WorkerServer:
         #: set when the control channel hung up: the pool has gone (killed or stopped)
         self.pool_gone = False
         self.stopped = False     # told to stop by the pool
+        #: set when the client went away without closing the session (worker.presence)
+        self.client_gone = False
         #: its clients: a ROUTER (tcp://) and, for clients on this host, a Unix socket in the
         #: pool's same-host directory, whose name only the session's hello reply tells (a
         #: local user who finds it anyway is not waited for until it proves the key: links)
@@ -262,6 +265,8 @@ class WorkerServer:
             if not events:
                 pacer.idle()   # measure what finished; a lone holder reports, a told one hands over
                 self._hand_back_memory()
+            if (not events or links.presence.monitor in events) and self._client_left():
+                break
             self._report_usage()
         if self.executor.fatal:
             return f"device fault: {self.executor.fatal}"
@@ -269,6 +274,8 @@ class WorkerServer:
             return "pool went away"
         if self.stopped:
             return "stopped by the pool"
+        if self.client_gone:
+            return CLIENT_GONE
         return "closed by the client"
 
     def _receive(self) -> tuple[Any, list] | None:
@@ -296,7 +303,8 @@ class WorkerServer:
         started = time.perf_counter()
         received = self._receive()
         phases = self.phases
-        if received is None:
+        if received is None:   # a connection opened or closed: perhaps the client's, for good
+            self._client_left()
             return
         phases.mark("received")
         ident, frames = received
@@ -313,6 +321,8 @@ class WorkerServer:
                 staged.drop_chunk(ident, header)   # dropped, unanswered (its slot freed)
                 return
             self._client = ident
+            if self.links.presence.over is None:   # the client is here: its absence now counts
+                self.links.presence.verified(ident)
             if header.get("t") == "staging":   # a same-host client asks for shared memory
                 staged.answer_request(self.links, ident, self.device)
                 return
@@ -375,8 +385,15 @@ class WorkerServer:
         return self.executor.pacer.after_piece(executed, self._cancelled)
 
     def _cancelled(self) -> bool:
-        """Asked by the executor between ops: cancelled by the client, or orphaned?"""
-        return self._poll_cancel() >= self._batch or self._orphaned()
+        """Asked by the executor between ops: cancelled by the client, orphaned, or its
+        client gone (nobody will read the results)?"""
+        return self._poll_cancel() >= self._batch or self._orphaned() or self._client_left()
+
+    def _client_left(self) -> bool:
+        """Whether the client has gone without closing the session (worker.presence)."""
+        if not self.client_gone and self.links.presence.gone():
+            self.client_gone = self.closed = True
+        return self.client_gone
 
     def _orphaned(self) -> bool:
         """The pool process is gone: stop mid-batch rather than run on unowned."""

@@ -91,6 +91,8 @@ class UnixListener:
         self.peers: dict[int, UnixPeer] = {}
         #: complete messages read from peers ahead of time (while writing, or peeking)
         self.ready: deque = deque()
+        #: whether a peer has proved the session key (the client came: worker.presence)
+        self.had_client = False
         self._poller = select.poll()   # the listener's fd and each peer's
         self._zmq_poller: zmq.Poller | None = None
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -111,6 +113,10 @@ class UnixListener:
 
     def fds(self) -> list[int]:
         return [*self.peers, self.listener.fileno()]
+
+    def trusted_peers(self) -> bool:
+        """Whether a connection that proved the session key is still open."""
+        return any(peer.trusted for peer in self.peers.values())
 
     def buffered(self) -> bool:
         """Whether a message (or part of one from a trusted peer) is already read here."""
@@ -181,7 +187,7 @@ class UnixListener:
         except (EOFError, OSError, ValueError, ProtocolError):   # (the codec's are ValueErrors)
             self.drop(peer)
             return
-        peer.trusted = True
+        peer.trusted = self.had_client = True
 
     def drop(self, peer: UnixPeer) -> None:
         self.peers.pop(peer.fd, None)

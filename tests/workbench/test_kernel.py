@@ -104,9 +104,19 @@ def test_async_error_shown_on_its_cell_with_the_line(kernel):
     status, _, error, _ = kernel.run("a = cp.ones(3)\nb = a + cp.ones(4)\nc = 1")
     assert status == "error"
     assert "ValueError" in error and "operator +" in error and "line 2 of cell" in error
-    assert "session.py" not in error                     # our frames are hidden
+    assert "session.py" not in error and "kernel.py" not in error   # our frames are hidden
     status, text, _, _ = kernel.run("print(float(a.sum()), c)")
     assert status == "ok" and text.strip() == "3.0 1"    # the session goes on
+
+
+def test_an_error_at_a_sync_point_in_the_cell_shows_the_cells_line_only(kernel):
+    """Raised inside the cell (``float``): the cell's line, then the message and the note;
+    none of the client's frames, not even the last one IPython always shows."""
+    kernel.run("import cupy as cp")
+    status, _, error, _ = kernel.run("a = cp.ones(3)\nb = a + cp.ones(4)\nfloat(b.sum())")
+    assert status == "error" and "ValueError" in error
+    assert "float(b.sum())" in error and "line 2 of cell" in error, error
+    assert "kernelproxy" not in error and "skipping hidden" not in error, error
 
 
 def test_magics_are_loaded(kernel):
