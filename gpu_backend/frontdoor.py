@@ -29,7 +29,9 @@ from .accounts import MIN_GRANT, Accounts
 from .arbiter.service import Arbiter
 from .auth_gate import AuthGate, HeldRefusals
 from .config import PoolSettings
-from .pool_status import build_status
+from .device_samples import DeviceSampler
+from .pool_status import build_status, note_activity, seen_by
+from .session_end import own_session
 from .devices import parse_devices
 from .protocol import PROTOCOL_VERSION
 from .protocol import messages as m
@@ -73,7 +75,10 @@ class Session:
     client: str = ""   # what the client calls itself (user@host): a label, not an identity
     grant: int | None = None   # device memory granted under the user's quota (None: no quota)
     closing: bool = False      # the client closed it; the worker is finishing
+    label: str = ""    # what opened it (a notebook's path, a script): shown to its user
     last_seen: float = field(default_factory=time.monotonic)
+    last_work: float = field(default_factory=time.monotonic)   # its last op (pool_status)
+    oom_at: float | None = None   # when an op of it last ran out of memory
     created: float = field(default_factory=time.time)
     usage: dict = field(default_factory=dict)
 
@@ -89,6 +94,7 @@ class PendingHello:
     device: str
     since: float = field(default_factory=time.monotonic)
     closing: bool = False
+    label: str = ""
 
     @property
     def user(self) -> str:
@@ -116,6 +122,8 @@ class FrontDoor:
         self.usage = UsageLog(settings.usage_log)
         self._reload_at = time.monotonic() + RELOAD_INTERVAL
         self.devices = parse_devices(settings.devices)
+        #: each device's busy time and memory (NVML's too, on a GPU) over the last minutes
+        self.samples = DeviceSampler(self.devices)
         self.ctx = zmq.Context()
         self.clients = self.ctx.socket(zmq.ROUTER)
         self.clients.setsockopt(zmq.LINGER, 0)
@@ -257,6 +265,7 @@ class FrontDoor:
             self._serve_reclaims(worker.wid)
         elif kind == "usage" and worker.session is not None:
             session = worker.session
+            note_activity(session, msg)   # (its idle time, its last OutOfMemoryError)
             session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
             self.usage.report(session.sid, session.user, session.worker.device, session.usage)
         elif kind == "ended" and worker.session is not None:
@@ -345,7 +354,8 @@ class FrontDoor:
                 raise ProtocolError("front-door messages are maps")
             kind = msg.get("t")
             handler = {"hello": self._hello, "hb": self._heartbeat, "status": self._status,
-                       "close": self._close, "ping": self._ping}.get(kind) if isinstance(kind, str) else None
+                       "close": self._close, "end": self._end_request,
+                       "ping": self._ping}.get(kind) if isinstance(kind, str) else None
             if handler is None:
                 raise ProtocolError(f"unknown message type {kind!r:.40}")
             self.request_counts[kind] = self.request_counts.get(kind, 0) + 1
@@ -378,7 +388,9 @@ class FrontDoor:
             self.reclaims.wait(asked, lambda: self._hello_as(ident, msg, user, reclaimed=True), ident)
             return
         client = msg.get("user") if isinstance(msg.get("user"), str) else ""
-        self.pending.append(PendingHello(ident, user, client[:64], limit, grant, device))
+        label = msg.get("label") if isinstance(msg.get("label"), str) else ""
+        self.pending.append(PendingHello(ident, user, client[:64], limit, grant, device,
+                                         label=label[-160:]))
         self._serve_pending()
 
     def _answer_grow(self, worker: Worker, want: int, reclaimed: bool = False) -> None:
@@ -473,7 +485,8 @@ class FrontDoor:
 
     def _assign(self, hello: PendingHello, worker: Worker) -> None:
         session = Session(secrets.token_hex(8), secrets.token_bytes(32), hello.user, worker,
-                          hello.memory_limit, client=hello.client, grant=hello.grant)
+                          hello.memory_limit, client=hello.client, grant=hello.grant,
+                          label=hello.label)
         worker.session = session
         self.sessions[session.sid] = session
         self.usage.open_session(session.sid, session.user, worker.device, session.client)
@@ -521,14 +534,26 @@ class FrontDoor:
                 session.worker.end()
         self._reply(ident, {"ok": True})
 
+    def _end_request(self, ident: bytes, msg: dict, source: str | None) -> None:
+        self._signed_in(ident, msg, source, self._end_for)
+
+    def _end_for(self, ident: bytes, msg: dict, user: User) -> None:
+        """A user ends one of their own sessions by token (the Lab panel; session_end.py)."""
+        session = own_session(self.sessions, msg.get("session"), user.name)
+        if session is not None:
+            self._end(session, f"ended by its user ({user.name})")
+            session.worker.end()
+        self._reply(ident, {"ok": True, "ended": session is not None})
+
     def _status(self, ident: bytes, msg: dict, source: str | None) -> None:
         self._signed_in(ident, msg, source, self._status_for)
 
     def _status_for(self, ident: bytes, msg: dict, user: User) -> None:
-        reply = {"ok": True, **self.status(), "you": user.name}
+        reply = {"ok": True, **seen_by(self.status(), user.name), "you": user.name}
         seconds = msg.get("history")
         if type(seconds) in (int, float) and 0 < seconds <= 600:
             reply["history"] = {d: self.usage.history(seconds, device=d) for d in self.devices}
+            reply["device_history"] = self.samples.history(seconds)
         self._reply(ident, reply)
 
     def status(self) -> dict[str, Any]:
@@ -594,6 +619,7 @@ class FrontDoor:
                 if self.reclaims:
                     self._serve_reclaims()
                 self.usage.maybe_flush()
+                self.samples.maybe_sample(self)
                 if self.metrics_server is not None:
                     self._publish()
         finally:
@@ -606,6 +632,7 @@ class FrontDoor:
             self._published_at = now
             self.published = {"status": self.status(), "totals": self.usage.totals(),
                               "device_seconds": self.usage.device_seconds(),
+                              "samples": self.samples.latest(),
                               "requests": dict(self.request_counts),
                               "errors": dict(self.error_counts),
                               "auth_refusals": dict(self.auth.refusals),
@@ -634,6 +661,7 @@ class FrontDoor:
         for session in list(self.sessions.values()):
             self._end(session, "the pool stopped")
         self.usage.close()
+        self.samples.close()
         self.auth.close()
         if self.arbiter is not None:
             self.arbiter.stop()

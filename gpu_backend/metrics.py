@@ -5,7 +5,9 @@ its accounting (each user's device time, ops and bytes since the pool started), 
 front door's loop publishes them once a second (:meth:`FrontDoor.metrics_snapshot`):
 a scrape runs in the metrics server's thread and reads that snapshot only, never the
 loop's live tables. Counters (``*_total``) come from the accounting, which never goes
-backwards; gauges are the status of the moment of the snapshot.
+backwards; gauges are the status of the moment of the snapshot, and each device's last
+sample (``device_samples``: how busy it was by the pool's accounting, and on a GPU with
+NVML its utilisation and memory in use), what jupyterlab-nvdashboard's users plot.
 """
 
 from __future__ import annotations
@@ -27,6 +29,15 @@ _USER_GAUGES = (
     ("gpuwb_user_sessions", "the user's open sessions on the device", "sessions"),
     ("gpuwb_user_memory_used_bytes", "device memory of the user's sessions", "memory_used"),
     ("gpuwb_user_memory_quota_bytes", "the user's device-memory quota", "memory_quota"),
+)
+#: (metric, help, the sample's field) of each device's last sample (device_samples.latest)
+_DEVICE_SAMPLES = (
+    ("gpuwb_device_busy_ratio", "the part of the last sample interval (2 s) the device ran "
+     "sessions' work, by the pool's accounting (device time its workers measured)", "busy"),
+    ("gpuwb_device_utilization_ratio", "NVML's GPU utilisation at the last sample, 0 to 1 "
+     "(GPUs where NVML is read)", "utilization"),
+    ("gpuwb_device_nvml_memory_used_bytes", "device memory in use as NVML reports it, every "
+     "process's (GPUs where NVML is read)", "nvml_memory"),
 )
 #: (metric, help, the accounting field) of each user's counters
 _USER_COUNTERS = (
@@ -58,13 +69,22 @@ class PoolCollector:
                                  labels=["device"])
         total = GaugeMetricFamily("gpuwb_device_memory_total_bytes", "the device's memory",
                                   labels=["device"])
+        samples = snap.get("samples") or {}
         for device in status.get("devices", []):
             name = device["device"]
             sessions.add_metric([name], device.get("sessions") or 0)
             used.add_metric([name], device.get("memory_used") or 0)
-            if (device.get("info") or {}).get("memory_total") is not None:
-                total.add_metric([name], device["info"]["memory_total"])
+            size = (device.get("info") or {}).get("memory_total")
+            size = size if size is not None else (samples.get(name) or {}).get("memory_total")
+            if size is not None:
+                total.add_metric([name], size)
         yield from (sessions, used, total)
+        for metric, text, field in _DEVICE_SAMPLES:
+            family = GaugeMetricFamily(metric, text, labels=["device"])
+            for name, sample in sorted(samples.items()):
+                if sample.get(field) is not None:
+                    family.add_metric([name], float(sample[field]))
+            yield family
         for metric, text, field in _USER_GAUGES:
             family = GaugeMetricFamily(metric, text, labels=["user", "device"])
             for row in status.get("users", []):

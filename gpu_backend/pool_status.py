@@ -6,7 +6,10 @@ another thread: hence copies of the tables the door's loop changes). Per user
 and device: weight, *target* share (weight over the weights of the users with
 work on that device; over all its users when none has), the share *measured*
 over the last 10 s (of the device time used there), sessions waiting for the
-device, memory against quota.
+device, memory against quota. Per session, what opened it (its hello's label), how long
+since it last ran an op (``idle``: the forgotten notebook) and since it last ran out of
+memory; per user of the pool (``accounts``), their weight and quotas whether or not they
+have a session.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 import time
 from typing import Any
 
-__all__ = ["build_status", "SHARE_WINDOW"]
+__all__ = ["build_status", "note_activity", "seen_by", "SHARE_WINDOW"]
 
 #: The window of the measured share, seconds.
 SHARE_WINDOW = 10.0
@@ -40,20 +43,59 @@ def build_status(door: Any) -> dict[str, Any]:
         users.extend(_user_rows(spec, here, registry, snapshot.get(spec, {}).get("users", {}),
                                 door.usage.share(SHARE_WINDOW, device=spec)))
     sessions = [{
-        "session": s.sid, "user": s.user, "client": s.client, "device": s.worker.device,
+        "session": s.sid, "user": s.user, "client": s.client, "label": s.label,
+        "device": s.worker.device,
         "memory_used": s.usage.get("memory") or 0, "memory_limit": s.memory_limit,
         "memory_granted": s.grant, "arrays": s.usage.get("arrays") or 0,
         "ops": s.usage.get("ops") or 0, "device_seconds": s.usage.get("device_s") or 0.0,
-        "idle": round(now - s.last_seen, 3), "age": round(time.time() - s.created, 3),
+        "idle": round(now - s.last_work, 3), "heartbeat": round(now - s.last_seen, 3),
+        "oom_ago": None if s.oom_at is None else round(now - s.oom_at, 3),
+        "age": round(time.time() - s.created, 3),
     } for s in live if not s.closing]   # (closed by its client: its worker is finishing)
     return {"address": door.address, "local_address": door.local_address, "policy": door.settings.policy,
             "users_mode": registry.mode, "devices": devices, "users": users,
+            "accounts": _accounts(registry, sessions),
             "sessions": sessions, "ended": list(door.ended),
             "lease_timeout": door.settings.lease_timeout, "pid": os.getpid(),
             # how many workers may keep polling after a message, and for how long
             "spin": {"slots": door.spin_slots[1] if door.spin_slots else 0,
                      "window_ms": door.settings.worker_spin_ms},
             "uptime": round(time.time() - door.started, 3)}
+
+
+def _accounts(registry: Any, sessions: list[dict]) -> list[dict]:
+    """Every user of the pool: the Lab's status item shows the weight and quota of a user
+    who has no session yet from here (the ``users`` rows are only those with work)."""
+    rows = []
+    for name, user in sorted(registry.users.items()):
+        mine = [s for s in sessions if s["user"] == name]
+        ooms = [s["oom_ago"] for s in mine if s["oom_ago"] is not None]
+        rows.append({"user": name, "weight": user.weight, "memory_quota": user.memory,
+                     "sessions_quota": user.sessions, "sessions": len(mine),
+                     "memory_used": sum(s["memory_used"] for s in mine),
+                     "oom_ago": min(ooms) if ooms else None})
+    return rows
+
+
+def note_activity(session: Any, report: dict, now: float | None = None) -> None:
+    """Before a worker's usage *report* is taken into *session*: it ran ops since the last
+    (its idle time starts again), or an op ran out of memory (the Lab's warning)."""
+    now = time.monotonic() if now is None else now
+    if _count(report.get("ops")) > _count(session.usage.get("ops")):
+        session.last_work = now
+    if _count(report.get("oom")) > _count(session.usage.get("oom")):
+        session.oom_at = now
+
+
+def _count(value: object) -> int:
+    return value if type(value) is int else 0
+
+
+def seen_by(status: dict[str, Any], user: str) -> dict[str, Any]:
+    """*status* as *user* is shown it: another user's session labels (a notebook's path
+    names its directories) are blanked."""
+    sessions = [s if s["user"] == user else {**s, "label": ""} for s in status["sessions"]]
+    return {**status, "sessions": sessions}
 
 
 def _user_rows(device: str, here: list, registry: Any, arbiter_users: dict,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import getpass
 import itertools
+import sys
 import threading
 import time
 from typing import Any
@@ -30,7 +31,7 @@ from gpu_backend.protocol.errors import (AuthenticationError, ProtocolError, Ses
                                          SignInThrottledError, error_class)
 from gpu_backend.protocol.curve import secure_client
 
-__all__ = ["door_request", "signed_in_request", "hello", "Heartbeat"]
+__all__ = ["door_request", "signed_in_request", "hello", "session_label", "Heartbeat"]
 
 #: How long to wait for any answer from a pool before saying there is none.
 PING_TIMEOUT = 5.0
@@ -211,7 +212,8 @@ def _protocol_error(value: int) -> str:
 
 def hello(ctx: zmq.Context, address: str, token: str, user: str | None = None,
           memory_limit: int | None = None, timeout: float = 150.0, *,
-          server_key: bytes | None = None, apart_from: list[str] | None = None) -> dict:
+          server_key: bytes | None = None, apart_from: list[str] | None = None,
+          label: str | None = None) -> dict:
     # a quick ping first: a missing pool (or a failed handshake) is reported in seconds,
     # not after the hello's wait, and before the token is sent
     door_request(ctx, address, {"t": "ping"}, timeout=min(timeout, PING_TIMEOUT),
@@ -222,6 +224,8 @@ def hello(ctx: zmq.Context, address: str, token: str, user: str | None = None,
         msg["memory_limit"] = int(memory_limit)
     if apart_from:   # this client's other sessions: this one goes on a device none of them has
         msg["apart_from"] = list(apart_from)
+    if label:
+        msg["label"] = str(label)
     return signed_in_request(ctx, address, msg, timeout, server_key=server_key)
 
 
@@ -240,6 +244,22 @@ def signed_in_request(ctx: zmq.Context, address: str, msg: dict, timeout: float,
             if time.monotonic() + wait >= deadline:
                 raise
             time.sleep(wait)
+
+
+def session_label(label: str | None, notebook: str | None) -> str:
+    """What a session says opened it (the pool shows it to its user, beside its idle time):
+    *label* if given, else the *notebook*'s path Jupyter gave the kernel
+    (``JPY_SESSION_NAME``), else the script's name (``sys.argv[0]``; "python" for
+    ``python -c`` and the interactive prompt). A kernel started without a notebook
+    (nbclient, a console) is "Jupyter kernel": its argv[0] is the kernel's own module."""
+    if label:
+        return label
+    if notebook:
+        return notebook
+    if "ipykernel" in sys.modules:   # (looked up, never imported: kernelproxy needs no Jupyter)
+        return "Jupyter kernel"
+    script = sys.argv[0] if sys.argv else ""
+    return script if script and script != "-c" else "python"
 
 
 def _user() -> str:

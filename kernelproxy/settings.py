@@ -45,6 +45,10 @@ class SessionSettings:
     #: replays against its ops run pipelined (kernelproxy.stretch_replay; for tests that
     #: count replays, and to measure the difference).
     replay_measured: bool = True
+    #: ``JPY_SESSION_NAME``: the notebook's path, which Jupyter Server gives the kernels it
+    #: starts for a notebook; the session's label in the pool's status (the Lab panel
+    #: names the notebook that opened each session)
+    notebook: str | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "SessionSettings":
@@ -53,4 +57,5 @@ class SessionSettings:
                    staging=_flag(env, "GPUWB_STAGING", True),
                    eager_flush=_flag(env, "GPUWB_EAGER_FLUSH", True),
                    graphs=_flag(env, "GPUWB_GRAPHS", True),
-                   replay_measured=_flag(env, "GPUWB_REPLAY_MEASURED", True))
+                   replay_measured=_flag(env, "GPUWB_REPLAY_MEASURED", True),
+                   notebook=env.get("JPY_SESSION_NAME") or None)

@@ -77,6 +77,23 @@ def lab_extension_built() -> None:
                            f"the build in {built.parent}: run pip install -e . again")
 
 
+#: Run code on the current notebook's kernel (not in a cell); resolves to the reply's
+#: status ("ok", "error") and the error's name and text, once the kernel has answered.
+RUN_IN_KERNEL = """code => {
+  const widget = window.jupyterapp.shell.currentWidget;
+  const kernel = widget.sessionContext.session.kernel;
+  return kernel.requestExecute({ code, store_history: false }).done.then(
+    m => [m.content.status, m.content.ename || '', m.content.evalue || '']);
+}"""
+
+
+def run_in_kernel(page, code: str) -> str:
+    """Run *code* on the kernel of the notebook shown in *page*; its reply's status ("ok"
+    or "error", then the error's class and text after a colon)."""
+    status, name, text = page.evaluate(RUN_IN_KERNEL, code)
+    return status if status == "ok" else f"{status}: {name}: {text}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

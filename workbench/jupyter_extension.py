@@ -9,8 +9,15 @@ all behind the server's own authentication (no token: 403, as every Jupyter API)
     status request, from a :class:`~workbench.pool_watch.PoolWatcher` that polls it in
     the background over one connection (``?history=1`` adds each device's per-user
     device seconds of the last ``history_s`` seconds, for the Lab panel's chart);
-    ``state`` is "ok", "starting", "down" (HTTP 503, with the reason) or "none" (no
-    pool configured: the kernels run embedded pools).
+    ``state`` is "ok", "starting", "down" (HTTP 503, with the reason, and the last status
+    seen as ``last_status`` with its time and age: the Lab panel shows it marked stale) or
+    "none" (no pool configured: the kernels run embedded pools). ``?history=1`` also adds
+    each device's samples (busy, memory; NVML's utilisation on a GPU) for the panel's plots.
+``DELETE /gpuwb/api/sessions/<id>``
+    end one of your own sessions (the panel's "End"): the pool checks that the session is
+    the token's user's (403 with the pool's reason otherwise; 404 when no open session has
+    that id; 503 when the pool does not answer). Like every non-GET request of the server
+    it needs the token, or the session cookie with the XSRF header (as Lab sends them).
 ``GET /gpuwb/api/catalog``
     the catalogue's systems; ``?q=`` searches (hits with their scores), ``?category=``,
     ``kind``, ``area``, ``mechanism`` (repeatable), ``venue``, ``since``, ``until``,
@@ -25,6 +32,7 @@ on the extension (``--GpuWorkbench.pool=...``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -35,9 +43,11 @@ from tornado import web
 from traitlets import Float, Int, Unicode
 
 from catalog import queries
+from gpu_backend.protocol.errors import PoolError
 from gpu_backend.security import resolve_server_key
 
 from .connection import ClientSettings
+from .labext_check import lab_extension_problem
 from .pool_watch import PoolWatcher
 
 __all__ = ["GpuWorkbench", "_jupyter_server_extension_points"]
@@ -63,8 +73,32 @@ class StatusHandler(_Handler):
         if self.get_argument("history", "0") not in ("1", "true", "yes"):
             for key in ("status", "last_status"):   # the history only for who asks for it
                 if key in view:
-                    view[key] = {k: v for k, v in view[key].items() if k != "history"}
+                    view[key] = {k: v for k, v in view[key].items()
+                                 if k not in ("history", "device_history")}
         self.reply(view, 503 if view["state"] == "down" else 200)
+
+
+class SessionHandler(_Handler):
+    @web.authenticated
+    async def delete(self, session: str) -> None:
+        watcher: PoolWatcher | None = self.settings["gpuwb_watcher"]
+        if watcher is None:
+            self.reply({"error": "no pool is configured for this server"}, 404)
+            return
+        loop = asyncio.get_running_loop()
+        try:   # (a blocking request to the pool: off the server's loop)
+            ended = await loop.run_in_executor(None, watcher.end_session, session)
+        except PermissionError as exc:   # another user's session, or the token refused
+            self.reply({"session": session, "error": str(exc)}, 403)
+            return
+        except (PoolError, ConnectionError, TimeoutError) as exc:
+            self.reply({"session": session, "error": f"{type(exc).__name__}: {exc}"}, 503)
+            return
+        if not ended:
+            self.reply({"session": session, "ended": False,
+                        "error": f"no open session {session}: it has ended already"}, 404)
+            return
+        self.reply({"session": session, "ended": True})
 
 
 def _system(system: Any) -> dict:
@@ -137,6 +171,9 @@ class GpuWorkbench(ExtensionApp):
     def initialize_settings(self) -> None:
         self.watcher = self._watcher()
         self.settings["gpuwb_watcher"] = self.watcher
+        problem = lab_extension_problem()
+        if problem is not None:   # (a pip install without Node.js said nothing)
+            self.log.warning("gpu-workbench: %s", problem)
 
     def _watcher(self) -> PoolWatcher | None:
         client = ClientSettings()
@@ -155,6 +192,7 @@ class GpuWorkbench(ExtensionApp):
     def initialize_handlers(self) -> None:
         self.handlers.extend([
             (r"/gpuwb/api/status", StatusHandler),
+            (r"/gpuwb/api/sessions/(?P<session>[0-9A-Za-z_-]{1,64})", SessionHandler),
             (r"/gpuwb/api/catalog", CatalogHandler),
             (r"/gpuwb/api/catalog/(?P<name>[^/]+)", SystemHandler),
         ])

@@ -7,7 +7,10 @@ CurveZMQ when the pool's key is pinned) in its own thread, asks for the status e
 *interval* seconds (with the last *history* seconds of per-user device time, for the
 Lab panel's chart) and keeps the latest answer, or why there is none: the pool did not
 answer (down, or a wrong key: the socket is then made anew, so that a stale reply
-cannot be taken for a fresh one) or refused the token.
+cannot be taken for a fresh one) or refused the token. While the pool is down it keeps
+the last status it had and says how old it is, so that the Lab panel can show it as
+stale rather than as live. It also carries the one request the server makes on a
+user's behalf: ending one of their sessions (:meth:`PoolWatcher.end_session`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from gpu_backend.protocol.addresses import allow_ipv6
 from gpu_backend.protocol.codec import packb, unpackb
 from gpu_backend.protocol.errors import error_class
 from gpu_backend.security import secure_client
+from kernelproxy.connection import signed_in_request
 
 __all__ = ["PoolWatcher"]
 
@@ -38,6 +42,7 @@ class PoolWatcher:
         self._sock: zmq.Socket | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()   # poll now (a session was ended), not at the next tick
         self._thread: threading.Thread | None = None
         self._status: dict | None = None   # the pool's last answer
         self._updated = 0.0                # when it came (time.time())
@@ -53,13 +58,19 @@ class PoolWatcher:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(self.timeout + 1)
+
+    def refresh(self) -> None:
+        """Ask the pool again now (from any thread), rather than after the interval."""
+        self._wake.set()
 
     def _run(self) -> None:
         while not self._stop.is_set():
             self.poll()
-            self._stop.wait(self.interval)
+            self._wake.wait(self.interval)
+            self._wake.clear()
         self._close()
 
     def poll(self) -> None:
@@ -105,10 +116,22 @@ class PoolWatcher:
             self._sock.close(linger=0)
             self._sock = None
 
+    def end_session(self, session: str) -> bool:
+        """End one of the token's user's own sessions (the Lab panel's "End"), on a socket of
+        its own (blocking: handlers call it in an executor); whether one was open. The pool
+        refuses another user's session (NotAllowedError) and a wrong token, and says so."""
+        ctx = zmq.Context.instance()
+        reply = signed_in_request(ctx, self.address,
+                                  {"t": "end", "token": self._token, "session": session},
+                                  self.timeout, server_key=self._server_key)
+        self.refresh()   # the panel's next poll shows it gone
+        return bool(reply.get("ended"))
+
     # -- what the handlers read -----------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         """``state`` "ok" with the pool's ``status`` and its age, "down" with the ``error``
-        (and the last status seen, if any), or "starting" before the first answer."""
+        (and the last status seen, if any, with when it came and its age: stale data, for
+        the Lab panel to mark so), or "starting" before the first answer."""
         with self._lock:
             status, updated, error, since = self._status, self._updated, self._error, self._error_since
         now = time.time()
@@ -116,7 +139,8 @@ class PoolWatcher:
         if error is not None:
             view.update(state="down", error=error, down_for_s=round(now - since, 1))
             if status is not None:
-                view.update(last_status=status, last_updated=updated)
+                view.update(last_status=status, last_updated=updated,
+                            last_age_s=round(now - updated, 1))
         elif status is None:
             view.update(state="starting")
         else:

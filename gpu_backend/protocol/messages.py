@@ -32,9 +32,11 @@ __all__ = [
     "CHANNELS", "MESSAGES", "fields_of",
     # front door
     "HelloRequest", "HelloReply", "HeartbeatRequest", "HeartbeatReply", "StatusRequest",
-    "StatusReply", "CloseRequest", "CloseReply", "PingRequest", "PingReply", "ErrorReply",
+    "StatusReply", "CloseRequest", "CloseReply", "EndRequest", "EndReply", "PingRequest",
+    "PingReply", "ErrorReply",
     # pool status
-    "StatusDevice", "StatusUser", "StatusSession", "EndedSession", "StatusSpin", "ShareHistory",
+    "StatusDevice", "StatusUser", "StatusAccount", "StatusSession", "EndedSession", "StatusSpin",
+    "ShareHistory", "DeviceSamples",
     # session worker
     "BatchHeader", "CancelRequest", "WorkerCloseRequest", "StagingRequest", "LinkAuth",
     "UploadChunk", "BatchReply", "ClosedReply", "StagingReply", "StagingOffer",
@@ -184,11 +186,24 @@ class StatusUser(TypedDict):
     memory_granted: Annotated[int | None, "bytes granted to the user's sessions there under that quota (None: no quota)"]
 
 
+class StatusAccount(TypedDict):
+    """A row of a :class:`StatusReply`'s ``accounts``: one user of the pool, with or without
+    sessions (the users file's users; ``default`` in single-token mode)."""
+    user: Annotated[str, "the user's name"]
+    weight: Annotated[float, "the user's weight"]
+    memory_quota: Annotated[int | None, "the user's memory quota over all devices, bytes (None: none)"]
+    sessions_quota: Annotated[int | None, "how many sessions the user may have at once (None: no limit)"]
+    sessions: Annotated[int, "the user's open sessions, all devices"]
+    memory_used: Annotated[int, "bytes the user's sessions use, all devices"]
+    oom_ago: Annotated[float | None, "seconds since an op of one of the user's open sessions ran out of device memory (None: none did)"]
+
+
 class StatusSession(TypedDict):
     """A row of a :class:`StatusReply`'s ``sessions``."""
     session: Annotated[str, "the session's id"]
     user: Annotated[str, "its user"]
     client: Annotated[str, "the hello's user label (user@host)"]
+    label: Annotated[str, "what opened it: the hello's label (a notebook's path, a script's name); \"\" in the status of another user"]
     device: Annotated[str, "its device"]
     memory_used: Annotated[int, "bytes it uses (its last usage report)"]
     memory_limit: Annotated[int, "its memory limit, bytes"]
@@ -196,7 +211,9 @@ class StatusSession(TypedDict):
     arrays: Annotated[int, "arrays it holds"]
     ops: Annotated[int, "ops its worker has run"]
     device_seconds: Annotated[float, "device seconds its worker measured"]
-    idle: Annotated[float, "seconds since its last heartbeat"]
+    idle: Annotated[float, "seconds since its worker last ran an op (since it opened, if none has run)"]
+    heartbeat: Annotated[float, "seconds since its client's last heartbeat"]
+    oom_ago: Annotated[float | None, "seconds since one of its ops ran out of device memory (None: none did)"]
     age: Annotated[float, "seconds since it opened"]
 
 
@@ -226,6 +243,20 @@ class ShareHistory(TypedDict):
     devices: Annotated[dict[str, dict[str, list[float]]], "the same per device (here: this one device)"]
 
 
+class DeviceSamples(TypedDict):
+    """A :class:`StatusReply`'s ``device_history`` entry for one device
+    (``device_samples.DeviceSampler``): the pool samples each device every ``step`` seconds
+    and keeps the last 10 minutes. A list's None: no figure at that sample."""
+    t0: Annotated[float, "the first sample's time (Unix time)"]
+    step: Annotated[float, "seconds between samples"]
+    busy: Annotated[list[float | None], "the part of each step the device ran sessions' work, by the pool's accounting (device time its workers measured; 0 to 1)"]
+    memory: Annotated[list[int | None], "bytes the device's sessions held (their usage reports)"]
+    utilization: Annotated[list[float | None] | None, "NVML's GPU utilisation at each sample (0 to 1); None where NVML is not read"]
+    nvml_memory: Annotated[list[int | None] | None, "device memory in use as NVML reports it (every process's), bytes; None where NVML is not read"]
+    memory_total: Annotated[int | None, "the device's memory, bytes (None on the host)"]
+    nvml: Annotated[str, "\"ok\" while NVML is read, else why not (not a GPU, nvidia-ml-py not installed, no driver)"]
+
+
 # ==================================================================== front door
 
 class HelloRequest(TypedDict):
@@ -235,6 +266,7 @@ class HelloRequest(TypedDict):
     v: Annotated[int, "the client's protocol version (PROTOCOL_VERSION; another is VersionMismatchError)"]
     token: Annotated[str, "who the user is: a users file's NAME.SECRET, or the pool's one shared token"]
     user: Annotated[str, "the client's label for itself (user@host; 64 characters kept): shown in status, not an identity"]
+    label: NotRequired[Annotated[str, "what opens the session: the notebook's path (JPY_SESSION_NAME) or the script's name (the last 160 characters kept); shown to its user in status"]]
     memory_limit: NotRequired[Annotated[int | None, "the session's memory limit, bytes (default: the pool's; at most the user's quota)"]]
     apart_from: NotRequired[Annotated[list[str], "the user's own open sessions: place this one on a device none of them holds"]]
 
@@ -271,7 +303,7 @@ class StatusRequest(TypedDict):
     extension's watcher): the pool's devices, users and sessions."""
     t: Annotated[Literal["status"], "the message type"]
     token: Annotated[str, "a user's token (any user may ask)"]
-    history: NotRequired[Annotated[float, "also each device's per-user device seconds over this many seconds (0 < history <= 600)"]]
+    history: NotRequired[Annotated[float, "also each device's per-user device seconds, and its samples (busy, memory, NVML), over this many seconds (0 < history <= 600)"]]
 
 
 class StatusReply(TypedDict):
@@ -284,6 +316,7 @@ class StatusReply(TypedDict):
     users_mode: Annotated[str, "\"file\" (a users file) or \"single\" (one shared token)"]
     devices: Annotated[list[StatusDevice], "one row per device"]
     users: Annotated[list[StatusUser], "one row per user and device with sessions or recent device time"]
+    accounts: Annotated[list[StatusAccount], "one row per user of the pool, with sessions or not"]
     sessions: Annotated[list[StatusSession], "the open sessions (not those closing)"]
     ended: Annotated[list[EndedSession], "the last 50 sessions that ended"]
     lease_timeout: Annotated[float, "seconds without a heartbeat after which a session ends"]
@@ -292,6 +325,7 @@ class StatusReply(TypedDict):
     uptime: Annotated[float, "seconds since the pool started"]
     you: Annotated[str, "the user the token signed in as"]
     history: NotRequired[Annotated[dict[str, ShareHistory], "per device, its users' device seconds (when asked for)"]]
+    device_history: NotRequired[Annotated[dict[str, DeviceSamples], "per device, its samples over the same seconds (when history is asked for)"]]
 
 
 class CloseRequest(TypedDict):
@@ -305,6 +339,22 @@ class CloseRequest(TypedDict):
 class CloseReply(TypedDict):
     """front door → client: answered whether or not the session was open."""
     ok: Annotated[Literal[True], "the request succeeded"]
+
+
+class EndRequest(TypedDict):
+    """client → front door (the Jupyter server extension, for the Lab panel's "End"): end
+    one of the token's user's own sessions, whose key the asker need not hold. The pool
+    kills its worker, as when its lease expires; a session of another user is refused with
+    NotAllowedError."""
+    t: Annotated[Literal["end"], "the message type"]
+    token: Annotated[str, "the user's token: only that user's sessions may be ended"]
+    session: Annotated[str, "the session's id"]
+
+
+class EndReply(TypedDict):
+    """front door → client: the answer to :class:`EndRequest`."""
+    ok: Annotated[Literal[True], "the request succeeded"]
+    ended: Annotated[bool, "False: no open session has that id (it had ended, or was closing)"]
 
 
 class PingRequest(TypedDict):
@@ -456,6 +506,7 @@ class ControlUsage(TypedDict):
     bytes_in: Annotated[int, "bytes uploaded"]
     bytes_out: Annotated[int, "bytes downloaded"]
     errors: Annotated[int, "ops that failed"]
+    oom: Annotated[int, "of them, ops that ran out of device memory (OutOfMemoryError)"]
     peak: Annotated[int, "the most bytes the session has held"]
 
 
@@ -471,6 +522,7 @@ class ControlEnded(TypedDict):
     bytes_in: NotRequired[Annotated[int, "bytes uploaded"]]
     bytes_out: NotRequired[Annotated[int, "bytes downloaded"]]
     errors: NotRequired[Annotated[int, "ops that failed"]]
+    oom: NotRequired[Annotated[int, "of them, ops that ran out of device memory"]]
     peak: NotRequired[Annotated[int, "the most bytes the session held"]]
 
 
@@ -617,8 +669,10 @@ CHANNELS: dict[str, str] = {
 #: Every message's class, by channel (the order of docs/protocol.md).
 MESSAGES: dict[str, tuple[type, ...]] = {
     FRONT_DOOR: (HelloRequest, HelloReply, HeartbeatRequest, HeartbeatReply, StatusRequest,
-                 StatusReply, CloseRequest, CloseReply, PingRequest, PingReply, ErrorReply),
-    POOL_STATUS: (StatusDevice, StatusUser, StatusSession, EndedSession, StatusSpin, ShareHistory),
+                 StatusReply, CloseRequest, CloseReply, EndRequest, EndReply, PingRequest,
+                 PingReply, ErrorReply),
+    POOL_STATUS: (StatusDevice, StatusUser, StatusAccount, StatusSession, EndedSession, StatusSpin,
+                  ShareHistory, DeviceSamples),
     SESSION_WORKER: (BatchHeader, CancelRequest, WorkerCloseRequest, StagingRequest, LinkAuth,
                      UploadChunk, BatchReply, ClosedReply, StagingReply, StagingOffer,
                      StagedDownloadChunk),

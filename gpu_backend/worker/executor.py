@@ -77,6 +77,7 @@ class Executor:
         self.fatal: str | None = None
         self.ops_run = 0
         self.op_errors = 0   # ops that raised (their errors went to the client)
+        self.op_ooms = 0     # of them, out of device memory (the Lab's out-of-memory state)
         self._seq: Any = None
         self._warnings: list[list] = []
         self._hook = codec.ext_hook_for(table.get, table.view_at)
@@ -375,6 +376,7 @@ class Executor:
             # worker's data limit) is this session's device running out, as on a GPU
             name, text = "OutOfMemoryError", f"Out of memory: {text}"
         if name == "OutOfMemoryError":   # say which budget it met, in the user's terms
+            self.op_ooms += seq is not None
             grant = self.device.grant
             text = out_of_memory_text(asked_of(text), self.device.memory_used(), self.pool_limit(),
                                       grant.refusal if grant is not None else None, grant)
@@ -387,7 +389,7 @@ class Executor:
         """Cumulative figures for the pool's accounting (usage reports)."""
         self.pacer.harvest()
         return {"device_s": self.pacer.busy, "ops": self.ops_run, "bytes_in": self.bytes_in,
-                "bytes_out": self.bytes_out, "errors": self.op_errors,
+                "bytes_out": self.bytes_out, "errors": self.op_errors, "oom": self.op_ooms,
                 "peak": max(self.peak_memory, self.device.memory_used())}
 
     def info(self) -> dict:

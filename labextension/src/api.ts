@@ -36,14 +36,45 @@ export interface SessionRow {
   session: string;
   user: string;
   client: string;
+  /** What opened it: a notebook's path, a script's name ("" for another user's). */
+  label: string;
   device: string;
   memory_used: number;
   memory_limit: number | null;
   arrays: number;
   ops: number;
   device_seconds: number;
+  /** Seconds since its worker last ran an op. */
   idle: number;
+  /** Seconds since one of its ops ran out of device memory, or null. */
+  oom_ago: number | null;
   age: number;
+}
+
+/** A user of the pool, with or without a session. */
+export interface Account {
+  user: string;
+  weight: number;
+  memory_quota: number | null;
+  sessions_quota: number | null;
+  sessions: number;
+  memory_used: number;
+  oom_ago: number | null;
+}
+
+/** A device's samples every `step` seconds from t0 (the pool's device_samples). */
+export interface DeviceSamples {
+  t0: number;
+  step: number;
+  /** The part of each step the device ran sessions' work, by the pool's accounting. */
+  busy: Array<number | null>;
+  memory: Array<number | null>;
+  /** NVML's GPU utilisation, or null where NVML is not read. */
+  utilization: Array<number | null> | null;
+  nvml_memory: Array<number | null> | null;
+  memory_total: number | null;
+  /** "ok" while NVML is read, else why not. */
+  nvml: string;
 }
 
 /** Device seconds per user in each whole second from t0 (the pool's usage history). */
@@ -60,8 +91,11 @@ export interface PoolStatus {
   devices: DeviceRow[];
   users: UserRow[];
   sessions: SessionRow[];
+  /** Every user of the pool (older pools: absent). */
+  accounts?: Account[];
   you: string;
   history?: Record<string, History>;
+  device_history?: Record<string, DeviceSamples>;
 }
 
 /** What /gpuwb/api/status answers: the pool's status, or why there is none. */
@@ -69,8 +103,14 @@ export interface StatusBody {
   pool: string | null;
   state: 'ok' | 'starting' | 'down' | 'none' | 'unavailable';
   status?: PoolStatus;
-  last_status?: PoolStatus;
+  /** When the pool answered (Unix time) and how long ago, as the server saw it. */
+  updated?: number;
   age_s?: number;
+  /** While the pool is down: the last status it gave, when, and how long ago. */
+  last_status?: PoolStatus;
+  last_updated?: number;
+  last_age_s?: number;
+  down_for_s?: number;
   error?: string;
   message?: string;
 }
@@ -108,12 +148,13 @@ export interface CatalogBody {
 /** GET /gpuwb/api/<parts>; the parsed JSON body and the HTTP status. */
 export async function getJSON<T>(
   parts: string[],
-  params: Record<string, string> = {}
+  params: Record<string, string> = {},
+  init: RequestInit = {}
 ): Promise<{ status: number; body: T }> {
   const settings = ServerConnection.makeSettings();
   const query = URLExt.objectToQueryString(params);
   const url = URLExt.join(settings.baseUrl, 'gpuwb', 'api', ...parts.map(encodeURIComponent)) + query;
-  const response = await ServerConnection.makeRequest(url, {}, settings);
+  const response = await ServerConnection.makeRequest(url, init, settings);
   let body: T;
   try {
     body = (await response.json()) as T;
@@ -125,4 +166,15 @@ export async function getJSON<T>(
     );
   }
   return { status: response.status, body };
+}
+
+/**
+ * End one of your own sessions (DELETE /gpuwb/api/sessions/<id>): the pool refuses
+ * another user's. Resolves when it has ended; rejects with the server's reason.
+ */
+export async function endSession(session: string): Promise<void> {
+  const reply = await getJSON<{ ended?: boolean; error?: string }>(['sessions', session], {}, { method: 'DELETE' });
+  if (reply.status !== 200) {
+    throw new Error(reply.body.error ?? `the server answered HTTP ${reply.status}`);
+  }
 }

@@ -1,5 +1,5 @@
 /** Numbers as the status bar and the panel show them, and the one-line summary. */
-import { DeviceRow, PoolStatus, StatusBody, UserRow } from './api';
+import { Account, DeviceRow, PoolStatus, SessionRow, StatusBody, UserRow } from './api';
 
 const GiB = 1024 ** 3;
 
@@ -11,7 +11,7 @@ export function gib(bytes: number | null | undefined, digits = 1): string {
   if (value === 0) {
     return '0';
   }
-  const text = value.toFixed(value < 0.1 ? Math.max(digits, 2) : digits); // 32 MiB is 0.03
+  const text = value.toFixed(value < 1 ? Math.max(digits, 2) : digits); // 32 MiB is 0.03, 240 MiB 0.23
   return Number(text) >= 10 ? value.toFixed(0) : text; // 9.96 is 10, not 10.0
 }
 
@@ -50,11 +50,20 @@ export function yourRow(status: PoolStatus, device: string): UserRow | undefined
   return status.users.find(u => u.user === status.you && u.device === device);
 }
 
+/** Your account: weight and quotas, whether or not you have a session (older pools: none). */
+export function yourAccount(status: PoolStatus): Account | undefined {
+  return status.accounts?.find(a => a.user === status.you);
+}
+
 /**
  * Your memory and what it counts against: with a quota, all your sessions' memory (every
  * device) against it; without one, your memory on *device* against that device's size.
  */
 export function yourMemory(status: PoolStatus, device: DeviceRow | undefined): [number, number | null] {
+  const account = yourAccount(status);
+  if (account && account.memory_quota !== null) {
+    return [account.memory_used, account.memory_quota];
+  }
   const rows = status.users.filter(u => u.user === status.you);
   const quota = rows.find(u => u.memory_quota !== null && u.memory_quota !== undefined)?.memory_quota ?? null;
   if (quota !== null) {
@@ -64,16 +73,141 @@ export function yourMemory(status: PoolStatus, device: DeviceRow | undefined): [
   return [here?.memory_used ?? 0, device?.info.memory_total ?? null];
 }
 
+/** From this part of a budget on, memory is shown as a warning. */
+export const NEAR_LIMIT = 0.85;
+/** For this long after an op ran out of memory, the out-of-memory state is shown. */
+export const OOM_SHOWN_S = 60;
+
+export interface Pressure {
+  level: 'ok' | 'warn' | 'oom';
+  /** Why, in a sentence, or '' when all is well. */
+  note: string;
+  /** The part of the budget nearest its end (your quota, or a session's limit). */
+  fraction: number | null;
+}
+
+/** A session's memory against its own limit, or null. */
+export function sessionFraction(s: SessionRow): number | null {
+  return s.memory_limit ? s.memory_used / s.memory_limit : null;
+}
+
+/** Whether your memory is near its budget (from 85 %), or an op of yours ran out of it lately. */
+export function memoryPressure(status: PoolStatus, device: DeviceRow | undefined): Pressure {
+  const [used, limit] = yourMemory(status, device);
+  const quota = yourAccount(status)?.memory_quota ?? null;
+  const mine = status.sessions.filter(s => s.user === status.you);
+  const ooms = mine.map(s => s.oom_ago).filter((a): a is number => a !== null && a !== undefined);
+  const oomAgo = ooms.length ? Math.min(...ooms) : null;
+  const fraction = limit ? used / limit : null;
+  const fullest = mine
+    .map(s => ({ s, f: sessionFraction(s) }))
+    .filter(x => x.f !== null)
+    .sort((a, b) => (b.f as number) - (a.f as number))[0];
+  if (oomAgo !== null && oomAgo <= OOM_SHOWN_S) {
+    return {
+      level: 'oom',
+      fraction,
+      note:
+        `out of memory: an allocation of yours failed ${seconds(oomAgo)} ago; your sessions hold ` +
+        `${gib(used, 2)} GiB${limit === null ? '' : ` of ${gib(limit, 2)} GiB`}. ` +
+        'Free arrays you no longer need (del x), or end a session you forgot.'
+    };
+  }
+  if (quota !== null && fraction !== null && fraction >= NEAR_LIMIT) {
+    return {
+      level: 'warn',
+      fraction,
+      note:
+        `near your memory quota: your sessions hold ${percent(fraction)} of your ` +
+        `${gib(quota, 2)} GiB; the next allocation may fail. Free arrays you no longer need (del x).`
+    };
+  }
+  if (fullest && (fullest.f as number) >= NEAR_LIMIT) {
+    return {
+      level: 'warn',
+      fraction: fullest.f,
+      note:
+        `near a session's memory limit: ${sessionName(fullest.s)} holds ${percent(fullest.f)} of its ` +
+        `${gib(fullest.s.memory_limit, 2)} GiB; its next allocation may fail.`
+    };
+  }
+  if (quota === null && fraction !== null && fraction >= NEAR_LIMIT) {
+    return {
+      level: 'warn',
+      fraction,
+      note: `near the device's memory: ${percent(fraction)} of ${gib(limit, 2)} GiB in use by your sessions.`
+    };
+  }
+  return { level: 'ok', fraction, note: '' };
+}
+
+/** "forgotten.ipynb": the label's last part (a notebook's path), else the session's id. */
+export function sessionName(s: SessionRow): string {
+  const label = s.label ?? '';
+  return label ? label.split(/[\\/]/).pop() || label : s.session.slice(0, 8);
+}
+
+/** "14:03:12": a time of day, the same in every locale (the tests read it). */
+export function clock(unixSeconds: number): string {
+  const t = new Date(unixSeconds * 1000);
+  return [t.getHours(), t.getMinutes(), t.getSeconds()].map(n => String(n).padStart(2, '0')).join(':');
+}
+
+/** The status to show, and whether it is live or the last one seen (stale), from when. */
+export interface Shown {
+  status: PoolStatus;
+  stale: boolean;
+  /** When the pool gave it (Unix time; the server's clock). */
+  asOf: number;
+  /** How old it is now, seconds (the server's count, plus the time since it answered). */
+  ago: number;
+  /** Why it is stale: the pool is down, or the Jupyter server does not answer. */
+  why: string;
+}
+
+export function shownStatus(
+  body: StatusBody | null,
+  error: string | null,
+  receivedAt: number,
+  now = Date.now()
+): Shown | undefined {
+  if (body === null) {
+    return undefined;
+  }
+  const since = receivedAt ? Math.max(0, (now - receivedAt) / 1000) : 0;
+  if (body.state === 'ok' && body.status) {
+    return {
+      status: body.status,
+      stale: error !== null,
+      asOf: body.updated ?? now / 1000,
+      ago: (body.age_s ?? 0) + since,
+      why: error !== null ? `the Jupyter server does not answer (${error})` : ''
+    };
+  }
+  if (body.state === 'down' && body.last_status) {
+    return {
+      status: body.last_status,
+      stale: true,
+      asOf: body.last_updated ?? 0,
+      ago: (body.last_age_s ?? 0) + since,
+      why: `the pool does not answer (${body.error ?? 'down'})`
+    };
+  }
+  return undefined;
+}
+
 export interface Summary {
   text: string;
   title: string;
-  state: StatusBody['state'];
+  state: StatusBody['state'] | 'warn' | 'oom';
 }
 
 /** "GPU: H100 · share 34% · 2.1/16 GiB", or the state when the pool cannot be seen. */
-export function summarize(body: StatusBody | null, error: string | null): Summary {
+export function summarize(body: StatusBody | null, error: string | null, receivedAt = 0): Summary {
+  const shown = shownStatus(body, error, receivedAt);
+  const stale = shown?.stale ? `\nlast status from ${clock(shown.asOf)} (${seconds(shown.ago)} ago): the panel shows it, marked stale` : '';
   if (error !== null || body === null) {
-    return { text: 'GPU: unavailable', title: error ?? 'no answer yet', state: 'unavailable' };
+    return { text: 'GPU: unavailable', title: (error ?? 'no answer yet') + stale, state: 'unavailable' };
   }
   switch (body.state) {
     case 'ok':
@@ -83,7 +217,7 @@ export function summarize(body: StatusBody | null, error: string | null): Summar
     case 'starting':
       return { text: 'GPU: connecting…', title: `asking the pool at ${body.pool}`, state: 'starting' };
     case 'down':
-      return { text: 'GPU: pool down', title: `${body.pool}: ${body.error}`, state: 'down' };
+      return { text: 'GPU: pool down', title: `${body.pool}: ${body.error}` + stale, state: 'down' };
     default:
       return { text: 'GPU: unavailable', title: `an unexpected answer: ${body.state}`, state: 'unavailable' };
   }
@@ -93,15 +227,22 @@ export function summarize(body: StatusBody | null, error: string | null): Summar
     return { text: 'GPU: no devices', title: `the pool at ${body.pool} has no devices`, state: 'ok' };
   }
   const row = yourRow(status, device.device);
+  const account = yourAccount(status);
   const [used, limit] = yourMemory(status, device);
-  const memory = limit === null ? `${gib(used)} GiB` : `${gib(used)}/${gib(limit)} GiB`;
-  const text = `GPU: ${shortName(deviceName(device))} · share ${percent(row?.share ?? 0)} · ${memory}`;
+  const pressure = memoryPressure(status, device);
+  let memory = limit === null ? `${gib(used)} GiB` : `${gib(used)}/${gib(limit)} GiB`;
+  if (pressure.level === 'warn' && pressure.fraction !== null) {
+    memory += ` (${percent(pressure.fraction)})`;
+  }
+  const middle = pressure.level === 'oom' ? 'out of memory' : `share ${percent(row?.share ?? 0)}`;
+  const text = `GPU: ${shortName(deviceName(device))} · ${middle} · ${memory}`;
   const title =
+    (pressure.note ? `${pressure.note}\n` : '') +
     `${deviceName(device)} (${device.device}) at ${body.pool}\n` +
-    `you: ${status.you}, weight ${row?.weight ?? 1}, target share ${percent(row?.target_share)}, ` +
+    `you: ${status.you}, weight ${account?.weight ?? row?.weight ?? 1}, target share ${percent(row?.target_share)}, ` +
     `measured over the last 10 s ${percent(row?.share ?? 0)}\n` +
     `your memory ${gib(used, 2)} GiB${limit === null ? '' : ` of ${gib(limit, 2)} GiB`}; ` +
     `${status.sessions.filter(s => s.user === status.you).length} session(s) of yours, ` +
     `${status.sessions.length} in the pool`;
-  return { text, title, state: 'ok' };
+  return { text, title, state: pressure.level === 'ok' ? 'ok' : pressure.level };
 }

@@ -22,8 +22,11 @@ export class PoolModel {
     });
   }
 
-  /** The last answer, or null before the first. */
+  /** The last answer, or null before the first. It stays while the server does not
+   * answer (the panel then shows it marked stale). */
   body: StatusBody | null = null;
+  /** When the last answer came (Date.now()): how old its figures are since. */
+  receivedAt = 0;
   /** Why the last request failed (the server is gone, the extension is not enabled). */
   error: string | null = null;
 
@@ -77,7 +80,10 @@ export class PoolModel {
     if (serial !== this._serial) {
       return; // a newer request has answered or will
     }
-    this.body = body ?? this.body;
+    if (body !== null) {
+      this.body = body;
+      this.receivedAt = Date.now();
+    }
     this.error = error;
     this._changed.emit();
     if (error !== null) {

@@ -1,15 +1,36 @@
 /**
- * The side panel: the pool's devices, the per-user shares of your device over the last
- * minutes (a live chart), the users with weights, targets and measured shares, and your
- * sessions. It shows why when there is no pool to show.
+ * The side panel: the pool's devices and their utilisation and memory over time, the
+ * per-user shares of your device over the last minutes, the users with weights, targets
+ * and measured shares, and your sessions (what opened each, how long idle, an End
+ * button). When the pool is down or the server does not answer it keeps showing the
+ * last status it had, marked stale with the time it is from; it shows why when there is
+ * nothing to show.
  */
+import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { PoolStatus } from './api';
+import { PoolStatus, SessionRow, UserRow, endSession } from './api';
 import { COLOURS, shareChart } from './chart';
+import { devicePlots } from './devices';
 import { h, table } from './dom';
-import { deviceName, gib, percent, seconds, summarize, yourDevice } from './format';
+import {
+  NEAR_LIMIT,
+  OOM_SHOWN_S,
+  Shown,
+  clock,
+  deviceName,
+  gib,
+  memoryPressure,
+  percent,
+  seconds,
+  sessionFraction,
+  sessionName,
+  shownStatus,
+  summarize,
+  yourAccount,
+  yourDevice
+} from './format';
 import { PoolModel } from './model';
 
 export class PoolPanel extends Widget {
@@ -36,8 +57,8 @@ export class PoolPanel extends Widget {
     if (!this.isVisible) {
       return; // drawn when shown
     }
-    const { body, error } = this.model;
-    const summary = summarize(body, error);
+    const { body, error, receivedAt } = this.model;
+    const summary = summarize(body, error, receivedAt);
     const header = h(
       'div',
       { class: 'gpuwb-header' },
@@ -49,13 +70,24 @@ export class PoolPanel extends Widget {
     const focused = this.node.contains(document.activeElement)
       ? (document.activeElement as HTMLElement).dataset.gpuwb
       : undefined;
-    const status = body?.status ?? body?.last_status;
+    const shown = shownStatus(body, error, receivedAt);
     const parts: Array<Node> = [header];
-    if (summary.state !== 'ok' || status === undefined) {
+    if (shown === undefined || (!shown.stale && !['ok', 'warn', 'oom'].includes(summary.state))) {
       parts.push(h('p', { class: 'gpuwb-reason', 'data-gpuwb': 'reason' }, summary.title));
     }
-    if (status !== undefined) {
-      parts.push(...this.sections(status, body?.pool ?? ''));
+    if (shown !== undefined) {
+      if (shown.stale) {
+        parts.push(
+          h(
+            'p',
+            { class: 'gpuwb-stale-note', 'data-gpuwb': 'stale' },
+            `Not live: ${shown.why}. Shown as of ${clock(shown.asOf)} (${seconds(shown.ago)} ago).`
+          )
+        );
+      }
+      const sections = h('div', { class: shown.stale ? 'gpuwb-stale' : undefined, 'data-gpuwb': 'sections' });
+      sections.append(...this.sections(shown, body?.pool ?? ''));
+      parts.push(sections);
     }
     this.node.replaceChildren(...parts);
     if (focused) {   // the redraw keeps the keyboard where it was
@@ -63,7 +95,8 @@ export class PoolPanel extends Widget {
     }
   }
 
-  private sections(status: PoolStatus, pool: string): Node[] {
+  private sections(shown: Shown, pool: string): Node[] {
+    const status = shown.status;
     const you = status.you;
     const device = yourDevice(status);
     const devices = table(
@@ -80,20 +113,54 @@ export class PoolPanel extends Widget {
       })),
       [1, 2]
     );
+    const plots = status.devices.map(d => {
+      const open = this._open.get(d.device) ?? d.device === device?.device;
+      const details = devicePlots(d, status.device_history?.[d.device], open);
+      details.addEventListener('toggle', () => this._open.set(d.device, (details as HTMLDetailsElement).open));
+      return details;
+    });
     const history = device ? status.history?.[device.device] : undefined;
-    const users = status.users.filter(u => u.device === device?.device);
     const legend = Object.keys(history?.users ?? {})
       .sort()
       .map((u, k) => h('span', { class: 'gpuwb-legend' }, h('i', { style: `background:${COLOURS[k % COLOURS.length]}` }), u === you ? `${u} (you)` : u));
-    const userTable = table(
+    const pressure = memoryPressure(status, device);
+    return [
+      h('p', { class: 'gpuwb-meta' }, `${pool} · policy ${status.policy} · you are ${you}`),
+      h('h3', {}, 'Devices'),
+      devices,
+      h('div', { 'data-gpuwb': 'device-history' }, ...plots),
+      h('h3', {}, `Shares of ${device ? deviceName(device) : 'the device'}`),
+      h('div', { 'data-gpuwb': 'chart' }, shareChart(history, you), h('div', {}, ...legend)),
+      h('h3', {}, 'Users'),
+      this.users(status, device?.device),
+      h('h3', {}, 'Your sessions'),
+      pressure.level === 'ok'
+        ? null
+        : h('p', { class: `gpuwb-memory-note gpuwb-${pressure.level}`, 'data-gpuwb': 'memory-note', 'data-level': pressure.level }, pressure.note),
+      this.sessions(status, shown.stale)
+    ].filter((n): n is HTMLElement => n !== null);
+  }
+
+  /** The users on your device; you too before your first session (your weight, no share). */
+  private users(status: PoolStatus, device: string | undefined): HTMLElement {
+    const you = status.you;
+    const rows: UserRow[] = status.users.filter(u => u.device === device);
+    const account = yourAccount(status);
+    if (account && !rows.some(u => u.user === you)) {
+      rows.push({
+        user: you, device: device ?? '', weight: account.weight, target_share: 0, share: 0, sessions: 0,
+        waiting: 0, memory_used: 0, memory_quota: account.memory_quota
+      });
+    }
+    return table(
       'users',
       ['User', 'Weight', 'Share (target)', 'Queue', 'GiB'],
-      users.map(u => ({
+      rows.map(u => ({
         key: u.user,
         mark: u.user === you,
         cells: [
           u.user === you ? `${u.user} (you)` : u.user,
-          String(u.weight),
+          h('span', { 'data-gpuwb': 'weight' }, String(u.weight)),
           h(
             'span',
             { title: 'measured over the last 10 s (the target by weight, among users with work)' },
@@ -106,42 +173,87 @@ export class PoolPanel extends Widget {
       [1, 2, 3, 4],
       'no users on this device'
     );
-    const mine = status.sessions.filter(s => s.user === you);
-    const sessions = table(
+  }
+
+  /** Your sessions: what opened each (a notebook, a script), how long idle, and End. */
+  private sessions(status: PoolStatus, stale: boolean): HTMLElement {
+    const mine = status.sessions.filter(s => s.user === status.you);
+    return table(
       'sessions',
-      ['Session', 'GiB', 'Arrays', 'Ops', 'Device time'],
-      mine.map(s => ({
-        key: s.session,
-        cells: [
-          h(
-            'span',
-            { title: `${s.session} from ${s.client} on ${s.device}, open ${seconds(s.age)}, idle ${seconds(s.idle)}` },
-            s.session.slice(0, 8)
-          ),
-          gib(s.memory_used, 2),
-          String(s.arrays),
-          h('span', { 'data-gpuwb': 'ops' }, String(s.ops)),
-          seconds(s.device_seconds)
-        ]
-      })),
-      [1, 2, 3, 4],
+      ['Session', 'Idle', 'GiB', 'Ops', ''],
+      mine.map(s => {
+        const full = (sessionFraction(s) ?? 0) >= NEAR_LIMIT;
+        const oom = s.oom_ago !== null && s.oom_ago !== undefined && s.oom_ago <= OOM_SHOWN_S;
+        const end = h(
+          'button',
+          {
+            class: 'jp-mod-styled gpuwb-end',
+            'data-gpuwb': 'end-session',
+            'data-session': s.session,
+            title: stale ? 'the pool cannot be reached now' : `end this session: its arrays are freed`
+          },
+          'End'
+        ) as HTMLButtonElement;
+        end.disabled = stale;
+        end.onclick = () => void this.end(s);
+        return {
+          key: s.session,
+          cells: [
+            h(
+              'span',
+              {
+                'data-gpuwb': 'session-label',
+                title:
+                  `${s.label || '(no label)'}\nsession ${s.session} from ${s.client} on ${s.device}, ` +
+                  `open ${seconds(s.age)}, ${s.arrays} arrays, ${seconds(s.device_seconds)} of device time`
+              },
+              sessionName(s)
+            ),
+            h('span', { 'data-gpuwb': 'idle', title: 'since its last op' }, seconds(s.idle)),
+            h(
+              'span',
+              {
+                class: oom ? 'gpuwb-oom' : full ? 'gpuwb-warn' : undefined,
+                title: `of its limit ${gib(s.memory_limit, 2)} GiB` + (oom ? `; out of memory ${seconds(s.oom_ago as number)} ago` : '')
+              },
+              gib(s.memory_used, 2)
+            ),
+            h('span', { 'data-gpuwb': 'ops' }, String(s.ops)),
+            end
+          ]
+        };
+      }),
+      [1, 2, 3],
       'no sessions of yours: run a cell on the "Python 3 (remote GPU)" kernel'
     );
-    return [
-      h('p', { class: 'gpuwb-meta' }, `${pool} · policy ${status.policy} · you are ${you}`),
-      h('h3', {}, 'Devices'),
-      devices,
-      h('h3', {}, `Shares of ${device ? deviceName(device) : 'the device'}`),
-      h('div', { 'data-gpuwb': 'chart' }, shareChart(history, you), h('div', {}, ...legend)),
-      h('h3', {}, 'Users'),
-      userTable,
-      h('h3', {}, 'Your sessions'),
-      sessions
-    ];
+  }
+
+  /** Ask, then end one of your sessions (the pool refuses anyone else's). */
+  private async end(s: SessionRow): Promise<void> {
+    const answer = await showDialog({
+      title: `End session ${sessionName(s)}?`,
+      body:
+        `Its ${s.arrays} arrays (${gib(s.memory_used, 2)} GiB) are freed and its device time stops. ` +
+        `${s.label ? `Its kernel (${s.label})` : 'Its program'} is told its session has ended; a ` +
+        'remote-GPU kernel opens a new one at its next cell.',
+      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'End session' })]
+    });
+    if (!answer.button.accept) {
+      return;
+    }
+    try {
+      await endSession(s.session);
+    } catch (exc) {
+      await showErrorMessage('The session was not ended', exc instanceof Error ? exc.message : String(exc));
+    }
+    await this.model.refresh();
   }
 
   dispose(): void {
     this.model.changed.disconnect(this.render, this);
     super.dispose();
   }
+
+  /** Which devices' plots the user opened or closed (kept across redraws). */
+  private _open = new Map<string, boolean>();
 }

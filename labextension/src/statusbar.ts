@@ -23,7 +23,7 @@ export class PoolStatusItem extends Widget {
   }
 
   render(): void {
-    const summary = summarize(this.model.body, this.model.error);
+    const summary = summarize(this.model.body, this.model.error, this.model.receivedAt);
     this.node.textContent = summary.text;
     this.node.title = summary.title;
     this.node.dataset.state = summary.state;

@@ -83,6 +83,24 @@ def test_metrics_follow_sessions_ops_and_refusals(pool):
     assert samples[("gpuwb_user_ops_total", ("user", "default"))] >= 20
 
 
+def test_each_devices_busy_time_and_memory_over_time(pool):
+    """The device's last sample: busy by the pool's accounting; on the NumPy device no
+    NVML figures (there is no GPU to read), and no crash for their absence."""
+    port = pool.door.metrics_server.server_port
+    with kernelproxy.connect(pool.address, pool.token) as session:
+        cp = module_for(session)
+        z = cp.ones((256, 256))
+
+        def busy(s: dict) -> bool:
+            assert float(((z @ z) / 256.0).sum()) > 0   # the device busy between scrapes
+            return s.get(("gpuwb_device_busy_ratio", ("device", "cpu:0")), 0) > 0
+
+        samples = _until(port, busy, timeout=60)
+        assert 0 < samples[("gpuwb_device_busy_ratio", ("device", "cpu:0"))] <= 1
+        assert not any(key[0] in ("gpuwb_device_utilization_ratio",
+                                  "gpuwb_device_nvml_memory_used_bytes") for key in samples)
+
+
 def test_no_metrics_server_unless_asked():
     with LocalPool(devices="cpu") as p:
         assert p.door.metrics_server is None and p.door.published is None

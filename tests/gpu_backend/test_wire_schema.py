@@ -73,7 +73,9 @@ SCOPES: dict[str, Scope] = {
     # the pool
     "gpu_backend/frontdoor.py": _scope((FD, PS, WC, DF), "msg reply session.usage s.usage "
                                        "worker.session.usage", "_end"),
-    "gpu_backend/pool_status.py": _scope((PS, FD, WC, DF), "s.usage", "build_status _user_rows"),
+    "gpu_backend/pool_status.py": _scope((PS, FD, WC, DF), "s.usage report session.usage",
+                                         "build_status _user_rows _accounts"),
+    "gpu_backend/device_samples.py": _scope((PS,), "", "history"),
     "gpu_backend/auth_gate.py": _scope((FD,), "", "hold"),
     "gpu_backend/accounts.py": _scope((WC,), "", "grow"),
     "gpu_backend/usage.py": _scope((PS,), "", "history"),

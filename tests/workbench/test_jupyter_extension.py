@@ -108,8 +108,10 @@ class TestWithAPool:
             history = body["status"]["history"]["cpu:0"]
             assert history["step"] == 1.0 and len(history["users"]["default"]) == 300, history
             assert sum(history["users"]["default"]) > 0
+            samples = body["status"]["device_history"]["cpu:0"]   # the panel's device plots
+            assert samples["step"] == 2.0 and len(samples["busy"]) == len(samples["memory"]) > 0
             plain = await _get(jp_fetch, "gpuwb", "api", "status")
-            assert "history" not in plain["status"]
+            assert "history" not in plain["status"] and "device_history" not in plain["status"]
         finally:
             session.close()
 
