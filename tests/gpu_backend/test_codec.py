@@ -308,7 +308,7 @@ def test_non_numeric_dtypes_are_refused_on_encode(value):
 
 
 @pytest.mark.parametrize("value", [object(), {1, 2}, frozenset(), lambda: 0, NotImplemented],
-                         ids=repr)
+                         ids=["object", "set", "frozenset", "lambda", "NotImplemented"])
 def test_other_python_objects_are_refused_on_encode(value):
     with pytest.raises(TypeError):
         PACKER.pack(value)
