@@ -48,7 +48,7 @@ if [ "$what" = all ] || [ "$what" = probe ]; then
   timeout 200 python3 benchmarks/wakeup_probe.py --json "$OUT/wakeup.json" 2>&1 | tee "$OUT/wakeup.log"
 fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
-  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 420 python3 -m pytest -q -p no:cacheprovider \
+  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 420 python3 -m pytest -q -p no:cacheprovider -n 0 \
     -o addopts="-ra" --timeout 120 ${GPU_TESTS:-tests/project/test_smoke.py tests/kernelproxy/test_diff_*.py tests/kernelproxy/test_transfers.py tests/kernelproxy/test_async.py tests/kernelproxy/test_importhook.py tests/gpu_backend/test_faults.py tests/gpu_backend/test_pool.py} \
     2>&1 | tee "$OUT/gpu-tests.log" | tail -40
 fi
@@ -57,7 +57,7 @@ if [ "$what" = all ] || [ "$what" = kernel ]; then
   # kernels, and gpuwb demo (the quickstart notebook through the kernel)
   python3 -c "from workbench.kernelspec import install_kernelspec as i; i(prefix='/tmp/jp')"
   export JUPYTER_PATH=/tmp/jp/share/jupyter
-  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 300 python3 -m pytest -q -p no:cacheprovider \
+  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 300 python3 -m pytest -q -p no:cacheprovider -n 0 \
     -o addopts="-ra" --timeout 120 tests/kernelproxy/test_custom_kernels.py tests/workbench/test_kernel.py 2>&1 \
     | tee "$OUT/gpu-kernel-tests.log" | tail -15
   timeout 200 python3 -c "import sys; from workbench.cli import main; sys.exit(main(['demo']))" \
@@ -66,7 +66,7 @@ fi
 if [ "$what" = all ] || [ "$what" = fair ]; then
   # users and the arbiter on a GPU: the quota and pool tests with the pool on the GPU, then
   # the fairness benchmark (policies none, fifo, fair side by side) and its plot
-  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 240 python3 -m pytest -q -p no:cacheprovider \
+  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 240 python3 -m pytest -q -p no:cacheprovider -n 0 \
     -o addopts="-ra" --timeout 120 tests/gpu_backend/test_users_pool.py tests/gpu_backend/test_pool.py tests/kernelproxy/test_async.py \
     tests/kernelproxy/test_transfers.py tests/gpu_backend/test_faults.py tests/kernelproxy/test_custom_kernels.py 2>&1 \
     | tee "$OUT/gpu-fair-tests.log" | tail -8
@@ -97,7 +97,7 @@ if [ "$what" = hardening ]; then
   # tests with the pool on the GPU, the attack tests; the attack benchmark's GPU parts
   # (a killed pool's CUDA workers, a worker's death told to a tcp client, session churn);
   # then the hot sync and whole programs, to see that the hardening costs nothing
-  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 300 python3 -m pytest -q -p no:cacheprovider \
+  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 300 python3 -m pytest -q -p no:cacheprovider -n 0 \
     -o addopts="-ra" --timeout 120 tests/gpu_backend/test_gpu_quota_paths.py tests/gpu_backend/test_users_pool.py \
     tests/gpu_backend/test_pool.py tests/gpu_backend/test_faults.py tests/project/test_smoke.py tests/gpu_backend/test_attack_control.py \
     tests/gpu_backend/test_faults_lifecycle.py tests/gpu_backend/test_fuzz_frames.py tests/gpu_backend/test_same_host.py \
