@@ -59,7 +59,9 @@ def test_the_label_defaults_to_the_notebook_then_the_script(tmp_path):
     script.write_text(code)
     run = [sys.executable, "-c", code], [sys.executable, str(script)]
     seen = [subprocess.run(args, capture_output=True, text=True, check=True, cwd=PROJECT_ROOT,
-                           env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}).stdout.strip()
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                               filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
+                           ).stdout.strip()
             for args in run]
     assert seen == ["python", str(script)]
 
