@@ -116,9 +116,12 @@ def notebook(path: Path, cells: list[str]) -> Path:
 
 class LabServer:
     """``jupyter lab`` in a child process on a free port, in *root*, with *env* added
-    (GPUWB_POOL and its token for the kernels and the server extension)."""
+    (GPUWB_POOL and its token for the kernels and the server extension). *command* starts
+    it another way (``gpuwb lab``, which passes Jupyter's options on); *runtime* is
+    Jupyter's runtime directory (default: under *root*)."""
 
-    def __init__(self, root: Path, env: dict[str, str], extension_args: list[str] = ()) -> None:
+    def __init__(self, root: Path, env: dict[str, str], extension_args: list[str] = (), *,
+                 command: list[str] | None = None, runtime: Path | None = None) -> None:
         self.port, self.token = free_port(), "browser-test-token"
         self.root = root
         home = root / ".home"
@@ -128,9 +131,10 @@ class LabServer:
         self.log_path = root / "lab.log"
         child_env = {**os.environ, **env, "HOME": str(home),
                      "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
-                     "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+                     "JUPYTER_RUNTIME_DIR": str(runtime or home / "runtime"),
                      "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-        args = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={self.port}",
+        args = [*(command or [sys.executable, "-m", "jupyter", "lab"]), "--no-browser",
+                f"--port={self.port}",
                 "--ip=127.0.0.1", "--allow-root", f"--IdentityProvider.token={self.token}",
                 f"--ServerApp.root_dir={root}", "--LabApp.extension_manager=readonly",
                 "--LabApp.expose_app_in_browser=True",          # the test runs Lab's commands

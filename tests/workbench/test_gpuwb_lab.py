@@ -28,7 +28,6 @@ from tests.waiting import until
 from workbench.lab_launcher import split_arguments
 
 GPUWB = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
-TOKEN = "gpuwb-lab-test-token"
 
 
 def test_jupyters_options_pass_through_as_typed():
@@ -45,40 +44,17 @@ def test_jupyters_options_pass_through_as_typed():
     assert args.pool is None and rest == ["--port=8899", "--po", "x"]
 
 
-class _Lab:
+class _Lab(lab_browser.LabServer):
     """``gpuwb lab ARGS`` in a child process with a home of its own, on a free port."""
 
     def __init__(self, root: Path, *args: str) -> None:
-        self.port, self.root = lab_browser.free_port(), root
-        home = root / ".home"
-        home.mkdir(exist_ok=True)
         # a short runtime directory, as a user's is: the kernels' Unix sockets live there
         self.runtime = Path(tempfile.mkdtemp(prefix="gwl-"))
-        env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
-               "JUPYTER_RUNTIME_DIR": str(self.runtime),
-               "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-        for name in ("GPUWB_POOL", "GPUWB_TOKEN", "GPUWB_TOKEN_FILE", "GPUWB_CLIENT_CONFIG"):
-            env.pop(name, None)
-        self.log_path = root / "gpuwb-lab.log"
-        self._log = open(self.log_path, "w")
-        self.process = subprocess.Popen(
-            [*GPUWB, "lab", *args, "--no-browser", "--port", str(self.port), "--ip=127.0.0.1",
-             "--allow-root", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
-             "--LabApp.news_url=None"],
-            env=env, stdout=self._log, stderr=subprocess.STDOUT, cwd=root)
-        assert until(self._answers, seconds=90, step=0.2), self.log()
-
-    def _answers(self) -> bool:
-        assert self.process.poll() is None, self.log()
-        try:
-            self.get("/api/status")
-            return True
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return False
+        super().__init__(root, {}, command=[*GPUWB, "lab", *args], runtime=self.runtime)
 
     def get(self, path: str) -> dict:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}?token={TOKEN}",
+            with urllib.request.urlopen(f"{self.url}{path}?token={self.token}",
                                         timeout=10) as reply:
                 return json.loads(reply.read())
         except urllib.error.HTTPError as exc:   # 503: the pool is down, with a body
@@ -86,7 +62,7 @@ class _Lab:
 
     def post(self, path: str, body: dict) -> dict:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}?token={TOKEN}", data=json.dumps(body).encode(),
+            f"{self.url}{path}?token={self.token}", data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json"}, method="POST")
         with urllib.request.urlopen(request, timeout=60) as reply:
             return json.loads(reply.read())
@@ -95,19 +71,11 @@ class _Lab:
         info = next(self.runtime.glob("jpserver-*.json"))
         return json.loads(info.read_text())["pid"]
 
-    def log(self) -> str:
-        self._log.flush()
-        return self.log_path.read_text()[-4000:]
-
     def close(self) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._log.close()
+            super().close()
+        else:
+            self._log.close()
         shutil.rmtree(self.runtime, ignore_errors=True)
 
 
@@ -137,7 +105,13 @@ def _processes_mentioning(text: str) -> list[int]:
     return [pid for pid in found if pid != os.getpid() and _alive(pid)]
 
 
-def test_plain_gpuwb_lab_runs_one_pool_for_the_server_and_its_kernels(tmp_path):
+def _no_pool_in(monkeypatch) -> None:
+    for name in ("GPUWB_POOL", "GPUWB_TOKEN", "GPUWB_TOKEN_FILE", "GPUWB_CLIENT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_plain_gpuwb_lab_runs_one_pool_for_the_server_and_its_kernels(tmp_path, monkeypatch):
+    _no_pool_in(monkeypatch)
     spec_before = _installed_kernelspec()
     lab = _Lab(tmp_path, "--devices", "cpu")
     try:
@@ -166,7 +140,8 @@ def test_plain_gpuwb_lab_runs_one_pool_for_the_server_and_its_kernels(tmp_path):
         lab.close()
 
 
-def test_gpuwb_lab_on_a_given_pool_binds_no_shared_kernelspec(pool, tmp_path):
+def test_gpuwb_lab_on_a_given_pool_binds_no_shared_kernelspec(pool, tmp_path, monkeypatch):
+    _no_pool_in(monkeypatch)
     token = tmp_path / "token"
     token.write_text(pool.token)
     spec_before = _installed_kernelspec()
