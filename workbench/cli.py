@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
             from .pool_views import status_group
             from .views import natural_width
-            view, console = status_group(reply, wide=args.wide), Console()
+            view, console = status_group(reply), Console()
             if args.wide:   # every column on one line, however wide the lines get
                 console = Console(width=max(console.width, natural_width(view, console)))
             console.print(view)

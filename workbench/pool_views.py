@@ -32,9 +32,10 @@ def _of(used: str, total: str | None) -> str:
     return used if total in (None, DASH) else f"{used} of {total}"
 
 
-def devices_view(status: dict, *, wide: bool = False) -> TableView:
+def devices_view(status: dict) -> TableView:
     """The pool's devices. Where all seven columns do not fit (80 columns, a pipe), used and
-    total memory share one column and the percentage goes; *wide* keeps every column."""
+    total memory share one column and the percentage goes (views.py picks the form that
+    fits: a console as wide as the wide form gets every column, `gpuwb status --wide`)."""
     rows, narrow = [], []
     for d in status.get("devices", []):
         info = d.get("info") or {}
@@ -49,15 +50,15 @@ def devices_view(status: dict, *, wide: bool = False) -> TableView:
                                  "Used", "Spare workers"], rows,
                      numeric={"Sessions", "Memory used", "Memory total", "Used", "Spare workers"},
                      no_wrap={"Device"}, empty="no devices",
-                     narrow=None if wide else TableView(
+                     narrow=TableView(
                          "Devices", ["Device", "Name", "Sessions", "Memory", "Spares"], narrow,
                          numeric={"Sessions", "Spares"}, no_wrap={"Device"}, empty="no devices"))
 
 
-def users_view(status: dict, *, wide: bool = False) -> TableView:
+def users_view(status: dict) -> TableView:
     """Per user and device: weight, target share, share measured over the last 10 s. Where
     all columns do not fit, the shares' headers are shorter and the sessions and queue go;
-    *wide* keeps every column."""
+    the form is picked where it is drawn."""
     you = status.get("you")
     rows, narrow, marked = [], [], []
     for i, u in enumerate(status.get("users", [])):
@@ -83,18 +84,16 @@ def users_view(status: dict, *, wide: bool = False) -> TableView:
                      numeric={"Weight", "Target share", "Share (10 s)", "Sessions"},
                      no_wrap={"User", "Device"}, caption=caption, empty="no users with sessions",
                      data={"users": status.get("users", []), "you": you, "policy": policy},
-                     narrow=None if wide else TableView(
+                     narrow=TableView(
                          "Users", ["User", "Device", "Weight", "Target", "Share", "Memory"],
                          narrow, marked=marked, numeric={"Weight", "Target", "Share"},
                          no_wrap={"User", "Device"}, empty="no users with sessions",
                          caption=caption + "; Share is over the last 10 s"))
 
 
-def sessions_view(status: dict, mine: str | list[str] | None = None, *,
-                  wide: bool = False) -> TableView:
+def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableView:
     """The pool's sessions; *mine* (a session id, or the ids of a client's devices) marked.
-    Where all columns do not fit, the client's name, the ops and the device time go; *wide*
-    keeps every column."""
+    Where all columns do not fit, the client's name, the ops and the device time go."""
     rows, narrow, marked = [], [], []
     ids = {mine} if isinstance(mine, str) else set(mine or ())
     sessions = status.get("sessions", [])
@@ -116,7 +115,7 @@ def sessions_view(status: dict, mine: str | list[str] | None = None, *,
                      numeric={"Memory", "Ops", "Device time", "Idle"},
                      no_wrap={"Session", "User", "Client", "Device"},
                      caption=caption, empty="no sessions", data={"sessions": sessions, "mine": mine},
-                     narrow=None if wide else TableView(
+                     narrow=TableView(
                          title, ["Session", "User", "Device", "Memory", "Idle"], narrow,
                          marked=marked, numeric={"Idle"}, no_wrap={"Session", "User", "Device"},
                          caption=caption, empty="no sessions"))
@@ -149,13 +148,12 @@ def pool_view(status: dict, *, runs_in: str | None = None) -> KeyValueView:
 
 
 def status_group(status: dict, *, mine: str | list[str] | None = None, runs_in: str | None = None,
-                 extra: list[View] = (), wide: bool = False) -> GroupView:
+                 extra: list[View] = ()) -> GroupView:
     """Everything ``gpuwb status`` prints, and the pool part of ``%gpu status``. Its tables
-    fit 80 columns (a narrow form where all columns would not); *wide*: every column."""
+    fit 80 columns (a narrow form where all columns would not)."""
     return GroupView("GPU pool status", [pool_view(status, runs_in=runs_in),
-                                         devices_view(status, wide=wide),
-                                         users_view(status, wide=wide),
-                                         sessions_view(status, mine, wide=wide), *extra],
+                                         devices_view(status), users_view(status),
+                                         sessions_view(status, mine), *extra],
                      data=status)
 
 

@@ -72,7 +72,8 @@ def test_at_80_columns_the_tables_are_narrow_and_whole():
 
 
 def test_wide_shows_every_column_on_one_line():
-    view = status_group(busy_status(), mine="81ccd731dbef3674", wide=True)
+    # gpuwb status --wide: a console as wide as the widest form (views.natural_width)
+    view = status_group(busy_status(), mine="81ccd731dbef3674")
     width = natural_width(view)
     text = to_text(view, width=width)
     assert headers(text) == WIDE, text
