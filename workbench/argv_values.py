@@ -13,7 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["glue_option_values"]
+__all__ = ["glue_option_values", "KEY_AND_TOKEN_OPTIONS"]
+
+#: The options of ``gpuwb`` whose values are keys or paths (a token file may be named "-x").
+KEY_AND_TOKEN_OPTIONS = ("--server-key", "--token-file")
 
 _OPTION_NAME = re.compile(r"--[a-z][a-z-]*|-[a-zA-Z]")
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-from .argv_values import glue_option_values
+from .argv_values import KEY_AND_TOKEN_OPTIONS, glue_option_values
 
 __all__ = ["main", "build_parser"]
 
@@ -65,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["lab"]:  # ours, and the rest for jupyter lab as typed
         from .lab_launcher import main as lab_main
         return lab_main(argv[1:])
-    args = build_parser().parse_args(glue_option_values(argv, ("--server-key", "--token-file")))
+    args = build_parser().parse_args(glue_option_values(argv, KEY_AND_TOKEN_OPTIONS))
 
     if args.command == "demo":
         from pathlib import Path
@@ -118,15 +117,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _server_key_ok(args: argparse.Namespace) -> bool:
     """--server-key, when given, is a public key or a readable file holding one."""
-    if args.server_key is None:
-        return True
-    from gpu_backend.security import load_public_key
-    try:
-        load_public_key(os.path.expanduser(args.server_key))
-    except ValueError as exc:
-        print(f"gpuwb {args.command}: --server-key: {exc}", file=sys.stderr)
-        return False
-    return True
+    from .kernelspec import server_key_problem
+    problem = args.server_key and server_key_problem(args.server_key)
+    if problem:
+        print(f"gpuwb {args.command}: --server-key: {problem}", file=sys.stderr)
+    return not problem
 
 
 if __name__ == "__main__":

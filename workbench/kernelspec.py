@@ -19,7 +19,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from gpu_backend.security import load_public_key
 
 __all__ = ["KERNEL_NAME", "DISPLAY_NAME", "kernel_json", "pool_env", "install_kernelspec",
-           "kernel_transport", "kernel_manager_options"]
+           "kernel_transport", "kernel_manager_options", "server_key_problem"]
 
 KERNEL_NAME = "remote-gpu"
 DISPLAY_NAME = "Python 3 (remote GPU)"
@@ -91,6 +91,16 @@ def kernel_manager_options() -> dict:
     runtime = Path(jupyter_runtime_dir())
     runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
     return {"transport": "ipc", "connection_file": str(runtime / f"kernel-{uuid.uuid4()}.json")}
+
+
+def server_key_problem(server_key: str) -> str | None:
+    """None when *server_key* is a public key or a readable file holding one; else why not
+    (said at once by the commands, rather than by every kernel later)."""
+    try:
+        load_public_key(str(Path(server_key).expanduser()))
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _is_key(text: str) -> bool:

@@ -30,14 +30,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from .argv_values import glue_option_values
-from .kernelspec import KERNEL_NAME, kernel_transport, pool_env
+from .argv_values import KEY_AND_TOKEN_OPTIONS, glue_option_values
+from .kernelspec import KERNEL_NAME, kernel_transport, pool_env, server_key_problem
 
 __all__ = ["build_parser", "main"]
 
-#: Our options that take a value that may begin with "-" (a key, a path).
-OPAQUE_VALUES = ("--server-key", "--token-file")
 #: How long the server may take to stop after SIGTERM before it is killed (seconds): it
 #: shuts its kernels down first.
 STOP_GRACE = 30.0
@@ -66,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def split_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Our options, and the rest for ``jupyter lab`` in their order."""
-    args, rest = build_parser().parse_known_args(glue_option_values(argv, OPAQUE_VALUES))
+    args, rest = build_parser().parse_known_args(glue_option_values(argv, KEY_AND_TOKEN_OPTIONS))
     return args, [word for word in rest if word != "--"]
 
 
@@ -87,26 +86,20 @@ def main(argv: list[str]) -> int:
     if problem:
         print(f"gpuwb lab: {problem}", file=sys.stderr)
         return 2
-    _say_about_the_kernelspec()
-    from .labext_check import lab_extension_problem
-    missing = lab_extension_problem()
-    if missing:   # (pip said nothing when it could not build it)
-        print(f"gpuwb lab: note: {missing}", file=sys.stderr)
-    env = dict(os.environ)
-    pool = None
+    _say_about_the_kernelspec()   # (a missing Lab extension: the server extension says so)
+    pool, chosen = None, None
     if args.pool is not None:
-        for name in POOL_VARIABLES:
-            env.pop(name, None)
-        env.update(pool_env(args.pool, args.token_file, args.server_key))
+        chosen = pool_env(args.pool, args.token_file, args.server_key)
     elif not _pool_configured():
         pool = _own_pool(args.devices)
         if pool is None:
             return 1
-        for name in POOL_VARIABLES:
-            env.pop(name, None)
-        env.update({"GPUWB_POOL": pool.address, "GPUWB_TOKEN": pool.token,
-                    "GPUWB_POOL_OWNER": "gpuwb lab's process (it ends with the server)"})
-    if not any("transport" in word for word in lab_args):   # (unless the user chose one)
+        chosen = {"GPUWB_POOL": pool.address, "GPUWB_TOKEN": pool.token,
+                  "GPUWB_POOL_OWNER": "gpuwb lab's process (it ends with the server)"}
+    env = dict(os.environ)
+    if chosen is not None:   # replaced as a whole (POOL_VARIABLES)
+        env = {k: v for k, v in env.items() if k not in POOL_VARIABLES} | chosen
+    if not any(word.startswith("--KernelManager.transport") for word in lab_args):
         lab_args = [f"--KernelManager.transport={kernel_transport()}", *lab_args]
     try:
         return run_server([sys.executable, "-m", "jupyter", "lab", *lab_args], env)
@@ -120,17 +113,12 @@ def _check_files(args: argparse.Namespace) -> str | None:
     would fail on it later, one by one)."""
     if args.token_file:
         from gpu_backend.config import read_token
-        try:
-            read_token(args.token_file)
+        try:   # (expanded as pool_env expands it for the kernels: "--token-file=~/t")
+            read_token(Path(args.token_file).expanduser())
         except (OSError, ValueError) as exc:
             return f"--token-file: {exc}"
-    if args.server_key:
-        from gpu_backend.security import load_public_key
-        try:
-            load_public_key(os.path.expanduser(args.server_key))
-        except ValueError as exc:
-            return f"--server-key: {exc}"
-    return None
+    problem = args.server_key and server_key_problem(args.server_key)
+    return f"--server-key: {problem}" if problem else None
 
 
 def _pool_configured() -> bool:
@@ -177,15 +165,17 @@ def _say_about_the_kernelspec() -> None:
 
 def run_server(command: list[str], env: dict[str, str]) -> int:
     """Run the Jupyter server and wait for it, passing stop signals on (see the module's
-    docstring). Returns its exit status."""
+    docstring); one that has not stopped STOP_GRACE seconds after SIGTERM is killed (its
+    kernels were told). Returns its exit status."""
     server = subprocess.Popen(command, env=env)
     interactive = sys.stdin is not None and sys.stdin.isatty()
-    stopping: list[float] = []   # when a stop was passed on
+    stop_sent: float | None = None
 
     def stop(signum, _frame) -> None:
+        nonlocal stop_sent
         if server.poll() is None:
             server.send_signal(signal.SIGTERM)
-            stopping.append(time.monotonic())
+            stop_sent = stop_sent or time.monotonic()
 
     def interrupt(signum, _frame) -> None:
         if not interactive and server.poll() is None:   # (a terminal's ^C reached it already)
@@ -194,23 +184,15 @@ def run_server(command: list[str], env: dict[str, str]) -> int:
     previous = {sig: signal.signal(sig, handler) for sig, handler in
                 ((signal.SIGTERM, stop), (signal.SIGHUP, stop), (signal.SIGINT, interrupt))}
     try:
-        while True:   # (woken each second: a stop signal's handler runs between waits)
+        while True:   # (a wait of a second at a time: the grace after a stop is timed here)
             try:
                 return server.wait(1.0)
             except subprocess.TimeoutExpired:
-                if stopping and time.monotonic() - stopping[0] > STOP_GRACE:
-                    server.kill()   # it did not stop in time: its kernels were told already
+                if stop_sent is not None and time.monotonic() - stop_sent > STOP_GRACE:
+                    server.kill()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if server.poll() is None:   # leaving for another reason: leave no server behind
-            _stop(server)
-
-
-def _stop(server: subprocess.Popen) -> None:
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(STOP_GRACE)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+        if server.poll() is None:   # leaving by an error of ours: leave no server behind
+            server.kill()
+            server.wait()
