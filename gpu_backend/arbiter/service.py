@@ -76,7 +76,6 @@ class Arbiter:
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
         self._where: dict[str, tuple[str, str]] = {}   # worker id -> (device, session)
         self._worker_of: dict[str, str] = {}            # session -> worker id
-        self._count: dict[str, int] = {}                # device -> sessions attached to it
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpuwb-arbiter", daemon=True)
         self._snapshot_at = 0.0
@@ -179,8 +178,9 @@ class Arbiter:
                     slot = self.board.take()
                     if slot is not None:
                         self._slot[worker] = slot
+                    before = len(policy.sessions)
                     policy.attach(session, user, weight)
-                    self._company_changed(device)
+                    self._company_changed(device, before)
             elif kind == "detach":
                 place = self._where.pop(command[1], None)
                 slot = self._slot.pop(command[1], None)
@@ -189,32 +189,37 @@ class Arbiter:
                 if place is not None:
                     device, session = place
                     self._worker_of.pop(session, None)
-                    self._send(self.policies[device].detach(session))
-                    self._company_changed(device)
+                    policy = self.policies[device]
+                    before = len(policy.sessions)
+                    actions = policy.detach(session)
+                    self._company_changed(device, before)   # (before the grants: they say it too)
+                    self._send(actions)
             elif kind == "weights":
                 for policy in self.policies.values():
                     for user, weight in command[1].items():
                         policy.set_weight(user, weight)
             self._snapshot_at = 0.0
 
-    def _company_changed(self, device: str) -> None:
-        """A session attached to *device* or left it. When the device goes from one session
-        to more, or back, the workers on it are told whether they are alone: a lone worker
-        keeps a long queue of launched work (worker/pacing.py, LONE_LEAD), one with company
-        keeps it short, so that a newcomer never waits behind it. Grants say it too (``a``):
-        a worker told before its lease was connected learns it from its first grant."""
-        before = self._count.get(device, 0)
-        count = sum(1 for where, _ in self._where.values() if where == device)
-        self._count[device] = count
+    def _company_changed(self, device: str, before: int) -> None:
+        """A session attached to *device* or left it (*before*: the sessions attached till
+        then). When the device goes from one session to more, or back, the workers on it are
+        told whether they are alone: a lone worker keeps a long queue of launched work
+        (worker/pacing.py, LONE_LEAD), one with company keeps it short, so that a newcomer
+        never waits behind it. Grants say it too (``a``): a worker told before its lease was
+        connected learns it from its first grant."""
+        count = len(self.policies[device].sessions)
         if count == 0 or (before == 1) == (count == 1):
             return
         msg = packb({"t": "company", "a": count == 1})
         for worker, (where, _) in self._where.items():
             if where == device:
-                try:
-                    self.sock.send_multipart([worker.encode(), msg], zmq.NOBLOCK)
-                except zmq.ZMQError:   # gone; the pool detaches it when it reaps it
-                    pass
+                self._to_worker(worker, msg)
+
+    def _to_worker(self, worker: str, msg: bytes) -> None:
+        try:
+            self.sock.send_multipart([worker.encode(), msg], zmq.NOBLOCK)
+        except zmq.ZMQError:   # the worker is gone; the pool detaches it when it reaps it
+            pass
 
     def _on_worker(self) -> None:
         frames = self.sock.recv_multipart()
@@ -257,9 +262,9 @@ class Arbiter:
             if worker is None:
                 continue
             if isinstance(action, Grant):
-                device = self._where.get(worker, ("", ""))[0]
+                device = self._where[worker][0]
                 msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant,
-                       "k": self._slot.get(worker), "a": self._count.get(device, 0) <= 1}
+                       "k": self._slot.get(worker), "a": len(self.policies[device].sessions) <= 1}
                 if action.after is not None:   # wait for that grant's work to drain first
                     previous = self._worker_of.get(action.after[0])
                     if previous is not None and previous in self._slot:
@@ -272,10 +277,7 @@ class Arbiter:
                 msg = {"t": "yield", "q": action.after, "b": action.batch_end, "g": action.grant}
                 if action.preempts and worker in self._slot:
                     self.board.preempt(self._slot[worker], action.grant)   # read at once (baton.py)
-            try:
-                self.sock.send_multipart([worker.encode(), packb(msg)], zmq.NOBLOCK)
-            except zmq.ZMQError:   # the worker is gone; the pool detaches it when it reaps it
-                pass
+            self._to_worker(worker, packb(msg))
 
     def _refresh_snapshot(self) -> None:
         now = self.clock()
