@@ -305,6 +305,12 @@ class FrontDoor:
             "age": round(time.time() - session.created, 3), "reason": reason})
         del self.ended[:-50]
 
+    def _end_and_stop(self, session: Session, reason: str) -> None:
+        """End a session the pool decided to end (its user, a removed user, a lapsed lease)
+        and stop its worker."""
+        self._end(session, reason)
+        session.worker.end()
+
     # ------------------------------------------------------------ clients
     def _reply(self, ident: bytes, msg: dict) -> None:
         self.clients.send_multipart([ident, packb(msg)])
@@ -541,8 +547,7 @@ class FrontDoor:
         """A user ends one of their own sessions by token (the Lab panel; session_end.py)."""
         session = own_session(self.sessions, msg.get("session"), user.name)
         if session is not None:
-            self._end(session, f"ended by its user ({user.name})")
-            session.worker.end()
+            self._end_and_stop(session, f"ended by its user ({user.name})")
         self._reply(ident, {"ok": True, "ended": session is not None})
 
     def _status(self, ident: bytes, msg: dict, source: str | None) -> None:
@@ -577,8 +582,7 @@ class FrontDoor:
         log.info("users file reloaded: added %s, removed %s, changed %s", sorted(change.added),
                  sorted(change.removed), sorted(change.changed))
         for session in [s for s in self.sessions.values() if s.user in change.removed]:
-            self._end(session, "user removed from the users file")
-            session.worker.end()
+            self._end_and_stop(session, "user removed from the users file")
         for hello in [p for p in self.pending if p.user in change.removed]:
             self.pending.remove(hello)
             self._error(hello.ident, SessionLostError("this user was removed from the pool"))
@@ -591,8 +595,7 @@ class FrontDoor:
         for session in list(self.sessions.values()):
             if session.last_seen < deadline:
                 log.info("session %s lease expired", session.sid)
-                self._end(session, "lease expired")
-                session.worker.end()
+                self._end_and_stop(session, "lease expired")
 
     def run(self) -> None:
         """Serve until :meth:`stop`; called by ``gpuwb-backend serve`` or a LocalPool thread."""
