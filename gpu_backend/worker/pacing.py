@@ -375,11 +375,11 @@ class Pacer:
         allowed beyond the running op, if more than the pacer's own."""
         self.harvest()
         lease = self.lease
-        lead = self._lead(lead)
+        if lease is not None and now >= self._check_at:
+            self._check_at = now + CHECK_SECONDS
+            lease.read(self.busy)
+        lead = self._lead(lead)   # (after the read: a "company" word read now counts now)
         if lease is not None:
-            if now >= self._check_at:
-                self._check_at = now + CHECK_SECONDS
-                lease.read(self.busy)
             # a spent quantum (counting the work already launched): launch nothing more
             spent = lease.must_hand_over(self.busy + self._ahead())
             if not spent and (len(self._pending) > 1 or self._free_at - now > lead):
