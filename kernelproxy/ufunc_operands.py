@@ -11,8 +11,9 @@ ufuncs (``x + host`` is ``numpy.add(x, host)``, handed to ``cupy.add``), except 
 A pool of GPUs raised this only when the op ran (its worker's CuPy refused the value),
 and the NumPy device's NumPy computed the op, so code tried against a laptop's pool
 broke on a GPU's. Checked here, before anything is sent, both raise it at the call, as
-CuPy does. Only what CuPy surely refuses is refused here (NumPy arrays, lists, tuples,
-ranges): other objects still travel and the pool answers for them.
+CuPy does, shown from the user's line (tracebacks.py). Only what CuPy surely refuses is
+refused here (NumPy arrays, lists, tuples, ranges): other objects still travel and the
+pool answers for them.
 
 Comparisons (``x < host``) turn a 0-d NumPy array into a Python scalar first, as
 ``cupy.ndarray.__richcmp__`` does, so a 0-d host array is taken there (and only there).
@@ -23,6 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from .tracebacks import for_user
 
 __all__ = ["refuse_host_operands", "refuse_host_operand", "COMPARISON_OPERATORS"]
 
@@ -54,13 +57,12 @@ def refuse_host_operand(name: str, value: Any, position: int) -> None:
     *name* (``add``, ``lt``, ``matmul``), is one CuPy refuses. Callers have already let
     remote arrays and scalars through."""
     if _refused(value, name in COMPARISON_OPERATORS):
-        raise _error(value, name, position)
+        raise for_user(_error(value, name, position))
 
 
 def refuse_host_operands(name: str, operands: Any) -> None:
     """:func:`refuse_host_operand` for each input of a ufunc call (``cupy.add(a, b)``), where
     a 0-d NumPy array is refused too (only a comparison operator turns it into a scalar)."""
-    for value in operands:   # (one isinstance an operand: this runs before every ufunc call)
-        if isinstance(value, _REFUSED):
-            position = next(i for i, v in enumerate(operands) if v is value)
-            raise _error(value, name, position)
+    for position, value in enumerate(operands):   # (one isinstance an operand: this runs
+        if isinstance(value, _REFUSED):              # before every ufunc call)
+            raise for_user(_error(value, name, position))
