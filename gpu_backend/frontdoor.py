@@ -30,6 +30,7 @@ from .arbiter.service import Arbiter
 from .auth_gate import AuthGate, HeldRefusals
 from .config import PoolSettings
 from .device_samples import DeviceSampler
+from .placement import devices_apart_from, least_loaded
 from .pool_status import build_status, note_activity, seen_by
 from .session_end import own_session
 from .devices import parse_devices
@@ -379,8 +380,10 @@ class FrontDoor:
         self._signed_in(ident, msg, source, self._hello_as)
 
     def _hello_as(self, ident: bytes, msg: dict, user: User, reclaimed: bool = False) -> None:
-        taken = self._devices_of(user, msg.get("apart_from"))
-        device = self._place(taken)   # (before the quota is charged: a refusal holds nothing)
+        taken = devices_apart_from(self.sessions, self.devices, user.name, msg.get("apart_from"))
+        # (placed before the quota is charged: a refusal holds nothing)
+        device = least_loaded(self.devices, self.sessions.values(), self.pending,
+                              self.settings.max_sessions_per_device, taken)
         try:
             limit, grant = self.accounts.open_session(
                 user, [*self.sessions.values(), *self.pending], msg.get("memory_limit"))
@@ -436,41 +439,6 @@ class FrontDoor:
                 if reclaim.ident is None:
                     raise
                 self._error(reclaim.ident, exc)
-
-    def _devices_of(self, user: User, sessions: Any) -> set[str]:
-        """The devices of the user's own sessions named in a hello's ``apart_from``: a client
-        that holds several devices opens one session per device, each apart from the others
-        (docs/architecture.md, "A session on several GPUs")."""
-        if sessions is None:
-            return set()
-        if type(sessions) is not list or not all(type(s) is str for s in sessions) \
-                or len(sessions) > len(self.devices):
-            raise ProtocolError("a hello's apart_from is a list of the client's session ids")
-        taken = set()
-        for sid in sessions:
-            session = self.sessions.get(sid)
-            if session is None or session.user != user.name or session.closing:
-                raise ProtocolError(f"apart_from names {sid!r}, not an open session of yours")
-            taken.add(session.worker.device)
-        return taken
-
-    def _place(self, taken: set[str] = frozenset()) -> str:
-        def load(device: str) -> tuple[int, int]:
-            here = [s for s in self.sessions.values() if s.worker.device == device]
-            queued = sum(p.device == device for p in self.pending)
-            return len(here) + queued, sum(s.usage.get("memory") or 0 for s in here)
-
-        candidates = [d for d in self.devices if d not in taken]
-        if not candidates:
-            raise SessionLostError(
-                f"the pool has {len(self.devices)} device{'s' * (len(self.devices) != 1)}: "
-                f"a session cannot hold {len(taken) + 1}")
-        open_devices = [d for d in candidates if load(d)[0] < self.settings.max_sessions_per_device]
-        if not open_devices:
-            raise SessionLostError("every device of the pool is full; try again later"
-                                   if not taken else
-                                   "every other device of the pool is full; try again later")
-        return min(open_devices, key=load)
 
     def _serve_pending(self) -> None:
         now = time.monotonic()

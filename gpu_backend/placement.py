@@ -1,0 +1,60 @@
+"""Where a new session goes: the least-loaded device of the pool, apart from the devices a
+client's other sessions hold.
+
+The front door asks at every hello (gpu_backend/frontdoor.py). Load is counted in
+sessions (open and waiting for a worker), then in the memory they use: the device with
+the fewest sessions wins, the one with the least memory in use among equals. A device
+already holding ``max_sessions_per_device`` is full. A client that holds several devices
+opens one session per device, each naming the others in ``apart_from``
+(docs/architecture.md, "A session on several GPUs").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from .protocol.errors import ProtocolError, SessionLostError
+
+__all__ = ["devices_apart_from", "least_loaded"]
+
+
+def devices_apart_from(sessions: Mapping[str, Any], devices: list[str], user: str,
+                       named: Any) -> set[str]:
+    """The devices of *user*'s own open *sessions* named in a hello's ``apart_from``
+    (*named*: untrusted, from the client)."""
+    if named is None:
+        return set()
+    if type(named) is not list or not all(type(s) is str for s in named) \
+            or len(named) > len(devices):
+        raise ProtocolError("a hello's apart_from is a list of the client's session ids")
+    taken = set()
+    for sid in named:
+        session = sessions.get(sid)
+        if session is None or session.user != user or session.closing:
+            raise ProtocolError(f"apart_from names {sid!r}, not an open session of yours")
+        taken.add(session.worker.device)
+    return taken
+
+
+def least_loaded(devices: list[str], sessions: Iterable[Any], pending: Iterable[Any],
+                 most_per_device: int, taken: set[str] = frozenset()) -> str:
+    """The device for a new session: of *devices* not *taken* and not full, the one with
+    the fewest *sessions* and *pending* hellos, then the least memory in use."""
+    sessions, pending = list(sessions), list(pending)
+
+    def load(device: str) -> tuple[int, int]:
+        here = [s for s in sessions if s.worker.device == device]
+        queued = sum(p.device == device for p in pending)
+        return len(here) + queued, sum(s.usage.get("memory") or 0 for s in here)
+
+    candidates = [d for d in devices if d not in taken]
+    if not candidates:
+        raise SessionLostError(
+            f"the pool has {len(devices)} device{'s' * (len(devices) != 1)}: "
+            f"a session cannot hold {len(taken) + 1}")
+    open_devices = [d for d in candidates if load(d)[0] < most_per_device]
+    if not open_devices:
+        raise SessionLostError("every device of the pool is full; try again later"
+                               if not taken else
+                               "every other device of the pool is full; try again later")
+    return min(open_devices, key=load)
