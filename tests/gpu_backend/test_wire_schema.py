@@ -71,8 +71,9 @@ FD, PS, SW, WC, AR, DF = (m.FRONT_DOOR, m.POOL_STATUS, m.SESSION_WORKER, m.WORKE
 
 SCOPES: dict[str, Scope] = {
     # the pool
-    "gpu_backend/frontdoor.py": _scope((FD, PS, WC, DF), "msg reply session.usage s.usage "
+    "gpu_backend/frontdoor.py": _scope((FD, PS, WC, DF), "msg reply session.usage "
                                        "worker.session.usage", "_end"),
+    "gpu_backend/placement.py": _scope((WC,), "s.usage", ""),
     "gpu_backend/pool_status.py": _scope((PS, FD, WC, DF), "s.usage report session.usage",
                                          "build_status _user_rows _accounts"),
     "gpu_backend/device_samples.py": _scope((PS,), "", "history"),
