@@ -78,20 +78,31 @@ def lab_extension_built() -> None:
 
 
 #: Run code on the current notebook's kernel (not in a cell); resolves to the reply's
-#: status ("ok", "error") and the error's name and text, once the kernel has answered.
+#: status ("ok", "error"), the error's name and text, and what the cell wrote to stderr,
+#: once the kernel has answered.
 RUN_IN_KERNEL = """code => {
   const widget = window.jupyterapp.shell.currentWidget;
   const kernel = widget.sessionContext.session.kernel;
-  return kernel.requestExecute({ code, store_history: false }).done.then(
-    m => [m.content.status, m.content.ename || '', m.content.evalue || '']);
+  const future = kernel.requestExecute({ code, store_history: false });
+  let stderr = '';
+  future.onIOPub = m => {
+    if (m.header.msg_type === 'stream' && m.content.name === 'stderr') stderr += m.content.text;
+  };
+  return future.done.then(
+    m => [m.content.status, m.content.ename || '', m.content.evalue || '', stderr]);
 }"""
 
 
 def run_in_kernel(page, code: str) -> str:
     """Run *code* on the kernel of the notebook shown in *page*; its reply's status ("ok"
     or "error", then the error's class and text after a colon)."""
-    status, name, text = page.evaluate(RUN_IN_KERNEL, code)
-    return status if status == "ok" else f"{status}: {name}: {text}"
+    return run_in_kernel_noting(page, code)[0]
+
+
+def run_in_kernel_noting(page, code: str) -> tuple[str, str]:
+    """:func:`run_in_kernel`'s answer and what the kernel wrote to stderr meanwhile."""
+    status, name, text, stderr = page.evaluate(RUN_IN_KERNEL, code)
+    return (status if status == "ok" else f"{status}: {name}: {text}"), stderr
 
 
 def free_port() -> int:

@@ -269,10 +269,15 @@ def test_lab_on_a_shared_pool_near_quota_end_and_down(tmp_path, monkeypatch):
             expect(item).to_have_attribute("data-state", "ok", timeout=20_000)
             assert bob.id in {s["session"] for s in bob.status()["sessions"]}   # not bob's
             bob.close()
-            # her kernel lives on: it says the session has ended, then opens a new one
-            assert lab_browser.run_in_kernel(page, "float(cp.ones(3).sum())") \
-                .startswith("error: SessionLostError")
-            assert lab_browser.run_in_kernel(page, "float(cp.ones(3).sum())") == "ok"
+            # her kernel lives on and says the session has ended: either her next op fails
+            # with SessionLostError and the cell after opens a new session, or (when the
+            # kernel's heartbeat saw the end first) that cell opens one at once, with a note
+            answer, note = lab_browser.run_in_kernel_noting(page, "float(cp.ones(3).sum())")
+            if answer != "ok":
+                assert answer.startswith("error: SessionLostError"), answer
+                answer, note = lab_browser.run_in_kernel_noting(page, "float(cp.ones(3).sum())")
+            assert answer == "ok"
+            assert "the GPU session was lost; opened a new one" in note
             expect(label).to_have_text("forgotten.ipynb", timeout=20_000)
 
             pool.kill()   # the pool dies: its last figures stay, marked stale with their time
