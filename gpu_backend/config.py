@@ -46,6 +46,8 @@ class PoolSettings(BaseSettings):
     memory_limit: int = Field(4 << 30, ge=1 << 20, description="bytes of device memory per session")
     lease_timeout: float = Field(60.0, gt=0, description="seconds without heartbeat before a session ends")
     spare_workers: int = Field(1, ge=0, le=8, description="warm workers kept ready per device")
+    worker_zygote: bool = Field(True, description="fork workers from a process with their "
+                                "imports done (off: each starts as a new Python process)")
     max_sessions_per_device: int = Field(64, ge=1)
     worker_spin_ms: float = Field(20.0, ge=0, le=1000, description="a session's worker that "
                                   "holds a spin slot polls this long after each message, so that "

@@ -46,6 +46,7 @@ from .run_dir import make_run_dir, remove_run_dir
 from .usage import UsageLog
 from .users import User, UserRegistry
 from .pool_workers import Worker, WorkerOptions, spawn_worker
+from .zygotes import Zygotes
 from .reclaims import Reclaims
 from .worker.control import ControlClosed
 from .worker.grants import grant_step
@@ -170,6 +171,8 @@ class FrontDoor:
             ipc_dir=self.ipc_dir, spin_slots=self.spin_slots,
             long_spin=settings.worker_spin_ms / 1e3, key_file=settings.key_file)
         self.workers: dict[str, Worker] = {}
+        #: warm processes that fork the workers (gpu_backend.zygotes); None: started cold
+        self.zygotes = Zygotes() if settings.worker_zygote else None
         #: the loop's poller (the clients' socket and every worker's control channel)
         self.poller = zmq.Poller()
         self.poller.register(self.clients, zmq.POLLIN)
@@ -204,7 +207,7 @@ class FrontDoor:
     def _spawn(self, device: str) -> None:
         self._next_worker += 1
         wid = f"w{self._next_worker}-{secrets.token_hex(3)}"
-        worker = spawn_worker(wid, device, self._worker_options)
+        worker = spawn_worker(wid, device, self._worker_options, self.zygotes)
         self.workers[wid] = worker
         self._by_fd[worker.channel.fileno()] = worker
         self.poller.register(worker.channel.fileno(), zmq.POLLIN)
@@ -627,6 +630,8 @@ class FrontDoor:
                 worker.process.wait(5)
             except subprocess.TimeoutExpired:
                 pass
+        if self.zygotes is not None:
+            self.zygotes.close()
         for worker in self.workers.values():
             self._close_channel(worker)
         for session in list(self.sessions.values()):

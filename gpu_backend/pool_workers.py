@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .worker.control import ControlChannel, ControlClosed
+from .zygotes import ForkedProcess, Zygotes
 
 __all__ = ["BLAS_THREADS", "Worker", "WorkerOptions", "spawn_worker"]
 
@@ -30,6 +31,7 @@ log = logging.getLogger("gpu_backend.frontdoor")
 #: session has its own worker, so all cores each would oversubscribe the host, and each
 #: thread's buffers (OpenBLAS: tens of MB) count against the worker's memory cap.
 BLAS_THREADS = 4
+BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass
@@ -48,7 +50,7 @@ class WorkerOptions:
 class Worker:
     wid: str
     device: str
-    process: subprocess.Popen
+    process: subprocess.Popen | ForkedProcess
     #: the pool's end of the worker's control socket pair (None once the worker is reaped)
     channel: ControlChannel | None = None
     port: int | None = None
@@ -86,33 +88,54 @@ class Worker:
         self.process.kill()
 
 
-def spawn_worker(wid: str, device: str, options: WorkerOptions) -> Worker:
-    """Start a worker for *device*; it reports ``ready`` over its channel once warm."""
+def spawn_worker(wid: str, device: str, options: WorkerOptions,
+                 zygotes: Zygotes | None = None) -> Worker:
+    """Start a worker for *device*: forked by its kind's zygote where one runs (warm
+    imports, :mod:`gpu_backend.zygotes`), else as a new process. It reports ``ready``
+    over its channel once warm."""
     channel, theirs = ControlChannel.pair()   # the worker's end: inherited, never named
-    cmd = [sys.executable, "-m", "gpu_backend.worker", "--device", device,
-           "--control-fd", str(theirs.fileno()), "--run-dir", options.run_dir,
-           "--id", wid, "--bind-host", options.bind_host]
+    args = ["--device", device, "--run-dir", options.run_dir, "--id", wid,
+            "--bind-host", options.bind_host]
     if options.arbiter is not None:
-        cmd += ["--arbiter", options.arbiter[0], "--baton", options.arbiter[1]]
+        args += ["--arbiter", options.arbiter[0], "--baton", options.arbiter[1]]
     if options.ipc_dir is not None:
-        cmd += ["--ipc-dir", options.ipc_dir]
+        args += ["--ipc-dir", options.ipc_dir]
     if options.spin_slots is not None:
         path, count = options.spin_slots
-        cmd += ["--spin-slots", f"{path}:{count}", "--long-spin", str(options.long_spin)]
+        args += ["--spin-slots", f"{path}:{count}", "--long-spin", str(options.long_spin)]
     if options.key_file is not None:  # the path, never the secret, on the command line
-        cmd += ["--key-file", str(options.key_file.expanduser().resolve())]
-    env = None
+        args += ["--key-file", str(options.key_file.expanduser().resolve())]
+    env = {**os.environ}
     if device.startswith("cpu"):   # a NumPy worker's BLAS: a few threads (see BLAS_THREADS)
-        env = {**os.environ}
         threads = str(max(1, min(BLAS_THREADS, os.cpu_count() or 1)))
-        for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        for variable in BLAS_VARIABLES:
             env.setdefault(variable, threads)
+    opened = []   # (null devices standing for this process's closed stdout or stderr)
     try:
-        process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
-                                   pass_fds=(theirs.fileno(),), env=env)
+        process = None
+        if zygotes is not None:   # (its kind: what must be set before NumPy loads)
+            streams = []   # where a started worker would write: this process's stdout, stderr
+            for fd in (1, 2):
+                try:
+                    os.fstat(fd)
+                except OSError:
+                    fd = os.open(os.devnull, os.O_WRONLY)
+                    opened.append(fd)
+                streams.append(fd)
+            kind = tuple(env.get(variable) for variable in BLAS_VARIABLES)
+            process = zygotes.fork(args, env, [theirs.fileno(), *streams], kind)
+        if process is None:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gpu_backend.worker", *args,
+                 "--control-fd", str(theirs.fileno())],
+                stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(theirs.fileno(),),
+                env=env)
     except BaseException:
         channel.close()
         raise
     finally:
         theirs.close()
+        for fd in opened:
+            os.close(fd)
     return Worker(wid, device, process, channel)
+

@@ -18,7 +18,7 @@ import zmq
 from gpu_backend.protocol import PROTOCOL_VERSION
 from gpu_backend.protocol.codec import packb, unpackb
 
-__all__ = ["worker_processes", "process_state", "public_text", "addresses_in", "Impersonator", "unix_sockets",
+__all__ = ["worker_processes", "command_line", "process_state", "public_text", "addresses_in", "Impersonator", "unix_sockets",
            "flood_wrong_tokens"]
 
 _ADDRESS = re.compile(r"(?:tcp|ipc)://[^\s\x00'\"]+")
@@ -51,23 +51,32 @@ def process_state(pid: int) -> str | None:
 
 def worker_processes(parent: int | None = None) -> dict[int, list[str]]:
     """The pool's worker processes on this host, by pid: their command lines (argv). With
-    *parent*, only the children of that process."""
+    *parent*, only that pool's workers: its children, or its zygotes' children."""
     found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         pid = int(entry)
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
-        except OSError:
-            continue
+        argv = command_line(pid)
         if "gpu_backend.worker" not in argv:
             continue
-        if parent is not None and _ppid(pid) != parent:
+        ppid = _ppid(pid)
+        if parent is not None and ppid != parent and not (
+                ppid is not None and _ppid(ppid) == parent
+                and "gpu_backend.worker.zygote" in command_line(ppid)):
             continue
         found[pid] = argv
     return found
+
+
+def command_line(pid: int) -> list[str]:
+    """*pid*'s command line, split into words (a forked worker's retitled one is one string)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            data = f.read()
+    except OSError:
+        return []
+    return data.replace(b"\0", b" ").decode(errors="replace").split()
 
 
 def public_text(pid: int) -> str:

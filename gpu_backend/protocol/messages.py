@@ -28,8 +28,8 @@ __all__ = [
     "PROTOCOL_VERSION", "KIND_FUNCTION", "KIND_METHOD", "KIND_OPERATOR",
     "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "KIND_CUDA", "KIND_OBJECT", "FLAG_C", "FLAG_F", "FLAG_OWN",
     # the channels and the registry
-    "FRONT_DOOR", "POOL_STATUS", "SESSION_WORKER", "WORKER_CONTROL", "ARBITER", "DEVICE_FACTS",
-    "CHANNELS", "MESSAGES", "fields_of",
+    "FRONT_DOOR", "POOL_STATUS", "SESSION_WORKER", "WORKER_CONTROL", "WORKER_ZYGOTE", "ARBITER",
+    "DEVICE_FACTS", "CHANNELS", "MESSAGES", "fields_of",
     # front door
     "HelloRequest", "HelloReply", "HeartbeatRequest", "HeartbeatReply", "StatusRequest",
     "StatusReply", "CloseRequest", "CloseReply", "EndRequest", "EndReply", "PingRequest",
@@ -44,6 +44,8 @@ __all__ = [
     # worker control
     "ControlReady", "ControlUsage", "ControlEnded", "ControlGrow", "ControlGrant",
     "ControlAssign", "ControlGranted", "QuotaRefusal", "ControlStop", "ControlReclaim",
+    # worker zygote
+    "ZygoteFork", "ZygoteReady", "ZygoteForked", "ZygoteExited",
     # arbiter
     "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
     "ArbiterYield",
@@ -581,6 +583,37 @@ class ControlReclaim(TypedDict):
     t: Annotated[Literal["reclaim"], "the message type"]
 
 
+# ==================================================================== worker zygote
+
+class ZygoteFork(TypedDict):
+    """front door → zygote: fork a worker. Three descriptors come with it (``SCM_RIGHTS``):
+    the worker's end of its control channel, its stdout, its stderr."""
+    t: Annotated[Literal["fork"], "the message type"]
+    argv: Annotated[list[str], "the worker's arguments, as after ``python -m gpu_backend.worker`` (not --control-fd)"]
+    env: Annotated[dict[str, str], "its environment: the pool's of the moment"]
+    cwd: Annotated[str, "its working directory: the pool's of the moment"]
+
+
+class ZygoteReady(TypedDict):
+    """zygote → front door, once its imports are done."""
+    t: Annotated[Literal["ready"], "the message type"]
+    pid: Annotated[int, "the zygote's process id"]
+
+
+class ZygoteForked(TypedDict):
+    """zygote → front door: the answer to a :class:`ZygoteFork` (answers come in order)."""
+    t: Annotated[Literal["forked"], "the message type"]
+    pid: Annotated[int | None, "the worker's process id, or None if it could not be forked"]
+    error: NotRequired[Annotated[str, "why not"]]
+
+
+class ZygoteExited(TypedDict):
+    """zygote → front door: it has collected a worker that exited."""
+    t: Annotated[Literal["exited"], "the message type"]
+    pid: Annotated[int, "the worker's process id"]
+    code: Annotated[int, "its exit code as ``subprocess`` gives it (negative: the signal)"]
+
+
 # ==================================================================== arbiter
 
 class ArbiterWant(TypedDict):
@@ -645,6 +678,7 @@ POOL_STATUS = "pool status"
 SESSION_WORKER = "session worker"
 WORKER_CONTROL = "worker control"
 ARBITER = "arbiter"
+WORKER_ZYGOTE = "worker zygote"
 DEVICE_FACTS = "device facts"
 
 #: Each channel: who talks over what.
@@ -660,6 +694,9 @@ CHANNELS: dict[str, str] = {
     WORKER_CONTROL: "A worker ↔ the front door, over the socket pair the worker inherits "
                     "(`--control-fd`): one msgpack map per record, at most 1 MiB. Its closing "
                     "is news to both sides.",
+    WORKER_ZYGOTE: "The front door ↔ a zygote that forks its workers, over the socket pair "
+                   "the zygote inherits (`--fd`): one msgpack map per record, descriptors "
+                   "alongside a `fork`. Its closing ends the zygote.",
     ARBITER: "A worker's DEALER ↔ the pool's arbiter thread (`ipc://` in the pool's run "
              "directory; the worker's identity is its `lease` secret), under the `fair` and "
              "`fifo` policies (docs/fair-share.md).",
@@ -678,6 +715,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
                      StagedDownloadChunk),
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim),
+    WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     ARBITER: (ArbiterWant, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterCompany,
               ArbiterYield),
     DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, SplitFigures, SessionFigures,

@@ -66,8 +66,8 @@ def _scope(channels: tuple[str, ...], receivers: str = "", builders: str = "") -
     return Scope(channels, frozenset(receivers.split()), frozenset(builders.split()))
 
 
-FD, PS, SW, WC, AR, DF = (m.FRONT_DOOR, m.POOL_STATUS, m.SESSION_WORKER, m.WORKER_CONTROL,
-                          m.ARBITER, m.DEVICE_FACTS)
+FD, PS, SW, WC, AR, DF, ZY = (m.FRONT_DOOR, m.POOL_STATUS, m.SESSION_WORKER, m.WORKER_CONTROL,
+                              m.ARBITER, m.DEVICE_FACTS, m.WORKER_ZYGOTE)
 
 SCOPES: dict[str, Scope] = {
     # the pool
@@ -82,6 +82,8 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/usage.py": _scope((PS,), "", "history"),
     "gpu_backend/metrics.py": _scope((PS, FD, DF), "status device d"),
     "gpu_backend/pool_workers.py": _scope((WC,)),
+    "gpu_backend/zygotes.py": _scope((ZY,), "msg"),
+    "gpu_backend/worker/zygote.py": _scope((ZY,), "request"),
     "gpu_backend/arbiter/service.py": _scope((AR,), "msg"),
     # the worker
     "gpu_backend/worker/server.py": _scope((SW, WC), "msg header reply final", "_failure"),

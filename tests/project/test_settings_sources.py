@@ -25,6 +25,7 @@ READERS = {
     "gpu_backend/cli_usage.py": "its --log default ($GPUWB_USAGE_LOG)",
     "gpu_backend/cli_users.py": "its --file default ($GPUWB_USERS_FILE)",
     "gpu_backend/pool_workers.py": "a worker's environment is its pool's",
+    "gpu_backend/worker/zygote.py": "a forked worker takes the environment its pool sent",
     "gpu_backend/served.py": "a served pool's environment is its starter's",
     "workbench/lab_launcher.py": "gpuwb lab hands its environment, with its pool, to Jupyter",
     "kernelproxy/random/_generator.py": "CuPy's own CUPY_SEED, read as CuPy reads it",
