@@ -113,7 +113,7 @@ def spawn_worker(wid: str, device: str, options: WorkerOptions,
     opened = []   # (null devices standing for this process's closed stdout or stderr)
     try:
         process = None
-        if zygotes is not None:   # (its kind: what must be set before NumPy loads)
+        if zygotes is not None:   # (its kind: what must be set before NumPy or CuPy loads)
             streams = []   # where a started worker would write: this process's stdout, stderr
             for fd in (1, 2):
                 try:
@@ -122,8 +122,9 @@ def spawn_worker(wid: str, device: str, options: WorkerOptions,
                     fd = os.open(os.devnull, os.O_WRONLY)
                     opened.append(fd)
                 streams.append(fd)
-            kind = tuple(env.get(variable) for variable in BLAS_VARIABLES)
-            process = zygotes.fork(args, env, [theirs.fileno(), *streams], kind)
+            gpu = not device.startswith("cpu")
+            kind = (gpu, *(env.get(variable) for variable in BLAS_VARIABLES))
+            process = zygotes.fork(args, env, [theirs.fileno(), *streams], kind, gpu)
         if process is None:
             process = subprocess.Popen(
                 [sys.executable, "-m", "gpu_backend.worker", *args,

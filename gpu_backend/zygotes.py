@@ -5,9 +5,10 @@ before it opens its device; the pool starts one per session (and keeps spares), 
 busy pool, and in the test suite, that is most of the pool's CPU. The zygote
 (:mod:`gpu_backend.worker.zygote`) has those imports done and forks a worker per request.
 
-One zygote per environment a worker needs before NumPy loads (the NumPy device's workers
-cap their BLAS threads, see :data:`gpu_backend.pool_workers.BLAS_THREADS`), started at the
-first worker of that kind. Its children are not the pool's: :class:`ForkedProcess` gives
+One zygote per kind of worker, started at the first worker of that kind: the NumPy
+device's workers cap their BLAS threads before NumPy loads (see
+:data:`gpu_backend.pool_workers.BLAS_THREADS`), and the GPU workers' zygote imports CuPy
+too (a CUDA context is made by each worker, after the fork). Its children are not the pool's: :class:`ForkedProcess` gives
 the front door what it used of :class:`subprocess.Popen` (``pid``, ``poll``, ``wait``,
 ``kill``), with exit codes reported by the zygote. A zygote that could not start (it
 ended before saying ``ready``) is not tried again: that kind of worker is then started
@@ -45,11 +46,12 @@ class Zygote:
     """One zygote process and the pool's end of its socket pair. Thread-safe: the front door
     starts and polls workers while a test or the pool's shutdown waits for one."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], gpu: bool = False) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "gpu_backend.worker.zygote", "--fd", str(theirs.fileno())],
+                [sys.executable, "-m", "gpu_backend.worker.zygote", "--fd", str(theirs.fileno()),
+                 *(["--gpu"] if gpu else [])],
                 stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(theirs.fileno(),),
                 env=env)
         except BaseException:
@@ -217,10 +219,11 @@ class Zygotes:
         self._by_env: dict[tuple, Zygote] = {}
         self._failed: set[tuple] = set()
 
-    def fork(self, argv: list[str], env: dict[str, str], fds: list[int],
-             kind: tuple) -> ForkedProcess | None:
-        """A worker forked by the zygote of *kind* (started with *env* if need be), or None
-        where this kind's zygote could not start: the caller starts the worker cold."""
+    def fork(self, argv: list[str], env: dict[str, str], fds: list[int], kind: tuple,
+             gpu: bool = False) -> ForkedProcess | None:
+        """A worker forked by the zygote of *kind* (started with *env*, with CuPy imported
+        if *gpu*, if need be), or None where this kind's zygote could not start: the caller
+        starts the worker cold."""
         zygote = self._by_env.get(kind)
         if zygote is not None and zygote.gone:
             zygote.read()
@@ -231,7 +234,7 @@ class Zygotes:
             return None
         if zygote is None:
             try:
-                zygote = self._by_env[kind] = Zygote(env)
+                zygote = self._by_env[kind] = Zygote(env, gpu)
             except OSError as exc:
                 log.warning("could not start a worker zygote (%s): starting workers cold", exc)
                 self._failed.add(kind)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .base import Device
 from .numpy_device import NumpyDevice
 
-__all__ = ["Device", "NumpyDevice", "open_device", "parse_devices"]
+__all__ = ["Device", "NumpyDevice", "open_device", "parse_devices", "preload_gpu"]
 
 
 def open_device(spec: str) -> Device:
@@ -16,6 +16,13 @@ def open_device(spec: str) -> Device:
         from .cupy_device import CupyDevice
         return CupyDevice(int(spec.partition(":")[2]))
     raise ValueError(f"unknown device {spec!r}")
+
+
+def preload_gpu() -> None:
+    """Import ahead what opening a GPU imports, touching no GPU (the pool's zygote, before it
+    forks GPU workers)."""
+    from .cupy_device import preload
+    preload()
 
 
 def parse_devices(text: str) -> list[str]:

@@ -10,6 +10,7 @@ and device-to-host copies are sent without another host copy.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import warnings
 from typing import Any
@@ -116,6 +117,22 @@ def gpu_count() -> int:
         return int(cupy.cuda.runtime.getDeviceCount())
     except Exception:  # no CuPy, no driver, no device: all mean "no GPU"
         return 0
+
+
+def preload() -> None:
+    """Import what opening a GPU imports, and touch no GPU: the pool's zygote for GPU workers
+    calls this before it forks them (a CUDA context must not cross a fork; CuPy's import
+    makes none, checked here). :class:`RuntimeError` if CUDA was initialised after all."""
+    for name in ("cupy", "cupy.fft", "cupy.linalg", "cupyx"):   # (what the device resolves)
+        importlib.import_module(name)
+    import cupy
+
+    try:
+        cupy.cuda.driver.ctxGetCurrent()
+    except cupy.cuda.driver.CUDADriverError:   # CUDA_ERROR_NOT_INITIALIZED: as it must be
+        return
+    raise RuntimeError("importing CuPy initialised CUDA in this process: its forks could not "
+                       f"use the GPU (CuPy {cupy.__version__})")
 
 
 class CupyDevice(Device):

@@ -15,8 +15,9 @@ moment, its own session (``setsid``), those descriptors, and runs the worker's `
 its code once it has collected that child (a code as :class:`subprocess.Popen` gives it:
 negative for a signal).
 
-CuPy is never imported here: a CUDA context must not cross a fork, so a GPU worker loads
-CuPy itself, after the fork. NumPy's OpenBLAS starts threads of its own when it loads; it
+A CUDA context must not cross a fork. The GPU workers' zygote (``--gpu``) imports CuPy,
+which makes none, and checks that none was made (``cupy_device.preload``); each worker
+makes its own context after the fork, as it opens its device. NumPy's OpenBLAS starts threads of its own when it loads; it
 stops and restarts them around ``fork`` (its ``pthread_atfork`` handlers), and no Python
 thread runs here, so the fork is safe (Python 3.12's warning about forking a process with
 threads is silenced for that reason).
@@ -167,12 +168,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpu_backend.worker.zygote", description=__doc__)
     parser.add_argument("--fd", type=int, required=True,
                         help="the inherited end of the pool's socket pair")
+    parser.add_argument("--gpu", action="store_true",
+                        help="it forks GPU workers: import CuPy ahead too (no CUDA context)")
     args = parser.parse_args(argv)
     sock = socket.socket(fileno=args.fd)
     # (setproctitle finds the memory it rewrites once, while the environment is the one
     # this process started with: the forks change theirs)
     setproctitle(shlex.join([sys.executable, "-m", "gpu_backend.worker.zygote", *sys.argv[1:]]))
     importlib.import_module(f"{__package__}.server")   # what every worker imports: why this exists
+    if args.gpu:
+        from ..devices import preload_gpu
+        preload_gpu()   # (raises, before ready, if CuPy's import made a CUDA context)
     warnings.filterwarnings("ignore", message=r".*multi-threaded, use of fork\(\)",
                             category=DeprecationWarning)
     settle()   # imported objects out of the collector's sight: forks share their pages longer

@@ -102,7 +102,7 @@ def test_a_zygote_that_cannot_start_leaves_workers_started_cold(broken_env):
     run_dir = tempfile.mkdtemp(prefix="gpuwb-test-run-")
     options = WorkerOptions(bind_host="127.0.0.1", run_dir=run_dir)
     threads = str(max(1, min(4, os.cpu_count() or 1)))
-    kind = tuple(os.environ.get(v, threads) for v in BLAS_VARIABLES)   # (spawn_worker's, for cpu)
+    kind = (False, *(os.environ.get(v, threads) for v in BLAS_VARIABLES))   # (spawn_worker's, cpu)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         doomed = zygotes.fork(["--device", "cpu"], broken_env, [theirs.fileno(), 1, 2], kind)
