@@ -124,7 +124,8 @@ def spawn_worker(wid: str, device: str, options: WorkerOptions,
                 streams.append(fd)
             gpu = not device.startswith("cpu")
             kind = (gpu, *(env.get(variable) for variable in BLAS_VARIABLES))
-            process = zygotes.fork(args, env, [theirs.fileno(), *streams], kind, gpu)
+            process = zygotes.fork(args, env, [theirs.fileno(), *streams], kind,
+                                   channel.gone, gpu)
         if process is None:
             process = subprocess.Popen(
                 [sys.executable, "-m", "gpu_backend.worker", *args,

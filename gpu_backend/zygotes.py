@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections import deque
+from typing import Callable
 
 from .protocol.codec import packb, unpackb
 from .worker.zygote import MAX_REQUEST_BYTES
@@ -67,16 +68,19 @@ class Zygote:
         self._waiting: deque[ForkedProcess] = deque()   # requests not yet answered, in order
         self._exits: dict[int, int] = {}
 
-    def fork(self, argv: list[str], env: dict[str, str], fds: list[int]) -> "ForkedProcess":
+    def fork(self, argv: list[str], env: dict[str, str], fds: list[int],
+             channel_gone: Callable[[], bool]) -> "ForkedProcess":
         """Ask for a worker running ``gpu_backend.worker ARGV`` with *env* and *fds* (its
-        control channel, stdout, stderr); :class:`OSError` if the zygote has gone."""
+        control channel, stdout, stderr); :class:`OSError` if the zygote has gone.
+        *channel_gone*: whether the pool's end of that control channel has hung up (or
+        been closed), which is how an unanswered request's fate is told (ForkedProcess)."""
         data = packb({"t": "fork", "argv": argv, "env": env, "cwd": os.getcwd()})
         if len(data) > MAX_REQUEST_BYTES:
             raise ValueError(f"a worker's request of {len(data)} bytes (at most {MAX_REQUEST_BYTES})")
         with self.lock:
             if self.gone:
                 raise ConnectionError("the zygote has ended")
-            process = ForkedProcess(self, ["gpu_backend.worker", *argv])
+            process = ForkedProcess(self, ["gpu_backend.worker", *argv], channel_gone)
             socket.send_fds(self.sock, [data], fds)
             self._waiting.append(process)
             return process
@@ -113,9 +117,7 @@ class Zygote:
 
     def _ended(self) -> None:
         self.gone = True
-        for process in self._waiting:
-            process.returncode = 1
-        self._waiting.clear()
+        self._waiting.clear()   # (forked or not: each one's channel will tell, see poll)
         self.sock.close()
         try:
             self.process.wait(5)
@@ -146,9 +148,10 @@ class Zygote:
 class ForkedProcess:
     """A worker forked by a :class:`Zygote`, as the front door uses a :class:`subprocess.Popen`."""
 
-    def __init__(self, zygote: Zygote, args: list[str]) -> None:
+    def __init__(self, zygote: Zygote, args: list[str], channel_gone: Callable[[], bool]) -> None:
         self.zygote = zygote
         self.args = args
+        self._channel_gone = channel_gone
         self.pid: int | None = None         # (None until the zygote says; see started())
         self.returncode: int | None = None
 
@@ -171,6 +174,12 @@ class ForkedProcess:
                     if code is None and self.zygote.gone and not _alive(self.pid):
                         code = UNKNOWN_EXIT   # (its zygote ended first: nobody knows its code)
                     self.returncode = code
+                elif self.zygote.gone and self._channel_gone():
+                    # the zygote ended before it said whether it forked this worker: nothing
+                    # holds the worker's end of the channel, so no worker runs (else it would,
+                    # and must not be taken for dead: the pool would close its channel, and a
+                    # worker whose channel hangs up takes its pool for dead, run dir and all)
+                    self.returncode = UNKNOWN_EXIT
             return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -220,7 +229,7 @@ class Zygotes:
         self._failed: set[tuple] = set()
 
     def fork(self, argv: list[str], env: dict[str, str], fds: list[int], kind: tuple,
-             gpu: bool = False) -> ForkedProcess | None:
+             channel_gone: Callable[[], bool], gpu: bool = False) -> ForkedProcess | None:
         """A worker forked by the zygote of *kind* (started with *env*, with CuPy imported
         if *gpu*, if need be), or None where this kind's zygote could not start: the caller
         starts the worker cold."""
@@ -240,7 +249,7 @@ class Zygotes:
                 self._failed.add(kind)
                 return None
         try:
-            return zygote.fork(argv, env, fds)
+            return zygote.fork(argv, env, fds, channel_gone)
         except OSError as exc:   # it has just ended: the next worker gets a new one
             log.warning("the worker zygote has gone (%s)", exc)
             zygote.read()

@@ -120,5 +120,9 @@ class ControlChannel:
         events = poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
         return any(mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _fd, mask in events)
 
+    def gone(self) -> bool:
+        """Whether the other side has gone or this end is closed (never waits)."""
+        return self.sock.fileno() < 0 or self.hung_up(0)
+
     def close(self) -> None:
         self.sock.close()

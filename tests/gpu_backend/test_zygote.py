@@ -4,6 +4,7 @@ cannot start (every worker is then started cold, as before the zygote)."""
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import socket
@@ -17,7 +18,7 @@ import kernelproxy
 from gpu_backend.pool import LocalPool
 from gpu_backend.served import ServedPool
 from gpu_backend.pool_workers import BLAS_VARIABLES, WorkerOptions, spawn_worker
-from gpu_backend.zygotes import ForkedProcess, Zygotes
+from gpu_backend.zygotes import UNKNOWN_EXIT, ForkedProcess, Zygotes
 from kernelproxy.modules import module_for
 from tests.hostile import command_line, process_state, worker_processes
 from tests.waiting import until
@@ -105,11 +106,12 @@ def test_a_zygote_that_cannot_start_leaves_workers_started_cold(broken_env):
     kind = (False, *(os.environ.get(v, threads) for v in BLAS_VARIABLES))   # (spawn_worker's, cpu)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        doomed = zygotes.fork(["--device", "cpu"], broken_env, [theirs.fileno(), 1, 2], kind)
+        doomed = zygotes.fork(["--device", "cpu"], broken_env, [theirs.fileno(), 1, 2], kind,
+                              lambda: ours.fileno() < 0 or bool(select.select([ours], [], [], 0)[0]))
         theirs.close()
         assert isinstance(doomed, ForkedProcess)
-        assert doomed.wait(60) == 1           # never forked: a failed start, as the pool counts it
-        assert ours.recv(16) == b""           # and its channel's other end is gone with it
+        assert ours.recv(16) == b""           # never forked: its channel's other end is gone
+        assert doomed.wait(60) == UNKNOWN_EXIT   # and it counts as a failed start
         # that kind's zygote is not tried again: the next worker starts as its own process
         worker = spawn_worker("w-cold", "cpu", options, zygotes)
         try:
