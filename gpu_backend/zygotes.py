@@ -110,8 +110,8 @@ class Zygote:
             self._exits[msg["pid"]] = msg["code"]
         elif kind == "forked" and self._waiting:
             process = self._waiting.popleft()
-            process.pid = msg["pid"]
-            if process.pid is None:
+            process.known_pid = msg["pid"]
+            if process.known_pid is None:
                 log.error("the zygote could not start a worker: %s", msg.get("error"))
                 process.returncode = 1
 
@@ -152,26 +152,36 @@ class ForkedProcess:
         self.zygote = zygote
         self.args = args
         self._channel_gone = channel_gone
-        self.pid: int | None = None         # (None until the zygote says; see started())
+        #: the worker's pid once the zygote has said it (see :attr:`pid`)
+        self.known_pid: int | None = None
         self.returncode: int | None = None
 
     def started(self, timeout: float = PID_TIMEOUT) -> bool:
         """Whether the worker was forked (its pid known), waiting up to *timeout* s to hear."""
         deadline = time.monotonic() + timeout
-        while self.pid is None and self.returncode is None and not self.zygote.gone:
+        while self.known_pid is None and self.returncode is None and not self.zygote.gone:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             self.zygote.read(min(remaining, 0.1))
-        return self.pid is not None
+        return self.known_pid is not None
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id, as on a Popen: waits for the zygote's answer if it has
+        not been read yet (None only if the worker was never forked, or its zygote ended
+        before it said)."""
+        if self.known_pid is None:
+            self.started()
+        return self.known_pid
 
     def poll(self) -> int | None:
         with self.zygote.lock:   # (the front door and a waiting thread may both ask)
             if self.returncode is None:
                 self.zygote.read()
-                if self.pid is not None:
-                    code = self.zygote.exit_code(self.pid)
-                    if code is None and self.zygote.gone and not _alive(self.pid):
+                if self.known_pid is not None:
+                    code = self.zygote.exit_code(self.known_pid)
+                    if code is None and self.zygote.gone and not _alive(self.known_pid):
                         code = UNKNOWN_EXIT   # (its zygote ended first: nobody knows its code)
                     self.returncode = code
                 elif self.zygote.gone and self._channel_gone():
@@ -198,9 +208,9 @@ class ForkedProcess:
         self.send_signal(signal.SIGKILL)
 
     def send_signal(self, signum: int) -> None:
-        if self.poll() is None and (self.pid is not None or self.started(5.0)):
+        if self.poll() is None and (self.known_pid is not None or self.started(5.0)):
             try:
-                os.kill(self.pid, signum)
+                os.kill(self.known_pid, signum)
             except ProcessLookupError:
                 pass
 

@@ -138,3 +138,22 @@ def test_a_served_pool_without_the_zygote_starts_each_worker_as_its_own_process(
             assert workers and all(_ppid(pid) == pool.pid for pid in workers)
             children = [int(e) for e in os.listdir("/proc") if e.isdigit() and _ppid(int(e)) == pool.pid]
             assert not any("gpu_backend.worker.zygote" in command_line(pid) for pid in children)
+
+
+def test_a_forked_workers_pid_is_there_at_once_as_on_a_popen(tmp_path):
+    """Asked before the pool has read the zygote's answer, ``pid`` waits for it."""
+    zygotes = Zygotes()
+    options = WorkerOptions(bind_host="127.0.0.1", run_dir=str(tmp_path))
+    try:
+        worker = spawn_worker("w-pid", "cpu", options, zygotes)
+        try:
+            assert isinstance(worker.process, ForkedProcess)
+            pid = worker.process.pid   # (straight after the request)
+            assert isinstance(pid, int) and _ppid(pid) in zygotes.pids()
+            assert worker.channel.poll(60) and worker.channel.recv()["t"] == "ready"
+            worker.process.kill()
+            assert worker.process.wait(10) == -signal.SIGKILL
+        finally:
+            worker.channel.close()
+    finally:
+        zygotes.close()
