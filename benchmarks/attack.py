@@ -395,7 +395,7 @@ def detect(devices: str, reps: int) -> dict:
         for _ in range(reps):
             s = kernelproxy.connect(pool.tcp_address, pool.token)
             float(module_for(s).arange(3.0).sum())
-            worker = next(w for w in pool.door.workers.values()
+            worker = next(w for w in pool.door.host.workers.values()
                           if w.session is not None and w.session.sid == s.id)
             started = time.perf_counter()
             os.kill(worker.process.pid, signal.SIGKILL)

@@ -68,7 +68,7 @@ class DeviceSampler:
             device = session.worker.device
             memory[device] = memory.get(device, 0) + (session.usage.get("memory") or 0)
         facts = {}
-        for worker in list(door.workers.values()):
+        for worker in list(door.host.workers.values()):
             if worker.info and worker.device not in facts:
                 facts[worker.device] = (worker.info, worker.runtime or {})
         for device, (info, _) in facts.items():

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hmac
 import logging
 import secrets
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,7 +25,6 @@ from typing import Any
 import zmq
 
 from .accounts import MIN_GRANT, Accounts
-from .arbiter.service import Arbiter
 from .auth_gate import AuthGate, HeldRefusals
 from .config import PoolSettings
 from .device_samples import DeviceSampler
@@ -42,15 +40,12 @@ from .protocol.errors import (ProtocolError, QuotaExceededError, SessionLostErro
                               VersionMismatchError, error_name)
 from .security import secure_server, server_keys_for
 from . import same_host
-from .run_dir import make_run_dir, remove_run_dir
 from .usage import UsageLog
 from .users import User, UserRegistry
-from .pool_workers import Worker, WorkerOptions, spawn_worker
-from .zygotes import Zygotes
+from .pool_workers import Worker
+from .worker_host import CHANNEL_CLOSED, WorkerHost
 from .reclaims import Reclaims
-from .worker.control import ControlClosed
 from .worker.grants import grant_step
-from .worker.spin_slots import default_slot_count, make_slot_file
 
 __all__ = ["FrontDoor"]
 
@@ -143,41 +138,13 @@ class FrontDoor:
                         if settings.same_host and same_host.available() else None)
         self.local_address = (same_host.bind(self.clients, self.ipc_dir, "door")
                               if self.ipc_dir else None)
-        #: what only the pool and its workers share (the arbiter's socket, the baton, the
-        #: spin slots), in a directory no other local user may enter (run_dir.py)
-        self.run_dir = make_run_dir()
-        #: the workers' spin slots (spin_slots.py): the lock file and its count, or None
-        count = settings.spin_slots if settings.spin_slots is not None else default_slot_count()
-        self.spin_slots: tuple[str, int] | None = None
-        if count > 0 and settings.worker_spin_ms > 0:
-            try:
-                self.spin_slots = (make_slot_file(count, self.run_dir), count)
-            except OSError as exc:   # no writable temp directory: serve, only the short spin
-                log.warning("no spin slots (%s): workers sleep 0.2 ms after each message", exc)
-        #: decides who may launch work on each device (None: CUDA time-slicing, policy "none")
-        self.arbiter = (Arbiter(self.ctx, settings.policy, self.devices,
-                                quantum=settings.quantum_ms / 1e3,
-                                period=settings.period_ms / 1e3, run_dir=self.run_dir,
-                                preempt_patience=settings.preempt_patience_ms / 1e3,
-                                patience_by_op=settings.patience_by_op,
-                                gap_rule=settings.gap_rule,
-                                trace=str(settings.arbiter_trace) if settings.arbiter_trace
-                                else None).start()
-                        if settings.policy != "none" else None)
-        #: what every worker is started with (pool_workers.spawn_worker)
-        self._worker_options = WorkerOptions(
-            bind_host=settings.host or "127.0.0.1", run_dir=self.run_dir,
-            arbiter=(self.arbiter.address, self.arbiter.baton_path) if self.arbiter else None,
-            ipc_dir=self.ipc_dir, spin_slots=self.spin_slots,
-            long_spin=settings.worker_spin_ms / 1e3, key_file=settings.key_file)
-        self.workers: dict[str, Worker] = {}
-        #: warm processes that fork the workers (gpu_backend.zygotes); None: started cold
-        self.zygotes = Zygotes() if settings.worker_zygote else None
         #: the loop's poller (the clients' socket and every worker's control channel)
         self.poller = zmq.Poller()
         self.poller.register(self.clients, zmq.POLLIN)
         self.poller.register(self.auth.wake_fd, zmq.POLLIN)
-        self._by_fd: dict[int, Worker] = {}     # control channel descriptor -> its worker
+        #: the workers and what they share on this host: run directory, spin slots,
+        #: arbiter, zygotes (worker_host.py)
+        self.host = WorkerHost(self.ctx, settings, self.devices, self.ipc_dir, self.poller)
         self.sessions: dict[str, Session] = {}
         self.pending: list[PendingHello] = []
         #: throttled sign-ins' refusals, held until their wait is over (auth_gate's tarpit)
@@ -185,7 +152,6 @@ class FrontDoor:
         #: requests waiting for memory the user's other sessions hand back (reclaims.py)
         self.reclaims = Reclaims()
         self._stop = threading.Event()
-        self._next_worker = 0
         self.failed_starts: dict[str, int] = {}
         self.ended: list[dict] = []
         self.started = time.time()
@@ -204,53 +170,24 @@ class FrontDoor:
                                                 settings.metrics_address)
 
     # ------------------------------------------------------------ workers
-    def _spawn(self, device: str) -> None:
-        self._next_worker += 1
-        wid = f"w{self._next_worker}-{secrets.token_hex(3)}"
-        worker = spawn_worker(wid, device, self._worker_options, self.zygotes)
-        self.workers[wid] = worker
-        self._by_fd[worker.channel.fileno()] = worker
-        self.poller.register(worker.channel.fileno(), zmq.POLLIN)
-
-    def _spares(self, device: str) -> list[Worker]:
-        return [w for w in self.workers.values() if w.device == device and w.session is None]
-
     def _keep_spares(self) -> None:
-        for device in self.devices:
+        def wanted(device: str) -> int:
             if self.failed_starts.get(device, 0) >= MAX_FAILED_STARTS:
-                continue
-            want = max(self.settings.spare_workers, sum(p.device == device for p in self.pending))
-            for _ in range(want - len(self._spares(device))):
-                self._spawn(device)
+                return 0
+            return max(self.settings.spare_workers, sum(p.device == device for p in self.pending))
+        self.host.keep_spares(wanted)
 
     def _on_control(self, worker: Worker) -> None:
         """Every message *worker* has sent; its channel's end means the worker is ending."""
-        while worker.channel is not None:
-            try:
-                msg = worker.channel.recv()
-            except ControlClosed:   # it has ended (its process exits): so has its session;
-                self._close_channel(worker)   # _reap collects the process
+        for msg in self.host.messages(worker):
+            if msg is CHANNEL_CLOSED:   # it has ended (its process exits): so has its session
                 if worker.session is not None:
                     self._end(worker.session, worker.session.usage.get("reason") or "worker ended")
                 return
-            if msg is None:
-                return
-            if isinstance(msg, dict):
-                try:
-                    self._control_message(worker, msg)
-                except Exception:  # a worker's malformed report must not stop the pool
-                    log.exception("bad control message from worker %s", worker.wid)
-
-    def _close_channel(self, worker: Worker) -> None:
-        if worker.channel is not None:
-            fd = worker.channel.fileno()
-            self._by_fd.pop(fd, None)
             try:
-                self.poller.unregister(fd)
-            except KeyError:
-                pass
-            worker.channel.close()
-            worker.channel = None
+                self._control_message(worker, msg)
+            except Exception:  # a worker's malformed report must not stop the pool
+                log.exception("bad control message from worker %s", worker.wid)
 
     def _control_message(self, worker: Worker, msg: dict) -> None:
         kind = msg.get("t")
@@ -282,14 +219,8 @@ class FrontDoor:
 
     def _reap(self) -> None:
         """Forget workers whose process has exited; end their sessions."""
-        for wid, worker in list(self.workers.items()):
-            code = worker.process.poll()
-            if code is None:
-                continue
-            if worker.channel is not None:   # its last reports first (usage, why it ended)
-                self._on_control(worker)
-                self._close_channel(worker)
-            del self.workers[wid]
+        for worker, code in self.host.exited():
+            self._on_control(worker)   # its last reports first (usage, why it ended)
             if worker.session is not None:
                 self._end(worker.session, worker.session.usage.get("reason") or f"worker exited ({code})")
             elif worker.port is None:
@@ -301,8 +232,8 @@ class FrontDoor:
         if self.sessions.pop(session.sid, None) is None:
             return
         self.usage.close_session(session.sid, reason, session.usage)
-        if self.arbiter is not None:
-            self.arbiter.detach(session.worker.lease_id)
+        if self.host.arbiter is not None:
+            self.host.arbiter.detach(session.worker.lease_id)
         self.ended.append({
             "session": session.sid, "user": session.user, "device": session.worker.device,
             "ops": session.usage.get("ops") or 0, "memory_used": session.usage.get("memory") or 0,
@@ -409,7 +340,7 @@ class FrontDoor:
         """A worker's session needs *want* bytes in all: grant what the user's quota allows,
         first asking the user's other sessions for memory they hold and do not use."""
         session = worker.session
-        if session is None or worker.wid not in self.workers:
+        if session is None or worker.wid not in self.host.workers:
             return
         granted, why = self.accounts.grow(session, want, self.sessions.values())
         if why is not None and not reclaimed:
@@ -435,7 +366,7 @@ class FrontDoor:
     def _serve_reclaims(self, answered: str | None = None) -> None:
         """Hellos waiting for memory: tried again once every worker asked has answered
         (*answered*: the one that just did), or their wait is over."""
-        for reclaim in self.reclaims.due(answered, self.workers):
+        for reclaim in self.reclaims.due(answered, self.host.workers):
             try:
                 reclaim.retry()
             except Exception as exc:  # refused after all: a hello is answered as any is
@@ -446,7 +377,7 @@ class FrontDoor:
     def _serve_pending(self) -> None:
         now = time.monotonic()
         for hello in list(self.pending):
-            ready = [w for w in self._spares(hello.device) if w.port is not None]
+            ready = [w for w in self.host.spares(hello.device) if w.port is not None]
             if ready:
                 self.pending.remove(hello)
                 self.failed_starts.pop(hello.device, None)
@@ -467,8 +398,8 @@ class FrontDoor:
         worker.session = session
         self.sessions[session.sid] = session
         self.usage.open_session(session.sid, session.user, worker.device, session.client)
-        if self.arbiter is not None:
-            self.arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
+        if self.host.arbiter is not None:
+            self.host.arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
                                 hello.account.weight)
         worker.tell({
             "t": "assign", "session": session.sid, "user": session.user, "key": session.key,
@@ -557,8 +488,8 @@ class FrontDoor:
         for hello in [p for p in self.pending if p.user in change.removed]:
             self.pending.remove(hello)
             self._error(hello.ident, SessionLostError("this user was removed from the pool"))
-        if self.arbiter is not None and (change.changed or change.added):
-            self.arbiter.set_weights({name: user.weight
+        if self.host.arbiter is not None and (change.changed or change.added):
+            self.host.arbiter.set_weights({name: user.weight
                                       for name, user in self.accounts.registry.users.items()})
 
     def _expire_leases(self) -> None:
@@ -578,10 +509,9 @@ class FrontDoor:
                 wait = min(0.1, self.held.next_in() or 0.1)
                 events = dict(self.poller.poll(max(1, int(wait * 1000))))
                 for fd in [fd for fd in events if type(fd) is int]:
-                    worker = self._by_fd.get(fd)
-                    if worker is None:
-                        continue
-                    self._on_control(worker)
+                    worker = self.host.worker_at(fd)
+                    if worker is not None:
+                        self._on_control(worker)
                 if self.clients in events:
                     self._on_client()
                 if self.auth.wake_fd in events:
@@ -623,28 +553,16 @@ class FrontDoor:
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
             self.metrics_server.server_close()
-        for worker in self.workers.values():
-            worker.end()
-        for worker in self.workers.values():
-            try:
-                worker.process.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-        if self.zygotes is not None:
-            self.zygotes.close()
-        for worker in self.workers.values():
-            self._close_channel(worker)
+        self.host.stop_workers()
         for session in list(self.sessions.values()):
             self._end(session, "the pool stopped")
         self.usage.close()
         self.samples.close()
         self.auth.close()
-        if self.arbiter is not None:
-            self.arbiter.stop()
+        self.host.close()   # (the arbiter, the run directory)
         self.clients.close()
         self.ctx.term()
         same_host.remove_dir(self.ipc_dir)
-        remove_run_dir(self.run_dir)
 
 
 def _source_of(frame: zmq.Frame) -> str | None:

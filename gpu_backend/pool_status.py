@@ -26,10 +26,10 @@ SHARE_WINDOW = 10.0
 
 def build_status(door: Any) -> dict[str, Any]:
     now = time.monotonic()
-    workers = list(door.workers.values())
+    workers = list(door.host.workers.values())
     live = list(door.sessions.values())
     registry = door.accounts.registry
-    snapshot = door.arbiter.snapshot if door.arbiter is not None else {}
+    snapshot = door.host.arbiter.snapshot if door.host.arbiter is not None else {}
     devices, users = [], []
     for spec in door.devices:
         here = [s for s in live if s.worker.device == spec]
@@ -58,7 +58,7 @@ def build_status(door: Any) -> dict[str, Any]:
             "sessions": sessions, "ended": list(door.ended),
             "lease_timeout": door.settings.lease_timeout, "pid": os.getpid(),
             # how many workers may keep polling after a message, and for how long
-            "spin": {"slots": door.spin_slots[1] if door.spin_slots else 0,
+            "spin": {"slots": door.host.spin_slots[1] if door.host.spin_slots else 0,
                      "window_ms": door.settings.worker_spin_ms},
             "uptime": round(time.time() - door.started, 3)}
 

@@ -447,7 +447,7 @@ def _worker_of(pool: LocalPool, sid: str):
     """The worker process of session *sid* (the pool's front door runs in this process)."""
     for _ in range(100):
         try:
-            workers = list(pool.door.workers.values())
+            workers = list(pool.door.host.workers.values())
             break
         except RuntimeError:  # the door's thread changed the dict meanwhile
             continue

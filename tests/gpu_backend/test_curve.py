@@ -295,7 +295,7 @@ class Sniffer:
 def _ready_spares(pool: LocalPool) -> list[int]:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        ports = [w.port for w in list(pool.door.workers.values())
+        ports = [w.port for w in list(pool.door.host.workers.values())
                  if w.port is not None and w.session is None]
         if ports:
             return ports

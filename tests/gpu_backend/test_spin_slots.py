@@ -123,7 +123,7 @@ def test_a_worker_with_a_slot_is_awake_after_a_pause(tmp_path, monkeypatch, slot
 
 def test_a_worker_gives_its_slot_back_after_its_window(tmp_path):
     with LocalPool(devices="cpu", spin_slots=1, worker_spin_ms=300, spare_workers=0) as pool:
-        path, count = pool.door.spin_slots
+        path, count = pool.door.host.spin_slots
         assert pool.door.status()["spin"] == {"slots": 1, "window_ms": 300}
         mine = SpinSlots(path, count)
         session = kernelproxy.connect(pool.address, pool.token)
@@ -152,7 +152,7 @@ def test_a_worker_gives_its_slot_back_after_its_window(tmp_path):
 def test_a_slot_held_by_one_session_leaves_the_other_the_short_spin(tmp_path, monkeypatch):
     """One slot, two sessions: the second finds none and sleeps, and is served all the same."""
     with LocalPool(devices="cpu", spin_slots=1, worker_spin_ms=300, spare_workers=0) as pool:
-        path, count = pool.door.spin_slots
+        path, count = pool.door.host.spin_slots
         squatter, said = _holder(path, count)   # holds the only slot
         try:
             assert said.startswith("True")
@@ -167,7 +167,7 @@ def test_a_slot_held_by_one_session_leaves_the_other_the_short_spin(tmp_path, mo
 
 def test_a_worker_whose_slot_file_is_gone_still_serves():
     with LocalPool(devices="cpu", spin_slots=2, worker_spin_ms=50, spare_workers=0) as pool:
-        os.unlink(pool.door.spin_slots[0])        # (a temp cleaner, say) before any worker starts
+        os.unlink(pool.door.host.spin_slots[0])        # (a temp cleaner, say) before any worker starts
         session = kernelproxy.connect(pool.address, pool.token)
         try:
             assert float(module_for(session).arange(4).sum()) == 6.0

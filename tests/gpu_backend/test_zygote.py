@@ -25,12 +25,12 @@ from tests.waiting import until
 
 
 def _worker_of(pool: LocalPool, session: kernelproxy.Session):
-    return next(w for w in list(pool.door.workers.values())
+    return next(w for w in list(pool.door.host.workers.values())
                 if w.session is not None and w.session.sid == session.id)
 
 
 def _zygote_pids(pool: LocalPool) -> set[int]:
-    return set(pool.door.zygotes.pids())
+    return set(pool.door.host.zygotes.pids())
 
 
 def _ppid(pid: int) -> int | None:
@@ -52,7 +52,7 @@ def test_a_session_runs_on_a_forked_worker_that_ps_shows_as_a_worker():
         # what an operator's ps shows: the worker's own command line, not the zygote's
         assert worker.process.pid in worker_processes(os.getpid())
         title = " ".join(worker_processes(os.getpid())[worker.process.pid])
-        assert f"-m gpu_backend.worker --device cpu:0 --run-dir {pool.door.run_dir}" in title
+        assert f"-m gpu_backend.worker --device cpu:0 --run-dir {pool.door.host.run_dir}" in title
         assert f"--id {worker.wid}" in title
 
 
@@ -84,7 +84,7 @@ def test_a_killed_zygote_is_replaced_and_its_workers_serve_on():
         # the old zygote's worker still ends cleanly: the pool forgets it once it exits
         worker = _worker_of(pool, first)
         first.close()
-        assert until(lambda: worker.wid not in pool.door.workers, 15)
+        assert until(lambda: worker.wid not in pool.door.host.workers, 15)
         assert worker.process.returncode is not None
 
 
