@@ -86,9 +86,16 @@ class Zygote:
             return process
 
     def read(self, timeout: float = 0.0) -> None:
-        """Take in what the zygote has said, waiting up to *timeout* s for its first word."""
+        """Take in what the zygote has said, waiting up to *timeout* s for its first word
+        (the wait holds no lock: a thread waiting for a worker never stalls the front door)."""
+        if timeout > 0:
+            try:
+                if self.gone or not select.select([self.sock], [], [], timeout)[0]:
+                    return
+            except (OSError, ValueError):   # closed meanwhile (close(), or _ended elsewhere)
+                return
         with self.lock:
-            if self.gone or not select.select([self.sock], [], [], timeout)[0]:
+            if self.gone or not select.select([self.sock], [], [], 0)[0]:
                 return
             while True:
                 try:
