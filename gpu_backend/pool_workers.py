@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .worker.control import ControlChannel, ControlClosed
-from .zygotes import ForkedProcess, Zygotes
+from .zygotes import BLAS_VARIABLES, ForkedProcess, Zygotes
 
 __all__ = ["BLAS_THREADS", "Worker", "WorkerOptions", "spawn_worker"]
 
@@ -31,7 +31,6 @@ log = logging.getLogger("gpu_backend.frontdoor")
 #: session has its own worker, so all cores each would oversubscribe the host, and each
 #: thread's buffers (OpenBLAS: tens of MB) count against the worker's memory cap.
 BLAS_THREADS = 4
-BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass
@@ -113,7 +112,7 @@ def spawn_worker(wid: str, device: str, options: WorkerOptions,
     opened = []   # (null devices standing for this process's closed stdout or stderr)
     try:
         process = None
-        if zygotes is not None:   # (its kind: what must be set before NumPy or CuPy loads)
+        if zygotes is not None:
             streams = []   # where a started worker would write: this process's stdout, stderr
             for fd in (1, 2):
                 try:
@@ -122,10 +121,8 @@ def spawn_worker(wid: str, device: str, options: WorkerOptions,
                     fd = os.open(os.devnull, os.O_WRONLY)
                     opened.append(fd)
                 streams.append(fd)
-            gpu = not device.startswith("cpu")
-            kind = (gpu, *(env.get(variable) for variable in BLAS_VARIABLES))
-            process = zygotes.fork(args, env, [theirs.fileno(), *streams], kind,
-                                   channel.gone, gpu)
+            process = zygotes.fork(args, env, [theirs.fileno(), *streams], channel.gone,
+                                   gpu=not device.startswith("cpu"))
         if process is None:
             process = subprocess.Popen(
                 [sys.executable, "-m", "gpu_backend.worker", *args,

@@ -32,7 +32,7 @@ from typing import Callable
 from .protocol.codec import packb, unpackb
 from .worker.zygote import MAX_REQUEST_BYTES
 
-__all__ = ["ForkedProcess", "Zygote", "Zygotes"]
+__all__ = ["BLAS_VARIABLES", "ForkedProcess", "Zygote", "Zygotes"]
 
 log = logging.getLogger("gpu_backend.frontdoor")
 
@@ -41,6 +41,9 @@ log = logging.getLogger("gpu_backend.frontdoor")
 PID_TIMEOUT = 60.0
 #: The exit code given to a worker whose zygote ended before reporting it.
 UNKNOWN_EXIT = 255
+#: What NumPy reads from the environment as it loads (its BLAS's threads): a zygote, which
+#: has NumPy loaded, forks only workers whose environment sets these as its own did.
+BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class Zygote:
@@ -239,20 +242,21 @@ def _alive(pid: int) -> bool:
 
 
 class Zygotes:
-    """The pool's zygotes, one per environment, each started at its first worker."""
+    """The pool's zygotes, one per kind of worker (GPU or not, and its BLAS variables),
+    each started at its first worker."""
 
     def __init__(self) -> None:
         self._by_env: dict[tuple, Zygote] = {}
         self._failed: set[tuple] = set()
 
-    def fork(self, argv: list[str], env: dict[str, str], fds: list[int], kind: tuple,
+    def fork(self, argv: list[str], env: dict[str, str], fds: list[int],
              channel_gone: Callable[[], bool], gpu: bool = False) -> ForkedProcess | None:
-        """A worker forked by the zygote of *kind* (started with *env*, with CuPy imported
-        if *gpu*, if need be), or None where this kind's zygote could not start: the caller
+        """A worker forked by the zygote of its kind (started with *env*, with CuPy imported
+        if *gpu*, if need be), or None where that kind's zygote could not start: the caller
         starts the worker cold."""
+        kind = (gpu, *(env.get(variable) for variable in BLAS_VARIABLES))
         zygote = self._by_env.get(kind)
         if zygote is not None and zygote.gone:
-            zygote.read()
             if not zygote.ready:
                 self._failed.add(kind)
             zygote = None

@@ -18,7 +18,7 @@ import zmq
 from gpu_backend.protocol import PROTOCOL_VERSION
 from gpu_backend.protocol.codec import packb, unpackb
 
-__all__ = ["worker_processes", "command_line", "process_state", "public_text", "addresses_in", "Impersonator", "unix_sockets",
+__all__ = ["worker_processes", "command_line", "parent_pid", "process_state", "public_text", "addresses_in", "Impersonator", "unix_sockets",
            "flood_wrong_tokens"]
 
 _ADDRESS = re.compile(r"(?:tcp|ipc)://[^\s\x00'\"]+")
@@ -35,7 +35,8 @@ def _stat_fields(pid: int) -> list[str]:
         return []
 
 
-def _ppid(pid: int) -> int | None:
+def parent_pid(pid: int) -> int | None:
+    """*pid*'s parent process id, or None once it is gone."""
     fields = _stat_fields(pid)
     try:
         return int(fields[1])
@@ -60,9 +61,9 @@ def worker_processes(parent: int | None = None) -> dict[int, list[str]]:
         argv = command_line(pid)
         if "gpu_backend.worker" not in argv:
             continue
-        ppid = _ppid(pid)
+        ppid = parent_pid(pid)
         if parent is not None and ppid != parent and not (
-                ppid is not None and _ppid(ppid) == parent
+                ppid is not None and parent_pid(ppid) == parent
                 and "gpu_backend.worker.zygote" in command_line(ppid)):
             continue
         found[pid] = argv

@@ -20,7 +20,7 @@ from gpu_backend.served import ServedPool
 from gpu_backend.pool_workers import BLAS_VARIABLES, WorkerOptions, spawn_worker
 from gpu_backend.zygotes import UNKNOWN_EXIT, ForkedProcess, Zygotes
 from kernelproxy.modules import module_for
-from tests.hostile import command_line, process_state, worker_processes
+from tests.hostile import command_line, parent_pid, process_state, worker_processes
 from tests.waiting import until
 
 
@@ -33,14 +33,6 @@ def _zygote_pids(pool: LocalPool) -> set[int]:
     return set(pool.door.host.zygotes.pids())
 
 
-def _ppid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rpartition(b")")[2].split()[1])
-    except (OSError, IndexError, ValueError):   # (it has gone)
-        return None
-
-
 def test_a_session_runs_on_a_forked_worker_that_ps_shows_as_a_worker():
     with LocalPool(devices="cpu", lease_timeout=10) as pool, \
             kernelproxy.connect(pool.address, pool.token) as session:
@@ -48,7 +40,7 @@ def test_a_session_runs_on_a_forked_worker_that_ps_shows_as_a_worker():
         np.testing.assert_array_equal((cp.arange(6.0) * 2).get(), np.arange(6.0) * 2)
         worker = _worker_of(pool, session)
         assert isinstance(worker.process, ForkedProcess)
-        assert _ppid(worker.process.pid) in _zygote_pids(pool)
+        assert parent_pid(worker.process.pid) in _zygote_pids(pool)
         # what an operator's ps shows: the worker's own command line, not the zygote's
         assert worker.process.pid in worker_processes(os.getpid())
         title = " ".join(worker_processes(os.getpid())[worker.process.pid])
@@ -103,10 +95,11 @@ def test_a_zygote_that_cannot_start_leaves_workers_started_cold(broken_env):
     run_dir = tempfile.mkdtemp(prefix="gpuwb-test-run-")
     options = WorkerOptions(bind_host="127.0.0.1", run_dir=run_dir)
     threads = str(max(1, min(4, os.cpu_count() or 1)))
-    kind = (False, *(os.environ.get(v, threads) for v in BLAS_VARIABLES))   # (spawn_worker's, cpu)
+    for variable in BLAS_VARIABLES:   # (as spawn_worker sets them for a cpu worker)
+        broken_env.setdefault(variable, threads)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        doomed = zygotes.fork(["--device", "cpu"], broken_env, [theirs.fileno(), 1, 2], kind,
+        doomed = zygotes.fork(["--device", "cpu"], broken_env, [theirs.fileno(), 1, 2],
                               lambda: ours.fileno() < 0 or bool(select.select([ours], [], [], 0)[0]))
         theirs.close()
         assert isinstance(doomed, ForkedProcess)
@@ -135,8 +128,8 @@ def test_a_served_pool_without_the_zygote_starts_each_worker_as_its_own_process(
         with kernelproxy.connect(pool.tcp_address, pool.token) as session:
             assert float(module_for(session).arange(4.0).sum().get()) == 6.0
             workers = worker_processes(pool.pid)
-            assert workers and all(_ppid(pid) == pool.pid for pid in workers)
-            children = [int(e) for e in os.listdir("/proc") if e.isdigit() and _ppid(int(e)) == pool.pid]
+            assert workers and all(parent_pid(pid) == pool.pid for pid in workers)
+            children = [int(e) for e in os.listdir("/proc") if e.isdigit() and parent_pid(int(e)) == pool.pid]
             assert not any("gpu_backend.worker.zygote" in command_line(pid) for pid in children)
 
 
@@ -149,7 +142,7 @@ def test_a_forked_workers_pid_is_there_at_once_as_on_a_popen(tmp_path):
         try:
             assert isinstance(worker.process, ForkedProcess)
             pid = worker.process.pid   # (straight after the request)
-            assert isinstance(pid, int) and _ppid(pid) in zygotes.pids()
+            assert isinstance(pid, int) and parent_pid(pid) in zygotes.pids()
             assert worker.channel.poll(60) and worker.channel.recv()["t"] == "ready"
             worker.process.kill()
             assert worker.process.wait(10) == -signal.SIGKILL
