@@ -83,6 +83,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the metrics server's address (default 127.0.0.1)")
     parser.add_argument("--no-same-host", dest="same_host", action="store_const", const=False,
                         help="serve tcp:// only (no ipc:// endpoints for clients on this host)")
+    parser.add_argument("--cluster", metavar="ADDRESS",
+                        help="serve the GPU hosts of this Ray cluster (auto, or HOST:PORT of its "
+                             "head; pip install 'gpu-workbench[cluster]'): docs/cluster.md")
+    parser.add_argument("--cluster-devices", choices=("gpu", "numpy"),
+                        help="with --cluster: each host serves its GPUs (default), or a NumPy "
+                             "device per GPU it declares to Ray (tests and demos)")
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -90,7 +96,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms",
                   "usage_log", "memory_limit", "lease_timeout", "spare_workers", "worker_zygote", "same_host",
                   "worker_spin_ms", "spin_slots",
-                  "metrics_port", "metrics_address")
+                  "metrics_port", "metrics_address", "cluster", "cluster_devices")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -104,13 +110,20 @@ def serve(args: argparse.Namespace) -> int:
     generated = settings.token is None and settings.token_file is None and settings.users_file is None
     try:
         door = FrontDoor(settings)
+    except ModuleNotFoundError as exc:   # --cluster without Ray
+        print(f"gpuwb-backend serve: {exc.name} is not installed: "
+              "pip install 'gpu-workbench[cluster]'", file=sys.stderr)
+        return 2
     except (ValueError, OSError) as exc:  # InsecureListenError (no key off loopback), a bad key file
         print(f"gpuwb-backend serve: {exc}", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: door.stop())
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, lambda *_: door.request_reload())
-    print(f"gpu-workbench pool listening on {door.address} with devices {','.join(door.devices)}"
+    serving = (f"the GPU hosts of the Ray cluster at {settings.cluster} (agents connect to "
+               f"{door.cluster.agents.address})" if door.cluster is not None
+               else f"devices {','.join(door.devices)}")
+    print(f"gpu-workbench pool listening on {door.address} with {serving}"
           + (f", encrypted (CurveZMQ, key {settings.key_file})" if settings.key_file else ""),
           flush=True)
     if door.local_address:

@@ -68,6 +68,15 @@ class PoolSettings(BaseSettings):
                            "(off: the device goes to the next in line at once)")
     arbiter_trace: Path | None = Field(None, description="a diagnostic: append every arbiter "
                                        "decision to this file as a JSON line")
+    cluster: str | None = Field(None, description="a pool across hosts: the Ray cluster's "
+                                "address (auto, or HOST:PORT of its head); none: this host's "
+                                "devices only (docs/cluster.md)")
+    cluster_devices: Literal["gpu", "numpy"] = Field(
+        "gpu", description="a pool across hosts: each host serves its GPUs (gpu), or one NumPy "
+                           "device per GPU it declares to Ray (numpy: tests and demos)")
+    agent_address: str | None = Field(None, description="a pool across hosts, set on a GPU "
+                                      "host: where clients reach this host's workers (default: "
+                                      "its address in the Ray cluster)")
     metrics_address: str = Field("127.0.0.1", description="the metrics server's address "
                                  "(0.0.0.0 for a scraper on another host)")
 

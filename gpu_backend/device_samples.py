@@ -26,6 +26,9 @@ SAMPLE_STEP = 2.0
 KEEP_SECONDS = 600.0
 #: the ``nvml`` note of a device that is not a GPU
 NOT_A_GPU = "not a GPU: the host's CPU (busy and memory are the pool's own accounting)"
+#: the ``nvml`` note of a device of another host (a pool across hosts)
+REMOTE = ("on another host of the pool: NVML is not read there; busy and memory are the "
+          "pool's own accounting")
 
 
 class DeviceSampler:
@@ -49,8 +52,17 @@ class DeviceSampler:
                 nvml = NvmlReader
             self._nvml = nvml()
 
+    def set_devices(self, devices: list[str]) -> None:
+        """The pool's devices changed (a host joined or was lost, across hosts): sample
+        these from now on (NVML is read only for this host's own GPUs, ``cuda:K``)."""
+        self.devices = list(devices)
+        for device in self.devices:
+            self.memory_total.setdefault(device, None)
+
     def note(self, device: str) -> str:
         """Whether NVML is read for *device*: "ok", or why not."""
+        if "/" in device:
+            return REMOTE
         if not device.startswith("cuda:"):
             return NOT_A_GPU
         return self._nvml.status if self._nvml is not None else "NVML is not read"
@@ -68,7 +80,7 @@ class DeviceSampler:
             device = session.worker.device
             memory[device] = memory.get(device, 0) + (session.usage.get("memory") or 0)
         facts = {}
-        for worker in list(door.host.workers.values()):
+        for worker in list(door.hosts.workers.values()):
             if worker.info and worker.device not in facts:
                 facts[worker.device] = (worker.info, worker.runtime or {})
         for device, (info, _) in facts.items():

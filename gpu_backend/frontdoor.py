@@ -44,6 +44,9 @@ from .usage import UsageLog
 from .users import User, UserRegistry
 from .pool_workers import Worker
 from .worker_host import CHANNEL_CLOSED, WorkerHost
+from .across_hosts import AcrossHosts
+from .hosts import Hosts
+from .remote_host import RemoteWorker
 from .reclaims import Reclaims
 from .worker.grants import grant_step
 
@@ -118,9 +121,11 @@ class FrontDoor:
         #: accounting: the usage log (a file with --usage-log) and the live shares
         self.usage = UsageLog(settings.usage_log)
         self._reload_at = time.monotonic() + RELOAD_INTERVAL
-        self.devices = parse_devices(settings.devices)
+        #: the hosts whose workers serve the sessions: this one, or those of a cluster
+        self.hosts = Hosts()
+        own_devices = parse_devices(settings.devices) if settings.cluster is None else []
         #: each device's busy time and memory (NVML's too, on a GPU) over the last minutes
-        self.samples = DeviceSampler(self.devices)
+        self.samples = DeviceSampler(own_devices)
         self.ctx = zmq.Context()
         self.clients = self.ctx.socket(zmq.ROUTER)
         self.clients.setsockopt(zmq.LINGER, 0)
@@ -142,9 +147,16 @@ class FrontDoor:
         self.poller = zmq.Poller()
         self.poller.register(self.clients, zmq.POLLIN)
         self.poller.register(self.auth.wake_fd, zmq.POLLIN)
-        #: the workers and what they share on this host: run directory, spin slots,
-        #: arbiter, zygotes (worker_host.py)
-        self.host = WorkerHost(self.ctx, settings, self.devices, self.ipc_dir, self.poller)
+        #: a pool across hosts: its agents' socket, Ray, hosts joining and lost
+        #: (across_hosts.py; docs/cluster.md); None: this host's devices only
+        self.cluster: AcrossHosts | None = None
+        if settings.cluster is None:
+            # the workers and what they share on this host: run directory, spin slots,
+            # arbiter, zygotes (worker_host.py)
+            self.hosts.add("", WorkerHost(self.ctx, settings, own_devices, self.ipc_dir,
+                                          self.poller))
+        else:
+            self.cluster = AcrossHosts(self, keys)
         self.sessions: dict[str, Session] = {}
         self.pending: list[PendingHello] = []
         #: throttled sign-ins' refusals, held until their wait is over (auth_gate's tarpit)
@@ -169,17 +181,30 @@ class FrontDoor:
             self.metrics_server = serve_metrics(lambda: self.published, settings.metrics_port,
                                                 settings.metrics_address)
 
+    @property
+    def devices(self) -> list[str]:
+        """Every device of the pool (of every host that has joined, across hosts)."""
+        return self.hosts.devices
+
+    @property
+    def host(self) -> WorkerHost | None:
+        """This host's workers (a single-host pool), or None (across hosts)."""
+        return self.hosts.get("")
+
     # ------------------------------------------------------------ workers
     def _keep_spares(self) -> None:
         def wanted(device: str) -> int:
             if self.failed_starts.get(device, 0) >= MAX_FAILED_STARTS:
                 return 0
             return max(self.settings.spare_workers, sum(p.device == device for p in self.pending))
-        self.host.keep_spares(wanted)
+        self.hosts.keep_spares(wanted)
 
     def _on_control(self, worker: Worker) -> None:
         """Every message *worker* has sent; its channel's end means the worker is ending."""
-        for msg in self.host.messages(worker):
+        host = self.hosts.of(worker.device)
+        if host is None:   # (its host was lost: its session has ended)
+            return
+        for msg in host.messages(worker):
             if msg is CHANNEL_CLOSED:   # it has ended (its process exits): so has its session
                 if worker.session is not None:
                     self._end(worker.session, worker.session.usage.get("reason") or "worker ended")
@@ -219,7 +244,7 @@ class FrontDoor:
 
     def _reap(self) -> None:
         """Forget workers whose process has exited; end their sessions."""
-        for worker, code in self.host.exited():
+        for worker, code in self.hosts.exited():
             self._on_control(worker)   # its last reports first (usage, why it ended)
             if worker.session is not None:
                 self._end(worker.session, worker.session.usage.get("reason") or f"worker exited ({code})")
@@ -232,8 +257,9 @@ class FrontDoor:
         if self.sessions.pop(session.sid, None) is None:
             return
         self.usage.close_session(session.sid, reason, session.usage)
-        if self.host.arbiter is not None:
-            self.host.arbiter.detach(session.worker.lease_id)
+        arbiter = self.hosts.arbiter_of(session.worker.device)
+        if arbiter is not None:
+            arbiter.detach(session.worker.lease_id)
         self.ended.append({
             "session": session.sid, "user": session.user, "device": session.worker.device,
             "ops": session.usage.get("ops") or 0, "memory_used": session.usage.get("memory") or 0,
@@ -340,7 +366,7 @@ class FrontDoor:
         """A worker's session needs *want* bytes in all: grant what the user's quota allows,
         first asking the user's other sessions for memory they hold and do not use."""
         session = worker.session
-        if session is None or worker.wid not in self.host.workers:
+        if session is None or not self.hosts.has(worker):
             return
         granted, why = self.accounts.grow(session, want, self.sessions.values())
         if why is not None and not reclaimed:
@@ -366,7 +392,7 @@ class FrontDoor:
     def _serve_reclaims(self, answered: str | None = None) -> None:
         """Hellos waiting for memory: tried again once every worker asked has answered
         (*answered*: the one that just did), or their wait is over."""
-        for reclaim in self.reclaims.due(answered, self.host.workers):
+        for reclaim in self.reclaims.due(answered, self.hosts.workers):
             try:
                 reclaim.retry()
             except Exception as exc:  # refused after all: a hello is answered as any is
@@ -377,7 +403,7 @@ class FrontDoor:
     def _serve_pending(self) -> None:
         now = time.monotonic()
         for hello in list(self.pending):
-            ready = [w for w in self.host.spares(hello.device) if w.port is not None]
+            ready = [w for w in self.hosts.spares(hello.device) if w.port is not None]
             if ready:
                 self.pending.remove(hello)
                 self.failed_starts.pop(hello.device, None)
@@ -398,21 +424,25 @@ class FrontDoor:
         worker.session = session
         self.sessions[session.sid] = session
         self.usage.open_session(session.sid, session.user, worker.device, session.client)
-        if self.host.arbiter is not None:
-            self.host.arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
-                                hello.account.weight)
+        arbiter = self.hosts.arbiter_of(worker.device)
+        if arbiter is not None:
+            arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
+                           hello.account.weight)
         worker.tell({
             "t": "assign", "session": session.sid, "user": session.user, "key": session.key,
             "memory_limit": session.memory_limit, "grant": session.grant,
             "grant_step": grant_step(hello.account.memory) if hello.account.memory else None,
             "quota": hello.account.memory})
-        self._reply(hello.ident, {
+        reply = {
             "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
             "worker_ipc": worker.ipc,
             "device": worker.info, "runtime": worker.runtime,
             "lease_timeout": self.settings.lease_timeout,
             "memory_limit": session.memory_limit,
-        })
+        }
+        if isinstance(worker, RemoteWorker):   # (on another host: its address)
+            reply["worker_host"] = worker.host.address
+        self._reply(hello.ident, reply)
         log.info("session %s for %s (%s) on %s", session.sid, session.user, session.client,
                  worker.device)
 
@@ -488,9 +518,9 @@ class FrontDoor:
         for hello in [p for p in self.pending if p.user in change.removed]:
             self.pending.remove(hello)
             self._error(hello.ident, SessionLostError("this user was removed from the pool"))
-        if self.host.arbiter is not None and (change.changed or change.added):
-            self.host.arbiter.set_weights({name: user.weight
-                                      for name, user in self.accounts.registry.users.items()})
+        if change.changed or change.added:
+            self.hosts.set_weights({name: user.weight
+                                    for name, user in self.accounts.registry.users.items()})
 
     def _expire_leases(self) -> None:
         deadline = time.monotonic() - self.settings.lease_timeout
@@ -508,10 +538,14 @@ class FrontDoor:
                     self._reply(ident, reply)
                 wait = min(0.1, self.held.next_in() or 0.1)
                 events = dict(self.poller.poll(max(1, int(wait * 1000))))
-                for fd in [fd for fd in events if type(fd) is int]:
-                    worker = self.host.worker_at(fd)
-                    if worker is not None:
-                        self._on_control(worker)
+                own = self.host   # (None across hosts: workers speak through the agents)
+                if own is not None:
+                    for fd in [fd for fd in events if type(fd) is int]:
+                        worker = own.worker_at(fd)
+                        if worker is not None:
+                            self._on_control(worker)
+                if self.cluster is not None:
+                    self.cluster.on_events(events)
                 if self.clients in events:
                     self._on_client()
                 if self.auth.wake_fd in events:
@@ -553,13 +587,15 @@ class FrontDoor:
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
             self.metrics_server.server_close()
-        self.host.stop_workers()
+        self.hosts.stop_workers()
         for session in list(self.sessions.values()):
             self._end(session, "the pool stopped")
         self.usage.close()
         self.samples.close()
         self.auth.close()
-        self.host.close()   # (the arbiter, the run directory)
+        self.hosts.close()   # (the arbiter, the run directory)
+        if self.cluster is not None:
+            self.cluster.close()
         self.clients.close()
         self.ctx.term()
         same_host.remove_dir(self.ipc_dir)

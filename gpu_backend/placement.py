@@ -48,6 +48,8 @@ def least_loaded(devices: list[str], sessions: Iterable[Any], pending: Iterable[
         return len(here) + queued, sum(s.usage.get("memory") or 0 for s in here)
 
     candidates = [d for d in devices if d not in taken]
+    if not devices:
+        raise SessionLostError("the pool has no device yet: no GPU host has joined it")
     if not candidates:
         raise SessionLostError(
             f"the pool has {len(devices)} device{'s' * (len(devices) != 1)}: "

@@ -26,16 +26,18 @@ SHARE_WINDOW = 10.0
 
 def build_status(door: Any) -> dict[str, Any]:
     now = time.monotonic()
-    workers = list(door.host.workers.values())
+    workers = list(door.hosts.workers.values())
     live = list(door.sessions.values())
     registry = door.accounts.registry
-    snapshot = door.host.arbiter.snapshot if door.host.arbiter is not None else {}
+    snapshot = door.hosts.arbiter_snapshot()
     devices, users = [], []
+    own = door.host   # (None across hosts)
     for spec in door.devices:
         here = [s for s in live if s.worker.device == spec]
         info = next((w.info for w in workers if w.device == spec and w.info), {})
+        host = door.hosts.of(spec)
         devices.append({
-            "device": spec, "info": info, "sessions": sum(not s.closing for s in here),
+            "device": spec, "host": getattr(host, "name", None) or None, "info": info, "sessions": sum(not s.closing for s in here),
             "memory_used": sum(s.usage.get("memory") or 0 for s in here),
             "spares_ready": sum(w.port is not None and w.session is None and w.device == spec
                                 for w in workers),
@@ -58,9 +60,10 @@ def build_status(door: Any) -> dict[str, Any]:
             "sessions": sessions, "ended": list(door.ended),
             "lease_timeout": door.settings.lease_timeout, "pid": os.getpid(),
             # how many workers may keep polling after a message, and for how long
-            "spin": {"slots": door.host.spin_slots[1] if door.host.spin_slots else 0,
+            "spin": {"slots": own.spin_slots[1] if own is not None and own.spin_slots else 0,
                      "window_ms": door.settings.worker_spin_ms},
-            "uptime": round(time.time() - door.started, 3)}
+            "uptime": round(time.time() - door.started, 3),
+            "hosts": door.cluster.status() if door.cluster is not None else None}
 
 
 def _accounts(registry: Any, sessions: list[dict]) -> list[dict]:

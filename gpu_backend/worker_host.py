@@ -15,12 +15,14 @@ from __future__ import annotations
 import logging
 import secrets
 import subprocess
-from typing import Callable, Iterator
+from pathlib import Path
+from typing import Iterator
 
 import zmq
 
 from .arbiter.service import Arbiter
 from .config import PoolSettings
+from .hosts import HostWorkers
 from .pool_workers import Worker, WorkerOptions, spawn_worker
 from .run_dir import make_run_dir, remove_run_dir
 from .worker.control import ControlClosed
@@ -35,11 +37,14 @@ log = logging.getLogger("gpu_backend.frontdoor")
 CHANNEL_CLOSED = object()
 
 
-class WorkerHost:
+class WorkerHost(HostWorkers):
     """The workers of *devices* on this host, their channels in *poller*."""
 
     def __init__(self, ctx: zmq.Context, settings: PoolSettings, devices: list[str],
-                 ipc_dir: str | None, poller: zmq.Poller) -> None:
+                 ipc_dir: str | None, poller: zmq.Poller, bind_host: str | None = None,
+                 key_file: Path | None = None) -> None:
+        """*bind_host* and *key_file*: where the workers listen and the key pair they serve
+        with, when not the pool's listen host and key file (a host agent's)."""
         self.devices = devices
         self.poller = poller
         #: what only the pool and its workers share (the arbiter's socket, the baton, the
@@ -65,10 +70,10 @@ class WorkerHost:
                         if settings.policy != "none" else None)
         #: what every worker is started with (pool_workers.spawn_worker)
         self.options = WorkerOptions(
-            bind_host=settings.host or "127.0.0.1", run_dir=self.run_dir,
+            bind_host=bind_host or settings.host or "127.0.0.1", run_dir=self.run_dir,
             arbiter=(self.arbiter.address, self.arbiter.baton_path) if self.arbiter else None,
             ipc_dir=ipc_dir, spin_slots=self.spin_slots,
-            long_spin=settings.worker_spin_ms / 1e3, key_file=settings.key_file)
+            long_spin=settings.worker_spin_ms / 1e3, key_file=key_file or settings.key_file)
         #: warm processes that fork the workers (gpu_backend.zygotes); None: started cold
         self.zygotes = Zygotes() if settings.worker_zygote else None
         self.workers: dict[str, Worker] = {}
@@ -76,24 +81,16 @@ class WorkerHost:
         self._next_worker = 0
 
     # ------------------------------------------------------------ starting
-    def spawn(self, device: str) -> Worker:
-        self._next_worker += 1
-        wid = f"w{self._next_worker}-{secrets.token_hex(3)}"
+    def spawn(self, device: str, wid: str | None = None) -> Worker:
+        """Start a worker for *device*, named *wid* (default: a new name)."""
+        if wid is None:
+            self._next_worker += 1
+            wid = f"w{self._next_worker}-{secrets.token_hex(3)}"
         worker = spawn_worker(wid, device, self.options, self.zygotes)
         self.workers[wid] = worker
         self._by_fd[worker.channel.fileno()] = worker
         self.poller.register(worker.channel.fileno(), zmq.POLLIN)
         return worker
-
-    def spares(self, device: str) -> list[Worker]:
-        """*device*'s workers without a session (ready or still starting)."""
-        return [w for w in self.workers.values() if w.device == device and w.session is None]
-
-    def keep_spares(self, wanted: Callable[[str], int]) -> None:
-        """Start workers until each device has *wanted(device)* spares."""
-        for device in self.devices:
-            for _ in range(wanted(device) - len(self.spares(device))):
-                self.spawn(device)
 
     # ------------------------------------------------------------ listening
     def worker_at(self, fd: int) -> Worker | None:

@@ -229,10 +229,14 @@ class UnixLink(WorkerLink):
 def worker_address(door: str, hello: dict) -> str:
     """The address of the session's worker, from the hello's reply: its Unix socket for a
     client that came through the pool's same-host ``ipc://`` door (where the worker has
-    one), else its port on the door's tcp host."""
+    one), else its port on its own host (a pool across hosts names it: ``worker_host``),
+    else on the door's tcp host."""
     local = hello.get("worker_ipc") if door.startswith("ipc://") else None
     if isinstance(local, str) and local.startswith("unix://"):
         return local
+    host = hello.get("worker_host")
+    if isinstance(host, str) and host:
+        return f"tcp://{host}:{hello['worker_port']}"
     return f"{door.rsplit(':', 1)[0]}:{hello['worker_port']}"
 
 

@@ -29,13 +29,13 @@ __all__ = [
     "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "KIND_CUDA", "KIND_OBJECT", "FLAG_C", "FLAG_F", "FLAG_OWN",
     # the channels and the registry
     "FRONT_DOOR", "POOL_STATUS", "SESSION_WORKER", "WORKER_CONTROL", "WORKER_ZYGOTE", "ARBITER",
-    "DEVICE_FACTS", "CHANNELS", "MESSAGES", "fields_of",
+    "DEVICE_FACTS", "HOST_AGENT", "CHANNELS", "MESSAGES", "fields_of",
     # front door
     "HelloRequest", "HelloReply", "HeartbeatRequest", "HeartbeatReply", "StatusRequest",
     "StatusReply", "CloseRequest", "CloseReply", "EndRequest", "EndReply", "PingRequest",
     "PingReply", "ErrorReply",
     # pool status
-    "StatusDevice", "StatusUser", "StatusAccount", "StatusSession", "EndedSession", "StatusSpin",
+    "StatusDevice", "StatusHost", "StatusUser", "StatusAccount", "StatusSession", "EndedSession", "StatusSpin",
     "ShareHistory", "DeviceSamples",
     # session worker
     "BatchHeader", "CancelRequest", "WorkerCloseRequest", "StagingRequest", "LinkAuth",
@@ -46,6 +46,9 @@ __all__ = [
     "ControlAssign", "ControlGranted", "QuotaRefusal", "ControlStop", "ControlReclaim",
     # worker zygote
     "ZygoteFork", "ZygoteReady", "ZygoteForked", "ZygoteExited",
+    # host agent
+    "AgentJoin", "AgentWelcome", "AgentLoad", "AgentRelay", "AgentExited", "AgentSpawn",
+    "AgentWorkerEnd", "AgentAttach", "AgentDetach", "AgentWeights", "AgentLeave", "AgentStop",
     # arbiter
     "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
     "ArbiterYield",
@@ -166,7 +169,8 @@ class PoolFigures(TypedDict):
 
 class StatusDevice(TypedDict):
     """A row of a :class:`StatusReply`'s ``devices``."""
-    device: Annotated[str, "the device as the pool names it: \"cuda:0\", \"cpu:0\""]
+    device: Annotated[str, "the device as the pool names it: \"cuda:0\", \"cpu:0\"; across hosts \"HOST/cuda:0\""]
+    host: Annotated[str | None, "the host it is on, in a pool across hosts (None: the pool's own)"]
     info: Annotated[DeviceInfo, "as one of its workers reported it ({} before any was ready)"]
     sessions: Annotated[int, "its open sessions"]
     memory_used: Annotated[int, "bytes its sessions use (their last usage reports)"]
@@ -230,6 +234,17 @@ class EndedSession(TypedDict):
     reason: Annotated[str, "why it ended (\"lease expired\", \"closed by the client\", a device fault, …)"]
 
 
+class StatusHost(TypedDict):
+    """A row of a :class:`StatusReply`'s ``hosts``: one GPU host of a pool across hosts."""
+    host: Annotated[str, "its name in the pool (its devices are HOST/…)"]
+    address: Annotated[str, "where clients reach its workers"]
+    devices: Annotated[list[str], "its devices, as the pool names them"]
+    workers: Annotated[int, "worker processes its agent keeps"]
+    sessions: Annotated[int, "open sessions on it"]
+    joined: Annotated[float, "seconds since it joined"]
+    heard: Annotated[float, "seconds since its agent last reported"]
+
+
 class StatusSpin(TypedDict):
     """A :class:`StatusReply`'s ``spin``: how many workers may keep polling after a message,
     and for how long."""
@@ -278,7 +293,8 @@ class HelloReply(TypedDict):
     ok: Annotated[Literal[True], "the request succeeded"]
     session: Annotated[str, "the session's id"]
     key: Annotated[bytes, "the session key (32 random bytes): every message to the worker, heartbeat and close carries it"]
-    worker_port: Annotated[int, "the worker's tcp port, on the front door's host"]
+    worker_port: Annotated[int, "the worker's tcp port, on the front door's host unless worker_host says otherwise"]
+    worker_host: NotRequired[Annotated[str, "the worker's host (a name or IP, IPv6 in brackets), in a pool across hosts (docs/cluster.md)"]]
     worker_ipc: Annotated[str | None, "the worker's Unix socket (unix://…), used by a client of the ipc:// door; None: none"]
     device: Annotated[DeviceInfo, "the worker's device"]
     runtime: Annotated[RuntimeFacts, "the device's CUDA facts, from which cupy.cuda answers"]
@@ -325,6 +341,7 @@ class StatusReply(TypedDict):
     pid: Annotated[int, "the pool's process id"]
     spin: Annotated[StatusSpin, "the workers' spin slots"]
     uptime: Annotated[float, "seconds since the pool started"]
+    hosts: Annotated[list[StatusHost] | None, "a pool across hosts: one row per host (None: a single-host pool)"]
     you: Annotated[str, "the user the token signed in as"]
     history: NotRequired[Annotated[dict[str, ShareHistory], "per device, its users' device seconds (when asked for)"]]
     device_history: NotRequired[Annotated[dict[str, DeviceSamples], "per device, its samples over the same seconds (when history is asked for)"]]
@@ -671,6 +688,96 @@ class ArbiterYield(TypedDict):
     g: Annotated[int, "the grant it concerns"]
 
 
+# ==================================================================== host agent
+
+class AgentJoin(TypedDict):
+    """agent → front door, first: this host's agent (deployed by the pool, which gave it
+    *secret*) serves these devices; answered with :class:`AgentWelcome`."""
+    t: Annotated[Literal["join"], "the message type"]
+    host: Annotated[str, "the host's name in the pool (the name it was deployed under)"]
+    secret: Annotated[str, "the secret the pool gave this agent when it deployed it"]
+    address: Annotated[str, "where clients reach this host's workers (a host name or IP; IPv6 in brackets)"]
+    devices: Annotated[list[str], "its devices as the host names them (cuda:K, cpu:K)"]
+    pid: Annotated[int, "the agent's process id"]
+
+
+class AgentWelcome(TypedDict):
+    """front door → agent: the answer to :class:`AgentJoin`."""
+    t: Annotated[Literal["welcome", "refused"], "the message type: welcome, or refused"]
+    why: NotRequired[Annotated[str, "why it was refused"]]
+
+
+class AgentLoad(TypedDict):
+    """agent → front door, every half second: it is alive, and its arbiter's state."""
+    t: Annotated[Literal["load"], "the message type"]
+    arbiter: Annotated[dict[str, Any], "per device (the host's names), the arbiter's snapshot ({} under policy none)"]
+    workers: Annotated[int, "worker processes it keeps"]
+
+
+class AgentRelay(TypedDict):
+    """agent ↔ front door: a worker control message, to or from worker *w* (agent →
+    front door: ``worker``; front door → agent: ``tell``)."""
+    t: Annotated[Literal["worker", "tell"], "the message type"]
+    w: Annotated[str, "the worker's id"]
+    m: Annotated[dict[str, Any], "the control message (a map of the worker control channel)"]
+
+
+class AgentExited(TypedDict):
+    """agent → front door: worker *w*'s process exited (after everything it said)."""
+    t: Annotated[Literal["exited"], "the message type"]
+    w: Annotated[str, "the worker's id"]
+    code: Annotated[int, "its exit code as ``subprocess`` gives it (negative: the signal)"]
+
+
+class AgentSpawn(TypedDict):
+    """front door → agent: start a worker for one of the host's devices."""
+    t: Annotated[Literal["spawn"], "the message type"]
+    w: Annotated[str, "the worker's id, chosen by the front door"]
+    device: Annotated[str, "the device as the host names it"]
+
+
+class AgentWorkerEnd(TypedDict):
+    """front door → agent: end worker *w* (``end``: tell it to stop, then kill it;
+    ``kill``: kill it)."""
+    t: Annotated[Literal["end", "kill"], "the message type"]
+    w: Annotated[str, "the worker's id"]
+
+
+class AgentAttach(TypedDict):
+    """front door → agent: the host's arbiter is to know that a worker serves a session."""
+    t: Annotated[Literal["attach"], "the message type"]
+    lease: Annotated[str, "the worker's lease id (its ready's lease)"]
+    device: Annotated[str, "the device as the host names it"]
+    session: Annotated[str, "the session's id"]
+    user: Annotated[str, "its user"]
+    weight: Annotated[float, "the user's weight"]
+
+
+class AgentDetach(TypedDict):
+    """front door → agent: a worker's session ended, for the host's arbiter."""
+    t: Annotated[Literal["detach"], "the message type"]
+    lease: Annotated[str, "the worker's lease id"]
+
+
+class AgentWeights(TypedDict):
+    """front door → agent: the users' weights changed (a users-file reload)."""
+    t: Annotated[Literal["weights"], "the message type"]
+    weights: Annotated[dict[str, float], "every user's weight"]
+
+
+class AgentLeave(TypedDict):
+    """agent → front door, as it ends of its own accord (stopped on its host, or its
+    loop failed): the front door drops the host at once."""
+    t: Annotated[Literal["leave"], "the message type"]
+    why: Annotated[str, "why it ends"]
+
+
+class AgentStop(TypedDict):
+    """front door → agent: the pool stops, or has dropped this host: end every worker and
+    leave."""
+    t: Annotated[Literal["stop"], "the message type"]
+
+
 # ==================================================================== the registry
 
 FRONT_DOOR = "front door"
@@ -679,6 +786,7 @@ SESSION_WORKER = "session worker"
 WORKER_CONTROL = "worker control"
 ARBITER = "arbiter"
 WORKER_ZYGOTE = "worker zygote"
+HOST_AGENT = "host agent"
 DEVICE_FACTS = "device facts"
 
 #: Each channel: who talks over what.
@@ -697,6 +805,10 @@ CHANNELS: dict[str, str] = {
     WORKER_ZYGOTE: "The front door ↔ a zygote that forks its workers, over the socket pair "
                    "the zygote inherits (`--fd`): one msgpack map per record, descriptors "
                    "alongside a `fork`. Its closing ends the zygote.",
+    HOST_AGENT: "A host agent's DEALER → the front door's agents ROUTER (a multi-host pool, "
+                "docs/cluster.md; CurveZMQ with the pool's key where it has one): one msgpack map "
+                "a frame each way. The agent relays its workers' control channels, tagged by "
+                "worker id.",
     ARBITER: "A worker's DEALER ↔ the pool's arbiter thread (`ipc://` in the pool's run "
              "directory; the worker's identity is its `lease` secret), under the `fair` and "
              "`fifo` policies (docs/fair-share.md).",
@@ -708,7 +820,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
     FRONT_DOOR: (HelloRequest, HelloReply, HeartbeatRequest, HeartbeatReply, StatusRequest,
                  StatusReply, CloseRequest, CloseReply, EndRequest, EndReply, PingRequest,
                  PingReply, ErrorReply),
-    POOL_STATUS: (StatusDevice, StatusUser, StatusAccount, StatusSession, EndedSession, StatusSpin,
+    POOL_STATUS: (StatusDevice, StatusHost, StatusUser, StatusAccount, StatusSession, EndedSession, StatusSpin,
                   ShareHistory, DeviceSamples),
     SESSION_WORKER: (BatchHeader, CancelRequest, WorkerCloseRequest, StagingRequest, LinkAuth,
                      UploadChunk, BatchReply, ClosedReply, StagingReply, StagingOffer,
@@ -716,6 +828,8 @@ MESSAGES: dict[str, tuple[type, ...]] = {
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim),
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
+    HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
+                 AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),
     ARBITER: (ArbiterWant, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterCompany,
               ArbiterYield),
     DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, SplitFigures, SessionFigures,

@@ -66,8 +66,8 @@ def _scope(channels: tuple[str, ...], receivers: str = "", builders: str = "") -
     return Scope(channels, frozenset(receivers.split()), frozenset(builders.split()))
 
 
-FD, PS, SW, WC, AR, DF, ZY = (m.FRONT_DOOR, m.POOL_STATUS, m.SESSION_WORKER, m.WORKER_CONTROL,
-                              m.ARBITER, m.DEVICE_FACTS, m.WORKER_ZYGOTE)
+FD, PS, SW, WC, AR, DF, ZY, HA = (m.FRONT_DOOR, m.POOL_STATUS, m.SESSION_WORKER, m.WORKER_CONTROL,
+                                  m.ARBITER, m.DEVICE_FACTS, m.WORKER_ZYGOTE, m.HOST_AGENT)
 
 SCOPES: dict[str, Scope] = {
     # the pool
@@ -85,6 +85,11 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/zygotes.py": _scope((ZY,), "msg"),
     "gpu_backend/worker/zygote.py": _scope((ZY,), "request"),
     "gpu_backend/arbiter/service.py": _scope((AR,), "msg"),
+    # a pool across hosts
+    "gpu_backend/agent_door.py": _scope((HA,), "msg"),
+    "gpu_backend/remote_host.py": _scope((HA, WC), "msg"),
+    "gpu_backend/host_agent.py": _scope((HA, WC), "msg"),
+    "gpu_backend/across_hosts.py": _scope((PS,), "", "status"),
     # the worker
     "gpu_backend/worker/server.py": _scope((SW, WC), "msg header reply final", "_failure"),
     "gpu_backend/worker/executor.py": _scope((SW, WC, DF), "header reply", "usage info"),

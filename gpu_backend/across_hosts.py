@@ -1,0 +1,120 @@
+"""A front door's side of a pool across hosts: hosts joining, hosts lost.
+
+With ``--cluster`` the front door runs no worker itself. It opens the agents socket
+(:mod:`gpu_backend.agent_door`), has Ray deploy an agent on every GPU node
+(:mod:`gpu_backend.cluster`), and from then on each host that joins is one more
+:class:`~gpu_backend.remote_host.RemoteHost` in ``door.hosts``: its devices take new
+sessions at once. A host lost (its node left Ray, its agent died, or its agent fell
+silent) leaves ``door.hosts``; its sessions end (their clients' next heartbeat or op
+says ``SessionLostError``, and they may open a new session, which goes to another
+host), and hellos waiting for its workers are refused. Accounts, quotas and the usage
+log stay with the front door, so they span the hosts and outlive any of them.
+
+``cluster = "manual"`` opens the agents socket without Ray: agents are then started by
+whoever fills ``agents.secrets`` (benchmarks/cluster_scale.py drives the front door so).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import zmq
+
+from .agent_door import AGENT_SILENCE, AgentDoor
+from .protocol.curve import ServerKeys
+from .protocol.errors import SessionLostError
+from .remote_host import RemoteHost
+from .security import is_loopback
+
+__all__ = ["AcrossHosts", "WILDCARDS"]
+
+log = logging.getLogger("gpu_backend.frontdoor")
+
+#: Listen hosts that are no address an agent could connect to.
+WILDCARDS = ("0.0.0.0", "*", "[::]", "::", "")
+
+
+class AcrossHosts:
+    """The hosts of *door* (a FrontDoor whose settings name a cluster)."""
+
+    def __init__(self, door: Any, keys: ServerKeys | None) -> None:
+        self.door = door
+        settings = door.settings
+        host = settings.host
+        self.agents = AgentDoor(door.ctx, host if host not in ("", "*") else "0.0.0.0",
+                                None if host in WILDCARDS else host, keys, settings.policy)
+        door.poller.register(self.agents.sock, zmq.POLLIN)
+        self.ray = None
+        if settings.cluster != "manual":
+            from .cluster import RayHosts   # (Ray: the cluster extra, only here)
+            key_text = settings.key_file.expanduser().read_text() if settings.key_file else None
+            if self.agents.address is None:   # a wildcard listen host: this node's address
+                self.agents.address = f"tcp://{RayHosts.node_address()}:{self.agents.port}"
+            self.ray = RayHosts(settings.cluster, self.agents, settings,
+                                keys.public if keys is not None else None, key_text)
+            door.poller.register(self.ray.wake_fd, zmq.POLLIN)
+        elif self.agents.address is None:
+            self.agents.address = f"tcp://127.0.0.1:{self.agents.port}"
+        if keys is None and not is_loopback(self.agents.address.split("//")[1].rsplit(":", 1)[0]):
+            raise ValueError("a pool across hosts off loopback needs --key-file")
+
+    # ------------------------------------------------------------ the loop's calls
+    def on_events(self, events: dict) -> None:
+        """Whatever the agents and Ray said since the last turn of the loop."""
+        if self.agents.sock in events:
+            for kind, item in self.agents.receive():
+                if kind == "joined":
+                    self.joined(item)
+                elif kind == "left":
+                    host, why = item
+                    self.lost(host.name, f"its agent ended ({why})")
+                else:
+                    self.door._on_control(item)
+        if self.ray is not None and self.ray.wake_fd in events:
+            for name, why in self.ray.lost():
+                self.lost(name, why)
+        for host in self.agents.silent():
+            self.lost(host.name, f"its agent has said nothing for {AGENT_SILENCE:g} s")
+
+    def joined(self, host: RemoteHost) -> None:
+        door = self.door
+        door.hosts.add(host.name, host)
+        door.samples.set_devices(door.devices)
+        door._keep_spares()   # (its spares start now; a waiting hello may go there next)
+
+    def lost(self, name: str, why: str) -> None:
+        door = self.door
+        host = door.hosts.get(name)
+        if host is None:
+            return
+        door.hosts.remove(name)
+        self.agents.forget(host)
+        host.lost()
+        reason = f"host {name} was lost: {why}"
+        for worker, _ in host.exited():
+            if worker.session is not None:
+                door._end(worker.session, reason)
+        for hello in [p for p in door.pending if p.device in host.devices]:
+            door.pending.remove(hello)
+            door._error(hello.ident, SessionLostError(f"{reason}; open the session again"))
+        for device in host.devices:
+            door.failed_starts.pop(device, None)
+        door.samples.set_devices(door.devices)
+        log.warning("%s; %d hosts remain", reason, len(door.hosts))
+
+    def status(self) -> list[dict]:
+        """One row per host (``StatusHost``)."""
+        now = time.monotonic()
+        sessions = list(self.door.sessions.values())
+        return [{"host": h.name, "address": h.address, "devices": list(h.devices),
+                 "workers": h.worker_processes,
+                 "sessions": sum(s.worker.device in h.devices and not s.closing for s in sessions),
+                 "joined": round(now - h.joined, 3), "heard": round(now - h.heard, 3)}
+                for h in self.door.hosts]
+
+    def close(self) -> None:
+        self.agents.close()
+        if self.ray is not None:
+            self.ray.close()

@@ -1,0 +1,152 @@
+"""The front door's socket for host agents, in a pool across hosts (docs/cluster.md).
+
+One ROUTER, beside the clients' socket, that every host's agent connects its DEALER to
+(CurveZMQ with the pool's key pair where the pool has one, as for clients). An agent's
+first message is a ``join`` that names its host and proves, with a secret the pool gave
+that agent when it deployed it (:attr:`AgentDoor.secrets`, filled by
+:mod:`gpu_backend.cluster`), that the pool put it there; a secret serves once. Anything
+else from a peer that has not joined is dropped and counted: the socket's port is open
+to the network the hosts share, and a peer that reaches it is not trusted with anything
+until it has joined. After the join, the agent's messages go to its
+:class:`~gpu_backend.remote_host.RemoteHost`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+import time
+from typing import Any, Iterator
+
+import zmq
+
+from .protocol.addresses import allow_ipv6
+from .protocol.codec import packb, unpackb
+from .protocol.curve import ServerKeys, secure_server
+from .remote_host import HostLeft, RemoteHost
+
+__all__ = ["AgentDoor", "AGENT_SILENCE"]
+
+log = logging.getLogger("gpu_backend.frontdoor")
+
+#: An agent that has said nothing for this long (it reports every half second) is taken
+#: for lost, whatever Ray says (a host cut off from the front door's network).
+AGENT_SILENCE = 10.0
+#: A host's device as its agent may name it.
+_DEVICE = re.compile(r"(cuda|cpu):[0-9]{1,4}")
+#: A host's name and address: printable, no separator of the pool's device names.
+_NAME = re.compile(r"[A-Za-z0-9_.:\[\]-]{1,100}")
+#: Messages read per wake-up at most (the loop then serves its clients too).
+READ_BATCH = 1000
+
+
+class AgentDoor:
+    """The agents' ROUTER on *bind_host* (any free port), reached by agents at
+    :attr:`address` (*advertise*: the host name agents use; None: set :attr:`address`
+    before deploying any)."""
+
+    def __init__(self, ctx: zmq.Context, bind_host: str, advertise: str | None,
+                 keys: ServerKeys | None, policy: str) -> None:
+        self.policy = policy
+        self.sock = ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.ROUTER_MANDATORY, 0)   # (to a gone agent: dropped)
+        if keys is not None:
+            secure_server(self.sock, keys)
+        allow_ipv6(self.sock, f"tcp://{bind_host}:0")
+        self.port = self.sock.bind_to_random_port(f"tcp://{bind_host}")
+        self.address = f"tcp://{advertise}:{self.port}" if advertise is not None else None
+        #: host name -> the secret its agent was deployed with (taken at its join)
+        self.secrets: dict[str, str] = {}
+        self._hosts: dict[bytes, RemoteHost] = {}
+        #: messages dropped: from peers that have not joined, or malformed
+        self.dropped = 0
+
+    def send(self, ident: bytes, msg: dict) -> None:
+        try:
+            self.sock.send_multipart([ident, packb(msg)], zmq.NOBLOCK)
+        except zmq.Again:   # an agent that stopped reading: it is lost soon (silence)
+            log.warning("an agent does not take messages; dropped a %s", msg.get("t"))
+
+    def receive(self) -> Iterator[tuple[str, Any]]:
+        """What the agents have sent: ``("joined", RemoteHost)`` for a host that joined,
+        ``("worker", RemoteWorker)`` for a worker with news (its host's ``messages``),
+        ``("left", (RemoteHost, why))`` for a host whose agent is ending."""
+        for _ in range(READ_BATCH):
+            try:
+                frames = self.sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if len(frames) != 2:
+                self.dropped += 1
+                continue
+            ident, payload = frames
+            try:
+                msg = unpackb(payload)
+            except ValueError:
+                self.dropped += 1
+                continue
+            if not isinstance(msg, dict):
+                self.dropped += 1
+                continue
+            host = self._hosts.get(ident)
+            if host is None:
+                joined = self._join(ident, msg)
+                if joined is not None:
+                    yield "joined", joined
+                continue
+            try:
+                worker = host.received(msg)
+            except HostLeft as left:
+                yield "left", (host, str(left))
+                continue
+            except (KeyError, TypeError, ValueError) as exc:
+                self.dropped += 1
+                log.warning("bad message from the agent of %s: %s", host.name, exc)
+                continue
+            if worker is not None:
+                yield "worker", worker
+
+    def _join(self, ident: bytes, msg: dict) -> RemoteHost | None:
+        name = msg.get("host")
+        secret = msg.get("secret")
+        expected = self.secrets.get(name) if isinstance(name, str) else None
+        if msg.get("t") != "join" or expected is None or not isinstance(secret, str) \
+                or not hmac.compare_digest(secret.encode(), expected.encode()):
+            self.dropped += 1
+            if msg.get("t") == "join":
+                log.warning("refused a join as host %r: not a secret the pool gave", name)
+                self.send(ident, {"t": "refused", "why": "unknown host or wrong secret"})
+            return None
+        devices, address = msg.get("devices"), msg.get("address")
+        if type(devices) is not list or not devices or len(devices) > 64 \
+                or not all(isinstance(d, str) and _DEVICE.fullmatch(d) for d in devices) \
+                or len(set(devices)) != len(devices) \
+                or not isinstance(address, str) or not _NAME.fullmatch(address):
+            self.dropped += 1
+            self.send(ident, {"t": "refused", "why": "a join names an address and its devices "
+                                                    "(cuda:K or cpu:K)"})
+            return None
+        del self.secrets[name]
+        host = RemoteHost(name, ident, address, devices, self.send, self.policy)
+        self._hosts[ident] = host
+        self.send(ident, {"t": "welcome"})
+        log.info("host %s joined from %s with %s", name, address, ", ".join(devices))
+        return host
+
+    def silent(self, now: float | None = None) -> list[RemoteHost]:
+        """Joined hosts whose agent has said nothing for :data:`AGENT_SILENCE` seconds."""
+        now = time.monotonic() if now is None else now
+        return [h for h in self._hosts.values() if now - h.heard > AGENT_SILENCE]
+
+    def forget(self, host: RemoteHost) -> None:
+        """*host* has left the pool: its agent is told to stop (if it hears), and nothing
+        it sends is taken any more."""
+        if self._hosts.pop(host.ident, None) is not None:
+            self.send(host.ident, {"t": "stop"})
+
+    def close(self) -> None:
+        for host in list(self._hosts.values()):
+            self.forget(host)
+        self.sock.close()

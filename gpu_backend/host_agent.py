@@ -1,0 +1,215 @@
+"""A GPU host's agent in a pool across hosts: the host's workers, kept for the front door.
+
+The agent holds the host's :class:`~gpu_backend.worker_host.WorkerHost` (its workers and
+their zygotes, its per-device arbiter, its run directory) and relays, over one DEALER
+connection to the front door's agents socket (:mod:`gpu_backend.agent_door`), what the
+front door and the workers say to each other over the workers' control channels, tagged
+by worker id. It also carries out the front door's ``spawn``, ``end``, ``kill`` and the
+arbiter's ``attach``, ``detach`` and ``weights``, and reports every half second
+(``load``), which tells the front door it is alive. The front door decides everything:
+the agent has no notion of users, quotas or placement.
+
+It runs in a thread of whatever process holds it: a Ray actor on its node
+(:mod:`gpu_backend.cluster`), or any process given the front door's agents address and
+the secret the front door expects. A worker's ops never pass through it: clients talk to
+their worker directly, at the host's :attr:`address`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+import zmq
+
+from .config import PoolSettings
+from .protocol.addresses import allow_ipv6
+from .protocol.codec import packb, unpackb
+from .protocol.curve import secure_client
+from .run_dir import make_run_dir, remove_run_dir
+from .security import InsecureListenError, is_loopback
+from .worker_host import CHANNEL_CLOSED, WorkerHost
+
+__all__ = ["HostAgent", "LOAD_EVERY"]
+
+log = logging.getLogger("gpu_backend.agent")
+
+#: Seconds between the agent's ``load`` reports (its sign of life).
+LOAD_EVERY = 0.5
+#: How long the agent waits for the front door's welcome before it gives up (seconds).
+JOIN_TIMEOUT = 60.0
+
+
+class HostAgent:
+    """The agent of host *name*: serves *devices* (as this host names them) for the front
+    door at *door* (its agents socket), which expects *secret*. Workers listen on
+    *address*. *server_key*: the pool's public key (the agents socket is a CurveZMQ
+    server); *key_text*: the pool's key file, which the workers serve with."""
+
+    def __init__(self, door: str, name: str, secret: str, address: str, devices: list[str],
+                 settings: PoolSettings, server_key: bytes | None = None,
+                 key_text: str | None = None) -> None:
+        if key_text is None and not is_loopback(address.strip("[]")):
+            raise InsecureListenError(
+                f"host {name}: workers would listen on {address} without encryption; start "
+                "the pool with --key-file (the agents get its key pair)")
+        self.name, self.address, self.devices = name, address, list(devices)
+        self._secret = secret
+        self._stop = threading.Event()
+        self.ctx = zmq.Context()
+        self.poller = zmq.Poller()
+        #: the pool's key pair, where this host's workers read it (a private directory)
+        self._key_dir = make_run_dir() if key_text is not None else None
+        key_file = None
+        if key_text is not None:
+            key_file = Path(self._key_dir) / "pool.key"
+            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(key_text)
+        self.host = WorkerHost(self.ctx, settings, self.devices, None, self.poller,
+                               bind_host=address, key_file=key_file)
+        self.door = self.ctx.socket(zmq.DEALER)
+        self.door.setsockopt(zmq.LINGER, 1000)
+        if server_key is not None:
+            secure_client(self.door, server_key)
+        allow_ipv6(self.door, door)
+        self.door.connect(door)
+        self.poller.register(self.door, zmq.POLLIN)
+        self.welcomed = threading.Event()
+        #: why the front door refused this agent, if it did
+        self.refused: str | None = None
+
+    # ------------------------------------------------------------ the loop
+    def run(self) -> None:
+        """Serve until the front door says stop, or :meth:`stop`; then end every worker."""
+        self._send({"t": "join", "host": self.name, "secret": self._secret,
+                    "address": self.address, "devices": self.devices, "pid": os.getpid()})
+        started = time.monotonic()
+        next_load = 0.0
+        told_to_stop = False
+        try:
+            while not self._stop.is_set():
+                events = dict(self.poller.poll(100))
+                if self.door in events and not self._from_door():
+                    told_to_stop = True
+                    return
+                for fd in [fd for fd in events if type(fd) is int]:
+                    worker = self.host.worker_at(fd)
+                    if worker is not None:
+                        self._relay(worker)
+                for worker, code in self.host.exited():
+                    self._relay(worker)
+                    self._send({"t": "exited", "w": worker.wid, "code": code})
+                now = time.monotonic()
+                if not self.welcomed.is_set():
+                    if now - started > JOIN_TIMEOUT:
+                        self.refused = "the front door did not answer the join"
+                        log.error("host %s: %s", self.name, self.refused)
+                        return
+                elif now >= next_load:
+                    next_load = now + LOAD_EVERY
+                    snapshot = self.host.arbiter.snapshot if self.host.arbiter is not None else {}
+                    self._send({"t": "load", "arbiter": snapshot,
+                                "workers": len(self.host.workers)})
+        except Exception as exc:   # (a bug of ours: the front door hears why, below)
+            log.exception("host %s: the agent's loop failed", self.name)
+            self.refused = self.refused or f"the agent's loop failed: {exc!r:.200}"
+            raise
+        finally:
+            self._close(None if told_to_stop else (self.refused or "stopped on its host"))
+
+    def stop(self) -> None:
+        """End the loop (from any thread)."""
+        self._stop.set()
+
+    # ------------------------------------------------------------ both ways
+    def _send(self, msg: dict) -> None:
+        try:
+            self.door.send(packb(msg), zmq.NOBLOCK)
+        except zmq.Again:   # not connected yet, or the front door stopped reading
+            log.warning("host %s: the front door does not take messages; dropped a %s",
+                        self.name, msg.get("t"))
+
+    def _relay(self, worker) -> None:
+        for msg in self.host.messages(worker):
+            if msg is not CHANNEL_CLOSED:   # (its exit is reported once the process is collected)
+                self._send({"t": "worker", "w": worker.wid, "m": msg})
+
+    def _from_door(self) -> bool:
+        """Carry out what the front door sent; False once it says stop (or refuses us)."""
+        while True:
+            try:
+                payload = self.door.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return True
+            try:
+                msg = unpackb(payload)
+                if not isinstance(msg, dict):
+                    raise ValueError("not a map")
+                if not self._command(msg):
+                    return False
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("host %s: bad message from the front door: %s", self.name, exc)
+
+    def _command(self, msg: dict) -> bool:
+        kind = msg["t"]
+        workers = self.host.workers
+        if kind == "tell":
+            worker = workers.get(msg["w"])
+            if worker is not None and isinstance(msg["m"], dict):
+                worker.tell(msg["m"])
+        elif kind == "spawn":
+            self._spawn(str(msg["w"]), msg["device"])
+        elif kind in ("end", "kill"):
+            worker = workers.get(msg["w"])
+            if worker is not None:
+                worker.end() if kind == "end" else worker.process.kill()
+        elif kind in ("attach", "detach", "weights"):
+            if self.host.arbiter is not None:
+                if kind == "attach":
+                    self.host.arbiter.attach(msg["lease"], msg["device"], msg["session"],
+                                             msg["user"], float(msg["weight"]))
+                elif kind == "detach":
+                    self.host.arbiter.detach(msg["lease"])
+                else:
+                    self.host.arbiter.set_weights(dict(msg["weights"]))
+        elif kind == "welcome":
+            self.welcomed.set()
+        elif kind == "refused":
+            self.refused = str(msg.get("why"))
+            log.error("host %s: the front door refused this agent: %s", self.name, self.refused)
+            return False
+        elif kind == "stop":
+            return False
+        else:
+            raise ValueError(f"unknown message type {kind!r:.40}")
+        return True
+
+    def _spawn(self, wid: str, device: str) -> None:
+        if device not in self.devices or wid in self.host.workers:
+            self._send({"t": "exited", "w": wid, "code": -1})
+            return
+        try:
+            self.host.spawn(device, wid)
+        except OSError as exc:   # (no more processes, descriptors): the front door counts it
+            log.error("host %s: cannot start a worker for %s: %s", self.name, device, exc)
+            self._send({"t": "exited", "w": wid, "code": -1})
+
+    def _close(self, leaving: str | None) -> None:
+        """End every worker (telling the front door how each ended), then say *leaving*
+        (why this agent ends of its own accord; None: the front door said stop)."""
+        try:
+            self.host.stop_workers()
+            for worker, code in self.host.exited():
+                self._relay(worker)
+                self._send({"t": "exited", "w": worker.wid, "code": code})
+            if leaving is not None and self.welcomed.is_set():
+                self._send({"t": "leave", "why": leaving})
+        finally:
+            self.host.close()
+            self.door.close()
+            self.ctx.term()
+            remove_run_dir(self._key_dir)
