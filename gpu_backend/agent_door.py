@@ -128,6 +128,10 @@ class AgentDoor:
             self.send(ident, {"t": "refused", "why": "a join names an address and its devices "
                                                     "(cuda:K or cpu:K)"})
             return None
+        if any(h.name == name for h in self._hosts.values()):   # (its secret served once)
+            self.dropped += 1
+            self.send(ident, {"t": "refused", "why": f"host {name} has joined already"})
+            return None
         del self.secrets[name]
         host = RemoteHost(name, ident, address, devices, self.send, self.policy)
         self._hosts[ident] = host

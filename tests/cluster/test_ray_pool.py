@@ -1,0 +1,193 @@
+"""One pool across the GPU hosts of a Ray cluster, end to end.
+
+A local multi-node Ray cluster (``ray.cluster_utils.Cluster``: a head without GPUs and two
+nodes declaring one and two GPUs), started once for the module; ``gpuwb-backend serve
+--cluster`` in a process of its own, which deploys an agent on each GPU node through Ray;
+agents serving one NumPy device per declared GPU (CI has no GPU); CurveZMQ on every link,
+as off loopback; real clients. The tests run in order, in one test process (one xdist
+group): placement across the nodes, quotas over the hosts, one usage log, a users-file
+change, then a node removed mid-session and a node added.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import kernelproxy
+from gpu_backend.security import generate_keypair
+from gpu_backend.served import ServedPool
+from gpu_backend.usage import read_usage
+from kernelproxy.modules import module_for
+
+from tests.gpu_backend.test_users_pool import eventually, write_users
+
+pytestmark = [pytest.mark.xdist_group("ray-cluster"), pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray.cluster_utils import Cluster
+    ray_cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0})
+    nodes = {"one": ray_cluster.add_node(num_cpus=1, num_gpus=1),
+             "two": ray_cluster.add_node(num_cpus=1, num_gpus=2)}
+    try:
+        yield ray_cluster, nodes
+    finally:
+        ray_cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pool(cluster, tmp_path_factory):
+    ray_cluster, _ = cluster
+    where = tmp_path_factory.mktemp("ray-pool")
+    key, public, _ = generate_keypair(where / "pool.key")
+    users = where / "users.toml"
+    tokens = write_users(users, {"dev": {}, "ana": {"sessions": 2}})
+    with ServedPool("fair", "cpu", "--cluster", ray_cluster.address, "--cluster-devices",
+                    "numpy", "--key-file", str(key), "--lease-timeout", "30",
+                    users_file=users, usage_log=where / "usage.jsonl") as served:
+        def connect(user: str = "dev") -> kernelproxy.Session:
+            return kernelproxy.connect(served.address, tokens[user], server_key=str(public))
+        # the agents join within seconds of the pool's start; until then a hello is refused
+        probe = eventually(connect, timeout=120, interval=0.5,
+                           retry=(kernelproxy.SessionLostError,))
+        eventually(lambda: len(probe.status()["devices"]) == 3, timeout=60, interval=0.2)
+        probe.close()
+        yield served, connect, users, tokens
+
+
+def _rows(session) -> tuple[dict, dict]:
+    status = session.status()
+    return ({d["device"]: d for d in status["devices"]},
+            {h["host"]: h for h in status["hosts"]})
+
+
+def _device_of(session) -> str:
+    row = next(r for r in session.status()["sessions"] if r["session"] == session.id)
+    return row["device"]
+
+
+def _lost(session) -> bool:
+    """Whether an op of *session* now fails with SessionLostError."""
+    try:
+        float(module_for(session).ones(2).sum())
+    except kernelproxy.SessionLostError:
+        return True
+    return False
+
+
+def test_sessions_are_placed_on_the_least_loaded_gpu_across_the_nodes(pool):
+    _served, connect, _users, _tokens = pool
+    sessions = [connect() for _ in range(3)]
+    try:
+        devices, hosts = _rows(sessions[0])
+        assert len(hosts) == 2 and sorted(len(h["devices"]) for h in hosts.values()) == [1, 2]
+        assert [d["sessions"] for d in devices.values()] == [1, 1, 1]
+        for s in sessions:
+            device = _device_of(s)
+            host = hosts[devices[device]["host"]]
+            assert device.startswith(host["host"] + "/cpu:")
+            # ops go to the worker on its own host, at the address its agent gave
+            assert s.worker_address.startswith(f"tcp://{host['address']}:")
+            assert float(module_for(s).arange(10).sum()) == 45.0
+    finally:
+        for s in sessions:
+            s.close()
+
+
+def test_a_users_sessions_quota_counts_every_host(pool):
+    _served, connect, _users, _tokens = pool
+    first, second = connect("ana"), connect("ana")
+    try:
+        assert _device_of(first) != _device_of(second)
+        with pytest.raises(kernelproxy.QuotaExceededError, match="ana may have 2 sessions"):
+            connect("ana")
+        assert float(module_for(first).ones(3).sum()) == 3.0
+    finally:
+        first.close()
+        second.close()
+
+
+def test_one_usage_log_covers_every_host(pool):
+    served, connect, _users, _tokens = pool
+    opened = [connect() for _ in range(3)]
+    ids = {s.id: None for s in opened}
+    for s in opened:
+        ids[s.id] = _device_of(s)
+        float(module_for(s).ones(7).sum())
+        s.close()
+    hosts = {device.split("/")[0] for device in ids.values()}
+    assert len(hosts) == 2
+
+    def logged() -> list[dict]:
+        rows = [r for r in read_usage(served.usage_log, by="session") if r["session"] in ids]
+        assert len(rows) == 3 and all(r["closed"] for r in rows), rows
+        return rows
+    rows = eventually(logged, timeout=30)
+    assert {r["session"]: r["device"] for r in rows} == ids
+    assert all(r["ops"] > 0 for r in rows)
+    out = subprocess.run([sys.executable, "-m", "gpu_backend.cli", "usage", "--log",
+                          str(served.usage_log), "--user", "dev", "--json"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    (total,) = json.loads(out)
+    assert total["user"] == "dev" and total["sessions"] >= 3
+
+
+def test_a_user_added_to_the_users_file_signs_in_and_runs_on_any_host(pool):
+    _served, connect, users, tokens = pool
+    added = subprocess.run([sys.executable, "-m", "gpu_backend.cli", "users", "--file",
+                            str(users), "add", "erin"], capture_output=True, text=True,
+                           timeout=60, check=True).stdout.split()[0]
+    tokens["erin"] = added
+    sessions = eventually(lambda: [connect("erin") for _ in range(3)], timeout=20,
+                          retry=(kernelproxy.AuthenticationError,))
+    try:
+        assert len({_device_of(s) for s in sessions}) == 3
+        assert all(float(module_for(s).ones(2).sum()) == 2.0 for s in sessions)
+    finally:
+        for s in sessions:
+            s.close()
+
+
+def test_a_node_removed_mid_session_loses_its_sessions_and_the_others_go_on(pool, cluster):
+    _served, connect, _users, _tokens = pool
+    ray_cluster, nodes = cluster
+    sessions = [connect() for _ in range(3)]
+    try:
+        devices, hosts = _rows(sessions[0])
+        two = next(name for name, h in hosts.items() if len(h["devices"]) == 2)
+        doomed = [s for s in sessions if _device_of(s).startswith(two + "/")]
+        kept = [s for s in sessions if s not in doomed]
+        assert len(doomed) == 2 and len(kept) == 1
+        ray_cluster.remove_node(nodes.pop("two"))
+        for s in doomed:   # (an op may still be answered by a worker not yet gone)
+            eventually(lambda: _lost(s), timeout=60, interval=0.1)
+        assert float(module_for(kept[0]).ones(5).sum()) == 5.0
+        devices, hosts = _rows(kept[0])
+        assert list(hosts) != [] and two not in hosts
+        assert all(not d.startswith(two + "/") for d in devices)
+        with connect() as again:   # a new session opens on the host that is left
+            assert not _device_of(again).startswith(two + "/")
+            assert float(module_for(again).ones(3).sum()) == 3.0
+    finally:
+        for s in sessions:
+            s.close()
+
+
+def test_a_node_added_takes_new_sessions_at_once(pool, cluster):
+    _served, connect, _users, _tokens = pool
+    ray_cluster, nodes = cluster
+    with connect() as watcher:
+        before = set(_rows(watcher)[1])
+        nodes["three"] = ray_cluster.add_node(num_cpus=1, num_gpus=1)
+        new = eventually(lambda: set(_rows(watcher)[1]) - before or False, timeout=120,
+                         interval=0.2)
+        (name,) = new
+        # the watcher's session is on the old host's device; the new one is least loaded
+        with connect() as fresh:
+            assert _device_of(fresh) == f"{name}/cpu:0"
+            assert float(module_for(fresh).arange(4).sum()) == 6.0

@@ -1,0 +1,189 @@
+"""A pool across hosts without Ray: the front door's agents socket and real host agents.
+
+The front door runs with ``cluster="manual"`` (no Ray: the test deploys the agents, as Ray
+would, by giving each a secret the front door expects). Each agent is a real
+:class:`~gpu_backend.host_agent.HostAgent` on a thread, with real worker processes on
+NumPy devices, over real sockets. What is tested here is what does not need Ray: the
+relay of every worker control message, placement across hosts, quotas spanning hosts,
+an agent leaving, and what the agents socket does with peers that are not agents.
+tests/cluster/test_ray_pool.py does the same through Ray.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import zmq
+
+import kernelproxy
+from gpu_backend.config import PoolSettings
+from gpu_backend.host_agent import HostAgent
+from gpu_backend.pool import LocalPool
+from gpu_backend.protocol.codec import packb, unpackb
+from kernelproxy.modules import module_for
+
+from tests.gpu_backend.test_users_pool import MiB, eventually, write_users
+from tests.waiting import until
+
+
+class Agents:
+    """Host agents on threads, deployed for *pool* as Ray would deploy them."""
+
+    def __init__(self, pool: LocalPool) -> None:
+        self.pool = pool
+        self.running: dict[str, tuple[HostAgent, threading.Thread]] = {}
+
+    def start(self, name: str, devices: list[str]) -> HostAgent:
+        door = self.pool.door.cluster.agents
+        door.secrets[name] = secret = f"secret-of-{name}"
+        agent = HostAgent(door.address, name, secret, "127.0.0.1", devices, PoolSettings())
+        thread = threading.Thread(target=agent.run, name=f"agent-{name}", daemon=True)
+        thread.start()
+        self.running[name] = (agent, thread)
+        return agent
+
+    def stop(self, name: str) -> None:
+        agent, thread = self.running.pop(name)
+        agent.stop()
+        thread.join(30)
+        assert not thread.is_alive()
+
+    def stop_all(self) -> None:
+        for name in list(self.running):
+            self.stop(name)
+
+
+@pytest.fixture
+def across(tmp_path):
+    path = tmp_path / "users.toml"
+    tokens = write_users(path, {"ana": {"sessions": 3}, "carol": {"memory": 16 * MiB},
+                                "dev": {}})
+    with LocalPool(cluster="manual", users_file=path, lease_timeout=20) as pool:
+        agents = Agents(pool)
+        try:
+            agents.start("alpha", ["cpu:0"])
+            agents.start("beta", ["cpu:0", "cpu:1"])
+            assert until(lambda: len(pool.door.devices) == 3, 30), pool.door.devices
+            yield pool, agents, tokens
+        finally:
+            agents.stop_all()
+
+
+def _host_of(session) -> str:
+    row = next(r for r in session.status()["sessions"] if r["session"] == session.id)
+    return row["device"].split("/")[0]
+
+
+def test_sessions_spread_over_the_hosts_and_run_there(across):
+    pool, _agents, tokens = across
+    sessions = [kernelproxy.connect(pool.address, tokens["dev"]) for _ in range(3)]
+    try:
+        status = sessions[0].status()
+        assert sorted(d["device"] for d in status["devices"]) == [
+            "alpha/cpu:0", "beta/cpu:0", "beta/cpu:1"]
+        assert [d["sessions"] for d in status["devices"]] == [1, 1, 1]   # least loaded
+        assert {d["host"] for d in status["devices"]} == {"alpha", "beta"}
+        hosts = {h["host"]: h for h in status["hosts"]}
+        assert hosts["beta"]["devices"] == ["beta/cpu:0", "beta/cpu:1"]
+        assert hosts["alpha"]["sessions"] == 1 and hosts["beta"]["sessions"] == 2
+        for k, s in enumerate(sessions):   # ops go straight to the worker on its host
+            assert s.worker_address.startswith("tcp://127.0.0.1:")
+            assert float(module_for(s).arange(k + 3).sum()) == sum(range(k + 3))
+    finally:
+        for s in sessions:
+            s.close()
+    # each worker's last usage report came through its agent: the sessions' ops are logged
+    ended = eventually(lambda: len(pool.door.ended) == 3 and pool.door.ended, timeout=20)
+    assert all(e["ops"] > 0 and e["reason"] == "closed by the client" for e in ended), ended
+
+
+def test_the_sessions_quota_counts_every_host(across):
+    pool, _agents, tokens = across
+    sessions = [kernelproxy.connect(pool.address, tokens["ana"]) for _ in range(3)]
+    try:
+        assert len({_host_of(s) for s in sessions}) == 2
+        with pytest.raises(kernelproxy.QuotaExceededError, match="ana may have 3 sessions"):
+            kernelproxy.connect(pool.address, tokens["ana"])
+    finally:
+        for s in sessions:
+            s.close()
+
+
+def test_the_memory_quota_spans_sessions_on_two_hosts(across):
+    pool, _agents, tokens = across
+    a = kernelproxy.connect(pool.address, tokens["carol"])
+    b = kernelproxy.connect(pool.address, tokens["carol"])
+    try:
+        assert _host_of(a) != _host_of(b)
+        big = module_for(a).zeros(10 * MiB // 8)             # 10 MiB of carol's 16, on one host
+        a.sync()
+        with pytest.raises(kernelproxy.OutOfMemoryError, match="memory quota is 16 MiB over all"):
+            module_for(b).zeros(8 * MiB // 8).sum().item()   # 8 more on the other: refused
+        assert float(module_for(b).zeros(1024).sum()) == 0.0  # b goes on within what is free
+        del big
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_host_whose_agent_ends_loses_its_sessions_and_others_go_on(across):
+    pool, agents, tokens = across
+    sessions = [kernelproxy.connect(pool.address, tokens["dev"]) for _ in range(3)]
+    try:
+        on_alpha = [s for s in sessions if _host_of(s) == "alpha"]
+        others = [s for s in sessions if s not in on_alpha]
+        assert len(on_alpha) == 1
+        agents.stop("alpha")
+        assert pool.door.devices == ["beta/cpu:0", "beta/cpu:1"]
+        with pytest.raises(kernelproxy.SessionLostError):
+            float(module_for(on_alpha[0]).ones(2).sum())
+        for s in others:
+            assert float(module_for(s).ones(2).sum()) == 2.0
+        ended = [e for e in pool.door.ended if e["device"] == "alpha/cpu:0"]
+        assert ended and ended[0]["user"] == "dev"
+        with kernelproxy.connect(pool.address, tokens["dev"]) as again:   # opens elsewhere
+            assert _host_of(again) == "beta"
+        agents.start("alpha", ["cpu:0"])                      # back: takes sessions at once
+        assert until(lambda: "alpha/cpu:0" in pool.door.devices, 30)
+        with kernelproxy.connect(pool.address, tokens["dev"]) as fresh:
+            assert _host_of(fresh) == "alpha"                 # the least loaded device
+            assert float(module_for(fresh).ones(4).sum()) == 4.0
+    finally:
+        for s in sessions:
+            s.close()
+
+
+def test_the_agents_socket_takes_nothing_from_a_peer_that_has_not_joined(across):
+    """Garbage, a join with a wrong secret, a secret used twice, an agent's message before
+    any join: each is dropped (a refusal answered), and the pool serves on."""
+    pool, _agents, tokens = across
+    door = pool.door.cluster.agents
+    ctx = zmq.Context.instance()
+    peer = ctx.socket(zmq.DEALER)
+    peer.setsockopt(zmq.LINGER, 0)
+    peer.connect(door.address)
+    try:
+        before = door.dropped
+        peer.send(b"\xc1 not msgpack")
+        peer.send_multipart([b"two", b"frames"])
+        peer.send(packb({"t": "worker", "w": "alpha-w1", "m": {"t": "ready", "port": 1}}))
+        peer.send(packb({"t": "join", "host": "alpha", "secret": "guess", "address": "127.0.0.1",
+                         "devices": ["cpu:0"], "pid": 1}))
+        assert peer.poll(10_000)
+        assert unpackb(peer.recv()) == {"t": "refused", "why": "unknown host or wrong secret"}
+        door.secrets["gamma"] = "right"
+        peer.send(packb({"t": "join", "host": "gamma", "secret": "right", "address": "x y",
+                         "devices": ["tpu:0"], "pid": 1}))
+        assert peer.poll(10_000)
+        assert unpackb(peer.recv())["t"] == "refused"         # a malformed join
+        peer.send(packb({"t": "join", "host": "alpha", "secret": "secret-of-alpha",
+                         "address": "127.0.0.1", "devices": ["cpu:0"], "pid": 1}))
+        assert peer.poll(10_000)
+        assert unpackb(peer.recv())["t"] == "refused"         # its secret served once
+        assert until(lambda: door.dropped - before == 6, 10), door.dropped - before
+        assert "gamma/tpu:0" not in pool.door.devices
+        with kernelproxy.connect(pool.address, tokens["dev"]) as s:
+            assert float(module_for(s).ones(3).sum()) == 3.0
+    finally:
+        peer.close()
