@@ -82,7 +82,7 @@ class AcrossHosts:
         door = self.door
         door.hosts.add(host.name, host)
         door.samples.set_devices(door.devices)
-        door._keep_spares()   # (its spares start now; a waiting hello may go there next)
+        door._keep_spares(force=True)   # (its spares start now; a hello may go there next)
 
     def lost(self, name: str, why: str) -> None:
         door = self.door

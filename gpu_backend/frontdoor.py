@@ -14,6 +14,7 @@ its worker killed, which frees all of its device memory with the process.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 import secrets
@@ -58,6 +59,8 @@ log = logging.getLogger("gpu_backend.frontdoor")
 HELLO_TIMEOUT = 120.0
 #: A device whose workers die this many times before ready gets no more.
 MAX_FAILED_STARTS = 3
+#: The longest between two passes that start missing spares, when nothing changed (seconds).
+SPARES_EVERY = 0.25
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
 #: What a worker's usage report carries (docs/fair-share.md, "Accounting").
@@ -165,7 +168,13 @@ class FrontDoor:
         self.reclaims = Reclaims()
         self._stop = threading.Event()
         self.failed_starts: dict[str, int] = {}
+        #: whether the hosts' workers changed since the last spares pass, and when the
+        #: next pass is due anyway (_keep_spares)
+        self._spares_changed, self._spares_at = True, 0.0
         self.ended: list[dict] = []
+        #: why each of the last 200 ended sessions ended, for its own client's heartbeat
+        #: (session id -> (the key's SHA-256, reason))
+        self.end_reasons: dict[str, tuple[bytes, str]] = {}
         self.started = time.time()
         self._reload_requested = False
         #: front-door requests by type and refusals by error class (for the metrics)
@@ -192,11 +201,22 @@ class FrontDoor:
         return self.hosts.get("")
 
     # ------------------------------------------------------------ workers
-    def _keep_spares(self) -> None:
+    def _keep_spares(self, force: bool = False) -> None:
+        """Start the spares each device lacks. It is a pass over every host's workers, so it
+        is made when something changed them (a session assigned, a worker gone, a hello
+        waiting, *force*), else at most every ``SPARES_EVERY`` seconds."""
+        now = time.monotonic()
+        if not (force or self.pending or self._spares_changed or now >= self._spares_at):
+            return
+        self._spares_changed, self._spares_at = False, now + SPARES_EVERY
+        queued: dict[str, int] = {}
+        for hello in self.pending:
+            queued[hello.device] = queued.get(hello.device, 0) + 1
+
         def wanted(device: str) -> int:
             if self.failed_starts.get(device, 0) >= MAX_FAILED_STARTS:
                 return 0
-            return max(self.settings.spare_workers, sum(p.device == device for p in self.pending))
+            return max(self.settings.spare_workers, queued.get(device, 0))
         self.hosts.keep_spares(wanted)
 
     def _on_control(self, worker: Worker) -> None:
@@ -245,6 +265,7 @@ class FrontDoor:
     def _reap(self) -> None:
         """Forget workers whose process has exited; end their sessions."""
         for worker, code in self.hosts.exited():
+            self._spares_changed = True
             self._on_control(worker)   # its last reports first (usage, why it ended)
             if worker.session is not None:
                 self._end(worker.session, worker.session.usage.get("reason") or f"worker exited ({code})")
@@ -260,6 +281,9 @@ class FrontDoor:
         arbiter = self.hosts.arbiter_of(session.worker.device)
         if arbiter is not None:
             arbiter.detach(session.worker.lease_id)
+        self.end_reasons[session.sid] = (hashlib.sha256(session.key).digest(), reason)
+        while len(self.end_reasons) > 200:
+            del self.end_reasons[next(iter(self.end_reasons))]
         self.ended.append({
             "session": session.sid, "user": session.user, "device": session.worker.device,
             "ops": session.usage.get("ops") or 0, "memory_used": session.usage.get("memory") or 0,
@@ -422,6 +446,7 @@ class FrontDoor:
                           hello.memory_limit, client=hello.client, grant=hello.grant,
                           label=hello.label)
         worker.session = session
+        self._spares_changed = True
         self.sessions[session.sid] = session
         self.usage.open_session(session.sid, session.user, worker.device, session.client)
         arbiter = self.hosts.arbiter_of(worker.device)
@@ -461,7 +486,15 @@ class FrontDoor:
         session = self._session(msg)
         if session is not None:
             session.last_seen = time.monotonic()
-        self._reply(ident, {"ok": True, "alive": session is not None})
+            self._reply(ident, {"ok": True, "alive": True})
+            return
+        reply = {"ok": True, "alive": False}
+        why = self.end_reasons.get(msg.get("session")) if isinstance(msg.get("session"), str) else None
+        key = msg.get("key")
+        if why is not None and isinstance(key, bytes) and \
+                hmac.compare_digest(hashlib.sha256(key).digest(), why[0]):
+            reply["reason"] = why[1]   # (only to the session's own client: it has the key)
+        self._reply(ident, reply)
 
     def _close(self, ident: bytes, msg: dict, source: str | None) -> None:
         session = self._session(msg)

@@ -199,15 +199,16 @@ class HostAgent:
             self._send({"t": "exited", "w": wid, "code": -1})
 
     def _close(self, leaving: str | None) -> None:
-        """End every worker (telling the front door how each ended), then say *leaving*
-        (why this agent ends of its own accord; None: the front door said stop)."""
+        """Say *leaving* (why this agent ends of its own accord; None: the front door said
+        stop), so that the front door ends this host's sessions saying so; then end every
+        worker, telling the front door how each ended."""
         try:
+            if leaving is not None and self.welcomed.is_set():
+                self._send({"t": "leave", "why": leaving})
             self.host.stop_workers()
             for worker, code in self.host.exited():
                 self._relay(worker)
                 self._send({"t": "exited", "w": worker.wid, "code": code})
-            if leaving is not None and self.welcomed.is_set():
-                self._send({"t": "leave", "why": leaving})
         finally:
             self.host.close()
             self.door.close()

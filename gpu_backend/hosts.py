@@ -33,8 +33,12 @@ class HostWorkers:
 
     def keep_spares(self, wanted: Callable[[str], int]) -> None:
         """Start workers until each device has *wanted(device)* spares."""
+        have = dict.fromkeys(self.devices, 0)
+        for worker in self.workers.values():   # (one pass: the front door calls this often)
+            if worker.session is None and worker.device in have:
+                have[worker.device] += 1
         for device in self.devices:
-            for _ in range(wanted(device) - len(self.spares(device))):
+            for _ in range(wanted(device) - have[device]):
                 self.spawn(device)
 
 

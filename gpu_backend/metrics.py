@@ -79,6 +79,17 @@ class PoolCollector:
             if size is not None:
                 total.add_metric([name], size)
         yield from (sessions, used, total)
+        if status.get("hosts") is not None:   # a pool across hosts (docs/cluster.md)
+            hosts = GaugeMetricFamily("gpuwb_hosts", "GPU hosts in the pool", value=len(status["hosts"]))
+            yield hosts
+            host_sessions = GaugeMetricFamily("gpuwb_host_sessions", "open sessions per host",
+                                              labels=["host"])
+            heard = GaugeMetricFamily("gpuwb_host_heard_seconds", "seconds since the host's "
+                                      "agent last reported", labels=["host"])
+            for row in status["hosts"]:
+                host_sessions.add_metric([row["host"]], row["sessions"])
+                heard.add_metric([row["host"]], row["heard"])
+            yield from (host_sessions, heard)
         for metric, text, field in _DEVICE_SAMPLES:
             family = GaugeMetricFamily(metric, text, labels=["device"])
             for name, sample in sorted(samples.items()):

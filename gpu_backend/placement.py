@@ -2,7 +2,8 @@
 client's other sessions hold.
 
 The front door asks at every hello (gpu_backend/frontdoor.py). Load is counted in
-sessions (open and waiting for a worker), then in the memory they use: the device with
+sessions (open and waiting for a worker; not those their client has closed, whose worker
+is finishing), then in the memory they use: the device with
 the fewest sessions wins, the one with the least memory in use among equals. A device
 already holding ``max_sessions_per_device`` is full. A client that holds several devices
 opens one session per device, each naming the others in ``apart_from``
@@ -40,12 +41,18 @@ def least_loaded(devices: list[str], sessions: Iterable[Any], pending: Iterable[
                  most_per_device: int, taken: set[str] = frozenset()) -> str:
     """The device for a new session: of *devices* not *taken* and not full, the one with
     the fewest *sessions* and *pending* hellos, then the least memory in use."""
-    sessions, pending = list(sessions), list(pending)
+    counts: dict[str, int] = {}
+    memory: dict[str, int] = {}
+    for s in sessions:   # (one pass: a pool across hosts has hundreds of devices)
+        if not s.closing:
+            device = s.worker.device
+            counts[device] = counts.get(device, 0) + 1
+            memory[device] = memory.get(device, 0) + (s.usage.get("memory") or 0)
+    for p in pending:
+        counts[p.device] = counts.get(p.device, 0) + 1
 
     def load(device: str) -> tuple[int, int]:
-        here = [s for s in sessions if s.worker.device == device]
-        queued = sum(p.device == device for p in pending)
-        return len(here) + queued, sum(s.usage.get("memory") or 0 for s in here)
+        return counts.get(device, 0), memory.get(device, 0)
 
     candidates = [d for d in devices if d not in taken]
     if not devices:

@@ -32,18 +32,29 @@ def build_status(door: Any) -> dict[str, Any]:
     snapshot = door.hosts.arbiter_snapshot()
     devices, users = [], []
     own = door.host   # (None across hosts)
+    # grouped by device in one pass each (a pool across hosts has hundreds of devices)
+    sessions_on: dict[str, list] = {}
+    for s in live:
+        sessions_on.setdefault(s.worker.device, []).append(s)
+    info_of: dict[str, dict] = {}
+    spares: dict[str, int] = {}
+    for w in workers:
+        if w.info and w.device not in info_of:
+            info_of[w.device] = w.info
+        if w.port is not None and w.session is None:
+            spares[w.device] = spares.get(w.device, 0) + 1
+    shares = door.usage.shares(SHARE_WINDOW)
     for spec in door.devices:
-        here = [s for s in live if s.worker.device == spec]
-        info = next((w.info for w in workers if w.device == spec and w.info), {})
+        here = sessions_on.get(spec, [])
         host = door.hosts.of(spec)
         devices.append({
-            "device": spec, "host": getattr(host, "name", None) or None, "info": info, "sessions": sum(not s.closing for s in here),
+            "device": spec, "host": getattr(host, "name", None) or None,
+            "info": info_of.get(spec, {}), "sessions": sum(not s.closing for s in here),
             "memory_used": sum(s.usage.get("memory") or 0 for s in here),
-            "spares_ready": sum(w.port is not None and w.session is None and w.device == spec
-                                for w in workers),
+            "spares_ready": spares.get(spec, 0),
         })
         users.extend(_user_rows(spec, here, registry, snapshot.get(spec, {}).get("users", {}),
-                                door.usage.share(SHARE_WINDOW, device=spec)))
+                                shares.get(spec, {})))
     sessions = [{
         "session": s.sid, "user": s.user, "client": s.client, "label": s.label,
         "device": s.worker.device,
@@ -70,8 +81,11 @@ def _accounts(registry: Any, sessions: list[dict]) -> list[dict]:
     """Every user of the pool: the Lab's status item shows the weight and quota of a user
     who has no session yet from here (the ``users`` rows are only those with work)."""
     rows = []
+    by_user: dict[str, list[dict]] = {}
+    for s in sessions:
+        by_user.setdefault(s["user"], []).append(s)
     for name, user in sorted(registry.users.items()):
-        mine = [s for s in sessions if s["user"] == name]
+        mine = by_user.get(name, [])
         ooms = [s["oom_ago"] for s in mine if s["oom_ago"] is not None]
         rows.append({"user": name, "weight": user.weight, "memory_quota": user.memory,
                      "sessions_quota": user.sessions, "sessions": len(mine),

@@ -113,6 +113,7 @@ class RemoteHost(HostWorkers):
         self.joined = self.heard = time.monotonic()
         self.worker_processes = 0   # as the agent last reported
         self._inbox: dict[str, deque] = {}
+        self._exited: list[RemoteWorker] = []   # workers the agent said exited, not yet reaped
         self._next_worker = 0
 
     def send(self, msg: dict) -> None:
@@ -148,6 +149,7 @@ class RemoteHost(HostWorkers):
             worker = self.workers.get(msg["w"])
             if worker is not None and worker.process.returncode is None:
                 worker.process.returncode = int(msg["code"])
+                self._exited.append(worker)
             return None
         if kind == "load":
             self.worker_processes = int(msg["workers"])
@@ -167,19 +169,18 @@ class RemoteHost(HostWorkers):
             yield inbox.popleft()
 
     def exited(self) -> Iterator[tuple[Worker, int]]:
-        for wid, worker in list(self.workers.items()):
-            code = worker.process.returncode
-            if code is None:
-                continue
-            yield worker, code
-            del self.workers[wid]
-            self._inbox.pop(wid, None)
+        while self._exited:   # (only those the agent said exited: no pass over them all)
+            worker = self._exited.pop(0)
+            yield worker, worker.process.returncode
+            self.workers.pop(worker.wid, None)
+            self._inbox.pop(worker.wid, None)
 
     def lost(self, code: int = -1) -> None:
         """The host is gone: every worker of it counts as exited with *code*."""
         for worker in self.workers.values():
             if worker.process.returncode is None:
                 worker.process.returncode = code
+                self._exited.append(worker)
 
     # ------------------------------------------------------------ ending
     def stop_workers(self) -> None:

@@ -246,6 +246,22 @@ class UsageLog:
         total = sum(used.values())
         return {user: v / total for user, v in used.items() if v > 0} if total > 0 else {}
 
+    def shares(self, window: float = 10.0, now: float | None = None) -> dict[str, dict[str, float]]:
+        """:meth:`share` of every device at once (one pass over the window: a status of a
+        pool with hundreds of devices asks for all of them)."""
+        n = max(1, min(math.ceil(window), HISTORY_SECONDS))
+        end = math.floor(time.time() if now is None else now)
+        used: dict[str, dict[str, float]] = {}
+        for second in range(end - n, end):
+            for (dev, user), sums in self._buckets.get(second, {}).items():
+                per = used.setdefault(dev, {})
+                per[user] = per.get(user, 0.0) + round(sums[0], 6)
+        out = {}
+        for dev, per in used.items():
+            total = sum(per.values())
+            out[dev] = {u: v / total for u, v in sorted(per.items()) if v > 0} if total > 0 else {}
+        return out
+
     # -- inside -----------------------------------------------------------------------------
 
     def _start(self, session: str, user: str, device: str) -> dict:

@@ -326,7 +326,10 @@ class Heartbeat(threading.Thread):
                     reply = unpackb(sock.recv())
                     answered_at = time.monotonic()
                     if not reply.get("alive"):
-                        self.lost = "the pool ended this session (lease expired or worker stopped)"
+                        why = reply.get("reason")
+                        self.lost = (f"the pool ended this session: {why[:300]}"
+                                     if isinstance(why, str) and why else
+                                     "the pool ended this session (lease expired or worker stopped)")
                         return
                 elif time.monotonic() - answered_at >= self.give_up:
                     self.lost = f"the pool at {self.address} stopped answering"

@@ -15,7 +15,7 @@ import time
 
 from .views import DASH, GroupView, KeyValueView, TableView, View, human_bytes, human_duration
 
-__all__ = ["device_name", "percent", "devices_view", "users_view", "sessions_view",
+__all__ = ["device_name", "percent", "devices_view", "hosts_view", "users_view", "sessions_view",
            "pool_view", "status_group", "share_view", "PlotView"]
 
 
@@ -53,6 +53,17 @@ def devices_view(status: dict) -> TableView:
                      narrow=TableView(
                          "Devices", ["Device", "Name", "Sessions", "Memory", "Spares"], narrow,
                          numeric={"Sessions", "Spares"}, no_wrap={"Device"}, empty="no devices"))
+
+
+def hosts_view(status: dict) -> TableView:
+    """The GPU hosts of a pool across hosts (docs/cluster.md): their devices, sessions, and
+    how lately each host's agent reported."""
+    rows = [[h.get("host"), h.get("address"), len(h.get("devices") or []), h.get("sessions"),
+             human_duration(h.get("joined")), f"{h.get('heard') or 0:.1f} s"]
+            for h in status.get("hosts") or []]
+    return TableView("Hosts", ["Host", "Address", "Devices", "Sessions", "Joined", "Heard"], rows,
+                     numeric={"Devices", "Sessions"}, no_wrap={"Host"},
+                     empty="no host has joined yet")
 
 
 def users_view(status: dict) -> TableView:
@@ -138,6 +149,8 @@ def pool_view(status: dict, *, runs_in: str | None = None) -> KeyValueView:
              else "one shared token")]
     if runs_in is not None:   # where the pool runs, as the client knows it
         rows.append(("runs in", runs_in))
+    if status.get("hosts") is not None:
+        rows.append(("hosts", len(status["hosts"])))
     rows += [("devices", len(status.get("devices", []))),
              ("sessions", len(status.get("sessions", []))),
              ("lease timeout", human_duration(status.get("lease_timeout"))),
@@ -151,7 +164,8 @@ def status_group(status: dict, *, mine: str | list[str] | None = None, runs_in: 
                  extra: list[View] = ()) -> GroupView:
     """Everything ``gpuwb status`` prints, and the pool part of ``%gpu status``. Its tables
     fit 80 columns (a narrow form where all columns would not)."""
-    return GroupView("GPU pool status", [pool_view(status, runs_in=runs_in),
+    hosts = [hosts_view(status)] if status.get("hosts") is not None else []
+    return GroupView("GPU pool status", [pool_view(status, runs_in=runs_in), *hosts,
                                          devices_view(status), users_view(status),
                                          sessions_view(status, mine), *extra],
                      data=status)

@@ -314,6 +314,7 @@ class HeartbeatReply(TypedDict):
     """front door → client: whether the session lives on."""
     ok: Annotated[Literal[True], "the request succeeded"]
     alive: Annotated[bool, "False: the session has ended (lease expired, worker stopped) or the key is wrong"]
+    reason: NotRequired[Annotated[str, "why the session ended, when alive is False and the pool still knows (its last 200 ended sessions)"]]
 
 
 class StatusRequest(TypedDict):

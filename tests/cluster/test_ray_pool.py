@@ -50,8 +50,9 @@ def pool(cluster, tmp_path_factory):
     with ServedPool("fair", "cpu", "--cluster", ray_cluster.address, "--cluster-devices",
                     "numpy", "--key-file", str(key), "--lease-timeout", "30",
                     users_file=users, usage_log=where / "usage.jsonl") as served:
-        def connect(user: str = "dev") -> kernelproxy.Session:
-            return kernelproxy.connect(served.address, tokens[user], server_key=str(public))
+        def connect(user: str = "dev", apart_from: list[str] | None = None) -> kernelproxy.Session:
+            return kernelproxy.Session(served.address, tokens[user], server_key=str(public),
+                                       apart_from=apart_from)
         # the agents join within seconds of the pool's start; until then a hello is refused
         probe = eventually(connect, timeout=120, interval=0.5,
                            retry=(kernelproxy.SessionLostError,))
@@ -72,10 +73,12 @@ def _device_of(session) -> str:
 
 
 def _lost(session) -> bool:
-    """Whether an op of *session* now fails with SessionLostError."""
+    """Whether an op of *session* now fails with SessionLostError, saying its host was lost."""
     try:
         float(module_for(session).ones(2).sum())
-    except kernelproxy.SessionLostError:
+    except kernelproxy.SessionLostError as exc:
+        assert "was lost: its agent is gone" in str(exc) or \
+            "was lost: its node left the Ray cluster" in str(exc), str(exc)
         return True
     return False
 
@@ -114,7 +117,9 @@ def test_a_users_sessions_quota_counts_every_host(pool):
 
 def test_one_usage_log_covers_every_host(pool):
     served, connect, _users, _tokens = pool
-    opened = [connect() for _ in range(3)]
+    opened = []
+    for _ in range(3):   # each on a device the others do not hold: both hosts
+        opened.append(connect(apart_from=[s.id for s in opened]))
     ids = {s.id: None for s in opened}
     for s in opened:
         ids[s.id] = _device_of(s)

@@ -136,7 +136,8 @@ def test_a_host_whose_agent_ends_loses_its_sessions_and_others_go_on(across):
         assert len(on_alpha) == 1
         agents.stop("alpha")
         assert pool.door.devices == ["beta/cpu:0", "beta/cpu:1"]
-        with pytest.raises(kernelproxy.SessionLostError):
+        with pytest.raises(kernelproxy.SessionLostError,
+                           match="host alpha was lost: its agent ended"):
             float(module_for(on_alpha[0]).ones(2).sum())
         for s in others:
             assert float(module_for(s).ones(2).sum()) == 2.0
