@@ -29,6 +29,7 @@ one JSON object (also ``--json``).
 from __future__ import annotations
 
 import argparse
+import heapq
 import multiprocessing
 import os
 import platform
@@ -172,7 +173,6 @@ class Clients:
             sock = self.ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
             sock.connect(f"tcp://127.0.0.{2 + k % SOURCES}:0;{host}:{port}")
-            self.poller.register(sock, zmq.POLLIN)
             self.socks.append(sock)
             self.slot_of[sock] = k
         self.busy: dict[int, tuple[str, float]] = {}   # slot -> (request kind, sent at)
@@ -180,6 +180,7 @@ class Clients:
         self.latency: dict[str, list[float]] = {"hello": [], "hb": [], "status": [], "close": []}
         self.errors: dict[str, int] = {}
         self.signed_in: set[int] = set()   # slots whose status request was answered ok
+        self.opened: list[int] = []        # slots whose hello was answered, for the driver
 
     def send(self, slot: int, kind: str) -> None:
         msg: dict = {"t": kind}
@@ -191,10 +192,14 @@ class Clients:
             msg.update(session=self.sessions[slot]["session"], key=self.sessions[slot]["key"])
         self.busy[slot] = (kind, time.perf_counter())
         self.socks[slot].send(packb(msg))
+        # (only sockets awaiting a reply are polled: a poll over thousands costs the
+        # client more than the front door's answer)
+        self.poller.register(self.socks[slot], zmq.POLLIN)
 
     def receive(self, timeout_ms: int) -> None:
         for sock, _ in self.poller.poll(timeout_ms):
             reply = unpackb(sock.recv())
+            self.poller.unregister(sock)
             slot = self.slot_of[sock]
             kind, sent = self.busy.pop(slot)
             self.latency[kind].append(time.perf_counter() - sent)
@@ -205,6 +210,7 @@ class Clients:
                 self.signed_in.add(slot)
             elif kind == "hello":
                 self.sessions[slot] = reply
+                self.opened.append(slot)
             elif kind == "close":
                 self.sessions.pop(slot, None)
 
@@ -251,7 +257,7 @@ class Driver:
 
     def __init__(self, clients: Clients, door_pid: int, hosts_conn) -> None:
         self.clients, self.door_pid, self.hosts_conn = clients, door_pid, hosts_conn
-        self.next_beat: dict[int, float] = {}
+        self.beats: list[tuple[float, int]] = []   # (due, slot), a heap
 
     def _sent_by_hosts(self) -> dict:
         self.hosts_conn.send("count")
@@ -270,11 +276,15 @@ class Driver:
                 clients.send(slots[opened], "hello")
                 opened += 1
                 due += interval
-            for slot in list(clients.sessions):
-                beat = self.next_beat.setdefault(slot, now + LEASE_TIMEOUT / 4)
-                if slot not in clients.busy and now >= beat:
+            while clients.opened:   # (sessions opened since: their first beat is due later)
+                heapq.heappush(self.beats, (now + LEASE_TIMEOUT / 4, clients.opened.pop()))
+            while self.beats and self.beats[0][0] <= now:
+                _, slot = heapq.heappop(self.beats)
+                if slot not in clients.sessions:
+                    continue
+                if slot not in clients.busy:
                     clients.send(slot, "hb")
-                    self.next_beat[slot] = now + LEASE_TIMEOUT / 4
+                heapq.heappush(self.beats, (now + LEASE_TIMEOUT / 4, slot))
             clients.receive(max(0, min(5, int((due - time.perf_counter()) * 1000))))
         seconds = time.perf_counter() - t0
         cpu, after = _cpu_seconds(self.door_pid) - cpu0, self._sent_by_hosts()
