@@ -207,6 +207,8 @@ class Session:
         self._release = weakref.finalize(self, _release, self.ctx, self.link, self.heartbeat)
         _interrupts_deferred.install()
         self.closed = False
+        #: why the pool ended this session, once it is lost (None: open, or closed by us)
+        self.lost_reason: str | None = None
         #: uploads larger than this stream in chunks (GPU devices: the copy to the GPU then
         #: overlaps the network; the NumPy device keeps one zero-copy frame)
         self.stream_threshold: int | None = self.device.get("stream_bytes")
@@ -605,7 +607,8 @@ class Session:
     def _check_open(self) -> None:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         if self.closed:
-            raise SessionLostError("this session is closed")
+            raise SessionLostError(f"this session was lost: {self.lost_reason}"
+                                   if self.lost_reason else "this session is closed")
         if self._ended and self._error is None:
             self._lose(self._ended)
         if self.heartbeat.lost:
@@ -614,6 +617,7 @@ class Session:
     def _lose(self, reason: str) -> None:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self.closed = True
+        self.lost_reason = reason   # (said again by every later op: the pool's reason)
         self._in_flight.clear()
         self._release()
         raise for_user(SessionLostError(reason))

@@ -38,6 +38,8 @@ def activate(session: "Session") -> None:
 
 def primary_session() -> "Session":
     """The active client's session of device 0 (its only one, unless it holds several)."""
+    if _active and _active[0].closed and getattr(_active[0], "lost_reason", None):
+        raise SessionLostError(f"the remote GPU session was lost: {_active[0].lost_reason}")
     if not _active or _active[0].closed:
         raise SessionLostError("no remote GPU session is active; call kernelproxy.install(session)")
     return _active[0]

@@ -96,13 +96,21 @@ class ControlChannel:
     def recv(self) -> Any | None:
         """The next message, or None if none is waiting; :class:`ControlClosed` at the other
         side's end. A message that does not decode is returned as None (and dropped)."""
-        try:
-            data, _ancillary, flags, _address = self.sock.recvmsg(MAX_MESSAGE_BYTES, 0,
-                                                                   socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return None
-        except OSError as exc:
-            raise ControlClosed(f"the control channel broke ({exc})") from None
+        for attempt in range(2):
+            try:
+                data, _ancillary, flags, _address = self.sock.recvmsg(MAX_MESSAGE_BYTES, 0,
+                                                                       socket.MSG_DONTWAIT)
+                break
+            except (BlockingIOError, InterruptedError):
+                return None
+            except ConnectionResetError as exc:
+                # Linux: a peer that closed with messages of ours unread makes the next read
+                # fail once with ECONNRESET, ahead of the records it sent before closing
+                # (its last words: a worker's "ended"). The error is cleared: read on.
+                if attempt:
+                    raise ControlClosed(f"the control channel broke ({exc})") from None
+            except OSError as exc:
+                raise ControlClosed(f"the control channel broke ({exc})") from None
         if not data:
             raise ControlClosed("the other side closed the control channel")
         if flags & socket.MSG_TRUNC:

@@ -344,7 +344,8 @@ class WorkerServer:
             reply, out = _failure(exc), []
         reply["t"] = time.perf_counter() - started
         if self.pool_gone:   # the batch stopped because the pool died: the session is over
-            reply["z"] = "the pool has gone"
+            # (across hosts, what this worker sees die is its host's agent: the host is lost)
+            reply["z"] = "the pool, or this host's agent, has gone"
         if self.executor.fatal:
             self.closed = True  # answered below, then the worker ends with its context
         try:

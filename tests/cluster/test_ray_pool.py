@@ -73,12 +73,13 @@ def _device_of(session) -> str:
 
 
 def _lost(session) -> bool:
-    """Whether an op of *session* now fails with SessionLostError, saying its host was lost."""
+    """Whether an op of *session* now fails with SessionLostError (which says why: the op
+    that meets the loss, and every one after it)."""
     try:
         float(module_for(session).ones(2).sum())
     except kernelproxy.SessionLostError as exc:
-        assert "was lost: its agent is gone" in str(exc) or \
-            "was lost: its node left the Ray cluster" in str(exc), str(exc)
+        # said by the front door (the host was lost) or by the worker (its agent died)
+        assert " was lost: its " in str(exc) or "this host's agent, has gone" in str(exc), str(exc)
         return True
     return False
 
@@ -158,24 +159,42 @@ def test_a_user_added_to_the_users_file_signs_in_and_runs_on_any_host(pool):
             s.close()
 
 
+def _one_per_device(connect, count: int) -> list:
+    """*count* sessions, each on a device the others do not hold (``apart_from``)."""
+    opened: list = []
+    try:
+        for _ in range(count):
+            opened.append(connect(apart_from=[s.id for s in opened]))
+    except BaseException:
+        for s in opened:
+            s.close()
+        raise
+    return opened
+
+
 def test_a_node_removed_mid_session_loses_its_sessions_and_the_others_go_on(pool, cluster):
     _served, connect, _users, _tokens = pool
     ray_cluster, nodes = cluster
-    sessions = [connect() for _ in range(3)]
+    with connect() as probe:
+        devices, hosts = _rows(probe)
+    sessions = _one_per_device(connect, len(devices))   # (every device, every host)
     try:
-        devices, hosts = _rows(sessions[0])
         two = next(name for name, h in hosts.items() if len(h["devices"]) == 2)
         doomed = [s for s in sessions if _device_of(s).startswith(two + "/")]
         kept = [s for s in sessions if s not in doomed]
-        assert len(doomed) == 2 and len(kept) == 1
+        assert len(doomed) == 2 and kept
         ray_cluster.remove_node(nodes.pop("two"))
         for s in doomed:   # (an op may still be answered by a worker not yet gone)
             eventually(lambda: _lost(s), timeout=60, interval=0.1)
-        assert float(module_for(kept[0]).ones(5).sum()) == 5.0
+        for s in kept:
+            assert float(module_for(s).ones(5).sum()) == 5.0
+        reasons = {e["session"]: e["reason"] for e in kept[0].status()["ended"]}
+        for s in doomed:   # (the pool says why; so did the op that failed)
+            assert reasons[s.id].startswith(f"host {two} was lost: its "), reasons[s.id]
         devices, hosts = _rows(kept[0])
-        assert list(hosts) != [] and two not in hosts
+        assert hosts and two not in hosts
         assert all(not d.startswith(two + "/") for d in devices)
-        with connect() as again:   # a new session opens on the host that is left
+        with connect() as again:   # a new session opens on a host that is left
             assert not _device_of(again).startswith(two + "/")
             assert float(module_for(again).ones(3).sum()) == 3.0
     finally:
@@ -192,7 +211,13 @@ def test_a_node_added_takes_new_sessions_at_once(pool, cluster):
         new = eventually(lambda: set(_rows(watcher)[1]) - before or False, timeout=120,
                          interval=0.2)
         (name,) = new
-        # the watcher's session is on the old host's device; the new one is least loaded
-        with connect() as fresh:
-            assert _device_of(fresh) == f"{name}/cpu:0"
-            assert float(module_for(fresh).arange(4).sum()) == 6.0
+        devices, _ = _rows(watcher)
+        # one session on every device the watcher does not hold: one lands on the new host
+        sessions = _one_per_device(connect, len(devices) - 1)
+        try:
+            fresh = [s for s in sessions if _device_of(s) == f"{name}/cpu:0"]
+            assert len(fresh) == 1, [_device_of(s) for s in sessions]
+            assert float(module_for(fresh[0]).arange(4).sum()) == 6.0
+        finally:
+            for s in sessions:
+                s.close()

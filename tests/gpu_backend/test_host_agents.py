@@ -188,3 +188,31 @@ def test_the_agents_socket_takes_nothing_from_a_peer_that_has_not_joined(across)
             assert float(module_for(s).ones(3).sum()) == 3.0
     finally:
         peer.close()
+
+
+def test_a_host_agent_serves_the_test_device_as_a_single_host_pool_does(tmp_path):
+    """The agent's workers on the run's device (the NumPy device in CI; a GPU with
+    ``GPUWB_TEST_DEVICES=0`` on the GPU machine): the results are the reference's, and
+    the session's device is the agent's (its name in the pool is ``HOST/…``)."""
+    import numpy as np
+
+    from gpu_backend.devices import parse_devices
+    from tests.differential import TEST_DEVICES, reference_module, to_host
+
+    devices = parse_devices(TEST_DEVICES)[:1]
+    with LocalPool(cluster="manual", lease_timeout=30) as pool:
+        agents = Agents(pool)
+        try:
+            agents.start("gpuhost", devices)
+            assert until(lambda: pool.door.devices == [f"gpuhost/{devices[0]}"], 60)
+            with kernelproxy.connect(pool.address, pool.token) as s:
+                cp, ref = module_for(s), reference_module()
+                a = np.arange(64, dtype=np.float32).reshape(8, 8) / 7
+                got = (cp.asarray(a) @ cp.asarray(a).T + cp.sin(cp.asarray(a))).sum(axis=0)
+                want = (ref.asarray(a) @ ref.asarray(a).T + ref.sin(ref.asarray(a))).sum(axis=0)
+                np.testing.assert_allclose(to_host(got), to_host(want), rtol=1e-5)
+                assert s.device["kind"] == ("numpy" if devices[0].startswith("cpu") else "cupy")
+                (row,) = s.status()["sessions"]
+                assert row["device"] == f"gpuhost/{devices[0]}"
+        finally:
+            agents.stop_all()
