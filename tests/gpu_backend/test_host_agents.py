@@ -216,3 +216,40 @@ def test_a_host_agent_serves_the_test_device_as_a_single_host_pool_does(tmp_path
                 assert row["device"] == f"gpuhost/{devices[0]}"
         finally:
             agents.stop_all()
+
+
+def test_status_and_metrics_show_every_host():
+    """``gpuwb status`` and ``%gpu status`` (status_group) have a Hosts table; the metrics
+    count the hosts and each host's sessions."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from workbench.pool_views import status_group
+    from workbench.views import to_text
+
+    with LocalPool(cluster="manual", lease_timeout=30, metrics_port=0) as pool:
+        agents = Agents(pool)
+        try:
+            agents.start("alpha", ["cpu:0"])
+            agents.start("beta", ["cpu:0", "cpu:1"])
+            assert until(lambda: len(pool.door.devices) == 3, 30)
+            with kernelproxy.connect(pool.address, pool.token) as s:
+                text = to_text(status_group(s.status(), mine=s.id), width=200)
+                assert "Hosts" in text and "hosts" in text
+                for host, devices in (("alpha", 1), ("beta", 2)):
+                    line = next(x for x in text.splitlines() if x.strip(" │|").startswith(host))
+                    assert f" {devices} " in line, line
+                assert "alpha/cpu:0" in text and "beta/cpu:1" in text
+
+                def scraped() -> dict:
+                    port = pool.door.metrics_server.server_port
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                        families = text_string_to_metric_families(r.read().decode())
+                    return {(x.name, x.labels.get("host")): x.value
+                            for f in families for x in f.samples}
+                values = eventually(lambda: (v := scraped()).get(("gpuwb_hosts", None)) == 2 and v,
+                                    timeout=10)
+                assert sum(values[("gpuwb_host_sessions", h)] for h in ("alpha", "beta")) == 1
+        finally:
+            agents.stop_all()
