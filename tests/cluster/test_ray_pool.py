@@ -31,7 +31,8 @@ pytestmark = [pytest.mark.xdist_group("ray-cluster"), pytest.mark.timeout(300)]
 @pytest.fixture(scope="module")
 def cluster():
     from ray.cluster_utils import Cluster
-    ray_cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0})
+    ray_cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "num_gpus": 0, "include_dashboard": False})   # (less CPU: CI has 2 cores)
     nodes = {"one": ray_cluster.add_node(num_cpus=1, num_gpus=1),
              "two": ray_cluster.add_node(num_cpus=1, num_gpus=2)}
     try:
