@@ -1,12 +1,13 @@
 """One pool across the GPU hosts of a Ray cluster, end to end.
 
 A local multi-node Ray cluster (``ray.cluster_utils.Cluster``: a head without GPUs and two
-nodes declaring one and two GPUs), started once for the module; ``gpuwb-backend serve
+nodes declaring one and two GPUs), started once for the module in a process of its own at
+a low CPU priority (tests/cluster/ray_nodes.py); ``gpuwb-backend serve
 --cluster`` in a process of its own, which deploys an agent on each GPU node through Ray;
 agents serving one NumPy device per declared GPU (CI has no GPU); CurveZMQ on every link,
-as off loopback; real clients. The tests run in order, in one test process (one xdist
-group): placement across the nodes, quotas over the hosts, one usage log, a users-file
-change, then a node removed mid-session and a node added.
+as off loopback; real clients. The tests run in one test process (one xdist group), in
+any order: placement across the nodes, quotas over the hosts, one usage log, a users-file
+change, a node removed mid-session, a node added.
 """
 
 from __future__ import annotations
@@ -24,26 +25,64 @@ from gpu_backend.usage import read_usage
 from kernelproxy.modules import module_for
 
 from tests.gpu_backend.test_users_pool import eventually, write_users
+from tests.paths import PROJECT_ROOT
 
 pytestmark = [pytest.mark.xdist_group("ray-cluster"), pytest.mark.timeout(300)]
 
 
+class RayNodes:
+    """The Ray cluster of tests/cluster/ray_nodes.py: ``address``, ``add``, ``remove``."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.cluster.ray_nodes"],
+                                     cwd=PROJECT_ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("address "):
+            self.close()
+            raise RuntimeError(f"the Ray cluster did not start: {line!r}")
+        self.address = line.split()[1]
+        self.names: set[str] = set()
+
+    def _ask(self, command: str, answer: str) -> None:
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line.strip() == answer, (command, line)
+
+    def add(self, name: str, gpus: int) -> None:
+        self._ask(f"add {name} {gpus}", f"added {name}")
+        self.names.add(name)
+
+    def remove(self, name: str) -> None:
+        self._ask(f"remove {name}", f"removed {name}")
+        self.names.discard(name)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    from ray.cluster_utils import Cluster
-    ray_cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "num_gpus": 0, "include_dashboard": False})   # (less CPU: CI has 2 cores)
-    nodes = {"one": ray_cluster.add_node(num_cpus=1, num_gpus=1),
-             "two": ray_cluster.add_node(num_cpus=1, num_gpus=2)}
+    nodes = RayNodes()
     try:
-        yield ray_cluster, nodes
+        nodes.add("one", 1)
+        nodes.add("two", 2)
+        yield nodes
     finally:
-        ray_cluster.shutdown()
+        nodes.close()
 
 
 @pytest.fixture(scope="module")
 def pool(cluster, tmp_path_factory):
-    ray_cluster, _ = cluster
+    ray_cluster = cluster
     where = tmp_path_factory.mktemp("ray-pool")
     key, public, _ = generate_keypair(where / "pool.key")
     users = where / "users.toml"
@@ -175,7 +214,6 @@ def _one_per_device(connect, count: int) -> list:
 
 def test_a_node_removed_mid_session_loses_its_sessions_and_the_others_go_on(pool, cluster):
     _served, connect, _users, _tokens = pool
-    ray_cluster, nodes = cluster
     with connect() as probe:
         devices, hosts = _rows(probe)
     sessions = _one_per_device(connect, len(devices))   # (every device, every host)
@@ -184,7 +222,7 @@ def test_a_node_removed_mid_session_loses_its_sessions_and_the_others_go_on(pool
         doomed = [s for s in sessions if _device_of(s).startswith(two + "/")]
         kept = [s for s in sessions if s not in doomed]
         assert len(doomed) == 2 and kept
-        ray_cluster.remove_node(nodes.pop("two"))
+        cluster.remove("two")
         for s in doomed:   # (an op may still be answered by a worker not yet gone)
             eventually(lambda: _lost(s), timeout=60, interval=0.1)
         for s in kept:
@@ -205,10 +243,9 @@ def test_a_node_removed_mid_session_loses_its_sessions_and_the_others_go_on(pool
 
 def test_a_node_added_takes_new_sessions_at_once(pool, cluster):
     _served, connect, _users, _tokens = pool
-    ray_cluster, nodes = cluster
     with connect() as watcher:
         before = set(_rows(watcher)[1])
-        nodes["three"] = ray_cluster.add_node(num_cpus=1, num_gpus=1)
+        cluster.add("three", 1)
         new = eventually(lambda: set(_rows(watcher)[1]) - before or False, timeout=120,
                          interval=0.2)
         (name,) = new

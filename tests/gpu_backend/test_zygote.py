@@ -102,9 +102,12 @@ def test_a_zygote_that_cannot_start_leaves_workers_started_cold(broken_env):
         doomed = zygotes.fork(["--device", "cpu"], broken_env, [theirs.fileno(), 1, 2],
                               lambda: ours.fileno() < 0 or bool(select.select([ours], [], [], 0)[0]))
         theirs.close()
-        assert isinstance(doomed, ForkedProcess)
         assert ours.recv(16) == b""           # never forked: its channel's other end is gone
-        assert doomed.wait(60) == UNKNOWN_EXIT   # and it counts as a failed start
+        # the request went before the zygote died, and counts as a failed start; or (a
+        # loaded machine: the zygote died before this process sent it) it could not go,
+        # and the caller was told to start that worker cold
+        assert doomed is None or (isinstance(doomed, ForkedProcess)
+                                  and doomed.wait(60) == UNKNOWN_EXIT)
         # that kind's zygote is not tried again: the next worker starts as its own process
         worker = spawn_worker("w-cold", "cpu", options, zygotes)
         try:
