@@ -1,23 +1,20 @@
-"""A local multi-node Ray cluster in a process of its own, at a low CPU priority.
+"""A local multi-node Ray cluster in a process of its own.
 
     python -m tests.cluster.ray_nodes        (started by tests/cluster/test_ray_pool.py)
 
 It starts ``ray.cluster_utils.Cluster`` (a head without GPUs and no dashboard), prints
 ``address HOST:PORT``, then obeys one command per line on stdin, answering one line each:
 ``add NAME GPUS`` (a node declaring GPUS GPUs: ``added NAME``), ``remove NAME``
-(``removed NAME``), ``quit`` (shuts the cluster down). It runs under ``nice``: Ray's
-start-up takes more than a core for half a minute, and on CI's two cores the other test
-processes, whose pools answer heartbeats, must not wait behind it.
+(``removed NAME``), ``quit`` (shuts the cluster down). (Not under ``nice``: on a loaded
+2-core machine Ray's head then missed its own start-up deadline.)
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 
 def main() -> int:
-    os.nice(10)   # (Ray's processes inherit it)
     from ray.cluster_utils import Cluster
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "num_gpus": 0, "include_dashboard": False})

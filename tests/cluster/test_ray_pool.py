@@ -1,13 +1,13 @@
 """One pool across the GPU hosts of a Ray cluster, end to end.
 
 A local multi-node Ray cluster (``ray.cluster_utils.Cluster``: a head without GPUs and two
-nodes declaring one and two GPUs), started once for the module in a process of its own at
-a low CPU priority (tests/cluster/ray_nodes.py); ``gpuwb-backend serve
+nodes declaring one and two GPUs), started once for the module in a process of its own
+(tests/cluster/ray_nodes.py); ``gpuwb-backend serve
 --cluster`` in a process of its own, which deploys an agent on each GPU node through Ray;
 agents serving one NumPy device per declared GPU (CI has no GPU); CurveZMQ on every link,
-as off loopback; real clients. The tests run in one test process (one xdist group), in
-any order: placement across the nodes, quotas over the hosts, one usage log, a users-file
-change, a node removed mid-session, a node added.
+as off loopback; real clients. The tests run in one test process (the suite distributes
+whole files: ``--dist loadfile``), in any order: placement across the nodes, quotas over
+the hosts, one usage log, a users-file change, a node removed mid-session, a node added.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from kernelproxy.modules import module_for
 from tests.gpu_backend.test_users_pool import eventually, write_users
 from tests.paths import PROJECT_ROOT
 
-pytestmark = [pytest.mark.xdist_group("ray-cluster"), pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 
 class RayNodes:
