@@ -1,7 +1,7 @@
 """One pool across the GPU hosts of a Ray cluster, end to end.
 
-A local multi-node Ray cluster (``ray.cluster_utils.Cluster``: a head without GPUs and two
-nodes declaring one and two GPUs), started once for the module in a process of its own
+A local multi-node Ray cluster (``ray.cluster_utils.Cluster``: a head declaring one GPU and
+a node declaring two), started once for the module in a process of its own
 (tests/cluster/ray_nodes.py); ``gpuwb-backend serve
 --cluster`` in a process of its own, which deploys an agent on each GPU node through Ray;
 agents serving one NumPy device per declared GPU (CI has no GPU); CurveZMQ on every link,
@@ -34,7 +34,7 @@ class RayNodes:
     """The Ray cluster of tests/cluster/ray_nodes.py: ``address``, ``add``, ``remove``."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.cluster.ray_nodes"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.cluster.ray_nodes", "1"],
                                      cwd=PROJECT_ROOT, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
@@ -73,8 +73,7 @@ class RayNodes:
 def cluster():
     nodes = RayNodes()
     try:
-        nodes.add("one", 1)
-        nodes.add("two", 2)
+        nodes.add("two", 2)   # (the head is the node declaring one GPU)
         yield nodes
     finally:
         nodes.close()
