@@ -14,13 +14,11 @@ its worker killed, which frees all of its device memory with the process.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import logging
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
@@ -48,6 +46,7 @@ from .worker_host import CHANNEL_CLOSED, WorkerHost
 from .across_hosts import AcrossHosts
 from .hosts import Hosts
 from .remote_host import RemoteWorker
+from .session_records import EndedSessions, PendingHello, Session
 from .reclaims import Reclaims
 from .worker.grants import grant_step
 
@@ -63,45 +62,9 @@ MAX_FAILED_STARTS = 3
 SPARES_EVERY = 0.25
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
-#: What a worker's usage report carries (docs/fair-share.md, "Accounting").
-#: the figures of a worker's usage report (protocol.messages.ControlUsage), kept per session
+#: The figures of a worker's usage report (protocol.messages.ControlUsage; docs/fair-share.md,
+#: "Accounting"), kept per session.
 USAGE_FIELDS = tuple(name for name in m.fields_of(m.ControlUsage) if name != "t")
-
-
-@dataclass
-class Session:
-    sid: str
-    key: bytes
-    user: str          # the authenticated user (docs/fair-share.md, "Users")
-    worker: Worker
-    memory_limit: int
-    client: str = ""   # what the client calls itself (user@host): a label, not an identity
-    grant: int | None = None   # device memory granted under the user's quota (None: no quota)
-    closing: bool = False      # the client closed it; the worker is finishing
-    label: str = ""    # what opened it (a notebook's path, a script): shown to its user
-    last_seen: float = field(default_factory=time.monotonic)
-    last_work: float = field(default_factory=time.monotonic)   # its last op (pool_status)
-    oom_at: float | None = None   # when an op of it last ran out of memory
-    created: float = field(default_factory=time.time)
-    usage: dict = field(default_factory=dict)
-
-
-@dataclass
-class PendingHello:
-    """A hello waiting for a worker: it counts towards its user's sessions and holds its grant."""
-    ident: bytes
-    account: User
-    client: str
-    memory_limit: int
-    grant: int | None
-    device: str
-    since: float = field(default_factory=time.monotonic)
-    closing: bool = False
-    label: str = ""
-
-    @property
-    def user(self) -> str:
-        return self.account.name
 
 
 class FrontDoor:
@@ -152,14 +115,11 @@ class FrontDoor:
         self.poller.register(self.auth.wake_fd, zmq.POLLIN)
         #: a pool across hosts: its agents' socket, Ray, hosts joining and lost
         #: (across_hosts.py; docs/cluster.md); None: this host's devices only
-        self.cluster: AcrossHosts | None = None
-        if settings.cluster is None:
-            # the workers and what they share on this host: run directory, spin slots,
-            # arbiter, zygotes (worker_host.py)
+        self.cluster = AcrossHosts(self, keys) if settings.cluster is not None else None
+        if self.cluster is None:   # this host's workers, with what they share here: run
+            # directory, spin slots, arbiter, zygotes (worker_host.py)
             self.hosts.add("", WorkerHost(self.ctx, settings, own_devices, self.ipc_dir,
                                           self.poller))
-        else:
-            self.cluster = AcrossHosts(self, keys)
         self.sessions: dict[str, Session] = {}
         self.pending: list[PendingHello] = []
         #: throttled sign-ins' refusals, held until their wait is over (auth_gate's tarpit)
@@ -171,10 +131,8 @@ class FrontDoor:
         #: whether the hosts' workers changed since the last spares pass, and when the
         #: next pass is due anyway (_keep_spares)
         self._spares_changed, self._spares_at = True, 0.0
-        self.ended: list[dict] = []
-        #: why each of the last 200 ended sessions ended, for its own client's heartbeat
-        #: (session id -> (the key's SHA-256, reason))
-        self.end_reasons: dict[str, tuple[bytes, str]] = {}
+        #: the last sessions that ended: their summaries, and why, for their own clients
+        self.ended = EndedSessions()
         self.started = time.time()
         self._reload_requested = False
         #: front-door requests by type and refusals by error class (for the metrics)
@@ -281,14 +239,7 @@ class FrontDoor:
         arbiter = self.hosts.arbiter_of(session.worker.device)
         if arbiter is not None:
             arbiter.detach(session.worker.lease_id)
-        self.end_reasons[session.sid] = (hashlib.sha256(session.key).digest(), reason)
-        while len(self.end_reasons) > 200:
-            del self.end_reasons[next(iter(self.end_reasons))]
-        self.ended.append({
-            "session": session.sid, "user": session.user, "device": session.worker.device,
-            "ops": session.usage.get("ops") or 0, "memory_used": session.usage.get("memory") or 0,
-            "age": round(time.time() - session.created, 3), "reason": reason})
-        del self.ended[:-50]
+        self.ended.add(session, reason)
 
     def _end_and_stop(self, session: Session, reason: str) -> None:
         """End a session the pool decided to end (its user, a removed user, a lapsed lease)
@@ -489,11 +440,9 @@ class FrontDoor:
             self._reply(ident, {"ok": True, "alive": True})
             return
         reply = {"ok": True, "alive": False}
-        why = self.end_reasons.get(msg.get("session")) if isinstance(msg.get("session"), str) else None
-        key = msg.get("key")
-        if why is not None and isinstance(key, bytes) and \
-                hmac.compare_digest(hashlib.sha256(key).digest(), why[0]):
-            reply["reason"] = why[1]   # (only to the session's own client: it has the key)
+        why = self.ended.reason_for(msg.get("session"), msg.get("key"))
+        if why is not None:   # (only to the session's own client: it has the key)
+            reply["reason"] = why
         self._reply(ident, reply)
 
     def _close(self, ident: bytes, msg: dict, source: str | None) -> None:

@@ -84,8 +84,6 @@ class Hosts:
     @property
     def workers(self) -> dict[str, Any]:
         """Every host's workers by id (a new dict: for reading)."""
-        if len(self._hosts) == 1:
-            return dict(next(iter(self._hosts.values())).workers)
         return {wid: w for host in self._hosts.values() for wid, w in host.workers.items()}
 
     def has(self, worker: Any) -> bool:

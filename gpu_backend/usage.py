@@ -241,26 +241,13 @@ class UsageLog:
               now: float | None = None) -> dict[str, float]:
         """Each user's fraction of the device time used in the last *window* seconds (whole
         seconds, as :meth:`history`); empty when no device time was used."""
-        used = {user: sum(series) for user, series in
-                self.history(math.ceil(window), device, now)["users"].items()}
-        total = sum(used.values())
-        return {user: v / total for user, v in used.items() if v > 0} if total > 0 else {}
+        return _fractions(self.history(math.ceil(window), device, now)["users"])
 
     def shares(self, window: float = 10.0, now: float | None = None) -> dict[str, dict[str, float]]:
-        """:meth:`share` of every device at once (one pass over the window: a status of a
-        pool with hundreds of devices asks for all of them)."""
-        n = max(1, min(math.ceil(window), HISTORY_SECONDS))
-        end = math.floor(time.time() if now is None else now)
-        used: dict[str, dict[str, float]] = {}
-        for second in range(end - n, end):
-            for (dev, user), sums in self._buckets.get(second, {}).items():
-                per = used.setdefault(dev, {})
-                per[user] = per.get(user, 0.0) + round(sums[0], 6)
-        out = {}
-        for dev, per in used.items():
-            total = sum(per.values())
-            out[dev] = {u: v / total for u, v in sorted(per.items()) if v > 0} if total > 0 else {}
-        return out
+        """:meth:`share` of every device, from one :meth:`history` (a status of a pool with
+        hundreds of devices asks for all of them)."""
+        return {device: _fractions(per_user) for device, per_user
+                in self.history(math.ceil(window), None, now)["devices"].items()}
 
     # -- inside -----------------------------------------------------------------------------
 
@@ -430,3 +417,10 @@ def parse_since(text: str, now: float | None = None) -> float:
     except ValueError:
         raise ValueError(f"cannot read {text!r} as a time: give a date (2026-11-22), a local "
                          "time (2026-11-22T10:00) or an age (90s, 30m, 1h, 2d)") from None
+
+
+def _fractions(series_by_user: dict[str, list[float]]) -> dict[str, float]:
+    """Each user's part of the device seconds summed over their series (empty: none used)."""
+    used = {user: sum(series) for user, series in series_by_user.items()}
+    total = sum(used.values())
+    return {user: v / total for user, v in used.items() if v > 0} if total > 0 else {}

@@ -72,7 +72,8 @@ FD, PS, SW, WC, AR, DF, ZY, HA = (m.FRONT_DOOR, m.POOL_STATUS, m.SESSION_WORKER,
 SCOPES: dict[str, Scope] = {
     # the pool
     "gpu_backend/frontdoor.py": _scope((FD, PS, WC, DF), "msg reply session.usage "
-                                       "worker.session.usage", "_end"),
+                                       "worker.session.usage"),
+    "gpu_backend/session_records.py": _scope((PS, WC), "session.usage", "add"),
     "gpu_backend/placement.py": _scope((WC,), "s.usage", ""),
     "gpu_backend/pool_status.py": _scope((PS, FD, WC, DF), "s.usage report session.usage",
                                          "build_status _user_rows _accounts"),
