@@ -35,8 +35,6 @@ import hashlib
 import heapq
 import itertools
 import logging
-import os
-import queue
 import time
 from collections import Counter, OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .protocol.errors import AuthenticationError, SignInThrottledError
+from .wake_queue import WakeQueue
 from .users import User, UserRegistry, token_user, verify_token
 
 __all__ = ["AuthGate", "HeldRefusals", "Pending", "THROTTLED", "BUSY"]
@@ -119,10 +118,7 @@ class AuthGate:
         self.registry = registry
         self.clock = clock
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gpuwb-auth")
-        self._done: queue.SimpleQueue[Pending] = queue.SimpleQueue()
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
+        self._done: WakeQueue[Pending] = WakeQueue()   # checks finished, for the loop
         self._names = _Backoff()
         self._sources = _Backoff()
         self._failed: OrderedDict[bytes, float] = OrderedDict()   # sha256(token) -> until
@@ -137,7 +133,7 @@ class AuthGate:
     @property
     def wake_fd(self) -> int:
         """Readable when a check has finished (the loop polls it and calls :meth:`finished`)."""
-        return self._wake_r
+        return self._done.fd
 
     # ------------------------------------------------------------ the loop's calls
     def check(self, token: object, source: str | None, context: Any = None) -> User | Pending:
@@ -177,28 +173,13 @@ class AuthGate:
     def finished(self) -> list[Pending]:
         """The checks that have finished, each with its ``outcome``: the :class:`User`, or
         the :class:`AuthenticationError` to answer with."""
-        try:
-            while os.read(self._wake_r, 4096):
-                pass
-        except BlockingIOError:
-            pass
-        done = []
-        while True:
-            try:
-                pending = self._done.get_nowait()
-            except queue.Empty:
-                break
-            done.append(self._settle(pending))
+        done = [self._settle(pending) for pending in self._done.take()]
         self.log_summary()
         return done
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self._done.close()
 
     # ------------------------------------------------------------ inside
     def _hash(self, pending: Pending, token_hash: str) -> None:
@@ -209,10 +190,6 @@ class AuthGate:
             ok = False
         pending.outcome = pending.user if ok else None
         self._done.put(pending)
-        try:
-            os.write(self._wake_w, b"!")
-        except (BlockingIOError, OSError):   # the pipe is full (the loop will look) or closed
-            pass
 
     def _settle(self, pending: Pending) -> Pending:
         now = self.clock()

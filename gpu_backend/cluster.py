@@ -20,13 +20,12 @@ Ray is an extra (``pip install 'gpu-workbench[cluster]'``), imported only here.
 from __future__ import annotations
 
 import logging
-import os
-import queue
 import secrets
 import threading
 from typing import Any
 
 from .config import PoolSettings
+from .wake_queue import WakeQueue
 
 __all__ = ["AgentActor", "RayHosts", "AGENT_SETTINGS"]
 
@@ -87,11 +86,9 @@ class RayHosts:
                             settings.cluster_devices == "numpy")
         self._agents: dict[str, tuple[str, Any]] = {}   # node id -> (host name, actor)
         self._failed: set[str] = set()                  # nodes whose agent could not start
-        self._lost: queue.SimpleQueue = queue.SimpleQueue()
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        #: the front door's loop polls this; readable when a host was lost
-        self.wake_fd = self._wake_r
+        #: (host name, why) of each host lost, for the front door's loop, which polls its fd
+        self._lost: WakeQueue[tuple[str, str]] = WakeQueue()
+        self.wake_fd = self._lost.fd
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="gpuwb-ray-watch", daemon=True)
         self._thread.start()
@@ -105,17 +102,7 @@ class RayHosts:
     # ------------------------------------------------------------ the front door's calls
     def lost(self) -> list[tuple[str, str]]:
         """(host name, why) of each host lost since the last call."""
-        try:
-            while os.read(self._wake_r, 512):
-                pass
-        except BlockingIOError:
-            pass
-        found = []
-        while True:
-            try:
-                found.append(self._lost.get_nowait())
-            except queue.Empty:
-                return found
+        return self._lost.take()
 
     def close(self) -> None:
         """Stop watching; the agents end (Ray ends a driver's actors as it leaves)."""
@@ -127,8 +114,7 @@ class RayHosts:
             except Exception:   # (already gone)
                 pass
         self._ray.shutdown()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        self._lost.close()
 
     # ------------------------------------------------------------ the watcher
     def _watch(self) -> None:
@@ -189,4 +175,3 @@ class RayHosts:
             pass
         log.warning("host %s lost: %s", name, why)
         self._lost.put((name, why))
-        os.write(self._wake_w, b"x")
