@@ -53,9 +53,10 @@ def ufunc_bytes(ufunc: np.ufunc, args: tuple, kwargs: dict) -> int | None:
     try:
         shape = np.broadcast_shapes(*(_shape(a) for a in args))
         dtype = kwargs.get("dtype")
-        dtypes = ufunc.resolve_dtypes((*(_dtype_of(a) for a in args), *([None] * ufunc.nout)),
-                                      signature=None if dtype is None else
-                                      (*([None] * ufunc.nin), *([np.dtype(dtype)] * ufunc.nout)))
+        given = (*(_dtype_of(a) for a in args), *([None] * ufunc.nout))
+        # (no signature= at all when none is asked for: NumPy 2.4 refuses signature=None)
+        dtypes = ufunc.resolve_dtypes(given) if dtype is None else ufunc.resolve_dtypes(
+            given, signature=(*([None] * ufunc.nin), *([np.dtype(dtype)] * ufunc.nout)))
     except (TypeError, ValueError, np.exceptions.DTypePromotionError):
         return None   # NumPy reports the problem itself when the call runs
     count = math.prod(shape)

@@ -122,3 +122,15 @@ def test_dropping_an_object_handle_without_a_memory_account_drops_the_object():
     reply = _run(executor, [70, (1, "o", 71, "add", None, [H(1), 1])])
     assert reply["e"] is None
     assert 70 not in table.objects and 71 in table.arrays
+
+
+@pytest.mark.parametrize("name,args", [("add", [H(1), H(1)]), ("mul", [H(1), 2.5]),
+                                       ("lt", [H(1), 0]), ("neg", [H(1)])])
+def test_an_operator_result_over_the_limit_is_refused_before_it_runs(name, args):
+    """The NumPy device sizes an operator's result before NumPy allocates it (NumPy 2.4
+    refused the ``signature=None`` the sizing passed: every operator then ran unchecked)."""
+    executor, table = _executor(True)
+    executor.device.set_memory_limit(table.get(1).nbytes + 4)   # (a bool result is 6 bytes)
+    reply = _run(executor, [(1, "o", 50, name, None, args)])
+    assert reply["e"][:2] == [1, "OutOfMemoryError"]
+    assert 50 not in table.arrays
