@@ -17,7 +17,11 @@ each op it issues, and each free record, to a :class:`StretchKey`. Arguments bec
   ``axis=0`` are different stretches; ``u[1:-1]``'s bounds too).
 
 A value the key cannot express (an object it does not know) makes the stretch
-*unkeyable*: it is never replayed, which costs speed, never a result.
+*unkeyable*: it is never replayed, which costs speed, never a result. So does a stretch of
+more than ``MAX_STRETCH_OPS`` records, which is never offered: its key stops growing there,
+so that a loop of a million ops between two syncs costs one check an op, not a
+million-entry key (kernelproxy.stretch_replay also starts a stretch unkeyed where the
+session can use no key).
 
 Two runs with equal keys issue the same ops on arrays in the same roles; the worker still
 checks what the client cannot see (the inputs' shapes, dtypes and strides) before it
@@ -31,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.stretches import PARAM_OPERATORS, is_param
+from gpu_backend.protocol.stretches import MAX_STRETCH_OPS, PARAM_OPERATORS, is_param
 
 __all__ = ["StretchKey", "UNKEYABLE"]
 
@@ -51,10 +55,11 @@ class StretchKey:
     """The ops of one stretch, as roles; built op by op, read with :meth:`key`.
 
     *handle_of(obj)* is the session's: the handle of a remote array (or object) of this
-    session, or None for anything else.
+    session, or None for anything else. *keyed* False: a stretch no key is built for (the
+    session could not use it), each op then costs one check.
     """
 
-    def __init__(self, handle_of: Callable[[Any], int | None]) -> None:
+    def __init__(self, handle_of: Callable[[Any], int | None], keyed: bool = True) -> None:
         self._handle_of = handle_of
         self.records: list[tuple] = []
         #: handles of the arrays from before the stretch, in the order first named
@@ -66,7 +71,8 @@ class StretchKey:
         self._input_role: dict[int, tuple] = {}
         self._result_role: dict[int, tuple] = {}
         self._ops = 0
-        self.keyable = True
+        #: False once the stretch cannot be replayed: nothing more is added to its key
+        self.keyable = keyed
         #: whether the stretch travelled in one batch (set when it ends: kernelproxy.stretch_replay)
         self.whole = True
 
@@ -98,7 +104,7 @@ class StretchKey:
         except Exception:   # _Unkeyable, or arguments the pool will refuse (unsortable keys...)
             self.keyable = False
             return
-        self.records.append(record)
+        self._append(record)
         if out is not None:
             self._result_role[out] = ("r", self._ops)
             self.outs.append(out)
@@ -110,7 +116,15 @@ class StretchKey:
             return
         # (an array from before the stretch that it never named takes an input's role:
         # that it is dropped here is part of the stretch's shape)
-        self.records.append(("free", self._array_role(hid)))
+        self._append(("free", self._array_role(hid)))
+
+    def _append(self, record: tuple) -> None:
+        """One more record; past ``MAX_STRETCH_OPS`` the stretch is never offered, so its
+        key stops there (its length stays MAX_STRETCH_OPS + 1)."""
+        records = self.records
+        records.append(record)
+        if len(records) > MAX_STRETCH_OPS:
+            self.keyable = False
 
     # ------------------------------------------------------------ reading
     def key(self) -> tuple:

@@ -6,7 +6,7 @@ The session adds each op and free record it queues to the stretch's
 :class:`~kernelproxy.stretch_key.StretchKey`; a sync point ends the stretch. A stretch
 sent whole in one batch can be replayed or offered; one whose ops went early in several
 batches (the session sends ops while the worker is idle) is only counted. Once the
-stretch just ended has been seen twice, the session *holds* the next one's ops to its
+stretch just ended has been seen HOLD_AFTER times, the session *holds* the next one's ops to its
 sync point, so that a loop's body travels whole: at its next sighting it is offered with
 the batch (``O``), held from the reply that says so (``h``), and from then on travels as
 ``T`` (the stretch's id, the first op's number, the new inputs' handles, the scalar
@@ -22,6 +22,9 @@ are not faster, or that the worker never ran through graphs (the replies' ``f``:
 from its records saves the device nothing), is let go: its ops travel early again, and
 the worker is told to drop it (``D``), freeing its graphs' memory (docs/graph-replay.md,
 "Measured, not assumed").
+
+What it keeps is bounded without forgetting what it decided (:class:`StretchReplay`;
+docs/graph-replay.md, "Bounds").
 """
 
 from __future__ import annotations
@@ -29,16 +32,25 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
+from collections import OrderedDict
 from typing import Any, Callable
 
-from gpu_backend.protocol.stretches import MAX_HELD, MAX_STRETCH_OPS, REPEATS
+from gpu_backend.protocol.stretches import MAX_HELD, REPEATS
 
 from .stretch_key import StretchKey
 
 __all__ = ["StretchReplay"]
 
-#: Keys counted at most; past it the counts start again (a program that never repeats).
+#: Undecided keys counted at most: past it the one seen least recently is forgotten (a
+#: program that never repeats keeps no more; a forgotten key that comes back is counted
+#: from one again). Decided keys are kept apart and never forgotten so.
 MAX_COUNTED = 4096
+#: Keys decided at most: refused by the worker, or let go (not faster replayed). Past it
+#: the session offers no new stretch, so that no decision is forgotten (a forgotten key
+#: would be offered, held and timed again, each time); the stretches it holds stay held
+#: and timed (their let-go adds at most MAX_HELD more), and once it holds none it builds
+#: no key at all.
+MAX_DECIDED = 4096
 #: Offers the worker may refuse before this session stops offering (a worker with
 #: ``GPUWB_GRAPHS=0`` refuses them all).
 MAX_REFUSED = 32
@@ -48,17 +60,27 @@ HOLD_AFTER = REPEATS - 1
 #: Replays timed (after the first, which captures the stretch) before a held stretch is
 #: kept or let go.
 TIMED_REPLAYS = 4
-#: A refused stretch's count: it is never offered again.
-_NEVER = -(1 << 30)
+
+
+class _Sightings:
+    """An undecided key's count, and the times of its pipelined sightings (the second to
+    the HOLD_AFTER-th: three at most), handed to its :class:`_Timing` once it is held."""
+
+    __slots__ = ("n", "free")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.free: list[float] = []
 
 
 class _Timing:
-    """One key's times (seconds): pipelined sightings, replays; then the choice."""
+    """A held stretch's times (seconds): pipelined sightings, replays; then the choice."""
 
-    __slots__ = ("free", "held", "reruns", "rerun", "decided")
+    __slots__ = ("key", "free", "held", "reruns", "rerun", "decided")
 
-    def __init__(self) -> None:
-        self.free: list[float] = []
+    def __init__(self, key: tuple, free: list[float]) -> None:
+        self.key = key
+        self.free = free
         self.held: list[float] = []
         self.reruns = 0        # timed replays the worker did not run through graphs
         self.rerun = False     # the last replay answered was one
@@ -68,30 +90,39 @@ class _Timing:
 class StretchReplay:
     """*measured* (``GPUWB_REPLAY_MEASURED``, on by default): time each held stretch and
     let go of those that replay no faster than they run pipelined; off, every repeated
-    stretch stays held. *clock* is the timer (tests give one of their own)."""
+    stretch stays held. *clock* is the timer (tests give one of their own).
+
+    What it keeps is bounded, and what it decided is never forgotten for room: the counts
+    of undecided keys (at most MAX_COUNTED, the least recently seen forgotten first), the
+    keys decided (refused or let go: MAX_DECIDED), the held stretches and their times
+    (MAX_HELD). Counts and decisions are kept by the key's hash, not the key (up to
+    MAX_STRETCH_OPS records each): two keys of one hash (one chance in 2**64 a pair) could
+    only make a stretch offered early or never, which costs speed, not a result — an offer
+    carries its records, and held stretches are kept by the whole key.
+    """
 
     def __init__(self, handle_of: Callable[[Any], int | None], measured: bool = True,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self._handle_of = handle_of
         self._measured = measured
         self._clock = clock
-        self._timing: dict[tuple, _Timing] = {}
-        #: keys let go, their replays not faster (never held again), and the stretch ids the
-        #: worker is to drop
-        self._released: set[tuple] = set()
+        self._counts: OrderedDict[int, _Sightings] = OrderedDict()   # hash -> sightings (LRU)
+        self._decided: set[int] = set()          # hashes of keys refused or let go
+        self._held: dict[tuple, int] = {}         # key -> stretch id
+        self._timing: dict[tuple, _Timing] = {}   # the held stretches' (key -> times)
+        self._offered: dict[int, tuple[int, tuple]] = {}   # batch -> (stretch id, key)
+        self._ids = itertools.count(1)
+        self._refused = 0
+        self._let_go = 0
+        #: the ids of stretches let go that the worker is to drop
         self.drops: list[int] = []
-        self._ending: tuple[tuple, str] | None = None   # (key, how it ran) of the stretch ended
-        self._since: float | None = None                # when the last sync point returned
+        self._ending: tuple[Any, str] | None = None   # (what times it, how it ran) of the stretch ended
+        self._since: float | None = None              # when the last sync point returned
         #: the key of the stretch being queued
         self.current = StretchKey(handle_of)
         self._split = False
         #: whether the session keeps this stretch's ops to its sync point (no early batches)
         self.holding = False
-        self._seen: dict[tuple, int] = {}
-        self._held: dict[tuple, int] = {}
-        self._offered: dict[int, tuple[int, tuple]] = {}   # batch -> (stretch id, key)
-        self._ids = itertools.count(1)
-        self._refused = 0
         self._replaying: dict[int, tuple] = {}   # batches sent as replays -> their keys
         #: replays answered: all of them, and those not run through graphs (from their
         #: records where a guard failed or the stretch has no graph; skipped after an error)
@@ -105,12 +136,18 @@ class StretchReplay:
         self.current.keyable = False
 
     def split(self) -> None:
-        """Some of the stretch's ops went in a batch before its end: it cannot be replayed."""
+        """Some of the stretch's ops went in a batch before its end: it cannot be replayed,
+        but its key is still built (to MAX_STRETCH_OPS records): its sightings count, so
+        that a loop whose body goes early is held whole from its HOLD_AFTER-th sighting on,
+        and a held stretch that went early still holds the next one."""
         self._split = True
 
     def swap(self) -> StretchKey:
-        """The stretch's key, handed over at its sync point; a new stretch begins."""
-        old, self.current = self.current, StretchKey(self._handle_of)
+        """The stretch's key, handed over at its sync point; a new stretch begins, keyed
+        only where a key can still be used: the session may offer, or holds stretches
+        (to know them when they come)."""
+        usable = bool(self._held or self._offered) or self._can_offer()
+        old, self.current = self.current, StretchKey(self._handle_of, keyed=usable)
         old.whole = not self._split
         self._split = False
         return old
@@ -130,15 +167,13 @@ class StretchReplay:
         if self._ending is not None:   # (the last stretch ended with no sync answered: untimed)
             self._since = None
         self._ending = None
-        if not stretch.keyable or not stretch.ops or len(stretch) > MAX_STRETCH_OPS:
-            return False   # (a batch of frees alone is not worth a stretch)
+        if not stretch.keyable or not stretch.ops:
+            return False   # (unkeyed, too long, or a batch of frees alone: not worth a stretch)
         key = stretch.key()
         try:
             sid = self._held.get(key)
-            released = key in self._released
+            mark = hash(key)
         except TypeError:   # a value no key holds (a malformed op the pool will refuse)
-            return False
-        if released:
             return False
         if sid is not None:
             self.holding = True
@@ -146,17 +181,24 @@ class StretchReplay:
                 return False
             header["T"] = [sid, first, stretch.inputs, stretch.params, stretch.outs]
             self._replaying[header["b"]] = key
-            self._ending = (key, "replay")
+            self._ending = (self._timing[key], "replay")
             return True
-        seen = self._seen.get(key, 0) + 1
-        if len(self._seen) >= MAX_COUNTED:
-            self._seen.clear()
-            self._timing.clear()
-        self._seen[key] = seen
+        if mark in self._decided:
+            return False
+        count = self._counts.get(mark)
+        if count is None:
+            count = self._counts[mark] = _Sightings()
+            if len(self._counts) > MAX_COUNTED:
+                self._counts.popitem(last=False)   # the undecided key seen least recently
+        else:
+            self._counts.move_to_end(mark)
+        count.n += 1
+        seen = count.n
         if 2 <= seen <= HOLD_AFTER and not held_ops:
-            self._ending = (key, "free")   # (the first sighting pays for compiling kernels)
-        self.holding = seen >= HOLD_AFTER and self._refused < MAX_REFUSED
-        if (stretch.whole and REPEATS <= seen and self._refused < MAX_REFUSED
+            self._ending = (count.free, "free")   # (the first sighting pays for compiling kernels)
+        offering = self._can_offer()
+        self.holding = seen >= HOLD_AFTER and offering
+        if (stretch.whole and REPEATS <= seen and offering
                 and len(self._held) + len(self._offered) < MAX_HELD
                 and key not in self._offered_keys()):
             sid = next(self._ids)
@@ -172,12 +214,12 @@ class StretchReplay:
         self._ending, self._since = None, now
         if ending is None or since is None or not self._measured:
             return
-        key, how = ending
-        timing = self._timing_of(key)
-        if timing.decided:
-            return
+        times, how = ending
         if how == "free":
-            timing.free.append(now - since)
+            times.append(now - since)
+            return
+        timing: _Timing = times
+        if timing.decided:
             return
         timing.held.append(now - since)
         timing.reruns += timing.rerun
@@ -188,14 +230,14 @@ class StretchReplay:
         # device nothing), or where the replays were not faster
         if timing.reruns >= len(timing.held) or (
                 timing.free and statistics.median(timing.held[1:]) >= statistics.median(timing.free)):
-            self._released.add(key)
+            key = timing.key
             self.drops.append(self._held.pop(key))
+            del self._timing[key]
+            self._decided.add(hash(key))
+            self._let_go += 1
 
-    def _timing_of(self, key: tuple) -> _Timing:
-        timing = self._timing.get(key)
-        if timing is None:
-            timing = self._timing[key] = _Timing()
-        return timing
+    def _can_offer(self) -> bool:
+        return self._refused < MAX_REFUSED and len(self._decided) < MAX_DECIDED
 
     def _offered_keys(self) -> list:
         return [key for _sid, key in self._offered.values()]
@@ -205,7 +247,7 @@ class StretchReplay:
         replays answered, those of them not run through graphs, stretches let go (not
         faster replayed), offers refused."""
         return {"held": len(self._held), "replays": self.replays,
-                "not_graphed": self.not_graphed, "released": len(self._released),
+                "not_graphed": self.not_graphed, "released": self._let_go,
                 "refused": self._refused}
 
     def take_drops(self) -> list[int]:
@@ -221,14 +263,18 @@ class StretchReplay:
             self.replays += 1
             if not_graphed == 1:
                 self.not_graphed += 1
-            # (counted with the replay's time, in synced)
-            self._timing_of(key).rerun = not_graphed == 1
+            timing = self._timing.get(key)   # (counted with the replay's time, in synced)
+            if timing is not None:
+                timing.rerun = not_graphed == 1
             return
         offer = self._offered.pop(batch, None)
         if offer is None:
             return
-        if held == offer[0]:
-            self._held[offer[1]] = offer[0]
-        else:   # (an op failed, or the worker keeps no more): not offered again
+        sid, key = offer
+        count = self._counts.pop(hash(key), None)   # (held or refused now: no longer counted)
+        if held == sid:
+            self._held[key] = sid
+            self._timing[key] = _Timing(key, count.free if count is not None else [])
+        else:   # (an op failed, or the worker keeps no more): never offered again
             self._refused += 1
-            self._seen[offer[1]] = _NEVER
+            self._decided.add(hash(key))

@@ -127,4 +127,5 @@ def test_a_stretch_ended_without_a_sync_answered_is_not_timed():
         replay.shape({"b": batch}, replay.swap(), batch)   # no synced() between
     clock.now += 100.0
     replay.synced()
+    assert all(not c.free for c in replay._counts.values())
     assert all(not t.free and not t.held for t in replay._timing.values())
