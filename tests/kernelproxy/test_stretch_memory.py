@@ -196,7 +196,7 @@ def test_a_refused_stretch_is_not_offered_again_past_max_counted_others(monkeypa
                 _other_stretches(cp)
                 values += [float((x + i).sum()) for i in range(2 * REPEATS)]
             figures = s.stretches.figures()
-    assert values == [10.0 + 10 * i for i in range(REPEATS + 2)] + [10.0 + 10 * i for i in range(2 * REPEATS)]
+    assert values == [10.0 + 10 * i for n in (REPEATS + 2, 2 * REPEATS) for i in range(n)]
     assert figures["refused"] == 1 and figures["held"] == 0
 
 
