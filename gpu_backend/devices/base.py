@@ -19,8 +19,8 @@ from ..protocol import api
 from ..protocol.errors import CUDAError, ProtocolError
 
 __all__ = ["Device", "HostEvent", "lazy_functions", "CudaInterfaceView", "HostInterfaceView",
-           "OPERATOR_FUNCTIONS", "resolve_table", "signal_object_class", "sparse_object_class",
-           "sparse_lu_class"]
+           "interface_bytes", "OPERATOR_FUNCTIONS", "resolve_table", "signal_object_class",
+           "sparse_object_class", "sparse_lu_class"]
 
 
 def _len(x: Any) -> int:
@@ -178,6 +178,19 @@ def _making(function: Callable, kind: type, label: str, what: str = "a sparse ma
             raise TypeError(f"{label} gave a {type(result).__name__}, not {what}")
         return result
     return made
+
+
+def interface_bytes(shape: tuple, strides: tuple | None, itemsize: int) -> int:
+    """The size CuPy gives the memory of an array it makes over an object's
+    ``__cuda_array_interface__`` (its ``UnownedMemory``: core.pyx,
+    ``_convert_object_with_cuda_array_interface``): the largest ``|extent × stride|`` of
+    its axes where strides are given, else the contiguous size. That is not the bytes the
+    view reaches (less with zero or overlapping strides, more with wide ones, counted
+    forward of a negative-strided view): it is reported as CuPy reports it
+    (:meth:`Device.data_span`), never trusted as a bound (:meth:`Device.memory_span`)."""
+    if strides is None:
+        return int(np.prod(shape, dtype=np.int64)) * itemsize
+    return max((abs(n * s) for n, s in zip(shape, strides)), default=0)
 
 
 class _InterfaceView:
@@ -480,8 +493,17 @@ class Device:
     # -- memory by address: ndarray.data, .base, __cuda_array_interface__ -----
     def memory_span(self, array: Any) -> tuple[int, int, int]:
         """(address of *array*'s first element, start and size of the allocation it is in);
-        a zero-size array's address is 0, as in CuPy."""
+        a zero-size array's address is 0, as in CuPy. For an array made over memory named
+        by address, the allocation of the array that owns that memory: what the pool
+        checks addresses against (``HandleTable.view_at``)."""
         raise NotImplementedError
+
+    def data_span(self, array: Any) -> tuple[int, int, int]:
+        """``array.data``'s ``ptr``, ``mem.ptr`` and ``mem.size`` as CuPy gives them (the
+        client's ``ndarray.data``). They differ from :meth:`memory_span` for an array made
+        over memory named by address, whose memory CuPy sizes from the view
+        (:func:`interface_bytes`): reported, never used as a bound."""
+        return self.memory_span(array)
 
     def base_of(self, array: Any) -> Any:
         """The array whose memory *array* views (``ndarray.base``), or None."""
@@ -489,8 +511,10 @@ class Device:
 
     def interface_view(self, owner: Any, ptr: int, shape: tuple, dtype: np.dtype,
                        strides: tuple) -> Any:
-        """An object that the device's array module takes as an array at *ptr*."""
-        return self.view_type(owner, ptr, shape, dtype, strides)
+        """An object that the device's array module takes as an array at *ptr*. A 0-d view
+        has no strides, as a 0-d array's interface usually has none: CuPy then sizes its
+        memory by its item (with strides ``()``, by none of them: 0 bytes)."""
+        return self.view_type(owner, ptr, shape, dtype, strides if shape else None)
 
     def check_allocation(self, name: str, args: list, kwargs: dict) -> None:
         """Refuse, before running it, a creation call that cannot fit (NumPy device)."""

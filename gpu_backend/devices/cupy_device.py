@@ -466,6 +466,13 @@ class CupyDevice(Device):
             owner = getattr(mem, "_owner", None)
         return data.ptr, mem.ptr, mem.size
 
+    def data_span(self, array: Any) -> tuple[int, int, int]:
+        """CuPy's own figures: an array over memory named by address reports its
+        ``UnownedMemory`` (the view's address, the size CuPy took from it), as local
+        CuPy's does; the pool's bounds follow the owner (:meth:`memory_span`)."""
+        data = array.data
+        return data.ptr, data.mem.ptr, data.mem.size
+
     def memory_used(self) -> int:
         return int(self.pool.used_bytes())
 

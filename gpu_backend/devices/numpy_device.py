@@ -17,8 +17,8 @@ import numpy as np
 from ..protocol import api
 from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
-from .base import (Device, HostInterfaceView, lazy_functions, resolve_table, signal_object_class,
-                   sparse_lu_class, sparse_object_class)
+from .base import (Device, HostInterfaceView, interface_bytes, lazy_functions, resolve_table,
+                   signal_object_class, sparse_lu_class, sparse_object_class)
 from .host_casts import converting_functions, converting_methods, converting_operators
 from .host_fields import FIELD_CHECKED_OPERATORS
 from .host_graphs import HostGraphTools
@@ -202,6 +202,20 @@ class NumpyDevice(Device):
                 break
         start, end = _byte_bounds(root)
         return (array.__array_interface__["data"][0] if array.size else 0), start, end - start
+
+    def data_span(self, array: np.ndarray) -> tuple[int, int, int]:
+        """As CuPy reports them: an array made over memory named by address (or a view of
+        one) has the memory CuPy would have made for that view, at the view's address and
+        of the size CuPy takes from its shape and strides (:func:`interface_bytes`);
+        other arrays their allocation (:meth:`memory_span`)."""
+        base = array.base
+        while isinstance(base, np.ndarray):
+            base = base.base
+        if not isinstance(base, HostInterfaceView):
+            return self.memory_span(array)
+        desc = base.__array_interface__
+        size = interface_bytes(desc["shape"], desc["strides"], np.dtype(desc["typestr"]).itemsize)
+        return (array.__array_interface__["data"][0] if array.size else 0), desc["data"][0], size
 
     def base_of(self, array: np.ndarray) -> Any:
         base = array.base   # bytes of an upload, a buffer: memory no array of the session owns
