@@ -20,7 +20,8 @@ from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 from kernelproxy.stretch_key import UNKEYABLE, StretchKey
-from kernelproxy.stretch_replay import HOLD_AFTER, MAX_COUNTED, MAX_REFUSED, TIMED_REPLAYS, StretchReplay
+from kernelproxy.stretch_replay import (HOLD_AFTER, MAX_COUNTED, MAX_DECIDED, MAX_REFUSED, TIMED_REPLAYS,
+                                       StretchReplay)
 
 from ..differential import TEST_DEVICES
 
@@ -162,6 +163,21 @@ def test_no_key_is_built_once_none_can_be_used():
     for n in range(3 * MAX_STRETCH_OPS):
         h.add(n)
     assert len(h.replay.current) == 0 and h.run(1) == "ops"
+
+
+def test_past_max_decided_the_session_offers_nothing_and_forgets_nothing():
+    """Decisions are never evicted: once MAX_DECIDED stretches are let go (each held,
+    timed, no faster), no new stretch is offered, and with nothing held no key is built;
+    a stretch let go is still never held again."""
+    h = Harness()
+    for n in range(MAX_DECIDED):
+        carried = [h.run(n) for _ in range(REPEATS + 1 + TIMED_REPLAYS)]
+        assert carried[REPEATS - 1] == "O" and carried[-1] == "T"
+    assert h.replay.figures()["released"] == MAX_DECIDED
+    assert set(h.run(MAX_DECIDED) for _ in range(3 * REPEATS)) <= {"D", "ops"}   # never offered
+    h.add(0)
+    assert len(h.replay.current) == 0   # nothing held, nothing to offer: no key
+    assert set(h.run(0) for _ in range(3 * REPEATS)) == {"ops"}
 
 
 # ---------------------------------------------------------------- through a session
