@@ -154,6 +154,9 @@ class _PointedMemory:
     the pool checks that the whole extent lies in one allocation of the session's."""
 
     __slots__ = ("__cuda_array_interface__", "_pointer")
+    #: the array keeps the pointer's memory, as CuPy's ``ndarray(memptr=p)`` does (its
+    #: ``.data`` is *p*, whose ``mem`` is the allocation): the device view says so
+    _gpuwb_pointed = True
 
     def __init__(self, shape: tuple, dtype: np.dtype, pointer: MemoryPointer, strides: tuple) -> None:
         self._pointer = pointer   # its memory stays the session's until the op is sent

@@ -198,10 +198,14 @@ class _InterfaceView:
     its array interface; holds the array that owns the memory so that it outlives the view
     (and whatever the module builds on it)."""
 
-    __slots__ = ("owner", "_desc")
+    __slots__ = ("owner", "_desc", "pointed")
 
-    def __init__(self, owner: Any, ptr: int, shape: tuple, dtype: np.dtype, strides: tuple) -> None:
+    def __init__(self, owner: Any, ptr: int, shape: tuple, dtype: np.dtype, strides: tuple,
+                 pointed: bool = False) -> None:
         self.owner = owner
+        #: made by ``cupy.ndarray(memptr=p)``: an array over it reports the owner's
+        #: allocation as its memory (``.data.mem``), as CuPy's keeps *p*'s
+        self.pointed = pointed
         self._desc = {"shape": shape, "typestr": dtype.str, "descr": dtype.descr,
                       "strides": strides, "data": (ptr, False), "version": self.version}
 
@@ -510,11 +514,11 @@ class Device:
         return array.base
 
     def interface_view(self, owner: Any, ptr: int, shape: tuple, dtype: np.dtype,
-                       strides: tuple) -> Any:
-        """An object that the device's array module takes as an array at *ptr*. A 0-d view
-        has no strides, as a 0-d array's interface usually has none: CuPy then sizes its
-        memory by its item (with strides ``()``, by none of them: 0 bytes)."""
-        return self.view_type(owner, ptr, shape, dtype, strides if shape else None)
+                       strides: tuple, pointed: bool = False) -> Any:
+        """An object that the device's array module takes as an array at *ptr*, with the
+        strides the client's interface gave (None: C order). CuPy sizes the memory of a 0-d
+        view by its item when it has no strides, and as 0 bytes with strides ``()``."""
+        return self.view_type(owner, ptr, shape, dtype, strides, pointed)
 
     def check_allocation(self, name: str, args: list, kwargs: dict) -> None:
         """Refuse, before running it, a creation call that cannot fit (NumPy device)."""

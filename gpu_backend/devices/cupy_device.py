@@ -471,6 +471,9 @@ class CupyDevice(Device):
         ``UnownedMemory`` (the view's address, the size CuPy took from it), as local
         CuPy's does; the pool's bounds follow the owner (:meth:`memory_span`)."""
         data = array.data
+        owner = getattr(data.mem, "_owner", None)
+        if type(owner) is CudaInterfaceView and owner.pointed:   # ndarray(memptr=p): p's memory
+            return self.memory_span(array)
         return data.ptr, data.mem.ptr, data.mem.size
 
     def memory_used(self) -> int:

@@ -211,7 +211,7 @@ class NumpyDevice(Device):
         base = array.base
         while isinstance(base, np.ndarray):
             base = base.base
-        if not isinstance(base, HostInterfaceView):
+        if not isinstance(base, HostInterfaceView) or base.pointed:   # (memptr=p: p's memory)
             return self.memory_span(array)
         desc = base.__array_interface__
         size = interface_bytes(desc["shape"], desc["strides"], np.dtype(desc["typestr"]).itemsize)

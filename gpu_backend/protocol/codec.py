@@ -22,10 +22,12 @@ numpy scalar     ``EXT_TYPE``        type objects such as ``numpy.float32``
 numpy scalar     ``EXT_NPSCALAR``    (dtype.str, raw bytes)
 numpy.ndarray    ``EXT_NDARRAY``     (dtype.str, shape, raw bytes), host data
 remote array     ``EXT_HANDLE``      a session-local integer handle id
-object with      ``EXT_DEVICE_VIEW`` (pointer, shape, typestr, strides): memory the
+object with      ``EXT_DEVICE_VIEW`` (pointer, shape, typestr, strides[, 1]): memory the
   ``__cuda_array_interface__``       session already holds on the pool, named by address
                                      (a client's ``x.data.ptr``); the worker accepts it
-                                     only inside one of the session's own allocations
+                                     only inside one of the session's own allocations;
+                                     a fifth item 1: made by ``cupy.ndarray(memptr=p)``,
+                                     the array keeps *p*'s memory (its ``.data.mem``)
 """
 
 from __future__ import annotations
@@ -382,6 +384,8 @@ class DeviceView:
         _check_kind(dt)
         self.fields = [data[0], [int(n) for n in shape], dtype_spec(dt),
                        None if strides is None else [int(n) for n in strides]]
+        if getattr(obj, "_gpuwb_pointed", False):   # cupy.ndarray(memptr=p): keeps p's memory
+            self.fields.append(1)
 
 
 def _interface_dtype(desc: dict) -> np.dtype:
@@ -542,8 +546,8 @@ def _ext_hook_at(resolve: Callable[[int], Any] | None,
             return int(data)
         if code == EXT_DEVICE_VIEW:
             parts = unpack_nested(data)
-            if not (isinstance(parts, list) and len(parts) == 4 and type(parts[0]) is int
-                    and parts[0] >= 0):
+            if not (isinstance(parts, list) and len(parts) in (4, 5) and type(parts[0]) is int
+                    and parts[0] >= 0 and parts[4:] in ([], [1])):
                 raise CodecError("bad device view")
             if view is None:
                 raise CodecError("a device view is not accepted here")
@@ -552,7 +556,7 @@ def _ext_hook_at(resolve: Callable[[int], Any] | None,
                                             and all(type(n) is int for n in strides)):
                 raise CodecError("bad device view strides")
             return view(parts[0], check_shape(parts[1]), check_dtype(parts[2]),
-                        None if strides is None else tuple(strides))
+                        None if strides is None else tuple(strides), len(parts) == 5)
         raise CodecError(f"unknown extension type {code}")
 
     return hook

@@ -86,15 +86,19 @@ class HandleTable:
             raise InvalidHandleError(f"this session has no such object with handle {hid!r}")
         return obj
 
-    def view_at(self, ptr: int, shape: tuple, dtype: np.dtype, strides: tuple | None) -> Any:
+    def view_at(self, ptr: int, shape: tuple, dtype: np.dtype, strides: tuple | None,
+                pointed: bool = False) -> Any:
         """Memory named by address (a ``__cuda_array_interface__`` the client passed), as an
-        object with the device's array interface that keeps its owner alive.
+        object with the device's array interface that keeps its owner alive. *pointed*: made
+        by ``cupy.ndarray(memptr=p)``, whose array keeps the owner's memory as its own
+        (``.data.mem`` is the allocation, not memory sized from the view).
 
         The whole extent must lie inside one allocation of this session's own arrays: an
         address is never trusted on its own, so a client reaches nothing it does not hold.
         """
         itemsize = dtype.itemsize
-        if strides is None:   # C order
+        given = strides   # (the view keeps what was given: CuPy sizes a 0-d view with
+        if strides is None:   # strides () as 0 bytes, with none as one item); C order
             strides, step = [], itemsize
             for n in reversed(shape):
                 strides.insert(0, step)
@@ -107,7 +111,7 @@ class HandleTable:
         for array in self.arrays.values():
             _, start, size = self.device.memory_span(array)
             if start <= low and high <= start + size:
-                return self.device.interface_view(array, ptr, shape, dtype, strides)
+                return self.device.interface_view(array, ptr, shape, dtype, given, pointed)
         raise InvalidHandleError(
             f"this session holds no memory at 0x{ptr:x} ({high - low} bytes): a "
             "__cuda_array_interface__ sent to the pool must describe memory of the session's "

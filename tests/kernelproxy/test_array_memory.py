@@ -151,15 +151,10 @@ def _cupy_size(shape, strides, itemsize):
     return max((abs(n * s) for n, s in zip(shape, strides)), default=0)
 
 
-#: A 0-d interface's strides (): CuPy then sizes its memory by no axis, 0 bytes. The pool
-#: takes () as no strides (its device view fills them in when absent): the item's size,
-#: as for the usual interface of a 0-d array, which has none.
-_ZERO_D_STRIDES = pytest.mark.xfail(strict=True, reason="strides () of a 0-d interface read as none")
-
-
+#: (A 0-d interface's strides (): CuPy then sizes its memory by no axis, 0 bytes; with none,
+#: by its item. The pool's view keeps the strides the interface gave.)
 @pytest.mark.parametrize("viewed, with_strides", [
-    pytest.param(v, w, marks=_ZERO_D_STRIDES) if (v, w) == ("0-d", True) else (v, w)
-    for v in sorted(VIEWED) for w in (True, False)])
+    (v, w) for v in sorted(VIEWED) for w in (True, False)])
 @pytest.mark.parametrize("dtype", [np.float64, np.int16])
 def test_memory_of_an_array_over_an_interface_is_cupys(same, viewed, with_strides, dtype):
     """``b = cupy.asarray(obj)``, *obj* describing *a*'s memory: ``b.data.ptr``,
