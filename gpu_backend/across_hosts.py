@@ -24,7 +24,6 @@ import zmq
 
 from .agent_door import AGENT_SILENCE, AgentDoor
 from .protocol.curve import ServerKeys
-from .protocol.errors import SessionLostError
 from .remote_host import RemoteHost
 from .security import is_loopback
 
@@ -71,7 +70,7 @@ class AcrossHosts:
                     host, why = item
                     self.lost(host.name, f"its agent ended ({why})")
                 else:
-                    self.door._on_control(item)
+                    self.door.worker_spoke(item)
         if self.ray is not None and self.ray.wake_fd in events:
             for name, why in self.ray.lost():
                 self.lost(name, why)
@@ -79,30 +78,12 @@ class AcrossHosts:
             self.lost(host.name, f"its agent has said nothing for {AGENT_SILENCE:g} s")
 
     def joined(self, host: RemoteHost) -> None:
-        door = self.door
-        door.hosts.add(host.name, host)
-        door.samples.set_devices(door.devices)
-        door._keep_spares(force=True)   # (its spares start now; a hello may go there next)
+        self.door.host_joined(host)
 
     def lost(self, name: str, why: str) -> None:
-        door = self.door
-        host = door.hosts.get(name)
-        if host is None:
-            return
-        door.hosts.remove(name)
-        self.agents.forget(host)
-        host.lost()
-        reason = f"host {name} was lost: {why}"
-        for worker, _ in host.exited():
-            if worker.session is not None:
-                door._end(worker.session, reason)
-        for hello in [p for p in door.pending if p.device in host.devices]:
-            door.pending.remove(hello)
-            door._error(hello.ident, SessionLostError(f"{reason}; open the session again"))
-        for device in host.devices:
-            door.failed_starts.pop(device, None)
-        door.samples.set_devices(door.devices)
-        log.warning("%s; %d hosts remain", reason, len(door.hosts))
+        host = self.door.host_lost(name, why)
+        if host is not None:
+            self.agents.forget(host)   # (told to stop, if it still hears)
 
     def status(self) -> list[dict]:
         """One row per host (``StatusHost``)."""

@@ -247,6 +247,41 @@ class FrontDoor:
         self._end(session, reason)
         session.worker.end()
 
+    # ------------------------------------------------------------ hosts joining and leaving
+    # (a pool across hosts: across_hosts.py calls these from the loop, as its agents and
+    # Ray's watcher report; the tables they change stay the front door's)
+    def host_joined(self, host: Any) -> None:
+        """*host* (a RemoteHost whose agent has joined) serves from now on: its devices
+        take sessions once its spares, started now, are ready."""
+        self.hosts.add(host.name, host)
+        self.samples.set_devices(self.devices)
+        self._keep_spares(force=True)
+
+    def host_lost(self, name: str, why: str) -> Any | None:
+        """Host *name* has left the pool, *why*: its sessions end and the hellos waiting for
+        its workers are refused, saying so. The host removed (None: no host of that name)."""
+        host = self.hosts.get(name)
+        if host is None:
+            return None
+        self.hosts.remove(name)
+        host.lost()
+        reason = f"host {name} was lost: {why}"
+        for worker, _ in host.exited():
+            if worker.session is not None:
+                self._end(worker.session, reason)
+        for hello in [p for p in self.pending if p.device in host.devices]:
+            self.pending.remove(hello)
+            self._error(hello.ident, SessionLostError(f"{reason}; open the session again"))
+        for device in host.devices:
+            self.failed_starts.pop(device, None)
+        self.samples.set_devices(self.devices)
+        log.warning("%s; %d hosts remain", reason, len(self.hosts))
+        return host
+
+    def worker_spoke(self, worker: Worker) -> None:
+        """A worker of another host has news (its agent relayed it): read as a local one's."""
+        self._on_control(worker)
+
     # ------------------------------------------------------------ clients
     def _reply(self, ident: bytes, msg: dict) -> None:
         self.clients.send_multipart([ident, packb(msg)])
