@@ -3,8 +3,9 @@
 One ROUTER, beside the clients' socket, that every host's agent connects its DEALER to
 (CurveZMQ with the pool's key pair where the pool has one, as for clients). An agent's
 first message is a ``join`` that names its host and proves, with a secret the pool gave
-that agent when it deployed it (:attr:`AgentDoor.secrets`, filled by
-:mod:`gpu_backend.cluster`), that the pool put it there; a secret serves once. Anything
+that agent when it deployed it (:attr:`AgentDoor.secrets`, which the front door's loop
+fills with what Ray's watcher reports: :mod:`gpu_backend.across_hosts`), that the pool put
+it there; a secret serves once. Anything
 else from a peer that has not joined is dropped and counted: the socket's port is open
 to the network the hosts share, and a peer that reaches it is not trusted with anything
 until it has joined. After the join, the agent's messages go to its
@@ -57,7 +58,9 @@ class AgentDoor:
         allow_ipv6(self.sock, f"tcp://{bind_host}:0")
         self.port = self.sock.bind_to_random_port(f"tcp://{bind_host}")
         self.address = f"tcp://{advertise}:{self.port}" if advertise is not None else None
-        #: host name -> the secret its agent was deployed with (taken at its join)
+        #: host name -> the secret its agent was deployed with (taken at its join). The
+        #: front door's loop alone changes it (:meth:`expect`, :meth:`withdraw`): Ray's
+        #: watcher hands its news to the loop (across_hosts.AcrossHosts.deployed, .gone)
         self.secrets: dict[str, str] = {}
         self._hosts: dict[bytes, RemoteHost] = {}
         #: messages dropped: from peers that have not joined, or malformed
@@ -132,12 +135,26 @@ class AgentDoor:
             self.dropped += 1
             self.send(ident, {"t": "refused", "why": f"host {name} has joined already"})
             return None
-        del self.secrets[name]
+        taken = self.secrets.pop(name, None)   # (what was read above, if it still stands)
+        if taken != expected:   # withdrawn or replaced since: its host was reported lost
+            if taken is not None:
+                self.secrets[name] = taken
+            self.dropped += 1
+            self.send(ident, {"t": "refused", "why": f"host {name} is no longer expected"})
+            return None
         host = RemoteHost(name, ident, address, devices, self.send, self.policy)
         self._hosts[ident] = host
         self.send(ident, {"t": "welcome"})
         log.info("host %s joined from %s with %s", name, address, ", ".join(devices))
         return host
+
+    def expect(self, name: str, secret: str) -> None:
+        """An agent was deployed for host *name* with *secret*: its join may come."""
+        self.secrets[name] = secret
+
+    def withdraw(self, name: str) -> None:
+        """Host *name* was lost before its agent joined, or since: no join for it now."""
+        self.secrets.pop(name, None)
 
     def silent(self, now: float | None = None) -> list[RemoteHost]:
         """Joined hosts whose agent has said nothing for :data:`AGENT_SILENCE` seconds."""
