@@ -1,0 +1,145 @@
+"""What the pool does when a message between the front door and a host's agent, or a worker's
+``ready``, is lost: every loss is either impossible or seen, and recovered from
+(docs/cluster.md, "Messages lost").
+
+- A spare that has not said ``ready`` within ``ready_timeout`` (its ``spawn`` or its
+  ``ready`` was lost, or it is stuck in its device's initialisation) is ended, counted as
+  a failed start, and replaced; the hello that waited for it is served by the next one,
+  long before ``HELLO_TIMEOUT``. On a single host as across hosts.
+
+Real front doors, real host agents on threads (tests/cluster/agent_threads.py), real
+workers on NumPy devices, real sockets. A message is lost by a test's subclass of the real
+agent or front door (it drops the first message of a kind, as a broken link would). The deadlines are generous
+for a loaded 2-core host (a NumPy worker forked from its zygote is ready in tens of
+milliseconds), and nothing here asserts a time: each wait polls for its condition.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+import kernelproxy
+from gpu_backend.frontdoor import HELLO_TIMEOUT, FrontDoor
+from gpu_backend.host_agent import HostAgent
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
+
+from tests.cluster.agent_threads import AgentThreads
+from tests.waiting import until
+
+#: The tests' ready deadline (seconds): long beside a NumPy worker's start on a loaded host.
+READY = 10.0
+#: How long a client's hello may take here: half the front door's HELLO_TIMEOUT, so that a
+#: hello served only by HELLO_TIMEOUT's end (what a lost ready used to cost) fails.
+HELLO_WAIT = HELLO_TIMEOUT / 2
+
+
+class LossyAgent(HostAgent):
+    """A real host agent that loses the first message of each kind in *lose*: ``("in",
+    "spawn")`` is a spawn from the front door never carried out, ``("out", "ready")`` a
+    worker's ready never relayed to it. What it lost is in :attr:`lost`."""
+
+    def __init__(self, *args, lose: set[tuple[str, str]], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lose = set(lose)
+        self.lost: list[dict] = []
+
+    def _lose(self, way: str, kind: str, msg: dict) -> bool:
+        if (way, kind) in self.lose:
+            self.lose.discard((way, kind))
+            self.lost.append(msg)
+            return True
+        return False
+
+    def _command(self, msg: dict) -> bool:
+        if self._lose("in", msg.get("t"), msg):
+            return True
+        return super()._command(msg)
+
+    def _send(self, msg: dict) -> bool:
+        kind = msg["m"].get("t") if msg.get("t") == "worker" else msg.get("t")
+        if self._lose("out", kind, msg):
+            return True
+        return super()._send(msg)
+
+
+@pytest.fixture
+def across():
+    with LocalPool(cluster="manual", lease_timeout=60, ready_timeout=READY) as pool:
+        agents = AgentThreads(pool)
+        try:
+            yield pool, agents
+        finally:
+            agents.stop_all()
+
+
+def _serves_after_a_loss(pool, agent: LossyAgent) -> str:
+    """A hello on the agent's one device is served (by a worker other than the one the
+    loss concerned, which was given up on); the worker id the loss concerned."""
+    with kernelproxy.connect(pool.address, pool.token, timeout=HELLO_WAIT) as s:
+        assert float(module_for(s).arange(5).sum()) == 10.0
+        serving = pool.door.sessions[s.id].worker.wid
+    (lost,) = agent.lost
+    assert serving != lost["w"]
+    assert pool.door.starts_given_up == 1
+    return lost["w"]
+
+
+def test_a_spare_whose_spawn_is_lost_is_replaced_and_the_hello_served(across):
+    pool, agents = across
+    agent = agents.start("alpha", ["cpu:0"], kind=LossyAgent, lose={("in", "spawn")})
+    assert agents.joined("alpha/cpu:0")
+    assert until(lambda: agent.lost, 60)   # (the spare's spawn, sent as the host joined)
+    lost = _serves_after_a_loss(pool, agent)
+    assert lost not in pool.door.hosts.workers   # (forgotten: the agent never knew it)
+
+
+def test_a_spare_whose_ready_is_lost_is_ended_replaced_and_the_hello_served(across):
+    pool, agents = across
+    agent = agents.start("alpha", ["cpu:0"], kind=LossyAgent, lose={("out", "ready")})
+    assert agents.joined("alpha/cpu:0")
+    assert until(lambda: agent.lost, 60)
+    lost = _serves_after_a_loss(pool, agent)
+    # the worker whose ready was lost was ended on its host, not left to run unused
+    assert until(lambda: lost not in agent.host.workers, 60)
+
+
+class StuckFirstWorker(FrontDoor):
+    """A real front door whose first worker hangs before its ready reaches the loop: the
+    worker is stopped (SIGSTOP) and its ready unread, as a worker stuck in CUDA's
+    initialisation would be. The worker is :attr:`stuck`."""
+
+    def __init__(self, settings) -> None:
+        super().__init__(settings)
+        self.stuck = None
+
+    def _control_message(self, worker, msg: dict) -> None:
+        if msg.get("t") == "ready" and self.stuck is None:
+            self.stuck = worker
+            os.kill(worker.process.pid, signal.SIGSTOP)
+            return
+        super()._control_message(worker, msg)
+
+
+class StuckFirstWorkerPool(LocalPool):
+    def start(self) -> "StuckFirstWorkerPool":
+        self.door = StuckFirstWorker(self.settings)
+        self._thread = threading.Thread(target=self.door.run, name="gpuwb-pool", daemon=True)
+        self._thread.start()
+        return self
+
+
+def test_a_local_worker_stuck_before_ready_is_killed_replaced_and_the_hello_served():
+    with StuckFirstWorkerPool(devices="cpu", ready_timeout=READY, lease_timeout=60) as pool:
+        assert until(lambda: pool.door.stuck is not None, 60)
+        stuck = pool.door.stuck
+        with kernelproxy.connect(pool.address, pool.token, timeout=HELLO_WAIT) as s:
+            assert float(module_for(s).arange(4).sum()) == 6.0
+            assert pool.door.sessions[s.id].worker is not stuck
+        assert pool.door.starts_given_up == 1
+        assert until(lambda: stuck.process.poll() is not None, 60)   # killed, though stopped
+        assert stuck.process.poll() == -signal.SIGKILL
