@@ -111,6 +111,8 @@ class AcrossHosts:
                     self.door.worker_spoke(item)
         for host in self.agents.silent():
             self.lost(host.name, f"its agent has said nothing for {AGENT_SILENCE:g} s")
+        for host, why in self.agents.unwritable():
+            self.lost(host.name, f"the front door cannot write to its agent ({why})")
 
     def _apply(self, news: HostDeployed | HostGone) -> None:
         if isinstance(news, HostDeployed):

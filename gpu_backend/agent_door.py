@@ -10,6 +10,14 @@ else from a peer that has not joined is dropped and counted: the socket's port i
 to the network the hosts share, and a peer that reaches it is not trusted with anything
 until it has joined. After the join, the agent's messages go to its
 :class:`~gpu_backend.remote_host.RemoteHost`.
+
+No message to an agent is dropped without a word (docs/cluster.md, "Messages lost"): the
+socket is ``ROUTER_MANDATORY``, so a send to an agent whose connection has gone raises
+(EHOSTUNREACH), as one does to an agent that has read none of :data:`QUEUE` messages
+(EAGAIN); either is counted (:attr:`AgentDoor.send_failures`), logged, and its host is
+reported (:meth:`AgentDoor.unwritable`) for the front door to drop. An agent that
+reconnects is a new peer, never the joined one: what the old connection carried may be
+lost, so its host is lost too (the agent ends as well: :mod:`gpu_backend.host_agent`).
 """
 
 from __future__ import annotations
@@ -40,6 +48,9 @@ _DEVICE = re.compile(r"(cuda|cpu):[0-9]{1,4}")
 _NAME = re.compile(r"[A-Za-z0-9_.:\[\]-]{1,100}")
 #: Messages read per wake-up at most (the loop then serves its clients too).
 READ_BATCH = 1000
+#: Messages queued for one agent at most, beyond what its connection holds: an agent that
+#: has read none of them is not reading, and its host is dropped rather than a message.
+QUEUE = 10_000
 
 
 class AgentDoor:
@@ -52,7 +63,8 @@ class AgentDoor:
         self.policy = policy
         self.sock = ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.setsockopt(zmq.ROUTER_MANDATORY, 0)   # (to a gone agent: dropped)
+        self.sock.setsockopt(zmq.ROUTER_MANDATORY, 1)   # (to a gone agent: raises)
+        self.sock.setsockopt(zmq.SNDHWM, QUEUE)
         if keys is not None:
             secure_server(self.sock, keys)
         allow_ipv6(self.sock, f"tcp://{bind_host}:0")
@@ -65,12 +77,37 @@ class AgentDoor:
         self._hosts: dict[bytes, RemoteHost] = {}
         #: messages dropped: from peers that have not joined, or malformed
         self.dropped = 0
+        #: messages that could not be sent (to a joined agent: its host is then lost)
+        self.send_failures = 0
+        #: joined agents a send failed to, and why, for :meth:`unwritable`
+        self._unwritable: dict[bytes, str] = {}
 
-    def send(self, ident: bytes, msg: dict) -> None:
+    def send(self, ident: bytes, msg: dict) -> bool:
+        """Send *msg* to the agent *ident*; False if it cannot be, which is counted, and
+        for a joined agent reported by :meth:`unwritable` (its host is to be dropped)."""
         try:
             self.sock.send_multipart([ident, packb(msg)], zmq.NOBLOCK)
-        except zmq.Again:   # an agent that stopped reading: it is lost soon (silence)
-            log.warning("an agent does not take messages; dropped a %s", msg.get("t"))
+            return True
+        except zmq.ZMQError as exc:
+            self.send_failures += 1
+            why = ("its connection has gone" if exc.errno == zmq.EHOSTUNREACH
+                   else f"it has read none of {QUEUE} messages" if exc.errno == zmq.EAGAIN
+                   else f"{exc}")
+            host = self._hosts.get(ident)
+            if host is None:   # (a refusal to a peer that has gone meanwhile)
+                log.info("could not answer a peer of the agents socket: %s", why)
+            elif ident not in self._unwritable:
+                self._unwritable[ident] = why
+                log.error("the front door cannot write to the agent of %s (%s; a %s was not "
+                          "sent): the host is lost", host.name, why, msg.get("t"))
+            return False
+
+    def unwritable(self) -> list[tuple[RemoteHost, str]]:
+        """Joined hosts whose agent a send has failed to since the last call, and why."""
+        if not self._unwritable:
+            return []
+        failed, self._unwritable = self._unwritable, {}
+        return [(self._hosts[ident], why) for ident, why in failed.items() if ident in self._hosts]
 
     def receive(self) -> Iterator[tuple[str, Any]]:
         """What the agents have sent: ``("joined", RemoteHost)`` for a host that joined,
@@ -165,6 +202,7 @@ class AgentDoor:
         """*host* has left the pool: its agent is told to stop (if it hears), and nothing
         it sends is taken any more."""
         if self._hosts.pop(host.ident, None) is not None:
+            self._unwritable.pop(host.ident, None)
             self.send(host.ident, {"t": "stop"})
 
     def close(self) -> None:

@@ -66,7 +66,9 @@ class AgentActor:
     def ping(self) -> bool:
         """True while the agent serves; raises once it has stopped (refused, or told to)."""
         if not self.thread.is_alive():
-            raise RuntimeError(f"the agent has stopped: {self.agent.refused or 'told to stop'}")
+            agent = self.agent
+            raise RuntimeError(f"the agent has stopped: "
+                               f"{agent.refused or agent.lost_door or 'told to stop'}")
         return True
 
     def stop(self) -> None:

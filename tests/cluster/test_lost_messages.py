@@ -6,10 +6,13 @@
   ``ready`` was lost, or it is stuck in its device's initialisation) is ended, counted as
   a failed start, and replaced; the hello that waited for it is served by the next one,
   long before ``HELLO_TIMEOUT``. On a single host as across hosts.
+- A front door that cannot write to an agent (its connection has gone) drops the host.
+- An agent whose connection to the front door breaks ends, with its workers.
 
 Real front doors, real host agents on threads (tests/cluster/agent_threads.py), real
 workers on NumPy devices, real sockets. A message is lost by a test's subclass of the real
-agent or front door (it drops the first message of a kind, as a broken link would). The deadlines are generous
+agent or front door (it drops the first message of a kind, as a broken link would), or by
+cutting a real TCP connection (tests/cluster/tcp_relay.py). The deadlines are generous
 for a loaded 2-core host (a NumPy worker forked from its zygote is ready in tens of
 milliseconds), and nothing here asserts a time: each wait polls for its condition.
 """
@@ -21,14 +24,18 @@ import signal
 import threading
 
 import pytest
+import zmq
 
 import kernelproxy
+from gpu_backend import agent_door
 from gpu_backend.frontdoor import HELLO_TIMEOUT, FrontDoor
 from gpu_backend.host_agent import HostAgent
 from gpu_backend.pool import LocalPool
+from gpu_backend.protocol.codec import packb, unpackb
 from kernelproxy.modules import module_for
 
 from tests.cluster.agent_threads import AgentThreads
+from tests.cluster.tcp_relay import TcpRelay
 from tests.waiting import until
 
 #: The tests' ready deadline (seconds): long beside a NumPy worker's start on a loaded host.
@@ -143,3 +150,61 @@ def test_a_local_worker_stuck_before_ready_is_killed_replaced_and_the_hello_serv
         assert pool.door.starts_given_up == 1
         assert until(lambda: stuck.process.poll() is not None, 60)   # killed, though stopped
         assert stuck.process.poll() == -signal.SIGKILL
+
+
+def test_an_agent_the_front_door_cannot_write_to_is_lost_and_its_hellos_refused(monkeypatch):
+    """A peer that joined and went away: the front door's next message to it fails (its
+    connection has gone), and the host is dropped saying so; before, that message was
+    dropped without a word, and the hello waited for a worker nobody would start."""
+    monkeypatch.setattr(agent_door, "AGENT_SILENCE", 3600.0)   # (only the failed send tells)
+    with LocalPool(cluster="manual", spare_workers=0, ready_timeout=READY,
+                   lease_timeout=60) as pool:
+        cluster = pool.door.cluster
+        cluster.deployed("ghost", "secret-of-ghost")
+        peer = zmq.Context.instance().socket(zmq.DEALER)
+        peer.setsockopt(zmq.LINGER, 0)
+        peer.connect(cluster.agents.address)
+        try:
+            peer.send(packb({"t": "join", "host": "ghost", "secret": "secret-of-ghost",
+                             "address": "127.0.0.1", "devices": ["cpu:0"], "pid": 1}))
+            assert peer.poll(60_000)
+            assert unpackb(peer.recv()) == {"t": "welcome"}
+            assert until(lambda: pool.door.devices == ["ghost/cpu:0"], 60)
+        finally:
+            peer.close()   # (gone: no leave, no more loads)
+        with pytest.raises(kernelproxy.SessionLostError,
+                           match="host ghost was lost: the front door cannot write to its agent"):
+            kernelproxy.connect(pool.address, pool.token, timeout=HELLO_WAIT)
+        assert pool.door.devices == []
+        assert cluster.agents.send_failures >= 1
+
+
+def test_an_agent_whose_connection_breaks_ends_and_its_host_is_lost(across):
+    """The TCP connection between an agent and the front door is cut: what was on its way
+    either way may be lost, so neither side goes on with it. The agent ends, and its
+    workers with it; the front door drops the host and ends its sessions; a new agent of
+    the host, deployed again, serves."""
+    pool, agents = across
+    relay = TcpRelay(pool.door.cluster.agents.port)
+    try:
+        agent = agents.start("alpha", ["cpu:0"], door=relay.address)
+        assert agents.joined("alpha/cpu:0")
+        session = kernelproxy.connect(pool.address, pool.token, timeout=HELLO_WAIT)
+        try:
+            assert float(module_for(session).ones(2).sum()) == 2.0
+            relay.cut()
+            assert until(lambda: not agents.thread("alpha").is_alive(), 60)
+            assert "connection to the front door broke" in agent.lost_door, agent.lost_door
+            assert agent.host.workers == {}   # (its workers ended with it)
+            assert until(lambda: pool.door.devices == [], 60)
+            with pytest.raises(kernelproxy.SessionLostError):
+                float(module_for(session).ones(2).sum())
+        finally:
+            session.close()
+        agents.running.pop("alpha")
+        agents.start("alpha", ["cpu:0"])   # (deployed again: a new secret, a new connection)
+        assert agents.joined("alpha/cpu:0")
+        with kernelproxy.connect(pool.address, pool.token, timeout=HELLO_WAIT) as s:
+            assert float(module_for(s).ones(3).sum()) == 3.0
+    finally:
+        relay.close()
