@@ -112,7 +112,7 @@ class AcrossHosts:
         for host in self.agents.silent():
             self.lost(host.name, f"its agent has said nothing for {AGENT_SILENCE:g} s")
         for host, why in self.agents.unwritable():
-            self.lost(host.name, f"the front door cannot write to its agent ({why})")
+            self.lost(host.name, f"its agent cannot be written to ({why})")
 
     def _apply(self, news: HostDeployed | HostGone) -> None:
         if isinstance(news, HostDeployed):

@@ -173,7 +173,7 @@ def test_an_agent_the_front_door_cannot_write_to_is_lost_and_its_hellos_refused(
         finally:
             peer.close()   # (gone: no leave, no more loads)
         with pytest.raises(kernelproxy.SessionLostError,
-                           match="host ghost was lost: the front door cannot write to its agent"):
+                           match="host ghost was lost: its agent cannot be written to"):
             kernelproxy.connect(pool.address, pool.token, timeout=HELLO_WAIT)
         assert pool.door.devices == []
         assert cluster.agents.send_failures >= 1
