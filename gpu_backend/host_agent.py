@@ -58,6 +58,9 @@ QUEUE = 10_000
 #: front door's AGENT_SILENCE) is dropped, which ends the agent (a host cut off).
 HEARTBEAT_EVERY = 1.0
 HEARTBEAT_TIMEOUT = 10.0
+#: libzmq's events for a connection whose handshake (CurveZMQ's, with a wrong key) failed
+_HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                     | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
 
 
 class HostAgent:
@@ -97,7 +100,7 @@ class HostAgent:
             secure_client(self.door, server_key)
         allow_ipv6(self.door, door)
         #: tells when the connection to the front door breaks (libzmq's socket monitor)
-        self._link = self.door.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self._link = self.door.get_monitor_socket(zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED)
         self._link.setsockopt(zmq.LINGER, 0)
         self.door.connect(door)
         self.poller.register(self.door, zmq.POLLIN)
@@ -179,7 +182,10 @@ class HostAgent:
                 event = recv_monitor_message(self._link, zmq.NOBLOCK)
             except zmq.Again:
                 return self.lost_door is not None
-            if event["event"] == zmq.EVENT_DISCONNECTED:
+            if event["event"] & _HANDSHAKE_FAILED:   # (then DISCONNECTED: this says why)
+                self._give_up_door("its connection to the front door failed its handshake "
+                                   "(not the pool's public key?)")
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
                 self._give_up_door("its connection to the front door broke (what was on "
                                    "its way may be lost)")
 

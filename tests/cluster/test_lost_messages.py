@@ -7,7 +7,8 @@
   a failed start, and replaced; the hello that waited for it is served by the next one,
   long before ``HELLO_TIMEOUT``. On a single host as across hosts.
 - A front door that cannot write to an agent (its connection has gone) drops the host.
-- An agent whose connection to the front door breaks ends, with its workers.
+- An agent whose connection to the front door breaks, or cannot be secured, ends, with
+  its workers.
 
 Real front doors, real host agents on threads (tests/cluster/agent_threads.py), real
 workers on NumPy devices, real sockets. A message is lost by a test's subclass of the real
@@ -32,14 +33,16 @@ from gpu_backend.frontdoor import HELLO_TIMEOUT, FrontDoor
 from gpu_backend.host_agent import HostAgent
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol.codec import packb, unpackb
+from gpu_backend.security import generate_keypair
 from kernelproxy.modules import module_for
 
 from tests.cluster.agent_threads import AgentThreads
 from tests.cluster.tcp_relay import TcpRelay
 from tests.waiting import until
 
-#: The tests' ready deadline (seconds): long beside a NumPy worker's start on a loaded host.
-READY = 10.0
+#: The tests' ready deadline (seconds): long beside a NumPy worker's start on a loaded host
+#: (tens of milliseconds forked from its zygote; the first waits for the zygote's imports).
+READY = 15.0
 #: How long a client's hello may take here: half the front door's HELLO_TIMEOUT, so that a
 #: hello served only by HELLO_TIMEOUT's end (what a lost ready used to cost) fails.
 HELLO_WAIT = HELLO_TIMEOUT / 2
@@ -92,7 +95,7 @@ def _serves_after_a_loss(pool, agent: LossyAgent) -> str:
         serving = pool.door.sessions[s.id].worker.wid
     (lost,) = agent.lost
     assert serving != lost["w"]
-    assert pool.door.starts_given_up == 1
+    assert pool.door.starts_given_up >= 1   # (1, unless the host is slower than READY)
     return lost["w"]
 
 
@@ -102,7 +105,7 @@ def test_a_spare_whose_spawn_is_lost_is_replaced_and_the_hello_served(across):
     assert agents.joined("alpha/cpu:0")
     assert until(lambda: agent.lost, 60)   # (the spare's spawn, sent as the host joined)
     lost = _serves_after_a_loss(pool, agent)
-    assert lost not in pool.door.hosts.workers   # (forgotten: the agent never knew it)
+    assert lost not in pool.door.hosts.get("alpha").workers   # (forgotten: the agent never knew it)
 
 
 def test_a_spare_whose_ready_is_lost_is_ended_replaced_and_the_hello_served(across):
@@ -125,7 +128,7 @@ class StuckFirstWorker(FrontDoor):
         self.stuck = None
 
     def _control_message(self, worker, msg: dict) -> None:
-        if msg.get("t") == "ready" and self.stuck is None:
+        if msg.get("t") == "ready" and self.stuck is None and not worker.given_up:
             self.stuck = worker
             os.kill(worker.process.pid, signal.SIGSTOP)
             return
@@ -147,7 +150,7 @@ def test_a_local_worker_stuck_before_ready_is_killed_replaced_and_the_hello_serv
         with kernelproxy.connect(pool.address, pool.token, timeout=HELLO_WAIT) as s:
             assert float(module_for(s).arange(4).sum()) == 6.0
             assert pool.door.sessions[s.id].worker is not stuck
-        assert pool.door.starts_given_up == 1
+        assert pool.door.starts_given_up >= 1
         assert until(lambda: stuck.process.poll() is not None, 60)   # killed, though stopped
         assert stuck.process.poll() == -signal.SIGKILL
 
@@ -208,3 +211,20 @@ def test_an_agent_whose_connection_breaks_ends_and_its_host_is_lost(across):
             assert float(module_for(s).ones(3).sum()) == 3.0
     finally:
         relay.close()
+
+
+def test_an_agent_that_cannot_secure_its_connection_ends_at_once_saying_why(tmp_path):
+    """An agent given another public key than the pool's fails CurveZMQ's handshake: it
+    ends saying so, where it used to wait for a welcome until its JOIN_TIMEOUT."""
+    key_file, _public_file, _public = generate_keypair(tmp_path / "pool.key")
+    wrong, _ = zmq.curve_keypair()
+    with LocalPool(cluster="manual", key_file=key_file, lease_timeout=60) as pool:
+        agents = AgentThreads(pool)
+        try:
+            agent = agents.start("alpha", ["cpu:0"], server_key=wrong,
+                                 key_text=key_file.read_text())
+            assert until(lambda: not agents.thread("alpha").is_alive(), 60)
+            assert "failed its handshake" in agent.lost_door, agent.lost_door
+            assert pool.door.devices == []
+        finally:
+            agents.running.pop("alpha", None)
