@@ -5,10 +5,9 @@ One ROUTER, beside the clients' socket, that every host's agent connects its DEA
 first message is a ``join`` that names its host and proves, with a secret the pool gave
 that agent when it deployed it (:attr:`AgentDoor.secrets`, which the front door's loop
 fills with what Ray's watcher reports: :mod:`gpu_backend.across_hosts`), that the pool put
-it there; a secret serves once. Anything
-else from a peer that has not joined is dropped and counted: the socket's port is open
-to the network the hosts share, and a peer that reaches it is not trusted with anything
-until it has joined. After the join, the agent's messages go to its
+it there; a secret serves once. Anything else from a peer that has not joined is dropped
+and counted: the socket's port is open to the network the hosts share, and a peer that
+reaches it is not trusted with anything until it has joined. After the join, the agent's messages go to its
 :class:`~gpu_backend.remote_host.RemoteHost`.
 
 No message to an agent is dropped without a word (docs/cluster.md, "Messages lost"): the

@@ -14,8 +14,8 @@ agent deployed with its secret; ``HostGone``: a node that left the cluster, or a
 whose ping fails, ``RayActorError``: its process or node died), through the loop's
 :class:`~gpu_backend.wake_queue.WakeQueue` (:mod:`gpu_backend.across_hosts`): the watcher
 changes none of the front door's tables itself. The loop then takes the secret, or ends
-that host's sessions. Nothing on an op's path, and
-nothing per hello, goes through Ray: a Ray actor call costs about a millisecond.
+that host's sessions. Nothing on an op's path, and nothing per hello, goes through Ray: a
+Ray actor call costs about a millisecond.
 
 Ray is an extra (``pip install 'gpu-workbench[cluster]'``), imported only here.
 """
@@ -64,7 +64,8 @@ class AgentActor:
         self.thread.start()
 
     def ping(self) -> bool:
-        """True while the agent serves; raises once it has stopped (refused, or told to)."""
+        """True while the agent serves; raises once it has stopped (refused, told to, or
+        its connection to the front door lost)."""
         if not self.thread.is_alive():
             agent = self.agent
             raise RuntimeError(f"the agent has stopped: "
