@@ -10,30 +10,52 @@ says ``SessionLostError``, and they may open a new session, which goes to anothe
 host), and hellos waiting for its workers are refused. Accounts, quotas and the usage
 log stay with the front door, so they span the hosts and outlive any of them.
 
+News of hosts comes from other threads (Ray's watcher: an agent deployed with a secret,
+a host lost) through one :class:`~gpu_backend.wake_queue.WakeQueue`, :attr:`AcrossHosts.news`,
+in the order it was put; the loop applies it (:meth:`AcrossHosts.deployed`,
+:meth:`AcrossHosts.gone` put it), so that the loop alone changes the front door's tables,
+the agents' secrets among them.
+
 ``cluster = "manual"`` opens the agents socket without Ray: agents are then started by
-whoever fills ``agents.secrets`` (benchmarks/cluster_scale.py drives the front door so).
+whoever calls :meth:`AcrossHosts.deployed` (or fills ``agents.secrets`` before the loop
+runs: benchmarks/cluster_scale.py drives the front door so).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import zmq
 
 from .agent_door import AGENT_SILENCE, AgentDoor
 from .protocol.curve import ServerKeys
-from .protocol.errors import SessionLostError
 from .remote_host import RemoteHost
 from .security import is_loopback
+from .wake_queue import WakeQueue
 
-__all__ = ["AcrossHosts", "WILDCARDS"]
+__all__ = ["AcrossHosts", "HostDeployed", "HostGone", "WILDCARDS"]
 
 log = logging.getLogger("gpu_backend.frontdoor")
 
 #: Listen hosts that are no address an agent could connect to.
 WILDCARDS = ("0.0.0.0", "*", "[::]", "::", "")
+
+
+@dataclass(frozen=True)
+class HostDeployed:
+    """News: an agent was deployed for host *name* with *secret* (its join will prove it)."""
+    name: str
+    secret: str
+
+
+@dataclass(frozen=True)
+class HostGone:
+    """News: host *name* is lost, *why* (its node left the Ray cluster, its agent died)."""
+    name: str
+    why: str
 
 
 class AcrossHosts:
@@ -46,23 +68,38 @@ class AcrossHosts:
         self.agents = AgentDoor(door.ctx, host if host not in ("", "*") else "0.0.0.0",
                                 None if host in WILDCARDS else host, keys, settings.policy)
         door.poller.register(self.agents.sock, zmq.POLLIN)
+        #: news of hosts from other threads, for the loop (HostDeployed, HostGone)
+        self.news: WakeQueue[HostDeployed | HostGone] = WakeQueue()
+        door.poller.register(self.news.fd, zmq.POLLIN)
         self.ray = None
         if settings.cluster != "manual":
             from .cluster import RayHosts   # (Ray: the cluster extra, only here)
             key_text = settings.key_file.expanduser().read_text() if settings.key_file else None
             if self.agents.address is None:   # a wildcard listen host: this node's address
                 self.agents.address = f"tcp://{RayHosts.node_address()}:{self.agents.port}"
-            self.ray = RayHosts(settings.cluster, self.agents, settings,
+            self.ray = RayHosts(settings.cluster, self.agents.address, self.news, settings,
                                 keys.public if keys is not None else None, key_text)
-            door.poller.register(self.ray.wake_fd, zmq.POLLIN)
         elif self.agents.address is None:
             self.agents.address = f"tcp://127.0.0.1:{self.agents.port}"
         if keys is None and not is_loopback(self.agents.address.split("//")[1].rsplit(":", 1)[0]):
             raise ValueError("a pool across hosts off loopback needs --key-file")
 
+    # ------------------------------------------------------------ any thread's calls
+    def deployed(self, name: str, secret: str) -> None:
+        """An agent was deployed for host *name* with *secret* (from any thread)."""
+        self.news.put(HostDeployed(name, secret))
+
+    def gone(self, name: str, why: str) -> None:
+        """Host *name* is lost, *why* (from any thread)."""
+        self.news.put(HostGone(name, why))
+
     # ------------------------------------------------------------ the loop's calls
     def on_events(self, events: dict) -> None:
         """Whatever the agents and Ray said since the last turn of the loop."""
+        if self.news.fd in events or self.agents.sock in events:
+            # the news first: a join is read only after its agent's deployment was put
+            for news in self.news.take():
+                self._apply(news)
         if self.agents.sock in events:
             for kind, item in self.agents.receive():
                 if kind == "joined":
@@ -71,38 +108,26 @@ class AcrossHosts:
                     host, why = item
                     self.lost(host.name, f"its agent ended ({why})")
                 else:
-                    self.door._on_control(item)
-        if self.ray is not None and self.ray.wake_fd in events:
-            for name, why in self.ray.lost():
-                self.lost(name, why)
+                    self.door.worker_spoke(item)
         for host in self.agents.silent():
             self.lost(host.name, f"its agent has said nothing for {AGENT_SILENCE:g} s")
+        for host, why in self.agents.unwritable():
+            self.lost(host.name, f"its agent cannot be written to ({why})")
+
+    def _apply(self, news: HostDeployed | HostGone) -> None:
+        if isinstance(news, HostDeployed):
+            self.agents.expect(news.name, news.secret)
+        else:
+            self.agents.withdraw(news.name)   # (not joined yet: it will not now)
+            self.lost(news.name, news.why)
 
     def joined(self, host: RemoteHost) -> None:
-        door = self.door
-        door.hosts.add(host.name, host)
-        door.samples.set_devices(door.devices)
-        door._keep_spares(force=True)   # (its spares start now; a hello may go there next)
+        self.door.host_joined(host)
 
     def lost(self, name: str, why: str) -> None:
-        door = self.door
-        host = door.hosts.get(name)
-        if host is None:
-            return
-        door.hosts.remove(name)
-        self.agents.forget(host)
-        host.lost()
-        reason = f"host {name} was lost: {why}"
-        for worker, _ in host.exited():
-            if worker.session is not None:
-                door._end(worker.session, reason)
-        for hello in [p for p in door.pending if p.device in host.devices]:
-            door.pending.remove(hello)
-            door._error(hello.ident, SessionLostError(f"{reason}; open the session again"))
-        for device in host.devices:
-            door.failed_starts.pop(device, None)
-        door.samples.set_devices(door.devices)
-        log.warning("%s; %d hosts remain", reason, len(door.hosts))
+        host = self.door.host_lost(name, why)
+        if host is not None:
+            self.agents.forget(host)   # (told to stop, if it still hears)
 
     def status(self) -> list[dict]:
         """One row per host (``StatusHost``)."""
@@ -118,3 +143,4 @@ class AcrossHosts:
         self.agents.close()
         if self.ray is not None:
             self.ray.close()
+        self.news.close()

@@ -9,10 +9,13 @@ gives the agent the node's ``CUDA_VISIBLE_DEVICES``; the agent then joins the fr
 by itself over ZeroMQ (:mod:`gpu_backend.host_agent`), with a secret passed here through
 Ray. Which GPU a session gets is the front door's placement, never Ray's.
 
-A node that leaves the cluster, or an agent whose ping fails (``RayActorError``: its
-process or node died), is reported to the front door's loop (:meth:`RayHosts.lost`,
-woken through a pipe), which ends that host's sessions. Nothing on an op's path, and
-nothing per hello, goes through Ray: a Ray actor call costs about a millisecond.
+What the watcher learns goes to the front door's loop as news (``HostDeployed``: an
+agent deployed with its secret; ``HostGone``: a node that left the cluster, or an agent
+whose ping fails, ``RayActorError``: its process or node died), through the loop's
+:class:`~gpu_backend.wake_queue.WakeQueue` (:mod:`gpu_backend.across_hosts`): the watcher
+changes none of the front door's tables itself. The loop then takes the secret, or ends
+that host's sessions. Nothing on an op's path, and nothing per hello, goes through Ray: a
+Ray actor call costs about a millisecond.
 
 Ray is an extra (``pip install 'gpu-workbench[cluster]'``), imported only here.
 """
@@ -24,6 +27,7 @@ import secrets
 import threading
 from typing import Any
 
+from .across_hosts import HostDeployed, HostGone
 from .config import PoolSettings
 from .wake_queue import WakeQueue
 
@@ -60,9 +64,12 @@ class AgentActor:
         self.thread.start()
 
     def ping(self) -> bool:
-        """True while the agent serves; raises once it has stopped (refused, or told to)."""
+        """True while the agent serves; raises once it has stopped (refused, told to, or
+        its connection to the front door lost)."""
         if not self.thread.is_alive():
-            raise RuntimeError(f"the agent has stopped: {self.agent.refused or 'told to stop'}")
+            agent = self.agent
+            raise RuntimeError(f"the agent has stopped: "
+                               f"{agent.refused or agent.lost_door or 'told to stop'}")
         return True
 
     def stop(self) -> None:
@@ -71,24 +78,24 @@ class AgentActor:
 
 
 class RayHosts:
-    """Deploy agents on the Ray cluster at *address* for the front door whose agents
-    socket is *agent_door* (its ``address`` and ``secrets``)."""
+    """Deploy agents on the Ray cluster at *address* that join the front door's agents
+    socket at *agents_address*; tell the front door's loop, through *news*, each agent
+    deployed and each host lost."""
 
-    def __init__(self, address: str, agent_door: Any, settings: PoolSettings,
-                 server_key: bytes | None, key_text: str | None) -> None:
+    def __init__(self, address: str, agents_address: str, news: WakeQueue,
+                 settings: PoolSettings, server_key: bytes | None, key_text: str | None) -> None:
         import ray
         self._ray = ray
         ray.init(address=address, namespace="gpu-workbench", log_to_driver=False,
                  logging_level=logging.WARNING)
-        self._door = agent_door
+        self._agents_address = agents_address
+        #: HostDeployed and HostGone, for the front door's loop (it polls the queue's fd)
+        self._news = news
         self._agent_args = (server_key, key_text,
                             {k: getattr(settings, k) for k in AGENT_SETTINGS},
                             settings.cluster_devices == "numpy")
         self._agents: dict[str, tuple[str, Any]] = {}   # node id -> (host name, actor)
         self._failed: set[str] = set()                  # nodes whose agent could not start
-        #: (host name, why) of each host lost, for the front door's loop, which polls its fd
-        self._lost: WakeQueue[tuple[str, str]] = WakeQueue()
-        self.wake_fd = self._lost.fd
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="gpuwb-ray-watch", daemon=True)
         self._thread.start()
@@ -100,10 +107,6 @@ class RayHosts:
         return ray.util.get_node_ip_address()
 
     # ------------------------------------------------------------ the front door's calls
-    def lost(self) -> list[tuple[str, str]]:
-        """(host name, why) of each host lost since the last call."""
-        return self._lost.take()
-
     def close(self) -> None:
         """Stop watching; the agents end (Ray ends a driver's actors as it leaves)."""
         self._stop.set()
@@ -114,7 +117,6 @@ class RayHosts:
             except Exception:   # (already gone)
                 pass
         self._ray.shutdown()
-        self._lost.close()
 
     # ------------------------------------------------------------ the watcher
     def _watch(self) -> None:
@@ -156,22 +158,22 @@ class RayHosts:
             k += 1
             name = f"{base}-{k}"
         secret = secrets.token_urlsafe(24)
-        self._door.secrets[name] = secret
+        # (put before the actor exists: the loop reads its join only after this news)
+        self._news.put(HostDeployed(name, secret))
         server_key, key_text, settings, numpy = self._agent_args
         actor = self._ray.remote(AgentActor).options(
             num_cpus=0, num_gpus=gpus, max_restarts=0, max_concurrency=4,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-        ).remote(self._door.address, name, secret, server_key, key_text, settings, numpy)
+        ).remote(self._agents_address, name, secret, server_key, key_text, settings, numpy)
         self._agents[node_id] = (name, actor)
         log.info("deployed the agent of host %s (node %s, %d GPUs)", name, node_id[:12], gpus)
 
     def _report(self, node_id: str, why: str) -> None:
         name, actor = self._agents.pop(node_id)
-        self._door.secrets.pop(name, None)
         self._failed.add(node_id)   # (a node that comes back gets a new id from Ray)
         try:
             self._ray.kill(actor)
         except Exception:
             pass
         log.warning("host %s lost: %s", name, why)
-        self._lost.put((name, why))
+        self._news.put(HostGone(name, why))   # (the loop withdraws its secret, ends its sessions)

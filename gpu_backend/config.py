@@ -46,6 +46,10 @@ class PoolSettings(BaseSettings):
     memory_limit: int = Field(4 << 30, ge=1 << 20, description="bytes of device memory per session")
     lease_timeout: float = Field(60.0, gt=0, description="seconds without heartbeat before a session ends")
     spare_workers: int = Field(1, ge=0, le=8, description="warm workers kept ready per device")
+    ready_timeout: float = Field(60.0, gt=0, le=3600, description="seconds a new worker may "
+                                 "take to say it is ready (its device opened: a CUDA context, "
+                                 "about 1.6 s on an idle H100) before it is ended, counted as a "
+                                 "failed start, and replaced")
     worker_zygote: bool = Field(True, description="fork workers from a process with their "
                                 "imports done (off: each starts as a new Python process)")
     max_sessions_per_device: int = Field(64, ge=1)

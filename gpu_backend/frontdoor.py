@@ -60,6 +60,8 @@ HELLO_TIMEOUT = 120.0
 MAX_FAILED_STARTS = 3
 #: The longest between two passes that start missing spares, when nothing changed (seconds).
 SPARES_EVERY = 0.25
+#: How often spares are looked at for a ``ready`` overdue (``ready_timeout``; seconds).
+STARTS_EVERY = 1.0
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
 #: The figures of a worker's usage report (protocol.messages.ControlUsage; docs/fair-share.md,
@@ -127,7 +129,11 @@ class FrontDoor:
         #: requests waiting for memory the user's other sessions hand back (reclaims.py)
         self.reclaims = Reclaims()
         self._stop = threading.Event()
+        #: per device, workers in a row that ended, or were given up on, before ready
         self.failed_starts: dict[str, int] = {}
+        #: spares given up on since the pool started: not ready within ready_timeout
+        self.starts_given_up = 0
+        self._starts_at = 0.0
         #: whether the hosts' workers changed since the last spares pass, and when the
         #: next pass is due anyway (_keep_spares)
         self._spares_changed, self._spares_at = True, 0.0
@@ -177,6 +183,27 @@ class FrontDoor:
             return max(self.settings.spare_workers, queued.get(device, 0))
         self.hosts.keep_spares(wanted)
 
+    def _expire_starts(self) -> None:
+        """Spares that have not said ``ready`` within ``ready_timeout``: a ``spawn`` or a
+        ``ready`` lost on its way, a worker stuck in its device's initialisation. Each is
+        ended, counted as a failed start, and replaced at once (it is no spare any more),
+        so that a hello waiting for it is served by the next one."""
+        now = time.monotonic()
+        if now < self._starts_at:
+            return
+        self._starts_at = now + STARTS_EVERY
+        timeout = self.settings.ready_timeout
+        for worker in self.hosts.late_starts(now - timeout):
+            self.starts_given_up += 1
+            self._failed_start(worker.device)
+            log.error("worker %s for %s did not say ready within %g s: ended, counted as a "
+                      "failed start, replaced", worker.wid, worker.device, timeout)
+            self.hosts.give_up(worker)
+            self._spares_changed = True
+
+    def _failed_start(self, device: str) -> None:
+        self.failed_starts[device] = self.failed_starts.get(device, 0) + 1
+
     def _on_control(self, worker: Worker) -> None:
         """Every message *worker* has sent; its channel's end means the worker is ending."""
         host = self.hosts.of(worker.device)
@@ -194,7 +221,9 @@ class FrontDoor:
 
     def _control_message(self, worker: Worker, msg: dict) -> None:
         kind = msg.get("t")
-        if kind == "ready":
+        if kind == "ready" and worker.given_up:   # (too late: it is being ended)
+            worker.end()
+        elif kind == "ready":
             worker.port = int(msg["port"])
             worker.ipc = msg.get("ipc") if isinstance(msg.get("ipc"), str) else None
             worker.info = msg.get("info") or {}
@@ -227,8 +256,8 @@ class FrontDoor:
             self._on_control(worker)   # its last reports first (usage, why it ended)
             if worker.session is not None:
                 self._end(worker.session, worker.session.usage.get("reason") or f"worker exited ({code})")
-            elif worker.port is None:
-                self.failed_starts[worker.device] = self.failed_starts.get(worker.device, 0) + 1
+            elif worker.port is None and not worker.given_up:   # (given up on: counted then)
+                self._failed_start(worker.device)
                 log.error("worker for %s exited (code %s) before it was ready", worker.device, code)
 
     def _end(self, session: Session, reason: str) -> None:
@@ -246,6 +275,41 @@ class FrontDoor:
         and stop its worker."""
         self._end(session, reason)
         session.worker.end()
+
+    # ------------------------------------------------------------ hosts joining and leaving
+    # (a pool across hosts: across_hosts.py calls these from the loop, as its agents and
+    # Ray's watcher report; the tables they change stay the front door's)
+    def host_joined(self, host: Any) -> None:
+        """*host* (a RemoteHost whose agent has joined) serves from now on: its devices
+        take sessions once its spares, started now, are ready."""
+        self.hosts.add(host.name, host)
+        self.samples.set_devices(self.devices)
+        self._keep_spares(force=True)
+
+    def host_lost(self, name: str, why: str) -> Any | None:
+        """Host *name* has left the pool, *why*: its sessions end and the hellos waiting for
+        its workers are refused, saying so. The host removed (None: no host of that name)."""
+        host = self.hosts.get(name)
+        if host is None:
+            return None
+        self.hosts.remove(name)
+        host.lost()
+        reason = f"host {name} was lost: {why}"
+        for worker, _ in host.exited():
+            if worker.session is not None:
+                self._end(worker.session, reason)
+        for hello in [p for p in self.pending if p.device in host.devices]:
+            self.pending.remove(hello)
+            self._error(hello.ident, SessionLostError(f"{reason}; open the session again"))
+        for device in host.devices:
+            self.failed_starts.pop(device, None)
+        self.samples.set_devices(self.devices)
+        log.warning("%s; %d hosts remain", reason, len(self.hosts))
+        return host
+
+    def worker_spoke(self, worker: Worker) -> None:
+        """A worker of another host has news (its agent relayed it): read as a local one's."""
+        self._on_control(worker)
 
     # ------------------------------------------------------------ clients
     def _reply(self, ident: bytes, msg: dict) -> None:
@@ -533,6 +597,7 @@ class FrontDoor:
                 if self.auth.wake_fd in events:
                     self._on_signed_in()
                 self._reap()
+                self._expire_starts()
                 self._expire_leases()
                 self._reload_users()
                 self._serve_pending()

@@ -13,6 +13,14 @@ It runs in a thread of whatever process holds it: a Ray actor on its node
 (:mod:`gpu_backend.cluster`), or any process given the front door's agents address and
 the secret the front door expects. A worker's ops never pass through it: clients talk to
 their worker directly, at the host's :attr:`address`.
+
+Nothing it sends may vanish unnoticed (docs/cluster.md, "Messages lost"). Over one
+connection ZeroMQ loses nothing, so the agent ends, with its workers, as soon as either
+could have happened: its connection to the front door broke (a reconnection would be a
+peer the front door does not know, and what was on its way is gone; ZMTP heartbeats tell
+a connection whose far end went silent), or its queue to the front door is full (a front
+door that has read none of :data:`QUEUE` messages). The front door, which loses the host
+then too, ends the host's sessions saying why.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import time
 from pathlib import Path
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from .config import PoolSettings
 from .protocol.addresses import allow_ipv6
@@ -41,6 +50,17 @@ log = logging.getLogger("gpu_backend.agent")
 LOAD_EVERY = 0.5
 #: How long the agent waits for the front door's welcome before it gives up (seconds).
 JOIN_TIMEOUT = 60.0
+#: Messages queued for the front door at most, beyond what the connection holds; a send
+#: that finds them all unread ends the agent rather than drop one.
+QUEUE = 10_000
+#: ZMTP heartbeats on the connection to the front door (seconds): one is sent every
+#: HEARTBEAT_EVERY, and a connection that carries nothing back for HEARTBEAT_TIMEOUT (the
+#: front door's AGENT_SILENCE) is dropped, which ends the agent (a host cut off).
+HEARTBEAT_EVERY = 1.0
+HEARTBEAT_TIMEOUT = 10.0
+#: libzmq's events for a connection whose handshake (CurveZMQ's, with a wrong key) failed
+_HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                     | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
 
 
 class HostAgent:
@@ -73,14 +93,26 @@ class HostAgent:
                                bind_host=address, key_file=key_file)
         self.door = self.ctx.socket(zmq.DEALER)
         self.door.setsockopt(zmq.LINGER, 1000)
+        self.door.setsockopt(zmq.SNDHWM, QUEUE)
+        self.door.setsockopt(zmq.HEARTBEAT_IVL, int(HEARTBEAT_EVERY * 1000))
+        self.door.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(HEARTBEAT_TIMEOUT * 1000))
         if server_key is not None:
             secure_client(self.door, server_key)
         allow_ipv6(self.door, door)
+        #: tells when the connection to the front door breaks (libzmq's socket monitor)
+        self._link = self.door.get_monitor_socket(zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED)
+        self._link.setsockopt(zmq.LINGER, 0)
         self.door.connect(door)
         self.poller.register(self.door, zmq.POLLIN)
+        self.poller.register(self._link, zmq.POLLIN)
         self.welcomed = threading.Event()
         #: why the front door refused this agent, if it did
         self.refused: str | None = None
+        #: why this agent gave its front door up (its connection broke, or it stopped
+        #: taking messages), if it did; the agent then ends
+        self.lost_door: str | None = None
+        #: messages that could not be sent to the front door (at most one: the agent ends)
+        self.send_failures = 0
 
     # ------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -91,8 +123,10 @@ class HostAgent:
         next_load = 0.0
         told_to_stop = False
         try:
-            while not self._stop.is_set():
+            while not self._stop.is_set() and self.lost_door is None:
                 events = dict(self.poller.poll(100))
+                if self._link in events and self._link_broke():
+                    break
                 if self.door in events and not self._from_door():
                     told_to_stop = True
                     return
@@ -118,20 +152,47 @@ class HostAgent:
             log.exception("host %s: the agent's loop failed", self.name)
             self.refused = self.refused or f"the agent's loop failed: {exc!r:.200}"
             raise
-        finally:
-            self._close(None if told_to_stop else (self.refused or "stopped on its host"))
+        finally:   # (told to stop, or no front door to tell: no leave)
+            self._close(None if told_to_stop or self.lost_door is not None
+                        else (self.refused or "stopped on its host"))
 
     def stop(self) -> None:
         """End the loop (from any thread)."""
         self._stop.set()
 
     # ------------------------------------------------------------ both ways
-    def _send(self, msg: dict) -> None:
+    def _send(self, msg: dict) -> bool:
+        """Queue *msg* for the front door; False if it cannot be: the front door has read
+        none of the last :data:`QUEUE`, or was given up already. The agent then ends."""
+        if self.lost_door is not None:
+            return False
         try:
             self.door.send(packb(msg), zmq.NOBLOCK)
-        except zmq.Again:   # not connected yet, or the front door stopped reading
-            log.warning("host %s: the front door does not take messages; dropped a %s",
-                        self.name, msg.get("t"))
+            return True
+        except zmq.Again:
+            self.send_failures += 1
+            self._give_up_door(f"the front door took none of its last {QUEUE} messages "
+                               f"(a {msg.get('t')} could not be sent)")
+            return False
+
+    def _link_broke(self) -> bool:
+        """Whether the socket monitor told of a broken connection to the front door."""
+        while True:
+            try:
+                event = recv_monitor_message(self._link, zmq.NOBLOCK)
+            except zmq.Again:
+                return self.lost_door is not None
+            if event["event"] & _HANDSHAKE_FAILED:   # (then DISCONNECTED: this says why)
+                self._give_up_door("its connection to the front door failed its handshake "
+                                   "(not the pool's public key?)")
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self._give_up_door("its connection to the front door broke (what was on "
+                                   "its way may be lost)")
+
+    def _give_up_door(self, why: str) -> None:
+        if self.lost_door is None:
+            self.lost_door = why
+            log.error("host %s: %s: the agent ends, and its workers", self.name, why)
 
     def _relay(self, worker) -> None:
         for msg in self.host.messages(worker):
@@ -211,6 +272,8 @@ class HostAgent:
                 self._send({"t": "exited", "w": worker.wid, "code": code})
         finally:
             self.host.close()
-            self.door.close()
+            self.door.disable_monitor()
+            self._link.close()
+            self.door.close(0 if self.lost_door is not None else None)
             self.ctx.term()
             remove_run_dir(self._key_dir)

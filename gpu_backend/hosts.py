@@ -29,17 +29,29 @@ class HostWorkers:
 
     def spares(self, device: str) -> list[Any]:
         """*device*'s workers without a session (ready or still starting)."""
-        return [w for w in self.workers.values() if w.device == device and w.session is None]
+        return [w for w in self.workers.values()
+                if w.device == device and w.session is None and not w.given_up]
 
     def keep_spares(self, wanted: Callable[[str], int]) -> None:
         """Start workers until each device has *wanted(device)* spares."""
         have = dict.fromkeys(self.devices, 0)
         for worker in self.workers.values():   # (one pass: the front door calls this often)
-            if worker.session is None and worker.device in have:
+            if worker.session is None and not worker.given_up and worker.device in have:
                 have[worker.device] += 1
         for device in self.devices:
             for _ in range(wanted(device) - have[device]):
                 self.spawn(device)
+
+    def late_starts(self, before: float) -> list[Any]:
+        """Spares started before *before* (``time.monotonic``) that have not said ready."""
+        return [w for w in self.workers.values() if w.port is None and w.session is None
+                and not w.given_up and w.started < before]
+
+    def give_up(self, worker: Any) -> None:
+        """Stop waiting for *worker*'s ready: it is ended, and no spare any more (its
+        process is collected as any other's, by ``exited``)."""
+        worker.given_up = True
+        worker.end()
 
 
 class Hosts:
@@ -98,6 +110,15 @@ class Hosts:
     def keep_spares(self, wanted: Callable[[str], int]) -> None:
         for host in self:
             host.keep_spares(wanted)
+
+    def late_starts(self, before: float) -> list[Any]:
+        """Every host's spares started before *before* that have not said ready."""
+        return [w for host in self for w in host.late_starts(before)]
+
+    def give_up(self, worker: Any) -> None:
+        host = self._by_device.get(worker.device)
+        if host is not None:
+            host.give_up(worker)
 
     def exited(self) -> Iterator[tuple[Any, int]]:
         """Workers whose process has exited on any host (see WorkerHost.exited)."""

@@ -61,6 +61,9 @@ class Worker:
     started: float = field(default_factory=time.monotonic)
     #: the worker's identity at the arbiter: a secret it sent with ``ready``
     lease_id: str = ""
+    #: the pool gave up waiting for its ``ready`` (ready_timeout): it is being ended, is no
+    #: spare, and its exit is no second failed start
+    given_up: bool = False
 
     def tell(self, msg: dict) -> bool:
         """Send *msg* over the control channel; whether it went. A worker that has stopped

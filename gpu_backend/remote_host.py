@@ -175,6 +175,14 @@ class RemoteHost(HostWorkers):
             self.workers.pop(worker.wid, None)
             self._inbox.pop(worker.wid, None)
 
+    def give_up(self, worker: Worker) -> None:
+        """Stop waiting for *worker*'s ready: the agent is told to end it, and it is
+        forgotten here at once (its spawn may never have reached the agent, which would
+        then never say it exited; what it says from now on is ignored)."""
+        super().give_up(worker)
+        self.workers.pop(worker.wid, None)
+        self._inbox.pop(worker.wid, None)
+
     def lost(self, code: int = -1) -> None:
         """The host is gone: every worker of it counts as exited with *code*."""
         for worker in self.workers.values():

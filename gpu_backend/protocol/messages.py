@@ -731,7 +731,8 @@ class AgentExited(TypedDict):
 
 
 class AgentSpawn(TypedDict):
-    """front door → agent: start a worker for one of the host's devices."""
+    """front door → agent: start a worker for one of the host's devices (one whose ``ready``
+    has not come within the pool's ``ready_timeout`` is ended, ``end``, and replaced)."""
     t: Annotated[Literal["spawn"], "the message type"]
     w: Annotated[str, "the worker's id, chosen by the front door"]
     device: Annotated[str, "the device as the host names it"]
@@ -809,7 +810,9 @@ CHANNELS: dict[str, str] = {
     HOST_AGENT: "A host agent's DEALER → the front door's agents ROUTER (a multi-host pool, "
                 "docs/cluster.md; CurveZMQ with the pool's key where it has one): one msgpack map "
                 "a frame each way. The agent relays its workers' control channels, tagged by "
-                "worker id.",
+                "worker id. Nothing is resent: a message that cannot be sent, or a "
+                "connection that breaks, ends the agent and loses its host (docs/cluster.md, "
+                "\"Messages lost\").",
     ARBITER: "A worker's DEALER ↔ the pool's arbiter thread (`ipc://` in the pool's run "
              "directory; the worker's identity is its `lease` secret), under the `fair` and "
              "`fifo` policies (docs/fair-share.md).",
