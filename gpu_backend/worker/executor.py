@@ -22,16 +22,16 @@ from ..devices import Device
 from ..protocol import api, codec
 from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
+from .batch_results import BatchResults
 from .cuda_calls import run_cuda_call
 from .error_text import asked_of, message_of, refusal
 from .grants import out_of_memory_text
-from .graph_replay import GraphReplayer
 from .handles import HandleTable
 from .objects import run_object_call
 from .pacing import Pacer
 from .phases import NO_PHASES, PhaseRecorder
-from .replays import evict_graphs, free_replay, keep_stretch, run_replay
-from .result_meta import add_metas, array_meta, is_bunch, pack_metas
+from .replays import StretchReplay
+from .result_meta import array_meta, is_bunch, pack_metas
 from .splitting import Interrupted, Splitter
 from .stretches import StretchBook
 
@@ -42,7 +42,7 @@ _FUNCTION = m.KIND_FUNCTION
 #: Functions the device checks before running (a creation call that may not fit).
 _CHECKED_CREATION = api.CREATION_WITH_SHAPE
 #: Ops tried once more after an out-of-memory error that dropping held graphs may cure
-#: (the ones ``_call`` runs: they allocate, then launch)
+#: (the ones :meth:`Executor.call` runs: they allocate, then launch)
 _RETRIED = frozenset((m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION, m.KIND_ATTRIBUTE))
 #: Between ops that take longer than this, the worker looks for a cancel request.
 CANCEL_CHECK_SECONDS = 0.005
@@ -66,6 +66,15 @@ def library_module(filename: str) -> str | None:
 
 
 class Executor:
+    """A session's ops, run on its device batch by batch (the module's doc).
+
+    What stretch replay (worker/replays.py, worker/graph_replay.py) uses of it, and nothing
+    else: :meth:`run_records` (records run as a batch's are), :meth:`call` (one op's
+    general dispatch), :meth:`record_error` and :meth:`poison` (an op's error, as the op
+    loop reports it), :attr:`seq` (the op its warnings name), and the public fields
+    ``device``, ``table`` and ``pacer``. A batch's results are one :class:`BatchResults`,
+    made by :meth:`run_batch` and handed to whatever runs its ops."""
+
     def __init__(self, device: Device, table: HandleTable) -> None:
         self.device = device
         self.table = table
@@ -78,7 +87,9 @@ class Executor:
         self.ops_run = 0
         self.op_errors = 0   # ops that raised (their errors went to the client)
         self.op_ooms = 0     # of them, out of device memory (the Lab's out-of-memory state)
-        self._seq: Any = None
+        #: the op running now: its warnings name it, and so does a fault the batch's
+        #: closing synchronize finds (set by whatever runs the op, replay's eager ops too)
+        self.seq: Any = None
         self._warnings: list[list] = []
         self._hook = codec.ext_hook_for(table.get, table.view_at)
         #: set by the socket loop: ``receive_chunk(seq, index)`` returns the next
@@ -102,15 +113,15 @@ class Executor:
         self.phases: PhaseRecorder = NO_PHASES
         self._is_array = device.is_array
         self._as_array = device.as_array
-        #: the stretches the client offered (worker/stretches.py), and the graphs that replay
-        #: them where the device has graph tools (worker/graph_replay.py)
+        #: the stretches the client offered (worker/stretches.py), and their replay
+        #: (worker/replays.py), through graphs where the device has graph tools
         self.stretches = StretchBook()
-        self.graphs: GraphReplayer | None = GraphReplayer(self) if device.graph_tools else None
+        self.replay = StretchReplay(self, self.stretches)
         warnings.showwarning = self._capture_warning
         warnings.simplefilter("always")  # the client's own filters decide what the user sees
 
     def _capture_warning(self, message, category, filename, lineno, file=None, line=None):
-        entry = [self._seq, warning_name(category), str(message)]
+        entry = [self.seq, warning_name(category), str(message)]
         module = library_module(filename)
         if module:
             entry.append(module)
@@ -135,17 +146,14 @@ class Executor:
     def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list,
                   cancelled: bool = False) -> tuple[dict, list]:
         """Execute one batch; returns the reply header and its payload frames."""
+        replay = self.replay
         if "D" in header:   # stretches the client let go (a malformed list fails the batch)
-            self.stretches.drop(header["D"])
+            replay.drop(header["D"])
         resume = header.get("r")
         if self.poisoned_at is not None and type(resume) is int and resume >= self.poisoned_at:
             self.poisoned_at = None
         count = header.get("n", 0)
-        metas: list = []
-        fresh: dict = {}   # array results of the inline path, their metadata due at the end
-        values: list = []
-        downloads: list = []
-        out_frames: list = []
+        results = BatchResults()
         error = None
         executed = 0
         timer = self.device.start_timer() if header.get("g") else None
@@ -154,43 +162,39 @@ class Executor:
             cancelled = True   # cancelled (or orphaned) while waiting for the device
         phases = self.phases
         phases.mark("begun")   # the pacer's begin_batch (and the lease, if any)
-        replay = header.get("T")
+        entry = header.get("T")
         held = None
-        rerun = True   # (a replay the worker skipped, cancelled, did not run from its graphs)
+        graphed = False   # (a replay the worker skipped, cancelled or re-ran from its records)
         if self.poisoned_at is None and not cancelled:
-            if replay is not None:
-                graphed = self.stretches.graphed
-                executed, error, cancelled = run_replay(self, replay, iter(payload), metas, fresh,
-                                                        values, downloads, out_frames)
-                rerun = self.stretches.graphed == graphed
+            if entry is not None:
+                executed, error, cancelled, graphed = replay.run(entry, iter(payload), results)
             else:   # (a batch that split an op is not held: its graph would run the op whole)
                 touched = self.splitter.touched if self.splitter is not None else 0
-                executed, error, cancelled = self._run_ops(ops, iter(payload), metas, fresh, values,
-                                                           downloads, out_frames)
+                executed, error, cancelled = self._run_ops(ops, iter(payload), results)
                 offered = header.get("O")
                 if offered is not None and error is None and not cancelled and executed == count \
                         and (self.splitter is None or self.splitter.touched == touched):
-                    held = keep_stretch(self, offered, executed)
-            if fresh:
-                add_metas(metas, fresh, self.table.arrays)
+                    held = replay.keep(offered, self._batch, executed)
+            self.ops_run += executed
+            results.finish(self.table.arrays)
             self._ended = executed
             phases.mark("ops")
             if header.get("y") and error is None:
                 try:
                     self.device.synchronize()
                 except Exception as exc:  # an asynchronous fault of an op in this batch
-                    self.poisoned_at = self._seq
-                    error = self._error(self._seq, exc)
+                    self.poison(self.seq)
+                    error = self.record_error(self.seq, exc)
             self.pacer.ended = perf_counter()   # the device waits for the host from here
-        elif replay is not None:
-            free_replay(self, replay)
+        elif entry is not None:
+            replay.skip(entry)
         else:
             self._free_only(ops)
         reply = {
             "b": header.get("b"),
-            "m": pack_metas(metas),
-            "v": values,
-            "d": downloads,
+            "m": pack_metas(results.metas),
+            "v": results.values,
+            "d": results.downloads,
             "e": error,
             "w": self._warnings,
             "x": executed,
@@ -200,14 +204,24 @@ class Executor:
             reply["c"] = 1
         if held is not None:
             reply["h"] = held
-        if replay is not None and rerun:
+        if entry is not None and not graphed:
             reply["f"] = 1
         if timer is not None and error is None:
             reply["g"] = self.device.stop_timer(timer)
         if self.fatal:
             reply["z"] = f"a device fault ({self.fatal})"
         self._warnings = []
-        return reply, out_frames
+        return reply, results.out_frames
+
+    def run_records(self, body: bytes, payload: Iterator, results: BatchResults) -> tuple:
+        """Run *body*, op and free records with no header (a held stretch's, rebuilt as the
+        client would have sent them), exactly as a batch's records run; returns (ops run,
+        the error entry or None, cancelled)."""
+        self._batch = body
+        unpacker = msgpack.Unpacker(ext_hook=self._hook, max_buffer_size=max(len(body), 1 << 16),
+                                    **codec.UNPACK_OPTIONS)
+        unpacker.feed(body)
+        return self._run_ops(unpacker, payload, results)
 
     def after_reply(self) -> None:
         """The batch's bookkeeping that its reply need not wait for, done once the reply is
@@ -222,7 +236,7 @@ class Executor:
         if used > self.peak_memory:
             self.peak_memory = used
 
-    def _run_ops(self, unpacker, payload: Iterator, metas, fresh, values, downloads, out_frames):
+    def _run_ops(self, unpacker, payload: Iterator, results: BatchResults):
         """Run the batch's records in order; returns (ops run, error entry, cancelled).
         The common op's array result goes into *fresh* (handle -> array): its metadata is
         taken at the end of the batch, and only if the client still holds it then."""
@@ -237,6 +251,7 @@ class Executor:
         array_type = self.device.array_type
         put, free = self.table.put, self.table.free
         splitter = self.splitter
+        fresh = results.fresh
         while True:   # (entered again after an op retried past an out-of-memory error)
             try:
                 while True:
@@ -256,7 +271,7 @@ class Executor:
                     if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
                         raise ProtocolError("malformed op record")
                     seq, kind, want, out, name = head
-                    self._seq = seq
+                    self.seq = seq
                     try:
                         body = unpack()  # resolves handles now, after the ops before it ran
                     except msgpack.OutOfData:
@@ -294,14 +309,14 @@ class Executor:
                             else:   # perhaps long: perhaps in pieces (worker/splitting.py)
                                 result = splitter.run(kind, name, fn, call_args, kwargs, executed)
                         else:
-                            result = self._call(kind, name, target, args, kwargs)
+                            result = self.call(kind, name, target, args, kwargs)
                         if type(result) is array_type:
                             put(out, result)
                             fresh[out] = result
                         else:
-                            self._store(seq, want, out, result, metas, values)
+                            self._store(seq, want, out, result, results)
                     elif kind == m.KIND_DOWNLOAD:
-                        self._download(seq, target, downloads, out_frames)
+                        self._download(seq, target, results)
                     else:
                         if want == _OBJECT and kind != m.KIND_OBJECT:   # only objects' methods
                             raise NotAllowedError("only a remote object's method makes a new object")
@@ -316,8 +331,8 @@ class Executor:
                         elif kind == m.KIND_OBJECT:
                             result = run_object_call(self, name, target, out, args, kwargs, want)
                         else:
-                            result = self._call(kind, name, target, args, kwargs)
-                        self._store(seq, want, out, result, metas, values)
+                            result = self.call(kind, name, target, args, kwargs)
+                        self._store(seq, want, out, result, results)
                     executed += 1
                     countdown -= 1
                     if not countdown:  # mark device progress, pace, hand the device over if due
@@ -326,21 +341,19 @@ class Executor:
                     if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)
                                          and self.cancelled()):
                         self._free_only(unpacker)  # the rest of the batch is not run; its frees are
-                        self.ops_run += executed
                         return executed, None, True
                     checked = now
             except Interrupted:   # cancelled between two pieces of a split op: not run
                 self._free_only(unpacker)
-                self.ops_run += executed
                 return executed, None, True
             except Exception as exc:  # the op's own error, reported to the client
                 # out of memory beside held graphs, now dropped: the op once more, then on
                 # with the batch (a malformed record's kind may be any value: a str first)
                 if seq is not None and type(kind) is str and kind in _RETRIED \
-                        and evict_graphs(self, exc):
+                        and self.replay.drop_graphs_for(exc):
                     try:
-                        self._store(seq, want, out, self._call(kind, name, target, args, kwargs),
-                                    metas, values)
+                        self._store(seq, want, out, self.call(kind, name, target, args, kwargs),
+                                    results)
                     except Exception as again:
                         exc = again
                     else:
@@ -350,21 +363,26 @@ class Executor:
                             countdown = pace(executed, self.cancelled)
                             if not countdown:   # interrupted while waiting for the device
                                 self._free_only(unpacker)
-                                self.ops_run += executed
                                 return executed, None, True
                         checked = perf_counter()
                         continue
                 if seq is not None:  # an error that names no op cannot be acknowledged: no poison
-                    self.poisoned_at = seq
+                    self.poison(seq)
                     self._free_rest(at)
-                self.ops_run += executed   # the ops of the batch before the failing one ran
-                return executed, self._error(seq, exc), False
+                return executed, self.record_error(seq, exc), False
             break
-        self.ops_run += executed
         return executed, None, False
 
-    def _error(self, seq: Any, exc: BaseException) -> list:
-        """The reply's error entry; a CUDA fault that broke the context ends the session.
+    def poison(self, seq: int) -> None:
+        """Op *seq* failed: it and every op after it are skipped, as a local program would
+        never have run them, until the client, having raised the error, acknowledges it
+        (a batch whose ``r`` is *seq* or later)."""
+        self.poisoned_at = seq
+
+    def record_error(self, seq: Any, exc: BaseException) -> list:
+        """The reply's error entry for *exc*, raised by op *seq* (None: by no op, a malformed
+        batch), counted in the session's figures; a CUDA fault that broke the context ends
+        the session.
         The session's cuFFT callback blocks are left: the ops after a failed one are not
         run until the client has the error, and a block's exit may be among them."""
         self.device.leave_fft_callbacks()
@@ -396,7 +414,7 @@ class Executor:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""
         return {"memory_used": self.device.memory_used(), "memory_limit": self.memory_limit,
                 "arrays": len(self.table), "ops": self.ops_run, "device": self.device.info(),
-                "stretches": self.stretches.figures(),
+                "stretches": self.replay.figures(),
                 "split": self.splitter.figures() if self.splitter is not None else None}
 
     def pool_limit(self) -> int | None:
@@ -463,14 +481,18 @@ class Executor:
             except (TypeError, ValueError, OverflowError) as exc:
                 # values precede the batch's error, if any: this op failed first
                 reply["e"] = [seq, error_name(exc), message_of(exc), None]
-                self.poisoned_at = seq
+                self.poison(seq)
                 break
             kept.append([seq, value])
         reply["v"] = kept
         return codec.packb(reply)
 
     # --------------------------------------------------------------- op kinds
-    def _call(self, kind: str, name: Any, target: Any, args: list, kwargs: dict) -> Any:
+    def call(self, kind: str, name: Any, target: Any, args: list, kwargs: dict) -> Any:
+        """An operator's, function's, method's or attribute's op through the general
+        dispatch: its name looked up on the allow-list, a creation call checked against the
+        session's memory first. (The op loop's inline path skips this for the common op;
+        stretch replay runs every such op of a held stretch through it.)"""
         if kind == m.KIND_FUNCTION:
             fn = self.device.functions.get(name) if type(name) is str else None
             if fn is None:
@@ -503,25 +525,27 @@ class Executor:
             return target.mT
         raise ProtocolError(f"unknown op kind {kind!r}")
 
-    def _store(self, seq: Any, want: Any, out: Any, result: Any, metas: list, values: list) -> None:
+    def _store(self, seq: Any, want: Any, out: Any, result: Any, results: BatchResults) -> None:
+        """Op *seq*'s result kept as the client asked (*want*): an array under handle *out*
+        (its metadata at once), a value, a structure of arrays and values, an object."""
         if want == api.ARRAY:
             array = self._as_array(result)
             if not self._is_array(array):
                 raise TypeError(f"expected an array result, got {type(result).__name__}")
             self.table.put(out, array)
-            metas.append(array_meta(out, array))
+            results.metas.append(array_meta(out, array))
         elif want == api.NONE:
             pass
         elif want == api.VALUE:
-            values.append([seq, result])
+            results.value(seq, result)
         elif want == api.MULTI:
-            values.append([seq, self._structure(out, result, metas)])
+            results.value(seq, self._structure(out, result, results.metas))
         elif want == api.OBJECT:   # lti.to_ss(), ss * ss: checked by run_object_call
             if result is NotImplemented:   # an operator's: the client tries the reflected one
-                values.append([seq, None])
+                results.value(seq, None)
                 return
             self.table.put_object(out, result)
-            values.append([seq, type(result).__name__])
+            results.value(seq, type(result).__name__)
         else:
             raise ProtocolError(f"unknown result kind {want!r}")
 
@@ -573,19 +597,19 @@ class Executor:
         self.bytes_in += nbytes
         return self.device.from_host(host)
 
-    def _download(self, seq: Any, target: Any, downloads: list, out_frames: list) -> None:
+    def _download(self, seq: Any, target: Any, results: BatchResults) -> None:
         if not self._is_array(target):
             raise ProtocolError("a download needs an array handle")
         chunks = self.device.download_chunks(target)
         self.bytes_out += target.nbytes
         if chunks:  # sent after the reply, chunk by chunk (see take_streams)
-            downloads.append([seq, codec.dtype_spec(target.dtype), list(target.shape), chunks])
+            results.downloads.append([seq, codec.dtype_spec(target.dtype), list(target.shape), chunks])
             self.streams.append(target)
             return
         host = self.device.to_host(target)
-        downloads.append([seq, codec.dtype_spec(host.dtype), list(host.shape)])
+        results.downloads.append([seq, codec.dtype_spec(host.dtype), list(host.shape)])
         # bfloat16 and structures go as bytes (NumPy exports no buffer of bfloat16)
-        out_frames.append(host if host.dtype.kind != "V" else host.reshape(-1).view(np.uint8))
+        results.out_frames.append(host if host.dtype.kind != "V" else host.reshape(-1).view(np.uint8))
 
 
 _PYTHON_SCALARS = frozenset((int, float, bool, complex))

@@ -28,6 +28,7 @@ from ..devices.host_graphs import LaunchError
 from ..protocol import api
 from ..protocol.errors import error_name
 from ..protocol import messages as m
+from .batch_results import BatchResults
 from .objects import run_object_call
 from .stretches import Op, Slot, Template, fill_slots
 
@@ -158,7 +159,7 @@ class GraphReplayer:
 
     # ------------------------------------------------------------ entry
     def run(self, t: Template, first: int, inputs: list, params: list, outs: list,
-            metas: list, fresh: dict, values: list) -> tuple | None:
+            results: BatchResults) -> tuple | None:
         """Run a replay through graphs: (ops run, error entry, False), or None: re-run it."""
         shape = t.shape
         if shape is None:
@@ -180,8 +181,7 @@ class GraphReplayer:
                 return None
             t.attempts += 1
             try:
-                return self._capture(t, shape, first, arrays, inputs, params, outs, metas, fresh,
-                                     values)
+                return self._capture(t, shape, first, arrays, inputs, params, outs, results)
             except Exception as exc:
                 # out of memory while capturing (its buffers are more than the ops need):
                 # nothing the client sees was written, so a re-run does what the ops would
@@ -194,7 +194,7 @@ class GraphReplayer:
         hosts = self._fits(graph, arrays, params)
         if hosts is None:
             return None
-        return self._replay(t, graph, first, arrays, inputs, params, outs, hosts, metas, fresh, values)
+        return self._replay(t, graph, first, arrays, inputs, params, outs, hosts, results)
 
     # ------------------------------------------------------------ guards
     def _fits(self, g: StretchGraph, arrays: dict, params: list) -> dict | None:
@@ -218,7 +218,7 @@ class GraphReplayer:
         return hosts
 
     # ------------------------------------------------------------ capture
-    def _capture(self, t, shape, first, arrays, inputs, params, outs, metas, fresh, values):
+    def _capture(self, t, shape, first, arrays, inputs, params, outs, results):
         tools = self.tools
         g = StretchGraph(shape)
         segments: list[_Segment] = []
@@ -247,7 +247,7 @@ class GraphReplayer:
                     g.written = set()
                 for seg in segments:
                     if seg.eager:
-                        self._run_eager(seg.ops, g, first, params, handout, values, live=True)
+                        self._run_eager(seg.ops, g, first, params, handout, results, live=True)
                         continue
                     writes: list = []
                     try:
@@ -257,11 +257,11 @@ class GraphReplayer:
                     except _CaptureRefused as refused:
                         t.eager.add(refused.index)
                         complete = False
-                        self._run_eager(seg.ops, g, first, params, handout, values, live=False)
+                        self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     except Exception:   # ended with an invalidated capture: which op is unknown
                         complete = False
-                        self._run_eager(seg.ops, g, first, params, handout, values, live=False)
+                        self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     seg.graph = got[0]
                     if not tools.capture_runs:
@@ -273,12 +273,12 @@ class GraphReplayer:
                 raise failed.error from None   # (run() re-runs the stretch instead)
             t.graph = None
             g.written = None   # (the ops after it were not looked at)
-            return self._finish(t, g, failed.index, inputs, outs, arrays, {}, metas, fresh,
-                                values, error=(first + failed.index, failed.error))
+            return self._finish(g, failed.index, inputs, outs, arrays, {}, results,
+                                error=(first + failed.index, failed.error))
         g.writing = None
         t.graph = g if complete else None
         # (results made meanwhile are in the graph's memory: every one goes out as a copy)
-        return self._finish(t, g, t.ops, inputs, outs, arrays, {}, metas, fresh, values)
+        return self._finish(g, t.ops, inputs, outs, arrays, {}, results)
 
     def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list) -> None:
         """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype."""
@@ -306,7 +306,7 @@ class GraphReplayer:
                                     fill_slots(op.kwargs, of_slot))
             if g.writing is not None:
                 self._note_writes(g, op, target, args, kwargs)
-            result = self.tools.call(self.x._call, [op.kind, op.name, target, args, kwargs], {},
+            result = self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs], {},
                                      self._finish_for(op), op.index)
         except Exception:
             raise _CaptureRefused(op.index) from None
@@ -315,7 +315,7 @@ class GraphReplayer:
 
     def _finish_for(self, op: Op):
         if op.want == _ARRAY:
-            as_array, is_array = self.x._as_array, self.x._is_array
+            as_array, is_array = self.x.device.as_array, self.x.device.is_array
 
             def finish(result: Any) -> Any:
                 array = as_array(result)
@@ -326,7 +326,7 @@ class GraphReplayer:
         return _same
 
     # ------------------------------------------------------------ replay
-    def _replay(self, t, g, first, arrays, inputs, params, outs, hosts, metas, fresh, values):
+    def _replay(self, t, g, first, arrays, inputs, params, outs, hosts, results):
         tools = self.tools
         for n, a in arrays.items():
             tools.copy(g.bufs[n], a)
@@ -342,21 +342,21 @@ class GraphReplayer:
                     except LaunchError as failed:   # (the NumPy device's recorded calls)
                         raise _OpError(failed.index, failed.error) from None
                 else:
-                    live = self._run_eager(seg.ops, g, first, params, handout, values, live)
+                    live = self._run_eager(seg.ops, g, first, params, handout, results, live)
         except _OpError as failed:
             t.graph = None
             if error_name(failed.error) == "OutOfMemoryError" and not t.draws:
                 # (nothing the client sees was written yet: run_replay drops the graphs and
                 # re-runs the stretch, as without replay)
                 raise failed.error from None
-            return self._finish(t, g, failed.index, inputs, outs, arrays, handout, metas, fresh,
-                                values, error=(first + failed.index, failed.error))
+            return self._finish(g, failed.index, inputs, outs, arrays, handout, results,
+                                error=(first + failed.index, failed.error))
         if not live:   # a result's layout changed under an eager op: capture again next time
             t.graph = None
-        return self._finish(t, g, t.ops, inputs, outs, arrays, handout, metas, fresh, values)
+        return self._finish(g, t.ops, inputs, outs, arrays, handout, results)
 
     def _run_eager(self, ops: list, g: StretchGraph, first: int, params: list,
-                   handout: dict, values: list, live: bool) -> bool:
+                   handout: dict, results: BatchResults, live: bool) -> bool:
         """Run *ops* for real on the stretch's buffers. While *live* (graphs still to launch
         read its results), each result is also copied into the array the graphs read;
         returns whether that still holds."""
@@ -369,7 +369,7 @@ class GraphReplayer:
             return fill_slots(value, of_slot)
 
         for op in ops:
-            x._seq = first + op.index
+            x.seq = first + op.index
             try:
                 target, args, kwargs = resolve(op.target), resolve(op.args), resolve(op.kwargs)
                 if g.writing is not None:
@@ -377,9 +377,9 @@ class GraphReplayer:
                 if op.kind == _OBJECT:
                     result = run_object_call(x, op.name, target, None, args, kwargs, op.want)
                 else:
-                    result = x._call(op.kind, op.name, target, args, kwargs)
+                    result = x.call(op.kind, op.name, target, args, kwargs)
                 if op.want == _VALUE:
-                    values.append([first + op.index, result])
+                    results.value(first + op.index, result)
                     continue
                 if op.want != _ARRAY:
                     continue
@@ -418,13 +418,13 @@ class GraphReplayer:
                 g.written.add(n)
 
     # ------------------------------------------------------------ results
-    def _finish(self, t, g, ran, inputs, outs, arrays, handout, metas, fresh, values, error=None):
+    def _finish(self, g, ran, inputs, outs, arrays, handout, results, error=None):
         """Hand the kept results of the ops that ran to their handles, copy written inputs
         back, drop the inputs the stretch dropped; the executor's reply figures."""
         tools, table, shape = self.tools, self.x.table, g.shape
         # the results' arrays first: until the inputs are written back, nothing the client
         # sees has changed, so running out of memory here leaves a re-run possible
-        results = []
+        handed = []
         for n in shape.alive:
             if shape.maker[n] >= ran:
                 continue
@@ -433,22 +433,21 @@ class GraphReplayer:
                 kept = made if made is not None else g.env[n]
                 made = tools.empty_like(kept)
                 tools.copy(made, kept)
-            results.append((outs[n], made))
+            handed.append((outs[n], made))
         if shape.writes:
             written = g.written
             for n, a in arrays.items():
                 if written is None or n in written:
                     tools.copy(a, g.bufs[n])
-        for hid, made in results:
+        for hid, made in handed:
             table.put(hid, made)
-            fresh[hid] = made
+            results.fresh_array(hid, made)
         for n in shape.input_frees:
             table.free(inputs[n])
-        self.x.ops_run += ran
         if error is not None:
             seq, exc = error
-            self.x.poisoned_at = seq
-            return ran, self.x._error(seq, exc), False
+            self.x.poison(seq)
+            return ran, self.x.record_error(seq, exc), False
         return ran, None, False
 
 

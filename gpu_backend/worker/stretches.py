@@ -203,18 +203,13 @@ def read_records(body: bytes) -> list:
 
 
 class StretchBook:
-    """A session's templates by the client's ids, and the counts ``%gpu status`` shows."""
+    """A session's templates by the client's ids, and the offers it did not keep."""
 
     def __init__(self, enabled: bool = True) -> None:
+        #: whether offers are kept at all (``GPUWB_GRAPHS=0``: none is)
         self.enabled = enabled
         self.held: dict[int, Template] = {}
-        self.replays = 0      # replay entries run
-        self.graphed = 0      # of which served by graphs
-        self.fallbacks = 0    # of which a graph could not serve (re-run instead)
         self.refused = 0      # offers not kept
-        self.evictions = 0    # times every graph was dropped for an op out of memory
-        #: whether graphs may serve replays (``GPUWB_GRAPHS=0``: every replay is a re-run)
-        self.graphs = True
 
     def offer(self, sid: Any, body: bytes, ops: int) -> bool:
         """Keep the batch *body* (it ran without error) as stretch *sid*; whether it is kept."""
@@ -245,14 +240,3 @@ class StretchBook:
         if template is None:
             raise ProtocolError(f"no stretch {sid!r} is held for this session")
         return template
-
-    def figures(self) -> dict:
-        """Stretches held, replays run (through graphs, and re-run where a graph's guards
-        failed), offers refused, and the memory the graphs hold."""
-        graph_bytes = 0
-        for template in self.held.values():
-            nbytes = getattr(template.graph, "nbytes", None)
-            graph_bytes += nbytes() if nbytes is not None else 0
-        return {"held": len(self.held), "replays": self.replays, "graphed": self.graphed,
-                "fallbacks": self.fallbacks, "refused": self.refused, "graph_bytes": graph_bytes,
-                "evictions": self.evictions}
