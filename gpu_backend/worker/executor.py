@@ -236,142 +236,182 @@ class Executor:
         if used > self.peak_memory:
             self.peak_memory = used
 
-    def _run_ops(self, unpacker, payload: Iterator, results: BatchResults):
+    def _run_ops(self, unpacker, payload: Iterator, results: BatchResults) -> tuple:
         """Run the batch's records in order; returns (ops run, error entry, cancelled).
-        The common op's array result goes into *fresh* (handle -> array): its metadata is
-        taken at the end of the batch, and only if the client still holds it then."""
-        executed = 0
-        checked = perf_counter()
-        seq = None
-        unpack = unpacker.unpack
+
+        The op loop (:meth:`_loop`) runs until the batch ends, is cancelled or an op fails.
+        An op out of memory beside held graphs runs once more with them dropped
+        (:meth:`_retry`), and the loop goes on; any other error ends the batch and poisons
+        the session (:meth:`_failed`). A cancelled batch runs no more ops, but honours the
+        frees among its records."""
+        loop = _Loop(self.pacer.countdown, perf_counter())
+        while True:
+            try:
+                cancelled = self._loop(unpacker, payload, results, loop)
+            except Interrupted:   # cancelled between two pieces of a split op: not run
+                cancelled = True
+            except Exception as exc:  # the op's own error, reported to the client
+                error = self._retry(loop, exc, results)
+                if error is not None:
+                    return loop.executed, self._failed(loop, error), False
+                if loop.countdown:
+                    continue   # the op ran: on with the batch
+                cancelled = True   # interrupted while waiting for the device
+            if cancelled:
+                self._free_only(unpacker)   # the rest of the batch is not run; its frees are
+            return loop.executed, None, cancelled
+
+    def _loop(self, unpacker, payload: Iterator, results: BatchResults, loop: "_Loop") -> bool:
+        """The op loop: decode each record as its turn comes (an op may name the arrays the
+        ops before it made), run it, pace, look for a cancel. Runs from where *loop* stands
+        until the batch ends (False) or is cancelled (True); an op's error propagates, and
+        *loop* then says which op it was. The common op, an operator, method or function
+        whose result is an array, runs inline, its array result's metadata left to the
+        batch's end (``results.fresh``); every other op goes through :meth:`_dispatch`.
+
+        This is the worker's hot loop (a few microseconds an op matter: see
+        benchmarks/worker_micro.py): everything it uses per op is a local, and the inline
+        path makes no call of the executor's own."""
+        executed, countdown, checked = loop.executed, loop.countdown, loop.checked
+        unpack, tell, end = unpacker.unpack, unpacker.tell, len(self._batch)
         pacer = self.pacer
-        pace = pacer.after_ops
-        countdown = pacer.countdown
+        pace, cancel_asked = pacer.after_ops, self.cancelled
         operators, methods, functions = self.device.operators, self.device.methods, self.device.functions
         array_type = self.device.array_type
         put, free = self.table.put, self.table.free
-        splitter = self.splitter
         fresh = results.fresh
-        while True:   # (entered again after an op retried past an out-of-memory error)
-            try:
-                while True:
-                    seq = None  # an error before the next op's seq is known names no op
-                    at = unpacker.tell()  # (after OutOfData, tell() counts a partial record's bytes)
-                    try:
-                        head = unpack()
-                    except msgpack.OutOfData:
-                        if at != len(self._batch):
-                            raise ProtocolError("truncated op record") from None
-                        break  # the end of the batch
-                    except ValueError as exc:  # msgpack's errors and CodecError
-                        raise ProtocolError(f"undecodable op record: {exc}") from None
-                    if type(head) is int:  # the client dropped this array here, in op order
-                        free(head)
-                        continue
-                    if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
-                        raise ProtocolError("malformed op record")
-                    seq, kind, want, out, name = head
-                    self.seq = seq
-                    try:
-                        body = unpack()  # resolves handles now, after the ops before it ran
-                    except msgpack.OutOfData:
+        splitter = self.splitter
+        seq = at = kind = want = out = name = target = args = kwargs = None
+        try:
+            while True:
+                # -- decoding a record: a free (a handle) or an op (its head, its arguments)
+                seq = None  # an error before the next op's seq is known names no op
+                at = tell()  # (after OutOfData, tell() counts a partial record's bytes)
+                try:
+                    head = unpack()
+                except msgpack.OutOfData:
+                    if at != end:
                         raise ProtocolError("truncated op record") from None
-                    except ValueError as exc:
-                        raise ProtocolError(f"undecodable op arguments: {exc}") from None
-                    if type(body) is not list or len(body) != 3:
-                        raise ProtocolError("malformed op arguments")
-                    target, args, kwargs = body
-                    if type(args) is not list or type(kwargs) is not dict:
-                        raise ProtocolError("malformed op arguments")
-                    if pacer.fresh_due:   # the device was idle or just granted: time starts here
-                        pacer.start_segment()
-                    pacer.began = checked   # (the previous op's end: this op's start, near enough)
-                    if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD or kind == _FUNCTION):
-                        # the common op, inline: an operator, method or function whose result is
-                        # an array; anything unusual (a refused name, a method of something not
-                        # an array, a creation call the device checks first, a scalar result)
-                        # takes the shared path
-                        fn = None
-                        call_args = args
-                        if type(name) is str:
-                            if kind == _OPERATOR:
-                                fn = operators.get(name)
-                            elif kind == _METHOD:
-                                if type(target) is array_type:
-                                    fn = methods.get(name)
-                                    if fn is not None:   # (args kept: a retry calls _call)
-                                        call_args = [target, *args]
-                            elif name not in _CHECKED_CREATION:
-                                fn = functions.get(name)
-                        if fn is not None:
-                            if splitter is None or name not in splitter.names:
-                                result = fn(*call_args, **kwargs)
-                            else:   # perhaps long: perhaps in pieces (worker/splitting.py)
-                                result = splitter.run(kind, name, fn, call_args, kwargs, executed)
-                        else:
-                            result = self.call(kind, name, target, args, kwargs)
-                        if type(result) is array_type:
-                            put(out, result)
-                            fresh[out] = result
-                        else:
-                            self._store(seq, want, out, result, results)
-                    elif kind == m.KIND_DOWNLOAD:
-                        self._download(seq, target, results)
+                    return False  # the end of the batch
+                except ValueError as exc:  # msgpack's errors and CodecError
+                    raise ProtocolError(f"undecodable op record: {exc}") from None
+                if type(head) is int:  # the client dropped this array here, in op order
+                    free(head)
+                    continue
+                if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
+                    raise ProtocolError("malformed op record")
+                seq, kind, want, out, name = head
+                self.seq = seq
+                try:
+                    body = unpack()  # resolves handles now, after the ops before it ran
+                except msgpack.OutOfData:
+                    raise ProtocolError("truncated op record") from None
+                except ValueError as exc:
+                    raise ProtocolError(f"undecodable op arguments: {exc}") from None
+                if type(body) is not list or len(body) != 3:
+                    raise ProtocolError("malformed op arguments")
+                target, args, kwargs = body
+                if type(args) is not list or type(kwargs) is not dict:
+                    raise ProtocolError("malformed op arguments")
+                # -- running it
+                if pacer.fresh_due:   # the device was idle or just granted: time starts here
+                    pacer.start_segment()
+                pacer.began = checked   # (the previous op's end: this op's start, near enough)
+                if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD or kind == _FUNCTION):
+                    # the common op, inline; anything unusual (a refused name, a method of
+                    # something not an array, a creation call the device checks first, a
+                    # scalar result) takes the shared path
+                    fn = None
+                    call_args = args
+                    if type(name) is str:
+                        if kind == _OPERATOR:
+                            fn = operators.get(name)
+                        elif kind == _METHOD:
+                            if type(target) is array_type:
+                                fn = methods.get(name)
+                                if fn is not None:   # (args kept: a retry goes through call)
+                                    call_args = [target, *args]
+                        elif name not in _CHECKED_CREATION:
+                            fn = functions.get(name)
+                    if fn is None:
+                        result = self.call(kind, name, target, args, kwargs)
+                    elif splitter is None or name not in splitter.names:
+                        result = fn(*call_args, **kwargs)
+                    else:   # perhaps long: perhaps in pieces (worker/splitting.py)
+                        result = splitter.run(kind, name, fn, call_args, kwargs, executed)
+                    if type(result) is array_type:
+                        put(out, result)
+                        fresh[out] = result
                     else:
-                        if want == _OBJECT and kind != m.KIND_OBJECT:   # only objects' methods
-                            raise NotAllowedError("only a remote object's method makes a new object")
-                        if kind == m.KIND_UPLOAD:
-                            result = self._upload(seq, name, args, payload)
-                        elif kind == m.KIND_INFO:
-                            result = self.info()
-                        elif kind == m.KIND_KERNEL:
-                            result = self.device.run_kernel(name, target, args, kwargs)
-                        elif kind == m.KIND_CUDA:
-                            result = run_cuda_call(self, name, target, args)
-                        elif kind == m.KIND_OBJECT:
-                            result = run_object_call(self, name, target, out, args, kwargs, want)
-                        else:
-                            result = self.call(kind, name, target, args, kwargs)
                         self._store(seq, want, out, result, results)
-                    executed += 1
-                    countdown -= 1
-                    if not countdown:  # mark device progress, pace, hand the device over if due
-                        countdown = pace(executed, self.cancelled)
-                    now = perf_counter()
-                    if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)
-                                         and self.cancelled()):
-                        self._free_only(unpacker)  # the rest of the batch is not run; its frees are
-                        return executed, None, True
-                    checked = now
-            except Interrupted:   # cancelled between two pieces of a split op: not run
-                self._free_only(unpacker)
-                return executed, None, True
-            except Exception as exc:  # the op's own error, reported to the client
-                # out of memory beside held graphs, now dropped: the op once more, then on
-                # with the batch (a malformed record's kind may be any value: a str first)
-                if seq is not None and type(kind) is str and kind in _RETRIED \
-                        and self.replay.drop_graphs_for(exc):
-                    try:
-                        self._store(seq, want, out, self.call(kind, name, target, args, kwargs),
-                                    results)
-                    except Exception as again:
-                        exc = again
-                    else:
-                        executed += 1
-                        countdown -= 1
-                        if not countdown:
-                            countdown = pace(executed, self.cancelled)
-                            if not countdown:   # interrupted while waiting for the device
-                                self._free_only(unpacker)
-                                return executed, None, True
-                        checked = perf_counter()
-                        continue
-                if seq is not None:  # an error that names no op cannot be acknowledged: no poison
-                    self.poison(seq)
-                    self._free_rest(at)
-                return executed, self.record_error(seq, exc), False
-            break
-        return executed, None, False
+                else:
+                    self._dispatch(seq, kind, want, out, name, target, args, kwargs, payload,
+                                   results)
+                # -- after it: pace, hand the device over if due, look for a cancel
+                executed += 1
+                countdown -= 1
+                if not countdown:  # mark device progress, pace, hand the device over if due
+                    countdown = pace(executed, cancel_asked)
+                now = perf_counter()
+                if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)
+                                     and cancel_asked()):
+                    return True
+                checked = now
+        finally:   # where the batch stands, for _run_ops (once per run of the loop, not per op)
+            loop.executed, loop.countdown, loop.checked, loop.seq, loop.at = \
+                executed, countdown, checked, seq, at
+            loop.op = (kind, want, out, name, target, args, kwargs)
+
+    def _dispatch(self, seq: int, kind: Any, want: Any, out: Any, name: Any, target: Any,
+                  args: list, kwargs: dict, payload: Iterator, results: BatchResults) -> None:
+        """The shared path: every op but the inline common one, by its kind."""
+        if kind == m.KIND_DOWNLOAD:
+            self._download(seq, target, results)
+            return
+        if want == _OBJECT and kind != m.KIND_OBJECT:   # only objects' methods
+            raise NotAllowedError("only a remote object's method makes a new object")
+        if kind == m.KIND_UPLOAD:
+            result = self._upload(seq, name, args, payload)
+        elif kind == m.KIND_INFO:
+            result = self.info()
+        elif kind == m.KIND_KERNEL:
+            result = self.device.run_kernel(name, target, args, kwargs)
+        elif kind == m.KIND_CUDA:
+            result = run_cuda_call(self, name, target, args)
+        elif kind == m.KIND_OBJECT:
+            result = run_object_call(self, name, target, out, args, kwargs, want)
+        else:
+            result = self.call(kind, name, target, args, kwargs)
+        self._store(seq, want, out, result, results)
+
+    def _retry(self, loop: "_Loop", exc: Exception, results: BatchResults) -> Exception | None:
+        """The op *loop* stopped at raised *exc*. Out of memory while held stretches' graphs
+        keep memory, the graphs are dropped and the op runs once more (through :meth:`call`):
+        None if it ran (*loop* counts it, and paces), else the error that stands."""
+        seq = loop.seq
+        kind, want, out, name, target, args, kwargs = loop.op
+        # (a malformed record's kind may be any value: a str first)
+        if seq is None or type(kind) is not str or kind not in _RETRIED \
+                or not self.replay.drop_graphs_for(exc):
+            return exc
+        try:
+            self._store(seq, want, out, self.call(kind, name, target, args, kwargs), results)
+        except Exception as again:
+            return again
+        loop.executed += 1
+        loop.countdown -= 1
+        if not loop.countdown:   # (0 again: interrupted while waiting for the device)
+            loop.countdown = self.pacer.after_ops(loop.executed, self.cancelled)
+        loop.checked = perf_counter()
+        return None
+
+    def _failed(self, loop: "_Loop", exc: Exception) -> list:
+        """The batch ends at the op *loop* stopped at, with *exc*: the session is poisoned
+        from that op on (the frees later in the batch still honoured); its error entry."""
+        if loop.seq is not None:  # an error that names no op cannot be acknowledged: no poison
+            self.poison(loop.seq)
+            self._free_rest(loop.at)
+        return self.record_error(loop.seq, exc)
 
     def poison(self, seq: int) -> None:
         """Op *seq* failed: it and every op after it are skipped, as a local program would
@@ -613,3 +653,19 @@ class Executor:
 
 
 _PYTHON_SCALARS = frozenset((int, float, bool, complex))
+
+
+class _Loop:
+    """Where a batch's op loop stands: ops run, ops until the pacer's next look, when it
+    last looked for a cancel; and, once it stopped at an error, that op's seq, its record's
+    offset and its fields (for :meth:`Executor._retry` and :meth:`Executor._failed`)."""
+
+    __slots__ = ("executed", "countdown", "checked", "seq", "at", "op")
+
+    def __init__(self, countdown: int, checked: float) -> None:
+        self.executed = 0
+        self.countdown = countdown
+        self.checked = checked
+        self.seq: int | None = None
+        self.at = 0
+        self.op: tuple = ()
