@@ -30,10 +30,10 @@ from .handles import HandleTable
 from .objects import run_object_call
 from .pacing import Pacer
 from .phases import NO_PHASES, PhaseRecorder
-from .replays import StretchReplay
+from .stretch_replay import StretchReplay
 from .result_meta import array_meta, is_bunch, pack_metas
 from .splitting import Interrupted, Splitter
-from .stretches import StretchBook
+from .stretches import HeldStretches
 
 __all__ = ["Executor"]
 
@@ -68,10 +68,10 @@ def library_module(filename: str) -> str | None:
 class Executor:
     """A session's ops, run on its device batch by batch (the module's doc).
 
-    What stretch replay (worker/replays.py, worker/graph_replay.py) uses of it, and nothing
-    else: :meth:`run_records` (records run as a batch's are), :meth:`call` (one op's
-    general dispatch), :meth:`record_error` and :meth:`poison` (an op's error, as the op
-    loop reports it), :attr:`seq` (the op its warnings name), and the public fields
+    What stretch replay (worker/stretch_replay.py, worker/graph_replay.py) uses of it, and
+    nothing else: :meth:`run_records` (records run as a batch's are), :meth:`call` (one
+    op's general dispatch), :meth:`record_error` and :meth:`poison` (an op's error, as the
+    op loop reports it), :attr:`seq` (the op its warnings name), and the public fields
     ``device``, ``table`` and ``pacer``. A batch's results are one :class:`BatchResults`,
     made by :meth:`run_batch` and handed to whatever runs its ops."""
 
@@ -113,9 +113,9 @@ class Executor:
         self.phases: PhaseRecorder = NO_PHASES
         self._is_array = device.is_array
         self._as_array = device.as_array
-        #: the stretches the client offered (worker/stretches.py), and their replay
-        #: (worker/replays.py), through graphs where the device has graph tools
-        self.stretches = StretchBook()
+        #: the stretches the client offered and the worker holds (worker/stretches.py), and
+        #: their replay (worker/stretch_replay.py), through graphs where the device has them
+        self.stretches = HeldStretches()
         self.replay = StretchReplay(self, self.stretches)
         warnings.showwarning = self._capture_warning
         warnings.simplefilter("always")  # the client's own filters decide what the user sees
