@@ -1,4 +1,4 @@
-"""Stretch replay end to end (docs/graph-replay.md): loops run with it on are bitwise equal
+"""Stretch replay end to end (docs/stretch-replay.md): loops run with it on are bitwise equal
 to the same loops with it off (``GPUWB_GRAPHS=0``) and, on the NumPy device, to NumPy;
 stretches are held, replayed through graphs (the NumPy device's recorded calls; CUDA
 graphs on a GPU: ``GPUWB_TEST_DEVICES=auto GPUWB_REFERENCE=cupy``), split around eager ops, and fall back to a
