@@ -10,13 +10,11 @@ the error, sends a batch whose ``resume`` field acknowledges it.
 
 from __future__ import annotations
 
-import math
 import warnings
 from time import perf_counter
 from typing import Any, Iterator
 
 import msgpack
-import numpy as np
 
 from ..devices import Device
 from ..protocol import api, codec
@@ -30,10 +28,11 @@ from .handles import HandleTable
 from .objects import run_object_call
 from .pacing import Pacer
 from .phases import NO_PHASES, PhaseRecorder
-from .stretch_replay import StretchReplay
-from .result_meta import array_meta, is_bunch, pack_metas
+from .result_meta import pack_metas
 from .splitting import Interrupted, Splitter
+from .stretch_replay import StretchReplay
 from .stretches import HeldStretches
+from .transfers import run_download, run_upload
 
 __all__ = ["Executor"]
 
@@ -112,7 +111,6 @@ class Executor:
         #: where the worker's phases are told (worker/phases.py; the default records nothing)
         self.phases: PhaseRecorder = NO_PHASES
         self._is_array = device.is_array
-        self._as_array = device.as_array
         #: the stretches the client offered and the worker holds (worker/stretches.py), and
         #: their replay (worker/stretch_replay.py), through graphs where the device has them
         self.stretches = HeldStretches()
@@ -153,7 +151,7 @@ class Executor:
         if self.poisoned_at is not None and type(resume) is int and resume >= self.poisoned_at:
             self.poisoned_at = None
         count = header.get("n", 0)
-        results = BatchResults()
+        results = BatchResults(self.table)
         error = None
         executed = 0
         timer = self.device.start_timer() if header.get("g") else None
@@ -176,7 +174,7 @@ class Executor:
                         and (self.splitter is None or self.splitter.touched == touched):
                     held = replay.keep(offered, self._batch, executed)
             self.ops_run += executed
-            results.finish(self.table.arrays)
+            results.finish()
             self._ended = executed
             phases.mark("ops")
             if header.get("y") and error is None:
@@ -343,7 +341,7 @@ class Executor:
                         put(out, result)
                         fresh[out] = result
                     else:
-                        self._store(seq, want, out, result, results)
+                        results.store(seq, want, out, result)
                 else:
                     self._dispatch(seq, kind, want, out, name, target, args, kwargs, payload,
                                    results)
@@ -366,12 +364,12 @@ class Executor:
                   args: list, kwargs: dict, payload: Iterator, results: BatchResults) -> None:
         """The shared path: every op but the inline common one, by its kind."""
         if kind == m.KIND_DOWNLOAD:
-            self._download(seq, target, results)
+            run_download(self, seq, target, results)
             return
         if want == _OBJECT and kind != m.KIND_OBJECT:   # only objects' methods
             raise NotAllowedError("only a remote object's method makes a new object")
         if kind == m.KIND_UPLOAD:
-            result = self._upload(seq, name, args, payload)
+            result = run_upload(self, seq, name, args, payload)
         elif kind == m.KIND_INFO:
             result = self.info()
         elif kind == m.KIND_KERNEL:
@@ -382,7 +380,7 @@ class Executor:
             result = run_object_call(self, name, target, out, args, kwargs, want)
         else:
             result = self.call(kind, name, target, args, kwargs)
-        self._store(seq, want, out, result, results)
+        results.store(seq, want, out, result)
 
     def _retry(self, loop: "_Loop", exc: Exception, results: BatchResults) -> Exception | None:
         """The op *loop* stopped at raised *exc*. Out of memory while held stretches' graphs
@@ -395,7 +393,7 @@ class Executor:
                 or not self.replay.drop_graphs_for(exc):
             return exc
         try:
-            self._store(seq, want, out, self.call(kind, name, target, args, kwargs), results)
+            results.store(seq, want, out, self.call(kind, name, target, args, kwargs))
         except Exception as again:
             return again
         loop.executed += 1
@@ -564,95 +562,6 @@ class Executor:
                 return target.imag
             return target.mT
         raise ProtocolError(f"unknown op kind {kind!r}")
-
-    def _store(self, seq: Any, want: Any, out: Any, result: Any, results: BatchResults) -> None:
-        """Op *seq*'s result kept as the client asked (*want*): an array under handle *out*
-        (its metadata at once), a value, a structure of arrays and values, an object."""
-        if want == api.ARRAY:
-            array = self._as_array(result)
-            if not self._is_array(array):
-                raise TypeError(f"expected an array result, got {type(result).__name__}")
-            self.table.put(out, array)
-            results.metas.append(array_meta(out, array))
-        elif want == api.NONE:
-            pass
-        elif want == api.VALUE:
-            results.value(seq, result)
-        elif want == api.MULTI:
-            results.value(seq, self._structure(out, result, results.metas))
-        elif want == api.OBJECT:   # lti.to_ss(), ss * ss: checked by run_object_call
-            if result is NotImplemented:   # an operator's: the client tries the reflected one
-                results.value(seq, None)
-                return
-            self.table.put_object(out, result)
-            results.value(seq, type(result).__name__)
-        else:
-            raise ProtocolError(f"unknown result kind {want!r}")
-
-    def _structure(self, out: Any, result: Any, metas: list) -> Any:
-        """Store the arrays inside a structured result; return it with handles."""
-        if type(result) is codec.Handle:   # an array the session already holds (ndarray.base)
-            return result
-        if type(result) in _PYTHON_SCALARS:   # ndimage.label's count: a value, as in CuPy
-            return result
-        array = self._as_array(result)
-        if self._is_array(array):
-            if type(out) is int and out > 0:
-                self.table.put(out, array)
-                hid = out
-            else:
-                hid = self.table.put_new(array)
-            metas.append(array_meta(hid, array))
-            return codec.Handle(hid)
-        if isinstance(result, (tuple, list)):
-            items = [self._structure(None, item, metas) for item in result]
-            return tuple(items) if isinstance(result, tuple) else items
-        if is_bunch(result):   # place_poles' result: its fields, as a map
-            result = vars(result)
-        if isinstance(result, dict):   # find_peaks' properties, value_indices, ...
-            return {key: self._structure(None, item, metas) for key, item in result.items()}
-        return result
-
-    def _upload(self, seq: Any, dtype: Any, args: list, payload: Iterator) -> Any:
-        dt = codec.check_dtype(dtype)
-        shape = codec.check_shape(args[0] if args else None)
-        count = math.prod(shape)  # exact: np.prod(dtype=int64) wraps around
-        nbytes = count * dt.itemsize
-        self.device.check_allocation("empty", [shape, dt], {})
-        chunks = args[1] if len(args) > 1 else 0
-        if type(chunks) is int and chunks > 0:
-            if self.receive_chunk is None:
-                raise ProtocolError("streamed uploads are not available here")
-            self.bytes_in += nbytes
-            return self.device.from_chunks(
-                dt, shape, nbytes, (self.receive_chunk(seq, i) for i in range(chunks)))
-        try:
-            frame = next(payload)
-        except StopIteration:
-            raise ProtocolError("an upload op came without its data frame") from None
-        buffer = frame.buffer if hasattr(frame, "buffer") else memoryview(frame)
-        if buffer.nbytes != nbytes:
-            raise ProtocolError(f"upload data has {buffer.nbytes} bytes, its shape and dtype need {nbytes}")
-        host = codec.array_from_buffer(buffer, dt, shape)
-        self.bytes_in += nbytes
-        return self.device.from_host(host)
-
-    def _download(self, seq: Any, target: Any, results: BatchResults) -> None:
-        if not self._is_array(target):
-            raise ProtocolError("a download needs an array handle")
-        chunks = self.device.download_chunks(target)
-        self.bytes_out += target.nbytes
-        if chunks:  # sent after the reply, chunk by chunk (see take_streams)
-            results.downloads.append([seq, codec.dtype_spec(target.dtype), list(target.shape), chunks])
-            self.streams.append(target)
-            return
-        host = self.device.to_host(target)
-        results.downloads.append([seq, codec.dtype_spec(host.dtype), list(host.shape)])
-        # bfloat16 and structures go as bytes (NumPy exports no buffer of bfloat16)
-        results.out_frames.append(host if host.dtype.kind != "V" else host.reshape(-1).view(np.uint8))
-
-
-_PYTHON_SCALARS = frozenset((int, float, bool, complex))
 
 
 class _Loop:
