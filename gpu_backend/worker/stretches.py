@@ -10,8 +10,9 @@ results' new handles) instead of the ops.
 Every replay can be run as a *re-run*: :meth:`HeldStretch.rebuild` writes the very records
 the client would have sent (each op's number, its arguments with the new handles and
 values), and the executor runs them as any batch, so its results, errors and warnings are
-today's by construction. That is the NumPy device's replay without graphs, and the
-fallback of a device's graphs (worker/graph_replay.py) whenever they cannot serve.
+today's by construction. That is every replay where no graph serves (a device without
+graph tools, ``GPUWB_GRAPHS=rerun``), and the fallback of a held stretch's graph
+(worker/graph_replay.py) whenever it cannot serve.
 
 Inputs and parameters are numbered by the walk that ``gpu_backend.protocol.stretches``
 sets out, the one the client's key uses (kernelproxy/stretch_key.py).
