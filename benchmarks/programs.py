@@ -17,7 +17,7 @@ residual, a loss printed every step):
   read every step
 
 ``--transports ipc,ipc-nographs`` puts stretch replay on and off side by side
-(docs/graph-replay.md); each proxy side also says whether its results are bitwise equal
+(docs/stretch-replay.md); each proxy side also says whether its results are bitwise equal
 to local CuPy's.
 
 Each program runs on local CuPy and through the proxy (one session per
@@ -295,7 +295,7 @@ def main(argv=None):
         results["pool_device"] = next(iter(sessions.values())).device
         sides = [("local", local, None)] + [(f"proxy_{t}", None, s) for t, s in sessions.items()]
         times, worker, outputs = measure(sides, names, args.quick, args.rounds)
-        # each session's stretch replay, as its worker counts it (docs/graph-replay.md)
+        # each session's stretch replay, as its worker counts it (docs/stretch-replay.md)
         results["stretches"] = {t: s.memory_info().get("stretches") for t, s in sessions.items()}
 
     rows, failures = {}, []

@@ -38,7 +38,7 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     "ipc-socket": a second same-host session whose large transfers go over its Unix
     socket instead of the shared-memory staging ring (``GPUWB_STAGING=0``).
     "ipc-nographs" (or "tcp-nographs"): a session of its own that never offers a stretch
-    for replay (``GPUWB_GRAPHS=0``, docs/graph-replay.md): stretch replay off beside on."""
+    for replay (``GPUWB_GRAPHS=0``, docs/stretch-replay.md): stretch replay off beside on."""
     addresses = {"ipc": pool.local_address, "tcp": pool.tcp_address}
     sessions = {}
     try:

@@ -39,7 +39,7 @@ class SessionSettings:
     #: the worker is idle (to measure the difference; kernelproxy.session.EAGER_OPS).
     eager_flush: bool = True
     #: ``GPUWB_GRAPHS=0``: never offer a repeated stretch of ops to the worker for replay
-    #: (docs/graph-replay.md); every batch then travels as its ops.
+    #: (docs/stretch-replay.md); every batch then travels as its ops.
     graphs: bool = True
     #: ``GPUWB_REPLAY_MEASURED=0``: keep every repeated stretch held, without timing its
     #: replays against its ops run pipelined (kernelproxy.stretch_replay; for tests that

@@ -237,7 +237,7 @@ def status_view(session: kernelproxy.Session) -> GroupView:
 
 
 def _stretch_line(session: kernelproxy.Session) -> str:
-    """Stretch replay as this client saw it (docs/graph-replay.md): held, replays, those not
+    """Stretch replay as this client saw it (docs/stretch-replay.md): held, replays, those not
     through graphs, those let go."""
     if session.stretches is None:
         return "off (GPUWB_GRAPHS=0)"

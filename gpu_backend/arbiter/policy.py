@@ -130,8 +130,6 @@ class _Session:
     charged_at: float = 0.0    # when it was last charged (or granted)
     assumed: float = 0.0       # device seconds charged ahead of its reports (FairPolicy)
     op: float = 0.0            # device seconds of one of its ops lately (its worker's reports)
-    left_at: float | None = None   # when it last released with nothing more to run
-    gap: float | None = None   # wall seconds it comes back in after that, lately (FairPolicy)
 
 
 @dataclass
@@ -333,8 +331,9 @@ class Policy:
                 "finishing": sorted(self.finishing), "told": self.told}
 
 
-class FairPolicy(GapRule, Policy):
-    """Weighted fair share over measured device time (docs/fair-share.md, "fair")."""
+class FairPolicy(Policy):
+    """Weighted fair share over measured device time (docs/fair-share.md, "fair"), with the
+    gap rule (arbiter/gap_rule.py) as a part it holds, ``gaps``."""
 
     name = "fair"
 
@@ -347,13 +346,36 @@ class FairPolicy(GapRule, Policy):
         self.quantum = quantum   # the least quantum
         self.preempt_patience = preempt_patience
         self.patience_by_op = patience_by_op
-        self.start_gap_rule(gap_rule)   # (a diagnostic: off, nobody is kept the device so)
+        #: the gap rule: a session between two batches may be kept the device (*gap_rule*
+        #: False, a diagnostic: nobody is kept the device so)
+        self.gaps = GapRule(self, enabled=gap_rule)
         self.period = period     # 0: every quantum is `quantum`
         self._held_for = 0.0     # the holder's quantum (what the next in line is told)
         self.credit = credit
         self.preempt_gap = preempt_gap
         self.min_vt = 0.0   # least vt of the runnable users; never decreases
         self._ready: str | None = None   # the session last told it is next in line
+
+    def attach(self, sid: str, user: str, weight: float = 1.0) -> None:
+        super().attach(sid, user, weight)
+        self.gaps.attach(sid)
+
+    def detach(self, sid: str) -> list[Action]:
+        if self.gaps.detach(sid):   # it was held for: gone, so nothing to charge
+            actions = super().detach(sid)
+            return actions or (self._grant_next() if self.holder is None else [])
+        return super().detach(sid)
+
+    def tick(self) -> list[Action]:
+        if self.gaps.expire() and self.holder is None:   # the hold ran out: the device is free
+            return self._grant_next()
+        return super().tick()
+
+    def next_deadline(self) -> float | None:
+        due, until = super().next_deadline(), self.gaps.deadline()
+        if until is None:
+            return due
+        return until if due is None else min(due, until)
 
     def want(self, sid: str) -> list[Action]:
         session = self.sessions.get(sid)
@@ -362,7 +384,8 @@ class FairPolicy(GapRule, Policy):
         if sid == self.holder:
             return self._regrant(sid, quantum=self.quantum_for(sid) if self._others_runnable(sid) else None)
         self._charge_lone_holder()
-        self._back_from_gap(session)   # (back within its hold: it keeps its place)
+        if self.gaps.back(sid):   # back within its hold: it keeps its place
+            super()._wake(session)   # (the plain wake: runnable, no credit reckoning)
         self._wake(session)
         if self.holder is None:
             return self._grant_next()
@@ -492,10 +515,12 @@ class FairPolicy(GapRule, Policy):
 
     def _grant_next(self, exclude: str | None = None, ending: tuple | None = None) -> list[Action]:
         if ending is not None:   # a holder out of work may be kept the device (arbiter/gap_rule.py)
-            self._hold_for_gap(*ending)
+            session, ahead = ending
+            self.gaps.ran_out(session, ahead, self._waiting())
         waiting = self._waiting(exclude)
-        if self.gap_hold is not None and waiting:
-            waiting = self._grant_during_hold(waiting, ending[1] if ending is not None else 0.0)
+        if self.gaps.hold is not None and waiting:
+            waiting = self.gaps.during_hold(waiting, ending[1] if ending is not None else 0.0,
+                                            self.preempt_gap)
         if not waiting:
             return []
         chosen = self._pick(waiting)

@@ -5,7 +5,7 @@ A CUDA graph replays its kernels on the addresses it was captured with; here eac
 call is made again and its result written into the array the capture returned (a view's
 memory is the buffer's already). So the machinery around graphs — buffers, parameters in
 0-d arrays, segments split around eager ops, guards, copies out and back — runs, and is
-tested, where there is no GPU (docs/graph-replay.md).
+tested, where there is no GPU (docs/stretch-replay.md).
 """
 
 from __future__ import annotations

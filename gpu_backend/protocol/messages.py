@@ -126,7 +126,7 @@ class RuntimeFacts(TypedDict):
 
 
 class StretchFigures(TypedDict):
-    """A session's stretch replay (docs/graph-replay.md), as its worker counts it."""
+    """A session's stretch replay (docs/stretch-replay.md), as its worker counts it."""
     held: Annotated[int, "stretches the worker holds for the session"]
     replays: Annotated[int, "replay entries run"]
     graphed: Annotated[int, "of them, served by CUDA graphs (the NumPy device: by its recorded calls)"]
@@ -410,7 +410,7 @@ class BatchHeader(TypedDict):
     y: NotRequired[Annotated[Literal[1], "wait for the device to finish before replying (a sync point)"]]
     g: NotRequired[Annotated[Literal[1], "time the batch's device work (CUDA events): the reply's g"]]
     O: NotRequired[Annotated[int, "offer: keep this batch's ops as the stretch of this id (the client's) if they all run; the reply's h says it is kept"]]
-    T: NotRequired[Annotated[list[Any], "replay: [stretch id, first op's seq, [input handles], [parameter values], [result handles]] of a held stretch, instead of op records (docs/graph-replay.md)"]]
+    T: NotRequired[Annotated[list[Any], "replay: [stretch id, first op's seq, [input handles], [parameter values], [result handles]] of a held stretch, instead of op records (docs/stretch-replay.md)"]]
     D: NotRequired[Annotated[list[int], "stretch ids the client lets go (their replays were not faster): the worker drops them and their graphs' memory"]]
 
 

@@ -1,4 +1,4 @@
-"""Stretch replay's rules that the client and the worker must share (docs/graph-replay.md).
+"""Stretch replay's rules that the client and the worker must share (docs/stretch-replay.md).
 
 A client offers a stretch of ops it has seen repeat; the worker keeps it and later runs it
 again from a short replay entry that names only the stretch, its new inputs, its scalar

@@ -10,30 +10,29 @@ the error, sends a batch whose ``resume`` field acknowledges it.
 
 from __future__ import annotations
 
-import math
 import warnings
 from time import perf_counter
 from typing import Any, Iterator
 
 import msgpack
-import numpy as np
 
 from ..devices import Device
 from ..protocol import api, codec
 from ..protocol import messages as m
 from ..protocol.errors import NotAllowedError, ProtocolError, error_name, warning_name
+from .batch_results import BatchResults
 from .cuda_calls import run_cuda_call
 from .error_text import asked_of, message_of, refusal
 from .grants import out_of_memory_text
-from .graph_replay import GraphReplayer
 from .handles import HandleTable
 from .objects import run_object_call
 from .pacing import Pacer
 from .phases import NO_PHASES, PhaseRecorder
-from .replays import evict_graphs, free_replay, keep_stretch, run_replay
-from .result_meta import add_metas, array_meta, is_bunch, pack_metas
+from .result_meta import pack_metas
 from .splitting import Interrupted, Splitter
-from .stretches import StretchBook
+from .stretch_replay import StretchReplay
+from .stretches import HeldStretches
+from .transfers import run_download, run_upload
 
 __all__ = ["Executor"]
 
@@ -42,7 +41,7 @@ _FUNCTION = m.KIND_FUNCTION
 #: Functions the device checks before running (a creation call that may not fit).
 _CHECKED_CREATION = api.CREATION_WITH_SHAPE
 #: Ops tried once more after an out-of-memory error that dropping held graphs may cure
-#: (the ones ``_call`` runs: they allocate, then launch)
+#: (the ones :meth:`Executor.call` runs: they allocate, then launch)
 _RETRIED = frozenset((m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION, m.KIND_ATTRIBUTE))
 #: Between ops that take longer than this, the worker looks for a cancel request.
 CANCEL_CHECK_SECONDS = 0.005
@@ -66,6 +65,15 @@ def library_module(filename: str) -> str | None:
 
 
 class Executor:
+    """A session's ops, run on its device batch by batch (the module's doc).
+
+    What stretch replay (worker/stretch_replay.py, worker/graph_replay.py) uses of it, and
+    nothing else: :meth:`run_records` (records run as a batch's are), :meth:`call` (one
+    op's general dispatch), :meth:`record_error` and :meth:`poison` (an op's error, as the
+    op loop reports it), :attr:`seq` (the op its warnings name), and the public fields
+    ``device``, ``table`` and ``pacer``. A batch's results are one :class:`BatchResults`,
+    made by :meth:`run_batch` and handed to whatever runs its ops."""
+
     def __init__(self, device: Device, table: HandleTable) -> None:
         self.device = device
         self.table = table
@@ -78,7 +86,9 @@ class Executor:
         self.ops_run = 0
         self.op_errors = 0   # ops that raised (their errors went to the client)
         self.op_ooms = 0     # of them, out of device memory (the Lab's out-of-memory state)
-        self._seq: Any = None
+        #: the op running now: its warnings name it, and so does a fault the batch's
+        #: closing synchronize finds (set by whatever runs the op, replay's eager ops too)
+        self.seq: Any = None
         self._warnings: list[list] = []
         self._hook = codec.ext_hook_for(table.get, table.view_at)
         #: set by the socket loop: ``receive_chunk(seq, index)`` returns the next
@@ -101,16 +111,15 @@ class Executor:
         #: where the worker's phases are told (worker/phases.py; the default records nothing)
         self.phases: PhaseRecorder = NO_PHASES
         self._is_array = device.is_array
-        self._as_array = device.as_array
-        #: the stretches the client offered (worker/stretches.py), and the graphs that replay
-        #: them where the device has graph tools (worker/graph_replay.py)
-        self.stretches = StretchBook()
-        self.graphs: GraphReplayer | None = GraphReplayer(self) if device.graph_tools else None
+        #: the stretches the client offered and the worker holds (worker/stretches.py), and
+        #: their replay (worker/stretch_replay.py), through graphs where the device has them
+        self.stretches = HeldStretches()
+        self.replay = StretchReplay(self, self.stretches)
         warnings.showwarning = self._capture_warning
         warnings.simplefilter("always")  # the client's own filters decide what the user sees
 
     def _capture_warning(self, message, category, filename, lineno, file=None, line=None):
-        entry = [self._seq, warning_name(category), str(message)]
+        entry = [self.seq, warning_name(category), str(message)]
         module = library_module(filename)
         if module:
             entry.append(module)
@@ -135,17 +144,14 @@ class Executor:
     def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list,
                   cancelled: bool = False) -> tuple[dict, list]:
         """Execute one batch; returns the reply header and its payload frames."""
+        replay = self.replay
         if "D" in header:   # stretches the client let go (a malformed list fails the batch)
-            self.stretches.drop(header["D"])
+            replay.drop(header["D"])
         resume = header.get("r")
         if self.poisoned_at is not None and type(resume) is int and resume >= self.poisoned_at:
             self.poisoned_at = None
         count = header.get("n", 0)
-        metas: list = []
-        fresh: dict = {}   # array results of the inline path, their metadata due at the end
-        values: list = []
-        downloads: list = []
-        out_frames: list = []
+        results = BatchResults(self.table)
         error = None
         executed = 0
         timer = self.device.start_timer() if header.get("g") else None
@@ -154,43 +160,39 @@ class Executor:
             cancelled = True   # cancelled (or orphaned) while waiting for the device
         phases = self.phases
         phases.mark("begun")   # the pacer's begin_batch (and the lease, if any)
-        replay = header.get("T")
+        entry = header.get("T")
         held = None
-        rerun = True   # (a replay the worker skipped, cancelled, did not run from its graphs)
+        graphed = False   # (a replay the worker skipped, cancelled or re-ran from its records)
         if self.poisoned_at is None and not cancelled:
-            if replay is not None:
-                graphed = self.stretches.graphed
-                executed, error, cancelled = run_replay(self, replay, iter(payload), metas, fresh,
-                                                        values, downloads, out_frames)
-                rerun = self.stretches.graphed == graphed
+            if entry is not None:
+                executed, error, cancelled, graphed = replay.run(entry, iter(payload), results)
             else:   # (a batch that split an op is not held: its graph would run the op whole)
                 touched = self.splitter.touched if self.splitter is not None else 0
-                executed, error, cancelled = self._run_ops(ops, iter(payload), metas, fresh, values,
-                                                           downloads, out_frames)
+                executed, error, cancelled = self._run_ops(ops, iter(payload), results)
                 offered = header.get("O")
                 if offered is not None and error is None and not cancelled and executed == count \
                         and (self.splitter is None or self.splitter.touched == touched):
-                    held = keep_stretch(self, offered, executed)
-            if fresh:
-                add_metas(metas, fresh, self.table.arrays)
+                    held = replay.keep(offered, self._batch, executed)
+            self.ops_run += executed
+            results.finish()
             self._ended = executed
             phases.mark("ops")
             if header.get("y") and error is None:
                 try:
                     self.device.synchronize()
                 except Exception as exc:  # an asynchronous fault of an op in this batch
-                    self.poisoned_at = self._seq
-                    error = self._error(self._seq, exc)
+                    self.poison(self.seq)
+                    error = self.record_error(self.seq, exc)
             self.pacer.ended = perf_counter()   # the device waits for the host from here
-        elif replay is not None:
-            free_replay(self, replay)
+        elif entry is not None:
+            replay.skip(entry)
         else:
             self._free_only(ops)
         reply = {
             "b": header.get("b"),
-            "m": pack_metas(metas),
-            "v": values,
-            "d": downloads,
+            "m": pack_metas(results.metas),
+            "v": results.values,
+            "d": results.downloads,
             "e": error,
             "w": self._warnings,
             "x": executed,
@@ -200,14 +202,24 @@ class Executor:
             reply["c"] = 1
         if held is not None:
             reply["h"] = held
-        if replay is not None and rerun:
+        if entry is not None and not graphed:
             reply["f"] = 1
         if timer is not None and error is None:
             reply["g"] = self.device.stop_timer(timer)
         if self.fatal:
             reply["z"] = f"a device fault ({self.fatal})"
         self._warnings = []
-        return reply, out_frames
+        return reply, results.out_frames
+
+    def run_records(self, body: bytes, payload: Iterator, results: BatchResults) -> tuple:
+        """Run *body*, op and free records with no header (a held stretch's, rebuilt as the
+        client would have sent them), exactly as a batch's records run; returns (ops run,
+        the error entry or None, cancelled)."""
+        self._batch = body
+        unpacker = msgpack.Unpacker(ext_hook=self._hook, max_buffer_size=max(len(body), 1 << 16),
+                                    **codec.UNPACK_OPTIONS)
+        unpacker.feed(body)
+        return self._run_ops(unpacker, payload, results)
 
     def after_reply(self) -> None:
         """The batch's bookkeeping that its reply need not wait for, done once the reply is
@@ -222,149 +234,193 @@ class Executor:
         if used > self.peak_memory:
             self.peak_memory = used
 
-    def _run_ops(self, unpacker, payload: Iterator, metas, fresh, values, downloads, out_frames):
+    def _run_ops(self, unpacker, payload: Iterator, results: BatchResults) -> tuple:
         """Run the batch's records in order; returns (ops run, error entry, cancelled).
-        The common op's array result goes into *fresh* (handle -> array): its metadata is
-        taken at the end of the batch, and only if the client still holds it then."""
-        executed = 0
-        checked = perf_counter()
-        seq = None
-        unpack = unpacker.unpack
+
+        The op loop (:meth:`_loop`) runs until the batch ends, is cancelled or an op fails.
+        An op out of memory beside held graphs runs once more with them dropped
+        (:meth:`_retry`), and the loop goes on; any other error ends the batch and poisons
+        the session (:meth:`_failed`). A cancelled batch runs no more ops, but honours the
+        frees among its records."""
+        loop = _Loop(self.pacer.countdown, perf_counter())
+        while True:
+            try:
+                cancelled = self._loop(unpacker, payload, results, loop)
+            except Interrupted:   # cancelled between two pieces of a split op: not run
+                cancelled = True
+            except Exception as exc:  # the op's own error, reported to the client
+                error = self._retry(loop, exc, results)
+                if error is not None:
+                    return loop.executed, self._failed(loop, error), False
+                if loop.countdown:
+                    continue   # the op ran: on with the batch
+                cancelled = True   # interrupted while waiting for the device
+            if cancelled:
+                self._free_only(unpacker)   # the rest of the batch is not run; its frees are
+            return loop.executed, None, cancelled
+
+    def _loop(self, unpacker, payload: Iterator, results: BatchResults, loop: _Loop) -> bool:
+        """The op loop: decode each record as its turn comes (an op may name the arrays the
+        ops before it made), run it, pace, look for a cancel. Runs from where *loop* stands
+        until the batch ends (False) or is cancelled (True); an op's error propagates, and
+        *loop* then says which op it was. The common op, an operator, method or function
+        whose result is an array, runs inline, its array result's metadata left to the
+        batch's end (``results.fresh``); every other op goes through :meth:`_dispatch`.
+
+        This is the worker's hot loop (a few microseconds an op matter: see
+        benchmarks/worker_micro.py): everything it uses per op is a local, and the common
+        op makes no call of the executor's own (a call costs ~60 ns here)."""
+        executed, countdown, checked = loop.executed, loop.countdown, loop.checked
+        unpack, tell, end = unpacker.unpack, unpacker.tell, len(self._batch)
         pacer = self.pacer
-        pace = pacer.after_ops
-        countdown = pacer.countdown
+        pace, cancel_asked = pacer.after_ops, self.cancelled
         operators, methods, functions = self.device.operators, self.device.methods, self.device.functions
         array_type = self.device.array_type
         put, free = self.table.put, self.table.free
+        fresh = results.fresh
         splitter = self.splitter
-        while True:   # (entered again after an op retried past an out-of-memory error)
-            try:
-                while True:
-                    seq = None  # an error before the next op's seq is known names no op
-                    at = unpacker.tell()  # (after OutOfData, tell() counts a partial record's bytes)
-                    try:
-                        head = unpack()
-                    except msgpack.OutOfData:
-                        if at != len(self._batch):
-                            raise ProtocolError("truncated op record") from None
-                        break  # the end of the batch
-                    except ValueError as exc:  # msgpack's errors and CodecError
-                        raise ProtocolError(f"undecodable op record: {exc}") from None
-                    if type(head) is int:  # the client dropped this array here, in op order
-                        free(head)
-                        continue
-                    if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
-                        raise ProtocolError("malformed op record")
-                    seq, kind, want, out, name = head
-                    self._seq = seq
-                    try:
-                        body = unpack()  # resolves handles now, after the ops before it ran
-                    except msgpack.OutOfData:
+        seq = at = kind = want = out = name = target = args = kwargs = None
+        try:
+            while True:
+                # -- decoding a record: a free (a handle) or an op (its head, its arguments)
+                seq = None  # an error before the next op's seq is known names no op
+                at = tell()  # (after OutOfData, tell() counts a partial record's bytes)
+                try:
+                    head = unpack()
+                except msgpack.OutOfData:
+                    if at != end:
                         raise ProtocolError("truncated op record") from None
-                    except ValueError as exc:
-                        raise ProtocolError(f"undecodable op arguments: {exc}") from None
-                    if type(body) is not list or len(body) != 3:
-                        raise ProtocolError("malformed op arguments")
-                    target, args, kwargs = body
-                    if type(args) is not list or type(kwargs) is not dict:
-                        raise ProtocolError("malformed op arguments")
-                    if pacer.fresh_due:   # the device was idle or just granted: time starts here
-                        pacer.start_segment()
-                    pacer.began = checked   # (the previous op's end: this op's start, near enough)
-                    if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD or kind == _FUNCTION):
-                        # the common op, inline: an operator, method or function whose result is
-                        # an array; anything unusual (a refused name, a method of something not
-                        # an array, a creation call the device checks first, a scalar result)
-                        # takes the shared path
-                        fn = None
-                        call_args = args
-                        if type(name) is str:
-                            if kind == _OPERATOR:
-                                fn = operators.get(name)
-                            elif kind == _METHOD:
-                                if type(target) is array_type:
-                                    fn = methods.get(name)
-                                    if fn is not None:   # (args kept: a retry calls _call)
-                                        call_args = [target, *args]
-                            elif name not in _CHECKED_CREATION:
-                                fn = functions.get(name)
-                        if fn is not None:
-                            if splitter is None or name not in splitter.names:
-                                result = fn(*call_args, **kwargs)
-                            else:   # perhaps long: perhaps in pieces (worker/splitting.py)
-                                result = splitter.run(kind, name, fn, call_args, kwargs, executed)
-                        else:
-                            result = self._call(kind, name, target, args, kwargs)
-                        if type(result) is array_type:
-                            put(out, result)
-                            fresh[out] = result
-                        else:
-                            self._store(seq, want, out, result, metas, values)
-                    elif kind == m.KIND_DOWNLOAD:
-                        self._download(seq, target, downloads, out_frames)
+                    return False  # the end of the batch
+                except ValueError as exc:  # msgpack's errors and CodecError
+                    raise ProtocolError(f"undecodable op record: {exc}") from None
+                if type(head) is int:  # the client dropped this array here, in op order
+                    free(head)
+                    continue
+                if type(head) is not list or len(head) != 5 or type(head[0]) is not int:
+                    raise ProtocolError("malformed op record")
+                seq, kind, want, out, name = head
+                self.seq = seq
+                try:
+                    body = unpack()  # resolves handles now, after the ops before it ran
+                except msgpack.OutOfData:
+                    raise ProtocolError("truncated op record") from None
+                except ValueError as exc:
+                    raise ProtocolError(f"undecodable op arguments: {exc}") from None
+                if type(body) is not list or len(body) != 3:
+                    raise ProtocolError("malformed op arguments")
+                target, args, kwargs = body
+                if type(args) is not list or type(kwargs) is not dict:
+                    raise ProtocolError("malformed op arguments")
+                # -- running it
+                if pacer.fresh_due:   # the device was idle or just granted: time starts here
+                    pacer.start_segment()
+                pacer.began = checked   # (the previous op's end: this op's start, near enough)
+                if want == _ARRAY and (kind == _OPERATOR or kind == _METHOD or kind == _FUNCTION):
+                    # the common op, inline; anything unusual (a refused name, a method of
+                    # something not an array, a creation call the device checks first, a
+                    # scalar result) takes the shared path
+                    fn = None
+                    call_args = args
+                    if type(name) is str:
+                        if kind == _OPERATOR:
+                            fn = operators.get(name)
+                        elif kind == _METHOD:
+                            if type(target) is array_type:
+                                fn = methods.get(name)
+                                if fn is not None:   # (args kept: a retry goes through call)
+                                    call_args = [target, *args]
+                        elif name not in _CHECKED_CREATION:
+                            fn = functions.get(name)
+                    if fn is None:
+                        result = self.call(kind, name, target, args, kwargs)
+                    elif splitter is None or name not in splitter.names:
+                        result = fn(*call_args, **kwargs)
+                    else:   # perhaps long: perhaps in pieces (worker/splitting.py)
+                        result = splitter.run(kind, name, fn, call_args, kwargs, executed)
+                    if type(result) is array_type:
+                        put(out, result)
+                        fresh[out] = result
                     else:
-                        if want == _OBJECT and kind != m.KIND_OBJECT:   # only objects' methods
-                            raise NotAllowedError("only a remote object's method makes a new object")
-                        if kind == m.KIND_UPLOAD:
-                            result = self._upload(seq, name, args, payload)
-                        elif kind == m.KIND_INFO:
-                            result = self.info()
-                        elif kind == m.KIND_KERNEL:
-                            result = self.device.run_kernel(name, target, args, kwargs)
-                        elif kind == m.KIND_CUDA:
-                            result = run_cuda_call(self, name, target, args)
-                        elif kind == m.KIND_OBJECT:
-                            result = run_object_call(self, name, target, out, args, kwargs, want)
-                        else:
-                            result = self._call(kind, name, target, args, kwargs)
-                        self._store(seq, want, out, result, metas, values)
-                    executed += 1
-                    countdown -= 1
-                    if not countdown:  # mark device progress, pace, hand the device over if due
-                        countdown = pace(executed, self.cancelled)
-                    now = perf_counter()
-                    if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)
-                                         and self.cancelled()):
-                        self._free_only(unpacker)  # the rest of the batch is not run; its frees are
-                        self.ops_run += executed
-                        return executed, None, True
-                    checked = now
-            except Interrupted:   # cancelled between two pieces of a split op: not run
-                self._free_only(unpacker)
-                self.ops_run += executed
-                return executed, None, True
-            except Exception as exc:  # the op's own error, reported to the client
-                # out of memory beside held graphs, now dropped: the op once more, then on
-                # with the batch (a malformed record's kind may be any value: a str first)
-                if seq is not None and type(kind) is str and kind in _RETRIED \
-                        and evict_graphs(self, exc):
-                    try:
-                        self._store(seq, want, out, self._call(kind, name, target, args, kwargs),
-                                    metas, values)
-                    except Exception as again:
-                        exc = again
-                    else:
-                        executed += 1
-                        countdown -= 1
-                        if not countdown:
-                            countdown = pace(executed, self.cancelled)
-                            if not countdown:   # interrupted while waiting for the device
-                                self._free_only(unpacker)
-                                self.ops_run += executed
-                                return executed, None, True
-                        checked = perf_counter()
-                        continue
-                if seq is not None:  # an error that names no op cannot be acknowledged: no poison
-                    self.poisoned_at = seq
-                    self._free_rest(at)
-                self.ops_run += executed   # the ops of the batch before the failing one ran
-                return executed, self._error(seq, exc), False
-            break
-        self.ops_run += executed
-        return executed, None, False
+                        results.store(seq, want, out, result)
+                else:
+                    self._dispatch(seq, kind, want, out, name, target, args, kwargs, payload,
+                                   results)
+                # -- after it: pace, hand the device over if due, look for a cancel
+                executed += 1
+                countdown -= 1
+                if not countdown:  # mark device progress, pace, hand the device over if due
+                    countdown = pace(executed, cancel_asked)
+                now = perf_counter()
+                if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)
+                                     and cancel_asked()):
+                    return True
+                checked = now
+        finally:   # where the batch stands, for _run_ops (once per run of the loop, not per op)
+            loop.executed, loop.countdown, loop.checked, loop.seq, loop.at = \
+                executed, countdown, checked, seq, at
+            loop.op = (kind, want, out, name, target, args, kwargs)
 
-    def _error(self, seq: Any, exc: BaseException) -> list:
-        """The reply's error entry; a CUDA fault that broke the context ends the session.
+    def _dispatch(self, seq: int, kind: Any, want: Any, out: Any, name: Any, target: Any,
+                  args: list, kwargs: dict, payload: Iterator, results: BatchResults) -> None:
+        """The shared path: every op but the inline common one, by its kind."""
+        if kind == m.KIND_DOWNLOAD:
+            run_download(self, seq, target, results)
+            return
+        if want == _OBJECT and kind != m.KIND_OBJECT:   # only objects' methods
+            raise NotAllowedError("only a remote object's method makes a new object")
+        if kind == m.KIND_UPLOAD:
+            result = run_upload(self, seq, name, args, payload)
+        elif kind == m.KIND_INFO:
+            result = self.info()
+        elif kind == m.KIND_KERNEL:
+            result = self.device.run_kernel(name, target, args, kwargs)
+        elif kind == m.KIND_CUDA:
+            result = run_cuda_call(self, name, target, args)
+        elif kind == m.KIND_OBJECT:
+            result = run_object_call(self, name, target, out, args, kwargs, want)
+        else:
+            result = self.call(kind, name, target, args, kwargs)
+        results.store(seq, want, out, result)
+
+    def _retry(self, loop: _Loop, exc: Exception, results: BatchResults) -> Exception | None:
+        """The op *loop* stopped at raised *exc*. Out of memory while held stretches' graphs
+        keep memory, the graphs are dropped and the op runs once more (through :meth:`call`):
+        None if it ran (*loop* counts it, and paces), else the error that stands."""
+        seq = loop.seq
+        kind, want, out, name, target, args, kwargs = loop.op
+        # (a malformed record's kind may be any value: a str first)
+        if seq is None or type(kind) is not str or kind not in _RETRIED \
+                or not self.replay.drop_graphs_for(exc):
+            return exc
+        try:
+            results.store(seq, want, out, self.call(kind, name, target, args, kwargs))
+        except Exception as again:
+            return again
+        loop.executed += 1
+        loop.countdown -= 1
+        if not loop.countdown:   # (0 again: interrupted while waiting for the device)
+            loop.countdown = self.pacer.after_ops(loop.executed, self.cancelled)
+        loop.checked = perf_counter()
+        return None
+
+    def _failed(self, loop: _Loop, exc: Exception) -> list:
+        """The batch ends at the op *loop* stopped at, with *exc*: the session is poisoned
+        from that op on (the frees later in the batch still honoured); its error entry."""
+        if loop.seq is not None:  # an error that names no op cannot be acknowledged: no poison
+            self.poison(loop.seq)
+            self._free_rest(loop.at)
+        return self.record_error(loop.seq, exc)
+
+    def poison(self, seq: int) -> None:
+        """Op *seq* failed: it and every op after it are skipped, as a local program would
+        never have run them, until the client, having raised the error, acknowledges it
+        (a batch whose ``r`` is *seq* or later)."""
+        self.poisoned_at = seq
+
+    def record_error(self, seq: Any, exc: BaseException) -> list:
+        """The reply's error entry for *exc*, raised by op *seq* (None: by no op, a malformed
+        batch), counted in the session's figures; a CUDA fault that broke the context ends
+        the session.
         The session's cuFFT callback blocks are left: the ops after a failed one are not
         run until the client has the error, and a block's exit may be among them."""
         self.device.leave_fft_callbacks()
@@ -396,7 +452,7 @@ class Executor:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""
         return {"memory_used": self.device.memory_used(), "memory_limit": self.memory_limit,
                 "arrays": len(self.table), "ops": self.ops_run, "device": self.device.info(),
-                "stretches": self.stretches.figures(),
+                "stretches": self.replay.figures(),
                 "split": self.splitter.figures() if self.splitter is not None else None}
 
     def pool_limit(self) -> int | None:
@@ -463,14 +519,18 @@ class Executor:
             except (TypeError, ValueError, OverflowError) as exc:
                 # values precede the batch's error, if any: this op failed first
                 reply["e"] = [seq, error_name(exc), message_of(exc), None]
-                self.poisoned_at = seq
+                self.poison(seq)
                 break
             kept.append([seq, value])
         reply["v"] = kept
         return codec.packb(reply)
 
     # --------------------------------------------------------------- op kinds
-    def _call(self, kind: str, name: Any, target: Any, args: list, kwargs: dict) -> Any:
+    def call(self, kind: str, name: Any, target: Any, args: list, kwargs: dict) -> Any:
+        """An operator's, function's, method's or attribute's op through the general
+        dispatch: its name looked up on the allow-list, a creation call checked against the
+        session's memory first. (The op loop's inline path skips this for the common op;
+        stretch replay runs every such op of a held stretch through it.)"""
         if kind == m.KIND_FUNCTION:
             fn = self.device.functions.get(name) if type(name) is str else None
             if fn is None:
@@ -503,89 +563,18 @@ class Executor:
             return target.mT
         raise ProtocolError(f"unknown op kind {kind!r}")
 
-    def _store(self, seq: Any, want: Any, out: Any, result: Any, metas: list, values: list) -> None:
-        if want == api.ARRAY:
-            array = self._as_array(result)
-            if not self._is_array(array):
-                raise TypeError(f"expected an array result, got {type(result).__name__}")
-            self.table.put(out, array)
-            metas.append(array_meta(out, array))
-        elif want == api.NONE:
-            pass
-        elif want == api.VALUE:
-            values.append([seq, result])
-        elif want == api.MULTI:
-            values.append([seq, self._structure(out, result, metas)])
-        elif want == api.OBJECT:   # lti.to_ss(), ss * ss: checked by run_object_call
-            if result is NotImplemented:   # an operator's: the client tries the reflected one
-                values.append([seq, None])
-                return
-            self.table.put_object(out, result)
-            values.append([seq, type(result).__name__])
-        else:
-            raise ProtocolError(f"unknown result kind {want!r}")
 
-    def _structure(self, out: Any, result: Any, metas: list) -> Any:
-        """Store the arrays inside a structured result; return it with handles."""
-        if type(result) is codec.Handle:   # an array the session already holds (ndarray.base)
-            return result
-        if type(result) in _PYTHON_SCALARS:   # ndimage.label's count: a value, as in CuPy
-            return result
-        array = self._as_array(result)
-        if self._is_array(array):
-            if type(out) is int and out > 0:
-                self.table.put(out, array)
-                hid = out
-            else:
-                hid = self.table.put_new(array)
-            metas.append(array_meta(hid, array))
-            return codec.Handle(hid)
-        if isinstance(result, (tuple, list)):
-            items = [self._structure(None, item, metas) for item in result]
-            return tuple(items) if isinstance(result, tuple) else items
-        if is_bunch(result):   # place_poles' result: its fields, as a map
-            result = vars(result)
-        if isinstance(result, dict):   # find_peaks' properties, value_indices, ...
-            return {key: self._structure(None, item, metas) for key, item in result.items()}
-        return result
+class _Loop:
+    """Where a batch's op loop stands: ops run, ops until the pacer's next look, when it
+    last looked for a cancel; and, once it stopped at an error, that op's seq, its record's
+    offset and its fields (for :meth:`Executor._retry` and :meth:`Executor._failed`)."""
 
-    def _upload(self, seq: Any, dtype: Any, args: list, payload: Iterator) -> Any:
-        dt = codec.check_dtype(dtype)
-        shape = codec.check_shape(args[0] if args else None)
-        count = math.prod(shape)  # exact: np.prod(dtype=int64) wraps around
-        nbytes = count * dt.itemsize
-        self.device.check_allocation("empty", [shape, dt], {})
-        chunks = args[1] if len(args) > 1 else 0
-        if type(chunks) is int and chunks > 0:
-            if self.receive_chunk is None:
-                raise ProtocolError("streamed uploads are not available here")
-            self.bytes_in += nbytes
-            return self.device.from_chunks(
-                dt, shape, nbytes, (self.receive_chunk(seq, i) for i in range(chunks)))
-        try:
-            frame = next(payload)
-        except StopIteration:
-            raise ProtocolError("an upload op came without its data frame") from None
-        buffer = frame.buffer if hasattr(frame, "buffer") else memoryview(frame)
-        if buffer.nbytes != nbytes:
-            raise ProtocolError(f"upload data has {buffer.nbytes} bytes, its shape and dtype need {nbytes}")
-        host = codec.array_from_buffer(buffer, dt, shape)
-        self.bytes_in += nbytes
-        return self.device.from_host(host)
+    __slots__ = ("executed", "countdown", "checked", "seq", "at", "op")
 
-    def _download(self, seq: Any, target: Any, downloads: list, out_frames: list) -> None:
-        if not self._is_array(target):
-            raise ProtocolError("a download needs an array handle")
-        chunks = self.device.download_chunks(target)
-        self.bytes_out += target.nbytes
-        if chunks:  # sent after the reply, chunk by chunk (see take_streams)
-            downloads.append([seq, codec.dtype_spec(target.dtype), list(target.shape), chunks])
-            self.streams.append(target)
-            return
-        host = self.device.to_host(target)
-        downloads.append([seq, codec.dtype_spec(host.dtype), list(host.shape)])
-        # bfloat16 and structures go as bytes (NumPy exports no buffer of bfloat16)
-        out_frames.append(host if host.dtype.kind != "V" else host.reshape(-1).view(np.uint8))
-
-
-_PYTHON_SCALARS = frozenset((int, float, bool, complex))
+    def __init__(self, countdown: int, checked: float) -> None:
+        self.executed = 0
+        self.countdown = countdown
+        self.checked = checked
+        self.seq: int | None = None
+        self.at = 0
+        self.op: tuple = ()

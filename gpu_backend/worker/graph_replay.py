@@ -1,8 +1,8 @@
 """A held stretch replayed as graphs: captured once, then launched with new inputs.
 
-Steps 2 and 3 of docs/graph-replay.md. The first replay of a template *captures* it: the
-inputs are copied into buffers the stretch owns, and the ops run in segments — runs of ops
-that capture well, each captured as one graph and launched at once, and between them the
+Steps 2 and 3 of docs/stretch-replay.md. The first replay of a held stretch *captures* it:
+the inputs are copied into buffers the stretch owns, and the ops run in segments — runs of
+ops that capture well, each captured as one graph and launched at once, and between them the
 ops that must run eagerly (cuBLAS, cuRAND and cuSOLVER refuse capture; random draws must
 advance the generator as CuPy's do; host reads return values). Every allocation meanwhile
 is retained (devices/cupy_graphs.py), so the graphs' addresses stay theirs. A scalar
@@ -14,12 +14,17 @@ no overlap between inputs where the stretch writes), copies the inputs in, write
 parameters, launches the graphs and runs the eager ops (their results copied into the
 buffers the next graphs read), copies written inputs back and hands every result the
 client keeps to its new handle as a fresh array. Whatever does not fit returns None, and
-the executor re-runs the stretch from its records instead (worker/stretches.py): a
-mismatch costs speed, never a result.
+the stretch is re-run from its records instead (worker/stretch_replay.py): a mismatch
+costs speed, never a result.
+
+What graph replay learns of each held stretch (whether it is captured, can never be, or is
+due to be; the ops that refused capture; the captures tried) is its own: a
+:class:`GraphState`, one per held stretch, in :class:`StretchGraphs`.
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -28,15 +33,14 @@ from ..devices.host_graphs import LaunchError
 from ..protocol import api
 from ..protocol.errors import error_name
 from ..protocol import messages as m
+from .batch_results import BatchResults
 from .objects import run_object_call
-from .stretches import Op, Slot, Template, fill_slots
+from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
-__all__ = ["GraphReplayer", "GRAPHLESS"]
+__all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
 
-#: A template that graphs cannot serve (it is re-run on every replay).
-GRAPHLESS = "graphless"
-#: Captures tried per template before it is left to re-runs (each failed one moves the op
-#: that refused capture to the eager side).
+#: Captures tried per held stretch before it is left to re-runs (each failed one moves the
+#: op that refused capture to the eager side).
 MAX_ATTEMPTS = 4
 
 _OPERATOR, _METHOD, _FUNCTION = m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION
@@ -67,16 +71,16 @@ class _OpError(Exception):
 
 
 class _Shape:
-    """What a template's records say about it, found once: the inputs its ops read, the
+    """What a held stretch's records say about it, found once: the inputs its ops read, the
     results the client keeps, the inputs it drops, whether it writes into arrays."""
 
-    def __init__(self, t: Template) -> None:
+    def __init__(self, stretch: HeldStretch) -> None:
         self.used: list[int] = []
         freed_results: set[int] = set()
         self.input_frees: list[int] = []
         self.graphable = True
         self.writes = False
-        for item in t.items:
+        for item in stretch.items:
             if type(item) is Slot:
                 (self.input_frees.append(item.n) if item.kind == "i" else freed_results.add(item.n))
                 continue
@@ -90,9 +94,9 @@ class _Shape:
             for slot in _slots((item.target, item.args, item.kwargs)):
                 if slot.kind == "i" and slot.n not in self.used:
                     self.used.append(slot.n)
-        self.alive = [n for n in range(t.outs) if n not in freed_results]
+        self.alive = [n for n in range(stretch.outs) if n not in freed_results]
         #: the op that makes each result slot
-        self.maker = {op.out.n: op.index for op in t.items if type(op) is Op and op.out is not None}
+        self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
 
 
 def _slots(value: Any):
@@ -124,7 +128,7 @@ class _Segment:
 
 
 class StretchGraph:
-    """A template's capture: buffers, parameter buffers, segments, the results' arrays."""
+    """A held stretch's capture: buffers, parameter buffers, segments, the results' arrays."""
 
     def __init__(self, shape: _Shape) -> None:
         self.shape = shape
@@ -148,53 +152,121 @@ class StretchGraph:
         return self.retained.nbytes() if self.retained is not None else 0
 
 
-class GraphReplayer:
-    """Captures and replays a session's templates (the executor's)."""
+class Capture(Enum):
+    """Where a held stretch stands with graphs."""
+
+    DUE = "due"            # no graph now: captured at its next replay (MAX_ATTEMPTS in all)
+    CAPTURED = "captured"  # its graph serves each replay whose guards hold
+    NEVER = "never"        # graphs cannot serve it: every replay re-runs its records
+
+
+class GraphState:
+    """One held stretch's standing with graphs: its :class:`Capture` stage, its graph while
+    captured, the ops found to refuse capture (eager from the next capture on), the
+    captures tried, and what its records say (found once, when it is held)."""
+
+    __slots__ = ("stage", "graph", "eager", "attempts", "shape")
+
+    def __init__(self, shape: _Shape, servable: bool) -> None:
+        self.shape = shape
+        self.stage = Capture.DUE if servable else Capture.NEVER
+        self.graph: StretchGraph | None = None
+        self.eager: set[int] = set()
+        self.attempts = 0
+
+    def captured(self, graph: StretchGraph) -> None:
+        """*graph* serves the replays from now on."""
+        self.stage, self.graph = Capture.CAPTURED, graph
+
+    def capture_again(self) -> None:
+        """The graph (if any) goes, its memory with it; the next replay captures anew."""
+        self.stage, self.graph = Capture.DUE, None
+
+    def give_up(self) -> None:
+        """Graphs will never serve this stretch: every replay re-runs its records."""
+        self.stage, self.graph = Capture.NEVER, None
+
+    def nbytes(self) -> int:
+        """The device memory its graph holds."""
+        return self.graph.nbytes() if self.graph is not None else 0
+
+
+class StretchGraphs:
+    """Captures a session's held stretches as graphs and replays them (the executor's, whose
+    public interface runs the ops); keeps each held stretch's :class:`GraphState`."""
 
     def __init__(self, executor: Any) -> None:
         self.x = executor
         self.tools = executor.device.graph_tools
         self.array_type = executor.device.array_type
+        #: each held stretch's standing with graphs, by its id
+        self.states: dict[int, GraphState] = {}
+        self.evictions = 0    # times every graph was dropped for an op out of memory
+
+    # ------------------------------------------------------------ held stretches
+    def hold(self, sid: int, stretch: HeldStretch, arrays: dict) -> None:
+        """*stretch* is held from now on as *sid*, its offered run's arrays in the handle
+        table (*arrays*): whether graphs could serve it is judged now."""
+        shape = _Shape(stretch)
+        self.states[sid] = GraphState(shape, shape.graphable and _outputs_owned(stretch, arrays))
+
+    def forget(self, sids: list) -> None:
+        """These stretches are let go: their graphs go, and their memory with them."""
+        for sid in sids:
+            self.states.pop(sid, None)
+
+    def evict(self) -> bool:
+        """Drop every graph that holds memory (their stretches are captured again at a later
+        replay, within MAX_ATTEMPTS) and the memory pool's cached blocks; whether any was."""
+        freed = 0
+        for state in self.states.values():
+            nbytes = state.nbytes()
+            if nbytes:
+                freed += nbytes
+                state.capture_again()
+        if not freed:
+            return False
+        self.evictions += 1
+        self.x.device.release_cache()
+        return True
+
+    def nbytes(self) -> int:
+        """The device memory all the graphs hold."""
+        return sum(state.nbytes() for state in self.states.values())
 
     # ------------------------------------------------------------ entry
-    def run(self, t: Template, first: int, inputs: list, params: list, outs: list,
-            metas: list, fresh: dict, values: list) -> tuple | None:
+    def run(self, state: GraphState, stretch: HeldStretch, entry: ReplayEntry,
+            results: BatchResults) -> tuple | None:
         """Run a replay through graphs: (ops run, error entry, False), or None: re-run it."""
-        shape = t.shape
-        if shape is None:
-            shape = t.shape = _Shape(t)
-            if not shape.graphable or not t.outputs_owned:
-                t.graph = GRAPHLESS
-        if t.graph is GRAPHLESS:
+        if state.stage is Capture.NEVER:
             return None
         arrays = {}
-        for n in shape.used:
-            a = self.x.table.arrays.get(inputs[n])
+        for n in state.shape.used:
+            a = self.x.table.arrays.get(entry.inputs[n])
             if a is None:   # an object, or no such handle: the re-run says which
                 return None
             arrays[n] = a
-        graph = t.graph
+        graph = state.graph
         if graph is None:
-            if t.attempts >= MAX_ATTEMPTS:
-                t.graph = GRAPHLESS
+            if state.attempts >= MAX_ATTEMPTS:
+                state.give_up()
                 return None
-            t.attempts += 1
+            state.attempts += 1
             try:
-                return self._capture(t, shape, first, arrays, inputs, params, outs, metas, fresh,
-                                     values)
+                return self._capture(state, stretch, entry, arrays, results)
             except Exception as exc:
                 # out of memory while capturing (its buffers are more than the ops need):
                 # nothing the client sees was written, so a re-run does what the ops would
                 # (not where a generator has advanced)
-                if error_name(exc) != "OutOfMemoryError" or t.draws:
+                if error_name(exc) != "OutOfMemoryError" or stretch.draws:
                     raise
-                t.graph = None   # (captured again at a later replay, within MAX_ATTEMPTS)
+                state.capture_again()   # (at a later replay, within MAX_ATTEMPTS)
                 self.x.device.release_cache()
                 return None
-        hosts = self._fits(graph, arrays, params)
+        hosts = self._fits(graph, arrays, entry.params)
         if hosts is None:
             return None
-        return self._replay(t, graph, first, arrays, inputs, params, outs, hosts, metas, fresh, values)
+        return self._replay(state, stretch, graph, entry, arrays, hosts, results)
 
     # ------------------------------------------------------------ guards
     def _fits(self, g: StretchGraph, arrays: dict, params: list) -> dict | None:
@@ -218,12 +290,13 @@ class GraphReplayer:
         return hosts
 
     # ------------------------------------------------------------ capture
-    def _capture(self, t, shape, first, arrays, inputs, params, outs, metas, fresh, values):
-        tools = self.tools
+    def _capture(self, state: GraphState, stretch: HeldStretch, entry: ReplayEntry,
+                 arrays: dict, results: BatchResults) -> tuple | None:
+        tools, shape, first, params = self.tools, state.shape, entry.first, entry.params
         g = StretchGraph(shape)
         segments: list[_Segment] = []
-        for op in (item for item in t.items if type(item) is Op):
-            eager = op.index in t.eager or _eager_by_nature(op)
+        for op in (item for item in stretch.items if type(item) is Op):
+            eager = op.index in state.eager or _eager_by_nature(op)
             if not segments or segments[-1].eager != eager or eager:
                 segments.append(_Segment(eager))
             segments[-1].ops.append(op)
@@ -236,7 +309,7 @@ class GraphReplayer:
                 for n, a in arrays.items():
                     buf = tools.empty_like(a)
                     if buf.strides != a.strides:
-                        t.graph = GRAPHLESS
+                        state.give_up()
                         return None
                     tools.copy(buf, a)
                     g.bufs[n] = buf
@@ -247,7 +320,7 @@ class GraphReplayer:
                     g.written = set()
                 for seg in segments:
                     if seg.eager:
-                        self._run_eager(seg.ops, g, first, params, handout, values, live=True)
+                        self._run_eager(seg.ops, g, first, params, handout, results, live=True)
                         continue
                     writes: list = []
                     try:
@@ -255,13 +328,13 @@ class GraphReplayer:
                             for op in seg.ops:
                                 self._capture_op(op, g, params, writes)
                     except _CaptureRefused as refused:
-                        t.eager.add(refused.index)
+                        state.eager.add(refused.index)
                         complete = False
-                        self._run_eager(seg.ops, g, first, params, handout, values, live=False)
+                        self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     except Exception:   # ended with an invalidated capture: which op is unknown
                         complete = False
-                        self._run_eager(seg.ops, g, first, params, handout, values, live=False)
+                        self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     seg.graph = got[0]
                     if not tools.capture_runs:
@@ -269,16 +342,19 @@ class GraphReplayer:
                             tools.write(buf, host)
                         tools.launch(seg.graph)
         except _OpError as failed:
-            if error_name(failed.error) == "OutOfMemoryError" and not t.draws:
+            if error_name(failed.error) == "OutOfMemoryError" and not stretch.draws:
                 raise failed.error from None   # (run() re-runs the stretch instead)
-            t.graph = None
+            state.capture_again()
             g.written = None   # (the ops after it were not looked at)
-            return self._finish(t, g, failed.index, inputs, outs, arrays, {}, metas, fresh,
-                                values, error=(first + failed.index, failed.error))
+            return self._finish(g, failed.index, entry, arrays, {}, results,
+                                error=(first + failed.index, failed.error))
         g.writing = None
-        t.graph = g if complete else None
+        if complete:
+            state.captured(g)
+        else:
+            state.capture_again()
         # (results made meanwhile are in the graph's memory: every one goes out as a copy)
-        return self._finish(t, g, t.ops, inputs, outs, arrays, {}, metas, fresh, values)
+        return self._finish(g, stretch.ops, entry, arrays, {}, results)
 
     def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list) -> None:
         """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype."""
@@ -306,7 +382,7 @@ class GraphReplayer:
                                     fill_slots(op.kwargs, of_slot))
             if g.writing is not None:
                 self._note_writes(g, op, target, args, kwargs)
-            result = self.tools.call(self.x._call, [op.kind, op.name, target, args, kwargs], {},
+            result = self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs], {},
                                      self._finish_for(op), op.index)
         except Exception:
             raise _CaptureRefused(op.index) from None
@@ -315,7 +391,7 @@ class GraphReplayer:
 
     def _finish_for(self, op: Op):
         if op.want == _ARRAY:
-            as_array, is_array = self.x._as_array, self.x._is_array
+            as_array, is_array = self.x.device.as_array, self.x.device.is_array
 
             def finish(result: Any) -> Any:
                 array = as_array(result)
@@ -326,8 +402,9 @@ class GraphReplayer:
         return _same
 
     # ------------------------------------------------------------ replay
-    def _replay(self, t, g, first, arrays, inputs, params, outs, hosts, metas, fresh, values):
-        tools = self.tools
+    def _replay(self, state: GraphState, stretch: HeldStretch, g: StretchGraph,
+                entry: ReplayEntry, arrays: dict, hosts: dict, results: BatchResults) -> tuple:
+        tools, first, params = self.tools, entry.first, entry.params
         for n, a in arrays.items():
             tools.copy(g.bufs[n], a)
         for n, host in hosts.items():
@@ -342,21 +419,21 @@ class GraphReplayer:
                     except LaunchError as failed:   # (the NumPy device's recorded calls)
                         raise _OpError(failed.index, failed.error) from None
                 else:
-                    live = self._run_eager(seg.ops, g, first, params, handout, values, live)
+                    live = self._run_eager(seg.ops, g, first, params, handout, results, live)
         except _OpError as failed:
-            t.graph = None
-            if error_name(failed.error) == "OutOfMemoryError" and not t.draws:
-                # (nothing the client sees was written yet: run_replay drops the graphs and
-                # re-runs the stretch, as without replay)
+            state.capture_again()
+            if error_name(failed.error) == "OutOfMemoryError" and not stretch.draws:
+                # (nothing the client sees was written yet: StretchReplay.run drops the
+                # graphs and re-runs the stretch, as without replay)
                 raise failed.error from None
-            return self._finish(t, g, failed.index, inputs, outs, arrays, handout, metas, fresh,
-                                values, error=(first + failed.index, failed.error))
+            return self._finish(g, failed.index, entry, arrays, handout, results,
+                                error=(first + failed.index, failed.error))
         if not live:   # a result's layout changed under an eager op: capture again next time
-            t.graph = None
-        return self._finish(t, g, t.ops, inputs, outs, arrays, handout, metas, fresh, values)
+            state.capture_again()
+        return self._finish(g, stretch.ops, entry, arrays, handout, results)
 
     def _run_eager(self, ops: list, g: StretchGraph, first: int, params: list,
-                   handout: dict, values: list, live: bool) -> bool:
+                   handout: dict, results: BatchResults, live: bool) -> bool:
         """Run *ops* for real on the stretch's buffers. While *live* (graphs still to launch
         read its results), each result is also copied into the array the graphs read;
         returns whether that still holds."""
@@ -369,7 +446,7 @@ class GraphReplayer:
             return fill_slots(value, of_slot)
 
         for op in ops:
-            x._seq = first + op.index
+            x.seq = first + op.index
             try:
                 target, args, kwargs = resolve(op.target), resolve(op.args), resolve(op.kwargs)
                 if g.writing is not None:
@@ -377,9 +454,9 @@ class GraphReplayer:
                 if op.kind == _OBJECT:
                     result = run_object_call(x, op.name, target, None, args, kwargs, op.want)
                 else:
-                    result = x._call(op.kind, op.name, target, args, kwargs)
+                    result = x.call(op.kind, op.name, target, args, kwargs)
                 if op.want == _VALUE:
-                    values.append([first + op.index, result])
+                    results.value(first + op.index, result)
                     continue
                 if op.want != _ARRAY:
                     continue
@@ -418,13 +495,15 @@ class GraphReplayer:
                 g.written.add(n)
 
     # ------------------------------------------------------------ results
-    def _finish(self, t, g, ran, inputs, outs, arrays, handout, metas, fresh, values, error=None):
+    def _finish(self, g: StretchGraph, ran: int, entry: ReplayEntry, arrays: dict,
+                handout: dict, results: BatchResults, error: tuple | None = None) -> tuple:
         """Hand the kept results of the ops that ran to their handles, copy written inputs
         back, drop the inputs the stretch dropped; the executor's reply figures."""
         tools, table, shape = self.tools, self.x.table, g.shape
+        inputs, outs = entry.inputs, entry.outs
         # the results' arrays first: until the inputs are written back, nothing the client
         # sees has changed, so running out of memory here leaves a re-run possible
-        results = []
+        handed = []
         for n in shape.alive:
             if shape.maker[n] >= ran:
                 continue
@@ -433,22 +512,21 @@ class GraphReplayer:
                 kept = made if made is not None else g.env[n]
                 made = tools.empty_like(kept)
                 tools.copy(made, kept)
-            results.append((outs[n], made))
+            handed.append((outs[n], made))
         if shape.writes:
             written = g.written
             for n, a in arrays.items():
                 if written is None or n in written:
                     tools.copy(a, g.bufs[n])
-        for hid, made in results:
+        for hid, made in handed:
             table.put(hid, made)
-            fresh[hid] = made
+            results.fresh_array(hid, made)
         for n in shape.input_frees:
             table.free(inputs[n])
-        self.x.ops_run += ran
         if error is not None:
             seq, exc = error
-            self.x.poisoned_at = seq
-            return ran, self.x._error(seq, exc), False
+            self.x.poison(seq)
+            return ran, self.x.record_error(seq, exc), False
         return ran, None, False
 
 
@@ -463,6 +541,17 @@ def _arrays_in(value: Any, array_type: type):
     elif t is dict:
         for v in value.values():
             yield from _arrays_in(v, array_type)
+
+
+def _outputs_owned(stretch: HeldStretch, arrays: dict) -> bool:
+    """Whether the results the client keeps of a stretch's run own their memory, apart from
+    each other and from its inputs: graph replay hands out copies, which would break a view
+    (``x[1:]``, ``x.T``) or an alias (``cupy.asarray(x)`` is ``x``)."""
+    kept = [arrays[h] for h in stretch.recorded_outs if h in arrays]
+    inputs = [arrays[h] for h in stretch.recorded_inputs if h in arrays]
+    if len({id(a) for a in kept + inputs}) != len(kept) + len(inputs):
+        return False
+    return all(a.base is None and (a.flags.c_contiguous or a.flags.f_contiguous) for a in kept)
 
 
 def _same(value: Any) -> Any:

@@ -86,7 +86,8 @@ class WorkerServer:
         self.table = HandleTable(self.device)
         self.executor = Executor(self.device, self.table)
         self.executor.stretches.enabled = settings.graphs != "off"
-        self.executor.stretches.graphs = settings.graphs == "on"
+        if settings.graphs != "on":
+            self.executor.replay.rerun_only()
         self.closed = False
         self._queue: deque = deque()   # messages read ahead while looking for cancels
         self.cancel_upto = 0

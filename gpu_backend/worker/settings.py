@@ -33,7 +33,7 @@ class WorkerSettings:
     #: ``GPUWB_STREAM_BYTES``: the NumPy device streams transfers in chunks of this many
     #: bytes as a GPU does (None: one zero-copy frame), so tests take that path without a GPU
     stream_bytes: int | None = None
-    #: ``GPUWB_GRAPHS``: stretch replay (docs/graph-replay.md). ``0`` (or ``off``) keeps no
+    #: ``GPUWB_GRAPHS``: stretch replay (docs/stretch-replay.md). ``0`` (or ``off``) keeps no
     #: stretch a client offers, so every batch runs as sent; ``rerun`` keeps them but runs
     #: each replay from its records, never through graphs; anything else: graphs where the
     #: device has them

@@ -1,16 +1,18 @@
-"""The stretches a session's client offered: kept as templates, run again from a replay entry.
+"""The stretches a session's client offered: held, run again from a replay entry.
 
-A client that has seen one stretch of ops (a batch) repeat offers it with the batch
-(header ``O``: the stretch's id); once that batch ran without an error the worker keeps it
-as a :class:`Template` and says so in the reply (``h``). From then on the client sends a
-replay entry (header ``T``: the id, the first op's sequence number, the new inputs'
-handles, the scalar parameters' values, the results' new handles) instead of the ops.
+A *stretch* is the ops between two sync points. A client that has seen one stretch (a
+batch) repeat offers it with the batch (header ``O``: the stretch's id); once that batch
+ran without an error the worker keeps it as a :class:`HeldStretch` and says so in the
+reply (``h``). From then on the client sends a replay entry (header ``T``: the id, the
+first op's sequence number, the new inputs' handles, the scalar parameters' values, the
+results' new handles) instead of the ops.
 
-Every replay can be run as a *re-run*: :meth:`Template.rebuild` writes the very records
+Every replay can be run as a *re-run*: :meth:`HeldStretch.rebuild` writes the very records
 the client would have sent (each op's number, its arguments with the new handles and
 values), and the executor runs them as any batch, so its results, errors and warnings are
-today's by construction. That is the NumPy device's replay, and the fallback of a GPU's
-(worker/graph_replay.py) whenever a graph cannot serve.
+today's by construction. That is every replay where no graph serves (a device without
+graph tools, ``GPUWB_GRAPHS=rerun``), and the fallback of a held stretch's graph
+(worker/graph_replay.py) whenever it cannot serve.
 
 Inputs and parameters are numbered by the walk that ``gpu_backend.protocol.stretches``
 sets out, the one the client's key uses (kernelproxy/stretch_key.py).
@@ -18,7 +20,7 @@ sets out, the one the client's key uses (kernelproxy/stretch_key.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 import numpy as np
@@ -28,11 +30,12 @@ from ..protocol import messages as m
 from ..protocol.errors import ProtocolError
 from ..protocol.stretches import MAX_HELD, MAX_STRETCH_OPS, PARAM_OPERATORS, is_param
 
-__all__ = ["Slot", "Op", "Template", "StretchBook", "fill_slots", "read_records"]
+__all__ = ["Slot", "Op", "HeldStretch", "HeldStretches", "ReplayEntry", "fill_slots",
+           "read_records"]
 
 
 class Slot:
-    """A place in a template's arguments: input ``n`` (``"i"``), the result of op ``n``
+    """A place in a held stretch's arguments: input ``n`` (``"i"``), the result of op ``n``
     (``"r"``) or parameter ``n`` (``"p"``, *cast* turning the client's value into the type
     the recorded one had: a NumPy scalar stays one of its dtype)."""
 
@@ -64,7 +67,7 @@ def fill_slots(value: Any, of_slot: Any) -> Any:
 
 
 class Op:
-    """One op of a template: its record's head with slots for handles and parameters."""
+    """One op of a held stretch: its record's head with slots for handles and parameters."""
 
     __slots__ = ("index", "kind", "want", "out", "name", "target", "args", "kwargs")
 
@@ -74,9 +77,10 @@ class Op:
         self.target, self.args, self.kwargs = target, args, kwargs
 
 
-class Template:
+class HeldStretch:
     """A stretch as the worker keeps it: its records in order, ops (:class:`Op`) and frees
-    (a :class:`Slot`), with the counts a replay entry must match."""
+    (a :class:`Slot`), with the counts a replay entry must match. What its graphs have
+    learnt is not here: that is graph replay's (worker/graph_replay.py, ``GraphState``)."""
 
     def __init__(self, records: list) -> None:
         self.items: list[Op | Slot] = []
@@ -109,14 +113,6 @@ class Template:
         self.recorded_inputs = list(self._named)
         self.recorded_outs = [hid for hid, _slot in sorted(self._made.items(), key=lambda e: e[1].n)]
         del self._made, self._named
-        #: for graph replay (worker/graph_replay.py): the capture (None: not yet; or
-        #: GRAPHLESS), the ops that refused capture, captures tried, what the records say,
-        #: and whether the results the client keeps own their memory (set at the offer)
-        self.graph: Any = None
-        self.eager: set[int] = set()
-        self.attempts = 0
-        self.shape: Any = None
-        self.outputs_owned = False
         #: whether it draws random numbers (an object's method, ``random.*``): a replay
         #: that failed part-way must not be run again, or the generator advances twice
         self.draws = any(type(op) is Op and (op.kind == m.KIND_OBJECT or (
@@ -149,7 +145,7 @@ class Template:
 
     # ------------------------------------------------------------ re-run
     def check(self, inputs: Any, params: Any, outs: Any) -> None:
-        """A replay entry's lists must fit the template (a client's bug otherwise)."""
+        """A replay entry's lists must fit the stretch (a client's bug otherwise)."""
         if (type(inputs) is not list or type(params) is not list or type(outs) is not list
                 or len(inputs) != self.inputs or len(params) != self.params
                 or len(outs) != self.outs):
@@ -202,37 +198,42 @@ def read_records(body: bytes) -> list:
     return records
 
 
-class StretchBook:
-    """A session's templates by the client's ids, and the counts ``%gpu status`` shows."""
+class ReplayEntry(NamedTuple):
+    """A replay entry (header ``T``), checked against the stretch it names."""
+
+    sid: int        # the stretch's id
+    first: int      # its first op's sequence number in this run
+    inputs: list    # the handles of its inputs, by input slot
+    params: list    # the values of its scalar parameters, by parameter slot
+    outs: list      # the new handles of its results, by result slot
+
+
+class HeldStretches:
+    """A session's held stretches by the client's ids, and the offers not kept."""
 
     def __init__(self, enabled: bool = True) -> None:
+        #: whether offers are kept at all (``GPUWB_GRAPHS=0``: none is)
         self.enabled = enabled
-        self.held: dict[int, Template] = {}
-        self.replays = 0      # replay entries run
-        self.graphed = 0      # of which served by graphs
-        self.fallbacks = 0    # of which a graph could not serve (re-run instead)
+        self.held: dict[int, HeldStretch] = {}
         self.refused = 0      # offers not kept
-        self.evictions = 0    # times every graph was dropped for an op out of memory
-        #: whether graphs may serve replays (``GPUWB_GRAPHS=0``: every replay is a re-run)
-        self.graphs = True
 
-    def offer(self, sid: Any, body: bytes, ops: int) -> bool:
-        """Keep the batch *body* (it ran without error) as stretch *sid*; whether it is kept."""
+    def offer(self, sid: Any, body: bytes, ops: int) -> HeldStretch | None:
+        """Keep the batch *body* (it ran without error) as stretch *sid*; the held stretch,
+        or None where it is not kept."""
         if (not self.enabled or type(sid) is not int or sid in self.held
                 or len(self.held) >= MAX_HELD or not 0 < ops <= MAX_STRETCH_OPS):
             self.refused += 1
-            return False
+            return None
         try:
-            template = Template(read_records(body))
+            stretch = HeldStretch(read_records(body))
         except Exception:   # (it ran, so it decodes; anything odd is simply not kept)
             self.refused += 1
-            return False
-        self.held[sid] = template
-        return True
+            return None
+        self.held[sid] = stretch
+        return stretch
 
     def drop(self, sids: Any) -> None:
-        """The client lets these stretches go: their templates and graphs (their memory
-        goes back to the session's pool) are dropped; an id not held is no error (an offer
+        """The client lets these stretches go: an id not held is no error (an offer
         refused meanwhile)."""
         if type(sids) is not list or len(sids) > MAX_HELD or any(type(s) is not int for s in sids):
             raise ProtocolError("malformed stretch drops: a list of at most "
@@ -240,19 +241,14 @@ class StretchBook:
         for sid in sids:
             self.held.pop(sid, None)
 
-    def get(self, sid: Any) -> Template:
-        template = self.held.get(sid) if type(sid) is int else None
-        if template is None:
+    def entry(self, raw: Any) -> tuple[HeldStretch, ReplayEntry]:
+        """The held stretch a replay entry names, and the entry, checked against it (a
+        ProtocolError otherwise)."""
+        if type(raw) is not list or len(raw) != 5 or type(raw[1]) is not int:
+            raise ProtocolError("malformed stretch replay")
+        sid = raw[0]
+        stretch = self.held.get(sid) if type(sid) is int else None
+        if stretch is None:
             raise ProtocolError(f"no stretch {sid!r} is held for this session")
-        return template
-
-    def figures(self) -> dict:
-        """Stretches held, replays run (through graphs, and re-run where a graph's guards
-        failed), offers refused, and the memory the graphs hold."""
-        graph_bytes = 0
-        for template in self.held.values():
-            nbytes = getattr(template.graph, "nbytes", None)
-            graph_bytes += nbytes() if nbytes is not None else 0
-        return {"held": len(self.held), "replays": self.replays, "graphed": self.graphed,
-                "fallbacks": self.fallbacks, "refused": self.refused, "graph_bytes": graph_bytes,
-                "evictions": self.evictions}
+        stretch.check(*raw[2:])
+        return stretch, ReplayEntry(*raw)

@@ -1,4 +1,4 @@
-"""Malformed stretch-replay entries at a worker (docs/graph-replay.md; the wire keys O, T
+"""Malformed stretch-replay entries at a worker (docs/stretch-replay.md; the wire keys O, T
 and D of a batch header): each is answered with a ProtocolError naming no op of the
 client's, or (an offer no worker could keep) simply not kept; the session's arrays stay
 as they were, its next batch runs, and everyone else goes on."""

@@ -29,7 +29,7 @@ def trainer_and_long(gap_rule=True, op=0.022):
     policy.want("t")                       # back after 0.5 ms, behind L's running op
     t[0] = 0.025
     policy.release("l", 0.022, want=True)  # L hands over after its op
-    assert policy.holder == "t" and policy.sessions["t"].gap == pytest.approx(0.0005)
+    assert policy.holder == "t" and policy.gaps.sessions["t"].gap == pytest.approx(0.0005)
     return t, policy
 
 
@@ -37,11 +37,11 @@ def test_the_gap_rule_keeps_the_device_for_a_trainer_between_steps():
     t, policy = trainer_and_long()
     t[0] = 0.028
     assert policy.release("t", 0.006, want=False) == []          # held for T, L waits
-    assert policy.gap_hold[0] == "t" and policy.next_deadline() == pytest.approx(0.028 + 2 * 0.0005 + 0.0002)
+    assert policy.gaps.hold[0] == "t" and policy.next_deadline() == pytest.approx(0.028 + 2 * 0.0005 + 0.0002)
     vt = policy.users["T"].vt
     t[0] = 0.0285
     [grant] = policy.want("t")                                    # back within its hold
-    assert grant.session == "t" and policy.gap_hold is None
+    assert grant.session == "t" and policy.gaps.hold is None
     assert policy.users["T"].vt == pytest.approx(vt + 0.0005)     # charged the idle gap
     # the hold runs out: the device goes to L at the arbiter's next tick
     t[0] = 0.0315
@@ -57,10 +57,10 @@ def test_while_a_trainer_is_held_a_user_with_credit_goes_first_and_the_hold_goes
     assert policy.release("t", 0.0215, want=False) == []   # T just behind L's 22 ms
     policy.attach("i", "I")
     [grant] = policy.want("i")                     # an interactive op: credit against T
-    assert grant.session == "i" and policy.gap_hold[1] is None
+    assert grant.session == "i" and policy.gaps.hold[1] is None
     t[0] = 0.0282
     assert policy.release("i", 0.0002, want=False) == []        # the device is T's again
-    assert policy.gap_hold[0] == "t" and policy.gap_hold[1] == pytest.approx(0.0282)
+    assert policy.gaps.hold[0] == "t" and policy.gaps.hold[1] == pytest.approx(0.0282)
     t[0] = 0.0284
     assert [a.session for a in policy.want("t")] == ["t"]
 
@@ -71,12 +71,12 @@ def test_the_gap_rule_holds_only_where_it_saves_more_than_it_costs(case):
     if case == "ahead":      # T has had more than L: L's turn
         policy.used("t", 0.1)
     if case == "long gap":   # T came back after 5 ms lately: not a gap between batches
-        policy.sessions["t"].gap = 0.005
+        policy.gaps.sessions["t"].gap = 0.005
     if case == "alone":      # nobody waits: a lone holder keeps the device, no hold needed
         policy.detach("l")
     t[0] = 0.028
     actions = policy.release("t", 0.006 if case != "ahead" else 0.1, want=False)
-    assert policy.gap_hold is None
+    assert policy.gaps.hold is None
     assert [a.session for a in actions] == ([] if case == "alone" else ["l"])
 
 
@@ -84,7 +84,7 @@ def test_a_held_session_that_goes_away_hands_the_device_on():
     t, policy = trainer_and_long()
     t[0] = 0.028
     policy.release("t", 0.006, want=False)
-    assert [a.session for a in policy.detach("t")] == ["l"] and policy.gap_hold is None
+    assert [a.session for a in policy.detach("t")] == ["l"] and policy.gaps.hold is None
 
 
 def _normalised(dev, s, t0, t1):
@@ -152,7 +152,7 @@ def test_no_hold_while_the_held_users_other_session_waits_and_it_goes_first_duri
     policy.want("t2")                               # T's second session waits too
     t[0] = 0.028
     assert [a.session for a in policy.release("t", 0.006, want=False)] == ["t2"]
-    assert policy.gap_hold is None
+    assert policy.gaps.hold is None
     t2, other = trainer_and_long()                  # a hold, then T's other session asks
     t2[0] = 0.028
     assert other.release("t", 0.006, want=False) == []

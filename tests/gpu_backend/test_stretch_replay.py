@@ -1,4 +1,4 @@
-"""Stretch replay end to end (docs/graph-replay.md): loops run with it on are bitwise equal
+"""Stretch replay end to end (docs/stretch-replay.md): loops run with it on are bitwise equal
 to the same loops with it off (``GPUWB_GRAPHS=0``) and, on the NumPy device, to NumPy;
 stretches are held, replayed through graphs (the NumPy device's recorded calls; CUDA
 graphs on a GPU: ``GPUWB_TEST_DEVICES=auto GPUWB_REFERENCE=cupy``), split around eager ops, and fall back to a
@@ -19,7 +19,7 @@ import pytest
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol.stretches import REPEATS
 from gpu_backend.protocol import codec
-from gpu_backend.worker.stretches import Template, read_records
+from gpu_backend.worker.stretches import HeldStretch, read_records
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
@@ -365,7 +365,7 @@ def test_dropped_inputs_are_freed_as_without_replay(sessions):
     assert arrays(on_session) - before[0] == arrays(off_session) - before[1] == 0
 
 
-def test_a_template_rebuilds_the_records_the_client_sent(sessions):
+def test_a_held_stretch_rebuilds_the_records_the_client_sent(sessions):
     """The worker's re-run writes back exactly the records it was offered; its inputs and
     parameters are numbered as the client's key numbers them."""
     on, _off = sessions
@@ -382,11 +382,11 @@ def test_a_template_rebuilds_the_records_the_client_sent(sessions):
         body = b"".join(on._ops)
         key = on.stretches.current
         header = codec.packb({"k": b""})
-        template = Template(read_records(header + body))
-        assert template.recorded_inputs == key.inputs == [x._h, y._h]
-        assert template.recorded_outs == key.outs
-        assert template.params == len(key.params) == 2   # 0.25 and 3 (maximum's 2: a literal)
-        assert template.rebuild(start, key.inputs, key.params, key.outs) == body
+        stretch = HeldStretch(read_records(header + body))
+        assert stretch.recorded_inputs == key.inputs == [x._h, y._h]
+        assert stretch.recorded_outs == key.outs
+        assert stretch.params == len(key.params) == 2   # 0.25 and 3 (maximum's 2: a literal)
+        assert stretch.rebuild(start, key.inputs, key.params, key.outs) == body
     on.eager_flush = eager
     on.sync()
     assert w.shape == (4,)
@@ -441,6 +441,23 @@ def test_graphs_off_on_the_worker_refuses_every_offer(monkeypatch):
             figures = _figures(s)
     assert values == [10.0 + 10 * i for i in range(8)]
     assert figures["held"] == 0 and figures["refused"] >= 1 and figures["replays"] == 0
+
+
+def test_graphs_rerun_on_the_worker_holds_stretches_and_reruns_every_replay(monkeypatch):
+    """``GPUWB_GRAPHS=rerun``: offers are held and replayed, each replay from its records,
+    none through graphs; the values are those of the ops run as sent."""
+    monkeypatch.setenv("GPUWB_GRAPHS", "rerun")   # (the pool's workers inherit it)
+    with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28) as pool:
+        settings = SessionSettings(graphs=True, replay_measured=False)
+        with Session(pool.address, pool.token, settings=settings) as s:
+            cp = module_for(s)
+            x = cp.arange(10, dtype=cp.float64)
+            with _no_collection():
+                values = [float((x * 0.5 + i).sum()) for i in range(STEPS)]
+            figures = _figures(s)
+    assert values == [float((np.arange(10, dtype=np.float64) * 0.5 + i).sum()) for i in range(STEPS)]
+    assert figures["held"] == 1 and figures["replays"] >= REPLAYED
+    assert figures["graphed"] == 0 and figures["graph_bytes"] == 0
 
 
 def _numpy_pool() -> bool:

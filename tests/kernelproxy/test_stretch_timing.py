@@ -1,5 +1,5 @@
 """A held stretch is timed and let go where its replays are not faster than its ops run
-pipelined (kernelproxy.stretch_replay, docs/graph-replay.md "Measured, not assumed").
+pipelined (kernelproxy.stretch_replay, docs/stretch-replay.md "Measured, not assumed").
 
 The decisions, with a clock of the test's own: the client's StretchReplay as the session
 drives it (a stretch's ops keyed, its end shaped into a batch header, the worker's answer,

@@ -1,0 +1,124 @@
+"""The executor's side of stretch replay (docs/stretch-replay.md): keeping an offered
+stretch, running a replay entry, and a skipped replay's frees.
+
+A part the executor holds (``executor.replay``), so that executor.py stays the op loop. It
+runs ops only through the executor's public interface (``run_records``, ``call``,
+``record_error``, ``poison``, ``seq``), and owns what replay keeps: the held stretches
+(worker/stretches.py), their graphs where the device has graph tools
+(worker/graph_replay.py), and the counts of replays run.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import Any, Iterator
+
+from ..protocol.errors import error_name
+from .batch_results import BatchResults
+from .graph_replay import Capture, StretchGraphs
+from .stretches import HeldStretches, Slot
+
+__all__ = ["StretchReplay"]
+
+
+class StretchReplay:
+    """A session's stretch replay: its held stretches (*stretches*), the graphs that run
+    them where the device has graph tools, and the counts of replays run."""
+
+    def __init__(self, executor: Any, stretches: HeldStretches) -> None:
+        self.x = executor
+        self.stretches = stretches
+        #: the held stretches' graphs; None where the device has no graph tools, or the
+        #: pool asked for re-runs only (:meth:`rerun_only`)
+        self.graphs: StretchGraphs | None = (StretchGraphs(executor)
+                                             if executor.device.graph_tools else None)
+        self.replays = 0      # replay entries run
+        self.graphed = 0      # of which served by graphs
+        self.fallbacks = 0    # of which a captured graph could not serve (re-run instead)
+
+    def rerun_only(self) -> None:
+        """``GPUWB_GRAPHS=rerun``: every replay runs from its records, never through graphs."""
+        self.graphs = None
+
+    def keep(self, sid: Any, body: bytes, executed: int) -> int | None:
+        """The batch *body* just ran whole, offered as stretch *sid*: keep it; its id if kept."""
+        stretch = self.stretches.offer(sid, body, executed)
+        if stretch is None:
+            return None
+        if self.graphs is not None:
+            self.graphs.hold(sid, stretch, self.x.table.arrays)
+        return sid
+
+    def drop(self, sids: Any) -> None:
+        """The client lets these stretches go (header ``D``): they and their graphs go (the
+        graphs' memory back to the session's pool); a malformed list is a ProtocolError."""
+        self.stretches.drop(sids)
+        if self.graphs is not None:
+            self.graphs.forget(sids)
+
+    def run(self, raw: Any, payload: Iterator, results: BatchResults) -> tuple:
+        """Run a held stretch again (header ``T``, *raw*): through its graphs where they
+        serve, else as the records the client would have sent. Returns (ops run, error
+        entry, cancelled, whether its graphs served it)."""
+        x = self.x
+        try:
+            stretch, entry = self.stretches.entry(raw)
+        except Exception as exc:
+            return 0, x.record_error(None, exc), False, False
+        self.replays += 1
+        pacer = x.pacer
+        if pacer.fresh_due:
+            pacer.start_segment()
+        pacer.began = perf_counter()
+        graphs = self.graphs
+        if graphs is not None:
+            state = graphs.states[entry.sid]
+            had_graph = state.stage is Capture.CAPTURED
+            mark = results.values_mark()   # (a replay re-run after its graphs failed reads
+            try:                           # its values again)
+                done = graphs.run(state, stretch, entry, results)
+            except Exception as exc:
+                if not (self.drop_graphs_for(exc) and not stretch.draws):
+                    state.give_up()   # graph replay's own fault, not an op's: never again
+                    x.poison(entry.first)
+                    return 0, x.record_error(entry.first, exc), False, False
+                done = None   # out of memory beside graphs, now dropped: re-run (nothing the
+                # client sees was written, and no generator advanced)
+            if done is not None:
+                self.graphed += 1
+                return (*done, True)
+            results.forget_values_since(mark)
+            if had_graph:
+                self.fallbacks += 1
+        rebuilt = stretch.rebuild(entry.first, entry.inputs, entry.params, entry.outs)
+        return (*x.run_records(rebuilt, payload, results), False)
+
+    def skip(self, raw: Any) -> None:
+        """A skipped replay still drops the inputs its stretch drops, as a skipped batch does."""
+        try:
+            stretch, entry = self.stretches.entry(raw)
+        except Exception:
+            return
+        for item in stretch.items:
+            if type(item) is Slot and item.kind == "i":
+                self.x.table.free(entry.inputs[item.n])
+
+    def drop_graphs_for(self, exc: BaseException) -> bool:
+        """An op ran out of memory (*exc*) while held stretches' graphs keep memory of their
+        own: drop every graph and the memory pool's cached blocks, so that the op may be
+        tried once more. Whether anything was dropped (if not, the error stands): a user's
+        program never runs out of memory because of graphs it did not ask for."""
+        if error_name(exc) != "OutOfMemoryError" or self.graphs is None:
+            return False
+        return self.graphs.evict()
+
+    def figures(self) -> dict:
+        """Stretches held, replays run (through graphs, and re-run where a captured graph's
+        guards failed), offers refused, the memory the graphs hold, and how often every
+        graph was dropped for an op out of memory (``%gpu status``, ``memory_info``)."""
+        graphs = self.graphs
+        return {"held": len(self.stretches.held), "replays": self.replays,
+                "graphed": self.graphed, "fallbacks": self.fallbacks,
+                "refused": self.stretches.refused,
+                "graph_bytes": graphs.nbytes() if graphs is not None else 0,
+                "evictions": graphs.evictions if graphs is not None else 0}

@@ -1,0 +1,67 @@
+"""An upload op's data into a new device array, and a download op's array out to the client.
+
+Functions of the executor, as ``run_object_call`` and ``run_cuda_call`` are, so that
+executor.py stays the op loop. An upload's data comes as the batch's next payload frame, or
+streamed chunk by chunk (``executor.receive_chunk``); a download goes back as a frame after
+the reply, or streamed after it (``executor.streams``, ``Executor.take_streams``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..protocol import codec
+from ..protocol.errors import ProtocolError
+from .batch_results import BatchResults
+
+__all__ = ["run_upload", "run_download"]
+
+
+def run_upload(executor: Any, seq: Any, dtype: Any, args: list, payload: Iterator) -> Any:
+    """Upload op *seq*'s array (*dtype*, shape and chunk count in *args*), made on the device
+    from its frame in *payload*, or from its streamed chunks; checked against the session's
+    memory before it is received."""
+    device = executor.device
+    dt = codec.check_dtype(dtype)
+    shape = codec.check_shape(args[0] if args else None)
+    count = math.prod(shape)  # exact: np.prod(dtype=int64) wraps around
+    nbytes = count * dt.itemsize
+    device.check_allocation("empty", [shape, dt], {})
+    chunks = args[1] if len(args) > 1 else 0
+    if type(chunks) is int and chunks > 0:
+        receive_chunk = executor.receive_chunk
+        if receive_chunk is None:
+            raise ProtocolError("streamed uploads are not available here")
+        executor.bytes_in += nbytes
+        return device.from_chunks(dt, shape, nbytes, (receive_chunk(seq, i) for i in range(chunks)))
+    try:
+        frame = next(payload)
+    except StopIteration:
+        raise ProtocolError("an upload op came without its data frame") from None
+    buffer = frame.buffer if hasattr(frame, "buffer") else memoryview(frame)
+    if buffer.nbytes != nbytes:
+        raise ProtocolError(f"upload data has {buffer.nbytes} bytes, its shape and dtype need {nbytes}")
+    host = codec.array_from_buffer(buffer, dt, shape)
+    executor.bytes_in += nbytes
+    return device.from_host(host)
+
+
+def run_download(executor: Any, seq: Any, target: Any, results: BatchResults) -> None:
+    """Download op *seq*: *target*'s entry in the reply, and its data as a frame after it, or
+    streamed after the reply where the device sends it in chunks."""
+    device = executor.device
+    if not device.is_array(target):
+        raise ProtocolError("a download needs an array handle")
+    chunks = device.download_chunks(target)
+    executor.bytes_out += target.nbytes
+    if chunks:  # sent after the reply, chunk by chunk (see Executor.take_streams)
+        results.downloads.append([seq, codec.dtype_spec(target.dtype), list(target.shape), chunks])
+        executor.streams.append(target)
+        return
+    host = device.to_host(target)
+    results.downloads.append([seq, codec.dtype_spec(host.dtype), list(host.shape)])
+    # bfloat16 and structures go as bytes (NumPy exports no buffer of bfloat16)
+    results.out_frames.append(host if host.dtype.kind != "V" else host.reshape(-1).view(np.uint8))
