@@ -1,6 +1,6 @@
 """A stretch's key: what must be equal for two runs of ops to be one stretch replayed.
 
-Step 1 of stretch replay (docs/graph-replay.md). Between two sync points the client adds
+Step 1 of stretch replay (docs/stretch-replay.md). Between two sync points the client adds
 each op it issues, and each free record, to a :class:`StretchKey`. Arguments become
 *roles*:
 

@@ -1,6 +1,6 @@
 """The client's half of stretch replay: key each stretch of ops between two sync points,
 offer what repeats, send a held stretch as a replay entry instead of its ops
-(docs/graph-replay.md, steps 1 and 3).
+(docs/stretch-replay.md, steps 1 and 3).
 
 The session adds each op and free record it queues to the stretch's
 :class:`~kernelproxy.stretch_key.StretchKey`; a sync point ends the stretch. A stretch
@@ -20,11 +20,11 @@ repeated stretch is *timed* — from the sync point before it to its own sync po
 answer — in its pipelined sightings and in its replays, and a held stretch whose replays
 are not faster, or that the worker never ran through graphs (the replies' ``f``: a re-run
 from its records saves the device nothing), is let go: its ops travel early again, and
-the worker is told to drop it (``D``), freeing its graphs' memory (docs/graph-replay.md,
+the worker is told to drop it (``D``), freeing its graphs' memory (docs/stretch-replay.md,
 "Measured, not assumed").
 
 What it keeps is bounded without forgetting what it decided (:class:`StretchReplay`;
-docs/graph-replay.md, "Bounds").
+docs/stretch-replay.md, "Bounds").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the client's stretch replay keeps is bounded, and what it decided is never
-forgotten for room (kernelproxy.stretch_replay, docs/graph-replay.md "Bounds").
+forgotten for room (kernelproxy.stretch_replay, docs/stretch-replay.md "Bounds").
 
 Two halves: the client's StretchReplay driven as the session drives it, with a clock of
 the test's own (as tests/kernelproxy/test_stretch_timing.py does), and the same through a
