@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import zmq
@@ -34,28 +33,15 @@ from .agent_door import AGENT_SILENCE, AgentDoor
 from .protocol.curve import ServerKeys
 from .remote_host import RemoteHost
 from .security import is_loopback
+from .host_news import HostDeployed, HostGone
 from .wake_queue import WakeQueue
 
-__all__ = ["AcrossHosts", "HostDeployed", "HostGone", "WILDCARDS"]
+__all__ = ["AcrossHosts", "WILDCARDS"]
 
 log = logging.getLogger("gpu_backend.frontdoor")
 
 #: Listen hosts that are no address an agent could connect to.
 WILDCARDS = ("0.0.0.0", "*", "[::]", "::", "")
-
-
-@dataclass(frozen=True)
-class HostDeployed:
-    """News: an agent was deployed for host *name* with *secret* (its join will prove it)."""
-    name: str
-    secret: str
-
-
-@dataclass(frozen=True)
-class HostGone:
-    """News: host *name* is lost, *why* (its node left the Ray cluster, its agent died)."""
-    name: str
-    why: str
 
 
 class AcrossHosts:

@@ -27,7 +27,7 @@ import secrets
 import threading
 from typing import Any
 
-from .across_hosts import HostDeployed, HostGone
+from .host_news import HostDeployed, HostGone
 from .config import PoolSettings
 from .wake_queue import WakeQueue
 
