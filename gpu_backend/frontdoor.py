@@ -516,8 +516,8 @@ class FrontDoor:
         self._keep_spares()
         try:
             while not self._stop.is_set():
-                for ident, reply in self.held.due():
-                    self._reply(ident, reply)
+                for ident, packed in self.held.due():   # (the tarpit keeps replies packed)
+                    self.clients.send_multipart([ident, packed])
                 wait = min(0.1, self.held.next_in() or 0.1)
                 events = dict(self.poller.poll(max(1, int(wait * 1000))))
                 own = self.host   # (None across hosts: workers speak through the agents)
@@ -538,6 +538,7 @@ class FrontDoor:
                 self._serve_pending()
                 if self.reclaims:
                     self._serve_reclaims()
+                self.auth.log_summary()   # (at most every LOG_EVERY s: auth_gate.py)
                 self.usage.maybe_flush()
                 self.samples.maybe_sample(self)
                 if self.metrics_server is not None:
