@@ -75,14 +75,16 @@ LOG_EVERY = 10.0
 TOP_KEPT = 32
 KEY_CHARS = 64
 #: Refusals held at once at most, and their bytes at most (beyond either, they are answered
-#: at once), and the longest one is held (seconds): the tarpit (HeldRefusals). An entry costs
-#: HELD_ENTRY_BYTES besides its identity and its packed reply (a tuple, a float, an int, two
-#: bytes' headers): about 340 bytes with ZeroMQ's own 5-byte identities (tracemalloc, CPython
-#: 3.11), so 10 000 held take 3.4 MB; identities a client sets (up to 255 bytes) meet
-#: HELD_BYTES first.
+#: at once), and the longest one is held (seconds): the tarpit (HeldRefusals). An entry counts
+#: HELD_ENTRY_BYTES (a tuple, a float, an int, a place in the heap, its identity's header)
+#: and its identity's and its packed reply's bytes, as if the reply were its own; the replies
+#: differ only in the wait they name and are shared (the last HELD_REPLIES of them), so
+#: 10 000 held count 3 MB and take 1.7 MB with ZeroMQ's own 5-byte identities (tracemalloc,
+#: CPython 3.11). Identities a client sets (up to 255 bytes) meet HELD_BYTES first.
 HELD_AT_MOST = 10_000
 HELD_BYTES = 4 << 20
-HELD_ENTRY_BYTES = 200
+HELD_ENTRY_BYTES = 170
+HELD_REPLIES = 256
 HELD_LONGEST = 5.0
 
 WRONG = "wrong or missing token"
@@ -357,15 +359,17 @@ class HeldRefusals:
     """Refusals that ask their client to wait (:class:`SignInThrottledError`), held by the
     front door until the wait is over and then sent saying "now": the tarpit. A client that
     sends its next request when answered (as a flood's connections do) then sends one per
-    back-off period. Each is kept packed, with its client's identity: at most HELD_AT_MOST
-    of them and HELD_BYTES in all (a reply as a dict cost 560 bytes, and 100 000 were
+    back-off period. Each is kept packed, with its client's identity, and the replies, which
+    differ only in the wait they name, are kept once each: at most HELD_AT_MOST held and
+    HELD_BYTES in all (a reply as a dict of its own cost 560 bytes, and 100 000 were
     allowed); beyond, the caller answers at once. Called from the front door's loop only."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self._held: list[tuple[float, int, bytes, bytes]] = []
         self._order = itertools.count()
-        #: the bytes held, as HELD_BYTES counts them (identities, replies, HELD_ENTRY_BYTES each)
+        self._replies: dict[bytes, bytes] = {}   # each packed reply once (HELD_REPLIES at most)
+        #: the bytes held, as HELD_BYTES counts them (no fewer than they take)
         self.bytes = 0
 
     def __len__(self) -> int:
@@ -374,12 +378,13 @@ class HeldRefusals:
     def hold(self, ident: bytes, reply: dict, wait: float) -> bool:
         """Keep *reply* to *ident* for *wait* seconds (at most HELD_LONGEST); False when too
         many, or too many bytes, are held (the caller answers at once)."""
-        if len(self._held) >= HELD_AT_MOST:
-            return False
         data = packb({**reply, "retry_after": 0.0})
         cost = HELD_ENTRY_BYTES + len(ident) + len(data)
-        if self.bytes + cost > HELD_BYTES:
+        if len(self._held) >= HELD_AT_MOST or self.bytes + cost > HELD_BYTES:
             return False
+        if len(self._replies) >= HELD_REPLIES:
+            self._replies.clear()   # (those held keep theirs)
+        data = self._replies.setdefault(data, data)
         due = self.clock() + min(max(wait, 0.0), HELD_LONGEST)
         heapq.heappush(self._held, (due, next(self._order), ident, data))
         self.bytes += cost
