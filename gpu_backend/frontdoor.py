@@ -65,8 +65,6 @@ RELOAD_INTERVAL = 1.0
 #: The figures of a worker's usage report (protocol.messages.ControlUsage; docs/fair-share.md,
 #: "Accounting"), kept per session.
 USAGE_FIELDS = tuple(name for name in m.fields_of(m.ControlUsage) if name != "t")
-#: libzmq's context option ZMQ_ZERO_COPY_RECV (a draft option: pyzmq has no name for it).
-ZMQ_ZERO_COPY_RECV = 10
 
 
 class FrontDoor:
@@ -95,10 +93,9 @@ class FrontDoor:
         #: each device's busy time and memory (NVML's too, on a GPU) over the last minutes
         self.samples = DeviceSampler(own_devices)
         self.ctx = zmq.Context()
-        try:   # a request not yet read holds the whole 8 KiB buffer it came in (zero-copy):
-            self.ctx.set(ZMQ_ZERO_COPY_RECV, 0)   # a flood's queues held 60 MB so (issue 49)
-        except zmq.ZMQError:   # (a libzmq without the option: only more memory in a flood)
-            pass
+        # libzmq's ZMQ_ZERO_COPY_RECV (10; pyzmq has no name for it) off: a request not yet read
+        # held the whole 8 KiB buffer it came in, and a flood's queues took 60 MB so (issue 49)
+        self.ctx.set(10, 0)
         self.clients = self.ctx.socket(zmq.ROUTER)
         self.clients.setsockopt(zmq.LINGER, 0)
         if keys is not None:
