@@ -1,7 +1,7 @@
 """The pool attacked and faulted at scale, on one host: does it hold, and at what cost?
 
     python benchmarks/attack.py [--devices cpu] [--json out.json] [--quick]
-        [--parts fuzz,flood,clients,churn,death,detect]
+        [--parts fuzz,flood,flood_open,flood_names,clients,churn,death,detect]
 
 The attack suite's tests (tests/gpu_backend/test_attack_*.py, test_fuzz_frames.py,
 test_faults_lifecycle.py) run each attack small enough for CI; this runs them at the
@@ -15,6 +15,12 @@ using the tests' own attackers (tests/hostile.py):
   signed in before) syncs ``float((x + 1).sum())`` every 10 ms: its latency alone, then
   during the flood (target: p99 within 10 ms of alone), its lease kept, the hashes the
   back-off allowed.
+* ``flood_names``: 1 000 000 hellos, each with a user name never seen before and a wrong
+  token, from one loopback client (32 connections, 400 outstanding each: more than the
+  tarpit holds, so the flood goes at the door's pace), while a bystander (signed in
+  before, from the same address) syncs every 10 ms: the pool's RSS before, at its peak and
+  after (target: within +10 MB; what the door keeps per name is bounded), every hello
+  answered, the bystander's latency and its lease kept (issue 49).
 * ``clients``: 32 client processes, each 10 000 ops whose results it checks.
 * ``churn``: 1 000 sessions opened and closed; the pool's memory, descriptors, workers
   and run directories before and after.
@@ -61,7 +67,7 @@ from kernelproxy.modules import module_for  # noqa: E402
 from tests.hostile import door_fuzz_frames, process_state, worker_fuzz_batches, worker_processes  # noqa: E402
 
 IN_FLIGHT = 64
-PARTS = ("fuzz", "flood", "flood_open", "clients", "churn", "death", "detect")
+PARTS = ("fuzz", "flood", "flood_open", "flood_names", "clients", "churn", "death", "detect")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -247,6 +253,62 @@ def flood(devices: str, connections: int, seconds: float, processes: int, alone:
     }
 
 
+def flood_names(devices: str, names: int, connections: int, in_flight: int, alone: float) -> dict:
+    """*names* hellos with unique names and wrong tokens (tests.hostile.flood_unique_names, in
+    a process of its own) against a served pool; the pool's memory and a bystander's syncs
+    meanwhile."""
+    with __import__("tempfile").TemporaryDirectory() as tmp:
+        users = Path(tmp) / "users.toml"
+        token = new_token("bob")
+        save_users(users, {"bob": User(name="bob", token_hash=hash_token(token))})
+        with ServedPool("fair", devices, "--lease-timeout", "20", users_file=users, metrics=True) as pool:
+            # (over tcp, as the flood: the same source, whose back-off the flood sets off)
+            bystander = kernelproxy.connect(pool.tcp_address, token)
+            kept = module_for(bystander).arange(1000.0)
+            before_syncs = _syncs(bystander, alone)
+            before = _pool_figures(pool.pid)
+            flood = subprocess.Popen([sys.executable, "-m", "tests.hostile", "names", pool.tcp_address,
+                                      str(names), str(connections), str(in_flight)], cwd=ROOT,
+                                     stdout=subprocess.PIPE, text=True)
+            during, rss, sampled = [], [before["rss_mb"]], time.monotonic()
+            while flood.poll() is None:   # the bystander's syncs, and the pool's memory
+                started = time.perf_counter()
+                assert float((kept + 1).sum()) == 500500.0
+                during.append(time.perf_counter() - started)
+                if time.monotonic() - sampled >= 1.0:
+                    rss.append(round(_rss_mb(pool.pid), 1))
+                    sampled = time.monotonic()
+                time.sleep(0.01)
+            result = json.loads(flood.communicate(timeout=60)[0])
+            after = _pool_figures(pool.pid)
+            lost = bool(bystander.closed or bystander.heartbeat.lost)
+            intact = bool(np.array_equal(kept.get(), np.arange(1000.0)))
+            metrics = _scrape(pool.metrics_port)
+            bystander.close()
+    return {
+        "names": names, "connections": connections, "in_flight_each": in_flight,
+        "hellos_sent": result["sent"], "hellos_answered": result["answered"],
+        "unanswered": result["unanswered"], "answers": result["answers"],
+        "flood_seconds": result["seconds"],
+        "hellos_per_second": round(result["answered"] / max(result["seconds"], 1e-9)),
+        "rss_mb": {"before": before["rss_mb"], "peak": max(rss), "after": after["rss_mb"],
+                   "increase": round(after["rss_mb"] - before["rss_mb"], 1),
+                   "every_s": max(1, len(rss) // 30), "during": rss[::max(1, len(rss) // 30)]},
+        "target_rss_increase_mb": 10.0,
+        "before": before, "after": after,
+        "bystander_alone_ms": {"p50": round(_pct(before_syncs, 0.5) * 1e3, 3),
+                               "p99": round(_pct(before_syncs, 0.99) * 1e3, 3), "n": len(before_syncs)},
+        "bystander_flood_ms": {"p50": round(_pct(during, 0.5) * 1e3, 3),
+                               "p99": round(_pct(during, 0.99) * 1e3, 3),
+                               "max": round(max(during, default=float("nan")) * 1e3, 3),
+                               "n": len(during)},
+        "bystander_lease_lost": lost, "bystander_intact": intact,
+        "hashes": metrics.get("gpuwb_auth_hashes_total"),
+        "refusals": {k.split('"')[1]: v for k, v in metrics.items()
+                     if k.startswith("gpuwb_auth_refusals_total")},
+    }
+
+
 def _scrape(port: int) -> dict:
     import urllib.request
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
@@ -299,10 +361,14 @@ def clients(devices: str, count: int, ops: int) -> dict:
 
 # ------------------------------------------------------------------ churn
 
-def _pool_figures(pid: int) -> dict:
+def _rss_mb(pid: int) -> float:
+    """The process's resident memory (VmRSS), in MiB."""
     with open(f"/proc/{pid}/status") as f:
-        rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
-    return {"rss_mb": round(rss / 2**20, 1), "fds": len(os.listdir(f"/proc/{pid}/fd")),
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+def _pool_figures(pid: int) -> dict:
+    return {"rss_mb": round(_rss_mb(pid), 1), "fds": len(os.listdir(f"/proc/{pid}/fd")),
             "workers": len(worker_processes(pid)), "threads": len(os.listdir(f"/proc/{pid}/task")),
             "run_dirs": len([d for d in os.listdir("/tmp") if d.startswith(PREFIX)])}
 
@@ -423,6 +489,12 @@ def main(argv=None) -> None:
                         "attacker elsewhere does not share the pool's cores")
     parser.add_argument("--flood-open-connections", type=int, default=200,
                         help="flood_open: connections that send without waiting for answers")
+    parser.add_argument("--names", type=int, default=1_000_000,
+                        help="flood_names: hellos, each with a new user name and a wrong token")
+    parser.add_argument("--names-connections", type=int, default=32)
+    parser.add_argument("--names-in-flight", type=int, default=400,
+                        help="flood_names: hellos outstanding on each connection (under ZeroMQ's "
+                        "high-water mark, so that none need be dropped)")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--ops", type=int, default=10_000)
     parser.add_argument("--sessions", type=int, default=1000)
@@ -430,6 +502,7 @@ def main(argv=None) -> None:
     if args.quick:
         args.frames, args.flood_connections, args.flood_seconds = 2000, 40, 3.0
         args.flood_open_connections = 20
+        args.names = 20_000
         args.clients, args.ops, args.sessions = 4, 500, 20
     parts = [p for p in args.parts.split(",") if p]
     cpus = {int(c) for c in args.flood_cpus.split(",")} if args.flood_cpus else None
@@ -444,6 +517,8 @@ def main(argv=None) -> None:
             "flood_open": lambda: flood(args.devices, args.flood_open_connections, args.flood_seconds,
                                         args.flood_processes, alone=min(10.0, args.flood_seconds),
                                         open_loop=True, cpus=cpus),
+            "flood_names": lambda: flood_names(args.devices, args.names, args.names_connections,
+                                               args.names_in_flight, alone=3.0 if args.quick else 10.0),
             "clients": lambda: clients(args.devices, args.clients, args.ops),
             "churn": lambda: churn(args.devices, args.sessions),
             "death": lambda: death(args.devices, kills=1 if args.quick else 3, busy=4),
@@ -481,6 +556,20 @@ def print_table(result: dict) -> None:
                      f"{f['bystander_flood_ms']['p99']} ms in the flood (+{f['p99_increase_ms']})",
                      "+10 ms at most"))
         rows.append(("  bystander lease", "lost" if f["bystander_lease_lost"] else "kept", "kept"))
+    if "flood_names" in result:
+        f = result["flood_names"]
+        rows.append(("unique-name flood", f"{f['hellos_answered']}/{f['names']} answered "
+                     f"({f['connections']} conns x {f['in_flight_each']} outstanding) in "
+                     f"{f['flood_seconds']} s, {f['hellos_per_second']}/s", "all answered"))
+        r = f["rss_mb"]
+        rows.append(("  pool RSS", f"{r['before']} -> {r['after']} MB (peak {r['peak']}): "
+                     f"+{r['increase']}", "+10 MB at most"))
+        rows.append(("  bystander sync", f"p50 {f['bystander_alone_ms']['p50']} / p99 "
+                     f"{f['bystander_alone_ms']['p99']} ms alone, p50 {f['bystander_flood_ms']['p50']}"
+                     f" / p99 {f['bystander_flood_ms']['p99']} ms in the flood", ""))
+        rows.append(("  bystander lease", ("lost" if f["bystander_lease_lost"] else "kept") +
+                     (", its array intact" if f["bystander_intact"] else ", its array DAMAGED"),
+                     "kept"))
     if "clients" in result:
         c = result["clients"]
         rows.append(("checked clients", f"{c['finished']}/{c['clients']} x {c['ops_each']} ops, "

@@ -26,7 +26,15 @@ verified once is accepted at once for as long as its hash stands (the registry's
 so a user already signed in, or reconnecting, never notices. docs/security.md says so.
 
 Refusals are counted by reason (:attr:`refusals`, in the pool's metrics) and summed up in
-the log every ``LOG_EVERY`` seconds.
+the log at most every ``LOG_EVERY`` seconds, by the front door's loop (:meth:`AuthGate.log_summary`
+on every turn: refusals that cost no hash never reach :meth:`AuthGate.finished`).
+
+Everything kept here is bounded whatever clients send, since a client chooses the names
+(and, over tcp, can have many sources): a flood of unique names left 400 bytes behind per
+hello (+118 MB after 300 000) in a summary keyed by name. The back-off tables and the memory
+of wrong tokens keep at most ``REMEMBERED`` entries each; the summary keeps exact totals by
+reason and only the ``TOP_KEPT`` names and sources refused most (:class:`HeavyHitters`);
+the tarpit holds at most ``HELD_AT_MOST`` replies and ``HELD_BYTES`` bytes.
 """
 
 from __future__ import annotations
@@ -41,11 +49,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .protocol.codec import packb
 from .protocol.errors import AuthenticationError, SignInThrottledError
 from .wake_queue import WakeQueue
 from .users import User, UserRegistry, token_user, verify_token
 
-__all__ = ["AuthGate", "HeldRefusals", "Pending", "THROTTLED", "BUSY"]
+__all__ = ["AuthGate", "HeavyHitters", "HeldRefusals", "Pending", "THROTTLED", "BUSY"]
 
 log = logging.getLogger("gpu_backend.auth")
 
@@ -59,10 +68,23 @@ BACKOFF_CAP = 5.0
 FAILED_MEMORY = 60.0
 #: Names, sources and wrong tokens remembered at most (the oldest are forgotten).
 REMEMBERED = 4096
+#: The shortest time between two summaries of refusals in the log (seconds).
 LOG_EVERY = 10.0
-#: Refusals held at once at most (beyond, they are answered at once), and the longest one is
-#: held (seconds): the tarpit (HeldRefusals).
-HELD_AT_MOST = 100_000
+#: Names and sources the summary counts one by one (each table; the rest only in its totals),
+#: and the characters of a name or source it keeps (a name chosen by a client).
+TOP_KEPT = 32
+KEY_CHARS = 64
+#: Refusals held at once at most, and their bytes at most (beyond either, they are answered
+#: at once), and the longest one is held (seconds): the tarpit (HeldRefusals). An entry counts
+#: HELD_ENTRY_BYTES (a tuple, a float, an int, a place in the heap, its identity's header)
+#: and its identity's and its packed reply's bytes, as if the reply were its own; the replies
+#: differ only in the wait they name and are shared (the last HELD_REPLIES of them), so
+#: 10 000 held count 3 MB and take 1.7 MB with ZeroMQ's own 5-byte identities (tracemalloc,
+#: CPython 3.11). Identities a client sets (up to 255 bytes) meet HELD_BYTES first.
+HELD_AT_MOST = 10_000
+HELD_BYTES = 4 << 20
+HELD_ENTRY_BYTES = 170
+HELD_REPLIES = 256
 HELD_LONGEST = 5.0
 
 WRONG = "wrong or missing token"
@@ -82,6 +104,100 @@ class Pending:
     digest: bytes
     token: str = field(repr=False)
     outcome: User | AuthenticationError | None = None
+
+
+class HeavyHitters:
+    """The keys counted most often, in at most *size* entries: the space-saving algorithm
+    (Metwally, Agrawal, El Abbadi, 2005). A key not in the table takes the place of the one
+    with the smallest count and inherits that count (plus one) as a possible overcount, its
+    ``error``. So a key counted more than ``total / size`` times is always in the table, and
+    ``count - error`` is never more than its true count. Clients choose the keys (user names,
+    addresses): a table of every one grew by 400 bytes a request under a flood of unique
+    names; this one stays at *size* entries of at most KEY_CHARS characters."""
+
+    def __init__(self, size: int = TOP_KEPT) -> None:
+        self.size = size
+        self.total = 0   # every key added (exact)
+        self._counts: dict[str, int] = {}
+        self._errors: dict[str, int] = {}
+        self._low = 0                   # the smallest count at the last scan, and the keys
+        self._lowest: list[str] = []   # that had it then (see _smallest)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def add(self, key: str) -> None:
+        key = key[:KEY_CHARS]
+        self.total += 1
+        if key in self._counts:
+            self._counts[key] += 1
+            return
+        floor = 0
+        if len(self._counts) >= self.size:
+            smallest = self._smallest()
+            floor = self._counts.pop(smallest)
+            del self._errors[smallest]
+        self._counts[key] = floor + 1
+        self._errors[key] = floor
+
+    def _smallest(self) -> str:
+        """A key with the smallest count. Counts only grow and a new key starts above the
+        smallest, so a key that had the smallest count at the last scan and still has it is
+        one: under a flood of new keys, each scan of the table serves *size* of them (a scan
+        for each cost 5 us a refusal)."""
+        while self._lowest:
+            key = self._lowest.pop()
+            if self._counts.get(key) == self._low:
+                return key
+        self._low = min(self._counts.values())
+        self._lowest = [key for key, count in self._counts.items() if count == self._low]
+        return self._lowest.pop()
+
+    def top(self, n: int) -> list[tuple[str, int]]:
+        """The *n* keys with the highest certain counts (``count - error``, never more than
+        the key's true count), each with that count, highest first."""
+        sure = ((key, count - self._errors[key]) for key, count in self._counts.items())
+        return sorted(sure, key=lambda kv: -kv[1])[:n]
+
+    def clear(self) -> None:
+        self.total = 0
+        self._counts.clear()
+        self._errors.clear()
+        self._lowest.clear()
+
+
+class RefusalSummary:
+    """The refusals since the last summary in the log: exact totals by reason (our own few
+    words), and the names and sources refused most (client-chosen: :class:`HeavyHitters`)."""
+
+    SHOWN = 3
+
+    def __init__(self) -> None:
+        self.by_reason: Counter[str] = Counter()
+        self.names = HeavyHitters()
+        self.sources = HeavyHitters()
+
+    def __bool__(self) -> bool:
+        return bool(self.by_reason)
+
+    def count(self, reason: str, name: str, source: str) -> None:
+        self.by_reason[reason] += 1
+        self.names.add(name)
+        self.sources.add(source)
+
+    def line(self, seconds: float) -> str:
+        """One line for the log; names and sources escaped (repr) and cut to KEY_CHARS."""
+        def shown(table: HeavyHitters) -> str:
+            return ", ".join(f"{key!r} {n}" for key, n in table.top(self.SHOWN))
+        reasons = ", ".join(f"{reason} {n}" for reason, n in self.by_reason.most_common())
+        return (f"refused {sum(self.by_reason.values())} sign-ins in the last {seconds:.0f} s "
+                f"({reasons}); names refused most (at least): {shown(self.names)}; "
+                f"sources: {shown(self.sources)}")
+
+    def clear(self) -> None:
+        self.by_reason.clear()
+        self.names.clear()
+        self.sources.clear()
 
 
 class _Backoff:
@@ -128,7 +244,8 @@ class AuthGate:
         #: tokens hashed since the pool started
         self.hashed = 0
         self._logged_at = clock()
-        self._since_log: Counter[tuple[str, str, str]] = Counter()
+        #: refusals since the last summary in the log (bounded: RefusalSummary)
+        self._since_log = RefusalSummary()
 
     @property
     def wake_fd(self) -> int:
@@ -173,9 +290,7 @@ class AuthGate:
     def finished(self) -> list[Pending]:
         """The checks that have finished, each with its ``outcome``: the :class:`User`, or
         the :class:`AuthenticationError` to answer with."""
-        done = [self._settle(pending) for pending in self._done.take()]
-        self.log_summary()
-        return done
+        return [self._settle(pending) for pending in self._done.take()]
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -225,47 +340,64 @@ class AuthGate:
 
     def _count(self, reason: str, name: str, source: str | None) -> None:
         self.refusals[reason] += 1
-        self._since_log[(reason, name, source or "?")] += 1
+        self._since_log.count(reason, name, source or "?")
 
     def log_summary(self) -> None:
-        """Every LOG_EVERY seconds, the refusals since the last summary (called by the loop)."""
+        """The refusals since the last summary, in one line, if LOG_EVERY seconds have gone
+        by since it: the front door's loop calls this on every turn (never a line per
+        refusal: a flood would fill the log)."""
         now = self.clock()
-        if now - self._logged_at < LOG_EVERY or not self._since_log:
+        if now - self._logged_at < LOG_EVERY:
             return
+        if self._since_log:
+            log.warning("%s", self._since_log.line(now - self._logged_at))
+            self._since_log.clear()
         self._logged_at = now
-        total = sum(self._since_log.values())
-        top = ", ".join(f"{n}x {reason} for {name!r} from {source}"
-                        for (reason, name, source), n in self._since_log.most_common(3))
-        log.warning("refused %d sign-ins in the last %.0f s (%s)", total, LOG_EVERY, top)
-        self._since_log.clear()
 
 
 class HeldRefusals:
     """Refusals that ask their client to wait (:class:`SignInThrottledError`), held by the
     front door until the wait is over and then sent saying "now": the tarpit. A client that
     sends its next request when answered (as a flood's connections do) then sends one per
-    back-off period. Called from the front door's loop only."""
+    back-off period. Each is kept packed, with its client's identity, and the replies, which
+    differ only in the wait they name, are kept once each: at most HELD_AT_MOST held and
+    HELD_BYTES in all (a reply as a dict of its own cost 560 bytes, and 100 000 were
+    allowed); beyond, the caller answers at once. Called from the front door's loop only."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
-        self._held: list[tuple[float, int, bytes, dict]] = []
+        self._held: list[tuple[float, int, bytes, bytes]] = []
         self._order = itertools.count()
+        self._replies: dict[bytes, bytes] = {}   # each packed reply once (HELD_REPLIES at most)
+        #: the bytes held, as HELD_BYTES counts them (no fewer than they take)
+        self.bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._held)
 
     def hold(self, ident: bytes, reply: dict, wait: float) -> bool:
         """Keep *reply* to *ident* for *wait* seconds (at most HELD_LONGEST); False when too
-        many are held (the caller answers at once)."""
-        if len(self._held) >= HELD_AT_MOST:
+        many, or too many bytes, are held (the caller answers at once)."""
+        data = packb({**reply, "retry_after": 0.0})
+        cost = HELD_ENTRY_BYTES + len(ident) + len(data)
+        if len(self._held) >= HELD_AT_MOST or self.bytes + cost > HELD_BYTES:
             return False
+        if len(self._replies) >= HELD_REPLIES:
+            self._replies.clear()   # (those held keep theirs)
+        data = self._replies.setdefault(data, data)
         due = self.clock() + min(max(wait, 0.0), HELD_LONGEST)
-        heapq.heappush(self._held, (due, next(self._order), ident, {**reply, "retry_after": 0.0}))
+        heapq.heappush(self._held, (due, next(self._order), ident, data))
+        self.bytes += cost
         return True
 
-    def due(self) -> list[tuple[bytes, dict]]:
-        """The replies whose wait is over, taken out, in the order they fall due."""
+    def due(self) -> list[tuple[bytes, bytes]]:
+        """The replies whose wait is over (identity, packed reply), taken out, in the order
+        they fall due."""
         now, ready = self.clock(), []
         while self._held and self._held[0][0] <= now:
-            _due, _order, ident, reply = heapq.heappop(self._held)
-            ready.append((ident, reply))
+            _due, _order, ident, data = heapq.heappop(self._held)
+            self.bytes -= HELD_ENTRY_BYTES + len(ident) + len(data)
+            ready.append((ident, data))
         return ready
 
     def next_in(self) -> float | None:

@@ -95,6 +95,9 @@ class FrontDoor:
         #: each device's busy time and memory (NVML's too, on a GPU) over the last minutes
         self.samples = DeviceSampler(own_devices)
         self.ctx = zmq.Context()
+        # libzmq's ZMQ_ZERO_COPY_RECV (10; pyzmq has no name for it) off: a request not yet read
+        # held the whole 8 KiB buffer it came in, and a flood's queues took 60 MB so (issue 49)
+        self.ctx.set(10, 0)
         self.clients = self.ctx.socket(zmq.ROUTER)
         self.clients.setsockopt(zmq.LINGER, 0)
         if keys is not None:
@@ -580,8 +583,8 @@ class FrontDoor:
         self._keep_spares()
         try:
             while not self._stop.is_set():
-                for ident, reply in self.held.due():
-                    self._reply(ident, reply)
+                for ident, packed in self.held.due():   # (the tarpit keeps replies packed)
+                    self.clients.send_multipart([ident, packed])
                 wait = min(0.1, self.held.next_in() or 0.1)
                 events = dict(self.poller.poll(max(1, int(wait * 1000))))
                 own = self.host   # (None across hosts: workers speak through the agents)
@@ -603,6 +606,7 @@ class FrontDoor:
                 self._serve_pending()
                 if self.reclaims:
                     self._serve_reclaims()
+                self.auth.log_summary()   # (at most every LOG_EVERY s: auth_gate.py)
                 self.usage.maybe_flush()
                 self.samples.maybe_sample(self)
                 if self.metrics_server is not None:

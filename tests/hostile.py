@@ -19,7 +19,7 @@ from gpu_backend.protocol import PROTOCOL_VERSION
 from gpu_backend.protocol.codec import packb, unpackb
 
 __all__ = ["worker_processes", "command_line", "parent_pid", "process_state", "public_text", "addresses_in", "Impersonator", "unix_sockets",
-           "flood_wrong_tokens"]
+           "flood_wrong_tokens", "flood_unique_names"]
 
 _ADDRESS = re.compile(r"(?:tcp|ipc)://[^\s\x00'\"]+")
 #: what could be a ZeroMQ identity (a routing id may not begin with a zero byte)
@@ -211,12 +211,73 @@ def flood_wrong_tokens(address: str, name: str, connections: int, seconds: float
     return {"sent": sent, "answered": sum(answers.values()), "answers": dict(answers)}
 
 
-if __name__ == "__main__":   # python -m tests.hostile flood ADDRESS NAME CONNECTIONS SECONDS [open]
+def flood_unique_names(address: str, count: int, connections: int = 32, in_flight: int = 400,
+                       timeout: float = 60.0) -> dict:
+    """*count* hellos, each with a name no one has used before and a wrong token, dealt to
+    *connections* connections that keep *in_flight* hellos outstanding each: whatever the
+    front door keeps per name (or per request) grows with *count*. More are outstanding in
+    all (12 800) than the tarpit holds, so the rest are answered at once and the flood goes
+    at the door's pace. *in_flight* stays under ZeroMQ's high-water mark (1 000 replies a
+    connection) even as the door's side sees it, up to 500 late: the door need drop no
+    reply, and every hello must be answered.
+    Returns how many were sent and answered, the answers' error classes, the seconds it
+    took, and how many were still unanswered when *timeout* seconds passed without a reply
+    (0 when all were)."""
+    ctx = zmq.Context()
+    answers: Counter = Counter()
+    poller = zmq.Poller()
+    socks = []
+    for _ in range(connections):
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(address)
+        poller.register(sock, zmq.POLLIN)
+        socks.append(sock)
+    outstanding = dict.fromkeys(socks, 0)
+    sent = answered = 0
+    wrong = "x" * 43   # (the size of a real token's secret)
+    started = time.monotonic()
+
+    def top_up(sock: zmq.Socket) -> None:
+        nonlocal sent
+        while sent < count and outstanding[sock] < in_flight:
+            sock.send(packb({"t": "hello", "v": PROTOCOL_VERSION, "token": f"n{sent}.{wrong}",
+                             "user": "flood"}))
+            sent += 1
+            outstanding[sock] += 1
+
+    try:
+        for sock in socks:
+            top_up(sock)
+        while answered < count:
+            events = poller.poll(int(timeout * 1000))
+            if not events:
+                break
+            for sock, _ in events:
+                while sock.poll(0):
+                    reply = unpackb(sock.recv())
+                    error = reply.get("error") if isinstance(reply, dict) else ["?"]
+                    answers[(error or ["ok"])[0]] += 1
+                    answered += 1
+                    outstanding[sock] -= 1
+                top_up(sock)
+    finally:
+        ctx.destroy(linger=0)
+    return {"sent": sent, "answered": answered, "answers": dict(answers),
+            "seconds": round(time.monotonic() - started, 2), "unanswered": sent - answered}
+
+
+if __name__ == "__main__":
+    # python -m tests.hostile flood ADDRESS NAME CONNECTIONS SECONDS [open]
+    # python -m tests.hostile names ADDRESS COUNT [CONNECTIONS [IN_FLIGHT]]
     import json
     import sys
     if sys.argv[1:2] == ["flood"]:
         print(json.dumps(flood_wrong_tokens(sys.argv[2], sys.argv[3], int(sys.argv[4]),
                                             float(sys.argv[5]), open_loop=sys.argv[6:7] == ["open"])))
+    elif sys.argv[1:2] == ["names"]:
+        print(json.dumps(flood_unique_names(sys.argv[2], int(sys.argv[3]),
+                                            *(int(a) for a in sys.argv[4:6]))), flush=True)
 
 
 # ------------------------------------------------------------------ fuzzing
