@@ -70,6 +70,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-limit", type=int, help="bytes of device memory per session")
     parser.add_argument("--lease-timeout", type=float, help="seconds without heartbeat")
     parser.add_argument("--spare-workers", type=int, help="warm workers per device")
+    parser.add_argument("--ready-timeout", type=float,
+                        help="seconds a new worker may take to say ready before it is ended and "
+                             "replaced (default 60)")
     parser.add_argument("--no-worker-zygote", dest="worker_zygote", action="store_const",
                         const=False, help="start each worker as a new Python process (default: "
                                           "fork it from a zygote with its imports done)")
@@ -94,7 +97,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 #: serve's options that map one to one onto PoolSettings fields
 SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms",
-                  "usage_log", "memory_limit", "lease_timeout", "spare_workers", "worker_zygote", "same_host",
+                  "usage_log", "memory_limit", "lease_timeout", "spare_workers", "ready_timeout",
+                  "worker_zygote", "same_host",
                   "worker_spin_ms", "spin_slots",
                   "metrics_port", "metrics_address", "cluster", "cluster_devices")
 

@@ -48,6 +48,7 @@ from .hosts import Hosts
 from .remote_host import RemoteWorker
 from .session_records import EndedSessions, PendingHello, Session
 from .reclaims import Reclaims
+from .spares import Spares
 from .worker.grants import grant_step
 
 __all__ = ["FrontDoor"]
@@ -56,12 +57,8 @@ log = logging.getLogger("gpu_backend.frontdoor")
 
 #: How long a hello may wait for a warm worker before it is refused.
 HELLO_TIMEOUT = 120.0
-#: A device whose workers die this many times before ready gets no more.
-MAX_FAILED_STARTS = 3
-#: The longest between two passes that start missing spares, when nothing changed (seconds).
-SPARES_EVERY = 0.25
-#: How often spares are looked at for a ``ready`` overdue (``ready_timeout``; seconds).
-STARTS_EVERY = 1.0
+#: The largest request the front door reads (bytes; a hello is a few hundred).
+MAX_REQUEST_BYTES = 1 << 16
 #: How often the users file is looked at for changes (seconds).
 RELOAD_INTERVAL = 1.0
 #: The figures of a worker's usage report (protocol.messages.ControlUsage; docs/fair-share.md,
@@ -100,6 +97,9 @@ class FrontDoor:
         self.ctx.set(10, 0)
         self.clients = self.ctx.socket(zmq.ROUTER)
         self.clients.setsockopt(zmq.LINGER, 0)
+        # a front-door request is a small map (a hello, a heartbeat, a status): a peer that
+        # sends more than this in one message is disconnected by libzmq before it is held
+        self.clients.setsockopt(zmq.MAXMSGSIZE, MAX_REQUEST_BYTES)
         if keys is not None:
             secure_server(self.clients, keys)
         allow_ipv6(self.clients, settings.listen)
@@ -132,14 +132,8 @@ class FrontDoor:
         #: requests waiting for memory the user's other sessions hand back (reclaims.py)
         self.reclaims = Reclaims()
         self._stop = threading.Event()
-        #: per device, workers in a row that ended, or were given up on, before ready
-        self.failed_starts: dict[str, int] = {}
-        #: spares given up on since the pool started: not ready within ready_timeout
-        self.starts_given_up = 0
-        self._starts_at = 0.0
-        #: whether the hosts' workers changed since the last spares pass, and when the
-        #: next pass is due anyway (_keep_spares)
-        self._spares_changed, self._spares_at = True, 0.0
+        #: the warm spare workers: started, given up on when late, a failing device rested
+        self.spares = Spares(self.hosts, settings.spare_workers, settings.ready_timeout)
         #: the last sessions that ended: their summaries, and why, for their own clients
         self.ended = EndedSessions()
         self.started = time.time()
@@ -169,43 +163,8 @@ class FrontDoor:
 
     # ------------------------------------------------------------ workers
     def _keep_spares(self, force: bool = False) -> None:
-        """Start the spares each device lacks. It is a pass over every host's workers, so it
-        is made when something changed them (a session assigned, a worker gone, a hello
-        waiting, *force*), else at most every ``SPARES_EVERY`` seconds."""
-        now = time.monotonic()
-        if not (force or self.pending or self._spares_changed or now >= self._spares_at):
-            return
-        self._spares_changed, self._spares_at = False, now + SPARES_EVERY
-        queued: dict[str, int] = {}
-        for hello in self.pending:
-            queued[hello.device] = queued.get(hello.device, 0) + 1
-
-        def wanted(device: str) -> int:
-            if self.failed_starts.get(device, 0) >= MAX_FAILED_STARTS:
-                return 0
-            return max(self.settings.spare_workers, queued.get(device, 0))
-        self.hosts.keep_spares(wanted)
-
-    def _expire_starts(self) -> None:
-        """Spares that have not said ``ready`` within ``ready_timeout``: a ``spawn`` or a
-        ``ready`` lost on its way, a worker stuck in its device's initialisation. Each is
-        ended, counted as a failed start, and replaced at once (it is no spare any more),
-        so that a hello waiting for it is served by the next one."""
-        now = time.monotonic()
-        if now < self._starts_at:
-            return
-        self._starts_at = now + STARTS_EVERY
-        timeout = self.settings.ready_timeout
-        for worker in self.hosts.late_starts(now - timeout):
-            self.starts_given_up += 1
-            self._failed_start(worker.device)
-            log.error("worker %s for %s did not say ready within %g s: ended, counted as a "
-                      "failed start, replaced", worker.wid, worker.device, timeout)
-            self.hosts.give_up(worker)
-            self._spares_changed = True
-
-    def _failed_start(self, device: str) -> None:
-        self.failed_starts[device] = self.failed_starts.get(device, 0) + 1
+        """Start the spares each device lacks (spares.py)."""
+        self.spares.keep((hello.device for hello in self.pending), force)
 
     def _on_control(self, worker: Worker) -> None:
         """Every message *worker* has sent; its channel's end means the worker is ending."""
@@ -232,6 +191,7 @@ class FrontDoor:
             worker.info = msg.get("info") or {}
             worker.runtime = msg.get("runtime") or {}
             worker.lease_id = msg.get("lease") if isinstance(msg.get("lease"), str) else ""
+            self.spares.ready(worker.device)
             self._serve_pending()
         elif kind == "grow" and worker.session is not None:
             self._answer_grow(worker, int(msg["want"]))
@@ -255,12 +215,12 @@ class FrontDoor:
     def _reap(self) -> None:
         """Forget workers whose process has exited; end their sessions."""
         for worker, code in self.hosts.exited():
-            self._spares_changed = True
+            self.spares.changed()
             self._on_control(worker)   # its last reports first (usage, why it ended)
             if worker.session is not None:
                 self._end(worker.session, worker.session.usage.get("reason") or f"worker exited ({code})")
             elif worker.port is None and not worker.given_up:   # (given up on: counted then)
-                self._failed_start(worker.device)
+                self.spares.failed_start(worker.device)
                 log.error("worker for %s exited (code %s) before it was ready", worker.device, code)
 
     def _end(self, session: Session, reason: str) -> None:
@@ -304,8 +264,7 @@ class FrontDoor:
         for hello in [p for p in self.pending if p.device in host.devices]:
             self.pending.remove(hello)
             self._error(hello.ident, SessionLostError(f"{reason}; open the session again"))
-        for device in host.devices:
-            self.failed_starts.pop(device, None)
+        self.spares.forget(host.devices)
         self.samples.set_devices(self.devices)
         log.warning("%s; %d hosts remain", reason, len(self.hosts))
         return host
@@ -384,7 +343,10 @@ class FrontDoor:
     def _hello_as(self, ident: bytes, msg: dict, user: User, reclaimed: bool = False) -> None:
         taken = devices_apart_from(self.sessions, self.devices, user.name, msg.get("apart_from"))
         # (placed before the quota is charged: a refusal holds nothing)
-        device = least_loaded(self.devices, self.sessions.values(), self.pending,
+        # (a device whose workers fail to start is passed by while it rests, where another
+        # will do: spares.py)
+        devices = [d for d in self.devices if self.spares.resting(d) is None] or self.devices
+        device = least_loaded(devices, self.sessions.values(), self.pending,
                               self.settings.max_sessions_per_device, taken)
         try:
             limit, grant = self.accounts.open_session(
@@ -448,12 +410,12 @@ class FrontDoor:
             ready = [w for w in self.hosts.spares(hello.device) if w.port is not None]
             if ready:
                 self.pending.remove(hello)
-                self.failed_starts.pop(hello.device, None)
                 self._assign(hello, ready[0])
-            elif self.failed_starts.get(hello.device, 0) >= MAX_FAILED_STARTS:
+            elif (rest := self.spares.resting(hello.device)) is not None:
                 self.pending.remove(hello)
                 self._error(hello.ident, SessionLostError(
-                    f"workers for device {hello.device} fail to start; see the pool's log"))
+                    f"workers for device {hello.device} fail to start (see the pool's log); "
+                    f"it is tried again in {rest:.0f} s"))
             elif now - hello.since > HELLO_TIMEOUT:
                 self.pending.remove(hello)
                 self._error(hello.ident, SessionLostError("no worker became ready in time"))
@@ -464,7 +426,7 @@ class FrontDoor:
                           hello.memory_limit, client=hello.client, grant=hello.grant,
                           label=hello.label)
         worker.session = session
-        self._spares_changed = True
+        self.spares.changed()
         self.sessions[session.sid] = session
         self.usage.open_session(session.sid, session.user, worker.device, session.client)
         arbiter = self.hosts.arbiter_of(worker.device)
@@ -600,7 +562,7 @@ class FrontDoor:
                 if self.auth.wake_fd in events:
                     self._on_signed_in()
                 self._reap()
-                self._expire_starts()
+                self.spares.expire()
                 self._expire_leases()
                 self._reload_users()
                 self._serve_pending()
@@ -625,7 +587,10 @@ class FrontDoor:
                               "requests": dict(self.request_counts),
                               "errors": dict(self.error_counts),
                               "auth_refusals": dict(self.auth.refusals),
-                              "auth_hashes": self.auth.hashed}
+                              "auth_hashes": self.auth.hashed,
+                              "starts_given_up": self.spares.given_up,
+                              "agent_send_failures": (self.cluster.agents.send_failures
+                                                      if self.cluster is not None else 0)}
 
     def stop(self) -> None:
         self._stop.set()

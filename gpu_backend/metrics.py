@@ -131,6 +131,12 @@ class PoolCollector:
         yield refusals
         yield CounterMetricFamily("gpuwb_auth_hashes", "tokens hashed (scrypt) to check them",
                                   value=snap.get("auth_hashes", 0))
+        yield CounterMetricFamily("gpuwb_starts_given_up", "new workers ended for not saying "
+                                  "ready within the pool's ready_timeout (each replaced)",
+                                  value=snap.get("starts_given_up", 0))
+        yield CounterMetricFamily("gpuwb_agent_send_failures", "messages the front door could "
+                                  "not write to a host's agent (its host is then lost)",
+                                  value=snap.get("agent_send_failures", 0))
 
 
 def serve_metrics(snapshot: Any, port: int, address: str = "127.0.0.1") -> Any:

@@ -95,7 +95,7 @@ def _serves_after_a_loss(pool, agent: LossyAgent) -> str:
         serving = pool.door.sessions[s.id].worker.wid
     (lost,) = agent.lost
     assert serving != lost["w"]
-    assert pool.door.starts_given_up >= 1   # (1, unless the host is slower than READY)
+    assert pool.door.spares.given_up >= 1   # (1, unless the host is slower than READY)
     return lost["w"]
 
 
@@ -150,7 +150,7 @@ def test_a_local_worker_stuck_before_ready_is_killed_replaced_and_the_hello_serv
         with kernelproxy.connect(pool.address, pool.token, timeout=HELLO_WAIT) as s:
             assert float(module_for(s).arange(4).sum()) == 6.0
             assert pool.door.sessions[s.id].worker is not stuck
-        assert pool.door.starts_given_up >= 1
+        assert pool.door.spares.given_up >= 1
         assert until(lambda: stuck.process.poll() is not None, 60)   # killed, though stopped
         assert stuck.process.poll() == -signal.SIGKILL
 

@@ -22,8 +22,10 @@ import time
 import msgpack
 import numpy as np
 import pytest
+import zmq
 
 import kernelproxy
+from gpu_backend.frontdoor import MAX_REQUEST_BYTES
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol import PROTOCOL_VERSION, api, codec, framing
 from gpu_backend.protocol import messages as m
@@ -62,7 +64,9 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.05):
 
 def test_front_door_answers_garbage_with_protocol_error(bad_pool, bystander, zctx):
     hello = codec.packb({"t": "hello", "v": PROTOCOL_VERSION, "token": bad_pool.token})
-    cases = [[g] for g in garbage(1)] + [
+    # (garbage up to the largest request the door reads: beyond it, the peer is dropped,
+    # test_front_door_drops_a_peer_whose_request_is_too_large)
+    cases = [[g] for g in garbage(1, sizes=(1, 2, 7, 64, 1000, MAX_REQUEST_BYTES - 16))] + [
         [b""],
         [hello[:-3]],                                  # truncated
         [hello[:1]],
@@ -91,6 +95,19 @@ def test_front_door_survives_deeply_nested_extensions(bad_pool, bystander, zctx)
         data = b"\x91\xc9" + len(data).to_bytes(4, "big") + bytes([codec.EXT_TUPLE]) + data
     name, _ = door_error(zctx, bad_pool.address, [data])
     assert name == "ProtocolError"
+    bystander.check()
+
+
+def test_front_door_drops_a_peer_whose_request_is_too_large(bad_pool, bystander, zctx):
+    """A request beyond MAX_REQUEST_BYTES is never read, let alone held: libzmq drops the
+    peer that sent it; the front door answers others as before."""
+    sock = zctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(bad_pool.address)
+    sock.send(codec.packb({"t": "ping", "pad": b"x" * (MAX_REQUEST_BYTES + 1)}))
+    assert not sock.poll(1000)   # (no answer: the peer was dropped)
+    sock.close()
+    assert door_request(zctx, bad_pool.address, {"t": "ping"})["ok"]
     bystander.check()
 
 
