@@ -115,13 +115,20 @@ def test_interface_outside_the_session_is_refused(cp, pool, session):
         cp.asarray(Interface(a.data.ptr, (a.data.mem.size // 8 + 1,), np.int64)).get()   # past it
     with pytest.raises(InvalidHandleError, match="holds no memory"):
         cp.asarray(Interface(8, (4,), np.int8)).get()
-    # another session's memory is not this one's
+    # another session's memory is not this one's: its address names nothing here, or (on a
+    # GPU, where each worker's pool may hand out the same addresses in its own process)
+    # this session's own memory, never the other's values
     other = kernelproxy.connect(pool.address, pool.token)
     try:
-        ptr = module_for(other).arange(4).data.ptr
+        theirs = module_for(other).full(4, 777, dtype=np.int64)
+        ptr = theirs.data.ptr
         module_for(session)
-        with pytest.raises(InvalidHandleError, match="holds no memory"):
-            cp.asarray(Interface(ptr, (4,), np.int64)).get()
+        try:
+            got = cp.asarray(Interface(ptr, (4,), np.int64)).get()
+        except InvalidHandleError as exc:
+            assert "holds no memory" in str(exc)
+        else:
+            assert not (got == 777).all(), got
     finally:
         module_for(session)
         other.close()
