@@ -184,14 +184,8 @@ def flood_wrong_tokens(address: str, name: str, connections: int, seconds: float
             reply = unpackb(sock.recv())
             answers[(reply.get("error") or ["ok"])[0] if isinstance(reply, dict) else "?"] += 1
 
-        poller = zmq.Poller()
-        socks = []
-        for _ in range(connections):
-            sock = ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.connect(address)
-            poller.register(sock, zmq.POLLIN)
-            socks.append(sock)
+        poller, socks = _dealers(ctx, address, connections)
+        for sock in socks:
             hello(sock)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -211,6 +205,19 @@ def flood_wrong_tokens(address: str, name: str, connections: int, seconds: float
     return {"sent": sent, "answered": sum(answers.values()), "answers": dict(answers)}
 
 
+def _dealers(ctx: zmq.Context, address: str, connections: int) -> tuple[zmq.Poller, list]:
+    """*connections* DEALERs connected to *address*, and a poller for their replies."""
+    poller = zmq.Poller()
+    socks = []
+    for _ in range(connections):
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(address)
+        poller.register(sock, zmq.POLLIN)
+        socks.append(sock)
+    return poller, socks
+
+
 def flood_unique_names(address: str, count: int, connections: int = 32, in_flight: int = 400,
                        timeout: float = 60.0) -> dict:
     """*count* hellos, each with a name no one has used before and a wrong token, dealt to
@@ -225,14 +232,7 @@ def flood_unique_names(address: str, count: int, connections: int = 32, in_fligh
     (0 when all were)."""
     ctx = zmq.Context()
     answers: Counter = Counter()
-    poller = zmq.Poller()
-    socks = []
-    for _ in range(connections):
-        sock = ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(address)
-        poller.register(sock, zmq.POLLIN)
-        socks.append(sock)
+    poller, socks = _dealers(ctx, address, connections)
     outstanding = dict.fromkeys(socks, 0)
     sent = answered = 0
     wrong = "x" * 43   # (the size of a real token's secret)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 
 import pytest
 import zmq
@@ -136,11 +135,7 @@ class StuckFirstWorker(FrontDoor):
 
 
 class StuckFirstWorkerPool(LocalPool):
-    def start(self) -> "StuckFirstWorkerPool":
-        self.door = StuckFirstWorker(self.settings)
-        self._thread = threading.Thread(target=self.door.run, name="gpuwb-pool", daemon=True)
-        self._thread.start()
-        return self
+    door_class = StuckFirstWorker
 
 
 def test_a_local_worker_stuck_before_ready_is_killed_replaced_and_the_hello_served():

@@ -10,7 +10,6 @@ each wait polls for its condition with a generous limit.
 
 from __future__ import annotations
 
-import threading
 import urllib.request
 
 import pytest
@@ -95,11 +94,7 @@ class LosesFirstReadies(FrontDoor):
 
 
 class LosesFirstReadiesPool(LocalPool):
-    def start(self) -> "LosesFirstReadiesPool":
-        self.door = LosesFirstReadies(self.settings)
-        self._thread = threading.Thread(target=self.door.run, name="gpuwb-pool", daemon=True)
-        self._thread.start()
-        return self
+    door_class = LosesFirstReadies
 
 
 def test_a_device_whose_starts_fail_rests_refuses_hellos_saying_why_then_serves(monkeypatch):

@@ -10,7 +10,6 @@ Each test runs its loop on two sessions of the suite's pool: ``on`` (the default
 
 from __future__ import annotations
 
-import contextlib
 import gc
 
 import numpy as np
@@ -26,6 +25,7 @@ from kernelproxy.settings import SessionSettings
 from kernelproxy.stretch_replay import TIMED_REPLAYS
 
 from ..differential import TEST_DEVICES
+from ..quiet_gc import no_collection
 
 STEPS = 14
 #: Replays a loop of STEPS runs at least: from the sighting after the offer on (one fewer
@@ -47,28 +47,15 @@ def _figures(session) -> dict:
     return session.memory_info()["stretches"]
 
 
-@contextlib.contextmanager
-def _no_collection():
-    """No cyclic collection meanwhile: one that drops an array of an earlier test adds its
-    free record to the stretch being queued, which then differs from its loop's others
-    (correct, but one replay fewer than the counts below expect)."""
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def _both(sessions, loop):
     """*loop(cp)* on the session with replay and on the one without; their results and the
     replay session's figures (the change over the loop)."""
     on, off = sessions
     before = _figures(on)
-    with _no_collection():
+    with no_collection():
         with_replay = loop(module_for(on))
     after = _figures(on)
-    with _no_collection():
+    with no_collection():
         without = loop(module_for(off))
     assert _figures(off)["held"] == 0
     change = {k: after[k] - before[k] for k in ("replays", "graphed", "fallbacks")}
@@ -231,10 +218,10 @@ def test_a_stretch_with_no_graph_is_let_go_when_measured(pool, sessions):
         return views + [base.get()]
 
     with Session(pool.address, pool.token) as s:   # measured: the default
-        with _no_collection():
+        with no_collection():
             measured = loop(module_for(s))
         mine, worker = s.stretches.figures(), _figures(s)
-    with _no_collection():
+    with no_collection():
         _bitwise(measured, loop(module_for(off)))
     assert mine["released"] == 2 and mine["not_graphed"] == mine["replays"] > 0
     assert worker["held"] == 0 and worker["graphed"] == 0
@@ -274,7 +261,7 @@ def test_an_op_that_does_not_fit_beside_held_graphs_drops_them_and_runs(pool):
     with _session_of_64_mib(pool) as s:
         cp = module_for(s)
         u = cp.ones(MIB, dtype=cp.float64)                      # 8 MiB (sums exact)
-        with _no_collection():
+        with no_collection():
             sums = [float((u * 2 + step).sum()) for step in range(STEPS)]
         held = _figures(s)
         assert held["graph_bytes"] >= 16 * MIB, held            # u's copy, u * 2, ... (24 MiB)
@@ -282,7 +269,7 @@ def test_an_op_that_does_not_fit_beside_held_graphs_drops_them_and_runs(pool):
         assert float(big.sum()) == 5.0 * MIB                    # (a method, retried as one)
         after = _figures(s)
         del big
-        with _no_collection():
+        with no_collection():
             sums += [float((u * 2 + step).sum()) for step in range(4)]
     assert sums == [(2.0 + step) * MIB for step in range(STEPS)] + \
         [(2.0 + step) * MIB for step in range(4)]
@@ -296,7 +283,7 @@ def test_a_stretch_whose_capture_would_not_fit_runs_as_without_replay(pool):
     with _session_of_64_mib(pool) as s:
         cp = module_for(s)
         u = cp.ones(2 * MIB, dtype=cp.float64)   # 16 MiB; the ops peak at 48, a capture at 64+
-        with _no_collection():
+        with no_collection():
             sums = [float((u * 2 + step).sum()) for step in range(STEPS)]
         figures = _figures(s)
     assert sums == [(2.0 + step) * 2 * MIB for step in range(STEPS)]
@@ -373,7 +360,7 @@ def test_a_held_stretch_rebuilds_the_records_the_client_sent(sessions):
     x, y = cp.ones((3, 4)), cp.zeros(4)
     on.sync()
     eager, on.eager_flush = on.eager_flush, False
-    with _no_collection():
+    with no_collection():
         start = on._seq + 1
         # (ops whose client needs no metadata before the sync: nothing is sent yet)
         z = (x * 0.25 + y).sum(axis=0) - y[::-1]
@@ -410,11 +397,11 @@ def test_a_stretch_whose_replays_are_not_faster_is_let_go_and_dropped(pool, sess
             x = cp.arange(50, dtype=cp.float32)
             return [float((x * 0.5 + step).sum()) for step in range(3 * STEPS)]
 
-        with _no_collection():
+        with no_collection():
             values = loop(module_for(s))
         worker = _figures(s)
         mine = replay.figures()
-    with _no_collection():
+    with no_collection():
         assert values == loop(module_for(off))
     assert mine["released"] == 1 and mine["held"] == 0
     assert worker["held"] == 0 and worker["graph_bytes"] == 0   # dropped, memory and all
@@ -452,7 +439,7 @@ def test_graphs_rerun_on_the_worker_holds_stretches_and_reruns_every_replay(monk
         with Session(pool.address, pool.token, settings=settings) as s:
             cp = module_for(s)
             x = cp.arange(10, dtype=cp.float64)
-            with _no_collection():
+            with no_collection():
                 values = [float((x * 0.5 + i).sum()) for i in range(STEPS)]
             figures = _figures(s)
     assert values == [float((np.arange(10, dtype=np.float64) * 0.5 + i).sum()) for i in range(STEPS)]

@@ -8,8 +8,6 @@ real session of a LocalPool on the NumPy device, where a worker answers the offe
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 
 from gpu_backend.pool import LocalPool
@@ -24,6 +22,7 @@ from kernelproxy.stretch_replay import (HOLD_AFTER, MAX_COUNTED, MAX_DECIDED, MA
                                        StretchReplay)
 
 from ..differential import TEST_DEVICES
+from ..quiet_gc import no_collection
 
 
 class _Remote:
@@ -182,18 +181,6 @@ def test_past_max_decided_the_session_offers_nothing_and_forgets_nothing():
 
 # ---------------------------------------------------------------- through a session
 
-@contextlib.contextmanager
-def _no_collection():
-    """No cyclic collection meanwhile: one that drops an array of an earlier test adds its
-    free record to a stretch of the loop, which then differs from the others."""
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def _other_stretches(cp, count: int = MAX_COUNTED + 1) -> None:
     """*count* stretches seen once each (another literal shape each)."""
     for n in range(count):
@@ -206,7 +193,7 @@ def test_a_refused_stretch_is_not_offered_again_past_max_counted_others(monkeypa
         with Session(pool.address, pool.token, settings=SessionSettings(graphs=True)) as s:
             cp = module_for(s)
             x = cp.ones(10)
-            with _no_collection():   # (the first differs: the next ones begin with its result's free)
+            with no_collection():   # (the first differs: the next ones begin with its result's free)
                 values = [float((x + i).sum()) for i in range(REPEATS + 2)]
                 assert s.stretches.figures()["refused"] == 1
                 _other_stretches(cp)
@@ -229,7 +216,7 @@ def test_a_held_stretch_is_let_go_on_its_times_past_max_counted_others(pool):
         replay._clock = clock
         cp = module_for(s)
         x = cp.arange(50, dtype=cp.float32)
-        with _no_collection():   # (the first differs: the next ones begin with its result's free)
+        with no_collection():   # (the first differs: the next ones begin with its result's free)
             for step in range(REPEATS + 2):   # offered, held, replayed once (its capture)
                 float((x * 0.5 + step).sum())
             assert replay.figures()["held"] == 1 and replay.figures()["replays"] == 1
@@ -248,7 +235,7 @@ def test_a_loop_whose_body_goes_early_is_replayed(pool):
         cp = module_for(s)
         x = cp.arange(64, dtype=cp.float32)
         batches = []
-        with _no_collection():
+        with no_collection():
             for step in range(2 * REPEATS):
                 before = s._batch
                 y = x
