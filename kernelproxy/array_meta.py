@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from gpu_backend.protocol import codec
 
-__all__ = ["ArrayMetadata"]
+__all__ = ["ArrayMetadata", "wire_tuple"]
 
 
 class ArrayMetadata:
@@ -38,12 +38,12 @@ class ArrayMetadata:
     def take(self, hid: int) -> tuple | None:
         """``(shape, dtype, strides, flags)`` of *hid*, handed over once (its array keeps it)."""
         entry = self.entries.pop(hid, None)
-        return None if entry is None else _as_tuple(entry)
+        return None if entry is None else wire_tuple(entry)
 
     def peek(self, hid: int) -> tuple | None:
         """The same without taking it (None if its reply has not come)."""
         entry = self.entries.get(hid)
-        return None if entry is None else _as_tuple(entry)
+        return None if entry is None else wire_tuple(entry)
 
     def dropped(self, hid: int, unread: bool) -> None:
         """The array *hid* was dropped; *unread*: it never took its entry, which may then be
@@ -56,6 +56,8 @@ class ArrayMetadata:
         self.dropped_early.clear()
 
 
-def _as_tuple(entry: list) -> tuple:
+def wire_tuple(entry: list) -> tuple:
+    """A reply's metadata entry ``[hid, shape, dtype, strides, flags]`` as an array keeps it:
+    ``(shape, dtype, strides, flags)``."""
     _hid, shape, dt, strides, flags = entry
     return (tuple(shape), codec.wire_dtype(dt), tuple(strides), flags)

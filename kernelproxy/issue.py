@@ -43,11 +43,13 @@ def array_class() -> type:
 
 
 def wrap(session: Any, hid: int) -> Any:
-    """A client array for a handle the session already issued or received."""
+    """A client array for a handle the session already issued or received; its metadata
+    at once where a held stretch's template gave it (kernelproxy/stretch_templates.py)."""
     arr = object.__new__(_classes[0])
     arr._s = session
     arr._h = hid
-    arr._m = None
+    run = session._run
+    arr._m = run.predicted.get(hid) if run is not None else None
     session.arrays[hid] = _weak(arr)
     return arr
 

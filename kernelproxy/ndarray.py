@@ -84,6 +84,9 @@ class ndarray:
         self._m = None
         session.arrays[self._h] = _weak(self)
         session.submit(m.KIND_FUNCTION, _ARRAY, self._h, call_name, None, args, kwargs, "cupy.ndarray")
+        run = session._run   # (a held stretch's op: its metadata known from the template)
+        if run is not None:
+            self._m = run.predicted.get(self._h)
 
     def __array_finalize__(self, obj: Any) -> None:
         """Called on an instance of a subclass made from *obj* (a view, a ufunc's result),

@@ -44,6 +44,7 @@ from .lifetime import end_with_process
 from .links import WorkerLink, open_link, worker_address
 from .settings import SessionSettings
 from .stretch_replay import StretchReplay
+from .stretch_templates import TemplateRun
 from .tracebacks import for_user
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
@@ -247,8 +248,18 @@ class Session:
         self._error: list | None = None
         self._resume: int | None = None
         #: recognises repeated stretches and sends them as replays (kernelproxy.stretch_replay)
-        self.stretches = (StretchReplay(self._handle_of, measured=settings.replay_measured)
+        self.stretches = (StretchReplay(self._handle_of, measured=settings.replay_measured,
+                                        fast=settings.fast_path)
                           if settings.graphs else None)
+        #: the run of a held stretch answered from its template (kernelproxy/stretch_templates.py),
+        #: while one is under way; whether the stretch just begun may start one (no op of it
+        #: queued yet); the arrays dropped since it began, before any op of it
+        self._run: TemplateRun | None = None
+        self._may_start = False
+        self.stretch_frees: list[int] = []
+        #: replays sent from runs, by batch: their ops' origins are made only if the reply
+        #: needs them (an error, a warning, a cancel)
+        self._run_origins: dict[int, TemplateRun] = {}
         end_with_process(self)   # closed at exit if still open (kernelproxy.lifetime)
 
     # ------------------------------------------------------------ issuing ops
@@ -281,6 +292,20 @@ class Session:
         """Queue one op; returns its sequence number. Encoding errors raise here."""
         with self._lock:   # (inline, not @_serialised: this is every op's path)
             __tracebackhide__ = True  # IPython shows the user's frames, not ours
+            run = self._run
+            if run is not None:   # a held stretch answered from its template: checked, not sent
+                if run.take(kind, want, out, name, target, args, kwargs, label):
+                    return self._seq
+                self._fall_back()   # (not the template's op: the ops so far go as records)
+            elif self._may_start:   # a stretch's first op: perhaps a template's
+                self._may_start = False
+                self._check_open()
+                if self._error is None and not self.blocking:
+                    run = self.stretches.start_run(self, kind, want, out, name, target, args,
+                                                   kwargs, label, self._seq + 1)
+                    if run is not None:
+                        self._run = run
+                        return self._seq
             self._check_open()
             if self._error is not None:  # an earlier op failed: say so before queueing more
                 self._raise_pending()
@@ -338,9 +363,17 @@ class Session:
         """Send the queued ops as one batch (also when empty, if *sync_device*). *part*: the
         ops go early, before the sync point that ends their stretch (kernelproxy.stretch_replay)."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        run = self._run
+        if run is not None:   # a stretch answered from its template: one replay, or its ops
+            entry = None if part else run.complete()
+            if entry is not None:
+                self._send_run(run, entry, sync_device)
+                return
+            self._fall_back()
         if not self._ops and not sync_device:
             if self.stretches is not None and not part:   # a sync point: the stretch ends
                 self.stretches.ended_sent()
+                self._stretch_begins()
             return
         self._check_open()
         with _interrupts_deferred:
@@ -375,13 +408,66 @@ class Session:
             if self.timing:
                 header["g"] = 1
             ops.insert(0, codec.packb(header))
-            trackers = self.link.send([b"".join(ops), *payload], track=wait_sent)
+            frame = b"".join(ops)
+            if "O" in header:   # (the template of a stretch the worker keeps is built from it)
+                stretches.offered_batch(header["b"], frame)
+            trackers = self.link.send([frame, *payload], track=wait_sent)
             self._in_flight.append((self._batch, first, last))
+        if stretches is not None and not part:
+            self._stretch_begins()
         if wait_sent:  # the caller may reuse its array once ZeroMQ has let go of it
             for tracker in trackers:
                 tracker.wait()
         elif drain:
             self._drain(timeout=0)
+
+    # ------------------------------------------------------------ the fast path
+    def _stretch_begins(self) -> None:
+        """A sync point has ended a stretch: the next may be a held stretch's, answered from
+        its template (kernelproxy/stretch_templates.py) from its first op on."""
+        self._may_start = bool(self.stretches.templates)
+        self.stretch_frees.clear()
+
+    def _send_run(self, run: TemplateRun, entry: list, sync_device: bool) -> None:
+        """A run answered from its template reached its sync point: one batch, the replay
+        entry and the client's frees, stands for its ops."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        self._run = None
+        self._check_open()
+        stretches = self.stretches
+        with _interrupts_deferred:
+            ops, self._ops = self._ops, []   # (frees queued before its first op)
+            ops.extend(run.free_records())
+            self._batch += 1
+            first, last = run.first, self._seq
+            self._flushed_seq = last
+            self.meta.sent_below = next(self._ids)
+            header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume,
+                      "T": entry}
+            stretches.replayed(header, run.template)
+            if stretches.drops:
+                header["D"] = stretches.take_drops()
+            if sync_device:
+                header["y"] = 1
+            if self.timing:
+                header["g"] = 1
+            ops.insert(0, codec.packb(header))
+            self.link.send([b"".join(ops)])
+            self._in_flight.append((self._batch, first, last))
+            self._run_origins[self._batch] = run
+        self._eager_check = self._eager_at
+        self._stretch_begins()
+
+    def _fall_back(self) -> None:
+        """The run under way cannot go on from its template: its ops so far join the queue
+        as the records the client would have sent, its frees where they came, each op's
+        origin kept; the op at hand then goes as ever."""
+        run, self._run = self._run, None
+        records, origins = run.fall_back()
+        self._ops.extend(records)
+        origin = self._origin
+        for seq, label, filename, line, out in origins:
+            origin[seq] = (label, filename, line, out)
 
     # ------------------------------------------------------------ receiving
     def _drain(self, timeout: float) -> None:
@@ -429,7 +515,11 @@ class Session:
                        f"{exc}); the session is closed")
         batch, first, last = self._in_flight.popleft()
         if self.stretches is not None:
-            self.stretches.answered(batch, reply.get("h"), reply.get("f"))
+            self.stretches.answered(batch, reply.get("h"), reply.get("f"), reply.get("hm"))
+        run = self._run_origins.pop(batch, None) if self._run_origins else None
+        if run is not None and (reply.get("e") is not None or reply["w"] or reply.get("c")):
+            self._origin.update(run.origins())   # (made only where a reply needs them)
+            run = None
         self.worker_seconds += reply.get("t") or 0.0
         self.device_seconds += reply.get("g") or 0.0
         if reply.get("b") != batch:
@@ -475,8 +565,8 @@ class Session:
                 for seq, (_l, _f, _n, out) in origin.items():
                     if seq > (error[0] or 0) and type(out) is int:
                         self._dead[out] = reason
-        if error is None or error[0] is None or error[0] > last:
-            for seq in range(first, last + 1):
+        if run is None and (error is None or error[0] is None or error[0] > last):
+            for seq in range(first, last + 1):   # (a run's ops have none: nothing to drop)
                 origin.pop(seq, None)
 
     # ------------------------------------------------------------ sync points
@@ -577,6 +667,8 @@ class Session:
         run yet of the batches sent so far. Arrays those ops would have made raise a clear
         error when used. Frees are kept. Called on KeyboardInterrupt at a sync point."""
         reason = "this array was never computed: its op was cancelled by an interrupt"
+        if self._run is not None:   # (its ops as records first: dropped below as any)
+            self._fall_back()
         kept = []
         for record in self._ops:
             if record[:1] == b"\x95":  # an op (a 5-item head): dropped
@@ -597,9 +689,15 @@ class Session:
         """Called when a client array is dropped: a free record joins the op stream here.
         *unread*: the array never took its metadata, which may then be still to come."""
         with self._lock:
-            self._ops.append(self._free_packer.pack(hid))
-            if self.stretches is not None:
-                self.stretches.current.add_free(hid)
+            run = self._run
+            if run is not None:   # (a run's frees follow its replay, or its ops if it falls back)
+                run.freed(hid)
+            else:
+                self._ops.append(self._free_packer.pack(hid))
+                if self.stretches is not None:
+                    self.stretches.current.add_free(hid)
+                    if self._may_start:   # (dropped before the stretch's first op)
+                        self.stretch_frees.append(hid)
             self.arrays.pop(hid, None)
             never_made = self._dead.pop(hid, None) is not None   # (no metadata will come)
             self.meta.dropped(hid, unread and not never_made)

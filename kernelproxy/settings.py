@@ -45,6 +45,10 @@ class SessionSettings:
     #: replays against its ops run pipelined (kernelproxy.stretch_replay; for tests that
     #: count replays, and to measure the difference).
     replay_measured: bool = True
+    #: ``GPUWB_FAST_PATH=0``: a held stretch's ops are queued and keyed one by one, not
+    #: answered from its template on the client (kernelproxy/stretch_templates.py); to
+    #: measure the difference, and as a way out should the fast path misbehave.
+    fast_path: bool = True
     #: ``JPY_SESSION_NAME``: the notebook's path, which Jupyter Server gives the kernels it
     #: starts for a notebook; the session's label in the pool's status (the Lab panel
     #: names the notebook that opened each session)
@@ -58,4 +62,5 @@ class SessionSettings:
                    eager_flush=_flag(env, "GPUWB_EAGER_FLUSH", True),
                    graphs=_flag(env, "GPUWB_GRAPHS", True),
                    replay_measured=_flag(env, "GPUWB_REPLAY_MEASURED", True),
+                   fast_path=_flag(env, "GPUWB_FAST_PATH", True),
                    notebook=env.get("JPY_SESSION_NAME") or None)

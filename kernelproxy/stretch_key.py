@@ -37,7 +37,7 @@ import numpy as np
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.stretches import MAX_STRETCH_OPS, PARAM_OPERATORS, is_param
 
-__all__ = ["StretchKey", "UNKEYABLE"]
+__all__ = ["StretchKey", "UNKEYABLE", "literal_key"]
 
 #: literal types kept in the key as they are
 _LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes)
@@ -162,28 +162,75 @@ class StretchKey:
 
     def _literal(self, value: Any) -> Any:
         t = type(value)
-        if t is float:   # by its bits: -0.0 == 0.0, yet cupy.full(n, -0.0) is not cupy.full(n, 0.0)
-            return ("l", "float", value.hex())
-        if t is complex:
-            return ("l", "complex", value.real.hex(), value.imag.hex())
-        if t in _LITERAL_TYPES:
-            # the type too: 1 and 1.0 and True are equal and hash alike, but not one stretch
-            return ("l", t.__name__, value)
         if t is tuple or t is list:
             return (t.__name__, tuple(self._role(v) for v in value))
         if t is dict:
             return ("dict", tuple(sorted((k, self._role(v)) for k, v in value.items())))
-        if t is slice:
-            return ("slice", self._literal(value.start), self._literal(value.stop),
-                    self._literal(value.step))
-        if value is Ellipsis:
-            return ("...",)
-        if isinstance(value, np.dtype):
-            return ("dtype", value.str)
-        if value is float or value is int or value is bool or value is complex:   # dtype=float
-            return ("type", value.__name__)
-        if isinstance(value, type) and issubclass(value, np.generic):
-            return ("dtype", np.dtype(value).str)
-        if isinstance(value, np.generic):
-            return ("np", value.dtype.str, value.tobytes())
-        raise _Unkeyable(t.__name__)
+        return literal_key(value)
+
+    # ------------------------------------------------------------ a fast path's fall-back
+    def resume(self, records: list, inputs: list, params: list, outs: list,
+               frees: list) -> None:
+        """Go on from a run the fast path answered from a template (kernelproxy/
+        stretch_templates.py) and that fell back: *records* are the template's op records
+        of the ops it took (roles numbered by the template's walk), *inputs* the run's
+        handle of each template input slot (None: not met), *params* its parameters, *outs*
+        the result handle of each op (None: none), *frees* ``(ops before it, handle)`` of
+        each free it met. The key becomes the one these ops and frees would have built,
+        inputs numbered as met."""
+        fresh: dict[int, tuple] = {}
+
+        def renumber(role: Any) -> Any:
+            if type(role) is not tuple or not role:
+                return role
+            tag = role[0]
+            if tag == "i" and len(role) == 2 and type(role[1]) is int:
+                fresh.setdefault(role[1], self._array_role(inputs[role[1]]))
+                return fresh[role[1]]
+            if tag in ("l", "s", "r", "slice", "dtype", "type", "np", "...", "free"):
+                return role
+            return tuple(renumber(r) if type(r) is tuple else r for r in role)
+
+        pending = list(frees)
+        for index, record in enumerate(records):
+            while pending and pending[0][0] <= index:
+                self.add_free(pending.pop(0)[1])
+            if not self.keyable:
+                return
+            self._append(tuple(renumber(r) if type(r) is tuple else r for r in record))
+            out = outs[index]
+            if out is not None:
+                self._result_role[out] = ("r", self._ops)
+                self.outs.append(out)
+            self._ops += 1
+        self.params.extend(params)
+        for _at, hid in pending:
+            self.add_free(hid)
+
+
+def literal_key(value: Any) -> Any:
+    """The key of a value that is neither an array nor a container: itself with its type
+    (a float by its bits), a slice's parts, a dtype's string. Raises for anything a key
+    cannot hold."""
+    t = type(value)
+    if t is float:   # by its bits: -0.0 == 0.0, yet cupy.full(n, -0.0) is not cupy.full(n, 0.0)
+        return ("l", "float", value.hex())
+    if t is complex:
+        return ("l", "complex", value.real.hex(), value.imag.hex())
+    if t in _LITERAL_TYPES:
+        # the type too: 1 and 1.0 and True are equal and hash alike, but not one stretch
+        return ("l", t.__name__, value)
+    if t is slice:
+        return ("slice", literal_key(value.start), literal_key(value.stop),
+                literal_key(value.step))
+    if value is Ellipsis:
+        return ("...",)
+    if isinstance(value, np.dtype):
+        return ("dtype", value.str)
+    if value is float or value is int or value is bool or value is complex:   # dtype=float
+        return ("type", value.__name__)
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return ("dtype", np.dtype(value).str)
+    if isinstance(value, np.generic):
+        return ("np", value.dtype.str, value.tobytes())
+    raise _Unkeyable(t.__name__)

@@ -38,6 +38,7 @@ from typing import Any, Callable
 from gpu_backend.protocol.stretches import MAX_HELD, REPEATS
 
 from .stretch_key import StretchKey
+from .stretch_templates import StretchTemplate, Templates, TemplateRun
 
 __all__ = ["StretchReplay"]
 
@@ -102,15 +103,21 @@ class StretchReplay:
     """
 
     def __init__(self, handle_of: Callable[[Any], int | None], measured: bool = True,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, fast: bool = True) -> None:
         self._handle_of = handle_of
         self._measured = measured
         self._clock = clock
+        #: the held stretches' templates, whose runs the session answers on the client
+        #: (kernelproxy/stretch_templates.py); none kept with the fast path off
+        #: (``GPUWB_FAST_PATH=0``)
+        self.templates = Templates()
+        self._fast = fast
         self._counts: OrderedDict[int, _Sightings] = OrderedDict()   # hash -> sightings (LRU)
         self._decided: set[int] = set()          # hashes of keys refused or let go
         self._held: dict[tuple, int] = {}         # key -> stretch id
         self._timing: dict[tuple, _Timing] = {}   # the held stretches' (key -> times)
-        self._offered: dict[int, tuple[int, tuple]] = {}   # batch -> (stretch id, key)
+        #: batch -> (stretch id, key, the stretch's key object, the batch as sent)
+        self._offered: dict[int, list] = {}
         self._ids = itertools.count(1)
         self._refused = 0
         self._let_go = 0
@@ -124,6 +131,8 @@ class StretchReplay:
         #: whether the session keeps this stretch's ops to its sync point (no early batches)
         self.holding = False
         self._replaying: dict[int, tuple] = {}   # batches sent as replays -> their keys
+        #: replays sent from a run the fast path answered (the rest went as ops first)
+        self.fast_replays = 0
         #: replays answered: all of them, and those not run through graphs (from their
         #: records where a guard failed or the stretch has no graph; skipped after an error)
         self.replays = 0
@@ -203,8 +212,41 @@ class StretchReplay:
                 and key not in self._offered_keys()):
             sid = next(self._ids)
             header["O"] = sid
-            self._offered[header["b"]] = (sid, key)
+            self._offered[header["b"]] = [sid, key, stretch, None]
         return False
+
+    def offered_batch(self, batch: int, frame: bytes) -> None:
+        """The batch that offers a stretch, as sent: its template is built from it."""
+        offer = self._offered.get(batch)
+        if offer is not None and self._fast:
+            offer[3] = frame
+
+    # ------------------------------------------------------------ the fast path
+    def start_run(self, session: Any, kind: str, want: str, out: int | None, name: Any,
+                  target: Any, args: tuple | list, kwargs: dict | None, label: str,
+                  first: int) -> TemplateRun | None:
+        """A stretch's first op: a run answered from the first template that begins so and
+        takes it, or None."""
+        if type(name) is not str:
+            return None
+        for template in self.templates.starting(kind, name):
+            run = TemplateRun(session, self.templates, template, first)
+            if run.take(kind, want, out, name, target, args, kwargs, label):
+                return run
+        return None
+
+    def replayed(self, header: dict, template: StretchTemplate) -> None:
+        """A run answered from *template* ends at its sync point, sent as the replay in
+        *header* (its ``T`` set): timed, counted as any replay; a new stretch begins."""
+        self.holding = True
+        if self._ending is not None:   # (the last stretch ended with no sync answered: untimed)
+            self._since = None
+        key = template.key
+        timing = self._timing.get(key)
+        self._ending = (timing, "replay") if timing is not None else None
+        self._replaying[header["b"]] = key
+        self.fast_replays += 1
+        self.swap()
 
     def synced(self) -> None:
         """A sync point has returned: the stretch that ended there took the time since the
@@ -231,7 +273,9 @@ class StretchReplay:
         if timing.reruns >= len(timing.held) or (
                 timing.free and statistics.median(timing.held[1:]) >= statistics.median(timing.free)):
             key = timing.key
-            self.drops.append(self._held.pop(key))
+            sid = self._held.pop(key)
+            self.drops.append(sid)
+            self.templates.drop(sid)
             del self._timing[key]
             self._decided.add(hash(key))
             self._let_go += 1
@@ -240,7 +284,7 @@ class StretchReplay:
         return self._refused < MAX_REFUSED and len(self._decided) < MAX_DECIDED
 
     def _offered_keys(self) -> list:
-        return [key for _sid, key in self._offered.values()]
+        return [offer[1] for offer in self._offered.values()]
 
     def figures(self) -> dict:
         """What this client's replay did (``%gpu status``): stretches the worker holds,
@@ -248,16 +292,17 @@ class StretchReplay:
         faster replayed), offers refused."""
         return {"held": len(self._held), "replays": self.replays,
                 "not_graphed": self.not_graphed, "released": self._let_go,
-                "refused": self._refused}
+                "refused": self._refused, "fast": self.fast_replays}
 
     def take_drops(self) -> list[int]:
         """The ids of stretches let go since the last batch: its header tells the worker."""
         drops, self.drops = self.drops, []
         return drops
 
-    def answered(self, batch: int, held: Any, not_graphed: Any = None) -> None:
-        """A batch's reply came; *held* is the stretch id the worker kept, if any;
-        *not_graphed* (the reply's ``f``): a replay that did not run through graphs."""
+    def answered(self, batch: int, held: Any, not_graphed: Any = None, metas: Any = None) -> None:
+        """A batch's reply came; *held* is the stretch id the worker kept, if any, with its
+        *metas* (the reply's ``hm``: its template's metadata); *not_graphed* (the reply's
+        ``f``): a replay that did not run through graphs."""
         key = self._replaying.pop(batch, None)
         if key is not None:
             self.replays += 1
@@ -270,11 +315,16 @@ class StretchReplay:
         offer = self._offered.pop(batch, None)
         if offer is None:
             return
-        sid, key = offer
+        sid, key, stretch, frame = offer
         count = self._counts.pop(hash(key), None)   # (held or refused now: no longer counted)
         if held == sid:
             self._held[key] = sid
             self._timing[key] = _Timing(key, count.free if count is not None else [])
+            if frame is not None and isinstance(metas, list) and len(metas) == 2:
+                try:
+                    self.templates.add(StretchTemplate(sid, stretch, frame, metas))
+                except (ValueError, TypeError, IndexError, KeyError):
+                    pass   # (a template that does not read: its stretch replays as ops)
         else:   # (an op failed, or the worker keeps no more): never offered again
             self._refused += 1
             self._decided.add(hash(key))

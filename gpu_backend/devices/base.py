@@ -520,6 +520,12 @@ class Device:
         view by its item when it has no strides, and as 0 bytes with strides ``()``."""
         return self.view_type(owner, ptr, shape, dtype, strides, pointed)
 
+    def direct_ufunc(self, kind: str, name: Any, args: list, kwargs: dict) -> tuple | None:
+        """``(ufunc, operands, keywords)`` computing the op elementwise as the device's own
+        call would, for its graph tools to launch into the result's memory (the NumPy
+        device: host_graphs), or None."""
+        return None
+
     def check_allocation(self, name: str, args: list, kwargs: dict) -> None:
         """Refuse, before running it, a creation call that cannot fit (NumPy device)."""
 

@@ -66,8 +66,10 @@ class GraphTools:
                 graph = stream.end_capture()   # (raises if the capture was invalidated)
             result.append(graph)
 
-    def call(self, fn: Any, args: list, kwargs: dict, finish: Any, index: int = -1) -> Any:
-        """An op's call, captured when inside :meth:`capturing` (as any launch is)."""
+    def call(self, fn: Any, args: list, kwargs: dict, finish: Any, index: int = -1,
+             direct: Any = None) -> Any:
+        """An op's call, captured when inside :meth:`capturing` (as any launch is);
+        (*direct*: the NumPy device's, unused here)."""
         return finish(fn(*args, **kwargs))
 
     # ------------------------------------------------------------ replay

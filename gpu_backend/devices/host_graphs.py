@@ -55,15 +55,25 @@ class HostGraphTools:
         result.append(graph)
 
     def call(self, fn: Callable, args: list, kwargs: dict, finish: Callable[[Any], Any],
-             index: int = -1) -> Any:
+             index: int = -1, direct: Any = None) -> Any:
+        """Make the call (recorded while capturing). *direct*: ``(ufunc, operands,
+        keywords)`` that compute the same result as the call, elementwise: if, once made,
+        the ufunc writing into the result's own memory gives its very bits, launches make
+        it so (no allocation, no copy, none of the device's layers around the ufunc)."""
         result = finish(fn(*args, **kwargs))
         if self._recording is not None:
-            self._recording.append((fn, args, kwargs, finish, result, index))
+            if direct is not None and not _direct_gives(direct, result):
+                direct = None
+            self._recording.append((fn, args, kwargs, finish, result, index, direct))
         return result
 
     def launch(self, graph: _HostGraph) -> None:
-        for fn, args, kwargs, finish, kept, index in graph:
+        for fn, args, kwargs, finish, kept, index, direct in graph:
             try:
+                if direct is not None:
+                    ufunc, operands, keywords = direct
+                    ufunc(*operands, out=kept, **keywords)
+                    continue
                 result = finish(fn(*args, **kwargs))
             except Exception as exc:
                 raise LaunchError(index, exc) from None
@@ -85,5 +95,26 @@ class HostGraphTools:
 
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    if a is b:
+        return True
+    if not np.may_share_memory(a, b):   # (a fresh result: no look at its address)
+        return False
     return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
             and a.strides == b.strides and a.shape == b.shape)
+
+
+def _direct_gives(direct: tuple, result: Any) -> bool:
+    """Whether ``ufunc(*operands, out=result's memory)`` gives *result*'s bits: a fresh
+    array of its own (never a view, never an operand), the same dtype, the same values."""
+    ufunc, operands, keywords = direct
+    if type(result) is not np.ndarray or result.base is not None or not result.flags.owndata \
+            or not (result.flags.c_contiguous or result.flags.f_contiguous) \
+            or any(operand is result or (type(operand) is np.ndarray and np.may_share_memory(operand, result))
+                   for operand in operands):
+        return False
+    trial = np.empty_like(result)
+    try:
+        ufunc(*operands, out=trial, **keywords)
+    except Exception:
+        return False
+    return trial.dtype == result.dtype and trial.tobytes() == result.tobytes()

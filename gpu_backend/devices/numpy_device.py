@@ -84,6 +84,16 @@ def _sparse_bytes(kind: str, args: tuple, kwargs: dict) -> int:
     return need
 
 
+#: Operators whose function is, on arrays, this ufunc (``pow`` left out: NumPy squares for
+#: a scalar exponent of 2, not so for the 0-d buffer a graph passes)
+_DIRECT_OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+                     "truediv": np.true_divide, "floordiv": np.floor_divide, "mod": np.remainder,
+                     "and_": np.bitwise_and, "or_": np.bitwise_or, "xor": np.bitwise_xor,
+                     "lt": np.less, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal,
+                     "ge": np.greater_equal, "gt": np.greater, "neg": np.negative,
+                     "pos": np.positive, "abs": np.absolute, "invert": np.invert}
+
+
 class NumpyDevice(Device):
     kind = "numpy"
     array_type = np.ndarray
@@ -131,6 +141,20 @@ class NumpyDevice(Device):
         # Bytes are counted per owning buffer, so views cost nothing extra.
         self._owners: dict[int, list] = {}  # id(owner) -> [owner, refcount, nbytes]
         self.used = 0
+
+    def direct_ufunc(self, kind: str, name: Any, args: list, kwargs: dict) -> tuple | None:
+        """An arithmetic or comparison operator, or a function that is a NumPy ufunc: that
+        ufunc, which the recorded graphs launch into the result's own memory where it gives
+        the same bits (host_graphs checks it once, at capture)."""
+        if type(name) is not str:
+            return None
+        if kind == "o":
+            ufunc = _DIRECT_OPERATORS.get(name)
+            return (ufunc, args, {}) if ufunc is not None and not kwargs else None
+        if kind == "f" and name in api.UFUNCS and "out" not in kwargs:
+            ufunc = getattr(np, name, None)
+            return (ufunc, args, kwargs) if isinstance(ufunc, np.ufunc) else None
+        return None
 
     def set_memory_limit(self, nbytes: int) -> None:
         self.limit = int(nbytes)

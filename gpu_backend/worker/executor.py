@@ -166,13 +166,15 @@ class Executor:
         if self.poisoned_at is None and not cancelled:
             if entry is not None:
                 executed, error, cancelled, graphed = replay.run(entry, iter(payload), results)
+                self._free_only(ops)   # (the client's frees of the stretch, after it)
             else:   # (a batch that split an op is not held: its graph would run the op whole)
                 touched = self.splitter.touched if self.splitter is not None else 0
-                executed, error, cancelled = self._run_ops(ops, iter(payload), results)
                 offered = header.get("O")
+                offer = replay.read_offer(self._batch) if offered is not None else None
+                executed, error, cancelled = self._run_ops(ops, iter(payload), results)
                 if offered is not None and error is None and not cancelled and executed == count \
                         and (self.splitter is None or self.splitter.touched == touched):
-                    held = replay.keep(offered, self._batch, executed)
+                    held = replay.keep(offered, offer, executed, results)
             self.ops_run += executed
             results.finish()
             self._ended = executed
@@ -186,6 +188,7 @@ class Executor:
             self.pacer.ended = perf_counter()   # the device waits for the host from here
         elif entry is not None:
             replay.skip(entry)
+            self._free_only(ops)
         else:
             self._free_only(ops)
         reply = {
@@ -201,7 +204,7 @@ class Executor:
         if cancelled:
             reply["c"] = 1
         if held is not None:
-            reply["h"] = held
+            reply["h"], reply["hm"] = offered, held
         if entry is not None and not graphed:
             reply["f"] = 1
         if timer is not None and error is None:

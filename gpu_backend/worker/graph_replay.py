@@ -382,8 +382,10 @@ class StretchGraphs:
                                     fill_slots(op.kwargs, of_slot))
             if g.writing is not None:
                 self._note_writes(g, op, target, args, kwargs)
+            direct = (self.x.device.direct_ufunc(op.kind, op.name, args, kwargs)
+                      if op.want == _ARRAY else None)
             result = self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs], {},
-                                     self._finish_for(op), op.index)
+                                     self._finish_for(op), op.index, direct)
         except Exception:
             raise _CaptureRefused(op.index) from None
         if op.out is not None:
@@ -512,15 +514,17 @@ class StretchGraphs:
                 kept = made if made is not None else g.env[n]
                 made = tools.empty_like(kept)
                 tools.copy(made, kept)
-            handed.append((outs[n], made))
+            handed.append((n, outs[n], made))
         if shape.writes:
             written = g.written
             for n, a in arrays.items():
                 if written is None or n in written:
                     tools.copy(a, g.bufs[n])
-        for hid, made in handed:
+        need = entry.need   # (a client that knows the results' metadata wants none of it)
+        for n, hid, made in handed:
             table.put(hid, made)
-            results.fresh_array(hid, made)
+            if need is None or n in need:
+                results.fresh_array(hid, made)
         for n in shape.input_frees:
             table.free(inputs[n])
         if error is not None:

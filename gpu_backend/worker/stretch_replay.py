@@ -11,14 +11,23 @@ runs ops only through the executor's public interface (``run_records``, ``call``
 from __future__ import annotations
 
 from time import perf_counter
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from ..protocol.errors import error_name
 from .batch_results import BatchResults
 from .graph_replay import Capture, StretchGraphs
-from .stretches import HeldStretches, Slot
+from .result_meta import array_meta
+from .stretches import HeldStretch, HeldStretches, Slot
 
-__all__ = ["StretchReplay"]
+__all__ = ["StretchReplay", "Offer"]
+
+
+class Offer(NamedTuple):
+    """A batch offered as a stretch, read before it runs: the stretch (None: it does not
+    read, and is not kept) and its inputs' metadata entries as the batch began."""
+
+    stretch: HeldStretch | None
+    inputs: list
 
 
 class StretchReplay:
@@ -40,14 +49,40 @@ class StretchReplay:
         """``GPUWB_GRAPHS=rerun``: every replay runs from its records, never through graphs."""
         self.graphs = None
 
-    def keep(self, sid: Any, body: bytes, executed: int) -> int | None:
-        """The batch *body* just ran whole, offered as stretch *sid*: keep it; its id if kept."""
-        stretch = self.stretches.offer(sid, body, executed)
+    def read_offer(self, body: bytes) -> Offer:
+        """The batch *body* is offered: its stretch, read before it runs, with the
+        metadata of its inputs as they are now (an input it drops is gone by its end)."""
+        stretch = self.stretches.read(body)
+        inputs = []
+        if stretch is not None:
+            arrays = self.x.table.arrays
+            for hid in stretch.recorded_inputs:
+                array = arrays.get(hid)
+                inputs.append(array_meta(hid, array) if array is not None else None)
+        return Offer(stretch, inputs)
+
+    def keep(self, sid: Any, offer: Offer, executed: int, results: BatchResults) -> list | None:
+        """The offered batch just ran whole as stretch *sid*: keep it. Returns what the
+        reply's ``hm`` tells the client (its template's metadata: the inputs' as the batch
+        began, every result's as its op made it, None where no array came of it), or None
+        where it is not kept."""
+        stretch = self.stretches.offer(sid, offer.stretch, executed)
         if stretch is None:
             return None
         if self.graphs is not None:
             self.graphs.hold(sid, stretch, self.x.table.arrays)
-        return sid
+        made = {entry[0]: entry for entry in results.metas}
+        arrays, fresh = self.x.table.arrays, results.fresh
+        outs = []
+        for hid in stretch.recorded_outs:
+            entry = made.get(hid)
+            if entry is None:
+                array = fresh.get(hid)
+                if array is None:
+                    array = arrays.get(hid)
+                entry = array_meta(hid, array) if array is not None else None
+            outs.append(entry)
+        return [offer.inputs, outs]
 
     def drop(self, sids: Any) -> None:
         """The client lets these stretches go (header ``D``): they and their graphs go (the

@@ -1,0 +1,191 @@
+"""A stretch's records, read into ops with slots and written back: what both sides share.
+
+A stretch (docs/stretch-replay.md) is the op and free records between two sync points. The
+worker keeps an offered one as a held stretch and, where no graph serves a replay, re-runs
+it from the records the client would have sent (:meth:`StretchRecords.rebuild`: byte for
+byte, each op's number and its arguments with the run's handles and values); a client
+whose fast path meets an op its template does not expect sends the ops so far the same way
+(kernelproxy/stretch_templates.py). Inputs and parameters are numbered by the walk that
+:mod:`gpu_backend.protocol.stretches` sets out, the one the client's key uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from . import codec
+from . import messages as m
+from .stretches import PARAM_OPERATORS, is_param
+
+__all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "read_records"]
+
+
+class Slot:
+    """A place in a held stretch's arguments: input ``n`` (``"i"``), the result of op ``n``
+    (``"r"``) or parameter ``n`` (``"p"``, *cast* turning the client's value into the type
+    the recorded one had: a NumPy scalar stays one of its dtype)."""
+
+    __slots__ = ("kind", "n", "cast")
+
+    def __init__(self, kind: str, n: int, cast: Any = None) -> None:
+        self.kind, self.n, self.cast = kind, n, cast
+
+    def __repr__(self) -> str:
+        return f"Slot({self.kind}{self.n})"
+
+    def value(self, params: list) -> Any:
+        """A parameter slot's value in a run whose parameters are *params*."""
+        given = params[self.n]
+        return given if self.cast is None else self.cast(given)
+
+
+def fill_slots(value: Any, of_slot: Any) -> Any:
+    """*value* (an op's target, arguments or keywords) with each :class:`Slot` replaced by
+    ``of_slot(slot)``, lists, tuples and maps rebuilt."""
+    t = type(value)
+    if t is Slot:
+        return of_slot(value)
+    if t is list or t is tuple:
+        return t(fill_slots(v, of_slot) for v in value)
+    if t is dict:
+        return {k: fill_slots(v, of_slot) for k, v in value.items()}
+    return value
+
+
+class Op:
+    """One op of a held stretch: its record's head with slots for handles and parameters."""
+
+    __slots__ = ("index", "kind", "want", "out", "name", "target", "args", "kwargs")
+
+    def __init__(self, index: int, kind: Any, want: Any, out: Slot | None, name: Any,
+                 target: Any, args: list, kwargs: dict) -> None:
+        self.index, self.kind, self.want, self.out, self.name = index, kind, want, out, name
+        self.target, self.args, self.kwargs = target, args, kwargs
+
+
+class StretchRecords:
+    """A stretch's records in order, ops (:class:`Op`) and frees (a :class:`Slot`), with
+    its handles, parameters and results numbered by the walk both sides share: what the
+    worker keeps of a held stretch (worker/stretches.py) and what a client rebuilds a run's
+    records from when its fast path falls back (kernelproxy/stretch_templates.py)."""
+
+    def __init__(self, records: list) -> None:
+        self.items: list[Op | Slot] = []
+        self.inputs = 0
+        self.params = 0
+        self.outs = 0
+        self.ops = 0
+        self._made: dict[int, Slot] = {}    # handle -> result slot
+        self._named: dict[int, Slot] = {}   # handle -> input slot
+        for record in records:
+            if type(record) is int:
+                self.items.append(self._array(record))
+                continue
+            (seq, kind, want, out, name), (target, args, kwargs) = record
+            if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
+                args = [self._operand(a) for a in args]
+            else:
+                target = self._walk(target)
+                args = self._walk(args)
+            kwargs = {k: self._walk(v) for k, v in kwargs.items()}
+            slot = None
+            if out is not None:
+                slot = Slot("r", self.outs)
+                self.outs += 1
+                if type(out) is int:
+                    self._made[out] = slot
+            self.items.append(Op(self.ops, kind, want, slot, name, target, args, kwargs))
+            self.ops += 1
+        #: the handles of the offered run's inputs and results, in slot order
+        self.recorded_inputs = list(self._named)
+        self.recorded_outs = [hid for hid, _slot in sorted(self._made.items(), key=lambda e: e[1].n)]
+        del self._made, self._named
+        #: whether it draws random numbers (an object's method, ``random.*``): a replay
+        #: that failed part-way must not be run again, or the generator advances twice
+        self.draws = any(type(op) is Op and (op.kind == m.KIND_OBJECT or (
+            type(op.name) is str and op.name.startswith("random."))) for op in self.items)
+
+    # ------------------------------------------------------------ the walk
+    def _array(self, hid: int) -> Slot:
+        slot = self._made.get(hid) or self._named.get(hid)
+        if slot is None:
+            slot = self._named[hid] = Slot("i", self.inputs)
+            self.inputs += 1
+        return slot
+
+    def _operand(self, value: Any) -> Any:
+        if is_param(value):
+            slot = Slot("p", self.params, type(value) if isinstance(value, np.generic) else None)
+            self.params += 1
+            return slot
+        return self._walk(value)
+
+    def _walk(self, value: Any) -> Any:
+        t = type(value)
+        if t is codec.Handle:
+            return self._array(int(value))
+        if t is list or t is tuple:
+            return t(self._walk(v) for v in value)
+        if t is dict:
+            return {k: self._walk(v) for k, v in value.items()}
+        return value
+
+    # ------------------------------------------------------------ re-run
+    def rebuild(self, first_seq: int, inputs: list, params: list, outs: list) -> bytes:
+        """The records the client would have sent for this run of the stretch, its frees
+        where they were recorded."""
+        pack = codec.packb
+        fill = self._filler(inputs, params, outs)
+        parts = []
+        for item in self.items:
+            if type(item) is Slot:
+                parts.append(pack(int(fill(item))))
+            else:
+                parts.append(self._op_record(item, first_seq, outs, fill))
+        return b"".join(parts)
+
+    def op_records(self, first_seq: int, inputs: list, params: list, outs: list,
+                   ops: int) -> list[bytes]:
+        """The records of the first *ops* ops of this run, one (bytes) per op, without the
+        frees: a client's fast path that falls back puts its own frees where they came."""
+        fill = self._filler(inputs, params, outs)
+        return [self._op_record(item, first_seq, outs, fill) for item in self.items
+                if type(item) is Op and item.index < ops]
+
+    @staticmethod
+    def _filler(inputs: list, params: list, outs: list) -> Any:
+        def of_slot(slot: Slot) -> Any:
+            if slot.kind == "i":
+                return codec.Handle(inputs[slot.n])
+            if slot.kind == "r":
+                return codec.Handle(outs[slot.n])
+            return slot.value(params)
+
+        def fill(value: Any) -> Any:
+            return fill_slots(value, of_slot)
+        return fill
+
+    @staticmethod
+    def _op_record(op: "Op", first_seq: int, outs: list, fill: Any) -> bytes:
+        pack = codec.packb
+        out = None if op.out is None else outs[op.out.n]
+        return (pack([first_seq + op.index, op.kind, op.want, out, op.name])
+                + pack([fill(op.target), fill(op.args), fill(op.kwargs)]))
+
+
+def read_records(body: bytes) -> list:
+    """A batch's records (after its header) decoded with handles as :class:`codec.Handle`."""
+    unpacker = msgpack.Unpacker(ext_hook=codec.ext_hook_for(None),
+                                max_buffer_size=max(len(body), 1 << 16), **codec.UNPACK_OPTIONS)
+    unpacker.feed(body)
+    unpacker.unpack()   # the header
+    records = []
+    for record in unpacker:
+        if type(record) is int:
+            records.append(record)
+        else:
+            records.append((record, unpacker.unpack()))
+    return records

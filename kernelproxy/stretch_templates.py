@@ -1,0 +1,466 @@
+"""A held stretch answered on the client from its template: stretch replay's fast path
+(docs/stretch-replay.md, "The client's fast path").
+
+Once the worker holds a stretch, the client knows all that each of its ops gives back: the
+op's record (its roles: which result or input each array is, which scalars are parameters,
+every literal), the metadata of every result (shape, dtype, strides, flags) as its op made
+it, and the metadata its inputs had. Its ops need not be encoded, keyed or queued one by
+one. A :class:`TemplateRun` meets the ops of a stretch that begins as a template does and
+only *checks* each against the template's next op: the same callable, each array argument
+the same result of this run or the same input (an input the first time it is met: its
+metadata as the template's), each parameter a scalar of the same type, every literal equal.
+A match numbers the op, gives its result the handle the caller chose and, where the result's
+metadata follows from its inputs' (static: not a boolean mask's selection, nor
+``nonzero``'s), its shape, dtype and strides from the template. At the stretch's sync point
+one replay entry goes: the stretch's id, its first op's number, the run's inputs,
+parameters and results, the results whose metadata the client lacks, and the client's frees
+after it (the worker frees what the stretch drops, and freeing twice is nothing). What the
+client keeps must be what the template keeps: a run that keeps a result the stretch drops,
+or an input it drops, cannot be replayed (the worker would drop an array the client holds).
+
+A mismatch at any op, an op no template has there (an upload, a result by value in the
+middle), a sync point before the template's last op, or a run that keeps what the stretch
+drops, *falls back* to the ordinary path with the same results: the ops so far are written
+as the records the client would have sent (the offered batch's records rebuilt with this
+run's handles and values: :meth:`~gpu_backend.protocol.stretch_records.StretchRecords.op_records`),
+the frees between them where they came, and the stretch's key as it would have been built;
+then the op goes on as ever. Each op keeps its number and its line, so errors read as they do.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import msgpack
+import numpy as np
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.stretch_records import Op, StretchRecords, read_records
+from gpu_backend.protocol.stretches import is_param
+
+from .array_meta import wire_tuple
+from .caller import caller
+from .issue import array_class
+from .stretch_key import StretchKey, literal_key
+
+__all__ = ["StretchTemplate", "TemplateRun", "Templates", "static_result"]
+
+_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE = (m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION,
+                                             m.KIND_ATTRIBUTE)
+_ARRAY, _MULTI, _OBJECT = api.ARRAY, api.MULTI, api.OBJECT
+_pack_free = msgpack.Packer(autoreset=True).pack
+
+#: Methods whose result's metadata follows from their array's and their literal arguments'.
+STATIC_METHODS = frozenset("""
+    all any argmax argmin argpartition argsort astype clip conj conjugate copy cumprod cumsum
+    diagonal dot flatten max mean min prod ravel reshape round squeeze std sum swapaxes take
+    trace transpose var
+""".split())
+#: Functions so, besides the ufuncs (whose result follows from their operands' metadata).
+STATIC_FUNCTIONS = frozenset("""
+    array asarray asanyarray ascontiguousarray asfortranarray copy empty empty_like zeros
+    zeros_like ones ones_like full full_like arange linspace logspace eye identity tri tril
+    triu round around clip nan_to_num real imag conj conjugate angle sinc i0 all any
+    sum prod nansum nanprod cumsum cumprod nancumsum nancumprod diff cross mean average
+    var std nanmean nanvar nanstd median nanmedian amax amin max min nanmax nanmin ptp argmax
+    argmin nanargmax nanargmin count_nonzero sort argsort partition argpartition searchsorted
+    reshape ravel transpose swapaxes moveaxis rollaxis squeeze expand_dims broadcast_to
+    concatenate stack vstack hstack dstack column_stack tile flip fliplr flipud roll rot90 pad
+    take take_along_axis diagonal trace einsum dot vdot inner outer matmul tensordot kron
+    append astype matrix_transpose linalg.norm linalg.solve linalg.inv linalg.det
+    linalg.matmul linalg.cholesky
+    fft.fft fft.ifft fft.rfft fft.irfft fft.fft2 fft.ifft2 fft.fftn fft.ifftn fft.rfft2
+    fft.irfft2 fft.rfftn fft.irfftn fft.fftshift fft.ifftshift
+""".split())
+
+
+def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool:
+    """Whether the result of the op of key *record* has metadata that follows from its
+    arrays' metadata, its literals and its parameters' types alone (not from the values in
+    its arrays: a boolean mask's selection, ``nonzero``, ``unique``, ``bincount``).
+    *metas(role)* gives the metadata of an array role of the template (None: unknown)."""
+    kind = record[0]
+    if record[1] != _ARRAY:
+        return False
+    if kind == _OPERATOR:
+        if len(record) == 4:   # an arithmetic or comparison operator (its scalars: parameters)
+            return True
+        if record[2] != ("l", "str", "getitem"):
+            return False
+        return not any(_holds_mask(role, metas) for role in record[4][1:])
+    name = record[2][2] if type(record[2]) is tuple and len(record[2]) == 3 else None
+    if kind == _ATTRIBUTE:
+        return True
+    if kind == _METHOD:
+        return name in STATIC_METHODS
+    if kind == _FUNCTION:
+        if name == "where" and len(record[4]) != 3:   # (one argument: nonzero's arrays)
+            return False
+        return name in api.UFUNCS or name in STATIC_FUNCTIONS
+    return False
+
+
+def _holds_mask(role: Any, metas: Callable[[tuple], tuple | None]) -> bool:
+    """Whether an index's *role* holds a boolean array (or an array of unknown dtype)."""
+    if type(role) is not tuple or not role:
+        return False
+    tag = role[0]
+    if (tag == "i" or tag == "r") and len(role) == 2:
+        meta = metas(role)
+        return meta is None or meta[1].kind == "b"
+    if tag == "tuple" or tag == "list":
+        return any(_holds_mask(r, metas) for r in role[1])
+    return False
+
+
+class StretchTemplate:
+    """What the client knows of a held stretch *sid*: the key of its offered run (*key*:
+    its records as roles), the offered batch (*batch*: header and records, as sent), and
+    the worker's metadata of it (*metas*: the reply's ``hm``, ``[inputs, results]`` as wire
+    entries, None where no array came of it). Made when the worker says it holds it."""
+
+    def __init__(self, sid: int, key: StretchKey, batch: bytes, metas: list) -> None:
+        self.sid = sid
+        self.key = key.key()
+        #: each op's key record, in op order (its frees left out)
+        self.ops: list[tuple] = [r for r in key.records if r[0] != "free"]
+        #: the offered run's records as ops with slots: a fall-back rebuilds them
+        self.records = StretchRecords(read_records(batch))
+        if self.records.ops != len(self.ops):
+            raise ValueError("the offered batch is not the stretch its key describes")
+        self.n_inputs, self.n_results = self.records.inputs, self.records.outs
+        #: the result slot each op makes (None: it makes no array)
+        self.slot_of: list[int | None] = [op.out.n if op.out is not None else None
+                                          for op in self.records.items if type(op) is Op]
+        input_metas, result_metas = metas
+        if len(input_metas) != self.n_inputs or len(result_metas) != self.n_results:
+            raise ValueError("the worker's metadata does not fit the stretch")
+        #: the metadata each input had: a run's input must have it (the results follow)
+        self.input_metas = [wire_tuple(e) if e is not None else None for e in input_metas]
+        made = [wire_tuple(e) if e is not None else None for e in result_metas]
+
+        def meta_of(role: tuple) -> tuple | None:
+            if role[0] == "i":
+                return self.input_metas[role[1]] if role[1] < self.n_inputs else None
+            slot = self.slot_of[role[1]] if role[1] < len(self.slot_of) else None
+            return made[slot] if slot is not None else None
+        #: the metadata handed out with each result slot's array (None: asked of the worker)
+        self.predicted: list[tuple | None] = [None] * self.n_results
+        for index, slot in enumerate(self.slot_of):
+            if slot is not None and static_result(self.ops[index], meta_of):
+                self.predicted[slot] = made[slot]
+        #: the slots whose metadata the worker is asked for when the run keeps them
+        self.unpredicted = [slot for slot, meta in enumerate(self.predicted) if meta is None]
+        #: what the stretch drops (a run must drop them too): result and input slots
+        self.drops_results: set[int] = set()
+        self.drops_inputs: set[int] = set()
+        for record in key.records:
+            if record[0] == "free":
+                role = record[1]
+                if role[0] == "r":
+                    slot = self.slot_of[role[1]]
+                    if slot is not None:
+                        self.drops_results.add(slot)
+                else:
+                    self.drops_inputs.add(role[1])
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+
+def _callable(record: tuple) -> tuple:
+    """(kind, name) of an op's key record."""
+    name = record[2]
+    return (record[0], name[2] if type(name) is tuple and len(name) == 3 else name)
+
+
+class Templates:
+    """A session's templates, by their first op's callable (a stretch's first op finds
+    them so), and by id."""
+
+    def __init__(self) -> None:
+        self.by_first: dict[tuple, list[StretchTemplate]] = {}
+        self.held: dict[int, StretchTemplate] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.held)
+
+    def add(self, template: StretchTemplate) -> None:
+        if template.ops:
+            self.held[template.sid] = template
+            self.by_first.setdefault(_callable(template.ops[0]), []).append(template)
+
+    def drop(self, sid: int) -> None:
+        template = self.held.pop(sid, None)
+        if template is not None:
+            group = self.by_first.get(_callable(template.ops[0]), [])
+            if template in group:
+                group.remove(template)
+
+    def starting(self, kind: str, name: Any) -> list[StretchTemplate]:
+        """The templates whose first op calls *name* (of *kind*)."""
+        return self.by_first.get((kind, name), [])
+
+    def sharing(self, template: StretchTemplate, ops: int) -> list[StretchTemplate]:
+        """The other templates whose first *ops* ops are *template*'s."""
+        head = template.ops[:ops]
+        return [t for t in self.by_first.get(_callable(template.ops[0]), [])
+                if t is not template and len(t.ops) >= ops and t.ops[:ops] == head]
+
+
+class _Miss(Exception):
+    """An argument that is not what the template has there."""
+
+
+class TemplateRun:
+    """One run of a stretch that *session* answers from *template* (one of *templates*),
+    its first op numbered *first*: the handles, inputs, parameters, lines and frees it met.
+    Called with the session's lock held."""
+
+    __slots__ = ("session", "templates", "template", "i", "first", "first_hid", "hids",
+                 "results", "inputs", "input_of", "params", "lines", "frees", "predicted",
+                 "_array", "_bound")
+
+    def __init__(self, session: Any, templates: Templates, template: StretchTemplate,
+                 first: int) -> None:
+        self.session = session
+        self.templates = templates
+        self.template = template
+        self.i = 0                       # the next op's index in the template
+        self.first = first               # the first op's sequence number
+        self.first_hid = session.new_id()   # handles from here on are this run's
+        self.hids: list[int | None] = []      # each op's result handle (None: none)
+        self.results: list[int] = []          # each result slot's handle
+        self.inputs: list[int | None] = [None] * template.n_inputs
+        self.input_of: dict[int, int] = {}    # handle -> input slot
+        self.params: list[Any] = []
+        self.lines: list[tuple] = []          # each op's (label, file, line)
+        self.frees: list[tuple[int, int]] = []   # (ops taken before it, handle)
+        #: handle -> the metadata handed out with its array (kernelproxy.issue.wrap)
+        self.predicted: dict[int, tuple] = {}
+        self._array = array_class()
+        self._bound: list[int] = []
+
+    # ------------------------------------------------------------ the ops
+    def take(self, kind: str, want: str, out: int | None, name: Any, target: Any,
+             args: tuple | list, kwargs: dict | None, label: str) -> bool:
+        """Whether the op is the template's next (True: it is taken, numbered, its line
+        kept); False: it is not, and the run is to fall back."""
+        template = self.template
+        i = self.i
+        if i >= len(template.ops) or want == _MULTI or want == _OBJECT \
+                or not self._matches(template.ops[i], kind, want, name, target, args, kwargs):
+            for other in self.templates.sharing(template, i):   # (another held stretch of
+                if self._fits(other) and self._matches(other.ops[i], kind, want, name,   # the
+                                                       target, args, kwargs):   # same start)
+                    self.template = template = other
+                    break
+            else:
+                return False
+        slot = template.slot_of[i]
+        if (slot is None) != (out is None):
+            self._undo()
+            return False
+        self.hids.append(out)
+        if out is not None:
+            self.results.append(out)
+            meta = template.predicted[slot]
+            if meta is not None:
+                self.predicted[out] = meta
+        self.lines.append((label, *caller(3)))
+        self.session._seq += 1
+        self.i = i + 1
+        self._bound.clear()
+        return True
+
+    def freed(self, hid: int) -> None:
+        """The client dropped array *hid* now (after the ops taken so far)."""
+        self.frees.append((self.i, hid))
+
+    def _fits(self, other: StretchTemplate) -> bool:
+        """Whether this run, so far, is a run of *other* too (same start): its inputs so
+        far had the metadata *other*'s had, its results were handed out as *other*'s."""
+        template = self.template
+        for n, hid in enumerate(self.inputs):
+            if hid is not None and other.input_metas[n] != template.input_metas[n]:
+                return False
+        for index, slot in enumerate(template.slot_of[:self.i]):
+            if slot is not None and other.predicted[slot] != template.predicted[slot]:
+                return False
+        return True
+
+    def _matches(self, record: tuple, kind: str, want: str, name: Any, target: Any,
+                 args: tuple | list, kwargs: dict | None) -> bool:
+        if record[0] != kind or record[1] != want:
+            return False
+        params = len(self.params)
+        try:
+            if len(record) == 4:   # an arithmetic or comparison operator (keyed so)
+                roles = record[3]
+                if record[2] != name or len(roles) != len(args):
+                    return False
+                for value, role in zip(args, roles):
+                    self._operand(value, role)
+                return True
+            if record[2] != literal_key(name):
+                return False
+            self._match(target, record[3])
+            roles = record[4]
+            if len(roles) != len(args):
+                raise _Miss
+            for value, role in zip(args, roles):
+                self._match(value, role)
+            roles = record[5]
+            if len(roles) != (len(kwargs) if kwargs else 0):
+                raise _Miss
+            for key, role in roles:
+                if key not in kwargs:
+                    raise _Miss
+                self._match(kwargs[key], role)
+            return True
+        except Exception:   # _Miss, or a value no key holds (the ordinary path says what)
+            del self.params[params:]
+            self._undo()
+            return False
+
+    def _undo(self) -> None:
+        """Unbind the inputs a failed match bound."""
+        for n in self._bound:
+            self.input_of.pop(self.inputs[n], None)
+            self.inputs[n] = None
+        self._bound.clear()
+
+    def _operand(self, value: Any, role: tuple) -> None:
+        if role[0] != "s":
+            self._match(value, role)
+            return
+        if not is_param(value):
+            raise _Miss
+        if isinstance(value, np.generic):
+            if value.dtype.str != role[1]:
+                raise _Miss
+            self.params.append(value.item())
+        else:
+            if type(value).__name__ != role[1]:
+                raise _Miss
+            self.params.append(value)
+
+    def _match(self, value: Any, role: Any) -> None:
+        """Raise _Miss unless *value* has *role* in this run (the key's rules: its
+        ``_role``)."""
+        if role is None:
+            if value is not None:
+                raise _Miss
+            return
+        tag = role[0]
+        if tag == "r" or tag == "i":
+            hid = self._handle(value)
+            if tag == "r":
+                if hid is None or hid != self.hids[role[1]]:
+                    raise _Miss
+                return
+            if hid is None or hid >= self.first_hid:
+                raise _Miss
+            n = role[1]
+            bound = self.inputs[n]
+            if bound is not None:
+                if bound != hid:
+                    raise _Miss
+                return
+            if hid in self.input_of or self._meta(value, hid) != self.template.input_metas[n]:
+                raise _Miss
+            self.inputs[n] = hid
+            self.input_of[hid] = n
+            self._bound.append(n)
+            return
+        if self._handle(value) is not None:   # an array where the template has a value
+            raise _Miss
+        if tag == "tuple" or tag == "list":
+            inner = role[1]
+            if type(value).__name__ != tag or len(value) != len(inner):
+                raise _Miss
+            for v, r in zip(value, inner):
+                self._match(v, r)
+            return
+        if tag == "dict":
+            items = role[1]
+            if type(value) is not dict or len(value) != len(items):
+                raise _Miss
+            for key, r in items:
+                if key not in value:
+                    raise _Miss
+                self._match(value[key], r)
+            return
+        if literal_key(value) != role:
+            raise _Miss
+
+    def _handle(self, value: Any) -> int | None:
+        if type(value) is self._array:
+            if value._s is not self.session:
+                raise _Miss
+            return value._h
+        return self.session._handle_of(value)
+
+    def _meta(self, value: Any, hid: int) -> tuple | None:
+        meta = getattr(value, "_m", None)
+        return meta if meta is not None else self.session.meta.peek(hid)
+
+    # ------------------------------------------------------------ the end
+    def complete(self) -> list | None:
+        """At the stretch's sync point: the replay entry (``T``) for this run, or None
+        where it cannot be replayed (a fall-back is due)."""
+        template = self.template
+        if self.i != len(template.ops):
+            for other in self.templates.sharing(template, self.i):
+                if len(other.ops) == self.i and self._fits(other):
+                    self.template = template = other
+                    break
+            else:
+                return None
+        freed = {hid for _at, hid in self.frees}
+        freed.update(self.session.stretch_frees)
+        results = self.results
+        for slot in template.drops_results:
+            if results[slot] not in freed:
+                return None   # (kept by the client, dropped by the stretch)
+        inputs = self.inputs
+        for n in template.drops_inputs:
+            if inputs[n] is not None and inputs[n] not in freed:
+                return None
+        need = [slot for slot in template.unpredicted if results[slot] not in freed]
+        return [template.sid, self.first, [0 if h is None else h for h in inputs],
+                self.params, results, need]
+
+    def free_records(self) -> list[bytes]:
+        """The client's frees met during the run, as free records (they follow the replay)."""
+        return [_pack_free(hid) for _at, hid in self.frees]
+
+    def fall_back(self) -> tuple[list[bytes], list[tuple]]:
+        """The ops taken so far as the records the client would have sent, with its frees
+        where they came, and each op's (seq, label, file, line, result handle) for its
+        origin; the session's key of the stretch goes on from them (StretchKey.resume)."""
+        template, taken = self.template, self.i
+        outs = list(self.results) + [0] * (template.n_results - len(self.results))
+        ops = template.records.op_records(self.first, [0 if h is None else h for h in self.inputs],
+                                          self.params, outs, taken)
+        records: list[bytes] = []
+        frees = self.frees
+        at = 0
+        for index in range(taken + 1):
+            while at < len(frees) and frees[at][0] <= index:
+                records.append(_pack_free(frees[at][1]))
+                at += 1
+            if index < taken:
+                records.append(ops[index])
+        origins = [(self.first + index, label, filename, line, self.hids[index])
+                   for index, (label, filename, line) in enumerate(self.lines)]
+        self.session.stretches.current.resume(template.ops[:taken], self.inputs, self.params,
+                                              self.hids, frees)
+        return records, origins
+
+    def origins(self) -> dict[int, tuple]:
+        """Each op's origin (``Session._origin``'s entries), made only when a reply needs
+        them (an error, a warning, a cancel)."""
+        return {self.first + index: (label, filename, line, self.hids[index])
+                for index, (label, filename, line) in enumerate(self.lines)}
