@@ -42,7 +42,8 @@ from gpu_backend.protocol.errors import CUDAError
 from .remote_object import RemoteObject
 from .state import current, primary_session
 
-__all__ = ["Graph", "begin_capture", "end_capture", "is_capturing", "stream_is_capturing",
+__all__ = ["Graph", "begin_capture", "end_capture", "abandon_capture", "is_capturing",
+           "stream_is_capturing",
            "stream_changed", "check_stream_sync", "stream_done", "check_device_sync",
            "event_recorded", "event_waited", "check_event_query", "event_done",
            "captured_host_func", "check_add_callback"]
@@ -189,6 +190,23 @@ def end_capture(stream: Any) -> "Graph":
     graph = Graph._of(session, hid)
     graph._host_funcs = tuple(capture.host_funcs)
     return graph
+
+
+def abandon_capture(session: Any) -> bool:
+    """End the capture in progress in *session*, if any, keeping no graph (code that failed
+    half-way through a capture, a test's clean-up): whether there was one. The session then
+    runs as before the capture."""
+    capture = _captures.get(session)
+    if capture is None:
+        return False
+    with session._lock:
+        try:
+            session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "graph.end", None, [],
+                                         label="kernelproxy.graphs.abandon_capture"))
+        finally:
+            _captures.pop(session, None)
+            _restore(session, capture.saved)
+    return True
 
 
 def is_capturing(stream: Any) -> bool:

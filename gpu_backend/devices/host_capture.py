@@ -111,7 +111,7 @@ class HostUserGraph:
 
     def launch(self) -> None:
         for fn, args, kwargs, kept in self.calls:
-            _write_back(kept, fn(*args, **kwargs))
+            _write_back(kept, _as_arrays(fn(*args, **kwargs)))
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.made)
