@@ -251,6 +251,9 @@ def stream_changed() -> None:
         return
     me = threading.get_ident()
     for session, capture in list(_captures.items()):
+        if session.closed:   # (closed during the capture: it ended with the worker)
+            _captures.pop(session, None)
+            continue
         if capture.thread != me:
             continue
         wanted = _wants_route(capture)
