@@ -87,7 +87,9 @@ def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
 def _write_back(kept: Any, result: Any) -> None:
     """A launch's *result* of a call into the arrays the capture's call returned."""
     if type(kept) is np.ndarray and type(result) is np.ndarray:
-        if not _same_memory(kept, result):
+        # (a result that owns its memory is a new allocation, never the kept array's: the
+        # common case, decided without building the arrays' interface dicts)
+        if result is not kept and (result.base is None or not _same_memory(kept, result)):
             np.copyto(kept, result, casting="no")
     elif type(kept) in (tuple, list) and type(result) in (tuple, list) \
             and len(kept) == len(result):
