@@ -466,6 +466,32 @@ def test_a_stream_that_is_not_capturing_runs_during_a_capture(xp):
     np.testing.assert_array_equal(again.get(), (np.arange(8, dtype=np.float32) + 1) * 2)
 
 
+def test_writes_through_a_view_and_a_stream_between(xp):
+    """A captured write through a view of an array from before the capture happens at each
+    launch only; a write on a stream that is not capturing, in the middle of the capture,
+    happens at once and stays."""
+    s = xp.cuda.Stream(non_blocking=True)
+    other = xp.cuda.Stream(non_blocking=True)
+    x = xp.zeros(8, dtype=xp.float32)
+    with s:
+        s.begin_capture()
+        v = x[2:6]
+        v += 1
+        with other:
+            x[0] = 7
+            other.synchronize()
+        w = x * 1
+        g = s.end_capture()
+    s.synchronize()
+    np.testing.assert_array_equal(x.get(), [7, 0, 0, 0, 0, 0, 0, 0])
+    for launches in (1, 2):
+        g.launch()
+        xp.cuda.get_current_stream().synchronize()
+        expected = np.array([7, 0, launches, launches, launches, launches, 0, 0], np.float32)
+        np.testing.assert_array_equal(x.get(), expected)
+        np.testing.assert_array_equal(w.get(), expected)
+
+
 def test_host_transfers_are_refused_during_capture(xp):
     s = xp.cuda.Stream(non_blocking=True)
     a = xp.arange(4.0)
