@@ -267,6 +267,9 @@ class HostCaptures:
             return captures.active.call(fn, args, kwargs)
 
         captured.__name__ = getattr(fn, "__name__", name)
+        for attribute in ("types", "resolved"):   # (what ``ufunc.types`` asks of an entry)
+            if hasattr(fn, attribute):
+                setattr(captured, attribute, getattr(fn, attribute))
         return captured
 
     def check_object_call(self, name: str, args: list) -> None:
