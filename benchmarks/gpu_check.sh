@@ -15,8 +15,10 @@
 #      plain CuPy (MIX_ARGS)
 #  11. hardening: issue 35's checks on a GPU (the quota's allocation paths, the attack and
 #      fault tests, the attack benchmark's GPU parts, the hot sync beside local CuPy)
+#  12. graphs: CuPy's graph API through the pool (issue 50), tests and benchmark
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
-# policies, probe, bench, latency, suite, handover, floor, mix, hardening; several may be given: gpu_check.sh probe policies fairness
+# policies, probe, bench, latency, suite, handover, floor, mix, hardening, graphs (CuPy's graph
+# API: its tests and benchmarks/graph_api.py); several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see benchmarks/README.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 # MPS=1: the targets run under CUDA's Multi-Process Service (a control daemon started here
@@ -121,6 +123,17 @@ fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   timeout 400 python3 benchmarks/overhead.py --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" | head -16
   timeout 200 python3 benchmarks/worker_micro.py 2>&1 | tee "$OUT/worker-micro.log"
+fi
+if [ "$what" = graphs ]; then
+  # CuPy's graph API (issue 50): its tests on the proxy and on local CuPy (the same bodies),
+  # the graph calls' bad input, stretch replay's and the CUDA API's tests beside them, then
+  # benchmarks/graph_api.py (local eager and graph against the proxy's)
+  GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 420 python3 -m pytest -q -p no:cacheprovider -n 0 \
+    -o addopts="-ra" --timeout 120 tests/kernelproxy/test_graph_api.py tests/kernelproxy/test_cuda_api.py \
+    tests/gpu_backend/test_bad_graph_input.py tests/gpu_backend/test_stretch_replay.py \
+    2>&1 | tee "$OUT/graph-tests.log" | tail -40
+  timeout 300 python3 benchmarks/graph_api.py --devices 0 ${GRAPH_ARGS:-} --json "$OUT/graph-api.json" \
+    2>&1 | tee "$OUT/graph-api.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = suite ]; then
   # CuPy's own test suite, local CuPy vs the proxy on this GPU (issue 9; SUITE_ARGS picks

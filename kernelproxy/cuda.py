@@ -16,6 +16,11 @@ it, so running it in order is one of the schedules a program must already be
 correct under: results are the same, and what is not reproduced is the overlap
 itself. ``Stream.synchronize``, ``Stream.done`` and ``Event.synchronize`` wait for
 the session's work, which includes the stream's.
+
+CUDA graphs: ``Stream.begin_capture``/``end_capture``/``is_capturing`` and ``cupy.cuda.Graph``
+are CuPy's graph API through the pool (kernelproxy.graphs): a capture is the worker's, and
+what it means for the client's streams (which capture, what invalidates a capture) is kept
+there; the streams and events here tell it what happens to them.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import CUDAError, OutOfMemoryError
 
+from . import graphs
 from . import memory as remote_memory
 from .remote_object import RemoteObject
 from .state import INVALID_DEVICE, active_session, current, device_count, primary_session
@@ -132,6 +138,12 @@ def _can_access_peer(device: int, peer: int) -> int:
     return 0
 
 
+def _device_synchronize() -> None:
+    """``runtime.deviceSynchronize``: refused while the device captures (kernelproxy.graphs)."""
+    graphs.check_device_sync(current.device)
+    _session().sync(device=True)
+
+
 def _build_runtime(name: str) -> types.ModuleType:
     rt = _RuntimeModule(name)
     rt.__dict__.update(
@@ -143,7 +155,12 @@ def _build_runtime(name: str) -> types.ModuleType:
         runtimeGetVersion=lambda: int(_facts().get("runtime_version", 0)),
         driverGetVersion=lambda: int(_facts().get("driver_version", 0)),
         memGetInfo=memGetInfo,
-        deviceSynchronize=lambda: _session().sync(device=True),
+        deviceSynchronize=_device_synchronize,
+        streamIsCapturing=graphs.stream_is_capturing,
+        # CUDA's capture modes and statuses, and the debug flag CuPy's tests use
+        streamCaptureModeGlobal=0, streamCaptureModeThreadLocal=1, streamCaptureModeRelaxed=2,
+        streamCaptureStatusNone=0, streamCaptureStatusActive=1,
+        streamCaptureStatusInvalidated=2, cudaGraphDebugDotFlagsVerbose=1,
         deviceCanAccessPeer=_can_access_peer,
         deviceGetAttribute=_device_get_attribute,
     )
@@ -186,6 +203,7 @@ class Device:
         current.device = self._before.pop()
 
     def synchronize(self) -> None:
+        graphs.check_device_sync(_checked(self.id))
         _device_session(self.id).sync(device=True)
 
     @property
@@ -251,22 +269,30 @@ class Stream:
 
     def use(self) -> "Stream":
         current.stream = self
+        graphs.stream_changed()   # (while a capture is in progress: captured or not)
         return self
 
     def __enter__(self) -> "Stream":
         self._before.append(current.stream)
         current.stream = self
+        graphs.stream_changed()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         current.stream = self._before.pop()
+        graphs.stream_changed()
 
     def synchronize(self) -> None:
+        graphs.check_stream_sync(self)   # (a capturing stream: CUDA refuses)
         (_session() if self.ptr in (0, 2) else _device_session(self.device_id)).sync(device=True)
 
     @property
     def done(self) -> bool:
-        """Whether the stream's work has finished: waits for it, then says True."""
+        """Whether the stream's work has finished: waits for it, then says True (a
+        capturing stream's query fails: False, as CuPy returns it)."""
+        captured = graphs.stream_done(self)
+        if captured is not None:
+            return captured
         self.synchronize()
         return True
 
@@ -277,28 +303,40 @@ class Stream:
         return event
 
     def wait_event(self, event: "Event") -> None:
-        """Nothing to wait for: the event's work is ahead of this stream's in issue order."""
+        """Nothing to wait for: the event's work is ahead of this stream's in issue order.
+        (During a capture, waiting on an event of the capture joins it: kernelproxy.graphs.)"""
         if not isinstance(event, Event):
             raise TypeError("wait_event needs a cupy.cuda.Event")
+        graphs.event_waited(self, event)
 
     def add_callback(self, callback: Any, arg: Any) -> None:
         """Calls ``callback(stream, status, arg)`` once the work issued so far is done
         (here, on the client, after waiting for it)."""
+        graphs.check_add_callback(self)
         self.synchronize()
         callback(self, 0, arg)
 
     def launch_host_func(self, callback: Any, arg: Any) -> None:
+        """Calls ``callback(arg)`` once the work issued so far is done; on a capturing
+        stream, once each launch of the graph is."""
+        if graphs.captured_host_func(self, callback, arg):
+            return
         self.synchronize()
         callback(arg)
 
     def is_capturing(self) -> bool:
-        return False
+        """Whether this stream captures (began a capture, or joined one): kernelproxy.graphs."""
+        return graphs.is_capturing(self)
 
-    def begin_capture(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError("CUDA graph capture is not forwarded to gpu-workbench's "
-                                  "remote GPU yet")
+    def begin_capture(self, mode: Any = None) -> None:
+        """Begin capturing this stream's work into a CUDA graph in the pool (CuPy's relaxed
+        mode by default). While the capture lasts each op waits for its reply, so that what
+        CuPy refuses during capture is raised at its own line."""
+        graphs.begin_capture(self, mode)
 
-    end_capture = begin_capture
+    def end_capture(self) -> "graphs.Graph":
+        """End the capture: a ``cupy.cuda.Graph`` kept in the pool."""
+        return graphs.end_capture(self)
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, Stream) and other.ptr == self.ptr
@@ -325,6 +363,10 @@ class Event(RemoteObject):
     """``cupy.cuda.Event``: a CUDA event of the session's worker, recorded in op order
     (made and used by CUDA calls; dropped in the worker as any remote object is)."""
 
+    #: the capture it was last recorded in, if any (kernelproxy.graphs), and on what stream
+    _capture: Any = None
+    _recorded_on: Any = None
+
     def __init__(self, block: bool = False, disable_timing: bool = False,
                  interprocess: bool = False) -> None:
         if interprocess:
@@ -343,16 +385,21 @@ class Event(RemoteObject):
         return self._h
 
     def record(self, stream: Stream | None = None) -> None:
+        graphs.event_recorded(self, stream if stream is not None else get_current_stream())
         self._s.submit(m.KIND_CUDA, api.NONE, None, "event.record", self._h,
                        label="cupy.cuda.Event.record")
 
     def synchronize(self) -> None:
+        graphs.check_event_query(self)   # (an event of a capture: CUDA refuses)
         self._s.submit(m.KIND_CUDA, api.NONE, None, "event.synchronize", self._h,
                        label="cupy.cuda.Event.synchronize")
         self._s.sync()
 
     @property
     def done(self) -> bool:
+        captured = graphs.event_done(self)
+        if captured is not None:
+            return captured
         session = self._s
         return bool(session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "event.done",
                                                  self._h, label="cupy.cuda.Event.done")))
@@ -367,6 +414,8 @@ def get_elapsed_time(start_event: Event, end_event: Event) -> float:
         raise TypeError("get_elapsed_time needs two cupy.cuda.Event objects")
     if start_event._s is not end_event._s:
         raise ValueError("the events belong to different remote sessions")
+    graphs.check_event_query(start_event)
+    graphs.check_event_query(end_event)
     session = start_event._s
     return float(session.value(session.submit(
         m.KIND_CUDA, api.VALUE, None, "event.elapsed", None, [start_event._h, end_event._h],
@@ -505,6 +554,8 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     device = ForwardingModule("cupy.cuda.device")
     device.__dict__.update(Device=Device, get_device_id=get_device_id,
                            get_compute_capability=lambda: Device().compute_capability)
+    graph = ForwardingModule("cupy.cuda.graph")
+    graph.__dict__.update(Graph=graphs.Graph)
     stream = ForwardingModule("cupy.cuda.stream")
     stream.__dict__.update(Stream=Stream, Event=Event, get_current_stream=get_current_stream,
                            get_elapsed_time=get_elapsed_time)
@@ -519,8 +570,9 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
     cuda.__dict__.update(
         __path__=[], __package__="cupy.cuda",
         runtime=runtime, driver=driver, memory=memory, pinned_memory=pinned, device=device,
-        stream=stream, cub=cub, cutensor=cutensor, compiler=compiler,
-        Device=Device, Stream=Stream, Event=Event, get_current_stream=get_current_stream,
+        stream=stream, cub=cub, cutensor=cutensor, compiler=compiler, graph=graph,
+        Device=Device, Stream=Stream, Event=Event, Graph=graphs.Graph,
+        get_current_stream=get_current_stream,
         get_elapsed_time=get_elapsed_time, get_device_id=get_device_id,
         MemoryPool=MemoryPool, PinnedMemoryPool=PinnedMemoryPool,
         Memory=remote_memory.Memory, MemoryPointer=remote_memory.MemoryPointer,
@@ -549,6 +601,7 @@ def build_cuda_modules() -> dict[str, types.ModuleType]:
         "cupy.cuda": cuda, "cupy.cuda.runtime": runtime, "cupy.cuda.driver": driver,
         "cupy.cuda.memory": memory, "cupy.cuda.pinned_memory": pinned,
         "cupy.cuda.device": device, "cupy.cuda.stream": stream, "cupy.cuda.cub": cub,
+        "cupy.cuda.graph": graph,
         "cupy.cuda.compiler": compiler,
         "cupy.cuda.cutensor": cutensor,
         "cupy_backends": backends, "cupy_backends.cuda": backends_cuda,

@@ -28,6 +28,8 @@ def upload(session: Any, host: np.ndarray) -> tuple[Any, bool]:
     fortran = host.ndim > 1 and host.flags.f_contiguous and not host.flags.c_contiguous
     fresh = wrap(session, session.new_id())
     session.upload(host.T if fortran else host, fresh._h)  # host.T is C-contiguous: no copy
+    if session.blocking:   # (each op waits for its reply: an upload's error is raised here,
+        session.sync()     # as during a capture, where CuPy refuses host-to-device copies)
     if not fortran:
         return fresh, True
     view = call(session, m.KIND_FUNCTION, "transpose", api.ARRAY, None, (fresh,), {},

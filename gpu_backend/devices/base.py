@@ -255,6 +255,9 @@ class Device:
     #: what stretch replay captures and launches graphs with (devices/cupy_graphs.py,
     #: devices/host_graphs.py), or None: this device re-runs stretches only
     graph_tools: Any = None
+    #: CuPy's graph API for the session's client (devices/cupy_capture.py,
+    #: devices/host_capture.py): begin, route, end, launch; None: not available here
+    captures: Any = None
     #: operator names to their functions (a device may put its library's refusals in front)
     operators: dict[str, Callable[..., Any]] = OPERATOR_FUNCTIONS
 
@@ -528,6 +531,20 @@ class Device:
 
     def check_allocation(self, name: str, args: list, kwargs: dict) -> None:
         """Refuse, before running it, a creation call that cannot fit (NumPy device)."""
+
+    @property
+    def capturing(self) -> bool:
+        """Whether the client's ops are being captured now (CuPy's graph API, routed)."""
+        captures = self.captures
+        return captures is not None and captures.routed
+
+    def check_transfer(self, direction: str) -> None:
+        """An upload (``"H2D"``) or a download (``"D2H"``) while the client's ops are
+        captured: refused as CuPy refuses it (``cupy/cuda/memory.pyx``), before any memory
+        is allocated or any reply promises streamed chunks."""
+        if self.capturing:
+            raise RuntimeError(f"the current stream is capturing, so {direction} transfers "
+                               "are disallowed")
 
     def info(self) -> dict[str, Any]:
         return {"kind": self.kind, "index": self.index, "stream_bytes": self.stream_bytes}

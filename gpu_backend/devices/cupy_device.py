@@ -22,6 +22,7 @@ from ..protocol.errors import NotAllowedError
 from ..protocol.messages import STREAM_CHUNK_BYTES
 from .base import (CudaInterfaceView, Device, lazy_functions, resolve_table, signal_object_class,
                    sparse_lu_class, sparse_object_class)
+from .cupy_capture import CupyCaptures
 from .cupy_graphs import GraphTools
 from .host_random import seed_sequence_factory
 
@@ -165,8 +166,12 @@ class CupyDevice(Device):
         self._fft_callbacks: list = []   # set_cufft_callbacks blocks entered, innermost last
         self._events: list = []   # spare CUDA events for markers
         self._runtime = cupy.cuda.runtime
-        self._stream = cupy.cuda.get_current_stream().ptr
+        #: the session's stream: every op runs on it, but those of a client's capture
+        #: (devices/cupy_capture.py); the worker's own work names it, never the current one
+        self.session_stream = cupy.cuda.get_current_stream()
+        self._stream = self.session_stream.ptr
         self.graph_tools = GraphTools(cupy)
+        self.captures = CupyCaptures(cupy, self.session_stream)
         self._warm_up()
 
     def _warm_up(self) -> None:
@@ -258,7 +263,10 @@ class CupyDevice(Device):
         self.cupy.cuda.set_allocator(malloc)
 
     def release_cache(self) -> None:
-        self.pool.free_all_blocks()
+        """(Not while a client's capture is in progress: freeing memory then could
+        invalidate it; the pool asks again.)"""
+        if self.captures.active is None:
+            self.pool.free_all_blocks()
 
     def as_array(self, value: Any) -> Any:
         if isinstance(value, self.array_type):
@@ -343,7 +351,7 @@ class CupyDevice(Device):
         return host
 
     def synchronize(self) -> None:
-        self.cupy.cuda.get_current_stream().synchronize()
+        self.session_stream.synchronize()
 
     def same_bits(self, a: Any, b: Any) -> bool:
         """Compared on the GPU (waits for both)."""
@@ -434,21 +442,28 @@ class CupyDevice(Device):
 
     def start_timer(self) -> Any:
         start = self.cupy.cuda.Event()
-        start.record()
+        start.record(self.session_stream)
         return start
 
     def stop_timer(self, start: Any) -> float:
         """GPU time between the events, measured by CUDA (waits for the batch's work)."""
         stop = self.cupy.cuda.Event()
-        stop.record()
+        stop.record(self.session_stream)
         stop.synchronize()
         return self.cupy.cuda.get_elapsed_time(start, stop) / 1e3
 
     def healthy(self) -> bool:
+        """Whether a probe runs on the session's stream. While a client's capture is in
+        progress only that stream is synchronized: a device-wide synchronize would
+        invalidate the capture (and a CUDA error of a captured op is no broken context)."""
         try:
-            probe = self.cupy.zeros(1, self.cupy.float32) + 1
-            self.cupy.cuda.Device(self.index).synchronize()
-            return float(probe[0]) == 1.0
+            with self.session_stream:
+                probe = self.cupy.zeros(1, self.cupy.float32) + 1
+                if self.captures.active is None:
+                    self.cupy.cuda.Device(self.index).synchronize()
+                else:
+                    self.session_stream.synchronize()
+                return float(probe[0]) == 1.0
         except Exception:  # sticky errors (illegal or misaligned address, ...) land here
             return False
 

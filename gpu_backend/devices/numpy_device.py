@@ -19,6 +19,7 @@ from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
 from .base import (Device, HostInterfaceView, interface_bytes, lazy_functions, resolve_table,
                    signal_object_class, sparse_lu_class, sparse_object_class)
+from .host_capture import HostCaptures
 from .host_casts import converting_functions, converting_methods, converting_operators
 from .host_fields import FIELD_CHECKED_OPERATORS
 from .host_graphs import HostGraphTools
@@ -103,6 +104,7 @@ class NumpyDevice(Device):
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
         self.graph_tools = HostGraphTools()
+        self.captures = HostCaptures(self)   # CuPy's graph API, emulated (host_capture)
         # One zero-copy frame is best on the host (stream_bytes None); a worker's
         # settings (GPUWB_STREAM_BYTES) make this device stream like a GPU does, so tests
         # exercise that path without one.
@@ -290,6 +292,11 @@ class NumpyDevice(Device):
             self.used -= entry[2]
 
     def check_allocation(self, name: str, args: list, kwargs: dict) -> None:
+        """Before a creation call the device sizes (and before every remote object's
+        method, which comes through here: while a capture records, it is refused where
+        CuPy refuses it or where it cannot be recorded, devices/capture_refusals.py)."""
+        if self.captures.routed:
+            self.captures.check_object_call(name, args)
         if name not in api.CREATION_WITH_SHAPE:
             return
         if name.startswith("random."):

@@ -285,6 +285,11 @@ FFT_CALLBACK_OPTIONS = frozenset("""
 #: CuPy's accelerators (``cupy._core._accelerator``): by name or by CuPy's number
 ACCELERATORS = {"cub": 1, "cutensor": 2, "cutensornet": 3}
 CUDA_CALLS["array.base"] = MULTI   # a handle, None, or the base stored under the op's id
+#: CuPy's graph API (``Stream.begin_capture``/``end_capture``, ``Graph.launch``/``upload``,
+#: and which of the client's streams is current while a capture is in progress): the
+#: worker's ``gpu_backend.worker.user_graphs``; begin and end wait for their errors
+CUDA_CALLS.update(_names("graph.begin graph.end", VALUE))
+CUDA_CALLS.update(_names("graph.route graph.launch graph.upload", NONE))
 
 #: cupy.random's distributions (RandomState methods and module functions of the same name).
 RANDOM_DISTRIBUTIONS = """

@@ -53,8 +53,8 @@ __all__ = [
     "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
     "ArbiterYield",
     # device facts
-    "DeviceInfo", "RuntimeFacts", "Accelerators", "StretchFigures", "SplitFigures", "SessionFigures",
-    "PoolFigures",
+    "DeviceInfo", "RuntimeFacts", "Accelerators", "StretchFigures", "GraphFigures", "SplitFigures",
+    "SessionFigures", "PoolFigures",
 ]
 
 #: Bumped whenever a message changes shape; the front door refuses other versions.
@@ -135,6 +135,14 @@ class StretchFigures(TypedDict):
     graph_bytes: Annotated[int, "device memory the captured graphs hold (counted in memory_used)"]
 
 
+class GraphFigures(TypedDict):
+    """A session's own CUDA graphs (CuPy's graph API, docs/architecture.md), as its worker
+    counts them."""
+    captures: Annotated[int, "captures ended with a graph"]
+    launches: Annotated[int, "graph launches run"]
+    capturing: Annotated[bool, "whether a capture is in progress"]
+
+
 class SplitFigures(TypedDict):
     """A session's long ops run in pieces (docs/fair-share.md, "Long ops"), as its worker
     counts them; null where the worker splits nothing (no arbiter, or no
@@ -153,6 +161,7 @@ class SessionFigures(TypedDict):
     ops: Annotated[int, "ops the worker has run for the session"]
     device: Annotated[DeviceInfo, "the session's device"]
     stretches: Annotated[StretchFigures, "the session's stretch replay"]
+    graphs: Annotated[GraphFigures, "the session's own CUDA graphs (CuPy's graph API)"]
     split: Annotated[SplitFigures | None, "the session's long ops in pieces (None: not splitting)"]
 
 
@@ -836,8 +845,8 @@ MESSAGES: dict[str, tuple[type, ...]] = {
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),
     ARBITER: (ArbiterWant, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterCompany,
               ArbiterYield),
-    DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, SplitFigures, SessionFigures,
-                   PoolFigures),
+    DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, GraphFigures, SplitFigures,
+                   SessionFigures, PoolFigures),
 }
 
 def fields_of(cls: type) -> dict[str, tuple[Any, str, bool]]:

@@ -10,7 +10,8 @@ way arrays are (a bare id in the op stream). ``array.data`` and ``array.base`` a
 ``ndarray.base`` (which of the session's arrays owns that memory). ``fft.callbacks``
 enters CuPy's ``set_cufft_callbacks`` in the worker (JIT callbacks only) and
 ``fft.callbacks_exit`` leaves it, in op order, so exactly the FFTs issued inside the
-client's block use them.
+client's block use them. ``graph.*`` are CuPy's graph API (``Stream.begin_capture``,
+``Graph.launch``...), run by the executor's ``user_graphs`` (worker/user_graphs.py).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def _callback_options(executor: Any, options: Any) -> dict:
 def run_cuda_call(executor: Any, name: Any, target: Any, args: list) -> Any:
     """Run one CUDA call of the session; returns its value (None for most)."""
     device, table = executor.device, executor.table
+    if type(name) is str and name.startswith("graph."):
+        return executor.user_graphs.call(name, target, args)
     if name == "event.new":
         table.put_object(target, device.new_event(_flag(args[0] if args else False, "disable_timing")))
         return None

@@ -33,6 +33,7 @@ from .splitting import Interrupted, Splitter
 from .stretch_replay import StretchReplay
 from .stretches import HeldStretches
 from .transfers import run_download, run_upload
+from .user_graphs import UserGraphs
 
 __all__ = ["Executor"]
 
@@ -115,6 +116,8 @@ class Executor:
         #: their replay (worker/stretch_replay.py), through graphs where the device has them
         self.stretches = HeldStretches()
         self.replay = StretchReplay(self, self.stretches)
+        #: the client's own CUDA graphs, CuPy's graph API (worker/user_graphs.py)
+        self.user_graphs = UserGraphs(self)
         warnings.showwarning = self._capture_warning
         warnings.simplefilter("always")  # the client's own filters decide what the user sees
 
@@ -455,7 +458,7 @@ class Executor:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""
         return {"memory_used": self.device.memory_used(), "memory_limit": self.memory_limit,
                 "arrays": len(self.table), "ops": self.ops_run, "device": self.device.info(),
-                "stretches": self.replay.figures(),
+                "stretches": self.replay.figures(), "graphs": self.user_graphs.figures(),
                 "split": self.splitter.figures() if self.splitter is not None else None}
 
     def pool_limit(self) -> int | None:

@@ -25,6 +25,7 @@ def run_upload(executor: Any, seq: Any, dtype: Any, args: list, payload: Iterato
     from its frame in *payload*, or from its streamed chunks; checked against the session's
     memory before it is received."""
     device = executor.device
+    device.check_transfer("H2D")   # (a client's capture in progress: refused as CuPy does)
     dt = codec.check_dtype(dtype)
     shape = codec.check_shape(args[0] if args else None)
     count = math.prod(shape)  # exact: np.prod(dtype=int64) wraps around
@@ -55,6 +56,7 @@ def run_download(executor: Any, seq: Any, target: Any, results: BatchResults) ->
     device = executor.device
     if not device.is_array(target):
         raise ProtocolError("a download needs an array handle")
+    device.check_transfer("D2H")   # (a client's capture in progress: refused as CuPy does)
     chunks = device.download_chunks(target)
     executor.bytes_out += target.nbytes
     if chunks:  # sent after the reply, chunk by chunk (see Executor.take_streams)
