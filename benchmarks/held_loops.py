@@ -31,8 +31,11 @@ fast path off, ``GPUWB_FAST_PATH=0``), ``ipc-nographs`` (replay off). Before the
 rounds each side runs ``--warmup`` iterations, untimed: kernels built, the stretch offered,
 held, captured and (replay measured, the default) kept or let go. ``replayed`` says how
 many timed iterations were answered as replays of a held stretch (the client's count): a
-figure of a side that did not hold its stretch is not a held stretch's. ``--all-held``
-opens the sessions with ``GPUWB_REPLAY_MEASURED=0`` (every repeated stretch stays held).
+figure of a side that did not hold its stretch is not a held stretch's (each round starts
+from fresh uploads, so its first two iterations are not replays: 58 of 60 at most in a
+quick round). ``--all-held`` opens the sessions with ``GPUWB_REPLAY_MEASURED=0`` (every
+repeated stretch stays held: ``gpu_check.sh fastpath`` runs it so); without it a side
+whose replays are not faster lets its stretch go, as a user's session would.
 
 Targets (issue 50): issue per op in a held stretch <= 3 us and <= 0.25x local's; per
 iteration <= 0.5x local eager. Every side's reads must be bitwise equal to local's.
@@ -281,12 +284,14 @@ def verdicts(rows: dict, proxies: list[str]) -> dict:
     return out
 
 
-def table(name: str, loop: Loop, n: int, rows: dict, iterations: int, rounds: int, kind: str) -> str:
+def table(name: str, loop: Loop, n: int, rows: dict, iterations: int, rounds: int, kind: str,
+          all_held: bool) -> str:
     head = (f"{'side':18} {'issue us/op':>11} {'x local':>7} {'issue us/it':>11} {'us/iteration':>12} "
             f"{'x local':>7} {'median t2-t0':>12} {'worker us/it':>12} {'replayed':>8} {'bitwise':>7} "
             f"{'op target':>9} {'it target':>9}")
     lines = [f"{name}: {loop.what.format(n=n)}; {loop.ops} ops a body, {iterations} iterations x {rounds} "
-             f"rounds (local: {kind})", head, "-" * len(head)]
+             f"rounds (local: {kind}; stretches {'all held' if all_held else 'kept or let go by their timing'})",
+             head, "-" * len(head)]
 
     def cell(row, key, width, form="{:.2f}"):
         value = row.get(key)
@@ -369,7 +374,7 @@ def main(argv=None):
             rows = measure(sides, loop, n, args.iterations, args.rounds, args.warmup)
             met = verdicts(rows, proxies)
             loops[name] = {"what": loop.what.format(n=n), "ops": loop.ops, "size": n, "sides": rows, "met": met}
-            tables.append(table(name, loop, n, rows, args.iterations, args.rounds, kind))
+            tables.append(table(name, loop, n, rows, args.iterations, args.rounds, kind, args.all_held))
         out["stretches"] = {t: s.memory_info().get("stretches") for t, s in sessions.items()}
         out["client_stretches"] = {t: s.stretches.figures() if s.stretches is not None else None
                                    for t, s in sessions.items()}
