@@ -16,15 +16,20 @@
 #  11. hardening: issue 35's checks on a GPU (the quota's allocation paths, the attack and
 #      fault tests, the attack benchmark's GPU parts, the hot sync beside local CuPy)
 #  12. graphs: CuPy's graph API through the pool (issue 50), tests and benchmark
+#  13. fastpath: issue 50's figures (the client's fast path for held stretches): held_loops.py
+#      (HELD_ARGS), replay_sync.py (REPLAY_ARGS), programs.py with issue 50's programs
+#      (FAST_PROGRAMS_ARGS), each with local CuPy, replay on, the fast path off and replay off
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
 # policies, probe, bench, latency, suite, handover, floor, mix, hardening, graphs (CuPy's graph
-# API: its tests and benchmarks/graph_api.py); several may be given: gpu_check.sh probe policies fairness
+# API: its tests and benchmarks/graph_api.py), fastpath; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see benchmarks/README.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 # MPS=1: the targets run under CUDA's Multi-Process Service (a control daemon started here
 # with its pipes in /tmp and its log in $OUT/mps-log, stopped at the end; every CUDA process of the run,
 # pool workers and plain CuPy alike, becomes its client). The GPU's settings are not touched.
 set -u
+# the programs the latency target has run since issue 8 (programs.py runs every one by default)
+PROGRAMS_BEFORE_50=black_scholes,kmeans,conjugate_gradient,mlp_training,stencil,random_walk,hot_sync
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -91,7 +96,7 @@ fi
 if [ "$what" = all ] || [ "$what" = latency ]; then
   timeout ${LATENCY_TIMEOUT:-300} python3 benchmarks/overhead.py ${LATENCY_ARGS:-} --json "$OUT/overhead-latency.json" \
     2>&1 | tee "$OUT/overhead-latency.log" | grep -v '^ \|^{\|^}'
-  timeout ${PROGRAMS_TIMEOUT:-240} python3 benchmarks/programs.py ${PROGRAMS_ARGS:-} --json "$OUT/programs.json" \
+  timeout ${PROGRAMS_TIMEOUT:-240} python3 benchmarks/programs.py ${PROGRAMS_ARGS:---transports ipc,tcp --programs $PROGRAMS_BEFORE_50} --json "$OUT/programs.json" \
     2>&1 | tee "$OUT/programs.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = hardening ]; then
@@ -109,6 +114,23 @@ if [ "$what" = hardening ]; then
   timeout ${LATENCY_TIMEOUT:-200} python3 benchmarks/overhead.py ${LATENCY_ARGS:---gemm 0 --transfer-mb 64 \
     --transfer-reps 1 --pipelined-ops 10000 --transports ipc,tcp --latency-reps 2000 --idle-reps 100} \
     --json "$OUT/overhead-latency.json" 2>&1 | tee "$OUT/overhead-latency.log" | grep -v '^ \|^{\|^}'
+fi
+if [ "$what" = fastpath ]; then
+  # issue 50 (the client's fast path for held stretches), side by side in each script: local
+  # CuPy (and the body as one CUDA graph), the pool over ipc:// with replay on ("ipc"), the
+  # fast path off ("ipc-nofast": GPUWB_FAST_PATH=0), replay off ("ipc-nographs"). Each
+  # table says each target and whether it is met. held_loops.py keeps every repeated
+  # stretch held (--all-held: its figures are a held stretch's, whatever the timing would
+  # keep; HELD_ARGS without it times them as a user's session does), the other two time them
+  timeout ${HELD_TIMEOUT:-150} python3 benchmarks/held_loops.py ${HELD_ARGS:---iterations 300 --rounds 3 \
+    --all-held --transports ipc,ipc-nofast,ipc-nographs} --json "$OUT/held-loops.json" 2>&1 | tee "$OUT/held-loops.log" \
+    | grep -v '^ \|^{\|^}'
+  timeout ${REPLAY_TIMEOUT:-150} python3 benchmarks/replay_sync.py ${REPLAY_ARGS:---reps 2000 \
+    --transports ipc,ipc-nofast,ipc-nographs} --json "$OUT/replay-sync.json" 2>&1 | tee "$OUT/replay-sync.log" \
+    | grep -v '^ \|^{\|^}'
+  timeout ${FAST_PROGRAMS_TIMEOUT:-280} python3 benchmarks/programs.py ${FAST_PROGRAMS_ARGS:---rounds 3 \
+    --transports ipc,ipc-nofast,ipc-nographs} --json "$OUT/programs-fastpath.json" 2>&1 \
+    | tee "$OUT/programs-fastpath.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = mix ]; then
   timeout ${MIX_TIMEOUT:-300} python3 benchmarks/gemm_mix.py ${MIX_ARGS:-} --json "$OUT/gemm-mix.json" \

@@ -1,15 +1,20 @@
 """Stretch replay on and off, per iteration, side by side with local CuPy in one run.
 
     python benchmarks/replay_sync.py [--devices auto] [--reps 2000] [--json out.json]
+        [--transports ipc,ipc-nofast,ipc-nographs] [--loops hot_sync,stencil] [--quick]
 
 For two loops — the hot sync ``float((x + 1).sum())`` on 1 000 float32 and a 512 x 512
 stencil step with its largest change read — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
-(the default) and off (``GPUWB_GRAPHS=0``), and the worker's own time per iteration
-(the replies' ``t``): issue 37's "worker's cost for a 3-op sync batch within local
-CuPy's time + 20 µs". Each side's results must be bitwise equal to local CuPy's. The
-raw round trip of a Unix socket, measured in the same run, gives the hot sync's target
-(raw + local + 20 µs). Prints a table, then one JSON object (also written to --json).
+(``ipc``, the default), with the client's fast path for held stretches off (``ipc-nofast``,
+``GPUWB_FAST_PATH=0``, issue 50) and with replay off (``ipc-nographs``, ``GPUWB_GRAPHS=0``),
+and the worker's own time per iteration (the replies' ``t``): issue 37's "worker's cost for
+a 3-op sync batch within local CuPy's time + 20 µs". Each side's results must be bitwise
+equal to local CuPy's. The raw round trip of a Unix socket, measured in the same run,
+gives the hot sync's target (raw + local + 20 µs); the stencil's is issue 50's for loops
+(<= 0.5x local). The table says each target and, side by side, whether it is met, and how
+many of the measured iterations were replays of a held stretch (the client's count).
+Prints a table, then one JSON object (also written to --json).
 """
 
 from __future__ import annotations
@@ -71,48 +76,108 @@ def per_iteration(step, reps, session):
     return statistics.median(rounds), worker, values
 
 
+#: issue 50's target for a loop of >= 20 iterations, against local CuPy
+LOOP_TARGET = 0.5
+#: the hot sync's target above the raw round trip and local CuPy's own time (µs)
+HOT_SYNC_MARGIN_US = 20.0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--reps", type=int, default=2000)
+    parser.add_argument("--transports", default="ipc,ipc-nofast,ipc-nographs",
+                        help="proxy sides (benchmarks/served_pool.py)")
+    parser.add_argument("--loops", default=",".join(LOOPS), help="of " + ",".join(LOOPS))
+    parser.add_argument("--quick", action="store_true", help="200 reps, for a smoke run")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.reps = min(args.reps, 200)
+    loops = [name for name in args.loops.split(",") if name]
+    unknown = sorted(set(loops) - set(LOOPS))
+    if unknown:
+        parser.error(f"unknown loops: {', '.join(unknown)}")
     local, kind = local_module()
     out = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "local_kind": kind}
+           "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "local_kind": kind,
+           "reps": args.reps}
     if kind == "cupy":
         name = local.cuda.runtime.getDeviceProperties(0)["name"]
         out["gpu"] = name.decode() if isinstance(name, bytes) else name
+        out["cupy"] = local.__version__
     rows = {}
     with open_pool("fair", args.devices, False) as pool, \
-            sessions_by_transport(pool, "ipc,ipc-nographs") as sessions:
-        for loop, make in LOOPS.items():
+            sessions_by_transport(pool, args.transports) as sessions:
+        out["pool_device"] = next(iter(sessions.values())).device
+        for loop in loops:
+            make = LOOPS[loop]
             row = {}
             wall, _, reference = per_iteration(make(local), args.reps, None)
             row["local"] = {"us": wall}
             for side, session in sessions.items():
                 use_side(side, session)
+                replayed = _replays(session)
                 wall, worker, values = per_iteration(make(module_for(session)), args.reps, session)
                 row[side] = {"us": wall, "worker_us": worker, "vs_local": wall / row["local"]["us"],
-                             "bitwise_local": values == reference}
+                             "bitwise_local": values == reference,
+                             # the iterations (warm-up's 20 included) answered as replays
+                             "replayed": (_replays(session) - replayed) / len(values)}
             rows[loop] = row
         out["stretches"] = {t: s.memory_info().get("stretches") for t, s in sessions.items()}
+        out["client_stretches"] = {t: s.stretches.figures() if s.stretches is not None else None
+                                   for t, s in sessions.items()}
+        # what each session's settings say of the client's fast path (None: no such setting yet)
+        out["fast_path"] = {t: getattr(s.settings, "fast_path", None) for t, s in sessions.items()}
     out["loops"] = rows
+    out["transports"] = list(sessions)
     # the hot sync's target: the raw round trip (a Unix socket, as ipc:// sessions use) +
     # local CuPy's own time + 20 us, from this run
     raw = bench_raw(1 << 20, 1, "unix", idle_reps=10)["rtt_small_us"]
     out["raw_rtt_us"] = raw
-    out["hot_sync_target_us"] = raw + rows["hot_sync"]["local"]["us"] + 20.0
-    print(f"{'loop':10} {'local us':>9} {'replay us':>10} {'ratio':>6} {'worker':>7} "
-          f"{'no replay us':>13} {'ratio':>6} {'worker':>7}  bitwise")
-    for loop, row in rows.items():
-        on, off = row["ipc"], row["ipc-nographs"]
-        print(f"{loop:10} {row['local']['us']:9.1f} {on['us']:10.1f} {on['vs_local']:6.2f} "
-              f"{on['worker_us']:7.1f} {off['us']:13.1f} {off['vs_local']:6.2f} {off['worker_us']:7.1f}"
-              f"  {on['bitwise_local'] and off['bitwise_local']}")
-    print(f"raw round trip (Unix socket) {raw:.1f} us; hot sync target {out['hot_sync_target_us']:.1f} us")
+    targets = {}
+    if "hot_sync" in rows:
+        out["hot_sync_target_us"] = raw + rows["hot_sync"]["local"]["us"] + HOT_SYNC_MARGIN_US
+        targets["hot_sync"] = {"us": out["hot_sync_target_us"],
+                               "says": f"<= raw RTT + local + {HOT_SYNC_MARGIN_US:.0f} us"}
+    for loop in rows:
+        if loop != "hot_sync":
+            targets[loop] = {"us": LOOP_TARGET * rows[loop]["local"]["us"],
+                             "says": f"<= {LOOP_TARGET:.2f}x local (issue 50, a loop)"}
+    for loop, target in targets.items():
+        for side in sessions:
+            rows[loop][side]["target_us"] = target["us"]
+            rows[loop][side]["met"] = rows[loop][side]["us"] <= target["us"]
+    out["targets"] = targets
+    print(table(rows, list(sessions), targets, raw, kind))
     emit(out, args.json)
+    return 0 if all(rows[loop][side]["bitwise_local"] for loop in rows for side in sessions) else 1
+
+
+def _replays(session) -> int:
+    stretches = getattr(session, "stretches", None)
+    return stretches.replays if stretches is not None else 0
+
+
+def table(rows: dict, sides: list[str], targets: dict, raw: float, kind: str) -> str:
+    """A loop a line: local's µs an iteration, each side's, its ratio, the worker's µs, the
+    share of iterations replayed, whether it met the loop's target; then the targets."""
+    head = f"{'loop':10} {'local us':>9}" + "".join(
+        f" {side + ' us':>17} {'ratio':>6} {'worker':>7} {'replay':>6} {'met':>3}" for side in sides)
+    lines = [head + f"  bitwise   (local: {kind})", "-" * (len(head) + 30)]
+    for loop, row in rows.items():
+        line = f"{loop:10} {row['local']['us']:9.1f}"
+        for side in sides:
+            r = row[side]
+            line += (f" {r['us']:17.1f} {r['vs_local']:6.2f} {r['worker_us']:7.1f} {r['replayed']:6.0%}"
+                     f" {'yes' if r.get('met') else 'no':>3}")
+        lines.append(line + "  " + " ".join("yes" if row[s]["bitwise_local"] else "NO" for s in sides))
+    lines.append(f"raw round trip (Unix socket) {raw:.1f} us")
+    for loop, target in targets.items():
+        verdict = ", ".join(f"{side} {'met' if rows[loop][side]['met'] else 'missed'}" for side in sides)
+        lines.append(f"target, {loop}: {target['says']} = {target['us']:.1f} us: {verdict}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -27,6 +27,31 @@ def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 <<
     return LocalPool(devices=devices, memory_limit=memory_limit, policy=policy)
 
 
+#: Sides that are a session of their own, opened with these variables set (each read once,
+#: as the session opens: kernelproxy.settings): "nographs" never offers a stretch for
+#: replay; "nofast" turns the client's fast path for held stretches off (issue 50; until
+#: that is built the variable changes nothing, and the side equals replay on); "socket"
+#: sends large transfers over the Unix socket, not the shared-memory staging ring.
+SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
+               "nofast": {"GPUWB_FAST_PATH": "0"},
+               "socket": {"GPUWB_STAGING": "0"}}
+
+
+@contextmanager
+def _environment(values: dict):
+    """*values* set in the environment, the earlier values (or their absence) restored."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @contextmanager
 def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     """One session per transport of *transports* ("ipc,tcp") that *pool* offers:
@@ -38,30 +63,25 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     "ipc-socket": a second same-host session whose large transfers go over its Unix
     socket instead of the shared-memory staging ring (``GPUWB_STAGING=0``).
     "ipc-nographs" (or "tcp-nographs"): a session of its own that never offers a stretch
-    for replay (``GPUWB_GRAPHS=0``, docs/stretch-replay.md): stretch replay off beside on."""
+    for replay (``GPUWB_GRAPHS=0``, docs/stretch-replay.md): stretch replay off beside on.
+    "ipc-nofast" (or "tcp-nofast"): a session of its own with the client's fast path for
+    held stretches off (``GPUWB_FAST_PATH=0``, issue 50): replay on, every op of a held
+    stretch issued as before."""
     addresses = {"ipc": pool.local_address, "tcp": pool.tcp_address}
     sessions = {}
     try:
         for t in transports.split(","):
             base, _, mode = t.partition("-")
-            if addresses.get(base) and mode in ("", "held"):
+            if not addresses.get(base):
+                continue
+            if mode in ("", "held"):
                 if base not in sessions:
                     sessions[base] = kernelproxy.connect(addresses[base], pool.token)
                 sessions[t] = sessions[base]
-            elif mode == "nographs" and addresses.get(base):
-                os.environ["GPUWB_GRAPHS"] = "0"   # (read once, as the session opens)
-                try:
+            elif mode in SESSION_ENV and (mode != "socket" or base == "ipc"):
+                # (the staging ring is the same-host link's: "socket" is for ipc alone)
+                with _environment(SESSION_ENV[mode]):
                     sessions[t] = kernelproxy.connect(addresses[base], pool.token)
-                finally:
-                    del os.environ["GPUWB_GRAPHS"]
-            elif base == "ipc" and mode == "socket" and addresses["ipc"]:
-                # large transfers over the Unix socket, not the shared-memory ring: a session
-                # of its own (the ring is set up at connect)
-                os.environ["GPUWB_STAGING"] = "0"
-                try:
-                    sessions[t] = kernelproxy.connect(addresses["ipc"], pool.token)
-                finally:
-                    del os.environ["GPUWB_STAGING"]
         yield sessions
     finally:
         for session in set(sessions.values()):
