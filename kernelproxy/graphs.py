@@ -120,6 +120,7 @@ def _wants_route(capture: _Capture) -> bool:
 
 def _set_aside(session: Any) -> tuple:
     """For a capture: the session blocks (an op's error at its line) and keeps no stretch."""
+    session.leave_templates()   # (a run answered from a template goes as its ops first)
     saved = (session.blocking, session.stretches)
     session.stretches = None
     session.blocking = True

@@ -300,7 +300,7 @@ class Session:
             elif self._may_start:   # a stretch's first op: perhaps a template's
                 self._may_start = False
                 self._check_open()
-                if self._error is None and not self.blocking:
+                if self._error is None and not self.blocking and self.stretches is not None:
                     run = self.stretches.start_run(self, kind, want, out, name, target, args,
                                                    kwargs, label, self._seq + 1)
                     if run is not None:
@@ -425,7 +425,7 @@ class Session:
     def _stretch_begins(self) -> None:
         """A sync point has ended a stretch: the next may be a held stretch's, answered from
         its template (kernelproxy/stretch_templates.py) from its first op on."""
-        self._may_start = bool(self.stretches.templates)
+        self._may_start = self.stretches is not None and bool(self.stretches.templates)
         self.stretch_frees.clear()
 
     def _send_run(self, run: TemplateRun, entry: list, sync_device: bool) -> None:
@@ -457,6 +457,14 @@ class Session:
             self._run_origins[self._batch] = run
         self._eager_check = self._eager_at
         self._stretch_begins()
+
+    @_serialised
+    def leave_templates(self) -> None:
+        """Answer no op from a template until the next stretch (kernelproxy.graphs, before a
+        capture): a run under way goes on as its ops."""
+        if self._run is not None:
+            self._fall_back()
+        self._may_start = False
 
     def _fall_back(self) -> None:
         """The run under way cannot go on from its template: its ops so far join the queue
