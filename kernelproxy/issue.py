@@ -24,7 +24,7 @@ from gpu_backend.protocol.codec import Handle
 from .out_args import checked_out, given_outs, positional_out
 
 __all__ = ["call", "wrap", "operator", "array_class", "register_array_class", "FUSING",
-           "OP_SYMBOLS", "UFUNC_SCALAR_TYPES"]
+           "OP_SYMBOLS", "OPERATOR_LABELS", "UFUNC_SCALAR_TYPES"]
 
 _ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
 _weak = weakref.ref
@@ -120,9 +120,11 @@ OP_SYMBOLS = {
 }
 
 
-#: Each operator's result kind and the label its errors name (built once, not per op).
-_OPERATOR_CALLS = {name: (want, f"operator {OP_SYMBOLS.get(name.lstrip('i'), name)}")
-                   for name, want in api.OPERATORS.items()}
+#: Each operator's label, which its errors name (built once, not per op).
+OPERATOR_LABELS = {name: f"operator {OP_SYMBOLS.get(name.lstrip('i'), name)}"
+                   for name in api.OPERATORS}
+#: Each operator's result kind and label.
+_OPERATOR_CALLS = {name: (want, OPERATOR_LABELS[name]) for name, want in api.OPERATORS.items()}
 
 
 def operator(name: str, args: tuple, session: Any) -> Any:

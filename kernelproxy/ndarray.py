@@ -94,8 +94,12 @@ class ndarray:
 
     def __del__(self) -> None:
         try:
-            if not self._s.closed and self._h is not None:   # None: handed to a subclass's
-                self._s.release(self._h, self._m is None)
+            session, hid = self._s, self._h
+            run = session._run
+            if run is not None and hid is not None and hid >= run.first_hid:
+                run.dropped(hid, self._m is None)   # (a result of a held stretch's run: no record, no metadata)
+            elif not session.closed and hid is not None:   # None: handed to a subclass's
+                session.release(hid, self._m is None)
         except Exception:  # interpreter shutdown or a half-built object
             pass
 

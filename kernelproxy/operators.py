@@ -15,6 +15,7 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
 from .issue import OP_SYMBOLS as _OP_SYMBOLS
+from .issue import OPERATOR_LABELS as _OPERATOR_LABELS
 from .issue import UFUNC_SCALAR_TYPES as _UFUNC_SCALAR_TYPES
 from .issue import call
 from .issue import operator as _operator
@@ -30,6 +31,8 @@ _ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul
 def _applied(name: str, cls: type, reflected: bool):
     """``__<name>__`` (or ``__r<name>__``): an operand whose type sets ``__array_ufunc__ =
     None`` takes the operation itself; a subclass operand types the result."""
+    label = _OPERATOR_LABELS[name]
+
     def method(self, other):
         kind = type(other)
         if kind is not cls and kind not in _UFUNC_SCALAR_TYPES:
@@ -37,6 +40,13 @@ def _applied(name: str, cls: type, reflected: bool):
                 return NotImplemented
             refuse_host_operand(name, other, 0 if reflected else 1)   # a NumPy array, a list
         operands = (other, self) if reflected else (self, other)
+        run = self._s._run
+        if run is not None:   # a held stretch answered from its template (stretch_templates.py)
+            result = run.operator(name, operands, label)
+            if result is not None:
+                if type(self) is cls and (kind is cls or kind in _UFUNC_SCALAR_TYPES):
+                    return result
+                return of_subclass(result, operands)
         result = _operator(name, operands, self._s)
         if type(self) is cls and (kind is cls or kind in _UFUNC_SCALAR_TYPES):
             return result

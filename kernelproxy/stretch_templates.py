@@ -29,7 +29,9 @@ then the op goes on as ever. Each op keeps its number and its line, so errors re
 
 from __future__ import annotations
 
+from sys import _getframe
 from typing import Any, Callable
+from weakref import ref as _weakref
 
 import msgpack
 import numpy as np
@@ -40,7 +42,7 @@ from gpu_backend.protocol.stretch_records import Op, StretchRecords, read_record
 from gpu_backend.protocol.stretches import is_param
 
 from .array_meta import wire_tuple
-from .caller import caller
+from .caller import _OWN_CODE, call_site, site_line
 from .issue import array_class
 from .stretch_key import StretchKey, literal_key
 
@@ -150,6 +152,11 @@ class StretchTemplate:
         for index, slot in enumerate(self.slot_of):
             if slot is not None and static_result(self.ops[index], meta_of):
                 self.predicted[slot] = made[slot]
+        #: each arithmetic or comparison operator's plan for TemplateRun.operator (None for
+        #: other ops): its name, its operands' codes, its result slot and metadata
+        self.plans: list[tuple | None] = [
+            _operator_plan(record, slot, self.predicted[slot] if slot is not None else None)
+            for record, slot in zip(self.ops, self.slot_of)]
         #: the slots whose metadata the worker is asked for when the run keeps them
         self.unpredicted = [slot for slot, meta in enumerate(self.predicted) if meta is None]
         #: what the stretch drops (a run must drop them too): result and input slots
@@ -167,6 +174,34 @@ class StretchTemplate:
 
     def __len__(self) -> int:
         return len(self.ops)
+
+
+#: a parameter's Python type, by the name the key gives it
+_PARAM_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
+#: operand codes of an operator's plan: the result of op j, input n, a Python scalar of a
+#: type, a NumPy scalar of a dtype
+_RESULT, _INPUT, _SCALAR, _NPSCALAR = 0, 1, 2, 3
+
+
+def _operator_plan(record: tuple, slot: int | None, meta: tuple | None) -> tuple | None:
+    """An arithmetic or comparison operator's op as TemplateRun.operator checks it:
+    ``(name, codes, slot, metadata)``; None for any other op (TemplateRun.take checks it)."""
+    if len(record) != 4 or record[1] != _ARRAY or slot is None:
+        return None
+    codes = []
+    for role in record[3]:
+        tag = role[0]
+        if tag == "r":
+            codes.append((_RESULT, role[1]))
+        elif tag == "i":
+            codes.append((_INPUT, role[1]))
+        elif tag == "s" and role[1] in _PARAM_TYPES:
+            codes.append((_SCALAR, _PARAM_TYPES[role[1]]))
+        elif tag == "s":
+            codes.append((_NPSCALAR, role[1]))
+        else:
+            return None
+    return (record[2], tuple(codes), slot, meta)
 
 
 def _callable(record: tuple) -> tuple:
@@ -235,7 +270,7 @@ class TemplateRun:
         self.inputs: list[int | None] = [None] * template.n_inputs
         self.input_of: dict[int, int] = {}    # handle -> input slot
         self.params: list[Any] = []
-        self.lines: list[tuple] = []          # each op's (label, file, line)
+        self.lines: list[tuple] = []          # each op's (label, its caller's call_site)
         self.frees: list[tuple[int, int]] = []   # (ops taken before it, handle)
         #: handle -> the metadata handed out with its array (kernelproxy.issue.wrap)
         self.predicted: dict[int, tuple] = {}
@@ -243,6 +278,87 @@ class TemplateRun:
         self._bound: list[int] = []
 
     # ------------------------------------------------------------ the ops
+    def operator(self, name: str, operands: tuple, label: str) -> Any:
+        """Python's arithmetic or comparison operator *name* on *operands*, the template's
+        next op: its result array at once (its metadata from the template where it
+        follows), or None where it is not (the ordinary path then: :meth:`take` looks at
+        other templates, or the run falls back). The commonest op of a loop's body, so it
+        is checked here in one function, without the general path's layers."""
+        session = self.session
+        lock = session._lock
+        lock.acquire()
+        try:
+            if session._run is not self:   # (ended meanwhile: by another thread, a collection)
+                return None
+            i = self.i
+            plans = self.template.plans
+            if i >= len(plans):
+                return None
+            plan = plans[i]
+            if plan is None or plan[0] != name:
+                return None
+            codes = plan[1]
+            if len(codes) != len(operands) or len(codes) > 2:
+                return None
+            params = self.params
+            mark = len(params)
+            self._bound.clear()
+            if not (self._operand_fits(operands[0], codes[0], session, params)
+                    and (len(codes) == 1
+                         or self._operand_fits(operands[1], codes[1], session, params))):
+                del params[mark:]   # (not the template's op: nothing of it stays)
+                self._undo()
+                return None
+            hid = next(session._ids)
+            array = object.__new__(self._array)
+            array._s, array._h, array._m = session, hid, plan[3]
+            session.arrays[hid] = _weakref(array)
+            self.hids.append(hid)
+            self.results.append(hid)
+            frame = _getframe(2)   # (the caller of the operator's method: the user, mostly)
+            code = frame.f_code
+            known = _OWN_CODE.get(id(code))
+            if known is not None and known[0] is code and not known[1]:
+                self.lines.append((label, (code, frame.f_lasti)))
+            else:
+                self.lines.append((label, call_site(2)))
+            session._seq += 1
+            self.i = i + 1
+            return array
+        finally:
+            lock.release()
+
+    def _operand_fits(self, value: Any, code_arg: tuple, session: Any, params: list) -> bool:
+        """Whether an operator's operand is what the template's plan has there (an input
+        met the first time is bound to its slot, a parameter's value kept)."""
+        code, arg = code_arg
+        if code == _RESULT:
+            return type(value) is self._array and value._s is session and value._h == self.hids[arg]
+        if code == _SCALAR:
+            if type(value) is not arg:
+                return False
+            params.append(value)
+            return True
+        if code == _INPUT:
+            if type(value) is not self._array or value._s is not session:
+                return False
+            hid = value._h
+            have = self.inputs[arg]
+            if have is not None:
+                return have == hid
+            if hid >= self.first_hid or hid in self.input_of \
+                    or self._meta(value, hid) != self.template.input_metas[arg]:
+                return False
+            self.inputs[arg] = hid
+            self.input_of[hid] = arg
+            self._bound.append(arg)
+            return True
+        # a NumPy scalar of the recorded dtype
+        if not isinstance(value, np.generic) or value.dtype.str != arg:
+            return False
+        params.append(value.item())
+        return True
+
     def take(self, kind: str, want: str, out: int | None, name: Any, target: Any,
              args: tuple | list, kwargs: dict | None, label: str) -> bool:
         """Whether the op is the template's next (True: it is taken, numbered, its line
@@ -268,7 +384,7 @@ class TemplateRun:
             meta = template.predicted[slot]
             if meta is not None:
                 self.predicted[out] = meta
-        self.lines.append((label, *caller(3)))
+        self.lines.append((label, call_site(3)))
         self.session._seq += 1
         self.i = i + 1
         self._bound.clear()
@@ -277,6 +393,22 @@ class TemplateRun:
     def freed(self, hid: int) -> None:
         """The client dropped array *hid* now (after the ops taken so far)."""
         self.frees.append((self.i, hid))
+
+    def dropped(self, hid: int, unread: bool) -> None:
+        """The client dropped *hid*, a result of this run (its array's ``__del__``): as
+        :meth:`Session.release` would, without its metadata's bookkeeping (none was sent
+        or asked for); the ordinary release if the run has ended meanwhile."""
+        session = self.session
+        lock = session._lock
+        lock.acquire()
+        try:
+            if session._run is self:
+                self.frees.append((self.i, hid))
+                session.arrays.pop(hid, None)
+                return
+        finally:
+            lock.release()
+        session.release(hid, unread)
 
     def _fits(self, other: StretchTemplate) -> bool:
         """Whether this run, so far, is a run of *other* too (same start): its inputs so
@@ -410,27 +542,37 @@ class TemplateRun:
     def complete(self) -> list | None:
         """At the stretch's sync point: the replay entry (``T``) for this run, or None
         where it cannot be replayed (a fall-back is due)."""
-        template = self.template
-        if self.i != len(template.ops):
-            for other in self.templates.sharing(template, self.i):
-                if len(other.ops) == self.i and self._fits(other):
-                    self.template = template = other
-                    break
-            else:
-                return None
+        # the template of the ops taken, or another held stretch of the same ops whose drops
+        # fit this run (a loop whose last result is kept in some runs and dropped in others)
         freed = {hid for _at, hid in self.frees}
         freed.update(self.session.stretch_frees)
+        candidates = [self.template, *self.templates.sharing(self.template, self.i)]
+        for template in candidates:
+            if len(template.ops) == self.i and (template is self.template or self._fits(template)) \
+                    and self._drops_fit(template, freed):
+                break
+        else:
+            return None
+        self.template = template
         results = self.results
+        need = [slot for slot in template.unpredicted if results[slot] not in freed]
+        # (a held stretch of the same ops may drop more arrays the ops never name: 0 for them)
+        inputs = [0 if h is None else h for h in self.inputs[:template.n_inputs]]
+        inputs += [0] * (template.n_inputs - len(inputs))
+        return [template.sid, self.first, inputs,
+                self.params, results, need]
+
+    def _drops_fit(self, template: StretchTemplate, freed: set[int]) -> bool:
+        """Whether the client dropped all that *template*'s stretch drops (else the worker
+        would drop an array the client holds)."""
+        results, inputs = self.results, self.inputs
         for slot in template.drops_results:
             if results[slot] not in freed:
-                return None   # (kept by the client, dropped by the stretch)
-        inputs = self.inputs
-        for n in template.drops_inputs:
-            if inputs[n] is not None and inputs[n] not in freed:
-                return None
-        need = [slot for slot in template.unpredicted if results[slot] not in freed]
-        return [template.sid, self.first, [0 if h is None else h for h in inputs],
-                self.params, results, need]
+                return False
+        for n in template.drops_inputs:   # (one the ops never name: none here, nothing held)
+            if n < len(inputs) and inputs[n] is not None and inputs[n] not in freed:
+                return False
+        return True
 
     def free_records(self) -> list[bytes]:
         """The client's frees met during the run, as free records (they follow the replay)."""
@@ -453,8 +595,8 @@ class TemplateRun:
                 at += 1
             if index < taken:
                 records.append(ops[index])
-        origins = [(self.first + index, label, filename, line, self.hids[index])
-                   for index, (label, filename, line) in enumerate(self.lines)]
+        origins = [(self.first + index, label, *site_line(site), self.hids[index])
+                   for index, (label, site) in enumerate(self.lines)]
         self.session.stretches.current.resume(template.ops[:taken], self.inputs, self.params,
                                               self.hids, frees)
         return records, origins
@@ -462,5 +604,5 @@ class TemplateRun:
     def origins(self) -> dict[int, tuple]:
         """Each op's origin (``Session._origin``'s entries), made only when a reply needs
         them (an error, a warning, a cancel)."""
-        return {self.first + index: (label, filename, line, self.hids[index])
-                for index, (label, filename, line) in enumerate(self.lines)}
+        return {self.first + index: (label, *site_line(site), self.hids[index])
+                for index, (label, site) in enumerate(self.lines)}
