@@ -152,6 +152,10 @@ class StretchTemplate:
         for index, slot in enumerate(self.slot_of):
             if slot is not None and static_result(self.ops[index], meta_of):
                 self.predicted[slot] = made[slot]
+        #: the ops' records with inputs numbered by their first op (the key numbers them by
+        #: their first record, frees too): held stretches of the same ops compare equal so,
+        #: whatever they drop; and each such number's input slot here
+        self.canon_ops, self.canon_slot = _canonical(self.ops)
         #: each arithmetic or comparison operator's plan for TemplateRun.operator (None for
         #: other ops): its name, its operands' codes, its result slot and metadata
         self.plans: list[tuple | None] = [
@@ -204,6 +208,27 @@ def _operator_plan(record: tuple, slot: int | None, meta: tuple | None) -> tuple
     return (record[2], tuple(codes), slot, meta)
 
 
+def _canonical(ops: list[tuple]) -> tuple[list[tuple], list[int]]:
+    """*ops*' records with input roles renumbered by first appearance among the ops, and
+    each new number's slot in the old numbering."""
+    slots: list[int] = []
+    number: dict[int, int] = {}
+
+    def renumber(role: Any) -> Any:
+        if type(role) is not tuple or not role:
+            return role
+        if role[0] == "i" and len(role) == 2 and type(role[1]) is int:
+            if role[1] not in number:
+                number[role[1]] = len(slots)
+                slots.append(role[1])
+            return ("i", number[role[1]])
+        if role[0] in ("l", "s", "r", "slice", "dtype", "type", "np", "..."):
+            return role
+        return tuple(renumber(r) for r in role)
+
+    return [renumber(record) for record in ops], slots
+
+
 def _callable(record: tuple) -> tuple:
     """(kind, name) of an op's key record."""
     name = record[2]
@@ -238,10 +263,11 @@ class Templates:
         return self.by_first.get((kind, name), [])
 
     def sharing(self, template: StretchTemplate, ops: int) -> list[StretchTemplate]:
-        """The other templates whose first *ops* ops are *template*'s."""
-        head = template.ops[:ops]
+        """The other templates whose first *ops* ops are *template*'s (inputs numbered by
+        the ops alone: one may drop arrays the other does not)."""
+        head = template.canon_ops[:ops]
         return [t for t in self.by_first.get(_callable(template.ops[0]), [])
-                if t is not template and len(t.ops) >= ops and t.ops[:ops] == head]
+                if t is not template and len(t.ops) >= ops and t.canon_ops[:ops] == head]
 
 
 class _Miss(Exception):
@@ -365,13 +391,16 @@ class TemplateRun:
         kept); False: it is not, and the run is to fall back."""
         template = self.template
         i = self.i
-        if i >= len(template.ops) or want == _MULTI or want == _OBJECT \
+        if want == _MULTI or want == _OBJECT:
+            return False
+        if i >= len(template.ops) \
                 or not self._matches(template.ops[i], kind, want, name, target, args, kwargs):
             for other in self.templates.sharing(template, i):   # (another held stretch of
-                if self._fits(other) and self._matches(other.ops[i], kind, want, name,   # the
-                                                       target, args, kwargs):   # same start)
-                    self.template = template = other
-                    break
+                if i < len(other.ops) and self._switch(other):  # the same start)
+                    if self._matches(other.ops[i], kind, want, name, target, args, kwargs):
+                        template = other
+                        break
+                    self._switch(template)
             else:
                 return False
         slot = template.slot_of[i]
@@ -410,16 +439,28 @@ class TemplateRun:
             lock.release()
         session.release(hid, unread)
 
-    def _fits(self, other: StretchTemplate) -> bool:
-        """Whether this run, so far, is a run of *other* too (same start): its inputs so
-        far had the metadata *other*'s had, its results were handed out as *other*'s."""
+    def _switch(self, other: StretchTemplate) -> bool:
+        """Go on as a run of *other*, whose first ops are this template's (Templates.sharing),
+        where this run so far is one of it too: its inputs had the metadata *other*'s had,
+        its results were handed out as *other*'s. Its inputs are renumbered as *other*
+        numbers them. Whether it switched."""
         template = self.template
-        for n, hid in enumerate(self.inputs):
-            if hid is not None and other.input_metas[n] != template.input_metas[n]:
+        inputs = [None] * other.n_inputs
+        for canon, slot in enumerate(template.canon_slot):
+            hid = self.inputs[slot]
+            if hid is None:
+                continue
+            if canon >= len(other.canon_slot):
                 return False
-        for index, slot in enumerate(template.slot_of[:self.i]):
+            theirs = other.canon_slot[canon]
+            if other.input_metas[theirs] != template.input_metas[slot]:
+                return False
+            inputs[theirs] = hid
+        for slot in template.slot_of[:self.i]:
             if slot is not None and other.predicted[slot] != template.predicted[slot]:
                 return False
+        self.template, self.inputs = other, inputs
+        self.input_of = {hid: n for n, hid in enumerate(inputs) if hid is not None}
         return True
 
     def _matches(self, record: tuple, kind: str, want: str, name: Any, target: Any,
@@ -546,14 +587,15 @@ class TemplateRun:
         # fit this run (a loop whose last result is kept in some runs and dropped in others)
         freed = {hid for _at, hid in self.frees}
         freed.update(self.session.stretch_frees)
-        candidates = [self.template, *self.templates.sharing(self.template, self.i)]
-        for template in candidates:
-            if len(template.ops) == self.i and (template is self.template or self._fits(template)) \
+        own = self.template
+        for template in [own, *self.templates.sharing(own, self.i)]:
+            if len(template.ops) == self.i and (template is own or self._switch(template)) \
                     and self._drops_fit(template, freed):
                 break
+            if self.template is not own:
+                self._switch(own)
         else:
             return None
-        self.template = template
         results = self.results
         need = [slot for slot in template.unpredicted if results[slot] not in freed]
         # (a held stretch of the same ops may drop more arrays the ops never name: 0 for them)

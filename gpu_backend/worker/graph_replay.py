@@ -52,6 +52,13 @@ _ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
 #: Functions run eagerly between graphs: libraries that refuse capture (cuBLAS, cuSOLVER,
 #: cuSPARSE, SciPy's ports), and random draws, whose generator's state lives on the host.
 _EAGER_PREFIXES = ("random.", "linalg.", "cupyx.scipy.", "testing.")
+#: Functions and methods whose result's shape depends on their arrays' values (CUDA refuses
+#: them under capture; the NumPy device's recorded calls would give another shape): eager.
+_BY_VALUES = frozenset({"nonzero", "argwhere", "flatnonzero", "extract", "compress", "unique",
+                        "unique_values", "unique_all", "unique_counts", "unique_inverse",
+                        "trim_zeros", "intersect1d", "union1d", "setdiff1d", "setxor1d",
+                        "bincount", "repeat", "where", "delete", "insert", "roots",
+                        "polyadd", "polysub", "polymul", "real_if_close"})
 _EAGER_NAMES = frozenset({"matmul", "imatmul", "dot", "vdot", "inner", "outer", "tensordot",
                           "einsum", "kron", "matvec", "vecmat", "vecdot", "cross"})
 
@@ -115,6 +122,11 @@ def _eager_by_nature(op: Op) -> bool:
     if op.want == _VALUE or op.kind == _OBJECT or (op.want == _NONE and op.kind != _OPERATOR):
         return True
     name = op.name
+    if name in _BY_VALUES:   # (a result whose shape its array's values decide)
+        return True
+    if name in ("getitem", "setitem") and any(type(s) is Slot and s.kind != "p"
+                                              for s in _slots(op.args[1:2])):
+        return True   # (an index of arrays: a boolean mask's selection is sized by its values)
     return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
 
 

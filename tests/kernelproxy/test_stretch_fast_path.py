@@ -1,0 +1,342 @@
+"""Stretch replay's fast path (kernelproxy/stretch_templates.py, docs/stretch-replay.md):
+a held stretch's ops answered on the client from its template give the very results of the
+same loop with the fast path off (``GPUWB_FAST_PATH=0``) and with replay off
+(``GPUWB_GRAPHS=0``), whatever differs from the template and wherever: a guard missed at
+each position of a stretch, for each kind of difference, falls back and loses nothing;
+frees and kept results, views, in-place writes, ``out=``, errors, interrupts and a second
+thread behave as without it.
+
+Each loop runs on three sessions of the suite's pool (on the NumPy device in CI; on a GPU
+with ``GPUWB_TEST_DEVICES=auto GPUWB_REFERENCE=cupy``), every repeated stretch held (none
+timed and let go), and the results are compared bitwise.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from gpu_backend.protocol.errors import InvalidHandleError
+from gpu_backend.protocol.stretches import REPEATS
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+
+from ..quiet_gc import no_collection
+
+#: iterations of a loop: its stretch is held after REPEATS, answered fast from the next on
+STEPS = 16
+#: fast runs a loop of STEPS makes at least (its first iteration differs: no frees of an
+#: earlier one; the first held sighting goes as ops)
+FAST = STEPS - REPEATS - 3
+
+
+@pytest.fixture(scope="module")
+def sessions(pool):
+    made = [Session(pool.address, pool.token, settings=settings) for settings in (
+        SessionSettings(replay_measured=False),
+        SessionSettings(replay_measured=False, fast_path=False),
+        SessionSettings(graphs=False))]
+    yield made
+    for s in made:
+        s.close()
+
+
+def _fast(session) -> int:
+    return session.stretches.figures()["fast"] if session.stretches is not None else 0
+
+
+def _run(sessions, loop):
+    """*loop(cp)* on the three sessions: its results (compared bitwise) and the fast runs
+    the fast-path session made."""
+    fast, nofast, off = sessions
+    before = _fast(fast)
+    results = []
+    for session in sessions:
+        with no_collection():
+            results.append(loop(module_for(session)))
+    for other in results[1:]:
+        _bitwise(results[0], other)
+    assert _fast(nofast) == 0
+    return results[0], _fast(fast) - before
+
+
+def _bitwise(a, b):
+    for x, y in zip(a, b, strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape, (x, y)
+        assert np.array_equal(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8)), (x, y)
+
+
+def _inputs(cp):
+    rng = np.random.default_rng(7)
+    return (cp.asarray(rng.random(256, dtype=np.float32)),
+            cp.asarray(rng.random(256, dtype=np.float32)))
+
+
+def _body(cp, x, y, step):
+    a = x * 1.01 + y
+    b = cp.exp(a - 0.5) * (0.1 + step * 1e-3)
+    c = (b / (a + 1.0)).astype(cp.float64)
+    d = c.sum(axis=0) + c.max()
+    return c, float(d)
+
+
+def test_a_loop_is_answered_from_its_template_with_the_same_results(sessions):
+    def loop(cp):
+        x, y = _inputs(cp)
+        values = []
+        for step in range(STEPS):
+            c, v = _body(cp, x, y, step)
+            values.append(v)
+        return values + [c.get(), c.shape, c.strides]
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST
+
+
+#: how an op of the body may differ from the template's, at iteration DIFFER
+DIFFER = STEPS - 3
+
+
+def _differing(kind: str, at: int):
+    """A loop whose iteration DIFFER differs from the others at op *at* of its body in
+    *kind*; every other iteration is the template's."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        other = cp.asarray(np.linspace(0, 1, 256, dtype=np.float32))
+        wide = cp.asarray(np.linspace(0, 1, 512, dtype=np.float32))
+        values = []
+        for step in range(STEPS):
+            odd = step == DIFFER
+            ops = [
+                lambda v: v * 1.5,
+                lambda v: v + y,
+                lambda v: cp.sin(v),
+                lambda v: v.reshape(16, 16).sum(axis=1),
+                lambda v: v - 0.25,
+            ]
+            v = x
+            for index, op in enumerate(ops):
+                if odd and index == at:
+                    if kind == "callable":
+                        v = v / 1.5 if index != 3 else v.reshape(16, 16).sum(axis=0)
+                    elif kind == "array":
+                        v = op(other if index == 0 else v) if index != 1 else v + other
+                    elif kind == "scalar type":
+                        v = v * 2 if index == 0 else (v - 1 if index == 4 else op(v))
+                    elif kind == "literal":
+                        v = v.reshape(16, 16).sum(axis=0) if index == 3 else op(v)
+                    elif kind == "input shape":
+                        v = op(wide[:256] if index == 0 else v) if index != 1 else v + wide[256:]
+                    elif kind == "extra op":
+                        v = op(v) * 1.0
+                    elif kind == "upload":
+                        v = op(v)
+                        v = v + cp.asarray(np.ones(v.shape, dtype=np.float32))
+                    elif kind == "sync early":
+                        values.append(float(v.sum()))
+                        v = op(v)
+                else:
+                    v = op(v)
+            values.append(float(v.sum()))
+        return values
+
+    return loop
+
+
+@pytest.mark.parametrize("at", range(5))
+@pytest.mark.parametrize("kind", ["callable", "array", "scalar type", "literal", "input shape",
+                                  "extra op", "upload", "sync early"])
+def test_an_op_that_differs_anywhere_falls_back_with_the_same_results(sessions, kind, at):
+    _results, fast = _run(sessions, _differing(kind, at))
+    assert fast >= FAST - 2   # (the iteration that differs, and the one whose stretch it
+    #                           began, went as ops; the rest from the template)
+
+
+def test_results_kept_past_the_stretch_keep_their_values(sessions):
+    """Each iteration's result is kept: a later run never writes into an earlier one's."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        kept = []
+        for step in range(STEPS):
+            c, _v = _body(cp, x, y, step)
+            kept.append(c)
+        return [k.get() for k in kept]
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST
+
+
+def test_a_temporary_kept_now_and_then_falls_back_and_loses_nothing(sessions):
+    """The stretch drops its temporaries; an iteration that keeps one (a list of them)
+    cannot be replayed as the template says (the worker would drop what the client
+    holds): it goes as ops, and its kept temporary is right."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        kept, values = [], []
+        for step in range(STEPS):
+            a = x * (1.0 + step)
+            b = a + y
+            if step in (DIFFER, DIFFER + 1):
+                kept.append(a)
+            values.append(float(b.sum()))
+            del a, b
+        return values + [k.get() for k in kept]
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST - 2
+
+
+def test_views_in_place_writes_setitem_and_out(sessions):
+    def loop(cp):
+        x, y = _inputs(cp)
+        acc = cp.zeros(256, dtype=cp.float32)
+        out = cp.empty(256, dtype=cp.float32)
+        views = []
+        for step in range(STEPS):
+            cp.multiply(x, 1.5, out=out)                  # out=
+            acc += out * (1.0 + step * 0.01)              # in place on an input
+            acc[::2] -= 0.5 * y[::2]                      # setitem through a view
+            view = acc[1:-1]                              # a view, kept
+            views.append(view)
+            float(view.max())
+        assert all(v.base is not None for v in views)
+        return [acc.get()] + [v.get() for v in views[-3:]]
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST
+
+
+def test_a_mask_selection_has_its_metadata_from_the_worker(sessions):
+    """A boolean mask's selection has a shape that depends on the values: the template
+    does not hand it out, the worker sends it, and reading it is right in every run."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        sizes, sums = [], []
+        for step in range(STEPS):
+            picked = x[(x + y * step * 0.1) > 0.8]
+            sums.append(float(picked.sum()))
+            sizes.append(picked.shape)
+        return sums + sizes
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST
+
+
+def test_an_error_inside_a_fast_run_names_its_op_and_line_and_the_session_goes_on(sessions):
+    fast = sessions[0]
+    cp = module_for(fast)
+    x, y = _inputs(cp)
+    small = cp.arange(8, dtype=cp.int8)
+    for step in range(STEPS):
+        t = small + 1
+        float(t.sum())
+    before = _fast(fast)
+    with pytest.raises(Exception) as raised:
+        t = small + 1000    # an int the dtype cannot hold: the worker refuses it (NEP 50)
+        float(t.sum())
+    assert type(raised.value).__name__ in ("OverflowError", "TypeError")
+    notes = " ".join(getattr(raised.value, "__notes__", []))
+    assert "test_stretch_fast_path.py" in notes or "small + 1000" in str(raised.traceback[-1])
+    for step in range(4):   # the session goes on, the fast path with it
+        t = small + 1
+        assert float(t.sum()) == float(np.arange(8, dtype=np.int8).sum() + 8)
+    assert _fast(fast) > before
+
+
+def test_a_client_side_error_inside_a_run_leaves_it_whole(sessions):
+    def loop(cp):
+        x, y = _inputs(cp)
+        values = []
+        for step in range(STEPS):
+            a = x * 2.0
+            if step == DIFFER:
+                with pytest.raises(TypeError):
+                    a + np.ones(256, dtype=np.float32)   # a host array: refused on the client
+            values.append(float((a + y).sum()))
+        return values
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST
+
+
+def test_an_interrupt_inside_a_run_loses_nothing(sessions):
+    """^C between two ops of a run: the ops issued before it still run (as ops queued
+    without the fast path do), the next iteration is answered as ever."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        values, kept = [], []
+        for step in range(STEPS):
+            try:
+                a = x * (2.0 + step)
+                kept.append(a)
+                if step == DIFFER:
+                    raise KeyboardInterrupt
+                values.append(float((a + y).sum()))
+            except KeyboardInterrupt:
+                values.append(-1.0)
+        return values + [k.get() for k in kept]
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST - 2
+
+
+def test_cancel_in_the_middle_of_a_run_marks_its_arrays_never_computed(sessions):
+    fast = sessions[0]
+    cp = module_for(fast)
+    x, y = _inputs(cp)
+    for step in range(STEPS):
+        a = x * 3.0
+        b = a + y
+        float(b.sum())
+    assert fast._run is None
+    a = x * 3.0          # a run begins: answered from the template, not sent
+    assert fast._run is not None
+    fast.cancel()
+    assert fast._run is None
+    with pytest.raises(InvalidHandleError, match="never computed"):
+        a.get()
+    b = (x * 3.0) + y    # and the session goes on
+    assert float(b.sum()) == pytest.approx(float((np.asarray(x.get()) * 3 + y.get()).sum()))
+
+
+def test_a_second_thread_on_the_session_takes_turns_with_a_run(sessions):
+    """Threads share a session: while one's stretch is answered from its template, the
+    other's ops are not the template's and make the run fall back; every value is right."""
+    fast = sessions[0]
+    cp = module_for(fast)
+    x, y = _inputs(cp)
+    host_x, host_y = x.get(), y.get()
+    errors, results = [], {}
+
+    def work(name: str, factor: float) -> None:
+        try:
+            got = []
+            for step in range(STEPS):
+                a = x * factor
+                got.append(float((a + y).sum()))
+            results[name] = got
+        except Exception as exc:   # (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(str(f), f)) for f in (2.0, 5.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    for factor in (2.0, 5.0):
+        expected = float((host_x * np.float32(factor) + host_y).sum(dtype=np.float32))
+        assert results[str(factor)] == [pytest.approx(expected, rel=1e-6)] * STEPS
+
+
+def test_with_the_fast_path_off_nothing_is_answered_from_a_template(sessions):
+    nofast = sessions[1]
+    cp = module_for(nofast)
+    x, y = _inputs(cp)
+    for step in range(STEPS):
+        _body(cp, x, y, step)
+    assert _fast(nofast) == 0 and nofast.stretches.figures()["replays"] >= FAST
