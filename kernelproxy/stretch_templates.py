@@ -335,6 +335,7 @@ class TemplateRun:
                 del params[mark:]   # (not the template's op: nothing of it stays)
                 self._undo()
                 return None
+            self._bound.clear()   # (committed: no later miss may unbind them)
             hid = next(session._ids)
             array = object.__new__(self._array)
             array._s, array._h, array._m = session, hid, plan[3]
@@ -467,6 +468,7 @@ class TemplateRun:
                  args: tuple | list, kwargs: dict | None) -> bool:
         if record[0] != kind or record[1] != want:
             return False
+        self._bound.clear()
         params = len(self.params)
         try:
             if len(record) == 4:   # an arithmetic or comparison operator (keyed so)

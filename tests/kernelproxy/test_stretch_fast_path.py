@@ -340,3 +340,20 @@ def test_with_the_fast_path_off_nothing_is_answered_from_a_template(sessions):
     for step in range(STEPS):
         _body(cp, x, y, step)
     assert _fast(nofast) == 0 and nofast.stretches.figures()["replays"] >= FAST
+
+
+def test_a_miss_right_after_an_operator_keeps_the_inputs_it_bound(sessions):
+    """An operator binds an input (``+ y``); the next op misses on a literal: the fall-back
+    writes the operator's record with ``y``'s handle (an input once bound stays bound)."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        values = []
+        for step in range(STEPS):
+            a = x * 2.0
+            b = a + y
+            c = b.sum(axis=-1 if step == DIFFER else 0)
+            values.append(float(c))
+        return values
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST - 2
