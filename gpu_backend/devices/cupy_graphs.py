@@ -97,3 +97,12 @@ class GraphTools:
 
     def scalar_buffer(self, dtype: np.dtype) -> Any:
         return self.cp.empty((), dtype)
+
+    def param_block(self, nbytes: int) -> Any:
+        """Device bytes that hold a stretch's parameters, each a 0-d view (:meth:`scalar_in`):
+        one copy writes them all before a launch."""
+        return self.cp.empty(nbytes, np.uint8)
+
+    def scalar_in(self, block: Any, offset: int, dtype: np.dtype) -> Any:
+        """A 0-d array of *dtype* at *offset* bytes into *block*."""
+        return self.cp.ndarray((), dtype, memptr=block.data + offset)

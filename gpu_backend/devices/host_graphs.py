@@ -93,6 +93,12 @@ class HostGraphTools:
     def scalar_buffer(self, dtype: np.dtype) -> np.ndarray:
         return np.empty((), dtype)
 
+    def param_block(self, nbytes: int) -> np.ndarray:
+        return np.empty(nbytes, np.uint8)
+
+    def scalar_in(self, block: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
+        return block[offset:offset + dtype.itemsize].view(dtype).reshape(())
+
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
     if a is b:
