@@ -27,7 +27,10 @@ def upload(session: Any, host: np.ndarray) -> tuple[Any, bool]:
     """
     fortran = host.ndim > 1 and host.flags.f_contiguous and not host.flags.c_contiguous
     fresh = wrap(session, session.new_id())
-    session.upload(host.T if fortran else host, fresh._h)  # host.T is C-contiguous: no copy
+    sent = host.T if fortran else host   # (host.T is C-contiguous: no copy)
+    session.upload(sent, fresh._h)
+    if fresh._m is None:
+        fresh._m = uploaded_meta(sent)   # (known here: a stretch may take it as an input)
     if session.blocking:   # (each op waits for its reply: an upload's error is raised here,
         session.sync()     # as during a capture, where CuPy refuses host-to-device copies)
     if not fortran:
@@ -36,6 +39,18 @@ def upload(session: Any, host: np.ndarray) -> tuple[Any, bool]:
                 "cupy.asarray")
     return call(session, m.KIND_FUNCTION, "array", api.ARRAY, None, (view,), {"order": "F"},
                 "cupy.asarray"), False
+
+
+def uploaded_meta(host: np.ndarray) -> tuple | None:
+    """The metadata of *host*, a C-contiguous array of numbers, once uploaded: its shape and
+    dtype, C strides, its own memory (what the worker's reply will say; known at once, so
+    that a held stretch that begins with it is answered from its template: no round trip)."""
+    if host.dtype.kind not in "biufc" or not host.dtype.isnative or host.size == 0:
+        return None   # (an empty array's strides are the device's own to choose)
+    like = np.empty(host.shape, host.dtype)
+    flags = like.flags
+    return (tuple(like.shape), like.dtype, tuple(like.strides),
+            flags.c_contiguous | (flags.f_contiguous << 1) | 4)
 
 
 def upload_array(session: Any, host: np.ndarray) -> Any:

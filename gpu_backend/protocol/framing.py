@@ -18,6 +18,7 @@ in its own memory (a download's chunk in its final array).
 
 from __future__ import annotations
 
+import mmap
 import os
 import socket
 import struct
@@ -98,11 +99,17 @@ def _check_lengths(lengths: list[int]) -> None:
         raise ProtocolError("a message larger than the link allows")
 
 
+#: A large received frame's memory: an anonymous mapping (its pages are the kernel's zeros
+#: until written, where bytearray(n) writes n zeros first). Not NumPy's: an array the worker
+#: makes over an upload's frame is told from a view of a session's array by it, and owns
+#: its data, as CuPy's asarray of host data does (worker/result_meta.py).
+ReceivedBytes = mmap.mmap
+
+
 def _frame_buffer(length: int) -> memoryview:
-    """Memory for a received frame: a large one is not zeroed first (bytearray(n) writes n
-    zeros)."""
+    """Memory for a received frame."""
     return memoryview(bytearray(length) if length < _UNFILLED_FROM
-                      else np.empty(length, np.uint8)).cast("B")
+                      else mmap.mmap(-1, length)).cast("B")
 
 
 class MessageReader:

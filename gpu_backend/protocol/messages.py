@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a message changes shape; the front door refuses other versions.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 KIND_FUNCTION = "f"    # target None, name from api.FUNCTIONS
 KIND_METHOD = "m"      # target = handle, name from api.METHODS
@@ -419,7 +419,7 @@ class BatchHeader(TypedDict):
     y: NotRequired[Annotated[Literal[1], "wait for the device to finish before replying (a sync point)"]]
     g: NotRequired[Annotated[Literal[1], "time the batch's device work (CUDA events): the reply's g"]]
     O: NotRequired[Annotated[int, "offer: keep this batch's ops as the stretch of this id (the client's) if they all run; the reply's h says it is kept"]]
-    T: NotRequired[Annotated[list[Any], "replay: [stretch id, first op's seq, [input handles], [parameter values], [result handles]] of a held stretch, instead of op records (docs/stretch-replay.md)"]]
+    T: NotRequired[Annotated[list[Any], "replay: [stretch id, first op's seq, [input handles], [parameter values], [result handles], optionally [result slots whose metadata the reply is to carry: absent, all it keeps]] of a held stretch, instead of op records; the batch's records after it are the client's frees (docs/stretch-replay.md)"]]
     D: NotRequired[Annotated[list[int], "stretch ids the client lets go (their replays were not faster): the worker drops them and their graphs' memory"]]
 
 
@@ -481,6 +481,7 @@ class BatchReply(TypedDict):
     g: NotRequired[Annotated[float, "device seconds of the batch's work (when the header's g asked)"]]
     z: NotRequired[Annotated[str, "why the worker has ended (a device fault, the pool has gone): the session's last reply"]]
     h: NotRequired[Annotated[int, "the stretch id the header's O offered: the worker holds it now"]]
+    hm: NotRequired[Annotated[list, "with h: the held stretch's metadata for the client's template, [inputs, results]: each input's entry as the batch began and each result's as its op made it ([handle, shape, dtype, strides, flags], None where no array came of it)"]]
     f: NotRequired[Annotated[Literal[1], "the header's T replay did not run through graphs: from its records (a guard failed, the stretch has none), or not at all (skipped after an error, cancelled)"]]
 
 

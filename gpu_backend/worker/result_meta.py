@@ -13,6 +13,7 @@ import msgpack
 import zmq
 
 from ..protocol import codec
+from ..protocol.framing import ReceivedBytes
 
 __all__ = ["add_metas", "array_meta", "is_bunch", "pack_metas"]
 
@@ -20,7 +21,7 @@ __all__ = ["add_metas", "array_meta", "is_bunch", "pack_metas"]
 pack_metas = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
 #: What an uploaded array's memory can be: the frame it arrived in, or bytes.
-_RECEIVED_BUFFERS = frozenset({zmq.Frame, bytes, bytearray, memoryview})
+_RECEIVED_BUFFERS = frozenset({zmq.Frame, bytes, bytearray, memoryview, ReceivedBytes})
 
 #: Each dtype's wire form (``codec.dtype_spec``), as results meet them.
 _DTYPE_SPECS: dict = {}

@@ -357,3 +357,25 @@ def test_a_miss_right_after_an_operator_keeps_the_inputs_it_bound(sessions):
 
     _results, fast = _run(sessions, loop)
     assert fast >= FAST - 2
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (5,), (1, 7), (3, 4), (2, 1, 3), (4, 0, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.complex128, np.bool_, np.uint64])
+def test_an_uploads_metadata_known_on_the_client_is_the_workers(sessions, shape, dtype):
+    """An upload's metadata is set on the client at once (a stretch that begins with the
+    upload's array, a minibatch's indices, is answered from its template without waiting
+    for the upload's reply): it is what the worker reports."""
+    fast = sessions[0]
+    cp = module_for(fast)
+    host = np.arange(int(np.prod(shape)), dtype=np.int64).astype(dtype).reshape(shape)
+    for order in ("C", "F"):
+        given = np.asarray(host, order=order)
+        a = cp.asarray(given)
+        known = a._m
+        fast.sync()
+        reported = fast.meta.peek(a._h)
+        copied = given.ndim > 1 and given.flags.f_contiguous and not given.flags.c_contiguous
+        if not copied and host.size:   # (the upload's own array, not a copy on the device)
+            assert known is not None and known == reported, (known, reported)
+        if host.size:
+            assert (a.shape, a.dtype, a.strides) == (host.shape, host.dtype, given.strides)
