@@ -436,14 +436,16 @@ class Session:
         self._check_open()
         stretches = self.stretches
         with _interrupts_deferred:
-            ops, self._ops = self._ops, []   # (frees queued before its first op)
-            ops.extend(run.free_records())
+            self._ops = []   # (only the frees before its first op: stretch_frees, header F)
+            ops = run.free_records()
             self._batch += 1
             first, last = run.first, self._seq
             self._flushed_seq = last
             self.meta.sent_below = next(self._ids)
             header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume,
                       "T": entry}
+            if self.stretch_frees:   # (dropped before its first op: freed before the replay)
+                header["F"] = list(self.stretch_frees)
             stretches.replayed(header, run.template)
             if stretches.drops:
                 header["D"] = stretches.take_drops()

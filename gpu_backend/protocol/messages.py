@@ -420,6 +420,7 @@ class BatchHeader(TypedDict):
     g: NotRequired[Annotated[Literal[1], "time the batch's device work (CUDA events): the reply's g"]]
     O: NotRequired[Annotated[int, "offer: keep this batch's ops as the stretch of this id (the client's) if they all run; the reply's h says it is kept"]]
     T: NotRequired[Annotated[list[Any], "replay: [stretch id, first op's seq, [input handles], [parameter values], [result handles], optionally [result slots whose metadata the reply is to carry: absent, all it keeps]] of a held stretch, instead of op records; the batch's records after it are the client's frees (docs/stretch-replay.md)"]]
+    F: NotRequired[Annotated[list[int], "with T: handles of arrays the client dropped before the stretch's first op, freed before it runs (the frees in its course follow it as records)"]]
     D: NotRequired[Annotated[list[int], "stretch ids the client lets go (their replays were not faster): the worker drops them and their graphs' memory"]]
 
 

@@ -168,6 +168,7 @@ class Executor:
         graphed = False   # (a replay the worker skipped, cancelled or re-ran from its records)
         if self.poisoned_at is None and not cancelled:
             if entry is not None:
+                self._free_first(header.get("F"))
                 executed, error, cancelled, graphed = replay.run(entry, iter(payload), results)
                 self._free_only(ops)   # (the client's frees of the stretch, after it)
             else:   # (a batch that split an op is not held: its graph would run the op whole)
@@ -190,6 +191,7 @@ class Executor:
                     error = self.record_error(self.seq, exc)
             self.pacer.ended = perf_counter()   # the device waits for the host from here
         elif entry is not None:
+            self._free_first(header.get("F"))
             replay.skip(entry)
             self._free_only(ops)
         else:
@@ -216,6 +218,16 @@ class Executor:
             reply["z"] = f"a device fault ({self.fatal})"
         self._warnings = []
         return reply, results.out_frames
+
+    def _free_first(self, handles: Any) -> None:
+        """A replay's header ``F``: arrays the client dropped before the stretch's first op,
+        freed before it runs (its peak memory is then what the ops alone would have)."""
+        if handles is None:
+            return
+        if type(handles) is not list or any(type(h) is not int for h in handles):
+            raise ProtocolError("a replay's F lists the handles of arrays to free first")
+        for hid in handles:
+            self.table.free(hid)
 
     def run_records(self, body: bytes, payload: Iterator, results: BatchResults) -> tuple:
         """Run *body*, op and free records with no header (a held stretch's, rebuilt as the

@@ -22,6 +22,9 @@ MALFORMED = {
     "drops not a list": {"D": "x"},
     "drops not ids": {"D": [1.5, "x"]},
     "too many drops": {"D": list(range(MAX_HELD + 1))},
+    "frees first not a list": {"T": [999, 1, [], [], []], "F": "x"},
+    "frees first not handles": {"T": [999, 1, [], [], []], "F": [1, "x"]},
+    "replay's wanted metadata not slots": {"T": [999, 1, [], [], [], [1.5]]},
 }
 
 
