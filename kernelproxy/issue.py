@@ -87,6 +87,11 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
         if out is not None:
             session.submit(kind, _NONE, None, name, target, args, kwargs, label)
             return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        run = session._run
+        if run is not None:   # a held stretch answered from its template (stretch_templates.py)
+            result = run.array_op(kind, name, target, args, kwargs, label)
+            if result is not None:
+                return result
         hid = session.new_id()
         session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
         return wrap(session, hid)

@@ -112,6 +112,7 @@ class StretchReplay:
         #: (``GPUWB_FAST_PATH=0``)
         self.templates = Templates()
         self._fast = fast
+        self._last_start: StretchTemplate | None = None
         self._counts: OrderedDict[int, _Sightings] = OrderedDict()   # hash -> sightings (LRU)
         self._decided: set[int] = set()          # hashes of keys refused or let go
         self._held: dict[tuple, int] = {}         # key -> stretch id
@@ -229,9 +230,14 @@ class StretchReplay:
         takes it, or None."""
         if type(name) is not str:
             return None
-        for template in self.templates.starting(kind, name):
+        candidates = self.templates.starting(kind, name)
+        last = self._last_start   # (a loop's stretch: the one that began last, tried first)
+        if last is not None and last in candidates and candidates[0] is not last:
+            candidates = [last, *(t for t in candidates if t is not last)]
+        for template in candidates:
             run = TemplateRun(session, self.templates, template, first)
-            if run.take(kind, want, out, name, target, args, kwargs, label):
+            if run.take(kind, want, out, name, target, args, kwargs, label, 4):
+                self._last_start = template
                 return run
         return None
 

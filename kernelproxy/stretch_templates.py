@@ -156,6 +156,9 @@ class StretchTemplate:
         #: their first record, frees too): held stretches of the same ops compare equal so,
         #: whatever they drop; and each such number's input slot here
         self.canon_ops, self.canon_slot = _canonical(self.ops)
+        #: the records as TemplateRun._matches checks them: a slice literal as the slice
+        #: it stands for (compared at once, not rebuilt as a key)
+        self.checks: list[tuple] = [_compiled(record) for record in self.ops]
         #: each arithmetic or comparison operator's plan for TemplateRun.operator (None for
         #: other ops): its name, its operands' codes, its result slot and metadata
         self.plans: list[tuple | None] = [
@@ -206,6 +209,36 @@ def _operator_plan(record: tuple, slot: int | None, meta: tuple | None) -> tuple
         else:
             return None
     return (record[2], tuple(codes), slot, meta)
+
+
+class _SliceLiteral:
+    """A slice literal of a record, ready to compare: the slice, its parts' types."""
+
+    __slots__ = ("value", "types")
+
+    def __init__(self, role: tuple) -> None:
+        parts = []
+        for part in role[1:]:
+            if not (type(part) is tuple and len(part) == 3 and part[0] == "l"
+                    and part[1] in _PLAIN_NAMES):
+                raise ValueError("not a plain slice")
+            parts.append(part[2])
+        self.value = slice(*parts)
+        self.types = tuple(type(p) for p in parts)
+
+
+def _compiled(role: Any) -> Any:
+    """A record (or role) with its plain slice literals as :class:`_SliceLiteral`."""
+    if type(role) is not tuple or not role:
+        return role
+    if role[0] == "slice" and len(role) == 4:
+        try:
+            return _SliceLiteral(role)
+        except ValueError:
+            return role
+    if role[0] in ("l", "s", "r", "i", "dtype", "type", "np", "..."):
+        return role
+    return tuple(_compiled(r) for r in role)
 
 
 def _canonical(ops: list[tuple]) -> tuple[list[tuple], list[int]]:
@@ -268,6 +301,11 @@ class Templates:
         head = template.canon_ops[:ops]
         return [t for t in self.by_first.get(_callable(template.ops[0]), [])
                 if t is not template and len(t.ops) >= ops and t.canon_ops[:ops] == head]
+
+
+#: Literals whose key is ("l", type name, the value): compared as they are
+_PLAIN = frozenset({int, str, bool, type(None), bytes})
+_PLAIN_NAMES = frozenset(t.__name__ for t in _PLAIN)
 
 
 class _Miss(Exception):
@@ -386,19 +424,41 @@ class TemplateRun:
         params.append(value.item())
         return True
 
+    def array_op(self, kind: str, name: Any, target: Any, args: tuple | list,
+                 kwargs: dict | None, label: str) -> Any:
+        """An op whose result is a new array (a function's, a method's, an index's), the
+        template's next: its array at once, or None where it is not (the ordinary path
+        then). :meth:`take`'s check, without the session's submit and wrap around it."""
+        session = self.session
+        lock = session._lock
+        lock.acquire()
+        try:
+            if session._run is not self:
+                return None
+            hid = next(session._ids)
+            if not self.take(kind, _ARRAY, hid, name, target, args, kwargs, label, 4):
+                return None
+            array = object.__new__(self._array)
+            array._s, array._h, array._m = session, hid, self.predicted.pop(hid, None)
+            session.arrays[hid] = _weakref(array)
+            return array
+        finally:
+            lock.release()
+
     def take(self, kind: str, want: str, out: int | None, name: Any, target: Any,
-             args: tuple | list, kwargs: dict | None, label: str) -> bool:
+             args: tuple | list, kwargs: dict | None, label: str, depth: int = 3) -> bool:
         """Whether the op is the template's next (True: it is taken, numbered, its line
-        kept); False: it is not, and the run is to fall back."""
+        kept, *depth* frames up where the user's code called); False: it is not, and the
+        run is to fall back."""
         template = self.template
         i = self.i
         if want == _MULTI or want == _OBJECT:
             return False
         if i >= len(template.ops) \
-                or not self._matches(template.ops[i], kind, want, name, target, args, kwargs):
+                or not self._matches(template.checks[i], kind, want, name, target, args, kwargs):
             for other in self.templates.sharing(template, i):   # (another held stretch of
                 if i < len(other.ops) and self._switch(other):  # the same start)
-                    if self._matches(other.ops[i], kind, want, name, target, args, kwargs):
+                    if self._matches(other.checks[i], kind, want, name, target, args, kwargs):
                         template = other
                         break
                     self._switch(template)
@@ -414,7 +474,7 @@ class TemplateRun:
             meta = template.predicted[slot]
             if meta is not None:
                 self.predicted[out] = meta
-        self.lines.append((label, call_site(3)))
+        self.lines.append((label, call_site(depth)))
         self.session._seq += 1
         self.i = i + 1
         self._bound.clear()
@@ -528,6 +588,11 @@ class TemplateRun:
             if value is not None:
                 raise _Miss
             return
+        if type(role) is _SliceLiteral:
+            if type(value) is not slice or value != role.value or (
+                    type(value.start), type(value.stop), type(value.step)) != role.types:
+                raise _Miss
+            return
         tag = role[0]
         if tag == "r" or tag == "i":
             hid = self._handle(value)
@@ -548,6 +613,20 @@ class TemplateRun:
             self.inputs[n] = hid
             self.input_of[hid] = n
             self._bound.append(n)
+            return
+        kind = type(value)
+        if kind in _PLAIN:   # the commonest literals, told without building their key
+            if tag != "l" or len(role) != 3 or role[1] != kind.__name__ or role[2] != value:
+                raise _Miss
+            return
+        if kind is slice:
+            if tag != "slice":
+                raise _Miss
+            _, start, stop, step = role
+            for part, expected in ((value.start, start), (value.stop, stop), (value.step, step)):
+                if type(part) not in _PLAIN or expected[1] != type(part).__name__ \
+                        or expected[2] != part:
+                    raise _Miss
             return
         if self._handle(value) is not None:   # an array where the template has a value
             raise _Miss

@@ -434,6 +434,8 @@ class StretchGraphs:
             tools.copy(g.bufs[n], a)
         if g.pbufs:   # (every parameter at once, written into phost by _fits)
             tools.write(g.pblock, g.phost)
+        phases = self.x.phases
+        phases.mark("replay_in")   # (the inputs copied in, the parameters written)
         handout: dict[int, Any] = {}
         live = True
         try:
@@ -455,7 +457,10 @@ class StretchGraphs:
                                 error=(first + failed.index, failed.error))
         if not live:   # a result's layout changed under an eager op: capture again next time
             state.capture_again()
-        return self._finish(g, stretch.ops, entry, arrays, handout, results)
+        phases.mark("replay_ran")   # (its graphs launched, its eager ops run)
+        done = self._finish(g, stretch.ops, entry, arrays, handout, results)
+        phases.mark("replay_out")   # (its kept results handed to their handles)
+        return done
 
     def _run_eager(self, ops: list, g: StretchGraph, first: int, params: list,
                    handout: dict, results: BatchResults, live: bool) -> bool:

@@ -379,3 +379,20 @@ def test_an_uploads_metadata_known_on_the_client_is_the_workers(sessions, shape,
             assert known is not None and known == reported, (known, reported)
         if host.size:
             assert (a.shape, a.dtype, a.strides) == (host.shape, host.dtype, given.strides)
+
+
+@pytest.mark.parametrize("odd", [slice(1, -2), slice(1, None), slice(1, -1, 2),
+                                 slice(np.int64(1), -1), slice(True, -1)])
+def test_a_slice_that_differs_falls_back(sessions, odd):
+    """A slice is compared whole and by its parts' types: another bound, another step, a
+    NumPy integer or a bool for an int (each a key of its own) all miss."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        values = []
+        for step in range(STEPS):
+            part = x[odd] if step == DIFFER else x[1:-1]
+            values.append(float((part * 2.0).sum()))
+        return values
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST - 2

@@ -1,0 +1,107 @@
+"""Where a held stretch's replay spends the worker's time, phase by phase, side by side.
+
+    python benchmarks/worker_phases.py [--devices auto] [--reps 1000] [--json out.json]
+
+Runs the hot sync ``float((x + 1).sum())`` and the 20-op chain of ``held_loops.py`` on
+sessions with the fast path on, off (``GPUWB_FAST_PATH=0``) and stretch replay off
+(``GPUWB_GRAPHS=0``), each session's worker timing its phases (``GPUWB_WORKER_PHASES``,
+worker/phases.py: received, opened, begun, replay_in, replay_ran, replay_out, ops, run,
+encoded, sent, after_reply), and prints the median microseconds of each phase of each
+worker beside the client's wall time per iteration. A diagnostic for issue 50's "a
+replayed stretch costs its graph launch plus <= 20 us of the worker's own time".
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kernelproxy  # noqa: E402
+from json_out import emit  # noqa: E402  (beside this file)
+from kernelproxy.modules import module_for  # noqa: E402
+from programs import chain20_body, chain20_inputs  # noqa: E402
+from served_pool import open_pool  # noqa: E402
+
+SIDES = {"fast": {}, "nofast": {"GPUWB_FAST_PATH": "0"}, "nographs": {"GPUWB_GRAPHS": "0"}}
+
+
+def loops(cp):
+    x = cp.arange(1000, dtype=cp.float32)
+    a, b = chain20_inputs(cp, 1024)
+    state = {"a": a}
+
+    def hot():
+        return float((x + 1).sum())
+
+    def chain():
+        state["a"] = chain20_body(state["a"], b)
+        return float(state["a"].sum())
+    return {"hot_sync": hot, "chain20": chain}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--devices", default="auto")
+    parser.add_argument("--reps", type=int, default=1000)
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "command": " ".join(["python", "benchmarks/worker_phases.py", *(argv or sys.argv[1:])]),
+              "runs": {}}
+    for loop_name in ("hot_sync", "chain20"):
+        for side, env in SIDES.items():
+            where = tempfile.mkdtemp(prefix="phases-")
+            saved = {k: os.environ.get(k) for k in (*env, "GPUWB_WORKER_PHASES", "GPUWB_REPLAY_MEASURED")}
+            os.environ.update(env, GPUWB_WORKER_PHASES=where, GPUWB_REPLAY_MEASURED="0")
+            try:
+                with open_pool("fair", args.devices, True) as pool:
+                    session = kernelproxy.connect(pool.local_address or pool.address, pool.token)
+                    step = loops(module_for(session))[loop_name]
+                    for _ in range(50):
+                        step()
+                    walls = []
+                    for _ in range(args.reps):
+                        t0 = time.perf_counter()
+                        step()
+                        walls.append((time.perf_counter() - t0) * 1e6)
+                    session.close()
+                    time.sleep(1.0)   # (the worker writes its phases as it ends)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            phases = {}
+            for path in glob.glob(os.path.join(where, "*.json")):
+                summary = json.load(open(path))
+                if summary.get("messages", 0) >= args.reps // 2:
+                    phases = summary.get("median_us", {})
+            result["runs"][f"{loop_name}/{side}"] = {
+                "wall_us": round(statistics.median(walls), 1),
+                "phases_us": {k: round(v, 1) for k, v in phases.items()}}
+    names = ["received", "opened", "begun", "replay_in", "replay_ran", "replay_out", "ops", "run",
+             "encoded", "sent", "after_reply"]
+    print(f"{'loop/side':22s} {'wall':>7s} " + " ".join(f"{n[:10]:>10s}" for n in names))
+    for key, run in result["runs"].items():
+        print(f"{key:22s} {run['wall_us']:7.1f} " + " ".join(
+            f"{run['phases_us'].get(n, float('nan')):10.1f}" for n in names))
+    emit(result, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
