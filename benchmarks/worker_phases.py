@@ -56,9 +56,10 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--reps", type=int, default=1000)
+    parser.add_argument("--policy", default="fair", help="the pool's policy (none: no pacing)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "policy": args.policy,
               "command": " ".join(["python", "benchmarks/worker_phases.py", *(argv or sys.argv[1:])]),
               "runs": {}}
     for loop_name in ("hot_sync", "chain20"):
@@ -67,7 +68,7 @@ def main(argv=None) -> int:
             saved = {k: os.environ.get(k) for k in (*env, "GPUWB_WORKER_PHASES", "GPUWB_REPLAY_MEASURED")}
             os.environ.update(env, GPUWB_WORKER_PHASES=where, GPUWB_REPLAY_MEASURED="0")
             try:
-                with open_pool("fair", args.devices, True) as pool:
+                with open_pool(args.policy, args.devices, True) as pool:
                     session = kernelproxy.connect(pool.local_address or pool.address, pool.token)
                     step = loops(module_for(session))[loop_name]
                     for _ in range(50):

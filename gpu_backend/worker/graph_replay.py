@@ -39,6 +39,8 @@ from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
 __all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
 
+#: The types a parameter's value may have (besides NumPy's scalars)
+_SCALARS = frozenset((bool, int, float, complex))
 #: Bytes of a parameter's place in a stretch's parameter block (the widest scalar: complex128)
 PARAM_BYTES = 16
 #: Captures tried per held stretch before it is left to re-runs (each failed one moves the
@@ -153,6 +155,8 @@ class StretchGraph:
         #: ``phost`` with one copy before each launch (a copy each cost ~5 µs a parameter)
         self.pblock: Any = None
         self.phost: np.ndarray | None = None
+        #: each parameter's place in phost, a 0-d host view of its dtype
+        self.pviews: dict[int, np.ndarray] = {}
         self.segments: list[_Segment] = []
         self.env: dict[int, Any] = {}
         self.retained: Any = None
@@ -299,14 +303,15 @@ class StretchGraphs:
             for (start, size), (nxt, _) in zip(spans, spans[1:]):
                 if start + size > nxt:
                     return None
-        phost = g.phost
-        for n, buf in g.pbufs.items():
+        scalars = _SCALARS
+        for n, view in g.pviews.items():   # (0-d views of phost: NumPy casts, or refuses, as
+            value = params[n]               # np.array(value, dtype) would: OverflowError)
+            if type(value) not in scalars and not isinstance(value, np.generic):
+                return None
             try:
-                host = _host_scalar(params[n], buf.dtype)
+                view[()] = value
             except (TypeError, ValueError, OverflowError):
                 return None
-            offset = PARAM_BYTES * n
-            phost[offset:offset + host.nbytes] = host.reshape(1).view(np.uint8)
         return {}
 
     # ------------------------------------------------------------ capture
@@ -395,6 +400,8 @@ class StretchGraphs:
                 host = _host_scalar(given, dtype)
                 buf = self.tools.scalar_in(g.pblock, PARAM_BYTES * slot.n, dtype)
                 g.pbufs[slot.n] = buf
+                offset = PARAM_BYTES * slot.n
+                g.pviews[slot.n] = g.phost[offset:offset + dtype.itemsize].view(dtype).reshape(())
                 if self.tools.capture_runs:   # the op runs now: its value must be there
                     self.tools.write(buf, host)
                 else:   # written after the capture ends (a copy now would be captured)
