@@ -31,7 +31,7 @@ from .host_news import HostDeployed, HostGone
 from .config import PoolSettings
 from .wake_queue import WakeQueue
 
-__all__ = ["AgentActor", "RayHosts", "AGENT_SETTINGS"]
+__all__ = ["AgentActor", "HostNames", "RayHosts", "AGENT_SETTINGS"]
 
 log = logging.getLogger("gpu_backend.cluster")
 
@@ -42,6 +42,29 @@ AGENT_SETTINGS = ("policy", "quantum_ms", "period_ms", "worker_zygote", "worker_
 SURVEY_EVERY = 0.5
 #: Seconds a ping may take before the agent is pinged again (a slow agent is not lost).
 PING_WAIT = 5.0
+
+
+class HostNames:
+    """The names the pool gives its hosts: a Ray node's host name, with ``-2``, ``-3``, ...
+    for several nodes of one machine. A name is never given twice in the pool's life, not
+    even once its host is lost: a node that joins after another left is a new host, and
+    reusing the lost one's name merged the two in the status and the usage log (whose
+    device names begin with the host's)."""
+
+    def __init__(self) -> None:
+        #: every name given so far (hosts live and lost)
+        self.given: set[str] = set()
+
+    def name(self, node: dict) -> str:
+        """A fresh name for the Ray node *node* (a row of ``ray.nodes()``)."""
+        base = str(node.get("NodeManagerHostname") or node.get("NodeManagerAddress") or "host")
+        base = "".join(c if c.isalnum() or c in "-_." else "-" for c in base)[:60] or "host"
+        name, k = base, 1
+        while name in self.given:
+            k += 1
+            name = f"{base}-{k}"
+        self.given.add(name)
+        return name
 
 
 class AgentActor:
@@ -95,6 +118,7 @@ class RayHosts:
                             {k: getattr(settings, k) for k in AGENT_SETTINGS},
                             settings.cluster_devices == "numpy")
         self._agents: dict[str, tuple[str, Any]] = {}   # node id -> (host name, actor)
+        self._names = HostNames()                       # (lost hosts' names among them)
         self._failed: set[str] = set()                  # nodes whose agent could not start
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="gpuwb-ray-watch", daemon=True)
@@ -150,13 +174,7 @@ class RayHosts:
 
     def _deploy(self, node_id: str, node: dict, gpus: int) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-        taken = {name for name, _ in self._agents.values()}
-        base = str(node.get("NodeManagerHostname") or node.get("NodeManagerAddress") or "host")
-        base = "".join(c if c.isalnum() or c in "-_." else "-" for c in base)[:60] or "host"
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}-{k}"
+        name = self._names.name(node)
         secret = secrets.token_urlsafe(24)
         # (put before the actor exists: the loop reads its join only after this news)
         self._news.put(HostDeployed(name, secret))

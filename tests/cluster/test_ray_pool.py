@@ -7,7 +7,8 @@ a node declaring two), started once for the module in a process of its own
 agents serving one NumPy device per declared GPU (CI has no GPU); CurveZMQ on every link,
 as off loopback; real clients. The tests run in one test process (the suite distributes
 whole files: ``--dist loadfile``), in any order: placement across the nodes, quotas over
-the hosts, one usage log, a users-file change, a node removed mid-session, a node added.
+the hosts, one usage log, a users-file change, a node removed mid-session, a node added,
+a node added after one left (a name of its own).
 """
 
 from __future__ import annotations
@@ -258,3 +259,23 @@ def test_a_node_added_takes_new_sessions_at_once(pool, cluster):
         finally:
             for s in sessions:
                 s.close()
+
+
+def test_a_node_that_joins_after_one_left_is_never_given_the_lost_hosts_name(pool, cluster):
+    """A host's name is never reused in the pool's life: a node added after another left
+    was given the lost host's name (the lowest free one: its node's host name, or with
+    -2, -3, ...), and the status and the usage log then took the two machines for one."""
+    _served, connect, _users, _tokens = pool
+    with connect() as watcher:
+        before = set(_rows(watcher)[1])
+        cluster.add("brief", 1)
+        (brief,) = eventually(lambda: set(_rows(watcher)[1]) - before or False, timeout=120,
+                              interval=0.2)
+        cluster.remove("brief")
+        eventually(lambda: brief not in _rows(watcher)[1], timeout=60, interval=0.2)
+        cluster.add("after", 1)
+        (after,) = eventually(lambda: set(_rows(watcher)[1]) - before or False, timeout=120,
+                              interval=0.2)
+        assert after != brief and after not in before, (brief, after, before)
+        devices, hosts = _rows(watcher)
+        assert brief not in hosts and all(not d.startswith(brief + "/") for d in devices)
