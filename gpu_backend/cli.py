@@ -17,6 +17,8 @@ import logging
 import signal
 import sys
 
+from pydantic import ValidationError
+
 from .config import PoolSettings
 from .frontdoor import FrontDoor
 from .gc_pauses import settle
@@ -107,7 +109,15 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
     given = {k: getattr(args, k) for k in SERVE_SETTINGS if getattr(args, k, None) is not None}
-    settings = PoolSettings(**given)
+    try:
+        settings = PoolSettings(**given)
+    except ValidationError as exc:   # (a malformed option, GPUWB_* variable or GPUWB_CONFIG entry)
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"]) or "settings"
+            message = error["msg"].removeprefix("Value error, ")
+            said = message if message.startswith(where) else f"{where}: {message}"
+            print(f"gpuwb-backend serve: {said}", file=sys.stderr)
+        return 2
     if settings.usage_log is None:
         from .usage import default_log_path
         settings.usage_log = default_log_path()

@@ -6,6 +6,7 @@ Precedence (highest first): explicit arguments, environment, the file named by
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -88,10 +89,15 @@ class PoolSettings(BaseSettings):
     @classmethod
     def _tcp_only(cls, value: str) -> str:
         match = TCP_ADDRESS.fullmatch(value)
-        if match is None or int(match[2]) > 65535:
+        if match is None or int(match[2]) > 65535 or not _valid_host(match[1]):
+            hint = ""
+            host, _, port = value.removeprefix("tcp://").rpartition(":")
+            if value.startswith("tcp://") and ":" in host and "[" not in host \
+                    and _valid_host(f"[{host}]") and port.isdigit():
+                hint = f" (did you mean tcp://[{host}]:{port}?)"
             raise ValueError(f"listen must look like tcp://HOST:PORT, such as tcp://0.0.0.0:5555, "
                              f"or tcp://[::]:5555 for IPv6 (an IPv6 address in brackets); "
-                             f"got {value!r}")
+                             f"got {value!r}{hint}")
         return value
 
     @classmethod
@@ -115,6 +121,18 @@ class PoolSettings(BaseSettings):
     @property
     def port(self) -> int:
         return int(self.listen.rsplit(":", 1)[1])
+
+
+def _valid_host(host: str) -> bool:
+    """Whether *host* (of ``tcp://HOST:PORT``) is a name or IPv4 address, or an IPv6
+    address in brackets that is one (``[::ffff:127.0.0.1]``, IPv4-mapped, among them)."""
+    if not host.startswith("["):
+        return True
+    try:
+        ipaddress.IPv6Address(host[1:-1])
+    except ValueError:
+        return False
+    return True
 
 
 def arguments_env_then_toml(settings_cls: type, init_settings: Any, env_settings: Any,

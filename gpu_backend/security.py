@@ -111,16 +111,19 @@ def load_server_keys(path: str | os.PathLike) -> ServerKeys:
 
 def is_loopback(host: str) -> bool:
     """Is *host* (from ``tcp://HOST:PORT``) a loopback address? ``*``, ``0.0.0.0``,
-    interface names and other host names are not."""
+    interface names and other host names are not; an IPv4-mapped IPv6 address is what
+    it maps (``[::ffff:127.0.0.1]`` is, as Python 3.13 says too)."""
     host = host.strip()
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     if host.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 def server_keys_for(host: str, key_file: str | os.PathLike | None) -> ServerKeys | None:
