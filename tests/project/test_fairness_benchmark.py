@@ -1,0 +1,66 @@
+"""benchmarks/fairness.py: a run without ``--scenarios`` covers every scenario the documents
+quote (the long-kernel ones were left out of it: issue 53), ``--quick`` runs the same ones
+for less time, and a run on the NumPy device finishes with a long-kernel scenario's results.
+
+The run's figures mean nothing on the NumPy device of a busy machine; that it runs the
+scenario it is asked for and writes its results does.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.paths import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
+import fairness  # noqa: E402
+from fairness import SCENARIOS  # noqa: E402
+
+#: the documents that quote the benchmark's scenarios and their figures
+QUOTING = ("docs/fair-share.md", "docs/performance.md", "benchmarks/README.md")
+
+
+def _quoted() -> set[str]:
+    return {name for doc in QUOTING for name in SCENARIOS
+            if name in (PROJECT_ROOT / doc).read_text()}
+
+
+def test_a_default_run_covers_every_scenario_the_documents_quote():
+    quoted = _quoted()
+    assert {"interactive+long", "long-vs-small", "dl-mix"} <= quoted   # (what was left out)
+    assert quoted <= set(fairness.DEFAULT_SCENARIOS), sorted(quoted - set(fairness.DEFAULT_SCENARIOS))
+    default, quick = fairness.parse_args([]), fairness.parse_args(["--quick"])
+    assert quoted <= set(default.names), sorted(quoted - set(default.names))
+    assert quoted <= set(quick.names), sorted(quoted - set(quick.names))
+    # --quick: the same scenarios, shorter
+    assert quick.names == default.names
+    assert quick.seconds < default.seconds and quick.calibrate_seconds < default.calibrate_seconds
+    assert fairness.parse_args(["--scenarios", "two-1:1,dl-mix"]).names == ["two-1:1", "dl-mix"]
+
+
+def test_an_unknown_scenario_is_refused_before_anything_runs():
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "fairness.py"),
+                           "--scenarios", "two-1:1,long-vs-smal"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "no scenario long-vs-smal" in done.stderr, done.stderr
+
+
+def test_a_long_kernel_scenario_runs_on_the_numpy_device(tmp_path):
+    """Short and small (an explicit scenario, GEMMs of a few hundred elements a side): one
+    policy's pool, its workloads measured alone, the scenario, its table and verdicts."""
+    out = tmp_path / "fairness.json"
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "fairness.py"),
+                           "--devices", "cpu", "--policies", "fair", "--calibrate", "fair",
+                           "--scenarios", "long-vs-small", "--long", "192", "--small", "64",
+                           "--big", "64", "--seconds", "2", "--calibrate-seconds", "1",
+                           "--lead", "1", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert results["scenarios"] == ["long-vs-small"]
+    assert set(results["exclusive"]["fair"]) >= {"long", "small"}
+    row = results["policies"]["fair"]["long-vs-small"]
+    assert set(row["normalised_rates"]) == {"a", "b"}, row["normalised_rates"]   # (both ran)
+    assert "long-vs-small" in done.stdout
