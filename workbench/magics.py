@@ -205,7 +205,11 @@ def status_view(session: kernelproxy.Session) -> GroupView:
         ("batches in flight", in_flight),
         ("device time (measured by the pool)", human_duration(mine.get("device_seconds"))),
         ("worker busy", human_duration(session.worker_seconds)),
-        ("device time (timed)", human_duration(session.device_seconds)),
+        # (only %%gpu_time cells time their batches: "timed" beside the pool's figure said
+        # nothing of that, and read as the session's device time being 0 s)
+        ("device time in %%gpu_time cells",
+         human_duration(session.device_seconds) if session.device_seconds
+         else "0 s (only %%gpu_time cells count)"),
         ("reconnects", workbench.reconnects),
         ("stretch replay", _stretch_line(session)),
     ], note=note)

@@ -14,7 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 import kernelproxy
 from gpu_backend.pool import LocalPool
 from workbench.connection import ClientSettings, workbench
-from workbench.magics import COMMANDS, NOT_CONNECTED, info_view, memory_view
+from workbench.magics import COMMANDS, NOT_CONNECTED, info_view, memory_view, status_view
 from workbench.views import GroupView, KeyValueView, TableView, human_bytes, human_duration, to_text
 from tests.paths import PROJECT_ROOT
 from tests.workbench.test_status_width import headers
@@ -144,6 +144,32 @@ def test_status(env):
     assert isinstance(gpu(env, ""), GroupView)  # the default command
     narrow = to_text(view, width=80)   # a terminal of 80 columns: headers whole, one line each
     assert max(map(len, narrow.splitlines())) <= 80 and len(headers(narrow)) == 3, narrow
+
+
+def _row(text: str, key: str) -> str:
+    (line,) = [line for line in text.splitlines() if key in line]
+    return line
+
+
+def test_status_says_its_timed_device_time_is_that_of_gpu_time_cells(env):
+    """The row of device time the client timed names %%gpu_time cells, the only ones timed:
+    "device time (timed) 0 s" beside the pool's measured figure said nothing of that."""
+    # a session of its own, nothing timed on it yet (module_for would make it the active one)
+    with kernelproxy.connect(env.pool.address, env.pool.token) as fresh:
+        view = status_view(fresh)
+        text = str(view)
+        assert "(timed)" not in text, text
+        assert "0 s (only %%gpu_time cells count)" in _row(
+            text, "device time in %%gpu_time cells"), text
+        assert "0 s (only %%gpu_time cells count)" in view._repr_html_()
+        narrow = to_text(view, width=80)
+        assert max(map(len, narrow.splitlines())) <= 80, narrow
+    assert env.shell.run_cell("%%gpu_time\n" + GPU_TIME_CELL).success
+    timed = session().device_seconds
+    assert timed > 0
+    text = str(gpu(env, "status"))
+    assert human_duration(timed) in _row(text, "device time in %%gpu_time cells"), text
+    assert "(timed)" not in text and "0 s (only %%gpu_time cells count)" not in text, text
 
 
 def test_status_shows_stretch_replay(env):
