@@ -59,9 +59,9 @@ import zmq  # noqa: E402
 import kernelproxy  # noqa: E402
 from gpu_backend.pool import LocalPool  # noqa: E402
 from gpu_backend.protocol import codec, framing  # noqa: E402
-from gpu_backend.run_dir import PREFIX  # noqa: E402
+from gpu_backend.runtime.run_dir import PREFIX  # noqa: E402
 from gpu_backend.served import ServedPool  # noqa: E402
-from gpu_backend.users import User, hash_token, new_token, save_users  # noqa: E402
+from gpu_backend.accounting.users import User, hash_token, new_token, save_users  # noqa: E402
 from json_out import emit  # noqa: E402  (beside this file)
 from kernelproxy.modules import module_for  # noqa: E402
 from tests.hostile import door_fuzz_frames, process_state, worker_fuzz_batches, worker_processes  # noqa: E402

@@ -60,7 +60,7 @@ LEASE_TIMEOUT = 60.0
 # ------------------------------------------------------------------ the front door process
 def _door_main(users_file: str, usage_log: str, secrets_of: dict[str, str], conn) -> None:
     from gpu_backend.config import PoolSettings
-    from gpu_backend.frontdoor import FrontDoor
+    from gpu_backend.door.frontdoor import FrontDoor
     import threading
     door = FrontDoor(PoolSettings(listen="tcp://127.0.0.1:0", cluster="manual",
                                   users_file=users_file, usage_log=usage_log,
@@ -230,7 +230,7 @@ def _quantiles(values: list[float]) -> dict:
 def _sign_in_all(clients: Clients, users: int) -> dict:
     """Every user's first sign-in (a status request: the token's scrypt check), as many at
     once as the sign-in gate queues (auth_gate.QUEUE); one refused as busy tries again."""
-    from gpu_backend.auth_gate import QUEUE
+    from gpu_backend.door.auth_gate import QUEUE
     waiting = list(range(users))
     refused = 0
     start = time.perf_counter()
@@ -312,7 +312,7 @@ class Driver:
 
 
 def _write_users(path: Path, count: int) -> dict[str, str]:
-    from gpu_backend.users import User, hash_token, new_token, save_users
+    from gpu_backend.accounting.users import User, hash_token, new_token, save_users
     names = [f"user{k:04d}" for k in range(count)]
     tokens = {name: new_token(name) for name in names}
     with multiprocessing.get_context("spawn").Pool(os.cpu_count() or 1) as workers:

@@ -105,7 +105,7 @@ class Pool:
     """``gpuwb-backend serve`` in a subprocess with a users file we write."""
 
     def __init__(self, policy: str, devices: str, workdir: Path, weights: dict) -> None:
-        from gpu_backend.users import User, hash_token, new_token, save_users
+        from gpu_backend.accounting.users import User, hash_token, new_token, save_users
         # "fair:5": the fair policy with every turn 5 ms (period 0), as before turns were
         # shared out of a period; "fair/10": turns shared out of a 10 ms period; "fair" has
         # the pool's defaults (several compare in one run)

@@ -20,8 +20,8 @@ import sys
 from pydantic import ValidationError
 
 from .config import PoolSettings
-from .frontdoor import FrontDoor
-from .gc_pauses import settle
+from gpu_backend.door.frontdoor import FrontDoor
+from gpu_backend.runtime.gc_pauses import settle
 
 __all__ = ["main", "build_parser", "serve", "add_serve_arguments"]
 
@@ -119,7 +119,7 @@ def serve(args: argparse.Namespace) -> int:
             print(f"gpuwb-backend serve: {said}", file=sys.stderr)
         return 2
     if settings.usage_log is None:
-        from .usage import default_log_path
+        from gpu_backend.accounting.usage import default_log_path
         settings.usage_log = default_log_path()
     generated = settings.token is None and settings.token_file is None and settings.users_file is None
     try:

@@ -1,7 +1,7 @@
 """``gpuwb-backend usage``: the usage log summed per user or per session.
 
 Reads the log a pool appends to (``--usage-log``; see ``docs/fair-share.md``,
-"Accounting") with :func:`gpu_backend.usage.read_usage`; it never talks to a
+"Accounting") with :func:`gpu_backend.accounting.usage.read_usage`; it never talks to a
 pool, so it works on a log copied elsewhere and while the pool is running.
 Lines cut short by a killed pool are left out, with a warning on stderr.
 Errors (no log, a --since it cannot read) print one line on stderr and exit 2.
@@ -16,7 +16,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from .usage import COUNTERS, default_log_path, parse_since, read_usage
+from gpu_backend.accounting.usage import COUNTERS, default_log_path, parse_since, read_usage
 
 __all__ = ["register", "format_seconds", "format_bytes"]
 

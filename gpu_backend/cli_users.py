@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .users import (
+from gpu_backend.accounting.users import (
     User,
     UsersFileError,
     format_size,

@@ -2,7 +2,7 @@
 
 Used by ``gpuwb demo``, the remote-GPU kernel when no pool is configured,
 and the tests. Its clients talk to it over ``ipc://`` (see
-:mod:`gpu_backend.same_host`); ``tcp_address`` is there too. Workers are still separate processes, exactly as in a
+:mod:`gpu_backend.door.same_host`); ``tcp_address`` is there too. Workers are still separate processes, exactly as in a
 standalone pool; only the front door shares the caller's process.
 """
 
@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from .config import PoolSettings
-from .frontdoor import FrontDoor
+from gpu_backend.door.frontdoor import FrontDoor
 
 __all__ = ["LocalPool"]
 

@@ -23,7 +23,7 @@ from typing import Any, Callable
 import zmq
 
 from ..protocol.codec import packb, unpackb
-from ..run_dir import make_run_dir, remove_run_dir
+from gpu_backend.runtime.run_dir import make_run_dir, remove_run_dir
 from .baton import BatonBoard
 from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Grant, Policy, Ready, make_policy
 from .trace import decision_trace

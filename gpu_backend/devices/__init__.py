@@ -1,4 +1,8 @@
-"""Devices a session worker can run on: ``numpy`` (host) or ``cupy`` (a GPU)."""
+"""Devices a session worker can run on: ``numpy`` (host) or ``cupy`` (a GPU).
+
+May import: ``protocol``, NumPy, SciPy; CuPy only in ``cupy_device``, ``cupy_graphs`` and
+``cupy_capture``.
+"""
 
 from __future__ import annotations
 

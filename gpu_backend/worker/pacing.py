@@ -38,7 +38,7 @@ from collections import deque
 from time import perf_counter
 from typing import Callable
 
-from ..gc_pauses import record_pauses
+from gpu_backend.runtime.gc_pauses import record_pauses
 from .lease import DeviceLease
 
 __all__ = ["Pacer", "LEAD", "LONE_LEAD", "GRAIN"]

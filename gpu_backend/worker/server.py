@@ -24,10 +24,10 @@ import msgpack
 import zmq
 
 from ..devices import open_device
-from ..gc_pauses import settle
+from gpu_backend.runtime.gc_pauses import settle
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
-from ..run_dir import remove_run_dir
+from gpu_backend.runtime.run_dir import remove_run_dir
 from .executor import Executor
 from .grants import GRANT_STEP, MIN_STEP, MemoryGrant
 from .handles import HandleTable

@@ -4,7 +4,7 @@ Started by the pool as ``python -m gpu_backend.worker.zygote --fd N``, one per k
 device (the NumPy device's workers need their BLAS threads set before NumPy loads). A
 fresh ``python -m gpu_backend.worker`` spends about 0.3 s of CPU importing NumPy, ZeroMQ
 and the worker before it can open its device; a fork of this process starts there. The
-pool (:mod:`gpu_backend.zygotes`) sends each request over an inherited socket pair, like
+pool (:mod:`gpu_backend.hosts.zygotes`) sends each request over an inherited socket pair, like
 the workers' control channels: nobody else can reach it.
 
 A request is a ``fork`` message (``ZygoteFork`` in :mod:`gpu_backend.protocol.messages`)
@@ -38,7 +38,7 @@ import warnings
 
 from setproctitle import setproctitle
 
-from ..gc_pauses import settle
+from gpu_backend.runtime.gc_pauses import settle
 from ..protocol.codec import packb, unpackb
 
 __all__ = ["main", "MAX_REQUEST_BYTES", "REQUEST_FDS"]

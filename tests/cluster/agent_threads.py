@@ -1,7 +1,7 @@
 """Real host agents on threads of the test process, for a front door run without Ray.
 
 The front door runs with ``cluster="manual"``; each agent is a real
-:class:`~gpu_backend.host_agent.HostAgent` (or a test's subclass of it) on a thread, with
+:class:`~gpu_backend.multihost.host_agent.HostAgent` (or a test's subclass of it) on a thread, with
 real worker processes, over real sockets. A test deploys an agent as Ray's watcher would:
 it tells the front door's loop, from its own thread, which secret the agent was given
 (``AcrossHosts.deployed``), then starts the agent.
@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from gpu_backend.config import PoolSettings
-from gpu_backend.host_agent import HostAgent
+from gpu_backend.multihost.host_agent import HostAgent
 from gpu_backend.pool import LocalPool
 
 from tests.waiting import until

@@ -1,10 +1,10 @@
-"""The names a pool across hosts gives its Ray nodes (gpu_backend.cluster.HostNames), without
+"""The names a pool across hosts gives its Ray nodes (gpu_backend.multihost.cluster.HostNames), without
 Ray: rows shaped as ``ray.nodes()`` gives them. End to end, on a local Ray cluster:
 tests/cluster/test_ray_pool.py (a node that joins after one left)."""
 
 from __future__ import annotations
 
-from gpu_backend.cluster import HostNames
+from gpu_backend.multihost.cluster import HostNames
 
 
 def _node(hostname: str | None, address: str = "10.0.0.7") -> dict:

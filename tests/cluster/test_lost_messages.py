@@ -27,9 +27,9 @@ import pytest
 import zmq
 
 import kernelproxy
-from gpu_backend import agent_door
-from gpu_backend.frontdoor import HELLO_TIMEOUT, FrontDoor
-from gpu_backend.host_agent import HostAgent
+from gpu_backend.multihost import agent_door
+from gpu_backend.door.frontdoor import HELLO_TIMEOUT, FrontDoor
+from gpu_backend.multihost.host_agent import HostAgent
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol.codec import packb, unpackb
 from gpu_backend.security import generate_keypair

@@ -22,7 +22,7 @@ import pytest
 import kernelproxy
 from gpu_backend.security import generate_keypair
 from gpu_backend.served import ServedPool
-from gpu_backend.usage import read_usage
+from gpu_backend.accounting.usage import read_usage
 from kernelproxy.modules import module_for
 
 from tests.gpu_backend.test_users_pool import eventually, write_users

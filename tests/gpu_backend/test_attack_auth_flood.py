@@ -21,7 +21,7 @@ import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
 import kernelproxy
-from gpu_backend.auth_gate import BACKOFF_BASE, BACKOFF_CAP
+from gpu_backend.door.auth_gate import BACKOFF_BASE, BACKOFF_CAP
 from gpu_backend.served import ServedPool
 from kernelproxy.connection import door_request
 from kernelproxy.modules import module_for

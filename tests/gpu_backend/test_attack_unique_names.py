@@ -25,11 +25,11 @@ from collections import Counter, deque
 import numpy as np
 
 import kernelproxy
-from gpu_backend import auth_gate
-from gpu_backend.auth_gate import AuthGate, HeldRefusals
+from gpu_backend.door import auth_gate
+from gpu_backend.door.auth_gate import AuthGate, HeldRefusals
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol.errors import AuthenticationError
-from gpu_backend.users import UserRegistry
+from gpu_backend.accounting.users import UserRegistry
 from kernelproxy.modules import module_for
 
 from tests.gpu_backend.test_users_pool import write_users

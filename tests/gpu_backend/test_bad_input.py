@@ -25,7 +25,7 @@ import pytest
 import zmq
 
 import kernelproxy
-from gpu_backend.frontdoor import MAX_REQUEST_BYTES
+from gpu_backend.door.frontdoor import MAX_REQUEST_BYTES
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol import PROTOCOL_VERSION, api, codec, framing
 from gpu_backend.protocol import messages as m

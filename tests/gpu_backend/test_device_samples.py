@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_backend.device_samples import NOT_A_GPU, DeviceSampler
-from gpu_backend.nvml import NO_PACKAGE, NvmlReader
+from gpu_backend.hosts.device_samples import NOT_A_GPU, DeviceSampler
+from gpu_backend.hosts.nvml import NO_PACKAGE, NvmlReader
 
 GiB = 1 << 30
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from gpu_backend.usage import UsageLog
+from gpu_backend.accounting.usage import UsageLog
 
 from tests.paths import PROJECT_ROOT  # noqa: E402
 sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))

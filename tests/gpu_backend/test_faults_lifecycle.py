@@ -22,9 +22,9 @@ import pytest
 
 import kernelproxy
 from gpu_backend.pool import LocalPool
-from gpu_backend.run_dir import PREFIX
+from gpu_backend.runtime.run_dir import PREFIX
 from gpu_backend.served import ServedPool
-from gpu_backend.usage import read_usage
+from gpu_backend.accounting.usage import read_usage
 from kernelproxy.modules import module_for
 
 from tests.hostile import process_state, worker_processes

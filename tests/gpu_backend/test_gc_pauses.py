@@ -1,9 +1,9 @@
-"""gpu_backend/gc_pauses.py: start-up objects frozen out of the collector's sight, and
+"""gpu_backend/runtime/gc_pauses.py: start-up objects frozen out of the collector's sight, and
 collections recorded for the pacing trace."""
 
 import gc
 
-from gpu_backend.gc_pauses import record_pauses, settle
+from gpu_backend.runtime.gc_pauses import record_pauses, settle
 
 
 def test_settle_freezes_what_is_alive_and_a_full_collection_then_skips_it():

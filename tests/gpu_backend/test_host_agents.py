@@ -2,7 +2,7 @@
 
 The front door runs with ``cluster="manual"`` (no Ray: the test deploys the agents, as Ray
 would, by giving each a secret the front door expects). Each agent is a real
-:class:`~gpu_backend.host_agent.HostAgent` on a thread, with real worker processes on
+:class:`~gpu_backend.multihost.host_agent.HostAgent` on a thread, with real worker processes on
 NumPy devices, over real sockets. What is tested here is what does not need Ray: the
 relay of every worker control message, placement across hosts, quotas spanning hosts,
 an agent leaving, and what the agents socket does with peers that are not agents.
@@ -18,7 +18,7 @@ import zmq
 
 import kernelproxy
 from gpu_backend.config import PoolSettings
-from gpu_backend.host_agent import HostAgent
+from gpu_backend.multihost.host_agent import HostAgent
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol.codec import packb, unpackb
 from kernelproxy.modules import module_for

@@ -1,4 +1,4 @@
-"""Where the pool puts a new session (gpu_backend/placement.py), through a real pool: a
+"""Where the pool puts a new session (gpu_backend/door/placement.py), through a real pool: a
 full device refuses with a clear error, and a client's second device must be another one."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Warm spares (gpu_backend/spares.py): a device whose workers keep failing to start rests,
+"""Warm spares (gpu_backend/door/spares.py): a device whose workers keep failing to start rests,
 is passed by, refuses its hellos saying why, and is tried again after the rest; a ready
 ends its run of failures.
 
@@ -16,11 +16,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import kernelproxy
-from gpu_backend import spares as spares_module
-from gpu_backend.frontdoor import FrontDoor
+from gpu_backend.door import spares as spares_module
+from gpu_backend.door.frontdoor import FrontDoor
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol.errors import SessionLostError
-from gpu_backend.spares import MAX_FAILED_STARTS, REST, REST_LONGEST, Spares
+from gpu_backend.door.spares import MAX_FAILED_STARTS, REST, REST_LONGEST, Spares
 from kernelproxy.modules import module_for
 
 from tests.waiting import until

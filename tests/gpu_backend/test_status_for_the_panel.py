@@ -18,7 +18,7 @@ import pytest
 import zmq
 
 import kernelproxy
-from gpu_backend.device_samples import NOT_A_GPU
+from gpu_backend.hosts.device_samples import NOT_A_GPU
 from gpu_backend.pool import LocalPool
 from gpu_backend.protocol.errors import NotAllowedError, OutOfMemoryError, ProtocolError
 from kernelproxy.connection import session_label, signed_in_request

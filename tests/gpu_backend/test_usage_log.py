@@ -11,7 +11,7 @@ from datetime import datetime
 
 import pytest
 
-from gpu_backend.usage import UsageLog, default_log_path, parse_since, read_usage
+from gpu_backend.accounting.usage import UsageLog, default_log_path, parse_since, read_usage
 
 T = 1_700_000_000.0          # a fixed past "now" for lines written with explicit timestamps
 
@@ -124,7 +124,7 @@ def test_a_late_report_after_close_is_not_counted_again():
 
 WRITER = """
 import sys, time
-from gpu_backend.usage import UsageLog
+from gpu_backend.accounting.usage import UsageLog
 log = UsageLog(sys.argv[1])
 log.open_session("run1", "alice", "cpu:0", "killed@test")
 print("ready", flush=True)

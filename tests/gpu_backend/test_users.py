@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from gpu_backend.protocol.errors import AuthenticationError
-from gpu_backend.users import (
+from gpu_backend.accounting.users import (
     DEFAULT_USER,
     Reload,
     User,
@@ -295,10 +295,10 @@ def test_reload_reports_changes_and_forgets_stale_tokens(tmp_path, caplog):
 
     # a file that does not load: a warning (once), and the previous users stay
     path.write_text("[users.alice\n")
-    with caplog.at_level(logging.WARNING, logger="gpu_backend.users"):
+    with caplog.at_level(logging.WARNING, logger="gpu_backend.accounting.users"):
         assert registry.reload() is None
         assert registry.reload() is None
-    warnings = [r for r in caplog.records if r.name == "gpu_backend.users"]
+    warnings = [r for r in caplog.records if r.name == "gpu_backend.accounting.users"]
     assert len(warnings) == 1 and "not valid TOML" in warnings[0].getMessage()
     assert str(path) in warnings[0].getMessage()
     assert sorted(registry.users) == ["alice", "carol"]
@@ -306,7 +306,7 @@ def test_reload_reports_changes_and_forgets_stale_tokens(tmp_path, caplog):
 
     caplog.clear()
     path.unlink()                                              # so does a missing file
-    with caplog.at_level(logging.WARNING, logger="gpu_backend.users"):
+    with caplog.at_level(logging.WARNING, logger="gpu_backend.accounting.users"):
         assert registry.reload() is None
         assert registry.reload(force=True) is None
     assert len(caplog.records) == 1 and "cannot read" in caplog.records[0].getMessage()

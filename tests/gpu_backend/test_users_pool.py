@@ -19,8 +19,8 @@ import pytest
 
 import kernelproxy
 from gpu_backend.pool import LocalPool
-from gpu_backend.usage import read_usage
-from gpu_backend.users import User, hash_token, load_users, new_token, save_users
+from gpu_backend.accounting.usage import read_usage
+from gpu_backend.accounting.users import User, hash_token, load_users, new_token, save_users
 from kernelproxy.modules import module_for
 
 from tests.differential import TEST_DEVICES

@@ -3,7 +3,7 @@
 import select
 import threading
 
-from gpu_backend.wake_queue import WakeQueue
+from gpu_backend.runtime.wake_queue import WakeQueue
 
 
 def test_what_threads_put_wakes_the_loop_and_is_taken_in_order():

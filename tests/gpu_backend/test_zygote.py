@@ -17,8 +17,8 @@ import pytest
 import kernelproxy
 from gpu_backend.pool import LocalPool
 from gpu_backend.served import ServedPool
-from gpu_backend.pool_workers import BLAS_VARIABLES, WorkerOptions, spawn_worker
-from gpu_backend.zygotes import UNKNOWN_EXIT, ForkedProcess, Zygotes
+from gpu_backend.hosts.pool_workers import BLAS_VARIABLES, WorkerOptions, spawn_worker
+from gpu_backend.hosts.zygotes import UNKNOWN_EXIT, ForkedProcess, Zygotes
 from kernelproxy.modules import module_for
 from tests.hostile import command_line, parent_pid, process_state, worker_processes
 from tests.waiting import until

@@ -9,7 +9,7 @@ import time
 
 import kernelproxy
 from gpu_backend.pool import LocalPool
-from gpu_backend.users import User, hash_token, new_token, save_users
+from gpu_backend.accounting.users import User, hash_token, new_token, save_users
 from kernelproxy.modules import module_for
 
 from tests.paths import PROJECT_ROOT  # noqa: E402

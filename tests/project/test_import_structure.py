@@ -138,3 +138,21 @@ def test_every_module_is_importable_alone(chunk):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+#: gpu_backend's top level holds its entry points alone; the rest is grouped by role in
+#: subpackages (issue 53), each opening with a docstring that says what it holds and what
+#: it may import
+ENTRY_POINTS = {"__init__", "cli", "cli_keys", "cli_usage", "cli_users", "config", "pool",
+                "served", "security"}
+
+
+def test_the_pool_package_keeps_only_its_entry_points_at_the_top():
+    top = {p.stem for p in (ROOT / "gpu_backend").glob("*.py")}
+    assert top == ENTRY_POINTS, f"grouped into a subpackage instead: {sorted(top - ENTRY_POINTS)}"
+    for package in (ROOT / "gpu_backend").iterdir():
+        init = package / "__init__.py"
+        if package.is_dir() and any(package.glob("*.py")):
+            assert init.exists(), f"{package.name}/ has no __init__.py"
+            doc = ast.get_docstring(ast.parse(init.read_text()))
+            assert doc and "May import" in doc, f"{package.name}/__init__.py: say what it holds and may import"

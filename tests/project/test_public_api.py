@@ -46,7 +46,7 @@ def test_a_client_importing_the_protocol_does_not_load_the_pool():
     import sys
 
     code = ("import sys, kernelproxy, gpu_backend; "
-            "loaded = [m for m in ('gpu_backend.pool', 'gpu_backend.frontdoor', 'gpu_backend.config', "
+            "loaded = [m for m in ('gpu_backend.pool', 'gpu_backend.door.frontdoor', 'gpu_backend.config', "
             "'pydantic_settings') if m in sys.modules]; "
             "assert not loaded, loaded; "
             "assert gpu_backend.LocalPool.__name__ == 'LocalPool'")

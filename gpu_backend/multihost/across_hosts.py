@@ -1,9 +1,9 @@
 """A front door's side of a pool across hosts: hosts joining, hosts lost.
 
 With ``--cluster`` the front door runs no worker itself. It opens the agents socket
-(:mod:`gpu_backend.agent_door`), has Ray deploy an agent on every GPU node
-(:mod:`gpu_backend.cluster`), and from then on each host that joins is one more
-:class:`~gpu_backend.remote_host.RemoteHost` in ``door.hosts``: its devices take new
+(:mod:`gpu_backend.multihost.agent_door`), has Ray deploy an agent on every GPU node
+(:mod:`gpu_backend.multihost.cluster`), and from then on each host that joins is one more
+:class:`~gpu_backend.multihost.remote_host.RemoteHost` in ``door.hosts``: its devices take new
 sessions at once. A host lost (its node left Ray, its agent died, or its agent fell
 silent) leaves ``door.hosts``; its sessions end (their clients' next heartbeat or op
 says ``SessionLostError``, and they may open a new session, which goes to another
@@ -11,7 +11,7 @@ host), and hellos waiting for its workers are refused. Accounts, quotas and the 
 log stay with the front door, so they span the hosts and outlive any of them.
 
 News of hosts comes from other threads (Ray's watcher: an agent deployed with a secret,
-a host lost) through one :class:`~gpu_backend.wake_queue.WakeQueue`, :attr:`AcrossHosts.news`,
+a host lost) through one :class:`~gpu_backend.runtime.wake_queue.WakeQueue`, :attr:`AcrossHosts.news`,
 in the order it was put; the loop applies it (:meth:`AcrossHosts.deployed`,
 :meth:`AcrossHosts.gone` put it), so that the loop alone changes the front door's tables,
 the agents' secrets among them.
@@ -29,16 +29,16 @@ from typing import Any
 
 import zmq
 
-from .agent_door import AGENT_SILENCE, AgentDoor
-from .protocol.curve import ServerKeys
-from .remote_host import RemoteHost
-from .security import is_loopback
-from .host_news import HostDeployed, HostGone
-from .wake_queue import WakeQueue
+from gpu_backend.multihost.agent_door import AGENT_SILENCE, AgentDoor
+from gpu_backend.protocol.curve import ServerKeys
+from gpu_backend.multihost.remote_host import RemoteHost
+from gpu_backend.security import is_loopback
+from gpu_backend.multihost.host_news import HostDeployed, HostGone
+from gpu_backend.runtime.wake_queue import WakeQueue
 
 __all__ = ["AcrossHosts", "WILDCARDS"]
 
-log = logging.getLogger("gpu_backend.frontdoor")
+log = logging.getLogger("gpu_backend.door.frontdoor")
 
 #: Listen hosts that are no address an agent could connect to.
 WILDCARDS = ("0.0.0.0", "*", "[::]", "::", "")
@@ -59,7 +59,7 @@ class AcrossHosts:
         door.poller.register(self.news.fd, zmq.POLLIN)
         self.ray = None
         if settings.cluster != "manual":
-            from .cluster import RayHosts   # (Ray: the cluster extra, only here)
+            from gpu_backend.multihost.cluster import RayHosts   # (Ray: the cluster extra, only here)
             key_text = settings.key_file.expanduser().read_text() if settings.key_file else None
             if self.agents.address is None:   # a wildcard listen host: this node's address
                 self.agents.address = f"tcp://{RayHosts.node_address()}:{self.agents.port}"

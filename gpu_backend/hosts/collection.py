@@ -1,8 +1,8 @@
 """The hosts whose workers a front door places sessions on.
 
-A single-host pool has one: its own :class:`~gpu_backend.worker_host.WorkerHost`, whose
+A single-host pool has one: its own :class:`~gpu_backend.hosts.worker_host.WorkerHost`, whose
 devices keep their plain names (``cuda:0``). A pool across hosts has one
-:class:`~gpu_backend.remote_host.RemoteHost` per GPU host that joined through its agent
+:class:`~gpu_backend.multihost.remote_host.RemoteHost` per GPU host that joined through its agent
 (docs/cluster.md), whose devices are named ``HOST/cuda:0``; hosts join and leave while the
 pool serves. The front door asks this collection, not a host, for what spans them: the
 devices, the workers, the spares of a device, the workers that exited, the arbiter a

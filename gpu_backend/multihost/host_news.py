@@ -1,8 +1,8 @@
 """News of hosts that helper threads hand to the front door's loop (docs/cluster.md).
 
-Ray's watcher (:mod:`gpu_backend.cluster`) runs on a thread of its own; what it learns
+Ray's watcher (:mod:`gpu_backend.multihost.cluster`) runs on a thread of its own; what it learns
 reaches the front door's loop as these items through a ``WakeQueue``, and the loop alone
-applies them to its tables (:mod:`gpu_backend.across_hosts`), so no table is written by
+applies them to its tables (:mod:`gpu_backend.multihost.across_hosts`), so no table is written by
 two threads. A module of its own so that both sides import it and neither the other.
 """
 

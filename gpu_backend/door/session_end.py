@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .protocol.errors import NotAllowedError, ProtocolError
+from gpu_backend.protocol.errors import NotAllowedError, ProtocolError
 
 __all__ = ["own_session"]
 

@@ -30,7 +30,7 @@ from typing import Literal
 __all__ = ["UsageLog", "UsageRows", "read_usage", "parse_since", "default_log_path",
            "COUNTERS", "FLUSH_SECONDS", "HISTORY_SECONDS"]
 
-log = logging.getLogger("gpu_backend.usage")
+log = logging.getLogger("gpu_backend.accounting.usage")
 
 #: Counters that add up; ``peak`` (bytes) is a maximum and is kept beside them.
 COUNTERS = ("device_s", "ops", "bytes_in", "bytes_out", "errors")

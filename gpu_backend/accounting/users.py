@@ -29,7 +29,7 @@ from pathlib import Path
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .protocol.errors import AuthenticationError
+from gpu_backend.protocol.errors import AuthenticationError
 
 __all__ = ["DEFAULT_USER", "Reload", "User", "UserRegistry", "UsersFileError", "format_size",
            "hash_token", "load_users", "new_token", "parse_size", "save_users", "token_user",

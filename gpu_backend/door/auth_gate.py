@@ -49,10 +49,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .protocol.codec import packb
-from .protocol.errors import AuthenticationError, SignInThrottledError
-from .wake_queue import WakeQueue
-from .users import User, UserRegistry, token_user, verify_token
+from gpu_backend.protocol.codec import packb
+from gpu_backend.protocol.errors import AuthenticationError, SignInThrottledError
+from gpu_backend.runtime.wake_queue import WakeQueue
+from gpu_backend.accounting.users import User, UserRegistry, token_user, verify_token
 
 __all__ = ["AuthGate", "HeavyHitters", "HeldRefusals", "Pending", "THROTTLED", "BUSY"]
 

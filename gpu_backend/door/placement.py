@@ -1,7 +1,7 @@
 """Where a new session goes: the least-loaded device of the pool, apart from the devices a
 client's other sessions hold.
 
-The front door asks at every hello (gpu_backend/frontdoor.py). Load is counted in
+The front door asks at every hello (gpu_backend/door/frontdoor.py). Load is counted in
 sessions (open and waiting for a worker; not those their client has closed, whose worker
 is finishing), then in the memory they use: the device with
 the fewest sessions wins, the one with the least memory in use among equals. A device
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from .protocol.errors import ProtocolError, SessionLostError
+from gpu_backend.protocol.errors import ProtocolError, SessionLostError
 
 __all__ = ["devices_apart_from", "least_loaded"]
 

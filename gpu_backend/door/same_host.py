@@ -23,7 +23,7 @@ import tempfile
 
 import zmq
 
-from .run_dir import mark_owner
+from gpu_backend.runtime.run_dir import mark_owner
 
 __all__ = ["available", "make_dir", "bind", "remove_dir"]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Iterable, Protocol
 
-from .protocol.errors import QuotaExceededError
-from .users import User, UserRegistry, format_size
-from .worker.grants import grant_step
+from gpu_backend.protocol.errors import QuotaExceededError
+from gpu_backend.accounting.users import User, UserRegistry, format_size
+from gpu_backend.worker.grants import grant_step
 
 __all__ = ["Accounts", "MIN_GRANT"]
 

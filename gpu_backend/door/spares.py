@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 __all__ = ["Spares", "MAX_FAILED_STARTS", "REST", "REST_LONGEST"]
 
-log = logging.getLogger("gpu_backend.frontdoor")
+log = logging.getLogger("gpu_backend.door.frontdoor")
 
 #: Starts that fail in a row before a device rests.
 MAX_FAILED_STARTS = 3
@@ -38,7 +38,7 @@ STARTS_EVERY = 1.0
 
 
 class Spares:
-    """The spares of *hosts* (a :class:`~gpu_backend.hosts.Hosts`): *spare_workers* per
+    """The spares of *hosts* (a :class:`~gpu_backend.hosts.collection.Hosts`): *spare_workers* per
     device, a start given up after *ready_timeout* seconds. Called from the front door's
     loop only."""
 

@@ -20,18 +20,18 @@ from typing import Iterator
 
 import zmq
 
-from .arbiter.service import Arbiter
-from .config import PoolSettings
-from .hosts import HostWorkers
-from .pool_workers import Worker, WorkerOptions, spawn_worker
-from .run_dir import make_run_dir, remove_run_dir
-from .worker.control import ControlClosed
-from .worker.spin_slots import default_slot_count, make_slot_file
-from .zygotes import Zygotes
+from gpu_backend.arbiter.service import Arbiter
+from gpu_backend.config import PoolSettings
+from gpu_backend.hosts.collection import HostWorkers
+from gpu_backend.hosts.pool_workers import Worker, WorkerOptions, spawn_worker
+from gpu_backend.runtime.run_dir import make_run_dir, remove_run_dir
+from gpu_backend.worker.control import ControlClosed
+from gpu_backend.worker.spin_slots import default_slot_count, make_slot_file
+from gpu_backend.hosts.zygotes import Zygotes
 
 __all__ = ["WorkerHost", "CHANNEL_CLOSED"]
 
-log = logging.getLogger("gpu_backend.frontdoor")
+log = logging.getLogger("gpu_backend.door.frontdoor")
 
 #: What :meth:`WorkerHost.messages` yields when a worker's channel has closed (it is ending).
 CHANNEL_CLOSED = object()
@@ -74,7 +74,7 @@ class WorkerHost(HostWorkers):
             arbiter=(self.arbiter.address, self.arbiter.baton_path) if self.arbiter else None,
             ipc_dir=ipc_dir, spin_slots=self.spin_slots,
             long_spin=settings.worker_spin_ms / 1e3, key_file=key_file or settings.key_file)
-        #: warm processes that fork the workers (gpu_backend.zygotes); None: started cold
+        #: warm processes that fork the workers (gpu_backend.hosts.zygotes); None: started cold
         self.zygotes = Zygotes() if settings.worker_zygote else None
         self.workers: dict[str, Worker] = {}
         self._by_fd: dict[int, Worker] = {}     # control channel descriptor -> its worker

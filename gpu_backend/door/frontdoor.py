@@ -23,37 +23,37 @@ from typing import Any
 
 import zmq
 
-from .accounts import MIN_GRANT, Accounts
-from .auth_gate import AuthGate, HeldRefusals
-from .config import PoolSettings
-from .device_samples import DeviceSampler
-from .placement import devices_apart_from, least_loaded
-from .pool_status import build_status, note_activity, seen_by
-from .session_end import own_session
-from .devices import parse_devices
-from .protocol import PROTOCOL_VERSION
-from .protocol import messages as m
-from .protocol.addresses import allow_ipv6
-from .protocol.codec import packb, unpackb
-from .protocol.errors import (ProtocolError, QuotaExceededError, SessionLostError,
+from gpu_backend.accounting.accounts import MIN_GRANT, Accounts
+from gpu_backend.door.auth_gate import AuthGate, HeldRefusals
+from gpu_backend.config import PoolSettings
+from gpu_backend.hosts.device_samples import DeviceSampler
+from gpu_backend.door.placement import devices_apart_from, least_loaded
+from gpu_backend.door.pool_status import build_status, note_activity, seen_by
+from gpu_backend.door.session_end import own_session
+from gpu_backend.devices import parse_devices
+from gpu_backend.protocol import PROTOCOL_VERSION
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.addresses import allow_ipv6
+from gpu_backend.protocol.codec import packb, unpackb
+from gpu_backend.protocol.errors import (ProtocolError, QuotaExceededError, SessionLostError,
                               VersionMismatchError, error_name)
-from .security import secure_server, server_keys_for
-from . import same_host
-from .usage import UsageLog
-from .users import User, UserRegistry
-from .pool_workers import Worker
-from .worker_host import CHANNEL_CLOSED, WorkerHost
-from .across_hosts import AcrossHosts
-from .hosts import Hosts
-from .remote_host import RemoteWorker
-from .session_records import EndedSessions, PendingHello, Session
-from .reclaims import Reclaims
-from .spares import Spares
-from .worker.grants import grant_step
+from gpu_backend.security import secure_server, server_keys_for
+from gpu_backend.door import same_host
+from gpu_backend.accounting.usage import UsageLog
+from gpu_backend.accounting.users import User, UserRegistry
+from gpu_backend.hosts.pool_workers import Worker
+from gpu_backend.hosts.worker_host import CHANNEL_CLOSED, WorkerHost
+from gpu_backend.multihost.across_hosts import AcrossHosts
+from gpu_backend.hosts.collection import Hosts
+from gpu_backend.multihost.remote_host import RemoteWorker
+from gpu_backend.door.session_records import EndedSessions, PendingHello, Session
+from gpu_backend.door.reclaims import Reclaims
+from gpu_backend.door.spares import Spares
+from gpu_backend.worker.grants import grant_step
 
 __all__ = ["FrontDoor"]
 
-log = logging.getLogger("gpu_backend.frontdoor")
+log = logging.getLogger("gpu_backend.door.frontdoor")
 
 #: How long a hello may wait for a warm worker before it is refused.
 HELLO_TIMEOUT = 120.0
@@ -147,7 +147,7 @@ class FrontDoor:
         self._published_at = 0.0
         self.metrics_server = None
         if settings.metrics_port is not None:
-            from .metrics import serve_metrics   # (prometheus_client: only when asked for)
+            from gpu_backend.door.metrics import serve_metrics   # (prometheus_client: only when asked for)
             self.metrics_server = serve_metrics(lambda: self.published, settings.metrics_port,
                                                 settings.metrics_address)
 

@@ -6,13 +6,13 @@ A watcher thread looks at the cluster's nodes every half second. On each live no
 declares GPUs it deploys one :class:`AgentActor`, pinned to that node (node affinity,
 never soft) and holding all of the node's GPUs, so Ray places nothing else on them and
 gives the agent the node's ``CUDA_VISIBLE_DEVICES``; the agent then joins the front door
-by itself over ZeroMQ (:mod:`gpu_backend.host_agent`), with a secret passed here through
+by itself over ZeroMQ (:mod:`gpu_backend.multihost.host_agent`), with a secret passed here through
 Ray. Which GPU a session gets is the front door's placement, never Ray's.
 
 What the watcher learns goes to the front door's loop as news (``HostDeployed``: an
 agent deployed with its secret; ``HostGone``: a node that left the cluster, or an agent
 whose ping fails, ``RayActorError``: its process or node died), through the loop's
-:class:`~gpu_backend.wake_queue.WakeQueue` (:mod:`gpu_backend.across_hosts`): the watcher
+:class:`~gpu_backend.runtime.wake_queue.WakeQueue` (:mod:`gpu_backend.multihost.across_hosts`): the watcher
 changes none of the front door's tables itself. The loop then takes the secret, or ends
 that host's sessions. Nothing on an op's path, and nothing per hello, goes through Ray: a
 Ray actor call costs about a millisecond.
@@ -27,13 +27,13 @@ import secrets
 import threading
 from typing import Any
 
-from .host_news import HostDeployed, HostGone
-from .config import PoolSettings
-from .wake_queue import WakeQueue
+from gpu_backend.multihost.host_news import HostDeployed, HostGone
+from gpu_backend.config import PoolSettings
+from gpu_backend.runtime.wake_queue import WakeQueue
 
 __all__ = ["AgentActor", "HostNames", "RayHosts", "AGENT_SETTINGS"]
 
-log = logging.getLogger("gpu_backend.cluster")
+log = logging.getLogger("gpu_backend.multihost.cluster")
 
 #: The pool settings an agent's workers and arbiter follow (the rest is the front door's).
 AGENT_SETTINGS = ("policy", "quantum_ms", "period_ms", "worker_zygote", "worker_spin_ms",
@@ -68,14 +68,14 @@ class HostNames:
 
 
 class AgentActor:
-    """A host's agent as a Ray actor: starts :class:`~gpu_backend.host_agent.HostAgent`
+    """A host's agent as a Ray actor: starts :class:`~gpu_backend.multihost.host_agent.HostAgent`
     in a thread of the actor's process and answers pings while it runs."""
 
     def __init__(self, door: str, name: str, secret: str, server_key: bytes | None,
                  key_text: str | None, settings: dict, numpy: bool) -> None:
         import ray
 
-        from .host_agent import HostAgent
+        from gpu_backend.multihost.host_agent import HostAgent
         gpus = len(ray.get_gpu_ids())
         devices = [f"{'cpu' if numpy else 'cuda'}:{k}" for k in range(gpus)]
         own = PoolSettings(**settings)   # (with this host's GPUWB_* variables)

@@ -1,6 +1,6 @@
 """NVML's figures of one GPU (utilisation, memory in use), where NVML can be read.
 
-The pool samples its devices (:mod:`gpu_backend.device_samples`); for a GPU the driver's
+The pool samples its devices (:mod:`gpu_backend.hosts.device_samples`); for a GPU the driver's
 own counters say what no accounting of ours can: how busy the GPU was (including other
 processes' work) and how much of its memory is in use. CuPy exposes the memory
 (``runtime.memGetInfo``) but not the utilisation, and the front door must not import
@@ -17,7 +17,7 @@ from typing import Any
 
 __all__ = ["NvmlReader", "NO_PACKAGE"]
 
-log = logging.getLogger("gpu_backend.nvml")
+log = logging.getLogger("gpu_backend.hosts.nvml")
 
 #: what the status says where the package is missing
 NO_PACKAGE = "nvidia-ml-py is not installed (pip install nvidia-ml-py, or gpu-workbench[nvml])"

@@ -7,7 +7,7 @@ busy pool, and in the test suite, that is most of the pool's CPU. The zygote
 
 One zygote per kind of worker, started at the first worker of that kind: the NumPy
 device's workers cap their BLAS threads before NumPy loads (see
-:data:`gpu_backend.pool_workers.BLAS_THREADS`), and the GPU workers' zygote imports CuPy
+:data:`gpu_backend.hosts.pool_workers.BLAS_THREADS`), and the GPU workers' zygote imports CuPy
 too (a CUDA context is made by each worker, after the fork). Its children are not the pool's: :class:`ForkedProcess` gives
 the front door what it used of :class:`subprocess.Popen` (``pid``, ``poll``, ``wait``,
 ``kill``), with exit codes reported by the zygote. A zygote that could not start (it
@@ -29,12 +29,12 @@ import time
 from collections import deque
 from typing import Callable
 
-from .protocol.codec import packb, unpackb
-from .worker.zygote import MAX_REQUEST_BYTES
+from gpu_backend.protocol.codec import packb, unpackb
+from gpu_backend.worker.zygote import MAX_REQUEST_BYTES
 
 __all__ = ["BLAS_VARIABLES", "ForkedProcess", "Zygote", "Zygotes"]
 
-log = logging.getLogger("gpu_backend.frontdoor")
+log = logging.getLogger("gpu_backend.door.frontdoor")
 
 #: How long to wait for a zygote to say which pid it gave a worker (it answers right
 #: after the fork; the first request also waits out the zygote's imports).

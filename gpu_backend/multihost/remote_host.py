@@ -1,7 +1,7 @@
 """One GPU host of a pool across hosts, as the front door sees it through the host's agent.
 
-The host's agent (:mod:`gpu_backend.host_agent`) holds the host's
-:class:`~gpu_backend.worker_host.WorkerHost`: the workers, their zygotes, the host's
+The host's agent (:mod:`gpu_backend.multihost.host_agent`) holds the host's
+:class:`~gpu_backend.hosts.worker_host.WorkerHost`: the workers, their zygotes, the host's
 arbiter. The front door keeps this stand-in, which answers what the front door asks of a
 ``WorkerHost`` (``workers``, ``spares``, ``keep_spares``, ``messages``, ``exited``,
 ``arbiter``, ``stop_workers``), so that placement, sessions, quotas and leases are the
@@ -23,8 +23,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from .hosts import HostWorkers
-from .pool_workers import Worker
+from gpu_backend.hosts.collection import HostWorkers
+from gpu_backend.hosts.pool_workers import Worker
 
 __all__ = ["HostLeft", "RemoteHost", "RemoteWorker", "RemoteProcess", "pool_device_name"]
 

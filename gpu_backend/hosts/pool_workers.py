@@ -5,7 +5,7 @@ A worker is started as ``python -m gpu_backend.worker`` with the end of a socket
 inherits (:mod:`gpu_backend.worker.control`): its command line names paths and settings,
 never a secret or an address that would accept ``ready`` from whoever connects first. The
 front door polls each worker's channel beside its clients' socket and reads what the worker
-says (``ready``, ``usage``, ``grow``, ``grant``, ``ended``) in :mod:`gpu_backend.frontdoor`.
+says (``ready``, ``usage``, ``grow``, ``grant``, ``ended``) in :mod:`gpu_backend.door.frontdoor`.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .worker.control import ControlChannel, ControlClosed
-from .zygotes import BLAS_VARIABLES, ForkedProcess, Zygotes
+from gpu_backend.worker.control import ControlChannel, ControlClosed
+from gpu_backend.hosts.zygotes import BLAS_VARIABLES, ForkedProcess, Zygotes
 
 __all__ = ["BLAS_THREADS", "Worker", "WorkerOptions", "spawn_worker"]
 
-log = logging.getLogger("gpu_backend.frontdoor")
+log = logging.getLogger("gpu_backend.door.frontdoor")
 
 #: BLAS threads of a NumPy-device worker at most (no more than the host's cores), unless the
 #: pool's environment sets them: every
@@ -93,7 +93,7 @@ class Worker:
 def spawn_worker(wid: str, device: str, options: WorkerOptions,
                  zygotes: Zygotes | None = None) -> Worker:
     """Start a worker for *device*: forked by its kind's zygote where one runs (warm
-    imports, :mod:`gpu_backend.zygotes`), else as a new process. It reports ``ready``
+    imports, :mod:`gpu_backend.hosts.zygotes`), else as a new process. It reports ``ready``
     over its channel once warm."""
     channel, theirs = ControlChannel.pair()   # the worker's end: inherited, never named
     args = ["--device", device, "--run-dir", options.run_dir, "--id", wid,

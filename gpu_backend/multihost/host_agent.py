@@ -1,8 +1,8 @@
 """A GPU host's agent in a pool across hosts: the host's workers, kept for the front door.
 
-The agent holds the host's :class:`~gpu_backend.worker_host.WorkerHost` (its workers and
+The agent holds the host's :class:`~gpu_backend.hosts.worker_host.WorkerHost` (its workers and
 their zygotes, its per-device arbiter, its run directory) and relays, over one DEALER
-connection to the front door's agents socket (:mod:`gpu_backend.agent_door`), what the
+connection to the front door's agents socket (:mod:`gpu_backend.multihost.agent_door`), what the
 front door and the workers say to each other over the workers' control channels, tagged
 by worker id. It also carries out the front door's ``spawn``, ``end``, ``kill`` and the
 arbiter's ``attach``, ``detach`` and ``weights``, and reports every half second
@@ -10,7 +10,7 @@ arbiter's ``attach``, ``detach`` and ``weights``, and reports every half second
 the agent has no notion of users, quotas or placement.
 
 It runs in a thread of whatever process holds it: a Ray actor on its node
-(:mod:`gpu_backend.cluster`), or any process given the front door's agents address and
+(:mod:`gpu_backend.multihost.cluster`), or any process given the front door's agents address and
 the secret the front door expects. A worker's ops never pass through it: clients talk to
 their worker directly, at the host's :attr:`address`.
 
@@ -34,13 +34,13 @@ from pathlib import Path
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from .config import PoolSettings
-from .protocol.addresses import allow_ipv6
-from .protocol.codec import packb, unpackb
-from .protocol.curve import secure_client
-from .run_dir import make_run_dir, remove_run_dir
-from .security import InsecureListenError, is_loopback
-from .worker_host import CHANNEL_CLOSED, WorkerHost
+from gpu_backend.config import PoolSettings
+from gpu_backend.protocol.addresses import allow_ipv6
+from gpu_backend.protocol.codec import packb, unpackb
+from gpu_backend.protocol.curve import secure_client
+from gpu_backend.runtime.run_dir import make_run_dir, remove_run_dir
+from gpu_backend.security import InsecureListenError, is_loopback
+from gpu_backend.hosts.worker_host import CHANNEL_CLOSED, WorkerHost
 
 __all__ = ["HostAgent", "LOAD_EVERY"]
 

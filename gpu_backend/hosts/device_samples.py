@@ -4,7 +4,7 @@ Users of jupyterlab-nvdashboard expect to watch the GPU's utilisation and memory
 while their cells run. The pool knows two things about every device, GPU or not, from
 its own accounting: the device time its workers measured (so the part of each interval
 the device ran sessions' work: ``busy``) and the memory its sessions hold. On a GPU,
-NVML (:mod:`gpu_backend.nvml`, optional) adds the driver's utilisation and memory in
+NVML (:mod:`gpu_backend.hosts.nvml`, optional) adds the driver's utilisation and memory in
 use, which count every process on the GPU. The front door's loop calls
 :meth:`DeviceSampler.maybe_sample` every turn; a sample is taken every ``step`` seconds
 and the last ``keep`` seconds are kept, so a status request that asks for history gets
@@ -33,7 +33,7 @@ REMOTE = ("on another host of the pool: NVML is not read there; busy and memory 
 
 class DeviceSampler:
     """Samples of *devices* (the pool's specs, ``cuda:K`` or ``cpu:K``). *nvml*: a factory
-    of the NVML reader (default :class:`~gpu_backend.nvml.NvmlReader`), called once, and
+    of the NVML reader (default :class:`~gpu_backend.hosts.nvml.NvmlReader`), called once, and
     only if a device is a GPU."""
 
     def __init__(self, devices: list[str], step: float = SAMPLE_STEP, keep: float = KEEP_SECONDS,
@@ -48,7 +48,7 @@ class DeviceSampler:
         self._nvml = None
         if any(d.startswith("cuda:") for d in self.devices):
             if nvml is None:
-                from .nvml import NvmlReader
+                from gpu_backend.hosts.nvml import NvmlReader
                 nvml = NvmlReader
             self._nvml = nvml()
 

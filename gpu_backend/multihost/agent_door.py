@@ -4,11 +4,11 @@ One ROUTER, beside the clients' socket, that every host's agent connects its DEA
 (CurveZMQ with the pool's key pair where the pool has one, as for clients). An agent's
 first message is a ``join`` that names its host and proves, with a secret the pool gave
 that agent when it deployed it (:attr:`AgentDoor.secrets`, which the front door's loop
-fills with what Ray's watcher reports: :mod:`gpu_backend.across_hosts`), that the pool put
+fills with what Ray's watcher reports: :mod:`gpu_backend.multihost.across_hosts`), that the pool put
 it there; a secret serves once. Anything else from a peer that has not joined is dropped
 and counted: the socket's port is open to the network the hosts share, and a peer that
 reaches it is not trusted with anything until it has joined. After the join, the agent's messages go to its
-:class:`~gpu_backend.remote_host.RemoteHost`.
+:class:`~gpu_backend.multihost.remote_host.RemoteHost`.
 
 No message to an agent is dropped without a word (docs/cluster.md, "Messages lost"): the
 socket is ``ROUTER_MANDATORY``, so a send to an agent whose connection has gone raises
@@ -16,7 +16,7 @@ socket is ``ROUTER_MANDATORY``, so a send to an agent whose connection has gone 
 (EAGAIN); either is counted (:attr:`AgentDoor.send_failures`), logged, and its host is
 reported (:meth:`AgentDoor.unwritable`) for the front door to drop. An agent that
 reconnects is a new peer, never the joined one: what the old connection carried may be
-lost, so its host is lost too (the agent ends as well: :mod:`gpu_backend.host_agent`).
+lost, so its host is lost too (the agent ends as well: :mod:`gpu_backend.multihost.host_agent`).
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from typing import Any, Iterator
 
 import zmq
 
-from .protocol.addresses import allow_ipv6
-from .protocol.codec import packb, unpackb
-from .protocol.curve import ServerKeys, secure_server
-from .remote_host import HostLeft, RemoteHost
+from gpu_backend.protocol.addresses import allow_ipv6
+from gpu_backend.protocol.codec import packb, unpackb
+from gpu_backend.protocol.curve import ServerKeys, secure_server
+from gpu_backend.multihost.remote_host import HostLeft, RemoteHost
 
 __all__ = ["AgentDoor", "AGENT_SILENCE"]
 
-log = logging.getLogger("gpu_backend.frontdoor")
+log = logging.getLogger("gpu_backend.door.frontdoor")
 
 #: An agent that has said nothing for this long (it reports every half second) is taken
 #: for lost, whatever Ray says (a host cut off from the front door's network).

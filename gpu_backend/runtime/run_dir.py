@@ -7,7 +7,7 @@ made it (its pid and start time): a pool that stops removes it; the workers of a
 that was killed remove it as they end (they see their control channel hang up); and a
 pool starting sweeps any left by a dead pool of the same user, so that nothing piles up
 in the temporary directory however pools end. The same-host sockets' directory
-(:mod:`gpu_backend.same_host`, named by the pool's address so that a restarted pool keeps
+(:mod:`gpu_backend.door.same_host`, named by the pool's address so that a restarted pool keeps
 it) carries an owner file too and is swept the same way.
 """
 
@@ -21,11 +21,11 @@ import tempfile
 __all__ = ["make_run_dir", "remove_run_dir", "sweep_stale_run_dirs", "mark_owner", "PREFIX",
            "SWEPT_PREFIXES"]
 
-log = logging.getLogger("gpu_backend.run_dir")
+log = logging.getLogger("gpu_backend.runtime.run_dir")
 
 PREFIX = "gpuwb-run-"
 #: the directories a pool makes in the temporary directory (its run directory, and its
-#: same-host sockets' directory, gpu_backend.same_host), each with an owner file
+#: same-host sockets' directory, gpu_backend.door.same_host), each with an owner file
 SWEPT_PREFIXES = (PREFIX, "gpuwb-pool-")
 _OWNER = "owner"
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .users import User
+from gpu_backend.accounting.users import User
 
 __all__ = ["Session", "PendingHello", "EndedSessions"]
 
