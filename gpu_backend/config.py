@@ -51,6 +51,13 @@ class PoolSettings(BaseSettings):
                                  "take to say it is ready (its device opened: a CUDA context, "
                                  "about 1.6 s on an idle H100) before it is ended, counted as a "
                                  "failed start, and replaced")
+    swap_idle: float | None = Field(600.0, gt=0, description="seconds a session may be idle "
+                                    "before its arrays are swapped out of device memory to the "
+                                    "swap directory (they come back, bitwise, at its next op); "
+                                    "none: never")
+    swap_dir: Path | None = Field(None, description="where swapped sessions' files go, one "
+                                  "0600 file each in a 0700 directory (none: a swap folder in "
+                                  "each host's private run directory)")
     worker_zygote: bool = Field(True, description="fork workers from a process with their "
                                 "imports done (off: each starts as a new Python process)")
     max_sessions_per_device: int = Field(64, ge=1)

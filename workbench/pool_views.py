@@ -106,6 +106,7 @@ def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableVie
     """The pool's sessions; *mine* (a session id, or the ids of a client's devices) marked.
     Where all columns do not fit, the client's name, the ops and the device time go."""
     rows, narrow, marked = [], [], []
+    swapped = 0
     ids = {mine} if isinstance(mine, str) else set(mine or ())
     sessions = status.get("sessions", [])
     for i, s in enumerate(sessions):
@@ -113,6 +114,9 @@ def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableVie
             marked.append(i)
         sid = f"{s.get('session')} (you)" if s.get("session") in ids else s.get("session")
         memory = f"{human_bytes(s.get('memory_used'))} of {human_bytes(s.get('memory_limit'))}"
+        if s.get("swapped"):   # its arrays wait in the pool's swap directory (issue 52)
+            memory += f", {human_bytes(s.get('swapped'))} swapped out"
+            swapped += 1
         idle = human_duration(s.get("idle"))
         rows.append([sid, s.get("user"), _opened_by(s.get("label")), s.get("client") or "—",
                      s.get("device"), memory, s.get("ops"), human_duration(s.get("device_seconds")),
@@ -121,6 +125,8 @@ def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableVie
     n = len(sessions)
     title = f"Sessions on {status.get('address', '?')}"
     caption = f"{n} session{'s' if n != 1 else ''}" + ("; (you) marks this one" if mine else "")
+    if swapped:
+        caption += "; swapped out: idle, its arrays wait on the pool's host and come back at its next op"
     return TableView(title, ["Session", "User", "Opened by", "Client", "Device", "Memory",
                              "Ops", "Device time", "Idle"], rows, marked=marked,
                      numeric={"Memory", "Ops", "Device time", "Idle"},

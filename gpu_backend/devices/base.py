@@ -512,6 +512,27 @@ class Device:
         (:func:`interface_bytes`): reported, never used as a bound."""
         return self.memory_span(array)
 
+    # -- swap (worker/swap.py): an allocation's bytes out to a file, and back ---------
+    def allocation_bytes(self, array: Any, chunk: int):
+        """The bytes of the allocation *array* lives in (:meth:`memory_span`), as host
+        buffers of at most *chunk* bytes, in order."""
+        raise NotImplementedError
+
+    def allocation_from(self, f: Any, size: int, chunk: int) -> Any:
+        """A new allocation of *size* bytes (a 1-d uint8 array of the device) filled from
+        the binary file *f*, read *chunk* bytes at a time."""
+        raise NotImplementedError
+
+    def view_of(self, block: Any, offset: int, shape: tuple, dtype: np.dtype,
+                strides: tuple) -> Any:
+        """An array over *block* (from :meth:`allocation_from`) whose first element is at
+        *offset* bytes, with *shape*, *dtype* and *strides*: what it was when swapped out."""
+        raise NotImplementedError
+
+    def empty_array(self, shape: tuple, dtype: np.dtype) -> Any:
+        """A new array of *shape* and *dtype* (a zero-size one brought back from swap)."""
+        raise NotImplementedError
+
     def base_of(self, array: Any) -> Any:
         """The array whose memory *array* views (``ndarray.base``), or None."""
         return array.base

@@ -491,6 +491,47 @@ class CupyDevice(Device):
             return self.memory_span(array)
         return data.ptr, data.mem.ptr, data.mem.size
 
+    def allocation_bytes(self, array: Any, chunk: int):
+        cp = self.cupy
+        _ptr, start, size = self.memory_span(array)
+        whole = cp.ndarray((size,), cp.uint8, memptr=cp.cuda.MemoryPointer(
+            cp.cuda.UnownedMemory(start, size, array, self.index), 0))
+        host = cp.cuda.alloc_pinned_memory(min(size, chunk))
+        staging = np.frombuffer(host, np.uint8, min(size, chunk))
+        with self.session_stream:
+            for at in range(0, size, chunk):
+                n = min(chunk, size - at)
+                whole[at:at + n].get(out=staging[:n], stream=self.session_stream)
+                self.session_stream.synchronize()
+                yield staging[:n]
+
+    def allocation_from(self, f: Any, size: int, chunk: int) -> Any:
+        cp = self.cupy
+        with self.session_stream:
+            block = cp.empty(size, cp.uint8)
+            host = cp.cuda.alloc_pinned_memory(min(size, chunk))
+            staging = np.frombuffer(host, np.uint8, min(size, chunk))
+            for at in range(0, size, chunk):
+                n = min(chunk, size - at)
+                view, got = memoryview(staging)[:n], 0
+                while got < n:
+                    read = f.readinto(view[got:])
+                    if not read:
+                        raise EOFError("the swap file ended early")
+                    got += read
+                block[at:at + n].set(staging[:n], stream=self.session_stream)
+                self.session_stream.synchronize()   # (the staging buffer is reused)
+        return block
+
+    def view_of(self, block: Any, offset: int, shape: tuple, dtype: np.dtype,
+                strides: tuple) -> Any:
+        cp = self.cupy
+        return cp.ndarray(shape, dtype, memptr=block.data + offset, strides=strides)
+
+    def empty_array(self, shape: tuple, dtype: np.dtype) -> Any:
+        with self.session_stream:
+            return self.cupy.empty(shape, dtype)
+
     def memory_used(self) -> int:
         return int(self.pool.used_bytes())
 

@@ -9,6 +9,7 @@ memory limits behave as on a GPU. CUDA-only features fail with a clear error.
 
 from __future__ import annotations
 
+import ctypes
 import math
 from typing import Any
 
@@ -242,6 +243,31 @@ class NumpyDevice(Device):
         desc = base.__array_interface__
         size = interface_bytes(desc["shape"], desc["strides"], np.dtype(desc["typestr"]).itemsize)
         return (array.__array_interface__["data"][0] if array.size else 0), desc["data"][0], size
+
+    def allocation_bytes(self, array: np.ndarray, chunk: int):
+        _ptr, start, size = self.memory_span(array)
+        whole = (ctypes.c_uint8 * size).from_address(start)   # (alive: *array* holds it)
+        view = memoryview(whole).cast("B")
+        for at in range(0, size, chunk):
+            yield view[at:at + chunk]
+
+    def allocation_from(self, f: Any, size: int, chunk: int) -> np.ndarray:
+        block = np.empty(size, np.uint8)
+        view = memoryview(block)
+        at = 0
+        while at < size:
+            got = f.readinto(view[at:at + chunk])
+            if not got:
+                raise EOFError("the swap file ended early")
+            at += got
+        return block
+
+    def view_of(self, block: np.ndarray, offset: int, shape: tuple, dtype: np.dtype,
+                strides: tuple) -> np.ndarray:
+        return np.ndarray(shape, dtype, buffer=block, offset=offset, strides=strides)
+
+    def empty_array(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
 
     def base_of(self, array: np.ndarray) -> Any:
         base = array.base   # bytes of an upload, a buffer: memory no array of the session owns

@@ -204,6 +204,13 @@ class FrontDoor:
             note_activity(session, msg)   # (its idle time, its last OutOfMemoryError)
             session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
             self.usage.report(session.sid, session.user, session.worker.device, session.usage)
+        elif kind == "swapped" and worker.session is not None:
+            if isinstance(msg.get("error"), str):   # (its arrays stayed on the device)
+                log.warning("session %s could not be swapped out: %s", worker.session.sid,
+                            msg["error"][:200])
+            else:
+                log.info("session %s swapped out: %d bytes in %.3f s", worker.session.sid,
+                         int(msg.get("bytes") or 0), float(msg.get("seconds") or 0.0))
         elif kind == "ended" and worker.session is not None:
             session = worker.session
             session.usage.update({k: msg[k] for k in (*USAGE_FIELDS, "reason") if k in msg})
@@ -437,7 +444,8 @@ class FrontDoor:
             "t": "assign", "session": session.sid, "user": session.user, "key": session.key,
             "memory_limit": session.memory_limit, "grant": session.grant,
             "grant_step": grant_step(hello.account.memory) if hello.account.memory else None,
-            "quota": hello.account.memory})
+            "quota": hello.account.memory, "swap_idle": self.settings.swap_idle,
+            "swap_dir": str(self.settings.swap_dir) if self.settings.swap_dir else None})
         reply = {
             "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
             "worker_ipc": worker.ipc,

@@ -61,6 +61,8 @@ def build_status(door: Any) -> dict[str, Any]:
         "memory_used": s.usage.get("memory") or 0, "memory_limit": s.memory_limit,
         "memory_granted": s.grant, "arrays": s.usage.get("arrays") or 0,
         "ops": s.usage.get("ops") or 0, "device_seconds": s.usage.get("device_s") or 0.0,
+        "swapped": s.usage.get("swapped") or 0, "swaps": s.usage.get("swaps_out") or 0,
+        "swap_seconds": s.usage.get("swap_seconds") or 0.0,
         "idle": round(now - s.last_work, 3), "heartbeat": round(now - s.last_seen, 3),
         "oom_ago": None if s.oom_at is None else round(now - s.oom_at, 3),
         "age": round(time.time() - s.created, 3),

@@ -44,6 +44,7 @@ __all__ = [
     # worker control
     "ControlReady", "ControlUsage", "ControlEnded", "ControlGrow", "ControlGrant",
     "ControlAssign", "ControlGranted", "QuotaRefusal", "ControlStop", "ControlReclaim",
+    "ControlSwap", "ControlSwapped",
     # worker zygote
     "ZygoteFork", "ZygoteReady", "ZygoteForked", "ZygoteExited",
     # host agent
@@ -230,6 +231,9 @@ class StatusSession(TypedDict):
     heartbeat: Annotated[float, "seconds since its client's last heartbeat"]
     oom_ago: Annotated[float | None, "seconds since one of its ops ran out of device memory (None: none did)"]
     age: Annotated[float, "seconds since it opened"]
+    swapped: Annotated[int, "bytes of its arrays swapped out to the pool's swap directory (0: none; they come back at its next op)"]
+    swaps: Annotated[int, "times it was swapped out"]
+    swap_seconds: Annotated[float, "how long its last swap, out or in, took"]
 
 
 class EndedSession(TypedDict):
@@ -539,6 +543,12 @@ class ControlUsage(TypedDict):
     errors: Annotated[int, "ops that failed"]
     oom: Annotated[int, "of them, ops that ran out of device memory (OutOfMemoryError)"]
     peak: Annotated[int, "the most bytes the session has held"]
+    swapped: Annotated[int, "bytes of its arrays swapped out now (worker/swap.py; 0: none)"]
+    swapped_arrays: Annotated[int, "of its arrays, how many are swapped out now"]
+    swaps_out: Annotated[int, "times it was swapped out"]
+    swaps_in: Annotated[int, "times its arrays came back"]
+    swap_bytes: Annotated[int, "bytes it has written to swap in all"]
+    swap_seconds: Annotated[float, "how long its last swap, out or in, took"]
 
 
 class ControlEnded(TypedDict):
@@ -582,6 +592,8 @@ class ControlAssign(TypedDict):
     grant: Annotated[int | None, "memory granted under the user's quota, bytes (None: no quota)"]
     grant_step: Annotated[int | None, "bytes asked for (and handed back) at a time under the quota"]
     quota: Annotated[int | None, "the user's memory quota, bytes (None: none)"]
+    swap_idle: NotRequired[Annotated[float | None, "seconds idle after which its arrays are swapped out (None: never by itself)"]]
+    swap_dir: NotRequired[Annotated[str | None, "the pool's swap directory (0700) for its swap file (None: no swapping)"]]
 
 
 class QuotaRefusal(TypedDict):
@@ -604,6 +616,21 @@ class ControlStop(TypedDict):
     """front door → worker: end (the client closed the session, or the pool stops); the
     worker answers with :class:`ControlEnded` and exits."""
     t: Annotated[Literal["stop"], "the message type"]
+
+
+class ControlSwap(TypedDict):
+    """front door → worker: swap the session's arrays out now (their device memory is
+    wanted, or an administrator asked); answered with :class:`ControlSwapped`."""
+    t: Annotated[Literal["swap"], "the message type"]
+
+
+class ControlSwapped(TypedDict):
+    """worker → front door: the session's arrays went to its swap file (idle, or asked by
+    :class:`ControlSwap`), or could not (``error``: they all stay on the device)."""
+    t: Annotated[Literal["swapped"], "the message type"]
+    bytes: Annotated[int, "bytes written (0: nothing to swap, or an error)"]
+    seconds: Annotated[float, "how long the swap-out took"]
+    error: NotRequired[Annotated[str, "why it could not (absent when it did)"]]
 
 
 class ControlReclaim(TypedDict):
@@ -841,7 +868,8 @@ MESSAGES: dict[str, tuple[type, ...]] = {
                      UploadChunk, BatchReply, ClosedReply, StagingReply, StagingOffer,
                      StagedDownloadChunk),
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
-                     ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim),
+                     ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim,
+                     ControlSwap, ControlSwapped),
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),

@@ -53,6 +53,16 @@ class HandleTable:
         if old is not None and self._tracks:
             self.device.untrack(old)
 
+    def put_any(self, hid: int, array: Any) -> None:
+        """Store *array* under *hid*, a client's or the worker's own id (an array brought
+        back from swap, worker/swap.py, under the id it had)."""
+        if self._tracks:
+            self.device.track(array)
+        old = self.arrays.get(hid)
+        self.arrays[hid] = array
+        if old is not None and self._tracks:
+            self.device.untrack(old)
+
     def put_new(self, array: Any) -> int:
         """Store an array the worker numbers itself; returns its (negative) id."""
         _check_dtype(array)

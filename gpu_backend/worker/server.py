@@ -13,6 +13,7 @@ import argparse
 from collections import deque
 import hmac
 import os
+from pathlib import Path
 import secrets
 import sys
 import threading
@@ -41,6 +42,7 @@ from .splitting import Splitter
 from .phases import NO_PHASES, PhaseClock, PhaseRecorder
 from .settings import WorkerSettings
 from .spin_slots import SpinSlots
+from .swap import SessionSwap
 
 __all__ = ["main", "WorkerServer"]
 
@@ -85,6 +87,8 @@ class WorkerServer:
         self.user = ""         # the session's user (names diagnostics only)
         self.table = HandleTable(self.device)
         self.executor = Executor(self.device, self.table)
+        #: the session's arrays swapped out to a file when idle, back at its next batch
+        self.swap = SessionSwap(self.table, self.device, self.executor.replay.release_graphs)
         self.executor.stretches.enabled = settings.graphs != "off"
         if settings.graphs != "on":
             self.executor.replay.rerun_only()
@@ -178,6 +182,22 @@ class WorkerServer:
             self.stopped = True
         elif kind == "reclaim":
             self._hand_back_memory(asked=True)
+        elif kind == "swap":   # the pool needs this session's device memory
+            self._swap_out()
+
+    def _swap_out(self) -> None:
+        """Swap the session's arrays out (idle, or asked), hand their memory back and tell
+        the pool; a failure (disk full) loses nothing: the arrays stay and the pool is told."""
+        try:
+            swapped = self.swap.out()
+        except Exception as exc:
+            self._send_control({"t": "swapped", "bytes": 0, "error": f"{error_name(exc)}: {exc}"})
+            return
+        self._hand_back_memory()
+        self._send_control({"t": "swapped", "bytes": swapped.nbytes if swapped else 0,
+                            "seconds": round(swapped.seconds, 6) if swapped else 0.0})
+        self._last_usage_time = 0.0   # (the next report goes at once)
+        self._report_usage()
 
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False). What
@@ -193,6 +213,7 @@ class WorkerServer:
                 if msg.get("t") == "assign":
                     self.key = self.links.key = bytes(msg["key"])
                     self.user = str(msg.get("user") or "")
+                    self.swap.configure(msg.get("swap_idle"), msg.get("swap_dir"), msg.get("session"))
                     limit = int(msg["memory_limit"])
                     self.device.set_memory_limit(limit)
                     self.device.bound_process(limit)
@@ -266,6 +287,8 @@ class WorkerServer:
             if not events:
                 pacer.idle()   # measure what finished; a lone holder reports, a told one hands over
                 self._hand_back_memory()
+                if self.swap.due():
+                    self._swap_out()
             if (not events or links.presence.monitor in events) and self._client_left():
                 break
             self._report_usage()
@@ -338,6 +361,10 @@ class WorkerServer:
             self._batch = batch
             # cancels already seen skip the batch outright; new ones are looked for between ops
             phases.mark("opened")
+            self.swap.worked()
+            if self.swap.swapped is not None:   # its arrays come back first (or the batch
+                self.swap.back()                # fails with why: nothing is lost)
+                self._last_usage_time = 0.0     # (the pool hears of it at once)
             reply, out = self.executor.run_batch(header, ops, frames[1:],
                                                  cancelled=batch <= self.cancel_upto)
             phases.mark("run")
@@ -449,10 +476,11 @@ class WorkerServer:
         now = time.monotonic()
         if now - self._last_usage_time < USAGE_INTERVAL:
             return
-        counters = self.executor.usage()
+        counters = {**self.executor.usage(), **self.swap.figures()}
         usage = (self.device.memory_used(), len(self.table), *counters.values())
         if usage != self._last_usage:
-            self._send_control({"t": "usage", "memory": usage[0], "arrays": usage[1], **counters})
+            self._send_control({"t": "usage", "memory": usage[0],
+                                "arrays": usage[1] + counters["swapped_arrays"], **counters})
             self._last_usage, self._last_usage_time = usage, now
 
     def close(self, reason: str) -> None:
@@ -468,6 +496,7 @@ class WorkerServer:
                 pass
             final["memory"] = self.device.memory_used()
             self.table.clear()
+        self.swap.discard()
         try:
             # the traces first: the pool may end this process once it has the report (a
             # spare that never served a session has none: it would only race the pool's end)
@@ -586,6 +615,8 @@ def main(argv: list[str] | None = None) -> int:
         raise
     if server.links.unix_path:
         cleanup.append(server.links.unix_path)
+    if args.run_dir:   # (swap files go here unless the pool names a directory)
+        server.swap.default_directory = Path(args.run_dir) / "swap"
     reason = "stopped before a session"
     try:
         if server.wait_for_session():

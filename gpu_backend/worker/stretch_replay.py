@@ -147,6 +147,12 @@ class StretchReplay:
             return False
         return self.graphs.evict()
 
+    def release_graphs(self) -> None:
+        """Drop every graph's memory (a session swapped out, worker/swap.py): its stretches
+        stay held and are captured again at a later replay."""
+        if self.graphs is not None:
+            self.graphs.evict()
+
     def figures(self) -> dict:
         """Stretches held, replays run (through graphs, and re-run where a captured graph's
         guards failed), offers refused, the memory the graphs hold, and how often every

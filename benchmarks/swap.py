@@ -1,0 +1,132 @@
+"""Issue 52: what swapping an idle session costs, beside the host's own copy rate.
+
+A session fills --gib of device memory in --arrays arrays and goes idle; the pool (its
+``swap_idle`` short) swaps it out, and its next op brings it back. Measured: the worker's
+own swap-out and swap-in times (the pool's status, ``swap_seconds``), the client's wait for
+its first op after the swap (the swap-in as a user meets it), the device memory before and
+after, bitwise equality (each array's checksum before and after), and as the reference the
+device's pinned copy rate each way for the same bytes (local CuPy in this process on a GPU,
+NumPy's memcpy on the NumPy device). Prints a table and JSON.
+
+    python benchmarks/swap.py --devices 0 --gib 10 --arrays 10 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+import kernelproxy  # noqa: E402
+from gpu_backend.pool import LocalPool  # noqa: E402
+from json_out import emit  # noqa: E402
+from kernelproxy.modules import module_for  # noqa: E402
+
+GIB = 1 << 30
+
+
+def _row(session) -> dict:
+    return next(r for r in session.status()["sessions"] if r["session"] == session.id)
+
+
+def _wait(predicate, timeout: float = 600.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise TimeoutError("the pool did not act in time")
+
+
+def reference_rates(devices: str, nbytes: int) -> dict:
+    """The host's own copy rates for *nbytes* (at most 2 GiB), GB/s."""
+    n = min(nbytes, 2 * GIB)
+    if devices == "cpu":
+        a = np.ones(n, np.uint8)
+        b = np.empty_like(a)
+        np.copyto(b, a)   # (the pages touched first)
+        t = time.perf_counter(); np.copyto(b, a); dt = time.perf_counter() - t
+        return {"what": "NumPy memcpy", "bytes": n, "d2h_gbps": n / dt / 1e9, "h2d_gbps": n / dt / 1e9}
+    import cupy as cp
+    with cp.cuda.Device(int(devices.split(",")[0])):
+        d = cp.ones(n, cp.uint8)
+        pinned = cp.cuda.alloc_pinned_memory(n)
+        h = np.frombuffer(pinned, np.uint8, n)
+        d.get(out=h); cp.cuda.Device().synchronize()
+        t = time.perf_counter(); d.get(out=h); cp.cuda.Device().synchronize(); d2h = time.perf_counter() - t
+        t = time.perf_counter(); d.set(h); cp.cuda.Device().synchronize(); h2d = time.perf_counter() - t
+        del d
+        cp.get_default_memory_pool().free_all_blocks()
+    return {"what": "CuPy, pinned host memory", "bytes": n, "d2h_gbps": n / d2h / 1e9,
+            "h2d_gbps": n / h2d / 1e9}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--devices", default="cpu")
+    parser.add_argument("--gib", type=float, default=1.0, help="the session's arrays, GiB in all")
+    parser.add_argument("--arrays", type=int, default=4)
+    parser.add_argument("--cycles", type=int, default=3, help="swap-out and swap-in cycles")
+    parser.add_argument("--swap-dir", help="where the pool swaps (default: a temporary directory)")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    nbytes = int(args.gib * GIB)
+    each = nbytes // args.arrays // 4
+    reference = reference_rates(args.devices, nbytes)
+    with tempfile.TemporaryDirectory(dir=args.swap_dir) as swap_dir, \
+            LocalPool(devices=args.devices, swap_idle=0.2, swap_dir=Path(swap_dir) / "swap",
+                      memory_limit=nbytes + GIB, lease_timeout=600) as pool:
+        s = kernelproxy.connect(pool.address, pool.token)
+        cp = module_for(s)
+        arrays = [cp.arange(each, dtype=cp.float32) * (i + 1) for i in range(args.arrays)]
+        sums = [float(a.view(cp.int32).sum(dtype=cp.int64)) for a in arrays]
+        cycles = []
+        for _ in range(args.cycles):
+            first = _wait(lambda: (r := _row(s))["memory_used"] >= 0.9 * nbytes and r
+                          or r["swapped"] and r)
+            used = None if first["swapped"] else first["memory_used"]
+            row = _wait(lambda: (r := _row(s))["swapped"] and r)
+            out_s = row["swap_seconds"]
+            t = time.perf_counter()
+            float(arrays[0][0])            # the first op after: everything comes back first
+            first_op = time.perf_counter() - t
+            back = _wait(lambda: (r := _row(s))["swapped"] == 0 and r)
+            equal = [float(a.view(cp.int32).sum(dtype=cp.int64)) for a in arrays] == sums
+            cycles.append({"bytes": row["swapped"], "memory_before": used,
+                           "memory_swapped": row["memory_used"], "out_s": out_s,
+                           "in_s": back["swap_seconds"], "first_op_s": first_op, "bitwise": equal})
+        s.close()
+    gb = nbytes / 1e9
+    print(f"swap of a {args.gib:g} GiB idle session in {args.arrays} arrays, devices {args.devices}")
+    print(f"reference ({reference['what']}, {reference['bytes'] / GIB:.2f} GiB): device to host "
+          f"{reference['d2h_gbps']:.1f} GB/s, host to device {reference['h2d_gbps']:.1f} GB/s "
+          f"({gb / reference['d2h_gbps']:.2f} s and {gb / reference['h2d_gbps']:.2f} s for {gb:.2f} GB)")
+    print(f"{'cycle':<5} {'swapped GiB':>11} {'memory before':>14} {'after':>10} {'out s':>7} {'in s':>7} "
+          f"{'first op s':>10} {'out GB/s':>8} {'in GB/s':>8} bitwise")
+    for i, c in enumerate(cycles):
+        print(f"{i:<5} {c['bytes'] / GIB:>11.2f} {(c['memory_before'] or 0) / GIB:>13.2f}G {c['memory_swapped'] / GIB:>9.2f}G "
+              f"{c['out_s']:>7.3f} {c['in_s']:>7.3f} {c['first_op_s']:>10.3f} "
+              f"{c['bytes'] / 1e9 / max(c['out_s'], 1e-9):>8.1f} {c['bytes'] / 1e9 / max(c['in_s'], 1e-9):>8.1f} "
+              f"{c['bitwise']}")
+    best_out = min(c["out_s"] for c in cycles)
+    best_in = min(c["first_op_s"] for c in cycles)
+    print(f"targets (a 10 GiB session): swap-out <= 1.5 s, swap-in <= 1.5 s: here out {best_out:.3f} s, "
+          f"in (first op) {best_in:.3f} s for {args.gib:g} GiB")
+    emit({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                               "command": "python " + " ".join(sys.argv), "devices": args.devices,
+                               "gib": args.gib, "arrays": args.arrays, "reference": reference,
+                               "cycles": cycles}, args.json)
+    return 0 if all(c["bitwise"] for c in cycles) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

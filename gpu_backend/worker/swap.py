@@ -1,0 +1,208 @@
+"""A session's arrays swapped out of device memory to a file, and back (issue 52).
+
+A notebook left open holds its device memory for hours. Its worker holds every array of the
+session by handle (worker/handles.py), so it can give that memory back without losing one:
+each *allocation* the session's arrays live in is written once to a file of the pool's swap
+directory, every array is forgotten, the device's cached blocks are released, and the
+session's grant shrinks as for any idle session. The next batch brings every allocation back
+before it runs, and every handle becomes the same view of it that it was: the same shape,
+dtype, strides and offset, so arrays that shared memory (``x`` and ``x[1:]``) share it again
+and the bits are those that were written out.
+
+What stays in memory: the session's other remote objects (random generators, FFT plans,
+events), which are small; held stretches' CUDA graphs are dropped (replay captures them
+again). The swap file is its session's alone: created 0600 (``O_EXCL``) in a 0700 directory,
+deleted when its arrays come back or the session ends, and nothing of it is logged.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SwapFile", "SwappedArrays", "swap_out", "swap_in"]
+
+#: bytes read or written at a time: a large allocation streams through this much host memory
+CHUNK = 64 << 20
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """Where one handle's array was: which allocation, the offset of its first element in
+    it, and its layout (zero-size arrays have no allocation: *block* -1)."""
+    block: int
+    offset: int
+    shape: tuple
+    dtype: np.dtype
+    strides: tuple
+
+
+@dataclass
+class SwappedArrays:
+    """What a swapped-out session needs to come back: the file, its allocations' sizes (in
+    file order) and each handle's place."""
+    path: Path
+    sizes: list[int]
+    handles: dict[int, _Placed]
+    nbytes: int
+    seconds: float
+
+
+class SwapFile:
+    """The session's swap file: created exclusively, private to the pool's user."""
+
+    def __init__(self, directory: Path, name: str) -> None:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(directory, 0o700)
+        self.path = directory / name
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+
+    def write(self, data: Any) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            done = os.write(self._fd, view[:CHUNK])
+            view = view[done:]
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def swap_out(table: Any, device: Any, directory: Path, name: str) -> SwappedArrays | None:
+    """Write every array of *table* to a new file in *directory* and forget them; None when
+    the session holds no array. On an error (disk full) the file is removed and every array
+    stays where it was: nothing is lost."""
+    if not table.arrays:
+        return None
+    started = time.perf_counter()
+    blocks: dict[int, int] = {}          # allocation start -> its number in the file
+    sizes: list[int] = []
+    handles: dict[int, _Placed] = {}
+    firsts: list[Any] = []               # an array of each allocation (to read its bytes)
+    for hid, array in table.arrays.items():
+        ptr, start, size = device.memory_span(array)
+        dtype = np.dtype(array.dtype)
+        if array.size == 0 or size == 0:
+            handles[hid] = _Placed(-1, 0, tuple(array.shape), dtype, tuple(array.strides))
+            continue
+        n = blocks.get(start)
+        if n is None:
+            n = blocks[start] = len(sizes)
+            sizes.append(size)
+            firsts.append(array)
+        handles[hid] = _Placed(n, ptr - start, tuple(array.shape), dtype, tuple(array.strides))
+    out = SwapFile(directory, name)
+    try:
+        for array in firsts:
+            for piece in device.allocation_bytes(array, CHUNK):
+                out.write(piece)
+    except BaseException:
+        out.close()
+        out.path.unlink(missing_ok=True)
+        raise
+    out.close()
+    for hid in list(table.arrays):
+        table.free(hid)
+    device.release_cache()
+    return SwappedArrays(out.path, sizes, handles, sum(sizes), time.perf_counter() - started)
+
+
+def swap_in(swapped: SwappedArrays, table: Any, device: Any) -> float:
+    """Bring *swapped*'s arrays back under their handles and delete its file; the seconds
+    it took. An allocation that does not fit raises the device's OutOfMemoryError with
+    nothing lost: the arrays put back so far are freed again and the file stays."""
+    started = time.perf_counter()
+    restored: list[Any] = []
+    try:
+        with open(swapped.path, "rb", buffering=0) as f:
+            for size in swapped.sizes:
+                restored.append(device.allocation_from(f, size, CHUNK))
+        for hid, placed in swapped.handles.items():
+            if placed.block < 0:
+                array = device.empty_array(placed.shape, placed.dtype)
+            else:
+                array = device.view_of(restored[placed.block], placed.offset, placed.shape,
+                                       placed.dtype, placed.strides)
+            table.put_any(hid, array)
+    except BaseException:
+        for hid in swapped.handles:
+            table.free(hid)
+        raise
+    swapped.path.unlink(missing_ok=True)
+    return time.perf_counter() - started
+
+
+class SessionSwap:
+    """When a worker's session goes out to its swap file and comes back: out after
+    *idle* seconds without a batch (None: never by itself) or when the pool asks
+    (``swap``); back before the next batch runs. Counts what it did for the usage reports."""
+
+    def __init__(self, table: Any, device: Any, drop_graphs: Any) -> None:
+        self.table, self.device, self._drop_graphs = table, device, drop_graphs
+        self.idle: float | None = None
+        self.directory: Path | None = None
+        #: the host's run directory's swap folder (where the pool names none)
+        self.default_directory: Path | None = None
+        self.name = f"swap-{os.getpid()}"
+        self.swapped: SwappedArrays | None = None
+        self.last_work = time.monotonic()
+        self.outs = self.ins = 0
+        self.bytes_out = 0
+        self.last_seconds = 0.0
+
+    def configure(self, idle: Any, directory: Any, session: str) -> None:
+        """The pool's settings, from its ``assign`` (absent or malformed: no swapping)."""
+        self.idle = float(idle) if type(idle) in (int, float) and idle > 0 else None
+        self.directory = (Path(directory) if isinstance(directory, str) and directory
+                          else self.default_directory)
+        if isinstance(session, str) and session.isalnum():
+            self.name = f"swap-{session}-{os.getpid()}"
+
+    def worked(self) -> None:
+        self.last_work = time.monotonic()
+
+    def due(self) -> bool:
+        """Whether the session has been idle for its swap time, holding arrays."""
+        return (self.idle is not None and self.swapped is None and self.directory is not None
+                and bool(self.table.arrays) and time.monotonic() - self.last_work >= self.idle)
+
+    def out(self) -> SwappedArrays | None:
+        """Swap the session's arrays out now (None: nothing to swap, or no directory)."""
+        if self.swapped is not None or self.directory is None:
+            return self.swapped
+        self._drop_graphs()
+        self.device.synchronize()
+        swapped = swap_out(self.table, self.device, self.directory, self.name)
+        if swapped is not None:
+            self.swapped = swapped
+            self.outs += 1
+            self.bytes_out += swapped.nbytes
+            self.last_seconds = swapped.seconds
+        return swapped
+
+    def back(self) -> None:
+        """Bring the arrays back (before a batch runs); the error of one that does not fit."""
+        swapped = self.swapped
+        if swapped is None:
+            return
+        self.last_seconds = swap_in(swapped, self.table, self.device)
+        self.swapped = None
+        self.ins += 1
+
+    def figures(self) -> dict:
+        """For the usage reports: bytes swapped out now, swaps each way, bytes written."""
+        swapped = self.swapped
+        return {"swapped": swapped.nbytes if swapped is not None else 0,
+                "swapped_arrays": len(swapped.handles) if swapped is not None else 0,
+                "swaps_out": self.outs, "swaps_in": self.ins, "swap_bytes": self.bytes_out,
+                "swap_seconds": round(self.last_seconds, 6)}
+
+    def discard(self) -> None:
+        """The session ends: its swap file goes with it."""
+        if self.swapped is not None:
+            self.swapped.path.unlink(missing_ok=True)
+            self.swapped = None

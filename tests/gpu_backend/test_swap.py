@@ -1,0 +1,199 @@
+"""Issue 52: an idle session's arrays swapped out of device memory and back, bitwise, with
+the same handles; views share memory again; the swap file is private and goes away; a swap
+that cannot be written loses nothing. A real pool on the NumPy device (on a GPU with
+``GPUWB_TEST_DEVICES=0``), real workers."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kernelproxy
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
+from tests.differential import TEST_DEVICES
+
+IDLE = 0.3          # seconds idle before a swap-out (the pool's --swap-idle)
+PATIENCE = 60.0     # how long a test waits for the worker to act (never a timing assertion)
+
+
+def _row(session) -> dict:
+    return next(r for r in session.status()["sessions"] if r["session"] == session.id)
+
+
+def _wait(predicate, what: str):
+    deadline = time.monotonic() + PATIENCE
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"waited {PATIENCE} s for {what}")
+
+
+def _files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.rglob("*") if p.is_file()) if directory.exists() else []
+
+
+@pytest.fixture
+def swap_pool(tmp_path):
+    with LocalPool(devices=TEST_DEVICES, swap_idle=IDLE, swap_dir=tmp_path / "swap", lease_timeout=30,
+                   memory_limit=256 << 20) as pool:
+        yield pool, tmp_path / "swap"
+
+
+def test_an_idle_session_is_swapped_out_and_its_arrays_come_back_bitwise(swap_pool):
+    pool, swap_dir = swap_pool
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        rng = np.random.default_rng(52)
+        host = rng.standard_normal((300, 200)).astype(np.float32)
+        x = cp.asarray(host)
+        row = x[5]                     # views of x's memory
+        rev = x[::-1, ::3]
+        t = x.T
+        ints = cp.arange(1000, dtype=cp.int64) * 7
+        cplx = (cp.arange(64, dtype=cp.complex128) + 1j) ** 2
+        flags = ints % 3 == 0
+        empty = cp.zeros((0, 4), dtype=cp.float16)
+        parts = cp.split(cp.arange(12.0), 3)      # arrays the worker numbered itself
+        scalar = cp.asarray(np.float64(2.5))
+        expect = {name: a.get() for name, a in [("x", x), ("row", row), ("rev", rev), ("t", t),
+                                                 ("ints", ints), ("cplx", cplx), ("flags", flags),
+                                                 ("empty", empty), ("scalar", scalar)]}
+        swapped = _wait(lambda: _row(s)["swapped"], "the idle session to be swapped out")
+        assert swapped >= host.nbytes + ints.nbytes
+        assert _row(s)["memory_used"] < 4096   # its device memory given back
+        files = _files(swap_dir)
+        assert len(files) == 1
+        assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+        assert stat.S_IMODE(swap_dir.stat().st_mode) == 0o700
+
+        # the next op brings everything back under the same handles, bitwise
+        got = {"x": x.get(), "row": row.get(), "rev": rev.get(), "t": t.get(),
+               "ints": ints.get(), "cplx": cplx.get(), "flags": flags.get(),
+               "empty": empty.get(), "scalar": scalar.get()}
+        for name, value in expect.items():
+            assert value.dtype == got[name].dtype and value.shape == got[name].shape, name
+            assert value.tobytes() == got[name].tobytes(), name
+        assert [p.get().tolist() for p in parts] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+        assert _files(swap_dir) == []          # the file went with the swap-in
+        _wait(lambda: _row(s)["swapped"] == 0, "the pool to hear of the swap-in")
+
+        # views share their base's memory again: a write through x shows through row and rev
+        x[5, :] = 42.0
+        assert float(row[0]) == 42.0 and float(rev[294, 0]) == 42.0
+        assert float(t[0, 5]) == 42.0
+    finally:
+        s.close()
+
+
+def test_a_swapped_session_that_ends_leaves_no_file(swap_pool):
+    pool, swap_dir = swap_pool
+    s = kernelproxy.connect(pool.address, pool.token)
+    cp = module_for(s)
+    a = cp.ones(100_000, dtype=cp.float64)
+    a[:1].get()   # (the ops go out at a sync)
+    _wait(lambda: _row(s)["swapped"], "the swap-out")
+    assert len(_files(swap_dir)) == 1
+    s.close()
+    del a
+    _wait(lambda: not _files(swap_dir), "the ended session's swap file to go")
+
+
+def test_swap_cycles_leave_nothing_behind(swap_pool):
+    """Each cycle: idle (out), an op (in). No file, descriptor or array is left over."""
+    pool, swap_dir = swap_pool
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        a = cp.arange(50_000, dtype=cp.float32)
+        a[:1].get()
+        total = 0.0
+        for cycle in range(8):
+            swapped = _wait(lambda: _row(s)["swapped"], "a swap-out")
+            assert swapped >= 50_000 * 4   # (a, and views of it the client still frees)
+            a += 1
+            total = float(a.sum())
+            _wait(lambda: _row(s)["swapped"] == 0, "the pool to hear of the swap-in")
+        assert total == float((np.arange(50_000, dtype=np.float32) + 8).sum())
+        _wait(lambda: _row(s)["swapped"], "the last swap-out")
+        assert len(_files(swap_dir)) == 1
+        a += 0
+        a[:1].get()
+        assert len(_files(swap_dir)) == 0
+    finally:
+        s.close()
+
+
+def test_a_swap_that_cannot_be_written_loses_nothing(tmp_path):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the swap directory should be")
+    with LocalPool(devices="cpu", swap_idle=IDLE, swap_dir=blocked, lease_timeout=30) as pool:
+        s = kernelproxy.connect(pool.address, pool.token)
+        try:
+            cp = module_for(s)
+            a = cp.arange(10_000, dtype=cp.int32)
+            a[:1].get()
+            time.sleep(IDLE * 4)   # (idle past the swap time: the worker tries, and fails)
+            _wait(lambda: _row(s)["swapped"] == 0, "the pool to hear of the swap-in")
+            assert int(a.sum()) == sum(range(10_000))
+        finally:
+            s.close()
+
+
+def test_a_pool_without_swapping_keeps_arrays_in_place(tmp_path):
+    with LocalPool(devices="cpu", swap_idle=None, swap_dir=tmp_path / "swap") as pool:
+        s = kernelproxy.connect(pool.address, pool.token)
+        try:
+            cp = module_for(s)
+            a = cp.ones(1000)
+            a[:1].get()
+            time.sleep(IDLE * 3)
+            assert _row(s)["swapped"] == 0 and _files(tmp_path / "swap") == []
+            assert float(a.sum()) == 1000.0
+        finally:
+            s.close()
+
+
+def test_the_swap_file_is_only_its_users(swap_pool):
+    pool, swap_dir = swap_pool
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        a = cp.full(4096, 7, dtype=cp.uint8)
+        a[:1].get()
+        _wait(lambda: _row(s)["swapped"], "the swap-out")
+        (path,) = _files(swap_dir)
+        st = path.stat()
+        assert st.st_uid == os.getuid()
+        assert stat.S_IMODE(st.st_mode) & 0o077 == 0
+        assert int(a[0]) == 7
+    finally:
+        s.close()
+
+
+def test_status_shows_a_swapped_session(swap_pool):
+    from workbench.pool_views import sessions_view
+    from workbench.views import to_text
+
+    pool, _swap_dir = swap_pool
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        a = cp.zeros(1 << 18, dtype=cp.float32)
+        a[:1].get()
+        _wait(lambda: _row(s)["swapped"], "the swap-out")
+        text = to_text(sessions_view(s.status(), s.id), width=300)
+        assert "swapped out" in text and "come back at its next op" in text
+        float(a.sum())
+        _wait(lambda: _row(s)["swapped"] == 0, "the swap-in")
+        assert "swapped out" not in to_text(sessions_view(s.status(), s.id), width=300)
+    finally:
+        s.close()
