@@ -58,6 +58,10 @@ class PoolSettings(BaseSettings):
     swap_dir: Path | None = Field(None, description="where swapped sessions' files go, one "
                                   "0600 file each in a 0700 directory (none: a swap folder in "
                                   "each host's private run directory)")
+    numpy_device_memory: int | None = Field(None, ge=1 << 20, description="the NumPy device's "
+                                            "memory, bytes, shared by its sessions as a GPU's is "
+                                            "(tests and demos of swapping under pressure); none: "
+                                            "each session has only its own limit")
     worker_zygote: bool = Field(True, description="fork workers from a process with their "
                                 "imports done (off: each starts as a new Python process)")
     max_sessions_per_device: int = Field(64, ge=1)

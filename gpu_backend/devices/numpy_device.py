@@ -141,6 +141,10 @@ class NumpyDevice(Device):
         self.operators = sized_operators(operators, self.check_output)
         self.methods = sized_methods(self.methods, self.check_output)
         self.limit = 1 << 62
+        #: the device's memory shared with its other sessions (host_memory_board.py), and
+        #: the worker's way to ask the pool for room in it (others swapped out), or None
+        self.board = None
+        self.make_room = None
         # Bytes are counted per owning buffer, so views cost nothing extra.
         self._owners: dict[int, list] = {}  # id(owner) -> [owner, refcount, nbytes]
         self.used = 0
@@ -189,11 +193,28 @@ class NumpyDevice(Device):
         against the session's limit first."""
         def sized(*args: Any, **kwargs: Any) -> Any:
             need = _sparse_bytes(kind, args, kwargs)
-            if self.used + need > self.limit and not self._grown(self.used + need):
+            why = self._refusal(self.used + need)
+            if why is not None:
                 raise OutOfMemoryError(f"Out of memory allocating {need:,} bytes "
-                                       f"(cupyx.scipy.sparse.{kind})")
+                                       f"(cupyx.scipy.sparse.{kind}){why}")
             return make(*args, **kwargs)
         return sized
+
+    def _refusal(self, total: int) -> str | None:
+        """None if the session may hold *total* bytes: within its limit (or what its user's
+        quota grants it) and, where the device's memory is shared (a board), beside the
+        other sessions' (the pool swapping idle ones out to make room); else what to add to
+        the OutOfMemoryError's text."""
+        if total > self.limit and not self._grown(total):
+            return ""
+        board = self.board
+        if board is None or board.fits(total):
+            return None
+        short = total - (board.capacity - board.others())
+        if self.make_room is not None and self.make_room(short) and board.fits(total):
+            return None
+        return (f": the device's memory is full ({board.others():,} of {board.capacity:,} "
+                f"bytes held by its other sessions, none of them idle to swap out)")
 
     def _grown(self, need: int) -> bool:
         """Whether the session's user quota granted *need* bytes in all (see worker.grants)."""
@@ -302,10 +323,13 @@ class NumpyDevice(Device):
                 nbytes = memoryview(owner).nbytes
             except TypeError:   # memory a library object holds (SciPy's SuperLU's perm_r)
                 nbytes = array.nbytes
-        if self.used + nbytes > self.limit and not self._grown(self.used + nbytes):
-            raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes")
+        why = self._refusal(self.used + nbytes) if nbytes else None
+        if why is not None:
+            raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes{why}")
         self._owners[id(owner)] = [owner, 1, nbytes]
         self.used += nbytes
+        if self.board is not None:
+            self.board.set_used(self.used)
 
     def untrack(self, array: np.ndarray) -> None:
         owner = self._owner(array)
@@ -316,6 +340,8 @@ class NumpyDevice(Device):
         if entry[1] == 0:
             del self._owners[id(owner)]
             self.used -= entry[2]
+            if self.board is not None:
+                self.board.set_used(self.used)
 
     def check_allocation(self, name: str, args: list, kwargs: dict) -> None:
         """Before a creation call the device sizes (and before every remote object's
@@ -353,8 +379,9 @@ class NumpyDevice(Device):
     def check_output(self, nbytes: int) -> None:
         """Refuse an op that would make *nbytes* of new arrays past the session's memory (its
         limit, or what its user's quota grants it), before NumPy allocates them."""
-        if self.used + nbytes > self.limit and not self._grown(self.used + nbytes):
-            raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes")
+        why = self._refusal(self.used + nbytes)
+        if why is not None:
+            raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes{why}")
 
     def bound_process(self, session_limit: int) -> None:
         """Cap the worker's private memory near the session's limit: what no rule of

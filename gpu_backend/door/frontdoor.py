@@ -47,6 +47,7 @@ from gpu_backend.multihost.across_hosts import AcrossHosts
 from gpu_backend.hosts.collection import Hosts
 from gpu_backend.multihost.remote_host import RemoteWorker
 from gpu_backend.door.session_records import EndedSessions, PendingHello, Session
+from gpu_backend.door.swap_pressure import SWAP_WAIT, swap_candidates
 from gpu_backend.door.reclaims import Reclaims
 from gpu_backend.door.spares import Spares
 from gpu_backend.worker.grants import grant_step
@@ -204,6 +205,8 @@ class FrontDoor:
             note_activity(session, msg)   # (its idle time, its last OutOfMemoryError)
             session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
             self.usage.report(session.sid, session.user, session.worker.device, session.usage)
+        elif kind == "room" and worker.session is not None:   # its device's memory is full
+            self._make_room(worker, int(msg.get("want") or 0))
         elif kind == "swapped" and worker.session is not None:
             if isinstance(msg.get("error"), str):   # (its arrays stayed on the device)
                 log.warning("session %s could not be swapped out: %s", worker.session.sid,
@@ -211,6 +214,7 @@ class FrontDoor:
             else:
                 log.info("session %s swapped out: %d bytes in %.3f s", worker.session.sid,
                          int(msg.get("bytes") or 0), float(msg.get("seconds") or 0.0))
+            self._serve_reclaims(worker.wid)   # (a session that asked for room may go on)
         elif kind == "ended" and worker.session is not None:
             session = worker.session
             session.usage.update({k: msg[k] for k in (*USAGE_FIELDS, "reason") if k in msg})
@@ -387,6 +391,23 @@ class FrontDoor:
                 return
         worker.tell({"t": "granted", "bytes": granted, "why": why})
 
+    def _make_room(self, worker: Worker, want: int) -> None:
+        """A session's allocation found its device's memory full: swap idle sessions of that
+        device out (swap_pressure.py), then tell it how many bytes they held."""
+        session = worker.session
+        if session is None:
+            return
+        chosen = swap_candidates(self.sessions.values(), session, want)
+        asked = {s.worker.wid for s in chosen if s.worker.tell({"t": "swap"})}
+        freed = sum(s.usage.get("memory") or 0 for s in chosen if s.worker.wid in asked)
+        if not asked:
+            worker.tell({"t": "roomed", "freed": 0})
+            return
+        log.info("device %s is full: swapping out %d idle session(s) for session %s",
+                 worker.device, len(asked), session.sid)
+        self.reclaims.wait(asked, lambda: worker.tell({"t": "roomed", "freed": freed}),
+                           seconds=SWAP_WAIT)
+
     def _reclaim_from(self, user: str, besides: Session | None = None) -> set[str]:
         """Ask each open session of *user* (but *besides*) that holds some of their quota to
         hand back what it does not use (its worker knows; the usage it last reported may be
@@ -445,6 +466,7 @@ class FrontDoor:
             "memory_limit": session.memory_limit, "grant": session.grant,
             "grant_step": grant_step(hello.account.memory) if hello.account.memory else None,
             "quota": hello.account.memory, "swap_idle": self.settings.swap_idle,
+            "device_memory": self.settings.numpy_device_memory,
             "swap_dir": str(self.settings.swap_dir) if self.settings.swap_dir else None})
         reply = {
             "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,

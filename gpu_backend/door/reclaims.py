@@ -41,8 +41,9 @@ class Reclaims:
     def __bool__(self) -> bool:
         return bool(self._waiting)
 
-    def wait(self, asked: set[str], retry: Callable[[], None], ident: bytes | None = None) -> None:
-        self._waiting.append(Reclaim(self.clock() + RECLAIM_WAIT, set(asked), retry, ident))
+    def wait(self, asked: set[str], retry: Callable[[], None], ident: bytes | None = None,
+             seconds: float = RECLAIM_WAIT) -> None:
+        self._waiting.append(Reclaim(self.clock() + seconds, set(asked), retry, ident))
 
     def due(self, answered: str | None, live: Container[str]) -> list[Reclaim]:
         """The requests to try again now (taken out): every worker they wait for has answered

@@ -44,7 +44,7 @@ __all__ = [
     # worker control
     "ControlReady", "ControlUsage", "ControlEnded", "ControlGrow", "ControlGrant",
     "ControlAssign", "ControlGranted", "QuotaRefusal", "ControlStop", "ControlReclaim",
-    "ControlSwap", "ControlSwapped",
+    "ControlSwap", "ControlSwapped", "ControlRoom", "ControlRoomed",
     # worker zygote
     "ZygoteFork", "ZygoteReady", "ZygoteForked", "ZygoteExited",
     # host agent
@@ -594,6 +594,7 @@ class ControlAssign(TypedDict):
     quota: Annotated[int | None, "the user's memory quota, bytes (None: none)"]
     swap_idle: NotRequired[Annotated[float | None, "seconds idle after which its arrays are swapped out (None: never by itself)"]]
     swap_dir: NotRequired[Annotated[str | None, "the pool's swap directory (0700) for its swap file (None: no swapping)"]]
+    device_memory: NotRequired[Annotated[int | None, "the NumPy device's memory shared by its sessions, bytes (None: each has only its own limit; GPU workers ignore it)"]]
 
 
 class QuotaRefusal(TypedDict):
@@ -631,6 +632,21 @@ class ControlSwapped(TypedDict):
     bytes: Annotated[int, "bytes written (0: nothing to swap, or an error)"]
     seconds: Annotated[float, "how long the swap-out took"]
     error: NotRequired[Annotated[str, "why it could not (absent when it did)"]]
+
+
+class ControlRoom(TypedDict):
+    """worker → front door: an allocation found the device's memory full (not the session's
+    quota or limit): swap idle sessions of the device out; answered with
+    :class:`ControlRoomed` (within 60 s, or the allocation fails)."""
+    t: Annotated[Literal["room"], "the message type"]
+    want: Annotated[int, "bytes short (0: unknown)"]
+
+
+class ControlRoomed(TypedDict):
+    """front door → worker: the answer to :class:`ControlRoom`, once the sessions asked to
+    swap out have (or their wait is over)."""
+    t: Annotated[Literal["roomed"], "the message type"]
+    freed: Annotated[int, "bytes the sessions swapped out held (0: none could go)"]
 
 
 class ControlReclaim(TypedDict):
@@ -869,7 +885,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
                      StagedDownloadChunk),
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim,
-                     ControlSwap, ControlSwapped),
+                     ControlSwap, ControlSwapped, ControlRoom, ControlRoomed),
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),

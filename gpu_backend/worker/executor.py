@@ -116,6 +116,9 @@ class Executor:
         #: their replay (worker/stretch_replay.py), through graphs where the device has them
         self.stretches = HeldStretches()
         self.replay = StretchReplay(self, self.stretches)
+        #: on a GPU: asks the pool to swap idle sessions of this device out when an op ran
+        #: out of device memory (the worker's server sets it; worker/swap.py, "pressure")
+        self.make_room: Any = None
         #: the client's own CUDA graphs, CuPy's graph API (worker/user_graphs.py)
         self.user_graphs = UserGraphs(self)
         warnings.showwarning = self._capture_warning
@@ -218,6 +221,23 @@ class Executor:
             reply["z"] = f"a device fault ({self.fatal})"
         self._warnings = []
         return reply, results.out_frames
+
+    def unrun_batch(self, header: dict, ops: Any, exc: BaseException) -> dict:
+        """The reply to a batch that could not start (its session's arrays could not come
+        back from swap, worker/swap.py): its frees applied, none of its ops run, *exc* the
+        batch's error (no op's: the client marks every array of the batch never computed,
+        and the session goes on)."""
+        if "D" in header:
+            self.replay.drop(header["D"])
+        entry = header.get("T")
+        if entry is not None:
+            self._free_first(header.get("F"))
+            self.replay.skip(entry)
+        self._free_only(ops)
+        count = header.get("n", 0)
+        return {"b": header.get("b"), "m": pack_metas([]), "v": [], "d": [],
+                "e": self.record_error(None, exc), "w": [], "x": 0,
+                "s": count if type(count) is int else 0}
 
     def _free_first(self, handles: Any) -> None:
         """A replay's header ``F``: arrays the client dropped before the stretch's first op,
@@ -408,7 +428,8 @@ class Executor:
         kind, want, out, name, target, args, kwargs = loop.op
         # (a malformed record's kind may be any value: a str first)
         if seq is None or type(kind) is not str or kind not in _RETRIED \
-                or not self.replay.drop_graphs_for(exc):
+                or not (self.replay.drop_graphs_for(exc)
+                        or (self.make_room is not None and self.make_room(exc))):
             return exc
         try:
             results.store(seq, want, out, self.call(kind, name, target, args, kwargs))
@@ -451,6 +472,8 @@ class Executor:
             name, text = "OutOfMemoryError", f"Out of memory: {text}"
         if name == "OutOfMemoryError":   # say which budget it met, in the user's terms
             self.op_ooms += seq is not None
+        if name == "OutOfMemoryError" and "device's memory is full" not in text:   # (the
+            # device's, said by the NumPy device's board: worker/swap.py, pressure)
             grant = self.device.grant
             text = out_of_memory_text(asked_of(text), self.device.memory_used(), self.pool_limit(),
                                       grant.refusal if grant is not None else None, grant)

@@ -29,6 +29,9 @@ class HandleTable:
         #: that a client drops them the way it drops arrays (a bare id in the op stream)
         self.objects: dict[int, Any] = {}
         self._tracks = device.tracks_memory
+        #: while the session is swapped out (worker/swap.py), its arrays' places by handle:
+        #: a free then forgets the array there
+        self.swapped: dict | None = None
         self._next_server_id = -1
 
     def get(self, hid: int) -> Any:
@@ -78,7 +81,10 @@ class HandleTable:
         if array is not None:
             if self._tracks:
                 self.device.untrack(array)
-        elif self.objects:
+            return
+        if self.swapped is not None:
+            self.swapped.pop(hid, None)
+        if self.objects:
             self.objects.pop(hid, None)
 
     def put_object(self, hid: Any, obj: Any) -> None:

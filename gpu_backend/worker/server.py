@@ -13,6 +13,7 @@ import argparse
 from collections import deque
 import hmac
 import os
+import re
 from pathlib import Path
 import secrets
 import sys
@@ -51,6 +52,8 @@ USAGE_INTERVAL = 0.5
 CHUNK_TIMEOUT = 30.0
 #: A request for memory that the pool does not answer in this long is refused.
 GROW_TIMEOUT = 10.0
+#: how long an allocation waits for the pool to swap other sessions out (worker/swap.py)
+ROOM_TIMEOUT = 60.0
 #: After answering a batch, poll without sleeping this long: an interactive
 #: client's next batch usually follows at once, and a sleeping thread takes
 #: tens of microseconds to wake.
@@ -66,6 +69,8 @@ class WorkerServer:
                  settings: WorkerSettings = WorkerSettings()) -> None:
         #: what this worker measures and how its NumPy device streams (worker/settings.py)
         self.settings = settings
+        self.device_spec = device_spec
+        self.run_dir: str | None = None   # the host's private run directory (main sets it)
         self.device = open_device(device_spec)
         if settings.stream_bytes and self.device.kind == "numpy":
             self.device.stream_bytes = settings.stream_bytes
@@ -161,6 +166,33 @@ class WorkerServer:
             return self.device.grant.granted, "the pool has gone"
         return self.device.grant.granted, "the pool did not answer a request for memory"
 
+    def _ask_room(self, short: int) -> bool:
+        """This device's memory is full: ask the pool to swap idle sessions of it out to
+        make *short* bytes of room; whether it made some. Other control messages met
+        meanwhile are kept (a swap asked of this worker waits for its loop)."""
+        self._send_control({"t": "room", "want": max(0, int(short))})
+        deadline = time.monotonic() + ROOM_TIMEOUT
+        while not self.pool_gone and self.control.poll(max(0.0, deadline - time.monotonic())):
+            msg = self._read_control()
+            if msg is not None and msg.get("t") == "roomed":
+                return int(msg.get("freed") or 0) > 0
+            if msg is not None and msg.get("t") == "reclaim":   # (mid-allocation: nothing to give)
+                self._send_control({"t": "grant", "bytes": self.device.grant.granted
+                                    if self.device.grant is not None else None})
+            elif msg is not None:
+                self._on_control(msg)
+            if time.monotonic() > deadline:
+                break
+        return False
+
+    def _room_for(self, exc: BaseException) -> bool:
+        """An op ran out of device memory on a GPU (not past its quota or limit): room asked
+        of the pool, for the bytes the error names; whether the op may run again."""
+        if error_name(exc) != "OutOfMemoryError" or "quota" in str(exc) or "limit" in str(exc):
+            return False
+        match = re.search(r"allocating ([\d,]+) bytes", str(exc))
+        return self._ask_room(int(match[1].replace(",", "")) if match else 0)
+
     def _hand_back_memory(self, asked: bool = False) -> None:
         """Idle: return memory the session no longer uses to its user's quota. *asked*: the
         pool asks for it (another session of the user wants to open): keep only what is in
@@ -182,8 +214,8 @@ class WorkerServer:
             self.stopped = True
         elif kind == "reclaim":
             self._hand_back_memory(asked=True)
-        elif kind == "swap":   # the pool needs this session's device memory
-            self._swap_out()
+        elif kind == "swap":   # the pool needs this session's device memory: at the loop,
+            self.swap.asked = True   # never inside a batch (an allocation may be waiting)
 
     def _swap_out(self) -> None:
         """Swap the session's arrays out (idle, or asked), hand their memory back and tell
@@ -198,6 +230,18 @@ class WorkerServer:
                             "seconds": round(swapped.seconds, 6) if swapped else 0.0})
         self._last_usage_time = 0.0   # (the next report goes at once)
         self._report_usage()
+
+    def _share_device_memory(self, capacity: Any) -> None:
+        """Make room in the device's memory by swapping others out when it is full: a GPU's
+        own (an op out of memory asks, then runs again), or the NumPy device's as the pool
+        sets it (*capacity* bytes, shared through its board in the run directory)."""
+        if not hasattr(self.device, "board"):   # a GPU: an op that ran out asks, then runs again
+            self.executor.make_room = self._room_for
+        elif type(capacity) is int and capacity > 0 and self.run_dir:
+            from ..devices.host_memory_board import MemoryBoard
+            self.device.board = MemoryBoard(
+                os.path.join(self.run_dir, f"memory-{self.device_spec}.board"), capacity)
+            self.device.make_room = self._ask_room
 
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False). What
@@ -214,6 +258,7 @@ class WorkerServer:
                     self.key = self.links.key = bytes(msg["key"])
                     self.user = str(msg.get("user") or "")
                     self.swap.configure(msg.get("swap_idle"), msg.get("swap_dir"), msg.get("session"))
+                    self._share_device_memory(msg.get("device_memory"))
                     limit = int(msg["memory_limit"])
                     self.device.set_memory_limit(limit)
                     self.device.bound_process(limit)
@@ -289,6 +334,9 @@ class WorkerServer:
                 self._hand_back_memory()
                 if self.swap.due():
                     self._swap_out()
+            if self.swap.asked:
+                self.swap.asked = False
+                self._swap_out()
             if (not events or links.presence.monitor in events) and self._client_left():
                 break
             self._report_usage()
@@ -362,11 +410,16 @@ class WorkerServer:
             # cancels already seen skip the batch outright; new ones are looked for between ops
             phases.mark("opened")
             self.swap.worked()
+            reply = None
             if self.swap.swapped is not None:   # its arrays come back first (or the batch
-                self.swap.back()                # fails with why: nothing is lost)
-                self._last_usage_time = 0.0     # (the pool hears of it at once)
-            reply, out = self.executor.run_batch(header, ops, frames[1:],
-                                                 cancelled=batch <= self.cancel_upto)
+                self._last_usage_time = 0.0     # fails with why, and nothing is lost)
+                try:
+                    self.swap.back()
+                except Exception as exc:
+                    reply, out = self.executor.unrun_batch(header, ops, exc), []
+            if reply is None:
+                reply, out = self.executor.run_batch(header, ops, frames[1:],
+                                                     cancelled=batch <= self.cancel_upto)
             phases.mark("run")
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
@@ -497,6 +550,9 @@ class WorkerServer:
             final["memory"] = self.device.memory_used()
             self.table.clear()
         self.swap.discard()
+        board = getattr(self.device, "board", None)
+        if board is not None:
+            board.close()
         try:
             # the traces first: the pool may end this process once it has the report (a
             # spare that never served a session has none: it would only race the pool's end)
@@ -617,6 +673,7 @@ def main(argv: list[str] | None = None) -> int:
         cleanup.append(server.links.unix_path)
     if args.run_dir:   # (swap files go here unless the pool names a directory)
         server.swap.default_directory = Path(args.run_dir) / "swap"
+        server.run_dir = args.run_dir
     reason = "stopped before a session"
     try:
         if server.wait_for_session():

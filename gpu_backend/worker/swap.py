@@ -107,6 +107,7 @@ def swap_out(table: Any, device: Any, directory: Path, name: str) -> SwappedArra
     out.close()
     for hid in list(table.arrays):
         table.free(hid)
+    table.swapped = handles   # (a free while swapped forgets the array's place)
     device.release_cache()
     return SwappedArrays(out.path, sizes, handles, sum(sizes), time.perf_counter() - started)
 
@@ -117,6 +118,7 @@ def swap_in(swapped: SwappedArrays, table: Any, device: Any) -> float:
     nothing lost: the arrays put back so far are freed again and the file stays."""
     started = time.perf_counter()
     restored: list[Any] = []
+    table.swapped = None
     try:
         with open(swapped.path, "rb", buffering=0) as f:
             for size in swapped.sizes:
@@ -131,6 +133,7 @@ def swap_in(swapped: SwappedArrays, table: Any, device: Any) -> float:
     except BaseException:
         for hid in swapped.handles:
             table.free(hid)
+        table.swapped = swapped.handles
         raise
     swapped.path.unlink(missing_ok=True)
     return time.perf_counter() - started
@@ -149,6 +152,8 @@ class SessionSwap:
         self.default_directory: Path | None = None
         self.name = f"swap-{os.getpid()}"
         self.swapped: SwappedArrays | None = None
+        #: the pool asked for a swap-out (its device is full): done at the serving loop
+        self.asked = False
         self.last_work = time.monotonic()
         self.outs = self.ins = 0
         self.bytes_out = 0

@@ -197,3 +197,86 @@ def test_status_shows_a_swapped_session(swap_pool):
         assert "swapped out" not in to_text(sessions_view(s.status(), s.id), width=300)
     finally:
         s.close()
+
+
+# ------------------------------------------------------------------ pressure: a full device
+MIB = 1 << 20
+
+
+def _idle_for(session, seconds: float) -> None:
+    """Wait until the pool counts *session* idle for *seconds* (by its own clock)."""
+    _wait(lambda: _row(session)["idle"] >= seconds, f"{seconds} s of idle time")
+
+
+@pytest.fixture
+def full_pool(tmp_path):
+    """A NumPy device of 64 MiB shared by its sessions, no swapping by idle time."""
+    with LocalPool(devices="cpu", numpy_device_memory=64 * MIB, memory_limit=48 * MIB,
+                   swap_idle=None, swap_dir=tmp_path / "swap", lease_timeout=60) as pool:
+        yield pool
+
+
+def test_a_full_device_swaps_the_idle_session_out_for_the_next_one(full_pool):
+    from gpu_backend.door.swap_pressure import PRESSURE_IDLE
+    from kernelproxy import OutOfMemoryError
+
+    a = kernelproxy.connect(full_pool.address, full_pool.token)
+    b = kernelproxy.connect(full_pool.address, full_pool.token)
+    try:
+        # (creation calls go to the active session: module_for makes it so)
+        xa = module_for(a).arange(5 * MIB, dtype=np.float64)        # 40 MiB of the 64
+        expect = float(xa.sum())
+        _idle_for(a, PRESSURE_IDLE + 0.2)
+        xb = module_for(b).ones(5 * MIB, dtype=np.float64)   # 40 more: a goes out to make room
+        assert float(xb.sum()) == 5 * MIB
+        assert _wait(lambda: _row(a)["swapped"], "a's swap-out") >= 40 * MIB
+        assert _row(b)["swapped"] == 0
+
+        # a comes back while b is busy: no room, and a clear error; nothing lost
+        with pytest.raises(OutOfMemoryError, match="device's memory is full"):
+            float(xa.sum())
+        assert _row(a)["swapped"] >= 40 * MIB
+        # once b has been idle, a's next op swaps b out and a's arrays are back, bitwise
+        _idle_for(b, PRESSURE_IDLE + 0.2)
+        assert float(xa.sum()) == expect
+        assert _wait(lambda: _row(b)["swapped"], "b's swap-out") >= 40 * MIB
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_session_past_its_own_limit_swaps_nobody_out(full_pool):
+    from gpu_backend.door.swap_pressure import PRESSURE_IDLE
+    from kernelproxy import OutOfMemoryError
+
+    a = kernelproxy.connect(full_pool.address, full_pool.token)
+    b = kernelproxy.connect(full_pool.address, full_pool.token)
+    try:
+        xa = module_for(a).ones(2 * MIB, dtype=np.float64)          # 16 MiB
+        float(xa.sum())
+        _idle_for(a, PRESSURE_IDLE + 0.2)
+        with pytest.raises(OutOfMemoryError):
+            module_for(b).ones(7 * MIB, dtype=np.float64).sum().get()   # 56 MiB: past b's limit
+        time.sleep(0.3)
+        assert _row(a)["swapped"] == 0
+        assert float(xa.sum()) == 2 * MIB
+    finally:
+        a.close()
+        b.close()
+
+
+def test_an_array_dropped_while_swapped_out_does_not_come_back(swap_pool):
+    pool, swap_dir = swap_pool
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        keep = cp.arange(1000, dtype=cp.int32)
+        drop = cp.ones(250_000, dtype=cp.float64)
+        float(drop.sum())
+        _wait(lambda: _row(s)["swapped"] >= drop.nbytes, "the swap-out")
+        del drop                      # its free goes out with the next batch, before the swap-in
+        assert int(keep.sum()) == sum(range(1000))
+        row = _wait(lambda: (r := _row(s))["swapped"] == 0 and r, "the swap-in")
+        assert row["memory_used"] < 250_000 * 8   # (the dropped array stayed behind)
+    finally:
+        s.close()
