@@ -9,6 +9,11 @@ device's pinned copy rate each way for the same bytes (local CuPy in this proces
 NumPy's memcpy on the NumPy device). Prints a table and JSON.
 
     python benchmarks/swap.py --devices 0 --gib 10 --arrays 10 --json out.json
+
+``--users N --user-gib G``: N users' notebooks of G GiB each on one device (more than it
+holds), each active in turn for --turns rounds: each turn runs one op over all of its arrays
+(its return: the swap-in when it was swapped out, swapping the idle ones out first), then
+the user goes idle. Every turn must be served with no out-of-memory error, bitwise.
 """
 
 from __future__ import annotations
@@ -70,6 +75,44 @@ def reference_rates(devices: str, nbytes: int) -> dict:
             "h2d_gbps": n / h2d / 1e9}
 
 
+def turns(args) -> dict:
+    """N users in turn on one device (see the module's doc)."""
+    from gpu_backend.door.swap_pressure import PRESSURE_IDLE
+    each = int(args.user_gib * GIB) // 4
+    memory = {"numpy_device_memory": int(args.device_gib * GIB)} if args.devices == "cpu" else {}
+    rows, errors = [], []
+    with tempfile.TemporaryDirectory(dir=args.swap_dir) as swap_dir, \
+            LocalPool(devices=args.devices, swap_idle=None, swap_dir=Path(swap_dir) / "swap",
+                      memory_limit=int(args.user_gib * GIB) + GIB, lease_timeout=600,
+                      spare_workers=args.users, **memory) as pool:
+        users = [kernelproxy.connect(pool.address, pool.token) for _ in range(args.users)]
+        data, sums = [], []
+        for i, s in enumerate(users):
+            t = time.perf_counter()
+            a = module_for(s).full(each, i + 1, dtype=np.float32)
+            sums.append(float(a.sum()))
+            data.append(a)
+            rows.append({"turn": 0, "user": i, "first_op_s": time.perf_counter() - t,
+                         "was_swapped": False})
+            time.sleep(PRESSURE_IDLE + 0.3)   # (idle long enough to be swapped for the next)
+        for turn in range(1, args.turns + 1):
+            for i, s in enumerate(users):
+                was = _row(s)["swapped"]
+                t = time.perf_counter()
+                try:
+                    got = float(data[i].sum())
+                except Exception as exc:   # what must not happen: recorded, then the run goes on
+                    errors.append(f"turn {turn}, user {i}: {type(exc).__name__}: {exc}")
+                    got = None
+                rows.append({"turn": turn, "user": i, "first_op_s": time.perf_counter() - t,
+                             "was_swapped": bool(was), "bitwise": got == sums[i],
+                             "swap_seconds": _row(s)["swap_seconds"]})
+                time.sleep(PRESSURE_IDLE + 0.3)
+        for s in users:
+            s.close()
+    return {"rows": rows, "errors": errors}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", default="cpu")
@@ -77,8 +120,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arrays", type=int, default=4)
     parser.add_argument("--cycles", type=int, default=3, help="swap-out and swap-in cycles")
     parser.add_argument("--swap-dir", help="where the pool swaps (default: a temporary directory)")
+    parser.add_argument("--users", type=int, default=0, help="N users in turn (see above)")
+    parser.add_argument("--user-gib", type=float, default=1.0)
+    parser.add_argument("--device-gib", type=float, default=3.0,
+                        help="the NumPy device's memory with --users (a GPU has its own)")
+    parser.add_argument("--turns", type=int, default=2)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    if args.users:
+        result = turns(args)
+        print(f"{args.users} users of {args.user_gib:g} GiB each in turn on devices {args.devices}, "
+              f"{args.turns} rounds")
+        print(f"{'turn':<5} {'user':>4} {'swapped before':>14} {'first op s':>10} {'swap s':>7} bitwise")
+        for r in result["rows"]:
+            print(f"{r['turn']:<5} {r['user']:>4} {str(r['was_swapped']):>14} {r['first_op_s']:>10.3f} "
+                  f"{r.get('swap_seconds', 0.0):>7.3f} {r.get('bitwise', '-')}")
+        returns = [r["first_op_s"] for r in result["rows"] if r["was_swapped"]]
+        print(f"served: {len(result['rows'])} turns, out-of-memory or other errors: "
+              f"{len(result['errors'])}; returns from swap: {len(returns)}, slowest "
+              f"{max(returns) if returns else 0:.3f} s (target: each <= 1.5 s at 10 GiB's rate)")
+        for e in result["errors"]:
+            print("  error:", e)
+        emit({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "command": "python " + " ".join(sys.argv), **vars(args), **result}, args.json)
+        return 0 if not result["errors"] and all(r.get("bitwise", True) for r in result["rows"]) else 1
     nbytes = int(args.gib * GIB)
     each = nbytes // args.arrays // 4
     reference = reference_rates(args.devices, nbytes)

@@ -236,7 +236,7 @@ class WorkerServer:
         own (an op out of memory asks, then runs again), or the NumPy device's as the pool
         sets it (*capacity* bytes, shared through its board in the run directory)."""
         if not hasattr(self.device, "board"):   # a GPU: an op that ran out asks, then runs again
-            self.executor.make_room = self._room_for
+            self.executor.make_room = self.swap.room = self._room_for
         elif type(capacity) is int and capacity > 0 and self.run_dir:
             from ..devices.host_memory_board import MemoryBoard
             self.device.board = MemoryBoard(

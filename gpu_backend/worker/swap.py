@@ -152,6 +152,8 @@ class SessionSwap:
         self.default_directory: Path | None = None
         self.name = f"swap-{os.getpid()}"
         self.swapped: SwappedArrays | None = None
+        #: on a GPU: asks the pool to swap others out when the arrays do not fit back
+        self.room: Any = None
         #: the pool asked for a swap-out (its device is full): done at the serving loop
         self.asked = False
         self.last_work = time.monotonic()
@@ -194,7 +196,12 @@ class SessionSwap:
         swapped = self.swapped
         if swapped is None:
             return
-        self.last_seconds = swap_in(swapped, self.table, self.device)
+        try:
+            self.last_seconds = swap_in(swapped, self.table, self.device)
+        except Exception as exc:   # (a full GPU: others swapped out, then once more)
+            if self.room is None or not self.room(exc):
+                raise
+            self.last_seconds = swap_in(swapped, self.table, self.device)
         self.swapped = None
         self.ins += 1
 
