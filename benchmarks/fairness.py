@@ -30,6 +30,22 @@ user (token) and session:
                  its loss (a pause between steps), beside a loop of long GEMMs and the
                  interactive user, weights 1:1 (steps per second normalised as GEMMs are)
 
+Users that sync every few milliseconds, as notebooks do (issue 51): each loop iteration
+launches its GEMMs and then reads one element of the result, so the session has nothing
+queued while its client waits for that value and sends the next iteration:
+
+  sync-1:1       two users each looping four 4096² float32 GEMMs (~2 ms each) and a
+                 read of one element, weights 1:1
+  sync-1:2:4     three such users, weights 1:2:4
+  sync-long-vs-small  a loop of one 8192² float32 GEMM (~20 ms) and a read beside a loop
+                 of four 1024² ones and a read, weights 1:1
+  interactive+2048  the interactive user beside one saturating with 2048² float32 GEMMs
+                 (~0.3 ms each, fenced as the GEMM loops above)
+
+Every scenario is judged from the users' side: each user's normalised rate (its rate over
+its rate alone, measured alone in the same run), their sum (work conservation), the share
+error of the normalised rates against the weights, the interactive user's latency.
+
 GEMM clients keep their session backlogged: they send K GEMMs (about 10 ms of
 work alone, from the workload's exclusive rate: the same K for every user and
 policy) and a fence (the value of one element) and read the fence before
@@ -78,6 +94,11 @@ BIG = (6144, "float16")      # one GEMM ~0.6-0.8 ms on an H100/H200: "ops of at 
 SMALL = (1024, "float32")    # ~40-60 µs
 LONG = (12288, "float32")    # ~70 ms: one kernel far longer than a quantum
 TRAIN = (4096, "float32")    # the training step's batch rows (its layers a quarter as wide)
+MID = (2048, "float32")      # ~0.3 ms: the saturating user beside the interactive one (issue 51)
+SYNC = (4096, "float32")     # ~2 ms: users that sync every few ms, four GEMMs a read (issue 51)
+SYNC_LONG = (8192, "float32")   # ~20 ms, one GEMM a read, beside SMALL four a read (issue 51)
+#: GEMMs between two reads of one element, per syncing kind
+PER_SYNC = {"sync": 4, "longsync": 1, "smallsync": 4}
 
 SCENARIOS = {
     "two-1:1": [("a", "big", 1), ("b", "big", 1)],
@@ -92,6 +113,11 @@ SCENARIOS = {
     # DL-like mixed traffic: a training loop that syncs each step, beside long kernels and
     # an interactive user
     "dl-mix": [("a", "train", 1), ("b", "long", 1), ("i", "interactive", 1)],
+    # users that sync every few ms (issue 51): nothing queued while each waits for its value
+    "sync-1:1": [("a", "sync", 1), ("b", "sync", 1)],
+    "sync-1:2:4": [("a", "sync", 1), ("b", "sync", 2), ("c", "sync", 4)],
+    "sync-long-vs-small": [("a", "longsync", 1), ("b", "smallsync", 1)],
+    "interactive+2048": [("a", "mid", 1), ("i", "interactive", 1)],
 }
 #: what a run without --scenarios runs: every scenario (the long-kernel ones were left out,
 #: and a default run missed cases the documents quote: issue 53)
@@ -113,6 +139,9 @@ class Pool:
         # "fair+fixedpatience": always that long, whatever the holder's ops (no op lengths);
         # "fair+nogap": no user kept the device between two batches (the gap rule off);
         # "fair+split": long ops cut into 1 ms pieces (GPUWB_SPLIT_PIECE_US=1000)
+        # "fair+lateread": a holder hands the device over after its batch's closing read and
+        # its reply, as before issue 51 (GPUWB_RELEASE_AT_READ=0; the gap rule then applies)
+        policy, lateread, _ = policy.partition("+lateread")
         policy, split, _ = policy.partition("+split")
         policy, nogap, _ = policy.partition("+nogap")
         policy, fixed, _ = policy.partition("+fixedpatience")
@@ -124,7 +153,7 @@ class Pool:
                           + (f"-lead{lead}" if lead else "")
                           + (f"-patience{patience}" if patience else "")
                           + ("-fixedpatience" if fixed else "") + ("-nogap" if nogap else "")
-                          + ("-split" if split else ""))
+                          + ("-split" if split else "") + ("-lateread" if lateread else ""))
         self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
@@ -150,6 +179,8 @@ class Pool:
             env["GPUWB_GAP_RULE"] = "0"
         if split:
             env["GPUWB_SPLIT_PIECE_US"] = "1000"
+        if lateread:
+            env["GPUWB_RELEASE_AT_READ"] = "0"
         self.served = ServedPool(policy, devices, "--spare-workers", "4",
                                  *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
                                  *(["--period-ms", period] if period else []),
@@ -228,9 +259,11 @@ def run_clients(specs: list[dict], workdir: Path, events=()) -> list[dict]:
 
 def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: float,
              workdir: Path, local: bool) -> dict:
-    n, dtype = {"big": BIG, "small": SMALL, "long": LONG, "train": TRAIN}.get(kind, (0, ""))
+    n, dtype = {"big": BIG, "small": SMALL, "long": LONG, "train": TRAIN, "mid": MID,
+                "sync": SYNC, "longsync": SYNC_LONG, "smallsync": SMALL}.get(kind, (0, ""))
     rate = exclusive.get(kind, {}).get("rate")
     return {"user": user, "kind": kind, "n": n, "dtype": dtype, "local": local,
+            "per_sync": PER_SYNC.get(kind),
             # the same work between fences for every user and policy: ~10 ms alone
             "per_fence": max(1, min(4000, round(FENCE_SECONDS * rate))) if rate else None,
             "address": None if local else pool.address,
@@ -359,12 +392,12 @@ def summarise_traces(folder: Path, t0: float, t1: float, keep: Path | None = Non
 
 
 def calibrate(pool, seconds: float, workdir: Path, local: bool, kinds=("big", "small"),
-              clocks: ClockSampler | None = None) -> dict:
+              clocks: ClockSampler | None = None, lead: float = 3.0) -> dict:
     """Each workload alone: its exclusive rate (GEMMs/s) or latency, and the GPU's clock
     meanwhile."""
     exclusive = {}
     for kind in kinds:
-        start = time.monotonic() + 3
+        start = time.monotonic() + lead
         spec = spec_for("solo", kind, pool, {}, start, start + seconds, workdir, local)
         wall = time.time() - time.monotonic()
         r = run_clients([spec], workdir)[0]
@@ -372,7 +405,7 @@ def calibrate(pool, seconds: float, workdir: Path, local: bool, kinds=("big", "s
         exclusive[kind] = {"rate": (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])}
         if clocks is not None:
             exclusive[kind]["gpu_clock"] = clocks.between(wall + start + 0.5, wall + start + seconds)
-    start = time.monotonic() + 3
+    start = time.monotonic() + lead
     r = run_clients([spec_for("i", "interactive", pool, {}, start, start + seconds, workdir,
                               local)], workdir)[0]
     lat = [v * 1e3 for v in r["latencies"][20:]]
@@ -417,7 +450,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "work, GPUWB_PACING_LEAD_US; any fair variant may end so), fair+patienceMS (a "
                              "preempting newcomer waits at most MS ms for the holder's launched work, "
                              "GPUWB_PREEMPT_PATIENCE_MS; after any +lead), fair+fixedpatience, "
-                             "fair+nogap (the gap rule off), fair+split (long ops in 1 ms pieces) and "
+                             "fair+nogap (the gap rule off), fair+split (long ops in 1 ms pieces), "
+                             "fair+lateread (the device handed over after a batch's closing read, "
+                             "not as it begins: the pool before issue 51) and "
                              "local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))
@@ -434,6 +469,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--long", type=int, default=LONG[0], help="long GEMM size (float32)")
     parser.add_argument("--train", type=int, default=TRAIN[0],
                         help="the training step's batch rows (float32; layers a quarter as wide)")
+    parser.add_argument("--mid", type=int, default=MID[0],
+                        help="the GEMM size (float32) saturating beside interactive+2048")
+    parser.add_argument("--sync", type=int, default=SYNC[0],
+                        help="the syncing users' GEMM size (float32; four GEMMs a read)")
+    parser.add_argument("--sync-long", type=int, default=SYNC_LONG[0],
+                        help="sync-long-vs-small's long GEMM size (float32; one GEMM a read)")
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds, args.calibrate_seconds = 4.0, 2.0
@@ -445,10 +486,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    global BIG, SMALL, LONG, TRAIN
+    global BIG, SMALL, LONG, TRAIN, MID, SYNC, SYNC_LONG
     args = parse_args(argv)
     BIG, SMALL, LONG = (args.big, BIG[1]), (args.small, SMALL[1]), (args.long, LONG[1])
-    TRAIN = (args.train, TRAIN[1])
+    TRAIN, MID = (args.train, TRAIN[1]), (args.mid, MID[1])
+    SYNC, SYNC_LONG = (args.sync, SYNC[1]), (args.sync_long, SYNC_LONG[1])
     if args.client:
         client_main(json.loads(args.client))
         return 0
@@ -477,7 +519,7 @@ def main(argv=None) -> int:
                 if policy in args.calibrate.split(",") or not results["exclusive"]:
                     results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir,
                                                              local, sorted({*gemm_kinds, "big", "small"}),
-                                                             clocks)
+                                                             clocks, lead=min(args.lead, 3.0))
                 exclusive = normalising_rates(results["exclusive"], policy)
                 by = results["policies"][policy] = {}
                 for name in names:

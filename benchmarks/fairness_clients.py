@@ -4,7 +4,8 @@ with its own session and token, started as ``fairness.py --client SPEC``.
 Kinds: GEMM loops (``big``, ``small``, ``long``) that keep their session backlogged and
 fence about every FENCE_SECONDS of their own work, reading the fence before last; the
 ``interactive`` user, one small sync op every INTERACTIVE_PERIOD; the ``train`` user, a
-DL-like training step that reads its loss each step. Each writes its progress over time
+DL-like training step that reads its loss each step; the syncing loops (``sync``,
+``longsync``, ``smallsync``: the spec's ``per_sync`` GEMMs, then a read of one element). Each writes its progress over time
 (or its latencies) to the spec's ``out`` file as JSON.
 """
 
@@ -60,6 +61,23 @@ def client_main(spec: dict) -> None:
         while time.monotonic() < spec["stop"]:
             step()   # (reads its loss: a sync each step, as a training loop that logs it)
             done += 1
+            points.append((time.monotonic(), done))
+        out.update(points=points)
+    elif spec.get("per_sync"):   # a loop of GEMMs and a read of one element (issue 51)
+        n, dtype, k = spec["n"], spec["dtype"], spec["per_sync"]
+        a = xp.asarray(np.random.default_rng(0).random((n, n)).astype(dtype))
+        b = xp.asarray(np.random.default_rng(1).random((n, n)).astype(dtype))
+        for _ in range(5):
+            for _ in range(k):
+                c = a @ b
+            float(c[0, 0])
+        wait_until(spec["start"])
+        done, points = 0, [(time.monotonic(), 0)]
+        while time.monotonic() < spec["stop"]:
+            for _ in range(k):
+                c = a @ b
+            float(c[0, 0])   # the sync: nothing queued until the value is back
+            done += k
             points.append((time.monotonic(), done))
         out.update(points=points)
     else:
