@@ -5,8 +5,10 @@ Each simulated worker behaves as ``gpu_backend.worker`` does: it asks for the
 device when work arrives, reports its device time every ``report`` seconds of
 it, hands over after its quantum or at once when told, and keeps the device
 while alone. Sessions are saturating (an endless queue of ops of one length),
-interactive (one op every ``period``) or closed loops (the next op ``think``
-seconds after one ends: a training loop reading its loss). The arbiter's timer is a
+interactive (one op every ``period``) or closed loops (the next op, or the next
+``batch`` ops, ``think`` seconds after one ends: a training loop reading its loss; with
+``reads``, the worker hands the device over as the batch's read begins and says so,
+``reading``). The arbiter's timer is a
 "tick" event at the policy's next deadline. ``simulate`` runs sessions on a policy;
 ``Fair`` is a FairPolicy whose answers are its decisions alone. Used by
 tests/gpu_backend/test_policy.py and test_gap_rule.py.
@@ -27,6 +29,9 @@ class SimSession:
     op: float                      # device seconds per op
     period: float | None = None    # interactive: one op every `period`; None: saturating
     think: float | None = None     # closed loop: the next op comes `think` after one ends
+    batch: int = 1                 # closed loop: ops per batch (the next batch `think` after)
+    reads: bool = False            # closed loop: each batch ends with a read, and the worker
+    # hands the device over as it begins (worker/pacing.py, release_before_read)
     start: float = 0.0
     stop: float = float("inf")
     weight: float = 1.0
@@ -92,7 +97,7 @@ class SimDevice:
         s.yield_after = None
         want = s.has_work(self.now)
         s.asked = want
-        self._apply(self.policy.release(s.sid, s.busy, want))
+        self._apply(self.policy.release(s.sid, s.busy, want, reading=s.reads and not want))
 
     def _ask(self, s: SimSession) -> None:
         if not s.holding and not s.asked and s.has_work(self.now):
@@ -126,7 +131,7 @@ class SimDevice:
                 self._ask(s)
             elif kind == "arrive":
                 if t < s.stop:
-                    s.queued += 1
+                    s.queued += s.batch
                     s.arrivals.append(t)
                     if s.period is not None:
                         self._push(t + s.period, "arrive", sid)
@@ -140,8 +145,9 @@ class SimDevice:
                 s.done.append((t, s.op))
                 if s.period is not None or s.think is not None:
                     s.queued -= 1
-                    s.latencies.append(t - s.arrivals[len(s.latencies)])
-                if s.think is not None:
+                    if not s.queued % s.batch:   # (a batch's latency, at its last op)
+                        s.latencies.append(t - s.arrivals[len(s.latencies)])
+                if s.think is not None and not s.queued:
                     self._push(t + s.think, "arrive", sid)
                 self.policy.op_seconds(sid, s.op)   # (a worker reports its op length with `used`)
                 if s.busy - s.reported >= self.report:

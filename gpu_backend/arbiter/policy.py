@@ -211,8 +211,12 @@ class Policy:
         return []
 
     def release(self, sid: str, busy: float, want: bool, grant: int | None = None,
-                ahead: float = 0.0) -> list[Action]:
+                ahead: float = 0.0, reading: bool = False) -> list[Action]:
         """*sid* handed over (or finished after being granted away); *want*: it has more work;
+        *reading*: it handed over as its batch's closing read began (worker/pacing.py,
+        Pacer.release_before_read): nothing is queued behind the read, and the device is
+        kept for nobody meanwhile (no gap hold, arbiter/gap_rule.py): others' queued work
+        fills the gap until its client comes back, and then it asks like anyone else;
         *grant*: the number of the grant it hands over; *ahead*: the worker's estimate of the
         device time of work it launched and has not measured yet, charged now (at most
         AHEAD_CAP) and settled by its next report like a lone holder's assumed progress
@@ -235,7 +239,7 @@ class Policy:
         if self.holder == sid:
             self._vacate()
             self.handoff = (sid, self.grants, None)   # (a stale grant returned above)
-            ending = None if want else (session, ahead)
+            ending = None if want or reading else (session, ahead)
         if want:
             self._wake(session)
         else:
@@ -568,14 +572,14 @@ class FifoPolicy(Policy):
         return []
 
     def release(self, sid: str, busy: float, want: bool, grant: int | None = None,
-                ahead: float = 0.0) -> list[Action]:
+                ahead: float = 0.0, reading: bool = False) -> list[Action]:
         if grant is not None and self.holder == sid and grant != self.grants:
-            return super().release(sid, busy, want, grant, ahead)   # stale: charged only
+            return super().release(sid, busy, want, grant, ahead, reading)   # stale: charged only
         if sid in self.queue:
             self.queue.remove(sid)
         if want and sid in self.sessions:
             self.queue.append(sid)   # to the back of the line
-        return super().release(sid, busy, want, grant, ahead)
+        return super().release(sid, busy, want, grant, ahead, reading)
 
     def detach(self, sid: str) -> list[Action]:
         if sid in self.queue:

@@ -245,7 +245,8 @@ class Arbiter:
                 grant = msg.get("g")
                 actions = policy.release(session, float(msg["busy"]), bool(msg.get("want")),
                                          grant if type(grant) is int else None,
-                                         float(msg.get("ahead") or 0.0))
+                                         float(msg.get("ahead") or 0.0),
+                                         reading=msg.get("r") is True)
             else:
                 return
         except (ValueError, TypeError, KeyError, AttributeError):

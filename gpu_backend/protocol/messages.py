@@ -709,6 +709,7 @@ class ArbiterRelease(TypedDict):
     g: Annotated[int | None, "the grant it hands back"]
     ahead: NotRequired[Annotated[float, "estimated device seconds of work launched and not yet measured (charged until the next report)"]]
     op: NotRequired[Annotated[float, "device seconds of one of its ops, as measured lately (a moving average)"]]
+    r: NotRequired[Annotated[bool, "it hands over as its batch's closing read begins, nothing queued behind it: keep the device idle for nobody"]]
 
 
 class ArbiterGrant(TypedDict):

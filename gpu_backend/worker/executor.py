@@ -170,29 +170,32 @@ class Executor:
         held = None
         graphed = False   # (a replay the worker skipped, cancelled or re-ran from its records)
         if self.poisoned_at is None and not cancelled:
-            if entry is not None:
-                self._free_first(header.get("F"))
-                executed, error, cancelled, graphed = replay.run(entry, iter(payload), results)
-                self._free_only(ops)   # (the client's frees of the stretch, after it)
-            else:   # (a batch that split an op is not held: its graph would run the op whole)
-                touched = self.splitter.touched if self.splitter is not None else 0
-                offered = header.get("O")
-                offer = replay.read_offer(self._batch) if offered is not None else None
-                executed, error, cancelled = self._run_ops(ops, iter(payload), results)
-                if offered is not None and error is None and not cancelled and executed == count \
-                        and (self.splitter is None or self.splitter.touched == touched):
-                    held = replay.keep(offered, offer, executed, results)
-            self.ops_run += executed
-            results.finish()
-            self._ended = executed
-            phases.mark("ops")
-            if header.get("y") and error is None:
-                try:
-                    self.device.synchronize()
-                except Exception as exc:  # an asynchronous fault of an op in this batch
-                    self.poison(self.seq)
-                    error = self.record_error(self.seq, exc)
-            self.pacer.ended = perf_counter()   # the device waits for the host from here
+            try:
+                if entry is not None:
+                    self._free_first(header.get("F"))
+                    executed, error, cancelled, graphed = replay.run(entry, iter(payload), results)
+                    self._free_only(ops)   # (the client's frees of the stretch, after it)
+                else:   # (a batch that split an op is not held: its graph would run the op whole)
+                    touched = self.splitter.touched if self.splitter is not None else 0
+                    offered = header.get("O")
+                    offer = replay.read_offer(self._batch) if offered is not None else None
+                    executed, error, cancelled = self._run_ops(ops, iter(payload), results)
+                    if offered is not None and error is None and not cancelled and executed == count \
+                            and (self.splitter is None or self.splitter.touched == touched):
+                        held = replay.keep(offered, offer, executed, results)
+                self.ops_run += executed
+                results.finish()
+                self._ended = executed
+                phases.mark("ops")
+                if header.get("y") and error is None:
+                    try:
+                        self.device.synchronize()
+                    except Exception as exc:  # an asynchronous fault of an op in this batch
+                        self.poison(self.seq)
+                        error = self.record_error(self.seq, exc)
+                self.pacer.ended = perf_counter()   # the device waits for the host from here
+            finally:   # a read that began with the device handed over: the next holder may go
+                self.pacer.pass_baton()
         elif entry is not None:
             self._free_first(header.get("F"))
             replay.skip(entry)
@@ -312,6 +315,7 @@ class Executor:
         unpack, tell, end = unpacker.unpack, unpacker.tell, len(self._batch)
         pacer = self.pacer
         pace, cancel_asked = pacer.after_ops, self.cancelled
+        at_read, release_before_read = pacer.release_at_read, pacer.release_before_read
         operators, methods, functions = self.device.operators, self.device.methods, self.device.functions
         array_type = self.device.array_type
         put, free = self.table.put, self.table.free
@@ -349,6 +353,10 @@ class Executor:
                 target, args, kwargs = body
                 if type(args) is not list or type(kwargs) is not dict:
                     raise ProtocolError("malformed op arguments")
+                if want != _ARRAY and at_read and tell() == end:
+                    # the batch's last op, a read (a value, a download): others may take the
+                    # device now and launch as soon as the work it waits for is done
+                    release_before_read(executed, self.more_work)
                 # -- running it
                 if pacer.fresh_due:   # the device was idle or just granted: time starts here
                     pacer.start_segment()

@@ -465,6 +465,9 @@ class StretchGraphs:
         if not live:   # a result's layout changed under an eager op: capture again next time
             state.capture_again()
         phases.mark("replay_ran")   # (its graphs launched, its eager ops run)
+        x = self.x
+        if x.pacer.release_at_read:   # the stretch's reads next: others may take the device
+            x.pacer.release_before_read(stretch.ops, x.more_work)   # (Pacer.release_before_read)
         done = self._finish(g, stretch.ops, entry, arrays, handout, results)
         phases.mark("replay_out")   # (its kept results handed to their handles)
         return done

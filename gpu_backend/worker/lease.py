@@ -80,6 +80,8 @@ class DeviceLease:
         self._reasked = False                # whether it ever asked again (see REASK_SECONDS)
         self.slot: int | None = None
         self.after: list | None = None
+        #: the [slot, grant] of a last holder this one launched beside (wait_for_previous)
+        self.overlapping: list | None = None
         self.patience = BATON_TIMEOUT        # ... and the longest to wait for it (seconds)
         #: the pacer's trace (GPUWB_PACING_TRACE), where the yields read are noted
         self.trace: list | None = None
@@ -210,14 +212,20 @@ class DeviceLease:
             self._send(msg)
             self._reported = busy
 
-    def release(self, busy: float, want: bool, ahead: float = 0.0, op: float | None = None) -> None:
+    def release(self, busy: float, want: bool, ahead: float = 0.0, op: float | None = None,
+                reading: bool = False) -> None:
         """Hand the device over; with *want*, ask for it again at once (work is waiting).
         *busy*: the device time measured so far; *ahead*: the estimated device time of the
         work launched and not yet measured (the arbiter charges it until the next report
-        settles it). The next holder waits for :meth:`finished` before it launches."""
+        settles it); *reading*: the batch ends with a read of that work's result and nothing
+        more is queued (the arbiter keeps no device idle for this session's return: others'
+        queued work fills its gap). The next holder waits for :meth:`finished` before it
+        launches."""
         msg = {"t": "release", "busy": busy, "want": want, "g": self.grant}
         if ahead > 0:
             msg["ahead"] = ahead
+        if reading:
+            msg["r"] = True
         if op is not None:
             msg["op"] = op
         self._send(msg)
@@ -236,12 +244,26 @@ class DeviceLease:
 
     def wait_for_previous(self) -> bool:
         """Before a new holder's first launch: until the last holder's work has drained.
-        False if it gave up waiting (the last holder sits in a long kernel, or died)."""
+        False if it gave up waiting (the last holder sits in a long kernel, or died): the
+        [slot, grant] it gave up on is kept in ``overlapping`` (see :meth:`still_overlapping`)."""
         drained = True
+        self.overlapping = None
         if self.baton is not None and self.after is not None:
             drained = self.baton.wait(*self.after, timeout=self.patience)
+            if not drained:
+                self.overlapping = self.after
             self.after = None
         return drained
+
+    def still_overlapping(self) -> bool:
+        """Whether the last holder this one launched beside (wait_for_previous gave up on
+        it) still has work on the device (one read of shared memory)."""
+        if self.overlapping is None:
+            return False
+        if self.baton.wait(*self.overlapping, timeout=0.0):
+            self.overlapping = None
+            return False
+        return True
 
     def wait(self, seconds: float) -> None:
         """Sleep up to *seconds*, waking at once if the arbiter speaks."""

@@ -76,6 +76,10 @@ CHECK_SECONDS = 0.0005
 #: Waits longer than this sleep on the lease's socket (until this much before the end);
 #: shorter ones spin on the device's markers.
 SPIN_SECONDS = 0.0008
+#: The part of a segment's device time charged while it ran beside the last holder's work
+#: (a newcomer that launched without waiting out a long kernel): two contexts time-sliced
+#: share the device about evenly, so each is charged half of the overlap (harvest).
+OVERLAP_SHARE = 0.5
 #: While spinning, look at the lease this often: a preempted holder must not launch
 #: one more op behind the newcomer.
 SPIN_CHECK_SECONDS = 50e-6
@@ -83,9 +87,13 @@ SPIN_CHECK_SECONDS = 50e-6
 
 class Pacer:
     def __init__(self, device, lease: DeviceLease | None = None, *, lead: float | None = None,
-                 trace: bool = False) -> None:
+                 trace: bool = False, release_at_read: bool = True) -> None:
         self.device = device
         self.lease = lease
+        #: hand the device over as a batch's closing read begins (release_before_read)
+        self.release_at_read = release_at_read and lease is not None
+        #: (grant, slot) released by release_before_read whose baton is not passed yet
+        self._early: tuple | None = None
         #: estimated device seconds of launched, unfinished work allowed beyond the running op
         self.lead = LEAD if lead is None else lead
         #: device seconds this session's work has used, as measured so far
@@ -182,6 +190,15 @@ class Pacer:
                 continue
             charged = device.between(charged_from, end)
             span = charged if own is None or own is charged_from else device.between(own, end)
+            if self.lease is not None and self.lease.overlapping is not None \
+                    and self.lease.still_overlapping():
+                # launched beside the last holder's long kernel (its drain not waited out):
+                # CUDA time-slices the two contexts, and this segment's span holds the other's
+                # slices too. Charged whole, a loop of small GEMMs beside 22 ms kernels was
+                # charged 3.5x their time alone, fell behind in virtual time, stopped
+                # preempting and waited out a kernel at every read (0.09 of its rate alone,
+                # 0.22 under `none`, H200 2026-11-25): the overlap is split between the two
+                charged *= OVERLAP_SHARE
             seconds = max(0.0, span - slack)   # the ops' device time, or a lower bound (_mark)
             if self.trace is not None:
                 self.trace.append((perf_counter(), ops, seconds, charged, self.per_op))
@@ -308,6 +325,51 @@ class Pacer:
         lease.release(self.busy, want, self._ahead(), self.per_op)
         self._drain()
         lease.finished(grant, slot)
+
+    def release_before_read(self, executed: int, more_work: Callable[[], bool]) -> bool:
+        """The batch's last op reads a result back (a value, a download) and its *executed*
+        ops before it are launched: if others wait and the client has sent nothing more, hand
+        the device over now, as the read begins, not after the reply (issue 51). The next
+        holder is granted while this session's last ops still run and launches, from the
+        baton, as soon as they are done (:meth:`pass_baton`, after the read); the release
+        says ``reading``, so the arbiter keeps no device idle for this session's return: others'
+        queued work fills its gap. Before, the device idled from the read's end through the
+        reply, the release, the arbiter's decision and the next holder's wake-up, and the gap
+        rule kept it idle through the client's round trip (0.5 ms a batch for four 2 ms GEMMs
+        and a read, H200 2026-11-25: work conservation 0.82 against 0.96 under `none`).
+        Returns whether it handed over."""
+        lease = self.lease
+        if not self.release_at_read or not lease.holding or self._early is not None:
+            return False
+        self._read_lease()
+        if not self._contended() or more_work():
+            return False
+        if executed > self._marked:   # (the read waits for them: the drain after it must too)
+            self._mark(executed - self._marked)
+            self._marked = executed
+        self.harvest()
+        grant, slot = lease.grant, lease.slot
+        self._quantum_left = None
+        # (no ``ahead``: the work still running is charged with this session's next report,
+        # as part of its cumulative device time. An estimate charged ahead is never given
+        # back, and here it would be the whole segment just marked: on the NumPy device,
+        # whose ops are done when launched, three users 1:2:4 read 0.16 / 0.34 / 0.50)
+        lease.release(self.busy, False, 0.0, self.per_op, reading=True)
+        self._early = (grant, slot)
+        if self.trace is not None:
+            self.trace.append((perf_counter(), "release-at-read", grant))
+        return True
+
+    def pass_baton(self) -> None:
+        """After a batch whose read began with the device handed over (release_before_read):
+        once this session's work is done on the device (the read waited for it: at once),
+        the next holder may launch. Nothing otherwise."""
+        if self._early is None:
+            return
+        grant, slot = self._early
+        self._early = None
+        self._drain()
+        self.lease.finished(grant, slot)
 
     def _drain(self) -> None:
         """Wait until the device has done all this session's launched work: sleep while the

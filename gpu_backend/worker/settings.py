@@ -43,6 +43,11 @@ class WorkerSettings:
     #: default): never; measured on H100s it cost more than it gave (docs/fair-share.md,
     #: "Long ops"); tests set it small so that the NumPy device's small ops split
     split_piece: float = 0.0
+    #: ``GPUWB_RELEASE_AT_READ``: a holder that others wait for, whose batch ends with a read
+    #: and has nothing more queued, hands the device over as the read begins, not after it
+    #: (worker/pacing.py, Pacer.release_before_read). ``0`` (a diagnostic): after the batch,
+    #: as before issue 51
+    release_at_read: bool = True
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "WorkerSettings":
@@ -56,7 +61,9 @@ class WorkerSettings:
                    pacing_lead=float(lead) * 1e-6 if lead else None,
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
-                   split_piece=float(piece) * 1e-6 if piece else 0.0)
+                   split_piece=float(piece) * 1e-6 if piece else 0.0,
+                   release_at_read=(env.get("GPUWB_RELEASE_AT_READ") or "1").strip().lower()
+                   not in ("0", "off", "false", "no"))
 
 
 def _graphs_mode(value: str | None) -> str:
