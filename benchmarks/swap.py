@@ -83,7 +83,7 @@ def turns(args) -> dict:
     rows, errors = [], []
     with tempfile.TemporaryDirectory(dir=args.swap_dir) as swap_dir, \
             LocalPool(devices=args.devices, swap_idle=None, swap_dir=Path(swap_dir) / "swap",
-                      memory_limit=int(args.user_gib * GIB) + GIB, lease_timeout=600,
+                      memory_limit=int(2 * args.user_gib * GIB) + 2 * GIB, lease_timeout=600,
                       spare_workers=args.users, **memory) as pool:
         users = [kernelproxy.connect(pool.address, pool.token) for _ in range(args.users)]
         data, sums = [], []
@@ -149,10 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     reference = reference_rates(args.devices, nbytes)
     with tempfile.TemporaryDirectory(dir=args.swap_dir) as swap_dir, \
             LocalPool(devices=args.devices, swap_idle=0.2, swap_dir=Path(swap_dir) / "swap",
-                      memory_limit=nbytes + GIB, lease_timeout=600) as pool:
+                      memory_limit=2 * nbytes + 2 * GIB, lease_timeout=600) as pool:
         s = kernelproxy.connect(pool.address, pool.token)
         cp = module_for(s)
-        arrays = [cp.arange(each, dtype=cp.float32) * (i + 1) for i in range(args.arrays)]
+        arrays = []
+        for i in range(args.arrays):   # (distinct bits in each; no temporaries on the way)
+            a = cp.empty(each, dtype=cp.float32)
+            a[...] = i + 1.25
+            a[::7] = -(i + 0.5)
+            arrays.append(a)
         sums = [float(a.view(cp.int32).sum(dtype=cp.int64)) for a in arrays]
         cycles = []
         for _ in range(args.cycles):
