@@ -94,7 +94,8 @@ def turns(args) -> dict:
             data.append(a)
             rows.append({"turn": 0, "user": i, "first_op_s": time.perf_counter() - t,
                          "was_swapped": False})
-            time.sleep(PRESSURE_IDLE + 0.3)   # (idle long enough to be swapped for the next)
+            _wait(lambda: _row(s)["idle"] >= PRESSURE_IDLE + 0.1)   # (idle, by the pool's clock,
+            # long enough to be swapped out for the next user)
         for turn in range(1, args.turns + 1):
             for i, s in enumerate(users):
                 was = _row(s)["swapped"]
@@ -107,7 +108,7 @@ def turns(args) -> dict:
                 rows.append({"turn": turn, "user": i, "first_op_s": time.perf_counter() - t,
                              "was_swapped": bool(was), "bitwise": got == sums[i],
                              "swap_seconds": _row(s)["swap_seconds"]})
-                time.sleep(PRESSURE_IDLE + 0.3)
+                _wait(lambda: _row(s)["idle"] >= PRESSURE_IDLE + 0.1)
         for s in users:
             s.close()
     return {"rows": rows, "errors": errors}

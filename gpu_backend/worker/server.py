@@ -112,8 +112,7 @@ class WorkerServer:
         self.lease_id = secrets.token_hex(16)
         self.lease = DeviceLease(self.ctx, arbiter, self.lease_id, baton) if arbiter else None
         self.executor.pacer = Pacer(self.device, self.lease, lead=settings.pacing_lead,
-                                    trace=settings.pacing_trace_dir is not None,
-                                    release_at_read=settings.release_at_read)
+                                    trace=settings.pacing_trace_dir is not None)
         if self.lease is not None and settings.split_piece > 0:   # long ops in pieces (opt-in)
             self.executor.splitter = Splitter(self.device, self._after_piece, settings.split_piece,
                                               exclusive=self.executor.pacer.exclusive)
@@ -189,10 +188,19 @@ class WorkerServer:
     def _room_for(self, exc: BaseException) -> bool:
         """An op ran out of device memory on a GPU (not past its quota or limit): room asked
         of the pool, for the bytes the error names; whether the op may run again."""
-        if error_name(exc) != "OutOfMemoryError" or "quota" in str(exc) or "limit" in str(exc):
+        text = str(exc)
+        if error_name(exc) != "OutOfMemoryError" or "quota" in text:
             return False
-        match = re.search(r"allocating ([\d,]+) bytes", str(exc))
-        return self._ask_room(int(match[1].replace(",", "")) if match else 0)
+        # CuPy: "Out of memory allocating S bytes (allocated so far: T bytes[, limit set to:
+        # L bytes])." - past the session's limit when T + S > L, else the device is full
+        found = re.search(r"allocating ([\d,]+) bytes \(allocated so far: ([\d,]+) bytes"
+                          r"(?:, limit set to: ([\d,]+) bytes)?", text)
+        if found is None:
+            return False
+        size, total = (int(found[i].replace(",", "")) for i in (1, 2))
+        if found[3] is not None and total + size > int(found[3].replace(",", "")):
+            return False
+        return self._ask_room(size)
 
     def _hand_back_memory(self, asked: bool = False) -> None:
         """Idle: return memory the session no longer uses to its user's quota. *asked*: the
