@@ -395,6 +395,7 @@ class Executor:
                 executed += 1
                 countdown -= 1
                 if not countdown:  # mark device progress, pace, hand the device over if due
+                    pacer.batch_left = end - tell()   # (a batch's tail: Pacer.TAIL_BYTES)
                     countdown = pace(executed, cancel_asked)
                 now = perf_counter()
                 if not countdown or ((executed & 31 == 0 or now - checked > CANCEL_CHECK_SECONDS)

@@ -216,3 +216,125 @@ def test_users_that_sync_every_few_ms_get_their_weights_share(tmp_path, weights)
         share, seconds = shares[u]
         assert seconds > 0.2, shares                 # hundreds of batches competed
         assert share >= w / total_w - 0.05, (u, shares, reading)
+
+
+# ---------------------------------------------------------------- the worker's side
+# A real lease against a peer speaking the arbiter's protocol over a real socket, and the
+# NumPy device's markers (as tests/gpu_backend/test_lease_regrant.py).
+
+@pytest.fixture
+def peer(tmp_path):
+    import zmq
+
+    from gpu_backend.arbiter.baton import BatonBoard
+    from gpu_backend.worker import lease as lease_module
+    from gpu_backend.worker.lease import DeviceLease
+
+    ctx = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    lease = DeviceLease(ctx, f"tcp://127.0.0.1:{port}", "w1")
+    board = BatonBoard(str(tmp_path / "baton"))
+    lease.baton = lease_module.Baton(board.path)
+    yield router, lease, board
+    lease.baton.close()
+    lease.baton = None
+    board.close()
+    lease.sock.close(linger=0)
+    router.close(linger=0)
+    ctx.term()
+
+
+def _granted(router, lease, pacer, **grant):
+    from gpu_backend.protocol.codec import packb
+
+    lease._send({"t": "want"})
+    ident, _ = router.recv_multipart()
+    router.send_multipart([ident, packb({"t": "grant", **grant})])
+    deadline = time.monotonic() + 2
+    while not lease.pending() and time.monotonic() < deadline:
+        lease.sock.poll(10)
+    assert pacer._acquire(lambda: False)
+    return ident
+
+
+def _next_message(router, timeout_ms=2000):
+    from gpu_backend.protocol.codec import unpackb
+
+    if not router.poll(timeout_ms):
+        return None
+    return unpackb(router.recv_multipart()[1])
+
+
+def test_a_spent_turn_runs_the_batchs_tail_and_hands_over_at_its_read(peer):
+    """A holder whose turn is spent with only its batch's tail left (an index and a read:
+    54 bytes of records) runs them and hands over as the read begins, saying so; with more
+    of the batch left it hands over at once, as before; a preemption is never deferred."""
+    import numpy as np
+
+    from gpu_backend.devices.numpy_device import NumpyDevice
+    from gpu_backend.worker.pacing import TAIL_BYTES, Pacer
+
+    router, lease, board = peer
+    slot = board.take()
+    pacer = Pacer(NumpyDevice(), lease)
+    x = np.ones((64, 64))
+    _granted(router, lease, pacer, g=1, q=1e-9, k=slot)   # a turn spent by its first op
+    pacer.start_segment()
+    x @ x
+    pacer.batch_left = 54
+    assert 54 <= TAIL_BYTES
+    assert pacer.after_ops(1, lambda: False) and lease.holding   # the tail runs
+    while (msg := _next_message(router, 50)) is not None:
+        assert msg["t"] == "used"
+    assert pacer.release_before_read(1, lambda: False)            # the read: hand over now
+    msg = _next_message(router)
+    assert msg["t"] == "release" and msg["r"] is True and msg["want"] is False
+    assert not lease.holding and lease.baton._words[slot] < 1     # its work not yet passed on
+    pacer.pass_baton()
+    assert lease.baton._words[slot] == 1                          # ... now it is
+    # more than the tail left: a spent turn hands over at once
+    _granted(router, lease, pacer, g=2, q=1e-9, k=slot)
+    pacer.start_segment()
+    x @ x
+    pacer.batch_left = 10_000
+    pacer.after_ops(1, lambda: True)                              # (interrupted: no regrant wait)
+    msg = _next_message(router)
+    while msg is not None and msg["t"] == "used":
+        msg = _next_message(router)
+    assert msg["t"] == "release" and msg.get("r") is None and msg["want"] is True
+
+
+def test_a_newcomer_beside_a_long_kernel_is_charged_half_of_the_overlap(peer):
+    """A newcomer that gave up waiting for the last holder's drain (inside a long kernel)
+    runs beside it, time-sliced: its segments are charged half while the last holder's work
+    is unfinished (its baton slot not yet passed), in full once it is."""
+    import numpy as np
+
+    from gpu_backend.devices.numpy_device import NumpyDevice
+    from gpu_backend.worker.pacing import OVERLAP_SHARE, Pacer
+
+    router, lease, board = peer
+    holder_slot, my_slot = board.take(), board.take()
+    pacer = Pacer(NumpyDevice(), lease)
+    _granted(router, lease, pacer, g=2, q=1.0, k=my_slot, w=[holder_slot, 1], wt=0.005)
+    assert lease.overlapping == [holder_slot, 1]
+    x = np.ones((128, 128))
+
+    def one_segment() -> tuple[float, float]:
+        """(the segment's span by its markers, what it was charged)"""
+        before = pacer.busy
+        pacer.start_segment()
+        x @ x
+        pacer._mark(1)
+        charged_from, _own, end, _ops, _slack = pacer._pending[0]
+        span = pacer.device.between(charged_from, end)
+        pacer.harvest()
+        return span, pacer.busy - before
+
+    span, charged = one_segment()
+    assert charged == pytest.approx(span * OVERLAP_SHARE)
+    lease.baton.finished(holder_slot, 1)                           # the long kernel ended
+    span, charged = one_segment()
+    assert charged == pytest.approx(span) and lease.overlapping is None   # in full again
