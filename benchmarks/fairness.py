@@ -519,7 +519,7 @@ def main(argv=None) -> int:
                 if policy in args.calibrate.split(",") or not results["exclusive"]:
                     results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir,
                                                              local, sorted({*gemm_kinds, "big", "small"}),
-                                                             clocks, lead=min(args.lead, 3.0))
+                                                             clocks)
                 exclusive = normalising_rates(results["exclusive"], policy)
                 by = results["policies"][policy] = {}
                 for name in names:
