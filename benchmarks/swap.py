@@ -126,8 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device-gib", type=float, default=3.0,
                         help="the NumPy device's memory with --users (a GPU has its own)")
     parser.add_argument("--turns", type=int, default=2)
+    parser.add_argument("--verbose", action="store_true", help="the pool's log on stderr")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    if args.verbose:
+        import logging
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if args.users:
         result = turns(args)
         print(f"{args.users} users of {args.user_gib:g} GiB each in turn on devices {args.devices}, "

@@ -401,6 +401,8 @@ class FrontDoor:
         asked = {s.worker.wid for s in chosen if s.worker.tell({"t": "swap"})}
         freed = sum(s.usage.get("memory") or 0 for s in chosen if s.worker.wid in asked)
         if not asked:
+            log.info("device %s is full and no session of it is idle to swap out (session %s "
+                     "asked for %d bytes)", worker.device, session.sid, want)
             worker.tell({"t": "roomed", "freed": 0})
             return
         log.info("device %s is full: swapping out %d idle session(s) for session %s",

@@ -105,6 +105,8 @@ def swap_out(table: Any, device: Any, directory: Path, name: str) -> SwappedArra
         out.path.unlink(missing_ok=True)
         raise
     out.close()
+    firsts.clear()   # (no reference of ours may keep a block from the device: CuPy's pool
+    array = None     # gives back only blocks no array holds)
     for hid in list(table.arrays):
         table.free(hid)
     table.swapped = handles   # (a free while swapped forgets the array's place)
