@@ -8,12 +8,14 @@ cannot, the test fails with the reason (it never skips quietly).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -48,6 +50,15 @@ def chromium() -> str:
         raise RuntimeError("no chromium on this machine and it cannot be installed here "
                            "(needs apt-get as root): install Debian's chromium package or set "
                            "GPUWB_CHROMIUM to a Chromium binary")
+    # The browser tests are in two files, which the test processes may run side by side:
+    # one installs, the other waits for it (two apt-gets at once: one fails on dpkg's lock).
+    with open(Path(tempfile.gettempdir()) / "gpuwb-chromium-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _find_chromium()
+        return found or _install_chromium()
+
+
+def _install_chromium() -> str:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     log = []
     for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends",
