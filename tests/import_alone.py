@@ -13,7 +13,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import traceback
 
 #: Third-party libraries our modules import, loaded once before the forks (those missing
@@ -34,6 +36,22 @@ def main(names: list[str]) -> int:
     if loaded:   # a library pulled one of ours in: the check would no longer be alone
         print(json.dumps([f"preloading loaded {loaded}"]))
         return 1
+    # Each child compiles the modules it imports; one child's bytecode serves the next (a
+    # cache of our own, in a temporary folder, whatever PYTHONDONTWRITEBYTECODE says): the
+    # same imports, done without compiling the same sources again in every child.
+    cache = tempfile.mkdtemp(prefix="gpuwb-import-alone-")
+    sys.pycache_prefix, sys.dont_write_bytecode = cache, False
+    try:
+        failed = _import_each(names)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    print(json.dumps(failed))
+    return 0
+
+
+def _import_each(names: list[str]) -> list[str]:
+    """Import each of *names* in a child forked from this process; "name: error" for
+    those that fail."""
     failed = []
     for name in names:
         read, write = os.pipe()
@@ -53,8 +71,7 @@ def main(names: list[str]) -> int:
         _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             failed.append(f"{name}: {why or 'exit status ' + str(status)}")
-    print(json.dumps(failed))
-    return 0
+    return failed
 
 
 if __name__ == "__main__":
