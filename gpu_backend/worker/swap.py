@@ -11,7 +11,9 @@ and the bits are those that were written out.
 
 What stays in memory: the session's other remote objects (random generators, FFT plans,
 events), which are small; held stretches' CUDA graphs are dropped (replay captures them
-again). The swap file is its session's alone: created 0600 (``O_EXCL``) in a 0700 directory,
+again). A session holding a CUDA graph the user captured is not swapped: the graph holds its
+arrays' addresses. Neither are addresses the client kept (``x.data.ptr``) valid after a
+swap: an array made over one fails with the pool's usual error for an unknown address. The swap file is its session's alone: created 0600 (``O_EXCL``) in a 0700 directory,
 deleted when its arrays come back or the session ends, and nothing of it is logged.
 """
 
@@ -29,6 +31,9 @@ __all__ = ["SwapFile", "SwappedArrays", "swap_out", "swap_in"]
 
 #: bytes read or written at a time: a large allocation streams through this much host memory
 CHUNK = 64 << 20
+#: the devices' classes of a user's captured CUDA graphs (devices/cupy_capture.py,
+#: devices/host_capture.py): a session holding one is never swapped
+_USER_GRAPHS = frozenset({"CupyUserGraph", "HostUserGraph"})
 
 
 @dataclass(frozen=True)
@@ -175,14 +180,29 @@ class SessionSwap:
         self.last_work = time.monotonic()
 
     def due(self) -> bool:
-        """Whether the session has been idle for its swap time, holding arrays."""
+        """Whether the session has been idle for its swap time, holding arrays (and nothing
+        that keeps them where they are: :meth:`kept_in_place`)."""
         return (self.idle is not None and self.swapped is None and self.directory is not None
-                and bool(self.table.arrays) and time.monotonic() - self.last_work >= self.idle)
+                and bool(self.table.arrays) and time.monotonic() - self.last_work >= self.idle
+                and self.kept_in_place() is None)
+
+    def kept_in_place(self) -> str | None:
+        """Why the arrays cannot move, or None. A CUDA graph the user captured
+        (``Stream.begin_capture``; CuPy's graph API, worker/user_graphs.py) holds its
+        arrays' device addresses: launched after a swap, it would write where they no
+        longer are."""
+        for obj in self.table.objects.values():
+            if type(obj).__name__ in _USER_GRAPHS:
+                return "it holds a CUDA graph captured over its arrays' addresses"
+        return None
 
     def out(self) -> SwappedArrays | None:
         """Swap the session's arrays out now (None: nothing to swap, or no directory)."""
         if self.swapped is not None or self.directory is None:
             return self.swapped
+        why = self.kept_in_place()
+        if why is not None:
+            raise RuntimeError(f"the session's arrays stay on the device: {why}")
         self._drop_graphs()
         self.device.synchronize()
         swapped = swap_out(self.table, self.device, self.directory, self.name)

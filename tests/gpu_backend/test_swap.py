@@ -280,3 +280,28 @@ def test_an_array_dropped_while_swapped_out_does_not_come_back(swap_pool):
         assert row["memory_used"] < 250_000 * 8   # (the dropped array stayed behind)
     finally:
         s.close()
+
+
+def test_a_session_holding_a_captured_cuda_graph_is_not_swapped(swap_pool):
+    """A graph captured with CuPy's graph API holds its arrays' addresses: moved, a launch
+    would write where they no longer are. Its session keeps its arrays in place."""
+    pool, swap_dir = swap_pool
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        a = cp.arange(1000, dtype=cp.float32)
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            stream.begin_capture()
+            b = a * 2 + 1
+            graph = stream.end_capture()
+        stream.synchronize()
+        time.sleep(IDLE * 5)   # (idle past its swap time several times over)
+        assert _row(s)["swapped"] == 0 and _files(swap_dir) == []
+        with stream:
+            a += 1
+            graph.launch()
+        stream.synchronize()
+        assert b.get().tolist() == ((np.arange(1000, dtype=np.float32) + 1) * 2 + 1).tolist()
+    finally:
+        s.close()
