@@ -248,8 +248,14 @@ def test_status_and_metrics_show_every_host():
                         families = text_string_to_metric_families(r.read().decode())
                     return {(x.name, x.labels.get("host")): x.value
                             for f in families for x in f.samples}
-                values = eventually(lambda: (v := scraped()).get(("gpuwb_hosts", None)) == 2 and v,
-                                    timeout=10)
-                assert sum(values[("gpuwb_host_sessions", h)] for h in ("alpha", "beta")) == 1
+
+                def counted() -> None:
+                    # (the metrics read the snapshot the door's loop publishes: one that has
+                    # both hosts may be from before the session opened; wait for its count)
+                    values = scraped()
+                    assert values.get(("gpuwb_hosts", None)) == 2, values
+                    assert sum(values.get(("gpuwb_host_sessions", h), 0)
+                               for h in ("alpha", "beta")) == 1, values
+                eventually(counted, timeout=30)
         finally:
             agents.stop_all()
