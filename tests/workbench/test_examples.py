@@ -1,17 +1,27 @@
 """Every notebook in examples/ runs top to bottom without an error (nbclient, a real kernel)."""
 
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 from tests.paths import PROJECT_ROOT
 
 EXAMPLES = sorted((PROJECT_ROOT / "examples").glob("*.ipynb"))
 
 
+def _read(path):
+    # (nbformat and nbclient imported here, not at the top: nbformat's JSON-schema checker
+    # takes about a second to import, and every test process collects this file)
+    import nbformat
+    return nbformat.read(path, as_version=4)
+
+
+def NotebookClient(nb, **kwargs):
+    from nbclient import NotebookClient
+    return NotebookClient(nb, **kwargs)
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_notebook_runs(path, tmp_path):
-    nb = nbformat.read(path, as_version=4)
+    nb = _read(path)
     kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
     NotebookClient(nb, timeout=120, kernel_name=kernel, resources={"metadata": {"path": str(tmp_path)}}).execute()
     for cell in nb.cells:
@@ -24,7 +34,7 @@ def test_notebook_runs(path, tmp_path):
 
 def test_quickstart_error_names_the_op_and_cell_line():
     path = next(p for p in EXAMPLES if p.name == "quickstart.ipynb")
-    nb = nbformat.read(path, as_version=4)
+    nb = _read(path)
     NotebookClient(nb, timeout=300, kernel_name="remote-gpu", allow_errors=True).execute()
     failing = next(c for c in nb.cells if "raises-exception" in c.metadata.get("tags", []))
     error = next(o for o in failing.outputs if o["output_type"] == "error")
@@ -34,7 +44,7 @@ def test_quickstart_error_names_the_op_and_cell_line():
 
 def test_catalog_notebook_shows_html_tables():
     path = next(p for p in EXAMPLES if p.name == "catalog.ipynb")
-    nb = nbformat.read(path, as_version=4)
+    nb = _read(path)
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     html = [o["data"]["text/html"] for cell in nb.cells if cell.cell_type == "code"
             for o in cell.get("outputs", []) if "text/html" in o.get("data", {})]
