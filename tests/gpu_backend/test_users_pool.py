@@ -25,6 +25,7 @@ from kernelproxy.modules import module_for
 
 from tests.differential import TEST_DEVICES
 from tests.contended_shares import contended_seconds
+from tests.waiting import until
 
 MiB = 1 << 20
 
@@ -206,6 +207,13 @@ def _work(address: str, token: str, seconds: float) -> None:
             float(a[0, 0])
 
 
+def _logged_ops(log: Path, session: str) -> int:
+    """The ops of *session* in the usage log so far (0: none yet)."""
+    if not log.exists():
+        return 0
+    return sum(row["ops"] for row in read_usage(log, by="session") if row["session"] == session)
+
+
 def test_usage_log_survives_kill_9_and_a_restart(tmp_path):
     users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
     tokens = write_users(users, {"erin": {}})
@@ -214,7 +222,8 @@ def test_usage_log_survives_kill_9_and_a_restart(tmp_path):
         _work(address, tokens["erin"], 1.0)
         with kernelproxy.connect(address, tokens["erin"]) as s:   # a session still open...
             float(module_for(s).ones(3).sum())
-            time.sleep(2.0)                                        # ...reported and flushed
+            # ...its op reported and flushed (the log is written once a second)
+            assert until(lambda: _logged_ops(log, s.id) > 0, 30, step=0.05)
             proc.send_signal(signal.SIGKILL)                       # then the pool is killed
             proc.wait(10)
     finally:
