@@ -172,3 +172,33 @@ def test_busy_fractions_cover_exactly_the_span_of_each_sessions_lines(tmp_path):
     assert busy["a"] == pytest.approx(0.8)
     assert busy["i"] == pytest.approx(0.01)
     assert busy_from_log(path, 103.0, 104.0) == {}
+
+
+def test_issue_51s_targets_are_judged_beside_none_in_the_same_call():
+    fair = {"sync-1:1": {"work_conservation": 0.981, "normalised_rates": {"a": 0.49, "b": 0.49},
+                         "share_error_1s": {"mean": 0.01, "p99": 0.03}, "jain": 0.999},
+            "sync-long-vs-small": {"work_conservation": 0.884,
+                                   "normalised_rates": {"a": 0.790, "b": 0.093},
+                                   "share_error_1s": {"mean": 0.3, "p99": 0.4}, "jain": 0.7},
+            "dl-mix": {"work_conservation": 1.089, "normalised_rates": {"a": 0.644, "b": 0.45},
+                       "interactive_ms": {"p50": 2.0, "p99": 13.56, "p999": 20.0}}}
+    none = {"sync-1:1": {"work_conservation": 0.975, "normalised_rates": {"a": 0.49, "b": 0.485}},
+            "sync-long-vs-small": {"work_conservation": 1.010,
+                                   "normalised_rates": {"a": 0.798, "b": 0.212}},
+            "dl-mix": {"work_conservation": 1.134, "normalised_rates": {"a": 0.676, "b": 0.46},
+                       "interactive_ms": {"p50": 1.0, "p99": 5.57, "p999": 9.0}}}
+    rows = verdicts(_results(fair, none), SCENARIOS)
+    one = _row(rows, "sync-1:1", "(51) work conservation")
+    assert one["met"] and one["limit"] == pytest.approx(0.965)      # none's 0.975 less 0.01
+    lvs = _row(rows, "sync-long-vs-small", "(51) work conservation")
+    assert not lvs["met"] and lvs["by"] == pytest.approx(1.0 - 0.884)
+    assert "0.884 under fair, 1.010 under none" in lvs["why"]
+    small = _row(rows, "sync-long-vs-small", "(38) b off 0.50")
+    assert not small["met"] and small["by"] == pytest.approx(0.5 - 0.093 - 0.05)
+    assert not _row(rows, "sync-long-vs-small", "(38) b against none")["met"]
+    trainer = _row(rows, "dl-mix", "(51) trainer a")
+    assert trainer["met"] and trainer["value"] == 0.644
+    tail = _row(rows, "dl-mix", "(51) interactive p99 over none's")
+    assert not tail["met"] and tail["value"] == pytest.approx(13.56 / 5.57)
+    assert "13.56 ms under fair, 5.57 ms under none" in tail["why"]
+    assert "(51)" in targets_table(rows)
