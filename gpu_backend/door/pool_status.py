@@ -102,6 +102,9 @@ def note_activity(session: Any, report: dict, now: float | None = None) -> None:
     now = time.monotonic() if now is None else now
     if _count(report.get("ops")) > _count(session.usage.get("ops")):
         session.last_work = now
+        idle = report.get("idle")   # (the worker's own count: a report sent late, or read
+        if type(idle) in (int, float) and 0 <= idle < 1e9:   # late, does not restart it)
+            session.last_work = now - idle
     if _count(report.get("oom")) > _count(session.usage.get("oom")):
         session.oom_at = now
 

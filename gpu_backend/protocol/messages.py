@@ -549,6 +549,7 @@ class ControlUsage(TypedDict):
     swaps_in: Annotated[int, "times its arrays came back"]
     swap_bytes: Annotated[int, "bytes it has written to swap in all"]
     swap_seconds: Annotated[float, "how long its last swap, out or in, took"]
+    idle: NotRequired[Annotated[float, "seconds since its last batch, by the worker's clock when it sent this (the pool's idle time and swap choices follow it)"]]
 
 
 class ControlEnded(TypedDict):

@@ -543,7 +543,8 @@ class WorkerServer:
         usage = (self.device.memory_used(), len(self.table), *counters.values())
         if usage != self._last_usage:
             self._send_control({"t": "usage", "memory": usage[0],
-                                "arrays": usage[1] + counters["swapped_arrays"], **counters})
+                                "arrays": usage[1] + counters["swapped_arrays"], **counters,
+                                "idle": round(time.monotonic() - self.swap.last_work, 4)})
             self._last_usage, self._last_usage_time = usage, now
 
     def close(self, reason: str) -> None:
