@@ -75,6 +75,14 @@ def reference_rates(devices: str, nbytes: int) -> dict:
             "h2d_gbps": n / h2d / 1e9}
 
 
+def _settled(session, nbytes: int) -> None:
+    """Wait until the pool knows *session* holds its *nbytes* (its worker's report has come)
+    and has been idle long enough to be swapped out for another."""
+    from gpu_backend.door.swap_pressure import PRESSURE_IDLE
+    _wait(lambda: (r := _row(session))["idle"] >= PRESSURE_IDLE + 0.1
+          and (r["memory_used"] >= nbytes or r["swapped"]))
+
+
 def turns(args) -> dict:
     """N users in turn on one device (see the module's doc)."""
     from gpu_backend.door.swap_pressure import PRESSURE_IDLE
@@ -94,8 +102,8 @@ def turns(args) -> dict:
             data.append(a)
             rows.append({"turn": 0, "user": i, "first_op_s": time.perf_counter() - t,
                          "was_swapped": False})
-            _wait(lambda: _row(s)["idle"] >= PRESSURE_IDLE + 0.1)   # (idle, by the pool's clock,
-            # long enough to be swapped out for the next user)
+            _settled(s, each * 4)   # (idle, as the pool knows it, long enough to be swapped
+            # out for the next user)
         for turn in range(1, args.turns + 1):
             for i, s in enumerate(users):
                 was = _row(s)["swapped"]
@@ -108,7 +116,7 @@ def turns(args) -> dict:
                 rows.append({"turn": turn, "user": i, "first_op_s": time.perf_counter() - t,
                              "was_swapped": bool(was), "bitwise": got == sums[i],
                              "swap_seconds": _row(s)["swap_seconds"]})
-                _wait(lambda: _row(s)["idle"] >= PRESSURE_IDLE + 0.1)
+                _settled(s, each * 4)
         for s in users:
             s.close()
     return {"rows": rows, "errors": errors}

@@ -204,8 +204,11 @@ MIB = 1 << 20
 
 
 def _idle_for(session, seconds: float) -> None:
-    """Wait until the pool counts *session* idle for *seconds* (by its own clock)."""
-    _wait(lambda: _row(session)["idle"] >= seconds, f"{seconds} s of idle time")
+    """Wait until the pool counts *session* idle for *seconds*, knowing what it holds (its
+    worker's report of its last ops has come: before it, a new session looks idle since it
+    opened and empty)."""
+    _wait(lambda: (r := _row(session))["idle"] >= seconds and r["ops"] > 0
+          and (r["memory_used"] > 0 or r["swapped"]), f"{seconds} s of idle time")
 
 
 @pytest.fixture
