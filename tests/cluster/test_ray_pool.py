@@ -227,7 +227,13 @@ def test_a_node_removed_mid_session_loses_its_sessions_and_the_others_go_on(pool
             eventually(lambda: _lost(s), timeout=60, interval=0.1)
         for s in kept:
             assert float(module_for(s).ones(5).sum()) == 5.0
-        reasons = {e["session"]: e["reason"] for e in kept[0].status()["ended"]}
+        # (the client may see its worker gone before the door has ended its session: the
+        # door hears of the host's loss from Ray's watcher, a moment later)
+        def ended_reasons():
+            reasons = {e["session"]: e["reason"] for e in kept[0].status()["ended"]}
+            return reasons if all(s.id in reasons for s in doomed) else False
+
+        reasons = eventually(ended_reasons, timeout=60, interval=0.1)
         for s in doomed:   # (the pool says why; so did the op that failed)
             assert reasons[s.id].startswith(f"host {two} was lost: its "), reasons[s.id]
         devices, hosts = _rows(kept[0])
