@@ -58,6 +58,10 @@ class PoolSettings(BaseSettings):
     swap_dir: Path | None = Field(None, description="where swapped sessions' files go, one "
                                   "0600 file each in a 0700 directory (none: a swap folder in "
                                   "each host's private run directory)")
+    swap_cap: int | None = Field(None, ge=0, description="bytes of swapped-out arrays each "
+                                 "user may have in the swap directory over all their sessions "
+                                 "(a session that would pass it stays on its device); none: "
+                                 "no cap")
     numpy_device_memory: int | None = Field(None, ge=1 << 20, description="the NumPy device's "
                                             "memory, bytes, shared by its sessions as a GPU's is "
                                             "(tests and demos of swapping under pressure); none: "

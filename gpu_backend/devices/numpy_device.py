@@ -214,7 +214,8 @@ class NumpyDevice(Device):
         if self.make_room is not None and self.make_room(short) and board.fits(total):
             return None
         return (f": the device's memory is full ({board.others():,} of {board.capacity:,} "
-                f"bytes held by its other sessions, none of them idle to swap out)")
+                f"bytes held by its other sessions, none of which could be swapped out: "
+                f"each is busy, or its user's swap cap is reached)")
 
     def _grown(self, need: int) -> bool:
         """Whether the session's user quota granted *need* bytes in all (see worker.grants)."""

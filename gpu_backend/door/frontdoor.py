@@ -207,7 +207,10 @@ class FrontDoor:
             self.usage.report(session.sid, session.user, session.worker.device, session.usage)
         elif kind == "room" and worker.session is not None:   # its device's memory is full
             self._make_room(worker, int(msg.get("want") or 0))
+        elif kind == "swap_due" and worker.session is not None:   # idle for --swap-idle
+            self._swap_if_allowed(worker.session, int(msg.get("bytes") or 0))
         elif kind == "swapped" and worker.session is not None:
+            worker.session.swap_allowed = 0   # (its report now says what it swapped)
             if isinstance(msg.get("error"), str):   # (its arrays stayed on the device)
                 log.warning("session %s could not be swapped out: %s", worker.session.sid,
                             msg["error"][:200])
@@ -391,14 +394,40 @@ class FrontDoor:
                 return
         worker.tell({"t": "granted", "bytes": granted, "why": why})
 
+    def _swap_room(self, user: str) -> int | None:
+        """Bytes *user* may still swap out within the pool's swap cap (None: no cap): the cap
+        less what their sessions have swapped and have been allowed to swap meanwhile."""
+        cap = self.settings.swap_cap
+        if cap is None:
+            return None
+        held = sum((s.usage.get("swapped") or 0) + s.swap_allowed
+                   for s in self.sessions.values() if s.user == user)
+        return cap - held
+
+    def _swap_if_allowed(self, session: Session, nbytes: int) -> bool:
+        """Tell *session* to swap out (idle, or for another's memory) if its user's swap cap
+        has room for its *nbytes*; whether it was told."""
+        room = self._swap_room(session.user)
+        if room is not None and nbytes > room:
+            log.info("session %s stays on its device: user %s's swap cap (%d bytes) is reached",
+                     session.sid, session.user, self.settings.swap_cap)
+            return False
+        if not session.worker.tell({"t": "swap"}):
+            return False
+        session.swap_allowed = nbytes
+        return True
+
     def _make_room(self, worker: Worker, want: int) -> None:
         """A session's allocation found its device's memory full: swap idle sessions of that
         device out (swap_pressure.py), then tell it how many bytes they held."""
         session = worker.session
         if session is None:
             return
-        chosen = swap_candidates(self.sessions.values(), session, want)
-        asked = {s.worker.wid for s in chosen if s.worker.tell({"t": "swap"})}
+        capped = [s for s in self.sessions.values()
+                  if (room := self._swap_room(s.user)) is None or (s.usage.get("memory") or 0) <= room]
+        chosen = swap_candidates(capped, session, want)
+        asked = {s.worker.wid for s in chosen
+                 if self._swap_if_allowed(s, s.usage.get("memory") or 0)}
         freed = sum(s.usage.get("memory") or 0 for s in chosen if s.worker.wid in asked)
         if not asked:
             log.info("device %s is full and no session of it is idle to swap out (session %s "

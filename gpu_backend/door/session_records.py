@@ -36,6 +36,8 @@ class Session:
     oom_at: float | None = None   # when an op of it last ran out of memory
     created: float = field(default_factory=time.time)
     usage: dict = field(default_factory=dict)
+    #: bytes the door told it to swap out and it has not yet said it did (the swap cap)
+    swap_allowed: int = 0
 
 
 @dataclass

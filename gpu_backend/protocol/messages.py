@@ -44,7 +44,7 @@ __all__ = [
     # worker control
     "ControlReady", "ControlUsage", "ControlEnded", "ControlGrow", "ControlGrant",
     "ControlAssign", "ControlGranted", "QuotaRefusal", "ControlStop", "ControlReclaim",
-    "ControlSwap", "ControlSwapped", "ControlRoom", "ControlRoomed",
+    "ControlSwap", "ControlSwapped", "ControlSwapDue", "ControlRoom", "ControlRoomed",
     # worker zygote
     "ZygoteFork", "ZygoteReady", "ZygoteForked", "ZygoteExited",
     # host agent
@@ -635,6 +635,13 @@ class ControlSwapped(TypedDict):
     error: NotRequired[Annotated[str, "why it could not (absent when it did)"]]
 
 
+class ControlSwapDue(TypedDict):
+    """worker → front door: its session has been idle for the pool's ``swap_idle``; the door
+    answers with :class:`ControlSwap` if its user's swap cap has room (once an idle spell)."""
+    t: Annotated[Literal["swap_due"], "the message type"]
+    bytes: Annotated[int, "bytes its arrays hold on the device"]
+
+
 class ControlRoom(TypedDict):
     """worker → front door: an allocation found the device's memory full (not the session's
     quota or limit): swap idle sessions of the device out; answered with
@@ -887,7 +894,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
                      StagedDownloadChunk),
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim,
-                     ControlSwap, ControlSwapped, ControlRoom, ControlRoomed),
+                     ControlSwap, ControlSwapped, ControlSwapDue, ControlRoom, ControlRoomed),
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),

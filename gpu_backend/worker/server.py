@@ -342,8 +342,9 @@ class WorkerServer:
             if not events:
                 pacer.idle()   # measure what finished; a lone holder reports, a told one hands over
                 self._hand_back_memory()
-                if self.swap.due():
-                    self._swap_out()
+                if self.swap.due():   # the pool says whether (its user's swap cap), once
+                    self.swap.proposed = True   # per idle spell
+                    self._send_control({"t": "swap_due", "bytes": self.device.memory_used()})
             if self.swap.asked:
                 self.swap.asked = False
                 self._swap_out()

@@ -161,8 +161,11 @@ class SessionSwap:
         self.swapped: SwappedArrays | None = None
         #: on a GPU: asks the pool to swap others out when the arrays do not fit back
         self.room: Any = None
-        #: the pool asked for a swap-out (its device is full): done at the serving loop
+        #: the pool asked for a swap-out (its device is full, or it agreed to the idle one
+        #: proposed): done at the serving loop
         self.asked = False
+        #: an idle swap-out was proposed to the pool in this idle spell (once until work)
+        self.proposed = False
         self.last_work = time.monotonic()
         self.outs = self.ins = 0
         self.bytes_out = 0
@@ -178,12 +181,14 @@ class SessionSwap:
 
     def worked(self) -> None:
         self.last_work = time.monotonic()
+        self.proposed = False
 
     def due(self) -> bool:
         """Whether the session has been idle for its swap time, holding arrays (and nothing
         that keeps them where they are: :meth:`kept_in_place`)."""
         return (self.idle is not None and self.swapped is None and self.directory is not None
-                and bool(self.table.arrays) and time.monotonic() - self.last_work >= self.idle
+                and not self.proposed and bool(self.table.arrays)
+                and time.monotonic() - self.last_work >= self.idle
                 and self.kept_in_place() is None)
 
     def kept_in_place(self) -> str | None:

@@ -308,3 +308,45 @@ def test_a_session_holding_a_captured_cuda_graph_is_not_swapped(swap_pool):
         assert b.get().tolist() == ((np.arange(1000, dtype=np.float32) + 1) * 2 + 1).tolist()
     finally:
         s.close()
+
+
+# ------------------------------------------------------------------ the swap cap
+def test_a_session_past_its_users_swap_cap_stays_on_its_device(tmp_path):
+    """The pool's swap cap (bytes each user may have swapped out): a session that would pass
+    it keeps its arrays on the device, one that fits goes; each user's figure counts."""
+    with LocalPool(devices="cpu", swap_idle=IDLE, swap_dir=tmp_path / "swap",
+                   swap_cap=1 * MIB, lease_timeout=30) as pool:
+        big = kernelproxy.connect(pool.address, pool.token)
+        small = kernelproxy.connect(pool.address, pool.token)
+        try:
+            a = module_for(big).ones(4 * MIB // 8, dtype=np.float64)     # 4 MiB: over the cap
+            a[:1].get()
+            b = module_for(small).ones(64 * 1024 // 8, dtype=np.float64)  # 64 KiB: within it
+            b[:1].get()
+            assert _wait(lambda: _row(small)["swapped"], "the small session's swap-out") >= 64 * 1024
+            _idle_for(big, IDLE * 6)   # (idle well past its swap time: asked, and refused)
+            assert _row(big)["swapped"] == 0
+            assert float(a.sum()) == 4 * MIB // 8 and float(b.sum()) == 64 * 1024 // 8
+        finally:
+            big.close()
+            small.close()
+
+
+def test_a_full_device_swaps_nobody_past_the_swap_cap(tmp_path):
+    from gpu_backend.door.swap_pressure import PRESSURE_IDLE
+    from kernelproxy import OutOfMemoryError
+
+    with LocalPool(devices="cpu", numpy_device_memory=64 * MIB, memory_limit=48 * MIB,
+                   swap_idle=None, swap_dir=tmp_path / "swap", swap_cap=0, lease_timeout=60) as pool:
+        a = kernelproxy.connect(pool.address, pool.token)
+        b = kernelproxy.connect(pool.address, pool.token)
+        try:
+            xa = module_for(a).ones(5 * MIB, dtype=np.float64)          # 40 MiB of the 64
+            float(xa.sum())
+            _idle_for(a, PRESSURE_IDLE + 0.2)
+            with pytest.raises(OutOfMemoryError, match="swap cap"):
+                module_for(b).ones(5 * MIB, dtype=np.float64).sum().get()
+            assert _row(a)["swapped"] == 0 and float(xa.sum()) == 5 * MIB
+        finally:
+            a.close()
+            b.close()
