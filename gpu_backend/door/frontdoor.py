@@ -47,7 +47,7 @@ from gpu_backend.multihost.across_hosts import AcrossHosts
 from gpu_backend.hosts.collection import Hosts
 from gpu_backend.multihost.remote_host import RemoteWorker
 from gpu_backend.door.session_records import EndedSessions, PendingHello, Session
-from gpu_backend.door.swap_pressure import SWAP_WAIT, swap_candidates
+from gpu_backend.door.swap_broker import SwapBroker
 from gpu_backend.door.reclaims import Reclaims
 from gpu_backend.door.spares import Spares
 from gpu_backend.worker.grants import grant_step
@@ -132,6 +132,8 @@ class FrontDoor:
         self.held = HeldRefusals()
         #: requests waiting for memory the user's other sessions hand back (reclaims.py)
         self.reclaims = Reclaims()
+        #: which sessions go out to swap, idle or for another's memory (swap_broker.py)
+        self.swaps = SwapBroker(settings, self.sessions, self.reclaims)
         self._stop = threading.Event()
         #: the warm spare workers: started, given up on when late, a failing device rested
         self.spares = Spares(self.hosts, settings.spare_workers, settings.ready_timeout)
@@ -206,17 +208,11 @@ class FrontDoor:
             session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
             self.usage.report(session.sid, session.user, session.worker.device, session.usage)
         elif kind == "room" and worker.session is not None:   # its device's memory is full
-            self._make_room(worker, int(msg.get("want") or 0))
+            self.swaps.make_room(worker, int(msg.get("want") or 0))
         elif kind == "swap_due" and worker.session is not None:   # idle for --swap-idle
-            self._swap_if_allowed(worker.session, int(msg.get("bytes") or 0))
+            self.swaps.let_go(worker.session, int(msg.get("bytes") or 0))
         elif kind == "swapped" and worker.session is not None:
-            worker.session.swap_allowed = 0   # (its report now says what it swapped)
-            if isinstance(msg.get("error"), str):   # (its arrays stayed on the device)
-                log.warning("session %s could not be swapped out: %s", worker.session.sid,
-                            msg["error"][:200])
-            else:
-                log.info("session %s swapped out: %d bytes in %.3f s", worker.session.sid,
-                         int(msg.get("bytes") or 0), float(msg.get("seconds") or 0.0))
+            self.swaps.swapped(worker.session, msg)
             self._serve_reclaims(worker.wid)   # (a session that asked for room may go on)
         elif kind == "ended" and worker.session is not None:
             session = worker.session
@@ -393,51 +389,6 @@ class FrontDoor:
                 self.reclaims.wait(asked, lambda: self._answer_grow(worker, want, reclaimed=True))
                 return
         worker.tell({"t": "granted", "bytes": granted, "why": why})
-
-    def _swap_room(self, user: str) -> int | None:
-        """Bytes *user* may still swap out within the pool's swap cap (None: no cap): the cap
-        less what their sessions have swapped and have been allowed to swap meanwhile."""
-        cap = self.settings.swap_cap
-        if cap is None:
-            return None
-        held = sum((s.usage.get("swapped") or 0) + s.swap_allowed
-                   for s in self.sessions.values() if s.user == user)
-        return cap - held
-
-    def _swap_if_allowed(self, session: Session, nbytes: int) -> bool:
-        """Tell *session* to swap out (idle, or for another's memory) if its user's swap cap
-        has room for its *nbytes*; whether it was told."""
-        room = self._swap_room(session.user)
-        if room is not None and nbytes > room:
-            log.info("session %s stays on its device: user %s's swap cap (%d bytes) is reached",
-                     session.sid, session.user, self.settings.swap_cap)
-            return False
-        if not session.worker.tell({"t": "swap"}):
-            return False
-        session.swap_allowed = nbytes
-        return True
-
-    def _make_room(self, worker: Worker, want: int) -> None:
-        """A session's allocation found its device's memory full: swap idle sessions of that
-        device out (swap_pressure.py), then tell it how many bytes they held."""
-        session = worker.session
-        if session is None:
-            return
-        capped = [s for s in self.sessions.values()
-                  if (room := self._swap_room(s.user)) is None or (s.usage.get("memory") or 0) <= room]
-        chosen = swap_candidates(capped, session, want)
-        asked = {s.worker.wid for s in chosen
-                 if self._swap_if_allowed(s, s.usage.get("memory") or 0)}
-        freed = sum(s.usage.get("memory") or 0 for s in chosen if s.worker.wid in asked)
-        if not asked:
-            log.info("device %s is full and no session of it is idle to swap out (session %s "
-                     "asked for %d bytes)", worker.device, session.sid, want)
-            worker.tell({"t": "roomed", "freed": 0})
-            return
-        log.info("device %s is full: swapping out %d idle session(s) for session %s",
-                 worker.device, len(asked), session.sid)
-        self.reclaims.wait(asked, lambda: worker.tell({"t": "roomed", "freed": freed}),
-                           seconds=SWAP_WAIT)
 
     def _reclaim_from(self, user: str, besides: Session | None = None) -> set[str]:
         """Ask each open session of *user* (but *besides*) that holds some of their quota to
