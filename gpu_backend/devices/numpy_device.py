@@ -193,29 +193,30 @@ class NumpyDevice(Device):
         against the session's limit first."""
         def sized(*args: Any, **kwargs: Any) -> Any:
             need = _sparse_bytes(kind, args, kwargs)
-            why = self._refusal(self.used + need)
-            if why is not None:
-                raise OutOfMemoryError(f"Out of memory allocating {need:,} bytes "
-                                       f"(cupyx.scipy.sparse.{kind}){why}")
+            self._check_room(self.used + need, need, f" (cupyx.scipy.sparse.{kind})")
             return make(*args, **kwargs)
         return sized
 
-    def _refusal(self, total: int) -> str | None:
-        """None if the session may hold *total* bytes: within its limit (or what its user's
-        quota grants it) and, where the device's memory is shared (a board), beside the
-        other sessions' (the pool swapping idle ones out to make room); else what to add to
-        the OutOfMemoryError's text."""
+    def _check_room(self, total: int, nbytes: int, what: str = "") -> None:
+        """Refuse (OutOfMemoryError for *nbytes*, *what* they are for) unless the session may
+        hold *total* bytes: within its limit (or what its user's quota grants it) and, where
+        the device's memory is shared (a board), beside the other sessions' (the pool
+        swapping idle ones out to make room). A full device's error says so and is marked
+        ``device_full`` (its text is then the device's own, not the session's budget)."""
         if total > self.limit and not self._grown(total):
-            return ""
+            raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes{what}")
         board = self.board
         if board is None or board.fits(total):
-            return None
+            return
         short = total - (board.capacity - board.others())
         if self.make_room is not None and self.make_room(short) and board.fits(total):
-            return None
-        return (f": the device's memory is full ({board.others():,} of {board.capacity:,} "
-                f"bytes held by its other sessions, none of which could be swapped out: "
-                f"each is busy, or its user's swap cap is reached)")
+            return
+        exc = OutOfMemoryError(
+            f"Out of memory allocating {nbytes:,} bytes{what}: the device's memory is full "
+            f"({board.others():,} of {board.capacity:,} bytes held by its other sessions, none "
+            f"of which could be swapped out: each is busy, or its user's swap cap is reached)")
+        exc.device_full = True
+        raise exc
 
     def _grown(self, need: int) -> bool:
         """Whether the session's user quota granted *need* bytes in all (see worker.grants)."""
@@ -324,9 +325,8 @@ class NumpyDevice(Device):
                 nbytes = memoryview(owner).nbytes
             except TypeError:   # memory a library object holds (SciPy's SuperLU's perm_r)
                 nbytes = array.nbytes
-        why = self._refusal(self.used + nbytes) if nbytes else None
-        if why is not None:
-            raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes{why}")
+        if nbytes:
+            self._check_room(self.used + nbytes, nbytes)
         self._owners[id(owner)] = [owner, 1, nbytes]
         self.used += nbytes
         if self.board is not None:
@@ -380,9 +380,7 @@ class NumpyDevice(Device):
     def check_output(self, nbytes: int) -> None:
         """Refuse an op that would make *nbytes* of new arrays past the session's memory (its
         limit, or what its user's quota grants it), before NumPy allocates them."""
-        why = self._refusal(self.used + nbytes)
-        if why is not None:
-            raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes{why}")
+        self._check_room(self.used + nbytes, nbytes)
 
     def bound_process(self, session_limit: int) -> None:
         """Cap the worker's private memory near the session's limit: what no rule of

@@ -196,12 +196,8 @@ class Executor:
                 self.pacer.ended = perf_counter()   # the device waits for the host from here
             finally:   # a read that began with the device handed over: the next holder may go
                 self.pacer.pass_baton()
-        elif entry is not None:
-            self._free_first(header.get("F"))
-            replay.skip(entry)
-            self._free_only(ops)
         else:
-            self._free_only(ops)
+            self._skip_records(header, ops)
         reply = {
             "b": header.get("b"),
             "m": pack_metas(results.metas),
@@ -232,15 +228,20 @@ class Executor:
         and the session goes on)."""
         if "D" in header:
             self.replay.drop(header["D"])
+        self._skip_records(header, ops)
+        count = header.get("n", 0)
+        return {"b": header.get("b"), "m": pack_metas([]), "v": [], "d": [],
+                "e": self.record_error(None, exc), "w": [], "x": 0,
+                "s": count if type(count) is int else 0}
+
+    def _skip_records(self, header: dict, ops: Any) -> None:
+        """A batch none of whose ops run (skipped after an error, cancelled, or not started):
+        its frees are applied, a replay's header frees too, and the replay is skipped."""
         entry = header.get("T")
         if entry is not None:
             self._free_first(header.get("F"))
             self.replay.skip(entry)
         self._free_only(ops)
-        count = header.get("n", 0)
-        return {"b": header.get("b"), "m": pack_metas([]), "v": [], "d": [],
-                "e": self.record_error(None, exc), "w": [], "x": 0,
-                "s": count if type(count) is int else 0}
 
     def _free_first(self, handles: Any) -> None:
         """A replay's header ``F``: arrays the client dropped before the stretch's first op,
@@ -481,8 +482,8 @@ class Executor:
             name, text = "OutOfMemoryError", f"Out of memory: {text}"
         if name == "OutOfMemoryError":   # say which budget it met, in the user's terms
             self.op_ooms += seq is not None
-        if name == "OutOfMemoryError" and "device's memory is full" not in text:   # (the
-            # device's, said by the NumPy device's board: worker/swap.py, pressure)
+        if name == "OutOfMemoryError" and not getattr(exc, "device_full", False):   # (a full
+            # device says so itself: the NumPy device's board, worker/swap.py's pressure)
             grant = self.device.grant
             text = out_of_memory_text(asked_of(text), self.device.memory_used(), self.pool_limit(),
                                       grant.refusal if grant is not None else None, grant)

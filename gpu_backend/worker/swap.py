@@ -31,9 +31,6 @@ __all__ = ["SwapFile", "SwappedArrays", "swap_out", "swap_in"]
 
 #: bytes read or written at a time: a large allocation streams through this much host memory
 CHUNK = 64 << 20
-#: the devices' classes of a user's captured CUDA graphs (devices/cupy_capture.py,
-#: devices/host_capture.py): a session holding one is never swapped
-_USER_GRAPHS = frozenset({"CupyUserGraph", "HostUserGraph"})
 
 
 @dataclass(frozen=True)
@@ -196,9 +193,10 @@ class SessionSwap:
         (``Stream.begin_capture``; CuPy's graph API, worker/user_graphs.py) holds its
         arrays' device addresses: launched after a swap, it would write where they no
         longer are."""
-        for obj in self.table.objects.values():
-            if type(obj).__name__ in _USER_GRAPHS:
-                return "it holds a CUDA graph captured over its arrays' addresses"
+        captures = getattr(self.device, "captures", None)
+        graph_type = getattr(captures, "graph_type", None)
+        if graph_type is not None and any(isinstance(o, graph_type) for o in self.table.objects.values()):
+            return "it holds a CUDA graph captured over its arrays' addresses"
         return None
 
     def out(self) -> SwappedArrays | None:
