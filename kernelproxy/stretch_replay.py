@@ -234,8 +234,10 @@ class StretchReplay:
         last = self._last_start   # (a loop's stretch: the one that began last, tried first)
         if last is not None and last in candidates and candidates[0] is not last:
             candidates = [last, *(t for t in candidates if t is not last)]
+        # (the first op's result handle was chosen before the run began: it is the run's)
+        first_hid = out if out is not None else session.new_id()
         for template in candidates:
-            run = TemplateRun(session, self.templates, template, first)
+            run = TemplateRun(session, self.templates, template, first, first_hid)
             if run.take(kind, want, out, name, target, args, kwargs, label, 4):
                 self._last_start = template
                 return run

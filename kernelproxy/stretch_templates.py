@@ -322,13 +322,13 @@ class TemplateRun:
                  "_array", "_bound")
 
     def __init__(self, session: Any, templates: Templates, template: StretchTemplate,
-                 first: int) -> None:
+                 first: int, first_hid: int) -> None:
         self.session = session
         self.templates = templates
         self.template = template
         self.i = 0                       # the next op's index in the template
         self.first = first               # the first op's sequence number
-        self.first_hid = session.new_id()   # handles from here on are this run's
+        self.first_hid = first_hid       # handles from here on are this run's
         self.hids: list[int | None] = []      # each op's result handle (None: none)
         self.results: list[int] = []          # each result slot's handle
         self.inputs: list[int | None] = [None] * template.n_inputs

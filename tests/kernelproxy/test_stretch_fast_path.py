@@ -396,3 +396,33 @@ def test_a_slice_that_differs_falls_back(sessions, odd):
 
     _results, fast = _run(sessions, loop)
     assert fast >= FAST - 2
+
+
+def test_the_first_ops_result_is_never_taken_for_an_input(sessions):
+    """A held stretch of two inputs (``y = a + 1; z = b * 2``), then a run whose second op
+    takes the first op's result where the template takes its second input (``z = y * 2``):
+    a miss, never the result bound as an input (the worker makes it only in that very
+    replay). The first op's handle is chosen before the run starts: it is the run's own."""
+    def loop(cp):
+        a = cp.arange(64, dtype=cp.float32)
+        b = cp.full(64, 3, dtype=cp.float32)
+        out = []
+        for step in range(STEPS):
+            y = a + 1
+            z = (y if step == STEPS - 1 else b) * 2
+            out.append(float(z.sum()))
+        return out
+
+    got, fast = _run(sessions, loop)
+    assert got[-1] == float(((np.arange(64, dtype=np.float32) + 1) * 2).sum())
+    assert fast >= FAST - 1
+    # the variant itself is a miss on the fast session, not a run answered from the template
+    cp = module_for(sessions[0])
+    a, b = cp.arange(64, dtype=cp.float32), cp.full(64, 3, dtype=cp.float32)
+    for _ in range(STEPS):
+        y = a + 1
+        float((b * 2).sum())
+    before = _fast(sessions[0])
+    y = a + 1
+    assert float((y * 2).sum()) == got[-1]
+    assert _fast(sessions[0]) == before
