@@ -179,13 +179,7 @@ def end_capture(stream: Any) -> "Graph":
     error = INVALIDATED if capture.invalid else UNJOINED if capture.unjoined else None
     session = capture.session
     hid = session.new_id() if error is None else None
-    with session._lock:
-        try:
-            session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "graph.end", hid, [],
-                                         label="cupy.cuda.Stream.end_capture"))
-        finally:
-            _captures.pop(session, None)
-            _restore(session, capture.saved)
+    _end(session, capture, hid, "cupy.cuda.Stream.end_capture")
     if error is not None:
         raise CUDAError(error)
     graph = Graph._of(session, hid)
@@ -200,26 +194,36 @@ def abandon_capture(session: Any) -> bool:
     capture = _captures.get(session)
     if capture is None:
         return False
+    _end(session, capture, None, "kernelproxy.graphs.abandon_capture")
+    return True
+
+
+def _end(session: Any, capture: Any, hid: int | None, label: str) -> None:
+    """The pool's capture ends (its graph kept as *hid*, or none); the session runs as
+    before the capture whatever the pool answered."""
     with session._lock:
         try:
-            session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "graph.end", None, [],
-                                         label="kernelproxy.graphs.abandon_capture"))
+            session.value(session.submit(m.KIND_CUDA, api.VALUE, None, "graph.end", hid, [],
+                                         label=label))
         finally:
             _captures.pop(session, None)
             _restore(session, capture.saved)
-    return True
 
 
 def is_capturing(stream: Any) -> bool:
     """``Stream.is_capturing()``, from what this client began and has not ended."""
     capture = _capture_of(stream)
-    if capture is None:
-        return False
-    if stream.ptr == 0:
+    return capture is not None and _captures_stream(capture, stream.ptr)
+
+
+def _captures_stream(capture: Any, ptr: int) -> bool:
+    """Whether *capture* records work issued on stream *ptr* (CuPy's errors where CUDA
+    refuses the question: the legacy stream during a global capture, an invalidated one)."""
+    if ptr == 0:
         if capture.blocking:
             raise CUDAError(IMPLICIT)
         return False
-    if stream.ptr in capture.streams:
+    if ptr in capture.streams:
         if capture.invalid:
             raise RuntimeError(INVALIDATED_QUERY)
         return True
@@ -233,12 +237,8 @@ def stream_is_capturing(ptr: Any) -> bool:
         if capture.device != current.device:
             continue
         if ptr == 0:
-            if capture.blocking:
-                raise CUDAError(IMPLICIT)
-            return False
-        if ptr in capture.streams:
-            if capture.invalid:
-                raise RuntimeError(INVALIDATED_QUERY)
+            return _captures_stream(capture, ptr)
+        if _captures_stream(capture, ptr):
             return True
     return False
 
