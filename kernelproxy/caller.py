@@ -19,14 +19,24 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _OWN_CODE: dict = {}
 
 
+def _user_frame(frame):
+    """The innermost frame from *frame* outward that is not kernelproxy's (None: none)."""
+    while frame is not None:
+        code = frame.f_code
+        entry = _OWN_CODE.get(id(code))
+        if entry is None or entry[0] is not code:
+            if not _own(code):
+                return frame
+        elif not entry[1]:
+            return frame
+        frame = frame.f_back
+    return None
+
+
 def caller(depth: int = 2) -> tuple[str, int]:
     """(file, line) of the innermost frame outside kernelproxy, starting *depth* frames up
     (2: the caller of the function that calls this)."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        if not _own(frame.f_code):
-            break
-        frame = frame.f_back
+    frame = _user_frame(sys._getframe(depth))
     if frame is None:
         return ("<unknown>", 0)
     return (frame.f_code.co_filename, frame.f_lineno)
@@ -36,18 +46,8 @@ def call_site(depth: int = 2) -> tuple:
     """The same frame as :func:`caller`, kept as (code, instruction offset): cheaper to take
     than its line, which :func:`site_line` works out only when asked (a held stretch's fast
     path takes one an op and needs a line only for an error or a warning)."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        code = frame.f_code
-        entry = _OWN_CODE.get(id(code))
-        if entry is None or entry[0] is not code:
-            own = _own(code)
-        else:
-            own = entry[1]
-        if not own:
-            return (code, frame.f_lasti)
-        frame = frame.f_back
-    return (None, 0)
+    frame = _user_frame(sys._getframe(depth))
+    return (None, 0) if frame is None else (frame.f_code, frame.f_lasti)
 
 
 def _own(code) -> bool:

@@ -29,7 +29,6 @@ then the op goes on as ever. Each op keeps its number and its line, so errors re
 
 from __future__ import annotations
 
-from sys import _getframe
 from typing import Any, Callable
 from weakref import ref as _weakref
 
@@ -42,7 +41,7 @@ from gpu_backend.protocol.stretch_records import Op, StretchRecords, read_record
 from gpu_backend.protocol.stretches import is_param
 
 from .array_meta import wire_tuple
-from .caller import _OWN_CODE, call_site, site_line
+from .caller import call_site, site_line
 from .issue import array_class
 from .stretch_key import StretchKey, literal_key
 
@@ -380,13 +379,8 @@ class TemplateRun:
             session.arrays[hid] = _weakref(array)
             self.hids.append(hid)
             self.results.append(hid)
-            frame = _getframe(2)   # (the caller of the operator's method: the user, mostly)
-            code = frame.f_code
-            known = _OWN_CODE.get(id(code))
-            if known is not None and known[0] is code and not known[1]:
-                self.lines.append((label, (code, frame.f_lasti)))
-            else:
-                self.lines.append((label, call_site(2)))
+            # (from the caller of the operator's method: the user, mostly)
+            self.lines.append((label, call_site(3)))
             session._seq += 1
             self.i = i + 1
             return array
