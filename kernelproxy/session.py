@@ -393,20 +393,11 @@ class Session:
                     gc.enable()
             self._eager_check = self._eager_at
             payload, self._payload = self._payload, []
-            self._batch += 1
-            last = self._seq
-            first = self._flushed_seq + 1
-            self._flushed_seq = last
-            self.meta.sent_below = next(self._ids)   # (one id unused per batch: ids need only differ)
-            header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
+            first, last = self._flushed_seq + 1, self._seq
+            header = self._batch_header(first, last)
             if stretch is not None and not payload and stretches.shape(header, stretch, first):
                 ops = []   # a replay of a held stretch: its entry stands for the ops
-            if stretches is not None and stretches.drops:   # stretches let go: the worker drops them
-                header["D"] = stretches.take_drops()
-            if sync_device:
-                header["y"] = 1
-            if self.timing:
-                header["g"] = 1
+            self._header_ends(header, sync_device)
             ops.insert(0, codec.packb(header))
             frame = b"".join(ops)
             if "O" in header:   # (the template of a stretch the worker keeps is built from it)
@@ -420,6 +411,24 @@ class Session:
                 tracker.wait()
         elif drain:
             self._drain(timeout=0)
+
+    def _batch_header(self, first: int, last: int) -> dict:
+        """The next batch's header for ops *first* to *last* (a flush's, or a run's replay)."""
+        self._batch += 1
+        self._flushed_seq = last
+        self.meta.sent_below = next(self._ids)   # (one id unused per batch: ids need only differ)
+        return {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
+
+    def _header_ends(self, header: dict, sync_device: bool) -> None:
+        """What any batch's header may end with: the stretches let go (the worker drops
+        them), a wait for the device, the device time asked for."""
+        stretches = self.stretches
+        if stretches is not None and stretches.drops:
+            header["D"] = stretches.take_drops()
+        if sync_device:
+            header["y"] = 1
+        if self.timing:
+            header["g"] = 1
 
     # ------------------------------------------------------------ the fast path
     def _stretch_begins(self) -> None:
@@ -438,21 +447,13 @@ class Session:
         with _interrupts_deferred:
             self._ops = []   # (only the frees before its first op: stretch_frees, header F)
             ops = run.free_records()
-            self._batch += 1
             first, last = run.first, self._seq
-            self._flushed_seq = last
-            self.meta.sent_below = next(self._ids)
-            header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume,
-                      "T": entry}
+            header = self._batch_header(first, last)
+            header["T"] = entry
             if self.stretch_frees:   # (dropped before its first op: freed before the replay)
                 header["F"] = list(self.stretch_frees)
             stretches.replayed(header, run.template)
-            if stretches.drops:
-                header["D"] = stretches.take_drops()
-            if sync_device:
-                header["y"] = 1
-            if self.timing:
-                header["g"] = 1
+            self._header_ends(header, sync_device)
             ops.insert(0, codec.packb(header))
             self.link.send([b"".join(ops)])
             self._in_flight.append((self._batch, first, last))
@@ -727,6 +728,7 @@ class Session:
         self.closed = True
         self.lost_reason = reason   # (said again by every later op: the pool's reason)
         self._in_flight.clear()
+        self._run_origins.clear()   # (the runs whose replies will not come)
         self._release()
         raise for_user(SessionLostError(reason))
 
