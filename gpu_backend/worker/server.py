@@ -148,42 +148,43 @@ class WorkerServer:
             return None
         return msg if isinstance(msg, dict) else None
 
-    def _ask_pool(self, request: dict, answer: str, timeout: float) -> dict | None:
-        """Send *request* mid-allocation and wait for the pool's message of type *answer*
-        (None: the pool has gone, or said nothing within *timeout* s). Other control
-        messages met meanwhile are kept; a reclaim is answered with the grant as it stands
-        (mid-allocation there is nothing to give)."""
-        self._send_control(request)
-        deadline = time.monotonic() + timeout
+    def _ask_memory(self, want: int) -> tuple[int, str | None]:
+        """Ask the pool to grant *want* bytes in all (an allocation needs them); returns the
+        bytes granted and, if short, why. Other control messages met meanwhile are kept."""
+        self._send_control({"t": "grow", "want": want})
+        deadline = time.monotonic() + GROW_TIMEOUT
         while not self.pool_gone and self.control.poll(max(0.0, deadline - time.monotonic())):
             msg = self._read_control()
-            if msg is not None and msg.get("t") == answer:
-                return msg
-            if msg is not None and msg.get("t") == "reclaim":
-                grant = self.device.grant
-                self._send_control({"t": "grant", "bytes": grant.granted if grant is not None else None})
+            if msg is not None and msg.get("t") == "granted":
+                return int(msg.get("bytes") or 0), msg.get("why")
+            if msg is not None and msg.get("t") == "reclaim":   # (mid-allocation: nothing to give)
+                self._send_control({"t": "grant", "bytes": self.device.grant.granted})
             elif msg is not None:
                 self._on_control(msg)
             if time.monotonic() > deadline:
                 break
-        return None
-
-    def _ask_memory(self, want: int) -> tuple[int, str | None]:
-        """Ask the pool to grant *want* bytes in all (an allocation needs them); returns the
-        bytes granted and, if short, why."""
-        msg = self._ask_pool({"t": "grow", "want": want}, "granted", GROW_TIMEOUT)
-        if msg is not None:
-            return int(msg.get("bytes") or 0), msg.get("why")
         if self.pool_gone:
             return self.device.grant.granted, "the pool has gone"
         return self.device.grant.granted, "the pool did not answer a request for memory"
 
     def _ask_room(self, short: int) -> bool:
         """This device's memory is full: ask the pool to swap idle sessions of it out to
-        make *short* bytes of room; whether it made some (a swap asked of this worker
-        meanwhile waits for its loop)."""
-        msg = self._ask_pool({"t": "room", "want": max(0, int(short))}, "roomed", ROOM_TIMEOUT)
-        return msg is not None and int(msg.get("freed") or 0) > 0
+        make *short* bytes of room; whether it made some. Other control messages met
+        meanwhile are kept (a swap asked of this worker waits for its loop)."""
+        self._send_control({"t": "room", "want": max(0, int(short))})
+        deadline = time.monotonic() + ROOM_TIMEOUT
+        while not self.pool_gone and self.control.poll(max(0.0, deadline - time.monotonic())):
+            msg = self._read_control()
+            if msg is not None and msg.get("t") == "roomed":
+                return int(msg.get("freed") or 0) > 0
+            if msg is not None and msg.get("t") == "reclaim":   # (mid-allocation: nothing to give)
+                self._send_control({"t": "grant", "bytes": self.device.grant.granted
+                                    if self.device.grant is not None else None})
+            elif msg is not None:
+                self._on_control(msg)
+            if time.monotonic() > deadline:
+                break
+        return False
 
     def _room_for(self, exc: BaseException) -> bool:
         """An op ran out of device memory on a GPU (not past its quota or limit): room asked
