@@ -79,6 +79,7 @@ SCOPES: dict[str, Scope] = {
                                          "build_status _user_rows _accounts"),
     "gpu_backend/hosts/device_samples.py": _scope((PS,), "", "history"),
     "gpu_backend/door/auth_gate.py": _scope((FD,), "", "hold"),
+    "gpu_backend/door/swap_broker.py": _scope((WC,), "msg s.usage", ""),
     "gpu_backend/accounting/accounts.py": _scope((WC,), "", "grow"),
     "gpu_backend/accounting/usage.py": _scope((PS,), "", "history"),
     "gpu_backend/door/metrics.py": _scope((PS, FD, DF), "status device d"),
