@@ -96,9 +96,16 @@ def test_news_from_another_thread_is_applied_by_the_loop_in_order(pool):
         assert float(module_for(session).ones(2).sum()) == 2.0
         watcher(("gone", "alpha", "its node left the Ray cluster"))
         assert until(lambda: pool.door.devices == [], 60)
-        with pytest.raises(kernelproxy.SessionLostError,
-                           match="host alpha was lost: its node left the Ray cluster"):
-            float(module_for(session).ones(2).sum())
+        # (an op may still be answered by the worker until the lost host's end reaches it)
+        def lost() -> bool:
+            try:
+                float(module_for(session).ones(2).sum())
+            except kernelproxy.SessionLostError as exc:
+                assert "host alpha was lost: its node left the Ray cluster" in str(exc), exc
+                return True
+            return False
+
+        assert until(lost, 60)
     finally:
         session.close()
     assert until(lambda: not agents.thread("alpha").is_alive(), 60)   # (told to stop)
