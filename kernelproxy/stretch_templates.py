@@ -693,8 +693,14 @@ class TemplateRun:
         return True
 
     def free_records(self) -> list[bytes]:
-        """The client's frees met during the run, as free records (they follow the replay)."""
-        return [_pack_free(hid) for _at, hid in self.frees]
+        """The client's frees met during the run, as free records (they follow the replay),
+        but for the results its stretch drops: those never reach the worker's handle table,
+        whatever becomes of the replay (a loop body of 20 ops would otherwise send, and the
+        worker look up, 20 frees of handles it never held). Dropped inputs are still sent:
+        a replay the worker cannot even read frees them only so."""
+        template, results = self.template, self.results
+        own = {results[slot] for slot in template.drops_results if slot < len(results)}
+        return [_pack_free(hid) for _at, hid in self.frees if hid not in own]
 
     def fall_back(self) -> tuple[list[bytes], list[tuple]]:
         """The ops taken so far as the records the client would have sent, with its frees
