@@ -512,7 +512,7 @@ class Device:
         (:func:`interface_bytes`): reported, never used as a bound."""
         return self.memory_span(array)
 
-    # -- swap (worker/swap.py): an allocation's bytes out to a file, and back ---------
+    # -- swap (worker/swap.py): an allocation's bytes out to host memory or a file, and back
     def allocation_bytes(self, array: Any, chunk: int):
         """The bytes of the allocation *array* lives in (:meth:`memory_span`), as host
         buffers of at most *chunk* bytes, in order."""
@@ -521,6 +521,18 @@ class Device:
     def allocation_from(self, f: Any, size: int, chunk: int) -> Any:
         """A new allocation of *size* bytes (a 1-d uint8 array of the device) filled from
         the binary file *f*, read *chunk* bytes at a time."""
+        raise NotImplementedError
+
+    def allocations_to_host(self, arrays: list) -> Any:
+        """The bytes of the allocations *arrays* live in, one after another, copied to new
+        host memory (swap's host tier): a :class:`~.host_bytes.HostBytes`, whose
+        ``release()`` frees that memory. MemoryError where the host cannot give it."""
+        raise NotImplementedError
+
+    def allocations_from_host(self, copy: Any, sizes: list[int]) -> list:
+        """New allocations of *sizes* bytes (1-d uint8 arrays of the device) filled from
+        *copy* (:meth:`allocations_to_host`), in order; *copy* stays (the caller releases
+        it once every block is back)."""
         raise NotImplementedError
 
     def view_of(self, block: Any, offset: int, shape: tuple, dtype: np.dtype,

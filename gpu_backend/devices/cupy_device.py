@@ -23,6 +23,7 @@ from ..protocol.messages import STREAM_CHUNK_BYTES
 from .base import (CudaInterfaceView, Device, lazy_functions, resolve_table, signal_object_class,
                    sparse_lu_class, sparse_object_class)
 from .cupy_capture import CupyCaptures
+from . import cupy_swap_copies
 from .cupy_graphs import GraphTools
 from .host_random import seed_sequence_factory
 
@@ -170,6 +171,8 @@ class CupyDevice(Device):
         #: (devices/cupy_capture.py); the worker's own work names it, never the current one
         self.session_stream = cupy.cuda.get_current_stream()
         self._stream = self.session_stream.ptr
+        #: how a swap's host tier copies (cupy_swap_copies.HOST_COPIES; the worker's settings)
+        self.swap_host_copy = cupy_swap_copies.HOST_COPIES[0]
         self.graph_tools = GraphTools(cupy)
         self.captures = CupyCaptures(cupy, self.session_stream)
         self._warm_up()
@@ -492,36 +495,23 @@ class CupyDevice(Device):
         return data.ptr, data.mem.ptr, data.mem.size
 
     def allocation_bytes(self, array: Any, chunk: int):
-        cp = self.cupy
         _ptr, start, size = self.memory_span(array)
-        whole = cp.ndarray((size,), cp.uint8, memptr=cp.cuda.MemoryPointer(
-            cp.cuda.UnownedMemory(start, size, array, self.index), 0))
-        host = cp.cuda.alloc_pinned_memory(min(size, chunk))
-        staging = np.frombuffer(host, np.uint8, min(size, chunk))
         with self.session_stream:
-            for at in range(0, size, chunk):
-                n = min(chunk, size - at)
-                whole[at:at + n].get(out=staging[:n], stream=self.session_stream)
-                self.session_stream.synchronize()
-                yield staging[:n]
+            yield from cupy_swap_copies.chunks_out(self.cupy, self.session_stream, start, size, chunk)
 
     def allocation_from(self, f: Any, size: int, chunk: int) -> Any:
-        cp = self.cupy
         with self.session_stream:
-            block = cp.empty(size, cp.uint8)
-            host = cp.cuda.alloc_pinned_memory(min(size, chunk))
-            staging = np.frombuffer(host, np.uint8, min(size, chunk))
-            for at in range(0, size, chunk):
-                n = min(chunk, size - at)
-                view, got = memoryview(staging)[:n], 0
-                while got < n:
-                    read = f.readinto(view[got:])
-                    if not read:
-                        raise EOFError("the swap file ended early")
-                    got += read
-                block[at:at + n].set(staging[:n], stream=self.session_stream)
-                self.session_stream.synchronize()   # (the staging buffer is reused)
-        return block
+            return cupy_swap_copies.block_in(self.cupy, self.session_stream, f, size, chunk)
+
+    def allocations_to_host(self, arrays: list) -> Any:
+        spans = [self.memory_span(a)[1:] for a in arrays]
+        with self.session_stream:
+            return cupy_swap_copies.to_host(self.cupy, self.session_stream, spans,
+                                            self.swap_host_copy)
+
+    def allocations_from_host(self, copy: Any, sizes: list[int]) -> list:
+        with self.session_stream:
+            return cupy_swap_copies.from_host(self.cupy, self.session_stream, copy, sizes)
 
     def view_of(self, block: Any, offset: int, shape: tuple, dtype: np.dtype,
                 strides: tuple) -> Any:

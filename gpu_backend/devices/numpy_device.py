@@ -20,6 +20,7 @@ from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
 from .base import (Device, HostInterfaceView, interface_bytes, lazy_functions, resolve_table,
                    signal_object_class, sparse_lu_class, sparse_object_class)
+from .host_bytes import HostBytes
 from .host_capture import HostCaptures
 from .host_casts import converting_functions, converting_methods, converting_operators
 from .host_fields import FIELD_CHECKED_OPERATORS
@@ -284,6 +285,28 @@ class NumpyDevice(Device):
                 raise EOFError("the swap file ended early")
             at += got
         return block
+
+    def allocations_to_host(self, arrays: list) -> HostBytes:
+        """A copy in new host memory: the device's own memory is host memory too, but the
+        session's is counted on its board and handed back as a GPU's is, so its bytes move
+        as on a GPU (and the same code is tested)."""
+        spans = [self.memory_span(a)[1:] for a in arrays]
+        copy = np.empty(sum(size for _start, size in spans), np.uint8)
+        at = 0
+        for start, size in spans:
+            np.copyto(copy[at:at + size],
+                      np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(start)))
+            at += size
+        return HostBytes(copy)
+
+    def allocations_from_host(self, copy: HostBytes, sizes: list[int]) -> list:
+        blocks, at = [], 0
+        for size in sizes:
+            block = np.empty(size, np.uint8)
+            np.copyto(block, copy.array[at:at + size])
+            blocks.append(block)
+            at += size
+        return blocks
 
     def view_of(self, block: np.ndarray, offset: int, shape: tuple, dtype: np.dtype,
                 strides: tuple) -> np.ndarray:
