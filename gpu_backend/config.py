@@ -59,9 +59,15 @@ class PoolSettings(BaseSettings):
                                   "0600 file each in a 0700 directory (none: a swap folder in "
                                   "each host's private run directory)")
     swap_cap: int | None = Field(None, ge=0, description="bytes of swapped-out arrays each "
-                                 "user may have in the swap directory over all their sessions "
+                                 "user may have (in host memory and the swap directory) over all their sessions "
                                  "(a session that would pass it stays on its device); none: "
                                  "no cap")
+    swap_host_memory: int | None = Field(None, ge=0, description="bytes of host memory the "
+                                         "swapped-out sessions of one host may hold there (the "
+                                         "fast tier: a swap-out within it is a copy to host "
+                                         "memory, beyond it to a file of the swap directory); "
+                                         "none: a quarter of each host's memory (its cgroup's "
+                                         "limit where lower); 0: files only")
     numpy_device_memory: int | None = Field(None, ge=1 << 20, description="the NumPy device's "
                                             "memory, bytes, shared by its sessions as a GPU's is "
                                             "(tests and demos of swapping under pressure); none: "

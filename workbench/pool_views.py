@@ -102,6 +102,19 @@ def users_view(status: dict) -> TableView:
                          caption=caption + "; Share is over the last 10 s"))
 
 
+def _swapped_where(swapped: int, in_host: int | None) -> str:
+    """Where a swapped session's bytes are: "N swapped out (in host memory)", "(on disk)",
+    or both when the host's budget took only part of them."""
+    in_host = min(in_host or 0, swapped)
+    if in_host == swapped:
+        where = "in host memory"
+    elif not in_host:
+        where = "on disk"
+    else:
+        where = f"{human_bytes(in_host)} in host memory, {human_bytes(swapped - in_host)} on disk"
+    return f"{human_bytes(swapped)} swapped out ({where})"
+
+
 def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableView:
     """The pool's sessions; *mine* (a session id, or the ids of a client's devices) marked.
     Where all columns do not fit, the client's name, the ops and the device time go."""
@@ -114,8 +127,8 @@ def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableVie
             marked.append(i)
         sid = f"{s.get('session')} (you)" if s.get("session") in ids else s.get("session")
         memory = f"{human_bytes(s.get('memory_used'))} of {human_bytes(s.get('memory_limit'))}"
-        if s.get("swapped"):   # its arrays wait in the pool's swap directory (issue 52)
-            memory += f", {human_bytes(s.get('swapped'))} swapped out"
+        if s.get("swapped"):   # its arrays wait in host memory or the swap directory (issue 52)
+            memory += f", {_swapped_where(s.get('swapped'), s.get('swapped_host'))}"
             swapped += 1
         idle = human_duration(s.get("idle"))
         rows.append([sid, s.get("user"), _opened_by(s.get("label")), s.get("client") or "—",
@@ -126,7 +139,8 @@ def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableVie
     title = f"Sessions on {status.get('address', '?')}"
     caption = f"{n} session{'s' if n != 1 else ''}" + ("; (you) marks this one" if mine else "")
     if swapped:
-        caption += "; swapped out: idle, its arrays wait on the pool's host and come back at its next op"
+        caption += ("; swapped out: idle, its arrays wait in the pool host's memory or on its "
+                    "disk and come back at its next op (from memory, in a fraction of the time)")
     return TableView(title, ["Session", "User", "Opened by", "Client", "Device", "Memory",
                              "Ops", "Device time", "Idle"], rows, marked=marked,
                      numeric={"Memory", "Ops", "Device time", "Idle"},

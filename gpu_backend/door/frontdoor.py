@@ -133,7 +133,7 @@ class FrontDoor:
         #: requests waiting for memory the user's other sessions hand back (reclaims.py)
         self.reclaims = Reclaims()
         #: which sessions go out to swap, idle or for another's memory (swap_broker.py)
-        self.swaps = SwapBroker(settings, self.sessions, self.reclaims)
+        self.swaps = SwapBroker(settings, self.sessions, self.reclaims, self.hosts.of)
         self._stop = threading.Event()
         #: the warm spare workers: started, given up on when late, a failing device rested
         self.spares = Spares(self.hosts, settings.spare_workers, settings.ready_timeout)
@@ -194,6 +194,8 @@ class FrontDoor:
             worker.info = msg.get("info") or {}
             worker.runtime = msg.get("runtime") or {}
             worker.lease_id = msg.get("lease") if isinstance(msg.get("lease"), str) else ""
+            # (its host's memory: the default host budget for swapped sessions, swap_broker)
+            worker.host_memory = msg["host_memory"] if type(msg.get("host_memory")) is int else 0
             self.spares.ready(worker.device)
             self._serve_pending()
         elif kind == "grow" and worker.session is not None:

@@ -38,6 +38,8 @@ class Session:
     usage: dict = field(default_factory=dict)
     #: bytes the door told it to swap out and it has not yet said it did (the swap cap)
     swap_allowed: int = 0
+    #: of them, bytes it may keep in its host's memory (the host budget, door/swap_broker.py)
+    swap_host_allowed: int = 0
 
 
 @dataclass

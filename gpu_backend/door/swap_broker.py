@@ -1,5 +1,6 @@
 """The front door's swap decisions (issue 52, docs/swap.md): which session goes out to swap,
-idle or for another's memory, within each user's swap cap.
+idle or for another's memory, within each user's swap cap; and where to, host memory within
+its host's budget or the swap directory.
 
 A worker idle for the pool's ``swap_idle`` proposes its swap-out (``swap_due``); a worker
 whose allocation found the device full asks for room (``room``). The broker tells sessions
@@ -7,26 +8,61 @@ to go (``swap``) only where their user's cap (``swap_cap``) has room for what th
 counting what each session has been let go and has not yet reported (its worker's
 ``swapped``), and answers a room request (``roomed``) once the sessions asked have gone, or
 after SWAP_WAIT, through the door's reclaims' wait.
+
+The tier: each ``swap`` says how many bytes the session may keep in its host's memory
+(``host``), what is left of the host's budget (``swap_host_memory``; by default a quarter of
+the memory the host's workers report) after what its swapped sessions hold there and what
+sessions let go meanwhile may take; the worker puts its allocations there while they fit and
+the rest in its file. Nothing is counted but what the open sessions' own reports say
+(``swapped_host``, and each one's ``swap_host_allowed`` until its ``swapped``), so a session
+that comes back, ends or loses its worker gives its share back by being what it is: no
+counter to leak.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from gpu_backend.door.swap_pressure import SWAP_WAIT, swap_candidates
 
-__all__ = ["SwapBroker"]
+__all__ = ["HOST_SHARE", "SwapBroker"]
+
+#: the default host budget is the host's memory divided by this
+HOST_SHARE = 4
 
 log = logging.getLogger("gpu_backend.door.frontdoor")
 
 
 class SwapBroker:
-    """The door's part that decides swaps: the pool's *settings* (``swap_cap``), its open
-    *sessions* (by id: read) and its *reclaims* (a room request waits there)."""
+    """The door's part that decides swaps: the pool's *settings* (``swap_cap``,
+    ``swap_host_memory``), its open *sessions* (by id: read), its *reclaims* (a room request
+    waits there) and *host_of* (a device's host: the budget is per host)."""
 
-    def __init__(self, settings: Any, sessions: dict, reclaims: Any) -> None:
+    def __init__(self, settings: Any, sessions: dict, reclaims: Any,
+                 host_of: Callable[[str], Any] = lambda device: None) -> None:
         self.settings, self.sessions, self.reclaims = settings, sessions, reclaims
+        self.host_of = host_of
+
+    def host_budget(self, session: Any) -> int:
+        """Bytes of host memory the swapped sessions of *session*'s host may hold: the
+        pool's setting, or a quarter of what the host's workers report it has."""
+        setting = getattr(self.settings, "swap_host_memory", None)
+        if setting is not None:
+            return int(setting)
+        memory = getattr(session.worker, "host_memory", 0)
+        return int(memory) // HOST_SHARE if type(memory) is int and memory > 0 else 0
+
+    def host_held(self, session: Any) -> int:
+        """Bytes of host memory the swapped sessions of *session*'s host hold (their
+        reports) or may take (let go, not yet reported)."""
+        host = self.host_of(session.worker.device)
+        return sum((s.usage.get("swapped_host") or 0) + s.swap_host_allowed
+                   for s in self.sessions.values() if self.host_of(s.worker.device) is host)
+
+    def host_room(self, session: Any) -> int:
+        """Bytes of its host's budget *session* may swap into host memory now."""
+        return max(0, self.host_budget(session) - self.host_held(session))
 
     def room_of(self, user: str) -> int | None:
         """Bytes *user* may still swap out (None: no cap): the cap less what their sessions
@@ -46,19 +82,24 @@ class SwapBroker:
             log.info("session %s stays on its device: user %s's swap cap (%d bytes) is reached",
                      session.sid, session.user, self.settings.swap_cap)
             return False
-        if not session.worker.tell({"t": "swap"}):
+        host = min(max(0, nbytes), self.host_room(session))
+        if not session.worker.tell({"t": "swap", "host": host}):
             return False
-        session.swap_allowed = nbytes
+        session.swap_allowed, session.swap_host_allowed = nbytes, host
         return True
 
     def swapped(self, session: Any, msg: dict) -> None:
         """Its worker says it went (or why not): what it holds is in its reports now."""
-        session.swap_allowed = 0
+        session.swap_allowed = session.swap_host_allowed = 0
         if isinstance(msg.get("error"), str):   # (its arrays stayed on the device)
             log.warning("session %s could not be swapped out: %s", session.sid, msg["error"][:200])
-        else:
-            log.info("session %s swapped out: %d bytes in %.3f s", session.sid,
-                     int(msg.get("bytes") or 0), float(msg.get("seconds") or 0.0))
+            return
+        nbytes = msg.get("bytes") if type(msg.get("bytes")) is int else 0
+        host = msg.get("host") if type(msg.get("host")) is int else 0
+        # (counted at once: its usage report, which says the same, comes after this)
+        session.usage.update({"swapped": nbytes, "swapped_host": host})
+        log.info("session %s swapped out: %d bytes (%d in host memory) in %.3f s", session.sid,
+                 nbytes, host, float(msg.get("seconds") or 0.0))
 
     def make_room(self, worker: Any, want: int) -> None:
         """*worker*'s allocation found its device's memory full: swap the device's idle

@@ -61,6 +61,9 @@ class Worker:
     started: float = field(default_factory=time.monotonic)
     #: the worker's identity at the arbiter: a secret it sent with ``ready``
     lease_id: str = ""
+    #: its host's memory, bytes, as it said with ``ready`` (0: unknown): the default host
+    #: budget for swapped sessions (door/swap_broker.py)
+    host_memory: int = 0
     #: the pool gave up waiting for its ``ready`` (ready_timeout): it is being ended, is no
     #: spare, and its exit is no second failed start
     given_up: bool = False

@@ -231,7 +231,8 @@ class StatusSession(TypedDict):
     heartbeat: Annotated[float, "seconds since its client's last heartbeat"]
     oom_ago: Annotated[float | None, "seconds since one of its ops ran out of device memory (None: none did)"]
     age: Annotated[float, "seconds since it opened"]
-    swapped: Annotated[int, "bytes of its arrays swapped out to the pool's swap directory (0: none; they come back at its next op)"]
+    swapped: Annotated[int, "bytes of its arrays swapped out, to its host's memory or the pool's swap directory (0: none; they come back at its next op)"]
+    swapped_host: NotRequired[Annotated[int, "of them, bytes in its host's memory (the rest are in its swap file)"]]
     swaps: Annotated[int, "times it was swapped out"]
     swap_seconds: Annotated[float, "how long its last swap, out or in, took"]
 
@@ -528,6 +529,7 @@ class ControlReady(TypedDict):
     info: Annotated[DeviceInfo, "its device"]
     runtime: Annotated[RuntimeFacts, "its device's CUDA facts"]
     lease: Annotated[str, "its identity at the arbiter: a random secret, never on a command line"]
+    host_memory: NotRequired[Annotated[int, "bytes of memory its host has (its cgroup's limit where lower): the pool's default host budget for swapped sessions is a quarter of it"]]
 
 
 class ControlUsage(TypedDict):
@@ -544,6 +546,7 @@ class ControlUsage(TypedDict):
     oom: Annotated[int, "of them, ops that ran out of device memory (OutOfMemoryError)"]
     peak: Annotated[int, "the most bytes the session has held"]
     swapped: Annotated[int, "bytes of its arrays swapped out now (worker/swap.py; 0: none)"]
+    swapped_host: Annotated[int, "of the bytes swapped out now, those in host memory (the rest are in its swap file)"]
     swapped_arrays: Annotated[int, "of its arrays, how many are swapped out now"]
     swaps_out: Annotated[int, "times it was swapped out"]
     swaps_in: Annotated[int, "times its arrays came back"]
@@ -624,13 +627,15 @@ class ControlSwap(TypedDict):
     """front door → worker: swap the session's arrays out now (their device memory is
     wanted, or an administrator asked); answered with :class:`ControlSwapped`."""
     t: Annotated[Literal["swap"], "the message type"]
+    host: NotRequired[Annotated[int, "bytes of them it may keep in its host's memory (the door's share of the host budget); the rest go to its swap file (absent: all to the file)"]]
 
 
 class ControlSwapped(TypedDict):
-    """worker → front door: the session's arrays went to its swap file (idle, or asked by
+    """worker → front door: the session's arrays went to host memory or its swap file (idle, or asked by
     :class:`ControlSwap`), or could not (``error``: they all stay on the device)."""
     t: Annotated[Literal["swapped"], "the message type"]
-    bytes: Annotated[int, "bytes written (0: nothing to swap, or an error)"]
+    bytes: Annotated[int, "bytes swapped out (0: nothing to swap, or an error)"]
+    host: NotRequired[Annotated[int, "of them, bytes in host memory (the rest went to its swap file)"]]
     seconds: Annotated[float, "how long the swap-out took"]
     error: NotRequired[Annotated[str, "why it could not (absent when it did)"]]
 

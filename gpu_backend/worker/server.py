@@ -43,7 +43,7 @@ from .splitting import Splitter
 from .phases import NO_PHASES, PhaseClock, PhaseRecorder
 from .settings import WorkerSettings
 from .spin_slots import SpinSlots
-from .swap import SessionSwap
+from .swap import SessionSwap, host_memory
 
 __all__ = ["main", "WorkerServer"]
 
@@ -74,6 +74,8 @@ class WorkerServer:
         self.device = open_device(device_spec)
         if settings.stream_bytes and self.device.kind == "numpy":
             self.device.stream_bytes = settings.stream_bytes
+        if hasattr(self.device, "swap_host_copy"):   # (a GPU: how swap's host tier copies)
+            self.device.swap_host_copy = settings.swap_host_copy
         self.ctx = zmq.Context()
         #: the pool, over the socket pair this process inherited (control.py): the only
         #: channel on which the pool hears ``ready`` and sends the session's key
@@ -226,6 +228,8 @@ class WorkerServer:
             self._hand_back_memory(asked=True)
         elif kind == "swap":   # the pool needs this session's device memory: at the loop,
             self.swap.asked = True   # never inside a batch (an allocation may be waiting)
+            host = msg.get("host")   # (what of it may stay in host memory: the door's budget)
+            self.swap.host_room = host if type(host) is int and host > 0 else 0
 
     def _swap_out(self) -> None:
         """Swap the session's arrays out (idle, or asked), hand their memory back and tell
@@ -237,6 +241,7 @@ class WorkerServer:
             return
         self._hand_back_memory()
         self._send_control({"t": "swapped", "bytes": swapped.nbytes if swapped else 0,
+                            "host": swapped.host_bytes if swapped else 0,
                             "seconds": round(swapped.seconds, 6) if swapped else 0.0})
         self._last_usage_time = 0.0   # (the next report goes at once)
         self._report_usage()
@@ -258,7 +263,8 @@ class WorkerServer:
         start-up made is frozen out of the garbage collector's sight first (gc_pauses)."""
         settle()
         self._send_control({"t": "ready", "port": self.links.port, "ipc": self.links.ipc, "info": self.device.info(),
-                            "runtime": self.device.runtime_facts(), "lease": self.lease_id})
+                            "runtime": self.device.runtime_facts(), "lease": self.lease_id,
+                            "host_memory": host_memory()})
         while not self.pool_gone:
             if self.control.poll(1.0):
                 msg = self._read_control()

@@ -48,6 +48,10 @@ class WorkerSettings:
     #: (worker/pacing.py, Pacer.release_before_read). ``0`` (a diagnostic): after the batch,
     #: as before issue 51
     release_at_read: bool = True
+    #: ``GPUWB_SWAP_HOST_COPY``: how a GPU's swap to host memory copies, ``staged`` (the
+    #: default: pageable memory through a ring of pinned buffers) or ``pinned`` (one pinned
+    #: buffer); devices/cupy_swap_copies.py says why each, benchmarks/swap.py measures both
+    swap_host_copy: str = "staged"
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "WorkerSettings":
@@ -63,7 +67,9 @@ class WorkerSettings:
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
                    split_piece=float(piece) * 1e-6 if piece else 0.0,
                    release_at_read=(env.get("GPUWB_RELEASE_AT_READ") or "1").strip().lower()
-                   not in ("0", "off", "false", "no"))
+                   not in ("0", "off", "false", "no"),
+                   swap_host_copy="pinned" if (env.get("GPUWB_SWAP_HOST_COPY") or "").strip().lower()
+                   == "pinned" else "staged")
 
 
 def _graphs_mode(value: str | None) -> str:

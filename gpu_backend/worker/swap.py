@@ -1,20 +1,32 @@
-"""A session's arrays swapped out of device memory to a file, and back (issue 52).
+"""A session's arrays swapped out of device memory to host memory or a file, and back
+(issue 52).
 
 A notebook left open holds its device memory for hours. Its worker holds every array of the
 session by handle (worker/handles.py), so it can give that memory back without losing one:
-each *allocation* the session's arrays live in is written once to a file of the pool's swap
-directory, every array is forgotten, the device's cached blocks are released, and the
-session's grant shrinks as for any idle session. The next batch brings every allocation back
-before it runs, and every handle becomes the same view of it that it was: the same shape,
-dtype, strides and offset, so arrays that shared memory (``x`` and ``x[1:]``) share it again
-and the bits are those that were written out.
+each *allocation* the session's arrays live in is copied out once, every array is forgotten,
+the device's cached blocks are released, and the session's grant shrinks as for any idle
+session. The next batch brings every allocation back before it runs, and every handle
+becomes the same view of it that it was: the same shape, dtype, strides and offset, so
+arrays that shared memory (``x`` and ``x[1:]``) share it again and the bits are those that
+were copied out.
+
+Two tiers. The front door decides, with each ``swap``, how many bytes the session may keep
+in its host's memory (``host``: its share of the pool's per-host budget,
+door/swap_broker.py); allocations go there, in order, while they fit, and the rest to a file
+of the pool's swap directory. Host memory is the fast tier (a copy at the device's transfer
+rate, devices/cupy_swap_copies.py), the file the one beyond the budget. Why the door and not
+the worker decides: the budget is the host's, shared by every worker on it, and only the
+door sees them all; the worker only keeps within what it was given, so the door's count of
+a host's swapped bytes (its sessions' reports) can never be short of what they hold.
 
 What stays in memory: the session's other remote objects (random generators, FFT plans,
 events), which are small; held stretches' CUDA graphs are dropped (replay captures them
 again). A session holding a CUDA graph the user captured is not swapped: the graph holds its
 arrays' addresses. Neither are addresses the client kept (``x.data.ptr``) valid after a
-swap: an array made over one fails with the pool's usual error for an unknown address. The swap file is its session's alone: created 0600 (``O_EXCL``) in a 0700 directory,
-deleted when its arrays come back or the session ends, and nothing of it is logged.
+swap: an array made over one fails with the pool's usual error for an unknown address.
+Swapped bytes are the session's alone: host memory private to its worker process (gone with
+it, whatever ends it), a file created 0600 (``O_EXCL``) in a 0700 directory; both freed
+when the arrays come back or the session ends, and nothing of them is logged.
 """
 
 from __future__ import annotations
@@ -27,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SwapFile", "SwappedArrays", "swap_out", "swap_in"]
+__all__ = ["SwapFile", "SwappedArrays", "swap_out", "swap_in", "host_memory"]
 
 #: bytes read or written at a time: a large allocation streams through this much host memory
 CHUNK = 64 << 20
@@ -46,13 +58,25 @@ class _Placed:
 
 @dataclass
 class SwappedArrays:
-    """What a swapped-out session needs to come back: the file, its allocations' sizes (in
-    file order) and each handle's place."""
-    path: Path
+    """What a swapped-out session needs to come back: its allocations' sizes (in order),
+    which of them are in host memory (*in_host*; *host* holds those one after another) and
+    which in the file at *path* (in order; None: no file), and each handle's place."""
+    path: Path | None
     sizes: list[int]
+    in_host: list[bool]
+    host: Any
     handles: dict[int, _Placed]
     nbytes: int
+    host_bytes: int
     seconds: float
+
+    def release(self) -> None:
+        """Free what holds the bytes: the host memory and the file."""
+        if self.host is not None:
+            self.host.release()
+            self.host = None
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
 
 
 class SwapFile:
@@ -74,14 +98,46 @@ class SwapFile:
         os.close(self._fd)
 
 
-def swap_out(table: Any, device: Any, directory: Path, name: str) -> SwappedArrays | None:
-    """Write every array of *table* to a new file in *directory* and forget them; None when
-    the session holds no array. On an error (disk full) the file is removed and every array
-    stays where it was: nothing is lost."""
+def host_memory() -> int:
+    """Bytes of memory this host has for its processes: the physical memory, or this
+    process's cgroup's limit where lower (a container); 0 where unknown. The pool's default
+    host budget for swapped sessions is a quarter of it (door/swap_broker.py)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < (total or 1 << 62):
+            total = int(text)
+        break
+    return int(total)
+
+
+def _tiers(sizes: list[int], host_room: int) -> list[bool]:
+    """Which allocations go to host memory: each, in order, that still fits *host_room*."""
+    chosen = []
+    for size in sizes:
+        fits = size <= host_room
+        chosen.append(fits)
+        host_room -= size if fits else 0
+    return chosen
+
+
+def swap_out(table: Any, device: Any, directory: Path | None, name: str,
+             host_room: int = 0) -> SwappedArrays | None:
+    """Copy every array of *table* out, up to *host_room* bytes of allocations to host
+    memory and the rest to a new file in *directory*, and forget them; None when the
+    session holds no array. Host memory the host cannot give sends those allocations to the
+    file too. On an error (disk full) what was copied is freed and every array stays where
+    it was: nothing is lost."""
     if not table.arrays:
         return None
     started = time.perf_counter()
-    blocks: dict[int, int] = {}          # allocation start -> its number in the file
+    blocks: dict[int, int] = {}          # allocation start -> its number
     sizes: list[int] = []
     handles: dict[int, _Placed] = {}
     firsts: list[Any] = []               # an array of each allocation (to read its bytes)
@@ -97,36 +153,61 @@ def swap_out(table: Any, device: Any, directory: Path, name: str) -> SwappedArra
             sizes.append(size)
             firsts.append(array)
         handles[hid] = _Placed(n, ptr - start, tuple(array.shape), dtype, tuple(array.strides))
-    out = SwapFile(directory, name)
+    in_host = _tiers(sizes, max(0, int(host_room)))
+    host = None
+    out: SwapFile | None = None
     try:
-        for array in firsts:
-            for piece in device.allocation_bytes(array, CHUNK):
-                out.write(piece)
+        if any(in_host):
+            try:
+                host = device.allocations_to_host([a for a, h in zip(firsts, in_host) if h])
+            except MemoryError:   # (the host has not got it after all: the file takes them)
+                in_host = [False] * len(sizes)
+        if not all(in_host):
+            if directory is None:
+                raise OSError("the pool has no swap directory for what host memory does not hold")
+            out = SwapFile(directory, name)
+            for array, h in zip(firsts, in_host):
+                if not h:
+                    for piece in device.allocation_bytes(array, CHUNK):
+                        out.write(piece)
+            out.close()
     except BaseException:
-        out.close()
-        out.path.unlink(missing_ok=True)
+        if host is not None:
+            host.release()
+        if out is not None:
+            out.close()
+            out.path.unlink(missing_ok=True)
         raise
-    out.close()
     firsts.clear()   # (no reference of ours may keep a block from the device: CuPy's pool
     array = None     # gives back only blocks no array holds)
     for hid in list(table.arrays):
         table.free(hid)
     table.swapped = handles   # (a free while swapped forgets the array's place)
     device.release_cache()
-    return SwappedArrays(out.path, sizes, handles, sum(sizes), time.perf_counter() - started)
+    return SwappedArrays(out.path if out is not None else None, sizes, in_host, host, handles,
+                         sum(sizes), host.nbytes if host is not None else 0,
+                         time.perf_counter() - started)
 
 
 def swap_in(swapped: SwappedArrays, table: Any, device: Any) -> float:
-    """Bring *swapped*'s arrays back under their handles and delete its file; the seconds
-    it took. An allocation that does not fit raises the device's OutOfMemoryError with
-    nothing lost: the arrays put back so far are freed again and the file stays."""
+    """Bring *swapped*'s arrays back under their handles and free their host memory and
+    file; the seconds it took. An allocation that does not fit raises the device's
+    OutOfMemoryError with nothing lost: the arrays put back so far are freed again, and the
+    host memory and file stay."""
     started = time.perf_counter()
-    restored: list[Any] = []
     table.swapped = None
     try:
-        with open(swapped.path, "rb", buffering=0) as f:
-            for size in swapped.sizes:
-                restored.append(device.allocation_from(f, size, CHUNK))
+        from_host = iter(device.allocations_from_host(
+            swapped.host, [s for s, h in zip(swapped.sizes, swapped.in_host) if h])
+            if swapped.host is not None else ())
+        restored: list[Any] = []
+        f = open(swapped.path, "rb", buffering=0) if swapped.path is not None else None
+        try:
+            for size, h in zip(swapped.sizes, swapped.in_host):
+                restored.append(next(from_host) if h else device.allocation_from(f, size, CHUNK))
+        finally:
+            if f is not None:
+                f.close()
         for hid, placed in swapped.handles.items():
             if placed.block < 0:
                 array = device.empty_array(placed.shape, placed.dtype)
@@ -139,14 +220,16 @@ def swap_in(swapped: SwappedArrays, table: Any, device: Any) -> float:
             table.free(hid)
         table.swapped = swapped.handles
         raise
-    swapped.path.unlink(missing_ok=True)
+    swapped.release()
     return time.perf_counter() - started
 
 
 class SessionSwap:
-    """When a worker's session goes out to its swap file and comes back: out after
-    *idle* seconds without a batch (None: never by itself) or when the pool asks
-    (``swap``); back before the next batch runs. Counts what it did for the usage reports."""
+    """When a worker's session goes out to host memory or its swap file and comes back: out
+    when the pool says (``swap``: after *idle* seconds without a batch, proposed by the
+    worker, or for another session's memory), with the host memory the pool allows it
+    (:attr:`host_room`); back before the next batch runs. Counts what it did for the usage
+    reports."""
 
     def __init__(self, table: Any, device: Any, drop_graphs: Any) -> None:
         self.table, self.device, self._drop_graphs = table, device, drop_graphs
@@ -161,6 +244,8 @@ class SessionSwap:
         #: the pool asked for a swap-out (its device is full, or it agreed to the idle one
         #: proposed): done at the serving loop
         self.asked = False
+        #: bytes the pool lets this swap-out keep in host memory (its ``swap``'s ``host``)
+        self.host_room = 0
         #: an idle swap-out was proposed to the pool in this idle spell (once until work)
         self.proposed = False
         self.last_work = time.monotonic()
@@ -208,7 +293,8 @@ class SessionSwap:
             raise RuntimeError(f"the session's arrays stay on the device: {why}")
         self._drop_graphs()
         self.device.synchronize()
-        swapped = swap_out(self.table, self.device, self.directory, self.name)
+        host_room, self.host_room = self.host_room, 0   # (each swap is allowed afresh)
+        swapped = swap_out(self.table, self.device, self.directory, self.name, host_room)
         if swapped is not None:
             self.swapped = swapped
             self.outs += 1
@@ -234,12 +320,13 @@ class SessionSwap:
         """For the usage reports: bytes swapped out now, swaps each way, bytes written."""
         swapped = self.swapped
         return {"swapped": swapped.nbytes if swapped is not None else 0,
+                "swapped_host": swapped.host_bytes if swapped is not None else 0,
                 "swapped_arrays": len(swapped.handles) if swapped is not None else 0,
                 "swaps_out": self.outs, "swaps_in": self.ins, "swap_bytes": self.bytes_out,
                 "swap_seconds": round(self.last_seconds, 6)}
 
     def discard(self) -> None:
-        """The session ends: its swap file goes with it."""
+        """The session ends: its host memory and swap file go with it."""
         if self.swapped is not None:
-            self.swapped.path.unlink(missing_ok=True)
+            self.swapped.release()
             self.swapped = None

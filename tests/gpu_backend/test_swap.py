@@ -42,8 +42,10 @@ def _files(directory: Path) -> list[Path]:
 
 @pytest.fixture
 def swap_pool(tmp_path):
+    """A pool that swaps idle sessions to files only (no host budget: the file tier; the host
+    tier has its own tests, test_swap_host_tier.py)."""
     with LocalPool(devices=TEST_DEVICES, swap_idle=IDLE, swap_dir=tmp_path / "swap", lease_timeout=30,
-                   memory_limit=256 << 20) as pool:
+                   memory_limit=256 << 20, swap_host_memory=0) as pool:
         yield pool, tmp_path / "swap"
 
 
@@ -135,7 +137,8 @@ def test_swap_cycles_leave_nothing_behind(swap_pool):
 def test_a_swap_that_cannot_be_written_loses_nothing(tmp_path):
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("a file where the swap directory should be")
-    with LocalPool(devices="cpu", swap_idle=IDLE, swap_dir=blocked, lease_timeout=30) as pool:
+    with LocalPool(devices="cpu", swap_idle=IDLE, swap_dir=blocked, lease_timeout=30,
+                   swap_host_memory=0) as pool:
         s = kernelproxy.connect(pool.address, pool.token)
         try:
             cp = module_for(s)
