@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["GapRule", "Hold", "SessionGap", "GAP_MAX", "GAP_SLACK", "GAP_LEARN", "READ_HOLD_FACTOR"]
+__all__ = ["GapRule", "Hold", "SessionGap", "GAP_MAX", "GAP_SLACK", "GAP_LEARN"]
 
 #: The longest gap (wall seconds from its release to its next request, lately) a session is
 #: kept the device through; held at most twice its gap and GAP_SLACK.
@@ -30,12 +30,6 @@ GAP_MAX = 0.002
 GAP_SLACK = 0.0002
 #: Longer absences are not gaps between batches: the session's gap is forgotten.
 GAP_LEARN = 0.01
-#: A session that handed over as its closing read began (worker/pacing.py) is kept the
-#: device through its gap only for a user whose ops run this many times longer than its
-#: own: beside equal users the gap goes to their queued work (issue 51: two users of 2.7 ms
-#: GEMMs that sync lost 0.48 ms a grant to holds), beside 22 ms kernels a user of 50 µs ops
-#: keeps its turn (without the hold it got 0.09 of its rate, `none` 0.21).
-READ_HOLD_FACTOR = 4.0
 
 
 class Hold(NamedTuple):
@@ -86,15 +80,14 @@ class GapRule:
         return False
 
     # ------------------------------------------------------------ the policy's questions
-    def ran_out(self, session: Any, ahead: float, waiting: list, reading: bool = False) -> bool:
+    def ran_out(self, session: Any, ahead: float, waiting: list) -> bool:
         """Keep the device idle for *session*, which has just ended its batch with *ahead*
         seconds of work still to drain, while *waiting* sessions want it, until it comes
         back, for at most twice its gap and GAP_SLACK? Only if it came back within GAP_MAX
         lately and another user waits that is not behind it and whose ops run longer than
         the gap (granted now, it would make the session wait longer than the gap costs
         them). Users with credit against it are granted meanwhile all the same
-        (:meth:`during_hold`): an interactive op goes first. *reading*: it handed over as
-        its closing read began; then only for a user of ops READ_HOLD_FACTOR times its own."""
+        (:meth:`during_hold`): an interactive op goes first."""
         known = self.sessions.setdefault(session.sid, SessionGap())
         known.left_at = self.policy.clock()   # (its gap is learnt when it asks again)
         gap = known.gap
@@ -104,10 +97,7 @@ class GapRule:
         mine = users[session.user]
         if any(users[s.user] is mine for s in waiting):
             return False   # (its user's other session takes the device: nothing to keep)
-        if reading and not session.op > 0:
-            return False   # (its own ops' length unknown: none is known to be far longer)
-        longer = max(gap, READ_HOLD_FACTOR * session.op) if reading else gap
-        if not any(s.op > longer and mine.vt <= users[s.user].vt for s in waiting):
+        if not any(s.op > gap and mine.vt <= users[s.user].vt for s in waiting):
             return False   # (a user of short ops is granted: the session waits one op for it)
         now = self.policy.clock()
         self.hold = Hold(session.sid, now + ahead, now + min(GAP_MAX, 2 * gap + GAP_SLACK))

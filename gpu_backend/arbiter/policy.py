@@ -239,9 +239,7 @@ class Policy:
         if self.holder == sid:
             self._vacate()
             self.handoff = (sid, self.grants, None)   # (a stale grant returned above)
-            # (a reading release is kept the device only for a user of far longer ops:
-            # arbiter/gap_rule.py, READ_HOLD_FACTOR)
-            ending = None if want else (session, ahead, reading)
+            ending = None if want or reading else (session, ahead)
         if want:
             self._wake(session)
         else:
@@ -521,8 +519,8 @@ class FairPolicy(Policy):
 
     def _grant_next(self, exclude: str | None = None, ending: tuple | None = None) -> list[Action]:
         if ending is not None:   # a holder out of work may be kept the device (arbiter/gap_rule.py)
-            session, ahead, reading = ending
-            self.gaps.ran_out(session, ahead, self._waiting(), reading)
+            session, ahead = ending
+            self.gaps.ran_out(session, ahead, self._waiting())
         waiting = self._waiting(exclude)
         if self.gaps.hold is not None and waiting:
             waiting = self.gaps.during_hold(waiting, ending[1] if ending is not None else 0.0,

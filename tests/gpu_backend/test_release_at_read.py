@@ -36,7 +36,6 @@ def syncing_and_waiting():
     policy.attach("s", "S")
     policy.attach("w", "W")
     policy.want("s")
-    policy.op_seconds("s", 0.002)
     policy.op_seconds("w", 0.002)
     policy.want("w")
     t[0] = 0.002
@@ -60,18 +59,6 @@ def test_a_release_at_a_read_leaves_the_device_to_the_next_in_line_at_once():
     t[0] = 0.014
     [grant] = policy.release("w", 0.008, want=True)
     assert grant.session == "s"
-
-
-def test_a_release_at_a_read_is_held_for_beside_a_user_of_far_longer_ops():
-    """Beside a user of 22 ms kernels, a user of 50 µs ops that reads at each batch's end
-    keeps the device through its gap (gap_rule.READ_HOLD_FACTOR): granted in it, the long
-    kernel would make its next batch wait 22 ms (0.09 of its rate, `none` 0.21, H200)."""
-    t, policy = syncing_and_waiting()
-    policy.op_seconds("s", 0.00005)
-    policy.op_seconds("w", 0.022)
-    t[0] = 0.012
-    assert policy.release("s", 0.006, want=False, reading=True) == []
-    assert policy.gaps.hold is not None and policy.gaps.hold[0] == "s"
 
 
 def test_without_a_read_the_gap_rule_still_holds():
