@@ -19,8 +19,8 @@ measures both beside the pinned copy rate):
 Which is faster depends on the host (its page-fault rate, its cores): the benchmark says,
 and the default follows what it measured.
 
-**File tier**: each allocation's bytes through two pinned buffers, so the GPU's copy of one
-chunk overlaps the file's write (or read) of the other.
+**File tier**: each allocation's bytes through two pinned buffers (of CuPy's pinned pool),
+so the GPU's copy of one chunk overlaps the file's write (or read) of the other.
 """
 
 from __future__ import annotations
@@ -72,6 +72,20 @@ class _Pinned:
             ptr, self.ptr = self.ptr, 0
             self.view = None
             self._free(ptr)
+
+
+class _Pooled:
+    """*size* bytes of CuPy's pinned memory pool (the file tier's two buffers: kept by the
+    pool between swaps, as the worker's other staging buffers are, so a session of many
+    allocations pays no ``cudaHostAlloc`` for each)."""
+
+    def __init__(self, cupy: Any, size: int) -> None:
+        self._memory = cupy.cuda.alloc_pinned_memory(size)
+        self.ptr = int(self._memory.ptr)
+        self.view = np.frombuffer(self._memory, np.uint8, size)
+
+    def free(self) -> None:
+        self.view = self._memory = None
 
 
 def _pieces(spans: list[tuple[int, int]], at: int = 0) -> Iterator[tuple[int, int, int]]:
@@ -130,9 +144,11 @@ def _staged(cupy: Any, stream: Any, pieces: list, host: np.ndarray, kind: int) -
         return
     rt = cupy.cuda.runtime
     slots = min(RING, len(pieces))
-    ring = [_Pinned(cupy, STAGE) for _ in range(slots)]
+    ring: list[_Pinned] = []
     events = [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(slots)]
     try:
+        for _ in range(slots):
+            ring.append(_Pinned(cupy, STAGE))
         with ThreadPoolExecutor(max_workers=min(THREADS, slots)) as threads:
             if kind == _D2H:
                 _out(rt, stream, pieces, host, ring, events, threads)
@@ -193,7 +209,7 @@ def chunks_out(cupy: Any, stream: Any, start: int, size: int, chunk: int) -> Ite
         return
     rt = cupy.cuda.runtime
     n0 = min(size, chunk)
-    bufs = [_Pinned(cupy, n0), _Pinned(cupy, n0) if size > chunk else None]
+    bufs = [_Pooled(cupy, n0), _Pooled(cupy, n0) if size > chunk else None]
     events = [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(2)]
     offsets = list(range(0, size, chunk))
     try:
@@ -224,7 +240,7 @@ def block_in(cupy: Any, stream: Any, f: Any, size: int, chunk: int) -> Any:
         return block
     rt = cupy.cuda.runtime
     n0 = min(size, chunk)
-    bufs = [_Pinned(cupy, n0), _Pinned(cupy, n0) if size > chunk else None]
+    bufs = [_Pooled(cupy, n0), _Pooled(cupy, n0) if size > chunk else None]
     events = [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(2)]
     try:
         for i, at in enumerate(range(0, size, chunk)):

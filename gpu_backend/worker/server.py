@@ -99,6 +99,8 @@ class WorkerServer:
         self.executor.stretches.enabled = settings.graphs != "off"
         if settings.graphs != "on":
             self.executor.replay.rerun_only()
+        elif not settings.ping_pong:
+            self.executor.replay.no_ping_pong()
         self.closed = False
         self._queue: deque = deque()   # messages read ahead while looking for cancels
         self.cancel_upto = 0
@@ -329,7 +331,8 @@ class WorkerServer:
             if slots is not None and slots.held:
                 slots.release()
                 window = SPIN_SECONDS
-            events = dict(poller.poll(USAGE_INTERVAL * 1000))
+            # (woken when the session's swap time comes, not up to a report interval later)
+            events = dict(poller.poll(self.swap.wait(USAGE_INTERVAL) * 1000))
             if links.mine(events):
                 phases.start(slept=True)
                 self._handle_client()

@@ -273,6 +273,16 @@ class SessionSwap:
                 and time.monotonic() - self.last_work >= self.idle
                 and self.kept_in_place() is None)
 
+    def wait(self, longest: float) -> float:
+        """How long the serving loop may sleep, at most *longest*: until the session's swap
+        time, when it will be idle long enough to propose its swap-out. Once that time has
+        passed (the loop has looked: ``due`` said no, or it proposed), *longest*."""
+        if (self.idle is None or self.swapped is not None or self.proposed
+                or self.directory is None or not self.table.arrays):
+            return longest
+        left = self.last_work + self.idle - time.monotonic()
+        return min(longest, left + 0.002) if left > 0 else longest
+
     def kept_in_place(self) -> str | None:
         """Why the arrays cannot move, or None. A CUDA graph the user captured
         (``Stream.begin_capture``; CuPy's graph API, worker/user_graphs.py) holds its
