@@ -19,9 +19,12 @@
 #  13. fastpath: issue 50's figures (the client's fast path for held stretches): held_loops.py
 #      (HELD_ARGS), replay_sync.py (REPLAY_ARGS), programs.py with issue 50's programs
 #      (FAST_PROGRAMS_ARGS), each with local CuPy, replay on, the fast path off and replay off
+#  14. swap, swap-leak: issue 52 (an idle session's arrays swapped to host memory or disk and
+#      back): the swap tests on the GPU and benchmarks/swap.py (SWAP_ARGS); 1 000 swap cycles
+#      leaking nothing (SWAP_LEAK_ARGS)
 # Targets: all, tests, kernel, fair (tests + fairness), fairness (the benchmark alone),
 # policies, probe, bench, latency, suite, handover, floor, mix, hardening, graphs (CuPy's graph
-# API: its tests and benchmarks/graph_api.py), fastpath; several may be given: gpu_check.sh probe policies fairness
+# API: its tests and benchmarks/graph_api.py), fastpath, swap, swap-leak; several may be given: gpu_check.sh probe policies fairness
 # Wheels the GPU image lacks are installed from .whl/ (see benchmarks/README.md).
 # Outputs land in $OUT (or ./gpu-out) as logs and JSON.
 # MPS=1: the targets run under CUDA's Multi-Process Service (a control daemon started here
@@ -158,6 +161,24 @@ if [ "$what" = graphs ]; then
     2>&1 | tee "$OUT/graph-tests.log" | tail -40
   timeout 300 python3 benchmarks/graph_api.py --devices 0 ${GRAPH_ARGS:-} --json "$OUT/graph-api.json" \
     2>&1 | tee "$OUT/graph-api.log" | grep -v '^ \|^{\|^}'
+fi
+if [ "$what" = swap ]; then
+  # issue 52 on a GPU: the swap tests with the pool on the GPU (both tiers), then
+  # benchmarks/swap.py: a 10 GiB session swapped out and back through host memory (each way
+  # of copying: staged, pinned) and through the swap directory, the pinned copy rate of the
+  # same run as the reference (SWAP_ARGS; SWAP_DIR: where the file tier writes, default /tmp)
+  GPUWB_TEST_DEVICES=0 timeout 300 python3 -m pytest -q -p no:cacheprovider -n 0 -o addopts="-ra" \
+    --timeout 120 tests/gpu_backend/test_swap.py tests/gpu_backend/test_swap_host_tier.py \
+    2>&1 | tee "$OUT/gpu-swap-tests.log" | tail -15
+  timeout ${SWAP_TIMEOUT:-420} python3 benchmarks/swap.py --devices 0 ${SWAP_ARGS:---gib 10 --arrays 10 --cycles 3} \
+    --swap-dir ${SWAP_DIR:-/tmp} --json "$OUT/swap.json" 2>&1 | tee "$OUT/swap.log" | grep -v '^{\|^}\|^   '
+fi
+if [ "$what" = swap-leak ]; then
+  # issue 52: "1 000 swap cycles leak nothing": a 256 MiB session, half in host memory and
+  # half on disk each cycle; resident memory, descriptors, files and the host budget before
+  # and after (SWAP_LEAK_ARGS)
+  timeout ${SWAP_LEAK_TIMEOUT:-560} python3 benchmarks/swap.py --devices 0 ${SWAP_LEAK_ARGS:---leak-cycles 1000 --leak-mib 256} \
+    --swap-dir ${SWAP_DIR:-/tmp} --json "$OUT/swap-leak.json" 2>&1 | tee "$OUT/swap-leak.log" | grep -v '^{\|^}\|^   '
 fi
 if [ "$what" = suite ]; then
   # CuPy's own test suite, local CuPy vs the proxy on this GPU (issue 9; SUITE_ARGS picks

@@ -6,9 +6,17 @@ own swap-out and swap-in times (the pool's status, ``swap_seconds``), the client
 its first op after the swap (the swap-in as a user meets it), the device memory before and
 after, bitwise equality (each array's checksum before and after), and as the reference the
 device's pinned copy rate each way for the same bytes (local CuPy in this process on a GPU,
-NumPy's memcpy on the NumPy device). Prints a table and JSON.
+NumPy's memcpy on the NumPy device), with what new host memory costs (its first touch;
+pinning it). Each tier in the same run (``--tiers host,file``): host memory (a host budget
+that holds the session; on a GPU each way of copying, ``--host-copies staged,pinned``), and
+the swap directory (no host budget). Prints a table and JSON.
 
     python benchmarks/swap.py --devices 0 --gib 10 --arrays 10 --json out.json
+
+``--leak-cycles N``: N swap cycles of one --leak-mib session, half in host memory and half
+on disk each time; the worker's and the pool's resident memory and descriptors, the swap
+directory's files and the door's host budget in use, before and after (issue 52: "1 000
+swap cycles leak nothing"). Exits 1 on a leak.
 
 ``--users N --user-gib G``: N users' notebooks of G GiB each on one device (more than it
 holds), each active in turn for --turns rounds: each turn runs one op over all of its arrays
@@ -19,6 +27,7 @@ the user goes idle. Every turn must be served with no out-of-memory error, bitwi
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -53,14 +62,20 @@ def _wait(predicate, timeout: float = 600.0):
 
 
 def reference_rates(devices: str, nbytes: int) -> dict:
-    """The host's own copy rates for *nbytes* (at most 2 GiB), GB/s."""
+    """The host's own copy rates for *nbytes* (at most 2 GiB), GB/s; and what new host memory
+    costs, which a swap to host memory pays beside the copy: the first touch of pageable
+    pages (one thread), and on a GPU pinning them (``cudaHostAlloc``)."""
     n = min(nbytes, 2 * GIB)
+    fresh = np.empty(n, np.uint8)
+    t = time.perf_counter(); fresh.fill(1); touch = time.perf_counter() - t
+    del fresh
     if devices == "cpu":
         a = np.ones(n, np.uint8)
         b = np.empty_like(a)
         np.copyto(b, a)   # (the pages touched first)
         t = time.perf_counter(); np.copyto(b, a); dt = time.perf_counter() - t
-        return {"what": "NumPy memcpy", "bytes": n, "d2h_gbps": n / dt / 1e9, "h2d_gbps": n / dt / 1e9}
+        return {"what": "NumPy memcpy", "bytes": n, "d2h_gbps": n / dt / 1e9, "h2d_gbps": n / dt / 1e9,
+                "first_touch_gbps": n / touch / 1e9}
     import cupy as cp
     with cp.cuda.Device(int(devices.split(",")[0])):
         d = cp.ones(n, cp.uint8)
@@ -69,10 +84,16 @@ def reference_rates(devices: str, nbytes: int) -> dict:
         d.get(out=h); cp.cuda.Device().synchronize()
         t = time.perf_counter(); d.get(out=h); cp.cuda.Device().synchronize(); d2h = time.perf_counter() - t
         t = time.perf_counter(); d.set(h); cp.cuda.Device().synchronize(); h2d = time.perf_counter() - t
-        del d
+        del d, h, pinned
         cp.get_default_memory_pool().free_all_blocks()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+        t = time.perf_counter()
+        ptr = cp.cuda.runtime.hostAlloc(n, 0)
+        alloc = time.perf_counter() - t
+        cp.cuda.runtime.freeHost(ptr)
     return {"what": "CuPy, pinned host memory", "bytes": n, "d2h_gbps": n / d2h / 1e9,
-            "h2d_gbps": n / h2d / 1e9}
+            "h2d_gbps": n / h2d / 1e9, "pinned_alloc_gbps": n / alloc / 1e9,
+            "first_touch_gbps": n / touch / 1e9}
 
 
 def _settled(session, nbytes: int) -> None:
@@ -134,6 +155,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device-gib", type=float, default=3.0,
                         help="the NumPy device's memory with --users (a GPU has its own)")
     parser.add_argument("--turns", type=int, default=2)
+    parser.add_argument("--tiers", default="host,file",
+                        help="which swap tiers to measure: host (host memory, a budget holding "
+                             "the session), file (no host budget: the swap directory)")
+    parser.add_argument("--host-copies", default="staged,pinned",
+                        help="on a GPU, the host tier's ways of copying to measure "
+                             "(GPUWB_SWAP_HOST_COPY: devices/cupy_swap_copies.py)")
+    parser.add_argument("--leak-cycles", type=int, default=0,
+                        help="instead: this many swap cycles of one session through both tiers, "
+                             "host memory, descriptors, files and budget before and after")
+    parser.add_argument("--leak-mib", type=float, default=64.0,
+                        help="the session of --leak-cycles, MiB (half fits the host budget)")
     parser.add_argument("--verbose", action="store_true", help="the pool's log on stderr")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
@@ -157,58 +189,182 @@ def main(argv: list[str] | None = None) -> int:
         emit({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "command": "python " + " ".join(sys.argv), **vars(args), **result}, args.json)
         return 0 if not result["errors"] and all(r.get("bitwise", True) for r in result["rows"]) else 1
+    if args.leak_cycles:
+        result = leak_check(args)
+        print(f"{args.leak_cycles} swap cycles of a {args.leak_mib:g} MiB session on devices {args.devices}, "
+              f"half in host memory, half on disk (budget {result['budget'] / (1 << 20):g} MiB)")
+        print(f"{'':<22} {'before':>14} {'half-way':>14} {'after':>14}")
+        for key in ("worker_rss", "worker_fds", "pool_rss", "pool_fds", "swap_files", "budget_held"):
+            print(f"{key:<22} {result['before'][key]:>14} {result['middle'][key]:>14} "
+                  f"{result['after'][key]:>14}")
+        print(f"cycles done: {result['cycles']}, bitwise: {result['bitwise']}, "
+              f"{result['seconds']:.1f} s; leaked: {result['leaked'] or 'nothing'}")
+        emit({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "command": "python " + " ".join(sys.argv), **vars(args), **result}, args.json)
+        return 0 if result["bitwise"] and not result["leaked"] else 1
     nbytes = int(args.gib * GIB)
-    each = nbytes // args.arrays // 4
     reference = reference_rates(args.devices, nbytes)
-    with tempfile.TemporaryDirectory(dir=args.swap_dir) as swap_dir, \
-            LocalPool(devices=args.devices, swap_idle=0.2, swap_dir=Path(swap_dir) / "swap",
-                      memory_limit=2 * nbytes + 2 * GIB, lease_timeout=600) as pool:
-        s = kernelproxy.connect(pool.address, pool.token)
-        cp = module_for(s)
-        arrays = []
-        for i in range(args.arrays):   # (distinct bits in each; no temporaries on the way)
-            a = cp.empty(each, dtype=cp.float32)
-            a[...] = i + 1.25
-            a[::7] = -(i + 0.5)
-            arrays.append(a)
-        sums = [float(a.view(cp.int32).sum(dtype=cp.int64)) for a in arrays]
-        cycles = []
-        for _ in range(args.cycles):
-            first = _wait(lambda: (r := _row(s))["memory_used"] >= 0.9 * nbytes and r
-                          or r["swapped"] and r)
-            used = None if first["swapped"] else first["memory_used"]
-            row = _wait(lambda: (r := _row(s))["swapped"] and r)
-            out_s = row["swap_seconds"]
-            t = time.perf_counter()
-            float(arrays[0][0])            # the first op after: everything comes back first
-            first_op = time.perf_counter() - t
-            back = _wait(lambda: (r := _row(s))["swapped"] == 0 and r)
-            equal = [float(a.view(cp.int32).sum(dtype=cp.int64)) for a in arrays] == sums
-            cycles.append({"bytes": row["swapped"], "memory_before": used,
-                           "memory_swapped": row["memory_used"], "out_s": out_s,
-                           "in_s": back["swap_seconds"], "first_op_s": first_op, "bitwise": equal})
-        s.close()
+    runs = []
+    for tier in args.tiers.split(","):
+        copies = args.host_copies.split(",") if tier == "host" and args.devices != "cpu" else [None]
+        for how in copies:
+            runs.append({"tier": tier, "copy": how, "cycles": one_session(args, nbytes, tier, how)})
     gb = nbytes / 1e9
     print(f"swap of a {args.gib:g} GiB idle session in {args.arrays} arrays, devices {args.devices}")
     print(f"reference ({reference['what']}, {reference['bytes'] / GIB:.2f} GiB): device to host "
           f"{reference['d2h_gbps']:.1f} GB/s, host to device {reference['h2d_gbps']:.1f} GB/s "
           f"({gb / reference['d2h_gbps']:.2f} s and {gb / reference['h2d_gbps']:.2f} s for {gb:.2f} GB)")
-    print(f"{'cycle':<5} {'swapped GiB':>11} {'memory before':>14} {'after':>10} {'out s':>7} {'in s':>7} "
-          f"{'first op s':>10} {'out GB/s':>8} {'in GB/s':>8} bitwise")
-    for i, c in enumerate(cycles):
-        print(f"{i:<5} {c['bytes'] / GIB:>11.2f} {(c['memory_before'] or 0) / GIB:>13.2f}G {c['memory_swapped'] / GIB:>9.2f}G "
-              f"{c['out_s']:>7.3f} {c['in_s']:>7.3f} {c['first_op_s']:>10.3f} "
-              f"{c['bytes'] / 1e9 / max(c['out_s'], 1e-9):>8.1f} {c['bytes'] / 1e9 / max(c['in_s'], 1e-9):>8.1f} "
-              f"{c['bitwise']}")
-    best_out = min(c["out_s"] for c in cycles)
-    best_in = min(c["first_op_s"] for c in cycles)
-    print(f"targets (a 10 GiB session): swap-out <= 1.5 s, swap-in <= 1.5 s: here out {best_out:.3f} s, "
-          f"in (first op) {best_in:.3f} s for {args.gib:g} GiB")
+    for key, what in (("pinned_alloc_gbps", "cudaHostAlloc (pinning new host memory)"),
+                      ("first_touch_gbps", "first touch of new pageable memory, one thread")):
+        if key in reference:
+            print(f"  {what}: {reference[key]:.1f} GB/s ({gb / reference[key]:.2f} s for {gb:.2f} GB)")
+    print(f"{'tier':<13} {'cycle':<5} {'swapped GiB':>11} {'in host':>8} {'memory before':>14} {'after':>10} "
+          f"{'out s':>7} {'in s':>7} {'first op s':>10} {'out GB/s':>8} {'in GB/s':>8} bitwise")
+    for run in runs:
+        name = run["tier"] + (f":{run['copy']}" if run["copy"] else "")
+        for i, c in enumerate(run["cycles"]):
+            print(f"{name:<13} {i:<5} {c['bytes'] / GIB:>11.2f} {c['host_bytes'] / GIB:>7.2f}G "
+                  f"{(c['memory_before'] or 0) / GIB:>13.2f}G {c['memory_swapped'] / GIB:>9.2f}G "
+                  f"{c['out_s']:>7.3f} {c['in_s']:>7.3f} {c['first_op_s']:>10.3f} "
+                  f"{c['bytes'] / 1e9 / max(c['out_s'], 1e-9):>8.1f} {c['bytes'] / 1e9 / max(c['in_s'], 1e-9):>8.1f} "
+                  f"{c['bitwise']}")
+    for run in runs:
+        name = run["tier"] + (f":{run['copy']}" if run["copy"] else "")
+        print(f"targets (a 10 GiB session): swap-out <= 1.5 s, swap-in <= 1.5 s: {name}: out "
+              f"{min(c['out_s'] for c in run['cycles']):.3f} s, in (first op) "
+              f"{min(c['first_op_s'] for c in run['cycles']):.3f} s for {args.gib:g} GiB")
+    cycles = [{**c, "tier": r["tier"], "copy": r["copy"]} for r in runs for c in r["cycles"]]
     emit({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                               "command": "python " + " ".join(sys.argv), "devices": args.devices,
-                               "gib": args.gib, "arrays": args.arrays, "reference": reference,
-                               "cycles": cycles}, args.json)
+          "command": "python " + " ".join(sys.argv), "devices": args.devices,
+          "gib": args.gib, "arrays": args.arrays, "reference": reference,
+          "runs": runs, "cycles": cycles}, args.json)
     return 0 if all(c["bitwise"] for c in cycles) else 1
+
+
+def one_session(args, nbytes: int, tier: str, how: str | None) -> list[dict]:
+    """--cycles swap-outs and swap-ins of one session of *nbytes* through *tier* (``host``:
+    a host budget that holds it all, copied the way *how* says on a GPU; ``file``: none)."""
+    each = nbytes // args.arrays // 4
+    budget = 2 * nbytes + GIB if tier == "host" else 0
+    if how:   # (the pool's workers inherit this process's environment)
+        os.environ["GPUWB_SWAP_HOST_COPY"] = how
+    try:
+        with tempfile.TemporaryDirectory(dir=args.swap_dir) as swap_dir, \
+                LocalPool(devices=args.devices, swap_idle=1.0, swap_dir=Path(swap_dir) / "swap",
+                          memory_limit=2 * nbytes + 2 * GIB, lease_timeout=600,
+                          swap_host_memory=budget) as pool:
+            # (idle 1 s: back in, the session stays so long enough for its report to be read)
+            s = kernelproxy.connect(pool.address, pool.token)
+            cp = module_for(s)
+            arrays = []
+            for i in range(args.arrays):   # (distinct bits in each; no temporaries on the way)
+                a = cp.empty(each, dtype=cp.float32)
+                a[...] = i + 1.25
+                a[::7] = -(i + 0.5)
+                arrays.append(a)
+            sums = [float(a.view(cp.int32).sum(dtype=cp.int64)) for a in arrays]
+            cycles = []
+            for _ in range(args.cycles):
+                first = _wait(lambda: (r := _row(s))["memory_used"] >= 0.9 * nbytes and r
+                              or r["swapped"] and r)
+                used = None if first["swapped"] else first["memory_used"]
+                row = _wait(lambda: (r := _row(s))["swapped"] and r)
+                out_s = row["swap_seconds"]
+                t = time.perf_counter()
+                float(arrays[0][0])            # the first op after: everything comes back first
+                first_op = time.perf_counter() - t
+                back = _wait(lambda: (r := _row(s))["swapped"] == 0 and r)
+                equal = [float(a.view(cp.int32).sum(dtype=cp.int64)) for a in arrays] == sums
+                cycles.append({"bytes": row["swapped"], "host_bytes": row.get("swapped_host") or 0,
+                               "memory_before": used, "memory_swapped": row["memory_used"],
+                               "out_s": out_s, "in_s": back["swap_seconds"],
+                               "first_op_s": first_op, "bitwise": equal})
+            s.close()
+    finally:
+        os.environ.pop("GPUWB_SWAP_HOST_COPY", None)
+    return cycles
+
+
+def _proc(pid: int) -> tuple[int, int]:
+    """(resident bytes, open descriptors) of process *pid* (Linux /proc)."""
+    rss = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            rss = int(line.split()[1]) * 1024
+    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+
+
+#: resident memory the second half of the leak check's cycles may add without a leak
+RSS_SLACK = 2 << 20
+
+
+def leak_check(args) -> dict:
+    """--leak-cycles swap-outs and swap-ins of one session of --leak-mib MiB in two arrays,
+    a host budget holding one of them: each cycle goes through both tiers. Measured before
+    the first cycle and after the last (each time with the arrays back on the device): the
+    worker's and the pool's resident memory and open descriptors, the files in the swap
+    directory, the door's count of its host budget in use; all also half-way. A leak is a
+    worker's descriptor, a file or budget more after than before, the pool's descriptors
+    more than a spare worker's start holds (4) above the most seen before, or resident memory grown
+    in the second half by more than RSS_SLACK: the allocator settles in the first cycles
+    (glibc's raises its mmap threshold to the sizes it sees freed, and then keeps some of
+    them), which grows resident memory once, by a few MiB; a leak grows it with each cycle."""
+    half = int(args.leak_mib * (1 << 20)) // 2
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=args.swap_dir) as swap_dir, \
+            LocalPool(devices=args.devices, swap_idle=0.05, swap_dir=Path(swap_dir) / "swap",
+                      memory_limit=4 * half + GIB, lease_timeout=600, swap_host_memory=half) as pool:
+        folder = Path(swap_dir) / "swap"
+        s = kernelproxy.connect(pool.address, pool.token)
+        cp = module_for(s)
+        a = cp.zeros(half // 8, dtype=cp.int64)
+        b = cp.zeros(half // 8, dtype=cp.int64)
+        int(a[0] + b[0])
+        worker = next(w for w in pool.door.host.workers.values()
+                      if w.session is not None and w.session.sid == s.id)
+
+        def measure() -> dict:
+            """(With the arrays back: an op, then the figures; again if the session went out
+            meanwhile, as it does 50 ms idle.)"""
+            while True:
+                int(a[0])
+                got = figures()
+                if not _row(s)["swapped"] and got["budget_held"] == 0 and not got["swap_files"]:
+                    return got
+
+        def figures() -> dict:
+            session = pool.door.sessions[s.id]
+            wr, wf = _proc(worker.process.pid)
+            pr, pf = _proc(os.getpid())
+            return {"worker_rss": wr, "worker_fds": wf, "pool_rss": pr, "pool_fds": pf,
+                    "swap_files": len([p for p in folder.rglob("*") if p.is_file()]) if folder.exists() else 0,
+                    "budget_held": pool.door.swaps.host_held(session)}
+
+        # (one cycle first: the copy paths' imports, threads and buffers made once; each
+        # cycle is counted by the session's swaps, as back in it goes out again 50 ms later)
+        _wait(lambda: _row(s)["swaps"] >= 1)
+        before = measure()
+        done, middle = 0, None
+        for _ in range(args.leak_cycles):
+            if done == args.leak_cycles // 2:
+                middle = measure()
+            out = _row(s)["swaps"] + 1
+            _wait(lambda: (r := _row(s))["swaps"] >= out and r["swapped"])
+            a += 1
+            b -= 1
+            int(a[0])
+            done += 1
+        after = measure()
+        bitwise = int(a.sum()) == done * (half // 8) and int(b.sum()) == -done * (half // 8)
+        s.close()
+    leaked = [k for k in ("worker_fds", "swap_files", "budget_held") if after[k] > before[k]]
+    # (the pool's process is also this client's, and a spare worker it starts holds a few
+    # descriptors for a moment: more than the most seen before by that many is a leak)
+    leaked += ["pool_fds"] if after["pool_fds"] > max(before["pool_fds"], middle["pool_fds"]) + 4 else []
+    leaked += [k for k in ("worker_rss", "pool_rss") if after[k] - middle[k] > RSS_SLACK]
+    return {"cycles": done, "budget": half, "before": before, "middle": middle, "after": after,
+            "leaked": leaked,
+            "bitwise": bitwise, "seconds": time.perf_counter() - started}
 
 
 if __name__ == "__main__":
