@@ -94,10 +94,9 @@ class SwapBroker:
         if isinstance(msg.get("error"), str):   # (its arrays stayed on the device)
             log.warning("session %s could not be swapped out: %s", session.sid, msg["error"][:200])
             return
+        # (its usage report, which counts what it swapped where, came just before this)
         nbytes = msg.get("bytes") if type(msg.get("bytes")) is int else 0
         host = msg.get("host") if type(msg.get("host")) is int else 0
-        # (counted at once: its usage report, which says the same, comes after this)
-        session.usage.update({"swapped": nbytes, "swapped_host": host})
         log.info("session %s swapped out: %d bytes (%d in host memory) in %.3f s", session.sid,
                  nbytes, host, float(msg.get("seconds") or 0.0))
 

@@ -242,11 +242,13 @@ class WorkerServer:
             self._send_control({"t": "swapped", "bytes": 0, "error": f"{error_name(exc)}: {exc}"})
             return
         self._hand_back_memory()
+        # (the report first: when the pool hears ``swapped`` its figures, where the bytes
+        # are, already count, so its host budget is never short of them, door/swap_broker)
+        self._last_usage_time = 0.0
+        self._report_usage()
         self._send_control({"t": "swapped", "bytes": swapped.nbytes if swapped else 0,
                             "host": swapped.host_bytes if swapped else 0,
                             "seconds": round(swapped.seconds, 6) if swapped else 0.0})
-        self._last_usage_time = 0.0   # (the next report goes at once)
-        self._report_usage()
 
     def _share_device_memory(self, capacity: Any) -> None:
         """Make room in the device's memory by swapping others out when it is full: a GPU's
