@@ -67,9 +67,11 @@ def hosts_view(status: dict) -> TableView:
 
 
 def users_view(status: dict) -> TableView:
-    """Per user and device: weight, target share, share measured over the last 10 s. Where
-    all columns do not fit, the shares' headers are shorter and the sessions and queue go;
-    the form is picked where it is drawn."""
+    """Per user and device: weight, target share, share measured over the last 10 s, and
+    the users' side of it: how much of the time its work spent in the pool it waited for
+    others' turns ("Waited"; — where it ran no batch then). Where all columns do not fit,
+    the shares' headers are shorter and the sessions and queue go; the form is picked
+    where it is drawn."""
     you = status.get("you")
     rows, narrow, marked = [], [], []
     for i, u in enumerate(status.get("users", [])):
@@ -82,17 +84,20 @@ def users_view(status: dict) -> TableView:
         name = f"{u.get('user')} (you)" if u.get("user") == you else u.get("user")
         weight, target = f"{u.get('weight', 1):g}", percent(u.get("target_share"), 1)
         share = percent(u.get("share"), 1)
-        rows.append([name, u.get("device"), weight, target, share, u.get("sessions"),
+        waited = percent(u["waited"], 0) if u.get("waited") is not None else "—"
+        rows.append([name, u.get("device"), weight, target, share, waited, u.get("sessions"),
                      queued or "—", memory])
         narrow.append([name, u.get("device"), weight, target, share, memory])
     policy = status.get("policy", "?")
     caption = {"fair": "policy fair: each device is shared by weight among the users with work",
                "fifo": "policy fifo: batches in the order they came; weights are not used",
                "none": "policy none: CUDA's time-slicing decides; targets are what fair would give"
-               }.get(policy, f"policy {policy}")
+               }.get(policy, f"policy {policy}") + (
+        "; Waited: of the time a user's work spent in the pool (10 s), the part it waited "
+        "for other users' turns")
     return TableView("Users", ["User", "Device", "Weight", "Target share", "Share (10 s)",
-                               "Sessions", "Queued", "Memory"], rows, marked=marked,
-                     numeric={"Weight", "Target share", "Share (10 s)", "Sessions"},
+                               "Waited", "Sessions", "Queued", "Memory"], rows, marked=marked,
+                     numeric={"Weight", "Target share", "Share (10 s)", "Waited", "Sessions"},
                      no_wrap={"User", "Device"}, caption=caption, empty="no users with sessions",
                      data={"users": status.get("users", []), "you": you, "policy": policy},
                      narrow=TableView(

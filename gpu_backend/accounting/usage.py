@@ -33,9 +33,11 @@ __all__ = ["UsageLog", "UsageRows", "read_usage", "parse_since", "default_log_pa
 log = logging.getLogger("gpu_backend.accounting.usage")
 
 #: Counters that add up; ``peak`` (bytes) is a maximum and is kept beside them.
-COUNTERS = ("device_s", "ops", "bytes_in", "bytes_out", "errors")
+COUNTERS = ("device_s", "ops", "bytes_in", "bytes_out", "errors", "waited_s", "worked_s")
 #: Counters that logs written before them lack (read as 0).
-_LATER_COUNTERS = ("errors",)
+_LATER_COUNTERS = ("errors", "waited_s", "worked_s")
+#: Counters in seconds (floats, kept to the microsecond); the others count.
+_SECONDS = frozenset(("device_s", "waited_s", "worked_s"))
 #: ``maybe_flush`` writes when this many seconds passed since it last did.
 FLUSH_SECONDS = 1.0
 #: Seconds of 1-s device-time buckets kept for ``history``, ``share`` and ``totals(since)``.
@@ -73,7 +75,8 @@ def _merge(into: list, sums: list) -> None:
 
 def _as_row(sums: list) -> dict:
     row = {"sessions": len(sums[_SEEN]), **dict(zip(COUNTERS, sums)), "peak": sums[_PEAK]}
-    row["device_s"] = round(row["device_s"], 6)
+    for key in _SECONDS:
+        row[key] = round(row[key], 6)
     return row
 
 
@@ -243,6 +246,27 @@ class UsageLog:
         seconds, as :meth:`history`); empty when no device time was used."""
         return _fractions(self.history(math.ceil(window), device, now)["users"])
 
+    def waits(self, window: float = 10.0, now: float | None = None) -> dict[str, dict[str, float]]:
+        """Per device and user, the fraction of their batches' time in the last *window*
+        seconds (whole seconds, as :meth:`history`) spent waiting for the device while
+        others held it: sharing as the user sees it (0: never kept waiting; 0.6: its work
+        waited 60 % of the time it spent in the pool). Users whose batches took no
+        measurable time are left out."""
+        n = max(1, min(math.ceil(window), HISTORY_SECONDS))
+        end = math.floor(time.time() if now is None else now)
+        waited, worked = COUNTERS.index("waited_s"), COUNTERS.index("worked_s")
+        sums: dict[tuple[str, str], list[float]] = {}
+        for second in range(end - n, end):
+            for key, bucket in self._buckets.get(second, {}).items():
+                pair = sums.setdefault(key, [0.0, 0.0])
+                pair[0] += bucket[waited]
+                pair[1] += bucket[worked]
+        out: dict[str, dict[str, float]] = {}
+        for (device, user), (w, total) in sorted(sums.items()):
+            if total > 0:
+                out.setdefault(device, {})[user] = min(1.0, w / total)
+        return out
+
     def shares(self, window: float = 10.0, now: float | None = None) -> dict[str, dict[str, float]]:
         """:meth:`share` of every device, from one :meth:`history` (a status of a pool with
         hundreds of devices asks for all of them)."""
@@ -287,7 +311,7 @@ def _increase(sent: dict, counters: dict) -> dict | None:
     line: dict = {}
     for key in COUNTERS:
         value = counters.get(key)
-        if key == "device_s":
+        if key in _SECONDS:
             step = round(float(value) - sent[key], 6) if value is not None else 0.0
         else:
             step = int(value) - sent[key] if value is not None else 0
@@ -296,7 +320,8 @@ def _increase(sent: dict, counters: dict) -> dict | None:
     peak = max(sent["peak"], int(counters.get("peak") or 0))
     if not any(line.values()) and peak == sent["peak"]:
         return None
-    line["device_s"] = float(line["device_s"])
+    for key in _SECONDS:
+        line[key] = float(line[key])
     line["peak"] = sent["peak"] = peak
     return line
 
@@ -336,7 +361,7 @@ def _valid(record) -> bool:
         return False
     return record["t"] != "use" or all(
         (k in _LATER_COUNTERS and k not in record)
-        or (number(record.get(k), (int, float) if k == "device_s" else int) and record[k] >= 0)
+        or (number(record.get(k), (int, float) if k in _SECONDS else int) and record[k] >= 0)
         for k in (*COUNTERS, "peak"))
 
 
@@ -381,7 +406,8 @@ def read_usage(path: str | os.PathLike, since: float | None = None, user: str | 
             if row is None:
                 row = rows[key] = ({"user": record["user"], "sessions": set()} if by == "user" else
                                    {"session": sid, "user": record["user"], "device": record["device"]})
-                row.update(dict.fromkeys(COUNTERS, 0), device_s=0.0, peak=0, first=ts, last=ts)
+                row.update(dict.fromkeys(COUNTERS, 0), **dict.fromkeys(_SECONDS, 0.0), peak=0,
+                           first=ts, last=ts)
             if by == "user":
                 row["sessions"].add(sid)
             row["first"], row["last"] = min(row["first"], ts), max(row["last"], ts)
@@ -391,7 +417,8 @@ def read_usage(path: str | os.PathLike, since: float | None = None, user: str | 
                 row["peak"] = max(row["peak"], record["peak"])
     result = []
     for key, row in rows.items():
-        row["device_s"] = round(float(row["device_s"]), 6)
+        for k in _SECONDS:
+            row[k] = round(float(row[k]), 6)
         if by == "user":
             row["sessions"] = len(row["sessions"])
         else:

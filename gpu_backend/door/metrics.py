@@ -48,6 +48,12 @@ _USER_COUNTERS = (
     ("gpuwb_user_bytes_out", "bytes downloaded by the user since the pool started", "bytes_out"),
     ("gpuwb_user_sessions_opened", "sessions the user opened since the pool started", "sessions"),
     ("gpuwb_user_op_errors", "ops of the user that raised since the pool started", "errors"),
+    # the users' side of sharing: waited over worked is the part of its work's time in the
+    # pool that the user waited for others' turns
+    ("gpuwb_user_waited_seconds", "wall time the user's batches waited for the device while "
+     "others held it, since the pool started", "waited_s"),
+    ("gpuwb_user_worked_seconds", "wall time the user's batches spent in their workers, waits "
+     "included, since the pool started", "worked_s"),
 )
 
 

@@ -44,6 +44,7 @@ def build_status(door: Any) -> dict[str, Any]:
         if w.port is not None and w.session is None:
             spares[w.device] = spares.get(w.device, 0) + 1
     shares = door.usage.shares(SHARE_WINDOW)
+    waits = door.usage.waits(SHARE_WINDOW)
     for spec in door.devices:
         here = sessions_on.get(spec, [])
         host = door.hosts.of(spec)
@@ -54,7 +55,7 @@ def build_status(door: Any) -> dict[str, Any]:
             "spares_ready": spares.get(spec, 0),
         })
         users.extend(_user_rows(spec, here, registry, snapshot.get(spec, {}).get("users", {}),
-                                shares.get(spec, {})))
+                                shares.get(spec, {}), waits.get(spec, {})))
     sessions = [{
         "session": s.sid, "user": s.user, "client": s.client, "label": s.label,
         "device": s.worker.device,
@@ -122,7 +123,7 @@ def seen_by(status: dict[str, Any], user: str) -> dict[str, Any]:
 
 
 def _user_rows(device: str, here: list, registry: Any, arbiter_users: dict,
-               measured: dict[str, float]) -> list[dict]:
+               measured: dict[str, float], waited: dict[str, float]) -> list[dict]:
     names = sorted({s.user for s in here} | {u for u, v in measured.items() if v > 0})
     if not names:
         return []
@@ -142,6 +143,9 @@ def _user_rows(device: str, here: list, registry: Any, arbiter_users: dict,
             "user": name, "device": device, "weight": weights[name],
             "target_share": weights[name] / total if name in pool and total else 0.0,
             "share": measured.get(name, 0.0),
+            # the users' side: of the time its batches spent in the pool, the part they
+            # waited for others' turns (None: no batch in the window)
+            "waited": waited.get(name),
             "sessions": len(mine), "waiting": seen.get("waiting", 0),
             "holding": bool(seen.get("holding")),
             "memory_used": sum(s.usage.get("memory") or 0 for s in mine),

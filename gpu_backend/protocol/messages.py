@@ -194,6 +194,7 @@ class StatusUser(TypedDict):
     weight: Annotated[float, "the user's weight"]
     target_share: Annotated[float, "weight over the weights of the users with work there (0 to 1)"]
     share: Annotated[float, "the user's share of the device time used there in the last 10 s (0 to 1)"]
+    waited: Annotated[float | None, "of the wall time the user's batches spent in their workers there in the last 10 s, the part they waited for the device while other users held it (0 to 1; None: no batch then)"]
     sessions: Annotated[int, "the user's sessions there"]
     waiting: Annotated[int, "the user's sessions there waiting for the device (the arbiter's)"]
     holding: Annotated[bool, "whether a session of the user holds the device"]
@@ -552,6 +553,8 @@ class ControlUsage(TypedDict):
     swaps_in: Annotated[int, "times its arrays came back"]
     swap_bytes: Annotated[int, "bytes it has written to swap in all"]
     swap_seconds: Annotated[float, "how long its last swap, out or in, took"]
+    waited_s: Annotated[float, "wall seconds its batches waited for the device while other sessions held it"]
+    worked_s: Annotated[float, "wall seconds its batches took in the worker, waits included"]
     idle: NotRequired[Annotated[float, "seconds since its last batch, by the worker's clock when it sent this (the pool's idle time and swap choices follow it)"]]
 
 
@@ -569,6 +572,8 @@ class ControlEnded(TypedDict):
     errors: NotRequired[Annotated[int, "ops that failed"]]
     oom: NotRequired[Annotated[int, "of them, ops that ran out of device memory"]]
     peak: NotRequired[Annotated[int, "the most bytes the session held"]]
+    waited_s: NotRequired[Annotated[float, "wall seconds its batches waited for the device while other sessions held it"]]
+    worked_s: NotRequired[Annotated[float, "wall seconds its batches took in the worker, waits included"]]
 
 
 class ControlGrow(TypedDict):

@@ -87,6 +87,10 @@ class Executor:
         self.ops_run = 0
         self.op_errors = 0   # ops that raised (their errors went to the client)
         self.op_ooms = 0     # of them, out of device memory (the Lab's out-of-memory state)
+        #: wall seconds its batches took from their start to their last op's launch (or the
+        #: sync): with the pacer's ``waited``, the share of its work's time spent waiting for
+        #: other users' turns, as the user sees it (issue 51)
+        self.worked = 0.0
         #: the op running now: its warnings name it, and so does a fault the batch's
         #: closing synchronize finds (set by whatever runs the op, replay's eager ops too)
         self.seq: Any = None
@@ -150,6 +154,7 @@ class Executor:
     def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list,
                   cancelled: bool = False) -> tuple[dict, list]:
         """Execute one batch; returns the reply header and its payload frames."""
+        started = perf_counter()
         replay = self.replay
         if "D" in header:   # stretches the client let go (a malformed list fails the batch)
             replay.drop(header["D"])
@@ -198,6 +203,7 @@ class Executor:
                 self.pacer.pass_baton()
         else:
             self._skip_records(header, ops)
+        self.worked += perf_counter() - started
         reply = {
             "b": header.get("b"),
             "m": pack_metas(results.metas),
@@ -497,7 +503,8 @@ class Executor:
         self.pacer.harvest()
         return {"device_s": self.pacer.busy, "ops": self.ops_run, "bytes_in": self.bytes_in,
                 "bytes_out": self.bytes_out, "errors": self.op_errors, "oom": self.op_ooms,
-                "peak": max(self.peak_memory, self.device.memory_used())}
+                "peak": max(self.peak_memory, self.device.memory_used()),
+                "waited_s": round(self.pacer.waited, 6), "worked_s": round(self.worked, 6)}
 
     def info(self) -> dict:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""

@@ -109,6 +109,9 @@ class Pacer:
         self.lead = LEAD if lead is None else lead
         #: device seconds this session's work has used, as measured so far
         self.busy = 0.0
+        #: wall seconds its batches waited for the device lease while others held it (the
+        #: users' side of sharing: ``%gpu status``'s "waited", issue 51)
+        self.waited = 0.0
         #: estimated device seconds per op (None until measured): the device's own time for
         #: the session's recent ops, gaps between them left out
         self.per_op: float | None = None
@@ -307,9 +310,13 @@ class Pacer:
         lease = self.lease
         if lease.holding:
             return True
-        if not lease.acquire(self.busy, interrupted):
-            return False
-        drained = lease.wait_for_previous()
+        asked = perf_counter()
+        try:
+            if not lease.acquire(self.busy, interrupted):
+                return False
+            drained = lease.wait_for_previous()
+        finally:
+            self.waited += perf_counter() - asked
         if self.trace is not None:
             self.trace.append((perf_counter(), "grant", lease.hand_over_at is not None))
         self.harvest()

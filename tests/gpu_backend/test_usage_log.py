@@ -53,7 +53,7 @@ def test_lines_hold_increases_and_the_session_peak(tmp_path):
     assert got[-1]["reason"] == "closed by the client"
     [row] = read_usage(path)
     assert row == {"user": "alice", "sessions": 1, "device_s": 1.0, "ops": 30, "bytes_in": 100,
-                   "bytes_out": 64, "errors": 0, "peak": 4000, "first": T, "last": T + 6}
+                   "bytes_out": 64, "errors": 0, "waited_s": 0.0, "worked_s": 0.0, "peak": 4000, "first": T, "last": T + 6}
 
 
 def test_many_small_increases_add_up_without_drift(tmp_path):
@@ -111,7 +111,7 @@ def test_the_embedded_pool_keeps_figures_and_writes_nothing(tmp_path, monkeypatc
     log.close()
     assert list(tmp_path.iterdir()) == []
     assert log.totals() == {"default": {"sessions": 1, "device_s": 0.5, "ops": 4, "bytes_in": 0,
-                                        "bytes_out": 0, "errors": 0, "peak": 7}}
+                                        "bytes_out": 0, "errors": 0, "waited_s": 0.0, "worked_s": 0.0, "peak": 7}}
 
 
 def test_a_late_report_after_close_is_not_counted_again():
@@ -320,15 +320,15 @@ def test_totals_over_the_lifetime_and_since():
     log.report("b1", "bob", "cuda:0", {"device_s": 0.5, "bytes_out": 3}, now=1020.5)
     assert log.device_seconds() == {"cuda:0": 2.5, "cuda:1": 1.0}
     assert log.totals() == {
-        "alice": {"sessions": 2, "device_s": 3.0, "ops": 5, "bytes_in": 9, "bytes_out": 0, "errors": 0,
+        "alice": {"sessions": 2, "device_s": 3.0, "ops": 5, "bytes_in": 9, "bytes_out": 0, "errors": 0, "waited_s": 0.0, "worked_s": 0.0,
                   "peak": 100},
-        "bob": {"sessions": 1, "device_s": 0.5, "ops": 0, "bytes_in": 0, "bytes_out": 3, "errors": 0,
+        "bob": {"sessions": 1, "device_s": 0.5, "ops": 0, "bytes_in": 0, "bytes_out": 3, "errors": 0, "waited_s": 0.0, "worked_s": 0.0,
                 "peak": 0}}
     assert log.totals(since=0) == log.totals()
     assert log.totals(since=1010.5) == {
-        "alice": {"sessions": 1, "device_s": 1.0, "ops": 1, "bytes_in": 9, "bytes_out": 0, "errors": 0,
+        "alice": {"sessions": 1, "device_s": 1.0, "ops": 1, "bytes_in": 9, "bytes_out": 0, "errors": 0, "waited_s": 0.0, "worked_s": 0.0,
                   "peak": 50},
-        "bob": {"sessions": 1, "device_s": 0.5, "ops": 0, "bytes_in": 0, "bytes_out": 3, "errors": 0,
+        "bob": {"sessions": 1, "device_s": 0.5, "ops": 0, "bytes_in": 0, "bytes_out": 3, "errors": 0, "waited_s": 0.0, "worked_s": 0.0,
                 "peak": 0}}
     assert log.totals(since=1021.0) == {}
     log.report("b1", "bob", "cuda:0", {"device_s": 1.5}, now=2000.0)

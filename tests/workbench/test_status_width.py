@@ -21,7 +21,8 @@ NARROW = [["Device", "Name", "Sessions", "Memory", "Spares"],
           ["User", "Device", "Weight", "Target", "Share", "Memory"],
           ["Session", "User", "Device", "Memory", "Idle"]]
 WIDE = [["Device", "Name", "Sessions", "Memory used", "Memory total", "Used", "Spare workers"],
-        ["User", "Device", "Weight", "Target share", "Share (10 s)", "Sessions", "Queued", "Memory"],
+        ["User", "Device", "Weight", "Target share", "Share (10 s)", "Waited", "Sessions", "Queued",
+         "Memory"],
         ["Session", "User", "Opened by", "Client", "Device", "Memory", "Ops", "Device time",
          "Idle"]]
 
@@ -40,6 +41,7 @@ def busy_status() -> dict:
                                                  "memory_total": 85 * G}} for i in range(2)],
         "users": [{"user": u, "device": "cuda:0", "weight": w, "target_share": t, "share": s,
                    "sessions": 2, "holding": h, "waiting": n, "memory_used": used,
+                   "waited": 0.2 if n else None,
                    "memory_quota": quota} for u, w, t, s, h, n, used, quota in users],
         "sessions": [{"session": sid, "user": u, "client": client, "device": "cuda:1",
                       "memory_used": 12.3 * G, "memory_limit": 16 * G, "ops": 1_234_567,
