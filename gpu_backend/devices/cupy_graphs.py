@@ -10,7 +10,6 @@ so no other array can be given it. Dropping the :class:`Retained` list gives it 
 from __future__ import annotations
 
 import contextlib
-import sys
 from typing import Any, Iterator
 
 import numpy as np
@@ -107,41 +106,3 @@ class GraphTools:
     def scalar_in(self, block: Any, offset: int, dtype: np.dtype) -> Any:
         """A 0-d array of *dtype* at *offset* bytes into *block*."""
         return self.cp.ndarray((), dtype, memptr=block.data + offset)
-
-    # ------------------------------------------------------------ lent results
-    # (worker/lent_results.py: who else sees a buffer a graph lent, by reference counts.
-    # A view holds its base; ``ndarray(memptr=x.data)`` holds x's MemoryPointer; ``x.data
-    # + k`` a new MemoryPointer that holds x's memory: all three are counted.)
-    def lendable(self, a: Any) -> bool:
-        """Whether a graph's result may be lent to a handle as it is: an array owning its
-        memory (at its start), in one piece (what a fresh copy would be)."""
-        return (type(a) is self.cp.ndarray and a.base is None
-                and (a.flags.c_contiguous or a.flags.f_contiguous)
-                and a.data.ptr == a.data.mem.ptr)
-
-    @staticmethod
-    def watched(a: Any) -> tuple:
-        """*a*, its MemoryPointer and its memory, each holding the next."""
-        data = a.data
-        return (a, data, data.mem)
-
-    def linked(self, o: Any) -> bool:
-        return isinstance(o, (self.cp.ndarray, self.cp.cuda.MemoryPointer))
-
-    def links(self, o: Any) -> tuple:
-        if isinstance(o, self.cp.ndarray):
-            return (o.base, o.data)
-        if isinstance(o, self.cp.cuda.MemoryPointer):
-            return (o.mem,)
-        return ()
-
-    @staticmethod
-    def refs(holder: Any) -> tuple:
-        """The reference counts of ``holder.buffer``'s watched objects."""
-        a = holder.buffer
-        d = a.data
-        m = d.mem
-        return (sys.getrefcount(a), sys.getrefcount(d), sys.getrefcount(m))
-
-    def canary(self) -> Any:
-        return self.cp.empty(1, np.uint8)

@@ -11,7 +11,6 @@ tested, where there is no GPU (docs/stretch-replay.md).
 from __future__ import annotations
 
 import contextlib
-import sys
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -99,38 +98,6 @@ class HostGraphTools:
 
     def scalar_in(self, block: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
         return block[offset:offset + dtype.itemsize].view(dtype).reshape(())
-
-    # ------------------------------------------------------------ lent results
-    # (worker/lent_results.py: who else sees a buffer a graph lent, by reference counts)
-    @staticmethod
-    def lendable(a: Any) -> bool:
-        """Whether a graph's result may be lent to a handle as it is: an array owning its
-        memory, in one piece (what a fresh copy would be)."""
-        return (type(a) is np.ndarray and a.base is None and a.flags.owndata
-                and (a.flags.c_contiguous or a.flags.f_contiguous))
-
-    @staticmethod
-    def watched(a: np.ndarray) -> tuple:
-        """What a view or alias of *a* holds: *a* (a NumPy view's base is its owner)."""
-        return (a,)
-
-    @staticmethod
-    def linked(o: Any) -> bool:
-        return isinstance(o, np.ndarray)
-
-    @staticmethod
-    def links(o: Any) -> tuple:
-        return (o.base,) if isinstance(o, np.ndarray) else ()
-
-    @staticmethod
-    def refs(holder: Any) -> tuple:
-        """The reference counts of ``holder.buffer``'s watched objects."""
-        a = holder.buffer
-        return (sys.getrefcount(a),)
-
-    @staticmethod
-    def canary() -> np.ndarray:
-        return np.empty(1, np.uint8)
 
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:

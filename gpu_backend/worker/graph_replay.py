@@ -34,7 +34,6 @@ from ..protocol import api
 from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
-from .lent_results import SEEN_BY_OTHERS, Loans
 from .objects import run_object_call
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
@@ -166,32 +165,6 @@ class StretchGraph:
         self.written: set[int] | None = None
         #: while capturing: each input buffer's allocation, by its start
         self.writing: dict[int, int] | None = None
-        #: ping-pong: the result slots whose buffers may be lent to their handles (results
-        #: the client keeps, made by a captured segment, owning their memory), and the ids
-        #: of every buffer a launch writes or copies into (those results, the input buffers)
-        self.lendable: frozenset = frozenset()
-        self.touches: frozenset = frozenset()
-        #: the input slots whose buffer is another capture's lent result, taken as it was
-        self.adopted: set[int] = set()
-
-    def settle(self, tools: Any, eager: set) -> None:
-        """The capture is complete: find the results it may lend and the buffers it writes."""
-        shape, env = self.shape, self.env
-        bufs = {id(b) for b in self.bufs.values()}
-        lendable, ids = set(), set()
-        for n in shape.alive:
-            a = env.get(n)
-            if a is None or shape.maker[n] in eager or id(a) in bufs or id(a) in ids \
-                    or not tools.lendable(a):
-                continue
-            lendable.add(n)
-            ids.add(id(a))
-        self.lendable = frozenset(lendable)
-        self.touches = frozenset(ids | bufs)
-
-    def roots(self) -> list:
-        """The structures that hold this capture's arrays (lent_results.py counts them)."""
-        return [self.bufs, self.env, self.retained or [], [seg.graph for seg in self.segments]]
 
     def array(self, slot: Slot) -> Any:
         """The array an input (its buffer) or result slot stands for."""
@@ -210,55 +183,34 @@ class Capture(Enum):
 
 
 class GraphState:
-    """One held stretch's standing with graphs: its :class:`Capture` stage, its graphs
-    while captured (two with ping-pong: the second takes the first's lent results as its
-    input buffers), the buffers they lent (:class:`Loans`), the ops found to refuse capture
-    (eager from the next capture on), the captures tried, and what its records say (found
-    once, when it is held)."""
+    """One held stretch's standing with graphs: its :class:`Capture` stage, its graph while
+    captured, the ops found to refuse capture (eager from the next capture on), the
+    captures tried, and what its records say (found once, when it is held)."""
 
-    __slots__ = ("stage", "graphs", "eager", "attempts", "shape", "loans", "lending",
-                 "pairs", "last")
+    __slots__ = ("stage", "graph", "eager", "attempts", "shape")
 
-    def __init__(self, shape: _Shape, servable: bool, tools: Any) -> None:
+    def __init__(self, shape: _Shape, servable: bool) -> None:
         self.shape = shape
         self.stage = Capture.DUE if servable else Capture.NEVER
-        self.graphs: list[StretchGraph] = []
+        self.graph: StretchGraph | None = None
         self.eager: set[int] = set()
         self.attempts = 0
-        self.loans = Loans(tools)
-        #: whether its graphs lend their results (off once a lent one was seen by others)
-        self.lending = True
-        self.pairs = 0   # second captures tried (ping-pong), within MAX_ATTEMPTS
-        self.last: StretchGraph | None = None   # the graph launched last
-
-    @property
-    def graph(self) -> StretchGraph | None:
-        """Its first graph (None: none)."""
-        return self.graphs[0] if self.graphs else None
 
     def captured(self, graph: StretchGraph) -> None:
-        """*graph* serves the replays from now on (beside the one there may be)."""
-        self.stage = Capture.CAPTURED
-        self.graphs.append(graph)
-        self.loans.changed()
+        """*graph* serves the replays from now on."""
+        self.stage, self.graph = Capture.CAPTURED, graph
 
     def capture_again(self) -> None:
-        """The graphs (if any) go, their memory with them (what they lent stays its
-        handles'); the next replay captures anew."""
-        self.stage, self.graphs, self.last = Capture.DUE, [], None
-        self.loans.forget()
+        """The graph (if any) goes, its memory with it; the next replay captures anew."""
+        self.stage, self.graph = Capture.DUE, None
 
     def give_up(self) -> None:
         """Graphs will never serve this stretch: every replay re-runs its records."""
-        self.stage, self.graphs, self.last = Capture.NEVER, [], None
-        self.loans.forget()
-
-    def roots(self) -> list:
-        return [root for g in self.graphs for root in g.roots()]
+        self.stage, self.graph = Capture.NEVER, None
 
     def nbytes(self) -> int:
-        """The device memory its graphs hold."""
-        return sum(g.nbytes() for g in self.graphs)
+        """The device memory its graph holds."""
+        return self.graph.nbytes() if self.graph is not None else 0
 
 
 class StretchGraphs:
@@ -272,23 +224,13 @@ class StretchGraphs:
         #: each held stretch's standing with graphs, by its id
         self.states: dict[int, GraphState] = {}
         self.evictions = 0    # times every graph was dropped for an op out of memory
-        #: ping-pong buffers (``GPUWB_PING_PONG``): kept results lent, not copied out, and
-        #: a second capture whose input buffers are the first's lent results
-        self.ping_pong = True
-        self.lent = 0          # kept results lent to their handles (no copy)
-        self.copied_out = 0    # kept results handed out as copies
-        self.copied_in = 0     # inputs copied into a graph's buffers
-        self.taken_in = 0      # inputs that were the graph's buffer already (no copy)
-        self.reclaimed = 0     # lent results copied out before a launch (their handles kept them)
-        self.seen = 0          # lent results seen by others (a view...): the graphs dropped
 
     # ------------------------------------------------------------ held stretches
     def hold(self, sid: int, stretch: HeldStretch, arrays: dict) -> None:
         """*stretch* is held from now on as *sid*, its offered run's arrays in the handle
         table (*arrays*): whether graphs could serve it is judged now."""
         shape = _Shape(stretch)
-        self.states[sid] = GraphState(shape, shape.graphable and _outputs_owned(stretch, arrays),
-                                      self.tools)
+        self.states[sid] = GraphState(shape, shape.graphable and _outputs_owned(stretch, arrays))
 
     def forget(self, sids: list) -> None:
         """These stretches are let go: their graphs go, and their memory with them."""
@@ -320,85 +262,33 @@ class StretchGraphs:
         """Run a replay through graphs: (ops run, error entry, False), or None: re-run it."""
         if state.stage is Capture.NEVER:
             return None
-        table = self.x.table.arrays   # (no local names an input: lent_results counts them)
-        arrays = {n: table.get(entry.inputs[n]) for n in state.shape.used}
-        if any(a is None for a in arrays.values()):   # an object, or no such handle: the
-            return None                               # re-run says which
-        if not state.graphs:
+        arrays = {}
+        for n in state.shape.used:
+            a = self.x.table.arrays.get(entry.inputs[n])
+            if a is None:   # an object, or no such handle: the re-run says which
+                return None
+            arrays[n] = a
+        graph = state.graph
+        if graph is None:
             if state.attempts >= MAX_ATTEMPTS:
                 state.give_up()
                 return None
             state.attempts += 1
-            return self._capture_or_rerun(state, stretch, entry, arrays, results)
-        graph = self._pick(state, arrays)
-        if graph is None:   # a second capture, its input buffers the lent results given
-            state.pairs += 1
-            return self._capture_or_rerun(state, stretch, entry, arrays, results)
+            try:
+                return self._capture(state, stretch, entry, arrays, results)
+            except Exception as exc:
+                # out of memory while capturing (its buffers are more than the ops need):
+                # nothing the client sees was written, so a re-run does what the ops would
+                # (not where a generator has advanced)
+                if error_name(exc) != "OutOfMemoryError" or stretch.draws:
+                    raise
+                state.capture_again()   # (at a later replay, within MAX_ATTEMPTS)
+                self.x.device.release_cache()
+                return None
         hosts = self._fits(graph, arrays, entry.params)
         if hosts is None:
             return None
-        if state.loans and not self._reclaim(state, graph, arrays):
-            # a lent result is seen by something the graph cannot copy (a view, a second
-            # handle): it stays that array's own, the graphs go, and this stretch's graphs
-            # copy their results out from now on
-            self.seen += 1
-            state.capture_again()
-            state.lending = False
-            return None
-        state.last = graph
         return self._replay(state, stretch, graph, entry, arrays, hosts, results)
-
-    def _capture_or_rerun(self, state: GraphState, stretch: HeldStretch, entry: ReplayEntry,
-                          arrays: dict, results: BatchResults) -> tuple | None:
-        try:
-            return self._capture(state, stretch, entry, arrays, results)
-        except Exception as exc:
-            # out of memory while capturing (its buffers are more than the ops need):
-            # nothing the client sees was written, so a re-run does what the ops would
-            # (not where a generator has advanced)
-            if error_name(exc) != "OutOfMemoryError" or stretch.draws:
-                raise
-            state.capture_again()   # (at a later replay, within MAX_ATTEMPTS)
-            self.x.device.release_cache()
-            return None
-
-    # ------------------------------------------------------------ ping-pong
-    def _pick(self, state: GraphState, arrays: dict) -> StretchGraph | None:
-        """The graph to launch with these inputs: the one that copies least (an input that
-        is its buffer is not copied; a result it lent that a handle still holds is copied
-        out first); None: capture a second one (the lent inputs taken as they are), which
-        leaves the first's lent results alone while their handles hold them."""
-        held = self.x.table.arrays
-        best, best_cost, best_held = None, None, 0
-        for g in state.graphs:
-            copies = sum(1 for n, a in arrays.items() if a is not g.bufs[n])
-            kept = 0
-            for loan in state.loans.by_id.values():
-                if id(loan.buffer) in g.touches and held.get(loan.hid) is loan.buffer \
-                        and not _taken(g, arrays, loan.buffer):
-                    kept += 1
-            cost = copies + 2 * kept
-            if best is None or cost < best_cost or (cost == best_cost and best is state.last):
-                best, best_cost, best_held = g, cost, kept
-        if best_held and len(state.graphs) < 2 and state.lending and self.ping_pong \
-                and state.pairs < MAX_ATTEMPTS:
-            return None
-        return best
-
-    def _reclaim(self, state: GraphState, g: StretchGraph, arrays: dict) -> bool:
-        """Before *g* launches: take back every lent buffer it writes (lent_results.py);
-        False where one is seen by others (*g* must not write it)."""
-        loans, table = state.loans, self.x.table
-        roots = state.roots()
-        for loan in list(loans.by_id.values()):
-            if id(loan.buffer) not in g.touches or _taken(g, arrays, loan.buffer):
-                continue
-            got = loans.reclaim(loan, roots, table, arrays)
-            if got == SEEN_BY_OTHERS:
-                return False
-            if got == "copied":
-                self.reclaimed += 1
-        return True
 
     # ------------------------------------------------------------ guards
     def _fits(self, g: StretchGraph, arrays: dict, params: list) -> dict | None:
@@ -444,20 +334,14 @@ class StretchGraphs:
                 if stretch.params:
                     g.pblock = tools.param_block(PARAM_BYTES * stretch.params)
                     g.phost = np.zeros(PARAM_BYTES * stretch.params, np.uint8)
-                adopt = self._adoptable(state)
                 for n, a in arrays.items():
-                    g.guards[n] = (a.shape, a.dtype, a.strides)
-                    if n in adopt and state.loans.get(a) is not None \
-                            and all(b is not a for b in g.bufs.values()):
-                        g.bufs[n] = a   # (another capture's lent result: read where it is)
-                        g.adopted.add(n)
-                        continue
                     buf = tools.empty_like(a)
                     if buf.strides != a.strides:
                         state.give_up()
                         return None
                     tools.copy(buf, a)
                     g.bufs[n] = buf
+                    g.guards[n] = (a.shape, a.dtype, a.strides)
                 if shape.writes:
                     span = self.x.device.memory_span
                     g.writing = {span(buf)[1]: n for n, buf in g.bufs.items() if buf.nbytes}
@@ -487,38 +371,18 @@ class StretchGraphs:
                         tools.launch(seg.graph)
         except _OpError as failed:
             if error_name(failed.error) == "OutOfMemoryError" and not stretch.draws:
-                if state.graphs:   # (a second capture: the first may still hold its buffers)
-                    state.capture_again()
                 raise failed.error from None   # (run() re-runs the stretch instead)
             state.capture_again()
             g.written = None   # (the ops after it were not looked at)
             return self._finish(g, failed.index, entry, arrays, {}, results,
                                 error=(first + failed.index, failed.error))
         g.writing = None
-        lend = None
         if complete:
-            g.settle(tools, {op.index for seg in segments if seg.eager for op in seg.ops}
-                     | {op.index for seg in segments if seg.graph is None for op in seg.ops})
             state.captured(g)
-            state.last = g
-            lend = state if state.lending and self.ping_pong else None
-        elif not state.graphs:
+        else:
             state.capture_again()
-        # (results made meanwhile are in the graph's memory: each goes out as a copy, or,
-        # with ping-pong, lent)
-        return self._finish(g, stretch.ops, entry, arrays, {}, results, lend=lend)
-
-    def _adoptable(self, state: GraphState) -> set:
-        """The input slots a second capture may take as they are (another capture's lent
-        result): none the stretch writes (a re-run after running out of memory part-way
-        would find it written), none while the first capture is unknown."""
-        if not (self.ping_pong and state.lending and state.graphs and state.loans):
-            return set()
-        first = state.graphs[0]
-        shape = state.shape
-        if shape.writes and first.written is None:
-            return set()
-        return {n for n in shape.used if not shape.writes or n not in first.written}
+        # (results made meanwhile are in the graph's memory: every one goes out as a copy)
+        return self._finish(g, stretch.ops, entry, arrays, {}, results)
 
     def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list) -> None:
         """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype."""
@@ -573,13 +437,8 @@ class StretchGraphs:
     def _replay(self, state: GraphState, stretch: HeldStretch, g: StretchGraph,
                 entry: ReplayEntry, arrays: dict, hosts: dict, results: BatchResults) -> tuple:
         tools, first, params = self.tools, entry.first, entry.params
-        bufs = g.bufs
         for n, a in arrays.items():
-            if a is bufs[n]:   # (another capture's result, lent: this graph reads it there)
-                self.taken_in += 1
-            else:
-                tools.copy(bufs[n], a)
-                self.copied_in += 1
+            tools.copy(g.bufs[n], a)
         if g.pbufs:   # (every parameter at once, written into phost by _fits)
             tools.write(g.pblock, g.phost)
         phases = self.x.phases
@@ -609,8 +468,7 @@ class StretchGraphs:
         x = self.x
         if x.pacer.release_at_read:   # the stretch's reads next: others may take the device
             x.pacer.release_before_read(stretch.ops, x.more_work)   # (Pacer.release_before_read)
-        lend = state if live and state.lending and self.ping_pong and g in state.graphs else None
-        done = self._finish(g, stretch.ops, entry, arrays, handout, results, lend=lend)
+        done = self._finish(g, stretch.ops, entry, arrays, handout, results)
         phases.mark("replay_out")   # (its kept results handed to their handles)
         return done
 
@@ -678,15 +536,11 @@ class StretchGraphs:
 
     # ------------------------------------------------------------ results
     def _finish(self, g: StretchGraph, ran: int, entry: ReplayEntry, arrays: dict,
-                handout: dict, results: BatchResults, error: tuple | None = None,
-                lend: GraphState | None = None) -> tuple:
-        """Hand the kept results of the ops that ran to their handles (with *lend*, the
-        state whose graph *g* stays: the graph's own buffers, lent; else copies), copy
-        written inputs back, drop the inputs the stretch dropped; the executor's reply
-        figures."""
+                handout: dict, results: BatchResults, error: tuple | None = None) -> tuple:
+        """Hand the kept results of the ops that ran to their handles, copy written inputs
+        back, drop the inputs the stretch dropped; the executor's reply figures."""
         tools, table, shape = self.tools, self.x.table, g.shape
         inputs, outs = entry.inputs, entry.outs
-        lendable = g.lendable if lend is not None else ()
         # the results' arrays first: until the inputs are written back, nothing the client
         # sees has changed, so running out of memory here leaves a re-run possible
         handed = []
@@ -694,27 +548,19 @@ class StretchGraphs:
             if shape.maker[n] >= ran:
                 continue
             made = handout.get(n)
-            if made is None and n in lendable:
-                handed.append((n, outs[n], g.env[n], True))
-                continue
             if made is None or made.base is not None:
                 kept = made if made is not None else g.env[n]
                 made = tools.empty_like(kept)
                 tools.copy(made, kept)
-                self.copied_out += 1
-            handed.append((n, outs[n], made, False))
+            handed.append((n, outs[n], made))
         if shape.writes:
-            written, bufs = g.written, g.bufs
+            written = g.written
             for n, a in arrays.items():
-                if (written is None or n in written) and a is not bufs[n]:
-                    tools.copy(a, bufs[n])
+                if written is None or n in written:
+                    tools.copy(a, g.bufs[n])
         need = entry.need   # (a client that knows the results' metadata wants none of it)
-        for n, hid, made, lent in handed:
-            if lent:   # (its handle holds the graph's buffer: written again only once taken back)
-                lend.loans.lend(table, hid, made)
-                self.lent += 1
-            else:
-                table.put(hid, made)
+        for n, hid, made in handed:
+            table.put(hid, made)
             if need is None or n in need:
                 results.fresh_array(hid, made)
         for n in shape.input_frees:
@@ -724,13 +570,6 @@ class StretchGraphs:
             self.x.poison(seq)
             return ran, self.x.record_error(seq, exc), False
         return ran, None, False
-
-
-def _taken(g: StretchGraph, arrays: dict, buffer: Any) -> bool:
-    """Whether *buffer* is one of this replay's inputs that *g* reads where it is (its input
-    buffer for that slot): *g* does not write it (a slot the stretch writes is never
-    taken so)."""
-    return any(a is buffer and g.bufs[n] is buffer for n, a in arrays.items())
 
 
 def _arrays_in(value: Any, array_type: type):

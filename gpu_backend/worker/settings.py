@@ -38,12 +38,6 @@ class WorkerSettings:
     #: each replay from its records, never through graphs; anything else: graphs where the
     #: device has them
     graphs: str = "on"
-    #: ``GPUWB_PING_PONG``: a graph lends the results the client keeps to their handles
-    #: (no copy out) and a held stretch alternates between two captures, the second reading
-    #: the first's lent results where they are (no copy in): docs/stretch-replay.md,
-    #: "Ping-pong buffers". ``0`` (or ``off``): every kept result is copied out, every input
-    #: copied in, as before (benchmarks compare the two)
-    ping_pong: bool = True
     #: ``GPUWB_SPLIT_PIECE_US``: under a paced policy, cut long ops into pieces of about this
     #: many device seconds where that gives CuPy's own bits (worker/splitting.py). 0 (the
     #: default): never; measured on H100s it cost more than it gave (docs/fair-share.md,
@@ -71,8 +65,6 @@ class WorkerSettings:
                    pacing_lead=float(lead) * 1e-6 if lead else None,
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
-                   ping_pong=(env.get("GPUWB_PING_PONG") or "1").strip().lower()
-                   not in ("0", "off", "false", "no"),
                    split_piece=float(piece) * 1e-6 if piece else 0.0,
                    release_at_read=(env.get("GPUWB_RELEASE_AT_READ") or "1").strip().lower()
                    not in ("0", "off", "false", "no"),

@@ -49,11 +49,6 @@ class StretchReplay:
         """``GPUWB_GRAPHS=rerun``: every replay runs from its records, never through graphs."""
         self.graphs = None
 
-    def no_ping_pong(self) -> None:
-        """``GPUWB_PING_PONG=0``: graphs copy every kept result out and every input in."""
-        if self.graphs is not None:
-            self.graphs.ping_pong = False
-
     def read_offer(self, body: bytes) -> Offer:
         """The batch *body* is offered: its stretch, read before it runs, with the
         metadata of its inputs as they are now (an input it drops is gone by its end)."""
@@ -161,17 +156,10 @@ class StretchReplay:
     def figures(self) -> dict:
         """Stretches held, replays run (through graphs, and re-run where a captured graph's
         guards failed), offers refused, the memory the graphs hold, and how often every
-        graph was dropped for an op out of memory (``%gpu status``, ``memory_info``); and the
-        copies graph replays made and saved (ping-pong buffers): kept results ``lent`` to
-        their handles or ``copied_out``, inputs ``copied_in`` or ``taken_in`` where they
-        were, lent results ``reclaimed`` (copied out before a launch: their handles kept
-        them) and those ``seen`` by others (a view: the graphs dropped)."""
+        graph was dropped for an op out of memory (``%gpu status``, ``memory_info``)."""
         graphs = self.graphs
-        figures = {"held": len(self.stretches.held), "replays": self.replays,
-                   "graphed": self.graphed, "fallbacks": self.fallbacks,
-                   "refused": self.stretches.refused,
-                   "graph_bytes": graphs.nbytes() if graphs is not None else 0,
-                   "evictions": graphs.evictions if graphs is not None else 0}
-        for name in ("lent", "copied_out", "copied_in", "taken_in", "reclaimed", "seen"):
-            figures[name] = getattr(graphs, name) if graphs is not None else 0
-        return figures
+        return {"held": len(self.stretches.held), "replays": self.replays,
+                "graphed": self.graphed, "fallbacks": self.fallbacks,
+                "refused": self.stretches.refused,
+                "graph_bytes": graphs.nbytes() if graphs is not None else 0,
+                "evictions": graphs.evictions if graphs is not None else 0}
