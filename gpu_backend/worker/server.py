@@ -99,8 +99,6 @@ class WorkerServer:
         self.executor.stretches.enabled = settings.graphs != "off"
         if settings.graphs != "on":
             self.executor.replay.rerun_only()
-        elif not settings.ping_pong:
-            self.executor.replay.no_ping_pong()
         self.closed = False
         self._queue: deque = deque()   # messages read ahead while looking for cancels
         self.cancel_upto = 0
