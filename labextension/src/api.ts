@@ -26,6 +26,12 @@ export interface UserRow {
   weight: number;
   target_share: number;
   share: number;
+  /**
+   * The users' side of the share: of the wall time the user's batches spent in the pool
+   * over the last 10 s, the part they waited for other users' turns (0 to 1); null: no
+   * batch then; absent from older pools.
+   */
+  waited?: number | null;
   sessions: number;
   waiting: number;
   memory_used: number;
@@ -49,6 +55,11 @@ export interface SessionRow {
   /** Seconds since one of its ops ran out of device memory, or null. */
   oom_ago: number | null;
   age: number;
+  /** Bytes of its arrays swapped out now (0: none; older pools: absent). They come back
+   * at its next op. */
+  swapped?: number;
+  /** Of those, the bytes in the pool host's memory; the rest are on its disk. */
+  swapped_host?: number;
 }
 
 /** A user of the pool, with or without a session. */

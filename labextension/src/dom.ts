@@ -21,11 +21,14 @@ export function h(
   return node;
 }
 
-/** A table with a header row; *numeric* columns are right-aligned. */
+/**
+ * A table with a header row; *numeric* columns are right-aligned. A row's *note* goes in
+ * a row of its own beneath it, across the table (a narrow panel has no room for a column).
+ */
 export function table(
   name: string,
   headers: string[],
-  rows: Array<{ cells: Child[]; mark?: boolean; key?: string }>,
+  rows: Array<{ cells: Child[]; mark?: boolean; key?: string; note?: Child }>,
   numeric: number[] = [],
   empty = 'none'
 ): HTMLElement {
@@ -33,12 +36,19 @@ export function table(
     return h('p', { class: 'gpuwb-empty', 'data-gpuwb': name }, empty);
   }
   const head = h('tr', {}, ...headers.map((text, i) => h('th', numeric.includes(i) ? { class: 'gpuwb-num' } : {}, text)));
-  const body = rows.map(row =>
-    h(
+  const body = rows.flatMap(row => {
+    const noted = row.note !== null && row.note !== undefined && row.note !== false;
+    const classes = [row.mark ? 'gpuwb-you' : '', noted ? 'gpuwb-noted' : ''].filter(c => c).join(' ');
+    const tr = h(
       'tr',
-      { class: row.mark ? 'gpuwb-you' : undefined, 'data-key': row.key },
+      { class: classes || undefined, 'data-key': row.key },
       ...row.cells.map((cell, i) => h('td', numeric.includes(i) ? { class: 'gpuwb-num' } : {}, cell))
-    )
-  );
+    );
+    if (!noted) {
+      return [tr];
+    }
+    const note = h('td', { colspan: String(headers.length) }, row.note);
+    return [tr, h('tr', { class: 'gpuwb-note-row', 'data-note-of': row.key }, note)];
+  });
   return h('table', { class: 'gpuwb-table', 'data-gpuwb': name }, h('thead', {}, head), h('tbody', {}, ...body));
 }

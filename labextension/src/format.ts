@@ -19,6 +19,63 @@ export function percent(fraction: number | null | undefined): string {
   return fraction === null || fraction === undefined ? '–' : `${Math.round(fraction * 100)}%`;
 }
 
+/** "1.5 KiB", "4.0 MiB", "120 GiB": binary units, as `%gpu status` writes them
+ * (workbench/views.py's human_bytes). */
+export function humanBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined) {
+    return '–';
+  }
+  let n = Math.abs(bytes);
+  const sign = bytes < 0 ? '-' : '';
+  if (n < 1024) {
+    return `${sign}${Math.trunc(n)} B`;
+  }
+  for (const unit of ['KiB', 'MiB', 'GiB', 'TiB']) {
+    n /= 1024;
+    if (n < 1024 || unit === 'TiB') {
+      return `${sign}${n.toFixed(n < 100 ? 1 : 0)} ${unit}`;
+    }
+  }
+  return `${sign}${n} TiB`; // (not reached)
+}
+
+/**
+ * Where a swapped-out session's arrays are: "2.0 GiB swapped out (in host memory)",
+ * "(on disk)", or both when the host's budget took only part of them; '' when none are
+ * swapped out. The wording of `%gpu status` (workbench/pool_views.py's _swapped_where).
+ */
+export function swappedWhere(s: Pick<SessionRow, 'swapped' | 'swapped_host'>): string {
+  const swapped = s.swapped ?? 0;
+  if (swapped <= 0) {
+    return '';
+  }
+  const inHost = Math.min(s.swapped_host ?? 0, swapped);
+  const where =
+    inHost === swapped
+      ? 'in host memory'
+      : inHost <= 0
+        ? 'on disk'
+        : `${humanBytes(inHost)} in host memory, ${humanBytes(swapped - inHost)} on disk`;
+  return `${humanBytes(swapped)} swapped out (${where})`;
+}
+
+/** What a swapped-out session's note means (its tooltip). */
+export const SWAPPED_MEANS =
+  "idle, so its arrays were swapped out of the device's memory: they wait in the pool " +
+  "host's memory or on its disk and come back at its next op (from memory, in a fraction " +
+  'of the time)';
+
+/** A user's "waited" figure ("waited 12%", "waited –") and what it means (its tooltip). */
+export function waitedText(u: Pick<UserRow, 'waited'>): { text: string; title: string } {
+  const title =
+    "the users' side of the share: of the wall time this user's work spent in the pool " +
+    "over the last 10 s, the part it waited for other users' turns on the device";
+  if (u.waited === null || u.waited === undefined) {
+    return { text: 'waited –', title: `${title} (–: no work of theirs ran in the last 10 s)` };
+  }
+  return { text: `waited ${percent(u.waited)}`, title };
+}
+
 export function seconds(value: number): string {
   if (value < 60) {
     return `${value.toFixed(value < 10 ? 1 : 0)} s`;

@@ -1,10 +1,11 @@
 /**
  * The side panel: the pool's devices and their utilisation and memory over time, the
  * per-user shares of your device over the last minutes, the users with weights, targets
- * and measured shares, and your sessions (what opened each, how long idle, an End
- * button). When the pool is down or the server does not answer it keeps showing the
- * last status it had, marked stale with the time it is from; it shows why when there is
- * nothing to show.
+ * and measured shares, with the part of their time each waited for other users' turns,
+ * and your sessions (what opened each, how long idle, how much of it is swapped out and
+ * where, an End button). When the pool is down or the server does not answer it keeps
+ * showing the last status it had, marked stale with the time it is from; it shows why
+ * when there is nothing to show.
  */
 import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
@@ -17,6 +18,7 @@ import { h, table } from './dom';
 import {
   NEAR_LIMIT,
   OOM_SHOWN_S,
+  SWAPPED_MEANS,
   Shown,
   clock,
   deviceName,
@@ -28,6 +30,8 @@ import {
   sessionName,
   shownStatus,
   summarize,
+  swappedWhere,
+  waitedText,
   yourAccount,
   yourDevice
 } from './format';
@@ -161,11 +165,7 @@ export class PoolPanel extends Widget {
         cells: [
           u.user === you ? `${u.user} (you)` : u.user,
           h('span', { 'data-gpuwb': 'weight' }, String(u.weight)),
-          h(
-            'span',
-            { title: 'measured over the last 10 s (the target by weight, among users with work)' },
-            `${percent(u.share)} (${percent(u.target_share)})`
-          ),
+          this.share(u),
           h('span', { title: 'ops waiting for the device' }, String(u.waiting)),
           u.memory_quota === null ? gib(u.memory_used, 2) : `${gib(u.memory_used, 2)}/${gib(u.memory_quota)}`
         ]
@@ -175,7 +175,28 @@ export class PoolPanel extends Widget {
     );
   }
 
-  /** Your sessions: what opened each (a notebook, a script), how long idle, and End. */
+  /**
+   * A user's share over the last 10 s (its target), and beneath it the users' side of it:
+   * the part of the time their work spent in the pool that it waited for other users'
+   * turns (older pools: the share only).
+   */
+  private share(u: UserRow): HTMLElement {
+    const share = h(
+      'span',
+      { 'data-gpuwb': 'share', title: 'measured over the last 10 s (the target by weight, among users with work)' },
+      `${percent(u.share)} (${percent(u.target_share)})`
+    );
+    if (u.waited === undefined) {
+      return share;
+    }
+    const waited = waitedText(u);
+    return h('span', {}, share, h('span', { class: 'gpuwb-waited', 'data-gpuwb': 'waited', title: waited.title }, waited.text));
+  }
+
+  /**
+   * Your sessions: what opened each (a notebook, a script), how long idle, and End; a
+   * swapped-out one has a line beneath it saying how much of it is swapped out and where.
+   */
   private sessions(status: PoolStatus, stale: boolean): HTMLElement {
     const mine = status.sessions.filter(s => s.user === status.you);
     return table(
@@ -196,8 +217,10 @@ export class PoolPanel extends Widget {
         ) as HTMLButtonElement;
         end.disabled = stale;
         end.onclick = () => void this.end(s);
+        const swapped = swappedWhere(s);
         return {
           key: s.session,
+          note: swapped ? h('span', { class: 'gpuwb-swapped', 'data-gpuwb': 'swapped', title: SWAPPED_MEANS }, swapped) : null,
           cells: [
             h(
               'span',
@@ -214,7 +237,10 @@ export class PoolPanel extends Widget {
               'span',
               {
                 class: oom ? 'gpuwb-oom' : full ? 'gpuwb-warn' : undefined,
-                title: `of its limit ${gib(s.memory_limit, 2)} GiB` + (oom ? `; out of memory ${seconds(s.oom_ago as number)} ago` : '')
+                title:
+                  `on the device, of its limit ${gib(s.memory_limit, 2)} GiB` +
+                  (swapped ? `; ${swapped}` : '') +
+                  (oom ? `; out of memory ${seconds(s.oom_ago as number)} ago` : '')
               },
               gib(s.memory_used, 2)
             ),
@@ -233,7 +259,9 @@ export class PoolPanel extends Widget {
     const answer = await showDialog({
       title: `End session ${sessionName(s)}?`,
       body:
-        `Its ${s.arrays} arrays (${gib(s.memory_used, 2)} GiB) are freed and its device time stops. ` +
+        `Its ${s.arrays} arrays (${gib(s.memory_used, 2)} GiB` +
+        (swappedWhere(s) ? ` on the device, ${swappedWhere(s)}` : '') +
+        ') are freed and its device time stops. ' +
         `${s.label ? `Its kernel (${s.label})` : 'Its program'} is told its session has ended; a ` +
         'remote-GPU kernel opens a new one at its next cell.',
       buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'End session' })]
