@@ -1,7 +1,8 @@
 """JupyterLab in a real browser (issue 10): a JupyterLab started here, Debian's chromium
 driven by Playwright, a notebook on the "Python 3 (remote GPU)" kernel running CuPy
 cells on a real pool (the NumPy device), and the Lab extension's status-bar item, side
-panel and catalogue checked as a user sees them. Screenshots are saved (GPUWB_SCREENSHOTS,
+panel (with the users' "waited" figure and a swapped-out session's line) and catalogue
+checked as a user sees them. Screenshots are saved (GPUWB_SCREENSHOTS,
 default build/browser-test/).
 
 Three scenarios: one user on an embedded-style pool (in-process) and no pool, here; a
@@ -19,7 +20,9 @@ import re
 
 import pytest
 
+import kernelproxy
 from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
 
 from tests import lab_browser
 from tests.lab_page import (KERNEL_IDLE, OPS_ABOVE, RUN_ALL, SHOTS, chromium, clean_env, expect,
@@ -67,7 +70,13 @@ def test_lab_shows_the_pool_and_its_numbers_move(tmp_path, monkeypatch):
             expect(panel.locator("[data-gpuwb=sessions] tbody tr")).to_have_count(1)
             page.wait_for_function(OPS_ABOVE, arg=before_ops, timeout=20_000)
             first_ops = ops(page)
-            expect(panel.locator("[data-gpuwb=users] tr.gpuwb-you")).to_contain_text("default (you)")
+            you = panel.locator("[data-gpuwb=users] tr.gpuwb-you")
+            expect(you).to_contain_text("default (you)")
+            # beside the share, the users' side of it: the part of your work's time in the
+            # pool it waited for others' turns (alone here: 0%, or – with no work lately)
+            waited = you.locator("[data-gpuwb=waited]")
+            expect(waited).to_have_text(re.compile(r"^waited (\d+%|–)$"))
+            assert "waited for other users' turns" in waited.get_attribute("title")
             bars = panel.locator("[data-gpuwb=chart] rect[data-user=default]")
             expect(bars.first).to_be_attached(timeout=20_000)   # the share chart has your columns
             SHOTS.mkdir(parents=True, exist_ok=True)
@@ -88,6 +97,25 @@ def test_lab_shows_the_pool_and_its_numbers_move(tmp_path, monkeypatch):
             links = page.locator("[data-gpuwb=catalog-links] a")
             expect(links.first).to_have_attribute("href", re.compile(r"^https?://"))
             page.screenshot(path=str(SHOTS / "lab-catalogue.png"))
+
+            # issue 52: a session of yours swapped out, how much and where. Sessions opened
+            # from now on swap out when idle (the kernel's was opened with the default, 600
+            # s); a host budget of 3 MiB takes the first of its two 2 MiB arrays, the swap
+            # file the second (tests/gpu_backend/test_swap_host_tier.py)
+            pool.door.settings.swap_idle = 0.3
+            pool.door.settings.swap_host_memory = 3 << 20
+            script = kernelproxy.connect(pool.address, pool.token, label="idle-script.py")
+            scp = module_for(script)
+            held = [scp.ones(1 << 18), scp.ones(1 << 18)]   # 2 MiB each
+            assert float(held[0][:1].get()[0]) == 1.0
+            swapped = panel.locator("[data-gpuwb=sessions] [data-gpuwb=swapped]")
+            expect(swapped).to_have_text(
+                "4.0 MiB swapped out (2.0 MiB in host memory, 2.0 MiB on disk)", timeout=30_000)
+            assert "come back at its next op" in swapped.get_attribute("title")
+            expect(panel.locator("[data-gpuwb=sessions] tr.gpuwb-noted")).to_contain_text(
+                "idle-script.py")   # the line is beneath its session's row
+            page.screenshot(path=str(SHOTS / "lab-swapped.png"))
+            script.close()
 
             pool.stop()   # the pool goes away: the status bar says so, with the reason
             expect(item).to_have_text("GPU: pool down", timeout=30_000)

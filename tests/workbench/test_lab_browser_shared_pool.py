@@ -1,9 +1,10 @@
 """JupyterLab in a real browser (issue 10), on a shared pool: ``gpuwb-backend serve`` with a
 users file (alice in Lab, of weight 2 and a 256 MiB memory quota, and bob from a script).
-The panel shows both users and their weights (alice's before her first session too), names
-alice's session by its notebook with its idle time, warns near her quota and shows her out
-of memory, ends her session from its End button, and, when the pool is killed, keeps its
-last figures marked stale with the time they are from.
+The panel shows both users and their weights (alice's before her first session too) and
+the part of their time each waited for the other's turns, names alice's session by its
+notebook with its idle time, warns near her quota and shows her out of memory, ends her
+session from its End button, and, when the pool is killed, keeps its last figures marked
+stale with the time they are from.
 
 The other scenarios (one user on an embedded-style pool; no pool) are in
 test_lab_browser.py, whose docstring says what these tests need; a file of its own so that
@@ -71,6 +72,12 @@ def test_lab_on_a_shared_pool_near_quota_end_and_down(tmp_path, monkeypatch):
             expect(users_table.locator("tr[data-key=alice]")).to_contain_text("alice (you)")
             expect(users_table.locator("tr[data-key=alice] [data-gpuwb=weight]")).to_have_text("2")
             expect(users_table.locator("tr[data-key=bob] [data-gpuwb=weight]")).to_have_text("1")
+            # each user's share from the users' side (issue 51): the part of their work's time
+            # in the pool it waited for the other's turns ("–": no work of theirs lately)
+            for name in ("alice", "bob"):
+                waited = users_table.locator(f"tr[data-key={name}] [data-gpuwb=waited]")
+                expect(waited).to_have_text(re.compile(r"^waited (\d+%|–)$"))
+                assert "waited for other users' turns" in waited.get_attribute("title")
             # her session, named by its notebook, with its idle time; bob's is not hers to see
             label = panel.locator("[data-gpuwb=sessions] [data-gpuwb=session-label]")
             expect(label).to_have_text("forgotten.ipynb", timeout=20_000)
