@@ -75,6 +75,10 @@ CLOSE_WAIT = 5.0
 SPIN_SECONDS = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
 #: Host arrays at least this large travel as their own zero-copy frame.
 INLINE_BYTES = 1 << 14
+#: What a batch waits for before its ops run, as the worker's notices name it (protocol
+#: ``WaitNotice``), in the words the progress display shows
+WAIT_LABELS = {"swap_in": "swap-in (the session's arrays coming back)",
+               "room": "waiting for room on the device (other sessions swapping out)"}
 
 
 def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
@@ -217,8 +221,12 @@ class Session:
         if self.stream_threshold and staging_available() and settings.staging:
             self.link.open_staging(self.key)   # (a link that has no ring says None)
         #: a factory ``progress(label, total_bytes)`` of reporters (``update(done)``,
-        #: ``close()``) for streamed transfers, or None; the kernel shows them in the notebook
+        #: ``close()``) for streamed transfers and for what a batch waits for before its ops
+        #: run (its swap-in, room on the device: the worker's notices, sent only while this
+        #: is set), or None; the kernel shows them in the notebook
         self.progress: Any = None
+        #: the waits the worker told of, still open: what -> [reporter, bytes done]
+        self._waits: dict[str, list] = {}
         #: while True, each batch's device work is timed (CUDA events): ``device_seconds``
         #: adds it up (``%%gpu_time``); it costs a wait for the device per batch
         self.timing = False
@@ -417,7 +425,10 @@ class Session:
         self._batch += 1
         self._flushed_seq = last
         self.meta.sent_below = next(self._ids)   # (one id unused per batch: ids need only differ)
-        return {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
+        header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
+        if self.progress is not None:   # (notices of its waits: only where they are shown)
+            header["p"] = 1
+        return header
 
     def _header_ends(self, header: dict, sync_device: bool) -> None:
         """What any batch's header may end with: the stretches let go (the worker drops
@@ -511,6 +522,9 @@ class Session:
                     self._read_reply()
                 elif self.heartbeat.lost:
                     self._lose(self.heartbeat.lost)
+                elif self._waits:   # (a display due after its first second shows without
+                    for reporter, done in self._waits.values():   # waiting for a notice)
+                        reporter.update(done)
 
     def _read_reply(self) -> None:
         with _interrupts_deferred:
@@ -524,6 +538,11 @@ class Session:
         except Exception as exc:   # never leave the replies out of step with their batches
             self._lose(f"the pool sent a reply this client cannot read ({type(exc).__name__}: "
                        f"{exc}); the session is closed")
+        if "notice" in reply:   # what the batch waits for, not its reply: shown, then wait on
+            self._noticed(reply)
+            return
+        if self._waits:   # (the batch's reply: any wait still shown is over)
+            self._end_waits()
         batch, first, last = self._in_flight.popleft()
         if self.stretches is not None:
             self.stretches.answered(batch, reply.get("h"), reply.get("f"), reply.get("hm"))
@@ -579,6 +598,33 @@ class Session:
         if run is None and (error is None or error[0] is None or error[0] > last):
             for seq in range(first, last + 1):   # (a run's ops have none: nothing to drop)
                 origin.pop(seq, None)
+
+    def _noticed(self, notice: dict) -> None:
+        """A notice of what the oldest batch in flight waits for before its ops run (protocol
+        ``WaitNotice``: its swap-in, room on the device), shown through :attr:`progress`
+        (a notebook shows one that lasts more than a second). One of a version or a wait
+        this client does not know is skipped: it is never a reply."""
+        what = notice.get("w")
+        done, total = notice.get("done"), notice.get("total")
+        if (notice.get("notice") != m.WAIT_NOTICE_VERSION or what not in WAIT_LABELS
+                or type(done) is not int or type(total) is not int):
+            return
+        wait = self._waits.get(what)
+        if wait is None:
+            if self.progress is None:
+                return
+            wait = self._waits[what] = [self.progress(WAIT_LABELS[what], total), 0]
+        wait[1] = done
+        wait[0].update(done)
+        if notice.get("end"):
+            del self._waits[what]
+            wait[0].close()
+
+    def _end_waits(self) -> None:
+        """Every wait shown is over (its batch answered, or the session lost): closed."""
+        waits, self._waits = self._waits, {}
+        for reporter, _done in waits.values():
+            reporter.close()
 
     # ------------------------------------------------------------ sync points
     @_serialised
@@ -729,6 +775,7 @@ class Session:
         self.lost_reason = reason   # (said again by every later op: the pool's reason)
         self._in_flight.clear()
         self._run_origins.clear()   # (the runs whose replies will not come)
+        self._end_waits()
         self._release()
         raise for_user(SessionLostError(reason))
 

@@ -61,8 +61,8 @@ class NotebookProgress:
     def _bundle(self, done: int, elapsed: float) -> dict:
         fraction = min(done / self.total, 1.0)
         rate = done / elapsed if elapsed > 0 else 0.0
-        text = (f"{self.label}: {_size(done)} of {_size(self.total)} ({fraction:.0%}), "
-                f"{_size(rate)}/s")
+        text = (f"{self.label}: {_size(done)} of {_size(self.total)} ({fraction:.0%})"
+                + (f", {_size(rate)}/s" if done else ""))   # (a wait with none back yet)
         width = f"{fraction * 100:.1f}%"
         html = (f'<div style="font-family:monospace">{text}'
                 f'<div style="background:#ddd;width:20em;height:0.6em">'

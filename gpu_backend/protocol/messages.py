@@ -40,7 +40,7 @@ __all__ = [
     # session worker
     "BatchHeader", "CancelRequest", "WorkerCloseRequest", "StagingRequest", "LinkAuth",
     "UploadChunk", "BatchReply", "ClosedReply", "StagingReply", "StagingOffer",
-    "StagedDownloadChunk",
+    "StagedDownloadChunk", "WaitNotice", "WAIT_NOTICE_VERSION",
     # worker control
     "ControlReady", "ControlUsage", "ControlEnded", "ControlGrow", "ControlGrant",
     "ControlAssign", "ControlGranted", "QuotaRefusal", "ControlStop", "ControlReclaim",
@@ -83,6 +83,10 @@ FLAG_C, FLAG_F, FLAG_OWN = 1, 2, 4
 #: (a "d" entry then has a fourth field, the chunk count; each chunk is a
 #: one-frame message that the client receives straight into the result).
 STREAM_CHUNK_BYTES = 8 << 20
+
+#: The version of :class:`WaitNotice` the worker sends (its ``notice`` field); a client
+#: reads the versions it knows and skips the others, still waiting for the reply.
+WAIT_NOTICE_VERSION = 1
 
 
 # ==================================================================== device facts
@@ -428,6 +432,7 @@ class BatchHeader(TypedDict):
     T: NotRequired[Annotated[list[Any], "replay: [stretch id, first op's seq, [input handles], [parameter values], [result handles], optionally [result slots whose metadata the reply is to carry: absent, all it keeps]] of a held stretch, instead of op records; the batch's records after it are the client's frees (docs/stretch-replay.md)"]]
     F: NotRequired[Annotated[list[int], "with T: handles of arrays the client dropped before the stretch's first op, freed before it runs (the frees in its course follow it as records)"]]
     D: NotRequired[Annotated[list[int], "stretch ids the client lets go (their replays were not faster): the worker drops them and their graphs' memory"]]
+    p: NotRequired[Annotated[Literal[1], "the client reads wait notices (WaitNotice) before this batch's reply, and shows them: without it the worker sends none"]]
 
 
 class CancelRequest(TypedDict):
@@ -517,6 +522,22 @@ class StagedDownloadChunk(TypedDict):
     s: Annotated[int, "the slot holding the bytes (g % slots)"]
     g: Annotated[int, "the session's staged download chunks before this one"]
     n: Annotated[int, "the chunk's length, bytes"]
+
+
+class WaitNotice(TypedDict):
+    """worker → client, before a batch's :class:`BatchReply`, while the batch waits before
+    its ops run: for its session's arrays to come back from host memory or the swap file
+    (``swap_in``), or for room on the device while the pool swaps other sessions out
+    (``room``). Only to a batch whose header has ``p`` (a client that does not know notices
+    never gets one): a first when the wait starts, updates as bytes come back (at most every
+    0.25 s), a last with ``end``. A map with ``notice`` is never a reply: the client shows
+    it (kernelproxy's progress factory) and waits on for the reply."""
+    notice: Annotated[int, "the notice's version (WAIT_NOTICE_VERSION, 1): a client skips versions it does not know"]
+    b: Annotated[int, "the batch that waits"]
+    w: Annotated[Literal["swap_in", "room"], "what it waits for: its arrays coming back (swap_in), or room on the device (room)"]
+    done: Annotated[int, "bytes brought back so far (room: what the others' swap-outs freed, in its last notice)"]
+    total: Annotated[int, "bytes to bring back (room: bytes short; 0: unknown)"]
+    end: NotRequired[Annotated[Literal[1], "the wait is over: the notice is its last"]]
 
 
 # ==================================================================== worker control
@@ -901,7 +922,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
                   ShareHistory, DeviceSamples),
     SESSION_WORKER: (BatchHeader, CancelRequest, WorkerCloseRequest, StagingRequest, LinkAuth,
                      UploadChunk, BatchReply, ClosedReply, StagingReply, StagingOffer,
-                     StagedDownloadChunk),
+                     StagedDownloadChunk, WaitNotice),
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim,
                      ControlSwap, ControlSwapped, ControlSwapDue, ControlRoom, ControlRoomed),

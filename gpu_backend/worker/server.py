@@ -44,6 +44,7 @@ from .phases import NO_PHASES, PhaseClock, PhaseRecorder
 from .settings import WorkerSettings
 from .spin_slots import SpinSlots
 from .swap import SessionSwap, host_memory
+from .wait_notices import WaitNotices
 
 __all__ = ["main", "WorkerServer"]
 
@@ -96,6 +97,9 @@ class WorkerServer:
         self.executor = Executor(self.device, self.table)
         #: the session's arrays swapped out to a file when idle, back at its next batch
         self.swap = SessionSwap(self.table, self.device, self.executor.replay.release_graphs)
+        #: what the batch being served waits for before its ops run (its swap-in, room on
+        #: the device), told to a client that reads notices (worker/wait_notices.py)
+        self.notices = WaitNotices(self.links.send_message)
         self.executor.stretches.enabled = settings.graphs != "off"
         if settings.graphs != "on":
             self.executor.replay.rerun_only()
@@ -174,11 +178,21 @@ class WorkerServer:
         make *short* bytes of room; whether it made some. Other control messages met
         meanwhile are kept (a swap asked of this worker waits for its loop)."""
         self._send_control({"t": "room", "want": max(0, int(short))})
+        self.notices.start("room", short)   # (the client sees why its op waits)
+        try:
+            return self._wait_roomed()
+        finally:
+            self.notices.end("room")
+
+    def _wait_roomed(self) -> bool:
+        """The pool's ``roomed`` (within ROOM_TIMEOUT): whether it made room."""
         deadline = time.monotonic() + ROOM_TIMEOUT
         while not self.pool_gone and self.control.poll(max(0.0, deadline - time.monotonic())):
             msg = self._read_control()
             if msg is not None and msg.get("t") == "roomed":
-                return int(msg.get("freed") or 0) > 0
+                freed = int(msg.get("freed") or 0)
+                self.notices.progress("room", freed)
+                return freed > 0
             if msg is not None and msg.get("t") == "reclaim":   # (mid-allocation: nothing to give)
                 self._send_control({"t": "grant", "bytes": self.device.grant.granted
                                     if self.device.grant is not None else None})
@@ -430,19 +444,26 @@ class WorkerServer:
             # cancels already seen skip the batch outright; new ones are looked for between ops
             phases.mark("opened")
             self.swap.worked()
+            notices = self.notices   # (to a client that reads them: the header's p)
+            notices.batch(ident, batch, header.get("p") == 1)
             reply = None
-            if self.swap.swapped is not None:   # its arrays come back first (or the batch
+            swapped = self.swap.swapped
+            if swapped is not None:   # its arrays come back first (or the batch
                 self._last_usage_time = 0.0     # fails with why, and nothing is lost)
+                notices.start("swap_in", swapped.nbytes)
                 try:
-                    self.swap.back()
+                    self.swap.back(lambda done: notices.progress("swap_in", done))
                 except Exception as exc:
                     reply, out = self.executor.unrun_batch(header, ops, exc), []
+                finally:
+                    notices.end("swap_in")
             if reply is None:
                 reply, out = self.executor.run_batch(header, ops, frames[1:],
                                                      cancelled=batch <= self.cancel_upto)
             phases.mark("run")
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
+        self.notices.finish()   # (a wait an op left open ends before its reply)
         reply["t"] = time.perf_counter() - started
         if self.pool_gone:   # the batch stopped because the pool died: the session is over
             # (across hosts, what this worker sees die is its host's agent: the host is lost)

@@ -35,7 +35,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -189,19 +189,44 @@ def swap_out(table: Any, device: Any, directory: Path | None, name: str,
                          time.perf_counter() - started)
 
 
-def swap_in(swapped: SwappedArrays, table: Any, device: Any) -> float:
+class _Counted:
+    """The swap file as the device reads it, telling *progress* the bytes back so far
+    (*done* before it: those from host memory) after each read."""
+
+    def __init__(self, f: Any, done: int, progress: Callable[[int], None]) -> None:
+        self._f, self.done, self._progress = f, done, progress
+
+    def readinto(self, view: Any) -> int:
+        got = self._f.readinto(view)
+        if got:
+            self.done += got
+            self._progress(self.done)
+        return got
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def swap_in(swapped: SwappedArrays, table: Any, device: Any,
+            progress: Callable[[int], None] | None = None) -> float:
     """Bring *swapped*'s arrays back under their handles and free their host memory and
-    file; the seconds it took. An allocation that does not fit raises the device's
-    OutOfMemoryError with nothing lost: the arrays put back so far are freed again, and the
-    host memory and file stay."""
+    file; the seconds it took. *progress*, if given, is told the bytes back so far: those
+    of host memory at once when they are back (the fast tier: one copy), then the file's
+    after each read (the client sees the notices: worker/wait_notices.py). An allocation
+    that does not fit raises the device's OutOfMemoryError with nothing lost: the arrays
+    put back so far are freed again, and the host memory and file stay."""
     started = time.perf_counter()
     table.swapped = None
     try:
         from_host = iter(device.allocations_from_host(
             swapped.host, [s for s, h in zip(swapped.sizes, swapped.in_host) if h])
             if swapped.host is not None else ())
+        if progress is not None and swapped.host_bytes:
+            progress(swapped.host_bytes)
         restored: list[Any] = []
         f = open(swapped.path, "rb", buffering=0) if swapped.path is not None else None
+        if f is not None and progress is not None:
+            f = _Counted(f, swapped.host_bytes, progress)
         try:
             for size, h in zip(swapped.sizes, swapped.in_host):
                 restored.append(next(from_host) if h else device.allocation_from(f, size, CHUNK))
@@ -312,17 +337,18 @@ class SessionSwap:
             self.last_seconds = swapped.seconds
         return swapped
 
-    def back(self) -> None:
-        """Bring the arrays back (before a batch runs); the error of one that does not fit."""
+    def back(self, progress: Callable[[int], None] | None = None) -> None:
+        """Bring the arrays back (before a batch runs); the error of one that does not fit.
+        *progress* is told the bytes back so far (:func:`swap_in`)."""
         swapped = self.swapped
         if swapped is None:
             return
         try:
-            self.last_seconds = swap_in(swapped, self.table, self.device)
+            self.last_seconds = swap_in(swapped, self.table, self.device, progress)
         except Exception as exc:   # (a full GPU: others swapped out, then once more)
             if self.room is None or not self.room(exc):
                 raise
-            self.last_seconds = swap_in(swapped, self.table, self.device)
+            self.last_seconds = swap_in(swapped, self.table, self.device, progress)
         self.swapped = None
         self.ins += 1
 

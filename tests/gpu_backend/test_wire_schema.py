@@ -96,6 +96,7 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/worker/server.py": _scope((SW, WC), "msg header reply final", "_failure"),
     "gpu_backend/worker/executor.py": _scope((SW, WC, DF), "header reply", "usage info"),
     "gpu_backend/worker/staged.py": _scope((SW,), "header"),
+    "gpu_backend/worker/wait_notices.py": _scope((SW,)),
     "gpu_backend/worker/unix_listener.py": _scope((SW,), "msg"),
     "gpu_backend/worker/lease.py": _scope((AR,), "msg"),
     "gpu_backend/worker/grants.py": _scope((WC,), "refusal"),
@@ -105,7 +106,7 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/devices/cupy_device.py": _scope((DF,), "", "info runtime_facts pool_figures"),
     # the client
     "kernelproxy/connection.py": _scope((FD,), "msg reply"),
-    "kernelproxy/session.py": _scope((FD, SW, DF), "info header reply msg self.device"),
+    "kernelproxy/session.py": _scope((FD, SW, DF), "info header reply msg self.device notice"),
     "kernelproxy/links.py": _scope((FD, SW), "answer spec hello"),
     "kernelproxy/streamed.py": _scope((SW,), "header"),
     "kernelproxy/cuda.py": _scope((DF,), "_facts() facts figures _pool_figures()"),
