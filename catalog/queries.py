@@ -21,7 +21,7 @@ from enum import Enum
 from typing import Any, Iterable, NamedTuple, TypeVar
 
 from .data import load
-from .models import AREA_OF, Catalog, Category, Kind, LinkKind, Mechanism, System
+from .models import AREA_OF, Catalog, Category, Kind, LinkKind, Mechanism, Source, System
 
 __all__ = [
     "CatalogError", "UnknownSystemError", "AmbiguousSystemError", "Hit", "Comparison",
@@ -76,15 +76,15 @@ FIELDS: dict[str, str] = {
     "area": "Area", "category": "Category", "kind": "Kind", "institutions": "Institutions",
     "authors": "Authors", "mechanisms": "Mechanisms", "code_public": "Code public",
     "links": "Links", "ideas": "Key ideas", "results": "Results",
-    "identifiers": "Identifiers", "seed": "Source (seed)",
-    "relation": "Relation to gpu-workbench (our note, not from the survey)",
+    "identifiers": "Identifiers", "origin": "Source (seed or cited page)",
+    "relation": "Relation to gpu-workbench (our note, not from the survey or the cited page)",
 }
 AREAS: tuple[str, ...] = tuple(sorted(set(AREA_OF.values())))
 EXPORT_FORMATS: tuple[str, ...] = ("json", "csv")
 CSV_COLUMNS: tuple[str, ...] = (
     "key", "name", "title", "venue", "year", "area", "category", "kind", "institutions",
     "authors", "mechanisms", "code_public", "links", "ideas", "results", "relation",
-    "identifiers", "seed",
+    "identifiers", "seed", "source",
 )
 #: How much a query word counts in each field; the name counts most.
 SEARCH_WEIGHTS: dict[str, float] = {
@@ -330,8 +330,13 @@ def compare(names: Iterable[str], *, catalog: Catalog | None = None) -> Comparis
 
 
 def field_value(s: System, field: str) -> Any:
-    """A field of :data:`FIELDS` or :data:`CSV_COLUMNS`, the derived ``area`` included."""
-    return s.area if field == "area" else getattr(s, field)
+    """A field of :data:`FIELDS` or :data:`CSV_COLUMNS`, the derived ``area`` included, and
+    ``origin``: where the facts come from, the seed file's name or the cited :class:`Source`."""
+    if field == "area":
+        return s.area
+    if field == "origin":
+        return s.source if s.source is not None else s.seed
+    return getattr(s, field)
 
 
 # -- export --------------------------------------------------------------------------------
@@ -350,6 +355,8 @@ def _flat(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, Enum):
         return str(value.value)
+    if isinstance(value, Source):
+        return f"{value.kind.value}: {value.url}"
     if isinstance(value, dict):
         return "; ".join(f"{k}: {v}" for k, v in value.items())
     if isinstance(value, list):
@@ -392,5 +399,6 @@ def to_dataframe(systems: Iterable[System | Hit] | None = None, *,
         record = s.model_dump(mode="json")
         record["area"] = s.area
         record["links"] = [f"{link.kind.value}: {link.url}" for link in s.links]
+        record["source"] = _flat(s.source) or None
         records.append({column: record[column] for column in CSV_COLUMNS})
     return pd.DataFrame.from_records(records, columns=list(CSV_COLUMNS)).set_index("key")

@@ -23,7 +23,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from .models import Category, Link, System
+from .models import Category, Link, Source, System
 from .queries import FIELDS, Comparison, Hit, field_value, has_code
 
 __all__ = ["CatalogView", "SystemsView", "SearchView", "SystemView", "ComparisonView",
@@ -97,6 +97,10 @@ def _value_text(field: str, value: Any) -> Text:
         return Text({True: "yes", False: "no", None: "unknown"}[value])
     if value is None or value == [] or value == {}:
         return Text("—", style="dim")
+    if isinstance(value, Source):
+        return Text(f"{value.kind.value}: {value.url}", style=Style(link=str(value.url)))
+    if field == "origin":
+        return Text(f"seed: {value}")
     if field == "links":
         return Text("\n").join(Text(_link_text(link), style=Style(link=str(link.url)))
                                for link in value)
@@ -124,6 +128,10 @@ def _value_html(field: str, value: Any) -> str:
         return {True: "yes", False: "no", None: "unknown"}[value]
     if value is None or value == [] or value == {}:
         return "—"
+    if isinstance(value, Source):
+        return f"{html.escape(value.kind.value)}: {_a(str(value.url), str(value.url))}"
+    if field == "origin":
+        return f"seed: {html.escape(str(value))}"
     if field == "links":
         return "<br>".join(
             f"{html.escape(link.kind.value)}: {_a(str(link.url), str(link.url))}"

@@ -3,9 +3,15 @@
 The expected systems are derived by parsing the seed pages in ``tests/seeds/``
 (copies of ``../shared/seeds/``): the bold names of seed 000's tables, the
 top-level ``* Title (VENUE YEAR)`` bullets of seed 001, and the titles of
-seeds 002 and 003. Every fact an entry states (venue, year, institutions,
+seeds 002 and 003. Every fact a seeded entry states (venue, year, institutions,
 authors, identifiers, link URLs, mechanisms) must be backed by its seed's text;
 every absolute URL a seed gives must be attached to the entry it belongs to.
+
+An entry for a system no seed names cites instead the one public page its facts
+come from (``source``). Those pages are not copied here, so the checks are what
+can be made offline: no seed names the system, the cited page is the one
+recorded below (read for issue 52), and each mechanism is backed by the entry's
+own quotations of that page.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ import pytest
 from pydantic import ValidationError
 
 import catalog
-from catalog.models import Catalog, Category, Kind, Link, LinkKind, Mechanism, System
+from catalog.models import (Catalog, Category, Kind, Link, LinkKind, Mechanism, Source,
+                            SourceKind, System)
 from tests.paths import PROJECT_ROOT
 
 SEEDS_DIR = PROJECT_ROOT / "tests" / "seeds"
@@ -61,9 +68,9 @@ ABSOLUTE_URL = re.compile(r"https?://[^\s\"'<>()\[\]]+")
 #: What the seed text must say (case-insensitive, in the entry's block, section heading
 #: included) for an entry to list a mechanism.
 MECHANISM_EVIDENCE = {
-    Mechanism.API_INTERCEPTION: r"\bintercept",
+    Mechanism.API_INTERCEPTION: r"\bintercept|\bpreload",
     Mechanism.API_REMOTING: r"\bremot",
-    Mechanism.RPC: r"\bRPCs?\b",
+    Mechanism.RPC: r"\bRPCs?\b|Remote Procedure Calls",
     Mechanism.SERVERLESS: r"\bserverless\b",
     Mechanism.KERNEL_PREEMPTION: r"kernel preemption",
     Mechanism.KERNEL_PADDING: r"kernel padding",
@@ -82,13 +89,16 @@ MECHANISM_EVIDENCE = {
     Mechanism.INTERFERENCE_AWARENESS: r"interference-aware",
     Mechanism.OPERATOR_SCHEDULING: r"schedule (individual GPU )?operators",
     Mechanism.FRAMEWORK_INTEGRATION: r"TensorFlow|PyTorch",
-    Mechanism.DYNAMIC_SCALING: r"dynamic scaling",
+    Mechanism.DYNAMIC_SCALING: r"dynamic scaling|\belastic",
     Mechanism.CONFIGURATION_TUNING: r"tune training configurations",
     Mechanism.PCIE_AWARENESS: r"PCIe bandwidth",
     Mechanism.PROFILING: r"Nsight",
     Mechanism.SOFTWARE_SCHEDULING: r"software-defined GPU scheduling",
     Mechanism.HARDWARE_PARTITIONING: r"partition the GPU",
     Mechanism.PERFORMANCE_MODELING: r"performance model",
+    Mechanism.CHECKPOINT_RESTORE: r"\bcheckpoint",
+    Mechanism.MEMORY_SWAP: r"\bswap|device memory is copied to the host",
+    Mechanism.MIGRATION: r"\bmigrat",
 }
 
 
@@ -243,6 +253,23 @@ def parse_seed_003() -> list[SeedItem]:
 SEED_ITEMS = parse_seed_000() + parse_seed_001() + parse_seed_002() + parse_seed_003()
 CATALOG = catalog.load()
 SYSTEMS = CATALOG.systems
+#: The entries written from a seed, and those that cite a public page instead.
+SEEDED = [s for s in SYSTEMS if s.seed is not None]
+SOURCED = [s for s in SYSTEMS if s.source is not None]
+
+#: The public page each entry without a seed was written from, as read (issue 52).
+SOURCES = {
+    "runai-gpu-memory-swap": (SourceKind.DOCUMENTATION,
+                              "https://github.com/run-ai/docs/blob/04cba6277720ac41f15ea8a4ec955eef"
+                              "557bcf06/docs/Researcher/scheduling/gpu-memory-swap.md"),
+    "cuda-checkpoint": (SourceKind.REPOSITORY,
+                        "https://github.com/NVIDIA/cuda-checkpoint/blob/6ec728aff032c18c9fb0794a27"
+                        "2d94c6adcce508/README.md"),
+    "cricket": (SourceKind.REPOSITORY,
+                "https://github.com/RWTH-ACS/cricket/blob/5d55bd582fc7acbb2a12c45f104020566a67218a/"
+                "README.md"),
+    "singularity": (SourceKind.PAPER, "http://arxiv.org/abs/2202.07848v2"),
+}
 
 
 def matching_entries(item: SeedItem) -> list[System]:
@@ -321,14 +348,19 @@ def test_every_named_system_has_one_entry(item: SeedItem):
         assert entry.identifiers.get(k) == v
 
 
-def test_every_entry_comes_from_one_seed_item():
-    for system in SYSTEMS:
+def test_every_entry_has_a_seed_or_a_source():
+    assert len(SEEDED) + len(SOURCED) == len(SYSTEMS)
+    assert not {s.key for s in SEEDED} & {s.key for s in SOURCED}
+
+
+def test_every_seeded_entry_comes_from_one_seed_item():
+    for system in SEEDED:
         item_of(system)
-    assert len(SYSTEMS) == len(SEED_ITEMS)
+    assert len(SEEDED) == len(SEED_ITEMS)
 
 
 def test_every_seed_url_is_attached_to_an_entry():
-    attached = {str(link.url) for s in SYSTEMS for link in s.links}
+    attached = {str(link.url) for s in SEEDED for link in s.links}
     urls = {url for name in (SEED_000, SEED_001, SEED_002, SEED_003)
             for url in ABSOLUTE_URL.findall(seed_text(name))}
     assert urls, "no URLs parsed"
@@ -349,7 +381,9 @@ def test_footer_link_is_not_a_system_link():
 # Every fact of every entry is in its seed
 # ---------------------------------------------------------------------------------------------
 
-ENTRY_PARAMS = pytest.mark.parametrize("system", SYSTEMS, ids=lambda s: s.key)
+ENTRY_PARAMS = pytest.mark.parametrize("system", SEEDED, ids=lambda s: s.key)
+ALL_PARAMS = pytest.mark.parametrize("system", SYSTEMS, ids=lambda s: s.key)
+SOURCED_PARAMS = pytest.mark.parametrize("system", SOURCED, ids=lambda s: s.key)
 
 
 @ENTRY_PARAMS
@@ -406,7 +440,7 @@ def test_every_mechanism_has_an_evidence_pattern():
     assert set(MECHANISM_EVIDENCE) == set(Mechanism)
 
 
-@pytest.mark.parametrize("system", [s for s in SYSTEMS if s.seed in (SEED_000, SEED_001)],
+@pytest.mark.parametrize("system", [s for s in SEEDED if s.seed in (SEED_000, SEED_001)],
                          ids=lambda s: s.key)
 def test_ideas_are_the_seeds_words(system: System):
     block = strip_markup(item_of(system).block)
@@ -430,7 +464,7 @@ def test_authors_only_where_the_seed_lists_them(system: System):
         assert system.authors
 
 
-@ENTRY_PARAMS
+@ALL_PARAMS
 def test_relation_is_written(system: System):
     assert system.relation and system.relation.strip()
 
@@ -539,3 +573,111 @@ def test_unknown_field_and_category_are_rejected():
         System.model_validate(minimal(citations=13))
     with pytest.raises(ValidationError):
         System.model_validate(minimal(category="quantum"))
+
+
+@pytest.mark.parametrize(("field", "value"), [("seed", ""), ("source", {"kind": "paper"}),
+                                              ("source", {"kind": "blog", "url": "https://x.org/"}),
+                                              ("source", {"kind": "paper", "url": "not a url"})])
+def test_bad_seed_or_source_is_rejected(field: str, value):
+    data = minimal(seed=None)
+    data[field] = value
+    with pytest.raises(ValidationError):
+        System.model_validate(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# An entry names exactly one of its seed and its public source
+# ---------------------------------------------------------------------------------------------
+
+PAGE = {"kind": "repository", "url": "https://github.com/NVIDIA/cuda-checkpoint"}
+
+
+def test_an_entry_may_cite_a_public_page_instead_of_a_seed():
+    system = System.model_validate(minimal(seed=None, source=PAGE))
+    assert system.seed is None
+    assert system.source == Source(kind=SourceKind.REPOSITORY, url=PAGE["url"])
+    assert system.origin == "repository: https://github.com/NVIDIA/cuda-checkpoint"
+    assert System.model_validate(minimal()).origin == f"seed: {SEED_000}"
+
+
+def test_an_entry_with_both_seed_and_source_is_rejected():
+    with pytest.raises(ValidationError, match="exactly one of 'seed'.*and 'source'"):
+        System.model_validate(minimal(source=PAGE))
+
+
+def test_an_entry_with_neither_seed_nor_source_is_rejected():
+    data = minimal()
+    del data["seed"]
+    with pytest.raises(ValidationError, match="exactly one of 'seed'.*and 'source'"):
+        System.model_validate(data)
+    with pytest.raises(ValidationError, match="exactly one of"):
+        System.model_validate(minimal(seed=None, source=None))
+
+
+def test_a_catalogue_with_an_entry_of_neither_is_rejected():
+    with pytest.raises(ValidationError, match="exactly one of"):
+        Catalog.model_validate({"systems": [minimal(key="a"), minimal(key="b", seed=None)]})
+
+
+# ---------------------------------------------------------------------------------------------
+# Entries from a cited public page (systems no seed names)
+# ---------------------------------------------------------------------------------------------
+
+def test_the_cited_entries_are_the_four_of_issue_52():
+    assert {s.key for s in SOURCED} == set(SOURCES)
+
+
+@SOURCED_PARAMS
+def test_no_seed_names_a_cited_system(system: System):
+    """The rule: a public page is cited only for a system the seeds do not name."""
+    names = {system.name, system.key, *(system.title and [system.title] or [])}
+    for seed in (SEED_000, SEED_001, SEED_002, SEED_003):
+        text = seed_text(seed).casefold()
+        for name in names:
+            assert not re.search(rf"\b{re.escape(name.casefold())}\b", text), (seed, name)
+
+
+@SOURCED_PARAMS
+def test_the_source_is_the_page_read(system: System):
+    kind, url = SOURCES[system.key]
+    assert system.source.kind == kind and str(system.source.url) == url
+
+
+@SOURCED_PARAMS
+def test_cited_mechanisms_are_backed_by_the_entrys_quotations(system: System):
+    """The ideas and results quote the cited page; each mechanism must show in them."""
+    text = " ".join([system.title or "", *system.ideas, *system.results])
+    assert len(set(system.mechanisms)) == len(system.mechanisms)
+    for mechanism in system.mechanisms:
+        assert re.search(MECHANISM_EVIDENCE[mechanism], text, flags=re.I), mechanism.value
+
+
+@SOURCED_PARAMS
+def test_cited_entries_follow_the_data_rules(system: System):
+    assert system.ideas, "an entry from a public page quotes what it says"
+    if system.links_of(LinkKind.CODE):
+        assert system.code_public is True
+    else:
+        assert system.code_public is None
+    for key in system.identifiers:
+        assert key in {"doi", "arxiv"}
+    assert fix_mojibake(system.model_dump_json()) == system.model_dump_json()
+
+
+def test_cited_entries_state_only_what_their_page_says():
+    """What each page gives, pinned: a fact changed here must be checked against the page."""
+    cuda = by_key("cuda-checkpoint")
+    assert (cuda.year, cuda.venue, cuda.code_public) == (None, None, None)
+    assert Mechanism.MIGRATION not in cuda.mechanisms  # "does not support GPU migration"
+    assert set(cuda.mechanisms) == {Mechanism.CHECKPOINT_RESTORE, Mechanism.MEMORY_SWAP}
+    runai = by_key("runai-gpu-memory-swap")
+    assert runai.kind == Kind.PRODUCT and runai.results == [] and runai.year is None
+    assert Mechanism.MEMORY_SWAP in runai.mechanisms
+    cricket = by_key("cricket")
+    assert cricket.category == Category.REMOTE_CUDA and cricket.code_public is True
+    assert cricket.identifiers == {"doi": "10.1002/cpe.6474"} and cricket.year == 2022
+    assert Mechanism.CHECKPOINT_RESTORE in cricket.mechanisms
+    singularity = by_key("singularity")
+    assert singularity.identifiers == {"arxiv": "2202.07848"} and singularity.year == 2022
+    assert len(singularity.authors) == 26 and singularity.institutions == ["Microsoft"]
+    assert set(singularity.mechanisms) == {Mechanism.MIGRATION, Mechanism.DYNAMIC_SCALING}

@@ -12,7 +12,8 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import catalog
 from catalog.models import Catalog
-from catalog.render import ComparisonView, ExportView, SearchView, SystemsView, SystemView
+from catalog.render import (ComparisonView, ExportView, SearchView, SystemsView, SystemView,
+                            to_text)
 from tests.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
@@ -188,3 +189,44 @@ def test_the_extension_imports_nothing_of_the_pool_client_or_kernel():
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# -- the systems of issue 52, cited from public pages (no seed names them) -----------------
+
+CITED = {"runai-gpu-memory-swap": "Run:ai GPU memory swap", "cuda-checkpoint": "cuda-checkpoint",
+         "cricket": "Cricket", "singularity": "Singularity"}
+
+
+@pytest.mark.parametrize("key", CITED)
+def test_show_finds_the_cited_systems_by_name(shell, key):
+    view = magic(shell, f"show {CITED[key]}")
+    assert isinstance(view, SystemView) and view.system.key == key
+    assert view.system.seed is None
+    url = str(view.system.source.url)
+    assert url in to_text(view._renderable(300), 300) and f'<a href="{url}"' in view._repr_html_()
+
+
+def test_search_finds_the_cited_systems_by_name_and_technique(shell):
+    for key, name in CITED.items():
+        assert magic(shell, f"search {name}").hits[0].system.key == key
+    found = {h.system.key for h in magic(shell, "search checkpoint").hits}
+    assert {"cuda-checkpoint", "cricket"} <= found
+    assert magic(shell, "search swap").hits[0].system.key in CITED
+
+
+def test_filter_by_the_techniques_of_memory_that_follows_use(shell):
+    def keys(line):
+        return {s.key for s in magic(shell, line).systems}
+    assert keys("filter --mechanism memory-swap") == {"runai-gpu-memory-swap", "cuda-checkpoint"}
+    assert keys("filter --mechanism checkpoint-restore") == {"cuda-checkpoint", "cricket"}
+    assert keys("filter --mechanism migration") == {"singularity"}
+    assert keys("filter --category checkpoint-swap-migration") == {
+        "runai-gpu-memory-swap", "cuda-checkpoint", "singularity"}
+    assert "cricket" in keys("filter --category remote-cuda --mechanism api-remoting")
+
+
+def test_export_of_the_cited_systems_round_trips(shell):
+    view = magic(shell, "export --mechanism memory-swap")
+    exported = Catalog.model_validate_json(view.text)
+    assert {s.key for s in exported.systems} == {"runai-gpu-memory-swap", "cuda-checkpoint"}
+    assert all(s.seed is None and s.source is not None for s in exported.systems)

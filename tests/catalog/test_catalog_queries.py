@@ -329,3 +329,23 @@ def test_shipped_data_answers_the_documented_queries():
     assert Catalog.model_validate_json(q.export()) == data
     assert len(list(csv.reader(io.StringIO(q.export(format="csv"))))) == 1 + len(data.systems)
     assert len(q.list_systems()) == len(data.systems)
+
+
+# -- the shipped data: systems cited from public pages (issue 52) ---------------------------
+
+def test_queries_find_the_cited_systems_in_the_shipped_data():
+    shipped = catalog.load()
+    assert q.show("Run:ai GPU memory swap", catalog=shipped).key == "runai-gpu-memory-swap"
+    assert q.show("cuda-checkpoint", catalog=shipped).source.kind.value == "repository"
+    assert q.show("cricket", catalog=shipped).category == Category.REMOTE_CUDA
+    assert q.show("Singularity", catalog=shipped).identifiers == {"arxiv": "2202.07848"}
+    swap = q.filter_systems(mechanism=Mechanism.MEMORY_SWAP, catalog=shipped)
+    assert [s.key for s in swap] == ["cuda-checkpoint", "runai-gpu-memory-swap"]
+    assert {h.system.key for h in q.search("migration", catalog=shipped)} >= {"singularity"}
+    assert {s.key for s in q.filter_systems(area="sharing", catalog=shipped)} >= {
+        "runai-gpu-memory-swap", "cuda-checkpoint", "singularity"}
+    rows = {r["key"]: r for r in csv.DictReader(io.StringIO(q.export(format="csv",
+                                                                      catalog=shipped)))}
+    assert rows["singularity"]["seed"] == ""
+    assert rows["singularity"]["source"] == "paper: http://arxiv.org/abs/2202.07848v2"
+    assert rows["reef"]["source"] == "" and rows["reef"]["seed"].endswith(".txt")

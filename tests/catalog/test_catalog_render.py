@@ -9,7 +9,9 @@ import pytest
 from rich.console import Console
 
 from catalog import queries as q
-from catalog.render import ComparisonView, ExportView, SearchView, SystemsView, SystemView
+from catalog.models import Catalog, System
+from catalog.render import (ComparisonView, ExportView, SearchView, SystemsView, SystemView,
+                            to_text)
 
 from tests.catalog_fixtures import hostile_system, small_catalog
 
@@ -60,8 +62,9 @@ def test_detail_view_shows_every_field_and_labels_our_note(cat):
     for label in q.FIELDS.values():
         if label != "Name":
             assert label in text and label in page
-    assert "Relation to gpu-workbench (our note, not from the survey)" in text
-    assert "<em>Relation to gpu-workbench (our note, not from the survey)</em>" in page
+    note = "Relation to gpu-workbench (our note, not from the survey or the cited page)"
+    assert note in text and f"<em>{note}</em>" in page
+    assert re.search(r"Source \(seed or cited page\)\s+seed: test", text)
     assert "We do not preempt kernels." in text
     assert "paper: https://www.usenix.org/osdi22/han" in text
     assert 'href="https://doi.org/10.1/reef"' in page  # identifiers become links
@@ -116,3 +119,24 @@ def test_plain_text_has_no_trailing_blanks(cat):
         text = str(view)
         assert text == text.strip("\n")
         assert all(line == line.rstrip() for line in text.splitlines())
+
+
+def test_detail_view_cites_the_public_page_of_an_entry_without_a_seed():
+    url = "https://github.com/NVIDIA/cuda-checkpoint/blob/6ec728a/README.md"
+    system = System.model_validate({
+        "key": "cuda-checkpoint", "name": "cuda-checkpoint",
+        "category": "checkpoint-swap-migration",
+        "kind": "product", "mechanisms": ["checkpoint-restore", "memory-swap"],
+        "source": {"kind": "repository", "url": url}})
+    view = SystemView(system)
+    text, page = to_text(view._renderable(300), 300), view._repr_html_()
+    assert f"repository: {url}" in text and "seed:" not in text
+    assert f'repository: <a href="{url}" target="_blank"' in page
+    assert "Sharing: checkpoint, swap and migration" in text
+    row = ComparisonView(q.compare(["cuda-checkpoint", "reef"], catalog=Catalog(
+        systems=[system, *small_catalog().systems])))
+    wide = to_text(row._renderable(300), 300)
+    assert f"repository: {url}" in wide and "seed: test" in wide
+    exported = q.export([system], "csv")
+    assert exported.splitlines()[0].endswith(",identifiers,seed,source")
+    assert exported.splitlines()[1].endswith(f",,repository: {url}")
