@@ -607,6 +607,8 @@ class Executor:
             if not self._is_array(target):
                 raise ProtocolError("a method call needs an array handle as its target")
             return fn(target, *args, **kwargs)
+        if kind == m.KIND_KERNEL:   # (a user's kernel: a held stretch's graphs capture it)
+            return self.device.run_kernel(name, target, args, kwargs)
         if kind == m.KIND_ATTRIBUTE:
             if name not in api.ATTRIBUTES:
                 raise NotAllowedError(f"attribute {name!r} is not on the pool's allow-list")

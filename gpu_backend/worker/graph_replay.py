@@ -53,6 +53,9 @@ _ATTRIBUTE = m.KIND_ATTRIBUTE
 #: an object's method (a RandomState's draws): always eager
 _OBJECT = m.KIND_OBJECT
 _ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
+#: a user's kernel (ElementwiseKernel, ReductionKernel: captured as any launch; RawKernel and
+#: an ElementwiseKernel given its outputs return nothing and write their arrays: eager)
+_KERNEL = m.KIND_KERNEL
 #: Functions run eagerly between graphs: libraries that refuse capture (cuBLAS, cuSOLVER,
 #: cuSPARSE, SciPy's ports), and random draws, whose generator's state lives on the host.
 _EAGER_PREFIXES = ("random.", "linalg.", "cupyx.scipy.", "testing.")
@@ -95,7 +98,7 @@ class _Shape:
             if type(item) is Slot:
                 (self.input_frees.append(item.n) if item.kind == "i" else freed_results.add(item.n))
                 continue
-            if item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE, _OBJECT) \
+            if item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE, _OBJECT, _KERNEL) \
                     or type(item.name) is not str \
                     or item.want not in (_ARRAY, _NONE, _VALUE) \
                     or (item.kind == _OBJECT and item.name in api.OBJECTS):

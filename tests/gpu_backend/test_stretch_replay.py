@@ -449,3 +449,34 @@ def test_graphs_rerun_on_the_worker_holds_stretches_and_reruns_every_replay(monk
 
 def _numpy_pool() -> bool:
     return TEST_DEVICES in ("cpu", "numpy") or TEST_DEVICES.startswith("cpu")
+
+
+@pytest.mark.skipif(_numpy_pool(), reason="custom CUDA kernels need a GPU pool")
+def test_a_users_kernels_inside_a_held_stretch_are_captured_with_it(sessions):
+    """An ElementwiseKernel and a ReductionKernel in a loop's body are launches like any
+    other: the stretch is served by its graphs (not re-run op by op), and a RawKernel that
+    writes its output runs eagerly between them, bitwise as without replay."""
+    add = """extern "C" __global__ void add_one(float* a, int n) {
+        int i = blockDim.x * blockIdx.x + threadIdx.x;
+        if (i < n) a[i] += 1.0f;
+    }"""
+
+    def loop(cp):
+        axpy = cp.ElementwiseKernel("float32 x, float32 y, float32 a", "float32 z",
+                                    "z = a * x + y", "axpy_replayed")
+        l2 = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2_replayed")
+        bump = cp.RawKernel(add, "add_one")
+        x = cp.arange(4096, dtype=cp.float32) / 4096
+        y = cp.ones(4096, dtype=cp.float32)
+        a = cp.full((), 0.5, dtype=cp.float32)
+        out = []
+        for step in range(STEPS):
+            z = axpy(x, y, a) - step * 1e-3
+            bump((16,), (256,), (z, np.int32(4096)))
+            x = z * 0.25
+            out.append(float(l2(x)))
+        return out + [x.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
