@@ -523,8 +523,12 @@ class Session:
                 elif self.heartbeat.lost:
                     self._lose(self.heartbeat.lost)
                 elif self._waits:   # (a display due after its first second shows without
-                    for reporter, done in self._waits.values():   # waiting for a notice)
-                        reporter.update(done)
+                    try:                # waiting for a notice)
+                        for reporter, done in list(self._waits.values()):
+                            reporter.update(done)
+                    except KeyboardInterrupt:   # (the stop button, as in the poll above)
+                        self.cancel()
+                        raise
 
     def _read_reply(self) -> None:
         with _interrupts_deferred:
@@ -817,6 +821,10 @@ class Session:
         except Exception:  # closing anyway
             pass
         self.closed = True
+        try:   # (a wait shown when its reply never came: blanked, not left in the cell)
+            self._end_waits()
+        except Exception:
+            pass
         self.heartbeat.stop()
         try:
             self.link.send([codec.packb({"k": self.key, "t": "close", "b": 0})])

@@ -149,7 +149,11 @@ def _staged(cupy: Any, stream: Any, pieces: list, host: np.ndarray, kind: int) -
     try:
         for _ in range(slots):
             ring.append(_Pinned(cupy, STAGE))
-        with ThreadPoolExecutor(max_workers=min(THREADS, slots)) as threads:
+        # (each thread makes the session's device its own current one first: a thread's
+        # CUDA calls otherwise go to device 0, whose context it would create in a worker of
+        # another GPU, hundreds of MiB there counted nowhere)
+        with ThreadPoolExecutor(max_workers=min(THREADS, slots), initializer=rt.setDevice,
+                                initargs=(rt.getDevice(),)) as threads:
             if kind == _D2H:
                 _out(rt, stream, pieces, host, ring, events, threads)
             else:

@@ -76,7 +76,12 @@ class SwapBroker:
 
     def let_go(self, session: Any, nbytes: int) -> bool:
         """Tell *session* to swap out its *nbytes* if its user's cap has room; whether it
-        was told (an idle session's proposal, or one chosen for another's memory)."""
+        was told (an idle session's proposal, or one chosen for another's memory). A session
+        told already, whose ``swapped`` has not come, is going: it is not told again (a second
+        order's host share, worked out against its own first reservation, would be smaller
+        than what its worker is putting in host memory, and the budget would be overrun)."""
+        if session.swap_allowed or session.swap_host_allowed:
+            return True
         room = self.room_of(session.user)
         if room is not None and nbytes > room:
             log.info("session %s stays on its device: user %s's swap cap (%d bytes) is reached",

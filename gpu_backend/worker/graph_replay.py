@@ -103,8 +103,8 @@ class _Shape:
                     or item.want not in (_ARRAY, _NONE, _VALUE) \
                     or (item.kind == _OBJECT and item.name in api.OBJECTS):
                 self.graphable = False
-            if item.want == _NONE or "out" in item.kwargs:
-                self.writes = True
+            if item.want == _NONE or "out" in item.kwargs or item.kind == _KERNEL:
+                self.writes = True   # (a user's kernel may write any array it is given)
             for slot in _slots((item.target, item.args, item.kwargs)):
                 if slot.kind == "i" and slot.n not in self.used:
                     self.used.append(slot.n)
@@ -527,6 +527,8 @@ class StretchGraphs:
         through views count. (Counting an array only read costs a copy, never a result.)"""
         if op.want == _NONE:   # (a method given its out by position: y.dot(w, o) writes o)
             candidates = [args[0]] if op.kind == _OPERATOR and args else [target, args, kwargs]
+        elif op.kind == _KERNEL:   # (its source may write a "raw" input: an accumulator)
+            candidates = [args, kwargs]
         else:
             candidates = []
         if "out" in kwargs:
