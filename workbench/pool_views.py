@@ -232,29 +232,64 @@ def _shares(history: dict, bucket: int) -> tuple[list[float], dict[str, list[flo
     return starts, shares
 
 
+def _waited(history: dict, bucket: int) -> dict[str, list[float | None]]:
+    """Per user, the part of each *bucket*-second slice's time its batches spent in the pool
+    that they waited for other users' turns (None: no batch then); a pool that sends no
+    such series gives none."""
+    waited, worked = history.get("waited") or {}, history.get("worked") or {}
+    per = max(1, int(round(bucket / history.get("step", 1.0))))
+    out: dict[str, list[float | None]] = {}
+    for user, series in worked.items():
+        mine = waited.get(user) or [0.0] * len(series)
+        slices = -(-len(series) // per)
+        out[user] = []
+        for i in range(slices):
+            total = sum(series[i * per:(i + 1) * per])
+            out[user].append(min(1.0, sum(mine[i * per:(i + 1) * per]) / total) if total > 0 else None)
+    return out
+
+
+def _whole(history: dict, user: str) -> float | None:
+    """*user*'s waited part over the whole history (None: no batch in it)."""
+    total = sum((history.get("worked") or {}).get(user) or [])
+    return min(1.0, sum((history.get("waited") or {}).get(user) or []) / total) if total > 0 else None
+
+
 def share_view(status: dict, minutes: float, device: str | None = None) -> PlotView:
-    """Per-user shares of the device time over the last *minutes* (from the pool's history)."""
+    """Per-user shares of the device time over the last *minutes* (from the pool's history),
+    each beside the users' side of it: how much of the time the user's work spent in the
+    pool it waited for other users' turns ("waited")."""
     histories = status.get("history") or {}
     if device is None and histories:
         device = next(iter(histories))
     history = histories.get(device) or {"users": {}, "step": 1.0, "t0": time.time()}
     bucket = 10 if minutes > 2 else 5
     starts, shares = _shares(history, bucket)
+    waited = _waited(history, bucket)
     you = status.get("you")
     users = sorted(shares)
+
+    def cell(u: str, i: int) -> str:
+        w = (waited.get(u) or [])[i] if i < len(waited.get(u) or []) else None
+        return percent(shares[u][i], 1) + (f" (waited {percent(w, 0)})" if w is not None else "")
+
     rows = []
     for i, t in enumerate(starts):
         if not any(shares[u][i] for u in users):
             continue
-        rows.append([time.strftime("%H:%M:%S", time.localtime(t)),
-                     *(percent(shares[u][i], 1) for u in users)])
+        rows.append([time.strftime("%H:%M:%S", time.localtime(t)), *(cell(u, i) for u in users)])
+    whole = {u: _whole(history, u) for u in users}
+    said = [f"{u} {percent(w, 0)}" for u, w in whole.items() if w is not None]
     table = TableView(f"Shares of {device or 'the device'} over the last {minutes:g} min "
                       f"({bucket} s slices)", ["From", *(f"{u} (you)" if u == you else u for u in users)],
                       rows, numeric=set(users) | {f"{you} (you)"}, empty="no device time used",
-                      data={"starts": starts, "shares": shares})
+                      caption=("waited: of the time a user's work spent in the pool, the part "
+                               "it waited for other users' turns; over these minutes: "
+                               + ", ".join(said)) if said else None,
+                      data={"starts": starts, "shares": shares, "waited": waited})
     png = _plot(starts, shares, you, table.title) if rows else None
     return PlotView(table.title, png, table, data={"device": device, "starts": starts,
-                                                   "shares": shares, "you": you})
+                                                   "shares": shares, "waited": whole, "you": you})
 
 
 def _plot(starts: list[float], shares: dict[str, list[float]], you: str | None,

@@ -225,20 +225,28 @@ class UsageLog:
         """Device seconds per user in each whole second of the last *seconds* (at most
         ``HISTORY_SECONDS``; the current, unfinished second is left out), by the time
         of the report: ``{"t0": first second, "step": 1.0, "users": {user: [...]},
-        "devices": {device: {user: [...]}}}``; *device* keeps one device only."""
+        "devices": {device: {user: [...]}}, "waited": {user: [...]}, "worked": {user:
+        [...]}}`` (the last two: wall seconds its batches waited for others' turns, and took
+        in all: :meth:`waits`'s parts); *device* keeps one device only."""
         n = max(1, min(int(seconds), HISTORY_SECONDS))
         end = math.floor(time.time() if now is None else now)
         t0 = end - n
         devices: dict[str, dict[str, list]] = {}
         users: dict[str, list] = {}
+        sides: dict[str, dict[str, list]] = {"waited": {}, "worked": {}}
+        at = {"waited": COUNTERS.index("waited_s"), "worked": COUNTERS.index("worked_s")}
         for second in range(t0, end):
             for (dev, user), sums in self._buckets.get(second, {}).items():
                 if device is None or dev == device:
                     for series in (devices.setdefault(dev, {}).setdefault(user, [0.0] * n),
                                    users.setdefault(user, [0.0] * n)):
                         series[second - t0] = round(series[second - t0] + sums[0], 6)
+                    for side, series_of in sides.items():   # (the users' side of sharing)
+                        series = series_of.setdefault(user, [0.0] * n)
+                        series[second - t0] = round(series[second - t0] + sums[at[side]], 6)
         return {"t0": float(t0), "step": 1.0, "users": dict(sorted(users.items())),
-                "devices": {d: dict(sorted(per.items())) for d, per in sorted(devices.items())}}
+                "devices": {d: dict(sorted(per.items())) for d, per in sorted(devices.items())},
+                **{side: dict(sorted(per.items())) for side, per in sides.items()}}
 
     def share(self, window: float = 10.0, device: str | None = None,
               now: float | None = None) -> dict[str, float]:

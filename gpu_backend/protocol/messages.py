@@ -277,6 +277,8 @@ class ShareHistory(TypedDict):
     step: Annotated[float, "seconds per entry (1.0)"]
     users: Annotated[dict[str, list[float]], "per user, device seconds used in each step"]
     devices: Annotated[dict[str, dict[str, list[float]]], "the same per device (here: this one device)"]
+    waited: Annotated[dict[str, list[float]], "per user, wall seconds its batches waited for the device while others held it, in each step (the users' side)"]
+    worked: Annotated[dict[str, list[float]], "per user, wall seconds its batches took in their workers, waits included, in each step"]
 
 
 class DeviceSamples(TypedDict):
