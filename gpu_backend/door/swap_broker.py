@@ -57,7 +57,9 @@ class SwapBroker:
         """Bytes of host memory the swapped sessions of *session*'s host hold (their
         reports) or may take (let go, not yet reported)."""
         host = self.host_of(session.worker.device)
-        return sum((s.usage.get("swapped_host") or 0) + s.swap_host_allowed
+        # (a session let go is never swapped already, and its worker reports what it put
+        # where just before it says ``swapped``: between the two the larger is the one)
+        return sum(max(s.usage.get("swapped_host") or 0, s.swap_host_allowed)
                    for s in self.sessions.values() if self.host_of(s.worker.device) is host)
 
     def host_room(self, session: Any) -> int:
@@ -70,7 +72,7 @@ class SwapBroker:
         cap = self.settings.swap_cap
         if cap is None:
             return None
-        held = sum((s.usage.get("swapped") or 0) + s.swap_allowed
+        held = sum(max(s.usage.get("swapped") or 0, s.swap_allowed)   # (as host_held)
                    for s in self.sessions.values() if s.user == user)
         return cap - held
 
