@@ -46,6 +46,7 @@ from .settings import SessionSettings
 from .stretch_replay import StretchReplay
 from .stretch_templates import TemplateRun
 from .tracebacks import for_user
+from .wait_displays import WaitDisplays
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
 
@@ -75,10 +76,6 @@ CLOSE_WAIT = 5.0
 SPIN_SECONDS = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
 #: Host arrays at least this large travel as their own zero-copy frame.
 INLINE_BYTES = 1 << 14
-#: What a batch waits for before its ops run, as the worker's notices name it (protocol
-#: ``WaitNotice``), in the words the progress display shows
-WAIT_LABELS = {"swap_in": "swap-in (the session's arrays coming back)",
-               "room": "waiting for room on the device (other sessions swapping out)"}
 
 
 def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
@@ -225,8 +222,8 @@ class Session:
         #: run (its swap-in, room on the device: the worker's notices, sent only while this
         #: is set), or None; the kernel shows them in the notebook
         self.progress: Any = None
-        #: the waits the worker told of, still open: what -> [reporter, bytes done]
-        self._waits: dict[str, list] = {}
+        #: the waits the worker told of, still open (kernelproxy/wait_displays.py)
+        self._waits = WaitDisplays(lambda: self.progress)
         #: while True, each batch's device work is timed (CUDA events): ``device_seconds``
         #: adds it up (``%%gpu_time``); it costs a wait for the device per batch
         self.timing = False
@@ -524,8 +521,7 @@ class Session:
                     self._lose(self.heartbeat.lost)
                 elif self._waits:   # (a display due after its first second shows without
                     try:                # waiting for a notice)
-                        for reporter, done in list(self._waits.values()):
-                            reporter.update(done)
+                        self._waits.refresh()
                     except KeyboardInterrupt:   # (the stop button, as in the poll above)
                         self.cancel()
                         raise
@@ -543,10 +539,10 @@ class Session:
             self._lose(f"the pool sent a reply this client cannot read ({type(exc).__name__}: "
                        f"{exc}); the session is closed")
         if "notice" in reply:   # what the batch waits for, not its reply: shown, then wait on
-            self._noticed(reply)
+            self._waits.noticed(reply)
             return
         if self._waits:   # (the batch's reply: any wait still shown is over)
-            self._end_waits()
+            self._waits.end()
         batch, first, last = self._in_flight.popleft()
         if self.stretches is not None:
             self.stretches.answered(batch, reply.get("h"), reply.get("f"), reply.get("hm"))
@@ -602,33 +598,6 @@ class Session:
         if run is None and (error is None or error[0] is None or error[0] > last):
             for seq in range(first, last + 1):   # (a run's ops have none: nothing to drop)
                 origin.pop(seq, None)
-
-    def _noticed(self, notice: dict) -> None:
-        """A notice of what the oldest batch in flight waits for before its ops run (protocol
-        ``WaitNotice``: its swap-in, room on the device), shown through :attr:`progress`
-        (a notebook shows one that lasts more than a second). One of a version or a wait
-        this client does not know is skipped: it is never a reply."""
-        what = notice.get("w")
-        done, total = notice.get("done"), notice.get("total")
-        if (notice.get("notice") != m.WAIT_NOTICE_VERSION or what not in WAIT_LABELS
-                or type(done) is not int or type(total) is not int):
-            return
-        wait = self._waits.get(what)
-        if wait is None:
-            if self.progress is None:
-                return
-            wait = self._waits[what] = [self.progress(WAIT_LABELS[what], total), 0]
-        wait[1] = done
-        wait[0].update(done)
-        if notice.get("end"):
-            del self._waits[what]
-            wait[0].close()
-
-    def _end_waits(self) -> None:
-        """Every wait shown is over (its batch answered, or the session lost): closed."""
-        waits, self._waits = self._waits, {}
-        for reporter, _done in waits.values():
-            reporter.close()
 
     # ------------------------------------------------------------ sync points
     @_serialised
@@ -779,7 +748,7 @@ class Session:
         self.lost_reason = reason   # (said again by every later op: the pool's reason)
         self._in_flight.clear()
         self._run_origins.clear()   # (the runs whose replies will not come)
-        self._end_waits()
+        self._waits.end()
         self._release()
         raise for_user(SessionLostError(reason))
 
@@ -822,7 +791,7 @@ class Session:
             pass
         self.closed = True
         try:   # (a wait shown when its reply never came: blanked, not left in the cell)
-            self._end_waits()
+            self._waits.end()
         except Exception:
             pass
         self.heartbeat.stop()
