@@ -142,6 +142,8 @@ def _serialised(method):
     def locked(self, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         with self._lock:
+            if self._late_frees:
+                self._take_late_frees()
             return method(self, *args, **kwargs)
 
     locked.__name__, locked.__qualname__, locked.__doc__ = method.__name__, method.__qualname__, method.__doc__
@@ -164,6 +166,9 @@ class Session:
         self.group: list[Session] | None = None
         self.ordinal = 0
         self._lock = threading.RLock()
+        #: arrays dropped while another thread held the lock (release), freed at the next
+        #: serialised call: (handle, unread)
+        self._late_frees: deque = deque()
         self._token = token
         #: the pool's pinned public key (Z85), or None: a plain connection
         self.server_key: bytes | None = resolve_server_key(address, server_key)
@@ -297,6 +302,8 @@ class Session:
         """Queue one op; returns its sequence number. Encoding errors raise here."""
         with self._lock:   # (inline, not @_serialised: this is every op's path)
             __tracebackhide__ = True  # IPython shows the user's frames, not ours
+            if self._late_frees:
+                self._take_late_frees()
             run = self._run
             if run is not None:   # a held stretch answered from its template: checked, not sent
                 if run.take(kind, want, out, name, target, args, kwargs, label):
@@ -717,20 +724,42 @@ class Session:
 
     def release(self, hid: int, unread: bool = False) -> None:
         """Called when a client array is dropped: a free record joins the op stream here.
-        *unread*: the array never took its metadata, which may then be still to come."""
-        with self._lock:
-            run = self._run
-            if run is not None:   # (a run's frees follow its replay, or its ops if it falls back)
-                run.freed(hid)
-            else:
-                self._ops.append(self._free_packer.pack(hid))
-                if self.stretches is not None:
-                    self.stretches.current.add_free(hid)
-                    if self._may_start:   # (dropped before the stretch's first op)
-                        self.stretch_frees.append(hid)
-            self.arrays.pop(hid, None)
-            never_made = self._dead.pop(hid, None) is not None   # (no metadata will come)
-            self.meta.dropped(hid, unread and not never_made)
+        *unread*: the array never took its metadata, which may then be still to come.
+
+        Never waits for the lock: an array's ``__del__`` runs in whatever thread the
+        collector runs in, and a thread that waits here for a session whose holder waits for
+        the pool deadlocks where that thread is the pool's (an embedded pool's arbiter, its
+        front door). Dropped while another thread holds the session, the free waits in
+        ``_late_frees`` for the next call that takes the lock (a later free only keeps the
+        array a little longer)."""
+        if not self._lock.acquire(blocking=False):
+            self._late_frees.append((hid, unread))
+            return
+        try:
+            self._release_held(hid, unread)
+        finally:
+            self._lock.release()
+
+    def _take_late_frees(self) -> None:
+        """The frees of arrays dropped while another thread held the lock (held now)."""
+        late = self._late_frees
+        while late:
+            self._release_held(*late.popleft())
+
+    def _release_held(self, hid: int, unread: bool) -> None:
+        """:meth:`release`, the lock held."""
+        run = self._run
+        if run is not None:   # (a run's frees follow its replay, or its ops if it falls back)
+            run.freed(hid)
+        else:
+            self._ops.append(self._free_packer.pack(hid))
+            if self.stretches is not None:
+                self.stretches.current.add_free(hid)
+                if self._may_start:   # (dropped before the stretch's first op)
+                    self.stretch_frees.append(hid)
+        self.arrays.pop(hid, None)
+        never_made = self._dead.pop(hid, None) is not None   # (no metadata will come)
+        self.meta.dropped(hid, unread and not never_made)
 
     def _check_open(self) -> None:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours

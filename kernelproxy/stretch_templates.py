@@ -482,10 +482,13 @@ class TemplateRun:
     def dropped(self, hid: int, unread: bool) -> None:
         """The client dropped *hid*, a result of this run (its array's ``__del__``): as
         :meth:`Session.release` would, without its metadata's bookkeeping (none was sent
-        or asked for); the ordinary release if the run has ended meanwhile."""
+        or asked for); the ordinary release if the run has ended meanwhile, or if another
+        thread holds the session (Session.release: a collection in any thread never waits)."""
         session = self.session
         lock = session._lock
-        lock.acquire()
+        if not lock.acquire(blocking=False):
+            session.release(hid, unread)
+            return
         try:
             if session._run is self:
                 self.frees.append((self.i, hid))

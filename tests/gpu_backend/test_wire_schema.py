@@ -106,7 +106,8 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/devices/cupy_device.py": _scope((DF,), "", "info runtime_facts pool_figures"),
     # the client
     "kernelproxy/connection.py": _scope((FD,), "msg reply"),
-    "kernelproxy/session.py": _scope((FD, SW, DF), "info header reply msg self.device notice"),
+    "kernelproxy/session.py": _scope((FD, SW, DF), "info header reply msg self.device"),
+    "kernelproxy/wait_displays.py": _scope((SW,), "notice"),
     "kernelproxy/links.py": _scope((FD, SW), "answer spec hello"),
     "kernelproxy/streamed.py": _scope((SW,), "header"),
     "kernelproxy/cuda.py": _scope((DF,), "_facts() facts figures _pool_figures()"),

@@ -154,3 +154,43 @@ def test_drops_before_the_batch_leaves_are_not_remembered(fresh):
     assert fresh._batch == batches and not fresh.meta.dropped_early
     assert float(x[0]) == n
     assert not fresh.meta.entries or list(fresh.meta.entries) == [x._h]
+
+
+def test_an_array_dropped_in_another_thread_while_the_session_is_busy_never_waits(fresh):
+    """An array's ``__del__`` runs in whatever thread the collector runs in: an embedded
+    pool's arbiter or front door once collected a proxy while the user's thread held the
+    session waiting for that very pool (a deadlock, tests/kernelproxy/test_memory_pointers.py
+    hung so). The free never waits for the lock: it waits in the session until the next
+    call that takes it, and then reaches the worker."""
+    import threading
+
+    cp = module_for(fresh)
+    kept = [cp.arange(4096, dtype=np.float64)]
+    float(kept[0].sum())
+    hid = kept[0]._h
+    arrays = fresh.memory_info()["arrays"]
+    held, go = threading.Event(), threading.Event()
+
+    def busy():   # the user's thread, in a sync, holding the session
+        with fresh._lock:
+            held.set()
+            go.wait(60)
+
+    def collect():   # another thread drops the last reference
+        kept.pop()
+
+    holder = threading.Thread(target=busy)
+    holder.start()
+    assert held.wait(60)
+    dropper = threading.Thread(target=collect)
+    dropper.start()
+    dropper.join(30)
+    try:
+        assert not dropper.is_alive()   # (it waited for the lock before: for ever, here)
+    finally:
+        go.set()
+        holder.join(60)
+    assert hid in [h for h, _ in fresh._late_frees]
+    assert float(cp.ones(2).sum()) == 2   # the next op takes the free with it
+    assert hid not in fresh.arrays and not fresh._late_frees
+    assert fresh.memory_info()["arrays"] == arrays - 1
