@@ -218,6 +218,11 @@ class PlotView(View):
         return self.png
 
 
+def _slice_sums(series: list[float], per: int, slices: int) -> list[float]:
+    """*series* summed over each run of *per* entries (*slices* of them)."""
+    return [sum(series[i * per:(i + 1) * per]) for i in range(slices)]
+
+
 def _shares(history: dict, bucket: int) -> tuple[list[float], dict[str, list[float]]]:
     """Per user, the share of each *bucket*-second slice of the device time used then."""
     users = history.get("users") or {}
@@ -225,7 +230,7 @@ def _shares(history: dict, bucket: int) -> tuple[list[float], dict[str, list[flo
     n = max((len(v) for v in users.values()), default=0)
     per = max(1, int(round(bucket / step)))
     slices = -(-n // per) if n else 0
-    sums = {u: [sum(v[i * per:(i + 1) * per]) for i in range(slices)] for u, v in users.items()}
+    sums = {u: _slice_sums(v, per, slices) for u, v in users.items()}
     totals = [sum(col) for col in zip(*sums.values())] if sums else []
     shares = {u: [x / t if t else 0.0 for x, t in zip(v, totals)] for u, v in sums.items()}
     starts = [history.get("t0", 0) + i * per * step for i in range(slices)]
@@ -240,12 +245,10 @@ def _waited(history: dict, bucket: int) -> dict[str, list[float | None]]:
     per = max(1, int(round(bucket / history.get("step", 1.0))))
     out: dict[str, list[float | None]] = {}
     for user, series in worked.items():
-        mine = waited.get(user) or [0.0] * len(series)
         slices = -(-len(series) // per)
-        out[user] = []
-        for i in range(slices):
-            total = sum(series[i * per:(i + 1) * per])
-            out[user].append(min(1.0, sum(mine[i * per:(i + 1) * per]) / total) if total > 0 else None)
+        totals = _slice_sums(series, per, slices)
+        waits = _slice_sums(waited.get(user) or [], per, slices)
+        out[user] = [min(1.0, w / t) if t > 0 else None for w, t in zip(waits, totals)]
     return out
 
 

@@ -426,8 +426,6 @@ class Executor:
             result = run_upload(self, seq, name, args, payload)
         elif kind == m.KIND_INFO:
             result = self.info()
-        elif kind == m.KIND_KERNEL:
-            result = self.device.run_kernel(name, target, args, kwargs)
         elif kind == m.KIND_CUDA:
             result = run_cuda_call(self, name, target, args)
         elif kind == m.KIND_OBJECT:
@@ -607,7 +605,7 @@ class Executor:
             if not self._is_array(target):
                 raise ProtocolError("a method call needs an array handle as its target")
             return fn(target, *args, **kwargs)
-        if kind == m.KIND_KERNEL:   # (a user's kernel: a held stretch's graphs capture it)
+        if kind == m.KIND_KERNEL:   # (a user's kernel; a held stretch's graphs capture it)
             return self.device.run_kernel(name, target, args, kwargs)
         if kind == m.KIND_ATTRIBUTE:
             if name not in api.ATTRIBUTES:

@@ -290,20 +290,23 @@ class SessionSwap:
         self.last_work = time.monotonic()
         self.proposed = False
 
+    def _counting(self) -> bool:
+        """Whether the session's idle time counts towards a swap-out: swapping is on, its
+        arrays are here, and none was proposed in this idle spell."""
+        return (self.idle is not None and self.swapped is None and self.directory is not None
+                and not self.proposed and bool(self.table.arrays))
+
     def due(self) -> bool:
         """Whether the session has been idle for its swap time, holding arrays (and nothing
         that keeps them where they are: :meth:`kept_in_place`)."""
-        return (self.idle is not None and self.swapped is None and self.directory is not None
-                and not self.proposed and bool(self.table.arrays)
-                and time.monotonic() - self.last_work >= self.idle
+        return (self._counting() and time.monotonic() - self.last_work >= self.idle
                 and self.kept_in_place() is None)
 
     def wait(self, longest: float) -> float:
         """How long the serving loop may sleep, at most *longest*: until the session's swap
         time, when it will be idle long enough to propose its swap-out. Once that time has
         passed (the loop has looked: ``due`` said no, or it proposed), *longest*."""
-        if (self.idle is None or self.swapped is not None or self.proposed
-                or self.directory is None or not self.table.arrays):
+        if not self._counting():
             return longest
         left = self.last_work + self.idle - time.monotonic()
         return min(longest, left + 0.002) if left > 0 else longest
