@@ -4,6 +4,7 @@
     gpuwb-backend users ...             the users file: add, list, set, remove
     gpuwb-backend usage ...             the usage log, summed per user or session
     gpuwb-backend keys ...              the pool's CurveZMQ key pair
+    gpuwb-backend drain/undrain/move    move sessions between the devices of a running pool
 
 Each command lives in its own module with a ``register(subparsers)`` that adds
 its parser and sets ``func`` (called with the parsed arguments; returns the
@@ -40,7 +41,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def _command_modules() -> list:
     """The ``register`` functions of the administration commands."""
     registers = []
-    for name in ("cli_users", "cli_usage", "cli_keys"):
+    for name in ("cli_users", "cli_usage", "cli_keys", "cli_moves"):
         try:
             module = __import__(f"{__package__}.{name}", fromlist=["register"])
         except ModuleNotFoundError as exc:

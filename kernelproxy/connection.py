@@ -304,6 +304,9 @@ class Heartbeat(threading.Thread):
         self.interval = min(interval, BEAT_SECONDS) if watch_worker else interval
         self.give_up = 3 * interval
         self.lost: str | None = None
+        #: how often the pool has moved the session to another worker, as its last answer
+        #: said (the session relinks when this differs from its own count: kernelproxy.relink)
+        self.moves = 0
         self._stopping = threading.Event()
 
     def run(self) -> None:
@@ -325,6 +328,8 @@ class Heartbeat(threading.Thread):
                 if answered:
                     reply = unpackb(sock.recv())
                     answered_at = time.monotonic()
+                    if type(reply.get("moves")) is int:
+                        self.moves = reply["moves"]
                     if not reply.get("alive"):
                         why = reply.get("reason")
                         self.lost = (f"the pool ended this session: {why[:300]}"

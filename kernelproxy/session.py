@@ -42,6 +42,7 @@ from .streamed import receive_streamed, send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
 from .lifetime import end_with_process
 from .links import WorkerLink, open_link, worker_address
+from .relink import LinkEnded, relink
 from .settings import SessionSettings
 from .stretch_replay import StretchReplay
 from .stretch_templates import TemplateRun
@@ -154,6 +155,9 @@ class Session:
     """One client's session. Its public methods may be called from any thread; they take
     turns (one lock), as calls on one CUDA stream would."""
 
+    #: the finaliser's work (a session that follows a move makes it anew: kernelproxy.relink)
+    release_resources = staticmethod(_release)
+
     def __init__(self, address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
                  user: str | None = None, memory_limit: int | None = None,
                  timeout: float = 150.0, apart_from: list[str] | None = None,
@@ -203,8 +207,13 @@ class Session:
         #: the worker's address (``unix://`` for a same-host client, else ``tcp://``) and the
         #: link to it, chosen by that address's scheme (kernelproxy.links)
         self.worker_address = worker_address(address, info)
+        #: what the link calls when the worker's end has gone: the session follows a move
+        #: or is lost (kernelproxy.relink)
+        self._lost_callback = _weakly(self._link_ended)
         self.link = open_link(self.worker_address, ctx=self.ctx, key=self.key,
-                              server_key=self.server_key, lost=_weakly(self._lose))
+                              server_key=self.server_key, lost=self._lost_callback)
+        #: how often the pool has moved this session to another worker, as far as it knows
+        self.moves = 0
         self.heartbeat = Heartbeat(address, self.id, self.key, self.lease_timeout / 4,
                                    self.server_key, watch_worker=not self.link.tells_of_loss)
         self.heartbeat.start()
@@ -247,6 +256,9 @@ class Session:
         self._ids = itertools.count(1)   # next() is atomic: no lock for the commonest call
         self._batch = 0
         self._in_flight: deque[tuple[int, int, int]] = deque()  # (batch, first seq, last seq)
+        #: each batch in flight's frames, sent again if its worker moves before it runs them
+        #: (kernelproxy.relink); None: one that cannot be (a streamed upload)
+        self._sent: dict[int, list | None] = {}
         self._origin: dict[int, tuple[str, str, int, Any]] = {}  # seq -> (label, file, line, out)
         self._values: dict[int, Any] = {}
         self.meta = ArrayMetadata()
@@ -414,8 +426,10 @@ class Session:
             frame = b"".join(ops)
             if "O" in header:   # (the template of a stretch the worker keeps is built from it)
                 stretches.offered_batch(header["b"], frame)
-            trackers = self.link.send([frame, *payload], track=wait_sent)
+            frames = [frame, *payload]
             self._in_flight.append((self._batch, first, last))
+            self._sent[self._batch] = frames
+            trackers = self._send(frames, wait_sent)
         if stretches is not None and not part:
             self._stretch_begins()
         if wait_sent:  # the caller may reuse its array once ZeroMQ has let go of it
@@ -470,9 +484,11 @@ class Session:
             stretches.replayed(header, run.template)
             self._header_ends(header, sync_device)
             ops.insert(0, codec.packb(header))
-            self.link.send([b"".join(ops)])
+            frames = [b"".join(ops)]
             self._in_flight.append((self._batch, first, last))
+            self._sent[self._batch] = frames
             self._run_origins[self._batch] = run
+            self._send(frames, False)
         self._eager_check = self._eager_at
         self._stretch_begins()
 
@@ -495,12 +511,35 @@ class Session:
         for seq, label, filename, line, out in origins:
             origin[seq] = (label, filename, line, out)
 
+    def _send(self, frames: list, track: bool) -> list:
+        """Send a batch already counted in flight; a link that ended sends it (with the
+        others in flight) to the session's new worker, or loses the session."""
+        try:
+            return self.link.send(frames, track=track)
+        except LinkEnded as exc:
+            relink(self, str(exc))
+            return []
+
+    def _link_ended(self, reason: str) -> None:
+        raise LinkEnded(reason)
+
+    def _followed(self) -> bool:
+        """Whether the session has moved since the link was opened (its heartbeat says):
+        then it has followed (kernelproxy.relink)."""
+        if self.heartbeat.moves <= self.moves:   # (a beat before the link followed: older)
+            return False
+        relink(self, "the session's worker changed")
+        return True
+
     # ------------------------------------------------------------ receiving
     def _drain(self, timeout: float) -> None:
         """Read the replies that are already here (or arrive within *timeout*)."""
-        while self._in_flight and self.link.poll(int(timeout * 1000)):
-            self._read_reply()
-            timeout = 0
+        try:
+            while self._in_flight and self.link.poll(int(timeout * 1000)):
+                self._read_reply()
+                timeout = 0
+        except LinkEnded as exc:
+            relink(self, str(exc))
 
     def _wait_all(self) -> None:
         self._wait_through(None)
@@ -512,20 +551,33 @@ class Session:
         spin_until = time.perf_counter() + self.spin_seconds
         in_flight = self._in_flight
         while in_flight and (seq is None or in_flight[0][1] <= seq):
-            if poll(0):
-                self._read_reply()
-            elif time.perf_counter() < spin_until:
+            try:
+                if poll(0):
+                    self._read_reply()
+                    continue
+            except LinkEnded as exc:   # (moved: the batches go to the new worker)
+                relink(self, str(exc))
+                poll = self.link.poll
+                continue
+            if time.perf_counter() < spin_until:
                 continue  # a small op's answer is usually microseconds away: don't sleep yet
             else:
                 try:
                     ready = poll(200)
+                    if ready:
+                        self._read_reply()
+                        continue
                 except KeyboardInterrupt:  # the user's stop button: drop the queued work
                     self.cancel()
                     raise
-                if ready:
-                    self._read_reply()
-                elif self.heartbeat.lost:
+                except LinkEnded as exc:
+                    relink(self, str(exc))
+                    poll = self.link.poll
+                    continue
+                if self.heartbeat.lost:
                     self._lose(self.heartbeat.lost)
+                elif self._followed():
+                    poll = self.link.poll
                 elif self._waits:   # (a display due after its first second shows without
                     try:                # waiting for a notice)
                         self._waits.refresh()
@@ -551,6 +603,7 @@ class Session:
         if self._waits:   # (the batch's reply: any wait still shown is over)
             self._waits.end()
         batch, first, last = self._in_flight.popleft()
+        self._sent.pop(batch, None)
         if self.stretches is not None:
             self.stretches.answered(batch, reply.get("h"), reply.get("f"), reply.get("hm"))
         run = self._run_origins.pop(batch, None) if self._run_origins else None
@@ -770,12 +823,15 @@ class Session:
             self._lose(self._ended)
         if self.heartbeat.lost:
             self._lose(self.heartbeat.lost)
+        if self.heartbeat.moves > self.moves:   # (moved: follow before sending on)
+            self._followed()
 
     def _lose(self, reason: str) -> None:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self.closed = True
         self.lost_reason = reason   # (said again by every later op: the pool's reason)
         self._in_flight.clear()
+        self._sent.clear()
         self._run_origins.clear()   # (the runs whose replies will not come)
         self._waits.end()
         self._release()

@@ -23,6 +23,7 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
     seq = session.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
                          [list(data.shape), chunks], label="upload")
     session.flush(drain=False)
+    session._sent[session._batch] = None   # (its chunks follow it: it cannot be sent again)
     link = session.link
     tracker = None
     ring = session.staging

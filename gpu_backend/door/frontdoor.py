@@ -47,6 +47,8 @@ from gpu_backend.multihost.across_hosts import AcrossHosts
 from gpu_backend.hosts.collection import Hosts
 from gpu_backend.multihost.remote_host import RemoteWorker
 from gpu_backend.door.session_records import EndedSessions, PendingHello, Session
+from gpu_backend.door.admin import AdminSocket
+from gpu_backend.door.moves import Moves, carried_usage
 from gpu_backend.door.swap_broker import SwapBroker
 from gpu_backend.door.reclaims import Reclaims
 from gpu_backend.door.spares import Spares
@@ -119,6 +121,10 @@ class FrontDoor:
         self.poller = zmq.Poller()
         self.poller.register(self.clients, zmq.POLLIN)
         self.poller.register(self.auth.wake_fd, zmq.POLLIN)
+        #: moves and drains asked by the pool's own OS user (admin.py), beside the ipc door
+        self.admin = AdminSocket(self, self.ctx, self.ipc_dir) if self.ipc_dir else None
+        if self.admin is not None:
+            self.poller.register(self.admin.sock, zmq.POLLIN)
         #: a pool across hosts: its agents' socket, Ray, hosts joining and lost
         #: (across_hosts.py; docs/cluster.md); None: this host's devices only
         self.cluster = AcrossHosts(self, keys) if settings.cluster is not None else None
@@ -137,6 +143,8 @@ class FrontDoor:
         self._stop = threading.Event()
         #: the warm spare workers: started, given up on when late, a failing device rested
         self.spares = Spares(self.hosts, settings.spare_workers, settings.ready_timeout)
+        #: sessions moving to another device, and devices being drained (moves.py)
+        self.moves = Moves(self)
         #: the last sessions that ended: their summaries, and why, for their own clients
         self.ended = EndedSessions()
         self.started = time.time()
@@ -167,7 +175,12 @@ class FrontDoor:
     # ------------------------------------------------------------ workers
     def _keep_spares(self, force: bool = False) -> None:
         """Start the spares each device lacks (spares.py)."""
-        self.spares.keep((hello.device for hello in self.pending), force)
+        self.spares.keep([*(hello.device for hello in self.pending),
+                          *self.moves.waiting_devices()], force)
+
+    def keep_spares_for(self, device: str) -> None:
+        """A session waits for a spare of *device* (a move, moves.py)."""
+        self._keep_spares(force=True)
 
     def _on_control(self, worker: Worker) -> None:
         """Every message *worker* has sent; its channel's end means the worker is ending."""
@@ -207,7 +220,8 @@ class FrontDoor:
         elif kind == "usage" and worker.session is not None:
             session = worker.session
             note_activity(session, msg)   # (its idle time, its last OutOfMemoryError)
-            session.usage.update({k: msg.get(k) for k in USAGE_FIELDS if k in msg})
+            session.usage.update(carried_usage(session, {k: msg.get(k) for k in USAGE_FIELDS
+                                                         if k in msg}))
             self.usage.report(session.sid, session.user, session.worker.device, session.usage)
         elif kind == "room" and worker.session is not None:   # its device's memory is full
             self.swaps.make_room(worker, int(msg.get("want") or 0))
@@ -216,9 +230,14 @@ class FrontDoor:
         elif kind == "swapped" and worker.session is not None:
             self.swaps.swapped(worker.session, msg)
             self._serve_reclaims(worker.wid)   # (a session that asked for room may go on)
+        elif kind == "parked":   # (a move: the session's worker has written it out)
+            self.moves.parked(worker, msg)
+        elif kind == "adopted":   # (... and the new one has taken it over, or could not)
+            self.moves.adopted(worker, msg)
         elif kind == "ended" and worker.session is not None:
             session = worker.session
-            session.usage.update({k: msg[k] for k in (*USAGE_FIELDS, "reason") if k in msg})
+            session.usage.update(carried_usage(session, {k: msg[k] for k in (*USAGE_FIELDS, "reason")
+                                                         if k in msg}))
             self.usage.report(session.sid, session.user, session.worker.device, session.usage)
             log.info("worker %s ended: %s", worker.wid, msg.get("reason"))
         elif kind == "ended":
@@ -240,16 +259,30 @@ class FrontDoor:
         if self.sessions.pop(session.sid, None) is None:
             return
         self.usage.close_session(session.sid, reason, session.usage)
-        arbiter = self.hosts.arbiter_of(session.worker.device)
-        if arbiter is not None:
-            arbiter.detach(session.worker.lease_id)
+        if session.worker.session is session:   # (not a parked session's old worker)
+            arbiter = self.hosts.arbiter_of(session.worker.device)
+            if arbiter is not None:
+                arbiter.detach(session.worker.lease_id)
         self.ended.add(session, reason)
+        self.moves.forget(session)
 
     def _end_and_stop(self, session: Session, reason: str) -> None:
         """End a session the pool decided to end (its user, a removed user, a lapsed lease)
         and stop its worker."""
         self._end(session, reason)
-        session.worker.end()
+        if session.worker.session is session:
+            session.worker.end()
+
+    end_session = _end_and_stop
+
+    def detach_worker(self, session: Session) -> None:
+        """*session*'s worker has parked it and is ending (moves.py): it no longer serves
+        the session, and its exit no longer ends it."""
+        worker = session.worker
+        arbiter = self.hosts.arbiter_of(worker.device)
+        if arbiter is not None:
+            arbiter.detach(worker.lease_id)
+        worker.session = None
 
     # ------------------------------------------------------------ hosts joining and leaving
     # (a pool across hosts: across_hosts.py calls these from the loop, as its agents and
@@ -335,7 +368,7 @@ class FrontDoor:
             kind = msg.get("t")
             handler = {"hello": self._hello, "hb": self._heartbeat, "status": self._status,
                        "close": self._close, "end": self._end_request,
-                       "ping": self._ping}.get(kind) if isinstance(kind, str) else None
+                       "ping": self._ping, "where": self._where}.get(kind) if isinstance(kind, str) else None
             if handler is None:
                 raise ProtocolError(f"unknown message type {kind!r:.40}")
             self.request_counts[kind] = self.request_counts.get(kind, 0) + 1
@@ -357,7 +390,8 @@ class FrontDoor:
         # (placed before the quota is charged: a refusal holds nothing)
         # (a device whose workers fail to start is passed by while it rests, where another
         # will do: spares.py)
-        devices = [d for d in self.devices if self.spares.resting(d) is None] or self.devices
+        devices = [d for d in self.devices if self.spares.resting(d) is None
+                   and d not in self.moves.draining] or self.devices
         device = least_loaded(devices, self.sessions.values(), self.pending,
                               self.settings.max_sessions_per_device, taken)
         try:
@@ -437,33 +471,67 @@ class FrontDoor:
         session = Session(secrets.token_hex(8), secrets.token_bytes(32), hello.user, worker,
                           hello.memory_limit, client=hello.client, grant=hello.grant,
                           label=hello.label)
-        worker.session = session
-        self.spares.changed()
         self.sessions[session.sid] = session
         self.usage.open_session(session.sid, session.user, worker.device, session.client)
-        arbiter = self.hosts.arbiter_of(worker.device)
-        if arbiter is not None:
-            arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
-                           hello.account.weight)
-        worker.tell({
-            "t": "assign", "session": session.sid, "user": session.user, "key": session.key,
-            "memory_limit": session.memory_limit, "grant": session.grant,
-            "grant_step": grant_step(hello.account.memory) if hello.account.memory else None,
-            "quota": hello.account.memory, "swap_idle": self.settings.swap_idle,
-            "device_memory": self.settings.numpy_device_memory,
-            "swap_dir": str(self.settings.swap_dir) if self.settings.swap_dir else None})
-        reply = {
-            "ok": True, "session": session.sid, "key": session.key, "worker_port": worker.port,
-            "worker_ipc": worker.ipc,
-            "device": worker.info, "runtime": worker.runtime,
-            "lease_timeout": self.settings.lease_timeout,
-            "memory_limit": session.memory_limit,
-        }
-        if isinstance(worker, RemoteWorker):   # (on another host: its address)
-            reply["worker_host"] = worker.host.address
+        self.assign_worker(session, worker, account=hello.account)
+        reply = {"ok": True, "session": session.sid, "key": session.key,
+                 **self._worker_fields(session),
+                 "lease_timeout": self.settings.lease_timeout,
+                 "memory_limit": session.memory_limit}
         self._reply(hello.ident, reply)
         log.info("session %s for %s (%s) on %s", session.sid, session.user, session.client,
                  worker.device)
+
+    def assign_worker(self, session: Session, worker: Worker, account: Any = None,
+                      adopt: str | None = None) -> None:
+        """*worker* serves *session* from now on: a new session's, or (*adopt*: the manifest
+        its last worker parked it in) one moved here (moves.py)."""
+        account = account or self.accounts.registry.get(session.user)
+        session.worker, worker.session = worker, session
+        self.spares.changed()
+        arbiter = self.hosts.arbiter_of(worker.device)
+        if arbiter is not None:
+            arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
+                           account.weight if account is not None else 1.0)
+        quota = account.memory if account is not None else None
+        worker.tell({
+            "t": "assign", "session": session.sid, "user": session.user, "key": session.key,
+            "memory_limit": session.memory_limit, "grant": session.grant,
+            "grant_step": grant_step(quota) if quota else None,
+            "quota": quota, "swap_idle": self.settings.swap_idle,
+            "device_memory": self.settings.numpy_device_memory,
+            "swap_dir": str(self.settings.swap_dir) if self.settings.swap_dir else None,
+            **({"adopt": adopt} if adopt else {})})
+
+    def _worker_fields(self, session: Session) -> dict:
+        """Where the client finds *session*'s worker (a hello's reply, a ``where``'s)."""
+        worker = session.worker
+        fields = {"worker_port": worker.port, "worker_ipc": worker.ipc, "device": worker.info,
+                  "runtime": worker.runtime}
+        if isinstance(worker, RemoteWorker):   # (on another host: its address)
+            fields["worker_host"] = worker.host.address
+        return fields
+
+    def _where(self, ident: bytes, msg: dict, source: str | None) -> None:
+        """A client asks where its session's worker is (its link ended, or its heartbeat
+        said the session moved): answered once any move under way is done (moves.py)."""
+        session = self._session(msg)
+        if session is None:
+            why = self.ended.reason_for(msg.get("session"), msg.get("key"))
+            raise SessionLostError(f"the pool ended this session: {why}" if why else
+                                   "the pool has no such session (it ended, or the pool restarted)")
+        if session.moving is not None:
+            session.moving.waiting.append(ident)
+            return
+        self.reply_where(ident, session)
+
+    def reply_where(self, ident: bytes, session: Session) -> None:
+        if self.sessions.get(session.sid) is not session:
+            why = self.ended.reason_for(session.sid, session.key) or "it ended"
+            self._error(ident, SessionLostError(f"the pool ended this session: {why}"))
+            return
+        self._reply(ident, {"ok": True, **self._worker_fields(session), "moves": session.moves,
+                            "ran": session.ran, "refused": session.move_refused})
 
     def _session(self, msg: dict) -> Session | None:
         session = self.sessions.get(msg.get("session")) if isinstance(msg.get("session"), str) else None
@@ -480,7 +548,7 @@ class FrontDoor:
         session = self._session(msg)
         if session is not None:
             session.last_seen = time.monotonic()
-            self._reply(ident, {"ok": True, "alive": True})
+            self._reply(ident, {"ok": True, "alive": True, "moves": session.moves})
             return
         reply = {"ok": True, "alive": False}
         why = self.ended.reason_for(msg.get("session"), msg.get("key"))
@@ -575,11 +643,15 @@ class FrontDoor:
                     self._on_client()
                 if self.auth.wake_fd in events:
                     self._on_signed_in()
+                if self.admin is not None and self.admin.sock in events:
+                    self.admin.serve()
                 self._reap()
                 self.spares.expire()
                 self._expire_leases()
                 self._reload_users()
                 self._serve_pending()
+                if self.moves.moving:
+                    self.moves.serve()
                 if self.reclaims:
                     self._serve_reclaims()
                 self.auth.log_summary()   # (at most every LOG_EVERY s: auth_gate.py)
@@ -627,6 +699,8 @@ class FrontDoor:
         if self.cluster is not None:
             self.cluster.close()
         self.clients.close()
+        if self.admin is not None:
+            self.admin.close()
         self.ctx.term()
         same_host.remove_dir(self.ipc_dir)
 

@@ -40,6 +40,13 @@ class Session:
     swap_allowed: int = 0
     #: of them, bytes it may keep in its host's memory (the host budget, door/swap_broker.py)
     swap_host_allowed: int = 0
+    #: a move under way (door/moves.py: its Move), how often it has moved, the last batch
+    #: its previous worker ran, the usage its earlier workers counted, why a move left it
+    moving: Any = None
+    moves: int = 0
+    ran: int = 0
+    carried: dict = field(default_factory=dict)
+    move_refused: str | None = None
 
 
 @dataclass

@@ -29,7 +29,7 @@ __all__ = [
     "KIND_ATTRIBUTE", "KIND_UPLOAD", "KIND_INFO", "KIND_KERNEL", "STREAM_CHUNK_BYTES", "KIND_DOWNLOAD", "KIND_CUDA", "KIND_OBJECT", "FLAG_C", "FLAG_F", "FLAG_OWN",
     # the channels and the registry
     "FRONT_DOOR", "POOL_STATUS", "SESSION_WORKER", "WORKER_CONTROL", "WORKER_ZYGOTE", "ARBITER",
-    "DEVICE_FACTS", "HOST_AGENT", "CHANNELS", "MESSAGES", "fields_of",
+    "DEVICE_FACTS", "HOST_AGENT", "ADMINISTRATION", "CHANNELS", "MESSAGES", "fields_of",
     # front door
     "HelloRequest", "HelloReply", "HeartbeatRequest", "HeartbeatReply", "StatusRequest",
     "StatusReply", "CloseRequest", "CloseReply", "EndRequest", "EndReply", "PingRequest",
@@ -53,6 +53,10 @@ __all__ = [
     # arbiter
     "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
     "ArbiterYield",
+    # moves and administration
+    "WhereRequest", "WhereReply", "ControlPark", "ControlParked", "ControlAdopted",
+    "AdminDrain", "AdminUndrain", "AdminMove", "AdminMoves", "AdminReply", "AdminMoveRow",
+    "AdminSessionRow",
     # device facts
     "DeviceInfo", "RuntimeFacts", "Accelerators", "StretchFigures", "GraphFigures", "SplitFigures",
     "SessionFigures", "PoolFigures",
@@ -336,6 +340,7 @@ class HeartbeatReply(TypedDict):
     ok: Annotated[Literal[True], "the request succeeded"]
     alive: Annotated[bool, "False: the session has ended (lease expired, worker stopped) or the key is wrong"]
     reason: NotRequired[Annotated[str, "why the session ended, when alive is False and the pool still knows (its last 200 ended sessions)"]]
+    moves: NotRequired[Annotated[int, "how often the pool has moved the session to another worker (more than the client knows: ask where, WhereRequest)"]]
 
 
 class StatusRequest(TypedDict):
@@ -627,6 +632,7 @@ class ControlAssign(TypedDict):
     swap_idle: NotRequired[Annotated[float | None, "seconds idle after which its arrays are swapped out (None: never by itself)"]]
     swap_dir: NotRequired[Annotated[str | None, "the pool's swap directory (0700) for its swap file (None: no swapping)"]]
     device_memory: NotRequired[Annotated[int | None, "the NumPy device's memory shared by its sessions, bytes (None: each has only its own limit; GPU workers ignore it)"]]
+    adopt: NotRequired[Annotated[str, "a session moved here: the manifest its last worker parked it in (answered with ControlAdopted)"]]
 
 
 class QuotaRefusal(TypedDict):
@@ -876,6 +882,112 @@ class AgentStop(TypedDict):
     t: Annotated[Literal["stop"], "the message type"]
 
 
+# ==================================================================== front door
+class WhereRequest(TypedDict):
+    """client → front door, when the link to its worker ended or its heartbeat said the
+    session moved (kernelproxy/relink.py): where is the session's worker now? Answered once
+    a move under way is done."""
+    t: Annotated[Literal["where"], "the message type"]
+    session: Annotated[str, "the session's id"]
+    key: Annotated[bytes, "the session key"]
+
+
+class WhereReply(TypedDict):
+    """front door → client: the session's worker (as in a hello's reply), how often the
+    session has moved, and the last batch its previous worker ran (later ones are sent
+    again to this worker)."""
+    ok: Annotated[Literal[True], "the request succeeded"]
+    worker_port: Annotated[int, "the worker's tcp port"]
+    worker_host: NotRequired[Annotated[str, "the worker's host, in a pool across hosts"]]
+    worker_ipc: Annotated[str | None, "the worker's Unix socket (unix://…), or None"]
+    device: Annotated[DeviceInfo, "the worker's device"]
+    runtime: Annotated[RuntimeFacts, "the device's CUDA facts"]
+    moves: Annotated[int, "how often the session has moved (the same as the client's: it did not)"]
+    ran: Annotated[int, "the last batch the session's previous worker ran (0: none, or it never moved)"]
+    refused: Annotated[str | None, "why the last move asked of it did not happen, or None"]
+
+
+# ==================================================================== worker control
+class ControlPark(TypedDict):
+    """front door → worker: park the session for another worker (a move, a drain): at its
+    loop, between batches, write the arrays, held stretches and last batch to a directory
+    and exit; answered with :class:`ControlParked`."""
+    t: Annotated[Literal["park"], "the message type"]
+    dir: Annotated[str | None, "the directory to park in (None: the session's swap directory)"]
+
+
+class ControlParked(TypedDict):
+    """worker → front door: the session is parked (the worker then exits), or could not be
+    (``error``: it stays, nothing lost)."""
+    t: Annotated[Literal["parked"], "the message type"]
+    manifest: NotRequired[Annotated[str, "the parked session's manifest (0600, msgpack), for the adopting worker"]]
+    bytes: NotRequired[Annotated[int, "bytes of arrays parked"]]
+    batch: NotRequired[Annotated[int, "the last batch it ran"]]
+    error: NotRequired[Annotated[str, "why it could not park (a remote object it holds, a full disk)"]]
+
+
+class ControlAdopted(TypedDict):
+    """worker → front door, after an :class:`~messages.ControlAssign` with ``adopt``: it has
+    the moved session (its arrays come back at its first batch), or could not take it."""
+    t: Annotated[Literal["adopted"], "the message type"]
+    bytes: NotRequired[Annotated[int, "bytes of arrays adopted"]]
+    error: NotRequired[Annotated[str, "why not (the session then ends, saying so)"]]
+
+
+# ==================================================================== administration
+class AdminDrain(TypedDict):
+    """the pool's OS user → the administration socket (``gpuwb-backend drain``): place no
+    new session on these devices and move every session there elsewhere."""
+    t: Annotated[Literal["drain"], "the message type"]
+    devices: Annotated[list[str], "the pool's device names (cuda:0, cpu:1)"]
+
+
+class AdminUndrain(TypedDict):
+    """the pool's OS user → the administration socket: place sessions there again."""
+    t: Annotated[Literal["undrain"], "the message type"]
+    devices: Annotated[list[str], "the pool's device names"]
+
+
+class AdminMove(TypedDict):
+    """the pool's OS user → the administration socket (``gpuwb-backend move``)."""
+    t: Annotated[Literal["move"], "the message type"]
+    session: Annotated[str, "the session's id"]
+    device: Annotated[str, "the device to move it to"]
+
+
+class AdminMoves(TypedDict):
+    """the pool's OS user → the administration socket: where every session is."""
+    t: Annotated[Literal["moves"], "the message type"]
+
+
+class AdminMoveRow(TypedDict):
+    """An :class:`AdminReply`'s ``moves`` row: one session a drain moves, or why it stays."""
+    session: Annotated[str, "the session's id"]
+    user: Annotated[str, "its user"]
+    device: Annotated[str, "the device it is on"]
+    to: NotRequired[Annotated[str, "where it goes"]]
+    error: NotRequired[Annotated[str, "why it stays"]]
+
+
+class AdminSessionRow(TypedDict):
+    """An :class:`AdminReply`'s ``sessions`` row."""
+    session: Annotated[str, "the session's id"]
+    user: Annotated[str, "its user"]
+    device: Annotated[str, "the device whose worker serves it (until a move is done: the old one)"]
+    moving: Annotated[str | None, "the device it is moving to, or None"]
+    moves: Annotated[int, "how often it has moved"]
+    refused: Annotated[str | None, "why its last move did not happen, or None"]
+
+
+class AdminReply(TypedDict):
+    """administration socket → the pool's OS user: the answer to any request."""
+    ok: Annotated[bool, "whether it was done (False: ``error`` says why)"]
+    error: NotRequired[Annotated[str, "why not"]]
+    moves: NotRequired[Annotated[list[AdminMoveRow], "a drain's moves"]]
+    draining: NotRequired[Annotated[list[str], "the devices being drained now"]]
+    sessions: NotRequired[Annotated[list[AdminSessionRow], "every open session (``moves``)"]]
+
+
 # ==================================================================== the registry
 
 FRONT_DOOR = "front door"
@@ -886,6 +998,7 @@ ARBITER = "arbiter"
 WORKER_ZYGOTE = "worker zygote"
 HOST_AGENT = "host agent"
 DEVICE_FACTS = "device facts"
+ADMINISTRATION = "administration"
 
 #: Each channel: who talks over what.
 CHANNELS: dict[str, str] = {
@@ -913,13 +1026,16 @@ CHANNELS: dict[str, str] = {
              "directory; the worker's identity is its `lease` secret), under the `fair` and "
              "`fifo` policies (docs/fair-share.md).",
     DEVICE_FACTS: "Maps that travel inside other messages, or as an op's value in a reply's `v`.",
+    ADMINISTRATION: "The pool's OS user's DEALER → the administration socket, `ipc://` `admin` "
+                    "in the pool's same-host directory, mode 0600 (`gpuwb-backend drain`; "
+                    "gpu_backend/door/admin.py): one msgpack map a frame each way.",
 }
 
 #: Every message's class, by channel (the order of docs/protocol.md).
 MESSAGES: dict[str, tuple[type, ...]] = {
     FRONT_DOOR: (HelloRequest, HelloReply, HeartbeatRequest, HeartbeatReply, StatusRequest,
                  StatusReply, CloseRequest, CloseReply, EndRequest, EndReply, PingRequest,
-                 PingReply, ErrorReply),
+                 PingReply, WhereRequest, WhereReply, ErrorReply),
     POOL_STATUS: (StatusDevice, StatusHost, StatusUser, StatusAccount, StatusSession, EndedSession, StatusSpin,
                   ShareHistory, DeviceSamples),
     SESSION_WORKER: (BatchHeader, CancelRequest, WorkerCloseRequest, StagingRequest, LinkAuth,
@@ -927,7 +1043,8 @@ MESSAGES: dict[str, tuple[type, ...]] = {
                      StagedDownloadChunk, WaitNotice),
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim,
-                     ControlSwap, ControlSwapped, ControlSwapDue, ControlRoom, ControlRoomed),
+                     ControlSwap, ControlSwapped, ControlSwapDue, ControlRoom, ControlRoomed,
+                     ControlPark, ControlParked, ControlAdopted),
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),
@@ -935,6 +1052,8 @@ MESSAGES: dict[str, tuple[type, ...]] = {
               ArbiterYield),
     DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, GraphFigures, SplitFigures,
                    SessionFigures, PoolFigures),
+    ADMINISTRATION: (AdminDrain, AdminUndrain, AdminMove, AdminMoves, AdminReply, AdminMoveRow,
+                     AdminSessionRow),
 }
 
 def fields_of(cls: type) -> dict[str, tuple[Any, str, bool]]:

@@ -235,6 +235,18 @@ class StretchGraphs:
         shape = _Shape(stretch)
         self.states[sid] = GraphState(shape, shape.graphable and _outputs_owned(stretch, arrays))
 
+    def servable(self, sid: int) -> bool:
+        """Whether graphs may serve stretch *sid* (judged when it was held): what a session
+        handed to another worker carries with the stretch (worker/handover.py)."""
+        state = self.states.get(sid)
+        return state is not None and state.stage is not Capture.NEVER
+
+    def hold_adopted(self, sid: int, stretch: HeldStretch, servable: bool) -> None:
+        """*stretch*, held by the worker that served the session before, is held here as
+        *sid*, judged there (its offered run's arrays are not here to judge again)."""
+        shape = _Shape(stretch)
+        self.states[sid] = GraphState(shape, shape.graphable and servable)
+
     def forget(self, sids: list) -> None:
         """These stretches are let go: their graphs go, and their memory with them."""
         for sid in sids:

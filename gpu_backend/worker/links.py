@@ -156,9 +156,11 @@ class ClientLinks:
         """Close a Unix peer's connection (the others go on)."""
         self.unix.drop(peer)
 
-    def close(self) -> None:
+    def close(self, linger_ms: int = 0) -> None:
+        """Close every link; *linger_ms*: how long tcp replies still queued may take to go
+        (a worker that parked its session, worker/handover.py)."""
         if self.unix is not None:
             self.unix.close()
         self.presence.close()
-        self.router.close()
+        self.router.close(linger=linger_ms)
 

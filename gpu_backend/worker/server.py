@@ -44,6 +44,7 @@ from .phases import NO_PHASES, PhaseClock, PhaseRecorder
 from .settings import WorkerSettings
 from .spin_slots import SpinSlots
 from .swap import SessionSwap, host_memory
+from . import handover
 from .wait_notices import WaitNotices
 
 __all__ = ["main", "WorkerServer"]
@@ -104,6 +105,10 @@ class WorkerServer:
         if settings.graphs != "on":
             self.executor.replay.rerun_only()
         self.closed = False
+        #: the pool asked this worker to park its session for another (a move: the
+        #: directory, "" for the swap directory; worker/handover.py), done at the loop
+        self.park_dir: str | None = None
+        self.parked = False
         self._queue: deque = deque()   # messages read ahead while looking for cancels
         self.cancel_upto = 0
         self._undeliverable = 0
@@ -240,6 +245,8 @@ class WorkerServer:
             self.stopped = True
         elif kind == "reclaim":
             self._hand_back_memory(asked=True)
+        elif kind == "park":   # the session moves to another worker: at the loop, too
+            self.park_dir = msg["dir"] if isinstance(msg.get("dir"), str) else ""
         elif kind == "swap":   # the pool needs this session's device memory: at the loop,
             self.swap.asked = True   # never inside a batch (an allocation may be waiting)
             host = msg.get("host")   # (what of it may stay in host memory: the door's budget)
@@ -261,6 +268,42 @@ class WorkerServer:
         self._send_control({"t": "swapped", "bytes": swapped.nbytes if swapped else 0,
                             "host": swapped.host_bytes if swapped else 0,
                             "seconds": round(swapped.seconds, 6) if swapped else 0.0})
+
+    def _park(self) -> bool:
+        """Write the session out for the worker that takes it over (worker/handover.py) and
+        tell the pool; whether it went (it may not: a remote object, a full disk, and then
+        the session stays here, nothing lost)."""
+        directory = self.park_dir or self.swap.directory or self.swap.default_directory
+        self.park_dir = None
+        try:
+            if directory is None:
+                raise RuntimeError("the pool has no swap directory to park it in")
+            self.executor.pacer.idle()
+            path, nbytes = handover.park(self.swap, self.executor.replay, Path(directory),
+                                         self._batch)
+        except Exception as exc:
+            self._send_control({"t": "parked", "error": f"{error_name(exc)}: {exc}"})
+            return False
+        if self._queue or self.links.poll(0):   # a batch came meanwhile: serve it here first
+            handover.adopt(path, self.swap, self.executor.replay)   # (its own, back as swapped)
+            self.park_dir = str(directory)   # (and park again once the loop is idle)
+            return False
+        self._last_usage_time = 0.0
+        self._report_usage()   # (its last counts first: the pool carries them over)
+        self._send_control({"t": "parked", "manifest": str(path), "bytes": nbytes,
+                            "batch": self._batch})
+        self.parked = self.closed = True
+        return True
+
+    def _adopt(self, path: Any) -> None:
+        """Take over a session another worker parked (the pool's ``assign`` names it)."""
+        try:
+            batch, nbytes = handover.adopt(Path(path), self.swap, self.executor.replay)
+        except Exception as exc:
+            self._send_control({"t": "adopted", "error": f"{error_name(exc)}: {exc}"})
+            return
+        self._batch = batch
+        self._send_control({"t": "adopted", "bytes": nbytes})
 
     def _share_device_memory(self, capacity: Any) -> None:
         """Make room in the device's memory by swapping others out when it is full: a GPU's
@@ -291,6 +334,8 @@ class WorkerServer:
                     self.user = str(msg.get("user") or "")
                     self.swap.configure(msg.get("swap_idle"), msg.get("swap_dir"), msg.get("session"))
                     self._share_device_memory(msg.get("device_memory"))
+                    if isinstance(msg.get("adopt"), str):   # a session moved here
+                        self._adopt(msg["adopt"])
                     limit = int(msg["memory_limit"])
                     self.device.set_memory_limit(limit)
                     self.device.bound_process(limit)
@@ -324,6 +369,9 @@ class WorkerServer:
         may_claim = False          # a slot is tried once per pause, when the short spin ends
         phases = self.phases
         while not self.closed:
+            if self.park_dir is not None and not self._queue and not links.poll(0) \
+                    and self._park():
+                return "parked: the session moved to another worker"
             if self._queue or links.poll(0):
                 phases.start(slept=False)
                 self._handle_client()
@@ -611,7 +659,9 @@ class WorkerServer:
                     self.lease.release(self.executor.pacer.busy, want=False)
                     self.lease.finished(grant, slot)   # synchronized above, or broken
                 self.lease.close()
-            self.links.close()
+            # (parked: the replies sent last still reach the client, which reads them before
+            # it asks where its session went)
+            self.links.close(linger_ms=2000 if self.parked else 0)
             self.control.close()
             self.ctx.destroy(linger=0)
 

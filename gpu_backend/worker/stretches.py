@@ -77,9 +77,11 @@ class HeldStretches:
         """The stretch the batch *body* (an offer) holds, read before it runs; None when it
         does not read (it is then not kept)."""
         try:
-            return HeldStretch(read_records(body))
+            held = HeldStretch(read_records(body))
         except Exception:   # (a batch that runs decodes; anything odd is simply not kept)
             return None
+        held.body = bytes(body)   # (what a session handed to another worker carries)
+        return held
 
     def offer(self, sid: Any, stretch: HeldStretch | None, ops: int) -> HeldStretch | None:
         """Keep *stretch* (its batch ran without error) as stretch *sid*; the held stretch,

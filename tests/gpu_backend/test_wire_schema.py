@@ -68,6 +68,7 @@ def _scope(channels: tuple[str, ...], receivers: str = "", builders: str = "") -
 
 FD, PS, SW, WC, AR, DF, ZY, HA = (m.FRONT_DOOR, m.POOL_STATUS, m.SESSION_WORKER, m.WORKER_CONTROL,
                                   m.ARBITER, m.DEVICE_FACTS, m.WORKER_ZYGOTE, m.HOST_AGENT)
+AD = m.ADMINISTRATION
 
 SCOPES: dict[str, Scope] = {
     # the pool
@@ -87,6 +88,9 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/hosts/zygotes.py": _scope((ZY,), "msg"),
     "gpu_backend/worker/zygote.py": _scope((ZY,), "request"),
     "gpu_backend/arbiter/service.py": _scope((AR,), "msg"),
+    "gpu_backend/door/moves.py": _scope((WC, AD), "msg", "drain"),
+    "gpu_backend/door/admin.py": _scope((AD,), "msg reply", "_answer"),
+    "gpu_backend/cli_moves.py": _scope((AD,), "reply row r", "_ask"),
     # a pool across hosts
     "gpu_backend/multihost/agent_door.py": _scope((HA,), "msg"),
     "gpu_backend/multihost/remote_host.py": _scope((HA, WC), "msg"),
@@ -108,6 +112,7 @@ SCOPES: dict[str, Scope] = {
     "kernelproxy/connection.py": _scope((FD,), "msg reply"),
     "kernelproxy/session.py": _scope((FD, SW, DF), "info header reply msg self.device"),
     "kernelproxy/wait_displays.py": _scope((SW,), "notice"),
+    "kernelproxy/relink.py": _scope((FD,), "info"),
     "kernelproxy/links.py": _scope((FD, SW), "answer spec hello"),
     "kernelproxy/streamed.py": _scope((SW,), "header"),
     "kernelproxy/cuda.py": _scope((DF,), "_facts() facts figures _pool_figures()"),

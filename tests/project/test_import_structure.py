@@ -144,7 +144,7 @@ def test_every_module_is_importable_alone():
 #: gpu_backend's top level holds its entry points alone; the rest is grouped by role in
 #: subpackages (issue 53), each opening with a docstring that says what it holds and what
 #: it may import
-ENTRY_POINTS = {"__init__", "cli", "cli_keys", "cli_usage", "cli_users", "config", "pool",
+ENTRY_POINTS = {"__init__", "cli", "cli_keys", "cli_moves", "cli_usage", "cli_users", "config", "pool",
                 "served", "security"}
 
 

@@ -1,0 +1,213 @@
+"""Sessions moved from one worker to another without losing an array (issue 52): to another
+device of the host when an administrator drains one (``gpuwb-backend drain``), and the
+hand-over a pool's restart is made of (door/restarts.py).
+
+A move has three steps, each an answer to the last:
+
+1. the door tells the session's worker to **park** (``park``): at its serving loop,
+   between batches, it writes the session's arrays, held stretches and the number of the
+   last batch it ran to the swap directory (worker/handover.py), answers ``parked``, and
+   exits (a session that cannot move, holding a remote object, answers why and stays);
+2. the door gives a ready spare of the target device the session (``assign`` with
+   ``adopt``: the manifest's path): it takes the session over as a swapped one, its arrays
+   back at its first batch;
+3. the client, told by its next heartbeat (``moves``: how often its session has moved) or
+   by its link's end, asks the door where its worker is now (``where``) and resends, on the
+   new link, the batches the old worker did not run (kernelproxy/session.py).
+
+The session keeps its id, key, user, grant and usage: the usage the old worker reported is
+carried, so the new worker's counts add to it (:func:`carried_usage`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_backend.protocol.errors import SessionLostError
+from gpu_backend.worker.handover import discard
+
+__all__ = ["Move", "Moves", "carried_usage", "MOVE_WAIT", "CUMULATIVE"]
+
+log = logging.getLogger("gpu_backend.door.moves")
+
+#: how long a move may take (parking, a spare starting, adoption) before it is given up
+MOVE_WAIT = 120.0
+#: the figures of a worker's usage report that only grow: a moved session's new worker
+#: counts from zero, so the old worker's are added (peak: the larger)
+CUMULATIVE = ("device_s", "ops", "bytes_in", "bytes_out", "waited_s", "worked_s",
+              "swaps_out", "swaps_in", "swap_bytes")
+
+
+@dataclass
+class Move:
+    """A session on its way to *device*: ``parking`` (its worker asked), ``parked`` (waiting
+    for a spare), ``adopting`` (a spare told). *waiting*: clients asking where it goes."""
+    device: str
+    why: str
+    stage: str = "parking"
+    manifest: str | None = None
+    since: float = field(default_factory=time.monotonic)
+    waiting: list = field(default_factory=list)
+
+
+def carried_usage(session: Any, report: dict) -> dict:
+    """*report*, a worker's cumulative usage, with what the session's earlier workers
+    counted added (a moved session's); the report itself where it never moved."""
+    carried = getattr(session, "carried", None)
+    if not carried:
+        return report
+    out = dict(report)
+    for name in CUMULATIVE:
+        if type(out.get(name)) in (int, float) and type(carried.get(name)) in (int, float):
+            out[name] = out[name] + carried[name]
+    if type(carried.get("peak")) is int and type(out.get("peak")) is int:
+        out["peak"] = max(out["peak"], carried["peak"])
+    return out
+
+
+class Moves:
+    """The moves under way, driven by the front door's loop (*door*: its sessions, hosts,
+    spares and replies)."""
+
+    def __init__(self, door: Any) -> None:
+        self.door = door
+        self.moving: dict[str, Any] = {}   # session id -> session (session.moving: its Move)
+        #: devices being drained: placement passes them by, their sessions move away
+        self.draining: set[str] = set()
+        self.moved = self.refused = 0
+
+    # ------------------------------------------------------------ starting
+    def start(self, session: Any, device: str, why: str, directory: str | None = None) -> str | None:
+        """Move *session* to *device*; None once started, else why not."""
+        if getattr(session, "moving", None) is not None:
+            return "it is already moving"
+        if session.closing:
+            return "it is closing"
+        if device == session.worker.device:
+            return f"it is on {device} already"
+        if self.door.hosts.of(device) is None or self.door.hosts.of(device) is not \
+                self.door.hosts.of(session.worker.device):
+            return "moves between hosts are not built: the device is on another host"
+        if not session.worker.tell({"t": "park", "dir": directory}):
+            return "its worker has ended"
+        session.moving = Move(device, why)
+        self.moving[session.sid] = session
+        log.info("session %s moving from %s to %s (%s)", session.sid, session.worker.device,
+                 device, why)
+        return None
+
+    def drain(self, devices: set[str]) -> list[dict]:
+        """Drain *devices*: no new session goes there, and every session there moves to the
+        least-loaded other device. One row per session: where it goes, or why it stays."""
+        from .placement import least_loaded
+        self.draining |= devices
+        rows = []
+        others = [d for d in self.door.devices if d not in self.draining]
+        for session in [s for s in self.door.sessions.values() if s.worker.device in devices]:
+            row = {"session": session.sid, "user": session.user, "device": session.worker.device}
+            try:
+                target = least_loaded(others, self.door.sessions.values(), self.door.pending,
+                                      self.door.settings.max_sessions_per_device)
+            except SessionLostError as exc:
+                row["error"] = str(exc)
+                rows.append(row)
+                continue
+            why = self.start(session, target, "drained")
+            row.update({"to": target} if why is None else {"error": why})
+            rows.append(row)
+        return rows
+
+    def undrain(self, devices: set[str]) -> None:
+        self.draining -= devices
+
+    # ------------------------------------------------------------ the workers' answers
+    def parked(self, worker: Any, msg: dict) -> None:
+        """The session's old worker has parked it (or says why it could not)."""
+        session = worker.session
+        move = getattr(session, "moving", None)
+        if move is None or move.stage != "parking":
+            return
+        error = msg.get("error")
+        manifest = msg.get("manifest")
+        if error is not None or not isinstance(manifest, str):
+            self._refused(session, str(error or "no manifest")[:300])
+            return
+        move.stage, move.manifest = "parked", manifest
+        batch = msg.get("batch")
+        session.ran = batch if type(batch) is int else 0
+        session.carried = carried_usage(session, session.usage)   # (its last report came first)
+        self.door.detach_worker(session)
+        self.door.keep_spares_for(move.device)
+        self.serve()
+
+    def adopted(self, worker: Any, msg: dict) -> None:
+        """The new worker has taken the session over (or could not: it ends)."""
+        session = worker.session
+        if session is None:
+            return
+        if msg.get("error") is not None:
+            log.error("session %s could not be adopted on %s: %s", session.sid, worker.device,
+                      msg["error"])
+            self.door.end_session(session, f"its move to {worker.device} failed: "
+                                           f"{str(msg['error'])[:200]}")
+
+    def _refused(self, session: Any, why: str) -> None:
+        log.warning("session %s stays on %s: %s", session.sid, session.worker.device, why)
+        self.refused += 1
+        move, session.moving = session.moving, None
+        self.moving.pop(session.sid, None)
+        session.move_refused = why
+        for ident in move.waiting:
+            self.door.reply_where(ident, session)
+
+    # ------------------------------------------------------------ each turn of the loop
+    def serve(self) -> None:
+        """Give each parked session a ready spare of its target device; give up moves that
+        took too long (their sessions end, saying so: the arrays are in the manifest's files,
+        which go with them)."""
+        now = time.monotonic()
+        for session in list(self.moving.values()):
+            move = session.moving
+            if move.stage == "parked":
+                spare = next((w for w in self.door.hosts.spares(move.device) if w.port is not None),
+                             None)
+                if spare is not None:
+                    self._adopt(session, move, spare)
+                    continue
+            if move.stage != "adopting" and now - move.since > MOVE_WAIT:
+                self.moving.pop(session.sid, None)
+                if move.stage == "parking":   # (its worker never answered: it stays)
+                    self._refused(session, f"its worker did not park within {MOVE_WAIT:g} s")
+                else:
+                    self.door.end_session(session, f"no worker of {move.device} was ready to "
+                                                   f"take it over within {MOVE_WAIT:g} s")
+
+    def _adopt(self, session: Any, move: Move, spare: Any) -> None:
+        self.moving.pop(session.sid, None)
+        move.stage = "adopting"
+        self.door.assign_worker(session, spare, adopt=move.manifest)
+        session.moving = None
+        session.moves = getattr(session, "moves", 0) + 1
+        self.moved += 1
+        log.info("session %s moved to %s (%s)", session.sid, spare.device, move.why)
+        for ident in move.waiting:
+            self.door.reply_where(ident, session)
+
+    def waiting_devices(self) -> list[str]:
+        """The target devices of parked sessions (each wants a spare)."""
+        return [s.moving.device for s in self.moving.values() if s.moving.stage == "parked"]
+
+    def forget(self, session: Any) -> None:
+        """*session* ended while moving: clients asking where it went are told."""
+        move = getattr(session, "moving", None)
+        self.moving.pop(session.sid, None)
+        if move is None:
+            return
+        session.moving = None
+        if move.manifest is not None and move.stage == "parked":   # (nobody will adopt it)
+            discard(move.manifest)
+        for ident in move.waiting:
+            self.door.reply_where(ident, session)

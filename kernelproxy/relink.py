@@ -1,0 +1,103 @@
+"""A session whose worker changed: the pool moved it to another device (a drain, a restart;
+gpu_backend/door/moves.py), and the client follows without the user noticing.
+
+The client learns of a move in one of two ways: its link to the old worker ends (a
+same-host Unix socket closes with the worker) or its heartbeat says the session has moved
+(``moves``; a tcp link reconnects silently and would wait for ever). Either way it asks the
+front door where the session's worker is now (``where``), which answers once the new
+worker has the session, with the number of the last batch the old worker ran (``ran``).
+
+Then, in order: the replies of the batches the old worker ran are read from the old link
+(it sent them before it parked, and its socket lingers until they are out); the new link is
+opened (with its shared-memory ring, on one host); every batch still unanswered is sent
+again on it, as it was sent: the client keeps each batch's frames until its reply
+(``Session._sent``). Nothing of the user's program changes: the same handles, the same
+held stretches (the old worker handed them over), results in order.
+
+What a move cannot carry: a batch whose upload streamed in chunks after it (it is not
+kept: the session is lost, saying so), and an upload whose host array the program changed
+after the call returned and before its reply came (it is sent again from that memory).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from gpu_backend.protocol.errors import SessionLostError
+
+from .connection import door_request
+from .links import open_link, worker_address
+
+__all__ = ["LinkEnded", "relink", "WHERE_WAIT", "REPLY_WAIT"]
+
+#: how long the client waits for the door to say where its session went (a move parks the
+#: session, starts a worker if none is spare, and hands it over: seconds, on a busy host
+#: tens of them)
+WHERE_WAIT = 150.0
+#: how long the old link may take to deliver the replies of the batches its worker ran
+REPLY_WAIT = 10.0
+
+
+class LinkEnded(SessionLostError):
+    """The worker's end of the session's link has gone: the session moved, or is lost
+    (:func:`relink` tells which). A SessionLostError where it escapes."""
+
+
+def relink(session: Any, reason: str) -> None:
+    """Follow *session* to its new worker (module docstring), or lose it with *reason*
+    where it did not move. Called with the session's lock held."""
+    try:
+        info = door_request(session.ctx, session.address,
+                            {"t": "where", "session": session.id, "key": session.key},
+                            WHERE_WAIT, server_key=session.server_key)
+    except SessionLostError as exc:
+        session._lose(str(exc))
+    moves = info.get("moves")
+    if type(moves) is not int or moves == session.moves:   # not moved: the link's loss stands
+        refused = info.get("refused")
+        session._lose(reason if not refused else f"{reason} (a move was refused: {refused})")
+    ran = info.get("ran") if type(info.get("ran")) is int else 0
+    _read_replies_of_old(session, ran)
+    in_flight = session._in_flight
+    if in_flight and in_flight[0][0] <= ran:
+        session._lose(f"the session moved to another worker, but the reply of batch "
+                      f"{in_flight[0][0]} was lost on the way")
+    unsent = [session._sent.get(batch) for batch, _first, _last in in_flight]
+    if any(frames is None for frames in unsent):
+        session._lose("the session moved to another worker while a streamed upload was "
+                      "under way; it cannot be sent again")
+    _open_new_link(session, info)
+    session.moves = moves
+    for frames in unsent:
+        session.link.send(frames)
+
+
+def _read_replies_of_old(session: Any, ran: int) -> None:
+    """Read from the old link the replies of the batches the old worker ran (<= *ran*)."""
+    link = session.link
+    in_flight = session._in_flight
+    while in_flight and in_flight[0][0] <= ran:
+        try:
+            if not link.poll(int(REPLY_WAIT * 1000)):
+                return
+            session._take_reply()
+        except LinkEnded:   # (its end, after the last reply it sent)
+            return
+
+
+def _open_new_link(session: Any, info: dict) -> None:
+    """Close the old link; open the new worker's (and its staging ring, as at the start)."""
+    old = session.link
+    staged = old.staging is not None
+    session._release.detach()
+    old.close()
+    session.worker_address = worker_address(session.address, info)
+    session.link = open_link(session.worker_address, ctx=session.ctx, key=session.key,
+                             server_key=session.server_key, lost=session._lost_callback)
+    session.device = info.get("device") or session.device
+    session.runtime = info.get("runtime") or session.runtime
+    session._release = weakref.finalize(session, type(session).release_resources,
+                                        session.ctx, session.link, session.heartbeat)
+    if staged:
+        session.link.open_staging(session.key)

@@ -1,0 +1,236 @@
+"""Issue 52: sessions moved between the devices of a running pool without losing an array
+(``gpuwb-backend drain``/``move``; door/moves.py, worker/handover.py, kernelproxy/relink.py).
+A real pool with two devices (two NumPy devices in CI; ``GPUWB_TEST_MOVE_DEVICES=0,1`` on
+a host with two GPUs), real workers, the administration socket the command uses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import kernelproxy
+from gpu_backend.cli_moves import admin_request
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
+
+DEVICES = os.environ.get("GPUWB_TEST_MOVE_DEVICES", "cpu,cpu")
+PATIENCE = 60.0   # how long a test waits for the pool to act (never a timing assertion)
+
+
+def _wait(predicate, what: str):
+    deadline = time.monotonic() + PATIENCE
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"waited {PATIENCE} s for {what}")
+
+
+def _where(pool, session) -> dict:
+    rows = admin_request(pool.door.admin.address, {"t": "moves"})["sessions"]
+    return next(r for r in rows if r["session"] == session.id)
+
+
+def _other(pool, device: str) -> str:
+    return next(d for d in pool.door.devices if d != device)
+
+
+def _move(pool, session) -> str:
+    """Move *session* to the pool's other device, and wait until it is there."""
+    start = _where(pool, session)["device"]
+    target = _other(pool, start)
+    reply = admin_request(pool.door.admin.address,
+                          {"t": "move", "session": session.id, "device": target})
+    assert reply["ok"], reply
+    _wait(lambda: _where(pool, session)["device"] == target and not _where(pool, session)["moving"],
+          "the session to move")
+    return target
+
+
+@pytest.fixture
+def pool(tmp_path):
+    with LocalPool(devices=DEVICES, swap_dir=tmp_path / "swap", lease_timeout=30,
+                   memory_limit=256 << 20) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("transport", ["same-host", "tcp"])
+def test_a_moved_session_keeps_every_array_bitwise_with_views_sharing_memory(pool, transport):
+    address = pool.address if transport == "same-host" else pool.tcp_address
+    s = kernelproxy.connect(address, pool.token)
+    try:
+        cp = module_for(s)
+        rng = np.random.default_rng(52)
+        host = rng.standard_normal((200, 300)).astype(np.float32)
+        x = cp.asarray(host)
+        row, rev = x[7], x[::-1, ::2]
+        ints = cp.arange(999, dtype=cp.int64) * 3
+        empty = cp.zeros((0, 5), dtype=cp.float16)
+        expect = {"x": host, "row": host[7], "rev": host[::-1, ::2], "ints": np.arange(999) * 3}
+        before = s.device.get("name"), s.moves
+        target = _move(pool, s)
+        assert float(x.sum()) == pytest.approx(float(host.sum()), rel=1e-5)
+        assert s.moves == before[1] + 1   # (the client followed its session)
+        for name, array in (("x", x), ("row", row), ("rev", rev), ("ints", ints)):
+            assert np.array_equal(array.get(), expect[name]), name
+        assert empty.shape == (0, 5)
+        row[0] = 123.0                    # a view still shares its base's memory
+        assert float(x[7, 0]) == 123.0
+        assert _where(pool, s)["device"] == target
+    finally:
+        s.close()
+
+
+def test_batches_in_flight_during_a_move_run_once_and_in_order(pool):
+    """A loop keeps issuing ops (and syncing) while its session moves: every op runs exactly
+    once, in order, on one device or the other."""
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        acc = cp.zeros(64, dtype=cp.float64)
+        done = threading.Event()
+        moved: list[str] = []
+
+        def move_soon():
+            time.sleep(0.05)
+            moved.append(_move(pool, s))
+            done.set()
+
+        mover = threading.Thread(target=move_soon)
+        mover.start()
+        count = 0
+        while not done.is_set() or count < 300:
+            acc = acc + 1.0
+            acc *= 1.0
+            count += 1
+            if count % 7 == 0:
+                assert float(acc[3]) == count
+        mover.join()
+        assert np.array_equal(acc.get(), np.full(64, float(count)))
+        assert moved and s.moves == 1
+    finally:
+        s.close()
+
+
+def test_held_stretches_replay_on_the_new_worker(pool):
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        x = cp.arange(32, dtype=cp.float32)
+
+        def step(v):
+            return (v * 0.5 + 1.0) * 2.0 - 2.0   # = v: a stretch that repeats
+
+        for _ in range(20):
+            x = step(x)
+            float(x[1])
+        held = s.memory_info().get("replay", {}).get("held", 0)
+        _move(pool, s)
+        for _ in range(20):
+            x = step(x)
+            assert float(x[1]) == 1.0
+        info = s.memory_info()
+        assert np.array_equal(x.get(), np.arange(32, dtype=np.float32))
+        if held:   # (held before the move: the new worker holds it too and replays it)
+            assert info["replay"]["held"] >= 1 and info["replay"]["replays"] >= 1
+    finally:
+        s.close()
+
+
+def test_a_session_that_cannot_move_is_told_why_and_goes_on(pool):
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        rs = cp.random.RandomState(7)   # a remote object: moves carry arrays only
+        x = rs.standard_normal(100)
+        total = float(x.sum())          # (the object is the worker's once this returns)
+        start = _where(pool, s)["device"]
+        reply = admin_request(pool.door.admin.address,
+                              {"t": "move", "session": s.id, "device": _other(pool, start)})
+        assert reply["ok"]
+        row = _wait(lambda: (r := _where(pool, s))["refused"] and r, "the refusal")
+        assert "RandomState" in row["refused"] and row["device"] == start
+        assert float(x.sum()) == total   # the session goes on where it was
+        assert s.moves == 0
+    finally:
+        s.close()
+
+
+def test_drain_moves_every_session_off_a_device_and_places_none_there(pool):
+    sessions = [kernelproxy.connect(pool.address, pool.token) for _ in range(3)]
+    try:
+        arrays = []
+        for k, s in enumerate(sessions):   # (arrays made from the main thread: module_for)
+            arrays.append(module_for(s).full(10, float(k)))
+        drained = _where(pool, sessions[0])["device"]
+        reply = admin_request(pool.door.admin.address, {"t": "drain", "devices": [drained]})
+        assert reply["ok"] and reply["draining"] == [drained]
+        _wait(lambda: all(_where(pool, s)["device"] != drained and not _where(pool, s)["moving"]
+                          for s in sessions), "every session off the drained device")
+        for k, (s, a) in enumerate(zip(sessions, arrays)):
+            assert float(a.sum()) == 10.0 * k
+        late = kernelproxy.connect(pool.address, pool.token)
+        sessions.append(late)
+        assert _where(pool, late)["device"] != drained   # nothing placed there meanwhile
+        admin_request(pool.door.admin.address, {"t": "undrain", "devices": [drained]})
+        assert admin_request(pool.door.admin.address, {"t": "moves"})["draining"] == []
+    finally:
+        for s in sessions:
+            s.close()
+
+
+def test_the_usage_a_moved_session_counted_is_carried(pool):
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        x = cp.ones(100)
+        for _ in range(50):
+            x = x + 1
+        float(x[0])
+        ops = _wait(lambda: (r := _row(s)) and (r.get("ops") or 0) >= 50 and r["ops"], "usage")
+        _move(pool, s)
+        float((x + 1)[0])
+        assert _wait(lambda: (_row(s).get("ops") or 0) > ops, "the new worker's usage")
+    finally:
+        s.close()
+
+
+def _row(session) -> dict:
+    return next(r for r in session.status()["sessions"] if r["session"] == session.id)
+
+
+def test_bad_administration_requests_are_refused_and_the_pool_serves_on(pool):
+    address = pool.door.admin.address
+    for bad in ({"t": "drain"}, {"t": "drain", "devices": ["cuda:99"]}, {"t": "nothing"},
+                {"t": "move", "session": "nope", "device": "cpu:0"}, [1, 2], "text"):
+        reply = admin_request(address, bad)
+        assert reply["ok"] is False and reply["error"], bad
+    assert os.stat(address[len("ipc://"):]).st_mode & 0o777 == 0o600
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        assert float(module_for(s).arange(4).sum()) == 6.0
+    finally:
+        s.close()
+
+
+def test_the_drain_command_moves_the_sessions_and_says_where(pool):
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        x = module_for(s).arange(10.0)
+        start = _where(pool, s)["device"]
+        out = subprocess.run([sys.executable, "-m", "gpu_backend.cli", "drain", start, "--admin",
+                              pool.door.admin.address, "--wait", str(PATIENCE)],
+                             capture_output=True, text=True, timeout=PATIENCE + 30)
+        assert out.returncode == 0, out.stderr + out.stdout
+        assert f"draining {start}: 1 of 1 sessions moved" in out.stdout
+        assert float(x.sum()) == 45.0
+        assert _where(pool, s)["device"] != start
+    finally:
+        s.close()
