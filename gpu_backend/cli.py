@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 
@@ -95,6 +96,17 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-devices", choices=("gpu", "numpy"),
                         help="with --cluster: each host serves its GPUs (default), or a NumPy "
                              "device per GPU it declares to Ray (tests and demos)")
+    parser.add_argument("--swap-idle", type=float,
+                        help="seconds idle after which a session's arrays are swapped out to "
+                             "host memory or --swap-dir (default 600): docs/swap.md")
+    parser.add_argument("--swap-dir", help="where swapped sessions' files go, and where a "
+                                           "stopped pool parks its sessions for the next one "
+                                           "(default: a folder of the pool's run directory, "
+                                           "removed with it: no sessions kept over a restart)")
+    parser.add_argument("--swap-cap", type=int, help="bytes each user may have swapped out")
+    parser.add_argument("--swap-host-memory", type=int,
+                        help="bytes of each host's memory its swapped sessions may hold "
+                             "(default: a quarter of it; 0: files only)")
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -103,7 +115,8 @@ SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "
                   "usage_log", "memory_limit", "lease_timeout", "spare_workers", "ready_timeout",
                   "worker_zygote", "same_host",
                   "worker_spin_ms", "spin_slots",
-                  "metrics_port", "metrics_address", "cluster", "cluster_devices")
+                  "metrics_port", "metrics_address", "cluster", "cluster_devices",
+                  "swap_idle", "swap_dir", "swap_cap", "swap_host_memory")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -159,6 +172,9 @@ def serve(args: argparse.Namespace) -> int:
         door.run()
     except KeyboardInterrupt:
         door.stop()
+    if door.restart_requested:   # (gpuwb-backend restart: its sessions are parked for us)
+        print("gpu-workbench pool restarting", flush=True)
+        os.execv(sys.executable, sys.orig_argv)
     return 0
 
 

@@ -4,10 +4,13 @@ devices without losing an array (issue 52; docs/swap.md, "Moves").
     gpuwb-backend drain cuda:1 [--pool tcp://HOST:PORT] [--wait 120]
     gpuwb-backend undrain cuda:1
     gpuwb-backend move SESSION cuda:0
+    gpuwb-backend restart
 
 ``drain`` stops placing new sessions on the devices named and moves every session there
 to the least-loaded other device; it waits until they have moved (or *--wait* seconds)
-and prints where each went, or why it stayed. ``undrain`` takes the devices back. They
+and prints where each went, or why it stayed. ``undrain`` takes the devices back.
+``restart`` parks every session in the pool's swap directory and starts the pool again
+(the same command line; its clients go on where they were: door/restarts.py). They
 speak to the pool's administration socket (door/admin.py), which only the pool's own OS
 user can reach: run them as that user, on the pool's host.
 """
@@ -68,6 +71,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("devices", nargs="+", metavar="DEVICE", help="cuda:N or cpu:N")
         _common(parser)
         parser.set_defaults(func=drain if name == "drain" else undrain)
+    parser = subparsers.add_parser("restart", help="park every session, then start the pool "
+                                   "again (its clients go on where they were)",
+                                   description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(parser)
+    parser.set_defaults(func=restart)
     parser = subparsers.add_parser("move", help="move one session to another device",
                                    description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -151,3 +160,11 @@ def move(args: argparse.Namespace) -> int:
     rows = _wait_moved(args, {args.session})
     _print_rows(rows, {})
     return 0 if rows and rows[0]["device"] == args.device else 2
+
+
+def restart(args: argparse.Namespace) -> int:
+    reply = _ask(args, {"t": "restart"})
+    if reply is None:
+        return 1
+    print(f"the pool parks its {reply['open']} sessions and starts again")
+    return 0

@@ -25,13 +25,13 @@ START_TIMEOUT = 120.0
 class ServedPool:
     """``ServedPool(policy="fair", devices="auto")``: started at once; ``address``,
     ``tcp_address``, ``local_address`` (its same-host ``ipc://`` door, or None), ``token``
-    (None with a users file: clients use their own), ``metrics_port`` (with
+    (None with a users file: clients use their own; *token*: this one, else a new one), ``metrics_port`` (with
     ``metrics=True``), ``pid``. *extra*: more ``serve`` options. A context manager."""
 
     def __init__(self, policy: str = "fair", devices: str = "auto", *extra: str,
                  users_file: Path | None = None, memory_limit: int | None = None,
                  env: dict | None = None, metrics: bool = False,
-                 usage_log: Path | None = None) -> None:
+                 usage_log: Path | None = None, token: str | None = None) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="gpuwb-served-")
         self.usage_log = usage_log or Path(self._dir.name) / "usage.jsonl"
         args = [sys.executable, "-m", "gpu_backend.cli", "serve", "--listen", "tcp://127.0.0.1:0",
@@ -44,7 +44,7 @@ class ServedPool:
         if users_file is not None:
             args += ["--users-file", str(users_file)]
         else:
-            self.token = secrets.token_urlsafe(24)
+            self.token = token or secrets.token_urlsafe(24)
             token_file = Path(self._dir.name) / "token"
             token_file.write_text(self.token + "\n")
             args += ["--token-file", str(token_file)]

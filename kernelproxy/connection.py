@@ -69,6 +69,11 @@ PROBE_TIMEOUT = 2.0
 _monitors = itertools.count()
 
 
+class NoAnswer(SessionLostError):
+    """The front door did not answer in time (it may be restarting: kernelproxy.relink asks
+    again)."""
+
+
 def door_request(ctx: zmq.Context, address: str, msg: dict, timeout: float = 30.0, *,
                  server_key: bytes | None = None, check_handshake: bool = False) -> dict:
     """One request to the front door on a fresh socket; raises the pool's error class.
@@ -92,15 +97,15 @@ def door_request(ctx: zmq.Context, address: str, msg: dict, timeout: float = 30.
             sock.send(packb(msg), zmq.NOBLOCK if monitor is not None else 0)
         except zmq.Again:
             if monitor is None:
-                raise SessionLostError(f"the pool at {address} took no request within {timeout:g} s"
-                                       ) from None
+                raise NoAnswer(f"the pool at {address} took no request within {timeout:g} s"
+                               ) from None
             # the handshake failed before the send: the monitor has the reason
         if monitor is not None:
             answered = _wait_watching_handshake(sock, monitor, address, server_key, timeout)
         else:
             answered = sock.poll(int(timeout * 1000))
         if not answered:
-            raise SessionLostError(f"the pool at {address} did not answer within {timeout:g} s")
+            raise NoAnswer(f"the pool at {address} did not answer within {timeout:g} s")
         reply = unpackb(sock.recv())
     finally:
         if monitor is not None:

@@ -21,20 +21,24 @@ after the call returned and before its reply came (it is sent again from that me
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any
 
 from gpu_backend.protocol.errors import SessionLostError
 
-from .connection import door_request
+from .connection import NoAnswer, door_request
 from .links import open_link, worker_address
 
-__all__ = ["LinkEnded", "relink", "WHERE_WAIT", "REPLY_WAIT"]
+__all__ = ["LinkEnded", "relink", "WHERE_WAIT", "ASK_EVERY", "REPLY_WAIT"]
 
 #: how long the client waits for the door to say where its session went (a move parks the
 #: session, starts a worker if none is spare, and hands it over: seconds, on a busy host
 #: tens of them)
 WHERE_WAIT = 150.0
+#: how long one ``where`` waits before it is asked again (a restarting pool's old door may
+#: have taken it and stopped)
+ASK_EVERY = 5.0
 #: how long the old link may take to deliver the replies of the batches its worker ran
 REPLY_WAIT = 10.0
 
@@ -47,12 +51,7 @@ class LinkEnded(SessionLostError):
 def relink(session: Any, reason: str) -> None:
     """Follow *session* to its new worker (module docstring), or lose it with *reason*
     where it did not move. Called with the session's lock held."""
-    try:
-        info = door_request(session.ctx, session.address,
-                            {"t": "where", "session": session.id, "key": session.key},
-                            WHERE_WAIT, server_key=session.server_key)
-    except SessionLostError as exc:
-        session._lose(str(exc))
+    info = _where(session)
     moves = info.get("moves")
     if type(moves) is not int or moves == session.moves:   # not moved: the link's loss stands
         refused = info.get("refused")
@@ -71,6 +70,22 @@ def relink(session: Any, reason: str) -> None:
     session.moves = moves
     for frames in unsent:
         session.link.send(frames)
+
+
+def _where(session: Any) -> dict:
+    """The door's answer to ``where``, asked again while it does not answer (a pool that
+    restarts: its old door stops reading, the new one starts), up to WHERE_WAIT."""
+    deadline = time.monotonic() + WHERE_WAIT
+    while True:
+        try:
+            return door_request(session.ctx, session.address,
+                                {"t": "where", "session": session.id, "key": session.key},
+                                ASK_EVERY, server_key=session.server_key)
+        except NoAnswer as exc:
+            if time.monotonic() > deadline:
+                session._lose(f"the session's worker ended and {exc}")
+        except SessionLostError as exc:
+            session._lose(str(exc))
 
 
 def _read_replies_of_old(session: Any, ran: int) -> None:

@@ -9,8 +9,9 @@ clients' socket, open to every user, takes no administration request at all.
 
 Requests are msgpack maps, read as any input is (a malformed one is answered with an
 error, never acted on): ``drain`` and ``undrain`` with ``devices`` (the pool's device
-names, ``cuda:0`` or ``cpu:1``), ``move`` with ``session`` and ``device``, and ``moves``
-(where every session is, and which are moving). Answers are maps with ``ok``.
+names, ``cuda:0`` or ``cpu:1``), ``move`` with ``session`` and ``device``, ``moves``
+(where every session is, and which are moving), and ``restart`` (park every session for
+the next pool and stop: ``gpuwb-backend serve`` then starts again, door/restarts.py). Answers are maps with ``ok``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 import zmq
 
 from gpu_backend.protocol.codec import packb, unpackb
+
+from .restarts import keeps_sessions
 
 __all__ = ["AdminSocket", "admin_path"]
 
@@ -103,6 +106,13 @@ class AdminSocket:
                 raise ValueError("name the device to move it to")
             why = moves.start(session, device, "moved by the administrator")
             return {"ok": why is None, **({"error": why} if why else {})}
+        if kind == "restart":   # park every session, stop; ``serve`` then starts again
+            if not keeps_sessions(self.door):
+                raise ValueError("this pool keeps no sessions over a restart: it has no swap "
+                                 "directory (--swap-dir) of its own")
+            self.door.restart_requested = True
+            self.door.stop()
+            return {"ok": True, "open": len(self.door.sessions)}
         if kind == "moves":
             return {"ok": True, "draining": sorted(moves.draining), "sessions": [
                 {"session": s.sid, "user": s.user, "device": s.worker.device,

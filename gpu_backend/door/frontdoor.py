@@ -49,6 +49,8 @@ from gpu_backend.multihost.remote_host import RemoteWorker
 from gpu_backend.door.session_records import EndedSessions, PendingHello, Session
 from gpu_backend.door.admin import AdminSocket
 from gpu_backend.door.moves import Moves, carried_usage
+from gpu_backend.door.restarts import keeps_sessions, park_all
+from gpu_backend.door.restarts import restore as restore_parked
 from gpu_backend.door.swap_broker import SwapBroker
 from gpu_backend.door.reclaims import Reclaims
 from gpu_backend.door.spares import Spares
@@ -145,6 +147,9 @@ class FrontDoor:
         self.spares = Spares(self.hosts, settings.spare_workers, settings.ready_timeout)
         #: sessions moving to another device, and devices being drained (moves.py)
         self.moves = Moves(self)
+        #: asked to restart (``gpuwb-backend restart``): the serving command starts again
+        self.restart_requested = False
+        restore_parked(self, Session)   # (the sessions the last pool parked: restarts.py)
         #: the last sessions that ended: their summaries, and why, for their own clients
         self.ended = EndedSessions()
         self.started = time.time()
@@ -181,6 +186,10 @@ class FrontDoor:
     def keep_spares_for(self, device: str) -> None:
         """A session waits for a spare of *device* (a move, moves.py)."""
         self._keep_spares(force=True)
+
+    def on_control(self, worker: Worker) -> None:
+        """*worker*'s messages (restarts.py reads them while the sessions park)."""
+        self._on_control(worker)
 
     def _on_control(self, worker: Worker) -> None:
         """Every message *worker* has sent; its channel's end means the worker is ending."""
@@ -689,6 +698,8 @@ class FrontDoor:
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
             self.metrics_server.server_close()
+        if self.sessions and keeps_sessions(self):   # (their arrays kept for the next pool)
+            park_all(self)
         self.hosts.stop_workers()
         for session in list(self.sessions.values()):
             self._end(session, "the pool stopped")

@@ -45,7 +45,7 @@ CUMULATIVE = ("device_s", "ops", "bytes_in", "bytes_out", "waited_s", "worked_s"
 class Move:
     """A session on its way to *device*: ``parking`` (its worker asked), ``parked`` (waiting
     for a spare), ``adopting`` (a spare told). *waiting*: clients asking where it goes."""
-    device: str
+    device: str | None   # (None: parked for the next pool, restarts.py)
     why: str
     stage: str = "parking"
     manifest: str | None = None
@@ -99,6 +99,15 @@ class Moves:
                  device, why)
         return None
 
+    def park_here(self, session: Any, directory: str) -> bool:
+        """Park *session* in *directory* for the next pool (a restart, restarts.py): no
+        worker of this pool adopts it. Whether its worker was told."""
+        if not session.worker.tell({"t": "park", "dir": directory}):
+            return False
+        session.moving = Move(None, "the pool restarts")
+        self.moving[session.sid] = session
+        return True
+
     def drain(self, devices: set[str]) -> list[dict]:
         """Drain *devices*: no new session goes there, and every session there moves to the
         least-loaded other device. One row per session: where it goes, or why it stays."""
@@ -140,8 +149,9 @@ class Moves:
         session.ran = batch if type(batch) is int else 0
         session.carried = carried_usage(session, session.usage)   # (its last report came first)
         self.door.detach_worker(session)
-        self.door.keep_spares_for(move.device)
-        self.serve()
+        if move.device is not None:
+            self.door.keep_spares_for(move.device)
+            self.serve()
 
     def adopted(self, worker: Any, msg: dict) -> None:
         """The new worker has taken the session over (or could not: it ends)."""
@@ -171,6 +181,8 @@ class Moves:
         now = time.monotonic()
         for session in list(self.moving.values()):
             move = session.moving
+            if move.device is None:   # (parked for the next pool: nobody here adopts it)
+                continue
             if move.stage == "parked":
                 spare = next((w for w in self.door.hosts.spares(move.device) if w.port is not None),
                              None)
@@ -198,7 +210,8 @@ class Moves:
 
     def waiting_devices(self) -> list[str]:
         """The target devices of parked sessions (each wants a spare)."""
-        return [s.moving.device for s in self.moving.values() if s.moving.stage == "parked"]
+        return [s.moving.device for s in self.moving.values()
+                if s.moving.stage == "parked" and s.moving.device is not None]
 
     def forget(self, session: Any) -> None:
         """*session* ended while moving: clients asking where it went are told."""

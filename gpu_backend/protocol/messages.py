@@ -55,7 +55,8 @@ __all__ = [
     "ArbiterYield",
     # moves and administration
     "WhereRequest", "WhereReply", "ControlPark", "ControlParked", "ControlAdopted",
-    "AdminDrain", "AdminUndrain", "AdminMove", "AdminMoves", "AdminReply", "AdminMoveRow",
+    "AdminDrain", "AdminUndrain", "AdminMove", "AdminMoves", "AdminRestart", "AdminReply",
+    "ParkedSessions", "ParkedSession", "AdminMoveRow",
     "AdminSessionRow",
     # device facts
     "DeviceInfo", "RuntimeFacts", "Accelerators", "StretchFigures", "GraphFigures", "SplitFigures",
@@ -960,6 +961,34 @@ class AdminMoves(TypedDict):
     t: Annotated[Literal["moves"], "the message type"]
 
 
+class AdminRestart(TypedDict):
+    """the pool's OS user → the administration socket (``gpuwb-backend restart``): park
+    every session in the swap directory and stop; ``gpuwb-backend serve`` starts again."""
+    t: Annotated[Literal["restart"], "the message type"]
+
+
+class ParkedSession(TypedDict):
+    """A :class:`ParkedSessions` record: one session parked for the next pool."""
+    session: Annotated[str, "the session's id (the client asks where it is by it)"]
+    key: Annotated[bytes, "the session key (the file is 0600 in a 0700 folder)"]
+    user: Annotated[str, "its user (a user no longer in the users file loses it)"]
+    client: Annotated[str, "the client's label for itself"]
+    label: Annotated[str, "what opened it"]
+    memory_limit: Annotated[int, "its memory limit, bytes"]
+    grant: Annotated[int | None, "its grant under the user's quota (None: no quota)"]
+    device: Annotated[str, "the device it was on (taken again where the next pool has it)"]
+    manifest: Annotated[str, "its worker's manifest (worker/handover.py)"]
+    ran: Annotated[int, "the last batch its worker ran"]
+    moves: Annotated[int, "how often it had moved"]
+
+
+class ParkedSessions(TypedDict):
+    """What a pool stopped with SIGTERM leaves for the next (``restart/sessions.msgpack``
+    in its swap directory, 0600; door/restarts.py)."""
+    v: Annotated[Literal[1], "the records' version"]
+    sessions: Annotated[list[ParkedSession], "one record per parked session"]
+
+
 class AdminMoveRow(TypedDict):
     """An :class:`AdminReply`'s ``moves`` row: one session a drain moves, or why it stays."""
     session: Annotated[str, "the session's id"]
@@ -986,6 +1015,7 @@ class AdminReply(TypedDict):
     moves: NotRequired[Annotated[list[AdminMoveRow], "a drain's moves"]]
     draining: NotRequired[Annotated[list[str], "the devices being drained now"]]
     sessions: NotRequired[Annotated[list[AdminSessionRow], "every open session (``moves``)"]]
+    open: NotRequired[Annotated[int, "the sessions open, to be parked (``restart``)"]]
 
 
 # ==================================================================== the registry
@@ -1028,7 +1058,9 @@ CHANNELS: dict[str, str] = {
     DEVICE_FACTS: "Maps that travel inside other messages, or as an op's value in a reply's `v`.",
     ADMINISTRATION: "The pool's OS user's DEALER → the administration socket, `ipc://` `admin` "
                     "in the pool's same-host directory, mode 0600 (`gpuwb-backend drain`; "
-                    "gpu_backend/door/admin.py): one msgpack map a frame each way.",
+                    "gpu_backend/door/admin.py): one msgpack map a frame each way. Also the "
+                    "records a pool stopped with SIGTERM leaves its successor "
+                    "(`restart/sessions.msgpack` in the swap directory, door/restarts.py).",
 }
 
 #: Every message's class, by channel (the order of docs/protocol.md).
@@ -1052,8 +1084,8 @@ MESSAGES: dict[str, tuple[type, ...]] = {
               ArbiterYield),
     DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, GraphFigures, SplitFigures,
                    SessionFigures, PoolFigures),
-    ADMINISTRATION: (AdminDrain, AdminUndrain, AdminMove, AdminMoves, AdminReply, AdminMoveRow,
-                     AdminSessionRow),
+    ADMINISTRATION: (AdminDrain, AdminUndrain, AdminMove, AdminMoves, AdminRestart, AdminReply,
+                     AdminMoveRow, AdminSessionRow, ParkedSessions, ParkedSession),
 }
 
 def fields_of(cls: type) -> dict[str, tuple[Any, str, bool]]:

@@ -90,6 +90,7 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/arbiter/service.py": _scope((AR,), "msg"),
     "gpu_backend/door/moves.py": _scope((WC, AD), "msg", "drain"),
     "gpu_backend/door/admin.py": _scope((AD,), "msg reply", "_answer"),
+    "gpu_backend/door/restarts.py": _scope((AD,), "record raw", "park_all"),
     "gpu_backend/cli_moves.py": _scope((AD,), "reply row r", "_ask"),
     # a pool across hosts
     "gpu_backend/multihost/agent_door.py": _scope((HA,), "msg"),

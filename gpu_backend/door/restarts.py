@@ -1,0 +1,165 @@
+"""A pool restart that keeps its sessions (issue 52): stopped with SIGTERM (or
+``gpuwb-backend restart``), the pool parks every session in its swap directory before its
+workers end; the pool that starts next on the same swap directory takes them back, and each
+returning client finds its session, its arrays and its held stretches as they were.
+
+Stopping (:func:`park_all`): every session's worker is asked to park (worker/handover.py),
+as for a move; the door's loop goes on reading their answers for up to ``PARK_WAIT``; then
+one record per parked session (its id, key, user, grant, label, the manifest, the last
+batch its worker ran) goes to ``restart/sessions.msgpack`` in the swap directory, created
+0600 in a 0700 directory, like the arrays' files beside it. A session whose worker could
+not park (a remote object, a full disk, no answer) ends as before, with "the pool stopped".
+
+Starting (:func:`restore`): each record becomes a session again, parked until a spare of
+its device (the same name, where the pool still has it; else the least-loaded device) adopts
+it (door/moves.py), as a moved session is. Its client, whose link ended with the old pool,
+asks the new door where its worker is (``where``: the request waits in ZeroMQ's queue until
+the new pool listens) and resends what the old worker never ran (kernelproxy/relink.py).
+Clients that do not come back within the lease's timeout lose their session and its files,
+as any session whose heartbeat stops. Only the pool's swap directory (``--swap-dir``), which
+outlives a pool, keeps sessions: without it a restart ends them, as before. SIGKILL gives
+the pool no time to park: its sessions are lost.
+
+What a restarted session does not keep: its usage counts start again at zero in the new
+pool (the usage log has both pools' lines), and its user's quota is checked afresh (a user
+removed from the users file meanwhile loses the session).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from .moves import Move
+
+__all__ = ["park_all", "restore", "keeps_sessions", "ParkedWorker", "PARK_WAIT", "RECORDS"]
+
+log = logging.getLogger("gpu_backend.door.restarts")
+
+#: how long a stopping pool waits for its workers to park their sessions
+PARK_WAIT = 60.0
+#: the records' file in the swap directory's ``restart`` folder
+RECORDS = "sessions.msgpack"
+
+
+class ParkedWorker:
+    """Stands for the worker of a session parked by the last pool, until a spare of *device*
+    adopts it: it serves nothing, is told nothing, and ending it ends nothing."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.wid = "parked"
+        self.session = None
+        self.lease_id = ""
+        self.port = None
+        self.ipc = None
+        self.info: dict = {}
+        self.runtime: dict = {}
+
+    def tell(self, msg: dict) -> bool:
+        return False
+
+    def end(self) -> None:
+        return None
+
+
+def _folder(door: Any) -> Path | None:
+    swap_dir = door.settings.swap_dir
+    return Path(swap_dir) / "restart" if swap_dir is not None else None
+
+
+def park_all(door: Any) -> int:
+    """Park every open session for the next pool and write their records; how many were."""
+    folder = _folder(door)
+    if folder is None or not door.sessions or door.host is None:   # (across hosts: not built)
+        return 0
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    for session in list(door.sessions.values()):
+        if session.moving is None and not session.closing:
+            door.moves.park_here(session, str(folder))
+    deadline = time.monotonic() + PARK_WAIT
+    while time.monotonic() < deadline and any(
+            s.moving is not None and s.moving.stage == "parking" for s in door.sessions.values()):
+        events = dict(door.poller.poll(100))
+        for fd in [fd for fd in events if type(fd) is int]:
+            worker = door.host.worker_at(fd)
+            if worker is not None:
+                door.on_control(worker)
+    records = []
+    for session in door.sessions.values():
+        move = session.moving
+        if move is None or move.stage != "parked":
+            continue
+        records.append({"session": session.sid, "key": session.key, "user": session.user,
+                        "client": session.client, "label": session.label,
+                        "memory_limit": session.memory_limit, "grant": session.grant,
+                        "device": move.device or session.worker.device,
+                        "manifest": move.manifest, "ran": session.ran, "moves": session.moves})
+    path = folder / RECORDS
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(msgpack.packb({"v": 1, "sessions": records}, use_bin_type=True))
+    for record in records:   # (kept for the next pool: not ended, their files stay)
+        session = door.sessions.pop(record["session"])
+        door.usage.close_session(session.sid, "the pool restarted: parked for the next",
+                                 session.usage)
+        session.moving = None
+    log.warning("parked %d sessions in %s for the next pool", len(records), folder)
+    return len(records)
+
+
+def _valid(record: Any) -> bool:
+    return (isinstance(record, dict) and all(isinstance(record.get(k), str) for k in
+                                             ("session", "user", "device", "manifest"))
+            and isinstance(record.get("key"), bytes) and type(record.get("memory_limit")) is int)
+
+
+def restore(door: Any, session_class: Any) -> int:
+    """Take back the sessions the last pool parked in this swap directory; how many."""
+    folder = _folder(door)
+    path = folder / RECORDS if folder is not None else None
+    if path is None or not path.exists():
+        return 0
+    try:
+        raw = msgpack.unpackb(path.read_bytes(), raw=False)
+        records = raw.get("sessions") if isinstance(raw, dict) and raw.get("v") == 1 else None
+    except (OSError, ValueError, msgpack.UnpackException) as exc:
+        log.error("the last pool's parked sessions cannot be read (%s): not restored", exc)
+        records = None
+    path.unlink(missing_ok=True)
+    taken = 0
+    for record in records or ():
+        if not _valid(record) or door.accounts.registry.get(record["user"]) is None:
+            log.warning("a parked session of the last pool was not restored (its user is gone, "
+                        "or its record is malformed)")
+            continue
+        device = record["device"] if record["device"] in door.devices else door.devices[0]
+        grant = record.get("grant") if type(record.get("grant")) is int else None
+        session = session_class(record["session"], record["key"], record["user"],
+                                ParkedWorker(device), record["memory_limit"],
+                                client=str(record.get("client") or ""), grant=grant,
+                                label=str(record.get("label") or ""))
+        session.ran = record["ran"] if type(record.get("ran")) is int else 0
+        session.moves = record["moves"] if type(record.get("moves")) is int else 0
+        session.moving = Move(device, "the pool restarted", stage="parked",
+                              manifest=record["manifest"])
+        door.sessions[session.sid] = session
+        door.moves.moving[session.sid] = session
+        door.usage.open_session(session.sid, session.user, device, session.client)
+        taken += 1
+    if taken:
+        log.warning("took back %d sessions the last pool parked", taken)
+    return taken
+
+
+def keeps_sessions(door: Any) -> bool:
+    """Whether a stop parks the sessions (a swap directory, one host's devices)."""
+    return _folder(door) is not None and door.host is not None
+

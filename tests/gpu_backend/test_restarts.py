@@ -1,0 +1,141 @@
+"""Issue 52: a pool stopped with SIGTERM (or ``gpuwb-backend restart``) parks every session in
+its swap directory; the pool that starts next on it gives each returning client its session
+back, its arrays bitwise (door/restarts.py). Real pools (``gpuwb-backend serve`` processes),
+real workers, real clients over the same-host link and tcp; the NumPy device."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import kernelproxy
+from gpu_backend.cli_moves import admin_address_for
+from gpu_backend.served import ServedPool
+from kernelproxy.modules import module_for
+
+PATIENCE = 90.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def served(tmp_path):
+    """Start pools one after another on one address, token and swap directory."""
+    token = secrets.token_urlsafe(24)
+    port = _free_port()
+    extra = ["--listen", f"tcp://127.0.0.1:{port}", "--swap-dir", str(tmp_path / "swap"),
+             "--lease-timeout", "60"]
+    pools: list[ServedPool] = []
+
+    def start() -> ServedPool:
+        pool = ServedPool("fair", "cpu", *extra, token=token)
+        pools.append(pool)
+        return pool
+
+    yield start, token, tmp_path / "swap", port
+    for pool in pools:
+        pool.stop()
+
+
+def _files(directory) -> list:
+    return sorted(p for p in directory.rglob("*") if p.is_file()) if directory.exists() else []
+
+
+def test_sessions_come_back_after_a_sigterm_restart_with_their_arrays(served):
+    start, token, swap_dir, _port = served
+    first = start()
+    local = kernelproxy.connect(first.local_address, token)    # the same-host link
+    remote = kernelproxy.connect(first.tcp_address, token)     # tcp
+    try:
+        rng = np.random.default_rng(52)
+        host = rng.standard_normal((120, 80)).astype(np.float32)
+        cl = module_for(local)   # (module_for makes its session the active one: each
+        x = cl.asarray(host)     # session's arrays are made right after it)
+        view = x[::2, 1:]
+        acc = cl.zeros(16)
+        for _ in range(12):               # (a stretch the worker holds and replays)
+            acc = acc + 1.0
+            float(acc[0])
+        cr = module_for(remote)
+        y = cr.arange(1000, dtype=cr.int32) * 5
+        first.stop()                      # SIGTERM: the pool parks its sessions, then ends
+        records = swap_dir / "restart" / "sessions.msgpack"
+        assert records.exists()
+        assert stat.S_IMODE(records.stat().st_mode) == 0o600
+        assert stat.S_IMODE((swap_dir / "restart").stat().st_mode) == 0o700
+        second = start()                  # the next pool, same address and swap directory
+        assert np.array_equal(x.get(), host)      # the first op finds its session back
+        assert np.array_equal(view.get(), host[::2, 1:])
+        assert np.array_equal(y.get(), np.arange(1000, dtype=np.int32) * 5)
+        for _ in range(5):
+            acc = acc + 1.0
+            float(acc[0])
+        assert float(acc[3]) == 17.0
+        assert (local.moves, remote.moves) == (1, 1)
+        view[0, 0] = -1.0                 # still a view of x
+        assert float(x[0, 1]) == -1.0
+        status = local.status()
+        assert {r["session"] for r in status["sessions"]} >= {local.id, remote.id}
+    finally:
+        local.close()
+        remote.close()
+    _deadline = time.monotonic() + PATIENCE
+    while _files(swap_dir) and time.monotonic() < _deadline:   # (the workers end, their files go)
+        time.sleep(0.1)
+    assert _files(swap_dir) == []
+
+
+def test_a_session_that_cannot_be_parked_ends_as_before(served):
+    start, token, swap_dir, _port = served
+    first = start()
+    s = kernelproxy.connect(first.local_address, token)
+    try:
+        cp = module_for(s)
+        rs = cp.random.RandomState(3)     # a remote object: not parked
+        total = float(rs.standard_normal(10).sum())
+        assert np.isfinite(total)
+        first.stop()
+        start()
+        with pytest.raises(kernelproxy.SessionLostError):
+            float(cp.arange(3).sum())
+    finally:
+        s.close()
+
+
+def test_gpuwb_backend_restart_parks_and_starts_the_same_pool_again(served):
+    start, token, swap_dir, port = served
+    pool = start()
+    s = kernelproxy.connect(pool.local_address, token)
+    try:
+        x = module_for(s).arange(100.0)
+        out = subprocess.run([sys.executable, "-m", "gpu_backend.cli", "restart", "--pool",
+                              f"tcp://127.0.0.1:{port}"], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "parks its 1 sessions" in out.stdout
+        assert float(x.sum()) == 4950.0   # the same process serves again (execv), parked state back
+        assert s.moves == 1
+        assert pool.proc.poll() is None
+    finally:
+        s.close()
+
+
+def test_the_restart_command_without_a_pool_says_so(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "gpu_backend.cli", "restart", "--pool",
+                          f"tcp://127.0.0.1:{_free_port()}"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1
+    assert "no pool's administration socket" in out.stderr
+    assert admin_address_for("tcp://127.0.0.1:5555").endswith("gpuwb-pool-127_0_0_1-5555/admin")
+
