@@ -9,7 +9,9 @@ device's pinned copy rate each way for the same bytes (local CuPy in this proces
 NumPy's memcpy on the NumPy device), with what new host memory costs (its first touch;
 pinning it). Each tier in the same run (``--tiers host,file``): host memory (a host budget
 that holds the session; on a GPU each way of copying, ``--host-copies staged,pinned``), and
-the swap directory (no host budget). Prints a table and JSON.
+the swap directory (no host budget; ``--file-dirs /tmp,/dev/shm``: each of them in turn).
+``--file-io``: the swap file's own code beside them, no device (benchmarks/swap_file_rates.py:
+each way of writing and thread count, in each directory). Prints a table and JSON.
 
     python benchmarks/swap.py --devices 0 --gib 10 --arrays 10 --json out.json
 
@@ -42,6 +44,7 @@ import numpy as np  # noqa: E402
 import kernelproxy  # noqa: E402
 from gpu_backend.pool import LocalPool  # noqa: E402
 from json_out import emit  # noqa: E402
+from swap_file_rates import file_rates, print_rates  # noqa: E402
 from kernelproxy.modules import module_for  # noqa: E402
 
 GIB = 1 << 30
@@ -161,6 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host-copies", default="staged,pinned",
                         help="on a GPU, the host tier's ways of copying to measure "
                              "(GPUWB_SWAP_HOST_COPY: devices/cupy_swap_copies.py)")
+    parser.add_argument("--file-dirs", help="the file tier in each of these directories "
+                                              "(comma-separated; default: --swap-dir)")
+    parser.add_argument("--file-io", action="store_true",
+                        help="also the swap file's own write and read rates in each directory")
+    parser.add_argument("--file-io-gib", type=float, default=4.0)
+    parser.add_argument("--file-io-threads", default="1,4,8", help="thread counts of --file-io")
     parser.add_argument("--leak-cycles", type=int, default=0,
                         help="instead: this many swap cycles of one session through both tiers, "
                              "host memory, descriptors, files and budget before and after")
@@ -204,11 +213,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if result["bitwise"] and not result["leaked"] else 1
     nbytes = int(args.gib * GIB)
     reference = reference_rates(args.devices, nbytes)
+    dirs = args.file_dirs.split(",") if args.file_dirs else [args.swap_dir]
     runs = []
     for tier in args.tiers.split(","):
         copies = args.host_copies.split(",") if tier == "host" and args.devices != "cpu" else [None]
         for how in copies:
-            runs.append({"tier": tier, "copy": how, "cycles": one_session(args, nbytes, tier, how)})
+            for where in (dirs if tier == "file" else [args.swap_dir]):
+                runs.append({"tier": tier, "copy": how, "dir": where,
+                             "cycles": one_session(args, nbytes, tier, how, where)})
+    # (after the sessions: their files' writeback is not this part's, nor its theirs)
+    rates = file_rates(dirs, int(min(args.file_io_gib, args.gib) * GIB),
+                       tuple(int(n) for n in args.file_io_threads.split(","))) if args.file_io else []
     gb = nbytes / 1e9
     print(f"swap of a {args.gib:g} GiB idle session in {args.arrays} arrays, devices {args.devices}")
     print(f"reference ({reference['what']}, {reference['bytes'] / GIB:.2f} GiB): device to host "
@@ -218,39 +233,46 @@ def main(argv: list[str] | None = None) -> int:
                       ("first_touch_gbps", "first touch of new pageable memory, one thread")):
         if key in reference:
             print(f"  {what}: {reference[key]:.1f} GB/s ({gb / reference[key]:.2f} s for {gb:.2f} GB)")
-    print(f"{'tier':<13} {'cycle':<5} {'swapped GiB':>11} {'in host':>8} {'memory before':>14} {'after':>10} "
+    print_rates(rates, gb)
+    print(f"{'tier':<17} {'cycle':<5} {'swapped GiB':>11} {'in host':>8} {'memory before':>14} {'after':>10} "
           f"{'out s':>7} {'in s':>7} {'first op s':>10} {'out GB/s':>8} {'in GB/s':>8} bitwise")
     for run in runs:
-        name = run["tier"] + (f":{run['copy']}" if run["copy"] else "")
+        name = _name(run, len(dirs))
         for i, c in enumerate(run["cycles"]):
-            print(f"{name:<13} {i:<5} {c['bytes'] / GIB:>11.2f} {c['host_bytes'] / GIB:>7.2f}G "
+            print(f"{name:<17} {i:<5} {c['bytes'] / GIB:>11.2f} {c['host_bytes'] / GIB:>7.2f}G "
                   f"{(c['memory_before'] or 0) / GIB:>13.2f}G {c['memory_swapped'] / GIB:>9.2f}G "
                   f"{c['out_s']:>7.3f} {c['in_s']:>7.3f} {c['first_op_s']:>10.3f} "
                   f"{c['bytes'] / 1e9 / max(c['out_s'], 1e-9):>8.1f} {c['bytes'] / 1e9 / max(c['in_s'], 1e-9):>8.1f} "
                   f"{c['bitwise']}")
     for run in runs:
-        name = run["tier"] + (f":{run['copy']}" if run["copy"] else "")
+        name = _name(run, len(dirs))
         print(f"targets (a 10 GiB session): swap-out <= 1.5 s, swap-in <= 1.5 s: {name}: out "
               f"{min(c['out_s'] for c in run['cycles']):.3f} s, in (first op) "
               f"{min(c['first_op_s'] for c in run['cycles']):.3f} s for {args.gib:g} GiB")
     cycles = [{**c, "tier": r["tier"], "copy": r["copy"]} for r in runs for c in r["cycles"]]
     emit({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
           "command": "python " + " ".join(sys.argv), "devices": args.devices,
-          "gib": args.gib, "arrays": args.arrays, "reference": reference,
+          "gib": args.gib, "arrays": args.arrays, "reference": reference, "file_io": rates,
           "runs": runs, "cycles": cycles}, args.json)
     return 0 if all(c["bitwise"] for c in cycles) else 1
 
 
-def one_session(args, nbytes: int, tier: str, how: str | None) -> list[dict]:
+def _name(run: dict, dirs: int) -> str:
+    name = run["tier"] + (f":{run['copy']}" if run["copy"] else "")
+    return name + (f":{run['dir']}" if run["tier"] == "file" and dirs > 1 else "")
+
+
+def one_session(args, nbytes: int, tier: str, how: str | None, swap_dir: str | None) -> list[dict]:
     """--cycles swap-outs and swap-ins of one session of *nbytes* through *tier* (``host``:
-    a host budget that holds it all, copied the way *how* says on a GPU; ``file``: none)."""
+    a host budget that holds it all, copied the way *how* says on a GPU; ``file``: none, in
+    *swap_dir*)."""
     each = nbytes // args.arrays // 4
     budget = 2 * nbytes + GIB if tier == "host" else 0
     if how:   # (the pool's workers inherit this process's environment)
         os.environ["GPUWB_SWAP_HOST_COPY"] = how
     try:
-        with tempfile.TemporaryDirectory(dir=args.swap_dir) as swap_dir, \
-                LocalPool(devices=args.devices, swap_idle=1.0, swap_dir=Path(swap_dir) / "swap",
+        with tempfile.TemporaryDirectory(dir=swap_dir) as where, \
+                LocalPool(devices=args.devices, swap_idle=1.0, swap_dir=Path(where) / "swap",
                           memory_limit=2 * nbytes + 2 * GIB, lease_timeout=600,
                           swap_host_memory=budget) as pool:
             # (idle 1 s: back in, the session stays so long enough for its report to be read)

@@ -19,8 +19,12 @@ measures both beside the pinned copy rate):
 Which is faster depends on the host (its page-fault rate, its cores): the benchmark says,
 and the default follows what it measured.
 
-**File tier**: each allocation's bytes through two pinned buffers (of CuPy's pinned pool),
-so the GPU's copy of one chunk overlaps the file's write (or read) of the other.
+**File tier**: each allocation's bytes through a ring of ``FILE_RING`` pinned buffers (of
+CuPy's pinned pool, kept between swaps), which the swap file's threads write from and read
+into at their offsets, several at once (devices/swap_file_io.py: why threads, and how),
+while the GPU copies the next pieces: out, the GPU fills the ring ahead and a buffer is
+filled again once its piece's write is done; in, the threads read ahead and each piece
+goes to the device as soon as it is in.
 """
 
 from __future__ import annotations
@@ -28,14 +32,16 @@ from __future__ import annotations
 import ctypes
 import os
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Iterator
 
 import numpy as np
 
 from .host_bytes import HostBytes
+from .swap_file_io import THREADS as FILE_THREADS
 
-__all__ = ["HOST_COPIES", "STAGE", "THREADS", "to_host", "from_host", "chunks_out", "block_in"]
+__all__ = ["HOST_COPIES", "STAGE", "THREADS", "FILE_RING", "to_host", "from_host", "chunks_out",
+           "block_in"]
 
 #: the ways of the host tier (the first is the default)
 HOST_COPIES = ("staged", "pinned")
@@ -45,6 +51,10 @@ STAGE = 16 << 20
 THREADS = min(8, max(2, (os.cpu_count() or 2) // 2))
 #: buffers in the ring: each thread busy, and the GPU a copy ahead
 RING = THREADS + 2
+
+#: the file tier's pinned buffers: one per thread of the swap file, and the GPU's copies
+#: a piece ahead
+FILE_RING = FILE_THREADS + 2
 
 _D2H, _H2D = 2, 1   # cudaMemcpyDeviceToHost, cudaMemcpyHostToDevice
 
@@ -75,9 +85,10 @@ class _Pinned:
 
 
 class _Pooled:
-    """*size* bytes of CuPy's pinned memory pool (the file tier's two buffers: kept by the
-    pool between swaps, as the worker's other staging buffers are, so a session of many
-    allocations pays no ``cudaHostAlloc`` for each)."""
+    """*size* bytes of CuPy's pinned memory pool (the file tier's ring: kept by the pool
+    between swaps, as the worker's other staging buffers are, so a session of many
+    allocations pays no ``cudaHostAlloc`` for each; always a whole piece, so that the pool
+    hands the same buffers back whatever the allocations' sizes)."""
 
     def __init__(self, cupy: Any, size: int) -> None:
         self._memory = cupy.cuda.alloc_pinned_memory(size)
@@ -204,65 +215,88 @@ def _in(rt, stream, pieces, host, ring, events, threads) -> None:
             filled.append(threads.submit(fill, slot, at2, n2))
 
 
+def _pieces_of(size: int, chunk: int) -> list[tuple[int, int]]:
+    return [(at, min(chunk, size - at)) for at in range(0, size, chunk)]
+
+
 def chunks_out(cupy: Any, stream: Any, start: int, size: int, chunk: int) -> Iterator[np.ndarray]:
-    """The file tier's writes: the allocation at *start*'s bytes as host buffers of at most
-    *chunk* bytes, in order, through two pinned buffers: the next chunk is on its way from
-    the device while the caller writes this one (each buffer yielded is valid until the
-    next is asked for)."""
-    if size == 0:
+    """The file tier's writes: the allocation at *start*'s bytes as pinned host buffers of
+    at most *chunk* bytes, in order, through a ring of ``FILE_RING`` buffers, the GPU's copy
+    of the next piece on its way while the caller writes this one. The caller may send back
+    (``send``), for each buffer, a ``concurrent.futures.Future`` done once it is done with
+    it: the buffer is filled again only then, so the caller may hold several at once (the
+    swap file's threads, worker/swap.py). A caller that sends nothing is done with each
+    buffer when it asks for the next. Every buffer's future is waited for before this
+    returns or raises, and the ring goes back to CuPy's pinned pool."""
+    pieces = _pieces_of(size, chunk)
+    if not pieces:
         return
     rt = cupy.cuda.runtime
-    n0 = min(size, chunk)
-    bufs = [_Pooled(cupy, n0), _Pooled(cupy, n0) if size > chunk else None]
-    events = [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(2)]
-    offsets = list(range(0, size, chunk))
+    slots = min(FILE_RING, len(pieces))
+    ring: list[_Pooled] = []
+    events = [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(slots)]
+    held: list[Any] = [None] * slots   # each buffer's caller's future
     try:
+        for _ in range(slots):
+            ring.append(_Pooled(cupy, chunk))
+
         def issue(i: int) -> None:
-            at = offsets[i]
-            rt.memcpyAsync(bufs[i % 2].ptr, start + at, min(chunk, size - at), _D2H, stream.ptr)
-            events[i % 2].record(stream)
+            slot, (at, n) = i % slots, pieces[i]
+            if held[slot] is not None:   # (its last piece is still being written)
+                wait([held[slot]])
+                held[slot] = None
+            rt.memcpyAsync(ring[slot].ptr, start + at, n, _D2H, stream.ptr)
+            events[slot].record(stream)
 
         issue(0)
-        for i, at in enumerate(offsets):
-            if i + 1 < len(offsets):
-                issue(i + 1)   # (its buffer was the one written before this: done)
-            events[i % 2].synchronize()
-            yield bufs[i % 2].view[:min(chunk, size - at)]
+        for i, (_at, n) in enumerate(pieces):
+            if i + 1 < len(pieces):
+                issue(i + 1)
+            events[i % slots].synchronize()
+            held[i % slots] = yield ring[i % slots].view[:n]
     finally:
+        wait([job for job in held if job is not None])   # (no thread may still read one)
         stream.synchronize()
-        for b in bufs:
-            if b is not None:
-                b.free()
+        for b in ring:
+            b.free()
 
 
 def block_in(cupy: Any, stream: Any, f: Any, size: int, chunk: int) -> Any:
-    """The file tier's reads: a new allocation of *size* bytes filled from the binary file
-    *f*, through two pinned buffers: the file's read of one chunk overlaps the device's
-    copy of the other."""
+    """The file tier's reads: a new allocation of *size* bytes filled from the swap file
+    *f* (a :class:`~.swap_file_io.SwapFileReader`, at its next bytes) through a ring of
+    ``FILE_RING`` pinned buffers: its threads read the next pieces into the ring while the
+    device copies each piece in as soon as it is there, in order (*f* counts them back)."""
     block = cupy.empty(size, cupy.uint8)
-    if size == 0:
+    pieces = _pieces_of(size, chunk)
+    if not pieces:
         return block
     rt = cupy.cuda.runtime
-    n0 = min(size, chunk)
-    bufs = [_Pooled(cupy, n0), _Pooled(cupy, n0) if size > chunk else None]
-    events = [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(2)]
+    slots = min(FILE_RING, len(pieces))
+    ring: list[_Pooled] = []
+    events = [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(slots)]
+    reads: list[Any] = [None] * slots   # the read under way into each buffer
     try:
-        for i, at in enumerate(range(0, size, chunk)):
-            n = min(chunk, size - at)
-            buf = bufs[i % 2]
-            events[i % 2].synchronize()   # (its last chunk has reached the device)
-            view, got = memoryview(buf.view)[:n], 0
-            while got < n:
-                read = f.readinto(view[got:])
-                if not read:
-                    raise EOFError("the swap file ended early")
-                got += read
-            rt.memcpyAsync(int(block.data.ptr) + at, buf.ptr, n, _H2D, stream.ptr)
-            events[i % 2].record(stream)
+        for _ in range(slots):
+            ring.append(_Pooled(cupy, chunk))
+        for i in range(slots):
+            reads[i] = f.read(ring[i].view[:pieces[i][1]])
+        for i, (at, n) in enumerate(pieces):
+            slot = i % slots
+            job, reads[slot] = reads[slot], None
+            f.collect(job)
+            rt.memcpyAsync(int(block.data.ptr) + at, ring[slot].ptr, n, _H2D, stream.ptr)
+            events[slot].record(stream)
+            # the buffer of the piece before (its copy in is done by now, or nearly) reads
+            # the next piece not yet asked for: the file is read in order, all threads busy
+            j = i - 1 + slots
+            if i >= 1 and j < len(pieces):
+                before = (i - 1) % slots
+                events[before].synchronize()
+                reads[before] = f.read(ring[before].view[:pieces[j][1]])
         stream.synchronize()
     finally:
+        wait([job for job in reads if job is not None])   # (no thread may still fill one)
         stream.synchronize()
-        for b in bufs:
-            if b is not None:
-                b.free()
+        for b in ring:
+            b.free()
     return block

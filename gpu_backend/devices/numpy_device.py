@@ -269,6 +269,8 @@ class NumpyDevice(Device):
         return (array.__array_interface__["data"][0] if array.size else 0), desc["data"][0], size
 
     def allocation_bytes(self, array: np.ndarray, chunk: int):
+        # (views of the memory itself, valid while *array* lives: the swap file's threads
+        # may hold them all, so what is sent back is not needed)
         _ptr, start, size = self.memory_span(array)
         whole = (ctypes.c_uint8 * size).from_address(start)   # (alive: *array* holds it)
         view = memoryview(whole).cast("B")
@@ -276,14 +278,8 @@ class NumpyDevice(Device):
             yield view[at:at + chunk]
 
     def allocation_from(self, f: Any, size: int, chunk: int) -> np.ndarray:
-        block = np.empty(size, np.uint8)
-        view = memoryview(block)
-        at = 0
-        while at < size:
-            got = f.readinto(view[at:at + chunk])
-            if not got:
-                raise EOFError("the swap file ended early")
-            at += got
+        block = np.empty(size, np.uint8)   # (*f*'s threads read into it: swap_file_io.py)
+        f.fill(block, chunk)
         return block
 
     def allocations_to_host(self, arrays: list) -> HostBytes:

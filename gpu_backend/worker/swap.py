@@ -39,10 +39,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..devices.swap_file_io import PIECE, SwapFile, SwapFileReader
+
 __all__ = ["SwapFile", "SwappedArrays", "swap_out", "swap_in", "host_memory"]
 
-#: bytes read or written at a time: a large allocation streams through this much host memory
-CHUNK = 64 << 20
+#: bytes of one piece of the file tier, which several threads write and read at once
+#: (devices/swap_file_io.py); a GPU's copies go through pinned buffers of this size
+CHUNK = PIECE
 
 
 @dataclass(frozen=True)
@@ -77,25 +80,6 @@ class SwappedArrays:
             self.host = None
         if self.path is not None:
             self.path.unlink(missing_ok=True)
-
-
-class SwapFile:
-    """The session's swap file: created exclusively, private to the pool's user."""
-
-    def __init__(self, directory: Path, name: str) -> None:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(directory, 0o700)
-        self.path = directory / name
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-
-    def write(self, data: Any) -> None:
-        view = memoryview(data).cast("B")
-        while view:
-            done = os.write(self._fd, view[:CHUNK])
-            view = view[done:]
-
-    def close(self) -> None:
-        os.close(self._fd)
 
 
 def host_memory() -> int:
@@ -165,18 +149,17 @@ def swap_out(table: Any, device: Any, directory: Path | None, name: str,
         if not all(in_host):
             if directory is None:
                 raise OSError("the pool has no swap directory for what host memory does not hold")
-            out = SwapFile(directory, name)
+            out = SwapFile(directory, name, sum(s for s, h in zip(sizes, in_host) if not h))
+            at = 0
             for array, h in zip(firsts, in_host):
                 if not h:
-                    for piece in device.allocation_bytes(array, CHUNK):
-                        out.write(piece)
-            out.close()
+                    at = _write_allocation(out, device.allocation_bytes(array, CHUNK), at)
+            out.finish()
     except BaseException:
         if host is not None:
             host.release()
         if out is not None:
-            out.close()
-            out.path.unlink(missing_ok=True)
+            out.abort()
         raise
     firsts.clear()   # (no reference of ours may keep a block from the device: CuPy's pool
     array = None     # gives back only blocks no array holds)
@@ -189,22 +172,23 @@ def swap_out(table: Any, device: Any, directory: Path | None, name: str,
                          time.perf_counter() - started)
 
 
-class _Counted:
-    """The swap file as the device reads it, telling *progress* the bytes back so far
-    (*done* before it: those from host memory) after each read."""
-
-    def __init__(self, f: Any, done: int, progress: Callable[[int], None]) -> None:
-        self._f, self.done, self._progress = f, done, progress
-
-    def readinto(self, view: Any) -> int:
-        got = self._f.readinto(view)
-        if got:
-            self.done += got
-            self._progress(self.done)
-        return got
-
-    def close(self) -> None:
-        self._f.close()
+def _write_allocation(out: SwapFile, pieces: Any, at: int) -> int:
+    """One allocation's bytes (the device's ``allocation_bytes``: host buffers, in order)
+    into *out* from offset *at*, each piece by one of its threads while the device copies
+    the next ones; the offset after it. Each piece's future goes back to the generator,
+    which reuses that piece's buffer only once it is done (a GPU's ring of pinned buffers,
+    devices/cupy_swap_copies.py): so the file's writes overlap one another and the copies."""
+    done = None
+    try:
+        while True:
+            try:
+                piece = pieces.send(done)
+            except StopIteration:
+                return at
+            done = out.put(at, piece)
+            at += memoryview(piece).nbytes
+    finally:
+        pieces.close()   # (on an error: the generator waits for the pieces under way)
 
 
 def swap_in(swapped: SwappedArrays, table: Any, device: Any,
@@ -212,7 +196,8 @@ def swap_in(swapped: SwappedArrays, table: Any, device: Any,
     """Bring *swapped*'s arrays back under their handles and free their host memory and
     file; the seconds it took. *progress*, if given, is told the bytes back so far: those
     of host memory at once when they are back (the fast tier: one copy), then the file's
-    after each read (the client sees the notices: worker/wait_notices.py). An allocation
+    after each piece read (several threads read it: devices/swap_file_io.py), in this
+    thread (the client sees the notices: worker/wait_notices.py). An allocation
     that does not fit raises the device's OutOfMemoryError with nothing lost: the arrays
     put back so far are freed again, and the host memory and file stay."""
     started = time.perf_counter()
@@ -224,9 +209,8 @@ def swap_in(swapped: SwappedArrays, table: Any, device: Any,
         if progress is not None and swapped.host_bytes:
             progress(swapped.host_bytes)
         restored: list[Any] = []
-        f = open(swapped.path, "rb", buffering=0) if swapped.path is not None else None
-        if f is not None and progress is not None:
-            f = _Counted(f, swapped.host_bytes, progress)
+        f = (SwapFileReader(swapped.path, swapped.host_bytes, progress)
+             if swapped.path is not None else None)
         try:
             for size, h in zip(swapped.sizes, swapped.in_host):
                 restored.append(next(from_host) if h else device.allocation_from(f, size, CHUNK))

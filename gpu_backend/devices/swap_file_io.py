@@ -1,0 +1,228 @@
+"""A swapped session's file (worker/swap.py's file tier), written and read in pieces at
+their offsets by several threads at once; the same code for a GPU (devices/cupy_swap_copies.py
+hands it pinned buffers) and for the NumPy device (its arrays' own memory), so CI tests it.
+
+Why threads: one thread moves a file's bytes through the page cache at 3.5-4 GB/s on the
+H200 host, and into a tmpfs (``/dev/shm``) at under 3 GB/s, where every new page is also
+allocated and zeroed; a 10 GiB session then took 2.8 s out and 2.2-2.6 s in, 4-4.7 s
+through ``/dev/shm``, against the 0.19 s of the device's own copy. Several threads each
+copying a piece go at several times that rate, as the host tier's staged copies do.
+
+**Writing** (:class:`SwapFile`): the file is created ``O_EXCL``, mode 0600, in a directory
+made 0700, and sized first (``ftruncate``: sparse, nothing allocated yet). Each piece is
+then copied by a thread into a shared mapping of its own span of the file, after
+``MADV_POPULATE_WRITE`` has faulted that span's pages in. Why a mapping and not
+``pwrite``: a filesystem's buffered write holds the file's inode lock for its whole copy
+(ext4, XFS and tmpfs alike), so ``pwrite`` calls to one file never overlap, however many
+threads make them; page faults into a mapping take no such lock. Why populate first: a
+store into a mapped page the filesystem has no room for kills the process (SIGBUS), where
+``madvise`` returns the error (a full disk: :data:`errno.ENOSPC`, the swap-out fails and
+nothing is lost). Why a mapping per piece and not one of the whole file: each thread then
+unmaps its own pages (one thread unmapping 10 GiB takes ~0.4 s). Where the kernel has no
+``MADV_POPULATE_WRITE`` (before Linux 5.14) or the file cannot be mapped, ``pwrite``
+(:data:`METHODS`; ``method=`` for benchmarks/swap.py, which measures both).
+
+**Reading** (:class:`SwapFileReader`): ``preadv`` at each piece's offset straight into the
+buffer it fills (pinned memory on a GPU, the new allocation itself on the NumPy device),
+several at once: a buffered read takes no exclusive lock. The pieces are counted back in
+the order the caller collects them, and *progress* told the bytes back so far, on the
+collecting thread (the worker's own: its notices go out on its sockets).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["PIECE", "THREADS", "METHODS", "SwapFile", "SwapFileReader"]
+
+#: bytes of one piece: what one thread writes or reads at a time (and a GPU's pinned
+#: buffers' size): large enough that a piece's system calls cost nothing beside its copy
+PIECE = 16 << 20
+#: threads writing or reading one swap file (the host's other workers share its cores;
+#: the host tier's staged copies use as many)
+THREADS = min(8, max(2, len(os.sched_getaffinity(0)) // 2 if hasattr(os, "sched_getaffinity")
+                        else (os.cpu_count() or 2) // 2))
+#: the ways of writing a piece, the first the default
+METHODS = ("map", "pwrite")
+
+_MADV_POPULATE_WRITE = 23   # (Linux 5.14; Python's mmap module names it from 3.13 only)
+_PAGE = mmap.ALLOCATIONGRANULARITY
+_libc = ctypes.CDLL(None, use_errno=True)   # (ctypes lets the GIL go during the call)
+_madvise = _libc.madvise
+_madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+_madvise.restype = ctypes.c_int
+
+
+def _pwrite_all(fd: int, data: memoryview, at: int) -> None:
+    while data:
+        done = os.pwrite(fd, data, at)
+        data, at = data[done:], at + done
+
+
+def _pread_all(fd: int, into: Any, at: int) -> int:
+    view = memoryview(into).cast("B")
+    got = 0
+    while got < len(view):
+        n = os.preadv(fd, [view[got:]], at + got)
+        if not n:
+            raise EOFError("the swap file ended early")
+        got += n
+    return got
+
+
+class SwapFile:
+    """A new swap file of *size* bytes at *directory*/*name*, private to the pool's user,
+    filled by :meth:`put` (pieces at their offsets, *threads* at once) and completed by
+    :meth:`finish`; :meth:`abort` removes it. The caller keeps each piece's buffer as it is
+    until that piece's future is done. *reserve*: allocate the whole file first
+    (``posix_fallocate``; off by default: on a tmpfs that is one thread allocating every
+    page, 0.08 s a GiB; benchmarks/swap.py measures both)."""
+
+    def __init__(self, directory: Path, name: str, size: int, threads: int = THREADS,
+                 method: str = METHODS[0], reserve: bool = False) -> None:
+        if method not in METHODS:
+            raise ValueError(f"no way of writing {method!r}: {METHODS}")
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(directory, 0o700)
+        self.path = directory / name
+        self.size = int(size)
+        self._mapped = method == "map"
+        self._jobs: deque[Future] = deque()
+        self._threads: ThreadPoolExecutor | None = None
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(self._fd, self.size)
+            if reserve and self.size:   # (every block at once: a full disk fails here)
+                os.posix_fallocate(self._fd, 0, self.size)
+            self._threads = ThreadPoolExecutor(max_workers=max(1, threads),
+                                               thread_name_prefix="swap-file")
+        except BaseException:
+            self.abort()
+            raise
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the pieces go through mappings (False: ``pwrite``, chosen or fallen back to)."""
+        return self._mapped
+
+    def put(self, at: int, data: Any) -> Future:
+        """Copy *data* (a contiguous buffer) into the file at offset *at*, in a thread; the
+        future is done once it is there. The error of a piece that failed before is raised
+        here, so a full disk stops the swap-out at once."""
+        while self._jobs and self._jobs[0].done():
+            self._jobs.popleft().result()
+        job = self._threads.submit(self._write, at, data)
+        self._jobs.append(job)
+        return job
+
+    def _write(self, at: int, data: Any) -> None:
+        src = np.frombuffer(data, np.uint8)
+        n = src.size
+        if at < 0 or at + n > self.size:
+            raise ValueError(f"a piece of {n} bytes at {at} is outside the swap file's {self.size}")
+        if n and not (self._mapped and self._write_mapped(at, src)):
+            _pwrite_all(self._fd, memoryview(src), at)
+
+    def _write_mapped(self, at: int, src: np.ndarray) -> bool:
+        """*src* into the file at *at* through a mapping of its pages; False where mapping
+        cannot be used here (then :attr:`_mapped` is off for every later piece)."""
+        start = at - at % _PAGE
+        try:
+            span = mmap.mmap(self._fd, at + src.size - start, offset=start)
+        except OSError:
+            self._mapped = False
+            return False
+        try:
+            dest = np.frombuffer(span, np.uint8)
+            if _madvise(dest.ctypes.data, dest.size, _MADV_POPULATE_WRITE) != 0:
+                code = ctypes.get_errno()
+                if code == errno.EINVAL:   # (a kernel before 5.14)
+                    self._mapped = False
+                    return False
+                if code == errno.EFAULT:   # (a store would have been a SIGBUS: no room)
+                    raise OSError(errno.ENOSPC, "no room for the swap file's pages "
+                                  "(its filesystem is full)", str(self.path))
+                raise OSError(code, os.strerror(code), str(self.path))
+            np.copyto(dest[at - start:], src)
+        finally:
+            dest = None
+            span.close()
+        return True
+
+    def finish(self) -> None:
+        """Every piece is in the file (waited for): the first piece's error raised, if one
+        failed (then :meth:`abort`); the file closed, and its threads ended."""
+        jobs, self._jobs = list(self._jobs), deque()
+        wait(jobs)
+        for job in jobs:
+            job.result()
+        self._close()
+
+    def abort(self) -> None:
+        """The swap-out failed: wait for the pieces under way (none may still read its
+        buffer), then close and remove the file."""
+        wait(list(self._jobs))
+        self._jobs.clear()
+        self._close()
+        self.path.unlink(missing_ok=True)
+
+    def _close(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=True)
+            self._threads = None
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+
+class SwapFileReader:
+    """The swap file at *path* read in the order its allocations lie in it: :meth:`read`
+    asks for the next bytes into a buffer (a thread reads them, *threads* at once), and
+    :meth:`collect` waits for one and counts it. *progress*, if given, is told the bytes
+    back so far (*done* before the file's: those from host memory) after each collected
+    piece, in the collecting thread."""
+
+    def __init__(self, path: Path, done: int = 0, progress: Callable[[int], None] | None = None,
+                 threads: int = THREADS) -> None:
+        self.offset = 0          # where the next read begins
+        self.done = int(done)
+        self._progress = progress
+        self._fd = os.open(path, os.O_RDONLY)
+        self._threads = ThreadPoolExecutor(max_workers=max(1, threads),
+                                           thread_name_prefix="swap-file")
+
+    def read(self, into: Any) -> Future:
+        """Fill the writable buffer *into* with the file's next bytes, in a thread."""
+        at = self.offset
+        self.offset += memoryview(into).nbytes
+        return self._threads.submit(_pread_all, self._fd, into, at)
+
+    def collect(self, job: Future) -> None:
+        """Wait for the read *job* (its error raised) and count its bytes back."""
+        self.done += job.result()
+        if self._progress is not None:
+            self._progress(self.done)
+
+    def fill(self, into: np.ndarray, piece: int = PIECE) -> None:
+        """Fill the host buffer *into* with the file's next bytes, *piece* bytes per read,
+        all at once (the NumPy device's allocations: read straight into their memory)."""
+        reads = [self.read(into[at:at + piece]) for at in range(0, into.nbytes, piece)]
+        try:
+            for job in reads:
+                self.collect(job)
+        finally:
+            wait(reads)   # (an error: nothing may still write into *into*)
+
+    def close(self) -> None:
+        """Reads not begun are dropped, those under way waited for; the file closed."""
+        self._threads.shutdown(wait=True, cancel_futures=True)
+        os.close(self._fd)
