@@ -145,7 +145,11 @@ def serve(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:  # InsecureListenError (no key off loopback), a bad key file
         print(f"gpuwb-backend serve: {exc}", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, lambda *_: door.stop())
+    def stop_parking(*_: object) -> None:   # SIGTERM: the sessions wait for the next pool
+        door.park_at_stop = True            # (where it has a swap directory: restarts.py)
+        door.stop()
+
+    signal.signal(signal.SIGTERM, stop_parking)
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, lambda *_: door.request_reload())
     serving = (f"the GPU hosts of the Ray cluster at {settings.cluster} (agents connect to "

@@ -110,7 +110,7 @@ class AdminSocket:
             if not keeps_sessions(self.door):
                 raise ValueError("this pool keeps no sessions over a restart: it has no swap "
                                  "directory (--swap-dir) of its own")
-            self.door.restart_requested = True
+            self.door.restart_requested = self.door.park_at_stop = True
             self.door.stop()
             return {"ok": True, "open": len(self.door.sessions)}
         if kind == "moves":

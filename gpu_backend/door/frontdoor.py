@@ -149,6 +149,9 @@ class FrontDoor:
         self.moves = Moves(self)
         #: asked to restart (``gpuwb-backend restart``): the serving command starts again
         self.restart_requested = False
+        #: whether a stop parks the sessions for the next pool (``serve``'s SIGTERM and
+        #: ``restart`` set it; an embedded pool's stop ends them: restarts.py)
+        self.park_at_stop = False
         restore_parked(self, Session)   # (the sessions the last pool parked: restarts.py)
         #: the last sessions that ended: their summaries, and why, for their own clients
         self.ended = EndedSessions()
@@ -698,7 +701,7 @@ class FrontDoor:
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
             self.metrics_server.server_close()
-        if self.sessions and keeps_sessions(self):   # (their arrays kept for the next pool)
+        if self.park_at_stop and self.sessions and keeps_sessions(self):   # (kept for the next)
             park_all(self)
         self.hosts.stop_workers()
         for session in list(self.sessions.values()):

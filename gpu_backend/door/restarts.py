@@ -3,6 +3,10 @@
 workers end; the pool that starts next on the same swap directory takes them back, and each
 returning client finds its session, its arrays and its held stretches as they were.
 
+Only ``gpuwb-backend serve`` stopped by SIGTERM or ``restart`` parks (an embedded pool's
+``stop()`` and ^C end the sessions, as before: nothing is left on disk for a pool that may
+never start again on that directory).
+
 Stopping (:func:`park_all`): every session's worker is asked to park (worker/handover.py),
 as for a move; the door's loop goes on reading their answers for up to ``PARK_WAIT``; then
 one record per parked session (its id, key, user, grant, label, the manifest, the last
@@ -101,6 +105,8 @@ def park_all(door: Any) -> int:
                         "memory_limit": session.memory_limit, "grant": session.grant,
                         "device": move.device or session.worker.device,
                         "manifest": move.manifest, "ran": session.ran, "moves": session.moves})
+    if not records:
+        return 0
     path = folder / RECORDS
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -160,6 +166,6 @@ def restore(door: Any, session_class: Any) -> int:
 
 
 def keeps_sessions(door: Any) -> bool:
-    """Whether a stop parks the sessions (a swap directory, one host's devices)."""
+    """Whether a stop can park the sessions (a swap directory, one host's devices)."""
     return _folder(door) is not None and door.host is not None
 

@@ -19,6 +19,7 @@ import kernelproxy
 from gpu_backend.cli_moves import admin_address_for
 from gpu_backend.served import ServedPool
 from kernelproxy.modules import module_for
+from tests.differential import TEST_DEVICES
 
 PATIENCE = 90.0
 
@@ -39,7 +40,7 @@ def served(tmp_path):
     pools: list[ServedPool] = []
 
     def start() -> ServedPool:
-        pool = ServedPool("fair", "cpu", *extra, token=token)
+        pool = ServedPool("fair", TEST_DEVICES, *extra, token=token)
         pools.append(pool)
         return pool
 

@@ -1,0 +1,165 @@
+"""Issue 52: what moving a session costs, and a pool's restart, beside the host's copy rates.
+
+A session fills --gib of device memory in --arrays arrays, each checksummed. Then, each in
+the same run:
+
+- **move** (a pool with two devices or more, ``--devices 0,1`` or ``cpu,cpu``): the
+  administration socket moves the session to the other device (``gpuwb-backend move``);
+  measured: the move itself (the old worker parks the arrays in the swap directory, a spare
+  of the other device adopts them: the request until the pool says the session is there),
+  then the client's first op (its arrays brought back on the new device), and the whole;
+- **restart** (``gpuwb-backend serve`` as a process, stopped with SIGTERM, started again on
+  the same swap directory): the stop (every session parked), the next pool's start, the
+  client's first op (it finds its session, its arrays come back), and the whole.
+
+Every array's checksum after must equal its checksum before (bitwise: a sum of its bits as
+unsigned integers). The reference: the device's pinned copy rate each way for the same bytes
+(benchmarks/swap.py's ``reference_rates``). ``--swap-dirs /tmp,/dev/shm``: each directory in
+turn (the parked arrays go through its files). Prints a table and JSON.
+
+    python benchmarks/moves.py --devices 0 --gib 10 --arrays 10 --swap-dirs /tmp,/dev/shm
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import socket
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+import kernelproxy  # noqa: E402
+from gpu_backend.cli_moves import admin_request  # noqa: E402
+from gpu_backend.pool import LocalPool  # noqa: E402
+from gpu_backend.served import ServedPool  # noqa: E402
+from json_out import emit  # noqa: E402
+from kernelproxy.modules import module_for  # noqa: E402
+from swap import reference_rates  # noqa: E402
+
+GIB = 1 << 30
+
+
+def _fill(session, nbytes: int, count: int) -> tuple[list, list[int]]:
+    """*count* float32 arrays of *nbytes* in all, made on the device, and their checksums."""
+    cp = module_for(session)
+    n = max(1, nbytes // count // 4)
+    arrays = [(cp.arange(n, dtype=cp.float32) * (k + 1) + 0.5) for k in range(count)]
+    return arrays, _sums(arrays)
+
+
+def _sums(arrays: list) -> list[int]:
+    """Each array's bits summed as unsigned integers: equal only if (almost surely) bitwise."""
+    return [int(a.view("uint32").sum(dtype="uint64")) for a in arrays]
+
+
+def _where(admin: str, sid: str) -> dict:
+    return next(r for r in admin_request(admin, {"t": "moves"})["sessions"] if r["session"] == sid)
+
+
+def measure_move(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
+    with LocalPool(devices=devices, swap_dir=swap_dir, swap_idle=None, lease_timeout=600,
+                   memory_limit=nbytes + 2 * GIB) as pool:
+        if len(pool.door.devices) < 2:
+            return {"skipped": "one device: a move needs two"}
+        admin = pool.door.admin.address
+        s = kernelproxy.connect(pool.address, pool.token)
+        try:
+            arrays, before = _fill(s, nbytes, count)
+            start = _where(admin, s.id)["device"]
+            target = next(d for d in pool.door.devices if d != start)
+            t0 = time.perf_counter()
+            assert admin_request(admin, {"t": "move", "session": s.id, "device": target})["ok"]
+            while (r := _where(admin, s.id))["device"] != target or r["moving"]:
+                if r["refused"]:
+                    return {"error": r["refused"]}
+                time.sleep(0.002)
+            t1 = time.perf_counter()
+            after = _sums(arrays[:1])   # the first op: the arrays come back on the new device
+            t2 = time.perf_counter()
+            after += _sums(arrays[1:])
+            return {"from": start, "to": target, "move_s": t1 - t0, "first_op_s": t2 - t1,
+                    "total_s": t2 - t0, "bitwise": after == before}
+        finally:
+            s.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def measure_restart(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
+    token, port = secrets.token_urlsafe(24), _free_port()
+    extra = ["--listen", f"tcp://127.0.0.1:{port}", "--swap-dir", swap_dir, "--swap-idle", "36000",
+             "--lease-timeout", "600", "--memory-limit", str(nbytes + 2 * GIB)]
+    first = ServedPool("fair", devices, *extra, token=token)
+    second = None
+    s = kernelproxy.connect(first.local_address or first.address, token)
+    try:
+        arrays, before = _fill(s, nbytes, count)
+        t0 = time.perf_counter()
+        first.stop()   # SIGTERM: every session parked
+        t1 = time.perf_counter()
+        second = ServedPool("fair", devices, *extra, token=token)
+        t2 = time.perf_counter()
+        after = _sums(arrays[:1])
+        t3 = time.perf_counter()
+        after += _sums(arrays[1:])
+        return {"stop_s": t1 - t0, "start_s": t2 - t1, "first_op_s": t3 - t2,
+                "total_s": t3 - t0, "moves": s.moves, "bitwise": after == before}
+    finally:
+        s.close()
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--devices", default="cpu,cpu", help="the pool's devices (0,1; cpu,cpu)")
+    parser.add_argument("--gib", type=float, default=0.25)
+    parser.add_argument("--arrays", type=int, default=4)
+    parser.add_argument("--swap-dirs", default="", help="comma list (default: a new temporary one)")
+    parser.add_argument("--what", default="move,restart")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    nbytes = int(args.gib * GIB)
+    gpu = args.devices.split(",")[0].isdigit()
+    result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "command": " ".join(["python", "benchmarks/moves.py", *sys.argv[1:]]),
+              "devices": args.devices, "bytes": nbytes, "arrays": args.arrays,
+              "reference": reference_rates(args.devices if gpu else "cpu", nbytes), "runs": []}
+    dirs = [d for d in args.swap_dirs.split(",") if d] or [None]
+    for base in dirs:
+        with tempfile.TemporaryDirectory(prefix="gpuwb-moves-", dir=base) as swap_dir:
+            for what in args.what.split(","):
+                run = (measure_move if what == "move" else measure_restart)(
+                    args.devices, nbytes, args.arrays, swap_dir)
+                result["runs"].append({"what": what, "swap_dir": base or "(temporary)", **run})
+    ref = result["reference"]
+    print(f"{nbytes / GIB:.2f} GiB in {args.arrays} arrays on {args.devices}; reference "
+          f"{ref['what']}: {ref['d2h_gbps']:.1f} GB/s out, {ref['h2d_gbps']:.1f} GB/s in")
+    print(f"{'what':<8} {'swap dir':<12} {'move/stop':>10} {'start':>8} {'first op':>9} "
+          f"{'total':>8} bitwise")
+    for run in result["runs"]:
+        if "total_s" not in run:
+            print(f"{run['what']:<8} {run['swap_dir']:<12} {run.get('skipped') or run.get('error')}")
+            continue
+        print(f"{run['what']:<8} {run['swap_dir']:<12} {run.get('move_s', run.get('stop_s')):>9.3f}s "
+              f"{run.get('start_s', 0.0):>7.3f}s {run['first_op_s']:>8.3f}s {run['total_s']:>7.3f}s "
+              f"{run['bitwise']}")
+    emit(result, args.json)
+    return 0 if all(r.get("bitwise", True) for r in result["runs"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
