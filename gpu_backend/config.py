@@ -55,6 +55,12 @@ class PoolSettings(BaseSettings):
                                     "before its arrays are swapped out of device memory to the "
                                     "swap directory (they come back, bitwise, at its next op); "
                                     "none: never")
+    park_idle: float | None = Field(1800.0, gt=0, description="seconds a swapped-out session "
+                                    "may stay idle before it is parked: its worker writes what "
+                                    "it still holds to the swap directory and exits, giving "
+                                    "back its process and device context; the session's next "
+                                    "op starts a worker that takes it back (docs/swap.md); "
+                                    "none: never")
     swap_dir: Path | None = Field(None, description="where swapped sessions' files go, one "
                                   "0600 file each in a 0700 directory (none: a swap folder in "
                                   "each host's private run directory)")

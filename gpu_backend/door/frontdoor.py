@@ -534,6 +534,7 @@ class FrontDoor:
                                    "the pool has no such session (it ended, or the pool restarted)")
         if session.moving is not None:
             session.moving.waiting.append(ident)
+            self.moves.called_back(session)   # (parked until asked for: asked for now)
             return
         self.reply_where(ident, session)
 
@@ -560,7 +561,8 @@ class FrontDoor:
         session = self._session(msg)
         if session is not None:
             session.last_seen = time.monotonic()
-            self._reply(ident, {"ok": True, "alive": True, "moves": session.moves})
+            self._reply(ident, {"ok": True, "alive": True,
+                                "moves": self.moves.reported_moves(session)})
             return
         reply = {"ok": True, "alive": False}
         why = self.ended.reason_for(msg.get("session"), msg.get("key"))
@@ -573,7 +575,9 @@ class FrontDoor:
         if session is not None:
             session.closing = True   # no longer one of the user's open sessions
             # the worker reports its last figures as it exits; _reap then ends the session
-            if not session.worker.tell({"t": "stop"}):
+            if session.worker.session is not session:   # (parked: no worker to end it)
+                self._end(session, "closed by the client")
+            elif not session.worker.tell({"t": "stop"}):
                 session.worker.end()
         self._reply(ident, {"ok": True})
 
@@ -664,6 +668,8 @@ class FrontDoor:
                 self._serve_pending()
                 if self.moves.moving:
                     self.moves.serve()
+                if self.settings.park_idle is not None:
+                    self.moves.park_idle(self.settings.park_idle)
                 if self.reclaims:
                     self._serve_reclaims()
                 self.auth.log_summary()   # (at most every LOG_EVERY s: auth_gate.py)

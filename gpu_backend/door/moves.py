@@ -78,6 +78,7 @@ class Moves:
         #: devices being drained: placement passes them by, their sessions move away
         self.draining: set[str] = set()
         self.moved = self.refused = 0
+        self._next_look = 0.0
 
     # ------------------------------------------------------------ starting
     def start(self, session: Any, device: str, why: str, directory: str | None = None) -> str | None:
@@ -99,14 +100,53 @@ class Moves:
                  device, why)
         return None
 
-    def park_here(self, session: Any, directory: str) -> bool:
-        """Park *session* in *directory* for the next pool (a restart, restarts.py): no
-        worker of this pool adopts it. Whether its worker was told."""
+    def park_here(self, session: Any, directory: str | None, why: str = "the pool restarts") -> bool:
+        """Park *session* in *directory* (None: its swap directory) until it is asked for: by
+        the next pool (a restart, restarts.py), or by its client's next op (an idle session,
+        :meth:`park_idle`). Whether its worker was told."""
         if not session.worker.tell({"t": "park", "dir": directory}):
             return False
-        session.moving = Move(None, "the pool restarts")
+        session.moving = Move(None, why)
         self.moving[session.sid] = session
         return True
+
+    def park_idle(self, idle: float, now: float | None = None) -> None:
+        """Park each session swapped out and idle for *idle* seconds: its worker exits,
+        giving back its process and device context (~500 MiB of a GPU's memory); its next op
+        brings a worker back (:meth:`called_back`). Looked at once a second."""
+        now = time.monotonic() if now is None else now
+        if now < self._next_look:
+            return
+        self._next_look = now + 1.0
+        for session in list(self.door.sessions.values()):
+            if (session.moving is None and not session.closing and session.usage.get("swapped")
+                    and session.worker.session is session and now - session.last_work >= idle
+                    and session.park_refused_at != session.last_work):
+                self.park_here(session, None, f"idle for {idle:g} s, swapped out")
+
+    def called_back(self, session: Any) -> None:
+        """A session parked until asked for is asked for (its client's ``where``): a spare of
+        its device (or the least-loaded one) takes it back."""
+        from .placement import least_loaded
+        move = session.moving
+        if move is None or move.device is not None or move.stage != "parked":
+            return
+        device = session.worker.device
+        if device not in self.door.devices or device in self.draining:
+            device = least_loaded([d for d in self.door.devices if d not in self.draining]
+                                  or self.door.devices, self.door.sessions.values(),
+                                  self.door.pending, 1 << 30)
+        move.device, move.since = device, time.monotonic()
+        self.door.keep_spares_for(device)
+        self.serve()
+
+    def reported_moves(self, session: Any) -> int:
+        """The move count a heartbeat tells: one more while the session is parked until
+        asked for, so that a client whose link cannot tell it (tcp) asks where it is."""
+        move = session.moving
+        return session.moves + (1 if move is not None and move.device is None
+                                and move.stage == "parked" and session.worker.session is None
+                                and self.door.sessions.get(session.sid) is session else 0)
 
     def drain(self, devices: set[str]) -> list[dict]:
         """Drain *devices*: no new session goes there, and every session there moves to the
@@ -148,6 +188,9 @@ class Moves:
         batch = msg.get("batch")
         session.ran = batch if type(batch) is int else 0
         session.carried = carried_usage(session, session.usage)   # (its last report came first)
+        nbytes = msg.get("bytes")
+        session.usage.update(memory=0, swapped_host=0,   # (all in the directory now)
+                             swapped=nbytes if type(nbytes) is int else 0)
         self.door.detach_worker(session)
         if move.device is not None:
             self.door.keep_spares_for(move.device)
@@ -170,6 +213,7 @@ class Moves:
         move, session.moving = session.moving, None
         self.moving.pop(session.sid, None)
         session.move_refused = why
+        session.park_refused_at = session.last_work   # (not parked idle again until it works)
         for ident in move.waiting:
             self.door.reply_where(ident, session)
 

@@ -65,6 +65,7 @@ def build_status(door: Any) -> dict[str, Any]:
         "swapped": s.usage.get("swapped") or 0, "swapped_host": s.usage.get("swapped_host") or 0,
         "swaps": s.usage.get("swaps_out") or 0,
         "swap_seconds": s.usage.get("swap_seconds") or 0.0,
+        "parked": s.worker.session is not s,
         "idle": round(now - s.last_work, 3), "heartbeat": round(now - s.last_seen, 3),
         "oom_ago": None if s.oom_at is None else round(now - s.oom_at, 3),
         "age": round(time.time() - s.created, 3),

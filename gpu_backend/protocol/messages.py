@@ -244,6 +244,7 @@ class StatusSession(TypedDict):
     swapped: Annotated[int, "bytes of its arrays swapped out, to its host's memory or the pool's swap directory (0: none; they come back at its next op)"]
     swapped_host: NotRequired[Annotated[int, "of them, bytes in its host's memory (the rest are in its swap file)"]]
     swaps: Annotated[int, "times it was swapped out"]
+    parked: NotRequired[Annotated[bool, "its worker has exited (idle and swapped out, or moving): its arrays wait in the swap directory for its next op"]]
     swap_seconds: Annotated[float, "how long its last swap, out or in, took"]
 
 

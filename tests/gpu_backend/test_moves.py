@@ -234,3 +234,45 @@ def test_the_drain_command_moves_the_sessions_and_says_where(pool):
         assert _where(pool, s)["device"] != start
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("transport", ["same-host", "tcp"])
+def test_an_idle_swapped_session_gives_its_worker_back_and_returns_at_its_next_op(tmp_path,
+                                                                               transport):
+    """--park-idle: a session swapped out and idle that long is parked (its worker exits,
+    giving back its process and device context); its next op brings a worker back."""
+    with LocalPool(devices="cpu", swap_dir=tmp_path / "swap", swap_idle=0.2, park_idle=0.4,
+                   lease_timeout=30, swap_host_memory=1 << 20) as pool:
+        address = pool.address if transport == "same-host" else pool.tcp_address
+        s = kernelproxy.connect(address, pool.token)
+        try:
+            cp = module_for(s)
+            host = np.arange(300_000, dtype=np.float64)
+            x = cp.asarray(host)
+            small = cp.full(10, 7, dtype=cp.int16)   # (in host memory: written out when parked)
+            row = _wait(lambda: (r := _row(s))["parked"] and r, "the session to be parked")
+            assert row["swapped"] >= host.nbytes and row["swapped_host"] == 0
+            workers = [w for w in pool.door.hosts.workers.values() if w.session is not None]
+            assert workers == []   # no worker serves it now
+            assert np.array_equal(x.get(), host)    # its next op: a worker takes it back
+            assert np.array_equal(small.get(), np.full(10, 7, dtype=np.int16))
+            assert s.moves == 1 and not _row(s)["parked"]
+        finally:
+            s.close()
+        _wait(lambda: not [p for p in (tmp_path / "swap").rglob("*") if p.is_file()],
+              "the session's files to go")
+
+
+def test_a_parked_session_closed_by_its_client_ends_and_leaves_no_file(tmp_path):
+    with LocalPool(devices="cpu", swap_dir=tmp_path / "swap", swap_idle=0.2, park_idle=0.4,
+                   lease_timeout=30, swap_host_memory=0) as pool:
+        s = kernelproxy.connect(pool.address, pool.token)
+        x = module_for(s).ones(50_000)
+        assert float(x[0]) == 1.0   # (sent: the worker holds it)
+        _wait(lambda: _row(s)["parked"], "the session to be parked")
+        sid = s.id
+        s.close()
+        _wait(lambda: sid not in pool.door.sessions, "the session to end")
+        _wait(lambda: not [p for p in (tmp_path / "swap").rglob("*") if p.is_file()],
+              "its files to go")
+        del x
