@@ -8,6 +8,9 @@ the same run:
   measured: the move itself (the old worker parks the arrays in the swap directory, a spare
   of the other device adopts them: the request until the pool says the session is there),
   then the client's first op (its arrays brought back on the new device), and the whole;
+- **park** (``--park-idle``): the session swapped out, then parked (its worker exits): the
+  device memory in use active, swapped and parked (a GPU's: every process's), and its next
+  op's wait (a spare takes it back);
 - **restart** (``gpuwb-backend serve`` as a process, stopped with SIGTERM, started again on
   the same swap directory): the stop (every session parked), the next pool's start, the
   client's first op (it finds its session, its arrays come back), and the whole.
@@ -91,6 +94,48 @@ def measure_move(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
             s.close()
 
 
+def _device_used(devices: str) -> int | None:
+    """Bytes in use on the (first) GPU, all processes together; None on the NumPy device."""
+    if not devices.split(",")[0].isdigit():
+        return None
+    import cupy as cp
+    with cp.cuda.Device(int(devices.split(",")[0])):
+        free, total = cp.cuda.runtime.memGetInfo()
+    return int(total - free)
+
+
+def measure_park(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
+    """An idle session swapped out, then parked (--park-idle: its worker exits): the device
+    memory in use at each stage, and its next op's wait (a spare takes it back)."""
+    with LocalPool(devices=devices.split(",")[0], swap_dir=swap_dir, swap_idle=1.0,
+                   park_idle=2.0, lease_timeout=600, memory_limit=nbytes + 2 * GIB,
+                   swap_host_memory=0) as pool:
+        s = kernelproxy.connect(pool.address, pool.token)
+        try:
+            arrays, before = _fill(s, nbytes, count)
+            row = lambda: next(r for r in s.status()["sessions"] if r["session"] == s.id)  # noqa: E731
+            active = _device_used(devices)
+            t0 = time.perf_counter()
+            while not row()["swapped"]:
+                time.sleep(0.01)
+            swapped = _device_used(devices)
+            while not row()["parked"]:
+                time.sleep(0.01)
+            t1 = time.perf_counter()
+            time.sleep(1.0)   # (the worker's process ends: its context goes with it)
+            parked = _device_used(devices)
+            t2 = time.perf_counter()
+            after = _sums(arrays[:1])
+            t3 = time.perf_counter()
+            after += _sums(arrays[1:])
+            return {"device_used_active": active, "device_used_swapped": swapped,
+                    "device_used_parked": parked, "swapped_to_parked_s": t1 - t0,
+                    "first_op_s": t3 - t2, "total_s": t3 - t2, "moves": s.moves,
+                    "bitwise": after == before}
+        finally:
+            s.close()
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -129,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gib", type=float, default=0.25)
     parser.add_argument("--arrays", type=int, default=4)
     parser.add_argument("--swap-dirs", default="", help="comma list (default: a new temporary one)")
-    parser.add_argument("--what", default="move,restart")
+    parser.add_argument("--what", default="move,restart,park")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     nbytes = int(args.gib * GIB)
@@ -142,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     for base in dirs:
         with tempfile.TemporaryDirectory(prefix="gpuwb-moves-", dir=base) as swap_dir:
             for what in args.what.split(","):
-                run = (measure_move if what == "move" else measure_restart)(
-                    args.devices, nbytes, args.arrays, swap_dir)
+                measure = {"move": measure_move, "restart": measure_restart,
+                           "park": measure_park}[what]
+                run = measure(args.devices, nbytes, args.arrays, swap_dir)
                 result["runs"].append({"what": what, "swap_dir": base or "(temporary)", **run})
     ref = result["reference"]
     print(f"{nbytes / GIB:.2f} GiB in {args.arrays} arrays on {args.devices}; reference "
@@ -151,10 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'what':<8} {'swap dir':<12} {'move/stop':>10} {'start':>8} {'first op':>9} "
           f"{'total':>8} bitwise")
     for run in result["runs"]:
+        if run["what"] == "park" and run.get("device_used_active") is not None:
+            print(f"park: device memory in use {run['device_used_active'] / GIB:.2f} GiB active, "
+                  f"{run['device_used_swapped'] / GIB:.2f} swapped, "
+                  f"{run['device_used_parked'] / GIB:.2f} parked")
         if "total_s" not in run:
             print(f"{run['what']:<8} {run['swap_dir']:<12} {run.get('skipped') or run.get('error')}")
             continue
-        print(f"{run['what']:<8} {run['swap_dir']:<12} {run.get('move_s', run.get('stop_s')):>9.3f}s "
+        first = run.get("move_s", run.get("stop_s", run.get("swapped_to_parked_s")))
+        print(f"{run['what']:<8} {run['swap_dir']:<12} {first:>9.3f}s "
               f"{run.get('start_s', 0.0):>7.3f}s {run['first_op_s']:>8.3f}s {run['total_s']:>7.3f}s "
               f"{run['bitwise']}")
     emit(result, args.json)
