@@ -2,11 +2,12 @@
 their offsets by several threads at once; the same code for a GPU (devices/cupy_swap_copies.py
 hands it pinned buffers) and for the NumPy device (its arrays' own memory), so CI tests it.
 
-Why threads: one thread moves a file's bytes through the page cache at 3.5-4 GB/s on the
-H200 host, and into a tmpfs (``/dev/shm``) at under 3 GB/s, where every new page is also
-allocated and zeroed; a 10 GiB session then took 2.8 s out and 2.2-2.6 s in, 4-4.7 s
-through ``/dev/shm``, against the 0.19 s of the device's own copy. Several threads each
-copying a piece go at several times that rate, as the host tier's staged copies do.
+Why threads: one thread reads a file from the page cache at ~6 GB/s and writes one at
+3-4 GB/s on the H200 host (10 GiB took 2.1-3.2 s in and 2.5-3.6 s out through one thread),
+against the 0.19 s of the device's own copy. Reading, 8 threads go at 30-35 GB/s there.
+Writing, measured (docs/swap.md, benchmarks/swap.py ``--file-io``), no way below writes one
+file faster than 3-4 GB/s on that host, whatever the threads: the swap-out's target is
+missed by the file's writes, not by the device's copies.
 
 **Writing** (:class:`SwapFile`): the file is created ``O_EXCL``, mode 0600, in a directory
 made 0700, and sized first (``ftruncate``: sparse, nothing allocated yet). Each piece is
@@ -14,13 +15,16 @@ then copied by a thread into a shared mapping of its own span of the file, after
 ``MADV_POPULATE_WRITE`` has faulted that span's pages in. Why a mapping and not
 ``pwrite``: a filesystem's buffered write holds the file's inode lock for its whole copy
 (ext4, XFS and tmpfs alike), so ``pwrite`` calls to one file never overlap, however many
-threads make them; page faults into a mapping take no such lock. Why populate first: a
-store into a mapped page the filesystem has no room for kills the process (SIGBUS), where
-``madvise`` returns the error (a full disk: :data:`errno.ENOSPC`, the swap-out fails and
-nothing is lost). Why a mapping per piece and not one of the whole file: each thread then
-unmaps its own pages (one thread unmapping 10 GiB takes ~0.4 s). Where the kernel has no
+threads make them; page faults into a mapping take no such lock (on the H200 host they
+went no faster even so, but were the faster of the two into a tmpfs). Why populate first:
+a store into a mapped page the filesystem has no room for kills the process (SIGBUS),
+where ``madvise`` returns the error (a full disk: :data:`errno.ENOSPC`, the swap-out fails
+and nothing is lost). Why a mapping per piece and not one of the whole file: each thread
+unmaps its own pages (one thread unmapping a 4 GiB tmpfs mapping took 0.15 s on a 2-core
+VM); whether the per-piece ``mmap``/``munmap``, which take the process's memory-map lock
+for writing, is what holds the writes back is not measured. Where the kernel has no
 ``MADV_POPULATE_WRITE`` (before Linux 5.14) or the file cannot be mapped, ``pwrite``
-(:data:`METHODS`; ``method=`` for benchmarks/swap.py, which measures both).
+(:data:`METHODS`; ``method=`` and ``reserve=`` for benchmarks/swap.py, which measures each).
 
 **Reading** (:class:`SwapFileReader`): ``preadv`` at each piece's offset straight into the
 buffer it fills (pinned memory on a GPU, the new allocation itself on the NumPy device),
@@ -48,7 +52,8 @@ __all__ = ["PIECE", "THREADS", "METHODS", "SwapFile", "SwapFileReader"]
 #: buffers' size): large enough that a piece's system calls cost nothing beside its copy
 PIECE = 16 << 20
 #: threads writing or reading one swap file (the host's other workers share its cores;
-#: the host tier's staged copies use as many)
+#: the host tier's staged copies use as many): reads from the page cache went at 35 GB/s
+#: with 8 on the H200 host and no faster with 16
 THREADS = min(8, max(2, len(os.sched_getaffinity(0)) // 2 if hasattr(os, "sched_getaffinity")
                         else (os.cpu_count() or 2) // 2))
 #: the ways of writing a piece, the first the default
@@ -85,7 +90,7 @@ class SwapFile:
     :meth:`finish`; :meth:`abort` removes it. The caller keeps each piece's buffer as it is
     until that piece's future is done. *reserve*: allocate the whole file first
     (``posix_fallocate``; off by default: on a tmpfs that is one thread allocating every
-    page, 0.08 s a GiB; benchmarks/swap.py measures both)."""
+    page, and on the H200 host it made no write faster: benchmarks/swap.py measures it)."""
 
     def __init__(self, directory: Path, name: str, size: int, threads: int = THREADS,
                  method: str = METHODS[0], reserve: bool = False) -> None:
