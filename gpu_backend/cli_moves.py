@@ -50,6 +50,9 @@ def admin_request(address: str, msg: dict, timeout: float = 10.0) -> dict:
         raise ConnectionError(f"no pool's administration socket at {path} (is the pool "
                               "running on this host, with its same-host door, and are you "
                               "its OS user?)")
+    info = os.stat(path)
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:   # (another user's, or open to all)
+        raise ConnectionError(f"{path} is not a pool's administration socket of yours")
     ctx = zmq.Context.instance()
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)

@@ -87,7 +87,7 @@ class ServedPool:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(20)
+                self.proc.wait(60)   # (a pool parks its sessions first: door/restarts.py)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

@@ -25,6 +25,8 @@ import time
 import weakref
 from typing import Any
 
+import zmq
+
 from gpu_backend.protocol.errors import SessionLostError
 
 from .connection import NoAnswer, door_request
@@ -48,9 +50,23 @@ class LinkEnded(SessionLostError):
     (:func:`relink` tells which). A SessionLostError where it escapes."""
 
 
+#: how often one relink follows a session that moves again while it follows
+FOLLOWS = 5
+
+
 def relink(session: Any, reason: str) -> None:
     """Follow *session* to its new worker (module docstring), or lose it with *reason*
     where it did not move. Called with the session's lock held."""
+    for _ in range(FOLLOWS):
+        try:
+            _follow(session, reason)
+            return
+        except LinkEnded as exc:   # (the new worker ended too: moved again, or lost)
+            reason = str(exc)
+    session._lose(f"{reason} (the session kept moving: {FOLLOWS} moves in a row)")
+
+
+def _follow(session: Any, reason: str) -> None:
     info = _where(session)
     moves = info.get("moves")
     if type(moves) is not int or moves == session.moves:   # not moved: the link's loss stands
@@ -66,10 +82,13 @@ def relink(session: Any, reason: str) -> None:
     if any(frames is None for frames in unsent):
         session._lose("the session moved to another worker while a streamed upload was "
                       "under way; it cannot be sent again")
-    _open_new_link(session, info)
+    try:
+        _open_new_link(session, info)
+    except (OSError, zmq.ZMQError) as exc:   # (its worker ended as it was reached: ask again)
+        raise LinkEnded(f"the session's new worker could not be reached ({exc})") from None
     session.moves = moves
-    for frames in unsent:
-        session.link.send(frames)
+    for frames in unsent:   # (copied: the frames of an upload may be the caller's memory,
+        session.link.send([_copied(f) for f in frames])   # which it may reuse at once now)
 
 
 def _where(session: Any) -> dict:
@@ -81,11 +100,15 @@ def _where(session: Any) -> dict:
             return door_request(session.ctx, session.address,
                                 {"t": "where", "session": session.id, "key": session.key},
                                 ASK_EVERY, server_key=session.server_key)
-        except NoAnswer as exc:
-            if time.monotonic() > deadline:
-                session._lose(f"the session's worker ended and {exc}")
+        except NoAnswer as exc:   # (its heartbeat gives the pool up first when it has gone)
+            if time.monotonic() > deadline or session.heartbeat.lost:
+                session._lose(session.heartbeat.lost or f"the session's worker ended and {exc}")
         except SessionLostError as exc:
             session._lose(str(exc))
+
+
+def _copied(frame: Any) -> Any:
+    return frame if type(frame) is bytes else bytes(memoryview(frame).cast("B"))
 
 
 def _read_replies_of_old(session: Any, ran: int) -> None:

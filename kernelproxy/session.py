@@ -433,8 +433,7 @@ class Session:
         if stretches is not None and not part:
             self._stretch_begins()
         if wait_sent:  # the caller may reuse its array once ZeroMQ has let go of it
-            for tracker in trackers:
-                tracker.wait()
+            self.wait_sent(trackers)
         elif drain:
             self._drain(timeout=0)
 
@@ -519,6 +518,20 @@ class Session:
         except LinkEnded as exc:
             relink(self, str(exc))
             return []
+
+    def wait_sent(self, trackers: list) -> None:
+        """Wait until ZeroMQ has let go of a send's frames; a session that moved meanwhile
+        (a tcp link queues for a worker that has gone) follows it: its frames then went
+        again, copied (kernelproxy.relink)."""
+        for tracker in trackers:
+            while not tracker.done:
+                try:
+                    tracker.wait(0.2)
+                except zmq.NotDone:
+                    if self.heartbeat.lost:
+                        self._lose(self.heartbeat.lost)
+                    if self._followed():
+                        return
 
     def _link_ended(self, reason: str) -> None:
         raise LinkEnded(reason)

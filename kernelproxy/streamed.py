@@ -38,7 +38,7 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
             if report is not None:   # (sends block once the link is full)
                 report.update(min((i + 1) * step, flat.size))
         if tracker is not None:
-            tracker.wait()  # messages go in order: once the last chunk is out, all are
+            session.wait_sent([tracker])  # messages go in order: once the last is out, all are
     finally:
         if report is not None:
             report.close()

@@ -122,7 +122,7 @@ class AdminSocket:
         raise ValueError(f"unknown administration request {kind!r:.40}")
 
     def close(self) -> None:
-        self.sock.close()
+        self.sock.close(linger=1000)   # (a restart's answer, sent just before the stop)
         try:
             os.unlink(self.path)
         except OSError:

@@ -295,6 +295,7 @@ class FrontDoor:
         if arbiter is not None:
             arbiter.detach(worker.lease_id)
         worker.session = None
+        worker.given_up = True   # (no spare: it is ending, and must serve nobody else)
 
     # ------------------------------------------------------------ hosts joining and leaving
     # (a pool across hosts: across_hosts.py calls these from the loop, as its agents and

@@ -42,6 +42,12 @@ CUMULATIVE = ("device_s", "ops", "bytes_in", "bytes_out", "waited_s", "worked_s"
 
 
 @dataclass
+class _Going:
+    """A session on its way to *device*, counted there by placement (as a hello is)."""
+    device: str
+
+
+@dataclass
 class Move:
     """A session on its way to *device*: ``parking`` (its worker asked), ``parked`` (waiting
     for a spare), ``adopting`` (a spare told). *waiting*: clients asking where it goes."""
@@ -137,6 +143,7 @@ class Moves:
                                   or self.door.devices, self.door.sessions.values(),
                                   self.door.pending, 1 << 30)
         move.device, move.since = device, time.monotonic()
+        session.last_work = move.since   # (its client is back: not idle, not parked again)
         self.door.keep_spares_for(device)
         self.serve()
 
@@ -155,10 +162,14 @@ class Moves:
         self.draining |= devices
         rows = []
         others = [d for d in self.door.devices if d not in self.draining]
+        going = [_Going(s.moving.device) for s in self.moving.values()
+                 if s.moving.device is not None]   # (counted where they go, not where they are)
         for session in [s for s in self.door.sessions.values() if s.worker.device in devices]:
             row = {"session": session.sid, "user": session.user, "device": session.worker.device}
             try:
-                target = least_loaded(others, self.door.sessions.values(), self.door.pending,
+                target = least_loaded(others, [s for s in self.door.sessions.values()
+                                               if s.worker.device not in devices],
+                                      [*self.door.pending, *going],
                                       self.door.settings.max_sessions_per_device)
             except SessionLostError as exc:
                 row["error"] = str(exc)
@@ -166,6 +177,8 @@ class Moves:
                 continue
             why = self.start(session, target, "drained")
             row.update({"to": target} if why is None else {"error": why})
+            if why is None:
+                going.append(_Going(target))
             rows.append(row)
         return rows
 
@@ -177,17 +190,24 @@ class Moves:
         """The session's old worker has parked it (or says why it could not)."""
         session = worker.session
         move = getattr(session, "moving", None)
-        if move is None or move.stage != "parking":
-            return
         error = msg.get("error")
         manifest = msg.get("manifest")
+        if move is None or move.stage != "parking":   # (late: its move was given up)
+            self._parked_late(worker, session, manifest if error is None else None)
+            return
         if error is not None or not isinstance(manifest, str):
             self._refused(session, str(error or "no manifest")[:300])
             return
         move.stage, move.manifest = "parked", manifest
+        if session.closing:   # (closed meanwhile: nobody will adopt it)
+            self.door.detach_worker(session)
+            self.door.end_session(session, "closed by the client")
+            return
         batch = msg.get("batch")
         session.ran = batch if type(batch) is int else 0
-        session.carried = carried_usage(session, session.usage)   # (its last report came first)
+        # (its last report came first, with what earlier workers counted added already)
+        session.carried = {k: session.usage[k] for k in (*CUMULATIVE, "peak")
+                           if k in session.usage}
         nbytes = msg.get("bytes")
         session.usage.update(memory=0, swapped_host=0,   # (all in the directory now)
                              swapped=nbytes if type(nbytes) is int else 0)
@@ -195,6 +215,21 @@ class Moves:
         if move.device is not None:
             self.door.keep_spares_for(move.device)
             self.serve()
+
+    def _parked_late(self, worker: Any, session: Any, manifest: Any) -> None:
+        """A worker parked after its move was given up (its long batch ended): an open
+        session waits parked for its next op; an ended or closing one's files go."""
+        if not isinstance(manifest, str):
+            return
+        if session is None or session.closing or self.door.sessions.get(session.sid) is not session:
+            discard(manifest)
+            if session is not None and session.closing:
+                self.door.end_session(session, "closed by the client")
+            return
+        session.moving = Move(None, "parked after its move was given up", stage="parked",
+                              manifest=manifest)
+        self.moving[session.sid] = session
+        self.door.detach_worker(session)
 
     def adopted(self, worker: Any, msg: dict) -> None:
         """The new worker has taken the session over (or could not: it ends)."""
@@ -236,6 +271,7 @@ class Moves:
             if move.stage != "adopting" and now - move.since > MOVE_WAIT:
                 self.moving.pop(session.sid, None)
                 if move.stage == "parking":   # (its worker never answered: it stays)
+                    session.worker.tell({"t": "unpark"})
                     self._refused(session, f"its worker did not park within {MOVE_WAIT:g} s")
                 else:
                     self.door.end_session(session, f"no worker of {move.device} was ready to "
@@ -246,6 +282,7 @@ class Moves:
         move.stage = "adopting"
         self.door.assign_worker(session, spare, adopt=move.manifest)
         session.moving = None
+        session.move_refused = None
         session.moves = getattr(session, "moves", 0) + 1
         self.moved += 1
         log.info("session %s moved to %s (%s)", session.sid, spare.device, move.why)
@@ -266,5 +303,6 @@ class Moves:
         session.moving = None
         if move.manifest is not None and move.stage == "parked":   # (nobody will adopt it)
             discard(move.manifest)
+        # (still parking: its worker's late "parked" finds it ended and discards: _parked_late)
         for ident in move.waiting:
             self.door.reply_where(ident, session)

@@ -41,7 +41,7 @@ def build_status(door: Any) -> dict[str, Any]:
     for w in workers:
         if w.info and w.device not in info_of:
             info_of[w.device] = w.info
-        if w.port is not None and w.session is None:
+        if w.port is not None and w.session is None and not w.given_up:
             spares[w.device] = spares.get(w.device, 0) + 1
     shares = door.usage.shares(SHARE_WINDOW)
     waits = door.usage.waits(SHARE_WINDOW)

@@ -38,15 +38,18 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import zmq
 
 from .moves import Move
+from .placement import least_loaded
+from gpu_backend.worker.handover import discard
 
 __all__ = ["park_all", "restore", "keeps_sessions", "ParkedWorker", "PARK_WAIT", "RECORDS"]
 
 log = logging.getLogger("gpu_backend.door.restarts")
 
 #: how long a stopping pool waits for its workers to park their sessions
-PARK_WAIT = 60.0
+PARK_WAIT = 30.0
 #: the records' file in the swap directory's ``restart`` folder
 RECORDS = "sessions.msgpack"
 
@@ -87,11 +90,17 @@ def park_all(door: Any) -> int:
     for session in list(door.sessions.values()):
         if session.moving is None and not session.closing:
             door.moves.park_here(session, str(folder))
+    # (their channels alone: the door's poller would wake at every client's request, which
+    # nobody reads while the pool stops)
+    poller = zmq.Poller()
+    for session in door.sessions.values():
+        channel = getattr(session.worker, "channel", None)
+        if session.moving is not None and session.moving.stage == "parking" and channel is not None:
+            poller.register(channel.fileno(), zmq.POLLIN)
     deadline = time.monotonic() + PARK_WAIT
     while time.monotonic() < deadline and any(
             s.moving is not None and s.moving.stage == "parking" for s in door.sessions.values()):
-        events = dict(door.poller.poll(100))
-        for fd in [fd for fd in events if type(fd) is int]:
+        for fd, _event in poller.poll(100):
             worker = door.host.worker_at(fd)
             if worker is not None:
                 door.on_control(worker)
@@ -121,6 +130,23 @@ def park_all(door: Any) -> int:
     return len(records)
 
 
+def _ours(folder: Path) -> bool:
+    """Whether *folder* is this user's own and private (its records are trusted)."""
+    try:
+        info = folder.stat()
+    except OSError:
+        return False
+    return info.st_uid == os.getuid() and (info.st_mode & 0o077) == 0
+
+
+def _inside(path: Any, folder: Path) -> bool:
+    """Whether a manifest's *path* lies in the swap directory (*folder*'s parent)."""
+    try:
+        return isinstance(path, str) and Path(path).resolve().is_relative_to(folder.parent.resolve())
+    except (OSError, ValueError):
+        return False
+
+
 def _valid(record: Any) -> bool:
     return (isinstance(record, dict) and all(isinstance(record.get(k), str) for k in
                                              ("session", "user", "device", "manifest"))
@@ -133,6 +159,10 @@ def restore(door: Any, session_class: Any) -> int:
     path = folder / RECORDS if folder is not None else None
     if path is None or not path.exists():
         return 0
+    if not _ours(folder):
+        log.error("%s is not this user's private folder: its parked sessions are not restored",
+                  folder)
+        return 0
     try:
         raw = msgpack.unpackb(path.read_bytes(), raw=False)
         records = raw.get("sessions") if isinstance(raw, dict) and raw.get("v") == 1 else None
@@ -142,11 +172,15 @@ def restore(door: Any, session_class: Any) -> int:
     path.unlink(missing_ok=True)
     taken = 0
     for record in records or ():
-        if not _valid(record) or door.accounts.registry.get(record["user"]) is None:
+        if not _valid(record) or not _inside(record["manifest"], folder) \
+                or door.accounts.registry.get(record["user"]) is None:
             log.warning("a parked session of the last pool was not restored (its user is gone, "
                         "or its record is malformed)")
+            if isinstance(record, dict) and _inside(record.get("manifest"), folder):
+                discard(record["manifest"])
             continue
-        device = record["device"] if record["device"] in door.devices else door.devices[0]
+        device = record["device"] if record["device"] in door.devices else least_loaded(
+            door.devices, door.sessions.values(), door.pending, 1 << 30)
         grant = record.get("grant") if type(record.get("grant")) is int else None
         session = session_class(record["session"], record["key"], record["user"],
                                 ParkedWorker(device), record["memory_limit"],

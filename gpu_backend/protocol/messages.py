@@ -54,7 +54,7 @@ __all__ = [
     "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
     "ArbiterYield",
     # moves and administration
-    "WhereRequest", "WhereReply", "ControlPark", "ControlParked", "ControlAdopted",
+    "WhereRequest", "WhereReply", "ControlPark", "ControlUnpark", "ControlParked", "ControlAdopted",
     "AdminDrain", "AdminUndrain", "AdminMove", "AdminMoves", "AdminRestart", "AdminReply",
     "ParkedSessions", "ParkedSession", "AdminMoveRow",
     "AdminSessionRow",
@@ -918,6 +918,12 @@ class ControlPark(TypedDict):
     dir: Annotated[str | None, "the directory to park in (None: the session's swap directory)"]
 
 
+class ControlUnpark(TypedDict):
+    """front door → worker: the move asked by :class:`ControlPark` is given up (its worker
+    did not park in time, busy with a long batch): the session stays."""
+    t: Annotated[Literal["unpark"], "the message type"]
+
+
 class ControlParked(TypedDict):
     """worker → front door: the session is parked (the worker then exits), or could not be
     (``error``: it stays, nothing lost)."""
@@ -1077,7 +1083,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim,
                      ControlSwap, ControlSwapped, ControlSwapDue, ControlRoom, ControlRoomed,
-                     ControlPark, ControlParked, ControlAdopted),
+                     ControlPark, ControlUnpark, ControlParked, ControlAdopted),
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),

@@ -66,7 +66,8 @@ def _private(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def park(swap: Any, replay: Any, directory: Path, batch: int) -> tuple[Path, int]:
+def park(swap: Any, replay: Any, directory: Path, batch: int,
+         state: dict | None = None) -> tuple[Path, int]:
     """Write the session out for another worker: its arrays (to *directory*'s file tier),
     held stretches (*replay*'s: worker/stretch_replay.py) and *batch* (the last batch run). The manifest's path and the bytes
     written. Raises (nothing lost: the arrays stay here) where it cannot."""
@@ -85,7 +86,7 @@ def park(swap: Any, replay: Any, directory: Path, batch: int) -> tuple[Path, int
         host_path = directory / f"{swap.name}-park-host"
         _private(host_path, memoryview(swapped.host.array).cast("B"))
     manifest = {
-        "v": MANIFEST_VERSION, "batch": int(batch),
+        "v": MANIFEST_VERSION, "batch": int(batch), "state": dict(state or {}),
         "file": str(swapped.path) if swapped is not None and swapped.path else None,
         "host_file": str(host_path) if host_path else None,
         "sizes": list(swapped.sizes) if swapped else [],
@@ -120,10 +121,11 @@ def _checked(raw: Any) -> dict:
     return raw
 
 
-def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int]:
+def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int, dict]:
     """Take over the session parked at *path*: its arrays become this worker's swapped
     session (back at the first batch), its held stretches held here. Returns the last batch
-    the parked worker ran and the bytes adopted."""
+    the parked worker ran, the bytes adopted and the executor's state it had (an error the
+    client has not yet acknowledged, the batches it cancelled: *poisoned_at*, *cancel_upto*)."""
     raw = _checked(msgpack.unpackb(Path(path).read_bytes(), raw=False, strict_map_key=False))
     sizes, in_host = raw["sizes"], raw["in_host"]
     handles: dict[int, _Placed] = {}
@@ -147,7 +149,8 @@ def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int]:
         if type(entry) is list and len(entry) == 3:
             replay.adopt_held(*entry)
     Path(path).unlink(missing_ok=True)
-    return int(raw.get("batch") or 0), sum(sizes)
+    state = raw.get("state") if isinstance(raw.get("state"), dict) else {}
+    return int(raw.get("batch") or 0), sum(sizes), state
 
 
 def discard(path: Any) -> None:

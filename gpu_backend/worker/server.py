@@ -247,6 +247,8 @@ class WorkerServer:
             self._hand_back_memory(asked=True)
         elif kind == "park":   # the session moves to another worker: at the loop, too
             self.park_dir = msg["dir"] if isinstance(msg.get("dir"), str) else ""
+        elif kind == "unpark":   # the pool gave the move up: the session stays here
+            self.park_dir = None
         elif kind == "swap":   # the pool needs this session's device memory: at the loop,
             self.swap.asked = True   # never inside a batch (an allocation may be waiting)
             host = msg.get("host")   # (what of it may stay in host memory: the door's budget)
@@ -273,6 +275,13 @@ class WorkerServer:
         """Write the session out for the worker that takes it over (worker/handover.py) and
         tell the pool; whether it went (it may not: a remote object, a full disk, and then
         the session stays here, nothing lost)."""
+        while not self.pool_gone and self.control.poll(0):   # (an "unpark" sent while a long
+            # batch ran comes first)
+            msg = self._read_control()
+            if msg is not None:
+                self._on_control(msg)
+        if self.park_dir is None or self.closed:
+            return False
         directory = self.park_dir or self.swap.directory or self.swap.default_directory
         self.park_dir = None
         try:
@@ -280,7 +289,8 @@ class WorkerServer:
                 raise RuntimeError("the pool has no swap directory to park it in")
             self.executor.pacer.idle()
             path, nbytes = handover.park(self.swap, self.executor.replay, Path(directory),
-                                         self._batch)
+                                         self._batch, {"poisoned_at": self.executor.poisoned_at,
+                                                       "cancel_upto": self.cancel_upto})
         except Exception as exc:
             self._send_control({"t": "parked", "error": f"{error_name(exc)}: {exc}"})
             return False
@@ -298,11 +308,16 @@ class WorkerServer:
     def _adopt(self, path: Any) -> None:
         """Take over a session another worker parked (the pool's ``assign`` names it)."""
         try:
-            batch, nbytes = handover.adopt(Path(path), self.swap, self.executor.replay)
+            batch, nbytes, state = handover.adopt(Path(path), self.swap, self.executor.replay)
         except Exception as exc:
+            handover.discard(path)   # (the session ends: its files with it)
             self._send_control({"t": "adopted", "error": f"{error_name(exc)}: {exc}"})
             return
         self._batch = batch
+        if type(state.get("poisoned_at")) is int:   # (an error the client has not yet seen)
+            self.executor.poisoned_at = state["poisoned_at"]
+        if type(state.get("cancel_upto")) is int:
+            self.cancel_upto = state["cancel_upto"]
         self._send_control({"t": "adopted", "bytes": nbytes})
 
     def _share_device_memory(self, capacity: Any) -> None:
@@ -661,7 +676,7 @@ class WorkerServer:
                 self.lease.close()
             # (parked: the replies sent last still reach the client, which reads them before
             # it asks where its session went)
-            self.links.close(linger_ms=2000 if self.parked else 0)
+            self.links.close(linger_ms=10_000 if self.parked else 0)
             self.control.close()
             self.ctx.destroy(linger=0)
 

@@ -140,3 +140,23 @@ def test_the_restart_command_without_a_pool_says_so(tmp_path):
     assert "no pool's administration socket" in out.stderr
     assert admin_address_for("tcp://127.0.0.1:5555").endswith("gpuwb-pool-127_0_0_1-5555/admin")
 
+
+
+@pytest.mark.timeout(100)
+def test_a_client_whose_pool_was_killed_is_told_so_not_kept_waiting(tmp_path):
+    """SIGKILL gives the pool no time to park: the next op fails with the session lost,
+    once the heartbeat gives the pool up (a quarter of the lease's time, three times), not
+    after the longest a restart may take."""
+    pool = ServedPool("fair", TEST_DEVICES, "--lease-timeout", "4")
+    s = kernelproxy.connect(pool.local_address, pool.token)
+    try:
+        x = module_for(s).arange(10.0)
+        assert float(x.sum()) == 45.0
+        pool.kill()
+        with pytest.raises(kernelproxy.SessionLostError):
+            while True:   # (its orphaned worker serves on until its watchdog ends it: ~1 s)
+                float(x.sum())
+                time.sleep(0.05)
+    finally:
+        s.close()
+        pool.stop()
