@@ -54,7 +54,12 @@ def _fill(session, nbytes: int, count: int) -> tuple[list, list[int]]:
     """*count* float32 arrays of *nbytes* in all, made on the device, and their checksums."""
     cp = module_for(session)
     n = max(1, nbytes // count // 4)
-    arrays = [(cp.arange(n, dtype=cp.float32) * (k + 1) + 0.5) for k in range(count)]
+    arrays = []
+    for k in range(count):   # (in place: no temporaries of an array's size on the device)
+        a = cp.arange(n, dtype=cp.float32)
+        a *= k + 1
+        a += 0.5
+        arrays.append(a)
     return arrays, _sums(arrays)
 
 
@@ -69,7 +74,7 @@ def _where(admin: str, sid: str) -> dict:
 
 def measure_move(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
     with LocalPool(devices=devices, swap_dir=swap_dir, swap_idle=None, lease_timeout=600,
-                   memory_limit=nbytes + 2 * GIB) as pool:
+                   memory_limit=nbytes + 4 * GIB) as pool:
         if len(pool.door.devices) < 2:
             return {"skipped": "one device: a move needs two"}
         admin = pool.door.admin.address
@@ -108,7 +113,7 @@ def measure_park(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
     """An idle session swapped out, then parked (--park-idle: its worker exits): the device
     memory in use at each stage, and its next op's wait (a spare takes it back)."""
     with LocalPool(devices=devices.split(",")[0], swap_dir=swap_dir, swap_idle=1.0,
-                   park_idle=2.0, lease_timeout=600, memory_limit=nbytes + 2 * GIB,
+                   park_idle=2.0, lease_timeout=600, memory_limit=nbytes + 4 * GIB,
                    swap_host_memory=0) as pool:
         s = kernelproxy.connect(pool.address, pool.token)
         try:
@@ -145,7 +150,7 @@ def _free_port() -> int:
 def measure_restart(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
     token, port = secrets.token_urlsafe(24), _free_port()
     extra = ["--listen", f"tcp://127.0.0.1:{port}", "--swap-dir", swap_dir, "--swap-idle", "36000",
-             "--lease-timeout", "600", "--memory-limit", str(nbytes + 2 * GIB)]
+             "--lease-timeout", "600", "--memory-limit", str(nbytes + 4 * GIB)]
     first = ServedPool("fair", devices, *extra, token=token)
     second = None
     s = kernelproxy.connect(first.local_address or first.address, token)
