@@ -21,7 +21,8 @@ directory's files and the door's host budget in use, before and after (issue 52:
 swap cycles leak nothing"). Exits 1 on a leak.
 
 ``--users N --user-gib G``: N users' notebooks of G GiB each on one device (more than it
-holds), each active in turn for --turns rounds: each turn runs one op over all of its arrays
+holds; ``--ballast-gib B``: B GiB of a GPU held by the benchmark first, so that an H200
+stands for an 80 GB GPU), each active in turn for --turns rounds: each turn runs one op over all of its arrays
 (its return: the swap-in when it was swapped out, swapping the idle ones out first), then
 the user goes idle. Every turn must be served with no out-of-memory error, bitwise.
 """
@@ -112,6 +113,11 @@ def turns(args) -> dict:
     from gpu_backend.door.swap_pressure import PRESSURE_IDLE
     each = int(args.user_gib * GIB) // 4
     memory = {"numpy_device_memory": int(args.device_gib * GIB)} if args.devices == "cpu" else {}
+    ballast = None
+    if args.ballast_gib and args.devices != "cpu":   # (held until the run ends)
+        import cupy as cp
+        with cp.cuda.Device(int(args.devices.split(",")[0])):
+            ballast = cp.empty(int(args.ballast_gib * GIB), cp.uint8)
     rows, errors = [], []
     with tempfile.TemporaryDirectory(dir=args.swap_dir) as swap_dir, \
             LocalPool(devices=args.devices, swap_idle=None, swap_dir=Path(swap_dir) / "swap",
@@ -143,6 +149,7 @@ def turns(args) -> dict:
                 _settled(s, each * 4)
         for s in users:
             s.close()
+    del ballast
     return {"rows": rows, "errors": errors}
 
 
@@ -158,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device-gib", type=float, default=3.0,
                         help="the NumPy device's memory with --users (a GPU has its own)")
     parser.add_argument("--turns", type=int, default=2)
+    parser.add_argument("--ballast-gib", type=float, default=0.0,
+                        help="with --users on a GPU: this much of its memory held by this "
+                             "process first, so that a large GPU stands for a smaller one "
+                             "(141 GB less 61 GiB: an 80 GB GPU)")
     parser.add_argument("--tiers", default="host,file",
                         help="which swap tiers to measure: host (host memory, a budget holding "
                              "the session), file (no host budget: the swap directory)")

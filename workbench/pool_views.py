@@ -124,7 +124,7 @@ def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableVie
     """The pool's sessions; *mine* (a session id, or the ids of a client's devices) marked.
     Where all columns do not fit, the client's name, the ops and the device time go."""
     rows, narrow, marked = [], [], []
-    swapped = 0
+    swapped = parked = 0
     ids = {mine} if isinstance(mine, str) else set(mine or ())
     sessions = status.get("sessions", [])
     for i, s in enumerate(sessions):
@@ -135,6 +135,9 @@ def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableVie
         if s.get("swapped"):   # its arrays wait in host memory or the swap directory (issue 52)
             memory += f", {_swapped_where(s.get('swapped'), s.get('swapped_host'))}"
             swapped += 1
+        if s.get("parked"):    # ... and its worker has gone (docs/swap.md, "Moves")
+            memory += ", parked"
+            parked += 1
         idle = human_duration(s.get("idle"))
         rows.append([sid, s.get("user"), _opened_by(s.get("label")), s.get("client") or "—",
                      s.get("device"), memory, s.get("ops"), human_duration(s.get("device_seconds")),
@@ -146,6 +149,9 @@ def sessions_view(status: dict, mine: str | list[str] | None = None) -> TableVie
     if swapped:
         caption += ("; swapped out: idle, its arrays wait in the pool host's memory or on its "
                     "disk and come back at its next op (from memory, in a fraction of the time)")
+    if parked:
+        caption += ("; parked: idle so long its worker gave its process and device context "
+                    "back too; its next op starts another (a second or two)")
     return TableView(title, ["Session", "User", "Opened by", "Client", "Device", "Memory",
                              "Ops", "Device time", "Idle"], rows, marked=marked,
                      numeric={"Memory", "Ops", "Device time", "Idle"},

@@ -20,6 +20,7 @@ from gpu_backend.pool import LocalPool
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
+from workbench.pool_views import sessions_view
 
 DEVICES = os.environ.get("GPUWB_TEST_MOVE_DEVICES", "cpu,cpu")
 PATIENCE = 60.0   # how long a test waits for the pool to act (never a timing assertion)
@@ -257,6 +258,8 @@ def test_an_idle_swapped_session_gives_its_worker_back_and_returns_at_its_next_o
             assert row["swapped"] >= host.nbytes and row["swapped_host"] == 0
             workers = [w for w in pool.door.hosts.workers.values() if w.session is not None]
             assert workers == []   # no worker serves it now
+            view = sessions_view(s.status(), s.id)   # (what %gpu status and gpuwb status show)
+            assert "parked" in view.rows[0][5] and "parked:" in view.caption
             assert np.array_equal(x.get(), host)    # its next op: a worker takes it back
             assert np.array_equal(small.get(), np.full(10, 7, dtype=np.int16))
             assert s.moves == 1 and not _row(s)["parked"]
