@@ -104,6 +104,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                                            "(default: a folder of the pool's run directory, "
                                            "removed with it: no sessions kept over a restart)")
     parser.add_argument("--swap-cap", type=int, help="bytes each user may have swapped out")
+    parser.add_argument("--swap-dir-shared", action="store_const", const=True,
+                        help="--swap-dir is one filesystem every host mounts at the same path: "
+                             "sessions may move between hosts through it")
     parser.add_argument("--park-idle", type=float,
                         help="seconds a swapped-out session may stay idle before its worker "
                              "exits, giving back its device context (default 1800)")
@@ -119,7 +122,8 @@ SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "
                   "worker_zygote", "same_host",
                   "worker_spin_ms", "spin_slots",
                   "metrics_port", "metrics_address", "cluster", "cluster_devices",
-                  "swap_idle", "swap_dir", "swap_cap", "swap_host_memory", "park_idle")
+                  "swap_idle", "swap_dir", "swap_cap", "swap_host_memory", "park_idle",
+                  "swap_dir_shared")
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -64,6 +64,10 @@ class PoolSettings(BaseSettings):
     swap_dir: Path | None = Field(None, description="where swapped sessions' files go, one "
                                   "0600 file each in a 0700 directory (none: a swap folder in "
                                   "each host's private run directory)")
+    swap_dir_shared: bool = Field(False, description="the swap directory is one filesystem "
+                                  "every host of the pool mounts at the same path (NFS, "
+                                  "Lustre): sessions may then move between hosts through it "
+                                  "(gpuwb-backend drain HOST); else moves stay on one host")
     swap_cap: int | None = Field(None, ge=0, description="bytes of swapped-out arrays each "
                                  "user may have (in host memory and the swap directory) over all their sessions "
                                  "(a session that would pass it stays on its device); none: "

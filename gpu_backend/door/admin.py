@@ -76,6 +76,9 @@ class AdminSocket:
         devices = msg.get("devices")
         if type(devices) is not list or not devices or any(type(d) is not str for d in devices):
             raise ValueError("name the devices: a list of the pool's device names")
+        hosts = self.door.hosts   # (a host's name stands for all of its devices)
+        devices = [d for name in devices for d in
+                   (hosts.get(name).devices if name and hosts.get(name) is not None else [name])]
         unknown = [d for d in devices if d not in self.door.devices]
         if unknown:
             raise ValueError(f"the pool has no device {', '.join(unknown)} (its devices: "

@@ -95,9 +95,14 @@ class Moves:
             return "it is closing"
         if device == session.worker.device:
             return f"it is on {device} already"
-        if self.door.hosts.of(device) is None or self.door.hosts.of(device) is not \
-                self.door.hosts.of(session.worker.device):
-            return "moves between hosts are not built: the device is on another host"
+        host = self.door.hosts.of(device)
+        if host is None:
+            return f"the pool has no device {device}"
+        settings = self.door.settings
+        if host is not self.door.hosts.of(session.worker.device) and not (
+                settings.swap_dir is not None and settings.swap_dir_shared):
+            return ("the device is on another host, and the pool's swap directory is not one "
+                    "that every host mounts (--swap-dir with --swap-dir-shared)")
         if not session.worker.tell({"t": "park", "dir": directory}):
             return "its worker has ended"
         session.moving = Move(device, why)

@@ -1,0 +1,77 @@
+"""Issue 52: sessions moved between the hosts of one pool through a swap directory every host
+mounts (``--swap-dir`` with ``--swap-dir-shared``), and a host drained by name. Real host
+agents on threads with real workers on NumPy devices, as tests/gpu_backend/test_host_agents.py
+deploys them (the "hosts" share this machine's filesystem, as hosts share an NFS mount)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernelproxy
+from gpu_backend.cli_moves import admin_request
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
+
+from tests.gpu_backend.test_host_agents import Agents
+from tests.waiting import until
+
+PATIENCE = 60.0
+
+
+def _where(pool, session) -> dict:
+    rows = admin_request(pool.door.admin.address, {"t": "moves"})["sessions"]
+    return next(r for r in rows if r["session"] == session.id)
+
+
+@pytest.fixture
+def two_hosts(tmp_path, request):
+    shared = getattr(request, "param", True)
+    with LocalPool(cluster="manual", lease_timeout=30, swap_dir=tmp_path / "swap",
+                   swap_dir_shared=shared) as pool:
+        agents = Agents(pool)
+        try:
+            agents.start("alpha", ["cpu:0"])
+            agents.start("beta", ["cpu:0"])
+            assert until(lambda: len(pool.door.devices) == 2, 30), pool.door.devices
+            yield pool
+        finally:
+            agents.stop_all()
+
+
+def test_draining_a_host_moves_its_sessions_to_another_with_their_arrays(two_hosts):
+    pool = two_hosts
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        host = np.arange(50_000, dtype=np.float64) * 1.5
+        x = module_for(s).asarray(host)
+        view = x[::3]
+        start = _where(pool, s)["device"]
+        name = start.split("/")[0]
+        reply = admin_request(pool.door.admin.address, {"t": "drain", "devices": [name]})
+        assert reply["ok"] and reply["draining"] == [start]
+        assert until(lambda: (r := _where(pool, s))["device"] != start and not r["moving"],
+                     PATIENCE)
+        assert np.array_equal(x.get(), host)            # now on the other host
+        assert np.array_equal(view.get(), host[::3])
+        assert s.moves == 1 and _where(pool, s)["device"].split("/")[0] != name
+        assert s.worker_address.startswith("tcp://")
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("two_hosts", [False], indirect=True)
+def test_without_a_shared_swap_directory_a_move_between_hosts_is_refused(two_hosts):
+    pool = two_hosts
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        x = module_for(s).arange(10.0)
+        assert float(x.sum()) == 45.0
+        start = _where(pool, s)["device"]
+        other = next(d for d in pool.door.devices if d != start)
+        reply = admin_request(pool.door.admin.address,
+                              {"t": "move", "session": s.id, "device": other})
+        assert reply["ok"] is False and "--swap-dir-shared" in reply["error"]
+        assert float(x.sum()) == 45.0 and s.moves == 0
+    finally:
+        s.close()
