@@ -157,6 +157,7 @@ def serve(args: argparse.Namespace) -> int:
         door.stop()
 
     signal.signal(signal.SIGTERM, stop_parking)
+    door.restartable = True
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, lambda *_: door.request_reload())
     serving = (f"the GPU hosts of the Ray cluster at {settings.cluster} (agents connect to "

@@ -110,9 +110,12 @@ class AdminSocket:
             why = moves.start(session, device, "moved by the administrator")
             return {"ok": why is None, **({"error": why} if why else {})}
         if kind == "restart":   # park every session, stop; ``serve`` then starts again
+            if not self.door.restartable:
+                raise ValueError("this pool is not run by gpuwb-backend serve (an embedded "
+                                 "pool): nothing would start it again")
             if not keeps_sessions(self.door):
-                raise ValueError("this pool keeps no sessions over a restart: it has no swap "
-                                 "directory (--swap-dir) of its own")
+                raise ValueError("this pool keeps no sessions over a restart: it needs a swap "
+                                 "directory of its own (--swap-dir) and a fixed port")
             self.door.restart_requested = self.door.park_at_stop = True
             self.door.stop()
             return {"ok": True, "open": len(self.door.sessions)}

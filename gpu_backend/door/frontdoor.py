@@ -152,6 +152,9 @@ class FrontDoor:
         #: whether a stop parks the sessions for the next pool (``serve``'s SIGTERM and
         #: ``restart`` set it; an embedded pool's stop ends them: restarts.py)
         self.park_at_stop = False
+        #: run by ``gpuwb-backend serve``, which starts again after ``restart`` (an embedded
+        #: pool is not)
+        self.restartable = False
         restore_parked(self, Session)   # (the sessions the last pool parked: restarts.py)
         #: the last sessions that ended: their summaries, and why, for their own clients
         self.ended = EndedSessions()

@@ -200,6 +200,8 @@ def restore(door: Any, session_class: Any) -> int:
 
 
 def keeps_sessions(door: Any) -> bool:
-    """Whether a stop can park the sessions (a swap directory, one host's devices)."""
-    return _folder(door) is not None and door.host is not None
+    """Whether a stop can park the sessions: a swap directory, one host's devices, and a
+    fixed port (a pool on a port the system chose comes back on another: no client would
+    find it)."""
+    return _folder(door) is not None and door.host is not None and door.settings.port != 0
 

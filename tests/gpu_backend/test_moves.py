@@ -364,3 +364,13 @@ def test_an_upload_over_tcp_right_after_a_move_goes_to_the_new_worker(pool):
         assert np.array_equal(x.get(), host) and s.moves == 1
     finally:
         s.close()
+
+
+def test_an_embedded_pool_refuses_a_restart_that_nothing_would_follow(pool):
+    reply = admin_request(pool.door.admin.address, {"t": "restart"})
+    assert reply["ok"] is False and "embedded" in reply["error"]
+    s = kernelproxy.connect(pool.address, pool.token)   # (it serves on)
+    try:
+        assert float(module_for(s).arange(3).sum()) == 3.0
+    finally:
+        s.close()
