@@ -62,6 +62,9 @@ log = logging.getLogger("gpu_backend.door.frontdoor")
 
 #: How long a hello may wait for a warm worker before it is refused.
 HELLO_TIMEOUT = 120.0
+#: How many ``where`` requests may wait for one session's move (its client asks one at a
+#: time, asking again every few seconds: kernelproxy/relink.py).
+MAX_WHERE_WAITING = 64
 #: The largest request the front door reads (bytes; a hello is a few hundred).
 MAX_REQUEST_BYTES = 1 << 16
 #: How often the users file is looked at for changes (seconds).
@@ -537,6 +540,8 @@ class FrontDoor:
             raise SessionLostError(f"the pool ended this session: {why}" if why else
                                    "the pool has no such session (it ended, or the pool restarted)")
         if session.moving is not None:
+            if len(session.moving.waiting) >= MAX_WHERE_WAITING:   # (one client asks once)
+                raise ProtocolError("too many requests wait for this session's move")
             session.moving.waiting.append(ident)
             self.moves.called_back(session)   # (parked until asked for: asked for now)
             return
