@@ -60,6 +60,8 @@ export interface SessionRow {
   swapped?: number;
   /** Of those, the bytes in the pool host's memory; the rest are on its disk. */
   swapped_host?: number;
+  /** Its worker has exited (idle so long, or moving): its next op starts another. */
+  parked?: boolean;
 }
 
 /** A user of the pool, with or without a session. */

@@ -44,7 +44,7 @@ export function humanBytes(bytes: number | null | undefined): string {
  * "(on disk)", or both when the host's budget took only part of them; '' when none are
  * swapped out. The wording of `%gpu status` (workbench/pool_views.py's _swapped_where).
  */
-export function swappedWhere(s: Pick<SessionRow, 'swapped' | 'swapped_host'>): string {
+export function swappedWhere(s: Pick<SessionRow, 'swapped' | 'swapped_host' | 'parked'>): string {
   const swapped = s.swapped ?? 0;
   if (swapped <= 0) {
     return '';
@@ -56,7 +56,7 @@ export function swappedWhere(s: Pick<SessionRow, 'swapped' | 'swapped_host'>): s
       : inHost <= 0
         ? 'on disk'
         : `${humanBytes(inHost)} in host memory, ${humanBytes(swapped - inHost)} on disk`;
-  return `${humanBytes(swapped)} swapped out (${where})`;
+  return `${humanBytes(swapped)} swapped out (${where})` + (s.parked ? ', parked' : '');
 }
 
 /** What a swapped-out session's note means (its tooltip). */
@@ -64,6 +64,11 @@ export const SWAPPED_MEANS =
   "idle, so its arrays were swapped out of the device's memory: they wait in the pool " +
   "host's memory or on its disk and come back at its next op (from memory, in a fraction " +
   'of the time)';
+
+/** What a parked session's note adds (its tooltip, after SWAPPED_MEANS). */
+export const PARKED_MEANS =
+  '; parked: idle so long that its worker gave its process and device context back too: ' +
+  'its next op starts another (a second or two)';
 
 /** A user's "waited" figure ("waited 12%", "waited –") and what it means (its tooltip). */
 export function waitedText(u: Pick<UserRow, 'waited'>): { text: string; title: string } {

@@ -31,6 +31,7 @@ import {
   shownStatus,
   summarize,
   swappedWhere,
+  PARKED_MEANS,
   waitedText,
   yourAccount,
   yourDevice
@@ -220,7 +221,13 @@ export class PoolPanel extends Widget {
         const swapped = swappedWhere(s);
         return {
           key: s.session,
-          note: swapped ? h('span', { class: 'gpuwb-swapped', 'data-gpuwb': 'swapped', title: SWAPPED_MEANS }, swapped) : null,
+          note: swapped
+            ? h(
+                'span',
+                { class: 'gpuwb-swapped', 'data-gpuwb': 'swapped', title: SWAPPED_MEANS + (s.parked ? PARKED_MEANS : '') },
+                swapped
+              )
+            : null,
           cells: [
             h(
               'span',

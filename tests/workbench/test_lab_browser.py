@@ -115,6 +115,13 @@ def test_lab_shows_the_pool_and_its_numbers_move(tmp_path, monkeypatch):
             expect(panel.locator("[data-gpuwb=sessions] tr.gpuwb-noted")).to_contain_text(
                 "idle-script.py")   # the line is beneath its session's row
             page.screenshot(path=str(SHOTS / "lab-swapped.png"))
+            # ... and parked once idle long enough: its worker gone, all of it on disk
+            pool.door.settings.park_idle = 0.5
+            expect(swapped).to_have_text("4.0 MiB swapped out (on disk), parked", timeout=30_000)
+            assert "its worker gave its process and device context back" in \
+                swapped.get_attribute("title")
+            pool.door.settings.park_idle = None
+            assert float(held[1].sum()) == float(1 << 18)   # its next op: back, bitwise
             script.close()
 
             pool.stop()   # the pool goes away: the status bar says so, with the reason
