@@ -45,16 +45,15 @@ from gpu_backend.hosts.pool_workers import Worker
 from gpu_backend.hosts.worker_host import CHANNEL_CLOSED, WorkerHost
 from gpu_backend.multihost.across_hosts import AcrossHosts
 from gpu_backend.hosts.collection import Hosts
-from gpu_backend.multihost.remote_host import RemoteWorker
 from gpu_backend.door.session_records import EndedSessions, PendingHello, Session
 from gpu_backend.door.admin import AdminSocket
 from gpu_backend.door.moves import Moves, carried_usage
 from gpu_backend.door.restarts import keeps_sessions, park_all
 from gpu_backend.door.restarts import restore as restore_parked
+from gpu_backend.door.session_workers import SessionWorkers
 from gpu_backend.door.swap_broker import SwapBroker
 from gpu_backend.door.reclaims import Reclaims
 from gpu_backend.door.spares import Spares
-from gpu_backend.worker.grants import grant_step
 
 __all__ = ["FrontDoor"]
 
@@ -62,9 +61,6 @@ log = logging.getLogger("gpu_backend.door.frontdoor")
 
 #: How long a hello may wait for a warm worker before it is refused.
 HELLO_TIMEOUT = 120.0
-#: How many ``where`` requests may wait for one session's move (its client asks one at a
-#: time, asking again every few seconds: kernelproxy/relink.py).
-MAX_WHERE_WAITING = 64
 #: The largest request the front door reads (bytes; a hello is a few hundred).
 MAX_REQUEST_BYTES = 1 << 16
 #: How often the users file is looked at for changes (seconds).
@@ -74,7 +70,7 @@ RELOAD_INTERVAL = 1.0
 USAGE_FIELDS = tuple(name for name in m.fields_of(m.ControlUsage) if name != "t")
 
 
-class FrontDoor:
+class FrontDoor(SessionWorkers):
     """Serve the pool until :meth:`stop` is called (from any thread)."""
 
     def __init__(self, settings: PoolSettings) -> None:
@@ -293,16 +289,6 @@ class FrontDoor:
 
     end_session = _end_and_stop
 
-    def detach_worker(self, session: Session) -> None:
-        """*session*'s worker has parked it and is ending (moves.py): it no longer serves
-        the session, and its exit no longer ends it."""
-        worker = session.worker
-        arbiter = self.hosts.arbiter_of(worker.device)
-        if arbiter is not None:
-            arbiter.detach(worker.lease_id)
-        worker.session = None
-        worker.given_up = True   # (no spare: it is ending, and must serve nobody else)
-
     # ------------------------------------------------------------ hosts joining and leaving
     # (a pool across hosts: across_hosts.py calls these from the loop, as its agents and
     # Ray's watcher report; the tables they change stay the front door's)
@@ -500,60 +486,6 @@ class FrontDoor:
         self._reply(hello.ident, reply)
         log.info("session %s for %s (%s) on %s", session.sid, session.user, session.client,
                  worker.device)
-
-    def assign_worker(self, session: Session, worker: Worker, account: Any = None,
-                      adopt: str | None = None) -> None:
-        """*worker* serves *session* from now on: a new session's, or (*adopt*: the manifest
-        its last worker parked it in) one moved here (moves.py)."""
-        account = account or self.accounts.registry.get(session.user)
-        session.worker, worker.session = worker, session
-        self.spares.changed()
-        arbiter = self.hosts.arbiter_of(worker.device)
-        if arbiter is not None:
-            arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
-                           account.weight if account is not None else 1.0)
-        quota = account.memory if account is not None else None
-        worker.tell({
-            "t": "assign", "session": session.sid, "user": session.user, "key": session.key,
-            "memory_limit": session.memory_limit, "grant": session.grant,
-            "grant_step": grant_step(quota) if quota else None,
-            "quota": quota, "swap_idle": self.settings.swap_idle,
-            "device_memory": self.settings.numpy_device_memory,
-            "swap_dir": str(self.settings.swap_dir) if self.settings.swap_dir else None,
-            **({"adopt": adopt} if adopt else {})})
-
-    def _worker_fields(self, session: Session) -> dict:
-        """Where the client finds *session*'s worker (a hello's reply, a ``where``'s)."""
-        worker = session.worker
-        fields = {"worker_port": worker.port, "worker_ipc": worker.ipc, "device": worker.info,
-                  "runtime": worker.runtime}
-        if isinstance(worker, RemoteWorker):   # (on another host: its address)
-            fields["worker_host"] = worker.host.address
-        return fields
-
-    def _where(self, ident: bytes, msg: dict, source: str | None) -> None:
-        """A client asks where its session's worker is (its link ended, or its heartbeat
-        said the session moved): answered once any move under way is done (moves.py)."""
-        session = self._session(msg)
-        if session is None:
-            why = self.ended.reason_for(msg.get("session"), msg.get("key"))
-            raise SessionLostError(f"the pool ended this session: {why}" if why else
-                                   "the pool has no such session (it ended, or the pool restarted)")
-        if session.moving is not None:
-            if len(session.moving.waiting) >= MAX_WHERE_WAITING:   # (one client asks once)
-                raise ProtocolError("too many requests wait for this session's move")
-            session.moving.waiting.append(ident)
-            self.moves.called_back(session)   # (parked until asked for: asked for now)
-            return
-        self.reply_where(ident, session)
-
-    def reply_where(self, ident: bytes, session: Session) -> None:
-        if self.sessions.get(session.sid) is not session:
-            why = self.ended.reason_for(session.sid, session.key) or "it ended"
-            self._error(ident, SessionLostError(f"the pool ended this session: {why}"))
-            return
-        self._reply(ident, {"ok": True, **self._worker_fields(session), "moves": session.moves,
-                            "ran": session.ran, "refused": session.move_refused})
 
     def _session(self, msg: dict) -> Session | None:
         session = self.sessions.get(msg.get("session")) if isinstance(msg.get("session"), str) else None

@@ -72,6 +72,7 @@ AD = m.ADMINISTRATION
 
 SCOPES: dict[str, Scope] = {
     # the pool
+    "gpu_backend/door/session_workers.py": _scope((FD, WC, DF), "msg"),
     "gpu_backend/door/frontdoor.py": _scope((FD, PS, WC, DF), "msg reply session.usage "
                                        "worker.session.usage"),
     "gpu_backend/door/session_records.py": _scope((PS, WC), "session.usage", "add"),
