@@ -40,7 +40,7 @@ __all__ = ["LinkEnded", "relink", "WHERE_WAIT", "ASK_EVERY", "REPLY_WAIT"]
 WHERE_WAIT = 150.0
 #: how long one ``where`` waits before it is asked again (a restarting pool's old door may
 #: have taken it and stopped)
-ASK_EVERY = 5.0
+ASK_EVERY = 2.0
 #: how long the old link may take to deliver the replies of the batches its worker ran
 REPLY_WAIT = 10.0
 
