@@ -59,6 +59,12 @@ class Move:
     waiting: list = field(default_factory=list)
 
 
+def _load(device: str, sessions: list) -> tuple[int, int]:
+    """*device*'s load as placement counts it: its open sessions, then their memory."""
+    here = [s for s in sessions if s.worker.device == device and not s.closing]
+    return len(here), sum(s.usage.get("memory") or 0 for s in here)
+
+
 def carried_usage(session: Any, report: dict) -> dict:
     """*report*, a worker's cumulative usage, with what the session's earlier workers
     counted added (a moved session's); the report itself where it never moved."""
@@ -137,16 +143,24 @@ class Moves:
 
     def called_back(self, session: Any) -> None:
         """A session parked until asked for is asked for (its client's ``where``): a spare of
-        its device (or the least-loaded one) takes it back."""
+        the least-loaded device takes it back, its own where that is as little loaded (its
+        arrays wait in files any device of the host reads: returning is where the pool
+        rebalances, at no cost)."""
         from .placement import least_loaded
         move = session.moving
         if move is None or move.device is not None or move.stage != "parked":
             return
+        others = [s for s in self.door.sessions.values() if s is not session]
+        devices = [d for d in self.door.devices if d not in self.draining
+                   and self.door.hosts.of(d) is self.door.hosts.of(session.worker.device)]
         device = session.worker.device
-        if device not in self.door.devices or device in self.draining:
-            device = least_loaded([d for d in self.door.devices if d not in self.draining]
-                                  or self.door.devices, self.door.sessions.values(),
-                                  self.door.pending, 1 << 30)
+        try:
+            best = least_loaded(devices, others, self.door.pending,
+                                self.door.settings.max_sessions_per_device)
+        except SessionLostError:   # (every device full: its own, as a hello would wait for)
+            best = device
+        if device not in devices or _load(best, others) < _load(device, others):
+            device = best
         move.device, move.since = device, time.monotonic()
         session.last_work = move.since   # (its client is back: not idle, not parked again)
         self.door.keep_spares_for(device)

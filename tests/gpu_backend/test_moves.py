@@ -374,3 +374,28 @@ def test_an_embedded_pool_refuses_a_restart_that_nothing_would_follow(pool):
         assert float(module_for(s).arange(3).sum()) == 3.0
     finally:
         s.close()
+
+
+def test_a_parked_session_returns_to_the_least_loaded_device(tmp_path):
+    """Returning is where the pool rebalances: a parked session's arrays wait in files any
+    device of the host reads, so its next op brings it back on the least-loaded device."""
+    with LocalPool(devices=DEVICES, swap_dir=tmp_path / "swap", swap_idle=0.2, park_idle=0.4,
+                   lease_timeout=30) as pool:
+        admin = pool.door.admin.address
+        parked = kernelproxy.connect(pool.address, pool.token)
+        others = []
+        try:
+            x = module_for(parked).full(1000, 2.0)
+            assert float(x[0]) == 2.0
+            home = _where(pool, parked)["device"]
+            elsewhere = _other(pool, home)
+            _wait(lambda: _row(parked)["parked"], "the session to be parked")
+            admin_request(admin, {"t": "drain", "devices": [elsewhere]})
+            others = [kernelproxy.connect(pool.address, pool.token) for _ in range(2)]
+            assert all(_where(pool, s)["device"] == home for s in others)
+            admin_request(admin, {"t": "undrain", "devices": [elsewhere]})
+            assert float(x.sum()) == 2000.0   # back, on the device with no session
+            assert _where(pool, parked)["device"] == elsewhere and parked.moves == 1
+        finally:
+            for s in [parked, *others]:
+                s.close()
