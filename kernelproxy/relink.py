@@ -42,7 +42,7 @@ WHERE_WAIT = 150.0
 #: have taken it and stopped)
 ASK_EVERY = 2.0
 #: how long the old link may take to deliver the replies of the batches its worker ran
-REPLY_WAIT = 10.0
+REPLY_WAIT = 30.0
 
 
 class LinkEnded(SessionLostError):

@@ -259,6 +259,8 @@ class Session:
         #: each batch in flight's frames, sent again if its worker moves before it runs them
         #: (kernelproxy.relink); None: one that cannot be (a streamed upload)
         self._sent: dict[int, list | None] = {}
+        #: why the link ended under a send not yet followed (_follow_broken), or None
+        self._broken: str | None = None
         self._origin: dict[int, tuple[str, str, int, Any]] = {}  # seq -> (label, file, line, out)
         self._values: dict[int, Any] = {}
         self.meta = ArrayMetadata()
@@ -430,6 +432,7 @@ class Session:
             self._in_flight.append((self._batch, first, last))
             self._sent[self._batch] = frames
             trackers = self._send(frames, wait_sent)
+        self._follow_broken()
         if stretches is not None and not part:
             self._stretch_begins()
         if wait_sent:  # the caller may reuse its array once ZeroMQ has let go of it
@@ -488,6 +491,7 @@ class Session:
             self._sent[self._batch] = frames
             self._run_origins[self._batch] = run
             self._send(frames, False)
+        self._follow_broken()
         self._eager_check = self._eager_at
         self._stretch_begins()
 
@@ -511,13 +515,21 @@ class Session:
             origin[seq] = (label, filename, line, out)
 
     def _send(self, frames: list, track: bool) -> list:
-        """Send a batch already counted in flight; a link that ended sends it (with the
-        others in flight) to the session's new worker, or loses the session."""
+        """Send a batch already counted in flight. A link that ended is followed once the
+        caller has left its critical section (:meth:`_follow_broken`: a ^C meanwhile is not
+        held back for as long as the pool takes to say where the session went)."""
         try:
             return self.link.send(frames, track=track)
         except LinkEnded as exc:
-            relink(self, str(exc))
+            self._broken = str(exc)
             return []
+
+    def _follow_broken(self) -> None:
+        """The link ended under a send: the batches in flight, that one among them, go to
+        the session's new worker (kernelproxy.relink), or the session is lost."""
+        if self._broken is not None:
+            reason, self._broken = self._broken, None
+            relink(self, reason)
 
     def wait_sent(self, trackers: list) -> None:
         """Wait until ZeroMQ has let go of a send's frames; a session that moved meanwhile
