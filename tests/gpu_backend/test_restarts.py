@@ -34,17 +34,25 @@ def _free_port() -> int:
 def served(tmp_path):
     """Start pools one after another on one address, token and swap directory."""
     token = secrets.token_urlsafe(24)
-    port = _free_port()
-    extra = ["--listen", f"tcp://127.0.0.1:{port}", "--swap-dir", str(tmp_path / "swap"),
-             "--lease-timeout", "60"]
     pools: list[ServedPool] = []
+    ports: list[int] = []   # (the first pool's, kept by the next)
 
     def start() -> ServedPool:
-        pool = ServedPool("fair", TEST_DEVICES, *extra, token=token)
-        pools.append(pool)
-        return pool
+        for attempt in range(3):   # (a free port may be taken before the first pool binds it)
+            port = ports[0] if ports else _free_port()
+            extra = ["--listen", f"tcp://127.0.0.1:{port}", "--swap-dir", str(tmp_path / "swap"),
+                     "--lease-timeout", "60"]
+            try:
+                pool = ServedPool("fair", TEST_DEVICES, *extra, token=token)
+            except RuntimeError:
+                if ports or attempt == 2:
+                    raise
+                continue
+            ports[:] = [port]
+            pools.append(pool)
+            return pool
 
-    yield start, token, tmp_path / "swap", port
+    yield start, token, tmp_path / "swap", ports
     for pool in pools:
         pool.stop()
 
@@ -54,7 +62,7 @@ def _files(directory) -> list:
 
 
 def test_sessions_come_back_after_a_sigterm_restart_with_their_arrays(served):
-    start, token, swap_dir, _port = served
+    start, token, swap_dir, _ports = served
     first = start()
     local = kernelproxy.connect(first.local_address, token)    # the same-host link
     remote = kernelproxy.connect(first.tcp_address, token)     # tcp
@@ -98,7 +106,7 @@ def test_sessions_come_back_after_a_sigterm_restart_with_their_arrays(served):
 
 
 def test_a_session_that_cannot_be_parked_ends_as_before(served):
-    start, token, swap_dir, _port = served
+    start, token, swap_dir, _ports = served
     first = start()
     s = kernelproxy.connect(first.local_address, token)
     try:
@@ -115,8 +123,9 @@ def test_a_session_that_cannot_be_parked_ends_as_before(served):
 
 
 def test_gpuwb_backend_restart_parks_and_starts_the_same_pool_again(served):
-    start, token, swap_dir, port = served
+    start, token, swap_dir, ports = served
     pool = start()
+    port = ports[0]
     s = kernelproxy.connect(pool.local_address, token)
     try:
         x = module_for(s).arange(100.0)
