@@ -61,7 +61,9 @@ class PoolSettings(BaseSettings):
                                     "back its process and device context; the session's next "
                                     "op starts a worker that takes it back (docs/swap.md); "
                                     "none: never")
-    swap_dir: Path | None = Field(None, description="where swapped sessions' files go, one "
+    swap_dir: Path | None = Field(None, description="this pool's own directory (no other "
+                                  "pool's: a pool starting there deletes what dead workers "
+                                  "left) where swapped sessions' files go, one "
                                   "0600 file each in a 0700 directory (none: a swap folder in "
                                   "each host's private run directory)")
     swap_dir_shared: bool = Field(False, description="the swap directory is one filesystem "

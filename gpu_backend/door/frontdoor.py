@@ -48,7 +48,7 @@ from gpu_backend.hosts.collection import Hosts
 from gpu_backend.door.session_records import EndedSessions, PendingHello, Session
 from gpu_backend.door.admin import AdminSocket
 from gpu_backend.door.moves import Moves, carried_usage
-from gpu_backend.door.restarts import keeps_sessions, park_all
+from gpu_backend.door.restarts import keeps_sessions, park_all, sweep_orphans
 from gpu_backend.door.restarts import restore as restore_parked
 from gpu_backend.door.session_workers import SessionWorkers
 from gpu_backend.door.swap_broker import SwapBroker
@@ -155,6 +155,7 @@ class FrontDoor(SessionWorkers):
         #: pool is not)
         self.restartable = False
         restore_parked(self, Session)   # (the sessions the last pool parked: restarts.py)
+        sweep_orphans(self)   # (and what a killed one's workers left in the swap directory)
         #: the last sessions that ended: their summaries, and why, for their own clients
         self.ended = EndedSessions()
         self.started = time.time()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,10 @@ import zmq
 
 from .moves import Move
 from .placement import least_loaded
-from gpu_backend.worker.handover import discard
+from gpu_backend.worker.handover import discard, files_of
 
-__all__ = ["park_all", "restore", "keeps_sessions", "ParkedWorker", "PARK_WAIT", "RECORDS"]
+__all__ = ["park_all", "restore", "keeps_sessions", "sweep_orphans", "ParkedWorker",
+           "PARK_WAIT", "RECORDS"]
 
 log = logging.getLogger("gpu_backend.door.restarts")
 
@@ -197,6 +199,50 @@ def restore(door: Any, session_class: Any) -> int:
     if taken:
         log.warning("took back %d sessions the last pool parked", taken)
     return taken
+
+
+#: a swap file's name (worker/swap.py: ``swap-SESSION-PID``, or ``swap-PID`` before a
+#: session) and a parked session's beside it (worker/handover.py), the worker's pid captured
+_SWAP_NAME = re.compile(r"swap-(?:[0-9a-f]+-)?(\d+)(?:-park(?:-host|\.manifest)?)?")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # (another user's process: alive)
+        return True
+    return True
+
+
+def sweep_orphans(door: Any) -> int:
+    """At start: the swap files a killed pool's workers left in this pool's own
+    ``--swap-dir`` (SIGKILL gives them no time to delete them; a session's arrays, which
+    must not outlive it), deleted: each whose worker's process has gone and which no
+    session taken back from the last pool names. Not where the directory is shared
+    between hosts (another host's pids mean nothing here) or not this user's own. How many."""
+    swap_dir = door.settings.swap_dir
+    if swap_dir is None or door.host is None or door.settings.swap_dir_shared:
+        return 0
+    folder = Path(swap_dir)
+    if not folder.is_dir() or not _ours(folder):
+        return 0
+    kept: set[str] = set()
+    for session in door.moves.moving.values():   # (the sessions restored: parked in files)
+        if session.moving.manifest:
+            kept |= files_of(session.moving.manifest)
+    removed = 0
+    for path in folder.iterdir():
+        found = _SWAP_NAME.fullmatch(path.name)
+        if found is None or str(path) in kept or not path.is_file() or _alive(int(found[1])):
+            continue
+        path.unlink(missing_ok=True)
+        removed += 1
+    if removed:
+        log.warning("removed %d swap files that workers of a killed pool left in %s",
+                    removed, folder)
+    return removed
 
 
 def keeps_sessions(door: Any) -> bool:

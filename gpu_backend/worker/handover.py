@@ -37,7 +37,7 @@ import numpy as np
 from ..devices.host_bytes import HostBytes
 from .swap import SwappedArrays, _Placed, swap_out
 
-__all__ = ["why_not_movable", "park", "adopt", "discard", "MANIFEST_VERSION"]
+__all__ = ["why_not_movable", "park", "adopt", "discard", "files_of", "MANIFEST_VERSION"]
 
 MANIFEST_VERSION = 1
 
@@ -151,6 +151,15 @@ def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int, dict]:
     Path(path).unlink(missing_ok=True)
     state = raw.get("state") if isinstance(raw.get("state"), dict) else {}
     return int(raw.get("batch") or 0), sum(sizes), state
+
+
+def files_of(path: Any) -> set[str]:
+    """The files a parked session's manifest at *path* names, with the manifest itself."""
+    try:
+        raw = _checked(msgpack.unpackb(Path(path).read_bytes(), raw=False, strict_map_key=False))
+    except (OSError, ValueError):
+        raw = {}
+    return {str(name) for name in (raw.get("file"), raw.get("host_file"), str(path)) if name}
 
 
 def discard(path: Any) -> None:

@@ -5,6 +5,7 @@ real workers, real clients over the same-host link and tcp; the NumPy device."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 import stat
@@ -169,3 +170,23 @@ def test_a_client_whose_pool_was_killed_is_told_so_not_kept_waiting(tmp_path):
     finally:
         s.close()
         pool.stop()
+
+
+def test_a_pool_removes_the_swap_files_a_killed_pools_workers_left(tmp_path):
+    """SIGKILL gives a pool's workers no time to delete their swap files: the next pool on
+    that swap directory deletes those of workers that have gone (a session's arrays must not
+    outlive it), and nothing else."""
+    from gpu_backend.pool import LocalPool
+    swap = tmp_path / "swap"
+    swap.mkdir(mode=0o700)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    orphans = [swap / f"swap-ab12-{gone.pid}", swap / f"swap-ab12-{gone.pid}-park.manifest",
+               swap / f"swap-{gone.pid}"]
+    kept = [swap / f"swap-cd34-{os.getpid()}", swap / "notes.txt"]   # (a live worker's; not ours)
+    for path in orphans + kept:
+        path.write_bytes(b"x")
+    with LocalPool(devices="cpu", swap_dir=swap):
+        pass
+    assert [p for p in orphans if p.exists()] == []
+    assert all(p.exists() for p in kept)
