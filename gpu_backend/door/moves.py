@@ -59,12 +59,6 @@ class Move:
     waiting: list = field(default_factory=list)
 
 
-def _load(device: str, sessions: list) -> tuple[int, int]:
-    """*device*'s load as placement counts it: its open sessions, then their memory."""
-    here = [s for s in sessions if s.worker.device == device and not s.closing]
-    return len(here), sum(s.usage.get("memory") or 0 for s in here)
-
-
 def carried_usage(session: Any, report: dict) -> dict:
     """*report*, a worker's cumulative usage, with what the session's earlier workers
     counted added (a moved session's); the report itself where it never moved."""
@@ -146,7 +140,7 @@ class Moves:
         the least-loaded device takes it back, its own where that is as little loaded (its
         arrays wait in files any device of the host reads: returning is where the pool
         rebalances, at no cost)."""
-        from .placement import least_loaded
+        from .placement import device_loads, least_loaded
         move = session.moving
         if move is None or move.device is not None or move.stage != "parked":
             return
@@ -159,7 +153,8 @@ class Moves:
                                 self.door.settings.max_sessions_per_device)
         except SessionLostError:   # (every device full: its own, as a hello would wait for)
             best = device
-        if device not in devices or _load(best, others) < _load(device, others):
+        load = device_loads(others)
+        if device not in devices or load(best) < load(device):
             device = best
         move.device, move.since = device, time.monotonic()
         session.last_work = move.since   # (its client is back: not idle, not parked again)

@@ -12,11 +12,27 @@ opens one session per device, each naming the others in ``apart_from``
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from gpu_backend.protocol.errors import ProtocolError, SessionLostError
 
-__all__ = ["devices_apart_from", "least_loaded"]
+__all__ = ["devices_apart_from", "least_loaded", "device_loads"]
+
+
+def device_loads(sessions: Iterable[Any], pending: Iterable[Any] = ()) -> Callable[[str], tuple[int, int]]:
+    """Each device's load as placement counts it: its open *sessions* and *pending* hellos
+    (or moves on their way there), then the memory the sessions use; a function of the
+    device's name."""
+    counts: dict[str, int] = {}
+    memory: dict[str, int] = {}
+    for s in sessions:   # (one pass: a pool across hosts has hundreds of devices)
+        if not s.closing:
+            device = s.worker.device
+            counts[device] = counts.get(device, 0) + 1
+            memory[device] = memory.get(device, 0) + (s.usage.get("memory") or 0)
+    for p in pending:
+        counts[p.device] = counts.get(p.device, 0) + 1
+    return lambda device: (counts.get(device, 0), memory.get(device, 0))
 
 
 def devices_apart_from(sessions: Mapping[str, Any], devices: list[str], user: str,
@@ -41,18 +57,7 @@ def least_loaded(devices: list[str], sessions: Iterable[Any], pending: Iterable[
                  most_per_device: int, taken: set[str] = frozenset()) -> str:
     """The device for a new session: of *devices* not *taken* and not full, the one with
     the fewest *sessions* and *pending* hellos, then the least memory in use."""
-    counts: dict[str, int] = {}
-    memory: dict[str, int] = {}
-    for s in sessions:   # (one pass: a pool across hosts has hundreds of devices)
-        if not s.closing:
-            device = s.worker.device
-            counts[device] = counts.get(device, 0) + 1
-            memory[device] = memory.get(device, 0) + (s.usage.get("memory") or 0)
-    for p in pending:
-        counts[p.device] = counts.get(p.device, 0) + 1
-
-    def load(device: str) -> tuple[int, int]:
-        return counts.get(device, 0), memory.get(device, 0)
+    load = device_loads(sessions, pending)
 
     candidates = [d for d in devices if d not in taken]
     if not devices:

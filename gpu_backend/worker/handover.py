@@ -121,12 +121,17 @@ def _checked(raw: Any) -> dict:
     return raw
 
 
+def _read(path: Any) -> dict:
+    """The manifest at *path*, checked (OSError, ValueError where it does not read)."""
+    return _checked(msgpack.unpackb(Path(path).read_bytes(), raw=False, strict_map_key=False))
+
+
 def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int, dict]:
     """Take over the session parked at *path*: its arrays become this worker's swapped
     session (back at the first batch), its held stretches held here. Returns the last batch
     the parked worker ran, the bytes adopted and the executor's state it had (an error the
     client has not yet acknowledged, the batches it cancelled: *poisoned_at*, *cancel_upto*)."""
-    raw = _checked(msgpack.unpackb(Path(path).read_bytes(), raw=False, strict_map_key=False))
+    raw = _read(path)
     sizes, in_host = raw["sizes"], raw["in_host"]
     handles: dict[int, _Placed] = {}
     for entry in raw["handles"]:
@@ -154,9 +159,10 @@ def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int, dict]:
 
 
 def files_of(path: Any) -> set[str]:
-    """The files a parked session's manifest at *path* names, with the manifest itself."""
+    """The files a parked session's manifest at *path* names, with the manifest itself (a
+    manifest that does not read names none but itself)."""
     try:
-        raw = _checked(msgpack.unpackb(Path(path).read_bytes(), raw=False, strict_map_key=False))
+        raw = _read(path)
     except (OSError, ValueError):
         raw = {}
     return {str(name) for name in (raw.get("file"), raw.get("host_file"), str(path)) if name}
@@ -164,10 +170,5 @@ def files_of(path: Any) -> set[str]:
 
 def discard(path: Any) -> None:
     """A parked session that nobody adopts (it ended, the pool gave up on it): its files go."""
-    try:
-        raw = _checked(msgpack.unpackb(Path(path).read_bytes(), raw=False, strict_map_key=False))
-    except (OSError, ValueError):
-        raw = {}
-    for name in (raw.get("file"), raw.get("host_file"), str(path)):
-        if name:
-            Path(name).unlink(missing_ok=True)
+    for name in files_of(path):
+        Path(name).unlink(missing_ok=True)

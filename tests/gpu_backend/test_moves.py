@@ -22,18 +22,9 @@ from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 from workbench.pool_views import sessions_view
 
+from tests.gpu_backend.test_swap import PATIENCE, _row, _wait
+
 DEVICES = os.environ.get("GPUWB_TEST_MOVE_DEVICES", "cpu,cpu")
-PATIENCE = 60.0   # how long a test waits for the pool to act (never a timing assertion)
-
-
-def _wait(predicate, what: str):
-    deadline = time.monotonic() + PATIENCE
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"waited {PATIENCE} s for {what}")
 
 
 def _where(pool, session) -> dict:
@@ -204,10 +195,6 @@ def test_the_usage_a_moved_session_counted_is_carried(pool):
         assert _wait(lambda: (_row(s).get("ops") or 0) > ops, "the new worker's usage")
     finally:
         s.close()
-
-
-def _row(session) -> dict:
-    return next(r for r in session.status()["sessions"] if r["session"] == session.id)
 
 
 def test_bad_administration_requests_are_refused_and_the_pool_serves_on(pool):
