@@ -545,6 +545,29 @@ class Device:
         """A new array of *shape* and *dtype* (a zero-size one brought back from swap)."""
         raise NotImplementedError
 
+    # -- moves within a host (worker/handover.py): a session's allocations lent to the
+    # worker that takes it over, which copies them straight into its own device's memory
+    def lend_allocations(self, arrays: list, directory: Any, name: str) -> list | None:
+        """A loan of the allocations *arrays* live in, that another worker process of this
+        host can read while they stay here (msgpack-able: one entry per allocation), or
+        None where this device cannot lend (the move then goes through the swap
+        directory). *directory* and *name*: where a device without shared memory puts
+        what it lends (files named *name*-lent-N, 0600)."""
+        return None
+
+    def end_loan(self, loan: list) -> None:
+        """The borrower is done with *loan* (or never came): what it lent is freed."""
+
+    def borrowed_allocations(self, loan: list):
+        """A context manager giving 1-d uint8 arrays over a loan's allocations (another
+        worker's), valid inside it."""
+        raise NotImplementedError
+
+    def copy_allocation(self, block: Any) -> Any:
+        """A new allocation of this device with *block*'s bytes (a borrowed one); the
+        device's OutOfMemoryError where it does not fit."""
+        raise NotImplementedError
+
     def base_of(self, array: Any) -> Any:
         """The array whose memory *array* views (``ndarray.base``), or None."""
         return array.base

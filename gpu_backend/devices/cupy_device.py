@@ -23,7 +23,7 @@ from ..protocol.messages import STREAM_CHUNK_BYTES
 from .base import (CudaInterfaceView, Device, lazy_functions, resolve_table, signal_object_class,
                    sparse_lu_class, sparse_object_class)
 from .cupy_capture import CupyCaptures
-from . import cupy_swap_copies
+from . import cupy_loans, cupy_swap_copies
 from .cupy_graphs import GraphTools
 from .host_random import seed_sequence_factory
 
@@ -521,6 +521,22 @@ class CupyDevice(Device):
     def empty_array(self, shape: tuple, dtype: np.dtype) -> Any:
         with self.session_stream:
             return self.cupy.empty(shape, dtype)
+
+    def lend_allocations(self, arrays: list, directory: Any, name: str) -> list | None:
+        """CUDA IPC (devices/cupy_loans.py); None where the memory cannot be exported (an
+        allocator CUDA IPC does not serve)."""
+        self.session_stream.synchronize()
+        try:
+            return cupy_loans.lend(self.cupy, [self.memory_span(a)[1:] for a in arrays])
+        except (OSError, RuntimeError, self.cupy.cuda.runtime.CUDARuntimeError):
+            return None
+
+    def borrowed_allocations(self, loan: list):
+        return cupy_loans.borrowed(self.cupy, loan)
+
+    def copy_allocation(self, block: Any) -> Any:
+        with self.session_stream:
+            return cupy_loans.copy_block(self.cupy, self.session_stream, block)
 
     def memory_used(self) -> int:
         return int(self.pool.used_bytes())

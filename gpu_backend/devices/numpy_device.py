@@ -9,8 +9,10 @@ memory limits behave as on a GPU. CUDA-only features fail with a clear error.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -310,6 +312,46 @@ class NumpyDevice(Device):
 
     def empty_array(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
         return np.empty(shape, dtype)
+
+    def lend_allocations(self, arrays: list, directory: Any, name: str) -> list | None:
+        """The NumPy device's memory is its process's own, which no other process maps:
+        each allocation is copied to a file of *directory* (0600, never over another),
+        which the borrower maps and the lender deletes when the loan ends. The stand-in
+        for a GPU's CUDA IPC: the same steps of a move, through a copy."""
+        loan: list = []
+        try:
+            for i, array in enumerate(arrays):
+                _ptr, start, size = self.memory_span(array)
+                path = os.path.join(str(directory), f"{name}-lent-{i}")
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                loan.append([path, 0, size])
+                try:
+                    view = memoryview((ctypes.c_uint8 * size).from_address(start)).cast("B")
+                    while view:
+                        view = view[os.write(fd, view):]
+                finally:
+                    os.close(fd)
+        except OSError:
+            self.end_loan(loan)
+            return None
+        return loan
+
+    def end_loan(self, loan: list) -> None:
+        for path, _offset, _size in loan:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    @contextlib.contextmanager
+    def borrowed_allocations(self, loan: list):
+        yield [np.memmap(path, np.uint8, "r", offset, (size,)) for path, offset, size in loan]
+
+    def copy_allocation(self, block: Any) -> np.ndarray:
+        self._check_room(self.used + block.nbytes, block.nbytes)
+        new = np.empty(block.nbytes, np.uint8)
+        np.copyto(new, block)
+        return new
 
     def base_of(self, array: np.ndarray) -> Any:
         base = array.base   # bytes of an upload, a buffer: memory no array of the session owns

@@ -123,7 +123,7 @@ class AdminSocket:
             return {"ok": True, "draining": sorted(moves.draining), "sessions": [
                 {"session": s.sid, "user": s.user, "device": s.worker.device,
                  "moving": s.moving.device if s.moving is not None else None,
-                 "moves": s.moves, "refused": s.move_refused}
+                 "moves": s.moves, "how": s.moved_how, "refused": s.move_refused}
                 for s in self.door.sessions.values()]}
         raise ValueError(f"unknown administration request {kind!r:.40}")
 

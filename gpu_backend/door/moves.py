@@ -17,6 +17,15 @@ A move has three steps, each an answer to the last:
 
 The session keeps its id, key, user, grant and usage: the usage the old worker reported is
 carried, so the new worker's counts add to it (:func:`carried_usage`).
+
+Within one host the arrays need not go through the directory: the old worker is told to
+*lend* them (``park`` with ``lend``). It answers ``parked`` with ``lent`` and waits, its
+arrays in place (CUDA IPC on a GPU); the spare copies them straight into its device's
+memory (worker/handover.py) and answers ``adopted``; only then is the old worker told to
+``release`` them and end, and the client told the session moved. Until then the move can
+be undone at no cost: an adopter that fails, or no spare within MOVE_WAIT, gives the
+session back to the old worker (``unpark``), which serves on as if nothing had happened.
+A move to the device a session is on already is allowed: it gets a fresh worker there.
 """
 
 from __future__ import annotations
@@ -29,12 +38,15 @@ from typing import Any
 from gpu_backend.protocol.errors import SessionLostError
 from gpu_backend.worker.handover import discard
 
-__all__ = ["Move", "Moves", "carried_usage", "MOVE_WAIT", "CUMULATIVE"]
+__all__ = ["Move", "Moves", "carried_usage", "MOVE_WAIT", "SPARE_WAIT", "CUMULATIVE"]
 
 log = logging.getLogger("gpu_backend.door.moves")
 
-#: how long a move may take (parking, a spare starting, adoption) before it is given up
+#: how long a session's worker may take to park it before the move is given up
 MOVE_WAIT = 120.0
+#: how long a parked session may wait for a spare of its target device (counted from its
+#: parking) before the move is given up
+SPARE_WAIT = 120.0
 #: the figures of a worker's usage report that only grow: a moved session's new worker
 #: counts from zero, so the old worker's are added (peak: the larger)
 CUMULATIVE = ("device_s", "ops", "bytes_in", "bytes_out", "waited_s", "worked_s",
@@ -57,6 +69,7 @@ class Move:
     manifest: str | None = None
     since: float = field(default_factory=time.monotonic)
     waiting: list = field(default_factory=list)
+    lender: Any = None   # (the old worker, where it lent the arrays and waits)
 
 
 def carried_usage(session: Any, report: dict) -> dict:
@@ -93,17 +106,15 @@ class Moves:
             return "it is already moving"
         if session.closing:
             return "it is closing"
-        if device == session.worker.device:
-            return f"it is on {device} already"
         host = self.door.hosts.of(device)
         if host is None:
             return f"the pool has no device {device}"
         settings = self.door.settings
-        if host is not self.door.hosts.of(session.worker.device) and not (
-                settings.swap_dir is not None and settings.swap_dir_shared):
+        same_host = host is self.door.hosts.of(session.worker.device)
+        if not same_host and not (settings.swap_dir is not None and settings.swap_dir_shared):
             return ("the device is on another host, and the pool's swap directory is not one "
                     "that every host mounts (--swap-dir with --swap-dir-shared)")
-        if not session.worker.tell({"t": "park", "dir": directory}):
+        if not session.worker.tell({"t": "park", "dir": directory, "lend": same_host}):
             return "its worker has ended"
         session.moving = Move(device, why)
         self.moving[session.sid] = session
@@ -207,12 +218,16 @@ class Moves:
         error = msg.get("error")
         manifest = msg.get("manifest")
         if move is None or move.stage != "parking":   # (late: its move was given up)
+            if msg.get("lent") is True:   # (it reads the unpark sent, and serves on; or ends)
+                if session is None or self.door.sessions.get(session.sid) is not session:
+                    worker.tell({"t": "release"})
+                return
             self._parked_late(worker, session, manifest if error is None else None)
             return
         if error is not None or not isinstance(manifest, str):
             self._refused(session, str(error or "no manifest")[:300])
             return
-        move.stage, move.manifest = "parked", manifest
+        move.stage, move.manifest, move.since = "parked", manifest, time.monotonic()
         if session.closing:   # (closed meanwhile: nobody will adopt it)
             self.door.detach_worker(session)
             self.door.end_session(session, "closed by the client")
@@ -223,8 +238,11 @@ class Moves:
         session.carried = {k: session.usage[k] for k in (*CUMULATIVE, "peak")
                            if k in session.usage}
         nbytes = msg.get("bytes")
-        session.usage.update(memory=0, swapped_host=0,   # (all in the directory now)
-                             swapped=nbytes if type(nbytes) is int else 0)
+        if msg.get("lent") is True:   # (its arrays stay in its memory until the adopter has them)
+            move.lender = worker
+        else:
+            session.usage.update(memory=0, swapped_host=0,   # (all in the directory now)
+                                 swapped=nbytes if type(nbytes) is int else 0)
         self.door.detach_worker(session)
         if move.device is not None:
             self.door.keep_spares_for(move.device)
@@ -246,15 +264,43 @@ class Moves:
         self.door.detach_worker(session)
 
     def adopted(self, worker: Any, msg: dict) -> None:
-        """The new worker has taken the session over (or could not: it ends)."""
+        """The new worker has taken the session over (or could not: it ends, or, lent, goes
+        back to the worker that lent it)."""
         session = worker.session
         if session is None:
+            return
+        move = session.moving
+        if move is not None and move.lender is not None and move.stage == "adopting":
+            self.moving.pop(session.sid, None)
+            session.moving = None
+            if msg.get("error") is not None:
+                self._back_to_lender(session, move, f"its adopter on {worker.device} failed: "
+                                                    f"{str(msg['error'])[:200]}")
+                return
+            move.lender.tell({"t": "release"})
+            self._moved(session, move, worker.device)
             return
         if msg.get("error") is not None:
             log.error("session %s could not be adopted on %s: %s", session.sid, worker.device,
                       msg["error"])
             self.door.end_session(session, f"its move to {worker.device} failed: "
                                            f"{str(msg['error'])[:200]}")
+
+    def _back_to_lender(self, session: Any, move: Move, why: str) -> None:
+        """A lent move failed: the session stays with the worker that lent it, which serves
+        on with every array (its client never knew), and is told why."""
+        log.warning("session %s stays on %s: %s", session.sid, move.lender.device, why)
+        adopter = session.worker if session.worker is not move.lender else None
+        self.door.reattach_worker(session, move.lender)
+        if adopter is not None:
+            adopter.tell({"t": "stop"})
+        move.lender.tell({"t": "unpark"})
+        self.moving.pop(session.sid, None)
+        session.moving = None
+        self.refused += 1
+        session.move_refused = why
+        for ident in move.waiting:
+            self.door.reply_where(ident, session)
 
     def _refused(self, session: Any, why: str) -> None:
         log.warning("session %s stays on %s: %s", session.sid, session.worker.device, why)
@@ -282,24 +328,35 @@ class Moves:
                 if spare is not None:
                     self._adopt(session, move, spare)
                     continue
-            if move.stage != "adopting" and now - move.since > MOVE_WAIT:
+            wait = MOVE_WAIT if move.stage == "parking" else SPARE_WAIT
+            if move.stage != "adopting" and now - move.since > wait:
                 self.moving.pop(session.sid, None)
                 if move.stage == "parking":   # (its worker never answered: it stays)
                     session.worker.tell({"t": "unpark"})
-                    self._refused(session, f"its worker did not park within {MOVE_WAIT:g} s")
+                    self._refused(session, f"its worker did not park within {wait:g} s")
+                elif move.lender is not None:   # (lent: back where it was, nothing lost)
+                    self._back_to_lender(session, move, f"no worker of {move.device} was "
+                                                        f"ready within {wait:g} s")
                 else:
                     self.door.end_session(session, f"no worker of {move.device} was ready to "
-                                                   f"take it over within {MOVE_WAIT:g} s")
+                                                   f"take it over within {wait:g} s")
 
     def _adopt(self, session: Any, move: Move, spare: Any) -> None:
-        self.moving.pop(session.sid, None)
         move.stage = "adopting"
         self.door.assign_worker(session, spare, adopt=move.manifest)
+        if move.lender is not None:   # (moved once the adopter has copied: adopted())
+            return
+        self.moving.pop(session.sid, None)
         session.moving = None
+        self._moved(session, move, spare.device)
+
+    def _moved(self, session: Any, move: Move, device: str) -> None:
+        """*session* is on its new worker: its client may be told where."""
         session.move_refused = None
+        session.moved_how = "lent" if move.lender is not None else "files"
         session.moves = getattr(session, "moves", 0) + 1
         self.moved += 1
-        log.info("session %s moved to %s (%s)", session.sid, spare.device, move.why)
+        log.info("session %s moved to %s (%s)", session.sid, device, move.why)
         for ident in move.waiting:
             self.door.reply_where(ident, session)
 
@@ -315,7 +372,9 @@ class Moves:
         if move is None:
             return
         session.moving = None
-        if move.manifest is not None and move.stage == "parked":   # (nobody will adopt it)
+        if move.lender is not None:   # (what it lent goes with it, and the manifest)
+            move.lender.tell({"t": "release"})
+        elif move.manifest is not None and move.stage == "parked":   # (nobody will adopt it)
             discard(move.manifest)
         # (still parking: its worker's late "parked" finds it ended and discards: _parked_late)
         for ident in move.waiting:

@@ -203,7 +203,7 @@ def restore(door: Any, session_class: Any) -> int:
 
 #: a swap file's name (worker/swap.py: ``swap-SESSION-PID``, or ``swap-PID`` before a
 #: session) and a parked session's beside it (worker/handover.py), the worker's pid captured
-_SWAP_NAME = re.compile(r"swap-(?:[0-9a-f]+-)?(\d+)(?:-park(?:-host|\.manifest)?)?")
+_SWAP_NAME = re.compile(r"swap-(?:[0-9a-f]+-)?(\d+)(?:-park(?:-host|\.manifest)?|-lent-\d+)?")
 
 
 def _alive(pid: int) -> bool:

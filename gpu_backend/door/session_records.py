@@ -47,6 +47,7 @@ class Session:
     ran: int = 0
     carried: dict = field(default_factory=dict)
     move_refused: str | None = None
+    moved_how: str | None = None     # (its last move: "lent" within a host, or "files")
     park_refused_at: float | None = None
 
 

@@ -37,10 +37,17 @@ class SessionWorkers:
         worker.session = None
         worker.given_up = True   # (no spare: it is ending, and must serve nobody else)
 
-    def assign_worker(self, session: Session, worker: Worker, account: Any = None,
-                      adopt: str | None = None) -> None:
-        """*worker* serves *session* from now on: a new session's, or (*adopt*: the manifest
-        its last worker parked it in) one moved here (moves.py)."""
+    def reattach_worker(self, session: Session, worker: Worker) -> None:
+        """*worker*, which lent *session* for a move that failed (moves.py), serves it
+        again: it still holds every array (its adopter, if any, is detached first)."""
+        if session.worker is not worker:
+            self.detach_worker(session)
+        worker.given_up = False
+        self._attach(session, worker)
+
+    def _attach(self, session: Session, worker: Worker, account: Any = None) -> Any:
+        """*worker* and *session* each other's; the device's arbiter told (the user's
+        weight). The user's account."""
         account = account or self.accounts.registry.get(session.user)
         session.worker, worker.session = worker, session
         self.spares.changed()
@@ -48,6 +55,13 @@ class SessionWorkers:
         if arbiter is not None:
             arbiter.attach(worker.lease_id, worker.device, session.sid, session.user,
                            account.weight if account is not None else 1.0)
+        return account
+
+    def assign_worker(self, session: Session, worker: Worker, account: Any = None,
+                      adopt: str | None = None) -> None:
+        """*worker* serves *session* from now on: a new session's, or (*adopt*: the manifest
+        its last worker parked it in) one moved here (moves.py)."""
+        account = self._attach(session, worker, account)
         quota = account.memory if account is not None else None
         worker.tell({
             "t": "assign", "session": session.sid, "user": session.user, "key": session.key,

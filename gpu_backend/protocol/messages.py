@@ -54,7 +54,8 @@ __all__ = [
     "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
     "ArbiterYield",
     # moves and administration
-    "WhereRequest", "WhereReply", "ControlPark", "ControlUnpark", "ControlParked", "ControlAdopted",
+    "WhereRequest", "WhereReply", "ControlPark", "ControlUnpark", "ControlRelease",
+    "ControlParked", "ControlAdopted",
     "AdminDrain", "AdminUndrain", "AdminMove", "AdminMoves", "AdminRestart", "AdminReply",
     "ParkedSessions", "ParkedSession", "AdminMoveRow",
     "AdminSessionRow",
@@ -916,12 +917,20 @@ class ControlPark(TypedDict):
     and exit; answered with :class:`ControlParked`."""
     t: Annotated[Literal["park"], "the message type"]
     dir: Annotated[str | None, "the directory to park in (None: the session's swap directory)"]
+    lend: NotRequired[Annotated[bool, "the adopter is a worker of this host: lend the arrays where the device can (CUDA IPC) and wait for ControlRelease, instead of writing them out"]]
 
 
 class ControlUnpark(TypedDict):
     """front door → worker: the move asked by :class:`ControlPark` is given up (its worker
-    did not park in time, busy with a long batch): the session stays."""
+    did not park in time, busy with a long batch; a lent session's adopter failed): the
+    session stays."""
     t: Annotated[Literal["unpark"], "the message type"]
+
+
+class ControlRelease(TypedDict):
+    """front door → a worker that lent its session (:class:`ControlParked` ``lent``): the
+    adopter has copied the arrays; free them and exit."""
+    t: Annotated[Literal["release"], "the message type"]
 
 
 class ControlParked(TypedDict):
@@ -931,6 +940,7 @@ class ControlParked(TypedDict):
     manifest: NotRequired[Annotated[str, "the parked session's manifest (0600, msgpack), for the adopting worker"]]
     bytes: NotRequired[Annotated[int, "bytes of arrays parked"]]
     batch: NotRequired[Annotated[int, "the last batch it ran"]]
+    lent: NotRequired[Annotated[bool, "the arrays stayed in this worker's device memory, lent (it waits for ControlRelease or ControlUnpark)"]]
     error: NotRequired[Annotated[str, "why it could not park (a remote object it holds, a full disk)"]]
 
 
@@ -1012,6 +1022,7 @@ class AdminSessionRow(TypedDict):
     device: Annotated[str, "the device whose worker serves it (until a move is done: the old one)"]
     moving: Annotated[str | None, "the device it is moving to, or None"]
     moves: Annotated[int, "how often it has moved"]
+    how: Annotated[str | None, "how its last move went: lent (device to device, within a host) or files (through the swap directory); None: it never moved"]
     refused: Annotated[str | None, "why its last move did not happen, or None"]
 
 
@@ -1083,7 +1094,8 @@ MESSAGES: dict[str, tuple[type, ...]] = {
     WORKER_CONTROL: (ControlReady, ControlUsage, ControlEnded, ControlGrow, ControlGrant,
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim,
                      ControlSwap, ControlSwapped, ControlSwapDue, ControlRoom, ControlRoomed,
-                     ControlPark, ControlUnpark, ControlParked, ControlAdopted),
+                     ControlPark, ControlUnpark, ControlRelease, ControlParked,
+                     ControlAdopted),
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),

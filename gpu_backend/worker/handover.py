@@ -23,6 +23,13 @@ The manifest is msgpack (never pickle: the next worker trusts only what it can c
 file created 0600 beside the arrays' files; the adopting worker turns it back into a
 swapped session (:func:`adopt`), so its arrays come back at its first batch, through the
 swap-in path every swapped session takes, with its notices and errors.
+
+Between two workers of one host the arrays need not go through the directory: the old
+worker *lends* its allocations (:func:`lend`: CUDA IPC on a GPU, devices/cupy_loans.py) and
+waits; the new one copies them straight into its device's memory (:func:`adopt`), or, where
+they do not fit there, into the directory's file tier itself (the session arrives swapped,
+its first op bringing them back as after any swap); only then does the old worker free them
+and end. A session swapped out already, or a device that cannot lend, parks as above.
 """
 
 from __future__ import annotations
@@ -35,11 +42,16 @@ import msgpack
 import numpy as np
 
 from ..devices.host_bytes import HostBytes
-from .swap import SwappedArrays, _Placed, swap_out
+from ..protocol.errors import error_name
+from .swap import (CHUNK, SwapFile, SwappedArrays, _Placed, placed_allocations, put_back,
+                   swap_out, write_allocation)
 
-__all__ = ["why_not_movable", "park", "adopt", "discard", "files_of", "MANIFEST_VERSION"]
+__all__ = ["why_not_movable", "park", "lend", "end_loan", "adopt", "discard", "files_of", "MANIFEST_VERSION"]
 
 MANIFEST_VERSION = 1
+#: how long a worker that lent its session waits for the pool's word (``release``, or
+#: ``unpark`` where the move failed) before it frees what it lent and ends
+LOAN_WAIT = 300.0
 
 
 def why_not_movable(swap: Any) -> str | None:
@@ -85,24 +97,104 @@ def park(swap: Any, replay: Any, directory: Path, batch: int,
     if swapped is not None and swapped.host is not None:   # (dies with this process)
         host_path = directory / f"{swap.name}-park-host"
         _private(host_path, memoryview(swapped.host.array).cast("B"))
-    manifest = {
-        "v": MANIFEST_VERSION, "batch": int(batch), "state": dict(state or {}),
-        "file": str(swapped.path) if swapped is not None and swapped.path else None,
-        "host_file": str(host_path) if host_path else None,
-        "sizes": list(swapped.sizes) if swapped else [],
-        "in_host": list(swapped.in_host) if swapped else [],
-        "handles": [[hid, p.block, p.offset, list(p.shape), p.dtype.str, list(p.strides)]
-                    for hid, p in (swapped.handles.items() if swapped else ())],
-        "stretches": replay.export_held(),
-    }
-    path = directory / f"{swap.name}-park.manifest"
-    _private(path, msgpack.packb(manifest, use_bin_type=True))
+    path = _write_manifest(
+        directory, swap.name, batch, state, replay,
+        swapped.sizes if swapped else [], swapped.in_host if swapped else [],
+        swapped.handles if swapped else {},
+        file=str(swapped.path) if swapped is not None and swapped.path else None,
+        host_file=str(host_path) if host_path else None)
     if swapped is not None:   # the files are the next worker's now: this one ends without them
         if swapped.host is not None:
             swapped.host.release()
         swap.swapped = None
         swap.table.swapped = None
     return path, swapped.nbytes if swapped is not None else 0
+
+
+def _write_manifest(directory: Path, name: str, batch: int, state: dict | None, replay: Any,
+                    sizes: list, in_host: list, handles: dict, file: str | None = None,
+                    host_file: str | None = None, lent: list | None = None) -> Path:
+    """The manifest of a parked (or lent) session, written 0600; its path."""
+    manifest = {
+        "v": MANIFEST_VERSION, "batch": int(batch), "state": dict(state or {}),
+        "file": file, "host_file": host_file, "sizes": list(sizes), "in_host": list(in_host),
+        "handles": [[hid, p.block, p.offset, list(p.shape), p.dtype.str, list(p.strides)]
+                    for hid, p in handles.items()],
+        "stretches": replay.export_held(),
+        **({"lent": lent} if lent is not None else {}),
+    }
+    path = directory / f"{name}-park.manifest"
+    _private(path, msgpack.packb(manifest, use_bin_type=True))
+    return path
+
+
+def lend(swap: Any, replay: Any, directory: Path, batch: int,
+         state: dict | None = None) -> tuple[Path, int, list] | None:
+    """Lend the session to a worker of this host: its allocations stay here, named in a
+    manifest (:func:`park`'s, with the device's loan) that the adopting worker copies them
+    through. The manifest's path, the bytes lent and the loan, which this worker keeps (and
+    its arrays) until the adopter is done: :func:`end_loan`. None where the session is
+    swapped out, holds no array or the device cannot lend: it parks instead."""
+    why = why_not_movable(swap)
+    if why is not None:
+        raise RuntimeError(f"the session cannot move: {why}")
+    if swap.swapped is not None or not swap.table.arrays:
+        return None
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
+    sizes, handles, firsts = placed_allocations(swap.table, swap.device)
+    swap.device.synchronize()
+    loan = swap.device.lend_allocations(firsts, directory, swap.name)
+    if loan is None:
+        return None
+    try:
+        path = _write_manifest(directory, swap.name, batch, state, replay, sizes,
+                               [False] * len(sizes), handles, lent=loan)
+    except BaseException:
+        swap.device.end_loan(loan)
+        raise
+    return path, sum(sizes), loan
+
+
+def end_loan(swap: Any, loan: list, manifest: Path | None = None) -> None:
+    """The adopter is done with *loan* (or the move was given up): what the device lent
+    goes, and the manifest if it is still there (not adopted)."""
+    swap.device.end_loan(loan)
+    if manifest is not None:
+        Path(manifest).unlink(missing_ok=True)
+
+
+def _borrow(loan: list, sizes: list[int], handles: dict, swap: Any, directory: Path) -> None:
+    """Copy a lent session's allocations into this device's memory under their handles;
+    where they do not fit, into a file of *directory* (the session arrives swapped, and its
+    first op brings them back, making room as any swap-in does)."""
+    device, table = swap.device, swap.table
+    if any(type(name) is str and os.path.dirname(name) != str(directory) for name, _o, _s in loan):
+        raise ValueError("a session manifest lending files outside its directory")
+    with device.borrowed_allocations(loan) as lent:
+        if any(int(b.nbytes) != n for b, n in zip(lent, sizes)):
+            raise ValueError("a session manifest whose loan does not match its allocations")
+        try:
+            put_back(handles, [device.copy_allocation(block) for block in lent], table, device)
+            return
+        except Exception as exc:   # (nothing half-adopted stays: the lender still has it all)
+            for hid in handles:
+                table.free(hid)
+            device.release_cache()
+            if error_name(exc) != "OutOfMemoryError":
+                raise
+        out = SwapFile(directory, f"{swap.name}-park", sum(sizes))
+        try:
+            at = 0
+            for block in lent:
+                at = write_allocation(out, device.allocation_bytes(block, CHUNK), at)
+            out.finish()
+        except BaseException:
+            out.abort()
+            raise
+    swap.swapped = SwappedArrays(out.path, list(sizes), [False] * len(sizes), None, handles,
+                                 sum(sizes), 0, 0.0)
+    table.swapped = handles
 
 
 def _checked(raw: Any) -> dict:
@@ -118,6 +210,11 @@ def _checked(raw: Any) -> dict:
     for path in (raw.get("file"), raw.get("host_file")):
         if path is not None and not isinstance(path, str):
             raise ValueError("a session manifest with a malformed file name")
+    lent = raw.get("lent")
+    if lent is not None and (type(lent) is not list or len(lent) != len(sizes) or any(
+            type(e) is not list or len(e) != 3 or type(e[0]) not in (bytes, str)
+            or type(e[1]) is not int or e[1] < 0 or type(e[2]) is not int for e in lent)):
+        raise ValueError("a session manifest with a malformed loan")
     return raw
 
 
@@ -140,12 +237,14 @@ def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int, dict]:
             raise ValueError("a session manifest with a malformed handle")
         handles[hid] = _Placed(block, int(offset), tuple(int(n) for n in shape), np.dtype(dtype),
                                tuple(int(n) for n in strides))
+    if raw.get("lent") is not None:
+        _borrow(raw["lent"], sizes, handles, swap, Path(path).parent)
     host = None
     if raw.get("host_file"):
         host_path = Path(raw["host_file"])
         host = HostBytes(np.fromfile(host_path, dtype=np.uint8))
         host_path.unlink(missing_ok=True)
-    if handles:
+    if handles and raw.get("lent") is None:
         swap.swapped = SwappedArrays(Path(raw["file"]) if raw.get("file") else None, sizes,
                                      in_host, host, handles, sum(sizes),
                                      host.nbytes if host is not None else 0, 0.0)

@@ -108,6 +108,8 @@ class WorkerServer:
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop
         self.park_dir: str | None = None
+        self.park_lend = False   # (a move within the host: lend the arrays, worker/handover.py)
+        self.adoption_failed = False
         self.parked = False
         self._queue: deque = deque()   # messages read ahead while looking for cancels
         self.cancel_upto = 0
@@ -247,6 +249,7 @@ class WorkerServer:
             self._hand_back_memory(asked=True)
         elif kind == "park":   # the session moves to another worker: at the loop, too
             self.park_dir = msg["dir"] if isinstance(msg.get("dir"), str) else ""
+            self.park_lend = msg.get("lend") is True
         elif kind == "unpark":   # the pool gave the move up: the session stays here
             self.park_dir = None
         elif kind == "swap":   # the pool needs this session's device memory: at the loop,
@@ -284,25 +287,58 @@ class WorkerServer:
             return False
         directory = self.park_dir or self.swap.directory or self.swap.default_directory
         self.park_dir = None
+        state = {"poisoned_at": self.executor.poisoned_at, "cancel_upto": self.cancel_upto}
+        lent = None
         try:
             if directory is None:
                 raise RuntimeError("the pool has no swap directory to park it in")
             self.executor.pacer.idle()
-            path, nbytes = handover.park(self.swap, self.executor.replay, Path(directory),
-                                         self._batch, {"poisoned_at": self.executor.poisoned_at,
-                                                       "cancel_upto": self.cancel_upto})
+            if self.park_lend:
+                lent = handover.lend(self.swap, self.executor.replay, Path(directory),
+                                     self._batch, state)
+            if lent is not None:
+                path, nbytes, loan = lent
+            else:
+                path, nbytes = handover.park(self.swap, self.executor.replay, Path(directory),
+                                             self._batch, state)
         except Exception as exc:
             self._send_control({"t": "parked", "error": f"{error_name(exc)}: {exc}"})
             return False
         if self._queue or self.links.poll(0):   # a batch came meanwhile: serve it here first
-            handover.adopt(path, self.swap, self.executor.replay)   # (its own, back as swapped)
+            if lent is not None:
+                handover.end_loan(self.swap, loan, path)
+            else:
+                handover.adopt(path, self.swap, self.executor.replay)   # (its own, as swapped)
             self.park_dir = str(directory)   # (and park again once the loop is idle)
             return False
         self._last_usage_time = 0.0
         self._report_usage()   # (its last counts first: the pool carries them over)
         self._send_control({"t": "parked", "manifest": str(path), "bytes": nbytes,
-                            "batch": self._batch})
+                            "batch": self._batch, **({"lent": True} if lent else {})})
+        if lent is not None and not self._hold_loan(loan, path):
+            return False   # (the move failed: the session stays here, as it was)
         self.parked = self.closed = True
+        return True
+
+    def _hold_loan(self, loan: list, manifest: Path) -> bool:
+        """Keep the lent arrays until the pool says the adopting worker has copied them
+        (``release``: then this worker ends, True) or that the move failed (``unpark``: it
+        serves the session on, nothing lost, False); the pool gone, or silent for
+        LOAN_WAIT, ends the loan too."""
+        deadline = time.monotonic() + handover.LOAN_WAIT
+        while not self.pool_gone and time.monotonic() < deadline:
+            if not self.control.poll(1.0):
+                continue
+            msg = self._read_control()
+            kind = msg.get("t") if msg is not None else None
+            if kind == "unpark":
+                handover.end_loan(self.swap, loan, manifest)
+                return False
+            if kind in ("release", "stop"):
+                break
+            if kind == "reclaim":   # (always answered)
+                self._hand_back_memory(asked=True)
+        handover.end_loan(self.swap, loan, manifest)
         return True
 
     def _adopt(self, path: Any) -> None:
@@ -310,8 +346,9 @@ class WorkerServer:
         try:
             batch, nbytes, state = handover.adopt(Path(path), self.swap, self.executor.replay)
         except Exception as exc:
-            handover.discard(path)   # (the session ends: its files with it)
+            handover.discard(path)   # (the session ends, or stays with the worker that lent it)
             self._send_control({"t": "adopted", "error": f"{error_name(exc)}: {exc}"})
+            self.adoption_failed = True   # (this worker serves nobody: it ends)
             return
         self._batch = batch
         if type(state.get("poisoned_at")) is int:   # (an error the client has not yet seen)
@@ -349,8 +386,6 @@ class WorkerServer:
                     self.user = str(msg.get("user") or "")
                     self.swap.configure(msg.get("swap_idle"), msg.get("swap_dir"), msg.get("session"))
                     self._share_device_memory(msg.get("device_memory"))
-                    if isinstance(msg.get("adopt"), str):   # a session moved here
-                        self._adopt(msg["adopt"])
                     limit = int(msg["memory_limit"])
                     self.device.set_memory_limit(limit)
                     self.device.bound_process(limit)
@@ -361,6 +396,10 @@ class WorkerServer:
                             int(msg.get("grant_step") or GRANT_STEP), self.device.release_cache,
                             quota=msg.get("quota") if type(msg.get("quota")) is int else None,
                             user=self.user))
+                    if isinstance(msg.get("adopt"), str):   # a session moved here (its copy
+                        self._adopt(msg["adopt"])           # within its limit and grant)
+                        if self.adoption_failed:
+                            return False
                     settle(collect=False)
                     return True
                 if msg.get("t") == "stop":

@@ -41,7 +41,8 @@ import numpy as np
 
 from ..devices.swap_file_io import PIECE, SwapFile, SwapFileReader
 
-__all__ = ["SwapFile", "SwappedArrays", "swap_out", "swap_in", "host_memory"]
+__all__ = ["SwapFile", "SwappedArrays", "swap_out", "swap_in", "host_memory",
+           "placed_allocations", "put_back", "write_allocation"]
 
 #: bytes of one piece of the file tier, which several threads write and read at once
 #: (devices/swap_file_io.py); a GPU's copies go through pinned buffers of this size
@@ -111,20 +112,14 @@ def _tiers(sizes: list[int], host_room: int) -> list[bool]:
     return chosen
 
 
-def swap_out(table: Any, device: Any, directory: Path | None, name: str,
-             host_room: int = 0) -> SwappedArrays | None:
-    """Copy every array of *table* out, up to *host_room* bytes of allocations to host
-    memory and the rest to a new file in *directory*, and forget them; None when the
-    session holds no array. Host memory the host cannot give sends those allocations to the
-    file too. On an error (disk full) what was copied is freed and every array stays where
-    it was: nothing is lost."""
-    if not table.arrays:
-        return None
-    started = time.perf_counter()
+def placed_allocations(table: Any, device: Any) -> tuple[list[int], dict[int, _Placed], list]:
+    """The allocations *table*'s arrays live in: their sizes (in order), each handle's place
+    in them, and one array of each allocation (through which its bytes are read): what a
+    swap writes out and a move lends (worker/handover.py)."""
     blocks: dict[int, int] = {}          # allocation start -> its number
     sizes: list[int] = []
     handles: dict[int, _Placed] = {}
-    firsts: list[Any] = []               # an array of each allocation (to read its bytes)
+    firsts: list[Any] = []
     for hid, array in table.arrays.items():
         ptr, start, size = device.memory_span(array)
         dtype = np.dtype(array.dtype)
@@ -137,6 +132,32 @@ def swap_out(table: Any, device: Any, directory: Path | None, name: str,
             sizes.append(size)
             firsts.append(array)
         handles[hid] = _Placed(n, ptr - start, tuple(array.shape), dtype, tuple(array.strides))
+    return sizes, handles, firsts
+
+
+def put_back(handles: dict[int, _Placed], blocks: list, table: Any, device: Any) -> None:
+    """Every handle of *handles* made again in *table*: the same view of its allocation
+    (*blocks*, new ones in the order of :func:`placed_allocations`) that it was."""
+    for hid, placed in handles.items():
+        if placed.block < 0:
+            array = device.empty_array(placed.shape, placed.dtype)
+        else:
+            array = device.view_of(blocks[placed.block], placed.offset, placed.shape,
+                                   placed.dtype, placed.strides)
+        table.put_any(hid, array)
+
+
+def swap_out(table: Any, device: Any, directory: Path | None, name: str,
+             host_room: int = 0) -> SwappedArrays | None:
+    """Copy every array of *table* out, up to *host_room* bytes of allocations to host
+    memory and the rest to a new file in *directory*, and forget them; None when the
+    session holds no array. Host memory the host cannot give sends those allocations to the
+    file too. On an error (disk full) what was copied is freed and every array stays where
+    it was: nothing is lost."""
+    if not table.arrays:
+        return None
+    started = time.perf_counter()
+    sizes, handles, firsts = placed_allocations(table, device)
     in_host = _tiers(sizes, max(0, int(host_room)))
     host = None
     out: SwapFile | None = None
@@ -153,7 +174,7 @@ def swap_out(table: Any, device: Any, directory: Path | None, name: str,
             at = 0
             for array, h in zip(firsts, in_host):
                 if not h:
-                    at = _write_allocation(out, device.allocation_bytes(array, CHUNK), at)
+                    at = write_allocation(out, device.allocation_bytes(array, CHUNK), at)
             out.finish()
     except BaseException:
         if host is not None:
@@ -172,7 +193,7 @@ def swap_out(table: Any, device: Any, directory: Path | None, name: str,
                          time.perf_counter() - started)
 
 
-def _write_allocation(out: SwapFile, pieces: Any, at: int) -> int:
+def write_allocation(out: SwapFile, pieces: Any, at: int) -> int:
     """One allocation's bytes (the device's ``allocation_bytes``: host buffers, in order)
     into *out* from offset *at*, each piece by one of its threads while the device copies
     the next ones; the offset after it. Each piece's future goes back to the generator,
@@ -217,13 +238,7 @@ def swap_in(swapped: SwappedArrays, table: Any, device: Any,
         finally:
             if f is not None:
                 f.close()
-        for hid, placed in swapped.handles.items():
-            if placed.block < 0:
-                array = device.empty_array(placed.shape, placed.dtype)
-            else:
-                array = device.view_of(restored[placed.block], placed.offset, placed.shape,
-                                       placed.dtype, placed.strides)
-            table.put_any(hid, array)
+        put_back(swapped.handles, restored, table, device)
     except BaseException:
         for hid in swapped.handles:
             table.free(hid)

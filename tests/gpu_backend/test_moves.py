@@ -22,7 +22,7 @@ from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 from workbench.pool_views import sessions_view
 
-from tests.gpu_backend.test_swap import PATIENCE, _row, _wait
+from tests.gpu_backend.test_swap import MIB, PATIENCE, _row, _wait
 
 DEVICES = os.environ.get("GPUWB_TEST_MOVE_DEVICES", "cpu,cpu")
 
@@ -386,3 +386,106 @@ def test_a_parked_session_returns_to_the_least_loaded_device(tmp_path):
         finally:
             for s in [parked, *others]:
                 s.close()
+
+
+def _swap_files(pool) -> list[str]:
+    folder = pool.door.settings.swap_dir
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def test_a_move_within_the_host_lends_the_arrays_and_leaves_no_file(pool):
+    """Within one host the old worker lends its arrays (a GPU: CUDA IPC; the NumPy device:
+    files it deletes) and ends only once the new worker has copied them: the move goes
+    device to device, and nothing of it stays behind."""
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        host = np.random.default_rng(7).standard_normal((300, 200))
+        x = cp.asarray(host)
+        view = x[::3, 1:]
+        float(x[0, 0])
+        _move(pool, s)
+        assert _where(pool, s)["how"] == "lent"
+        assert not _row(s).get("swapped")   # (copied into the new device's memory at once)
+        assert np.array_equal(x.get(), host) and np.array_equal(view.get(), host[::3, 1:])
+        _wait(lambda: not [n for n in _swap_files(pool) if "-lent-" in n or "manifest" in n],
+              "the lender to delete what it lent")
+    finally:
+        s.close()
+
+
+def test_a_move_to_its_own_device_gives_the_session_a_fresh_worker(pool):
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        x = module_for(s).arange(1000.0)
+        float(x[0])
+        here = _where(pool, s)["device"]
+        first = pool.door.sessions[s.id].worker
+        reply = admin_request(pool.door.admin.address,
+                              {"t": "move", "session": s.id, "device": here})
+        assert reply["ok"], reply
+        _wait(lambda: _where(pool, s)["moves"] == 1 and not _where(pool, s)["moving"], "the move")
+        assert float(x.sum()) == 499500.0
+        assert _where(pool, s)["device"] == here and pool.door.sessions[s.id].worker is not first
+    finally:
+        s.close()
+
+
+def test_a_session_that_does_not_fit_its_new_device_arrives_swapped_and_loses_nothing(tmp_path):
+    """The adopter's device is full (the session there may not be swapped: swap cap 0): the
+    moved arrays go to the swap directory instead, and come back at an op once there is
+    room; until then that op fails with the device's out-of-memory error, nothing lost."""
+    with LocalPool(devices="cpu,cpu", numpy_device_memory=64 * MIB, memory_limit=48 * MIB,
+                   swap_idle=None, swap_dir=tmp_path / "swap", swap_cap=0,
+                   lease_timeout=60) as pool:
+        a = kernelproxy.connect(pool.address, pool.token)
+        b = kernelproxy.connect(pool.address, pool.token)
+        try:
+            cpa = module_for(a)
+            host = np.arange(5 * MIB, dtype=np.float64)   # 40 MiB
+            xa = cpa.asarray(host)
+            float(xa[0])
+            cpb = module_for(b)
+            xb = cpb.full(5 * MIB, 1.0)
+            float(xb[0])
+            da, db = _where(pool, a)["device"], _where(pool, b)["device"]
+            assert da != db
+            assert admin_request(pool.door.admin.address,
+                                 {"t": "move", "session": a.id, "device": db})["ok"]
+            _wait(lambda: _where(pool, a)["device"] == db and not _where(pool, a)["moving"],
+                  "the move")
+            assert _wait(lambda: _row(a).get("swapped"), "the session to arrive swapped") >= 40 * MIB
+            with pytest.raises(MemoryError, match="full"):
+                float(xa[1])
+            b.close()
+            assert np.array_equal(xa.get(), host)
+        finally:
+            a.close()
+            b.close()
+
+
+def test_a_lent_move_with_no_worker_to_take_it_leaves_the_session_serving_where_it_was(
+        tmp_path, monkeypatch):
+    """No spare of the target device is ready in time (none kept: spare_workers 0, and the
+    one started for the move is not ready when the lender answers): the move is undone, the
+    lender serves on with every array, and its client never had to follow it."""
+    import gpu_backend.door.moves as moves
+    monkeypatch.setattr(moves, "SPARE_WAIT", 0.0)
+    with LocalPool(devices="cpu,cpu", swap_dir=tmp_path / "swap", spare_workers=0,
+                   lease_timeout=30) as pool:
+        s = kernelproxy.connect(pool.address, pool.token)
+        try:
+            x = module_for(s).arange(100.0)
+            float(x[0])
+            start = _where(pool, s)["device"]
+            lender = pool.door.sessions[s.id].worker
+            admin_request(pool.door.admin.address,
+                          {"t": "move", "session": s.id, "device": _other(pool, start)})
+            row = _wait(lambda: (r := _where(pool, s))["refused"] and r, "the move to be undone")
+            assert "ready" in row["refused"] and row["device"] == start and row["moves"] == 0
+            assert float((x * 2).sum()) == 9900.0 and s.moves == 0
+            assert pool.door.sessions[s.id].worker is lender
+            _wait(lambda: not [n for n in _swap_files(pool) if "-lent-" in n or "manifest" in n],
+                  "the loan's files to go")
+        finally:
+            s.close()

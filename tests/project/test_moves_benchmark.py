@@ -21,6 +21,6 @@ def test_the_moves_benchmark_moves_restarts_and_parks_a_session_bitwise(tmp_path
     runs = {r["what"]: r for r in result["runs"]}
     assert set(runs) == {"move", "restart", "park"}
     assert all(r["bitwise"] for r in runs.values())
-    assert runs["move"]["from"] != runs["move"]["to"]
+    assert runs["move"]["from"] != runs["move"]["to"] and runs["move"]["how"] == "lent"
     assert runs["restart"]["moves"] == 1 and runs["park"]["moves"] == 1
     assert "what" in done.stdout and "bitwise" in done.stdout
