@@ -57,7 +57,8 @@ def _fill(session, nbytes: int, count: int) -> tuple[list, list[int]]:
     n = max(1, nbytes // count // 4)
     # (one allocation made and freed first: the arrays are carved out of it by CuPy's pool,
     # at offsets inside one cudaMalloc, as a notebook's arrays often are)
-    del cp.empty(n * 4 * count + (1 << 20), dtype=cp.uint8)
+    carved = cp.empty(n * 4 * count + (1 << 20), dtype=cp.uint8)
+    del carved
     arrays = []
     for k in range(count):   # (in place: no temporaries of an array's size on the device)
         a = cp.arange(n, dtype=cp.float32)
