@@ -110,6 +110,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--park-idle", type=float,
                         help="seconds a swapped-out session may stay idle before its worker "
                              "exits, giving back its device context (default 1800)")
+    parser.add_argument("--rebalance-idle", type=float,
+                        help="seconds a session may stay idle before the pool may move it to "
+                             "an emptier device of its host (default 600)")
     parser.add_argument("--swap-host-memory", type=int,
                         help="bytes of each host's memory its swapped sessions may hold "
                              "(default: a quarter of it; 0: files only)")
@@ -123,7 +126,7 @@ SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "
                   "worker_spin_ms", "spin_slots",
                   "metrics_port", "metrics_address", "cluster", "cluster_devices",
                   "swap_idle", "swap_dir", "swap_cap", "swap_host_memory", "park_idle",
-                  "swap_dir_shared")
+                  "swap_dir_shared", "rebalance_idle")
 
 
 def serve(args: argparse.Namespace) -> int:

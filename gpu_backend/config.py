@@ -61,6 +61,11 @@ class PoolSettings(BaseSettings):
                                     "back its process and device context; the session's next "
                                     "op starts a worker that takes it back (docs/swap.md); "
                                     "none: never")
+    rebalance_idle: float | None = Field(600.0, gt=0, description="seconds a session may "
+                                         "stay idle before the pool may move it to an emptier "
+                                         "device of its host (one holding two sessions fewer "
+                                         "than its own; a lent move, device to device: "
+                                         "docs/swap.md); none: never")
     swap_dir: Path | None = Field(None, description="this pool's own directory (no other "
                                   "pool's: a pool starting there deletes what dead workers "
                                   "left) where swapped sessions' files go, one "

@@ -48,6 +48,7 @@ from gpu_backend.hosts.collection import Hosts
 from gpu_backend.door.session_records import EndedSessions, PendingHello, Session
 from gpu_backend.door.admin import AdminSocket
 from gpu_backend.door.moves import Moves, carried_usage
+from gpu_backend.door.rebalance import Rebalancer
 from gpu_backend.door.restarts import keeps_sessions, park_all, sweep_orphans
 from gpu_backend.door.restarts import restore as restore_parked
 from gpu_backend.door.session_workers import SessionWorkers
@@ -146,6 +147,8 @@ class FrontDoor(SessionWorkers):
         self.spares = Spares(self.hosts, settings.spare_workers, settings.ready_timeout)
         #: sessions moving to another device, and devices being drained (moves.py)
         self.moves = Moves(self)
+        self.rebalancer = (Rebalancer(self, settings.rebalance_idle)
+                           if settings.rebalance_idle is not None else None)
         #: asked to restart (``gpuwb-backend restart``): the serving command starts again
         self.restart_requested = False
         #: whether a stop parks the sessions for the next pool (``serve``'s SIGTERM and
@@ -612,6 +615,8 @@ class FrontDoor(SessionWorkers):
                     self.moves.serve()
                 if self.settings.park_idle is not None:
                     self.moves.park_idle(self.settings.park_idle)
+                if self.rebalancer is not None:
+                    self.rebalancer.maybe()
                 if self.reclaims:
                     self._serve_reclaims()
                 self.auth.log_summary()   # (at most every LOG_EVERY s: auth_gate.py)

@@ -489,3 +489,36 @@ def test_a_lent_move_with_no_worker_to_take_it_leaves_the_session_serving_where_
                   "the loan's files to go")
         finally:
             s.close()
+
+
+def test_the_pool_moves_an_idle_session_to_even_out_its_devices(tmp_path, monkeypatch):
+    """--rebalance-idle: sessions ended so that one device serves two while the other
+    serves none; once idle, one of the two moves over (lent), its arrays intact; a
+    difference of one session is left alone."""
+    import gpu_backend.door.rebalance as rebalance
+    monkeypatch.setattr(rebalance, "LOOK", 0.05)
+    with LocalPool(devices="cpu,cpu", swap_dir=tmp_path / "swap", rebalance_idle=0.3,
+                   lease_timeout=30) as pool:
+        sessions = [kernelproxy.connect(pool.address, pool.token) for _ in range(3)]
+        try:
+            arrays = []
+            for k, s in enumerate(sessions):
+                arrays.append(module_for(s).full(1000, float(k + 1)))
+                float(arrays[-1][0])
+            devices = [_where(pool, s)["device"] for s in sessions]
+            lone = next(i for i, d in enumerate(devices) if devices.count(d) == 1)
+            pair = [i for i in range(3) if i != lone]
+            time.sleep(0.6)   # (idle long enough, two devices at 2 and 1: nothing moves)
+            assert all(_where(pool, s)["moves"] == 0 for s in sessions)
+            sessions[lone].close()   # now 2 and 0
+            moved = _wait(lambda: [i for i in pair if _where(pool, sessions[i])["moves"] == 1
+                                   and not _where(pool, sessions[i])["moving"]], "a rebalancing move")
+            assert len(moved) == 1 and _where(pool, sessions[moved[0]])["how"] == "lent"
+            assert {_where(pool, sessions[i])["device"] for i in pair} == set(pool.door.devices)
+            for i in pair:
+                assert float(arrays[i].sum()) == 1000.0 * (i + 1)
+            assert pool.door.rebalancer.started == 1
+        finally:
+            for s in sessions:
+                s.close()
+

@@ -27,7 +27,7 @@ import kernelproxy
 from gpu_backend.devices import cupy_swap_copies
 from gpu_backend.devices.swap_file_io import METHODS, PIECE, SwapFile, SwapFileReader
 from gpu_backend.pool import LocalPool
-from gpu_backend.worker.swap import _write_allocation
+from gpu_backend.worker.swap import write_allocation
 from kernelproxy.modules import module_for
 from tests.differential import TEST_DEVICES
 from tests.paths import PROJECT_ROOT
@@ -222,7 +222,7 @@ def test_a_gpu_s_ring_of_buffers_hands_pieces_to_the_threads_in_order(tmp_path):
     out = SwapFile(tmp_path, "swap-e-1", sum(b.size for b in blocks), threads=3)
     at = 0
     for b in blocks:
-        at = _write_allocation(out, cupy_swap_copies.chunks_out(cp, stream, b.ctypes.data, b.size, chunk), at)
+        at = write_allocation(out, cupy_swap_copies.chunks_out(cp, stream, b.ctypes.data, b.size, chunk), at)
     out.finish()
     told: list[int] = []
     reader = SwapFileReader(out.path, progress=told.append, threads=3)
