@@ -286,6 +286,19 @@ class Moves:
             self.door.end_session(session, f"its move to {worker.device} failed: "
                                            f"{str(msg['error'])[:200]}")
 
+    def adopter_lost(self, worker: Any) -> bool:
+        """*worker* ended (its channel closed) while it adopted a lent session: the session
+        goes back to the worker that lent it, which still holds every array. Whether it did
+        (else the session ends with its worker, as any does)."""
+        session = worker.session
+        move = getattr(session, "moving", None) if session is not None else None
+        if (move is None or move.lender is None or move.stage != "adopting"
+                or session.worker is not worker):
+            return False
+        self._back_to_lender(session, move, f"its new worker on {worker.device} ended "
+                                            "before it had the arrays")
+        return True
+
     def _back_to_lender(self, session: Any, move: Move, why: str) -> None:
         """A lent move failed: the session stays with the worker that lent it, which serves
         on with every array (its client never knew), and is told why."""

@@ -522,3 +522,33 @@ def test_the_pool_moves_an_idle_session_to_even_out_its_devices(tmp_path, monkey
             for s in sessions:
                 s.close()
 
+
+
+def test_a_lent_session_whose_new_worker_dies_goes_back_to_the_old_one(pool):
+    """The spare that takes a lent session over is stopped, then killed, before it has the
+    arrays: the session goes back to the worker that lent them, nothing lost, its client
+    never told it moved."""
+    import signal
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        x = module_for(s).arange(500.0)
+        float(x[0])
+        start = _where(pool, s)["device"]
+        target = _other(pool, start)
+        spares = _wait(lambda: [w for w in pool.door.hosts.spares(target) if w.port is not None],
+                       "a ready spare of the target")
+        for spare in spares:
+            os.kill(spare.process.pid, signal.SIGSTOP)
+        try:
+            admin_request(pool.door.admin.address,
+                          {"t": "move", "session": s.id, "device": target})
+            _wait(lambda: (m := pool.door.sessions[s.id].moving) is not None
+                  and m.stage == "adopting", "the adoption to begin")
+        finally:
+            for spare in spares:
+                os.kill(spare.process.pid, signal.SIGKILL)
+        row = _wait(lambda: (r := _where(pool, s))["refused"] and r, "the move to be undone")
+        assert "ended" in row["refused"] and row["device"] == start and row["moves"] == 0
+        assert float(x.sum()) == 124750.0 and s.moves == 0
+    finally:
+        s.close()
