@@ -418,7 +418,8 @@ class FrontDoor(SessionWorkers):
         client = msg.get("user") if isinstance(msg.get("user"), str) else ""
         label = msg.get("label") if isinstance(msg.get("label"), str) else ""
         self.pending.append(PendingHello(ident, user, client[:64], limit, grant, device,
-                                         label=label[-160:]))
+                                         label=label[-160:],
+                                         apart=tuple(msg.get("apart_from") or ())))
         self._serve_pending()
 
     def _answer_grow(self, worker: Worker, want: int, reclaimed: bool = False) -> None:
@@ -479,7 +480,7 @@ class FrontDoor(SessionWorkers):
     def _assign(self, hello: PendingHello, worker: Worker) -> None:
         session = Session(secrets.token_hex(8), secrets.token_bytes(32), hello.user, worker,
                           hello.memory_limit, client=hello.client, grant=hello.grant,
-                          label=hello.label)
+                          label=hello.label, apart=hello.apart)
         self.sessions[session.sid] = session
         self.usage.open_session(session.sid, session.user, worker.device, session.client)
         self.assign_worker(session, worker, account=hello.account)

@@ -151,7 +151,7 @@ class Moves:
         the least-loaded device takes it back, its own where that is as little loaded (its
         arrays wait in files any device of the host reads: returning is where the pool
         rebalances, at no cost)."""
-        from .placement import device_loads, least_loaded
+        from .placement import device_loads, devices_kept_apart, least_loaded
         move = session.moving
         if move is None or move.device is not None or move.stage != "parked":
             return
@@ -161,7 +161,8 @@ class Moves:
         device = session.worker.device
         try:
             best = least_loaded(devices, others, self.door.pending,
-                                self.door.settings.max_sessions_per_device)
+                                self.door.settings.max_sessions_per_device,
+                                devices_kept_apart(others, session))
         except SessionLostError:   # (every device full: its own, as a hello would wait for)
             best = device
         load = device_loads(others)
@@ -183,7 +184,7 @@ class Moves:
     def drain(self, devices: set[str]) -> list[dict]:
         """Drain *devices*: no new session goes there, and every session there moves to the
         least-loaded other device. One row per session: where it goes, or why it stays."""
-        from .placement import least_loaded
+        from .placement import devices_kept_apart, least_loaded
         self.draining |= devices
         rows = []
         others = [d for d in self.door.devices if d not in self.draining]
@@ -195,9 +196,11 @@ class Moves:
                 target = least_loaded(others, [s for s in self.door.sessions.values()
                                                if s.worker.device not in devices],
                                       [*self.door.pending, *going],
-                                      self.door.settings.max_sessions_per_device)
+                                      self.door.settings.max_sessions_per_device,
+                                      devices_kept_apart(self.door.sessions.values(), session))
             except SessionLostError as exc:
-                row["error"] = str(exc)
+                row["error"] = (str(exc) if "full" in str(exc) else "every other device holds "
+                                "one of its client's other sessions (apart_from): it stays")
                 rows.append(row)
                 continue
             why = self.start(session, target, "drained")

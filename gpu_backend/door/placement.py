@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from gpu_backend.protocol.errors import ProtocolError, SessionLostError
 
-__all__ = ["devices_apart_from", "least_loaded", "device_loads"]
+__all__ = ["devices_apart_from", "devices_kept_apart", "least_loaded", "device_loads"]
 
 
 def device_loads(sessions: Iterable[Any], pending: Iterable[Any] = ()) -> Callable[[str], tuple[int, int]]:
@@ -51,6 +51,15 @@ def devices_apart_from(sessions: Mapping[str, Any], devices: list[str], user: st
             raise ProtocolError(f"apart_from names {sid!r}, not an open session of yours")
         taken.add(session.worker.device)
     return taken
+
+
+def devices_kept_apart(sessions: Iterable[Any], session: Any) -> set[str]:
+    """The devices *session* must not move to: those of the open sessions its hello named
+    in ``apart_from``, and of those whose hellos named it (one client's sessions on several
+    devices stay on several devices)."""
+    return {s.worker.device for s in sessions
+            if s is not session and not s.closing
+            and (s.sid in session.apart or session.sid in s.apart)}
 
 
 def least_loaded(devices: list[str], sessions: Iterable[Any], pending: Iterable[Any],

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gpu_backend.door.placement import device_loads
+from gpu_backend.door.placement import device_loads, devices_kept_apart
 
 __all__ = ["Rebalancer", "LOOK"]
 
@@ -40,7 +40,7 @@ def _candidate(sessions: list, device: str, target: str, idle: float, now: float
              if s.worker.device == device and s.moving is None and not s.closing
              and s.worker.session is s and not s.usage.get("swapped")
              and now - s.last_work >= idle and s.park_refused_at != s.last_work
-             and s.user not in users_there]
+             and s.user not in users_there and target not in devices_kept_apart(sessions, s)]
     return min(ready, key=lambda s: s.last_work, default=None)
 
 

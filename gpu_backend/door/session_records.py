@@ -31,6 +31,9 @@ class Session:
     grant: int | None = None   # device memory granted under the user's quota (None: no quota)
     closing: bool = False      # the client closed it; the worker is finishing
     label: str = ""    # what opened it (a notebook's path, a script): shown to its user
+    #: the sessions its hello named in ``apart_from`` (its client's others, on other
+    #: devices): moves keep it apart from them (placement.devices_kept_apart)
+    apart: tuple = ()
     last_seen: float = field(default_factory=time.monotonic)
     last_work: float = field(default_factory=time.monotonic)   # its last op (pool_status)
     oom_at: float | None = None   # when an op of it last ran out of memory
@@ -63,6 +66,7 @@ class PendingHello:
     since: float = field(default_factory=time.monotonic)
     closing: bool = False
     label: str = ""
+    apart: tuple = ()   # (the session ids its apart_from named)
 
     @property
     def user(self) -> str:

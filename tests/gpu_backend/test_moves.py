@@ -552,3 +552,26 @@ def test_a_lent_session_whose_new_worker_dies_goes_back_to_the_old_one(pool):
         assert float(x.sum()) == 124750.0 and s.moves == 0
     finally:
         s.close()
+
+
+def test_a_drain_keeps_one_clients_sessions_on_separate_devices(tmp_path):
+    """A client of two devices (``apart_from``): draining one of them moves its session to
+    a third device, not onto its sibling's, though that one is less loaded."""
+    with LocalPool(devices="cpu,cpu,cpu", swap_dir=tmp_path / "swap", lease_timeout=30) as pool:
+        group = kernelproxy.connect(pool.address, pool.token, devices=2)
+        other = kernelproxy.connect(pool.address, pool.token)
+        try:
+            big = module_for(other).zeros(4 * MIB)   # (32 MiB: its device is the more loaded)
+            float(big[0])
+            _wait(lambda: _row(other)["memory_used"] >= 32 * MIB, "its memory reported")
+            a, b = group.group
+            where = {s.id: _where(pool, s)["device"] for s in (a, b, other)}
+            assert len(set(where.values())) == 3
+            reply = admin_request(pool.door.admin.address,
+                                  {"t": "drain", "devices": [where[a.id]]})
+            assert reply["ok"] and reply["moves"][0]["to"] == where[other.id], reply
+            _wait(lambda: _where(pool, a)["device"] == where[other.id]
+                  and not _where(pool, a)["moving"], "the move")
+        finally:
+            group.close()
+            other.close()
