@@ -70,6 +70,7 @@ class Move:
     since: float = field(default_factory=time.monotonic)
     waiting: list = field(default_factory=list)
     lender: Any = None   # (the old worker, where it lent the arrays and waits)
+    stream: str | None = None   # (where the lender streams them from, to another host)
 
 
 def carried_usage(session: Any, report: dict) -> dict:
@@ -111,10 +112,11 @@ class Moves:
             return f"the pool has no device {device}"
         settings = self.door.settings
         same_host = host is self.door.hosts.of(session.worker.device)
-        if not same_host and not (settings.swap_dir is not None and settings.swap_dir_shared):
-            return ("the device is on another host, and the pool's swap directory is not one "
-                    "that every host mounts (--swap-dir with --swap-dir-shared)")
-        if not session.worker.tell({"t": "park", "dir": directory, "lend": same_host}):
+        shared = settings.swap_dir is not None and settings.swap_dir_shared
+        # (within the host: lent in place; to another: streamed from the old worker, and
+        # through the swap directory only where every host mounts it)
+        if not session.worker.tell({"t": "park", "dir": directory, "lend": True,
+                                    "stream": not same_host, "files": same_host or shared}):
             return "its worker has ended"
         session.moving = Move(device, why)
         self.moving[session.sid] = session
@@ -227,7 +229,7 @@ class Moves:
                 return
             self._parked_late(worker, session, manifest if error is None else None)
             return
-        if error is not None or not isinstance(manifest, str):
+        if error is not None or not isinstance(manifest, (str, bytes)):
             self._refused(session, str(error or "no manifest")[:300])
             return
         move.stage, move.manifest, move.since = "parked", manifest, time.monotonic()
@@ -243,6 +245,8 @@ class Moves:
         nbytes = msg.get("bytes")
         if msg.get("lent") is True:   # (its arrays stay in its memory until the adopter has them)
             move.lender = worker
+            if type(msg.get("port")) is int:   # (streamed to another host from this port)
+                move.stream = f"tcp://{self.door.host_address(worker)}:{msg['port']}"
         else:
             session.usage.update(memory=0, swapped_host=0,   # (all in the directory now)
                                  swapped=nbytes if type(nbytes) is int else 0)
@@ -359,7 +363,7 @@ class Moves:
 
     def _adopt(self, session: Any, move: Move, spare: Any) -> None:
         move.stage = "adopting"
-        self.door.assign_worker(session, spare, adopt=move.manifest)
+        self.door.assign_worker(session, spare, adopt=move.manifest, adopt_from=move.stream)
         if move.lender is not None:   # (moved once the adopter has copied: adopted())
             return
         self.moving.pop(session.sid, None)

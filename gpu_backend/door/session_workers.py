@@ -58,9 +58,10 @@ class SessionWorkers:
         return account
 
     def assign_worker(self, session: Session, worker: Worker, account: Any = None,
-                      adopt: str | None = None) -> None:
+                      adopt: str | bytes | None = None, adopt_from: str | None = None) -> None:
         """*worker* serves *session* from now on: a new session's, or (*adopt*: the manifest
-        its last worker parked it in) one moved here (moves.py)."""
+        its last worker parked or lent it in, a path or its bytes; *adopt_from*: where that
+        worker streams its arrays from) one moved here (moves.py)."""
         account = self._attach(session, worker, account)
         quota = account.memory if account is not None else None
         worker.tell({
@@ -70,7 +71,15 @@ class SessionWorkers:
             "quota": quota, "swap_idle": self.settings.swap_idle,
             "device_memory": self.settings.numpy_device_memory,
             "swap_dir": str(self.settings.swap_dir) if self.settings.swap_dir else None,
-            **({"adopt": adopt} if adopt else {})})
+            **({"adopt": adopt} if adopt else {}),
+            **({"adopt_from": adopt_from} if adopt_from else {})})
+
+    def host_address(self, worker: Worker) -> str:
+        """Where other hosts reach *worker*'s host: an agent's address, or the door's own
+        host for a worker of the door's host."""
+        if isinstance(worker, RemoteWorker):
+            return worker.host.address
+        return self.settings.host
 
     def _worker_fields(self, session: Session) -> dict:
         """Where the client finds *session*'s worker (a hello's reply, a ``where``'s)."""

@@ -635,7 +635,8 @@ class ControlAssign(TypedDict):
     swap_idle: NotRequired[Annotated[float | None, "seconds idle after which its arrays are swapped out (None: never by itself)"]]
     swap_dir: NotRequired[Annotated[str | None, "the pool's swap directory (0700) for its swap file (None: no swapping)"]]
     device_memory: NotRequired[Annotated[int | None, "the NumPy device's memory shared by its sessions, bytes (None: each has only its own limit; GPU workers ignore it)"]]
-    adopt: NotRequired[Annotated[str, "a session moved here: the manifest its last worker parked it in (answered with ControlAdopted)"]]
+    adopt: NotRequired[Annotated[str | bytes, "a session moved here: the manifest its last worker parked or lent it in, or its bytes (answered with ControlAdopted)"]]
+    adopt_from: NotRequired[Annotated[str, "where its last worker, on another host, streams its arrays from (tcp://host:port)"]]
 
 
 class QuotaRefusal(TypedDict):
@@ -917,7 +918,9 @@ class ControlPark(TypedDict):
     and exit; answered with :class:`ControlParked`."""
     t: Annotated[Literal["park"], "the message type"]
     dir: Annotated[str | None, "the directory to park in (None: the session's swap directory)"]
-    lend: NotRequired[Annotated[bool, "the adopter is a worker of this host: lend the arrays where the device can (CUDA IPC) and wait for ControlRelease, instead of writing them out"]]
+    lend: NotRequired[Annotated[bool, "lend the arrays where the device can (CUDA IPC within the host; streamed with ``stream``) and wait for ControlRelease, instead of writing them out"]]
+    stream: NotRequired[Annotated[bool, "the adopter is on another host: stream the arrays to it from a port of this host"]]
+    files: NotRequired[Annotated[bool, "whether they may go through the swap directory instead (False: the other host does not mount it)"]]
 
 
 class ControlUnpark(TypedDict):
@@ -937,10 +940,11 @@ class ControlParked(TypedDict):
     """worker → front door: the session is parked (the worker then exits), or could not be
     (``error``: it stays, nothing lost)."""
     t: Annotated[Literal["parked"], "the message type"]
-    manifest: NotRequired[Annotated[str, "the parked session's manifest (0600, msgpack), for the adopting worker"]]
+    manifest: NotRequired[Annotated[str | bytes, "the parked session's manifest (0600, msgpack), for the adopting worker; its bytes where it streams the arrays"]]
     bytes: NotRequired[Annotated[int, "bytes of arrays parked"]]
     batch: NotRequired[Annotated[int, "the last batch it ran"]]
     lent: NotRequired[Annotated[bool, "the arrays stayed in this worker's device memory, lent (it waits for ControlRelease or ControlUnpark)"]]
+    port: NotRequired[Annotated[int, "the port of this host it streams them from (a move to another host)"]]
     error: NotRequired[Annotated[str, "why it could not park (a remote object it holds, a full disk)"]]
 
 

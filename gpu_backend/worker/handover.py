@@ -35,6 +35,8 @@ and end. A session swapped out already, or a device that cannot lend, parks as a
 from __future__ import annotations
 
 import os
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +48,14 @@ from ..protocol.errors import error_name
 from .swap import (CHUNK, SwapFile, SwappedArrays, _Placed, placed_allocations, put_back,
                    swap_out, write_allocation)
 
-__all__ = ["why_not_movable", "park", "lend", "end_loan", "adopt", "discard", "files_of", "MANIFEST_VERSION"]
+__all__ = ["why_not_movable", "park", "lend", "end_loan", "serve_loan", "Loan", "adopt", "discard", "files_of", "MANIFEST_VERSION"]
 
 MANIFEST_VERSION = 1
 #: how long a worker that lent its session waits for the pool's word (``release``, or
 #: ``unpark`` where the move failed) before it frees what it lent and ends
 LOAN_WAIT = 300.0
+#: pieces of a streamed session held in memory at most while they go to a file
+QUEUED = 8
 
 
 def why_not_movable(swap: Any) -> str | None:
@@ -97,12 +101,11 @@ def park(swap: Any, replay: Any, directory: Path, batch: int,
     if swapped is not None and swapped.host is not None:   # (dies with this process)
         host_path = directory / f"{swap.name}-park-host"
         _private(host_path, memoryview(swapped.host.array).cast("B"))
-    path = _write_manifest(
-        directory, swap.name, batch, state, replay,
-        swapped.sizes if swapped else [], swapped.in_host if swapped else [],
-        swapped.handles if swapped else {},
+    path = _write_manifest(directory, swap.name, _manifest(
+        batch, state, replay, swapped.sizes if swapped else [],
+        swapped.in_host if swapped else [], swapped.handles if swapped else {},
         file=str(swapped.path) if swapped is not None and swapped.path else None,
-        host_file=str(host_path) if host_path else None)
+        host_file=str(host_path) if host_path else None))
     if swapped is not None:   # the files are the next worker's now: this one ends without them
         if swapped.host is not None:
             swapped.host.release()
@@ -111,57 +114,139 @@ def park(swap: Any, replay: Any, directory: Path, batch: int,
     return path, swapped.nbytes if swapped is not None else 0
 
 
-def _write_manifest(directory: Path, name: str, batch: int, state: dict | None, replay: Any,
-                    sizes: list, in_host: list, handles: dict, file: str | None = None,
-                    host_file: str | None = None, lent: list | None = None) -> Path:
-    """The manifest of a parked (or lent) session, written 0600; its path."""
-    manifest = {
+def _manifest(batch: int, state: dict | None, replay: Any, sizes: list, in_host: list,
+              handles: dict, **fields: Any) -> dict:
+    """The manifest of a parked (or lent) session: what :func:`adopt` reads."""
+    return {
         "v": MANIFEST_VERSION, "batch": int(batch), "state": dict(state or {}),
-        "file": file, "host_file": host_file, "sizes": list(sizes), "in_host": list(in_host),
+        "file": None, "host_file": None, **fields, "sizes": list(sizes), "in_host": list(in_host),
         "handles": [[hid, p.block, p.offset, list(p.shape), p.dtype.str, list(p.strides)]
                     for hid, p in handles.items()],
         "stretches": replay.export_held(),
-        **({"lent": lent} if lent is not None else {}),
     }
+
+
+def _write_manifest(directory: Path, name: str, manifest: dict) -> Path:
+    """*manifest* written 0600 in *directory*; its path."""
     path = directory / f"{name}-park.manifest"
     _private(path, msgpack.packb(manifest, use_bin_type=True))
     return path
 
 
-def lend(swap: Any, replay: Any, directory: Path, batch: int,
-         state: dict | None = None) -> tuple[Path, int, list] | None:
-    """Lend the session to a worker of this host: its allocations stay here, named in a
-    manifest (:func:`park`'s, with the device's loan) that the adopting worker copies them
-    through. The manifest's path, the bytes lent and the loan, which this worker keeps (and
-    its arrays) until the adopter is done: :func:`end_loan`. None where the session is
-    swapped out, holds no array or the device cannot lend: it parks instead."""
+@dataclass
+class Loan:
+    """What a worker lent (:func:`lend`) and keeps until the adopter is done
+    (:func:`end_loan`): the manifest (a file of the swap directory; or its bytes, which the
+    pool hands to a worker of another host), the bytes lent, an array of each allocation,
+    and what lends them: the device (CUDA IPC, within the host) or a
+    :class:`~.loan_stream.LoanServer` (another host)."""
+    manifest: Path | bytes
+    nbytes: int
+    firsts: list
+    device_loan: list | None = None
+    server: Any = None
+
+
+def lend(swap: Any, replay: Any, directory: Path, batch: int, state: dict | None = None,
+         server: Any = None) -> Loan | None:
+    """Lend the session to the worker that takes it over: its allocations stay here, named
+    in a manifest (:func:`park`'s, with the loan) through which the adopter copies them:
+    within the host the device's loan (CUDA IPC), for another host *server*'s stream. This
+    worker keeps them until the adopter is done (:func:`end_loan`). None where the session
+    is swapped out or, within the host, holds no array or the device cannot lend: it parks
+    instead."""
     why = why_not_movable(swap)
     if why is not None:
         raise RuntimeError(f"the session cannot move: {why}")
-    if swap.swapped is not None or not swap.table.arrays:
+    if swap.swapped is not None or (server is None and not swap.table.arrays):
         return None
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
     sizes, handles, firsts = placed_allocations(swap.table, swap.device)
     swap.device.synchronize()
+    if server is not None:
+        manifest = _manifest(batch, state, replay, sizes, [False] * len(sizes), handles,
+                             stream={"secret": server.secret})
+        return Loan(msgpack.packb(manifest, use_bin_type=True), sum(sizes), firsts, server=server)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
     loan = swap.device.lend_allocations(firsts, directory, swap.name)
     if loan is None:
         return None
     try:
-        path = _write_manifest(directory, swap.name, batch, state, replay, sizes,
-                               [False] * len(sizes), handles, lent=loan)
+        path = _write_manifest(directory, swap.name, _manifest(
+            batch, state, replay, sizes, [False] * len(sizes), handles, lent=loan))
     except BaseException:
         swap.device.end_loan(loan)
         raise
-    return path, sum(sizes), loan
+    return Loan(path, sum(sizes), firsts, device_loan=loan)
 
 
-def end_loan(swap: Any, loan: list, manifest: Path | None = None) -> None:
-    """The adopter is done with *loan* (or the move was given up): what the device lent
-    goes, and the manifest if it is still there (not adopted)."""
-    swap.device.end_loan(loan)
-    if manifest is not None:
-        Path(manifest).unlink(missing_ok=True)
+def serve_loan(swap: Any, loan: Loan) -> bool:
+    """A message reached the loan's server: if it is the adopter's, stream it the arrays
+    (worker/loan_stream.py). Whether it was."""
+    return loan.server.serve_one(swap.device.allocation_bytes, loan.firsts, CHUNK)
+
+
+def end_loan(swap: Any, loan: Loan) -> None:
+    """The adopter is done with *loan* (or the move was given up): what was lent goes, and
+    the manifest if it is still there (not adopted)."""
+    if loan.device_loan is not None:
+        swap.device.end_loan(loan.device_loan)
+    if loan.server is not None:
+        loan.server.close()
+    if isinstance(loan.manifest, Path):
+        loan.manifest.unlink(missing_ok=True)
+    loan.firsts.clear()
+
+
+def _arrive_swapped(swap: Any, directory: Path, sizes: list[int], handles: dict,
+                    blocks: list, rest: Any = None) -> None:
+    """The moved session does not fit this device: its allocations go to a file of
+    *directory* instead (those in *blocks*, readable here, then, from *rest*, a
+    :class:`~.loan_stream.LoanReader`, the ones not yet received), and it arrives swapped:
+    its first op brings them back, making room as any swap-in does."""
+    device = swap.device
+    out = SwapFile(directory, f"{swap.name}-park", sum(sizes))
+    try:
+        at = 0
+        for block in blocks:
+            at = write_allocation(out, device.allocation_bytes(block, CHUNK), at)
+        received = len(blocks)
+        blocks.clear()
+        device.release_cache()
+        queued: deque = deque()   # (at most QUEUED pieces in memory: a session may be GBs)
+        for size in sizes[received:]:
+            for piece in range(0, size, CHUNK):
+                buffer = np.empty(min(CHUNK, size - piece), np.uint8)
+                rest.fill(buffer)
+                queued.append(out.put(at, buffer))
+                at += buffer.nbytes
+                if len(queued) > QUEUED:
+                    queued.popleft().result()
+        out.finish()
+    except BaseException:
+        out.abort()
+        raise
+    swap.swapped = SwappedArrays(out.path, list(sizes), [False] * len(sizes), None, handles,
+                                 sum(sizes), 0, 0.0)
+    swap.table.swapped = handles
+
+
+def _receive(reader: Any, sizes: list[int], handles: dict, swap: Any, directory: Path) -> None:
+    """A session streamed from a worker of another host: each allocation copied into this
+    device's memory as its bytes arrive; where they do not fit, into a file of *directory*."""
+    device, table = swap.device, swap.table
+    blocks: list = []
+    try:
+        for size in sizes:
+            blocks.append(device.allocation_from(reader, size, CHUNK))
+        put_back(handles, blocks, table, device)
+        return
+    except Exception as exc:   # (nothing half-adopted stays)
+        for hid in handles:
+            table.free(hid)
+        if error_name(exc) != "OutOfMemoryError":
+            raise
+    _arrive_swapped(swap, directory, sizes, handles, blocks, reader)
 
 
 def _borrow(loan: list, sizes: list[int], handles: dict, swap: Any, directory: Path) -> None:
@@ -183,18 +268,7 @@ def _borrow(loan: list, sizes: list[int], handles: dict, swap: Any, directory: P
             device.release_cache()
             if error_name(exc) != "OutOfMemoryError":
                 raise
-        out = SwapFile(directory, f"{swap.name}-park", sum(sizes))
-        try:
-            at = 0
-            for block in lent:
-                at = write_allocation(out, device.allocation_bytes(block, CHUNK), at)
-            out.finish()
-        except BaseException:
-            out.abort()
-            raise
-    swap.swapped = SwappedArrays(out.path, list(sizes), [False] * len(sizes), None, handles,
-                                 sum(sizes), 0, 0.0)
-    table.swapped = handles
+        _arrive_swapped(swap, directory, sizes, handles, list(lent))
 
 
 def _checked(raw: Any) -> dict:
@@ -210,6 +284,10 @@ def _checked(raw: Any) -> dict:
     for path in (raw.get("file"), raw.get("host_file")):
         if path is not None and not isinstance(path, str):
             raise ValueError("a session manifest with a malformed file name")
+    stream = raw.get("stream")
+    if stream is not None and (type(stream) is not dict or type(stream.get("secret")) is not bytes
+                               or len(stream["secret"]) != 32):
+        raise ValueError("a session manifest with a malformed stream")
     lent = raw.get("lent")
     if lent is not None and (type(lent) is not list or len(lent) != len(sizes) or any(
             type(e) is not list or len(e) != 3 or type(e[0]) not in (bytes, str)
@@ -223,12 +301,20 @@ def _read(path: Any) -> dict:
     return _checked(msgpack.unpackb(Path(path).read_bytes(), raw=False, strict_map_key=False))
 
 
-def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int, dict]:
-    """Take over the session parked at *path*: its arrays become this worker's swapped
-    session (back at the first batch), its held stretches held here. Returns the last batch
-    the parked worker ran, the bytes adopted and the executor's state it had (an error the
+def adopt(source: Path | bytes, swap: Any, replay: Any, directory: Path | None = None,
+          open_stream: Any = None) -> tuple[int, int, dict]:
+    """Take over the session parked or lent in *source* (its manifest's path, or the bytes
+    of a manifest sent from another host): its arrays become this worker's (copied from a
+    loan at once; or swapped, back at the first batch), its held stretches held here.
+    *directory*: where arrays that do not fit go (default: the manifest's); *open_stream*:
+    a :class:`~.loan_stream.LoanReader` for a streamed loan's secret. Returns the last batch
+    the old worker ran, the bytes adopted and the executor's state it had (an error the
     client has not yet acknowledged, the batches it cancelled: *poisoned_at*, *cancel_upto*)."""
-    raw = _read(path)
+    if isinstance(source, bytes):
+        raw = _checked(msgpack.unpackb(source, raw=False, strict_map_key=False))
+    else:
+        raw = _read(source)
+        directory = directory or Path(source).parent
     sizes, in_host = raw["sizes"], raw["in_host"]
     handles: dict[int, _Placed] = {}
     for entry in raw["handles"]:
@@ -237,14 +323,23 @@ def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int, dict]:
             raise ValueError("a session manifest with a malformed handle")
         handles[hid] = _Placed(block, int(offset), tuple(int(n) for n in shape), np.dtype(dtype),
                                tuple(int(n) for n in strides))
-    if raw.get("lent") is not None:
-        _borrow(raw["lent"], sizes, handles, swap, Path(path).parent)
+    lent = raw.get("lent") is not None or raw.get("stream") is not None
+    if raw.get("stream") is not None:
+        if open_stream is None or directory is None:
+            raise ValueError("a streamed session with no stream to read it from")
+        reader = open_stream(raw["stream"]["secret"])
+        try:
+            _receive(reader, sizes, handles, swap, directory)
+        finally:
+            reader.close()
+    elif raw.get("lent") is not None:
+        _borrow(raw["lent"], sizes, handles, swap, directory)
     host = None
     if raw.get("host_file"):
         host_path = Path(raw["host_file"])
         host = HostBytes(np.fromfile(host_path, dtype=np.uint8))
         host_path.unlink(missing_ok=True)
-    if handles and raw.get("lent") is None:
+    if handles and not lent:
         swap.swapped = SwappedArrays(Path(raw["file"]) if raw.get("file") else None, sizes,
                                      in_host, host, handles, sum(sizes),
                                      host.nbytes if host is not None else 0, 0.0)
@@ -252,14 +347,17 @@ def adopt(path: Path, swap: Any, replay: Any) -> tuple[int, int, dict]:
     for entry in raw.get("stretches") or ():
         if type(entry) is list and len(entry) == 3:
             replay.adopt_held(*entry)
-    Path(path).unlink(missing_ok=True)
+    if not isinstance(source, bytes):
+        Path(source).unlink(missing_ok=True)
     state = raw.get("state") if isinstance(raw.get("state"), dict) else {}
     return int(raw.get("batch") or 0), sum(sizes), state
 
 
 def files_of(path: Any) -> set[str]:
     """The files a parked session's manifest at *path* names, with the manifest itself (a
-    manifest that does not read names none but itself)."""
+    manifest that does not read names none but itself; one sent as bytes, none)."""
+    if isinstance(path, bytes):
+        return set()
     try:
         raw = _read(path)
     except (OSError, ValueError):

@@ -35,6 +35,7 @@ from .grants import GRANT_STEP, MIN_STEP, MemoryGrant
 from .handles import HandleTable
 from .lease import DeviceLease
 from . import staged
+from .loan_stream import LoanReader, LoanServer
 from .control import ControlChannel, ControlClosed
 from .links import UnixPeer, open_links
 from .presence import CLIENT_GONE
@@ -92,6 +93,7 @@ class WorkerServer:
         #: local user who finds it anyway is not waited for until it proves the key: links)
         unix_path = os.path.join(ipc_dir, f"{worker_id}-{secrets.token_hex(12)}") if ipc_dir else None
         self.links = open_links(self.ctx, bind_host, key_file, unix_path)
+        self.bind_host, self.key_file = bind_host, key_file   # (a move's stream: loan_stream)
         self.key = b""
         self.user = ""         # the session's user (names diagnostics only)
         self.table = HandleTable(self.device)
@@ -108,7 +110,10 @@ class WorkerServer:
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop
         self.park_dir: str | None = None
-        self.park_lend = False   # (a move within the host: lend the arrays, worker/handover.py)
+        #: a move asked: lend the arrays (within the host; *park_stream*: to another host,
+        #: streamed), and whether they may go through the swap directory instead
+        self.park_lend = self.park_stream = False
+        self.park_files = True
         self.adoption_failed = False
         self.parked = False
         self._queue: deque = deque()   # messages read ahead while looking for cancels
@@ -250,6 +255,8 @@ class WorkerServer:
         elif kind == "park":   # the session moves to another worker: at the loop, too
             self.park_dir = msg["dir"] if isinstance(msg.get("dir"), str) else ""
             self.park_lend = msg.get("lend") is True
+            self.park_stream = msg.get("stream") is True
+            self.park_files = msg.get("files") is not False
         elif kind == "unpark":   # the pool gave the move up: the session stays here
             self.park_dir = None
         elif kind == "swap":   # the pool needs this session's device memory: at the loop,
@@ -294,10 +301,13 @@ class WorkerServer:
                 raise RuntimeError("the pool has no swap directory to park it in")
             self.executor.pacer.idle()
             if self.park_lend:
-                lent = handover.lend(self.swap, self.executor.replay, Path(directory),
-                                     self._batch, state)
+                lent = self._lend(Path(directory), state)
             if lent is not None:
-                path, nbytes, loan = lent
+                path, nbytes = lent.manifest, lent.nbytes
+            elif not self.park_files:
+                raise RuntimeError("its arrays are swapped out to this host's swap directory, "
+                                   "which the other host does not mount (--swap-dir-shared): "
+                                   "it can move once its next op has brought them back")
             else:
                 path, nbytes = handover.park(self.swap, self.executor.replay, Path(directory),
                                              self._batch, state)
@@ -306,47 +316,85 @@ class WorkerServer:
             return False
         if self._queue or self.links.poll(0):   # a batch came meanwhile: serve it here first
             if lent is not None:
-                handover.end_loan(self.swap, loan, path)
+                handover.end_loan(self.swap, lent)
             else:
                 handover.adopt(path, self.swap, self.executor.replay)   # (its own, as swapped)
             self.park_dir = str(directory)   # (and park again once the loop is idle)
             return False
         self._last_usage_time = 0.0
         self._report_usage()   # (its last counts first: the pool carries them over)
-        self._send_control({"t": "parked", "manifest": str(path), "bytes": nbytes,
-                            "batch": self._batch, **({"lent": True} if lent else {})})
-        if lent is not None and not self._hold_loan(loan, path):
+        self._send_control({"t": "parked", "bytes": nbytes, "batch": self._batch,
+                            "manifest": path if isinstance(path, bytes) else str(path),
+                            **({"lent": True} if lent else {}),
+                            **({"port": lent.server.port} if lent and lent.server else {})})
+        if lent is not None and not self._hold_loan(lent):
             return False   # (the move failed: the session stays here, as it was)
         self.parked = self.closed = True
         return True
 
-    def _hold_loan(self, loan: list, manifest: Path) -> bool:
-        """Keep the lent arrays until the pool says the adopting worker has copied them
-        (``release``: then this worker ends, True) or that the move failed (``unpark``: it
-        serves the session on, nothing lost, False); the pool gone, or silent for
-        LOAN_WAIT, ends the loan too."""
+    def _lend(self, directory: Path, state: dict) -> Any:
+        """The session lent for a move (worker/handover.py): in place within the host, or
+        streamed from a port of this host to another (worker/loan_stream.py); None where it
+        cannot be (swapped out: it parks instead)."""
+        server = LoanServer(self.ctx, self.bind_host, self.key_file) if self.park_stream else None
+        try:
+            lent = handover.lend(self.swap, self.executor.replay, directory, self._batch,
+                                 state, server)
+        except BaseException:
+            if server is not None:
+                server.close()
+            raise
+        if lent is None and server is not None:
+            server.close()
+        return lent
+
+    def _hold_loan(self, loan: Any) -> bool:
+        """Keep the lent arrays (streaming them to the adopter that asks, for another host)
+        until the pool says the adopting worker has them (``release``: then this worker
+        ends, True) or that the move failed (``unpark``: it serves the session on, nothing
+        lost, False); the pool gone, or silent for LOAN_WAIT, ends the loan too."""
+        poller = zmq.Poller()
+        control = self.control.fileno()
+        poller.register(control, zmq.POLLIN)
+        if loan.server is not None:
+            poller.register(loan.server.sock, zmq.POLLIN)
         deadline = time.monotonic() + handover.LOAN_WAIT
         while not self.pool_gone and time.monotonic() < deadline:
-            if not self.control.poll(1.0):
+            events = dict(poller.poll(1000))
+            if loan.server is not None and loan.server.sock in events:
+                try:
+                    handover.serve_loan(self.swap, loan)
+                except Exception as exc:   # (its adopter failed: the pool hears it from there)
+                    print(f"worker: a streamed move stopped: {error_name(exc)}: {exc}",
+                          file=sys.stderr)
+            if control not in events:
                 continue
             msg = self._read_control()
             kind = msg.get("t") if msg is not None else None
             if kind == "unpark":
-                handover.end_loan(self.swap, loan, manifest)
+                handover.end_loan(self.swap, loan)
                 return False
             if kind in ("release", "stop"):
                 break
             if kind == "reclaim":   # (always answered)
                 self._hand_back_memory(asked=True)
-        handover.end_loan(self.swap, loan, manifest)
+        handover.end_loan(self.swap, loan)
         return True
 
-    def _adopt(self, path: Any) -> None:
-        """Take over a session another worker parked (the pool's ``assign`` names it)."""
+    def _adopt(self, source: Any, address: Any = None) -> None:
+        """Take over a session another worker parked or lent (the pool's ``assign`` names
+        its manifest; *address*: the old worker's stream, on another host)."""
+        folder = self.swap.directory or self.swap.default_directory
+
+        def open_stream(secret: bytes) -> LoanReader:
+            return LoanReader(self.ctx, address, secret, self.key_file)
         try:
-            batch, nbytes, state = handover.adopt(Path(path), self.swap, self.executor.replay)
+            batch, nbytes, state = handover.adopt(
+                source if isinstance(source, bytes) else Path(source), self.swap,
+                self.executor.replay, Path(folder) if folder else None,
+                open_stream if isinstance(address, str) else None)
         except Exception as exc:
-            handover.discard(path)   # (the session ends, or stays with the worker that lent it)
+            handover.discard(source)   # (the session ends, or stays with the worker that lent it)
             self._send_control({"t": "adopted", "error": f"{error_name(exc)}: {exc}"})
             self.adoption_failed = True   # (this worker serves nobody: it ends)
             return
@@ -396,8 +444,9 @@ class WorkerServer:
                             int(msg.get("grant_step") or GRANT_STEP), self.device.release_cache,
                             quota=msg.get("quota") if type(msg.get("quota")) is int else None,
                             user=self.user))
-                    if isinstance(msg.get("adopt"), str):   # a session moved here (its copy
-                        self._adopt(msg["adopt"])           # within its limit and grant)
+                    if isinstance(msg.get("adopt"), (str, bytes)):   # a session moved here (its
+                        self._adopt(msg["adopt"], msg.get("adopt_from"))   # copy within its
+                        # limit and grant)
                         if self.adoption_failed:
                             return False
                     settle(collect=False)

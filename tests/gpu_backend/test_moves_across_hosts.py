@@ -1,5 +1,6 @@
-"""Issue 52: sessions moved between the hosts of one pool through a swap directory every host
-mounts (``--swap-dir`` with ``--swap-dir-shared``), and a host drained by name. Real host
+"""Issue 52: sessions moved between the hosts of one pool (streamed from the old worker to
+the new; a swapped one through a swap directory every host mounts, ``--swap-dir`` with
+``--swap-dir-shared``), and a host drained by name. Real host
 agents on threads with real workers on NumPy devices, as tests/gpu_backend/test_host_agents.py
 deploys them (the "hosts" share this machine's filesystem, as hosts share an NFS mount)."""
 
@@ -14,6 +15,7 @@ from gpu_backend.pool import LocalPool
 from kernelproxy.modules import module_for
 
 from tests.gpu_backend.test_host_agents import Agents
+from tests.gpu_backend.test_swap import _row
 from tests.waiting import until
 
 PATIENCE = 60.0
@@ -61,17 +63,59 @@ def test_draining_a_host_moves_its_sessions_to_another_with_their_arrays(two_hos
 
 
 @pytest.mark.parametrize("two_hosts", [False], indirect=True)
-def test_without_a_shared_swap_directory_a_move_between_hosts_is_refused(two_hosts):
+def test_without_a_shared_swap_directory_the_old_worker_streams_the_arrays(two_hosts):
+    """No swap directory every host mounts: the old worker streams its arrays to the new
+    one (worker/loan_stream.py), which copies them into its device as they come; nothing
+    goes through a disk, and the old worker ends only once the new one has them."""
     pool = two_hosts
     s = kernelproxy.connect(pool.address, pool.token)
     try:
-        x = module_for(s).arange(10.0)
-        assert float(x.sum()) == 45.0
+        host = np.random.default_rng(52).standard_normal(3_000_000)   # (24 MB: many pieces)
+        x = module_for(s).asarray(host)
+        view, ints = x[1::7], module_for(s).arange(1000, dtype="int16")
+        float(x[0])
         start = _where(pool, s)["device"]
         other = next(d for d in pool.door.devices if d != start)
         reply = admin_request(pool.door.admin.address,
                               {"t": "move", "session": s.id, "device": other})
-        assert reply["ok"] is False and "--swap-dir-shared" in reply["error"]
-        assert float(x.sum()) == 45.0 and s.moves == 0
+        assert reply["ok"], reply
+        assert until(lambda: (r := _where(pool, s))["device"] == other and not r["moving"],
+                     PATIENCE)
+        assert _where(pool, s)["how"] == "lent"
+        assert np.array_equal(x.get(), host) and np.array_equal(view.get(), host[1::7])
+        assert np.array_equal(ints.get(), np.arange(1000, dtype=np.int16))
+        assert s.moves == 1
+        swap_dir = pool.door.settings.swap_dir
+        assert not [p for p in swap_dir.rglob("*") if p.is_file()] if swap_dir.exists() else True
     finally:
         s.close()
+
+
+def test_a_swapped_session_is_not_moved_to_a_host_that_cannot_read_its_files(tmp_path):
+    """Its arrays are in its host's swap directory, which the other host does not mount:
+    the move is refused, saying why (once its next op has brought them back it can move),
+    and the session goes on."""
+    with LocalPool(cluster="manual", lease_timeout=30, swap_dir=tmp_path / "swap",
+                   swap_idle=0.2) as pool:
+        agents = Agents(pool)
+        try:
+            agents.start("alpha", ["cpu:0"])
+            agents.start("beta", ["cpu:0"])
+            assert until(lambda: len(pool.door.devices) == 2, 30), pool.door.devices
+            s = kernelproxy.connect(pool.address, pool.token)
+            try:
+                x = module_for(s).arange(10_000.0)
+                float(x[0])
+                assert until(lambda: _row(s).get("swapped"), PATIENCE)
+                start = _where(pool, s)["device"]
+                other = next(d for d in pool.door.devices if d != start)
+                admin = pool.door.admin.address
+                assert admin_request(admin, {"t": "move", "session": s.id, "device": other})["ok"]
+                assert until(lambda: _where(pool, s)["refused"], PATIENCE)
+                assert "swapped out" in _where(pool, s)["refused"]
+                assert float(x.sum()) == 49995000.0 and _where(pool, s)["device"] == start
+                assert s.moves == 0
+            finally:
+                s.close()
+        finally:
+            agents.stop_all()

@@ -1,0 +1,125 @@
+"""A lent session's bytes streamed to a worker on another host (issue 52: a move between
+hosts without a shared swap directory, at the network's rate).
+
+Within a host a move lends the arrays in place (CUDA IPC, worker/handover.py). Between hosts
+no memory is shared, and each host's swap directory may be its own, so the old worker serves
+its allocations' bytes itself, in order, over one connection to the adopting worker: a
+ZeroMQ socket on its host's address, a CURVE server with the pool's key pair where the pool
+has one (as its client links are). The adopter copies each piece into its device's memory
+as it arrives, through the path the swap file's reads take (the devices'
+``allocation_from``, :class:`LoanReader` standing in for the file): nothing touches a disk.
+The adopter proves itself with 32 random bytes that only the pool gave it (in the loan, over
+the front door's control channels); any other peer is ignored. The socket's high-water mark
+paces the sender to the receiver, and a receiver that takes nothing for SEND_TIMEOUT ends
+the stream (the move then fails, and the session stays with the old worker).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from concurrent.futures import Future
+from typing import Any
+
+import zmq
+
+from ..protocol.addresses import allow_ipv6
+from ..security import load_server_keys, secure_client, secure_server
+
+__all__ = ["LoanServer", "LoanReader", "SEND_TIMEOUT"]
+
+#: seconds a piece may wait for the adopter to take it (and the adopter for the next piece)
+SEND_TIMEOUT = 60.0
+#: pieces queued for the adopter at most: the sender waits for it beyond them
+QUEUED = 8
+
+
+class LoanServer:
+    """The old worker's end: one port on *bind_host*, served once to the adopter that
+    presents :attr:`secret`."""
+
+    def __init__(self, ctx: zmq.Context, bind_host: str, key_file: str | None) -> None:
+        sock = ctx.socket(zmq.ROUTER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)   # (wait at the mark, never drop a piece)
+        sock.setsockopt(zmq.SNDHWM, QUEUED)
+        sock.setsockopt(zmq.SNDTIMEO, int(SEND_TIMEOUT * 1000))
+        if key_file:
+            secure_server(sock, load_server_keys(key_file))
+        allow_ipv6(sock, bind_host)
+        self.port = sock.bind_to_random_port(f"tcp://{bind_host}")
+        self.sock = sock
+        self.secret = secrets.token_bytes(32)
+        self.served = False
+
+    def serve_one(self, pieces_of: Any, firsts: list, piece: int) -> bool:
+        """Read one message; if it is the adopter's, send it every allocation's bytes
+        (*pieces_of(array, piece)*: the device's ``allocation_bytes``), in order. Whether
+        it was (a stranger's message is dropped)."""
+        frames = self.sock.recv_multipart()
+        if len(frames) != 2 or self.served or not hmac.compare_digest(frames[1], self.secret):
+            return False
+        peer = frames[0]
+        for first in firsts:
+            pieces = pieces_of(first, piece)
+            try:
+                for bytes_ in pieces:
+                    self.sock.send_multipart([peer, bytes_], copy=True)
+            finally:
+                pieces.close()
+        self.served = True
+        return True
+
+    def close(self) -> None:
+        self.sock.close(linger=0)
+
+
+class LoanReader:
+    """The adopter's end: the loan's bytes in order, read into the buffers it is given.
+    The interface of :class:`~gpu_backend.devices.swap_file_io.SwapFileReader` that the
+    devices' ``allocation_from`` uses (``read``, ``collect``, ``fill``, ``close``)."""
+
+    def __init__(self, ctx: zmq.Context, address: str, secret: bytes,
+                 key_file: str | None) -> None:
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RCVTIMEO, int(SEND_TIMEOUT * 1000))
+        sock.setsockopt(zmq.RCVHWM, QUEUED)
+        if key_file:
+            secure_client(sock, load_server_keys(key_file).public)
+        allow_ipv6(sock, address)
+        sock.connect(address)
+        sock.send(secret)
+        self.sock = sock
+        self._rest = memoryview(b"")
+
+    def fill(self, into: Any, piece: int = 0) -> None:
+        """Fill the writable buffer *into* with the loan's next bytes."""
+        view = memoryview(into).cast("B")
+        at, n = 0, view.nbytes
+        while at < n:
+            if not self._rest:
+                try:
+                    self._rest = memoryview(self.sock.recv(copy=False).buffer).cast("B")
+                except zmq.Again:
+                    raise TimeoutError(f"the old worker sent nothing for {SEND_TIMEOUT:g} s") from None
+            k = min(n - at, self._rest.nbytes)
+            view[at:at + k] = self._rest[:k]
+            self._rest = self._rest[k:]
+            at += k
+
+    def read(self, into: Any) -> Future:
+        """:meth:`fill` now; a finished future (the file's reads run in threads)."""
+        done: Future = Future()
+        try:
+            self.fill(into)
+            done.set_result(None)
+        except BaseException as exc:
+            done.set_exception(exc)
+        return done
+
+    def collect(self, job: Future) -> None:
+        job.result()
+
+    def close(self) -> None:
+        self.sock.close(linger=0)
