@@ -9,6 +9,9 @@ the same run:
   its arrays, CUDA IPC on a GPU, and a spare of the other device copies them device to
   device: the request until the pool says the session is there), then the client's first
   op, and the whole; the GPU's memory in use before and after (every process's);
+- **move-hosts**: a move between two hosts of a pool across hosts (two host agents on
+  threads, both on this machine and its first device): the old worker streams the arrays
+  to the new one over loopback tcp; beside it, ZeroMQ's own loopback rate;
 - **park** (``--park-idle``): the session swapped out, then parked (its worker exits): the
   device memory in use active, swapped and parked (a GPU's: every process's), and its next
   op's wait (a spare takes it back);
@@ -116,6 +119,78 @@ def _device_used(devices: str) -> int | None:
     return int(total - free)
 
 
+def loopback_rate(nbytes: int, piece: int = 16 << 20) -> float:
+    """Bytes a second that ZeroMQ carries over this host's loopback tcp in *piece*-byte
+    messages (the raw transport a move between hosts takes here, as the reference)."""
+    import threading
+    import zmq
+    ctx = zmq.Context()
+    recv, send = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
+    port = recv.bind_to_random_port("tcp://127.0.0.1")
+    send.connect(f"tcp://127.0.0.1:{port}")
+    data, count = bytes(piece), max(1, nbytes // piece)
+    done = threading.Thread(target=lambda: [recv.recv(copy=False) for _ in range(count)])
+    t0 = time.perf_counter()
+    done.start()
+    for _ in range(count):
+        send.send(data, copy=False)
+    done.join()
+    seconds = time.perf_counter() - t0
+    ctx.destroy(linger=0)
+    return count * piece / seconds
+
+
+def measure_move_hosts(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
+    """A move between two hosts of a pool (host agents on threads, as Ray deploys them,
+    both on this machine and its first device): the old worker streams the arrays over
+    loopback tcp (worker/loan_stream.py)."""
+    from gpu_backend.config import PoolSettings
+    from gpu_backend.multihost.host_agent import HostAgent
+    import threading
+    first = devices.split(",")[0]
+    spec = f"cuda:{first}" if first.isdigit() else "cpu:0"
+    with LocalPool(cluster="manual", swap_dir=swap_dir, swap_idle=None, lease_timeout=600,
+                   memory_limit=nbytes + 4 * GIB) as pool:
+        agents = []
+        for name in ("alpha", "beta"):
+            door = pool.door.cluster.agents
+            door.secrets[name] = secret = secrets.token_hex(16)
+            agent = HostAgent(door.address, name, secret, "127.0.0.1", [spec], PoolSettings())
+            thread = threading.Thread(target=agent.run, daemon=True)
+            thread.start()
+            agents.append((agent, thread))
+        try:
+            deadline = time.monotonic() + 120
+            while len(pool.door.devices) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            admin = pool.door.admin.address
+            s = kernelproxy.connect(pool.address, pool.token)
+            try:
+                arrays, before = _fill(s, nbytes, count)
+                start = _where(admin, s.id)["device"]
+                target = next(d for d in pool.door.devices if d != start)
+                t0 = time.perf_counter()
+                assert admin_request(admin, {"t": "move", "session": s.id, "device": target})["ok"]
+                while (r := _where(admin, s.id))["moves"] < 1 or r["moving"]:
+                    if r["refused"]:
+                        return {"error": r["refused"]}
+                    time.sleep(0.002)
+                t1 = time.perf_counter()
+                after = _sums(arrays[:1])
+                t2 = time.perf_counter()
+                after += _sums(arrays[1:])
+                return {"from": start, "to": target, "how": f"{r['how']}, streamed",
+                        "move_s": t1 - t0, "first_op_s": t2 - t1, "total_s": t2 - t0,
+                        "bitwise": after == before,
+                        "loopback_gbps": loopback_rate(min(nbytes, 4 * GIB)) / 1e9}
+            finally:
+                s.close()
+        finally:
+            for agent, thread in agents:
+                agent.stop()
+                thread.join(30)
+
+
 def measure_park(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
     """An idle session swapped out, then parked (--park-idle: its worker exits): the device
     memory in use at each stage, and its next op's wait (a spare takes it back)."""
@@ -186,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gib", type=float, default=0.25)
     parser.add_argument("--arrays", type=int, default=4)
     parser.add_argument("--swap-dirs", default="", help="comma list (default: a new temporary one)")
-    parser.add_argument("--what", default="move,restart,park")
+    parser.add_argument("--what", default="move,move-hosts,restart,park")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     nbytes = int(args.gib * GIB)
@@ -200,13 +275,16 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="gpuwb-moves-", dir=base) as swap_dir:
             for what in args.what.split(","):
                 measure = {"move": measure_move, "restart": measure_restart,
-                           "park": measure_park}[what]
+                           "park": measure_park, "move-hosts": measure_move_hosts}[what]
                 run = measure(args.devices, nbytes, args.arrays, swap_dir)
                 result["runs"].append({"what": what, "swap_dir": base or "(temporary)", **run})
     ref = result["reference"]
     print(f"{nbytes / GIB:.2f} GiB in {args.arrays} arrays on {args.devices}; reference "
           f"{ref['what']}: {ref['d2h_gbps']:.1f} GB/s out, {ref['h2d_gbps']:.1f} GB/s in")
     for run in result["runs"]:
+        if run.get("loopback_gbps"):
+            print(f"move-hosts: loopback tcp (ZeroMQ, 16 MiB messages) {run['loopback_gbps']:.1f} GB/s; "
+                  f"the session's bytes moved at {nbytes / run['move_s'] / 1e9:.1f} GB/s")
         if run.get("device_used_after") is not None:
             print(f"move: device memory in use {run['device_used_before'] / GIB:.2f} GiB before, "
                   f"{run['device_used_after'] / GIB:.2f} GiB after (every process's)")

@@ -1,6 +1,6 @@
-"""benchmarks/moves.py runs (issue 52: a move, a restart, a park, timed and checked bitwise)
-on the NumPy device, small: its figures come from a GPU run (docs/swap.md), this checks that
-the benchmark itself works and says what it measured."""
+"""benchmarks/moves.py runs (issue 52: a move within a host and between two, a restart, a
+park, timed and checked bitwise) on the NumPy device, small: its figures come from a GPU run
+(docs/swap.md), this checks that the benchmark itself works and says what it measured."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def test_the_moves_benchmark_moves_restarts_and_parks_a_session_bitwise(tmp_path
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(out.read_text())
     runs = {r["what"]: r for r in result["runs"]}
-    assert set(runs) == {"move", "restart", "park"}
+    assert set(runs) == {"move", "move-hosts", "restart", "park"}
+    assert runs["move-hosts"]["how"] == "lent, streamed" and runs["move-hosts"]["loopback_gbps"] > 0
     assert all(r["bitwise"] for r in runs.values())
     assert runs["move"]["from"] != runs["move"]["to"] and runs["move"]["how"] == "lent"
     assert runs["restart"]["moves"] == 1 and runs["park"]["moves"] == 1
