@@ -11,7 +11,7 @@ the same run:
   op, and the whole; the GPU's memory in use before and after (every process's);
 - **move-hosts**: a move between two hosts of a pool across hosts (two host agents on
   threads, both on this machine and its first device): the old worker streams the arrays
-  to the new one over loopback tcp; beside it, ZeroMQ's own loopback rate;
+  to the new one over loopback tcp; beside it, the loopback's own rate (plain sockets);
 - **park** (``--park-idle``): the session swapped out, then parked (its worker exits): the
   device memory in use active, swapped and parked (a GPU's: every process's), and its next
   op's wait (a spare takes it back);
@@ -120,24 +120,33 @@ def _device_used(devices: str) -> int | None:
 
 
 def loopback_rate(nbytes: int, piece: int = 16 << 20) -> float:
-    """Bytes a second that ZeroMQ carries over this host's loopback tcp in *piece*-byte
-    messages (the raw transport a move between hosts takes here, as the reference)."""
+    """Bytes a second that this host's loopback tcp carries between two plain sockets of
+    one process (a sender thread's ``sendall``, a receiver's ``recv_into`` a reused
+    buffer: each a system call that lets the other thread run): the raw transport a move
+    between hosts takes here, as the reference."""
+    import socket
     import threading
-    import zmq
-    ctx = zmq.Context()
-    recv, send = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
-    port = recv.bind_to_random_port("tcp://127.0.0.1")
-    send.connect(f"tcp://127.0.0.1:{port}")
-    data, count = bytes(piece), max(1, nbytes // piece)
-    done = threading.Thread(target=lambda: [recv.recv(copy=False) for _ in range(count)])
+    server = socket.create_server(("127.0.0.1", 0))
+    sender = socket.create_connection(server.getsockname())
+    receiver, _ = server.accept()
+    data = memoryview(bytearray(piece))
+    total = max(1, nbytes // piece) * piece
+
+    def send() -> None:
+        for _ in range(total // piece):
+            sender.sendall(data)
+    buffer = memoryview(bytearray(piece))
     t0 = time.perf_counter()
-    done.start()
-    for _ in range(count):
-        send.send(data, copy=False)
-    done.join()
+    thread = threading.Thread(target=send)
+    thread.start()
+    got = 0
+    while got < total:
+        got += receiver.recv_into(buffer)
+    thread.join()
     seconds = time.perf_counter() - t0
-    ctx.destroy(linger=0)
-    return count * piece / seconds
+    for sock in (sender, receiver, server):
+        sock.close()
+    return total / seconds
 
 
 def measure_move_hosts(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
@@ -283,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{ref['what']}: {ref['d2h_gbps']:.1f} GB/s out, {ref['h2d_gbps']:.1f} GB/s in")
     for run in result["runs"]:
         if run.get("loopback_gbps"):
-            print(f"move-hosts: loopback tcp (ZeroMQ, 16 MiB messages) {run['loopback_gbps']:.1f} GB/s; "
+            print(f"move-hosts: loopback tcp (two plain sockets) {run['loopback_gbps']:.1f} GB/s; "
                   f"the session's bytes moved at {nbytes / run['move_s'] / 1e9:.1f} GB/s")
         if run.get("device_used_after") is not None:
             print(f"move: device memory in use {run['device_used_before'] / GIB:.2f} GiB before, "
