@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import zmq
@@ -32,6 +32,8 @@ __all__ = ["LoanServer", "LoanReader", "SEND_TIMEOUT"]
 SEND_TIMEOUT = 60.0
 #: pieces queued for the adopter at most: the sender waits for it beyond them
 QUEUED = 8
+#: the largest piece sent (the adopter receives a whole one straight into its buffer)
+PIECE = 16 << 20
 
 
 class LoanServer:
@@ -60,13 +62,22 @@ class LoanServer:
         if len(frames) != 2 or self.served or not hmac.compare_digest(frames[1], self.secret):
             return False
         peer = frames[0]
-        for first in firsts:
-            pieces = pieces_of(first, piece)
-            try:
-                for bytes_ in pieces:
-                    self.sock.send_multipart([peer, bytes_], copy=True)
-            finally:
-                pieces.close()
+        # (each piece sent from its own buffer, not copied: the device's generator fills
+        # that buffer again only once ZeroMQ is done with it, the future it is sent back)
+        with ThreadPoolExecutor(1, thread_name_prefix="loan-sent") as sent:
+            for first in firsts:
+                pieces = pieces_of(first, min(piece, PIECE))
+                try:
+                    done = None
+                    while True:
+                        try:
+                            bytes_ = pieces.send(done)
+                        except StopIteration:
+                            break
+                        tracker = self.sock.send_multipart([peer, bytes_], copy=False, track=True)
+                        done = sent.submit(tracker.wait, SEND_TIMEOUT)
+                finally:
+                    pieces.close()
         self.served = True
         return True
 
@@ -94,19 +105,24 @@ class LoanReader:
         self._rest = memoryview(b"")
 
     def fill(self, into: Any, piece: int = 0) -> None:
-        """Fill the writable buffer *into* with the loan's next bytes."""
+        """Fill the writable buffer *into* with the loan's next bytes: straight into it
+        where a whole piece fits (no piece is larger than :data:`PIECE`), else through the
+        piece's frame."""
         view = memoryview(into).cast("B")
         at, n = 0, view.nbytes
-        while at < n:
-            if not self._rest:
-                try:
+        try:
+            while at < n:
+                if not self._rest and n - at >= PIECE:
+                    at += self.sock.recv_into(view[at:])
+                    continue
+                if not self._rest:
                     self._rest = memoryview(self.sock.recv(copy=False).buffer).cast("B")
-                except zmq.Again:
-                    raise TimeoutError(f"the old worker sent nothing for {SEND_TIMEOUT:g} s") from None
-            k = min(n - at, self._rest.nbytes)
-            view[at:at + k] = self._rest[:k]
-            self._rest = self._rest[k:]
-            at += k
+                k = min(n - at, self._rest.nbytes)
+                view[at:at + k] = self._rest[:k]
+                self._rest = self._rest[k:]
+                at += k
+        except zmq.Again:
+            raise TimeoutError(f"the old worker sent nothing for {SEND_TIMEOUT:g} s") from None
 
     def read(self, into: Any) -> Future:
         """:meth:`fill` now; a finished future (the file's reads run in threads)."""
