@@ -620,6 +620,8 @@ class FrontDoor(SessionWorkers):
                     self.rebalancer.maybe()
                 if self.reclaims:
                     self._serve_reclaims()
+                if self.swaps.waiting_rooms:
+                    self.swaps.retry_rooms()
                 self.auth.log_summary()   # (at most every LOG_EVERY s: auth_gate.py)
                 self.usage.maybe_flush()
                 self.samples.maybe_sample(self)

@@ -22,9 +22,10 @@ counter to leak.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable
 
-from gpu_backend.door.swap_pressure import SWAP_WAIT, swap_candidates
+from gpu_backend.door.swap_pressure import ROOM_PATIENCE, SWAP_WAIT, soon_idle, swap_candidates
 
 __all__ = ["HOST_SHARE", "SwapBroker"]
 
@@ -42,7 +43,20 @@ class SwapBroker:
     def __init__(self, settings: Any, sessions: dict, reclaims: Any,
                  host_of: Callable[[str], Any] = lambda device: None) -> None:
         self.settings, self.sessions, self.reclaims = settings, sessions, reclaims
+        #: allocations waiting for a session of their device to be idle enough to swap out:
+        #: (when to ask again, the worker, the bytes it wants, when it first asked)
+        self.waiting_rooms: list[tuple[float, Any, int, float]] = []
         self.host_of = host_of
+
+    def retry_rooms(self, now: float | None = None) -> None:
+        """Ask again for each session waiting for another to become idle enough (its
+        worker still has it: its allocation still waits)."""
+        now = time.monotonic() if now is None else now
+        due = [w for w in self.waiting_rooms if w[0] <= now]
+        self.waiting_rooms = [w for w in self.waiting_rooms if w[0] > now]
+        for _due, worker, want, since in due:
+            if worker.session is not None:
+                self.make_room(worker, want, since)
 
     def host_budget(self, session: Any) -> int:
         """Bytes of host memory the swapped sessions of *session*'s host may hold: the
@@ -107,15 +121,22 @@ class SwapBroker:
         log.info("session %s swapped out: %d bytes (%d in host memory) in %.3f s", session.sid,
                  nbytes, host, float(msg.get("seconds") or 0.0))
 
-    def make_room(self, worker: Any, want: int) -> None:
+    def make_room(self, worker: Any, want: int, since: float | None = None) -> None:
         """*worker*'s allocation found its device's memory full: swap the device's idle
         sessions out within their users' caps (swap_pressure.py), then tell it how many
-        bytes they held."""
+        bytes they held; where none is idle enough yet but one will be soon, ask again
+        then (:meth:`retry_rooms`), up to ROOM_PATIENCE since the first ask (*since*)."""
         session = worker.session
+        now = time.monotonic()
+        since = now if since is None else since
         memory = lambda s: s.usage.get("memory") or 0   # noqa: E731
         fits = [s for s in self.sessions.values()
                 if (room := self.room_of(s.user)) is None or memory(s) <= room]
         chosen = [s for s in swap_candidates(fits, session, want) if self.let_go(s, memory(s))]
+        soon = soon_idle(fits, session, now) if not chosen else None
+        if soon is not None and now + soon - since <= ROOM_PATIENCE:
+            self.waiting_rooms.append((now + soon, worker, want, since))
+            return
         if not chosen:
             log.info("device %s is full and no session of it can be swapped out (session %s "
                      "asked for %d bytes)", worker.device, session.sid, want)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -222,9 +223,12 @@ def full_pool(tmp_path):
         yield pool
 
 
-def test_a_full_device_swaps_the_idle_session_out_for_the_next_one(full_pool):
+def test_a_full_device_swaps_the_idle_session_out_for_the_next_one(full_pool, monkeypatch):
+    import gpu_backend.door.swap_broker as swap_broker
     from gpu_backend.door.swap_pressure import PRESSURE_IDLE
     from kernelproxy import OutOfMemoryError
+
+    monkeypatch.setattr(swap_broker, "ROOM_PATIENCE", 0.2)   # (b's next idle moment is later)
 
     a = kernelproxy.connect(full_pool.address, full_pool.token)
     b = kernelproxy.connect(full_pool.address, full_pool.token)
@@ -238,13 +242,40 @@ def test_a_full_device_swaps_the_idle_session_out_for_the_next_one(full_pool):
         assert _wait(lambda: _row(a)["swapped"], "a's swap-out") >= 40 * MIB
         assert _row(b)["swapped"] == 0
 
-        # a comes back while b is busy: no room, and a clear error; nothing lost
-        with pytest.raises(OutOfMemoryError, match="device's memory is full"):
-            float(xa.sum())
+        # a comes back while b is busy (a loop of ops): no room, and a clear error; nothing lost
+        stop = threading.Event()
+        busy = threading.Thread(target=lambda: [float(xb[0]) for _ in iter(stop.is_set, True)])
+        busy.start()
+        try:
+            _wait(lambda: _row(b)["idle"] < 0.3 and _row(b)["ops"] > 3, "b's loop")
+            with pytest.raises(OutOfMemoryError, match="device's memory is full"):
+                float(xa.sum())
+        finally:
+            stop.set()
+            busy.join()
         assert _row(a)["swapped"] >= 40 * MIB
         # once b has been idle, a's next op swaps b out and a's arrays are back, bitwise
         _idle_for(b, PRESSURE_IDLE + 0.2)
         assert float(xa.sum()) == expect
+        assert _wait(lambda: _row(b)["swapped"], "b's swap-out") >= 40 * MIB
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_next_user_waits_for_the_last_ones_op_to_be_a_moment_old(full_pool):
+    """Users in turn: b's allocation finds the device full while a's last op ended a moment
+    ago (not yet idle for PRESSURE_IDLE): it waits for a to be, and a is swapped out for it,
+    rather than b failing at once; and back again."""
+    a = kernelproxy.connect(full_pool.address, full_pool.token)
+    b = kernelproxy.connect(full_pool.address, full_pool.token)
+    try:
+        xa = module_for(a).arange(5 * MIB, dtype=np.float64)        # 40 MiB of the 64
+        expect = float(xa.sum())
+        xb = module_for(b).ones(5 * MIB, dtype=np.float64)          # 40 more, at once
+        assert float(xb.sum()) == 5 * MIB
+        assert _wait(lambda: _row(a)["swapped"], "a's swap-out") >= 40 * MIB
+        assert float(xa.sum()) == expect                             # a's turn again
         assert _wait(lambda: _row(b)["swapped"], "b's swap-out") >= 40 * MIB
     finally:
         a.close()
