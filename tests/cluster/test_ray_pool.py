@@ -7,8 +7,9 @@ a node declaring two), started once for the module in a process of its own
 agents serving one NumPy device per declared GPU (CI has no GPU); CurveZMQ on every link,
 as off loopback; real clients. The tests run in one test process (the suite distributes
 whole files: ``--dist loadfile``), in any order: placement across the nodes, quotas over
-the hosts, one usage log, a users-file change, a node removed mid-session, a node added,
-a node added after one left (a name of its own).
+the hosts, one usage log, a users-file change, a node drained (its sessions streamed to
+another), a node removed mid-session, a node added, a node added after one left (a name of
+its own).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import kernelproxy
+from gpu_backend.cli_moves import admin_address_for, admin_request
 from gpu_backend.security import generate_keypair
 from gpu_backend.served import ServedPool
 from gpu_backend.accounting.usage import read_usage
@@ -210,6 +213,38 @@ def _one_per_device(connect, count: int) -> list:
             s.close()
         raise
     return opened
+
+
+def test_draining_a_node_streams_its_sessions_to_another_with_their_arrays(pool):
+    """``gpuwb-backend drain HOST`` on the Ray cluster: each session of the node moves to
+    the other node's device, its old worker streaming the arrays over CurveZMQ (no swap
+    directory every node mounts), bitwise; the node is undrained after."""
+    served, connect, _users, _tokens = pool
+    sessions = [connect() for _ in range(3)]
+    admin = admin_address_for(served.address)
+    drained = None
+    try:
+        devices, hosts = _rows(sessions[0])
+        drained = max(hosts, key=lambda name: len(hosts[name]["devices"]))
+        data, arrays = {}, {}
+        for k, s in enumerate(sessions):
+            data[s.id] = np.arange(200_000, dtype=np.float32) * (k + 1)
+            arrays[s.id] = module_for(s).asarray(data[s.id])
+            float(arrays[s.id][0])
+        leaving = [s for s in sessions if _device_of(s).startswith(drained + "/")]
+        assert leaving
+        reply = admin_request(admin, {"t": "drain", "devices": [drained]})
+        assert reply["ok"] and all("to" in row for row in reply["moves"]), reply
+        eventually(lambda: all(not _device_of(s).startswith(drained + "/") for s in leaving),
+                   timeout=120, interval=0.2)
+        for s in sessions:
+            assert np.array_equal(arrays[s.id].get(), data[s.id])
+        assert all(s.moves == 1 for s in leaving)
+    finally:
+        if drained is not None:
+            admin_request(admin, {"t": "undrain", "devices": [drained]})
+        for s in sessions:
+            s.close()
 
 
 def test_a_node_removed_mid_session_loses_its_sessions_and_the_others_go_on(pool, cluster):
