@@ -155,6 +155,7 @@ def measure_move_hosts(devices: str, nbytes: int, count: int, swap_dir: str) -> 
     loopback tcp (worker/loan_stream.py)."""
     from gpu_backend.config import PoolSettings
     from gpu_backend.multihost.host_agent import HostAgent
+    from gpu_backend.worker.loan_stream import LANES
     import threading
     first = devices.split(",")[0]
     spec = f"cuda:{first}" if first.isdigit() else "cpu:0"
@@ -191,7 +192,8 @@ def measure_move_hosts(devices: str, nbytes: int, count: int, swap_dir: str) -> 
                 return {"from": start, "to": target, "how": f"{r['how']}, streamed",
                         "move_s": t1 - t0, "first_op_s": t2 - t1, "total_s": t2 - t0,
                         "bitwise": after == before,
-                        "loopback_gbps": loopback_rate(min(nbytes, 4 * GIB)) / 1e9}
+                        "loopback_gbps": loopback_rate(min(nbytes, 4 * GIB)) / 1e9,
+                        "lanes": LANES}
             finally:
                 s.close()
         finally:
@@ -293,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     for run in result["runs"]:
         if run.get("loopback_gbps"):
             print(f"move-hosts: loopback tcp (two plain sockets) {run['loopback_gbps']:.1f} GB/s; "
-                  f"the session's bytes moved at {nbytes / run['move_s'] / 1e9:.1f} GB/s")
+                  f"the session's bytes moved at {nbytes / run['move_s'] / 1e9:.1f} GB/s "
+                  f"over {run['lanes']} connection(s)")
         if run.get("device_used_after") is not None:
             print(f"move: device memory in use {run['device_used_before'] / GIB:.2f} GiB before, "
                   f"{run['device_used_after'] / GIB:.2f} GiB after (every process's)")

@@ -17,6 +17,7 @@ the stream (the move then fails, and the session stays with the old worker).
 from __future__ import annotations
 
 import hmac
+import os
 import secrets
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -34,14 +35,20 @@ SEND_TIMEOUT = 60.0
 QUEUED = 8
 #: the largest piece sent (the adopter receives a whole one straight into its buffer)
 PIECE = 16 << 20
+#: connections a stream takes, pieces dealt to them in turn: each its own I/O thread at
+#: both ends, so the copies into and out of the kernel run on several cores at once (one
+#: per four of the host's cores, at most four: on a small host more threads only contend)
+LANES = max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 class LoanServer:
     """The old worker's end: one port on *bind_host*, served once to the adopter that
-    presents :attr:`secret`."""
+    presents :attr:`secret` on each of its LANES connections (a context of its own, *ctx*
+    unused: its I/O threads are the stream's alone)."""
 
     def __init__(self, ctx: zmq.Context, bind_host: str, key_file: str | None) -> None:
-        sock = ctx.socket(zmq.ROUTER)
+        self.ctx = zmq.Context(io_threads=LANES)
+        sock = self.ctx.socket(zmq.ROUTER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)   # (wait at the mark, never drop a piece)
         sock.setsockopt(zmq.SNDHWM, QUEUED)
@@ -53,15 +60,22 @@ class LoanServer:
         self.sock = sock
         self.secret = secrets.token_bytes(32)
         self.served = False
+        self.lanes: dict[int, bytes] = {}
 
     def serve_one(self, pieces_of: Any, firsts: list, piece: int) -> bool:
-        """Read one message; if it is the adopter's, send it every allocation's bytes
-        (*pieces_of(array, piece)*: the device's ``allocation_bytes``), in order. Whether
-        it was (a stranger's message is dropped)."""
+        """Read one message; once the adopter has presented the secret on every lane, send
+        it every allocation's bytes (*pieces_of(array, piece)*: the device's
+        ``allocation_bytes``), in order, piece *i* on lane *i* mod LANES. Whether it was
+        sent (a stranger's message is dropped)."""
         frames = self.sock.recv_multipart()
-        if len(frames) != 2 or self.served or not hmac.compare_digest(frames[1], self.secret):
+        if (len(frames) != 3 or self.served or len(frames[2]) != 1 or frames[2][0] >= LANES
+                or not hmac.compare_digest(frames[1], self.secret)):
             return False
-        peer = frames[0]
+        self.lanes[frames[2][0]] = frames[0]
+        if len(self.lanes) < LANES:
+            return False
+        lanes = [self.lanes[k] for k in range(LANES)]
+        sent_count = 0
         # (each piece sent from its own buffer, not copied: the device's generator fills
         # that buffer again only once ZeroMQ is done with it, the future it is sent back)
         with ThreadPoolExecutor(1, thread_name_prefix="loan-sent") as sent:
@@ -74,6 +88,8 @@ class LoanServer:
                             bytes_ = pieces.send(done)
                         except StopIteration:
                             break
+                        peer = lanes[sent_count % LANES]
+                        sent_count += 1
                         tracker = self.sock.send_multipart([peer, bytes_], copy=False, track=True)
                         done = sent.submit(tracker.wait, SEND_TIMEOUT)
                 finally:
@@ -83,6 +99,7 @@ class LoanServer:
 
     def close(self) -> None:
         self.sock.close(linger=0)
+        self.ctx.term()
 
 
 class LoanReader:
@@ -92,16 +109,21 @@ class LoanReader:
 
     def __init__(self, ctx: zmq.Context, address: str, secret: bytes,
                  key_file: str | None) -> None:
-        sock = ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.RCVTIMEO, int(SEND_TIMEOUT * 1000))
-        sock.setsockopt(zmq.RCVHWM, QUEUED)
-        if key_file:
-            secure_client(sock, load_server_keys(key_file).public)
-        allow_ipv6(sock, address)
-        sock.connect(address)
-        sock.send(secret)
-        self.sock = sock
+        self.ctx = zmq.Context(io_threads=LANES)   # (*ctx* unused: see LoanServer)
+        public = load_server_keys(key_file).public if key_file else None
+        self.socks = []
+        for lane in range(LANES):
+            sock = self.ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.RCVTIMEO, int(SEND_TIMEOUT * 1000))
+            sock.setsockopt(zmq.RCVHWM, QUEUED)
+            if public is not None:
+                secure_client(sock, public)
+            allow_ipv6(sock, address)
+            sock.connect(address)
+            sock.send_multipart([secret, bytes([lane])])
+            self.socks.append(sock)
+        self._next = 0   # the piece to come: on lane _next mod LANES
         self._rest = memoryview(b"")
 
     def fill(self, into: Any, piece: int = 0) -> None:
@@ -112,11 +134,13 @@ class LoanReader:
         at, n = 0, view.nbytes
         try:
             while at < n:
-                if not self._rest and n - at >= PIECE:
-                    at += self.sock.recv_into(view[at:])
-                    continue
                 if not self._rest:
-                    self._rest = memoryview(self.sock.recv(copy=False).buffer).cast("B")
+                    sock = self.socks[self._next % LANES]
+                    self._next += 1
+                    if n - at >= PIECE:
+                        at += sock.recv_into(view[at:])
+                        continue
+                    self._rest = memoryview(sock.recv(copy=False).buffer).cast("B")
                 k = min(n - at, self._rest.nbytes)
                 view[at:at + k] = self._rest[:k]
                 self._rest = self._rest[k:]
@@ -138,4 +162,6 @@ class LoanReader:
         job.result()
 
     def close(self) -> None:
-        self.sock.close(linger=0)
+        for sock in self.socks:
+            sock.close(linger=0)
+        self.ctx.term()
