@@ -3,9 +3,10 @@ hosts without a shared swap directory, at the network's rate).
 
 Within a host a move lends the arrays in place (CUDA IPC, worker/handover.py). Between hosts
 no memory is shared, and each host's swap directory may be its own, so the old worker serves
-its allocations' bytes itself, in order, over one connection to the adopting worker: a
-ZeroMQ socket on its host's address, a CURVE server with the pool's key pair where the pool
-has one (as its client links are). The adopter copies each piece into its device's memory
+its allocations' bytes itself, in order, to the adopting worker: a ZeroMQ socket on its
+host's address, a CURVE server with the pool's key pair where the pool has one (as its
+client links are), the pieces dealt in turn over :data:`LANES` connections so that the
+copies into and out of the kernel run on several cores. The adopter copies each piece into its device's memory
 as it arrives, through the path the swap file's reads take (the devices'
 ``allocation_from``, :class:`LoanReader` standing in for the file): nothing touches a disk.
 The adopter proves itself with 32 random bytes that only the pool gave it (in the loan, over
