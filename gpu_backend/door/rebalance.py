@@ -8,16 +8,17 @@ idles. A move within a host lends the arrays and copies them device to device (0
 10 GiB session on an H200 host, docs/swap.md), which a session idle for minutes does not
 notice, so the pool evens its devices out, one move at a time:
 
-- looked at every :data:`LOOK` seconds, per host, over its devices not draining;
+- looked at every :data:`LOOK` seconds, per host over its devices not draining, then (no
+  host needing it) over the whole pool's: a move between hosts streams the arrays;
 - only where the most loaded device holds at least two sessions more than the least
   loaded (placement's count: open sessions, moves on their way counted where they go), so
-  that a move makes the host more even and never just trades places;
+  that a move makes the pool more even and never just trades places;
 - the session moved is the longest idle of the most loaded device: idle (no op) for at
   least ``--rebalance-idle`` seconds, in device memory (a swapped one holds none there, and
   returns to the least-loaded device by itself once parked), not moving or closing, not
   refused a move since it last worked, and its user has no other session on the target
   (a client holding several devices keeps them apart);
-- to the least loaded device of the same host (a lent move: never through the disk).
+- to that least loaded device (a lent move: never through the disk).
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ class Rebalancer:
         for device in door.devices:
             if device not in door.moves.draining:
                 by_host.setdefault(id(door.hosts.of(device)), []).append(device)
-        for devices in by_host.values():
+        # (within a host first, device to device; then across the pool's hosts, streamed)
+        groups = [*by_host.values(), [d for devices in by_host.values() for d in devices]]
+        for devices in groups:
             if len(devices) < 2:
                 continue
             fullest, emptiest = max(devices, key=load), min(devices, key=load)
@@ -79,7 +82,7 @@ class Rebalancer:
             if session is None:
                 continue
             why = door.moves.start(session, emptiest, f"rebalanced: idle {now - session.last_work:.0f} s "
-                                                      f"on {fullest}, its host's fullest device")
+                                                      f"on {fullest}, a fuller device")
             if why is None:
                 self.started += 1
                 return session.sid

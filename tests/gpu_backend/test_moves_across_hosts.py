@@ -119,3 +119,32 @@ def test_a_swapped_session_is_not_moved_to_a_host_that_cannot_read_its_files(tmp
                 s.close()
         finally:
             agents.stop_all()
+
+
+@pytest.mark.parametrize("two_hosts", [False], indirect=True)
+def test_the_pool_evens_out_its_hosts_by_moving_an_idle_session(two_hosts, monkeypatch):
+    """Rebalancing across hosts: one host's device serves two sessions and the other's
+    none; once idle, one of them is streamed over, its arrays intact."""
+    import gpu_backend.door.rebalance as rebalance
+    pool = two_hosts
+    monkeypatch.setattr(rebalance, "LOOK", 0.05)
+    monkeypatch.setattr(pool.door.rebalancer, "idle", 0.3)
+    sessions = [kernelproxy.connect(pool.address, pool.token) for _ in range(3)]
+    try:
+        arrays = []
+        for k, s in enumerate(sessions):
+            arrays.append(module_for(s).full(2000, float(k + 1)))
+            float(arrays[-1][0])
+        devices = [_where(pool, s)["device"] for s in sessions]
+        lone = next(i for i, d in enumerate(devices) if devices.count(d) == 1)
+        pair = [i for i in range(3) if i != lone]
+        sessions[lone].close()
+        assert until(lambda: [i for i in pair if _where(pool, sessions[i])["moves"] == 1
+                              and not _where(pool, sessions[i])["moving"]], PATIENCE)
+        hosts = {_where(pool, sessions[i])["device"].split("/")[0] for i in pair}
+        assert len(hosts) == 2
+        for i in pair:
+            assert float(arrays[i].sum()) == 2000.0 * (i + 1)
+    finally:
+        for s in sessions:
+            s.close()
