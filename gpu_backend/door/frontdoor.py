@@ -207,7 +207,9 @@ class FrontDoor(SessionWorkers):
             return
         for msg in host.messages(worker):
             if msg is CHANNEL_CLOSED:   # it has ended (its process exits): so has its session
-                if worker.session is not None and not self.moves.adopter_lost(worker):
+                if worker.session is None:
+                    self.moves.lender_lost(worker)
+                elif not self.moves.adopter_lost(worker):
                     self._end(worker.session, worker.session.usage.get("reason") or "worker ended")
                 return
             try:

@@ -47,6 +47,9 @@ MOVE_WAIT = 120.0
 #: how long a parked session may wait for a spare of its target device (counted from its
 #: parking) before the move is given up
 SPARE_WAIT = 120.0
+#: how long a lent session's adopter may take to copy it before the move is undone (the
+#: lender waits for word longer: worker/handover.py's LOAN_WAIT)
+ADOPT_WAIT = 120.0
 #: the figures of a worker's usage report that only grow: a moved session's new worker
 #: counts from zero, so the old worker's are added (peak: the larger)
 CUMULATIVE = ("device_s", "ops", "bytes_in", "bytes_out", "waited_s", "worked_s",
@@ -306,19 +309,37 @@ class Moves:
                                             "before it had the arrays")
         return True
 
+    def lender_lost(self, worker: Any) -> None:
+        """*worker* ended while it lent a session: before an adopter took it, the arrays
+        went with it (the session ends, saying so, and what it lent in files goes); during
+        the adoption, the adopter says whether it has them."""
+        for session in list(self.moving.values()):
+            move = session.moving
+            if move.lender is worker and move.stage == "parked":
+                self.door.end_session(session, "its worker ended while it moved the session")
+                return
+
     def _back_to_lender(self, session: Any, move: Move, why: str) -> None:
         """A lent move failed: the session stays with the worker that lent it, which serves
-        on with every array (its client never knew), and is told why."""
-        log.warning("session %s stays on %s: %s", session.sid, move.lender.device, why)
+        on with every array (its client never knew), and is told why; the session ends
+        where that worker has ended too."""
         adopter = session.worker if session.worker is not move.lender else None
-        self.door.reattach_worker(session, move.lender)
-        if adopter is not None:
-            adopter.tell({"t": "stop"})
-        move.lender.tell({"t": "unpark"})
         self.moving.pop(session.sid, None)
         session.moving = None
+        if adopter is not None:
+            adopter.tell({"t": "stop"})
+        lender = move.lender
+        if getattr(lender, "channel", True) is None or lender.process.poll() is not None:
+            self.door.end_session(session, f"its move failed ({why}), and its old worker "
+                                           "has ended")
+            discard(move.manifest)
+            return
+        log.warning("session %s stays on %s: %s", session.sid, lender.device, why)
+        self.door.reattach_worker(session, lender)
+        lender.tell({"t": "unpark"})
         self.refused += 1
         session.move_refused = why
+        session.park_refused_at = session.last_work   # (not moved again until it works)
         for ident in move.waiting:
             self.door.reply_where(ident, session)
 
@@ -348,6 +369,11 @@ class Moves:
                 if spare is not None:
                     self._adopt(session, move, spare)
                     continue
+            if move.stage == "adopting" and move.lender is not None \
+                    and now - move.since > ADOPT_WAIT:   # (its adopter is stuck: undone)
+                self._back_to_lender(session, move, f"its new worker did not take it over "
+                                                    f"within {ADOPT_WAIT:g} s")
+                continue
             wait = MOVE_WAIT if move.stage == "parking" else SPARE_WAIT
             if move.stage != "adopting" and now - move.since > wait:
                 self.moving.pop(session.sid, None)
@@ -362,7 +388,7 @@ class Moves:
                                                    f"take it over within {wait:g} s")
 
     def _adopt(self, session: Any, move: Move, spare: Any) -> None:
-        move.stage = "adopting"
+        move.stage, move.since = "adopting", time.monotonic()
         self.door.assign_worker(session, spare, adopt=move.manifest, adopt_from=move.stream)
         if move.lender is not None:   # (moved once the adopter has copied: adopted())
             return
@@ -392,10 +418,10 @@ class Moves:
         if move is None:
             return
         session.moving = None
-        if move.lender is not None:   # (what it lent goes with it, and the manifest)
-            move.lender.tell({"t": "release"})
-        elif move.manifest is not None and move.stage == "parked":   # (nobody will adopt it)
-            discard(move.manifest)
+        if move.lender is not None and move.lender.tell({"t": "release"}):
+            pass   # (what it lent goes with it, and the manifest)
+        elif move.manifest is not None and (move.stage == "parked" or move.lender is not None):
+            discard(move.manifest)   # (nobody will adopt it; a lender gone left its files)
         # (still parking: its worker's late "parked" finds it ended and discards: _parked_late)
         for ident in move.waiting:
             self.door.reply_where(ident, session)

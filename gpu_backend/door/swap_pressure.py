@@ -32,6 +32,7 @@ def _holding(sessions: Iterable[Any], asker: Any) -> list[Any]:
     device = asker.worker.device
     return [s for s in sessions
             if s is not asker and not s.closing and s.worker.device == device
+            and s.moving is None   # (a session moving is lent or parked: not swappable)
             and (s.usage.get("memory") or 0) > 0 and not s.usage.get("swapped")]
 
 
@@ -43,7 +44,7 @@ def soon_idle(sessions: Iterable[Any], asker: Any, now: float | None = None) -> 
     device = asker.worker.device
     waits = [PRESSURE_IDLE - (now - s.last_work) for s in sessions
              if s is not asker and not s.closing and s.worker.device == device
-             and not s.usage.get("swapped")
+             and s.moving is None and not s.usage.get("swapped")
              and ((s.usage.get("memory") or 0) > 0 or now - s.last_work < PRESSURE_IDLE)]
     return max(0.0, min(waits)) if waits else None
 

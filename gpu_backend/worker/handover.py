@@ -164,7 +164,7 @@ def lend(swap: Any, replay: Any, directory: Path, batch: int, state: dict | None
     swap.device.synchronize()
     if server is not None:
         manifest = _manifest(batch, state, replay, sizes, [False] * len(sizes), handles,
-                             stream={"secret": server.secret})
+                             stream={"secret": server.secret, "lanes": server.lane_count})
         return Loan(msgpack.packb(manifest, use_bin_type=True), sum(sizes), firsts, server=server)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
@@ -286,9 +286,12 @@ def _checked(raw: Any) -> dict:
             raise ValueError("a session manifest with a malformed file name")
     stream = raw.get("stream")
     if stream is not None and (type(stream) is not dict or type(stream.get("secret")) is not bytes
-                               or len(stream["secret"]) != 32):
+                               or len(stream["secret"]) != 32 or type(stream.get("lanes")) is not int
+                               or not 1 <= stream["lanes"] <= 16):
         raise ValueError("a session manifest with a malformed stream")
     lent = raw.get("lent")
+    if (stream is not None or lent is not None) and (raw.get("file") or raw.get("host_file")):
+        raise ValueError("a lent session's manifest that names files")
     if lent is not None and (type(lent) is not list or len(lent) != len(sizes) or any(
             type(e) is not list or len(e) != 3 or type(e[0]) not in (bytes, str)
             or type(e[1]) is not int or e[1] < 0 or type(e[2]) is not int for e in lent)):
@@ -315,6 +318,10 @@ def adopt(source: Path | bytes, swap: Any, replay: Any, directory: Path | None =
     else:
         raw = _read(source)
         directory = directory or Path(source).parent
+        folder = Path(source).resolve().parent   # (its files: beside it, or in the swap
+        for name in (raw.get("file"), raw.get("host_file")):   # directory it is a folder of)
+            if name and Path(name).resolve().parent not in (folder, folder.parent):
+                raise ValueError("a session manifest naming a file outside its swap directory")
     sizes, in_host = raw["sizes"], raw["in_host"]
     handles: dict[int, _Placed] = {}
     for entry in raw["handles"]:
@@ -327,7 +334,7 @@ def adopt(source: Path | bytes, swap: Any, replay: Any, directory: Path | None =
     if raw.get("stream") is not None:
         if open_stream is None or directory is None:
             raise ValueError("a streamed session with no stream to read it from")
-        reader = open_stream(raw["stream"]["secret"])
+        reader = open_stream(raw["stream"]["secret"], raw["stream"]["lanes"])
         try:
             _receive(reader, sizes, handles, swap, directory)
         finally:
@@ -362,7 +369,10 @@ def files_of(path: Any) -> set[str]:
         raw = _read(path)
     except (OSError, ValueError):
         raw = {}
-    return {str(name) for name in (raw.get("file"), raw.get("host_file"), str(path)) if name}
+    lent = [entry[0] for entry in raw.get("lent") or () if type(entry[0]) is str
+            and os.path.dirname(entry[0]) == os.path.dirname(str(path))]   # (the NumPy device's)
+    return {str(name) for name in (raw.get("file"), raw.get("host_file"), str(path), *lent)
+            if name}
 
 
 def discard(path: Any) -> None:

@@ -61,6 +61,9 @@ class LoanServer:
         self.sock = sock
         self.secret = secrets.token_bytes(32)
         self.served = False
+        #: how many connections the adopter opens (the manifest tells it: the two hosts'
+        #: core counts may differ), and those it has opened
+        self.lane_count = LANES
         self.lanes: dict[int, bytes] = {}
 
     def serve_one(self, pieces_of: Any, firsts: list, piece: int) -> bool:
@@ -69,38 +72,65 @@ class LoanServer:
         ``allocation_bytes``), in order, piece *i* on lane *i* mod LANES. Whether it was
         sent (a stranger's message is dropped)."""
         frames = self.sock.recv_multipart()
-        if (len(frames) != 3 or self.served or len(frames[2]) != 1 or frames[2][0] >= LANES
+        count = self.lane_count
+        if (len(frames) != 3 or self.served or len(frames[2]) != 1 or frames[2][0] >= count
                 or not hmac.compare_digest(frames[1], self.secret)):
             return False
         self.lanes[frames[2][0]] = frames[0]
-        if len(self.lanes) < LANES:
+        if len(self.lanes) < count:
             return False
-        lanes = [self.lanes[k] for k in range(LANES)]
+        lanes = [self.lanes[k] for k in range(count)]
+        self.served = True
+        try:
+            self._send_all(lanes, pieces_of, firsts, piece)
+        except BaseException:
+            # (ZeroMQ may still hold pieces that point into the device's buffers: closed
+            # now, before those buffers are filled again or freed, it drops them)
+            self.sock.close(linger=0)
+            raise
+        return True
+
+    def _send_all(self, lanes: list, pieces_of: Any, firsts: list, piece: int) -> None:
+        """Every allocation's pieces, piece *i* on lane *i* mod their number, each sent from
+        its own buffer (not copied): the device's generator fills that buffer again only
+        once ZeroMQ is done with it (the future it is sent back), and a piece ZeroMQ has
+        not sent within SEND_TIMEOUT ends the stream."""
         sent_count = 0
-        # (each piece sent from its own buffer, not copied: the device's generator fills
-        # that buffer again only once ZeroMQ is done with it, the future it is sent back)
+        futures: list = []
         with ThreadPoolExecutor(1, thread_name_prefix="loan-sent") as sent:
             for first in firsts:
                 pieces = pieces_of(first, min(piece, PIECE))
                 try:
                     done = None
                     while True:
+                        _raise_failed(futures)
                         try:
                             bytes_ = pieces.send(done)
                         except StopIteration:
                             break
-                        peer = lanes[sent_count % LANES]
+                        peer = lanes[sent_count % len(lanes)]
                         sent_count += 1
                         tracker = self.sock.send_multipart([peer, bytes_], copy=False, track=True)
                         done = sent.submit(tracker.wait, SEND_TIMEOUT)
+                        futures.append(done)
+                    for future in futures:   # (every piece out before the generator ends)
+                        future.exception()
+                    _raise_failed(futures)
                 finally:
                     pieces.close()
-        self.served = True
-        return True
 
     def close(self) -> None:
         self.sock.close(linger=0)
         self.ctx.term()
+
+
+def _raise_failed(futures: list) -> None:
+    """Raise the error of the first piece whose send failed (ZeroMQ did not take it in
+    time), forgetting those done."""
+    while futures and futures[0].done():
+        error = futures.pop(0).exception()
+        if error is not None:
+            raise TimeoutError(f"the adopter took no piece for {SEND_TIMEOUT:g} s") from error
 
 
 class LoanReader:
@@ -109,11 +139,11 @@ class LoanReader:
     devices' ``allocation_from`` uses (``read``, ``collect``, ``fill``, ``close``)."""
 
     def __init__(self, ctx: zmq.Context, address: str, secret: bytes,
-                 key_file: str | None) -> None:
-        self.ctx = zmq.Context(io_threads=LANES)   # (*ctx* unused: see LoanServer)
+                 key_file: str | None, lanes: int = 1) -> None:
+        self.ctx = zmq.Context(io_threads=lanes)   # (*ctx* unused: see LoanServer)
         public = load_server_keys(key_file).public if key_file else None
         self.socks = []
-        for lane in range(LANES):
+        for lane in range(lanes):
             sock = self.ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.RCVTIMEO, int(SEND_TIMEOUT * 1000))
@@ -124,7 +154,7 @@ class LoanReader:
             sock.connect(address)
             sock.send_multipart([secret, bytes([lane])])
             self.socks.append(sock)
-        self._next = 0   # the piece to come: on lane _next mod LANES
+        self._next = 0   # the piece to come: on lane _next mod their number
         self._rest = memoryview(b"")
 
     def fill(self, into: Any, piece: int = 0) -> None:
@@ -136,7 +166,7 @@ class LoanReader:
         try:
             while at < n:
                 if not self._rest:
-                    sock = self.socks[self._next % LANES]
+                    sock = self.socks[self._next % len(self.socks)]
                     self._next += 1
                     if n - at >= PIECE:
                         at += sock.recv_into(view[at:])

@@ -98,21 +98,32 @@ class SessionMoves:
         """Keep the lent arrays (streaming them to the adopter that asks, for another host)
         until the pool says the adopting worker has them (``release``: then this worker
         ends, True) or that the move failed (``unpark``: it serves the session on, nothing
-        lost, False); the pool gone, or silent for LOAN_WAIT, ends the loan too."""
+        lost, False). The pool gone ends the loan with this worker; the pool silent for
+        LOAN_WAIT (longer than it waits for a spare and an adoption) is taken as ``unpark``:
+        nothing is freed that nobody has."""
         poller = zmq.Poller()
         control = self.control.fileno()
         poller.register(control, zmq.POLLIN)
-        if loan.server is not None:
-            poller.register(loan.server.sock, zmq.POLLIN)
+        server = loan.server
+        if server is not None:
+            poller.register(server.sock, zmq.POLLIN)
         deadline = time.monotonic() + handover.LOAN_WAIT
-        while not self.pool_gone and time.monotonic() < deadline:
+        while not self.pool_gone:
+            if time.monotonic() > deadline:
+                print("worker: the pool said nothing of a lent session: it is served on",
+                      file=sys.stderr)
+                handover.end_loan(self.swap, loan)
+                return False
             events = dict(poller.poll(1000))
-            if loan.server is not None and loan.server.sock in events:
+            if server is not None and server.sock in events:
                 try:
                     handover.serve_loan(self.swap, loan)
                 except Exception as exc:   # (its adopter failed: the pool hears it from there)
                     print(f"worker: a streamed move stopped: {error_name(exc)}: {exc}",
                           file=sys.stderr)
+                    if server.sock.closed:
+                        poller.unregister(server.sock)
+                        server = None
             if control not in events:
                 continue
             msg = self._read_control()
@@ -124,6 +135,9 @@ class SessionMoves:
                 break
             if kind == "reclaim":   # (always answered)
                 self._hand_back_memory(asked=True)
+            elif kind == "swap":    # (always answered: its arrays are lent, not swappable)
+                self._send_control({"t": "swapped", "bytes": 0,
+                                    "error": "RuntimeError: it is moving to another worker"})
         handover.end_loan(self.swap, loan)
         return True
 
@@ -132,8 +146,8 @@ class SessionMoves:
         its manifest; *address*: the old worker's stream, on another host)."""
         folder = self.swap.directory or self.swap.default_directory
 
-        def open_stream(secret: bytes) -> LoanReader:
-            return LoanReader(self.ctx, address, secret, self.key_file)
+        def open_stream(secret: bytes, lanes: int) -> LoanReader:
+            return LoanReader(self.ctx, address, secret, self.key_file, lanes)
         try:
             batch, nbytes, state = handover.adopt(
                 source if isinstance(source, bytes) else Path(source), self.swap,
