@@ -160,9 +160,12 @@ class Moves:
         move = session.moving
         if move is None or move.device is not None or move.stage != "parked":
             return
+        if not self.door.devices:   # (a restarted pool's hosts not joined yet: asked again)
+            return
         others = [s for s in self.door.sessions.values() if s is not session]
+        shared = self.door.settings.swap_dir_shared   # (every host reads its files)
         devices = [d for d in self.door.devices if d not in self.draining
-                   and self.door.hosts.of(d) is self.door.hosts.of(session.worker.device)]
+                   and (shared or self.door.hosts.of(d) is self.door.hosts.of(session.worker.device))]
         device = session.worker.device
         try:
             best = least_loaded(devices, others, self.door.pending,
@@ -361,8 +364,11 @@ class Moves:
         now = time.monotonic()
         for session in list(self.moving.values()):
             move = session.moving
-            if move.device is None:   # (parked for the next pool: nobody here adopts it)
-                continue
+            if move.device is None:   # (parked until asked for: asked, it is placed now)
+                if move.waiting and move.stage == "parked":
+                    self.called_back(session)
+                if move.device is None:
+                    continue
             if move.stage == "parked":
                 spare = next((w for w in self.door.hosts.spares(move.device) if w.port is not None),
                              None)

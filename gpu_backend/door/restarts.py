@@ -85,27 +85,33 @@ def _folder(door: Any) -> Path | None:
 def park_all(door: Any) -> int:
     """Park every open session for the next pool and write their records; how many were."""
     folder = _folder(door)
-    if folder is None or not door.sessions or door.host is None:   # (across hosts: not built)
+    if folder is None or not door.sessions or not keeps_sessions(door):
         return 0
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     for session in list(door.sessions.values()):
         if session.moving is None and not session.closing:
             door.moves.park_here(session, str(folder))
-    # (their channels alone: the door's poller would wake at every client's request, which
-    # nobody reads while the pool stops)
+    # (their channels alone, and the agents' socket across hosts: the door's poller would
+    # wake at every client's request, which nobody reads while the pool stops)
     poller = zmq.Poller()
     for session in door.sessions.values():
         channel = getattr(session.worker, "channel", None)
         if session.moving is not None and session.moving.stage == "parking" and channel is not None:
             poller.register(channel.fileno(), zmq.POLLIN)
+    cluster = door.cluster
+    if cluster is not None:
+        poller.register(cluster.agents.sock, zmq.POLLIN)
     deadline = time.monotonic() + PARK_WAIT
     while time.monotonic() < deadline and any(
             s.moving is not None and s.moving.stage == "parking" for s in door.sessions.values()):
-        for fd, _event in poller.poll(100):
-            worker = door.host.worker_at(fd)
+        events = dict(poller.poll(100))
+        for fd in events:
+            worker = door.host.worker_at(fd) if door.host is not None and type(fd) is int else None
             if worker is not None:
                 door.on_control(worker)
+        if cluster is not None:
+            cluster.on_events(events)
     records = []
     for session in door.sessions.values():
         move = session.moving
@@ -181,7 +187,10 @@ def restore(door: Any, session_class: Any) -> int:
             if isinstance(record, dict) and _inside(record.get("manifest"), folder):
                 discard(record["manifest"])
             continue
-        device = record["device"] if record["device"] in door.devices else least_loaded(
+        # (its host not joined yet, across hosts: parked until its client asks, then on a
+        # device of any host, all of which read the swap directory: moves.called_back)
+        waits = record["device"] not in door.devices and not door.devices
+        device = record["device"] if record["device"] in door.devices or waits else least_loaded(
             door.devices, door.sessions.values(), door.pending, 1 << 30)
         grant = record.get("grant") if type(record.get("grant")) is int else None
         session = session_class(record["session"], record["key"], record["user"],
@@ -190,7 +199,7 @@ def restore(door: Any, session_class: Any) -> int:
                                 label=str(record.get("label") or ""))
         session.ran = record["ran"] if type(record.get("ran")) is int else 0
         session.moves = record["moves"] if type(record.get("moves")) is int else 0
-        session.moving = Move(device, "the pool restarted", stage="parked",
+        session.moving = Move(None if waits else device, "the pool restarted", stage="parked",
                               manifest=record["manifest"])
         door.sessions[session.sid] = session
         door.moves.moving[session.sid] = session
@@ -246,8 +255,9 @@ def sweep_orphans(door: Any) -> int:
 
 
 def keeps_sessions(door: Any) -> bool:
-    """Whether a stop can park the sessions: a swap directory, one host's devices, and a
-    fixed port (a pool on a port the system chose comes back on another: no client would
-    find it)."""
-    return _folder(door) is not None and door.host is not None and door.settings.port != 0
+    """Whether a stop can park the sessions: a swap directory (across hosts, one every host
+    mounts: the next pool's hosts may be named otherwise), and a fixed port (a pool on a
+    port the system chose comes back on another: no client would find it)."""
+    return (_folder(door) is not None and door.settings.port != 0
+            and (door.host is not None or door.settings.swap_dir_shared))
 
