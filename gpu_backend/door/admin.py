@@ -115,7 +115,8 @@ class AdminSocket:
                                  "pool): nothing would start it again")
             if not keeps_sessions(self.door):
                 raise ValueError("this pool keeps no sessions over a restart: it needs a swap "
-                                 "directory of its own (--swap-dir) and a fixed port")
+                                 "directory of its own (--swap-dir; across hosts, one every "
+                                 "host mounts: --swap-dir-shared) and a fixed port")
             self.door.restart_requested = self.door.park_at_stop = True
             self.door.stop()
             return {"ok": True, "open": len(self.door.sessions)}

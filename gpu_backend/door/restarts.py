@@ -16,7 +16,10 @@ not park (a remote object, a full disk, no answer) ends as before, with "the poo
 
 Starting (:func:`restore`): each record becomes a session again, parked until a spare of
 its device (the same name, where the pool still has it; else the least-loaded device) adopts
-it (door/moves.py), as a moved session is. Its client, whose link ended with the old pool,
+it (door/moves.py), as a moved session is. Across hosts (a swap directory every host
+mounts): the stopping door reads its agents' socket while their workers park, and the next
+pool, whose hosts have not joined when it starts (and may be named otherwise), keeps each
+session parked until its client asks, then places it on a device of any host. Its client, whose link ended with the old pool,
 asks the new door where its worker is (``where``: the request waits in ZeroMQ's queue until
 the new pool listens) and resends what the old worker never ran (kernelproxy/relink.py).
 Clients that do not come back within the lease's timeout lose their session and its files,
