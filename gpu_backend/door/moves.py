@@ -165,17 +165,22 @@ class Moves:
         others = [s for s in self.door.sessions.values() if s is not session]
         shared = self.door.settings.swap_dir_shared   # (every host reads its files)
         devices = [d for d in self.door.devices if d not in self.draining
+                   and self.door.spares.resting(d) is None   # (its workers fail to start)
                    and (shared or self.door.hosts.of(d) is self.door.hosts.of(session.worker.device))]
+        going = [_Going(s.moving.device) for s in self.moving.values()   # (counted where
+                 if s is not session and s.moving.device is not None]    # they go)
         device = session.worker.device
         try:
-            best = least_loaded(devices, others, self.door.pending,
+            best = least_loaded(devices, others, [*self.door.pending, *going],
                                 self.door.settings.max_sessions_per_device,
                                 devices_kept_apart(others, session))
         except SessionLostError:   # (every device full: its own, as a hello would wait for)
             best = device
-        load = device_loads(others)
+        load = device_loads(others, going)
         if device not in devices or load(best) < load(device):
             device = best
+        if self.door.hosts.of(device) is None:   # (no such device now, a restored session's
+            return                               # old name: placed when it is asked again)
         move.device, move.since = device, time.monotonic()
         session.last_work = move.since   # (its client is back: not idle, not parked again)
         self.door.keep_spares_for(device)

@@ -67,8 +67,8 @@ class Rebalancer:
         sessions = list(door.sessions.values())
         load = device_loads(sessions)
         by_host: dict[int, list[str]] = {}
-        for device in door.devices:
-            if device not in door.moves.draining:
+        for device in door.devices:   # (nor one whose workers fail to start: spares.py)
+            if device not in door.moves.draining and door.spares.resting(device) is None:
                 by_host.setdefault(id(door.hosts.of(device)), []).append(device)
         # (within a host first, device to device; then across the pool's hosts, streamed)
         groups = [*by_host.values(), [d for devices in by_host.values() for d in devices]]

@@ -245,7 +245,9 @@ def sweep_orphans(door: Any) -> int:
         if session.moving.manifest:
             kept |= files_of(session.moving.manifest)
     removed = 0
-    for path in folder.iterdir():
+    restart = folder / "restart"   # (and what a park left there after its pool gave up
+    paths = [*folder.iterdir(), *(restart.iterdir() if restart.is_dir() else ())]   # on it)
+    for path in paths:
         found = _SWAP_NAME.fullmatch(path.name)
         if found is None or str(path) in kept or not path.is_file() or _alive(int(found[1])):
             continue

@@ -14,13 +14,14 @@ from typing import Any
 from gpu_backend.door.session_records import Session
 from gpu_backend.hosts.pool_workers import Worker
 from gpu_backend.multihost.remote_host import RemoteWorker
-from gpu_backend.protocol.errors import ProtocolError, SessionLostError
+from gpu_backend.protocol.errors import SessionLostError
 from gpu_backend.worker.grants import grant_step
 
 __all__ = ["SessionWorkers", "MAX_WHERE_WAITING"]
 
 #: How many ``where`` requests may wait for one session's move (its client asks one at a
-#: time, asking again every few seconds: kernelproxy/relink.py).
+#: time, asking again every few seconds on a new socket: kernelproxy/relink.py; the oldest
+#: go first).
 MAX_WHERE_WAITING = 64
 
 
@@ -99,9 +100,11 @@ class SessionWorkers:
             raise SessionLostError(f"the pool ended this session: {why}" if why else
                                    "the pool has no such session (it ended, or the pool restarted)")
         if session.moving is not None:
-            if len(session.moving.waiting) >= MAX_WHERE_WAITING:   # (one client asks once)
-                raise ProtocolError("too many requests wait for this session's move")
-            session.moving.waiting.append(ident)
+            waiting = session.moving.waiting
+            if ident not in waiting:   # (its client asks again every few seconds, each time
+                if len(waiting) >= MAX_WHERE_WAITING:   # on a new socket: the oldest asks,
+                    del waiting[0]                      # given up by now, are dropped)
+                waiting.append(ident)
             self.moves.called_back(session)   # (parked until asked for: asked for now)
             return
         self.reply_where(ident, session)

@@ -179,10 +179,13 @@ def test_a_pool_removes_the_swap_files_a_killed_pools_workers_left(tmp_path):
     from gpu_backend.pool import LocalPool
     swap = tmp_path / "swap"
     swap.mkdir(mode=0o700)
+    (swap / "restart").mkdir(mode=0o700)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     orphans = [swap / f"swap-ab12-{gone.pid}", swap / f"swap-ab12-{gone.pid}-park.manifest",
-               swap / f"swap-{gone.pid}"]
+               swap / f"swap-{gone.pid}", swap / f"swap-ab12-{gone.pid}-lent-0",
+               swap / "restart" / f"swap-ef56-{gone.pid}-park",   # (parked after its pool
+               swap / "restart" / f"swap-ef56-{gone.pid}-park.manifest"]   # gave up on it)
     kept = [swap / f"swap-cd34-{os.getpid()}", swap / "notes.txt"]   # (a live worker's; not ours)
     for path in orphans + kept:
         path.write_bytes(b"x")
