@@ -245,6 +245,8 @@ class FrontDoor(SessionWorkers):
             self.usage.report(session.sid, session.user, session.worker.device, session.usage)
         elif kind == "room" and worker.session is not None:   # its device's memory is full
             self.swaps.make_room(worker, int(msg.get("want") or 0))
+        elif kind == "elsewhere" and worker.session is not None:   # ... and stays full
+            self.moves.elsewhere(worker.session, msg.get("want"))
         elif kind == "swap_due" and worker.session is not None:   # idle for --swap-idle
             self.swaps.let_go(worker.session, int(msg.get("bytes") or 0))
         elif kind == "swapped" and worker.session is not None:

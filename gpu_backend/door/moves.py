@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpu_backend.door.placement import devices_kept_apart
 from gpu_backend.protocol.errors import SessionLostError
 from gpu_backend.worker.handover import discard
 
@@ -150,6 +151,46 @@ class Moves:
                     and session.worker.session is session and now - session.last_work >= idle
                     and session.park_refused_at != session.last_work):
                 self.park_here(session, None, f"idle for {idle:g} s, swapped out")
+
+    def elsewhere(self, session: Any, want: Any) -> None:
+        """*session*'s arrays do not fit its device, full of busy sessions: moved to the
+        device of its host (of the pool, with a shared swap directory) with room for
+        *want* bytes and the most of it, if there is one; else told to stay (its op then
+        fails with the device's out-of-memory error, nothing lost)."""
+        want = want if type(want) is int and want >= 0 else 0
+        shared = self.door.settings.swap_dir_shared
+        sessions = [s for s in self.door.sessions.values() if not s.closing]
+        kept_apart = devices_kept_apart(sessions, session)
+        rooms = {}
+        for device in self.door.devices:
+            if (device == session.worker.device or device in self.draining or device in kept_apart
+                    or self.door.spares.resting(device) is not None
+                    or not (shared or self.door.hosts.of(device)
+                            is self.door.hosts.of(session.worker.device))):
+                continue
+            room = self._room_on(device, sessions)
+            if room is not None and room >= want:
+                rooms[device] = room
+        if rooms and session.moving is None:
+            target = max(rooms, key=rooms.get)
+            if self.start(session, target, "its device is full") is None:
+                return
+        session.worker.tell({"t": "stay"})
+
+    def _room_on(self, device: str, sessions: list) -> int | None:
+        """Bytes of *device*'s memory its sessions do not hold (its workers' figure of its
+        memory, a GPU's; the pool's --numpy-device-memory, a NumPy device's), None where
+        unknown."""
+        workers = [*self.door.hosts.spares(device),
+                   *(s.worker for s in sessions if s.worker.device == device)]
+        total = next((w.info.get("memory_total") for w in workers
+                      if isinstance(getattr(w, "info", None), dict)
+                      and type(w.info.get("memory_total")) is int), None)
+        total = total or self.door.settings.numpy_device_memory
+        if not total:
+            return None
+        held = sum(s.usage.get("memory") or 0 for s in sessions if s.worker.device == device)
+        return int(total) - held
 
     def called_back(self, session: Any) -> None:
         """A session parked until asked for is asked for (its client's ``where``): a spare of

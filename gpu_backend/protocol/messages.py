@@ -55,7 +55,7 @@ __all__ = [
     "ArbiterYield",
     # moves and administration
     "WhereRequest", "WhereReply", "ControlPark", "ControlUnpark", "ControlRelease",
-    "ControlParked", "ControlAdopted",
+    "ControlParked", "ControlAdopted", "ControlElsewhere", "ControlStay",
     "AdminDrain", "AdminUndrain", "AdminMove", "AdminMoves", "AdminRestart", "AdminReply",
     "ParkedSessions", "ParkedSession", "AdminMoveRow",
     "AdminSessionRow",
@@ -930,6 +930,21 @@ class ControlUnpark(TypedDict):
     t: Annotated[Literal["unpark"], "the message type"]
 
 
+class ControlElsewhere(TypedDict):
+    """worker → front door: the session's arrays do not fit its device, full of sessions
+    that cannot be swapped out (its swap-in asked for room and got none): move it to a
+    device with room, answered with ``park`` (its waiting batch is then left unanswered:
+    the client sends it again to the next worker) or :class:`ControlStay`."""
+    t: Annotated[Literal["elsewhere"], "the message type"]
+    want: Annotated[int, "bytes of its arrays"]
+
+
+class ControlStay(TypedDict):
+    """front door → worker: no device has room for the session (:class:`ControlElsewhere`):
+    it stays, and its batch fails with the device's out-of-memory error."""
+    t: Annotated[Literal["stay"], "the message type"]
+
+
 class ControlRelease(TypedDict):
     """front door → a worker that lent its session (:class:`ControlParked` ``lent``): the
     adopter has copied the arrays; free them and exit."""
@@ -1099,7 +1114,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
                      ControlAssign, ControlGranted, QuotaRefusal, ControlStop, ControlReclaim,
                      ControlSwap, ControlSwapped, ControlSwapDue, ControlRoom, ControlRoomed,
                      ControlPark, ControlUnpark, ControlRelease, ControlParked,
-                     ControlAdopted),
+                     ControlAdopted, ControlElsewhere, ControlStay),
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),

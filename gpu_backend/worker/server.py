@@ -113,6 +113,10 @@ class WorkerServer(SessionMoves):
         #: a move asked: lend the arrays (within the host; *park_stream*: to another host,
         #: streamed), and whether they may go through the swap directory instead
         self.park_lend = self.park_stream = False
+        self.room_refused = False   # (an allocation asked for room and the pool made none)
+        #: the batch a session was moved for, as its arrays did not fit (worker/server_moves:
+        #: that batch is not moved again, where the pool's figures of the target were old)
+        self.moved_for = 0
         self.park_files = True
         self.adoption_failed = False
         self.parked = False
@@ -192,7 +196,9 @@ class WorkerServer(SessionMoves):
         self._send_control({"t": "room", "want": max(0, int(short))})
         self.notices.start("room", short)   # (the client sees why its op waits)
         try:
-            return self._wait_roomed()
+            made = self._wait_roomed()
+            self.room_refused = self.room_refused or not made
+            return made
         finally:
             self.notices.end("room")
 
@@ -478,9 +484,16 @@ class WorkerServer(SessionMoves):
             if swapped is not None:   # its arrays come back first (or the batch
                 self._last_usage_time = 0.0     # fails with why, and nothing is lost)
                 notices.start("swap_in", swapped.nbytes)
+                self.room_refused = False
                 try:
                     self.swap.back(lambda done: notices.progress("swap_in", done))
                 except Exception as exc:
+                    if self._elsewhere(exc, swapped.nbytes, batch):   # (moved to a device
+                        self._batch = batch - 1   # with room: this batch is sent there again,
+                        if self._park():          # unanswered here)
+                            notices.end("swap_in")
+                            return
+                        self._batch = batch
                     reply, out = self.executor.unrun_batch(header, ops, exc), []
                 finally:
                     notices.end("swap_in")

@@ -21,7 +21,11 @@ from ..protocol.errors import error_name
 from . import handover
 from .loan_stream import LoanReader, LoanServer
 
-__all__ = ["SessionMoves"]
+__all__ = ["SessionMoves", "ELSEWHERE_WAIT"]
+
+#: how long a session whose arrays do not fit its device waits for the pool to say whether
+#: it moves them elsewhere
+ELSEWHERE_WAIT = 10.0
 
 
 class SessionMoves:
@@ -40,7 +44,8 @@ class SessionMoves:
             return False
         directory = self.park_dir or self.swap.directory or self.swap.default_directory
         self.park_dir = None
-        state = {"poisoned_at": self.executor.poisoned_at, "cancel_upto": self.cancel_upto}
+        state = {"poisoned_at": self.executor.poisoned_at, "cancel_upto": self.cancel_upto,
+                 "moved_for": self.moved_for}
         lent = None
         try:
             if directory is None:
@@ -77,6 +82,31 @@ class SessionMoves:
             return False   # (the move failed: the session stays here, as it was)
         self.parked = self.closed = True
         return True
+
+    def _elsewhere(self, exc: BaseException, nbytes: int, batch: int) -> bool:
+        """The session's arrays do not fit its device again (*exc*, from its swap-in: the
+        device is full and the pool could make no room): ask the pool to move it to a
+        device with room for *nbytes*. Whether it does (told ``park``: the batch waiting is
+        left unanswered, and its client sends it again to the next worker); only with no
+        other message waiting (one sent after it must not run before it), and once for a
+        batch (moved here for it already, it fails here)."""
+        if (error_name(exc) != "OutOfMemoryError" or not self.room_refused or batch <= self.moved_for
+                or self._queue or self.links.poll(0) or self.park_dir is not None):
+            return False
+        self._send_control({"t": "elsewhere", "want": int(nbytes)})
+        deadline = time.monotonic() + ELSEWHERE_WAIT
+        while not self.pool_gone and self.control.poll(max(0.0, deadline - time.monotonic())):
+            msg = self._read_control()
+            if msg is not None and msg.get("t") == "stay":
+                return False
+            if msg is not None:
+                self._on_control(msg)
+            if self.park_dir is not None:
+                self.moved_for = batch
+                return True
+            if time.monotonic() > deadline:
+                break
+        return False
 
     def _lend(self, directory: Path, state: dict) -> Any:
         """The session lent for a move (worker/handover.py): in place within the host, or
@@ -163,4 +193,6 @@ class SessionMoves:
             self.executor.poisoned_at = state["poisoned_at"]
         if type(state.get("cancel_upto")) is int:
             self.cancel_upto = state["cancel_upto"]
+        if type(state.get("moved_for")) is int:   # (moved here for a batch: not moved again for it)
+            self.moved_for = state["moved_for"]
         self._send_control({"t": "adopted", "bytes": nbytes})

@@ -22,7 +22,7 @@ from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 from workbench.pool_views import sessions_view
 
-from tests.gpu_backend.test_swap import MIB, PATIENCE, _row, _wait
+from tests.gpu_backend.test_swap import MIB, PATIENCE, _idle_for, _row, _wait
 
 DEVICES = os.environ.get("GPUWB_TEST_MOVE_DEVICES", "cpu,cpu")
 
@@ -434,12 +434,14 @@ def test_a_move_to_its_own_device_gives_the_session_a_fresh_worker(pool):
 def test_a_session_that_does_not_fit_its_new_device_arrives_swapped_and_loses_nothing(tmp_path):
     """The adopter's device is full (the session there may not be swapped: swap cap 0): the
     moved arrays go to the swap directory instead, and come back at an op once there is
-    room; until then that op fails with the device's out-of-memory error, nothing lost."""
+    room; while no device has room for them (the one it left is full now too) that op
+    fails with the device's out-of-memory error, nothing lost."""
     with LocalPool(devices="cpu,cpu", numpy_device_memory=64 * MIB, memory_limit=48 * MIB,
                    swap_idle=None, swap_dir=tmp_path / "swap", swap_cap=0,
                    lease_timeout=60) as pool:
         a = kernelproxy.connect(pool.address, pool.token)
         b = kernelproxy.connect(pool.address, pool.token)
+        c = None
         try:
             cpa = module_for(a)
             host = np.arange(5 * MIB, dtype=np.float64)   # 40 MiB
@@ -455,13 +457,19 @@ def test_a_session_that_does_not_fit_its_new_device_arrives_swapped_and_loses_no
             _wait(lambda: _where(pool, a)["device"] == db and not _where(pool, a)["moving"],
                   "the move")
             assert _wait(lambda: _row(a).get("swapped"), "the session to arrive swapped") >= 40 * MIB
-            with pytest.raises(MemoryError, match="full"):
+            c = kernelproxy.connect(pool.address, pool.token)   # (placed where a was)
+            xc = module_for(c).full(5 * MIB, 2.0)
+            float(xc[0])
+            assert _where(pool, c)["device"] == da
+            with pytest.raises(MemoryError, match="full"):   # (moved once for it at most)
                 float(xa[1])
             b.close()
             assert np.array_equal(xa.get(), host)
         finally:
             a.close()
             b.close()
+            if c is not None:
+                c.close()
 
 
 def test_a_lent_move_with_no_worker_to_take_it_leaves_the_session_serving_where_it_was(
@@ -575,3 +583,45 @@ def test_a_drain_keeps_one_clients_sessions_on_separate_devices(tmp_path):
         finally:
             group.close()
             other.close()
+
+
+def test_a_swap_in_that_does_not_fit_its_device_moves_the_session_to_one_with_room(
+        tmp_path, monkeypatch):
+    """a is swapped out for b on a full device, and b keeps it busy: a's next op cannot
+    bring its arrays back there, so the pool moves a to the other device, which has room,
+    and that op runs there (sent again by its client), its arrays bitwise."""
+    import gpu_backend.door.swap_broker as swap_broker
+    monkeypatch.setattr(swap_broker, "ROOM_PATIENCE", 0.2)   # (b's loop: never idle enough)
+    with LocalPool(devices="cpu,cpu", numpy_device_memory=64 * MIB, memory_limit=48 * MIB,
+                   swap_idle=None, swap_dir=tmp_path / "swap", lease_timeout=60) as pool:
+        a = kernelproxy.connect(pool.address, pool.token)
+        b = kernelproxy.connect(pool.address, pool.token)
+        stop = threading.Event()
+        busy = None
+        try:
+            host = np.arange(5 * MIB, dtype=np.float64)             # 40 MiB of the 64
+            xa = module_for(a).asarray(host)
+            float(xa[0])
+            here = _where(pool, a)["device"]
+            if _where(pool, b)["device"] != here:   # (b beside a: moved there)
+                assert admin_request(pool.door.admin.address,
+                                     {"t": "move", "session": b.id, "device": here})["ok"]
+                _wait(lambda: _where(pool, b)["device"] == here and not _where(pool, b)["moving"],
+                      "b beside a")
+            from gpu_backend.door.swap_pressure import PRESSURE_IDLE
+            _idle_for(a, PRESSURE_IDLE + 0.2)
+            xb = module_for(b).ones(5 * MIB, dtype=np.float64)      # 40 more: a goes out
+            assert float(xb.sum()) == 5 * MIB
+            assert _wait(lambda: _row(a)["swapped"], "a's swap-out") >= 40 * MIB
+            busy = threading.Thread(target=lambda: [float(xb[0]) for _ in iter(stop.is_set, True)])
+            busy.start()
+            _wait(lambda: _row(b)["idle"] < 0.3, "b's loop")
+            assert float(xa.sum()) == float(host.sum())              # a's turn: elsewhere
+            assert _where(pool, a)["device"] != here and _where(pool, a)["moves"] == 1
+            assert np.array_equal(xa.get(), host)
+        finally:
+            stop.set()
+            if busy is not None:
+                busy.join()
+            a.close()
+            b.close()
