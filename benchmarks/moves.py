@@ -80,33 +80,39 @@ def _where(admin: str, sid: str) -> dict:
     return next(r for r in admin_request(admin, {"t": "moves"})["sessions"] if r["session"] == sid)
 
 
+def _timed_move(pool, nbytes: int, count: int) -> dict:
+    """A session of *nbytes* in *count* arrays moved by the administration socket to the
+    pool's other device (its own, with one: a fresh worker of it, the same steps but the
+    copy's path), timed: the move, the client's first op, the whole; bitwise after."""
+    admin = pool.door.admin.address
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        arrays, before = _fill(s, nbytes, count)
+        start = _where(admin, s.id)["device"]
+        target = next((d for d in pool.door.devices if d != start), start)
+        t0 = time.perf_counter()
+        assert admin_request(admin, {"t": "move", "session": s.id, "device": target})["ok"]
+        while (r := _where(admin, s.id))["moves"] < 1 or r["moving"]:
+            if r["refused"]:
+                return {"error": r["refused"]}
+            time.sleep(0.002)
+        t1 = time.perf_counter()
+        after = _sums(arrays[:1])   # the first op (swapped in first, after a move by file)
+        t2 = time.perf_counter()
+        after += _sums(arrays[1:])
+        return {"from": start, "to": target, "how": r["how"], "move_s": t1 - t0,
+                "first_op_s": t2 - t1, "total_s": t2 - t0, "bitwise": after == before}
+    finally:
+        s.close()
+
+
 def measure_move(devices: str, nbytes: int, count: int, swap_dir: str) -> dict:
     with LocalPool(devices=devices, swap_dir=swap_dir, swap_idle=None, lease_timeout=600,
                    memory_limit=nbytes + 4 * GIB) as pool:
-        admin = pool.door.admin.address
-        s = kernelproxy.connect(pool.address, pool.token)
-        try:
-            arrays, before = _fill(s, nbytes, count)
-            start = _where(admin, s.id)["device"]
-            # (one device: a move to a fresh worker of it, the same steps but the copy's path)
-            target = next((d for d in pool.door.devices if d != start), start)
-            used_before = _device_used(devices)
-            t0 = time.perf_counter()
-            assert admin_request(admin, {"t": "move", "session": s.id, "device": target})["ok"]
-            while (r := _where(admin, s.id))["moves"] < 1 or r["moving"]:
-                if r["refused"]:
-                    return {"error": r["refused"]}
-                time.sleep(0.002)
-            t1 = time.perf_counter()
-            after = _sums(arrays[:1])   # the first op (swapped in first, after a move by file)
-            t2 = time.perf_counter()
-            after += _sums(arrays[1:])
-            time.sleep(0.5)   # (the old worker's exit, after its release)
-            return {"from": start, "to": target, "how": r["how"], "move_s": t1 - t0,
-                    "first_op_s": t2 - t1, "total_s": t2 - t0, "bitwise": after == before,
-                    "device_used_before": used_before, "device_used_after": _device_used(devices)}
-        finally:
-            s.close()
+        used_before = _device_used(devices)
+        run = _timed_move(pool, nbytes, count)
+        time.sleep(0.5)   # (the old worker's exit, after its release)
+        return {**run, "device_used_before": used_before, "device_used_after": _device_used(devices)}
 
 
 def _device_used(devices: str) -> int | None:
@@ -173,29 +179,11 @@ def measure_move_hosts(devices: str, nbytes: int, count: int, swap_dir: str) -> 
             deadline = time.monotonic() + 120
             while len(pool.door.devices) < 2 and time.monotonic() < deadline:
                 time.sleep(0.05)
-            admin = pool.door.admin.address
-            s = kernelproxy.connect(pool.address, pool.token)
-            try:
-                arrays, before = _fill(s, nbytes, count)
-                start = _where(admin, s.id)["device"]
-                target = next(d for d in pool.door.devices if d != start)
-                t0 = time.perf_counter()
-                assert admin_request(admin, {"t": "move", "session": s.id, "device": target})["ok"]
-                while (r := _where(admin, s.id))["moves"] < 1 or r["moving"]:
-                    if r["refused"]:
-                        return {"error": r["refused"]}
-                    time.sleep(0.002)
-                t1 = time.perf_counter()
-                after = _sums(arrays[:1])
-                t2 = time.perf_counter()
-                after += _sums(arrays[1:])
-                return {"from": start, "to": target, "how": f"{r['how']}, streamed",
-                        "move_s": t1 - t0, "first_op_s": t2 - t1, "total_s": t2 - t0,
-                        "bitwise": after == before,
-                        "loopback_gbps": loopback_rate(min(nbytes, 4 * GIB)) / 1e9,
-                        "lanes": LANES}
-            finally:
-                s.close()
+            run = _timed_move(pool, nbytes, count)
+            if "how" in run:
+                run["how"] += ", streamed"
+            return {**run, "loopback_gbps": loopback_rate(min(nbytes, 4 * GIB)) / 1e9,
+                    "lanes": LANES}
         finally:
             for agent, thread in agents:
                 agent.stop()

@@ -48,6 +48,30 @@ def _move(pool, session) -> str:
     return target
 
 
+def _worked(session, ops: int):
+    """*ops* ops run by *session* on an array, read; the array and the ops its worker's
+    usage report counts (waited for)."""
+    x = module_for(session).ones(100)
+    for _ in range(ops):
+        x = x + 1
+    float(x[0])
+    counted = _wait(lambda: (r := _row(session)) and (r.get("ops") or 0) >= ops and r["ops"],
+                    "usage")
+    return x, counted
+
+
+def _one_lone(pool, sessions: list, size: int) -> tuple[list, int, list]:
+    """Each of three *sessions* given an array of *size* (session k's full of k + 1) and
+    read; the arrays, the session alone on its device and the two sharing one."""
+    arrays = []
+    for k, s in enumerate(sessions):
+        arrays.append(module_for(s).full(size, float(k + 1)))
+        float(arrays[-1][0])
+    devices = [_where(pool, s)["device"] for s in sessions]
+    lone = next(i for i, d in enumerate(devices) if devices.count(d) == 1)
+    return arrays, lone, [i for i in range(3) if i != lone]
+
+
 @pytest.fixture
 def pool(tmp_path):
     with LocalPool(devices=DEVICES, swap_dir=tmp_path / "swap", lease_timeout=30,
@@ -184,12 +208,7 @@ def test_drain_moves_every_session_off_a_device_and_places_none_there(pool):
 def test_the_usage_a_moved_session_counted_is_carried(pool):
     s = kernelproxy.connect(pool.address, pool.token)
     try:
-        cp = module_for(s)
-        x = cp.ones(100)
-        for _ in range(50):
-            x = x + 1
-        float(x[0])
-        ops = _wait(lambda: (r := _row(s)) and (r.get("ops") or 0) >= 50 and r["ops"], "usage")
+        x, ops = _worked(s, 50)
         _move(pool, s)
         float((x + 1)[0])
         assert _wait(lambda: (_row(s).get("ops") or 0) > ops, "the new worker's usage")
@@ -274,12 +293,7 @@ def test_a_parked_session_closed_by_its_client_ends_and_leaves_no_file(tmp_path)
 def test_a_session_moved_twice_counts_its_use_once(pool):
     s = kernelproxy.connect(pool.address, pool.token)
     try:
-        cp = module_for(s)
-        x = cp.ones(100)
-        for _ in range(40):
-            x = x + 1
-        float(x[0])
-        first = _wait(lambda: (r := _row(s)) and (r.get("ops") or 0) >= 40 and r["ops"], "usage")
+        x, first = _worked(s, 40)
         _move(pool, s)
         float((x + 1)[0])
         _move(pool, s)
@@ -509,13 +523,7 @@ def test_the_pool_moves_an_idle_session_to_even_out_its_devices(tmp_path, monkey
                    lease_timeout=30) as pool:
         sessions = [kernelproxy.connect(pool.address, pool.token) for _ in range(3)]
         try:
-            arrays = []
-            for k, s in enumerate(sessions):
-                arrays.append(module_for(s).full(1000, float(k + 1)))
-                float(arrays[-1][0])
-            devices = [_where(pool, s)["device"] for s in sessions]
-            lone = next(i for i, d in enumerate(devices) if devices.count(d) == 1)
-            pair = [i for i in range(3) if i != lone]
+            arrays, lone, pair = _one_lone(pool, sessions, 1000)
             time.sleep(0.6)   # (idle long enough, two devices at 2 and 1: nothing moves)
             assert all(_where(pool, s)["moves"] == 0 for s in sessions)
             sessions[lone].close()   # now 2 and 0

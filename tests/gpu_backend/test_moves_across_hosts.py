@@ -15,15 +15,11 @@ from gpu_backend.pool import LocalPool
 from kernelproxy.modules import module_for
 
 from tests.gpu_backend.test_host_agents import Agents
+from tests.gpu_backend.test_moves import _one_lone, _where
 from tests.gpu_backend.test_swap import _row
 from tests.waiting import until
 
 PATIENCE = 60.0
-
-
-def _where(pool, session) -> dict:
-    rows = admin_request(pool.door.admin.address, {"t": "moves"})["sessions"]
-    return next(r for r in rows if r["session"] == session.id)
 
 
 @pytest.fixture
@@ -131,13 +127,7 @@ def test_the_pool_evens_out_its_hosts_by_moving_an_idle_session(two_hosts, monke
     monkeypatch.setattr(pool.door.rebalancer, "idle", 0.3)
     sessions = [kernelproxy.connect(pool.address, pool.token) for _ in range(3)]
     try:
-        arrays = []
-        for k, s in enumerate(sessions):
-            arrays.append(module_for(s).full(2000, float(k + 1)))
-            float(arrays[-1][0])
-        devices = [_where(pool, s)["device"] for s in sessions]
-        lone = next(i for i, d in enumerate(devices) if devices.count(d) == 1)
-        pair = [i for i in range(3) if i != lone]
+        arrays, lone, pair = _one_lone(pool, sessions, 2000)
         sessions[lone].close()
         assert until(lambda: [i for i in pair if _where(pool, sessions[i])["moves"] == 1
                               and not _where(pool, sessions[i])["moving"]], PATIENCE)
