@@ -23,6 +23,7 @@ from ..protocol.errors import OutOfMemoryError
 from .base import (Device, HostInterfaceView, interface_bytes, lazy_functions, resolve_table,
                    signal_object_class, sparse_lu_class, sparse_object_class)
 from .host_bytes import HostBytes
+from .swap_file_io import write_private
 from .host_capture import HostCaptures
 from .host_casts import converting_functions, converting_methods, converting_operators
 from .host_fields import FIELD_CHECKED_OPERATORS
@@ -323,14 +324,8 @@ class NumpyDevice(Device):
             for i, array in enumerate(arrays):
                 _ptr, start, size = self.memory_span(array)
                 path = os.path.join(str(directory), f"{name}-lent-{i}")
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                write_private(path, (ctypes.c_uint8 * size).from_address(start))
                 loan.append([path, 0, size])
-                try:
-                    view = memoryview((ctypes.c_uint8 * size).from_address(start)).cast("B")
-                    while view:
-                        view = view[os.write(fd, view):]
-                finally:
-                    os.close(fd)
         except OSError:
             self.end_loan(loan)
             return None

@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["PIECE", "THREADS", "METHODS", "SwapFile", "SwapFileReader"]
+__all__ = ["PIECE", "THREADS", "METHODS", "SwapFile", "SwapFileReader", "write_private"]
 
 #: bytes of one piece: what one thread writes or reads at a time (and a GPU's pinned
 #: buffers' size): large enough that a piece's system calls cost nothing beside its copy
@@ -83,6 +83,22 @@ def _pread_all(fd: int, into: Any, at: int) -> int:
         got += n
     return got
 
+
+
+def write_private(path: Any, data: Any) -> None:
+    """Write *data* (a buffer) to a new file at *path*, 0600, never over an existing one;
+    on an error the file is not left half written (a parked session's manifest, a lent
+    allocation, a restart's records)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(data).cast("B")
+        while view:
+            view = view[os.write(fd, view):]
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
 
 class SwapFile:
     """A new swap file of *size* bytes at *directory*/*name*, private to the pool's user,

@@ -46,6 +46,7 @@ import zmq
 
 from .moves import Move
 from .placement import least_loaded
+from gpu_backend.devices.swap_file_io import write_private
 from gpu_backend.worker.handover import discard, files_of
 
 __all__ = ["park_all", "restore", "keeps_sessions", "sweep_orphans", "ParkedWorker",
@@ -129,9 +130,7 @@ def park_all(door: Any) -> int:
         return 0
     path = folder / RECORDS
     path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(msgpack.packb({"v": 1, "sessions": records}, use_bin_type=True))
+    write_private(path, msgpack.packb({"v": 1, "sessions": records}, use_bin_type=True))
     for record in records:   # (kept for the next pool: not ended, their files stay)
         session = door.sessions.pop(record["session"])
         door.usage.close_session(session.sid, "the pool restarted: parked for the next",

@@ -44,6 +44,7 @@ import msgpack
 import numpy as np
 
 from ..devices.host_bytes import HostBytes
+from ..devices.swap_file_io import write_private
 from ..protocol.errors import error_name
 from .swap import (CHUNK, SwapFile, SwappedArrays, _Placed, placed_allocations, put_back,
                    swap_out, write_allocation)
@@ -71,17 +72,6 @@ def why_not_movable(swap: Any) -> str | None:
     return None
 
 
-def _private(path: Path, data: bytes) -> None:
-    """Write *data* to a new file at *path*, 0600, never over an existing one."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
-
 def park(swap: Any, replay: Any, directory: Path, batch: int,
          state: dict | None = None) -> tuple[Path, int]:
     """Write the session out for another worker: its arrays (to *directory*'s file tier),
@@ -100,7 +90,7 @@ def park(swap: Any, replay: Any, directory: Path, batch: int,
     host_path = None
     if swapped is not None and swapped.host is not None:   # (dies with this process)
         host_path = directory / f"{swap.name}-park-host"
-        _private(host_path, memoryview(swapped.host.array).cast("B"))
+        write_private(host_path, swapped.host.array)
     path = _write_manifest(directory, swap.name, _manifest(
         batch, state, replay, swapped.sizes if swapped else [],
         swapped.in_host if swapped else [], swapped.handles if swapped else {},
@@ -129,7 +119,7 @@ def _manifest(batch: int, state: dict | None, replay: Any, sizes: list, in_host:
 def _write_manifest(directory: Path, name: str, manifest: dict) -> Path:
     """*manifest* written 0600 in *directory*; its path."""
     path = directory / f"{name}-park.manifest"
-    _private(path, msgpack.packb(manifest, use_bin_type=True))
+    write_private(path, msgpack.packb(manifest, use_bin_type=True))
     return path
 
 
