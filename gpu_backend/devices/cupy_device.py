@@ -524,8 +524,7 @@ class CupyDevice(Device):
 
     def lend_allocations(self, arrays: list, directory: Any, name: str) -> list | None:
         """CUDA IPC (devices/cupy_loans.py); None where the memory cannot be exported (an
-        allocator CUDA IPC does not serve)."""
-        self.session_stream.synchronize()
+        allocator CUDA IPC does not serve). The caller has synchronized (worker/handover.py)."""
         try:
             return cupy_loans.lend(self.cupy, [self.memory_span(a)[1:] for a in arrays])
         except (OSError, RuntimeError, self.cupy.cuda.runtime.CUDARuntimeError):

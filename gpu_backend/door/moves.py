@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_backend.door.placement import devices_kept_apart
+from gpu_backend.door.placement import device_loads, devices_kept_apart, least_loaded
 from gpu_backend.protocol.errors import SessionLostError
 from gpu_backend.worker.handover import discard
 
@@ -197,7 +197,6 @@ class Moves:
         the least-loaded device takes it back, its own where that is as little loaded (its
         arrays wait in files any device of the host reads: returning is where the pool
         rebalances, at no cost)."""
-        from .placement import device_loads, devices_kept_apart, least_loaded
         move = session.moving
         if move is None or move.device is not None or move.stage != "parked":
             return
@@ -238,7 +237,6 @@ class Moves:
     def drain(self, devices: set[str]) -> list[dict]:
         """Drain *devices*: no new session goes there, and every session there moves to the
         least-loaded other device. One row per session: where it goes, or why it stays."""
-        from .placement import devices_kept_apart, least_loaded
         self.draining |= devices
         rows = []
         others = [d for d in self.door.devices if d not in self.draining]
