@@ -123,18 +123,24 @@ fi
 if [ "$what" = fastpath ]; then
   # issue 50 (the client's fast path for held stretches), side by side in each script: local
   # CuPy (and the body as one CUDA graph), the pool over ipc:// with replay on ("ipc"), the
-  # fast path off ("ipc-nofast": GPUWB_FAST_PATH=0), replay off ("ipc-nographs"). Each
+  # early replay off ("ipc-noearly": GPUWB_EARLY_REPLAY=0), the fast path off
+  # ("ipc-nofast": GPUWB_FAST_PATH=0), replay off ("ipc-nographs"). Each
   # table says each target and whether it is met. held_loops.py keeps every repeated
   # stretch held (--all-held: its figures are a held stretch's, whatever the timing would
   # keep; HELD_ARGS without it times them as a user's session does), the other two time them
+  if [ -z "${FASTPATH_NO_TESTS:-}" ]; then   # early replay's and the fast path's tests on the GPU
+    GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 300 python3 -m pytest -q -p no:cacheprovider -n 0 \
+      -o addopts="-ra" --timeout 120 tests/kernelproxy/test_early_replay.py \
+      tests/kernelproxy/test_stretch_fast_path.py 2>&1 | tee "$OUT/fastpath-tests.log" | tail -15
+  fi
   timeout ${HELD_TIMEOUT:-150} python3 benchmarks/held_loops.py ${HELD_ARGS:---iterations 300 --rounds 3 \
-    --all-held --transports ipc,ipc-nofast,ipc-nographs} --json "$OUT/held-loops.json" 2>&1 | tee "$OUT/held-loops.log" \
+    --all-held --transports ipc,ipc-noearly,ipc-nofast,ipc-nographs} --json "$OUT/held-loops.json" 2>&1 | tee "$OUT/held-loops.log" \
     | grep -v '^ \|^{\|^}'
   timeout ${REPLAY_TIMEOUT:-150} python3 benchmarks/replay_sync.py ${REPLAY_ARGS:---reps 2000 \
-    --transports ipc,ipc-nofast,ipc-nographs} --json "$OUT/replay-sync.json" 2>&1 | tee "$OUT/replay-sync.log" \
+    --transports ipc,ipc-noearly,ipc-nofast,ipc-nographs} --json "$OUT/replay-sync.json" 2>&1 | tee "$OUT/replay-sync.log" \
     | grep -v '^ \|^{\|^}'
   timeout ${FAST_PROGRAMS_TIMEOUT:-280} python3 benchmarks/programs.py ${FAST_PROGRAMS_ARGS:---rounds 3 \
-    --transports ipc,ipc-nofast,ipc-nographs} --json "$OUT/programs-fastpath.json" 2>&1 \
+    --transports ipc,ipc-noearly,ipc-nofast,ipc-nographs} --json "$OUT/programs-fastpath.json" 2>&1 \
     | tee "$OUT/programs-fastpath.log" | grep -v '^ \|^{\|^}'
 fi
 if [ "$what" = mix ]; then

@@ -2,7 +2,7 @@
 local CuPy (eager, and the body as one CUDA graph) beside the pool's sides in one run.
 
     python benchmarks/held_loops.py [--devices auto] [--json out.json] [--quick]
-        [--transports ipc,ipc-nofast,ipc-nographs] [--loops chain20,heat2d]
+        [--transports ipc,ipc-noearly,ipc-nofast,ipc-nographs] [--loops chain20,heat2d]
         [--iterations 300] [--rounds 3] [--warmup 40] [--all-held]
 
 Issue 50 (the client's fast path for held stretches) is judged by these figures. Each
@@ -26,7 +26,8 @@ Sides: ``local`` (CuPy eager; NumPy where there is no GPU); ``local_graph`` (whe
 a GPU exist: the body captured once with ``stream.begin_capture()``/``end_capture()``, a
 loop-carried array copied back into its buffer inside the graph; each iteration
 ``graph.launch(stream)``, then the read, eager); and each proxy side of ``--transports``
-(``benchmarks/served_pool.py``): ``ipc`` (stretch replay on), ``ipc-nofast`` (the client's
+(``benchmarks/served_pool.py``): ``ipc`` (stretch replay on), ``ipc-noearly`` (replays sent at the sync point, never early:
+``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast`` (the client's
 fast path off, ``GPUWB_FAST_PATH=0``), ``ipc-nographs`` (replay off). Before the timed
 rounds each side runs ``--warmup`` iterations, untimed: kernels built, the stretch offered,
 held, captured and (replay measured, the default) kept or let go. ``replayed`` says how
@@ -327,7 +328,7 @@ def main(argv=None):
     parser.add_argument("--json")
     parser.add_argument("--quick", action="store_true",
                         help="60 iterations x 2 rounds, 20 warm-up, small sizes: a smoke run")
-    parser.add_argument("--transports", default="ipc,ipc-nofast,ipc-nographs",
+    parser.add_argument("--transports", default="ipc,ipc-noearly,ipc-nofast,ipc-nographs",
                         help="proxy sides (benchmarks/served_pool.py)")
     parser.add_argument("--loops", default=",".join(LOOPS), help="of " + ",".join(LOOPS))
     parser.add_argument("--iterations", type=int, default=300)

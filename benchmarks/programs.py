@@ -1,7 +1,7 @@
 """Whole programs, proxy vs local wall time, side by side in one run on one machine.
 
     python benchmarks/programs.py [--devices auto] [--json out.json] [--quick]
-        [--programs NAME,...] [--transports ipc,ipc-nofast,ipc-nographs] [--rounds 5]
+        [--programs NAME,...] [--transports ipc,ipc-noearly,ipc-nofast,ipc-nographs] [--rounds 5]
 
 A user feels whole programs, not microbenchmarks. Each program here is the
 kind of code people run in a notebook: host data uploaded, small and large
@@ -35,7 +35,8 @@ and issue 50's, written as a new user writes them (plain loops, no tricks):
 
 Targets (issue 50): every program <= 1.0x local, a loop of >= 20 iterations <= 0.5x
 local; every result bitwise equal to local CuPy's. ``--transports`` picks the proxy sides
-(``benchmarks/served_pool.py``): by default ``ipc`` (stretch replay on), ``ipc-nofast`` (the
+(``benchmarks/served_pool.py``): by default ``ipc`` (stretch replay on), ``ipc-noearly`` (replays sent at the sync point, never early:
+``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast`` (the
 client's fast path for held stretches off, ``GPUWB_FAST_PATH=0``) and ``ipc-nographs``
 (replay off, ``GPUWB_GRAPHS=0``), each a session of its own on one pool; ``tcp`` for loopback
 TCP. Each program runs on local CuPy and on every side in alternating rounds; the median
@@ -506,7 +507,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--programs", default=",".join(PROGRAMS),
                         help="which programs, by name (default: all): " + ",".join(PROGRAMS))
-    parser.add_argument("--transports", default="ipc,ipc-nofast,ipc-nographs",
+    parser.add_argument("--transports", default="ipc,ipc-noearly,ipc-nofast,ipc-nographs",
                         help="proxy sides (benchmarks/served_pool.py): ipc, tcp, ipc-nofast (issue 50's "
                              "client fast path off), ipc-nographs (stretch replay off), ...")
     parser.add_argument("--policy", default="fair")

@@ -1,12 +1,13 @@
 """Stretch replay on and off, per iteration, side by side with local CuPy in one run.
 
     python benchmarks/replay_sync.py [--devices auto] [--reps 2000] [--json out.json]
-        [--transports ipc,ipc-nofast,ipc-nographs] [--loops hot_sync,stencil] [--quick]
+        [--transports ipc,ipc-noearly,ipc-nofast,ipc-nographs] [--loops hot_sync,stencil] [--quick]
 
 For two loops — the hot sync ``float((x + 1).sum())`` on 1 000 float32 and a 512 x 512
 stencil step with its largest change read — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
-(``ipc``, the default), with the client's fast path for held stretches off (``ipc-nofast``,
+(``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
+``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
 ``GPUWB_FAST_PATH=0``, issue 50) and with replay off (``ipc-nographs``, ``GPUWB_GRAPHS=0``),
 and the worker's own time per iteration (the replies' ``t``): issue 37's "worker's cost for
 a 3-op sync batch within local CuPy's time + 20 µs". Each side's results must be bitwise
@@ -86,7 +87,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--reps", type=int, default=2000)
-    parser.add_argument("--transports", default="ipc,ipc-nofast,ipc-nographs",
+    parser.add_argument("--transports", default="ipc,ipc-noearly,ipc-nofast,ipc-nographs",
                         help="proxy sides (benchmarks/served_pool.py)")
     parser.add_argument("--loops", default=",".join(LOOPS), help="of " + ",".join(LOOPS))
     parser.add_argument("--quick", action="store_true", help="200 reps, for a smoke run")

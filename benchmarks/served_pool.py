@@ -34,6 +34,7 @@ def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 <<
 #: sends large transfers over the Unix socket, not the shared-memory staging ring.
 SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
                "nofast": {"GPUWB_FAST_PATH": "0"},
+               "noearly": {"GPUWB_EARLY_REPLAY": "0"},
                "socket": {"GPUWB_STAGING": "0"}}
 
 
@@ -66,7 +67,9 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     for replay (``GPUWB_GRAPHS=0``, docs/stretch-replay.md): stretch replay off beside on.
     "ipc-nofast" (or "tcp-nofast"): a session of its own with the client's fast path for
     held stretches off (``GPUWB_FAST_PATH=0``, issue 50): replay on, every op of a held
-    stretch issued as before."""
+    stretch issued as before. "ipc-noearly" (or "tcp-noearly"): a session of its own whose
+    runs send their replays at their sync points, never early (``GPUWB_EARLY_REPLAY=0``,
+    kernelproxy/early_replay.py)."""
     addresses = {"ipc": pool.local_address, "tcp": pool.tcp_address}
     sessions = {}
     try:

@@ -3,7 +3,8 @@
     python benchmarks/worker_phases.py [--devices auto] [--reps 1000] [--json out.json]
 
 Runs the hot sync ``float((x + 1).sum())`` and the 20-op chain of ``held_loops.py`` on
-sessions with the fast path on, off (``GPUWB_FAST_PATH=0``) and stretch replay off
+sessions with the fast path on, early replay off (``GPUWB_EARLY_REPLAY=0``), the fast path
+off (``GPUWB_FAST_PATH=0``) and stretch replay off
 (``GPUWB_GRAPHS=0``), each session's worker timing its phases (``GPUWB_WORKER_PHASES``,
 worker/phases.py: received, opened, begun, replay_in, replay_ran, replay_out, ops, run,
 encoded, sent, after_reply), and prints the median microseconds of each phase of each
@@ -34,7 +35,8 @@ from kernelproxy.modules import module_for  # noqa: E402
 from programs import chain20_body, chain20_inputs  # noqa: E402
 from served_pool import open_pool  # noqa: E402
 
-SIDES = {"fast": {}, "nofast": {"GPUWB_FAST_PATH": "0"}, "nographs": {"GPUWB_GRAPHS": "0"}}
+SIDES = {"fast": {}, "noearly": {"GPUWB_EARLY_REPLAY": "0"}, "nofast": {"GPUWB_FAST_PATH": "0"},
+         "nographs": {"GPUWB_GRAPHS": "0"}}
 
 
 def loops(cp):

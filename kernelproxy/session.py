@@ -45,6 +45,8 @@ from .links import WorkerLink, open_link, worker_address
 from .relink import LinkEnded, relink
 from .settings import SessionSettings
 from .stretch_replay import StretchReplay
+from . import early_replay
+from .early_replay import Early
 from .stretch_templates import TemplateRun
 from .tracebacks import for_user
 from .wait_displays import WaitDisplays
@@ -273,7 +275,7 @@ class Session:
         self._resume: int | None = None
         #: recognises repeated stretches and sends them as replays (kernelproxy.stretch_replay)
         self.stretches = (StretchReplay(self._handle_of, measured=settings.replay_measured,
-                                        fast=settings.fast_path)
+                                        fast=settings.fast_path, early=settings.early_replay)
                           if settings.graphs else None)
         #: the run of a held stretch answered from its template (kernelproxy/stretch_templates.py),
         #: while one is under way; whether the stretch just begun may start one (no op of it
@@ -284,6 +286,10 @@ class Session:
         #: replays sent from runs, by batch: their ops' origins are made only if the reply
         #: needs them (an error, a warning, a cancel)
         self._run_origins: dict[int, TemplateRun] = {}
+        #: a run's replay sent early, until its reply is read (kernelproxy/early_replay.py),
+        #: and one to undo with the next batch (its header A)
+        self._early: Early | None = None
+        self._undo: list | None = None
         end_with_process(self)   # closed at exit if still open (kernelproxy.lifetime)
 
     # ------------------------------------------------------------ issuing ops
@@ -392,6 +398,8 @@ class Session:
         run = self._run
         if run is not None:   # a stretch answered from its template: one replay, or its ops
             entry = None if part else run.complete()
+            if run.early is not None and early_replay.settle(self, run, entry, sync_device):
+                return   # (its replay went early: its reply answers it)
             if entry is not None:
                 self._send_run(run, entry, sync_device)
                 return
@@ -446,6 +454,8 @@ class Session:
         self._flushed_seq = last
         self.meta.sent_below = next(self._ids)   # (one id unused per batch: ids need only differ)
         header = {"k": self.key, "b": self._batch, "n": last - first + 1, "r": self._resume}
+        if self._undo is not None:   # (an early replay its run did not match: undone first)
+            header["A"], self._undo = self._undo, None
         if self.progress is not None:   # (notices of its waits: only where they are shown)
             header["p"] = 1
         return header
@@ -484,6 +494,9 @@ class Session:
             if self.stretch_frees:   # (dropped before its first op: freed before the replay)
                 header["F"] = list(self.stretch_frees)
             stretches.replayed(header, run.template)
+            plan = run.template.early_plan
+            if plan is not None:   # (what changes between runs: when the next goes early)
+                run.template.early_at = plan.observe(entry[2], entry[3])
             self._header_ends(header, sync_device)
             ops.insert(0, codec.packb(header))
             frames = [b"".join(ops)]
@@ -508,6 +521,8 @@ class Session:
         as the records the client would have sent, its frees where they came, each op's
         origin kept; the op at hand then goes as ever."""
         run, self._run = self._run, None
+        if run.early is not None:
+            early_replay.abandon(self, run)
         records, origins = run.fall_back()
         self._ops.extend(records)
         origin = self._origin
@@ -629,8 +644,11 @@ class Session:
             self._waits.end()
         batch, first, last = self._in_flight.popleft()
         self._sent.pop(batch, None)
+        if self._early is not None and early_replay.discarded(self, batch, reply):
+            return   # (an early replay undone: nothing of it reaches the user)
         if self.stretches is not None:
-            self.stretches.answered(batch, reply.get("h"), reply.get("f"), reply.get("hm"))
+            self.stretches.answered(batch, reply.get("h"), reply.get("f"), reply.get("hm"),
+                                    reply.get("hs"))
         run = self._run_origins.pop(batch, None) if self._run_origins else None
         if run is not None and (reply.get("e") is not None or reply["w"] or reply.get("c")):
             self._origin.update(run.origins())   # (made only where a reply needs them)
@@ -830,14 +848,19 @@ class Session:
         if run is not None:   # (a run's frees follow its replay, or its ops if it falls back)
             run.freed(hid)
         else:
-            self._ops.append(self._free_packer.pack(hid))
-            if self.stretches is not None:
-                self.stretches.current.add_free(hid)
-                if self._may_start:   # (dropped before the stretch's first op)
-                    self.stretch_frees.append(hid)
+            self._queue_free(hid)
         self.arrays.pop(hid, None)
         never_made = self._dead.pop(hid, None) is not None   # (no metadata will come)
         self.meta.dropped(hid, unread and not never_made)
+
+    def _queue_free(self, hid: int) -> None:
+        """A free record for *hid* joins the queue (and the stretch's key; before the
+        stretch's first op, its replay's header F)."""
+        self._ops.append(self._free_packer.pack(hid))
+        if self.stretches is not None:
+            self.stretches.current.add_free(hid)
+            if self._may_start:   # (dropped before the stretch's first op)
+                self.stretch_frees.append(hid)
 
     def _check_open(self) -> None:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
@@ -858,6 +881,7 @@ class Session:
         self._in_flight.clear()
         self._sent.clear()
         self._run_origins.clear()   # (the runs whose replies will not come)
+        self._early = None
         self._waits.end()
         self._release()
         raise for_user(SessionLostError(reason))

@@ -49,6 +49,10 @@ class SessionSettings:
     #: answered from its template on the client (kernelproxy/stretch_templates.py); to
     #: measure the difference, and as a way out should the fast path misbehave.
     fast_path: bool = True
+    #: ``GPUWB_EARLY_REPLAY=0``: a run answered from its template sends its replay at its
+    #: sync point, never early, before its last ops (kernelproxy/early_replay.py); to
+    #: measure the difference, and as a way out should early replay misbehave.
+    early_replay: bool = True
     #: ``JPY_SESSION_NAME``: the notebook's path, which Jupyter Server gives the kernels it
     #: starts for a notebook; the session's label in the pool's status (the Lab panel
     #: names the notebook that opened each session)
@@ -63,4 +67,5 @@ class SessionSettings:
                    graphs=_flag(env, "GPUWB_GRAPHS", True),
                    replay_measured=_flag(env, "GPUWB_REPLAY_MEASURED", True),
                    fast_path=_flag(env, "GPUWB_FAST_PATH", True),
+                   early_replay=_flag(env, "GPUWB_EARLY_REPLAY", True),
                    notebook=env.get("JPY_SESSION_NAME") or None)

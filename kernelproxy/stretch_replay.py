@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 from gpu_backend.protocol.stretches import MAX_HELD, REPEATS
 
+from .early_replay import EarlyPlan
 from .stretch_key import StretchKey
 from .stretch_templates import StretchTemplate, Templates, TemplateRun
 
@@ -103,7 +104,8 @@ class StretchReplay:
     """
 
     def __init__(self, handle_of: Callable[[Any], int | None], measured: bool = True,
-                 clock: Callable[[], float] = time.perf_counter, fast: bool = True) -> None:
+                 clock: Callable[[], float] = time.perf_counter, fast: bool = True,
+                 early: bool = True) -> None:
         self._handle_of = handle_of
         self._measured = measured
         self._clock = clock
@@ -112,6 +114,7 @@ class StretchReplay:
         #: (``GPUWB_FAST_PATH=0``)
         self.templates = Templates()
         self._fast = fast
+        self._early = early   # (kernelproxy/early_replay.py; GPUWB_EARLY_REPLAY)
         self._last_start: StretchTemplate | None = None
         self._counts: OrderedDict[int, _Sightings] = OrderedDict()   # hash -> sightings (LRU)
         self._decided: set[int] = set()          # hashes of keys refused or let go
@@ -134,6 +137,9 @@ class StretchReplay:
         self._replaying: dict[int, tuple] = {}   # batches sent as replays -> their keys
         #: replays sent from a run the fast path answered (the rest went as ops first)
         self.fast_replays = 0
+        #: of them, replays sent early, and early replays undone (kernelproxy/early_replay.py)
+        self.early_sent = 0
+        self.early_undone = 0
         #: replays answered: all of them, and those not run through graphs (from their
         #: records where a guard failed or the stretch has no graph; skipped after an error)
         self.replays = 0
@@ -256,6 +262,12 @@ class StretchReplay:
         self.fast_replays += 1
         self.swap()
 
+    def unreplayed(self, batch: int) -> None:
+        """The early replay sent as *batch* was undone (kernelproxy/early_replay.py): it is
+        no replay of the run, which ends as another."""
+        if self._replaying.pop(batch, None) is not None:
+            self.fast_replays -= 1
+
     def synced(self) -> None:
         """A sync point has returned: the stretch that ended there took the time since the
         one before; a held stretch timed enough is kept or let go."""
@@ -297,20 +309,24 @@ class StretchReplay:
     def figures(self) -> dict:
         """What this client's replay did (``%gpu status``): stretches the worker holds,
         replays answered, those of them not run through graphs, stretches let go (not
-        faster replayed), offers refused."""
+        faster replayed), offers refused, replays answered from templates, and of them those
+        sent early, and early replays undone."""
         return {"held": len(self._held), "replays": self.replays,
                 "not_graphed": self.not_graphed, "released": self._let_go,
-                "refused": self._refused, "fast": self.fast_replays}
+                "refused": self._refused, "fast": self.fast_replays,
+                "early": self.early_sent, "early_undone": self.early_undone}
 
     def take_drops(self) -> list[int]:
         """The ids of stretches let go since the last batch: its header tells the worker."""
         drops, self.drops = self.drops, []
         return drops
 
-    def answered(self, batch: int, held: Any, not_graphed: Any = None, metas: Any = None) -> None:
+    def answered(self, batch: int, held: Any, not_graphed: Any = None, metas: Any = None,
+                 early: Any = None) -> None:
         """A batch's reply came; *held* is the stretch id the worker kept, if any, with its
-        *metas* (the reply's ``hm``: its template's metadata); *not_graphed* (the reply's
-        ``f``): a replay that did not run through graphs."""
+        *metas* (the reply's ``hm``: its template's metadata) and whether it may be replayed
+        early (*early*, the reply's ``hs``); *not_graphed* (the reply's ``f``): a replay
+        that did not run through graphs."""
         key = self._replaying.pop(batch, None)
         if key is not None:
             self.replays += 1
@@ -330,9 +346,12 @@ class StretchReplay:
             self._timing[key] = _Timing(key, count.free if count is not None else [])
             if frame is not None and isinstance(metas, list) and len(metas) == 2:
                 try:
-                    self.templates.add(StretchTemplate(sid, stretch, frame, metas))
+                    template = StretchTemplate(sid, stretch, frame, metas)
                 except (ValueError, TypeError, IndexError, KeyError):
-                    pass   # (a template that does not read: its stretch replays as ops)
+                    return   # (a template that does not read: its stretch replays as ops)
+                if early == 1 and self._early and not template.unpredicted:
+                    template.early_plan = EarlyPlan(template.records, len(template.ops))
+                self.templates.add(template)
         else:   # (an op failed, or the worker keeps no more): never offered again
             self._refused += 1
             self._decided.add(hash(key))

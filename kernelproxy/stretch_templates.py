@@ -40,6 +40,7 @@ from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.stretch_records import Op, StretchRecords, read_records
 from gpu_backend.protocol.stretches import is_param
 
+from . import early_replay
 from .array_meta import wire_tuple
 from .caller import call_site, site_line
 from .issue import array_class
@@ -177,6 +178,11 @@ class StretchTemplate:
                         self.drops_results.add(slot)
                 else:
                     self.drops_inputs.add(role[1])
+        #: early replay (kernelproxy/early_replay.py): its plan where the worker says the
+        #: stretch may go early and every result's metadata is known here (the session
+        #: sets it), and the op count at which a run sends its replay early (None: not)
+        self.early_plan: Any = None
+        self.early_at: int | None = None
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -318,7 +324,7 @@ class TemplateRun:
 
     __slots__ = ("session", "templates", "template", "i", "first", "first_hid", "hids",
                  "results", "inputs", "input_of", "params", "lines", "frees", "predicted",
-                 "_array", "_bound")
+                 "_array", "_bound", "ids", "early")
 
     def __init__(self, session: Any, templates: Templates, template: StretchTemplate,
                  first: int, first_hid: int) -> None:
@@ -339,6 +345,10 @@ class TemplateRun:
         self.predicted: dict[int, tuple] = {}
         self._array = array_class()
         self._bound: list[int] = []
+        #: where the results' handles come from: the session's ids, or first those an
+        #: early replay reserved (kernelproxy/early_replay.py), which it sent already
+        self.ids = session._ids
+        self.early: Any = None   # the early replay sent for this run, while undecided
 
     # ------------------------------------------------------------ the ops
     def operator(self, name: str, operands: tuple, label: str) -> Any:
@@ -373,7 +383,7 @@ class TemplateRun:
                 self._undo()
                 return None
             self._bound.clear()   # (committed: no later miss may unbind them)
-            hid = next(session._ids)
+            hid = next(self.ids)
             array = object.__new__(self._array)
             array._s, array._h, array._m = session, hid, plan[3]
             session.arrays[hid] = _weakref(array)
@@ -382,7 +392,9 @@ class TemplateRun:
             # (from the caller of the operator's method: the user, mostly)
             self.lines.append((label, call_site(3)))
             session._seq += 1
-            self.i = i + 1
+            self.i = i = i + 1
+            if i == self.template.early_at:
+                early_replay.send(session, self)
             return array
         finally:
             lock.release()
@@ -429,7 +441,7 @@ class TemplateRun:
         try:
             if session._run is not self:
                 return None
-            hid = next(session._ids)
+            hid = next(self.ids)
             if not self.take(kind, _ARRAY, hid, name, target, args, kwargs, label, 4):
                 session._fall_back()   # (now: the session's submit would match it again)
                 return None
@@ -471,8 +483,10 @@ class TemplateRun:
                 self.predicted[out] = meta
         self.lines.append((label, call_site(depth)))
         self.session._seq += 1
-        self.i = i + 1
+        self.i = i = i + 1
         self._bound.clear()
+        if i == template.early_at:
+            early_replay.send(self.session, self)
         return True
 
     def freed(self, hid: int) -> None:
@@ -701,9 +715,13 @@ class TemplateRun:
         whatever becomes of the replay (a loop body of 20 ops would otherwise send, and the
         worker look up, 20 frees of handles it never held). Dropped inputs are still sent:
         a replay the worker cannot even read frees them only so."""
+        return [_pack_free(hid) for hid in self.kept_frees()]
+
+    def kept_frees(self) -> list[int]:
+        """The handles of :meth:`free_records`."""
         template, results = self.template, self.results
         own = {results[slot] for slot in template.drops_results if slot < len(results)}
-        return [_pack_free(hid) for _at, hid in self.frees if hid not in own]
+        return [hid for _at, hid in self.frees if hid not in own]
 
     def fall_back(self) -> tuple[list[bytes], list[tuple]]:
         """The ops taken so far as the records the client would have sent, with its frees

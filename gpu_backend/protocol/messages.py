@@ -441,6 +441,8 @@ class BatchHeader(TypedDict):
     O: NotRequired[Annotated[int, "offer: keep this batch's ops as the stretch of this id (the client's) if they all run; the reply's h says it is kept"]]
     T: NotRequired[Annotated[list[Any], "replay: [stretch id, first op's seq, [input handles], [parameter values], [result handles], optionally [result slots whose metadata the reply is to carry: absent, all it keeps]] of a held stretch, instead of op records; the batch's records after it are the client's frees (docs/stretch-replay.md)"]]
     F: NotRequired[Annotated[list[int], "with T: handles of arrays the client dropped before the stretch's first op, freed before it runs (the frees in its course follow it as records)"]]
+    S: NotRequired[Annotated[Literal[1], "with T: an early replay, sent before the client's run of the stretch reached its sync point (docs/stretch-replay.md, \"Early replay\"): the inputs the stretch drops are kept (the client frees them once its run matched)"]]
+    A: NotRequired[Annotated[list[Any], "[batch, [result handles]]: the early replay sent as that batch did not match the client's run: the worker frees those handles and forgets that batch's error, before this batch runs"]]
     D: NotRequired[Annotated[list[int], "stretch ids the client lets go (their replays were not faster): the worker drops them and their graphs' memory"]]
     p: NotRequired[Annotated[Literal[1], "the client reads wait notices (WaitNotice) before this batch's reply, and shows them: without it the worker sends none"]]
 
@@ -504,6 +506,7 @@ class BatchReply(TypedDict):
     z: NotRequired[Annotated[str, "why the worker has ended (a device fault, the pool has gone): the session's last reply"]]
     h: NotRequired[Annotated[int, "the stretch id the header's O offered: the worker holds it now"]]
     hm: NotRequired[Annotated[list, "with h: the held stretch's metadata for the client's template, [inputs, results]: each input's entry as the batch began and each result's as its op made it ([handle, shape, dtype, strides, flags], None where no array came of it)"]]
+    hs: NotRequired[Annotated[Literal[1], "with h: the held stretch may be replayed early (header S): it writes into no array, draws no random numbers and makes only arrays and values"]]
     f: NotRequired[Annotated[Literal[1], "the header's T replay did not run through graphs: from its records (a guard failed, the stretch has none), or not at all (skipped after an error, cancelled)"]]
 
 

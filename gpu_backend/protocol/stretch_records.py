@@ -134,15 +134,18 @@ class StretchRecords:
         return value
 
     # ------------------------------------------------------------ re-run
-    def rebuild(self, first_seq: int, inputs: list, params: list, outs: list) -> bytes:
+    def rebuild(self, first_seq: int, inputs: list, params: list, outs: list,
+                keep_inputs: bool = False) -> bytes:
         """The records the client would have sent for this run of the stretch, its frees
-        where they were recorded."""
+        where they were recorded (*keep_inputs*: not those of its inputs, an early
+        replay's)."""
         pack = codec.packb
         fill = self._filler(inputs, params, outs)
         parts = []
         for item in self.items:
             if type(item) is Slot:
-                parts.append(pack(int(fill(item))))
+                if not (keep_inputs and item.kind == "i"):
+                    parts.append(pack(int(fill(item))))
             else:
                 parts.append(self._op_record(item, first_seq, outs, fill))
         return b"".join(parts)

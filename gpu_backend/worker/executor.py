@@ -79,6 +79,9 @@ class Executor:
         self.device = device
         self.table = table
         self.poisoned_at: int | None = None
+        #: the batch whose op failed (an early replay's error is forgotten if it is undone)
+        self.poisoned_by: Any = None
+        self._batch_no: Any = None   # the batch under way's number (header b)
         self.memory_limit: int | None = None
         #: a lower limit the session set on its own memory pool (``MemoryPool.set_limit``)
         self.user_limit: int | None = None
@@ -156,6 +159,9 @@ class Executor:
         """Execute one batch; returns the reply header and its payload frames."""
         started = perf_counter()
         replay = self.replay
+        self._batch_no = header.get("b")
+        if "A" in header:   # an early replay the client's run did not match: undone first
+            self._undo_early(header["A"])
         if "D" in header:   # stretches the client let go (a malformed list fails the batch)
             replay.drop(header["D"])
         resume = header.get("r")
@@ -178,7 +184,8 @@ class Executor:
             try:
                 if entry is not None:
                     self._free_first(header.get("F"))
-                    executed, error, cancelled, graphed = replay.run(entry, iter(payload), results)
+                    executed, error, cancelled, graphed = replay.run(entry, iter(payload), results,
+                                                                     header.get("S") == 1)
                     self._free_only(ops)   # (the client's frees of the stretch, after it)
                 else:   # (a batch that split an op is not held: its graph would run the op whole)
                     touched = self.splitter.touched if self.splitter is not None else 0
@@ -218,6 +225,8 @@ class Executor:
             reply["c"] = 1
         if held is not None:
             reply["h"], reply["hm"] = offered, held
+            if replay.early_safe(offered):
+                reply["hs"] = 1
         if entry is not None and not graphed:
             reply["f"] = 1
         if timer is not None and error is None:
@@ -232,6 +241,8 @@ class Executor:
         back from swap, worker/swap.py): its frees applied, none of its ops run, *exc* the
         batch's error (no op's: the client marks every array of the batch never computed,
         and the session goes on)."""
+        if "A" in header:
+            self._undo_early(header["A"])
         if "D" in header:
             self.replay.drop(header["D"])
         self._skip_records(header, ops)
@@ -246,8 +257,21 @@ class Executor:
         entry = header.get("T")
         if entry is not None:
             self._free_first(header.get("F"))
-            self.replay.skip(entry)
+            self.replay.skip(entry, header.get("S") == 1)
         self._free_only(ops)
+
+    def _undo_early(self, undo: Any) -> None:
+        """Header ``A``, ``[batch, handles]``: the early replay sent as *batch* did not match
+        the client's run (kernelproxy/early_replay.py). Its results go, and an error it met
+        is forgotten: the client never saw it, and sends the run's ops again. (Its inputs
+        were kept and nothing else was written: StretchReplay.early_safe.)"""
+        if type(undo) is not list or len(undo) != 2 or type(undo[0]) is not int \
+                or type(undo[1]) is not list or any(type(h) is not int for h in undo[1]):
+            raise ProtocolError("an undone early replay is [batch, [result handles]]")
+        for hid in undo[1]:
+            self.table.free(hid)
+        if self.poisoned_at is not None and self.poisoned_by == undo[0]:
+            self.poisoned_at = None
 
     def _free_first(self, handles: Any) -> None:
         """A replay's header ``F``: arrays the client dropped before the stretch's first op,
@@ -469,6 +493,7 @@ class Executor:
         never have run them, until the client, having raised the error, acknowledges it
         (a batch whose ``r`` is *seq* or later)."""
         self.poisoned_at = seq
+        self.poisoned_by = self._batch_no
 
     def record_error(self, seq: Any, exc: BaseException) -> list:
         """The reply's error entry for *exc*, raised by op *seq* (None: by no op, a malformed

@@ -580,8 +580,9 @@ class StretchGraphs:
             table.put(hid, made)
             if need is None or n in need:
                 results.fresh_array(hid, made)
-        for n in shape.input_frees:
-            table.free(inputs[n])
+        if not entry.early:   # (an early replay's inputs: the client frees them, if it does)
+            for n in shape.input_frees:
+                table.free(inputs[n])
         if error is not None:
             seq, exc = error
             self.x.poison(seq)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from time import perf_counter
 from typing import Any, Iterator, NamedTuple
 
+from ..protocol import api
+from ..protocol import messages as m
 from ..protocol.errors import error_name
 from .batch_results import BatchResults
 from .graph_replay import Capture, StretchGraphs
@@ -20,6 +22,12 @@ from .result_meta import array_meta
 from .stretches import HeldStretch, HeldStretches, Slot
 
 __all__ = ["StretchReplay", "Offer"]
+
+#: what an early replay's ops may be (StretchReplay.early_safe): Python's operators (not the
+#: in-place ones: they return nothing), methods, functions and attributes that make an
+#: array or a value
+_EARLY_KINDS = frozenset((m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION, m.KIND_ATTRIBUTE))
+_EARLY_WANTS = frozenset((api.ARRAY, api.VALUE))
 
 
 class Offer(NamedTuple):
@@ -84,6 +92,23 @@ class StretchReplay:
             outs.append(entry)
         return [offer.inputs, outs]
 
+    def early_safe(self, sid: Any) -> bool:
+        """Whether held stretch *sid* may be replayed early (reply ``hs``): a replay the
+        client then finds it did not mean is undone by freeing its results, so the stretch
+        must change nothing else — it writes into no array (no in-place operator, no
+        ``out=``, no function that returns nothing), draws no random numbers, calls no
+        object's method or user kernel, and makes only arrays and values."""
+        stretch = self.stretches.held.get(sid)
+        if stretch is None or stretch.draws:
+            return False
+        for item in stretch.items:
+            if type(item) is Slot:
+                continue
+            if item.kind not in _EARLY_KINDS or item.want not in _EARLY_WANTS \
+                    or type(item.name) is not str or "out" in item.kwargs:
+                return False
+        return True
+
     def drop(self, sids: Any) -> None:
         """The client lets these stretches go (header ``D``): they and their graphs go (the
         graphs' memory back to the session's pool); a malformed list is a ProtocolError."""
@@ -91,13 +116,14 @@ class StretchReplay:
         if self.graphs is not None:
             self.graphs.forget(sids)
 
-    def run(self, raw: Any, payload: Iterator, results: BatchResults) -> tuple:
-        """Run a held stretch again (header ``T``, *raw*): through its graphs where they
-        serve, else as the records the client would have sent. Returns (ops run, error
-        entry, cancelled, whether its graphs served it)."""
+    def run(self, raw: Any, payload: Iterator, results: BatchResults, early: bool = False) -> tuple:
+        """Run a held stretch again (header ``T``, *raw*; *early*: header ``S``, its dropped
+        inputs kept): through its graphs where they serve, else as the records the client
+        would have sent. Returns (ops run, error entry, cancelled, whether its graphs
+        served it)."""
         x = self.x
         try:
-            stretch, entry = self.stretches.entry(raw)
+            stretch, entry = self.stretches.entry(raw, early)
         except Exception as exc:
             return 0, x.record_error(None, exc), False, False
         self.replays += 1
@@ -125,14 +151,17 @@ class StretchReplay:
             results.forget_values_since(mark)
             if had_graph:
                 self.fallbacks += 1
-        rebuilt = stretch.rebuild(entry.first, entry.inputs, entry.params, entry.outs)
+        rebuilt = stretch.rebuild(entry.first, entry.inputs, entry.params, entry.outs, early)
         return (*x.run_records(rebuilt, payload, results), False)
 
-    def skip(self, raw: Any) -> None:
-        """A skipped replay still drops the inputs its stretch drops, as a skipped batch does."""
+    def skip(self, raw: Any, early: bool = False) -> None:
+        """A skipped replay still drops the inputs its stretch drops, as a skipped batch does
+        (not an early one's: the client frees them once its run matched)."""
         try:
             stretch, entry = self.stretches.entry(raw)
         except Exception:
+            return
+        if early:
             return
         for item in stretch.items:
             if type(item) is Slot and item.kind == "i":

@@ -61,6 +61,9 @@ class ReplayEntry(NamedTuple):
     #: the result slots whose metadata the client wants in the reply (None: every result it
     #: keeps; a client answering from its template knows the rest: kernelproxy/stretch_templates.py)
     need: list | None = None
+    #: an early replay (header ``S``): the inputs the stretch drops are kept, for the client
+    #: frees them itself once its run has matched the entry (kernelproxy/early_replay.py)
+    early: bool = False
 
 
 class HeldStretches:
@@ -102,7 +105,7 @@ class HeldStretches:
         for sid in sids:
             self.held.pop(sid, None)
 
-    def entry(self, raw: Any) -> tuple[HeldStretch, ReplayEntry]:
+    def entry(self, raw: Any, early: bool = False) -> tuple[HeldStretch, ReplayEntry]:
         """The held stretch a replay entry names, and the entry, checked against it (a
         ProtocolError otherwise)."""
         if type(raw) is not list or len(raw) not in (5, 6) or type(raw[1]) is not int:
@@ -117,4 +120,4 @@ class HeldStretches:
             if type(need) is not list or any(type(n) is not int or not 0 <= n < stretch.outs
                                              for n in need):
                 raise ProtocolError("a stretch replay's wanted metadata names its result slots")
-        return stretch, ReplayEntry(*raw)
+        return stretch, ReplayEntry(*raw[:5], raw[5] if len(raw) == 6 else None, early)

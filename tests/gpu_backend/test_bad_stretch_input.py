@@ -1,6 +1,7 @@
 """Malformed stretch-replay entries at a worker (docs/stretch-replay.md; the wire keys O, T
 and D of a batch header): each is answered with a ProtocolError naming no op of the
-client's, or (an offer no worker could keep) simply not kept; the session's arrays stay
+client's, or (an offer no worker could keep) simply not kept (the keys A and S of early
+replay too); the session's arrays stay
 as they were, its next batch runs, and everyone else goes on."""
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ MALFORMED = {
     "frees first not a list": {"T": [999, 1, [], [], []], "F": "x"},
     "frees first not handles": {"T": [999, 1, [], [], []], "F": [1, "x"]},
     "replay's wanted metadata not slots": {"T": [999, 1, [], [], [], [1.5]]},
+    "undone early replay not a list": {"A": "x"},
+    "undone early replay's batch not an int": {"A": ["x", []]},
+    "undone early replay's results not handles": {"A": [1, [1, "x"]]},
+    "undone early replay too long": {"A": [1, [], 3]},
+    "early replay of no held stretch": {"T": [999, 1, [], [], []], "S": 1},
 }
 
 

@@ -1,0 +1,243 @@
+"""Early replay: a held stretch's replay sent while the client's run of it is still under
+way (docs/stretch-replay.md, "Early replay").
+
+A run answered from its template (kernelproxy/stretch_templates.py) used to send its replay
+at its sync point, and then wait for the worker to run it: the client's issue of the ops and
+the worker's replay took turns. Most of a loop's inputs and parameters are the same in every
+run (a matrix, the step's constants), and the rest are known after its first ops (the array
+the loop carries, a scalar that changes). So once the run has met every input and parameter
+that changed between its template's last two runs (:class:`EarlyPlan`, ``at``), the replay
+goes at once, the others guessed from the last run, and the results' handles the run will
+hand out reserved ahead. The worker runs it while the client goes on checking the ops; the
+reply is often back by the sync point.
+
+At the sync point the run's replay entry is compared with the one sent: equal (the same
+stretch, inputs, results and need, every parameter the same value of the same type), the
+reply answers the run and nothing more is sent; the frees the run met go with the next batch
+(the worker kept the inputs the stretch drops: header ``S``). Otherwise — an op that is not
+the template's, a sync point before its end, a parameter that changed after all — the early
+replay is *undone*: the next batch's header ``A`` names it and its results, which the worker
+frees before anything else, and the run goes on as it would have (its replay, or its ops as
+records); the early reply, whenever it comes, is read and dropped. Undoing is exact only for
+stretches that change nothing but their own results: the worker says which (reply ``hs``,
+``StretchReplay.early_safe``). A template whose early replays miss ``MAX_MISSES`` times in a
+row is sent early no more.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from gpu_backend.protocol import codec
+from gpu_backend.protocol.stretch_records import Op, Slot
+
+from .interrupts import interrupts_deferred
+
+__all__ = ["EarlyPlan", "Early", "send", "settle", "abandon", "discarded", "same_param",
+           "MAX_MISSES"]
+
+#: early replays of one template that may miss in a row before it is sent early no more
+MAX_MISSES = 3
+
+
+class EarlyPlan:
+    """What the runs of one held stretch of *ops* ops (*records*: its StretchRecords) have
+    shown, for sending its replay early: where each input is first named and each parameter
+    used, the inputs and parameters that changed between runs, the last run's (the guesses
+    for the rest), the op count at which the next run's replay goes (``at``; None until two
+    runs were seen, or where nothing would be left to overlap), and the misses in a row."""
+
+    __slots__ = ("ops", "input_first", "param_op", "last", "varying_inputs", "varying_params",
+                 "misses", "at")
+
+    def __init__(self, records: Any, ops: int) -> None:
+        self.ops = ops
+        self.input_first: dict[int, int] = {}
+        self.param_op: dict[int, int] = {}
+        for item in records.items:
+            if type(item) is Op:
+                for slot in _slots((item.target, item.args, item.kwargs)):
+                    if slot.kind == "i":
+                        self.input_first.setdefault(slot.n, item.index)
+                    elif slot.kind == "p":
+                        self.param_op[slot.n] = item.index
+        self.last: tuple[list, list] | None = None
+        self.varying_inputs: set[int] = set()
+        self.varying_params: set[int] = set()
+        self.misses = 0
+        self.at: int | None = None
+
+    def observe(self, inputs: list, params: list) -> int | None:
+        """A run of the stretch ended with these *inputs* and *params* (its replay entry's):
+        what changed since the last run is learnt; returns the new ``at``."""
+        last = self.last
+        if last is not None:
+            for n, (now, then) in enumerate(zip(inputs, last[0])):
+                if now != then:
+                    self.varying_inputs.add(n)
+            for k, (now, then) in enumerate(zip(params, last[1])):
+                if not same_param(now, then):
+                    self.varying_params.add(k)
+            at = 1
+            for n in self.varying_inputs:
+                at = max(at, self.input_first.get(n, self.ops) + 1)
+            for k in self.varying_params:
+                at = max(at, self.param_op.get(k, self.ops) + 1)
+            self.at = at if at < self.ops and self.misses < MAX_MISSES else None
+        self.last = (list(inputs), list(params))
+        return self.at
+
+    def missed(self) -> int | None:
+        """An early replay was undone: one more miss in a row; returns the new ``at``."""
+        self.misses += 1
+        if self.misses >= MAX_MISSES:
+            self.at = None
+        return self.at
+
+
+class Early:
+    """An early replay in flight: its batch, the entry sent, the run it was sent for, and
+    whether the run matched it (None: not known yet; True: it answers the run; False:
+    undone, its reply dropped)."""
+
+    __slots__ = ("batch", "entry", "run", "decided")
+
+    def __init__(self, batch: int, entry: list, run: Any) -> None:
+        self.batch, self.entry, self.run = batch, entry, run
+        self.decided: bool | None = None
+
+
+def same_param(a: Any, b: Any) -> bool:
+    """Whether two parameter values are the same to a replay: the same type and value, a
+    zero of the same sign (a NaN is never the same)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a != b:
+        return False
+    if type(a) is float:
+        return math.copysign(1.0, a) == math.copysign(1.0, b)
+    if type(a) is complex:
+        return (math.copysign(1.0, a.real) == math.copysign(1.0, b.real)
+                and math.copysign(1.0, a.imag) == math.copysign(1.0, b.imag))
+    return True
+
+
+def _same_entry(a: list, b: list) -> bool:
+    if a[0] != b[0] or a[1] != b[1] or a[2] != b[2] or a[4] != b[4] or a[5] != b[5]:
+        return False
+    pa, pb = a[3], b[3]
+    return len(pa) == len(pb) and all(same_param(x, y) for x, y in zip(pa, pb))
+
+
+def _slots(value: Any):
+    t = type(value)
+    if t is Slot:
+        yield value
+    elif t is list or t is tuple:
+        for v in value:
+            yield from _slots(v)
+    elif t is dict:
+        for v in value.values():
+            yield from _slots(v)
+
+
+# ------------------------------------------------------------------ the session's side
+# (called with the session's lock held: from the run's ops, its flush, its replies)
+
+def send(session: Any, run: Any) -> None:
+    """*run* has just taken the op its template's plan sends early at: send its replay now
+    (unless another early replay is still unanswered, or an error is pending)."""
+    template = run.template
+    plan = template.early_plan
+    if plan is None or plan.last is None or session._early is not None \
+            or session._error is not None or session.closed:
+        return
+    last_inputs, last_params = plan.last
+    reserved = [next(session._ids) for _ in range(template.n_results - len(run.results))]
+    inputs = [last_inputs[n] if hid is None else hid for n, hid in enumerate(run.inputs)]
+    params = run.params + last_params[len(run.params):]
+    entry = [template.sid, run.first, inputs, params, run.results + reserved, []]
+    first, last = run.first, run.first + len(template.ops) - 1
+    with interrupts_deferred:
+        header = session._batch_header(first, last)
+        batch = header["b"]
+        header["T"] = entry
+        header["S"] = 1
+        if session.stretch_frees:   # (dropped before its first op: freed before the replay)
+            header["F"] = list(session.stretch_frees)
+        session.stretches.replayed(header, template)
+        session._header_ends(header, False)
+        session._ops = []   # (only the frees before its first op: header F)
+        frames = [codec.packb(header)]
+        session._in_flight.append((batch, first, last))
+        session._sent[batch] = frames
+        session._run_origins[batch] = run
+        run.ids = itertools.chain(reserved, session._ids)   # (the run's results: these)
+        session._early = run.early = Early(batch, entry, run)
+        session.stretches.early_sent += 1
+        session._send(frames, False)
+    session._follow_broken()
+
+
+def settle(session: Any, run: Any, entry: list | None, sync_device: bool) -> bool:
+    """*run* reached its sync point with *entry* (None: it cannot be replayed). Whether its
+    early replay answers it (True: nothing more to send; the run's frees are queued for
+    the next batch); otherwise the early replay is undone (:func:`abandon`) and the run
+    goes on as any (False)."""
+    early = run.early
+    if early is None:
+        return False
+    if entry is None or sync_device or early.decided is not None \
+            or not _same_entry(entry, early.entry):
+        abandon(session, run)
+        return False
+    early.decided = True
+    run.early = None
+    session._run = None
+    plan = run.template.early_plan
+    plan.misses = 0
+    run.template.early_at = plan.observe(entry[2], entry[3])
+    session._eager_check = session._eager_at
+    session._stretch_begins()
+    for hid in run.kept_frees():   # (the inputs it drops among them: the worker kept them)
+        session._queue_free(hid)
+    return True
+
+
+def abandon(session: Any, run: Any) -> None:
+    """*run*'s early replay does not answer it: the next batch's header ``A`` undoes it
+    (its results freed, its error forgotten) and its reply is dropped; the run's ops are
+    numbered from its first again."""
+    early = run.early
+    if early is None:
+        return
+    run.early = None
+    if early.decided is True:
+        return
+    early.decided = False
+    session._undo = [early.batch, list(early.entry[4])]
+    session._flushed_seq = run.first - 1
+    session.stretches.unreplayed(early.batch)
+    session.stretches.early_undone += 1
+    session._run_origins.pop(early.batch, None)
+    template = run.template
+    template.early_at = template.early_plan.missed()
+
+
+def discarded(session: Any, batch: int, reply: dict) -> bool:
+    """Whether the reply to *batch* is an early replay's that answers no run (undone, or
+    undone now: its run has not matched it by the time it came). Such a reply is dropped,
+    but for the news that the worker has ended."""
+    early = session._early
+    if early is None or early.batch != batch:
+        return False
+    session._early = None
+    if early.decided is True:
+        return False
+    if early.decided is None:   # (its run goes on, and ends as any run)
+        abandon(session, early.run)
+    if reply.get("z"):
+        session._ended = f"the session's worker has ended: {reply['z']}"
+    return True
