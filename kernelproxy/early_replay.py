@@ -162,6 +162,7 @@ def send(session: Any, run: Any) -> None:
     first, last = run.first, run.first + len(template.ops) - 1
     with interrupts_deferred:
         header = session._batch_header(first, last)
+        session._flushed_seq = first - 1   # (its ops count as sent once the run matches)
         batch = header["b"]
         header["T"] = entry
         header["S"] = 1
@@ -196,6 +197,7 @@ def settle(session: Any, run: Any, entry: list | None, sync_device: bool) -> boo
     early.decided = True
     run.early = None
     session._run = None
+    session._flushed_seq = session._seq
     plan = run.template.early_plan
     plan.misses = 0
     run.template.early_at = plan.observe(entry[2], entry[3])

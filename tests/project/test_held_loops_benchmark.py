@@ -23,7 +23,7 @@ def test_held_loops_side_by_side_with_their_targets(tmp_path):
     results = json.loads(out.read_text())
     assert results["local_kind"] == "numpy" and results["local_graph"].startswith("skipped")
     assert results["targets"] == {"issue_us_per_op": 3.0, "issue_vs_local": 0.25, "iteration_vs_local": 0.5}
-    proxies = ["proxy_ipc", "proxy_ipc-nofast", "proxy_ipc-nographs"]
+    proxies = ["proxy_ipc", "proxy_ipc-noearly", "proxy_ipc-nofast", "proxy_ipc-nographs"]
     for name, ops in (("chain20", 20), ("heat2d", 14)):
         loop = results["loops"][name]
         assert loop["ops"] == ops and list(loop["sides"]) == ["local"] + proxies

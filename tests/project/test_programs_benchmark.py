@@ -42,13 +42,13 @@ def test_every_program_gives_the_local_result_over_both_transports(tmp_path):
 
 @pytest.mark.timeout(300)
 def test_issue_50s_programs_bitwise_beside_replay_off_and_the_fast_path_off(tmp_path):
-    """The new programs on the default sides (replay on, the client's fast path off, replay
+    """The new programs on the default sides (replay on, early replay off, the fast path off, replay
     off), each result bitwise equal to local's (NumPy's, where the device's generator is
     not in it), each side's ratio judged against its program's target."""
     results, stdout = _run(tmp_path, "--programs", ",".join(sorted(ISSUE_50)))
     assert results["failures"] == [] and results["not_bitwise"] == []
     assert set(results["programs"]) == ISSUE_50
-    sides = {"proxy_ipc", "proxy_ipc-nofast", "proxy_ipc-nographs"}
+    sides = {"proxy_ipc", "proxy_ipc-noearly", "proxy_ipc-nofast", "proxy_ipc-nographs"}
     for name, row in results["programs"].items():
         assert set(row) == {"local"} | sides, name
         for side in sides:

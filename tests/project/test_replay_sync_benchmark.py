@@ -23,7 +23,7 @@ def test_replay_on_fast_path_off_and_replay_off_with_their_targets(tmp_path):
                           env={**os.environ, "GPUWB_REPLAY_MEASURED": "0"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads(out.read_text())
-    sides = ["ipc", "ipc-nofast", "ipc-nographs"]
+    sides = ["ipc", "ipc-noearly", "ipc-nofast", "ipc-nographs"]
     assert results["transports"] == sides
     assert results["hot_sync_target_us"] == results["raw_rtt_us"] + results["loops"]["hot_sync"]["local"]["us"] + 20
     for loop, row in results["loops"].items():
