@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from .config import PoolSettings
 from gpu_backend.door.frontdoor import FrontDoor
 from gpu_backend.runtime.gc_pauses import settle
+from gpu_backend.runtime.stacks import dump_on_request
 
 __all__ = ["main", "build_parser", "serve", "add_serve_arguments"]
 
@@ -182,6 +183,7 @@ def serve(args: argparse.Namespace) -> int:
     if door.metrics_server is not None:
         print(f"Prometheus metrics on http://{settings.metrics_address}:"
               f"{door.metrics_server.server_port}/metrics", flush=True)
+    dump_on_request()   # (GPUWB_STACKS=1: stacks on SIGUSR2, a diagnostic)
     settle()   # the arbiter's thread shares this interpreter: no full collections of start-up
     try:
         door.run()

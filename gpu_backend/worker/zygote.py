@@ -39,6 +39,7 @@ import warnings
 from setproctitle import setproctitle
 
 from gpu_backend.runtime.gc_pauses import settle
+from gpu_backend.runtime.stacks import dump_on_request
 from ..protocol.codec import packb, unpackb
 
 __all__ = ["main", "MAX_REQUEST_BYTES", "REQUEST_FDS"]
@@ -181,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         preload_gpu()   # (raises, before ready, if CuPy's import made a CUDA context)
     warnings.filterwarnings("ignore", message=r".*multi-threaded, use of fork\(\)",
                             category=DeprecationWarning)
+    dump_on_request()   # (GPUWB_STACKS=1: stacks on SIGUSR2, a diagnostic)
     settle()   # imported objects out of the collector's sight: forks share their pages longer
     try:
         serve(sock)
