@@ -183,7 +183,7 @@ def serve(args: argparse.Namespace) -> int:
     if door.metrics_server is not None:
         print(f"Prometheus metrics on http://{settings.metrics_address}:"
               f"{door.metrics_server.server_port}/metrics", flush=True)
-    dump_on_request()   # (GPUWB_STACKS=1: stacks on SIGUSR2, a diagnostic)
+    dump_on_request(settings.stacks)   # (GPUWB_STACKS=1: stacks on SIGUSR2, a diagnostic)
     settle()   # the arbiter's thread shares this interpreter: no full collections of start-up
     try:
         door.run()

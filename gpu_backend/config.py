@@ -109,6 +109,8 @@ class PoolSettings(BaseSettings):
     gap_rule: bool = Field(True, description="a diagnostic: fair policy, a user between two "
                            "batches may be kept the device while a user of longer ops waits "
                            "(off: the device goes to the next in line at once)")
+    stacks: bool = Field(False, description="a diagnostic: the pool's processes write every "
+                         "thread's stack to their standard error on SIGUSR2 (runtime/stacks.py)")
     arbiter_trace: Path | None = Field(None, description="a diagnostic: append every arbiter "
                                        "decision to this file as a JSON line")
     cluster: str | None = Field(None, description="a pool across hosts: the Ray cluster's "

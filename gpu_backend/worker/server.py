@@ -42,6 +42,7 @@ from .pacing import Pacer
 from .splitting import Splitter
 from .phases import NO_PHASES, PhaseClock, PhaseRecorder
 from .settings import WorkerSettings
+from ..runtime.stacks import dump_on_request
 from .spin_slots import SpinSlots
 from .swap import SessionSwap, host_memory
 from . import handover
@@ -745,10 +746,12 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:   # a worker without slots still serves
             if not control.hung_up(0):   # (its pool, stopping, removed them: no news)
                 print(f"gpuwb worker: no spin slots ({exc})", file=sys.stderr)
+    settings = WorkerSettings.from_environ()
+    dump_on_request(settings.stacks)
     try:
         server = WorkerServer(args.device, control, args.id, args.bind_host, args.arbiter,
                               args.key_file, args.baton, args.ipc_dir, slots, args.long_spin,
-                              WorkerSettings.from_environ())
+                              settings)
     except Exception:
         if control.hung_up(0):   # the pool stopped while this spare was starting: nothing to say
             return 0

@@ -52,6 +52,9 @@ class WorkerSettings:
     #: default: pageable memory through a ring of pinned buffers) or ``pinned`` (one pinned
     #: buffer); devices/cupy_swap_copies.py says why each, benchmarks/swap.py measures both
     swap_host_copy: str = "staged"
+    #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
+    #: runtime/stacks.py; a worker forked from the zygote has it from there)
+    stacks: bool = False
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "WorkerSettings":
@@ -69,7 +72,8 @@ class WorkerSettings:
                    release_at_read=(env.get("GPUWB_RELEASE_AT_READ") or "1").strip().lower()
                    not in ("0", "off", "false", "no"),
                    swap_host_copy="pinned" if (env.get("GPUWB_SWAP_HOST_COPY") or "").strip().lower()
-                   == "pinned" else "staged")
+                   == "pinned" else "staged",
+                   stacks=env.get("GPUWB_STACKS") == "1")
 
 
 def _graphs_mode(value: str | None) -> str:

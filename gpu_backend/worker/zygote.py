@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         preload_gpu()   # (raises, before ready, if CuPy's import made a CUDA context)
     warnings.filterwarnings("ignore", message=r".*multi-threaded, use of fork\(\)",
                             category=DeprecationWarning)
-    dump_on_request()   # (GPUWB_STACKS=1: stacks on SIGUSR2, a diagnostic)
+    dump_on_request(os.environ.get("GPUWB_STACKS") == "1")   # (stacks on SIGUSR2: a diagnostic)
     settle()   # imported objects out of the collector's sight: forks share their pages longer
     try:
         serve(sock)
