@@ -168,6 +168,9 @@ class StretchGraph:
         self.written: set[int] | None = None
         #: while capturing: each input buffer's allocation, by its start
         self.writing: dict[int, int] | None = None
+        #: the first of the segments that only read, after the last graph (:func:`_reads_from`;
+        #: None until a replay finds it)
+        self.reads_from: int | None = None
 
     def array(self, slot: Slot) -> Any:
         """The array an input (its buffer) or result slot stands for."""
@@ -460,8 +463,12 @@ class StretchGraphs:
         phases.mark("replay_in")   # (the inputs copied in, the parameters written)
         handout: dict[int, Any] = {}
         live = True
+        segments = g.segments
+        tail = g.reads_from
+        if tail is None:
+            tail = g.reads_from = _reads_from(segments)
         try:
-            for seg in g.segments:
+            for seg in segments[:tail]:
                 if live and seg.graph is not None:
                     try:
                         tools.launch(seg.graph)
@@ -481,10 +488,29 @@ class StretchGraphs:
             state.capture_again()
         phases.mark("replay_ran")   # (its graphs launched, its eager ops run)
         x = self.x
-        if x.pacer.release_at_read:   # the stretch's reads next: others may take the device
-            x.pacer.release_before_read(stretch.ops, x.more_work)   # (Pacer.release_before_read)
+        if tail == len(segments):
+            if x.pacer.release_at_read:   # the stretch's reads next: others may take the device
+                x.pacer.release_before_read(stretch.ops, x.more_work)   # (Pacer.release_before_read)
+            done = self._finish(g, stretch.ops, entry, arrays, handout, results)
+            phases.mark("replay_out")   # (its kept results handed to their handles)
+            return done
+        # The stretch ends with reads (a value, a download) after its last graph: its kept
+        # results are handed out first, their copies queued behind the graphs on the
+        # session's stream, while the device still runs them; the reads then wait for both.
+        # (On an H200 the handout's Python took 30-60 µs that the device spent running the
+        # graph.) Nothing after this writes: a read's error is an op's error, no re-run.
         done = self._finish(g, stretch.ops, entry, arrays, handout, results)
-        phases.mark("replay_out")   # (its kept results handed to their handles)
+        phases.mark("replay_out")
+        if x.pacer.release_at_read:
+            x.pacer.release_before_read(stretch.ops, x.more_work)
+        try:
+            for seg in segments[tail:]:
+                self._run_eager(seg.ops, g, first, params, handout, results, live)
+        except _OpError as failed:
+            state.capture_again()
+            seq = first + failed.index
+            x.poison(seq)
+            return failed.index, x.record_error(seq, failed.error), False
         return done
 
     def _run_eager(self, ops: list, g: StretchGraph, first: int, params: list,
@@ -588,6 +614,20 @@ class StretchGraphs:
             self.x.poison(seq)
             return ran, self.x.record_error(seq, exc), False
         return ran, None, False
+
+
+def _reads_from(segments: list) -> int:
+    """The index of the first segment of the run of eager segments that ends *segments* and
+    only reads (each op a value of an array: ``float``, ``item``, a download; no object's
+    method), or ``len(segments)`` where the last segment does more."""
+    at = len(segments)
+    while at > 0:
+        seg = segments[at - 1]
+        if seg.graph is not None or not seg.eager \
+                or any(op.want != _VALUE or op.kind == _OBJECT for op in seg.ops):
+            break
+        at -= 1
+    return at
 
 
 def _arrays_in(value: Any, array_type: type):
