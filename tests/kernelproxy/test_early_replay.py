@@ -381,3 +381,14 @@ def test_a_value_asked_for_later_is_answered_by_the_early_replay(sessions):
 
     _results, sent, undone = _run(sessions, loop)
     assert sent >= STEPS - REPEATS - 4 and undone == 0
+
+
+def test_a_stretch_too_short_to_overlap_never_goes_early(sessions):
+    """The hot sync (an add whose scalar changes, a sum, a read): after the op that binds
+    the scalar too few ops are left for an early send to save anything."""
+    def loop(cp):
+        x, _y = _inputs(cp)
+        return [float((x + step * 0.5).sum()) for step in range(STEPS)]
+
+    _results, sent, _undone = _run(sessions, loop)
+    assert sent == 0
