@@ -163,6 +163,40 @@ def test_held_stretches_replay_on_the_new_worker(pool):
         s.close()
 
 
+def test_a_move_while_replays_go_early_loses_nothing(pool):
+    """The session moves (another thread asks the pool) while its loop's replays are sent
+    early (kernelproxy/early_replay.py): the batches in flight, early ones among them, go to
+    the new worker, and every value read is the loop's own."""
+    s = Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False))
+    try:
+        cp = module_for(s)
+        x = cp.arange(32, dtype=cp.float32)
+
+        def step(v):
+            return ((v * 0.5 + 1.0) * 2.0 - 2.0) * 1.0 + 0.0   # = v: a stretch that repeats
+
+        for _ in range(12):
+            x = step(x)
+            assert float(x[1]) == 1.0
+        assert s.stretches.figures()["early"] >= 1
+        moved: list = []
+        mover = threading.Thread(target=lambda: moved.append(_move(pool, s)))
+        mover.start()
+        for _ in range(400):   # (replays go early on while the pool moves the session:
+            x = step(x)        # 140-170 iterations on the 2-core development machine)
+            assert float(x[1]) == 1.0
+            if moved:
+                break
+        mover.join(60)
+        assert moved and _where(pool, s)["device"] == moved[0]
+        for _ in range(10):
+            x = step(x)
+            assert float(x[1]) == 1.0
+        assert np.array_equal(x.get(), np.arange(32, dtype=np.float32))
+    finally:
+        s.close()
+
+
 def test_a_session_that_cannot_move_is_told_why_and_goes_on(pool):
     s = kernelproxy.connect(pool.address, pool.token)
     try:
