@@ -271,6 +271,11 @@ class Pacer:
         CUDA time-slices the sessions, and nothing is known."""
         return self.lease is not None and self.lease.holding and self._quantum_left is None
 
+    def in_company(self) -> bool:
+        """Whether this session is paced with other sessions attached to its device: what it
+        launches at once, others may have to wait behind (worker/stretch_replay.py)."""
+        return self.lease is not None and not self._alone()
+
     def _alone(self) -> bool:
         """Whether this session holds the device with no other session attached to it (so
         nobody waits behind its queue)."""

@@ -107,6 +107,8 @@ class WorkerServer(SessionMoves):
         self.executor.stretches.enabled = settings.graphs != "off"
         if settings.graphs != "on":
             self.executor.replay.rerun_only()
+        if settings.unpaced_replay is not None:
+            self.executor.replay.unpaced = settings.unpaced_replay
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop

@@ -52,6 +52,10 @@ class WorkerSettings:
     #: default: pageable memory through a ring of pinned buffers) or ``pinned`` (one pinned
     #: buffer); devices/cupy_swap_copies.py says why each, benchmarks/swap.py measures both
     swap_host_copy: str = "staged"
+    #: ``GPUWB_UNPACED_REPLAY_US``: the estimated device time of a held stretch past which its
+    #: replay is paced op by op, from its records, while other sessions share the device
+    #: (worker/stretch_replay.py, UNPACED_REPLAY; None: that default)
+    unpaced_replay: float | None = None
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -62,6 +66,7 @@ class WorkerSettings:
         lead = env.get("GPUWB_PACING_LEAD_US")
         stream = env.get("GPUWB_STREAM_BYTES")
         piece = env.get("GPUWB_SPLIT_PIECE_US")
+        unpaced = env.get("GPUWB_UNPACED_REPLAY_US")
         return cls(phases_dir=env.get("GPUWB_WORKER_PHASES") or None,
                    profile_dir=env.get("GPUWB_WORKER_PROFILE") or None,
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
@@ -73,7 +78,8 @@ class WorkerSettings:
                    not in ("0", "off", "false", "no"),
                    swap_host_copy="pinned" if (env.get("GPUWB_SWAP_HOST_COPY") or "").strip().lower()
                    == "pinned" else "staged",
-                   stacks=env.get("GPUWB_STACKS") == "1")
+                   stacks=env.get("GPUWB_STACKS") == "1",
+                   unpaced_replay=float(unpaced) * 1e-6 if unpaced else None)
 
 
 def _graphs_mode(value: str | None) -> str:

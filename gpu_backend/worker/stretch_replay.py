@@ -21,7 +21,15 @@ from .graph_replay import Capture, StretchGraphs
 from .result_meta import array_meta
 from .stretches import HeldStretch, HeldStretches, Slot
 
-__all__ = ["StretchReplay", "Offer"]
+__all__ = ["StretchReplay", "Offer", "UNPACED_REPLAY"]
+
+#: Device seconds of work (the pacer's per-op estimate times its ops) past which a held
+#: stretch is not replayed through its graphs while other sessions share the device: a
+#: replay launches its ops without the pacer between them, so a newcomer would wait behind
+#: all of it (a loop of 29 GEMMs of 0.33 ms, replayed, queued 10 ms at once, and an
+#: interactive user beside it waited 2-5 ms a request, H200 2026-11-25); re-run from its
+#: records, the same ops are paced one by one, as any batch's.
+UNPACED_REPLAY = 0.0005
 
 #: what an early replay's ops may be (StretchReplay.early_safe): Python's operators (not the
 #: in-place ones: they return nothing), methods, functions and attributes that make an
@@ -52,6 +60,11 @@ class StretchReplay:
         self.replays = 0      # replay entries run
         self.graphed = 0      # of which served by graphs
         self.fallbacks = 0    # of which a captured graph could not serve (re-run instead)
+        self.paced = 0        # of which re-run, paced, for others share the device (UNPACED_REPLAY)
+        #: the device seconds past which a replay beside other sessions is paced (settable:
+        #: ``GPUWB_UNPACED_REPLAY_US``; the NumPy device measures next to nothing, so its
+        #: tests set 0)
+        self.unpaced = UNPACED_REPLAY
 
     def rerun_only(self) -> None:
         """``GPUWB_GRAPHS=rerun``: every replay runs from its records, never through graphs."""
@@ -132,6 +145,10 @@ class StretchReplay:
             pacer.start_segment()
         pacer.began = perf_counter()
         graphs = self.graphs
+        if graphs is not None and pacer.in_company() \
+                and (pacer.per_op or 0.0) * stretch.ops > self.unpaced:
+            graphs = None   # (paced instead: UNPACED_REPLAY)
+            self.paced += 1
         if graphs is not None:
             state = graphs.states[entry.sid]
             had_graph = state.stage is Capture.CAPTURED
@@ -207,7 +224,7 @@ class StretchReplay:
         graph was dropped for an op out of memory (``%gpu status``, ``memory_info``)."""
         graphs = self.graphs
         return {"held": len(self.stretches.held), "replays": self.replays,
-                "graphed": self.graphed, "fallbacks": self.fallbacks,
+                "graphed": self.graphed, "fallbacks": self.fallbacks, "paced": self.paced,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0}

@@ -1,0 +1,64 @@
+"""A held stretch's replay and the pacer (worker/stretch_replay.py, ``UNPACED_REPLAY``): a
+replay launches its ops without the pacer between them, so while other sessions share the
+device a replay of more than ``UNPACED_REPLAY`` of device work re-runs from its records,
+paced op by op like any batch; alone on the device it goes through its graphs again. The
+results are the same either way (the records are the reference path).
+
+On the NumPy device under the ``fair`` policy, two sessions on one device: the pool's own
+counts (``memory_info()["stretches"]``: replays, graphed, paced) say which path each
+replay took, so a loaded machine cannot make the test flaky, only slower. The NumPy device
+measures next to no device time (its ops run on the host as they are called), so the pool
+runs with ``GPUWB_UNPACED_REPLAY_US=0``: every replay in company is paced there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+
+from .test_swap import _wait
+
+
+def _step(v, m) -> float:
+    return float(((v @ m) @ m).sum())   # two 384² GEMMs on the host: milliseconds each
+
+
+def test_a_long_replay_is_paced_while_another_session_shares_the_device(monkeypatch):
+    monkeypatch.setenv("GPUWB_UNPACED_REPLAY_US", "0")   # (read by the pool's workers)
+    with LocalPool(devices="cpu", policy="fair") as pool:
+        a = Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False))
+        b = None
+        try:
+            cp = module_for(a)
+            host = np.random.default_rng(1).random((384, 384))
+            m = cp.asarray(host)
+            expected = float(((host @ host) @ host).sum())
+            for _ in range(8):   # alone: held, then replayed through its graphs
+                assert _step(m, m) == expected
+            alone = a.memory_info()["stretches"]
+            assert alone["graphed"] >= 1 and alone["paced"] == 0
+
+            b = Session(pool.address, pool.token)   # company on the same device
+            float(module_for(b).ones(3).sum())
+
+            def paced() -> int:
+                assert _step(m, m) == expected
+                return a.memory_info()["stretches"]["paced"]
+            _wait(paced, "a replay re-run, paced, beside another session")
+
+            b.close()
+            b = None
+            graphed = a.memory_info()["stretches"]["graphed"]
+
+            def graphed_again() -> bool:
+                assert _step(m, m) == expected
+                return a.memory_info()["stretches"]["graphed"] > graphed
+            _wait(graphed_again, "replays through graphs again, alone")
+        finally:
+            if b is not None:
+                b.close()
+            a.close()
