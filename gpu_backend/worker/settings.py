@@ -54,7 +54,7 @@ class WorkerSettings:
     swap_host_copy: str = "staged"
     #: ``GPUWB_UNPACED_REPLAY_US``: the estimated device time of a held stretch past which its
     #: replay is paced op by op, from its records, while other sessions share the device
-    #: (worker/stretch_replay.py, UNPACED_REPLAY; None: that default)
+    #: (worker/stretch_replay.py, UNPACED_REPLAY; None, the default: never)
     unpaced_replay: float | None = None
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)

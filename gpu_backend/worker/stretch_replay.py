@@ -24,12 +24,16 @@ from .stretches import HeldStretch, HeldStretches, Slot
 __all__ = ["StretchReplay", "Offer", "UNPACED_REPLAY"]
 
 #: Device seconds of work (the pacer's per-op estimate times its ops) past which a held
-#: stretch is not replayed through its graphs while other sessions share the device: a
-#: replay launches its ops without the pacer between them, so a newcomer would wait behind
-#: all of it (a loop of 29 GEMMs of 0.33 ms, replayed, queued 10 ms at once, and an
-#: interactive user beside it waited 2-5 ms a request, H200 2026-11-25); re-run from its
-#: records, the same ops are paced one by one, as any batch's.
-UNPACED_REPLAY = 0.0005
+#: stretch is not replayed through its graphs while other sessions share the device, where
+#: the pool's workers are told one (``GPUWB_UNPACED_REPLAY_US``; None, the default: never).
+#: A replay launches its ops without the pacer between them, so a newcomer waits behind all
+#: of it (a loop of 29 GEMMs of 0.33 ms, replayed, queued 10 ms at once, and an interactive
+#: user beside it waited 2-5 ms a request); re-run from its records, the same ops are paced
+#: one by one, as any batch's. Measured at 0.5 ms (H200, 2026-11-25, docs/fair-share.md,
+#: "Replays and the pacer"): the interactive user's p99 fell to 0.63-0.84x `none`'s, but a
+#: training loop beside long GEMMs fell from 0.64 to 0.25 of its rate (its steps now wait
+#: out long kernels between their ops), so it is an operator's choice, off by default.
+UNPACED_REPLAY: float | None = None
 
 #: what an early replay's ops may be (StretchReplay.early_safe): Python's operators (not the
 #: in-place ones: they return nothing), methods, functions and attributes that make an
@@ -61,10 +65,10 @@ class StretchReplay:
         self.graphed = 0      # of which served by graphs
         self.fallbacks = 0    # of which a captured graph could not serve (re-run instead)
         self.paced = 0        # of which re-run, paced, for others share the device (UNPACED_REPLAY)
-        #: the device seconds past which a replay beside other sessions is paced (settable:
-        #: ``GPUWB_UNPACED_REPLAY_US``; the NumPy device measures next to nothing, so its
-        #: tests set 0)
-        self.unpaced = UNPACED_REPLAY
+        #: the device seconds past which a replay beside other sessions is paced (None:
+        #: never; ``GPUWB_UNPACED_REPLAY_US``; the NumPy device measures next to nothing, so
+        #: its test sets 0)
+        self.unpaced: float | None = UNPACED_REPLAY
 
     def rerun_only(self) -> None:
         """``GPUWB_GRAPHS=rerun``: every replay runs from its records, never through graphs."""
@@ -145,7 +149,7 @@ class StretchReplay:
             pacer.start_segment()
         pacer.began = perf_counter()
         graphs = self.graphs
-        if graphs is not None and pacer.in_company() \
+        if graphs is not None and self.unpaced is not None and pacer.in_company() \
                 and (pacer.per_op or 0.0) * stretch.ops > self.unpaced:
             graphs = None   # (paced instead: UNPACED_REPLAY)
             self.paced += 1

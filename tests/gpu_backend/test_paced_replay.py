@@ -1,8 +1,9 @@
-"""A held stretch's replay and the pacer (worker/stretch_replay.py, ``UNPACED_REPLAY``): a
-replay launches its ops without the pacer between them, so while other sessions share the
-device a replay of more than ``UNPACED_REPLAY`` of device work re-runs from its records,
-paced op by op like any batch; alone on the device it goes through its graphs again. The
-results are the same either way (the records are the reference path).
+"""A held stretch's replay and the pacer (worker/stretch_replay.py, ``UNPACED_REPLAY``, an
+operator's choice, off by default): a replay launches its ops without the pacer between
+them, so with ``GPUWB_UNPACED_REPLAY_US`` set, while other sessions share the device a
+replay of more than that much device work re-runs from its records, paced op by op like
+any batch; alone on the device it goes through its graphs again. The results are the same
+either way (the records are the reference path). Unset, nothing is paced so.
 
 On the NumPy device under the ``fair`` policy, two sessions on one device: the pool's own
 counts (``memory_info()["stretches"]``: replays, graphed, paced) say which path each
@@ -61,4 +62,23 @@ def test_a_long_replay_is_paced_while_another_session_shares_the_device(monkeypa
         finally:
             if b is not None:
                 b.close()
+            a.close()
+
+
+def test_without_the_setting_a_replay_beside_another_session_stays_whole():
+    with LocalPool(devices="cpu", policy="fair") as pool:
+        a = Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False))
+        b = Session(pool.address, pool.token)
+        try:
+            float(module_for(b).ones(3).sum())   # company on the same device
+            cp = module_for(a)
+            host = np.random.default_rng(2).random((256, 256))
+            m = cp.asarray(host)
+            expected = float(((host @ host) @ host).sum())
+            for _ in range(10):
+                assert _step(m, m) == expected
+            figures = a.memory_info()["stretches"]
+            assert figures["graphed"] >= 1 and figures["paced"] == 0
+        finally:
+            b.close()
             a.close()
