@@ -67,6 +67,9 @@ class DeviceLease:
         self.hand_over_at: float | None = None
         #: hand over when the running batch ends (fifo)
         self.at_batch_end = False
+        #: the grant held was taken back by a newcomer (a yield, or the baton's word), not
+        #: merely come to its turn's end: what a replay run whole waits for (Pacer.atomic)
+        self.preempted = False
         self._reported = 0.0
         #: the number of the grant held (or last held): releases name it, yields must match it
         self.grant: int | None = None
@@ -105,6 +108,8 @@ class DeviceLease:
                     continue   # a grant this worker has already handed back (sent twice)
                 again = self.holding and type(number) is int and number == self.grant
                 self.holding, self.asked = True, False
+                if not again:
+                    self.preempted = False
                 self.alone = msg.get("a") is True
                 if not again:   # a grant resent (a second want crossed it) keeps its hand-over:
                     # the wait for the last holder's work, which the resent one does not name
@@ -130,6 +135,7 @@ class DeviceLease:
                 after = float(after) if isinstance(after, (int, float)) else 0.0
                 self.ready_at = time.perf_counter() + max(0.0, after - READY_MARGIN)
             elif kind == "yield" and self.holding and msg.get("g") in (None, self.grant):
+                self.preempted = True
                 if self.trace is not None:
                     self.trace.append((time.perf_counter(), "yield", msg.get("q")))
                 if msg.get("b"):
@@ -188,6 +194,7 @@ class DeviceLease:
                 and self.slot is not None and self.grant is not None \
                 and self.baton.preempted(self.slot, self.grant):
             self.hand_over_at = 0.0
+            self.preempted = True
             if self.trace is not None:
                 self.trace.append((time.perf_counter(), "yield", 0.0, "baton"))
 

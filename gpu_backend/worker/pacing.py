@@ -271,6 +271,20 @@ class Pacer:
         CUDA time-slices the sessions, and nothing is known."""
         return self.lease is not None and self.lease.holding and self._quantum_left is None
 
+    #: a batch run whole but for a preemption: a held stretch's replay re-run paced
+    #: (worker/stretch_replay.py) hands the device over mid-way only to a newcomer that takes
+    #: it back (lease.preempted), not at its turn's end: a training step split across turns
+    #: waited out a long user's 22 ms kernel between its ops (dl-mix's trainer 0.64 -> 0.25
+    #: of its rate, H200 2026-11-25); its turn ends with the batch (end_batch), as before
+    atomic = False
+
+    def _must_stop(self, projected_busy: float) -> bool:
+        """Whether to launch nothing more and hand the device over: the turn is spent
+        (counting *projected_busy*, the work launched) or a newcomer took it back; in a
+        batch run whole (:attr:`atomic`), only the latter."""
+        lease = self.lease
+        return lease.must_hand_over(projected_busy) and (not self.atomic or lease.preempted)
+
     def in_company(self) -> bool:
         """Whether this session is paced with other sessions attached to its device: what it
         launches at once, others may have to wait behind (worker/stretch_replay.py)."""
@@ -467,7 +481,7 @@ class Pacer:
         left, self.batch_left = self.batch_left, 1 << 62
         if lease is not None:
             # a spent quantum (counting the work already launched): launch nothing more
-            spent = lease.must_hand_over(self.busy + self._ahead())
+            spent = self._must_stop(self.busy + self._ahead())
             if spent and left <= TAIL_BYTES and self.release_at_read and lease.hand_over_at:
                 spent = False   # the batch's tail, then the read's hand-over (TAIL_BYTES)
             if not spent and (len(self._pending) > 1 or self._free_at - now > lead):
@@ -476,7 +490,7 @@ class Pacer:
                 # next launch (judged before it only, a holder preempted then launched one
                 # more op, and the newcomer waited for it: a 0.6 ms GEMM at the median, H100
                 # fairness run 18)
-                spent = lease.must_hand_over(self.busy + self._ahead()) \
+                spent = self._must_stop(self.busy + self._ahead()) \
                     and not (left <= TAIL_BYTES and self.release_at_read and lease.hand_over_at)
             if spent:
                 self._hand_over(want=True)
@@ -505,7 +519,7 @@ class Pacer:
             queued_behind = len(self._pending) > max(1, int(lead / (self.per_op or lead)))
             if ahead <= lead and not queued_behind:
                 return
-            if lease.must_hand_over(self.busy + ahead):
+            if self._must_stop(self.busy + ahead):
                 return
             wait = ahead - lead if ahead > lead else 0.0
             if wait > SPIN_SECONDS:
@@ -526,7 +540,7 @@ class Pacer:
                     if now >= check:   # the socket now and then; the yield word every turn
                         check = now + SPIN_CHECK_SECONDS
                         lease.read(self.busy)
-                    if lease.must_hand_over(self.busy + self._ahead()):
+                    if self._must_stop(self.busy + self._ahead()):
                         return
                 spun += perf_counter() - began
                 lease.read(self.busy)   # a yield that came meanwhile stops the next launch

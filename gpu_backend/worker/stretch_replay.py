@@ -149,9 +149,10 @@ class StretchReplay:
             pacer.start_segment()
         pacer.began = perf_counter()
         graphs = self.graphs
+        paced = False
         if graphs is not None and self.unpaced is not None and pacer.in_company() \
                 and (pacer.per_op or 0.0) * stretch.ops > self.unpaced:
-            graphs = None   # (paced instead: UNPACED_REPLAY)
+            graphs, paced = None, True   # (paced instead: UNPACED_REPLAY)
             self.paced += 1
         if graphs is not None:
             state = graphs.states[entry.sid]
@@ -173,6 +174,12 @@ class StretchReplay:
             if had_graph:
                 self.fallbacks += 1
         rebuilt = stretch.rebuild(entry.first, entry.inputs, entry.params, entry.outs, early)
+        if paced:   # (whole but for a preemption: Pacer.atomic)
+            pacer.atomic = True
+            try:
+                return (*x.run_records(rebuilt, payload, results), False)
+            finally:
+                pacer.atomic = False
         return (*x.run_records(rebuilt, payload, results), False)
 
     def skip(self, raw: Any, early: bool = False) -> None:

@@ -15,8 +15,13 @@ runs with ``GPUWB_UNPACED_REPLAY_US=0``: every replay in company is paced there.
 from __future__ import annotations
 
 import numpy as np
+import zmq
 
+from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.pool import LocalPool
+from gpu_backend.protocol.codec import packb
+from gpu_backend.worker.lease import DeviceLease
+from gpu_backend.worker.pacing import Pacer
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
@@ -82,3 +87,43 @@ def test_without_the_setting_a_replay_beside_another_session_stays_whole():
         finally:
             b.close()
             a.close()
+
+
+def _arbiter_and_lease(name: str):
+    """A ROUTER standing for the arbiter and a real lease connected to it, granted."""
+    ctx = zmq.Context.instance()
+    router = ctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    address = f"inproc://gpuwb-test-atomic-{name}"
+    router.bind(address)
+    lease = DeviceLease(ctx, address, "w")
+    lease._send({"t": "want"})
+    ident, _ = router.recv_multipart()
+    router.send_multipart([ident, packb({"t": "grant", "g": 1, "q": 0.001})])
+    lease.sock.poll(5000)
+    lease.read(0.0)
+    assert lease.holding and lease.hand_over_at == 0.001
+    return router, ident, lease
+
+
+def test_a_batch_run_whole_hands_over_only_to_a_newcomer_that_takes_the_device_back():
+    """``Pacer.atomic`` (a replay re-run paced): the end of its turn does not stop it, a
+    preemption (the arbiter's yield) does; outside such a batch, either does."""
+    router, ident, lease = _arbiter_and_lease("yield")
+    try:
+        pacer = Pacer(NumpyDevice(), lease)
+        spent = 0.002   # (busy past the turn's end)
+        assert pacer._must_stop(spent)
+        pacer.atomic = True
+        assert not pacer._must_stop(spent) and not lease.preempted
+        router.send_multipart([ident, packb({"t": "yield", "g": 1, "q": 0.0})])
+        lease.sock.poll(5000)
+        lease.read(spent)
+        assert lease.preempted and pacer._must_stop(spent)
+        router.send_multipart([ident, packb({"t": "grant", "g": 2, "q": 0.01})])
+        lease.sock.poll(5000)
+        lease.read(spent)   # (a new grant: taken back no more)
+        assert not lease.preempted and not pacer._must_stop(spent)
+    finally:
+        lease.sock.close()
+        router.close()
