@@ -30,8 +30,7 @@ import itertools
 import math
 from typing import Any
 
-from gpu_backend.protocol import codec
-from gpu_backend.protocol.stretch_records import Op, Slot
+from gpu_backend.protocol.stretch_records import Op, slots_in
 
 from .interrupts import interrupts_deferred
 
@@ -64,7 +63,7 @@ class EarlyPlan:
         self.param_op: dict[int, int] = {}
         for item in records.items:
             if type(item) is Op:
-                for slot in _slots((item.target, item.args, item.kwargs)):
+                for slot in slots_in((item.target, item.args, item.kwargs)):
                     if slot.kind == "i":
                         self.input_first.setdefault(slot.n, item.index)
                     elif slot.kind == "p":
@@ -137,18 +136,6 @@ def _same_entry(a: list, b: list) -> bool:
     return len(pa) == len(pb) and all(same_param(x, y) for x, y in zip(pa, pb))
 
 
-def _slots(value: Any):
-    t = type(value)
-    if t is Slot:
-        yield value
-    elif t is list or t is tuple:
-        for v in value:
-            yield from _slots(v)
-    elif t is dict:
-        for v in value.values():
-            yield from _slots(v)
-
-
 # ------------------------------------------------------------------ the session's side
 # (called with the session's lock held: from the run's ops, its flush, its replies)
 
@@ -165,26 +152,13 @@ def send(session: Any, run: Any) -> None:
     inputs = [last_inputs[n] if hid is None else hid for n, hid in enumerate(run.inputs)]
     params = run.params + last_params[len(run.params):]
     entry = [template.sid, run.first, inputs, params, run.results + reserved, []]
-    first, last = run.first, run.first + len(template.ops) - 1
-    with interrupts_deferred:
-        header = session._batch_header(first, last)
-        session._flushed_seq = first - 1   # (its ops count as sent once the run matches)
-        batch = header["b"]
-        header["T"] = entry
-        header["S"] = 1
-        if session.stretch_frees:   # (dropped before its first op: freed before the replay)
-            header["F"] = list(session.stretch_frees)
-        session.stretches.replayed(header, template)
-        session._header_ends(header, False)
-        session._ops = []   # (only the frees before its first op: header F)
-        frames = [codec.packb(header)]
-        session._in_flight.append((batch, first, last))
-        session._sent[batch] = frames
-        session._run_origins[batch] = run
+    with interrupts_deferred:   # (the batch and what knows it is early: one step for ^C)
+        batch = session._replay_batch(run, entry, run.first + len(template.ops) - 1, [],
+                                      False, early=True)
+        session._flushed_seq = run.first - 1   # (its ops count as sent once the run matches)
         run.ids = itertools.chain(reserved, session._ids)   # (the run's results: these)
         session._early = run.early = Early(batch, entry, run)
         session.stretches.early_sent += 1
-        session._send(frames, False)
     session._follow_broken()
 
 

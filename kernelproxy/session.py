@@ -484,29 +484,39 @@ class Session:
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self._run = None
         self._check_open()
-        stretches = self.stretches
-        with _interrupts_deferred:
-            self._ops = []   # (only the frees before its first op: stretch_frees, header F)
-            ops = run.free_records()
-            first, last = run.first, self._seq
-            header = self._batch_header(first, last)
-            header["T"] = entry
-            if self.stretch_frees:   # (dropped before its first op: freed before the replay)
-                header["F"] = list(self.stretch_frees)
-            stretches.replayed(header, run.template)
-            plan = run.template.early_plan
-            if plan is not None:   # (what changes between runs: when the next goes early)
-                run.template.early_at = plan.observe(entry[2], entry[3])
-            self._header_ends(header, sync_device)
-            ops.insert(0, codec.packb(header))
-            frames = [b"".join(ops)]
-            self._in_flight.append((self._batch, first, last))
-            self._sent[self._batch] = frames
-            self._run_origins[self._batch] = run
-            self._send(frames, False)
+        plan = run.template.early_plan
+        if plan is not None:   # (what changes between runs: when the next goes early)
+            run.template.early_at = plan.observe(entry[2], entry[3])
+        self._replay_batch(run, entry, self._seq, run.free_records(), sync_device)
         self._follow_broken()
         self._eager_check = self._eager_at
         self._stretch_begins()
+
+    def _replay_batch(self, run: TemplateRun, entry: list, last: int, records: list,
+                      sync_device: bool, early: bool = False) -> int:
+        """Send the batch that stands for *run*'s ops, *run.first* to *last*: its replay
+        entry (header ``T``; *early*: ``S``, sent before the run's end: kernelproxy/
+        early_replay.py), the frees made before its first op (header ``F``) and *records*
+        (the frees in its course) after it; counted in flight. Its number."""
+        with _interrupts_deferred:
+            self._ops = []   # (only the frees before its first op: stretch_frees, header F)
+            first = run.first
+            header = self._batch_header(first, last)
+            header["T"] = entry
+            if early:
+                header["S"] = 1
+            if self.stretch_frees:   # (dropped before its first op: freed before the replay)
+                header["F"] = list(self.stretch_frees)
+            self.stretches.replayed(header, run.template)
+            self._header_ends(header, sync_device)
+            records.insert(0, codec.packb(header))
+            frames = [b"".join(records)]
+            batch = self._batch
+            self._in_flight.append((batch, first, last))
+            self._sent[batch] = frames
+            self._run_origins[batch] = run
+            self._send(frames, False)
+        return batch
 
     @_serialised
     def leave_templates(self) -> None:

@@ -20,7 +20,7 @@ from . import codec
 from . import messages as m
 from .stretches import PARAM_OPERATORS, is_param
 
-__all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "read_records"]
+__all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "slots_in", "read_records"]
 
 
 class Slot:
@@ -53,6 +53,20 @@ def fill_slots(value: Any, of_slot: Any) -> Any:
     if t is dict:
         return {k: fill_slots(v, of_slot) for k, v in value.items()}
     return value
+
+
+def slots_in(value: Any):
+    """Each :class:`Slot` in *value* (an op's target, arguments or keywords), lists, tuples
+    and maps looked into."""
+    t = type(value)
+    if t is Slot:
+        yield value
+    elif t is list or t is tuple:
+        for v in value:
+            yield from slots_in(v)
+    elif t is dict:
+        for v in value.values():
+            yield from slots_in(v)
 
 
 class Op:

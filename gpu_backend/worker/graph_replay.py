@@ -35,6 +35,7 @@ from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
 from .objects import run_object_call
+from ..protocol.stretch_records import slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
 __all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
@@ -105,24 +106,12 @@ class _Shape:
                 self.graphable = False
             if item.want == _NONE or "out" in item.kwargs or item.kind == _KERNEL:
                 self.writes = True   # (a user's kernel may write any array it is given)
-            for slot in _slots((item.target, item.args, item.kwargs)):
+            for slot in slots_in((item.target, item.args, item.kwargs)):
                 if slot.kind == "i" and slot.n not in self.used:
                     self.used.append(slot.n)
         self.alive = [n for n in range(stretch.outs) if n not in freed_results]
         #: the op that makes each result slot
         self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
-
-
-def _slots(value: Any):
-    t = type(value)
-    if t is Slot:
-        yield value
-    elif t is list or t is tuple:
-        for v in value:
-            yield from _slots(v)
-    elif t is dict:
-        for v in value.values():
-            yield from _slots(v)
 
 
 def _eager_by_nature(op: Op) -> bool:
@@ -132,7 +121,7 @@ def _eager_by_nature(op: Op) -> bool:
     if name in _BY_VALUES:   # (a result whose shape its array's values decide)
         return True
     if name in ("getitem", "setitem") and any(type(s) is Slot and s.kind != "p"
-                                              for s in _slots(op.args[1:2])):
+                                              for s in slots_in(op.args[1:2])):
         return True   # (an index of arrays: a boolean mask's selection is sized by its values)
     return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
 

@@ -12,7 +12,6 @@ on, off (``GPUWB_EARLY_REPLAY=0``, the fast path on) and stretch replay off.
 
 from __future__ import annotations
 
-import threading
 import warnings
 
 import numpy as np
@@ -26,6 +25,7 @@ from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 
 from ..quiet_gc import no_collection
+from ..session_threads import FACTORS, values_of_two_threads
 
 STEPS = 16
 #: the iteration at which a loop's run differs
@@ -314,29 +314,17 @@ def test_a_second_thread_during_an_early_replay_takes_turns(sessions):
     cp = module_for(early)
     x, y = _inputs(cp)
     host_x, host_y = x.get(), y.get()
-    errors, results = [], {}
 
-    def work(name: str, factor: float) -> None:
-        try:
-            got = []
-            for _ in range(STEPS):
-                a = x * factor
-                b = a + y
-                got.append(float((b * 0.5).sum()))
-            results[name] = got
-        except Exception as exc:   # (reported below)
-            errors.append(exc)
+    def step(factor: float) -> float:
+        a = x * factor
+        b = a + y
+        return float((b * 0.5).sum())
 
-    threads = [threading.Thread(target=work, args=(str(f), f)) for f in (2.0, 5.0)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors
-    for factor in (2.0, 5.0):
+    results = values_of_two_threads(step, STEPS)
+    for factor in FACTORS:
         expected = float(((host_x * np.float32(factor) + host_y) * np.float32(0.5)).sum(
             dtype=np.float32))
-        assert results[str(factor)] == [pytest.approx(expected, rel=1e-6)] * STEPS
+        assert results[factor] == [pytest.approx(expected, rel=1e-6)] * STEPS
 
 
 def test_stretches_that_write_or_draw_never_go_early(sessions):

@@ -13,7 +13,6 @@ timed and let go), and the results are compared bitwise.
 
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
@@ -25,6 +24,7 @@ from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 
 from ..quiet_gc import no_collection
+from ..session_threads import FACTORS, values_of_two_threads
 
 #: iterations of a loop: its stretch is held after REPEATS, answered fast from the next on
 STEPS = 16
@@ -310,27 +310,15 @@ def test_a_second_thread_on_the_session_takes_turns_with_a_run(sessions):
     cp = module_for(fast)
     x, y = _inputs(cp)
     host_x, host_y = x.get(), y.get()
-    errors, results = [], {}
 
-    def work(name: str, factor: float) -> None:
-        try:
-            got = []
-            for step in range(STEPS):
-                a = x * factor
-                got.append(float((a + y).sum()))
-            results[name] = got
-        except Exception as exc:   # (reported below)
-            errors.append(exc)
+    def step(factor: float) -> float:
+        a = x * factor
+        return float((a + y).sum())
 
-    threads = [threading.Thread(target=work, args=(str(f), f)) for f in (2.0, 5.0)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors
-    for factor in (2.0, 5.0):
+    results = values_of_two_threads(step, STEPS)
+    for factor in FACTORS:
         expected = float((host_x * np.float32(factor) + host_y).sum(dtype=np.float32))
-        assert results[str(factor)] == [pytest.approx(expected, rel=1e-6)] * STEPS
+        assert results[factor] == [pytest.approx(expected, rel=1e-6)] * STEPS
 
 
 def test_with_the_fast_path_off_nothing_is_answered_from_a_template(sessions):
