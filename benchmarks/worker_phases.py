@@ -15,7 +15,6 @@ replayed stretch costs its graph launch plus <= 20 us of the worker's own time".
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import statistics
@@ -34,6 +33,8 @@ from json_out import emit  # noqa: E402  (beside this file)
 from kernelproxy.modules import module_for  # noqa: E402
 from programs import chain20_body, chain20_inputs  # noqa: E402
 from served_pool import open_pool  # noqa: E402
+
+from gpu_backend.worker.phases import read_summaries  # noqa: E402
 
 SIDES = {"fast": {}, "noearly": {"GPUWB_EARLY_REPLAY": "0"}, "nofast": {"GPUWB_FAST_PATH": "0"},
          "nographs": {"GPUWB_GRAPHS": "0"}}
@@ -81,7 +82,6 @@ def main(argv=None) -> int:
                         step()
                         walls.append((time.perf_counter() - t0) * 1e6)
                     session.close()
-                    time.sleep(1.0)   # (the worker writes its phases as it ends)
             finally:
                 for k, v in saved.items():
                     if v is None:
@@ -89,8 +89,7 @@ def main(argv=None) -> int:
                     else:
                         os.environ[k] = v
             phases = {}
-            for path in glob.glob(os.path.join(where, "*.json")):
-                summary = json.load(open(path))
+            for summary in read_summaries(where, 1, patience=20.0):   # (a file still being written is read again)
                 if summary.get("messages", 0) >= args.reps // 2:
                     phases = summary.get("median_us", {})
             result["runs"][f"{loop_name}/{side}"] = {
