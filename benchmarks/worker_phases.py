@@ -6,8 +6,11 @@ Runs the hot sync ``float((x + 1).sum())`` and the 20-op chain of ``held_loops.p
 sessions with the fast path on, early replay off (``GPUWB_EARLY_REPLAY=0``), the fast path
 off (``GPUWB_FAST_PATH=0``) and stretch replay off
 (``GPUWB_GRAPHS=0``), each session's worker timing its phases (``GPUWB_WORKER_PHASES``,
-worker/phases.py: received, opened, begun, replay_in, replay_ran, replay_out, ops, run,
-encoded, sent, after_reply), and prints the median microseconds of each phase of each
+worker/phases.py: received, opened, begun; a replay's entry read, its guards passed
+(``r_fits``), its inputs copied in, its parameters written (``r_in``), its graphs launched
+(``r_ran``), its kept results made (``r_made``) and handed out, the reads after its graphs
+(``r_read``: the wait for the device is here); ops, run, encoded, sent, the pacer's
+end of batch, after_reply), and prints the median microseconds of each phase of each
 worker beside the client's wall time per iteration. A diagnostic for issue 50's "a
 replayed stretch costs its graph launch plus <= 20 us of the worker's own time".
 """
@@ -95,12 +98,13 @@ def main(argv=None) -> int:
             result["runs"][f"{loop_name}/{side}"] = {
                 "wall_us": round(statistics.median(walls), 1),
                 "phases_us": {k: round(v, 1) for k, v in phases.items()}}
-    names = ["received", "opened", "begun", "replay_in", "replay_ran", "replay_out", "ops", "run",
-             "encoded", "sent", "after_reply"]
-    print(f"{'loop/side':22s} {'wall':>7s} " + " ".join(f"{n[:10]:>10s}" for n in names))
+    names = ["received", "opened", "begun", "replay_entry", "replay_fits", "replay_copied",
+             "replay_in", "replay_ran", "replay_made", "replay_out", "replay_read", "ops", "run",
+             "encoded", "sent", "end_batch", "after_reply"]
+    print(f"{'loop/side':18s} {'wall':>6s} " + " ".join(f"{n.replace('replay_', 'r_')[:8]:>8s}" for n in names))
     for key, run in result["runs"].items():
-        print(f"{key:22s} {run['wall_us']:7.1f} " + " ".join(
-            f"{run['phases_us'].get(n, float('nan')):10.1f}" for n in names))
+        print(f"{key:18s} {run['wall_us']:6.0f} " + " ".join(
+            f"{run['phases_us'].get(n, float('nan')):8.1f}" for n in names))
     emit(result, args.json)
     return 0
 

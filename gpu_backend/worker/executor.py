@@ -302,6 +302,7 @@ class Executor:
         if executed is None:
             return
         self.pacer.end_batch(executed, self.more_work)
+        self.phases.mark("end_batch")
         used = self.device.memory_used()
         if used > self.peak_memory:
             self.peak_memory = used

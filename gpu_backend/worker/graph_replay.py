@@ -295,6 +295,7 @@ class StretchGraphs:
         hosts = self._fits(graph, arrays, entry.params)
         if hosts is None:
             return None
+        self.x.phases.mark("replay_fits")   # (its inputs found, its guards passed)
         return self._replay(state, stretch, graph, entry, arrays, hosts, results)
 
     # ------------------------------------------------------------ guards
@@ -446,9 +447,10 @@ class StretchGraphs:
         tools, first, params = self.tools, entry.first, entry.params
         for n, a in arrays.items():
             tools.copy(g.bufs[n], a)
+        phases = self.x.phases
+        phases.mark("replay_copied")   # (the inputs copied into the graph's buffers)
         if g.pbufs:   # (every parameter at once, written into phost by _fits)
             tools.write(g.pblock, g.phost)
-        phases = self.x.phases
         phases.mark("replay_in")   # (the inputs copied in, the parameters written)
         handout: dict[int, Any] = {}
         live = True
@@ -500,6 +502,7 @@ class StretchGraphs:
             seq = first + failed.index
             x.poison(seq)
             return failed.index, x.record_error(seq, failed.error), False
+        phases.mark("replay_read")   # (the reads after its graphs: the device's wait is here)
         return done
 
     def _run_eager(self, ops: list, g: StretchGraph, first: int, params: list,
@@ -585,6 +588,7 @@ class StretchGraphs:
                 made = tools.empty_like(kept)
                 tools.copy(made, kept)
             handed.append((n, outs[n], made))
+        self.x.phases.mark("replay_made")   # (the kept results' arrays made and copied)
         if shape.writes:
             written = g.written
             for n, a in arrays.items():

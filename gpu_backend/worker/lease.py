@@ -21,6 +21,9 @@ import zmq
 from ..arbiter.baton import BATON_TIMEOUT, Baton
 from ..protocol.codec import packb, unpackb
 
+# plain ints: `int & zmq.POLLIN` goes through the enum's __and__ (microseconds a look)
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
+
 __all__ = ["DeviceLease", "REPORT_SECONDS"]
 
 #: While holding with others waiting, report measured device time this often (device
@@ -95,7 +98,7 @@ class DeviceLease:
 
     def pending(self) -> bool:
         """Whether the arbiter has said something not yet read (no system call)."""
-        return bool(self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN)
+        return bool(self.sock.getsockopt(_EVENTS) & _POLLIN)   # (plain ints: see links.py)
 
     def read(self, busy: float) -> None:
         """Take in every arbiter message that has arrived."""

@@ -143,6 +143,7 @@ class StretchReplay:
             stretch, entry = self.stretches.entry(raw, early)
         except Exception as exc:
             return 0, x.record_error(None, exc), False, False
+        x.phases.mark("replay_entry")   # (the replay's entry read against its stretch)
         self.replays += 1
         pacer = x.pacer
         if pacer.fresh_due:
