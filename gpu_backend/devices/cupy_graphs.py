@@ -1,6 +1,12 @@
 """What stretch replay needs of CUDA (worker/graph_replay.py): capture on a stream of its
 own, memory that stays the graph's, launches and copies on the session's stream.
 
+Copies in and out: a replay's inputs go into the graph's buffers, and its kept results out
+into fresh arrays, by one kernel inside the graph (:class:`CopyTable`) that reads where from
+and where to from the stretch's parameter block, written with its parameters by one copy
+before the launch. (A ``cudaMemcpyAsync`` each cost 5-8 µs of the worker's time on an H200
+host: two inputs and two results, a quarter of a 20-op loop's replay.)
+
 Memory: while a stretch is captured, every allocation goes through the session's own
 allocator (so the memory pool's limit and the user's quota count it) and is *retained*:
 no block a graph reads or writes is ever handed back to the pool while the graph lives,
@@ -14,7 +20,59 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["GraphTools"]
+__all__ = ["GraphTools", "CopyTable"]
+
+#: Copies each (source, destination, bytes) row of a table in device memory, in 16-byte
+#: words where all three allow, else byte by byte.
+_COPIES_SOURCE = r"""
+extern "C" __global__ void gpuwb_table_copies(const unsigned long long* table, int rows) {
+    const size_t step = (size_t)gridDim.x * blockDim.x;
+    const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int r = 0; r < rows; ++r) {
+        const unsigned long long src = table[3 * r], dst = table[3 * r + 1], size = table[3 * r + 2];
+        if (src == dst) continue;
+        if (((src | dst | size) & 15ULL) == 0) {
+            const uint4* s = (const uint4*)src;
+            uint4* d = (uint4*)dst;
+            for (size_t i = first; i < size / 16; i += step) d[i] = s[i];
+        } else {
+            const unsigned char* s = (const unsigned char*)src;
+            unsigned char* d = (unsigned char*)dst;
+            for (size_t i = first; i < size; i += step) d[i] = s[i];
+        }
+    }
+}
+"""
+#: threads a block of the copies' kernel, and the most blocks it is launched with
+_THREADS, _MAX_BLOCKS = 256, 1024
+
+
+class CopyTable:
+    """Copies a graph makes at each launch: row *i* copies an array's bytes into another of
+    the same layout. The rows live in a host block (``uint64``: source, destination, bytes)
+    that the caller copies into the device block the kernel reads, before each launch
+    (both are views into the stretch's parameter block and its host copy). :meth:`run`,
+    called while capturing, puts the kernel into the graph."""
+
+    def __init__(self, cupy: Any, kernel: Any, host: np.ndarray, device: Any) -> None:
+        self.cp, self._kernel, self.host, self.device = cupy, kernel, host, device
+        self.rows = len(host) // 3
+        self._blocks = 1
+
+    def set(self, row: int, dst: Any, src: Any) -> None:
+        """Row *row* copies *src* into *dst* (the same layout, contiguous)."""
+        host = self.host
+        host[3 * row] = src.data.ptr
+        host[3 * row + 1] = dst.data.ptr
+        nbytes = src.nbytes
+        host[3 * row + 2] = nbytes
+        blocks = min(_MAX_BLOCKS, max(1, -(-nbytes // (16 * _THREADS))))
+        if blocks > self._blocks:
+            self._blocks = blocks
+
+    def run(self) -> None:
+        """Launch the copies (captured: at every launch of the graph, the rows then set)."""
+        self._kernel((self._blocks,), (_THREADS,), (self.device, np.int32(self.rows)))
 
 
 class Retained(list):
@@ -32,6 +90,7 @@ class GraphTools:
         self.cp = cupy
         self._runtime = cupy.cuda.runtime
         self._capture_stream = None
+        self._copies_kernel = None
 
     # ------------------------------------------------------------ capture
     @contextlib.contextmanager
@@ -83,6 +142,14 @@ class GraphTools:
             rt.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice,
                            self.cp.cuda.get_current_stream().ptr)
 
+    def copy_any(self, dst: Any, src: Any) -> None:
+        """Copy *src* into *dst* of the same shape and dtype, whatever their strides (a
+        strided view's bytes are not a range: element by element)."""
+        if src.strides == dst.strides and (src.flags.c_contiguous or src.flags.f_contiguous):
+            self.copy(dst, src)
+        else:
+            self.cp.copyto(dst, src)
+
     def write(self, dst: Any, host: np.ndarray) -> None:
         """Copy a small host array into *dst* on the session's stream (the driver stages
         pageable memory before returning, so *host* may go at once)."""
@@ -106,3 +173,12 @@ class GraphTools:
     def scalar_in(self, block: Any, offset: int, dtype: np.dtype) -> Any:
         """A 0-d array of *dtype* at *offset* bytes into *block*."""
         return self.cp.ndarray((), dtype, memptr=block.data + offset)
+
+    def copy_table(self, block: Any, host: np.ndarray, offset: int, rows: int) -> CopyTable:
+        """A :class:`CopyTable` of *rows* rows at *offset* bytes (a multiple of 8) into the
+        device *block* and its host copy *host*."""
+        if self._copies_kernel is None:
+            self._copies_kernel = self.cp.RawKernel(_COPIES_SOURCE, "gpuwb_table_copies")
+        size = 24 * rows
+        return CopyTable(self.cp, self._copies_kernel, host[offset:offset + size].view(np.uint64),
+                         self.cp.ndarray((3 * rows,), np.uint64, memptr=block.data + offset))

@@ -18,7 +18,7 @@ import numpy as np
 
 from .cupy_graphs import Retained
 
-__all__ = ["HostGraphTools", "LaunchError"]
+__all__ = ["HostGraphTools", "HostCopyTable", "LaunchError"]
 
 
 class LaunchError(Exception):
@@ -84,6 +84,9 @@ class HostGraphTools:
     def copy(self, dst: np.ndarray, src: np.ndarray) -> None:
         np.copyto(dst, src, casting="no")
 
+    def copy_any(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst, src, casting="no")
+
     def write(self, dst: np.ndarray, host: np.ndarray) -> None:
         np.copyto(dst, host, casting="no")
 
@@ -99,6 +102,26 @@ class HostGraphTools:
 
     def scalar_in(self, block: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
         return block[offset:offset + dtype.itemsize].view(dtype).reshape(())
+
+    def copy_table(self, block: np.ndarray, host: np.ndarray, offset: int, rows: int) -> "HostCopyTable":
+        return HostCopyTable(rows)
+
+
+class HostCopyTable:
+    """The NumPy device's copy table (cupy_graphs.CopyTable): its rows are the arrays
+    themselves, and :meth:`run`, recorded while capturing, copies them at each launch."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self._pairs: list = [None] * rows
+
+    def set(self, row: int, dst: np.ndarray, src: np.ndarray) -> None:
+        self._pairs[row] = (dst, src)
+
+    def run(self) -> None:
+        for pair in self._pairs:
+            if pair is not None and pair[0] is not pair[1]:
+                np.copyto(pair[0], pair[1], casting="no")
 
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:

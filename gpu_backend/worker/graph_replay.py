@@ -160,6 +160,16 @@ class StretchGraph:
         #: the first of the segments that only read, after the last graph (:func:`_reads_from`;
         #: None until a replay finds it)
         self.reads_from: int | None = None
+        #: the copies of the inputs into their buffers, made by the first graph (a copy
+        #: table, devices/cupy_graphs.py), in the order of ``gather_slots``; None: copied
+        #: one by one before the launch (the first segment is eager, or refused capture)
+        self.gather: Any = None
+        self.gather_slots: list[int] = []
+        #: the copies of the kept results the graphs make into the fresh arrays handed
+        #: out, made by the last graph (segment ``scatter_seg``), for ``scatter_slots``
+        self.scatter: Any = None
+        self.scatter_slots: list[int] = []
+        self.scatter_seg = -1
 
     def array(self, slot: Slot) -> Any:
         """The array an input (its buffer) or result slot stands for."""
@@ -336,12 +346,17 @@ class StretchGraphs:
         g.segments = segments
         complete = True
         handout: dict[int, Any] = {}
+        graphs = [i for i, seg in enumerate(segments) if not seg.eager]
+        rows_in = len(arrays) if graphs and graphs[0] == 0 else 0
+        rows_out = len(shape.alive) if graphs else 0
         try:
             with tools.retaining() as kept:
                 g.retained = kept
-                if stretch.params:
-                    g.pblock = tools.param_block(PARAM_BYTES * stretch.params)
-                    g.phost = np.zeros(PARAM_BYTES * stretch.params, np.uint8)
+                params_size = PARAM_BYTES * stretch.params
+                if params_size or rows_in or rows_out:   # (with the copy tables' rows after
+                    size = params_size + 24 * (rows_in + rows_out)   # the parameters)
+                    g.pblock = tools.param_block(size)
+                    g.phost = np.zeros(size, np.uint8)
                 for n, a in arrays.items():
                     buf = tools.empty_like(a)
                     if buf.strides != a.strides:
@@ -354,27 +369,38 @@ class StretchGraphs:
                     span = self.x.device.memory_span
                     g.writing = {span(buf)[1]: n for n, buf in g.bufs.items() if buf.nbytes}
                     g.written = set()
-                for seg in segments:
+                graphed_ops: set[int] = set()   # (the ops of the segments captured so far)
+                for at, seg in enumerate(segments):
                     if seg.eager:
                         self._run_eager(seg.ops, g, first, params, handout, results, live=True)
                         continue
                     writes: list = []
                     try:
                         with tools.capturing() as got:
+                            if rows_in and at == 0:
+                                g.gather = self._copies_in(g, arrays, params_size, rows_in)
                             for op in seg.ops:
                                 self._capture_op(op, g, params, writes)
+                            if rows_out and at == graphs[-1]:
+                                self._copies_out(g, graphed_ops | {op.index for op in seg.ops},
+                                                 params_size + 24 * rows_in, at)
                     except _CaptureRefused as refused:
                         state.eager.add(refused.index)
                         complete = False
+                        self._uncopied_for(g, at)
                         self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     except Exception:   # ended with an invalidated capture: which op is unknown
                         complete = False
+                        self._uncopied_for(g, at)
                         self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     seg.graph = got[0]
+                    graphed_ops.update(op.index for op in seg.ops)
                     if not tools.capture_runs:
-                        for buf, host in writes:
+                        if g.gather is not None or g.scatter is not None:
+                            tools.write(g.pblock, g.phost)   # (the tables' rows; then the
+                        for buf, host in writes:             # parameters, each its own)
                             tools.write(buf, host)
                         tools.launch(seg.graph)
         except _OpError as failed:
@@ -391,6 +417,39 @@ class StretchGraphs:
             state.capture_again()
         # (results made meanwhile are in the graph's memory: every one goes out as a copy)
         return self._finish(g, stretch.ops, entry, arrays, {}, results)
+
+    def _copies_in(self, g: StretchGraph, arrays: dict, at: int, rows: int) -> Any:
+        """While capturing the first segment: the copies of the inputs into their buffers,
+        as the graph's first node (its rows are set again at each replay)."""
+        table = self.tools.copy_table(g.pblock, g.phost, at, rows)
+        g.gather_slots = list(arrays)
+        for row, n in enumerate(g.gather_slots):
+            table.set(row, g.bufs[n], arrays[n])
+        self.tools.call(table.run, [], {}, _same)
+        return table
+
+    def _copies_out(self, g: StretchGraph, graphed_ops: set, at: int, seg_at: int) -> None:
+        """While capturing the last graph: the copies of the kept results the graphs make
+        into the arrays a replay hands out (allocated before its launch), as its last node.
+        A result of another layout than a fresh array's (a strided view) is copied after,
+        as before. At the capture itself each row copies a result onto itself (nothing)."""
+        maker = g.shape.maker
+        slots = [n for n in g.shape.alive if maker.get(n) in graphed_ops
+                 and n in g.env and _plain(g.env[n], self.array_type)]
+        if not slots:
+            return
+        table = self.tools.copy_table(g.pblock, g.phost, at, len(slots))
+        for row, n in enumerate(slots):
+            table.set(row, g.env[n], g.env[n])
+        self.tools.call(table.run, [], {}, _same)
+        g.scatter, g.scatter_slots, g.scatter_seg = table, slots, seg_at
+
+    @staticmethod
+    def _uncopied_for(g: StretchGraph, at: int) -> None:
+        if at == 0:
+            g.gather, g.gather_slots = None, []
+        if at == g.scatter_seg:
+            g.scatter, g.scatter_slots, g.scatter_seg = None, [], -1
 
     def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list) -> None:
         """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype."""
@@ -410,6 +469,7 @@ class StretchGraphs:
                 g.pbufs[slot.n] = buf
                 offset = PARAM_BYTES * slot.n
                 g.pviews[slot.n] = g.phost[offset:offset + dtype.itemsize].view(dtype).reshape(())
+                g.pviews[slot.n][()] = host   # (phost is written whole with the copy tables)
                 if self.tools.capture_runs:   # the op runs now: its value must be there
                     self.tools.write(buf, host)
                 else:   # written after the capture ends (a copy now would be captured)
@@ -445,12 +505,26 @@ class StretchGraphs:
     def _replay(self, state: GraphState, stretch: HeldStretch, g: StretchGraph,
                 entry: ReplayEntry, arrays: dict, hosts: dict, results: BatchResults) -> tuple:
         tools, first, params = self.tools, entry.first, entry.params
-        for n, a in arrays.items():
-            tools.copy(g.bufs[n], a)
+        gather = g.gather
+        if gather is not None:   # (copied by the first graph: its rows say from where)
+            bufs = g.bufs
+            for row, n in enumerate(g.gather_slots):
+                gather.set(row, bufs[n], arrays[n])
+        else:
+            for n, a in arrays.items():
+                tools.copy(g.bufs[n], a)
+        ahead = None
+        scatter = g.scatter
+        if scatter is not None:   # (the kept results' arrays, filled by the last graph)
+            ahead, env = {}, g.env
+            for row, n in enumerate(g.scatter_slots):
+                kept = env[n]
+                made = ahead[n] = tools.empty_like(kept)
+                scatter.set(row, made, kept)
         phases = self.x.phases
-        phases.mark("replay_copied")   # (the inputs copied into the graph's buffers)
-        if g.pbufs:   # (every parameter at once, written into phost by _fits)
-            tools.write(g.pblock, g.phost)
+        phases.mark("replay_copied")   # (the inputs' copies and the results' arrays set up)
+        if g.pblock is not None:   # (every parameter at once, written into phost by _fits,
+            tools.write(g.pblock, g.phost)   # and the copy tables' rows)
         phases.mark("replay_in")   # (the inputs copied in, the parameters written)
         handout: dict[int, Any] = {}
         live = True
@@ -458,13 +532,16 @@ class StretchGraphs:
         tail = g.reads_from
         if tail is None:
             tail = g.reads_from = _reads_from(segments)
+        scattered = False
         try:
-            for seg in segments[:tail]:
+            for at in range(tail):
+                seg = segments[at]
                 if live and seg.graph is not None:
                     try:
                         tools.launch(seg.graph)
                     except LaunchError as failed:   # (the NumPy device's recorded calls)
                         raise _OpError(failed.index, failed.error) from None
+                    scattered = scattered or at == g.scatter_seg
                 else:
                     live = self._run_eager(seg.ops, g, first, params, handout, results, live)
         except _OpError as failed:
@@ -475,6 +552,8 @@ class StretchGraphs:
                 raise failed.error from None
             return self._finish(g, failed.index, entry, arrays, handout, results,
                                 error=(first + failed.index, failed.error))
+        if scattered:
+            handout = {**ahead, **handout}   # (a result an eager op made is its own)
         if not live:   # a result's layout changed under an eager op: capture again next time
             state.capture_again()
         phases.mark("replay_ran")   # (its graphs launched, its eager ops run)
@@ -540,7 +619,7 @@ class StretchGraphs:
             kept = g.env.get(slot)
             if live and kept is not None and kept is not result:
                 if (kept.shape, kept.dtype, kept.strides) == (result.shape, result.dtype, result.strides):
-                    self.tools.copy(kept, result)
+                    self.tools.copy_any(kept, result)
                 else:
                     live = False
             if kept is None or not live:
@@ -583,10 +662,10 @@ class StretchGraphs:
             if shape.maker[n] >= ran:
                 continue
             made = handout.get(n)
-            if made is None or made.base is not None:
-                kept = made if made is not None else g.env[n]
-                made = tools.empty_like(kept)
-                tools.copy(made, kept)
+            if made is None or made.base is not None:   # (a graph's buffer, or a view: a
+                kept = made if made is not None else g.env[n]   # strided one, element by
+                made = tools.empty_like(kept)                   # element)
+                tools.copy_any(made, kept)
             handed.append((n, outs[n], made))
         self.x.phases.mark("replay_made")   # (the kept results' arrays made and copied)
         if shape.writes:
@@ -607,6 +686,25 @@ class StretchGraphs:
             self.x.poison(seq)
             return ran, self.x.record_error(seq, exc), False
         return ran, None, False
+
+
+def _plain(a: Any, array_type: type) -> bool:
+    """Whether *a*'s bytes are those of a fresh array of its layout (tools.empty_like): a
+    copy table may copy it byte for byte."""
+    if type(a) is not array_type:
+        return False
+    flags = a.flags
+    if not (flags.c_contiguous or flags.f_contiguous):
+        return False
+    shape = a.shape
+    dims = range(len(shape)) if flags.f_contiguous and not flags.c_contiguous \
+        else range(len(shape) - 1, -1, -1)
+    strides = [0] * len(shape)
+    step = a.itemsize
+    for d in dims:   # (a fresh array's strides, in its order)
+        strides[d] = step
+        step *= shape[d]
+    return tuple(strides) == a.strides
 
 
 def _reads_from(segments: list) -> int:

@@ -203,6 +203,52 @@ def test_a_view_kept_past_the_stretch_is_re_run_and_stays_a_view(sessions):
     assert change["graphed"] == 0 and change["replays"] >= 1
 
 
+def test_kept_results_of_every_layout_leave_a_replay_with_their_values(sessions):
+    """A replay hands each kept result out as a fresh array, copied by the last graph itself
+    (its copy table): of several dtypes, sizes not a multiple of 16 bytes; the carried
+    array goes in through the first graph's copies. Values, dtypes and shapes as without
+    replay. (A kept view is never served by graphs: _outputs_owned.)"""
+    def loop(cp):
+        x = cp.linspace(0, 1, 96, dtype=cp.float32).reshape(8, 12)
+        kept = []
+        for step in range(STEPS):
+            t = x * 2 + 1
+            odd = t[::2, 1::3].copy()                    # 12 float32: 48 bytes
+            small = (t[0, :3] > 1.5).astype(cp.int16)    # 6 bytes
+            x = t * 0.5 - 0.25
+            kept += [odd, small, x]
+            float(odd.sum() + step)
+        return [a.get() for a in kept]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
+
+
+def test_an_eager_op_that_fails_before_the_last_graph_hands_out_the_results_made(sessions):
+    """The last graph copies the kept results out; when an eager op before it fails, the
+    results made so far go out as before (copied after), with the op's error."""
+    def loop(cp):
+        cp.random.seed(5)
+        x = cp.arange(16, dtype=cp.float32)
+        out, kept = [], []
+        for c in [5] * (STEPS - 2) + [0, 5]:
+            y = x * 2 + 1
+            kept.append(y)
+            try:
+                r = cp.random.randint(0, c, size=4)   # eager; fails for c == 0
+                out.append(float((y[:4] + r).sum()))
+            except ValueError as exc:
+                out.append(type(exc).__name__)
+            x = y * 0.5
+        return out + [a.get() for a in kept]
+
+    on, off, change = _both(sessions, loop)
+    assert on[STEPS - 2] == "ValueError" and on[:STEPS] == off[:STEPS]
+    _bitwise(on[STEPS:], off[STEPS:])
+    assert change["graphed"] >= REPLAYED - 2
+
+
 def test_a_stretch_with_no_graph_is_let_go_when_measured(pool, sessions):
     """A view kept past its stretch makes the stretch re-run only (no graph): timed, it is
     let go and dropped by the worker; its ops travel as ops again."""
