@@ -16,6 +16,7 @@ so no other array can be given it. Dropping the :class:`Retained` list gives it 
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Iterator
 
 import numpy as np
@@ -59,16 +60,18 @@ class CopyTable:
         self.rows = len(host) // 3
         self._blocks = 1
 
-    def set(self, row: int, dst: Any, src: Any) -> None:
-        """Row *row* copies *src* into *dst* (the same layout, contiguous)."""
-        host = self.host
-        host[3 * row] = src.data.ptr
-        host[3 * row + 1] = dst.data.ptr
+    def prepare(self, row: int, dst: Any, src: Any) -> None:
+        """While capturing: row *row* copies *src* into *dst* (the same layout, contiguous),
+        its size now and at every launch (a replay's guards keep its arrays' layouts)."""
         nbytes = src.nbytes
-        host[3 * row + 2] = nbytes
-        blocks = min(_MAX_BLOCKS, max(1, -(-nbytes // (16 * _THREADS))))
-        if blocks > self._blocks:
-            self._blocks = blocks
+        self.host[3 * row + 2] = nbytes
+        self._blocks = max(self._blocks, min(_MAX_BLOCKS, max(1, -(-nbytes // (16 * _THREADS)))))
+        self.set(row, dst, src)
+
+    def set(self, row: int, dst: Any, src: Any) -> None:
+        """At a replay: row *row* copies *src* into *dst* (arrays of the size it was prepared
+        with)."""
+        self.host[3 * row:3 * row + 2] = (src.data.ptr, dst.data.ptr)
 
     def run(self) -> None:
         """Launch the copies (captured: at every launch of the graph, the rows then set)."""
@@ -161,6 +164,12 @@ class GraphTools:
         """A new array of *a*'s shape, dtype and strides (a contiguous *a*)."""
         order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
         return self.cp.empty(a.shape, a.dtype, order=order)
+
+    def maker(self, a: Any) -> Any:
+        """A function of no arguments making new arrays as :meth:`empty_like` of *a* does
+        (its layout looked at once: a replay makes one each launch)."""
+        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+        return functools.partial(self.cp.ndarray, a.shape, a.dtype, order=order)
 
     def scalar_buffer(self, dtype: np.dtype) -> Any:
         return self.cp.empty((), dtype)

@@ -11,6 +11,7 @@ tested, where there is no GPU (docs/stretch-replay.md).
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from typing import Any, Callable, Iterator
 
@@ -94,6 +95,10 @@ class HostGraphTools:
         order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
         return np.empty(a.shape, a.dtype, order=order)
 
+    def maker(self, a: np.ndarray) -> Any:
+        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+        return functools.partial(np.empty, a.shape, a.dtype, order)
+
     def scalar_buffer(self, dtype: np.dtype) -> np.ndarray:
         return np.empty((), dtype)
 
@@ -114,6 +119,9 @@ class HostCopyTable:
     def __init__(self, rows: int) -> None:
         self.rows = rows
         self._pairs: list = [None] * rows
+
+    def prepare(self, row: int, dst: np.ndarray, src: np.ndarray) -> None:
+        self._pairs[row] = (dst, src)
 
     def set(self, row: int, dst: np.ndarray, src: np.ndarray) -> None:
         self._pairs[row] = (dst, src)

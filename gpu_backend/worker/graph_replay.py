@@ -166,9 +166,10 @@ class StretchGraph:
         self.gather: Any = None
         self.gather_slots: list[int] = []
         #: the copies of the kept results the graphs make into the fresh arrays handed
-        #: out, made by the last graph (segment ``scatter_seg``), for ``scatter_slots``
+        #: out, made by the last graph (segment ``scatter_seg``): ``scatter_slots`` has a
+        #: (result slot, its buffer, a maker of arrays of its layout) a row
         self.scatter: Any = None
-        self.scatter_slots: list[int] = []
+        self.scatter_slots: list[tuple] = []
         self.scatter_seg = -1
 
     def array(self, slot: Slot) -> Any:
@@ -229,6 +230,8 @@ class StretchGraphs:
         #: each held stretch's standing with graphs, by its id
         self.states: dict[int, GraphState] = {}
         self.evictions = 0    # times every graph was dropped for an op out of memory
+        #: copies in and out by the graphs' copy tables (WorkerSettings.copy_tables)
+        self.copy_tables = True
 
     # ------------------------------------------------------------ held stretches
     def hold(self, sid: int, stretch: HeldStretch, arrays: dict) -> None:
@@ -346,7 +349,7 @@ class StretchGraphs:
         g.segments = segments
         complete = True
         handout: dict[int, Any] = {}
-        graphs = [i for i, seg in enumerate(segments) if not seg.eager]
+        graphs = [i for i, seg in enumerate(segments) if not seg.eager] if self.copy_tables else []
         rows_in = len(arrays) if graphs and graphs[0] == 0 else 0
         rows_out = len(shape.alive) if graphs else 0
         try:
@@ -424,7 +427,7 @@ class StretchGraphs:
         table = self.tools.copy_table(g.pblock, g.phost, at, rows)
         g.gather_slots = list(arrays)
         for row, n in enumerate(g.gather_slots):
-            table.set(row, g.bufs[n], arrays[n])
+            table.prepare(row, g.bufs[n], arrays[n])
         self.tools.call(table.run, [], {}, _same)
         return table
 
@@ -440,9 +443,10 @@ class StretchGraphs:
             return
         table = self.tools.copy_table(g.pblock, g.phost, at, len(slots))
         for row, n in enumerate(slots):
-            table.set(row, g.env[n], g.env[n])
+            table.prepare(row, g.env[n], g.env[n])
         self.tools.call(table.run, [], {}, _same)
-        g.scatter, g.scatter_slots, g.scatter_seg = table, slots, seg_at
+        g.scatter, g.scatter_seg = table, seg_at
+        g.scatter_slots = [(n, g.env[n], self.tools.maker(g.env[n])) for n in slots]
 
     @staticmethod
     def _uncopied_for(g: StretchGraph, at: int) -> None:
@@ -516,10 +520,9 @@ class StretchGraphs:
         ahead = None
         scatter = g.scatter
         if scatter is not None:   # (the kept results' arrays, filled by the last graph)
-            ahead, env = {}, g.env
-            for row, n in enumerate(g.scatter_slots):
-                kept = env[n]
-                made = ahead[n] = tools.empty_like(kept)
+            ahead = {}
+            for row, (n, kept, make) in enumerate(g.scatter_slots):
+                made = ahead[n] = make()
                 scatter.set(row, made, kept)
         phases = self.x.phases
         phases.mark("replay_copied")   # (the inputs' copies and the results' arrays set up)

@@ -109,6 +109,8 @@ class WorkerServer(SessionMoves):
             self.executor.replay.rerun_only()
         if settings.unpaced_replay is not None:
             self.executor.replay.unpaced = settings.unpaced_replay
+        if self.executor.replay.graphs is not None:
+            self.executor.replay.graphs.copy_tables = settings.copy_tables
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop

@@ -56,6 +56,10 @@ class WorkerSettings:
     #: replay is paced op by op, from its records, while other sessions share the device
     #: (worker/stretch_replay.py, UNPACED_REPLAY; None, the default: never)
     unpaced_replay: float | None = None
+    #: ``GPUWB_COPY_TABLES``: graph replay copies a replay's inputs in and kept results out
+    #: inside its graphs (worker/graph_replay.py, devices/cupy_graphs.py CopyTable); ``0``
+    #: (a diagnostic, benchmarks/worker_phases.py's side ``notables``): one copy call each
+    copy_tables: bool = True
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -79,6 +83,8 @@ class WorkerSettings:
                    swap_host_copy="pinned" if (env.get("GPUWB_SWAP_HOST_COPY") or "").strip().lower()
                    == "pinned" else "staged",
                    stacks=env.get("GPUWB_STACKS") == "1",
+                   copy_tables=(env.get("GPUWB_COPY_TABLES") or "1").strip().lower()
+                   not in ("0", "off", "false", "no"),
                    unpaced_replay=float(unpaced) * 1e-6 if unpaced else None)
 
 
