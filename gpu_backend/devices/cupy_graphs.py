@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import struct
 from typing import Any, Iterator
 
 import numpy as np
@@ -50,28 +51,40 @@ _THREADS, _MAX_BLOCKS = 256, 1024
 
 class CopyTable:
     """Copies a graph makes at each launch: row *i* copies an array's bytes into another of
-    the same layout. The rows live in a host block (``uint64``: source, destination, bytes)
-    that the caller copies into the device block the kernel reads, before each launch
-    (both are views into the stretch's parameter block and its host copy). :meth:`run`,
-    called while capturing, puts the kernel into the graph."""
+    the same layout. The rows (``uint64``: source, destination, bytes) are kept in a list,
+    packed by :meth:`commit` into the host block (*host*, at *offset*) that the caller
+    copies into the device block the kernel reads (*device*) before each launch: both are
+    parts of the stretch's parameter block and its host copy. :meth:`run`, called while
+    capturing, puts the kernel into the graph."""
 
-    def __init__(self, cupy: Any, kernel: Any, host: np.ndarray, device: Any) -> None:
-        self.cp, self._kernel, self.host, self.device = cupy, kernel, host, device
-        self.rows = len(host) // 3
+    def __init__(self, cupy: Any, kernel: Any, host: np.ndarray, offset: int, rows: int,
+                 device: Any) -> None:
+        self.cp, self._kernel, self.device = cupy, kernel, device
+        self._host, self._offset = host, offset
+        self.rows = rows
+        self._flat = [0] * (3 * rows)
+        self._packing = struct.Struct(f"<{3 * rows}Q")
         self._blocks = 1
 
     def prepare(self, row: int, dst: Any, src: Any) -> None:
         """While capturing: row *row* copies *src* into *dst* (the same layout, contiguous),
         its size now and at every launch (a replay's guards keep its arrays' layouts)."""
         nbytes = src.nbytes
-        self.host[3 * row + 2] = nbytes
+        self._flat[3 * row + 2] = nbytes
         self._blocks = max(self._blocks, min(_MAX_BLOCKS, max(1, -(-nbytes // (16 * _THREADS)))))
         self.set(row, dst, src)
+        self.commit()
 
     def set(self, row: int, dst: Any, src: Any) -> None:
         """At a replay: row *row* copies *src* into *dst* (arrays of the size it was prepared
         with)."""
-        self.host[3 * row:3 * row + 2] = (src.data.ptr, dst.data.ptr)
+        flat = self._flat
+        flat[3 * row] = src.data.ptr
+        flat[3 * row + 1] = dst.data.ptr
+
+    def commit(self) -> None:
+        """The rows into the host block (one call: a NumPy assignment a row cost ~2 µs)."""
+        self._packing.pack_into(self._host, self._offset, *self._flat)
 
     def run(self) -> None:
         """Launch the copies (captured: at every launch of the graph, the rows then set)."""
@@ -188,6 +201,5 @@ class GraphTools:
         device *block* and its host copy *host*."""
         if self._copies_kernel is None:
             self._copies_kernel = self.cp.RawKernel(_COPIES_SOURCE, "gpuwb_table_copies")
-        size = 24 * rows
-        return CopyTable(self.cp, self._copies_kernel, host[offset:offset + size].view(np.uint64),
+        return CopyTable(self.cp, self._copies_kernel, host, offset, rows,
                          self.cp.ndarray((3 * rows,), np.uint64, memptr=block.data + offset))

@@ -126,6 +126,9 @@ class HostCopyTable:
     def set(self, row: int, dst: np.ndarray, src: np.ndarray) -> None:
         self._pairs[row] = (dst, src)
 
+    def commit(self) -> None:
+        """(The rows are the arrays themselves: nothing to write.)"""
+
     def run(self) -> None:
         for pair in self._pairs:
             if pair is not None and pair[0] is not pair[1]:

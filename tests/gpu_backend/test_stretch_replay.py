@@ -249,6 +249,26 @@ def test_an_eager_op_that_fails_before_the_last_graph_hands_out_the_results_made
     assert change["graphed"] >= REPLAYED - 2
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_parameter_written_only_when_it_changes_keeps_the_sign_of_zero(sessions):
+    """A replay writes a parameter into its graph's block only where it changed: 0.0 and
+    -0.0 compare equal but are other bits, and a value that comes back after another must
+    be written again."""
+    values = [0.5] * 5 + [0.0, -0.0, -0.0, 0.0, 0.5, -0.0, 2.0, 2.0, 0.5, 0.0, 0.0]
+
+    def loop(cp):
+        x = cp.linspace(1, 2, 64, dtype=cp.float32)
+        return [float((1.0 / (x * c)).max()) for c in values]
+
+    on, off, change = _both(sessions, loop)
+    assert on == off
+    with np.errstate(divide="ignore"):
+        expected = [float((np.float32(1.0) / (np.linspace(1, 2, 64, dtype=np.float32) * np.float32(c))).max())
+                    for c in values]
+    assert on == expected or not _numpy_pool()
+    assert change["graphed"] >= len(values) - REPEATS - 1
+
+
 def test_a_stretch_with_no_graph_is_let_go_when_measured(pool, sessions):
     """A view kept past its stretch makes the stretch re-run only (no graph): timed, it is
     let go and dropped by the worker; its ops travel as ops again."""
