@@ -25,6 +25,7 @@ from .base import (CudaInterfaceView, Device, lazy_functions, resolve_table, sig
 from .cupy_capture import CupyCaptures
 from . import cupy_loans, cupy_swap_copies
 from .cupy_graphs import GraphTools
+from .cupy_scalar_reads import scalar_reads
 from .host_random import seed_sequence_factory
 
 __all__ = ["CupyDevice", "gpu_count"]
@@ -175,6 +176,8 @@ class CupyDevice(Device):
         self.swap_host_copy = cupy_swap_copies.HOST_COPIES[0]
         self.graph_tools = GraphTools(cupy)
         self.captures = CupyCaptures(cupy, self.session_stream)
+        self.operators = {**self.operators,
+                          **scalar_reads(cupy, self.session_stream, self.captures)}
         self._warm_up()
 
     def _warm_up(self) -> None:
