@@ -21,7 +21,9 @@ _VALUES = [
 
 
 def _read(xp, dtype, value, convert):
-    a = xp.asarray(np.array(value, dtype=dtype))   # (0-d: an array, as CuPy's x[()] is)
+    # (a 0-d array, as CuPy's x[()] is; uploaded as one element: local CuPy's asarray of a
+    # 0-d NumPy array loses the sign of -0.0, CuPy 14.2 on an H200)
+    a = xp.asarray(np.array([value], dtype=dtype)).reshape(())
     assert a.ndim == 0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
