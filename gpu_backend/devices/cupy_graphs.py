@@ -65,6 +65,7 @@ class CopyTable:
         self._flat = [0] * (3 * rows)
         self._packing = struct.Struct(f"<{3 * rows}Q")
         self._blocks = 1
+        self.changed = True
 
     def prepare(self, row: int, dst: Any, src: Any) -> None:
         """While capturing: row *row* copies *src* into *dst* (the same layout, contiguous),
@@ -78,13 +79,20 @@ class CopyTable:
     def set(self, row: int, dst: Any, src: Any) -> None:
         """At a replay: row *row* copies *src* into *dst* (arrays of the size it was prepared
         with)."""
-        flat = self._flat
-        flat[3 * row] = src.data.ptr
-        flat[3 * row + 1] = dst.data.ptr
+        flat, at = self._flat, 3 * row
+        source, destination = src.data.ptr, dst.data.ptr
+        if flat[at] != source or flat[at + 1] != destination:
+            flat[at], flat[at + 1] = source, destination
+            self.changed = True
 
-    def commit(self) -> None:
-        """The rows into the host block (one call: a NumPy assignment a row cost ~2 µs)."""
+    def commit(self) -> bool:
+        """The rows into the host block, if any changed since the last commit (one call: a
+        NumPy assignment a row cost ~2 µs); whether they had."""
+        if not self.changed:
+            return False
         self._packing.pack_into(self._host, self._offset, *self._flat)
+        self.changed = False
+        return True
 
     def run(self) -> None:
         """Launch the copies (captured: at every launch of the graph, the rows then set)."""

@@ -126,8 +126,9 @@ class HostCopyTable:
     def set(self, row: int, dst: np.ndarray, src: np.ndarray) -> None:
         self._pairs[row] = (dst, src)
 
-    def commit(self) -> None:
+    def commit(self) -> bool:
         """(The rows are the arrays themselves: nothing to write.)"""
+        return False
 
     def run(self) -> None:
         for pair in self._pairs:
