@@ -48,10 +48,6 @@ READY_SPIN = 0.01
 #: grant would otherwise leave the session waiting for ever. Longer than any wait a
 #: healthy arbiter imposes without a word (it tells the next in line when to be ready).
 REASK_SECONDS = 1.0
-#: How long after a grant that followed a holder inside a long kernel (the arbiter's
-#: patience 0: its op outlasts any wait, arbiter/policy.py patience_behind) this worker
-#: counts itself beside long kernels (Pacer.paces_replays)
-LONG_COMPANY_SECONDS = 1.0
 #: While spinning for a grant, look for a cancel from the client this often (seconds).
 SPIN_CANCEL_CHECK = 0.001
 
@@ -95,18 +91,10 @@ class DeviceLease:
         self.patience = BATON_TIMEOUT        # ... and the longest to wait for it (seconds)
         #: the pacer's trace (GPUWB_PACING_TRACE), where the yields read are noted
         self.trace: list | None = None
-        #: when (monotonic) a grant last followed a holder inside a long kernel
-        self.long_company_at: float | None = None
 
     # ------------------------------------------------------------ messages
     def _send(self, msg: dict) -> None:
         self.sock.send(packb(msg))
-
-    def beside_long_kernels(self) -> bool:
-        """Whether a grant of the last LONG_COMPANY_SECONDS followed a holder inside a
-        kernel longer than any preemption waits for (a long GEMM's 22 ms)."""
-        at = self.long_company_at
-        return at is not None and time.monotonic() - at < LONG_COMPANY_SECONDS
 
     def pending(self) -> bool:
         """Whether the arbiter has said something not yet read (no system call)."""
@@ -136,8 +124,6 @@ class DeviceLease:
                     patience = msg.get("wt")
                     self.patience = min(float(patience), BATON_TIMEOUT) \
                         if isinstance(patience, (int, float)) and patience >= 0 else BATON_TIMEOUT
-                    if self.after is not None and self.patience == 0.0:
-                        self.long_company_at = time.monotonic()
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))

@@ -290,16 +290,6 @@ class Pacer:
         launches at once, others may have to wait behind (worker/stretch_replay.py)."""
         return self.lease is not None and not self._alone()
 
-    def paces_replays(self) -> bool:
-        """Whether a long replay is to be paced op by op (worker/stretch_replay.py,
-        UNPACED_REPLAY): in company, but not beside a user of long kernels. There, pacing
-        cannot shorten anyone's wait (nobody waits less than the long kernel) and costs the
-        replay its one launch: each paced op, launched after the last one's host gap, ran
-        time-sliced beside the long kernel (dl-mix on an H200, the trainer's replays re-run
-        paced: one op's segment 37 ms of device time, the trainer at 0.24 of its rate alone
-        against 0.64 unpaced)."""
-        return self.in_company() and not self.lease.beside_long_kernels()
-
     def _alone(self) -> bool:
         """Whether this session holds the device with no other session attached to it (so
         nobody waits behind its queue)."""

@@ -151,7 +151,7 @@ class StretchReplay:
         pacer.began = perf_counter()
         graphs = self.graphs
         paced = False
-        if graphs is not None and self.unpaced is not None and pacer.paces_replays() \
+        if graphs is not None and self.unpaced is not None and pacer.in_company() \
                 and (pacer.per_op or 0.0) * stretch.ops > self.unpaced:
             graphs, paced = None, True   # (paced instead: UNPACED_REPLAY)
             self.paced += 1

@@ -127,29 +127,3 @@ def test_a_batch_run_whole_hands_over_only_to_a_newcomer_that_takes_the_device_b
     finally:
         lease.sock.close()
         router.close()
-
-
-def test_replays_are_not_paced_beside_a_user_of_long_kernels():
-    """A grant that follows a holder inside a long kernel (the arbiter's patience 0: no
-    wait outlasts its op) marks the session as beside long kernels for a while: its long
-    replays then keep their one launch (Pacer.paces_replays); a grant after short ops
-    (a patience above 0) marks nothing."""
-    router, ident, lease = _arbiter_and_lease("long")
-    try:
-        pacer = Pacer(NumpyDevice(), lease)
-        assert pacer.in_company() and pacer.paces_replays() and not lease.beside_long_kernels()
-        router.send_multipart([ident, packb({"t": "grant", "g": 2, "q": 0.01, "k": 0,
-                                             "w": [7, 3], "wt": 0.0021})])   # after short ops
-        lease.sock.poll(5000)
-        lease.read(0.0)
-        assert lease.grant == 2 and not lease.beside_long_kernels() and pacer.paces_replays()
-        router.send_multipart([ident, packb({"t": "grant", "g": 3, "q": 0.01, "k": 0,
-                                             "w": [7, 4], "wt": 0.0})])      # after a long kernel
-        lease.sock.poll(5000)
-        lease.read(0.0)
-        assert lease.grant == 3 and lease.beside_long_kernels() and not pacer.paces_replays()
-        lease.long_company_at -= 2.0   # (LONG_COMPANY_SECONDS later)
-        assert not lease.beside_long_kernels() and pacer.paces_replays()
-    finally:
-        lease.sock.close()
-        router.close()
