@@ -34,6 +34,7 @@ from ..protocol import api
 from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
+from .graph_copies import COPY_ROW_BYTES, GraphCopies, identity
 from .objects import run_object_call
 from ..protocol.stretch_records import slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
@@ -166,17 +167,8 @@ class StretchGraph:
         #: the first of the segments that only read, after the last graph (:func:`_reads_from`;
         #: None until a replay finds it)
         self.reads_from: int | None = None
-        #: the copies of the inputs into their buffers, made by the first graph (a copy
-        #: table, devices/cupy_graphs.py), in the order of ``gather_slots``; None: copied
-        #: one by one before the launch (the first segment is eager, or refused capture)
-        self.gather: Any = None
-        self.gather_slots: list[int] = []
-        #: the copies of the kept results the graphs make into the fresh arrays handed
-        #: out, made by the last graph (segment ``scatter_seg``): ``scatter_slots`` has a
-        #: (result slot, its buffer, a maker of arrays of its layout) a row
-        self.scatter: Any = None
-        self.scatter_slots: list[tuple] = []
-        self.scatter_seg = -1
+        #: the copies in and out its graphs make (worker/graph_copies.py)
+        self.copies = GraphCopies()
 
     def array(self, slot: Slot) -> Any:
         """The array an input (its buffer) or result slot stands for."""
@@ -370,7 +362,7 @@ class StretchGraphs:
                 g.retained = kept
                 params_size = PARAM_BYTES * stretch.params
                 if params_size or rows_in or rows_out:   # (with the copy tables' rows after
-                    size = params_size + 24 * (rows_in + rows_out)   # the parameters)
+                    size = params_size + COPY_ROW_BYTES * (rows_in + rows_out)   # the parameters)
                     g.pblock = tools.param_block(size)
                     g.phost = np.zeros(size, np.uint8)
                 for n, a in arrays.items():
@@ -394,27 +386,31 @@ class StretchGraphs:
                     try:
                         with tools.capturing() as got:
                             if rows_in and at == 0:
-                                g.gather = self._copies_in(g, arrays, params_size, rows_in)
+                                g.copies.capture_in(tools, g.pblock, g.phost, params_size,
+                                                    arrays, g.bufs)
                             for op in seg.ops:
                                 self._capture_op(op, g, params, writes)
-                            if rows_out and at == graphs[-1]:
-                                self._copies_out(g, graphed_ops | {op.index for op in seg.ops},
-                                                 params_size + 24 * rows_in, at)
+                            if rows_out and at == graphs[-1]:   # (the kept results the
+                                made = graphed_ops | {op.index for op in seg.ops}   # graphs make)
+                                kept = [n for n in shape.alive if shape.maker.get(n) in made]
+                                g.copies.capture_out(tools, g.pblock, g.phost,
+                                                     params_size + COPY_ROW_BYTES * rows_in,
+                                                     kept, g.env, at, self.array_type)
                     except _CaptureRefused as refused:
                         state.eager.add(refused.index)
                         complete = False
-                        self._uncopied_for(g, at)
+                        g.copies.refused(at)
                         self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     except Exception:   # ended with an invalidated capture: which op is unknown
                         complete = False
-                        self._uncopied_for(g, at)
+                        g.copies.refused(at)
                         self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     seg.graph = got[0]
                     graphed_ops.update(op.index for op in seg.ops)
                     if not tools.capture_runs:
-                        if g.gather is not None or g.scatter is not None:
+                        if g.copies.any:
                             tools.write(g.pblock, g.phost)   # (the tables' rows; then the
                         for buf, host in writes:             # parameters, each its own)
                             tools.write(buf, host)
@@ -433,40 +429,6 @@ class StretchGraphs:
             state.capture_again()
         # (results made meanwhile are in the graph's memory: every one goes out as a copy)
         return self._finish(g, stretch.ops, entry, arrays, {}, results)
-
-    def _copies_in(self, g: StretchGraph, arrays: dict, at: int, rows: int) -> Any:
-        """While capturing the first segment: the copies of the inputs into their buffers,
-        as the graph's first node (its rows are set again at each replay)."""
-        table = self.tools.copy_table(g.pblock, g.phost, at, rows)
-        g.gather_slots = list(arrays)
-        for row, n in enumerate(g.gather_slots):
-            table.prepare(row, g.bufs[n], arrays[n])
-        self.tools.call(table.run, [], {}, _same)
-        return table
-
-    def _copies_out(self, g: StretchGraph, graphed_ops: set, at: int, seg_at: int) -> None:
-        """While capturing the last graph: the copies of the kept results the graphs make
-        into the arrays a replay hands out (allocated before its launch), as its last node.
-        A result of another layout than a fresh array's (a strided view) is copied after,
-        as before. At the capture itself each row copies a result onto itself (nothing)."""
-        maker = g.shape.maker
-        slots = [n for n in g.shape.alive if maker.get(n) in graphed_ops
-                 and n in g.env and _plain(g.env[n], self.array_type)]
-        if not slots:
-            return
-        table = self.tools.copy_table(g.pblock, g.phost, at, len(slots))
-        for row, n in enumerate(slots):
-            table.prepare(row, g.env[n], g.env[n])
-        self.tools.call(table.run, [], {}, _same)
-        g.scatter, g.scatter_seg = table, seg_at
-        g.scatter_slots = [(n, g.env[n], self.tools.maker(g.env[n])) for n in slots]
-
-    @staticmethod
-    def _uncopied_for(g: StretchGraph, at: int) -> None:
-        if at == 0:
-            g.gather, g.gather_slots = None, []
-        if at == g.scatter_seg:
-            g.scatter, g.scatter_slots, g.scatter_seg = None, [], -1
 
     def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list) -> None:
         """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype."""
@@ -516,31 +478,15 @@ class StretchGraphs:
                     raise TypeError(f"expected an array result, got {type(result).__name__}")
                 return array
             return finish
-        return _same
+        return identity
 
     # ------------------------------------------------------------ replay
     def _replay(self, state: GraphState, stretch: HeldStretch, g: StretchGraph,
                 entry: ReplayEntry, arrays: dict, hosts: dict, results: BatchResults) -> tuple:
         tools, first, params = self.tools, entry.first, entry.params
-        gather = g.gather
-        if gather is not None:   # (copied by the first graph: its rows say from where)
-            bufs = g.bufs
-            for row, n in enumerate(g.gather_slots):
-                gather.set(row, bufs[n], arrays[n])
-            if gather.commit():
-                g.pdirty = True
-        else:
-            for n, a in arrays.items():
-                tools.copy(g.bufs[n], a)
-        ahead = None
-        scatter = g.scatter
-        if scatter is not None:   # (the kept results' arrays, filled by the last graph)
-            ahead = {}
-            for row, (n, kept, make) in enumerate(g.scatter_slots):
-                made = ahead[n] = make()
-                scatter.set(row, made, kept)
-            if scatter.commit():
-                g.pdirty = True
+        ahead, changed = g.copies.set_up(tools, g.bufs, arrays)
+        if changed:
+            g.pdirty = True
         phases = self.x.phases
         phases.mark("replay_copied")   # (the inputs' copies and the results' arrays set up)
         if g.pblock is not None and g.pdirty:   # (every parameter at once, written into
@@ -553,7 +499,7 @@ class StretchGraphs:
         tail = g.reads_from
         if tail is None:
             tail = g.reads_from = _reads_from(segments)
-        scattered = False
+        scattered, scatter_seg = False, g.copies.scatter_seg
         try:
             for at in range(tail):
                 seg = segments[at]
@@ -562,7 +508,7 @@ class StretchGraphs:
                         tools.launch(seg.graph)
                     except LaunchError as failed:   # (the NumPy device's recorded calls)
                         raise _OpError(failed.index, failed.error) from None
-                    scattered = scattered or at == g.scatter_seg
+                    scattered = scattered or at == scatter_seg
                 else:
                     live = self._run_eager(seg.ops, g, first, params, handout, results, live)
         except _OpError as failed:
@@ -709,25 +655,6 @@ class StretchGraphs:
         return ran, None, False
 
 
-def _plain(a: Any, array_type: type) -> bool:
-    """Whether *a*'s bytes are those of a fresh array of its layout (tools.empty_like): a
-    copy table may copy it byte for byte."""
-    if type(a) is not array_type:
-        return False
-    flags = a.flags
-    if not (flags.c_contiguous or flags.f_contiguous):
-        return False
-    shape = a.shape
-    dims = range(len(shape)) if flags.f_contiguous and not flags.c_contiguous \
-        else range(len(shape) - 1, -1, -1)
-    strides = [0] * len(shape)
-    step = a.itemsize
-    for d in dims:   # (a fresh array's strides, in its order)
-        strides[d] = step
-        step *= shape[d]
-    return tuple(strides) == a.strides
-
-
 def _reads_from(segments: list) -> int:
     """The index of the first segment of the run of eager segments that ends *segments* and
     only reads (each op a value of an array: ``float``, ``item``, a download; no object's
@@ -765,9 +692,6 @@ def _outputs_owned(stretch: HeldStretch, arrays: dict) -> bool:
         return False
     return all(a.base is None and (a.flags.c_contiguous or a.flags.f_contiguous) for a in kept)
 
-
-def _same(value: Any) -> Any:
-    return value
 
 
 def _host_scalar(value: Any, dtype: np.dtype) -> np.ndarray:

@@ -1,0 +1,124 @@
+"""A captured stretch's copies in and out, made by its graphs (worker/graph_replay.py).
+
+The first graph begins with one kernel that copies every input into the buffer the graph
+reads; the last graph ends with one that copies every kept result the graphs made into the
+fresh array a replay hands out, allocated before the launch. Each is a *copy table*
+(devices/cupy_graphs.py ``CopyTable``; the NumPy device's ``HostCopyTable``) whose rows
+(source, destination, bytes) sit after the parameters in the stretch's parameter block, so
+the one host-to-device copy of the parameters writes them too. A replay sets two pointers a
+row. (A ``cudaMemcpyAsync`` each cost 5-8 µs of the worker's time on an H200 host: two
+inputs and two kept results, a quarter of a 20-op loop's replay.)
+
+Where the first segment runs eagerly or refuses capture, the inputs are copied one by one
+before the launch; where the last graph is not launched (an eager op before it failed, or a
+result's layout changed), the kept results are copied after, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["GraphCopies", "COPY_ROW_BYTES", "plain", "identity"]
+
+#: bytes of a copy table's row in the parameter block (three uint64)
+COPY_ROW_BYTES = 24
+
+
+class GraphCopies:
+    """One captured stretch's copy tables: ``gather`` (the inputs, in ``gather_slots``'s
+    order; None: copied one by one) and ``scatter`` (the kept results, made by the graph
+    segment ``scatter_seg``; ``scatter_slots`` has (result slot, its buffer, a maker of
+    arrays of its layout) a row; None: copied after)."""
+
+    def __init__(self) -> None:
+        self.gather: Any = None
+        self.gather_slots: list[int] = []
+        self.scatter: Any = None
+        self.scatter_slots: list[tuple] = []
+        self.scatter_seg = -1
+
+    # ------------------------------------------------------------ capture
+    def capture_in(self, tools: Any, block: Any, host: Any, at: int, arrays: dict,
+                   bufs: dict) -> None:
+        """While capturing the first segment: the inputs' copies, as its first node (its
+        rows set again at each replay), from the table at *at* bytes into *block*."""
+        table = tools.copy_table(block, host, at, len(arrays))
+        self.gather_slots = list(arrays)
+        for row, n in enumerate(self.gather_slots):
+            table.prepare(row, bufs[n], arrays[n])
+        tools.call(table.run, [], {}, identity)
+        self.gather = table
+
+    def capture_out(self, tools: Any, block: Any, host: Any, at: int, kept: list,
+                    env: dict, seg_at: int, array_type: type) -> None:
+        """While capturing the last graph (segment *seg_at*): the copies of the *kept*
+        results' buffers (in *env*) into the arrays a replay hands out, as its last node. A
+        result of another layout than a fresh array's is copied after, as before; at the
+        capture itself each row copies a result onto itself (nothing)."""
+        slots = [n for n in kept if n in env and plain(env[n], array_type)]
+        if not slots:
+            return
+        table = tools.copy_table(block, host, at, len(slots))
+        for row, n in enumerate(slots):
+            table.prepare(row, env[n], env[n])
+        tools.call(table.run, [], {}, identity)
+        self.scatter, self.scatter_seg = table, seg_at
+        self.scatter_slots = [(n, env[n], tools.maker(env[n])) for n in slots]
+
+    def refused(self, seg_at: int) -> None:
+        """Segment *seg_at* refused capture: the copies it would have held are made apart."""
+        if seg_at == 0:
+            self.gather, self.gather_slots = None, []
+        if seg_at == self.scatter_seg:
+            self.scatter, self.scatter_slots, self.scatter_seg = None, [], -1
+
+    @property
+    def any(self) -> bool:
+        return self.gather is not None or self.scatter is not None
+
+    # ------------------------------------------------------------ replay
+    def set_up(self, tools: Any, bufs: dict, arrays: dict) -> tuple[dict | None, bool]:
+        """Before a replay's launch: the rows of its inputs (or their copies, one by one),
+        and its kept results' arrays, made now. Returns those arrays by result slot (None:
+        no scatter) and whether any row changed (the parameter block is then written)."""
+        changed = False
+        gather = self.gather
+        if gather is not None:   # (copied by the first graph: its rows say from where)
+            for row, n in enumerate(self.gather_slots):
+                gather.set(row, bufs[n], arrays[n])
+            changed = gather.commit()
+        else:
+            for n, a in arrays.items():
+                tools.copy(bufs[n], a)
+        scatter = self.scatter
+        if scatter is None:
+            return None, changed
+        ahead = {}
+        for row, (n, kept, make) in enumerate(self.scatter_slots):   # (filled by the last graph)
+            made = ahead[n] = make()
+            scatter.set(row, made, kept)
+        return ahead, scatter.commit() or changed
+
+
+def plain(a: Any, array_type: type) -> bool:
+    """Whether *a*'s bytes are those of a fresh array of its layout (tools.empty_like): a
+    copy table may copy it byte for byte."""
+    if type(a) is not array_type:
+        return False
+    flags = a.flags
+    if not (flags.c_contiguous or flags.f_contiguous):
+        return False
+    shape = a.shape
+    dims = range(len(shape)) if flags.f_contiguous and not flags.c_contiguous \
+        else range(len(shape) - 1, -1, -1)
+    strides = [0] * len(shape)
+    step = a.itemsize
+    for d in dims:   # (a fresh array's strides, in its order)
+        strides[d] = step
+        step *= shape[d]
+    return tuple(strides) == a.strides
+
+
+def identity(value: Any) -> Any:
+    """A call's result as it is (what a graph tool's ``call`` does with a result it keeps)."""
+    return value
