@@ -303,6 +303,7 @@ class Executor:
             return
         self.pacer.end_batch(executed, self.more_work)
         self.phases.mark("end_batch")
+        self.replay.after_reply()
         used = self.device.memory_used()
         if used > self.peak_memory:
             self.peak_memory = used

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GraphCopies", "COPY_ROW_BYTES", "plain", "identity"]
+__all__ = ["GraphCopies", "COPY_ROW_BYTES", "PREPARE_MAX_BYTES", "plain", "identity"]
 
 #: bytes of a copy table's row in the parameter block (three uint64)
 COPY_ROW_BYTES = 24
+#: the most bytes of kept results a stretch's next replay has made ahead (:meth:`prepare`):
+#: they are held while the session waits
+PREPARE_MAX_BYTES = 16 << 20
 
 
 class GraphCopies:
@@ -36,6 +39,14 @@ class GraphCopies:
         self.scatter: Any = None
         self.scatter_slots: list[tuple] = []
         self.scatter_seg = -1
+        #: the next replay set up ahead (:meth:`prepare`): its inputs by slot, as
+        #: predicted, and its kept results' arrays; None: set up at the replay
+        self._prepared: tuple | None = None
+        #: the last replay's input and result handles, and where each input came from
+        #: against the replay before it (:meth:`learn`): by input slot, (carried, slot):
+        #: a result slot of the last replay, or the same input slot
+        self._last_entry: tuple | None = None
+        self._next_inputs: dict | None = None
 
     # ------------------------------------------------------------ capture
     def capture_in(self, tools: Any, block: Any, host: Any, at: int, arrays: dict,
@@ -77,17 +88,84 @@ class GraphCopies:
         return self.gather is not None or self.scatter is not None
 
     # ------------------------------------------------------------ replay
+    # ------------------------------------------------------------ the next replay, ahead
+    def learn(self, used: list, inputs: list, outs: list) -> None:
+        """After a replay with these input and result handles: where each *used* input
+        came from against the replay before (the same handle again, or one of its results:
+        a loop-carried array); None where any came from elsewhere."""
+        before, self._last_entry = self._last_entry, (inputs, outs)
+        if before is None:
+            return
+        last_inputs, last_outs = before
+        rule: dict | None = {}
+        for n in used:
+            hid = inputs[n]
+            if hid == last_inputs[n]:
+                rule[n] = (False, n)
+            elif hid in last_outs:
+                rule[n] = (True, last_outs.index(hid))
+            else:
+                rule = None
+                break
+        self._next_inputs = rule
+
+    def predict(self, arrays: dict) -> dict | None:
+        """The next replay's inputs by slot if the rule learnt holds (from the handle
+        table's *arrays*), or None (nothing to set up ahead)."""
+        rule, last = self._next_inputs, self._last_entry
+        if rule is None or last is None or not self.any:
+            return None
+        inputs, outs = last
+        predicted = {}
+        for n, (carried, m) in rule.items():
+            a = arrays.get(outs[m] if carried else inputs[n])
+            if a is None:
+                return None
+            predicted[n] = a
+        return predicted
+
+    def prepare(self, tools: Any, bufs: dict, predicted: dict) -> bool:
+        """After a replay's reply, while the client works: set up the next replay as if
+        its inputs were *predicted* (by slot: its loop-carried results, the inputs that
+        stayed), its kept results' arrays made; whether any row changed. The replay finds
+        it done where its inputs are those (:meth:`set_up`); else it is set up again."""
+        held = sum(a.nbytes for a in predicted.values())
+        if self.scatter is not None:
+            held += sum(kept.nbytes for _n, kept, _m in self.scatter_slots)
+        if held > PREPARE_MAX_BYTES:
+            return False
+        self._prepared = None
+        ahead, changed = self._rows(tools, bufs, predicted, copy_inputs=False)
+        self._prepared = (predicted, ahead)
+        return changed
+
     def set_up(self, tools: Any, bufs: dict, arrays: dict) -> tuple[dict | None, bool]:
         """Before a replay's launch: the rows of its inputs (or their copies, one by one),
         and its kept results' arrays, made now. Returns those arrays by result slot (None:
-        no scatter) and whether any row changed (the parameter block is then written)."""
+        no scatter) and whether any row changed (the parameter block is then written). A
+        replay whose inputs are the ones :meth:`prepare` predicted finds all that done."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            predicted, ahead = prepared
+            if len(predicted) == len(arrays) and all(predicted.get(n) is a for n, a in arrays.items()):
+                if self.gather is None:
+                    for n, a in arrays.items():
+                        tools.copy(bufs[n], a)
+                return ahead, False
+        return self._rows(tools, bufs, arrays, copy_inputs=True)
+
+    def drop_prepared(self) -> None:
+        """Forget the next replay set up ahead (its arrays go back to the pool)."""
+        self._prepared = None
+
+    def _rows(self, tools: Any, bufs: dict, arrays: dict, copy_inputs: bool) -> tuple[dict | None, bool]:
         changed = False
         gather = self.gather
         if gather is not None:   # (copied by the first graph: its rows say from where)
             for row, n in enumerate(self.gather_slots):
                 gather.set(row, bufs[n], arrays[n])
             changed = gather.commit()
-        else:
+        elif copy_inputs:
             for n, a in arrays.items():
                 tools.copy(bufs[n], a)
         scatter = self.scatter

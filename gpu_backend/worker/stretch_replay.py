@@ -183,6 +183,12 @@ class StretchReplay:
                 pacer.atomic = False
         return (*x.run_records(rebuilt, payload, results), False)
 
+    def after_reply(self) -> None:
+        """After the batch's reply: the next replay of a stretch it replayed through graphs,
+        set up ahead while the client works (StretchGraphs.prepare_next)."""
+        if self.graphs is not None:
+            self.graphs.prepare_next()
+
     def skip(self, raw: Any, early: bool = False) -> None:
         """A skipped replay still drops the inputs its stretch drops, as a skipped batch does
         (not an early one's: the client frees them once its run matched)."""

@@ -269,6 +269,32 @@ def test_a_parameter_written_only_when_it_changes_keeps_the_sign_of_zero(session
     assert change["graphed"] >= len(values) - REPEATS - 1
 
 
+def test_a_next_replay_set_up_ahead_for_other_inputs_is_set_up_again(sessions):
+    """After each replay the worker sets the next one up as if the loop went on (its
+    carried result in, the other inputs the same: GraphCopies.prepare). A loop that then
+    takes another array, a carried one swapped for a constant, or drops its carry, must
+    still get the values it would without replay."""
+    def loop(cp):
+        rng = np.random.default_rng(4)
+        x = cp.asarray(rng.random(64, dtype=np.float32))
+        y = cp.asarray(rng.random(64, dtype=np.float32))
+        fresh = cp.asarray(rng.random(64, dtype=np.float32))
+        out, kept = [], []
+        for step in range(STEPS + 6):
+            if step == STEPS - 2:
+                x = fresh                 # not the carried result: another array
+            elif step == STEPS:
+                x, y = y, x               # the carry now where the constant was
+            x = x * 0.5 + y * 0.25
+            kept.append(x)
+            out.append(float(x.sum()))
+        return out + [a.get() for a in kept]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED
+
+
 def test_a_stretch_with_no_graph_is_let_go_when_measured(pool, sessions):
     """A view kept past its stretch makes the stretch re-run only (no graph): timed, it is
     let go and dropped by the worker; its ops travel as ops again."""
