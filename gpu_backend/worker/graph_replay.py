@@ -35,14 +35,13 @@ from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
 from .graph_copies import COPY_ROW_BYTES, GraphCopies, identity
+from .param_values import ParamValues
 from .objects import run_object_call
 from ..protocol.stretch_records import slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
 __all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
 
-#: The types a parameter's value may have (besides NumPy's scalars)
-_SCALARS = frozenset((bool, int, float, complex))
 #: Bytes of a parameter's place in a stretch's parameter block (the widest scalar: complex128)
 PARAM_BYTES = 16
 #: Captures tried per held stretch before it is left to re-runs (each failed one moves the
@@ -148,14 +147,9 @@ class StretchGraph:
         #: ``phost`` with one copy before each launch (a copy each cost ~5 µs a parameter)
         self.pblock: Any = None
         self.phost: np.ndarray | None = None
-        #: each parameter's place in phost, a 0-d host view of its dtype
-        self.pviews: dict[int, np.ndarray] = {}
-        #: the value last written into each parameter's place (a replay writes a value
-        #: again only where it changed: each write cost ~1-2 µs)
-        self.pwritten: dict[int, Any] = {}
-        #: phost differs from the device's block (a parameter or a copy table's row
-        #: changed): a replay copies the block only then (a copy cost ~7 µs on an H200 host)
-        self.pdirty = True
+        #: each parameter's place in phost, what was last written there, and whether
+        #: phost differs from the device's block (worker/param_values.py)
+        self.pvalues = ParamValues()
         self.segments: list[_Segment] = []
         self.env: dict[int, Any] = {}
         self.retained: Any = None
@@ -337,16 +331,16 @@ class StretchGraphs:
             changed = g.copies.prepare(self.tools, g.bufs, predicted)
         except Exception:   # (out of memory, say: the replay sets itself up, as before; the
             g.copies.drop_prepared()   # rows packed meanwhile are not on the device yet)
-            g.pdirty = True
+            g.pvalues.dirty = True
             return
         if changed and g.pblock is not None:
-            g.pdirty = True
+            g.pvalues.dirty = True
             try:
                 self.tools.write(g.pblock, g.phost)
             except Exception:
                 g.copies.drop_prepared()
                 return
-            g.pdirty = False
+            g.pvalues.dirty = False
 
     # ------------------------------------------------------------ guards
     def _fits(self, g: StretchGraph, arrays: dict, params: list) -> dict | None:
@@ -361,23 +355,7 @@ class StretchGraphs:
             for (start, size), (nxt, _) in zip(spans, spans[1:]):
                 if start + size > nxt:
                     return None
-        scalars, written = _SCALARS, g.pwritten
-        for n, view in g.pviews.items():   # (0-d views of phost: NumPy casts, or refuses, as
-            value = params[n]               # np.array(value, dtype) would: OverflowError)
-            kind = type(value)
-            if kind is float or kind is int:
-                last = written.get(n)   # (the same value of the same type: the same bits,
-                if type(last) is kind and last == value and (kind is int or value != 0.0):
-                    continue            # in phost already; a zero's sign is not ==)
-            elif kind not in scalars and not isinstance(value, np.generic):
-                return None
-            g.pdirty = True   # (set first: a failed write may have changed the bytes)
-            try:
-                view[()] = value
-            except (TypeError, ValueError, OverflowError):
-                return None
-            written[n] = value
-        return {}
+        return {} if g.pvalues.write(params) else None
 
     # ------------------------------------------------------------ capture
     def _capture(self, state: GraphState, stretch: HeldStretch, entry: ReplayEntry,
@@ -486,8 +464,8 @@ class StretchGraphs:
                 buf = self.tools.scalar_in(g.pblock, PARAM_BYTES * slot.n, dtype)
                 g.pbufs[slot.n] = buf
                 offset = PARAM_BYTES * slot.n
-                g.pviews[slot.n] = g.phost[offset:offset + dtype.itemsize].view(dtype).reshape(())
-                g.pviews[slot.n][()] = host   # (phost is written whole with the copy tables)
+                g.pvalues.add(slot.n, g.phost[offset:offset + dtype.itemsize].view(dtype).reshape(()),
+                              host)   # (phost is written whole with the copy tables)
                 if self.tools.capture_runs:   # the op runs now: its value must be there
                     self.tools.write(buf, host)
                 else:   # written after the capture ends (a copy now would be captured)
@@ -525,12 +503,12 @@ class StretchGraphs:
         tools, first, params = self.tools, entry.first, entry.params
         ahead, changed = g.copies.set_up(tools, g.bufs, arrays)
         if changed:
-            g.pdirty = True
+            g.pvalues.dirty = True
         phases = self.x.phases
         phases.mark("replay_copied")   # (the inputs' copies and the results' arrays set up)
-        if g.pblock is not None and g.pdirty:   # (every parameter at once, written into
+        if g.pblock is not None and g.pvalues.dirty:   # (every parameter at once, written into
             tools.write(g.pblock, g.phost)      # phost by _fits, and the copy tables' rows)
-            g.pdirty = False
+            g.pvalues.dirty = False
         phases.mark("replay_in")   # (the inputs copied in, the parameters written)
         handout: dict[int, Any] = {}
         live = True

@@ -30,6 +30,10 @@ __all__ = ["Slot", "Op", "HeldStretch", "HeldStretches", "ReplayEntry", "fill_sl
            "read_records"]
 
 
+#: the one type a list of handles holds
+_INT = {int}
+
+
 class HeldStretch(StretchRecords):
     """A stretch as the worker keeps it (:class:`StretchRecords`), with the counts a replay
     entry must match. What its graphs have learnt is not here: that is graph replay's
@@ -43,12 +47,11 @@ class HeldStretch(StretchRecords):
                 or len(outs) != self.outs):
             raise ProtocolError("a stretch replay whose inputs, parameters or results do not "
                                 "fit the stretch")
-        for hid in inputs:
-            if type(hid) is not int:
-                raise ProtocolError("a stretch replay's inputs are handles")
-        for hid in outs:
-            if type(hid) is not int or hid <= 0:
-                raise ProtocolError("a stretch replay's results are positive handles")
+        # (each list's types at once, in C: a loop of 20 results cost ~8 µs on an H200 host)
+        if inputs and set(map(type, inputs)) != _INT:
+            raise ProtocolError("a stretch replay's inputs are handles")
+        if outs and (set(map(type, outs)) != _INT or min(outs) <= 0):
+            raise ProtocolError("a stretch replay's results are positive handles")
 
 class ReplayEntry(NamedTuple):
     """A replay entry (header ``T``), checked against the stretch it names."""
