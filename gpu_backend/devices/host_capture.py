@@ -30,6 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..protocol.errors import CUDAError
+from ..protocol.stretch_records import instances_in
 from . import capture_refusals as refusals
 from .base import HostInterfaceView
 
@@ -52,18 +53,6 @@ def root_of(array: np.ndarray) -> np.ndarray:
             array = base.owner
         else:
             return array
-
-
-def _arrays_in(value: Any):
-    t = type(value)
-    if t is np.ndarray:
-        yield value
-    elif t is list or t is tuple:
-        for v in value:
-            yield from _arrays_in(v)
-    elif t is dict:
-        for v in value.values():
-            yield from _arrays_in(v)
 
 
 def _as_arrays(value: Any) -> Any:
@@ -142,7 +131,7 @@ class HostCapture:
 
     def _save(self, operands: Any) -> None:
         made, saved = self._made, self._saved
-        for array in _arrays_in(operands):
+        for array in instances_in(operands, np.ndarray):
             root = root_of(array)
             key = id(root)
             if key in made or key in saved:
@@ -155,7 +144,7 @@ class HostCapture:
         made, saved = self._made, self._saved
         new = []
         try:
-            for array in _arrays_in(result):
+            for array in instances_in(result, np.ndarray):
                 root = root_of(array)
                 key = id(root)
                 if key in made or key in saved:

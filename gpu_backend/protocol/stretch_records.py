@@ -20,7 +20,7 @@ from . import codec
 from . import messages as m
 from .stretches import PARAM_OPERATORS, is_param
 
-__all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "slots_in", "read_records"]
+__all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "instances_in", "slots_in", "read_records"]
 
 
 class Slot:
@@ -55,18 +55,23 @@ def fill_slots(value: Any, of_slot: Any) -> Any:
     return value
 
 
-def slots_in(value: Any):
-    """Each :class:`Slot` in *value* (an op's target, arguments or keywords), lists, tuples
-    and maps looked into."""
+def instances_in(value: Any, kind: type):
+    """Each object of exactly type *kind* in *value* (an op's target, arguments or keywords,
+    a call's operands or result), lists, tuples and maps looked into."""
     t = type(value)
-    if t is Slot:
+    if t is kind:
         yield value
     elif t is list or t is tuple:
         for v in value:
-            yield from slots_in(v)
+            yield from instances_in(v, kind)
     elif t is dict:
         for v in value.values():
-            yield from slots_in(v)
+            yield from instances_in(v, kind)
+
+
+def slots_in(value: Any):
+    """Each :class:`Slot` in *value* (:func:`instances_in`)."""
+    return instances_in(value, Slot)
 
 
 class Op:

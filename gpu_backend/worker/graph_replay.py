@@ -37,7 +37,7 @@ from .batch_results import BatchResults
 from .graph_copies import COPY_ROW_BYTES, GraphCopies, identity
 from .param_values import ParamValues
 from .objects import run_object_call
-from ..protocol.stretch_records import slots_in
+from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
 __all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
@@ -224,8 +224,9 @@ class StretchGraphs:
         self.evictions = 0    # times every graph was dropped for an op out of memory
         #: copies in and out by the graphs' copy tables (WorkerSettings.copy_tables)
         self.copy_tables = True
-        #: the graph of the batch's replay, to set its next replay up after the reply
-        self._last: StretchGraph | None = None
+        #: the graph of the batch's replay and its entry, to set its next replay up after
+        #: the reply
+        self._last: tuple | None = None
 
     # ------------------------------------------------------------ held stretches
     def hold(self, sid: int, stretch: HeldStretch, arrays: dict) -> None:
@@ -307,24 +308,23 @@ class StretchGraphs:
             return None
         self.x.phases.mark("replay_fits")   # (its inputs found, its guards passed)
         done = self._replay(state, stretch, graph, entry, arrays, hosts, results)
-        if done[1] is None:
-            self._learn(graph, entry)
+        if done[1] is None:   # (what it teaches the next replay: after the reply)
+            self._last = (graph, entry)
         return done
 
     # ------------------------------------------------------------ the next replay, ahead
-    def _learn(self, g: StretchGraph, entry: ReplayEntry) -> None:
-        """After a replay of *g*: where its inputs came from (GraphCopies.learn), and *g*
-        kept for :meth:`prepare_next`."""
-        g.copies.learn(g.shape.used, entry.inputs, entry.outs)
-        self._last = g
-
     def prepare_next(self) -> None:
         """After the reply to a batch that replayed a captured stretch, while its client
-        works on: set the next replay's copy rows up as if its inputs followed the rule
-        learnt (GraphCopies.prepare), and write the block. (Off the replay's path: 16-28 µs
-        of an H200 host's worker time.) A wrong guess costs only this work."""
-        g, self._last = self._last, None
-        predicted = g.copies.predict(self.x.table.arrays) if g is not None else None
+        works on: learn where its inputs came from (GraphCopies.learn), set the next
+        replay's copy rows up as if they come from there again (GraphCopies.prepare), and
+        write the block. (Off the replay's path: 16-28 µs of an H200 host's worker time.)
+        A wrong guess costs only this work."""
+        last, self._last = self._last, None
+        if last is None:
+            return
+        g, entry = last
+        g.copies.learn(g.shape.used, entry.inputs, entry.outs)
+        predicted = g.copies.predict(self.x.table.arrays)
         if predicted is None:
             return
         try:
@@ -627,7 +627,7 @@ class StretchGraphs:
         if "out" in kwargs:
             candidates.append(kwargs["out"])
         span = self.x.device.memory_span
-        for a in _arrays_in(candidates, self.array_type):
+        for a in instances_in(candidates, self.array_type):
             n = g.writing.get(span(a)[1]) if a.nbytes else None
             if n is not None:
                 g.written.add(n)
@@ -684,19 +684,6 @@ def _reads_from(segments: list) -> int:
             break
         at -= 1
     return at
-
-
-def _arrays_in(value: Any, array_type: type):
-    """The device arrays in *value* (lists, tuples and maps looked into)."""
-    t = type(value)
-    if t is array_type:
-        yield value
-    elif t is list or t is tuple:
-        for v in value:
-            yield from _arrays_in(v, array_type)
-    elif t is dict:
-        for v in value.values():
-            yield from _arrays_in(v, array_type)
 
 
 def _outputs_owned(stretch: HeldStretch, arrays: dict) -> bool:
