@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["GraphTools", "CopyTable"]
+__all__ = ["GraphTools", "CopyTable", "layout_order"]
 
 #: Copies each (source, destination, bytes) row of a table in device memory, in 16-byte
 #: words where all three allow, else byte by byte.
@@ -57,9 +57,8 @@ class CopyTable:
     parts of the stretch's parameter block and its host copy. :meth:`run`, called while
     capturing, puts the kernel into the graph."""
 
-    def __init__(self, cupy: Any, kernel: Any, host: np.ndarray, offset: int, rows: int,
-                 device: Any) -> None:
-        self.cp, self._kernel, self.device = cupy, kernel, device
+    def __init__(self, kernel: Any, host: np.ndarray, offset: int, rows: int, device: Any) -> None:
+        self._kernel, self.device = kernel, device
         self._host, self._offset = host, offset
         self.rows = rows
         self._flat = [0] * (3 * rows)
@@ -97,6 +96,12 @@ class CopyTable:
     def run(self) -> None:
         """Launch the copies (captured: at every launch of the graph, the rows then set)."""
         self._kernel((self._blocks,), (_THREADS,), (self.device, np.int32(self.rows)))
+
+
+def layout_order(a: Any) -> str:
+    """The order of a fresh array laid out as contiguous *a* is: ``F`` for Fortran's only."""
+    flags = a.flags
+    return "F" if flags.f_contiguous and not flags.c_contiguous else "C"
 
 
 class Retained(list):
@@ -183,14 +188,12 @@ class GraphTools:
 
     def empty_like(self, a: Any) -> Any:
         """A new array of *a*'s shape, dtype and strides (a contiguous *a*)."""
-        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
-        return self.cp.empty(a.shape, a.dtype, order=order)
+        return self.cp.empty(a.shape, a.dtype, order=layout_order(a))
 
     def maker(self, a: Any) -> Any:
         """A function of no arguments making new arrays as :meth:`empty_like` of *a* does
         (its layout looked at once: a replay makes one each launch)."""
-        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
-        return functools.partial(self.cp.ndarray, a.shape, a.dtype, order=order)
+        return functools.partial(self.cp.ndarray, a.shape, a.dtype, order=layout_order(a))
 
     def scalar_buffer(self, dtype: np.dtype) -> Any:
         return self.cp.empty((), dtype)
@@ -209,5 +212,5 @@ class GraphTools:
         device *block* and its host copy *host*."""
         if self._copies_kernel is None:
             self._copies_kernel = self.cp.RawKernel(_COPIES_SOURCE, "gpuwb_table_copies")
-        return CopyTable(self.cp, self._copies_kernel, host, offset, rows,
+        return CopyTable(self._copies_kernel, host, offset, rows,
                          self.cp.ndarray((3 * rows,), np.uint64, memptr=block.data + offset))

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .cupy_graphs import Retained
+from .cupy_graphs import Retained, layout_order
 
 __all__ = ["HostGraphTools", "HostCopyTable", "LaunchError"]
 
@@ -85,19 +85,16 @@ class HostGraphTools:
     def copy(self, dst: np.ndarray, src: np.ndarray) -> None:
         np.copyto(dst, src, casting="no")
 
-    def copy_any(self, dst: np.ndarray, src: np.ndarray) -> None:
-        np.copyto(dst, src, casting="no")
+    copy_any = copy   # (NumPy copies any strides)
 
     def write(self, dst: np.ndarray, host: np.ndarray) -> None:
         np.copyto(dst, host, casting="no")
 
     def empty_like(self, a: np.ndarray) -> np.ndarray:
-        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
-        return np.empty(a.shape, a.dtype, order=order)
+        return np.empty(a.shape, a.dtype, order=layout_order(a))
 
     def maker(self, a: np.ndarray) -> Any:
-        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
-        return functools.partial(np.empty, a.shape, a.dtype, order)
+        return functools.partial(np.empty, a.shape, a.dtype, layout_order(a))
 
     def scalar_buffer(self, dtype: np.dtype) -> np.ndarray:
         return np.empty((), dtype)
@@ -120,11 +117,10 @@ class HostCopyTable:
         self.rows = rows
         self._pairs: list = [None] * rows
 
-    def prepare(self, row: int, dst: np.ndarray, src: np.ndarray) -> None:
-        self._pairs[row] = (dst, src)
-
     def set(self, row: int, dst: np.ndarray, src: np.ndarray) -> None:
         self._pairs[row] = (dst, src)
+
+    prepare = set   # (no size to keep: the arrays are the row)
 
     def commit(self) -> bool:
         """(The rows are the arrays themselves: nothing to write.)"""

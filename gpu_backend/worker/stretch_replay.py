@@ -175,13 +175,11 @@ class StretchReplay:
             if had_graph:
                 self.fallbacks += 1
         rebuilt = stretch.rebuild(entry.first, entry.inputs, entry.params, entry.outs, early)
-        if paced:   # (whole but for a preemption: Pacer.atomic)
-            pacer.atomic = True
-            try:
-                return (*x.run_records(rebuilt, payload, results), False)
-            finally:
-                pacer.atomic = False
-        return (*x.run_records(rebuilt, payload, results), False)
+        pacer.atomic = paced   # (a paced replay runs whole but for a preemption: Pacer.atomic)
+        try:
+            return (*x.run_records(rebuilt, payload, results), False)
+        finally:
+            pacer.atomic = False
 
     def after_reply(self) -> None:
         """After the batch's reply: the next replay of a stretch it replayed through graphs,
@@ -192,11 +190,11 @@ class StretchReplay:
     def skip(self, raw: Any, early: bool = False) -> None:
         """A skipped replay still drops the inputs its stretch drops, as a skipped batch does
         (not an early one's: the client frees them once its run matched)."""
+        if early:
+            return
         try:
             stretch, entry = self.stretches.entry(raw)
         except Exception:
-            return
-        if early:
             return
         for item in stretch.items:
             if type(item) is Slot and item.kind == "i":
