@@ -90,8 +90,18 @@ class HostGraphTools:
     def write(self, dst: np.ndarray, host: np.ndarray) -> None:
         np.copyto(dst, host, casting="no")
 
+    def writer(self, dst: np.ndarray, host: np.ndarray) -> Any:
+        return functools.partial(np.copyto, dst, host, casting="no")
+
     def empty_like(self, a: np.ndarray) -> np.ndarray:
         return np.empty(a.shape, a.dtype, order=layout_order(a))
+
+    @staticmethod
+    def sole_memory(a: np.ndarray) -> bool:
+        """Whether no other array shares *a*'s memory without referring to *a* (NumPy's
+        views, ``frombuffer`` and buffer exports all refer to it, which its caller
+        counts): *a* owns memory NumPy allocated."""
+        return a.base is None and a.flags.owndata
 
     def maker(self, a: np.ndarray) -> Any:
         return functools.partial(np.empty, a.shape, a.dtype, layout_order(a))

@@ -16,15 +16,20 @@ result's layout changed), the kept results are copied after, as before.
 
 from __future__ import annotations
 
+from sys import getrefcount
 from typing import Any
 
-__all__ = ["GraphCopies", "COPY_ROW_BYTES", "PREPARE_MAX_BYTES", "plain", "identity"]
+__all__ = ["GraphCopies", "COPY_ROW_BYTES", "PREPARE_MAX_BYTES", "SPARES", "plain", "identity"]
 
 #: bytes of a copy table's row in the parameter block (three uint64)
 COPY_ROW_BYTES = 24
 #: the most bytes of kept results a stretch's next replay has made ahead (:meth:`prepare`):
 #: they are held while the session waits
 PREPARE_MAX_BYTES = 16 << 20
+#: arrays a kept result's slot remembers having made (:meth:`GraphCopies._made_for`): a
+#: loop-carried result is dropped by the client two replays after it was made (its free
+#: comes with the replay after next), so three let a loop's results take turns in them
+SPARES = 3
 
 
 class GraphCopies:
@@ -47,6 +52,8 @@ class GraphCopies:
         #: a result slot of the last replay, or the same input slot
         self._last_entry: tuple | None = None
         self._next_inputs: dict | None = None
+        #: by kept result slot: the arrays made for it lately, the newest last (:meth:`_made_for`)
+        self._spares: dict[int, list] = {}
 
     # ------------------------------------------------------------ capture
     def capture_in(self, tools: Any, block: Any, host: Any, at: int, arrays: dict,
@@ -155,8 +162,33 @@ class GraphCopies:
         return self._rows(tools, bufs, arrays, copy_inputs=True)
 
     def drop_prepared(self) -> None:
-        """Forget the next replay set up ahead (its arrays go back to the pool)."""
+        """Forget the next replay set up ahead and the arrays made lately (those nobody
+        else holds go back to the pool)."""
         self._prepared = None
+        self._spares.clear()
+
+    def _made_for(self, tools: Any, n: int, make: Any) -> Any:
+        """A fresh array for kept result slot *n*: one made for it before that nobody holds
+        any more (its handle freed, no view of it or of its memory left), else a new one
+        from *make*. Making one costs a memory pool's allocation (10-25 µs of an H200 host's
+        worker in a replay's setup); a loop's results take turns in a few arrays instead.
+        Whether anybody else holds it is read from reference counts (CPython's): here one
+        reference is the list's, one the name *a*'s, one getrefcount's argument's;
+        ``tools.sole_memory`` looks at what shares its memory without referring to it."""
+        spares = self._spares.get(n)
+        if spares is None:
+            spares = self._spares[n] = []
+        for i in range(len(spares)):   # (no enumerate: its tuple would hold a reference)
+            a = spares[i]
+            if getrefcount(a) == 3 and tools.sole_memory(a):
+                del spares[i]
+                spares.append(a)
+                return a
+        made = make()
+        spares.append(made)
+        if len(spares) > SPARES:
+            del spares[0]
+        return made
 
     def _rows(self, tools: Any, bufs: dict, arrays: dict, copy_inputs: bool) -> tuple[dict | None, bool]:
         changed = False
@@ -173,7 +205,7 @@ class GraphCopies:
             return None, changed
         ahead = {}
         for row, (n, kept, make) in enumerate(self.scatter_slots):   # (filled by the last graph)
-            made = ahead[n] = make()
+            made = ahead[n] = self._made_for(tools, n, make)
             scatter.set(row, made, kept)
         return ahead, scatter.commit() or changed
 

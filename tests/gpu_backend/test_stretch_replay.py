@@ -295,6 +295,33 @@ def test_a_next_replay_set_up_ahead_for_other_inputs_is_set_up_again(sessions):
     assert change["graphed"] >= REPLAYED
 
 
+def test_kept_results_take_turns_only_in_arrays_nobody_holds(sessions):
+    """A replay's kept result goes out in an array made for its slot before, once nobody
+    holds that one (GraphCopies._made_for): the client freed it, and no view of it and no
+    other array over its memory is left. A loop that keeps some results, views of others,
+    slices that outlive their base, and drops the rest gets every value it would without
+    replay."""
+    def loop(cp):
+        rng = np.random.default_rng(7)
+        x = cp.asarray(rng.random(40, dtype=np.float32))
+        y = cp.asarray(rng.random(40, dtype=np.float32))
+        kept, views, tails = [], [], []
+        for step in range(STEPS + 8):
+            x = x * 0.75 + y
+            if step % 3 == 0:
+                kept.append(x)              # the array itself, held
+            elif step % 3 == 1:
+                views.append(x[1:7])        # a view: its base stays
+            elif step % 4 == 2:
+                tails.append(x[::5])        # a strided view of a result dropped next
+            float(x.sum())
+        return [a.get() for a in kept + views + tails] + [x.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
+
+
 def test_a_stretch_with_no_graph_is_let_go_when_measured(pool, sessions):
     """A view kept past its stretch makes the stretch re-run only (no graph): timed, it is
     let go and dropped by the worker; its ops travel as ops again."""
