@@ -147,6 +147,8 @@ class StretchGraph:
         #: ``phost`` with one copy before each launch (a copy each cost ~5 µs a parameter)
         self.pblock: Any = None
         self.phost: np.ndarray | None = None
+        #: copies phost into pblock (GraphTools.writer: the pointers looked up once)
+        self.write_block: Any = None
         #: each parameter's place in phost, what was last written there, and whether
         #: phost differs from the device's block (worker/param_values.py)
         self.pvalues = ParamValues()
@@ -163,6 +165,9 @@ class StretchGraph:
         self.reads_from: int | None = None
         #: the copies in and out its graphs make (worker/graph_copies.py)
         self.copies = GraphCopies()
+        #: [device seconds its last measured replay was charged (None: none yet), replays
+        #: charged that since] (Pacer.replay_estimate)
+        self.cost: list = [None, 0]
 
     def array(self, slot: Slot) -> Any:
         """The array an input (its buffer) or result slot stands for."""
@@ -336,7 +341,7 @@ class StretchGraphs:
         if changed and g.pblock is not None:
             g.pvalues.dirty = True
             try:
-                self.tools.write(g.pblock, g.phost)
+                g.write_block()
             except Exception:
                 g.copies.drop_prepared()
                 return
@@ -382,6 +387,7 @@ class StretchGraphs:
                     size = params_size + COPY_ROW_BYTES * (rows_in + rows_out)   # the parameters)
                     g.pblock = tools.param_block(size)
                     g.phost = np.zeros(size, np.uint8)
+                    g.write_block = tools.writer(g.pblock, g.phost)
                 for n, a in arrays.items():
                     buf = tools.empty_like(a)
                     if buf.strides != a.strides:
@@ -428,7 +434,7 @@ class StretchGraphs:
                     graphed_ops.update(op.index for op in seg.ops)
                     if not tools.capture_runs:
                         if g.copies.any:
-                            tools.write(g.pblock, g.phost)   # (the tables' rows; then the
+                            g.write_block()                  # (the tables' rows; then the
                         for buf, host in writes:             # parameters, each its own)
                             tools.write(buf, host)
                         tools.launch(seg.graph)
@@ -507,7 +513,7 @@ class StretchGraphs:
         phases = self.x.phases
         phases.mark("replay_copied")   # (the inputs' copies and the results' arrays set up)
         if g.pblock is not None and g.pvalues.dirty:   # (every parameter at once, written into
-            tools.write(g.pblock, g.phost)      # phost by _fits, and the copy tables' rows)
+            g.write_block()                     # phost by _fits, and the copy tables' rows)
             g.pvalues.dirty = False
         phases.mark("replay_in")   # (the inputs copied in, the parameters written)
         handout: dict[int, Any] = {}

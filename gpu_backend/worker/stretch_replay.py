@@ -146,10 +146,13 @@ class StretchReplay:
         x.phases.mark("replay_entry")   # (the replay's entry read against its stretch)
         self.replays += 1
         pacer = x.pacer
-        if pacer.fresh_due:
+        graphs = self.graphs
+        # (a replay of graphs measured before is charged what it was, without markers)
+        graph = graphs.states[entry.sid].graph if graphs is not None else None
+        estimate = pacer.replay_estimate(graph.cost) if graph is not None else None
+        if estimate is None and pacer.fresh_due:
             pacer.start_segment()
         pacer.began = perf_counter()
-        graphs = self.graphs
         paced = False
         if graphs is not None and self.unpaced is not None and pacer.in_company() \
                 and (pacer.per_op or 0.0) * stretch.ops > self.unpaced:
@@ -170,6 +173,8 @@ class StretchReplay:
                 # client sees was written, and no generator advanced)
             if done is not None:
                 self.graphed += 1
+                if estimate is not None:
+                    pacer.charge(estimate)
                 return (*done, True)
             results.forget_values_since(mark)
             if had_graph:

@@ -1,0 +1,99 @@
+"""A held stretch's replay charged what its last measured replay was, without markers
+(``Pacer.replay_estimate``), on a real NumPy device and a real (unconnected) lease socket.
+
+Its two CUDA events, their queries and the harvest cost 15-25 µs of an H200 host's worker a
+replay. Where nobody is paced against the session (no lease, or alone on the device) a
+replay is measured once, charged that MEASURE_EVERY times, then measured again; in
+company every replay is measured, as every batch is."""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+import zmq
+
+from gpu_backend.devices.numpy_device import NumpyDevice
+from gpu_backend.worker.lease import DeviceLease
+from gpu_backend.worker.pacing import MEASURE_EVERY, Pacer
+
+
+def _pacer(lease: str | None = None) -> Pacer:
+    """A pacer without a lease (policy ``none``), or holding one *lease* (``alone`` or
+    ``company``) as the arbiter's grant would have left it."""
+    if lease is None:
+        return Pacer(NumpyDevice())
+    held = DeviceLease(zmq.Context.instance(), "inproc://gpuwb-test-no-arbiter", "w")
+    held.holding, held.alone = True, lease == "alone"
+    return Pacer(NumpyDevice(), held)
+
+
+def _replay(pacer: Pacer, cost: list, seconds: float = 2e-4) -> float | None:
+    """One replay batch as the executor and StretchReplay.run drive the pacer: *seconds*
+    of work (the NumPy device's is done when issued, and its markers are host times)."""
+    pacer.begin_batch(lambda: False)
+    estimate = pacer.replay_estimate(cost)
+    if estimate is None and pacer.fresh_due:
+        pacer.start_segment()
+    until = perf_counter() + seconds
+    while perf_counter() < until:
+        pass
+    if estimate is not None:
+        pacer.charge(estimate)
+    pacer.end_batch(20, lambda: False)
+    return estimate
+
+
+def test_a_replay_without_a_lease_is_measured_once_then_charged_that():
+    pacer, cost = _pacer(), [None, 0]
+    before = pacer.busy
+    assert _replay(pacer, cost) is None             # measured: a segment, as any batch
+    assert cost == [pacer.busy - before, 0] and cost[0] > 0
+    for n in range(MEASURE_EVERY):
+        before = pacer.busy
+        assert _replay(pacer, cost) == cost[0]
+        assert pacer.busy == before + cost[0]         # charged exactly that, nothing more
+        assert not pacer._pending and pacer.fresh_due   # no segment was begun or marked
+        assert cost[1] == n + 1
+    measured = cost[0]
+    before = pacer.busy
+    assert _replay(pacer, cost, 1e-3) is None       # measured again, and learnt anew
+    assert cost == [pacer.busy - before, 0] and cost[0] != measured
+
+
+def test_a_lone_holder_is_charged_the_measured_replay_and_company_measures_each():
+    alone = _pacer("alone")
+    cost = [None, 0]
+    _replay(alone, cost)
+    assert cost[0] is not None and _replay(alone, cost) == cost[0]
+
+    company = _pacer("company")
+    cost = [None, 0]
+    for _ in range(3):
+        before = company.busy
+        assert _replay(company, cost) is None        # others wait: every replay measured
+        assert company.busy > before
+    assert cost == [None, 0]
+
+
+def test_a_replay_after_a_batch_left_unmeasured_is_measured_within_its_own_batch():
+    """A measurement begun in a batch that then ended without its end (the executor skips
+    end_batch for a batch that ran nothing) is dropped at the next batch's start: a later
+    replay never learns the time of several batches."""
+    pacer, cost = _pacer(), [None, 0]
+    pacer.begin_batch(lambda: False)
+    assert pacer.replay_estimate(cost) is None        # measuring begins, no end follows
+    pacer.begin_batch(lambda: False)
+    pacer.start_segment()
+    until = perf_counter() + 3e-3
+    while perf_counter() < until:
+        pass
+    pacer.end_batch(5, lambda: False)                 # another batch: not the replay's
+    assert cost == [None, 0]
+
+
+def test_no_estimate_while_tracing():
+    pacer = Pacer(NumpyDevice(), trace=True)
+    cost = [None, 0]
+    for _ in range(3):
+        assert _replay(pacer, cost) is None
+    assert cost == [None, 0]
