@@ -3,8 +3,10 @@
     python benchmarks/worker_phases.py [--devices auto] [--reps 1000] [--json out.json]
 
 Runs the hot sync ``float((x + 1).sum())`` and the 20-op chain of ``held_loops.py`` on
-sessions with the fast path on, graph replay's copy tables off (``GPUWB_COPY_TABLES=0``: a
-copy call per input and kept result), early replay off (``GPUWB_EARLY_REPLAY=0``), the fast path
+sessions with the fast path on, the worker's run ahead off (``GPUWB_RUN_AHEAD_US=0``,
+worker/run_ahead.py: a replay answered from the one run ahead skips the replay's own
+phases, so the sides' walls are the comparison), graph replay's copy tables off
+(``GPUWB_COPY_TABLES=0``: a copy call per input and kept result), early replay off (``GPUWB_EARLY_REPLAY=0``), the fast path
 off (``GPUWB_FAST_PATH=0``) and stretch replay off
 (``GPUWB_GRAPHS=0``), each session's worker timing its phases (``GPUWB_WORKER_PHASES``,
 worker/phases.py: received, opened, begun; a replay's entry read, its guards passed
@@ -40,7 +42,8 @@ from served_pool import open_pool  # noqa: E402
 
 from gpu_backend.worker.phases import read_summaries  # noqa: E402
 
-SIDES = {"fast": {}, "notables": {"GPUWB_COPY_TABLES": "0"}, "noearly": {"GPUWB_EARLY_REPLAY": "0"},
+SIDES = {"fast": {}, "noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "notables": {"GPUWB_COPY_TABLES": "0"},
+         "noearly": {"GPUWB_EARLY_REPLAY": "0"},
          "nofast": {"GPUWB_FAST_PATH": "0"}, "nographs": {"GPUWB_GRAPHS": "0"}}
 
 

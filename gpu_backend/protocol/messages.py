@@ -142,6 +142,7 @@ class StretchFigures(TypedDict):
     replays: Annotated[int, "replay entries run"]
     graphed: Annotated[int, "of them, served by CUDA graphs (the NumPy device: by its recorded calls)"]
     fallbacks: Annotated[int, "of them, re-run from their records because a captured graph's guards failed"]
+    ahead: Annotated[int, "of them, answered by the replay the worker ran ahead, as the last one was answered (worker/run_ahead.py)"]
     refused: Annotated[int, "offers not kept (GPUWB_GRAPHS=0, too many held, too long)"]
     graph_bytes: Annotated[int, "device memory the captured graphs hold (counted in memory_used)"]
 

@@ -188,6 +188,7 @@ class Executor:
                                                                      header.get("S") == 1)
                     self._free_only(ops)   # (the client's frees of the stretch, after it)
                 else:   # (a batch that split an op is not held: its graph would run the op whole)
+                    replay.drop_ahead()   # (it may change what a replay run ahead read)
                     touched = self.splitter.touched if self.splitter is not None else 0
                     offered = header.get("O")
                     offer = replay.read_offer(self._batch) if offered is not None else None
@@ -245,6 +246,7 @@ class Executor:
             self._undo_early(header["A"])
         if "D" in header:
             self.replay.drop(header["D"])
+        self.replay.drop_ahead()
         self._skip_records(header, ops)
         count = header.get("n", 0)
         return {"b": header.get("b"), "m": pack_metas([]), "v": [], "d": [],
@@ -255,6 +257,7 @@ class Executor:
         """A batch none of whose ops run (skipped after an error, cancelled, or not started):
         its frees are applied, a replay's header frees too, and the replay is skipped."""
         entry = header.get("T")
+        self.replay.drop_ahead()
         if entry is not None:
             self._free_first(header.get("F"))
             self.replay.skip(entry, header.get("S") == 1)

@@ -119,17 +119,27 @@ class GraphCopies:
     def predict(self, arrays: dict) -> dict | None:
         """The next replay's inputs by slot if the rule learnt holds (from the handle
         table's *arrays*), or None (nothing to set up ahead)."""
-        rule, last = self._next_inputs, self._last_entry
-        if rule is None or last is None or not self.any:
+        if not self.any:
             return None
-        inputs, outs = last
+        handles = self.predict_handles()
+        if handles is None:
+            return None
         predicted = {}
-        for n, (carried, m) in rule.items():
-            a = arrays.get(outs[m] if carried else inputs[n])
+        for n, hid in handles.items():
+            a = arrays.get(hid)
             if a is None:
                 return None
             predicted[n] = a
         return predicted
+
+    def predict_handles(self) -> dict | None:
+        """The handles of the next replay's used inputs, by slot, if the rule learnt holds
+        (a loop-carried result, or the same handle again); None where nothing was learnt."""
+        rule, last = self._next_inputs, self._last_entry
+        if rule is None or last is None:
+            return None
+        inputs, outs = last
+        return {n: outs[m] if carried else inputs[n] for n, (carried, m) in rule.items()}
 
     def prepare(self, tools: Any, bufs: dict, predicted: dict) -> bool:
         """After a replay's reply, while the client works: set up the next replay as if

@@ -318,17 +318,27 @@ class StretchGraphs:
         return done
 
     # ------------------------------------------------------------ the next replay, ahead
-    def prepare_next(self) -> None:
-        """After the reply to a batch that replayed a captured stretch, while its client
-        works on: learn where its inputs came from (GraphCopies.learn), set the next
-        replay's copy rows up as if they come from there again (GraphCopies.prepare), and
-        write the block. (Off the replay's path: 16-28 µs of an H200 host's worker time.)
-        A wrong guess costs only this work."""
+    def learn_last(self) -> tuple | None:
+        """After the reply to a batch that replayed a captured stretch: its (graph, entry),
+        where its inputs came from learnt (GraphCopies.learn), once; None if the batch
+        replayed none."""
         last, self._last = self._last, None
-        if last is None:
-            return
-        g, entry = last
-        g.copies.learn(g.shape.used, entry.inputs, entry.outs)
+        if last is not None:
+            g, entry = last
+            g.copies.learn(g.shape.used, entry.inputs, entry.outs)
+        return last
+
+    def replayed(self, g: StretchGraph, entry: ReplayEntry) -> None:
+        """*entry* was answered through *g* without running it here (worker/run_ahead.py):
+        what it teaches the next replay, as a replay run here would."""
+        self._last = (g, entry)
+
+    def prepare_next(self, g: StretchGraph) -> None:
+        """After the reply to a batch that replayed *g*'s stretch (learn_last), while its
+        client works on: set the next replay's copy rows up as if its inputs come from
+        where they came from the last time (GraphCopies.prepare), and write the block.
+        (Off the replay's path: 16-28 µs of an H200 host's worker time.) A wrong guess
+        costs only this work."""
         predicted = g.copies.predict(self.x.table.arrays)
         if predicted is None:
             return

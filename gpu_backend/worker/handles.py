@@ -76,6 +76,20 @@ class HandleTable:
         self.arrays[hid] = array
         return hid
 
+    def rename(self, old: int, new: int) -> Any:
+        """Move the array stored under the worker's own *old* to the client's *new* (a
+        replay run ahead, its results kept under provisional ids until the client names
+        them: worker/run_ahead.py); the array, or None where *old* holds none."""
+        array = self.arrays.pop(old, None)
+        if array is not None:
+            if type(new) is not int or new <= 0:
+                self.arrays[old] = array
+                raise ProtocolError(f"bad result handle {new!r}: clients use positive integers")
+            if new in self.arrays:
+                self.free(new)
+            self.arrays[new] = array
+        return array
+
     def free(self, hid: Any) -> None:
         array = self.arrays.pop(hid, None) if type(hid) is int else None
         if array is not None:

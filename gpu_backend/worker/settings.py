@@ -60,6 +60,11 @@ class WorkerSettings:
     #: inside its graphs (worker/graph_replay.py, devices/cupy_graphs.py CopyTable); ``0``
     #: (a diagnostic, benchmarks/worker_phases.py's side ``notables``): one copy call each
     copy_tables: bool = True
+    #: ``GPUWB_RUN_AHEAD_US``: the most device time (µs, as last measured) of a held
+    #: stretch's replay that the worker runs ahead, before the client asks for it
+    #: (worker/run_ahead.py; None: its MAX_SECONDS); ``0`` runs none ahead (a diagnostic,
+    #: benchmarks/worker_phases.py's and held_loops.py's side ``noahead``)
+    run_ahead: float | None = None
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -71,6 +76,7 @@ class WorkerSettings:
         stream = env.get("GPUWB_STREAM_BYTES")
         piece = env.get("GPUWB_SPLIT_PIECE_US")
         unpaced = env.get("GPUWB_UNPACED_REPLAY_US")
+        ahead = env.get("GPUWB_RUN_AHEAD_US")
         return cls(phases_dir=env.get("GPUWB_WORKER_PHASES") or None,
                    profile_dir=env.get("GPUWB_WORKER_PROFILE") or None,
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
@@ -85,7 +91,8 @@ class WorkerSettings:
                    stacks=env.get("GPUWB_STACKS") == "1",
                    copy_tables=(env.get("GPUWB_COPY_TABLES") or "1").strip().lower()
                    not in ("0", "off", "false", "no"),
-                   unpaced_replay=float(unpaced) * 1e-6 if unpaced else None)
+                   unpaced_replay=float(unpaced) * 1e-6 if unpaced else None,
+                   run_ahead=float(ahead) * 1e-6 if ahead else None)
 
 
 def _graphs_mode(value: str | None) -> str:

@@ -19,6 +19,7 @@ from ..protocol.errors import error_name
 from .batch_results import BatchResults
 from .graph_replay import Capture, StretchGraphs
 from .result_meta import array_meta
+from .run_ahead import RunAhead
 from .stretches import HeldStretch, HeldStretches, Slot
 
 __all__ = ["StretchReplay", "Offer", "UNPACED_REPLAY"]
@@ -69,6 +70,9 @@ class StretchReplay:
         #: never; ``GPUWB_UNPACED_REPLAY_US``; the NumPy device measures next to nothing, so
         #: its test sets 0)
         self.unpaced: float | None = UNPACED_REPLAY
+        #: the next replay of a loop's stretch, run as soon as the last one was answered
+        #: (worker/run_ahead.py)
+        self.ahead = RunAhead(self)
 
     def rerun_only(self) -> None:
         """``GPUWB_GRAPHS=rerun``: every replay runs from its records, never through graphs."""
@@ -129,6 +133,7 @@ class StretchReplay:
     def drop(self, sids: Any) -> None:
         """The client lets these stretches go (header ``D``): they and their graphs go (the
         graphs' memory back to the session's pool); a malformed list is a ProtocolError."""
+        self.drop_ahead()
         self.stretches.drop(sids)
         if self.graphs is not None:
             self.graphs.forget(sids)
@@ -142,9 +147,15 @@ class StretchReplay:
         try:
             stretch, entry = self.stretches.entry(raw, early)
         except Exception as exc:
+            self.ahead.drop()
             return 0, x.record_error(None, exc), False, False
         x.phases.mark("replay_entry")   # (the replay's entry read against its stretch)
         self.replays += 1
+        if self.ahead.ahead is not None:   # (run already, if it is the one run ahead)
+            done = self.ahead.answer(stretch, entry, results)
+            if done is not None:
+                self.graphed += 1
+                return (*done, True)
         pacer = x.pacer
         graphs = self.graphs
         # (a replay of graphs measured before is charged what it was, without markers)
@@ -187,14 +198,25 @@ class StretchReplay:
             pacer.atomic = False
 
     def after_reply(self) -> None:
-        """After the batch's reply: the next replay of a stretch it replayed through graphs,
-        set up ahead while the client works (StretchGraphs.prepare_next)."""
-        if self.graphs is not None:
-            self.graphs.prepare_next()
+        """After the batch's reply, for a stretch it replayed through graphs: the next
+        replay run now, where it may be (worker/run_ahead.py), else set up ahead while the
+        client works (StretchGraphs.prepare_next)."""
+        if self.graphs is None:
+            return
+        last = self.graphs.learn_last()
+        if last is not None and not self.ahead.start(*last):
+            self.graphs.prepare_next(last[0])
+
+    def drop_ahead(self) -> None:
+        """A batch that is not a replay, or one skipped: a replay run ahead is dropped (the
+        batch may change what it read)."""
+        if self.ahead.ahead is not None:
+            self.ahead.drop()
 
     def skip(self, raw: Any, early: bool = False) -> None:
         """A skipped replay still drops the inputs its stretch drops, as a skipped batch does
         (not an early one's: the client frees them once its run matched)."""
+        self.drop_ahead()
         if early:
             return
         try:
@@ -212,11 +234,13 @@ class StretchReplay:
         program never runs out of memory because of graphs it did not ask for."""
         if error_name(exc) != "OutOfMemoryError" or self.graphs is None:
             return False
+        self.drop_ahead()
         return self.graphs.evict()
 
     def release_graphs(self) -> None:
         """Drop every graph's memory (a session swapped out, worker/swap.py): its stretches
         stay held and are captured again at a later replay."""
+        self.drop_ahead()
         if self.graphs is not None:
             self.graphs.evict()
 
@@ -246,6 +270,7 @@ class StretchReplay:
         graphs = self.graphs
         return {"held": len(self.stretches.held), "replays": self.replays,
                 "graphed": self.graphed, "fallbacks": self.fallbacks, "paced": self.paced,
+                "ahead": self.ahead.hits,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0}

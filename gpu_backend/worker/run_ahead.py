@@ -1,0 +1,193 @@
+"""A held stretch's next replay, run before the client asks for it (docs/stretch-replay.md,
+"Run ahead").
+
+A loop's replays follow each other: the client reads the last replay's value, runs its
+Python, issues the body's first ops from its template and sends the next replay (early, at
+its first op that changes: kernelproxy/early_replay.py). Measured on H200 hosts
+(2026-11-25), the worker then idled 100-130 µs an iteration of a 20-op loop, waiting for
+that message, and the replay, once it came, took it 130-150 µs more to answer: the two
+took turns. Once a replay's reply is sent, the next replay's inputs are known to the worker
+as well as the client's template knows them (the rule GraphCopies.learn finds: a carried
+result, or the same array again) and its parameters are most often the last ones. So the
+worker runs it at once, with those, and keeps what it gives under provisional ids; when the
+client's replay comes and names the same stretch, the same input handles and the same
+parameters (the same type, value and sign of zero), its answer is ready: the results take
+the client's handles, the values their ops' numbers. Anything else — another stretch,
+other inputs or parameters, any batch that is not a replay — drops what was run ahead
+(its arrays go back to the pool) and the message runs as ever.
+
+Exact by construction: only a stretch that changes nothing but its own results
+(StretchReplay.early_safe: no writes into inputs, no random draws, no object's methods)
+is run ahead, and nothing else can change its inputs in between, for only this session's
+messages change its arrays and any message but the matching replay drops the run. It runs
+only where nobody waits for the device behind this session (no lease, or alone on it: the
+pacer's ``in_company``), and its device time is this session's, charged as a replay's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .batch_results import BatchResults
+from .phases import NO_PHASES
+from .stretches import HeldStretch, ReplayEntry
+
+__all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "MAX_BYTES"]
+
+#: the most device time a replay run ahead may take (its last measured one's: Pacer.
+#: replay_estimate), and the most bytes its kept results may hold beside the last ones:
+#: a run the client never asks for (the loop ended) wastes at most this much
+MAX_SECONDS = 0.002
+MAX_BYTES = 16 << 20
+#: the first of the provisional ids a replay run ahead keeps its results under (result
+#: slot n under PROVISIONAL + n): far above any id a client numbers its arrays with
+PROVISIONAL = 1 << 62
+
+
+def same_params(a: list, b: list) -> bool:
+    """Whether two replays' parameters are the same to a replay: each the same type and
+    value, a zero of the same sign (a NaN is never the same)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if type(x) is not type(y) or x != y:
+            return False
+        if x == 0:
+            if type(x) is float and math.copysign(1.0, x) != math.copysign(1.0, y):
+                return False
+            if type(x) is complex and (math.copysign(1.0, x.real) != math.copysign(1.0, y.real)
+                                       or math.copysign(1.0, x.imag) != math.copysign(1.0, y.imag)):
+                return False
+    return True
+
+
+class _Ahead:
+    """What a replay run ahead gave: its stretch, the inputs and parameters it ran with,
+    its graph, and its results (values numbered from 0, arrays under provisional ids)."""
+
+    __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots")
+
+    def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
+                 ran: int, slots: int) -> None:
+        self.sid, self.inputs, self.params, self.graph = sid, inputs, params, graph
+        self.results, self.ran, self.slots = results, ran, slots
+
+
+class RunAhead:
+    """A session's replay run ahead (at most one) for its StretchReplay *replay*, and the
+    counts of replays answered from one (``hits``) and runs dropped (``misses``)."""
+
+    def __init__(self, replay: Any) -> None:
+        self.replay = replay
+        self.ahead: _Ahead | None = None
+        self.hits = 0
+        self.misses = 0
+        #: the most device time a replay run ahead may take (GPUWB_RUN_AHEAD_US; 0: none)
+        self.max_seconds = MAX_SECONDS
+
+    # ------------------------------------------------------------ running ahead
+    def start(self, g: Any, entry: ReplayEntry) -> bool:
+        """After the reply to a replay of *g*'s stretch (*entry*, learnt from: StretchGraphs.
+        learn_last), run the next one now if it may be; whether it ran."""
+        replay = self.replay
+        x, graphs = replay.x, replay.graphs
+        pacer = x.pacer
+        if graphs is None or pacer.in_company() or x.poisoned_at is not None \
+                or x.more_work() or not replay.early_safe(entry.sid):
+            return False
+        stretch = replay.stretches.held.get(entry.sid)
+        state = graphs.states.get(entry.sid)
+        if stretch is None or state is None or state.graph is not g \
+                or g.cost[0] is None or g.cost[0] > self.max_seconds:
+            return False
+        arrays = x.table.arrays
+        if sum(arrays[hid].nbytes for hid in entry.outs if hid in arrays) > MAX_BYTES:
+            return False
+        handles = g.copies.predict_handles()
+        if handles is None:
+            return False
+        inputs = list(entry.inputs)
+        for n, hid in handles.items():
+            inputs[n] = hid
+        params = list(entry.params)
+        outs = [PROVISIONAL + n for n in range(len(entry.outs))]
+        guess = ReplayEntry(entry.sid, 0, inputs, params, outs, None, True)
+        results = BatchResults(x.table)
+        if not pacer.begin_batch(_never):
+            return False
+        kept = (x.poisoned_at, x.poisoned_by, x.op_errors, x.seq, x.phases, graphs._last)
+        warned = len(x._warnings)
+        x.phases = NO_PHASES   # (the worker's phases are the messages')
+        done = None
+        estimate = pacer.replay_estimate(g.cost)
+        if estimate is None and pacer.fresh_due:
+            pacer.start_segment()
+        try:
+            done = graphs.run(state, stretch, guess, results)
+        except Exception:   # (out of memory, say: the client's replay runs as ever)
+            done = None
+        finally:
+            x.seq, x.phases, graphs._last = kept[3], kept[4], kept[5]
+        # (a warning would go with the next reply numbered as no op of it: not run ahead)
+        ok = done is not None and done[1] is None and not results.downloads \
+            and len(x._warnings) == warned
+        del x._warnings[warned:]
+        if ok and estimate is not None:
+            pacer.charge(estimate)
+        pacer.end_batch(stretch.ops if done is not None else 0, x.more_work)
+        if not ok:
+            x.poisoned_at, x.poisoned_by, x.op_errors = kept[0], kept[1], kept[2]
+            self._free(len(outs))
+            return False
+        self.ahead = _Ahead(entry.sid, inputs, params, g, results, done[0], len(outs))
+        return True
+
+    # ------------------------------------------------------------ answering
+    def answer(self, stretch: HeldStretch, entry: ReplayEntry, results: BatchResults) -> tuple | None:
+        """The client's replay *entry* has come: if it is the one run ahead, its answer,
+        ``(ops run, None, False)``, its results under the client's handles and its values
+        in *results*; else None (what was run ahead is dropped, the replay runs as ever)."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is None:
+            return None
+        if entry.sid != ahead.sid or entry.inputs != ahead.inputs \
+                or not same_params(entry.params, ahead.params) \
+                or self.replay.graphs.states[entry.sid].graph is not ahead.graph:
+            self.misses += 1
+            self._free(ahead.slots)
+            return None
+        table = self.replay.x.table
+        need = entry.need
+        for n, hid in enumerate(entry.outs):
+            array = table.rename(PROVISIONAL + n, hid)
+            if array is not None and (need is None or n in need):
+                results.fresh_array(hid, array)
+        first = entry.first
+        for seq, value in ahead.results.values:
+            results.value(first + seq, value)
+        if not entry.early:   # (a replay sent at its run's end: the inputs it drops go now)
+            for n in ahead.graph.shape.input_frees:
+                table.free(entry.inputs[n])
+        self.replay.graphs.replayed(ahead.graph, entry)
+        self.hits += 1
+        return ahead.ran, None, False
+
+    def drop(self) -> None:
+        """Forget the replay run ahead (any message but its replay, an eviction, a swap)."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            self.misses += 1
+            self._free(ahead.slots)
+
+    def _free(self, slots: int) -> None:
+        """Free the provisional results of a run not answered (up to *slots* of them)."""
+        table = self.replay.x.table
+        arrays = table.arrays
+        for n in range(slots):
+            if PROVISIONAL + n in arrays:
+                table.free(PROVISIONAL + n)
+
+
+def _never() -> bool:
+    return False

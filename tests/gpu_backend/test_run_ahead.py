@@ -1,0 +1,202 @@
+"""A loop's next replay run by the worker before the client asks for it (worker/run_ahead.py).
+
+Each test runs its loop on a session of a pool whose workers run ahead (policy ``none``:
+nobody is paced against the session; ``GPUWB_RUN_AHEAD_US`` high, so that the NumPy
+device's host-timed replays qualify) and on one with stretch replay off, and compares them
+bitwise: a replay answered from the run ahead gives what the ops give. Whether a given
+replay was answered ahead depends on timing (the next message may come first), so only the
+loops that must be answered ahead say so, over many iterations with much client work
+between their replays (replays sent at the sync point)."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+
+from ..differential import TEST_DEVICES
+from ..quiet_gc import no_collection
+
+STEPS = 40
+
+
+@pytest.fixture(scope="module")
+def pool():
+    saved = os.environ.get("GPUWB_RUN_AHEAD_US")
+    os.environ["GPUWB_RUN_AHEAD_US"] = "1e9"   # (the pool's workers inherit it)
+    try:
+        with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
+                       policy="none") as p:
+            yield p
+    finally:
+        if saved is None:
+            os.environ.pop("GPUWB_RUN_AHEAD_US", None)
+        else:
+            os.environ["GPUWB_RUN_AHEAD_US"] = saved
+
+
+def _run(pool, loop, **settings):
+    """*loop(cp)* on a fresh session (*settings*) and on one without replay: both results,
+    and the first session's stretch figures."""
+    with Session(pool.address, pool.token,
+                 settings=SessionSettings(replay_measured=False, **settings)) as s:
+        with no_collection():
+            got = loop(module_for(s))
+        figures = s.memory_info()["stretches"]
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        with no_collection():
+            want = loop(module_for(s))
+    return got, want, figures
+
+
+def _bitwise(a, b):
+    for x, y in zip(a, b, strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert np.array_equal(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8)), (x, y)
+
+
+def _chain(cp, steps=STEPS):
+    rng = np.random.default_rng(3)
+    x = cp.asarray(rng.random(256, dtype=np.float32))
+    y = cp.asarray(rng.random(256, dtype=np.float32))
+    out = []
+    for _ in range(steps):
+        a = x * 1.01 + y
+        b = (a - 0.5) * y + x
+        c = b * 0.75 - y
+        x = c * c * 0.5 + x * 0.25
+        out.append(float(x.sum()))
+    return out + [x.get()]
+
+
+def test_a_loops_next_replay_is_answered_from_the_one_run_ahead(pool):
+    got, want, figures = _run(pool, _chain, early_replay=False)
+    _bitwise(got, want)
+    assert figures["ahead"] >= 1 and figures["fallbacks"] == 0
+    got, want, _ = _run(pool, _chain)   # (replays sent early, at their first op)
+    _bitwise(got, want)
+
+
+def test_a_replay_with_another_parameter_or_input_runs_as_ever(pool):
+    """Run ahead with the last parameters and the inputs the last replays took: a scalar
+    that changes every iteration (a zero's sign too), or inputs that take turns, are never
+    answered wrongly."""
+    def scalars(cp):
+        x = cp.arange(300, dtype=cp.float32) - 100
+        out = []
+        for step in range(STEPS):
+            scale = (0.0, -0.0, 1.5, 1.5)[step % 4] if step % 8 < 4 else step * 0.37
+            out.append(float(cp.copysign(1.0, x * scale).sum()))   # (+0 and -0 differ)
+        return out
+
+    def turns(cp):
+        x = cp.arange(300, dtype=cp.float32)
+        z = cp.arange(300, dtype=cp.float32)[::-1].copy()
+        out = []
+        for step in range(STEPS):
+            src = x if step % 3 else z
+            out.append(float((src * 0.5 - 2).sum()))
+        return out
+
+    for loop in (scalars, turns):
+        got, want, figures = _run(pool, loop, early_replay=False)
+        _bitwise(got, want)
+        assert figures["fallbacks"] == 0
+
+
+def test_a_write_between_two_replays_drops_the_one_run_ahead(pool):
+    """Between two replays the user writes into their input (a setitem, an in-place
+    operator, an upload): the run ahead read the old values, and is dropped."""
+    def loop(cp):
+        x = cp.arange(200, dtype=cp.float64)
+        out = []
+        for step in range(STEPS):
+            out.append(float((x * 2.0 + 1.0).sum()))
+            if step % 4 == 1:
+                x[step % 200] = -step
+            elif step % 4 == 2:
+                x += 0.5
+            elif step % 4 == 3:
+                x[:3] = cp.asarray(np.array([step, step, step], dtype=np.float64))
+        return out + [x.get()]
+
+    got, want, _ = _run(pool, loop, early_replay=False)
+    _bitwise(got, want)
+    got, want, _ = _run(pool, loop)
+    _bitwise(got, want)
+
+
+def test_results_kept_keep_their_values(pool):
+    """A replay answered ahead hands out its kept results under the client's handles; the
+    arrays they take turns in (GraphCopies._made_for) are never one the user still holds.
+    (A view of a result inside the loop's body is never served by graphs, so never run
+    ahead: tests/gpu_backend/test_stretch_replay.py keeps views.)"""
+    def loop(cp):
+        rng = np.random.default_rng(5)
+        x = cp.asarray(rng.random(64, dtype=np.float32))
+        y = cp.asarray(rng.random(64, dtype=np.float32))
+        kept = []
+        for _ in range(STEPS):
+            x = x * 0.75 + y
+            kept.append(x)       # (every one: the loop's stretch is the same each time)
+            float(x.sum())
+        return [a.get() for a in kept]
+
+    got, want, figures = _run(pool, loop, early_replay=False)
+    _bitwise(got, want)
+    assert figures["ahead"] >= 1
+
+    def some(cp):   # (every third kept: two stretches take turns, none run ahead)
+        rng = np.random.default_rng(6)
+        x = cp.asarray(rng.random(64, dtype=np.float32))
+        kept = []
+        for step in range(STEPS):
+            x = x * 0.75 + 0.125
+            if step % 3 == 0:
+                kept.append(x)
+            float(x.sum())
+        return [a.get() for a in kept] + [x.get()]
+
+    got, want, _ = _run(pool, some, early_replay=False)
+    _bitwise(got, want)
+
+
+def test_a_warning_is_told_with_its_replay_not_ahead(pool):
+    """An op that warns (the NumPy device: a log of zero) is not answered from a run ahead:
+    the warning is told once per iteration, as without replay."""
+    def loop(cp):
+        x = cp.zeros(16, dtype=cp.float64)
+        caught = []
+        for _ in range(STEPS // 2):
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                v = float(cp.log(x + 0.0).sum())
+            caught.append((v, len(seen)))
+        return caught
+
+    with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False,
+                                                                    early_replay=False)) as s:
+        got = loop(module_for(s))
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        want = loop(module_for(s))
+    assert got == want
+
+
+def test_a_run_ahead_never_asked_for_is_freed(pool):
+    """A loop ends with a replay run ahead that no message asks for: the next batch drops
+    it, and the session's memory is what it was before the loop."""
+    with Session(pool.address, pool.token,
+                 settings=SessionSettings(replay_measured=False, early_replay=False)) as s:
+        cp = module_for(s)
+        before = s.memory_info()["memory_used"]
+        with no_collection():
+            _chain(cp)
+        assert s.memory_info()["memory_used"] == before
