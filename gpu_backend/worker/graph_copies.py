@@ -19,7 +19,8 @@ from __future__ import annotations
 from sys import getrefcount
 from typing import Any
 
-__all__ = ["GraphCopies", "COPY_ROW_BYTES", "PREPARE_MAX_BYTES", "SPARES", "plain", "identity"]
+__all__ = ["GraphCopies", "COPY_ROW_BYTES", "PREPARE_MAX_BYTES", "SPARES", "SPARE_BYTES", "plain",
+           "identity"]
 
 #: bytes of a copy table's row in the parameter block (three uint64)
 COPY_ROW_BYTES = 24
@@ -28,8 +29,11 @@ COPY_ROW_BYTES = 24
 PREPARE_MAX_BYTES = 16 << 20
 #: arrays a kept result's slot remembers having made (:meth:`GraphCopies._made_for`): a
 #: loop-carried result is dropped by the client two replays after it was made (its free
-#: comes with the replay after next), so three let a loop's results take turns in them
+#: comes with the replay after next), so three let a loop's results take turns in them;
+#: only arrays of at most SPARE_BYTES (one nobody holds counts in the session's memory, and
+#: a large one's allocation is small beside its graphs' work)
 SPARES = 3
+SPARE_BYTES = 1 << 20
 
 
 class GraphCopies:
@@ -195,9 +199,10 @@ class GraphCopies:
                 spares.append(a)
                 return a
         made = make()
-        spares.append(made)
-        if len(spares) > SPARES:
-            del spares[0]
+        if made.nbytes <= SPARE_BYTES:
+            spares.append(made)
+            if len(spares) > SPARES:
+                del spares[0]
         return made
 
     def _rows(self, tools: Any, bufs: dict, arrays: dict, copy_inputs: bool) -> tuple[dict | None, bool]:
