@@ -37,6 +37,10 @@ from fresh uploads, so its first two iterations are not replays: 58 of 60 at mos
 quick round). ``--all-held`` opens the sessions with ``GPUWB_REPLAY_MEASURED=0`` (every
 repeated stretch stays held: ``gpu_check.sh fastpath`` runs it so); without it a side
 whose replays are not faster lets its stretch go, as a user's session would.
+``--own-pools`` opens each side's session in a pool of its own (alone on the device, as one
+user's session is: the worker runs a loop's next replay ahead only then,
+gpu_backend/worker/run_ahead.py); a side ending in ``-noahead`` gets a pool that runs none
+ahead (``GPUWB_RUN_AHEAD_US=0``): ``--own-pools --transports ipc,ipc-noahead`` is the A/B.
 
 Targets (issue 50): issue per op in a held stretch <= 3 us and <= 0.25x local's; per
 iteration <= 0.5x local eager. Every side's reads must be bitwise equal to local's.
@@ -50,6 +54,7 @@ import os
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -63,7 +68,8 @@ from kernelproxy.modules import module_for  # noqa: E402
 from json_out import emit  # noqa: E402  (beside this file)
 from programs import (CHAIN20_OPS, HEAT2D_OPS, chain20_body, chain20_inputs, heat2d_grid,  # noqa: E402
                       heat2d_update, local_module)
-from served_pool import _environment, open_pool, sessions_by_transport, use_side  # noqa: E402
+from served_pool import (_environment, open_pool, sessions_by_transport,  # noqa: E402
+                         sessions_in_own_pools, use_side)
 
 #: issue 50's targets
 ISSUE_US_PER_OP = 3.0
@@ -322,6 +328,13 @@ def table(name: str, loop: Loop, n: int, rows: dict, iterations: int, rounds: in
     return "\n".join(lines)
 
 
+@contextmanager
+def _one_pool(policy: str, devices: str, transports: str):
+    """Every proxy side's session in one pool (sessions_by_transport)."""
+    with open_pool(policy, devices, False) as pool, sessions_by_transport(pool, transports) as sessions:
+        yield sessions
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", default="auto")
@@ -339,6 +352,10 @@ def main(argv=None):
     parser.add_argument("--all-held", action="store_true",
                         help="sessions opened with GPUWB_REPLAY_MEASURED=0: every repeated stretch held")
     parser.add_argument("--policy", default="fair")
+    parser.add_argument("--own-pools", action="store_true",
+                        help="each proxy side's session in a pool of its own, alone on the device "
+                             "as one user's is (the worker runs replays ahead only then); a side "
+                             "ending in -noahead runs none ahead (served_pool.POOL_ENV)")
     args = parser.parse_args(argv)
     if args.quick:
         args.iterations, args.rounds, args.warmup = min(args.iterations, 60), min(args.rounds, 2), 20
@@ -361,8 +378,11 @@ def main(argv=None):
         out["cupy"] = local.__version__
     held = {"GPUWB_REPLAY_MEASURED": "0"} if args.all_held else {}
     loops, tables = {}, []
-    with open_pool(args.policy, args.devices, False) as pool, _environment(held), \
-            sessions_by_transport(pool, args.transports) as sessions:
+    if args.own_pools:
+        opened = sessions_in_own_pools(args.policy, args.devices, args.transports)
+    else:
+        opened = _one_pool(args.policy, args.devices, args.transports)
+    with _environment(held), opened as sessions:
         out["pool_device"] = next(iter(sessions.values())).device
         sides = [Eager("local", local)]
         if kind == "cupy" and not args.no_graph:

@@ -10,14 +10,14 @@ as the policy.)
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Iterator
 
 import kernelproxy
 from gpu_backend.pool import LocalPool
 from gpu_backend.served import ServedPool
 
-__all__ = ["ServedPool", "open_pool", "sessions_by_transport"]
+__all__ = ["ServedPool", "open_pool", "sessions_by_transport", "sessions_in_own_pools", "POOL_ENV"]
 
 
 def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 << 30):
@@ -36,6 +36,12 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
                "nofast": {"GPUWB_FAST_PATH": "0"},
                "noearly": {"GPUWB_EARLY_REPLAY": "0"},
                "socket": {"GPUWB_STAGING": "0"}}
+
+
+#: Sides that need a pool of their own, started with these variables set (its workers
+#: read them as they start): "noahead" runs no replay ahead (``GPUWB_RUN_AHEAD_US=0``,
+#: gpu_backend/worker/run_ahead.py)
+POOL_ENV = {"noahead": {"GPUWB_RUN_AHEAD_US": "0"}}
 
 
 @contextmanager
@@ -95,3 +101,25 @@ def use_side(side: str, session) -> None:
     """Before *session* runs as *side*: its ops held ("proxy_ipc-held") or sent early."""
     if session is not None:
         session.eager_flush = not side.endswith("-held")
+
+
+@contextmanager
+def sessions_in_own_pools(policy: str, devices: str, transports: str, served: bool = False) -> Iterator[dict]:
+    """One session per transport of *transports*, each in a pool of its own on the same
+    devices: each is alone on its device, as one user's session is (a worker runs replays
+    ahead only where nobody shares its device: gpu_backend/worker/run_ahead.py). A side
+    ending in "-noahead" (of POOL_ENV) gets a pool that runs no replay ahead: "ipc-noahead",
+    "ipc-noearly-noahead"."""
+    with ExitStack() as stack:
+        sessions = {}
+        for t in transports.split(","):
+            base, env = t, {}
+            for mode, values in POOL_ENV.items():
+                if t.endswith("-" + mode):
+                    base, env = t[: -len(mode) - 1], values
+            with _environment(env):
+                pool = stack.enter_context(open_pool(policy, devices, served))
+            own = stack.enter_context(sessions_by_transport(pool, base))
+            if base in own:
+                sessions[t] = own[base]
+        yield sessions
