@@ -25,7 +25,7 @@ due to be; the ops that refused capture; the captures tried) is its own: a
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -232,6 +232,8 @@ class StretchGraphs:
         #: the graph of the batch's replay and its entry, to set its next replay up after
         #: the reply
         self._last: tuple | None = None
+        #: the closing reads of a replay run with defer_reads (take_reads)
+        self._reads: Any = None
 
     # ------------------------------------------------------------ held stretches
     def hold(self, sid: int, stretch: HeldStretch, arrays: dict) -> None:
@@ -281,8 +283,10 @@ class StretchGraphs:
 
     # ------------------------------------------------------------ entry
     def run(self, state: GraphState, stretch: HeldStretch, entry: ReplayEntry,
-            results: BatchResults) -> tuple | None:
-        """Run a replay through graphs: (ops run, error entry, False), or None: re-run it."""
+            results: BatchResults, defer_reads: bool = False) -> tuple | None:
+        """Run a replay through graphs: (ops run, error entry, False), or None: re-run it.
+        *defer_reads* (a replay run ahead, worker/run_ahead.py): the reads that end the
+        stretch are not made; :meth:`take_reads` hands them over, for :meth:`run_reads`."""
         if state.stage is Capture.NEVER:
             return None
         arrays = {}
@@ -312,7 +316,7 @@ class StretchGraphs:
         if hosts is None:
             return None
         self.x.phases.mark("replay_fits")   # (its inputs found, its guards passed)
-        done = self._replay(state, stretch, graph, entry, arrays, hosts, results)
+        done = self._replay(state, stretch, graph, entry, arrays, hosts, results, defer_reads)
         if done[1] is None:   # (what it teaches the next replay: after the reply)
             self._last = (graph, entry)
         return done
@@ -515,7 +519,8 @@ class StretchGraphs:
 
     # ------------------------------------------------------------ replay
     def _replay(self, state: GraphState, stretch: HeldStretch, g: StretchGraph,
-                entry: ReplayEntry, arrays: dict, hosts: dict, results: BatchResults) -> tuple:
+                entry: ReplayEntry, arrays: dict, hosts: dict, results: BatchResults,
+                defer_reads: bool = False) -> tuple:
         tools, first, params = self.tools, entry.first, entry.params
         ahead, changed = g.copies.set_up(tools, g.bufs, arrays)
         if changed:
@@ -571,18 +576,37 @@ class StretchGraphs:
         # graph.) Nothing after this writes: a read's error is an op's error, no re-run.
         done = self._finish(g, stretch.ops, entry, arrays, handout, results)
         phases.mark("replay_out")
+        reads = _Reads(state, g, segments[tail:], params, handout, live)
+        if defer_reads and done[1] is None:   # (made when the replay is asked for)
+            self._reads = reads
+            return done
         if x.pacer.release_at_read:
             x.pacer.release_before_read(stretch.ops, x.more_work)
-        try:
-            for seg in segments[tail:]:
-                self._run_eager(seg.ops, g, first, params, handout, results, live)
-        except _OpError as failed:
-            state.capture_again()
-            seq = first + failed.index
-            x.poison(seq)
-            return failed.index, x.record_error(seq, failed.error), False
+        failed = self.run_reads(reads, first, results)
         phases.mark("replay_read")   # (the reads after its graphs: the device's wait is here)
-        return done
+        return done if failed is None else failed
+
+    def take_reads(self) -> Any:
+        """The reads a replay run with *defer_reads* left (None: it ended with none)."""
+        reads, self._reads = self._reads, None
+        return reads
+
+    def run_reads(self, reads: Any, first: int, results: BatchResults) -> tuple | None:
+        """Make a replay's closing reads (values of its results, downloads) numbered from op
+        *first*: None, or where one failed, the replay's (ops run, error entry, False). A
+        read's error is an op's error: nothing is re-run."""
+        if reads is None:
+            return None
+        try:
+            for seg in reads.segments:
+                self._run_eager(seg.ops, reads.graph, first, reads.params, reads.handout,
+                                results, reads.live)
+        except _OpError as failed:
+            reads.state.capture_again()
+            seq = first + failed.index
+            self.x.poison(seq)
+            return failed.index, self.x.record_error(seq, failed.error), False
+        return None
 
     def _run_eager(self, ops: list, g: StretchGraph, first: int, params: list,
                    handout: dict, results: BatchResults, live: bool) -> bool:
@@ -686,6 +710,19 @@ class StretchGraphs:
             self.x.poison(seq)
             return ran, self.x.record_error(seq, exc), False
         return ran, None, False
+
+
+class _Reads(NamedTuple):
+    """The reads that end a replay: its graph state and graph, the eager segments of
+    reads, its parameters, the arrays it handed out, whether its graphs' buffers still
+    stand for its results."""
+
+    state: Any
+    graph: Any
+    segments: list
+    params: list
+    handout: dict
+    live: bool
 
 
 def _reads_from(segments: list) -> int:

@@ -270,7 +270,7 @@ class Pacer:
             self._own_host = perf_counter()
             self._own_start = self.device.marker()
 
-    def replay_estimate(self, cost: list) -> float | None:
+    def replay_estimate(self, cost: list, at_batch_end: bool = True) -> float | None:
         """Before a replay of a held stretch's graphs, whose *cost* (``[seconds, replays
         since]``, kept with the graphs: a capture starts a new one) says what its last
         measured replay was charged: the device seconds to charge this one without
@@ -280,15 +280,24 @@ class Pacer:
         this session (no lease, or alone on the device), with nothing launched and
         unmeasured, and no trace kept. A segment's two CUDA events, their queries and the
         harvest cost 15-25 µs of an H200 host's worker a replay, a tenth of a 20-op loop's
-        iteration, and a replay's graphs take the same device time each time."""
+        iteration, and a replay's graphs take the same device time each time. A measured
+        replay is learnt at its batch's end; not *at_batch_end* (a replay run ahead, whose
+        device work is done later: worker/run_ahead.py), by its caller, from ``busy``
+        once the pacer is ``settled``."""
         if self.trace is not None or self._pending or not self.fresh_due \
                 or (self.lease is not None and not self._alone()):
             return None
         if cost[0] is not None and cost[1] < MEASURE_EVERY:
             cost[1] += 1
             return cost[0]
-        self._measuring = (cost, self.busy)
+        if at_batch_end:
+            self._measuring = (cost, self.busy)
         return None
+
+    @property
+    def settled(self) -> bool:
+        """Whether every segment launched is measured and charged (nothing pending)."""
+        return not self._pending
 
     def charge(self, seconds: float) -> None:
         """Charge *seconds* of device time measured before (replay_estimate)."""

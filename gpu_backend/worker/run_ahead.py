@@ -12,7 +12,9 @@ result, or the same array again) and its parameters are most often the last ones
 worker runs it at once, with those, and keeps what it gives under provisional ids; when the
 client's replay comes and names the same stretch, the same input handles and the same
 parameters (the same type, value and sign of zero), its answer is ready: the results take
-the client's handles, the values their ops' numbers. Anything else — another stretch,
+the client's handles, the values their ops' numbers; its closing reads (the loop's sync)
+are made then, for the device has finished by then, and the worker need not wait for it
+after the reply. Anything else — another stretch,
 other inputs or parameters, any batch that is not a replay — drops what was run ahead
 (its arrays go back to the pool) and the message runs as ever.
 
@@ -66,12 +68,17 @@ class _Ahead:
     """What a replay run ahead gave: its stretch, the inputs and parameters it ran with,
     its graph, and its results (values numbered from 0, arrays under provisional ids)."""
 
-    __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots")
+    __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
+                 "measured_from")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
-                 ran: int, slots: int) -> None:
+                 ran: int, slots: int, reads: Any, measured_from: float | None) -> None:
         self.sid, self.inputs, self.params, self.graph = sid, inputs, params, graph
         self.results, self.ran, self.slots = results, ran, slots
+        #: its closing reads, made when the client's replay comes (StretchGraphs.run_reads)
+        self.reads = reads
+        #: the pacer's device time before it, where it is measured (Pacer.replay_estimate)
+        self.measured_from = measured_from
 
 
 class RunAhead:
@@ -120,15 +127,17 @@ class RunAhead:
         warned = len(x._warnings)
         x.phases = NO_PHASES   # (the worker's phases are the messages')
         done = None
-        estimate = pacer.replay_estimate(g.cost)
+        estimate = pacer.replay_estimate(g.cost, at_batch_end=False)   # (learnt when answered)
+        measured_from = pacer.busy if estimate is None else None
         if estimate is None and pacer.fresh_due:
             pacer.start_segment()
-        try:
-            done = graphs.run(state, stretch, guess, results)
+        try:   # (its closing reads wait for the device: made when the client asks)
+            done = graphs.run(state, stretch, guess, results, defer_reads=True)
         except Exception:   # (out of memory, say: the client's replay runs as ever)
             done = None
         finally:
             x.seq, x.phases, graphs._last = kept[3], kept[4], kept[5]
+        reads = graphs.take_reads()
         # (a warning would go with the next reply numbered as no op of it: not run ahead)
         ok = done is not None and done[1] is None and not results.downloads \
             and len(x._warnings) == warned
@@ -140,7 +149,8 @@ class RunAhead:
             x.poisoned_at, x.poisoned_by, x.op_errors = kept[0], kept[1], kept[2]
             self._free(len(outs))
             return False
-        self.ahead = _Ahead(entry.sid, inputs, params, g, results, done[0], len(outs))
+        self.ahead = _Ahead(entry.sid, inputs, params, g, results, done[0], len(outs), reads,
+                            measured_from)
         return True
 
     # ------------------------------------------------------------ answering
@@ -169,7 +179,14 @@ class RunAhead:
         if not entry.early:   # (a replay sent at its run's end: the inputs it drops go now)
             for n in ahead.graph.shape.input_frees:
                 table.free(entry.inputs[n])
-        self.replay.graphs.replayed(ahead.graph, entry)
+        graphs = self.replay.graphs
+        failed = graphs.run_reads(ahead.reads, first, results)   # (the device is done by now)
+        pacer = self.replay.x.pacer
+        if ahead.measured_from is not None and pacer.settled:   # (its segment harvested)
+            ahead.graph.cost[0], ahead.graph.cost[1] = pacer.busy - ahead.measured_from, 0
+        if failed is not None:
+            return failed
+        graphs.replayed(ahead.graph, entry)
         self.hits += 1
         return ahead.ran, None, False
 

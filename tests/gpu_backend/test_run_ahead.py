@@ -4,13 +4,15 @@ Each test runs its loop on a session of a pool whose workers run ahead (policy `
 nobody is paced against the session; ``GPUWB_RUN_AHEAD_US`` high, so that the NumPy
 device's host-timed replays qualify) and on one with stretch replay off, and compares them
 bitwise: a replay answered from the run ahead gives what the ops give. Whether a given
-replay was answered ahead depends on timing (the next message may come first), so only the
-loops that must be answered ahead say so, over many iterations with much client work
-between their replays (replays sent at the sync point)."""
+replay was answered ahead depends on timing (the worker runs nothing ahead where the next
+message has come already), so the loops that must be answered ahead say so over many
+iterations, each with a millisecond of the user's own Python (a pause) between a reply and
+the next replay, as a notebook's loop has."""
 
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 import numpy as np
@@ -25,6 +27,8 @@ from ..differential import TEST_DEVICES
 from ..quiet_gc import no_collection
 
 STEPS = 40
+#: the user's own Python between a loop's iterations, in the loops that must be run ahead
+PAUSE = 0.001
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +78,7 @@ def _chain(cp, steps=STEPS):
         c = b * 0.75 - y
         x = c * c * 0.5 + x * 0.25
         out.append(float(x.sum()))
+        time.sleep(PAUSE)   # (the user's own Python between iterations)
     return out + [x.get()]
 
 
@@ -148,6 +153,7 @@ def test_results_kept_keep_their_values(pool):
             x = x * 0.75 + y
             kept.append(x)       # (every one: the loop's stretch is the same each time)
             float(x.sum())
+            time.sleep(PAUSE)
         return [a.get() for a in kept]
 
     got, want, figures = _run(pool, loop, early_replay=False)
