@@ -80,6 +80,7 @@ def park(swap: Any, replay: Any, directory: Path, batch: int,
     why = why_not_movable(swap)
     if why is not None:
         raise RuntimeError(f"the session cannot move: {why}")
+    replay.drop_ahead()   # (a replay run ahead: its provisional results are no client's)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
     swapped = swap.swapped
@@ -148,6 +149,7 @@ def lend(swap: Any, replay: Any, directory: Path, batch: int, state: dict | None
     why = why_not_movable(swap)
     if why is not None:
         raise RuntimeError(f"the session cannot move: {why}")
+    replay.drop_ahead()   # (a replay run ahead: its provisional results are no client's)
     if swap.swapped is not None or (server is None and not swap.table.arrays):
         return None
     sizes, handles, firsts = placed_allocations(swap.table, swap.device)

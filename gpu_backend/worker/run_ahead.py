@@ -191,7 +191,8 @@ class RunAhead:
         return ahead.ran, None, False
 
     def drop(self) -> None:
-        """Forget the replay run ahead (any message but its replay, an eviction, a swap)."""
+        """Forget the replay run ahead (any message but its replay, an eviction, a swap, the
+        session parked or lent for a move: worker/handover.py)."""
         ahead, self.ahead = self.ahead, None
         if ahead is not None:
             self.misses += 1

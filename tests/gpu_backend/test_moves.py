@@ -150,8 +150,14 @@ def test_held_stretches_replay_on_the_new_worker(pool):
         for _ in range(20):
             x = step(x)
             float(x[1])
+            time.sleep(0.001)   # (the worker runs the next replay ahead meanwhile)
         assert s.memory_info()["stretches"]["held"] >= 1
-        _move(pool, s)
+        for _ in range(3):
+            x = step(x)
+            float(x[1])
+            time.sleep(0.001)
+        _move(pool, s)   # (with a replay run ahead, likely: its results stay behind)
+        assert s.memory_info()["arrays"] == 1
         for _ in range(20):
             x = step(x)
             assert float(x[1]) == 1.0
