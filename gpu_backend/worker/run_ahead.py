@@ -88,6 +88,8 @@ class RunAhead:
     def __init__(self, replay: Any) -> None:
         self.replay = replay
         self.ahead: _Ahead | None = None
+        #: by held stretch: whether it may run ahead (StretchReplay.early_safe, asked once)
+        self.safe: dict[int, bool] = {}
         self.hits = 0
         self.misses = 0
         #: the most device time a replay run ahead may take (GPUWB_RUN_AHEAD_US; 0: none)
@@ -100,8 +102,12 @@ class RunAhead:
         replay = self.replay
         x, graphs = replay.x, replay.graphs
         pacer = x.pacer
-        if graphs is None or pacer.in_company() or x.poisoned_at is not None \
-                or x.more_work() or not replay.early_safe(entry.sid):
+        if graphs is None or pacer.in_company() or x.poisoned_at is not None or x.more_work():
+            return False
+        safe = self.safe.get(entry.sid)
+        if safe is None:
+            safe = self.safe[entry.sid] = replay.early_safe(entry.sid)
+        if not safe:
             return False
         stretch = replay.stretches.held.get(entry.sid)
         state = graphs.states.get(entry.sid)
@@ -121,16 +127,20 @@ class RunAhead:
         outs = [PROVISIONAL + n for n in range(len(entry.outs))]
         guess = ReplayEntry(entry.sid, 0, inputs, params, outs, None, True)
         results = BatchResults(x.table)
-        if not pacer.begin_batch(_never):
-            return False
+        # charged what it measured before, it needs no segment, so no batch of the pacer's
+        # (the answer's batch reports); else measured, its time learnt when answered
+        estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
+        measured_from = None
+        if estimate is None:
+            if not pacer.begin_batch(_never):
+                return False
+            measured_from = pacer.busy
+            if pacer.fresh_due:
+                pacer.start_segment()
         kept = (x.poisoned_at, x.poisoned_by, x.op_errors, x.seq, x.phases, graphs._last)
         warned = len(x._warnings)
         x.phases = NO_PHASES   # (the worker's phases are the messages')
         done = None
-        estimate = pacer.replay_estimate(g.cost, at_batch_end=False)   # (learnt when answered)
-        measured_from = pacer.busy if estimate is None else None
-        if estimate is None and pacer.fresh_due:
-            pacer.start_segment()
         try:   # (its closing reads wait for the device: made when the client asks)
             done = graphs.run(state, stretch, guess, results, defer_reads=True)
         except Exception:   # (out of memory, say: the client's replay runs as ever)
@@ -142,9 +152,10 @@ class RunAhead:
         ok = done is not None and done[1] is None and not results.downloads \
             and len(x._warnings) == warned
         del x._warnings[warned:]
-        if ok and estimate is not None:
+        if estimate is None:
+            pacer.end_batch(stretch.ops if done is not None else 0, x.more_work)
+        elif ok:
             pacer.charge(estimate)
-        pacer.end_batch(stretch.ops if done is not None else 0, x.more_work)
         if not ok:
             x.poisoned_at, x.poisoned_by, x.op_errors = kept[0], kept[1], kept[2]
             self._free(len(outs))

@@ -134,6 +134,7 @@ class StretchReplay:
         """The client lets these stretches go (header ``D``): they and their graphs go (the
         graphs' memory back to the session's pool); a malformed list is a ProtocolError."""
         self.drop_ahead()
+        self.ahead.safe.clear()
         self.stretches.drop(sids)
         if self.graphs is not None:
             self.graphs.forget(sids)
