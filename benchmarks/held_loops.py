@@ -54,7 +54,6 @@ import os
 import statistics
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -68,8 +67,7 @@ from kernelproxy.modules import module_for  # noqa: E402
 from json_out import emit  # noqa: E402  (beside this file)
 from programs import (CHAIN20_OPS, HEAT2D_OPS, chain20_body, chain20_inputs, heat2d_grid,  # noqa: E402
                       heat2d_update, local_module)
-from served_pool import (_environment, open_pool, sessions_by_transport,  # noqa: E402
-                         sessions_in_own_pools, use_side)
+from served_pool import OWN_POOLS_HELP, _environment, sessions_for, use_side  # noqa: E402
 
 #: issue 50's targets
 ISSUE_US_PER_OP = 3.0
@@ -328,13 +326,6 @@ def table(name: str, loop: Loop, n: int, rows: dict, iterations: int, rounds: in
     return "\n".join(lines)
 
 
-@contextmanager
-def _one_pool(policy: str, devices: str, transports: str):
-    """Every proxy side's session in one pool (sessions_by_transport)."""
-    with open_pool(policy, devices, False) as pool, sessions_by_transport(pool, transports) as sessions:
-        yield sessions
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", default="auto")
@@ -352,10 +343,7 @@ def main(argv=None):
     parser.add_argument("--all-held", action="store_true",
                         help="sessions opened with GPUWB_REPLAY_MEASURED=0: every repeated stretch held")
     parser.add_argument("--policy", default="fair")
-    parser.add_argument("--own-pools", action="store_true",
-                        help="each proxy side's session in a pool of its own, alone on the device "
-                             "as one user's is (the worker runs replays ahead only then); a side "
-                             "ending in -noahead runs none ahead (served_pool.POOL_ENV)")
+    parser.add_argument("--own-pools", action="store_true", help=OWN_POOLS_HELP)
     args = parser.parse_args(argv)
     if args.quick:
         args.iterations, args.rounds, args.warmup = min(args.iterations, 60), min(args.rounds, 2), 20
@@ -378,11 +366,8 @@ def main(argv=None):
         out["cupy"] = local.__version__
     held = {"GPUWB_REPLAY_MEASURED": "0"} if args.all_held else {}
     loops, tables = {}, []
-    if args.own_pools:
-        opened = sessions_in_own_pools(args.policy, args.devices, args.transports)
-    else:
-        opened = _one_pool(args.policy, args.devices, args.transports)
-    with _environment(held), opened as sessions:
+    with _environment(held), sessions_for(args.policy, args.devices, args.transports,
+                                          own_pools=args.own_pools) as sessions:
         out["pool_device"] = next(iter(sessions.values())).device
         sides = [Eager("local", local)]
         if kind == "cupy" and not args.no_graph:

@@ -65,7 +65,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kernelproxy.modules import module_for  # noqa: E402
 from json_out import emit  # noqa: E402  (beside this file)
-from served_pool import open_pool, sessions_by_transport, use_side  # noqa: E402
+from served_pool import OWN_POOLS_HELP, sessions_for, use_side  # noqa: E402
 
 
 
@@ -513,6 +513,7 @@ def main(argv=None):
     parser.add_argument("--policy", default="fair")
     parser.add_argument("--served", action="store_true",
                         help="the pool in a process of its own (gpuwb-backend serve)")
+    parser.add_argument("--own-pools", action="store_true", help=OWN_POOLS_HELP)
     args = parser.parse_args(argv)
     names = [n for n in args.programs.split(",") if n]
     unknown = sorted(set(names) - set(PROGRAMS))
@@ -528,8 +529,8 @@ def main(argv=None):
         props = local.cuda.runtime.getDeviceProperties(0)
         results["gpu"] = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
         results["cupy"] = local.__version__
-    with open_pool(args.policy, args.devices, args.served) as pool, \
-            sessions_by_transport(pool, args.transports) as sessions:
+    with sessions_for(args.policy, args.devices, args.transports, args.served,
+                      args.own_pools) as sessions:
         results["pool_device"] = next(iter(sessions.values())).device
         sides = [("local", local, None)] + [(f"proxy_{t}", None, s) for t, s in sessions.items()]
         times, worker, replays, outputs = measure(sides, names, args.quick, args.rounds)

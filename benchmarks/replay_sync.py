@@ -36,7 +36,7 @@ from kernelproxy.modules import module_for  # noqa: E402
 from json_out import emit  # noqa: E402  (beside this file)
 from programs import local_module  # noqa: E402
 from raw_transport import bench_raw  # noqa: E402
-from served_pool import open_pool, sessions_by_transport, use_side  # noqa: E402
+from served_pool import OWN_POOLS_HELP, sessions_for, use_side  # noqa: E402
 
 
 def hot_sync(xp):
@@ -91,6 +91,7 @@ def main(argv=None):
                         help="proxy sides (benchmarks/served_pool.py)")
     parser.add_argument("--loops", default=",".join(LOOPS), help="of " + ",".join(LOOPS))
     parser.add_argument("--quick", action="store_true", help="200 reps, for a smoke run")
+    parser.add_argument("--own-pools", action="store_true", help=OWN_POOLS_HELP)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     if args.quick:
@@ -108,8 +109,7 @@ def main(argv=None):
         out["gpu"] = name.decode() if isinstance(name, bytes) else name
         out["cupy"] = local.__version__
     rows = {}
-    with open_pool("fair", args.devices, False) as pool, \
-            sessions_by_transport(pool, args.transports) as sessions:
+    with sessions_for("fair", args.devices, args.transports, own_pools=args.own_pools) as sessions:
         out["pool_device"] = next(iter(sessions.values())).device
         for loop in loops:
             make = LOOPS[loop]

@@ -17,7 +17,8 @@ import kernelproxy
 from gpu_backend.pool import LocalPool
 from gpu_backend.served import ServedPool
 
-__all__ = ["ServedPool", "open_pool", "sessions_by_transport", "sessions_in_own_pools", "POOL_ENV"]
+__all__ = ["ServedPool", "open_pool", "sessions_by_transport", "sessions_in_own_pools", "sessions_for",
+           "POOL_ENV", "OWN_POOLS_HELP"]
 
 
 def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 << 30):
@@ -117,9 +118,28 @@ def sessions_in_own_pools(policy: str, devices: str, transports: str, served: bo
             for mode, values in POOL_ENV.items():
                 if t.endswith("-" + mode):
                     base, env = t[: -len(mode) - 1], values
-            with _environment(env):
-                pool = stack.enter_context(open_pool(policy, devices, served))
-            own = stack.enter_context(sessions_by_transport(pool, base))
+            with _environment(env):   # (until its session has its worker: workers started
+                pool = stack.enter_context(open_pool(policy, devices, served))   # later read it too)
+                own = stack.enter_context(sessions_by_transport(pool, base))
             if base in own:
                 sessions[t] = own[base]
+        yield sessions
+
+
+#: the help of the benchmarks' ``--own-pools`` (sessions_for)
+OWN_POOLS_HELP = ("each proxy side's session in a pool of its own, alone on the device as one user's "
+                  "is (the worker runs replays ahead only then); a side ending in -noahead runs none "
+                  "ahead (served_pool.POOL_ENV)")
+
+
+@contextmanager
+def sessions_for(policy: str, devices: str, transports: str, served: bool = False,
+                 own_pools: bool = False) -> Iterator[dict]:
+    """A benchmark's sessions by transport: all in one pool (sessions_by_transport), or each
+    in a pool of its own (*own_pools*: sessions_in_own_pools)."""
+    if own_pools:
+        with sessions_in_own_pools(policy, devices, transports, served) as sessions:
+            yield sessions
+        return
+    with open_pool(policy, devices, served) as pool, sessions_by_transport(pool, transports) as sessions:
         yield sessions

@@ -41,3 +41,21 @@ def test_held_loops_side_by_side_with_their_targets(tmp_path):
         assert loop["sides"]["proxy_ipc-nographs"]["replayed"] == 0  # replay off
     assert "targets: issue per op in a held stretch <= 3 us and <= 0.25x local's" in done.stdout
     assert "chain20: 20 elementwise ops on 1024 float32" in done.stdout
+
+
+def test_held_loops_in_pools_of_their_own_say_which_ran_ahead(tmp_path):
+    """--own-pools: each side alone in its own pool (the worker runs replays ahead only
+    where nobody shares its device), a -noahead side in a pool that runs none ahead: the
+    workers' own counts say so."""
+    out = tmp_path / "held.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "held_loops.py"), "--quick",
+                           "--iterations", "30", "--all-held", "--devices", "cpu", "--loops", "chain20",
+                           "--own-pools", "--transports", "ipc,ipc-noahead", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    sides = results["loops"]["chain20"]["sides"]
+    assert list(sides) == ["local", "proxy_ipc", "proxy_ipc-noahead"]
+    assert all(row["bitwise_local"] for row in sides.values())
+    assert results["stretches"]["ipc-noahead"]["ahead"] == 0      # its pool runs none ahead
+    assert results["stretches"]["ipc"]["replays"] > 0
