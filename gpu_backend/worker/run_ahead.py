@@ -140,6 +140,12 @@ class RunAhead:
         kept = (x.poisoned_at, x.poisoned_by, x.op_errors, x.seq, x.phases, graphs._last)
         warned = len(x._warnings)
         x.phases = NO_PHASES   # (the worker's phases are the messages')
+        # out of memory, a run ahead asks nobody to make room (swapping other sessions out
+        # for work the client may never ask for): it is dropped, and the replay runs as ever
+        room = (x.make_room, getattr(x.device, "make_room", None))
+        x.make_room = None
+        if room[1] is not None:
+            x.device.make_room = None
         done = None
         try:   # (its closing reads wait for the device: made when the client asks)
             done = graphs.run(state, stretch, guess, results, defer_reads=True)
@@ -147,6 +153,9 @@ class RunAhead:
             done = None
         finally:
             x.seq, x.phases, graphs._last = kept[3], kept[4], kept[5]
+            x.make_room = room[0]
+            if room[1] is not None:
+                x.device.make_room = room[1]
         reads = graphs.take_reads()
         # (a warning would go with the next reply numbered as no op of it: not run ahead)
         ok = done is not None and done[1] is None and not results.downloads \
