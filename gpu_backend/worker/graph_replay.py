@@ -19,12 +19,12 @@ costs speed, never a result.
 
 What graph replay learns of each held stretch (whether it is captured, can never be, or is
 due to be; the ops that refused capture; the captures tried) is its own: a
-:class:`GraphState`, one per held stretch, in :class:`StretchGraphs`.
+:class:`GraphState`, one per held stretch, in :class:`StretchGraphs` (both, with the
+capture itself, :class:`StretchGraph`, in worker/graph_state.py).
 """
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,8 +34,9 @@ from ..protocol import api
 from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
-from .graph_copies import COPY_ROW_BYTES, GraphCopies, identity
-from .param_values import ParamValues
+from .graph_copies import COPY_ROW_BYTES, identity
+from .graph_state import Capture, GraphState, StretchGraph
+from .graph_state import Segment as _Segment
 from .objects import run_object_call
 from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
@@ -124,96 +125,6 @@ def _eager_by_nature(op: Op) -> bool:
                                               for s in slots_in(op.args[1:2])):
         return True   # (an index of arrays: a boolean mask's selection is sized by its values)
     return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
-
-
-class _Segment:
-    __slots__ = ("ops", "graph", "eager")
-
-    def __init__(self, eager: bool) -> None:
-        self.ops: list[Op] = []
-        self.graph: Any = None
-        self.eager = eager
-
-
-class StretchGraph:
-    """A held stretch's capture: buffers, parameter buffers, segments, the results' arrays."""
-
-    def __init__(self, shape: _Shape) -> None:
-        self.shape = shape
-        self.guards: dict[int, tuple] = {}
-        self.bufs: dict[int, Any] = {}
-        self.pbufs: dict[int, Any] = {}
-        #: the parameters' buffers are 0-d views into one device block, written from
-        #: ``phost`` with one copy before each launch (a copy each cost ~5 µs a parameter)
-        self.pblock: Any = None
-        self.phost: np.ndarray | None = None
-        #: copies phost into pblock (GraphTools.writer: the pointers looked up once)
-        self.write_block: Any = None
-        #: each parameter's place in phost, what was last written there, and whether
-        #: phost differs from the device's block (worker/param_values.py)
-        self.pvalues = ParamValues()
-        self.segments: list[_Segment] = []
-        self.env: dict[int, Any] = {}
-        self.retained: Any = None
-        #: the inputs whose buffers the stretch writes (copied back after each run), found
-        #: as it is captured; None: not known (all are copied back)
-        self.written: set[int] | None = None
-        #: while capturing: each input buffer's allocation, by its start
-        self.writing: dict[int, int] | None = None
-        #: the first of the segments that only read, after the last graph (:func:`_reads_from`;
-        #: None until a replay finds it)
-        self.reads_from: int | None = None
-        #: the copies in and out its graphs make (worker/graph_copies.py)
-        self.copies = GraphCopies()
-        #: [device seconds its last measured replay was charged (None: none yet), replays
-        #: charged that since] (Pacer.replay_estimate)
-        self.cost: list = [None, 0]
-
-    def array(self, slot: Slot) -> Any:
-        """The array an input (its buffer) or result slot stands for."""
-        return self.bufs[slot.n] if slot.kind == "i" else self.env[slot.n]
-
-    def nbytes(self) -> int:
-        return self.retained.nbytes() if self.retained is not None else 0
-
-
-class Capture(Enum):
-    """Where a held stretch stands with graphs."""
-
-    DUE = "due"            # no graph now: captured at its next replay (MAX_ATTEMPTS in all)
-    CAPTURED = "captured"  # its graph serves each replay whose guards hold
-    NEVER = "never"        # graphs cannot serve it: every replay re-runs its records
-
-
-class GraphState:
-    """One held stretch's standing with graphs: its :class:`Capture` stage, its graph while
-    captured, the ops found to refuse capture (eager from the next capture on), the
-    captures tried, and what its records say (found once, when it is held)."""
-
-    __slots__ = ("stage", "graph", "eager", "attempts", "shape")
-
-    def __init__(self, shape: _Shape, servable: bool) -> None:
-        self.shape = shape
-        self.stage = Capture.DUE if servable else Capture.NEVER
-        self.graph: StretchGraph | None = None
-        self.eager: set[int] = set()
-        self.attempts = 0
-
-    def captured(self, graph: StretchGraph) -> None:
-        """*graph* serves the replays from now on."""
-        self.stage, self.graph = Capture.CAPTURED, graph
-
-    def capture_again(self) -> None:
-        """The graph (if any) goes, its memory with it; the next replay captures anew."""
-        self.stage, self.graph = Capture.DUE, None
-
-    def give_up(self) -> None:
-        """Graphs will never serve this stretch: every replay re-runs its records."""
-        self.stage, self.graph = Capture.NEVER, None
-
-    def nbytes(self) -> int:
-        """The device memory its graph holds."""
-        return self.graph.nbytes() if self.graph is not None else 0
 
 
 class StretchGraphs:

@@ -1,0 +1,113 @@
+"""What a held stretch's capture is and where it stands (worker/graph_replay.py runs them).
+
+:class:`StretchGraph` is one capture: the buffers its graphs read and write, the parameter
+block and its host copy, its segments (graphs, and the eager ops between them), the copies
+in and out (worker/graph_copies.py) and the device time its replays were last charged.
+:class:`GraphState` is a held stretch's standing with graphs (:class:`Capture`: due,
+captured, never). ``shape`` is graph_replay's reading of the stretch's records.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from .graph_copies import GraphCopies
+from .param_values import ParamValues
+from .stretches import Op, Slot
+
+__all__ = ["Segment", "StretchGraph", "Capture", "GraphState"]
+
+
+class Segment:
+    """A run of a captured stretch's ops: one graph's, or eager ones between graphs."""
+
+    __slots__ = ("ops", "graph", "eager")
+
+    def __init__(self, eager: bool) -> None:
+        self.ops: list[Op] = []
+        self.graph: Any = None
+        self.eager = eager
+
+
+class StretchGraph:
+    """A held stretch's capture: buffers, parameter buffers, segments, the results' arrays."""
+
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+        self.guards: dict[int, tuple] = {}
+        self.bufs: dict[int, Any] = {}
+        self.pbufs: dict[int, Any] = {}
+        #: the parameters' buffers are 0-d views into one device block, written from
+        #: ``phost`` with one copy before each launch (a copy each cost ~5 µs a parameter)
+        self.pblock: Any = None
+        self.phost: np.ndarray | None = None
+        #: copies phost into pblock (GraphTools.writer: the pointers looked up once)
+        self.write_block: Any = None
+        #: each parameter's place in phost, what was last written there, and whether
+        #: phost differs from the device's block (worker/param_values.py)
+        self.pvalues = ParamValues()
+        self.segments: list[Segment] = []
+        self.env: dict[int, Any] = {}
+        self.retained: Any = None
+        #: the inputs whose buffers the stretch writes (copied back after each run), found
+        #: as it is captured; None: not known (all are copied back)
+        self.written: set[int] | None = None
+        #: while capturing: each input buffer's allocation, by its start
+        self.writing: dict[int, int] | None = None
+        #: the first of the segments that only read, after the last graph (graph_replay's ``_reads_from``;
+        #: None until a replay finds it)
+        self.reads_from: int | None = None
+        #: the copies in and out its graphs make (worker/graph_copies.py)
+        self.copies = GraphCopies()
+        #: [device seconds its last measured replay was charged (None: none yet), replays
+        #: charged that since] (Pacer.replay_estimate)
+        self.cost: list = [None, 0]
+
+    def array(self, slot: Slot) -> Any:
+        """The array an input (its buffer) or result slot stands for."""
+        return self.bufs[slot.n] if slot.kind == "i" else self.env[slot.n]
+
+    def nbytes(self) -> int:
+        return self.retained.nbytes() if self.retained is not None else 0
+
+
+class Capture(Enum):
+    """Where a held stretch stands with graphs."""
+
+    DUE = "due"            # no graph now: captured at its next replay (MAX_ATTEMPTS in all)
+    CAPTURED = "captured"  # its graph serves each replay whose guards hold
+    NEVER = "never"        # graphs cannot serve it: every replay re-runs its records
+
+
+class GraphState:
+    """One held stretch's standing with graphs: its :class:`Capture` stage, its graph while
+    captured, the ops found to refuse capture (eager from the next capture on), the
+    captures tried, and what its records say (found once, when it is held)."""
+
+    __slots__ = ("stage", "graph", "eager", "attempts", "shape")
+
+    def __init__(self, shape: Any, servable: bool) -> None:
+        self.shape = shape
+        self.stage = Capture.DUE if servable else Capture.NEVER
+        self.graph: StretchGraph | None = None
+        self.eager: set[int] = set()
+        self.attempts = 0
+
+    def captured(self, graph: StretchGraph) -> None:
+        """*graph* serves the replays from now on."""
+        self.stage, self.graph = Capture.CAPTURED, graph
+
+    def capture_again(self) -> None:
+        """The graph (if any) goes, its memory with it; the next replay captures anew."""
+        self.stage, self.graph = Capture.DUE, None
+
+    def give_up(self) -> None:
+        """Graphs will never serve this stretch: every replay re-runs its records."""
+        self.stage, self.graph = Capture.NEVER, None
+
+    def nbytes(self) -> int:
+        """The device memory its graph holds."""
+        return self.graph.nbytes() if self.graph is not None else 0
