@@ -27,10 +27,9 @@ row is sent early no more.
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any
 
-from gpu_backend.protocol.stretch_records import Op, slots_in
+from gpu_backend.protocol.stretch_records import Op, same_param, same_params, slots_in
 
 from .interrupts import interrupts_deferred
 
@@ -114,26 +113,10 @@ class Early:
         self.decided: bool | None = None
 
 
-def same_param(a: Any, b: Any) -> bool:
-    """Whether two parameter values are the same to a replay: the same type and value, a
-    zero of the same sign (a NaN is never the same)."""
-    if a is b:
-        return True
-    if type(a) is not type(b) or a != b:
-        return False
-    if type(a) is float:
-        return math.copysign(1.0, a) == math.copysign(1.0, b)
-    if type(a) is complex:
-        return (math.copysign(1.0, a.real) == math.copysign(1.0, b.real)
-                and math.copysign(1.0, a.imag) == math.copysign(1.0, b.imag))
-    return True
-
-
 def _same_entry(a: list, b: list) -> bool:
     if a[0] != b[0] or a[1] != b[1] or a[2] != b[2] or a[4] != b[4] or a[5] != b[5]:
         return False
-    pa, pb = a[3], b[3]
-    return len(pa) == len(pb) and all(same_param(x, y) for x, y in zip(pa, pb))
+    return same_params(a[3], b[3])
 
 
 # ------------------------------------------------------------------ the session's side

@@ -11,6 +11,7 @@ whose fast path meets an op its template does not expect sends the ops so far th
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import msgpack
@@ -20,7 +21,8 @@ from . import codec
 from . import messages as m
 from .stretches import PARAM_OPERATORS, is_param
 
-__all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "instances_in", "slots_in", "read_records"]
+__all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "instances_in", "slots_in", "read_records",
+           "same_param", "same_params"]
 
 
 class Slot:
@@ -211,3 +213,25 @@ def read_records(body: bytes) -> list:
         else:
             records.append((record, unpacker.unpack()))
     return records
+
+
+def same_param(a: Any, b: Any) -> bool:
+    """Whether two parameter values of a replay entry are the same to a replay: the same
+    type and value, a zero of the same sign (a NaN is never the same). The client's early
+    replay (kernelproxy/early_replay.py) and the worker's run ahead (worker/run_ahead.py)
+    judge by it."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a != b:
+        return False
+    if type(a) is float:
+        return math.copysign(1.0, a) == math.copysign(1.0, b)
+    if type(a) is complex:
+        return (math.copysign(1.0, a.real) == math.copysign(1.0, b.real)
+                and math.copysign(1.0, a.imag) == math.copysign(1.0, b.imag))
+    return True
+
+
+def same_params(a: list, b: list) -> bool:
+    """Whether two replay entries' parameter lists are the same to a replay (same_param)."""
+    return len(a) == len(b) and all(same_param(x, y) for x, y in zip(a, b))

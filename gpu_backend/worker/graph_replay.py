@@ -228,8 +228,8 @@ class StretchGraphs:
             return None
         self.x.phases.mark("replay_fits")   # (its inputs found, its guards passed)
         done = self._replay(state, stretch, graph, entry, arrays, hosts, results, defer_reads)
-        if done[1] is None:   # (what it teaches the next replay: after the reply)
-            self._last = (graph, entry)
+        if done[1] is None and not defer_reads:   # (what it teaches the next replay: after
+            self._last = (graph, entry)           # the reply; a run ahead's, once answered)
         return done
 
     # ------------------------------------------------------------ the next replay, ahead

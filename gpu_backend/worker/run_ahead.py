@@ -28,9 +28,9 @@ pacer's ``in_company``), and its device time is this session's, charged as a rep
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from ..protocol.stretch_records import same_params
 from .batch_results import BatchResults
 from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry
@@ -45,23 +45,6 @@ MAX_BYTES = 16 << 20
 #: the first of the provisional ids a replay run ahead keeps its results under (result
 #: slot n under PROVISIONAL + n): far above any id a client numbers its arrays with
 PROVISIONAL = 1 << 62
-
-
-def same_params(a: list, b: list) -> bool:
-    """Whether two replays' parameters are the same to a replay: each the same type and
-    value, a zero of the same sign (a NaN is never the same)."""
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if type(x) is not type(y) or x != y:
-            return False
-        if x == 0:
-            if type(x) is float and math.copysign(1.0, x) != math.copysign(1.0, y):
-                return False
-            if type(x) is complex and (math.copysign(1.0, x.real) != math.copysign(1.0, y.real)
-                                       or math.copysign(1.0, x.imag) != math.copysign(1.0, y.imag)):
-                return False
-    return True
 
 
 class _Ahead:
@@ -83,7 +66,7 @@ class _Ahead:
 
 class RunAhead:
     """A session's replay run ahead (at most one) for its StretchReplay *replay*, and the
-    counts of replays answered from one (``hits``) and runs dropped (``misses``)."""
+    count of replays answered from one (``hits``)."""
 
     def __init__(self, replay: Any) -> None:
         self.replay = replay
@@ -91,7 +74,6 @@ class RunAhead:
         #: by held stretch: whether it may run ahead (StretchReplay.early_safe, asked once)
         self.safe: dict[int, bool] = {}
         self.hits = 0
-        self.misses = 0
         #: the most device time a replay run ahead may take (GPUWB_RUN_AHEAD_US; 0: none)
         self.max_seconds = MAX_SECONDS
 
@@ -137,7 +119,7 @@ class RunAhead:
             measured_from = pacer.busy
             if pacer.fresh_due:
                 pacer.start_segment()
-        kept = (x.poisoned_at, x.poisoned_by, x.op_errors, x.seq, x.phases, graphs._last)
+        kept = (x.poisoned_at, x.poisoned_by, x.op_errors, x.seq, x.phases)
         warned = len(x._warnings)
         x.phases = NO_PHASES   # (the worker's phases are the messages')
         # out of memory, a run ahead asks nobody to make room (swapping other sessions out
@@ -152,7 +134,7 @@ class RunAhead:
         except Exception:   # (out of memory, say: the client's replay runs as ever)
             done = None
         finally:
-            x.seq, x.phases, graphs._last = kept[3], kept[4], kept[5]
+            x.seq, x.phases = kept[3], kept[4]
             x.make_room = room[0]
             if room[1] is not None:
                 x.device.make_room = room[1]
@@ -184,7 +166,6 @@ class RunAhead:
         if entry.sid != ahead.sid or entry.inputs != ahead.inputs \
                 or not same_params(entry.params, ahead.params) \
                 or self.replay.graphs.states[entry.sid].graph is not ahead.graph:
-            self.misses += 1
             self._free(ahead.slots)
             return None
         table = self.replay.x.table
@@ -215,7 +196,6 @@ class RunAhead:
         session parked or lent for a move: worker/handover.py)."""
         ahead, self.ahead = self.ahead, None
         if ahead is not None:
-            self.misses += 1
             self._free(ahead.slots)
 
     def _free(self, slots: int) -> None:
