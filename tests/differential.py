@@ -30,8 +30,8 @@ import numpy as np
 
 from gpu_backend.protocol.errors import error_name
 
-__all__ = ["Differential", "reference_module", "to_host", "TEST_DEVICES", "REFERENCE_IS_NUMPY",
-           "POOL_RUNS_NUMPY"]
+__all__ = ["Differential", "reference_module", "to_host", "assert_bitwise", "TEST_DEVICES",
+           "REFERENCE_IS_NUMPY", "POOL_RUNS_NUMPY"]
 
 #: The pool's devices for the test run (``cpu``: one NumPy device; GPU indices: CuPy devices).
 TEST_DEVICES = os.environ.get("GPUWB_TEST_DEVICES", "cpu")
@@ -75,6 +75,15 @@ def _kind(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return type(value).__name__
     return type(value).__name__
+
+
+def assert_bitwise(a: Any, b: Any) -> None:
+    """Two runs' results, item by item, of the same dtype and shape and the very same bits
+    (a replayed loop against the same loop without replay: -0.0 is not 0.0)."""
+    for x, y in zip(a, b, strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert np.array_equal(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8)), (x, y)
 
 
 def assert_equal(expected: Any, actual: Any, path: str = "result") -> None:

@@ -23,7 +23,7 @@ from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 
-from ..differential import TEST_DEVICES
+from ..differential import TEST_DEVICES, assert_bitwise as _bitwise
 from ..quiet_gc import no_collection
 
 STEPS = 40
@@ -60,17 +60,15 @@ def _run(pool, loop, **settings):
     return got, want, figures
 
 
-def _bitwise(a, b):
-    for x, y in zip(a, b, strict=True):
-        x, y = np.asarray(x), np.asarray(y)
-        assert x.dtype == y.dtype and x.shape == y.shape
-        assert np.array_equal(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8)), (x, y)
+def _random_pair(cp, seed: int, n: int):
+    """Two float32 arrays of *n* in [0, 1), the same on every side."""
+    rng = np.random.default_rng(seed)
+    return (cp.asarray(rng.random(n, dtype=np.float32)),
+            cp.asarray(rng.random(n, dtype=np.float32)))
 
 
 def _chain(cp, steps=STEPS):
-    rng = np.random.default_rng(3)
-    x = cp.asarray(rng.random(256, dtype=np.float32))
-    y = cp.asarray(rng.random(256, dtype=np.float32))
+    x, y = _random_pair(cp, 3, 256)
     out = []
     for _ in range(steps):
         a = x * 1.01 + y
@@ -145,9 +143,7 @@ def test_results_kept_keep_their_values(pool):
     (A view of a result inside the loop's body is never served by graphs, so never run
     ahead: tests/gpu_backend/test_stretch_replay.py keeps views.)"""
     def loop(cp):
-        rng = np.random.default_rng(5)
-        x = cp.asarray(rng.random(64, dtype=np.float32))
-        y = cp.asarray(rng.random(64, dtype=np.float32))
+        x, y = _random_pair(cp, 5, 64)
         kept = []
         for _ in range(STEPS):
             x = x * 0.75 + y
@@ -161,8 +157,7 @@ def test_results_kept_keep_their_values(pool):
     assert figures["ahead"] >= 1
 
     def some(cp):   # (every third kept: two stretches take turns, none run ahead)
-        rng = np.random.default_rng(6)
-        x = cp.asarray(rng.random(64, dtype=np.float32))
+        x, _ = _random_pair(cp, 6, 64)
         kept = []
         for step in range(STEPS):
             x = x * 0.75 + 0.125

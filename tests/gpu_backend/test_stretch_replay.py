@@ -24,7 +24,7 @@ from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 from kernelproxy.stretch_replay import TIMED_REPLAYS
 
-from ..differential import TEST_DEVICES
+from ..differential import TEST_DEVICES, assert_bitwise as _bitwise
 from ..quiet_gc import no_collection
 
 STEPS = 14
@@ -61,13 +61,6 @@ def _both(sessions, loop):
     change = {k: after[k] - before[k] for k in ("replays", "graphed", "fallbacks")}
     change["held"] = after["held"]
     return with_replay, without, change
-
-
-def _bitwise(a, b):
-    for x, y in zip(a, b, strict=True):
-        x, y = np.asarray(x), np.asarray(y)
-        assert x.dtype == y.dtype and x.shape == y.shape
-        assert np.array_equal(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8)), (x, y)
 
 
 def test_a_hot_sync_with_a_changing_scalar_is_replayed_through_graphs(sessions):
