@@ -148,7 +148,7 @@ class StretchReplay:
         try:
             stretch, entry = self.stretches.entry(raw, early)
         except Exception as exc:
-            self.ahead.drop()
+            self.drop_ahead()
             return 0, x.record_error(None, exc), False, False
         x.phases.mark("replay_entry")   # (the replay's entry read against its stretch)
         self.replays += 1
@@ -211,8 +211,7 @@ class StretchReplay:
     def drop_ahead(self) -> None:
         """A batch that is not a replay, or one skipped: a replay run ahead is dropped (the
         batch may change what it read)."""
-        if self.ahead.ahead is not None:
-            self.ahead.drop()
+        self.ahead.drop()
 
     def skip(self, raw: Any, early: bool = False) -> None:
         """A skipped replay still drops the inputs its stretch drops, as a skipped batch does
