@@ -378,6 +378,13 @@ class Session:
         data = host if host.flags.c_contiguous else host.copy(order="C")
         if not codec.device_dtype(data.dtype):
             raise codec.unsupported_dtype(data.dtype)
+        if self._run is not None or (self.stretches is not None and self.stretches.cut_here()):
+            # the stretch so far ends here, and the upload travels alone: its array is an
+            # input of the next stretch, so that a loop uploading its minibatch each step
+            # is two stretches that repeat, not one that cannot (docs/stretch-replay.md,
+            # "Uploads inside a loop"); no reply is read here, so an error of the ops just
+            # sent is raised where it was before, not by the upload
+            self.flush(drain=False)
         if self.stream_threshold is not None and data.nbytes > self.stream_threshold:
             return send_streamed(self, data, out)
         seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,

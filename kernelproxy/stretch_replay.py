@@ -127,7 +127,9 @@ class StretchReplay:
         self._let_go = 0
         #: the ids of stretches let go that the worker is to drop
         self.drops: list[int] = []
-        self._ending: tuple[Any, str] | None = None   # (what times it, how it ran) of the stretch ended
+        #: the stretches ended since the last sync point returned, each timed by the whole
+        #: interval to the next: (what times it, how it ran), one entry a stretch
+        self._ending: dict[int, tuple[Any, str]] = {}
         self._since: float | None = None              # when the last sync point returned
         #: the key of the stretch being queued
         self.current = StretchKey(handle_of)
@@ -175,14 +177,25 @@ class StretchReplay:
             self._split = True
             self.shape({}, self.swap(), 0)
 
+    def cut_here(self) -> bool:
+        """Whether the stretch queued so far ends at an upload (kernelproxy.session): where
+        it is held, or may yet be, so that its sightings and replays end there each time;
+        not where its key is let go or refused (cutting it then only costs a message)."""
+        if self.holding:
+            return True
+        current = self.current
+        if not current.keyable or not current.ops:
+            return False
+        try:
+            return hash(current.key()) not in self._decided
+        except TypeError:   # (a value no key holds: the pool refuses the op)
+            return False
+
     # ------------------------------------------------------------ sending
     def shape(self, header: dict, stretch: StretchKey, first: int) -> bool:
         """At a sync point, mark the batch's *header*: a replay of a held stretch (True: its
         records need not travel) or an offer; False where the records travel."""
         held_ops, self.holding = self.holding, False
-        if self._ending is not None:   # (the last stretch ended with no sync answered: untimed)
-            self._since = None
-        self._ending = None
         if not stretch.keyable or not stretch.ops:
             return False   # (unkeyed, too long, or a batch of frees alone: not worth a stretch)
         key = stretch.key()
@@ -197,7 +210,7 @@ class StretchReplay:
                 return False
             header["T"] = [sid, first, stretch.inputs, stretch.params, stretch.outs]
             self._replaying[header["b"]] = key
-            self._ending = (self._timing[key], "replay")
+            self._ends(self._timing[key], "replay")
             return True
         if mark in self._decided:
             return False
@@ -211,7 +224,7 @@ class StretchReplay:
         count.n += 1
         seen = count.n
         if 2 <= seen <= HOLD_AFTER and not held_ops:
-            self._ending = (count.free, "free")   # (the first sighting pays for compiling kernels)
+            self._ends(count.free, "free")   # (the first sighting pays for compiling kernels)
         offering = self._can_offer()
         self.holding = seen >= HOLD_AFTER and offering
         if (stretch.whole and REPEATS <= seen and offering
@@ -253,11 +266,10 @@ class StretchReplay:
         """A run answered from *template* ends at its sync point, sent as the replay in
         *header* (its ``T`` set): timed, counted as any replay; a new stretch begins."""
         self.holding = True
-        if self._ending is not None:   # (the last stretch ended with no sync answered: untimed)
-            self._since = None
         key = template.key
         timing = self._timing.get(key)
-        self._ending = (timing, "replay") if timing is not None else None
+        if timing is not None:
+            self._ends(timing, "replay")
         self._replaying[header["b"]] = key
         self.fast_replays += 1
         self.swap()
@@ -268,22 +280,32 @@ class StretchReplay:
         if self._replaying.pop(batch, None) is not None:
             self.fast_replays -= 1
 
+    def _ends(self, times: Any, how: str) -> None:
+        """A stretch timed by *times* ended (*how*: ``"free"``, its ops pipelined, or
+        ``"replay"``): the interval to the next sync point's return is put down to it."""
+        self._ending[id(times)] = (times, how)
+
     def synced(self) -> None:
-        """A sync point has returned: the stretch that ended there took the time since the
-        one before; a held stretch timed enough is kept or let go."""
+        """A sync point has returned: each stretch that ended since the one before took
+        that whole interval — one stretch, or those an upload cut the loop's body into
+        (docs/stretch-replay.md, "Uploads inside a loop"), judged together as the loop's
+        iteration; a held stretch timed enough is kept or let go."""
         now = self._clock()
         ending, since = self._ending, self._since
-        self._ending, self._since = None, now
-        if ending is None or since is None or not self._measured:
+        self._ending, self._since = {}, now
+        if not ending or since is None or not self._measured:
             return
-        times, how = ending
+        for times, how in ending.values():
+            self._timed(times, how, now - since)
+
+    def _timed(self, times: Any, how: str, took: float) -> None:
         if how == "free":
-            times.append(now - since)
+            times.append(took)
             return
         timing: _Timing = times
         if timing.decided:
             return
-        timing.held.append(now - since)
+        timing.held.append(took)
         timing.reruns += timing.rerun
         if len(timing.held) <= TIMED_REPLAYS:   # (the first replay captures: not counted)
             return

@@ -467,3 +467,26 @@ def test_a_replay_sends_no_frees_of_the_temporaries_its_stretch_drops(pool):
     finally:
         session.link.send = real_send
         session.close()
+
+
+def test_a_loop_that_uploads_its_minibatch_each_step_is_answered_from_templates(sessions):
+    """A minibatch's indices uploaded every step (MLP's and SGD's loops in
+    benchmarks/programs.py): the upload ends the stretch before it and its array is an input
+    of the stretch after it, so both repeat and are answered from their templates, with the
+    results of the fast path off and of replay off."""
+    def loop(cp):
+        rng = np.random.default_rng(3)
+        data = cp.asarray(rng.random((64, 8), dtype=np.float32))
+        w = cp.zeros(8, dtype=cp.float32)
+        losses = []
+        for step in range(STEPS):
+            w = w * 0.99 + 0.01                              # before the upload
+            idx = cp.asarray(rng.integers(0, 64, 16))        # an upload every step
+            err = data[idx] @ w - 1.0                        # after it, to the read
+            losses.append(float((err * err).mean()))
+        return losses + [w.get()]
+
+    _results, fast = _run(sessions, loop)
+    # (each of the two stretches: its first held sighting goes as ops, the rest from
+    # its template)
+    assert fast >= 2 * FAST

@@ -117,15 +117,41 @@ def test_unmeasured_every_repeated_stretch_stays_held():
     assert set(carried[REPEATS:]) == {"T"} and replay.figures()["released"] == 0
 
 
-def test_a_stretch_ended_without_a_sync_answered_is_not_timed():
-    """An upload's flush ends a stretch with no sync point returned: nothing is timed until
-    a sync returns again, so no time is put down to the wrong stretch."""
+def _two_stretch_loop(replay: StretchReplay, clock: Clock, steps: int, free_s: float,
+                      held_s: float) -> list[tuple[str, str]]:
+    """*steps* iterations of a loop cut in two by an upload: stretch A ends at the upload's
+    flush (no sync point), stretch B at the read; an iteration takes *held_s* when both
+    travel held and *free_s* when both travel as ops. What each pair of headers carried."""
+    carried = []
+    batch = 0
+    for step in range(1, steps + 1):
+        held = replay.holding
+        kinds = []
+        for name in ("ones", "zeros"):   # A, then B (their keys differ by their op)
+            batch += 1
+            stretch = replay.current
+            stretch.add_op(m.KIND_FUNCTION, api.ARRAY, 100 * batch, name, None, (8,), {})
+            header = {"b": batch}
+            if replay.drops:
+                header["D"] = replay.take_drops()
+            replay.shape(header, replay.swap(), 2 * batch)
+            kinds.append("T" if "T" in header else "O" if "O" in header else "ops")
+            replay.answered(batch, header.get("O"))
+        clock.now += held_s if held else free_s
+        replay.synced()   # (B's read; A ended with no sync point)
+        carried.append(tuple(kinds))
+    return carried
+
+
+def test_stretches_an_upload_cuts_a_loop_into_are_timed_together():
+    """A stretch that ends with no sync point returned (at an upload's flush) and the one
+    after it are each put down the whole interval between the two sync points: judged as
+    the loop's iteration, kept together where it replays faster, let go together where not."""
     clock = Clock()
-    replay = _replay(clock)
-    for batch in range(1, 4):
-        replay.current.add_op(m.KIND_FUNCTION, api.ARRAY, batch, "ones", None, (8,), {})
-        replay.shape({"b": batch}, replay.swap(), batch)   # no synced() between
-    clock.now += 100.0
-    replay.synced()
-    assert all(not c.free for c in replay._counts.values())
-    assert all(not t.free and not t.held for t in replay._timing.values())
+    faster = _replay(clock)
+    carried = _two_stretch_loop(faster, clock, 24, free_s=1.0, held_s=0.5)
+    assert carried[-1] == ("T", "T") and faster.figures()["released"] == 0
+    assert all(len(t.held) > TIMED_REPLAYS for t in faster._timing.values())
+    slower = _replay(clock)
+    carried = _two_stretch_loop(slower, clock, 24, free_s=1.0, held_s=3.0)
+    assert carried[-1] == ("ops", "ops") and slower.figures()["released"] == 2
