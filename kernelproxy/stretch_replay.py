@@ -61,7 +61,13 @@ MAX_REFUSED = 32
 HOLD_AFTER = REPEATS - 1
 #: Replays timed (after the first, which captures the stretch) before a held stretch is
 #: kept or let go.
-TIMED_REPLAYS = 4
+TIMED_REPLAYS = 8
+#: Of the replays, the first ones that do not count: the capture, and two that still warm
+#: up (the first answered from the template, the worker's first set up or run ahead).
+#: Measured on a lone hot sync (2026-11-25, the NumPy device): replays 2-5 took 480, 325,
+#: 252 and 346 µs, later ones 220-280, against 230-300 µs pipelined; judged by replays
+#: 2-5, the stretch was let go though its replays were faster.
+WARM_REPLAYS = 3
 
 
 class _Sightings:
@@ -307,13 +313,13 @@ class StretchReplay:
             return
         timing.held.append(took)
         timing.reruns += timing.rerun
-        if len(timing.held) <= TIMED_REPLAYS:   # (the first replay captures: not counted)
+        if len(timing.held) <= TIMED_REPLAYS:
             return
         timing.decided = True
         # let go where no replay ran through graphs (a re-run from the records saves the
         # device nothing), or where the replays were not faster
         if timing.reruns >= len(timing.held) or (
-                timing.free and statistics.median(timing.held[1:]) >= statistics.median(timing.free)):
+                timing.free and statistics.median(timing.held[WARM_REPLAYS:]) >= statistics.median(timing.free)):
             key = timing.key
             sid = self._held.pop(key)
             self.drops.append(sid)

@@ -117,6 +117,28 @@ def test_unmeasured_every_repeated_stretch_stays_held():
     assert set(carried[REPEATS:]) == {"T"} and replay.figures()["released"] == 0
 
 
+def test_the_replays_that_warm_up_do_not_decide():
+    """The capture and the next two replays (the first answered from the
+    template, the worker's first set up ahead) are slow; those after them are faster than the
+    pipelined runs: the stretch stays held."""
+    clock = Clock()
+    replay = _replay(clock)
+    warming = [5.0, 4.0, 3.0]   # (kernelproxy.stretch_replay.WARM_REPLAYS)
+    times = iter(warming + [0.5] * 60)
+    carried = []
+    for batch in range(1, 31):
+        replay.current.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
+        held = replay.holding
+        header = {"b": batch}
+        replay.shape(header, replay.swap(), batch)
+        carried.append("T" if "T" in header else "ops")
+        replay.answered(batch, header.get("O"))
+        clock.now += next(times) if "T" in header else (0.9 if not held else 1.0)
+        replay.synced()
+    assert carried.count("T") > TIMED_REPLAYS + 1   # (decided, and kept)
+    assert replay.figures()["released"] == 0 and carried[-1] == "T"
+
+
 def _two_stretch_loop(replay: StretchReplay, clock: Clock, steps: int, free_s: float,
                       held_s: float) -> list[tuple[str, str]]:
     """*steps* iterations of a loop cut in two by an upload: stretch A ends at the upload's
