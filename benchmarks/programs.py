@@ -38,7 +38,8 @@ local; every result bitwise equal to local CuPy's. ``--transports`` picks the pr
 (``benchmarks/served_pool.py``): by default ``ipc`` (stretch replay on), ``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast`` (the
 client's fast path for held stretches off, ``GPUWB_FAST_PATH=0``) and ``ipc-nographs``
-(replay off, ``GPUWB_GRAPHS=0``), each a session of its own on one pool; ``tcp`` for loopback
+(replay off, ``GPUWB_GRAPHS=0``), each a session of its own on one pool; ``ipc-nocuts`` (a loop
+with no sync point not cut into pieces, ``GPUWB_LOOP_CUTS=0``); ``tcp`` for loopback
 TCP. Each program runs on local CuPy and on every side in alternating rounds; the median
 wall time per side is reported with the ratio to local, the target and whether it is met,
 and whether the result is bitwise equal to local's (every result is also checked against

@@ -30,12 +30,14 @@ def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 <<
 
 #: Sides that are a session of their own, opened with these variables set (each read once,
 #: as the session opens: kernelproxy.settings): "nographs" never offers a stretch for
-#: replay; "nofast" turns the client's fast path for held stretches off (issue 50; until
-#: that is built the variable changes nothing, and the side equals replay on); "socket"
-#: sends large transfers over the Unix socket, not the shared-memory staging ring.
+#: replay; "nofast" turns the client's fast path for held stretches off; "noearly" sends
+#: a held stretch's replay at its sync point, never early; "nocuts" does not cut a loop
+#: with no sync point into pieces (kernelproxy/loop_cuts.py); "socket" sends large
+#: transfers over the Unix socket, not the shared-memory staging ring.
 SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
                "nofast": {"GPUWB_FAST_PATH": "0"},
                "noearly": {"GPUWB_EARLY_REPLAY": "0"},
+               "nocuts": {"GPUWB_LOOP_CUTS": "0"},
                "socket": {"GPUWB_STAGING": "0"}}
 
 

@@ -47,6 +47,7 @@ from .settings import SessionSettings
 from .stretch_replay import StretchReplay
 from . import early_replay
 from .early_replay import Early
+from .loop_cuts import DETECT_OPS, piece_of
 from .stretch_templates import TemplateRun
 from .tracebacks import for_user
 from .wait_displays import WaitDisplays
@@ -68,6 +69,12 @@ EAGER_OPS = 8
 #: After each early batch the size that goes early is multiplied by this (until a sync);
 #: a session's ``eager_growth`` (1 keeps it at EAGER_OPS: tests compare the two).
 EAGER_GROWTH = 2
+#: A loop with no sync point, cut into pieces (kernelproxy/loop_cuts.py), runs at most this
+#: many pieces' batches ahead of the worker's answers: the reply that says a piece is held
+#: (and the metadata its template needs) is read within so many pieces, on a slow worker
+#: too, and the batches kept for a move to another worker stay bounded (local CuPy's
+#: launch queue bounds its run ahead likewise).
+PIECES_AHEAD = 4
 #: How long close() waits for the worker to answer what was already sent.
 CLOSE_WAIT = 5.0
 #: How long a sync point polls without sleeping before it blocks. Local CuPy spins
@@ -196,6 +203,9 @@ class Session:
         #: send ops as soon as the worker is idle (EAGER_OPS) rather than at sync points
         self.eager_flush: bool = settings.eager_flush
         self.eager_growth: int = EAGER_GROWTH
+        #: cut a loop with no sync point into pieces that repeat (kernelproxy/loop_cuts.py;
+        #: ``GPUWB_LOOP_CUTS``); only where ops go early (``eager_flush``)
+        self.loop_cuts: bool = settings.loop_cuts
         #: how long a sync point polls before it sleeps (SPIN_SECONDS)
         self.spin_seconds: float = SPIN_SECONDS
         self._eager_at = EAGER_OPS   # (the size that goes early now; doubles until a sync)
@@ -283,6 +293,15 @@ class Session:
         self._run: TemplateRun | None = None
         self._may_start = False
         self.stretch_frees: list[int] = []
+        #: a loop with no sync point cut into pieces that repeat (kernelproxy/loop_cuts.py):
+        #: the number of the current piece's last op (None: not cutting), a piece's ops,
+        #: whether this stretch was looked at for a period, whether a cut is ending a
+        #: stretch now, and whether the replies a piece's template needs are still awaited
+        self._cut_at: int | None = None
+        self._piece = 0
+        self._looked = False
+        self._cutting = False
+        self._await_metas = False
         #: replays sent from runs, by batch: their ops' origins are made only if the reply
         #: needs them (an error, a warning, a cancel)
         self._run_origins: dict[int, TemplateRun] = {}
@@ -324,12 +343,16 @@ class Session:
             __tracebackhide__ = True  # IPython shows the user's frames, not ours
             if self._late_frees:
                 self._take_late_frees()
+            if self._cut_at is not None and self._seq >= self._cut_at:
+                self._cut_piece()   # (a loop's piece ended with the op before: it ends here,
+                #                     the frees made since in it, as in every piece)
             run = self._run
             if run is not None:   # a held stretch answered from its template: checked, not sent
                 if run.take(kind, want, out, name, target, args, kwargs, label):
                     return self._seq
-                self._fall_back()   # (not the template's op: the ops so far go as records)
-            elif self._may_start:   # a stretch's first op: perhaps a template's
+                self._fall_back(at_op=True)   # (not the template's op: the ops so far go as
+                #                    records; or a loop's piece answered whole, which ends here)
+            if self._may_start and self._run is None:   # a stretch's first op: perhaps a template's
                 self._may_start = False
                 self._check_open()
                 if self._error is None and not self.blocking and self.stretches is not None:
@@ -359,8 +382,14 @@ class Session:
             queued = len(self._ops)
             if self.blocking and (want == api.ARRAY or want == api.NONE):
                 self.sync()   # raises this op's error here
+            elif self._cut_at is not None:   # a loop with no sync point, cut into pieces
+                pass   # (the op after a piece's last cuts it)
             elif queued >= FLUSH_OPS:
                 self.flush(part=True)
+            elif (not self._looked and queued >= self._eager_check and self.loop_cuts
+                  and self.eager_flush and self.stretches is not None
+                  and self.stretches.current.ops >= DETECT_OPS and self._look_for_loop()):
+                pass   # (a loop with no sync point: cut here, and after each piece from now)
             elif self.eager_flush and queued >= self._eager_check and not (
                     self.stretches is not None and self.stretches.holding):
                 if self._in_flight:
@@ -484,6 +513,47 @@ class Session:
         its template (kernelproxy/stretch_templates.py) from its first op on."""
         self._may_start = self.stretches is not None and bool(self.stretches.templates)
         self.stretch_frees.clear()
+        if not self._cutting:   # (a sync point, not a loop's cut: the cutting ends)
+            self._cut_at = None
+            self._looked = False
+
+    # ------------------------------------------------------------ loops with no sync point
+    def _look_for_loop(self) -> bool:
+        """The stretch queued has no sync point and DETECT_OPS ops: if they repeat
+        (kernelproxy/loop_cuts.py), cut it here and after each piece from now on. Looked at
+        once a stretch. Whether it was cut."""
+        self._looked = True
+        if self.blocking:
+            return False
+        piece = piece_of(self.stretches.current)
+        if piece is None:
+            return False
+        self._piece, self._cut_at = piece, self._seq   # (the next op cuts: _cut_piece)
+        self._await_metas = True
+        return True
+
+    def _cut_piece(self) -> None:
+        """End the stretch here as a sync point would, waiting for nothing: its ops (or the
+        run answered from its template, as its replay) go now; the next piece begins. Made
+        as the op after a piece's last is submitted, so that the arrays the last op's caller
+        dropped as it rebound a name are freed in the piece, as in every piece."""
+        answered_here = self._run is not None
+        self._cutting = True
+        try:
+            self.flush()
+        finally:
+            self._cutting = False
+        self._cut_at = self._seq + self._piece
+        in_flight = self._in_flight
+        if len(in_flight) > PIECES_AHEAD:   # (the oldest answered first: see PIECES_AHEAD)
+            self._wait_through(in_flight[-PIECES_AHEAD - 1][2])
+        if self._await_metas and not answered_here and self.stretches.templates:
+            # a piece answered from its template needs its inputs' metadata (the last
+            # piece's results); with no sync point, their replies lag behind: wait for
+            # them once a loop, after which each piece's results have their template's
+            self._await_metas = False
+            self._wait_all()
+            self._may_start = True   # (the templates may have come with these replies)
 
     def _send_run(self, run: TemplateRun, entry: list, sync_device: bool) -> None:
         """A run answered from its template reached its sync point: one batch, the replay
@@ -533,11 +603,17 @@ class Session:
             self._fall_back()
         self._may_start = False
 
-    def _fall_back(self) -> None:
+    def _fall_back(self, at_op: bool = False) -> None:
         """The run under way cannot go on from its template: its ops so far join the queue
         as the records the client would have sent, its frees where they came, each op's
-        origin kept; the op at hand then goes as ever."""
-        run, self._run = self._run, None
+        origin kept; the op at hand then goes as ever. *at_op*: an op not the template's is
+        at hand; where the run is a loop's piece answered whole, the piece ends instead
+        (kernelproxy/loop_cuts.py) and the op begins the next."""
+        run = self._run
+        if at_op and self._cut_at is not None and run.i == len(run.template.ops):
+            self._cut_piece()   # (a loop's piece answered whole from its template: it ends)
+            return
+        self._run = None
         if run.early is not None:
             early_replay.abandon(self, run)
         records, origins = run.fall_back()

@@ -53,6 +53,10 @@ class SessionSettings:
     #: sync point, never early, before its last ops (kernelproxy/early_replay.py); to
     #: measure the difference, and as a way out should early replay misbehave.
     early_replay: bool = True
+    #: ``GPUWB_LOOP_CUTS=0``: a loop with no sync point is not cut into pieces that repeat
+    #: (kernelproxy/loop_cuts.py); its ops travel in batches cut by size, never replayed;
+    #: to measure the difference, and as a way out should the cutting misbehave.
+    loop_cuts: bool = True
     #: ``JPY_SESSION_NAME``: the notebook's path, which Jupyter Server gives the kernels it
     #: starts for a notebook; the session's label in the pool's status (the Lab panel
     #: names the notebook that opened each session)
@@ -68,4 +72,5 @@ class SessionSettings:
                    replay_measured=_flag(env, "GPUWB_REPLAY_MEASURED", True),
                    fast_path=_flag(env, "GPUWB_FAST_PATH", True),
                    early_replay=_flag(env, "GPUWB_EARLY_REPLAY", True),
+                   loop_cuts=_flag(env, "GPUWB_LOOP_CUTS", True),
                    notebook=env.get("JPY_SESSION_NAME") or None)

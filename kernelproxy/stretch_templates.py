@@ -443,7 +443,7 @@ class TemplateRun:
                 return None
             hid = next(self.ids)
             if not self.take(kind, _ARRAY, hid, name, target, args, kwargs, label, 4):
-                session._fall_back()   # (now: the session's submit would match it again)
+                session._fall_back(at_op=True)   # (now: the session's submit would match it again)
                 return None
             array = object.__new__(self._array)
             array._s, array._h, array._m = session, hid, self.predicted.pop(hid, None)

@@ -20,7 +20,8 @@ import pytest
 from gpu_backend.protocol.errors import InvalidHandleError
 from gpu_backend.protocol.stretches import REPEATS
 from kernelproxy.modules import module_for
-from kernelproxy.session import Session
+from kernelproxy.loop_cuts import DETECT_OPS, MIN_PIECE_OPS
+from kernelproxy.session import PIECES_AHEAD, Session
 from kernelproxy.settings import SessionSettings
 
 from ..quiet_gc import no_collection
@@ -33,12 +34,26 @@ STEPS = 16
 FAST = STEPS - REPEATS - 3
 
 
-@pytest.fixture(scope="module")
-def sessions(pool):
-    made = [Session(pool.address, pool.token, settings=settings) for settings in (
+def _three_sessions(pool) -> list:
+    return [Session(pool.address, pool.token, settings=settings) for settings in (
         SessionSettings(replay_measured=False),
         SessionSettings(replay_measured=False, fast_path=False),
         SessionSettings(graphs=False))]
+
+
+@pytest.fixture(scope="module")
+def sessions(pool):
+    made = _three_sessions(pool)
+    yield made
+    for s in made:
+        s.close()
+
+
+@pytest.fixture
+def fresh_sessions(pool):
+    """Three sessions of the test's own: a loop that must be offered and held finds
+    MAX_HELD not yet reached by the module's other loops (each kept held)."""
+    made = _three_sessions(pool)
     yield made
     for s in made:
         s.close()
@@ -469,7 +484,7 @@ def test_a_replay_sends_no_frees_of_the_temporaries_its_stretch_drops(pool):
         session.close()
 
 
-def test_a_loop_that_uploads_its_minibatch_each_step_is_answered_from_templates(sessions):
+def test_a_loop_that_uploads_its_minibatch_each_step_is_answered_from_templates(fresh_sessions):
     """A minibatch's indices uploaded every step (MLP's and SGD's loops in
     benchmarks/programs.py): the upload ends the stretch before it and its array is an input
     of the stretch after it, so both repeat and are answered from their templates, with the
@@ -486,7 +501,62 @@ def test_a_loop_that_uploads_its_minibatch_each_step_is_answered_from_templates(
             losses.append(float((err * err).mean()))
         return losses + [w.get()]
 
-    _results, fast = _run(sessions, loop)
+    _results, fast = _run(fresh_sessions, loop)
     # (each of the two stretches: its first held sighting goes as ops, the rest from
     # its template)
     assert fast >= 2 * FAST
+
+
+def _relaxation(cp, steps: int, odd_at: int | None = None):
+    """benchmarks/programs.py's no_sync_loop: no read in the loop, one after it; at step
+    *odd_at* the body differs (one op more)."""
+    rng = np.random.default_rng(12)
+    u = cp.asarray(rng.random(512, dtype=np.float32))
+    v = cp.zeros(512, dtype=cp.float32)
+    for step in range(steps):
+        v = 0.9 * v + 0.1 * (0.5 - u)
+        if step == odd_at:
+            v = v * 1.5
+        u = u + 0.05 * v
+    return [float(u.sum()), float(cp.abs(v).max()), u.get(), v.get()]
+
+
+def test_a_loop_with_no_sync_point_is_cut_into_pieces_answered_from_templates(fresh_sessions):
+    """A loop with no read in its body (kernelproxy/loop_cuts.py) is cut into pieces of
+    whole iterations that repeat: held and answered from their templates, with the
+    results of the fast path off and of replay off."""
+    steps = 200
+    _results, fast = _run(fresh_sessions, lambda cp: _relaxation(cp, steps))
+    # (6 ops an iteration, pieces of 6 iterations once DETECT_OPS ops are looked at; of
+    # them, REPEATS go as ops, the one offered among them; the reply that says it is held
+    # is read at most PIECES_AHEAD pieces later, and the next piece waits for its inputs'
+    # metadata: every piece from the one after it is answered from the template)
+    piece = 6 * -(-MIN_PIECE_OPS // 6)
+    pieces = (6 * steps - DETECT_OPS) // piece
+    assert fast >= pieces - REPEATS - PIECES_AHEAD - 2
+
+
+@pytest.mark.parametrize("odd_at", [20, 100, 197])
+def test_a_loop_whose_body_differs_once_loses_nothing(fresh_sessions, odd_at):
+    """An iteration with an op more, before the loop is found, inside a held piece, or in
+    its last piece: that piece misses its template and goes as ops; the results are those
+    without the fast path and without replay."""
+    _run(fresh_sessions, lambda cp: _relaxation(cp, 200, odd_at))
+
+
+def test_a_stretch_with_no_sync_point_that_does_not_repeat_is_not_cut(fresh_sessions):
+    """Ops with no sync point whose kinds repeat with no period of at most MAX_PERIOD ops:
+    looked at once, not cut, the results those without the fast path and without replay."""
+    seen = []
+
+    def loop(cp):
+        x = cp.arange(64, dtype=cp.float32)
+        for step in range(150):
+            x = x + float(step) if step % 7 else cp.sin(x) if step % 2 else cp.cos(x)
+            x = x * 0.5 if step % 3 else x - 1.0 if step % 5 else cp.abs(x)
+        session = x._s
+        seen.append((session._looked, session._cut_at))   # (before the read, a sync point)
+        return [x.get()]
+
+    _run(fresh_sessions, loop)
+    assert seen[0] == (True, None)

@@ -1,0 +1,56 @@
+"""Finding a loop's period in a stretch with no sync point (kernelproxy/loop_cuts.py): the
+shortest period the last ops repeat with, and the piece a session cuts the loop into.
+The sessions' side (a loop with no read answered from templates) is in
+test_stretch_fast_path.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from kernelproxy.loop_cuts import MAX_PERIOD, MIN_PIECE_OPS, WINDOW, period_of, piece_of
+from kernelproxy.stretch_key import StretchKey
+
+
+@pytest.mark.parametrize("period", [1, 2, 3, 6, 7, 16, MAX_PERIOD])
+def test_a_body_repeated_after_a_prologue_has_its_period(period):
+    body = [f"op{k}" for k in range(period)]
+    names = ["setup", "more setup"] + body * (WINDOW // period + 3)
+    assert period_of(names) == period
+
+
+def test_the_shortest_period_is_found():
+    assert period_of(["a", "b"] * 40) == 2
+    assert period_of(["a"] * 80) == 1
+
+
+@pytest.mark.parametrize("names", [
+    [f"op{k}" for k in range(100)],                    # nothing repeats
+    ["a", "b", "c"] * 30 + ["d"],                       # the last op breaks the period
+    [f"op{k}" for k in range(MAX_PERIOD + 1)] * 4,     # a body longer than MAX_PERIOD
+    ["a", "b"] * 2,                                    # too few ops to tell
+])
+def test_no_period_where_the_last_ops_do_not_repeat(names):
+    assert period_of(names) is None
+
+
+def _key(names: list[str], frees_every: int = 0) -> StretchKey:
+    key = StretchKey(lambda obj: getattr(obj, "_h", None))
+    for n, name in enumerate(names):
+        key.add_op(m.KIND_FUNCTION, api.ARRAY, 1000 + n, name, None, (8,), {})
+        if frees_every and n % frees_every == 0:
+            key.add_free(1000 + n)
+    return key
+
+
+@pytest.mark.parametrize("period", [1, 5, 6, 31])
+def test_a_piece_holds_whole_periods_and_at_least_min_piece_ops(period):
+    body = [f"f{k}" for k in range(period)]
+    piece = piece_of(_key(body * (100 // period + 2), frees_every=3))   # (frees left out)
+    assert piece is not None and piece % period == 0
+    assert MIN_PIECE_OPS <= piece < MIN_PIECE_OPS + period
+
+
+def test_no_piece_for_ops_that_do_not_repeat():
+    assert piece_of(_key([f"f{k}" for k in range(100)])) is None
