@@ -32,6 +32,10 @@ and issue 50's, written as a new user writes them (plain loops, no tricks):
   ``w -= lr * grad``), the loss read every step
 * ``no_sync_loop``: 200 steps of an elementwise update with no read until the end
 * ``sgd_minibatch``: minibatch SGD whose step uploads its indices (a small host array)
+* ``wave_no_sync``: a 1-D leapfrog wave (slices, a slice assignment into a copy, two time
+  levels swapped by name), 300 steps with no read until the end
+* ``momentum_no_sync``: gradient descent with momentum, updated in place, a squared norm
+  summed on the device each step, 300 steps with no read until the end
 
 Targets (issue 50): every program <= 1.0x local, a loop of >= 20 iterations <= 0.5x
 local; every result bitwise equal to local CuPy's. ``--transports`` picks the proxy sides
@@ -378,6 +382,39 @@ def no_sync_loop(xp, n, steps=200):
     return np.array([float(u.sum()), float(xp.abs(v).max())])          # the one read
 
 
+def wave_no_sync(xp, n, steps=300, c2=0.25):
+    """A 1-D wave by leapfrog with a slice assignment into a copy, the two time levels
+    swapped by name each step; no read in the loop, one after it."""
+    rng = np.random.default_rng(14)
+    u_prev = xp.asarray(np.sin(np.linspace(0, 8 * np.pi, n)).astype(np.float32)
+                        + rng.normal(0, 0.01, n).astype(np.float32))
+    u = u_prev.copy()
+    for _ in range(steps):
+        lap = u[:-2] - 2.0 * u[1:-1] + u[2:]
+        u_next = u.copy()
+        u_next[1:-1] = 2.0 * u[1:-1] - u_prev[1:-1] + c2 * lap
+        u_prev, u = u, u_next
+    return np.array([float(u.sum()), float(xp.abs(u).max())])          # the one read
+
+
+def momentum_no_sync(xp, n, steps=300, lr=0.01):
+    """Gradient descent with momentum on a separable quadratic, updated in place (``*=``,
+    ``+=``, ``-=``), the squared gradient norm summed on the device each step (a 0-d
+    array, never read in the loop); one read after it."""
+    rng = np.random.default_rng(15)
+    a = xp.asarray((rng.random(n) + 0.5).astype(np.float32))
+    x = xp.ones(n, dtype=xp.float32)
+    m = xp.zeros(n, dtype=xp.float32)
+    total = xp.zeros((), dtype=xp.float32)
+    for _ in range(steps):
+        g = a * x - 1.0
+        m *= 0.9
+        m += g
+        x -= lr * m
+        total += (g * g).sum()
+    return np.array([float(total), float(x.sum())])                    # the one read
+
+
 def sgd_minibatch(xp, n, steps=200, batch=512, features=32, lr=0.05):
     """Linear regression by minibatch SGD: each step uploads its minibatch's indices (a
     small host array) and picks rows by them, the batch's loss read every step."""
@@ -420,6 +457,8 @@ PROGRAMS = {
     "logistic_regression": (logistic_regression, 200_000, 5_000, 1e-4),
     "no_sync_loop": (no_sync_loop, 1_000_000, 10_000, 1e-5),
     "sgd_minibatch": (sgd_minibatch, 200_000, 5_000, 1e-4),
+    "wave_no_sync": (wave_no_sync, 4096, 1024, 1e-4),
+    "momentum_no_sync": (momentum_no_sync, 100_000, 5_000, 1e-4),
 }
 
 #: The iterations of each program's main loop (None: no loop). Issue 50's targets: every
@@ -428,7 +467,8 @@ PROGRAMS = {
 ITERATIONS = {"black_scholes": None, "kmeans": 30, "conjugate_gradient": 11, "mlp_training": 200,
               "stencil": 200, "random_walk": 200, "hot_sync": 2000, "chain20": 300, "heat2d": 200,
               "monte_carlo_pi": 100, "mc_option": 100, "nbody": 50, "logistic_regression": 200,
-              "no_sync_loop": 200, "sgd_minibatch": 200}
+              "no_sync_loop": 200, "sgd_minibatch": 200, "wave_no_sync": 300,
+              "momentum_no_sync": 300}
 TARGET = 1.0
 LOOP_TARGET = 0.5
 LOOP_ITERATIONS = 20

@@ -16,7 +16,9 @@ ROOT = PROJECT_ROOT
 ISSUE_37 = {"black_scholes", "kmeans", "conjugate_gradient", "mlp_training", "stencil", "random_walk",
             "hot_sync"}
 ISSUE_50 = {"chain20", "heat2d", "monte_carlo_pi", "mc_option", "nbody", "logistic_regression",
-            "no_sync_loop", "sgd_minibatch"}
+            "no_sync_loop", "sgd_minibatch", "wave_no_sync", "momentum_no_sync"}
+#: loops with no sync point: cut into pieces that repeat (kernelproxy/loop_cuts.py)
+NO_SYNC = {"no_sync_loop", "wave_no_sync", "momentum_no_sync"}
 #: (drawn by the device's generator: on NumPy compared with nothing)
 DRAWS = {"random_walk", "monte_carlo_pi", "mc_option"}
 
@@ -57,4 +59,6 @@ def test_issue_50s_programs_bitwise_beside_replay_off_and_the_fast_path_off(tmp_
             assert row[side]["target"] == 0.5, name   # (every one a loop of >= 20 iterations)
             assert row[side]["met"] == (row[side]["vs_local"] <= row[side]["target"]), (name, side)
     assert results["client_stretches"]["ipc-nographs"] is None   # replay off: no client counts
+    for name in NO_SYNC:   # (pieces of >= 32 ops, held within REPEATS + PIECES_AHEAD + 1 of them)
+        assert results["programs"][name]["proxy_ipc"]["replays_median"] >= 10, name
     assert "targets: every program <= 1.00x local" in stdout and "ipc-nofast" in stdout
