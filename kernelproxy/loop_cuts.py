@@ -7,7 +7,9 @@ batches: 8, 16, ... ops), which never repeat, so it is never replayed. Once a st
 no sync point has grown to ``DETECT_OPS`` ops, :func:`piece_of` looks at its ops (their
 kinds and names, as its key has them) for a period: the shortest ``P`` of at most
 ``MAX_PERIOD`` ops with which the last ``WINDOW`` ops repeat. Found, the session cuts the
-stretch there and then after every *piece* of ``P * m`` ops (at least ``MIN_PIECE_OPS``,
+stretch before the op the loop's least rotation begins with (:func:`first_of_rotation`:
+the same op each time the loop runs, wherever its period was found) and then after every
+*piece* of ``P * m`` ops (at least ``MIN_PIECE_OPS``,
 so that one replay stands for enough ops), each cut ending the stretch as a sync point
 would, without waiting for anything (kernelproxy.session). The pieces repeat: they are
 offered, held and answered from their templates as any stretch, their inputs the arrays
@@ -21,7 +23,8 @@ from __future__ import annotations
 
 from .stretch_key import StretchKey
 
-__all__ = ["DETECT_OPS", "MAX_PERIOD", "MIN_PIECE_OPS", "WINDOW", "period_of", "piece_of"]
+__all__ = ["DETECT_OPS", "MAX_PERIOD", "MIN_PIECE_OPS", "WINDOW", "period_of", "piece_of",
+           "first_of_rotation"]
 
 #: A stretch with no sync point is looked at for a period once it holds this many ops.
 DETECT_OPS = 96
@@ -47,12 +50,22 @@ def period_of(names: list) -> int | None:
     return None
 
 
-def piece_of(stretch: StretchKey) -> int | None:
-    """The ops a piece of the loop that *stretch* (no sync point in it yet) is running
-    should hold, or None where its ops do not repeat. Its key's records name each op (its
-    kind, what it gives, its callable); free records are left out."""
+def first_of_rotation(body: list) -> int:
+    """Where the least rotation of *body* (compared by each entry's repr) begins: the op a
+    piece of the loop starts with, wherever in the loop its period was found, so that each
+    run of the loop is cut into the same pieces (the same keys, held once)."""
+    texts = [repr(entry) for entry in body]
+    return min(range(len(texts)), key=lambda r: texts[r:] + texts[:r])
+
+
+def piece_of(stretch: StretchKey) -> tuple[int, int] | None:
+    """How to cut the loop that *stretch* (no sync point in it yet) is running: the ops a
+    piece holds, and how many ops from now the first piece begins; None where its ops do
+    not repeat. Its key's records name each op (its kind, what it gives, its callable);
+    free records are left out."""
     names = [record[:3] for record in stretch.records if record[0] != "free"]
     period = period_of(names)
     if period is None:
         return None
-    return period * -(-MIN_PIECE_OPS // period)
+    # (the next op is the period's first, names[-period]: the piece begins r ops on)
+    return period * -(-MIN_PIECE_OPS // period), first_of_rotation(names[-period:])

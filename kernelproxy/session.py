@@ -75,6 +75,10 @@ EAGER_GROWTH = 2
 #: too, and the batches kept for a move to another worker stay bounded (local CuPy's
 #: launch queue bounds its run ahead likewise).
 PIECES_AHEAD = 4
+#: A loop's cuts wait for every answer, so that the next piece's inputs have their
+#: metadata and it can be answered from its template, at most this many times a loop
+#: (where a template exists and the piece before was not answered from one).
+AWAITS = 3
 #: How long close() waits for the worker to answer what was already sent.
 CLOSE_WAIT = 5.0
 #: How long a sync point polls without sleeping before it blocks. Local CuPy spins
@@ -301,7 +305,7 @@ class Session:
         self._piece = 0
         self._looked = False
         self._cutting = False
-        self._await_metas = False
+        self._await_metas = 0
         #: replays sent from runs, by batch: their ops' origins are made only if the reply
         #: needs them (an error, a warning, a cancel)
         self._run_origins: dict[int, TemplateRun] = {}
@@ -525,11 +529,12 @@ class Session:
         self._looked = True
         if self.blocking:
             return False
-        piece = piece_of(self.stretches.current)
-        if piece is None:
+        found = piece_of(self.stretches.current)
+        if found is None:
             return False
-        self._piece, self._cut_at = piece, self._seq   # (the next op cuts: _cut_piece)
-        self._await_metas = True
+        self._piece, first = found
+        self._cut_at = self._seq + first   # (the op after that one cuts: _cut_piece)
+        self._await_metas = AWAITS
         return True
 
     def _cut_piece(self) -> None:
@@ -550,8 +555,9 @@ class Session:
         if self._await_metas and not answered_here and self.stretches.templates:
             # a piece answered from its template needs its inputs' metadata (the last
             # piece's results); with no sync point, their replies lag behind: wait for
-            # them once a loop, after which each piece's results have their template's
-            self._await_metas = False
+            # them (AWAITS times at most a loop), after which each piece answered from its
+            # template gives its results its template's
+            self._await_metas -= 1
             self._wait_all()
             self._may_start = True   # (the templates may have come with these replies)
 

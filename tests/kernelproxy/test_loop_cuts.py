@@ -9,7 +9,8 @@ import pytest
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
-from kernelproxy.loop_cuts import MAX_PERIOD, MIN_PIECE_OPS, WINDOW, period_of, piece_of
+from kernelproxy.loop_cuts import (MAX_PERIOD, MIN_PIECE_OPS, WINDOW, first_of_rotation, period_of,
+                                   piece_of)
 from kernelproxy.stretch_key import StretchKey
 
 
@@ -47,10 +48,25 @@ def _key(names: list[str], frees_every: int = 0) -> StretchKey:
 @pytest.mark.parametrize("period", [1, 5, 6, 31])
 def test_a_piece_holds_whole_periods_and_at_least_min_piece_ops(period):
     body = [f"f{k}" for k in range(period)]
-    piece = piece_of(_key(body * (100 // period + 2), frees_every=3))   # (frees left out)
-    assert piece is not None and piece % period == 0
+    found = piece_of(_key(body * (100 // period + 2), frees_every=3))   # (frees left out)
+    assert found is not None
+    piece, first = found
+    assert piece % period == 0 and 0 <= first < period
     assert MIN_PIECE_OPS <= piece < MIN_PIECE_OPS + period
 
 
 def test_no_piece_for_ops_that_do_not_repeat():
     assert piece_of(_key([f"f{k}" for k in range(100)])) is None
+
+
+@pytest.mark.parametrize("body", [["mul", "sub", "mul", "add", "mul", "add"], ["f"],
+                                  ["a", "b", "a", "c"], [("o", "a", "mul"), ("o", "a", None)]])
+def test_every_rotation_of_a_body_begins_its_pieces_at_the_same_op(body):
+    """Wherever in the loop its period was found, a piece begins with the same op: each run
+    of the loop is cut into the same pieces (one key, held once)."""
+    starts = set()
+    for r in range(len(body)):
+        rotated = body[r:] + body[:r]
+        first = first_of_rotation(rotated)
+        starts.add(tuple(map(repr, rotated[first:] + rotated[:first])))
+    assert len(starts) == 1

@@ -507,12 +507,14 @@ def test_a_loop_that_uploads_its_minibatch_each_step_is_answered_from_templates(
     assert fast >= 2 * FAST
 
 
-def _relaxation(cp, steps: int, odd_at: int | None = None):
+def _relaxation(cp, steps: int, odd_at: int | None = None, prologue: int = 0):
     """benchmarks/programs.py's no_sync_loop: no read in the loop, one after it; at step
-    *odd_at* the body differs (one op more)."""
+    *odd_at* the body differs (one op more); *prologue* ops before the loop."""
     rng = np.random.default_rng(12)
     u = cp.asarray(rng.random(512, dtype=np.float32))
     v = cp.zeros(512, dtype=cp.float32)
+    for _ in range(prologue):
+        u = u * 1.0
     for step in range(steps):
         v = 0.9 * v + 0.1 * (0.5 - u)
         if step == odd_at:
@@ -560,3 +562,21 @@ def test_a_stretch_with_no_sync_point_that_does_not_repeat_is_not_cut(fresh_sess
 
     _run(fresh_sessions, loop)
     assert seen[0] == (True, None)
+
+
+def test_a_loop_run_again_after_other_ops_is_cut_into_the_same_pieces(fresh_sessions):
+    """The loop's period is found wherever its ops are at the time (here shifted by a
+    prologue of 0 to 5 ops): its pieces still begin with the same op, so one piece is held
+    and later runs are answered from its template from their first piece."""
+    fast = fresh_sessions[0]
+
+    def pieces_held():
+        return sum(1 for key in fast.stretches._held
+                   if sum(1 for record in key if record[0] != "free") == 36)
+
+    def loop(cp):
+        return [value for prologue in range(6) for value in _relaxation(cp, 120, prologue=prologue)]
+
+    _results, fast_runs = _run(fresh_sessions, loop)
+    assert pieces_held() == 1
+    assert fast_runs >= 5 * ((6 * 120 - DETECT_OPS) // 36 - 2)   # (the five runs after the first)
