@@ -178,15 +178,20 @@ class Pacer:
         # sent. (Left out, a sync's segment taught the reply's host time, a tiny op's
         # estimate grew to 0.2-0.3 ms, and hold-backs slept on it: run 14.)
         slack = 0.0
+        end = None
         if own is not None and self.device.reached(own):
-            now = perf_counter()
             if self.device.runs_behind_host:
+                now = perf_counter()
                 slack = max(0.0, self.began - self._own_host)
                 if self.ended > self.began:   # marked at the batch's end
                     slack += max(0.0, now - self.ended)
-            else:
-                slack = now - self._own_host
-        end = self.device.marker()
+            else:   # (the host's work is done as issued: its marker first, then the host's
+                # time to now, so that a pause of this process between the two — a loaded
+                # machine — is never taught as device time)
+                end = self.device.marker()
+                slack = perf_counter() - self._own_host
+        if end is None:
+            end = self.device.marker()
         self._pending.append((charged_from, own, end, ops, slack))
         self._last_end = end
         self._own_start = None
