@@ -306,6 +306,7 @@ class Session:
         self._looked = False
         self._cutting = False
         self._await_metas = 0
+        self._in_piece = False
         #: replays sent from runs, by batch: their ops' origins are made only if the reply
         #: needs them (an error, a warning, a cancel)
         self._run_origins: dict[int, TemplateRun] = {}
@@ -519,6 +520,7 @@ class Session:
         self.stretch_frees.clear()
         if not self._cutting:   # (a sync point, not a loop's cut: the cutting ends)
             self._cut_at = None
+            self._in_piece = False
             self._looked = False
 
     # ------------------------------------------------------------ loops with no sync point
@@ -543,6 +545,9 @@ class Session:
         as the op after a piece's last is submitted, so that the arrays the last op's caller
         dropped as it rebound a name are freed in the piece, as in every piece."""
         answered_here = self._run is not None
+        if self._in_piece and self.stretches is not None:   # (not the stretch the loop was found in)
+            self.stretches.current.piece = True
+        self._in_piece = True
         self._cutting = True
         try:
             self.flush()

@@ -75,6 +75,9 @@ class StretchKey:
         self.keyable = keyed
         #: whether the stretch travelled in one batch (set when it ends: kernelproxy.stretch_replay)
         self.whole = True
+        #: whether it is a piece of a loop with no sync point (kernelproxy/loop_cuts.py): its
+        #: repeats are known already, so it is offered at its second sighting
+        self.piece = False
 
     def __len__(self) -> int:
         return len(self.records)

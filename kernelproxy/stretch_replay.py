@@ -56,6 +56,9 @@ MAX_DECIDED = 4096
 #: Offers the worker may refuse before this session stops offering (a worker with
 #: ``GPUWB_GRAPHS=0`` refuses them all).
 MAX_REFUSED = 32
+#: Sightings at which a piece of a loop with no sync point is offered (kernelproxy/
+#: loop_cuts.py): the period its cut was found by has shown the ops repeat already.
+PIECE_REPEATS = 2
 #: Sightings after which the next stretch is held to its sync point (offered then): the
 #: ones from the second on are timed as they run pipelined.
 HOLD_AFTER = REPEATS - 1
@@ -233,7 +236,7 @@ class StretchReplay:
             self._ends(count.free, "free")   # (the first sighting pays for compiling kernels)
         offering = self._can_offer()
         self.holding = seen >= HOLD_AFTER and offering
-        if (stretch.whole and REPEATS <= seen and offering
+        if (stretch.whole and (PIECE_REPEATS if stretch.piece else REPEATS) <= seen and offering
                 and len(self._held) + len(self._offered) < MAX_HELD
                 and key not in self._offered_keys()):
             sid = next(self._ids)

@@ -12,6 +12,8 @@ from gpu_backend.protocol import messages as m
 from kernelproxy.loop_cuts import (MAX_PERIOD, MIN_PIECE_OPS, WINDOW, first_of_rotation, period_of,
                                    piece_of)
 from kernelproxy.stretch_key import StretchKey
+from kernelproxy.stretch_replay import PIECE_REPEATS, StretchReplay
+from gpu_backend.protocol.stretches import REPEATS
 
 
 @pytest.mark.parametrize("period", [1, 2, 3, 6, 7, 16, MAX_PERIOD])
@@ -70,3 +72,21 @@ def test_every_rotation_of_a_body_begins_its_pieces_at_the_same_op(body):
         first = first_of_rotation(rotated)
         starts.add(tuple(map(repr, rotated[first:] + rotated[:first])))
     assert len(starts) == 1
+
+
+@pytest.mark.parametrize("piece", [True, False])
+def test_a_loops_piece_is_offered_at_its_second_sighting(piece):
+    """A piece of a loop with no sync point (its repeats shown already by the period its cut
+    was found by) is offered at its second sighting; any other stretch at its REPEATS-th."""
+    replay = StretchReplay(lambda obj: getattr(obj, "_h", None), measured=False)
+    carried = []
+    for batch in range(1, REPEATS + 2):
+        stretch = replay.current
+        stretch.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
+        stretch.piece = piece
+        header = {"b": batch}
+        replay.shape(header, replay.swap(), batch)
+        carried.append("O" if "O" in header else "T" if "T" in header else "ops")
+        replay.answered(batch, header.get("O"))
+    offered_at = carried.index("O") + 1
+    assert offered_at == (2 if piece else REPEATS) and PIECE_REPEATS == 2
