@@ -545,14 +545,18 @@ class Session:
         as the op after a piece's last is submitted, so that the arrays the last op's caller
         dropped as it rebound a name are freed in the piece, as in every piece."""
         answered_here = self._run is not None
-        if self._in_piece and self.stretches is not None:   # (not the stretch the loop was found in)
-            self.stretches.current.piece = True
+        stretches = self.stretches
+        piece = self._in_piece and stretches is not None   # (not the stretch the loop was found in)
+        if piece:
+            stretches.current.piece = stretches.cutting_piece = True
         self._in_piece = True
         self._cutting = True
         try:
             self.flush()
         finally:
             self._cutting = False
+            if piece:
+                stretches.cutting_piece = False
         self._cut_at = self._seq + self._piece
         in_flight = self._in_flight
         if len(in_flight) > PIECES_AHEAD:   # (the oldest answered first: see PIECES_AHEAD)

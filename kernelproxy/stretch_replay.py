@@ -136,6 +136,9 @@ class StretchReplay:
         self._let_go = 0
         #: the ids of stretches let go that the worker is to drop
         self.drops: list[int] = []
+        #: set by the session while it ends a piece of a loop with no sync point
+        #: (kernelproxy/loop_cuts.py): such a stretch is not timed (_ends)
+        self.cutting_piece = False
         #: the stretches ended since the last sync point returned, each timed by the whole
         #: interval to the next: (what times it, how it ran), one entry a stretch
         self._ending: dict[int, tuple[Any, str]] = {}
@@ -291,8 +294,13 @@ class StretchReplay:
 
     def _ends(self, times: Any, how: str) -> None:
         """A stretch timed by *times* ended (*how*: ``"free"``, its ops pipelined, or
-        ``"replay"``): the interval to the next sync point's return is put down to it."""
-        self._ending[id(times)] = (times, how)
+        ``"replay"``): the interval to the next sync point's return is put down to it. Not
+        a piece of a loop with no sync point (``cutting_piece``): its ops go at its cut
+        whether replayed or not, so holding it costs no overlap, and the interval to the
+        next sync point is the whole loop's, as long as the loop is (a long loop after a
+        short one would be judged slower); pieces stay held."""
+        if not self.cutting_piece:
+            self._ending[id(times)] = (times, how)
 
     def synced(self) -> None:
         """A sync point has returned: each stretch that ended since the one before took

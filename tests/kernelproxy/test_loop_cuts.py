@@ -90,3 +90,24 @@ def test_a_loops_piece_is_offered_at_its_second_sighting(piece):
         replay.answered(batch, header.get("O"))
     offered_at = carried.index("O") + 1
     assert offered_at == (2 if piece else REPEATS) and PIECE_REPEATS == 2
+
+
+def test_a_loops_pieces_are_not_timed():
+    """A piece's ops go at its cut whether replayed or not (holding it costs no overlap),
+    and the interval to the next sync point is the whole loop's, as long as the loop is: a
+    piece is put down no time (a long loop after a short one would be judged slower), where
+    any other stretch, sighted or replayed, is."""
+    for piece in (True, False):
+        replay = StretchReplay(lambda obj: getattr(obj, "_h", None))
+        timed = []
+        for batch in range(1, 8):
+            stretch = replay.current
+            stretch.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
+            stretch.piece = replay.cutting_piece = piece
+            header = {"b": batch}
+            replay.shape(header, replay.swap(), batch)
+            replay.cutting_piece = False
+            replay.answered(batch, header.get("O"))
+            timed.append(bool(replay._ending))
+            replay.synced()
+        assert any(timed) != piece, piece
