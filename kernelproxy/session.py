@@ -516,7 +516,10 @@ class Session:
     def _stretch_begins(self) -> None:
         """A sync point has ended a stretch: the next may be a held stretch's, answered from
         its template (kernelproxy/stretch_templates.py) from its first op on."""
-        self._may_start = self.stretches is not None and bool(self.stretches.templates)
+        stretches = self.stretches
+        if stretches is not None and stretches._stale:   # (none answered from a template now)
+            stretches.settle_stale()
+        self._may_start = stretches is not None and bool(stretches.templates)
         self.stretch_frees.clear()
         if not self._cutting:   # (a sync point, not a loop's cut: the cutting ends)
             self._cut_at = None

@@ -71,6 +71,13 @@ TIMED_REPLAYS = 8
 #: 252 and 346 µs, later ones 220-280, against 230-300 µs pipelined; judged by replays
 #: 2-5, the stretch was let go though its replays were faster.
 WARM_REPLAYS = 3
+#: Replays in a row re-run from their records (the replies' ``f``), after some ran through
+#: graphs, that make a held stretch stale: its inputs changed shape (a loop run again on
+#: other sizes), which the worker's graph and the client's template no longer fit. It is
+#: dropped and offered again, to be captured for the new shapes, at most MAX_REOFFERS
+#: times a key (then let go, as a stretch that does not replay faster).
+STALE_AFTER = 3
+MAX_REOFFERS = 2
 
 
 class _Sightings:
@@ -87,12 +94,14 @@ class _Sightings:
 class _Timing:
     """A held stretch's times (seconds): pipelined sightings, replays; then the choice."""
 
-    __slots__ = ("key", "free", "held", "reruns", "rerun", "decided")
+    __slots__ = ("key", "free", "held", "reruns", "rerun", "decided", "graphed", "stale")
 
     def __init__(self, key: tuple, free: list[float]) -> None:
         self.key = key
         self.free = free
         self.held: list[float] = []
+        self.graphed = False   # a replay of it ran through graphs
+        self.stale = 0         # replays since the last that did: re-runs from its records
         self.reruns = 0        # timed replays the worker did not run through graphs
         self.rerun = False     # the last replay answered was one
         self.decided = False
@@ -134,6 +143,10 @@ class StretchReplay:
         self._ids = itertools.count(1)
         self._refused = 0
         self._let_go = 0
+        #: held stretches gone stale (STALE_AFTER), dropped at the next stretch's start;
+        #: and how often each key (by hash) was offered again so
+        self._stale: list[tuple] = []
+        self._reoffers: dict[int, int] = {}
         #: the ids of stretches let go that the worker is to drop
         self.drops: list[int] = []
         #: set by the session while it ends a piece of a loop with no sync point
@@ -259,6 +272,8 @@ class StretchReplay:
                   first: int) -> TemplateRun | None:
         """A stretch's first op: a run answered from the first template that begins so and
         takes it, or None."""
+        if self._stale:   # (a stretch's first op: no run under way)
+            self.settle_stale()
         if type(name) is not str:
             return None
         candidates = self.templates.starting(kind, name)
@@ -339,6 +354,27 @@ class StretchReplay:
             self._decided.add(hash(key))
             self._let_go += 1
 
+    def settle_stale(self) -> None:
+        """Between two stretches (no run answered from a template under way): the held
+        stretches gone stale are dropped (the next batch tells the worker, freeing their
+        graphs) and counted anew, to be offered again with their new shapes; a key stale
+        more than MAX_REOFFERS times is let go."""
+        stale, self._stale = self._stale, []
+        for key in stale:
+            sid = self._held.pop(key, None)
+            if sid is None:
+                continue
+            self.drops.append(sid)
+            self.templates.drop(sid)
+            self._timing.pop(key, None)
+            mark = hash(key)
+            times = self._reoffers.get(mark, 0) + 1
+            if times > MAX_REOFFERS:
+                self._decided.add(mark)
+                self._let_go += 1
+            elif len(self._reoffers) < MAX_DECIDED:
+                self._reoffers[mark] = times
+
     def _can_offer(self) -> bool:
         return self._refused < MAX_REFUSED and len(self._decided) < MAX_DECIDED
 
@@ -374,6 +410,12 @@ class StretchReplay:
             timing = self._timing.get(key)   # (counted with the replay's time, in synced)
             if timing is not None:
                 timing.rerun = not_graphed == 1
+                if not_graphed != 1:
+                    timing.graphed, timing.stale = True, 0
+                elif timing.graphed:
+                    timing.stale += 1
+                    if timing.stale == STALE_AFTER:
+                        self._stale.append(key)
             return
         offer = self._offered.pop(batch, None)
         if offer is None:

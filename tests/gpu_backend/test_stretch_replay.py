@@ -22,7 +22,7 @@ from gpu_backend.worker.stretches import HeldStretch, read_records
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
-from kernelproxy.stretch_replay import TIMED_REPLAYS
+from kernelproxy.stretch_replay import STALE_AFTER, TIMED_REPLAYS
 
 from ..differential import TEST_DEVICES, assert_bitwise as _bitwise
 from ..quiet_gc import no_collection
@@ -179,6 +179,27 @@ def test_a_guard_that_fails_falls_back_to_a_re_run(sessions):
     on, off, change = _both(sessions, loop_input)
     assert on == off and on[-1] == float(np.arange(7, dtype=np.float32).sum() * 2 - 7)
     assert change["fallbacks"] >= 1
+
+
+def test_a_loop_run_again_on_other_shapes_is_captured_for_them(sessions):
+    """A loop held and replayed through graphs, then run on inputs of another shape (the
+    same ops: the same key): its replays re-run from their records until STALE_AFTER in a
+    row, then it is dropped, offered again and captured for the new shape; the results
+    are those without replay. Offered again at most MAX_REOFFERS times a key."""
+    def loop(cp):
+        out = []
+        for n in (100, 7):
+            x = cp.arange(n, dtype=cp.float32)
+            for step in range(3 * STEPS):
+                out.append(float((x * 2 - 1).sum()))
+        return out
+
+    on, off, change = _both(sessions, loop)
+    assert on == off
+    # (each shape: REPEATS sightings before the offer; the second's first STALE_AFTER
+    # replays re-run, then the stretch is counted and offered anew)
+    assert change["fallbacks"] == STALE_AFTER
+    assert change["graphed"] >= 2 * (3 * STEPS - REPEATS - 1) - STALE_AFTER - REPEATS - 1
 
 
 def test_a_view_kept_past_the_stretch_is_re_run_and_stays_a_view(sessions):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.stretches import REPEATS
-from kernelproxy.stretch_replay import TIMED_REPLAYS, StretchReplay
+from kernelproxy.stretch_replay import MAX_REOFFERS, STALE_AFTER, TIMED_REPLAYS, StretchReplay
 
 
 class Clock:
@@ -177,3 +177,43 @@ def test_stretches_an_upload_cuts_a_loop_into_are_timed_together():
     slower = _replay(clock)
     carried = _two_stretch_loop(slower, clock, 24, free_s=1.0, held_s=3.0)
     assert carried[-1] == ("ops", "ops") and slower.figures()["released"] == 2
+
+
+def _held_loop(replay: StretchReplay, steps: int, graphed: bool, start: int) -> list[str]:
+    """*steps* sightings of one stretch whose replays the worker runs through graphs or
+    (*graphed* False) re-runs from its records; what each batch header carried."""
+    carried = []
+    for batch in range(start, start + steps):
+        if replay._stale:   # (as the session does between two stretches)
+            replay.settle_stale()
+        replay.current.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
+        header = {"b": batch}
+        if replay.drops:
+            header["D"] = replay.take_drops()
+        replay.shape(header, replay.swap(), batch)
+        carried.append("T" if "T" in header else "O" if "O" in header else
+                       "D" if "D" in header else "ops")
+        replay.answered(batch, header.get("O"), None if graphed or "T" not in header else 1)
+    return carried
+
+
+def test_a_held_stretch_gone_stale_is_offered_again_then_let_go():
+    """Replays through graphs, then STALE_AFTER in a row re-run from their records (its
+    inputs changed shape): the stretch is dropped and offered again; after MAX_REOFFERS
+    times, let go for good. A stretch never run through graphs is left to its timing."""
+    replay = _replay(Clock(), measured=False)
+    start = 1
+    offers = 0
+    for cycle in range(MAX_REOFFERS + 1):
+        carried = _held_loop(replay, 12, True, start)
+        start += 12
+        offers += carried.count("O")
+        carried = _held_loop(replay, STALE_AFTER + 1, False, start)
+        start += STALE_AFTER + 1
+        assert carried[:STALE_AFTER] == ["T"] * STALE_AFTER, (cycle, carried)
+        assert carried[STALE_AFTER] == "D"   # (dropped: the worker frees its graphs)
+    assert offers == MAX_REOFFERS + 1
+    assert replay.figures()["released"] == 1 and replay.figures()["held"] == 0
+    assert set(_held_loop(replay, 12, True, start)) == {"ops"}   # let go for good
+    never = _replay(Clock(), measured=False)
+    assert set(_held_loop(never, 20, False, 1)[REPEATS:]) == {"T"}
