@@ -52,9 +52,9 @@ class WorkerSettings:
     #: default: pageable memory through a ring of pinned buffers) or ``pinned`` (one pinned
     #: buffer); devices/cupy_swap_copies.py says why each, benchmarks/swap.py measures both
     swap_host_copy: str = "staged"
-    #: ``GPUWB_UNPACED_REPLAY_US``: the estimated device time of a held stretch past which its
+    #: ``GPUWB_UNPACED_REPLAY_US``: the estimated device time of a held stretch from which its
     #: replay is paced op by op, from its records, while other sessions share the device
-    #: (worker/stretch_replay.py, UNPACED_REPLAY; None, the default: never)
+    #: (worker/stretch_replay.py, UNPACED_REPLAY; None, the default: never; 0: always)
     unpaced_replay: float | None = None
     #: ``GPUWB_COPY_TABLES``: graph replay copies a replay's inputs in and kept results out
     #: inside its graphs (worker/graph_replay.py, devices/cupy_graphs.py CopyTable); ``0``

@@ -24,7 +24,7 @@ from .stretches import HeldStretch, HeldStretches, Slot
 
 __all__ = ["StretchReplay", "Offer", "UNPACED_REPLAY"]
 
-#: Device seconds of work (the pacer's per-op estimate times its ops) past which a held
+#: Device seconds of work (the pacer's per-op estimate times its ops) from which a held
 #: stretch is not replayed through its graphs while other sessions share the device, where
 #: the pool's workers are told one (``GPUWB_UNPACED_REPLAY_US``; None, the default: never).
 #: A replay launches its ops without the pacer between them, so a newcomer waits behind all
@@ -66,9 +66,9 @@ class StretchReplay:
         self.graphed = 0      # of which served by graphs
         self.fallbacks = 0    # of which a captured graph could not serve (re-run instead)
         self.paced = 0        # of which re-run, paced, for others share the device (UNPACED_REPLAY)
-        #: the device seconds past which a replay beside other sessions is paced (None:
-        #: never; ``GPUWB_UNPACED_REPLAY_US``; the NumPy device measures next to nothing, so
-        #: its test sets 0)
+        #: the device seconds from which a replay beside other sessions is paced (None:
+        #: never; ``GPUWB_UNPACED_REPLAY_US``; 0: every one, as the tests on the NumPy
+        #: device, which measures no device time, set it)
         self.unpaced: float | None = UNPACED_REPLAY
         #: the next replay of a loop's stretch, run as soon as the last one was answered
         #: (worker/run_ahead.py)
@@ -167,7 +167,7 @@ class StretchReplay:
         pacer.began = perf_counter()
         paced = False
         if graphs is not None and self.unpaced is not None and pacer.in_company() \
-                and (pacer.per_op or 0.0) * stretch.ops > self.unpaced:
+                and (pacer.per_op or 0.0) * stretch.ops >= self.unpaced:   # (0: every one)
             graphs, paced = None, True   # (paced instead: UNPACED_REPLAY)
             self.paced += 1
         if graphs is not None:
