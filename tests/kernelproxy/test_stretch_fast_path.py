@@ -580,3 +580,26 @@ def test_a_loop_run_again_after_other_ops_is_cut_into_the_same_pieces(fresh_sess
     _results, fast_runs = _run(fresh_sessions, loop)
     assert pieces_held() == 1
     assert fast_runs >= 5 * ((6 * 120 - DETECT_OPS) // 36 - 2)   # (the five runs after the first)
+
+
+def test_an_interrupt_inside_a_loops_piece_loses_nothing(fresh_sessions):
+    """^C in a loop with no sync point, in the middle of a piece answered from its template
+    (and of its last): the ops before it still run, the loop goes on, pieces are cut and
+    answered again, the results those without the fast path and without replay."""
+    def loop(cp):
+        rng = np.random.default_rng(12)
+        u = cp.asarray(rng.random(512, dtype=np.float32))
+        v = cp.zeros(512, dtype=cp.float32)
+        stopped = []
+        for step in range(200):
+            try:
+                v = 0.9 * v + 0.1 * (0.5 - u)
+                if step in (100, 196):
+                    raise KeyboardInterrupt
+                u = u + 0.05 * v
+            except KeyboardInterrupt:
+                stopped.append(step)
+        return [float(u.sum()), float(v.sum()), u.get(), v.get(), stopped]
+
+    _results, fast = _run(fresh_sessions, loop)
+    assert fast >= 10   # (pieces answered from templates before and after the interrupt)
