@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from .stretch_key import StretchKey
 
-__all__ = ["DETECT_OPS", "MAX_PERIOD", "MIN_PIECE_OPS", "WINDOW", "period_of", "piece_of",
-           "first_of_rotation"]
+__all__ = ["BIG_ARRAY_BYTES", "DETECT_OPS", "MAX_PERIOD", "MIN_PIECE_OPS", "WINDOW", "period_of",
+           "piece_of", "first_of_rotation"]
 
 #: A stretch with no sync point is looked at for a period once it holds this many ops.
 DETECT_OPS = 96
@@ -34,6 +34,12 @@ MAX_PERIOD = 32
 WINDOW = 64
 #: A piece holds whole periods, at least this many ops.
 MIN_PIECE_OPS = 32
+#: Where the loop's arrays are this large, a piece is one period: a held stretch's graph
+#: keeps every temporary its ops made (their addresses are the graph's), so a piece of m
+#: iterations holds m iterations' temporaries, where the loop run eagerly holds one's; at
+#: this size an op's device time (~10 µs on an H200) already outweighs what a longer piece
+#: saves of the replay's fixed cost, and m x the loop's memory would not.
+BIG_ARRAY_BYTES = 16 << 20
 
 
 def period_of(names: list) -> int | None:
@@ -58,14 +64,16 @@ def first_of_rotation(body: list) -> int:
     return min(range(len(texts)), key=lambda r: texts[r:] + texts[:r])
 
 
-def piece_of(stretch: StretchKey) -> tuple[int, int] | None:
+def piece_of(stretch: StretchKey, largest: int = 0) -> tuple[int, int] | None:
     """How to cut the loop that *stretch* (no sync point in it yet) is running: the ops a
     piece holds, and how many ops from now the first piece begins; None where its ops do
     not repeat. Its key's records name each op (its kind, what it gives, its callable);
-    free records are left out."""
+    free records are left out. *largest*: the bytes of its largest input known; from
+    BIG_ARRAY_BYTES on, a piece is one period (see there)."""
     names = [record[:3] for record in stretch.records if record[0] != "free"]
     period = period_of(names)
     if period is None:
         return None
+    whole = 1 if largest >= BIG_ARRAY_BYTES else -(-MIN_PIECE_OPS // period)
     # (the next op is the period's first, names[-period]: the piece begins r ops on)
-    return period * -(-MIN_PIECE_OPS // period), first_of_rotation(names[-period:])
+    return period * whole, first_of_rotation(names[-period:])

@@ -534,13 +534,25 @@ class Session:
         self._looked = True
         if self.blocking:
             return False
-        found = piece_of(self.stretches.current)
+        current = self.stretches.current
+        found = piece_of(current, max(map(self._known_nbytes, current.inputs), default=0))
         if found is None:
             return False
         self._piece, first = found
         self._cut_at = self._seq + first   # (the op after that one cuts: _cut_piece)
         self._await_metas = AWAITS
         return True
+
+    def _known_nbytes(self, hid: int) -> int:
+        """The bytes of array *hid* where its metadata is known here (0 where not: nothing
+        is asked of the pool for it)."""
+        ref = self.arrays.get(hid)
+        array = ref() if ref is not None else None
+        meta = getattr(array, "_m", None) or self.meta.peek(hid)
+        if meta is None:
+            return 0
+        shape, dtype = meta[0], meta[1]
+        return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
 
     def _cut_piece(self) -> None:
         """End the stretch here as a sync point would, waiting for nothing: its ops (or the
@@ -631,6 +643,10 @@ class Session:
         if at_op and self._cut_at is not None and run.i == len(run.template.ops):
             self._cut_piece()   # (a loop's piece answered whole from its template: it ends)
             return
+        if self._cut_at is not None:   # (a loop's piece missed its template: where its period
+            self._cut_at = None         # begins is lost; the loop is looked for anew, to be
+            self._looked = False        # cut where it was)
+            self._in_piece = False
         self._run = None
         if run.early is not None:
             early_replay.abandon(self, run)

@@ -9,8 +9,8 @@ import pytest
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
-from kernelproxy.loop_cuts import (MAX_PERIOD, MIN_PIECE_OPS, WINDOW, first_of_rotation, period_of,
-                                   piece_of)
+from kernelproxy.loop_cuts import (BIG_ARRAY_BYTES, MAX_PERIOD, MIN_PIECE_OPS, WINDOW, first_of_rotation,
+                                   period_of, piece_of)
 from kernelproxy.stretch_key import StretchKey
 from kernelproxy.stretch_replay import PIECE_REPEATS, StretchReplay
 from gpu_backend.protocol.stretches import REPEATS
@@ -111,3 +111,15 @@ def test_a_loops_pieces_are_not_timed():
             timed.append(bool(replay._ending))
             replay.synced()
         assert any(timed) != piece, piece
+
+
+@pytest.mark.parametrize("period", [1, 6, 31])
+def test_a_loop_of_large_arrays_is_cut_into_pieces_of_one_period(period):
+    """From BIG_ARRAY_BYTES on, a piece is one period: its graph keeps every temporary of
+    its ops, so a piece of many iterations would hold many iterations' memory."""
+    body = [f"f{k}" for k in range(period)]
+    key = _key(body * (100 // period + 2))
+    small = piece_of(key, BIG_ARRAY_BYTES - 1)
+    large = piece_of(key, BIG_ARRAY_BYTES)
+    assert small is not None and large is not None
+    assert large[0] == period and small[0] >= MIN_PIECE_OPS and large[1] == small[1]

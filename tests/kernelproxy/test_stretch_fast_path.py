@@ -602,4 +602,7 @@ def test_an_interrupt_inside_a_loops_piece_loses_nothing(fresh_sessions):
         return [float(u.sum()), float(v.sum()), u.get(), v.get(), stopped]
 
     _results, fast = _run(fresh_sessions, loop)
-    assert fast >= 10   # (pieces answered from templates before and after the interrupt)
+    # (pieces answered from templates before the interrupt, ~8, and after it, ~13: the
+    # piece it cut missed its template, so the loop is looked for anew and cut where it was;
+    # cut where the interrupt left it, each later piece missed too: 8 in all)
+    assert fast >= 14
