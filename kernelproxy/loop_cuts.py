@@ -34,11 +34,11 @@ MAX_PERIOD = 32
 WINDOW = 64
 #: A piece holds whole periods, at least this many ops.
 MIN_PIECE_OPS = 32
-#: Where the loop's arrays are this large, a piece is one period: a held stretch's graph
-#: keeps every temporary its ops made (their addresses are the graph's), so a piece of m
-#: iterations holds m iterations' temporaries, where the loop run eagerly holds one's; at
-#: this size an op's device time (~10 µs on an H200) already outweighs what a longer piece
-#: saves of the replay's fixed cost, and m x the loop's memory would not.
+#: Where the loop's largest input is this large, it is not cut: its ops are the device's
+#: time (~10 µs each on an H200 from here, far more at 64 MiB), which a replay does not
+#: shorten, while each replay copies its inputs into its graph's buffers and its results out
+#: (2^24 float32 elements, an H200, run 29: 1.06-1.10x local cut into one-period pieces,
+#: 1.01-1.03x uncut), and a held piece's graph keeps every temporary its ops made.
 BIG_ARRAY_BYTES = 16 << 20
 
 
@@ -69,11 +69,12 @@ def piece_of(stretch: StretchKey, largest: int = 0) -> tuple[int, int] | None:
     piece holds, and how many ops from now the first piece begins; None where its ops do
     not repeat. Its key's records name each op (its kind, what it gives, its callable);
     free records are left out. *largest*: the bytes of its largest input known; from
-    BIG_ARRAY_BYTES on, a piece is one period (see there)."""
+    BIG_ARRAY_BYTES on, None (see there)."""
+    if largest >= BIG_ARRAY_BYTES:
+        return None
     names = [record[:3] for record in stretch.records if record[0] != "free"]
     period = period_of(names)
     if period is None:
         return None
-    whole = 1 if largest >= BIG_ARRAY_BYTES else -(-MIN_PIECE_OPS // period)
     # (the next op is the period's first, names[-period]: the piece begins r ops on)
-    return period * whole, first_of_rotation(names[-period:])
+    return period * -(-MIN_PIECE_OPS // period), first_of_rotation(names[-period:])
