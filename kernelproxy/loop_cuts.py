@@ -21,10 +21,14 @@ them early anyway: a piece whose ops differ is another key, never a wrong replay
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from .stretch_key import StretchKey
 
-__all__ = ["BIG_ARRAY_BYTES", "DETECT_OPS", "MAX_PERIOD", "MIN_PIECE_OPS", "WINDOW", "period_of",
-           "piece_of", "first_of_rotation"]
+__all__ = ["BIG_ARRAY_BYTES", "DETECT_OPS", "MAX_PERIOD", "MIN_PIECE_OPS", "WINDOW", "PIECES_AHEAD",
+           "AWAITS", "LoopCuts", "period_of", "piece_of", "first_of_rotation"]
 
 #: A stretch with no sync point is looked at for a period once it holds this many ops.
 DETECT_OPS = 96
@@ -40,6 +44,15 @@ MIN_PIECE_OPS = 32
 #: (2^24 float32 elements, an H200, run 29: 1.06-1.10x local cut into one-period pieces,
 #: 1.01-1.03x uncut), and a held piece's graph keeps every temporary its ops made.
 BIG_ARRAY_BYTES = 16 << 20
+#: A loop cut into pieces runs at most this many pieces' batches ahead of the worker's
+#: answers: the reply that says a piece is held (and the metadata its template needs) is
+#: read within so many pieces, on a slow worker too, and the batches kept for a move to
+#: another worker stay bounded (local CuPy's launch queue bounds its run ahead likewise).
+PIECES_AHEAD = 4
+#: A loop's cuts wait for every answer, so that the next piece's inputs have their
+#: metadata and it can be answered from its template, at most this many times a loop
+#: (where a template exists and the piece before was not answered from one).
+AWAITS = 3
 
 
 def period_of(names: list) -> int | None:
@@ -78,3 +91,90 @@ def piece_of(stretch: StretchKey, largest: int = 0) -> tuple[int, int] | None:
         return None
     # (the next op is the period's first, names[-period]: the piece begins r ops on)
     return period * -(-MIN_PIECE_OPS // period), first_of_rotation(names[-period:])
+
+
+class LoopCuts:
+    """A session's cutting of a loop with no sync point into pieces (the session's own
+    state for it, apart from its batching): where the current piece ends (``cut_at``, the
+    number of its last op; None: not cutting), a piece's ops, whether this stretch was
+    looked at, whether a cut is ending a stretch now, the waits for metadata left, and
+    whether the stretch under way is a piece (not the one the loop was found in)."""
+
+    __slots__ = ("session", "cut_at", "piece", "looked", "cutting", "awaits", "in_piece")
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.cut_at: int | None = None
+        self.piece = 0
+        self.looked = False
+        self.cutting = False
+        self.awaits = 0
+        self.in_piece = False
+
+    def look(self) -> bool:
+        """The stretch queued has no sync point and DETECT_OPS ops: if they repeat, cut it
+        before the op its least rotation begins with, and after each piece from then on.
+        Looked at once a stretch. Whether the loop is being cut."""
+        self.looked = True
+        session = self.session
+        if session.blocking:
+            return False
+        current = session.stretches.current
+        found = piece_of(current, max(map(self._known_nbytes, current.inputs), default=0))
+        if found is None:
+            return False
+        self.piece, first = found
+        self.cut_at = session._seq + first   # (the op after that one cuts: cut)
+        self.awaits = AWAITS
+        return True
+
+    def _known_nbytes(self, hid: int) -> int:
+        """The bytes of array *hid* where its metadata is known here (0 where not: nothing
+        is asked of the pool for it)."""
+        session = self.session
+        ref = session.arrays.get(hid)
+        array = ref() if ref is not None else None
+        meta = getattr(array, "_m", None) or session.meta.peek(hid)
+        if meta is None:
+            return 0
+        return int(np.prod(meta[0], dtype=np.int64)) * np.dtype(meta[1]).itemsize
+
+    def cut(self) -> None:
+        """End the stretch here as a sync point would, waiting for nothing: its ops (or the
+        run answered from its template, as its replay) go now; the next piece begins. Made
+        as the op after a piece's last is submitted, so that the arrays the last op's caller
+        dropped as it rebound a name are freed in the piece, as in every piece."""
+        session = self.session
+        stretches = session.stretches
+        answered_here = session._run is not None
+        piece = self.in_piece and stretches is not None
+        if piece:
+            stretches.current.piece = stretches.cutting_piece = True
+        self.in_piece = True
+        self.cutting = True
+        try:
+            session.flush()
+        finally:
+            self.cutting = False
+            if piece:
+                stretches.cutting_piece = False
+        self.cut_at = session._seq + self.piece
+        in_flight = session._in_flight
+        if len(in_flight) > PIECES_AHEAD:   # (the oldest answered first: see PIECES_AHEAD)
+            session._wait_through(in_flight[-PIECES_AHEAD - 1][2])
+        if self.awaits and not answered_here and stretches.templates:
+            # a piece answered from its template needs its inputs' metadata (the last
+            # piece's results); with no sync point, their replies lag behind: wait for them
+            # (AWAITS times at most a loop), after which each piece answered from its
+            # template gives its results its template's
+            self.awaits -= 1
+            session._wait_all()
+            session._may_start = True   # (the templates may have come with these replies)
+
+    def stop(self) -> None:
+        """The cutting ends: at a sync point (the stretch begins anew), or where a piece
+        missed its template (where its period begins is lost: the loop is looked for anew,
+        to be cut where it was)."""
+        self.cut_at = None
+        self.in_piece = False
+        self.looked = False

@@ -47,7 +47,7 @@ from .settings import SessionSettings
 from .stretch_replay import StretchReplay
 from . import early_replay
 from .early_replay import Early
-from .loop_cuts import DETECT_OPS, piece_of
+from .loop_cuts import DETECT_OPS, LoopCuts
 from .stretch_templates import TemplateRun
 from .tracebacks import for_user
 from .wait_displays import WaitDisplays
@@ -69,16 +69,6 @@ EAGER_OPS = 8
 #: After each early batch the size that goes early is multiplied by this (until a sync);
 #: a session's ``eager_growth`` (1 keeps it at EAGER_OPS: tests compare the two).
 EAGER_GROWTH = 2
-#: A loop with no sync point, cut into pieces (kernelproxy/loop_cuts.py), runs at most this
-#: many pieces' batches ahead of the worker's answers: the reply that says a piece is held
-#: (and the metadata its template needs) is read within so many pieces, on a slow worker
-#: too, and the batches kept for a move to another worker stay bounded (local CuPy's
-#: launch queue bounds its run ahead likewise).
-PIECES_AHEAD = 4
-#: A loop's cuts wait for every answer, so that the next piece's inputs have their
-#: metadata and it can be answered from its template, at most this many times a loop
-#: (where a template exists and the piece before was not answered from one).
-AWAITS = 3
 #: How long close() waits for the worker to answer what was already sent.
 CLOSE_WAIT = 5.0
 #: How long a sync point polls without sleeping before it blocks. Local CuPy spins
@@ -297,16 +287,8 @@ class Session:
         self._run: TemplateRun | None = None
         self._may_start = False
         self.stretch_frees: list[int] = []
-        #: a loop with no sync point cut into pieces that repeat (kernelproxy/loop_cuts.py):
-        #: the number of the current piece's last op (None: not cutting), a piece's ops,
-        #: whether this stretch was looked at for a period, whether a cut is ending a
-        #: stretch now, and whether the replies a piece's template needs are still awaited
-        self._cut_at: int | None = None
-        self._piece = 0
-        self._looked = False
-        self._cutting = False
-        self._await_metas = 0
-        self._in_piece = False
+        #: a loop with no sync point cut into pieces that repeat (kernelproxy/loop_cuts.py)
+        self._cuts = LoopCuts(self)
         #: replays sent from runs, by batch: their ops' origins are made only if the reply
         #: needs them (an error, a warning, a cancel)
         self._run_origins: dict[int, TemplateRun] = {}
@@ -348,9 +330,10 @@ class Session:
             __tracebackhide__ = True  # IPython shows the user's frames, not ours
             if self._late_frees:
                 self._take_late_frees()
-            if self._cut_at is not None and self._seq >= self._cut_at:
-                self._cut_piece()   # (a loop's piece ended with the op before: it ends here,
-                #                     the frees made since in it, as in every piece)
+            cut_at = self._cuts.cut_at
+            if cut_at is not None and self._seq >= cut_at:
+                self._cuts.cut()   # (a loop's piece ended with the op before: it ends here,
+                #                    the frees made since in it, as in every piece)
             run = self._run
             if run is not None:   # a held stretch answered from its template: checked, not sent
                 if run.take(kind, want, out, name, target, args, kwargs, label):
@@ -387,13 +370,13 @@ class Session:
             queued = len(self._ops)
             if self.blocking and (want == api.ARRAY or want == api.NONE):
                 self.sync()   # raises this op's error here
-            elif self._cut_at is not None:   # a loop with no sync point, cut into pieces
+            elif self._cuts.cut_at is not None:   # a loop with no sync point, cut into pieces
                 pass   # (the op after a piece's last cuts it)
             elif queued >= FLUSH_OPS:
                 self.flush(part=True)
-            elif (not self._looked and queued >= self._eager_check and self.loop_cuts
+            elif (not self._cuts.looked and queued >= self._eager_check and self.loop_cuts
                   and self.eager_flush and self.stretches is not None
-                  and self.stretches.current.ops >= DETECT_OPS and self._look_for_loop()):
+                  and self.stretches.current.ops >= DETECT_OPS and self._cuts.look()):
                 pass   # (a loop with no sync point: cut here, and after each piece from now)
             elif self.eager_flush and queued >= self._eager_check and not (
                     self.stretches is not None and self.stretches.holding):
@@ -517,73 +500,12 @@ class Session:
         """A sync point has ended a stretch: the next may be a held stretch's, answered from
         its template (kernelproxy/stretch_templates.py) from its first op on."""
         stretches = self.stretches
-        if stretches is not None and stretches._stale:   # (none answered from a template now)
+        if stretches is not None:   # (no run answered from a template now)
             stretches.settle_stale()
         self._may_start = stretches is not None and bool(stretches.templates)
         self.stretch_frees.clear()
-        if not self._cutting:   # (a sync point, not a loop's cut: the cutting ends)
-            self._cut_at = None
-            self._in_piece = False
-            self._looked = False
-
-    # ------------------------------------------------------------ loops with no sync point
-    def _look_for_loop(self) -> bool:
-        """The stretch queued has no sync point and DETECT_OPS ops: if they repeat
-        (kernelproxy/loop_cuts.py), cut it here and after each piece from now on. Looked at
-        once a stretch. Whether it was cut."""
-        self._looked = True
-        if self.blocking:
-            return False
-        current = self.stretches.current
-        found = piece_of(current, max(map(self._known_nbytes, current.inputs), default=0))
-        if found is None:
-            return False
-        self._piece, first = found
-        self._cut_at = self._seq + first   # (the op after that one cuts: _cut_piece)
-        self._await_metas = AWAITS
-        return True
-
-    def _known_nbytes(self, hid: int) -> int:
-        """The bytes of array *hid* where its metadata is known here (0 where not: nothing
-        is asked of the pool for it)."""
-        ref = self.arrays.get(hid)
-        array = ref() if ref is not None else None
-        meta = getattr(array, "_m", None) or self.meta.peek(hid)
-        if meta is None:
-            return 0
-        shape, dtype = meta[0], meta[1]
-        return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-
-    def _cut_piece(self) -> None:
-        """End the stretch here as a sync point would, waiting for nothing: its ops (or the
-        run answered from its template, as its replay) go now; the next piece begins. Made
-        as the op after a piece's last is submitted, so that the arrays the last op's caller
-        dropped as it rebound a name are freed in the piece, as in every piece."""
-        answered_here = self._run is not None
-        stretches = self.stretches
-        piece = self._in_piece and stretches is not None   # (not the stretch the loop was found in)
-        if piece:
-            stretches.current.piece = stretches.cutting_piece = True
-        self._in_piece = True
-        self._cutting = True
-        try:
-            self.flush()
-        finally:
-            self._cutting = False
-            if piece:
-                stretches.cutting_piece = False
-        self._cut_at = self._seq + self._piece
-        in_flight = self._in_flight
-        if len(in_flight) > PIECES_AHEAD:   # (the oldest answered first: see PIECES_AHEAD)
-            self._wait_through(in_flight[-PIECES_AHEAD - 1][2])
-        if self._await_metas and not answered_here and self.stretches.templates:
-            # a piece answered from its template needs its inputs' metadata (the last
-            # piece's results); with no sync point, their replies lag behind: wait for
-            # them (AWAITS times at most a loop), after which each piece answered from its
-            # template gives its results its template's
-            self._await_metas -= 1
-            self._wait_all()
-            self._may_start = True   # (the templates may have come with these replies)
+        if not self._cuts.cutting:   # (a sync point, not a loop's cut: the cutting ends)
+            self._cuts.stop()
 
     def _send_run(self, run: TemplateRun, entry: list, sync_device: bool) -> None:
         """A run answered from its template reached its sync point: one batch, the replay
@@ -640,13 +562,11 @@ class Session:
         at hand; where the run is a loop's piece answered whole, the piece ends instead
         (kernelproxy/loop_cuts.py) and the op begins the next."""
         run = self._run
-        if at_op and self._cut_at is not None and run.i == len(run.template.ops):
-            self._cut_piece()   # (a loop's piece answered whole from its template: it ends)
-            return
-        if self._cut_at is not None:   # (a loop's piece missed its template: where its period
-            self._cut_at = None         # begins is lost; the loop is looked for anew, to be
-            self._looked = False        # cut where it was)
-            self._in_piece = False
+        if self._cuts.cut_at is not None:
+            if at_op and run.i == len(run.template.ops):
+                self._cuts.cut()   # (a loop's piece answered whole from its template: it ends)
+                return
+            self._cuts.stop()   # (a piece missed its template: the loop is looked for anew)
         self._run = None
         if run.early is not None:
             early_replay.abandon(self, run)

@@ -359,6 +359,8 @@ class StretchReplay:
         stretches gone stale are dropped (the next batch tells the worker, freeing their
         graphs) and counted anew, to be offered again with their new shapes; a key stale
         more than MAX_REOFFERS times is let go."""
+        if not self._stale:
+            return
         stale, self._stale = self._stale, []
         for key in stale:
             sid = self._held.pop(key, None)

@@ -20,8 +20,8 @@ import pytest
 from gpu_backend.protocol.errors import InvalidHandleError
 from gpu_backend.protocol.stretches import REPEATS
 from kernelproxy.modules import module_for
-from kernelproxy.loop_cuts import DETECT_OPS, MIN_PIECE_OPS
-from kernelproxy.session import PIECES_AHEAD, Session
+from kernelproxy.loop_cuts import DETECT_OPS, MIN_PIECE_OPS, PIECES_AHEAD
+from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 
 from ..quiet_gc import no_collection
@@ -557,7 +557,7 @@ def test_a_stretch_with_no_sync_point_that_does_not_repeat_is_not_cut(fresh_sess
             x = x + float(step) if step % 7 else cp.sin(x) if step % 2 else cp.cos(x)
             x = x * 0.5 if step % 3 else x - 1.0 if step % 5 else cp.abs(x)
         session = x._s
-        seen.append((session._looked, session._cut_at))   # (before the read, a sync point)
+        seen.append((session._cuts.looked, session._cuts.cut_at))   # (before the read, a sync point)
         return [x.get()]
 
     _run(fresh_sessions, loop)
