@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from .stretch_key import StretchKey
 
@@ -38,11 +37,14 @@ MAX_PERIOD = 32
 WINDOW = 64
 #: A piece holds whole periods, at least this many ops.
 MIN_PIECE_OPS = 32
-#: Where the loop's largest input is this large, it is not cut: its ops are the device's
-#: time (~10 µs each on an H200 from here, far more at 64 MiB), which a replay does not
-#: shorten, while each replay copies its inputs into its graph's buffers and its results out
-#: (2^24 float32 elements, an H200, run 29: 1.06-1.10x local cut into one-period pieces,
-#: 1.01-1.03x uncut), and a held piece's graph keeps every temporary its ops made.
+#: A piece whose template (the worker's answer to its offer) has an input this large is let
+#: go, never replayed (kernelproxy/stretch_replay.py): its ops are the device's time (~10 µs
+#: each on an H200 from here, far more at 64 MiB), which a replay does not shorten, while each
+#: replay copies its inputs into its graph's buffers and its results out (2^24 float32
+#: elements, an H200, runs 29 and 31: 1.04-1.10x local replayed, 1.01-1.03x not), and a held
+#: piece's graph keeps every temporary its ops made. (The cut is made before sizes are known
+#: on the client: a loop's arrays from before it are mostly dropped, and its results'
+#: metadata comes later.)
 BIG_ARRAY_BYTES = 16 << 20
 #: A loop cut into pieces runs at most this many pieces' batches ahead of the worker's
 #: answers: the reply that says a piece is held (and the metadata its template needs) is
@@ -77,14 +79,11 @@ def first_of_rotation(body: list) -> int:
     return min(range(len(texts)), key=lambda r: texts[r:] + texts[:r])
 
 
-def piece_of(stretch: StretchKey, largest: int = 0) -> tuple[int, int] | None:
+def piece_of(stretch: StretchKey) -> tuple[int, int] | None:
     """How to cut the loop that *stretch* (no sync point in it yet) is running: the ops a
     piece holds, and how many ops from now the first piece begins; None where its ops do
     not repeat. Its key's records name each op (its kind, what it gives, its callable);
-    free records are left out. *largest*: the bytes of its largest input known; from
-    BIG_ARRAY_BYTES on, None (see there)."""
-    if largest >= BIG_ARRAY_BYTES:
-        return None
+    free records are left out."""
     names = [record[:3] for record in stretch.records if record[0] != "free"]
     period = period_of(names)
     if period is None:
@@ -119,25 +118,13 @@ class LoopCuts:
         session = self.session
         if session.blocking:
             return False
-        current = session.stretches.current
-        found = piece_of(current, max(map(self._known_nbytes, current.inputs), default=0))
+        found = piece_of(session.stretches.current)
         if found is None:
             return False
         self.piece, first = found
         self.cut_at = session._seq + first   # (the op after that one cuts: cut)
         self.awaits = AWAITS
         return True
-
-    def _known_nbytes(self, hid: int) -> int:
-        """The bytes of array *hid* where its metadata is known here (0 where not: nothing
-        is asked of the pool for it)."""
-        session = self.session
-        ref = session.arrays.get(hid)
-        array = ref() if ref is not None else None
-        meta = getattr(array, "_m", None) or session.meta.peek(hid)
-        if meta is None:
-            return 0
-        return int(np.prod(meta[0], dtype=np.int64)) * np.dtype(meta[1]).itemsize
 
     def cut(self) -> None:
         """End the stretch here as a sync point would, waiting for nothing: its ops (or the

@@ -35,8 +35,11 @@ import time
 from collections import OrderedDict
 from typing import Any, Callable
 
+import numpy as np
+
 from gpu_backend.protocol.stretches import MAX_HELD, REPEATS
 
+from . import loop_cuts
 from .early_replay import EarlyPlan
 from .stretch_key import StretchKey
 from .stretch_templates import StretchTemplate, Templates, TemplateRun
@@ -78,6 +81,12 @@ WARM_REPLAYS = 3
 #: times a key (then let go, as a stretch that does not replay faster).
 STALE_AFTER = 3
 MAX_REOFFERS = 2
+
+
+def _largest(metas: list) -> int:
+    """The bytes of the largest of a template's inputs (their metadata, None where unknown)."""
+    return max((int(np.prod(meta[0], dtype=np.int64)) * np.dtype(meta[1]).itemsize
+                for meta in metas if meta is not None), default=0)
 
 
 class _Sightings:
@@ -346,13 +355,17 @@ class StretchReplay:
         # device nothing), or where the replays were not faster
         if timing.reruns >= len(timing.held) or (
                 timing.free and statistics.median(timing.held[WARM_REPLAYS:]) >= statistics.median(timing.free)):
-            key = timing.key
-            sid = self._held.pop(key)
-            self.drops.append(sid)
-            self.templates.drop(sid)
-            del self._timing[key]
-            self._decided.add(hash(key))
-            self._let_go += 1
+            self._let_go_of(timing.key)
+
+    def _let_go_of(self, key: tuple) -> None:
+        """The held stretch *key* is let go: never held again, the worker told to drop it
+        (its graphs' memory with it: the next batch's header ``D``)."""
+        sid = self._held.pop(key)
+        self.drops.append(sid)
+        self.templates.drop(sid)
+        self._timing.pop(key, None)
+        self._decided.add(hash(key))
+        self._let_go += 1
 
     def settle_stale(self) -> None:
         """Between two stretches (no run answered from a template under way): the held
@@ -432,6 +445,9 @@ class StretchReplay:
                     template = StretchTemplate(sid, stretch, frame, metas)
                 except (ValueError, TypeError, IndexError, KeyError):
                     return   # (a template that does not read: its stretch replays as ops)
+                if stretch.piece and _largest(template.input_metas) >= loop_cuts.BIG_ARRAY_BYTES:
+                    self._let_go_of(key)   # (a loop of large arrays: see BIG_ARRAY_BYTES)
+                    return
                 if early == 1 and self._early and not template.unpredicted:
                     template.early_plan = EarlyPlan(template.records, len(template.ops))
                 self.templates.add(template)

@@ -9,8 +9,8 @@ import pytest
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
-from kernelproxy.loop_cuts import (BIG_ARRAY_BYTES, MAX_PERIOD, MIN_PIECE_OPS, WINDOW, first_of_rotation,
-                                   period_of, piece_of)
+from kernelproxy.loop_cuts import (MAX_PERIOD, MIN_PIECE_OPS, WINDOW, first_of_rotation, period_of,
+                                   piece_of)
 from kernelproxy.stretch_key import StretchKey
 from kernelproxy.stretch_replay import PIECE_REPEATS, StretchReplay
 from gpu_backend.protocol.stretches import REPEATS
@@ -111,12 +111,3 @@ def test_a_loops_pieces_are_not_timed():
             timed.append(bool(replay._ending))
             replay.synced()
         assert any(timed) != piece, piece
-
-
-@pytest.mark.parametrize("period", [1, 6, 31])
-def test_a_loop_of_large_arrays_is_not_cut(period):
-    """From BIG_ARRAY_BYTES on, a loop is its device's time: replays would not shorten it,
-    and each would copy its inputs in and its results out; it is left uncut."""
-    key = _key([f"f{k}" for k in range(period)] * (100 // period + 2))
-    assert piece_of(key, BIG_ARRAY_BYTES - 1) is not None
-    assert piece_of(key, BIG_ARRAY_BYTES) is None

@@ -606,3 +606,17 @@ def test_an_interrupt_inside_a_loops_piece_loses_nothing(fresh_sessions):
     # piece it cut missed its template, so the loop is looked for anew and cut where it was;
     # cut where the interrupt left it, each later piece missed too: 8 in all)
     assert fast >= 14
+
+
+def test_a_loop_of_large_arrays_is_cut_but_never_replayed(fresh_sessions, monkeypatch):
+    """A piece whose template has an input of BIG_ARRAY_BYTES or more is let go as the
+    worker answers its offer: such a loop's ops are the device's time, which a replay would
+    not shorten but lengthen (its inputs copied in, its results out). The threshold is
+    lowered to this loop's 2 KiB arrays (the client's constant); results as without replay."""
+    import kernelproxy.loop_cuts as loop_cuts
+    monkeypatch.setattr(loop_cuts, "BIG_ARRAY_BYTES", 2048)
+    fast = fresh_sessions[0]
+    _results, answered = _run(fresh_sessions, lambda cp: _relaxation(cp, 200))
+    assert answered == 0
+    figures = fast.stretches.figures()
+    assert figures["held"] == 0 and figures["released"] >= 1 and figures["replays"] == 0
