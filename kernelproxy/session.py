@@ -374,7 +374,7 @@ class Session:
                 pass   # (the op after a piece's last cuts it)
             elif queued >= FLUSH_OPS:
                 self.flush(part=True)
-            elif (not self._cuts.looked and queued >= self._eager_check and self.loop_cuts
+            elif (queued >= self._eager_check and not self._cuts.looked and self.loop_cuts
                   and self.eager_flush and self.stretches is not None
                   and self.stretches.current.ops >= DETECT_OPS and self._cuts.look()):
                 pass   # (a loop with no sync point: cut here, and after each piece from now)
