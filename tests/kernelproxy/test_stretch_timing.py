@@ -23,13 +23,14 @@ class Clock:
 
 
 def _loop(replay: StretchReplay, clock: Clock, steps: int, free_s: float, held_s: float,
-          graphed: bool = True) -> list[str]:
-    """*steps* sightings of one stretch, each taking *held_s* when it travels held (as a
-    replay entry or an offer) and *free_s* when its ops travel as they are; the worker
-    runs its replays through graphs (or, *graphed* False, from their records); what each
-    batch header carried."""
+          graphed: bool = True, start: int = 1) -> list[str]:
+    """*steps* sightings of one stretch (batches numbered from *start*), each taking
+    *held_s* when it travels held (as a replay entry or an offer) and *free_s* when its ops
+    travel as they are; the worker runs its replays through graphs (or, *graphed* False,
+    from their records); what each batch header carried."""
     carried = []
-    for batch in range(1, steps + 1):
+    for batch in range(start, start + steps):
+        replay.settle_stale()   # (as the session does between two stretches)
         stretch = replay.current
         stretch.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
         stretch.add_op(m.KIND_METHOD, api.VALUE, None, "sum", _Remote(10 * batch), (), {})
@@ -90,23 +91,29 @@ def test_a_stretch_the_worker_never_runs_through_graphs_is_let_go_however_fast()
     assert replay.figures()["not_graphed"] == 1 + TIMED_REPLAYS
 
 
-def test_one_slow_replay_among_fast_ones_does_not_let_the_stretch_go():
-    """The choice takes the replays' median: one slow replay (the host busy for a moment)
-    does not outweigh the others."""
-    clock = Clock()
-    replay = _replay(clock)
-    slow = iter([0.5, 0.5, 6.0, 0.5, 0.5] + [0.5] * 40)   # (the first is the capture's)
-
+def _replays_timed(replay: StretchReplay, clock: Clock, steps: int, first: list[float]) -> list[str]:
+    """*steps* sightings of one stretch: pipelined ones take 0.9 s (1.0 while held to its
+    sync point), its replays *first* in turn and 0.5 s after them; what each batch carried."""
+    times = iter(first + [0.5] * steps)
     carried = []
-    for batch in range(1, 21):
+    for batch in range(1, steps + 1):
         replay.current.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
         held = replay.holding
         header = {"b": batch}
         replay.shape(header, replay.swap(), batch)
         carried.append("T" if "T" in header else "ops")
         replay.answered(batch, header.get("O"))
-        clock.now += next(slow) if "T" in header else (0.9 if not held else 1.0)
+        clock.now += next(times) if "T" in header else (0.9 if not held else 1.0)
         replay.synced()
+    return carried
+
+
+def test_one_slow_replay_among_fast_ones_does_not_let_the_stretch_go():
+    """The choice takes the replays' median: one slow replay (the host busy for a moment)
+    does not outweigh the others."""
+    clock = Clock()
+    replay = _replay(clock)
+    carried = _replays_timed(replay, clock, 20, [0.5, 0.5, 6.0, 0.5, 0.5])   # (the first: the capture)
     assert replay.figures()["released"] == 0 and carried[-1] == "T"
 
 
@@ -124,17 +131,7 @@ def test_the_replays_that_warm_up_do_not_decide():
     clock = Clock()
     replay = _replay(clock)
     warming = [5.0, 4.0, 3.0]   # (kernelproxy.stretch_replay.WARM_REPLAYS)
-    times = iter(warming + [0.5] * 60)
-    carried = []
-    for batch in range(1, 31):
-        replay.current.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
-        held = replay.holding
-        header = {"b": batch}
-        replay.shape(header, replay.swap(), batch)
-        carried.append("T" if "T" in header else "ops")
-        replay.answered(batch, header.get("O"))
-        clock.now += next(times) if "T" in header else (0.9 if not held else 1.0)
-        replay.synced()
+    carried = _replays_timed(replay, clock, 30, warming)
     assert carried.count("T") > TIMED_REPLAYS + 1   # (decided, and kept)
     assert replay.figures()["released"] == 0 and carried[-1] == "T"
 
@@ -179,41 +176,24 @@ def test_stretches_an_upload_cuts_a_loop_into_are_timed_together():
     assert carried[-1] == ("ops", "ops") and slower.figures()["released"] == 2
 
 
-def _held_loop(replay: StretchReplay, steps: int, graphed: bool, start: int) -> list[str]:
-    """*steps* sightings of one stretch whose replays the worker runs through graphs or
-    (*graphed* False) re-runs from its records; what each batch header carried."""
-    carried = []
-    for batch in range(start, start + steps):
-        if replay._stale:   # (as the session does between two stretches)
-            replay.settle_stale()
-        replay.current.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
-        header = {"b": batch}
-        if replay.drops:
-            header["D"] = replay.take_drops()
-        replay.shape(header, replay.swap(), batch)
-        carried.append("T" if "T" in header else "O" if "O" in header else
-                       "D" if "D" in header else "ops")
-        replay.answered(batch, header.get("O"), None if graphed or "T" not in header else 1)
-    return carried
-
-
 def test_a_held_stretch_gone_stale_is_offered_again_then_let_go():
     """Replays through graphs, then STALE_AFTER in a row re-run from their records (its
     inputs changed shape): the stretch is dropped and offered again; after MAX_REOFFERS
     times, let go for good. A stretch never run through graphs is left to its timing."""
-    replay = _replay(Clock(), measured=False)
+    clock = Clock()
+    replay = _replay(clock, measured=False)
     start = 1
     offers = 0
     for cycle in range(MAX_REOFFERS + 1):
-        carried = _held_loop(replay, 12, True, start)
+        carried = _loop(replay, clock, 12, 1.0, 1.0, True, start)
         start += 12
         offers += carried.count("O")
-        carried = _held_loop(replay, STALE_AFTER + 1, False, start)
+        carried = _loop(replay, clock, STALE_AFTER + 1, 1.0, 1.0, False, start)
         start += STALE_AFTER + 1
         assert carried[:STALE_AFTER] == ["T"] * STALE_AFTER, (cycle, carried)
         assert carried[STALE_AFTER] == "D"   # (dropped: the worker frees its graphs)
     assert offers == MAX_REOFFERS + 1
     assert replay.figures()["released"] == 1 and replay.figures()["held"] == 0
-    assert set(_held_loop(replay, 12, True, start)) == {"ops"}   # let go for good
-    never = _replay(Clock(), measured=False)
-    assert set(_held_loop(never, 20, False, 1)[REPEATS:]) == {"T"}
+    assert set(_loop(replay, clock, 12, 1.0, 1.0, True, start)) == {"ops"}   # let go for good
+    never = _replay(clock, measured=False)
+    assert set(_loop(never, clock, 20, 1.0, 1.0, False)[REPEATS:]) == {"T"}
