@@ -9,9 +9,9 @@ the session finds the loop's period and holds a piece (kernelproxy/loop_cuts.py)
 judge the learning as much as the replays. Here each loop first runs 200 steps (learning),
 then three timed runs of ``--steps`` steps, each ended by one read; the median of the three
 is reported per iteration, and its ratio to local CuPy's (NumPy's on a machine without a
-GPU). Two loops, each at every ``--sizes``: ``relax`` (``programs.no_sync_loop``'s body:
-six elementwise ops on two carried arrays) and ``momentum`` (in-place updates, a 0-d sum
-kept on the device). The ``ipc`` side runs once for each piece length in ``--pieces`` (the
+GPU). Two loops of ``programs.py``, each at every ``--sizes``: ``relax`` (``no_sync_loop``:
+six elementwise ops on two carried arrays) and ``momentum`` (``momentum_no_sync``: in-place
+updates, a 0-d sum kept on the device). The ``ipc`` side runs once for each piece length in ``--pieces`` (the
 client's ``kernelproxy.loop_cuts.MIN_PIECE_OPS``, set in this process), one session, so a
 later length or size meets the stretches the earlier held (a stale one is offered again:
 docs/stretch-replay.md); ``ipc-nocuts`` (``GPUWB_LOOP_CUTS=0``) is the pool without cuts.
@@ -35,41 +35,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import kernelproxy.loop_cuts as loop_cuts  # noqa: E402
 from kernelproxy.modules import module_for  # noqa: E402
-from programs import local_module  # noqa: E402
+from programs import local_module, momentum_no_sync, no_sync_loop  # noqa: E402
 from served_pool import sessions_for  # noqa: E402
 
 LEARN_STEPS = 200
 
 
-def relax(xp, n: int, steps: int):
-    """programs.no_sync_loop's body: no read in the loop, one after it."""
-    u = xp.asarray(np.random.default_rng(1).random(n, dtype=np.float32))
-    v = xp.zeros(n, dtype=xp.float32)
-    for _ in range(steps):
-        v = 0.9 * v + 0.1 * (0.5 - u)
-        u = u + 0.05 * v
-    return float(u.sum())
+#: the loops (programs.py's, each given its steps): relax is no_sync_loop's body
+LOOPS = {"relax": no_sync_loop, "momentum": momentum_no_sync}
 
 
-def momentum(xp, n: int, steps: int):
-    """Gradient descent with momentum, in place, a squared norm summed on the device."""
-    a = xp.asarray((np.random.default_rng(2).random(n) + 0.5).astype(np.float32))
-    x = xp.ones(n, dtype=xp.float32)
-    m = xp.zeros(n, dtype=xp.float32)
-    total = xp.zeros((), dtype=xp.float32)
-    for _ in range(steps):
-        g = a * x - 1.0
-        m *= 0.9
-        m += g
-        x -= 0.01 * m
-        total += (g * g).sum()
-    return float(total)
-
-
-LOOPS = {"relax": relax, "momentum": momentum}
-
-
-def timed(loop, xp, n: int, steps: int) -> tuple[float, float]:
+def timed(loop, xp, n: int, steps: int) -> tuple[float, np.ndarray]:
     """(median µs an iteration of three runs of *steps*, the last run's result), after a
     run of LEARN_STEPS."""
     loop(xp, n, LEARN_STEPS)
@@ -106,7 +82,8 @@ def measure(devices: str, steps: int, sizes: list[int], pieces: list[int], trans
                         rows[f"{name} {n} {label}"] = us
                         rows[f"{name} {n} {label} fallbacks"] = _fallbacks(session) - before
                         want = values[(name, n)]
-                        if not (value == want or (local_kind != "cupy" and np.isclose(value, want, rtol=1e-4))):
+                        if not (np.array_equal(value, want) or (
+                                local_kind != "cupy" and np.allclose(value, want, rtol=1e-4))):
                             failures.append((name, n, label, value, want))
             rows[f"{side} stretches"] = session.stretches.figures() if session.stretches else None
     return {"local_kind": local_kind, "rows": rows, "failures": failures}
