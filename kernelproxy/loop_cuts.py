@@ -134,17 +134,14 @@ class LoopCuts:
         session = self.session
         stretches = session.stretches
         answered_here = session._run is not None
-        piece = self.in_piece and stretches is not None
-        if piece:
-            stretches.current.piece = stretches.cutting_piece = True
+        if self.in_piece and stretches is not None:   # (not the stretch the loop was found in)
+            stretches.current.piece = True
         self.in_piece = True
         self.cutting = True
         try:
             session.flush()
         finally:
             self.cutting = False
-            if piece:
-                stretches.cutting_piece = False
         self.cut_at = session._seq + self.piece
         in_flight = session._in_flight
         if len(in_flight) > PIECES_AHEAD:   # (the oldest answered first: see PIECES_AHEAD)

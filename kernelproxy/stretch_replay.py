@@ -103,7 +103,7 @@ class _Sightings:
 class _Timing:
     """A held stretch's times (seconds): pipelined sightings, replays; then the choice."""
 
-    __slots__ = ("key", "free", "held", "reruns", "rerun", "decided", "graphed", "stale")
+    __slots__ = ("key", "free", "held", "reruns", "rerun", "decided", "graphed", "stale", "piece")
 
     def __init__(self, key: tuple, free: list[float]) -> None:
         self.key = key
@@ -111,6 +111,7 @@ class _Timing:
         self.held: list[float] = []
         self.graphed = False   # a replay of it ran through graphs
         self.stale = 0         # replays since the last that did: re-runs from its records
+        self.piece = False     # a piece of a loop with no sync point: never timed (_ends)
         self.reruns = 0        # timed replays the worker did not run through graphs
         self.rerun = False     # the last replay answered was one
         self.decided = False
@@ -158,9 +159,6 @@ class StretchReplay:
         self._reoffers: dict[int, int] = {}
         #: the ids of stretches let go that the worker is to drop
         self.drops: list[int] = []
-        #: set by the session while it ends a piece of a loop with no sync point
-        #: (kernelproxy/loop_cuts.py): such a stretch is not timed (_ends)
-        self.cutting_piece = False
         #: the stretches ended since the last sync point returned, each timed by the whole
         #: interval to the next: (what times it, how it ran), one entry a stretch
         self._ending: dict[int, tuple[Any, str]] = {}
@@ -244,7 +242,8 @@ class StretchReplay:
                 return False
             header["T"] = [sid, first, stretch.inputs, stretch.params, stretch.outs]
             self._replaying[header["b"]] = key
-            self._ends(self._timing[key], "replay")
+            if not stretch.piece:   # (a piece is never timed: _ends)
+                self._ends(self._timing[key], "replay")
             return True
         if mark in self._decided:
             return False
@@ -257,7 +256,7 @@ class StretchReplay:
             self._counts.move_to_end(mark)
         count.n += 1
         seen = count.n
-        if 2 <= seen <= HOLD_AFTER and not held_ops:
+        if 2 <= seen <= HOLD_AFTER and not held_ops and not stretch.piece:
             self._ends(count.free, "free")   # (the first sighting pays for compiling kernels)
         offering = self._can_offer()
         self.holding = seen >= HOLD_AFTER and offering
@@ -304,7 +303,7 @@ class StretchReplay:
         self.holding = True
         key = template.key
         timing = self._timing.get(key)
-        if timing is not None:
+        if timing is not None and not timing.piece:
             self._ends(timing, "replay")
         self._replaying[header["b"]] = key
         self.fast_replays += 1
@@ -318,13 +317,12 @@ class StretchReplay:
 
     def _ends(self, times: Any, how: str) -> None:
         """A stretch timed by *times* ended (*how*: ``"free"``, its ops pipelined, or
-        ``"replay"``): the interval to the next sync point's return is put down to it. Not
-        a piece of a loop with no sync point (``cutting_piece``): its ops go at its cut
-        whether replayed or not, so holding it costs no overlap, and the interval to the
-        next sync point is the whole loop's, as long as the loop is (a long loop after a
+        ``"replay"``): the interval to the next sync point's return is put down to it. Never
+        called for a piece of a loop with no sync point (``StretchKey.piece``): its ops go at
+        its cut whether replayed or not, so holding it costs no overlap, and the interval to
+        the next sync point is the whole loop's, as long as the loop is (a long loop after a
         short one would be judged slower); pieces stay held."""
-        if not self.cutting_piece:
-            self._ending[id(times)] = (times, how)
+        self._ending[id(times)] = (times, how)
 
     def synced(self) -> None:
         """A sync point has returned: each stretch that ended since the one before took
@@ -439,7 +437,8 @@ class StretchReplay:
         count = self._counts.pop(hash(key), None)   # (held or refused now: no longer counted)
         if held == sid:
             self._held[key] = sid
-            self._timing[key] = _Timing(key, count.free if count is not None else [])
+            timing = self._timing[key] = _Timing(key, count.free if count is not None else [])
+            timing.piece = stretch.piece
             if frame is not None and isinstance(metas, list) and len(metas) == 2:
                 try:
                     template = StretchTemplate(sid, stretch, frame, metas)

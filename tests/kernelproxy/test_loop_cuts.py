@@ -103,10 +103,9 @@ def test_a_loops_pieces_are_not_timed():
         for batch in range(1, 8):
             stretch = replay.current
             stretch.add_op(m.KIND_FUNCTION, api.ARRAY, 10 * batch, "ones", None, (8,), {})
-            stretch.piece = replay.cutting_piece = piece
+            stretch.piece = piece
             header = {"b": batch}
             replay.shape(header, replay.swap(), batch)
-            replay.cutting_piece = False
             replay.answered(batch, header.get("O"))
             timed.append(bool(replay._ending))
             replay.synced()
