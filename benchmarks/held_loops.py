@@ -9,9 +9,9 @@ Issue 50 (the client's fast path for held stretches) is judged by these figures.
 loop is a body of ops and a scalar read, as ``programs.py`` runs it:
 
 * ``chain20``: 20 elementwise ops on 1 K float32 (x, y and Python floats, each result
-  feeding the next, the last carried as the next x; ``programs.chain20_body``), then
+  feeding the next, the last carried as the next x; ``program_bodies.chain20_body``), then
   ``float(x.sum())``;
-* ``heat2d``: a 512 x 512 heat step by slice assignment (``programs.heat2d_update``: 14
+* ``heat2d``: a 512 x 512 heat step by slice assignment (``program_bodies.heat2d_update``: 14
   calls, 5 of them slices), then ``float(linalg.norm(lap))``.
 
 Every iteration is timed in two parts: ``t0``; the body's ops (nothing read); ``t1``; the
@@ -65,8 +65,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kernelproxy.modules import module_for  # noqa: E402
 from json_out import emit  # noqa: E402  (beside this file)
-from programs import (CHAIN20_OPS, HEAT2D_OPS, chain20_body, chain20_inputs, heat2d_grid,  # noqa: E402
-                      heat2d_update, local_module)
+from program_bodies import (CHAIN20_OPS, HEAT2D_OPS, chain20_body, chain20_inputs,  # noqa: E402
+                            heat2d_grid, heat2d_update)
+from programs import local_module  # noqa: E402
 from served_pool import OWN_POOLS_HELP, _environment, sessions_for, use_side  # noqa: E402
 
 #: issue 50's targets

@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import kernelproxy.loop_cuts as loop_cuts  # noqa: E402
 from kernelproxy.modules import module_for  # noqa: E402
-from programs import local_module, momentum_no_sync, no_sync_loop  # noqa: E402
+from program_bodies import momentum_no_sync, no_sync_loop  # noqa: E402
+from programs import local_module  # noqa: E402
 from served_pool import sessions_for  # noqa: E402
 
 LEARN_STEPS = 200

@@ -6,7 +6,7 @@ Issue 50 asks a replayed stretch to cost its graph launch plus <= 20 us of the w
 time, and the 20-op loop of ``held_loops.py`` (chain20) <= 0.5x local eager. Before writing
 a compiled path (docs/stretch-replay.md, "What reaching issue 50's targets takes"), this
 measures what the shortest *Python* worker can do, with none of the pool's machinery: a
-second process serves one captured chain20 (``programs.chain20_body`` and the ``x.sum()`` a
+second process serves one captured chain20 (``program_bodies.chain20_body`` and the ``x.sum()`` a
 loop reads, one CUDA graph; on a machine without a GPU, the ops run eagerly on NumPy) over
 a Unix socket with the session link's framing (protocol/framing.py) and msgpack. Each
 iteration the client sends [input handles, parameters, result handle, frees] and waits for
@@ -53,7 +53,7 @@ sys.path.insert(0, HERE)
 
 from gpu_backend.protocol.framing import MessageReader, send_all  # noqa: E402
 from json_out import emit  # noqa: E402
-from programs import chain20_body, chain20_inputs  # noqa: E402
+from program_bodies import chain20_body, chain20_inputs  # noqa: E402
 
 N = 1024
 #: the 20 Python floats of chain20_body, as a replay sends its parameters

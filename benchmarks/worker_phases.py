@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernelproxy  # noqa: E402
 from json_out import emit  # noqa: E402  (beside this file)
 from kernelproxy.modules import module_for  # noqa: E402
-from programs import chain20_body, chain20_inputs  # noqa: E402
+from program_bodies import chain20_body, chain20_inputs  # noqa: E402
 from served_pool import open_pool  # noqa: E402
 
 from gpu_backend.worker.phases import read_summaries  # noqa: E402
