@@ -11,7 +11,10 @@ walking the stretch's ops in the same order with the same rules, kept here:
   met (a free record of such a handle counts as meeting it);
 * a scalar operand of an arithmetic or comparison operator (:data:`PARAM_OPERATORS`) is a
   parameter: its value may change from one run to the next (a step size, CG's alpha);
-  every other value is part of the stretch as it is.
+  every other value is part of the stretch as it is. A power's is not: CuPy's ``**``
+  picks its kernel by the exponent's value (``x ** 2``, ``2.0``, ``0.5`` and ``-1.0`` run
+  ``square``, ``sqrt`` and ``reciprocal``, whose last bits differ from ``power``'s), so a
+  replay given the exponent as a parameter would not be bitwise the user's op.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from . import api
 __all__ = ["PARAM_OPERATORS", "is_param", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
 
 #: Operators whose scalar operands are parameters: the arithmetic and comparison ones and
-#: their in-place forms (getitem's and setitem's indices select, so they stay literal).
+#: their in-place forms (getitem's and setitem's indices select, so they stay literal; a
+#: power's exponent picks CuPy's kernel, so it stays literal too).
 PARAM_OPERATORS = frozenset(name for name in api.OPERATORS
-                            if name not in ("getitem", "setitem", "divmod"))
+                            if name not in ("getitem", "setitem", "divmod", "pow", "ipow"))
 
 _PYTHON_SCALARS = (bool, int, float, complex)
 
