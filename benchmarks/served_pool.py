@@ -38,7 +38,8 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
                "nofast": {"GPUWB_FAST_PATH": "0"},
                "noearly": {"GPUWB_EARLY_REPLAY": "0"},
                "nocuts": {"GPUWB_LOOP_CUTS": "0"},
-               "socket": {"GPUWB_STAGING": "0"}}
+               "socket": {"GPUWB_STAGING": "0"},
+               "nocompiled": {"GPUWB_COMPILED": "0"}}
 
 
 #: Sides that need a pool of their own, started with these variables set (its workers
@@ -78,7 +79,9 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     held stretches off (``GPUWB_FAST_PATH=0``, issue 50): replay on, every op of a held
     stretch issued as before. "ipc-noearly" (or "tcp-noearly"): a session of its own whose
     runs send their replays at their sync points, never early (``GPUWB_EARLY_REPLAY=0``,
-    kernelproxy/early_replay.py)."""
+    kernelproxy/early_replay.py). "ipc-nocompiled": a session whose held ops are checked by
+    the Python methods, not the compiled accelerator (``GPUWB_COMPILED=0``,
+    kernelproxy/held_ops.py). Modes joined by "+" apply together ("ipc-noearly+nocompiled")."""
     addresses = {"ipc": pool.local_address, "tcp": pool.tcp_address}
     sessions = {}
     try:
@@ -90,9 +93,12 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
                 if base not in sessions:
                     sessions[base] = kernelproxy.connect(addresses[base], pool.token)
                 sessions[t] = sessions[base]
-            elif mode in SESSION_ENV and (mode != "socket" or base == "ipc"):
-                # (the staging ring is the same-host link's: "socket" is for ipc alone)
-                with _environment(SESSION_ENV[mode]):
+            elif all(part in SESSION_ENV for part in mode.split("+")) and (
+                    mode != "socket" or base == "ipc"):
+                # (the staging ring is the same-host link's: "socket" is for ipc alone;
+                # modes joined by "+" apply together: "ipc-noearly+nocompiled")
+                env = {k: v for part in mode.split("+") for k, v in SESSION_ENV[part].items()}
+                with _environment(env):
                     sessions[t] = kernelproxy.connect(addresses[base], pool.token)
         yield sessions
     finally:

@@ -11,9 +11,12 @@ NumPy array or a list as an operand is refused at once, as CuPy refuses it (ufun
 
 from __future__ import annotations
 
+import numpy as np
+
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
+from . import caller, early_replay, held_ops
 from .issue import OP_SYMBOLS as _OP_SYMBOLS
 from .issue import OPERATOR_LABELS as _OPERATOR_LABELS
 from .issue import UFUNC_SCALAR_TYPES as _UFUNC_SCALAR_TYPES
@@ -52,6 +55,18 @@ def _applied(name: str, cls: type, reflected: bool):
             return result
         return of_subclass(result, operands)
 
+    return method
+
+
+def _plain(name: str, reflected: bool):
+    """``__<name>__`` for an array and an array or scalar, without asking a held stretch's
+    template: the compiled method's way on where the template's check failed (held_ops)."""
+    if reflected:
+        def method(self, other):
+            return _operator(name, (other, self), self._s)
+    else:
+        def method(self, other):
+            return _operator(name, (self, other), self._s)
     return method
 
 
@@ -112,3 +127,10 @@ def install_operators(cls: type) -> None:
         setattr(cls, f"__{name}__", _unary(name, cls))
     cls.__eq__ = _equality("eq", "zeros_like", cls)
     cls.__ne__ = _equality("ne", "ones_like", cls)
+    # the operators a held stretch's template answers, in C where it is built (held_ops)
+    held = [(f"__{r}{name.rstrip('_')}__", name, _OPERATOR_LABELS[name], bool(r), _plain(name, bool(r)))
+            for name in _ARITHMETIC for r in ("", "r")]
+    held += [(f"__{name}__", name, _OPERATOR_LABELS[name], False, _plain(name, False))
+             for name in ("lt", "le", "gt", "ge")]
+    held_ops.accelerate(cls, held, (_UFUNC_SCALAR_TYPES, caller._OWN_CODE, caller._own,
+                                    early_replay.send, np.generic))

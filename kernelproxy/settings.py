@@ -57,6 +57,10 @@ class SessionSettings:
     #: (kernelproxy/loop_cuts.py); its ops travel in batches cut by size, never replayed;
     #: to measure the difference, and as a way out should the cutting misbehave.
     loop_cuts: bool = True
+    #: ``GPUWB_COMPILED=0``: a held stretch's operators are checked against its template by
+    #: the Python methods, not by the compiled accelerator (kernelproxy/held_ops.py, where
+    #: it was built); to measure the difference, and as a way out.
+    compiled: bool = True
     #: ``JPY_SESSION_NAME``: the notebook's path, which Jupyter Server gives the kernels it
     #: starts for a notebook; the session's label in the pool's status (the Lab panel
     #: names the notebook that opened each session)
@@ -73,4 +77,5 @@ class SessionSettings:
                    fast_path=_flag(env, "GPUWB_FAST_PATH", True),
                    early_replay=_flag(env, "GPUWB_EARLY_REPLAY", True),
                    loop_cuts=_flag(env, "GPUWB_LOOP_CUTS", True),
+                   compiled=_flag(env, "GPUWB_COMPILED", True),
                    notebook=env.get("JPY_SESSION_NAME") or None)

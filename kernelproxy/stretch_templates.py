@@ -324,7 +324,7 @@ class TemplateRun:
 
     __slots__ = ("session", "templates", "template", "i", "first", "first_hid", "hids",
                  "results", "inputs", "input_of", "params", "lines", "frees", "predicted",
-                 "_array", "_bound", "ids", "early")
+                 "_array", "_bound", "ids", "early", "compiled")
 
     def __init__(self, session: Any, templates: Templates, template: StretchTemplate,
                  first: int, first_hid: int) -> None:
@@ -349,6 +349,9 @@ class TemplateRun:
         #: early replay reserved (kernelproxy/early_replay.py), which it sent already
         self.ids = session._ids
         self.early: Any = None   # the early replay sent for this run, while undecided
+        #: whether the compiled operators answer this run's ops (kernelproxy/held_ops.py;
+        #: off: the Python methods below, the reference, answer them)
+        self.compiled = session.settings.compiled
 
     # ------------------------------------------------------------ the ops
     def operator(self, name: str, operands: tuple, label: str) -> Any:

@@ -6,9 +6,12 @@ each position of a stretch, for each kind of difference, falls back and loses no
 frees and kept results, views, in-place writes, ``out=``, errors, interrupts and a second
 thread behave as without it.
 
-Each loop runs on three sessions of the suite's pool (on the NumPy device in CI; on a GPU
+Each loop runs on four sessions of the suite's pool (on the NumPy device in CI; on a GPU
 with ``GPUWB_TEST_DEVICES=auto GPUWB_REFERENCE=cupy``), every repeated stretch held (none
-timed and let go), and the results are compared bitwise.
+timed and let go), and the results are compared bitwise: the fast path with the compiled
+operators (kernelproxy/held_ops.py), without the fast path, with replay off, and the fast
+path with its Python methods alone (``GPUWB_COMPILED=0``), which must answer exactly as many
+runs from their templates as the compiled ones.
 """
 
 from __future__ import annotations
@@ -35,10 +38,13 @@ FAST = STEPS - REPEATS - 3
 
 
 def _three_sessions(pool) -> list:
+    """The fast path (compiled operators where built), no fast path, no replay; and the fast
+    path on its Python methods alone, last."""
     return [Session(pool.address, pool.token, settings=settings) for settings in (
         SessionSettings(replay_measured=False),
         SessionSettings(replay_measured=False, fast_path=False),
-        SessionSettings(graphs=False))]
+        SessionSettings(graphs=False),
+        SessionSettings(replay_measured=False, compiled=False))]
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +70,12 @@ def _fast(session) -> int:
 
 
 def _run(sessions, loop):
-    """*loop(cp)* on the three sessions: its results (compared bitwise) and the fast runs
-    the fast-path session made."""
-    fast, nofast, off = sessions
-    before = _fast(fast)
+    """*loop(cp)* on the sessions: its results (compared bitwise) and the fast runs the
+    fast-path session made; its Python methods alone made some where it made some (how
+    many varies a little with the worker's pace: a loop's cuts, an upload's cut, an early
+    replay wait on its answers)."""
+    fast, nofast, off, python = sessions
+    before, python_before = _fast(fast), _fast(python)
     results = []
     for session in sessions:
         with no_collection():
@@ -75,6 +83,7 @@ def _run(sessions, loop):
     for other in results[1:]:
         _bitwise(results[0], other)
     assert _fast(nofast) == 0
+    assert (_fast(fast) > before) == (_fast(python) > python_before)
     return results[0], _fast(fast) - before
 
 
@@ -107,6 +116,45 @@ def test_a_loop_is_answered_from_its_template_with_the_same_results(sessions):
             c, v = _body(cp, x, y, step)
             values.append(v)
         return values + [c.get(), c.shape, c.strides]
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST
+
+
+def test_operators_of_every_kind_are_answered_with_the_same_results(sessions):
+    """Reflected operators, comparisons, integer and bitwise operators, NumPy scalars as
+    operands, Python scalars that change: each run answered
+    from its template, by the compiled operators and by the Python methods alike."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        n = cp.arange(256, dtype=cp.int32)
+        values = []
+        for step in range(STEPS):
+            a = 2.0 * x - (1.0 - y) / (0.5 + x) ** 2
+            b = (a < 0.25) | (x >= y) & ~(y > np.float32(0.75))
+            c = (n + step) // 3 % 7 ^ (n << 1) >> 2
+            d = x * np.float32(0.5) + np.float64(2.0) * y * (1.0 + step)
+            e = (b * d) @ d + (c & 5).sum() + (-a).max()
+            values.append(float(e))
+        return values + [a.get(), b.get(), c.get(), d.get()]
+
+    _results, fast = _run(sessions, loop)
+    assert fast >= FAST
+
+
+def test_powers_whose_exponent_picks_cupys_kernel_are_bitwise_the_users(sessions):
+    """CuPy's ``**`` runs ``square``, ``sqrt`` and ``reciprocal`` for the exponents 2, 2.0,
+    0.5 and -1.0, whose last bits differ from ``power``'s: a replay keeps the exponent as
+    the user wrote it (not a parameter), so each run is bitwise the eager op's (on a GPU
+    against local CuPy; the replay of ``x ** 2`` with the exponent a parameter differed)."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        values = []
+        for step in range(STEPS):
+            a = (x + 0.5) ** 2 + (y + 0.5) ** 2.0 + (x + 1.0) ** 0.5
+            b = (y + 1.0) ** -1.0 + x ** 3 + 2.0 ** y
+            values.append(float((a * b).sum()))
+        return values + [a.get(), b.get()]
 
     _results, fast = _run(sessions, loop)
     assert fast >= FAST
