@@ -59,13 +59,14 @@ LONG_VS_SMALL = ("long-vs-small", "sync-long-vs-small")
 
 
 def verdicts(results: dict, scenarios: dict) -> list[dict]:
-    """One row per target measured in the run, for every policy of the ``fair`` family:
+    """One row per target measured in the run, for every policy of the ``fair`` and ``share``
+    families (arbiter/share.py: weighted fair share side by side):
     ``{"policy", "scenario", "target", "value", "limit", "met", "by", "why"}``. ``by`` is
     how far past the limit a miss lies (in the value's unit), ``why`` is empty for a met
     target. *scenarios* is fairness.py's ``SCENARIOS`` (user, workload, weight)."""
     rows: list[dict] = []
     for policy, by_scenario in results.get("policies", {}).items():
-        if policy.split("+")[0].split(":")[0].split("/")[0] != "fair":
+        if policy.split("+")[0].split(":")[0].split("/")[0] not in ("fair", "share"):
             continue
         for name, r in by_scenario.items():
             members = scenarios.get(name, [])
@@ -227,7 +228,7 @@ def _why_interactive(results, policy, name, r, kinds) -> str:
 def targets_table(rows: list[dict]) -> str:
     """The verdicts as text: one line per target, misses with their size and why."""
     if not rows:
-        return "targets: no fair policy in this run"
+        return "targets: no fair or share policy in this run"
     width = max(6, *(len(v["policy"]) for v in rows))
     lines = ["", "issues 7 and 38's targets",
              f"{'policy':{width}} {'scenario':14} {'target':34} {'value':>8} {'limit':>6}  verdict",

@@ -62,8 +62,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key-file", help="the pool's CurveZMQ secret key file (gpuwb-backend keys); "
                                            "required off loopback")
     parser.add_argument("--users-file", help="TOML users file (see gpuwb-backend users)")
-    parser.add_argument("--policy", choices=("fair", "fifo", "none"),
+    parser.add_argument("--policy", choices=("fair", "share", "fifo", "none"),
                         help="how sessions share a device (default fair)")
+    parser.add_argument("--share-window-ms", type=float,
+                        help="share policy: device milliseconds (weighted) a user with work may "
+                             "run ahead of the user furthest behind before it is held back "
+                             "(default 4)")
     parser.add_argument("--quantum-ms", type=float,
                         help="fair policy: the least device milliseconds a session keeps the "
                              "device while others wait (default 2)")
@@ -121,7 +125,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 #: serve's options that map one to one onto PoolSettings fields
-SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms",
+SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms", "share_window_ms",
                   "usage_log", "memory_limit", "lease_timeout", "spare_workers", "ready_timeout",
                   "worker_zygote", "same_host",
                   "worker_spin_ms", "spin_slots",
@@ -178,7 +182,9 @@ def serve(args: argparse.Namespace) -> int:
     policy = settings.policy + ((f" (turns of {settings.period_ms:g} ms shared by weight, at least "
                                  f"{settings.quantum_ms:g} ms)" if settings.period_ms else
                                  f" (quantum {settings.quantum_ms:g} ms)")
-                                if settings.policy == "fair" else "")
+                                if settings.policy == "fair" else
+                                f" (a user held back {settings.share_window_ms:g} ms ahead)"
+                                if settings.policy == "share" else "")
     print(f"policy {policy}; {mode}; usage log {settings.usage_log}", flush=True)
     if door.metrics_server is not None:
         print(f"Prometheus metrics on http://{settings.metrics_address}:"

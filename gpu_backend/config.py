@@ -34,9 +34,14 @@ class PoolSettings(BaseSettings):
     key_file: Path | None = Field(None, description="the pool's CurveZMQ secret key file "
                                   "(gpuwb-backend keys); required off loopback")
     users_file: Path | None = Field(None, description="TOML users file; none: single-token mode")
-    policy: Literal["fair", "fifo", "none"] = Field(
-        "fair", description="how sessions share a device: weighted fair share, first come "
-                            "first served by batch, or CUDA's own time-slicing")
+    policy: Literal["fair", "share", "fifo", "none"] = Field(
+        "fair", description="how sessions share a device: weighted fair share by turns, "
+                            "weighted fair share side by side (only a user ahead of its "
+                            "share held back), first come first served by batch, or CUDA's "
+                            "own time-slicing")
+    share_window_ms: float = Field(4.0, gt=0, le=1000, description="share policy: device "
+                                   "milliseconds (weighted) a user with work may run ahead of "
+                                   "the user furthest behind before it is held back")
     quantum_ms: float = Field(2.0, gt=0, le=100, description="fair policy: the least device "
                               "milliseconds a session keeps the device while others wait")
     period_ms: float = Field(20.0, ge=0, le=1000, description="fair policy: device milliseconds "

@@ -23,7 +23,7 @@ from typing import Any, Callable, Union
 
 from .gap_rule import GAP_LEARN, GAP_MAX, GAP_SLACK, GapRule
 
-__all__ = ["Grant", "Yield", "Ready", "Action", "Policy", "FairPolicy", "FifoPolicy", "make_policy",
+__all__ = ["Grant", "Yield", "Ready", "Action", "Policy", "FairPolicy", "FifoPolicy",
            "QUANTUM", "PERIOD", "CREDIT", "PREEMPT_GAP", "YIELD_TIMEOUT", "ALONE_REPORT_LAG", "AHEAD_CAP",
            "PREEMPT_PATIENCE", "MIN_PATIENCE", "DRAIN_SLACK", "GAP_MAX", "GAP_SLACK", "GAP_LEARN"]
 
@@ -88,6 +88,9 @@ class Grant:
     grant: int = field(default=0, compare=False)
     after: tuple | None = field(default=None, compare=False)
     patience: float | None = field(default=None, compare=False)
+    #: ``share`` (arbiter/share.py): launch beside the others until told, say when out of
+    #: work (``idle``) and when there is work again (``want``, not waited on)
+    standing: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -202,6 +205,11 @@ class Policy:
         session = self.sessions.get(sid)
         if session is not None and type(seconds) is float and 0.0 <= seconds < 3600.0:
             session.op = seconds
+
+    def idle(self, sid: str, busy: float) -> list[Action]:
+        """*sid*'s worker, holding a standing grant (``share`` only), has run out of work;
+        the other policies grant none, and only charge what it says."""
+        return self.used(sid, busy)
 
     def used(self, sid: str, busy: float) -> list[Action]:
         """*sid*'s worker has measured *busy* device seconds in all (reported while it runs)."""
@@ -597,23 +605,3 @@ class FifoPolicy(Policy):
             self._due = None   # a batch runs to its end, however long
             return [self._granted(sid, batch_end=self.told)]
         return []
-
-
-def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
-                quantum: float = QUANTUM, period: float = PERIOD,
-                preempt_patience: float = PREEMPT_PATIENCE,
-                patience_by_op: bool = True, gap_rule: bool = True) -> Policy | None:
-    """The policy called *name* (``fair``, ``fifo``); ``none`` means no arbiter at all.
-    *quantum*: the least device seconds a ``fair`` holder keeps the device while others
-    wait; *period*: device seconds in which each backlogged user gets one turn (0: every
-    turn is *quantum*); *patience_by_op* (a diagnostic, on by default): a preempting
-    newcomer's wait follows the holder's op length (FairPolicy.patience_behind); *gap_rule*
-    (likewise): a user between two batches may be kept the device (arbiter/gap_rule.py)."""
-    if name == "fair":
-        return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
-                          patience_by_op=patience_by_op, gap_rule=gap_rule)
-    if name == "fifo":
-        return FifoPolicy(clock)
-    if name == "none":
-        return None
-    raise ValueError(f"unknown policy {name!r}: fair, fifo or none")

@@ -25,7 +25,8 @@ import zmq
 from ..protocol.codec import packb, unpackb
 from gpu_backend.runtime.run_dir import make_run_dir, remove_run_dir
 from .baton import BatonBoard
-from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Grant, Policy, Ready, make_policy
+from .choose import make_policy
+from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Grant, Policy, Ready
 from .trace import decision_trace
 
 __all__ = ["Arbiter"]
@@ -43,14 +44,15 @@ class Arbiter:
                  clock: Callable[[], float] = time.monotonic, quantum: float = QUANTUM,
                  period: float = PERIOD, run_dir: str | None = None,
                  preempt_patience: float = PREEMPT_PATIENCE, trace: str | None = None,
-                 patience_by_op: bool = True, gap_rule: bool = True) -> None:
+                 patience_by_op: bool = True, gap_rule: bool = True,
+                 window: float | None = None) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
         for device in devices:
             made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op,
-                               gap_rule)
+                               gap_rule, window)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made
@@ -236,7 +238,11 @@ class Arbiter:
             # what the policy believed when a session asked (the trace's why; off by default)
             before = policy.snapshot() if self.trace is not None and kind == "want" else None
             if kind == "want":
-                actions = policy.want(session)
+                actions = policy.want(session, holding=True) if msg.get("h") is True \
+                    else policy.want(session)
+            elif kind == "idle":
+                policy.op_seconds(session, msg.get("op"))
+                actions = policy.idle(session, float(msg["busy"]))
             elif kind == "used":
                 policy.op_seconds(session, msg.get("op"))
                 actions = policy.used(session, float(msg["busy"]))
@@ -254,7 +260,8 @@ class Arbiter:
             return
         if self.trace is not None:
             known = policy.sessions.get(session)
-            self.trace.decided(session, known.user if known else None, msg, actions, before)
+            self.trace.decided(session, known.user if known else None, msg, actions, before,
+                               {u.name: u.vt for u in policy.users.values()})
         self._send(actions)
 
     def _send(self, actions: list) -> None:
@@ -266,6 +273,8 @@ class Arbiter:
                 device = self._where[worker][0]
                 msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant,
                        "k": self._slot.get(worker), "a": len(self.policies[device].sessions) <= 1}
+                if action.standing:
+                    msg["s"] = True
                 if action.after is not None:   # wait for that grant's work to drain first
                     previous = self._worker_of.get(action.after[0])
                     if previous is not None and previous in self._slot:

@@ -23,14 +23,17 @@ class DecisionTrace:
         self._out = out
 
     def decided(self, session: str, user: str | None, msg: dict, actions: list,
-                state: dict | None = None) -> None:
+                state: dict | None = None, vt: dict | None = None) -> None:
         """*state*: the policy's snapshot before it decided (kept for requests: why one
-        waited shows in the users' virtual times)."""
+        waited shows in the users' virtual times); *vt*: every user's virtual time after it
+        (what the policy charged: tests/gpu_backend/test_share_pool.py reads the shares)."""
         answer = [{"a": type(a).__name__.lower(), **dataclasses.asdict(a)} for a in actions]
         entry = {"t": time.perf_counter(), "session": session, "user": user, "msg": msg,
                  "actions": answer}
         if state is not None:
             entry["state"] = state
+        if vt is not None:
+            entry["vt"] = vt
         self._out.write(json.dumps(entry, default=str) + "\n")
 
     def close(self) -> None:

@@ -62,6 +62,7 @@ class WorkerHost(HostWorkers):
         self.arbiter = (Arbiter(ctx, settings.policy, devices,
                                 quantum=settings.quantum_ms / 1e3,
                                 period=settings.period_ms / 1e3, run_dir=self.run_dir,
+                                window=settings.share_window_ms / 1e3,
                                 preempt_patience=settings.preempt_patience_ms / 1e3,
                                 patience_by_op=settings.patience_by_op,
                                 gap_rule=settings.gap_rule,

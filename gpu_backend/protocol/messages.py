@@ -51,7 +51,7 @@ __all__ = [
     "AgentJoin", "AgentWelcome", "AgentLoad", "AgentRelay", "AgentExited", "AgentSpawn",
     "AgentWorkerEnd", "AgentAttach", "AgentDetach", "AgentWeights", "AgentLeave", "AgentStop",
     # arbiter
-    "ArbiterWant", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
+    "ArbiterWant", "ArbiterIdle", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
     "ArbiterYield",
     # moves and administration
     "WhereRequest", "WhereReply", "ControlPark", "ControlUnpark", "ControlRelease",
@@ -747,6 +747,15 @@ class ArbiterWant(TypedDict):
     """worker → arbiter: it has work and does not hold the device (again after 1 s without
     a word; from the holder, answered with its grant once more)."""
     t: Annotated[Literal["want"], "the message type"]
+    h: NotRequired[Annotated[bool, "``share``: it holds a standing grant, said it was idle and has launched work again (not waited on)"]]
+
+
+class ArbiterIdle(TypedDict):
+    """worker → arbiter, ``share`` only: it holds a standing grant and has run out of work
+    (its batch's closing read has begun, or its batch ended)."""
+    t: Annotated[Literal["idle"], "the message type"]
+    busy: Annotated[float, "cumulative device seconds measured"]
+    op: NotRequired[Annotated[float, "device seconds of one of its ops, as measured lately (a moving average)"]]
 
 
 class ArbiterUsed(TypedDict):
@@ -777,6 +786,7 @@ class ArbiterGrant(TypedDict):
     w: NotRequired[Annotated[list[int], "[slot, grant]: wait until that slot reads that grant's work done before launching"]]
     wt: NotRequired[Annotated[float, "after a preemption: the longest to wait for w, seconds"]]
     a: NotRequired[Annotated[bool, "no other session is attached to the device (a longer queue is allowed)"]]
+    s: NotRequired[Annotated[bool, "``share``: a standing grant: launch beside the others until told, say ``idle`` when out of work"]]
 
 
 class ArbiterReady(TypedDict):
@@ -1122,7 +1132,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),
-    ARBITER: (ArbiterWant, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterCompany,
+    ARBITER: (ArbiterWant, ArbiterIdle, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterCompany,
               ArbiterYield),
     DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, GraphFigures, SplitFigures,
                    SessionFigures, PoolFigures),

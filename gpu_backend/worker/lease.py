@@ -91,6 +91,10 @@ class DeviceLease:
         self.patience = BATON_TIMEOUT        # ... and the longest to wait for it (seconds)
         #: the pacer's trace (GPUWB_PACING_TRACE), where the yields read are noted
         self.trace: list | None = None
+        #: ``share`` (arbiter/share.py): the grant held is standing (launch beside the others
+        #: until told; say when out of work), and whether this worker has said it is idle
+        self.standing = False
+        self.idle_said = False
 
     # ------------------------------------------------------------ messages
     def _send(self, msg: dict) -> None:
@@ -124,6 +128,8 @@ class DeviceLease:
                     patience = msg.get("wt")
                     self.patience = min(float(patience), BATON_TIMEOUT) \
                         if isinstance(patience, (int, float)) and patience >= 0 else BATON_TIMEOUT
+                self.standing = msg.get("s") is True
+                self.idle_said = False
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))
@@ -209,12 +215,32 @@ class DeviceLease:
         self.check_preempted()
         return self.hand_over_at is not None and projected_busy >= self.hand_over_at
 
+    def idle(self, busy: float, op: float | None = None) -> None:
+        """Holding a standing grant (``share``), out of work: say so once (the arbiter lets
+        users held back for this one go), with the device time measured so far."""
+        if self.holding and self.standing and not self.idle_said:
+            msg = {"t": "idle", "busy": busy}
+            if op is not None:
+                msg["op"] = op
+            self._send(msg)
+            self._reported = busy
+            self.idle_said = True
+
+    def busy_again(self) -> None:
+        """Holding a standing grant after saying it was idle: work again, launched at once;
+        the arbiter is told, not waited for (``want`` with ``h``)."""
+        if self.idle_said:
+            self._send({"t": "want", "h": True})
+            self.idle_said = False
+
     def report(self, busy: float, op: float | None = None) -> None:
         """While holding, the device time measured so far (every REPORT_SECONDS of it, or
         REPORT_ALONE_SECONDS alone), and *op*, an op's device time lately: the arbiter
-        waits for no drain behind a holder inside a long kernel."""
+        waits for no drain behind a holder inside a long kernel. A standing holder with
+        company reports as often as a holder told others wait: its charge decides who is
+        held back."""
         every = REPORT_ALONE_SECONDS if self.hand_over_at is None and not self.at_batch_end \
-            else REPORT_SECONDS
+            and (self.alone or not self.standing) else REPORT_SECONDS
         if self.holding and busy - self._reported >= every:
             msg = {"t": "used", "busy": busy}
             if op is not None:
@@ -241,6 +267,7 @@ class DeviceLease:
         self._send(msg)
         self._released = self.grant
         self.holding = False
+        self.standing = self.idle_said = False
         self.asked = want
         self._asked_at = time.perf_counter()
         self.hand_over_at = None

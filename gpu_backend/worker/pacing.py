@@ -94,6 +94,10 @@ SPIN_CHECK_SECONDS = 50e-6
 #: A held stretch's replay whose device time was measured is charged that time, without
 #: markers, this many times before it is measured again (replay_estimate).
 MEASURE_EVERY = 16
+#: The lead of a session holding a standing grant beside others (``share``, arbiter/share.py):
+#: its kernels run beside theirs, time-sliced by CUDA, so a short queue would only make the
+#: contexts take turns more often; a user held back stops within about this much of its work.
+SHARE_LEAD = 0.001
 
 
 class Pacer:
@@ -318,9 +322,12 @@ class Pacer:
 
     def exclusive(self) -> bool:
         """Whether this session's work runs alone on the device now: it holds the lease and
-        did not start beside a holder stuck in a long kernel (see _acquire). Without a lease
-        CUDA time-slices the sessions, and nothing is known."""
-        return self.lease is not None and self.lease.holding and self._quantum_left is None
+        did not start beside a holder stuck in a long kernel (see _acquire), and not a
+        standing grant beside others (``share``). Without a lease CUDA time-slices the
+        sessions, and nothing is known."""
+        lease = self.lease
+        return lease is not None and lease.holding and self._quantum_left is None \
+            and (not lease.standing or lease.alone)
 
     #: a batch run whole but for a preemption: a held stretch's replay re-run paced
     #: (worker/stretch_replay.py) hands the device over mid-way only to a newcomer that takes
@@ -348,6 +355,13 @@ class Pacer:
         return lease is not None and lease.alone and lease.holding \
             and lease.hand_over_at is None and not lease.at_batch_end
 
+    def _free_running(self) -> bool:
+        """Whether this session launches beside others under a standing grant (``share``),
+        not told to stop: nobody waits for the device to drain behind its queue."""
+        lease = self.lease
+        return lease is not None and lease.standing and lease.holding \
+            and lease.hand_over_at is None and not lease.at_batch_end
+
     def _ahead(self) -> float:
         return max(0.0, self._free_at - perf_counter())
 
@@ -361,7 +375,7 @@ class Pacer:
         all of them (fairness run 9: interactive p99 31 ms)."""
         if self.lease is None:
             return MAX_COUNTDOWN
-        grain = LONE_LEAD if self._alone() else GRAIN
+        grain = LONE_LEAD if self._alone() else SHARE_LEAD if self._free_running() else GRAIN
         bound = MAX_COUNTDOWN if self.per_op is None else \
             max(1, min(MAX_COUNTDOWN, int(grain / max(self.per_op, 1e-9))))
         if self._caught_up:
@@ -378,6 +392,12 @@ class Pacer:
     def _acquire(self, interrupted: Callable[[], bool]) -> bool:
         """Hold the lease, waiting if needed; a segment after a wait starts afresh."""
         lease = self.lease
+        if lease.holding and lease.idle_said:   # (a standing grant, idle till now: share)
+            lease.read(self.busy)
+            if self._contended():   # told to stop meanwhile: its grant goes back, ask anew
+                self._hand_over(want=True)
+            else:
+                lease.busy_again()
         if lease.holding:
             return True
         asked = perf_counter()
@@ -430,6 +450,12 @@ class Pacer:
         if not self.release_at_read or not lease.holding or self._early is not None:
             return False
         self._read_lease()
+        if lease.standing and not self._contended():
+            # (share: nothing to hand over; out of work as the read begins, which lets users
+            # held back for this one go while the read waits)
+            if not more_work():
+                self._say_idle(executed)
+            return False
         if not self._contended() or more_work():
             return False
         if executed > self._marked:   # (the read waits for them: the drain after it must too)
@@ -447,6 +473,15 @@ class Pacer:
         if self.trace is not None:
             self.trace.append((perf_counter(), "release-at-read", grant))
         return True
+
+    def _say_idle(self, executed: int = 0) -> None:
+        """A standing holder out of work: its launched ops marked, what is done charged,
+        and the arbiter told (lease.idle); the rest is charged with its next report."""
+        if executed > self._marked:
+            self._mark(executed - self._marked)
+            self._marked = executed
+        self.harvest()
+        self.lease.idle(self.busy, self.per_op)
 
     def pass_baton(self) -> None:
         """After a batch whose read began with the device handed over (release_before_read):
@@ -556,7 +591,9 @@ class Pacer:
         """The launched work allowed beyond the running op now: the pacer's lead, or *asked*
         if more, or LONE_LEAD while alone on the device."""
         lead = self.lead if asked is None else max(self.lead, asked)
-        return max(lead, LONE_LEAD) if self._alone() else lead
+        if self._alone():
+            return max(lead, LONE_LEAD)
+        return max(lead, SHARE_LEAD) if self._free_running() else lead
 
     def _hold_back(self, lead: float) -> None:
         """Wait while more than *lead* of launched work is unfinished; a yield cuts the wait
@@ -615,6 +652,9 @@ class Pacer:
             if not more or lease.at_batch_end or lease.must_hand_over(self.busy + self._ahead()):
                 self._hand_over(want=more)   # nothing more to run: hand over at once
                 return
+        elif lease.standing and not more_work():   # (share: out of work, said once)
+            lease.idle(self.busy, self.per_op)
+            return
         lease.report(self.busy, self.per_op)
 
     def write_trace(self, directory: str, name: str) -> None:
@@ -634,5 +674,7 @@ class Pacer:
         lease.read(self.busy)
         if lease.holding and self._contended():
             self._hand_over(want=False)
+        elif lease.holding and lease.standing:
+            lease.idle(self.busy, self.per_op)
         else:
             lease.report(self.busy, self.per_op)

@@ -1,0 +1,118 @@
+"""``--policy share`` in a served pool on the NumPy device: users whose loops sync every few
+milliseconds, each in its own session, get their weights' part of the device time whenever
+they have work, by the pool's own accounting (the charges the arbiter's trace records
+after each decision), and their workers run side by side under standing grants (they say
+``idle`` at their reads and are never handed a quantum). Judged from the pool's accounting,
+so that a loaded machine, which slows a user's client and so its demand, cannot make it
+fail: time a user had no work is not counted against it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+import kernelproxy
+from kernelproxy.modules import module_for
+from tests.gpu_backend.test_users_pool import _serve, write_users
+
+#: four N² GEMMs take far longer on the NumPy device than the client's round trip from one
+#: read to its next batch (tests/gpu_backend/test_release_at_read.py)
+N = 256
+
+
+def _trace_shares(trace) -> tuple[dict[str, tuple[float, float]], dict[str, int]]:
+    """Per user: (its part of the device time the pool charged while it had work, that
+    device time), and the ``idle`` messages each user's workers sent. The charges are the
+    users' virtual times after each decision (× weight); each entry's increase (a report of
+    the time before its message) counts toward every user that had work before it."""
+    state: dict[str, str] = {}      # session -> "on" | "waiting" | "idle"
+    user_of: dict[str, str] = {}
+    weights: dict[str, float] = {}
+    last_vt: dict[str, float] = {}
+    got: dict[str, float] = {}
+    total: dict[str, float] = {}
+    idles: dict[str, int] = {}
+
+    def has_work() -> set:
+        return {user_of[s] for s, st in state.items() if st != "idle"}
+
+    for line in trace.read_text().splitlines():
+        entry = json.loads(line)
+        session, user, msg = entry["session"], entry["user"], entry["msg"]
+        user_of[session] = user
+        for name, info in (entry.get("state") or {}).get("users", {}).items():
+            weights[name] = info["weight"]
+        before = has_work()
+        kind = msg.get("t")
+        if kind == "idle":
+            state[session] = "idle"
+            idles[user] = idles.get(user, 0) + 1
+        elif kind == "want":
+            state[session] = "on" if msg.get("h") else state.get(session, "waiting")
+        elif kind == "release":
+            state[session] = "waiting" if msg.get("want") else "idle"
+        for action in entry["actions"]:
+            if action["a"] == "grant":
+                user_of.setdefault(action["session"], user)
+                state[action["session"]] = "on"
+        vt = entry.get("vt") or {}
+        for name, value in vt.items():
+            delta = (value - last_vt.get(name, value)) * weights.get(name, 1.0)
+            last_vt[name] = value
+            if delta <= 0:
+                continue
+            for counted in before:
+                total[counted] = total.get(counted, 0.0) + delta
+                if counted == name:
+                    got[name] = got.get(name, 0.0) + delta
+    return {u: (got.get(u, 0.0) / total[u], total[u]) for u in total if total[u] > 0}, idles
+
+
+@pytest.mark.parametrize("weights", [{"a": 1, "b": 1}, {"a": 1, "b": 2, "c": 4}],
+                         ids=["1:1", "1:2:4"])
+def test_users_that_sync_every_few_ms_share_the_device_by_weight_side_by_side(tmp_path, weights):
+    users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
+    trace = tmp_path / "arbiter.jsonl"
+    tokens = write_users(users, {u: {"weight": w} for u, w in weights.items()})
+    proc, address = _serve(tmp_path, users, log, "--policy", "share",
+                           env={"GPUWB_ARBITER_TRACE": str(trace)})
+    try:
+        sessions = {u: kernelproxy.connect(address, tokens[u]) for u in weights}
+        arrays = {u: (module_for(s).random.rand(N, N), module_for(s).random.rand(N, N))
+                  for u, s in sessions.items()}
+        start = threading.Barrier(len(sessions))
+        stop_at = [0.0]
+
+        def loop(a, b):
+            float(a[0, 0])
+            start.wait()
+            while time.monotonic() < stop_at[0]:
+                for _ in range(4):
+                    c = a @ b
+                float(c[0, 0])   # the sync: nothing queued until the value is back
+
+        stop_at[0] = time.monotonic() + 5.0
+        threads = [threading.Thread(target=loop, args=arrays[u]) for u in weights]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for s in sessions.values():
+            s.close()
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    shares, idles = _trace_shares(trace)
+    assert set(idles) == set(weights), idles        # every user's worker said idle at its reads
+    entries = [json.loads(line) for line in trace.read_text().splitlines()]
+    granted = [a for e in entries for a in e["actions"] if a["a"] == "grant"]
+    assert granted and all(a["standing"] and a["quantum"] is None for a in granted)
+    assert set(shares) == set(weights), shares
+    total_w = sum(weights.values())
+    for u, w in weights.items():
+        share, seconds = shares[u]
+        assert seconds > 0.2, shares                # hundreds of batches competed
+        assert share >= w / total_w - 0.05, (u, shares)

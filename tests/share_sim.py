@@ -1,0 +1,132 @@
+"""A device shared side by side, simulated in virtual time, driving a real ``share`` policy.
+
+Unlike tests/policy_sim.py (one holder at a time), every session holding a standing grant
+and having work runs at once, and the device is shared among them evenly, as CUDA's
+time-slicing shares it among contexts with work (processor sharing): each gets ``dt / k``
+of progress a step, and its worker's events measure the whole ``dt`` (its ops take longer
+beside the others), which is what the policy must scale. Each simulated worker behaves as
+``gpu_backend.worker`` does under ``share``: it asks when work arrives and waits for a
+grant unless it holds one, reports every ``report`` seconds of measured time, says
+``idle`` when its work is done (a closed loop's batch ends with its read), and, told to
+stop, finishes about ``lead`` of its launched work, then releases (asking again if it has
+more). Sessions are saturating (``think`` None) or closed loops (``batch`` device seconds
+of work, then ``think`` seconds of the client's round trip). Used by
+tests/gpu_backend/test_share_policy.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpu_backend.arbiter.policy import Grant, Yield
+from gpu_backend.arbiter.share import SharePolicy
+
+
+@dataclass
+class ShareSession:
+    sid: str
+    user: str
+    weight: float = 1.0
+    batch: float = 0.002          # device seconds of work a batch (closed loops)
+    think: float | None = None    # None: saturating; else seconds between a batch and the next
+    start: float = 0.0
+    stop: float = float("inf")
+    # state
+    holding: bool = False
+    standing_idle: bool = False   # holds a standing grant and said it was idle
+    asked: bool = False
+    stopping: float | None = None   # told to stop: progress left to finish before releasing
+    left: float = 0.0             # device seconds of the current batch still to do
+    next_batch: float = 0.0       # when a closed loop's next batch arrives
+    measured: float = 0.0         # what its worker's events measured
+    reported: float = 0.0
+    got: float = 0.0              # device seconds it really received
+    had_work: float = 0.0         # seconds it had work (for the device)
+    received_while: dict = field(default_factory=dict)
+
+    def has_work(self, now: float) -> bool:
+        if not self.start <= now < self.stop:
+            return False
+        return self.think is None or self.left > 0
+
+
+class ShareDevice:
+    def __init__(self, policy: SharePolicy, sessions: list[ShareSession], *, dt: float = 50e-6,
+                 report: float = 0.001, lead: float = 0.001) -> None:
+        self.policy, self.dt, self.report, self.lead = policy, dt, report, lead
+        self.sessions = {s.sid: s for s in sessions}
+        self.now = 0.0
+        policy.clock = lambda: self.now
+        for s in sessions:
+            policy.attach(s.sid, s.user, s.weight)
+            s.next_batch = s.start
+        self.busy_steps = 0      # steps in which the device ran someone's work
+        self.wanted_steps = 0    # steps in which someone had work
+
+    def _apply(self, actions: list) -> None:
+        for action in actions:
+            s = self.sessions[action.session]
+            if isinstance(action, Grant):
+                s.holding, s.asked, s.stopping = True, False, None
+                s.standing_idle = False
+            elif isinstance(action, Yield) and s.holding:
+                s.stopping = self.lead
+
+    def _arrivals(self) -> None:
+        for s in self.sessions.values():
+            if s.think is not None and s.left <= 0 and self.now >= s.next_batch \
+                    and s.start <= self.now < s.stop:
+                s.left = s.batch
+            if not s.has_work(self.now):
+                continue
+            if s.holding and s.standing_idle:
+                s.standing_idle = False
+                self._apply(self.policy.want(s.sid, holding=True))
+            elif not s.holding and not s.asked:
+                s.asked = True
+                self._apply(self.policy.want(s.sid))
+
+    def step(self) -> None:
+        self._arrivals()
+        running = [s for s in self.sessions.values() if s.holding and s.has_work(self.now)]
+        if any(s.has_work(self.now) for s in self.sessions.values()):
+            self.wanted_steps += 1
+            for s in self.sessions.values():
+                if s.has_work(self.now):
+                    s.had_work += self.dt
+        if running:
+            self.busy_steps += 1
+        part = self.dt / len(running) if running else 0.0
+        self.now += self.dt
+        for s in running:
+            s.got += part
+            s.measured += self.dt
+            if s.think is not None:
+                s.left -= part
+            if s.stopping is not None:
+                s.stopping -= part
+        for s in running:
+            if s.stopping is not None and (s.stopping <= 0 or not s.has_work(self.now)):
+                s.holding, s.stopping = False, None
+                more = s.has_work(self.now)
+                s.asked = more
+                s.reported = s.measured
+                self._apply(self.policy.release(s.sid, s.measured, more))
+            elif s.think is not None and s.left <= 0:   # the batch's read: idle
+                s.next_batch = self.now + s.think
+                s.standing_idle = True
+                s.reported = s.measured
+                self._apply(self.policy.idle(s.sid, s.measured))
+            elif s.measured - s.reported >= self.report:
+                s.reported = s.measured
+                self._apply(self.policy.used(s.sid, s.measured))
+
+    def run(self, seconds: float) -> None:
+        end = self.now + seconds
+        while self.now < end:
+            self.step()
+
+    @property
+    def conservation(self) -> float:
+        """Of the steps in which someone had work, the part in which the device ran some."""
+        return self.busy_steps / self.wanted_steps if self.wanted_steps else 1.0
