@@ -55,7 +55,7 @@ def test_a_long_kernel_scenario_runs_on_the_numpy_device(tmp_path):
                            "--devices", "cpu", "--policies", "fair", "--calibrate", "fair",
                            "--scenarios", "long-vs-small", "--long", "192", "--small", "64",
                            "--big", "64", "--seconds", "2", "--calibrate-seconds", "1",
-                           "--lead", "1", "--json", str(out)],
+                           "--lead", "3", "--json", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads(out.read_text())
