@@ -30,11 +30,14 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **Returning from idle** with capped credit: a user keeps the deficit it had when it ran
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
   (its virtual time moves up by the advance of a weighted-fair clock while it was away,
-  ``dV = dt / Σ weights of the users with work``, less ``credit / weight``). A loop that syncs every few milliseconds is away a few
-  hundred microseconds at a time and keeps its place; ``fair``'s rule, ``vt = max(vt, m -
-  credit / weight)``, forgave a weight-2 loop's deficit at every read here and it got 1:1.
-  A user back from a pause is at most ``credit`` behind: with ``credit`` at least
-  ``window``, it holds back nobody level with the rest.
+  ``dV = dt / Σ weights of the users with work``, less ``credit / weight``), and it is never
+  more than ``BANK`` behind the least virtual time of the users with work. A loop that syncs
+  every few milliseconds is away a few hundred microseconds at a time and keeps its place
+  (``fair``'s rule, ``vt = max(vt, m - credit / weight)``, forgave a weight-2 loop's deficit at
+  every read in the simulation and it got 1:1, and measuring its deficit against ``m`` at its
+  departure forgave the others' progress while it was away); a user that pauses often banks
+  at most ``BANK``. A new user starts ``credit`` behind; with ``credit`` at least ``window``,
+  it holds back nobody level with the rest.
 """
 
 from __future__ import annotations
@@ -44,13 +47,17 @@ from typing import Callable
 
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 
-__all__ = ["SharePolicy", "WINDOW"]
+__all__ = ["SharePolicy", "WINDOW", "BANK"]
 
 #: Device seconds (weighted) a user with work may run ahead of the user furthest behind that
 #: has work, before it is held back; it is let go again at half this. Twice a GEMM of a few
 #: milliseconds: shorter, a pair of users flips at every report; longer, the shares over a
 #: second drift (a 2 ms window on users 1:2:4 is a swing of at most 2 ms in a second).
 WINDOW = 0.004
+#: Most device seconds (weighted) a user back from idle may be behind the least virtual time
+#: of the users with work: four windows (an interactive user, back every 10 ms having used
+#: little, would otherwise bank credit at every pause).
+BANK = 4 * WINDOW
 
 
 class SharePolicy(Policy):
@@ -72,6 +79,7 @@ class SharePolicy(Policy):
         self._on: set[str] = set()
         self._shares: dict[str, list[float]] = {}
         self._since = clock()
+        self.bank = max(4 * window, self.credit)
         #: the weighted-fair clock (virtual seconds: what a user of weight 1 with work all
         #: along would have had, over its weight), and each user's reading of it when it
         #: last ran out of work (its return forgives only what it would have had meanwhile)
@@ -91,7 +99,10 @@ class SharePolicy(Policy):
         self.admitted.pop(sid, None)
         self.yielding.discard(sid)
         self._shares.pop(sid, None)
+        user = self.sessions[sid].user
         super().detach(sid)
+        if user not in self.users:   # (its last session: a user attached later starts anew)
+            self._left.pop(user, None)
         return self._settle()
 
     # -- the workers' side ----------------------------------------------------
@@ -232,6 +243,7 @@ class SharePolicy(Policy):
                 account.vt = max(account.vt, self.min_vt - self.credit / account.weight)
             else:              # (back: what it would have had meanwhile, less credit)
                 account.vt += max(0.0, self._fair_clock - left - self.credit / account.weight)
+                account.vt = max(account.vt, self.min_vt - self.bank / account.weight)
         super()._wake(session)
 
     def _advance_min_vt(self) -> None:

@@ -205,3 +205,20 @@ def test_a_syncing_user_beside_a_saturating_one_gets_half_while_it_has_work():
     assert device.conservation == 1.0
     assert sync.got / sync.had_work >= 0.5 - 0.02
     assert hog.got >= 3.0 - sync.got - 1e-6
+
+
+def test_a_user_that_pauses_often_banks_no_more_than_bank():
+    """An interactive user (a 20 µs op every 10 ms) beside a saturating one for 2 s, then
+    saturating too: it was behind all along, but comes back at most BANK behind, so the
+    other is held back for a few tens of milliseconds, not for the second it would have
+    banked at every pause."""
+    from gpu_backend.arbiter.share import BANK
+    user = ShareSession("i", "interactive", batch=20e-6, think=0.010)
+    hog = ShareSession("h", "hog")
+    device = ShareDevice(SharePolicy(), [user, hog])
+    device.run(2.0)
+    assert hog.got >= 2.0 * 0.95
+    user.think = None            # from now on saturating
+    before = hog.got
+    device.run(0.2)
+    assert hog.got - before >= (0.2 - 2 * BANK) / 2 - 0.01
