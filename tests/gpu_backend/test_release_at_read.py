@@ -14,17 +14,14 @@ never from wall-clock rates, which a loaded 2-core machine would make meaningles
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
 
-import kernelproxy
 from gpu_backend.arbiter.policy import FifoPolicy
-from kernelproxy.modules import module_for
 
-from tests.gpu_backend.test_users_pool import _serve, write_users
 from tests.policy_sim import Fair, SimSession, simulate
+from tests.syncing_users import run_syncing_users
 
 
 def syncing_and_waiting():
@@ -160,12 +157,6 @@ def _share_while_runnable(trace) -> dict[str, tuple[float, float]]:
     return {u: (got.get(u, 0.0) / total[u], total[u]) for u in total if total[u] > 0}
 
 
-#: the syncing loops' GEMM size on the NumPy device: four of them take far longer than the
-#: client's round trip from one read to its next batch (at 160², about as long: a user of
-#: weight 4 was between two batches half the time, and the others rightly had the device,
-#: 0.16 / 0.34 / 0.48 for 1:2:4), so the users compete as four 2 ms GEMMs and a read do on
-#: a GPU
-N = 256
 
 
 @pytest.mark.parametrize("weights", [{"a": 1, "b": 1}, {"a": 1, "b": 2, "c": 4}],
@@ -176,37 +167,7 @@ def test_users_that_sync_every_few_ms_get_their_weights_share(tmp_path, weights)
     has such releases from every user), and whenever a user had work it got at least its
     weight's part of the device time the pool measured (tests/contended_shares.py's
     question, asked of loops that have one batch at most in the pool)."""
-    users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
-    trace = tmp_path / "arbiter.jsonl"
-    tokens = write_users(users, {u: {"weight": w} for u, w in weights.items()})
-    proc, address = _serve(tmp_path, users, log, "--policy", "fair",
-                           env={"GPUWB_ARBITER_TRACE": str(trace)})
-    try:
-        sessions = {u: kernelproxy.connect(address, tokens[u]) for u in weights}
-        arrays = {u: (module_for(s).random.rand(N, N), module_for(s).random.rand(N, N))
-                  for u, s in sessions.items()}
-        start = threading.Barrier(len(sessions))
-        stop_at = [0.0]
-
-        def loop(a, b):
-            float(a[0, 0])
-            start.wait()
-            while time.monotonic() < stop_at[0]:
-                for _ in range(4):
-                    c = a @ b
-                float(c[0, 0])   # the sync: nothing queued until the value is back
-
-        stop_at[0] = time.monotonic() + 5.0
-        threads = [threading.Thread(target=loop, args=arrays[u]) for u in weights]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for s in sessions.values():
-            s.close()
-    finally:
-        proc.terminate()
-        proc.wait(20)
+    trace = run_syncing_users(tmp_path, weights, "fair")
     reading = _reading_releases(trace)
     assert set(reading) == set(weights), reading   # every user handed over at its reads
     shares = _share_while_runnable(trace)

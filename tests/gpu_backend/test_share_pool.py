@@ -9,18 +9,11 @@ fail: time a user had no work is not counted against it."""
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import pytest
 
-import kernelproxy
-from kernelproxy.modules import module_for
-from tests.gpu_backend.test_users_pool import _serve, write_users
+from tests.syncing_users import run_syncing_users
 
-#: four N² GEMMs take far longer on the NumPy device than the client's round trip from one
-#: read to its next batch (tests/gpu_backend/test_release_at_read.py)
-N = 256
 
 
 def _trace_shares(trace) -> tuple[dict[str, tuple[float, float]], dict[str, int]]:
@@ -74,37 +67,7 @@ def _trace_shares(trace) -> tuple[dict[str, tuple[float, float]], dict[str, int]
 @pytest.mark.parametrize("weights", [{"a": 1, "b": 1}, {"a": 1, "b": 2, "c": 4}],
                          ids=["1:1", "1:2:4"])
 def test_users_that_sync_every_few_ms_share_the_device_by_weight_side_by_side(tmp_path, weights):
-    users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
-    trace = tmp_path / "arbiter.jsonl"
-    tokens = write_users(users, {u: {"weight": w} for u, w in weights.items()})
-    proc, address = _serve(tmp_path, users, log, "--policy", "share",
-                           env={"GPUWB_ARBITER_TRACE": str(trace)})
-    try:
-        sessions = {u: kernelproxy.connect(address, tokens[u]) for u in weights}
-        arrays = {u: (module_for(s).random.rand(N, N), module_for(s).random.rand(N, N))
-                  for u, s in sessions.items()}
-        start = threading.Barrier(len(sessions))
-        stop_at = [0.0]
-
-        def loop(a, b):
-            float(a[0, 0])
-            start.wait()
-            while time.monotonic() < stop_at[0]:
-                for _ in range(4):
-                    c = a @ b
-                float(c[0, 0])   # the sync: nothing queued until the value is back
-
-        stop_at[0] = time.monotonic() + 5.0
-        threads = [threading.Thread(target=loop, args=arrays[u]) for u in weights]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for s in sessions.values():
-            s.close()
-    finally:
-        proc.terminate()
-        proc.wait(20)
+    trace = run_syncing_users(tmp_path, weights, "share")
     shares, idles = _trace_shares(trace)
     assert set(idles) == set(weights), idles        # every user's worker said idle at its reads
     entries = [json.loads(line) for line in trace.read_text().splitlines()]

@@ -1,0 +1,60 @@
+"""Users whose loops sync every few milliseconds, each in its own session of a served pool
+on the NumPy device, with the arbiter's decisions traced: what the served-pool tests of the
+``fair`` and ``share`` policies run (tests/gpu_backend/test_release_at_read.py,
+tests/gpu_backend/test_share_pool.py) before they read the trace."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import kernelproxy
+from kernelproxy.modules import module_for
+from tests.gpu_backend.test_users_pool import _serve, write_users
+
+__all__ = ["N", "run_syncing_users"]
+
+#: the syncing loops' GEMM size on the NumPy device: four of them take far longer than the
+#: client's round trip from one read to its next batch (at 160², about as long: a user of
+#: weight 4 was between two batches half the time, and the others rightly had the device,
+#: 0.16 / 0.34 / 0.48 for 1:2:4), so the users compete as four 2 ms GEMMs and a read do on
+#: a GPU
+N = 256
+
+
+def run_syncing_users(tmp_path: Path, weights: dict, policy: str, seconds: float = 5.0) -> Path:
+    """Each user of *weights* a loop of four N² GEMMs and a read of one element, for
+    *seconds*, in a pool under *policy*; the arbiter's trace (its path)."""
+    users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
+    trace = tmp_path / "arbiter.jsonl"
+    tokens = write_users(users, {u: {"weight": w} for u, w in weights.items()})
+    proc, address = _serve(tmp_path, users, log, "--policy", policy,
+                           env={"GPUWB_ARBITER_TRACE": str(trace)})
+    try:
+        sessions = {u: kernelproxy.connect(address, tokens[u]) for u in weights}
+        arrays = {u: (module_for(s).random.rand(N, N), module_for(s).random.rand(N, N))
+                  for u, s in sessions.items()}
+        start = threading.Barrier(len(sessions))
+        stop_at = [0.0]
+
+        def loop(a, b):
+            float(a[0, 0])
+            start.wait()
+            while time.monotonic() < stop_at[0]:
+                for _ in range(4):
+                    c = a @ b
+                float(c[0, 0])   # the sync: nothing queued until the value is back
+
+        stop_at[0] = time.monotonic() + seconds
+        threads = [threading.Thread(target=loop, args=arrays[u]) for u in weights]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for s in sessions.values():
+            s.close()
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    return trace
