@@ -88,6 +88,8 @@ def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool
     if kind == _OPERATOR:
         if len(record) == 4:   # an arithmetic or comparison operator (its scalars: parameters)
             return True
+        if record[2] == ("l", "str", "pow"):   # (its exponent a literal: as an operator's)
+            return True
         if record[2] != ("l", "str", "getitem"):
             return False
         return not any(_holds_mask(role, metas) for role in record[4][1:])
