@@ -36,7 +36,7 @@ static PyObject *s_s, *s_h, *s_m, *s_run, *s_lock, *s_acquire, *s_release, *s_te
     *s_plans, *s_i, *s_params, *s_bound, *s_ids, *s_arrays, *s_hids, *s_results, *s_lines,
     *s_seq, *s_early_at, *s_inputs, *s_first_hid, *s_input_of, *s_input_metas, *s_meta,
     *s_undo, *s_session, *s_compiled, *s_frees, *s_closed, *s_dropped, *s_pop, *s_dtype,
-    *s_str, *s_item;
+    *s_str, *s_item, *s_start_operator;
 static PyObject *one;   /* the int 1 */
 
 static int
@@ -54,6 +54,7 @@ intern_names(void)
     NAME(s_session, "session"); NAME(s_compiled, "compiled"); NAME(s_frees, "frees");
     NAME(s_closed, "closed"); NAME(s_dropped, "dropped"); NAME(s_pop, "pop");
     NAME(s_dtype, "dtype"); NAME(s_str, "str"); NAME(s_item, "item");
+    NAME(s_start_operator, "_start_operator");
 #undef NAME
     if (!(one = PyLong_FromLong(1)))
         return -1;
@@ -263,10 +264,12 @@ done:
 
 /* TemplateRun.operator(name, operands, label) with *run* the session's run: the result
  * array (a new reference), Py_None (a new reference) where the template's next op is not
- * this one, NULL on an error. */
+ * this one, NULL on an error. *starting*: *run* is not the session's yet, but the one its
+ * first op would start (Session._start_operator, which makes it the session's once this
+ * takes the op): the result's handle is the run's first (its first_hid, unknown before). */
 static PyObject *
 held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const *operands,
-              Py_ssize_t n_operands, PyObject *label)
+              Py_ssize_t n_operands, PyObject *label, int starting)
 {
     PyObject *lock = PyObject_GetAttr(session, s_lock);
     if (lock == NULL)
@@ -280,9 +283,11 @@ held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const 
              *ids = NULL, *hid = NULL, *array = NULL, *arrays = NULL, *ref = NULL, *list = NULL,
              *site = NULL, *line = NULL, *seq = NULL, *next = NULL, *early_at = NULL;
 
-    GET(current, session, s_run);
-    if (current != run)
-        goto miss;
+    if (!starting) {
+        GET(current, session, s_run);
+        if (current != run)
+            goto miss;
+    }
     PyObject *i_obj = PyObject_GetAttr(run, s_i);
     if (i_obj == NULL)
         goto error;
@@ -336,6 +341,8 @@ held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const 
             PyErr_SetString(PyExc_RuntimeError, "the session's handle ids ran out");
         goto error;
     }
+    if (starting && PyObject_SetAttr(run, s_first_hid, hid) < 0)
+        goto error;
     PyTypeObject *cls = (PyTypeObject *)array_class;
     array = cls->tp_alloc(cls, 0);   /* object.__new__(ndarray): no __init__ */
     if (array == NULL)
@@ -411,28 +418,6 @@ out:
     return result;
 }
 
-/* The session's run where the accelerator may answer for it: a new reference, or NULL
- * with no error where it may not (no run, or its session turned the accelerator off). */
-static PyObject *
-compiled_run(PyObject *session)
-{
-    PyObject *run = PyObject_GetAttr(session, s_run);
-    if (run == NULL || run == Py_None) {
-        Py_XDECREF(run);
-        PyErr_Clear();
-        return NULL;
-    }
-    PyObject *flag = PyObject_GetAttr(run, s_compiled);
-    int on = flag == NULL ? 0 : PyObject_IsTrue(flag);
-    Py_XDECREF(flag);
-    if (on != 1) {
-        Py_DECREF(run);
-        PyErr_Clear();
-        return NULL;
-    }
-    return run;
-}
-
 /* ------------------------------------------------------------------ the method objects */
 
 /* A method object that binds as a Python function does (Py_TPFLAGS_METHOD_DESCRIPTOR:
@@ -468,11 +453,6 @@ binary_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *
     PyObject *session = PyObject_GetAttr(me, s_s);
     if (session == NULL)
         return NULL;
-    PyObject *run = compiled_run(session);
-    if (run == NULL) {
-        Py_DECREF(session);
-        return PyObject_Vectorcall(self->fallback, args, nargsf, NULL);
-    }
     PyObject *operands[2];
     if (self->reflected) {
         operands[0] = other;
@@ -481,7 +461,34 @@ binary_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *
         operands[0] = me;
         operands[1] = other;
     }
-    PyObject *result = held_operator(run, session, self->name, operands, 2, self->label);
+    PyObject *run = PyObject_GetAttr(session, s_run);
+    if (run == NULL) {
+        Py_DECREF(session);
+        return NULL;
+    }
+    if (run == Py_None) {
+        /* perhaps a held stretch's first op: the session starts its run here, or says
+         * None (the Python method then issues the op: Session._start_operator) */
+        Py_DECREF(run);
+        PyObject *call[5] = {session, self->name, operands[0], operands[1], self->label};
+        PyObject *started = PyObject_VectorcallMethod(s_start_operator, call, 5, NULL);
+        Py_DECREF(session);
+        if (started != Py_None)
+            return started;   /* the array, or NULL on an error */
+        Py_DECREF(started);
+        return PyObject_Vectorcall(self->fallback, args, nargsf, NULL);
+    }
+    PyObject *flag = PyObject_GetAttr(run, s_compiled);
+    int on = flag == NULL ? -1 : PyObject_IsTrue(flag);
+    Py_XDECREF(flag);
+    if (on != 1) {
+        Py_DECREF(run);
+        Py_DECREF(session);
+        if (on < 0)
+            return NULL;
+        return PyObject_Vectorcall(self->fallback, args, nargsf, NULL);
+    }
+    PyObject *result = held_operator(run, session, self->name, operands, 2, self->label, 0);
     Py_DECREF(run);
     Py_DECREF(session);
     if (result != Py_None)
@@ -716,9 +723,22 @@ operator_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (session == NULL)
         return NULL;
     PyObject *result = held_operator(args[0], session, args[1], &PyTuple_GET_ITEM(args[2], 0),
-                                     PyTuple_GET_SIZE(args[2]), args[3]);
+                                     PyTuple_GET_SIZE(args[2]), args[3], 0);
     Py_DECREF(session);
     return result;
+}
+
+static PyObject *
+start_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* start(run, session, name, a, b, label): the first op of *run*, a run its session is
+     * about to start (Session._start_operator): its result array, or None where the
+     * template's first op is not this one */
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "start(run, session, name, a, b, label)");
+        return NULL;
+    }
+    return held_operator(args[0], args[1], args[2], &args[3], 2, args[5], 1);
 }
 
 static PyObject *
@@ -735,6 +755,8 @@ static PyMethodDef module_methods[] = {
     {"finaliser", finaliser, METH_O, "finaliser(fallback): an array's __del__"},
     {"operator", (PyCFunction)(void (*)(void))operator_entry, METH_FASTCALL,
      "operator(run, name, operands, label): TemplateRun.operator, in C"},
+    {"start", (PyCFunction)(void (*)(void))start_entry, METH_FASTCALL,
+     "start(run, session, name, a, b, label): a run's first op, before the run is the session's"},
     {"call_site", call_site_entry, METH_NOARGS,
      "call_site(): caller.call_site of the running Python frame"},
     {NULL, NULL, 0, NULL},
@@ -750,5 +772,15 @@ PyInit__held_ops(void)
 {
     if (PyType_Ready(&HeldMethodType) < 0 || intern_names() < 0)
         return NULL;
-    return PyModule_Create(&module_def);
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL)
+        return NULL;
+    PyObject *names = Py_BuildValue("[sssss]", "configure", "binary", "finaliser", "operator",
+                                    "call_site");
+    if (names == NULL || PyModule_AddObject(module, "__all__", names) < 0) {
+        Py_XDECREF(names);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -25,10 +25,17 @@ try:
 except ImportError:   # no compiler at install: the Python methods alone
     _held_ops = None
 
-__all__ = ["AVAILABLE", "accelerate"]
+__all__ = ["AVAILABLE", "accelerate", "start", "call_site"]
 
 #: whether the compiled accelerator was built and loads
 AVAILABLE = _held_ops is not None
+#: ``start(run, session, name, a, b, label)``: a held stretch's first op, an operator, checked
+#: against the template of *run*, a run its session is about to start
+#: (``Session._start_operator``, called by the C operator where the session has no run): the
+#: result array, or None where the template's first op is not this one (None: not built)
+start = _held_ops.start if _held_ops is not None else None
+#: ``call_site()``: ``caller.call_site`` of the running Python frame, in C (None: not built)
+call_site = _held_ops.call_site if _held_ops is not None else None
 
 
 def accelerate(cls: type, binaries: list[tuple[str, str, str, bool, Callable]],

@@ -44,6 +44,7 @@ from .lifetime import end_with_process
 from .links import WorkerLink, open_link, worker_address
 from .relink import LinkEnded, relink
 from .settings import SessionSettings
+from .held_ops import start as _start_held
 from .stretch_replay import StretchReplay
 from . import early_replay
 from .early_replay import Early
@@ -388,6 +389,37 @@ class Session:
                 else:   # look again EAGER_OPS records on, not at every op
                     self._eager_check = queued + EAGER_OPS
             return seq
+
+    def _start_operator(self, name: str, a: Any, b: Any, label: str) -> Any:
+        """A stretch's first op, Python's operator *name* on the arrays or scalars *a*, *b*
+        (an array among them), from the compiled operator where the session has no run
+        (kernelproxy/_held_ops.c): its result array where the template that :meth:`submit`'s
+        start would try first takes it (``held_ops.start``, its check in C), the run then
+        under way; else None, nothing of the attempt left, and the Python method issues the
+        op as ever (the reference: issue.call, submit, StretchReplay.start_run). The same
+        run, without those layers: the first op of a loop's every iteration."""
+        if not self._may_start:
+            return None
+        with self._lock:
+            stretches = self.stretches
+            heartbeat = self.heartbeat
+            # (anything submit would do first, or look at, goes the reference's way)
+            if (self._run is not None or not self._may_start or self._late_frees
+                    or self._cuts.cut_at is not None or self._error is not None or self.blocking
+                    or stretches is None or self.closed or self._ended or heartbeat.lost
+                    or heartbeat.moves > self.moves or not self.settings.compiled):
+                return None
+            run = stretches.operator_run(self, name, self._seq + 1)
+            if run is None:
+                return None
+            self._may_start = False
+            array = _start_held(run, self, name, a, b, label)
+            if array is None:
+                self._may_start = True
+                return None
+            stretches.started(run)
+            self._run = run
+            return array
 
     @_serialised
     def upload(self, host: np.ndarray, out: int) -> int:

@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.stretches import MAX_HELD, REPEATS
 
 from . import loop_cuts
@@ -45,6 +46,11 @@ from .stretch_key import StretchKey
 from .stretch_templates import StretchTemplate, Templates, TemplateRun
 
 __all__ = ["StretchReplay"]
+
+_OPERATOR = m.KIND_OPERATOR
+#: a run's first handle before its first op has drawn it (operator_run): above every handle
+#: issued, so that no array met is taken for a result of the run
+_FIRST_UNKNOWN = 1 << 62
 
 #: Undecided keys counted at most: past it the one seen least recently is forgotten (a
 #: program that never repeats keeps no more; a forgotten key that comes back is counted
@@ -147,7 +153,9 @@ class StretchReplay:
         self._counts: OrderedDict[int, _Sightings] = OrderedDict()   # hash -> sightings (LRU)
         self._decided: set[int] = set()          # hashes of keys refused or let go
         self._held: dict[tuple, int] = {}         # key -> stretch id
-        self._timing: dict[tuple, _Timing] = {}   # the held stretches' (key -> times)
+        #: the held stretches' times, by stretch id (not by key: a key is a tuple of every
+        #: record, hashed anew at each lookup, ~30 000 instructions for chain20's 20 ops)
+        self._timing: dict[int, _Timing] = {}
         #: batch -> (stretch id, key, the stretch's key object, the batch as sent)
         self._offered: dict[int, list] = {}
         self._ids = itertools.count(1)
@@ -168,7 +176,7 @@ class StretchReplay:
         self._split = False
         #: whether the session keeps this stretch's ops to its sync point (no early batches)
         self.holding = False
-        self._replaying: dict[int, tuple] = {}   # batches sent as replays -> their keys
+        self._replaying: dict[int, int] = {}   # batches sent as replays -> their stretch ids
         #: replays sent from a run the fast path answered (the rest went as ops first)
         self.fast_replays = 0
         #: of them, replays sent early, and early replays undone (kernelproxy/early_replay.py)
@@ -241,9 +249,9 @@ class StretchReplay:
             if not stretch.whole:
                 return False
             header["T"] = [sid, first, stretch.inputs, stretch.params, stretch.outs]
-            self._replaying[header["b"]] = key
+            self._replaying[header["b"]] = sid
             if not stretch.piece:   # (a piece is never timed: _ends)
-                self._ends(self._timing[key], "replay")
+                self._ends(self._timing[sid], "replay")
             return True
         if mark in self._decided:
             return False
@@ -297,15 +305,36 @@ class StretchReplay:
                 return run
         return None
 
+    def operator_run(self, session: Any, name: str, first: int) -> TemplateRun | None:
+        """The run that a stretch's first op, Python's operator *name* (an array operand,
+        the other an array or a scalar), would start with the template :meth:`start_run`
+        tries first, made for the compiled operator to check the op against (held_ops.start;
+        the run's first handle is set as it takes it); None where no template begins so, or
+        where one is stale (:meth:`start_run` settles those first)."""
+        if self._stale:
+            return None
+        candidates = self.templates.by_first.get((_OPERATOR, name))
+        if not candidates:
+            return None
+        last = self._last_start
+        template = last if last is not None and last in candidates else candidates[0]
+        if template.plans[0] is None:
+            return None
+        return TemplateRun(session, self.templates, template, first, _FIRST_UNKNOWN)
+
+    def started(self, run: TemplateRun) -> None:
+        """The compiled operator took the first op of *run* (from :meth:`operator_run`)."""
+        self._last_start = run.template
+
     def replayed(self, header: dict, template: StretchTemplate) -> None:
         """A run answered from *template* ends at its sync point, sent as the replay in
         *header* (its ``T`` set): timed, counted as any replay; a new stretch begins."""
         self.holding = True
-        key = template.key
-        timing = self._timing.get(key)
+        sid = template.sid
+        timing = self._timing.get(sid)
         if timing is not None and not timing.piece:
             self._ends(timing, "replay")
-        self._replaying[header["b"]] = key
+        self._replaying[header["b"]] = sid
         self.fast_replays += 1
         self.swap()
 
@@ -361,7 +390,7 @@ class StretchReplay:
         sid = self._held.pop(key)
         self.drops.append(sid)
         self.templates.drop(sid)
-        self._timing.pop(key, None)
+        self._timing.pop(sid, None)
         self._decided.add(hash(key))
         self._let_go += 1
 
@@ -379,7 +408,7 @@ class StretchReplay:
                 continue
             self.drops.append(sid)
             self.templates.drop(sid)
-            self._timing.pop(key, None)
+            self._timing.pop(sid, None)
             mark = hash(key)
             times = self._reoffers.get(mark, 0) + 1
             if times > MAX_REOFFERS:
@@ -415,12 +444,12 @@ class StretchReplay:
         *metas* (the reply's ``hm``: its template's metadata) and whether it may be replayed
         early (*early*, the reply's ``hs``); *not_graphed* (the reply's ``f``): a replay
         that did not run through graphs."""
-        key = self._replaying.pop(batch, None)
-        if key is not None:
+        sid = self._replaying.pop(batch, None)
+        if sid is not None:
             self.replays += 1
             if not_graphed == 1:
                 self.not_graphed += 1
-            timing = self._timing.get(key)   # (counted with the replay's time, in synced)
+            timing = self._timing.get(sid)   # (counted with the replay's time, in synced)
             if timing is not None:
                 timing.rerun = not_graphed == 1
                 if not_graphed != 1:
@@ -428,7 +457,7 @@ class StretchReplay:
                 elif timing.graphed:
                     timing.stale += 1
                     if timing.stale == STALE_AFTER:
-                        self._stale.append(key)
+                        self._stale.append(timing.key)
             return
         offer = self._offered.pop(batch, None)
         if offer is None:
@@ -437,7 +466,7 @@ class StretchReplay:
         count = self._counts.pop(hash(key), None)   # (held or refused now: no longer counted)
         if held == sid:
             self._held[key] = sid
-            timing = self._timing[key] = _Timing(key, count.free if count is not None else [])
+            timing = self._timing[sid] = _Timing(key, count.free if count is not None else [])
             timing.piece = stretch.piece
             if frame is not None and isinstance(metas, list) and len(metas) == 2:
                 try:
