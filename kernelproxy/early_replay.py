@@ -27,9 +27,10 @@ row is sent early no more.
 from __future__ import annotations
 
 import itertools
+from operator import is_ as _is
 from typing import Any
 
-from gpu_backend.protocol.stretch_records import Op, same_param, same_params, slots_in
+from gpu_backend.protocol.stretch_records import Op, same_param, slots_in
 
 from .interrupts import interrupts_deferred
 
@@ -54,7 +55,7 @@ class EarlyPlan:
     misses in a row."""
 
     __slots__ = ("ops", "input_first", "param_op", "last", "varying_inputs", "varying_params",
-                 "misses", "at")
+                 "misses", "at", "_first_at")
 
     def __init__(self, records: Any, ops: int) -> None:
         self.ops = ops
@@ -72,23 +73,40 @@ class EarlyPlan:
         self.varying_params: set[int] = set()
         self.misses = 0
         self.at: int | None = None
+        #: the op after the last first use of what varies (``at`` before its bounds), as
+        #: last worked out; None: not yet
+        self._first_at: int | None = None
 
     def observe(self, inputs: list, params: list) -> int | None:
         """A run of the stretch ended with these *inputs* and *params* (its replay entry's):
-        what changed since the last run is learnt; returns the new ``at``."""
+        what changed since the last run is learnt; returns the new ``at``. (Every held
+        run's sync point calls it: what is known to vary already is not looked at again,
+        and ``at`` is worked out anew only when something new varies.)"""
         last = self.last
         if last is not None:
-            for n, (now, then) in enumerate(zip(inputs, last[0])):
-                if now != then:
-                    self.varying_inputs.add(n)
-            for k, (now, then) in enumerate(zip(params, last[1])):
-                if not same_param(now, then):
-                    self.varying_params.add(k)
-            at = 1
-            for n in self.varying_inputs:
-                at = max(at, self.input_first.get(n, self.ops) + 1)
-            for k in self.varying_params:
-                at = max(at, self.param_op.get(k, self.ops) + 1)
+            grown = self._first_at is None
+            last_inputs, last_params = last
+            if inputs != last_inputs:
+                varying = self.varying_inputs
+                for n, (now, then) in enumerate(zip(inputs, last_inputs)):
+                    if now != then and n not in varying:
+                        varying.add(n)
+                        grown = True
+            if not all(map(_is, params, last_params)):   # (a loop's constants: the same objects)
+                varying = self.varying_params
+                for k, (now, then) in enumerate(zip(params, last_params)):
+                    # (the same object: the same value; a NaN too, as same_param has it)
+                    if now is not then and k not in varying and not same_param(now, then):
+                        varying.add(k)
+                        grown = True
+            if grown:
+                at = 1
+                for n in self.varying_inputs:
+                    at = max(at, self.input_first.get(n, self.ops) + 1)
+                for k in self.varying_params:
+                    at = max(at, self.param_op.get(k, self.ops) + 1)
+                self._first_at = at
+            at = self._first_at
             self.at = at if at <= self.ops - MIN_OVERLAP and self.misses < MAX_MISSES else None
         self.last = (list(inputs), list(params))
         return self.at
@@ -116,7 +134,13 @@ class Early:
 def _same_entry(a: list, b: list) -> bool:
     if a[0] != b[0] or a[1] != b[1] or a[2] != b[2] or a[4] != b[4] or a[5] != b[5]:
         return False
-    return same_params(a[3], b[3])
+    x, y = a[3], b[3]
+    if len(x) != len(y):
+        return False
+    for p, q in zip(x, y):   # (same_params, its call saved where they are the same objects)
+        if p is not q and not same_param(p, q):
+            return False
+    return True
 
 
 # ------------------------------------------------------------------ the session's side
@@ -131,7 +155,7 @@ def send(session: Any, run: Any) -> None:
             or session._error is not None or session.closed:
         return
     last_inputs, last_params = plan.last
-    reserved = [next(session._ids) for _ in range(template.n_results - len(run.results))]
+    reserved = list(itertools.islice(session._ids, template.n_results - len(run.results)))
     inputs = [last_inputs[n] if hid is None else hid for n, hid in enumerate(run.inputs)]
     params = run.params + last_params[len(run.params):]
     entry = [template.sid, run.first, inputs, params, run.results + reserved, []]

@@ -82,6 +82,15 @@ SPIN_SECONDS = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
 #: Host arrays at least this large travel as their own zero-copy frame.
 INLINE_BYTES = 1 << 14
 
+#: a batch's header packed as ``codec.packb`` packs it (a packer of its own: one call less
+#: on a held loop's every replay)
+_pack_header = codec.make_packer().pack
+#: how a reply is read (a value may be a map keyed by numbers: value_indices); made once,
+#: not at every reply
+_REPLY_OPTIONS = {**codec.UNPACK_OPTIONS, "strict_map_key": False}
+#: a reply's metadata (``m``) of no array: nothing to read
+_NO_ENTRIES = msgpack.packb([])
+
 
 def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
             user: str | None = None, memory_limit: int | None = None,
@@ -451,6 +460,11 @@ class Session:
         """Send the queued ops as one batch (also when empty, if *sync_device*). *part*: the
         ops go early, before the sync point that ends their stretch (kernelproxy.stretch_replay)."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        self._flush(sync_device, wait_sent, drain, part)
+
+    def _flush(self, sync_device: bool, wait_sent: bool, drain: bool, part: bool) -> None:
+        """:meth:`flush`, the lock held (a sync point's own: one lock taken, not three)."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         run = self._run
         if run is not None:   # a stretch answered from its template: one replay, or its ops
             entry = None if part else run.complete()
@@ -534,7 +548,7 @@ class Session:
         stretches = self.stretches
         if stretches is not None:   # (no run answered from a template now)
             stretches.settle_stale()
-        self._may_start = stretches is not None and bool(stretches.templates)
+        self._may_start = stretches is not None and bool(stretches.templates.held)
         self.stretch_frees.clear()
         if not self._cuts.cutting:   # (a sync point, not a loop's cut: the cutting ends)
             self._cuts.stop()
@@ -570,8 +584,8 @@ class Session:
                 header["F"] = list(self.stretch_frees)
             self.stretches.replayed(header, run.template)
             self._header_ends(header, sync_device)
-            records.insert(0, codec.packb(header))
-            frames = [b"".join(records)]
+            packed = _pack_header(header)
+            frames = [packed + b"".join(records) if records else packed]
             batch = self._batch
             self._in_flight.append((batch, first, last))
             self._sent[batch] = frames
@@ -711,8 +725,7 @@ class Session:
     def _take_reply(self) -> None:
         frames = self.link.recv()
         try:   # (a value may be a map keyed by numbers: value_indices; the pool is trusted so far)
-            reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook,
-                                    **{**codec.UNPACK_OPTIONS, "strict_map_key": False})
+            reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook, **_REPLY_OPTIONS)
         except Exception as exc:   # never leave the replies out of step with their batches
             self._lose(f"the pool sent a reply this client cannot read ({type(exc).__name__}: "
                        f"{exc}); the session is closed")
@@ -725,29 +738,38 @@ class Session:
         self._sent.pop(batch, None)
         if self._early is not None and early_replay.discarded(self, batch, reply):
             return   # (an early replay undone: nothing of it reaches the user)
+        get = reply.get
         if self.stretches is not None:
-            self.stretches.answered(batch, reply.get("h"), reply.get("f"), reply.get("hm"),
-                                    reply.get("hs"))
+            self.stretches.answered(batch, get("h"), get("f"), get("hm"), get("hs"))
         run = self._run_origins.pop(batch, None) if self._run_origins else None
-        if run is not None and (reply.get("e") is not None or reply["w"] or reply.get("c")):
+        error = get("e")
+        if run is not None and (error is not None or reply["w"] or get("c")):
             self._origin.update(run.origins())   # (made only where a reply needs them)
             run = None
-        self.worker_seconds += reply.get("t") or 0.0
-        self.device_seconds += reply.get("g") or 0.0
-        if reply.get("b") != batch:
+        took = get("t")
+        if took:
+            self.worker_seconds += took
+        took = get("g")
+        if took:
+            self.device_seconds += took
+        if get("b") != batch:
             self._lose(f"reply for batch {reply.get('b')} while waiting for batch {batch}")
-        self.meta.arrived(msgpack.unpackb(reply["m"]))
-        wire_dtype = codec.wire_dtype
+        entries = reply["m"]
+        if entries != _NO_ENTRIES:   # (a held loop's replay, its results' metadata known: none)
+            self.meta.arrived(msgpack.unpackb(entries))
         for seq, value in reply["v"]:
             self._values[seq] = value
-        payload = iter(frames[1:])
-        for entry in reply["d"]:
-            seq, dt, shape = entry[:3]
-            dt = wire_dtype(dt)
-            if len(entry) > 3:
-                self._values[seq] = receive_streamed(self, dt, shape, entry[3])
-            else:
-                self._values[seq] = np.frombuffer(next(payload).buffer, dtype=dt).reshape(shape)
+        downloads = reply["d"]
+        if downloads:
+            wire_dtype = codec.wire_dtype
+            payload = iter(frames[1:])
+            for entry in downloads:
+                seq, dt, shape = entry[:3]
+                dt = wire_dtype(dt)
+                if len(entry) > 3:
+                    self._values[seq] = receive_streamed(self, dt, shape, entry[3])
+                else:
+                    self._values[seq] = np.frombuffer(next(payload).buffer, dtype=dt).reshape(shape)
         for seq, category, text, *module in reply["w"]:
             # at the user's call; of CuPy's module where the pool's CuPy warned from its own
             # code, so that filters by module match as they would locally
@@ -764,7 +786,6 @@ class Session:
                     self._dead[entry[3]] = reason
         if reply.get("z"):  # the worker has ended (its device context broke, its pool died): why
             self._ended = f"the session's worker has ended: {reply['z']}"
-        error = reply.get("e")
         origin = self._origin
         if error is not None:
             if self._error is None:
@@ -789,9 +810,16 @@ class Session:
         With *device*, also wait until the device has finished the work.
         """
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        self._sync(device, waiting_for)
+
+    def _sync(self, device: bool, waiting_for: int | None) -> None:
+        """:meth:`sync`, the lock held."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
         self._eager_at = self._eager_check = EAGER_OPS
-        self.flush(sync_device=device, drain=False)
-        self._wait_all()
+        if self._late_frees:   # (as flush's own lock would take them)
+            self._take_late_frees()
+        self._flush(device, False, False, False)
+        self._wait_through(None)
         if self.stretches is not None:   # (the stretch that ended here is timed)
             self.stretches.synced()
         if not self._ops:   # no reply can still carry metadata of a dropped array
@@ -802,7 +830,9 @@ class Session:
     def value(self, seq: int) -> Any:
         """Wait for the value of op *seq* (a sync point)."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
-        self.sync(waiting_for=seq)
+        if self._late_frees:   # (as sync's own lock would take them)
+            self._take_late_frees()
+        self._sync(False, seq)
         return self._take_value(seq)
 
     def _take_value(self, seq: int) -> Any:
@@ -907,7 +937,7 @@ class Session:
         front door). Dropped while another thread holds the session, the free waits in
         ``_late_frees`` for the next call that takes the lock (a later free only keeps the
         array a little longer)."""
-        if not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(False):   # (blocking=False, without the keyword's parsing)
             self._late_frees.append((hid, unread))
             return
         try:

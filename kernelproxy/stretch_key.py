@@ -59,6 +59,9 @@ class StretchKey:
     session could not use it), each op then costs one check.
     """
 
+    __slots__ = ("_handle_of", "records", "inputs", "params", "outs", "_input_role",
+                 "_result_role", "_ops", "keyable", "whole", "piece")
+
     def __init__(self, handle_of: Callable[[Any], int | None], keyed: bool = True) -> None:
         self._handle_of = handle_of
         self.records: list[tuple] = []
@@ -118,8 +121,18 @@ class StretchKey:
         if not self.keyable:
             return
         # (an array from before the stretch that it never named takes an input's role:
-        # that it is dropped here is part of the stretch's shape)
-        self._append(("free", self._array_role(hid)))
+        # that it is dropped here is part of the stretch's shape; _array_role and _append,
+        # written out: every array dropped between a held loop's runs comes here)
+        role = self._result_role.get(hid)
+        if role is None:
+            role = self._input_role.get(hid)
+            if role is None:
+                role = self._input_role[hid] = ("i", len(self.inputs))
+                self.inputs.append(hid)
+        records = self.records
+        records.append(("free", role))
+        if len(records) > MAX_STRETCH_OPS:
+            self.keyable = False
 
     def _append(self, record: tuple) -> None:
         """One more record; past ``MAX_STRETCH_OPS`` the stretch is never offered, so its

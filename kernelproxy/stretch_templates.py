@@ -29,6 +29,7 @@ then the op goes on as ever. Each op keeps its number and its line, so errors re
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable
 from weakref import ref as _weakref
 
@@ -41,6 +42,7 @@ from gpu_backend.protocol.stretch_records import Op, StretchRecords, read_record
 from gpu_backend.protocol.stretches import is_param
 
 from . import early_replay
+from .held_ops import call_site as _c_call_site
 from .array_meta import wire_tuple
 from .caller import call_site, site_line
 from .issue import array_class
@@ -52,6 +54,7 @@ _OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE = (m.KIND_OPERATOR, m.KIND_METHOD, m.K
                                              m.KIND_ATTRIBUTE)
 _ARRAY, _MULTI, _OBJECT = api.ARRAY, api.MULTI, api.OBJECT
 _pack_free = msgpack.Packer(autoreset=True).pack
+_second = itemgetter(1)
 
 #: Methods whose result's metadata follows from their array's and their literal arguments'.
 STATIC_METHODS = frozenset("""
@@ -161,6 +164,13 @@ class StretchTemplate:
         #: the records as TemplateRun._matches checks them: a slice literal as the slice
         #: it stands for (compared at once, not rebuilt as a key)
         self.checks: list[tuple] = [_compiled(record) for record in self.ops]
+        #: each op's name where its key has a plain string (``("l", "str", name)``, whose
+        #: literal_key a string of that value has), else None: compared without building
+        #: the name's key
+        self.names: list[str | None] = [
+            record[2][2] if len(record) != 4 and type(record[2]) is tuple and len(record[2]) == 3
+            and record[2][:2] == ("l", "str") and type(record[2][2]) is str else None
+            for record in self.ops]
         #: each arithmetic or comparison operator's plan for TemplateRun.operator (None for
         #: other ops): its name, its operands' codes, its result slot and metadata
         self.plans: list[tuple | None] = [
@@ -180,6 +190,8 @@ class StretchTemplate:
                         self.drops_results.add(slot)
                 else:
                     self.drops_inputs.add(role[1])
+        #: the result slots it drops, in order (TemplateRun._dropped_results)
+        self.drop_slots: tuple[int, ...] = tuple(sorted(self.drops_results))
         #: early replay (kernelproxy/early_replay.py): its plan where the worker says the
         #: stretch may go early and every result's metadata is known here (the session
         #: sets it), and the op count at which a run sends its replay early (None: not)
@@ -326,7 +338,7 @@ class TemplateRun:
 
     __slots__ = ("session", "templates", "template", "i", "first", "first_hid", "hids",
                  "results", "inputs", "input_of", "params", "lines", "frees", "predicted",
-                 "_array", "_bound", "ids", "early", "compiled")
+                 "_array", "_bound", "ids", "early", "compiled", "_kept")
 
     def __init__(self, session: Any, templates: Templates, template: StretchTemplate,
                  first: int, first_hid: int) -> None:
@@ -354,6 +366,8 @@ class TemplateRun:
         #: whether the compiled operators answer this run's ops (kernelproxy/held_ops.py;
         #: off: the Python methods below, the reference, answer them)
         self.compiled = session.settings.compiled
+        #: the frees kept, as complete() found them: (template, frees then, handles)
+        self._kept: tuple | None = None
 
     # ------------------------------------------------------------ the ops
     def operator(self, name: str, operands: tuple, label: str) -> Any:
@@ -466,11 +480,12 @@ class TemplateRun:
         i = self.i
         if want == _MULTI or want == _OBJECT:
             return False
-        if i >= len(template.ops) \
-                or not self._matches(template.checks[i], kind, want, name, target, args, kwargs):
+        if i >= len(template.ops) or not self._matches(template.checks[i], template.names[i],
+                                                       kind, want, name, target, args, kwargs):
             for other in self.templates.sharing(template, i):   # (another held stretch of
                 if i < len(other.ops) and self._switch(other):  # the same start)
-                    if self._matches(other.checks[i], kind, want, name, target, args, kwargs):
+                    if self._matches(other.checks[i], other.names[i], kind, want, name, target,
+                                     args, kwargs):
                         template = other
                         break
                     self._switch(template)
@@ -486,7 +501,9 @@ class TemplateRun:
             meta = template.predicted[slot]
             if meta is not None:
                 self.predicted[out] = meta
-        self.lines.append((label, call_site(depth)))
+        # (the user's frame: the same found in C where the run's operators are compiled)
+        self.lines.append((label, _c_call_site() if self.compiled and _c_call_site is not None
+                           else call_site(depth)))
         self.session._seq += 1
         self.i = i = i + 1
         self._bound.clear()
@@ -541,8 +558,8 @@ class TemplateRun:
         self.input_of = {hid: n for n, hid in enumerate(inputs) if hid is not None}
         return True
 
-    def _matches(self, record: tuple, kind: str, want: str, name: Any, target: Any,
-                 args: tuple | list, kwargs: dict | None) -> bool:
+    def _matches(self, record: tuple, plain_name: str | None, kind: str, want: str, name: Any,
+                 target: Any, args: tuple | list, kwargs: dict | None) -> bool:
         if record[0] != kind or record[1] != want:
             return False
         self._bound.clear()
@@ -555,7 +572,10 @@ class TemplateRun:
                 for value, role in zip(args, roles):
                     self._operand(value, role)
                 return True
-            if record[2] != literal_key(name):
+            if type(name) is str and plain_name is not None:   # (the commonest: as its key)
+                if name != plain_name:
+                    return False
+            elif record[2] != literal_key(name):
                 return False
             self._match(target, record[3])
             roles = record[4]
@@ -682,36 +702,78 @@ class TemplateRun:
         """At the stretch's sync point: the replay entry (``T``) for this run, or None
         where it cannot be replayed (a fall-back is due)."""
         # the template of the ops taken, or another held stretch of the same ops whose drops
-        # fit this run (a loop whose last result is kept in some runs and dropped in others)
-        freed = {hid for _at, hid in self.frees}
-        freed.update(self.session.stretch_frees)
+        # fit this run (a loop whose last result is kept in some runs and dropped in others);
+        # the run's own first, before the others are even looked for
         own = self.template
-        for template in [own, *self.templates.sharing(own, self.i)]:
-            if len(template.ops) == self.i and (template is own or self._switch(template)) \
-                    and self._drops_fit(template, freed):
-                break
-            if self.template is not own:
-                self._switch(own)
+        if len(own.ops) == self.i and self._drops_fit(own):
+            template = own
         else:
-            return None
+            for template in self.templates.sharing(own, self.i):
+                if len(template.ops) == self.i and self._switch(template) \
+                        and self._drops_fit(template):
+                    break
+                if self.template is not own:
+                    self._switch(own)
+            else:
+                return None
         results = self.results
-        need = [slot for slot in template.unpredicted if results[slot] not in freed]
+        if template.unpredicted:
+            freed = self._freed()
+            need = [slot for slot in template.unpredicted if results[slot] not in freed]
+        else:
+            need = []
         # (a held stretch of the same ops may drop more arrays the ops never name: 0 for them)
-        inputs = [0 if h is None else h for h in self.inputs[:template.n_inputs]]
-        inputs += [0] * (template.n_inputs - len(inputs))
+        n_inputs = template.n_inputs
+        inputs = self.inputs
+        if len(inputs) == n_inputs and None not in inputs:
+            inputs = list(inputs)
+        else:
+            inputs = [0 if h is None else h for h in inputs[:n_inputs]]
+            inputs += [0] * (n_inputs - len(inputs))
         return [template.sid, self.first, inputs,
                 self.params, results, need]
 
-    def _drops_fit(self, template: StretchTemplate, freed: set[int]) -> bool:
+    def _freed(self) -> set[int]:
+        """The handles the client dropped during the run, and since the stretch began."""
+        freed = set(map(_second, self.frees))
+        freed.update(self.session.stretch_frees)
+        return freed
+
+    def _dropped_results(self, template: StretchTemplate) -> set[int]:
+        """The handles of this run's results that *template*'s stretch drops (its slots
+        that this run has reached)."""
+        results = self.results
+        if template.drop_slots and template.drop_slots[-1] < len(results):
+            return set(map(results.__getitem__, template.drop_slots))
+        return {results[slot] for slot in template.drop_slots if slot < len(results)}
+
+    def _drops_fit(self, template: StretchTemplate) -> bool:
         """Whether the client dropped all that *template*'s stretch drops (else the worker
-        would drop an array the client holds)."""
-        results, inputs = self.results, self.inputs
-        for slot in template.drops_results:
-            if results[slot] not in freed:
-                return False
-        for n in template.drops_inputs:   # (one the ops never name: none here, nothing held)
-            if n < len(inputs) and inputs[n] is not None and inputs[n] not in freed:
-                return False
+        would drop an array the client holds). What the run keeps of its frees is worked
+        out with it (:meth:`kept_frees`): the sets of ~20 handles are a good part of a sync
+        point's cost."""
+        frees, slots, results = self.frees, template.drop_slots, self.results
+        if len(frees) == len(slots) and (not slots or slots[-1] < len(results)) \
+                and list(map(_second, frees)) == list(map(results.__getitem__, slots)):
+            dropped = None   # (the commonest: the frees are the dropped results, in order)
+        else:
+            dropped = self._dropped_results(template)   # (each must be among the frees)
+            left = dropped.copy()
+            left.difference_update(map(_second, frees))
+            if left:
+                left.difference_update(self.session.stretch_frees)
+                if left:
+                    return False
+        if template.drops_inputs:   # (one the ops never name: none here, nothing held)
+            freed, inputs = None, self.inputs
+            for n in template.drops_inputs:
+                if n < len(inputs) and inputs[n] is not None:
+                    if freed is None:
+                        freed = self._freed()
+                    if inputs[n] not in freed:
+                        return False
+        self._kept = (template, len(frees),
+                      [] if dropped is None else [hid for _at, hid in frees if hid not in dropped])
         return True
 
     def free_records(self) -> list[bytes]:
@@ -720,13 +782,18 @@ class TemplateRun:
         whatever becomes of the replay (a loop body of 20 ops would otherwise send, and the
         worker look up, 20 frees of handles it never held). Dropped inputs are still sent:
         a replay the worker cannot even read frees them only so."""
-        return [_pack_free(hid) for hid in self.kept_frees()]
+        kept = self.kept_frees()
+        return [_pack_free(hid) for hid in kept] if kept else []
 
     def kept_frees(self) -> list[int]:
-        """The handles of :meth:`free_records`."""
-        template, results = self.template, self.results
-        own = {results[slot] for slot in template.drops_results if slot < len(results)}
-        return [hid for _at, hid in self.frees if hid not in own]
+        """The handles of :meth:`free_records` (those :meth:`complete` worked out, where
+        nothing has changed since)."""
+        template = self.template
+        known = self._kept
+        if known is not None and known[0] is template and known[1] == len(self.frees):
+            return list(known[2])
+        dropped = self._dropped_results(template)
+        return [hid for _at, hid in self.frees if hid not in dropped]
 
     def fall_back(self) -> tuple[list[bytes], list[tuple]]:
         """The ops taken so far as the records the client would have sent, with its frees
