@@ -36,7 +36,7 @@ static PyObject *s_s, *s_h, *s_m, *s_run, *s_lock, *s_acquire, *s_release, *s_te
     *s_plans, *s_i, *s_params, *s_bound, *s_ids, *s_arrays, *s_hids, *s_results, *s_lines,
     *s_seq, *s_early_at, *s_inputs, *s_first_hid, *s_input_of, *s_input_metas, *s_meta,
     *s_undo, *s_session, *s_compiled, *s_frees, *s_closed, *s_dropped, *s_pop, *s_dtype,
-    *s_str, *s_item, *s_start_operator;
+    *s_str, *s_item, *s_start_operator, *s_runlock;
 static PyObject *one;   /* the int 1 */
 
 static int
@@ -54,7 +54,7 @@ intern_names(void)
     NAME(s_session, "session"); NAME(s_compiled, "compiled"); NAME(s_frees, "frees");
     NAME(s_closed, "closed"); NAME(s_dropped, "dropped"); NAME(s_pop, "pop");
     NAME(s_dtype, "dtype"); NAME(s_str, "str"); NAME(s_item, "item");
-    NAME(s_start_operator, "_start_operator");
+    NAME(s_start_operator, "_start_operator"); NAME(s_runlock, "lock");
 #undef NAME
     if (!(one = PyLong_FromLong(1)))
         return -1;
@@ -98,8 +98,20 @@ call_site(void)
             return NULL;
         }
         if (!own) {
-            PyObject *site = Py_BuildValue("(Ni)", (PyObject *)code, PyFrame_GetLasti(frame));
+            PyObject *offset = PyLong_FromLong(PyFrame_GetLasti(frame));
             Py_DECREF(frame);
+            if (offset == NULL) {
+                Py_DECREF(code);
+                return NULL;
+            }
+            PyObject *site = PyTuple_New(2);
+            if (site == NULL) {
+                Py_DECREF(code);
+                Py_DECREF(offset);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(site, 0, (PyObject *)code);   /* (both references given) */
+            PyTuple_SET_ITEM(site, 1, offset);
             return site;
         }
         Py_DECREF(code);
@@ -112,12 +124,44 @@ call_site(void)
 
 /* ------------------------------------------------------------------ small helpers */
 
+/* the session's lock's class (threading.RLock's) and its acquire and release, as method
+ * descriptors: called without looking them up on each lock (learnt from the first lock) */
+static PyTypeObject *lock_type;
+static PyObject *lock_acquire, *lock_release;
+
+static void
+learn_lock(PyObject *lock)
+{
+    PyObject *acquire = PyObject_GetAttr((PyObject *)Py_TYPE(lock), s_acquire);
+    PyObject *release = acquire ? PyObject_GetAttr((PyObject *)Py_TYPE(lock), s_release) : NULL;
+    if (acquire != NULL && release != NULL && Py_IS_TYPE(acquire, &PyMethodDescr_Type)
+            && Py_IS_TYPE(release, &PyMethodDescr_Type)
+            && Py_TYPE(lock)->tp_dictoffset == 0) {   /* (no instance dict to override them) */
+        lock_acquire = acquire;   /* (kept for good, with the class) */
+        lock_release = release;
+        lock_type = (PyTypeObject *)Py_NewRef(Py_TYPE(lock));
+        return;
+    }
+    Py_XDECREF(acquire);
+    Py_XDECREF(release);
+    PyErr_Clear();
+}
+
 static int
 lock_call(PyObject *lock, PyObject *method, int blocking)
 {
     /* lock.acquire() / lock.acquire(False) / lock.release(); for acquire, 1 where taken */
-    PyObject *answer = blocking ? PyObject_CallMethodNoArgs(lock, method)
-                                : PyObject_CallMethodOneArg(lock, method, Py_False);
+    PyObject *answer;
+    if (lock_type == NULL)
+        learn_lock(lock);
+    if (Py_TYPE(lock) == lock_type) {
+        PyObject *args[2] = {lock, Py_False};
+        answer = PyObject_Vectorcall(method == s_acquire ? lock_acquire : lock_release, args,
+                                     blocking ? 1 : 2, NULL);
+    } else {
+        answer = blocking ? PyObject_CallMethodNoArgs(lock, method)
+                          : PyObject_CallMethodOneArg(lock, method, Py_False);
+    }
     if (answer == NULL)
         return -1;
     int taken = PyObject_IsTrue(answer);
@@ -125,8 +169,145 @@ lock_call(PyObject *lock, PyObject *method, int blocking)
     return taken;
 }
 
+/* ------------------------------------------------------------------ slots read in place */
+
+/* A TemplateRun's and an array's attributes are slots (__slots__): their member descriptors
+ * say where in the object each lives, so they are read and written there, without
+ * getattr's lookup through the type (most of an op's cost in C was those lookups). Only for
+ * objects of exactly the classes learnt (learn_slots); anything else takes getattr. */
+typedef struct {
+    PyObject *name;       /* interned: compared by identity with the s_* names */
+    Py_ssize_t offset;
+} SlotEntry;
+
+#define MAX_SLOTS 32
+static PyTypeObject *run_type;     /* kernelproxy.stretch_templates.TemplateRun */
+static SlotEntry run_slots[MAX_SLOTS];
+static int n_run_slots;
+static PyTypeObject *array_type;   /* array_class's, as a type */
+static SlotEntry array_slots[MAX_SLOTS];
+static int n_array_slots;
+static PyTypeObject *template_type;   /* kernelproxy.stretch_templates.StretchTemplate */
+static SlotEntry template_slots[MAX_SLOTS];
+static int n_template_slots;
+
+/* Learn the object slots *cls* defines itself (its __slots__' member descriptors). */
+static int
+learn_slots(PyTypeObject *cls, SlotEntry *table, int *count)
+{
+    PyObject *dict = cls->tp_dict;   /* borrowed */
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    int n = 0;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        if (!Py_IS_TYPE(value, &PyMemberDescr_Type) || !PyUnicode_Check(key))
+            continue;
+        PyMemberDef *def = ((PyMemberDescrObject *)value)->d_member;
+        if (def->type != T_OBJECT_EX || (def->flags & READONLY))
+            continue;
+        if (n == MAX_SLOTS) {
+            PyErr_SetString(PyExc_ValueError, "too many slots");
+            return -1;
+        }
+        PyObject *name = Py_NewRef(key);
+        PyUnicode_InternInPlace(&name);
+        Py_XSETREF(table[n].name, name);
+        table[n].offset = def->offset;
+        n++;
+    }
+    *count = n;
+    return 0;
+}
+
+/* Where *obj*'s slot *name* lives, or NULL: not one of the classes learnt, or no such slot. */
+static inline PyObject **
+slot_of(PyObject *obj, PyObject *name)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    SlotEntry *table;
+    int n;
+    if (type == run_type) {
+        table = run_slots;
+        n = n_run_slots;
+    } else if (type == array_type) {
+        table = array_slots;
+        n = n_array_slots;
+    } else if (type == template_type) {
+        table = template_slots;
+        n = n_template_slots;
+    } else {
+        return NULL;
+    }
+    for (int k = 0; k < n; k++)
+        if (table[k].name == name)
+            return (PyObject **)((char *)obj + table[k].offset);
+    return NULL;
+}
+
+/* A call site's cache of where a slot lives: the class it was found in, and its offset
+ * (classes learnt are never let go, so the address stays theirs). */
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t offset;
+} SiteCache;
+
+static SiteCache k_s_s, k_s_h, k_s_m, k_s_run, k_s_runlock,
+    k_s_template, k_s_plans, k_s_i, k_s_params, k_s_bound, k_s_ids, k_s_arrays, k_s_hids,
+    k_s_results, k_s_lines, k_s_seq, k_s_early_at, k_s_inputs, k_s_first_hid, k_s_input_of,
+    k_s_input_metas, k_s_compiled, k_s_frees, k_s_closed,
+    k_s_dtype, k_s_str;
+
+/* getattr(obj, name), a new reference (a slot read in place where it is one); *cache*: the
+ * call site's (NULL: none) */
+static inline PyObject *
+get_attr_at(PyObject *obj, PyObject *name, SiteCache *cache)
+{
+    PyObject **where;
+    if (cache != NULL && Py_TYPE(obj) == cache->type) {
+        where = (PyObject **)((char *)obj + cache->offset);
+    } else {
+        where = slot_of(obj, name);
+        if (where == NULL)
+            return PyObject_GetAttr(obj, name);
+        if (cache != NULL) {
+            cache->type = Py_TYPE(obj);
+            cache->offset = (char *)where - (char *)obj;
+        }
+    }
+    if (*where == NULL) {
+        PyErr_SetObject(PyExc_AttributeError, name);
+        return NULL;
+    }
+    return Py_NewRef(*where);
+}
+
+/* get_attr_at with the cache of the name's slot (k_<name>: one slot of one class a name) */
+#define get_attr(obj, name) get_attr_at((obj), (name), &k_##name)
+
+/* setattr(obj, name, value) (a slot written in place where it is one); *cache* as above */
+static inline int
+set_attr_at(PyObject *obj, PyObject *name, PyObject *value, SiteCache *cache)
+{
+    PyObject **where;
+    if (Py_TYPE(obj) == cache->type) {
+        where = (PyObject **)((char *)obj + cache->offset);
+    } else {
+        where = slot_of(obj, name);
+        if (where == NULL)
+            return PyObject_SetAttr(obj, name, value);
+        cache->type = Py_TYPE(obj);
+        cache->offset = (char *)where - (char *)obj;
+    }
+    PyObject *old = *where;
+    *where = Py_NewRef(value);
+    Py_XDECREF(old);
+    return 0;
+}
+
+#define set_attr(obj, name, value) set_attr_at((obj), (name), (value), &k_##name)
+
 /* getattr that leaves a new reference in *out; -1 on error */
-#define GET(out, obj, name) do { if (!((out) = PyObject_GetAttr((obj), (name)))) goto error; } while (0)
+#define GET(out, obj, name) do { if (!((out) = get_attr((obj), name))) goto error; } while (0)
 
 /* ------------------------------------------------------------------ an operand's check */
 
@@ -199,8 +380,8 @@ operand_fits(PyObject *run, PyObject *session, PyObject *value, PyObject *code_a
         PyObject *meta = PyObject_CallMethodObjArgs(run, s_meta, value, hid, NULL);
         if (meta == NULL)
             goto error;
-        PyObject *template = PyObject_GetAttr(run, s_template);
-        PyObject *metas = template ? PyObject_GetAttr(template, s_input_metas) : NULL;
+        PyObject *template = get_attr(run, s_template);
+        PyObject *metas = template ? get_attr(template, s_input_metas) : NULL;
         Py_XDECREF(template);
         PyObject *want = metas ? PySequence_GetItem(metas, n) : NULL;
         Py_XDECREF(metas);
@@ -218,7 +399,7 @@ operand_fits(PyObject *run, PyObject *session, PyObject *value, PyObject *code_a
         PyObject *slot = PyLong_FromSsize_t(n);
         if (slot == NULL)
             goto error;
-        PyObject *bound_list = PyObject_GetAttr(run, s_bound);
+        PyObject *bound_list = get_attr(run, s_bound);
         int failed = PyList_SetItem(list, n, Py_NewRef(hid)) < 0
             || PyObject_SetItem(tmp, hid, slot) < 0
             || bound_list == NULL || PyList_Append(bound_list, slot) < 0;
@@ -231,8 +412,8 @@ operand_fits(PyObject *run, PyObject *session, PyObject *value, PyObject *code_a
         int is = PyObject_IsInstance(value, numpy_generic);
         if (is != 1)
             return is;
-        PyObject *dtype = PyObject_GetAttr(value, s_dtype);
-        PyObject *text = dtype ? PyObject_GetAttr(dtype, s_str) : NULL;
+        PyObject *dtype = get_attr(value, s_dtype);
+        PyObject *text = dtype ? get_attr(dtype, s_str) : NULL;
         Py_XDECREF(dtype);
         if (text == NULL)
             return -1;
@@ -271,7 +452,7 @@ static PyObject *
 held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const *operands,
               Py_ssize_t n_operands, PyObject *label, int starting)
 {
-    PyObject *lock = PyObject_GetAttr(session, s_lock);
+    PyObject *lock = get_attr(run, s_runlock);   /* (the session's: TemplateRun.lock) */
     if (lock == NULL)
         return NULL;
     if (lock_call(lock, s_acquire, 1) < 0) {
@@ -288,7 +469,7 @@ held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const 
         if (current != run)
             goto miss;
     }
-    PyObject *i_obj = PyObject_GetAttr(run, s_i);
+    PyObject *i_obj = get_attr(run, s_i);
     if (i_obj == NULL)
         goto error;
     Py_ssize_t i = PyLong_AsSsize_t(i_obj);
@@ -315,7 +496,7 @@ held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const 
     if (!PyList_Check(params) || !PyList_Check(bound))
         goto miss;
     Py_ssize_t mark = PyList_GET_SIZE(params);
-    if (PyList_SetSlice(bound, 0, PY_SSIZE_T_MAX, NULL) < 0)
+    if (PyList_GET_SIZE(bound) && PyList_SetSlice(bound, 0, PY_SSIZE_T_MAX, NULL) < 0)
         goto error;
     int fits = operand_fits(run, session, operands[0], PyTuple_GET_ITEM(codes, 0), params);
     if (fits == 1 && n_operands == 2)
@@ -332,7 +513,8 @@ held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const 
         Py_DECREF(undone);
         goto miss;
     }
-    if (PyList_SetSlice(bound, 0, PY_SSIZE_T_MAX, NULL) < 0)   /* committed */
+    /* committed */
+    if (PyList_GET_SIZE(bound) && PyList_SetSlice(bound, 0, PY_SSIZE_T_MAX, NULL) < 0)
         goto error;
     GET(ids, run, s_ids);
     hid = PyIter_Next(ids);
@@ -341,16 +523,16 @@ held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const 
             PyErr_SetString(PyExc_RuntimeError, "the session's handle ids ran out");
         goto error;
     }
-    if (starting && PyObject_SetAttr(run, s_first_hid, hid) < 0)
+    if (starting && set_attr(run, s_first_hid, hid) < 0)
         goto error;
     PyTypeObject *cls = (PyTypeObject *)array_class;
     array = cls->tp_alloc(cls, 0);   /* object.__new__(ndarray): no __init__ */
     if (array == NULL)
         goto error;
-    if (PyObject_SetAttr(array, s_s, session) < 0 || PyObject_SetAttr(array, s_h, hid) < 0
-            || PyObject_SetAttr(array, s_m, PyTuple_GET_ITEM(plan, 3)) < 0)
+    if (set_attr(array, s_s, session) < 0 || set_attr(array, s_h, hid) < 0
+            || set_attr(array, s_m, PyTuple_GET_ITEM(plan, 3)) < 0)
         goto error;
-    GET(arrays, session, s_arrays);
+    GET(arrays, run, s_arrays);   /* (the session's: TemplateRun.arrays) */
     ref = PyWeakref_NewRef(array, NULL);
     if (ref == NULL || PyObject_SetItem(arrays, hid, ref) < 0)
         goto error;
@@ -371,11 +553,11 @@ held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const 
         goto error;
     GET(seq, session, s_seq);
     next = PyNumber_Add(seq, one);
-    if (next == NULL || PyObject_SetAttr(session, s_seq, next) < 0)
+    if (next == NULL || set_attr(session, s_seq, next) < 0)
         goto error;
     Py_CLEAR(next);
     next = PyLong_FromSsize_t(i + 1);
-    if (next == NULL || PyObject_SetAttr(run, s_i, next) < 0)
+    if (next == NULL || set_attr(run, s_i, next) < 0)
         goto error;
     GET(early_at, template, s_early_at);
     if (early_at != Py_None) {
@@ -450,7 +632,7 @@ binary_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *
         if (!scalar)
             return PyObject_Vectorcall(self->fallback, args, nargsf, NULL);
     }
-    PyObject *session = PyObject_GetAttr(me, s_s);
+    PyObject *session = get_attr(me, s_s);
     if (session == NULL)
         return NULL;
     PyObject *operands[2];
@@ -461,7 +643,7 @@ binary_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *
         operands[0] = me;
         operands[1] = other;
     }
-    PyObject *run = PyObject_GetAttr(session, s_run);
+    PyObject *run = get_attr(session, s_run);
     if (run == NULL) {
         Py_DECREF(session);
         return NULL;
@@ -478,7 +660,7 @@ binary_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *
         Py_DECREF(started);
         return PyObject_Vectorcall(self->fallback, args, nargsf, NULL);
     }
-    PyObject *flag = PyObject_GetAttr(run, s_compiled);
+    PyObject *flag = get_attr(run, s_compiled);
     int on = flag == NULL ? -1 : PyObject_IsTrue(flag);
     Py_XDECREF(flag);
     if (on != 1) {
@@ -509,28 +691,28 @@ del_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwn
     PyObject *me = args[0];
     PyObject *session = NULL, *hid = NULL, *run = NULL, *meta = NULL, *first = NULL,
              *lock = NULL, *answer = NULL;
-    session = PyObject_GetAttr(me, s_s);
+    session = get_attr(me, s_s);
     if (session == NULL)
         goto swallow;
-    hid = PyObject_GetAttr(me, s_h);
+    hid = get_attr(me, s_h);
     if (hid == NULL)
         goto swallow;
-    run = PyObject_GetAttr(session, s_run);
+    run = get_attr(session, s_run);
     if (run == NULL)
         goto swallow;
-    meta = PyObject_GetAttr(me, s_m);
+    meta = get_attr(me, s_m);
     if (meta == NULL)
         goto swallow;
     PyObject *unread = meta == Py_None ? Py_True : Py_False;
     if (run != Py_None && hid != Py_None) {
-        first = PyObject_GetAttr(run, s_first_hid);
+        first = get_attr(run, s_first_hid);
         if (first == NULL)
             goto swallow;
         int later = PyObject_RichCompareBool(hid, first, Py_GE);
         if (later < 0)
             goto swallow;
         if (later) {
-            PyObject *flag = PyObject_GetAttr(run, s_compiled);
+            PyObject *flag = get_attr(run, s_compiled);
             int on = flag == NULL ? -1 : PyObject_IsTrue(flag);
             Py_XDECREF(flag);
             if (on < 0)
@@ -540,7 +722,7 @@ del_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwn
                 goto done;
             }
             /* TemplateRun.dropped */
-            lock = PyObject_GetAttr(session, s_lock);
+            lock = get_attr(run, s_runlock);   /* (the session's) */
             if (lock == NULL)
                 goto swallow;
             int taken = lock_call(lock, s_acquire, 0);
@@ -548,18 +730,21 @@ del_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwn
                 goto swallow;
             if (taken) {
                 int ours = 0, failed = 0;
-                PyObject *current = PyObject_GetAttr(session, s_run);
+                PyObject *current = get_attr(session, s_run);
                 if (current == NULL) {
                     failed = 1;
                 } else if (current == run) {
                     ours = 1;
-                    PyObject *i = PyObject_GetAttr(run, s_i);
-                    PyObject *frees = PyObject_GetAttr(run, s_frees);
+                    PyObject *i = get_attr(run, s_i);
+                    PyObject *frees = get_attr(run, s_frees);
                     PyObject *entry = i ? PyTuple_Pack(2, i, hid) : NULL;
-                    PyObject *arrays = PyObject_GetAttr(session, s_arrays);
+                    PyObject *arrays = get_attr(run, s_arrays);   /* (the session's) */
                     failed = entry == NULL || frees == NULL || arrays == NULL
                         || PyList_Append(frees, entry) < 0;
-                    if (!failed) {
+                    if (!failed && PyDict_CheckExact(arrays)) {   /* arrays.pop(hid, None) */
+                        int has = PyDict_Contains(arrays, hid);
+                        failed = has < 0 || (has == 1 && PyDict_DelItem(arrays, hid) < 0);
+                    } else if (!failed) {
                         PyObject *gone = PyObject_CallMethodObjArgs(arrays, s_pop, hid, Py_None, NULL);
                         failed = gone == NULL;
                         Py_XDECREF(gone);
@@ -581,7 +766,7 @@ del_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwn
         }
     }
     if (hid != Py_None) {
-        PyObject *closed = PyObject_GetAttr(session, s_closed);
+        PyObject *closed = get_attr(session, s_closed);
         int is = closed == NULL ? -1 : PyObject_IsTrue(closed);
         Py_XDECREF(closed);
         if (is < 0)
@@ -692,6 +877,27 @@ configure(PyObject *module, PyObject *args)
     Py_XSETREF(own_function, Py_NewRef(own));
     Py_XSETREF(early_send, Py_NewRef(send));
     Py_XSETREF(numpy_generic, Py_NewRef(generic));
+    array_type = NULL;   /* (its slots learnt anew) */
+    if (learn_slots((PyTypeObject *)cls, array_slots, &n_array_slots) < 0)
+        return NULL;
+    array_type = (PyTypeObject *)cls;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+run_class_entry(PyObject *module, PyObject *args)
+{
+    /* run_class(TemplateRun, StretchTemplate): their slots are read in place (the classes
+     * are kept for good: a site's cache may name them) */
+    PyObject *run, *template;
+    if (!PyArg_ParseTuple(args, "O!O!:run_class", &PyType_Type, &run, &PyType_Type, &template))
+        return NULL;
+    run_type = template_type = NULL;
+    if (learn_slots((PyTypeObject *)run, run_slots, &n_run_slots) < 0
+            || learn_slots((PyTypeObject *)template, template_slots, &n_template_slots) < 0)
+        return NULL;
+    run_type = (PyTypeObject *)Py_NewRef(run);
+    template_type = (PyTypeObject *)Py_NewRef(template);
     Py_RETURN_NONE;
 }
 
@@ -757,6 +963,8 @@ static PyMethodDef module_methods[] = {
      "operator(run, name, operands, label): TemplateRun.operator, in C"},
     {"start", (PyCFunction)(void (*)(void))start_entry, METH_FASTCALL,
      "start(run, session, name, a, b, label): a run's first op, before the run is the session's"},
+    {"run_class", run_class_entry, METH_VARARGS,
+     "run_class(TemplateRun, StretchTemplate): the classes whose slots are read in place"},
     {"call_site", call_site_entry, METH_NOARGS,
      "call_site(): caller.call_site of the running Python frame"},
     {NULL, NULL, 0, NULL},
@@ -775,8 +983,8 @@ PyInit__held_ops(void)
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
         return NULL;
-    PyObject *names = Py_BuildValue("[sssss]", "configure", "binary", "finaliser", "operator",
-                                    "call_site");
+    PyObject *names = Py_BuildValue("[sssssss]", "configure", "binary", "finaliser", "operator",
+                                    "start", "run_class", "call_site");
     if (names == NULL || PyModule_AddObject(module, "__all__", names) < 0) {
         Py_XDECREF(names);
         Py_DECREF(module);

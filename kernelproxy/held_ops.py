@@ -25,7 +25,7 @@ try:
 except ImportError:   # no compiler at install: the Python methods alone
     _held_ops = None
 
-__all__ = ["AVAILABLE", "accelerate", "start", "call_site"]
+__all__ = ["AVAILABLE", "accelerate", "start", "call_site", "run_class"]
 
 #: whether the compiled accelerator was built and loads
 AVAILABLE = _held_ops is not None
@@ -51,3 +51,12 @@ def accelerate(cls: type, binaries: list[tuple[str, str, str, bool, Callable]],
     for dunder, name, label, reflected, plain in binaries:
         setattr(cls, dunder, _held_ops.binary(name, label, getattr(cls, dunder), plain, reflected))
     cls.__del__ = _held_ops.finaliser(cls.__del__)
+
+
+def run_class(run: type, template: type) -> None:
+    """*run* (``stretch_templates.TemplateRun``) and *template* (``StretchTemplate``), both
+    classes of slots, are those of the runs the C methods check ops against and of their
+    templates: their slots are read and written in place, not through getattr (most of a
+    compiled op's cost was those lookups). Nothing where not built."""
+    if _held_ops is not None:
+        _held_ops.run_class(run, template)

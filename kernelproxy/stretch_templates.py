@@ -42,6 +42,7 @@ from gpu_backend.protocol.stretch_records import Op, StretchRecords, read_record
 from gpu_backend.protocol.stretches import is_param
 
 from . import early_replay
+from . import held_ops
 from .held_ops import call_site as _c_call_site
 from .array_meta import wire_tuple
 from .caller import call_site, site_line
@@ -126,6 +127,11 @@ class StretchTemplate:
     its records as roles), the offered batch (*batch*: header and records, as sent), and
     the worker's metadata of it (*metas*: the reply's ``hm``, ``[inputs, results]`` as wire
     entries, None where no array came of it). Made when the worker says it holds it."""
+
+    __slots__ = ("sid", "key", "ops", "records", "n_inputs", "n_results", "slot_of",
+                 "input_metas", "predicted", "canon_ops", "canon_slot", "checks", "names",
+                 "plans", "unpredicted", "drops_results", "drops_inputs", "drop_slots",
+                 "early_plan", "early_at")
 
     def __init__(self, sid: int, key: StretchKey, batch: bytes, metas: list) -> None:
         self.sid = sid
@@ -338,7 +344,7 @@ class TemplateRun:
 
     __slots__ = ("session", "templates", "template", "i", "first", "first_hid", "hids",
                  "results", "inputs", "input_of", "params", "lines", "frees", "predicted",
-                 "_array", "_bound", "ids", "early", "compiled", "_kept")
+                 "_array", "_bound", "ids", "early", "compiled", "_kept", "lock", "arrays")
 
     def __init__(self, session: Any, templates: Templates, template: StretchTemplate,
                  first: int, first_hid: int) -> None:
@@ -368,6 +374,10 @@ class TemplateRun:
         self.compiled = session.settings.compiled
         #: the frees kept, as complete() found them: (template, frees then, handles)
         self._kept: tuple | None = None
+        #: the session's lock and its arrays (each the same object for the session's life),
+        #: where the compiled operators read them: a slot, not the session's dict
+        self.lock = session._lock
+        self.arrays = session.arrays
 
     # ------------------------------------------------------------ the ops
     def operator(self, name: str, operands: tuple, label: str) -> Any:
@@ -823,3 +833,6 @@ class TemplateRun:
         them (an error, a warning, a cancel)."""
         return {self.first + index: (label, *site_line(site), self.hids[index])
                 for index, (label, site) in enumerate(self.lines)}
+
+
+held_ops.run_class(TemplateRun, StretchTemplate)   # (the compiled operators read their slots)
