@@ -1,6 +1,7 @@
 """Where a held stretch's replay spends the worker's time, phase by phase, side by side.
 
-    python benchmarks/worker_phases.py [--devices auto] [--reps 1000] [--json out.json]
+    python benchmarks/worker_phases.py [--devices auto] [--reps 1000] [--loops hot_sync,chain20]
+        [--sides fast,noahead,...] [--json out.json]
 
 Runs the hot sync ``float((x + 1).sum())`` and the 20-op chain of ``held_loops.py`` on
 sessions with the fast path on, the worker's run ahead off (``GPUWB_RUN_AHEAD_US=0``,
@@ -67,13 +68,16 @@ def main(argv=None) -> int:
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--reps", type=int, default=1000)
     parser.add_argument("--policy", default="fair", help="the pool's policy (none: no pacing)")
+    parser.add_argument("--loops", default="hot_sync,chain20", help="which of hot_sync, chain20")
+    parser.add_argument("--sides", default=",".join(SIDES), help="which of " + ", ".join(SIDES))
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    sides = {name: SIDES[name] for name in args.sides.split(",")}
     result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "policy": args.policy,
               "command": " ".join(["python", "benchmarks/worker_phases.py", *(argv or sys.argv[1:])]),
               "runs": {}}
-    for loop_name in ("hot_sync", "chain20"):
-        for side, env in SIDES.items():
+    for loop_name in args.loops.split(","):
+        for side, env in sides.items():
             where = tempfile.mkdtemp(prefix="phases-")
             saved = {k: os.environ.get(k) for k in (*env, "GPUWB_WORKER_PHASES", "GPUWB_REPLAY_MEASURED")}
             os.environ.update(env, GPUWB_WORKER_PHASES=where, GPUWB_REPLAY_MEASURED="0")
