@@ -91,6 +91,8 @@ def users_view(status: dict) -> TableView:
     policy = status.get("policy", "?")
     caption = {"fair": "policy fair: each device is shared by weight among the users with work",
                "fifo": "policy fifo: batches in the order they came; weights are not used",
+               "share": "policy share: sessions run side by side; a user ahead of its weight's "
+                        "share by more than a window waits",
                "none": "policy none: CUDA's time-slicing decides; targets are what fair would give"
                }.get(policy, f"policy {policy}") + (
         "; Waited: of the time a user's work spent in the pool (10 s), the part it waited "

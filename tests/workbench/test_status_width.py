@@ -123,3 +123,11 @@ def test_gpu_status_in_80_columns(pool):
     assert max(map(len, text.splitlines())) <= 80, text
     assert all(len(h) >= 5 for h in headers(text)), text
     assert f"{session.id} (you)" in text
+
+
+def test_each_policy_says_how_it_shares_under_the_users_table():
+    from workbench.pool_views import users_view
+    for policy, words in (("fair", "shared by weight"), ("share", "side by side"),
+                          ("fifo", "in the order they came"), ("none", "time-slicing")):
+        text = to_text(users_view({**busy_status(), "policy": policy}), width=400)
+        assert f"policy {policy}: " in text and words in text, (policy, text)
