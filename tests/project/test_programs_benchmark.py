@@ -32,6 +32,7 @@ def _run(tmp_path, *args):
     return json.loads(out.read_text()), done.stdout
 
 
+@pytest.mark.timeout(300)   # (seven programs, three sides, a subprocess: over 120 s when loaded)
 def test_every_program_gives_the_local_result_over_both_transports(tmp_path):
     results, stdout = _run(tmp_path, "--transports", "ipc,tcp", "--programs", ",".join(sorted(ISSUE_37)))
     assert results["failures"] == []
