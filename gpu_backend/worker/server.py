@@ -682,6 +682,21 @@ def _failure(exc: BaseException) -> dict[str, Any]:
             "e": [None, error_name(exc), str(exc), None]}
 
 
+def _rerun_under_callgrind(directory: str, control_fd: int, argv: list[str]) -> None:
+    """``GPUWB_WORKER_CALLGRIND=DIR`` (a diagnostic): replace this process with the same
+    worker under ``valgrind --tool=callgrind``, its instrumentation off (``callgrind_control
+    -i on`` and ``off`` count what a benchmark times). A worker forked by the zygote has no
+    command line of its own to re-run: *argv* is the one it was given; its control channel
+    is kept across the exec, and the variable is dropped there (the re-run worker serves)."""
+    env = {k: v for k, v in os.environ.items() if k != "GPUWB_WORKER_CALLGRIND"}
+    os.set_inheritable(control_fd, True)
+    out = os.path.join(directory, "callgrind.out.%p")
+    log = os.path.join(directory, "valgrind.%p.log")
+    os.execvpe("valgrind", ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                            f"--callgrind-out-file={out}", f"--log-file={log}",
+                            sys.executable, "-m", "gpu_backend.worker", *argv], env)
+
+
 def _serve_maybe_profiled(server: WorkerServer) -> str:
     """``GPUWB_WORKER_PROFILE=DIR`` writes a cProfile of each session's worker there."""
     target = server.settings.profile_dir
@@ -741,6 +756,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-spin", type=float, default=0.0,
                         help="seconds to poll after each message while holding a spin slot")
     args = parser.parse_args(argv)
+    settings = WorkerSettings.from_environ()
+    if settings.callgrind_dir:
+        _rerun_under_callgrind(settings.callgrind_dir, args.control_fd,
+                               sys.argv[1:] if argv is None else argv)
     control = ControlChannel.inherited(args.control_fd)
     cleanup = [args.run_dir] if args.run_dir else []
     _watch_the_pool(control, cleanup)
@@ -752,7 +771,6 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:   # a worker without slots still serves
             if not control.hung_up(0):   # (its pool, stopping, removed them: no news)
                 print(f"gpuwb worker: no spin slots ({exc})", file=sys.stderr)
-    settings = WorkerSettings.from_environ()
     dump_on_request(settings.stacks)
     try:
         server = WorkerServer(args.device, control, args.id, args.bind_host, args.arbiter,

@@ -68,6 +68,11 @@ class WorkerSettings:
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
+    #: ``GPUWB_WORKER_CALLGRIND=DIR``: the worker re-runs itself under valgrind's callgrind
+    #: as it starts, its instrumentation off until ``callgrind_control -i on`` (a
+    #: diagnostic: benchmarks/worker_instructions.py counts the instructions of the messages
+    #: between its ``on`` and ``off``), callgrind's files and log in DIR
+    callgrind_dir: str | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "WorkerSettings":
@@ -89,6 +94,7 @@ class WorkerSettings:
                    swap_host_copy="pinned" if (env.get("GPUWB_SWAP_HOST_COPY") or "").strip().lower()
                    == "pinned" else "staged",
                    stacks=env.get("GPUWB_STACKS") == "1",
+                   callgrind_dir=env.get("GPUWB_WORKER_CALLGRIND") or None,
                    copy_tables=(env.get("GPUWB_COPY_TABLES") or "1").strip().lower()
                    not in ("0", "off", "false", "no"),
                    unpaced_replay=float(unpaced) * 1e-6 if unpaced else None,
