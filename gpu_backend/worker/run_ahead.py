@@ -84,7 +84,7 @@ class RunAhead:
         replay = self.replay
         x, graphs = replay.x, replay.graphs
         pacer = x.pacer
-        if graphs is None or pacer.in_company() or x.poisoned_at is not None or x.more_work():
+        if graphs is None or pacer.in_company() or x.poisoned_at is not None:
             return False
         safe = self.safe.get(entry.sid)
         if safe is None:
@@ -98,6 +98,8 @@ class RunAhead:
             return False
         arrays = x.table.arrays
         if sum(arrays[hid].nbytes for hid in entry.outs if hid in arrays) > MAX_BYTES:
+            return False
+        if x.more_work():   # (last: a look at the sockets, where the checks above are dicts')
             return False
         handles = g.copies.predict_handles()
         if handles is None:
