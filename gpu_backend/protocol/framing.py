@@ -65,6 +65,10 @@ def byte_view(frame: Any) -> memoryview:
 
 def message_views(frames: Sequence[Any]) -> list[memoryview]:
     """What goes on the wire for *frames*: the header, then each non-empty frame."""
+    if len(frames) == 1:   # (the common message, a reply or a batch alone: no generators)
+        view = byte_view(frames[0])
+        head = memoryview(_COUNT.pack(1) + _LENGTH.pack(view.nbytes))
+        return [head, view] if view.nbytes else [head]
     views = [byte_view(f) for f in frames]
     head = _COUNT.pack(len(views)) + b"".join(_LENGTH.pack(v.nbytes) for v in views)
     return [memoryview(head)] + [v for v in views if v.nbytes]

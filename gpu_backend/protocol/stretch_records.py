@@ -50,8 +50,10 @@ def fill_slots(value: Any, of_slot: Any) -> Any:
     t = type(value)
     if t is Slot:
         return of_slot(value)
-    if t is list or t is tuple:
-        return t(fill_slots(v, of_slot) for v in value)
+    if t is list:   # (comprehensions, not generators: a replay fills a few per op)
+        return [fill_slots(v, of_slot) for v in value]
+    if t is tuple:
+        return tuple([fill_slots(v, of_slot) for v in value])
     if t is dict:
         return {k: fill_slots(v, of_slot) for k, v in value.items()}
     return value

@@ -150,9 +150,12 @@ class GraphCopies:
         its inputs were *predicted* (by slot: its loop-carried results, the inputs that
         stayed), its kept results' arrays made; whether any row changed. The replay finds
         it done where its inputs are those (:meth:`set_up`); else it is set up again."""
-        held = sum(a.nbytes for a in predicted.values())
+        held = 0   # (loops: no generators after every replay)
+        for a in predicted.values():
+            held += a.nbytes
         if self.scatter is not None:
-            held += sum(kept.nbytes for _n, kept, _m in self.scatter_slots)
+            for _n, kept, _m in self.scatter_slots:
+                held += kept.nbytes
         if held > PREPARE_MAX_BYTES:
             return False
         self._prepared = None
@@ -168,7 +171,7 @@ class GraphCopies:
         prepared, self._prepared = self._prepared, None
         if prepared is not None:
             predicted, ahead = prepared
-            if len(predicted) == len(arrays) and all(predicted.get(n) is a for n, a in arrays.items()):
+            if len(predicted) == len(arrays) and _same_arrays(predicted, arrays):
                 if self.gather is None:
                     for n, a in arrays.items():
                         tools.copy(bufs[n], a)
@@ -223,6 +226,15 @@ class GraphCopies:
             made = ahead[n] = self._made_for(tools, n, make)
             scatter.set(row, made, kept)
         return ahead, scatter.commit() or changed
+
+
+def _same_arrays(predicted: dict, arrays: dict) -> bool:
+    """Whether every array of *arrays* is the one *predicted* for its slot (a loop, not a
+    generator: this runs at every replay)."""
+    for n, a in arrays.items():
+        if predicted.get(n) is not a:
+            return False
+    return True
 
 
 def plain(a: Any, array_type: type) -> bool:

@@ -86,7 +86,12 @@ class ClientLinks:
         if self.router in events:
             return True
         unix = self.unix
-        return unix is not None and (any(fd in events for fd in unix.fds()) or unix.buffered())
+        if unix is None:
+            return False
+        for fd in unix.fds():   # (a loop: no generator at every message)
+            if fd in events:
+                return True
+        return unix.buffered()
 
     def poll(self, timeout_ms: int = 0) -> bool:
         """Whether a client message is waiting (within *timeout_ms*)."""
