@@ -41,7 +41,7 @@ from .presence import CLIENT_GONE
 from .pacing import Pacer
 from .splitting import Splitter
 from .phases import NO_PHASES, PhaseClock, PhaseRecorder
-from .settings import WorkerSettings
+from .settings import WorkerSettings, environ_under_callgrind
 from ..runtime.stacks import dump_on_request
 from .spin_slots import SpinSlots
 from .swap import SessionSwap, host_memory
@@ -688,7 +688,7 @@ def _rerun_under_callgrind(directory: str, control_fd: int, argv: list[str]) -> 
     -i on`` and ``off`` count what a benchmark times). A worker forked by the zygote has no
     command line of its own to re-run: *argv* is the one it was given; its control channel
     is kept across the exec, and the variable is dropped there (the re-run worker serves)."""
-    env = {k: v for k, v in os.environ.items() if k != "GPUWB_WORKER_CALLGRIND"}
+    env = environ_under_callgrind()
     os.set_inheritable(control_fd, True)
     out = os.path.join(directory, "callgrind.out.%p")
     log = os.path.join(directory, "valgrind.%p.log")

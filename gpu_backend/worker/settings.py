@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["WorkerSettings"]
+__all__ = ["WorkerSettings", "environ_under_callgrind"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,12 @@ class WorkerSettings:
                    not in ("0", "off", "false", "no"),
                    unpaced_replay=float(unpaced) * 1e-6 if unpaced else None,
                    run_ahead=float(ahead) * 1e-6 if ahead else None)
+
+
+def environ_under_callgrind() -> dict[str, str]:
+    """The environment of a worker re-run under callgrind (``GPUWB_WORKER_CALLGRIND``,
+    worker/server.py): this one, less that variable (the re-run worker serves)."""
+    return {k: v for k, v in os.environ.items() if k != "GPUWB_WORKER_CALLGRIND"}
 
 
 def _graphs_mode(value: str | None) -> str:
