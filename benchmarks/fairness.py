@@ -146,12 +146,17 @@ class Pool:
         policy, nogap, _ = policy.partition("+nogap")
         policy, fixed, _ = policy.partition("+fixedpatience")
         policy, _, patience = policy.partition("+patience")
+        # "share+sharelead1000": a free-running session's lead beside others 1 ms
+        # (GPUWB_SHARE_LEAD_US; the default is worker/pacing.py's SHARE_LEAD)
+        policy, _, share_lead = policy.partition("+sharelead")
         policy, _, lead = policy.partition("+lead")   # "fair+lead600": workers' LEAD 600 µs
         policy, _, window = policy.partition("+window")   # "share+window2": a 2 ms window
         policy, _, period = policy.partition("/")
         policy, _, quantum = policy.partition(":")
         tag = self.tag = (policy + (f"-q{quantum}" if quantum else "") + (f"-p{period}" if period else "")
-                          + (f"-lead{lead}" if lead else "") + (f"-window{window}" if window else "")
+                          + (f"-lead{lead}" if lead else "")
+                          + (f"-sharelead{share_lead}" if share_lead else "")
+                          + (f"-window{window}" if window else "")
                           + (f"-patience{patience}" if patience else "")
                           + ("-fixedpatience" if fixed else "") + ("-nogap" if nogap else "")
                           + ("-split" if split else "") + ("-lateread" if lateread else ""))
@@ -172,6 +177,8 @@ class Pool:
                    "GPUWB_ARBITER_TRACE": str(self.decisions)}
         if lead:
             env["GPUWB_PACING_LEAD_US"] = lead
+        if share_lead:
+            env["GPUWB_SHARE_LEAD_US"] = share_lead
         if patience:
             env["GPUWB_PREEMPT_PATIENCE_MS"] = patience
         if fixed:
@@ -465,7 +472,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "GPUWB_PREEMPT_PATIENCE_MS; after any +lead), fair+fixedpatience, "
                              "fair+nogap (the gap rule off), fair+split (long ops in 1 ms pieces), "
                              "fair+lateread (the device handed over after a batch's closing read, "
-                             "not as it begins: the pool before issue 51) and "
+                             "not as it begins: the pool before issue 51), share, share+windowMS "
+                             "(its window), share+shareleadUS (a free-running session's lead beside "
+                             "others, GPUWB_SHARE_LEAD_US) and "
                              "local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))

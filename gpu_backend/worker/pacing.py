@@ -95,16 +95,30 @@ SPIN_CHECK_SECONDS = 50e-6
 #: markers, this many times before it is measured again (replay_estimate).
 MEASURE_EVERY = 16
 #: The lead of a session holding a standing grant beside others (``share``, arbiter/share.py):
-#: its kernels run beside theirs, time-sliced by CUDA, so a short queue would only make the
-#: contexts take turns more often; a user held back stops within about this much of its work.
+#: its kernels run beside theirs, time-sliced by CUDA; a user held back stops within about
+#: this much of its work, so it bounds how far past its weight a user runs. A deeper queue
+#: keeps a context's slices busy while its worker is between launches: measured (H200 run
+#: 9, 2026-11-26, docs/fair-share.md, "A deeper launch queue"), 4 ms gave work conservation
+#: 0.974-1.012 where users sync against 0.946-0.971 at 1 ms, and a trainer beside long GEMMs
+#: 0.555 against 0.425, but the weights' p99 error grew (1:2:4 15.8 % against 11.4 %) and the
+#: served pool's 1:2:4 test (tests/gpu_backend/test_share_pool.py) fell short of the
+#: weight-4 user's share in half its runs on a loaded VM; 16 ms lost the weights (47.7 %).
+#: So 1 ms stays, and an operator who values the GPU's use over the weights' precision sets
+#: ``GPUWB_SHARE_LEAD_US`` (worker/settings.py).
 SHARE_LEAD = 0.001
+#: How often a free-running session (standing grant, beside others) places a marker: its
+#: reports of device time come this often, whatever its lead.
+SHARE_GRAIN = 0.001
 
 
 class Pacer:
     def __init__(self, device, lease: DeviceLease | None = None, *, lead: float | None = None,
-                 trace: bool = False, release_at_read: bool = True) -> None:
+                 trace: bool = False, release_at_read: bool = True,
+                 share_lead: float | None = None) -> None:
         self.device = device
         self.lease = lease
+        #: the lead while free running beside others (SHARE_LEAD unless set)
+        self.share_lead = SHARE_LEAD if share_lead is None else share_lead
         #: hand the device over as a batch's closing read begins (release_before_read)
         self.release_at_read = release_at_read and lease is not None
         #: (grant, slot) released by release_before_read whose baton is not passed yet
@@ -375,7 +389,7 @@ class Pacer:
         all of them (fairness run 9: interactive p99 31 ms)."""
         if self.lease is None:
             return MAX_COUNTDOWN
-        grain = LONE_LEAD if self._alone() else SHARE_LEAD if self._free_running() else GRAIN
+        grain = LONE_LEAD if self._alone() else SHARE_GRAIN if self._free_running() else GRAIN
         bound = MAX_COUNTDOWN if self.per_op is None else \
             max(1, min(MAX_COUNTDOWN, int(grain / max(self.per_op, 1e-9))))
         if self._caught_up:
@@ -593,7 +607,7 @@ class Pacer:
         lead = self.lead if asked is None else max(self.lead, asked)
         if self._alone():
             return max(lead, LONE_LEAD)
-        return max(lead, SHARE_LEAD) if self._free_running() else lead
+        return max(lead, self.share_lead) if self._free_running() else lead
 
     def _hold_back(self, lead: float) -> None:
         """Wait while more than *lead* of launched work is unfinished; a yield cuts the wait

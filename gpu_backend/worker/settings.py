@@ -30,6 +30,10 @@ class WorkerSettings:
     #: ``GPUWB_PACING_LEAD_US``: the pacer's lead in seconds (worker/pacing.py LEAD; None:
     #: that default), which benchmarks/fairness.py's ``fair+leadUS`` policies vary
     pacing_lead: float | None = None
+    #: ``GPUWB_SHARE_LEAD_US``: a free-running session's lead beside others under the share
+    #: policy, in seconds (worker/pacing.py SHARE_LEAD; None: that default), which
+    #: benchmarks/fairness.py's ``share+shareleadUS`` policies vary
+    share_lead: float | None = None
     #: ``GPUWB_STREAM_BYTES``: the NumPy device streams transfers in chunks of this many
     #: bytes as a GPU does (None: one zero-copy frame), so tests take that path without a GPU
     stream_bytes: int | None = None
@@ -78,6 +82,7 @@ class WorkerSettings:
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "WorkerSettings":
         env = os.environ if environ is None else environ
         lead = env.get("GPUWB_PACING_LEAD_US")
+        share_lead = env.get("GPUWB_SHARE_LEAD_US")
         stream = env.get("GPUWB_STREAM_BYTES")
         piece = env.get("GPUWB_SPLIT_PIECE_US")
         unpaced = env.get("GPUWB_UNPACED_REPLAY_US")
@@ -86,6 +91,7 @@ class WorkerSettings:
                    profile_dir=env.get("GPUWB_WORKER_PROFILE") or None,
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
                    pacing_lead=float(lead) * 1e-6 if lead else None,
+                   share_lead=float(share_lead) * 1e-6 if share_lead else None,
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
                    split_piece=float(piece) * 1e-6 if piece else 0.0,

@@ -77,6 +77,8 @@ def test_worker_settings_from_the_environment():
                                        "GPUWB_STREAM_BYTES": "4096", "GPUWB_PACING_TRACE": ""})
     assert got.phases_dir == "/tmp/p" and got.pacing_trace_dir is None and got.profile_dir is None
     assert got.pacing_lead == pytest.approx(600e-6) and got.stream_bytes == 4096
+    assert got.share_lead is None
+    assert WorkerSettings.from_environ({"GPUWB_SHARE_LEAD_US": "4000"}).share_lead == pytest.approx(4e-3)
 
 
 def test_a_pacer_keeps_its_lead_and_the_default_records_no_phases():
@@ -87,6 +89,8 @@ def test_a_pacer_keeps_its_lead_and_the_default_records_no_phases():
     device = NumpyDevice()
     assert Pacer(device).lead == LEAD and Pacer(device).trace is None
     assert Pacer(device, lead=600e-6, trace=True).lead == 600e-6
+    from gpu_backend.worker.pacing import SHARE_LEAD
+    assert Pacer(device).share_lead == SHARE_LEAD and Pacer(device, share_lead=4e-3).share_lead == 4e-3
     NO_PHASES.start(slept=True)
     NO_PHASES.mark("received")
     NO_PHASES.end()
