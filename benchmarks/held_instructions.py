@@ -34,29 +34,23 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 SIDES = {"early": {}, "noearly": {"GPUWB_EARLY_REPLAY": "0"}}
 
 
-def client(address: str, token: str, loop: str, warmup: int, n: int) -> None:
-    """One client run (under valgrind): the loop, warmed, then *n* iterations."""
+def warmed(address: str, token: str, loop: str, warmup: int) -> tuple:
+    """A session on the pool and *loop* (program_bodies.held_step) run *warmup* times in it:
+    (session, state, step); worker_instructions.py's client starts so too."""
     import kernelproxy
     from kernelproxy.modules import module_for
-    from program_bodies import chain20_body, chain20_inputs
+    from program_bodies import held_step
 
     session = kernelproxy.connect(address, token)
-    xp = module_for(session)
-    if loop == "chain20":
-        x, y = chain20_inputs(xp, 1024)
-
-        def step(x):
-            x = chain20_body(x, y)
-            float(x.sum())
-            return x
-    else:
-        x = xp.arange(1000, dtype=xp.float32)
-
-        def step(x):
-            float((x + 1).sum())
-            return x
+    x, step = held_step(module_for(session), loop)
     for _ in range(warmup):
         x = step(x)
+    return session, x, step
+
+
+def client(address: str, token: str, loop: str, warmup: int, n: int) -> None:
+    """One client run (under valgrind): the loop, warmed, then *n* iterations."""
+    session, x, step = warmed(address, token, loop, warmup)
     stretches = session.stretches
     fast, early = stretches.fast_replays, stretches.early_sent
     toggle = _toggle()

@@ -194,6 +194,26 @@ def chain20_inputs(xp, n):
     return (xp.asarray(rng.random(n, dtype=np.float32)), xp.asarray(rng.random(n, dtype=np.float32)))
 
 
+def held_step(xp, loop):
+    """The instruction counters' held loops (held_instructions.py, worker_instructions.py):
+    ``chain20`` (its body on 1 K float32, then ``float(x.sum())``) or ``hot_sync``
+    (``float((x + 1).sum())`` on 1000 float32). Returns (the first state, the step: state
+    -> next state)."""
+    if loop == "chain20":
+        x, y = chain20_inputs(xp, 1024)
+
+        def step(x):
+            x = chain20_body(x, y)
+            float(x.sum())
+            return x
+        return x, step
+
+    def hot(x):
+        float((x + 1).sum())
+        return x
+    return xp.arange(1000, dtype=xp.float32), hot
+
+
 def chain20(xp, n, steps=300):
     """The 20-op loop of issue 50: 20 elementwise ops on 1 K float32, carried from one
     iteration to the next, and a scalar read every iteration."""

@@ -61,27 +61,9 @@ def client(address: str, token: str, loop: str, warmup: int, n: int, pause: floa
     """One client run (plain Python): the loop warmed, ``warm`` said, then *n* iterations
     once the driver says ``go``, *pause* s after each; their counts said, and on ``close``
     the worker's replays answered ahead meanwhile, and the session closed."""
-    import kernelproxy
-    from kernelproxy.modules import module_for
-    from program_bodies import chain20_body, chain20_inputs
+    from held_instructions import warmed
 
-    session = kernelproxy.connect(address, token)
-    xp = module_for(session)
-    if loop == "chain20":
-        x, y = chain20_inputs(xp, 1024)
-
-        def step(x):
-            x = chain20_body(x, y)
-            float(x.sum())
-            return x
-    else:
-        x = xp.arange(1000, dtype=xp.float32)
-
-        def step(x):
-            float((x + 1).sum())
-            return x
-    for _ in range(warmup):
-        x = step(x)
+    session, x, step = warmed(address, token, loop, warmup)
     stretches = session.stretches
     fast, early = stretches.fast_replays, stretches.early_sent
     ahead = session.memory_info()["stretches"]["ahead"]
