@@ -146,6 +146,9 @@ class Pool:
         policy, nogap, _ = policy.partition("+nogap")
         policy, fixed, _ = policy.partition("+fixedpatience")
         policy, _, patience = policy.partition("+patience")
+        # "share+pacedreplay4000": a replay of 4 ms of device time or more re-run op by op,
+        # paced, while others share the device (GPUWB_UNPACED_REPLAY_US)
+        policy, _, paced_replay = policy.partition("+pacedreplay")
         # "share+sharelead1000": a free-running session's lead beside others 1 ms
         # (GPUWB_SHARE_LEAD_US; the default is worker/pacing.py's SHARE_LEAD)
         policy, _, share_lead = policy.partition("+sharelead")
@@ -156,6 +159,7 @@ class Pool:
         tag = self.tag = (policy + (f"-q{quantum}" if quantum else "") + (f"-p{period}" if period else "")
                           + (f"-lead{lead}" if lead else "")
                           + (f"-sharelead{share_lead}" if share_lead else "")
+                          + (f"-pacedreplay{paced_replay}" if paced_replay else "")
                           + (f"-window{window}" if window else "")
                           + (f"-patience{patience}" if patience else "")
                           + ("-fixedpatience" if fixed else "") + ("-nogap" if nogap else "")
@@ -179,6 +183,8 @@ class Pool:
             env["GPUWB_PACING_LEAD_US"] = lead
         if share_lead:
             env["GPUWB_SHARE_LEAD_US"] = share_lead
+        if paced_replay:
+            env["GPUWB_UNPACED_REPLAY_US"] = paced_replay
         if patience:
             env["GPUWB_PREEMPT_PATIENCE_MS"] = patience
         if fixed:
@@ -474,7 +480,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "fair+lateread (the device handed over after a batch's closing read, "
                              "not as it begins: the pool before issue 51), share, share+windowMS "
                              "(its window), share+shareleadUS (a free-running session's lead beside "
-                             "others, GPUWB_SHARE_LEAD_US) and "
+                             "others, GPUWB_SHARE_LEAD_US), any policy+pacedreplayUS (a held stretch's replay of US µs of "
+                             "device time or more re-run op by op, paced, beside others: "
+                             "GPUWB_UNPACED_REPLAY_US) and "
                              "local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))
