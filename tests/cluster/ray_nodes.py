@@ -12,20 +12,10 @@ It starts ``ray.cluster_utils.Cluster`` (a head declaring ``sys.argv[1]`` GPUs, 
 
 from __future__ import annotations
 
-import os
 import sys
 
 
-#: How long each raylet waits for its dashboard agent to write its ports (Ray's
-#: ``agent_register_timeout_ms``, read from the environment by every Ray process this one
-#: starts). On a loaded 2-core machine the agent had not finished importing after Ray's own
-#: wait, and the raylet stopped with "Timed out waiting for file .../metrics_agent_port_…"
-#: (ray-project/ray#62883), so the head never came up.
-AGENT_WAIT_MS = "120000"
-
-
 def main() -> int:
-    os.environ.setdefault("RAY_agent_register_timeout_ms", AGENT_WAIT_MS)
     from ray.cluster_utils import Cluster
     # the head is the first GPU node (one raylet fewer than a head of its own: on CI's two
     # cores every Ray process counts)
