@@ -84,6 +84,10 @@ class Executor:
         #: the batch whose op failed (an early replay's error is forgotten if it is undone)
         self.poisoned_by: Any = None
         self._batch_no: Any = None   # the batch under way's number (header b)
+        #: whether the last batch was its header alone: only then is the next one tried as
+        #: such first (open_batch), so that a session whose batches carry records never
+        #: pays a failed attempt (an exception) at each of them
+        self._header_alone = False
         self.memory_limit: int | None = None
         #: a lower limit the session set on its own memory pool (``MemoryPool.set_limit``)
         self.user_limit: int | None = None
@@ -147,15 +151,18 @@ class Executor:
         A small batch that is its header alone (a replay of a held stretch with no frees
         after it, a cancel, a close) is decoded by ``msgpack.unpackb``, its records a
         :class:`_NoRecords`: making an Unpacker clears its 40 KiB decoding stack, ~45 000
-        instructions, a tenth of a replayed message's cost in the worker. Anything else,
-        a malformed header included, takes the Unpacker as before (the same errors)."""
+        instructions, a tenth of a replayed message's cost in the worker. It is tried
+        only after a batch that was its header alone (a held loop's replays come in a
+        row; an eager session's batches, which carry records, would each pay a failed
+        attempt, ~1.7 us). Anything else, a malformed header included, takes the Unpacker
+        as before (the same errors)."""
         self._batch = body
-        if len(body) <= _HEADER_ALONE_BYTES:
+        if self._header_alone and len(body) <= _HEADER_ALONE_BYTES:
             try:
                 return (msgpack.unpackb(body, ext_hook=self._hook, **codec.UNPACK_OPTIONS),
                         _NoRecords(len(body)))
             except Exception:   # records follow (ExtraData), or it is malformed: as before
-                pass
+                self._header_alone = False
         unpacker = msgpack.Unpacker(
             ext_hook=self._hook, max_buffer_size=max(len(body), 1 << 16), **codec.UNPACK_OPTIONS
         )
@@ -166,6 +173,7 @@ class Executor:
             raise ProtocolError("empty or truncated batch") from None
         except ValueError as exc:  # msgpack's errors and CodecError
             raise ProtocolError(f"undecodable batch header: {exc}") from None
+        self._header_alone = unpacker.tell() == len(body)
         return header, unpacker
 
     def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list,
