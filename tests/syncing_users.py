@@ -13,7 +13,7 @@ import kernelproxy
 from kernelproxy.modules import module_for
 from tests.gpu_backend.test_users_pool import _serve, write_users
 
-__all__ = ["N", "run_syncing_users"]
+__all__ = ["N", "run_syncing_users", "syncing_loop"]
 
 #: the syncing loops' GEMM size on the NumPy device: four of them take far longer than the
 #: client's round trip from one read to its next batch (at 160², about as long: a user of
@@ -21,6 +21,22 @@ __all__ = ["N", "run_syncing_users"]
 #: 0.16 / 0.34 / 0.48 for 1:2:4), so the users compete as four 2 ms GEMMs and a read do on
 #: a GPU
 N = 256
+
+
+def syncing_loop(a, b, barrier: threading.Barrier, stop_at: list, failed: list) -> None:
+    """One user's loop: four ``a @ b`` and a read of one element, until ``stop_at[0]``
+    (monotonic seconds), after every user's first read (*barrier*); an error is put in
+    *failed* and the barrier broken (a thread's error would go unseen)."""
+    try:
+        float(a[0, 0])
+        barrier.wait()
+        while time.monotonic() < stop_at[0]:
+            for _ in range(4):
+                c = a @ b
+            float(c[0, 0])   # the sync: nothing queued until the value is back
+    except BaseException as exc:
+        failed.append(exc)
+        barrier.abort()
 
 
 def run_syncing_users(tmp_path: Path, weights: dict, policy: str, seconds: float = 5.0) -> Path:
@@ -35,23 +51,14 @@ def run_syncing_users(tmp_path: Path, weights: dict, policy: str, seconds: float
         sessions = {u: kernelproxy.connect(address, tokens[u]) for u in weights}
         arrays = {u: (module_for(s).random.rand(N, N), module_for(s).random.rand(N, N))
                   for u, s in sessions.items()}
-        start = threading.Barrier(len(sessions))
-        stop_at = [0.0]
-
-        def loop(a, b):
-            float(a[0, 0])
-            start.wait()
-            while time.monotonic() < stop_at[0]:
-                for _ in range(4):
-                    c = a @ b
-                float(c[0, 0])   # the sync: nothing queued until the value is back
-
-        stop_at[0] = time.monotonic() + seconds
-        threads = [threading.Thread(target=loop, args=arrays[u]) for u in weights]
+        start, stop_at, failed = threading.Barrier(len(sessions)), [time.monotonic() + seconds], []
+        threads = [threading.Thread(target=syncing_loop, args=(*arrays[u], start, stop_at, failed))
+                   for u in weights]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        assert not failed, failed
         for s in sessions.values():
             s.close()
     finally:

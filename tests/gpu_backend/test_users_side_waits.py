@@ -23,6 +23,7 @@ from kernelproxy.connection import door_request
 from kernelproxy.modules import module_for
 
 from tests.gpu_backend.test_users_pool import _serve, write_users
+from tests.syncing_users import syncing_loop
 
 #: the GEMMs' size: a few milliseconds each on the NumPy device
 N = 160
@@ -35,19 +36,6 @@ def _arrays(session) -> tuple:
     return cp.random.rand(N, N), cp.random.rand(N, N)
 
 
-def _syncing_loop(a, b, barrier: threading.Barrier, stop_at: list, failed: list) -> None:
-    try:
-        float(a[0, 0])
-        barrier.wait()
-        while time.monotonic() < stop_at[0]:
-            for _ in range(4):
-                c = a @ b
-            float(c[0, 0])   # the sync: nothing queued until the value is back
-    except BaseException as exc:   # (a thread's error would go unseen)
-        failed.append(exc)
-        barrier.abort()
-
-
 def test_users_that_take_turns_see_their_waits_in_the_log_and_the_status(tmp_path):
     users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
     tokens = write_users(users, {"a": {"weight": 1}, "b": {"weight": 1}})
@@ -57,7 +45,7 @@ def test_users_that_take_turns_see_their_waits_in_the_log_and_the_status(tmp_pat
         sessions = {u: kernelproxy.connect(address, tokens[u]) for u in ("a", "b")}
         arrays = {u: _arrays(s) for u, s in sessions.items()}
         barrier, stop_at, failed = threading.Barrier(2), [time.monotonic() + 3.0], []
-        threads = [threading.Thread(target=_syncing_loop, args=(*arrays[u], barrier, stop_at, failed))
+        threads = [threading.Thread(target=syncing_loop, args=(*arrays[u], barrier, stop_at, failed))
                    for u in sessions]
         for t in threads:
             t.start()
@@ -100,7 +88,7 @@ def test_a_user_alone_waits_for_nobody(tmp_path):
     try:
         session = kernelproxy.connect(address, tokens["solo"])
         failed: list = []
-        _syncing_loop(*_arrays(session), threading.Barrier(1), [time.monotonic() + 1.5], failed)
+        syncing_loop(*_arrays(session), threading.Barrier(1), [time.monotonic() + 1.5], failed)
         session.close()
         assert not failed, failed
     finally:
