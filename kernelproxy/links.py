@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import select
 import socket
-import struct
 from typing import Any, Callable, NoReturn, Sequence
 
 import zmq
@@ -32,8 +31,7 @@ from gpu_backend.protocol import codec
 from gpu_backend.protocol.addresses import allow_ipv6
 from gpu_backend.protocol.curve import secure_client
 from gpu_backend.protocol.errors import ProtocolError
-from gpu_backend.protocol.framing import (Frame, MessageReader, byte_view, read_message_with_fds,
-                                          send_all)
+from gpu_backend.protocol.framing import MessageReader, byte_view, read_message_with_fds, send_all
 from gpu_backend.protocol.staging import StagingRing
 
 __all__ = ["WorkerLink", "ZmqLink", "UnixLink", "open_link", "worker_address"]
@@ -135,40 +133,6 @@ class _Sent:
 
 _SENT = _Sent()
 
-#: a message of one frame's header on the Unix link (gpu_backend.protocol.framing: the
-#: frame count, then each frame's length)
-_ONE_FRAME = struct.Struct("<IQ")
-_COUNT = struct.Struct("<I")
-#: a single frame up to this size is sent as one buffer (header and frame joined)
-_JOINED_BYTES = 1 << 16
-
-
-class _Reader(MessageReader):
-    """The link's :class:`~gpu_backend.protocol.framing.MessageReader`, with a short way for
-    the commonest message, a reply of one frame already whole in the buffer (one ``recv``
-    brings a small reply whole): its bytes sliced out at once, where the general read takes
-    a buffer per frame and copies into it (a held loop reads one reply an iteration); any
-    other message is read as ever. The same messages, the buffer left as the general read
-    leaves it."""
-
-    def read_message(self) -> list[Frame]:
-        self._fill(_COUNT.size)
-        if _COUNT.unpack_from(self._buf, self._start)[0] != 1:
-            return super().read_message()
-        self._fill(_ONE_FRAME.size)
-        start, end = self._start, self._end
-        length = _ONE_FRAME.unpack_from(self._buf, start)[1]
-        begin = start + _ONE_FRAME.size
-        if end - begin < length:
-            return super().read_message()
-        stop = begin + length
-        data = bytes(self._view[begin:stop])
-        if stop == end:
-            self._start = self._end = 0
-        else:
-            self._start = stop
-        return [Frame(data)]
-
 
 class UnixLink(WorkerLink):
     """A plain Unix-domain socket to the worker (``unix://``). *lost(reason)* is called (and
@@ -192,18 +156,13 @@ class UnixLink(WorkerLink):
         self._poller.register(self.sock.fileno(), select.POLLIN)
         #: the worker's messages, through one buffer (a small reply in one recv); bytes of
         #: the next one may wait there, so poll() looks at it first
-        self._reader = _Reader(self.sock)
+        self._reader = MessageReader(self.sock)
         self.staging = None
         self.send([codec.packb({"t": "auth", "k": key})])
 
     def send(self, frames: Sequence[Any], track: bool = False) -> list:
         try:
-            if len(frames) == 1 and type(frames[0]) is bytes and len(frames[0]) < _JOINED_BYTES:
-                # (a batch of one small frame, the commonest: its bytes as send_all sends them)
-                frame = frames[0]
-                self.sock.sendall(_ONE_FRAME.pack(1, len(frame)) + frame)
-            else:
-                send_all(self.sock, frames)
+            send_all(self.sock, frames)
         except OSError as exc:   # the worker is gone (its process ended)
             self._lost(f"the session's worker closed its connection ({exc})")
         return [_SENT] if track else []

@@ -74,8 +74,20 @@ def message_views(frames: Sequence[Any]) -> list[memoryview]:
     return [memoryview(head)] + [v for v in views if v.nbytes]
 
 
+#: a message of one frame: its header (the frame count, then the frame's length)
+_ONE_FRAME = struct.Struct("<IQ")
+#: a message of one bytes frame up to this size is sent as one buffer, header and frame joined
+_JOINED_BYTES = 1 << 16
+
+
 def send_all(sock: socket.socket, frames: Sequence[Any]) -> None:
-    """Write one message, blocking until the socket has taken all of it."""
+    """Write one message, blocking until the socket has taken all of it. The commonest, one
+    small frame of bytes (a batch of a held loop), goes as one joined buffer: the same bytes
+    as the views would send, without building them."""
+    if len(frames) == 1 and type(frames[0]) is bytes and len(frames[0]) < _JOINED_BYTES:
+        frame = frames[0]
+        sock.sendall(_ONE_FRAME.pack(1, len(frame)) + frame)
+        return
     views = message_views(frames)
     while views:
         consume(views, sock.sendmsg(views[:IOV_MAX]))
@@ -230,7 +242,22 @@ class MessageReader:
         return self.read_message()   # all of it is buffered: nothing waits
 
     def read_message(self) -> list[Frame]:
-        """One whole message: its frames, each in a buffer of its own."""
+        """One whole message: its frames, each in a buffer of its own. The commonest, one
+        frame already whole in the buffer (one ``recv`` brings a small message whole), is
+        sliced out at once (a held loop reads one an iteration); the buffer is left as the
+        general read leaves it."""
+        self._fill(_COUNT.size)   # (as read_lengths does first)
+        if _COUNT.unpack_from(self._buf, self._start)[0] == 1:
+            self._fill(_ONE_FRAME.size)
+            start, end = self._start, self._end
+            length = _ONE_FRAME.unpack_from(self._buf, start)[1]
+            begin = start + _ONE_FRAME.size
+            if end - begin >= length:
+                _check_lengths([length])
+                stop = begin + length
+                data = bytes(self._view[begin:stop])
+                self._start, self._end = (0, 0) if stop == end else (stop, end)
+                return [Frame(data)]
         frames = []
         for length in self.read_lengths():
             buffer = _frame_buffer(length)
