@@ -54,6 +54,8 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
     errors = {w: [] for w in (0.1, 1.0, 10.0)}
     series = {}
     for p0, p1, targets in phases:
+        if not targets:   # (the interactive user alone: latency only)
+            continue
         # skip the first moments of a phase (clients ramping up; the dynamics report their
         # convergence separately)
         settle = min(0.5 if name == "dynamics" else 1.0, (p1 - p0) / 4)
@@ -76,14 +78,16 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
                                      if errs else None)
     # whole-run figures over the first (longest steady) phase
     p0, p1, targets = phases[0]
-    t0 = _running_from(gemm, targets, p0) + min(1.0, (p1 - p0) / 4)
-    norm = {u: _rates(gemm[u], exclusive, t0, p1, p1 - t0)[0] for u in targets}
+    norm = {}
+    if targets:
+        t0 = _running_from(gemm, targets, p0) + min(1.0, (p1 - p0) / 4)
+        norm = {u: _rates(gemm[u], exclusive, t0, p1, p1 - t0)[0] for u in targets}
     total = sum(norm.values())
     total_w = sum(targets.values())
     x = [(norm[u] / total) / (w / total_w) for u, w in targets.items()] if total else []
     out["normalised_rates"] = norm
     out["jain"] = (sum(x) ** 2 / (len(x) * sum(v * v for v in x))) if x else None
-    out["work_conservation"] = total
+    out["work_conservation"] = total if targets else None
     for r in results:
         if r["kind"] == "interactive":
             lat = [v * 1e3 for t, v in zip(r["issued"], r["latencies"]) if t >= start + 1.0]

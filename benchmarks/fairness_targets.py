@@ -4,7 +4,8 @@ fairness run, each miss with its size and the run's own figures that say why.
 Issue 51's rows (named "(51) ..."), from the users' side beside ``none`` in the same call:
 work conservation at least 0.95 and at least none's less 0.01; dl-mix's trainer at least
 0.45 of its rate alone; the interactive p99 at most 1.1 times none's; and the long vs small
-split of 0.50 ± 0.05 for the syncing users too (``sync-long-vs-small``). Its share error
+split of 0.50 ± 0.05 for the syncing users too (``sync-long-vs-small``); a lone user
+(``alone-…``) at least 0.97 of its rate under none, its p99 at most none's over 0.97. Its share error
 targets (2 % mean, 5 % p99 over 1 s windows) are issue 7's rows, judged in every scenario
 of two or more backlogged users (``sync-1:2:4`` among them).
 
@@ -54,6 +55,9 @@ BELOW_NONE = 0.02
 WORK_51, WORK_BELOW_NONE = 0.95, 0.01
 TRAINER = 0.45
 INTERACTIVE_VS_NONE = 1.1
+#: issue 51's lone user (a scenario named ``alone-…``): its normalised rate at least ALONE of
+#: its rate under none in the same call, its p99 at most 1 / ALONE of none's
+ALONE = 0.97
 #: the scenarios of a long and a small user, 1:1 (issue 38's deep queues, issue 51's syncing)
 LONG_VS_SMALL = ("long-vs-small", "sync-long-vs-small")
 
@@ -119,9 +123,18 @@ def _scenario_rows(results: dict, policy: str, name: str, r: dict, members: list
             lambda: f"{work:.3f} under {policy}, {none_work:.3f} under none; "
                     + _why_work(r, gemm_users))
     none_it = none.get("interactive_ms") or {}
+    alone = name.startswith("alone-")
     if it and it.get("p99") is not None and none_it.get("p99"):
-        row("(51) interactive p99 over none's", it["p99"] / none_it["p99"], INTERACTIVE_VS_NONE,
+        row("(51) interactive p99 over none's", it["p99"] / none_it["p99"],
+            1.0 / ALONE if alone else INTERACTIVE_VS_NONE,
             "max", lambda: f"p99 {it['p99']:.2f} ms under {policy}, {none_it['p99']:.2f} ms under none")
+    if alone:
+        for user, rate in sorted(rates.items()):
+            before = none_rates.get(user)
+            if before:
+                row(f"(51) alone {user} over none's", rate / before, ALONE, "min",
+                    lambda rate=rate, before=before: f"normalised rate {rate:.3f} under "
+                    f"{policy}, {before:.3f} under none")
     for user, kind in sorted(kinds.items()):
         if kind == "train" and user in rates:
             row(f"(51) trainer {user}", rates[user], TRAINER, "min",

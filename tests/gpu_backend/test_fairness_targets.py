@@ -202,3 +202,22 @@ def test_issue_51s_targets_are_judged_beside_none_in_the_same_call():
     assert not tail["met"] and tail["value"] == pytest.approx(13.56 / 5.57)
     assert "13.56 ms under fair, 5.57 ms under none" in tail["why"]
     assert "(51)" in targets_table(rows)
+
+
+def test_a_lone_user_is_judged_against_its_own_rate_and_latency_under_none():
+    """Issue 51: a user alone within 3 % of ``none`` (its rate, and the interactive op's
+    p99), under every policy."""
+    fair = {"alone-sync": {"work_conservation": 0.95, "normalised_rates": {"a": 0.95}},
+            "alone-train": {"work_conservation": 0.99, "normalised_rates": {"a": 0.99}},
+            "alone-interactive": {"interactive_ms": {"p50": 0.4, "p99": 1.2, "p999": 2.0}}}
+    none = {"alone-sync": {"work_conservation": 1.0, "normalised_rates": {"a": 1.0}},
+            "alone-train": {"work_conservation": 1.0, "normalised_rates": {"a": 1.0}},
+            "alone-interactive": {"interactive_ms": {"p50": 0.4, "p99": 1.0, "p999": 2.0}}}
+    rows = verdicts(_results(fair, none), SCENARIOS)
+    sync = _row(rows, "alone-sync", "(51) alone a over none's")
+    assert not sync["met"] and sync["by"] == pytest.approx(0.97 - 0.95)
+    assert "0.950 under fair, 1.000 under none" in sync["why"]
+    assert _row(rows, "alone-train", "(51) alone a over none's")["met"]
+    tail = _row(rows, "alone-interactive", "(51) interactive p99 over none's")
+    assert not tail["met"] and tail["value"] == pytest.approx(1.2)
+    assert tail["limit"] == pytest.approx(1 / 0.97)
