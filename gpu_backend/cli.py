@@ -63,7 +63,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                                            "required off loopback")
     parser.add_argument("--users-file", help="TOML users file (see gpuwb-backend users)")
     parser.add_argument("--policy", choices=("fair", "share", "fifo", "none"),
-                        help="how sessions share a device (default fair)")
+                        help="how sessions share a device (default share)")
     parser.add_argument("--share-window-ms", type=float,
                         help="share policy: device milliseconds (weighted) a user with work may "
                              "run ahead of the user furthest behind before it is held back "

@@ -35,10 +35,10 @@ class PoolSettings(BaseSettings):
                                   "(gpuwb-backend keys); required off loopback")
     users_file: Path | None = Field(None, description="TOML users file; none: single-token mode")
     policy: Literal["fair", "share", "fifo", "none"] = Field(
-        "fair", description="how sessions share a device: weighted fair share by turns, "
-                            "weighted fair share side by side (only a user ahead of its "
-                            "share held back), first come first served by batch, or CUDA's "
-                            "own time-slicing")
+        "share", description="how sessions share a device: weighted fair share by turns, "
+                             "weighted fair share side by side (only a user ahead of its "
+                             "share held back; the default), first come first served by "
+                             "batch, or CUDA's own time-slicing")
     share_window_ms: float = Field(4.0, gt=0, le=1000, description="share policy: device "
                                    "milliseconds (weighted) a user with work may run ahead of "
                                    "the user furthest behind before it is held back")

@@ -23,12 +23,12 @@ START_TIMEOUT = 120.0
 
 
 class ServedPool:
-    """``ServedPool(policy="fair", devices="auto")``: started at once; ``address``,
+    """``ServedPool(policy="share", devices="auto")``: started at once; ``address``,
     ``tcp_address``, ``local_address`` (its same-host ``ipc://`` door, or None), ``token``
     (None with a users file: clients use their own; *token*: this one, else a new one), ``metrics_port`` (with
     ``metrics=True``), ``pid``. *extra*: more ``serve`` options. A context manager."""
 
-    def __init__(self, policy: str = "fair", devices: str = "auto", *extra: str,
+    def __init__(self, policy: str = "share", devices: str = "auto", *extra: str,
                  users_file: Path | None = None, memory_limit: int | None = None,
                  env: dict | None = None, metrics: bool = False,
                  usage_log: Path | None = None, token: str | None = None) -> None:

@@ -100,12 +100,12 @@ MEASURE_EVERY = 16
 #: keeps a context's slices busy while its worker is between launches: measured (H200 run
 #: 9, 2026-11-26, docs/fair-share.md, "A deeper launch queue"), 4 ms gave work conservation
 #: 0.974-1.012 where users sync against 0.946-0.971 at 1 ms, and a trainer beside long GEMMs
-#: 0.555 against 0.425, but the weights' p99 error grew (1:2:4 15.8 % against 11.4 %) and the
-#: served pool's 1:2:4 test (tests/gpu_backend/test_share_pool.py) fell short of the
-#: weight-4 user's share in half its runs on a loaded VM; 16 ms lost the weights (47.7 %).
-#: So 1 ms stays, and an operator who values the GPU's use over the weights' precision sets
-#: ``GPUWB_SHARE_LEAD_US`` (worker/settings.py).
-SHARE_LEAD = 0.001
+#: 0.555 against 0.425; with long replays paced (worker/stretch_replay.py,
+#: SHARE_UNPACED_REPLAY) the deep-queued 1:2:4 users came within 1.5-1.7 % of their weights
+#: (runs 13-14, H100 and H200); 16 ms lost the weights (47.7 %). (The served pool's 1:2:4
+#: test on the NumPy device falls short on a heavily loaded VM at 1 ms as at 4 ms: the load,
+#: not the lead.) ``GPUWB_SHARE_LEAD_US`` sets it (worker/settings.py).
+SHARE_LEAD = 0.004
 #: How often a free-running session (standing grant, beside others) places a marker: its
 #: reports of device time come this often, whatever its lead.
 SHARE_GRAIN = 0.001
@@ -361,6 +361,12 @@ class Pacer:
         """Whether this session is paced with other sessions attached to its device: what it
         launches at once, others may have to wait behind (worker/stretch_replay.py)."""
         return self.lease is not None and not self._alone()
+
+    def side_by_side(self) -> bool:
+        """Whether this session holds a standing grant (``share``): it launches beside the
+        other sessions of its device, nobody waiting for a turn."""
+        lease = self.lease
+        return lease is not None and lease.standing and lease.holding
 
     def _alone(self) -> bool:
         """Whether this session holds the device with no other session attached to it (so

@@ -58,7 +58,8 @@ class WorkerSettings:
     swap_host_copy: str = "staged"
     #: ``GPUWB_UNPACED_REPLAY_US``: the estimated device time of a held stretch from which its
     #: replay is paced op by op, from its records, while other sessions share the device
-    #: (worker/stretch_replay.py, UNPACED_REPLAY; None, the default: never; 0: always)
+    #: (worker/stretch_replay.py, UNPACED_REPLAY; None, the default: never, but 4 ms under a
+    #: standing grant, SHARE_UNPACED_REPLAY; 0: always)
     unpaced_replay: float | None = None
     #: ``GPUWB_COPY_TABLES``: graph replay copies a replay's inputs in and kept results out
     #: inside its graphs (worker/graph_replay.py, devices/cupy_graphs.py CopyTable); ``0``

@@ -22,7 +22,7 @@ from .result_meta import array_meta
 from .run_ahead import RunAhead
 from .stretches import HeldStretch, HeldStretches, Slot
 
-__all__ = ["StretchReplay", "Offer", "UNPACED_REPLAY"]
+__all__ = ["StretchReplay", "Offer", "UNPACED_REPLAY", "SHARE_UNPACED_REPLAY"]
 
 #: Device seconds of work (the pacer's per-op estimate times its ops) from which a held
 #: stretch is not replayed through its graphs while other sessions share the device, where
@@ -35,6 +35,13 @@ __all__ = ["StretchReplay", "Offer", "UNPACED_REPLAY"]
 #: training loop beside long GEMMs fell from 0.64 to 0.25 of its rate (its steps now wait
 #: out long kernels between their ops), so it is an operator's choice, off by default.
 UNPACED_REPLAY: float | None = None
+#: ... and under a standing grant (``share``, arbiter/share.py) when none is told: 4 ms.
+#: There nobody waits for a turn, so a step re-run paced costs it no wait behind another
+#: user's turn; a held-back user's loop of ~10 ms of GEMMs replayed at once ran far past the
+#: share window, and paced the deep-queued 1:2:4 users came within 1.5-1.7 % of their
+#: weights (against 12-29 %) and dl-mix's trainer kept 0.53 of its rate (runs 12-14, H100
+#: and H200, docs/fair-share.md, "Long replays paced beside others").
+SHARE_UNPACED_REPLAY = 0.004
 
 #: what an early replay's ops may be (StretchReplay.early_safe): Python's operators (not the
 #: in-place ones: they return nothing), methods, functions and attributes that make an
@@ -67,7 +74,8 @@ class StretchReplay:
         self.fallbacks = 0    # of which a captured graph could not serve (re-run instead)
         self.paced = 0        # of which re-run, paced, for others share the device (UNPACED_REPLAY)
         #: the device seconds from which a replay beside other sessions is paced (None:
-        #: never; ``GPUWB_UNPACED_REPLAY_US``; 0: every one, as the tests on the NumPy
+        #: never, or SHARE_UNPACED_REPLAY under a standing grant; ``GPUWB_UNPACED_REPLAY_US``;
+        #: 0: every one, as the tests on the NumPy
         #: device, which measures no device time, set it)
         self.unpaced: float | None = UNPACED_REPLAY
         #: the next replay of a loop's stretch, run as soon as the last one was answered
@@ -166,8 +174,11 @@ class StretchReplay:
             pacer.start_segment()
         pacer.began = perf_counter()
         paced = False
-        if graphs is not None and self.unpaced is not None and pacer.in_company() \
-                and (pacer.per_op or 0.0) * stretch.ops >= self.unpaced:   # (0: every one)
+        unpaced = self.unpaced
+        if unpaced is None and pacer.side_by_side():
+            unpaced = SHARE_UNPACED_REPLAY
+        if graphs is not None and unpaced is not None and pacer.in_company() \
+                and (pacer.per_op or 0.0) * stretch.ops >= unpaced:   # (0: every one)
             graphs, paced = None, True   # (paced instead: UNPACED_REPLAY)
             self.paced += 1
         if graphs is not None:

@@ -1,11 +1,12 @@
-"""A held stretch's replay and the pacer (worker/stretch_replay.py, ``UNPACED_REPLAY``, an
-operator's choice, off by default): a replay launches its ops without the pacer between
-them, so with ``GPUWB_UNPACED_REPLAY_US`` set, while other sessions share the device a
-replay of more than that much device work re-runs from its records, paced op by op like
-any batch; alone on the device it goes through its graphs again. The results are the same
-either way (the records are the reference path). Unset, nothing is paced so.
+"""A held stretch's replay and the pacer (worker/stretch_replay.py, ``UNPACED_REPLAY``; off
+by default under ``fair``, 4 ms under a standing grant, ``SHARE_UNPACED_REPLAY``): a replay
+launches its ops without the pacer between them, so with ``GPUWB_UNPACED_REPLAY_US`` set,
+while other sessions share the device a replay of more than that much device work re-runs
+from its records, paced op by op like any batch; alone on the device it goes through its
+graphs again. The results are the same either way (the records are the reference path).
+Unset under ``fair``, nothing is paced so.
 
-On the NumPy device under the ``fair`` policy, two sessions on one device: the pool's own
+On the NumPy device under the ``fair`` and ``share`` policies, two sessions on one device: the pool's own
 counts (``memory_info()["stretches"]``: replays, graphed, paced) say which path each
 replay took, so a loaded machine cannot make the test flaky, only slower. The NumPy device
 measures next to no device time (its ops run on the host as they are called), so the pool
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 import zmq
+
+import pytest
 
 from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.pool import LocalPool
@@ -33,9 +36,10 @@ def _step(v, m) -> float:
     return float(((v @ m) @ m).sum())   # two 384² GEMMs on the host: milliseconds each
 
 
-def test_a_long_replay_is_paced_while_another_session_shares_the_device(monkeypatch):
+@pytest.mark.parametrize("policy", ["fair", "share"])
+def test_a_long_replay_is_paced_while_another_session_shares_the_device(monkeypatch, policy):
     monkeypatch.setenv("GPUWB_UNPACED_REPLAY_US", "0")   # (read by the pool's workers)
-    with LocalPool(devices="cpu", policy="fair") as pool:
+    with LocalPool(devices="cpu", policy=policy) as pool:
         a = Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False))
         b = None
         try:
@@ -124,6 +128,24 @@ def test_a_batch_run_whole_hands_over_only_to_a_newcomer_that_takes_the_device_b
         lease.sock.poll(5000)
         lease.read(spent)   # (a new grant: taken back no more)
         assert not lease.preempted and not pacer._must_stop(spent)
+    finally:
+        lease.sock.close()
+        router.close()
+
+
+def test_a_standing_grant_is_side_by_side_and_a_turn_is_not():
+    """What decides the default bound of a paced replay (SHARE_UNPACED_REPLAY under a
+    standing grant): the grant the worker holds, as the arbiter sent it."""
+    router, ident, lease = _arbiter_and_lease("standing")
+    try:
+        pacer = Pacer(NumpyDevice(), lease)
+        assert not pacer.side_by_side()   # (a turn of 1 ms: fair)
+        router.send_multipart([ident, packb({"t": "grant", "g": 2, "s": True})])
+        lease.sock.poll(5000)
+        lease.read(0.0)
+        assert lease.standing and pacer.side_by_side()
+        lease.release(0.0, want=False)   # (given back: launching beside nobody)
+        assert not pacer.side_by_side()
     finally:
         lease.sock.close()
         router.close()

@@ -140,7 +140,7 @@ def test_status(env):
     users = view.data["users"]
     assert [u["user"] for u in users] == ["default"]  # single-token mode: one user
     assert users[0]["target_share"] == 1.0 and "default (you)" in text
-    assert "policy fair" in text and "one shared token" in text
+    assert "policy share" in text and "one shared token" in text
     assert isinstance(gpu(env, ""), GroupView)  # the default command
     narrow = to_text(view, width=80)   # a terminal of 80 columns: headers whole, one line each
     assert max(map(len, narrow.splitlines())) <= 80 and len(headers(narrow)) == 3, narrow

@@ -46,7 +46,7 @@ def test_status_of_a_running_pool(pool, tmp_path):
     assert json.loads(out.stdout)["you"] == "default"
     table = run("status", "--pool", pool.address, "--token-file", str(token))
     assert table.returncode == 0, table.stderr
-    for shown in ("GPU pool status", "Devices", "Users", "Target", "Share", "policy fair"):
+    for shown in ("GPU pool status", "Devices", "Users", "Target", "Share", "policy share"):
         assert shown in table.stdout, shown   # (piped: 80 columns, test_status_width.py)
     wide = run("status", "--pool", pool.address, "--token-file", str(token), "--wide")
     assert "Target share" in wide.stdout and "Share (10 s)" in wide.stdout, wide.stdout
