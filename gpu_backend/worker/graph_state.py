@@ -87,7 +87,7 @@ class GraphState:
     captured, the ops found to refuse capture (eager from the next capture on), the
     captures tried, and what its records say (found once, when it is held)."""
 
-    __slots__ = ("stage", "graph", "eager", "attempts", "shape")
+    __slots__ = ("stage", "graph", "eager", "attempts", "shape", "shortest")
 
     def __init__(self, shape: Any, servable: bool) -> None:
         self.shape = shape
@@ -95,6 +95,10 @@ class GraphState:
         self.graph: StretchGraph | None = None
         self.eager: set[int] = set()
         self.attempts = 0
+        #: the shortest wall time a replay of the stretch took in the worker, its closing
+        #: reads included (None: none yet): its device time is at most this where it ends
+        #: with a read (worker/stretch_replay.py, which paces only replays this long)
+        self.shortest: float | None = None
 
     def captured(self, graph: StretchGraph) -> None:
         """*graph* serves the replays from now on."""

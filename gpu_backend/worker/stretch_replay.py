@@ -42,6 +42,9 @@ UNPACED_REPLAY: float | None = None
 #: weights (against 12-29 %) and dl-mix's trainer kept 0.53 of its rate (runs 12-14, H100
 #: and H200, docs/fair-share.md, "Long replays paced beside others").
 SHARE_UNPACED_REPLAY = 0.004
+#: (Either bound paces a replay only where the session's per-op estimate times its ops and
+#: the stretch's shortest replay so far, in the worker's wall time, both reach it:
+#: GraphState.shortest.)
 
 #: what an early replay's ops may be (StretchReplay.early_safe): Python's operators (not the
 #: in-place ones: they return nothing), methods, functions and attributes that make an
@@ -172,15 +175,35 @@ class StretchReplay:
         estimate = pacer.replay_estimate(graph.cost) if graph is not None else None
         if estimate is None and pacer.fresh_due:
             pacer.start_segment()
-        pacer.began = perf_counter()
+        started = pacer.began = perf_counter()
         paced = False
         unpaced = self.unpaced
         if unpaced is None and pacer.side_by_side():
             unpaced = SHARE_UNPACED_REPLAY
+        standing = graphs.states[entry.sid] if graphs is not None else None
+        # Paced where its ops' estimate and its shortest replay so far both reach the bound:
+        # the per-op estimate alone is the session's (an early slow op, or other sessions'
+        # time slices inside its spans, make it milliseconds), and on an H100 a 64-element
+        # loop's replays were re-run paced beside an idle session (its graphs lost)
         if graphs is not None and unpaced is not None and pacer.in_company() \
-                and (pacer.per_op or 0.0) * stretch.ops >= unpaced:   # (0: every one)
+                and (pacer.per_op or 0.0) * stretch.ops >= unpaced \
+                and standing.shortest is not None and standing.shortest >= unpaced:   # (0: every one)
             graphs, paced = None, True   # (paced instead: UNPACED_REPLAY)
             self.paced += 1
+        try:
+            return self._replay(stretch, entry, payload, results, early, graphs, estimate,
+                                paced)
+        finally:
+            if standing is not None:
+                took = perf_counter() - started
+                if standing.shortest is None or took < standing.shortest:
+                    standing.shortest = took
+
+    def _replay(self, stretch: Any, entry: Any, payload: Iterator, results: BatchResults,
+                early: bool, graphs: Any, estimate: float | None, paced: bool) -> tuple:
+        """The replay itself (:meth:`run`): through *graphs* (None: re-run from its records,
+        *paced* where that was decided), charged *estimate* where its graphs serve it."""
+        x, pacer = self.x, self.x.pacer
         if graphs is not None:
             state = graphs.states[entry.sid]
             had_graph = state.stage is Capture.CAPTURED
