@@ -181,6 +181,8 @@ class StretchReplay:
         if unpaced is None and pacer.side_by_side():
             unpaced = SHARE_UNPACED_REPLAY
         standing = graphs.states[entry.sid] if graphs is not None else None
+        # (a replay that captures its graphs takes their instantiation too: not counted)
+        timed = standing is not None and standing.stage is Capture.CAPTURED
         # Paced where its ops' estimate and its shortest replay so far both reach the bound:
         # the per-op estimate alone is the session's (an early slow op, or other sessions'
         # time slices inside its spans, make it milliseconds), and on an H100 a 64-element
@@ -194,7 +196,7 @@ class StretchReplay:
             return self._replay(stretch, entry, payload, results, early, graphs, estimate,
                                 paced)
         finally:
-            if standing is not None:
+            if timed or paced:
                 took = perf_counter() - started
                 if standing.shortest is None or took < standing.shortest:
                     standing.shortest = took
