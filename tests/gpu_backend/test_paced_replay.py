@@ -22,6 +22,7 @@ import pytest
 
 from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.pool import LocalPool
+from gpu_backend.served import ServedPool
 from gpu_backend.protocol.codec import packb
 from gpu_backend.worker.lease import DeviceLease
 from gpu_backend.worker.pacing import Pacer
@@ -37,9 +38,10 @@ def _step(v, m) -> float:
 
 
 @pytest.mark.parametrize("policy", ["fair", "share"])
-def test_a_long_replay_is_paced_while_another_session_shares_the_device(monkeypatch, policy):
-    monkeypatch.setenv("GPUWB_UNPACED_REPLAY_US", "0")   # (read by the pool's workers)
-    with LocalPool(devices="cpu", policy=policy) as pool:
+def test_a_long_replay_is_paced_while_another_session_shares_the_device(policy):
+    # (the setting in the served pool's environment only, read by its workers: set in this
+    # process's, every worker the run's shared pool started meanwhile paced every replay)
+    with ServedPool(policy, "cpu", env={"GPUWB_UNPACED_REPLAY_US": "0"}) as pool:
         a = Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False))
         b = None
         try:
