@@ -1,6 +1,6 @@
 """Fair share on one GPU: the pool's policies side by side, in one run.
 
-    python benchmarks/fairness.py [--seconds 15] [--policies none,fifo,fair] [--scenarios ...]
+    python benchmarks/fairness.py [--seconds 15] [--policies none,fair,share] [--scenarios ...]
                                   [--json out.json] [--plot out.png] [--quick]
 
 By default every scenario below runs, the long-kernel ones among them (each one the
@@ -477,7 +477,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "scenarios, on its pool: the GPU's own drift over the run shows, and "
                              "work conservation is also given against the mean of the rates alone "
                              "before and after (JSON: exclusive_after, work_conservation_drift)")
-    parser.add_argument("--policies", default="none,fifo,fair",
+    parser.add_argument("--policies", default="none,fair,share",
                         help="comma list of none, fifo, fair, fair:MS (fair with every turn MS "
                              "milliseconds, no period), fair/MS (turns shared out of an MS-"
                              "millisecond period), fair+leadUS (workers holding back to US µs of launched "

@@ -75,7 +75,7 @@ if [ "$what" = all ] || [ "$what" = kernel ]; then
 fi
 if [ "$what" = all ] || [ "$what" = fair ]; then
   # users and the arbiter on a GPU: the quota and pool tests with the pool on the GPU, then
-  # the fairness benchmark (policies none, fifo, fair side by side) and its plot
+  # the fairness benchmark (policies none, fair, share side by side) and its plot
   GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 240 python3 -m pytest -q -p no:cacheprovider -n 0 \
     -o addopts="-ra" --timeout 120 tests/gpu_backend/test_users_pool.py tests/gpu_backend/test_pool.py tests/kernelproxy/test_async.py \
     tests/kernelproxy/test_transfers.py tests/gpu_backend/test_faults.py tests/kernelproxy/test_custom_kernels.py 2>&1 \

@@ -16,7 +16,7 @@ each case on local CuPy and through each session, in turn, on the same GPU:
 * each transport's raw floor (``raw_transport.py``): a large message each way
   and a small round trip, hot and after idle
 * with ``--compare-policies``: the sync latency and pipelined rate of one lone
-  session under each arbiter policy (``none`` and ``fair`` pools side by side,
+  session under each arbiter policy (``none``, ``fair`` and ``share`` pools side by side,
   each ``gpuwb-backend serve`` in its own process, measured in alternating
   rounds): the arbiter must cost a lone user nothing
 
@@ -230,7 +230,7 @@ def run_cases(sides, args):
     return out
 
 
-def compare_policies(args, policies=("none", "fair"), rounds=60, block=50):
+def compare_policies(args, policies=("none", "fair", "share"), rounds=60, block=50):
     """One lone session per policy's pool, all pools up at once. The hot sync latency in
     blocks of *block* ops, one block on each pool in turn (A B B A ...), paired block by
     block, so the host's drift hits both alike; the same op interleaved one by one across
@@ -427,7 +427,7 @@ def main(argv=None):
     parser.add_argument("--transfer-mb", type=int, default=256)
     parser.add_argument("--transfer-reps", type=int, default=5)
     parser.add_argument("--compare-policies", action="store_true",
-                        help="also: a lone session's small-op cases under policy none vs fair")
+                        help="also: a lone session's small-op cases under policies none, fair and share")
     parser.add_argument("--policy", default="fair", help="the main pool's policy (default fair)")
     parser.add_argument("--transports", default="ipc,tcp",
                         help="the proxy over these transports, each its own session (ipc,tcp)")
