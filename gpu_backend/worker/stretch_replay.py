@@ -170,8 +170,9 @@ class StretchReplay:
                 return (*done, True)
         pacer = x.pacer
         graphs = self.graphs
+        standing = graphs.states[entry.sid] if graphs is not None else None
         # (a replay of graphs measured before is charged what it was, without markers)
-        graph = graphs.states[entry.sid].graph if graphs is not None else None
+        graph = standing.graph if standing is not None else None
         estimate = pacer.replay_estimate(graph.cost) if graph is not None else None
         if estimate is None and pacer.fresh_due:
             pacer.start_segment()
@@ -180,7 +181,6 @@ class StretchReplay:
         unpaced = self.unpaced
         if unpaced is None and pacer.side_by_side():
             unpaced = SHARE_UNPACED_REPLAY
-        standing = graphs.states[entry.sid] if graphs is not None else None
         # (a replay that captures its graphs takes their instantiation too: not counted)
         timed = standing is not None and standing.stage is Capture.CAPTURED
         # Paced where its ops' estimate and its shortest replay so far both reach the bound:
