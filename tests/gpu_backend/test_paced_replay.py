@@ -16,9 +16,8 @@ runs with ``GPUWB_UNPACED_REPLAY_US=0``: every replay in company is paced there.
 from __future__ import annotations
 
 import numpy as np
-import zmq
-
 import pytest
+import zmq
 
 from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.pool import LocalPool
