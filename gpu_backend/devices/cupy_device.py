@@ -20,8 +20,10 @@ import numpy as np
 from ..protocol import api
 from ..protocol.errors import NotAllowedError
 from ..protocol.messages import STREAM_CHUNK_BYTES
-from .base import (CudaInterfaceView, Device, lazy_functions, resolve_table, signal_object_class,
-                   sparse_lu_class, sparse_object_class)
+from .base import Device
+from .function_tables import (lazy_functions, resolve_table, signal_object_class, sparse_lu_class,
+                              sparse_object_class)
+from .interface_views import CudaInterfaceView
 from .cupy_capture import CupyCaptures
 from . import cupy_loans, cupy_swap_copies
 from .cupy_graphs import GraphTools

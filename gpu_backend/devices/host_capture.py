@@ -32,7 +32,7 @@ import numpy as np
 from ..protocol.errors import CUDAError
 from ..protocol.stretch_records import instances_in
 from . import capture_refusals as refusals
-from .base import HostInterfaceView
+from .interface_views import HostInterfaceView
 
 __all__ = ["HostCaptures", "HostCapture", "HostUserGraph", "CAPTURE_MODES"]
 

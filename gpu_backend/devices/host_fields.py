@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import OPERATOR_FUNCTIONS
+from .function_tables import OPERATOR_FUNCTIONS
 
 __all__ = ["check_field_access", "FIELD_CHECKED_OPERATORS"]
 

@@ -20,8 +20,10 @@ import numpy as np
 from ..protocol import api
 from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
-from .base import (Device, HostInterfaceView, interface_bytes, lazy_functions, resolve_table,
-                   signal_object_class, sparse_lu_class, sparse_object_class)
+from .base import Device
+from .function_tables import (lazy_functions, resolve_table, signal_object_class, sparse_lu_class,
+                              sparse_object_class)
+from .interface_views import HostInterfaceView, interface_bytes
 from .host_bytes import HostBytes
 from .swap_file_io import write_private
 from .host_capture import HostCaptures
