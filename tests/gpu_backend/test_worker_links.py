@@ -56,10 +56,10 @@ def test_messages_on_both_links_are_all_read_whichever_came_last(links, tmp_path
     try:
         send_all(unix, [b"u1"])
         assert _read(links) == b"u1"
-        assert links._unix_last          # (the next poll looks at the Unix peers first)
+        assert links._unix_first          # (the next poll looks at the Unix peers first)
         dealer.send(b"z1")
         assert _read(links) == b"z1"     # (found behind the Unix peers, which had nothing)
-        assert not links._unix_last
+        assert not links._unix_first
         dealer.send(b"z2")
         send_all(unix, [b"u2"])
         time.sleep(0.05)
