@@ -378,9 +378,8 @@ class Pacer:
     def _free_running(self) -> bool:
         """Whether this session launches beside others under a standing grant (``share``),
         not told to stop: nobody waits for the device to drain behind its queue."""
-        lease = self.lease
-        return lease is not None and lease.standing and lease.holding \
-            and lease.hand_over_at is None and not lease.at_batch_end
+        return self.side_by_side() and self.lease.hand_over_at is None \
+            and not self.lease.at_batch_end
 
     def _ahead(self) -> float:
         return max(0.0, self._free_at - perf_counter())
