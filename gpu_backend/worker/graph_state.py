@@ -96,9 +96,9 @@ class GraphState:
         self.eager: set[int] = set()
         self.attempts = 0
         #: the shortest wall time a replay of the stretch took in the worker, its closing
-        #: reads included (None: none yet), of the replays through a graph captured before
-        #: (a capture's own replay takes the graph's instantiation too: 2-4 ms on an H100)
-        #: and those re-run paced: its device time is at most this where it ends with a
+        #: reads included (None: none yet), of its replays beside other sessions (alone,
+        #: nothing is paced and nothing timed) through a graph captured before (a capture's
+        #: own replay takes the graph's instantiation too: 2-4 ms on an H100) or re-run paced: its device time is at most this where it ends with a
         #: read (worker/stretch_replay.py, which paces only replays this long)
         self.shortest: float | None = None
 

@@ -177,37 +177,44 @@ class StretchReplay:
         if estimate is None and pacer.fresh_due:
             pacer.start_segment()
         started = pacer.began = perf_counter()
-        paced = False
-        unpaced = self.unpaced
-        if unpaced is None and pacer.side_by_side():
-            unpaced = SHARE_UNPACED_REPLAY
-        # (a replay that captures its graphs takes their instantiation too: not counted)
-        timed = standing is not None and standing.stage is Capture.CAPTURED
+        bound = self._pacing_bound(pacer) if graphs is not None and pacer.in_company() else None
+        if bound is None:   # (alone, or no graphs: nothing is paced, nothing timed)
+            return self._replay(stretch, entry, payload, results, early, graphs, standing,
+                                estimate, False)
         # Paced where its ops' estimate and its shortest replay so far both reach the bound:
         # the per-op estimate alone is the session's (an early slow op, or other sessions'
         # time slices inside its spans, make it milliseconds), and on an H100 a 64-element
         # loop's replays were re-run paced beside an idle session (its graphs lost)
-        if graphs is not None and unpaced is not None and pacer.in_company() \
-                and (pacer.per_op or 0.0) * stretch.ops >= unpaced \
-                and standing.shortest is not None and standing.shortest >= unpaced:   # (0: every one)
-            graphs, paced = None, True   # (paced instead: UNPACED_REPLAY)
+        paced = (pacer.per_op or 0.0) * stretch.ops >= bound \
+            and standing.shortest is not None and standing.shortest >= bound   # (0: every one)
+        if paced:
             self.paced += 1
+        # (a replay that captures its graphs takes their instantiation too: not counted)
+        timed = paced or standing.stage is Capture.CAPTURED
         try:
-            return self._replay(stretch, entry, payload, results, early, graphs, estimate,
-                                paced)
+            return self._replay(stretch, entry, payload, results, early,
+                                None if paced else graphs, standing, estimate, paced)
         finally:
-            if timed or paced:
+            if timed:
                 took = perf_counter() - started
                 if standing.shortest is None or took < standing.shortest:
                     standing.shortest = took
 
+    def _pacing_bound(self, pacer: Any) -> float | None:
+        """The device seconds from which a replay beside others is paced (UNPACED_REPLAY
+        as told, else SHARE_UNPACED_REPLAY under a standing grant; None: never)."""
+        if self.unpaced is not None:
+            return self.unpaced
+        return SHARE_UNPACED_REPLAY if pacer.side_by_side() else None
+
     def _replay(self, stretch: Any, entry: Any, payload: Iterator, results: BatchResults,
-                early: bool, graphs: Any, estimate: float | None, paced: bool) -> tuple:
+                early: bool, graphs: Any, state: Any, estimate: float | None,
+                paced: bool) -> tuple:
         """The replay itself (:meth:`run`): through *graphs* (None: re-run from its records,
-        *paced* where that was decided), charged *estimate* where its graphs serve it."""
+        *paced* where that was decided) and the stretch's graph *state*, charged *estimate*
+        where its graphs serve it."""
         x, pacer = self.x, self.x.pacer
         if graphs is not None:
-            state = graphs.states[entry.sid]
             had_graph = state.stage is Capture.CAPTURED
             mark = results.values_mark()   # (a replay re-run after its graphs failed reads
             try:                           # its values again)
