@@ -10,12 +10,21 @@ grant unless it holds one, reports every ``report`` seconds of measured time, sa
 ``idle`` when its work is done (a closed loop's batch ends with its read), and, told to
 stop, finishes about ``lead`` of its launched work, then releases (asking again if it has
 more). Sessions are saturating (``think`` None) or closed loops (``batch`` device seconds
-of work, then ``think`` seconds of the client's round trip). Used by
+of work, then ``think`` seconds of the client's round trip). With ``tail`` set, a closed
+loop's worker says ``idle`` as the real one does, as its batch's closing read begins: while
+the rest of its launched work, in the wall time it will take at the current sharing (its
+estimate ``ahead``, sent with ``idle``), is at most ``tail``; that rest still runs beside
+the others, the read (so the next batch's ``think``) waits for it, and its worker says
+``done`` when the read returns. Told to stop, a worker finishes ``lead`` of its launched
+work: of its own progress, or with ``lead_wall`` of wall time (the real pacer's lead). With
+``jitter``, each think is drawn within ± that fraction (closed loops in lockstep are an
+artefact of a clock with no noise). Used by
 tests/gpu_backend/test_share_policy.py.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 from gpu_backend.arbiter.policy import Grant, Yield
@@ -43,6 +52,7 @@ class ShareSession:
     got: float = 0.0              # device seconds it really received
     had_work: float = 0.0         # seconds it had work (for the device)
     received_while: dict = field(default_factory=dict)
+    reading: bool = False         # said idle at its read; its launched work still runs
 
     def has_work(self, now: float) -> bool:
         if not self.start <= now < self.stop:
@@ -52,8 +62,10 @@ class ShareSession:
 
 class ShareDevice:
     def __init__(self, policy: SharePolicy, sessions: list[ShareSession], *, dt: float = 50e-6,
-                 report: float = 0.001, lead: float = 0.001) -> None:
-        self.policy, self.dt, self.report, self.lead = policy, dt, report, lead
+                 report: float = 0.001, lead: float = 0.001, tail: float = 0.0,
+                 lead_wall: bool = False, jitter: float = 0.0, seed: int = 0) -> None:
+        self.policy, self.dt, self.report, self.lead, self.tail = policy, dt, report, lead, tail
+        self.lead_wall, self.jitter, self.random = lead_wall, jitter, random.Random(seed)
         self.sessions = {s.sid: s for s in sessions}
         self.now = 0.0
         policy.clock = lambda: self.now
@@ -70,16 +82,26 @@ class ShareDevice:
                 s.holding, s.asked, s.stopping = True, False, None
                 s.standing_idle = False
             elif isinstance(action, Yield) and s.holding:
-                s.stopping = self.lead
+                # (what it launched runs out: about ``lead`` of its own progress, or of wall
+                # time at the sharing of the moment; or the rest of a batch whose read has
+                # begun)
+                lead = self.lead / max(1, self._running()) if self.lead_wall else self.lead
+                s.stopping = max(lead, s.left) if s.reading else lead
+
+    def _running(self) -> int:
+        return sum(s.holding and s.has_work(self.now) for s in self.sessions.values())
+
+    def _think(self, s: ShareSession) -> float:
+        return s.think * (1 + self.jitter * self.random.uniform(-1, 1))
 
     def _arrivals(self) -> None:
         for s in self.sessions.values():
-            if s.think is not None and s.left <= 0 and self.now >= s.next_batch \
+            if s.think is not None and s.left <= 0 and not s.reading and self.now >= s.next_batch \
                     and s.start <= self.now < s.stop:
                 s.left = s.batch
             if not s.has_work(self.now):
                 continue
-            if s.holding and s.standing_idle:
+            if s.holding and s.standing_idle and not s.reading:
                 s.standing_idle = False
                 self._apply(self.policy.want(s.sid, holding=True))
             elif not s.holding and not s.asked:
@@ -87,6 +109,7 @@ class ShareDevice:
                 self._apply(self.policy.want(s.sid))
 
     def step(self) -> None:
+        self._apply(self.policy.tick())   # (the arbiter's loop calls it at every wake)
         self._arrivals()
         running = [s for s in self.sessions.values() if s.holding and s.has_work(self.now)]
         if any(s.has_work(self.now) for s in self.sessions.values()):
@@ -112,14 +135,28 @@ class ShareDevice:
                 s.asked = more
                 s.reported = s.measured
                 self._apply(self.policy.release(s.sid, s.measured, more))
-            elif s.think is not None and s.left <= 0:   # the batch's read: idle
-                s.next_batch = self.now + s.think
+            elif s.reading:
+                pass
+            elif s.think is not None and s.left * len(running) <= self.tail:
+                # (the batch's read begins: idle, what is launched still to run)
                 s.standing_idle = True
                 s.reported = s.measured
-                self._apply(self.policy.idle(s.sid, s.measured))
+                ahead = max(0.0, s.left) * len(running)
+                if s.left > 0:
+                    s.reading = True
+                else:
+                    s.next_batch = self.now + self._think(s)
+                self._apply(self.policy.idle(s.sid, s.measured, ahead))
             elif s.measured - s.reported >= self.report:
                 s.reported = s.measured
                 self._apply(self.policy.used(s.sid, s.measured))
+        for s in running:
+            if s.reading and s.left <= 0:   # the read returns: the client's round trip begins
+                s.reading = False
+                s.next_batch = self.now + self._think(s)
+                if s.holding:   # (its worker says its launched work is done)
+                    s.reported = s.measured
+                    self._apply(self.policy.done(s.sid, s.measured))
 
     def run(self, seconds: float) -> None:
         end = self.now + seconds

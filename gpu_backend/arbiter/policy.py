@@ -206,9 +206,14 @@ class Policy:
         if session is not None and type(seconds) is float and 0.0 <= seconds < 3600.0:
             session.op = seconds
 
-    def idle(self, sid: str, busy: float) -> list[Action]:
+    def idle(self, sid: str, busy: float, ahead: float = 0.0) -> list[Action]:
         """*sid*'s worker, holding a standing grant (``share`` only), has run out of work;
         the other policies grant none, and only charge what it says."""
+        return self.used(sid, busy)
+
+    def done(self, sid: str, busy: float) -> list[Action]:
+        """*sid*'s worker's work launched before its ``idle`` has run (``share`` only): the
+        other policies only charge what it says."""
         return self.used(sid, busy)
 
     def used(self, sid: str, busy: float) -> list[Action]:

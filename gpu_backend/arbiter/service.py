@@ -242,7 +242,9 @@ class Arbiter:
                     else policy.want(session)
             elif kind == "idle":
                 policy.op_seconds(session, msg.get("op"))
-                actions = policy.idle(session, float(msg["busy"]))
+                actions = policy.idle(session, float(msg["busy"]), float(msg.get("ahead") or 0.0))
+            elif kind == "done":
+                actions = policy.done(session, float(msg["busy"]))
             elif kind == "used":
                 policy.op_seconds(session, msg.get("op"))
                 actions = policy.used(session, float(msg["busy"]))

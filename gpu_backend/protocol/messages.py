@@ -51,7 +51,7 @@ __all__ = [
     "AgentJoin", "AgentWelcome", "AgentLoad", "AgentRelay", "AgentExited", "AgentSpawn",
     "AgentWorkerEnd", "AgentAttach", "AgentDetach", "AgentWeights", "AgentLeave", "AgentStop",
     # arbiter
-    "ArbiterWant", "ArbiterIdle", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
+    "ArbiterWant", "ArbiterIdle", "ArbiterDone", "ArbiterUsed", "ArbiterRelease", "ArbiterGrant", "ArbiterReady", "ArbiterCompany",
     "ArbiterYield",
     # moves and administration
     "WhereRequest", "WhereReply", "ControlPark", "ControlUnpark", "ControlRelease",
@@ -756,6 +756,14 @@ class ArbiterIdle(TypedDict):
     t: Annotated[Literal["idle"], "the message type"]
     busy: Annotated[float, "cumulative device seconds measured"]
     op: NotRequired[Annotated[float, "device seconds of one of its ops, as measured lately (a moving average)"]]
+    ahead: NotRequired[Annotated[float, "wall seconds its launched work is estimated to run still (beside others; it says ``done`` after)"]]
+
+
+class ArbiterDone(TypedDict):
+    """worker → arbiter, ``share`` only: the work it had launched when it said ``idle`` with
+    ``ahead`` has run (its read returned)."""
+    t: Annotated[Literal["done"], "the message type"]
+    busy: Annotated[float, "cumulative device seconds measured"]
 
 
 class ArbiterUsed(TypedDict):
@@ -1132,7 +1140,7 @@ MESSAGES: dict[str, tuple[type, ...]] = {
     WORKER_ZYGOTE: (ZygoteFork, ZygoteReady, ZygoteForked, ZygoteExited),
     HOST_AGENT: (AgentJoin, AgentWelcome, AgentLoad, AgentRelay, AgentExited, AgentSpawn,
                  AgentWorkerEnd, AgentAttach, AgentDetach, AgentWeights, AgentLeave, AgentStop),
-    ARBITER: (ArbiterWant, ArbiterIdle, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterCompany,
+    ARBITER: (ArbiterWant, ArbiterIdle, ArbiterDone, ArbiterUsed, ArbiterRelease, ArbiterGrant, ArbiterReady, ArbiterCompany,
               ArbiterYield),
     DEVICE_FACTS: (DeviceInfo, RuntimeFacts, Accelerators, StretchFigures, GraphFigures, SplitFigures,
                    SessionFigures, PoolFigures),

@@ -95,6 +95,8 @@ class DeviceLease:
         #: until told; say when out of work), and whether this worker has said it is idle
         self.standing = False
         self.idle_said = False
+        #: it said ``idle`` with launched work still to run, and has not yet said ``done``
+        self.tail_open = False
 
     # ------------------------------------------------------------ messages
     def _send(self, msg: dict) -> None:
@@ -215,23 +217,36 @@ class DeviceLease:
         self.check_preempted()
         return self.hand_over_at is not None and projected_busy >= self.hand_over_at
 
-    def idle(self, busy: float, op: float | None = None) -> None:
+    def idle(self, busy: float, op: float | None = None, ahead: float = 0.0) -> None:
         """Holding a standing grant (``share``), out of work: say so once (the arbiter lets
-        users held back for this one go), with the device time measured so far."""
+        users held back for this one go), with the device time measured so far and *ahead*,
+        the wall seconds its launched work is estimated to run still (it shares the device
+        till :meth:`done`)."""
         if self.holding and self.standing and not self.idle_said:
             msg = {"t": "idle", "busy": busy}
             if op is not None:
                 msg["op"] = op
+            if ahead > 0 and not self.alone:
+                msg["ahead"] = ahead
+                self.tail_open = True
             self._send(msg)
             self._reported = busy
             self.idle_said = True
 
+    def done(self, busy: float) -> None:
+        """After :meth:`idle` with work launched: that work has run (measured in *busy*)."""
+        if self.tail_open:
+            self.tail_open = False
+            if self.holding:
+                self._send({"t": "done", "busy": busy})
+                self._reported = busy
+
     def busy_again(self) -> None:
         """Holding a standing grant after saying it was idle: work again, launched at once;
-        the arbiter is told, not waited for (``want`` with ``h``)."""
+        the arbiter is told, not waited for (``want`` with ``h``; it ends an open tail)."""
         if self.idle_said:
             self._send({"t": "want", "h": True})
-            self.idle_said = False
+            self.idle_said = self.tail_open = False
 
     def report(self, busy: float, op: float | None = None) -> None:
         """While holding, the device time measured so far (every REPORT_SECONDS of it, or
@@ -267,7 +282,7 @@ class DeviceLease:
         self._send(msg)
         self._released = self.grant
         self.holding = False
-        self.standing = self.idle_said = False
+        self.standing = self.idle_said = self.tail_open = False
         self.asked = want
         self._asked_at = time.perf_counter()
         self.hand_over_at = None

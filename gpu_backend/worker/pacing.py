@@ -263,6 +263,8 @@ class Pacer:
                 lease.hand_over_at = min(lease.hand_over_at, self.busy + self._quantum_left)
             self._quantum_left = None
         self._free_at = perf_counter() + sum(e[3] for e in pending) * (self.per_op or 0.0)
+        if not pending and self.lease is not None and self.lease.tail_open:
+            self.lease.done(self.busy)   # (share: the work launched before its idle has run)
 
     def _start_fresh(self, always: bool = False) -> None:
         """The next segment is charged from its own start, not from the last marker: after a
@@ -506,12 +508,17 @@ class Pacer:
 
     def _say_idle(self, executed: int = 0) -> None:
         """A standing holder out of work: its launched ops marked, what is done charged,
-        and the arbiter told (lease.idle); the rest is charged with its next report."""
+        and the arbiter told (lease.idle), with how long the rest should run; that rest is
+        charged with ``done`` once measured (harvest)."""
         if executed > self._marked:
             self._mark(executed - self._marked)
             self._marked = executed
         self.harvest()
-        self.lease.idle(self.busy, self.per_op)
+        self.lease.idle(self.busy, self.per_op, self._tail())
+
+    def _tail(self) -> float:
+        """Wall seconds this session's launched, unmeasured work should still run."""
+        return self._ahead() if self._pending else 0.0
 
     def pass_baton(self) -> None:
         """After a batch whose read began with the device handed over (release_before_read):
@@ -683,7 +690,7 @@ class Pacer:
                 self._hand_over(want=more)   # nothing more to run: hand over at once
                 return
         elif lease.standing and not more_work():   # (share: out of work, said once)
-            lease.idle(self.busy, self.per_op)
+            lease.idle(self.busy, self.per_op, self._tail())
             return
         lease.report(self.busy, self.per_op)
 
@@ -705,6 +712,6 @@ class Pacer:
         if lease.holding and self._contended():
             self._hand_over(want=False)
         elif lease.holding and lease.standing:
-            lease.idle(self.busy, self.per_op)
+            lease.idle(self.busy, self.per_op, self._tail())
         else:
             lease.report(self.busy, self.per_op)
