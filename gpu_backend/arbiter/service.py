@@ -154,7 +154,11 @@ class Arbiter:
                     while self.sock.poll(0):
                         self._on_worker()
                 for policy in self.policies.values():
-                    self._send(policy.tick())
+                    actions = policy.tick()
+                    if actions and self.trace is not None:   # (a deadline's decisions too)
+                        self.trace.decided("", None, {"t": "tick"}, actions, None,
+                                           {u.name: u.vt for u in policy.users.values()})
+                    self._send(actions)
                 self._refresh_snapshot()
         except Exception:  # the arbiter must never take the pool down silently
             log.exception("the arbiter stopped")
