@@ -15,8 +15,10 @@ loop's worker says ``idle`` as the real one does, as its batch's closing read be
 the rest of its launched work, in the wall time it will take at the current sharing (its
 estimate ``ahead``, sent with ``idle``), is at most ``tail``; that rest still runs beside
 the others, the read (so the next batch's ``think``) waits for it, and its worker says
-``done`` when the read returns. Told to stop, a worker finishes ``lead`` of its launched
-work: of its own progress, or with ``lead_wall`` of wall time (the real pacer's lead). With
+``done`` when the read returns. Told to stop, a worker finishes ``lead`` of its own
+progress, then releases; or with ``lead_wall``, as the real worker, it releases at once
+with its launched work (``lead`` of wall time at the sharing of the moment, the real
+pacer's lead) still to run, and says so (``ahead``). With
 ``jitter``, each think is drawn within ± that fraction (closed loops in lockstep are an
 artefact of a clock with no noise). Used by
 tests/gpu_backend/test_share_policy.py.
@@ -53,6 +55,7 @@ class ShareSession:
     had_work: float = 0.0         # seconds it had work (for the device)
     received_while: dict = field(default_factory=dict)
     reading: bool = False         # said idle at its read; its launched work still runs
+    drain: float = 0.0            # released with this much launched work still to run
 
     def has_work(self, now: float) -> bool:
         if not self.start <= now < self.stop:
@@ -80,16 +83,28 @@ class ShareDevice:
             s = self.sessions[action.session]
             if isinstance(action, Grant):
                 s.holding, s.asked, s.stopping = True, False, None
-                s.standing_idle = False
+                s.standing_idle, s.drain = False, 0.0
+            elif isinstance(action, Yield) and s.holding and self.lead_wall:
+                # (as the real worker: it gives the grant back at once, its launched work,
+                # ``lead`` of wall time at the sharing of the moment or the rest of a batch
+                # whose read has begun, still to run)
+                k = max(1, self._running())
+                launched = self.lead / k
+                launched = s.left if s.reading or s.think is not None and s.left < launched \
+                    else launched
+                s.holding, s.stopping, s.drain = False, None, launched
+                more = s.think is None or s.left > launched
+                s.asked = more
+                s.reported = s.measured
+                self._apply(self.policy.release(s.sid, s.measured, more, ahead=launched * k))
             elif isinstance(action, Yield) and s.holding:
-                # (what it launched runs out: about ``lead`` of its own progress, or of wall
-                # time at the sharing of the moment; or the rest of a batch whose read has
-                # begun)
-                lead = self.lead / max(1, self._running()) if self.lead_wall else self.lead
-                s.stopping = max(lead, s.left) if s.reading else lead
+                # (what it launched runs out: about ``lead`` of its own progress; or the rest
+                # of a batch whose read has begun)
+                s.stopping = max(self.lead, s.left) if s.reading else self.lead
 
     def _running(self) -> int:
-        return sum(s.holding and s.has_work(self.now) for s in self.sessions.values())
+        return sum(s.holding and s.has_work(self.now) or s.drain > 0
+                   for s in self.sessions.values())
 
     def _think(self, s: ShareSession) -> float:
         return s.think * (1 + self.jitter * self.random.uniform(-1, 1))
@@ -111,7 +126,8 @@ class ShareDevice:
     def step(self) -> None:
         self._apply(self.policy.tick())   # (the arbiter's loop calls it at every wake)
         self._arrivals()
-        running = [s for s in self.sessions.values() if s.holding and s.has_work(self.now)]
+        running = [s for s in self.sessions.values()
+                   if s.holding and s.has_work(self.now) or s.drain > 0]
         if any(s.has_work(self.now) for s in self.sessions.values()):
             self.wanted_steps += 1
             for s in self.sessions.values():
@@ -128,7 +144,11 @@ class ShareDevice:
                 s.left -= part
             if s.stopping is not None:
                 s.stopping -= part
+            if s.drain > 0:
+                s.drain -= part
         for s in running:
+            if not s.holding:   # (its launched work running after its release)
+                continue
             if s.stopping is not None and (s.stopping <= 0 or not s.has_work(self.now)):
                 s.holding, s.stopping = False, None
                 more = s.has_work(self.now)
@@ -157,6 +177,8 @@ class ShareDevice:
                 if s.holding:   # (its worker says its launched work is done)
                     s.reported = s.measured
                     self._apply(self.policy.done(s.sid, s.measured))
+            elif not s.holding and s.think is not None and s.left <= 0 and s.drain <= 0:
+                s.next_batch = self.now + self._think(s)   # (its batch ran out after its release)
 
     def run(self, seconds: float) -> None:
         end = self.now + seconds

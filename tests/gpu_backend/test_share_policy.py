@@ -202,8 +202,10 @@ def test_syncing_users_split_the_device_by_weight_and_keep_it_busy(weights):
 def test_syncing_users_whose_reads_begin_before_their_work_ends_split_by_weight(seed):
     """As the real workers do: each says ``idle`` as its batch's read begins, with up to
     4 ms (wall) of launched work still to run, and ``done`` when the read returns; a user
-    told to stop finishes 4 ms of wall time. 8 ms batches, users 1:2:4, round trips of
-    0.15–0.45 ms. Counted off the device at ``idle``, the users got 0.20 / 0.40 / 0.40."""
+    told to stop gives its grant back at once, with its launched work (4 ms of wall time)
+    still to run. 8 ms batches, users 1:2:4, round trips of 0.15–0.45 ms. Counted off the
+    device at ``idle``, the users got 0.20 / 0.40 / 0.40; with a release's launched work
+    charged whole (as ``fair`` charges it), 0.13 / 0.25 / 0.62."""
     weights = (1, 2, 4)
     sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=0.008, think=0.0003)
                 for i, w in enumerate(weights)]
@@ -275,6 +277,26 @@ def test_an_idle_session_with_launched_work_shares_the_device_until_done():
     policy.used("a", 0.014)
     assert policy.users["a"].vt == pytest.approx(0.007)
     assert policy.users["b"].vt == pytest.approx(0.007)
+
+
+def test_a_session_released_with_launched_work_shares_the_device_and_is_charged_its_part():
+    """a, told to stop, gives its grant back with 4 ms (wall) of work still to run beside
+    b: it is charged its half of that at once (not let go again before it counts), and b
+    is charged half of those 4 ms too."""
+    policy, clock = _policy(a=1, b=1)
+    policy.want("a")
+    policy.want("b")
+    clock.now = 0.020
+    policy.used("a", 0.020)                      # a 10 ms, b none yet: a told to stop
+    policy.release("a", 0.020, False, grant=policy.admitted["a"], ahead=0.004)
+    assert policy.users["a"].vt == pytest.approx(0.010 + 0.002)
+    assert policy.next_deadline() == pytest.approx(0.024)
+    clock.now = 0.024
+    policy.used("b", 0.024)
+    assert policy.users["b"].vt == pytest.approx(0.012)
+    clock.now = 0.030
+    policy.tick()
+    assert "a" not in policy._on and policy.next_deadline() is None
 
 
 def _a_held_back_behind_b() -> tuple[SharePolicy, Clock]:
