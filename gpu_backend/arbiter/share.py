@@ -82,6 +82,16 @@ TAIL_EARLY = 0.0005
 #: 1:2 with 2 ms batches split the device 1:1 in the simulation). A user whose gaps are
 #: longer (a person at a notebook) is not waited for.
 ANTICIPATE = 0.001
+#: ... and only a user whose batches (wall seconds from having work to running out) average
+#: at most this: a lead let into a long batch's gap is a small part of that batch (users 1:2:4
+#: with 8–11 ms batches kept their weights within 1 % in the simulation either way, and
+#: anticipated, the device idled 1 % of the time for nothing).
+ANTICIPATE_BATCH = 0.008
+
+
+def _average(last: float | None, sample: float) -> float:
+    """A moving average of a user's gaps or batches (the last four, about)."""
+    return sample if last is None else 0.75 * last + 0.25 * sample
 
 
 class SharePolicy(Policy):
@@ -119,6 +129,8 @@ class SharePolicy(Policy):
         #: batches, and until when it is anticipated (ANTICIPATE)
         self._out_at: dict[str, float] = {}
         self._gap: dict[str, float] = {}
+        self._back_at: dict[str, float] = {}
+        self._batch: dict[str, float] = {}
         self._expected: dict[str, float] = {}
 
     # -- the pool's side ------------------------------------------------------
@@ -137,7 +149,8 @@ class SharePolicy(Policy):
         user = self.sessions[sid].user
         super().detach(sid)
         if user not in self.users:   # (its last session: a user attached later starts anew)
-            for kept in (self._left, self._out_at, self._gap, self._expected):
+            for kept in (self._left, self._out_at, self._gap, self._back_at, self._batch,
+                         self._expected):
                 kept.pop(user, None)
         return self._settle()
 
@@ -340,8 +353,12 @@ class SharePolicy(Policy):
             at = self.clock() if at is None else at
             self._left[name] = self._fair_clock
             self._out_at[name] = at
-            gap = self._gap.get(name)
-            if gap is not None and gap <= ANTICIPATE:
+            back = self._back_at.pop(name, None)
+            if back is not None:
+                self._batch[name] = _average(self._batch.get(name), at - back)
+            gap, batch = self._gap.get(name), self._batch.get(name)
+            if gap is not None and gap <= ANTICIPATE and batch is not None \
+                    and batch <= ANTICIPATE_BATCH:
                 self._expected[name] = at + min(ANTICIPATE, 2 * gap)
 
     def _wake(self, session: _Session) -> None:
@@ -351,10 +368,11 @@ class SharePolicy(Policy):
         if not account.runnable(self.sessions):
             self._advance_min_vt()
             self._expected.pop(account.name, None)
+            now = self.clock()
             out_at = self._out_at.pop(account.name, None)
             if out_at is not None:
-                gap, last = self.clock() - out_at, self._gap.get(account.name)
-                self._gap[account.name] = gap if last is None else 0.75 * last + 0.25 * gap
+                self._gap[account.name] = _average(self._gap.get(account.name), now - out_at)
+            self._back_at[account.name] = now
             left = self._left.pop(account.name, None)
             if left is None:   # (new: it starts where the others are, less credit)
                 account.vt = max(account.vt, self.min_vt - self.credit / account.weight)

@@ -332,29 +332,34 @@ def test_a_tail_whose_done_never_comes_leaves_the_device_after_tail_cap():
     assert "b" not in policy._on and policy.next_deadline() is None
 
 
-def _syncs_with_gaps(policy: SharePolicy, clock: Clock, sid: str, gap: float, n: int = 4) -> float:
-    """*sid* (1 ms of work measured a batch, from 1 ms) reads *n* times, away *gap* each;
-    returns its measured device time."""
+def _syncs_with_gaps(policy: SharePolicy, clock: Clock, sid: str, gap: float, n: int = 4,
+                     batch: float = 0.002) -> float:
+    """*sid* (1 ms of work measured a batch, from 1 ms) reads *n* times, away *gap* each,
+    its batches *batch* long (wall); returns its measured device time."""
     busy = 0.001
     for _ in range(n):
         busy += 0.001
         policy.idle(sid, busy)
         clock.now += gap
         policy.want(sid, holding=True)
-        clock.now += 0.002
+        clock.now += batch
     return busy
 
 
-def _b_syncing_a_held_back(gap: float) -> tuple[SharePolicy, Clock, float]:
+def _b_syncing_a_held_back(gap: float, batch: float = 0.002) -> tuple[SharePolicy, Clock, float]:
     """b reads four times, away *gap* each (alone: its gaps learnt), then a runs beside it
     far ahead and is told to stop. Returns b's measured device time."""
     policy, clock = _policy(a=1, b=1)
     policy.want("b")
-    busy = _syncs_with_gaps(policy, clock, "b", gap)
+    busy = _syncs_with_gaps(policy, clock, "b", gap, batch=batch)
     policy.want("a")
-    clock.now += 0.040
-    policy.used("a", 0.040)                      # a: 20 ms charged beside b, b far less
-    policy.release("a", 0.040, True, grant=policy.admitted["a"])
+    used = 0.0
+    while "a" not in policy.yielding:             # a runs beside b, which reports nothing
+        clock.now += 0.001
+        used += 0.001
+        policy.used("a", used)
+        assert used < 0.1
+    policy.release("a", used, True, grant=policy.admitted["a"])
     assert "a" not in policy.admitted
     return policy, clock, busy
 
@@ -378,6 +383,15 @@ def test_a_user_whose_gaps_are_long_is_not_waited_for():
     """A person at a notebook, back every 10 ms: a user held back for it goes at once."""
     policy, clock, busy = _b_syncing_a_held_back(0.010)
     actions = policy.idle("b", busy)
+    assert [x for x in actions if isinstance(x, Grant)] == [Grant("a")]
+
+
+def test_a_user_whose_batches_are_long_is_not_waited_for():
+    """Back within a round trip, but its batches 20 ms long: the lead a user held back for
+    it would launch into its gap is a small part of a batch, and the device would idle for
+    it at every read."""
+    policy, clock, busy = _b_syncing_a_held_back(0.0003, batch=0.020)
+    actions = policy.idle("b", busy + 0.001)
     assert [x for x in actions if isinstance(x, Grant)] == [Grant("a")]
 
 
