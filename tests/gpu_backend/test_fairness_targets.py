@@ -85,6 +85,17 @@ def test_an_arbiter_whose_own_time_split_is_off_is_named_as_the_cause():
     assert "within 40.0% of the weights (the arbiter's own split is off)" in why
 
 
+def test_under_share_the_workers_device_time_is_not_judged_as_the_arbiters_split():
+    """Side by side, each worker's measured time holds the others' time slices."""
+    run = {"three-1:2:4": {"share_error_1s": {"mean": 0.06, "p99": 0.2}, "jain": 0.97,
+                           "work_conservation": 0.99,
+                           "normalised_rates": {"a": 0.2, "b": 0.3, "c": 0.49},
+                           "charged_s": {"a": 2.0, "b": 3.0, "c": 5.0}}}
+    results = {"exclusive": {"none": _exclusive(1.1)}, "policies": {"none": {}, "share": run}}
+    why = _row(verdicts(results, SCENARIOS), "three-1:2:4", "Jain")["why"]
+    assert "arbiter" not in why
+
+
 def test_lost_work_is_split_into_idle_device_time_slower_work_and_the_interactive_users_time():
     run = {"interactive+1": {
         "work_conservation": 0.93, "normalised_rates": {"a": 0.93},
