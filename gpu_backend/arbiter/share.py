@@ -36,6 +36,9 @@ and the weights are kept by withholding launches from whoever is ahead.
   charged as if alone meanwhile, and a user held back was let go for the whole tail: in the
   simulation, users 1:2:4 whose 8 ms batches said ``idle`` 4 ms (wall) before their end got
   0.20 / 0.40 / 0.40 of the device.
+- **Anticipation** (arbiter/anticipation.py): a user back within a round trip from short
+  batches is still counted among the users with work for twice its recent gaps, so that the
+  users held back for it are not let go into its gap.
 - **Returning from idle** with capped credit: a user keeps the deficit it had when it ran
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
   (its virtual time moves up by the advance of a weighted-fair clock while it was away,
@@ -55,6 +58,7 @@ import math
 import time
 from typing import Callable
 
+from .anticipation import Anticipation
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 
 __all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP"]
@@ -75,25 +79,6 @@ TAIL_CAP = 0.1
 #: estimate of its launched work's end: the launches of users held back for it reach the
 #: device as that work ends, not after (their grant's message and launch take about this).
 TAIL_EARLY = 0.0005
-#: Anticipation: a user that runs out of work is still counted among the users with work
-#: (the ones held back for it stay held) for twice its recent gaps between batches, if
-#: those are at most this long: a loop that syncs comes back within a round trip, and a user
-#: ahead let go in that gap launched a lead of work the yield could not take back (users
-#: 1:2 with 2 ms batches split the device 1:1 in the simulation). A user whose gaps are
-#: longer (a person at a notebook) is not waited for.
-ANTICIPATE = 0.001
-#: ... and only a user whose batches (wall seconds from having work to running out) average
-#: at most this: a lead let into a long batch's gap is a small part of that batch (users 1:2:4
-#: with 8–11 ms batches kept their weights within 1 % in the simulation either way, and
-#: anticipated, the device idled 1 % of the time for nothing).
-ANTICIPATE_BATCH = 0.008
-
-
-def _average(last: float | None, sample: float) -> float:
-    """A moving average of a user's gaps or batches (the last four, about)."""
-    return sample if last is None else 0.75 * last + 0.25 * sample
-
-
 class SharePolicy(Policy):
     """See the module's docstring. ``holder`` stays None: many sessions may hold at once
     (``admitted``)."""
@@ -125,13 +110,8 @@ class SharePolicy(Policy):
         #: last ran out of work (its return forgives only what it would have had meanwhile)
         self._fair_clock = 0.0
         self._left: dict[str, float] = {}
-        #: per user: when it last ran out of work, a moving average of its gaps between
-        #: batches, and until when it is anticipated (ANTICIPATE)
-        self._out_at: dict[str, float] = {}
-        self._gap: dict[str, float] = {}
-        self._back_at: dict[str, float] = {}
-        self._batch: dict[str, float] = {}
-        self._expected: dict[str, float] = {}
+        #: which users that ran out of work are waited for (arbiter/anticipation.py)
+        self.anticipation = Anticipation()
 
     # -- the pool's side ------------------------------------------------------
     def attach(self, sid: str, user: str, weight: float = 1.0) -> None:
@@ -149,9 +129,8 @@ class SharePolicy(Policy):
         user = self.sessions[sid].user
         super().detach(sid)
         if user not in self.users:   # (its last session: a user attached later starts anew)
-            for kept in (self._left, self._out_at, self._gap, self._back_at, self._batch,
-                         self._expected):
-                kept.pop(user, None)
+            self._left.pop(user, None)
+            self.anticipation.forget(user)
         return self._settle()
 
     # -- the workers' side ----------------------------------------------------
@@ -258,9 +237,10 @@ class SharePolicy(Policy):
         return []
 
     def next_deadline(self) -> float | None:
+        expected = self.anticipation.next_deadline()
         deadline = min(min(self._draining.values(), default=math.inf),
                        min(self._tails.values(), default=math.inf),
-                       min(self._expected.values(), default=math.inf))
+                       math.inf if expected is None else expected)
         return None if deadline == math.inf else deadline
 
     # -- mechanics ------------------------------------------------------------
@@ -352,14 +332,7 @@ class SharePolicy(Policy):
             name = account.name
             at = self.clock() if at is None else at
             self._left[name] = self._fair_clock
-            self._out_at[name] = at
-            back = self._back_at.pop(name, None)
-            if back is not None:
-                self._batch[name] = _average(self._batch.get(name), at - back)
-            gap, batch = self._gap.get(name), self._batch.get(name)
-            if gap is not None and gap <= ANTICIPATE and batch is not None \
-                    and batch <= ANTICIPATE_BATCH:
-                self._expected[name] = at + min(ANTICIPATE, 2 * gap)
+            self.anticipation.out(name, at)
 
     def _wake(self, session: _Session) -> None:
         if session.runnable:
@@ -367,12 +340,7 @@ class SharePolicy(Policy):
         account = self.users[session.user]
         if not account.runnable(self.sessions):
             self._advance_min_vt()
-            self._expected.pop(account.name, None)
-            now = self.clock()
-            out_at = self._out_at.pop(account.name, None)
-            if out_at is not None:
-                self._gap[account.name] = _average(self._gap.get(account.name), now - out_at)
-            self._back_at[account.name] = now
+            self.anticipation.back(account.name, self.clock())
             left = self._left.pop(account.name, None)
             if left is None:   # (new: it starts where the others are, less credit)
                 account.vt = max(account.vt, self.min_vt - self.credit / account.weight)
@@ -400,7 +368,7 @@ class SharePolicy(Policy):
     def _least_vt(self) -> float | None:
         """The least virtual time of the users with work or anticipated (None: nobody)."""
         with_work = [u.vt for u in self.users.values()
-                     if u.runnable(self.sessions) or u.name in self._expected]
+                     if u.runnable(self.sessions) or self.anticipation.expected(u.name)]
         return min(with_work) if with_work else None
 
     def lag(self, user: str, least: float | None = None) -> float:
@@ -417,9 +385,7 @@ class SharePolicy(Policy):
         it, and take standing grants back from idle sessions of users ahead (one with work
         again would launch before it heard)."""
         self._integrate()
-        now = self.clock()
-        for name in [n for n, until in self._expected.items() if until <= now]:
-            del self._expected[name]
+        self.anticipation.expire(self.clock())
         self._advance_min_vt()
         least = self._least_vt()
         actions: list[Action] = []

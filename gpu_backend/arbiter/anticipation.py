@@ -1,0 +1,77 @@
+"""Anticipation for ``share`` (arbiter/share.py): which users that ran out of work are about to
+come back, and until when the users held back for them stay held.
+
+Why: a user ahead that is let go while the user behind it is away for its round trip launches
+a lead of work that no yield takes back (the launch is the device's now): users 1:2 whose
+batches took 2 ms split the device 1:1 in the policy's simulation. Disk schedulers meet the
+same problem by waiting a moment for a process's next request (anticipatory scheduling);
+here a user is waited for, for twice its recent gaps, when those gaps average at most
+``ANTICIPATE`` and its batches at most ``ANTICIPATE_BATCH``. A person at a notebook, back
+every few seconds, is not waited for, and neither is a loop of long batches: the lead let
+into its gap is a small part of a batch, and waiting idled the device for nothing (users
+1:2:4 with 8–16 ms batches: the weights within 0.4–0.6 % either way, work conservation
+0.981–0.993 waiting against 1.000 not).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Anticipation", "ANTICIPATE", "ANTICIPATE_BATCH"]
+
+#: The longest average gap between a user's batches (wall seconds, from running out of work
+#: to having work again) for which it is waited for.
+ANTICIPATE = 0.001
+#: The longest average batch (wall seconds, from having work to running out) of a user waited
+#: for.
+ANTICIPATE_BATCH = 0.008
+
+
+def _average(last: float | None, sample: float) -> float:
+    """A moving average of a user's gaps or batches (the last four, about)."""
+    return sample if last is None else 0.75 * last + 0.25 * sample
+
+
+class Anticipation:
+    """Per user: its average gap and batch, when it last came back and ran out, and until
+    when it is expected back."""
+
+    def __init__(self) -> None:
+        self._out_at: dict[str, float] = {}
+        self._back_at: dict[str, float] = {}
+        self._gap: dict[str, float] = {}
+        self._batch: dict[str, float] = {}
+        self._until: dict[str, float] = {}
+
+    def back(self, user: str, now: float) -> None:
+        """*user* has work again (its gap ends)."""
+        self._until.pop(user, None)
+        out_at = self._out_at.pop(user, None)
+        if out_at is not None:
+            self._gap[user] = _average(self._gap.get(user), now - out_at)
+        self._back_at[user] = now
+
+    def out(self, user: str, at: float) -> None:
+        """*user* ran out of work at *at* (its batch ends): expected back if it is one of
+        those waited for."""
+        self._out_at[user] = at
+        back = self._back_at.pop(user, None)
+        if back is not None:
+            self._batch[user] = _average(self._batch.get(user), at - back)
+        gap, batch = self._gap.get(user), self._batch.get(user)
+        if gap is not None and gap <= ANTICIPATE and batch is not None and batch <= ANTICIPATE_BATCH:
+            self._until[user] = at + min(ANTICIPATE, 2 * gap)
+
+    def expected(self, user: str) -> bool:
+        return user in self._until
+
+    def expire(self, now: float) -> None:
+        """Users not back by now are no longer waited for."""
+        for user in [u for u, until in self._until.items() if until <= now]:
+            del self._until[user]
+
+    def next_deadline(self) -> float | None:
+        return min(self._until.values(), default=None)
+
+    def forget(self, user: str) -> None:
+        """*user* left the pool (a user attached later starts anew)."""
+        for kept in (self._out_at, self._back_at, self._gap, self._batch, self._until):
+            kept.pop(user, None)
