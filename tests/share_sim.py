@@ -88,7 +88,7 @@ class ShareDevice:
                 # (as the real worker: it gives the grant back at once, its launched work,
                 # ``lead`` of wall time at the sharing of the moment or the rest of a batch
                 # whose read has begun, still to run)
-                k = max(1, self._running())
+                k = max(1, len(self._running()))
                 launched = self.lead / k
                 launched = s.left if s.reading or s.think is not None and s.left < launched \
                     else launched
@@ -102,9 +102,11 @@ class ShareDevice:
                 # of a batch whose read has begun)
                 s.stopping = max(self.lead, s.left) if s.reading else self.lead
 
-    def _running(self) -> int:
-        return sum(s.holding and s.has_work(self.now) or s.drain > 0
-                   for s in self.sessions.values())
+    def _running(self) -> list[ShareSession]:
+        """The sessions whose work is on the device: holders with work, and released ones
+        whose launched work still runs."""
+        return [s for s in self.sessions.values()
+                if s.holding and s.has_work(self.now) or s.drain > 0]
 
     def _think(self, s: ShareSession) -> float:
         return s.think * (1 + self.jitter * self.random.uniform(-1, 1))
@@ -126,8 +128,7 @@ class ShareDevice:
     def step(self) -> None:
         self._apply(self.policy.tick())   # (the arbiter's loop calls it at every wake)
         self._arrivals()
-        running = [s for s in self.sessions.values()
-                   if s.holding and s.has_work(self.now) or s.drain > 0]
+        running = self._running()
         if any(s.has_work(self.now) for s in self.sessions.values()):
             self.wanted_steps += 1
             for s in self.sessions.values():

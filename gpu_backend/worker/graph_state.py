@@ -98,8 +98,9 @@ class GraphState:
         #: the shortest wall time a replay of the stretch took in the worker, its closing
         #: reads included (None: none yet), of its replays beside other sessions (alone,
         #: nothing is paced and nothing timed) through a graph captured before (a capture's
-        #: own replay takes the graph's instantiation too: 2-4 ms on an H100) or re-run paced: its device time is at most this where it ends with a
-        #: read (worker/stretch_replay.py, which paces only replays this long)
+        #: own replay takes the graph's instantiation too: 2-4 ms on an H100) or re-run
+        #: paced: its device time is at most this where it ends with a read
+        #: (worker/stretch_replay.py, which paces only replays this long)
         self.shortest: float | None = None
 
     def captured(self, graph: StretchGraph) -> None:

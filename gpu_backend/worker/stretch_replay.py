@@ -170,35 +170,35 @@ class StretchReplay:
                 return (*done, True)
         pacer = x.pacer
         graphs = self.graphs
-        standing = graphs.states[entry.sid] if graphs is not None else None
+        state = graphs.states[entry.sid] if graphs is not None else None
         # (a replay of graphs measured before is charged what it was, without markers)
-        graph = standing.graph if standing is not None else None
+        graph = state.graph if state is not None else None
         estimate = pacer.replay_estimate(graph.cost) if graph is not None else None
         if estimate is None and pacer.fresh_due:
             pacer.start_segment()
         started = pacer.began = perf_counter()
         bound = self._pacing_bound(pacer) if graphs is not None and pacer.in_company() else None
         if bound is None:   # (alone, or no graphs: nothing is paced, nothing timed)
-            return self._replay(stretch, entry, payload, results, early, graphs, standing,
+            return self._replay(stretch, entry, payload, results, early, graphs, state,
                                 estimate, False)
         # Paced where its ops' estimate and its shortest replay so far both reach the bound:
         # the per-op estimate alone is the session's (an early slow op, or other sessions'
         # time slices inside its spans, make it milliseconds), and on an H100 a 64-element
         # loop's replays were re-run paced beside an idle session (its graphs lost)
         paced = (pacer.per_op or 0.0) * stretch.ops >= bound \
-            and standing.shortest is not None and standing.shortest >= bound   # (0: every one)
+            and state.shortest is not None and state.shortest >= bound   # (0: every one)
         if paced:
             self.paced += 1
         # (a replay that captures its graphs takes their instantiation too: not counted)
-        timed = paced or standing.stage is Capture.CAPTURED
+        timed = paced or state.stage is Capture.CAPTURED
         try:
             return self._replay(stretch, entry, payload, results, early,
-                                None if paced else graphs, standing, estimate, paced)
+                                None if paced else graphs, state, estimate, paced)
         finally:
             if timed:
                 took = perf_counter() - started
-                if standing.shortest is None or took < standing.shortest:
-                    standing.shortest = took
+                if state.shortest is None or took < state.shortest:
+                    state.shortest = took
 
     def _pacing_bound(self, pacer: Any) -> float | None:
         """The device seconds from which a replay beside others is paced (UNPACED_REPLAY
