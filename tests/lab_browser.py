@@ -147,13 +147,14 @@ class LabServer:
         self.port, self.token = free_port(), "browser-test-token"
         self.root = root
         home = root / ".home"
+        self.runtime_dir = runtime or home / "runtime"
         settings = home / ".jupyter" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
         settings.mkdir(parents=True, exist_ok=True)   # no news toast over the page
         (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
         self.log_path = root / "lab.log"
         child_env = {**os.environ, **env, "HOME": str(home),
                      "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
-                     "JUPYTER_RUNTIME_DIR": str(runtime or home / "runtime"),
+                     "JUPYTER_RUNTIME_DIR": str(self.runtime_dir),
                      "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
         args = [*(command or [sys.executable, "-m", "jupyter", "lab"]), "--no-browser",
                 f"--port={self.port}",
@@ -176,16 +177,36 @@ class LabServer:
         return f"http://127.0.0.1:{self.port}"
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
+        """Wait for the server's runtime file, take the port it says, then for an answer.
+
+        The port asked for was free when chosen, but another process (a kernel's or a
+        pool's ZeroMQ socket) may bind it before Jupyter does; Jupyter then moves to the
+        next free port, and only its runtime file says which (asking the old port would
+        reach a ZeroMQ socket and read its greeting as a bad status line)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"jupyter lab exited ({self.process.returncode}):\n{self.log()}")
+            port = self._served_port()
+            if port is None:
+                time.sleep(0.2)
+                continue
+            self.port = port
             try:
                 urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=1)
                 return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.2)
         raise RuntimeError(f"jupyter lab did not answer within {timeout:g} s:\n{self.log()}")
+
+    def _served_port(self) -> int | None:
+        """The port in the server's ``jpserver-*.json`` (None until it is written whole)."""
+        for info in self.runtime_dir.glob("jpserver-*.json"):
+            try:
+                return int(json.loads(info.read_text())["port"])
+            except (OSError, ValueError, KeyError):
+                return None   # being written
+        return None
 
     def log(self) -> str:
         self._log.flush()

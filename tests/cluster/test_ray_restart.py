@@ -36,11 +36,17 @@ def test_a_pool_across_hosts_restarted_gives_each_client_its_session_back(tmp_pa
     try:
         nodes.add("two", 1)   # (the head declares one GPU: two hosts)
         key, public, _ = generate_keypair(tmp_path / "pool.key")
-        port = _free_port()
-        args = ("--cluster", nodes.address, "--cluster-devices", "numpy", "--key-file", str(key),
-                "--lease-timeout", "60", "--listen", f"tcp://127.0.0.1:{port}",
-                "--swap-dir", str(tmp_path / "swap"), "--swap-dir-shared")
-        first = ServedPool("fair", "cpu", *args, token="restart-token")
+        for attempt in range(3):   # (a free port may be taken before the pool binds it)
+            port = _free_port()
+            args = ("--cluster", nodes.address, "--cluster-devices", "numpy", "--key-file",
+                    str(key), "--lease-timeout", "60", "--listen", f"tcp://127.0.0.1:{port}",
+                    "--swap-dir", str(tmp_path / "swap"), "--swap-dir-shared")
+            try:
+                first = ServedPool("fair", "cpu", *args, token="restart-token")
+                break
+            except RuntimeError:
+                if attempt == 2:
+                    raise
         try:
             def connect() -> kernelproxy.Session:
                 return kernelproxy.Session(first.address, "restart-token", server_key=str(public))
