@@ -94,6 +94,10 @@ class PoolSettings(BaseSettings):
                                             "memory, bytes, shared by its sessions as a GPU's is "
                                             "(tests and demos of swapping under pressure); none: "
                                             "each session has only its own limit")
+    numpy_device_turns: bool = Field(False, description="the NumPy device's sessions run "
+                                     "their ops in turns, as a GPU's share its cores, instead "
+                                     "of each on host cores of its own (tests and demos of how "
+                                     "a policy splits a busy device)")
     worker_zygote: bool = Field(True, description="fork workers from a process with their "
                                 "imports done (off: each starts as a new Python process)")
     max_sessions_per_device: int = Field(64, ge=1)

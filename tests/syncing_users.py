@@ -23,15 +23,16 @@ __all__ = ["N", "run_syncing_users", "syncing_loop"]
 N = 256
 
 
-def syncing_loop(a, b, barrier: threading.Barrier, stop_at: list, failed: list) -> None:
-    """One user's loop: four ``a @ b`` and a read of one element, until ``stop_at[0]``
+def syncing_loop(a, b, barrier: threading.Barrier, stop_at: list, failed: list,
+                 gemms: int = 4) -> None:
+    """One user's loop: *gemms* ``a @ b`` and a read of one element, until ``stop_at[0]``
     (monotonic seconds), after every user's first read (*barrier*); an error is put in
     *failed* and the barrier broken (a thread's error would go unseen)."""
     try:
         float(a[0, 0])
         barrier.wait()
         while time.monotonic() < stop_at[0]:
-            for _ in range(4):
+            for _ in range(gemms):
                 c = a @ b
             float(c[0, 0])   # the sync: nothing queued until the value is back
     except BaseException as exc:
@@ -39,20 +40,25 @@ def syncing_loop(a, b, barrier: threading.Barrier, stop_at: list, failed: list) 
         barrier.abort()
 
 
-def run_syncing_users(tmp_path: Path, weights: dict, policy: str, seconds: float = 5.0) -> Path:
+def run_syncing_users(tmp_path: Path, weights: dict, policy: str, seconds: float = 5.0, *,
+                      turns: bool = False, n: int = N, gemms: int = 4) -> Path:
     """Each user of *weights* a loop of four N² GEMMs and a read of one element, for
-    *seconds*, in a pool under *policy*; the arbiter's trace (its path)."""
+    *seconds*, in a pool under *policy*; the arbiter's trace (its path). *turns*: the NumPy
+    device's sessions run their ops in turns, as one GPU's do (devices/host_turns.py)."""
     users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
     trace = tmp_path / "arbiter.jsonl"
     tokens = write_users(users, {u: {"weight": w} for u, w in weights.items()})
-    proc, address = _serve(tmp_path, users, log, "--policy", policy,
-                           env={"GPUWB_ARBITER_TRACE": str(trace)})
+    env = {"GPUWB_ARBITER_TRACE": str(trace)}
+    if turns:
+        env["GPUWB_NUMPY_DEVICE_TURNS"] = "1"
+    proc, address = _serve(tmp_path, users, log, "--policy", policy, env=env)
     try:
         sessions = {u: kernelproxy.connect(address, tokens[u]) for u in weights}
-        arrays = {u: (module_for(s).random.rand(N, N), module_for(s).random.rand(N, N))
+        arrays = {u: (module_for(s).random.rand(n, n), module_for(s).random.rand(n, n))
                   for u, s in sessions.items()}
         start, stop_at, failed = threading.Barrier(len(sessions)), [time.monotonic() + seconds], []
-        threads = [threading.Thread(target=syncing_loop, args=(*arrays[u], start, stop_at, failed))
+        threads = [threading.Thread(target=syncing_loop,
+                                    args=(*arrays[u], start, stop_at, failed, gemms))
                    for u in weights]
         for t in threads:
             t.start()

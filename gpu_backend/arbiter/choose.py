@@ -9,28 +9,39 @@ from typing import Callable
 from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, FairPolicy, FifoPolicy, Policy
 from .share import WINDOW, SharePolicy
 
-__all__ = ["make_policy"]
+__all__ = ["make_policy", "own_time_markers"]
+
+
+def own_time_markers(device: str) -> bool:
+    """Whether the device *device* names (``cpu:K``, ``cuda:K``) reports each session's own
+    device time: the NumPy device, whose markers are its worker's CPU time (devices/base.py,
+    ``Device.marker``), not a span of the device's timeline, which holds other sessions'
+    slices where they run side by side (a GPU's CUDA events)."""
+    return device == "cpu" or device.startswith("cpu:")
 
 
 def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
                 quantum: float = QUANTUM, period: float = PERIOD,
                 preempt_patience: float = PREEMPT_PATIENCE,
                 patience_by_op: bool = True, gap_rule: bool = True,
-                window: float | None = None) -> Policy | None:
+                window: float | None = None, own_time: bool = False) -> Policy | None:
     """The policy called *name* (``fair``, ``share``, ``fifo``); ``none`` means no arbiter at all.
     *quantum*: the least device seconds a ``fair`` holder keeps the device while others
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
     turn is *quantum*); *patience_by_op* (a diagnostic, on by default): a preempting
     newcomer's wait follows the holder's op length (FairPolicy.patience_behind); *gap_rule*
     (likewise): a user between two batches may be kept the device (arbiter/gap_rule.py);
-    *window*: ``share``'s (arbiter/share.py, WINDOW if None)."""
+    *window*: ``share``'s (arbiter/share.py, WINDOW if None); *own_time*: the device's
+    reports are each session's own device time (:func:`own_time_markers`), which ``share``
+    does not scale by the session's part of the device."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)
     if name == "fifo":
         return FifoPolicy(clock)
     if name == "share":
-        return SharePolicy(clock, window=WINDOW if window is None else window)
+        return SharePolicy(clock, window=WINDOW if window is None else window,
+                           own_time=own_time)
     if name == "none":
         return None
     raise ValueError(f"unknown policy {name!r}: fair, share, fifo or none")

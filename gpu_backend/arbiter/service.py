@@ -25,7 +25,7 @@ import zmq
 from ..protocol.codec import packb, unpackb
 from gpu_backend.runtime.run_dir import make_run_dir, remove_run_dir
 from .baton import BatonBoard
-from .choose import make_policy
+from .choose import make_policy, own_time_markers
 from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Grant, Policy, Ready
 from .trace import decision_trace
 
@@ -52,7 +52,7 @@ class Arbiter:
         self.policies: dict[str, Policy] = {}
         for device in devices:
             made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op,
-                               gap_rule, window)
+                               gap_rule, window, own_time=own_time_markers(device))
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made

@@ -26,7 +26,8 @@ and the weights are kept by withholding launches from whoever is ahead.
   worker's CUDA events measure its own work and the others' slices between. Each report is
   scaled by the mean of ``1/k`` over the time since the session's last one, ``k`` the
   sessions admitted with work over that time (processor sharing: what CUDA's time-slicing
-  gives contexts with work).
+  gives contexts with work). Not on the NumPy device, whose reports are each worker's own
+  CPU time (``own_time``): they are charged as they come.
 - **A read's tail.** A worker says ``idle`` as its batch's closing read begins, with up to
   a lead of launched work still to run (``ahead``: its estimate, in wall time). That work
   shares the device: the session stays in ``k`` until its worker says the work is ``done``
@@ -41,15 +42,18 @@ and the weights are kept by withholding launches from whoever is ahead.
   users held back for it are not let go into its gap.
 - **Returning from idle** with capped credit: a user keeps the deficit it had when it ran
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
-  (its virtual time moves up by the advance of a weighted-fair clock while it was away,
-  ``dV = dt / Σ weights of the users with work``, less ``credit / weight``), and it is never
-  more than ``BANK`` behind the least virtual time of the others with work. A loop that syncs
-  every few milliseconds is away a few hundred microseconds at a time and keeps its place
-  (``fair``'s rule, ``vt = max(vt, m - credit / weight)``, forgave a weight-2 loop's deficit at
-  every read in the simulation and it got 1:1, and measuring its deficit against ``m`` at its
-  departure forgave the others' progress while it was away); a user that pauses often banks
-  at most ``BANK``. A new user starts ``credit`` behind; with ``credit`` at least ``window``,
-  it holds back nobody level with the rest.
+  (its virtual time moves up by what a user of its weight with work all along would have
+  had beside the users with work, ``dt / (W + w)`` for ``W`` their weights and ``w`` its own,
+  less ``credit / weight``), and it is never more than ``BANK`` behind the least virtual time
+  of the others with work. A loop that syncs every few milliseconds is away a few hundred
+  microseconds at a time and keeps its place (``fair``'s rule, ``vt = max(vt, m - credit /
+  weight)``, forgave a weight-2 loop's deficit at every read in the simulation and it got
+  1:1, and measuring its deficit against ``m`` at its departure forgave the others' progress
+  while it was away); a user that pauses often banks at most ``BANK``. (Forgiven the advance
+  of the others' clock, ``dt / W``, a user away while fewer users had work was forgiven more
+  than it would ever have had: users 1:2:4 whose round trips took 3 ms got 0.17 / 0.33 /
+  0.50 in the simulation.) A new user starts ``credit`` behind; with ``credit`` at least
+  ``window``, it holds back nobody level with the rest.
 """
 
 from __future__ import annotations
@@ -86,9 +90,12 @@ class SharePolicy(Policy):
     name = "share"
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, window: float = WINDOW,
-                 credit: float = CREDIT) -> None:
+                 credit: float = CREDIT, own_time: bool = False) -> None:
         super().__init__(clock)
         self.window = window
+        #: the device's reports are each session's own device time (the NumPy device's CPU
+        #: time), not spans of a timeline others' slices share: charged as they come
+        self.own_time = own_time
         self.credit = max(credit, window)   # (a user back from a pause holds back nobody level)
         self.min_vt = 0.0              # least vt of the users with work; never decreases
         self.admitted: dict[str, int] = {}   # session -> the number of its standing grant
@@ -105,10 +112,9 @@ class SharePolicy(Policy):
         self._draining: dict[str, float] = {}
         self._since = clock()
         self.bank = max(4 * window, self.credit)
-        #: the weighted-fair clock (virtual seconds: what a user of weight 1 with work all
-        #: along would have had, over its weight), and each user's reading of it when it
-        #: last ran out of work (its return forgives only what it would have had meanwhile)
-        self._fair_clock = 0.0
+        #: for each user out of work: the virtual seconds it would have had since, had it
+        #: had work all along (``dt × w / (W + w)`` device seconds over its weight ``w``, W
+        #: the weights of the users with work): its return forgives only these
         self._left: dict[str, float] = {}
         #: which users that ran out of work are waited for (arbiter/anticipation.py)
         self.anticipation = Anticipation()
@@ -273,9 +279,11 @@ class SharePolicy(Policy):
         self._since = now
         if dt <= 0:
             return
-        weights = sum(u.weight for u in self.users.values() if u.runnable(self.sessions))
-        if weights > 0:
-            self._fair_clock += dt / weights
+        if self._left:
+            weights = sum(u.weight for u in self.users.values() if u.runnable(self.sessions))
+            if weights > 0:
+                for name, missed in self._left.items():
+                    self._left[name] = missed + dt / (weights + self.users[name].weight)
         if not self._on:
             return
         part = dt / len(self._on)
@@ -294,7 +302,7 @@ class SharePolicy(Policy):
         share = self._shares.get(session.sid)
         fraction = 1.0
         if share is not None:
-            if share[1] > 0:
+            if share[1] > 0 and not self.own_time:
                 fraction = min(1.0, share[0] / share[1])
             share[0] = share[1] = 0.0
         if delta > 0:
@@ -331,7 +339,7 @@ class SharePolicy(Policy):
         if not account.runnable(self.sessions):
             name = account.name
             at = self.clock() if at is None else at
-            self._left[name] = self._fair_clock
+            self._left[name] = 0.0
             self.anticipation.out(name, at)
 
     def _wake(self, session: _Session) -> None:
@@ -349,13 +357,13 @@ class SharePolicy(Policy):
         super()._wake(session)
 
     def _return(self, account, left: float) -> None:
-        """*account* has work again; when it ran out, the fair clock read *left*. Of what it
-        would have had meanwhile it is forgiven up to ``credit``, and it comes back at most
+        """*account* has work again; *left*: the virtual seconds it would have had meanwhile.
+        Of these it is forgiven up to ``credit``, and it comes back at most
         ``bank`` behind the least virtual time of the others with work or anticipated (not
         ``min_vt``: that jumps to a user far ahead while it is the only one with work, two
         others reading at once, and the cap then took the deficit of a user behind away at
         every read: users 1:2:4 in the simulation got 0.20 / 0.40 / 0.40)."""
-        account.vt += max(0.0, self._fair_clock - left - self.credit / account.weight)
+        account.vt += max(0.0, left - self.credit / account.weight)
         least = self._least_vt()
         if least is not None:
             account.vt = max(account.vt, least - self.bank / account.weight)

@@ -151,6 +151,8 @@ class NumpyDevice(Device):
         #: the worker's way to ask the pool for room in it (others swapped out), or None
         self.board = None
         self.make_room = None
+        #: the device's compute shared with its other sessions' workers (host_turns), or None
+        self.turns = None
         # Bytes are counted per owning buffer, so views cost nothing extra.
         self._owners: dict[int, list] = {}  # id(owner) -> [owner, refcount, nbytes]
         self.used = 0
@@ -161,13 +163,27 @@ class NumpyDevice(Device):
         the same bits (host_graphs checks it once, at capture)."""
         if type(name) is not str:
             return None
-        if kind == "o":
+        ufunc = None
+        if kind == "o" and not kwargs:
             ufunc = _DIRECT_OPERATORS.get(name)
-            return (ufunc, args, {}) if ufunc is not None and not kwargs else None
-        if kind == "f" and name in api.UFUNCS and "out" not in kwargs:
+        elif kind == "f" and name in api.UFUNCS and "out" not in kwargs:
             ufunc = getattr(np, name, None)
-            return (ufunc, args, kwargs) if isinstance(ufunc, np.ufunc) else None
-        return None
+            ufunc = ufunc if isinstance(ufunc, np.ufunc) else None
+        if ufunc is None:
+            return None
+        return (ufunc if self.turns is None else self.turns.wrap(ufunc), args, kwargs)
+
+    def take_turns(self, turns: Any) -> None:
+        """Run each op as one of *turns*: the device's compute taken in turns with its other
+        sessions' workers, as a GPU's is (host_turns.DeviceTurns, the pool's
+        ``numpy_device_turns``). A recorded graph's launch makes its calls through these
+        tables and :meth:`direct_ufunc`, so each of its ops is a turn, as a CUDA graph's
+        kernels time-slice with other contexts'."""
+        wrap = turns.wrap
+        self.functions = {name: wrap(fn) for name, fn in self.functions.items()}
+        self.methods = {name: wrap(fn) for name, fn in self.methods.items()}
+        self.operators = {name: wrap(fn) for name, fn in self.operators.items()}
+        self.turns = turns
 
     def set_memory_limit(self, nbytes: int) -> None:
         self.limit = int(nbytes)

@@ -71,6 +71,7 @@ class SessionWorkers:
             "grant_step": grant_step(quota) if quota else None,
             "quota": quota, "swap_idle": self.settings.swap_idle,
             "device_memory": self.settings.numpy_device_memory,
+            "device_turns": self.settings.numpy_device_turns,
             "swap_dir": str(self.settings.swap_dir) if self.settings.swap_dir else None,
             **({"adopt": adopt} if adopt else {}),
             **({"adopt_from": adopt_from} if adopt_from else {})})

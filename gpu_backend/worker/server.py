@@ -307,6 +307,14 @@ class WorkerServer(SessionMoves):
                 os.path.join(self.run_dir, f"memory-{self.device_spec}.board"), capacity)
             self.device.make_room = self._ask_room
 
+    def _share_device_compute(self, turns: Any) -> None:
+        """The NumPy device's ops run in turns with its other sessions' workers, as one
+        GPU's do, where the pool says so (its ``numpy_device_turns``): host_turns."""
+        if turns is True and self.run_dir and getattr(self.device, "turns", False) is None:
+            from ..devices.host_turns import DeviceTurns
+            self.device.take_turns(
+                DeviceTurns(os.path.join(self.run_dir, f"turns-{self.device_spec}.lock")))
+
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False). What
         start-up made is frozen out of the garbage collector's sight first (gc_pauses)."""
@@ -324,6 +332,7 @@ class WorkerServer(SessionMoves):
                     self.user = str(msg.get("user") or "")
                     self.swap.configure(msg.get("swap_idle"), msg.get("swap_dir"), msg.get("session"))
                     self._share_device_memory(msg.get("device_memory"))
+                    self._share_device_compute(msg.get("device_turns"))
                     limit = int(msg["memory_limit"])
                     self.device.set_memory_limit(limit)
                     self.device.bound_process(limit)
@@ -643,6 +652,9 @@ class WorkerServer(SessionMoves):
         board = getattr(self.device, "board", None)
         if board is not None:
             board.close()
+        turns = getattr(self.device, "turns", None)
+        if turns is not None:
+            turns.close()
         try:
             # the traces first: the pool may end this process once it has the report (a
             # spare that never served a session has none: it would only race the pool's end)

@@ -69,6 +69,42 @@ def test_reports_beside_others_are_charged_their_part_of_the_device():
     assert policy.users["b"].vt == pytest.approx(0.005)
 
 
+def test_a_device_that_measures_each_sessions_own_time_is_charged_as_it_reports():
+    """The NumPy device's reports are its workers' CPU time, each session's own (with the
+    pool's turns, its ops take turns with the others'): scaled by 1/k as well, users 1:2:4
+    of a CI run were charged 2.8 s of 4.9 s the device ran."""
+    clock = Clock()
+    policy = make_policy("share", clock, own_time=True)
+    for user in ("a", "b"):
+        policy.attach(user, user, 1.0)
+    policy.want("a")
+    policy.want("b")
+    clock.now += 0.010
+    policy.used("a", 0.004)
+    policy.used("b", 0.006)
+    assert policy.users["a"].vt == pytest.approx(0.004)
+    assert policy.users["b"].vt == pytest.approx(0.006)
+
+
+def test_a_user_back_is_forgiven_what_it_would_have_had_beside_those_with_work():
+    """Away 50 ms while only a weight-4 user ran, a weight-1 user would have had 1/5 of the
+    device: 10 ms, of which ``credit`` is kept (it comes back that far behind, which the
+    weight-4 user's 12.5 ms of virtual time meanwhile leaves within ``bank``). Forgiven by the
+    clock of the users with work (50 ms / 4), a user away was forgiven more than it would ever
+    have had whenever fewer users had work meanwhile: users 1:2:4 whose round trips took 3 ms
+    got 0.17 / 0.33 / 0.50 in the simulation (the weight-4 user, away while a weight-1 user
+    ran alone, was forgiven five times its part)."""
+    policy, clock = _policy(b=4, c=1)
+    policy.want("b")
+    policy.want("c")
+    policy.idle("c", 0.0)
+    clock.now += 0.050
+    policy.used("b", 0.050)
+    before = policy.users["c"].vt
+    policy.want("c", holding=True)
+    assert policy.users["c"].vt - before == pytest.approx(0.050 / 5 - policy.credit)
+
+
 def test_a_user_ahead_is_held_back_only_while_one_behind_has_work():
     policy, clock = _policy(a=1, b=1)
     policy.want("a")
@@ -215,6 +251,24 @@ def test_syncing_users_whose_reads_begin_before_their_work_ends_split_by_weight(
     shares = _shares(device)
     for i, w in enumerate(weights):
         assert shares[f"u{i}"] == pytest.approx(w / sum(weights), abs=0.01), shares
+    assert device.conservation >= 0.99
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_syncing_users_whose_round_trips_are_long_split_by_weight_while_they_have_work(seed):
+    """Round trips of 3 ms (a loaded host's clients: too long to wait for) after 8 ms
+    batches, users 1:2:4: each user away is forgiven only what it would have had beside the
+    users with work meanwhile, and the split stays 1:2:4 (forgiven by the clock of those with
+    work, the weight-4 user lost its part at every read: 0.17 / 0.33 / 0.50)."""
+    weights = (1, 2, 4)
+    sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=0.008, think=0.003)
+                for i, w in enumerate(weights)]
+    device = ShareDevice(SharePolicy(), sessions, tail=0.004, lead=0.001, lead_wall=True,
+                         jitter=0.3, seed=seed)
+    device.run(3.0)
+    shares = _shares(device)
+    for i, w in enumerate(weights):
+        assert shares[f"u{i}"] == pytest.approx(w / sum(weights), abs=0.015), shares
     assert device.conservation >= 0.99
 
 

@@ -1,18 +1,26 @@
-"""``--policy share`` in a served pool on the NumPy device: users whose loops sync every few
-milliseconds, each in its own session, get at least their weights' part of the device time
-whenever they have work, by the pool's own accounting (the charges the arbiter's trace
-records after each decision), and their workers run side by side under standing grants (they
-say ``idle`` at their reads and are never handed a quantum). Judged from the pool's
-accounting, so that a loaded machine, which slows a user's client and so its demand, cannot
-make it fail: time a user had no work is not counted against it.
+"""``--policy share`` in a served pool on the NumPy device, its ops taken in turns by its
+sessions' workers as one GPU's are (the pool's ``numpy_device_turns``, devices/host_turns.py):
+users whose loops sync every few milliseconds, each in its own session, get at least their
+weights' part of the device time whenever they have work, by the pool's own accounting (the
+charges the arbiter's trace records after each decision), and their workers run side by side
+under standing grants (they say ``idle`` at their reads and are never handed a quantum).
+Judged from the pool's accounting, so that a loaded machine, which slows a user's client and
+so its demand, cannot make it fail: time a user had no work is not counted against it.
 
-What this does not show: that the weights split a contended device 1:2:4. On the NumPy
-device of a 2-core VM the workers' ops use a small part of the machine (the clients'
-round trips and the arbiter's messages take longer than a batch), so the device is seldom
-contended and every user gets far more than its weight's part while it has work (measured
-2026-11-26: 0.44-0.74 for each of 1:2:4 and of 1:1:1 alike). The weights' split is tested
-with the policy's own clock in a simulated device (tests/gpu_backend/test_share_policy.py,
-tests/share_sim.py) and measured on GPUs (benchmarks/fairness.py, docs/fair-share.md)."""
+Without the turns, each worker computes on host cores of its own: on a 2-core VM the device
+was seldom contended, and every user got far more than its weight's part while it had work
+(measured 2026-11-26: 0.44-0.74 for each of 1:2:4 and of 1:1:1 alike), so the weights were
+never tested. With them, the weight-4 user's part while it has work (0.60-0.62 measured) is
+above what any split blind to weights gives it (a third).
+
+What this does not show: the split of the whole run by weight. On this VM the clients'
+round trips (2-4 ms, threads of one process) are as long as their batches (four 256²
+GEMMs), each user is away a third of the time, and a user away is owed at most ``BANK``:
+measured from the usage log, 0.18-0.21 / 0.36-0.38 / 0.41-0.46 against 0.143 / 0.286 /
+0.571, where ``none`` gives a third each. The weights' split of a contended device is
+tested with the policy's own clock in a simulated device (tests/gpu_backend/
+test_share_policy.py, tests/share_sim.py) and measured on GPUs (benchmarks/fairness.py,
+docs/fair-share.md)."""
 
 from __future__ import annotations
 
@@ -79,7 +87,7 @@ def _trace_shares(trace) -> tuple[dict[str, tuple[float, float]], dict[str, int]
 @pytest.mark.parametrize("weights", [{"a": 1, "b": 1}, {"a": 1, "b": 2, "c": 4}],
                          ids=["1:1", "1:2:4"])
 def test_users_that_sync_every_few_ms_share_the_device_by_weight_side_by_side(tmp_path, weights):
-    trace = run_syncing_users(tmp_path, weights, "share")
+    trace = run_syncing_users(tmp_path, weights, "share", turns=True)
     shares, idles = _trace_shares(trace)
     assert set(idles) == set(weights), idles        # every user's worker said idle at its reads
     entries = [json.loads(line) for line in trace.read_text().splitlines()]
