@@ -55,6 +55,7 @@ class ShareSession:
     had_work: float = 0.0         # seconds it had work (for the device)
     received_while: dict = field(default_factory=dict)
     reading: bool = False         # said idle at its read; its launched work still runs
+    budget: float | None = None   # a grant's quantum: its own progress left before it releases
     drain: float = 0.0            # released with this much launched work still to run
 
     def has_work(self, now: float) -> bool:
@@ -84,6 +85,7 @@ class ShareDevice:
             if isinstance(action, Grant):
                 s.holding, s.asked, s.stopping = True, False, None
                 s.standing_idle, s.drain = False, 0.0
+                s.budget = action.quantum
             elif isinstance(action, Yield) and s.holding and self.lead_wall:
                 # (as the real worker: it gives the grant back at once, its launched work,
                 # ``lead`` of wall time at the sharing of the moment or the rest of a batch
@@ -148,7 +150,22 @@ class ShareDevice:
             if s.drain > 0:
                 s.drain -= part
         for s in running:
+            if s.holding and s.budget is not None:
+                s.budget -= part
+        for s in running:
             if not s.holding:   # (its launched work running after its release)
+                continue
+            if s.budget is not None and s.has_work(self.now) and not s.reading \
+                    and s.budget <= (self.lead / len(running) if self.lead_wall else 0.0):
+                # (a grant's quantum spent, counting what is launched: it releases, that
+                # work still to run, as the real worker hands over at ``hand_over_at``)
+                launched = max(0.0, min(s.budget, s.left if s.think is not None else s.budget))
+                s.holding, s.budget, s.drain = False, None, launched
+                more = s.think is None or s.left > launched
+                s.asked = more
+                s.reported = s.measured
+                self._apply(self.policy.release(s.sid, s.measured, more,
+                                                ahead=launched * len(running)))
                 continue
             if s.stopping is not None and (s.stopping <= 0 or not s.has_work(self.now)):
                 s.holding, s.stopping = False, None

@@ -45,14 +45,14 @@ class Arbiter:
                  period: float = PERIOD, run_dir: str | None = None,
                  preempt_patience: float = PREEMPT_PATIENCE, trace: str | None = None,
                  patience_by_op: bool = True, gap_rule: bool = True,
-                 window: float | None = None) -> None:
+                 window: float | None = None, fill: bool = True) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
         for device in devices:
             made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op,
-                               gap_rule, window, own_time=own_time_markers(device))
+                               gap_rule, window, own_time=own_time_markers(device), fill=fill)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made

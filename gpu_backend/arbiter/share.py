@@ -83,6 +83,9 @@ TAIL_CAP = 0.1
 #: estimate of its launched work's end: the launches of users held back for it reach the
 #: device as that work ends, not after (their grant's message and launch take about this).
 TAIL_EARLY = 0.0005
+#: The shortest expected gap of an anticipated user that a user held back is let into
+#: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
+FILL_MIN = 0.0002
 class SharePolicy(Policy):
     """See the module's docstring. ``holder`` stays None: many sessions may hold at once
     (``admitted``)."""
@@ -90,9 +93,11 @@ class SharePolicy(Policy):
     name = "share"
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, window: float = WINDOW,
-                 credit: float = CREDIT, own_time: bool = False) -> None:
+                 credit: float = CREDIT, own_time: bool = False, fill: bool = True) -> None:
         super().__init__(clock)
         self.window = window
+        #: let users held back into an anticipated user's expected gap (``_fill_gap``)
+        self.fill = fill
         #: the device's reports are each session's own device time (the NumPy device's CPU
         #: time), not spans of a timeline others' slices share: charged as they come
         self.own_time = own_time
@@ -100,6 +105,9 @@ class SharePolicy(Policy):
         self.min_vt = 0.0              # least vt of the users with work; never decreases
         self.admitted: dict[str, int] = {}   # session -> the number of its standing grant
         self.yielding: set[str] = set()      # admitted, told to stop, not yet released
+        #: sessions let into an anticipated user's gap: the device seconds they may run
+        #: (their grant's quantum; they are in ``yielding`` too: their quantum ends them)
+        self.filling: dict[str, float] = {}
         #: the share clock: for each session on the device (admitted with work), the time
         #: since its last charge and the integral of 1/k over it
         self._on: set[str] = set()
@@ -131,6 +139,7 @@ class SharePolicy(Policy):
         self._off(sid)
         self.admitted.pop(sid, None)
         self.yielding.discard(sid)
+        self.filling.pop(sid, None)
         self._shares.pop(sid, None)
         user = self.sessions[sid].user
         super().detach(sid)
@@ -154,8 +163,9 @@ class SharePolicy(Policy):
         if sid in self.admitted:   # (on the device from now: a drain no longer ends it)
             self._tails.pop(sid, None)
             self._draining.pop(sid, None)
-            if not holding and sid not in self.yielding:
-                actions.append(Grant(sid, grant=self.admitted[sid], standing=True))
+            if not holding and (sid not in self.yielding or sid in self.filling):
+                actions.append(Grant(sid, quantum=self.filling.get(sid), grant=self.admitted[sid],
+                                     standing=True))
             self._on.add(sid)
         return actions + self._settle()
 
@@ -221,6 +231,7 @@ class SharePolicy(Policy):
             return []   # (an older grant's release crossed the newer one: charged only)
         self.admitted.pop(sid, None)
         self.yielding.discard(sid)
+        self.filling.pop(sid, None)
         ahead = min(max(0.0, ahead), TAIL_CAP)
         if ahead > 0 and sid in self._on:
             self._assume(session, min(ahead / len(self._on), AHEAD_CAP))
@@ -414,7 +425,39 @@ class SharePolicy(Policy):
                     self._on.add(sid)
                     session.charged_at = self.clock()
                     actions.append(Grant(sid, grant=self.grants, standing=True))
-        return actions
+        return actions + self._fill_gap()
+
+    def _fill_gap(self) -> list[Action]:
+        """While the device runs nothing and users with work are held back only for users
+        anticipated back: the one of them least ahead launches what the expected gap holds
+        (a standing grant whose quantum is the time until the first of those is expected
+        back, ``FILL_MIN`` at least), instead of the device idling. It is charged as any
+        session and ends by its quantum, so what it runs puts it further ahead, and the
+        users anticipated find at most its last launches on the device."""
+        actions: list[Action] = []
+        for sid in [s for s in self.filling if not self.sessions[s].runnable]:
+            del self.filling[sid]   # (out of work before its quantum: its grant taken back)
+            actions.append(Yield(sid, after=0.0, grant=self.admitted[sid]))
+        if not self.fill or self._on:
+            return actions
+        back = self.anticipation.expected_back()
+        if back is None:
+            return actions
+        fill = back - self.clock()
+        if fill < FILL_MIN:
+            return actions
+        waiting = [(self.lag(self.sessions[sid].user), sid) for sid in self.sessions
+                   if self.sessions[sid].runnable and sid not in self.admitted]
+        if not waiting:
+            return actions
+        sid = min(waiting)[1]
+        self.grants += 1
+        self.admitted[sid] = self.grants
+        self.yielding.add(sid)
+        self.filling[sid] = fill
+        self._on.add(sid)
+        self.sessions[sid].charged_at = self.clock()
+        return actions + [Grant(sid, quantum=fill, grant=self.grants, standing=True)]
 
     def snapshot(self) -> dict:
         snap = super().snapshot()

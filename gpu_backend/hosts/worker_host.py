@@ -65,7 +65,7 @@ class WorkerHost(HostWorkers):
                                 window=settings.share_window_ms / 1e3,
                                 preempt_patience=settings.preempt_patience_ms / 1e3,
                                 patience_by_op=settings.patience_by_op,
-                                gap_rule=settings.gap_rule,
+                                gap_rule=settings.gap_rule, fill=settings.share_fill,
                                 trace=str(settings.arbiter_trace) if settings.arbiter_trace
                                 else None).start()
                         if settings.policy != "none" else None)

@@ -23,9 +23,9 @@ class Clock:
         return self.now
 
 
-def _policy(**users) -> tuple[SharePolicy, Clock]:
+def _policy(fill: bool = True, **users) -> tuple[SharePolicy, Clock]:
     clock = Clock()
-    policy = SharePolicy(clock)
+    policy = SharePolicy(clock, fill=fill)
     for user, weight in users.items():
         policy.attach(user, user, weight)
     return policy, clock
@@ -400,10 +400,12 @@ def _syncs_with_gaps(policy: SharePolicy, clock: Clock, sid: str, gap: float, n:
     return busy
 
 
-def _b_syncing_a_held_back(gap: float, batch: float = 0.002) -> tuple[SharePolicy, Clock, float]:
+def _b_syncing_a_held_back(gap: float, batch: float = 0.002,
+                           fill: bool = False) -> tuple[SharePolicy, Clock, float]:
     """b reads four times, away *gap* each (alone: its gaps learnt), then a runs beside it
-    far ahead and is told to stop. Returns b's measured device time."""
-    policy, clock = _policy(a=1, b=1)
+    far ahead and is told to stop. Returns b's measured device time. *fill*: the policy
+    lets users held back into an anticipated user's gap."""
+    policy, clock = _policy(fill=fill, a=1, b=1)
     policy.want("b")
     busy = _syncs_with_gaps(policy, clock, "b", gap, batch=batch)
     policy.want("a")
@@ -431,6 +433,33 @@ def test_a_user_back_within_a_round_trip_is_waited_for_and_a_late_one_is_not():
     policy.idle("b", busy + 0.001)               # b does not come back this time
     clock.now = out + 0.0007
     assert policy.tick() == [Grant("a")]
+
+
+def test_a_user_held_back_is_let_into_the_expected_gap_of_one_anticipated():
+    """b, behind, reads and is anticipated back in 0.3 ms: a, held back for it, runs what
+    that gap holds (a standing grant with a 0.3 ms quantum) instead of the device idling,
+    and is held back again once it hands the grant back; b back finds the device free."""
+    policy, clock, busy = _b_syncing_a_held_back(0.0003, fill=True)
+    out = clock.now
+    grants = [x for x in policy.idle("b", busy) if isinstance(x, Grant)]
+    assert grants == [Grant("a", quantum=pytest.approx(0.0003))] and grants[0].standing
+    assert policy.filling == {"a": pytest.approx(0.0003)}
+    used_a = policy.sessions["a"].charged
+    clock.now = out + 0.0003
+    policy.release("a", used_a + 0.0003, True, grant=policy.admitted["a"])   # its quantum spent
+    assert "a" not in policy.admitted and not policy.filling
+    assert policy.users["a"].vt > 0                  # charged what it ran
+    actions = policy.want("b", holding=True)         # b back: nobody to stop
+    assert not [x for x in actions if isinstance(x, (Grant, Yield))]
+
+
+def test_a_user_let_into_a_gap_that_runs_out_of_work_gives_its_grant_back():
+    policy, clock, busy = _b_syncing_a_held_back(0.0003, fill=True)
+    policy.idle("b", busy)
+    assert "a" in policy.filling
+    clock.now += 0.0001
+    actions = policy.idle("a", policy.sessions["a"].charged + 0.0001)
+    assert Yield("a", grant=policy.admitted["a"]) in actions and not policy.filling
 
 
 def test_a_user_whose_gaps_are_long_is_not_waited_for():
