@@ -25,7 +25,7 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
                 preempt_patience: float = PREEMPT_PATIENCE,
                 patience_by_op: bool = True, gap_rule: bool = True,
                 window: float | None = None, own_time: bool = False,
-                fill: bool = True) -> Policy | None:
+                fill: bool = False) -> Policy | None:
     """The policy called *name* (``fair``, ``share``, ``fifo``); ``none`` means no arbiter at all.
     *quantum*: the least device seconds a ``fair`` holder keeps the device while others
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
@@ -34,8 +34,9 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     (likewise): a user between two batches may be kept the device (arbiter/gap_rule.py);
     *window*: ``share``'s (arbiter/share.py, WINDOW if None); *own_time*: the device's
     reports are each session's own device time (:func:`own_time_markers`), which ``share``
-    does not scale by the session's part of the device; *fill* (a diagnostic, on by
-    default): ``share`` lets a user held back into an anticipated user's expected gap."""
+    does not scale by the session's part of the device; *fill*: ``share`` lets a user held
+    back into an anticipated user's expected gap (off by default: measured only in the
+    simulation so far)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)

@@ -45,7 +45,7 @@ class Arbiter:
                  period: float = PERIOD, run_dir: str | None = None,
                  preempt_patience: float = PREEMPT_PATIENCE, trace: str | None = None,
                  patience_by_op: bool = True, gap_rule: bool = True,
-                 window: float | None = None, fill: bool = True) -> None:
+                 window: float | None = None, fill: bool = False) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy

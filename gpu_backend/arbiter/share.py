@@ -40,6 +40,13 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **Anticipation** (arbiter/anticipation.py): a user back within a round trip from short
   batches is still counted among the users with work for twice its recent gaps, so that the
   users held back for it are not let go into its gap.
+- **Filling an anticipated gap** (``fill``, the pool's ``share_fill``; off by default until
+  measured on a GPU): while the device runs nothing and users with work are held back only
+  for users anticipated back, the one least ahead gets a standing grant whose quantum is the
+  time until the first of those is expected back, and runs what that gap holds instead of
+  the device idling (``_fill_gap``). In the simulation, users 1:2:4 with 2 ms batches and
+  0.4 ms round trips: the users' work 1.137 → 1.189 of the device (``none`` 1.198), the
+  weights kept; with every message 0.2 ms late, no gain (1.136 → 1.130).
 - **Returning from idle** with capped credit: a user keeps the deficit it had when it ran
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
   (its virtual time moves up by what a user of its weight with work all along would have
@@ -93,7 +100,7 @@ class SharePolicy(Policy):
     name = "share"
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, window: float = WINDOW,
-                 credit: float = CREDIT, own_time: bool = False, fill: bool = True) -> None:
+                 credit: float = CREDIT, own_time: bool = False, fill: bool = False) -> None:
         super().__init__(clock)
         self.window = window
         #: let users held back into an anticipated user's expected gap (``_fill_gap``)

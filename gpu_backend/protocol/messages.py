@@ -639,6 +639,7 @@ class ControlAssign(TypedDict):
     swap_idle: NotRequired[Annotated[float | None, "seconds idle after which its arrays are swapped out (None: never by itself)"]]
     swap_dir: NotRequired[Annotated[str | None, "the pool's swap directory (0700) for its swap file (None: no swapping)"]]
     device_memory: NotRequired[Annotated[int | None, "the NumPy device's memory shared by its sessions, bytes (None: each has only its own limit; GPU workers ignore it)"]]
+    device_turns: NotRequired[Annotated[bool, "the NumPy device's sessions run their ops in turns, as one GPU's do (devices/host_turns.py; GPU workers ignore it)"]]
     adopt: NotRequired[Annotated[str | bytes, "a session moved here: the manifest its last worker parked or lent it in, or its bytes (answered with ControlAdopted)"]]
     adopt_from: NotRequired[Annotated[str, "where its last worker, on another host, streams its arrays from (tcp://host:port)"]]
 

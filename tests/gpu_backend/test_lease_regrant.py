@@ -170,3 +170,22 @@ def test_a_quantum_counts_from_the_end_of_a_segment_run_beside_a_long_kernel(pee
         lease.baton = None
     finally:
         board.close()
+
+
+def test_a_standing_grant_with_a_quantum_is_handed_back_once_it_is_spent(peer):
+    """``share`` lets a user held back into an anticipated user's gap with a standing grant
+    whose quantum is that gap (arbiter/share.py, ``_fill_gap``): the worker launches beside
+    others as under any standing grant, and hands the grant back once the device time it
+    measured and launched reaches the quantum."""
+    router, lease = peer
+    lease._send({"t": "want"})
+    ident, _ = router.recv_multipart()
+    router.send_multipart([ident, packb({"t": "grant", "g": 7, "s": True, "q": 0.002})])
+    _arrive(lease)
+    lease.read(0.010)
+    assert lease.holding and lease.standing and lease.grant == 7
+    assert not lease.must_hand_over(0.0115)
+    assert lease.must_hand_over(0.012)
+    lease.release(0.012, want=True)
+    sent = unpackb(router.recv_multipart()[1])
+    assert sent["t"] == "release" and sent["want"] is True and sent["g"] == 7

@@ -23,7 +23,7 @@ class Clock:
         return self.now
 
 
-def _policy(fill: bool = True, **users) -> tuple[SharePolicy, Clock]:
+def _policy(fill: bool = False, **users) -> tuple[SharePolicy, Clock]:
     clock = Clock()
     policy = SharePolicy(clock, fill=fill)
     for user, weight in users.items():
@@ -433,6 +433,31 @@ def test_a_user_back_within_a_round_trip_is_waited_for_and_a_late_one_is_not():
     policy.idle("b", busy + 0.001)               # b does not come back this time
     clock.now = out + 0.0007
     assert policy.tick() == [Grant("a")]
+
+
+def _users_work(sessions: list, seconds: float) -> float:
+    """The users' side: the sum of each closed loop's rate over its rate alone."""
+    return sum(s.got / s.batch / seconds * (s.batch + s.think) for s in sessions)
+
+
+def test_users_held_back_fill_the_gaps_of_those_anticipated_and_keep_the_weights():
+    """Users 1:2:4 of 2 ms batches and 0.4 ms round trips, anticipated back: without
+    ``fill`` the device waits through each gap (the users' work 1.137 of what they would do
+    alone, ``none`` 1.198); with it the users held back run what the gaps hold (1.189), and
+    the weights stay 1:2:4."""
+    def run(policy: SharePolicy) -> tuple[float, dict]:
+        sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=0.002, think=0.0004)
+                    for i, w in enumerate((1, 2, 4))]
+        device = ShareDevice(policy, sessions, tail=0.004, lead=0.004, lead_wall=True,
+                             jitter=0.5, seed=1)
+        device.run(3.0)
+        return _users_work(sessions, 3.0), _shares(device)
+    waiting, _ = run(SharePolicy())
+    filled, shares = run(SharePolicy(fill=True))
+    alone, _ = run(SharePolicy(window=100.0))   # (nobody ever held back: as `none`)
+    assert filled > waiting + 0.03 and filled > alone - 0.02, (waiting, filled, alone)
+    for i, w in enumerate((1, 2, 4)):
+        assert shares[f"u{i}"] == pytest.approx(w / 7, abs=0.01), shares
 
 
 def test_a_user_held_back_is_let_into_the_expected_gap_of_one_anticipated():
