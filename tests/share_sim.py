@@ -20,7 +20,9 @@ progress, then releases; or with ``lead_wall``, as the real worker, it releases 
 with its launched work (``lead`` of wall time at the sharing of the moment, the real
 pacer's lead) still to run, and says so (``ahead``). With
 ``jitter``, each think is drawn within ± that fraction (closed loops in lockstep are an
-artefact of a clock with no noise). Used by
+artefact of a clock with no noise). With ``delay``, the arbiter's grants and yields reach
+the workers that many seconds after it decides (its messages and the workers' wake-ups take
+about 0.1 ms on a GPU host; the workers' own messages reach it at once). Used by
 tests/gpu_backend/test_share_policy.py.
 """
 
@@ -67,8 +69,10 @@ class ShareSession:
 class ShareDevice:
     def __init__(self, policy: SharePolicy, sessions: list[ShareSession], *, dt: float = 50e-6,
                  report: float = 0.001, lead: float = 0.001, tail: float = 0.0,
-                 lead_wall: bool = False, jitter: float = 0.0, seed: int = 0) -> None:
+                 lead_wall: bool = False, jitter: float = 0.0, seed: int = 0,
+                 delay: float = 0.0) -> None:
         self.policy, self.dt, self.report, self.lead, self.tail = policy, dt, report, lead, tail
+        self.delay, self._in_flight = delay, []   # (the arbiter's actions on their way)
         self.lead_wall, self.jitter, self.random = lead_wall, jitter, random.Random(seed)
         self.sessions = {s.sid: s for s in sessions}
         self.now = 0.0
@@ -79,7 +83,10 @@ class ShareDevice:
         self.busy_steps = 0      # steps in which the device ran someone's work
         self.wanted_steps = 0    # steps in which someone had work
 
-    def _apply(self, actions: list) -> None:
+    def _apply(self, actions: list, arrived: bool = False) -> None:
+        if self.delay and not arrived:
+            self._in_flight.extend((self.now + self.delay, action) for action in actions)
+            return
         for action in actions:
             s = self.sessions[action.session]
             if isinstance(action, Grant):
@@ -128,6 +135,9 @@ class ShareDevice:
                 self._apply(self.policy.want(s.sid))
 
     def step(self) -> None:
+        if self._in_flight:
+            self._apply([a for at, a in self._in_flight if at <= self.now], arrived=True)
+            self._in_flight = [(at, a) for at, a in self._in_flight if at > self.now]
         self._apply(self.policy.tick())   # (the arbiter's loop calls it at every wake)
         self._arrivals()
         running = self._running()

@@ -272,6 +272,23 @@ def test_syncing_users_whose_round_trips_are_long_split_by_weight_while_they_hav
     assert device.conservation >= 0.99
 
 
+def test_syncing_users_split_by_weight_when_the_arbiters_word_comes_late():
+    """Every grant and yield reaches its worker 0.2 ms after the arbiter decides (a GPU
+    host's message and wake-up take about half that): users 1:2:4 of 8 ms batches still
+    split the device by weight, and it is busy whenever anyone has work but for the
+    messages' latency."""
+    weights = (1, 2, 4)
+    sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=0.008, think=0.0004)
+                for i, w in enumerate(weights)]
+    device = ShareDevice(SharePolicy(), sessions, tail=0.004, lead=0.004, lead_wall=True,
+                         jitter=0.5, seed=1, delay=0.0002)
+    device.run(3.0)
+    shares = _shares(device)
+    for i, w in enumerate(weights):
+        assert shares[f"u{i}"] == pytest.approx(w / sum(weights), abs=0.01), shares
+    assert device.conservation >= 0.99
+
+
 def test_a_user_behind_away_for_its_round_trips_is_anticipated():
     """Users 1:2 with 2 ms batches and a 4 ms (wall) lead: let go at each of the weight-2
     user's reads, the weight-1 user launched a batch the yield could not take back, and
