@@ -477,6 +477,25 @@ def test_users_held_back_fill_the_gaps_of_those_anticipated_and_keep_the_weights
         assert shares[f"u{i}"] == pytest.approx(w / 7, abs=0.01), shares
 
 
+def test_a_fill_decided_as_the_tails_end_comes_in_time_when_the_word_is_late():
+    """The same users with every grant and yield 0.1 ms late: decided as the reads' tails on
+    the device are estimated to end, the fill's grant arrives before the gap (decided at the
+    gap, it gained nothing with 0.2 ms late); waiting, the late grants also cost the
+    weights (0.165 / 0.316 / 0.519)."""
+    def run(fill: bool) -> tuple[float, dict]:
+        sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=0.002, think=0.0004)
+                    for i, w in enumerate((1, 2, 4))]
+        device = ShareDevice(SharePolicy(fill=fill), sessions, tail=0.004, lead=0.004,
+                             lead_wall=True, jitter=0.5, seed=1, delay=0.0001)
+        device.run(3.0)
+        return _users_work(sessions, 3.0), _shares(device)
+    waiting, _ = run(False)
+    filled, shares = run(True)
+    assert filled > waiting + 0.02, (waiting, filled)
+    for i, w in enumerate((1, 2, 4)):
+        assert shares[f"u{i}"] == pytest.approx(w / 7, abs=0.01), shares
+
+
 def test_a_user_held_back_is_let_into_the_expected_gap_of_one_anticipated():
     """b, behind, reads and is anticipated back in 0.3 ms: a, held back for it, runs what
     that gap holds (a standing grant with a 0.3 ms quantum) instead of the device idling,
