@@ -115,8 +115,9 @@ class SharePolicy(Policy):
         self.admitted: dict[str, int] = {}   # session -> the number of its standing grant
         self.yielding: set[str] = set()      # admitted, told to stop, not yet released
         #: sessions let into an anticipated user's gap: the device seconds they may run
-        #: (their grant's quantum; they are in ``yielding`` too: their quantum ends them)
-        self.filling: dict[str, float] = {}
+        #: (their grant's quantum; they are in ``yielding`` too: their quantum ends them),
+        #: and the device time they had reported when granted
+        self.filling: dict[str, tuple[float, float]] = {}
         #: the share clock: for each session on the device (admitted with work), the time
         #: since its last charge and the integral of 1/k over it
         self._on: set[str] = set()
@@ -173,8 +174,9 @@ class SharePolicy(Policy):
             self._tails.pop(sid, None)
             self._draining.pop(sid, None)
             if not holding and (sid not in self.yielding or sid in self.filling):
-                actions.append(Grant(sid, quantum=self.filling.get(sid), grant=self.admitted[sid],
-                                     standing=True))
+                fill = self.filling.get(sid)
+                actions.append(Grant(sid, quantum=fill[0] if fill else None,
+                                     grant=self.admitted[sid], standing=True))
             self._on.add(sid)
         return actions + self._settle()
 
@@ -448,9 +450,13 @@ class SharePolicy(Policy):
         quantum, so what it runs puts it further ahead, and the users anticipated find at
         most its last launches on the device."""
         actions: list[Action] = []
-        for sid in [s for s in self.filling if not self.sessions[s].runnable]:
-            del self.filling[sid]   # (out of work before its quantum: its grant taken back)
-            actions.append(Yield(sid, after=0.0, grant=self.admitted[sid]))
+        for sid, (quantum, since) in list(self.filling.items()):
+            session = self.sessions[sid]
+            # out of work before its quantum, or past it by more than a report's lag (its
+            # worker did not hand the grant back): the grant taken back
+            if not session.runnable or session.charged - since > 2 * quantum + self.window:
+                del self.filling[sid]
+                actions.append(Yield(sid, after=0.0, grant=self.admitted[sid]))
         if not self.fill or any(self.sessions[s].runnable for s in self._on):
             return actions
         back = self.anticipation.expected_back()
@@ -467,7 +473,7 @@ class SharePolicy(Policy):
         self.grants += 1
         self.admitted[sid] = self.grants
         self.yielding.add(sid)
-        self.filling[sid] = fill
+        self.filling[sid] = (fill, self.sessions[sid].charged)
         self._on.add(sid)
         self.sessions[sid].charged_at = self.clock()
         return actions + [Grant(sid, quantum=fill, grant=self.grants, standing=True)]

@@ -504,7 +504,7 @@ def test_a_user_held_back_is_let_into_the_expected_gap_of_one_anticipated():
     out = clock.now
     grants = [x for x in policy.idle("b", busy) if isinstance(x, Grant)]
     assert grants == [Grant("a", quantum=pytest.approx(0.0003))] and grants[0].standing
-    assert policy.filling == {"a": pytest.approx(0.0003)}
+    assert policy.filling["a"][0] == pytest.approx(0.0003)
     used_a = policy.sessions["a"].charged
     clock.now = out + 0.0003
     policy.release("a", used_a + 0.0003, True, grant=policy.admitted["a"])   # its quantum spent
@@ -512,6 +512,19 @@ def test_a_user_held_back_is_let_into_the_expected_gap_of_one_anticipated():
     assert policy.users["a"].vt > 0                  # charged what it ran
     actions = policy.want("b", holding=True)         # b back: nobody to stop
     assert not [x for x in actions if isinstance(x, (Grant, Yield))]
+
+
+def test_a_user_let_into_a_gap_that_runs_past_its_quantum_is_told_to_stop():
+    """A worker that did not hand its fill back (its reports run on past the quantum by more
+    than the window) is told to stop, as a user ahead is: it is held back after."""
+    policy, clock, busy = _b_syncing_a_held_back(0.0003, fill=True)
+    policy.idle("b", busy)
+    start = policy.sessions["a"].charged
+    clock.now += 0.002
+    assert not [x for x in policy.used("a", start + 0.002) if isinstance(x, Yield)]
+    clock.now += 0.008
+    actions = policy.used("a", start + 0.010)
+    assert Yield("a", grant=policy.admitted["a"]) in actions and not policy.filling
 
 
 def test_a_user_let_into_a_gap_that_runs_out_of_work_gives_its_grant_back():
