@@ -95,6 +95,9 @@ class DeviceLease:
         #: until told; say when out of work), and whether this worker has said it is idle
         self.standing = False
         self.idle_said = False
+        #: out of work while alone, and not said: nobody waits for it, so it says ``idle``
+        #: (and then ``want``) only once the arbiter tells it of company
+        self.idle_quiet = False
         #: it said ``idle`` with launched work still to run, and has not yet said ``done``
         self.tail_open = False
 
@@ -131,7 +134,7 @@ class DeviceLease:
                     self.patience = min(float(patience), BATON_TIMEOUT) \
                         if isinstance(patience, (int, float)) and patience >= 0 else BATON_TIMEOUT
                 self.standing = msg.get("s") is True
-                self.idle_said = False
+                self.idle_said = self.idle_quiet = False
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
                 self.at_batch_end = bool(msg.get("b"))
@@ -222,16 +225,24 @@ class DeviceLease:
         users held back for this one go), with the device time measured so far and *ahead*,
         the wall seconds its launched work is estimated to run still (it shares the device
         till :meth:`done`)."""
-        if self.holding and self.standing and not self.idle_said:
+        if not (self.holding and self.standing) or (self.idle_said and not self.idle_quiet):
+            return
+        self.idle_said = True
+        # Alone, nobody is held back for it: out of work, it says nothing (two messages a
+        # batch to the arbiter, each a send of the worker's and a wake of the pool's arbiter
+        # thread, for a loop that syncs; issue 50's "a lone session pays for no pacing it
+        # does not need"), as a lone holder under ``fair`` says nothing. Told of company
+        # while so (its idle loop reads the lease), it says ``idle`` then.
+        self.idle_quiet = self.alone
+        if not self.alone:
             msg = {"t": "idle", "busy": busy}
             if op is not None:
                 msg["op"] = op
-            if ahead > 0 and not self.alone:
+            if ahead > 0:
                 msg["ahead"] = ahead
                 self.tail_open = True
             self._send(msg)
             self._reported = busy
-            self.idle_said = True
 
     def done(self, busy: float) -> None:
         """After :meth:`idle` with work launched: that work has run (measured in *busy*)."""
@@ -245,8 +256,9 @@ class DeviceLease:
         """Holding a standing grant after saying it was idle: work again, launched at once;
         the arbiter is told, not waited for (``want`` with ``h``; it ends an open tail)."""
         if self.idle_said:
-            self._send({"t": "want", "h": True})
-            self.idle_said = self.tail_open = False
+            if not self.idle_quiet:
+                self._send({"t": "want", "h": True})
+            self.idle_said = self.tail_open = self.idle_quiet = False
 
     def report(self, busy: float, op: float | None = None) -> None:
         """While holding, the device time measured so far (every REPORT_SECONDS of it, or
@@ -282,7 +294,7 @@ class DeviceLease:
         self._send(msg)
         self._released = self.grant
         self.holding = False
-        self.standing = self.idle_said = self.tail_open = False
+        self.standing = self.idle_said = self.tail_open = self.idle_quiet = False
         self.asked = want
         self._asked_at = time.perf_counter()
         self.hand_over_at = None

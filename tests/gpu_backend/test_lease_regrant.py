@@ -189,3 +189,37 @@ def test_a_standing_grant_with_a_quantum_is_handed_back_once_it_is_spent(peer):
     lease.release(0.012, want=True)
     sent = unpackb(router.recv_multipart()[1])
     assert sent["t"] == "release" and sent["want"] is True and sent["g"] == 7
+
+
+def _sent(router) -> list[dict]:
+    """What the lease sent the peer that is there to read now."""
+    msgs = []
+    while router.poll(200):
+        msgs.append(unpackb(router.recv_multipart()[1]))
+    return msgs
+
+
+def test_a_lone_standing_holder_says_nothing_of_its_gaps_until_it_has_company(peer):
+    """``share``, one session on the device: its reads' gaps concern nobody, so its worker
+    sends no ``idle`` and no ``want`` for them (two messages a batch, each a wake of the
+    pool's arbiter thread); told of company while out of work, it says ``idle`` then, and
+    from then on both, as any standing holder."""
+    router, lease = peer
+    lease._send({"t": "want"})
+    ident, _ = router.recv_multipart()
+    router.send_multipart([ident, packb({"t": "grant", "g": 1, "s": True, "a": True})])
+    _arrive(lease)
+    lease.read(0.0)
+    assert lease.holding and lease.standing and lease.alone
+    for batch in range(3):                  # three batches, each ending in a read
+        lease.busy_again()
+        lease.idle(0.001 * (batch + 1))
+    assert _sent(router) == []
+    router.send_multipart([ident, packb({"t": "company", "a": False})])
+    _arrive(lease)
+    lease.read(0.003)
+    lease.idle(0.003)                       # (its idle loop, woken by the lease's socket)
+    assert [m["t"] for m in _sent(router)] == ["idle"]
+    lease.busy_again()
+    lease.idle(0.004)
+    assert [m["t"] for m in _sent(router)] == ["want", "idle"]

@@ -99,3 +99,13 @@ def test_users_that_sync_every_few_ms_share_the_device_by_weight_side_by_side(tm
         share, seconds = shares[u]
         assert seconds > 0.2, shares                # hundreds of batches competed
         assert share >= w / total_w - 0.05, (u, shares)
+
+
+def test_a_lone_user_that_syncs_sends_the_arbiter_nothing_at_its_reads(tmp_path):
+    """Alone on the device nobody is held back for it, so its worker says neither ``idle``
+    at its reads nor ``want`` after them (issue 50: a lone session pays for no pacing it
+    does not need): the arbiter hears its first ``want`` and its reports of device time."""
+    trace = run_syncing_users(tmp_path, {"a": 1}, "share", seconds=1.5)
+    said = [json.loads(line)["msg"].get("t") for line in trace.read_text().splitlines()]
+    assert said.count("want") <= 1 and "idle" not in said, said
+    assert set(said) <= {"want", "used", "release"}, said   # (release: the session closed)
