@@ -15,7 +15,9 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **Standing grants.** A session admitted holds a grant with no quantum and no hand-over
   (``Grant.standing``): it launches whenever it has work, says when it has none (``idle``)
   and when it has some again (``want`` while holding, not waited on). A session alone never
-  hears from the arbiter again, as under ``fair``.
+  hears from the arbiter again, as under ``fair``, and says neither until it is told of
+  company (worker/lease.py, ``idle_quiet``: two messages a read, and two wakes of the
+  arbiter's thread, that concerned nobody).
 - **Admission by lag.** Each user's virtual time is device seconds / weight, as under
   ``fair``. Among the users with work, the least virtual time ``m`` is the reference; a
   user whose lag ``(vt - m) × weight`` exceeds ``window`` (device seconds it has run ahead)
