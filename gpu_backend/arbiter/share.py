@@ -43,8 +43,8 @@ and the weights are kept by withholding launches from whoever is ahead.
   batches is still counted among the users with work for twice its recent gaps, so that the
   users held back for it are not let go into its gap.
 - **Filling an anticipated gap** (``fill``, the pool's ``share_fill``; off by default until
-  measured on a GPU): while the device runs nothing and users with work are held back only
-  for users anticipated back, the one least ahead gets a standing grant whose quantum is the
+  measured on a GPU): while no session on the device has work and users with work are held
+  back only for users anticipated back, the one least ahead gets a standing grant whose quantum is the
   time until the first of those is expected back, and runs what that gap holds instead of
   the device idling (``_fill_gap``), decided as the reads' tails on the device are estimated
   to end so that its grant arrives before the gap. In the simulation, users 1:2:4 with 2 ms
@@ -97,6 +97,8 @@ TAIL_EARLY = 0.0005
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002
+
+
 class SharePolicy(Policy):
     """See the module's docstring. ``holder`` stays None: many sessions may hold at once
     (``admitted``)."""
