@@ -101,15 +101,20 @@ class ShareDevice:
                 launched = self.lead / k
                 launched = s.left if s.reading or s.think is not None and s.left < launched \
                     else launched
-                s.holding, s.stopping, s.drain = False, None, launched
-                more = s.think is None or s.left > launched
-                s.asked = more
-                s.reported = s.measured
-                self._apply(self.policy.release(s.sid, s.measured, more, ahead=launched * k))
+                self._release_launched(s, launched, k)
             elif isinstance(action, Yield) and s.holding:
                 # (what it launched runs out: about ``lead`` of its own progress; or the rest
                 # of a batch whose read has begun)
                 s.stopping = max(self.lead, s.left) if s.reading else self.lead
+
+    def _release_launched(self, s: ShareSession, launched: float, k: int) -> None:
+        """*s* gives its grant back at once, *launched* of its own progress still to run
+        at the sharing of *k* sessions (told to stop, or its quantum spent)."""
+        s.holding, s.stopping, s.budget, s.drain = False, None, None, launched
+        more = s.think is None or s.left > launched
+        s.asked = more
+        s.reported = s.measured
+        self._apply(self.policy.release(s.sid, s.measured, more, ahead=launched * k))
 
     def _running(self) -> list[ShareSession]:
         """The sessions whose work is on the device: holders with work, and released ones
@@ -159,7 +164,6 @@ class ShareDevice:
                 s.stopping -= part
             if s.drain > 0:
                 s.drain -= part
-        for s in running:
             if s.holding and s.budget is not None:
                 s.budget -= part
         for s in running:
@@ -170,12 +174,7 @@ class ShareDevice:
                 # (a grant's quantum spent, counting what is launched: it releases, that
                 # work still to run, as the real worker hands over at ``hand_over_at``)
                 launched = max(0.0, min(s.budget, s.left if s.think is not None else s.budget))
-                s.holding, s.budget, s.drain = False, None, launched
-                more = s.think is None or s.left > launched
-                s.asked = more
-                s.reported = s.measured
-                self._apply(self.policy.release(s.sid, s.measured, more,
-                                                ahead=launched * len(running)))
+                self._release_launched(s, launched, len(running))
                 continue
             if s.stopping is not None and (s.stopping <= 0 or not s.has_work(self.now)):
                 s.holding, s.stopping = False, None

@@ -66,8 +66,7 @@ class Anticipation:
     def expected_back(self) -> float | None:
         """When the first of the users waited for is expected back (its gap's average after
         it ran out), or None: nobody is waited for."""
-        return min((self._out_at[u] + self._gap[u] for u in self._until
-                    if u in self._out_at and u in self._gap), default=None)
+        return min((self._out_at[u] + self._gap[u] for u in self._until), default=None)
 
     def expire(self, now: float) -> None:
         """Users not back by now are no longer waited for."""

@@ -434,13 +434,18 @@ class SharePolicy(Policy):
                         self.yielding.add(sid)
                         actions.append(Yield(sid, after=0.0, grant=self.admitted[sid]))
                 elif session.runnable and lag <= self.window / 2:
-                    self.grants += 1
-                    self.admitted[sid] = self.grants
-                    self._draining.pop(sid, None)   # (on the device from now, till it says)
-                    self._on.add(sid)
-                    session.charged_at = self.clock()
-                    actions.append(Grant(sid, grant=self.grants, standing=True))
+                    actions.append(self._admit(sid))
         return actions + self._fill_gap()
+
+    def _admit(self, sid: str, quantum: float | None = None) -> Grant:
+        """*sid* admitted: on the device from now, till it says otherwise; its standing
+        grant (with *quantum*: a fill's, which ends it)."""
+        self.grants += 1
+        self.admitted[sid] = self.grants
+        self._draining.pop(sid, None)
+        self._on.add(sid)
+        self.sessions[sid].charged_at = self.clock()
+        return Grant(sid, quantum=quantum, grant=self.grants, standing=True)
 
     def _fill_gap(self) -> list[Action]:
         """While no session on the device has work (those still there run a read's tail)
@@ -474,13 +479,9 @@ class SharePolicy(Policy):
         if not waiting:
             return actions
         sid = min(waiting)[1]
-        self.grants += 1
-        self.admitted[sid] = self.grants
         self.yielding.add(sid)
         self.filling[sid] = (fill, self.sessions[sid].charged)
-        self._on.add(sid)
-        self.sessions[sid].charged_at = self.clock()
-        return actions + [Grant(sid, quantum=fill, grant=self.grants, standing=True)]
+        return actions + [self._admit(sid, fill)]
 
     def snapshot(self) -> dict:
         snap = super().snapshot()

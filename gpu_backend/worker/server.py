@@ -310,10 +310,10 @@ class WorkerServer(SessionMoves):
     def _share_device_compute(self, turns: Any) -> None:
         """The NumPy device's ops run in turns with its other sessions' workers, as one
         GPU's do, where the pool says so (its ``numpy_device_turns``): host_turns."""
-        if turns is True and self.run_dir and getattr(self.device, "turns", False) is None:
+        take_turns = getattr(self.device, "take_turns", None)   # (the NumPy device's)
+        if turns is True and self.run_dir and take_turns is not None and self.device.turns is None:
             from ..devices.host_turns import DeviceTurns
-            self.device.take_turns(
-                DeviceTurns(os.path.join(self.run_dir, f"turns-{self.device_spec}.lock")))
+            take_turns(DeviceTurns(os.path.join(self.run_dir, f"turns-{self.device_spec}.lock")))
 
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False). What
