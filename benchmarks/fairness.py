@@ -150,8 +150,10 @@ class Pool:
         # "fair+lateread": a holder hands the device over after its batch's closing read and
         # its reply, as before issue 51 (GPUWB_RELEASE_AT_READ=0; the gap rule then applies)
         policy, lateread, _ = policy.partition("+lateread")
-        # "share+fill": a user held back let into an anticipated user's expected gap
-        # (GPUWB_SHARE_FILL=1; off, the default, the device waits for that user)
+        # "share+nofill": a user held back never let into an anticipated user's expected
+        # gap, the device waits for that user (GPUWB_SHARE_FILL=0; "share+fill" the default,
+        # GPUWB_SHARE_FILL=1, named as such for runs before it was)
+        policy, nofill, _ = policy.partition("+nofill")
         policy, fill, _ = policy.partition("+fill")
         policy, split, _ = policy.partition("+split")
         policy, nogap, _ = policy.partition("+nogap")
@@ -175,7 +177,7 @@ class Pool:
                           + (f"-patience{patience}" if patience else "")
                           + ("-fixedpatience" if fixed else "") + ("-nogap" if nogap else "")
                           + ("-split" if split else "") + ("-lateread" if lateread else "")
-                          + ("-fill" if fill else ""))
+                          + ("-fill" if fill else "") + ("-nofill" if nofill else ""))
         self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
@@ -207,8 +209,8 @@ class Pool:
             env["GPUWB_SPLIT_PIECE_US"] = "1000"
         if lateread:
             env["GPUWB_RELEASE_AT_READ"] = "0"
-        if fill:
-            env["GPUWB_SHARE_FILL"] = "1"
+        if fill or nofill:
+            env["GPUWB_SHARE_FILL"] = "0" if nofill else "1"
         self.served = ServedPool(policy, devices, "--spare-workers", "4",
                                  *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
                                  *(["--period-ms", period] if period else []),
@@ -493,8 +495,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "fair+nogap (the gap rule off), fair+split (long ops in 1 ms pieces), "
                              "fair+lateread (the device handed over after a batch's closing read, "
                              "not as it begins: the pool before issue 51), share, share+windowMS "
-                             "(its window), share+fill (a user held back let into an anticipated "
-                             "user's expected gap, GPUWB_SHARE_FILL=1), "
+                             "(its window), share+nofill (a user held back never let into an anticipated "
+                             "user's expected gap, GPUWB_SHARE_FILL=0; share+fill: the default, "
+                             "named), "
                              "share+shareleadUS (a free-running session's lead beside "
                              "others, GPUWB_SHARE_LEAD_US), any policy+pacedreplayUS (a held stretch's replay of US µs of "
                              "device time or more re-run op by op, paced, beside others: "

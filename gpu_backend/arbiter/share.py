@@ -42,15 +42,21 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **Anticipation** (arbiter/anticipation.py): a user back within a round trip from short
   batches is still counted among the users with work for twice its recent gaps, so that the
   users held back for it are not let go into its gap.
-- **Filling an anticipated gap** (``fill``, the pool's ``share_fill``; off by default until
-  measured on a GPU): while no session on the device has work and users with work are held
-  back only for users anticipated back, the one least ahead gets a standing grant whose quantum is the
+- **Filling an anticipated gap** (``fill``, the pool's ``share_fill``; on by default since
+  H100 runs 32 and 33 measured it beside ``share`` without it and ``none``): while no
+  session on the device has work and users with work are held back only for users
+  anticipated back, the one least ahead whose ops fit the gap (its worker's per-op
+  estimate: one op runs whatever its quantum) gets a standing grant whose quantum is the
   time until the first of those is expected back, and runs what that gap holds instead of
   the device idling (``_fill_gap``), decided as the reads' tails on the device are estimated
   to end so that its grant arrives before the gap. In the simulation, users 1:2:4 with 2 ms
   batches and 0.4 ms round trips: the users' work 1.137 → 1.194 of the device (``none``
   1.198), the weights kept; with every message 0.1 ms late 1.132 → 1.163, and the weights
-  kept where waiting lost them (0.165 / 0.316 / 0.519 → 0.147 / 0.287 / 0.566).
+  kept where waiting lost them (0.165 / 0.316 / 0.519 → 0.147 / 0.287 / 0.566). On the
+  H100 (runs 32, 33): syncing users 1:2:4's share error 4.1 → 3.1 % and 5.0 → 3.9 % (mean),
+  their work 0.886 → 0.902 and 0.933 → 0.937 of the device, 1:1's 0.914 → 0.918 and
+  0.923 → 0.939; a small syncing user beside a 20 ms GEMM loop lost to it (0.31 → 0.23 of
+  its rate alone) until a filler's ops had to fit the gap.
 - **Returning from idle** with capped credit: a user keeps the deficit it had when it ran
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
   (its virtual time moves up by what a user of its weight with work all along would have
@@ -450,7 +456,8 @@ class SharePolicy(Policy):
     def _fill_gap(self) -> list[Action]:
         """While no session on the device has work (those still there run a read's tail)
         and users with work are held back only for users anticipated back: the one of them
-        least ahead launches what the expected gap holds (a standing grant whose quantum is
+        least ahead whose ops fit the gap (its worker's per-op estimate) launches what the
+        expected gap holds (a standing grant whose quantum is
         the time until the first of those is expected back, ``FILL_MIN`` at least), instead
         of the device idling. Decided as the tails are estimated to end (``TAIL_EARLY``
         before), not when they have, its grant reaches its worker before the gap begins (a
@@ -474,8 +481,12 @@ class SharePolicy(Policy):
         fill = back - self.clock()
         if fill < FILL_MIN:
             return actions
-        waiting = [(self.lag(self.sessions[sid].user), sid) for sid in self.sessions
-                   if self.sessions[sid].runnable and sid not in self.admitted]
+        # (only a user whose ops fit the gap: one op is launched whatever its quantum, and
+        # a 20 ms GEMM let into a 0.3 ms gap held the user anticipated back for all of it:
+        # the small syncing user beside a long one fell from 0.31 to 0.23 of its rate alone,
+        # below its half, H100 run 33)
+        waiting = [(self.lag(session.user), sid) for sid, session in self.sessions.items()
+                   if session.runnable and sid not in self.admitted and session.op <= fill]
         if not waiting:
             return actions
         sid = min(waiting)[1]

@@ -514,6 +514,21 @@ def test_a_user_held_back_is_let_into_the_expected_gap_of_one_anticipated():
     assert not [x for x in actions if isinstance(x, (Grant, Yield))]
 
 
+def test_only_a_user_whose_ops_fit_the_gap_is_let_into_it():
+    """A user whose ops run 20 ms (its worker's per-op estimate) is not let into b's 0.3 ms
+    gap: its first op would run whatever its quantum, and b back would wait for all of it
+    (the small syncing user beside a long one, H100 run 33: 0.31 of its rate alone without
+    the fill, 0.23 with it). A user of 0.1 ms ops is."""
+    policy, clock, busy = _b_syncing_a_held_back(0.0003, fill=True)
+    policy.op_seconds("a", 0.020)
+    assert not [x for x in policy.idle("b", busy) if isinstance(x, Grant)]
+    assert not policy.filling and "a" not in policy.admitted
+    policy, clock, busy = _b_syncing_a_held_back(0.0003, fill=True)
+    policy.op_seconds("a", 0.0001)
+    assert [x for x in policy.idle("b", busy) if isinstance(x, Grant)] \
+        == [Grant("a", quantum=pytest.approx(0.0003))]
+
+
 def test_a_user_let_into_a_gap_that_runs_past_its_quantum_is_told_to_stop():
     """A worker that did not hand its fill back (its reports run on past the quantum by more
     than the window) is told to stop, as a user ahead is: it is held back after."""
