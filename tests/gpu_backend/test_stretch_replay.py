@@ -614,3 +614,42 @@ def test_a_users_kernels_inside_a_held_stretch_are_captured_with_it(sessions):
     on, off, change = _both(sessions, loop)
     _bitwise(on, off)
     assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
+
+
+def test_a_norm_read_every_step_is_captured_with_the_ops_around_it(sessions):
+    """``float(linalg.norm(r))`` of element-wise orders (heat2d's residual) is captured
+    with the ops around it, bitwise as without replay; a matrix's 2-norm and nuclear norm
+    (singular values: cuSOLVER, which refuses capture) run eagerly between the graphs."""
+    def loop(cp):
+        u = cp.asarray(np.linspace(0, 1, 64 * 64, dtype=np.float32).reshape(64, 64))
+        v = cp.arange(10, dtype=cp.float64) - 4.5
+        out = []
+        for step in range(STEPS):
+            lap = u[:-2, 1:-1] + u[2:, 1:-1] - 2 * u[1:-1, 1:-1] + step
+            out.append(float(cp.linalg.norm(lap)))
+            out.append(float(cp.linalg.norm(lap, "fro") + cp.linalg.norm(v, ord=1)
+                             + cp.linalg.norm(v, cp.inf)))
+            out.append(float(cp.linalg.norm(lap[:8, :8] * 2, 2)))
+            out.append(float(cp.linalg.norm(lap[:8, :8], ord="nuc")))
+        return out
+
+    on, off, change = _both(sessions, loop)
+    assert on == off
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
+
+
+def test_which_norms_run_eagerly_between_graphs():
+    from gpu_backend.protocol import api
+    from gpu_backend.protocol import messages as m
+    from gpu_backend.worker.graph_replay import _eager_by_nature
+    from gpu_backend.worker.stretches import Op, Slot
+
+    def norm(*args, name="linalg.norm", **kwargs):
+        return _eager_by_nature(Op(0, m.KIND_FUNCTION, api.ARRAY, Slot("r", 0), name, None,
+                                   [Slot("i", 0), *args], kwargs))
+
+    assert not norm() and not norm("fro") and not norm(1) and not norm(ord=-1)
+    assert not norm(float("inf")) and not norm(ord=0)
+    assert norm(2) and norm(-2) and norm(ord="nuc")
+    assert norm(Slot("p", 0))               # (an order the loop changes: not known here)
+    assert norm(name="linalg.solve") and norm(name="linalg.inv")
