@@ -45,8 +45,8 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **Filling an anticipated gap** (``fill``, the pool's ``share_fill``; on by default since
   H100 runs 32 and 33 measured it beside ``share`` without it and ``none``): while no
   session on the device has work and users with work are held back only for users
-  anticipated back, the one least ahead whose ops fit the gap (its worker's per-op
-  estimate: one op runs whatever its quantum) gets a standing grant whose quantum is the
+  anticipated back, the one least ahead whose ops fit the gap or the window (its worker's
+  per-op estimate: one op runs whatever its quantum) gets a standing grant whose quantum is the
   time until the first of those is expected back, and runs what that gap holds instead of
   the device idling (``_fill_gap``), decided as the reads' tails on the device are estimated
   to end so that its grant arrives before the gap. In the simulation, users 1:2:4 with 2 ms
@@ -456,7 +456,7 @@ class SharePolicy(Policy):
     def _fill_gap(self) -> list[Action]:
         """While no session on the device has work (those still there run a read's tail)
         and users with work are held back only for users anticipated back: the one of them
-        least ahead whose ops fit the gap (its worker's per-op estimate) launches what the
+        least ahead whose ops fit the gap or the window (its worker's per-op estimate) launches what the
         expected gap holds (a standing grant whose quantum is
         the time until the first of those is expected back, ``FILL_MIN`` at least), instead
         of the device idling. Decided as the tails are estimated to end (``TAIL_EARLY``
@@ -481,12 +481,15 @@ class SharePolicy(Policy):
         fill = back - self.clock()
         if fill < FILL_MIN:
             return actions
-        # (only a user whose ops fit the gap: one op is launched whatever its quantum, and
-        # a 20 ms GEMM let into a 0.3 ms gap held the user anticipated back for all of it:
-        # the small syncing user beside a long one fell from 0.31 to 0.23 of its rate alone,
-        # below its half, H100 run 33)
+        # (only a user whose ops fit the gap, or the window, the most any user may run ahead
+        # of another: one op is launched whatever its quantum, and a 20 ms GEMM let into a
+        # 0.3 ms gap held the user anticipated back for all of it — the small syncing user
+        # beside a long one fell from 0.31 to 0.23 of its rate alone, H100 run 33 — where
+        # with the long one's ops kept out it rose to 0.42, filling the long one's gaps,
+        # run 34. Kept to the gap alone, 2 ms GEMMs never filled a 0.3 ms one.)
+        longest = max(fill, self.window)
         waiting = [(self.lag(session.user), sid) for sid, session in self.sessions.items()
-                   if session.runnable and sid not in self.admitted and session.op <= fill]
+                   if session.runnable and sid not in self.admitted and session.op <= longest]
         if not waiting:
             return actions
         sid = min(waiting)[1]
