@@ -1,0 +1,31 @@
+#!/bin/bash
+# fourteenth session, run 35: (1) issue 51, share as now committed (the fill on, a filler's ops within the
+# gap or the window) beside none, traced (GPUWB_PACING_TRACE): where the interactive user's p99 goes beside
+# 2048² GEMMs (fairness_why.py), the syncing 1:2:4 and long-vs-small pairs; (2) issue 50, every program of
+# programs.py after heat2d's norm was captured.
+# Before the call, here: rm -rf .gpu/clean && mkdir -p .gpu/clean && git archive HEAD | tar -x -C .gpu/clean
+#   && git rev-parse --short HEAD > .gpu/clean/REV && cp <this> .gpu/;  run(command="bash .gpu/run35.sh", carry=[".whl", ".gpu"])
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+cd .gpu/clean
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+gcc -O2 -shared -fPIC $(python3-config --includes) kernelproxy/_held_ops.c -o kernelproxy/_held_ops$(python3-config --extension-suffix) 2>/dev/null
+echo "rev $(cat REV) $(date +%T)"
+mkdir -p /tmp/tr
+GPUWB_PACING_TRACE=/tmp/tr timeout 200 python3 benchmarks/fairness.py --policies none,share --calibrate none \
+  --scenarios interactive+2048,sync-1:2:4,sync-long-vs-small --long 8192 \
+  --seconds 7 --calibrate-seconds 2 --lead 2 --devices 0 --json $OUT/fair35.json 2>&1 \
+  | grep -v 'auth refused' > $OUT/fair35.log
+grep -E "^[a-z0-9:+-]+ +(none|share)" $OUT/fair35.log | head -8
+for policy in share none; do
+  timeout 60 python3 benchmarks/fairness_why.py /tmp/tr/$policy-interactive+2048 --slower-than 2.5 --most 8 \
+    > $OUT/why35-$policy.txt 2>&1
+  head -30 $OUT/why35-$policy.txt
+done
+tar czf $OUT/traces35.tgz -C /tmp tr
+echo "programs $(date +%T)"
+timeout 300 python3 benchmarks/programs.py --rounds 3 --own-pools --transports ipc --devices 0 \
+  --json $OUT/programs35.json > $OUT/programs35.log 2>&1
+grep -vE "^\s*[\"{}\[\]]" $OUT/programs35.log | tail -25
+echo "end $(date +%T)"
