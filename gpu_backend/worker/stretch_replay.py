@@ -46,11 +46,36 @@ SHARE_UNPACED_REPLAY = 0.004
 #: the stretch's shortest replay so far, in the worker's wall time, both reach it:
 #: GraphState.shortest.)
 
-#: what an early replay's ops may be (StretchReplay.early_safe): Python's operators (not the
-#: in-place ones: they return nothing), methods, functions and attributes that make an
-#: array or a value
+#: what an early replay's ops may be (StretchReplay.early_safe): Python's operators,
+#: methods, functions and attributes that make an array or a value; and the in-place
+#: operators (``+=``, ``u[i] = v``: they return nothing) where what they write is an array
+#: the stretch made itself (_writes_its_own)
 _EARLY_KINDS = frozenset((m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION, m.KIND_ATTRIBUTE))
 _EARLY_WANTS = frozenset((api.ARRAY, api.VALUE))
+#: ops whose result is a view of their first operand (or target): a write into it is a
+#: write into that operand's memory
+_VIEW_OPERATORS = frozenset(("getitem",))
+
+
+def _writes_its_own(written: Any, made: dict) -> bool:
+    """Whether *written*, the operand an in-place operator writes, is an array the stretch
+    made itself from scratch, or a view of one (followed through views to the op that
+    made its memory: Python's operators other than the in-place ones and ``getitem`` make
+    new arrays, and so does ``copy``); an input, a parameter, or anything an op of another
+    kind made (which may return its operand: ``asarray``, ``astype(copy=False)``) is not."""
+    while True:
+        if type(written) is not Slot or written.kind != "r":
+            return False
+        op = made.get(written.n)
+        if op is None:
+            return False
+        if op.kind == m.KIND_ATTRIBUTE:   # (``x.T``, ``z.real``: views of their target)
+            written = op.target
+        elif op.kind == m.KIND_OPERATOR and op.name in _VIEW_OPERATORS:
+            written = op.args[0] if op.args else None
+        else:
+            return (op.kind == m.KIND_OPERATOR and op.want == api.ARRAY) or (
+                op.name == "copy" and op.kind in (m.KIND_METHOD, m.KIND_FUNCTION))
 
 
 class Offer(NamedTuple):
@@ -129,16 +154,25 @@ class StretchReplay:
         client then finds it did not mean is undone by freeing its results, so the stretch
         must change nothing else — it writes into no array (no in-place operator, no
         ``out=``, no function that returns nothing), draws no random numbers, calls no
-        object's method or user kernel, and makes only arrays and values."""
+        object's method or user kernel, and makes only arrays and values — but for in-place
+        operators on arrays it made itself (``u = u.copy(); u[1:-1] += d``: a stencil's
+        step), which change nothing the client holds before the replay's results."""
         stretch = self.stretches.held.get(sid)
         if stretch is None or stretch.draws:
             return False
+        made: dict[int, Any] = {}   # result slot -> the op that made it
         for item in stretch.items:
             if type(item) is Slot:
                 continue
-            if item.kind not in _EARLY_KINDS or item.want not in _EARLY_WANTS \
-                    or type(item.name) is not str or "out" in item.kwargs:
+            if item.kind not in _EARLY_KINDS or type(item.name) is not str \
+                    or "out" in item.kwargs:
                 return False
+            if item.want not in _EARLY_WANTS and not (
+                    item.want == api.NONE and item.kind == m.KIND_OPERATOR and item.args
+                    and _writes_its_own(item.args[0], made)):
+                return False
+            if item.out is not None:
+                made[item.out.n] = item
         return True
 
     def drop(self, sids: Any) -> None:

@@ -202,3 +202,80 @@ def test_a_run_ahead_never_asked_for_is_freed(pool):
             _chain(cp)
         info = s.memory_info()
     assert info["arrays"] == before and info["stretches"]["ahead"] >= 1
+
+
+def _stencil(cp, steps=STEPS):
+    """A stencil's step as replay_sync.py's: a copy of the grid written in place (a slice's
+    ``+=``), its largest change read."""
+    u = cp.asarray(np.random.default_rng(7).random((24, 24), dtype=np.float32))
+    out = []
+    for _ in range(steps):
+        lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+        u = u.copy()
+        u[1:-1, 1:-1] += 0.2 * lap
+        out.append(float(cp.abs(lap).max()))
+        time.sleep(PAUSE)
+    return out + [u.get()]
+
+
+def test_a_step_that_writes_only_arrays_it_made_is_run_ahead(pool):
+    """In-place writes into a copy the step made (and through a view of it, ``.T``) change
+    nothing the client holds: the stencil's next replay is run ahead, early replays are
+    sent (and undone where the client's run differs), bitwise as without replay."""
+    def transposed(cp):
+        x, y = _random_pair(cp, 8, 64)
+        x, y = x.reshape(8, 8), y.reshape(8, 8)
+        out = []
+        for _ in range(STEPS):
+            w = x * 0.5 + y
+            w.T[0] += 1.0
+            w *= 0.75
+            x = w
+            out.append(float(w.sum()))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    for loop in (_stencil, transposed):
+        got, want, figures = _run(pool, loop, early_replay=False)
+        _bitwise(got, want)
+        assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
+        got, want, _ = _run(pool, loop)   # (replays sent early, at their first op)
+        _bitwise(got, want)
+
+
+def test_a_step_that_writes_an_input_or_an_alias_of_one_is_never_run_ahead(pool):
+    """An in-place write into the step's input, directly, through a view, or through
+    ``asarray`` (which returns its array): the replay is never run ahead, and the input
+    takes every write, as without replay."""
+    def direct(cp):
+        x = cp.arange(64, dtype=cp.float32)
+        out = []
+        for _ in range(STEPS):
+            x += 0.5
+            out.append(float((x * 2).sum()))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    def through_a_view(cp):
+        x = cp.arange(64, dtype=cp.float32)
+        out = []
+        for _ in range(STEPS):
+            x[1:] += x[:-1] * 0.01
+            out.append(float(x.sum()))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    def through_asarray(cp):
+        x = cp.arange(64, dtype=cp.float32)
+        out = []
+        for _ in range(STEPS):
+            a = cp.asarray(x)
+            a += 1.0
+            out.append(float((a * 3).sum()))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    for loop in (direct, through_a_view, through_asarray):
+        got, want, figures = _run(pool, loop, early_replay=False)
+        _bitwise(got, want)
+        assert figures["ahead"] == 0, (loop.__name__, figures)

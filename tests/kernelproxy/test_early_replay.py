@@ -327,17 +327,17 @@ def test_a_second_thread_during_an_early_replay_takes_turns(sessions):
         assert results[factor] == [pytest.approx(expected, rel=1e-6)] * STEPS
 
 
-def test_stretches_that_write_or_draw_never_go_early(sessions):
-    """An in-place write or a random draw cannot be undone by freeing results: the worker
-    does not let such a stretch go early (reply ``hs``)."""
+def test_stretches_that_write_an_input_or_draw_never_go_early(sessions):
+    """An in-place write into an array the client holds, or a random draw, cannot be undone
+    by freeing results: the worker does not let such a stretch go early (reply ``hs``)."""
     def loop(cp):
         x, y = _inputs(cp)
         rs = cp.random.RandomState(3)
+        acc = x.copy()
         values = []
         for _ in range(STEPS):
-            a = x * 1.5
-            a += y          # in place
-            values.append(float(a.sum()))
+            acc += y * 0.5  # in place, into the stretch's input
+            values.append(float(acc.sum()))
         for _ in range(STEPS):
             r = rs.rand(256).astype(cp.float32)
             values.append(float((r * x).sum()))
@@ -345,6 +345,22 @@ def test_stretches_that_write_or_draw_never_go_early(sessions):
 
     _results, sent, _undone = _run(sessions, loop)
     assert sent == 0
+
+
+def test_a_stretch_that_writes_only_arrays_it_made_goes_early(sessions):
+    """``a = x * 1.5; a += y``: the write is into an array of the stretch's own making, which
+    an undone early replay frees with its results; such a stretch goes early."""
+    def loop(cp):
+        x, y = _inputs(cp)
+        values = []
+        for _ in range(STEPS):
+            a = x * 1.5
+            a += y          # in place, into a
+            values.append(float(a.sum()))
+        return values
+
+    _results, sent, _undone = _run(sessions, loop)
+    assert sent > 0
 
 
 def test_same_param_tells_apart_what_a_replay_would():
