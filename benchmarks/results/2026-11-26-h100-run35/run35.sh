@@ -1,16 +1,26 @@
 #!/bin/bash
 # fourteenth session, run 35: (1) issue 51, share as now committed (the fill on, a filler's ops within the
 # gap or the window) beside none, traced (GPUWB_PACING_TRACE): where the interactive user's p99 goes beside
-# 2048² GEMMs (fairness_why.py), the syncing 1:2:4 and long-vs-small pairs; (2) issue 50, every program of
-# programs.py after heat2d's norm was captured.
+# 2048² GEMMs (fairness_why.py), the syncing 1:2:4 and long-vs-small pairs; (2) the stencil run ahead (its in-place write into its own copy
+# now early-safe): replay_sync stencil and hot sync, before (e042da2) and after, alternating.
 # Before the call, here: rm -rf .gpu/clean && mkdir -p .gpu/clean && git archive HEAD | tar -x -C .gpu/clean
-#   && git rev-parse --short HEAD > .gpu/clean/REV && cp <this> .gpu/;  run(command="bash .gpu/run35.sh", carry=[".whl", ".gpu"])
+#   && git rev-parse --short HEAD > .gpu/clean/REV && rm -rf .gpu/old && mkdir -p .gpu/old
+#   && git archive e042da2 | tar -x -C .gpu/old && echo e042da2 > .gpu/old/REV && cp <this> .gpu/;  run(command="bash .gpu/run35.sh", carry=[".whl", ".gpu"])
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+for which in old clean; do
+  ( cd .gpu/$which; gcc -O2 -shared -fPIC $(python3-config --includes) kernelproxy/_held_ops.c \
+      -o kernelproxy/_held_ops$(python3-config --extension-suffix) 2>/dev/null )
+done
+for which in old clean old clean; do
+  ( cd .gpu/$which; export PYTHONPATH=/tmp/site:$PWD
+    echo "stencil: $which rev $(cat REV) $(date +%T)"
+    timeout 90 python3 benchmarks/replay_sync.py --devices 0 --reps 2000 --loops stencil,hot_sync --transports ipc \
+      --own-pools 2>&1 | grep -E "^(stencil|hot_sync|local|target)" )
+done
 cd .gpu/clean
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-gcc -O2 -shared -fPIC $(python3-config --includes) kernelproxy/_held_ops.c -o kernelproxy/_held_ops$(python3-config --extension-suffix) 2>/dev/null
 echo "rev $(cat REV) $(date +%T)"
 mkdir -p /tmp/tr
 GPUWB_PACING_TRACE=/tmp/tr timeout 200 python3 benchmarks/fairness.py --policies none,share --calibrate none \
@@ -24,8 +34,4 @@ for policy in share none; do
   head -30 $OUT/why35-$policy.txt
 done
 tar czf $OUT/traces35.tgz -C /tmp tr
-echo "programs $(date +%T)"
-timeout 300 python3 benchmarks/programs.py --rounds 3 --own-pools --transports ipc --devices 0 \
-  --json $OUT/programs35.json > $OUT/programs35.log 2>&1
-grep -vE "^\s*[\"{}\[\]]" $OUT/programs35.log | tail -25
 echo "end $(date +%T)"
