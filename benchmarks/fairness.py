@@ -150,9 +150,9 @@ class Pool:
         # "fair+lateread": a holder hands the device over after its batch's closing read and
         # its reply, as before issue 51 (GPUWB_RELEASE_AT_READ=0; the gap rule then applies)
         policy, lateread, _ = policy.partition("+lateread")
-        # "share+nofill": a user held back never let into an anticipated user's expected
-        # gap, the device waits for that user (GPUWB_SHARE_FILL=0; "share+fill" the default,
-        # GPUWB_SHARE_FILL=1, named as such for runs before it was)
+        # "share+fill": a user held back let into an anticipated user's expected gap
+        # (GPUWB_SHARE_FILL=1); "share+nofill": never (GPUWB_SHARE_FILL=0, the default,
+        # named; runs 34-35 ran while the fill was briefly the default)
         policy, nofill, _ = policy.partition("+nofill")
         policy, fill, _ = policy.partition("+fill")
         policy, split, _ = policy.partition("+split")
@@ -495,9 +495,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "fair+nogap (the gap rule off), fair+split (long ops in 1 ms pieces), "
                              "fair+lateread (the device handed over after a batch's closing read, "
                              "not as it begins: the pool before issue 51), share, share+windowMS "
-                             "(its window), share+nofill (a user held back never let into an anticipated "
-                             "user's expected gap, GPUWB_SHARE_FILL=0; share+fill: the default, "
-                             "named), "
+                             "(its window), share+fill (a user held back let into an anticipated user's "
+                             "expected gap, GPUWB_SHARE_FILL=1; share+nofill: the default, named), "
                              "share+shareleadUS (a free-running session's lead beside "
                              "others, GPUWB_SHARE_LEAD_US), any policy+pacedreplayUS (a held stretch's replay of US µs of "
                              "device time or more re-run op by op, paced, beside others: "

@@ -118,9 +118,10 @@ class PoolSettings(BaseSettings):
     gap_rule: bool = Field(True, description="a diagnostic: fair policy, a user between two "
                            "batches may be kept the device while a user of longer ops waits "
                            "(off: the device goes to the next in line at once)")
-    share_fill: bool = Field(True, description="share policy: a user held back whose ops fit "
-                             "an anticipated user's expected gap runs what the gap holds (off: "
-                             "the device waits for that user)")
+    share_fill: bool = Field(False, description="share policy: a user held back whose ops fit "
+                             "an anticipated user's expected gap or the window runs what the gap "
+                             "holds (off, the default: the device waits for that user; on H100 "
+                             "runs 32-35 no GPU scenario let the fill in, docs/fair-share.md)")
     stacks: bool = Field(False, description="a diagnostic: the pool's processes write every "
                          "thread's stack to their standard error on SIGUSR2 (runtime/stacks.py)")
     arbiter_trace: Path | None = Field(None, description="a diagnostic: append every arbiter "

@@ -42,8 +42,8 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **Anticipation** (arbiter/anticipation.py): a user back within a round trip from short
   batches is still counted among the users with work for twice its recent gaps, so that the
   users held back for it are not let go into its gap.
-- **Filling an anticipated gap** (``fill``, the pool's ``share_fill``; on by default since
-  H100 runs 32 and 33 measured it beside ``share`` without it and ``none``): while no
+- **Filling an anticipated gap** (``fill``, the pool's ``share_fill``; off by default: on
+  H100 runs 32–35 no GPU scenario let a fill in, see below): while no
   session on the device has work and users with work are held back only for users
   anticipated back, the one least ahead whose ops fit the gap or the window (its worker's
   per-op estimate: one op runs whatever its quantum) gets a standing grant whose quantum is the
@@ -53,10 +53,11 @@ and the weights are kept by withholding launches from whoever is ahead.
   batches and 0.4 ms round trips: the users' work 1.137 → 1.194 of the device (``none``
   1.198), the weights kept; with every message 0.1 ms late 1.132 → 1.163, and the weights
   kept where waiting lost them (0.165 / 0.316 / 0.519 → 0.147 / 0.287 / 0.566). On the
-  H100 (runs 32, 33): syncing users 1:2:4's share error 4.1 → 3.1 % and 5.0 → 3.9 % (mean),
-  their work 0.886 → 0.902 and 0.933 → 0.937 of the device, 1:1's 0.914 → 0.918 and
-  0.923 → 0.939; a small syncing user beside a 20 ms GEMM loop lost to it (0.31 → 0.23 of
-  its rate alone) until a filler's ops had to fit the gap.
+  H100 the syncing users' scenarios never let a fill in (run 35's arbiter trace: no fill
+  grant; their workers say ``idle`` every 21–69 ms, longer than ``ANTICIPATE_BATCH``, so
+  nobody is anticipated), and the fill's sides differed by the runs' noise; where a user of
+  20 ms ops filled a small syncing user's 0.3 ms gaps (run 33, before the ops had to fit),
+  that user fell from 0.31 to 0.23 of its rate alone.
 - **Returning from idle** with capped credit: a user keeps the deficit it had when it ran
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
   (its virtual time moves up by what a user of its weight with work all along would have
