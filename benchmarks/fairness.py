@@ -164,6 +164,9 @@ class Pool:
         policy, _, paced_replay = policy.partition("+pacedreplay")
         # "share+sharelead1000": a free-running session's lead beside others 1 ms
         # (GPUWB_SHARE_LEAD_US; the default is worker/pacing.py's SHARE_LEAD)
+        # "share+nap500": a free-running session's hold-back sleeps at most 500 µs before it
+        # looks at the device again (GPUWB_SHARE_NAP_US)
+        policy, _, share_nap = policy.partition("+nap")
         policy, _, share_lead = policy.partition("+sharelead")
         policy, _, lead = policy.partition("+lead")   # "fair+lead600": workers' LEAD 600 µs
         policy, _, window = policy.partition("+window")   # "share+window2": a 2 ms window
@@ -172,6 +175,7 @@ class Pool:
         tag = self.tag = (policy + (f"-q{quantum}" if quantum else "") + (f"-p{period}" if period else "")
                           + (f"-lead{lead}" if lead else "")
                           + (f"-sharelead{share_lead}" if share_lead else "")
+                          + (f"-nap{share_nap}" if share_nap else "")
                           + (f"-pacedreplay{paced_replay}" if paced_replay else "")
                           + (f"-window{window}" if window else "")
                           + (f"-patience{patience}" if patience else "")
@@ -197,6 +201,8 @@ class Pool:
             env["GPUWB_PACING_LEAD_US"] = lead
         if share_lead:
             env["GPUWB_SHARE_LEAD_US"] = share_lead
+        if share_nap:
+            env["GPUWB_SHARE_NAP_US"] = share_nap
         if paced_replay:
             env["GPUWB_UNPACED_REPLAY_US"] = paced_replay
         if patience:
@@ -498,7 +504,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "(its window), share+fill (a user held back let into an anticipated user's "
                              "expected gap, GPUWB_SHARE_FILL=1; share+nofill: the default, named), "
                              "share+shareleadUS (a free-running session's lead beside "
-                             "others, GPUWB_SHARE_LEAD_US), any policy+pacedreplayUS (a held stretch's replay of US µs of "
+                             "others, GPUWB_SHARE_LEAD_US), share+napUS (its hold-back's "
+                             "longest sleep, GPUWB_SHARE_NAP_US), any policy+pacedreplayUS (a held stretch's replay of US µs of "
                              "device time or more re-run op by op, paced, beside others: "
                              "GPUWB_UNPACED_REPLAY_US) and "
                              "local (plain CuPy processes)")

@@ -143,7 +143,8 @@ class WorkerServer(SessionMoves):
         self.executor.pacer = Pacer(self.device, self.lease, lead=settings.pacing_lead,
                                     trace=settings.pacing_trace_dir is not None,
                                     release_at_read=settings.release_at_read,
-                                    share_lead=settings.share_lead)
+                                    share_lead=settings.share_lead,
+                                    share_nap=settings.share_nap)
         if self.lease is not None and settings.split_piece > 0:   # long ops in pieces (opt-in)
             self.executor.splitter = Splitter(self.device, self._after_piece, settings.split_piece,
                                               exclusive=self.executor.pacer.exclusive)

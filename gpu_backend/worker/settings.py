@@ -34,6 +34,11 @@ class WorkerSettings:
     #: policy, in seconds (worker/pacing.py SHARE_LEAD; None: that default), which
     #: benchmarks/fairness.py's ``share+shareleadUS`` policies vary
     share_lead: float | None = None
+    #: ``GPUWB_SHARE_NAP_US``: the longest a free-running session under the share policy
+    #: sleeps while holding back before it looks at the device again, in seconds
+    #: (worker/pacing.py; None: as long as its estimate says), which
+    #: benchmarks/fairness.py's ``share+napUS`` policies vary
+    share_nap: float | None = None
     #: ``GPUWB_STREAM_BYTES``: the NumPy device streams transfers in chunks of this many
     #: bytes as a GPU does (None: one zero-copy frame), so tests take that path without a GPU
     stream_bytes: int | None = None
@@ -84,6 +89,7 @@ class WorkerSettings:
         env = os.environ if environ is None else environ
         lead = env.get("GPUWB_PACING_LEAD_US")
         share_lead = env.get("GPUWB_SHARE_LEAD_US")
+        share_nap = env.get("GPUWB_SHARE_NAP_US")
         stream = env.get("GPUWB_STREAM_BYTES")
         piece = env.get("GPUWB_SPLIT_PIECE_US")
         unpaced = env.get("GPUWB_UNPACED_REPLAY_US")
@@ -93,6 +99,7 @@ class WorkerSettings:
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
                    pacing_lead=float(lead) * 1e-6 if lead else None,
                    share_lead=float(share_lead) * 1e-6 if share_lead else None,
+                   share_nap=float(share_nap) * 1e-6 if share_nap else None,
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
                    split_piece=float(piece) * 1e-6 if piece else 0.0,

@@ -79,3 +79,21 @@ def test_a_lone_holder_keeps_lone_lead_launched_ahead_and_a_shared_one_lead():
     assert pacer._lead() == LEAD and pacer._lead(0.001) == 0.001
     pacer.lease.alone, pacer.lease.holding = True, False   # waiting for the device: not alone
     assert pacer._lead() == LEAD
+
+
+def test_a_free_running_holders_hold_back_sleeps_at_most_its_nap():
+    """Under ``share`` beside others (a standing grant, not alone) a hold-back sleeps at most
+    ``share_nap`` before it looks at its markers again (GPUWB_SHARE_NAP_US): its per-op
+    estimate was measured while others time-sliced the device, and ops that run faster once
+    they go quiet would leave its queue dry under a longer sleep. Alone, told to stop, or
+    with no nap set, it sleeps as its estimate says."""
+    lease = DeviceLease(zmq.Context.instance(), "inproc://gpuwb-test-no-arbiter", "w")
+    lease.holding, lease.standing, lease.alone = True, True, False
+    pacer = Pacer(NumpyDevice(), lease, share_nap=0.0005)
+    assert pacer._nap(0.004) == 0.0005 and pacer._nap(0.0002) == 0.0002
+    lease.alone = True                 # alone: nobody's quiet spell to fill
+    assert pacer._nap(0.004) == 0.004
+    lease.alone, lease.hand_over_at = False, 0.1   # told to stop: draining, not free running
+    assert pacer._nap(0.004) == 0.004
+    lease.hand_over_at = None
+    assert Pacer(NumpyDevice(), lease)._nap(0.004) == 0.004   # no nap set: as before
