@@ -164,8 +164,9 @@ class Pool:
         policy, _, paced_replay = policy.partition("+pacedreplay")
         # "share+sharelead1000": a free-running session's lead beside others 1 ms
         # (GPUWB_SHARE_LEAD_US; the default is worker/pacing.py's SHARE_LEAD)
-        # "share+nap500": a free-running session's hold-back sleeps at most 500 µs before it
-        # looks at the device again (GPUWB_SHARE_NAP_US)
+        # "share+nap250": a free-running session's hold-back sleeps at most 250 µs before it
+        # looks at the device again (GPUWB_SHARE_NAP_US; the default 500, "share+nap0": no
+        # bound, as before run 39)
         policy, _, share_nap = policy.partition("+nap")
         policy, _, share_lead = policy.partition("+sharelead")
         policy, _, lead = policy.partition("+lead")   # "fair+lead600": workers' LEAD 600 µs
@@ -505,7 +506,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "expected gap, GPUWB_SHARE_FILL=1; share+nofill: the default, named), "
                              "share+shareleadUS (a free-running session's lead beside "
                              "others, GPUWB_SHARE_LEAD_US), share+napUS (its hold-back's "
-                             "longest sleep, GPUWB_SHARE_NAP_US), any policy+pacedreplayUS (a held stretch's replay of US µs of "
+                             "longest sleep, GPUWB_SHARE_NAP_US; 0: none), any policy+pacedreplayUS (a held stretch's replay of US µs of "
                              "device time or more re-run op by op, paced, beside others: "
                              "GPUWB_UNPACED_REPLAY_US) and "
                              "local (plain CuPy processes)")

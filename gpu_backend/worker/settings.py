@@ -36,8 +36,8 @@ class WorkerSettings:
     share_lead: float | None = None
     #: ``GPUWB_SHARE_NAP_US``: the longest a free-running session under the share policy
     #: sleeps while holding back before it looks at the device again, in seconds
-    #: (worker/pacing.py; None: as long as its estimate says), which
-    #: benchmarks/fairness.py's ``share+napUS`` policies vary
+    #: (worker/pacing.py SHARE_NAP; None: that default; 0: as long as its estimate says),
+    #: which benchmarks/fairness.py's ``share+napUS`` policies vary
     share_nap: float | None = None
     #: ``GPUWB_STREAM_BYTES``: the NumPy device streams transfers in chunks of this many
     #: bytes as a GPU does (None: one zero-copy frame), so tests take that path without a GPU
@@ -99,7 +99,7 @@ class WorkerSettings:
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
                    pacing_lead=float(lead) * 1e-6 if lead else None,
                    share_lead=float(share_lead) * 1e-6 if share_lead else None,
-                   share_nap=float(share_nap) * 1e-6 if share_nap else None,
+                   share_nap=float(share_nap) * 1e-6 if share_nap not in (None, "") else None,
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
                    split_piece=float(piece) * 1e-6 if piece else 0.0,

@@ -11,7 +11,8 @@ import zmq
 from gpu_backend.arbiter.service import Arbiter
 from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.worker.lease import DeviceLease
-from gpu_backend.worker.pacing import GRAIN, LEAD, LONE_LEAD, MAX_COUNTDOWN, Pacer
+from gpu_backend.worker.pacing import GRAIN, LEAD, LONE_LEAD, MAX_COUNTDOWN, SHARE_NAP, Pacer
+from gpu_backend.worker.settings import WorkerSettings
 
 from tests.waiting import until
 
@@ -83,12 +84,13 @@ def test_a_lone_holder_keeps_lone_lead_launched_ahead_and_a_shared_one_lead():
 
 def test_a_free_running_holders_hold_back_sleeps_at_most_its_nap():
     """Under ``share`` beside others (a standing grant, not alone) a hold-back sleeps at most
-    ``share_nap`` before it looks at its markers again (GPUWB_SHARE_NAP_US): its per-op
-    estimate was measured while others time-sliced the device, and ops that run faster once
-    they go quiet would leave its queue dry under a longer sleep. Alone, told to stop, or
-    with no nap set, it sleeps as its estimate says."""
+    ``share_nap`` (SHARE_NAP unless GPUWB_SHARE_NAP_US says) before it looks at its markers
+    again: its per-op estimate was measured while others time-sliced the device, and ops that
+    run faster once they go quiet would leave its queue dry under a longer sleep. Alone, told
+    to stop, or with the bound off (0), it sleeps as its estimate says."""
     lease = DeviceLease(zmq.Context.instance(), "inproc://gpuwb-test-no-arbiter", "w")
     lease.holding, lease.standing, lease.alone = True, True, False
+    assert Pacer(NumpyDevice(), lease)._nap(0.004) == SHARE_NAP
     pacer = Pacer(NumpyDevice(), lease, share_nap=0.0005)
     assert pacer._nap(0.004) == 0.0005 and pacer._nap(0.0002) == 0.0002
     lease.alone = True                 # alone: nobody's quiet spell to fill
@@ -96,4 +98,7 @@ def test_a_free_running_holders_hold_back_sleeps_at_most_its_nap():
     lease.alone, lease.hand_over_at = False, 0.1   # told to stop: draining, not free running
     assert pacer._nap(0.004) == 0.004
     lease.hand_over_at = None
-    assert Pacer(NumpyDevice(), lease)._nap(0.004) == 0.004   # no nap set: as before
+    assert Pacer(NumpyDevice(), lease, share_nap=0.0)._nap(0.004) == 0.004   # the bound off
+    assert WorkerSettings.from_environ({"GPUWB_SHARE_NAP_US": "0"}).share_nap == 0.0
+    assert WorkerSettings.from_environ({"GPUWB_SHARE_NAP_US": "250"}).share_nap == 250e-6
+    assert WorkerSettings.from_environ({}).share_nap is None
