@@ -75,6 +75,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -135,54 +136,78 @@ USERS = ("a", "b", "c", "i", "solo")
 
 # --------------------------------------------------------------------------- the pool
 
+#: Variants of a policy named by a suffix, each one setting of the pool's workers (their
+#: environment): "fair+nogap" the gap rule off, "share+fill" the gap fill on, ...
+#: {suffix: (variable, value)}
+_FLAGS = {
+    # a holder hands the device over after its batch's closing read and its reply, as before
+    # issue 51 (the gap rule then applies)
+    "lateread": ("GPUWB_RELEASE_AT_READ", "0"),
+    # a user held back never let into an anticipated user's expected gap (the default,
+    # named; runs 34-35 ran while the fill was briefly the default) / let in
+    "nofill": ("GPUWB_SHARE_FILL", "0"),
+    "fill": ("GPUWB_SHARE_FILL", "1"),
+    "split": ("GPUWB_SPLIT_PIECE_US", "1000"),     # long ops cut into 1 ms pieces
+    "nogap": ("GPUWB_GAP_RULE", "0"),              # nobody kept the device between batches
+    # a preempting newcomer always waits the patience, whatever the holder's ops
+    "fixedpatience": ("GPUWB_PATIENCE_BY_OP", "0"),
+}
+#: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
+#: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside
+#: others is re-run op by op, paced), "share+nap250" (µs a free-running session's hold-back
+#: sleeps at most; "share+nap0": as long as its estimate says, as before run 39),
+#: "share+sharelead1000" (µs a free-running session's lead), "fair+lead600" (µs the
+#: workers' LEAD); "share+window2" (the share window, ms: the pool's own argument)
+_VALUED = {
+    "patience": "GPUWB_PREEMPT_PATIENCE_MS",
+    "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
+    "nap": "GPUWB_SHARE_NAP_US",
+    "sharelead": "GPUWB_SHARE_LEAD_US",
+    "lead": "GPUWB_PACING_LEAD_US",
+}
+_VALUE = re.compile(r"([a-z]+)(\d+(?:\.\d+)?)")
+
+
+def policy_variant(name: str) -> tuple[str, str, dict, list]:
+    """A policy as fairness.py names it, ``policy[:quantum|/period][+variant...]``: (the
+    pool's policy, a tag for file names, the workers' environment, the pool's own
+    arguments). "fair:5": every turn 5 ms, period 0, as before turns were shared out of a
+    period; "fair/10": turns shared out of a 10 ms period; "fair" alone has the pool's
+    defaults (several compare in one run); the variants are _FLAGS and _VALUED, in any
+    order. An unknown variant is a ValueError (a typo would run the default unnoticed)."""
+    base, *variants = name.split("+")
+    policy, _, period = base.partition("/")
+    policy, _, quantum = policy.partition(":")
+    env, window, tags = {}, None, []
+    for variant in variants:
+        valued = _VALUE.fullmatch(variant)
+        if variant in _FLAGS:
+            variable, value = _FLAGS[variant]
+        elif valued and valued.group(1) in _VALUED:
+            variable, value = _VALUED[valued.group(1)], valued.group(2)
+        elif valued and valued.group(1) == "window":
+            window, variable = valued.group(2), None
+        else:
+            raise ValueError(f"policy {name!r}: no variant {variant!r} (flags "
+                             f"{', '.join(_FLAGS)}; with a number {', '.join(_VALUED)}, window)")
+        if variable is not None:
+            env[variable] = value
+        tags.append(variant)
+    tag = "-".join([policy] + ([f"q{quantum}"] if quantum else [])
+                   + ([f"p{period}"] if period else []) + tags)
+    args = ((["--quantum-ms", quantum, "--period-ms", "0"] if quantum else [])
+            + (["--period-ms", period] if period else [])
+            + (["--share-window-ms", window] if window else []))
+    return policy, tag, env, args
+
+
 class Pool:
     """``gpuwb-backend serve`` in a subprocess with a users file we write."""
 
     def __init__(self, policy: str, devices: str, workdir: Path, weights: dict) -> None:
         from gpu_backend.accounting.users import User, hash_token, new_token, save_users
-        # "fair:5": the fair policy with every turn 5 ms (period 0), as before turns were
-        # shared out of a period; "fair/10": turns shared out of a 10 ms period; "fair" has
-        # the pool's defaults (several compare in one run)
-        # "fair+patience0": a preempting newcomer waits at most 0 ms for the holder's drain;
-        # "fair+fixedpatience": always that long, whatever the holder's ops (no op lengths);
-        # "fair+nogap": no user kept the device between two batches (the gap rule off);
-        # "fair+split": long ops cut into 1 ms pieces (GPUWB_SPLIT_PIECE_US=1000)
-        # "fair+lateread": a holder hands the device over after its batch's closing read and
-        # its reply, as before issue 51 (GPUWB_RELEASE_AT_READ=0; the gap rule then applies)
-        policy, lateread, _ = policy.partition("+lateread")
-        # "share+fill": a user held back let into an anticipated user's expected gap
-        # (GPUWB_SHARE_FILL=1); "share+nofill": never (GPUWB_SHARE_FILL=0, the default,
-        # named; runs 34-35 ran while the fill was briefly the default)
-        policy, nofill, _ = policy.partition("+nofill")
-        policy, fill, _ = policy.partition("+fill")
-        policy, split, _ = policy.partition("+split")
-        policy, nogap, _ = policy.partition("+nogap")
-        policy, fixed, _ = policy.partition("+fixedpatience")
-        policy, _, patience = policy.partition("+patience")
-        # "share+pacedreplay4000": a replay of 4 ms of device time or more re-run op by op,
-        # paced, while others share the device (GPUWB_UNPACED_REPLAY_US)
-        policy, _, paced_replay = policy.partition("+pacedreplay")
-        # "share+sharelead1000": a free-running session's lead beside others 1 ms
-        # (GPUWB_SHARE_LEAD_US; the default is worker/pacing.py's SHARE_LEAD)
-        # "share+nap250": a free-running session's hold-back sleeps at most 250 µs before it
-        # looks at the device again (GPUWB_SHARE_NAP_US; the default 500, "share+nap0": no
-        # bound, as before run 39)
-        policy, _, share_nap = policy.partition("+nap")
-        policy, _, share_lead = policy.partition("+sharelead")
-        policy, _, lead = policy.partition("+lead")   # "fair+lead600": workers' LEAD 600 µs
-        policy, _, window = policy.partition("+window")   # "share+window2": a 2 ms window
-        policy, _, period = policy.partition("/")
-        policy, _, quantum = policy.partition(":")
-        tag = self.tag = (policy + (f"-q{quantum}" if quantum else "") + (f"-p{period}" if period else "")
-                          + (f"-lead{lead}" if lead else "")
-                          + (f"-sharelead{share_lead}" if share_lead else "")
-                          + (f"-nap{share_nap}" if share_nap else "")
-                          + (f"-pacedreplay{paced_replay}" if paced_replay else "")
-                          + (f"-window{window}" if window else "")
-                          + (f"-patience{patience}" if patience else "")
-                          + ("-fixedpatience" if fixed else "") + ("-nogap" if nogap else "")
-                          + ("-split" if split else "") + ("-lateread" if lateread else "")
-                          + ("-fill" if fill else "") + ("-nofill" if nofill else ""))
+        policy, tag, variant_env, served_args = policy_variant(policy)
+        self.tag = tag
         self.users_file = workdir / f"users-{tag}.toml"
         self.tokens = {name: new_token(name) for name in USERS}
         self._hashes = {name: hash_token(tok) for name, tok in self.tokens.items()}
@@ -193,35 +218,12 @@ class Pool:
         if os.environ.get("GPUWB_PACING_TRACE"):   # one folder per pool: the workers' traces
             self.trace_dir = Path(os.environ["GPUWB_PACING_TRACE"]) / tag
             self.trace_dir.mkdir(parents=True, exist_ok=True)
-        env, self.decisions = {}, None
+        env, self.decisions = dict(variant_env), None
         if self.trace_dir is not None:   # ... and the arbiter's decisions beside them
             self.decisions = self.trace_dir.parent / f"{tag}-arbiter.jsonl"
-            env = {"GPUWB_PACING_TRACE": str(self.trace_dir),
-                   "GPUWB_ARBITER_TRACE": str(self.decisions)}
-        if lead:
-            env["GPUWB_PACING_LEAD_US"] = lead
-        if share_lead:
-            env["GPUWB_SHARE_LEAD_US"] = share_lead
-        if share_nap:
-            env["GPUWB_SHARE_NAP_US"] = share_nap
-        if paced_replay:
-            env["GPUWB_UNPACED_REPLAY_US"] = paced_replay
-        if patience:
-            env["GPUWB_PREEMPT_PATIENCE_MS"] = patience
-        if fixed:
-            env["GPUWB_PATIENCE_BY_OP"] = "0"
-        if nogap:
-            env["GPUWB_GAP_RULE"] = "0"
-        if split:
-            env["GPUWB_SPLIT_PIECE_US"] = "1000"
-        if lateread:
-            env["GPUWB_RELEASE_AT_READ"] = "0"
-        if fill or nofill:
-            env["GPUWB_SHARE_FILL"] = "0" if nofill else "1"
-        self.served = ServedPool(policy, devices, "--spare-workers", "4",
-                                 *(["--quantum-ms", quantum, "--period-ms", "0"] if quantum else []),
-                                 *(["--period-ms", period] if period else []),
-                                 *(["--share-window-ms", window] if window else []),
+            env.update({"GPUWB_PACING_TRACE": str(self.trace_dir),
+                        "GPUWB_ARBITER_TRACE": str(self.decisions)})
+        self.served = ServedPool(policy, devices, "--spare-workers", "4", *served_args,
                                  users_file=self.users_file, env=env, usage_log=self.log)
         self.address = self.served.address
 
@@ -538,6 +540,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     unknown = [n for n in args.names if n not in SCENARIOS]
     if unknown:
         parser.error(f"no scenario {', '.join(unknown)} (there are {', '.join(SCENARIOS)})")
+    for policy in args.policies.split(","):
+        try:
+            policy_variant(policy)
+        except ValueError as exc:
+            parser.error(str(exc))
     return args
 
 

@@ -47,6 +47,30 @@ def test_an_unknown_scenario_is_refused_before_anything_runs():
     assert done.returncode == 2 and "no scenario long-vs-smal" in done.stderr, done.stderr
 
 
+def test_policy_variants_set_the_pools_settings_in_any_order():
+    """``share+nap500+sharelead2000`` and the same variants the other way round give the same
+    workers' settings; a quantum, a period and a window are the pool's own arguments."""
+    from fairness import policy_variant
+    one = policy_variant("share+nap500+sharelead2000")
+    other = policy_variant("share+sharelead2000+nap500")
+    assert one[0] == other[0] == "share" and one[2] == other[2] == {
+        "GPUWB_SHARE_NAP_US": "500", "GPUWB_SHARE_LEAD_US": "2000"}
+    assert policy_variant("share+nofill")[2] == {"GPUWB_SHARE_FILL": "0"}
+    assert policy_variant("share+fill+window2") == (
+        "share", "share-fill-window2", {"GPUWB_SHARE_FILL": "1"}, ["--share-window-ms", "2"])
+    assert policy_variant("fair:5")[3] == ["--quantum-ms", "5", "--period-ms", "0"]
+    assert policy_variant("fair/10+lead600+nogap") == (
+        "fair", "fair-p10-lead600-nogap", {"GPUWB_PACING_LEAD_US": "600", "GPUWB_GAP_RULE": "0"},
+        ["--period-ms", "10"])
+
+
+def test_an_unknown_policy_variant_is_refused_before_anything_runs():
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "fairness.py"),
+                           "--policies", "none,share+fil"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "no variant 'fil'" in done.stderr, done.stderr
+
+
 def test_a_long_kernel_scenario_runs_on_the_numpy_device(tmp_path):
     """Short and small (an explicit scenario, GEMMs of a few hundred elements a side): one
     policy's pool, its workloads measured alone, the scenario, its table and verdicts."""
