@@ -55,6 +55,9 @@ _EARLY_WANTS = frozenset((api.ARRAY, api.VALUE))
 #: ops whose result is a view of their first operand (or target): a write into it is a
 #: write into that operand's memory
 _VIEW_OPERATORS = frozenset(("getitem",))
+#: operators that may hand back their operand itself (``+x``: NumPy copies, an array library
+#: need not): what they make is never taken for an array of the stretch's own
+_MAY_ALIAS = frozenset(("pos",))
 
 
 def _writes_its_own(written: Any, made: dict) -> bool:
@@ -74,7 +77,8 @@ def _writes_its_own(written: Any, made: dict) -> bool:
         elif op.kind == m.KIND_OPERATOR and op.name in _VIEW_OPERATORS:
             written = op.args[0] if op.args else None
         else:
-            return (op.kind == m.KIND_OPERATOR and op.want == api.ARRAY) or (
+            return (op.kind == m.KIND_OPERATOR and op.want == api.ARRAY
+                    and op.name not in _MAY_ALIAS) or (
                 op.name == "copy" and op.kind in (m.KIND_METHOD, m.KIND_FUNCTION))
 
 

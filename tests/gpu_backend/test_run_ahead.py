@@ -275,7 +275,17 @@ def test_a_step_that_writes_an_input_or_an_alias_of_one_is_never_run_ahead(pool)
             time.sleep(PAUSE)
         return out + [x.get()]
 
-    for loop in (direct, through_a_view, through_asarray):
+    def through_pos(cp):   # (``+x``: an array library may hand back x itself)
+        x = cp.arange(64, dtype=cp.float32)
+        out = []
+        for _ in range(STEPS):
+            a = +x
+            a += 1.0
+            out.append(float((a * 3).sum()))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    for loop in (direct, through_a_view, through_asarray, through_pos):
         got, want, figures = _run(pool, loop, early_replay=False)
         _bitwise(got, want)
         assert figures["ahead"] == 0, (loop.__name__, figures)
