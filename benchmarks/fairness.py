@@ -75,7 +75,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -91,6 +90,7 @@ from fairness_report import _cumulative, _pct, analyse, normalising_rates, plot,
 from fairness_targets import targets_table, verdicts  # noqa: E402
 from fairness_clients import FENCE_SECONDS, client_main, wait_until  # noqa: E402
 from fairness_why import how_answered  # noqa: E402
+from fairness_variants import policy_variant  # noqa: E402
 from gpu_clock import ClockSampler  # noqa: E402
 from served_pool import ServedPool  # noqa: E402
 
@@ -135,71 +135,6 @@ USERS = ("a", "b", "c", "i", "solo")
 
 
 # --------------------------------------------------------------------------- the pool
-
-#: Variants of a policy named by a suffix, each one setting of the pool's workers (their
-#: environment): "fair+nogap" the gap rule off, "share+fill" the gap fill on, ...
-#: {suffix: (variable, value)}
-_FLAGS = {
-    # a holder hands the device over after its batch's closing read and its reply, as before
-    # issue 51 (the gap rule then applies)
-    "lateread": ("GPUWB_RELEASE_AT_READ", "0"),
-    # a user held back never let into an anticipated user's expected gap (the default,
-    # named; runs 34-35 ran while the fill was briefly the default) / let in
-    "nofill": ("GPUWB_SHARE_FILL", "0"),
-    "fill": ("GPUWB_SHARE_FILL", "1"),
-    "split": ("GPUWB_SPLIT_PIECE_US", "1000"),     # long ops cut into 1 ms pieces
-    "nogap": ("GPUWB_GAP_RULE", "0"),              # nobody kept the device between batches
-    # a preempting newcomer always waits the patience, whatever the holder's ops
-    "fixedpatience": ("GPUWB_PATIENCE_BY_OP", "0"),
-}
-#: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
-#: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside
-#: others is re-run op by op, paced), "share+nap250" (µs a free-running session's hold-back
-#: sleeps at most; "share+nap0": as long as its estimate says, as before run 39),
-#: "share+sharelead1000" (µs a free-running session's lead), "fair+lead600" (µs the
-#: workers' LEAD); "share+window2" (the share window, ms: the pool's own argument)
-_VALUED = {
-    "patience": "GPUWB_PREEMPT_PATIENCE_MS",
-    "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
-    "nap": "GPUWB_SHARE_NAP_US",
-    "sharelead": "GPUWB_SHARE_LEAD_US",
-    "lead": "GPUWB_PACING_LEAD_US",
-}
-_VALUE = re.compile(r"([a-z]+)(\d+(?:\.\d+)?)")
-
-
-def policy_variant(name: str) -> tuple[str, str, dict, list]:
-    """A policy as fairness.py names it, ``policy[:quantum|/period][+variant...]``: (the
-    pool's policy, a tag for file names, the workers' environment, the pool's own
-    arguments). "fair:5": every turn 5 ms, period 0, as before turns were shared out of a
-    period; "fair/10": turns shared out of a 10 ms period; "fair" alone has the pool's
-    defaults (several compare in one run); the variants are _FLAGS and _VALUED, in any
-    order. An unknown variant is a ValueError (a typo would run the default unnoticed)."""
-    base, *variants = name.split("+")
-    policy, _, period = base.partition("/")
-    policy, _, quantum = policy.partition(":")
-    env, window, tags = {}, None, []
-    for variant in variants:
-        valued = _VALUE.fullmatch(variant)
-        if variant in _FLAGS:
-            variable, value = _FLAGS[variant]
-        elif valued and valued.group(1) in _VALUED:
-            variable, value = _VALUED[valued.group(1)], valued.group(2)
-        elif valued and valued.group(1) == "window":
-            window, variable = valued.group(2), None
-        else:
-            raise ValueError(f"policy {name!r}: no variant {variant!r} (flags "
-                             f"{', '.join(_FLAGS)}; with a number {', '.join(_VALUED)}, window)")
-        if variable is not None:
-            env[variable] = value
-        tags.append(variant)
-    tag = "-".join([policy] + ([f"q{quantum}"] if quantum else [])
-                   + ([f"p{period}"] if period else []) + tags)
-    args = ((["--quantum-ms", quantum, "--period-ms", "0"] if quantum else [])
-            + (["--period-ms", period] if period else [])
-            + (["--share-window-ms", window] if window else []))
-    return policy, tag, env, args
-
 
 class Pool:
     """``gpuwb-backend serve`` in a subprocess with a users file we write."""

@@ -35,8 +35,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     *window*: ``share``'s (arbiter/share.py, WINDOW if None); *own_time*: the device's
     reports are each session's own device time (:func:`own_time_markers`), which ``share``
     does not scale by the session's part of the device; *fill*: ``share`` lets a user held
-    back into an anticipated user's expected gap (off by default: measured only in the
-    simulation so far)."""
+    back into an anticipated user's expected gap (off by default: no GPU scenario measured
+    so far let a fill in, docs/fair-share.md)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)

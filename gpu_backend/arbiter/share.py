@@ -457,10 +457,10 @@ class SharePolicy(Policy):
     def _fill_gap(self) -> list[Action]:
         """While no session on the device has work (those still there run a read's tail)
         and users with work are held back only for users anticipated back: the one of them
-        least ahead whose ops fit the gap or the window (its worker's per-op estimate) launches what the
-        expected gap holds (a standing grant whose quantum is
-        the time until the first of those is expected back, ``FILL_MIN`` at least), instead
-        of the device idling. Decided as the tails are estimated to end (``TAIL_EARLY``
+        least ahead whose ops fit the gap or the window (its worker's per-op estimate)
+        launches what the expected gap holds (a standing grant whose quantum is the time
+        until the first of those is expected back, ``FILL_MIN`` at least), instead of the
+        device idling. Decided as the tails are estimated to end (``TAIL_EARLY``
         before), not when they have, its grant reaches its worker before the gap begins (a
         grant decided at the gap came a message's latency late: with every message 0.2 ms
         late the simulation gained nothing). It is charged as any session and ends by its
@@ -485,9 +485,8 @@ class SharePolicy(Policy):
         # (only a user whose ops fit the gap, or the window, the most any user may run ahead
         # of another: one op is launched whatever its quantum, and a 20 ms GEMM let into a
         # 0.3 ms gap held the user anticipated back for all of it — the small syncing user
-        # beside a long one fell from 0.31 to 0.23 of its rate alone, H100 run 33 — where
-        # with the long one's ops kept out it rose to 0.42, filling the long one's gaps,
-        # run 34. Kept to the gap alone, 2 ms GEMMs never filled a 0.3 ms one.)
+        # beside a long one fell from 0.31 to 0.23 of its rate alone, H100 run 33. Kept to
+        # the gap alone, 2 ms GEMMs would never fill a 0.3 ms one.)
         longest = max(fill, self.window)
         waiting = [(self.lag(session.user), sid) for sid, session in self.sessions.items()
                    if session.runnable and sid not in self.admitted and session.op <= longest]

@@ -50,7 +50,7 @@ def test_an_unknown_scenario_is_refused_before_anything_runs():
 def test_policy_variants_set_the_pools_settings_in_any_order():
     """``share+nap500+sharelead2000`` and the same variants the other way round give the same
     workers' settings; a quantum, a period and a window are the pool's own arguments."""
-    from fairness import policy_variant
+    from fairness_variants import policy_variant
     one = policy_variant("share+nap500+sharelead2000")
     other = policy_variant("share+sharelead2000+nap500")
     assert one[0] == other[0] == "share" and one[2] == other[2] == {
