@@ -35,13 +35,25 @@ from .batch_results import BatchResults
 from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry
 
-__all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "MAX_BYTES"]
+__all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes"]
 
 #: the most device time a replay run ahead may take (its last measured one's: Pacer.
-#: replay_estimate), and the most bytes its kept results may hold beside the last ones:
-#: a run the client never asks for (the loop ended) wastes at most this much
+#: replay_estimate): a run the client never asks for (the loop ended) wastes at most this
 MAX_SECONDS = 0.002
+#: the most bytes its kept results may hold beside the last ones: MAX_BYTES, or a
+#: LIMIT_SHARE-th of the session's memory limit where that is more (``max_bytes``). A
+#: run the client never asks for holds them until its next message. (16 MiB alone kept a
+#: loop whose named temporaries the user's variables hold from one iteration to the next
+#: from ever running ahead: n-body's step at 2 048 bodies keeps ~100 MB of them, and its
+#: worker waited out its 0.5 ms graph at every replay, H100 run 41.)
 MAX_BYTES = 16 << 20
+LIMIT_SHARE = 8
+
+
+def max_bytes(memory_limit: int | None) -> int:
+    """The most bytes a run ahead's kept results may hold, for a session whose memory is
+    limited to *memory_limit* bytes (None: not limited; then MAX_BYTES)."""
+    return MAX_BYTES if not memory_limit else max(MAX_BYTES, memory_limit // LIMIT_SHARE)
 #: the first of the provisional ids a replay run ahead keeps its results under (result
 #: slot n under PROVISIONAL + n): far above any id a client numbers its arrays with
 PROVISIONAL = 1 << 62
@@ -97,7 +109,7 @@ class RunAhead:
                 or g.cost[0] is None or g.cost[0] > self.max_seconds:
             return False
         arrays = x.table.arrays
-        if sum(arrays[hid].nbytes for hid in entry.outs if hid in arrays) > MAX_BYTES:
+        if sum(arrays[hid].nbytes for hid in entry.outs if hid in arrays) > max_bytes(x.memory_limit):
             return False
         if x.more_work():   # (last: a look at the sockets, where the checks above are dicts')
             return False

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from gpu_backend.pool import LocalPool
+from gpu_backend.worker import run_ahead
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
@@ -289,3 +290,38 @@ def test_a_step_that_writes_an_input_or_an_alias_of_one_is_never_run_ahead(pool)
         got, want, figures = _run(pool, loop, early_replay=False)
         _bitwise(got, want)
         assert figures["ahead"] == 0, (loop.__name__, figures)
+
+
+def _named_temporaries(elements: int):
+    """A step whose named temporaries the user's variables keep until the next iteration
+    (n-body's pattern): each replay's kept results are four arrays of *elements* float32
+    beside the carried one."""
+    def loop(cp):
+        x = cp.asarray(np.random.default_rng(11).random(elements, dtype=np.float32))
+        out = []
+        for _ in range(STEPS // 2):
+            a = x * 0.5
+            b = a + 0.25
+            c = b * b
+            d = c - a
+            x = d * 0.5 + 0.125
+            out.append(float(x.sum()))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+    return loop
+
+
+def test_a_step_keeping_large_temporaries_is_run_ahead_within_its_sessions_share(pool):
+    """A run ahead's kept results may hold an eighth of the session's memory limit (the
+    pool's 256 MiB here: 32 MiB), more than the 16 MiB that held every n-body-sized step
+    back: ~21 MB of them is run ahead; ~42 MB, over the share, never is. Bitwise as
+    without replay either way."""
+    assert run_ahead.max_bytes(1 << 28) == 32 << 20 and run_ahead.max_bytes(None) == 16 << 20
+    within = _named_temporaries(1 << 20)    # 5 arrays of 4 MiB
+    got, want, figures = _run(pool, within, early_replay=False)
+    _bitwise(got, want)
+    assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
+    over = _named_temporaries(2 << 20)      # 5 arrays of 8 MiB
+    got, want, figures = _run(pool, over, early_replay=False)
+    _bitwise(got, want)
+    assert figures["ahead"] == 0, figures
