@@ -291,9 +291,14 @@ class CupyDevice(Device):
         return out
 
     def from_chunks(self, dtype: np.dtype, shape: tuple[int, ...], nbytes: int, chunks) -> Any:
-        """Copy each chunk to the GPU as it arrives; ZeroMQ receives the next meanwhile."""
+        """Copy each chunk to the GPU as it arrives; ZeroMQ receives the next meanwhile.
+        The array returned owns its memory, as ``cupy.asarray`` of the host array's would
+        (the chunks go into a flat byte view of it: a view returned instead said
+        ``owndata`` False, and a loop's held stretch whose input was a large upload never
+        matched its template's metadata on the client, which has it True; H100 run 47)."""
         from ..protocol.errors import ProtocolError
-        flat = self.cupy.empty(nbytes, self.cupy.uint8)
+        out = self.cupy.empty(shape, dtype)   # (nbytes: its shape and dtype's, run_upload's)
+        flat = out.reshape(-1).view(self.cupy.uint8)
         offset = 0
         for chunk in chunks:
             data = np.frombuffer(chunk, np.uint8)
@@ -303,7 +308,7 @@ class CupyDevice(Device):
             offset += data.size
         if offset != nbytes:
             raise ProtocolError("streamed upload is smaller than its shape and dtype")
-        return flat.view(dtype).reshape(shape)
+        return out
 
     def chunks_to_host(self, array: Any):
         """Copy chunk by chunk into pinned buffers, one chunk ahead: the GPU copies the next

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from gpu_backend.protocol.errors import InvalidHandleError
+from gpu_backend.protocol.messages import FLAG_OWN, STREAM_CHUNK_BYTES
 from gpu_backend.protocol.stretches import REPEATS
 from kernelproxy.modules import module_for
 from kernelproxy.loop_cuts import DETECT_OPS, MIN_PIECE_OPS, PIECES_AHEAD
@@ -430,6 +431,39 @@ def test_an_uploads_metadata_known_on_the_client_is_the_workers(sessions, shape,
             assert known is not None and known == reported, (known, reported)
         if host.size:
             assert (a.shape, a.dtype, a.strides) == (host.shape, host.dtype, given.strides)
+
+
+def test_a_streamed_uploads_metadata_and_its_loop_are_as_a_small_ones(fresh_sessions):
+    """An upload over the stream threshold (its chunks copied into the device's array as they
+    come) has the metadata of a small one, as the worker reports it (``owndata`` too: on a
+    GPU the streamed array was a view and said False, so a loop over a large uploaded array,
+    logistic regression's data, never matched its template and went op by op, H100 run 47),
+    and a loop reading it is answered from its template."""
+    fast = fresh_sessions[0]
+    cp = module_for(fast)
+    rows = (STREAM_CHUNK_BYTES + (4 << 20)) // (4 * 256)   # (12 MiB of float32)
+    host = np.random.default_rng(5).random((rows, 256), dtype=np.float32)
+    for order in ("C", "F"):
+        a = cp.asarray(np.asarray(host, order=order))
+        known = a._m
+        fast.sync()
+        reported = fast.meta.peek(a._h)
+        # (a Fortran-ordered one is made on the device from a C copy: its metadata is asked)
+        assert (known is None if order == "F" else known == reported), (order, known, reported)
+        assert reported[3] & FLAG_OWN, reported   # it owns its memory, as cupy.asarray's does
+
+    def loop(cp):
+        x = cp.asarray(host)
+        w = cp.ones(256, dtype=cp.float32)
+        values = []
+        for _ in range(STEPS):
+            p = (x * w).sum(axis=1)
+            w = w * 0.5 + p[:256] * 1e-6
+            values.append(float(p[0]))
+        return values
+
+    _results, made = _run(fresh_sessions, loop)
+    assert made >= FAST
 
 
 @pytest.mark.parametrize("odd", [slice(1, -2), slice(1, None), slice(1, -1, 2),
