@@ -18,10 +18,13 @@ after the reply. Anything else — another stretch,
 other inputs or parameters, any batch that is not a replay — drops what was run ahead
 (its arrays go back to the pool) and the message runs as ever.
 
-Exact by construction: only a stretch that changes nothing but its own results
-(StretchReplay.early_safe: no writes into inputs, no random draws, no object's methods)
-is run ahead, and nothing else can change its inputs in between, for only this session's
-messages change its arrays and any message but the matching replay drops the run. It runs
+Exact by construction: only a stretch that changes nothing but its own results and the
+inputs it writes in place (StretchReplay.ahead_safe: no random draws, no object's methods,
+no ``out=``) is run ahead, and nothing else can change its inputs in between, for only this
+session's messages change its arrays and any message but the matching replay drops the
+run. The inputs it writes (``w -= lr * grad``) are written into its graphs' buffers only,
+and copied into the client's arrays when the client's replay comes (GraphReplay's
+``defer_writes``): a run that is dropped has changed nothing the client holds. It runs
 only where nobody waits for the device behind this session (no lease, or alone on it: the
 pacer's ``in_company``), and its device time is this session's, charged as a replay's.
 """
@@ -64,14 +67,17 @@ class _Ahead:
     its graph, and its results (values numbered from 0, arrays under provisional ids)."""
 
     __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
-                 "measured_from")
+                 "writes", "measured_from")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
-                 ran: int, slots: int, reads: Any, measured_from: float | None) -> None:
+                 ran: int, slots: int, reads: Any, writes: list,
+                 measured_from: float | None) -> None:
         self.sid, self.inputs, self.params, self.graph = sid, inputs, params, graph
         self.results, self.ran, self.slots = results, ran, slots
         #: its closing reads, made when the client's replay comes (StretchGraphs.run_reads)
         self.reads = reads
+        #: the inputs it wrote, copied back when the client's replay comes (write_back)
+        self.writes = writes
         #: the pacer's device time before it, where it is measured (Pacer.replay_estimate)
         self.measured_from = measured_from
 
@@ -83,7 +89,7 @@ class RunAhead:
     def __init__(self, replay: Any) -> None:
         self.replay = replay
         self.ahead: _Ahead | None = None
-        #: by held stretch: whether it may run ahead (StretchReplay.early_safe, asked once)
+        #: by held stretch: whether it may run ahead (StretchReplay.ahead_safe, asked once)
         self.safe: dict[int, bool] = {}
         self.hits = 0
         #: the most device time a replay run ahead may take (GPUWB_RUN_AHEAD_US; 0: none)
@@ -100,7 +106,7 @@ class RunAhead:
             return False
         safe = self.safe.get(entry.sid)
         if safe is None:
-            safe = self.safe[entry.sid] = replay.early_safe(entry.sid)
+            safe = self.safe[entry.sid] = replay.ahead_safe(entry.sid)
         if not safe:
             return False
         stretch = replay.stretches.held.get(entry.sid)
@@ -144,7 +150,8 @@ class RunAhead:
             x.device.make_room = None
         done = None
         try:   # (its closing reads wait for the device: made when the client asks)
-            done = graphs.run(state, stretch, guess, results, defer_reads=True)
+            done = graphs.run(state, stretch, guess, results, defer_reads=True,
+                              defer_writes=True)
         except Exception:   # (out of memory, say: the client's replay runs as ever)
             done = None
         finally:
@@ -152,7 +159,7 @@ class RunAhead:
             x.make_room = room[0]
             if room[1] is not None:
                 x.device.make_room = room[1]
-        reads = graphs.take_reads()
+        reads, writes = graphs.take_reads(), graphs.take_writes()
         # (a warning would go with the next reply numbered as no op of it: not run ahead)
         ok = done is not None and done[1] is None and not results.downloads \
             and len(x._warnings) == warned
@@ -166,7 +173,7 @@ class RunAhead:
             self._free(len(outs))
             return False
         self.ahead = _Ahead(entry.sid, inputs, params, g, results, done[0], len(outs), reads,
-                            measured_from)
+                            writes, measured_from)
         return True
 
     # ------------------------------------------------------------ answering
@@ -182,6 +189,8 @@ class RunAhead:
                 or self.replay.graphs.states[entry.sid].graph is not ahead.graph:
             self._free(ahead.slots)
             return None
+        graphs = self.replay.graphs
+        graphs.write_back(ahead.writes)   # (the inputs it wrote: the client's now)
         table = self.replay.x.table
         need = entry.need
         for n, hid in enumerate(entry.outs):
@@ -194,7 +203,6 @@ class RunAhead:
         if not entry.early:   # (a replay sent at its run's end: the inputs it drops go now)
             for n in ahead.graph.shape.input_frees:
                 table.free(entry.inputs[n])
-        graphs = self.replay.graphs
         failed = graphs.run_reads(ahead.reads, first, results)   # (the device is done by now)
         pacer = self.replay.x.pacer
         if ahead.measured_from is not None and pacer.settled:   # (its segment harvested)

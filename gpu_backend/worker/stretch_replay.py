@@ -60,14 +60,21 @@ _VIEW_OPERATORS = frozenset(("getitem",))
 _MAY_ALIAS = frozenset(("pos",))
 
 
-def _writes_its_own(written: Any, made: dict) -> bool:
+def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
     """Whether *written*, the operand an in-place operator writes, is an array the stretch
     made itself from scratch, or a view of one (followed through views to the op that
     made its memory: Python's operators other than the in-place ones and ``getitem`` make
     new arrays, and so does ``copy``); an input, a parameter, or anything an op of another
-    kind made (which may return its operand: ``asarray``, ``astype(copy=False)``) is not."""
+    kind made (which may return its operand: ``asarray``, ``astype(copy=False)``) is not.
+    *inputs_too*: an input, or a view of one so, counts as well (a replay's graphs write
+    an input's buffer, copied back into the client's array at its end: GraphReplay's
+    ``defer_writes`` leaves that copy for later)."""
     while True:
-        if type(written) is not Slot or written.kind != "r":
+        if type(written) is not Slot:
+            return False
+        if written.kind == "i":
+            return inputs_too
+        if written.kind != "r":
             return False
         op = made.get(written.n)
         if op is None:
@@ -161,6 +168,20 @@ class StretchReplay:
         object's method or user kernel, and makes only arrays and values — but for in-place
         operators on arrays it made itself (``u = u.copy(); u[1:-1] += d``: a stencil's
         step), which change nothing the client holds before the replay's results."""
+        return self._changes_only_its_own(sid, inputs_too=False)
+
+    def ahead_safe(self, sid: Any) -> bool:
+        """Whether held stretch *sid* may be run ahead (worker/run_ahead.py): as
+        :meth:`early_safe`, and besides, in-place operators and item assignments into its
+        inputs or views of them (``w -= lr * grad``, ``u[1:-1, 1:-1] = ...``). A run ahead
+        writes them into its graphs' buffers only; they are copied into the client's
+        arrays when the client asks for that replay, and a run it never asks for changes
+        nothing the client holds. (Not early: an early replay's run is the client's before
+        its ops are all checked, and an input written by a run it then did not mean could
+        not be put back.)"""
+        return self._changes_only_its_own(sid, inputs_too=True)
+
+    def _changes_only_its_own(self, sid: Any, inputs_too: bool) -> bool:
         stretch = self.stretches.held.get(sid)
         if stretch is None or stretch.draws:
             return False
@@ -173,7 +194,7 @@ class StretchReplay:
                 return False
             if item.want not in _EARLY_WANTS and not (
                     item.want == api.NONE and item.kind == m.KIND_OPERATOR and item.args
-                    and _writes_its_own(item.args[0], made)):
+                    and _writes_its_own(item.args[0], made, inputs_too)):
                 return False
             if item.out is not None:
                 made[item.out.n] = item

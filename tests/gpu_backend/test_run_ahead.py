@@ -244,10 +244,13 @@ def test_a_step_that_writes_only_arrays_it_made_is_run_ahead(pool):
         _bitwise(got, want)
 
 
-def test_a_step_that_writes_an_input_or_an_alias_of_one_is_never_run_ahead(pool):
-    """An in-place write into the step's input, directly, through a view, or through
-    ``asarray`` (which returns its array): the replay is never run ahead, and the input
-    takes every write, as without replay."""
+def test_a_step_that_writes_its_input_is_run_ahead_and_an_unasked_run_changes_nothing(pool):
+    """An in-place write into the step's input, directly, through a view, or by an item
+    assignment (``w -= lr * grad``, a stencil's ``u[1:-1] = ...``): the next replay is run
+    ahead, its writes kept in its graphs' buffers and copied into the input only when the
+    client asks for it. The run ahead after the loop's last iteration (never asked for),
+    and the runs dropped by a write between two replays, change nothing the client holds:
+    every input ends as without replay, bitwise; early replays never go for such a step."""
     def direct(cp):
         x = cp.arange(64, dtype=cp.float32)
         out = []
@@ -266,7 +269,7 @@ def test_a_step_that_writes_an_input_or_an_alias_of_one_is_never_run_ahead(pool)
             time.sleep(PAUSE)
         return out + [x.get()]
 
-    def through_asarray(cp):
+    def through_asarray(cp):   # (``cp.asarray(x)`` is x itself, as in CuPy)
         x = cp.arange(64, dtype=cp.float32)
         out = []
         for _ in range(STEPS):
@@ -276,7 +279,35 @@ def test_a_step_that_writes_an_input_or_an_alias_of_one_is_never_run_ahead(pool)
             time.sleep(PAUSE)
         return out + [x.get()]
 
-    def through_pos(cp):   # (``+x``: an array library may hand back x itself)
+    def item_assignment_and_writes_between(cp):
+        u = cp.asarray(np.random.default_rng(9).random((12, 12), dtype=np.float32))
+        w = cp.zeros(12, dtype=cp.float32)
+        out = []
+        for step in range(STEPS):
+            lap = u[:-2, 1:-1] + u[2:, 1:-1] - 2 * u[1:-1, 1:-1]
+            u[1:-1, 1:-1] = u[1:-1, 1:-1] + 0.1 * lap
+            w -= 0.5 * u[1]
+            out.append(float(cp.abs(lap).max()))
+            if step % 9 == 4:
+                u[0, 0] = step          # (a write between two replays drops the run ahead)
+            time.sleep(PAUSE)
+        return out + [u.get(), w.get()]
+
+    for loop in (direct, through_a_view, through_asarray, item_assignment_and_writes_between):
+        got, want, figures = _run(pool, loop, early_replay=False)
+        _bitwise(got, want)
+        assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, (loop.__name__, figures)
+        got, want, _ = _run(pool, loop)   # (early replay on: the client is told not to)
+        _bitwise(got, want)
+
+
+def test_a_step_that_writes_an_alias_of_its_input_is_never_run_ahead(pool):
+    """An in-place write through an array that an op made on the worker and that may be its
+    input's memory (``+x``, which an array library may hand back as x itself; a method's
+    view, ``x.reshape``, not followed to its input): the replay is never run ahead, and the
+    input takes every write, as without replay. (``cp.asarray(x)`` is x itself on the
+    client, as in CuPy: a write through it is the input's, run ahead as the test above's.)"""
+    def through_pos(cp):
         x = cp.arange(64, dtype=cp.float32)
         out = []
         for _ in range(STEPS):
@@ -286,7 +317,17 @@ def test_a_step_that_writes_an_input_or_an_alias_of_one_is_never_run_ahead(pool)
             time.sleep(PAUSE)
         return out + [x.get()]
 
-    for loop in (direct, through_a_view, through_asarray, through_pos):
+    def through_a_methods_view(cp):
+        x = cp.arange(64, dtype=cp.float32)
+        out = []
+        for _ in range(STEPS):
+            a = x.reshape(8, 8)
+            a += 1.0
+            out.append(float((x * 3).sum()))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    for loop in (through_pos, through_a_methods_view):
         got, want, figures = _run(pool, loop, early_replay=False)
         _bitwise(got, want)
         assert figures["ahead"] == 0, (loop.__name__, figures)
