@@ -23,7 +23,9 @@ and issue 50's, written as a new user writes them (plain loops, no tricks):
   feeding the next, carried to the next iteration), ``float(x.sum())`` every iteration, 300
   iterations (the loop ``held_loops.py`` takes apart)
 * ``heat2d``: a 512 x 512 heat stencil by slice assignment, ``u[1:-1, 1:-1] = u[1:-1, 1:-1]
-  + 0.2 * lap``, the residual (``linalg.norm``) read every step
+  + 0.2 * lap``, the residual (``linalg.norm``) read every step; ``heat2d_2048`` the same on
+  a 2048 x 2048 plate, where the device's time sets the pace (its step writes its input:
+  the next one is run ahead, its write copied in when asked for)
 * ``monte_carlo_pi`` (``random.seed``, ``random.uniform``) and ``mc_option`` (a
   ``RandomState``'s ``standard_normal``): draws on 1 M elements, an estimate read every
   iteration
@@ -89,6 +91,8 @@ PROGRAMS = {
     # issue 50's programs (tolerances for the NumPy device; on a GPU bitwise is the check)
     "chain20": (chain20, 1024, 1024, 1e-6),
     "heat2d": (heat2d, 512, 64, 1e-5),
+    # (the same step on a 2048 x 2048 plate: the device's time, not the host's, sets the pace)
+    "heat2d_2048": (heat2d, 2048, 128, 1e-5),
     "monte_carlo_pi": (monte_carlo_pi, 1_000_000, 10_000, None),
     "mc_option": (mc_option, 1_000_000, 10_000, None),
     "nbody": (nbody, 2048, 128, 1e-4),
@@ -104,6 +108,7 @@ PROGRAMS = {
 #: (conjugate_gradient converges in 11 at both sizes; kmeans runs its 30.)
 ITERATIONS = {"black_scholes": None, "kmeans": 30, "conjugate_gradient": 11, "mlp_training": 200,
               "stencil": 200, "random_walk": 200, "hot_sync": 2000, "chain20": 300, "heat2d": 200,
+              "heat2d_2048": 200,
               "monte_carlo_pi": 100, "mc_option": 100, "nbody": 50, "logistic_regression": 200,
               "no_sync_loop": 200, "sgd_minibatch": 200, "wave_no_sync": 300,
               "momentum_no_sync": 300}
