@@ -23,7 +23,7 @@ inputs it writes in place (StretchReplay.ahead_safe: no random draws, no object'
 no ``out=``) is run ahead, and nothing else can change its inputs in between, for only this
 session's messages change its arrays and any message but the matching replay drops the
 run. The inputs it writes (``w -= lr * grad``) are written into its graphs' buffers only,
-and copied into the client's arrays when the client's replay comes (GraphReplay's
+and copied into the client's arrays when the client's replay comes (StretchGraphs'
 ``defer_writes``): a run that is dropped has changed nothing the client holds. It runs
 only where nobody waits for the device behind this session (no lease, or alone on it: the
 pacer's ``in_company``), and its device time is this session's, charged as a replay's.
