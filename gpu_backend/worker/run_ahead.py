@@ -31,6 +31,7 @@ pacer's ``in_company``), and its device time is this session's, charged as a rep
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..protocol.stretch_records import same_params
@@ -38,7 +39,8 @@ from .batch_results import BatchResults
 from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry
 
-__all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes"]
+__all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes",
+           "MAX_MISSES", "SIT_OUT", "guess_params"]
 
 #: the most device time a replay run ahead may take (its last measured one's: Pacer.
 #: replay_estimate): a run the client never asks for (the loop ended) wastes at most this
@@ -51,6 +53,32 @@ MAX_SECONDS = 0.002
 #: worker waited out its 0.5 ms graph at every replay, H100 run 41.)
 MAX_BYTES = 16 << 20
 LIMIT_SHARE = 8
+
+
+#: runs ahead of one stretch in a row that the client's replay then did not match, after
+#: which the stretch sits out SIT_OUT replays unrun ahead: a loop whose scalar changes in a
+#: way guess_params does not follow no longer spends the worker's time after each reply on
+#: a run it drops (the client's next message may come while it runs: the hot sync's does)
+MAX_MISSES = 3
+SIT_OUT = 32
+
+
+def guess_params(before: list | None, last: list) -> list:
+    """The next replay's parameters, guessed from the last two replays' as a loop's scalars
+    go: an int or a float that changed by d from *before* to *last* goes on by d (a step
+    count, ``step * 0.5``); any other value stays as last. A guess the client's replay does
+    not have exactly (``same_params``: type, value, sign of zero) costs only a run dropped."""
+    if before is None or len(before) != len(last):
+        return list(last)
+    guess = []
+    for b, a in zip(before, last):
+        kind = type(a)
+        if (kind is int or kind is float) and type(b) is kind and a != b:
+            step = a + (a - b)
+            guess.append(step if kind is int or math.isfinite(step) else a)
+        else:
+            guess.append(a)
+    return guess
 
 
 def max_bytes(memory_limit: int | None) -> int:
@@ -92,8 +120,22 @@ class RunAhead:
         #: by held stretch: whether it may run ahead (StretchReplay.ahead_safe, asked once)
         self.safe: dict[int, bool] = {}
         self.hits = 0
+        #: runs ahead dropped because the client's replay of their stretch differed
+        self.missed = 0
+        #: by held stretch: the parameters of its replay before the last (guess_params),
+        #: its misses in a row, and the replays it has yet to sit out
+        self._before: dict[int, list] = {}
+        self._misses: dict[int, int] = {}
+        self._sitting: dict[int, int] = {}
         #: the most device time a replay run ahead may take (GPUWB_RUN_AHEAD_US; 0: none)
         self.max_seconds = MAX_SECONDS
+
+    def forget(self) -> None:
+        """The held stretches changed (some let go): what was learnt of each goes."""
+        self.safe.clear()
+        self._before.clear()
+        self._misses.clear()
+        self._sitting.clear()
 
     # ------------------------------------------------------------ running ahead
     def start(self, g: Any, entry: ReplayEntry) -> bool:
@@ -102,6 +144,13 @@ class RunAhead:
         replay = self.replay
         x, graphs = replay.x, replay.graphs
         pacer = x.pacer
+        sid = entry.sid
+        before = self._before.get(sid)
+        self._before[sid] = entry.params
+        sitting = self._sitting.get(sid)
+        if sitting:
+            self._sitting[sid] = sitting - 1
+            return False
         if graphs is None or pacer.in_company() or x.poisoned_at is not None:
             return False
         safe = self.safe.get(entry.sid)
@@ -125,7 +174,7 @@ class RunAhead:
         inputs = list(entry.inputs)
         for n, hid in handles.items():
             inputs[n] = hid
-        params = list(entry.params)
+        params = guess_params(before, entry.params)
         outs = [PROVISIONAL + n for n in range(len(entry.outs))]
         guess = ReplayEntry(entry.sid, 0, inputs, params, outs, None, True)
         results = BatchResults(x.table)
@@ -187,8 +236,11 @@ class RunAhead:
         if entry.sid != ahead.sid or entry.inputs != ahead.inputs \
                 or not same_params(entry.params, ahead.params) \
                 or self.replay.graphs.states[entry.sid].graph is not ahead.graph:
+            if entry.sid == ahead.sid:
+                self._missed(entry.sid)
             self._free(ahead.slots)
             return None
+        self._misses[entry.sid] = 0
         graphs = self.replay.graphs
         graphs.write_back(ahead.writes)   # (the inputs it wrote: the client's now)
         table = self.replay.x.table
@@ -212,6 +264,16 @@ class RunAhead:
         graphs.replayed(ahead.graph, entry)
         self.hits += 1
         return ahead.ran, None, False
+
+    def _missed(self, sid: int) -> None:
+        """A run ahead of *sid* that its client's replay did not match: MAX_MISSES in a row
+        and it sits out SIT_OUT replays."""
+        self.missed += 1
+        misses = self._misses.get(sid, 0) + 1
+        if misses >= MAX_MISSES:
+            self._sitting[sid] = SIT_OUT
+            misses = 0
+        self._misses[sid] = misses
 
     def drop(self) -> None:
         """Forget the replay run ahead (any message but its replay, an eviction, a swap, the

@@ -204,7 +204,7 @@ class StretchReplay:
         """The client lets these stretches go (header ``D``): they and their graphs go (the
         graphs' memory back to the session's pool); a malformed list is a ProtocolError."""
         self.drop_ahead()
-        self.ahead.safe.clear()
+        self.ahead.forget()
         self.stretches.drop(sids)
         if self.graphs is not None:
             self.graphs.forget(sids)
@@ -372,7 +372,7 @@ class StretchReplay:
         graphs = self.graphs
         return {"held": len(self.stretches.held), "replays": self.replays,
                 "graphed": self.graphed, "fallbacks": self.fallbacks, "paced": self.paced,
-                "ahead": self.ahead.hits,
+                "ahead": self.ahead.hits, "ahead_missed": self.ahead.missed,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0}

@@ -366,3 +366,47 @@ def test_a_step_keeping_large_temporaries_is_run_ahead_within_its_sessions_share
     got, want, figures = _run(pool, over, early_replay=False)
     _bitwise(got, want)
     assert figures["ahead"] == 0, figures
+
+
+def test_a_scalar_that_steps_each_iteration_is_guessed_and_run_ahead(pool):
+    """The hot sync as a loop writes it, ``float((x + step * 0.5).sum())``, and a step count:
+    the next replay is run ahead with each scalar gone on by its last step (guess_params),
+    and answered from it; bitwise as without replay."""
+    def stepping(cp):
+        x = cp.arange(300, dtype=cp.float32)
+        out = []
+        for step in range(STEPS):
+            out.append(float((x + step * 0.5).sum() * (step + 3)))
+            time.sleep(PAUSE)
+        return out
+
+    got, want, figures = _run(pool, stepping, early_replay=False)
+    _bitwise(got, want)
+    assert figures["ahead"] >= STEPS // 2 and figures["fallbacks"] == 0, figures
+
+
+def test_a_scalar_no_guess_follows_sits_out_its_runs_ahead(pool):
+    """A scalar that changes in no way the guess follows (``step * step``): its runs ahead
+    are dropped, MAX_MISSES in a row, and then the stretch sits out SIT_OUT replays, so at
+    most a few are ever run for nothing; bitwise as without replay."""
+    def squares(cp):
+        x = cp.arange(300, dtype=cp.float32)
+        out = []
+        for step in range(STEPS):
+            out.append(float((x + step * step * 0.37).sum()))
+            time.sleep(PAUSE)
+        return out
+
+    got, want, figures = _run(pool, squares, early_replay=False)
+    _bitwise(got, want)
+    assert figures["ahead"] == 0, figures
+    assert 1 <= figures["ahead_missed"] <= 2 * run_ahead.MAX_MISSES, figures
+
+
+def test_the_guess_follows_ints_and_floats_that_step_and_keeps_the_rest():
+    guess = run_ahead.guess_params
+    assert guess(None, [1, 0.5, True]) == [1, 0.5, True]
+    assert guess([3, 1.0, 2.0, True, "a", 4], [4, 1.5, 2.0, False, "b", 4.0]) == [5, 2.0, 2.0, False, "b", 4.0]
+    assert guess([1.0], [float("inf")]) == [float("inf")]   # (not inf + inf - 1: stays)
+    assert guess([0.0, 1], [-0.0, 2, 7]) == [-0.0, 2, 7]    # (lengths differ: the last)
+    assert type(guess([1], [2])[0]) is int and type(guess([1.0], [2.0])[0]) is float
