@@ -68,7 +68,7 @@ def guess_params(before: list | None, last: list) -> list:
     go: an int or a float that changed by d from *before* to *last* goes on by d (a step
     count, ``step * 0.5``); any other value stays as last. A guess the client's replay does
     not have exactly (``same_params``: type, value, sign of zero) costs only a run dropped."""
-    if before is None or len(before) != len(last):
+    if before is None or before == last or len(before) != len(last):   # (most loops: at once)
         return list(last)
     guess = []
     for b, a in zip(before, last):
