@@ -122,18 +122,33 @@ class _Shape:
         self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
 
 
-def _eager_by_nature(op: Op) -> bool:
+def _eager_by_nature(op: Op, inputs: dict) -> bool:
+    """Whether *op* runs eagerly between the graphs whatever happens (*inputs*: the
+    stretch's input arrays by slot, as captured; a replay's guards keep their dtypes)."""
     if op.want == _VALUE or op.kind == _OBJECT or (op.want == _NONE and op.kind != _OPERATOR):
         return True
     name = op.name
     if name in _BY_VALUES:   # (a result whose shape its array's values decide)
         return True
-    if name in ("getitem", "setitem") and any(type(s) is Slot and s.kind != "p"
-                                              for s in slots_in(op.args[1:2])):
-        return True   # (an index of arrays: a boolean mask's selection is sized by its values)
+    if name in ("getitem", "setitem"):
+        index = [s for s in slots_in(op.args[1:2]) if type(s) is Slot and s.kind != "p"]
+        # an index of arrays: a boolean mask's selection is sized by its values; an index of
+        # integer inputs (a minibatch's uploaded indices) is read by a gather of the index's
+        # shape, captured as any kernel (an assignment through one stays eager)
+        if index and not (name == "getitem" and _integer_inputs(index, inputs)):
+            return True
     if name == "linalg.norm":
         return _norm_by_solver(op)
     return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
+
+
+def _integer_inputs(slots: list, inputs: dict) -> bool:
+    """Whether every one of *slots* is an input whose array has an integer dtype."""
+    for slot in slots:
+        a = inputs.get(slot.n) if slot.kind == "i" else None
+        if a is None or getattr(a, "dtype", None) is None or a.dtype.kind not in "iu":
+            return False
+    return True
 
 
 def _norm_by_solver(op: Op) -> bool:
@@ -319,7 +334,7 @@ class StretchGraphs:
         g = StretchGraph(shape)
         segments: list[_Segment] = []
         for op in (item for item in stretch.items if type(item) is Op):
-            eager = op.index in state.eager or _eager_by_nature(op)
+            eager = op.index in state.eager or _eager_by_nature(op, arrays)
             if not segments or segments[-1].eager != eager or eager:
                 segments.append(_Segment(eager))
             segments[-1].ops.append(op)

@@ -646,10 +646,63 @@ def test_which_norms_run_eagerly_between_graphs():
 
     def norm(*args, name="linalg.norm", **kwargs):
         return _eager_by_nature(Op(0, m.KIND_FUNCTION, api.ARRAY, Slot("r", 0), name, None,
-                                   [Slot("i", 0), *args], kwargs))
+                                   [Slot("i", 0), *args], kwargs), {})
 
     assert not norm() and not norm("fro") and not norm(1) and not norm(ord=-1)
     assert not norm(float("inf")) and not norm(ord=0)
     assert norm(2) and norm(-2) and norm(ord="nuc")
     assert norm(Slot("p", 0))               # (an order the loop changes: not known here)
     assert norm(name="linalg.solve") and norm(name="linalg.inv")
+
+
+def test_a_minibatch_gathered_by_uploaded_indices_is_captured_with_the_ops_around_it(sessions):
+    """SGD's step: indices uploaded each step pick a minibatch's rows (``x[idx]``, an index of
+    an integer input: captured with the ops around it), beside a boolean mask's selection,
+    whose size its values decide, and an assignment through integer indices (both eager
+    between the graphs); bitwise as without replay."""
+    rng = np.random.default_rng(21)
+    data = rng.random((400, 8), dtype=np.float32)
+    picks = [rng.integers(0, 400, 32) for _ in range(STEPS)]
+
+    def loop(cp):
+        x = cp.asarray(data)
+        w = cp.ones(8, dtype=cp.float32)
+        out = []
+        for step in range(STEPS):
+            idx = cp.asarray(picks[step])
+            xb = x[idx]
+            err = xb @ w - 0.5
+            w = w - 0.01 * (xb.T @ err)
+            big = xb[xb > 0.5]
+            z = cp.zeros(400, dtype=cp.float32)
+            z[idx] = err
+            out.append(float((err * err).mean() + big.sum() + z.sum()))
+        return out + [w.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
+
+
+def test_which_indexings_run_eagerly_between_graphs():
+    """A getitem by integer inputs is captured; by a boolean input, by a result of the
+    stretch (its dtype not known before it runs), or an assignment by any array, eager."""
+    from gpu_backend.protocol import api
+    from gpu_backend.protocol import messages as m
+    from gpu_backend.worker.graph_replay import _eager_by_nature
+    from gpu_backend.worker.stretches import Op, Slot
+
+    inputs = {1: np.arange(4, dtype=np.int64), 2: np.arange(4, dtype=np.uint8),
+              3: np.ones(4, dtype=bool), 4: np.arange(4.0)}
+
+    def index(name, *keys, want=api.ARRAY):
+        return _eager_by_nature(Op(0, m.KIND_OPERATOR, want, Slot("r", 0), name, None,
+                                   [Slot("i", 0), *keys], {}), inputs)
+
+    assert not index("getitem", Slot("i", 1)) and not index("getitem", Slot("i", 2))
+    assert not index("getitem", (Slot("i", 1), slice(None)))
+    assert not index("getitem", slice(1, None))
+    assert index("getitem", Slot("i", 3)) and index("getitem", Slot("i", 4))
+    assert index("getitem", Slot("r", 5)) and index("getitem", (Slot("i", 1), Slot("i", 3)))
+    assert index("setitem", Slot("i", 1), Slot("i", 4), want=api.NONE)
+
