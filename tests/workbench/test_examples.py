@@ -1,5 +1,9 @@
 """Every notebook in examples/ runs top to bottom without an error (nbclient, a real kernel)."""
 
+import atexit
+import os
+import shutil
+import tempfile
 
 import pytest
 from tests.paths import PROJECT_ROOT
@@ -14,9 +18,16 @@ def _read(path):
     return nbformat.read(path, as_version=4)
 
 
-def NotebookClient(nb, **kwargs):
+def NotebookClient(nb, kernel_name="python3", **kwargs):
+    """nbclient's client, its kernel's channels Unix sockets in a directory of its own
+    (TCP ports picked by jupyter_client and bound later by the kernel raced tests beside
+    it: tests/workbench/test_kernel.py's ``Kernel`` says more)."""
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
-    return NotebookClient(nb, **kwargs)
+    directory = tempfile.mkdtemp(prefix="gpuwb-nb-kernel-")
+    atexit.register(shutil.rmtree, directory, True)
+    km = KernelManager(kernel_name=kernel_name, transport="ipc", ip=os.path.join(directory, "kernel"))
+    return NotebookClient(nb, km=km, kernel_name=kernel_name, **kwargs)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

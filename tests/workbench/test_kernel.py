@@ -1,12 +1,13 @@
 """The "Python 3 (remote GPU)" kernel, started from its installed kernelspec."""
 
 import os
+import tempfile
 import time
 
 import jupyter_kernel_test as jkt
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import start_new_kernel
+from jupyter_client.manager import KernelManager
 
 from gpu_backend.pool import LocalPool
 
@@ -49,11 +50,23 @@ class RemoteGPUKernelTests(jkt.KernelTests):
 
 
 class Kernel:
-    """A running remote-GPU kernel and a client, for the tests below."""
+    """A running remote-GPU kernel and a client, for the tests below. Its channels are Unix
+    sockets in a directory of its own (``transport="ipc"``): with TCP, jupyter_client picks
+    free ports and the kernel binds them later, and a test beside it binding meanwhile took
+    one (a kernel that never started: "Address already in use")."""
 
     def __init__(self, env=None):
-        extra = {"env": {**os.environ, **(env or {})}}
-        self.km, self.kc = start_new_kernel(kernel_name="remote-gpu", startup_timeout=90, **extra)
+        self._dir = tempfile.TemporaryDirectory(prefix="gpuwb-kernel-")
+        self.km = KernelManager(kernel_name="remote-gpu", transport="ipc",
+                                ip=os.path.join(self._dir.name, "kernel"))
+        self.km.start_kernel(env={**os.environ, **(env or {})})
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        try:
+            self.kc.wait_for_ready(timeout=90)
+        except RuntimeError:
+            self.close()
+            raise
 
     def run(self, code, timeout=60):
         """Execute; returns (status, text of streams/results, error message or None, seconds).
@@ -90,6 +103,7 @@ class Kernel:
     def close(self):
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=False)
+        self._dir.cleanup()
 
 
 @pytest.fixture(scope="module")
