@@ -34,6 +34,7 @@ from ..protocol import api
 from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
+from .eager_ops import eager_by_nature
 from .graph_copies import COPY_ROW_BYTES, identity
 from .graph_state import Capture, GraphState, StretchGraph
 from .graph_state import Segment as _Segment
@@ -58,27 +59,6 @@ _ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
 #: a user's kernel (ElementwiseKernel, ReductionKernel: captured as any launch; RawKernel and
 #: an ElementwiseKernel given its outputs return nothing and write their arrays: eager)
 _KERNEL = m.KIND_KERNEL
-#: Functions run eagerly between graphs: libraries that refuse capture (cuBLAS, cuSOLVER,
-#: cuSPARSE, SciPy's ports), and random draws, whose generator's state lives on the host.
-_EAGER_PREFIXES = ("random.", "linalg.", "cupyx.scipy.", "testing.")
-#: Functions and methods whose result's shape depends on their arrays' values (CUDA refuses
-#: them under capture; the NumPy device's recorded calls would give another shape): eager.
-_BY_VALUES = frozenset({"nonzero", "argwhere", "flatnonzero", "extract", "compress", "unique",
-                        "unique_values", "unique_all", "unique_counts", "unique_inverse",
-                        "trim_zeros", "intersect1d", "union1d", "setdiff1d", "setxor1d",
-                        "bincount", "repeat", "where", "delete", "insert", "roots",
-                        "polyadd", "polysub", "polymul", "real_if_close"})
-_EAGER_NAMES = frozenset({"matmul", "imatmul", "dot", "vdot", "inner", "outer", "tensordot",
-                          "einsum", "kron", "matvec", "vecmat", "vecdot", "cross"})
-#: ``linalg.norm``'s orders that take a matrix's singular values (cuSOLVER, which refuses
-#: capture); every other order is element-wise work and reductions, captured with the ops
-#: around it. (Eager as the rest of ``linalg.``, a loop reading ``float(linalg.norm(r))``
-#: ran the norm's five CuPy calls between two graphs at every replay: heat2d's worker
-#: 0.42 s of 2.7 s profiled, H100 run 33.) A vector's 2-norm is a reduction too, but an
-#: op's arguments do not say its array's dimensions: eager, as a matrix's would be.
-_NORM_BY_SOLVER = (2, -2, "nuc")
-
-
 class _CaptureRefused(Exception):
     """An op that failed while captured: it runs eagerly from the next capture on."""
 
@@ -120,44 +100,6 @@ class _Shape:
         self.alive = [n for n in range(stretch.outs) if n not in freed_results]
         #: the op that makes each result slot
         self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
-
-
-def _eager_by_nature(op: Op, inputs: dict) -> bool:
-    """Whether *op* runs eagerly between the graphs whatever happens (*inputs*: the
-    stretch's input arrays by slot, as captured; a replay's guards keep their dtypes)."""
-    if op.want == _VALUE or op.kind == _OBJECT or (op.want == _NONE and op.kind != _OPERATOR):
-        return True
-    name = op.name
-    if name in _BY_VALUES:   # (a result whose shape its array's values decide)
-        return True
-    if name in ("getitem", "setitem"):
-        index = [s for s in slots_in(op.args[1:2]) if type(s) is Slot and s.kind != "p"]
-        # an index of arrays: a boolean mask's selection is sized by its values; an index of
-        # integer inputs (a minibatch's uploaded indices) is read by a gather of the index's
-        # shape, captured as any kernel (an assignment through one stays eager)
-        if index and not (name == "getitem" and _integer_inputs(index, inputs)):
-            return True
-    if name == "linalg.norm":
-        return _norm_by_solver(op)
-    return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
-
-
-def _integer_inputs(slots: list, inputs: dict) -> bool:
-    """Whether every one of *slots* is an input whose array has an integer dtype."""
-    for slot in slots:
-        a = inputs.get(slot.n) if slot.kind == "i" else None
-        if a is None or getattr(a, "dtype", None) is None or a.dtype.kind not in "iu":
-            return False
-    return True
-
-
-def _norm_by_solver(op: Op) -> bool:
-    """Whether a ``linalg.norm`` op may take singular values (its order, ``args[1]`` or
-    ``ord=``, one of _NORM_BY_SOLVER, or not a plain value): then it runs eagerly."""
-    order = op.args[1] if len(op.args) > 1 else op.kwargs.get("ord")
-    if order is None or order == "fro":
-        return False
-    return type(order) not in (int, float) or order in _NORM_BY_SOLVER
 
 
 class StretchGraphs:
@@ -334,7 +276,7 @@ class StretchGraphs:
         g = StretchGraph(shape)
         segments: list[_Segment] = []
         for op in (item for item in stretch.items if type(item) is Op):
-            eager = op.index in state.eager or _eager_by_nature(op, arrays)
+            eager = op.index in state.eager or eager_by_nature(op, arrays)
             if not segments or segments[-1].eager != eager or eager:
                 segments.append(_Segment(eager))
             segments[-1].ops.append(op)

@@ -641,7 +641,7 @@ def test_a_norm_read_every_step_is_captured_with_the_ops_around_it(sessions):
 def test_which_norms_run_eagerly_between_graphs():
     from gpu_backend.protocol import api
     from gpu_backend.protocol import messages as m
-    from gpu_backend.worker.graph_replay import _eager_by_nature
+    from gpu_backend.worker.eager_ops import eager_by_nature as _eager_by_nature
     from gpu_backend.worker.stretches import Op, Slot
 
     def norm(*args, name="linalg.norm", **kwargs):
@@ -691,7 +691,7 @@ def test_which_indexings_run_eagerly_between_graphs():
     stretch (its dtype not known before it runs), or an assignment by any array, eager."""
     from gpu_backend.protocol import api
     from gpu_backend.protocol import messages as m
-    from gpu_backend.worker.graph_replay import _eager_by_nature
+    from gpu_backend.worker.eager_ops import eager_by_nature as _eager_by_nature
     from gpu_backend.worker.stretches import Op, Slot
 
     inputs = {1: np.arange(4, dtype=np.int64), 2: np.arange(4, dtype=np.uint8),
