@@ -118,9 +118,9 @@ class StretchGraphs:
         #: the graph of the batch's replay and its entry, to set its next replay up after
         #: the reply
         self._last: tuple | None = None
-        #: the closing reads of a replay run with defer_reads (take_reads)
+        #: the closing reads of a replay run ahead (take_reads)
         self._reads: Any = None
-        #: the write-backs of the inputs a replay run with defer_writes wrote (take_writes)
+        #: the write-backs of the inputs a replay run ahead wrote (take_writes)
         self._writes: list = []
 
     # ------------------------------------------------------------ held stretches
@@ -171,14 +171,13 @@ class StretchGraphs:
 
     # ------------------------------------------------------------ entry
     def run(self, state: GraphState, stretch: HeldStretch, entry: ReplayEntry,
-            results: BatchResults, defer_reads: bool = False,
-            defer_writes: bool = False) -> tuple | None:
+            results: BatchResults, run_ahead: bool = False) -> tuple | None:
         """Run a replay through graphs: (ops run, error entry, False), or None: re-run it.
-        *defer_reads* (a replay run ahead, worker/run_ahead.py): the reads that end the
-        stretch are not made; :meth:`take_reads` hands them over, for :meth:`run_reads`.
-        *defer_writes* (the same): the inputs it writes are not written back, their new
-        values left in the graphs' buffers; :meth:`take_writes` hands the copies over, for
-        :meth:`write_back` once the client asks for the replay."""
+        *run_ahead* (a replay run ahead, worker/run_ahead.py): what would change the client's
+        arrays or wait for the device is left for when the client asks for the replay: the
+        reads that end the stretch are not made (:meth:`take_reads` hands them over, for
+        :meth:`run_reads`), and the inputs it writes are not written back, their new values
+        left in the graphs' buffers (:meth:`take_writes`, for :meth:`write_back`)."""
         if state.stage is Capture.NEVER:
             return None
         arrays = {}
@@ -208,9 +207,8 @@ class StretchGraphs:
         if hosts is None:
             return None
         self.x.phases.mark("replay_fits")   # (its inputs found, its guards passed)
-        done = self._replay(state, stretch, graph, entry, arrays, hosts, results, defer_reads,
-                            defer_writes)
-        if done[1] is None and not defer_reads:   # (what it teaches the next replay: after
+        done = self._replay(state, stretch, graph, entry, arrays, hosts, results, run_ahead)
+        if done[1] is None and not run_ahead:   # (what it teaches the next replay: after
             self._last = (graph, entry)           # the reply; a run ahead's, once answered)
         return done
 
@@ -413,7 +411,7 @@ class StretchGraphs:
     # ------------------------------------------------------------ replay
     def _replay(self, state: GraphState, stretch: HeldStretch, g: StretchGraph,
                 entry: ReplayEntry, arrays: dict, hosts: dict, results: BatchResults,
-                defer_reads: bool = False, defer_writes: bool = False) -> tuple:
+                run_ahead: bool = False) -> tuple:
         tools, first, params = self.tools, entry.first, entry.params
         ahead, changed = g.copies.set_up(tools, g.bufs, arrays)
         if changed:
@@ -460,7 +458,7 @@ class StretchGraphs:
             if x.pacer.release_at_read:   # the stretch's reads next: others may take the device
                 x.pacer.release_before_read(stretch.ops, x.more_work)   # (Pacer.release_before_read)
             done = self._finish(g, stretch.ops, entry, arrays, handout, results,
-                                defer_writes=defer_writes)
+                                run_ahead=run_ahead)
             phases.mark("replay_out")   # (its kept results handed to their handles)
             return done
         # The stretch ends with reads (a value, a download) after its last graph: its kept
@@ -469,10 +467,10 @@ class StretchGraphs:
         # (On an H200 the handout's Python took 30-60 µs that the device spent running the
         # graph.) Nothing after this writes: a read's error is an op's error, no re-run.
         done = self._finish(g, stretch.ops, entry, arrays, handout, results,
-                            defer_writes=defer_writes)
+                            run_ahead=run_ahead)
         phases.mark("replay_out")
         reads = _Reads(state, g, segments[tail:], params, handout, live)
-        if defer_reads and done[1] is None:   # (made when the replay is asked for)
+        if run_ahead and done[1] is None:   # (made when the replay is asked for)
             self._reads = reads
             return done
         if x.pacer.release_at_read:
@@ -482,12 +480,12 @@ class StretchGraphs:
         return done if failed is None else failed
 
     def take_reads(self) -> Any:
-        """The reads a replay run with *defer_reads* left (None: it ended with none)."""
+        """The reads a replay run ahead left (None: it ended with none)."""
         reads, self._reads = self._reads, None
         return reads
 
     def take_writes(self) -> list:
-        """The write-backs a replay run with *defer_writes* left: (input array, the graph's
+        """The write-backs a replay run ahead left: (input array, the graph's
         buffer holding its new value) pairs; empty where it wrote no input."""
         writes, self._writes = self._writes, []
         return writes
@@ -583,9 +581,9 @@ class StretchGraphs:
     # ------------------------------------------------------------ results
     def _finish(self, g: StretchGraph, ran: int, entry: ReplayEntry, arrays: dict,
                 handout: dict, results: BatchResults, error: tuple | None = None,
-                defer_writes: bool = False) -> tuple:
+                run_ahead: bool = False) -> tuple:
         """Hand the kept results of the ops that ran to their handles, copy written inputs
-        back (*defer_writes*: kept for :meth:`take_writes` instead), drop the inputs the
+        back (*run_ahead*: kept for :meth:`take_writes` instead), drop the inputs the
         stretch dropped; the executor's reply figures."""
         tools, table, shape = self.tools, self.x.table, g.shape
         inputs, outs = entry.inputs, entry.outs
@@ -604,11 +602,13 @@ class StretchGraphs:
         self.x.phases.mark("replay_made")   # (the kept results' arrays made and copied)
         if shape.writes:
             written = g.written
-            writes = [(a, g.bufs[n]) for n, a in arrays.items() if written is None or n in written]
-            if defer_writes:
-                self._writes = writes
+            if run_ahead:
+                self._writes = [(a, g.bufs[n]) for n, a in arrays.items()
+                                if written is None or n in written]
             else:
-                self.write_back(writes)
+                for n, a in arrays.items():
+                    if written is None or n in written:
+                        tools.copy(a, g.bufs[n])
         need = entry.need   # (a client that knows the results' metadata wants none of it)
         for n, hid, made in handed:
             table.put(hid, made)

@@ -23,8 +23,8 @@ inputs it writes in place (StretchReplay.ahead_safe: no random draws, no object'
 no ``out=``) is run ahead, and nothing else can change its inputs in between, for only this
 session's messages change its arrays and any message but the matching replay drops the
 run. The inputs it writes (``w -= lr * grad``) are written into its graphs' buffers only,
-and copied into the client's arrays when the client's replay comes (StretchGraphs'
-``defer_writes``): a run that is dropped has changed nothing the client holds. It runs
+and copied into the client's arrays when the client's replay comes (StretchGraphs.run's
+``run_ahead``): a run that is dropped has changed nothing the client holds. It runs
 only where nobody waits for the device behind this session (no lease, or alone on it: the
 pacer's ``in_company``), and its device time is this session's, charged as a replay's.
 """
@@ -81,13 +81,15 @@ def guess_params(before: list | None, last: list) -> list:
     return guess
 
 
+#: the first of the provisional ids a replay run ahead keeps its results under (result
+#: slot n under PROVISIONAL + n): far above any id a client numbers its arrays with
+PROVISIONAL = 1 << 62
+
+
 def max_bytes(memory_limit: int | None) -> int:
     """The most bytes a run ahead's kept results may hold, for a session whose memory is
     limited to *memory_limit* bytes (None: not limited; then MAX_BYTES)."""
     return MAX_BYTES if not memory_limit else max(MAX_BYTES, memory_limit // LIMIT_SHARE)
-#: the first of the provisional ids a replay run ahead keeps its results under (result
-#: slot n under PROVISIONAL + n): far above any id a client numbers its arrays with
-PROVISIONAL = 1 << 62
 
 
 class _Ahead:
@@ -153,13 +155,13 @@ class RunAhead:
             return False
         if graphs is None or pacer.in_company() or x.poisoned_at is not None:
             return False
-        safe = self.safe.get(entry.sid)
+        safe = self.safe.get(sid)
         if safe is None:
-            safe = self.safe[entry.sid] = replay.ahead_safe(entry.sid)
+            safe = self.safe[sid] = replay.ahead_safe(sid)
         if not safe:
             return False
-        stretch = replay.stretches.held.get(entry.sid)
-        state = graphs.states.get(entry.sid)
+        stretch = replay.stretches.held.get(sid)
+        state = graphs.states.get(sid)
         if stretch is None or state is None or state.graph is not g \
                 or g.cost[0] is None or g.cost[0] > self.max_seconds:
             return False
@@ -176,7 +178,7 @@ class RunAhead:
             inputs[n] = hid
         params = guess_params(before, entry.params)
         outs = [PROVISIONAL + n for n in range(len(entry.outs))]
-        guess = ReplayEntry(entry.sid, 0, inputs, params, outs, None, True)
+        guess = ReplayEntry(sid, 0, inputs, params, outs, None, True)
         results = BatchResults(x.table)
         # charged what it measured before, it needs no segment, so no batch of the pacer's
         # (the answer's batch reports); else measured, its time learnt when answered
@@ -199,8 +201,7 @@ class RunAhead:
             x.device.make_room = None
         done = None
         try:   # (its closing reads wait for the device: made when the client asks)
-            done = graphs.run(state, stretch, guess, results, defer_reads=True,
-                              defer_writes=True)
+            done = graphs.run(state, stretch, guess, results, run_ahead=True)
         except Exception:   # (out of memory, say: the client's replay runs as ever)
             done = None
         finally:
@@ -221,7 +222,7 @@ class RunAhead:
             x.poisoned_at, x.poisoned_by, x.op_errors = kept[0], kept[1], kept[2]
             self._free(len(outs))
             return False
-        self.ahead = _Ahead(entry.sid, inputs, params, g, results, done[0], len(outs), reads,
+        self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
                             writes, measured_from)
         return True
 

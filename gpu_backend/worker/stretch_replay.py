@@ -67,8 +67,8 @@ def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
     new arrays, and so does ``copy``); an input, a parameter, or anything an op of another
     kind made (which may return its operand: ``asarray``, ``astype(copy=False)``) is not.
     *inputs_too*: an input, or a view of one so, counts as well (a replay's graphs write
-    an input's buffer, copied back into the client's array at its end: StretchGraphs'
-    ``defer_writes`` leaves that copy for later)."""
+    an input's buffer, copied back into the client's array at its end: StretchGraphs.run
+    leaves that copy for later where it runs ahead)."""
     while True:
         if type(written) is not Slot:
             return False
