@@ -1,7 +1,6 @@
 """Every notebook in examples/ runs top to bottom without an error (nbclient, a real kernel)."""
 
 import atexit
-import os
 import shutil
 import tempfile
 
@@ -20,13 +19,12 @@ def _read(path):
 
 def NotebookClient(nb, kernel_name="python3", **kwargs):
     """nbclient's client, its kernel's channels Unix sockets in a directory of its own
-    (TCP ports picked by jupyter_client and bound later by the kernel raced tests beside
-    it: tests/workbench/test_kernel.py's ``Kernel`` says more)."""
-    from jupyter_client.manager import KernelManager
+    (tests/ipc_kernels.py says why)."""
     from nbclient import NotebookClient
+    from tests.ipc_kernels import ipc_kernel_manager
     directory = tempfile.mkdtemp(prefix="gpuwb-nb-kernel-")
     atexit.register(shutil.rmtree, directory, True)
-    km = KernelManager(kernel_name=kernel_name, transport="ipc", ip=os.path.join(directory, "kernel"))
+    km = ipc_kernel_manager(kernel_name, directory)
     return NotebookClient(nb, km=km, kernel_name=kernel_name, **kwargs)
 
 

@@ -7,9 +7,9 @@ import time
 import jupyter_kernel_test as jkt
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 
 from gpu_backend.pool import LocalPool
+from tests.ipc_kernels import ipc_kernel_manager
 
 
 def test_kernelspec_is_installed():
@@ -50,15 +50,12 @@ class RemoteGPUKernelTests(jkt.KernelTests):
 
 
 class Kernel:
-    """A running remote-GPU kernel and a client, for the tests below. Its channels are Unix
-    sockets in a directory of its own (``transport="ipc"``): with TCP, jupyter_client picks
-    free ports and the kernel binds them later, and a test beside it binding meanwhile took
-    one (a kernel that never started: "Address already in use")."""
+    """A running remote-GPU kernel and a client, for the tests below (its channels Unix
+    sockets in a directory of its own: tests/ipc_kernels.py says why)."""
 
     def __init__(self, env=None):
         self._dir = tempfile.TemporaryDirectory(prefix="gpuwb-kernel-")
-        self.km = KernelManager(kernel_name="remote-gpu", transport="ipc",
-                                ip=os.path.join(self._dir.name, "kernel"))
+        self.km = ipc_kernel_manager("remote-gpu", self._dir.name)
         self.km.start_kernel(env={**os.environ, **(env or {})})
         self.kc = self.km.client()
         self.kc.start_channels()
