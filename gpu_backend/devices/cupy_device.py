@@ -292,10 +292,8 @@ class CupyDevice(Device):
 
     def from_chunks(self, dtype: np.dtype, shape: tuple[int, ...], nbytes: int, chunks) -> Any:
         """Copy each chunk to the GPU as it arrives; ZeroMQ receives the next meanwhile.
-        The array returned owns its memory, as ``cupy.asarray`` of the host array's would
-        (the chunks go into a flat byte view of it: a view returned instead said
-        ``owndata`` False, and a loop's held stretch whose input was a large upload never
-        matched its template's metadata on the client, which has it True; H100 run 47)."""
+        The array owns its memory, as ``cupy.asarray``'s would (a view said ``owndata``
+        False, and loops over a large upload missed their templates: H100 run 47)."""
         from ..protocol.errors import ProtocolError
         out = self.cupy.empty(shape, dtype)   # (nbytes: its shape and dtype's, run_upload's)
         flat = out.reshape(-1).view(self.cupy.uint8)
