@@ -105,6 +105,36 @@ def test_a_user_back_is_forgiven_what_it_would_have_had_beside_those_with_work()
     assert policy.users["c"].vt - before == pytest.approx(0.050 / 5 - policy.credit)
 
 
+def test_a_heavy_user_back_from_its_read_keeps_its_deficit_behind_a_light_user_ahead():
+    """A weight-1 user runs 8 ms of virtual time ahead of a weight-4 one (held back, with
+    its launched work still charged) when the weight-4 user reads: back 0.5 ms later, the
+    weight-4 user keeps its place. The floor of ``bank`` measured in its own weight raised it
+    to 4 ms behind (``bank / 4``), and the weight-4 user of three syncing users 1:2:4 lost
+    0.64 s of 5.4 s to it (H100 run 56). A light user back behind a heavy one is bounded in
+    its own weight, as before."""
+    policy, clock = _policy(a=1, c=4)
+    policy.want("a")
+    policy.want("c")
+    clock.now += 0.016
+    policy.used("a", 0.016)                 # a: 8 ms charged beside c
+    policy.idle("c", 0.0)                   # c reads (it had launched nothing measured yet)
+    before = policy.users["c"].vt
+    assert policy.users["a"].vt - before == pytest.approx(0.008)
+    clock.now += 0.0005
+    policy.want("c", holding=True)
+    assert policy.users["c"].vt == pytest.approx(before)
+    # the other way round: a light user that banked far behind a heavy one comes back at
+    # most bank behind it in its own weight
+    policy, clock = _policy(a=1, c=4)
+    policy.want("a")
+    policy.want("c")
+    policy.idle("a", 0.0)
+    clock.now += 0.400
+    policy.used("c", 0.400)                 # c alone: 100 ms of virtual time
+    policy.want("a", holding=True)
+    assert policy.users["a"].vt == pytest.approx(policy.users["c"].vt - policy.bank)
+
+
 def test_a_user_ahead_is_held_back_only_while_one_behind_has_work():
     policy, clock = _policy(a=1, b=1)
     policy.want("a")
