@@ -328,7 +328,11 @@ class SharePolicy(Policy):
     def _charge(self, session: _Session, busy: float) -> None:
         """A report of *busy* cumulative device seconds, its increase scaled by the mean of
         1/k since the session's last charge (the part of the device it had beside the
-        others), less what was charged ahead of it (``assumed``)."""
+        others), less what was charged ahead of it (``assumed``), which the first report
+        that measures any work settles both ways: an assumption above what was measured is
+        given back. (Kept, as it was, it charged users held back for work they never had:
+        a third of the weight-1 and weight-2 users' releases among three syncing users
+        1:2:4 were assumed more than their next report measured, H100 run 56.)"""
         self._integrate()
         session.charged_at = self.clock()
         delta = busy - session.charged
@@ -340,11 +344,11 @@ class SharePolicy(Policy):
             share[0] = share[1] = 0.0
         if delta > 0:
             session.charged = busy
-            extra = max(0.0, delta * fraction - session.assumed)
+            extra = delta * fraction - session.assumed
+            session.assumed = 0.0
             session.vt += extra
             account = self.users[session.user]
             account.vt += extra / account.weight
-        session.assumed = 0.0
 
     def _charge_lone(self) -> None:
         """Before a request is weighed: a lone session on the device reports every 50 ms;

@@ -400,6 +400,26 @@ def test_a_session_released_with_launched_work_shares_the_device_and_is_charged_
     assert "a" not in policy._on and policy.next_deadline() is None
 
 
+def test_a_release_assumed_above_what_its_work_measured_is_given_back():
+    """a releases with 8 ms (wall) of work estimated still to run beside b and is charged
+    4 ms at once; its work ran 2 ms (measured at its next report, beside b: 1 ms charged).
+    It ends charged what was measured, not what was assumed (a third of the held-back
+    users' releases were assumed more than measured among syncing users 1:2:4, H100 run
+    56), and a report that measured nothing leaves the assumption to the next."""
+    policy, clock = _policy(a=1, b=1)
+    policy.want("a")
+    policy.want("b")
+    clock.now = 0.020
+    policy.used("a", 0.020)                      # a 10 ms, b none yet: a told to stop
+    policy.release("a", 0.020, True, grant=policy.admitted["a"], ahead=0.008)
+    assert policy.users["a"].vt == pytest.approx(0.010 + 0.004)
+    policy.used("a", 0.020)                      # (nothing measured since: still assumed)
+    assert policy.users["a"].vt == pytest.approx(0.014)
+    clock.now = 0.022
+    policy.used("a", 0.022)                      # 2 ms measured beside b: 1 ms its part
+    assert policy.users["a"].vt == pytest.approx(0.010 + 0.001)
+
+
 def _a_held_back_behind_b() -> tuple[SharePolicy, Clock]:
     policy, clock = _policy(a=1, b=1)
     policy.want("a")
