@@ -62,11 +62,11 @@ and the weights are kept by withholding launches from whoever is ahead.
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
   (its virtual time moves up by what a user of its weight with work all along would have
   had beside the users with work, ``dt / (W + w)`` for ``W`` their weights and ``w`` its own,
-  less ``credit / weight``), and it never comes back more than ``BANK`` behind any user with
-  work, weighted by the lesser of the two weights (``_bank_floor``). A loop that syncs
-  every few milliseconds is away a few hundred microseconds at a time and keeps its place (``fair``'s rule, ``vt = max(vt, m - credit /
-  weight)``, forgave a weight-2 loop's deficit at every read in the simulation and it got
-  1:1, and measuring its deficit against ``m`` at its departure forgave the others' progress
+  less ``credit / weight``), and it never comes back more than ``BANK`` behind the users
+  with work, weighted by the lesser of two users' weights (``_bank_floor``). A loop that
+  syncs every few milliseconds is away a few hundred microseconds at a time and keeps its
+  place (``fair``'s rule, ``vt = max(vt, m - credit / weight)``, forgave a weight-2 loop's
+  deficit at every read in the simulation and it got 1:1, and measuring its deficit against ``m`` at its departure forgave the others' progress
   while it was away); a user that pauses often banks at most ``BANK``. (Forgiven the advance
   of the others' clock, ``dt / W``, a user away while fewer users had work was forgiven more
   than it would ever have had: users 1:2:4 whose round trips took 3 ms got 0.17 / 0.33 /
@@ -90,8 +90,8 @@ __all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP"]
 #: milliseconds: shorter, a pair of users flips at every report; longer, the shares over a
 #: second drift (a 2 ms window on users 1:2:4 is a swing of at most 2 ms in a second).
 WINDOW = 0.004
-#: Most device seconds (weighted by the lesser of the two users' weights) a user back from
-#: idle may be behind any user with work: four windows (an interactive user, back every
+#: Most device seconds (weighted by the lesser of two users' weights) a user back from idle
+#: may be behind the users with work: four windows (an interactive user, back every
 #: 10 ms having used little, would otherwise bank credit at every pause).
 BANK = 4 * WINDOW
 #: Most wall seconds a session that said ``idle`` is counted on the device for its launched
@@ -407,8 +407,10 @@ class SharePolicy(Policy):
 
     def _bank_floor(self, weight: float) -> float | None:
         """The least virtual time a user of *weight* back from idle may come back with:
-        ``bank`` behind each user with work (or anticipated), measured in the lesser of the
-        two weights (None: nobody). In its own weight alone, the floor took a heavy user's
+        ``bank`` behind the users with work (or anticipated), each measured in the lesser of
+        its weight and *weight*, the loosest of these (None: nobody). Where no user with work
+        weighs less than it, that is ``bank / weight`` behind the least virtual time, as
+        before. In its own weight alone, the floor took a heavy user's
         deficit away at its reads: a weight-1 user held back ran up to 8 ms of virtual time
         ahead of a weight-4 one, twice the 4 ms (``bank / 4``) the weight-4 user could then
         be behind, and the weight-4 user of three syncing users 1:2:4 was raised 1-9 ms at
@@ -416,7 +418,7 @@ class SharePolicy(Policy):
         0.556 of their work). A light user back behind a heavy one is bounded as before."""
         floors = [u.vt - self.bank / min(u.weight, weight) for u in self.users.values()
                   if u.runnable(self.sessions) or self.anticipation.expected(u.name)]
-        return max(floors) if floors else None
+        return min(floors) if floors else None
 
     def _advance_min_vt(self) -> None:
         runnable = [u.vt for u in self.users.values() if u.runnable(self.sessions)]
