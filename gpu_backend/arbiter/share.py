@@ -410,15 +410,19 @@ class SharePolicy(Policy):
         ``bank`` behind the users with work (or anticipated), each measured in the lesser of
         its weight and *weight*, the loosest of these (None: nobody). Where no user with work
         weighs less than it, that is ``bank / weight`` behind the least virtual time, as
-        before. In its own weight alone, the floor took a heavy user's
-        deficit away at its reads: a weight-1 user held back ran up to 8 ms of virtual time
-        ahead of a weight-4 one, twice the 4 ms (``bank / 4``) the weight-4 user could then
-        be behind, and the weight-4 user of three syncing users 1:2:4 was raised 1-9 ms at
-        one read in four, 0.64 s of the 5.4 s the device ran (H100 run 56: 0.152 / 0.293 /
-        0.556 of their work). A light user back behind a heavy one is bounded as before."""
-        floors = [u.vt - self.bank / min(u.weight, weight) for u in self.users.values()
-                  if u.runnable(self.sessions) or self.anticipation.expected(u.name)]
+        before. In its own weight alone, the floor took a heavy user's deficit away at its
+        reads: a weight-1 user held back ran up to 8 ms of virtual time ahead of a weight-4
+        one, twice the 4 ms (``bank / 4``) the weight-4 user could then be behind, and the
+        weight-4 user of three syncing users 1:2:4 was raised 1-9 ms at one read in four,
+        0.64 s of the 5.4 s the device ran (H100 run 56: 0.152 / 0.293 / 0.556 of their
+        work)."""
+        floors = [u.vt - self.bank / min(u.weight, weight) for u in self._counted()]
         return min(floors) if floors else None
+
+    def _counted(self) -> list:
+        """The users with work or anticipated back (those a user behind holds back)."""
+        return [u for u in self.users.values()
+                if u.runnable(self.sessions) or self.anticipation.expected(u.name)]
 
     def _advance_min_vt(self) -> None:
         runnable = [u.vt for u in self.users.values() if u.runnable(self.sessions)]
@@ -427,8 +431,7 @@ class SharePolicy(Policy):
 
     def _least_vt(self) -> float | None:
         """The least virtual time of the users with work or anticipated (None: nobody)."""
-        with_work = [u.vt for u in self.users.values()
-                     if u.runnable(self.sessions) or self.anticipation.expected(u.name)]
+        with_work = [u.vt for u in self._counted()]
         return min(with_work) if with_work else None
 
     def lag(self, user: str, least: float | None = None) -> float:
