@@ -4,9 +4,9 @@ machine's load as a timing on a 2-core VM does.
 
     python benchmarks/worker_instructions.py [--loops chain20,hot_sync] [--sides early,noearly]
         [--modes asked,ahead] [--iterations 200] [--warmup 60] [--repeats 1] [--json FILE]
-        [--keep DIR]
+        [--keep DIR] [--policy share]
 
-A pool (``ServedPool("none", "cpu")``, its own process, no spare workers) per mode starts
+A pool (``ServedPool(policy, "cpu")``, ``--policy`` none unless told, its own process, no spare workers) per mode starts
 each session's worker under ``valgrind --tool=callgrind`` with its instrumentation off
 (``GPUWB_WORKER_CALLGRIND``, worker/settings.py: the worker re-runs itself so). Each run is
 one plain client process that opens a session on the pool's same-host door
@@ -176,6 +176,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--json", help="also write the result here")
     parser.add_argument("--keep", help="a folder to keep callgrind's files in (callgrind_annotate)")
+    parser.add_argument("--policy", default="none",
+                        help="the pool's policy (share, the pool's default: a lone session holds a "
+                             "lease and its pacer reads it; none: no lease)")
     args = parser.parse_args()
     if args.client:
         address, loop, warmup, n, pause = args.client   # (a token may begin with "-")
@@ -190,7 +193,7 @@ def main() -> int:
         print(f"{'loop':9s} {'side':8s} {'mode':6s} worker instructions per replayed message")
         for mode in args.modes.split(","):
             pause, run_ahead = MODES[mode]
-            pool = ServedPool("none", "cpu", env={"GPUWB_WORKER_CALLGRIND": workdir,
+            pool = ServedPool(args.policy, "cpu", env={"GPUWB_WORKER_CALLGRIND": workdir,
                                                   "GPUWB_SPARE_WORKERS": "0",
                                                   "GPUWB_READY_TIMEOUT": "600",
                                                   "GPUWB_RUN_AHEAD_US": run_ahead})
