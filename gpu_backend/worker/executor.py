@@ -122,6 +122,7 @@ class Executor:
         self.bytes_out = 0
         self.peak_memory = 0
         self._ended: int | None = None   # ops of the batch whose after_reply() is due
+        self._launched = True   # whether that batch was the pacer's (not answered ahead alone)
         #: where the worker's phases are told (worker/phases.py; the default records nothing)
         self.phases: PhaseRecorder = NO_PHASES
         self._is_array = device.is_array
@@ -194,20 +195,27 @@ class Executor:
         error = None
         executed = 0
         timer = self.device.start_timer() if header.get("g") else None
-        if self.poisoned_at is None and not cancelled and type(count) is int and count > 0 \
-                and not self.pacer.begin_batch(self.cancelled):
+        entry = header.get("T")
+        # a replay answered from the one run ahead launches nothing: alone (nobody paced
+        # against this session), it needs no batch of the pacer's (issue 50: "a lone session
+        # pays for no pacing it does not need"); its work was paced and charged when it ran
+        answered = replay.answerable(entry, header.get("S") == 1) \
+            if entry is not None and self.poisoned_at is None and not cancelled \
+            and not self.pacer.in_company() else None
+        self._launched = answered is None
+        if answered is None and self.poisoned_at is None and not cancelled \
+                and type(count) is int and count > 0 and not self.pacer.begin_batch(self.cancelled):
             cancelled = True   # cancelled (or orphaned) while waiting for the device
         phases = self.phases
         phases.mark("begun")   # the pacer's begin_batch (and the lease, if any)
-        entry = header.get("T")
         held = None
         graphed = False   # (a replay the worker skipped, cancelled or re-ran from its records)
         if self.poisoned_at is None and not cancelled:
             try:
                 if entry is not None:
                     self._free_first(header.get("F"))
-                    executed, error, cancelled, graphed = replay.run(entry, iter(payload), results,
-                                                                     header.get("S") == 1)
+                    executed, error, cancelled, graphed = replay.run(
+                        entry, iter(payload), results, header.get("S") == 1, answered)
                     self._free_only(ops)   # (the client's frees of the stretch, after it)
                 else:   # (a batch that split an op is not held: its graph would run the op whole)
                     replay.drop_ahead()   # (it may change what a replay run ahead read)
@@ -327,7 +335,10 @@ class Executor:
         executed, self._ended = self._ended, None
         if executed is None:
             return
-        self.pacer.end_batch(executed, self.more_work)
+        if self._launched:
+            self.pacer.end_batch(executed, self.more_work)
+        else:
+            self.pacer.end_unlaunched()
         self.phases.mark("end_batch")
         self.replay.after_reply()
         used = self.device.memory_used()

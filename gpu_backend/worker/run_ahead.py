@@ -227,20 +227,22 @@ class RunAhead:
         return True
 
     # ------------------------------------------------------------ answering
-    def answer(self, stretch: HeldStretch, entry: ReplayEntry, results: BatchResults) -> tuple | None:
+    def answer(self, stretch: HeldStretch, entry: ReplayEntry, results: BatchResults,
+               matched: bool = False) -> tuple | None:
         """The client's replay *entry* has come: if it is the one run ahead, its answer,
         ``(ops run, None, False)``, its results under the client's handles and its values
-        in *results*; else None (what was run ahead is dropped, the replay runs as ever)."""
-        ahead, self.ahead = self.ahead, None
+        in *results*; else None (what was run ahead is dropped, the replay runs as ever).
+        *matched*: :meth:`matches` said so already."""
+        ahead = self.ahead
         if ahead is None:
             return None
-        if entry.sid != ahead.sid or entry.inputs != ahead.inputs \
-                or not same_params(entry.params, ahead.params) \
-                or self.replay.graphs.states[entry.sid].graph is not ahead.graph:
+        if not matched and not self.matches(entry):
+            self.ahead = None
             if entry.sid == ahead.sid:
                 self._missed(entry.sid)
             self._free(ahead.slots)
             return None
+        self.ahead = None
         self._misses[entry.sid] = 0
         graphs = self.replay.graphs
         graphs.write_back(ahead.writes)   # (the inputs it wrote: the client's now)
@@ -265,6 +267,14 @@ class RunAhead:
         graphs.replayed(ahead.graph, entry)
         self.hits += 1
         return ahead.ran, None, False
+
+    def matches(self, entry: ReplayEntry) -> bool:
+        """Whether the client's replay *entry* is the one run ahead (its stretch, inputs and
+        parameters, and the graphs it ran): :meth:`answer` would answer it. Changes nothing."""
+        ahead = self.ahead
+        return ahead is not None and entry.sid == ahead.sid and entry.inputs == ahead.inputs \
+            and same_params(entry.params, ahead.params) \
+            and self.replay.graphs.states[entry.sid].graph is ahead.graph
 
     def _missed(self, sid: int) -> None:
         """A run ahead of *sid* that its client's replay did not match: MAX_MISSES in a row

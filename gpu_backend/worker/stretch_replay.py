@@ -112,6 +112,7 @@ class StretchReplay:
         self.graphed = 0      # of which served by graphs
         self.fallbacks = 0    # of which a captured graph could not serve (re-run instead)
         self.paced = 0        # of which re-run, paced, for others share the device (UNPACED_REPLAY)
+        self.alone_answers = 0   # answered from the one run ahead with no batch of the pacer's
         #: the device seconds from which a replay beside other sessions is paced (None:
         #: never, or SHARE_UNPACED_REPLAY under a standing grant; ``GPUWB_UNPACED_REPLAY_US``;
         #: 0: every one, as the tests on the NumPy
@@ -209,23 +210,39 @@ class StretchReplay:
         if self.graphs is not None:
             self.graphs.forget(sids)
 
-    def run(self, raw: Any, payload: Iterator, results: BatchResults, early: bool = False) -> tuple:
+    def answerable(self, raw: Any, early: bool = False) -> tuple | None:
+        """The held stretch and entry of the replay *raw* (header ``T``) where it is the one
+        run ahead (:meth:`RunAhead.matches`): answered, it launches nothing on the device, so
+        a session alone needs no batch of its pacer for it (Executor.run_batch). Else None,
+        and nothing changed (a malformed entry is refused again by :meth:`run`)."""
+        ahead = self.ahead.ahead
+        if ahead is None or type(raw) is not list or not raw or raw[0] != ahead.sid:
+            return None
+        try:
+            parsed = self.stretches.entry(raw, early)
+        except Exception:
+            return None
+        return parsed if self.ahead.matches(parsed[1]) else None
+
+    def run(self, raw: Any, payload: Iterator, results: BatchResults, early: bool = False,
+            parsed: tuple | None = None) -> tuple:
         """Run a held stretch again (header ``T``, *raw*; *early*: header ``S``, its dropped
         inputs kept): through its graphs where they serve, else as the records the client
-        would have sent. Returns (ops run, error entry, cancelled, whether its graphs
-        served it)."""
+        would have sent. *parsed*: its (stretch, entry), read already (:meth:`answerable`).
+        Returns (ops run, error entry, cancelled, whether its graphs served it)."""
         x = self.x
         try:
-            stretch, entry = self.stretches.entry(raw, early)
+            stretch, entry = parsed if parsed is not None else self.stretches.entry(raw, early)
         except Exception as exc:
             self.drop_ahead()
             return 0, x.record_error(None, exc), False, False
         x.phases.mark("replay_entry")   # (the replay's entry read against its stretch)
         self.replays += 1
         if self.ahead.ahead is not None:   # (run already, if it is the one run ahead)
-            done = self.ahead.answer(stretch, entry, results)
+            done = self.ahead.answer(stretch, entry, results, parsed is not None)
             if done is not None:
                 self.graphed += 1
+                self.alone_answers += parsed is not None
                 return (*done, True)
         pacer = x.pacer
         graphs = self.graphs
@@ -373,6 +390,7 @@ class StretchReplay:
         return {"held": len(self.stretches.held), "replays": self.replays,
                 "graphed": self.graphed, "fallbacks": self.fallbacks, "paced": self.paced,
                 "ahead": self.ahead.hits, "ahead_missed": self.ahead.missed,
+                "ahead_alone": self.alone_answers,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0}

@@ -1,0 +1,83 @@
+"""A lone session's replays answered from the one run ahead under ``share``, the pool's
+default policy: its worker holds a lease, and a replay answered so launches nothing on the
+device, so it runs no batch of the pacer's (Executor.run_batch, Pacer.end_unlaunched; issue
+50's "a lone session pays for no pacing it does not need"). Its results are what the ops
+give, and the session's next batches, paced as ever, too.
+
+``test_run_ahead.py`` runs the same loops on a pool without leases (policy ``none``)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+
+from ..differential import TEST_DEVICES, assert_bitwise
+from ..quiet_gc import no_collection
+
+STEPS = 40
+#: the user's own Python between iterations: the worker runs the next replay ahead meanwhile
+PAUSE = 0.001
+
+
+@pytest.fixture(scope="module")
+def pool():
+    saved = os.environ.get("GPUWB_RUN_AHEAD_US")
+    os.environ["GPUWB_RUN_AHEAD_US"] = "1e9"   # (the NumPy device's host-timed replays qualify)
+    try:
+        with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
+                       policy="share") as p:
+            yield p
+    finally:
+        if saved is None:
+            os.environ.pop("GPUWB_RUN_AHEAD_US", None)
+        else:
+            os.environ["GPUWB_RUN_AHEAD_US"] = saved
+
+
+def _loop_then_more(cp):
+    """A syncing loop whose scalar steps (guessed for the run ahead), then ops of another
+    kind on its result: a batch of the pacer's after the unpaced answers."""
+    x = cp.arange(1000, dtype=cp.float32) / 7
+    y = cp.ones(1000, dtype=cp.float32)
+    out = []
+    for step in range(STEPS):
+        y = (x * (step * 0.5) + y) * 0.5
+        out.append(float(y.sum()))
+        time.sleep(PAUSE)
+    z = cp.sqrt(cp.abs(y)) - cp.flip(x)
+    return out + [float(z.max()), z.get(), y.get()]
+
+
+def test_a_lone_sessions_replays_answered_ahead_run_no_pacer_batch_and_stay_bitwise(pool):
+    with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False)) as s:
+        with no_collection():
+            got = _loop_then_more(module_for(s))
+        figures = s.memory_info()["stretches"]
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        with no_collection():
+            want = _loop_then_more(module_for(s))
+    assert_bitwise(got, want)
+    assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
+    # alone, every replay answered from the run ahead took the lone path
+    assert figures["ahead_alone"] == figures["ahead"], figures
+
+
+def test_an_early_replay_answered_ahead_alone_is_bitwise_too(pool):
+    """Early replay on (the replay sent at the stretch's first op, the default)."""
+    with Session(pool.address, pool.token,
+                 settings=SessionSettings(replay_measured=False, early_replay=True)) as s:
+        with no_collection():
+            got = _loop_then_more(module_for(s))
+        figures = s.memory_info()["stretches"]
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        with no_collection():
+            want = _loop_then_more(module_for(s))
+    assert_bitwise(got, want)
+    assert figures["ahead_alone"] == figures["ahead"], figures
