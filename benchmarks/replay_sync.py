@@ -1,6 +1,6 @@
 """Stretch replay on and off, per iteration, side by side with local CuPy in one run.
 
-    python benchmarks/replay_sync.py [--devices auto] [--reps 2000] [--json out.json]
+    python benchmarks/replay_sync.py [--devices auto] [--reps 2000] [--json out.json] [--policy fair]
         [--transports ipc,ipc-noearly,ipc-nofast,ipc-nographs] [--loops hot_sync,stencil] [--quick]
 
 For two loops — the hot sync ``float((x + 1).sum())`` on 1 000 float32 and a 512 x 512
@@ -92,6 +92,8 @@ def main(argv=None):
     parser.add_argument("--loops", default=",".join(LOOPS), help="of " + ",".join(LOOPS))
     parser.add_argument("--quick", action="store_true", help="200 reps, for a smoke run")
     parser.add_argument("--own-pools", action="store_true", help=OWN_POOLS_HELP)
+    parser.add_argument("--policy", default="fair",
+                        help="the pool's policy (share is the pool's default; fair as in earlier runs)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     if args.quick:
@@ -109,7 +111,7 @@ def main(argv=None):
         out["gpu"] = name.decode() if isinstance(name, bytes) else name
         out["cupy"] = local.__version__
     rows = {}
-    with sessions_for("fair", args.devices, args.transports, own_pools=args.own_pools) as sessions:
+    with sessions_for(args.policy, args.devices, args.transports, own_pools=args.own_pools) as sessions:
         out["pool_device"] = next(iter(sessions.values())).device
         for loop in loops:
             make = LOOPS[loop]
