@@ -338,7 +338,7 @@ class Executor:
         if self._launched:
             self.pacer.end_batch(executed, self.more_work)
         else:
-            self.pacer.end_unlaunched()
+            self.pacer.end_unlaunched(self.more_work)
         self.phases.mark("end_batch")
         self.replay.after_reply()
         used = self.device.memory_used()

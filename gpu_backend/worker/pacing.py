@@ -719,16 +719,20 @@ class Pacer:
             return
         lease.report(self.busy, self.per_op)
 
-    def end_unlaunched(self) -> None:
+    def end_unlaunched(self, more_work: Callable[[], bool]) -> None:
         """After a batch that launched nothing while this session was alone (a replay
         answered from the one run ahead: its work was paced and charged when it ran):
-        nothing to mark, measure, hand over or say. Finished segments are accounted and the
-        arbiter's messages taken in when it is time to look (a word of company ends the
-        lone path: Executor.run_batch). Out of work, it says so from its idle loop, as
-        after any batch (``idle``)."""
+        nothing to mark, measure or say. Finished segments are accounted and the arbiter's
+        messages taken in when it is time to look (a word of company ends the lone path:
+        Executor.run_batch); told meanwhile that others wait (a yield, or the baton's
+        word), the batch ends as any batch does, handing the device over. Out of work, it
+        says so from its idle loop, as after any batch (``idle``)."""
         self.harvest()
-        if self.lease is not None and self.lease.holding:
+        lease = self.lease
+        if lease is not None and lease.holding:
             self._read_lease()
+            if self._contended():
+                self.end_batch(0, more_work)
 
     def write_trace(self, directory: str, name: str) -> None:
         """Write the trace (if kept) to DIRECTORY/NAME.jsonl."""

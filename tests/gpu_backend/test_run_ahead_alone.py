@@ -4,7 +4,9 @@ device, so it runs no batch of the pacer's (Executor.run_batch, Pacer.end_unlaun
 50's "a lone session pays for no pacing it does not need"). Its results are what the ops
 give, and the session's next batches, paced as ever, too.
 
-``test_run_ahead.py`` runs the same loops on a pool without leases (policy ``none``)."""
+A session told that others wait while it answers so hands the device over at that batch's
+end, as after any batch (``Pacer.end_unlaunched``). ``test_run_ahead.py`` runs the same
+loops on a pool without leases (policy ``none``)."""
 
 from __future__ import annotations
 
@@ -12,14 +14,20 @@ import os
 import time
 
 import pytest
+import zmq
 
+from gpu_backend.arbiter.service import Arbiter
+from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.pool import LocalPool
+from gpu_backend.worker.lease import DeviceLease
+from gpu_backend.worker.pacing import Pacer
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 
 from ..differential import TEST_DEVICES, assert_bitwise
 from ..quiet_gc import no_collection
+from ..waiting import until
 
 STEPS = 40
 #: the user's own Python between iterations: the worker runs the next replay ahead meanwhile
@@ -81,3 +89,36 @@ def test_an_early_replay_answered_ahead_alone_is_bitwise_too(pool):
             want = _loop_then_more(module_for(s))
     assert_bitwise(got, want)
     assert figures["ahead_alone"] == figures["ahead"], figures
+
+
+def test_a_lone_holder_preempted_by_then_hands_over_after_its_unlaunched_answer():
+    """Real arbiter thread (``fair``), real leases: the holder, alone, took the lone path
+    (no batch of its pacer's); a newcomer with credit asks meanwhile. At the answer's end
+    the holder, told by the baton's word, releases the device, and the newcomer is granted:
+    it waits for no further replay of the holder's."""
+    ctx = zmq.Context()
+    arbiter = Arbiter(ctx, "fair", ["cpu:0"]).start()
+    leases = []
+    try:
+        arbiter.attach("wa", "cpu:0", "sa", "busy", 1.0)
+        arbiter.attach("wi", "cpu:0", "si", "interactive", 1.0)
+        holder = DeviceLease(ctx, arbiter.address, "wa", arbiter.baton_path)
+        newcomer = DeviceLease(ctx, arbiter.address, "wi", arbiter.baton_path)
+        leases += [holder, newcomer]
+        pacer = Pacer(NumpyDevice(), holder)
+        assert pacer.begin_batch(lambda: False) and holder.holding
+        holder.report(0.2)                                     # 200 ms of device time used
+        pacer.end_batch(0, lambda: False)
+        assert until(lambda: arbiter.snapshot.get("cpu:0", {}).get("users", {})
+                      .get("busy", {}).get("vt", 0.0) >= 0.2)
+        assert holder.holding
+        newcomer._send({"t": "want"})                          # back from idle, with credit
+        assert until(lambda: holder.baton.preempted(holder.slot, holder.grant))
+        pacer.end_unlaunched(lambda: True)                     # (its client's next batch waits)
+        assert not holder.holding                              # handed over, asking again
+        assert newcomer.acquire(0.0, lambda: False)
+    finally:
+        for lease in leases:
+            lease.close()
+        arbiter.stop()
+        ctx.term()
