@@ -1,6 +1,6 @@
 #!/bin/bash
 # seventeenth session, run 66: issue 51 beside issue 50's change: the lone path (a lone session's answers from its
-# run ahead without the pacer's batch, 6a9332b, and its hand-over when told others wait, 41ba40a) against the
+# run ahead without the pacer's batch, 6a9332b, and its hand-over when told others wait, 41ba40a, in history as f3135ce after a rewrite that dropped a trace file; the same tree) against the
 # session's start (d34c6f0), share beside none: a lone syncing user (the lone path's case), syncing users 1:2:4
 # and the interactive user beside 2048² GEMMs (company arriving), one pass each side.
 # Before the call, here: clean exports of HEAD (.gpu/clean) and d34c6f0 (.gpu/before); run(command="bash .gpu/run66.sh", carry=[".whl", ".gpu"])
