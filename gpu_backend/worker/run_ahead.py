@@ -39,12 +39,19 @@ from .batch_results import BatchResults
 from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry
 
-__all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes",
+__all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "READ_NOW_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes",
            "MAX_MISSES", "SIT_OUT", "guess_params"]
 
 #: the most device time a replay run ahead may take (its last measured one's: Pacer.
 #: replay_estimate): a run the client never asks for (the loop ended) wastes at most this
 MAX_SECONDS = 0.002
+#: the most device time (its last measured replay's) of a replay run ahead whose closing
+#: reads (``float`` of a result, ``item``) are made at once, waiting for the device, instead
+#: of when the client's replay comes (``GPUWB_READ_AHEAD_US``): the worker would otherwise wait
+#: for the client's next message, and the answer then skips the reads (a device-to-host copy
+#: and its call, ~15 µs of an H100 host's worker on the loop's path; run 65). Longer replays'
+#: reads would keep the worker from the next message: they wait for the client's replay.
+READ_NOW_SECONDS = 50e-6
 #: the most bytes its kept results may hold beside the last ones: MAX_BYTES, or a
 #: LIMIT_SHARE-th of the session's memory limit where that is more (``max_bytes``). A
 #: run the client never asks for holds them until its next message. (16 MiB alone kept a
@@ -97,7 +104,7 @@ class _Ahead:
     its graph, and its results (values numbered from 0, arrays under provisional ids)."""
 
     __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
-                 "writes", "measured_from")
+                 "writes", "measured_from", "read_values")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
                  ran: int, slots: int, reads: Any, writes: list,
@@ -110,6 +117,9 @@ class _Ahead:
         self.writes = writes
         #: the pacer's device time before it, where it is measured (Pacer.replay_estimate)
         self.measured_from = measured_from
+        #: its closing reads' values, numbered from 0, where they were made at once (then
+        #: ``reads`` is None: RunAhead.start, READ_NOW_SECONDS)
+        self.read_values: list | None = None
 
 
 class RunAhead:
@@ -131,6 +141,11 @@ class RunAhead:
         self._sitting: dict[int, int] = {}
         #: the most device time a replay run ahead may take (GPUWB_RUN_AHEAD_US; 0: none)
         self.max_seconds = MAX_SECONDS
+        #: ... and one whose closing reads are made at once (GPUWB_READ_AHEAD_US; 0: none)
+        self.read_now_seconds = READ_NOW_SECONDS
+        #: runs ahead whose closing reads were made at once, and those whose reads failed
+        #: or warned then (made again when the client asked)
+        self.read_now = self.read_later = 0
 
     def forget(self) -> None:
         """The held stretches changed (some let go): what was learnt of each goes."""
@@ -222,8 +237,15 @@ class RunAhead:
             x.poisoned_at, x.poisoned_by, x.op_errors = kept[0], kept[1], kept[2]
             self._free(len(outs))
             return False
-        self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
-                            writes, measured_from)
+        ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
+                                    writes, measured_from)
+        if reads is not None and g.cost[0] is not None and g.cost[0] <= self.read_now_seconds:
+            values = graphs.read_now(reads)   # (None: one failed or warned; made when asked)
+            if values is not None:
+                ahead.reads, ahead.read_values = None, values
+                self.read_now += 1
+            else:
+                self.read_later += 1
         return True
 
     # ------------------------------------------------------------ answering
@@ -255,6 +277,9 @@ class RunAhead:
         first = entry.first
         for seq, value in ahead.results.values:
             results.value(first + seq, value)
+        if ahead.read_values is not None:   # (its closing reads, made when it ran)
+            for seq, value in ahead.read_values:
+                results.value(first + seq, value)
         if not entry.early:   # (a replay sent at its run's end: the inputs it drops go now)
             for n in ahead.graph.shape.input_frees:
                 table.free(entry.inputs[n])

@@ -113,6 +113,8 @@ class WorkerServer(SessionMoves):
             self.executor.replay.graphs.copy_tables = settings.copy_tables
         if settings.run_ahead is not None:
             self.executor.replay.ahead.max_seconds = settings.run_ahead
+        if settings.read_ahead is not None:
+            self.executor.replay.ahead.read_now_seconds = settings.read_ahead
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop

@@ -75,6 +75,10 @@ class WorkerSettings:
     #: (worker/run_ahead.py; None: its MAX_SECONDS); ``0`` runs none ahead (a diagnostic,
     #: benchmarks/worker_phases.py's and held_loops.py's side ``noahead``)
     run_ahead: float | None = None
+    #: ``GPUWB_READ_AHEAD_US``: the most device time (µs, as last measured) of a replay run
+    #: ahead whose closing reads are made at once (worker/run_ahead.py; None: its
+    #: READ_NOW_SECONDS); ``0`` makes them when the client asks, as before (a diagnostic)
+    read_ahead: float | None = None
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -94,6 +98,7 @@ class WorkerSettings:
         piece = env.get("GPUWB_SPLIT_PIECE_US")
         unpaced = env.get("GPUWB_UNPACED_REPLAY_US")
         ahead = env.get("GPUWB_RUN_AHEAD_US")
+        read_ahead = env.get("GPUWB_READ_AHEAD_US")
         return cls(phases_dir=env.get("GPUWB_WORKER_PHASES") or None,
                    profile_dir=env.get("GPUWB_WORKER_PROFILE") or None,
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
@@ -112,7 +117,8 @@ class WorkerSettings:
                    copy_tables=(env.get("GPUWB_COPY_TABLES") or "1").strip().lower()
                    not in ("0", "off", "false", "no"),
                    unpaced_replay=float(unpaced) * 1e-6 if unpaced else None,
-                   run_ahead=float(ahead) * 1e-6 if ahead else None)
+                   run_ahead=float(ahead) * 1e-6 if ahead else None,
+                   read_ahead=float(read_ahead) * 1e-6 if read_ahead else None)
 
 
 def environ_under_callgrind() -> dict[str, str]:

@@ -5,7 +5,9 @@ device, so it runs no batch of the pacer's (Executor.run_batch, Pacer.end_unlaun
 give, and the session's next batches, paced as ever, too.
 
 A session told that others wait while it answers so hands the device over at that batch's
-end, as after any batch (``Pacer.end_unlaunched``). ``test_run_ahead.py`` runs the same
+end, as after any batch (``Pacer.end_unlaunched``). A short replay run ahead makes its
+closing reads at once (``READ_NOW_SECONDS``): their values are what the client's replay would
+read, and a read that fails then fails when the client asks, as before. ``test_run_ahead.py`` runs the same
 loops on a pool without leases (policy ``none``)."""
 
 from __future__ import annotations
@@ -49,6 +51,24 @@ def pool():
             os.environ["GPUWB_RUN_AHEAD_US"] = saved
 
 
+@pytest.fixture(scope="module")
+def reading_pool():
+    """A pool whose workers also make a run ahead's closing reads at once, whatever its
+    device time (on the NumPy device it is the host's, above READ_NOW_SECONDS on a slow VM)."""
+    saved = {name: os.environ.get(name) for name in ("GPUWB_RUN_AHEAD_US", "GPUWB_READ_AHEAD_US")}
+    os.environ["GPUWB_RUN_AHEAD_US"] = os.environ["GPUWB_READ_AHEAD_US"] = "1e9"
+    try:
+        with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
+                       policy="share") as p:
+            yield p
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _loop_then_more(cp):
     """A syncing loop whose scalar steps (guessed for the run ahead), then ops of another
     kind on its result: a batch of the pacer's after the unpaced answers."""
@@ -89,6 +109,53 @@ def test_an_early_replay_answered_ahead_alone_is_bitwise_too(pool):
             want = _loop_then_more(module_for(s))
     assert_bitwise(got, want)
     assert figures["ahead_alone"] == figures["ahead"], figures
+
+
+def _both(pool, loop):
+    """*loop* on a session of *pool* and on one without replay: both results, and the
+    first session's stretch figures."""
+    with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False)) as s:
+        with no_collection():
+            got = loop(module_for(s))
+        figures = s.memory_info()["stretches"]
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        with no_collection():
+            want = loop(module_for(s))
+    return got, want, figures
+
+
+def test_a_run_aheads_reads_made_at_once_give_what_the_ops_give(reading_pool):
+    got, want, figures = _both(reading_pool, _loop_then_more)
+    assert_bitwise(got, want)
+    assert figures["ahead_read"] >= 1 and figures["ahead_alone"] == figures["ahead"], figures
+
+
+def test_a_read_that_fails_when_made_at_once_fails_when_the_client_asks(reading_pool):
+    """A loop-carried count goes round 1, 2, 3, 4, 0, and the value read is infinite when
+    it is 4 (``inf ** 1``, which no NumPy warning announces): ``int`` of it fails at every
+    fifth step, in the worker. A run ahead of such a step reads at once, fails, leaves
+    nothing, and the client's replay reads again: the same error at the same steps, and
+    the loop goes on."""
+    def overflowing(cp):
+        y = cp.zeros(1, dtype=cp.float64)
+        big = cp.full(1, cp.inf)
+        out = []
+        for _ in range(40):
+            y = (y + 1.0) % 5.0
+            try:
+                out.append(int((big ** ((y > 3.0) * 1.0) + y).sum()))   # (1 + y, or inf)
+            except OverflowError as exc:
+                out.append(type(exc).__name__)
+            time.sleep(PAUSE)
+        return out, [float((y + 1).sum()), cp.arange(5).get()]
+
+    got, want, figures = _both(reading_pool, overflowing)
+    assert got[0] == want[0]   # (ints while the value is finite, the error's name where not)
+    assert got[0] == [2, 3, 4, "OverflowError", 1] * 8
+    assert_bitwise(got[1], want[1])
+    # (read at once at the finite steps; a run ahead of an infinite one read, failed, and
+    # the client's replay read again)
+    assert figures["ahead_read"] >= 1 and figures["ahead_read_later"] >= 1, figures
 
 
 def test_a_lone_holder_preempted_by_then_hands_over_after_its_unlaunched_answer():
