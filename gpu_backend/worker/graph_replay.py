@@ -527,8 +527,8 @@ class StretchGraphs:
             for seg in reads.segments:
                 self._run_eager(seg.ops, reads.graph, 0, reads.params, reads.handout,
                                 results, reads.live)
-        except _OpError:
-            return None
+        except Exception:   # (an op's error, _OpError; anything else is left for then too:
+            return None     # this runs after a reply, where nothing may be raised)
         finally:
             x.seq = seq
             failed = results.downloads or len(x._warnings) != warned
