@@ -11,21 +11,20 @@ the next replay, as a notebook's loop has."""
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 
 import numpy as np
 import pytest
 
-from gpu_backend.pool import LocalPool
 from gpu_backend.worker import run_ahead
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 
-from ..differential import TEST_DEVICES, assert_bitwise as _bitwise
+from ..differential import assert_bitwise as _bitwise
 from ..quiet_gc import no_collection
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
 
 STEPS = 40
 #: the user's own Python between a loop's iterations, in the loops that must be run ahead
@@ -34,31 +33,8 @@ PAUSE = 0.001
 
 @pytest.fixture(scope="module")
 def pool():
-    saved = os.environ.get("GPUWB_RUN_AHEAD_US")
-    os.environ["GPUWB_RUN_AHEAD_US"] = "1e9"   # (the pool's workers inherit it)
-    try:
-        with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
-                       policy="none") as p:
-            yield p
-    finally:
-        if saved is None:
-            os.environ.pop("GPUWB_RUN_AHEAD_US", None)
-        else:
-            os.environ["GPUWB_RUN_AHEAD_US"] = saved
-
-
-def _run(pool, loop, **settings):
-    """*loop(cp)* on a fresh session (*settings*) and on one without replay: both results,
-    and the first session's stretch figures."""
-    with Session(pool.address, pool.token,
-                 settings=SessionSettings(replay_measured=False, **settings)) as s:
-        with no_collection():
-            got = loop(module_for(s))
-        figures = s.memory_info()["stretches"]
-    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
-        with no_collection():
-            want = loop(module_for(s))
-    return got, want, figures
+    with pool_running_ahead("none") as p:
+        yield p
 
 
 def _random_pair(cp, seed: int, n: int):
@@ -82,10 +58,10 @@ def _chain(cp, steps=STEPS):
 
 
 def test_a_loops_next_replay_is_answered_from_the_one_run_ahead(pool):
-    got, want, figures = _run(pool, _chain, early_replay=False)
+    got, want, figures = beside_no_replay(pool, _chain, early_replay=False)
     _bitwise(got, want)
     assert figures["ahead"] >= 1 and figures["fallbacks"] == 0
-    got, want, _ = _run(pool, _chain)   # (replays sent early, at their first op)
+    got, want, _ = beside_no_replay(pool, _chain)   # (replays sent early, at their first op)
     _bitwise(got, want)
 
 
@@ -111,7 +87,7 @@ def test_a_replay_with_another_parameter_or_input_runs_as_ever(pool):
         return out
 
     for loop in (scalars, turns):
-        got, want, figures = _run(pool, loop, early_replay=False)
+        got, want, figures = beside_no_replay(pool, loop, early_replay=False)
         _bitwise(got, want)
         assert figures["fallbacks"] == 0
 
@@ -132,9 +108,9 @@ def test_a_write_between_two_replays_drops_the_one_run_ahead(pool):
                 x[:3] = cp.asarray(np.array([step, step, step], dtype=np.float64))
         return out + [x.get()]
 
-    got, want, _ = _run(pool, loop, early_replay=False)
+    got, want, _ = beside_no_replay(pool, loop, early_replay=False)
     _bitwise(got, want)
-    got, want, _ = _run(pool, loop)
+    got, want, _ = beside_no_replay(pool, loop)
     _bitwise(got, want)
 
 
@@ -153,7 +129,7 @@ def test_results_kept_keep_their_values(pool):
             time.sleep(PAUSE)
         return [a.get() for a in kept]
 
-    got, want, figures = _run(pool, loop, early_replay=False)
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
     _bitwise(got, want)
     assert figures["ahead"] >= 1
 
@@ -167,7 +143,7 @@ def test_results_kept_keep_their_values(pool):
             float(x.sum())
         return [a.get() for a in kept] + [x.get()]
 
-    got, want, _ = _run(pool, some, early_replay=False)
+    got, want, _ = beside_no_replay(pool, some, early_replay=False)
     _bitwise(got, want)
 
 
@@ -237,10 +213,10 @@ def test_a_step_that_writes_only_arrays_it_made_is_run_ahead(pool):
         return out + [x.get()]
 
     for loop in (_stencil, transposed):
-        got, want, figures = _run(pool, loop, early_replay=False)
+        got, want, figures = beside_no_replay(pool, loop, early_replay=False)
         _bitwise(got, want)
         assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
-        got, want, _ = _run(pool, loop)   # (replays sent early, at their first op)
+        got, want, _ = beside_no_replay(pool, loop)   # (replays sent early, at their first op)
         _bitwise(got, want)
 
 
@@ -294,10 +270,10 @@ def test_a_step_that_writes_its_input_is_run_ahead_and_an_unasked_run_changes_no
         return out + [u.get(), w.get()]
 
     for loop in (direct, through_a_view, through_asarray, item_assignment_and_writes_between):
-        got, want, figures = _run(pool, loop, early_replay=False)
+        got, want, figures = beside_no_replay(pool, loop, early_replay=False)
         _bitwise(got, want)
         assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, (loop.__name__, figures)
-        got, want, _ = _run(pool, loop)   # (early replay on: the client is told not to)
+        got, want, _ = beside_no_replay(pool, loop)   # (early replay on: the client is told not to)
         _bitwise(got, want)
 
 
@@ -328,7 +304,7 @@ def test_a_step_that_writes_an_alias_of_its_input_is_never_run_ahead(pool):
         return out + [x.get()]
 
     for loop in (through_pos, through_a_methods_view):
-        got, want, figures = _run(pool, loop, early_replay=False)
+        got, want, figures = beside_no_replay(pool, loop, early_replay=False)
         _bitwise(got, want)
         assert figures["ahead"] == 0, (loop.__name__, figures)
 
@@ -359,11 +335,11 @@ def test_a_step_keeping_large_temporaries_is_run_ahead_within_its_sessions_share
     without replay either way."""
     assert run_ahead.max_bytes(1 << 28) == 32 << 20 and run_ahead.max_bytes(None) == 16 << 20
     within = _named_temporaries(1 << 20)    # 5 arrays of 4 MiB
-    got, want, figures = _run(pool, within, early_replay=False)
+    got, want, figures = beside_no_replay(pool, within, early_replay=False)
     _bitwise(got, want)
     assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
     over = _named_temporaries(2 << 20)      # 5 arrays of 8 MiB
-    got, want, figures = _run(pool, over, early_replay=False)
+    got, want, figures = beside_no_replay(pool, over, early_replay=False)
     _bitwise(got, want)
     assert figures["ahead"] == 0, figures
 
@@ -380,7 +356,7 @@ def test_a_scalar_that_steps_each_iteration_is_guessed_and_run_ahead(pool):
             time.sleep(PAUSE)
         return out
 
-    got, want, figures = _run(pool, stepping, early_replay=False)
+    got, want, figures = beside_no_replay(pool, stepping, early_replay=False)
     _bitwise(got, want)
     assert figures["ahead"] >= STEPS // 2 and figures["fallbacks"] == 0, figures
 
@@ -397,7 +373,7 @@ def test_a_scalar_no_guess_follows_sits_out_its_runs_ahead(pool):
             time.sleep(PAUSE)
         return out
 
-    got, want, figures = _run(pool, squares, early_replay=False)
+    got, want, figures = beside_no_replay(pool, squares, early_replay=False)
     _bitwise(got, want)
     assert figures["ahead"] == 0, figures
     assert 1 <= figures["ahead_missed"] <= 2 * run_ahead.MAX_MISSES, figures

@@ -7,12 +7,11 @@ give, and the session's next batches, paced as ever, too.
 A session told that others wait while it answers so hands the device over at that batch's
 end, as after any batch (``Pacer.end_unlaunched``). A short replay run ahead makes its
 closing reads at once (``READ_NOW_SECONDS``): their values are what the client's replay would
-read, and a read that fails then fails when the client asks, as before. ``test_run_ahead.py`` runs the same
-loops on a pool without leases (policy ``none``)."""
+read, and a read that fails then fails when the client asks, as before.
+``test_run_ahead.py`` runs the same loops on a pool without leases (policy ``none``)."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -20,15 +19,10 @@ import zmq
 
 from gpu_backend.arbiter.service import Arbiter
 from gpu_backend.devices.numpy_device import NumpyDevice
-from gpu_backend.pool import LocalPool
 from gpu_backend.worker.lease import DeviceLease
 from gpu_backend.worker.pacing import Pacer
-from kernelproxy.modules import module_for
-from kernelproxy.session import Session
-from kernelproxy.settings import SessionSettings
-
-from ..differential import TEST_DEVICES, assert_bitwise
-from ..quiet_gc import no_collection
+from ..differential import assert_bitwise
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
 from ..waiting import until
 
 STEPS = 40
@@ -38,35 +32,16 @@ PAUSE = 0.001
 
 @pytest.fixture(scope="module")
 def pool():
-    saved = os.environ.get("GPUWB_RUN_AHEAD_US")
-    os.environ["GPUWB_RUN_AHEAD_US"] = "1e9"   # (the NumPy device's host-timed replays qualify)
-    try:
-        with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
-                       policy="share") as p:
-            yield p
-    finally:
-        if saved is None:
-            os.environ.pop("GPUWB_RUN_AHEAD_US", None)
-        else:
-            os.environ["GPUWB_RUN_AHEAD_US"] = saved
+    with pool_running_ahead("share") as p:
+        yield p
 
 
 @pytest.fixture(scope="module")
 def reading_pool():
-    """A pool whose workers also make a run ahead's closing reads at once, whatever its
-    device time (on the NumPy device it is the host's, above READ_NOW_SECONDS on a slow VM)."""
-    saved = {name: os.environ.get(name) for name in ("GPUWB_RUN_AHEAD_US", "GPUWB_READ_AHEAD_US")}
-    os.environ["GPUWB_RUN_AHEAD_US"] = os.environ["GPUWB_READ_AHEAD_US"] = "1e9"
-    try:
-        with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
-                       policy="share") as p:
-            yield p
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    """... whose workers also make a run ahead's closing reads at once, whatever its
+    device time (READ_NOW_SECONDS is passed by the NumPy device's on a slow VM)."""
+    with pool_running_ahead("share", read_now=True) as p:
+        yield p
 
 
 def _loop_then_more(cp):
@@ -84,13 +59,7 @@ def _loop_then_more(cp):
 
 
 def test_a_lone_sessions_replays_answered_ahead_run_no_pacer_batch_and_stay_bitwise(pool):
-    with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False)) as s:
-        with no_collection():
-            got = _loop_then_more(module_for(s))
-        figures = s.memory_info()["stretches"]
-    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
-        with no_collection():
-            want = _loop_then_more(module_for(s))
+    got, want, figures = beside_no_replay(pool, _loop_then_more)
     assert_bitwise(got, want)
     assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
     # alone, every replay answered from the run ahead took the lone path
@@ -99,33 +68,13 @@ def test_a_lone_sessions_replays_answered_ahead_run_no_pacer_batch_and_stay_bitw
 
 def test_an_early_replay_answered_ahead_alone_is_bitwise_too(pool):
     """Early replay on (the replay sent at the stretch's first op, the default)."""
-    with Session(pool.address, pool.token,
-                 settings=SessionSettings(replay_measured=False, early_replay=True)) as s:
-        with no_collection():
-            got = _loop_then_more(module_for(s))
-        figures = s.memory_info()["stretches"]
-    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
-        with no_collection():
-            want = _loop_then_more(module_for(s))
+    got, want, figures = beside_no_replay(pool, _loop_then_more, early_replay=True)
     assert_bitwise(got, want)
     assert figures["ahead_alone"] == figures["ahead"], figures
 
 
-def _both(pool, loop):
-    """*loop* on a session of *pool* and on one without replay: both results, and the
-    first session's stretch figures."""
-    with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False)) as s:
-        with no_collection():
-            got = loop(module_for(s))
-        figures = s.memory_info()["stretches"]
-    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
-        with no_collection():
-            want = loop(module_for(s))
-    return got, want, figures
-
-
 def test_a_run_aheads_reads_made_at_once_give_what_the_ops_give(reading_pool):
-    got, want, figures = _both(reading_pool, _loop_then_more)
+    got, want, figures = beside_no_replay(reading_pool, _loop_then_more)
     assert_bitwise(got, want)
     assert figures["ahead_read"] >= 1 and figures["ahead_alone"] == figures["ahead"], figures
 
@@ -149,7 +98,7 @@ def test_a_read_that_fails_when_made_at_once_fails_when_the_client_asks(reading_
             time.sleep(PAUSE)
         return out, [float((y + 1).sum()), cp.arange(5).get()]
 
-    got, want, figures = _both(reading_pool, overflowing)
+    got, want, figures = beside_no_replay(reading_pool, overflowing)
     assert got[0] == want[0]   # (ints while the value is finite, the error's name where not)
     assert got[0] == [2, 3, 4, "OverflowError", 1] * 8
     assert_bitwise(got[1], want[1])

@@ -1,0 +1,52 @@
+"""Pools whose workers run a loop's next replay ahead (worker/run_ahead.py), and a loop run
+on a session of one beside a session without replay: what the tests of the run ahead share
+(tests/gpu_backend/test_run_ahead.py, test_run_ahead_alone.py)."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+
+from .differential import TEST_DEVICES
+from .quiet_gc import no_collection
+
+
+@contextmanager
+def pool_running_ahead(policy: str, read_now: bool = False) -> Iterator[LocalPool]:
+    """A pool of *policy* whose workers run ahead whatever a replay's device time (on the
+    NumPy device it is the host's, more than the defaults allow on a slow VM); with
+    *read_now*, they also make a run ahead's closing reads at once. The variables are the
+    workers' (inherited), set for the pool's life only."""
+    names = ["GPUWB_RUN_AHEAD_US"] + (["GPUWB_READ_AHEAD_US"] if read_now else [])
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(dict.fromkeys(names, "1e9"))
+    try:
+        with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
+                       policy=policy) as pool:
+            yield pool
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def beside_no_replay(pool: LocalPool, loop, **settings) -> tuple:
+    """*loop(cp)* on a fresh session (*settings*) and on one without replay: both results,
+    and the first session's stretch figures."""
+    with Session(pool.address, pool.token,
+                 settings=SessionSettings(replay_measured=False, **settings)) as s:
+        with no_collection():
+            got = loop(module_for(s))
+        figures = s.memory_info()["stretches"]
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        with no_collection():
+            want = loop(module_for(s))
+    return got, want, figures
