@@ -66,8 +66,9 @@ and the weights are kept by withholding launches from whoever is ahead.
   with work, weighted by the lesser of two users' weights (``_bank_floor``). A loop that
   syncs every few milliseconds is away a few hundred microseconds at a time and keeps its
   place (``fair``'s rule, ``vt = max(vt, m - credit / weight)``, forgave a weight-2 loop's
-  deficit at every read in the simulation and it got 1:1, and measuring its deficit against ``m`` at its departure forgave the others' progress
-  while it was away); a user that pauses often banks at most ``BANK``. (Forgiven the advance
+  deficit at every read in the simulation and it got 1:1, and measuring its deficit against
+  ``m`` at its departure forgave the others' progress while it was away); a user that
+  pauses often banks at most ``BANK``. (Forgiven the advance
   of the others' clock, ``dt / W``, a user away while fewer users had work was forgiven more
   than it would ever have had: users 1:2:4 whose round trips took 3 ms got 0.17 / 0.33 /
   0.50 in the simulation.) A new user starts ``credit`` behind; with ``credit`` at least
