@@ -128,7 +128,9 @@ class PreparedAnswers:
             self._before = self._last = None
             return
         self._before, self._last = self._last, bytes(body)   # (its buffer is the link's)
-        if self._before is not None:
+        # (the client's next message here already, the worker is the loop's slower side:
+        # it is served as it is, and nothing is spent on a prediction it no longer needs)
+        if self._before is not None and not self.x.more_work():
             try:
                 self._prepare()
             except Exception:   # (a prediction that reads or packs badly: none prepared)

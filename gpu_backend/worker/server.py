@@ -563,6 +563,7 @@ class WorkerServer(SessionMoves):
             if type(ident) is UnixPeer and ident.staging is not None:
                 ident.staging.release_held()   # the batch's last staged upload chunk
             self.executor.after_reply()
+            phases.mark("ahead")
             if served is None:   # (after the run ahead: the next answer, if it may be)
                 prepared.served(None)
             else:
