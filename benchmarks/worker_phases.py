@@ -14,7 +14,7 @@ worker/phases.py: received, opened, begun; a replay's entry read, its guards pas
 (``r_fits``), its inputs copied in, its parameters written (``r_in``), its graphs launched
 (``r_ran``), its kept results made (``r_made``) and handed out, the reads after its graphs
 (``r_read``: the wait for the device is here); ops, run, encoded, sent, the pacer's
-end of batch, the next replay run ahead (``ahead``), the next answer prepared (after_reply)), and prints the median microseconds of each phase of each
+end of batch, after_reply), and prints the median microseconds of each phase of each
 worker beside the client's wall time per iteration. A diagnostic for issue 50's "a
 replayed stretch costs its graph launch plus <= 20 us of the worker's own time".
 """
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
                 "phases_us": {k: round(v, 1) for k, v in phases.items()}}
     names = ["received", "opened", "begun", "replay_entry", "replay_fits", "replay_copied",
              "replay_in", "replay_ran", "replay_made", "replay_out", "replay_read", "ops", "run",
-             "encoded", "sent", "end_batch", "ahead", "after_reply"]
+             "encoded", "sent", "end_batch", "after_reply"]
     print(f"{'loop/side':18s} {'wall':>6s} " + " ".join(f"{n.replace('replay_', 'r_')[:8]:>8s}" for n in names))
     for key, run in result["runs"].items():
         print(f"{key:18s} {run['wall_us']:6.0f} " + " ".join(

@@ -18,16 +18,14 @@ from .quiet_gc import no_collection
 
 
 @contextmanager
-def pool_running_ahead(policy: str, read_now: bool = False, **env: str) -> Iterator[LocalPool]:
+def pool_running_ahead(policy: str, read_now: bool = False) -> Iterator[LocalPool]:
     """A pool of *policy* whose workers run ahead whatever a replay's device time (on the
     NumPy device it is the host's, more than the defaults allow on a slow VM); with
-    *read_now*, they also make a run ahead's closing reads at once; *env*, more of the
-    workers' variables. The variables are the workers' (inherited), set for the pool's
-    life only."""
+    *read_now*, they also make a run ahead's closing reads at once. The variables are the
+    workers' (inherited), set for the pool's life only."""
     names = ["GPUWB_RUN_AHEAD_US"] + (["GPUWB_READ_AHEAD_US"] if read_now else [])
-    values = {**dict.fromkeys(names, "1e9"), **env}
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(dict.fromkeys(names, "1e9"))
     try:
         with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
                        policy=policy) as pool:

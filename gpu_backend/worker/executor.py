@@ -178,10 +178,8 @@ class Executor:
         return header, unpacker
 
     def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list,
-                  cancelled: bool = False, answered: tuple | None = None) -> tuple[dict, list]:
-        """Execute one batch; returns the reply header and its payload frames. *answered*:
-        its replay's (stretch, entry), read already and known to be the one run ahead, with
-        the session alone (worker/prepared_answer.py)."""
+                  cancelled: bool = False) -> tuple[dict, list]:
+        """Execute one batch; returns the reply header and its payload frames."""
         started = perf_counter()
         replay = self.replay
         self._batch_no = header.get("b")
@@ -201,10 +199,9 @@ class Executor:
         # a replay answered from the one run ahead launches nothing: alone (nobody paced
         # against this session), it needs no batch of the pacer's (issue 50: "a lone session
         # pays for no pacing it does not need"); its work was paced and charged when it ran
-        if answered is None:
-            answered = replay.answerable(entry, header.get("S") == 1) \
-                if entry is not None and self.poisoned_at is None and not cancelled \
-                and not self.pacer.in_company() else None
+        answered = replay.answerable(entry, header.get("S") == 1) \
+            if entry is not None and self.poisoned_at is None and not cancelled \
+            and not self.pacer.in_company() else None
         self._launched = answered is None
         if answered is None and self.poisoned_at is None and not cancelled \
                 and type(count) is int and count > 0 and not self.pacer.begin_batch(self.cancelled):

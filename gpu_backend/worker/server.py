@@ -115,7 +115,6 @@ class WorkerServer(SessionMoves):
             self.executor.replay.ahead.max_seconds = settings.run_ahead
         if settings.read_ahead is not None:
             self.executor.replay.ahead.read_now_seconds = settings.read_ahead
-        self.executor.replay.prepared.enabled = settings.prepared_answers
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop
@@ -461,9 +460,6 @@ class WorkerServer(SessionMoves):
 
     def _serve_message(self) -> None:
         started = time.perf_counter()
-        served = None   # (the header of a batch served without error: PreparedAnswers.served)
-        prepared = self.executor.replay.prepared
-        early = False   # (a reply sent before the batch ran: PreparedAnswers.take)
         received = self._receive()
         phases = self.phases
         if received is None:   # a connection opened or closed: perhaps the client's, for good
@@ -498,16 +494,6 @@ class WorkerServer(SessionMoves):
                 return  # a cancel that arrived while idle: nothing queued to drop
             batch = header.get("b") if type(header.get("b")) is int else 0
             self._batch = batch
-            if prepared.ready is not None and prepared.take(
-                    frames, batch <= self.cancel_upto or self.swap.swapped is not None
-                    or self.pool_gone):   # a lone loop's answer, made before its replay came
-                early = True
-                self._answering = None   # (answered: a bug below must not answer again)
-                try:
-                    self.links.send_message(ident, [prepared.reply(time.perf_counter() - started)])
-                except zmq.ZMQError:   # (the client went: as any reply's loss, below)
-                    pass
-                phases.mark("sent")
             # cancels already seen skip the batch outright; new ones are looked for between ops
             phases.mark("opened")
             self.swap.worked()
@@ -533,16 +519,10 @@ class WorkerServer(SessionMoves):
                     notices.end("swap_in")
             if reply is None:
                 reply, out = self.executor.run_batch(header, ops, frames[1:],
-                                                     cancelled=batch <= self.cancel_upto,
-                                                     answered=prepared.parsed() if early
-                                                     else None)
+                                                     cancelled=batch <= self.cancel_upto)
             phases.mark("run")
-            if reply.get("e") is None and "c" not in reply:
-                served = (header, frames[0])
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
-        if early:   # (sent before the batch ran: its own reply must be the same)
-            prepared.check(reply)
         self.notices.finish()   # (a wait an op left open ends before its reply)
         reply["t"] = time.perf_counter() - started
         if self.pool_gone:   # the batch stopped because the pool died: the session is over
@@ -551,8 +531,7 @@ class WorkerServer(SessionMoves):
         if self.executor.fatal:
             self.closed = True  # answered below, then the worker ends with its context
         try:
-            if not early:
-                self._send_reply(ident, reply, out)
+            self._send_reply(ident, reply, out)
         except zmq.ZMQError as exc:  # the client went away or stopped reading: its loss
             self.executor.take_streams()
             if not self._undeliverable:
@@ -563,11 +542,6 @@ class WorkerServer(SessionMoves):
             if type(ident) is UnixPeer and ident.staging is not None:
                 ident.staging.release_held()   # the batch's last staged upload chunk
             self.executor.after_reply()
-            phases.mark("ahead")
-            if served is None:   # (after the run ahead: the next answer, if it may be)
-                prepared.served(None)
-            else:
-                prepared.served(*served)
             phases.mark("after_reply")
             phases.end()
 

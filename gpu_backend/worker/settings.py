@@ -79,10 +79,6 @@ class WorkerSettings:
     #: ahead whose closing reads are made at once (worker/run_ahead.py; None: its
     #: READ_NOW_SECONDS); ``0`` makes them when the client asks, as before (a diagnostic)
     read_ahead: float | None = None
-    #: ``GPUWB_PREPARED_ANSWERS``: a lone loop's next answer is made before its replay comes
-    #: and sent as soon as the replay is the one predicted (worker/prepared_answer.py); ``0``
-    #: answers every replay as it comes (a diagnostic: the benchmarks' side ``noprepared``)
-    prepared_answers: bool = True
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -122,9 +118,7 @@ class WorkerSettings:
                    not in ("0", "off", "false", "no"),
                    unpaced_replay=float(unpaced) * 1e-6 if unpaced else None,
                    run_ahead=float(ahead) * 1e-6 if ahead else None,
-                   read_ahead=float(read_ahead) * 1e-6 if read_ahead else None,
-                   prepared_answers=(env.get("GPUWB_PREPARED_ANSWERS") or "1").strip().lower()
-                   not in ("0", "off", "false", "no"))
+                   read_ahead=float(read_ahead) * 1e-6 if read_ahead else None)
 
 
 def environ_under_callgrind() -> dict[str, str]:

@@ -19,7 +19,6 @@ from ..protocol.errors import error_name
 from .batch_results import BatchResults
 from .graph_replay import Capture, StretchGraphs
 from .result_meta import array_meta
-from .prepared_answer import PreparedAnswers
 from .run_ahead import RunAhead
 from .stretches import HeldStretch, HeldStretches, Slot
 
@@ -122,8 +121,6 @@ class StretchReplay:
         #: the next replay of a loop's stretch, run as soon as the last one was answered
         #: (worker/run_ahead.py)
         self.ahead = RunAhead(self)
-        #: its answer made before the client's replay comes (worker/prepared_answer.py)
-        self.prepared = PreparedAnswers(self.x)
 
     def rerun_only(self) -> None:
         """``GPUWB_GRAPHS=rerun``: every replay runs from its records, never through graphs."""
@@ -394,9 +391,7 @@ class StretchReplay:
                 "graphed": self.graphed, "fallbacks": self.fallbacks, "paced": self.paced,
                 "ahead": self.ahead.hits, "ahead_missed": self.ahead.missed,
                 "ahead_alone": self.alone_answers, "ahead_read": self.ahead.read_now,
-                "ahead_read_later": self.ahead.read_later, "prepared": self.prepared.sent,
-                "prepared_missed": self.prepared.missed,
-                "prepared_mismatched": self.prepared.mismatched,
+                "ahead_read_later": self.ahead.read_later,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0}
