@@ -143,10 +143,9 @@ class RunAhead:
         self.max_seconds = MAX_SECONDS
         #: ... and one whose closing reads are made at once (GPUWB_READ_AHEAD_US; 0: none)
         self.read_now_seconds = READ_NOW_SECONDS
-        #: runs ahead whose closing reads were made at once, those whose reads failed or
-        #: warned then (made again when the client asked), and those whose client's next
-        #: message came while the device still ran them (read when it is answered)
-        self.read_now = self.read_later = self.read_yielded = 0
+        #: runs ahead whose closing reads were made at once, and those whose reads failed
+        #: or warned then (made again when the client asked)
+        self.read_now = self.read_later = 0
 
     def forget(self) -> None:
         """The held stretches changed (some let go): what was learnt of each goes."""
@@ -241,9 +240,6 @@ class RunAhead:
         ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
                                     writes, measured_from)
         if reads is not None and g.cost[0] is not None and g.cost[0] <= self.read_now_seconds:
-            if not self._device_first(x):   # (the client's replay came first: answered, it
-                self.read_yielded += 1     # reads then, while its renames ran beside the device)
-                return True
             values = graphs.read_now(reads)   # (None: one failed or warned; made when asked)
             if values is not None:
                 ahead.reads, ahead.read_values = None, values
@@ -251,26 +247,6 @@ class RunAhead:
             else:
                 self.read_later += 1
         return True
-
-    @staticmethod
-    def _device_first(x: Any) -> bool:
-        """Wait for the device to finish what was launched, unless a message of the client's
-        comes first (False). A read made at once that waits for the device out keeps the
-        worker from the client's replay meanwhile: answering it (the entry, the renames, the
-        reply) would have run beside the device, its read after (H100 run 73: the run ahead
-        after the reply took 109 µs of the hot sync's worker, most of it this wait, and the
-        client's next replay was there before it ended in nearly every iteration)."""
-        device = x.device
-        if not device.runs_behind_host:   # (the NumPy device: done as issued)
-            return True
-        marker = device.marker()
-        try:
-            while not device.reached(marker):
-                if x.more_work():
-                    return False
-            return True
-        finally:
-            device.drop_marker(marker)
 
     # ------------------------------------------------------------ answering
     def answer(self, stretch: HeldStretch, entry: ReplayEntry, results: BatchResults,

@@ -391,7 +391,7 @@ class StretchReplay:
                 "graphed": self.graphed, "fallbacks": self.fallbacks, "paced": self.paced,
                 "ahead": self.ahead.hits, "ahead_missed": self.ahead.missed,
                 "ahead_alone": self.alone_answers, "ahead_read": self.ahead.read_now,
-                "ahead_read_later": self.ahead.read_later, "ahead_read_yielded": self.ahead.read_yielded,
+                "ahead_read_later": self.ahead.read_later,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0}

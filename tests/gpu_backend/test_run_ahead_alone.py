@@ -21,7 +21,7 @@ from gpu_backend.arbiter.service import Arbiter
 from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.worker.lease import DeviceLease
 from gpu_backend.worker.pacing import Pacer
-from ..differential import POOL_RUNS_NUMPY, assert_bitwise
+from ..differential import assert_bitwise
 from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
 from ..waiting import until
 
@@ -105,26 +105,6 @@ def test_a_read_that_fails_when_made_at_once_fails_when_the_client_asks(reading_
     # (read at once at the finite steps; a run ahead of an infinite one read, failed, and
     # the client's replay read again)
     assert figures["ahead_read"] >= 1 and figures["ahead_read_later"] >= 1, figures
-
-
-@pytest.mark.skipif(POOL_RUNS_NUMPY, reason="a device whose work lags the host (a GPU)")
-def test_a_replay_that_comes_while_its_run_ahead_still_runs_is_answered_and_read_then(reading_pool):
-    """Each step's graphs run a while on the device (ten ops on 4 M floats) and the client
-    sends its next replay at once (no pause, early): the run ahead's reads, which would
-    wait for the device, give way to the client's replay (``ahead_read_yielded``), whose
-    answer reads them; the values are what the ops give."""
-    def long_steps(cp):
-        x = cp.arange(1 << 22, dtype=cp.float32) / 7
-        out = []
-        for _ in range(STEPS):
-            for _ in range(5):
-                x = cp.sin(x) * 0.5 + 0.25
-            out.append(float(x.sum()))
-        return out, x[:8].get()
-
-    got, want, figures = beside_no_replay(reading_pool, long_steps, early_replay=True)
-    assert_bitwise(got, want)
-    assert figures["ahead"] >= 1 and figures["ahead_read_yielded"] >= 1, figures
 
 
 def test_a_lone_holder_preempted_by_then_hands_over_after_its_unlaunched_answer():
