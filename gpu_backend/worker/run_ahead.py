@@ -50,7 +50,11 @@ MAX_SECONDS = 0.002
 #: of when the client's replay comes (``GPUWB_READ_AHEAD_US``): the worker would otherwise wait
 #: for the client's next message, and the answer then skips the reads (a device-to-host copy
 #: and its call, ~15 µs of an H100 host's worker on the loop's path; run 65). Longer replays'
-#: reads would keep the worker from the next message: they wait for the client's replay.
+#: reads would keep the worker from the next message: they wait for the client's replay. So
+#: do a replay's that came early (header ``S``, kernelproxy/early_replay.py): the client sends
+#: the next one at its first op and issues the rest meanwhile, so the worker waiting for its
+#: device would keep that message waiting (chain20 on an H100 with every read made at once,
+#: bound 300 µs: 166 -> 201 µs an iteration, run 75; 15 % lost at 100 µs, run 70).
 READ_NOW_SECONDS = 50e-6
 #: the most bytes its kept results may hold beside the last ones: MAX_BYTES, or a
 #: LIMIT_SHARE-th of the session's memory limit where that is more (``max_bytes``). A
@@ -239,7 +243,8 @@ class RunAhead:
             return False
         ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
                                     writes, measured_from)
-        if reads is not None and g.cost[0] is not None and g.cost[0] <= self.read_now_seconds:
+        if reads is not None and not entry.early and g.cost[0] is not None \
+                and g.cost[0] <= self.read_now_seconds:
             values = graphs.read_now(reads)   # (None: one failed or warned; made when asked)
             if values is not None:
                 ahead.reads, ahead.read_values = None, values

@@ -79,6 +79,30 @@ def test_a_run_aheads_reads_made_at_once_give_what_the_ops_give(reading_pool):
     assert figures["ahead_read"] >= 1 and figures["ahead_alone"] == figures["ahead"], figures
 
 
+def test_an_early_replays_run_ahead_leaves_its_reads_for_the_clients_replay(reading_pool):
+    """A replay the client sent early (at its stretch's first op) comes while the client
+    still issues the rest: its run ahead's reads are not made at once (the worker would
+    wait for its device with the client's next message there), and the values are the
+    same."""
+    def early_loop(cp):
+        x = cp.arange(1000, dtype=cp.float32) / 7
+        out = []
+        for _ in range(STEPS):
+            x = x * 0.5 + 1.0
+            out.append(float(x.sum()))
+            time.sleep(PAUSE)
+        return out, x.get()
+
+    got, want, figures = beside_no_replay(reading_pool, early_loop, early_replay=True)
+    assert_bitwise(got, want)
+    # (the first replays go at the sync point, until the client has learnt when to send
+    # early: their runs ahead may read at once)
+    assert figures["ahead"] >= STEPS // 2 and figures["ahead_read"] <= 2, figures
+    got, want, figures = beside_no_replay(reading_pool, early_loop, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["ahead_read"] >= 1, figures
+
+
 def test_a_read_that_fails_when_made_at_once_fails_when_the_client_asks(reading_pool):
     """A loop-carried count goes round 1, 2, 3, 4, 0, and the value read is infinite when
     it is 4 (``inf ** 1``, which no NumPy warning announces): ``int`` of it fails at every
@@ -98,7 +122,8 @@ def test_a_read_that_fails_when_made_at_once_fails_when_the_client_asks(reading_
             time.sleep(PAUSE)
         return out, [float((y + 1).sum()), cp.arange(5).get()]
 
-    got, want, figures = beside_no_replay(reading_pool, overflowing)
+    # (sent at their sync points: an early replay's reads wait for the client's replay)
+    got, want, figures = beside_no_replay(reading_pool, overflowing, early_replay=False)
     assert got[0] == want[0]   # (ints while the value is finite, the error's name where not)
     assert got[0] == [2, 3, 4, "OverflowError", 1] * 8
     assert_bitwise(got[1], want[1])
