@@ -4,7 +4,6 @@ holder's work to wait for and how long at most."""
 
 from __future__ import annotations
 
-import time
 from contextlib import contextmanager
 
 import zmq
@@ -60,9 +59,9 @@ def test_a_preempted_holder_reads_its_yield_word_and_the_newcomer_waits_for_it()
         assert newcomer.patience == PREEMPT_PATIENCE           # ... but not for a long kernel
         holder.release(0.2, want=True)
         holder.finished(holder.grant, holder.slot)
-        began = time.perf_counter()
-        newcomer.wait_for_previous()
-        assert time.perf_counter() - began < PREEMPT_PATIENCE
+        # its work finished: the wait ends on the baton's word, not at its patience (asked
+        # of the lease, not of the clock: a loaded machine may stall any call past 5 ms)
+        assert newcomer.wait_for_previous() is True and newcomer.overlapping is None
 
 
 def test_a_grant_resent_to_a_second_want_keeps_the_wait_for_the_last_holder():

@@ -101,7 +101,9 @@ def test_a_hostile_cost_is_refused_at_once(alice_token_hash):
     started = time.perf_counter()
     for bad in hostile:
         assert verify_token(token, bad) is False
-    assert time.perf_counter() - started < 0.05
+    # refused before any scrypt runs: one of them run would take seconds and gigabytes (the
+    # bound leaves a loaded machine's stalls room, not a derivation)
+    assert time.perf_counter() - started < 0.5
 
 
 # -- sizes --------------------------------------------------------------------------------
@@ -252,7 +254,7 @@ def test_authenticate_from_a_file(tmp_path):
     started = time.perf_counter()
     for _ in range(1000):                                      # remembered: no scrypt any more
         registry.authenticate(alice)
-    assert time.perf_counter() - started < 0.1
+    assert time.perf_counter() - started < 2.0   # (scrypt each time: 1 000 × ≥ 10 ms)
     secret = alice.split(".", 1)[1]
     refused = [f"bob.{secret}", f"carol.{secret}", "alice." + "A" * 43, secret, "", None, 7,
                alice + "x", alice.upper(), "alice." + "A" * 400]
