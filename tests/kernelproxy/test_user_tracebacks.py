@@ -102,6 +102,7 @@ def test_the_error_is_cupys_class_and_keeps_every_frame_when_caught(quota_pool):
 
 def test_ipython_shows_the_cells_line_and_not_ours(quota_pool, capsys):
     pool, token = quota_pool
+    _quota_free(pool)   # (the test before's session closed: its end reaches the pool meanwhile)
     shell = InteractiveShell.instance()
     shell.colors = "nocolor"
     try:
