@@ -4,9 +4,10 @@ on a session of one beside a session without replay: what the tests of the run a
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from typing import Iterator
+
+import pytest
 
 from gpu_backend.pool import LocalPool
 from kernelproxy.modules import module_for
@@ -23,19 +24,13 @@ def pool_running_ahead(policy: str, read_now: bool = False) -> Iterator[LocalPoo
     NumPy device it is the host's, more than the defaults allow on a slow VM); with
     *read_now*, they also make a run ahead's closing reads at once. The variables are the
     workers' (inherited), set for the pool's life only."""
-    names = ["GPUWB_RUN_AHEAD_US"] + (["GPUWB_READ_AHEAD_US"] if read_now else [])
-    saved = {name: os.environ.get(name) for name in names}
-    os.environ.update(dict.fromkeys(names, "1e9"))
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GPUWB_RUN_AHEAD_US", "1e9")
+        if read_now:
+            env.setenv("GPUWB_READ_AHEAD_US", "1e9")
         with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
                        policy=policy) as pool:
             yield pool
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def beside_no_replay(pool: LocalPool, loop, **settings) -> tuple:
