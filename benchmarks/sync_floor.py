@@ -11,7 +11,16 @@ worker, each a separate process on a Unix socket (the ``ipc://`` transport's kin
 * ``local``: the op in this process (local CuPy; NumPy where there is no GPU);
 * ``raw``: a round trip that does nothing (the raw floor of overhead.py);
 * ``ideal``: the server runs the op itself on its own array and answers the float: the
-  least any design that runs CuPy in another process can do;
+  least any design that runs CuPy's ops eagerly in another process can do;
+* ``graph``: the server replays the op as stretch replay does, in the fewest calls: the
+  input copied into the buffer a CUDA graph of the op reads, the graph launched, its sum
+  copied into pinned host memory, the stream synchronised, the float answered (NumPy:
+  the op, as ``ideal``);
+* ``graph-ahead``: as ``graph``, run ahead as the pool's worker runs a held stretch ahead
+  (worker/run_ahead.py): right after each reply the server replays the op again and reads
+  its sum at once, and the next request is answered from it; the least a worker with
+  graph replay and run ahead can do, the floor of the pool's hot sync's design (its
+  "in server" column is the answer alone; the replay after it is the server's cycle too);
 * ``generic``: the three ops travel as msgpack records naming a handle; the server
   decodes them, resolves the handles in a dict, looks the functions up by name, keeps
   the results by handle and answers the value (the least a generic op protocol does);
@@ -62,8 +71,9 @@ from json_out import emit  # noqa: E402  (beside this file)
 _DOUBLE = struct.Struct("<d")
 SPIN = (os.cpu_count() or 1) >= 4
 SERVER_SPIN, CLIENT_SPIN = 200e-6, 1e-3
-MODES = ("local", "raw", "ideal", "generic", "generic+meta", "executor", "proxy")
-#: Each of raw, ideal, generic, generic+meta and executor also runs as ``shm-<mode>``: the same
+MODES = ("local", "raw", "ideal", "graph", "graph-ahead", "generic", "generic+meta", "executor",
+         "proxy")
+#: Each of raw, ideal, graph, graph-ahead, generic, generic+meta and executor also runs as ``shm-<mode>``: the same
 #: requests through a shared-memory mailbox that both ends spin on (no system calls).
 
 
@@ -91,6 +101,8 @@ class Floors:
         self.times: dict[str, list] = {}
         self.events = None
         self.previous = None
+        self._graph = None   # (graph, its sum, the stream, the input's buffer, the pinned read)
+        self._ahead = None   # graph-ahead: the value replayed after the last reply
         # the pool's executor, with a table holding handle 1
         from gpu_backend.devices import open_device
         from gpu_backend.worker.executor import Executor
@@ -116,10 +128,16 @@ class Floors:
         return out
 
     def _serve(self, mode: str, body: bytes) -> bytes:
+        ahead, self._ahead = self._ahead, None   # (any other request drops a run ahead)
         if mode == "r":
             return b"ok"
         if mode == "i":
             return _DOUBLE.pack(float((self.x + 1).sum()))
+        if mode == "G":
+            return _DOUBLE.pack(self._replay())
+        if mode == "A":
+            self._after = self._run_ahead
+            return _DOUBLE.pack(ahead if ahead is not None else self._replay())
         if mode == "s":   # the executor's phases so far, and each mode's time in serve (medians, us)
             served = {code: statistics.median(t) * 1e6 for code, t in self.times.items() if code != "s"}
             return json.dumps({**self.clock.summary(), "served_us": served}).encode()
@@ -158,6 +176,41 @@ class Floors:
             end.record()
             self._after = lambda: (end.synchronize(), self.xp.cuda.get_elapsed_time(start, end))
         return msgpack.packb([metas, values])
+
+    def _replay(self) -> float:
+        """The op through its CUDA graph: the input copied into the graph's buffer, the graph
+        launched, its sum copied to pinned memory, the stream synchronised (NumPy: the op)."""
+        if not self.gpu:
+            return float((self.x + 1).sum())
+        if self._graph is None:
+            self._graph = self._capture()
+        graph, total, stream, buf, host = self._graph
+        rt = self.xp.cuda.runtime
+        ptr = stream.ptr
+        rt.memcpyAsync(buf.data.ptr, self.x.data.ptr, self.x.nbytes, rt.memcpyDeviceToDevice, ptr)
+        graph.launch(stream)
+        rt.memcpyAsync(host.ctypes.data, total.data.ptr, 4, rt.memcpyDeviceToHost, ptr)
+        stream.synchronize()
+        return float(host[0])
+
+    def _capture(self) -> tuple:
+        import numpy
+        cp = self.xp
+        stream = cp.cuda.Stream(non_blocking=True)
+        pinned = cp.cuda.alloc_pinned_memory(4)
+        host = numpy.frombuffer(pinned, numpy.float32, 1)
+        with stream:
+            buf = self.x.copy()
+            (buf + 1).sum()   # (its kernels compiled before the capture)
+            stream.synchronize()
+            stream.begin_capture()
+            total = (buf + 1).sum()
+            graph = stream.end_capture()
+        self._pinned = pinned   # (kept alive with the view over it)
+        return graph, total, stream, buf, host
+
+    def _run_ahead(self) -> None:
+        self._ahead = self._replay()
 
     _after = None
 
@@ -259,6 +312,9 @@ class Client:
             return lambda: self.ask(b"r")
         if mode == "ideal":
             return lambda: _DOUBLE.unpack(self.ask(b"i"))[0]
+        if mode in ("graph", "graph-ahead"):
+            code = b"G" if mode == "graph" else b"A"
+            return lambda: _DOUBLE.unpack(self.ask(code))[0]
         if mode == "executor":
             def executor_op():
                 body = self.batches[self.turn % len(self.batches)]
@@ -483,7 +539,8 @@ def main(argv=None) -> int:
     if local is not None and raw is not None:
         results["target_us"] = raw + local + 20
     served_us = served.pop("served_us", {})
-    codes = {"raw": "r", "ideal": "i", "generic": "g", "generic+meta": "m", "executor": "e"}
+    codes = {"raw": "r", "ideal": "i", "graph": "G", "graph-ahead": "A", "generic": "g",
+             "generic+meta": "m", "executor": "e"}
     for m, row in rows.items():
         shared = m.startswith("shm-")
         code = codes.get(m[4:] if shared else m)

@@ -12,8 +12,8 @@ import sys
 from tests.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
-MODES = ["local", "raw", "shm-raw", "ideal", "shm-ideal", "generic", "shm-generic",
-         "executor", "shm-executor", "generic+meta"]
+MODES = ["local", "raw", "shm-raw", "ideal", "shm-ideal", "graph", "graph-ahead",
+         "shm-graph-ahead", "generic", "shm-generic", "executor", "shm-executor", "generic+meta"]
 
 
 def test_each_mode_runs_over_the_socket_and_the_mailbox(tmp_path):
