@@ -32,7 +32,8 @@ _FLAGS = {
 #: others is re-run op by op, paced), "share+nap250" (µs a free-running session's hold-back
 #: sleeps at most; "share+nap0": as long as its estimate says, as before run 39),
 #: "share+sharelead1000" (µs a free-running session's lead), "fair+lead600" (µs the
-#: workers' LEAD); "share+window2" (the share window, ms: the pool's own argument)
+#: workers' LEAD); "share+window2" (the share window, ms: the pool's own argument);
+#: "share+deeplead16" (ms the heaviest users' sessions launch ahead: the pool's own argument)
 _VALUED = {
     "patience": "GPUWB_PREEMPT_PATIENCE_MS",
     "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
@@ -53,7 +54,7 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
     base, *variants = name.split("+")
     policy, _, period = base.partition("/")
     policy, _, quantum = policy.partition(":")
-    env, window, tags = {}, None, []
+    env, window, deep, tags = {}, None, None, []
     for variant in variants:
         valued = _VALUE.fullmatch(variant)
         if variant in _FLAGS:
@@ -62,9 +63,12 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
             variable, value = _VALUED[valued.group(1)], valued.group(2)
         elif valued and valued.group(1) == "window":
             window, variable = valued.group(2), None
+        elif valued and valued.group(1) == "deeplead":
+            deep, variable = valued.group(2), None
         else:
             raise ValueError(f"policy {name!r}: no variant {variant!r} (flags "
-                             f"{', '.join(_FLAGS)}; with a number {', '.join(_VALUED)}, window)")
+                             f"{', '.join(_FLAGS)}; with a number {', '.join(_VALUED)}, window, "
+                             f"deeplead)")
         if variable is not None:
             env[variable] = value
         tags.append(variant)
@@ -72,5 +76,6 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
                    + ([f"p{period}"] if period else []) + tags)
     args = ((["--quantum-ms", quantum, "--period-ms", "0"] if quantum else [])
             + (["--period-ms", period] if period else [])
-            + (["--share-window-ms", window] if window else []))
+            + (["--share-window-ms", window] if window else [])
+            + (["--share-deep-lead-ms", deep] if deep else []))
     return policy, tag, env, args

@@ -42,6 +42,10 @@ class PoolSettings(BaseSettings):
     share_window_ms: float = Field(4.0, gt=0, le=1000, description="share policy: device "
                                    "milliseconds (weighted) a user with work may run ahead of "
                                    "the user furthest behind before it is held back")
+    share_deep_lead_ms: float = Field(0.0, ge=0, le=100, description="share policy: device "
+                                      "milliseconds of work the sessions of the heaviest users "
+                                      "attached to a device may launch ahead (lighter users keep "
+                                      "the workers' 4 ms; 0: everyone does)")
     quantum_ms: float = Field(2.0, gt=0, le=100, description="fair policy: the least device "
                               "milliseconds a session keeps the device while others wait")
     period_ms: float = Field(20.0, ge=0, le=1000, description="fair policy: device milliseconds "

@@ -18,7 +18,8 @@ the others, the read (so the next batch's ``think``) waits for it, and its worke
 ``done`` when the read returns. Told to stop, a worker finishes ``lead`` of its own
 progress, then releases; or with ``lead_wall``, as the real worker, it releases at once
 with its launched work (``lead`` of wall time at the sharing of the moment, the real
-pacer's lead) still to run, and says so (``ahead``). With
+pacer's lead) still to run, and says so (``ahead``). A session the policy gives a deep lead
+(``SharePolicy.lead_for``) uses that instead, as its worker does. With
 ``jitter``, each think is drawn within ± that fraction (closed loops in lockstep are an
 artefact of a clock with no noise). With ``delay``, the arbiter's grants and yields reach
 the workers that many seconds after it decides (its messages and the workers' wake-ups take
@@ -98,14 +99,20 @@ class ShareDevice:
                 # ``lead`` of wall time at the sharing of the moment or the rest of a batch
                 # whose read has begun, still to run)
                 k = max(1, len(self._running()))
-                launched = self.lead / k
+                launched = self._lead(s) / k
                 launched = s.left if s.reading or s.think is not None and s.left < launched \
                     else launched
                 self._release_launched(s, launched, k)
             elif isinstance(action, Yield) and s.holding:
                 # (what it launched runs out: about ``lead`` of its own progress; or the rest
                 # of a batch whose read has begun)
-                s.stopping = max(self.lead, s.left) if s.reading else self.lead
+                s.stopping = max(self._lead(s), s.left) if s.reading else self._lead(s)
+
+    def _lead(self, s: ShareSession) -> float:
+        """*s*'s lead: the arbiter's deep lead where it gives *s* one (SharePolicy.lead_for),
+        else the device's ``lead``, as the real worker's pacer takes it."""
+        deep = self.policy.lead_for(s.sid)
+        return self.lead if deep is None else max(self.lead, deep)
 
     def _release_launched(self, s: ShareSession, launched: float, k: int) -> None:
         """*s* gives its grant back at once, *launched* of its own progress still to run
@@ -170,7 +177,7 @@ class ShareDevice:
             if not s.holding:   # (its launched work running after its release)
                 continue
             if s.budget is not None and s.has_work(self.now) and not s.reading \
-                    and s.budget <= (self.lead / len(running) if self.lead_wall else 0.0):
+                    and s.budget <= (self._lead(s) / len(running) if self.lead_wall else 0.0):
                 # (a grant's quantum spent, counting what is launched: it releases, that
                 # work still to run, as the real worker hands over at ``hand_over_at``)
                 launched = max(0.0, min(s.budget, s.left if s.think is not None else s.budget))

@@ -25,7 +25,7 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
                 preempt_patience: float = PREEMPT_PATIENCE,
                 patience_by_op: bool = True, gap_rule: bool = True,
                 window: float | None = None, own_time: bool = False,
-                fill: bool = False) -> Policy | None:
+                fill: bool = False, deep_lead: float = 0.0) -> Policy | None:
     """The policy called *name* (``fair``, ``share``, ``fifo``); ``none`` means no arbiter at all.
     *quantum*: the least device seconds a ``fair`` holder keeps the device while others
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
@@ -36,7 +36,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     reports are each session's own device time (:func:`own_time_markers`), which ``share``
     does not scale by the session's part of the device; *fill*: ``share`` lets a user held
     back into an anticipated user's expected gap (off by default: no GPU scenario measured
-    so far let a fill in, docs/fair-share.md)."""
+    so far let a fill in, docs/fair-share.md); *deep_lead*: ``share``'s lead for the
+    heaviest users' sessions (SharePolicy.lead_for; 0: off)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)
@@ -44,7 +45,7 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
         return FifoPolicy(clock)
     if name == "share":
         return SharePolicy(clock, window=WINDOW if window is None else window,
-                           own_time=own_time, fill=fill)
+                           own_time=own_time, fill=fill, deep_lead=deep_lead)
     if name == "none":
         return None
     raise ValueError(f"unknown policy {name!r}: fair, share, fifo or none")

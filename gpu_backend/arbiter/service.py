@@ -45,14 +45,15 @@ class Arbiter:
                  period: float = PERIOD, run_dir: str | None = None,
                  preempt_patience: float = PREEMPT_PATIENCE, trace: str | None = None,
                  patience_by_op: bool = True, gap_rule: bool = True,
-                 window: float | None = None, fill: bool = False) -> None:
+                 window: float | None = None, fill: bool = False, deep_lead: float = 0.0) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
         for device in devices:
             made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op,
-                               gap_rule, window, own_time=own_time_markers(device), fill=fill)
+                               gap_rule, window, own_time=own_time_markers(device), fill=fill,
+                               deep_lead=deep_lead)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made
@@ -78,6 +79,7 @@ class Arbiter:
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
         self._where: dict[str, tuple[str, str]] = {}   # worker id -> (device, session)
         self._worker_of: dict[str, str] = {}            # session -> worker id
+        self._lead_of: dict[str, float | None] = {}     # worker id -> the lead it was told
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpuwb-arbiter", daemon=True)
         self._snapshot_at = 0.0
@@ -187,9 +189,11 @@ class Arbiter:
                     before = len(policy.sessions)
                     policy.attach(session, user, weight)
                     self._company_changed(device, before)
+                    self._tell_leads(device)
             elif kind == "detach":
                 place = self._where.pop(command[1], None)
                 slot = self._slot.pop(command[1], None)
+                self._lead_of.pop(command[1], None)
                 if slot is not None:
                     self.board.give_back(slot)
                 if place is not None:
@@ -199,11 +203,13 @@ class Arbiter:
                     before = len(policy.sessions)
                     actions = policy.detach(session)
                     self._company_changed(device, before)   # (before the grants: they say it too)
+                    self._tell_leads(device)
                     self._send(actions)
             elif kind == "weights":
-                for policy in self.policies.values():
+                for device, policy in self.policies.items():
                     for user, weight in command[1].items():
                         policy.set_weight(user, weight)
+                    self._tell_leads(device)
             self._snapshot_at = 0.0
 
     def _company_changed(self, device: str, before: int) -> None:
@@ -220,6 +226,23 @@ class Arbiter:
         for worker, (where, _) in self._where.items():
             if where == device:
                 self._to_worker(worker, msg)
+
+    def _tell_leads(self, device: str) -> None:
+        """``share`` with a deep lead (SharePolicy.lead_for): which sessions may launch it
+        follows the users attached to *device* and their weights; each worker whose lead
+        changed is told (a ``company`` message, ``l``; its standing grants say it too)."""
+        policy = self.policies[device]
+        lead_for = getattr(policy, "lead_for", None)
+        if lead_for is None or not policy.deep_lead:
+            return
+        alone = len(policy.sessions) == 1
+        for worker, (where, session) in self._where.items():
+            if where != device:
+                continue
+            lead = lead_for(session)
+            if self._lead_of.get(worker) != lead:
+                self._lead_of[worker] = lead
+                self._to_worker(worker, packb({"t": "company", "a": alone, "l": lead}))
 
     def _to_worker(self, worker: str, msg: bytes) -> None:
         try:
@@ -281,6 +304,11 @@ class Arbiter:
                        "k": self._slot.get(worker), "a": len(self.policies[device].sessions) <= 1}
                 if action.standing:
                     msg["s"] = True
+                    lead = getattr(self.policies[device], "lead_for", None)
+                    lead = lead(action.session) if lead is not None else None
+                    self._lead_of[worker] = lead
+                    if lead is not None:
+                        msg["l"] = lead
                 if action.after is not None:   # wait for that grant's work to drain first
                     previous = self._worker_of.get(action.after[0])
                     if previous is not None and previous in self._slot:

@@ -796,6 +796,7 @@ class ArbiterGrant(TypedDict):
     wt: NotRequired[Annotated[float, "after a preemption: the longest to wait for w, seconds"]]
     a: NotRequired[Annotated[bool, "no other session is attached to the device (a longer queue is allowed)"]]
     s: NotRequired[Annotated[bool, "``share``: a standing grant: launch beside the others until told, say ``idle`` when out of work"]]
+    l: NotRequired[Annotated[float, "``share`` with a deep lead: seconds of work this standing holder may launch ahead (absent: its own)"]]
 
 
 class ArbiterReady(TypedDict):
@@ -805,9 +806,11 @@ class ArbiterReady(TypedDict):
 
 
 class ArbiterCompany(TypedDict):
-    """arbiter → every worker on a device, when it goes from one session to more or back."""
+    """arbiter → every worker on a device, when it goes from one session to more or back;
+    under ``share`` with a deep lead, to a worker whose lead changed too."""
     t: Annotated[Literal["company"], "the message type"]
     a: Annotated[bool, "the worker's session is now alone on its device"]
+    l: NotRequired[Annotated[float | None, "``share`` with a deep lead: the seconds of work it may launch ahead from now (None: its own)"]]
 
 
 class ArbiterYield(TypedDict):

@@ -100,6 +100,9 @@ class DeviceLease:
         self.idle_quiet = False
         #: it said ``idle`` with launched work still to run, and has not yet said ``done``
         self.tail_open = False
+        #: ``share`` with a deep lead (arbiter/share.py, lead_for): the seconds of work this
+        #: worker may launch ahead beside others, as the arbiter last said (None: its own)
+        self.lead: float | None = None
 
     # ------------------------------------------------------------ messages
     def _send(self, msg: dict) -> None:
@@ -134,6 +137,7 @@ class DeviceLease:
                     self.patience = min(float(patience), BATON_TIMEOUT) \
                         if isinstance(patience, (int, float)) and patience >= 0 else BATON_TIMEOUT
                 self.standing = msg.get("s") is True
+                self.lead = _lead(msg.get("l"))
                 self.idle_said = self.idle_quiet = False
                 quantum = msg.get("q")
                 self.hand_over_at = busy + quantum if quantum is not None else None
@@ -144,6 +148,8 @@ class DeviceLease:
                 # returning interactive user wait for a quantum.)
             elif kind == "company":
                 self.alone = msg.get("a") is True
+                if "l" in msg:
+                    self.lead = _lead(msg["l"])
             elif kind == "ready":
                 after = msg.get("q")
                 after = float(after) if isinstance(after, (int, float)) else 0.0
@@ -340,3 +346,13 @@ class DeviceLease:
         self.sock.close()
         if self.baton is not None:
             self.baton.close()
+
+
+#: The deepest lead an arbiter may ask of a worker (seconds): anything else it says is
+#: ignored (a worker trusts nothing malformed).
+MAX_LEAD = 0.1
+
+
+def _lead(value) -> float | None:
+    """The lead an arbiter message says (``l``): seconds in (0, MAX_LEAD], else None."""
+    return float(value) if type(value) in (int, float) and 0.0 < value <= MAX_LEAD else None

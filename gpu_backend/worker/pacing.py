@@ -643,7 +643,10 @@ class Pacer:
         lead = self.lead if asked is None else max(self.lead, asked)
         if self._alone():
             return max(lead, LONE_LEAD)
-        return max(lead, self.share_lead) if self._free_running() else lead
+        if not self._free_running():
+            return lead
+        deep = self.lease.lead   # (the heaviest users' sessions: arbiter/share.py, lead_for)
+        return max(lead, self.share_lead) if deep is None else max(lead, self.share_lead, deep)
 
     def _hold_back(self, lead: float) -> None:
         """Wait while more than *lead* of launched work is unfinished; a yield cuts the wait

@@ -58,6 +58,8 @@ def test_policy_variants_set_the_pools_settings_in_any_order():
     assert policy_variant("share+nofill")[2] == {"GPUWB_SHARE_FILL": "0"}
     assert policy_variant("share+fill+window2") == (
         "share", "share-fill-window2", {"GPUWB_SHARE_FILL": "1"}, ["--share-window-ms", "2"])
+    assert policy_variant("share+deeplead16+window8")[3] == [
+        "--share-window-ms", "8", "--share-deep-lead-ms", "16"]
     assert policy_variant("fair:5")[3] == ["--quantum-ms", "5", "--period-ms", "0"]
     assert policy_variant("fair/10+lead600+nogap") == (
         "fair", "fair-p10-lead600-nogap", {"GPUWB_PACING_LEAD_US": "600", "GPUWB_GAP_RULE": "0"},
