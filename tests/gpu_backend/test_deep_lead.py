@@ -7,10 +7,14 @@ over its socket, a real NumPy device."""
 
 from __future__ import annotations
 
+import pytest
 import zmq
 from msgpack import packb
+from pydantic import ValidationError
 
 from gpu_backend.arbiter.service import Arbiter
+from gpu_backend.cli import SERVE_SETTINGS, build_parser
+from gpu_backend.config import PoolSettings
 from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.worker.lease import DeviceLease
 from gpu_backend.worker.pacing import LEAD, LONE_LEAD, SHARE_LEAD, Pacer
@@ -115,3 +119,14 @@ def test_a_lead_the_lease_cannot_use_is_ignored():
         lease.close()
         router.close(0)
         ctx.term()
+
+
+def test_the_pools_setting_is_read_from_its_command_line_and_checked():
+    """``gpuwb-backend serve --share-deep-lead-ms 16`` reaches the pool's settings (the
+    arbiter is made with it: hosts/worker_host.py); a negative one is refused."""
+    args = build_parser().parse_args(["serve", "--share-deep-lead-ms", "16"])
+    assert "share_deep_lead_ms" in SERVE_SETTINGS and args.share_deep_lead_ms == 16.0
+    assert PoolSettings(share_deep_lead_ms=args.share_deep_lead_ms).share_deep_lead_ms == 16.0
+    assert PoolSettings().share_deep_lead_ms == 0.0
+    with pytest.raises(ValidationError):
+        PoolSettings(share_deep_lead_ms=-1)
