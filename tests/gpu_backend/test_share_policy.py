@@ -674,3 +674,27 @@ def test_syncing_users_1_2_4_keep_their_weights_with_the_heaviest_launching_deep
     for i, w in enumerate(weights):
         assert shares[f"u{i}"] == pytest.approx(w / sum(weights), abs=0.02), shares
     assert device.conservation >= 0.99
+
+
+def test_a_tail_that_outlasts_its_estimate_is_not_charged_again_as_absence():
+    """A worker says ``idle`` as its read begins with 4 ms of work estimated to run; the
+    work runs 10 ms (the estimate was a quieter device's). Counted out at the estimate, its
+    user is away from there for the policy, but its ``done`` shows the work ran on: its
+    absence starts then, and a ``want`` 0.3 ms later raises its virtual time by nothing
+    (counted from the estimate, the return charged the 6.5 ms between again: H200 run 82,
+    a syncing user whose whole batch was launched before its read, 1.06 s of its 3.66 s)."""
+    policy, clock = _policy(a=1, c=4)
+    policy.want("a")
+    policy.want("c")
+    clock.now = 0.010
+    policy.used("a", 0.005)
+    policy.used("c", 0.005)
+    policy.idle("c", 0.006, ahead=0.004)
+    clock.now = 0.020
+    policy.used("a", 0.010)                  # (a works on: the share clock moves)
+    assert not policy.sessions["c"].runnable   # (counted out at its estimate)
+    policy.done("c", 0.011)
+    after_done = policy.users["c"].vt
+    clock.now = 0.0203
+    policy.want("c", holding=True)
+    assert policy.users["c"].vt == pytest.approx(after_done, abs=1e-12)
