@@ -33,7 +33,8 @@ _FLAGS = {
 #: sleeps at most; "share+nap0": as long as its estimate says, as before run 39),
 #: "share+sharelead1000" (µs a free-running session's lead), "fair+lead600" (µs the
 #: workers' LEAD); "share+window2" (the share window, ms: the pool's own argument);
-#: "share+deeplead16" (ms the heaviest users' sessions launch ahead: the pool's own argument)
+#: "share+deeplead16" (ms the heaviest users' sessions launch ahead: the pool's own argument;
+#: "share+deeplead0": every session at the workers' own lead, as before run 83)
 _VALUED = {
     "patience": "GPUWB_PREEMPT_PATIENCE_MS",
     "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
@@ -77,5 +78,5 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
     args = ((["--quantum-ms", quantum, "--period-ms", "0"] if quantum else [])
             + (["--period-ms", period] if period else [])
             + (["--share-window-ms", window] if window else [])
-            + (["--share-deep-lead-ms", deep] if deep else []))
+            + (["--share-deep-lead-ms", deep] if deep is not None else []))
     return policy, tag, env, args

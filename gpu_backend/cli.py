@@ -71,7 +71,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--share-deep-lead-ms", type=float,
                         help="share policy: device milliseconds of work the sessions of the "
                              "heaviest users on a device may launch ahead; lighter users keep "
-                             "4 ms (default 0: everyone keeps 4 ms)")
+                             "4 ms (default 16; 0: everyone keeps 4 ms)")
     parser.add_argument("--quantum-ms", type=float,
                         help="fair policy: the least device milliseconds a session keeps the "
                              "device while others wait (default 2)")
@@ -188,7 +188,8 @@ def serve(args: argparse.Namespace) -> int:
                                  f"{settings.quantum_ms:g} ms)" if settings.period_ms else
                                  f" (quantum {settings.quantum_ms:g} ms)")
                                 if settings.policy == "fair" else
-                                f" (a user held back {settings.share_window_ms:g} ms ahead)"
+                                f" (a user held back {settings.share_window_ms:g} ms ahead; the "
+                                f"heaviest users launch {settings.share_deep_lead_ms:g} ms deep)"
                                 if settings.policy == "share" else "")
     print(f"policy {policy}; {mode}; usage log {settings.usage_log}", flush=True)
     if door.metrics_server is not None:

@@ -42,7 +42,7 @@ class PoolSettings(BaseSettings):
     share_window_ms: float = Field(4.0, gt=0, le=1000, description="share policy: device "
                                    "milliseconds (weighted) a user with work may run ahead of "
                                    "the user furthest behind before it is held back")
-    share_deep_lead_ms: float = Field(0.0, ge=0, le=100, description="share policy: device "
+    share_deep_lead_ms: float = Field(16.0, ge=0, le=100, description="share policy: device "
                                       "milliseconds of work the sessions of the heaviest users "
                                       "attached to a device may launch ahead (lighter users keep "
                                       "the workers' 4 ms; 0: everyone does)")

@@ -58,13 +58,15 @@ and the weights are kept by withholding launches from whoever is ahead.
   nobody is anticipated), and the fill's sides differed by the runs' noise; where a user of
   20 ms ops filled a small syncing user's 0.3 ms gaps (run 33, before the ops had to fit),
   that user fell from 0.31 to 0.23 of its rate alone.
-- **A deep lead for the heaviest users** (``deep_lead``, the pool's ``share_deep_lead_ms``, 0
-  by default): the sessions of the users that weigh at least as much as every other user
-  attached to the device are told they may launch that much ahead (:meth:`lead_for`); a
-  light user's overshoot past the window is a larger part of its share, so the others keep
-  their workers' 4 ms. Measured on an H200 (run 81, docs/fair-share.md): users of equal
-  weights reach ``none``'s work, deep-queued 1:2:4 users their weights within 1 %, but
-  syncing 1:2:4 users 12-16 % off; hence opt-in.
+- **A deep lead for the heaviest users** (``deep_lead``, the pool's ``share_deep_lead_ms``,
+  ``DEEP_LEAD`` 16 ms by default): the sessions of the users that weigh at least as much as
+  every other user attached to the device are told they may launch that much ahead
+  (:meth:`lead_for`); a light user's overshoot past the window is a larger part of its
+  share, so the others keep their workers' 4 ms. The deeper queue keeps the device busy
+  across the others' reads and re-admissions: syncing users of equal weights reach
+  ``none``'s work, deep-queued 1:2:4 users their weights within 2 % (runs 83-84, H200 and
+  H100); it costs a saturating user beside an interactive one 0.03-0.05 of its rate (it
+  keeps far more than its weight's share).
 - **Returning from idle** with capped credit: a user keeps the deficit it had when it ran
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
   (its virtual time moves up by what a user of its weight with work all along would have
@@ -91,7 +93,7 @@ from typing import Callable
 from .anticipation import Anticipation
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 
-__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP"]
+__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "DEEP_LEAD"]
 
 #: Device seconds (weighted) a user with work may run ahead of the user furthest behind that
 #: has work, before it is held back; it is let go again at half this. Twice a GEMM of a few
@@ -109,6 +111,12 @@ TAIL_CAP = 0.1
 #: estimate of its launched work's end: the launches of users held back for it reach the
 #: device as that work ends, not after (their grant's message and launch take about this).
 TAIL_EARLY = 0.0005
+#: The lead of the heaviest users' sessions (:meth:`SharePolicy.lead_for`), the pool's
+#: default (``share_deep_lead_ms``; a policy made alone, as in tests, has none unless told):
+#: after a tail that outlasts its estimate was no longer charged twice (``done``), three
+#: passes on an H200 and an H100 (runs 83-84, docs/fair-share.md) met 11 of issue 51's
+#: 21 scenario targets with it against 5 with every session at SHARE_LEAD.
+DEEP_LEAD = 0.016
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002

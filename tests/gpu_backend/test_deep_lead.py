@@ -127,6 +127,7 @@ def test_the_pools_setting_is_read_from_its_command_line_and_checked():
     args = build_parser().parse_args(["serve", "--share-deep-lead-ms", "16"])
     assert "share_deep_lead_ms" in SERVE_SETTINGS and args.share_deep_lead_ms == 16.0
     assert PoolSettings(share_deep_lead_ms=args.share_deep_lead_ms).share_deep_lead_ms == 16.0
-    assert PoolSettings().share_deep_lead_ms == 0.0
+    assert PoolSettings().share_deep_lead_ms == 16.0                 # (the pool's default)
+    assert build_parser().parse_args(["serve", "--share-deep-lead-ms", "0"]).share_deep_lead_ms == 0.0
     with pytest.raises(ValidationError):
         PoolSettings(share_deep_lead_ms=-1)
