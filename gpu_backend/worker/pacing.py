@@ -104,7 +104,9 @@ MEASURE_EVERY = 16
 #: SHARE_UNPACED_REPLAY) the deep-queued 1:2:4 users came within 1.5-1.7 % of their weights
 #: (runs 13-14, H100 and H200); 16 ms lost the weights (47.7 %). (The served pool's 1:2:4
 #: test on the NumPy device falls short on a heavily loaded VM at 1 ms as at 4 ms: the load,
-#: not the lead.) ``GPUWB_SHARE_LEAD_US`` sets it (worker/settings.py).
+#: not the lead.) ``GPUWB_SHARE_LEAD_US`` sets it (worker/settings.py). The sessions of the
+#: heaviest users attached to a device launch deeper where the arbiter says so (the lease's
+#: ``lead``: arbiter/share.py, DEEP_LEAD, 16 ms by default).
 SHARE_LEAD = 0.004
 #: The longest a free-running session beside others (a standing grant, not alone) sleeps
 #: while holding back before it looks at its markers again (Pacer._nap): its per-op estimate
