@@ -524,6 +524,9 @@ def main(argv=None) -> int:
                     by[name] = scenario(name, pool, exclusive, args.seconds, workdir, local,
                                         lead=args.lead, clocks=clocks)
                     print(f"{policy:6} {name:14} done", file=sys.stderr, flush=True)
+                    if by[name].get("void"):
+                        print(f"{policy:6} {name:14} VOID: {by[name]['void']}", file=sys.stderr,
+                              flush=True)
                 if args.recalibrate:
                     after = results.setdefault("exclusive_after", {})[policy] = calibrate(
                         pool, args.calibrate_seconds, workdir, local, gemm_kinds)

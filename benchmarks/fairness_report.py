@@ -42,6 +42,14 @@ def normalising_rates(exclusive: dict, policy: str) -> dict:
     return exclusive.get("none") or exclusive.get(policy) or next(iter(exclusive.values()), {})
 
 
+#: The least time (seconds) every user of a scenario's first phase must have run together,
+#: after the settle, for its whole-run figures: a client whose start outlasted the lead can
+#: leave no common window at all (an 8192² GEMM user began 3 s into a 4 s scenario on an
+#: H200, run 81), and rates over an empty one are noise (a trainer at 0.002 of its rate
+#: whose own 100 ms series ran at 0.5-0.6 throughout). One 100 ms window at least.
+MIN_COMMON = 0.1
+
+
 def _running_from(gemm, targets, p0):
     """When every user of a phase is running: a client whose warm-up outlasted the lead
     starts its loop late, and windows before that would count it as starved."""
@@ -81,13 +89,20 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
     norm = {}
     if targets:
         t0 = _running_from(gemm, targets, p0) + min(1.0, (p1 - p0) / 4)
-        norm = {u: _rates(gemm[u], exclusive, t0, p1, p1 - t0)[0] for u in targets}
+        if p1 - t0 >= MIN_COMMON:
+            norm = {u: _rates(gemm[u], exclusive, t0, p1, p1 - t0)[0] for u in targets}
+        else:   # (no figures rather than figures over nothing)
+            late = max(targets, key=lambda u: gemm[u]["points"][0][0])
+            out["void"] = (f"its users ran together {max(0.0, p1 - t0):.2f} s after the settle, "
+                           f"under {MIN_COMMON} s: {late} began "
+                           f"{gemm[late]['points'][0][0] - p0:.2f} s into the "
+                           f"{p1 - p0:.1f} s scenario (raise --lead or --seconds)")
     total = sum(norm.values())
     total_w = sum(targets.values())
     x = [(norm[u] / total) / (w / total_w) for u, w in targets.items()] if total else []
     out["normalised_rates"] = norm
     out["jain"] = (sum(x) ** 2 / (len(x) * sum(v * v for v in x))) if x else None
-    out["work_conservation"] = total if targets else None
+    out["work_conservation"] = total if targets and norm else None
     for r in results:
         if r["kind"] == "interactive":
             lat = [v * 1e3 for t, v in zip(r["issued"], r["latencies"]) if t >= start + 1.0]

@@ -17,6 +17,7 @@ from gpu_backend.accounting.usage import UsageLog
 from tests.paths import PROJECT_ROOT  # noqa: E402
 sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
 from fairness import SCENARIOS, busy_from_log  # noqa: E402
+from fairness_report import analyse  # noqa: E402
 from fairness_targets import targets_table, verdicts  # noqa: E402
 
 BIG_RATE, SMALL_RATE = 1400.0, 17000.0   # GEMMs/s alone: 0.714 ms and 0.0588 ms each
@@ -232,3 +233,27 @@ def test_a_lone_user_is_judged_against_its_own_rate_and_latency_under_none():
     tail = _row(rows, "alone-interactive", "(51) interactive p99 over none's")
     assert not tail["met"] and tail["value"] == pytest.approx(1.2)
     assert tail["limit"] == pytest.approx(1 / 0.97)
+
+
+def test_a_scenario_whose_users_never_ran_together_gives_no_whole_run_figures():
+    """A user whose client started after the lead ran out (an 8192² GEMM user began 3 s into
+    a 4 s scenario on an H200, run 81): the window all users share is empty, and rates over
+    it would be noise (a trainer at 0.002 of its rate). The scenario says why it is void; its
+    verdicts judge nothing of it."""
+    from fairness_report import analyse
+
+    exclusive = {"big": {"rate": BIG_RATE}, "small": {"rate": SMALL_RATE}}
+    start, stop = 100.0, 104.0
+    steady = {"user": "a", "kind": "big", "points": [(start + t / 10, t * 140.0) for t in range(41)]}
+    late = {"user": "b", "kind": "small", "points": [(start + 3.1 + t / 10, t * 1700.0) for t in range(10)]}
+    out = analyse("long-vs-small", [steady, late], [(start, stop, {"a": 1, "b": 1})], exclusive,
+                  start, stop)
+    assert "b began 3.10 s into the 4.0 s scenario" in out["void"]
+    assert out["normalised_rates"] == {} and out["work_conservation"] is None and out["jain"] is None
+    rows = verdicts({"policies": {"share": {"long-vs-small": out}}}, SCENARIOS)
+    assert rows == []
+    together = analyse("long-vs-small", [steady, {**late, "points": [(start + 0.2 + t / 10, t * 1700.0)
+                                                                    for t in range(39)]}],
+                       [(start, stop, {"a": 1, "b": 1})], exclusive, start, stop)
+    assert "void" not in together
+    assert together["normalised_rates"]["a"] == pytest.approx(1.0, abs=0.01)
