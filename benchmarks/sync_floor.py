@@ -206,7 +206,6 @@ class Floors:
             stream.begin_capture()
             total = (buf + 1).sum()
             graph = stream.end_capture()
-        self._pinned = pinned   # (kept alive with the view over it)
         return graph, total, stream, buf, host
 
     def _run_ahead(self) -> None:

@@ -42,6 +42,9 @@ class PoolSettings(BaseSettings):
     share_window_ms: float = Field(4.0, gt=0, le=1000, description="share policy: device "
                                    "milliseconds (weighted) a user with work may run ahead of "
                                    "the user furthest behind before it is held back")
+    # (16 ms: after a read's tail was no longer charged twice, three passes on an H200 and an
+    # H100 met 11 of issue 51's 21 scenario targets with it against 5 with every session at
+    # 4 ms: docs/fair-share.md, runs 83-84)
     share_deep_lead_ms: float = Field(16.0, ge=0, le=100, description="share policy: device "
                                       "milliseconds of work the sessions of the heaviest users "
                                       "attached to a device may launch ahead (lighter users keep "

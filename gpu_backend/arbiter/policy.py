@@ -194,6 +194,10 @@ class Policy:
         if account is not None:
             account.weight = float(weight)
 
+    def lead_for(self, sid: str) -> float | None:
+        """The lead *sid*'s worker is told (seconds of launched work); None: its own."""
+        return None
+
     # -- the workers' side ----------------------------------------------------
     def want(self, sid: str) -> list[Action]:
         raise NotImplementedError

@@ -228,18 +228,15 @@ class Arbiter:
                 self._to_worker(worker, msg)
 
     def _tell_leads(self, device: str) -> None:
-        """``share`` with a deep lead (SharePolicy.lead_for): which sessions may launch it
+        """The lead a policy gives a session (Policy.lead_for: ``share``'s heaviest users)
         follows the users attached to *device* and their weights; each worker whose lead
         changed is told (a ``company`` message, ``l``; its standing grants say it too)."""
         policy = self.policies[device]
-        lead_for = getattr(policy, "lead_for", None)
-        if lead_for is None or not policy.deep_lead:
-            return
         alone = len(policy.sessions) == 1
         for worker, (where, session) in self._where.items():
             if where != device:
                 continue
-            lead = lead_for(session)
+            lead = policy.lead_for(session)
             if self._lead_of.get(worker) != lead:
                 self._lead_of[worker] = lead
                 self._to_worker(worker, packb({"t": "company", "a": alone, "l": lead}))
@@ -304,9 +301,7 @@ class Arbiter:
                        "k": self._slot.get(worker), "a": len(self.policies[device].sessions) <= 1}
                 if action.standing:
                     msg["s"] = True
-                    lead = getattr(self.policies[device], "lead_for", None)
-                    lead = lead(action.session) if lead is not None else None
-                    self._lead_of[worker] = lead
+                    lead = self._lead_of[worker] = self.policies[device].lead_for(action.session)
                     if lead is not None:
                         msg["l"] = lead
                 if action.after is not None:   # wait for that grant's work to drain first

@@ -59,7 +59,7 @@ and the weights are kept by withholding launches from whoever is ahead.
   20 ms ops filled a small syncing user's 0.3 ms gaps (run 33, before the ops had to fit),
   that user fell from 0.31 to 0.23 of its rate alone.
 - **A deep lead for the heaviest users** (``deep_lead``, the pool's ``share_deep_lead_ms``,
-  ``DEEP_LEAD`` 16 ms by default): the sessions of the users that weigh at least as much as
+  16 ms by default; a policy made alone, as in tests, has none unless told): the sessions of the users that weigh at least as much as
   every other user attached to the device are told they may launch that much ahead
   (:meth:`lead_for`); a light user's overshoot past the window is a larger part of its
   share, so the others keep their workers' 4 ms. The deeper queue keeps the device busy
@@ -93,7 +93,7 @@ from typing import Callable
 from .anticipation import Anticipation
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 
-__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "DEEP_LEAD"]
+__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP"]
 
 #: Device seconds (weighted) a user with work may run ahead of the user furthest behind that
 #: has work, before it is held back; it is let go again at half this. Twice a GEMM of a few
@@ -111,12 +111,6 @@ TAIL_CAP = 0.1
 #: estimate of its launched work's end: the launches of users held back for it reach the
 #: device as that work ends, not after (their grant's message and launch take about this).
 TAIL_EARLY = 0.0005
-#: The lead of the heaviest users' sessions (:meth:`SharePolicy.lead_for`), the pool's
-#: default (``share_deep_lead_ms``; a policy made alone, as in tests, has none unless told):
-#: after a tail that outlasts its estimate was no longer charged twice (``done``), three
-#: passes on an H200 and an H100 (runs 83-84, docs/fair-share.md) met 11 of issue 51's
-#: 21 scenario targets with it against 5 with every session at SHARE_LEAD.
-DEEP_LEAD = 0.016
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002

@@ -106,7 +106,7 @@ MEASURE_EVERY = 16
 #: test on the NumPy device falls short on a heavily loaded VM at 1 ms as at 4 ms: the load,
 #: not the lead.) ``GPUWB_SHARE_LEAD_US`` sets it (worker/settings.py). The sessions of the
 #: heaviest users attached to a device launch deeper where the arbiter says so (the lease's
-#: ``lead``: arbiter/share.py, DEEP_LEAD, 16 ms by default).
+#: ``lead``: arbiter/share.py, the pool's ``share_deep_lead_ms``, 16 ms by default).
 SHARE_LEAD = 0.004
 #: The longest a free-running session beside others (a standing grant, not alone) sleeps
 #: while holding back before it looks at its markers again (Pacer._nap): its per-op estimate
@@ -647,8 +647,8 @@ class Pacer:
             return max(lead, LONE_LEAD)
         if not self._free_running():
             return lead
-        deep = self.lease.lead   # (the heaviest users' sessions: arbiter/share.py, lead_for)
-        return max(lead, self.share_lead) if deep is None else max(lead, self.share_lead, deep)
+        # (the heaviest users' sessions launch deeper where the arbiter says: share.lead_for)
+        return max(lead, self.share_lead, self.lease.lead or 0.0)
 
     def _hold_back(self, lead: float) -> None:
         """Wait while more than *lead* of launched work is unfinished; a yield cuts the wait
