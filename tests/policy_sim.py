@@ -19,7 +19,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from gpu_backend.arbiter.policy import FairPolicy, Grant, Ready, Yield
+from gpu_backend.arbiter.policy import Grant, Ready, Yield
+from gpu_backend.arbiter.turns import FairPolicy
 
 
 @dataclass

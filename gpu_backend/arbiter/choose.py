@@ -1,12 +1,13 @@
-"""The policy a pool names (``--policy``): ``fair`` and ``fifo`` (policy.py), ``share``
-(share.py), or ``none`` (no arbiter). Apart from both, since share.py builds on policy.py."""
+"""The policy a pool names (``--policy``): ``fair`` and ``fifo`` (turns.py), ``share``
+(share.py), or ``none`` (no arbiter). Apart from both, since both build on policy.py."""
 
 from __future__ import annotations
 
 import time
 from typing import Callable
 
-from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, FairPolicy, FifoPolicy, Policy
+from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Policy
+from .turns import FairPolicy, FifoPolicy
 from .share import WINDOW, SharePolicy
 
 __all__ = ["make_policy", "own_time_markers"]

@@ -2,7 +2,7 @@
 whose user is not ahead of its share launches at once, beside the others, and only a user
 ahead is held back, and only while someone behind it has work.
 
-Why (issue 51): ``fair`` (policy.py) lets one session at a time launch, and hands the device
+Why (issue 51): ``fair`` (turns.py) lets one session at a time launch, and hands the device
 over by draining it: the GPU idles while the last holder's work finishes, the baton passes
 and the next holder wakes, and the next first op pays the switch between two processes'
 contexts. Users that sync every few milliseconds hand over at every read, and measured from

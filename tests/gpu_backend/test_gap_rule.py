@@ -7,7 +7,7 @@ share.
 
 import pytest
 
-from gpu_backend.arbiter.policy import FairPolicy
+from gpu_backend.arbiter.turns import FairPolicy
 
 from tests.policy_sim import Fair, SimSession, simulate
 

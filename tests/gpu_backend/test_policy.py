@@ -8,7 +8,8 @@ device time per window divided by the window's total.
 import pytest
 
 from gpu_backend.arbiter.policy import (AHEAD_CAP, CREDIT, DRAIN_SLACK, MIN_PATIENCE, PREEMPT_PATIENCE, QUANTUM,
-                                        FairPolicy, FifoPolicy, Grant, Ready, Yield)
+                                        Grant, Ready, Yield)
+from gpu_backend.arbiter.turns import FairPolicy, FifoPolicy
 from gpu_backend.arbiter.choose import make_policy
 
 from tests.policy_sim import Fair, SimDevice, SimSession, decisions, simulate

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from gpu_backend.arbiter.policy import FifoPolicy
+from gpu_backend.arbiter.turns import FifoPolicy
 
 from tests.policy_sim import Fair, SimSession, simulate
 from tests.syncing_users import run_syncing_users
