@@ -34,7 +34,9 @@ _FLAGS = {
 #: "share+sharelead1000" (µs a free-running session's lead), "fair+lead600" (µs the
 #: workers' LEAD); "share+window2" (the share window, ms: the pool's own argument);
 #: "share+deeplead16" (ms the heaviest users' sessions launch ahead: the pool's own argument;
-#: "share+deeplead0": every session at the workers' own lead, as before run 83)
+#: "share+deeplead0": every session at the workers' own lead, as before run 83);
+#: "share+lightgap4" (ms: users whose gaps average at least this hold nobody back for the
+#: first 2 ms of a batch, SharePolicy._light: the pool's own argument)
 _VALUED = {
     "patience": "GPUWB_PREEMPT_PATIENCE_MS",
     "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
@@ -55,7 +57,7 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
     base, *variants = name.split("+")
     policy, _, period = base.partition("/")
     policy, _, quantum = policy.partition(":")
-    env, window, deep, tags = {}, None, None, []
+    env, window, deep, light, tags = {}, None, None, None, []
     for variant in variants:
         valued = _VALUE.fullmatch(variant)
         if variant in _FLAGS:
@@ -66,10 +68,12 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
             window, variable = valued.group(2), None
         elif valued and valued.group(1) == "deeplead":
             deep, variable = valued.group(2), None
+        elif valued and valued.group(1) == "lightgap":
+            light, variable = valued.group(2), None
         else:
             raise ValueError(f"policy {name!r}: no variant {variant!r} (flags "
                              f"{', '.join(_FLAGS)}; with a number {', '.join(_VALUED)}, window, "
-                             f"deeplead)")
+                             f"deeplead, lightgap)")
         if variable is not None:
             env[variable] = value
         tags.append(variant)
@@ -78,5 +82,6 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
     args = ((["--quantum-ms", quantum, "--period-ms", "0"] if quantum else [])
             + (["--period-ms", period] if period else [])
             + (["--share-window-ms", window] if window else [])
-            + (["--share-deep-lead-ms", deep] if deep is not None else []))
+            + (["--share-deep-lead-ms", deep] if deep is not None else [])
+            + (["--share-light-gap-ms", light] if light is not None else []))
     return policy, tag, env, args

@@ -49,6 +49,10 @@ class PoolSettings(BaseSettings):
                                       "milliseconds of work the sessions of the heaviest users "
                                       "attached to a device may launch ahead (lighter users keep "
                                       "the workers' 4 ms; 0: everyone does)")
+    share_light_gap_ms: float = Field(0.0, ge=0, le=10000, description="share policy: a user "
+                                      "whose gaps between batches average at least this many "
+                                      "milliseconds is light: the first 2 ms of each of its "
+                                      "batches hold nobody back (0: no user is)")
     quantum_ms: float = Field(2.0, gt=0, le=100, description="fair policy: the least device "
                               "milliseconds a session keeps the device while others wait")
     period_ms: float = Field(20.0, ge=0, le=1000, description="fair policy: device milliseconds "

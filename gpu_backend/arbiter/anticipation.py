@@ -63,6 +63,14 @@ class Anticipation:
     def expected(self, user: str) -> bool:
         return user in self._until
 
+    def gap(self, user: str) -> float | None:
+        """*user*'s average gap between batches (wall seconds; None before its first)."""
+        return self._gap.get(user)
+
+    def back_since(self, user: str) -> float | None:
+        """When *user*'s current batch began (None: it has no work, or it never went away)."""
+        return self._back_at.get(user)
+
     def expected_back(self) -> float | None:
         """When the first of the users waited for is expected back (its gap's average after
         it ran out), or None: nobody is waited for."""

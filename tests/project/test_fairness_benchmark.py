@@ -61,6 +61,8 @@ def test_policy_variants_set_the_pools_settings_in_any_order():
     assert policy_variant("share+deeplead16+window8")[3] == [
         "--share-window-ms", "8", "--share-deep-lead-ms", "16"]
     assert policy_variant("share+deeplead0")[3] == ["--share-deep-lead-ms", "0"]
+    assert policy_variant("share+lightgap4+deeplead0")[1:] == (
+        "share-lightgap4-deeplead0", {}, ["--share-deep-lead-ms", "0", "--share-light-gap-ms", "4"])
     assert policy_variant("fair:5")[3] == ["--quantum-ms", "5", "--period-ms", "0"]
     assert policy_variant("fair/10+lead600+nogap") == (
         "fair", "fair-p10-lead600-nogap", {"GPUWB_PACING_LEAD_US": "600", "GPUWB_GAP_RULE": "0"},
