@@ -67,6 +67,10 @@ class Anticipation:
         """*user*'s average gap between batches (wall seconds; None before its first)."""
         return self._gap.get(user)
 
+    def batch(self, user: str) -> float | None:
+        """*user*'s average batch (wall seconds; None before its first ended)."""
+        return self._batch.get(user)
+
     def back_since(self, user: str) -> float | None:
         """When *user*'s current batch began (None: it has no work, or it never went away)."""
         return self._back_at.get(user)

@@ -119,6 +119,10 @@ FILL_MIN = 0.0002
 #: user's few small ops takes under CUDA's time-slicing, a bound on what a light user that
 #: starts a long batch gets at the time-slicing's rate instead of its share.
 LIGHT_BURST = 0.002
+#: The longest average batch (wall seconds, from having work to running out) of a light user:
+#: a loop whose batches are longer (users that sync after 8 ms of GEMMs, whose gaps can look
+#: long where a read's tail outlasts its estimate) is never light.
+LIGHT_BATCH = 2 * LIGHT_BURST
 
 
 class SharePolicy(Policy):
@@ -487,7 +491,8 @@ class SharePolicy(Policy):
 
     def _light(self, user: str) -> bool:
         """Whether *user* is light now: away most of the time (its gaps between batches
-        average at least ``light_gap``) and in the first LIGHT_BURST of a batch. Holding
+        average at least ``light_gap``, its batches at most LIGHT_BATCH) and in the first
+        LIGHT_BURST of a batch. Holding
         the others back for it gains it nothing: a yield stops only their next launches,
         and its few small ops wait for CUDA's time slice beside the work already launched
         either way; the others' hold-back and re-admission at each of its requests cost
@@ -498,8 +503,10 @@ class SharePolicy(Policy):
             return False
         anticipation = self.anticipation
         gap, since = anticipation.gap(user), anticipation.back_since(user)
-        return gap is not None and since is not None and gap >= self.light_gap \
-            and self.clock() - since < LIGHT_BURST
+        if gap is None or since is None or gap < self.light_gap:
+            return False
+        batch = anticipation.batch(user)
+        return batch is not None and batch <= LIGHT_BATCH and self.clock() - since < LIGHT_BURST
 
     def _light_ends(self) -> float:
         """When the first user light at the last settle stops being light (its LIGHT_BURST

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from gpu_backend.arbiter.choose import make_policy
 from gpu_backend.arbiter.policy import Yield
-from gpu_backend.arbiter.share import LIGHT_BURST, SharePolicy
+from gpu_backend.arbiter.share import LIGHT_BATCH, LIGHT_BURST, SharePolicy
 from gpu_backend.cli import SERVE_SETTINGS, build_parser
 from gpu_backend.config import PoolSettings
 
@@ -112,3 +112,26 @@ def test_light_users_are_off_unless_the_pool_says():
     assert PoolSettings().share_light_gap_ms == 0.0
     with pytest.raises(ValidationError):
         PoolSettings(share_light_gap_ms=-1)
+
+
+def test_users_whose_batches_are_long_are_never_light():
+    """Long gaps alone do not make a user light: one whose batches run past LIGHT_BATCH
+    (a loop that syncs after milliseconds of work) is held back for as ever."""
+    clock = Clock()
+    policy = SharePolicy(clock, light_gap=LIGHT_GAP)
+    policy.attach("a", "a", 1.0)
+    policy.attach("s", "s", 1.0)
+    policy.want("a")
+    for _ in range(3):                   # batches of 8 ms, gaps of 9 ms
+        clock.now += 0.009
+        policy.used("a", clock.now)
+        policy.want("s")
+        clock.now += 0.008
+        policy.used("a", clock.now)
+        policy.idle("s", policy.sessions["s"].charged + 0.004)
+        if "a" in policy.yielding:
+            policy.release("a", clock.now, want=True)
+    clock.now += 0.009
+    policy.want("s")
+    assert policy.anticipation.gap("s") >= LIGHT_GAP and policy.anticipation.batch("s") > LIGHT_BATCH
+    assert not policy._light("s") and "s" in [u.name for u in policy._counted()]
