@@ -36,7 +36,8 @@ _FLAGS = {
 #: "share+deeplead16" (ms the heaviest users' sessions launch ahead: the pool's own argument;
 #: "share+deeplead0": every session at the workers' own lead, as before run 83);
 #: "share+lightgap4" (ms: users whose gaps average at least this hold nobody back for the
-#: first 2 ms of a batch, SharePolicy._light: the pool's own argument)
+#: first 2 ms of a batch, SharePolicy._light: the pool's own argument, 4 by default since
+#: run 87; "share+lightgap0": no user is light, as before)
 _VALUED = {
     "patience": "GPUWB_PREEMPT_PATIENCE_MS",
     "pacedreplay": "GPUWB_UNPACED_REPLAY_US",

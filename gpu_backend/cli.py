@@ -75,7 +75,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--share-light-gap-ms", type=float,
                         help="share policy: a user whose gaps between batches average at least "
                              "this many milliseconds (an interactive user) holds nobody back "
-                             "for the first 2 ms of each batch (default 0: no user does)")
+                             "for the first 2 ms of each batch (default 4; 0: no user does)")
     parser.add_argument("--quantum-ms", type=float,
                         help="fair policy: the least device milliseconds a session keeps the "
                              "device while others wait (default 2)")
@@ -193,7 +193,9 @@ def serve(args: argparse.Namespace) -> int:
                                  f" (quantum {settings.quantum_ms:g} ms)")
                                 if settings.policy == "fair" else
                                 f" (a user held back {settings.share_window_ms:g} ms ahead; the "
-                                f"heaviest users launch {settings.share_deep_lead_ms:g} ms deep)"
+                                f"heaviest users launch {settings.share_deep_lead_ms:g} ms deep; "
+                                f"users away {settings.share_light_gap_ms:g} ms between batches "
+                                f"are light)"
                                 if settings.policy == "share" else "")
     print(f"policy {policy}; {mode}; usage log {settings.usage_log}", flush=True)
     if door.metrics_server is not None:

@@ -49,7 +49,9 @@ class PoolSettings(BaseSettings):
                                       "milliseconds of work the sessions of the heaviest users "
                                       "attached to a device may launch ahead (lighter users keep "
                                       "the workers' 4 ms; 0: everyone does)")
-    share_light_gap_ms: float = Field(0.0, ge=0, le=10000, description="share policy: a user "
+    # (4 ms: an interactive user, back every ~10 ms for a few small ops, is light; users that
+    # sync are away for their round trips, under 2 ms: H200 runs 86-87, docs/fair-share.md)
+    share_light_gap_ms: float = Field(4.0, ge=0, le=10000, description="share policy: a user "
                                       "whose gaps between batches average at least this many "
                                       "milliseconds is light: the first 2 ms of each of its "
                                       "batches hold nobody back (0: no user is)")

@@ -103,13 +103,14 @@ def test_a_users_first_batch_is_not_light():
     assert "i" in [u.name for u in policy._counted()]
 
 
-def test_light_users_are_off_unless_the_pool_says():
+def test_the_pool_makes_users_light_unless_told_not_to():
     assert make_policy("share").light_gap == 0.0
     assert make_policy("share", light_gap=LIGHT_GAP).light_gap == LIGHT_GAP
     args = build_parser().parse_args(["serve", "--share-light-gap-ms", "4"])
     assert "share_light_gap_ms" in SERVE_SETTINGS and args.share_light_gap_ms == 4.0
     assert PoolSettings(share_light_gap_ms=args.share_light_gap_ms).share_light_gap_ms == 4.0
-    assert PoolSettings().share_light_gap_ms == 0.0
+    assert PoolSettings().share_light_gap_ms == 4.0                  # (the pool's default)
+    assert build_parser().parse_args(["serve", "--share-light-gap-ms", "0"]).share_light_gap_ms == 0.0
     with pytest.raises(ValidationError):
         PoolSettings(share_light_gap_ms=-1)
 
