@@ -67,6 +67,16 @@ and the weights are kept by withholding launches from whoever is ahead.
   ``none``'s work, deep-queued 1:2:4 users their weights within 2 % (runs 83-84, H200 and
   H100); it costs a saturating user beside an interactive one 0.03-0.05 of its rate (it
   keeps far more than its weight's share).
+- **Light users** (``light_gap``, the pool's ``share_light_gap_ms``, 4 ms by default; a
+  policy made alone has none): a user whose gaps between batches average at least that and
+  whose batches average at most ``LIGHT_BATCH`` (an interactive user, back every ~10 ms for
+  a few small ops) holds nobody back for the first ``LIGHT_BURST`` of a batch (``_light``):
+  a yield stops only the others' next launches, its ops wait for CUDA's time slice beside
+  the work already launched either way, and the others' stop and re-admission at each of
+  its requests cost the device. A 2048² GEMM user beside an interactive one was held back
+  at 447 of 547 requests and did 0.928-0.966 of its rate alone; with light users, 7 times,
+  and 0.984-1.016 (``none`` 0.982-0.998; H200 runs 86-87). A light batch that runs past
+  ``LIGHT_BURST`` holds the others back from then, as any user's.
 - **Returning from idle** with capped credit: a user keeps the deficit it had when it ran
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
   (its virtual time moves up by what a user of its weight with work all along would have
