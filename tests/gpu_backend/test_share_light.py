@@ -15,6 +15,7 @@ from gpu_backend.arbiter.policy import Yield
 from gpu_backend.arbiter.share import LIGHT_BATCH, LIGHT_BURST, SharePolicy
 from gpu_backend.cli import SERVE_SETTINGS, build_parser
 from gpu_backend.config import PoolSettings
+from gpu_backend.pool import LocalPool
 
 LIGHT_GAP = 0.004
 
@@ -136,3 +137,13 @@ def test_users_whose_batches_are_long_are_never_light():
     policy.want("s")
     assert policy.anticipation.gap("s") >= LIGHT_GAP and policy.anticipation.batch("s") > LIGHT_BATCH
     assert not policy._light("s") and "s" in [u.name for u in policy._counted()]
+
+
+def test_an_embedded_pools_arbiter_takes_the_setting():
+    """The pool's setting reaches the policy its arbiter decides with (hosts/worker_host.py
+    makes the arbiter): 4 ms by default, 0 where the pool is told so."""
+    for told, expected in (({}, 0.004), ({"share_light_gap_ms": 0}, 0.0)):
+        with LocalPool(devices="cpu", policy="share", spare_workers=0, **told) as pool:
+            arbiter = pool.door.hosts.arbiter_of("cpu:0")
+            assert arbiter is not None
+            assert arbiter.policies["cpu:0"].light_gap == pytest.approx(expected)
