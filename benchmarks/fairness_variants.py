@@ -26,6 +26,9 @@ _FLAGS = {
     "nogap": ("GPUWB_GAP_RULE", "0"),              # nobody kept the device between batches
     # a preempting newcomer always waits the patience, whatever the holder's ops
     "fixedpatience": ("GPUWB_PATIENCE_BY_OP", "0"),
+    # share: a standing grant given back with work running counted off the device at the
+    # worker's estimate of that work, as before run 90 (no ``done`` after it)
+    "nodone": ("GPUWB_RELEASE_DONE", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside

@@ -223,7 +223,8 @@ class Policy:
         return []
 
     def release(self, sid: str, busy: float, want: bool, grant: int | None = None,
-                ahead: float = 0.0, reading: bool = False) -> list[Action]:
+                ahead: float = 0.0, reading: bool = False,
+                done_follows: bool = False) -> list[Action]:
         """*sid* handed over (or finished after being granted away); *want*: it has more work;
         *reading*: it handed over as its batch's closing read began (worker/pacing.py,
         Pacer.release_before_read): nothing is queued behind the read, and the device is
@@ -237,7 +238,9 @@ class Policy:
         it, waited: 72 ms in an H100 run's trace.) A release of an older grant than the one
         *sid* holds crossed that newer grant on the way (the worker gave up the device while
         we granted it again): it is charged, and otherwise ignored, since the worker will
-        read the newer grant and hold the device, or hand it over, under that one."""
+        read the newer grant and hold the device, or hand it over, under that one.
+        *done_follows*: the worker says ``done`` once its launched work has run (a standing
+        grant's release, ``share`` only: :meth:`SharePolicy.release`)."""
         session = self.sessions.get(sid)
         if session is None:
             return []

@@ -279,7 +279,8 @@ class Arbiter:
                 actions = policy.release(session, float(msg["busy"]), bool(msg.get("want")),
                                          grant if type(grant) is int else None,
                                          float(msg.get("ahead") or 0.0),
-                                         reading=msg.get("r") is True)
+                                         reading=msg.get("r") is True,
+                                         done_follows=msg.get("d") is True)
             else:
                 return
         except (ValueError, TypeError, KeyError, AttributeError):

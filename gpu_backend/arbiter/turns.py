@@ -259,7 +259,8 @@ class FifoPolicy(Policy):
         return []
 
     def release(self, sid: str, busy: float, want: bool, grant: int | None = None,
-                ahead: float = 0.0, reading: bool = False) -> list[Action]:
+                ahead: float = 0.0, reading: bool = False,
+                done_follows: bool = False) -> list[Action]:
         if grant is not None and self.holder == sid and grant != self.grants:
             return super().release(sid, busy, want, grant, ahead, reading)   # stale: charged only
         if sid in self.queue:

@@ -762,7 +762,7 @@ class ArbiterIdle(TypedDict):
 
 class ArbiterDone(TypedDict):
     """worker → arbiter, ``share`` only: the work it had launched when it said ``idle`` with
-    ``ahead`` has run (its read returned)."""
+    ``ahead``, or when it gave a standing grant back with ``d``, has run."""
     t: Annotated[Literal["done"], "the message type"]
     busy: Annotated[float, "cumulative device seconds measured"]
 
@@ -783,6 +783,7 @@ class ArbiterRelease(TypedDict):
     ahead: NotRequired[Annotated[float, "estimated device seconds of work launched and not yet measured (charged until the next report)"]]
     op: NotRequired[Annotated[float, "device seconds of one of its ops, as measured lately (a moving average)"]]
     r: NotRequired[Annotated[bool, "it hands over as its batch's closing read begins, nothing queued behind it: keep the device idle for nobody"]]
+    d: NotRequired[Annotated[bool, "``share``: a standing grant given back with work still running: a ``done`` follows when it has run (until then the session shares the device)"]]
 
 
 class ArbiterGrant(TypedDict):

@@ -100,6 +100,12 @@ class DeviceLease:
         self.idle_quiet = False
         #: it said ``idle`` with launched work still to run, and has not yet said ``done``
         self.tail_open = False
+        #: ``share``: a standing grant given back with launched work still running says
+        #: ``done`` once that work has run (``d`` in the release; GPUWB_RELEASE_DONE=0: not,
+        #: the arbiter counting it off the device at its estimate, as before), and it has
+        #: not said so yet
+        self.release_done = True
+        self.release_open = False
         #: ``share`` with a deep lead (arbiter/share.py, lead_for): the seconds of work this
         #: worker may launch ahead beside others, as the arbiter last said (None: its own)
         self.lead: float | None = None
@@ -251,12 +257,17 @@ class DeviceLease:
             self._reported = busy
 
     def done(self, busy: float) -> None:
-        """After :meth:`idle` with work launched: that work has run (measured in *busy*)."""
+        """After :meth:`idle` with work launched, or a standing grant given back with work
+        launched (:meth:`release`, ``d``): that work has run (measured in *busy*)."""
         if self.tail_open:
             self.tail_open = False
             if self.holding:
                 self._send({"t": "done", "busy": busy})
                 self._reported = busy
+        if self.release_open:
+            self.release_open = False
+            self._send({"t": "done", "busy": busy})
+            self._reported = busy
 
     def busy_again(self) -> None:
         """Holding a standing grant after saying it was idle: work again, launched at once;
@@ -293,6 +304,9 @@ class DeviceLease:
         msg = {"t": "release", "busy": busy, "want": want, "g": self.grant}
         if ahead > 0:
             msg["ahead"] = ahead
+            if self.standing and self.release_done:   # (share: its launched work runs on
+                msg["d"] = True                       # beside the others: done() says when
+                self.release_open = True              # it has run)
         if reading:
             msg["r"] = True
         if op is not None:

@@ -142,6 +142,8 @@ class WorkerServer(SessionMoves):
         #: worker id of the command line: nobody else can speak for this worker there
         self.lease_id = secrets.token_hex(16)
         self.lease = DeviceLease(self.ctx, arbiter, self.lease_id, baton) if arbiter else None
+        if self.lease is not None:
+            self.lease.release_done = settings.release_done
         self.executor.pacer = Pacer(self.device, self.lease, lead=settings.pacing_lead,
                                     trace=settings.pacing_trace_dir is not None,
                                     release_at_read=settings.release_at_read,

@@ -57,6 +57,11 @@ class WorkerSettings:
     #: (worker/pacing.py, Pacer.release_before_read). ``0`` (a diagnostic): after the batch,
     #: as before issue 51
     release_at_read: bool = True
+    #: ``GPUWB_RELEASE_DONE``: under ``share``, a session that gives its standing grant back
+    #: with work still running says ``done`` when that work has run, and the arbiter counts it
+    #: on the device till then (worker/lease.py). ``0`` (a diagnostic): the arbiter counts it
+    #: off at the worker's estimate of that work, as before run 90
+    release_done: bool = True
     #: ``GPUWB_SWAP_HOST_COPY``: how a GPU's swap to host memory copies, ``staged`` (the
     #: default: pageable memory through a ring of pinned buffers) or ``pinned`` (one pinned
     #: buffer); devices/cupy_swap_copies.py says why each, benchmarks/swap.py measures both
@@ -109,6 +114,8 @@ class WorkerSettings:
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
                    split_piece=float(piece) * 1e-6 if piece else 0.0,
                    release_at_read=(env.get("GPUWB_RELEASE_AT_READ") or "1").strip().lower()
+                   not in ("0", "off", "false", "no"),
+                   release_done=(env.get("GPUWB_RELEASE_DONE") or "1").strip().lower()
                    not in ("0", "off", "false", "no"),
                    swap_host_copy="pinned" if (env.get("GPUWB_SWAP_HOST_COPY") or "").strip().lower()
                    == "pinned" else "staged",
