@@ -304,9 +304,13 @@ class DeviceLease:
         msg = {"t": "release", "busy": busy, "want": want, "g": self.grant}
         if ahead > 0:
             msg["ahead"] = ahead
-            if self.standing and self.release_done:   # (share: its launched work runs on
-                msg["d"] = True                       # beside the others: done() says when
-                self.release_open = True              # it has run)
+            # (share: its launched work runs on beside the others, and it waits to be let go
+            # again, where its pacer looks at that work every 1-2 ms, Pacer._acquire: done()
+            # says when it has run. Out of work, it may sleep half a second before it looks:
+            # counted off at the estimate then, as before)
+            if self.standing and self.release_done and want:
+                msg["d"] = True
+                self.release_open = True
         if reading:
             msg["r"] = True
         if op is not None:

@@ -78,12 +78,13 @@ def test_the_worker_says_d_in_a_standing_release_and_done_when_its_work_has_run(
         assert ann.acquire(0.0, lambda: False) and bob.acquire(0.0, lambda: False)
         assert until(lambda: "sa" in policy._on and "sb" in policy._on)
         assert ann.standing
-        ann.release(0.001, want=False, ahead=0.010)   # (told to stop; nothing more to run)
+        ann.release(0.05, want=True, ahead=0.010)   # (told to stop, far ahead: held back)
         assert ann.release_open
         assert until(lambda: policy._draining.get("sa", 0) > policy.clock() + 0.5 * TAIL_CAP)
         ann.done(0.011)                           # not holding: said all the same
         assert not ann.release_open
         assert until(lambda: "sa" not in policy._draining and "sa" not in policy._on)
+        assert "sa" not in policy.admitted                  # (still held back: 50 ms ahead)
     finally:
         for lease in (ann, bob):
             lease.close()
@@ -107,9 +108,10 @@ def test_a_worker_told_not_to_says_no_d_and_no_done():
             assert router.poll(200) == (zmq.POLLIN if said else 0)
             if said:
                 assert unpackb(router.recv_multipart()[1])["t"] == "done"
-        lease.holding = lease.standing = True         # (no work left: no d, nothing owed)
-        lease.release(0.003, want=True, ahead=0.0)
-        assert "d" not in unpackb(router.recv_multipart()[1]) and not lease.release_open
+        for want, ahead in ((True, 0.0), (False, 0.01)):   # (no work left; or out of work,
+            lease.holding = lease.standing = True          # its done maybe half a second
+            lease.release(0.003, want=want, ahead=ahead)   # late: its estimate serves)
+            assert "d" not in unpackb(router.recv_multipart()[1]) and not lease.release_open
     finally:
         lease.close()
         router.close(0)
