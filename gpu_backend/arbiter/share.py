@@ -61,12 +61,19 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **A deep lead for the heaviest users** (``deep_lead``, the pool's ``share_deep_lead_ms``,
   16 ms by default; a policy made alone, as in tests, has none unless told): the sessions of the users that weigh at least as much as
   every other user attached to the device are told they may launch that much ahead
-  (:meth:`lead_for`); a light user's overshoot past the window is a larger part of its
+  (:meth:`lead_for`); a lighter user's overshoot past the window is a larger part of its
   share, so the others keep their workers' 4 ms. The deeper queue keeps the device busy
   across the others' reads and re-admissions: syncing users of equal weights reach
   ``none``'s work, deep-queued 1:2:4 users their weights within 2 % (runs 83-84, H200 and
-  H100); it costs a saturating user beside an interactive one 0.03-0.05 of its rate (it
-  keeps far more than its weight's share).
+  H100); it cost a saturating user beside an interactive one 0.03-0.05 of its rate, held
+  back at each of the interactive user's requests, until light users (below).
+- **A release's tail** (issue 51, run 90): a session held back gives its standing grant
+  back at once, its launched work running on; with work still to run it says ``d``, and its
+  worker says ``done`` when that work has run: it counts on the device till then
+  (:meth:`release`), not till its worker's estimate, which beside another context's long
+  kernel fell tens of milliseconds short and had the user beside it charged the whole
+  device meanwhile (long vs small: the small user 0.40-0.44 of its rate alone, 0.45-0.46
+  with the ``done``).
 - **Light users** (``light_gap``, the pool's ``share_light_gap_ms``, 4 ms by default; a
   policy made alone has none): a user whose gaps between batches average at least that and
   whose batches average at most ``LIGHT_BATCH`` (an interactive user, back every ~10 ms for
