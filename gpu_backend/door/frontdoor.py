@@ -515,9 +515,12 @@ class FrontDoor(SessionWorkers):
                                 "moves": self.moves.reported_moves(session)})
             return
         reply = {"ok": True, "alive": False}
-        why = self.ended.reason_for(msg.get("session"), msg.get("key"))
+        sid = msg.get("session")
+        why = self.ended.reason_for(sid, msg.get("key"))
         if why is not None:   # (only to the session's own client: it has the key)
             reply["reason"] = why
+        else:
+            self.ended.note_unknown(sid, type(sid) is str and sid in self.sessions)
         self._reply(ident, reply)
 
     def _close(self, ident: bytes, msg: dict, source: str | None) -> None:

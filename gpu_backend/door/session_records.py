@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from gpu_backend.accounting.users import User
 
-__all__ = ["Session", "PendingHello", "EndedSessions"]
+__all__ = ["Session", "PendingHello", "EndedSessions", "UNKNOWN_NOTED"]
+
+log = logging.getLogger("gpu_backend.door.frontdoor")
+
+#: the most sessions the door notes in its log for a heartbeat it can answer only "not
+#: alive, no reason" (:meth:`EndedSessions.note_unknown`): a client sending made-up ids is
+#: noted no more than this
+UNKNOWN_NOTED = 32
 
 
 @dataclass
@@ -81,6 +89,7 @@ class EndedSessions:
         self._shown, self._kept = shown, kept
         self._summaries: list[dict] = []
         self._reasons: dict[str, tuple[bytes, str]] = {}   # session id -> (key's SHA-256, reason)
+        self._unknown: set[str] = set()   # ids noted by note_unknown
 
     def add(self, session: Session, reason: str) -> None:
         self._reasons[session.sid] = (hashlib.sha256(session.key).digest(), reason)
@@ -100,6 +109,20 @@ class EndedSessions:
                 not hmac.compare_digest(hashlib.sha256(key).digest(), known[0]):
             return None
         return known[1]
+
+    def note_unknown(self, sid: Any, held: bool) -> None:
+        """A heartbeat named session *sid*, which the pool ended with no reason it may tell
+        (*held*: the pool holds it, under another key; else it neither holds it nor knows
+        its end): its client hears "the pool ended this session" with no reason, so the
+        pool's log says which it was, once a session, for at most UNKNOWN_NOTED. (Fairness
+        runs 86 and 89 lost a session so, with nothing in the pool's log to say why.)"""
+        if type(sid) is not str or sid in self._unknown or len(self._unknown) >= UNKNOWN_NOTED:
+            return
+        self._unknown.add(sid)
+        log.warning("a heartbeat for session %.40r, which this pool %s, was answered 'not "
+                    "alive'", sid, "holds under another key" if held else
+                    "neither holds nor knows to have ended" if sid not in self._reasons else
+                    "ended, under another key")
 
     def __iter__(self) -> Iterator[dict]:
         return iter(self._summaries)
