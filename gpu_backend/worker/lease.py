@@ -131,6 +131,9 @@ class DeviceLease:
                 self.holding, self.asked = True, False
                 if not again:
                     self.preempted = False
+                    # (let go again before its released work had run: the arbiter counts it
+                    # on the device from here, and a done would tell it nothing)
+                    self.release_open = False
                 self.alone = msg.get("a") is True
                 if not again:   # a grant resent (a second want crossed it) keeps its hand-over:
                     # the wait for the last holder's work, which the resent one does not name

@@ -7,7 +7,7 @@ its socket; the worker's setting."""
 from __future__ import annotations
 
 import zmq
-from msgpack import unpackb
+from msgpack import packb, unpackb
 
 from gpu_backend.arbiter.service import Arbiter
 from gpu_backend.arbiter.share import TAIL_CAP, SharePolicy
@@ -108,6 +108,16 @@ def test_a_worker_told_not_to_says_no_d_and_no_done():
             assert router.poll(200) == (zmq.POLLIN if said else 0)
             if said:
                 assert unpackb(router.recv_multipart()[1])["t"] == "done"
+        lease.holding = lease.standing = True     # let go again before its work had run:
+        lease.release(0.004, want=True, ahead=0.01)   # no done owed after the new grant
+        assert unpackb(router.recv_multipart()[1]).get("d") is True and lease.release_open
+        ident = b"w"
+        router.send_multipart([ident, packb({"t": "grant", "g": 7, "s": True})])
+        assert until(lambda: lease.pending())
+        lease.read(0.004)
+        assert lease.holding and not lease.release_open
+        lease.done(0.005)
+        assert router.poll(200) == 0
         for want, ahead in ((True, 0.0), (False, 0.01)):   # (no work left; or out of work,
             lease.holding = lease.standing = True          # its done maybe half a second
             lease.release(0.003, want=want, ahead=ahead)   # late: its estimate serves)
