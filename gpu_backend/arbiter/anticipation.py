@@ -15,7 +15,7 @@ into its gap is a small part of a batch, and waiting idled the device for nothin
 
 from __future__ import annotations
 
-__all__ = ["Anticipation", "ANTICIPATE", "ANTICIPATE_BATCH"]
+__all__ = ["Anticipation", "ANTICIPATE", "ANTICIPATE_BATCH", "LIGHT_BURST", "LIGHT_BATCH"]
 
 #: The longest average gap between a user's batches (wall seconds, from running out of work
 #: to having work again) for which it is waited for.
@@ -23,6 +23,15 @@ ANTICIPATE = 0.001
 #: The longest average batch (wall seconds, from having work to running out) of a user waited
 #: for.
 ANTICIPATE_BATCH = 0.008
+#: How long a light user's batch (:meth:`Anticipation.light`) runs beside the others before
+#: it holds them back as any user does: what a batch of an interactive user's few small ops
+#: takes under CUDA's time-slicing, a bound on what a light user that starts a long batch
+#: gets at the time-slicing's rate instead of its share.
+LIGHT_BURST = 0.002
+#: The longest average batch (wall seconds) of a light user: a loop whose batches are longer
+#: (users that sync after 8 ms of GEMMs, whose gaps can look long where a read's tail
+#: outlasts its estimate) is never light.
+LIGHT_BATCH = 2 * LIGHT_BURST
 
 
 def _average(last: float | None, sample: float) -> float:
@@ -71,9 +80,17 @@ class Anticipation:
         """*user*'s average batch (wall seconds; None before its first ended)."""
         return self._batch.get(user)
 
-    def back_since(self, user: str) -> float | None:
-        """When *user*'s current batch began (None: it has no work, or it never went away)."""
-        return self._back_at.get(user)
+    def light(self, user: str, now: float, light_gap: float) -> bool:
+        """Whether *user* is light at *now* (``share``'s light users, SharePolicy._light):
+        away most of the time (its gaps average at least *light_gap*, its batches at most
+        LIGHT_BATCH) and in the first LIGHT_BURST of a batch."""
+        gap, batch, since = self._gap.get(user), self._batch.get(user), self._back_at.get(user)
+        return gap is not None and gap >= light_gap and batch is not None \
+            and batch <= LIGHT_BATCH and since is not None and now - since < LIGHT_BURST
+
+    def light_until(self, user: str) -> float:
+        """When *user*'s current batch stops being light (its LIGHT_BURST is over)."""
+        return self._back_at[user] + LIGHT_BURST
 
     def expected_back(self) -> float | None:
         """When the first of the users waited for is expected back (its gap's average after

@@ -43,47 +43,16 @@ and the weights are kept by withholding launches from whoever is ahead.
   batches is still counted among the users with work for twice its recent gaps, so that the
   users held back for it are not let go into its gap.
 - **Filling an anticipated gap** (``fill``, the pool's ``share_fill``; off by default: on
-  H100 runs 32–35 no GPU scenario let a fill in, see below): while no
-  session on the device has work and users with work are held back only for users
-  anticipated back, the one least ahead whose ops fit the gap or the window (its worker's
-  per-op estimate: one op runs whatever its quantum) gets a standing grant whose quantum is the
-  time until the first of those is expected back, and runs what that gap holds instead of
-  the device idling (``_fill_gap``), decided as the reads' tails on the device are estimated
-  to end so that its grant arrives before the gap. In the simulation, users 1:2:4 with 2 ms
-  batches and 0.4 ms round trips: the users' work 1.137 → 1.194 of the device (``none``
-  1.198), the weights kept; with every message 0.1 ms late 1.132 → 1.163, and the weights
-  kept where waiting lost them (0.165 / 0.316 / 0.519 → 0.147 / 0.287 / 0.566). On the
-  H100 the syncing users' scenarios never let a fill in (run 35's arbiter trace: no fill
-  grant; their workers say ``idle`` every 21–69 ms, longer than ``ANTICIPATE_BATCH``, so
-  nobody is anticipated), and the fill's sides differed by the runs' noise; where a user of
-  20 ms ops filled a small syncing user's 0.3 ms gaps (run 33, before the ops had to fit),
-  that user fell from 0.31 to 0.23 of its rate alone.
+  H100 runs 32–35 no GPU scenario let a fill in, docs/fair-share.md, "The gap fill on an
+  H100"): a user held back runs what an anticipated user's expected gap holds
+  (:meth:`_fill_gap`).
 - **A deep lead for the heaviest users** (``deep_lead``, the pool's ``share_deep_lead_ms``,
-  16 ms by default; a policy made alone, as in tests, has none unless told): the sessions of the users that weigh at least as much as
-  every other user attached to the device are told they may launch that much ahead
-  (:meth:`lead_for`); a lighter user's overshoot past the window is a larger part of its
-  share, so the others keep their workers' 4 ms. The deeper queue keeps the device busy
-  across the others' reads and re-admissions: syncing users of equal weights reach
-  ``none``'s work, deep-queued 1:2:4 users their weights within 2 % (runs 83-84, H200 and
-  H100); it cost a saturating user beside an interactive one 0.03-0.05 of its rate, held
-  back at each of the interactive user's requests, until light users (below).
-- **A release's tail** (issue 51, run 90): a session held back gives its standing grant
-  back at once, its launched work running on; with work still to run it says ``d``, and its
-  worker says ``done`` when that work has run: it counts on the device till then
-  (:meth:`release`), not till its worker's estimate, which beside another context's long
-  kernel fell tens of milliseconds short and had the user beside it charged the whole
-  device meanwhile (long vs small: the small user 0.40-0.44 of its rate alone, 0.45-0.46
-  with the ``done``).
+  16 ms by default; a policy made alone has none): :meth:`lead_for`.
+- **A release's tail**: a session held back that still has work counts on the device until
+  its worker's ``done``, not its estimate (:meth:`release`, ``done_follows``).
 - **Light users** (``light_gap``, the pool's ``share_light_gap_ms``, 4 ms by default; a
-  policy made alone has none): a user whose gaps between batches average at least that and
-  whose batches average at most ``LIGHT_BATCH`` (an interactive user, back every ~10 ms for
-  a few small ops) holds nobody back for the first ``LIGHT_BURST`` of a batch (``_light``):
-  a yield stops only the others' next launches, its ops wait for CUDA's time slice beside
-  the work already launched either way, and the others' stop and re-admission at each of
-  its requests cost the device. A 2048² GEMM user beside an interactive one was held back
-  at 447 of 547 requests and did 0.928-0.966 of its rate alone; with light users, 7 times,
-  and 0.984-1.016 (``none`` 0.982-0.998; H200 runs 86-87). A light batch that runs past
-  ``LIGHT_BURST`` holds the others back from then, as any user's.
+  policy made alone has none): an interactive user holds nobody back for the first
+  ``LIGHT_BURST`` of its batches (:meth:`_light`).
 - **Returning from idle** with capped credit: a user keeps the deficit it had when it ran
   out of work, and of what it would have had meanwhile it is forgiven all but ``credit``
   (its virtual time moves up by what a user of its weight with work all along would have
@@ -107,10 +76,10 @@ import math
 import time
 from typing import Callable
 
-from .anticipation import Anticipation
+from .anticipation import LIGHT_BATCH, LIGHT_BURST, Anticipation
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 
-__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP"]
+__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "LIGHT_BURST", "LIGHT_BATCH"]
 
 #: Device seconds (weighted) a user with work may run ahead of the user furthest behind that
 #: has work, before it is held back; it is let go again at half this. Twice a GEMM of a few
@@ -131,15 +100,6 @@ TAIL_EARLY = 0.0005
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002
-#: How long a light user's batch (``light_gap``: a user away most of the time) runs beside
-#: the others before it holds them back as any user does: what a batch of an interactive
-#: user's few small ops takes under CUDA's time-slicing, a bound on what a light user that
-#: starts a long batch gets at the time-slicing's rate instead of its share.
-LIGHT_BURST = 0.002
-#: The longest average batch (wall seconds, from having work to running out) of a light user:
-#: a loop whose batches are longer (users that sync after 8 ms of GEMMs, whose gaps can look
-#: long where a read's tail outlasts its estimate) is never light.
-LIGHT_BATCH = 2 * LIGHT_BURST
 
 
 class SharePolicy(Policy):
@@ -157,9 +117,9 @@ class SharePolicy(Policy):
         #: the first LIGHT_BURST of each of their batches holds nobody back (:meth:`_light`;
         #: 0: no user is)
         self.light_gap = light_gap
-        #: the users light at the last settle (their LIGHT_BURST's end is a deadline: the
-        #: arbiter settles again then, and they hold the others back from there)
-        self._lights: list[str] = []
+        #: when the first user light at the last settle stops being light (a deadline: the
+        #: arbiter settles again then, and holds the others back for it from there)
+        self._light_until = math.inf
         #: the lead a session of the heaviest user attached launches with (:meth:`lead_for`;
         #: 0: every session keeps its worker's own, SHARE_LEAD)
         self.deep_lead = deep_lead
@@ -359,7 +319,7 @@ class SharePolicy(Policy):
         deadline = min(min(self._draining.values(), default=math.inf),
                        min(self._tails.values(), default=math.inf),
                        math.inf if expected is None else expected,
-                       self._light_ends())
+                       self._light_until)
         return None if deadline == math.inf else deadline
 
     # -- mechanics ------------------------------------------------------------
@@ -517,27 +477,14 @@ class SharePolicy(Policy):
     def _light(self, user: str) -> bool:
         """Whether *user* is light now: away most of the time (its gaps between batches
         average at least ``light_gap``, its batches at most LIGHT_BATCH) and in the first
-        LIGHT_BURST of a batch. Holding
-        the others back for it gains it nothing: a yield stops only their next launches,
+        LIGHT_BURST of a batch (Anticipation.light). Holding the others back for it gains it
+        nothing: a yield stops only their next launches,
         and its few small ops wait for CUDA's time slice beside the work already launched
         either way; the others' hold-back and re-admission at each of its requests cost
         the device (a 2048² GEMM user beside an interactive one held back at 548 of its 607
         requests in 5.6 s, and it ran 0.936-0.959 of its rate where ``none`` gave
         0.992-1.009, H200 runs 82-84). Its device time is charged as ever."""
-        if not self.light_gap:
-            return False
-        anticipation = self.anticipation
-        gap, since = anticipation.gap(user), anticipation.back_since(user)
-        if gap is None or since is None or gap < self.light_gap:
-            return False
-        batch = anticipation.batch(user)
-        return batch is not None and batch <= LIGHT_BATCH and self.clock() - since < LIGHT_BURST
-
-    def _light_ends(self) -> float:
-        """When the first user light at the last settle stops being light (its LIGHT_BURST
-        is over: the others are held back for it from then, as for anyone); inf: none."""
-        ends = [self.anticipation.back_since(name) for name in self._lights]
-        return min((since + LIGHT_BURST for since in ends if since is not None), default=math.inf)
+        return bool(self.light_gap) and self.anticipation.light(user, self.clock(), self.light_gap)
 
     def _advance_min_vt(self) -> None:
         runnable = [u.vt for u in self.users.values() if u.runnable(self.sessions)]
@@ -566,8 +513,9 @@ class SharePolicy(Policy):
         self.anticipation.expire(self.clock())
         self._advance_min_vt()
         if self.light_gap:
-            self._lights = [u.name for u in self.users.values()
-                            if u.runnable(self.sessions) and self._light(u.name)]
+            self._light_until = min((self.anticipation.light_until(u.name) for u in self.users.values()
+                                     if u.runnable(self.sessions) and self._light(u.name)),
+                                    default=math.inf)
         least = self._least_vt()
         actions: list[Action] = []
         for account in self.users.values():

@@ -262,13 +262,9 @@ class DeviceLease:
     def done(self, busy: float) -> None:
         """After :meth:`idle` with work launched, or a standing grant given back with work
         launched (:meth:`release`, ``d``): that work has run (measured in *busy*)."""
-        if self.tail_open:
-            self.tail_open = False
-            if self.holding:
-                self._send({"t": "done", "busy": busy})
-                self._reported = busy
-        if self.release_open:
-            self.release_open = False
+        owed = (self.tail_open and self.holding) or self.release_open
+        self.tail_open = self.release_open = False
+        if owed:   # (one done for both: the arbiter's is the same for a tail and a release)
             self._send({"t": "done", "busy": busy})
             self._reported = busy
 

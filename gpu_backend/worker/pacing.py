@@ -440,14 +440,14 @@ class Pacer:
             return True
         asked = perf_counter()
 
-        def interrupted_or_run(harvest: Callable[[], None] = self.harvest) -> bool:
+        def interrupted_or_run() -> bool:
             # (a standing grant given back with work running, share: while it waits to be
             # let go again, its ``done`` goes once that work has run, within the 1-2 ms the
             # lease's wait looks here: the arbiter counts the session on the device till
             # then, not till the estimate of that work, which beside another context's
             # long kernel fell short by tens of milliseconds: H200 run 87's trace)
             if lease.release_open:
-                harvest()
+                self.harvest()
             return interrupted()
 
         try:
