@@ -532,6 +532,9 @@ class WorkerServer(SessionMoves):
             reply["z"] = "the pool, or this host's agent, has gone"
         if self.executor.fatal:
             self.closed = True  # answered below, then the worker ends with its context
+        # (a report due goes before the reply: what the client was told, the pool knows
+        # first, so a session asking for room next never finds this one empty: swap_pressure)
+        self._report_usage()
         try:
             self._send_reply(ident, reply, out)
         except zmq.ZMQError as exc:  # the client went away or stopped reading: its loss
