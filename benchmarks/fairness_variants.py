@@ -29,6 +29,9 @@ _FLAGS = {
     # share: a standing grant given back with work running counted off the device at the
     # worker's estimate of that work, as before run 90 (no ``done`` after it)
     "nodone": ("GPUWB_RELEASE_DONE", "0"),
+    # replays run ahead only with no lease or alone on the device, not beside others under a
+    # standing grant, as before run 95
+    "aheadalone": ("GPUWB_RUN_AHEAD_BESIDE", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside

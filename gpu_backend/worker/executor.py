@@ -197,11 +197,12 @@ class Executor:
         timer = self.device.start_timer() if header.get("g") else None
         entry = header.get("T")
         # a replay answered from the one run ahead launches nothing: alone (nobody paced
-        # against this session), it needs no batch of the pacer's (issue 50: "a lone session
-        # pays for no pacing it does not need"); its work was paced and charged when it ran
+        # against this session) or free-running beside others (share), it needs no batch of
+        # the pacer's (issue 50: "a lone session pays for no pacing it does not need"); its
+        # work was paced and charged when it ran
         answered = replay.answerable(entry, header.get("S") == 1) \
             if entry is not None and self.poisoned_at is None and not cancelled \
-            and not self.pacer.in_company() else None
+            and self.pacer.answers_unlaunched() else None
         self._launched = answered is None
         if answered is None and self.poisoned_at is None and not cancelled \
                 and type(count) is int and count > 0 and not self.pacer.begin_batch(self.cancelled):

@@ -325,16 +325,25 @@ class Pacer:
         iteration, and a replay's graphs take the same device time each time. A measured
         replay is learnt at its batch's end; not *at_batch_end* (a replay run ahead, whose
         device work is done later: worker/run_ahead.py), by its caller, from ``busy``
-        once the pacer is ``settled``."""
-        if self.trace is not None or self._pending or not self.fresh_due \
-                or (self.lease is not None and not self._alone()):
+        once the pacer is ``settled``. Beside others every replay is measured, and what it
+        measured is learnt all the same (a run ahead beside others is gated by it:
+        Pacer.may_run_ahead)."""
+        if self.trace is not None or self._pending or not self.fresh_due:
             return None
-        if cost[0] is not None and cost[1] < MEASURE_EVERY:
+        if cost[0] is not None and cost[1] < MEASURE_EVERY \
+                and (self.lease is None or self._alone()):
             cost[1] += 1
             return cost[0]
         if at_batch_end:
             self._measuring = (cost, self.busy)
         return None
+
+    def charged_since(self) -> int:
+        """The count a replay's cost starts from when just measured: 0, charged as measured
+        MEASURE_EVERY times where nobody is paced against this session; MEASURE_EVERY
+        beside others, whose time-slicing the measurement holds (the session alone later
+        measures again before it charges one)."""
+        return 0 if self.lease is None or self._alone() else MEASURE_EVERY
 
     @property
     def settled(self) -> bool:
@@ -351,7 +360,7 @@ class Pacer:
         cost, before = self._measuring
         self._measuring = None
         if not self._pending and self.fresh_due and self.busy > before:
-            cost[0], cost[1] = self.busy - before, 0
+            cost[0], cost[1] = self.busy - before, self.charged_since()
 
     def exclusive(self) -> bool:
         """Whether this session's work runs alone on the device now: it holds the lease and
@@ -380,6 +389,23 @@ class Pacer:
         """Whether this session is paced with other sessions attached to its device: what it
         launches at once, others may have to wait behind (worker/stretch_replay.py)."""
         return self.lease is not None and not self._alone()
+
+    def may_run_ahead(self, beside: bool = True) -> bool:
+        """Whether a replay may be launched before its client asks for it (worker/
+        run_ahead.py): with no lease, alone on the device, or (*beside*) free-running beside
+        others under a standing grant (``share``, not told to stop), where it waits for
+        nobody's turn and nobody waits for its own, and its device time is measured and
+        charged as any batch's. (Beside others only since issue 51's run 94: `none` runs
+        an interactive user's small replay ahead in the 10 ms between its requests, and a
+        session beside others under `share` did not, so its requests waited for the
+        device behind a saturating user's kernels: p50 0.8-1.7 ms against 0.5-0.7.)"""
+        return self.lease is None or self._alone() or (beside and self._free_running())
+
+    def answers_unlaunched(self) -> bool:
+        """Whether a replay answered from the one run ahead needs no batch of the pacer's
+        (it launches nothing: Executor.run_batch, end_unlaunched): alone, or under a
+        standing grant beside others (``share``); not where sessions take turns."""
+        return self.lease is None or self._alone() or self.side_by_side()
 
     def side_by_side(self) -> bool:
         """Whether this session holds a standing grant (``share``): it launches beside the

@@ -145,6 +145,10 @@ class RunAhead:
         self._sitting: dict[int, int] = {}
         #: the most device time a replay run ahead may take (GPUWB_RUN_AHEAD_US; 0: none)
         self.max_seconds = MAX_SECONDS
+        #: whether a replay is run ahead beside other sessions, under a standing grant not
+        #: told to stop (``share``: Pacer.may_run_ahead; GPUWB_RUN_AHEAD_BESIDE=0: only with
+        #: no lease or alone on the device, as before)
+        self.beside = True
         #: ... and one whose closing reads are made at once (GPUWB_READ_AHEAD_US; 0: none)
         self.read_now_seconds = READ_NOW_SECONDS
         #: runs ahead whose closing reads were made at once, and those whose reads failed
@@ -172,7 +176,7 @@ class RunAhead:
         if sitting:
             self._sitting[sid] = sitting - 1
             return False
-        if graphs is None or pacer.in_company() or x.poisoned_at is not None:
+        if graphs is None or x.poisoned_at is not None or not pacer.may_run_ahead(self.beside):
             return False
         safe = self.safe.get(sid)
         if safe is None:
@@ -183,6 +187,10 @@ class RunAhead:
         state = graphs.states.get(sid)
         if stretch is None or state is None or state.graph is not g \
                 or g.cost[0] is None or g.cost[0] > self.max_seconds:
+            return False
+        # (beside others, never one its replay would be paced for: StretchReplay.run)
+        bound = replay.pacing_bound(pacer) if pacer.in_company() else None
+        if bound is not None and g.cost[0] >= bound:
             return False
         arrays = x.table.arrays
         if sum(arrays[hid].nbytes for hid in entry.outs if hid in arrays) > max_bytes(x.memory_limit):
@@ -204,7 +212,9 @@ class RunAhead:
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
         measured_from = None
         if estimate is None:
-            if not pacer.begin_batch(_never):
+            # (beside others a word read as it begins may say stop: it then waits for the
+            # device as any batch, until the client's next message comes; none is run ahead)
+            if not pacer.begin_batch(x.more_work):
                 return False
             measured_from = pacer.busy
             if pacer.fresh_due:
@@ -291,7 +301,8 @@ class RunAhead:
         failed = graphs.run_reads(ahead.reads, first, results)   # (the device is done by now)
         pacer = self.replay.x.pacer
         if ahead.measured_from is not None and pacer.settled:   # (its segment harvested)
-            ahead.graph.cost[0], ahead.graph.cost[1] = pacer.busy - ahead.measured_from, 0
+            ahead.graph.cost[0], ahead.graph.cost[1] = pacer.busy - ahead.measured_from, \
+                pacer.charged_since()
         if failed is not None:
             return failed
         graphs.replayed(ahead.graph, entry)
@@ -331,6 +342,3 @@ class RunAhead:
             if PROVISIONAL + n in arrays:
                 table.free(PROVISIONAL + n)
 
-
-def _never() -> bool:
-    return False

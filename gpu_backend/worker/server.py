@@ -115,6 +115,7 @@ class WorkerServer(SessionMoves):
             self.executor.replay.ahead.max_seconds = settings.run_ahead
         if settings.read_ahead is not None:
             self.executor.replay.ahead.read_now_seconds = settings.read_ahead
+        self.executor.replay.ahead.beside = settings.run_ahead_beside
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop

@@ -80,6 +80,11 @@ class WorkerSettings:
     #: (worker/run_ahead.py; None: its MAX_SECONDS); ``0`` runs none ahead (a diagnostic,
     #: benchmarks/worker_phases.py's and held_loops.py's side ``noahead``)
     run_ahead: float | None = None
+    #: ``GPUWB_RUN_AHEAD_BESIDE``: a replay is run ahead beside other sessions too, under a
+    #: standing grant not told to stop (``share``: worker/pacing.py, Pacer.may_run_ahead);
+    #: ``0`` (a diagnostic, fairness.py's variant ``aheadalone``): only with no lease or
+    #: alone on the device, as before
+    run_ahead_beside: bool = True
     #: ``GPUWB_READ_AHEAD_US``: the most device time (µs, as last measured) of a replay run
     #: ahead whose closing reads are made at once (worker/run_ahead.py; None: its
     #: READ_NOW_SECONDS); ``0`` makes them when the client asks, as before (a diagnostic)
@@ -125,6 +130,8 @@ class WorkerSettings:
                    not in ("0", "off", "false", "no"),
                    unpaced_replay=float(unpaced) * 1e-6 if unpaced else None,
                    run_ahead=float(ahead) * 1e-6 if ahead else None,
+                   run_ahead_beside=(env.get("GPUWB_RUN_AHEAD_BESIDE") or "1").strip().lower()
+                   not in ("0", "off", "false", "no"),
                    read_ahead=float(read_ahead) * 1e-6 if read_ahead else None)
 
 

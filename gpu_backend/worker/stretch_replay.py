@@ -253,7 +253,7 @@ class StretchReplay:
         if estimate is None and pacer.fresh_due:
             pacer.start_segment()
         started = pacer.began = perf_counter()
-        bound = self._pacing_bound(pacer) if graphs is not None and pacer.in_company() else None
+        bound = self.pacing_bound(pacer) if graphs is not None and pacer.in_company() else None
         if bound is None:   # (alone, or no graphs: nothing is paced, nothing timed)
             return self._replay(stretch, entry, payload, results, early, graphs, state,
                                 estimate, False)
@@ -276,7 +276,7 @@ class StretchReplay:
                 if state.shortest is None or took < state.shortest:
                     state.shortest = took
 
-    def _pacing_bound(self, pacer: Any) -> float | None:
+    def pacing_bound(self, pacer: Any) -> float | None:
         """The device seconds from which a replay beside others is paced (UNPACED_REPLAY
         as told, else SHARE_UNPACED_REPLAY under a standing grant; None: never)."""
         if self.unpaced is not None:

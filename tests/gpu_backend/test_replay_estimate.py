@@ -4,7 +4,7 @@
 Its two CUDA events, their queries and the harvest cost 15-25 µs of an H200 host's worker a
 replay. Where nobody is paced against the session (no lease, or alone on the device) a
 replay is measured once, charged that MEASURE_EVERY times, then measured again; in
-company every replay is measured, as every batch is."""
+company every replay is measured, as every batch is, and learnt but never charged so."""
 
 from __future__ import annotations
 
@@ -72,7 +72,11 @@ def test_a_lone_holder_is_charged_the_measured_replay_and_company_measures_each(
         before = company.busy
         assert _replay(company, cost) is None        # others wait: every replay measured
         assert company.busy > before
-    assert cost == [None, 0]
+    # ... and learnt (a run ahead beside others is gated by it: Pacer.may_run_ahead), never
+    # charged as measured beside others: the session alone measures again first
+    assert cost[0] is not None and cost[0] > 0 and cost[1] == MEASURE_EVERY
+    assert _replay(alone, cost) is None
+    assert cost[1] == 0 and _replay(alone, cost) == cost[0]
 
 
 def test_a_replay_after_a_batch_left_unmeasured_is_measured_within_its_own_batch():

@@ -1,0 +1,114 @@
+"""A session's replays run ahead beside another session under ``share``, the pool's default
+policy (worker/pacing.py, ``Pacer.may_run_ahead``): it holds a standing grant and is not told
+to stop, so its next replay is launched as soon as the last is answered, measured and
+charged as any batch, and answered with no batch of the pacer's. Why: under ``none`` (no
+lease) an interactive user's small replay was run ahead in the 10 ms between its requests,
+and under ``share`` beside a saturating user it was not, so each request waited for the
+device behind the other's kernels (H200 run 94: p50 0.8-1.7 ms against 0.5-0.7 under
+``none``). Its results are what the ops give; with ``GPUWB_RUN_AHEAD_BESIDE=0`` none is run
+ahead in company, as before."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import kernelproxy
+from kernelproxy.modules import module_for
+from ..differential import assert_bitwise
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+
+STEPS = 40
+#: the user's own Python between iterations: the worker runs the next replay ahead meanwhile
+PAUSE = 0.001
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with pool_running_ahead("share") as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def alone_only_pool():
+    with pool_running_ahead("share", beside=False) as p:
+        yield p
+
+
+def _syncing_loop(cp):
+    """A loop that reads a value at each step (an interactive user's request, made often),
+    its scalar stepping; then ops of another kind on its result."""
+    x = cp.arange(1000, dtype=cp.float32) / 7
+    y = cp.ones(1000, dtype=cp.float32)
+    out = []
+    for step in range(STEPS):
+        y = (x * (step * 0.5) + y) * 0.5
+        out.append(float(y.sum()))
+        time.sleep(PAUSE)
+    z = cp.sqrt(cp.abs(y)) - cp.flip(x)
+    return out + [float(z.max()), z.get(), y.get()]
+
+
+def _beside_another(pool, loop, **settings):
+    """*loop* on a fresh session while another session of the same device is open (it
+    holds an array: attached, so the loop's session is in company from its first grant)."""
+    other = kernelproxy.connect(pool.address, pool.token)
+    try:
+        kept = module_for(other).ones(1000, dtype="float32")
+        assert float(kept.sum()) == 1000.0
+        return beside_no_replay(pool, loop, **settings)
+    finally:
+        other.close()
+
+
+def test_a_sessions_replays_are_run_ahead_and_answered_beside_another(pool):
+    got, want, figures = _beside_another(pool, _syncing_loop)
+    assert_bitwise(got, want)
+    assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
+    # (each answered with no batch of the pacer's: it launched nothing)
+    assert figures["ahead_alone"] == figures["ahead"], figures
+
+
+def test_an_early_replay_run_ahead_beside_another_is_bitwise_too(pool):
+    got, want, figures = _beside_another(pool, _syncing_loop, early_replay=True)
+    assert_bitwise(got, want)
+    assert figures["ahead"] >= 1, figures
+
+
+def test_run_ahead_beside_others_off_runs_none_ahead_in_company(alone_only_pool):
+    got, want, figures = _beside_another(alone_only_pool, _syncing_loop)
+    assert_bitwise(got, want)
+    assert figures["ahead"] == 0 and figures["replays"] >= STEPS // 2, figures
+
+
+def _lease(**state):
+    """A real (unconnected) lease left as the arbiter's messages would leave it."""
+    import zmq
+    from gpu_backend.worker.lease import DeviceLease
+
+    lease = DeviceLease(zmq.Context.instance(), "inproc://gpuwb-test-no-arbiter", "w")
+    for name, value in state.items():
+        setattr(lease, name, value)
+    return lease
+
+
+def test_a_replay_is_run_ahead_only_where_it_waits_for_no_turn_and_nobody_waits_for_it():
+    from gpu_backend.devices.numpy_device import NumpyDevice
+    from gpu_backend.worker.pacing import Pacer
+
+    def pacer(**state):
+        return Pacer(NumpyDevice(), _lease(**state) if state else None)
+
+    assert pacer().may_run_ahead() and pacer().answers_unlaunched()          # no lease: none
+    alone = pacer(holding=True, alone=True)
+    assert alone.may_run_ahead(beside=False) and alone.answers_unlaunched()
+    beside = pacer(holding=True, alone=False, standing=True)                   # share, free
+    assert beside.may_run_ahead() and beside.answers_unlaunched()
+    assert not beside.may_run_ahead(beside=False)                              # as before
+    told = pacer(holding=True, alone=False, standing=True, hand_over_at=0.1)   # held back
+    assert not told.may_run_ahead() and told.answers_unlaunched()
+    turns = pacer(holding=True, alone=False, standing=False)                  # fair: turns
+    assert not turns.may_run_ahead() and not turns.answers_unlaunched()
+    waiting = pacer(holding=False, alone=False, standing=True)                # no grant
+    assert not waiting.may_run_ahead() and not waiting.answers_unlaunched()
