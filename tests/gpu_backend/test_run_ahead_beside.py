@@ -112,3 +112,60 @@ def test_a_replay_is_run_ahead_only_where_it_waits_for_no_turn_and_nobody_waits_
     assert not turns.may_run_ahead() and not turns.answers_unlaunched()
     waiting = pacer(holding=False, alone=False, standing=True)                # no grant
     assert not waiting.may_run_ahead() and not waiting.answers_unlaunched()
+
+
+
+
+#: the other user: a loop of ops, each iteration read, from its first op until told to stop
+_BUSY = """
+import os, sys, numpy as np, kernelproxy
+from kernelproxy.modules import module_for
+with kernelproxy.connect(sys.argv[1], sys.argv[2]) as s:
+    cp = module_for(s)
+    a = cp.arange(20000, dtype=cp.float64) / 3
+    steps = 0
+    while steps < 2 or not os.path.exists(sys.argv[3] + ".stop"):
+        a = cp.sin(a) * 0.5 + a * 0.25
+        float(a[0])
+        steps += 1
+        if steps == 2:
+            print("busy", flush=True)
+    np.save(sys.argv[3], a.get())
+    print(steps, flush=True)
+"""
+
+
+def test_replays_run_ahead_beside_a_busy_session_stay_bitwise(pool, tmp_path):
+    """The other session busy all the while, in a process of its own (the loop's session
+    may be told to stop, its run ahead then skipped, or waiting for the device until its
+    next message comes): the loop's results are those of a session without replay, the busy
+    one's too, and both finish."""
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    out = tmp_path / "busy.npy"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        root, os.environ.get("PYTHONPATH")]))}
+    busy = subprocess.Popen([sys.executable, "-c", _BUSY, pool.address, pool.token, str(out)],
+                            env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert busy.stdout.readline().strip() == "busy"   # (its session is working)
+        got, want, figures = beside_no_replay(pool, _syncing_loop)
+        (tmp_path / "busy.npy.stop").touch()
+        steps = int(busy.stdout.readline())
+        assert busy.wait(60) == 0
+    finally:
+        if busy.poll() is None:
+            busy.kill()
+    assert_bitwise(got, want)
+    with kernelproxy.connect(pool.address, pool.token) as s:
+        cp = module_for(s)
+        a = cp.arange(20000, dtype=cp.float64) / 3
+        for _ in range(steps):
+            a = cp.sin(a) * 0.5 + a * 0.25
+            float(a[0])
+        assert_bitwise(np.load(out), a.get())
