@@ -401,6 +401,17 @@ class Pacer:
         device behind a saturating user's kernels: p50 0.8-1.7 ms against 0.5-0.7.)"""
         return self.lease is None or self._alone() or (beside and self._free_running())
 
+    def begin_ahead(self, beside: bool = True) -> bool:
+        """:meth:`begin_batch` for a replay run ahead (worker/run_ahead.py), which nobody
+        has asked for: it begins only where it waits for nothing, the arbiter's latest word
+        read first (:meth:`may_run_ahead`); else False, and the lease is left as it was (no
+        grant handed back, none asked for: the client's next message may never come)."""
+        if self.lease is not None:
+            self.lease.read(self.busy)
+            if not self.may_run_ahead(beside):
+                return False
+        return self.begin_batch(_at_once)
+
     def answers_unlaunched(self) -> bool:
         """Whether a replay answered from the one run ahead needs no batch of the pacer's
         (it launches nothing: Executor.run_batch, end_unlaunched): alone, or under a
@@ -800,3 +811,8 @@ class Pacer:
             lease.idle(self.busy, self.per_op, self._tail())
         else:
             lease.report(self.busy, self.per_op)
+
+
+def _at_once() -> bool:
+    """A wait's interruption that comes at once (a run ahead waits for no grant)."""
+    return True

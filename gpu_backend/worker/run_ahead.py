@@ -212,9 +212,7 @@ class RunAhead:
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
         measured_from = None
         if estimate is None:
-            # (beside others a word read as it begins may say stop: it then waits for the
-            # device as any batch, until the client's next message comes; none is run ahead)
-            if not pacer.begin_batch(x.more_work):
+            if not pacer.begin_ahead(self.beside):   # (told to stop meanwhile: none)
                 return False
             measured_from = pacer.busy
             if pacer.fresh_due:

@@ -108,6 +108,10 @@ def test_a_replay_is_run_ahead_only_where_it_waits_for_no_turn_and_nobody_waits_
     assert not beside.may_run_ahead(beside=False)                              # as before
     told = pacer(holding=True, alone=False, standing=True, hand_over_at=0.1)   # held back
     assert not told.may_run_ahead() and told.answers_unlaunched()
+    # (its run ahead begins no batch, and the lease is left as it was: no grant handed
+    # back, none asked for, where the client's next message may never come)
+    assert not told.begin_ahead() and told.lease.holding and not told.lease.asked
+    assert beside.begin_ahead() and beside.lease.holding
     turns = pacer(holding=True, alone=False, standing=False)                  # fair: turns
     assert not turns.may_run_ahead() and not turns.answers_unlaunched()
     waiting = pacer(holding=False, alone=False, standing=True)                # no grant
