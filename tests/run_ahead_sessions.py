@@ -19,19 +19,22 @@ from .quiet_gc import no_collection
 
 
 @contextmanager
-def pool_running_ahead(policy: str, read_now: bool = False,
-                       beside: bool = True) -> Iterator[LocalPool]:
+def pool_running_ahead(policy: str, read_now: bool = False, beside: bool = True,
+                       **variables: str) -> Iterator[LocalPool]:
     """A pool of *policy* whose workers run ahead whatever a replay's device time (on the
     NumPy device it is the host's, more than the defaults allow on a slow VM); with
     *read_now*, they also make a run ahead's closing reads at once; not *beside*, only with
-    no lease or alone on the device (``GPUWB_RUN_AHEAD_BESIDE=0``). The variables are the
-    workers' (inherited), set for the pool's life only."""
+    no lease or alone on the device (``GPUWB_RUN_AHEAD_BESIDE=0``); *variables*, more of
+    the workers' settings. The variables are the workers' (inherited), set for the pool's
+    life only."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GPUWB_RUN_AHEAD_US", "1e9")
         if read_now:
             env.setenv("GPUWB_READ_AHEAD_US", "1e9")
         if not beside:
             env.setenv("GPUWB_RUN_AHEAD_BESIDE", "0")
+        for name, value in variables.items():
+            env.setenv(name, value)
         with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
                        policy=policy) as pool:
             yield pool

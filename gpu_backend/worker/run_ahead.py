@@ -32,6 +32,8 @@ pacer's ``in_company``), and its device time is this session's, charged as a rep
 from __future__ import annotations
 
 import math
+from collections import deque
+from time import perf_counter
 from typing import Any
 
 from ..protocol.stretch_records import same_params
@@ -40,7 +42,7 @@ from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry
 
 __all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "READ_NOW_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes",
-           "MAX_MISSES", "SIT_OUT", "guess_params"]
+           "MAX_MISSES", "SIT_OUT", "GAP_SHARE", "GAPS_KEPT", "guess_params"]
 
 #: the most device time a replay run ahead may take (its last measured one's: Pacer.
 #: replay_estimate): a run the client never asks for (the loop ended) wastes at most this
@@ -56,6 +58,15 @@ MAX_SECONDS = 0.002
 #: device would keep that message waiting (chain20 on an H100 with every read made at once,
 #: bound 300 µs: 166 -> 201 µs an iteration, run 75; 15 % lost at 100 µs, run 70).
 READ_NOW_SECONDS = 50e-6
+#: ... or at most 1/GAP_SHARE of the shortest of its client's last GAPS_KEPT gaps (from a run
+#: ahead's start, right after a reply, to the replay that matched it; GAPS_KEPT seen first):
+#: a client away that long (an interactive user's requests, a person's cells) finds its
+#: values read, and its request waits for no device, nor for others' kernels beside it
+#: (issue 51: under `none` and `share` alike an interactive request beside a saturating user
+#: read its value on its path, 0.6-0.9 ms at the median, H200 run 95); a loop's tighter
+#: gaps keep the bound above (``GPUWB_READ_GAP_SHARE``; 0: the bound alone, as before)
+GAP_SHARE = 4
+GAPS_KEPT = 4
 #: the most bytes its kept results may hold beside the last ones: MAX_BYTES, or a
 #: LIMIT_SHARE-th of the session's memory limit where that is more (``max_bytes``). A
 #: run the client never asks for holds them until its next message. (16 MiB alone kept a
@@ -108,7 +119,7 @@ class _Ahead:
     its graph, and its results (values numbered from 0, arrays under provisional ids)."""
 
     __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
-                 "writes", "measured_from", "read_values")
+                 "writes", "measured_from", "read_values", "started")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
                  ran: int, slots: int, reads: Any, writes: list,
@@ -121,6 +132,8 @@ class _Ahead:
         self.writes = writes
         #: the pacer's device time before it, where it is measured (Pacer.replay_estimate)
         self.measured_from = measured_from
+        #: when it began (its client's gap is counted from here: RunAhead._reads_now)
+        self.started = perf_counter()
         #: its closing reads' values, numbered from 0, where they were made at once (then
         #: ``reads`` is None: RunAhead.start, READ_NOW_SECONDS)
         self.read_values: list | None = None
@@ -151,6 +164,12 @@ class RunAhead:
         self.beside = True
         #: ... and one whose closing reads are made at once (GPUWB_READ_AHEAD_US; 0: none)
         self.read_now_seconds = READ_NOW_SECONDS
+        #: ... or whose device time is at most 1/gap_share of its client's recent gaps
+        #: (GAP_SHARE; GPUWB_READ_GAP_SHARE; 0: never by the gaps)
+        self.gap_share = GAP_SHARE
+        #: by held stretch: its client's last gaps (seconds), a run ahead's start to the
+        #: replay it answered
+        self._gaps: dict[int, deque] = {}
         #: runs ahead whose closing reads were made at once, and those whose reads failed
         #: or warned then (made again when the client asked)
         self.read_now = self.read_later = 0
@@ -161,6 +180,7 @@ class RunAhead:
         self._before.clear()
         self._misses.clear()
         self._sitting.clear()
+        self._gaps.clear()
 
     # ------------------------------------------------------------ running ahead
     def start(self, g: Any, entry: ReplayEntry) -> bool:
@@ -252,7 +272,7 @@ class RunAhead:
         ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
                                     writes, measured_from)
         if reads is not None and not entry.early and g.cost[0] is not None \
-                and g.cost[0] <= self.read_now_seconds:
+                and self._reads_now(sid, g.cost[0]):
             values = graphs.read_now(reads)   # (None: one failed or warned; made when asked)
             if values is not None:
                 ahead.reads, ahead.read_values = None, values
@@ -279,6 +299,10 @@ class RunAhead:
             return None
         self.ahead = None
         self._misses[entry.sid] = 0
+        gaps = self._gaps.get(entry.sid)
+        if gaps is None:
+            gaps = self._gaps[entry.sid] = deque(maxlen=GAPS_KEPT)
+        gaps.append(perf_counter() - ahead.started)
         graphs = self.replay.graphs
         graphs.write_back(ahead.writes)   # (the inputs it wrote: the client's now)
         table = self.replay.x.table
@@ -306,6 +330,17 @@ class RunAhead:
         graphs.replayed(ahead.graph, entry)
         self.hits += 1
         return ahead.ran, None, False
+
+    def _reads_now(self, sid: int, cost: float) -> bool:
+        """Whether a run ahead of stretch *sid*, its last measured device time *cost*, makes
+        its closing reads at once: where that time is short (READ_NOW_SECONDS), or short
+        beside its client's recent gaps (GAP_SHARE): the worker waits for the device while
+        its client is away."""
+        if cost <= self.read_now_seconds:
+            return True
+        gaps = self._gaps.get(sid)
+        return bool(self.gap_share) and gaps is not None and len(gaps) == GAPS_KEPT \
+            and cost * self.gap_share <= min(gaps)
 
     def matches(self, entry: ReplayEntry) -> bool:
         """Whether the client's replay *entry* is the one run ahead (its stretch, inputs and

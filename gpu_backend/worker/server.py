@@ -116,6 +116,8 @@ class WorkerServer(SessionMoves):
         if settings.read_ahead is not None:
             self.executor.replay.ahead.read_now_seconds = settings.read_ahead
         self.executor.replay.ahead.beside = settings.run_ahead_beside
+        if settings.read_gap_share is not None:
+            self.executor.replay.ahead.gap_share = settings.read_gap_share
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop

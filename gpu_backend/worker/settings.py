@@ -89,6 +89,10 @@ class WorkerSettings:
     #: ahead whose closing reads are made at once (worker/run_ahead.py; None: its
     #: READ_NOW_SECONDS); ``0`` makes them when the client asks, as before (a diagnostic)
     read_ahead: float | None = None
+    #: ``GPUWB_READ_GAP_SHARE``: a replay run ahead also makes its closing reads at once where
+    #: its device time is at most this share of its client's recent gaps (worker/
+    #: run_ahead.py, GAP_SHARE: 1/4 by default, ``4``); ``0``: by the bound alone, as before
+    read_gap_share: float | None = None
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -109,6 +113,7 @@ class WorkerSettings:
         unpaced = env.get("GPUWB_UNPACED_REPLAY_US")
         ahead = env.get("GPUWB_RUN_AHEAD_US")
         read_ahead = env.get("GPUWB_READ_AHEAD_US")
+        gap_share = env.get("GPUWB_READ_GAP_SHARE")
         return cls(phases_dir=env.get("GPUWB_WORKER_PHASES") or None,
                    profile_dir=env.get("GPUWB_WORKER_PROFILE") or None,
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
@@ -132,7 +137,8 @@ class WorkerSettings:
                    run_ahead=float(ahead) * 1e-6 if ahead else None,
                    run_ahead_beside=(env.get("GPUWB_RUN_AHEAD_BESIDE") or "1").strip().lower()
                    not in ("0", "off", "false", "no"),
-                   read_ahead=float(read_ahead) * 1e-6 if read_ahead else None)
+                   read_ahead=float(read_ahead) * 1e-6 if read_ahead else None,
+                   read_gap_share=float(gap_share) if gap_share not in (None, "") else None)
 
 
 def environ_under_callgrind() -> dict[str, str]:
