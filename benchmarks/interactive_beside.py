@@ -1,0 +1,140 @@
+"""An interactive user's latency beside a busy one, with the workers' settings side by side.
+
+    python benchmarks/interactive_beside.py [--devices cpu] [--turns] [--policy share]
+        [--requests 300] [--every-ms 10] [--sides default,GPUWB_READ_GAP_SHARE=0] [--json FILE]
+
+For each side (the workers' settings: ``default``, or ``NAME=VALUE[+NAME=VALUE...]``) an
+embedded pool of ``--policy`` is started with those variables (its workers inherit them);
+a busy user, a process of its own with its own session, loops eight elementwise ops on
+400 000 float64 and a read of one element; beside it the interactive user (this process)
+asks ``float((x + 1).sum())`` of 1 000 float32 every ``--every-ms``, timing each request
+from its own side. Printed: each side's p50 / p99 / p99.9 in ms and its session's stretch
+figures (replays answered from a run ahead, reads made at once), then the JSON.
+
+A diagnostic beside ``fairness.py``'s interactive scenarios (which judge the policies
+against each other): this one puts two settings of the same policy side by side in one
+run, on a GPU or on the NumPy device (``--turns``: its sessions take turns as one GPU's
+do, devices/host_turns.py). Made for issue 51's reads made at once beside a client's gaps
+(worker/run_ahead.py, ``GAP_SHARE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from json_out import emit  # noqa: E402
+
+#: the busy user: its loop until the stop file appears
+BUSY = """
+import os, sys, kernelproxy
+from kernelproxy.modules import module_for
+with kernelproxy.connect(sys.argv[1], sys.argv[2]) as s:
+    cp = module_for(s)
+    a = cp.arange(400000, dtype=cp.float64) / 3
+    float(a[0])
+    print("busy", flush=True)
+    while not os.path.exists(sys.argv[3]):
+        for _ in range(8):
+            a = cp.sin(a) * 0.5 + a * 0.25
+        float(a[0])
+"""
+
+
+def side_variables(side: str) -> dict[str, str]:
+    """A side's variables: ``default`` none, else ``NAME=VALUE`` joined by ``+``."""
+    if side == "default":
+        return {}
+    pairs = [item.split("=", 1) for item in side.split("+")]
+    if any(len(pair) != 2 or not pair[0] for pair in pairs):
+        raise SystemExit(f"a side is 'default' or NAME=VALUE[+NAME=VALUE...]: {side!r}")
+    return dict(pairs)
+
+
+def measure(side: str, args: argparse.Namespace) -> dict:
+    from gpu_backend.pool import LocalPool
+    from kernelproxy.modules import module_for
+    from kernelproxy.session import Session
+
+    variables = side_variables(side)
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    stop = os.path.join(tempfile.mkdtemp(prefix="interactive-beside-"), "stop")
+    try:
+        with LocalPool(devices=args.devices, policy=args.policy,
+                       numpy_device_turns=args.turns) as pool:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
+            busy = subprocess.Popen([sys.executable, "-c", BUSY, pool.address, pool.token, stop],
+                                    stdout=subprocess.PIPE, text=True, env=env)
+            try:
+                if busy.stdout.readline().strip() != "busy":
+                    raise SystemExit("the busy user did not start")
+                with Session(pool.address, pool.token) as s:
+                    cp = module_for(s)
+                    x = cp.arange(1000, dtype=cp.float32)
+                    for _ in range(20):   # (its stretch held, captured, run ahead)
+                        float((x + 1).sum())
+                        time.sleep(args.every_ms / 1000)
+                    took = []
+                    for _ in range(args.requests):
+                        t0 = time.perf_counter()
+                        float((x + 1).sum())
+                        took.append(time.perf_counter() - t0)
+                        time.sleep(args.every_ms / 1000)
+                    stretches = s.memory_info().get("stretches") or {}
+            finally:
+                open(stop, "w").close()
+                try:
+                    busy.wait(60)
+                except subprocess.TimeoutExpired:
+                    busy.kill()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    took.sort()
+    n = len(took)
+    pick = lambda q: round(took[min(n - 1, int(q * n))] * 1e3, 3)   # noqa: E731
+    return {"variables": variables, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
+            "p999_ms": pick(0.999), "requests": n,
+            "ahead": stretches.get("ahead"), "ahead_read": stretches.get("ahead_read"),
+            "replays": stretches.get("replays")}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--devices", default="auto")
+    parser.add_argument("--turns", action="store_true",
+                        help="the NumPy device's sessions take turns as one GPU's (--devices cpu)")
+    parser.add_argument("--policy", default="share")
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--every-ms", type=float, default=10.0)
+    parser.add_argument("--sides", default="default,GPUWB_READ_GAP_SHARE=0")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    sides = {side: measure(side, args) for side in args.sides.split(",")}
+    print(f"{'side':40s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'ahead':>6s} {'read':>6s} {'replays':>8s}")
+    for side, row in sides.items():
+        print(f"{side:40s} {row['p50_ms']:8.3f} {row['p99_ms']:8.3f} {row['p999_ms']:9.3f} "
+              f"{row['ahead'] or 0:6d} {row['ahead_read'] or 0:6d} {row['replays'] or 0:8d}")
+    emit({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+          "command": "python benchmarks/interactive_beside.py " + " ".join(argv or sys.argv[1:]),
+          "devices": args.devices, "turns": args.turns, "policy": args.policy,
+          "every_ms": args.every_ms, "sides": sides}, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""benchmarks/interactive_beside.py: an interactive user's latency beside a busy one, two
+settings of the workers side by side. Runs the benchmark itself on the NumPy device taking
+turns as one GPU: its timings mean nothing here; that each side ran with its own settings,
+every request timed, does: one side makes a run ahead's reads at once beside the client's
+10 ms gaps, the side with ``GPUWB_READ_GAP_SHARE=0`` makes none (the run ahead's own 50 µs
+bound, ``GPUWB_READ_AHEAD_US``, is 0 on both, so only the gaps make reads at once)."""
+
+import json
+import subprocess
+import sys
+
+from tests.paths import PROJECT_ROOT
+
+
+def test_the_interactive_benchmark_runs_each_side_with_its_settings(tmp_path):
+    out = tmp_path / "interactive.json"
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "interactive_beside.py"),
+                           "--devices", "cpu", "--turns", "--requests", "20",
+                           "--sides", "GPUWB_READ_AHEAD_US=0,GPUWB_READ_AHEAD_US=0+GPUWB_READ_GAP_SHARE=0",
+                           "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    sides = json.loads(out.read_text())["sides"]
+    gaps, bound = sides["GPUWB_READ_AHEAD_US=0"], sides["GPUWB_READ_AHEAD_US=0+GPUWB_READ_GAP_SHARE=0"]
+    assert bound["variables"] == {"GPUWB_READ_AHEAD_US": "0", "GPUWB_READ_GAP_SHARE": "0"}
+    for side in (gaps, bound):
+        assert side["requests"] == 20 and side["p50_ms"] > 0 and side["replays"] >= 20
+    assert gaps["ahead_read"] >= 1 and bound["ahead_read"] == 0, sides
+    assert "p50 ms" in done.stdout
