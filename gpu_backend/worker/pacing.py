@@ -338,12 +338,18 @@ class Pacer:
             self._measuring = (cost, self.busy)
         return None
 
-    def charged_since(self) -> int:
-        """The count a replay's cost starts from when just measured: 0, charged as measured
-        MEASURE_EVERY times where nobody is paced against this session; MEASURE_EVERY
-        beside others, whose time-slicing the measurement holds (the session alone later
-        measures again before it charges one)."""
-        return 0 if self.lease is None or self._alone() else MEASURE_EVERY
+    def learn(self, cost: list, seconds: float) -> None:
+        """A replay's measured device time *seconds* taken into its *cost* (``[seconds,
+        replays since]``): where nobody is paced against this session, as measured, and
+        charged so MEASURE_EVERY times; beside others, the shortest so far (its spans there
+        hold others' time slices too, so its own time is at most any of them: a longer one
+        would stop its run ahead, MAX_SECONDS), and never charged as measured (the session
+        alone measures again first)."""
+        if self.lease is None or self._alone():
+            cost[0], cost[1] = seconds, 0
+        else:
+            cost[0] = seconds if cost[0] is None else min(cost[0], seconds)
+            cost[1] = MEASURE_EVERY
 
     @property
     def settled(self) -> bool:
@@ -360,7 +366,7 @@ class Pacer:
         cost, before = self._measuring
         self._measuring = None
         if not self._pending and self.fresh_due and self.busy > before:
-            cost[0], cost[1] = self.busy - before, self.charged_since()
+            self.learn(cost, self.busy - before)
 
     def exclusive(self) -> bool:
         """Whether this session's work runs alone on the device now: it holds the lease and

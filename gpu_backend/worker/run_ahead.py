@@ -323,8 +323,7 @@ class RunAhead:
         failed = graphs.run_reads(ahead.reads, first, results)   # (the device is done by now)
         pacer = self.replay.x.pacer
         if ahead.measured_from is not None and pacer.settled:   # (its segment harvested)
-            ahead.graph.cost[0], ahead.graph.cost[1] = pacer.busy - ahead.measured_from, \
-                pacer.charged_since()
+            pacer.learn(ahead.graph.cost, pacer.busy - ahead.measured_from)
         if failed is not None:
             return failed
         graphs.replayed(ahead.graph, entry)
