@@ -122,7 +122,8 @@ class Executor:
         self.bytes_out = 0
         self.peak_memory = 0
         self._ended: int | None = None   # ops of the batch whose after_reply() is due
-        self._launched = True   # whether that batch was the pacer's (not answered ahead alone)
+        self._launched = True   # whether that batch was the pacer's (not answered from ahead)
+        self.began_at = 0.0     # when the last batch began (a client's gap ends there: run_ahead)
         #: where the worker's phases are told (worker/phases.py; the default records nothing)
         self.phases: PhaseRecorder = NO_PHASES
         self._is_array = device.is_array
@@ -180,7 +181,7 @@ class Executor:
     def run_batch(self, header: dict, ops: msgpack.Unpacker, payload: list,
                   cancelled: bool = False) -> tuple[dict, list]:
         """Execute one batch; returns the reply header and its payload frames."""
-        started = perf_counter()
+        started = self.began_at = perf_counter()
         replay = self.replay
         self._batch_no = header.get("b")
         if "A" in header:   # an early replay the client's run did not match: undone first
@@ -202,7 +203,7 @@ class Executor:
         # work was paced and charged when it ran
         answered = replay.answerable(entry, header.get("S") == 1) \
             if entry is not None and self.poisoned_at is None and not cancelled \
-            and self.pacer.answers_unlaunched() else None
+            and self.pacer.answers_unlaunched(replay.ahead.beside) else None
         self._launched = answered is None
         if answered is None and self.poisoned_at is None and not cancelled \
                 and type(count) is int and count > 0 and not self.pacer.begin_batch(self.cancelled):
@@ -342,6 +343,8 @@ class Executor:
             self.pacer.end_unlaunched(self.more_work)
         self.phases.mark("end_batch")
         self.replay.after_reply()
+        if not self._launched and self.replay.ahead.ahead is None:   # (none run ahead now)
+            self.pacer.out_of_work(self.more_work)
         used = self.device.memory_used()
         if used > self.peak_memory:
             self.peak_memory = used

@@ -335,17 +335,20 @@ class Pacer:
             cost[1] += 1
             return cost[0]
         if at_batch_end:
-            self._measuring = (cost, self.busy)
+            self._measuring = (cost, self.busy, self.alone_now())
         return None
 
-    def learn(self, cost: list, seconds: float) -> None:
+    def learn(self, cost: list, seconds: float, alone: bool | None = None) -> None:
         """A replay's measured device time *seconds* taken into its *cost* (``[seconds,
-        replays since]``): where nobody is paced against this session, as measured, and
-        charged so MEASURE_EVERY times; beside others, the shortest so far (its spans there
-        hold others' time slices too, so its own time is at most any of them: a longer one
-        would stop its run ahead, MAX_SECONDS), and never charged as measured (the session
-        alone measures again first)."""
-        if self.lease is None or self._alone():
+        replays since]``): measured where nobody was paced against this session (*alone*;
+        None: :meth:`alone_now`), as measured, and charged so MEASURE_EVERY times; beside
+        others, the shortest so far (its spans there hold others' time slices too, so its
+        own time is at most any of them: a longer one would stop its run ahead,
+        MAX_SECONDS), and never charged as measured (the session alone measures again
+        first). Nothing measured (*seconds* not positive) teaches nothing."""
+        if seconds <= 0:
+            return
+        if self.alone_now() if alone is None else alone:
             cost[0], cost[1] = seconds, 0
         else:
             cost[0] = seconds if cost[0] is None else min(cost[0], seconds)
@@ -363,10 +366,10 @@ class Pacer:
     def _measured(self) -> None:
         """At a batch's end, its segments harvested: the replay being measured is known if
         its work is done and charged (nothing left pending); else it is measured again."""
-        cost, before = self._measuring
+        cost, before, alone = self._measuring
         self._measuring = None
         if not self._pending and self.fresh_due and self.busy > before:
-            self.learn(cost, self.busy - before)
+            self.learn(cost, self.busy - before, alone and self.alone_now())
 
     def exclusive(self) -> bool:
         """Whether this session's work runs alone on the device now: it holds the lease and
@@ -409,20 +412,44 @@ class Pacer:
 
     def begin_ahead(self, beside: bool = True) -> bool:
         """:meth:`begin_batch` for a replay run ahead (worker/run_ahead.py), which nobody
-        has asked for: it begins only where it waits for nothing, the arbiter's latest word
-        read first (:meth:`may_run_ahead`); else False, and the lease is left as it was (no
-        grant handed back, none asked for: the client's next message may never come)."""
-        if self.lease is not None:
-            self.lease.read(self.busy)
+        has asked for: it begins only where it waits for nothing (:meth:`may_run_ahead`, the
+        baton's yield word looked at), and where no word of the arbiter's waits unread
+        (the serving loop acts on it: read here and declined, it would be lost to its idle
+        loop); else False, and the lease is left as it was (no grant handed back, none asked
+        for: the client's next message may never come). A standing holder that said
+        ``idle`` says ``want`` again without reading (Pacer._acquire would read, and a word
+        come meanwhile would hand the grant back asking for it)."""
+        lease = self.lease
+        if lease is not None:
+            if lease.pending():
+                return False
+            lease.check_preempted()
             if not self.may_run_ahead(beside):
                 return False
+            lease.busy_again()
         return self.begin_batch(_at_once)
 
-    def answers_unlaunched(self) -> bool:
+    def answers_unlaunched(self, beside: bool = True) -> bool:
         """Whether a replay answered from the one run ahead needs no batch of the pacer's
-        (it launches nothing: Executor.run_batch, end_unlaunched): alone, or under a
-        standing grant beside others (``share``); not where sessions take turns."""
-        return self.lease is None or self._alone() or self.side_by_side()
+        (it launches nothing: Executor.run_batch, end_unlaunched): alone, or (*beside*)
+        under a standing grant beside others (``share``); not where sessions take turns."""
+        return self.lease is None or self._alone() or (beside and self.side_by_side())
+
+    def alone_now(self) -> bool:
+        """Whether nobody is paced against this session now (no lease, or alone on the
+        device): its measurements are its own (:meth:`learn`)."""
+        return self.lease is None or self._alone()
+
+    def out_of_work(self, more_work: Callable[[], bool]) -> None:
+        """After an answer from the run ahead that no run ahead followed (Executor.
+        after_reply): a standing holder beside others, out of work and not yet said so,
+        says ``idle`` as :meth:`end_batch` would (the run ahead's batch, which would have,
+        did not come; the arbiter would count it runnable till its idle loop). Alone it
+        says nothing, as ever."""
+        lease = self.lease
+        if lease is not None and lease.holding and lease.standing and not lease.idle_said \
+                and not self._alone() and not more_work():
+            lease.idle(self.busy, self.per_op, self._tail())
 
     def side_by_side(self) -> bool:
         """Whether this session holds a standing grant (``share``): it launches beside the
@@ -782,13 +809,15 @@ class Pacer:
         lease.report(self.busy, self.per_op)
 
     def end_unlaunched(self, more_work: Callable[[], bool]) -> None:
-        """After a batch that launched nothing while this session was alone (a replay
-        answered from the one run ahead: its work was paced and charged when it ran):
+        """After a batch that launched nothing, alone or under a standing grant beside
+        others (a replay answered from the one run ahead: its work was paced and charged
+        when it ran; :meth:`answers_unlaunched`):
         nothing to mark, measure or say. Finished segments are accounted and the arbiter's
         messages taken in when it is time to look (a word of company ends the lone path:
         Executor.run_batch); told meanwhile that others wait (a yield, or the baton's
         word), the batch ends as any batch does, handing the device over. Out of work, it
-        says so from its idle loop, as after any batch (``idle``)."""
+        says so from its idle loop, as after any batch (``idle``), or beside others at once
+        where no run ahead follows (:meth:`out_of_work`)."""
         self.harvest()
         lease = self.lease
         if lease is not None and lease.holding:

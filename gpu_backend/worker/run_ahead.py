@@ -14,7 +14,8 @@ client's replay comes and names the same stretch, the same input handles and the
 parameters (the same type, value and sign of zero), its answer is ready: the results take
 the client's handles, the values their ops' numbers; its closing reads (the loop's sync)
 are made then, for the device has finished by then, and the worker need not wait for it
-after the reply. Anything else — another stretch,
+after the reply (but at once where the replay is short, or short beside its client's recent
+gaps: an interactive user's request then finds its value read). Anything else — another stretch,
 other inputs or parameters, any batch that is not a replay — drops what was run ahead
 (its arrays go back to the pool) and the message runs as ever.
 
@@ -25,8 +26,9 @@ session's messages change its arrays and any message but the matching replay dro
 run. The inputs it writes (``w -= lr * grad``) are written into its graphs' buffers only,
 and copied into the client's arrays when the client's replay comes (StretchGraphs.run's
 ``run_ahead``): a run that is dropped has changed nothing the client holds. It runs
-only where nobody waits for the device behind this session (no lease, or alone on it: the
-pacer's ``in_company``), and its device time is this session's, charged as a replay's.
+only where it waits for no turn and nobody waits for its own (no lease, alone on the
+device, or beside others under a standing grant not told to stop: Pacer.may_run_ahead,
+begin_ahead), and its device time is this session's, charged as a replay's.
 """
 
 from __future__ import annotations
@@ -119,11 +121,11 @@ class _Ahead:
     its graph, and its results (values numbered from 0, arrays under provisional ids)."""
 
     __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
-                 "writes", "measured_from", "read_values", "started")
+                 "writes", "measured_from", "read_values", "started", "alone", "read_wait")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
                  ran: int, slots: int, reads: Any, writes: list,
-                 measured_from: float | None) -> None:
+                 measured_from: float | None, started: float, alone: bool) -> None:
         self.sid, self.inputs, self.params, self.graph = sid, inputs, params, graph
         self.results, self.ran, self.slots = results, ran, slots
         #: its closing reads, made when the client's replay comes (StretchGraphs.run_reads)
@@ -132,8 +134,11 @@ class _Ahead:
         self.writes = writes
         #: the pacer's device time before it, where it is measured (Pacer.replay_estimate)
         self.measured_from = measured_from
-        #: when it began (its client's gap is counted from here: RunAhead._reads_now)
-        self.started = perf_counter()
+        #: when it began, right after the reply (its client's gap counts from here:
+        #: RunAhead._reads_now), whether nobody was paced against its session then (its
+        #: measurement is then its own: Pacer.learn), and how long the worker waited for
+        #: its reads made at once (not the client's gap)
+        self.started, self.alone, self.read_wait = started, alone, 0.0
         #: its closing reads' values, numbered from 0, where they were made at once (then
         #: ``reads`` is None: RunAhead.start, READ_NOW_SECONDS)
         self.read_values: list | None = None
@@ -186,6 +191,7 @@ class RunAhead:
     def start(self, g: Any, entry: ReplayEntry) -> bool:
         """After the reply to a replay of *g*'s stretch (*entry*, learnt from: StretchGraphs.
         learn_last), run the next one now if it may be; whether it ran."""
+        began = perf_counter()   # (right after the reply: its client's gap counts from here)
         replay = self.replay
         x, graphs = replay.x, replay.graphs
         pacer = x.pacer
@@ -237,6 +243,7 @@ class RunAhead:
             measured_from = pacer.busy
             if pacer.fresh_due:
                 pacer.start_segment()
+            pacer.began = perf_counter()   # (its host time from here: Pacer._mark)
         kept = (x.poisoned_at, x.poisoned_by, x.op_errors, x.seq, x.phases)
         warned = len(x._warnings)
         x.phases = NO_PHASES   # (the worker's phases are the messages')
@@ -270,10 +277,12 @@ class RunAhead:
             self._free(len(outs))
             return False
         ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
-                                    writes, measured_from)
+                                    writes, measured_from, began, pacer.alone_now())
         if reads is not None and not entry.early and g.cost[0] is not None \
                 and self._reads_now(sid, g.cost[0]):
+            waited = perf_counter()
             values = graphs.read_now(reads)   # (None: one failed or warned; made when asked)
+            ahead.read_wait = perf_counter() - waited
             if values is not None:
                 ahead.reads, ahead.read_values = None, values
                 self.read_now += 1
@@ -302,7 +311,10 @@ class RunAhead:
         gaps = self._gaps.get(entry.sid)
         if gaps is None:
             gaps = self._gaps[entry.sid] = deque(maxlen=GAPS_KEPT)
-        gaps.append(perf_counter() - ahead.started)
+        # (from right after the reply to the client's replay, less the worker's own wait for
+        # the reads made at once: never longer than the client's own gap, so reads made at
+        # once do not keep themselves on)
+        gaps.append(self.replay.x.began_at - ahead.started - ahead.read_wait)
         graphs = self.replay.graphs
         graphs.write_back(ahead.writes)   # (the inputs it wrote: the client's now)
         table = self.replay.x.table
@@ -323,7 +335,8 @@ class RunAhead:
         failed = graphs.run_reads(ahead.reads, first, results)   # (the device is done by now)
         pacer = self.replay.x.pacer
         if ahead.measured_from is not None and pacer.settled:   # (its segment harvested)
-            pacer.learn(ahead.graph.cost, pacer.busy - ahead.measured_from)
+            pacer.learn(ahead.graph.cost, pacer.busy - ahead.measured_from,
+                        ahead.alone and pacer.alone_now())
         if failed is not None:
             return failed
         graphs.replayed(ahead.graph, entry)

@@ -138,7 +138,7 @@ class WorkerSettings:
                    run_ahead_beside=(env.get("GPUWB_RUN_AHEAD_BESIDE") or "1").strip().lower()
                    not in ("0", "off", "false", "no"),
                    read_ahead=float(read_ahead) * 1e-6 if read_ahead else None,
-                   read_gap_share=float(gap_share) if gap_share not in (None, "") else None)
+                   read_gap_share=max(0.0, float(gap_share)) if gap_share not in (None, "") else None)
 
 
 def environ_under_callgrind() -> dict[str, str]:

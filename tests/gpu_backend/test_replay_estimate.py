@@ -104,3 +104,18 @@ def test_no_estimate_while_tracing():
     for _ in range(3):
         assert _replay(pacer, cost) is None
     assert cost == [None, 0]
+
+
+def test_a_measurement_made_beside_others_is_never_learnt_as_a_lone_one():
+    """A run ahead measured beside others and answered once its neighbour has gone (Pacer.
+    learn's *alone*, what RunAhead.start saw): learnt as beside others, so the session alone
+    measures again before it charges one; nothing measured teaches nothing."""
+    alone = _pacer("alone")
+    cost = [None, 0]
+    alone.learn(cost, 0.02, alone=False)
+    assert cost == [0.02, MEASURE_EVERY]
+    assert _replay(alone, cost) is None and cost[1] == 0 and cost[0] < 0.02
+    before = list(cost)
+    alone.learn(cost, 0.0)
+    assert cost == before
+

@@ -173,3 +173,51 @@ def test_replays_run_ahead_beside_a_busy_session_stay_bitwise(pool, tmp_path):
             a = cp.sin(a) * 0.5 + a * 0.25
             float(a[0])
         assert_bitwise(np.load(out), a.get())
+
+
+def test_a_run_ahead_leaves_the_arbiters_word_and_the_grant_as_they_were():
+    """Real arbiter thread (``share``) and lease: a run ahead that finds a word of the
+    arbiter's unread begins nothing and leaves it for the serving loop (read and declined,
+    it would be lost to the idle loop); one whose grant the baton says to yield begins
+    nothing and hands nothing back (no ``release`` asking for a grant the client's next
+    message may never need). Once free, it begins and says ``want`` again. An answer from a
+    run ahead that no run ahead followed says ``idle`` beside others (Pacer.out_of_work)."""
+    import zmq
+
+    from gpu_backend.arbiter.service import Arbiter
+    from gpu_backend.devices.numpy_device import NumpyDevice
+    from gpu_backend.worker.lease import DeviceLease
+    from gpu_backend.worker.pacing import Pacer
+    from ..waiting import until
+
+    ctx = zmq.Context()
+    arbiter = Arbiter(ctx, "share", ["cpu:0"]).start()
+    lease = None
+    try:
+        arbiter.attach("wa", "cpu:0", "sa", "a", 1.0)
+        arbiter.attach("wb", "cpu:0", "sb", "b", 1.0)
+        lease = DeviceLease(ctx, arbiter.address, "wa", arbiter.baton_path)
+        pacer = Pacer(NumpyDevice(), lease)
+        assert pacer.begin_batch(lambda: False) and lease.holding and lease.standing
+        assert not lease.alone                             # (its grant said so)
+        pacer.end_batch(0, lambda: True)                   # more to come: nothing said
+        pacer.out_of_work(lambda: True)
+        assert not lease.idle_said
+        pacer.out_of_work(lambda: False)   # an answer no run ahead followed: idle, beside b
+        assert lease.idle_said
+        arbiter.detach("wb")                               # a word for a: alone now
+        assert until(lease.pending)
+        assert not pacer.begin_ahead() and lease.pending() and lease.holding
+        pacer.idle()                                       # the idle loop reads it
+        assert not lease.pending() and lease.alone
+        assert pacer.begin_ahead() and not lease.idle_said
+        pacer.end_batch(0, lambda: False)
+        # the baton's word to yield (share sets it before its message): nothing handed back
+        lease.alone = False
+        lease.hand_over_at, lease.at_batch_end = 0.0, False
+        assert not pacer.begin_ahead() and lease.holding and not lease.asked
+    finally:
+        if lease is not None:
+            lease.close()
+        arbiter.stop()
+        ctx.term()
