@@ -52,6 +52,10 @@ from .wait_notices import WaitNotices
 __all__ = ["main", "WorkerServer"]
 
 USAGE_INTERVAL = 0.5
+#: A session's memory grown past its last report by this much (and an eighth) is reported
+#: before the batch's reply, whatever the interval: once its client has the reply, the pool
+#: counts it (a session asking for room next never finds this one empty: swap_pressure)
+REPORT_GROWTH = 1 << 20
 #: A streamed upload whose next chunk takes longer than this is abandoned.
 CHUNK_TIMEOUT = 30.0
 #: A request for memory that the pool does not answer in this long is refused.
@@ -157,6 +161,7 @@ class WorkerServer(SessionMoves):
                                               exclusive=self.executor.pacer.exclusive)
         self._last_usage: tuple = ()
         self._last_usage_time = 0.0
+        self._reported_memory = 0   # the memory the last usage report said
         #: each message's phases, told to a recorder that does nothing unless the settings
         #: ask for them to be timed (GPUWB_WORKER_PHASES=DIR, a diagnostic)
         self.phases: PhaseRecorder = (PhaseClock(settings.phases_dir) if settings.phases_dir
@@ -535,8 +540,12 @@ class WorkerServer(SessionMoves):
             reply["z"] = "the pool, or this host's agent, has gone"
         if self.executor.fatal:
             self.closed = True  # answered below, then the worker ends with its context
-        # (a report due goes before the reply: what the client was told, the pool knows
-        # first, so a session asking for room next never finds this one empty: swap_pressure)
+        # (a report due goes before the reply, and one of memory grown at once: what the client
+        # was told, the pool knows first, so a session asking for room next never finds this
+        # one empty: swap_pressure)
+        reported = self._reported_memory
+        if self.device.memory_used() > reported + max(REPORT_GROWTH, reported >> 3):
+            self._last_usage_time = 0.0
         self._report_usage()
         try:
             self._send_reply(ident, reply, out)
@@ -645,6 +654,7 @@ class WorkerServer(SessionMoves):
                                 "arrays": usage[1] + counters["swapped_arrays"], **counters,
                                 "idle": round(time.monotonic() - self.swap.last_work, 4)})
             self._last_usage, self._last_usage_time = usage, now
+            self._reported_memory = usage[0]
 
     def close(self, reason: str) -> None:
         if self.spin_slots is not None:
