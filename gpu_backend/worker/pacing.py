@@ -330,8 +330,7 @@ class Pacer:
         Pacer.may_run_ahead)."""
         if self.trace is not None or self._pending or not self.fresh_due:
             return None
-        if cost[0] is not None and cost[1] < MEASURE_EVERY \
-                and (self.lease is None or self._alone()):
+        if cost[0] is not None and cost[1] < MEASURE_EVERY and self.alone_now():
             cost[1] += 1
             return cost[0]
         if at_batch_end:
@@ -397,7 +396,7 @@ class Pacer:
     def in_company(self) -> bool:
         """Whether this session is paced with other sessions attached to its device: what it
         launches at once, others may have to wait behind (worker/stretch_replay.py)."""
-        return self.lease is not None and not self._alone()
+        return not self.alone_now()
 
     def may_run_ahead(self, beside: bool = True) -> bool:
         """Whether a replay may be launched before its client asks for it (worker/
@@ -408,7 +407,7 @@ class Pacer:
         an interactive user's small replay ahead in the 10 ms between its requests, and a
         session beside others under `share` did not, so its requests waited for the
         device behind a saturating user's kernels: p50 0.8-1.7 ms against 0.5-0.7.)"""
-        return self.lease is None or self._alone() or (beside and self._free_running())
+        return self.alone_now() or (beside and self._free_running())
 
     def begin_ahead(self, beside: bool = True) -> bool:
         """:meth:`begin_batch` for a replay run ahead (worker/run_ahead.py), which nobody
@@ -433,7 +432,7 @@ class Pacer:
         """Whether a replay answered from the one run ahead needs no batch of the pacer's
         (it launches nothing: Executor.run_batch, end_unlaunched): alone, or (*beside*)
         under a standing grant beside others (``share``); not where sessions take turns."""
-        return self.lease is None or self._alone() or (beside and self.side_by_side())
+        return self.alone_now() or (beside and self.side_by_side())
 
     def alone_now(self) -> bool:
         """Whether nobody is paced against this session now (no lease, or alone on the
