@@ -123,20 +123,16 @@ class WorkerSettings:
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
                    split_piece=float(piece) * 1e-6 if piece else 0.0,
-                   release_at_read=(env.get("GPUWB_RELEASE_AT_READ") or "1").strip().lower()
-                   not in ("0", "off", "false", "no"),
-                   release_done=(env.get("GPUWB_RELEASE_DONE") or "1").strip().lower()
-                   not in ("0", "off", "false", "no"),
+                   release_at_read=_on(env, "GPUWB_RELEASE_AT_READ"),
+                   release_done=_on(env, "GPUWB_RELEASE_DONE"),
                    swap_host_copy="pinned" if (env.get("GPUWB_SWAP_HOST_COPY") or "").strip().lower()
                    == "pinned" else "staged",
                    stacks=env.get("GPUWB_STACKS") == "1",
                    callgrind_dir=env.get("GPUWB_WORKER_CALLGRIND") or None,
-                   copy_tables=(env.get("GPUWB_COPY_TABLES") or "1").strip().lower()
-                   not in ("0", "off", "false", "no"),
+                   copy_tables=_on(env, "GPUWB_COPY_TABLES"),
                    unpaced_replay=float(unpaced) * 1e-6 if unpaced else None,
                    run_ahead=float(ahead) * 1e-6 if ahead else None,
-                   run_ahead_beside=(env.get("GPUWB_RUN_AHEAD_BESIDE") or "1").strip().lower()
-                   not in ("0", "off", "false", "no"),
+                   run_ahead_beside=_on(env, "GPUWB_RUN_AHEAD_BESIDE"),
                    read_ahead=float(read_ahead) * 1e-6 if read_ahead else None,
                    read_gap_share=max(0.0, float(gap_share)) if gap_share not in (None, "") else None)
 
@@ -145,6 +141,11 @@ def environ_under_callgrind() -> dict[str, str]:
     """The environment of a worker re-run under callgrind (``GPUWB_WORKER_CALLGRIND``,
     worker/server.py): this one, less that variable (the re-run worker serves)."""
     return {k: v for k, v in os.environ.items() if k != "GPUWB_WORKER_CALLGRIND"}
+
+
+def _on(env: Mapping[str, str], name: str) -> bool:
+    """A setting on unless *name* says ``0``, ``off``, ``false`` or ``no``."""
+    return (env.get(name) or "1").strip().lower() not in ("0", "off", "false", "no")
 
 
 def _graphs_mode(value: str | None) -> str:
