@@ -332,8 +332,8 @@ class Executor:
     def after_reply(self) -> None:
         """The batch's bookkeeping that its reply need not wait for, done once the reply is
         sent: the pacer's end-of-batch marker and measurements (CUDA calls that cost several
-        microseconds each on some hosts) and the peak memory. Pacing loses nothing by it:
-        the next batch is launched only after this runs."""
+        microseconds each on some hosts). Pacing loses nothing by it: the next batch is
+        launched only after this runs."""
         executed, self._ended = self._ended, None
         if executed is None:
             return
@@ -345,9 +345,15 @@ class Executor:
         self.replay.after_reply()
         if not self._launched and self.replay.ahead.ahead is None:   # (none run ahead now)
             self.pacer.out_of_work(self.more_work)
+
+    def memory_now(self) -> int:
+        """The device memory the session uses now, its peak kept: read once a message,
+        before its reply (worker/server.py: memory grown is reported first). A run ahead's
+        results count from the next message, or the usage's own read of the peak."""
         used = self.device.memory_used()
         if used > self.peak_memory:
             self.peak_memory = used
+        return used
 
     def _run_ops(self, unpacker, payload: Iterator, results: BatchResults) -> tuple:
         """Run the batch's records in order; returns (ops run, error entry, cancelled).

@@ -544,7 +544,7 @@ class WorkerServer(SessionMoves):
         # was told, the pool knows first, so a session asking for room next never finds this
         # one empty: swap_pressure)
         reported = self._reported_memory
-        if self.device.memory_used() > reported + max(REPORT_GROWTH, reported >> 3):
+        if self.executor.memory_now() > reported + max(REPORT_GROWTH, reported >> 3):
             self._last_usage_time = 0.0
         self._report_usage()
         try:
