@@ -111,7 +111,13 @@ def client_main(spec: dict) -> None:
         points.extend(fences.drain())
         out.update(points=points, per_fence=k)
     if session is not None:   # what the worker split (issue 38: long ops in pieces)
-        out["split"] = session.memory_info().get("split")
+        info = session.memory_info()
+        out["split"] = info.get("split")
+        if spec["kind"] == "interactive":   # how its requests were answered: from a replay run
+            # ahead (its read made at once or not), or replayed when asked (issue 51)
+            stretches = info.get("stretches") or {}
+            out["stretches"] = {name: stretches.get(name)
+                                for name in ("replays", "ahead", "ahead_read", "ahead_missed")}
         session.close()
     Path(spec["out"]).write_text(json.dumps(out))
 

@@ -149,6 +149,12 @@ def table(results: dict) -> str:
                          f"{e('share_error_10s', 'mean'):>7} {fmt(r['jain']):>6} "
                          f"{fmt(r['work_conservation']):>6} {fmt(it.get('p50'), '{:.2f}'):>8} "
                          f"{fmt(it.get('p99'), '{:.2f}'):>8} {fmt(it.get('p999'), '{:.2f}'):>7} {conv:>10}")
+    for name in results["scenarios"]:   # how the interactive user's requests were answered
+        for policy, by in results["policies"].items():
+            for user, st in ((by.get(name) or {}).get("stretches") or {}).items():
+                lines.append(f"{name} {policy}: {user}'s replays {st.get('replays')}, answered from a "
+                             f"run ahead {st.get('ahead')}, its read made at once {st.get('ahead_read')}, "
+                             f"missed {st.get('ahead_missed')}")
     for policy, after in (results.get("exclusive_after") or {}).items():
         before = normalising_rates(results["exclusive"], policy)
         drift = ", ".join(f"{kind} {after[kind]['rate'] / before[kind]['rate']:.3f}"

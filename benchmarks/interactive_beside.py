@@ -1,12 +1,15 @@
 """An interactive user's latency beside a busy one, with the workers' settings side by side.
 
     python benchmarks/interactive_beside.py [--devices cpu] [--turns] [--policy share]
-        [--requests 300] [--every-ms 10] [--sides default,GPUWB_READ_GAP_SHARE=0] [--json FILE]
+        [--requests 300] [--every-ms 10] [--sides default,GPUWB_READ_GAP_SHARE=0,policy=none]
+        [--busy elementwise|gemm:N] [--json FILE]
 
-For each side (the workers' settings: ``default``, or ``NAME=VALUE[+NAME=VALUE...]``) an
-embedded pool of ``--policy`` is started with those variables (its workers inherit them);
-a busy user, a process of its own with its own session, loops eight elementwise ops on
-400 000 float64 and a read of one element; beside it the interactive user (this process)
+For each side (the workers' settings: ``default``, or ``NAME=VALUE[+NAME=VALUE...]``, where
+``policy=NAME`` sets that side's policy instead of ``--policy``) an embedded pool is started
+with those variables (its workers inherit them); a busy user, a process of its own with its
+own session, loops eight elementwise ops on 400 000 float64 and a read of one element
+(``--busy elementwise``), or 32 N² float32 GEMMs and a read (``gemm:N``: fairness.py's
+interactive+2048 user with ``gemm:2048``, reading every ~10 ms); beside it the interactive user (this process)
 asks ``float((x + 1).sum())`` of 1 000 float32 every ``--every-ms``, timing each request
 from its own side. Printed: each side's p50 / p99 / p99.9 in ms and its session's stretch
 figures (replays answered from a run ahead, reads made at once), then the JSON.
@@ -34,24 +37,39 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from json_out import emit  # noqa: E402
 
-#: the busy user: its loop until the stop file appears
+#: the busy user: its loop until the stop file appears; ``elementwise``: eight elementwise ops
+#: on 400 000 float64 and a read of one element; ``gemm:N``: 32 N² float32 GEMMs (2048: about
+#: 10 ms on an H100, fairness.py's interactive+2048 user's GEMM) and a read of one element
 BUSY = """
 import os, sys, kernelproxy
 from kernelproxy.modules import module_for
 with kernelproxy.connect(sys.argv[1], sys.argv[2]) as s:
     cp = module_for(s)
-    a = cp.arange(400000, dtype=cp.float64) / 3
-    float(a[0])
+    kind = sys.argv[4]
+    if kind == "elementwise":
+        a = cp.arange(400000, dtype=cp.float64) / 3
+        float(a[0])
+    else:
+        n = int(kind.split(":", 1)[1])
+        a = cp.arange(n * n, dtype=cp.float32).reshape(n, n) / (n * n)
+        b = a.T.copy()
+        float((a @ b)[0, 0])
     print("busy", flush=True)
     while not os.path.exists(sys.argv[3]):
-        for _ in range(8):
-            a = cp.sin(a) * 0.5 + a * 0.25
-        float(a[0])
+        if kind == "elementwise":
+            for _ in range(8):
+                a = cp.sin(a) * 0.5 + a * 0.25
+            float(a[0])
+        else:
+            for _ in range(32):
+                c = a @ b
+            float(c[0, 0])
 """
 
 
 def side_variables(side: str) -> dict[str, str]:
-    """A side's variables: ``default`` none, else ``NAME=VALUE`` joined by ``+``."""
+    """A side's variables: ``default`` none, else ``NAME=VALUE`` joined by ``+`` (``policy=NAME``
+    among them: the pool's policy for this side, not a variable)."""
     if side == "default":
         return {}
     pairs = [item.split("=", 1) for item in side.split("+")]
@@ -60,21 +78,33 @@ def side_variables(side: str) -> dict[str, str]:
     return dict(pairs)
 
 
+def busy_kind(text: str) -> str:
+    """``--busy``, checked before anything starts."""
+    if text == "elementwise":
+        return text
+    size = text.removeprefix("gemm:")
+    if size == text or not size.isdigit() or int(size) < 1:
+        raise SystemExit(f"--busy is elementwise or gemm:N: {text!r}")
+    return text
+
+
 def measure(side: str, args: argparse.Namespace) -> dict:
     from gpu_backend.pool import LocalPool
     from kernelproxy.modules import module_for
     from kernelproxy.session import Session
 
     variables = side_variables(side)
+    policy = variables.pop("policy", args.policy)
     saved = {name: os.environ.get(name) for name in variables}
     os.environ.update(variables)
     stop = os.path.join(tempfile.mkdtemp(prefix="interactive-beside-"), "stop")
     try:
-        with LocalPool(devices=args.devices, policy=args.policy,
+        with LocalPool(devices=args.devices, policy=policy,
                        numpy_device_turns=args.turns) as pool:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                 filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
-            busy = subprocess.Popen([sys.executable, "-c", BUSY, pool.address, pool.token, stop],
+            busy = subprocess.Popen([sys.executable, "-c", BUSY, pool.address, pool.token, stop,
+                                     args.busy],
                                     stdout=subprocess.PIPE, text=True, env=env)
             try:
                 if busy.stdout.readline().strip() != "busy":
@@ -107,7 +137,7 @@ def measure(side: str, args: argparse.Namespace) -> dict:
     took.sort()
     n = len(took)
     pick = lambda q: round(took[min(n - 1, int(q * n))] * 1e3, 3)   # noqa: E731
-    return {"variables": variables, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
+    return {"variables": variables, "policy": policy, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
             "p999_ms": pick(0.999), "requests": n,
             "ahead": stretches.get("ahead"), "ahead_read": stretches.get("ahead_read"),
             "replays": stretches.get("replays")}
@@ -121,7 +151,11 @@ def main(argv=None) -> int:
     parser.add_argument("--policy", default="share")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--every-ms", type=float, default=10.0)
-    parser.add_argument("--sides", default="default,GPUWB_READ_GAP_SHARE=0")
+    parser.add_argument("--sides", default="default,GPUWB_READ_GAP_SHARE=0",
+                        help="comma-separated: default, or NAME=VALUE[+NAME=VALUE...]; policy=NAME "
+                             "sets that side's policy")
+    parser.add_argument("--busy", default="elementwise", type=busy_kind,
+                        help="the busy user's loop: elementwise, or gemm:N (32 N² GEMMs a read)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     sides = {side: measure(side, args) for side in args.sides.split(",")}
@@ -132,7 +166,7 @@ def main(argv=None) -> int:
     emit({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
           "command": "python benchmarks/interactive_beside.py " + " ".join(argv or sys.argv[1:]),
           "devices": args.devices, "turns": args.turns, "policy": args.policy,
-          "every_ms": args.every_ms, "sides": sides}, args.json)
+          "every_ms": args.every_ms, "busy": args.busy, "sides": sides}, args.json)
     return 0
 
 

@@ -96,3 +96,22 @@ def test_a_long_kernel_scenario_runs_on_the_numpy_device(tmp_path):
     row = results["policies"]["fair"]["long-vs-small"]
     assert set(row["normalised_rates"]) == {"a", "b"}, row["normalised_rates"]   # (both ran)
     assert "long-vs-small" in done.stdout
+
+
+def test_the_interactive_users_answers_are_counted(tmp_path):
+    """Beside its table, the run says how the interactive user's requests were answered (its
+    replays, those answered from a run ahead, their reads made at once: issue 51's diagnosis
+    of an interactive tail), from the session's own counters."""
+    out = tmp_path / "fairness.json"
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "fairness.py"),
+                           "--devices", "cpu", "--policies", "share", "--calibrate", "share",
+                           "--scenarios", "interactive+2048", "--mid", "64", "--small", "64",
+                           "--big", "64", "--long", "64", "--seconds", "3", "--calibrate-seconds", "1",
+                           "--lead", "3", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    row = json.loads(out.read_text())["policies"]["share"]["interactive+2048"]
+    counts = row["stretches"]["i"]
+    assert set(counts) == {"replays", "ahead", "ahead_read", "ahead_missed"}
+    assert counts["replays"] > 0, counts   # (its requests replayed a held stretch)
+    assert "interactive+2048 share: i's replays" in done.stdout

@@ -31,3 +31,27 @@ def test_the_interactive_benchmark_runs_each_side_with_its_settings(tmp_path):
         assert side["requests"] == 20 and side["p50_ms"] > 0 and side["replays"] >= 20
     assert gaps["ahead_read"] >= 1 and bound["ahead_read"] == 0, sides
     assert "p50 ms" in done.stdout
+
+
+def test_a_gemm_user_and_a_policy_per_side(tmp_path):
+    """``--busy gemm:N`` puts a GEMM loop beside the interactive user, and ``policy=NAME`` in a
+    side runs that side's pool under that policy (the others under ``--policy``); a busy kind
+    it does not know is refused before any pool starts."""
+    out = tmp_path / "interactive.json"
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "interactive_beside.py"),
+                           "--devices", "cpu", "--requests", "10", "--busy", "gemm:48",
+                           "--sides", "default,policy=none", "--json", str(out)],
+                          env={**os.environ, "GPUWB_REPLAY_MEASURED": "0"},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["busy"] == "gemm:48"
+    sides = result["sides"]
+    assert sides["default"]["policy"] == "share" and sides["policy=none"]["policy"] == "none"
+    assert sides["policy=none"]["variables"] == {}
+    for side in sides.values():
+        assert side["requests"] == 10 and side["replays"] >= 10
+    refused = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "interactive_beside.py"),
+                              "--devices", "cpu", "--busy", "gemm:x"], capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode != 0 and "--busy is elementwise or gemm:N" in refused.stderr
