@@ -327,10 +327,14 @@ class Pacer:
         device work is done later: worker/run_ahead.py), by its caller, from ``busy``
         once the pacer is ``settled``. Beside others every replay is measured, and what it
         measured is learnt all the same (a run ahead beside others is gated by it:
-        Pacer.may_run_ahead)."""
-        if self.trace is not None or self._pending or not self.fresh_due:
+        Pacer.may_run_ahead); with a trace kept too, every replay is a traced segment, and
+        learnt (unlearnt, no replay was ever run ahead under a trace: the interactive user
+        of H200 run 101 had none of its ~550 requests answered from one, against ~500 of
+        ~520 untraced in run 99, so a traced run measured another pool than the one it
+        meant to explain)."""
+        if self._pending or not self.fresh_due:
             return None
-        if cost[0] is not None and cost[1] < MEASURE_EVERY and self.alone_now():
+        if self.trace is None and cost[0] is not None and cost[1] < MEASURE_EVERY and self.alone_now():
             cost[1] += 1
             return cost[0]
         if at_batch_end:

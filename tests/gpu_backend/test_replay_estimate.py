@@ -98,12 +98,17 @@ def test_a_replay_after_a_batch_left_unmeasured_is_measured_within_its_own_batch
     assert cost == [None, 0]
 
 
-def test_no_estimate_while_tracing():
+def test_while_tracing_every_replay_is_measured_and_learnt():
+    """A trace records every replay as a segment (no estimate charged), and what it measured
+    is learnt all the same, so that a traced pool runs replays ahead as an untraced one does
+    (Pacer.may_run_ahead and worker/run_ahead.py need a learnt cost)."""
     pacer = Pacer(NumpyDevice(), trace=True)
     cost = [None, 0]
-    for _ in range(3):
+    for _ in range(MEASURE_EVERY + 2):
+        before, segments = pacer.busy, sum(1 for entry in pacer.trace if type(entry[1]) is int)
         assert _replay(pacer, cost) is None
-    assert cost == [None, 0]
+        assert cost[0] == pacer.busy - before > 0 and cost[1] == 0   # measured, and learnt
+        assert sum(1 for entry in pacer.trace if type(entry[1]) is int) == segments + 1
 
 
 def test_a_measurement_made_beside_others_is_never_learnt_as_a_lone_one():

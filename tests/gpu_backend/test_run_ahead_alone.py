@@ -163,3 +163,15 @@ def test_a_lone_holder_preempted_by_then_hands_over_after_its_unlaunched_answer(
             lease.close()
         arbiter.stop()
         ctx.term()
+
+
+def test_a_traced_pool_runs_replays_ahead_as_an_untraced_one(tmp_path):
+    """With the pacing trace kept (``GPUWB_PACING_TRACE``: every segment timed and written,
+    benchmarks/fairness.py's diagnosis), the replays are still learnt and run ahead: a trace
+    observes the pool it is meant to explain (before, no replay was ever run ahead under
+    one), and the results stay bitwise."""
+    with pool_running_ahead("share", GPUWB_PACING_TRACE=str(tmp_path)) as traced:
+        got, want, figures = beside_no_replay(traced, _loop_then_more)
+    assert_bitwise(got, want)
+    assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
+    assert list(tmp_path.glob("*.jsonl")), "the workers' traces were written"
