@@ -141,7 +141,8 @@ class FrontDoor(SessionWorkers):
         #: requests waiting for memory the user's other sessions hand back (reclaims.py)
         self.reclaims = Reclaims()
         #: which sessions go out to swap, idle or for another's memory (swap_broker.py)
-        self.swaps = SwapBroker(settings, self.sessions, self.reclaims, self.hosts.of)
+        self.swaps = SwapBroker(settings, self.sessions, self.reclaims, self.hosts.of,
+                                leaving=lambda device: self.moves.leaving(device))
         self._stop = threading.Event()
         #: the warm spare workers: started, given up on when late, a failing device rested
         self.spares = Spares(self.hosts, settings.spare_workers, settings.ready_timeout)

@@ -75,6 +75,7 @@ class Move:
     waiting: list = field(default_factory=list)
     lender: Any = None   # (the old worker, where it lent the arrays and waits)
     stream: str | None = None   # (where the lender streams them from, to another host)
+    held: int = 0   # (device bytes the session held where it was: the lender's, until it ends)
 
 
 def carried_usage(session: Any, report: dict) -> dict:
@@ -103,6 +104,9 @@ class Moves:
         self.draining: set[str] = set()
         self.moved = self.refused = 0
         self._next_look = 0.0
+        #: lenders told to release, by worker id: (the worker, the device bytes it held),
+        #: until it ends (leaving)
+        self._releasing: dict[str, tuple[Any, int]] = {}
 
     # ------------------------------------------------------------ starting
     def start(self, session: Any, device: str, why: str, directory: str | None = None) -> str | None:
@@ -122,7 +126,7 @@ class Moves:
         if not session.worker.tell({"t": "park", "dir": directory, "lend": True,
                                     "stream": not same_host, "files": same_host or shared}):
             return "its worker has ended"
-        session.moving = Move(device, why)
+        session.moving = Move(device, why, held=int(session.usage.get("memory") or 0))
         self.moving[session.sid] = session
         log.info("session %s moving from %s to %s (%s)", session.sid, session.worker.device,
                  device, why)
@@ -334,7 +338,7 @@ class Moves:
                 self._back_to_lender(session, move, f"its adopter on {worker.device} failed: "
                                                     f"{str(msg['error'])[:200]}")
                 return
-            move.lender.tell({"t": "release"})
+            self._release(move)
             self._moved(session, move, worker.device)
             return
         if msg.get("error") is not None:
@@ -456,6 +460,27 @@ class Moves:
         for ident in move.waiting:
             self.door.reply_where(ident, session)
 
+    def _release(self, move: Move) -> bool:
+        """Tell *move*'s lender to free what it lent and end; whether it was told. Until it
+        has ended, what it held still fills its device (:meth:`leaving`)."""
+        lender = move.lender
+        if not lender.tell({"t": "release"}):
+            return False
+        self._releasing[lender.wid] = (lender, move.held)
+        return True
+
+    def leaving(self, device: str) -> dict[str, int]:
+        """The lenders of *device* told to release that have not ended yet, by worker id,
+        with the device bytes each held: memory about to come free there. (A session
+        placed where a moved one was, its first allocation made before the lender had
+        freed, found the device full of the lender's arrays and failed, on a loaded
+        machine: tests/gpu_backend/test_moves.py.)"""
+        for wid, (worker, _held) in list(self._releasing.items()):
+            if not self.door.hosts.has(worker):
+                del self._releasing[wid]
+        return {wid: held for wid, (worker, held) in self._releasing.items()
+                if worker.device == device}
+
     def waiting_devices(self) -> list[str]:
         """The target devices of parked sessions (each wants a spare)."""
         return [s.moving.device for s in self.moving.values()
@@ -468,7 +493,7 @@ class Moves:
         if move is None:
             return
         session.moving = None
-        if move.lender is not None and move.lender.tell({"t": "release"}):
+        if move.lender is not None and self._release(move):
             pass   # (what it lent goes with it, and the manifest)
         elif move.manifest is not None and (move.stage == "parked" or move.lender is not None):
             discard(move.manifest)   # (nobody will adopt it; a lender gone left its files)

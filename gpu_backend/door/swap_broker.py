@@ -38,15 +38,19 @@ log = logging.getLogger("gpu_backend.door.frontdoor")
 class SwapBroker:
     """The door's part that decides swaps: the pool's *settings* (``swap_cap``,
     ``swap_host_memory``), its open *sessions* (by id: read), its *reclaims* (a room request
-    waits there) and *host_of* (a device's host: the budget is per host)."""
+    waits there), *host_of* (a device's host: the budget is per host) and *leaving* (a
+    device's workers about to end and free what they hold, by id, with those bytes: a moved
+    session's lender, door/moves.py)."""
 
     def __init__(self, settings: Any, sessions: dict, reclaims: Any,
-                 host_of: Callable[[str], Any] = lambda device: None) -> None:
+                 host_of: Callable[[str], Any] = lambda device: None,
+                 leaving: Callable[[str], dict[str, int]] = lambda device: {}) -> None:
         self.settings, self.sessions, self.reclaims = settings, sessions, reclaims
         #: allocations waiting for a session of their device to be idle enough to swap out:
         #: (when to ask again, the worker, the bytes it wants, when it first asked)
         self.waiting_rooms: list[tuple[float, Any, int, float]] = []
         self.host_of = host_of
+        self.leaving = leaving
 
     def retry_rooms(self, now: float | None = None) -> None:
         """Ask again for each session waiting for another to become idle enough (its
@@ -138,6 +142,13 @@ class SwapBroker:
             self.waiting_rooms.append((now + soon, worker, want, since))
             return
         if not chosen:
+            going = self.leaving(worker.device)
+            if going:   # (a moved session's lender frees its device as it ends: wait for it)
+                log.info("device %s is full: session %s waits for %d worker(s) ending there",
+                         worker.device, session.sid, len(going))
+                self.reclaims.wait(set(going), lambda: self._roomed_by(worker, going),
+                                   seconds=SWAP_WAIT)
+                return
             log.info("device %s is full and no session of it can be swapped out (session %s "
                      "asked for %d bytes)", worker.device, session.sid, want)
             worker.tell({"t": "roomed", "freed": 0})
@@ -147,3 +158,10 @@ class SwapBroker:
         freed = sum(memory(s) for s in chosen)
         self.reclaims.wait({s.worker.wid for s in chosen},
                            lambda: worker.tell({"t": "roomed", "freed": freed}), seconds=SWAP_WAIT)
+
+    def _roomed_by(self, worker: Any, going: dict[str, int]) -> None:
+        """The wait for the ending workers *going* is over: *worker* is told the bytes of
+        those that have ended (its allocation is tried again if any), none if all still run."""
+        still = self.leaving(worker.device)
+        freed = sum(max(1, held) for wid, held in going.items() if wid not in still)
+        worker.tell({"t": "roomed", "freed": freed})

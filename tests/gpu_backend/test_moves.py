@@ -526,6 +526,79 @@ def test_a_session_that_does_not_fit_its_new_device_arrives_swapped_and_loses_no
                 c.close()
 
 
+def _move_stopping_the_lender(pool, session) -> tuple[int | None, str]:
+    """Move *session* to the pool's other device and, once its old worker has lent it (the
+    door's Move names the lender), stop that worker (SIGSTOP) before it is told to release:
+    its pid, or None where the move was over before it could be caught (the lender may have
+    freed already); and the device the session left."""
+    import signal
+    left = _where(pool, session)["device"]
+    assert admin_request(pool.door.admin.address, {"t": "move", "session": session.id,
+                                                   "device": _other(pool, left)})["ok"]
+    deadline, pid = time.monotonic() + PATIENCE, None
+    while time.monotonic() < deadline:
+        move = getattr(pool.door.moves.moving.get(session.id), "moving", None)
+        lender = getattr(move, "lender", None)
+        if lender is not None:
+            pid = lender.process.pid
+            os.kill(pid, signal.SIGSTOP)
+            break
+        if move is None and _where(pool, session)["device"] != left:
+            break   # (over before it was caught)
+        time.sleep(0.001)
+    _wait(lambda: _where(pool, session)["device"] != left and not _where(pool, session)["moving"],
+          "the move")
+    return pid, left
+
+
+def test_an_allocation_where_a_moved_session_was_waits_for_its_lender_to_end(tmp_path):
+    """The worker a session moved away from (its lender) frees what it held as it ends, a
+    moment after the move: a session placed on that device meanwhile, whose allocation finds
+    the device full of the lender's arrays, waits for the lender to end (the door's
+    ``leaving``: door/moves.py, swap_broker.py) instead of failing out of memory (it did,
+    once, on a loaded machine). The lender is held stopped (SIGSTOP) after it lent, so the
+    moment lasts until the test lets it go."""
+    import signal
+    with LocalPool(devices="cpu,cpu", numpy_device_memory=64 * MIB, memory_limit=48 * MIB,
+                   swap_idle=None, swap_dir=tmp_path / "swap", swap_cap=0,
+                   lease_timeout=60) as pool:
+        a = kernelproxy.connect(pool.address, pool.token)
+        c = None
+        stopped = None
+        try:
+            xa = module_for(a).full(5 * MIB, 3.0)   # 40 MiB
+            float(xa[0])
+            for _attempt in range(8):   # (a move over before its lender was caught: again)
+                stopped, left = _move_stopping_the_lender(pool, a)
+                if stopped is not None:
+                    break
+            assert stopped is not None, "no move's lender was caught before it was released"
+            c = kernelproxy.connect(pool.address, pool.token)   # (placed where a was)
+            assert _where(pool, c)["device"] == left
+            outcome: dict = {}
+
+            def allocate():
+                try:
+                    outcome["value"] = float(module_for(c).full(5 * MIB, 2.0)[0])
+                except Exception as exc:   # noqa: BLE001 (the test says which)
+                    outcome["error"] = exc
+            thread = threading.Thread(target=allocate)
+            thread.start()
+            thread.join(1.0)
+            assert thread.is_alive(), outcome   # (waiting for room, not failed)
+            os.kill(stopped, signal.SIGCONT)
+            stopped = None
+            thread.join(PATIENCE)
+            assert outcome == {"value": 2.0}
+            assert np.array_equal(xa.get(), np.full(5 * MIB, 3.0))   # (a lost nothing)
+        finally:
+            if stopped is not None:
+                os.kill(stopped, signal.SIGCONT)
+            for s in (a, c):
+                if s is not None:
+                    s.close()
+
+
 def test_a_lent_move_with_no_worker_to_take_it_leaves_the_session_serving_where_it_was(
         tmp_path, monkeypatch):
     """No spare of the target device is ready in time (none kept: spare_workers 0, and the
