@@ -115,9 +115,10 @@ def client_main(spec: dict) -> None:
         out["split"] = info.get("split")
         if spec["kind"] == "interactive":   # how its requests were answered: from a replay run
             # ahead (its read made at once or not), or replayed when asked (issue 51)
-            stretches = info.get("stretches") or {}
-            out["stretches"] = {name: stretches.get(name)
-                                for name in ("replays", "ahead", "ahead_read", "ahead_missed")}
+            stretches = info.get("stretches")
+            if stretches:
+                out["stretches"] = {name: stretches.get(name)
+                                    for name in ("replays", "ahead", "ahead_read", "ahead_missed")}
         session.close()
     Path(spec["out"]).write_text(json.dumps(out))
 

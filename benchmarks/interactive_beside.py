@@ -67,6 +67,10 @@ with kernelproxy.connect(sys.argv[1], sys.argv[2]) as s:
 """
 
 
+#: the pool's policies a side may name (gpu_backend/config.py)
+POLICIES = ("share", "fair", "fifo", "none")
+
+
 def side_variables(side: str) -> dict[str, str]:
     """A side's variables: ``default`` none, else ``NAME=VALUE`` joined by ``+`` (``policy=NAME``
     among them: the pool's policy for this side, not a variable)."""
@@ -83,8 +87,11 @@ def busy_kind(text: str) -> str:
     if text == "elementwise":
         return text
     size = text.removeprefix("gemm:")
-    if size == text or not size.isdigit() or int(size) < 1:
-        raise SystemExit(f"--busy is elementwise or gemm:N: {text!r}")
+    try:
+        if size == text or int(size) < 1:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--busy is elementwise or gemm:N: {text!r}") from None
     return text
 
 
@@ -158,7 +165,12 @@ def main(argv=None) -> int:
                         help="the busy user's loop: elementwise, or gemm:N (32 N² GEMMs a read)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    sides = {side: measure(side, args) for side in args.sides.split(",")}
+    names = args.sides.split(",")
+    for side in names:   # (every side checked before any pool starts)
+        policy = side_variables(side).get("policy", args.policy)
+        if policy not in POLICIES:
+            parser.error(f"a side's policy is one of {', '.join(POLICIES)}: {side!r}")
+    sides = {side: measure(side, args) for side in names}
     print(f"{'side':40s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'ahead':>6s} {'read':>6s} {'replays':>8s}")
     for side, row in sides.items():
         print(f"{side:40s} {row['p50_ms']:8.3f} {row['p99_ms']:8.3f} {row['p999_ms']:9.3f} "

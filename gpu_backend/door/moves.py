@@ -39,7 +39,7 @@ from gpu_backend.door.placement import device_loads, devices_kept_apart, least_l
 from gpu_backend.protocol.errors import SessionLostError
 from gpu_backend.worker.handover import discard
 
-__all__ = ["Move", "Moves", "carried_usage", "MOVE_WAIT", "SPARE_WAIT", "CUMULATIVE"]
+__all__ = ["Move", "Moves", "carried_usage", "MOVE_WAIT", "SPARE_WAIT", "RELEASE_WAIT", "CUMULATIVE"]
 
 log = logging.getLogger("gpu_backend.door.moves")
 
@@ -51,6 +51,10 @@ SPARE_WAIT = 120.0
 #: how long a lent session's adopter may take to copy it before the move is undone (the
 #: lender waits for word longer: worker/handover.py's LOAN_WAIT)
 ADOPT_WAIT = 120.0
+#: How long a lender told to release is counted as memory about to come free on its device
+#: (``Moves.leaving``): it frees what it lent and ends at once, and a room request on its
+#: device waits for it (swap_broker.py) within the swap's own SWAP_WAIT
+RELEASE_WAIT = 30.0
 #: the figures of a worker's usage report that only grow: a moved session's new worker
 #: counts from zero, so the old worker's are added (peak: the larger)
 CUMULATIVE = ("device_s", "ops", "bytes_in", "bytes_out", "waited_s", "worked_s",
@@ -279,7 +283,8 @@ class Moves:
         if move is None or move.stage != "parking":   # (late: its move was given up)
             if msg.get("lent") is True:   # (it reads the unpark sent, and serves on; or ends)
                 if session is None or self.door.sessions.get(session.sid) is not session:
-                    worker.tell({"t": "release"})
+                    nbytes = msg.get("bytes")
+                    self._release_worker(worker, nbytes if type(nbytes) is int else 0)
                 return
             self._parked_late(worker, session, manifest if error is None else None)
             return
@@ -461,25 +466,35 @@ class Moves:
             self.door.reply_where(ident, session)
 
     def _release(self, move: Move) -> bool:
-        """Tell *move*'s lender to free what it lent and end; whether it was told. Until it
-        has ended, what it held still fills its device (:meth:`leaving`)."""
-        lender = move.lender
+        """Tell *move*'s lender to free what it lent and end; whether it was told."""
+        return self._release_worker(move.lender, move.held)
+
+    def _release_worker(self, lender: Any, held: int) -> bool:
+        """Tell *lender* to free what it lent (*held* device bytes) and end; whether it was
+        told. Until it has ended, what it held still fills its device (:meth:`leaving`)."""
         if not lender.tell({"t": "release"}):
             return False
-        self._releasing[lender.wid] = (lender, move.held)
+        self._prune()
+        self._releasing[lender.wid] = (lender, held, time.monotonic())
         return True
 
     def leaving(self, device: str) -> dict[str, int]:
-        """The lenders of *device* told to release that have not ended yet, by worker id,
-        with the device bytes each held: memory about to come free there. (A session
-        placed where a moved one was, its first allocation made before the lender had
-        freed, found the device full of the lender's arrays and failed, on a loaded
-        machine: tests/gpu_backend/test_moves.py.)"""
-        for wid, (worker, _held) in list(self._releasing.items()):
-            if not self.door.hosts.has(worker):
-                del self._releasing[wid]
-        return {wid: held for wid, (worker, held) in self._releasing.items()
+        """The lenders of *device* told to release that have not ended yet (for at most
+        RELEASE_WAIT), by worker id, with the device bytes each held: memory about to come
+        free there. (A session placed where a moved one was, its first allocation made
+        before the lender had freed, found the device full of the lender's arrays and
+        failed, on a loaded machine: tests/gpu_backend/test_moves.py.)"""
+        self._prune()
+        return {wid: held for wid, (worker, held, _told) in self._releasing.items()
                 if worker.device == device}
+
+    def _prune(self) -> None:
+        """Forget the lenders that have ended, and those told RELEASE_WAIT ago (one that
+        never ends is not waited for again and again)."""
+        now = time.monotonic()
+        for wid, (worker, _held, told) in list(self._releasing.items()):
+            if now - told > RELEASE_WAIT or not self.door.hosts.has(worker):
+                del self._releasing[wid]
 
     def waiting_devices(self) -> list[str]:
         """The target devices of parked sessions (each wants a spare)."""

@@ -4,7 +4,11 @@ client's other sessions hold.
 The front door asks at every hello (gpu_backend/door/frontdoor.py). Load is counted in
 sessions (open and waiting for a worker; not those their client has closed, whose worker
 is finishing), then in the memory they use: the device with
-the fewest sessions wins, the one with the least memory in use among equals. A device
+the fewest sessions wins; among equals, the one on the host with the fewest sessions (a
+pool across hosts: its sessions share their host's cores and links, and a host lost takes
+fewer of them; the devices' order, which is the order their hosts joined, decided before,
+and two sessions of a pool of hosts alpha and beta both went to beta where beta joined
+first), then the one with the least memory in use. A device
 already holding ``max_sessions_per_device`` is full. A client that holds several devices
 opens one session per device, each naming the others in ``apart_from``
 (docs/architecture.md, "A session on several GPUs").
@@ -80,4 +84,18 @@ def least_loaded(devices: list[str], sessions: Iterable[Any], pending: Iterable[
         raise SessionLostError("every device of the pool is full; try again later"
                                if not taken else
                                "every other device of the pool is full; try again later")
-    return min(open_devices, key=load)
+    hosts: dict[str, int] = {}
+    for device in devices:
+        host = _host(device)
+        hosts[host] = hosts.get(host, 0) + load(device)[0]
+
+    def key(device: str) -> tuple[int, int, int]:
+        sessions, memory = load(device)
+        return sessions, hosts[_host(device)], memory
+    return min(open_devices, key=key)
+
+
+def _host(device: str) -> str:
+    """The host part of a device's name in a pool across hosts (``beta/cpu:0``: ``beta``);
+    empty for an embedded pool's (``0``, ``cpu:1``): one host."""
+    return device.rpartition("/")[0]

@@ -129,10 +129,17 @@ class SwapBroker:
         """*worker*'s allocation found its device's memory full: swap the device's idle
         sessions out within their users' caps (swap_pressure.py), then tell it how many
         bytes they held; where none is idle enough yet but one will be soon, ask again
-        then (:meth:`retry_rooms`), up to ROOM_PATIENCE since the first ask (*since*)."""
+        then (:meth:`retry_rooms`), up to ROOM_PATIENCE since the first ask (*since*).
+        Where workers of the device are ending that hold what it wants (a moved session's
+        old worker, ``leaving``), or where nothing else can make room, it waits for them
+        instead (nobody is swapped out for memory about to come free)."""
         session = worker.session
         now = time.monotonic()
         since = now if since is None else since
+        going = self.leaving(worker.device)
+        if going and sum(going.values()) >= want:   # (what a moved session's old worker
+            self._wait_for(worker, going)          # frees as it ends: nobody swapped for it)
+            return
         memory = lambda s: s.usage.get("memory") or 0   # noqa: E731
         fits = [s for s in self.sessions.values()
                 if (room := self.room_of(s.user)) is None or memory(s) <= room]
@@ -142,12 +149,8 @@ class SwapBroker:
             self.waiting_rooms.append((now + soon, worker, want, since))
             return
         if not chosen:
-            going = self.leaving(worker.device)
-            if going:   # (a moved session's lender frees its device as it ends: wait for it)
-                log.info("device %s is full: session %s waits for %d worker(s) ending there",
-                         worker.device, session.sid, len(going))
-                self.reclaims.wait(set(going), lambda: self._roomed_by(worker, going),
-                                   seconds=SWAP_WAIT)
+            if going:   # (less than it wants, but all there is to wait for)
+                self._wait_for(worker, going)
                 return
             log.info("device %s is full and no session of it can be swapped out (session %s "
                      "asked for %d bytes)", worker.device, session.sid, want)
@@ -158,6 +161,12 @@ class SwapBroker:
         freed = sum(memory(s) for s in chosen)
         self.reclaims.wait({s.worker.wid for s in chosen},
                            lambda: worker.tell({"t": "roomed", "freed": freed}), seconds=SWAP_WAIT)
+
+    def _wait_for(self, worker: Any, going: dict[str, int]) -> None:
+        """*worker*'s room request waits for the workers *going* to end (SWAP_WAIT at most)."""
+        log.info("device %s is full: session %s waits for %d worker(s) ending there",
+                 worker.device, worker.session.sid, len(going))
+        self.reclaims.wait(set(going), lambda: self._roomed_by(worker, going), seconds=SWAP_WAIT)
 
     def _roomed_by(self, worker: Any, going: dict[str, int]) -> None:
         """The wait for the ending workers *going* is over: *worker* is told the bytes of

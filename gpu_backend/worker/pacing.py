@@ -328,7 +328,8 @@ class Pacer:
         once the pacer is ``settled``. Beside others every replay is measured, and what it
         measured is learnt all the same (a run ahead beside others is gated by it:
         Pacer.may_run_ahead); with a trace kept too, every replay is a traced segment, and
-        learnt (unlearnt, no replay was ever run ahead under a trace: the interactive user
+        learnt, so replays run ahead under a trace (each measured, so begun as a batch:
+        Pacer.begin_ahead; unlearnt, no replay was ever run ahead under a trace: the interactive user
         of H200 run 101 had none of its ~550 requests answered from one, against ~500 of
         ~520 untraced in run 99, so a traced run measured another pool than the one it
         meant to explain)."""

@@ -137,6 +137,27 @@ def test_the_memory_quota_spans_sessions_on_two_hosts(across):
         b.close()
 
 
+def test_sessions_go_to_the_emptier_host_whichever_host_joined_first(tmp_path):
+    """Devices equally loaded: the new session goes to the host with fewer sessions, not to
+    the device first in the pool's list (the order its hosts joined): beta, two devices,
+    joins before alpha, one device; two sessions go one to each host (before, both went to
+    beta, as test_the_memory_quota_spans_sessions_on_two_hosts once found on a loaded
+    machine where beta's agent joined first)."""
+    with LocalPool(cluster="manual", lease_timeout=20) as pool:
+        agents = Agents(pool)
+        try:
+            agents.start("beta", ["cpu:0", "cpu:1"])
+            assert until(lambda: len(pool.door.devices) == 2, 30), pool.door.devices
+            agents.start("alpha", ["cpu:0"])
+            assert until(lambda: len(pool.door.devices) == 3, 30), pool.door.devices
+            assert pool.door.devices[-1] == "alpha/cpu:0"
+            with kernelproxy.connect(pool.address, pool.token) as a, \
+                    kernelproxy.connect(pool.address, pool.token) as b:
+                assert {_host_of(a), _host_of(b)} == {"alpha", "beta"}
+        finally:
+            agents.stop_all()
+
+
 def test_a_host_whose_agent_ends_loses_its_sessions_and_others_go_on(across):
     pool, agents, tokens = across
     sessions = [kernelproxy.connect(pool.address, tokens["dev"]) for _ in range(3)]

@@ -526,53 +526,34 @@ def test_a_session_that_does_not_fit_its_new_device_arrives_swapped_and_loses_no
                 c.close()
 
 
-def _move_stopping_the_lender(pool, session) -> tuple[int | None, str]:
-    """Move *session* to the pool's other device and, once its old worker has lent it (the
-    door's Move names the lender), stop that worker (SIGSTOP) before it is told to release:
-    its pid, or None where the move was over before it could be caught (the lender may have
-    freed already); and the device the session left."""
-    import signal
-    left = _where(pool, session)["device"]
-    assert admin_request(pool.door.admin.address, {"t": "move", "session": session.id,
-                                                   "device": _other(pool, left)})["ok"]
-    deadline, pid = time.monotonic() + PATIENCE, None
-    while time.monotonic() < deadline:
-        move = getattr(pool.door.moves.moving.get(session.id), "moving", None)
-        lender = getattr(move, "lender", None)
-        if lender is not None:
-            pid = lender.process.pid
-            os.kill(pid, signal.SIGSTOP)
-            break
-        if move is None and _where(pool, session)["device"] != left:
-            break   # (over before it was caught)
-        time.sleep(0.001)
-    _wait(lambda: _where(pool, session)["device"] != left and not _where(pool, session)["moving"],
-          "the move")
-    return pid, left
-
-
-def test_an_allocation_where_a_moved_session_was_waits_for_its_lender_to_end(tmp_path):
+def test_an_allocation_where_a_moved_session_was_waits_for_its_lender_to_end(tmp_path, monkeypatch):
     """The worker a session moved away from (its lender) frees what it held as it ends, a
     moment after the move: a session placed on that device meanwhile, whose allocation finds
     the device full of the lender's arrays, waits for the lender to end (the door's
     ``leaving``: door/moves.py, swap_broker.py) instead of failing out of memory (it did,
-    once, on a loaded machine). The lender is held stopped (SIGSTOP) after it lent, so the
-    moment lasts until the test lets it go."""
+    once, on a loaded machine). To make the moment last, the lender is stopped (SIGSTOP)
+    just before the door tells it to release (the door's own ``_release``, wrapped: it runs
+    as ever after the signal), and let go once the allocation is seen waiting."""
     import signal
     with LocalPool(devices="cpu,cpu", numpy_device_memory=64 * MIB, memory_limit=48 * MIB,
                    swap_idle=None, swap_dir=tmp_path / "swap", swap_cap=0,
                    lease_timeout=60) as pool:
+        stopped: list[int] = []
+        release = pool.door.moves._release
+
+        def stop_then_release(move):
+            stopped.append(move.lender.process.pid)
+            os.kill(stopped[-1], signal.SIGSTOP)   # (it waits for this word: alive)
+            return release(move)
+        monkeypatch.setattr(pool.door.moves, "_release", stop_then_release)
         a = kernelproxy.connect(pool.address, pool.token)
         c = None
-        stopped = None
         try:
-            xa = module_for(a).full(5 * MIB, 3.0)   # 40 MiB
+            xa = module_for(a).full(5 * MIB, 3.0)   # 40 MiB of the device's 64
             float(xa[0])
-            for _attempt in range(8):   # (a move over before its lender was caught: again)
-                stopped, left = _move_stopping_the_lender(pool, a)
-                if stopped is not None:
-                    break
-            assert stopped is not None, "no move's lender was caught before it was released"
+            left = _where(pool, a)["device"]
+            _move(pool, a)
+            assert len(stopped) == 1
             c = kernelproxy.connect(pool.address, pool.token)   # (placed where a was)
             assert _where(pool, c)["device"] == left
             outcome: dict = {}
@@ -584,16 +565,15 @@ def test_an_allocation_where_a_moved_session_was_waits_for_its_lender_to_end(tmp
                     outcome["error"] = exc
             thread = threading.Thread(target=allocate)
             thread.start()
-            thread.join(1.0)
-            assert thread.is_alive(), outcome   # (waiting for room, not failed)
-            os.kill(stopped, signal.SIGCONT)
-            stopped = None
+            _wait(lambda: pool.door.reclaims or outcome, "the allocation to ask for room")
+            assert not outcome and thread.is_alive()   # (waiting for the lender, not failed)
+            os.kill(stopped.pop(), signal.SIGCONT)
             thread.join(PATIENCE)
             assert outcome == {"value": 2.0}
             assert np.array_equal(xa.get(), np.full(5 * MIB, 3.0))   # (a lost nothing)
         finally:
-            if stopped is not None:
-                os.kill(stopped, signal.SIGCONT)
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
             for s in (a, c):
                 if s is not None:
                     s.close()

@@ -54,4 +54,8 @@ def test_a_gemm_user_and_a_policy_per_side(tmp_path):
     refused = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "interactive_beside.py"),
                               "--devices", "cpu", "--busy", "gemm:x"], capture_output=True, text=True,
                              timeout=120)
-    assert refused.returncode != 0 and "--busy is elementwise or gemm:N" in refused.stderr
+    assert refused.returncode == 2 and "--busy is elementwise or gemm:N" in refused.stderr
+    refused = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "interactive_beside.py"),
+                              "--devices", "cpu", "--sides", "default,policy=nobody"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "a side's policy is one of" in refused.stderr
