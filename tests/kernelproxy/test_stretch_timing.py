@@ -11,7 +11,8 @@ from __future__ import annotations
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.stretches import REPEATS
-from kernelproxy.stretch_replay import MAX_REOFFERS, STALE_AFTER, TIMED_REPLAYS, StretchReplay
+from kernelproxy.stretch_replay import (MAX_REOFFERS, MAX_RETRIALS, RETRY_AFTER, STALE_AFTER,
+                                         TIMED_REPLAYS, StretchReplay)
 
 
 class Clock:
@@ -197,3 +198,31 @@ def test_a_held_stretch_gone_stale_is_offered_again_then_let_go():
     assert set(_loop(replay, clock, 12, 1.0, 1.0, True, start)) == {"ops"}   # let go for good
     never = _replay(clock, measured=False)
     assert set(_loop(never, clock, 20, 1.0, 1.0, False)[REPEATS:]) == {"T"}
+
+
+def test_a_stretch_let_go_by_its_timing_is_tried_again_later_and_kept_if_faster_then():
+    """Judged no faster (a neighbour's work on the device, say), a stretch is let go; after
+    RETRY_AFTER more sightings it is counted afresh, its pipelined times too, offered and
+    timed again, and kept where its replays are faster now."""
+    clock = Clock()
+    replay = _replay(clock)
+    decided = REPEATS + 1 + TIMED_REPLAYS
+    carried = _loop(replay, clock, decided + 1, free_s=1.0, held_s=1.0)
+    assert carried[decided] == "D" and replay.figures()["released"] == 1
+    more = _loop(replay, clock, RETRY_AFTER + 40, free_s=1.0, held_s=0.5, start=decided + 2)
+    # the sightings while it waits to be tried again travel as ops; then offered once more
+    assert set(more[:RETRY_AFTER - 1]) == {"ops"}
+    assert "O" in more[RETRY_AFTER - 1:] and more[-1] == "T", more[RETRY_AFTER - 2:]
+    assert replay.figures()["held"] == 1 and replay.figures()["released"] == 1
+
+
+def test_a_stretch_no_faster_at_each_trial_is_let_go_for_good():
+    """MAX_RETRIALS trials, each judged no faster: then never held again."""
+    clock = Clock()
+    replay = _replay(clock)
+    trial = REPEATS + 1 + TIMED_REPLAYS + 1
+    steps = trial + MAX_RETRIALS * (RETRY_AFTER + trial) + 2 * RETRY_AFTER
+    carried = _loop(replay, clock, steps, free_s=1.0, held_s=1.0)
+    assert carried.count("O") == 1 + MAX_RETRIALS
+    assert replay.figures()["released"] == 1 + MAX_RETRIALS
+    assert set(carried[-RETRY_AFTER:]) == {"ops"} and not replay.holding
