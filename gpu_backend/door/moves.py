@@ -108,9 +108,9 @@ class Moves:
         self.draining: set[str] = set()
         self.moved = self.refused = 0
         self._next_look = 0.0
-        #: lenders told to release, by worker id: (the worker, the device bytes it held),
-        #: until it ends (leaving)
-        self._releasing: dict[str, tuple[Any, int]] = {}
+        #: lenders told to release, by worker id: (the worker, the device bytes it held,
+        #: when it was told), until it ends or RELEASE_WAIT has passed (leaving)
+        self._releasing: dict[str, tuple[Any, int, float]] = {}
 
     # ------------------------------------------------------------ starting
     def start(self, session: Any, device: str, why: str, directory: str | None = None) -> str | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+from gpu_backend.multihost.remote_host import host_of_device_name
 from gpu_backend.protocol.errors import ProtocolError, SessionLostError
 
 __all__ = ["devices_apart_from", "devices_kept_apart", "least_loaded", "device_loads"]
@@ -86,16 +87,10 @@ def least_loaded(devices: list[str], sessions: Iterable[Any], pending: Iterable[
                                "every other device of the pool is full; try again later")
     hosts: dict[str, int] = {}
     for device in devices:
-        host = _host(device)
+        host = host_of_device_name(device)
         hosts[host] = hosts.get(host, 0) + load(device)[0]
 
     def key(device: str) -> tuple[int, int, int]:
         sessions, memory = load(device)
-        return sessions, hosts[_host(device)], memory
+        return sessions, hosts[host_of_device_name(device)], memory
     return min(open_devices, key=key)
-
-
-def _host(device: str) -> str:
-    """The host part of a device's name in a pool across hosts (``beta/cpu:0``: ``beta``);
-    empty for an embedded pool's (``0``, ``cpu:1``): one host."""
-    return device.rpartition("/")[0]

@@ -26,12 +26,19 @@ from typing import Any, Callable, Iterator
 from gpu_backend.hosts.collection import HostWorkers
 from gpu_backend.hosts.pool_workers import Worker
 
-__all__ = ["HostLeft", "RemoteHost", "RemoteWorker", "RemoteProcess", "pool_device_name"]
+__all__ = ["HostLeft", "RemoteHost", "RemoteWorker", "RemoteProcess", "pool_device_name",
+           "host_of_device_name"]
 
 
 def pool_device_name(host: str, device: str) -> str:
     """The pool's name of *device* (``cuda:0``) of *host*: ``HOST/cuda:0``."""
     return f"{host}/{device}"
+
+
+def host_of_device_name(name: str) -> str:
+    """The host part of a pool's device name (:func:`pool_device_name`): ``HOST`` of
+    ``HOST/cuda:0``; empty for an embedded pool's own devices (``0``, ``cpu:1``)."""
+    return name.rpartition("/")[0]
 
 
 class HostLeft(Exception):
