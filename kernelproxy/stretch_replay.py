@@ -410,7 +410,8 @@ class StretchReplay:
                 self._retry[mark] = 0   # (not faster here and now: tried again later)
 
     def _let_go_of(self, key: tuple) -> None:
-        """The held stretch *key* is let go: never held again, the worker told to drop it
+        """The held stretch *key* is let go: not held again (but, let go by its timing, after
+        RETRY_AFTER sightings, MAX_RETRIALS times: :meth:`_timed`), the worker told to drop it
         (its graphs' memory with it: the next batch's header ``D``)."""
         sid = self._held.pop(key)
         self.drops.append(sid)

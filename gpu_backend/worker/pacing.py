@@ -327,12 +327,10 @@ class Pacer:
         device work is done later: worker/run_ahead.py), by its caller, from ``busy``
         once the pacer is ``settled``. Beside others every replay is measured, and what it
         measured is learnt all the same (a run ahead beside others is gated by it:
-        Pacer.may_run_ahead); with a trace kept too, every replay is a traced segment, and
-        learnt, so replays run ahead under a trace (each measured, so begun as a batch:
-        Pacer.begin_ahead; unlearnt, no replay was ever run ahead under a trace: the interactive user
-        of H200 run 101 had none of its ~550 requests answered from one, against ~500 of
-        ~520 untraced in run 99, so a traced run measured another pool than the one it
-        meant to explain)."""
+        Pacer.may_run_ahead). With a trace kept, every replay is a traced segment, learnt
+        all the same, so replays still run ahead (each begun as a batch: begin_ahead). Left
+        unlearnt, none ever did under a trace: H200 run 101's interactive user had none of
+        ~550 requests answered from a run ahead, against ~500 of ~520 untraced (run 99)."""
         if self._pending or not self.fresh_due:
             return None
         if self.trace is None and cost[0] is not None and cost[1] < MEASURE_EVERY and self.alone_now():
