@@ -209,6 +209,8 @@ def serve(args: argparse.Namespace) -> int:
         door.stop()
     if door.restart_requested:   # (gpuwb-backend restart: its sessions are parked for us)
         print("gpu-workbench pool restarting", flush=True)
+        if door.listener is not None:   # (the port stays the pool's: door/listener.py)
+            door.listener.pass_on()
         os.execv(sys.executable, sys.orig_argv)
     return 0
 

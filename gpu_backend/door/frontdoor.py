@@ -47,6 +47,7 @@ from gpu_backend.multihost.across_hosts import AcrossHosts
 from gpu_backend.hosts.collection import Hosts
 from gpu_backend.door.session_records import EndedSessions, PendingHello, Session
 from gpu_backend.door.admin import AdminSocket
+from gpu_backend.door.listener import bind_clients
 from gpu_backend.door.moves import Moves, carried_usage
 from gpu_backend.door.rebalance import Rebalancer
 from gpu_backend.door.restarts import keeps_sessions, park_all, sweep_orphans
@@ -108,11 +109,9 @@ class FrontDoor(SessionWorkers):
         if keys is not None:
             secure_server(self.clients, keys)
         allow_ipv6(self.clients, settings.listen)
-        if settings.port == 0:
-            port = self.clients.bind_to_random_port(f"tcp://{settings.host}")
-        else:
-            self.clients.bind(settings.listen)
-            port = settings.port
+        #: the tcp listening socket, held by the pool so that a restart keeps the port
+        #: (listener.py); None where libzmq bound alone
+        port, self.listener = bind_clients(self.clients, settings.host, settings.port)
         self.address = f"tcp://{settings.host}:{port}"
         #: the same front door for clients on this host (``ipc://``), or None
         self.ipc_dir = (same_host.make_dir(settings.host, port)
@@ -680,6 +679,8 @@ class FrontDoor(SessionWorkers):
         if self.admin is not None:
             self.admin.close()
         self.ctx.term()
+        if self.listener is not None and not self.restart_requested:   # (else cli.py passes it on)
+            self.listener.close()
         same_host.remove_dir(self.ipc_dir)
 
 

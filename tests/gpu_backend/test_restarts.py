@@ -11,6 +11,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -130,16 +131,41 @@ def test_gpuwb_backend_restart_parks_and_starts_the_same_pool_again(served):
     s = kernelproxy.connect(pool.local_address, token)
     try:
         x = module_for(s).arange(100.0)
-        out = subprocess.run([sys.executable, "-m", "gpu_backend.cli", "restart", "--pool",
-                              f"tcp://127.0.0.1:{port}"], capture_output=True, text=True,
-                             timeout=60)
-        assert out.returncode == 0, out.stderr
-        assert "parks its 1 sessions" in out.stdout
-        assert float(x.sum()) == 4950.0   # the same process serves again (execv), parked state back
+        taken: list[float] = []
+        probing = threading.Event()
+        probe = threading.Thread(target=_take_the_port_while, args=(port, probing, taken))
+        probing.set()
+        probe.start()
+        try:
+            out = subprocess.run([sys.executable, "-m", "gpu_backend.cli", "restart", "--pool",
+                                  f"tcp://127.0.0.1:{port}"], capture_output=True, text=True,
+                                 timeout=60)
+            assert out.returncode == 0, out.stderr
+            assert "parks its 1 sessions" in out.stdout
+            assert float(x.sum()) == 4950.0   # the same process serves again (execv), parked
+        finally:
+            probing.clear()
+            probe.join()
+        assert taken == []   # the port was never free: the pool kept its socket (door/listener.py)
         assert s.moves == 1
         assert pool.proc.poll() is None
     finally:
         s.close()
+
+
+def _take_the_port_while(port: int, probing: threading.Event, taken: list[float]) -> None:
+    """Try to bind *port* every few milliseconds while *probing* is set, as another program
+    on a busy host might; each success is noted (and let go at once, for the pool)."""
+    while probing.is_set():
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                pass
+            else:
+                taken.append(time.monotonic())
+        time.sleep(0.005)
 
 
 def test_the_restart_command_without_a_pool_says_so(tmp_path):
