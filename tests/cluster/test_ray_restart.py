@@ -9,8 +9,6 @@ hold their nodes' GPUs, so two pools never share one."""
 
 from __future__ import annotations
 
-import socket
-
 import numpy as np
 import pytest
 
@@ -21,14 +19,9 @@ from kernelproxy.modules import module_for
 
 from tests.cluster.test_ray_pool import RayNodes
 from tests.gpu_backend.test_users_pool import eventually
+from tests.ports import port_the_kernel_hands_no_one
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_pool_across_hosts_restarted_gives_each_client_its_session_back(tmp_path):
@@ -37,7 +30,7 @@ def test_a_pool_across_hosts_restarted_gives_each_client_its_session_back(tmp_pa
         nodes.add("two", 1)   # (the head declares one GPU: two hosts)
         key, public, _ = generate_keypair(tmp_path / "pool.key")
         for attempt in range(3):   # (a free port may be taken before the pool binds it)
-            port = _free_port()
+            port = port_the_kernel_hands_no_one()
             args = ("--cluster", nodes.address, "--cluster-devices", "numpy", "--key-file",
                     str(key), "--lease-timeout", "60", "--listen", f"tcp://127.0.0.1:{port}",
                     "--swap-dir", str(tmp_path / "swap"), "--swap-dir-shared")

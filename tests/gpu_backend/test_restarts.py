@@ -22,14 +22,9 @@ from gpu_backend.cli_moves import admin_address_for
 from gpu_backend.served import ServedPool
 from kernelproxy.modules import module_for
 from tests.differential import TEST_DEVICES
+from tests.ports import port_the_kernel_hands_no_one
 
 PATIENCE = 90.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -41,7 +36,7 @@ def served(tmp_path):
 
     def start() -> ServedPool:
         for attempt in range(3):   # (a free port may be taken before the first pool binds it)
-            port = ports[0] if ports else _free_port()
+            port = ports[0] if ports else port_the_kernel_hands_no_one()   # (restarts.py)
             extra = ["--listen", f"tcp://127.0.0.1:{port}", "--swap-dir", str(tmp_path / "swap"),
                      "--lease-timeout", "60"]
             try:
@@ -170,8 +165,8 @@ def _take_the_port_while(port: int, probing: threading.Event, taken: list[float]
 
 def test_the_restart_command_without_a_pool_says_so(tmp_path):
     out = subprocess.run([sys.executable, "-m", "gpu_backend.cli", "restart", "--pool",
-                          f"tcp://127.0.0.1:{_free_port()}"], capture_output=True, text=True,
-                         timeout=60)
+                          f"tcp://127.0.0.1:{port_the_kernel_hands_no_one()}"],
+                         capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
     assert "no pool's administration socket" in out.stderr
     assert admin_address_for("tcp://127.0.0.1:5555").endswith("gpuwb-pool-127_0_0_1-5555/admin")
