@@ -30,6 +30,8 @@ READERS = {
     "workbench/lab_launcher.py": "gpuwb lab hands its environment, with its pool, to Jupyter",
     "kernelproxy/random/_generator.py": "CuPy's own CUPY_SEED, read as CuPy reads it",
     "workbench/demo.py": "the demo's kernels get the embedded pool's address",
+    "gpu_backend/door/listener.py": "the listening socket a restart passes across its exec "
+                                    "($GPUWB_LISTEN_FD, set just before it, read once after)",
 }
 
 
