@@ -14,7 +14,6 @@ its worker killed, which frees all of its device memory with the process.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import secrets
 import threading
@@ -25,18 +24,15 @@ import zmq
 
 from gpu_backend.accounting.accounts import MIN_GRANT, Accounts
 from gpu_backend.door.auth_gate import AuthGate, HeldRefusals
+from gpu_backend.door.client_requests import ClientRequests
 from gpu_backend.config import PoolSettings
 from gpu_backend.hosts.device_samples import DeviceSampler
 from gpu_backend.door.placement import devices_apart_from, least_loaded
-from gpu_backend.door.pool_status import build_status, note_activity, seen_by
-from gpu_backend.door.session_end import own_session
+from gpu_backend.door.pool_status import build_status, note_activity
 from gpu_backend.devices import parse_devices
-from gpu_backend.protocol import PROTOCOL_VERSION
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.addresses import allow_ipv6
-from gpu_backend.protocol.codec import packb, unpackb
-from gpu_backend.protocol.errors import (ProtocolError, QuotaExceededError, SessionLostError,
-                              VersionMismatchError, error_name)
+from gpu_backend.protocol.errors import QuotaExceededError, SessionLostError
 from gpu_backend.security import secure_server, server_keys_for
 from gpu_backend.door import same_host
 from gpu_backend.accounting.usage import UsageLog
@@ -72,7 +68,7 @@ RELOAD_INTERVAL = 1.0
 USAGE_FIELDS = tuple(name for name in m.fields_of(m.ControlUsage) if name != "t")
 
 
-class FrontDoor(SessionWorkers):
+class FrontDoor(SessionWorkers, ClientRequests):
     """Serve the pool until :meth:`stop` is called (from any thread)."""
 
     def __init__(self, settings: PoolSettings) -> None:
@@ -331,73 +327,6 @@ class FrontDoor(SessionWorkers):
         """A worker of another host has news (its agent relayed it): read as a local one's."""
         self._on_control(worker)
 
-    # ------------------------------------------------------------ clients
-    def _reply(self, ident: bytes, msg: dict) -> None:
-        self.clients.send_multipart([ident, packb(msg)])
-
-    def _error(self, ident: bytes, exc: BaseException) -> None:
-        name = error_name(exc)
-        self.error_counts[name] = self.error_counts.get(name, 0) + 1
-        reply: dict = {"ok": False, "error": [name, str(exc)]}
-        retry_after = getattr(exc, "retry_after", None)
-        if isinstance(retry_after, (int, float)):   # a throttled sign-in: the tarpit holds it
-            if self.held.hold(ident, reply, float(retry_after)):
-                return
-            reply["retry_after"] = float(retry_after)
-        self._reply(ident, reply)
-
-    def _signed_in(self, ident: bytes, msg: dict, source: str | None, then: Any) -> None:
-        """Go on with ``then(ident, msg, user)`` once *msg*'s token is checked: at once when
-        the gate can tell, else when its threads have hashed it (``_on_signed_in``)."""
-        checked = self.auth.check(msg.get("token"), source, (ident, msg, then))
-        if isinstance(checked, User):
-            then(ident, msg, checked)
-
-    def _on_signed_in(self) -> None:
-        """Checks the gate's threads have finished: each request goes on, or is refused."""
-        for pending in self.auth.finished():
-            ident, msg, then = pending.context
-            try:
-                if isinstance(pending.outcome, User):
-                    then(ident, msg, pending.outcome)
-                else:
-                    raise pending.outcome
-            except Exception as exc:  # as for any request: answer, keep serving
-                self._error(ident, exc)
-
-    def _on_client(self) -> None:
-        frames = self.clients.recv_multipart(copy=False)
-        ident = frames[0].bytes
-        try:
-            if len(frames) != 2:
-                raise ProtocolError("front-door messages have exactly one frame")
-            source = _source_of(frames[1])
-            try:
-                msg = unpackb(frames[1].bytes)
-            except ValueError as exc:  # msgpack's errors and CodecError
-                raise ProtocolError(f"undecodable message: {exc}") from None
-            if not isinstance(msg, dict):
-                raise ProtocolError("front-door messages are maps")
-            kind = msg.get("t")
-            handler = {"hello": self._hello, "hb": self._heartbeat, "status": self._status,
-                       "close": self._close, "end": self._end_request,
-                       "ping": self._ping, "where": self._where}.get(kind) if isinstance(kind, str) else None
-            if handler is None:
-                raise ProtocolError(f"unknown message type {kind!r:.40}")
-            self.request_counts[kind] = self.request_counts.get(kind, 0) + 1
-            handler(ident, msg, source)
-        except Exception as exc:  # anything a client sends: answer, keep serving
-            self._error(ident, exc)
-
-    def _hello(self, ident: bytes, msg: dict, source: str | None) -> None:
-        version = msg.get("v")
-        if type(version) is not int or version != PROTOCOL_VERSION:  # not True, not 1.0
-            raise VersionMismatchError(
-                f"client speaks protocol version {version!r}, this pool speaks {PROTOCOL_VERSION}; "
-                "install matching versions of gpu-workbench"
-            )
-        self._signed_in(ident, msg, source, self._hello_as)
-
     def _hello_as(self, ident: bytes, msg: dict, user: User, reclaimed: bool = False) -> None:
         taken = devices_apart_from(self.sessions, self.devices, user.name, msg.get("apart_from"))
         # (placed before the quota is charged: a refusal holds nothing)
@@ -495,65 +424,6 @@ class FrontDoor(SessionWorkers):
         self._reply(hello.ident, reply)
         log.info("session %s for %s (%s) on %s", session.sid, session.user, session.client,
                  worker.device)
-
-    def _session(self, msg: dict) -> Session | None:
-        session = self.sessions.get(msg.get("session")) if isinstance(msg.get("session"), str) else None
-        key = msg.get("key")
-        if session is None or not isinstance(key, bytes) or not hmac.compare_digest(key, session.key):
-            return None
-        return session
-
-    def _ping(self, ident: bytes, msg: dict, source: str | None) -> None:
-        """Is a pool here? Answered at once (a hello may wait for a worker to warm up)."""
-        self._reply(ident, {"ok": True, "v": PROTOCOL_VERSION})
-
-    def _heartbeat(self, ident: bytes, msg: dict, source: str | None) -> None:
-        session = self._session(msg)
-        if session is not None:
-            session.last_seen = time.monotonic()
-            self._reply(ident, {"ok": True, "alive": True,
-                                "moves": self.moves.reported_moves(session)})
-            return
-        reply = {"ok": True, "alive": False}
-        sid = msg.get("session")
-        why = self.ended.reason_for(sid, msg.get("key"))
-        if why is not None:   # (only to the session's own client: it has the key)
-            reply["reason"] = why
-        else:
-            self.ended.note_unknown(sid, type(sid) is str and sid in self.sessions)
-        self._reply(ident, reply)
-
-    def _close(self, ident: bytes, msg: dict, source: str | None) -> None:
-        session = self._session(msg)
-        if session is not None:
-            session.closing = True   # no longer one of the user's open sessions
-            # the worker reports its last figures as it exits; _reap then ends the session
-            if session.worker.session is not session:   # (parked: no worker to end it)
-                self._end(session, "closed by the client")
-            elif not session.worker.tell({"t": "stop"}):
-                session.worker.end()
-        self._reply(ident, {"ok": True})
-
-    def _end_request(self, ident: bytes, msg: dict, source: str | None) -> None:
-        self._signed_in(ident, msg, source, self._end_for)
-
-    def _end_for(self, ident: bytes, msg: dict, user: User) -> None:
-        """A user ends one of their own sessions by token (the Lab panel; session_end.py)."""
-        session = own_session(self.sessions, msg.get("session"), user.name)
-        if session is not None:
-            self._end_and_stop(session, f"ended by its user ({user.name})")
-        self._reply(ident, {"ok": True, "ended": session is not None})
-
-    def _status(self, ident: bytes, msg: dict, source: str | None) -> None:
-        self._signed_in(ident, msg, source, self._status_for)
-
-    def _status_for(self, ident: bytes, msg: dict, user: User) -> None:
-        reply = {"ok": True, **seen_by(self.status(), user.name), "you": user.name}
-        seconds = msg.get("history")
-        if type(seconds) in (int, float) and 0 < seconds <= 600:
-            reply["history"] = {d: self.usage.history(seconds, device=d) for d in self.devices}
-            reply["device_history"] = self.samples.history(seconds)
-        self._reply(ident, reply)
 
     def status(self) -> dict[str, Any]:
         """Devices, users and shares, sessions, ended sessions (see pool_status)."""
@@ -682,18 +552,3 @@ class FrontDoor(SessionWorkers):
         if self.listener is not None and not self.restart_requested:   # (else cli.py passes it on)
             self.listener.close()
         same_host.remove_dir(self.ipc_dir)
-
-
-def _source_of(frame: zmq.Frame) -> str | None:
-    """Who sent *frame*, as far as the back-off cares: the peer's IP address (tcp), or
-    ``uid:N``, the local user of a same-host peer (libzmq reports an ipc peer as
-    ``localhost:UID:GID:PID``); None if libzmq does not say."""
-    try:
-        address = frame.get("Peer-Address")
-    except zmq.ZMQError:
-        return None
-    if not isinstance(address, str) or not address:
-        return None
-    if address.startswith("localhost:") and address.count(":") == 3:
-        return "uid:" + address.split(":")[1]
-    return address
