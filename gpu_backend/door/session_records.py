@@ -51,6 +51,9 @@ class Session:
     swap_allowed: int = 0
     #: of them, bytes it may keep in its host's memory (the host budget, door/swap_broker.py)
     swap_host_allowed: int = 0
+    #: its last swap order left it on its device (its worker had worked since the pool
+    #: judged it idle, or the swap failed): nothing of it was freed for the room asked
+    swap_busy: bool = False
     #: a move under way (door/moves.py: its Move), how often it has moved, the last batch
     #: its previous worker ran, the usage its earlier workers counted, why a move left it
     moving: Any = None

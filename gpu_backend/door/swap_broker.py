@@ -25,7 +25,8 @@ import logging
 import time
 from typing import Any, Callable
 
-from gpu_backend.door.swap_pressure import ROOM_PATIENCE, SWAP_WAIT, soon_idle, swap_candidates
+from gpu_backend.door.swap_pressure import (PRESSURE_IDLE, ROOM_PATIENCE, SWAP_WAIT, soon_idle,
+                                           swap_candidates)
 
 __all__ = ["HOST_SHARE", "SwapBroker"]
 
@@ -94,9 +95,11 @@ class SwapBroker:
                    for s in self.sessions.values() if s.user == user)
         return cap - held
 
-    def let_go(self, session: Any, nbytes: int) -> bool:
+    def let_go(self, session: Any, nbytes: int, idle: float | None = None) -> bool:
         """Tell *session* to swap out its *nbytes* if its user's cap has room; whether it
-        was told (an idle session's proposal, or one chosen for another's memory). A session
+        was told (an idle session's proposal, or one chosen for another's memory: then
+        *idle*, the idle time its reports showed, which its worker checks against its own
+        clock, staying where it has worked since: ``swapped`` with ``busy``). A session
         told already, whose ``swapped`` has not come, is going: it is not told again (a second
         order's host share, worked out against its own first reservation, would be smaller
         than what its worker is putting in host memory, and the budget would be overrun)."""
@@ -108,9 +111,13 @@ class SwapBroker:
                      session.sid, session.user, self.settings.swap_cap)
             return False
         host = min(max(0, nbytes), self.host_room(session))
-        if not session.worker.tell({"t": "swap", "host": host}):
+        order = {"t": "swap", "host": host}
+        if idle is not None:
+            order["idle"] = idle
+        if not session.worker.tell(order):
             return False
         session.swap_allowed, session.swap_host_allowed = nbytes, host
+        session.swap_busy = False
         return True
 
     def swapped(self, session: Any, msg: dict) -> None:
@@ -118,6 +125,12 @@ class SwapBroker:
         session.swap_allowed = session.swap_host_allowed = 0
         if isinstance(msg.get("error"), str):   # (its arrays stayed on the device)
             log.warning("session %s could not be swapped out: %s", session.sid, msg["error"][:200])
+            session.swap_busy = True   # (nothing freed: what it held stays)
+            return
+        if type(msg.get("busy")) in (int, float):   # (asked as idle, it had worked since)
+            log.info("session %s stays on its device: its last batch was %.3f s ago",
+                     session.sid, float(msg["busy"]))
+            session.swap_busy = True
             return
         # (its usage report, which counts what it swapped where, came just before this)
         nbytes = msg.get("bytes") if type(msg.get("bytes")) is int else 0
@@ -143,7 +156,8 @@ class SwapBroker:
         memory = lambda s: s.usage.get("memory") or 0   # noqa: E731
         fits = [s for s in self.sessions.values()
                 if (room := self.room_of(s.user)) is None or memory(s) <= room]
-        chosen = [s for s in swap_candidates(fits, session, want) if self.let_go(s, memory(s))]
+        chosen = [s for s in swap_candidates(fits, session, want)
+                  if self.let_go(s, memory(s), PRESSURE_IDLE)]
         soon = soon_idle(fits, session, now) if not chosen else None
         if soon is not None and now + soon - since <= ROOM_PATIENCE:
             self.waiting_rooms.append((now + soon, worker, want, since))
@@ -158,9 +172,11 @@ class SwapBroker:
             return
         log.info("device %s is full: swapping out %d idle session(s) for session %s",
                  worker.device, len(chosen), session.sid)
-        freed = sum(memory(s) for s in chosen)
+        held = {s.sid: memory(s) for s in chosen}   # (before their reports say it went)
         self.reclaims.wait({s.worker.wid for s in chosen},
-                           lambda: worker.tell({"t": "roomed", "freed": freed}), seconds=SWAP_WAIT)
+                           lambda: worker.tell({"t": "roomed", "freed": sum(
+                               held[s.sid] for s in chosen if not s.swap_busy)}),
+                           seconds=SWAP_WAIT)
 
     def _wait_for(self, worker: Any, going: dict[str, int]) -> None:
         """*worker*'s room request waits for the workers *going* to end (SWAP_WAIT at most)."""

@@ -671,6 +671,7 @@ class ControlSwap(TypedDict):
     wanted, or an administrator asked); answered with :class:`ControlSwapped`."""
     t: Annotated[Literal["swap"], "the message type"]
     host: NotRequired[Annotated[int, "bytes of them it may keep in its host's memory (the door's share of the host budget); the rest go to its swap file (absent: all to the file)"]]
+    idle: NotRequired[Annotated[float, "asked for another session's memory: the idle seconds its reports showed; a worker whose last batch is more recent stays (ControlSwapped's busy)"]]
 
 
 class ControlSwapped(TypedDict):
@@ -681,6 +682,7 @@ class ControlSwapped(TypedDict):
     host: NotRequired[Annotated[int, "of them, bytes in host memory (the rest went to its swap file)"]]
     seconds: Annotated[float, "how long the swap-out took"]
     error: NotRequired[Annotated[str, "why it could not (absent when it did)"]]
+    busy: NotRequired[Annotated[float, "asked out as idle (ControlSwap's idle), it stayed: the seconds since its last batch"]]
 
 
 class ControlSwapDue(TypedDict):

@@ -290,10 +290,19 @@ class WorkerServer(SessionMoves):
             self.swap.asked = True   # never inside a batch (an allocation may be waiting)
             host = msg.get("host")   # (what of it may stay in host memory: the door's budget)
             self.swap.host_room = host if type(host) is int and host > 0 else 0
+            idle = msg.get("idle")   # (for another session's memory, as idle this long)
+            self.swap.asked_idle = float(idle) if type(idle) in (int, float) and idle > 0 else None
 
     def _swap_out(self) -> None:
         """Swap the session's arrays out (idle, or asked), hand their memory back and tell
-        the pool; a failure (disk full) loses nothing: the arrays stay and the pool is told."""
+        the pool; a failure (disk full) loses nothing: the arrays stay and the pool is told.
+        A session asked out for another's memory that has worked since the pool judged it
+        idle stays, and says so (``busy``: the seconds since its last batch)."""
+        busy = self.swap.busy_since_asked()
+        if busy is not None:
+            self.swap.host_room = 0
+            self._send_control({"t": "swapped", "bytes": 0, "seconds": 0.0, "busy": round(busy, 4)})
+            return
         try:
             swapped = self.swap.out()
         except Exception as exc:

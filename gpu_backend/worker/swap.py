@@ -270,6 +270,9 @@ class SessionSwap:
         self.asked = False
         #: bytes the pool lets this swap-out keep in host memory (its ``swap``'s ``host``)
         self.host_room = 0
+        #: the idle time the pool counted on, where it asked for another session's memory
+        #: (its ``swap``'s ``idle``; None: an idle swap-out this worker proposed, or a move's)
+        self.asked_idle: float | None = None
         #: an idle swap-out was proposed to the pool in this idle spell (once until work)
         self.proposed = False
         self.last_work = time.monotonic()
@@ -288,6 +291,15 @@ class SessionSwap:
     def worked(self) -> None:
         self.last_work = time.monotonic()
         self.proposed = False
+
+    def busy_since_asked(self) -> float | None:
+        """Where the pool asked this session out for another's memory as idle for
+        :attr:`asked_idle` seconds and it has worked more recently than that, the seconds
+        since its last batch (it stays: the pool judged from usage reports, which lag the
+        worker under load); else None. Read once per request."""
+        idle, self.asked_idle = self.asked_idle, None
+        since = time.monotonic() - self.last_work
+        return since if idle is not None and since < idle else None
 
     def _counting(self) -> bool:
         """Whether the session's idle time counts towards a swap-out: swapping is on, its

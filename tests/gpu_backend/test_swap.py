@@ -263,6 +263,35 @@ def test_a_full_device_swaps_the_idle_session_out_for_the_next_one(full_pool, mo
         b.close()
 
 
+def test_a_session_the_pool_thinks_idle_but_that_worked_since_stays_on_its_device(
+        full_pool, monkeypatch):
+    """The pool judges idleness from its workers' usage reports, which lag a worker under
+    load: one asked out for another's memory checks its own clock, stays where it has
+    worked within the idle time the pool counted on, and says so; nothing is freed, and the
+    asker gets the device-full error, its memory and b's arrays intact. (The pool's view is
+    made stale here, and the idle time raised to 30 s, so that no machine's speed decides.)"""
+    import gpu_backend.door.swap_broker as swap_broker
+    import gpu_backend.door.swap_pressure as swap_pressure
+    from kernelproxy import OutOfMemoryError
+
+    monkeypatch.setattr(swap_pressure, "PRESSURE_IDLE", 30.0)
+    monkeypatch.setattr(swap_broker, "PRESSURE_IDLE", 30.0)
+    a = kernelproxy.connect(full_pool.address, full_pool.token)
+    b = kernelproxy.connect(full_pool.address, full_pool.token)
+    try:
+        xb = module_for(b).ones(5 * MIB, dtype=np.float64)          # 40 MiB of the 64
+        assert float(xb.sum()) == 5 * MIB
+        _wait(lambda: _row(b)["memory_used"] >= 40 * MIB, "b's report of its memory")
+        full_pool.door.sessions[b.id].last_work -= 100.0   # (its reports, seen as stale)
+        with pytest.raises(OutOfMemoryError, match="device's memory is full"):
+            float(module_for(a).ones(5 * MIB, dtype=np.float64).sum())
+        assert _row(b)["swapped"] == 0
+        assert float(xb.sum()) == 5 * MIB
+    finally:
+        a.close()
+        b.close()
+
+
 def test_the_next_user_waits_for_the_last_ones_op_to_be_a_moment_old(full_pool):
     """Users in turn: b's allocation finds the device full while a's last op ended a moment
     ago (not yet idle for PRESSURE_IDLE): it waits for a to be, and a is swapped out for it,

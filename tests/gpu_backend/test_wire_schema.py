@@ -75,6 +75,7 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/door/session_workers.py": _scope((FD, WC, DF), "msg"),
     "gpu_backend/door/frontdoor.py": _scope((FD, PS, WC, DF), "msg reply session.usage "
                                        "worker.session.usage"),
+    "gpu_backend/door/client_requests.py": _scope((FD, PS, WC), "msg reply"),
     "gpu_backend/door/session_records.py": _scope((PS, WC), "session.usage", "add"),
     "gpu_backend/door/placement.py": _scope((WC,), "s.usage", ""),
     "gpu_backend/door/pool_status.py": _scope((PS, FD, WC, DF), "s.usage report session.usage",
