@@ -9,15 +9,11 @@ front door stops it (lease expired), or the front door goes away.
 
 from __future__ import annotations
 
-import argparse
 from collections import deque
 import hmac
 import os
-import re
-from pathlib import Path
 import secrets
 import sys
-import threading
 import time
 import traceback
 from typing import Any
@@ -29,9 +25,8 @@ from ..devices import open_device
 from gpu_backend.runtime.gc_pauses import settle
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
-from gpu_backend.runtime.run_dir import remove_run_dir
 from .executor import Executor
-from .grants import GRANT_STEP, MIN_STEP, MemoryGrant
+from .grants import GRANT_STEP, MemoryGrant
 from .handles import HandleTable
 from .lease import DeviceLease
 from . import staged
@@ -41,15 +36,15 @@ from .presence import CLIENT_GONE
 from .pacing import Pacer
 from .splitting import Splitter
 from .phases import NO_PHASES, PhaseClock, PhaseRecorder
-from .settings import WorkerSettings, environ_under_callgrind
-from ..runtime.stacks import dump_on_request
+from .settings import WorkerSettings
 from .spin_slots import SpinSlots
 from .swap import SessionSwap, host_memory
 from . import handover
 from .server_moves import SessionMoves
+from .server_sharing import DeviceSharing
 from .wait_notices import WaitNotices
 
-__all__ = ["main", "WorkerServer"]
+__all__ = ["WorkerServer"]
 
 USAGE_INTERVAL = 0.5
 #: A session's memory grown past its last report by this much (and an eighth) is reported
@@ -58,10 +53,6 @@ USAGE_INTERVAL = 0.5
 REPORT_GROWTH = 1 << 20
 #: A streamed upload whose next chunk takes longer than this is abandoned.
 CHUNK_TIMEOUT = 30.0
-#: A request for memory that the pool does not answer in this long is refused.
-GROW_TIMEOUT = 10.0
-#: how long an allocation waits for the pool to swap other sessions out (worker/swap.py)
-ROOM_TIMEOUT = 60.0
 #: After answering a batch, poll without sleeping this long: an interactive
 #: client's next batch usually follows at once, and a sleeping thread takes
 #: tens of microseconds to wake.
@@ -69,7 +60,7 @@ ROOM_TIMEOUT = 60.0
 SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 
 
-class WorkerServer(SessionMoves):
+class WorkerServer(SessionMoves, DeviceSharing):
     def __init__(self, device_spec: str, control: ControlChannel, worker_id: str, bind_host: str,
                  arbiter: str | None = None, key_file: str | None = None,
                  baton: str | None = None, ipc_dir: str | None = None,
@@ -191,86 +182,6 @@ class WorkerServer(SessionMoves):
             return None
         return msg if isinstance(msg, dict) else None
 
-    def _ask_memory(self, want: int) -> tuple[int, str | None]:
-        """Ask the pool to grant *want* bytes in all (an allocation needs them); returns the
-        bytes granted and, if short, why. Other control messages met meanwhile are kept."""
-        self._send_control({"t": "grow", "want": want})
-        deadline = time.monotonic() + GROW_TIMEOUT
-        while not self.pool_gone and self.control.poll(max(0.0, deadline - time.monotonic())):
-            msg = self._read_control()
-            if msg is not None and msg.get("t") == "granted":
-                return int(msg.get("bytes") or 0), msg.get("why")
-            if msg is not None and msg.get("t") == "reclaim":   # (mid-allocation: nothing to give)
-                self._send_control({"t": "grant", "bytes": self.device.grant.granted})
-            elif msg is not None:
-                self._on_control(msg)
-            if time.monotonic() > deadline:
-                break
-        if self.pool_gone:
-            return self.device.grant.granted, "the pool has gone"
-        return self.device.grant.granted, "the pool did not answer a request for memory"
-
-    def _ask_room(self, short: int) -> bool:
-        """This device's memory is full: ask the pool to swap idle sessions of it out to
-        make *short* bytes of room; whether it made some. Other control messages met
-        meanwhile are kept (a swap asked of this worker waits for its loop)."""
-        self._send_control({"t": "room", "want": max(0, int(short))})
-        self.notices.start("room", short)   # (the client sees why its op waits)
-        try:
-            made = self._wait_roomed()
-            self.room_refused = self.room_refused or not made
-            return made
-        finally:
-            self.notices.end("room")
-
-    def _wait_roomed(self) -> bool:
-        """The pool's ``roomed`` (within ROOM_TIMEOUT): whether it made room."""
-        deadline = time.monotonic() + ROOM_TIMEOUT
-        while not self.pool_gone and self.control.poll(max(0.0, deadline - time.monotonic())):
-            msg = self._read_control()
-            if msg is not None and msg.get("t") == "roomed":
-                freed = int(msg.get("freed") or 0)
-                self.notices.progress("room", freed)
-                return freed > 0
-            if msg is not None and msg.get("t") == "reclaim":   # (mid-allocation: nothing to give)
-                self._send_control({"t": "grant", "bytes": self.device.grant.granted
-                                    if self.device.grant is not None else None})
-            elif msg is not None:
-                self._on_control(msg)
-            if time.monotonic() > deadline:
-                break
-        return False
-
-    def _room_for(self, exc: BaseException) -> bool:
-        """An op ran out of device memory on a GPU (not past its quota or limit): room asked
-        of the pool, for the bytes the error names; whether the op may run again."""
-        text = str(exc)
-        if error_name(exc) != "OutOfMemoryError" or "quota" in text:
-            return False
-        # CuPy: "Out of memory allocating S bytes (allocated so far: T bytes[, limit set to:
-        # L bytes])." - past the session's limit when T + S > L, else the device is full
-        found = re.search(r"allocating ([\d,]+) bytes \(allocated so far: ([\d,]+) bytes"
-                          r"(?:, limit set to: ([\d,]+) bytes)?", text)
-        if found is None:
-            return False
-        size, total = (int(found[i].replace(",", "")) for i in (1, 2))
-        if found[3] is not None and total + size > int(found[3].replace(",", "")):
-            return False
-        return self._ask_room(size)
-
-    def _hand_back_memory(self, asked: bool = False) -> None:
-        """Idle: return memory the session no longer uses to its user's quota. *asked*: the
-        pool asks for it (another session of the user wants to open): keep only what is in
-        use and a megabyte, and answer even when nothing changed."""
-        grant = self.device.grant
-        if grant is None:
-            if asked:
-                self._send_control({"t": "grant", "bytes": None})
-            return
-        kept = grant.shrink(self.device.memory_used(), MIN_STEP if asked else None)
-        if kept is not None or asked:
-            self._send_control({"t": "grant", "bytes": grant.granted})
-
     def _on_control(self, msg: dict) -> None:
         """A message of the pool's met while serving: stop, or give memory back."""
         kind = msg.get("t")
@@ -292,50 +203,6 @@ class WorkerServer(SessionMoves):
             self.swap.host_room = host if type(host) is int and host > 0 else 0
             idle = msg.get("idle")   # (for another session's memory, as idle this long)
             self.swap.asked_idle = float(idle) if type(idle) in (int, float) and idle > 0 else None
-
-    def _swap_out(self) -> None:
-        """Swap the session's arrays out (idle, or asked), hand their memory back and tell
-        the pool; a failure (disk full) loses nothing: the arrays stay and the pool is told.
-        A session asked out for another's memory that has worked since the pool judged it
-        idle stays, and says so (``busy``: the seconds since its last batch)."""
-        busy = self.swap.busy_since_asked()
-        if busy is not None:
-            self.swap.host_room = 0
-            self._send_control({"t": "swapped", "bytes": 0, "seconds": 0.0, "busy": round(busy, 4)})
-            return
-        try:
-            swapped = self.swap.out()
-        except Exception as exc:
-            self._send_control({"t": "swapped", "bytes": 0, "error": f"{error_name(exc)}: {exc}"})
-            return
-        self._hand_back_memory()
-        # (the report first: when the pool hears ``swapped`` its figures, where the bytes
-        # are, already count, so its host budget is never short of them, door/swap_broker)
-        self._last_usage_time = 0.0
-        self._report_usage()
-        self._send_control({"t": "swapped", "bytes": swapped.nbytes if swapped else 0,
-                            "host": swapped.host_bytes if swapped else 0,
-                            "seconds": round(swapped.seconds, 6) if swapped else 0.0})
-
-    def _share_device_memory(self, capacity: Any) -> None:
-        """Make room in the device's memory by swapping others out when it is full: a GPU's
-        own (an op out of memory asks, then runs again), or the NumPy device's as the pool
-        sets it (*capacity* bytes, shared through its board in the run directory)."""
-        if not hasattr(self.device, "board"):   # a GPU: an op that ran out asks, then runs again
-            self.executor.make_room = self.swap.room = self._room_for
-        elif type(capacity) is int and capacity > 0 and self.run_dir:
-            from ..devices.host_memory_board import MemoryBoard
-            self.device.board = MemoryBoard(
-                os.path.join(self.run_dir, f"memory-{self.device_spec}.board"), capacity)
-            self.device.make_room = self._ask_room
-
-    def _share_device_compute(self, turns: Any) -> None:
-        """The NumPy device's ops run in turns with its other sessions' workers, as one
-        GPU's do, where the pool says so (its ``numpy_device_turns``): host_turns."""
-        take_turns = getattr(self.device, "take_turns", None)   # (the NumPy device's)
-        if turns is True and self.run_dir and take_turns is not None and self.device.turns is None:
-            from ..devices.host_turns import DeviceTurns
-            take_turns(DeviceTurns(os.path.join(self.run_dir, f"turns-{self.device_spec}.lock")))
 
     def wait_for_session(self) -> bool:
         """Report ready, then block until assigned (True) or told to stop (False). What
@@ -724,120 +591,3 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     return {"b": None, "m": packb([]), "v": [], "d": [], "w": [], "x": 0, "s": 0,
             "e": [None, error_name(exc), str(exc), None]}
 
-
-def _rerun_under_callgrind(directory: str, control_fd: int, argv: list[str]) -> None:
-    """``GPUWB_WORKER_CALLGRIND=DIR`` (a diagnostic): replace this process with the same
-    worker under ``valgrind --tool=callgrind``, its instrumentation off (``callgrind_control
-    -i on`` and ``off`` count what a benchmark times). A worker forked by the zygote has no
-    command line of its own to re-run: *argv* is the one it was given; its control channel
-    is kept across the exec, and the variable is dropped there (the re-run worker serves)."""
-    env = environ_under_callgrind()
-    os.set_inheritable(control_fd, True)
-    out = os.path.join(directory, "callgrind.out.%p")
-    log = os.path.join(directory, "valgrind.%p.log")
-    os.execvpe("valgrind", ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                            f"--callgrind-out-file={out}", f"--log-file={log}",
-                            sys.executable, "-m", "gpu_backend.worker", *argv], env)
-
-
-def _serve_maybe_profiled(server: WorkerServer) -> str:
-    """``GPUWB_WORKER_PROFILE=DIR`` writes a cProfile of each session's worker there."""
-    target = server.settings.profile_dir
-    if not target:
-        return server.serve()
-    import cProfile
-
-    profile = cProfile.Profile()
-    try:
-        return profile.runcall(server.serve)
-    finally:
-        profile.dump_stats(os.path.join(target, f"worker-{os.getpid()}.prof"))
-
-
-#: After its pool has gone, a worker still busy (inside one long op, waiting for the
-#: device) is ended by its watchdog this long after the control channel hung up.
-ORPHAN_GRACE = 1.0
-
-
-def _watch_the_pool(control: ControlChannel, cleanup: list[str]) -> None:
-    """A daemon thread: once the pool's end of the control channel hangs up (the pool was
-    stopped or killed, even by SIGKILL: the pool closes a worker's end only once that worker
-    has exited), remove what the pool can no longer remove (its private run directory, this
-    worker's socket file) and end this process, if the main thread has not ended it within
-    ORPHAN_GRACE. The process's exit frees its device
-    memory; nothing it could still do would reach anyone."""
-    def watch() -> None:
-        control.hung_up(None)
-        for path in cleanup:
-            if os.path.isdir(path):
-                remove_run_dir(path)
-            else:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-        time.sleep(ORPHAN_GRACE)
-        os._exit(3)
-
-    threading.Thread(target=watch, name="gpuwb-pool-watch", daemon=True).start()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gpu_backend.worker", description=__doc__)
-    parser.add_argument("--device", required=True)
-    parser.add_argument("--control-fd", type=int, required=True,
-                        help="the inherited end of the pool's control socket pair")
-    parser.add_argument("--run-dir", help="the pool's private run directory (removed if the "
-                                          "pool dies)")
-    parser.add_argument("--id", required=True)
-    parser.add_argument("--bind-host", default="127.0.0.1")
-    parser.add_argument("--arbiter", help="the pool's arbiter address (fair and fifo policies)")
-    parser.add_argument("--baton", help="the arbiter's hand-over baton file (with --arbiter)")
-    parser.add_argument("--key-file", help="the pool's secret key file: serve over CURVE")
-    parser.add_argument("--ipc-dir", help="also serve on ipc:// in this directory (same-host clients)")
-    parser.add_argument("--spin-slots", help="the pool's spin-slot file and its slot count, PATH:N")
-    parser.add_argument("--long-spin", type=float, default=0.0,
-                        help="seconds to poll after each message while holding a spin slot")
-    args = parser.parse_args(argv)
-    settings = WorkerSettings.from_environ()
-    if settings.callgrind_dir:
-        _rerun_under_callgrind(settings.callgrind_dir, args.control_fd,
-                               sys.argv[1:] if argv is None else argv)
-    control = ControlChannel.inherited(args.control_fd)
-    cleanup = [args.run_dir] if args.run_dir else []
-    _watch_the_pool(control, cleanup)
-    slots = None
-    if args.spin_slots:
-        path, _, count = args.spin_slots.rpartition(":")
-        try:
-            slots = SpinSlots(path, int(count))
-        except (OSError, ValueError) as exc:   # a worker without slots still serves
-            if not control.hung_up(0):   # (its pool, stopping, removed them: no news)
-                print(f"gpuwb worker: no spin slots ({exc})", file=sys.stderr)
-    dump_on_request(settings.stacks)
-    try:
-        server = WorkerServer(args.device, control, args.id, args.bind_host, args.arbiter,
-                              args.key_file, args.baton, args.ipc_dir, slots, args.long_spin,
-                              settings)
-    except Exception:
-        if control.hung_up(0):   # the pool stopped while this spare was starting: nothing to say
-            return 0
-        raise
-    if server.links.unix_path:
-        cleanup.append(server.links.unix_path)
-    if args.run_dir:   # (swap files go here unless the pool names a directory)
-        server.swap.default_directory = Path(args.run_dir) / "swap"
-        server.run_dir = args.run_dir
-    reason = "stopped before a session"
-    try:
-        if server.wait_for_session():
-            reason = _serve_maybe_profiled(server)
-    except KeyboardInterrupt:
-        reason = "interrupted"
-    finally:
-        server.close(reason)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -81,7 +81,7 @@ def _run_worker(sock: socket.socket, wakeup: tuple[int, int], argv: list[str], e
         os.chdir(cwd)
         if "numpy.random" in sys.modules:   # its global state was seeded in the zygote
             sys.modules["numpy.random"].seed()
-        from .server import main as worker_main
+        from .entry import main as worker_main
         code = worker_main([*argv, "--control-fd", str(control)])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -101,6 +101,7 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/multihost/across_hosts.py": _scope((PS,), "", "status"),
     # the worker
     "gpu_backend/worker/server.py": _scope((SW, WC), "msg header reply final", "_failure"),
+    "gpu_backend/worker/server_sharing.py": _scope((WC,), "msg"),
     "gpu_backend/worker/server_moves.py": _scope((WC,), "msg"),
     "gpu_backend/worker/executor.py": _scope((SW, WC, DF), "header reply", "usage info"),
     "gpu_backend/worker/staged.py": _scope((SW,), "header"),
@@ -441,12 +442,13 @@ def test_the_walk_catches_an_undeclared_key() -> None:
     """The check itself: a key added to a sent literal, to an assigned message, or read from
     a message, and an unknown message type, each fail."""
     server = (ROOT / "gpu_backend/worker/server.py").read_text(encoding="utf-8")
+    sharing = (ROOT / "gpu_backend/worker/server_sharing.py").read_text(encoding="utf-8")
     cases = [
-        ("gpu_backend/worker/server.py",
-         server.replace('{"t": "grow", "want": want}', '{"t": "grow", "want": want, "wants_more": 1}', 1),
+        ("gpu_backend/worker/server_sharing.py",
+         sharing.replace('{"t": "grow", "want": want}', '{"t": "grow", "want": want, "wants_more": 1}', 1),
          "'wants_more'"),
-        ("gpu_backend/worker/server.py",
-         server.replace('msg.get("t") == "granted"', 'msg.get("t") == "granted_later"', 1),
+        ("gpu_backend/worker/server_sharing.py",
+         sharing.replace('msg.get("t") == "granted"', 'msg.get("t") == "granted_later"', 1),
          "'granted_later'"),
         ("gpu_backend/worker/server.py",
          server.replace('"memory": 0,', '"memory": 0, "leftover": 0,', 1), "'leftover'"),
