@@ -17,7 +17,6 @@ import itertools
 import os
 import threading
 import time
-import warnings
 import weakref
 from collections import deque
 from typing import Any, Callable
@@ -28,8 +27,7 @@ import zmq
 
 from gpu_backend.protocol import api, codec
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.errors import (InvalidHandleError, SessionLostError, error_class,
-                                         warning_class)
+from gpu_backend.protocol.errors import InvalidHandleError, SessionLostError, error_class
 from gpu_backend.protocol.staging import StagingRing
 from gpu_backend.protocol.staging import available as staging_available
 from gpu_backend.protocol.curve import resolve_server_key
@@ -38,11 +36,12 @@ from .array_meta import ArrayMetadata
 from .caller import caller
 from .connection import Heartbeat, door_request, hello, session_label, signed_in_request
 from .device_group import device_mismatch, open_devices
-from .streamed import receive_streamed, send_streamed
+from .streamed import send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
 from .lifetime import end_with_process
 from .links import WorkerLink, open_link, worker_address
 from .relink import LinkEnded, relink
+from .session_replies import SessionReplies
 from .settings import SessionSettings
 from .held_ops import start as _start_held
 from .stretch_replay import StretchReplay
@@ -85,11 +84,6 @@ INLINE_BYTES = 1 << 14
 #: a batch's header packed as ``codec.packb`` packs it (a packer of its own: one call less
 #: on a held loop's every replay)
 _pack_header = codec.make_packer().pack
-#: how a reply is read (a value may be a map keyed by numbers: value_indices); made once,
-#: not at every reply
-_REPLY_OPTIONS = {**codec.UNPACK_OPTIONS, "strict_map_key": False}
-#: a reply's metadata (``m``) of no array: nothing to read
-_NO_ENTRIES = msgpack.packb([])
 
 
 def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,
@@ -164,7 +158,7 @@ def _serialised(method):
     return locked
 
 
-class Session:
+class Session(SessionReplies):
     """One client's session. Its public methods may be called from any thread; they take
     turns (one lock), as calls on one CUDA stream would."""
 
@@ -663,144 +657,6 @@ class Session:
             return False
         relink(self, "the session's worker changed")
         return True
-
-    # ------------------------------------------------------------ receiving
-    def _drain(self, timeout: float) -> None:
-        """Read the replies that are already here (or arrive within *timeout*)."""
-        try:
-            while self._in_flight and self.link.poll(int(timeout * 1000)):
-                self._read_reply()
-                timeout = 0
-        except LinkEnded as exc:
-            relink(self, str(exc))
-
-    def _wait_all(self) -> None:
-        self._wait_through(None)
-
-    def _wait_through(self, seq: int | None) -> None:
-        """Read replies until every batch is answered, or (with *seq*) the one carrying op *seq*."""
-        __tracebackhide__ = True  # IPython shows the user's frames, not ours
-        poll = self.link.poll
-        spin_until = time.perf_counter() + self.spin_seconds
-        in_flight = self._in_flight
-        while in_flight and (seq is None or in_flight[0][1] <= seq):
-            try:
-                if poll(0):
-                    self._read_reply()
-                    continue
-            except LinkEnded as exc:   # (moved: the batches go to the new worker)
-                relink(self, str(exc))
-                poll = self.link.poll
-                continue
-            if time.perf_counter() < spin_until:
-                continue  # a small op's answer is usually microseconds away: don't sleep yet
-            else:
-                try:
-                    ready = poll(200)
-                    if ready:
-                        self._read_reply()
-                        continue
-                except KeyboardInterrupt:  # the user's stop button: drop the queued work
-                    self.cancel()
-                    raise
-                except LinkEnded as exc:
-                    relink(self, str(exc))
-                    poll = self.link.poll
-                    continue
-                if self.heartbeat.lost:
-                    self._lose(self.heartbeat.lost)
-                elif self._followed():
-                    poll = self.link.poll
-                elif self._waits:   # (a display due after its first second shows without
-                    try:                # waiting for a notice)
-                        self._waits.refresh()
-                    except KeyboardInterrupt:   # (the stop button, as in the poll above)
-                        self.cancel()
-                        raise
-
-    def _read_reply(self) -> None:
-        with _interrupts_deferred:
-            self._take_reply()
-
-    def _take_reply(self) -> None:
-        frames = self.link.recv()
-        try:   # (a value may be a map keyed by numbers: value_indices; the pool is trusted so far)
-            reply = msgpack.unpackb(frames[0].bytes, ext_hook=self._reply_hook, **_REPLY_OPTIONS)
-        except Exception as exc:   # never leave the replies out of step with their batches
-            self._lose(f"the pool sent a reply this client cannot read ({type(exc).__name__}: "
-                       f"{exc}); the session is closed")
-        if "notice" in reply:   # what the batch waits for, not its reply: shown, then wait on
-            self._waits.noticed(reply)
-            return
-        if self._waits:   # (the batch's reply: any wait still shown is over)
-            self._waits.end()
-        batch, first, last = self._in_flight.popleft()
-        self._sent.pop(batch, None)
-        if self._early is not None and early_replay.discarded(self, batch, reply):
-            return   # (an early replay undone: nothing of it reaches the user)
-        get = reply.get
-        if self.stretches is not None:
-            self.stretches.answered(batch, get("h"), get("f"), get("hm"), get("hs"))
-        run = self._run_origins.pop(batch, None) if self._run_origins else None
-        error = get("e")
-        if run is not None and (error is not None or reply["w"] or get("c")):
-            self._origin.update(run.origins())   # (made only where a reply needs them)
-            run = None
-        took = get("t")
-        if took:
-            self.worker_seconds += took
-        took = get("g")
-        if took:
-            self.device_seconds += took
-        if get("b") != batch:
-            self._lose(f"reply for batch {reply.get('b')} while waiting for batch {batch}")
-        entries = reply["m"]
-        if entries != _NO_ENTRIES:   # (a held loop's replay, its results' metadata known: none)
-            self.meta.arrived(msgpack.unpackb(entries))
-        for seq, value in reply["v"]:
-            self._values[seq] = value
-        downloads = reply["d"]
-        if downloads:
-            wire_dtype = codec.wire_dtype
-            payload = iter(frames[1:])
-            for entry in downloads:
-                seq, dt, shape = entry[:3]
-                dt = wire_dtype(dt)
-                if len(entry) > 3:
-                    self._values[seq] = receive_streamed(self, dt, shape, entry[3])
-                else:
-                    self._values[seq] = np.frombuffer(next(payload).buffer, dtype=dt).reshape(shape)
-        for seq, category, text, *module in reply["w"]:
-            # at the user's call; of CuPy's module where the pool's CuPy warned from its own
-            # code, so that filters by module match as they would locally
-            _label, filename, line, _out = self._origin.get(seq, ("", "<remote>", 0, None))
-            if module:   # (module=None is not "absent" to warn_explicit's C implementation)
-                warnings.warn_explicit(text, warning_class(category), filename, line, module=module[0])
-            else:
-                warnings.warn_explicit(text, warning_class(category), filename, line)
-        if reply.get("c"):  # cancelled: ops after the first `x` of this batch never ran
-            reason = "this array was never computed: its op was cancelled by an interrupt"
-            for seq in range(first + (reply.get("x") or 0), last + 1):
-                entry = self._origin.get(seq)
-                if entry is not None and type(entry[3]) is int:
-                    self._dead[entry[3]] = reason
-        if reply.get("z"):  # the worker has ended (its device context broke, its pool died): why
-            self._ended = f"the session's worker has ended: {reply['z']}"
-        origin = self._origin
-        if error is not None:
-            if self._error is None:
-                self._error = error
-                self._resume = error[0] if type(error[0]) is int else self._resume
-                failed = origin.get(error[0])
-                reason = (f"this array was never computed: {failed[0]} (line {failed[2]} of "
-                          f"{failed[1]}) failed before it" if failed else
-                          "this array was never computed: an earlier op failed")
-                for seq, (_l, _f, _n, out) in origin.items():
-                    if seq > (error[0] or 0) and type(out) is int:
-                        self._dead[out] = reason
-        if run is None and (error is None or error[0] is None or error[0] > last):
-            for seq in range(first, last + 1):   # (a run's ops have none: nothing to drop)
-                origin.pop(seq, None)
 
     # ------------------------------------------------------------ sync points
     @_serialised

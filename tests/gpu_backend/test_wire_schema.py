@@ -115,7 +115,8 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/devices/cupy_device.py": _scope((DF,), "", "info runtime_facts pool_figures"),
     # the client
     "kernelproxy/connection.py": _scope((FD,), "msg reply"),
-    "kernelproxy/session.py": _scope((FD, SW, DF), "info header reply msg self.device"),
+    "kernelproxy/session.py": _scope((FD, SW, DF), "info header msg self.device"),
+    "kernelproxy/session_replies.py": _scope((SW,), "reply"),
     "kernelproxy/wait_displays.py": _scope((SW,), "notice"),
     "kernelproxy/relink.py": _scope((FD,), "info"),
     "kernelproxy/links.py": _scope((FD, SW), "answer spec hello"),
@@ -452,8 +453,8 @@ def test_the_walk_catches_an_undeclared_key() -> None:
          "'granted_later'"),
         ("gpu_backend/worker/server.py",
          server.replace('"memory": 0,', '"memory": 0, "leftover": 0,', 1), "'leftover'"),
-        ("kernelproxy/session.py",
-         (ROOT / "kernelproxy/session.py").read_text(encoding="utf-8")
+        ("kernelproxy/session_replies.py",
+         (ROOT / "kernelproxy/session_replies.py").read_text(encoding="utf-8")
          .replace('reply.get("z")', 'reply.get("zz")', 1), "'zz'"),
         ("kernelproxy/streamed.py",
          (ROOT / "kernelproxy/streamed.py").read_text(encoding="utf-8")
