@@ -103,6 +103,11 @@ SYNC = (4096, "float32")     # ~2 ms: users that sync every few ms, four GEMMs a
 SYNC_LONG = (8192, "float32")   # ~20 ms, one GEMM a read, beside SMALL four a read (issue 51)
 #: GEMMs between two reads of one element, per syncing kind
 PER_SYNC = {"sync": 4, "longsync": 1, "smallsync": 4}
+#: how long the driver waits, past the planned start, for every client to warm up
+READY_WAIT = 300.0
+#: where a client warmed up after the planned start (a loaded machine, a slow import), every
+#: client's start moves to this long after the last one did: they run together, as planned
+READY_MARGIN = 0.5
 
 SCENARIOS = {
     "two-1:1": [("a", "big", 1), ("b", "big", 1)],
@@ -218,18 +223,49 @@ def busy_from_log(log: Path, t0: float, t1: float) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- a scenario
 
-def run_clients(specs: list[dict], workdir: Path, events=()) -> list[dict]:
+def run_clients(specs: list[dict], workdir: Path, events=()) -> tuple[list[dict], float]:
+    """Run the clients of *specs* to their end: their results, and the seconds their start
+    and stop moved by (0 where every client warmed up before the planned start; else the
+    start is READY_MARGIN after the last one did: :func:`_go_when_warm`)."""
     procs = [subprocess.Popen([sys.executable, __file__, "--client", json.dumps(s)])
              for s in specs]
+    try:
+        offset = _go_when_warm(specs, procs)
+    except BaseException:
+        for proc in procs:
+            proc.kill()
+        raise
     for when, action in events:   # mid-run changes (weights), at absolute monotonic times
-        wait_until(when)
+        wait_until(when + offset)
         action()
     results = []
     for spec, proc in zip(specs, procs):
-        if proc.wait(spec["stop"] - time.monotonic() + 120) != 0:
+        if proc.wait(spec["stop"] + offset - time.monotonic() + 120) != 0:
             raise RuntimeError(f"client {spec['user']} failed (exit {proc.returncode})")
         results.append(json.loads(Path(spec["out"]).read_text()))
-    return results
+    return results, offset
+
+
+def _go_when_warm(specs: list[dict], procs: list) -> float:
+    """Wait until every client has warmed up (its ``ready`` file), then give them the go
+    (each one's ``go`` file, written whole): the seconds their start and stop move by."""
+    planned = min(s["start"] for s in specs)
+    deadline = planned + READY_WAIT
+    while not all(Path(s["ready"]).exists() for s in specs):
+        for spec, proc in zip(specs, procs):
+            if proc.poll() is not None:
+                raise RuntimeError(f"client {spec['user']} ended before it warmed up "
+                                   f"(exit {proc.returncode})")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the clients did not warm up within {READY_WAIT:g} s of the "
+                               "planned start")
+        time.sleep(0.01)
+    offset = max(0.0, time.monotonic() + READY_MARGIN - planned)
+    for spec in specs:
+        partial = Path(spec["go"] + ".part")
+        partial.write_text(repr(offset))
+        partial.rename(spec["go"])
+    return offset
 
 
 def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: float,
@@ -237,6 +273,7 @@ def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: fl
     n, dtype = {"big": BIG, "small": SMALL, "long": LONG, "train": TRAIN, "mid": MID,
                 "sync": SYNC, "longsync": SYNC_LONG, "smallsync": SMALL}.get(kind, (0, ""))
     rate = exclusive.get(kind, {}).get("rate")
+    name = f"{user}-{kind}-{time.monotonic_ns()}"
     return {"user": user, "kind": kind, "n": n, "dtype": dtype, "local": local,
             "per_sync": PER_SYNC.get(kind),
             # the same work between fences for every user and policy: ~10 ms alone
@@ -244,7 +281,8 @@ def spec_for(user: str, kind: str, pool, exclusive: dict, start: float, stop: fl
             "address": None if local else pool.address,
             "token": None if local else pool.tokens[user],
             "start": start, "stop": stop,
-            "out": str(workdir / f"{user}-{kind}-{time.monotonic_ns()}.json")}
+            "out": str(workdir / f"{name}.json"), "ready": str(workdir / f"{name}.ready"),
+            "go": str(workdir / f"{name}.go")}
 
 
 def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, local: bool,
@@ -275,8 +313,12 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
         phases = [(start, stop, {u: w for u, k, w in members if k != "interactive"})]
     time.sleep(1.2)   # the pool reloads the users file within a second
     wall = time.time() - time.monotonic()
-    results = run_clients(specs, workdir, events)
+    results, moved = run_clients(specs, workdir, events)
+    if moved:   # (a client warmed up after the planned start: every time moved with it)
+        start, stop = start + moved, stop + moved
+        phases = [(p0 + moved, p1 + moved, w) for p0, p1, w in phases]
     out = analyse(name, results, phases, exclusive, start, stop)
+    out["start_moved_s"] = round(moved, 3)
     out["per_fence"] = {r["user"]: r["per_fence"] for r in results if "per_fence" in r}
     out["split"] = {r["user"]: r["split"] for r in results if r.get("split")}   # ops in pieces
     out["stretches"] = {r["user"]: r["stretches"] for r in results if r.get("stretches")}
@@ -374,12 +416,13 @@ def calibrate(pool, seconds: float, workdir: Path, local: bool, kinds=("big", "s
     exclusive = {}
     for kind in kinds:
         for attempt_lead in (lead, 4 * lead):
-            # (a client slower to start than the lead, on a loaded machine, begins after its
-            # stop and records nothing: it is run once more with a longer lead)
+            # (a client that recorded too few points, on a loaded machine, is run once more
+            # with a longer lead; its start waits for its warm-up in either: run_clients)
             start = time.monotonic() + attempt_lead
             spec = spec_for("solo", kind, pool, {}, start, start + seconds, workdir, local)
             wall = time.time() - time.monotonic()
-            r = run_clients([spec], workdir)[0]
+            (r,), moved = run_clients([spec], workdir)
+            start += moved
             pts = [p for p in r["points"] if p[0] >= start + 0.5]
             if len(pts) < 2 or pts[-1][0] <= pts[0][0]:   # (started late: all it did)
                 pts = [p for p in r["points"] if p[0] >= start] or r["points"]
@@ -393,8 +436,8 @@ def calibrate(pool, seconds: float, workdir: Path, local: bool, kinds=("big", "s
         if clocks is not None:
             exclusive[kind]["gpu_clock"] = clocks.between(wall + start + 0.5, wall + start + seconds)
     start = time.monotonic() + lead
-    r = run_clients([spec_for("i", "interactive", pool, {}, start, start + seconds, workdir,
-                              local)], workdir)[0]
+    (r,), _moved = run_clients([spec_for("i", "interactive", pool, {}, start, start + seconds,
+                                         workdir, local)], workdir)
     lat = [v * 1e3 for v in r["latencies"][20:]]
     exclusive["interactive"] = {"p50": _pct(lat, 0.5), "p99": _pct(lat, 0.99), "p999": _pct(lat, 0.999)}
     return exclusive

@@ -15,10 +15,13 @@ import json
 import time
 from pathlib import Path
 
-__all__ = ["client_main", "wait_until", "training_step", "FENCE_SECONDS", "INTERACTIVE_PERIOD"]
+__all__ = ["client_main", "wait_until", "started", "training_step", "FENCE_SECONDS",
+           "INTERACTIVE_PERIOD", "GO_WAIT"]
 
 FENCE_SECONDS = 0.01         # each GEMM client fences about every 10 ms of its own work
 INTERACTIVE_PERIOD = 0.01
+#: how long a client, warmed up, waits for the driver's go (every client of its run warmed)
+GO_WAIT = 600.0
 
 
 def client_main(spec: dict) -> None:
@@ -38,7 +41,7 @@ def client_main(spec: dict) -> None:
         x = xp.arange(1024, dtype=xp.float32)
         for _ in range(50):
             float((x + 1).sum())
-        wait_until(spec["start"])
+        spec = started(spec)
         issued, latencies = [], []
         t = spec["start"]
         while t < spec["stop"]:
@@ -56,7 +59,7 @@ def client_main(spec: dict) -> None:
         step = training_step(xp, np, spec["n"])
         for _ in range(5):
             step()
-        wait_until(spec["start"])
+        spec = started(spec)
         done, points = 0, [(time.monotonic(), 0)]
         while time.monotonic() < spec["stop"]:
             step()   # (reads its loss: a sync each step, as a training loop that logs it)
@@ -71,7 +74,7 @@ def client_main(spec: dict) -> None:
             for _ in range(k):
                 c = a @ b
             float(c[0, 0])
-        wait_until(spec["start"])
+        spec = started(spec)
         done, points = 0, [(time.monotonic(), 0)]
         while time.monotonic() < spec["stop"]:
             for _ in range(k):
@@ -98,7 +101,7 @@ def client_main(spec: dict) -> None:
         # other users' warm-ups, K ranged from 1 to 15 for the same GEMM (H100 runs 17-22),
         # and a user fencing after every GEMM holds the device idle at each fence
         k = spec.get("per_fence") or k
-        wait_until(spec["start"])
+        spec = started(spec)
         done, points = 0, [(time.monotonic(), 0)]
         while time.monotonic() < spec["stop"]:
             for _ in range(k):
@@ -188,6 +191,27 @@ class _fencer:
             self._finish(token)
             got.append((time.monotonic(), count))
         return got
+
+
+def started(spec: dict) -> dict:
+    """Say this client has warmed up (its ``ready`` file), wait for the driver's go (its
+    ``go`` file: the seconds every client's start and stop move by, 0 where all were warmed
+    up before the planned start), then for the start: *spec* with its start and stop as
+    they stand. (A client slow to start on a loaded machine began after the others'
+    scenario and shared nothing with them: the run was void.)"""
+    ready, go = spec.get("ready"), spec.get("go")
+    if ready is not None and go is not None:
+        Path(ready).touch()
+        deadline = time.monotonic() + GO_WAIT
+        go_file = Path(go)
+        while not go_file.exists():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"client {spec['user']}: no go from the driver in {GO_WAIT:g} s")
+            time.sleep(0.005)
+        offset = float(go_file.read_text())
+        spec = {**spec, "start": spec["start"] + offset, "stop": spec["stop"] + offset}
+    wait_until(spec["start"])
+    return spec
 
 
 def wait_until(t: float) -> None:
