@@ -45,6 +45,30 @@ class RemoteGPUKernelTests(jkt.KernelTests):
     code_inspect_sample = "zip"
     code_clear_output = "from IPython.display import clear_output; clear_output()"
 
+    def flush_channels(self) -> None:
+        """jupyter_kernel_test's flush reads each channel until it has been quiet for 0.1 s.
+        Under three busy loops (once, in the full suite) the first status read for a request
+        was an ``idle`` ('idle' != 'busy'): by the library's own check of the parent, which
+        it makes for replies only, an earlier request's that came after that quiet 0.1 s. A
+        kernel_info request of the flush's own, whose ``idle`` is awaited, marks the end of
+        everything the kernel published before it (its requests are handled in order); then
+        the library's flush."""
+        asked = self.kc.kernel_info()
+        deadline = time.monotonic() + FLUSH_WAIT
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["msg_type"] == "status" and msg["parent_header"].get("msg_id") == asked \
+                    and msg["content"]["execution_state"] == "idle":
+                break
+        while self.kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic())
+                                    )["parent_header"].get("msg_id") != asked:
+            pass
+        super().flush_channels()
+
+
+#: how long a flush waits for the kernel's answer to its own request
+FLUSH_WAIT = 60.0
+
 
 # ------------------------------------------------------------------ behaviour of our own
 
