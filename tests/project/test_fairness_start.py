@@ -92,7 +92,8 @@ def test_a_client_waits_for_the_go_and_takes_its_offset(tmp_path):
         while not (tmp_path / "c.ready").exists():
             time.sleep(0.005)
         later["went"] = time.monotonic()
-        (tmp_path / "c.go").write_text("0.25")
+        (tmp_path / "c.go.part").write_text("0.25")   # (written whole, as the driver does)
+        (tmp_path / "c.go.part").rename(tmp_path / "c.go")
 
     thread = threading.Thread(target=driver)
     thread.start()
