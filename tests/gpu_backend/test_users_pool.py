@@ -254,9 +254,28 @@ def test_usage_log_survives_kill_9_and_a_restart(tmp_path):
 QUEUED_BATCHES = 16
 
 
+#: the device seconds the two users' loops run for together (at ~2 ms a quantum, hundreds of
+#: quanta each), however long the host takes to give the device that much: 5 s of wall time
+#: gave the device 1.2 s of work, and each user ~47 grants, under three busy loops beside
+#: the suite, and the light user read 0.304 against 0.25 +- 0.05
+SHARED_WORK = 3.0
+#: ... and the longest they may take (a test that never got there fails on its shares)
+MAX_RUN = 60.0
+
+
+def _device_seconds(sessions) -> float:
+    """The device seconds the pool has counted for *sessions* (each one's own usage reports,
+    as its status shows it)."""
+    total = 0.0
+    for s in sessions:
+        total += sum(r["device_seconds"] for r in s.status()["sessions"] if r["session"] == s.id)
+    return total
+
+
 def test_two_users_1_to_3_share_the_device_by_weight(tmp_path):
     """Closed loops of ~2 ms ops. The arbiter hands the device over every 2 ms of device
-    time, so over 5 s each user gets hundreds of quanta. Each loop keeps QUEUED_BATCHES
+    time, and the loops run until the device has done SHARED_WORK seconds of their work, so
+    each user gets hundreds of quanta however loaded the host. Each loop keeps QUEUED_BATCHES
     batches in its worker, and the shares are read from the pool's own accounting while both
     users had work there (tests/contended_shares.py). With two batches queued, a loop whose
     client thread the host did not run for a while had no work in the pool, the other rightly
@@ -290,7 +309,7 @@ def test_two_users_1_to_3_share_the_device_by_weight(tmp_path):
             for seq in pending:
                 s.result(seq)
 
-        stop_at[0] = time.monotonic() + 5.0
+        stop_at[0] = time.monotonic() + MAX_RUN
         threads = [threading.Thread(target=loop, args=(s, arrays[u])) for u, s in sessions.items()]
         for t in threads:
             t.start()
@@ -304,6 +323,9 @@ def test_two_users_1_to_3_share_the_device_by_weight(tmp_path):
             if all(r["target_share"] for r in status["users"]) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
+        while _device_seconds(sessions.values()) < SHARED_WORK and time.monotonic() < stop_at[0]:
+            time.sleep(0.2)   # (the loops run until the device has done SHARED_WORK)
+        stop_at[0] = time.monotonic()
         for t in threads:
             t.join()
         for s in sessions.values():
