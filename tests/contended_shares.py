@@ -15,7 +15,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["contended_seconds"]
+__all__ = ["contended_seconds", "pool_device_seconds"]
+
+
+def pool_device_seconds(sessions) -> float:
+    """The device seconds the pool has counted for *sessions* so far (each one's own usage
+    reports, as its status shows them): how much a test's users have had of the device,
+    which a test waits for rather than for wall time (a loaded host gives the device less
+    of a second)."""
+    total = 0.0
+    for s in sessions:
+        total += sum(r["device_seconds"] for r in s.status()["sessions"] if r["session"] == s.id)
+    return total
 
 
 def contended_seconds(trace: Path) -> dict[str, float]:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import kernelproxy
 from kernelproxy.modules import module_for
+from tests.contended_shares import pool_device_seconds
 from tests.gpu_backend.test_users_pool import _serve, write_users
 
-__all__ = ["N", "run_syncing_users", "syncing_loop"]
+__all__ = ["N", "SHARED_WORK", "run_syncing_users", "syncing_loop"]
 
 #: the syncing loops' GEMM size on the NumPy device: four of them take far longer than the
 #: client's round trip from one read to its next batch (at 160², about as long: a user of
@@ -21,6 +22,12 @@ __all__ = ["N", "run_syncing_users", "syncing_loop"]
 #: 0.16 / 0.34 / 0.48 for 1:2:4), so the users compete as four 2 ms GEMMs and a read do on
 #: a GPU
 N = 256
+#: the device seconds of the users' work a run lasts for at least (their loops go on past
+#: *seconds* until the pool has counted that much: a host under busy loops gave a 5 s run
+#: of another shares test a quarter of that and ~47 grants a user, test_users_pool.py)
+SHARED_WORK = 2.0
+#: ... and the longest a run may take
+MAX_RUN = 60.0
 
 
 def syncing_loop(a, b, barrier: threading.Barrier, stop_at: list, failed: list,
@@ -41,10 +48,13 @@ def syncing_loop(a, b, barrier: threading.Barrier, stop_at: list, failed: list,
 
 
 def run_syncing_users(tmp_path: Path, weights: dict, policy: str, seconds: float = 5.0, *,
-                      turns: bool = False, n: int = N, gemms: int = 4) -> Path:
+                      turns: bool = False, n: int = N, gemms: int = 4,
+                      work: float = SHARED_WORK) -> Path:
     """Each user of *weights* a loop of four N² GEMMs and a read of one element, for
-    *seconds*, in a pool under *policy*; the arbiter's trace (its path). *turns*: the NumPy
-    device's sessions run their ops in turns, as one GPU's do (devices/host_turns.py)."""
+    *seconds* and until the pool has counted *work* device seconds of theirs (at most
+    MAX_RUN: a loaded host gives the device less of each second), in a pool under *policy*;
+    the arbiter's trace (its path). *turns*: the NumPy device's sessions run their ops in
+    turns, as one GPU's do (devices/host_turns.py)."""
     users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
     trace = tmp_path / "arbiter.jsonl"
     tokens = write_users(users, {u: {"weight": w} for u, w in weights.items()})
@@ -56,12 +66,18 @@ def run_syncing_users(tmp_path: Path, weights: dict, policy: str, seconds: float
         sessions = {u: kernelproxy.connect(address, tokens[u]) for u in weights}
         arrays = {u: (module_for(s).random.rand(n, n), module_for(s).random.rand(n, n))
                   for u, s in sessions.items()}
-        start, stop_at, failed = threading.Barrier(len(sessions)), [time.monotonic() + seconds], []
+        began = time.monotonic()
+        start, stop_at, failed = threading.Barrier(len(sessions)), [began + MAX_RUN], []
         threads = [threading.Thread(target=syncing_loop,
                                     args=(*arrays[u], start, stop_at, failed, gemms))
                    for u in weights]
         for t in threads:
             t.start()
+        time.sleep(seconds)
+        while pool_device_seconds(sessions.values()) < work and not failed \
+                and time.monotonic() < began + MAX_RUN:
+            time.sleep(0.2)
+        stop_at[0] = time.monotonic()
         for t in threads:
             t.join()
         assert not failed, failed

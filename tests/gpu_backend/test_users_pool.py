@@ -24,7 +24,7 @@ from gpu_backend.accounting.users import User, hash_token, load_users, new_token
 from kernelproxy.modules import module_for
 
 from tests.differential import TEST_DEVICES
-from tests.contended_shares import contended_seconds
+from tests.contended_shares import contended_seconds, pool_device_seconds
 from tests.waiting import until
 
 MiB = 1 << 20
@@ -263,15 +263,6 @@ SHARED_WORK = 3.0
 MAX_RUN = 60.0
 
 
-def _device_seconds(sessions) -> float:
-    """The device seconds the pool has counted for *sessions* (each one's own usage reports,
-    as its status shows it)."""
-    total = 0.0
-    for s in sessions:
-        total += sum(r["device_seconds"] for r in s.status()["sessions"] if r["session"] == s.id)
-    return total
-
-
 def test_two_users_1_to_3_share_the_device_by_weight(tmp_path):
     """Closed loops of ~2 ms ops. The arbiter hands the device over every 2 ms of device
     time, and the loops run until the device has done SHARED_WORK seconds of their work, so
@@ -323,7 +314,8 @@ def test_two_users_1_to_3_share_the_device_by_weight(tmp_path):
             if all(r["target_share"] for r in status["users"]) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        while _device_seconds(sessions.values()) < SHARED_WORK and time.monotonic() < stop_at[0]:
+        while pool_device_seconds(sessions.values()) < SHARED_WORK \
+                and time.monotonic() < stop_at[0]:
             time.sleep(0.2)   # (the loops run until the device has done SHARED_WORK)
         stop_at[0] = time.monotonic()
         for t in threads:
