@@ -13,9 +13,11 @@ queued in the pool so that such stretches are most of the run.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from typing import Callable
 
-__all__ = ["contended_seconds", "pool_device_seconds"]
+__all__ = ["contended_seconds", "pool_device_seconds", "wait_for_device_work"]
 
 
 def pool_device_seconds(sessions) -> float:
@@ -27,6 +29,16 @@ def pool_device_seconds(sessions) -> float:
     for s in sessions:
         total += sum(r["device_seconds"] for r in s.status()["sessions"] if r["session"] == s.id)
     return total
+
+
+def wait_for_device_work(sessions, work: float, deadline: float,
+                         given_up: Callable[[], bool] = lambda: False) -> None:
+    """Wait until the pool has counted *work* device seconds for *sessions*, or the
+    monotonic *deadline*, or *given_up* says so: a shares test's users run for an amount of
+    the device's work, however long a loaded host takes to give it."""
+    while pool_device_seconds(sessions) < work and not given_up() \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def contended_seconds(trace: Path) -> dict[str, float]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import kernelproxy
 from kernelproxy.modules import module_for
-from tests.contended_shares import pool_device_seconds
+from tests.contended_shares import wait_for_device_work
 from tests.gpu_backend.test_users_pool import _serve, write_users
 
 __all__ = ["N", "SHARED_WORK", "run_syncing_users", "syncing_loop"]
@@ -74,9 +74,7 @@ def run_syncing_users(tmp_path: Path, weights: dict, policy: str, seconds: float
         for t in threads:
             t.start()
         time.sleep(seconds)
-        while pool_device_seconds(sessions.values()) < work and not failed \
-                and time.monotonic() < began + MAX_RUN:
-            time.sleep(0.2)
+        wait_for_device_work(sessions.values(), work, began + MAX_RUN, lambda: bool(failed))
         stop_at[0] = time.monotonic()
         for t in threads:
             t.join()

@@ -52,9 +52,13 @@ class KeptListener:
 
     def hand_to(self, clients: zmq.Socket, host: str) -> None:
         """Bind *clients* (a ROUTER) to this socket: libzmq serves a duplicate of it."""
-        clients.setsockopt(zmq.USE_FD, os.dup(self.sock.fileno()))
+        given = os.dup(self.sock.fileno())
+        clients.setsockopt(zmq.USE_FD, given)
         try:
             clients.bind(f"tcp://{host}:{self.port}")
+        except BaseException:   # (libzmq owns the duplicate only once bound)
+            os.close(given)
+            raise
         finally:   # (the option stays on the socket: a later ipc bind would take it too)
             clients.setsockopt(zmq.USE_FD, -1)
 

@@ -70,7 +70,8 @@ def devices_kept_apart(sessions: Iterable[Any], session: Any) -> set[str]:
 def least_loaded(devices: list[str], sessions: Iterable[Any], pending: Iterable[Any],
                  most_per_device: int, taken: set[str] = frozenset()) -> str:
     """The device for a new session: of *devices* not *taken* and not full, the one with
-    the fewest *sessions* and *pending* hellos, then the least memory in use."""
+    the fewest *sessions* and *pending* hellos, then on the host with the fewest, then with
+    the least memory in use."""
     load = device_loads(sessions, pending)
 
     candidates = [d for d in devices if d not in taken]

@@ -24,7 +24,7 @@ from gpu_backend.accounting.users import User, hash_token, load_users, new_token
 from kernelproxy.modules import module_for
 
 from tests.differential import TEST_DEVICES
-from tests.contended_shares import contended_seconds, pool_device_seconds
+from tests.contended_shares import contended_seconds, wait_for_device_work
 from tests.waiting import until
 
 MiB = 1 << 20
@@ -314,9 +314,7 @@ def test_two_users_1_to_3_share_the_device_by_weight(tmp_path):
             if all(r["target_share"] for r in status["users"]) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        while pool_device_seconds(sessions.values()) < SHARED_WORK \
-                and time.monotonic() < stop_at[0]:
-            time.sleep(0.2)   # (the loops run until the device has done SHARED_WORK)
+        wait_for_device_work(sessions.values(), SHARED_WORK, stop_at[0])
         stop_at[0] = time.monotonic()
         for t in threads:
             t.join()
