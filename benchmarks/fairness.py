@@ -41,6 +41,15 @@ queued while its client waits for that value and sends the next iteration:
                  of four 1024² ones and a read, weights 1:1
   interactive+2048  the interactive user beside one saturating with 2048² float32 GEMMs
                  (~0.3 ms each, fenced as the GEMM loops above)
+
+Users of different kinds under weights, and more users at once (issue 51's shapes no scenario
+above mixes: the weights must hold whatever each user's way of working):
+
+  mixed-1:2:4    a deep-queued big GEMM user at weight 1, the trainer (reads its loss each
+                 step) at 2, a syncing user at 4: the heaviest weight on a user that waits
+                 for a value every four GEMMs, the lightest on one that never waits
+  many-sync      six syncing users, weights 1 each
+  interactive+syncs  the interactive user beside three syncing users, weights 1 each
 A user alone on the pool, as most are most of the time (issue 51: within 3 % of its rate, or
 its latency, under ``none``): ``alone-sync``, ``alone-train``, ``alone-2048`` (the workloads
 above) and ``alone-interactive``.
@@ -127,6 +136,11 @@ SCENARIOS = {
     "sync-1:2:4": [("a", "sync", 1), ("b", "sync", 2), ("c", "sync", 4)],
     "sync-long-vs-small": [("a", "longsync", 1), ("b", "smallsync", 1)],
     "interactive+2048": [("a", "mid", 1), ("i", "interactive", 1)],
+    # kinds mixed under weights, and more users at once (issue 51)
+    "mixed-1:2:4": [("a", "big", 1), ("b", "train", 2), ("c", "sync", 4)],
+    "many-sync": [(user, "sync", 1) for user in ("a", "b", "c", "d", "e", "f")],
+    "interactive+syncs": [("a", "sync", 1), ("b", "sync", 1), ("c", "sync", 1),
+                          ("i", "interactive", 1)],
     # a lone user (issue 51: within 3 % of its rate under none, under every policy)
     "alone-sync": [("a", "sync", 1)],
     "alone-train": [("a", "train", 1)],
@@ -136,7 +150,7 @@ SCENARIOS = {
 #: what a run without --scenarios runs: every scenario (the long-kernel ones were left out,
 #: and a default run missed cases the documents quote: issue 53)
 DEFAULT_SCENARIOS = list(SCENARIOS)
-USERS = ("a", "b", "c", "i", "solo")
+USERS = ("a", "b", "c", "d", "e", "f", "i", "solo")
 
 
 # --------------------------------------------------------------------------- the pool
