@@ -41,16 +41,13 @@ from .spin_slots import SpinSlots
 from .swap import SessionSwap, host_memory
 from . import handover
 from .server_moves import SessionMoves
+from .server_replies import ReplySending
 from .server_sharing import DeviceSharing
 from .wait_notices import WaitNotices
 
 __all__ = ["WorkerServer"]
 
 USAGE_INTERVAL = 0.5
-#: A session's memory grown past its last report by this much (and an eighth) is reported
-#: before the batch's reply, whatever the interval: once its client has the reply, the pool
-#: counts it (a session asking for room next never finds this one empty: swap_pressure)
-REPORT_GROWTH = 1 << 20
 #: A streamed upload whose next chunk takes longer than this is abandoned.
 CHUNK_TIMEOUT = 30.0
 #: After answering a batch, poll without sleeping this long: an interactive
@@ -60,7 +57,7 @@ CHUNK_TIMEOUT = 30.0
 SPIN_SECONDS = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
 
 
-class WorkerServer(SessionMoves, DeviceSharing):
+class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
     def __init__(self, device_spec: str, control: ControlChannel, worker_id: str, bind_host: str,
                  arbiter: str | None = None, key_file: str | None = None,
                  baton: str | None = None, ipc_dir: str | None = None,
@@ -113,6 +110,9 @@ class WorkerServer(SessionMoves, DeviceSharing):
         self.executor.replay.ahead.beside = settings.run_ahead_beside
         if settings.read_gap_share is not None:
             self.executor.replay.ahead.gap_share = settings.read_gap_share
+        #: a loop's replays that go on by fixed steps (worker/steady_lane.py)
+        self.lane = self.executor.replay.lane
+        self.lane.enabled = settings.steady_lane
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop
@@ -353,6 +353,13 @@ class WorkerServer(SessionMoves, DeviceSharing):
             return
         phases.mark("received")
         ident, frames = received
+        lane = self.lane
+        if lane.plan is not None:   # (a loop's next replay, known: worker/steady_lane.py)
+            plan = lane.take(frames, self.cancel_upto,
+                             self.swap.swapped is not None or self.pool_gone)
+            if plan is not None and self._serve_in_lane(started, ident, plan):
+                return
+        body = None   # (a replay's header alone, answered without error: SteadyLane.served)
         try:
             if not frames:
                 raise ProtocolError("a batch needs a frame with its header and ops")
@@ -406,6 +413,9 @@ class WorkerServer(SessionMoves, DeviceSharing):
             if reply is None:
                 reply, out = self.executor.run_batch(header, ops, frames[1:],
                                                      cancelled=batch <= self.cancel_upto)
+                if "T" in header and len(frames) == 1 and reply.get("e") is None \
+                        and "c" not in reply:
+                    body = frames[0]
             phases.mark("run")
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
@@ -416,41 +426,18 @@ class WorkerServer(SessionMoves, DeviceSharing):
             reply["z"] = "the pool, or this host's agent, has gone"
         if self.executor.fatal:
             self.closed = True  # answered below, then the worker ends with its context
-        # (a report due goes before the reply, and one of memory grown at once: what the client
-        # was told, the pool knows first, so a session asking for room next never finds this
-        # one empty: swap_pressure)
-        reported = self._reported_memory
-        if self.executor.memory_now() > reported + max(REPORT_GROWTH, reported >> 3):
-            self._last_usage_time = 0.0
-        self._report_usage()
+        self._report_before_reply()
         try:
             self._send_reply(ident, reply, out)
         except zmq.ZMQError as exc:  # the client went away or stopped reading: its loss
-            self.executor.take_streams()
-            if not self._undeliverable:
-                print(f"gpuwb worker: a reply could not be delivered ({exc}); "
-                      "the client has gone", file=sys.stderr)
-            self._undeliverable += 1
+            self._undelivered(exc)
         finally:
             if type(ident) is UnixPeer and ident.staging is not None:
                 ident.staging.release_held()   # the batch's last staged upload chunk
             self.executor.after_reply()
+            self.lane.served(body)
             phases.mark("after_reply")
             phases.end()
-
-    def _send_reply(self, ident: Any, reply: dict, out: list) -> None:
-        send = self.links.send_message
-        packed = self.executor.pack_reply(reply)
-        self.phases.mark("encoded")
-        send(ident, [packed, *out])
-        self.phases.mark("sent")
-        staging = ident.staging if type(ident) is UnixPeer else None
-        for array in self.executor.take_streams():
-            if staging is not None:   # through shared memory (a same-host client)
-                staged.send_download(self.links, ident, array)
-                continue
-            for chunk in self.device.chunks_to_host(array):
-                send(ident, [chunk])
 
     def _more_work(self) -> bool:
         """Whether a batch from the client is already waiting (asked at a batch's end)."""

@@ -93,6 +93,10 @@ class WorkerSettings:
     #: its device time is at most this share of its client's recent gaps (worker/
     #: run_ahead.py, GAP_SHARE: 1/4 by default, ``4``); ``0``: by the bound alone, as before
     read_gap_share: float | None = None
+    #: ``GPUWB_STEADY_LANE``: a loop's replays that go on by fixed steps are served in a few
+    #: calls a message (worker/steady_lane.py); ``0`` serves every message by the generic
+    #: path (a diagnostic: the benchmarks' side ``nolane``)
+    steady_lane: bool = True
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -134,7 +138,8 @@ class WorkerSettings:
                    run_ahead=float(ahead) * 1e-6 if ahead else None,
                    run_ahead_beside=_on(env, "GPUWB_RUN_AHEAD_BESIDE"),
                    read_ahead=float(read_ahead) * 1e-6 if read_ahead else None,
-                   read_gap_share=max(0.0, float(gap_share)) if gap_share not in (None, "") else None)
+                   read_gap_share=max(0.0, float(gap_share)) if gap_share not in (None, "") else None,
+                   steady_lane=_on(env, "GPUWB_STEADY_LANE"))
 
 
 def environ_under_callgrind() -> dict[str, str]:

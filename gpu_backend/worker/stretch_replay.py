@@ -20,6 +20,7 @@ from .batch_results import BatchResults
 from .graph_replay import Capture, StretchGraphs
 from .result_meta import array_meta
 from .run_ahead import RunAhead
+from .steady_lane import SteadyLane
 from .stretches import HeldStretch, HeldStretches, Slot
 
 __all__ = ["StretchReplay", "Offer", "UNPACED_REPLAY", "SHARE_UNPACED_REPLAY"]
@@ -121,6 +122,9 @@ class StretchReplay:
         #: the next replay of a loop's stretch, run as soon as the last one was answered
         #: (worker/run_ahead.py)
         self.ahead = RunAhead(self)
+        #: a loop's replays that go on by fixed steps, served in a few calls a message
+        #: (worker/steady_lane.py)
+        self.lane = SteadyLane(self.x)
 
     def rerun_only(self) -> None:
         """``GPUWB_GRAPHS=rerun``: every replay runs from its records, never through graphs."""
@@ -391,7 +395,8 @@ class StretchReplay:
                 "graphed": self.graphed, "fallbacks": self.fallbacks, "paced": self.paced,
                 "ahead": self.ahead.hits, "ahead_missed": self.ahead.missed,
                 "ahead_alone": self.alone_answers, "ahead_read": self.ahead.read_now,
-                "ahead_read_later": self.ahead.read_later,
+                "ahead_read_later": self.ahead.read_later, "lane": self.lane.answered,
+                "lane_armed": self.lane.armed, "lane_left": self.lane.left,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0}

@@ -103,6 +103,7 @@ SCOPES: dict[str, Scope] = {
     "gpu_backend/worker/server.py": _scope((SW, WC), "msg header reply final", "_failure"),
     "gpu_backend/worker/server_sharing.py": _scope((WC,), "msg"),
     "gpu_backend/worker/server_moves.py": _scope((WC,), "msg"),
+    "gpu_backend/worker/steady_lane.py": _scope((SW,), "header"),
     "gpu_backend/worker/executor.py": _scope((SW, WC, DF), "header reply", "usage info"),
     "gpu_backend/worker/staged.py": _scope((SW,), "header"),
     "gpu_backend/worker/wait_notices.py": _scope((SW,)),

@@ -1,0 +1,90 @@
+"""How the worker's server sends a batch's reply (mixed into ``WorkerServer``): the reply
+packed and sent with its streamed results, a usage report due before it, a reply that could
+not go, and the steady lane's answers (worker/steady_lane.py), which skip the batch's reading
+and packing but not what the server does around any reply."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import zmq
+
+from . import staged
+from .links import UnixPeer
+
+__all__ = ["ReplySending", "REPORT_GROWTH"]
+
+#: A session's memory grown past its last report by this much (and an eighth) is reported
+#: before the batch's reply, whatever the interval: once its client has the reply, the pool
+#: counts it (a session asking for room next never finds this one empty: swap_pressure)
+REPORT_GROWTH = 1 << 20
+
+
+class ReplySending:
+    """The reply side of ``WorkerServer`` (its links, executor, device, phases, swap and
+    usage reports are the server's)."""
+
+    def _serve_in_lane(self, started: float, ident: Any, plan: Any) -> bool:
+        """A loop's next replay, the one the steady lane knew byte for byte (worker/
+        steady_lane.py): answered from its run ahead with what :meth:`_serve_message` does
+        around any batch (the client's presence, the swap clock, the usage report), and the
+        next one run ahead by the lane. False where its reads, made now, failed or warned:
+        nothing was done, and the message is served as ever."""
+        lane = self.lane
+        packed = lane.answer(plan)
+        if packed is None:
+            return False
+        phases = self.phases
+        self._client = ident
+        if self.links.presence.over is None:
+            self.links.presence.verified(ident)
+        batch = lane.batch(plan)
+        self._answering = None   # (answered below: a bug after must not answer again)
+        self._batch = batch
+        self.swap.worked()
+        phases.mark("run")
+        self._report_before_reply()
+        try:
+            self.links.send_message(ident, [lane.with_time(packed, time.perf_counter() - started)])
+            phases.mark("sent")
+        except zmq.ZMQError as exc:
+            self._undelivered(exc)
+        finally:
+            lane.after_reply(plan)
+            phases.mark("after_reply")
+            phases.end()
+        return True
+
+    def _report_before_reply(self) -> None:
+        """A usage report due goes before the reply, and one of memory grown at once: what
+        the client was told, the pool knows first, so a session asking for room next never
+        finds this one empty (swap_pressure)."""
+        reported = self._reported_memory
+        if self.executor.memory_now() > reported + max(REPORT_GROWTH, reported >> 3):
+            self._last_usage_time = 0.0
+        self._report_usage()
+
+    def _undelivered(self, exc: zmq.ZMQError) -> None:
+        """A reply that could not go: the client went away or stopped reading (its loss)."""
+        self.executor.take_streams()
+        if not self._undeliverable:
+            print(f"gpuwb worker: a reply could not be delivered ({exc}); "
+                  "the client has gone", file=sys.stderr)
+        self._undeliverable += 1
+
+    def _send_reply(self, ident: Any, reply: dict, out: list) -> None:
+        send = self.links.send_message
+        packed = self.executor.pack_reply(reply)
+        self.phases.mark("encoded")
+        send(ident, [packed, *out])
+        self.phases.mark("sent")
+        staging = ident.staging if type(ident) is UnixPeer else None
+        for array in self.executor.take_streams():
+            if staging is not None:   # through shared memory (a same-host client)
+                staged.send_download(self.links, ident, array)
+                continue
+            for chunk in self.device.chunks_to_host(array):
+                send(ident, [chunk])
+

@@ -1,0 +1,597 @@
+"""The steady lane: a loop's replays, once they go on by fixed steps, served in a few calls
+a message (docs/stretch-replay.md, "The steady lane").
+
+A held loop that only reads values (``float((x + 1).sum())`` in a loop, a convergence check,
+an interactive user's request) sends the same replay again and again: the same stretch, the
+same input handles and parameters, its numbers — the batch, the first op, the handles of its
+results, the frees of the last ones — going on by the same steps. The generic path reads each
+message anew (decoding, the header's checks, the entry's parse and match against the replay
+run ahead, the reply built and packed) and runs the next replay ahead through the general
+machinery (the guards, the prediction of its inputs, the set-up of its copies, the hand-out of
+its results): ~290 Python calls a message, where a server doing the same device work in the
+fewest calls takes ~8 (``sync_floor.py``'s ``graph-ahead``: 20 µs a replay on an H200, the
+pool's worker ~110). Each call costs the worker between messages 3-4 times what it costs in a
+warm loop, so a leaner arrangement of the same steps gains nothing (measured: the twenty-third
+and twenty-fourth sessions' lanes); fewer steps do.
+
+So once two replays of a stretch have been served in a row and the next is run ahead, the
+lane compares the two messages field by field (``Layout``): where they have the same shape
+and every difference is an unsigned integer of the batch number, the entry's first op, its
+result handles or the frees before it, the loop's next messages are known for as many
+iterations as those numbers keep their width on the wire (``Layout.steps``), as bytes
+(the last message plus k times the difference, read as one integer) and as what they say.
+A message that is the next one byte for byte (compared in constant time: it holds the
+session key) is answered from the replay run ahead with the generic answer's effects made
+directly — its frees, its results renamed to the client's handles, the counts —, its reply
+packed from the values, and the next replay run ahead by its recorded calls (the kept
+results' arrays, the copy table's rows, the launches, the reads). Anything else — another
+message, a number out of its width, a cancel, a swap, a poisoned or warned session, company
+on the device, a replay the pacer wants measured, an input array replaced — leaves the lane,
+and the message is served as ever; the run ahead the lane made is the generic one's
+(``_Ahead``), answered or dropped as ever.
+
+Exact by construction: a message is answered in the lane only where it is, byte for byte, the
+one whose reading the lane derived from two messages read by the generic path (each field's
+value, its encoding unchanged, so the same bytes read the same), and its answer and the run
+ahead after it are the generic path's for that reading: the same arrays renamed and freed,
+the same graphs launched with the same copy rows, the same reads.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections import deque
+from time import perf_counter
+from typing import Any
+
+import msgpack
+
+from ..protocol import codec
+from ..protocol.stretch_records import fill_slots
+from .batch_results import BatchResults
+from .result_meta import pack_metas
+from .graph_replay import _Reads
+from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead
+from .stretches import ReplayEntry
+
+__all__ = ["SteadyLane", "Layout", "layout"]
+
+#: the header keys of a message served in the lane: the session key, the batch, its op
+#: count, the resume mark, the replay entry, early, the frees before it
+REPLAY_KEYS = frozenset(("k", "b", "n", "r", "T", "S", "F"))
+#: the fields that may step from one message of a loop to the next (paths in the header)
+_STEPPING = {("b",), ("T", 1)}
+#: the most iterations served in the lane before it is armed again from two messages
+MAX_STEPS = 1 << 20
+#: replays served by the generic path before the lane tries again where two did not step
+#: (reading a message's layout costs about what serving it does)
+COOL = 16
+_NO_METAS = pack_metas([])
+_T = codec.packb("t")
+
+
+# ------------------------------------------------------------------ the messages' layout
+_FIXED = {0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8}     # unsigned ints, by their width
+_SIGNED = {0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8}
+_FLOATS = {0xca: 4, 0xcb: 8}
+
+
+def _walk(data: bytes, at: int, path: tuple, out: list) -> int:
+    """Record every unsigned integer of the msgpack value at *at* in *data* as (path, offset,
+    width, the largest value its encoding holds, value) in *out*; returns the offset after
+    the value (a signed one is not recorded: its bytes must then stay the same). Maps' keys are strings
+    (the header's); anything else this reader does not know raises ValueError."""
+    first = data[at]
+    if first <= 0x7f:                                  # positive fixint: the byte is the value
+        out.append((path, at, 1, 0x7f, first))
+        return at + 1
+    if 0x80 <= first <= 0x8f or first in (0xde, 0xdf):   # maps
+        if first <= 0x8f:
+            count, at = first & 0x0f, at + 1
+        else:
+            width = 2 if first == 0xde else 4
+            count, at = int.from_bytes(data[at + 1:at + 1 + width], "big"), at + 1 + width
+        for _ in range(count):
+            key = data[at]
+            if not 0xa0 <= key <= 0xbf:
+                raise ValueError("a map key that is not a short string")
+            size = key & 0x1f
+            name = data[at + 1:at + 1 + size].decode()
+            at = _walk(data, at + 1 + size, path + (name,), out)
+        return at
+    if 0x90 <= first <= 0x9f or first in (0xdc, 0xdd):   # arrays
+        if first <= 0x9f:
+            count, at = first & 0x0f, at + 1
+        else:
+            width = 2 if first == 0xdc else 4
+            count, at = int.from_bytes(data[at + 1:at + 1 + width], "big"), at + 1 + width
+        for i in range(count):
+            at = _walk(data, at, path + (i,), out)
+        return at
+    if first in _FIXED:
+        width = _FIXED[first]
+        out.append((path, at + 1, width, (1 << (8 * width)) - 1,
+                    int.from_bytes(data[at + 1:at + 1 + width], "big")))
+        return at + 1 + width
+    if first >= 0xe0:                                  # negative fixint
+        return at + 1
+    if first in _SIGNED:
+        return at + 1 + _SIGNED[first]
+    if first in _FLOATS:
+        return at + 1 + _FLOATS[first]
+    if first in (0xc0, 0xc2, 0xc3):                    # nil, false, true
+        return at + 1
+    if 0xa0 <= first <= 0xbf:                          # short strings
+        return at + 1 + (first & 0x1f)
+    if first in (0xc4, 0xd9):                          # bin 8, str 8
+        return at + 2 + data[at + 1]
+    if first in (0xc5, 0xda):                          # bin 16, str 16
+        return at + 3 + int.from_bytes(data[at + 1:at + 3], "big")
+    raise ValueError(f"a msgpack type this reader does not know: 0x{first:02x}")
+
+
+class Reshaped(ValueError):
+    """Two messages of different shapes (a number grew a byte: the loop's next two will
+    have the same one again)."""
+
+
+def layout(data: bytes) -> list:
+    """The integers of a replay's batch, in order: its header's (one msgpack map), then the
+    frees after it (records that are handles alone: paths ``("R", i)``); anything else after
+    the header raises ValueError."""
+    out: list = []
+    at = _walk(data, 0, (), out)
+    i = 0
+    while at < len(data):
+        first = data[at]
+        if not (first <= 0x7f or first in _FIXED):
+            raise ValueError("a record other than a free after the header")
+        at = _walk(data, at, ("R", i), out)
+        i += 1
+    return out
+
+
+def read_batch(data: bytes) -> tuple[Any, list]:
+    """A replay's batch read as the worker reads it: its header, and the handles freed after
+    it (ValueError where a record is anything else)."""
+    unpacker = msgpack.Unpacker(**codec.UNPACK_OPTIONS)
+    unpacker.feed(data)
+    header = unpacker.unpack()
+    frees = list(unpacker)
+    if any(type(h) is not int for h in frees):
+        raise ValueError("a record other than a free after the header")
+    return header, frees
+
+
+class Layout:
+    """Two messages of a loop read side by side: which integers step and by how much, and for
+    how many more messages every one of them stays within what its encoding holds
+    (``steps``), so that the next messages are the last one plus k times the difference of
+    the two, read as integers (no carry from one field into another)."""
+
+    def __init__(self, before: bytes, last: bytes) -> None:
+        a, b = layout(before), layout(last)
+        if len(a) != len(b) or len(before) != len(last):
+            raise Reshaped("not the same shape")
+        #: (path, step) of the integers that step
+        self.stepping: list[tuple] = []
+        #: the most messages after *last* whose integers all stay within their encodings
+        self.steps = MAX_STEPS
+        at = 0
+        for (path, start, width, top, x), (path2, start2, width2, top2, y) in zip(a, b):
+            if path != path2 or start != start2 or width != width2 or top != top2:
+                raise Reshaped("not the same shape")
+            if before[at:start] != last[at:start]:   # (every byte but the integers' values)
+                raise ValueError("a byte other than an integer's changes")
+            at = start + width
+            if x == y:
+                continue
+            if not _may_step(path):
+                raise ValueError(f"{path} changes")
+            step = y - x
+            self.steps = min(self.steps, (top - y) // step if step > 0 else y // -step)
+            self.stepping.append((path, step))
+        if before[at:] != last[at:]:
+            raise ValueError("a byte other than an integer's changes")
+        #: the two messages' difference, read as integers
+        self.difference = int.from_bytes(last, "big") - int.from_bytes(before, "big")
+
+
+def _may_step(path: tuple) -> bool:
+    """Whether the header's integer at *path* may step in a loop the lane serves: the batch,
+    the entry's first op, its input handles (a loop-carried result), its result handles, the
+    frees before and after it (not its parameters: the lane's run ahead takes the same)."""
+    return path in _STEPPING or path[:2] in (("T", 2), ("T", 4)) or path[:1] in (("F",), ("R",))
+
+
+# ------------------------------------------------------------------ the lane
+class _Plan:
+    """What the lane serves: the loop's messages from the last one read (*base*: its value
+    as an integer, its header), the stretch, the run ahead's recorded calls, and the count
+    of messages served so far."""
+
+    __slots__ = ("size", "value", "difference", "steps", "served", "key_at", "batch", "first",
+                 "outs", "frees", "dbatch", "dfirst", "douts", "dfrees", "count", "early",
+                 "sid", "inputs", "params", "need", "graph", "state", "arrays", "launches",
+                 "alive", "scatter_rows", "reads", "ran", "slots", "input_frees",
+                 "expected", "ahead", "estimate_cost", "reads_left", "after", "dafter", "dinputs",
+                 "bound", "gather_rows", "bufs", "guards", "array_type")
+
+
+class SteadyLane:
+    """One session's steady lane for its executor *x* (at most one plan), and its counts:
+    messages answered in it (``answered``), plans made (``armed``), left (``left``)."""
+
+    def __init__(self, x: Any) -> None:
+        self.x = x
+        #: ``GPUWB_STEADY_LANE=0`` turns it off (a diagnostic: the benchmarks' side ``nolane``)
+        self.enabled = True
+        self.plan: _Plan | None = None
+        #: the first frames of the last two replays served in a row by the generic path
+        self._before: bytes | None = None
+        self._last: bytes | None = None
+        self.answered = self.armed = self.left = 0
+        #: messages to let pass before trying to arm again, after a failed attempt
+        self._cool = 0
+        self._empty = BatchResults(x.table)
+
+    # ------------------------------------------------------------ arming
+    def served(self, body: bytes | None) -> None:
+        """After the generic path's reply to a batch and the run ahead after it: *body*, the
+        batch's first frame where it was a replay's header alone answered without error, else
+        None. Kept, and a plan made where the last two go on by fixed steps."""
+        self.plan = None
+        if body is None or not self.enabled:
+            self._before = self._last = None
+            return
+        self._before, self._last = self._last, body
+        if self._cool:   # (a loop whose messages did not step lately: not read every time)
+            self._cool -= 1
+            return
+        if self._before is not None and self.x.replay.ahead.ahead is not None:
+            try:
+                self.plan = self._arm(self._before, self._last)
+            except Reshaped:   # (a number grew a byte: the next two will step)
+                return
+            except Exception:   # (two messages that do not step, a stretch it cannot serve)
+                self.plan = None
+            if self.plan is not None:
+                self.armed += 1
+            else:
+                self._cool = COOL
+
+    def _arm(self, before: bytes, last: bytes) -> _Plan | None:
+        x = self.x
+        replay = x.replay
+        run = replay.ahead
+        ahead = run.ahead
+        graphs = replay.graphs
+        if ahead.writes or ahead.results.values or ahead.results.downloads or graphs is None \
+                or x.poisoned_at is not None or x._warnings:
+            return None
+        shape = Layout(before, last)
+        if shape.steps < 2:
+            return None
+        header, after = read_batch(last)
+        if type(header) is not dict or not header.keys() <= REPLAY_KEYS:
+            return None
+        raw, frees = header.get("T"), header.get("F") or []
+        early = header.get("S") == 1
+        stretch, entry = replay.stretches.entry(raw, early)
+        if entry.need is None or entry.need or entry.sid != ahead.sid:
+            return None
+        g = ahead.graph
+        state = graphs.states.get(entry.sid)
+        if state is None or state.graph is not g or g.shape.writes:
+            return None
+        segments = g.segments
+        tail = g.reads_from
+        if tail is None or any(seg.graph is None for seg in segments[:tail]):
+            return None   # (an eager op before the closing reads)
+        alive = [n for n in g.shape.alive]
+        copies = g.copies
+        if alive and (copies.scatter is None or sorted(n for n, _k, _m in copies.scatter_slots) != sorted(alive)):
+            return None   # (a kept result copied out after the graphs: the generic path's)
+        steps = dict(shape.stepping)
+        plan = _Plan()
+        plan.size, plan.difference = len(last), shape.difference
+        plan.value = int.from_bytes(last, "big")
+        plan.steps, plan.served = shape.steps, 0
+        plan.batch, plan.dbatch = header["b"], steps.get(("b",), 0)
+        plan.first, plan.dfirst = entry.first, steps.get(("T", 1), 0)
+        plan.outs = list(entry.outs)
+        plan.douts = [steps.get(("T", 4, i), 0) for i in range(len(entry.outs))]
+        plan.frees = list(frees)
+        plan.dfrees = [steps.get(("F", i), 0) for i in range(len(frees))]
+        plan.after = list(after)
+        plan.dafter = [steps.get(("R", i), 0) for i in range(len(after))]
+        plan.count, plan.early = header.get("n"), early
+        plan.sid, plan.inputs, plan.params, plan.need = entry.sid, entry.inputs, entry.params, entry.need
+        plan.graph, plan.state = g, state
+        plan.dinputs = [steps.get(("T", 2, i), 0) for i in range(len(entry.inputs))]
+        table = x.table.arrays
+        # the inputs the graphs read, by slot: (slot, its handle's step, the array it had)
+        plan.bound = [(n, plan.dinputs[n], table.get(entry.inputs[n])) for n in g.shape.used]
+        if any(a is None and not d for _n, d, a in plan.bound):   # (a carried one: gone by now)
+            return None
+        gather = copies.gather
+        plan.gather_rows = {n: row for row, n in enumerate(copies.gather_slots)} if gather is not None else None
+        plan.bufs, plan.guards = g.bufs, g.guards
+        plan.array_type = graphs.array_type
+        plan.launches = [seg.graph for seg in segments[:tail]]
+        plan.alive = alive
+        plan.scatter_rows = list(copies.scatter_slots) if alive else []
+        plan.ran, plan.slots = ahead.ran, ahead.slots
+        plan.input_frees = [] if early else list(g.shape.input_frees)
+        # the closing reads, their arguments resolved once: the graph's own buffers
+        reads = []
+        for seg in segments[tail:]:
+            for op in seg.ops:
+                def of_slot(slot: Any, g: Any = g, params: list = entry.params) -> Any:
+                    return slot.value(params) if slot.kind == "p" else g.array(slot)
+                reads.append((op.index, op.kind, op.name, fill_slots(op.target, of_slot),
+                              fill_slots(op.args, of_slot), fill_slots(op.kwargs, of_slot)))
+        plan.reads = reads
+        #: the same reads as the generic path keeps them (StretchGraphs' _Reads), left with a
+        #: run ahead of the lane's whose reads wait for the client's replay: the generic path
+        #: makes them where it answers that run (the lane left)
+        plan.reads_left = ahead.reads if ahead.reads is not None or not reads \
+            else _Reads(state, g, segments[tail:], entry.params, {}, True)
+        plan.ahead = ahead
+        plan.estimate_cost = g.cost
+        plan.expected = None
+        self._next(plan)
+        return plan if run.matches(self._entry(plan)) else None
+
+    # ------------------------------------------------------------ the next message
+    def _next(self, plan: _Plan) -> None:
+        """The plan's next message: its bytes, and its numbers."""
+        plan.served += 1
+        plan.value += plan.difference
+        plan.expected = plan.value.to_bytes(plan.size, "big")
+
+    def _entry(self, plan: _Plan) -> ReplayEntry:
+        k = plan.served
+        return ReplayEntry(plan.sid, plan.first + k * plan.dfirst, self._inputs(plan, k), plan.params,
+                           [h + k * d for h, d in zip(plan.outs, plan.douts)], plan.need, plan.early)
+
+    @staticmethod
+    def _inputs(plan: _Plan, k: int) -> list:
+        """The input handles of the plan's *k*-th message."""
+        return [h + k * d for h, d in zip(plan.inputs, plan.dinputs)]
+
+    # ------------------------------------------------------------ a message came
+    def take(self, frames: list, cancel_upto: int, held: bool) -> _Plan | None:
+        """The plan, where the message of *frames* is its next one byte for byte and the
+        session as it was (no batch up to *cancel_upto* is answered: cancelled; *held*: the
+        server has more to do first, a swap-in or a pool gone); else None: the lane is left
+        and the message served as ever."""
+        plan, self.plan = self.plan, None
+        if plan is None:
+            return None
+        x = self.x
+        if plan.served > plan.steps or len(frames) != 1 \
+                or not hmac.compare_digest(frames[0], plan.expected) or held \
+                or plan.batch + plan.served * plan.dbatch <= cancel_upto or x.fatal \
+                or x.poisoned_at is not None or x._warnings \
+                or x.replay.ahead.ahead is not plan.ahead \
+                or not x.pacer.answers_unlaunched(x.replay.ahead.beside):
+            self.left += 1
+            self._before = self._last = None
+            return None
+        return plan
+
+    @staticmethod
+    def batch(plan: _Plan) -> int:
+        """The batch number of the plan's message being served."""
+        return plan.batch + plan.served * plan.dbatch
+
+    @staticmethod
+    def with_time(packed: bytes, seconds: float) -> bytes:
+        """A reply packed less ``t``, with its ``t`` (the worker's time for it, *seconds*):
+        a map of eight keys (a fixmap's first byte, 0x88) becomes one of nine."""
+        return b"\x89" + packed[1:] + _T + codec.packb(seconds)
+
+    def answer(self, plan: _Plan) -> bytes | None:
+        """Answer the plan's message from its run ahead, as Executor.run_batch, StretchReplay.run
+        and RunAhead.answer answer a replay that is the one run ahead: its reply, packed less
+        ``t``; None where its reads, made now, failed or warned (nothing done: the message is
+        then served as ever, the reads made again there)."""
+        x = self.x
+        started = x.began_at = perf_counter()
+        ahead = plan.ahead
+        k = plan.served
+        first = plan.first + k * plan.dfirst
+        if ahead.read_values is not None:
+            values = [[first + seq, value] for seq, value in ahead.read_values]
+        else:
+            got = self._read(plan)
+            if got is None:
+                return None
+            values = [[first + seq, value] for seq, value in got]
+        table = x.table
+        batch = plan.batch + k * plan.dbatch
+        x._batch_no = batch
+        x._launched = False
+        for h, d in zip(plan.frees, plan.dfrees):   # (the header's F, before the stretch)
+            table.free(h + k * d)
+        replay = x.replay
+        replay.replays += 1
+        run = replay.ahead
+        run.ahead = None
+        gaps = run._gaps.get(plan.sid)   # (its client's gap: RunAhead._reads_now)
+        if gaps is None:
+            gaps = run._gaps[plan.sid] = deque(maxlen=GAPS_KEPT)
+        gaps.append(started - ahead.started - ahead.read_wait)
+        for n, (h, d) in enumerate(zip(plan.outs, plan.douts)):
+            table.rename(PROVISIONAL + n, h + k * d)
+        if plan.input_frees:
+            inputs = self._inputs(plan, k)
+            for n in plan.input_frees:
+                table.free(inputs[n])
+        for h, d in zip(plan.after, plan.dafter):   # (the client's frees after the replay)
+            table.free(h + k * d)
+        replay.graphed += 1
+        replay.alone_answers += 1
+        run.hits += 1
+        x.ops_run += plan.ran
+        x._ended = plan.ran
+        pacer = x.pacer
+        if ahead.measured_from is not None and pacer.settled:   # (a run ahead the pacer
+            pacer.learn(ahead.graph.cost, pacer.busy - ahead.measured_from,   # measured)
+                        ahead.alone and pacer.alone_now())
+        pacer.ended = perf_counter()
+        pacer.pass_baton()
+        x.worked += perf_counter() - started
+        self.answered += 1
+        count = plan.count
+        return codec.packb({"b": batch, "m": _NO_METAS, "v": values, "d": [], "e": None,
+                            "w": [], "x": plan.ran,
+                            "s": max(0, count - plan.ran) if type(count) is int else 0})
+
+    def _read(self, plan: _Plan) -> list | None:
+        """The closing reads of the replay run ahead, made now (their values numbered from 0),
+        or None where one failed or warned (nothing kept: made again where asked)."""
+        x = self.x
+        seq, warned = x.seq, len(x._warnings)
+        call = x.call
+        values = []
+        try:
+            for index, kind, name, target, args, kwargs in plan.reads:
+                x.seq = index
+                values.append([index, call(kind, name, target, args, kwargs)])
+        except Exception:
+            return None
+        finally:
+            x.seq = seq
+            failed = len(x._warnings) != warned
+            del x._warnings[warned:]
+        return None if failed else values
+
+    # ------------------------------------------------------------ after the reply
+    def after_reply(self, plan: _Plan) -> None:
+        """After the reply to the plan's message: the executor's end of batch, then the next
+        replay run ahead by the plan's calls (the generic path where it may not be), and the
+        plan kept for the message after."""
+        x = self.x
+        executed, x._ended = x._ended, None
+        pacer = x.pacer
+        pacer.end_unlaunched(x.more_work)
+        run = x.replay.ahead
+        if self._run_ahead(plan):
+            self._next(plan)
+            self.plan = plan
+            return
+        # (the generic run ahead, where the lane's may not run: the pacer measures this
+        # replay, say); the plan goes on where what it ran is the next message's replay
+        entry = self._entry(plan)
+        graphs = x.replay.graphs
+        g = plan.graph
+        g.copies.learn(g.shape.used, entry.inputs, entry.outs)   # (as StretchGraphs.learn_last)
+        if graphs is not None and not run.start(g, entry):
+            graphs.prepare_next(g)
+        if run.ahead is None:
+            pacer.out_of_work(x.more_work)
+        self._next(plan)
+        ahead = run.ahead
+        if ahead is not None and not ahead.writes and not ahead.results.values \
+                and (ahead.read_values is not None or ahead.reads is not None or not plan.reads) \
+                and run.matches(self._entry(plan)):
+            plan.ahead = ahead
+            self.plan = plan
+            return
+        self._before = self._last = None
+        self.left += 1
+
+    def _run_ahead(self, plan: _Plan) -> bool:
+        """Run the plan's next replay ahead, as RunAhead.start and StretchGraphs.run would
+        for it (the same inputs and parameters): whether it ran."""
+        x = self.x
+        pacer = x.pacer
+        run = x.replay.ahead
+        g = plan.graph
+        if x.poisoned_at is not None or plan.state.graph is not g or not pacer.may_run_ahead(run.beside) \
+                or x.more_work():
+            return False
+        # its inputs: the same arrays, or (a loop-carried result) the one the client's last
+        # replay named, of the layout its graphs were captured with (StretchGraphs._fits)
+        k = plan.served + 1
+        arrays = x.table.arrays
+        inputs = plan.inputs
+        moved = []
+        for n, step, had in plan.bound:
+            a = arrays.get(inputs[n] + k * step)
+            if a is had:
+                continue
+            if a is None or type(a) is not plan.array_type \
+                    or plan.guards[n] != (a.shape, a.dtype, a.strides):
+                return False
+            moved.append((n, a))
+        estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
+        if estimate is None:   # (the pacer measures this one: the generic run ahead)
+            return False
+        began = perf_counter()
+        tools = x.replay.graphs.tools
+        copies = g.copies
+        rows = plan.gather_rows
+        if rows is None:   # (no copy table: each input copied into its buffer, as set_up does)
+            bufs, now = plan.bufs, dict(moved)
+            for n, _step, had in plan.bound:
+                tools.copy(bufs[n], now.get(n, had))
+        elif moved:
+            gather = copies.gather
+            for n, a in moved:
+                gather.set(rows[n], plan.bufs[n], a)
+            if gather.commit():
+                g.pvalues.dirty = True
+        made = []
+        if plan.scatter_rows:
+            scatter = copies.scatter
+            for row, (n, kept, make) in enumerate(plan.scatter_rows):
+                array = copies._made_for(tools, n, make)
+                scatter.set(row, array, kept)
+                made.append((n, array))
+            if scatter.commit():
+                g.pvalues.dirty = True
+        room = x.make_room
+        x.make_room = None
+        try:
+            if g.pblock is not None and g.pvalues.dirty:
+                g.write_block()
+                g.pvalues.dirty = False
+            launch = tools.launch
+            for graph in plan.launches:
+                launch(graph)
+            table = x.table
+            for n, array in made:
+                table.put(PROVISIONAL + n, array)
+        except Exception:   # (out of memory, say: nothing the client holds was written)
+            self._free(plan)
+            return False
+        finally:
+            x.make_room = room
+        del made
+        pacer.charge(estimate)
+        ahead = run.ahead = _Ahead(plan.sid, self._inputs(plan, k), plan.params, g, self._empty, plan.ran,
+                                   plan.slots, plan.reads_left, [], None, began, pacer.alone_now())
+        plan.ahead = ahead
+        # its closing reads at once where RunAhead.start would make them so (a short replay,
+        # or short beside its client's gaps; not an early replay's): one that fails or warns
+        # leaves them for the client's replay, as there
+        cost = g.cost[0]
+        if plan.reads and not plan.early and cost is not None and run._reads_now(plan.sid, cost):
+            waited = perf_counter()
+            values = self._read(plan)
+            ahead.read_wait = perf_counter() - waited
+            if values is not None:
+                ahead.reads, ahead.read_values = None, values
+                run.read_now += 1
+            else:
+                run.read_later += 1
+        return True
+
+    def _free(self, plan: _Plan) -> None:
+        """A run ahead of the lane's that did not finish: its provisional results go."""
+        table = self.x.table
+        for n in range(plan.slots):
+            table.free(PROVISIONAL + n)

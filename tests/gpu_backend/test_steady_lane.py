@@ -1,0 +1,194 @@
+"""The steady lane (worker/steady_lane.py): a loop's replays that go on by fixed steps served
+in a few calls a message, and left for the generic path at anything else.
+
+What the lane may answer is read from two real messages side by side (``Layout``): only
+unsigned integers of the batch, the entry's first op, its inputs, results and frees may
+step, and only while each stays within what its encoding holds. Through a real pool on the
+NumPy device (its workers run every replay ahead, whatever its device time): loops whose
+replays the lane answers give the very bits the same loop gives on a session without
+replay and with the lane off — a hot sync, a loop-carried array (early replay on and off),
+results the user keeps, an input replaced, a scalar changed, other messages between, a read
+that fails now and then — and a pool with ``GPUWB_STEADY_LANE=0`` answers none in the lane."""
+
+from __future__ import annotations
+
+import time
+
+import msgpack
+import numpy as np
+import pytest
+
+from gpu_backend.protocol import codec
+from gpu_backend.worker.steady_lane import Layout, layout
+from ..differential import assert_bitwise
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+
+STEPS = 100
+#: the user's own Python between iterations: the worker runs the next replay ahead meanwhile
+#: (a sleep, so that the client's pause leaves the worker a core on a loaded machine)
+PAUSE = 0.002
+
+
+def _pause() -> None:
+    time.sleep(PAUSE)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with pool_running_ahead("share", read_now=True) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def pool_without_lane():
+    with pool_running_ahead("share", read_now=True, GPUWB_STEADY_LANE="0") as p:
+        yield p
+
+
+# ------------------------------------------------------------------ reading two messages
+def _batch(b: int, first: int, outs: list, frees: list, params: list | None = None,
+           inputs: list | None = None, after: tuple = ()) -> bytes:
+    header = {"k": b"k" * 32, "b": b, "n": 3, "r": None,
+              "T": [1, first, inputs or [0, 1], params or [1], outs, []], "F": frees}
+    return codec.packb(header) + b"".join(codec.packb(h) for h in after)
+
+
+def test_two_messages_that_step_say_the_next_ones_while_every_number_keeps_its_width():
+    a = _batch(400, 1196, [1196, 1197], [1194], after=(1190,))
+    b = _batch(401, 1199, [1199, 1200], [1197], after=(1193,))
+    shape = Layout(a, b)
+    assert dict(shape.stepping) == {("b",): 1, ("T", 1): 3, ("T", 4, 0): 3, ("T", 4, 1): 3,
+                                    ("F", 0): 3, ("R", 0): 3}
+    # the next message is the last plus the difference, read as integers: what the client
+    # would send, byte for byte
+    k = 5
+    nxt = (int.from_bytes(b, "big") + k * shape.difference).to_bytes(len(b), "big")
+    assert nxt == _batch(401 + k, 1199 + 3 * k, [1199 + 3 * k, 1200 + 3 * k], [1197 + 3 * k],
+                         after=(1193 + 3 * k,))
+    # ... as long as every number keeps its encoding (a uint 16 up to 65 535)
+    assert shape.steps == (65535 - 1200) // 3
+    # a fixint (one byte that is its value) goes only up to 127: the batch first here
+    small = Layout(_batch(100, 10, [10, 11], [8]), _batch(101, 13, [13, 14], [11]))
+    assert small.steps == min(127 - 101, (127 - 14) // 3) == 26
+
+
+def test_what_the_lane_cannot_serve_is_refused_when_read():
+    with pytest.raises(ValueError):   # a parameter changes (the run ahead takes the same)
+        Layout(_batch(400, 1196, [1196, 1197], [1194], params=[1.0]),
+               _batch(401, 1199, [1199, 1200], [1197], params=[1.5]))
+    with pytest.raises(ValueError):   # an integer parameter steps: not the lane's either
+        Layout(_batch(400, 1196, [1196, 1197], [1194], params=[7]),
+               _batch(401, 1199, [1199, 1200], [1197], params=[8]))
+    with pytest.raises(ValueError):   # a number grew a byte: not the same shape
+        Layout(_batch(400, 124, [124, 125], [122]), _batch(401, 127, [127, 128], [125]))
+    with pytest.raises(ValueError):   # an op record after the header (not a free)
+        Layout(_batch(400, 1196, [1196, 1197], [1194]) + codec.packb([1, 2, 3, 4, 5]),
+               _batch(401, 1199, [1199, 1200], [1197]) + codec.packb([1, 2, 3, 4, 5]))
+    # every integer of a message, header and frees after it, with where its value lies
+    data = _batch(400, 1196, [1196, 1197], [1194], after=(1190,))
+    found = {path: (width, top, value) for path, _at, width, top, value in layout(data)}
+    assert found[("b",)] == (2, 65535, 400) and found[("n",)] == (1, 127, 3)
+    assert found[("R", 0)] == (2, 65535, 1190)
+    assert msgpack.unpackb(data[:data.index(codec.packb(1190))]) is not None
+
+
+# ------------------------------------------------------------------ loops through a pool
+def _hot_sync(cp):
+    x = cp.arange(1000, dtype=cp.float32) / 3
+    out = []
+    for _ in range(STEPS):
+        out.append(float((x + 1).sum()))
+        _pause()
+    return out, x.get()
+
+
+def _carried(cp):
+    x = cp.arange(1024, dtype=cp.float32) / 1024
+    y = cp.full(1024, 0.25, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        x = (x * 1.01 + y) / (x + 1.5)
+        out.append(float(x.sum()))
+        _pause()
+    return out, x.get()
+
+
+def _changing(cp):
+    """Kept results, a replaced input, a changed scalar and other messages between."""
+    x = cp.arange(1000, dtype=cp.float32) / 7
+    out, kept = [], []
+    c = 1.0
+    for i in range(3 * STEPS):
+        s = (x + c).sum()
+        out.append(float(s))
+        if i % 17 == 5:
+            kept.append(s)              # a result the user keeps (read at the end)
+        if i == STEPS:
+            x = x * 0.5                 # the input replaced
+        if i == 2 * STEPS:
+            c = 2.5                     # the scalar changed
+        if i % 23 == 11:
+            out.append(float(x[3]))     # another message between
+        _pause()
+    return out, [k.get() for k in kept], x.get()
+
+
+@pytest.mark.parametrize("loop", [_hot_sync, _carried, _changing])
+@pytest.mark.parametrize("early", [False, True])
+def test_a_loop_answered_in_the_lane_gives_the_bits_the_ops_give(pool, loop, early):
+    got, want, figures = beside_no_replay(pool, loop, early_replay=early)
+    assert_bitwise(got, want)
+    assert figures["lane"] >= STEPS // 4, figures
+
+
+def test_the_lane_gives_what_the_generic_path_gives(pool, pool_without_lane):
+    got, _want, figures = beside_no_replay(pool, _changing)
+    plain, _again, off = beside_no_replay(pool_without_lane, _changing)
+    assert_bitwise(got, plain)
+    assert figures["lane"] >= STEPS // 4 and off["lane"] == 0, (figures, off)
+    assert off["ahead"] >= STEPS // 4, off
+
+
+def test_a_read_that_fails_in_the_lane_fails_as_ever_and_the_loop_goes_on(pool):
+    """A loop-carried count goes round 1, 2, 3, 4, 0, and the value read is infinite when it
+    is 4: ``int`` of it fails in the worker at every fifth step. The lane's reads of such a
+    step, made at once, fail and leave nothing; the client's replay fails as ever, and the
+    loop goes on, its other steps answered in the lane again (until the stretch is let go
+    after its failures, as without the lane)."""
+    def overflowing(cp):
+        y = cp.zeros(1, dtype=cp.float64)
+        big = cp.full(1, cp.inf)
+        out = []
+        for _ in range(STEPS):
+            y = (y + 1.0) % 5.0
+            try:
+                out.append(int((big ** ((y > 3.0) * 1.0) + y).sum()))   # (1 + y, or inf)
+            except OverflowError as exc:
+                out.append(type(exc).__name__)
+            _pause()
+        return out, [float((y + 1).sum())]
+
+    got, want, figures = beside_no_replay(pool, overflowing, early_replay=False)
+    assert got[0] == want[0] == [2, 3, 4, "OverflowError", 1] * (STEPS // 5)
+    assert_bitwise(got[1], want[1])
+    # (the stretch is let go after a few dozen failed steps, as without the lane; how many
+    # of its steps the lane answers before then depends on the machine's pace)
+    assert figures["ahead"] >= 1 and figures["ahead_read_later"] >= 1, figures
+
+
+def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(pool, pool_without_lane):
+    """The lane's runs ahead keep their results under provisional ids as the generic
+    path's do; after the loop the session holds the same arrays either way."""
+    from kernelproxy.modules import module_for
+    from kernelproxy.session import Session
+    from kernelproxy.settings import SessionSettings
+
+    counts = []
+    for p in (pool, pool_without_lane):
+        with Session(p.address, p.token, settings=SessionSettings(replay_measured=False)) as s:
+            cp = module_for(s)
+            _carried(cp)
+            info = s.memory_info()
+            counts.append((info["arrays"], info["memory_used"]))
+    assert counts[0] == counts[1], counts
+    assert np.isfinite(counts[0][1])
