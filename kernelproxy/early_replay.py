@@ -120,14 +120,16 @@ class EarlyPlan:
 
 
 class Early:
-    """An early replay in flight: its batch, the entry sent, the run it was sent for, and
-    whether the run matched it (None: not known yet; True: it answers the run; False:
-    undone, its reply dropped)."""
+    """An early replay in flight: its batch, the entry sent, the run it was sent for, the
+    template whose plan sent it (the run may have switched to another held stretch of the
+    same first ops since: TemplateRun._switch), and whether the run matched it (None: not
+    known yet; True: it answers the run; False: undone, its reply dropped)."""
 
-    __slots__ = ("batch", "entry", "run", "decided")
+    __slots__ = ("batch", "entry", "run", "template", "decided")
 
     def __init__(self, batch: int, entry: list, run: Any) -> None:
         self.batch, self.entry, self.run = batch, entry, run
+        self.template = run.template
         self.decided: bool | None = None
 
 
@@ -211,8 +213,10 @@ def abandon(session: Any, run: Any) -> None:
     session.stretches.unreplayed(early.batch)
     session.stretches.early_undone += 1
     session._run_origins.pop(early.batch, None)
-    template = run.template
-    template.early_at = template.early_plan.missed()
+    template = early.template   # (the sender's plan missed: not the template the run has
+    plan = template.early_plan  # switched to since, which may have none)
+    if plan is not None:
+        template.early_at = plan.missed()
 
 
 def discarded(session: Any, batch: int, reply: dict) -> bool:

@@ -30,6 +30,8 @@ replays.
 
 from __future__ import annotations
 
+import struct
+
 from typing import Any, Callable
 
 import numpy as np
@@ -224,15 +226,25 @@ class StretchKey:
             self.add_free(hid)
 
 
+def _float_bits(value: float) -> str:
+    """A float's key: ``float.hex`` (exact, and a sign of zero its own), or for a NaN its
+    bits, sign and payload (``hex`` says ``nan`` for every NaN: ``xp.add(x, -nan)`` keyed as
+    ``xp.add(x, nan)`` replayed the first one's sign)."""
+    return value.hex() if value == value else "nan:" + _DOUBLE.pack(value).hex()
+
+
+_DOUBLE = struct.Struct("<d")
+
+
 def literal_key(value: Any) -> Any:
     """The key of a value that is neither an array nor a container: itself with its type
     (a float by its bits), a slice's parts, a dtype's string. Raises for anything a key
     cannot hold."""
     t = type(value)
     if t is float:   # by its bits: -0.0 == 0.0, yet cupy.full(n, -0.0) is not cupy.full(n, 0.0)
-        return ("l", "float", value.hex())
+        return ("l", "float", _float_bits(value))
     if t is complex:
-        return ("l", "complex", value.real.hex(), value.imag.hex())
+        return ("l", "complex", _float_bits(value.real), _float_bits(value.imag))
     if t in _LITERAL_TYPES:
         # the type too: 1 and 1.0 and True are equal and hash alike, but not one stretch
         return ("l", t.__name__, value)
