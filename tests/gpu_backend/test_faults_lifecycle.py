@@ -43,7 +43,7 @@ def _run(script: str, timeout: float = 120) -> str:
 
 
 def _worker_of(pool: LocalPool, session: kernelproxy.Session):
-    return next(w for w in pool.door.host.workers.values()
+    return next(w for w in list(pool.door.host.workers.values())
                 if w.session is not None and w.session.sid == session.id)
 
 
@@ -56,7 +56,7 @@ LOST_THEN_COLLECTED = """
         lost = kernelproxy.connect(pool.tcp_address, pool.token)
         x = module_for(lost).arange(10.0)
         float(x.sum())
-        worker = next(w for w in pool.door.host.workers.values()
+        worker = next(w for w in list(pool.door.host.workers.values())
                       if w.session is not None and w.session.sid == lost.id)
         os.kill(worker.process.pid, signal.SIGKILL)
         try:

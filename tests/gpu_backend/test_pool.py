@@ -73,7 +73,7 @@ def test_a_warm_spare_is_kept_per_device():
         workers_before = set(pool.door.host.workers)
         with kernelproxy.connect(pool.address, pool.token) as s:
             assert s.worker_address                       # served by the spare that was waiting
-            assert any(w.session is not None for w in pool.door.host.workers.values()
+            assert any(w.session is not None for w in list(pool.door.host.workers.values())
                        if w.wid in workers_before)
             while spares() < 1 and time.monotonic() < deadline:
                 time.sleep(0.05)

@@ -37,7 +37,7 @@ def quota_session(tmp_path_factory):
     tokens = write_users(path, {"dana": {"memory": QUOTA}})
     with LocalPool(devices="cpu", users_file=path, lease_timeout=30) as pool:
         with kernelproxy.connect(pool.address, tokens["dana"]) as session:
-            worker = next(w for w in pool.door.host.workers.values()
+            worker = next(w for w in list(pool.door.host.workers.values())
                           if w.session is not None and w.session.sid == session.id)
             float(module_for(session).ones(N).sum())
             yield session, worker.process.pid, _peak_rss(worker.process.pid)

@@ -164,7 +164,7 @@ def test_a_worker_that_dies_is_a_lost_session(pool):
     cp = module_for(session)
     x = cp.arange(10)
     assert int(x.sum()) == 45
-    worker = next(w for w in pool.door.host.workers.values()
+    worker = next(w for w in list(pool.door.host.workers.values())
                   if w.session is not None and w.session.sid == session.id)
     os.kill(worker.process.pid, signals.SIGKILL)
     worker.process.wait(10)

@@ -25,7 +25,7 @@ MIB = 1 << 20
 
 
 def _worker_of(pool: LocalPool, session: kernelproxy.Session):
-    return next(w for w in pool.door.host.workers.values()
+    return next(w for w in list(pool.door.host.workers.values())
                 if w.session is not None and w.session.sid == session.id)
 
 

@@ -307,7 +307,7 @@ def test_the_workbench_reopens_the_group_when_another_devices_session_is_lost(mu
     try:
         session = bench.connect(multi_pool.address, multi_pool.token, devices=2)
         lost = session.group[1]
-        worker = next(w for w in multi_pool.door.host.workers.values()
+        worker = next(w for w in list(multi_pool.door.host.workers.values())
                       if w.session is not None and w.session.sid == lost.id)
         os.kill(worker.process.pid, signal.SIGKILL)
         worker.process.wait(10)
