@@ -1,33 +1,36 @@
 """A correctness campaign: loop programs the tests have not seen, run through the pool with
 stretch replay, early replay and run ahead on, against the same program with replay off and
-against plain NumPy, bit for bit.
+against plain NumPy (or local CuPy on a GPU host), bit for bit.
 
-    python benchmarks/unseen_loops.py [--programs a,b] [--devices cpu] [--scale 1]
-        [--timeout 90] [--json out.json]
+    python benchmarks/unseen_loops.py [--programs a,b] [--devices cpu] [--local numpy]
+        [--scale 1] [--timeout 90] [--json out.json]
 
 Each program is a plain function ``name(xp, n)``, a loop of *n* iterations (>= 50) of the
 kind a CuPy user writes in a notebook, returning NumPy arrays, Python values, or lists and
-tuples of them. It runs three times:
+tuples of them. It runs four times, each pool side on a fresh session of one embedded pool
+(``--devices``: ``cpu``, the NumPy device; ``auto`` on a GPU host):
 
-* ``on``: a fresh session of an embedded pool with the defaults (stretch replay, the
-  client's fast path, early replay; every repeated stretch kept held,
-  ``replay_measured=False``), the pool's workers running a loop's next replay ahead
-  whatever its time (``GPUWB_RUN_AHEAD_US=1e9``, ``GPUWB_READ_AHEAD_US=1e9``, set before the
-  pool starts: the workers inherit them);
-* ``off``: a fresh session of the same pool with replay off (``SessionSettings(graphs=False)``);
-* ``numpy``: ``xp = numpy`` in this process (skipped for programs whose values NumPy does not
-  define the same: the pool's random draws are CuPy's generators, a fancy index out of
-  bounds wraps as in CuPy).
+* ``on``: stretch replay, the client's fast path and early replay on, every repeated
+  stretch kept held (``SessionSettings(replay_measured=False)``), the pool's workers
+  running a loop's next replay ahead whatever its time (``GPUWB_RUN_AHEAD_US=1e9``,
+  ``GPUWB_READ_AHEAD_US=1e9``, set before the pool starts: the workers inherit them);
+* ``off``: replay off (``SessionSettings(graphs=False)``);
+* ``measured``: a session's defaults (``SessionSettings()``: replays timed, a stretch whose
+  replays are not faster let go), compared with ``off``;
+* ``numpy``: the program in this process on ``--local`` (NumPy; ``cupy``: local CuPy on the
+  GPU the pool uses). Programs whose values NumPy does not define the same (the pool's
+  random draws are CuPy's generators) are compared with CuPy only.
 
 The results are compared bitwise (dtype, shape, the bytes; a Python float by its bits). An
 exception the program does not catch, a hang (``--timeout`` seconds a side) or an array
 lost is a failure. The worker's stretch figures (``memory_info()["stretches"]``) and the
 client's (``Session.stretches.figures()``) of the ``on`` session say whether the loop went
-through the fast path: replays, graphed, run ahead, answered from the template, early.
+through the fast path: replays, graphed, run ahead, answered from the template (``fast``),
+sent early, early replays undone, fallbacks; ``measured: replays`` is the defaults'.
 
-Prints a table (program, iterations, replays, graphed, ahead, fast, early, equal to replay
-off, equal to NumPy), each difference's first place, then one JSON object (also written
-to ``--json``).
+Prints a line per program as it runs (with every difference's first place and count), a
+table, the programs with problems and those whose replays were never graphed nor run ahead,
+then one JSON object (also written to ``--json``). Exits 1 where any program had a problem.
 """
 
 from __future__ import annotations
@@ -267,9 +270,9 @@ def exception_mid_loop(xp, n):
             except ValueError:
                 errs.append(("reshape", i))
         if i % 11 == 5:
-            try:
-                y = y + xp.ones(63, dtype=xp.float32)
-                float(y[0])
+            try:   # (not ``y = y + ...``: the pool's y would be the failed result)
+                bad = y + xp.ones(63, dtype=xp.float32)
+                float(bad[0])
             except ValueError:
                 errs.append(("broadcast", i))
         try:
@@ -380,31 +383,6 @@ def fused_functions(xp, n):
         y = step(y, xp.sin(x))
         out.append(float(energy(x)))
     return np.array(out), host(xp, x), host(xp, y)
-
-
-def user_kernel_or_ops(xp, n):
-    """An ElementwiseKernel each iteration, its ops written out where it is refused (the
-    NumPy device refuses user CUDA kernels; NumPy has none): the error and then the loop."""
-    kernel = None
-    if xp is not np:
-        kernel = xp.ElementwiseKernel("float64 x, float64 y", "float64 z",
-                                      "z = x * 0.5 + y", "half_plus")
-    x = xp.linspace(0, 1, 64)
-    out = []
-    for i in range(n):
-        y = None
-        if kernel is not None:
-            try:
-                y = kernel(x, x * 0.1)
-                v = float(y.sum())
-            except NotImplementedError:
-                y = None
-        if y is None:
-            y = x * 0.5 + x * 0.1
-            v = float(y.sum())
-        x = y / (v + 1) + 0.25
-        out.append(v)
-    return np.array(out), host(xp, x)
 
 
 def complex_mandelbrot(xp, n):
@@ -535,18 +513,23 @@ def set_from_mutated_host(xp, n):
 
 
 def setitem_from_mutated_host(xp, n):
-    """``x[...] = host`` and ``x[a:b] = host`` from one NumPy array mutated in place."""
+    """``x[:] = host`` and ``x[a:b] = host`` from one NumPy array mutated in place. CuPy
+    refuses a NumPy array there (ValueError: its fill takes scalars; the pool on a GPU says
+    so too), the pool's NumPy device takes it as NumPy does: each side's outcome is kept."""
     buf = np.arange(32, dtype=np.float32)
     x = xp.zeros(32, dtype=xp.float32)
     out = []
     for i in range(n):
         buf *= 1.01
         buf[i % 32] = -i
-        x[...] = buf
-        x[4:8] = buf[:4]
-        y = x * 2
-        out.append(float(y.sum()))
-    return np.array(out), host(xp, x)
+        try:
+            x[:] = buf
+            x[4:8] = buf[:4]
+            y = x * 2
+            out.append(float(y.sum()))
+        except ValueError:
+            out.append("refused")
+    return out, host(xp, x)
 
 
 def two_iterations_back(xp, n):
@@ -1013,7 +996,7 @@ def data_dependent_error(xp, n):
     x = xp.asarray(rng.random(20))
     out = []
     for i in range(n):
-        t = 0.9 if i % 6 == 0 else 0.1
+        t = 0.9 if i >= 30 and i % 7 == 0 else 0.1
         sel = x[x > t]
         try:
             z = sel[:5] * w
@@ -1169,6 +1152,444 @@ def random_shuffle_and_choice(xp, n):
     return out, host(xp, x)
 
 
+def split_pieces_written(xp, n):
+    """``a, b = split(y, 2)`` (views of y), one piece written in place, y read; then (second
+    half) a piece of ``array_split`` read after y is written."""
+    x = xp.ones(8)
+    out = []
+    for i in range(n):
+        y = x * 2
+        a, b = xp.split(y, 2)
+        b += 1
+        out.append(float(y.sum()))
+        x = y / 2
+    for i in range(n):
+        y = x * 2
+        parts = xp.array_split(y, 3)
+        y += 1
+        out.append(float(parts[2].sum()))
+        x = y / 2
+    return out, host(xp, x)
+
+
+def view_functions_written(xp, n):
+    """Views made by functions and methods (squeeze, expand_dims, moveaxis, swapaxes, flip,
+    rot90, real, reshape, atleast_2d, T, [...]) written in place, their base read."""
+    makers = [
+        lambda y: xp.squeeze(y[None]), lambda y: xp.expand_dims(y, 0),
+        lambda y: xp.moveaxis(y.reshape(2, 4), 0, 1), lambda y: xp.swapaxes(y.reshape(2, 4), 0, 1),
+        lambda y: xp.flip(y), lambda y: xp.rot90(y.reshape(2, 4)), lambda y: xp.real(y),
+        lambda y: xp.reshape(y, (4, 2)), lambda y: xp.atleast_2d(y), lambda y: y.reshape(2, 4).T,
+        lambda y: y[...], lambda y: xp.hsplit(y, 2)[1]]
+    x = xp.arange(8.0)
+    out = []
+    for i in range(n):
+        y = x * 2
+        v = makers[(i // 6) % len(makers)](y)
+        v += 1
+        out.append(float(y.sum()))
+        x = y / 2
+    return out, host(xp, x)
+
+
+def out_forms(xp, n):
+    """``out`` by position, by keyword, as a tuple; two outputs (modf, divmod); a reduction's
+    and a ufunc method's out; into views of one array."""
+    a = xp.linspace(0, 1, 8)
+    o = xp.zeros(8)
+    o2 = xp.zeros(8)
+    M = xp.arange(64.0).reshape(8, 8) / 64
+    O = xp.zeros((8, 8))
+    out = []
+    for i in range(n):
+        a = a * 0.9 + 0.05
+        xp.add(a, 1.0, o)
+        xp.modf(a * 1.3 + o, o, o2)
+        xp.divmod(o, 0.7, out=(o2, o))
+        xp.sum(M * a, axis=0, out=o2)
+        xp.add.accumulate(o2, out=o2)
+        xp.dot(M.T, M * a[0], O)
+        xp.negative(a[::2], o[1::2])
+        xp.clip(o, 0.1, 5.0, o)
+        out.append((fbits(float(o.sum())), fbits(float(o2.sum())), fbits(float(O.sum()))))
+    return out
+
+
+def shape_attribute_assigned(xp, n):
+    """``x.shape = ...`` on the loop's array (the same array, another shape) between
+    iterations, the body's ops following the shape."""
+    x = xp.arange(64.0)
+    out = []
+    for i in range(n):
+        x.shape = (8, 8) if (i // 4) % 2 else (64,)
+        y = x * 0.5 + x.T
+        x = y.copy()
+        out.append((x.shape, fbits(float(y.sum()))))
+    return out, host(xp, x)
+
+
+def overlapping_inputs_alternating(xp, n):
+    """``a += b`` where a and b are overlapping views of one array in some iterations and
+    separate arrays in the others."""
+    base = xp.linspace(0, 1, 100)
+    other = xp.linspace(1, 2, 50)
+    out = []
+    for i in range(n):
+        a = base[:50]
+        b = base[25:75] if (i // 5) % 2 else other
+        a += b
+        c = a * b
+        base /= float(xp.abs(base).max())
+        out.append(float(c.sum()))
+    return np.array(out), host(xp, base)
+
+
+def late_input_switches(xp, n):
+    """The body's last ops use an array and a scalar that change only every tenth
+    iteration: an early replay guessed from the last run must be undone then."""
+    x = xp.linspace(0, 1, 64)
+    w1 = xp.linspace(1, 2, 64)
+    w2 = xp.linspace(2, 1, 64)
+    out = []
+    for i in range(n):
+        w = w1 if (i // 10) % 2 == 0 else w2
+        c = 0.5 if (i // 10) % 3 else -0.0
+        y = xp.tanh(x) * 0.9
+        y = y + 0.01
+        y = y * 1.001
+        y = y - 0.002
+        z = y * w + c
+        x = z / float(z.max())
+        out.append(fbits(float(z.sum())))
+    return out, host(xp, x)
+
+
+def empty_reduction_error(xp, n):
+    """``max`` of a selection that is empty in some iterations (ValueError, from the
+    worker: the selection's size is the data's), caught."""
+    x = xp.linspace(0, 1, 20)
+    out = []
+    for i in range(n):
+        t = 2.0 if i >= 30 and i % 7 == 5 else 0.5
+        sel = x[x > t]
+        try:
+            m = sel.max()
+            out.append(float(m))
+        except ValueError:
+            out.append("empty")
+        x = (x * 1.3 + 0.07) % 1.0
+    return out, host(xp, x)
+
+
+def repr_and_format_reads(xp, n):
+    """``repr``/``str`` of arrays and f-strings of their values inside the loop."""
+    x = xp.linspace(0, 1, 6)
+    out = []
+    for i in range(n):
+        x = x * 1.1 - 0.05
+        text = repr(host(xp, x)) if xp is np else repr(x.get())
+        out.append(text)
+        out.append(f"{float(x.sum()):.6f} {str(x[:2] if xp is np else x[:2].get())}")
+    return out
+
+
+def precomputed_views_rotating(xp, n):
+    """Views of one array made before the loop, a different one each iteration written in
+    place while the whole array is read: inputs that alias each other."""
+    base = xp.linspace(0, 1, 60)
+    views = [base[k:k + 20] for k in range(0, 50, 10)]
+    out = []
+    for i in range(n):
+        v = views[i % len(views)]
+        v += 1
+        w = base * 0.5
+        v *= 0.5
+        out.append((fbits(float(w.sum())), fbits(float(base.sum()))))
+    return out, host(xp, base)
+
+
+def numpy_scalar_signed_zeros(xp, n):
+    """NumPy scalar parameters (float32, float64, complex128) whose zero changes sign
+    every ten iterations, used first and last in the body."""
+    x = xp.ones(8, dtype=xp.float32)
+    out = []
+    for i in range(n):
+        neg = (i // 10) % 2 == 1
+        p32 = np.float32(-0.0) if neg else np.float32(0.0)
+        p64 = np.float64(-0.0) if neg else np.float64(0.0)
+        pc = np.complex128(complex(0.0, -0.0)) if neg else np.complex128(0j)
+        a = 1.0 / (x * p32)
+        b = xp.tanh(x) * 0.5 + 0.25
+        b = b * 2.0 - 0.1
+        c = 1.0 / (b * p64)
+        d = (b + pc) * 1.0
+        out.append((fbits(float(a.sum())), fbits(float(c.sum())), fbits(float(d.imag.sum()))))
+    return out
+
+
+def huge_integer_parameters(xp, n):
+    """Python ints too large for the array's dtype: int64 + 2**63 and uint8 + (-1) raise
+    OverflowError (caught); float32 + 10**39 is inf; float32 + 10**400 raises."""
+    i64 = xp.arange(4, dtype=xp.int64)
+    u8 = xp.arange(4, dtype=xp.uint8)
+    f32 = xp.ones(4, dtype=xp.float32)
+    ks = [1, 2 ** 62, 2 ** 63, -(2 ** 63), 5]
+    out = []
+    for i in range(n):
+        k = ks[i % len(ks)] if i >= 20 else 1
+        for arr, val in ((i64, k), (u8, -1 if i % 9 == 8 else 1),
+                         (f32, 10 ** 39 if i % 4 == 0 else (10 ** 400 if i % 11 == 10 else 3))):
+            try:
+                out.append(host(xp, arr + val))
+            except OverflowError:
+                out.append("overflow")
+        out.append(float(f32.sum()))
+    return out
+
+
+def no_sync_period_three(xp, n):
+    """No sync point: a body that takes three forms in turn, every result kept; read at
+    the end."""
+    x = xp.linspace(0, 1, 128)
+    kept = []
+    for i in range(3 * n):
+        if i % 3 == 0:
+            x = x * 0.99 + 0.01
+        elif i % 3 == 1:
+            x = xp.sqrt(x + 1.0) - 0.5
+        else:
+            x = x - x.mean() * 0.1
+        kept.append(x)
+    return host(xp, xp.stack(kept)), host(xp, x)
+
+
+def no_sync_history_in_place(xp, n):
+    """No sync point: ``hist[-3] += hist[-1]`` writes a result of two iterations before."""
+    hist = [xp.ones(32), xp.ones(32) * 2, xp.ones(32) * 3]
+    for i in range(2 * n):
+        y = hist[-1] * 0.5 + hist[-2] * 0.25
+        hist[-3] += y * 0.01
+        hist.append(y)
+    return host(xp, xp.stack(hist))
+
+
+def no_sync_with_one_read_midway(xp, n):
+    """No sync point but one read at the half-way iteration and a download of an early
+    result at three quarters."""
+    x = xp.linspace(0, 1, 64)
+    kept = []
+    mid = None
+    early = None
+    for i in range(2 * n):
+        x = xp.cos(x) * 0.5 + 0.25
+        kept.append(x)
+        if i == n:
+            mid = float(x.sum())
+        if i == 3 * n // 2:
+            early = host(xp, kept[5])
+    return mid, early, host(xp, xp.stack(kept))
+
+
+def unsendable_int_mid_loop(xp, n):
+    """A Python int too large to send (10**400) given to an operator once, mid-loop,
+    caught where NumPy raises it (at the op), the loop going on; the same through a
+    temporary that is downloaded."""
+    x = xp.ones(4, dtype=xp.float32)
+    log = []
+    for i in range(n):
+        big = 10 ** 400 if i == n // 2 else 3
+        try:
+            y = x + big
+        except OverflowError:
+            log.append(("at the op", i))
+        try:
+            log.append(fbits(float(x.sum())))
+        except OverflowError:
+            log.append(("at the next read", i))
+    for i in range(n):
+        big = 10 ** 400 if i == n // 2 else 3
+        try:
+            host(xp, x + big)
+        except OverflowError:
+            log.append(("temporary", i))
+        try:
+            log.append(fbits(float(x.sum())))
+        except Exception as e:  # noqa: BLE001
+            log.append((type(e).__name__, i))
+    return log
+
+
+_ADD_SOURCE = r"""
+extern "C" __global__ void axpy(const double* x, double* y, double a, int n) {
+    int i = blockDim.x * blockIdx.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}"""
+
+
+def user_kernels_in_loop(xp, n):
+    """ElementwiseKernel, ReductionKernel and RawKernel (writing its argument in place) in
+    a loop; where a kernel is refused (the NumPy device: NotImplementedError at the next
+    sync point) or xp is NumPy, the same arithmetic as ops (the results then agree with
+    NumPy's, not bitwise with a GPU's kernel)."""
+    kernels = None
+    if xp is not np and hasattr(xp, "ElementwiseKernel"):
+        kernels = (xp.ElementwiseKernel("float64 x, float64 y", "float64 z",
+                                        "z = x * 0.5 + y", "half_plus"),
+                   xp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "sumsq"),
+                   xp.RawKernel(_ADD_SOURCE, "axpy"))
+    x = xp.linspace(0, 1, 256)
+    y = xp.zeros(256)
+    out = []
+    for i in range(n):
+        done = False
+        if kernels is not None:
+            try:
+                z = kernels[0](x, y)
+                s = kernels[1](z)
+                kernels[2]((1,), (256,), (z, y, np.float64(0.25), np.int32(256)))
+                out.append(fbits(float(s)))
+                done = True
+            except NotImplementedError:
+                kernels = None
+        if not done:
+            z = x * 0.5 + y
+            s = (z * z).sum()
+            y += 0.25 * z
+            out.append(fbits(float(s)))
+        x = xp.tanh(z)
+    return out, host(xp, x), host(xp, y)
+
+
+def aliasing_inputs_in_place(xp, n):
+    """Arrays made before the loop that share memory (a view, overlapping views, a reshape,
+    a transpose), one written in place by an operator, another read after it in the same
+    stretch; the pair changes every fifteen iterations."""
+    base = xp.linspace(0, 1, 60)
+    v = base[:20]
+    v1, v2 = base[:20], base[10:30]
+    r = base.reshape(6, 10)
+    t = base.reshape(6, 10).T
+    out = []
+    for i in range(n):
+        form = (i // 15) % 4
+        if form == 0:
+            base *= 1.01
+            out.append(fbits(float(v.sum())))
+        elif form == 1:
+            v1 += 1
+            out.append(fbits(float(v2.sum())))
+        elif form == 2:
+            r += 1
+            out.append(fbits(float(base.sum())))
+        else:
+            base += 0.5
+            out.append(fbits(float((t * 2).sum())))
+        base /= float(base.max())
+    return out, host(xp, base)
+
+
+
+# ---------------------------------------------------------------------------------------
+# the smallest reproducers of what the programs above found (each a loop of n iterations)
+
+
+def repro_nan_sign_literal(xp, n):
+    """A NaN given to a function (a literal of the stretch, not a parameter) changes sign
+    half-way: the held stretch keeps the first NaN's sign."""
+    x = xp.ones(2)
+    signs = []
+    for i in range(n):
+        s = math.nan if i < n // 2 else -math.nan
+        y = xp.add(x, s)
+        signs.append(math.copysign(1.0, float(y[0])))
+    return signs
+
+
+def repro_read_inside_the_body(xp, n):
+    """A download inside the loop's body every seventh iteration (a sync point before the
+    body's own read)."""
+    x = xp.linspace(0, 1, 100)
+    out = []
+    for i in range(n):
+        x = x * 1.01 + 0.001
+        if i % 7 == 6:
+            host(xp, x)
+        out.append(float(x.sum()))
+    return out
+
+
+def repro_split_piece_written(xp, n):
+    """A piece of ``split`` (a view of y) written in place, y read."""
+    x = xp.ones(4)
+    out = []
+    for i in range(n):
+        y = x * 2
+        a, b = xp.split(y, 2)
+        b += 1
+        out.append(float(y.sum()))
+        x = y / 2
+    return out
+
+
+def repro_view_written_base_read(xp, n):
+    """A view of an array (made before the loop) written in place, the array read."""
+    base = xp.linspace(0, 1, 60)
+    v = base[:20]
+    out = []
+    for i in range(n):
+        v += 1
+        w = base * 0.5
+        out.append(float(w.sum()))
+    return out
+
+
+def repro_two_writes_one_memory(xp, n):
+    """An array and a view of it (both made before the loop) each written in place: the
+    array's final values differ for good."""
+    base = xp.zeros(8)
+    v = base[:4]
+    out = []
+    for i in range(n):
+        base += 1
+        v *= 0.5
+        out.append(float(base.sum()))
+    return out, host(xp, base)
+
+
+def repro_unsendable_int_deferred(xp, n):
+    """``x + 10**400`` once: NumPy (and replay off) raise OverflowError at the op; a held
+    stretch raises it at the next read."""
+    x = xp.ones(4, dtype=xp.float32)
+    log = []
+    for i in range(n):
+        try:
+            y = x + (10 ** 400 if i == n // 2 else 3)
+        except OverflowError:
+            log.append(("at the op", i))
+        try:
+            float(x.sum())
+        except OverflowError:
+            log.append(("at the next read", i))
+    return log
+
+
+def repro_unsendable_int_temporary(xp, n):
+    """``(x + 10**400)`` downloaded once (OverflowError, caught), then ``float(x.sum())``:
+    with a session's defaults, once the stretch is let go, that read has no value."""
+    x = xp.ones(4, dtype=xp.float32)
+    log = []
+    for i in range(n):
+        try:
+            host(xp, x + (10 ** 400 if i == n // 2 else 3))
+        except OverflowError:
+            log.append(("overflow", i))
+        try:
+            log.append(float(x.sum()))
+        except Exception as e:  # noqa: BLE001
+            log.append((type(e).__name__, i))
+    return log
+
+
 #: name → (function, iterations, compared with NumPy)
 PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
     f.__name__: (f, iters, numpy_too) for f, iters, numpy_too in [
@@ -1190,7 +1611,6 @@ PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
         (where_and_nonzero, 60, True),
         (fancy_gather_scatter, 60, True),
         (fused_functions, 60, True),
-        (user_kernel_or_ops, 60, True),
         (complex_mandelbrot, 60, True),
         (nested_alternating_loops, 100, True),
         (same_array_twice_in_place, 60, True),
@@ -1240,6 +1660,30 @@ PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
         (row_iteration_in_place, 60, True),
         (tolist_and_views_downloaded, 60, True),
         (random_shuffle_and_choice, 60, False),
+        (split_pieces_written, 60, True),
+        (view_functions_written, 80, True),
+        (out_forms, 60, True),
+        (shape_attribute_assigned, 60, True),
+        (overlapping_inputs_alternating, 60, True),
+        (late_input_switches, 60, True),
+        (empty_reduction_error, 60, True),
+        (repr_and_format_reads, 60, True),
+        (precomputed_views_rotating, 60, True),
+        (numpy_scalar_signed_zeros, 60, True),
+        (huge_integer_parameters, 60, True),
+        (no_sync_period_three, 60, True),
+        (no_sync_history_in_place, 60, True),
+        (no_sync_with_one_read_midway, 150, True),
+        (unsendable_int_mid_loop, 60, True),
+        (user_kernels_in_loop, 60, True),
+        (aliasing_inputs_in_place, 60, True),
+        (repro_nan_sign_literal, 50, True),
+        (repro_read_inside_the_body, 50, True),
+        (repro_split_piece_written, 50, True),
+        (repro_view_written_base_read, 50, True),
+        (repro_two_writes_one_memory, 50, True),
+        (repro_unsendable_int_deferred, 50, True),
+        (repro_unsendable_int_temporary, 60, True),
     ]}
 
 
@@ -1278,13 +1722,33 @@ def first_difference(a: Any, b: Any) -> str | None:
     """None where *a* and *b* are bitwise the same; else the first place they differ and
     how many items differ."""
     fa, fb = flatten(a), flatten(b)
-    if len(fa) != len(fb):
-        return f"lengths {len(fa)} != {len(fb)}"
-    diffs = [(pa, ia, ib) for (pa, ia), (pb, ib) in zip(fa, fb) if pa != pb or ia != ib]
-    if not diffs:
+    if fa == fb:
         return None
-    pa, ia, ib = diffs[0]
-    return f"{len(diffs)} of {len(fa)} items differ, first at {pa or 'top'}: {_show(ia)} != {_show(ib)}"
+    la = [x for x in fa if x[1][0] not in ("list", "tuple")]   # (leaves: the first place
+    lb = [x for x in fb if x[1][0] not in ("list", "tuple")]   # two results part)
+    diffs = [(pa, ia, pb, ib) for (pa, ia), (pb, ib) in zip(la, lb) if pa != pb or ia != ib]
+    if not diffs:
+        return f"{len(fa)} items against {len(fb)}"
+    pa, ia, pb, ib = diffs[0]
+    where = pa or "top" if pa == pb else f"{pa or 'top'} / {pb or 'top'}"
+    count = (f"{len(diffs)} of {len(fa)} items differ" if len(fa) == len(fb)
+             else f"{len(fa)} items against {len(fb)}")
+    return f"{count}, first at {where}: {_show(ia)} != {_show(ib)}{_element(ia, ib)}"
+
+
+def _element(ia: tuple, ib: tuple) -> str:
+    """For two arrays of one dtype and shape: their first differing element, with its
+    bytes (a NaN's sign shows only there)."""
+    if ia[0] != "array" or ib[0] != "array" or ia[1:3] != ib[1:3]:
+        return ""
+    a = np.frombuffer(ia[3], dtype=np.dtype(ia[1]))
+    b = np.frombuffer(ib[3], dtype=np.dtype(ib[1]))
+    size = a.dtype.itemsize
+    for k in range(a.size):
+        if ia[3][k * size:(k + 1) * size] != ib[3][k * size:(k + 1) * size]:
+            return (f" (element {k}: {a[k]!r} bytes {ia[3][k * size:(k + 1) * size].hex()} != "
+                    f"{b[k]!r} bytes {ib[3][k * size:(k + 1) * size].hex()})")
+    return ""
 
 
 def _show(item: tuple) -> str:
@@ -1314,7 +1778,8 @@ def run_side(fn: Callable, n: int, xp: Any, timeout: float) -> tuple[str, Any]:
         gc.enable()
 
 
-def run_program(pool, name: str, fn: Callable, n: int, numpy_too: bool, timeout: float) -> dict:
+def run_program(pool, name: str, fn: Callable, n: int, numpy_too: bool, timeout: float,
+                local: Any = np) -> dict:
     from kernelproxy.modules import module_for
     from kernelproxy.session import Session
     from kernelproxy.settings import SessionSettings
@@ -1322,7 +1787,8 @@ def run_program(pool, name: str, fn: Callable, n: int, numpy_too: bool, timeout:
     row: dict[str, Any] = {"program": name, "iterations": n}
     sides = {}
     for side, settings in (("on", SessionSettings(replay_measured=False)),
-                           ("off", SessionSettings(graphs=False))):
+                           ("off", SessionSettings(graphs=False)),
+                           ("measured", SessionSettings())):
         t0 = time.perf_counter()
         session = Session(pool.address, pool.token, settings=settings)
         try:
@@ -1331,9 +1797,10 @@ def run_program(pool, name: str, fn: Callable, n: int, numpy_too: bool, timeout:
                 try:
                     signal.setitimer(signal.ITIMER_REAL, timeout)
                     session.sync()
-                    if side == "on":
-                        row["worker"] = dict(session.memory_info()["stretches"])
-                        row["client"] = dict(session.stretches.figures())
+                    if side != "off":
+                        prefix = "" if side == "on" else "measured_"
+                        row[prefix + "worker"] = dict(session.memory_info()["stretches"])
+                        row[prefix + "client"] = dict(session.stretches.figures())
                 except Exception as e:  # noqa: BLE001
                     status, value = "raised", f"after the program: {type(e).__name__}: {e}"
                 finally:
@@ -1345,15 +1812,23 @@ def run_program(pool, name: str, fn: Callable, n: int, numpy_too: bool, timeout:
                 pass
         sides[side] = (status, value)
         row[f"{side}_s"] = round(time.perf_counter() - t0, 3)
-    if numpy_too:
+    if numpy_too or local is not np:   # (the "numpy" side: the local module, NumPy or CuPy)
         with np.errstate(all="ignore"):
-            sides["numpy"] = run_side(fn, n, np, timeout)
+            sides["numpy"] = run_side(fn, n, local, timeout)
     on = sides["on"]
     row["status"] = {k: v[0] for k, v in sides.items()}
     row["problems"] = []
     for side, value in sides.items():
         if value[0] != "ok":
             row["problems"].append(f"{side} {value[0]}: {value[1]}")
+    if on[0] == "ok" and sides["measured"][0] == "ok":   # (the defaults: replay measured)
+        diff = first_difference(sides["measured"][1], sides["off"][1]
+                                if sides["off"][0] == "ok" else on[1])
+        row["measured_equal"] = diff is None
+        if diff:
+            row["problems"].append(f"measured != off {diff}")
+    else:
+        row["measured_equal"] = False
     for other in ("off", "numpy"):
         if other not in sides:
             row[f"equal_{other}"] = None
@@ -1376,8 +1851,13 @@ def main(argv=None) -> int:
     parser.add_argument("--devices", default="cpu")
     parser.add_argument("--scale", type=float, default=1.0, help="iterations times this")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds a side may take")
+    parser.add_argument("--local", choices=("numpy", "cupy"), default="numpy",
+                        help="the module of the third side (cupy: local CuPy on a GPU host)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    local = np
+    if args.local == "cupy":
+        import cupy as local  # noqa: F811
     warnings.simplefilter("ignore")   # (NaN, inf, overflow: the programs mean them)
     names = [n for n in args.programs.split(",") if n] or list(PROGRAMS)
     unknown = sorted(set(names) - set(PROGRAMS))
@@ -1392,19 +1872,21 @@ def main(argv=None) -> int:
         for name in names:
             fn, iters, numpy_too = PROGRAMS[name]
             n = max(50, int(iters * args.scale))
-            row = run_program(pool, name, fn, n, numpy_too, args.timeout)
+            row = run_program(pool, name, fn, n, numpy_too, args.timeout, local)
             rows.append(row)
             w, c = row.get("worker", {}), row.get("client", {})
             print(f"{name:34s} n={n:4d} replays={w.get('replays', '-'):>4} "
                   f"graphed={w.get('graphed', '-'):>4} ahead={w.get('ahead', '-'):>4} "
-                  f"off={_yn(row['equal_off'])} numpy={_yn(row['equal_numpy'])} "
+                  f"off={_yn(row['equal_off'])} {args.local}={_yn(row['equal_numpy'])} "
+                  f"measured={_yn(row['measured_equal'])} "
                   f"({row['on_s']:.1f}s)", flush=True)
             for p in row["problems"]:
                 print("    " + p.replace("\n", "\n    "), flush=True)
 
     print()
     head = (f"{'program':34s} {'iters':>5} {'replays':>7} {'graphed':>7} {'ahead':>5} "
-            f"{'fast':>5} {'early':>5} {'undone':>6} {'fallbk':>6} {'=off':>4} {'=numpy':>6}")
+            f"{'fast':>5} {'early':>5} {'undone':>6} {'fallbk':>6} {'=off':>4} {'=' + args.local:>6} "
+            f"{'measured: replays':>17} {'=off':>4}")
     print(head)
     print("-" * len(head))
     for row in rows:
@@ -1413,7 +1895,9 @@ def main(argv=None) -> int:
               f"{w.get('graphed', '-'):>7} {w.get('ahead', '-'):>5} {c.get('fast', '-'):>5} "
               f"{c.get('early', '-'):>5} {c.get('early_undone', '-'):>6} "
               f"{w.get('fallbacks', '-'):>6} {_yn(row['equal_off']):>4} "
-              f"{_yn(row['equal_numpy']):>6}")
+              f"{_yn(row['equal_numpy']):>6} "
+              f"{row.get('measured_worker', {}).get('replays', '-'):>17} "
+              f"{_yn(row['measured_equal']):>4}")
     failed = [r["program"] for r in rows if r["problems"]]
     idle = [r["program"] for r in rows
             if not r.get("worker", {}).get("graphed") and not r.get("worker", {}).get("ahead")]
@@ -1421,7 +1905,7 @@ def main(argv=None) -> int:
     print(f"no replay graphed or run ahead: {', '.join(idle) or 'none'}")
     print(f"{time.perf_counter() - t_start:.1f} s in all")
     emit({"command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-          "devices": args.devices,
+          "devices": args.devices, "local": args.local,
           "environment": {k: os.environ[k] for k in ("GPUWB_RUN_AHEAD_US", "GPUWB_READ_AHEAD_US")},
           "programs": rows, "with_problems": failed, "not_engaged": idle}, args.json)
     return 1 if failed else 0
