@@ -350,8 +350,9 @@ class SteadyLane:
         plan.value += plan.difference
         plan.expected = plan.value.to_bytes(plan.size, "big")
 
-    def _entry(self, plan: _Plan) -> ReplayEntry:
-        k = plan.served
+    def _entry(self, plan: _Plan, k: int | None = None) -> ReplayEntry:
+        """The replay entry of the plan's *k*-th message (None: the one served now)."""
+        k = plan.served if k is None else k
         return ReplayEntry(plan.sid, plan.first + k * plan.dfirst, self._inputs(plan, k), plan.params,
                            [h + k * d for h, d in zip(plan.outs, plan.douts)], plan.need, plan.early)
 
@@ -484,10 +485,13 @@ class SteadyLane:
             return
         # (the generic run ahead, where the lane's may not run: the pacer measures this
         # replay, say); the plan goes on where what it ran is the next message's replay
-        entry = self._entry(plan)
+        entry, before = self._entry(plan), self._entry(plan, plan.served - 1)
         graphs = x.replay.graphs
         g = plan.graph
-        g.copies.learn(g.shape.used, entry.inputs, entry.outs)   # (as StretchGraphs.learn_last)
+        # (what StretchGraphs.learn_last teaches after each replay, which the lane's answers
+        # skipped: where the inputs come from, from the last two entries)
+        g.copies.learn(g.shape.used, before.inputs, before.outs)
+        g.copies.learn(g.shape.used, entry.inputs, entry.outs)
         if graphs is not None and not run.start(g, entry):
             graphs.prepare_next(g)
         if run.ahead is None:
