@@ -188,6 +188,12 @@ class StretchGraphs:
             arrays[n] = a
         graph = state.graph
         if graph is None:
+            if state.shape.writes and self._overlapping(arrays):
+                # (a capture copies each input into a buffer of its own: two inputs that
+                # share memory, one written in place, would no longer see each other's
+                # writes; a base and its view, both named. Re-run from its records, as the
+                # replays of such inputs are: _fits)
+                return None
             if state.attempts >= MAX_ATTEMPTS:
                 state.give_up()
                 return None
@@ -259,13 +265,20 @@ class StretchGraphs:
         for n, a in arrays.items():
             if type(a) is not array_type or g.guards[n] != (a.shape, a.dtype, a.strides):
                 return None
-        if g.shape.writes and len(arrays) > 1:
-            span = self.x.device.memory_span
-            spans = sorted((span(a)[0], a.nbytes) for a in arrays.values() if a.nbytes)
-            for (start, size), (nxt, _) in zip(spans, spans[1:]):
-                if start + size > nxt:
-                    return None
+        if g.shape.writes and self._overlapping(arrays):
+            return None
         return {} if g.pvalues.write(params) else None
+
+    def _overlapping(self, arrays: dict) -> bool:
+        """Whether two of a replay's input arrays share memory (by their spans)."""
+        if len(arrays) < 2:
+            return False
+        span = self.x.device.memory_span
+        spans = sorted((span(a)[0], a.nbytes) for a in arrays.values() if a.nbytes)
+        for (start, size), (nxt, _) in zip(spans, spans[1:]):
+            if start + size > nxt:
+                return True
+        return False
 
     # ------------------------------------------------------------ capture
     def _capture(self, state: GraphState, stretch: HeldStretch, entry: ReplayEntry,
