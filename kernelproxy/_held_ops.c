@@ -330,6 +330,23 @@ operand_fits(PyObject *run, PyObject *session, PyObject *value, PyObject *code_a
     if (code == CODE_SCALAR) {
         if ((PyObject *)Py_TYPE(value) != arg)
             return 0;
+        if (arg == (PyObject *)&PyLong_Type) {   /* an int too large is no parameter: is_param */
+            int overflow = 0;
+            PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (PyErr_Occurred())
+                return -1;
+            if (overflow < 0)
+                return 0;
+            if (overflow > 0) {
+                PyLong_AsUnsignedLongLong(value);
+                if (PyErr_Occurred()) {
+                    if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                        return -1;
+                    PyErr_Clear();
+                    return 0;
+                }
+            }
+        }
         return PyList_Append(params, value) < 0 ? -1 : 1;
     }
     if (code == CODE_RESULT || code == CODE_INPUT) {

@@ -356,15 +356,19 @@ class Session(SessionReplies):
             self._check_open()
             if self._error is not None:  # an earlier op failed: say so before queueing more
                 self._raise_pending()
-            self._seq += 1
-            seq = self._seq
             pack = self._packer.pack
             try:
                 body = pack([target, list(args), kwargs or {}])
             except codec.NeedsDeviceViews:   # read those objects first: they may ask the pool
                 body = pack([target, codec.with_device_views(list(args)),
                              codec.with_device_views(kwargs or {})])
-            self._ops.append(pack([seq, kind, want, out, name]) + body)
+            seq = self._seq + 1
+            record = pack([seq, kind, want, out, name]) + body
+            # (numbered once it can be sent: an op refused here, an int too large to send,
+            # takes no number the worker would then give the next op, whose value the
+            # client would ask for under the number it skipped)
+            self._seq = seq
+            self._ops.append(record)
             if self.stretches is not None:   # (the stretch's key: one call, on every op)
                 self.stretches.current.add_op(kind, want, out, name, target, args, kwargs)
             filename, line = caller(2)   # (submit's caller's caller: past kernelproxy)

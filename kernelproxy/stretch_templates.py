@@ -39,7 +39,7 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.stretch_records import Op, StretchRecords, read_records
-from gpu_backend.protocol.stretches import is_param
+from gpu_backend.protocol.stretches import INT_PARAM_HIGH, INT_PARAM_LOW, is_param
 
 from . import early_replay
 from . import held_ops
@@ -435,8 +435,8 @@ class TemplateRun:
         if code == _RESULT:
             return type(value) is self._array and value._s is session and value._h == self.hids[arg]
         if code == _SCALAR:
-            if type(value) is not arg:
-                return False
+            if type(value) is not arg or (arg is int and not INT_PARAM_LOW <= value < INT_PARAM_HIGH):
+                return False   # (an int too large is no parameter: is_param)
             params.append(value)
             return True
         if code == _INPUT:

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import api
 
-__all__ = ["PARAM_OPERATORS", "is_param", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
+__all__ = ["PARAM_OPERATORS", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
 
 #: Operators whose scalar operands are parameters: the arithmetic and comparison ones and
 #: their in-place forms (getitem's and setitem's indices select, so they stay literal; a
@@ -44,9 +44,16 @@ MAX_STRETCH_OPS = 512
 MAX_HELD = 64
 
 
+#: the ints a parameter may hold: those msgpack sends as they are (a larger one goes as the
+#: op's literal, sent, or refused as unsendable, at its own op: as without replay)
+INT_PARAM_LOW, INT_PARAM_HIGH = -(1 << 63), 1 << 64
+
+
 def is_param(value: Any) -> bool:
     """Whether *value*, an operand of a :data:`PARAM_OPERATORS` operator, is a parameter."""
     t = type(value)
+    if t is int:
+        return INT_PARAM_LOW <= value < INT_PARAM_HIGH
     if t in _PYTHON_SCALARS:
         return True
     return isinstance(value, np.generic) and value.dtype.kind in "biufc"
