@@ -2,7 +2,8 @@
 (found by benchmarks/unseen_loops.py, programs no test had seen): a NaN scalar's sign, an
 int too large to send, a download inside a loop whose early replay was abandoned. Each loop
 runs on sessions with replay as measured (the defaults), held whatever its timing (the
-compiled held ops and the Python ones) and off, and gives what NumPy gives."""
+compiled held ops and the Python ones) and off, and gives what NumPy gives (local CuPy on a
+GPU)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 
-from ..differential import REFERENCE_IS_NUMPY
+from ..differential import reference_module
 
 SETTINGS = {
     "defaults": SessionSettings(),
@@ -79,10 +80,9 @@ def test_every_session_gives_what_the_ops_give(pool, program):
     want = got["no-replay"]
     for name, values in got.items():
         assert values == want, name
-    if REFERENCE_IS_NUMPY or program is not download_in_the_body:
-        local = program(np)
-        if program is unsendable_int:   # (NumPy's own message differs; where does not)
-            assert [v if not isinstance(v, tuple) else v[1] for v in want] == \
-                [v if not isinstance(v, tuple) else v[1] for v in local]
-        else:
-            assert want == local
+    local = program(reference_module())   # (NumPy; local CuPy on a GPU)
+    if program is unsendable_int:   # (NumPy's own message differs; where does not)
+        assert [v if not isinstance(v, tuple) else v[1] for v in want] == \
+            [v if not isinstance(v, tuple) else v[1] for v in local]
+    else:
+        assert want == local
