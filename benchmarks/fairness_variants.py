@@ -32,6 +32,8 @@ _FLAGS = {
     # replays run ahead only with no lease or alone on the device, not beside others under a
     # standing grant, as before run 95
     "aheadalone": ("GPUWB_RUN_AHEAD_BESIDE", "0"),
+    # the steady lane off (worker/steady_lane.py): every replay served by the generic path
+    "nolane": ("GPUWB_STEADY_LANE", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside
