@@ -113,8 +113,6 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         #: a loop's replays that go on by fixed steps (worker/steady_lane.py)
         self.lane = self.executor.replay.lane
         self.lane.enabled = settings.steady_lane
-        if settings.lane_early_read is not None:
-            self.lane.early_read_seconds = settings.lane_early_read
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop

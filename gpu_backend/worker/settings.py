@@ -97,10 +97,6 @@ class WorkerSettings:
     #: calls a message (worker/steady_lane.py); ``0`` serves every message by the generic
     #: path (a diagnostic: the benchmarks' side ``nolane``)
     steady_lane: bool = True
-    #: ``GPUWB_LANE_EARLY_READ_US``: the most device time (µs, as last measured) of an early
-    #: replay run ahead in the steady lane whose closing reads are made at once
-    #: (worker/steady_lane.py; None: its EARLY_READ_SECONDS); ``0``: when the client asks
-    lane_early_read: float | None = None
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -122,7 +118,6 @@ class WorkerSettings:
         ahead = env.get("GPUWB_RUN_AHEAD_US")
         read_ahead = env.get("GPUWB_READ_AHEAD_US")
         gap_share = env.get("GPUWB_READ_GAP_SHARE")
-        early_read = env.get("GPUWB_LANE_EARLY_READ_US")
         return cls(phases_dir=env.get("GPUWB_WORKER_PHASES") or None,
                    profile_dir=env.get("GPUWB_WORKER_PROFILE") or None,
                    pacing_trace_dir=env.get("GPUWB_PACING_TRACE") or None,
@@ -144,8 +139,7 @@ class WorkerSettings:
                    run_ahead_beside=_on(env, "GPUWB_RUN_AHEAD_BESIDE"),
                    read_ahead=float(read_ahead) * 1e-6 if read_ahead else None,
                    read_gap_share=max(0.0, float(gap_share)) if gap_share not in (None, "") else None,
-                   steady_lane=_on(env, "GPUWB_STEADY_LANE"),
-                   lane_early_read=float(early_read) * 1e-6 if early_read not in (None, "") else None)
+                   steady_lane=_on(env, "GPUWB_STEADY_LANE"))
 
 
 def environ_under_callgrind() -> dict[str, str]:

@@ -63,8 +63,6 @@ REPLAY_KEYS = frozenset(("k", "b", "n", "r", "T", "S", "F"))
 _STEPPING = {("b",), ("T", 1)}
 #: the most iterations served in the lane before it is armed again from two messages
 MAX_STEPS = 1 << 20
-#: the most device time of an early replay run ahead in the lane whose reads are made at once
-EARLY_READ_SECONDS = 20e-6
 #: replays served by the generic path before the lane tries again where two did not step
 #: (reading a message's layout costs about what serving it does)
 COOL = 16
@@ -235,12 +233,6 @@ class SteadyLane:
         self.answered = self.armed = self.left = 0
         #: messages to let pass before trying to arm again, after a failed attempt
         self._cool = 0
-        #: the most device time (its last measured) of an early replay run ahead in the lane
-        #: whose closing reads are made at once (``GPUWB_LANE_EARLY_READ_US``; 0: never, as
-        #: RunAhead.start): the lane's run ahead is short enough that the worker is done
-        #: waiting for a small graph before the client's next message comes, and the read is
-        #: then off the reply's path
-        self.early_read_seconds = EARLY_READ_SECONDS
         self._empty = BatchResults(x.table)
 
     # ------------------------------------------------------------ arming
@@ -591,8 +583,7 @@ class SteadyLane:
         # or short beside its client's gaps; not an early replay's): one that fails or warns
         # leaves them for the client's replay, as there
         cost = g.cost[0]
-        if plan.reads and cost is not None and (
-                cost <= self.early_read_seconds if plan.early else run._reads_now(plan.sid, cost)):
+        if plan.reads and not plan.early and cost is not None and run._reads_now(plan.sid, cost):
             waited = perf_counter()
             values = self._read(plan)
             ahead.read_wait = perf_counter() - waited

@@ -40,8 +40,8 @@ def pool():
 def reading_pool():
     """... whose workers also make a run ahead's closing reads at once, whatever its
     device time (READ_NOW_SECONDS is passed by the NumPy device's on a slow VM)."""
-    with pool_running_ahead("share", read_now=True, GPUWB_LANE_EARLY_READ_US="0") as p:
-        yield p   # (an early replay's reads when asked, in the steady lane too: the rule tested)
+    with pool_running_ahead("share", read_now=True) as p:
+        yield p
 
 
 def _loop_then_more(cp):
