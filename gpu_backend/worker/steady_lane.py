@@ -17,9 +17,11 @@ and twenty-fourth sessions' lanes); fewer steps do.
 So once two replays of a stretch have been served in a row and the next is run ahead, the
 lane compares the two messages field by field (``Layout``): where they have the same shape
 and every difference is an unsigned integer of the batch number, the entry's first op, its
-result handles or the frees before it, the loop's next messages are known for as many
-iterations as those numbers keep their width on the wire (``Layout.steps``), as bytes
-(the last message plus k times the difference, read as one integer) and as what they say.
+inputs, its result handles or the frees before and after it, or a float parameter (a loop's
+``step * 0.5``), the loop's next messages are known for as many iterations as those numbers
+keep their width on the wire (``Layout.steps``), as bytes (the last message plus k times the
+difference, read as one integer, the floats' bytes written in as RunAhead's guess steps
+them) and as what they say.
 A message that is the next one byte for byte (compared in constant time: it holds the
 session key) is answered from the replay run ahead with the generic answer's effects made
 directly — its frees, its results renamed to the client's handles, the counts —, its reply
@@ -40,6 +42,8 @@ the same graphs launched with the same copy rows, the same reads.
 from __future__ import annotations
 
 import hmac
+import math
+import struct
 from collections import deque
 from time import perf_counter
 from typing import Any
@@ -117,6 +121,9 @@ def _walk(data: bytes, at: int, path: tuple, out: list) -> int:
         return at + 1
     if first in _SIGNED:
         return at + 1 + _SIGNED[first]
+    if first == 0xcb:   # a float 64 (a Python float's encoding): recorded, top None
+        out.append((path, at + 1, 8, None, data[at + 1:at + 9]))
+        return at + 9
     if first in _FLOATS:
         return at + 1 + _FLOATS[first]
     if first in (0xc0, 0xc2, 0xc3):                    # nil, false, true
@@ -175,16 +182,25 @@ class Layout:
             raise Reshaped("not the same shape")
         #: (path, step) of the integers that step
         self.stepping: list[tuple] = []
+        #: (path, offset, value before, last value) of the float parameters that change (a
+        #: loop's ``step * 0.5``): the next goes on as RunAhead's guess does, last + (last -
+        #: before), written into the message at its offset (a float's bytes do not step)
+        self.floats: list[tuple] = []
         #: the most messages after *last* whose integers all stay within their encodings
         self.steps = MAX_STEPS
         at = 0
         for (path, start, width, top, x), (path2, start2, width2, top2, y) in zip(a, b):
             if path != path2 or start != start2 or width != width2 or top != top2:
                 raise Reshaped("not the same shape")
-            if before[at:start] != last[at:start]:   # (every byte but the integers' values)
-                raise ValueError("a byte other than an integer's changes")
+            if before[at:start] != last[at:start]:   # (every byte but the numbers' values)
+                raise ValueError("a byte other than a number's changes")
             at = start + width
             if x == y:
+                continue
+            if top is None:   # (a float: bytes compared, so a NaN is itself)
+                if path[:2] != ("T", 3):
+                    raise ValueError(f"{path} changes")
+                self.floats.append((path, start, _DOUBLE.unpack(x)[0], _DOUBLE.unpack(y)[0]))
                 continue
             if not _may_step(path):
                 raise ValueError(f"{path} changes")
@@ -192,9 +208,25 @@ class Layout:
             self.steps = min(self.steps, (top - y) // step if step > 0 else y // -step)
             self.stepping.append((path, step))
         if before[at:] != last[at:]:
-            raise ValueError("a byte other than an integer's changes")
-        #: the two messages' difference, read as integers
-        self.difference = int.from_bytes(last, "big") - int.from_bytes(before, "big")
+            raise ValueError("a byte other than a number's changes")
+        #: the last message read as an integer, its float parameters' bytes zeroed, and the
+        #: two messages' difference so read: the next messages' integers, with no carry
+        #: into the floats' bytes (none leaves an integer within its encoding)
+        self.base = int.from_bytes(_zeroed(last, self.floats), "big")
+        self.difference = self.base - int.from_bytes(_zeroed(before, self.floats), "big")
+
+
+def _zeroed(data: bytes, floats: list) -> bytes:
+    """*data* with the bytes of the floats at the offsets of *floats* zeroed."""
+    if not floats:
+        return data
+    out = bytearray(data)
+    for _path, at, _x, _y in floats:
+        out[at:at + 8] = bytes(8)
+    return bytes(out)
+
+
+_DOUBLE = struct.Struct(">d")
 
 
 def _may_step(path: tuple) -> bool:
@@ -215,7 +247,7 @@ class _Plan:
                  "sid", "inputs", "params", "need", "graph", "state", "arrays", "launches",
                  "alive", "scatter_rows", "reads", "ran", "slots", "input_frees",
                  "expected", "ahead", "estimate_cost", "reads_left", "after", "dafter", "dinputs",
-                 "bound", "gather_rows", "bufs", "guards", "array_type")
+                 "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped")
 
 
 class SteadyLane:
@@ -295,7 +327,7 @@ class SteadyLane:
         steps = dict(shape.stepping)
         plan = _Plan()
         plan.size, plan.difference = len(last), shape.difference
-        plan.value = int.from_bytes(last, "big")
+        plan.value = shape.base
         plan.steps, plan.served = shape.steps, 0
         plan.batch, plan.dbatch = header["b"], steps.get(("b",), 0)
         plan.first, plan.dfirst = entry.first, steps.get(("T", 1), 0)
@@ -307,6 +339,9 @@ class SteadyLane:
         plan.dafter = [steps.get(("R", i), 0) for i in range(len(after))]
         plan.count, plan.early = header.get("n"), early
         plan.sid, plan.inputs, plan.params, plan.need = entry.sid, entry.inputs, entry.params, entry.need
+        # the float parameters that step: (its offset, its slot, the value before, the last)
+        plan.floats = [(at, path[2], x, y) for path, at, x, y in shape.floats]
+        plan.stepped = self._stepped(plan)   # (the first message's: RunAhead's guess)
         plan.graph, plan.state = g, state
         plan.dinputs = [steps.get(("T", 2, i), 0) for i in range(len(entry.inputs))]
         table = x.table.arrays
@@ -345,10 +380,38 @@ class SteadyLane:
 
     # ------------------------------------------------------------ the next message
     def _next(self, plan: _Plan) -> None:
-        """The plan's next message: its bytes, and its numbers."""
+        """The plan's next message: its bytes, and its numbers (its float parameters those
+        :meth:`_stepped` gave, which its run ahead took)."""
         plan.served += 1
         plan.value += plan.difference
-        plan.expected = plan.value.to_bytes(plan.size, "big")
+        expected = plan.value.to_bytes(plan.size, "big")
+        if plan.floats:
+            plan.params, plan.floats = plan.stepped
+            expected = bytearray(expected)
+            pack = _DOUBLE.pack
+            for at, _n, _x, y in plan.floats:
+                expected[at:at + 8] = pack(y)
+            expected = bytes(expected)
+            plan.stepped = self._stepped(plan)
+        plan.expected = expected
+
+    @staticmethod
+    def _stepped(plan: _Plan) -> tuple:
+        """The parameters of the message after the plan's current one, and its floats'
+        record: each float that steps goes on as RunAhead's guess (guess_params) has it,
+        last + (last - before); one that would not be finite stays (a message that then
+        does not come: the lane is left)."""
+        if not plan.floats:
+            return plan.params, plan.floats
+        params = list(plan.params)
+        floats = []
+        for at, n, x, y in plan.floats:
+            nxt = y + (y - x)
+            if not math.isfinite(nxt):
+                nxt = y
+            params[n] = nxt
+            floats.append((at, n, y, nxt))
+        return params, floats
 
     def _entry(self, plan: _Plan, k: int | None = None) -> ReplayEntry:
         """The replay entry of the plan's *k*-th message (None: the one served now)."""
@@ -492,6 +555,11 @@ class SteadyLane:
         # skipped: where the inputs come from, from the last two entries)
         g.copies.learn(g.shape.used, before.inputs, before.outs)
         g.copies.learn(g.shape.used, entry.inputs, entry.outs)
+        if plan.floats:   # (... and what RunAhead.start guesses the parameters from)
+            earlier = list(plan.params)
+            for _at, n, x, _y in plan.floats:
+                earlier[n] = x
+            run._before[plan.sid] = earlier
         if graphs is not None and not run.start(g, entry):
             graphs.prepare_next(g)
         if run.ahead is None:
@@ -531,6 +599,9 @@ class SteadyLane:
                     or plan.guards[n] != (a.shape, a.dtype, a.strides):
                 return False
             moved.append((n, a))
+        params = plan.stepped[0]   # (the next message's: its floats stepped, if any)
+        if plan.floats and not g.pvalues.write(params):   # (written where they changed)
+            return False
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
         if estimate is None:   # (the pacer measures this one: the generic run ahead)
             return False
@@ -576,7 +647,7 @@ class SteadyLane:
             x.make_room = room
         del made
         pacer.charge(estimate)
-        ahead = run.ahead = _Ahead(plan.sid, self._inputs(plan, k), plan.params, g, self._empty, plan.ran,
+        ahead = run.ahead = _Ahead(plan.sid, self._inputs(plan, k), params, g, self._empty, plan.ran,
                                    plan.slots, plan.reads_left, [], None, began, pacer.alone_now())
         plan.ahead = ahead
         # its closing reads at once where RunAhead.start would make them so (a short replay,

@@ -12,6 +12,7 @@ that fails now and then — and a pool with ``GPUWB_STEADY_LANE=0`` answers none
 
 from __future__ import annotations
 
+import struct
 import time
 
 import msgpack
@@ -72,11 +73,28 @@ def test_two_messages_that_step_say_the_next_ones_while_every_number_keeps_its_w
     assert small.steps == min(127 - 101, (127 - 14) // 3) == 26
 
 
+def test_a_float_parameter_that_steps_is_written_into_the_next_messages():
+    """A loop's ``step * 0.5``: the float's bytes do not step, so the next message is the
+    integers' step with the float written in, going on as RunAhead's guess does."""
+    a = _batch(400, 1196, [1196, 1197], [1194], params=[1.0])
+    b = _batch(401, 1199, [1199, 1200], [1197], params=[1.5])
+    shape = Layout(a, b)
+    assert [(path, x, y) for path, _at, x, y in shape.floats] == [(("T", 3, 0), 1.0, 1.5)]
+    at = shape.floats[0][1]
+    nxt = bytearray((shape.base + shape.difference).to_bytes(len(b), "big"))
+    nxt[at:at + 8] = struct.pack(">d", 2.0)
+    assert bytes(nxt) == _batch(402, 1202, [1202, 1203], [1200], params=[2.0])
+    # a NaN that stays is the same bytes: no float steps
+    nan = float("nan")
+    assert Layout(_batch(400, 1196, [1196, 1197], [1194], params=[nan]),
+                  _batch(401, 1199, [1199, 1200], [1197], params=[nan])).floats == []
+
+
 def test_what_the_lane_cannot_serve_is_refused_when_read():
-    with pytest.raises(ValueError):   # a parameter changes (the run ahead takes the same)
-        Layout(_batch(400, 1196, [1196, 1197], [1194], params=[1.0]),
-               _batch(401, 1199, [1199, 1200], [1197], params=[1.5]))
-    with pytest.raises(ValueError):   # an integer parameter steps: not the lane's either
+    with pytest.raises(ValueError):   # a float after the header (a record, not a free)
+        Layout(_batch(400, 1196, [1196, 1197], [1194]) + codec.packb(1.0),
+               _batch(401, 1199, [1199, 1200], [1197]) + codec.packb(1.5))
+    with pytest.raises(ValueError):   # an integer parameter steps: not the lane's
         Layout(_batch(400, 1196, [1196, 1197], [1194], params=[7]),
                _batch(401, 1199, [1199, 1200], [1197], params=[8]))
     with pytest.raises(ValueError):   # a number grew a byte: not the same shape
@@ -113,6 +131,16 @@ def _carried(cp):
     return out, x.get()
 
 
+def _stepping_scalar(cp):
+    """``float((x + step * 0.5).sum())``: its parameter changes by the same step."""
+    x = cp.arange(1000, dtype=cp.float32) / 3
+    out = []
+    for step in range(STEPS):
+        out.append(float((x + step * 0.5).sum()))
+        _pause()
+    return out, x.get()
+
+
 def _changing(cp):
     """Kept results, a replaced input, a changed scalar and other messages between."""
     x = cp.arange(1000, dtype=cp.float32) / 7
@@ -133,7 +161,7 @@ def _changing(cp):
     return out, [k.get() for k in kept], x.get()
 
 
-@pytest.mark.parametrize("loop", [_hot_sync, _carried, _changing])
+@pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _changing])
 @pytest.mark.parametrize("early", [False, True])
 def test_a_loop_answered_in_the_lane_gives_the_bits_the_ops_give(pool, loop, early):
     got, want, figures = beside_no_replay(pool, loop, early_replay=early)
