@@ -557,8 +557,8 @@ class SteadyLane:
         g.copies.learn(g.shape.used, entry.inputs, entry.outs)
         if plan.floats:   # (... and what RunAhead.start guesses the parameters from)
             earlier = list(plan.params)
-            for _at, n, x, _y in plan.floats:
-                earlier[n] = x
+            for _at, n, value, _y in plan.floats:   # (not x: the executor, used below)
+                earlier[n] = value
             run._before[plan.sid] = earlier
         if graphs is not None and not run.start(g, entry):
             graphs.prepare_next(g)
@@ -599,11 +599,17 @@ class SteadyLane:
                     or plan.guards[n] != (a.shape, a.dtype, a.strides):
                 return False
             moved.append((n, a))
+        # (a warning of the run ahead's, a parameter's cast or a launch's, would go with the
+        # next reply numbered as no op of it: such a run is not run ahead, as in
+        # RunAhead.start, and the client's replay warns as ever)
+        warned = len(x._warnings)
         params = plan.stepped[0]   # (the next message's: its floats stepped, if any)
         if plan.floats and not g.pvalues.write(params):   # (written where they changed)
+            del x._warnings[warned:]
             return False
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
         if estimate is None:   # (the pacer measures this one: the generic run ahead)
+            del x._warnings[warned:]
             return False
         began = perf_counter()
         tools = x.replay.graphs.tools
@@ -646,6 +652,10 @@ class SteadyLane:
         finally:
             x.make_room = room
         del made
+        if len(x._warnings) != warned:
+            del x._warnings[warned:]
+            self._free(plan)
+            return False
         pacer.charge(estimate)
         ahead = run.ahead = _Ahead(plan.sid, self._inputs(plan, k), params, g, self._empty, plan.ran,
                                    plan.slots, plan.reads_left, [], None, began, pacer.alone_now())
