@@ -115,6 +115,9 @@ class Retained(list):
 class GraphTools:
     #: capturing records launches without running them: a capture is launched after
     capture_runs = False
+    #: (the NumPy device's: its recorded calls number the warnings they raise; a CUDA
+    #: graph's launch raises none)
+    numbering = None
 
     def __init__(self, cupy: Any) -> None:
         self.cp = cupy

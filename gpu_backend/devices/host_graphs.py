@@ -41,6 +41,11 @@ class HostGraphTools:
 
     def __init__(self) -> None:
         self._recording: _HostGraph | None = None
+        #: (the executor, the replay's first op's sequence number) while a replay's graphs
+        #: launch (StretchGraphs._replay): each recorded call sets the executor's ``seq`` to
+        #: its op's, so that a warning it raises names that op's line (Executor.
+        #: _capture_warning), as the op run eagerly would
+        self.numbering: Any = None
 
     @contextlib.contextmanager
     def retaining(self) -> Iterator[Retained]:
@@ -70,7 +75,10 @@ class HostGraphTools:
         return result
 
     def launch(self, graph: _HostGraph) -> None:
+        numbering = self.numbering
         for fn, args, kwargs, finish, kept, index, direct in graph:
+            if numbering is not None:
+                numbering[0].seq = numbering[1] + index
             try:
                 if direct is not None:
                     ufunc, operands, keywords = direct

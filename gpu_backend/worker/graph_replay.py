@@ -330,7 +330,7 @@ class StretchGraphs:
                                 g.copies.capture_in(tools, g.pblock, g.phost, params_size,
                                                     arrays, g.bufs)
                             for op in seg.ops:
-                                self._capture_op(op, g, params, writes)
+                                self._capture_op(op, g, params, writes, first)
                             if rows_out and at == graphs[-1]:   # (the kept results the
                                 made = graphed_ops | {op.index for op in seg.ops}   # graphs make)
                                 kept = [n for n in shape.alive if shape.maker.get(n) in made]
@@ -371,7 +371,8 @@ class StretchGraphs:
         # (results made meanwhile are in the graph's memory: every one goes out as a copy)
         return self._finish(g, stretch.ops, entry, arrays, {}, results)
 
-    def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list) -> None:
+    def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list,
+                    first: int = 0) -> None:
         """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype."""
         try:
             other = None
@@ -402,6 +403,7 @@ class StretchGraphs:
                 self._note_writes(g, op, target, args, kwargs)
             direct = (self.x.device.direct_ufunc(op.kind, op.name, args, kwargs)
                       if op.want == _ARRAY else None)
+            self.x.seq = first + op.index   # (a warning it raises while it runs: its op's)
             result = self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs], {},
                                      self._finish_for(op), op.index, direct)
         except Exception:
@@ -446,10 +448,13 @@ class StretchGraphs:
             for at in range(tail):
                 seg = segments[at]
                 if live and seg.graph is not None:
-                    try:
+                    tools.numbering = (self.x, first)   # (the NumPy device's recorded calls:
+                    try:                                # the ops their warnings name)
                         tools.launch(seg.graph)
-                    except LaunchError as failed:   # (the NumPy device's recorded calls)
+                    except LaunchError as failed:
                         raise _OpError(failed.index, failed.error) from None
+                    finally:
+                        tools.numbering = None
                     scattered = scattered or at == scatter_seg
                 else:
                     live = self._run_eager(seg.ops, g, first, params, handout, results, live)

@@ -11,6 +11,7 @@ are equal and other bits), and never after a write that failed part-way.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,7 @@ class ParamValues:
             return True
         scalars, written = _SCALARS, self._written
         self._last = None   # (until every value is in: a write that fails leaves others written)
+        overflowed = False
         for n, view in self.views.items():
             value = params[n]
             kind = type(value)
@@ -67,6 +69,15 @@ class ParamValues:
             except (TypeError, ValueError, OverflowError):
                 written.pop(n, None)
                 return False
+            if (kind is int or (kind is float and math.isfinite(value))) \
+                    and view.dtype.kind in "fc" and not np.isfinite(view):
+                # a finite value past its dtype's range: the cast warns ("overflow encountered
+                # in cast") as the op run eagerly would, at every replay — so it is written
+                # again each time, never taken as in place already
+                written.pop(n, None)
+                overflowed = True
+                continue
             written[n] = value
-        self._last, self._last_types = list(params), list(map(type, params))
+        if not overflowed:
+            self._last, self._last_types = list(params), list(map(type, params))
         return True
