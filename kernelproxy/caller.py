@@ -12,7 +12,7 @@ import sys
 
 __all__ = ["caller", "call_site", "site_line"]
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: id(code object) -> (the code object, whether it is kernelproxy's own). By id: a code
 #: object's hash is worked out from its whole contents at each lookup (most of a lookup's
 #: time); the object kept beside it tells a reused id from the one classified
@@ -57,7 +57,9 @@ def _own(code) -> bool:
         return entry[1]
     if len(_OWN_CODE) > 4096:   # notebooks make new code objects per cell: stay small
         _OWN_CODE.clear()
-    own = code.co_filename.startswith(_HERE)
+    # (normalised: a package imported through a path with ".." — a script's
+    # ``sys.path.insert(0, join(dirname(__file__), ".."))`` — has such file names)
+    own = os.path.normpath(code.co_filename).startswith(_HERE)
     _OWN_CODE[id(code)] = (code, own)
     return own
 

@@ -46,7 +46,7 @@ def user_traceback(tb: TracebackType | None) -> TracebackType | None:
     left as it is); None when every frame was ours."""
     kept = []
     while tb is not None:
-        if not tb.tb_frame.f_code.co_filename.startswith(_OURS):
+        if not os.path.normpath(tb.tb_frame.f_code.co_filename).startswith(_OURS):   # (".." too)
             kept.append(tb)
         tb = tb.tb_next
     trimmed = None

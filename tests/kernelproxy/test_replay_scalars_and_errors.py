@@ -86,3 +86,19 @@ def test_every_session_gives_what_the_ops_give(pool, program):
             [v if not isinstance(v, tuple) else v[1] for v in local]
     else:
         assert want == local
+
+
+def test_kernelproxy_imported_through_a_path_with_dots_still_knows_its_own_frames():
+    """A script that puts ``join(dirname(__file__), "..")`` on ``sys.path`` imports the
+    package under file names with ``..`` in them: its frames are still its own, and an op's
+    line is the user's (not ``kernelproxy/issue.py``)."""
+    import os
+
+    import kernelproxy
+    from kernelproxy import caller
+
+    here = os.path.dirname(os.path.abspath(kernelproxy.__file__))
+    dotted = os.path.join(here, "..", os.path.basename(here), "issue.py")
+    ours = compile("pass", dotted, "exec")
+    theirs = compile("pass", os.path.join(here, "..", "benchmarks", "mine.py"), "exec")
+    assert caller._own(ours) and not caller._own(theirs)
