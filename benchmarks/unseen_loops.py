@@ -56,7 +56,10 @@ import numpy as np  # noqa: E402
 from json_out import emit  # noqa: E402
 
 
-from unseen_loop_bodies import PROGRAMS, fbits  # noqa: E402
+from unseen_loop_bodies import PROGRAMS as _FIRST, fbits  # noqa: E402
+from unseen_loop_bodies_more import PROGRAMS as _MORE  # noqa: E402
+assert not set(_FIRST) & set(_MORE), sorted(set(_FIRST) & set(_MORE))
+PROGRAMS = {**_FIRST, **_MORE}
 
 
 # ---------------------------------------------------------------------------------------
