@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from gpu_backend.protocol import codec
-from gpu_backend.worker.steady_lane import Layout, layout
+from gpu_backend.worker.lane_messages import Layout, layout
 from ..differential import assert_bitwise
 from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
 
