@@ -24,6 +24,15 @@ _SIGNED = {0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8}
 _FLOATS = {0xca: 4, 0xcb: 8}
 
 
+def _count(data: bytes, at: int, short: bool, sixteen: bool) -> tuple[int, int]:
+    """A map's or an array's count of items at *at* (*short*: in its first byte's low four
+    bits; else in the 16 or 32 bits after it) and where its items begin."""
+    if short:
+        return data[at] & 0x0f, at + 1
+    width = 2 if sixteen else 4
+    return int.from_bytes(data[at + 1:at + 1 + width], "big"), at + 1 + width
+
+
 def _walk(data: bytes, at: int, path: tuple, out: list) -> int:
     """Record every unsigned integer of the msgpack value at *at* in *data* as (path, offset,
     width, the largest value its encoding holds, value) in *out*; returns the offset after
@@ -34,11 +43,7 @@ def _walk(data: bytes, at: int, path: tuple, out: list) -> int:
         out.append((path, at, 1, 0x7f, first))
         return at + 1
     if 0x80 <= first <= 0x8f or first in (0xde, 0xdf):   # maps
-        if first <= 0x8f:
-            count, at = first & 0x0f, at + 1
-        else:
-            width = 2 if first == 0xde else 4
-            count, at = int.from_bytes(data[at + 1:at + 1 + width], "big"), at + 1 + width
+        count, at = _count(data, at, first <= 0x8f, first == 0xde)
         for _ in range(count):
             key = data[at]
             if not 0xa0 <= key <= 0xbf:
@@ -48,11 +53,7 @@ def _walk(data: bytes, at: int, path: tuple, out: list) -> int:
             at = _walk(data, at + 1 + size, path + (name,), out)
         return at
     if 0x90 <= first <= 0x9f or first in (0xdc, 0xdd):   # arrays
-        if first <= 0x9f:
-            count, at = first & 0x0f, at + 1
-        else:
-            width = 2 if first == 0xdc else 4
-            count, at = int.from_bytes(data[at + 1:at + 1 + width], "big"), at + 1 + width
+        count, at = _count(data, at, first <= 0x9f, first == 0xdc)
         for i in range(count):
             at = _walk(data, at, path + (i,), out)
         return at
