@@ -192,13 +192,18 @@ class SteadyLane:
         plan.ran, plan.slots = ahead.ran, ahead.slots
         plan.input_frees = [] if early else list(g.shape.input_frees)
         # the closing reads, their arguments resolved once: the graph's own buffers
-        reads = []
+        reads, with_params = [], []
         for seg in segments[tail:]:
             for op in seg.ops:
                 def of_slot(slot: Any, g: Any = g, params: list = entry.params) -> Any:
-                    return slot.value(params) if slot.kind == "p" else g.array(slot)
+                    if slot.kind == "p":
+                        with_params.append(slot)
+                        return slot.value(params)
+                    return g.array(slot)
                 reads.append((op.index, op.kind, op.name, fill_slots(op.target, of_slot),
                               fill_slots(op.args, of_slot), fill_slots(op.kwargs, of_slot)))
+        if with_params and plan.floats:   # (a read taking a parameter that steps: resolved
+            return None                   # once, it would read with the first one's value)
         plan.reads = reads
         #: the same reads as the generic path keeps them (StretchGraphs' _Reads), left with a
         #: run ahead of the lane's whose reads wait for the client's replay: the generic path
