@@ -83,8 +83,8 @@ def _walk(data: bytes, at: int, path: tuple, out: list) -> int:
 
 
 class Reshaped(ValueError):
-    """Two messages of different shapes (a number grew a byte: the loop's next two will
-    have the same one again)."""
+    """Two messages of different lengths (a number grew a byte: the loop's next two will
+    have the same one again), told before either is read."""
 
 
 def layout(data: bytes) -> list:
@@ -122,9 +122,11 @@ class Layout:
     the two, read as integers (no carry from one field into another)."""
 
     def __init__(self, before: bytes, last: bytes) -> None:
+        if len(before) != len(last):   # (before anything is read: a number grew a byte, or
+            raise Reshaped("not the same length")   # two stretches take turns)
         a, b = layout(before), layout(last)
-        if len(a) != len(b) or len(before) != len(last):
-            raise Reshaped("not the same shape")
+        if len(a) != len(b):
+            raise ValueError("not the same shape")
         #: (path, step) of the integers that step
         self.stepping: list[tuple] = []
         #: (path, offset, value before, last value) of the float parameters that change (a
@@ -136,7 +138,7 @@ class Layout:
         at = 0
         for (path, start, width, top, x), (path2, start2, width2, top2, y) in zip(a, b):
             if path != path2 or start != start2 or width != width2 or top != top2:
-                raise Reshaped("not the same shape")
+                raise ValueError("not the same shape")
             if before[at:start] != last[at:start]:   # (every byte but the numbers' values)
                 raise ValueError("a byte other than a number's changes")
             at = start + width

@@ -70,7 +70,7 @@ class ParamValues:
                 written.pop(n, None)
                 return False
             if (kind is int or (kind is float and math.isfinite(value))) \
-                    and view.dtype.kind in "fc" and not np.isfinite(view):
+                    and view.dtype.kind in "fc" and not math.isfinite(abs(view.item())):
                 # a finite value past its dtype's range: the cast warns ("overflow encountered
                 # in cast") as the op run eagerly would, at every replay — so it is written
                 # again each time, never taken as in place already

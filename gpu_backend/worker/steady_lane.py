@@ -75,11 +75,11 @@ class _Plan:
     as an integer, its header), the stretch, the run ahead's recorded calls, and the count
     of messages served so far."""
 
-    __slots__ = ("size", "value", "difference", "steps", "served", "key_at", "batch", "first",
+    __slots__ = ("size", "value", "difference", "steps", "served", "batch", "first",
                  "outs", "frees", "dbatch", "dfirst", "douts", "dfrees", "count", "early",
-                 "sid", "inputs", "params", "need", "graph", "state", "arrays", "launches",
-                 "alive", "scatter_rows", "reads", "ran", "slots", "input_frees",
-                 "expected", "ahead", "estimate_cost", "reads_left", "after", "dafter", "dinputs",
+                 "sid", "inputs", "params", "need", "graph", "state", "launches",
+                 "scatter_rows", "reads", "ran", "slots", "input_frees",
+                 "expected", "ahead", "reads_left", "after", "dafter", "dinputs",
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped")
 
 
@@ -153,7 +153,7 @@ class SteadyLane:
         tail = g.reads_from
         if tail is None or any(seg.graph is None for seg in segments[:tail]):
             return None   # (an eager op before the closing reads)
-        alive = [n for n in g.shape.alive]
+        alive = g.shape.alive
         copies = g.copies
         if alive and (copies.scatter is None or sorted(n for n, _k, _m in copies.scatter_slots) != sorted(alive)):
             return None   # (a kept result copied out after the graphs: the generic path's)
@@ -187,7 +187,6 @@ class SteadyLane:
         plan.bufs, plan.guards = g.bufs, g.guards
         plan.array_type = graphs.array_type
         plan.launches = [seg.graph for seg in segments[:tail]]
-        plan.alive = alive
         plan.scatter_rows = list(copies.scatter_slots) if alive else []
         plan.ran, plan.slots = ahead.ran, ahead.slots
         plan.input_frees = [] if early else list(g.shape.input_frees)
@@ -211,8 +210,6 @@ class SteadyLane:
         plan.reads_left = ahead.reads if ahead.reads is not None or not reads \
             else _Reads(state, g, segments[tail:], entry.params, {}, True)
         plan.ahead = ahead
-        plan.estimate_cost = g.cost
-        plan.expected = None
         self._next(plan)
         return plan if run.matches(self._entry(plan)) else None
 
@@ -376,7 +373,7 @@ class SteadyLane:
         replay run ahead by the plan's calls (the generic path where it may not be), and the
         plan kept for the message after."""
         x = self.x
-        executed, x._ended = x._ended, None
+        x._ended = None   # (the executor's end of batch, as Executor.after_reply)
         pacer = x.pacer
         pacer.end_unlaunched(x.more_work)
         run = x.replay.ahead
