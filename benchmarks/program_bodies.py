@@ -389,5 +389,34 @@ def sgd_minibatch(xp, n, steps=200, batch=512, features=32, lr=0.05):
     return np.array([losses[0], losses[-1], float(_get(w).sum())])
 
 
+def fused_loop(xp, n, steps=200):
+    """A damped oscillator stepped by ``cupy.fuse`` functions, written as CuPy's documentation
+    writes them: a fused update of the velocities (two Python scalars as parameters) and a
+    fused reduction of the energy, read every ten steps (NumPy: the functions unfused)."""
+    fuse = getattr(xp, "fuse", lambda f: f)
+
+    @fuse
+    def velocity(v, x, k, damping):
+        return v * damping - x * k
+
+    @fuse
+    def moved(x, v, dt):
+        return x + v * dt
+
+    @fuse
+    def energy(x, v):
+        return xp.sum(x * x + v * v)
+
+    x = xp.linspace(-1, 1, n, dtype=xp.float32)
+    v = xp.zeros(n, dtype=xp.float32)
+    readings = []
+    for i in range(steps):
+        v = velocity(v, x, 0.01, 0.999)
+        x = moved(x, v, 0.5)
+        if i % 10 == 9:
+            readings.append(float(energy(x, v)))
+    return np.array(readings + [float(_get(x)[n // 3]), float(_get(v)[n // 7])])
+
+
 def _get(a):
     return a.get() if hasattr(a, "get") else np.asarray(a)

@@ -75,7 +75,7 @@ from served_pool import OWN_POOLS_HELP, sessions_for, use_side  # noqa: E402
 from program_bodies import (  # noqa: E402  (beside this file)
     black_scholes, chain20, conjugate_gradient, heat2d, hot_sync, kmeans, logistic_regression,
     mc_option, mlp_training, momentum_no_sync, monte_carlo_pi, nbody, no_sync_loop,
-    random_walk, sgd_minibatch, stencil, wave_no_sync)
+    random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop)
 
 
 PROGRAMS = {
@@ -101,6 +101,8 @@ PROGRAMS = {
     "sgd_minibatch": (sgd_minibatch, 200_000, 5_000, 1e-4),
     "wave_no_sync": (wave_no_sync, 4096, 1024, 1e-4),
     "momentum_no_sync": (momentum_no_sync, 100_000, 5_000, 1e-4),
+    # (cupy.fuse's functions: one kernel each call, locally and in the pool)
+    "fused_loop": (fused_loop, 1_000_000, 10_000, 1e-4),
 }
 
 #: The iterations of each program's main loop (None: no loop). Issue 50's targets: every
@@ -111,7 +113,7 @@ ITERATIONS = {"black_scholes": None, "kmeans": 30, "conjugate_gradient": 11, "ml
               "heat2d_2048": 200,
               "monte_carlo_pi": 100, "mc_option": 100, "nbody": 50, "logistic_regression": 200,
               "no_sync_loop": 200, "sgd_minibatch": 200, "wave_no_sync": 300,
-              "momentum_no_sync": 300}
+              "momentum_no_sync": 300, "fused_loop": 200}
 TARGET = 1.0
 LOOP_TARGET = 0.5
 LOOP_ITERATIONS = 20

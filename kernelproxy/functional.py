@@ -3,23 +3,26 @@
 CuPy compiles such a function into one kernel: ``fuse`` by tracing it with stand-in
 arrays, ``vectorize`` by translating its source with ``cupyx.jit``.
 
+``fuse`` does what CuPy does: the function runs once per argument signature (CuPy's
+key: each array's dtype and ndim, each scalar's type) on stand-ins, on the client
+(kernelproxy/fuse_trace.py); what they saw travels as a program of calls, which the
+pool's CuPy fuses into the kernel CuPy builds for the function locally
+(gpu_backend/devices/fused_functions.py): the same values to the last bit, one launch a
+call. A function a program cannot say (a stand-in's shape or Python value, indexing, an
+array from outside, a call CuPy's fusion does not trace) runs unfused instead, each of
+its operations an ordinary op, queued without a round trip: the values of the same
+operations in CuPy, not of its fused kernel. Inside ``fuse`` an array has no Python value
+(``if x > 0:``, ``float(x)``): CuPy's ``TypeError``, as its tracer gives.
+
 ``vectorize`` on a GPU pool does what CuPy does: the function's source *text* (a
 ``def``, or the ``lambda`` found in its file as CuPy finds it) and the numbers, scalar
 types and modules its global names stand for are sent; the pool checks the text against
 a closed set of constructs and names and has CuPy's JIT translate it to a device
 function (gpu_backend/devices/jit_vectorize.py). The text is never run as Python there.
 So control flow on element values (``if x > 0:``, loops, ``max(x, y)``) works, with
-CuPy's typing rules.
-
-``fuse``, and ``vectorize`` on the NumPy device (no CUDA to translate to), run the
-function on the client instead, with the remote arrays themselves: each operation it
-performs is forwarded as an ordinary op, queued without a round trip, so the results
-(values, dtypes, in-place updates of arguments) are those of the same operations in
-CuPy. What is not reproduced is the fusion itself: a fused function costs one op per
-operation in it rather than one kernel. Inside ``fuse`` an array has no Python value
-(``if x > 0:``, ``float(x)``): CuPy's ``TypeError``, as its tracer gives. In
-``vectorize`` on the NumPy device, control flow on element values stops with a
-``NotImplementedError`` that says so.
+CuPy's typing rules. On the NumPy device (no CUDA to translate to) it runs the function
+on the client with the remote arrays themselves; control flow on element values there
+stops with a ``NotImplementedError`` that says so.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 
+from . import fuse_trace
 from . import ndarray as nd
 from .function_source import function_source, free_names, returns_tuple
 from .functions import forwarded
@@ -44,8 +48,10 @@ _FUSE_ARGUMENT_TYPES = (nd.ndarray, np.ndarray, np.generic, int, float, complex,
 
 
 class Fusion:
-    """A fused function (``cupy.fuse``): called with remote arrays, it runs its function on
-    them, every operation forwarded; called with anything else, it is the function itself.
+    """A fused function (``cupy.fuse``): called with remote arrays, it launches the kernel
+    of its traced program (one per argument signature, as CuPy caches them), or runs
+    unfused where its program cannot be traced; called with anything else, it is the
+    function itself.
 
     Attributes:
         func: the function before fusing.
@@ -55,6 +61,7 @@ class Fusion:
     def __init__(self, func: Any, name: str | None = None) -> None:
         self.func = func
         self.name = name or func.__name__
+        self._memo: dict[tuple, Any] = {}
 
     def __repr__(self) -> str:
         return f"<Fusion {self.name!r}>"
@@ -65,6 +72,30 @@ class Fusion:
         if not all(isinstance(a, _FUSE_ARGUMENT_TYPES) for a in args):
             raise TypeError("Invalid argument type for '{}': ({})".format(
                 self.name, ", ".join(repr(type(a)) for a in args)))
+        if any(isinstance(a, np.ndarray) for a in args):
+            return self._unfused(args)
+        key = fuse_trace.signature(args)
+        program = self._memo.get(key)
+        if program is None:
+            program = self._traced(key, args)
+        if program is _UNFUSED:
+            return self._unfused(args)
+        return nd.call(active_session(), m.KIND_KERNEL, "fuse", program.want, program.definition,
+                       args, {}, f"cupy.fuse({self.name})")
+
+    def _traced(self, key: tuple, args: tuple) -> Any:
+        """The function's program for *args*' signature, kept (or, where it cannot be one,
+        :data:`_UNFUSED`, kept too); an error of the function's own is not kept."""
+        try:
+            program = fuse_trace.trace(self.func, args, self.name)
+        except fuse_trace.Untraceable:
+            program = _UNFUSED
+        except Exception:
+            return _UNFUSED   # (run unfused, where the error shows at its own line)
+        self._memo[key] = program
+        return program
+
+    def _unfused(self, args: tuple) -> Any:
         nd.FUSING.depth += 1   # no Python scalar of an array in here, as in CuPy's fusion
         try:
             return self.func(*args)
@@ -72,7 +103,12 @@ class Fusion:
             nd.FUSING.depth -= 1
 
     def clear_cache(self) -> None:
-        """Nothing is cached: each call issues its operations afresh."""
+        """Forget the traced programs (the function is traced again at its next call)."""
+        self._memo = {}
+
+
+#: A fused function's signature that runs unfused
+_UNFUSED = object()
 
 
 def fuse(*args: Any, **kwargs: Any) -> Any:

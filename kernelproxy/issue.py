@@ -21,12 +21,14 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.codec import Handle
 
+from . import fuse_trace
 from .out_args import checked_out, given_outs, positional_out
 
 __all__ = ["call", "wrap", "operator", "array_class", "register_array_class", "FUSING",
            "OP_SYMBOLS", "OPERATOR_LABELS", "UFUNC_SCALAR_TYPES"]
 
 _ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
+_TRACES_LIVE, _NOT_TRACED, _record_call = fuse_trace.LIVE, fuse_trace.NOT_TRACED, fuse_trace.record_call
 _weak = weakref.ref
 
 _classes: list[type] = []
@@ -80,6 +82,10 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
          kwargs: dict, label: str) -> Any:
     """Issue an op and shape its result the way CuPy returns it."""
     __tracebackhide__ = True  # IPython shows the user's frames, not ours
+    if _TRACES_LIVE[0]:   # a cupy.fuse function being traced: its stand-ins' calls recorded
+        traced = _record_call(kind, name, want, target, args, kwargs)
+        if traced is not _NOT_TRACED:
+            return traced
     if want == _ARRAY:
         out = checked_out(kwargs.get("out")) if kwargs else None
         if out is None and args and kind in (m.KIND_FUNCTION, m.KIND_METHOD):

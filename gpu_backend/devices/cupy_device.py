@@ -19,6 +19,7 @@ import numpy as np
 
 from ..protocol import api
 from ..protocol.errors import NotAllowedError
+from ..protocol.fused_programs import FIELDS as FUSED_FIELDS
 from ..protocol.messages import STREAM_CHUNK_BYTES
 from .base import Device
 from .function_tables import (lazy_functions, resolve_table, signal_object_class, sparse_lu_class,
@@ -28,6 +29,7 @@ from .cupy_capture import CupyCaptures
 from . import cupy_loans, cupy_swap_copies
 from .cupy_graphs import GraphTools
 from .cupy_scalar_reads import scalar_reads
+from .fused_functions import fused_kernel
 from .host_random import seed_sequence_factory
 
 __all__ = ["CupyDevice", "gpu_count"]
@@ -52,6 +54,9 @@ _KERNEL_FIELDS = {
     # cupyx.jit.rawkernel: the same, translated to a __global__ function per argument types
     # (devices/jit_rawkernel.py); launched as kernel(grid, block, args, shared_mem)
     "jit": {"source", "form", "names", "name", "mode"},
+    # cupy.fuse: the program of calls the client traced, fused here by CuPy's own fuse
+    # (devices/fused_functions.py; its fields checked by protocol/fused_programs.py)
+    "fuse": FUSED_FIELDS,
 }
 
 
@@ -404,6 +409,8 @@ class CupyDevice(Device):
         if kind == "vectorize":
             from .jit_vectorize import Vectorized
             return Vectorized(self.cupy, definition)
+        if kind == "fuse":
+            return fused_kernel(self.cupy, definition, self.functions, self.operators)
         if kind == "jit":
             from .jit_rawkernel import JitKernel
             return JitKernel(self.cupy, definition)

@@ -20,7 +20,9 @@ import numpy as np
 from ..protocol import api
 from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
+from ..protocol.fused_programs import check_program
 from .base import Device
+from .fused_functions import replaying
 from .function_tables import (lazy_functions, resolve_table, signal_object_class, sparse_lu_class,
                               sparse_object_class)
 from .interface_views import HostInterfaceView, interface_bytes
@@ -47,6 +49,12 @@ _HOST_OBJECTS: dict[str, tuple[Any, type]] = {
 
 
 _byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or np.byte_bounds
+
+
+def _fresh(result: Any, params: list) -> Any:
+    """A fused function's output as a new array where it is one of its parameters itself
+    (``return x``): a kernel writes its outputs to arrays of their own."""
+    return result.copy() if any(result is p for p in params) else result
 
 
 def _scatter(ufunc):
@@ -156,6 +164,7 @@ class NumpyDevice(Device):
         # Bytes are counted per owning buffer, so views cost nothing extra.
         self._owners: dict[int, list] = {}  # id(owner) -> [owner, refcount, nbytes]
         self.used = 0
+        self._fused: dict[str, Any] = {}   # cupy.fuse's programs, by definition
 
     def direct_ufunc(self, kind: str, name: Any, args: list, kwargs: dict) -> tuple | None:
         """An arithmetic or comparison operator, or a function that is a NumPy ufunc: that
@@ -187,6 +196,27 @@ class NumpyDevice(Device):
 
     def set_memory_limit(self, nbytes: int) -> None:
         self.limit = int(nbytes)
+
+    def run_kernel(self, kind: Any, definition: Any, args: list, kwargs: dict) -> Any:
+        """``cupy.fuse``'s programs run here, their calls one by one (NumPy has no kernels to
+        fuse into: the values are those of the same calls unfused); other kernels need a GPU."""
+        if kind != "fuse":
+            return super().run_kernel(kind, definition, args, kwargs)
+        key = repr(definition)
+        fused = self._fused.get(key)
+        if fused is None:
+            fused = self._fused[key] = replaying(
+                check_program(definition), self.functions, self.operators, self._fused_method)
+        result = fused(*args, **kwargs)
+        if isinstance(result, tuple):
+            return tuple(_fresh(r, args) for r in result)
+        return _fresh(result, args)
+
+    def _fused_method(self, target: Any, name: str, args: list, kwargs: dict) -> Any:
+        method = self.methods.get(name)
+        if method is None:
+            raise NotImplementedError(f"method {name!r} is not available on the numpy device")
+        return method(target, *args, **kwargs)
 
     def object_class(self, name: str) -> tuple[Any, type] | None:
         entry = _HOST_OBJECTS.get(name)

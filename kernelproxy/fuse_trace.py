@@ -1,0 +1,233 @@
+"""A ``cupy.fuse`` function traced on the client: its calls recorded as a program for the pool.
+
+CuPy fuses a function by running it once per argument signature with stand-ins and
+compiling what they saw. :func:`trace` does the same with :class:`Tracer` stand-ins: their
+operators and methods, and the proxy ``cupy`` functions given one (``issue.call`` hands
+those to :func:`record_call` while a trace is in progress), are recorded as the program of
+gpu_backend/protocol/fused_programs.py, which the pool's CuPy fuses into the kernel CuPy
+builds locally (kernelproxy/functional.py sends it).
+
+Whatever a program cannot say (a stand-in's shape or Python value, indexing, an array from
+outside the function, a call CuPy's fusion does not trace) raises :class:`Untraceable`; the
+function then runs unfused, each call an ordinary op, as it always did.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.fused_programs import (FUSABLE_FUNCTIONS, FUSABLE_METHODS,
+                                                 FUSABLE_OPERATORS, LITERAL, MAX_OPS,
+                                                 MAX_PARAMS, SLOT, kernel_name, literal_allowed)
+
+__all__ = ["LIVE", "NOT_TRACED", "Untraceable", "Tracer", "FusedProgram", "signature",
+           "trace", "record_call"]
+
+#: Traces in progress in any thread: ``issue.call`` looks for stand-ins only while nonzero
+LIVE = [0]
+#: :func:`record_call`'s answer for a call that is none of the trace's
+NOT_TRACED = object()
+
+_OPERATOR, _METHOD, _FUNCTION = m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION
+
+
+class Untraceable(Exception):
+    """What the function did cannot be said as a program of fusable calls."""
+
+
+class _Current(threading.local):
+    trace: Any = None
+
+
+_CURRENT = _Current()
+
+
+class _Trace:
+    """One function's calls so far: ops, and how many slots they and the parameters fill."""
+
+    def __init__(self, params: int) -> None:
+        self.ops: list = []
+        self.slots = params
+
+    def operand(self, value: Any) -> list:
+        if type(value) is Tracer:
+            if value._trace is not self:
+                raise Untraceable("a stand-in of another fused call")
+            return [SLOT, value._slot]
+        if not literal_allowed(value):
+            raise Untraceable(f"a {type(value).__name__} in a fused function")
+        return [LITERAL, value]
+
+    def add(self, kind: str, name: str, target: Any, args: tuple, kwargs: dict) -> int:
+        """Record one call; the slot of its result."""
+        if len(self.ops) >= MAX_OPS:
+            raise Untraceable("too many operations")
+        self.ops.append([kind, name, None if target is None else self.operand(target),
+                         [self.operand(a) for a in args],
+                         {k: self.operand(v) for k, v in kwargs.items()}])
+        self.slots += 1
+        return self.slots - 1
+
+    def result(self, kind: str, name: str, target: Any, args: tuple, kwargs: dict) -> "Tracer":
+        slot = self.add(kind, name, target, args, kwargs)
+        out = kwargs.get("out")
+        if type(out) is Tracer:   # cupy.add(x, y, out=x): x is that result from here on
+            out._slot = slot
+            return out
+        return Tracer(self, slot)
+
+
+def _binary(name: str, reflected: bool = False):
+    def method(self: "Tracer", other: Any) -> "Tracer":
+        operands = (other, self) if reflected else (self, other)
+        return self._trace.result(_OPERATOR, name, None, operands, {})
+    return method
+
+
+def _inplace(name: str):
+    def method(self: "Tracer", other: Any) -> "Tracer":
+        # x += y: the stand-in stands for the result from here on, as CuPy's does
+        self._slot = self._trace.add(_OPERATOR, name, None, (self, other), {})
+        return self
+    return method
+
+
+def _unary(name: str):
+    def method(self: "Tracer") -> "Tracer":
+        return self._trace.result(_OPERATOR, name, None, (self,), {})
+    return method
+
+
+def _untraceable(what: str):
+    def method(self: "Tracer", *args: Any, **kwargs: Any) -> Any:
+        raise Untraceable(what)
+    return method
+
+
+class Tracer:
+    """A stand-in for a fused function's parameter or an intermediate value."""
+
+    __slots__ = ("_trace", "_slot")
+    __hash__ = None   # (== is an operation, as on arrays)
+
+    def __init__(self, trace: _Trace, slot: int) -> None:
+        self._trace = trace
+        self._slot = slot
+
+    def __getattr__(self, name: str) -> Any:
+        if name in FUSABLE_METHODS:
+            def method(*args: Any, **kwargs: Any) -> Tracer:
+                return self._trace.result(_METHOD, name, self, args, kwargs)
+            return method
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise Untraceable(f"the attribute {name!r} of an array in a fused function")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        name = getattr(ufunc, "__name__", None)
+        if method != "__call__" or name not in FUSABLE_FUNCTIONS:
+            raise Untraceable(f"NumPy's {name} on an array in a fused function")
+        return self._trace.result(_FUNCTION, name, None, inputs, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<cupy.fuse stand-in {self._slot}>"
+
+    __bool__ = _untraceable("the truth value of an array in a fused function")
+    __float__ = __int__ = __index__ = __complex__ = _untraceable(
+        "a Python scalar of an array in a fused function")
+    __len__ = __iter__ = _untraceable("the length of an array in a fused function")
+    __getitem__ = __setitem__ = _untraceable("indexing in a fused function")
+    __array__ = _untraceable("a NumPy array of a fused function's value")
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and_", "or_", "xor",
+              "lshift", "rshift"):
+    _dunder = _name.rstrip("_")
+    setattr(Tracer, f"__{_dunder}__", _binary(_name))
+    setattr(Tracer, f"__r{_dunder}__", _binary(_name, reflected=True))
+    setattr(Tracer, f"__i{_dunder}__", _inplace(f"i{_dunder}"))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(Tracer, f"__{_name}__", _binary(_name))
+for _name in ("neg", "pos", "abs", "invert"):
+    setattr(Tracer, f"__{_name}__", _unary(_name))
+assert all(name in FUSABLE_OPERATORS for name in ("iadd", "neg", "eq", "and_"))
+
+
+def _holds_tracer(value: Any, depth: int = 0) -> bool:
+    if type(value) is Tracer:
+        return True
+    if isinstance(value, (list, tuple)) and depth < 4:
+        return any(_holds_tracer(v, depth + 1) for v in value)
+    if isinstance(value, dict) and depth < 4:
+        return any(_holds_tracer(v, depth + 1) for v in value.values())
+    return False
+
+
+def record_call(kind: str, name: Any, want: str, target: Any, args: tuple, kwargs: dict) -> Any:
+    """A proxy call (``cupy.exp(x)``) made while this thread traces: the stand-in of its
+    result where it takes one of the trace's stand-ins, else :data:`NOT_TRACED` (the call
+    is an ordinary op: an array made inside the function from constants)."""
+    trace = _CURRENT.trace
+    if trace is None or not (_holds_tracer(target) or _holds_tracer(args) or _holds_tracer(kwargs)):
+        return NOT_TRACED
+    one_array = want == api.ARRAY or (name == "where" and len(args) == 3)  # (where(c) is a tuple)
+    if kind != _FUNCTION or not one_array or name not in FUSABLE_FUNCTIONS:
+        raise Untraceable(f"{name} in a fused function")
+    return trace.result(_FUNCTION, name, None, tuple(args), dict(kwargs))
+
+
+class FusedProgram(NamedTuple):
+    """A traced function: the kernel definition sent with each call, and what it returns."""
+
+    definition: dict
+    want: str
+
+
+def signature(args: tuple) -> tuple:
+    """CuPy's key for a fused function's kernel (cupy/_core/fusion.pyx): each array's dtype
+    and ndim, each NumPy scalar's dtype, each Python scalar's type, None."""
+    key: list = []
+    for a in args:
+        if isinstance(a, np.generic):
+            key.append(a.dtype.char)
+        elif a is None:
+            key.append(None)
+        elif isinstance(a, float):
+            key += ("d", float)
+        elif isinstance(a, int):   # (a bool too: CuPy tests int first)
+            key += ("l", int)
+        elif isinstance(a, complex):
+            key += ("D", complex)
+        else:   # a remote array
+            key += (a.dtype.char, a.ndim)
+    return tuple(key)
+
+
+def trace(func: Any, args: tuple, name: str) -> FusedProgram:
+    """Run *func* on stand-ins for *args* (arrays and scalars; None as itself) and return
+    its program. Raises :class:`Untraceable`, or whatever *func* raised."""
+    if len(args) > MAX_PARAMS:
+        raise Untraceable("too many parameters")
+    recording = _Trace(len(args))
+    stand_ins = [None if a is None else Tracer(recording, i) for i, a in enumerate(args)]
+    outer = _CURRENT.trace
+    _CURRENT.trace = recording
+    LIVE[0] += 1
+    try:
+        returned = func(*stand_ins)
+    finally:
+        LIVE[0] -= 1
+        _CURRENT.trace = outer
+    multi = isinstance(returned, tuple)
+    outputs = returned if multi else (() if returned is None else (returned,))
+    if not all(type(o) is Tracer and o._trace is recording for o in outputs):
+        raise Untraceable("a fused function returns its arrays, a tuple of them or None")
+    definition = {"name": kernel_name(name), "params": len(args), "ops": recording.ops,
+                  "out": [o._slot for o in outputs], "multi": multi}
+    want = api.MULTI if multi else (api.ARRAY if outputs else api.NONE)
+    return FusedProgram(definition, want)

@@ -1,0 +1,207 @@
+"""``cupy.fuse`` as CuPy does it: the function traced once per argument signature on the
+client, its program of calls fused in the pool (kernelproxy/fuse_trace.py,
+gpu_backend/devices/fused_functions.py).
+
+Against the reference module (NumPy in CI; local CuPy on a GPU, where the fused kernel
+must give CuPy's fused kernel's bits); what a program cannot say runs unfused with the
+same values; a malformed program is refused and the session goes on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from kernelproxy.issue import call
+from kernelproxy.functional import _UNFUSED
+from kernelproxy.fuse_trace import FusedProgram
+
+from tests.differential import REFERENCE_IS_NUMPY, assert_bitwise, to_host
+
+
+def _fuse(xp, func, name=None):
+    """*func* fused by *xp*'s ``fuse`` (NumPy has none: the function itself)."""
+    fuse = getattr(xp, "fuse", None)
+    if fuse is None:
+        return func
+    return fuse(kernel_name=name)(func) if name else fuse(func)
+
+
+def _programs(fused) -> list:
+    return list(fused._memo.values())
+
+
+def test_a_fused_function_is_traced_once_per_signature_as_in_cupy(cp):
+    seen = []
+
+    @cp.fuse()
+    def blend(a, b, k):
+        seen.append(1)
+        return a * (1 - k) + b * k
+
+    a, b = cp.linspace(0, 1, 50), cp.linspace(1, 2, 50)
+    results = [blend(a, b, k / 10).get() for k in range(5)]   # a scalar parameter, not a constant
+    assert seen == [1]
+    for k, r in enumerate(results):
+        np.testing.assert_allclose(r, np.linspace(0, 1, 50) * (1 - k / 10) + np.linspace(1, 2, 50) * k / 10)
+    (program,) = _programs(blend)
+    assert isinstance(program, FusedProgram) and program.want == api.ARRAY
+    assert program.definition["name"] == "blend" and program.definition["params"] == 3
+
+    blend(a.astype(cp.float32), b.astype(cp.float32), 0.5)   # another signature: traced again
+    blend(a, b, 2)   # an int: another
+    assert len(seen) == 3 and len(_programs(blend)) == 3
+    blend.clear_cache()
+    blend(a, b, 0.5)
+    assert len(seen) == 4
+
+
+BODIES = {
+    "arithmetic": lambda xp, a, b: (a - b) * (a - b) / 3 + 2 ** a - a // 0.7 % 2,
+    "reflected_and_unary": lambda xp, a, b: 1 - abs(-a) + (+b) * 2.5,
+    "comparisons": lambda xp, a, b: ((a > b) & (a <= 1.5)) | (a == b) | ~(b != 0),
+    "ufuncs": lambda xp, a, b: xp.exp(xp.sin(a)) + xp.maximum(a, b) * xp.sqrt(b),
+    "numpy_ufunc_on_a_stand_in": lambda xp, a, b: np.cos(a) * b,
+    "reduction": lambda xp, a, b: xp.sum(a * b),
+    "reduction_on_an_axis": lambda xp, a, b: xp.sum(xp.exp(a), axis=1),
+    "method_reductions": lambda xp, a, b: (a * b).max(axis=0),
+    "where_and_clip": lambda xp, a, b: xp.where(a > 1, a, b) + xp.clip(b, 1.2, 1.8),
+    "astype": lambda xp, a, b: (a * 100).astype(np.int32) + b.astype(np.float32),
+    "tuple": lambda xp, a, b: (a + b, a * b, xp.sum(a)),
+    "scalar_only_arithmetic_on_one": lambda xp, a, b: a + 1,
+}
+
+
+@pytest.mark.parametrize("body", sorted(BODIES))
+def test_fused_results_are_the_references(cp, ref, body):
+    make = BODIES[body]
+    data_a = np.linspace(0, 2, 24).reshape(4, 6)
+    data_b = np.linspace(1, 2, 24).reshape(4, 6)
+
+    def run(xp):
+        fused = _fuse(xp, lambda a, b: make(xp, a, b), name=body)
+        a, b = xp.asarray(data_a), xp.asarray(data_b)
+        return [to_host(fused(a, b)) for _ in range(3)]
+
+    expected, actual = run(ref), run(cp)
+    if REFERENCE_IS_NUMPY:   # (NumPy fuses nothing: the same calls, unfused)
+        for e, a in zip(expected, actual):
+            for x, y in zip(e if isinstance(e, tuple) else (e,), a if isinstance(a, tuple) else (a,)):
+                np.testing.assert_allclose(np.asarray(y), np.asarray(x), rtol=1e-12)
+                assert np.asarray(x).dtype == np.asarray(y).dtype
+    else:   # local CuPy's fused kernel, bit for bit
+        for e, a in zip(expected, actual):
+            assert_bitwise(e if isinstance(e, tuple) else (e,), a if isinstance(a, tuple) else (a,))
+
+
+def test_arguments_updated_in_place_out_and_none_returned(cp):
+    @cp.fuse()
+    def accumulate(x, y):
+        x += y * 2
+        cp.multiply(x, 0.5, out=x)
+
+    @cp.fuse()
+    def nested(x, y):
+        return accumulate_inner(x, y) - y
+
+    @cp.fuse()
+    def accumulate_inner(x, y):
+        return x + y
+
+    x, y = cp.arange(6, dtype=cp.float64), cp.ones(6)
+    assert accumulate(x, y) is None
+    assert accumulate(x, y) is None
+    np.testing.assert_array_equal(x.get(), ((np.arange(6) + 2) * 0.5 + 2) * 0.5)
+    np.testing.assert_array_equal(nested(x, y).get(), x.get())
+    assert all(isinstance(p, FusedProgram) for p in _programs(accumulate) + _programs(nested))
+    assert _programs(accumulate)[0].want == api.NONE
+
+
+def test_what_a_program_cannot_say_runs_unfused_with_the_same_values(cp):
+    outside = cp.full(5, 3.0)
+
+    unfusable = {
+        "a_shape": cp.fuse(lambda x: x * x.shape[0]),
+        "indexing": cp.fuse(lambda x: x[1:] + 1),
+        "an_array_from_outside": cp.fuse(lambda x: x + outside),
+        "a_constant_returned": cp.fuse(lambda x: 3),
+        "a_call_fusion_does_not_trace": cp.fuse(lambda x: cp.cumsum(x) + x[0]),
+    }
+    x = cp.arange(5, dtype=cp.float64)
+    host = np.arange(5, dtype=np.float64)
+    expected = {"a_shape": host * 5, "indexing": host[1:] + 1, "an_array_from_outside": host + 3,
+                "a_constant_returned": 3, "a_call_fusion_does_not_trace": np.cumsum(host) + 0}
+    for name, fused in unfusable.items():
+        for _ in range(2):
+            result = fused(x)
+            np.testing.assert_array_equal(to_host(result), expected[name], err_msg=name)
+        assert _programs(fused) == [_UNFUSED], name
+    numpy_argument = cp.fuse(lambda x, y: x + y)
+    with pytest.raises(TypeError, match="Unsupported type"):   # unfused: CuPy's refusal
+        numpy_argument(x, np.ones(5))
+    assert _programs(numpy_argument) == []
+
+
+def test_an_error_of_the_function_or_the_kernel_shows_as_in_cupy(cp):
+    @cp.fuse()
+    def shapes(x, y):
+        return x + y
+
+    with pytest.raises(ValueError):
+        shapes(cp.arange(3), cp.arange(4)).get()
+    np.testing.assert_array_equal(shapes(cp.arange(3), cp.arange(3)).get(), [0, 2, 4])
+
+    @cp.fuse()
+    def raising(x):
+        raise KeyError("mine")
+
+    with pytest.raises(KeyError, match="mine"):
+        raising(cp.arange(3))
+
+
+@pytest.mark.parametrize("definition, message", [
+    ({"name": "f", "params": 1, "ops": [["f", "eval", None, [[0, 0]], {}]], "out": [1], "multi": False},
+     "not an op CuPy's fusion traces"),
+    ({"name": "f", "params": 1, "ops": [["o", "add", None, [[0, 0], [0, 5]], {}]], "out": [1], "multi": False},
+     "before it exists"),
+    ({"name": "f;x", "params": 1, "ops": [], "out": [0], "multi": False}, "identifier"),
+    ({"name": "f", "params": 1, "ops": [["m", "sum", [1, 2], [], {}]], "out": [1], "multi": False},
+     "called on a slot"),
+    ({"name": "f", "params": 1, "ops": [], "out": [3], "multi": False}, "outputs are slots"),
+    ({"name": "f", "params": 1, "ops": [], "out": [0], "multi": False, "code": "x"}, "exactly the fields"),
+])
+def test_a_malformed_program_is_refused_and_the_session_goes_on(cp, session, definition, message):
+    x = cp.arange(4, dtype=cp.float64)
+    bad = call(session, m.KIND_KERNEL, "fuse", api.ARRAY, definition, (x,), {}, "cupy.fuse(bad)")
+    with pytest.raises(Exception, match=message):
+        bad.get()
+    np.testing.assert_array_equal((x + 1).get(), np.arange(4) + 1)
+
+
+def test_an_array_as_a_constant_is_refused(cp, session):
+    x = cp.arange(4, dtype=cp.float64)
+    definition = {"name": "f", "params": 1, "ops": [["o", "add", None, [[0, 0], [1, x]], {}]],
+                  "out": [1], "multi": False}
+    with pytest.raises(Exception, match="constant may not be"):
+        call(session, m.KIND_KERNEL, "fuse", api.ARRAY, definition, (x,), {}, "f").get()
+    assert float(x.sum()) == 6.0
+
+
+@pytest.mark.skipif(REFERENCE_IS_NUMPY, reason="CuPy's fused kernel is the reference on a GPU")
+def test_a_fused_reduction_has_cupys_fused_bits(cp, ref):
+    """The loop the unseen-programs campaign found one last bit off when run unfused."""
+    def run(xp):
+        step = xp.fuse(lambda a, b: a * 0.9 + b * 0.1)
+        energy = xp.fuse(lambda a: xp.sum(a * a))
+        x = xp.linspace(0, 2, 100)
+        y = xp.cos(x)
+        out = []
+        for _ in range(60):
+            x = step(x, y)
+            y = step(y, xp.sin(x))
+            out.append(float(energy(x)))
+        return np.array(out), to_host(x), to_host(y)
+
+    assert_bitwise(run(ref), run(cp))
