@@ -76,10 +76,30 @@ class _Trace:
     def result(self, kind: str, name: str, target: Any, args: tuple, kwargs: dict) -> "Tracer":
         slot = self.add(kind, name, target, args, kwargs)
         out = kwargs.get("out")
-        if type(out) is Tracer:   # cupy.add(x, y, out=x): x is that result from here on
+        if type(out) is Tracer and out._ndim >= 0:   # cupy.add(x, y, out=x): x is that result
             out._slot = slot
             return out
-        return Tracer(self, slot)
+        return Tracer(self, slot, _result_ndim(kind, name, target, args, kwargs))
+
+
+#: Reductions: their result has the axes they name fewer, a scalar where none is left
+_REDUCTIONS = frozenset({"sum", "prod", "nansum", "nanprod", "amax", "amin", "max", "min",
+                         "all", "any"})
+
+
+def _result_ndim(kind: str, name: str, target: Any, args: tuple, kwargs: dict) -> int:
+    """What CuPy's fusion makes of a call's result: an array of so many dimensions, or a
+    scalar (-1) where every input is one (cupy/_core/fusion.pyx, ``call_ufunc``) or a
+    reduction leaves no axis. It decides what ``+=`` on it means."""
+    ndim = max((v._ndim for v in (target, *args) if type(v) is Tracer), default=-1)
+    if name not in _REDUCTIONS or kind == _OPERATOR:
+        return ndim
+    given = args[0:1] if kind == _METHOD else args[1:2]
+    axis = kwargs.get("axis", given[0] if given else None)
+    if axis is None:
+        return -1
+    left = ndim - (len(axis) if isinstance(axis, (tuple, list)) else 1)
+    return left if left >= 1 else -1
 
 
 def _binary(name: str, reflected: bool = False):
@@ -91,7 +111,9 @@ def _binary(name: str, reflected: bool = False):
 
 def _inplace(name: str):
     def method(self: "Tracer", other: Any) -> "Tracer":
-        # x += y: the stand-in stands for the result from here on, as CuPy's does
+        if self._ndim < 0:   # a scalar has no in-place form: s += 1 makes a new one
+            return self._trace.result(_OPERATOR, name, None, (self, other), {})
+        # x += y: the array's stand-in stands for the result from here on, as CuPy's does
         self._slot = self._trace.add(_OPERATOR, name, None, (self, other), {})
         return self
     return method
@@ -110,14 +132,16 @@ def _untraceable(what: str):
 
 
 class Tracer:
-    """A stand-in for a fused function's parameter or an intermediate value."""
+    """A stand-in for a fused function's parameter or an intermediate value: an array of
+    ``_ndim`` dimensions, or a scalar (-1)."""
 
-    __slots__ = ("_trace", "_slot")
+    __slots__ = ("_trace", "_slot", "_ndim")
     __hash__ = None   # (== is an operation, as on arrays)
 
-    def __init__(self, trace: _Trace, slot: int) -> None:
+    def __init__(self, trace: _Trace, slot: int, ndim: int) -> None:
         self._trace = trace
         self._slot = slot
+        self._ndim = ndim
 
     def __getattr__(self, name: str) -> Any:
         if name in FUSABLE_METHODS:
@@ -181,6 +205,9 @@ def record_call(kind: str, name: Any, want: str, target: Any, args: tuple, kwarg
     return trace.result(_FUNCTION, name, None, tuple(args), dict(kwargs))
 
 
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
 class FusedProgram(NamedTuple):
     """A traced function: the kernel definition sent with each call, and what it returns."""
 
@@ -214,7 +241,8 @@ def trace(func: Any, args: tuple, name: str) -> FusedProgram:
     if len(args) > MAX_PARAMS:
         raise Untraceable("too many parameters")
     recording = _Trace(len(args))
-    stand_ins = [None if a is None else Tracer(recording, i) for i, a in enumerate(args)]
+    stand_ins = [None if a is None else Tracer(recording, i, -1 if isinstance(a, _SCALARS) else a.ndim)
+                 for i, a in enumerate(args)]
     outer = _CURRENT.trace
     _CURRENT.trace = recording
     LIVE[0] += 1

@@ -205,3 +205,41 @@ def test_a_fused_reduction_has_cupys_fused_bits(cp, ref):
         return np.array(out), to_host(x), to_host(y)
 
     assert_bitwise(run(ref), run(cp))
+
+
+def test_a_scalar_updated_in_place_is_a_new_scalar_an_array_is_the_same_array(cp, ref):
+    """CuPy's fusion: ``s += t`` on a scalar parameter rebinds ``s`` (a copy taken before
+    keeps the old value); ``x += y`` on an array updates it, every name of it sees that
+    (CuPy's test_scalar_inplace_update)."""
+    def run(xp):
+        def scalars(s1, s2, array):
+            copy = s1
+            s1 += s2
+            return array + s1 + copy
+
+        def arrays(x, y):
+            alias = x
+            x += y
+            return alias * 2
+
+        def reduced(x):
+            total = x.sum()
+            before = total
+            total += 1   # a reduction to no axis is a scalar
+            return total + before
+
+        def rows(x):
+            summed = x.sum(axis=1)
+            before = summed
+            summed += 1   # one with an axis left is an array
+            return before * 1
+
+        a = xp.arange(6, dtype=np.float64).reshape(2, 3)
+        return [to_host(_fuse(xp, scalars)(np.float32(2), np.float32(3), a)),
+                to_host(_fuse(xp, arrays)(a.copy(), xp.ones_like(a))),
+                to_host(_fuse(xp, reduced)(a)), to_host(_fuse(xp, rows)(a))]
+
+    expected, actual = run(ref), run(cp)
+    for e, a in zip(expected, actual):
+        for x, y in zip(e if isinstance(e, tuple) else (e,), a if isinstance(a, tuple) else (a,)):
+            np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
