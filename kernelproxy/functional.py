@@ -90,6 +90,8 @@ class Fusion:
             program = fuse_trace.trace(self.func, args, self.name)
         except fuse_trace.Untraceable:
             program = _UNFUSED
+        except fuse_trace.Refused:
+            raise
         except Exception:
             return _UNFUSED   # (run unfused, where the error shows at its own line)
         self._memo[key] = program

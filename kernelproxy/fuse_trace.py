@@ -23,9 +23,9 @@ from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.fused_programs import (FUSABLE_FUNCTIONS, FUSABLE_METHODS,
                                                  FUSABLE_OPERATORS, LITERAL, MAX_OPS,
-                                                 MAX_PARAMS, SLOT, kernel_name, literal_allowed)
+                                                 MAX_PARAMS, SLOT, literal_allowed)
 
-__all__ = ["LIVE", "NOT_TRACED", "Untraceable", "Tracer", "FusedProgram", "signature",
+__all__ = ["LIVE", "NOT_TRACED", "Untraceable", "Refused", "Tracer", "FusedProgram", "signature",
            "trace", "record_call"]
 
 #: Traces in progress in any thread: ``issue.call`` looks for stand-ins only while nonzero
@@ -38,6 +38,10 @@ _OPERATOR, _METHOD, _FUNCTION = m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION
 
 class Untraceable(Exception):
     """What the function did cannot be said as a program of fusable calls."""
+
+
+class Refused(TypeError):
+    """What CuPy's fusion refuses with a ``TypeError`` of its own, refused here the same."""
 
 
 class _Current(threading.local):
@@ -153,10 +157,10 @@ class Tracer:
         raise Untraceable(f"the attribute {name!r} of an array in a fused function")
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        name = getattr(ufunc, "__name__", None)
-        if method != "__call__" or name not in FUSABLE_FUNCTIONS:
-            raise Untraceable(f"NumPy's {name} on an array in a fused function")
-        return self._trace.result(_FUNCTION, name, None, inputs, kwargs)
+        # CuPy's stand-ins have no __array_ufunc__: NumPy's object loop looks for a method
+        name = getattr(ufunc, "__name__", ufunc)
+        raise Refused(f"loop of ufunc does not support argument 0 of type {type(self).__name__} "
+                      f"which has no callable {name} method (in cupy.fuse, call cupy.{name})")
 
     def __repr__(self) -> str:
         return f"<cupy.fuse stand-in {self._slot}>"
@@ -216,8 +220,11 @@ class FusedProgram(NamedTuple):
 
 
 def signature(args: tuple) -> tuple:
-    """CuPy's key for a fused function's kernel (cupy/_core/fusion.pyx): each array's dtype
-    and ndim, each NumPy scalar's dtype, each Python scalar's type, None."""
+    """The key a traced program is kept under: what each argument is to the trace (an
+    array, None, a NumPy scalar of its dtype, a Python scalar of its type), in CuPy's
+    terms (cupy/_core/fusion.pyx). CuPy's key also has each array's dtype and ndim: the
+    pool's CuPy keys its kernels so, but a stand-in shows neither, so the program does not
+    depend on them, and asking a fresh result for them would cost a round trip a call."""
     key: list = []
     for a in args:
         if isinstance(a, np.generic):
@@ -231,8 +238,14 @@ def signature(args: tuple) -> tuple:
         elif isinstance(a, complex):
             key += ("D", complex)
         else:   # a remote array
-            key += (a.dtype.char, a.ndim)
+            key.append(_ARRAY)
     return tuple(key)
+
+
+_ARRAY = "array"
+#: An array parameter's dimensions as a stand-in counts them: unknown, taken as many (a
+#: reduction over some axes leaves an array, not a scalar)
+_ARRAY_NDIM = 32
 
 
 def trace(func: Any, args: tuple, name: str) -> FusedProgram:
@@ -241,7 +254,7 @@ def trace(func: Any, args: tuple, name: str) -> FusedProgram:
     if len(args) > MAX_PARAMS:
         raise Untraceable("too many parameters")
     recording = _Trace(len(args))
-    stand_ins = [None if a is None else Tracer(recording, i, -1 if isinstance(a, _SCALARS) else a.ndim)
+    stand_ins = [None if a is None else Tracer(recording, i, -1 if isinstance(a, _SCALARS) else _ARRAY_NDIM)
                  for i, a in enumerate(args)]
     outer = _CURRENT.trace
     _CURRENT.trace = recording
@@ -255,7 +268,7 @@ def trace(func: Any, args: tuple, name: str) -> FusedProgram:
     outputs = returned if multi else (() if returned is None else (returned,))
     if not all(type(o) is Tracer and o._trace is recording for o in outputs):
         raise Untraceable("a fused function returns its arrays, a tuple of them or None")
-    definition = {"name": kernel_name(name), "params": len(args), "ops": recording.ops,
+    definition = {"name": name, "params": len(args), "ops": recording.ops,
                   "out": [o._slot for o in outputs], "multi": multi}
     want = api.MULTI if multi else (api.ARRAY if outputs else api.NONE)
     return FusedProgram(definition, want)

@@ -34,7 +34,7 @@ from . import messages as m
 from .errors import ProtocolError
 
 __all__ = ["SLOT", "LITERAL", "FUSABLE_FUNCTIONS", "FUSABLE_METHODS", "FUSABLE_OPERATORS",
-           "FIELDS", "MAX_OPS", "MAX_PARAMS", "kernel_name", "literal_allowed", "Program",
+           "FIELDS", "MAX_OPS", "MAX_PARAMS", "literal_allowed", "Program",
            "check_program"]
 
 SLOT, LITERAL = 0, 1
@@ -70,15 +70,9 @@ FIELDS = frozenset({"name", "params", "ops", "out", "multi"})
 #: Bounds on what one definition may hold (CuPy's own kernels take far fewer)
 MAX_OPS, MAX_PARAMS = 4096, 256
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\Z")
+#: CuPy's rule for a kernel's name (cupy/cuda/compiler.py, ``is_valid_kernel_name``)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _LITERAL_SCALARS = (bool, int, float, complex, str, np.generic, np.dtype)
-
-
-def kernel_name(name: str) -> str:
-    """The kernel's name as CUDA can take it (a lambda's ``<lambda>`` is not an identifier;
-    the name never changes what the kernel computes)."""
-    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)[:100] or "fused"
-    return cleaned if _IDENTIFIER.match(cleaned) else "f_" + cleaned[:98]
 
 
 def literal_allowed(value: Any, depth: int = 0) -> bool:
@@ -125,8 +119,10 @@ def check_program(definition: Any) -> Program:
         raise ProtocolError(f"a fused program has exactly the fields {sorted(FIELDS)}")
     name, params, ops = definition["name"], definition["params"], definition["ops"]
     out, multi = definition["out"], definition["multi"]
-    if type(name) is not str or not _IDENTIFIER.match(name):
-        raise ProtocolError("a fused program's kernel name is an identifier")
+    if type(name) is not str or len(name) > 200:
+        raise ProtocolError("a fused program's kernel name is a string of at most 200 characters")
+    if not _IDENTIFIER.match(name):   # (a lambda's "<lambda>": CuPy's own refusal)
+        raise ValueError(f'Invalid kernel name: "{name}"')
     if type(params) is not int or not 0 <= params <= MAX_PARAMS:
         raise ProtocolError(f"a fused program takes at most {MAX_PARAMS} parameters")
     if type(ops) is not list or len(ops) > MAX_OPS or type(multi) is not bool:
