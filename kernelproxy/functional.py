@@ -40,6 +40,7 @@ from . import ndarray as nd
 from .function_source import function_source, free_names, returns_tuple
 from .functions import forwarded
 from .state import active_session, proxy_cupy
+from .stretch_key import FixedDefinition
 
 __all__ = ["Fusion", "fuse", "vectorize", "piecewise"]
 
@@ -62,6 +63,7 @@ class Fusion:
         self.func = func
         self.name = name or func.__name__
         self._memo: dict[tuple, Any] = {}
+        self._number = fuse_trace.fusion_number()   # (the pool's kernel cache of this one)
 
     def __repr__(self) -> str:
         return f"<Fusion {self.name!r}>"
@@ -85,16 +87,12 @@ class Fusion:
 
     def _traced(self, key: tuple, args: tuple) -> Any:
         """The function's program for *args*' signature, kept (or, where it cannot be one,
-        :data:`_UNFUSED`, kept too); an error of the function's own is not kept."""
+        :data:`_UNFUSED`, kept too)."""
         try:
-            program = fuse_trace.trace(self.func, args, self.name)
+            program = fuse_trace.trace(self.func, args, self.name, self._number)
         except fuse_trace.Untraceable:
             program = _UNFUSED
-        except fuse_trace.Refused:
-            raise
-        except Exception:
-            return _UNFUSED   # (run unfused, where the error shows at its own line)
-        self._memo[key] = program
+        self._memo[key] = program   # (an error of the function's own is raised, as CuPy's)
         return program
 
     def _unfused(self, args: tuple) -> Any:
@@ -105,8 +103,9 @@ class Fusion:
             nd.FUSING.depth -= 1
 
     def clear_cache(self) -> None:
-        """Forget the traced programs (the function is traced again at its next call)."""
+        """Forget the traced programs and kernels (traced and compiled again at the next call)."""
         self._memo = {}
+        self._number = fuse_trace.fusion_number()
 
 
 #: A fused function's signature that runs unfused
@@ -165,9 +164,9 @@ class vectorize:
         definition = getattr(self, "_definition", None)
         if definition is None:
             form, source = function_source(self.pyfunc)
-            definition = self._definition = {
-                "name": getattr(self.pyfunc, "__name__", "<lambda>"), "form": form,
-                "source": source, "names": free_names(self.pyfunc, proxy_cupy())}
+            definition = self._definition = FixedDefinition(
+                name=getattr(self.pyfunc, "__name__", "<lambda>"), form=form,
+                source=source, names=free_names(self.pyfunc, proxy_cupy()))
             self._want = api.MULTI if returns_tuple(form, source) else api.ARRAY
         return nd.call(session, m.KIND_KERNEL, "vectorize", self._want, definition, args, {},
                        f"cupy.vectorize({definition['name']})")

@@ -14,6 +14,7 @@ function then runs unfused, each call an ordinary op, as it always did.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any, NamedTuple
 
@@ -25,8 +26,10 @@ from gpu_backend.protocol.fused_programs import (FUSABLE_FUNCTIONS, FUSABLE_METH
                                                  FUSABLE_OPERATORS, LITERAL, MAX_OPS,
                                                  MAX_PARAMS, SLOT, literal_allowed)
 
-__all__ = ["LIVE", "NOT_TRACED", "Untraceable", "Refused", "Tracer", "FusedProgram", "signature",
-           "trace", "record_call"]
+from .stretch_key import FixedDefinition
+
+__all__ = ["LIVE", "NOT_TRACED", "Untraceable", "Tracer", "FusedProgram", "signature",
+           "fusion_number", "trace", "record_call"]
 
 #: Traces in progress in any thread: ``issue.call`` looks for stand-ins only while nonzero
 LIVE = [0]
@@ -38,10 +41,6 @@ _OPERATOR, _METHOD, _FUNCTION = m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION
 
 class Untraceable(Exception):
     """What the function did cannot be said as a program of fusable calls."""
-
-
-class Refused(TypeError):
-    """What CuPy's fusion refuses with a ``TypeError`` of its own, refused here the same."""
 
 
 class _Current(threading.local):
@@ -156,11 +155,9 @@ class Tracer:
             raise AttributeError(name)
         raise Untraceable(f"the attribute {name!r} of an array in a fused function")
 
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        # CuPy's stand-ins have no __array_ufunc__: NumPy's object loop looks for a method
-        name = getattr(ufunc, "__name__", ufunc)
-        raise Refused(f"loop of ufunc does not support argument 0 of type {type(self).__name__} "
-                      f"which has no callable {name} method (in cupy.fuse, call cupy.{name})")
+    #: A NumPy scalar's operator defers to the stand-in's reflected one (``np.float32(1) +
+    #: x`` is ``x.__radd__``), which the pool's CuPy then meets as locally
+    __array_priority__ = 1000
 
     def __repr__(self) -> str:
         return f"<cupy.fuse stand-in {self._slot}>"
@@ -170,7 +167,7 @@ class Tracer:
         "a Python scalar of an array in a fused function")
     __len__ = __iter__ = _untraceable("the length of an array in a fused function")
     __getitem__ = __setitem__ = _untraceable("indexing in a fused function")
-    __array__ = _untraceable("a NumPy array of a fused function's value")
+    __array__ = _untraceable("a NumPy array of a fused function's value (NumPy's ufunc on it)")
 
 
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and_", "or_", "xor",
@@ -248,7 +245,18 @@ _ARRAY = "array"
 _ARRAY_NDIM = 32
 
 
-def trace(func: Any, args: tuple, name: str) -> FusedProgram:
+_FUSIONS = itertools.count(1)
+
+
+def fusion_number() -> int:
+    """A number of its own for a fused function (or its cache once cleared): the pool keeps
+    CuPy's kernel cache per number, as CuPy keeps one per ``Fusion``; shared between two
+    functions of the same program, a kernel of one signature served another that CuPy's
+    key does not tell apart (a bool for an int)."""
+    return next(_FUSIONS)
+
+
+def trace(func: Any, args: tuple, name: str, number: int) -> FusedProgram:
     """Run *func* on stand-ins for *args* (arrays and scalars; None as itself) and return
     its program. Raises :class:`Untraceable`, or whatever *func* raised."""
     if len(args) > MAX_PARAMS:
@@ -268,7 +276,7 @@ def trace(func: Any, args: tuple, name: str) -> FusedProgram:
     outputs = returned if multi else (() if returned is None else (returned,))
     if not all(type(o) is Tracer and o._trace is recording for o in outputs):
         raise Untraceable("a fused function returns its arrays, a tuple of them or None")
-    definition = {"name": name, "params": len(args), "ops": recording.ops,
-                  "out": [o._slot for o in outputs], "multi": multi}
+    definition = FixedDefinition(name=name, fusion=number, params=len(args), ops=recording.ops,
+                                 out=[o._slot for o in outputs], multi=multi)
     want = api.MULTI if multi else (api.ARRAY if outputs else api.NONE)
     return FusedProgram(definition, want)

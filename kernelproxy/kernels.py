@@ -17,6 +17,7 @@ from gpu_backend.protocol import messages as m
 
 from . import ndarray as nd
 from .state import active_session
+from .stretch_key import FixedDefinition
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule"]
 
@@ -32,8 +33,8 @@ class _RemoteKernel:
     _want = api.ARRAY
 
     def __init__(self, **definition: Any) -> None:
-        self._definition = {k: (tuple(v) if isinstance(v, list) else v)
-                            for k, v in definition.items() if v is not None}
+        self._definition = FixedDefinition({k: (tuple(v) if isinstance(v, list) else v)
+                                            for k, v in definition.items() if v is not None})
         self.name = definition.get("name", "kernel")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

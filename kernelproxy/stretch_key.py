@@ -30,6 +30,7 @@ replays.
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 from typing import Any, Callable
@@ -39,10 +40,24 @@ import numpy as np
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.stretches import MAX_STRETCH_OPS, PARAM_OPERATORS, is_param
 
-__all__ = ["StretchKey", "UNKEYABLE", "literal_key"]
+__all__ = ["StretchKey", "UNKEYABLE", "literal_key", "FixedDefinition"]
 
 #: literal types kept in the key as they are
 _LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes)
+
+
+class FixedDefinition(dict):
+    """A kernel's definition that never changes once made (a fused function's program, an
+    ``ElementwiseKernel``'s sources): a stretch's key, and a held stretch's check of a run,
+    hold its token, not its contents, which a program of a hundred calls made a walk of
+    hundreds of values at every call. Travels as the map it is."""
+
+    __slots__ = ("key",)
+    _made = itertools.count(1)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.key = ("fixed", next(FixedDefinition._made))
 
 
 class _Unkeyable(Exception):
@@ -184,6 +199,8 @@ class StretchKey:
             return (t.__name__, tuple(self._role(v) for v in value))
         if t is dict:
             return ("dict", tuple(sorted((k, self._role(v)) for k, v in value.items())))
+        if t is FixedDefinition:
+            return value.key
         return literal_key(value)
 
     # ------------------------------------------------------------ a fast path's fall-back

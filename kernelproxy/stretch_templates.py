@@ -47,7 +47,7 @@ from .held_ops import call_site as _c_call_site
 from .array_meta import wire_tuple
 from .caller import call_site, site_line
 from .issue import array_class
-from .stretch_key import StretchKey, literal_key
+from .stretch_key import FixedDefinition, StretchKey, literal_key
 
 __all__ = ["StretchTemplate", "TemplateRun", "Templates", "static_result"]
 
@@ -674,6 +674,10 @@ class TemplateRun:
                 if type(part) not in _PLAIN or expected[1] != type(part).__name__ \
                         or expected[2] != part:
                     raise _Miss
+            return
+        if kind is FixedDefinition:   # (a kernel's definition: its token)
+            if role != value.key:
+                raise _Miss
             return
         if self._handle(value) is not None:   # an array where the template has a value
             raise _Miss

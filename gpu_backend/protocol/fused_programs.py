@@ -11,7 +11,9 @@ locally, and builds the same kernel. Nothing of it is run as Python text.
 
 The wire form, a kernel definition (``KIND_KERNEL``, name ``"fuse"``)::
 
-    {"name": kernel name, "params": number of the function's parameters,
+    {"name": kernel name, "fusion": the client's number for the fused function (the pool's
+     CuPy keeps a kernel cache per number, as CuPy keeps one per ``Fusion``),
+     "params": number of the function's parameters,
      "ops": [[kind, name, target, [operand, ...], {keyword: operand}], ...],
      "out": [slot, ...], "multi": whether the function returned a tuple}
 
@@ -66,7 +68,7 @@ _NAMES = {m.KIND_FUNCTION: FUSABLE_FUNCTIONS, m.KIND_METHOD: FUSABLE_METHODS,
           m.KIND_OPERATOR: FUSABLE_OPERATORS}
 
 #: The definition's fields
-FIELDS = frozenset({"name", "params", "ops", "out", "multi"})
+FIELDS = frozenset({"name", "fusion", "params", "ops", "out", "multi"})
 #: Bounds on what one definition may hold (CuPy's own kernels take far fewer)
 MAX_OPS, MAX_PARAMS = 4096, 256
 
@@ -123,6 +125,8 @@ def check_program(definition: Any) -> Program:
         raise ProtocolError("a fused program's kernel name is a string of at most 200 characters")
     if not _IDENTIFIER.match(name):   # (a lambda's "<lambda>": CuPy's own refusal)
         raise ValueError(f'Invalid kernel name: "{name}"')
+    if type(definition["fusion"]) is not int:
+        raise ProtocolError("a fused program's fusion number is an integer")
     if type(params) is not int or not 0 <= params <= MAX_PARAMS:
         raise ProtocolError(f"a fused program takes at most {MAX_PARAMS} parameters")
     if type(ops) is not list or len(ops) > MAX_OPS or type(multi) is not bool:

@@ -499,3 +499,14 @@ def test_deepest_allowed_nesting_fits_a_small_thread_stack():
 
 def _repo_root() -> str:
     return str(PROJECT_ROOT)
+
+
+def test_a_map_of_a_dict_subclass_travels_as_a_plain_map():
+    """A kernel's fixed definition (kernelproxy.stretch_key.FixedDefinition) is a dict
+    subclass, which msgpack's strict types hand to the encoder's default."""
+    class Fixed(dict):
+        pass
+
+    value = Fixed(name="f", ops=[["o", "add", None, [[0, 0], [1, 2.5]], {}]], axis=(0, 1))
+    decoded = codec.unpackb(codec.packb([value]))[0]
+    assert type(decoded) is dict and decoded == dict(value)

@@ -135,17 +135,37 @@ def test_fused_results_are_the_references(cp, ref, session, body):
     _same_outcome(_outcome(ref, None, run), _outcome(cp, session, run))
 
 
-def test_numpys_ufunc_on_a_stand_in_is_cupys_type_error(cp, ref):
-    def body(xp):
-        def cosine(a):
-            return np.cos(a) * 2
-        return _fuse(xp, cosine)(xp.linspace(0, 1, 8))
+def test_numpy_scalars_and_numpys_ufuncs_beside_stand_ins(cp, ref, session):
+    """A NumPy scalar's operator defers to the stand-in (CuPy's test_numpy_scalar_l); NumPy's
+    ufunc of a stand-in, which CuPy's fusion refuses, runs unfused here (its values)."""
+    def run(xp):
+        def scaled(a):
+            return np.float32(2) + a * np.int8(3)
+        return _fuse(xp, scaled)(xp.linspace(0, 1, 8, dtype=np.float32))
 
-    with pytest.raises(TypeError, match="cos"):
-        body(cp)
-    if not REFERENCE_IS_NUMPY:   # (NumPy has no fuse: there it is NumPy's cos)
-        with pytest.raises(TypeError, match="cos"):
-            body(ref)
+    _same_outcome(_outcome(ref, None, run), _outcome(cp, session, run))
+
+    @cp.fuse()
+    def cosine(a):
+        return np.cos(a) * 2
+
+    x = np.linspace(0, 1, 8)
+    np.testing.assert_allclose(cosine(cp.asarray(x)).get(), np.cos(x) * 2)
+    assert _programs(cosine) == [_UNFUSED]
+
+
+def test_two_fused_functions_of_one_program_keep_kernels_of_their_own(cp, ref, session):
+    """CuPy keys a kernel by the scalar's kind: a bool and an int are one key. Two functions
+    of the same program are two caches, locally and in the pool (CuPy's
+    test_python_scalar_param_r found the pool sharing one)."""
+    def run(xp):
+        def add(array, scalar):
+            return array + scalar
+
+        mask = xp.asarray(np.array([True, False, True]))
+        return _fuse(xp, add)(mask, True), _fuse(xp, add)(mask, 1)
+
+    _same_outcome(_outcome(ref, None, run), _outcome(cp, session, run))
 
 
 def test_arguments_updated_in_place_out_and_none_returned(cp, ref, session):
@@ -230,16 +250,16 @@ def test_an_error_of_the_function_or_the_kernel_shows_as_in_cupy(cp):
 
 
 @pytest.mark.parametrize("definition, message", [
-    ({"name": "f", "params": 1, "ops": [["f", "eval", None, [[0, 0]], {}]], "out": [1], "multi": False},
+    ({"name": "f", "fusion": 1, "params": 1, "ops": [["f", "eval", None, [[0, 0]], {}]], "out": [1], "multi": False},
      "not an op CuPy's fusion traces"),
-    ({"name": "f", "params": 1, "ops": [["o", "add", None, [[0, 0], [0, 5]], {}]], "out": [1], "multi": False},
+    ({"name": "f", "fusion": 1, "params": 1, "ops": [["o", "add", None, [[0, 0], [0, 5]], {}]], "out": [1], "multi": False},
      "before it exists"),
-    ({"name": "f;x", "params": 1, "ops": [], "out": [0], "multi": False}, "Invalid kernel name"),
-    ({"name": "<lambda>", "params": 1, "ops": [], "out": [0], "multi": False}, "Invalid kernel name"),
-    ({"name": "f", "params": 1, "ops": [["m", "sum", [1, 2], [], {}]], "out": [1], "multi": False},
+    ({"name": "f;x", "fusion": 1, "params": 1, "ops": [], "out": [0], "multi": False}, "Invalid kernel name"),
+    ({"name": "<lambda>", "fusion": 1, "params": 1, "ops": [], "out": [0], "multi": False}, "Invalid kernel name"),
+    ({"name": "f", "fusion": 1, "params": 1, "ops": [["m", "sum", [1, 2], [], {}]], "out": [1], "multi": False},
      "called on a slot"),
-    ({"name": "f", "params": 1, "ops": [], "out": [3], "multi": False}, "outputs are slots"),
-    ({"name": "f", "params": 1, "ops": [], "out": [0], "multi": False, "code": "x"},
+    ({"name": "f", "fusion": 1, "params": 1, "ops": [], "out": [3], "multi": False}, "outputs are slots"),
+    ({"name": "f", "fusion": 1, "params": 1, "ops": [], "out": [0], "multi": False, "code": "x"},
      "exactly the fields|unexpected kernel arguments"),
 ])
 def test_a_malformed_program_is_refused_and_the_session_goes_on(cp, session, definition, message):
@@ -252,7 +272,7 @@ def test_a_malformed_program_is_refused_and_the_session_goes_on(cp, session, def
 
 def test_an_array_as_a_constant_is_refused(cp, session):
     x = cp.arange(4, dtype=cp.float64)
-    definition = {"name": "f", "params": 1, "ops": [["o", "add", None, [[0, 0], [1, x]], {}]],
+    definition = {"name": "f", "fusion": 1, "params": 1, "ops": [["o", "add", None, [[0, 0], [1, x]], {}]],
                   "out": [1], "multi": False}
     with pytest.raises(Exception, match="constant may not be"):
         call(session, m.KIND_KERNEL, "fuse", api.ARRAY, definition, (x,), {}, "f").get()
@@ -319,3 +339,27 @@ def test_a_scalar_updated_in_place_is_a_new_scalar_an_array_is_the_same_array(cp
     for e, a in zip(expected, actual):
         for x, y in zip(e if isinstance(e, tuple) else (e,), a if isinstance(a, tuple) else (a,)):
             np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+
+
+def test_a_fused_loop_is_answered_from_its_template(cp, session):
+    """A fused call in a held stretch is checked against its template by its definition's
+    token (kernelproxy/stretch_key.FixedDefinition), not by walking its program: the loop
+    is answered from the template, with the values of the calls unfused."""
+    @cp.fuse()
+    def relax(u, f, w):
+        return u * (1 - w) + f * w
+
+    stretches = session.stretches
+    fast_before = stretches.figures()["fast"] if stretches is not None else 0
+    u, f = cp.zeros(64), cp.linspace(0, 1, 64)
+    readings = []
+    for _ in range(40):
+        u = relax(u, f, 0.25)
+        readings.append(float(u[5]))
+    expected, host_u = [], np.zeros(64)
+    for _ in range(40):
+        host_u = host_u * (1 - 0.25) + np.linspace(0, 1, 64) * 0.25
+        expected.append(float(host_u[5]))
+    np.testing.assert_allclose(readings, expected, rtol=1e-12)
+    if stretches is not None:
+        assert stretches.figures()["fast"] > fast_before
