@@ -28,6 +28,7 @@ from .state import activate, active_session, primary_session, proxy_cupy, regist
 from .fft_config import FFTConfigModule, build_callback_module
 from .functions import forwarded, function_proxy
 from . import ndarray as nd
+from .fuse_trace import Tracer
 
 __all__ = ["build_modules", "module_for", "upload_array", "forwarded",
            # the active session's state, which lives in kernelproxy.state
@@ -133,8 +134,9 @@ def asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None, *, bl
 
 
 def get_array_module(*args: Any) -> Any:
-    """``cupy.get_array_module``: the proxy ``cupy`` if any argument is a remote array."""
-    if any(isinstance(arg, nd.ndarray) for arg in args):
+    """``cupy.get_array_module``: the proxy ``cupy`` if any argument is a remote array (or
+    a ``cupy.fuse`` stand-in, as CuPy's fusion answers for its own)."""
+    if any(isinstance(arg, (nd.ndarray, Tracer)) for arg in args):
         return build_modules()["cupy"]
     return np
 

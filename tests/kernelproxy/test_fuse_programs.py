@@ -363,3 +363,17 @@ def test_a_fused_loop_is_answered_from_its_template(cp, session):
     np.testing.assert_allclose(readings, expected, rtol=1e-12)
     if stretches is not None:
         assert stretches.figures()["fast"] > fast_before
+
+
+def test_get_array_module_of_a_stand_in_is_cupy(cp):
+    """CuPy's test_get_array_module: inside a fused function its arrays are CuPy's."""
+    modules = []
+
+    @cp.fuse()
+    def square(x):
+        xp = cp.get_array_module(x)
+        modules.append(xp)
+        return xp.square(x)
+
+    np.testing.assert_array_equal(square(cp.arange(4)).get(), [0, 1, 4, 9])
+    assert modules == [cp] and isinstance(_programs(square)[0], FusedProgram)
