@@ -33,6 +33,7 @@ __all__ = ["LIVE", "NOT_TRACED", "Untraceable", "Tracer", "FusedProgram", "signa
 
 #: Traces in progress in any thread: ``issue.call`` looks for stand-ins only while nonzero
 LIVE = [0]
+_LIVE_LOCK = threading.Lock()
 #: :func:`record_call`'s answer for a call that is none of the trace's
 NOT_TRACED = object()
 
@@ -266,11 +267,13 @@ def trace(func: Any, args: tuple, name: str, number: int) -> FusedProgram:
                  for i, a in enumerate(args)]
     outer = _CURRENT.trace
     _CURRENT.trace = recording
-    LIVE[0] += 1
+    with _LIVE_LOCK:
+        LIVE[0] += 1
     try:
         returned = func(*stand_ins)
     finally:
-        LIVE[0] -= 1
+        with _LIVE_LOCK:
+            LIVE[0] -= 1
         _CURRENT.trace = outer
     multi = isinstance(returned, tuple)
     outputs = returned if multi else (() if returned is None else (returned,))
