@@ -74,7 +74,7 @@ KIND_ATTRIBUTE = "a"   # target = handle, name from api.ATTRIBUTES
 KIND_UPLOAD = "u"      # name = dtype, args = [shape] (data: next payload frame)
                        # or [shape, chunks] (data: that many chunk messages follow)
 KIND_INFO = "i"        # the session's memory and device figures, as a value
-KIND_KERNEL = "k"      # name = "elementwise" | "raw", target = the definition map, args = call args
+KIND_KERNEL = "k"      # name = "elementwise" | "raw" | ... | "fuse", target = the definition map, args = call args
 KIND_DOWNLOAD = "d"    # target = handle; data in the reply's next payload frame
 KIND_CUDA = "c"        # name from api.CUDA_CALLS: the session's CUDA events and memory pool
 KIND_OBJECT = "j"      # name = a class of api.OBJECTS (create one under out: target None)
