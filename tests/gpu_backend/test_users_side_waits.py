@@ -80,8 +80,10 @@ def test_users_that_take_turns_see_their_waits_in_the_log_and_the_status(tmp_pat
 
 
 def test_a_user_alone_waits_for_nobody(tmp_path):
-    """Alone on its device a session is granted the device once and keeps it: what it
-    waited is that first grant, a sliver of the time its batches took."""
+    """Alone on its device a session waits for nobody: a grant that came with no other
+    session on the device and no last holder's work to wait for is the arbiter's answer,
+    not a wait for another's turn, and is not counted (on a loaded host that answer took
+    50 ms, half the time the user's batches took)."""
     users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
     tokens = write_users(users, {"solo": {"weight": 1}})
     proc, address = _serve(tmp_path, users, log, "--policy", "fair")
@@ -96,4 +98,4 @@ def test_a_user_alone_waits_for_nobody(tmp_path):
         proc.wait(20)
     row = {r["user"]: r for r in read_usage(log)}["solo"]
     assert row["worked_s"] > 0 and row["waited_s"] <= row["worked_s"], row
-    assert row["waited_s"] < 0.5 * row["worked_s"], row
+    assert row["waited_s"] == 0.0, row   # (its grants' own latency is nobody's turn)
