@@ -33,11 +33,13 @@ def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 <<
 #: replay; "nofast" turns the client's fast path for held stretches off; "noearly" sends
 #: a held stretch's replay at its sync point, never early; "nocuts" does not cut a loop
 #: with no sync point into pieces (kernelproxy/loop_cuts.py); "socket" sends large
-#: transfers over the Unix socket, not the shared-memory staging ring.
+#: transfers over the Unix socket, not the shared-memory staging ring; "nofuse" runs
+#: ``cupy.fuse`` functions unfused (kernelproxy/fuse_trace.py).
 SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
                "nofast": {"GPUWB_FAST_PATH": "0"},
                "noearly": {"GPUWB_EARLY_REPLAY": "0"},
                "nocuts": {"GPUWB_LOOP_CUTS": "0"},
+               "nofuse": {"GPUWB_FUSE": "0"},
                "socket": {"GPUWB_STAGING": "0"},
                "nocompiled": {"GPUWB_COMPILED": "0"}}
 

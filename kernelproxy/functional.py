@@ -74,15 +74,16 @@ class Fusion:
         if not all(isinstance(a, _FUSE_ARGUMENT_TYPES) for a in args):
             raise TypeError("Invalid argument type for '{}': ({})".format(
                 self.name, ", ".join(repr(type(a)) for a in args)))
-        if any(isinstance(a, np.ndarray) for a in args):
-            return self._unfused(args)
+        session = active_session()
+        if not session.settings.fuse or any(isinstance(a, np.ndarray) for a in args):
+            return self._unfused(args)   # (GPUWB_FUSE=0; or a NumPy array: CuPy's refusal)
         key = fuse_trace.signature(args)
         program = self._memo.get(key)
         if program is None:
             program = self._traced(key, args)
         if program is _UNFUSED:
             return self._unfused(args)
-        return nd.call(active_session(), m.KIND_KERNEL, "fuse", program.want, program.definition,
+        return nd.call(session, m.KIND_KERNEL, "fuse", program.want, program.definition,
                        args, {}, f"cupy.fuse({self.name})")
 
     def _traced(self, key: tuple, args: tuple) -> Any:

@@ -61,6 +61,10 @@ class SessionSettings:
     #: the Python methods, not by the compiled accelerator (kernelproxy/held_ops.py, where
     #: it was built); to measure the difference, and as a way out.
     compiled: bool = True
+    #: ``GPUWB_FUSE=0``: a ``cupy.fuse`` function runs unfused, each operation an ordinary
+    #: op (the values of the same operations, not of CuPy's fused kernel), as before the pool
+    #: fused them (kernelproxy/fuse_trace.py); to measure the difference, and as a way out.
+    fuse: bool = True
     #: ``JPY_SESSION_NAME``: the notebook's path, which Jupyter Server gives the kernels it
     #: starts for a notebook; the session's label in the pool's status (the Lab panel
     #: names the notebook that opened each session)
@@ -78,4 +82,5 @@ class SessionSettings:
                    early_replay=_flag(env, "GPUWB_EARLY_REPLAY", True),
                    loop_cuts=_flag(env, "GPUWB_LOOP_CUTS", True),
                    compiled=_flag(env, "GPUWB_COMPILED", True),
+                   fuse=_flag(env, "GPUWB_FUSE", True),
                    notebook=env.get("JPY_SESSION_NAME") or None)

@@ -377,3 +377,27 @@ def test_get_array_module_of_a_stand_in_is_cupy(cp):
 
     np.testing.assert_array_equal(square(cp.arange(4)).get(), [0, 1, 4, 9])
     assert modules == [cp] and isinstance(_programs(square)[0], FusedProgram)
+
+
+def test_gpuwb_fuse_0_runs_fused_functions_unfused(pool, monkeypatch):
+    """``GPUWB_FUSE=0`` (the session's setting): the operations go one by one, as before
+    the pool fused them, with the same values."""
+    import kernelproxy
+    from kernelproxy.modules import module_for
+
+    monkeypatch.setenv("GPUWB_FUSE", "0")
+    session = kernelproxy.connect(pool.address, pool.token)
+    try:
+        assert session.settings.fuse is False
+        cp = module_for(session)
+
+        @cp.fuse()
+        def blend(a, b):
+            return a * 0.25 + b * 0.75
+
+        a, b = cp.linspace(0, 1, 16), cp.linspace(1, 2, 16)
+        np.testing.assert_allclose(blend(a, b).get(),
+                                   np.linspace(0, 1, 16) * 0.25 + np.linspace(1, 2, 16) * 0.75)
+        assert _programs(blend) == []
+    finally:
+        session.close()
