@@ -106,7 +106,9 @@ def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool
         if name == "where" and len(record[4]) != 3:   # (one argument: nonzero's arrays)
             return False
         return name in api.UFUNCS or name in STATIC_FUNCTIONS
-    return False
+    # a fused function's kernel (its program a fixed literal, its scalars literals too):
+    # CuPy's elementwise or reduction kernel, its results' shapes and dtypes its arrays'
+    return kind == m.KIND_KERNEL and name == "fuse"
 
 
 def _holds_mask(role: Any, metas: Callable[[tuple], tuple | None]) -> bool:

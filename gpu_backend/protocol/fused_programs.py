@@ -36,7 +36,7 @@ from . import messages as m
 from .errors import ProtocolError
 
 __all__ = ["SLOT", "LITERAL", "FUSABLE_FUNCTIONS", "FUSABLE_METHODS", "FUSABLE_OPERATORS",
-           "FIELDS", "MAX_OPS", "MAX_PARAMS", "literal_allowed", "Program",
+           "FIELDS", "MAX_OPS", "MAX_PARAMS", "literal_allowed", "Program", "fused_writes",
            "check_program"]
 
 SLOT, LITERAL = 0, 1
@@ -156,3 +156,33 @@ def check_program(definition: Any) -> Program:
             or (not multi and len(out) > 1):
         raise ProtocolError("a fused program's outputs are slots it has")
     return Program(name, params, tuple(checked), tuple(out), multi)
+
+
+def fused_writes(definition: Any) -> frozenset | None:
+    """The parameters a fused program writes in place (``x += y``, ``cupy.add(x, y,
+    out=x)``, and later such writes through the name the first one rebound), by position;
+    None where *definition* cannot be read as a program (a replay then takes every array
+    it is given as written, as for any kernel). Everything else a fused kernel makes is a
+    new array. Read by the worker's replay (worker/stretch_replay.py, graph_replay.py)."""
+    try:
+        params, ops = definition["params"], definition["ops"]
+        if type(params) is not int or type(ops) is not list:
+            return None
+        alias = {slot: slot for slot in range(params)}   # slot -> the parameter it is
+        written = set()
+        for index, (kind, name, _target, args, kwargs) in enumerate(ops):
+            written_through = None
+            out = kwargs.get("out") if type(kwargs) is dict else None
+            if kind == m.KIND_OPERATOR and type(name) is str and name.startswith("i") \
+                    and name in FUSABLE_OPERATORS and args:
+                written_through = args[0]
+            elif out is not None:
+                written_through = out
+            if written_through is not None:
+                tag, slot = written_through
+                if tag == SLOT and slot in alias:
+                    written.add(alias[slot])
+                    alias[params + index] = alias[slot]
+        return frozenset(written)
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None

@@ -39,6 +39,7 @@ from .graph_copies import COPY_ROW_BYTES, identity
 from .graph_state import Capture, GraphState, StretchGraph
 from .graph_state import Segment as _Segment
 from .objects import run_object_call
+from ..protocol.fused_programs import fused_writes
 from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
@@ -92,7 +93,8 @@ class _Shape:
                     or item.want not in (_ARRAY, _NONE, _VALUE) \
                     or (item.kind == _OBJECT and item.name in api.OBJECTS):
                 self.graphable = False
-            if item.want == _NONE or "out" in item.kwargs or item.kind == _KERNEL:
+            if item.want == _NONE or "out" in item.kwargs or (
+                    item.kind == _KERNEL and _kernel_writes(item) != frozenset()):
                 self.writes = True   # (a user's kernel may write any array it is given)
             for slot in slots_in((item.target, item.args, item.kwargs)):
                 if slot.kind == "i" and slot.n not in self.used:
@@ -100,6 +102,12 @@ class _Shape:
         self.alive = [n for n in range(stretch.outs) if n not in freed_results]
         #: the op that makes each result slot
         self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
+
+
+def _kernel_writes(op: Any) -> frozenset | None:
+    """The arguments (by position) a kernel op writes: a fused program's own say
+    (protocol/fused_programs.py); None for any other kernel, which may write any."""
+    return fused_writes(op.target) if op.name == "fuse" else None
 
 
 class StretchGraphs:
@@ -606,7 +614,9 @@ class StretchGraphs:
         if op.want == _NONE:   # (a method given its out by position: y.dot(w, o) writes o)
             candidates = [args[0]] if op.kind == _OPERATOR and args else [target, args, kwargs]
         elif op.kind == _KERNEL:   # (its source may write a "raw" input: an accumulator)
-            candidates = [args, kwargs]
+            writes = _kernel_writes(op)   # (a fused program says which it writes)
+            candidates = [args, kwargs] if writes is None else \
+                [args[i] for i in writes if i < len(args)]
         else:
             candidates = []
         if "out" in kwargs:
