@@ -448,8 +448,9 @@ def test_a_fused_loop_is_replayed_early_with_the_bits_of_no_replay(pool, monkeyp
         assert_bitwise((np.array(ours[0]), ours[1], ours[2]),
                        (np.array(theirs[0]), theirs[1], theirs[2]))
         figures = replayed.stretches.figures()
-        if not in_place:   # (this shape with push is not held, a simpler loop of push is:
-            #                 not diagnosed; its values are the point here)
+        if not in_place:   # (here the worker refuses to hold the loop with push, which a
+            #                 script of the same loop on its own pool sees held: not
+            #                 diagnosed; its values are the point here)
             assert figures["replays"] > 0 and figures["early"] > 0, figures
     finally:
         replayed.close()
