@@ -64,6 +64,7 @@ class Fusion:
         self.name = name or func.__name__
         self._memo: dict[tuple, Any] = {}
         self._number = fuse_trace.fusion_number()   # (the pool's kernel cache of this one)
+        self._label = f"cupy.fuse({self.name})"
 
     def __repr__(self) -> str:
         return f"<Fusion {self.name!r}>"
@@ -84,7 +85,7 @@ class Fusion:
         if program is _UNFUSED:
             return self._unfused(args)
         return nd.call(session, m.KIND_KERNEL, "fuse", program.want, program.definition,
-                       args, {}, f"cupy.fuse({self.name})")
+                       args, {}, self._label)
 
     def _traced(self, key: tuple, args: tuple) -> Any:
         """The function's program for *args*' signature, kept (or, where it cannot be one,

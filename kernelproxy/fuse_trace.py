@@ -52,11 +52,11 @@ _CURRENT = _Current()
 
 
 class _Trace:
-    """One function's calls so far: ops, and how many slots they and the parameters fill."""
+    """One function's calls so far (op *i*'s result is slot ``params + i``)."""
 
     def __init__(self, params: int) -> None:
         self.ops: list = []
-        self.slots = params
+        self.params = params
 
     def operand(self, value: Any) -> list:
         if type(value) is Tracer:
@@ -74,8 +74,7 @@ class _Trace:
         self.ops.append([kind, name, None if target is None else self.operand(target),
                          [self.operand(a) for a in args],
                          {k: self.operand(v) for k, v in kwargs.items()}])
-        self.slots += 1
-        return self.slots - 1
+        return self.params + len(self.ops) - 1
 
     def result(self, kind: str, name: str, target: Any, args: tuple, kwargs: dict) -> "Tracer":
         slot = self.add(kind, name, target, args, kwargs)

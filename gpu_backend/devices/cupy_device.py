@@ -29,7 +29,7 @@ from .cupy_capture import CupyCaptures
 from . import cupy_loans, cupy_swap_copies
 from .cupy_graphs import GraphTools
 from .cupy_scalar_reads import scalar_reads
-from .fused_functions import KernelCache, fused_kernel
+from .fused_functions import fused_kernel
 from .host_random import seed_sequence_factory
 
 __all__ = ["CupyDevice", "gpu_count"]
@@ -171,7 +171,6 @@ class CupyDevice(Device):
         )
         self._build_methods()
         self._kernels: dict = {}
-        self._kernel_cache = KernelCache(self._build_kernel, self._kernels)
         self._objects: dict = {}
         self._fft_callbacks: list = []   # set_cufft_callbacks blocks entered, innermost last
         self._events: list = []   # spare CUDA events for markers
@@ -379,7 +378,11 @@ class CupyDevice(Device):
     def run_kernel(self, kind: Any, definition: Any, args: list, kwargs: dict) -> Any:
         """Build the kernel from its source strings (cached) and launch it in this session's
         own process and context: a faulty kernel can only break this session."""
-        return self._kernel_cache.get(kind, definition)(*args, **kwargs)
+        kernel = self._kernels.get((kind, repr(definition)))
+        if kernel is None:
+            kernel = self._build_kernel(kind, definition)
+            self._kernels[(kind, repr(definition))] = kernel
+        return kernel(*args, **kwargs)
 
     def _build_kernel(self, kind: Any, definition: Any) -> Any:
         from ..protocol.errors import ProtocolError

@@ -11,13 +11,12 @@ run as Python.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any, Callable
 
 from ..protocol import messages as m
 from ..protocol.fused_programs import Program, check_program
 
-__all__ = ["replaying", "fused_kernel", "KernelCache"]
+__all__ = ["replaying", "fused_kernel"]
 
 
 def _value(operand: tuple, values: list) -> Any:
@@ -70,25 +69,3 @@ def fused_kernel(cupy: Any, definition: Any, functions: dict, operators: dict) -
 
     return cupy.fuse(kernel_name=program.name)(replaying(program, functions, operators, method))
 
-
-class KernelCache:
-    """A device's kernels built from clients' definitions, kept by the definition's text;
-    the last few also by the definition's identity, for a held stretch's replays hand the
-    same map every time and a program's text is long to make (a fused function's repr
-    cost more than its launch)."""
-
-    def __init__(self, build: Callable[[Any, Any], Any], built: dict | None = None) -> None:
-        self._build = build
-        self.built: dict = {} if built is None else built
-        self._recent: deque = deque(maxlen=16)
-
-    def get(self, kind: Any, definition: Any) -> Any:
-        for seen, seen_kind, kernel in self._recent:
-            if seen is definition and seen_kind == kind:
-                return kernel
-        key = (kind, repr(definition))
-        kernel = self.built.get(key)
-        if kernel is None:
-            kernel = self.built[key] = self._build(kind, definition)
-        self._recent.append((definition, kind, kernel))
-        return kernel

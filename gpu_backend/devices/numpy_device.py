@@ -22,7 +22,7 @@ from ..protocol.codec import device_dtype, unsupported_dtype
 from ..protocol.errors import OutOfMemoryError
 from ..protocol.fused_programs import check_program
 from .base import Device
-from .fused_functions import KernelCache, replaying
+from .fused_functions import replaying
 from .function_tables import (lazy_functions, resolve_table, signal_object_class, sparse_lu_class,
                               sparse_object_class)
 from .interface_views import HostInterfaceView, interface_bytes
@@ -164,7 +164,7 @@ class NumpyDevice(Device):
         # Bytes are counted per owning buffer, so views cost nothing extra.
         self._owners: dict[int, list] = {}  # id(owner) -> [owner, refcount, nbytes]
         self.used = 0
-        self._fused = KernelCache(self._fused_function)   # cupy.fuse's programs
+        self._fused: dict[str, Any] = {}   # cupy.fuse's programs, by their text
 
     def direct_ufunc(self, kind: str, name: Any, args: list, kwargs: dict) -> tuple | None:
         """An arithmetic or comparison operator, or a function that is a NumPy ufunc: that
@@ -202,14 +202,15 @@ class NumpyDevice(Device):
         fuse into: the values are those of the same calls unfused); other kernels need a GPU."""
         if kind != "fuse":
             return super().run_kernel(kind, definition, args, kwargs)
-        result = self._fused.get(kind, definition)(*args, **kwargs)
+        key = repr(definition)
+        fused = self._fused.get(key)
+        if fused is None:
+            fused = self._fused[key] = replaying(check_program(definition), self.functions,
+                                                 self.operators, self._fused_method)
+        result = fused(*args, **kwargs)
         if isinstance(result, tuple):
             return tuple(_fresh(r, args) for r in result)
         return _fresh(result, args)
-
-    def _fused_function(self, kind: str, definition: Any) -> Any:
-        return replaying(check_program(definition), self.functions, self.operators,
-                         self._fused_method)
 
     def _fused_method(self, target: Any, name: str, args: list, kwargs: dict) -> Any:
         method = self.methods.get(name)

@@ -43,7 +43,7 @@ from ..protocol.fused_programs import fused_writes
 from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
-__all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
+__all__ = ["kernel_writes", "StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
 
 #: Bytes of a parameter's place in a stretch's parameter block (the widest scalar: complex128)
 PARAM_BYTES = 16
@@ -94,7 +94,7 @@ class _Shape:
                     or (item.kind == _OBJECT and item.name in api.OBJECTS):
                 self.graphable = False
             if item.want == _NONE or "out" in item.kwargs or (
-                    item.kind == _KERNEL and _kernel_writes(item) != frozenset()):
+                    item.kind == _KERNEL and kernel_writes(item) != frozenset()):
                 self.writes = True   # (a user's kernel may write any array it is given)
             for slot in slots_in((item.target, item.args, item.kwargs)):
                 if slot.kind == "i" and slot.n not in self.used:
@@ -104,9 +104,10 @@ class _Shape:
         self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
 
 
-def _kernel_writes(op: Any) -> frozenset | None:
+def kernel_writes(op: Any) -> frozenset | None:
     """The arguments (by position) a kernel op writes: a fused program's own say
-    (protocol/fused_programs.py); None for any other kernel, which may write any."""
+    (protocol/fused_programs.py), its other results new arrays; None for any other kernel,
+    which may write any array it is given."""
     return fused_writes(op.target) if op.name == "fuse" else None
 
 
@@ -614,7 +615,7 @@ class StretchGraphs:
         if op.want == _NONE:   # (a method given its out by position: y.dot(w, o) writes o)
             candidates = [args[0]] if op.kind == _OPERATOR and args else [target, args, kwargs]
         elif op.kind == _KERNEL:   # (its source may write a "raw" input: an accumulator)
-            writes = _kernel_writes(op)   # (a fused program says which it writes)
+            writes = kernel_writes(op)   # (a fused program says which it writes)
             candidates = [args, kwargs] if writes is None else \
                 [args[i] for i in writes if i < len(args)]
         else:

@@ -16,9 +16,8 @@ from typing import Any, Iterator, NamedTuple
 from ..protocol import api
 from ..protocol import messages as m
 from ..protocol.errors import error_name
-from ..protocol.fused_programs import fused_writes
 from .batch_results import BatchResults
-from .graph_replay import Capture, StretchGraphs
+from .graph_replay import Capture, StretchGraphs, kernel_writes
 from .result_meta import array_meta
 from .run_ahead import RunAhead
 from .steady_lane import SteadyLane
@@ -89,16 +88,16 @@ def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
             return (op.kind == m.KIND_OPERATOR and op.want == api.ARRAY
                     and op.name not in _MAY_ALIAS) or (
                 op.name == "copy" and op.kind in (m.KIND_METHOD, m.KIND_FUNCTION)) or (
-                op.kind == m.KIND_KERNEL and op.name == "fuse" and op.want == api.ARRAY)
+                op.kind == m.KIND_KERNEL and op.want == api.ARRAY and kernel_writes(op) is not None)
 
 
-def _fused_changes_only(op: Any, made: dict, inputs_too: bool) -> bool:
-    """Whether a fused kernel's op (``cupy.fuse``) changes nothing but what it makes and
-    what :func:`_writes_its_own` allows: its program says which arguments it writes in
-    place (protocol/fused_programs.py), and it makes one array or none."""
+def _kernel_changes_only(op: Any, made: dict, inputs_too: bool) -> bool:
+    """Whether a kernel op changes nothing but what it makes and what :func:`_writes_its_own`
+    allows: only a kernel that says which arguments it writes (a fused program,
+    graph_replay.kernel_writes), making one array or none."""
     if op.want not in (api.ARRAY, api.NONE) or op.kwargs:
         return False
-    writes = fused_writes(op.target)
+    writes = kernel_writes(op)
     return writes is not None and all(
         i < len(op.args) and _writes_its_own(op.args[i], made, inputs_too) for i in writes)
 
@@ -207,8 +206,8 @@ class StretchReplay:
         for item in stretch.items:
             if type(item) is Slot:
                 continue
-            if item.kind == m.KIND_KERNEL and item.name == "fuse":
-                if not _fused_changes_only(item, made, inputs_too):
+            if item.kind == m.KIND_KERNEL:
+                if not _kernel_changes_only(item, made, inputs_too):
                     return False
                 if item.out is not None:
                     made[item.out.n] = item
