@@ -46,8 +46,9 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
 
 #: Sides that need a pool of their own, started with these variables set (its workers
 #: read them as they start): "noahead" runs no replay ahead (``GPUWB_RUN_AHEAD_US=0``,
-#: gpu_backend/worker/run_ahead.py)
-POOL_ENV = {"noahead": {"GPUWB_RUN_AHEAD_US": "0"}}
+#: gpu_backend/worker/run_ahead.py); "nodraws" runs none ahead that draws random numbers
+#: (``GPUWB_DRAWS_AHEAD=0``, gpu_backend/worker/draw_journal.py)
+POOL_ENV = {"noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "nodraws": {"GPUWB_DRAWS_AHEAD": "0"}}
 
 
 @contextmanager
@@ -139,7 +140,7 @@ def sessions_in_own_pools(policy: str, devices: str, transports: str, served: bo
 #: the help of the benchmarks' ``--own-pools`` (sessions_for)
 OWN_POOLS_HELP = ("each proxy side's session in a pool of its own, alone on the device as one user's "
                   "is (the worker runs replays ahead only then); a side ending in -noahead runs none "
-                  "ahead (served_pool.POOL_ENV)")
+                  "ahead, one ending in -nodraws none that draws random numbers (served_pool.POOL_ENV)")
 
 
 @contextmanager

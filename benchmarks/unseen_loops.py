@@ -5,7 +5,8 @@ against plain NumPy (or local CuPy on a GPU host), bit for bit.
     python benchmarks/unseen_loops.py [--programs a,b] [--devices cpu] [--local numpy]
         [--scale 1] [--timeout 90] [--json out.json]
 
-Each program (``unseen_loop_bodies.py``) is a plain function ``name(xp, n)``, a loop of *n*
+Each program (``unseen_loop_bodies.py``, ``unseen_loop_bodies_more.py``, and the loops that
+draw random numbers, ``unseen_loop_bodies_draws.py``) is a plain function ``name(xp, n)``, a loop of *n*
 iterations (>= 50) of the kind a CuPy user writes in a notebook, returning NumPy arrays, Python values, or lists and
 tuples of them. It runs four times, each pool side on a fresh session of one embedded pool
 (``--devices``: ``cpu``, the NumPy device; ``auto`` on a GPU host):
@@ -58,8 +59,9 @@ from json_out import emit  # noqa: E402
 
 from unseen_loop_bodies import PROGRAMS as _FIRST, fbits  # noqa: E402
 from unseen_loop_bodies_more import PROGRAMS as _MORE  # noqa: E402
-assert not set(_FIRST) & set(_MORE), sorted(set(_FIRST) & set(_MORE))
-PROGRAMS = {**_FIRST, **_MORE}
+from unseen_loop_bodies_draws import PROGRAMS as _DRAWS  # noqa: E402
+assert not set(_FIRST) & set(_MORE) and not (set(_FIRST) | set(_MORE)) & set(_DRAWS)
+PROGRAMS = {**_FIRST, **_MORE, **_DRAWS}
 
 
 # ---------------------------------------------------------------------------------------

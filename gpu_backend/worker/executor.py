@@ -20,6 +20,7 @@ from ..devices import Device
 from ..protocol import codec
 from ..protocol.errors import ProtocolError, error_name, warning_name
 from .batch_results import BatchResults
+from .draw_journal import DrawJournal
 from .error_text import asked_of, message_of
 from .grants import out_of_memory_text
 from .handles import HandleTable
@@ -118,6 +119,9 @@ class Executor(OpLoop):
         #: their replay (worker/stretch_replay.py), through graphs where the device has them
         self.stretches = HeldStretches()
         self.replay = StretchReplay(self, self.stretches)
+        #: the seeds and draws of the session's random generators, so that a replay run
+        #: ahead may draw and be undone exactly (worker/draw_journal.py)
+        self.draws = DrawJournal()
         #: on a GPU: asks the pool to swap idle sessions of this device out when an op ran
         #: out of device memory (the worker's server sets it; worker/swap.py, "pressure")
         self.make_room: Any = None

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..protocol import api
 from ..protocol.errors import NotAllowedError, ProtocolError
+from .draw_journal import GENERATOR_CLASS, NotUndoable
 
 __all__ = ["run_object_call"]
 
@@ -37,6 +38,8 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
             raise NotAllowedError("an object is created by naming its class, with its own id")
         obj = _class_of(device, name)[0](*args, **kwargs)
         table.put_object(out, obj)
+        if name == GENERATOR_CLASS:   # (its seed and draws journaled: draw_journal.py)
+            executor.draws.created(obj, args, kwargs)
         return type(obj).__name__   # (get_fft_plan's Plan1d or PlanNd: asked for by value)
     cls, _, member = name.rpartition(".")
     methods = api.OBJECTS.get(cls)
@@ -65,7 +68,21 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
     obj = table.get_object(target, kind)
     if member in methods:
         device.check_allocation(name, args, kwargs)
-        result = getattr(obj, member)(*args, **kwargs)
+        journal = executor.draws
+        if cls == GENERATOR_CLASS:
+            result = journal.serve(obj, member, args, kwargs)
+            if result is None:
+                journal.before(obj, member, args, kwargs)
+                try:
+                    result = getattr(obj, member)(*args, **kwargs)
+                except BaseException:
+                    journal.failed(obj)
+                    raise
+                journal.after(obj, member, args, kwargs, result)
+        elif journal.speculating:   # (a run ahead draws only from a RandomState)
+            raise NotUndoable(f"{name} is not run ahead")
+        else:
+            result = getattr(obj, member)(*args, **kwargs)
         if want == api.OBJECT and result is not NotImplemented and not isinstance(result, kind):
             raise TypeError(f"{name} gave a {type(result).__name__}, not a new object of its kind")
         return result

@@ -38,10 +38,11 @@ from collections import deque
 from time import perf_counter
 from typing import Any
 
+from ..protocol import messages as m
 from ..protocol.stretch_records import same_params
 from .batch_results import BatchResults
 from .phases import NO_PHASES
-from .stretches import HeldStretch, ReplayEntry
+from .stretches import HeldStretch, ReplayEntry, Slot
 
 __all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "READ_NOW_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes",
            "MAX_MISSES", "SIT_OUT", "GAP_SHARE", "GAPS_KEPT", "guess_params"]
@@ -178,6 +179,9 @@ class RunAhead:
         #: runs ahead whose closing reads were made at once, and those whose reads failed
         #: or warned then (made again when the client asked)
         self.read_now = self.read_later = 0
+        #: held stretches that draw random numbers and whose run ahead missed once: never
+        #: run ahead again (each miss makes their generators again from their journals)
+        self.no_draws: set = set()
 
     def forget(self) -> None:
         """The held stretches changed (some let go): what was learnt of each goes."""
@@ -229,6 +233,9 @@ class RunAhead:
         inputs = list(entry.inputs)
         for n, hid in handles.items():
             inputs[n] = hid
+        if stretch.draws and (sid in self.no_draws or not x.draws.undoable(
+                _generators(stretch, inputs, x.table.objects))):
+            return False
         params = guess_params(before, entry.params)
         outs = [PROVISIONAL + n for n in range(len(entry.outs))]
         guess = ReplayEntry(sid, 0, inputs, params, outs, None, True)
@@ -254,11 +261,13 @@ class RunAhead:
         if room[1] is not None:
             x.device.make_room = None
         done = None
+        x.draws.speculating = True   # (its draws kept aside: draw_journal.py)
         try:   # (its closing reads wait for the device: made when the client asks)
             done = graphs.run(state, stretch, guess, results, run_ahead=True)
         except Exception:   # (out of memory, say: the client's replay runs as ever)
             done = None
         finally:
+            x.draws.speculating = False
             x.seq, x.phases = kept[3], kept[4]
             x.make_room = room[0]
             if room[1] is not None:
@@ -275,6 +284,7 @@ class RunAhead:
         if not ok:
             x.poisoned_at, x.poisoned_by, x.op_errors = kept[0], kept[1], kept[2]
             self._free(len(outs))
+            x.draws.undo()
             return False
         ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
                                     writes, measured_from, began, pacer.alone_now())
@@ -302,11 +312,19 @@ class RunAhead:
             return None
         if not matched and not self.matches(entry):
             self.ahead = None
+            draws = self.replay.x.draws
             if entry.sid == ahead.sid:
                 self._missed(entry.sid)
+                # (its draws take no parameter: the replay's same calls get their arrays;
+                # where one cannot, its generators are made again: not twice)
+                if not draws.hand_on({id(a) for a in ahead.graph.env.values()}):
+                    self.no_draws.add(entry.sid)
+            else:
+                draws.undo()
             self._free(ahead.slots)
             return None
         self.ahead = None
+        self.replay.x.draws.commit()
         self._misses[entry.sid] = 0
         gaps = self._gaps.get(entry.sid)
         if gaps is None:
@@ -378,6 +396,7 @@ class RunAhead:
         ahead, self.ahead = self.ahead, None
         if ahead is not None:
             self._free(ahead.slots)
+            self.replay.x.draws.undo()
 
     def _free(self, slots: int) -> None:
         """Free the provisional results of a run not answered (up to *slots* of them)."""
@@ -387,3 +406,14 @@ class RunAhead:
             if PROVISIONAL + n in arrays:
                 table.free(PROVISIONAL + n)
 
+
+def _generators(stretch: HeldStretch, inputs: list, objects: dict) -> list:
+    """The remote objects whose methods *stretch* calls (its draws' generators), by the
+    handles *inputs* its run would take (None where one is not the session's)."""
+    found = []
+    for op in stretch.items:
+        if type(op) is not Slot and op.kind == m.KIND_OBJECT:
+            target = op.target   # (an object's own id; an input's slot, were it a handle)
+            hid = inputs[target.n] if type(target) is Slot and target.kind == "i" else target
+            found.append(objects.get(hid) if type(hid) is int else None)
+    return found

@@ -108,6 +108,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         if settings.read_ahead is not None:
             self.executor.replay.ahead.read_now_seconds = settings.read_ahead
         self.executor.replay.ahead.beside = settings.run_ahead_beside
+        self.executor.draws.enabled = settings.draws_ahead
         if settings.read_gap_share is not None:
             self.executor.replay.ahead.gap_share = settings.read_gap_share
         #: a loop's replays that go on by fixed steps (worker/steady_lane.py)

@@ -97,6 +97,11 @@ class WorkerSettings:
     #: calls a message (worker/steady_lane.py); ``0`` serves every message by the generic
     #: path (a diagnostic: the benchmarks' side ``nolane``)
     steady_lane: bool = True
+    #: ``GPUWB_DRAWS_AHEAD``: a replay that draws random numbers from a ``RandomState`` is
+    #: run ahead too, its draws undone from the generator's journal where the client does
+    #: not ask for it (worker/draw_journal.py); ``0`` runs none ahead, as before (a
+    #: diagnostic: the benchmarks' side ``nodraws``)
+    draws_ahead: bool = True
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -139,7 +144,8 @@ class WorkerSettings:
                    run_ahead_beside=_on(env, "GPUWB_RUN_AHEAD_BESIDE"),
                    read_ahead=float(read_ahead) * 1e-6 if read_ahead else None,
                    read_gap_share=max(0.0, float(gap_share)) if gap_share not in (None, "") else None,
-                   steady_lane=_on(env, "GPUWB_STEADY_LANE"))
+                   steady_lane=_on(env, "GPUWB_STEADY_LANE"),
+                   draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"))
 
 
 def environ_under_callgrind() -> dict[str, str]:

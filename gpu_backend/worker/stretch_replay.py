@@ -16,7 +16,9 @@ from typing import Any, Iterator, NamedTuple
 from ..protocol import api
 from ..protocol import messages as m
 from ..protocol.errors import error_name
+from ..protocol.stretch_records import slots_in
 from .batch_results import BatchResults
+from .draw_journal import DRAW_METHODS, GENERATOR_CLASS
 from .graph_replay import Capture, StretchGraphs, kernel_writes
 from .result_meta import array_meta
 from .run_ahead import RunAhead
@@ -59,6 +61,7 @@ _VIEW_OPERATORS = frozenset(("getitem",))
 #: operators that may hand back their operand itself (``+x``: NumPy copies, an array library
 #: need not): what they make is never taken for an array of the stretch's own
 _MAY_ALIAS = frozenset(("pos",))
+_GENERATOR_PREFIX = GENERATOR_CLASS + "."
 
 
 def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
@@ -89,6 +92,18 @@ def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
                     and op.name not in _MAY_ALIAS) or (
                 op.name == "copy" and op.kind in (m.KIND_METHOD, m.KIND_FUNCTION)) or (
                 op.kind == m.KIND_KERNEL and op.want == api.ARRAY and kernel_writes(op) is not None)
+
+
+def _journaled_draw(op: Any) -> bool:
+    """Whether *op* is a draw a replay run ahead may make: a ``RandomState`` method of
+    draw_journal.DRAW_METHODS whose arguments hold no array (its journal can make it again)
+    and that makes an array."""
+    name = op.name
+    if type(name) is not str or not name.startswith(_GENERATOR_PREFIX) or op.want != api.ARRAY:
+        return False
+    if name[len(_GENERATOR_PREFIX):] not in DRAW_METHODS or "out" in op.kwargs:
+        return False
+    return not any(type(s) is Slot for s in slots_in([op.args, op.kwargs]))
 
 
 def _kernel_changes_only(op: Any, made: dict, inputs_too: bool) -> bool:
@@ -200,12 +215,20 @@ class StretchReplay:
 
     def _changes_only_its_own(self, sid: Any, inputs_too: bool) -> bool:
         stretch = self.stretches.held.get(sid)
-        if stretch is None or stretch.draws:
+        if stretch is None or (stretch.draws and not inputs_too):
             return False
         made: dict[int, Any] = {}   # result slot -> the op that made it
         for item in stretch.items:
             if type(item) is Slot:
                 continue
+            if item.kind == m.KIND_OBJECT:   # (ahead: a RandomState's draw, undone by
+                if not _journaled_draw(item):   # its journal: worker/draw_journal.py)
+                    return False
+                if item.out is not None:
+                    made[item.out.n] = item
+                continue
+            if type(item.name) is str and item.name.startswith("random."):
+                return False
             if item.kind == m.KIND_KERNEL:
                 if not _kernel_changes_only(item, made, inputs_too):
                     return False
@@ -415,6 +438,7 @@ class StretchReplay:
                 "ahead_alone": self.alone_answers, "ahead_read": self.ahead.read_now,
                 "ahead_read_later": self.ahead.read_later, "lane": self.lane.answered,
                 "lane_armed": self.lane.armed, "lane_left": self.lane.left,
+                "draws_redone": self.x.draws.redone,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0}

@@ -1,0 +1,242 @@
+"""What a session's random generators have drawn, so that draws made ahead can be undone
+exactly (docs/stretch-replay.md, "Random draws run ahead").
+
+A replay run ahead (worker/run_ahead.py) is undone by freeing its results, which a random
+draw defeats: the generator has moved on, and the client's own next draw would get other
+numbers than local CuPy's. cuRAND cannot be set back where it was (``curandSetGeneratorOffset``
+then a draw is not what the generator that never drew ahead gives for most sizes, H100 run
+42, benchmarks/curand_offset_probe.py), and its state cannot be copied. But a generator is a
+function of its seed and the draws made since: CuPy's ``RandomState.seed`` resets cuRAND's
+state and ``_rk_seed`` alike, and each method draws as its arguments say. So the journal keeps,
+per ``RandomState`` of the session, the seed it was last given (the client always sends an
+integer: kernelproxy/random/_generator.py) and the draws since (method and plain arguments).
+Draws made ahead are kept aside: answered, they join the journal; dropped, the generator is
+marked stale, and before its next use it is seeded again and its journal's draws made again
+(their arrays freed at once): the state it would have had, bit for bit, for the same calls
+make the same cuRAND and CuPy kernel calls.
+
+What is not journaled, and so never drawn ahead: a method given an array (``normal(loc=a)``,
+``choice(a)``, ``shuffle``), a generator past MAX_DRAWS draws since its seed (its redo would
+cost more than a few milliseconds: it draws ahead again once seeded), and a draw that failed
+(its generator may have moved: journaled again once seeded). Other generator classes
+(``Generator``, the bit generators) are never drawn ahead.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DrawJournal", "MAX_DRAWS", "DRAW_METHODS", "GENERATOR_CLASS"]
+
+#: the remote class whose draws are journaled (api.OBJECTS)
+GENERATOR_CLASS = "random.RandomState"
+#: the most draws since its seed a generator's journal keeps: past it the generator is no
+#: longer drawn ahead until it is seeded again (a redo of MAX_DRAWS draws of CuPy's Python
+#: and their kernels: ~20 µs each on a GPU host, ~40 ms at most)
+MAX_DRAWS = 2048
+#: RandomState methods that draw from the generator alone, given plain arguments
+DRAW_METHODS = frozenset("""
+    beta binomial chisquare dirichlet exponential f gamma geometric gumbel hypergeometric
+    laplace logistic lognormal logseries negative_binomial noncentral_chisquare noncentral_f
+    normal pareto poisson power rayleigh standard_cauchy standard_exponential standard_gamma
+    standard_normal standard_t triangular uniform vonmises wald weibull zipf
+    rand randn randint random_sample tomaxint _interval permutation choice
+""".split())
+_PLAIN = (int, float, complex, bool, str, type(None), np.generic, np.dtype, type)
+
+
+def plain(value: Any) -> bool:
+    """Whether *value* is made only of numbers, strings, dtypes and tuples or lists of them
+    (no array, no object): a draw given it can be made again from the journal."""
+    if isinstance(value, _PLAIN):
+        return True
+    if type(value) in (tuple, list):
+        return all(plain(v) for v in value)
+    return False
+
+
+def plain_call(args: Any, kwargs: dict) -> bool:
+    """Whether a call's arguments and keyword arguments are all :func:`plain`."""
+    return plain(args) and plain(tuple(kwargs.values()))
+
+
+class _Log:
+    """One generator's journal: its seed (None: unknown, not journaled until seeded), the
+    draws since, the draws made ahead not yet answered, and whether its state is stale."""
+
+    __slots__ = ("seed", "draws", "ahead", "served", "stale")
+
+    def __init__(self, seed: Any) -> None:
+        self.seed = seed if type(seed) is int else None
+        self.draws: list | None = [] if self.seed is not None else None
+        #: the draws of the replay run ahead now: (call, its array)
+        self.ahead: list = []
+        #: the draws of a run ahead its stretch's replay did not match, handed on to that
+        #: replay's same calls (DrawJournal.hand_on), first first
+        self.served: list = []
+        self.stale = False
+
+
+class DrawJournal:
+    """The journals of a session's generators, and the draws of the replay run ahead now."""
+
+    def __init__(self) -> None:
+        self._logs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        #: whether a replay is being run ahead now (its draws are kept aside)
+        self.speculating = False
+        #: whether draws of a dropped run ahead may be waiting for their calls (hand_on)
+        self.serving = False
+        #: generators whose state was made again (stale ones before their next use)
+        self.redone = 0
+        #: whether a replay that draws may be run ahead at all (``GPUWB_DRAWS_AHEAD``)
+        self.enabled = True
+
+    def _log(self, obj: Any) -> _Log | None:
+        try:
+            return self._logs.get(obj)
+        except TypeError:   # (None, or an object that takes no weak reference)
+            return None
+
+    # ------------------------------------------------------------ every call
+    def created(self, obj: Any, args: list, kwargs: dict) -> None:
+        """A generator was made with *args*, *kwargs* (``RandomState(seed, method=...)``)."""
+        seed = args[0] if args else kwargs.get("seed")
+        try:
+            self._logs[obj] = _Log(seed)
+        except TypeError:   # (an object that takes no weak reference: never drawn ahead)
+            pass
+
+    def before(self, obj: Any, member: str, args: list, kwargs: dict) -> None:
+        """Before a method of *obj* runs: a stale generator is made again (but for a seed,
+        which resets it anyway); while running ahead, a call that could not be undone is
+        refused (NotUndoable: the run ahead fails and is dropped)."""
+        log = self._log(obj)
+        if self.speculating and (log is None or log.draws is None or log.stale or log.served
+                                 or member not in DRAW_METHODS or not plain_call(args, kwargs)
+                                 or len(log.draws) + len(log.ahead) >= MAX_DRAWS):
+            raise NotUndoable(f"{member} cannot be drawn ahead")
+        if log is not None and log.stale and member != "seed":
+            self._redo(obj, log)
+
+    def serve(self, obj: Any, member: str, args: list, kwargs: dict) -> Any:
+        """The array a dropped run ahead drew for this very call, where one was handed on
+        (:meth:`hand_on`) and this is the next of them: the call is then the client's, and
+        journaled. Else None: the call runs (any other call first makes the generator stale:
+        what was handed on is not its next state)."""
+        if not self.serving:
+            return None
+        log = self._log(obj)
+        if log is None or not log.served:
+            return None
+        (m, a, k), array = log.served[0]
+        if m == member and a == tuple(args) and k == kwargs and log.draws is not None:
+            del log.served[0]
+            log.draws.append((m, a, k))
+            return array
+        log.served = []
+        log.stale = True
+        return None
+
+    def after(self, obj: Any, member: str, args: list, kwargs: dict, result: Any = None) -> None:
+        """A method of *obj* ran: journaled (a seed starts the journal afresh; a draw given
+        plain arguments joins it, or the draws made ahead; anything else ends it)."""
+        log = self._log(obj)
+        if log is None:
+            return
+        if member == "seed":
+            seed = args[0] if args else kwargs.get("seed")
+            log.seed = seed if type(seed) is int else None
+            log.draws = [] if log.seed is not None else None
+            log.ahead = []
+            log.stale = False
+            return
+        if log.draws is None:
+            return
+        if member not in DRAW_METHODS or not plain_call(args, kwargs):
+            log.draws = None   # (an array given, a shuffle: not made again; until seeded)
+            return
+        entry = (member, tuple(args), dict(kwargs))
+        if self.speculating:
+            log.ahead.append((entry, result))
+        elif len(log.draws) >= MAX_DRAWS:
+            log.draws = None
+        else:
+            log.draws.append(entry)
+
+    def failed(self, obj: Any) -> None:
+        """A method of *obj* raised: its generator may have moved part-way; not journaled
+        until seeded again (while running ahead: made again before its next use)."""
+        log = self._log(obj)
+        if log is None:
+            return
+        if self.speculating and log.draws is not None:
+            log.stale = True
+        else:
+            log.draws = None
+
+    # ------------------------------------------------------------ running ahead
+    def undoable(self, objs: list) -> bool:
+        """Whether draws from each of *objs* could be made ahead and undone now."""
+        if not self.enabled:
+            return False
+        for obj in objs:
+            log = self._log(obj)
+            if log is None or log.draws is None or len(log.draws) >= MAX_DRAWS \
+                    or log.stale or log.served:
+                return False
+        return True
+
+    def commit(self) -> None:
+        """The replay run ahead was answered: its draws are the client's."""
+        for log in list(self._logs.values()):
+            if log.ahead:
+                if log.draws is not None and len(log.draws) + len(log.ahead) <= MAX_DRAWS:
+                    log.draws.extend(entry for entry, _array in log.ahead)
+                else:
+                    log.draws = None
+                log.ahead = []
+
+    def hand_on(self, keep_out: set) -> bool:
+        """The replay run ahead was dropped for its stretch's own replay with other
+        parameters (a loop's scalar that the guess missed): its draws take no parameter, so
+        that replay's same calls are given the arrays drawn ahead, in order, and the
+        generators need not be made again. Not an array of *keep_out* (ids of the graphs'
+        own buffers, which the next replays overwrite): those generators are stale, made
+        again at their next use. Whether every draw was handed on."""
+        whole = True
+        for log in list(self._logs.values()):
+            if log.ahead:
+                if any(id(array) in keep_out for _entry, array in log.ahead):
+                    log.stale, whole = True, False
+                else:
+                    log.served = log.ahead
+                    self.serving = True
+                log.ahead = []
+        return whole
+
+    def undo(self) -> None:
+        """The replay run ahead was dropped: each generator it drew from is stale, made
+        again from its journal before its next use."""
+        for log in list(self._logs.values()):
+            if log.ahead or log.served:
+                log.ahead, log.served = [], []
+                log.stale = True
+        self.serving = False
+
+    def _redo(self, obj: Any, log: _Log) -> None:
+        """Seed *obj* again and make its journal's draws again, their arrays dropped. One
+        that fails (out of memory) leaves it stale, tried again at its next use: the error
+        is the op's that asked."""
+        obj.seed(log.seed)
+        for member, args, kwargs in log.draws:
+            getattr(obj, member)(*args, **kwargs)
+        log.stale = False
+        self.redone += 1
+
+
+class NotUndoable(RuntimeError):
+    """A call a replay run ahead cannot undo: that run is dropped, the client's replay runs
+    as ever."""

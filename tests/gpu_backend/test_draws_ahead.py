@@ -1,0 +1,234 @@
+"""Random draws in a replay run ahead (worker/draw_journal.py, worker/run_ahead.py).
+
+A loop that draws from a ``RandomState`` (the global one, or its own) and reads a value each
+iteration is run ahead like any other: its draws are kept aside, joined to the generator's
+journal when the client's replay comes, and undone when it does not: the generator is seeded
+again and its journal's draws made again before its next use. Each test runs its program on
+a session of a pool whose workers run ahead and on one with stretch replay off, bit for bit
+(on a GPU against local CuPy as well: ``GPUWB_REFERENCE=cupy``), and checks from the worker's
+figures that draws were run ahead and, where the program draws again after its loop, that
+the generator was made again."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from ..differential import assert_bitwise, reference_module
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+
+STEPS = 30
+PAUSE = 0.001   # (the user's own Python between iterations: the worker runs ahead meanwhile)
+LONG_PAUSE = 0.05
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with pool_running_ahead("none") as p:
+        yield p
+
+
+def _walk(cp, n=512):
+    """The random walk of benchmarks/program_bodies.py, then draws after the loop: the run
+    ahead of the loop's last iteration was drawn and never asked for."""
+    cp.random.seed(6)
+    x = cp.zeros(n, dtype=cp.float32)
+    means = []
+    for step in range(STEPS):
+        x += (cp.random.rand(n).astype(cp.float32) - 0.5) * (0.1 + 1e-4 * step)
+        means.append(float(x.mean()))
+        time.sleep(PAUSE)
+    after = cp.random.rand(7)
+    return means + [x.get(), after.get(), cp.random.standard_normal(6).get()]
+
+
+def _options(cp, n=256):
+    """mc_option's loop on a RandomState of its own, then draws of other kinds from it."""
+    rs = cp.random.RandomState(8)
+    prices = []
+    for _ in range(STEPS):
+        z = rs.standard_normal(n)
+        end = 100.0 * cp.exp(0.01 + 0.2 * z)
+        prices.append(float(cp.maximum(end - 105.0, 0.0).mean()))
+        time.sleep(PAUSE)
+    return prices + [rs.uniform(-1.0, 1.0, 5).get(), rs.randint(0, 100, 9).get(),
+                     rs.normal(size=3).get()]
+
+
+def _two_draws(cp, n=300):
+    """Monte Carlo pi: two draws a step, kept in the generator's order."""
+    cp.random.seed(7)
+    est = []
+    for _ in range(STEPS):
+        a = cp.random.uniform(-1.0, 1.0, n)
+        b = cp.random.uniform(-1.0, 1.0, n)
+        est.append(4.0 * float(((a * a + b * b) <= 1.0).mean()))
+        time.sleep(PAUSE)
+    return est + [cp.random.random_sample(4).get()]
+
+
+def _kept(cp, n=16):
+    """The draws themselves kept past each iteration, beside a scalar that jumps (its run
+    ahead dropped, the draws handed on to the client's replay)."""
+    rs = cp.random.RandomState(5)
+    kept = []
+    total = 0.0
+    for step in range(STEPS):
+        z = rs.random_sample(n)
+        kept.append(z)
+        total += float((z * (2.0 if step % 7 == 6 else 1.0)).sum())
+        time.sleep(PAUSE)
+    return [total] + [z.get() for z in kept]
+
+
+@pytest.mark.parametrize("program", [_walk, _options, _two_draws, _kept],
+                         ids=["walk", "own-state", "two-draws", "kept"])
+def test_a_loop_that_draws_is_run_ahead_with_the_numbers_of_no_replay(pool, program):
+    got, want, figures = beside_no_replay(pool, program, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["ahead"] >= 1, figures
+    ref = reference_module()
+    if ref is not None and ref.__name__ == "cupy":   # (on a GPU: local CuPy's numbers)
+        assert_bitwise(got, program(ref))
+
+
+def test_a_run_ahead_not_asked_for_leaves_the_generator_as_no_run_ahead_would(pool):
+    """The loop's scalar jumps (the run ahead guessed the old one: its draws are handed on
+    to the client's replay), and draws of another kind come between two replays (the run
+    ahead is undone: the generator is made again from its journal before them); the
+    numbers are the generator's as if nothing had been run ahead."""
+    def loop(cp):
+        rs = cp.random.RandomState(11)
+        out = []
+        for step in range(STEPS):
+            scale = 1.0 if step < 12 else 3.0
+            out.append(float((rs.random_sample(64) * scale).sum()))
+            # (a long pause where a run ahead must have been made by the next message: the
+            # worker runs one right after its reply, unless that message is there already)
+            time.sleep(LONG_PAUSE if step in (11, 19, 24, STEPS - 1) else PAUSE)
+            if step in (19, 24):
+                out.append(rs.standard_normal(10).get())   # (between two replays)
+        return out + [rs.random_sample(3).get()]
+
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["ahead_missed"] >= 1 and figures["draws_redone"] >= 1, figures
+
+
+def test_a_generator_reseeded_or_shuffled_is_not_drawn_ahead_wrongly(pool):
+    """A seed between replays starts the generator's journal afresh (nothing to make
+    again); a shuffle (an array given) ends it, and its draws are no longer run ahead."""
+    def loop(cp):
+        rs = cp.random.RandomState(3)
+        order = cp.arange(20)
+        out = []
+        for step in range(STEPS):
+            out.append(float(rs.random_sample(32).sum()))
+            if step == 8:
+                rs.seed(99)
+            if step == 16:
+                rs.shuffle(order)
+            time.sleep(PAUSE)
+        return out + [order.get(), rs.random_sample(5).get()]
+
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["ahead"] >= 1, figures
+
+
+# ---------------------------------------------------------------- the journal itself
+def _state_after(rs, calls):
+    for member, args, kwargs in calls:
+        getattr(rs, member)(*args, **kwargs)
+    return rs.random_sample(5)
+
+
+def test_the_journal_makes_a_generator_again_as_it_was():
+    """Drawn ahead and undone, a generator is made again from its seed and journal before
+    its next use: its next numbers are those of one that never drew ahead (NumPy device's
+    RandomState; the GPU's is cuRAND's, tested above through a pool)."""
+    from gpu_backend.devices.host_random import HostRandomState
+    from gpu_backend.worker.draw_journal import DrawJournal
+
+    calls = [("random_sample", (), {"size": (7,)}), ("normal", (), {"size": 3}),
+             ("randint", (0, 9, 4), {})]
+    journal = DrawJournal()
+    rs = HostRandomState(17)
+    journal.created(rs, [17], {})
+    for member, args, kwargs in calls:
+        journal.before(rs, member, list(args), kwargs)
+        journal.after(rs, member, list(args), kwargs, getattr(rs, member)(*args, **kwargs))
+    assert journal.undoable([rs])
+    journal.speculating = True
+    journal.before(rs, "standard_normal", [], {"size": 11})
+    journal.after(rs, "standard_normal", [], {"size": 11}, rs.standard_normal(size=11))
+    journal.speculating = False
+    journal.undo()
+    journal.before(rs, "random_sample", [], {"size": 5})   # (made again first)
+    assert journal.redone == 1
+    np.testing.assert_array_equal(rs.random_sample(5), _state_after(HostRandomState(17), calls))
+
+
+def test_the_journal_refuses_what_it_cannot_make_again():
+    """A shuffle (an array given) ends the journal until the next seed; so does a
+    generator past MAX_DRAWS draws; a run ahead then may not draw from it."""
+    from gpu_backend.devices.host_random import HostRandomState
+    from gpu_backend.worker import draw_journal
+    from gpu_backend.worker.draw_journal import DrawJournal, NotUndoable
+
+    journal = DrawJournal()
+    rs = HostRandomState(1)
+    journal.created(rs, [1], {})
+    journal.after(rs, "shuffle", [np.arange(4)], {})
+    assert not journal.undoable([rs])
+    journal.speculating = True
+    with pytest.raises(NotUndoable):
+        journal.before(rs, "random_sample", [], {"size": 2})
+    journal.speculating = False
+    journal.after(rs, "seed", [2], {})
+    assert journal.undoable([rs])
+    for _ in range(draw_journal.MAX_DRAWS):
+        journal.after(rs, "random_sample", [], {"size": 1})
+    assert not journal.undoable([rs])
+    assert not journal.undoable([None])
+
+
+def test_draws_handed_on_serve_only_the_same_calls_in_order():
+    """Draws of a dropped run ahead handed on to its stretch's replay serve that replay's
+    same calls; another call first makes the generator stale, made again before it."""
+    from gpu_backend.devices.host_random import HostRandomState
+    from gpu_backend.worker.draw_journal import DrawJournal
+
+    journal = DrawJournal()
+    rs = HostRandomState(4)
+    journal.created(rs, [4], {})
+    journal.speculating = True
+    a = rs.random_sample(size=3)
+    journal.before(rs, "random_sample", [], {"size": 3})
+    journal.after(rs, "random_sample", [], {"size": 3}, a)
+    journal.speculating = False
+    assert journal.hand_on(set())
+    assert journal.serve(rs, "random_sample", [], {"size": 3}) is a
+    assert journal.serve(rs, "random_sample", [], {"size": 3}) is None   # (all served)
+    journal.speculating = True
+    b = rs.random_sample(size=2)
+    journal.after(rs, "random_sample", [], {"size": 2}, b)
+    journal.speculating = False
+    assert journal.hand_on(set())
+    assert journal.serve(rs, "normal", [], {"size": 2}) is None   # (not the call drawn)
+    journal.before(rs, "normal", [], {"size": 2})
+    assert journal.redone == 1
+    want = HostRandomState(4)
+    want.random_sample(size=3)
+    np.testing.assert_array_equal(rs.normal(size=2), want.normal(size=2))
+
+
+def test_gpuwb_draws_ahead_0_runs_no_drawing_replay_ahead():
+    """``GPUWB_DRAWS_AHEAD=0`` (the workers'): a loop that draws is never run ahead, as
+    before; its numbers are the same."""
+    with pool_running_ahead("none", GPUWB_DRAWS_AHEAD="0") as off:
+        got, want, figures = beside_no_replay(off, _options, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["ahead"] == 0 and figures["draws_redone"] == 0, figures
