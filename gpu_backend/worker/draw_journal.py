@@ -46,16 +46,22 @@ DRAW_METHODS = frozenset("""
     rand randn randint random_sample tomaxint _interval permutation choice
 """.split())
 _PLAIN = (int, float, complex, bool, str, type(None), np.generic, np.dtype, type)
+_PLAIN_TYPES = frozenset(_PLAIN)
+_SEQUENCES = (tuple, list)
 
 
 def plain(value: Any) -> bool:
     """Whether *value* is made only of numbers, strings, dtypes and tuples or lists of them
     (no array, no object): a draw given it can be made again from the journal."""
-    if isinstance(value, _PLAIN):
+    kind = type(value)
+    if kind in _PLAIN_TYPES:   # (the common case, a set's look-up: it runs at every draw)
         return True
-    if type(value) in (tuple, list):
-        return all(plain(v) for v in value)
-    return False
+    if kind in _SEQUENCES:
+        for v in value:
+            if type(v) not in _PLAIN_TYPES and not plain(v):
+                return False
+        return True
+    return isinstance(value, _PLAIN)
 
 
 def plain_call(args: Any, kwargs: dict) -> bool:
@@ -155,13 +161,14 @@ class DrawJournal:
             return
         if log.draws is None:
             return
+        entry = (member, tuple(args), dict(kwargs))
+        if self.speculating:   # (its call checked by before)
+            log.ahead.append((entry, result))
+            return
         if member not in DRAW_METHODS or not plain_call(args, kwargs):
             log.draws = None   # (an array given, a shuffle: not made again; until seeded)
             return
-        entry = (member, tuple(args), dict(kwargs))
-        if self.speculating:
-            log.ahead.append((entry, result))
-        elif len(log.draws) >= MAX_DRAWS:
+        if len(log.draws) >= MAX_DRAWS:
             log.draws = None
         else:
             log.draws.append(entry)
