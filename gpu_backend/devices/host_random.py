@@ -45,10 +45,19 @@ def _cast(result: Any, dtype: np.dtype) -> Any:
     return np.asarray(result).astype(dtype, copy=False)
 
 
+#: (type, method name) -> how many parameters NumPy's method takes: inspect's signature is
+#: worked out once per method, not at every draw (it was a third of a drawing loop's worker
+#: time on the NumPy device)
+_PARAMETERS: dict[tuple, int] = {}
+
+
 def _with_dtype(fn: Callable, check: Callable, default: Any) -> Callable:
     """*fn* with CuPy's trailing ``dtype`` parameter (keyword, or the positional argument
     after all of NumPy's), which NumPy's method lacks: the sample is cast to it."""
-    count = len(inspect.signature(fn).parameters)
+    key = (type(getattr(fn, "__self__", None)), fn.__name__)
+    count = _PARAMETERS.get(key)
+    if count is None:
+        count = _PARAMETERS[key] = len(inspect.signature(fn).parameters)
 
     def sample(*args: Any, **kwargs: Any) -> Any:
         dtype = kwargs.pop("dtype", default)
