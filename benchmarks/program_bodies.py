@@ -268,6 +268,20 @@ def monte_carlo_pi(xp, n, steps=100):
     return np.array([sum(estimates) / steps, estimates[0], estimates[-1]])
 
 
+def bootstrap_rng(xp, n, steps=100):
+    """A bootstrap of a sample's mean with the Generator API (``random.default_rng``): each
+    iteration draws resample weights (``rng.random``) and normal noise (``rng.standard_normal``),
+    the weighted mean read every iteration."""
+    rng = xp.random.default_rng(16)
+    sample = xp.asarray(np.random.default_rng(17).standard_normal(n))
+    means = []
+    for _ in range(steps):
+        w = rng.random(n)
+        noisy = sample + 0.01 * rng.standard_normal(n)
+        means.append(float((w * noisy).sum() / w.sum()))              # read every step
+    return np.array([sum(means) / steps, means[0], means[-1]])
+
+
 def mc_option(xp, n, steps=100):
     """A European call priced by Monte Carlo from normal draws of a ``RandomState``, the
     running price read every iteration."""

@@ -38,6 +38,8 @@ and issue 50's, written as a new user writes them (plain loops, no tricks):
   levels swapped by name), 300 steps with no read until the end
 * ``momentum_no_sync``: gradient descent with momentum, updated in place, a squared norm
   summed on the device each step, 300 steps with no read until the end
+* ``bootstrap_rng``: a bootstrap of a mean with the Generator API (``default_rng``'s
+  ``random`` and ``standard_normal`` on 1 M elements), the estimate read every iteration
 
 Targets (issue 50): every program <= 1.0x local, a loop of >= 20 iterations <= 0.5x
 local; every result bitwise equal to local CuPy's. ``--transports`` picks the proxy sides
@@ -75,7 +77,7 @@ from served_pool import OWN_POOLS_HELP, sessions_for, use_side  # noqa: E402
 from program_bodies import (  # noqa: E402  (beside this file)
     black_scholes, chain20, conjugate_gradient, heat2d, hot_sync, kmeans, logistic_regression,
     mc_option, mlp_training, momentum_no_sync, monte_carlo_pi, nbody, no_sync_loop,
-    random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop)
+    random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop, bootstrap_rng)
 
 
 PROGRAMS = {
@@ -103,6 +105,8 @@ PROGRAMS = {
     "momentum_no_sync": (momentum_no_sync, 100_000, 5_000, 1e-4),
     # (cupy.fuse's functions: one kernel each call, locally and in the pool)
     "fused_loop": (fused_loop, 1_000_000, 10_000, 1e-4),
+    # (the Generator API's draws: checked only against local CuPy, as the other draws)
+    "bootstrap_rng": (bootstrap_rng, 1_000_000, 10_000, None),
 }
 
 #: The iterations of each program's main loop (None: no loop). Issue 50's targets: every
@@ -113,7 +117,7 @@ ITERATIONS = {"black_scholes": None, "kmeans": 30, "conjugate_gradient": 11, "ml
               "heat2d_2048": 200,
               "monte_carlo_pi": 100, "mc_option": 100, "nbody": 50, "logistic_regression": 200,
               "no_sync_loop": 200, "sgd_minibatch": 200, "wave_no_sync": 300,
-              "momentum_no_sync": 300, "fused_loop": 200}
+              "momentum_no_sync": 300, "fused_loop": 200, "bootstrap_rng": 100}
 TARGET = 1.0
 LOOP_TARGET = 0.5
 LOOP_ITERATIONS = 20

@@ -6,7 +6,8 @@ interleaved, float32 draws, draws kept past their iteration and written later, a
 made in the loop, two bodies taking turns, a scalar the run ahead's guess misses, CuPy's own
 kernels' draws (``binomial``, ``poisson``, ``gamma``: ``_rk_seed``), a loop run twice around
 a reseed, a draw that fails mid-loop, a shuffle that ends the journal, ``choice`` and
-``permutation`` of an int. Every one compares with local CuPy only (NumPy draws other
+``permutation`` of an int; and ``default_rng``'s Generator (its state copied before a run
+ahead draws), with ``binomial`` beside it and beside a RandomState. Every one compares with local CuPy only (NumPy draws other
 numbers): ``PROGRAMS`` names each with its iterations and False."""
 
 from __future__ import annotations
@@ -171,6 +172,44 @@ def draws_choice_and_permutation_of_an_int(xp, n):
     return out + [host(xp, xp.random.rand(3))]
 
 
+def generator_api_loop(xp, n):
+    """``default_rng``'s Generator: normals and uniforms each iteration, a read, and draws
+    after the loop (a Generator's state is copied before a run ahead draws)."""
+    rng = xp.random.default_rng(33)
+    out = []
+    for i in range(n):
+        z = rng.standard_normal(64) * 0.5 + rng.uniform(0.0, 1.0, 64)
+        out.append(fbits(float(z.sum())))
+    return out + [host(xp, rng.random(5)), host(xp, rng.integers(0, 50, 6))]
+
+
+def generator_binomial_and_scale_jump(xp, n):
+    """A Generator's ``binomial`` (never drawn ahead: a state of its own) beside its
+    ``random``, and a scale that jumps mid-loop."""
+    rng = xp.random.default_rng(34)
+    out = []
+    for i in range(n):
+        r = rng.random(40) * (1.0 if i < n // 2 else 5.0)
+        out.append(fbits(float(r.sum())))
+        if i % 10 == 9:
+            out.append(int(rng.binomial(20, 0.4, 8).sum()))
+    return out + [host(xp, rng.random(3))]
+
+
+def generator_beside_random_state(xp, n):
+    """A Generator and a RandomState drawn in one body, and the global state between loops."""
+    xp.random.seed(37)
+    rng = xp.random.default_rng(35)
+    rs = xp.random.RandomState(36)
+    out = []
+    for i in range(n):
+        v = rng.random(32) - rs.random_sample(32)
+        out.append(fbits(float(v.sum())))
+        if i == n // 3:
+            out.append(host(xp, xp.random.rand(2)))
+    return out + [host(xp, rng.random(2)), host(xp, rs.random_sample(2))]
+
+
 PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
     f.__name__: (f, iters, False) for f, iters in [
         (draws_changing_size, 60),
@@ -186,4 +225,7 @@ PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
         (draws_failing_mid_loop, 60),
         (draws_then_shuffle, 60),
         (draws_choice_and_permutation_of_an_int, 40),
+        (generator_api_loop, 60),
+        (generator_binomial_and_scale_jump, 60),
+        (generator_beside_random_state, 60),
     ]}

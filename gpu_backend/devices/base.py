@@ -116,6 +116,16 @@ class Device:
         as the device's library gives it."""
         return value
 
+    def generator_state(self, generator: Any) -> Any:
+        """A copy of a ``random.Generator``'s state (its bit generator's), which
+        :meth:`set_generator_state` puts back: draws a replay ran ahead undone
+        (worker/draw_journal.py). None where the device cannot copy it."""
+        return None
+
+    def set_generator_state(self, generator: Any, state: Any) -> None:
+        """Put back a state :meth:`generator_state` copied."""
+        raise NotImplementedError
+
     def _build_methods(self) -> None:
         cls = self.array_type
         self.methods = {name: getattr(cls, name) for name in api.METHODS if hasattr(cls, name)}

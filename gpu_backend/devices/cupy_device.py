@@ -256,6 +256,15 @@ class CupyDevice(Device):
             self._objects[name] = entry
         return entry
 
+    def generator_state(self, generator: Any) -> Any:
+        """Its cuRAND bit generator's states, one device array (``_state``: CuPy's
+        ``_cuRANDGenerator``), copied on the device; None for anything else."""
+        state = getattr(getattr(generator, "bit_generator", None), "_state", None)
+        return state.copy() if isinstance(state, self.cupy.ndarray) else None
+
+    def set_generator_state(self, generator: Any, state: Any) -> None:
+        generator.bit_generator._state[...] = state
+
     def set_memory_limit(self, nbytes: int) -> None:
         self.pool.set_limit(size=max(int(nbytes), 1))   # 0 would mean "no limit" to CuPy
 

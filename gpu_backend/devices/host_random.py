@@ -10,6 +10,7 @@ cuRAND's (no NumPy generator is XORWOW): only the distributions match.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 from typing import Any, Callable
@@ -17,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["HostRandomState", "HostGenerator", "HostBitGenerator", "HOST_BIT_GENERATORS",
-           "seed_sequence_factory"]
+           "seed_sequence_factory", "host_generator_state", "set_host_generator_state"]
 
 #: RandomState methods whose dtype must be float32 or float64 (those CuPy checks: they
 #: call cuRAND's float generators); the others cast their samples to any dtype.
@@ -162,6 +163,18 @@ class HostGenerator:
             raise AttributeError(name)
         fn = getattr(self._gen, name)   # only allow-listed names are ever asked for
         return _with_dtype(fn, _float_dtype, np.float64) if name in _GENERATOR_CASTS else fn
+
+
+def host_generator_state(generator: Any) -> Any:
+    """A copy of a HostGenerator's state: its NumPy bit generator's (``state``, with any
+    buffered values); None for anything else."""
+    bits = getattr(getattr(generator, "bit_generator", None), "bits", None)
+    return copy.deepcopy(bits.state) if isinstance(bits, np.random.BitGenerator) else None
+
+
+def set_host_generator_state(generator: Any, state: Any) -> None:
+    """Put back a state :func:`host_generator_state` copied."""
+    generator.bit_generator.bits.state = state
 
 
 def seed_sequence_factory(cls: type) -> Callable:

@@ -35,7 +35,8 @@ from .host_graphs import HostGraphTools
 from .host_sizes import limit_process_data, sized_methods, sized_operators, sized_table
 from .host_fft import HostFFTPlan, accepting_plans, make_plan
 from .host_indices import wrapping_functions, wrapping_methods, wrapping_operators
-from .host_random import HOST_BIT_GENERATORS, HostGenerator, HostRandomState, seed_sequence_factory
+from .host_random import (HOST_BIT_GENERATORS, HostGenerator, HostRandomState, host_generator_state,
+                          seed_sequence_factory, set_host_generator_state)
 
 __all__ = ["NumpyDevice"]
 
@@ -229,6 +230,12 @@ class NumpyDevice(Device):
         if entry is None:   # SciPy's LU factorizations stand in for CuPy's (which use them)
             entry = sparse_lu_class("scipy.sparse.linalg", name)
         return entry
+
+    def generator_state(self, generator: Any) -> Any:
+        return host_generator_state(generator)
+
+    def set_generator_state(self, generator: Any, state: Any) -> None:
+        set_host_generator_state(generator, state)
 
     def object_member(self, value: Any) -> Any:
         """SciPy's ``SuperLU`` gives ``L`` and ``U`` as CSC sparse *arrays*; CuPy's holds them

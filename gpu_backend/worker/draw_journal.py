@@ -15,11 +15,18 @@ marked stale, and before its next use it is seeded again and its journal's draws
 (their arrays freed at once): the state it would have had, bit for bit, for the same calls
 make the same cuRAND and CuPy kernel calls.
 
+A ``Generator`` (``default_rng``) keeps its whole state in its bit generator, one device
+array on a GPU (CuPy's ``_cuRANDGenerator._state``: 13 MB on an H200, a copy of a few
+microseconds): a run ahead copies it at the Generator's first draw (Device.generator_state)
+and puts it back where the run is dropped, or where its stretch's replay differed in its
+parameters (that replay then draws again, the same numbers); answered, the copy is dropped.
+``binomial``, which keeps a state of its own, is never drawn ahead.
+
 What is not journaled, and so never drawn ahead: a method given an array (``normal(loc=a)``,
 ``choice(a)``, ``shuffle``), a generator past MAX_DRAWS draws since its seed (its redo would
 cost more than a few milliseconds: it draws ahead again once seeded), and a draw that failed
-(its generator may have moved: journaled again once seeded). Other generator classes
-(``Generator``, the bit generators) are never drawn ahead.
+(its generator may have moved: journaled again once seeded). The bit generators' own
+``random_raw`` is never drawn ahead.
 """
 
 from __future__ import annotations
@@ -29,10 +36,22 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DrawJournal", "MAX_DRAWS", "DRAW_METHODS", "GENERATOR_CLASS"]
+__all__ = ["DrawJournal", "MAX_DRAWS", "DRAW_METHODS", "GENERATOR_CLASS", "STATE_CLASS",
+           "STATE_DRAWS"]
 
 #: the remote class whose draws are journaled (api.OBJECTS)
 GENERATOR_CLASS = "random.RandomState"
+#: the remote class whose state is copied before a run ahead draws from it, and put back
+#: where that run is dropped: a ``Generator``'s bit generator keeps its state in one device
+#: array (CuPy's ``_cuRANDGenerator._state``; a NumPy bit generator's ``state`` on the NumPy
+#: device), which the device copies (Device.generator_state)
+STATE_CLASS = "random.Generator"
+#: Generator methods drawn ahead: those that change nothing but the bit generator's state
+#: (``binomial`` keeps a state of its own, ``_binomial_state``: never drawn ahead)
+STATE_DRAWS = frozenset("""
+    random uniform integers beta chisquare dirichlet exponential f geometric hypergeometric
+    logseries standard_exponential poisson power standard_normal gamma standard_gamma
+""".split())
 #: the most draws since its seed a generator's journal keeps: past it the generator is no
 #: longer drawn ahead until it is seeded again (a redo of MAX_DRAWS draws of CuPy's Python
 #: and their kernels: ~20 µs each on a GPU host, ~40 ms at most)
@@ -89,8 +108,14 @@ class _Log:
 class DrawJournal:
     """The journals of a session's generators, and the draws of the replay run ahead now."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: Any = None) -> None:
+        #: the device whose Generators' states are copied and put back (None: never)
+        self.device = device
         self._logs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        #: the session's Generators (STATE_CLASS), and the states copied by the run ahead
+        #: now, by id: (the Generator, its state before its first draw of that run)
+        self._stateful: weakref.WeakSet = weakref.WeakSet()
+        self._copies: dict[int, tuple] = {}
         #: whether a replay is being run ahead now (its draws are kept aside)
         self.speculating = False
         #: whether draws of a dropped run ahead may be waiting for their calls (hand_on)
@@ -114,6 +139,32 @@ class DrawJournal:
             self._logs[obj] = _Log(seed)
         except TypeError:   # (an object that takes no weak reference: never drawn ahead)
             pass
+
+    def created_stateful(self, obj: Any) -> None:
+        """A Generator was made: its draws may be run ahead (their state copied first)."""
+        try:
+            self._stateful.add(obj)
+        except TypeError:
+            pass
+
+    def before_stateful(self, obj: Any, member: str, args: list, kwargs: dict) -> None:
+        """Before a Generator's method runs: while running ahead, its state is copied at its
+        first draw (put back by :meth:`undo`); a call that could not be undone so is refused."""
+        if not self.speculating:
+            return
+        if member not in STATE_DRAWS or not plain_call(args, kwargs) or not self._is_stateful(obj):
+            raise NotUndoable(f"{member} cannot be drawn ahead")
+        if id(obj) not in self._copies:
+            state = self.device.generator_state(obj) if self.device is not None else None
+            if state is None:
+                raise NotUndoable("this generator's state cannot be copied")
+            self._copies[id(obj)] = (obj, state)
+
+    def _is_stateful(self, obj: Any) -> bool:
+        try:
+            return obj in self._stateful
+        except TypeError:
+            return False
 
     def before(self, obj: Any, member: str, args: list, kwargs: dict) -> None:
         """Before a method of *obj* runs: a stale generator is made again (but for a seed,
@@ -190,6 +241,10 @@ class DrawJournal:
         if not self.enabled:
             return False
         for obj in objs:
+            if self._is_stateful(obj):
+                if self.device is None:
+                    return False
+                continue
             log = self._log(obj)
             if log is None or log.draws is None or len(log.draws) >= MAX_DRAWS \
                     or log.stale or log.served:
@@ -198,6 +253,7 @@ class DrawJournal:
 
     def commit(self) -> None:
         """The replay run ahead was answered: its draws are the client's."""
+        self._copies.clear()
         for log in list(self._logs.values()):
             if log.ahead:
                 if log.draws is not None and len(log.draws) + len(log.ahead) <= MAX_DRAWS:
@@ -213,6 +269,7 @@ class DrawJournal:
         generators need not be made again. Not an array of *keep_out* (ids of the graphs'
         own buffers, which the next replays overwrite): those generators are stale, made
         again at their next use. Whether every draw was handed on."""
+        self._put_back()   # (a Generator's state is put back: the replay draws again)
         whole = True
         for log in list(self._logs.values()):
             if log.ahead:
@@ -226,12 +283,18 @@ class DrawJournal:
 
     def undo(self) -> None:
         """The replay run ahead was dropped: each generator it drew from is stale, made
-        again from its journal before its next use."""
+        again from its journal before its next use; each Generator's state is put back."""
+        self._put_back()
         for log in list(self._logs.values()):
             if log.ahead or log.served:
                 log.ahead, log.served = [], []
                 log.stale = True
         self.serving = False
+
+    def _put_back(self) -> None:
+        copies, self._copies = self._copies, {}
+        for obj, state in copies.values():
+            self.device.set_generator_state(obj, state)
 
     def _redo(self, obj: Any, log: _Log) -> None:
         """Seed *obj* again and make its journal's draws again, their arrays dropped. One

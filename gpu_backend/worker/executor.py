@@ -121,7 +121,7 @@ class Executor(OpLoop):
         self.replay = StretchReplay(self, self.stretches)
         #: the seeds and draws of the session's random generators, so that a replay run
         #: ahead may draw and be undone exactly (worker/draw_journal.py)
-        self.draws = DrawJournal()
+        self.draws = DrawJournal(device)
         #: on a GPU: asks the pool to swap idle sessions of this device out when an op ran
         #: out of device memory (the worker's server sets it; worker/swap.py, "pressure")
         self.make_room: Any = None

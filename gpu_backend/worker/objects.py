@@ -20,7 +20,7 @@ from typing import Any
 
 from ..protocol import api
 from ..protocol.errors import NotAllowedError, ProtocolError
-from .draw_journal import GENERATOR_CLASS, NotUndoable
+from .draw_journal import GENERATOR_CLASS, STATE_CLASS, NotUndoable
 
 __all__ = ["run_object_call"]
 
@@ -40,6 +40,8 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
         table.put_object(out, obj)
         if name == GENERATOR_CLASS:   # (its seed and draws journaled: draw_journal.py)
             executor.draws.created(obj, args, kwargs)
+        elif name == STATE_CLASS:
+            executor.draws.created_stateful(obj)
         return type(obj).__name__   # (get_fft_plan's Plan1d or PlanNd: asked for by value)
     cls, _, member = name.rpartition(".")
     methods = api.OBJECTS.get(cls)
@@ -79,7 +81,10 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
                     journal.failed(obj)
                     raise
                 journal.after(obj, member, args, kwargs, result)
-        elif journal.speculating:   # (a run ahead draws only from a RandomState)
+        elif cls == STATE_CLASS:
+            journal.before_stateful(obj, member, args, kwargs)
+            result = getattr(obj, member)(*args, **kwargs)
+        elif journal.speculating:   # (a run ahead draws only from a generator)
             raise NotUndoable(f"{name} is not run ahead")
         else:
             result = getattr(obj, member)(*args, **kwargs)

@@ -18,7 +18,7 @@ from ..protocol import messages as m
 from ..protocol.errors import error_name
 from ..protocol.stretch_records import slots_in
 from .batch_results import BatchResults
-from .draw_journal import DRAW_METHODS, GENERATOR_CLASS
+from .draw_journal import DRAW_METHODS, GENERATOR_CLASS, STATE_CLASS, STATE_DRAWS
 from .graph_replay import Capture, StretchGraphs, kernel_writes
 from .result_meta import array_meta
 from .run_ahead import RunAhead
@@ -62,6 +62,7 @@ _VIEW_OPERATORS = frozenset(("getitem",))
 #: need not): what they make is never taken for an array of the stretch's own
 _MAY_ALIAS = frozenset(("pos",))
 _GENERATOR_PREFIX = GENERATOR_CLASS + "."
+_STATE_PREFIX = STATE_CLASS + "."
 
 
 def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
@@ -96,14 +97,19 @@ def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
 
 def _journaled_draw(op: Any) -> bool:
     """Whether *op* is a draw a replay run ahead may make: a ``RandomState`` method of
-    draw_journal.DRAW_METHODS whose arguments hold no array (its journal can make it again)
-    and that makes an array."""
+    draw_journal.DRAW_METHODS (its journal can make it again) or a ``Generator``'s of
+    STATE_DRAWS (its state is copied first), whose arguments hold no array, and that makes
+    an array."""
     name = op.name
-    if type(name) is not str or not name.startswith(_GENERATOR_PREFIX) or op.want != api.ARRAY:
+    if type(name) is not str or op.want != api.ARRAY or "out" in op.kwargs:
         return False
-    if name[len(_GENERATOR_PREFIX):] not in DRAW_METHODS or "out" in op.kwargs:
+    if name.startswith(_GENERATOR_PREFIX):
+        allowed = name[len(_GENERATOR_PREFIX):] in DRAW_METHODS
+    elif name.startswith(_STATE_PREFIX):
+        allowed = name[len(_STATE_PREFIX):] in STATE_DRAWS
+    else:
         return False
-    return not any(type(s) is Slot for s in slots_in([op.args, op.kwargs]))
+    return allowed and not any(type(s) is Slot for s in slots_in([op.args, op.kwargs]))
 
 
 def _kernel_changes_only(op: Any, made: dict, inputs_too: bool) -> bool:

@@ -69,6 +69,18 @@ def _two_draws(cp, n=300):
     return est + [cp.random.random_sample(4).get()]
 
 
+def _new_api(cp, n=128):
+    """``default_rng``'s Generator (its state copied before a run ahead draws, put back where
+    that run is dropped): a scalar that jumps, and draws after the loop."""
+    rng = cp.random.default_rng(12)
+    out = []
+    for step in range(STEPS):
+        z = rng.standard_normal(n) + rng.uniform(-1.0, 1.0, n)
+        out.append(float((z * (1.0 if step < 15 else 2.0)).sum()))
+        time.sleep(PAUSE)
+    return out + [rng.random(4).get(), rng.integers(0, 100, 5).get()]
+
+
 def _kept(cp, n=16):
     """The draws themselves kept past each iteration, beside a scalar that jumps (its run
     ahead dropped, the draws handed on to the client's replay)."""
@@ -83,8 +95,8 @@ def _kept(cp, n=16):
     return [total] + [z.get() for z in kept]
 
 
-@pytest.mark.parametrize("program", [_walk, _options, _two_draws, _kept],
-                         ids=["walk", "own-state", "two-draws", "kept"])
+@pytest.mark.parametrize("program", [_walk, _options, _two_draws, _kept, _new_api],
+                         ids=["walk", "own-state", "two-draws", "kept", "generator"])
 def test_a_loop_that_draws_is_run_ahead_with_the_numbers_of_no_replay(pool, program):
     got, want, figures = beside_no_replay(pool, program, early_replay=False)
     assert_bitwise(got, want)
@@ -232,3 +244,39 @@ def test_gpuwb_draws_ahead_0_runs_no_drawing_replay_ahead():
         got, want, figures = beside_no_replay(off, _options, early_replay=False)
     assert_bitwise(got, want)
     assert figures["ahead"] == 0 and figures["draws_redone"] == 0, figures
+
+
+def test_a_generators_state_is_put_back_where_its_run_ahead_is_dropped():
+    """A ``Generator``'s state copied at its first draw of a run ahead and put back when the
+    run is dropped: its next numbers are those of one that never drew ahead; answered, the
+    copy is forgotten (the NumPy device's Generator; the GPU's is CuPy's, above)."""
+    from gpu_backend.devices.host_random import HOST_BIT_GENERATORS, HostGenerator
+    from gpu_backend.devices.numpy_device import NumpyDevice
+    from gpu_backend.worker.draw_journal import DrawJournal, NotUndoable
+
+    def fresh():
+        return HostGenerator(HOST_BIT_GENERATORS["XORWOW"](5))
+
+    journal = DrawJournal(NumpyDevice())
+    gen = fresh()
+    journal.created_stateful(gen)
+    assert journal.undoable([gen])
+    gen.random(3)
+    journal.speculating = True
+    journal.before_stateful(gen, "standard_normal", [], {"size": 4})
+    gen.standard_normal(size=4)
+    with pytest.raises(NotUndoable):   # (binomial keeps a state of its own)
+        journal.before_stateful(gen, "binomial", [10, 0.5], {"size": 2})
+    journal.speculating = False
+    journal.undo()
+    want = fresh()
+    want.random(3)
+    np.testing.assert_array_equal(gen.standard_normal(size=4), want.standard_normal(size=4))
+    journal.speculating = True
+    journal.before_stateful(gen, "random", [], {"size": 2})
+    drawn = gen.random(size=2)
+    journal.speculating = False
+    journal.commit()   # (answered: the draw is the client's)
+    journal.undo()
+    np.testing.assert_array_equal(drawn, want.random(size=2))
+    np.testing.assert_array_equal(gen.random(size=2), want.random(size=2))
