@@ -300,6 +300,8 @@ class DrawJournal:
         """Seed *obj* again and make its journal's draws again, their arrays dropped. One
         that fails (out of memory) leaves it stale, tried again at its next use: the error
         is the op's that asked."""
+        if log.draws is None:   # (never: a journal ends only with nothing drawn ahead)
+            raise RuntimeError("a random generator's state was lost: seed it again")
         obj.seed(log.seed)
         for member, args, kwargs in log.draws:
             getattr(obj, member)(*args, **kwargs)
