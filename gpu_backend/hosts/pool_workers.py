@@ -43,6 +43,12 @@ class WorkerOptions:
     spin_slots: tuple[str, int] | None = None    # the spin-slot file and its slot count
     long_spin: float = 0.0
     key_file: Path | None = None                 # the pool's CurveZMQ key file (its path)
+    #: the environment every worker starts with: the pool's process's as the pool started
+    #: (None: as it is at each start). A variable set in that process later (a test's
+    #: ``GPUWB_GRAPHS=0`` for a session of its own) reaches no worker of this pool: a spare
+    #: started meanwhile would carry it to the next session (it refused every offer of the
+    #: next test's session, twenty-sixth session)
+    environ: dict | None = None
 
 
 @dataclass
@@ -110,7 +116,7 @@ def spawn_worker(wid: str, device: str, options: WorkerOptions,
         args += ["--spin-slots", f"{path}:{count}", "--long-spin", str(options.long_spin)]
     if options.key_file is not None:  # the path, never the secret, on the command line
         args += ["--key-file", str(options.key_file.expanduser().resolve())]
-    env = {**os.environ}
+    env = dict(os.environ if options.environ is None else options.environ)
     if device.startswith("cpu"):   # a NumPy worker's BLAS: a few threads (see BLAS_THREADS)
         threads = str(max(1, min(BLAS_THREADS, os.cpu_count() or 1)))
         for variable in BLAS_VARIABLES:

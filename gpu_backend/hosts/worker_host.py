@@ -13,6 +13,7 @@ would hold for its host (docs/cluster.md).
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import subprocess
 from pathlib import Path
@@ -76,7 +77,8 @@ class WorkerHost(HostWorkers):
             bind_host=bind_host or settings.host or "127.0.0.1", run_dir=self.run_dir,
             arbiter=(self.arbiter.address, self.arbiter.baton_path) if self.arbiter else None,
             ipc_dir=ipc_dir, spin_slots=self.spin_slots,
-            long_spin=settings.worker_spin_ms / 1e3, key_file=key_file or settings.key_file)
+            long_spin=settings.worker_spin_ms / 1e3, key_file=key_file or settings.key_file,
+            environ=dict(os.environ))
         #: warm processes that fork the workers (gpu_backend.hosts.zygotes); None: started cold
         self.zygotes = Zygotes() if settings.worker_zygote else None
         self.workers: dict[str, Worker] = {}

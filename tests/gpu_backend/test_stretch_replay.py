@@ -564,6 +564,24 @@ def test_graphs_off_on_the_worker_refuses_every_offer(monkeypatch):
     assert figures["held"] == 0 and figures["refused"] >= 1 and figures["replays"] == 0
 
 
+def test_a_variable_set_after_the_pool_started_reaches_none_of_its_workers(monkeypatch):
+    """The pool's workers start with its process's environment as the pool started: a
+    ``GPUWB_GRAPHS=0`` set later (for a session of a test's own, say) does not turn replay off
+    in the workers started since, spares included, which would serve later sessions."""
+    with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28) as pool:
+        monkeypatch.setenv("GPUWB_GRAPHS", "0")
+        for _ in range(3):   # (each session takes a spare; the next is started meanwhile)
+            settings = SessionSettings(graphs=True, replay_measured=False)
+            with Session(pool.address, pool.token, settings=settings) as s:
+                cp = module_for(s)
+                x = cp.ones(10)
+                with no_collection():
+                    values = [float((x + i).sum()) for i in range(8)]
+                figures = _figures(s)
+            assert values == [10.0 + 10 * i for i in range(8)]
+            assert figures["held"] == 1 and figures["refused"] == 0, figures
+
+
 def test_graphs_rerun_on_the_worker_holds_stretches_and_reruns_every_replay(monkeypatch):
     """``GPUWB_GRAPHS=rerun``: offers are held and replayed, each replay from its records,
     none through graphs; the values are those of the ops run as sent."""
