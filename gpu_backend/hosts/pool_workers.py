@@ -22,7 +22,7 @@ from typing import Any
 from gpu_backend.worker.control import ControlChannel, ControlClosed
 from gpu_backend.hosts.zygotes import BLAS_VARIABLES, ForkedProcess, Zygotes
 
-__all__ = ["BLAS_THREADS", "Worker", "WorkerOptions", "spawn_worker"]
+__all__ = ["BLAS_THREADS", "Worker", "WorkerOptions", "spawn_worker", "environment_now"]
 
 log = logging.getLogger("gpu_backend.door.frontdoor")
 
@@ -97,6 +97,12 @@ class Worker:
             except (ControlClosed, OSError):
                 pass
         self.process.kill()
+
+
+def environment_now() -> dict:
+    """This process's environment as it is now: what a pool starting here gives its workers
+    (WorkerOptions.environ)."""
+    return dict(os.environ)
 
 
 def spawn_worker(wid: str, device: str, options: WorkerOptions,

@@ -13,7 +13,6 @@ would hold for its host (docs/cluster.md).
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import subprocess
 from pathlib import Path
@@ -24,7 +23,7 @@ import zmq
 from gpu_backend.arbiter.service import Arbiter
 from gpu_backend.config import PoolSettings
 from gpu_backend.hosts.collection import HostWorkers
-from gpu_backend.hosts.pool_workers import Worker, WorkerOptions, spawn_worker
+from gpu_backend.hosts.pool_workers import Worker, WorkerOptions, environment_now, spawn_worker
 from gpu_backend.runtime.run_dir import make_run_dir, remove_run_dir
 from gpu_backend.worker.control import ControlClosed
 from gpu_backend.worker.spin_slots import default_slot_count, make_slot_file
@@ -78,7 +77,7 @@ class WorkerHost(HostWorkers):
             arbiter=(self.arbiter.address, self.arbiter.baton_path) if self.arbiter else None,
             ipc_dir=ipc_dir, spin_slots=self.spin_slots,
             long_spin=settings.worker_spin_ms / 1e3, key_file=key_file or settings.key_file,
-            environ=dict(os.environ))
+            environ=environment_now())
         #: warm processes that fork the workers (gpu_backend.hosts.zygotes); None: started cold
         self.zygotes = Zygotes() if settings.worker_zygote else None
         self.workers: dict[str, Worker] = {}
