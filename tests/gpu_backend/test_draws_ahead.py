@@ -24,6 +24,13 @@ PAUSE = 0.001   # (the user's own Python between iterations: the worker runs ahe
 LONG_PAUSE = 0.05
 
 
+def _pause(step: int) -> None:
+    """The user's own Python after *step*: a millisecond, and every sixth step fifty (a run
+    ahead is then made whatever the host's load: the worker runs one right after its reply,
+    unless the next message is there already)."""
+    time.sleep(LONG_PAUSE if step % 6 == 5 else PAUSE)
+
+
 @pytest.fixture(scope="module")
 def pool():
     with pool_running_ahead("none") as p:
@@ -39,7 +46,7 @@ def _walk(cp, n=512):
     for step in range(STEPS):
         x += (cp.random.rand(n).astype(cp.float32) - 0.5) * (0.1 + 1e-4 * step)
         means.append(float(x.mean()))
-        time.sleep(PAUSE)
+        _pause(step)
     after = cp.random.rand(7)
     return means + [x.get(), after.get(), cp.random.standard_normal(6).get()]
 
@@ -48,11 +55,11 @@ def _options(cp, n=256):
     """mc_option's loop on a RandomState of its own, then draws of other kinds from it."""
     rs = cp.random.RandomState(8)
     prices = []
-    for _ in range(STEPS):
+    for step in range(STEPS):
         z = rs.standard_normal(n)
         end = 100.0 * cp.exp(0.01 + 0.2 * z)
         prices.append(float(cp.maximum(end - 105.0, 0.0).mean()))
-        time.sleep(PAUSE)
+        _pause(step)
     return prices + [rs.uniform(-1.0, 1.0, 5).get(), rs.randint(0, 100, 9).get(),
                      rs.normal(size=3).get()]
 
@@ -61,11 +68,11 @@ def _two_draws(cp, n=300):
     """Monte Carlo pi: two draws a step, kept in the generator's order."""
     cp.random.seed(7)
     est = []
-    for _ in range(STEPS):
+    for step in range(STEPS):
         a = cp.random.uniform(-1.0, 1.0, n)
         b = cp.random.uniform(-1.0, 1.0, n)
         est.append(4.0 * float(((a * a + b * b) <= 1.0).mean()))
-        time.sleep(PAUSE)
+        _pause(step)
     return est + [cp.random.random_sample(4).get()]
 
 
@@ -77,7 +84,7 @@ def _new_api(cp, n=128):
     for step in range(STEPS):
         z = rng.standard_normal(n) + rng.uniform(-1.0, 1.0, n)
         out.append(float((z * (1.0 if step < 15 else 2.0)).sum()))
-        time.sleep(PAUSE)
+        _pause(step)
     return out + [rng.random(4).get(), rng.integers(0, 100, 5).get()]
 
 
@@ -91,7 +98,7 @@ def _kept(cp, n=16):
         z = rs.random_sample(n)
         kept.append(z)
         total += float((z * (2.0 if step % 7 == 6 else 1.0)).sum())
-        time.sleep(PAUSE)
+        _pause(step)
     return [total] + [z.get() for z in kept]
 
 
@@ -142,7 +149,7 @@ def test_a_generator_reseeded_or_shuffled_is_not_drawn_ahead_wrongly(pool):
                 rs.seed(99)
             if step == 16:
                 rs.shuffle(order)
-            time.sleep(PAUSE)
+            _pause(step)
         return out + [order.get(), rs.random_sample(5).get()]
 
     got, want, figures = beside_no_replay(pool, loop, early_replay=False)
