@@ -16,7 +16,7 @@ gcc -O2 -shared -fPIC $(python3-config --includes) kernelproxy/_held_ops.c -o ke
 echo "rev $(cat REV) $(date +%T)"
 timeout 90 python3 /tmp/o129/lane_memory_probe.py 2>&1 | grep -v Warning | tail -4
 GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 \
-  tests/gpu_backend/test_draws_ahead.py tests/gpu_backend/test_steady_lane.py tests/gpu_backend/test_draws_ahead.py \
+  tests/gpu_backend/test_draws_ahead.py tests/gpu_backend/test_steady_lane.py tests/gpu_backend/test_run_ahead.py \
   > /tmp/o129/t.txt 2>&1
 echo "tests rc $?"; grep -E "passed|failed|^FAILED|^ERROR|^E  " /tmp/o129/t.txt | tail -10
 tar czf $OUT/o129.tgz -C /tmp o129
