@@ -151,12 +151,13 @@ def test_a_worker_gives_its_slot_back_after_its_window(tmp_path):
 
 def test_a_slot_held_by_one_session_leaves_the_other_the_short_spin(tmp_path, monkeypatch):
     """One slot, two sessions: the second finds none and sleeps, and is served all the same."""
+    # (set before the pool starts: its workers start with its environment as it started)
+    monkeypatch.setenv("GPUWB_WORKER_PHASES", str(tmp_path))
     with LocalPool(devices="cpu", spin_slots=1, worker_spin_ms=300, spare_workers=0) as pool:
         path, count = pool.door.host.spin_slots
         squatter, said = _holder(path, count)   # holds the only slot
         try:
             assert said.startswith("True")
-            monkeypatch.setenv("GPUWB_WORKER_PHASES", str(tmp_path))
             _syncs_after_pauses(pool, pause=0.05)
             summary = _phases(tmp_path)
             assert summary["woke"] >= 8, summary
