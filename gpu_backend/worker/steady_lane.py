@@ -66,6 +66,9 @@ REPLAY_KEYS = frozenset(("k", "b", "n", "r", "T", "S", "F"))
 #: (reading a message's layout costs about what serving it does)
 COOL = 16
 _NO_METAS = pack_metas([])
+#: what a plan keeps for an input whose handle steps (never the array it had): never ``is``
+#: any array
+_MOVES = object()
 _T = codec.packb("t")
 
 
@@ -182,6 +185,10 @@ class SteadyLane:
         plan.bound = [(n, plan.dinputs[n], table.get(entry.inputs[n])) for n in g.shape.used]
         if any(a is None and not d for _n, d, a in plan.bound):   # (a carried one: gone by now)
             return None
+        # (an input whose handle steps, a loop-carried result, is another array every replay:
+        # the one it had is not kept, or it would stay out of the arrays kept results take
+        # turns in, GraphCopies._made_for, and each replay would make a new one)
+        plan.bound = [(n, d, a if not d else _MOVES) for n, d, a in plan.bound]
         gather = copies.gather
         plan.gather_rows = {n: row for row, n in enumerate(copies.gather_slots)} if gather is not None else None
         plan.bufs, plan.guards = g.bufs, g.guards
@@ -207,8 +214,10 @@ class SteadyLane:
         #: the same reads as the generic path keeps them (StretchGraphs' _Reads), left with a
         #: run ahead of the lane's whose reads wait for the client's replay: the generic path
         #: makes them where it answers that run (the lane left)
-        plan.reads_left = ahead.reads if ahead.reads is not None or not reads \
-            else _Reads(state, g, segments[tail:], entry.params, {}, True)
+        # (with a handout of its own: the generic run ahead's holds the arrays that replay
+        # handed out, which the plan would keep out of their turns, GraphCopies._made_for)
+        plan.reads_left = ahead.reads._replace(handout={}) if ahead.reads is not None \
+            else None if not reads else _Reads(state, g, segments[tail:], entry.params, {}, True)
         plan.ahead = ahead
         self._next(plan)
         return plan if run.matches(self._entry(plan)) else None
