@@ -7,6 +7,7 @@ import time
 import jupyter_kernel_test as jkt
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_kernel_test.msgspec_v5 import validate_message
 
 from gpu_backend.pool import LocalPool
 from tests.ipc_kernels import ipc_kernel_manager
@@ -66,8 +67,38 @@ class RemoteGPUKernelTests(jkt.KernelTests):
         super().flush_channels()
 
 
+    def execute_helper(self, code: str, timeout: int = jkt.TIMEOUT, silent: bool = False,
+                       store_history: bool = True, stop_on_error: bool = True):
+        """jupyter_kernel_test's, but each message on iopub after the reply is awaited up to
+        IOPUB_WAIT, not the library's 0.1 s: under three busy loops (once, in the full suite)
+        the kernel's ``idle`` came later than that after its reply, and the history test
+        failed with ``Empty``. The same checks, in the same order."""
+        msg_id = self.kc.execute(code=code, silent=silent, store_history=store_history,
+                                 stop_on_error=stop_on_error)
+        reply = self.get_non_kernel_info_reply(timeout=timeout)
+        assert reply is not None
+        validate_message(reply, "execute_reply", msg_id)
+        busy_msg = self.kc.get_iopub_msg(timeout=IOPUB_WAIT)
+        validate_message(busy_msg, "status", msg_id)
+        self.assertEqual(busy_msg["content"]["execution_state"], "busy")
+        output_msgs = []
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=IOPUB_WAIT)
+            validate_message(msg, msg["msg_type"], msg_id)
+            if msg["msg_type"] == "status":
+                self.assertEqual(msg["content"]["execution_state"], "idle")
+                break
+            if msg["msg_type"] == "execute_input":
+                self.assertEqual(msg["content"]["code"], code)
+                continue
+            output_msgs.append(msg)
+        return reply, output_msgs
+
+
 #: how long a flush waits for the kernel's answer to its own request
 FLUSH_WAIT = 60.0
+#: how long the execute helper waits for each message the kernel publishes after its reply
+IOPUB_WAIT = 30.0
 
 
 # ------------------------------------------------------------------ behaviour of our own
