@@ -118,6 +118,9 @@ class DrawJournal:
         self._copies: dict[int, tuple] = {}
         #: whether a replay is being run ahead now (its draws are kept aside)
         self.speculating = False
+        #: whether the replay run ahead drew anything (kept aside or a state copied): else
+        #: commit, hand_on and undo, called for every replay run ahead, have nothing to do
+        self._pending = False
         #: whether draws of a dropped run ahead may be waiting for their calls (hand_on)
         self.serving = False
         #: generators whose state was made again (stale ones before their next use)
@@ -159,6 +162,7 @@ class DrawJournal:
             if state is None:
                 raise NotUndoable("this generator's state cannot be copied")
             self._copies[id(obj)] = (obj, state)
+            self._pending = True
 
     def _is_stateful(self, obj: Any) -> bool:
         try:
@@ -215,6 +219,7 @@ class DrawJournal:
         entry = (member, tuple(args), dict(kwargs))
         if self.speculating:   # (its call checked by before)
             log.ahead.append((entry, result))
+            self._pending = True
             return
         if member not in DRAW_METHODS or not plain_call(args, kwargs):
             log.draws = None   # (an array given, a shuffle: not made again; until seeded)
@@ -253,6 +258,9 @@ class DrawJournal:
 
     def commit(self) -> None:
         """The replay run ahead was answered: its draws are the client's."""
+        if not self._pending:
+            return
+        self._pending = False
         self._copies.clear()
         for log in list(self._logs.values()):
             if log.ahead:
@@ -269,6 +277,9 @@ class DrawJournal:
         generators need not be made again. Not an array of *keep_out* (ids of the graphs'
         own buffers, which the next replays overwrite): those generators are stale, made
         again at their next use. Whether every draw was handed on."""
+        if not self._pending:
+            return True
+        self._pending = False
         self._put_back()   # (a Generator's state is put back: the replay draws again)
         whole = True
         for log in list(self._logs.values()):
@@ -283,7 +294,11 @@ class DrawJournal:
 
     def undo(self) -> None:
         """The replay run ahead was dropped: each generator it drew from is stale, made
-        again from its journal before its next use; each Generator's state is put back."""
+        again from its journal before its next use; each Generator's state is put back.
+        (Draws handed on and not asked for are found by :meth:`serve` at the next call.)"""
+        if not self._pending:
+            return
+        self._pending = False
         self._put_back()
         for log in list(self._logs.values()):
             if log.ahead or log.served:

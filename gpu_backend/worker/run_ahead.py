@@ -179,8 +179,9 @@ class RunAhead:
         #: runs ahead whose closing reads were made at once, and those whose reads failed
         #: or warned then (made again when the client asked)
         self.read_now = self.read_later = 0
-        #: held stretches that draw random numbers and whose run ahead missed once: never
-        #: run ahead again (each miss makes their generators again from their journals)
+        #: held stretches that draw random numbers whose run ahead missed and whose draws
+        #: could not be handed on: never run ahead again (each such miss makes their
+        #: generators again from their journals)
         self.no_draws: set = set()
 
     def forget(self) -> None:

@@ -327,7 +327,6 @@ class SteadyLane:
         replay.replays += 1
         run = replay.ahead
         run.ahead = None
-        x.draws.commit()   # (none: a lane's stretch runs no eager op, and so draws nothing)
         gaps = run._gaps.get(plan.sid)   # (its client's gap: RunAhead._reads_now)
         if gaps is None:
             gaps = run._gaps[plan.sid] = deque(maxlen=GAPS_KEPT)
