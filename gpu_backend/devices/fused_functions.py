@@ -68,4 +68,3 @@ def fused_kernel(cupy: Any, definition: Any, functions: dict, operators: dict) -
         return getattr(target, name)(*args, **kwargs)   # (a stand-in's: fusable names only)
 
     return cupy.fuse(kernel_name=program.name)(replaying(program, functions, operators, method))
-
