@@ -29,6 +29,7 @@ import zmq
 
 from gpu_backend.protocol.errors import SessionLostError
 
+from . import pushed_replies
 from .connection import NoAnswer, door_request
 from .links import open_link, worker_address
 
@@ -78,6 +79,7 @@ def _follow(session: Any, reason: str) -> None:
     if in_flight and in_flight[0][0] <= ran:
         session._lose(f"the session moved to another worker, but the reply of batch "
                       f"{in_flight[0][0]} was lost on the way")
+    pushed_replies.send_again(session, ran)   # (answered by a push the old worker never read)
     unsent = [session._sent.get(batch) for batch, _first, _last in in_flight]
     if any(frames is None for frames in unsent):
         session._lose("the session moved to another worker while a streamed upload was "

@@ -39,6 +39,7 @@ from .device_group import device_mismatch, open_devices
 from .streamed import send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
 from .lifetime import end_with_process
+from .pushed_replies import PushedReplies
 from .links import WorkerLink, open_link, worker_address
 from .relink import LinkEnded, relink
 from .session_replies import SessionReplies
@@ -300,6 +301,8 @@ class Session(SessionReplies):
         #: and one to undo with the next batch (its header A)
         self._early: Early | None = None
         self._undo: list | None = None
+        #: replies the worker pushed before their batches went (kernelproxy/pushed_replies.py)
+        self._pushes = PushedReplies()
         end_with_process(self)   # closed at exit if still open (kernelproxy.lifetime)
 
     # ------------------------------------------------------------ issuing ops
@@ -851,6 +854,7 @@ class Session(SessionReplies):
         self._sent.clear()
         self._run_origins.clear()   # (the runs whose replies will not come)
         self._early = None
+        self._pushes.clear()
         self._waits.end()
         self._release()
         raise for_user(SessionLostError(reason))

@@ -22,7 +22,7 @@ import numpy as np
 from gpu_backend.protocol import codec
 from gpu_backend.protocol.errors import warning_class
 
-from . import early_replay
+from . import early_replay, pushed_replies
 from .interrupts import interrupts_deferred as _interrupts_deferred
 from .relink import LinkEnded, relink
 from .streamed import receive_streamed
@@ -58,6 +58,8 @@ class SessionReplies:
         spin_until = time.perf_counter() + self.spin_seconds
         in_flight = self._in_flight
         while in_flight and (seq is None or in_flight[0][1] <= seq):
+            if self._pushes.early is not None and pushed_replies.use_early(self):
+                continue   # (a push that came before its batch went: read or dropped now)
             try:
                 if poll(0):
                     self._read_reply()
@@ -106,6 +108,15 @@ class SessionReplies:
         if "notice" in reply:   # what the batch waits for, not its reply: shown, then wait on
             self._waits.noticed(reply)
             return
+        pushes = self._pushes
+        if (pushes.unconfirmed or pushes.absorbing) and pushed_replies.settled(self, reply):
+            return   # (a batch a pushed reply answered: kernelproxy/pushed_replies.py)
+        if "P" in reply and not pushed_replies.take(self, reply, frames):
+            return   # (pushed before its batch went, or for a batch that went otherwise)
+        self._apply_reply(reply, frames)
+
+    def _apply_reply(self, reply: dict, frames: list) -> None:
+        """The reply of the oldest batch in flight, read."""
         if self._waits:   # (the batch's reply: any wait still shown is over)
             self._waits.end()
         batch, first, last = self._in_flight.popleft()

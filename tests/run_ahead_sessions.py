@@ -4,7 +4,7 @@ on a session of one beside a session without replay: what the tests of the run a
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Iterator
 
 import pytest
@@ -25,19 +25,21 @@ def pool_running_ahead(policy: str, read_now: bool = False, beside: bool = True,
     NumPy device it is the host's, more than the defaults allow on a slow VM); with
     *read_now*, they also make a run ahead's closing reads at once; not *beside*, only with
     no lease or alone on the device (``GPUWB_RUN_AHEAD_BESIDE=0``); *variables*, more of
-    the workers' settings. The variables are the workers' (inherited), set for the pool's
-    life only."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GPUWB_RUN_AHEAD_US", "1e9")
-        if read_now:
-            env.setenv("GPUWB_READ_AHEAD_US", "1e9")
-        if not beside:
-            env.setenv("GPUWB_RUN_AHEAD_BESIDE", "0")
-        for name, value in variables.items():
-            env.setenv(name, value)
-        with LocalPool(devices=TEST_DEVICES, lease_timeout=20.0, memory_limit=1 << 28,
-                       policy=policy) as pool:
-            yield pool
+    the workers' settings. The variables are the workers' (a pool's workers take the
+    environment as the pool started), set while the pool starts only: a pool another test
+    starts meanwhile has none of them."""
+    with ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("GPUWB_RUN_AHEAD_US", "1e9")
+            if read_now:
+                env.setenv("GPUWB_READ_AHEAD_US", "1e9")
+            if not beside:
+                env.setenv("GPUWB_RUN_AHEAD_BESIDE", "0")
+            for name, value in variables.items():
+                env.setenv(name, value)
+            pool = stack.enter_context(LocalPool(devices=TEST_DEVICES, lease_timeout=20.0,
+                                                 memory_limit=1 << 28, policy=policy))
+        yield pool
 
 
 def beside_no_replay(pool: LocalPool, loop, **settings) -> tuple:

@@ -114,6 +114,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         #: a loop's replays that go on by fixed steps (worker/steady_lane.py)
         self.lane = self.executor.replay.lane
         self.lane.enabled = settings.steady_lane
+        self.lane.pushes.enabled = settings.pushed_replies
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop
@@ -355,7 +356,12 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         phases.mark("received")
         ident, frames = received
         lane = self.lane
-        if lane.plan is not None:   # (a loop's next replay, known: worker/steady_lane.py)
+        # a message whose reply was pushed before it came (worker/pushed_replies.py): its
+        # reply is not sent again, but for a failure
+        quiet = lane.pushes.pending is not None and self._claim_pushed(started, ident, frames)
+        if quiet is None:
+            return
+        if lane.plan is not None and not quiet:   # (a loop's next replay, known: steady_lane.py)
             plan = lane.take(frames, self.cancel_upto,
                              self.swap.swapped is not None or self.pool_gone)
             if plan is not None and self._serve_in_lane(started, ident, plan):
@@ -386,6 +392,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             self._answering = (ident, header.get("b"))
             if "c" in header:
                 return  # a cancel that arrived while idle: nothing queued to drop
+            lane.pushes.drop()   # (another batch than a reply pushed answers: its client drops it)
             batch = header.get("b") if type(header.get("b")) is int else 0
             self._batch = batch
             # cancels already seen skip the batch outright; new ones are looked for between ops
@@ -413,7 +420,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
                     notices.end("swap_in")
             if reply is None:
                 reply, out = self.executor.run_batch(header, ops, frames[1:],
-                                                     cancelled=batch <= self.cancel_upto)
+                                                     cancelled=batch <= self.cancel_upto and not quiet)
                 if "T" in header and len(frames) == 1 and reply.get("e") is None \
                         and "c" not in reply:
                     body = frames[0]
@@ -429,7 +436,8 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             self.closed = True  # answered below, then the worker ends with its context
         self._report_before_reply()
         try:
-            self._send_reply(ident, reply, out)
+            if not quiet or reply.get("e") is not None or "c" in reply or "z" in reply:
+                self._send_reply(ident, reply, out)   # (pushed and failed: a late reply)
         except zmq.ZMQError as exc:  # the client went away or stopped reading: its loss
             self._undelivered(exc)
         finally:
@@ -439,6 +447,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             self.lane.served(body)
             phases.mark("after_reply")
             phases.end()
+        self._push_ahead(ident)
 
     def _more_work(self) -> bool:
         """Whether a batch from the client is already waiting (asked at a batch's end)."""

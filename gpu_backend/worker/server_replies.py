@@ -1,7 +1,8 @@
 """How the worker's server sends a batch's reply (mixed into ``WorkerServer``): the reply
 packed and sent with its streamed results, a usage report due before it, a reply that could
-not go, and the steady lane's answers (worker/steady_lane.py), which skip the batch's reading
-and packing but not what the server does around any reply."""
+not go, the steady lane's answers (worker/steady_lane.py), which skip the batch's reading
+and packing but not what the server does around any reply, and its replies pushed before
+their messages come (worker/pushed_replies.py)."""
 
 from __future__ import annotations
 
@@ -26,14 +27,50 @@ class ReplySending:
     """The reply side of ``WorkerServer`` (its links, executor, device, phases, swap and
     usage reports are the server's)."""
 
-    def _serve_in_lane(self, started: float, ident: Any, plan: Any) -> bool:
+    def _claim_pushed(self, started: float, ident: Any, frames: list) -> bool | None:
+        """Whether *frames* are the message a pushed reply answered (worker/
+        pushed_replies.py): None where it was served here, from the lane's run ahead, its
+        reply not sent again; True where the generic path must serve it so (the run ahead
+        gone: a swap meanwhile, say); False where they are not."""
+        lane = self.lane
+        pending = lane.pushes.claimed(frames)
+        if pending is None:
+            return False
+        plan, lane.plan = lane.plan, None
+        if plan is not None and plan.expected is pending.expected and self.swap.swapped is None \
+                and not self.pool_gone and self.executor.replay.ahead.ahead is plan.ahead \
+                and self._serve_in_lane(started, ident, plan, pushed=True):
+            lane.pushes.taken += 1
+            return None
+        lane.pushes.quiet += 1
+        return True
+
+    def _push_ahead(self, ident: Any) -> None:
+        """After a reply (or a pushed message served): the lane's next reply pushed, where it
+        is known (worker/pushed_replies.py)."""
+        lane = self.lane
+        if lane.plan is None:
+            return
+        packed = lane.pushes.offer(lane)
+        if packed is None:
+            return
+        self._report_before_reply()   # (what the client is told, the pool knows first)
+        try:
+            self.links.send_message(ident, [packed])
+        except zmq.ZMQError as exc:
+            lane.pushes.drop()
+            self._undelivered(exc)
+
+    def _serve_in_lane(self, started: float, ident: Any, plan: Any, pushed: bool = False) -> bool:
         """A loop's next replay, the one the steady lane knew byte for byte (worker/
         steady_lane.py): answered from its run ahead with what :meth:`_serve_message` does
         around any batch (the client's presence, the swap clock, the usage report), and the
         next one run ahead by the lane. False where its reads, made now, failed or warned:
-        nothing was done, and the message is served as ever."""
+        nothing was done, and the message is served as ever. *pushed*: its reply went
+        before it (worker/pushed_replies.py): committed, nothing sent, and the next reply
+        pushed."""
         lane = self.lane
-        packed = lane.answer(plan)
+        packed = lane.answer(plan, pushed)
         if packed is None:
             return False
         phases = self.phases
@@ -45,16 +82,18 @@ class ReplySending:
         self._batch = batch
         self.swap.worked()
         phases.mark("run")
-        self._report_before_reply()
         try:
-            self.links.send_message(ident, [lane.with_time(packed, time.perf_counter() - started)])
-            phases.mark("sent")
+            if not pushed:
+                self._report_before_reply()
+                self.links.send_message(ident, [lane.with_time(packed, time.perf_counter() - started)])
+                phases.mark("sent")
         except zmq.ZMQError as exc:
             self._undelivered(exc)
         finally:
             lane.after_reply(plan)
             phases.mark("after_reply")
             phases.end()
+        self._push_ahead(ident)
         return True
 
     def _report_before_reply(self) -> None:

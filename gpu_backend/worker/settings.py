@@ -97,6 +97,10 @@ class WorkerSettings:
     #: calls a message (worker/steady_lane.py); ``0`` serves every message by the generic
     #: path (a diagnostic: the benchmarks' side ``nolane``)
     steady_lane: bool = True
+    #: ``GPUWB_PUSH``: the steady lane pushes a loop's next reply as soon as it is known,
+    #: before its message comes (worker/pushed_replies.py); ``0`` answers each message when
+    #: it comes, as before (a diagnostic: the benchmarks' side ``nopush``)
+    pushed_replies: bool = True
     #: ``GPUWB_DRAWS_AHEAD``: a replay that draws random numbers from a ``RandomState`` is
     #: run ahead too, its draws undone from the generator's journal where the client does
     #: not ask for it (worker/draw_journal.py); ``0`` runs none ahead, as before (a
@@ -145,6 +149,7 @@ class WorkerSettings:
                    read_ahead=float(read_ahead) * 1e-6 if read_ahead else None,
                    read_gap_share=max(0.0, float(gap_share)) if gap_share not in (None, "") else None,
                    steady_lane=_on(env, "GPUWB_STEADY_LANE"),
+                   pushed_replies=_on(env, "GPUWB_PUSH"),
                    draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"))
 
 

@@ -55,6 +55,7 @@ from .result_meta import pack_metas
 from .graph_replay import _Reads
 from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead
 from .lane_messages import DOUBLE, Layout, Reshaped, read_batch
+from .pushed_replies import Pushes
 from .stretches import ReplayEntry
 
 __all__ = ["SteadyLane", "REPLAY_KEYS"]
@@ -102,6 +103,8 @@ class SteadyLane:
         #: messages to let pass before trying to arm again, after a failed attempt
         self._cool = 0
         self._empty = BatchResults(x.table)
+        #: the replies pushed before their messages came (worker/pushed_replies.py)
+        self.pushes = Pushes()
 
     # ------------------------------------------------------------ arming
     def served(self, body: bytes | None) -> None:
@@ -300,11 +303,12 @@ class SteadyLane:
         a map of eight keys (a fixmap's first byte, 0x88) becomes one of nine."""
         return b"\x89" + packed[1:] + _T + codec.packb(seconds)
 
-    def answer(self, plan: _Plan) -> bytes | None:
+    def answer(self, plan: _Plan, pushed: bool = False) -> bytes | None:
         """Answer the plan's message from its run ahead, as Executor.run_batch, StretchReplay.run
         and RunAhead.answer answer a replay that is the one run ahead: its reply, packed less
         ``t``; None where its reads, made now, failed or warned (nothing done: the message is
-        then served as ever, the reads made again there)."""
+        then served as ever, the reads made again there). *pushed*: its reply went before
+        it came (worker/pushed_replies.py): the effects alone, and ``b""``."""
         x = self.x
         started = x.began_at = perf_counter()
         ahead = plan.ahead
@@ -352,6 +356,8 @@ class SteadyLane:
         pacer.pass_baton()
         x.worked += perf_counter() - started
         self.answered += 1
+        if pushed:
+            return b""
         count = plan.count
         return codec.packb({"b": batch, "m": _NO_METAS, "v": values, "d": [], "e": None,
                             "w": [], "x": plan.ran,

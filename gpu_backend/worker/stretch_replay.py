@@ -442,6 +442,8 @@ class StretchReplay:
                 "ahead_alone": self.alone_answers, "ahead_read": self.ahead.read_now,
                 "ahead_read_later": self.ahead.read_later, "lane": self.lane.answered,
                 "lane_armed": self.lane.armed, "lane_left": self.lane.left,
+                "pushed": self.lane.pushes.sent, "push_taken": self.lane.pushes.taken,
+                "push_quiet": self.lane.pushes.quiet,
                 "draws_redone": self.x.draws.redone,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,

@@ -1,0 +1,128 @@
+"""Replies pushed ahead (worker/pushed_replies.py, kernelproxy/pushed_replies.py): a steady
+loop's next reply sent by the worker before its message comes, taken by the client where the
+message it sent is the one the reply answers, byte for byte.
+
+Through real pools on the NumPy device whose workers run every replay ahead and make its
+reads at once: loops answered by pushed replies give the very bits the same loop gives on a
+session without replay and on a pool that pushes nothing (``GPUWB_PUSH=0``), pushed replies
+whose message does not come (another message between, a scalar changed) are dropped by the
+client and the message answered as ever, a session swapped out between a push and its
+message has that message served by the generic path with no second reply, and a session
+moved while a push waits (in the client's socket, the old worker's message never read) goes
+on at its new worker with every value the loop's own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_backend.pool import LocalPool
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+
+from ..differential import TEST_DEVICES, assert_bitwise
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+from .test_moves import _move, _where
+from .test_steady_lane import STEPS, _carried, _changing, _hot_sync, _pause, _stepping_scalar
+from .test_swap import _row, _wait
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with pool_running_ahead("share", read_now=True) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def pool_without_pushes():
+    with pool_running_ahead("share", read_now=True, GPUWB_PUSH="0") as p:
+        yield p
+
+
+@pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _changing])
+def test_a_loop_answered_by_pushed_replies_gives_the_bits_the_ops_give(pool, pool_without_pushes, loop):
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    assert_bitwise(got, want)
+    plain, _again, off = beside_no_replay(pool_without_pushes, loop, early_replay=False)
+    assert_bitwise(got, plain)
+    assert figures["push_taken"] >= STEPS // 4, figures
+    assert off["pushed"] == 0 and off["lane"] >= STEPS // 4, off
+
+
+def test_a_pushed_reply_whose_message_does_not_come_is_dropped_and_the_message_answered(pool):
+    """``_changing`` sends another message between replays now and then, replaces its input
+    and changes its scalar: the replies pushed for the replays that then did not come are
+    dropped by the client (none taken twice, none taken for another message)."""
+    with Session(pool.address, pool.token,
+                 settings=SessionSettings(replay_measured=False, early_replay=False)) as s:
+        got = _changing(module_for(s))
+        figures = s.memory_info()["stretches"]
+        taken = s._pushes.taken
+    _again, want, _f = beside_no_replay(pool, _changing)
+    assert_bitwise(got, want)
+    dropped = figures["pushed"] - figures["push_taken"] - figures["push_quiet"]
+    assert dropped >= 1 and taken == figures["push_taken"] + figures["push_quiet"], (figures, taken)
+
+
+def _swap_pool(tmp_path, devices: str, monkeypatch):
+    """A pool that swaps idle sessions out (to files) and whose workers run every replay
+    ahead, its reads made at once (the variables are its workers', set as it starts)."""
+    monkeypatch.setenv("GPUWB_RUN_AHEAD_US", "1e9")
+    monkeypatch.setenv("GPUWB_READ_AHEAD_US", "1e9")
+    return LocalPool(devices=devices, swap_idle=0.3, swap_dir=tmp_path / "swap", lease_timeout=30,
+                     memory_limit=256 << 20, swap_host_memory=0)
+
+
+def _session(pool) -> Session:
+    return Session(pool.address, pool.token,
+                   settings=SessionSettings(replay_measured=False, early_replay=False))
+
+
+def _until_pushed(s: Session, step, taken: int = 5, most: int = 1000) -> list:
+    """*step()*'s values, called (a pause after each) until the session has taken *taken*
+    pushed replies (at most *most* calls: how soon the lane arms depends on the machine's
+    load, not whether); the last one's reply for the next call is pushed by then."""
+    got = []
+    while s._pushes.taken < taken and len(got) < most:
+        got.append(step())
+        _pause()
+    assert s._pushes.taken >= taken, str(s.memory_info()["stretches"])
+    return got
+
+
+def test_a_session_swapped_out_between_a_push_and_its_message_gets_no_second_reply(tmp_path, monkeypatch):
+    with _swap_pool(tmp_path, TEST_DEVICES, monkeypatch) as pool, _session(pool) as s:
+        cp = module_for(s)
+        x = cp.arange(1000, dtype=cp.float32) / 3
+
+        def step():
+            return float((x + 1).sum())
+
+        got = _until_pushed(s, step)
+        _wait(lambda: _row(s)["swapped"], "the idle session to be swapped out")
+        for _ in range(30):   # (its first message is the one pushed before the swap)
+            got.append(step())
+            _pause()
+        figures = s.memory_info()["stretches"]
+        host = x.get()
+    assert figures["push_quiet"] >= 1, figures
+    assert got == [float((host + np.float32(1)).sum())] * len(got)
+
+
+def test_a_session_moved_while_a_push_waits_goes_on_with_the_loops_own_values(tmp_path, monkeypatch):
+    with _swap_pool(tmp_path, "cpu,cpu", monkeypatch) as pool, _session(pool) as s:
+        cp = module_for(s)
+        x = cp.arange(1000, dtype=cp.float32) / 3
+
+        def step():
+            return float((x + 1).sum())
+
+        want = step()
+        assert set(_until_pushed(s, step)) == {want}
+        before = _where(pool, s)["device"]
+        _move(pool, s)   # (the old worker's push is never the new one's)
+        assert _where(pool, s)["device"] != before
+        s._pushes.taken = 0
+        assert set(_until_pushed(s, step)) == {want}   # (the new worker pushes too)
+        assert float(x[3]) == np.float32(1.0)
