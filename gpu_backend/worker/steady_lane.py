@@ -511,10 +511,13 @@ class SteadyLane:
                                    plan.slots, plan.reads_left, [], None, began, pacer.alone_now())
         plan.ahead = ahead
         # its closing reads at once where RunAhead.start would make them so (a short replay,
-        # or short beside its client's gaps; not an early replay's): one that fails or warns
-        # leaves them for the client's replay, as there
+        # or short beside its client's gaps; not an early replay's), or where its reply is
+        # then pushed (worker/pushed_replies.py: the client's message no longer waits for the
+        # worker's answer, so the worker waits for the device now, not on that answer's path):
+        # one that fails or warns leaves them for the client's replay, as there
         cost = g.cost[0]
-        if plan.reads and not plan.early and cost is not None and run._reads_now(plan.sid, cost):
+        if plan.reads and not plan.early and cost is not None \
+                and (self.pushes.enabled and plan.dbatch == 1 or run._reads_now(plan.sid, cost)):
             waited = perf_counter()
             values = self._read(plan)
             ahead.read_wait = perf_counter() - waited
