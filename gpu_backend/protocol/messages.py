@@ -509,6 +509,7 @@ class BatchReply(TypedDict):
     hm: NotRequired[Annotated[list, "with h: the held stretch's metadata for the client's template, [inputs, results]: each input's entry as the batch began and each result's as its op made it ([handle, shape, dtype, strides, flags], None where no array came of it)"]]
     hs: NotRequired[Annotated[Literal[1], "with h: the held stretch may be replayed early (header S): it writes into no array, draws no random numbers and makes only arrays and values"]]
     f: NotRequired[Annotated[Literal[1], "the header's T replay did not run through graphs: from its records (a guard failed, the stretch has none), or not at all (skipped after an error, cancelled)"]]
+    P: NotRequired[Annotated[bytes, "pushed before its batch came (gpu_backend/worker/pushed_replies.py): the bytes that batch's one frame must be for this to be its reply; the client drops it otherwise and reads the worker's own"]]
 
 
 class ClosedReply(TypedDict):

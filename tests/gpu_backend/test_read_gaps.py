@@ -3,8 +3,9 @@ its client's recent gaps (worker/run_ahead.py, ``GAP_SHARE``): an interactive us
 its client away milliseconds between requests, then finds its value read and waits for no
 device (nor for other sessions' kernels beside it). Where its client comes back sooner, the
 reads wait for the client's replay, as before; ``GPUWB_READ_GAP_SHARE=0``: by the device-time
-bound alone. The pools here make no read at once by that bound (``GPUWB_READ_AHEAD_US=0``),
-so only the gaps can."""
+bound alone. The pools here make no read at once by that bound (``GPUWB_READ_AHEAD_US=0``)
+and push no reply (``GPUWB_PUSH=0``: a lane run ahead whose reply is pushed reads at once
+whatever its time, worker/pushed_replies.py), so only the gaps can."""
 
 from __future__ import annotations
 
@@ -23,13 +24,14 @@ AWAY = 0.02
 
 @pytest.fixture(scope="module")
 def pool():
-    with pool_running_ahead("share", GPUWB_READ_AHEAD_US="0") as p:
+    with pool_running_ahead("share", GPUWB_READ_AHEAD_US="0", GPUWB_PUSH="0") as p:
         yield p
 
 
 @pytest.fixture(scope="module")
 def bound_only_pool():
-    with pool_running_ahead("share", GPUWB_READ_AHEAD_US="0", GPUWB_READ_GAP_SHARE="0") as p:
+    with pool_running_ahead("share", GPUWB_READ_AHEAD_US="0", GPUWB_READ_GAP_SHARE="0",
+                            GPUWB_PUSH="0") as p:
         yield p
 
 
