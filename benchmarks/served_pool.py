@@ -49,9 +49,11 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
 #: gpu_backend/worker/run_ahead.py); "nodraws" runs none ahead that draws random numbers
 #: (``GPUWB_DRAWS_AHEAD=0``, gpu_backend/worker/draw_journal.py); "nopush" pushes no reply
 #: before its message comes (``GPUWB_PUSH=0``, gpu_backend/worker/pushed_replies.py);
+#: "nocommit" pushes but commits no message before it comes (``GPUWB_PUSH_AHEAD=0``);
 #: "nolane" serves every message by the generic path (``GPUWB_STEADY_LANE=0``)
 POOL_ENV = {"noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "nodraws": {"GPUWB_DRAWS_AHEAD": "0"},
-            "nopush": {"GPUWB_PUSH": "0"}, "nolane": {"GPUWB_STEADY_LANE": "0"}}
+            "nopush": {"GPUWB_PUSH": "0"}, "nocommit": {"GPUWB_PUSH_AHEAD": "0"},
+            "nolane": {"GPUWB_STEADY_LANE": "0"}}
 
 
 @contextmanager

@@ -58,7 +58,7 @@ class SessionReplies:
         spin_until = time.perf_counter() + self.spin_seconds
         in_flight = self._in_flight
         while in_flight and (seq is None or in_flight[0][1] <= seq):
-            if self._pushes.early is not None and pushed_replies.use_early(self):
+            if self._pushes.early and pushed_replies.use_early(self):
                 continue   # (a push that came before its batch went: read or dropped now)
             try:
                 if poll(0):

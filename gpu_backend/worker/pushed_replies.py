@@ -4,68 +4,96 @@
 Why (issue 50): with the steady lane (steady_lane.py) a loop that reads a value every
 iteration still waits, every iteration, for the whole round trip: the client sends its
 replay, the worker answers it from the replay run ahead, then runs the next one ahead. The
-client's wait holds the transport's round trip and the worker's answer; the worker's run
-ahead holds its wait for the device. One iteration is the sum of them, where each side's
-own work is a fraction of it (the hot sync: ~110 µs an iteration on an H200 host whose
-round trip is ~30 µs and whose worker answers in ~25).
+client's wait holds the transport's round trip and the worker's answer; the iteration is the
+two sides' work one after the other.
 
 Once the lane knows the loop's next message byte for byte and its run ahead has read the
 values that message asks for, the reply to that message is known too: the worker sends it
 at once, pushed, with the bytes of the message it answers (``P``). The client sends its
 message as ever; where the bytes it sent are those, the reply is already there (or on its
-way) and it takes it without waiting for the worker. The loop then goes at the pace of the
-slower side, not of the two one after the other.
+way) and it takes it without waiting for the worker.
+
+**Committed ahead.** A push alone moves the worker's run ahead onto the loop's path: the next
+one starts only once the message before it came. So the worker also *commits* the pushed
+message at once, as if it had come (the lane's answer's effects: the results renamed to the
+client's handles; the frees it will carry held back until it comes), and runs the next
+replay ahead and pushes its reply too — one message ahead of the client at most. The loop
+then goes at the pace of the slower side, not of the two one after the other. When the
+message comes, byte for byte, its frees are made (it is *confirmed*); any other batch rolls
+the commit back (its results freed, the run ahead dropped) before it is served, and ends the
+*chain* of pushes: every push carries its chain (``C``), and the client, which drops the
+push that batch did not match, drops every later push of that chain too (they were made
+from a state that batch changed). A push also says the last batch the worker read (``K``):
+the client keeps each batch a push answered until then (kernelproxy/pushed_replies.py: a
+move sends the unread ones again).
 
 Exact by construction: the pushed reply is the lane's answer to that message, made from the
-same run ahead; the worker commits it (the lane's answer's effects: the results renamed to
-the client's handles, the frees, the counts) when the message comes, and both ends compare
-the same bytes. Any other batch: the client drops the pushed reply and waits for the worker's
-own; the worker serves it as ever. A pushed message that the lane can no longer answer from
-its run ahead (the session was swapped out meanwhile) is served by the generic path with its
-reply held back — the client has it — unless it failed: then that reply goes, and the
-client, which took the pushed one, raises its error at its next sync point (kernelproxy/
-session_replies.py, "late"). A move between the push and the message: the client sends
-the batch again to the new worker, which serves it as ever (kernelproxy/relink.py).
+same run ahead, and both ends compare the same bytes (in constant time on the worker: they
+hold the session key). A pushed message the lane can no longer answer from its run ahead
+(the session was swapped out meanwhile, or its commit rolled back for a move that did not
+happen) is served by the generic path with its reply held back — the client has it — unless
+it failed: then that reply goes, and the client raises its error at its next sync point.
 
 Pushed only where nothing can come between: the loop's batch numbers go on by one (the next
 batch the worker reads is the one pushed for), not for an early replay (its reply waits for
-the rest of the client's run), never with a warning, a poisoned session or a read not made.
-``GPUWB_PUSH=0`` turns it off (a diagnostic: the benchmarks' side ``nopush``).
+the rest of the client's run), never with a warning, a poisoned session or a read not made;
+committed ahead only where the stretch draws no random numbers. ``GPUWB_PUSH=0`` turns pushes
+off, ``GPUWB_PUSH_AHEAD=0`` the commits ahead (diagnostics: the benchmarks' sides ``nopush``
+and ``nocommit``).
 """
 
 from __future__ import annotations
 
 import hmac
+from collections import deque
 from time import perf_counter
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..protocol import codec
 from .result_meta import pack_metas
 
-__all__ = ["Pushes", "PendingPush"]
+__all__ = ["Pushes", "PushRecord"]
 
 _NO_METAS = pack_metas([])
 
 
-class PendingPush(NamedTuple):
-    """A reply pushed and not yet claimed: its batch, and the bytes its message must be."""
-    batch: int
-    expected: bytes
+class PushRecord:
+    """A reply pushed and not yet claimed: its batch, the bytes its message must be, and,
+    once committed ahead, what the commit did (the client's handles its results took, the
+    frees held back until the message comes, its ops)."""
+
+    __slots__ = ("batch", "expected", "committed", "outs", "frees", "ran")
+
+    def __init__(self, batch: int, expected: bytes) -> None:
+        self.batch, self.expected = batch, expected
+        self.committed = False
+        self.outs: list = []
+        self.frees: list = []
+        self.ran = 0
 
 
 class Pushes:
-    """One session's pushed replies (at most one pending) and their counts: pushed
-    (``sent``), claimed and committed in the lane (``taken``), claimed and served by the
-    generic path with the reply held back (``quiet``)."""
+    """One session's pushed replies, oldest first (``sent``), the chain they belong to, and
+    their counts: pushed (``pushed``), claimed and committed when their message came
+    (``taken``), committed ahead and confirmed (``confirmed``), claimed and served by the
+    generic path with the reply held back (``quiet``), commits rolled back (``rolled``)."""
 
     def __init__(self) -> None:
         self.enabled = True
-        self.pending: PendingPush | None = None
-        self.sent = self.taken = self.quiet = 0
+        #: commit a pushed message ahead of its coming (``GPUWB_PUSH_AHEAD``)
+        self.commit_ahead = True
+        self.sent: deque[PushRecord] = deque()
+        self.chain = 0
+        self.pushed = self.taken = self.confirmed = self.quiet = self.rolled = 0
 
-    def offer(self, lane: Any) -> bytes | None:
-        """The reply to push for *lane*'s next message (packed, ``P`` its bytes), now
-        pending; None where it may not be pushed (the module's doc)."""
+    def pushed_for(self, batch: int) -> bool:
+        """Whether a reply for *batch* is pushed already."""
+        return bool(self.sent) and self.sent[-1].batch >= batch
+
+    def offer(self, lane: Any, confirmed: int) -> bytes | None:
+        """The reply to push for *lane*'s next message (packed: ``P`` its bytes, ``C`` the
+        chain, ``K`` *confirmed*, the last batch the worker read), now recorded; None where
+        it may not be pushed (the module's doc)."""
         plan = lane.plan
         if not self.enabled or plan is None or plan.dbatch != 1 or plan.early \
                 or plan.served > plan.steps:
@@ -83,22 +111,48 @@ class Pushes:
             "b": batch, "m": _NO_METAS, "v": [[first + seq, value] for seq, value in values],
             "d": [], "e": None, "w": [], "x": plan.ran,
             "s": max(0, count - plan.ran) if type(count) is int else 0,
-            "t": perf_counter() - ahead.started, "P": plan.expected})
-        self.pending = PendingPush(batch, plan.expected)
-        self.sent += 1
+            "t": perf_counter() - ahead.started, "P": plan.expected, "C": self.chain,
+            "K": confirmed})
+        self.sent.append(PushRecord(batch, plan.expected))
+        self.pushed += 1
         return packed
 
-    def claimed(self, frames: list) -> PendingPush | None:
-        """The pending push, taken, where *frames* are its message byte for byte (compared
-        in constant time: they hold the session key); else None (it stays pending until
-        another batch comes: :meth:`drop`)."""
-        pending = self.pending
-        if pending is None or len(frames) != 1 \
-                or not hmac.compare_digest(frames[0], pending.expected):
-            return None
-        self.pending = None
-        return pending
+    def may_commit_ahead(self, lane: Any, plan: Any) -> bool:
+        """Whether *plan*'s message, its reply just pushed, may be committed before it comes:
+        none is committed ahead yet (one message ahead at most), its run ahead stands, and its
+        stretch draws nothing (a draw's journal is not undone by a roll-back)."""
+        if not self.commit_ahead or not self.sent or any(r.committed for r in self.sent):
+            return False
+        x = lane.x
+        if self.sent[-1].batch != lane.batch(plan) or x.replay.ahead.ahead is not plan.ahead:
+            return False
+        stretch = x.replay.stretches.held.get(plan.sid)
+        return stretch is not None and not stretch.draws
 
-    def drop(self) -> None:
-        """Another batch came: the pushed reply answers none (its client drops it)."""
-        self.pending = None
+    def head_matches(self, frames: list) -> bool:
+        """Whether *frames* are the oldest pushed reply's message byte for byte (compared in
+        constant time: they hold the session key)."""
+        return len(frames) == 1 and hmac.compare_digest(frames[0], self.sent[0].expected)
+
+    def roll_back(self, x: Any, clear: bool) -> None:
+        """Undo every commit made ahead (newest first: its results freed, its ops uncounted;
+        the frees it held back were never made), and drop the run ahead made from them. With
+        *clear* (a batch that is not the pushed one came: the client drops these pushes and
+        the later ones of their chain), forget them and start a new chain; without (a move
+        about to be made), keep them, uncommitted: their messages, if they come here, are
+        served quietly by the generic path."""
+        table = x.table
+        committed = [r for r in self.sent if r.committed]
+        for record in reversed(committed):
+            for h in record.outs:
+                table.free(h)
+            x.ops_run -= record.ran
+            record.committed = False
+            record.outs, record.frees = [], []
+        if committed:
+            self.rolled += len(committed)
+            x.replay.drop_ahead()
+            x.replay.lane.plan = None
+        if clear:
+            self.sent.clear()
+            self.chain += 1

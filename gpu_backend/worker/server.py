@@ -115,6 +115,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         self.lane = self.executor.replay.lane
         self.lane.enabled = settings.steady_lane
         self.lane.pushes.enabled = settings.pushed_replies
+        self.lane.pushes.commit_ahead = settings.push_ahead
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop
@@ -358,7 +359,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         lane = self.lane
         # a message whose reply was pushed before it came (worker/pushed_replies.py): its
         # reply is not sent again, but for a failure
-        quiet = lane.pushes.pending is not None and self._claim_pushed(started, ident, frames)
+        quiet = bool(lane.pushes.sent) and self._claim_pushed(started, ident, frames)
         if quiet is None:
             return
         if lane.plan is not None and not quiet:   # (a loop's next replay, known: steady_lane.py)
@@ -392,7 +393,8 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             self._answering = (ident, header.get("b"))
             if "c" in header:
                 return  # a cancel that arrived while idle: nothing queued to drop
-            lane.pushes.drop()   # (another batch than a reply pushed answers: its client drops it)
+            if lane.pushes.sent and not quiet:   # (another batch than the pushed one: its
+                lane.pushes.roll_back(self.executor, True)   # client drops those pushes)
             batch = header.get("b") if type(header.get("b")) is int else 0
             self._batch = batch
             # cancels already seen skip the batch outright; new ones are looked for between ops

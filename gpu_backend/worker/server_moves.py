@@ -44,6 +44,10 @@ class SessionMoves:
             return False
         directory = self.park_dir or self.swap.directory or self.swap.default_directory
         self.park_dir = None
+        # (messages committed ahead of their coming are undone: the batch the pool is told
+        # ran is the last one read, and the client sends the others again to the new worker,
+        # or here, where they are served quietly: worker/pushed_replies.py)
+        self.lane.pushes.roll_back(self.executor, False)
         state = {"poisoned_at": self.executor.poisoned_at, "cancel_upto": self.cancel_upto,
                  "moved_for": self.moved_for}
         lent = None

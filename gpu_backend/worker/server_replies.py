@@ -28,38 +28,64 @@ class ReplySending:
     usage reports are the server's)."""
 
     def _claim_pushed(self, started: float, ident: Any, frames: list) -> bool | None:
-        """Whether *frames* are the message a pushed reply answered (worker/
-        pushed_replies.py): None where it was served here, from the lane's run ahead, its
-        reply not sent again; True where the generic path must serve it so (the run ahead
-        gone: a swap meanwhile, say); False where they are not."""
+        """Whether *frames* are the message the oldest pushed reply answered (worker/
+        pushed_replies.py): None where it was served here — confirmed (committed ahead: its
+        frees made now) or committed from the lane's run ahead —, its reply not sent again;
+        True where the generic path must serve it so (the run ahead gone: a swap meanwhile,
+        say); False where they are not (the generic path rolls the pushes back)."""
         lane = self.lane
-        pending = lane.pushes.claimed(frames)
-        if pending is None:
+        pushes = lane.pushes
+        if not pushes.head_matches(frames):
             return False
-        plan, lane.plan = lane.plan, None
-        if plan is not None and plan.expected is pending.expected and self.swap.swapped is None \
-                and not self.pool_gone and self.executor.replay.ahead.ahead is plan.ahead \
-                and self._serve_in_lane(started, ident, plan, pushed=True):
-            lane.pushes.taken += 1
+        record = pushes.sent.popleft()
+        x = self.executor
+        if record.committed:   # (committed ahead: confirmed now)
+            free = x.table.free
+            for h in record.frees:
+                free(h)
+            x._batch_no = record.batch
+            self._batch = record.batch
+            self._client = ident
+            self.swap.worked()
+            pushes.confirmed += 1
+            self._push_ahead(ident)
+            self.phases.end()
             return None
-        lane.pushes.quiet += 1
+        plan, lane.plan = lane.plan, None
+        if plan is not None and plan.expected is record.expected and self.swap.swapped is None \
+                and not self.pool_gone and x.replay.ahead.ahead is plan.ahead \
+                and self._serve_in_lane(started, ident, plan, pushed=True):
+            pushes.taken += 1
+            return None
+        pushes.quiet += 1
         return True
 
     def _push_ahead(self, ident: Any) -> None:
-        """After a reply (or a pushed message served): the lane's next reply pushed, where it
-        is known (worker/pushed_replies.py)."""
+        """After a reply, or a pushed message served: the lane's next reply pushed where it
+        is known, its message committed ahead where it may be, and the reply after it pushed
+        in turn (one message ahead of the client at most: worker/pushed_replies.py)."""
         lane = self.lane
-        if lane.plan is None:
-            return
-        packed = lane.pushes.offer(lane)
-        if packed is None:
-            return
-        self._report_before_reply()   # (what the client is told, the pool knows first)
-        try:
-            self.links.send_message(ident, [packed])
-        except zmq.ZMQError as exc:
-            lane.pushes.drop()
-            self._undelivered(exc)
+        pushes = lane.pushes
+        for _ in range(2):
+            plan = lane.plan
+            if plan is None or not pushes.enabled:
+                return
+            if not pushes.pushed_for(lane.batch(plan)):
+                packed = pushes.offer(lane, self._batch)
+                if packed is None:
+                    return
+                self._report_before_reply()   # (what the client is told, the pool knows first)
+                try:
+                    self.links.send_message(ident, [packed])
+                except zmq.ZMQError as exc:
+                    pushes.roll_back(self.executor, True)
+                    self._undelivered(exc)
+                    return
+            if self.swap.swapped is not None or not pushes.may_commit_ahead(lane, plan):
+                return
+            lane.plan = None
+            lane.commit_ahead(plan, pushes.sent[-1])
+            lane.after_reply(plan)   # (the next replay run ahead: the lane's plan again)
 
     def _serve_in_lane(self, started: float, ident: Any, plan: Any, pushed: bool = False) -> bool:
         """A loop's next replay, the one the steady lane knew byte for byte (worker/

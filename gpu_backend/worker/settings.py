@@ -101,6 +101,10 @@ class WorkerSettings:
     #: before its message comes (worker/pushed_replies.py); ``0`` answers each message when
     #: it comes, as before (a diagnostic: the benchmarks' side ``nopush``)
     pushed_replies: bool = True
+    #: ``GPUWB_PUSH_AHEAD``: a pushed reply's message is committed before it comes, and the
+    #: next replay run ahead and pushed (worker/pushed_replies.py); ``0`` waits for each
+    #: message (a diagnostic: the benchmarks' side ``nocommit``)
+    push_ahead: bool = True
     #: ``GPUWB_DRAWS_AHEAD``: a replay that draws random numbers from a ``RandomState`` is
     #: run ahead too, its draws undone from the generator's journal where the client does
     #: not ask for it (worker/draw_journal.py); ``0`` runs none ahead, as before (a
@@ -150,6 +154,7 @@ class WorkerSettings:
                    read_gap_share=max(0.0, float(gap_share)) if gap_share not in (None, "") else None,
                    steady_lane=_on(env, "GPUWB_STEADY_LANE"),
                    pushed_replies=_on(env, "GPUWB_PUSH"),
+                   push_ahead=_on(env, "GPUWB_PUSH_AHEAD"),
                    draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"))
 
 

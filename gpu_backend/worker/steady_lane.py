@@ -303,12 +303,26 @@ class SteadyLane:
         a map of eight keys (a fixmap's first byte, 0x88) becomes one of nine."""
         return b"\x89" + packed[1:] + _T + codec.packb(seconds)
 
-    def answer(self, plan: _Plan, pushed: bool = False) -> bytes | None:
+    def commit_ahead(self, plan: _Plan, record: Any) -> None:
+        """Commit the plan's message, its reply pushed, before it comes (worker/
+        pushed_replies.py): the answer's effects but its frees, which *record* keeps for the
+        message's coming, and the executor's batch number, which stays the last one read."""
+        x = self.x
+        batch_no = x._batch_no
+        k = plan.served
+        self.answer(plan, True, record.frees)
+        x._batch_no = batch_no
+        record.outs = [h + k * d for h, d in zip(plan.outs, plan.douts)]
+        record.ran = plan.ran
+        record.committed = True
+
+    def answer(self, plan: _Plan, pushed: bool = False, deferred: list | None = None) -> bytes | None:
         """Answer the plan's message from its run ahead, as Executor.run_batch, StretchReplay.run
         and RunAhead.answer answer a replay that is the one run ahead: its reply, packed less
         ``t``; None where its reads, made now, failed or warned (nothing done: the message is
         then served as ever, the reads made again there). *pushed*: its reply went before
-        it came (worker/pushed_replies.py): the effects alone, and ``b""``."""
+        it came (worker/pushed_replies.py): the effects alone, and ``b""``; *deferred*: its
+        frees go there, not made (a commit ahead of the message: :meth:`commit_ahead`)."""
         x = self.x
         started = x.began_at = perf_counter()
         ahead = plan.ahead
@@ -325,8 +339,9 @@ class SteadyLane:
         batch = plan.batch + k * plan.dbatch
         x._batch_no = batch
         x._launched = False
+        free = table.free if deferred is None else deferred.append
         for h, d in zip(plan.frees, plan.dfrees):   # (the header's F, before the stretch)
-            table.free(h + k * d)
+            free(h + k * d)
         replay = x.replay
         replay.replays += 1
         run = replay.ahead
@@ -340,9 +355,9 @@ class SteadyLane:
         if plan.input_frees:
             inputs = self._inputs(plan, k)
             for n in plan.input_frees:
-                table.free(inputs[n])
+                free(inputs[n])
         for h, d in zip(plan.after, plan.dafter):   # (the client's frees after the replay)
-            table.free(h + k * d)
+            free(h + k * d)
         replay.graphed += 1
         replay.alone_answers += 1
         run.hits += 1
@@ -432,8 +447,12 @@ class SteadyLane:
         pacer = x.pacer
         run = x.replay.ahead
         g = plan.graph
+        # (a message already waiting is served first, as RunAhead.start would — but not where
+        # this run's reply is pushed: that message is then most likely the one it answers, and
+        # declining left the lane for the generic path at every message a client faster than
+        # its worker had sent, 13 % of the hot sync's messages on an H200, run 134)
         if x.poisoned_at is not None or plan.state.graph is not g or not pacer.may_run_ahead(run.beside) \
-                or x.more_work():
+                or not (self.pushes.enabled and plan.dbatch == 1 and not plan.early) and x.more_work():
             return False
         # its inputs: the same arrays, or (a loop-carried result) the one the client's last
         # replay named, of the layout its graphs were captured with (StretchGraphs._fits)
