@@ -14,7 +14,9 @@ worker/phases.py: received, opened, begun; a replay's entry read, its guards pas
 (``r_fits``), its inputs copied in, its parameters written (``r_in``), its graphs launched
 (``r_ran``), its kept results made (``r_made``) and handed out, the reads after its graphs
 (``r_read``: the wait for the device is here); ops, run, encoded, sent, the pacer's
-end of batch, after_reply), and prints the median microseconds of each phase of each
+end of batch, after_reply; with replies pushed ahead, worker/pushed_replies.py: a message
+committed ahead confirmed, the next reply pushed, its message committed ahead, the replay
+after it run ahead; the sides ``nopush`` and ``nocommit`` turn those off), and prints the median microseconds of each phase of each
 worker beside the client's wall time per iteration. A diagnostic for issue 50's "a
 replayed stretch costs its graph launch plus <= 20 us of the worker's own time".
 """
@@ -45,7 +47,8 @@ from gpu_backend.worker.phases import read_summaries  # noqa: E402
 
 SIDES = {"fast": {}, "noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "notables": {"GPUWB_COPY_TABLES": "0"},
          "noearly": {"GPUWB_EARLY_REPLAY": "0"},
-         "nofast": {"GPUWB_FAST_PATH": "0"}, "nographs": {"GPUWB_GRAPHS": "0"}}
+         "nofast": {"GPUWB_FAST_PATH": "0"}, "nographs": {"GPUWB_GRAPHS": "0"},
+         "nopush": {"GPUWB_PUSH": "0"}, "nocommit": {"GPUWB_PUSH_AHEAD": "0"}}
 
 
 def loops(cp):
@@ -108,7 +111,8 @@ def main(argv=None) -> int:
                 "phases_us": {k: round(v, 1) for k, v in phases.items()}}
     names = ["received", "opened", "begun", "replay_entry", "replay_fits", "replay_copied",
              "replay_in", "replay_ran", "replay_made", "replay_out", "replay_read", "ops", "run",
-             "encoded", "sent", "end_batch", "after_reply"]
+             "encoded", "sent", "end_batch", "after_reply", "confirmed", "pushed", "committed",
+             "ahead"]
     print(f"{'loop/side':18s} {'wall':>6s} " + " ".join(f"{n.replace('replay_', 'r_')[:8]:>8s}" for n in names))
     for key, run in result["runs"].items():
         print(f"{key:18s} {run['wall_us']:6.0f} " + " ".join(

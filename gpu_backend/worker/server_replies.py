@@ -43,6 +43,7 @@ class ReplySending:
             free = x.table.free
             for h in record.frees:
                 free(h)
+            self.phases.mark("confirmed")
             x._batch_no = record.batch
             self._batch = record.batch
             self._client = ident
@@ -81,11 +82,14 @@ class ReplySending:
                     pushes.roll_back(self.executor, True)
                     self._undelivered(exc)
                     return
+                self.phases.mark("pushed")
             if self.swap.swapped is not None or not pushes.may_commit_ahead(lane, plan):
                 return
             lane.plan = None
             lane.commit_ahead(plan, pushes.sent[-1])
+            self.phases.mark("committed")
             lane.after_reply(plan)   # (the next replay run ahead: the lane's plan again)
+            self.phases.mark("ahead")
 
     def _serve_in_lane(self, started: float, ident: Any, plan: Any, pushed: bool = False) -> bool:
         """A loop's next replay, the one the steady lane knew byte for byte (worker/
@@ -118,8 +122,8 @@ class ReplySending:
         finally:
             lane.after_reply(plan)
             phases.mark("after_reply")
-            phases.end()
         self._push_ahead(ident)
+        phases.end()
         return True
 
     def _report_before_reply(self) -> None:
