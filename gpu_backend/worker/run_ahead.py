@@ -193,9 +193,11 @@ class RunAhead:
         self._gaps.clear()
 
     # ------------------------------------------------------------ running ahead
-    def start(self, g: Any, entry: ReplayEntry) -> bool:
+    def start(self, g: Any, entry: ReplayEntry, waiting: bool = False) -> bool:
         """After the reply to a replay of *g*'s stretch (*entry*, learnt from: StretchGraphs.
-        learn_last), run the next one now if it may be; whether it ran."""
+        learn_last), run the next one now if it may be; whether it ran. *waiting*: even with
+        a message already waiting (the steady lane's plan whose reply is pushed: that message
+        is most likely the one this run answers)."""
         began = perf_counter()   # (right after the reply: its client's gap counts from here)
         replay = self.replay
         x, graphs = replay.x, replay.graphs
@@ -226,8 +228,8 @@ class RunAhead:
         arrays = x.table.arrays
         if sum(arrays[hid].nbytes for hid in entry.outs if hid in arrays) > max_bytes(x.memory_limit):
             return False
-        if x.more_work():   # (last: a look at the sockets, where the checks above are dicts')
-            return False
+        if not waiting and x.more_work():   # (last: a look at the sockets, where the checks
+            return False                    # above are dicts')
         handles = g.copies.predict_handles()
         if handles is None:
             return False

@@ -425,7 +425,7 @@ class SteadyLane:
             for _at, n, value, _y in plan.floats:   # (not x: the executor, used below)
                 earlier[n] = value
             run._before[plan.sid] = earlier
-        if graphs is not None and not run.start(g, entry):
+        if graphs is not None and not run.start(g, entry, self._pushable(plan)):
             graphs.prepare_next(g)
         if run.ahead is None:
             pacer.out_of_work(x.more_work)
@@ -452,7 +452,7 @@ class SteadyLane:
         # declining left the lane for the generic path at every message a client faster than
         # its worker had sent, 13 % of the hot sync's messages on an H200, run 134)
         if x.poisoned_at is not None or plan.state.graph is not g or not pacer.may_run_ahead(run.beside) \
-                or not (self.pushes.enabled and plan.dbatch == 1 and not plan.early) and x.more_work():
+                or not self._pushable(plan) and x.more_work():
             return False
         # its inputs: the same arrays, or (a loop-carried result) the one the client's last
         # replay named, of the layout its graphs were captured with (StretchGraphs._fits)
@@ -536,7 +536,7 @@ class SteadyLane:
         # one that fails or warns leaves them for the client's replay, as there
         cost = g.cost[0]
         if plan.reads and not plan.early and cost is not None \
-                and (self.pushes.enabled and plan.dbatch == 1 or run._reads_now(plan.sid, cost)):
+                and (self._pushable(plan) or run._reads_now(plan.sid, cost)):
             waited = perf_counter()
             values = self._read(plan)
             ahead.read_wait = perf_counter() - waited
@@ -546,6 +546,10 @@ class SteadyLane:
             else:
                 run.read_later += 1
         return True
+
+    def _pushable(self, plan: _Plan) -> bool:
+        """Whether the plan's replies are pushed ahead (worker/pushed_replies.py)."""
+        return self.pushes.enabled and plan.dbatch == 1 and not plan.early
 
     def _free(self, plan: _Plan) -> None:
         """A run ahead of the lane's that did not finish: its provisional results go."""
