@@ -153,3 +153,14 @@ def test_a_loop_committed_ahead_holds_no_more_memory_the_longer_it_runs(pool):
             del kept
         assert figures["push_confirmed"] >= steps // 4, figures
     assert counts[0] == counts[1], counts
+
+
+def test_pushed_replies_over_tcp_give_the_bits_the_ops_give(pool):
+    """Over the tcp:// door (ZeroMQ, as a client on another host) as over the same-host one."""
+    with Session(pool.tcp_address, pool.token,
+                 settings=SessionSettings(replay_measured=False, early_replay=False)) as s:
+        got = _carried(module_for(s))
+        figures = s.memory_info()["stretches"]
+    _plain, want, _f = beside_no_replay(pool, _carried)
+    assert_bitwise(got, want)
+    assert figures["push_confirmed"] + figures["push_taken"] >= STEPS // 4, figures
