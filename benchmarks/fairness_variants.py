@@ -34,6 +34,8 @@ _FLAGS = {
     "aheadalone": ("GPUWB_RUN_AHEAD_BESIDE", "0"),
     # the steady lane off (worker/steady_lane.py): every replay served by the generic path
     "nolane": ("GPUWB_STEADY_LANE", "0"),
+    # no reply pushed before its message comes (worker/pushed_replies.py), as before run 132
+    "nopush": ("GPUWB_PUSH", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside
