@@ -83,6 +83,8 @@ class Pushes:
         #: commit a pushed message ahead of its coming (``GPUWB_PUSH_AHEAD``)
         self.commit_ahead = True
         self.sent: deque[PushRecord] = deque()
+        #: how many of them are committed ahead (one at most)
+        self.ahead = 0
         self.chain = 0
         self.pushed = self.taken = self.confirmed = self.quiet = self.rolled = 0
 
@@ -121,7 +123,7 @@ class Pushes:
         """Whether *plan*'s message, its reply just pushed, may be committed before it comes:
         none is committed ahead yet (one message ahead at most), its run ahead stands, and its
         stretch draws nothing (a draw's journal is not undone by a roll-back)."""
-        if not self.commit_ahead or not self.sent or any(r.committed for r in self.sent):
+        if self.ahead or not self.commit_ahead or not self.sent:
             return False
         x = lane.x
         if self.sent[-1].batch != lane.batch(plan) or x.replay.ahead.ahead is not plan.ahead:
@@ -149,6 +151,7 @@ class Pushes:
             x.ops_run -= record.ran
             record.committed = False
             record.outs, record.frees = [], []
+        self.ahead = 0
         if committed:
             self.rolled += len(committed)
             x.replay.drop_ahead()

@@ -40,6 +40,7 @@ class ReplySending:
         record = pushes.sent.popleft()
         x = self.executor
         if record.committed:   # (committed ahead: confirmed now)
+            pushes.ahead -= 1
             free = x.table.free
             for h in record.frees:
                 free(h)

@@ -315,6 +315,7 @@ class SteadyLane:
         record.outs = [h + k * d for h, d in zip(plan.outs, plan.douts)]
         record.ran = plan.ran
         record.committed = True
+        self.pushes.ahead += 1
 
     def answer(self, plan: _Plan, pushed: bool = False, deferred: list | None = None) -> bytes | None:
         """Answer the plan's message from its run ahead, as Executor.run_batch, StretchReplay.run
@@ -328,7 +329,9 @@ class SteadyLane:
         ahead = plan.ahead
         k = plan.served
         first = plan.first + k * plan.dfirst
-        if ahead.read_values is not None:
+        if pushed:
+            values = None   # (its reply went with them)
+        elif ahead.read_values is not None:
             values = [[first + seq, value] for seq, value in ahead.read_values]
         else:
             got = self._read(plan)
