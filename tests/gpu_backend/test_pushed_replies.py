@@ -164,3 +164,33 @@ def test_pushed_replies_over_tcp_give_the_bits_the_ops_give(pool):
     _plain, want, _f = beside_no_replay(pool, _carried)
     assert_bitwise(got, want)
     assert figures["push_confirmed"] + figures["push_taken"] >= STEPS // 4, figures
+
+
+def test_a_pushed_message_that_fails_when_it_comes_raises_its_error_at_the_next_sync(tmp_path, monkeypatch):
+    """The session is swapped out with a reply pushed and not committed ahead, and its swap
+    file is then cut short: that message's serving (its arrays brought back first) fails
+    after its client took the pushed reply. The value taken stands (computed before the
+    swap); the failure reaches the user as a clear error at a following sync point, never
+    as silence or a lost session's hang."""
+    from gpu_backend.protocol.errors import RemoteError
+
+    with _swap_pool(tmp_path, TEST_DEVICES, monkeypatch) as pool, _session(pool) as s:
+        cp = module_for(s)
+        x = cp.arange(1000, dtype=cp.float32) / 3
+
+        def step():
+            return float((x + 1).sum())
+
+        want = set(_until_pushed(s, step))
+        _wait(lambda: _row(s)["swapped"], "the idle session to be swapped out")
+        for path in (tmp_path / "swap").rglob("*"):
+            if path.is_file():
+                path.write_bytes(b"")   # (its arrays can no longer come back)
+        got, errors = [], []
+        for _ in range(4):
+            try:
+                got.append(step())
+            except RemoteError as exc:
+                errors.append(str(exc))
+        assert set(got) <= want and len(got) >= 1, (got, errors)
+        assert errors and all("swap file" in e for e in errors), errors
