@@ -50,11 +50,8 @@ from time import perf_counter
 from typing import Any
 
 from ..protocol import codec
-from .result_meta import pack_metas
 
 __all__ = ["Pushes", "PushRecord"]
-
-_NO_METAS = pack_metas([])
 
 
 class PushRecord:
@@ -83,8 +80,6 @@ class Pushes:
         #: commit a pushed message ahead of its coming (``GPUWB_PUSH_AHEAD``)
         self.commit_ahead = True
         self.sent: deque[PushRecord] = deque()
-        #: how many of them are committed ahead (one at most)
-        self.ahead = 0
         self.chain = 0
         self.pushed = self.taken = self.confirmed = self.quiet = self.rolled = 0
 
@@ -93,12 +88,11 @@ class Pushes:
         return bool(self.sent) and self.sent[-1].batch >= batch
 
     def offer(self, lane: Any, confirmed: int) -> bytes | None:
-        """The reply to push for *lane*'s next message (packed: ``P`` its bytes, ``C`` the
-        chain, ``K`` *confirmed*, the last batch the worker read), now recorded; None where
-        it may not be pushed (the module's doc)."""
+        """The reply to push for *lane*'s next message (the lane's answer, SteadyLane.reply,
+        and ``P`` its bytes, ``C`` the chain, ``K`` *confirmed*, the last batch the worker
+        read), now recorded; None where it may not be pushed (the module's doc)."""
         plan = lane.plan
-        if not self.enabled or plan is None or plan.dbatch != 1 or plan.early \
-                or plan.served > plan.steps:
+        if plan is None or not lane.pushable(plan) or plan.served > plan.steps:
             return None
         x = lane.x
         ahead = plan.ahead
@@ -106,15 +100,10 @@ class Pushes:
         if values is None or x.replay.ahead.ahead is not ahead or x.poisoned_at is not None \
                 or x._warnings or x.fatal:
             return None
-        first = plan.first + plan.served * plan.dfirst
         batch = lane.batch(plan)
-        count = plan.count
-        packed = codec.packb({
-            "b": batch, "m": _NO_METAS, "v": [[first + seq, value] for seq, value in values],
-            "d": [], "e": None, "w": [], "x": plan.ran,
-            "s": max(0, count - plan.ran) if type(count) is int else 0,
-            "t": perf_counter() - ahead.started, "P": plan.expected, "C": self.chain,
-            "K": confirmed})
+        reply = lane.reply(plan, batch, lane.numbered(plan, values))
+        reply.update(t=perf_counter() - ahead.started, P=plan.expected, C=self.chain, K=confirmed)
+        packed = codec.packb(reply)
         self.sent.append(PushRecord(batch, plan.expected))
         self.pushed += 1
         return packed
@@ -123,7 +112,7 @@ class Pushes:
         """Whether *plan*'s message, its reply just pushed, may be committed before it comes:
         none is committed ahead yet (one message ahead at most), its run ahead stands, and its
         stretch draws nothing (a draw's journal is not undone by a roll-back)."""
-        if self.ahead or not self.commit_ahead or not self.sent:
+        if not self.commit_ahead or not self.sent or any(r.committed for r in self.sent):
             return False
         x = lane.x
         if self.sent[-1].batch != lane.batch(plan) or x.replay.ahead.ahead is not plan.ahead:
@@ -136,13 +125,14 @@ class Pushes:
         constant time: they hold the session key)."""
         return len(frames) == 1 and hmac.compare_digest(frames[0], self.sent[0].expected)
 
-    def roll_back(self, x: Any, clear: bool) -> None:
+    def roll_back(self, lane: Any, clear: bool) -> None:
         """Undo every commit made ahead (newest first: its results freed, its ops uncounted;
         the frees it held back were never made), and drop the run ahead made from them. With
         *clear* (a batch that is not the pushed one came: the client drops these pushes and
         the later ones of their chain), forget them and start a new chain; without (a move
         about to be made), keep them, uncommitted: their messages, if they come here, are
         served quietly by the generic path."""
+        x = lane.x
         table = x.table
         committed = [r for r in self.sent if r.committed]
         for record in reversed(committed):
@@ -151,11 +141,10 @@ class Pushes:
             x.ops_run -= record.ran
             record.committed = False
             record.outs, record.frees = [], []
-        self.ahead = 0
         if committed:
             self.rolled += len(committed)
             x.replay.drop_ahead()
-            x.replay.lane.plan = None
+            lane.plan = None
         if clear:
             self.sent.clear()
             self.chain += 1

@@ -394,7 +394,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             if "c" in header:
                 return  # a cancel that arrived while idle: nothing queued to drop
             if lane.pushes.sent and not quiet:   # (another batch than the pushed one: its
-                lane.pushes.roll_back(self.executor, True)   # client drops those pushes)
+                lane.pushes.roll_back(lane, True)   # client drops those pushes)
             batch = header.get("b") if type(header.get("b")) is int else 0
             self._batch = batch
             # cancels already seen skip the batch outright; new ones are looked for between ops

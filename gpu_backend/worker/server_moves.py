@@ -47,7 +47,7 @@ class SessionMoves:
         # (messages committed ahead of their coming are undone: the batch the pool is told
         # ran is the last one read, and the client sends the others again to the new worker,
         # or here, where they are served quietly: worker/pushed_replies.py)
-        self.lane.pushes.roll_back(self.executor, False)
+        self.lane.pushes.roll_back(self.lane, False)
         state = {"poisoned_at": self.executor.poisoned_at, "cancel_upto": self.cancel_upto,
                  "moved_for": self.moved_for}
         lent = None

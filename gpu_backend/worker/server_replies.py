@@ -40,7 +40,6 @@ class ReplySending:
         record = pushes.sent.popleft()
         x = self.executor
         if record.committed:   # (committed ahead: confirmed now)
-            pushes.ahead -= 1
             free = x.table.free
             for h in record.frees:
                 free(h)
@@ -80,7 +79,7 @@ class ReplySending:
                 try:
                     self.links.send_message(ident, [packed])
                 except zmq.ZMQError as exc:
-                    pushes.roll_back(self.executor, True)
+                    pushes.roll_back(lane, True)
                     self._undelivered(exc)
                     return
                 self.phases.mark("pushed")

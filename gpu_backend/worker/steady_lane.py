@@ -315,7 +315,6 @@ class SteadyLane:
         record.outs = [h + k * d for h, d in zip(plan.outs, plan.douts)]
         record.ran = plan.ran
         record.committed = True
-        self.pushes.ahead += 1
 
     def answer(self, plan: _Plan, pushed: bool = False, deferred: list | None = None) -> bytes | None:
         """Answer the plan's message from its run ahead, as Executor.run_batch, StretchReplay.run
@@ -328,16 +327,15 @@ class SteadyLane:
         started = x.began_at = perf_counter()
         ahead = plan.ahead
         k = plan.served
-        first = plan.first + k * plan.dfirst
         if pushed:
             values = None   # (its reply went with them)
         elif ahead.read_values is not None:
-            values = [[first + seq, value] for seq, value in ahead.read_values]
+            values = self.numbered(plan, ahead.read_values)
         else:
             got = self._read(plan)
             if got is None:
                 return None
-            values = [[first + seq, value] for seq, value in got]
+            values = self.numbered(plan, got)
         table = x.table
         batch = plan.batch + k * plan.dbatch
         x._batch_no = batch
@@ -376,10 +374,22 @@ class SteadyLane:
         self.answered += 1
         if pushed:
             return b""
+        return codec.packb(self.reply(plan, batch, values))
+
+    @staticmethod
+    def numbered(plan: _Plan, values: list) -> list:
+        """The values of the plan's message's reads (numbered from 0), numbered by its ops."""
+        first = plan.first + plan.served * plan.dfirst
+        return [[first + seq, value] for seq, value in values]
+
+    @staticmethod
+    def reply(plan: _Plan, batch: int, values: list) -> dict:
+        """The reply to the plan's message, batch *batch*, whose reads gave *values*
+        (:meth:`numbered`): the lane's answer's, and a pushed one's (worker/
+        pushed_replies.py, which adds its own keys)."""
         count = plan.count
-        return codec.packb({"b": batch, "m": _NO_METAS, "v": values, "d": [], "e": None,
-                            "w": [], "x": plan.ran,
-                            "s": max(0, count - plan.ran) if type(count) is int else 0})
+        return {"b": batch, "m": _NO_METAS, "v": values, "d": [], "e": None, "w": [],
+                "x": plan.ran, "s": max(0, count - plan.ran) if type(count) is int else 0}
 
     def _read(self, plan: _Plan) -> list | None:
         """The closing reads of the replay run ahead, made now (their values numbered from 0),
@@ -428,7 +438,7 @@ class SteadyLane:
             for _at, n, value, _y in plan.floats:   # (not x: the executor, used below)
                 earlier[n] = value
             run._before[plan.sid] = earlier
-        if graphs is not None and not run.start(g, entry, self._pushable(plan)):
+        if graphs is not None and not run.start(g, entry, self.pushable(plan)):
             graphs.prepare_next(g)
         if run.ahead is None:
             pacer.out_of_work(x.more_work)
@@ -455,7 +465,7 @@ class SteadyLane:
         # declining left the lane for the generic path at every message a client faster than
         # its worker had sent, 13 % of the hot sync's messages on an H200, run 134)
         if x.poisoned_at is not None or plan.state.graph is not g or not pacer.may_run_ahead(run.beside) \
-                or not self._pushable(plan) and x.more_work():
+                or not self.pushable(plan) and x.more_work():
             return False
         # its inputs: the same arrays, or (a loop-carried result) the one the client's last
         # replay named, of the layout its graphs were captured with (StretchGraphs._fits)
@@ -539,7 +549,7 @@ class SteadyLane:
         # one that fails or warns leaves them for the client's replay, as there
         cost = g.cost[0]
         if plan.reads and not plan.early and cost is not None \
-                and (self._pushable(plan) or run._reads_now(plan.sid, cost)):
+                and (self.pushable(plan) or run._reads_now(plan.sid, cost)):
             waited = perf_counter()
             values = self._read(plan)
             ahead.read_wait = perf_counter() - waited
@@ -550,7 +560,7 @@ class SteadyLane:
                 run.read_later += 1
         return True
 
-    def _pushable(self, plan: _Plan) -> bool:
+    def pushable(self, plan: _Plan) -> bool:
         """Whether the plan's replies are pushed ahead (worker/pushed_replies.py)."""
         return self.pushes.enabled and plan.dbatch == 1 and not plan.early
 
