@@ -123,28 +123,16 @@ def settled(session: Any, reply: dict) -> bool:
         if in_flight and in_flight[0][0] == batch:
             in_flight.popleft()
         session._sent.pop(batch, None)
-        _late_error(session, reply)
+        session._failed(reply)   # (its error, if any: raised at the next sync point)
         return True
     if "P" in reply:   # (a push: its K confirms, read in take)
         return False
     if batch in pushes.unconfirmed:   # (served as ever after all: failed, or served again)
         del pushes.unconfirmed[batch]
-        _late_error(session, reply)
+        session._failed(reply)   # (its error, if any: raised at the next sync point)
         return True
     _confirm(pushes, batch - 1)   # (a reply of the worker's own: it read every batch before)
     return False
-
-
-def _late_error(session: Any, reply: dict) -> None:
-    """A batch the client took a pushed reply for failed after all: its error is the
-    session's, raised at the next sync point (the values already given stand; the arrays
-    the batch made may not exist)."""
-    error = reply.get("e")
-    if error is not None and session._error is None:
-        session._error = error
-        session._resume = error[0] if type(error[0]) is int else session._resume
-    if reply.get("z"):
-        session._ended = f"the session's worker has ended: {reply['z']}"
 
 
 def send_again(session: Any, ran: int) -> None:

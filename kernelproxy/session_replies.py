@@ -115,6 +115,27 @@ class SessionReplies:
             return   # (pushed before its batch went, or for a batch that went otherwise)
         self._apply_reply(reply, frames)
 
+    def _failed(self, reply: dict) -> None:
+        """What a reply says went wrong: the worker ended (``z``), and the first failed op's
+        error (``e``), raised at the next sync point, the arrays of the ops after it marked
+        never computed. (Also a reply that comes late, for a batch a pushed reply answered:
+        kernelproxy/pushed_replies.py.)"""
+        if reply.get("z"):  # the worker has ended (its device context broke, its pool died): why
+            self._ended = f"the session's worker has ended: {reply['z']}"
+        error = reply.get("e")
+        if error is None or self._error is not None:
+            return
+        self._error = error
+        self._resume = error[0] if type(error[0]) is int else self._resume
+        origin = self._origin
+        failed = origin.get(error[0])
+        reason = (f"this array was never computed: {failed[0]} (line {failed[2]} of "
+                  f"{failed[1]}) failed before it" if failed else
+                  "this array was never computed: an earlier op failed")
+        for seq, (_l, _f, _n, out) in origin.items():
+            if seq > (error[0] or 0) and type(out) is int:
+                self._dead[out] = reason
+
     def _apply_reply(self, reply: dict, frames: list) -> None:
         """The reply of the oldest batch in flight, read."""
         if self._waits:   # (the batch's reply: any wait still shown is over)
@@ -169,20 +190,8 @@ class SessionReplies:
                 entry = self._origin.get(seq)
                 if entry is not None and type(entry[3]) is int:
                     self._dead[entry[3]] = reason
-        if reply.get("z"):  # the worker has ended (its device context broke, its pool died): why
-            self._ended = f"the session's worker has ended: {reply['z']}"
+        self._failed(reply)
         origin = self._origin
-        if error is not None:
-            if self._error is None:
-                self._error = error
-                self._resume = error[0] if type(error[0]) is int else self._resume
-                failed = origin.get(error[0])
-                reason = (f"this array was never computed: {failed[0]} (line {failed[2]} of "
-                          f"{failed[1]}) failed before it" if failed else
-                          "this array was never computed: an earlier op failed")
-                for seq, (_l, _f, _n, out) in origin.items():
-                    if seq > (error[0] or 0) and type(out) is int:
-                        self._dead[out] = reason
         if run is None and (error is None or error[0] is None or error[0] > last):
             for seq in range(first, last + 1):   # (a run's ops have none: nothing to drop)
                 origin.pop(seq, None)
