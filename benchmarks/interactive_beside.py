@@ -2,14 +2,15 @@
 
     python benchmarks/interactive_beside.py [--devices cpu] [--turns] [--policy share]
         [--requests 300] [--every-ms 10] [--sides default,GPUWB_READ_GAP_SHARE=0,policy=none]
-        [--busy elementwise|gemm:N] [--json FILE]
+        [--busy elementwise|gemm:N|none] [--json FILE]
 
 For each side (the workers' settings: ``default``, or ``NAME=VALUE[+NAME=VALUE...]``, where
 ``policy=NAME`` sets that side's policy instead of ``--policy``) an embedded pool is started
 with those variables (its workers inherit them); a busy user, a process of its own with its
 own session, loops eight elementwise ops on 400 000 float64 and a read of one element
 (``--busy elementwise``), or 32 N² float32 GEMMs and a read (``gemm:N``: fairness.py's
-interactive+2048 user with ``gemm:2048``, reading every ~10 ms); beside it the interactive user (this process)
+interactive+2048 user with ``gemm:2048``, reading every ~10 ms), or no one (``none``: the
+interactive user alone, fairness.py's alone-interactive); beside it the interactive user (this process)
 asks ``float((x + 1).sum())`` of 1 000 float32 every ``--every-ms``, timing each request
 from its own side. Printed: each side's p50 / p99 / p99.9 in ms and its session's stretch
 figures (replays answered from a run ahead, reads made at once), then the JSON.
@@ -84,14 +85,14 @@ def side_variables(side: str) -> dict[str, str]:
 
 def busy_kind(text: str) -> str:
     """``--busy``, checked before anything starts."""
-    if text == "elementwise":
+    if text in ("elementwise", "none"):
         return text
     size = text.removeprefix("gemm:")
     try:
         if size == text or int(size) < 1:
             raise ValueError
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--busy is elementwise or gemm:N: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--busy is elementwise, gemm:N or none: {text!r}") from None
     return text
 
 
@@ -110,11 +111,11 @@ def measure(side: str, args: argparse.Namespace) -> dict:
                        numpy_device_turns=args.turns) as pool:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                 filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
-            busy = subprocess.Popen([sys.executable, "-c", BUSY, pool.address, pool.token, stop,
-                                     args.busy],
-                                    stdout=subprocess.PIPE, text=True, env=env)
+            busy = None if args.busy == "none" else subprocess.Popen(
+                [sys.executable, "-c", BUSY, pool.address, pool.token, stop, args.busy],
+                stdout=subprocess.PIPE, text=True, env=env)
             try:
-                if busy.stdout.readline().strip() != "busy":
+                if busy is not None and busy.stdout.readline().strip() != "busy":
                     raise SystemExit("the busy user did not start")
                 with Session(pool.address, pool.token) as s:
                     cp = module_for(s)
@@ -132,7 +133,8 @@ def measure(side: str, args: argparse.Namespace) -> dict:
             finally:
                 open(stop, "w").close()
                 try:
-                    busy.wait(60)
+                    if busy is not None:
+                        busy.wait(60)
                 except subprocess.TimeoutExpired:
                     busy.kill()
     finally:
@@ -162,7 +164,8 @@ def main(argv=None) -> int:
                         help="comma-separated: default, or NAME=VALUE[+NAME=VALUE...]; policy=NAME "
                              "sets that side's policy")
     parser.add_argument("--busy", default="elementwise", type=busy_kind,
-                        help="the busy user's loop: elementwise, or gemm:N (32 N² GEMMs a read)")
+                        help="the busy user's loop: elementwise, gemm:N (32 N² GEMMs a read), "
+                             "or none (the interactive user alone)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     names = args.sides.split(",")
@@ -170,7 +173,10 @@ def main(argv=None) -> int:
         policy = side_variables(side).get("policy", args.policy)
         if policy not in POLICIES:
             parser.error(f"a side's policy is one of {', '.join(POLICIES)}: {side!r}")
-    sides = {side: measure(side, args) for side in names}
+    sides = {}
+    for side in names:   # (a side named again is measured again: passes alternating sides)
+        label = side if side not in sides else f"{side} #{sum(k.split(' #')[0] == side for k in sides) + 1}"
+        sides[label] = measure(side, args)
     print(f"{'side':40s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'ahead':>6s} {'read':>6s} {'replays':>8s}")
     for side, row in sides.items():
         print(f"{side:40s} {row['p50_ms']:8.3f} {row['p99_ms']:8.3f} {row['p999_ms']:9.3f} "

@@ -194,3 +194,59 @@ def test_a_pushed_message_that_fails_when_it_comes_raises_its_error_at_the_next_
                 errors.append(str(exc))
         assert set(got) <= want and len(got) >= 1, (got, errors)
         assert errors and all("swap file" in e for e in errors), errors
+
+
+def test_a_loop_stopped_by_ctrl_c_anywhere_goes_on_with_its_own_values(pool):
+    """Real SIGINTs, sent to the main thread at random moments while a pushed loop runs (in
+    its ops, its wait for a pushed reply, its pause): each stop is caught as a notebook's
+    kernel does — the step lost, ``cancel()`` dropping what was queued — and the loop goes
+    on. Every value read is the loop's own, no reply is taken for another batch, and pushes
+    go on after the stops."""
+    import random
+    import signal
+    import threading
+
+    rng = random.Random(51)
+    main = threading.main_thread().ident
+    stops = 24
+    handled = threading.Event()
+    done = threading.Event()
+
+    def interrupter() -> None:
+        for _ in range(stops):
+            if done.wait(rng.uniform(0.0005, 0.006)):
+                return
+            handled.clear()
+            signal.pthread_kill(main, signal.SIGINT)
+            if not handled.wait(30):   # (the next only once this one was dealt with)
+                return
+
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with _session(pool) as s:
+            cp = module_for(s)
+            x = cp.arange(1000, dtype=cp.float32) / 3
+            want = float((x.get() + np.float32(1)).sum())
+            _until_pushed(s, lambda: float((x + 1).sum()))
+            stopped, values = 0, []
+            thread = threading.Thread(target=interrupter, daemon=True)
+            thread.start()
+            try:
+                while stopped < stops and len(values) < 20000:
+                    try:
+                        values.append(float((x + 1).sum()))
+                    except KeyboardInterrupt:
+                        stopped += 1
+                        s.cancel()   # (what the kernel does after a stopped cell)
+                        handled.set()
+            finally:
+                done.set()
+                handled.set()
+                thread.join(30)
+            # (pushes go on: taken again after the stops)
+            after = _until_pushed(s, lambda: float((x + 1).sum()), taken=s._pushes.taken + 5)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert stopped == stops, (stopped, len(values))
+    assert set(values) | set(after) == {want}
