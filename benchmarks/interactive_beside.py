@@ -5,7 +5,9 @@
         [--busy elementwise|gemm:N|none] [--json FILE]
 
 For each side (the workers' settings: ``default``, or ``NAME=VALUE[+NAME=VALUE...]``, where
-``policy=NAME`` sets that side's policy instead of ``--policy``) an embedded pool is started
+``policy=NAME`` sets that side's policy instead of ``--policy``; or ``local``: the same
+requests on local CuPy, alone, the twin of ``--busy none``; a side named again is measured
+again, for passes that alternate) an embedded pool is started
 with those variables (its workers inherit them); a busy user, a process of its own with its
 own session, loops eight elementwise ops on 400 000 float64 and a read of one element
 (``--busy elementwise``), or 32 N² float32 GEMMs and a read (``gemm:N``: fairness.py's
@@ -96,7 +98,43 @@ def busy_kind(text: str) -> str:
     return text
 
 
+def requests(xp, every_ms: float, count: int) -> list[float]:
+    """The interactive user's requests on *xp* (a session's module, or local CuPy): 20 to
+    warm up (its stretch held, captured, run ahead), then *count* timed, a pause after each."""
+    x = xp.arange(1000, dtype=xp.float32)
+    for _ in range(20):
+        float((x + 1).sum())
+        time.sleep(every_ms / 1000)
+    took = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        float((x + 1).sum())
+        took.append(time.perf_counter() - t0)
+        time.sleep(every_ms / 1000)
+    return took
+
+
+def summary(took: list[float]) -> dict:
+    took = sorted(took)
+    n = len(took)
+    pick = lambda q: round(took[min(n - 1, int(q * n))] * 1e3, 3)   # noqa: E731
+    return {"p50_ms": pick(0.5), "p99_ms": pick(0.99), "p999_ms": pick(0.999), "requests": n}
+
+
+def measure_local(args: argparse.Namespace) -> dict:
+    """The side ``local``: the same requests on local CuPy (NumPy without a GPU), alone —
+    the twin of a lone pool user's figures (``--busy none``)."""
+    from programs import local_module
+
+    xp, kind = local_module()
+    return {"variables": {}, "policy": f"local {kind}", **summary(requests(xp, args.every_ms, args.requests)),
+            "ahead": None, "ahead_read": None, "replays": None, "push_taken": None,
+            "push_confirmed": None}
+
+
 def measure(side: str, args: argparse.Namespace) -> dict:
+    if side == "local":
+        return measure_local(args)
     from gpu_backend.pool import LocalPool
     from kernelproxy.modules import module_for
     from kernelproxy.session import Session
@@ -118,17 +156,7 @@ def measure(side: str, args: argparse.Namespace) -> dict:
                 if busy is not None and busy.stdout.readline().strip() != "busy":
                     raise SystemExit("the busy user did not start")
                 with Session(pool.address, pool.token) as s:
-                    cp = module_for(s)
-                    x = cp.arange(1000, dtype=cp.float32)
-                    for _ in range(20):   # (its stretch held, captured, run ahead)
-                        float((x + 1).sum())
-                        time.sleep(args.every_ms / 1000)
-                    took = []
-                    for _ in range(args.requests):
-                        t0 = time.perf_counter()
-                        float((x + 1).sum())
-                        took.append(time.perf_counter() - t0)
-                        time.sleep(args.every_ms / 1000)
+                    took = requests(module_for(s), args.every_ms, args.requests)
                     stretches = s.memory_info().get("stretches") or {}
             finally:
                 open(stop, "w").close()
@@ -143,13 +171,10 @@ def measure(side: str, args: argparse.Namespace) -> dict:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    took.sort()
-    n = len(took)
-    pick = lambda q: round(took[min(n - 1, int(q * n))] * 1e3, 3)   # noqa: E731
-    return {"variables": variables, "policy": policy, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
-            "p999_ms": pick(0.999), "requests": n,
+    return {"variables": variables, "policy": policy, **summary(took),
             "ahead": stretches.get("ahead"), "ahead_read": stretches.get("ahead_read"),
-            "replays": stretches.get("replays")}
+            "replays": stretches.get("replays"), "push_taken": stretches.get("push_taken"),
+            "push_confirmed": stretches.get("push_confirmed")}
 
 
 def main(argv=None) -> int:
@@ -170,6 +195,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     names = args.sides.split(",")
     for side in names:   # (every side checked before any pool starts)
+        if side == "local":
+            continue
         policy = side_variables(side).get("policy", args.policy)
         if policy not in POLICIES:
             parser.error(f"a side's policy is one of {', '.join(POLICIES)}: {side!r}")
@@ -177,10 +204,12 @@ def main(argv=None) -> int:
     for side in names:   # (a side named again is measured again: passes alternating sides)
         label = side if side not in sides else f"{side} #{sum(k.split(' #')[0] == side for k in sides) + 1}"
         sides[label] = measure(side, args)
-    print(f"{'side':40s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'ahead':>6s} {'read':>6s} {'replays':>8s}")
+    print(f"{'side':40s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'ahead':>6s} {'read':>6s} "
+          f"{'replays':>8s} {'pushed':>7s}")
     for side, row in sides.items():
         print(f"{side:40s} {row['p50_ms']:8.3f} {row['p99_ms']:8.3f} {row['p999_ms']:9.3f} "
-              f"{row['ahead'] or 0:6d} {row['ahead_read'] or 0:6d} {row['replays'] or 0:8d}")
+              f"{row['ahead'] or 0:6d} {row['ahead_read'] or 0:6d} {row['replays'] or 0:8d} "
+              f"{(row['push_taken'] or 0) + (row['push_confirmed'] or 0):7d}")
     emit({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
           "command": "python benchmarks/interactive_beside.py " + " ".join(argv or sys.argv[1:]),
           "devices": args.devices, "turns": args.turns, "policy": args.policy,
