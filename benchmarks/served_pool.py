@@ -34,10 +34,13 @@ def open_pool(policy: str, devices: str, served: bool, memory_limit: int = 64 <<
 #: a held stretch's replay at its sync point, never early; "nocuts" does not cut a loop
 #: with no sync point into pieces (kernelproxy/loop_cuts.py); "socket" sends large
 #: transfers over the Unix socket, not the shared-memory staging ring; "nofuse" runs
-#: ``cupy.fuse`` functions unfused (kernelproxy/fuse_trace.py).
+#: ``cupy.fuse`` functions unfused (kernelproxy/fuse_trace.py); "earlyfirst" keeps sending a
+#: loop's replays early where the worker's lane would push their replies were they sent whole
+#: (kernelproxy/early_replay.py, ``EarlyPlan.lane``).
 SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
                "nofast": {"GPUWB_FAST_PATH": "0"},
                "noearly": {"GPUWB_EARLY_REPLAY": "0"},
+               "earlyfirst": {"GPUWB_LANE_OVER_EARLY": "0"},
                "nocuts": {"GPUWB_LOOP_CUTS": "0"},
                "nofuse": {"GPUWB_FUSE": "0"},
                "socket": {"GPUWB_STAGING": "0"},

@@ -22,6 +22,16 @@ records); the early reply, whenever it comes, is read and dropped. Undoing is ex
 stretches that change nothing but their own results: the worker says which (reply ``hs``,
 ``StretchReplay.early_safe``). A template whose early replays miss ``MAX_MISSES`` times in a
 row is sent early no more.
+
+**Pushed replies over early ones.** Where the worker's steady lane answers a loop's early
+replays (worker/steady_lane.py), its replies say so (``L``): sent whole at the sync point,
+the loop's messages would have their replies pushed before they go (worker/
+pushed_replies.py), and the client would wait for nothing at all, where an early replay's
+reply still takes a round trip and the worker's answer after the send. So the plan then
+sends the stretch's replays whole (:meth:`EarlyPlan.lane_would_push`); where no push is
+taken for LANE_PATIENCE of its runs in a row after all (the lane left, say), it goes early
+again, and listens to ``L`` again at most LANE_TRIES times before a push is taken.
+``GPUWB_LANE_OVER_EARLY=0`` keeps the early replays (to measure the difference).
 """
 
 from __future__ import annotations
@@ -34,8 +44,9 @@ from gpu_backend.protocol.stretch_records import Op, same_param, slots_in
 
 from .interrupts import interrupts_deferred
 
-__all__ = ["EarlyPlan", "Early", "send", "settle", "abandon", "discarded", "same_param",
-           "MAX_MISSES"]
+__all__ = ["EarlyPlan", "Early", "send", "settle", "abandon", "discarded", "lane_would_push",
+           "same_param",
+           "MAX_MISSES", "LANE_PATIENCE", "LANE_TRIES"]
 
 #: early replays of one template that may miss in a row before it is sent early no more
 MAX_MISSES = 3
@@ -44,6 +55,11 @@ MAX_MISSES = 3
 #: sum and a read with a scalar that changes, ran 207 µs early against 181 µs not, on an
 #: H200 host, 2026-11-25)
 MIN_OVERLAP = 3
+#: runs sent whole for the lane (``EarlyPlan.lane``) with no push taken, after which the
+#: plan goes early again (the worker's lane arms after two or three whole messages)
+LANE_PATIENCE = 24
+#: times a plan follows ``L`` with no push taken in between, after which it ignores it
+LANE_TRIES = 2
 
 
 class EarlyPlan:
@@ -55,7 +71,7 @@ class EarlyPlan:
     misses in a row."""
 
     __slots__ = ("ops", "input_first", "param_op", "last", "varying_inputs", "varying_params",
-                 "misses", "at", "_first_at")
+                 "misses", "at", "_first_at", "lane", "lane_waits", "lane_tries")
 
     def __init__(self, records: Any, ops: int) -> None:
         self.ops = ops
@@ -76,6 +92,12 @@ class EarlyPlan:
         #: the op after the last first use of what varies (``at`` before its bounds), as
         #: last worked out; None: not yet
         self._first_at: int | None = None
+        #: whether the runs go whole because the worker's lane would push their replies
+        #: (reply ``L``: the module's doc), the runs sent so since a push was last taken,
+        #: and the times ``L`` was followed with no push taken
+        self.lane = False
+        self.lane_waits = 0
+        self.lane_tries = 0
 
     def observe(self, inputs: list, params: list) -> int | None:
         """A run of the stretch ended with these *inputs* and *params* (its replay entry's):
@@ -107,9 +129,31 @@ class EarlyPlan:
                     at = max(at, self.param_op.get(k, self.ops) + 1)
                 self._first_at = at
             at = self._first_at
-            self.at = at if at <= self.ops - MIN_OVERLAP and self.misses < MAX_MISSES else None
+            self.at = at if at <= self.ops - MIN_OVERLAP and self.misses < MAX_MISSES \
+                and not self.lane else None
         self.last = (list(inputs), list(params))
         return self.at
+
+    def lane_would_push(self) -> None:
+        """The worker's lane answered an early replay of this plan's and would push its
+        replies were its messages whole (reply ``L``): the runs go whole from now on (unless
+        ``L`` was followed LANE_TRIES times with no push taken since)."""
+        if self.lane or self.lane_tries >= LANE_TRIES:
+            return
+        self.lane, self.lane_waits, self.at = True, 0, None
+        self.lane_tries += 1
+
+    def sent_whole(self) -> None:
+        """A run of this plan went whole while it waits for the lane's pushes: after
+        LANE_PATIENCE such runs with no push taken, it goes early again."""
+        self.lane_waits += 1
+        if self.lane_waits > LANE_PATIENCE:
+            self.lane = False
+            self._first_at = None   # (``at`` worked out anew at the next run)
+
+    def pushed(self) -> None:
+        """A push answered a run of this plan: the lane keeps it."""
+        self.lane_waits = self.lane_tries = 0
 
     def missed(self) -> int | None:
         """An early replay was undone: one more miss in a row; returns the new ``at``."""
@@ -217,6 +261,16 @@ def abandon(session: Any, run: Any) -> None:
     plan = template.early_plan  # switched to since, which may have none)
     if plan is not None:
         template.early_at = plan.missed()
+
+
+def lane_would_push(template: Any) -> None:
+    """The worker's lane would push the replies of *template*'s runs sent whole (reply
+    ``L``): its plan sends them whole (EarlyPlan.lane_would_push)."""
+    plan = template.early_plan
+    if plan is not None:
+        plan.lane_would_push()
+        if plan.lane:
+            template.early_at = None
 
 
 def discarded(session: Any, batch: int, reply: dict) -> bool:

@@ -76,6 +76,9 @@ def take(session: Any, reply: dict, frames: list) -> bool:
         return False          # rolls this chain back)
     pushes.unconfirmed[batch] = (sent, in_flight[0][1], in_flight[0][2])
     pushes.taken += 1
+    run = session._run_origins.get(batch)
+    if run is not None and run.template.early_plan is not None:
+        run.template.early_plan.pushed()   # (its runs sent whole for this: kept so)
     return True
 
 

@@ -562,6 +562,8 @@ class Session(SessionReplies):
         self._check_open()
         plan = run.template.early_plan
         if plan is not None:   # (what changes between runs: when the next goes early)
+            if plan.lane:   # (whole for the lane's pushes: kernelproxy/early_replay.py)
+                plan.sent_whole()
             run.template.early_at = plan.observe(entry[2], entry[3])
         self._replay_batch(run, entry, self._seq, run.free_records(), sync_device)
         self._follow_broken()

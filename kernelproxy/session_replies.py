@@ -148,6 +148,8 @@ class SessionReplies:
         if self.stretches is not None:
             self.stretches.answered(batch, get("h"), get("f"), get("hm"), get("hs"))
         run = self._run_origins.pop(batch, None) if self._run_origins else None
+        if run is not None and get("L") and self.settings.lane_over_early:
+            early_replay.lane_would_push(run.template)   # (its runs go whole: pushed)
         error = get("e")
         if run is not None and (error is not None or reply["w"] or get("c")):
             self._origin.update(run.origins())   # (made only where a reply needs them)

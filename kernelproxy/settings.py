@@ -53,6 +53,11 @@ class SessionSettings:
     #: sync point, never early, before its last ops (kernelproxy/early_replay.py); to
     #: measure the difference, and as a way out should early replay misbehave.
     early_replay: bool = True
+    #: ``GPUWB_LANE_OVER_EARLY=0``: a held loop whose early replays the worker's steady lane
+    #: answers keeps sending them early, though its replies would be pushed were its
+    #: messages sent whole (reply ``L``, kernelproxy/early_replay.py ``EarlyPlan.lane``); to
+    #: measure the difference.
+    lane_over_early: bool = True
     #: ``GPUWB_LOOP_CUTS=0``: a loop with no sync point is not cut into pieces that repeat
     #: (kernelproxy/loop_cuts.py); its ops travel in batches cut by size, never replayed;
     #: to measure the difference, and as a way out should the cutting misbehave.
@@ -80,6 +85,7 @@ class SessionSettings:
                    replay_measured=_flag(env, "GPUWB_REPLAY_MEASURED", True),
                    fast_path=_flag(env, "GPUWB_FAST_PATH", True),
                    early_replay=_flag(env, "GPUWB_EARLY_REPLAY", True),
+                   lane_over_early=_flag(env, "GPUWB_LANE_OVER_EARLY", True),
                    loop_cuts=_flag(env, "GPUWB_LOOP_CUTS", True),
                    compiled=_flag(env, "GPUWB_COMPILED", True),
                    fuse=_flag(env, "GPUWB_FUSE", True),

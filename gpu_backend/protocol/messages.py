@@ -512,6 +512,7 @@ class BatchReply(TypedDict):
     P: NotRequired[Annotated[bytes, "pushed before its batch came (gpu_backend/worker/pushed_replies.py): the bytes that batch's one frame must be for this to be its reply; the client drops it otherwise and reads the worker's own"]]
     C: NotRequired[Annotated[int, "with P: the push's chain; the client drops every later push of a chain one push of which its batch did not match"]]
     K: NotRequired[Annotated[int, "with P: the last batch the worker had read when it pushed (the batches a push answered up to it are confirmed)"]]
+    L: NotRequired[Annotated[Literal[1], "the steady lane answered this early replay (header S) and would push its loop's replies were its messages sent whole: the client's early plan for the stretch sends them whole (kernelproxy/early_replay.py, EarlyPlan.lane)"]]
 
 
 class ClosedReply(TypedDict):

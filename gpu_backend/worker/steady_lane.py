@@ -300,8 +300,8 @@ class SteadyLane:
     @staticmethod
     def with_time(packed: bytes, seconds: float) -> bytes:
         """A reply packed less ``t``, with its ``t`` (the worker's time for it, *seconds*):
-        a map of eight keys (a fixmap's first byte, 0x88) becomes one of nine."""
-        return b"\x89" + packed[1:] + _T + codec.packb(seconds)
+        a map of eight or nine keys (a fixmap's first byte, 0x88 or 0x89) gets one more."""
+        return bytes((packed[0] + 1,)) + packed[1:] + _T + codec.packb(seconds)
 
     def commit_ahead(self, plan: _Plan, record: Any) -> None:
         """Commit the plan's message, its reply pushed, before it comes (worker/
@@ -374,7 +374,10 @@ class SteadyLane:
         self.answered += 1
         if pushed:
             return b""
-        return codec.packb(self.reply(plan, batch, values))
+        reply = self.reply(plan, batch, values)
+        if plan.early and plan.dbatch == 1 and self.pushes.enabled:
+            reply["L"] = 1   # (sent whole, its replies would be pushed: kernelproxy/early_replay.py)
+        return codec.packb(reply)
 
     @staticmethod
     def numbered(plan: _Plan, values: list) -> list:

@@ -172,8 +172,10 @@ def test_held_stretches_replay_on_the_new_worker(pool):
 def test_a_move_while_replays_go_early_loses_nothing(pool):
     """The session moves (another thread asks the pool) while its loop's replays are sent
     early (kernelproxy/early_replay.py): the batches in flight, early ones among them, go to
-    the new worker, and every value read is the loop's own."""
-    s = Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False))
+    the new worker, and every value read is the loop's own. (Early all along: not sent whole
+    for the lane's pushes, whose moves test_pushed_replies.py tests.)"""
+    s = Session(pool.address, pool.token,
+                settings=SessionSettings(replay_measured=False, lane_over_early=False))
     try:
         cp = module_for(s)
         x = cp.arange(32, dtype=cp.float32)

@@ -250,3 +250,66 @@ def test_a_loop_stopped_by_ctrl_c_anywhere_goes_on_with_its_own_values(pool):
         signal.signal(signal.SIGINT, previous)
     assert stopped == stops, (stopped, len(values))
     assert set(values) | set(after) == {want}
+
+
+def _early_loop(cp):
+    """A loop long enough to go early (three ops before its read's sum, its inputs the
+    same arrays each time): its values, then its input."""
+    x = cp.arange(1000, dtype=cp.float32) / 7
+    w = cp.full(1000, 0.5, dtype=cp.float32)
+    values = []
+    for _ in range(STEPS):
+        y = x * w + 0.25
+        values.append(float((y * y).sum()))
+        _pause()
+    return values + [x.get()]
+
+
+def _early_figures(pool, **settings) -> tuple:
+    """``_early_loop`` on a session of these settings: its values, the replays its client
+    sent early, and the worker's stretch figures."""
+    with Session(pool.address, pool.token,
+                 settings=SessionSettings(replay_measured=False, **settings)) as s:
+        got = _early_loop(module_for(s))
+        return got, s.stretches.figures()["early"], s.memory_info()["stretches"]
+
+
+def test_a_loop_that_went_early_goes_whole_where_the_lane_would_push_its_replies(pool):
+    """Its early replays answered by the worker's lane, whose replies say it would push them
+    (``L``), the loop's runs go whole and their replies come pushed: the same bits as without
+    replay and as a session that keeps sending early (``lane_over_early=False``), which is
+    pushed nothing."""
+    _got, want, _f = beside_no_replay(pool, _early_loop)
+    got, sent_early, figures = _early_figures(pool)
+    assert_bitwise(got, want)
+    assert figures["push_confirmed"] + figures["push_taken"] >= STEPS // 4, figures
+    assert 1 <= sent_early <= STEPS // 4, (sent_early, figures)   # (early until the lane said)
+    kept, kept_early, theirs = _early_figures(pool, lane_over_early=False)
+    assert_bitwise(kept, want)
+    assert kept_early >= STEPS // 2 and theirs["push_confirmed"] + theirs["push_taken"] == 0, \
+        (kept_early, theirs)
+
+
+def test_a_plan_sent_whole_for_the_lane_goes_early_again_where_no_push_comes(pool):
+    """The early plan's own rule, on a held loop's real plan: told ``L`` it stops sending
+    early; LANE_PATIENCE runs sent whole with no push taken send it early again; ``L``
+    followed LANE_TRIES times with no push between is ignored after; a push taken resets."""
+    from kernelproxy.early_replay import LANE_PATIENCE, LANE_TRIES
+
+    with Session(pool.address, pool.token,
+                 settings=SessionSettings(replay_measured=False, lane_over_early=False)) as s:
+        _early_loop(module_for(s))
+        plan = next(t.early_plan for t in s.stretches.templates.held.values() if t.early_plan)
+    inputs, params = plan.last
+    assert plan.observe(inputs, params) is not None   # (early: nothing varies)
+    for _ in range(LANE_TRIES):
+        plan.lane_would_push()
+        assert plan.lane and plan.observe(inputs, params) is None
+        for _ in range(LANE_PATIENCE + 1):
+            plan.sent_whole()
+        assert not plan.lane and plan.observe(inputs, params) is not None
+    plan.lane_would_push()   # (followed LANE_TRIES times, no push between: ignored)
+    assert not plan.lane and plan.observe(inputs, params) is not None
+    plan.pushed()
+    plan.lane_would_push()
+    assert plan.lane and plan.observe(inputs, params) is None

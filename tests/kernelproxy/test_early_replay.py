@@ -35,9 +35,12 @@ DIFFER = STEPS - 3
 @pytest.fixture
 def sessions(pool):
     """Sessions of their own for each test: what one test's runs teach a template (what
-    changes between runs, its misses) must not decide another's."""
+    changes between runs, its misses) must not decide another's. The first keeps sending
+    early where the worker's lane would push its replies were its runs sent whole
+    (``lane_over_early=False``: the early path itself is tested here; that rule in
+    tests/gpu_backend/test_pushed_replies.py)."""
     made = [Session(pool.address, pool.token, settings=settings) for settings in (
-        SessionSettings(replay_measured=False),
+        SessionSettings(replay_measured=False, lane_over_early=False),
         SessionSettings(replay_measured=False, early_replay=False),
         SessionSettings(graphs=False))]
     yield made
