@@ -339,6 +339,26 @@ def logistic_regression(xp, n, steps=200, features=32, lr=0.5):
     return np.array([loss, float(_get(w).sum())])
 
 
+def loss_and_accuracy(xp, n, steps=200, features=16, lr=0.5):
+    """Logistic regression that prints its loss *and* its accuracy every step, as a training
+    loop often does: two reads a step, so its body is two stretches taking turns (the step
+    and the loss; the accuracy), neither following itself."""
+    rng = np.random.default_rng(13)
+    data = rng.normal(0, 1, (n, features)).astype(np.float32)
+    truth = rng.normal(0, 1, features).astype(np.float32)
+    labels = (data @ truth + rng.normal(0, 0.5, n) > 0).astype(np.float32)
+    x, y = xp.asarray(data), xp.asarray(labels)
+    w = xp.zeros(features, dtype=xp.float32)
+    loss = accuracy = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + xp.exp(-(x @ w)))
+        grad = x.T @ (p - y) / n
+        w -= lr * grad
+        loss = float(-(y * xp.log(p + 1e-7) + (1 - y) * xp.log(1 - p + 1e-7)).mean())
+        accuracy = float(((p > 0.5) == (y > 0.5)).mean())
+    return np.array([loss, accuracy, float(_get(w).sum())])
+
+
 def no_sync_loop(xp, n, steps=200):
     """A loop with no read in it: 200 steps of an elementwise update (a damped
     relaxation towards 0.5), one read at the end."""

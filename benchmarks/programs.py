@@ -32,6 +32,8 @@ and issue 50's, written as a new user writes them (plain loops, no tricks):
 * ``nbody``: all-pairs gravity on 2 048 bodies, the energy read every step
 * ``logistic_regression``: gradient descent on 200 k x 32 (``X @ w``, the sigmoid,
   ``w -= lr * grad``), the loss read every step
+* ``loss_and_accuracy``: logistic regression on 64 k x 16 that reads its loss and its
+  accuracy every step (two reads: two stretches taking turns)
 * ``no_sync_loop``: 200 steps of an elementwise update with no read until the end
 * ``sgd_minibatch``: minibatch SGD whose step uploads its indices (a small host array)
 * ``wave_no_sync``: a 1-D leapfrog wave (slices, a slice assignment into a copy, two time
@@ -76,7 +78,7 @@ from json_out import emit  # noqa: E402  (beside this file)
 from served_pool import OWN_POOLS_HELP, sessions_for, use_side  # noqa: E402
 from program_bodies import (  # noqa: E402  (beside this file)
     black_scholes, chain20, conjugate_gradient, heat2d, hot_sync, kmeans, logistic_regression,
-    mc_option, mlp_training, momentum_no_sync, monte_carlo_pi, nbody, no_sync_loop,
+    loss_and_accuracy, mc_option, mlp_training, momentum_no_sync, monte_carlo_pi, nbody, no_sync_loop,
     random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop, bootstrap_rng)
 
 
@@ -99,6 +101,8 @@ PROGRAMS = {
     "mc_option": (mc_option, 1_000_000, 10_000, None),
     "nbody": (nbody, 2048, 128, 1e-4),
     "logistic_regression": (logistic_regression, 200_000, 5_000, 1e-4),
+    # (two reads a step: two stretches taking turns)
+    "loss_and_accuracy": (loss_and_accuracy, 65_536, 5_000, 1e-4),
     "no_sync_loop": (no_sync_loop, 1_000_000, 10_000, 1e-5),
     "sgd_minibatch": (sgd_minibatch, 200_000, 5_000, 1e-4),
     "wave_no_sync": (wave_no_sync, 4096, 1024, 1e-4),
@@ -115,7 +119,7 @@ PROGRAMS = {
 ITERATIONS = {"black_scholes": None, "kmeans": 30, "conjugate_gradient": 11, "mlp_training": 200,
               "stencil": 200, "random_walk": 200, "hot_sync": 2000, "chain20": 300, "heat2d": 200,
               "heat2d_2048": 200,
-              "monte_carlo_pi": 100, "mc_option": 100, "nbody": 50, "logistic_regression": 200,
+              "monte_carlo_pi": 100, "mc_option": 100, "nbody": 50, "logistic_regression": 200, "loss_and_accuracy": 200,
               "no_sync_loop": 200, "sgd_minibatch": 200, "wave_no_sync": 300,
               "momentum_no_sync": 300, "fused_loop": 200, "bootstrap_rng": 100}
 TARGET = 1.0

@@ -16,6 +16,7 @@ ROOT = PROJECT_ROOT
 ISSUE_37 = {"black_scholes", "kmeans", "conjugate_gradient", "mlp_training", "stencil", "random_walk",
             "hot_sync"}
 ISSUE_50 = {"chain20", "heat2d", "heat2d_2048", "monte_carlo_pi", "mc_option", "nbody", "logistic_regression",
+            "loss_and_accuracy",
             "no_sync_loop", "sgd_minibatch", "wave_no_sync", "momentum_no_sync"}
 #: loops with no sync point: cut into pieces that repeat (kernelproxy/loop_cuts.py)
 NO_SYNC = {"no_sync_loop", "wave_no_sync", "momentum_no_sync"}
