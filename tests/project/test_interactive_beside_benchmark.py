@@ -54,8 +54,26 @@ def test_a_gemm_user_and_a_policy_per_side(tmp_path):
     refused = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "interactive_beside.py"),
                               "--devices", "cpu", "--busy", "gemm:x"], capture_output=True, text=True,
                              timeout=120)
-    assert refused.returncode == 2 and "--busy is elementwise or gemm:N" in refused.stderr
+    assert refused.returncode == 2 and "--busy is elementwise, gemm:N or none" in refused.stderr
     refused = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "interactive_beside.py"),
                               "--devices", "cpu", "--sides", "default,policy=nobody"],
                              capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "a side's policy is one of" in refused.stderr
+
+
+def test_the_user_alone_beside_local_numpy_with_a_side_measured_twice(tmp_path):
+    """``--busy none``: the interactive user alone; the side ``local`` times the same requests
+    on the local module (NumPy here), and a side named twice is measured twice."""
+    out = tmp_path / "interactive.json"
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "interactive_beside.py"),
+                           "--devices", "cpu", "--requests", "10", "--busy", "none",
+                           "--sides", "local,default,default", "--json", str(out)],
+                          env={**os.environ, "GPUWB_REPLAY_MEASURED": "0"},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["busy"] == "none" and set(result["sides"]) == {"local", "default", "default #2"}
+    local = result["sides"]["local"]
+    assert local["policy"] == "local numpy" and local["requests"] == 10 and local["replays"] is None
+    for side in ("default", "default #2"):
+        assert result["sides"][side]["requests"] == 10 and result["sides"][side]["replays"] >= 10
