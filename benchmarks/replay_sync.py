@@ -3,8 +3,9 @@
     python benchmarks/replay_sync.py [--devices auto] [--reps 2000] [--json out.json] [--policy fair]
         [--transports ipc,ipc-noearly,ipc-nofast,ipc-nographs] [--loops hot_sync,stencil] [--quick]
 
-For two loops — the hot sync ``float((x + 1).sum())`` on 1 000 float32 and a 512 x 512
-stencil step with its largest change read — it reports the median wall time per
+For its loops — the hot sync ``float((x + 1).sum())`` on 1 000 float32, a 512 x 512
+stencil step with its largest change read, and ``sync_4ops`` (``y = x * w + 0.25``, then
+``float((y * y).sum())``: long enough to go early) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
@@ -60,7 +61,20 @@ def stencil(xp):
     return step
 
 
-LOOPS = {"hot_sync": hot_sync, "stencil": stencil}
+def sync_4ops(xp):
+    """A loop a little longer than the hot sync, long enough for its replay to go early
+    (kernelproxy/early_replay.py: three ops and a sum before its read), whose replies the
+    steady lane pushes once its runs go whole (``EarlyPlan.lane``)."""
+    x = xp.arange(1000, dtype=xp.float32) / 7
+    w = xp.full(1000, 0.5, dtype=xp.float32)
+
+    def step(i):
+        y = x * w + 0.25
+        return float((y * y).sum())
+    return step
+
+
+LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops}
 
 
 def per_iteration(step, reps, session):
