@@ -110,15 +110,17 @@ class Pushes:
 
     def may_commit_ahead(self, lane: Any, plan: Any) -> bool:
         """Whether *plan*'s message, its reply just pushed, may be committed before it comes:
-        none is committed ahead yet (one message ahead at most), its run ahead stands, and its
-        stretch draws nothing (a draw's journal is not undone by a roll-back)."""
+        none is committed ahead yet (one message ahead at most), its run ahead stands, its
+        stretch draws nothing (a draw's journal is not undone by a roll-back) and writes no
+        input (a write copied back into the client's array is not undone either: such a
+        loop's replies are pushed, its messages committed when they come)."""
         if not self.commit_ahead or not self.sent or any(r.committed for r in self.sent):
             return False
         x = lane.x
         if self.sent[-1].batch != lane.batch(plan) or x.replay.ahead.ahead is not plan.ahead:
             return False
         stretch = x.replay.stretches.held.get(plan.sid)
-        return stretch is not None and not stretch.draws
+        return stretch is not None and not stretch.draws and not plan.written
 
     def head_matches(self, frames: list) -> bool:
         """Whether *frames* are the oldest pushed reply's message byte for byte (compared in

@@ -84,7 +84,8 @@ class _Plan:
                  "sid", "inputs", "params", "need", "graph", "state", "launches",
                  "scatter_rows", "reads", "ran", "slots", "input_frees",
                  "expected", "ahead", "reads_left", "after", "dafter", "dinputs",
-                 "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped")
+                 "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
+                 "written")
 
 
 class SteadyLane:
@@ -137,7 +138,7 @@ class SteadyLane:
         run = replay.ahead
         ahead = run.ahead
         graphs = replay.graphs
-        if ahead.writes or ahead.results.values or ahead.results.downloads or graphs is None \
+        if ahead.results.values or ahead.results.downloads or graphs is None \
                 or x.poisoned_at is not None or x._warnings:
             return None
         shape = Layout(before, last)
@@ -153,7 +154,7 @@ class SteadyLane:
             return None
         g = ahead.graph
         state = graphs.states.get(entry.sid)
-        if state is None or state.graph is not g or g.shape.writes:
+        if state is None or state.graph is not g:
             return None
         segments = g.segments
         tail = g.reads_from
@@ -195,6 +196,11 @@ class SteadyLane:
         gather = copies.gather
         plan.gather_rows = {n: row for row, n in enumerate(copies.gather_slots)} if gather is not None else None
         plan.bufs, plan.guards = g.bufs, g.guards
+        # the inputs its graphs write (``w -= lr * grad``): their new values in the graphs'
+        # buffers until its message is answered, then copied back (GraphCopies' write-back,
+        # as RunAhead.answer's); a stretch that writes only arrays it made writes none
+        plan.written = [n for n in g.shape.used if g.written is None or n in g.written] \
+            if g.shape.writes else []
         plan.array_type = graphs.array_type
         plan.launches = [seg.graph for seg in segments[:tail]]
         plan.scatter_rows = list(copies.scatter_slots) if alive else []
@@ -347,6 +353,8 @@ class SteadyLane:
         replay.replays += 1
         run = replay.ahead
         run.ahead = None
+        if ahead.writes:   # (the inputs it wrote: the client's now, as RunAhead.answer)
+            replay.graphs.write_back(ahead.writes)
         gaps = run._gaps.get(plan.sid)   # (its client's gap: RunAhead._reads_now)
         if gaps is None:
             gaps = run._gaps[plan.sid] = deque(maxlen=GAPS_KEPT)
@@ -447,7 +455,7 @@ class SteadyLane:
             pacer.out_of_work(x.more_work)
         self._next(plan)
         ahead = run.ahead
-        if ahead is not None and not ahead.writes and not ahead.results.values \
+        if ahead is not None and not ahead.results.values \
                 and (ahead.read_values is not None or ahead.reads is not None or not plan.reads) \
                 and run.matches(self._entry(plan)):
             plan.ahead = ahead
@@ -542,8 +550,14 @@ class SteadyLane:
             self._free(plan)
             return False
         pacer.charge(estimate)
+        writes = []
+        if plan.written:   # (the arrays it read, written back when its message is answered)
+            now = dict(moved)
+            for n, _step, had in plan.bound:
+                if n in plan.written:
+                    writes.append((now.get(n, had), plan.bufs[n]))
         ahead = run.ahead = _Ahead(plan.sid, self._inputs(plan, k), params, g, self._empty, plan.ran,
-                                   plan.slots, plan.reads_left, [], None, began, pacer.alone_now())
+                                   plan.slots, plan.reads_left, writes, None, began, pacer.alone_now())
         plan.ahead = ahead
         # its closing reads at once where RunAhead.start would make them so (a short replay,
         # or short beside its client's gaps; not an early replay's), or where its reply is

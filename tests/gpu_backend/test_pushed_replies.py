@@ -313,3 +313,62 @@ def test_a_plan_sent_whole_for_the_lane_goes_early_again_where_no_push_comes(poo
     plan.pushed()
     plan.lane_would_push()
     assert plan.lane and plan.observe(inputs, params) is None
+
+
+def _in_place(cp):
+    """A step that writes its input in place (``w -= ...``), its sum read each time, and now
+    and then another message between (a read of another array)."""
+    w = cp.arange(1000, dtype=cp.float32) / 1000
+    t = cp.full(1000, 0.25, dtype=cp.float32)
+    values = []
+    for i in range(STEPS):
+        w -= 0.1 * (w - t)
+        values.append(float(w.sum()))
+        if i % 23 == 11:
+            values.append(float(t[i]))
+        _pause()
+    return values + [w.get()]
+
+
+def _slice_assigned(cp):
+    """heat2d's shape in 1-D: a slice of the input assigned from its neighbours."""
+    u = cp.sin(cp.arange(512, dtype=cp.float32) / 20)
+    values = []
+    for _ in range(STEPS):
+        u[1:-1] = u[1:-1] + 0.2 * (u[:-2] - 2 * u[1:-1] + u[2:])
+        values.append(float(cp.abs(u).max()))
+        _pause()
+    return values + [u.get()]
+
+
+def _own_results_written(cp):
+    """The stencil's shape: a copy made in the step and written in place, the input not."""
+    u = cp.cos(cp.arange(512, dtype=cp.float32) / 30)
+    state = [u]
+    values = []
+    for _ in range(STEPS):
+        v = state[0].copy()
+        v[1:-1] += 0.1 * (v[:-2] - v[1:-1])
+        state[0] = v
+        values.append(float(v.sum()))
+        _pause()
+    return values + [state[0].get()]
+
+
+@pytest.mark.parametrize("loop", [_in_place, _slice_assigned])
+def test_a_step_that_writes_its_input_is_pushed_and_committed_when_its_message_comes(pool, pool_without_pushes, loop):
+    """The lane takes a step that writes its input: its run ahead's writes wait in its
+    graphs' buffers and are copied back when its message is answered. Its replies are
+    pushed, but never committed ahead (a write copied back is not undone by a roll-back):
+    the same bits as without replay and without pushes, other messages between included."""
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    assert_bitwise(got, want)
+    plain, _again, _off = beside_no_replay(pool_without_pushes, loop, early_replay=False)
+    assert_bitwise(got, plain)
+    assert figures["push_taken"] >= STEPS // 4 and figures["push_confirmed"] == 0, figures
+
+
+def test_a_step_that_writes_only_arrays_it_made_is_committed_ahead(pool):
+    got, want, figures = beside_no_replay(pool, _own_results_written)
+    assert_bitwise(got, want)
+    assert figures["push_confirmed"] >= STEPS // 4, figures
