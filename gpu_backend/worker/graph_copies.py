@@ -56,6 +56,10 @@ class GraphCopies:
         #: a result slot of the last replay, or the same input slot
         self._last_entry: tuple | None = None
         self._next_inputs: dict | None = None
+        #: where each input came from when this stretch's replay followed another's (the
+        #: same handle as its own last replay's, or one of the other replay's results or
+        #: inputs: a loop of two stretches taking turns, worker/run_ahead.py ``follows``)
+        self._after_inputs: dict | None = None
         #: by kept result slot: the arrays made for it lately, the newest last (:meth:`_made_for`)
         self._spares: dict[int, list] = {}
 
@@ -119,6 +123,45 @@ class GraphCopies:
                 rule = None
                 break
         self._next_inputs = rule
+
+    def learn_after(self, used: list, inputs: list, sid: int, before: tuple) -> None:
+        """Before :meth:`learn`, a replay of this stretch that came right after a replay of
+        stretch *sid* (*before*: its inputs and results): where each *used* input came from,
+        its own last replay's handle again or one of the other's; None where any came from
+        elsewhere."""
+        own = self._last_entry
+        other_inputs, other_outs = before
+        rule: dict | None = {}
+        for n in used:
+            hid = inputs[n]
+            if own is not None and hid == own[0][n]:
+                rule[n] = (0, n)
+            elif hid in other_outs:
+                rule[n] = (1, other_outs.index(hid))
+            elif hid in other_inputs:
+                rule[n] = (2, other_inputs.index(hid))
+            else:
+                rule = None
+                break
+        self._after_inputs = (sid, rule) if rule is not None else None
+
+    @property
+    def last_entry(self) -> tuple | None:
+        """The inputs and results of this stretch's last replay learnt from (:meth:`learn`)."""
+        return self._last_entry
+
+    def predict_after(self, sid: int, before: tuple) -> dict | None:
+        """The handles of this stretch's next replay's used inputs, by slot, where it comes
+        right after a replay of stretch *sid* (*before*: its inputs and results), by the rule
+        :meth:`learn_after` found after that stretch; None where none was."""
+        learnt, own = self._after_inputs, self._last_entry
+        if learnt is None or own is None or learnt[0] != sid:
+            return None
+        where = (own[0], before[1], before[0])
+        try:
+            return {n: where[kind][m] for n, (kind, m) in learnt[1].items()}
+        except IndexError:   # (its results or inputs not as many as then: nothing guessed)
+            return None
 
     def predict(self, arrays: dict) -> dict | None:
         """The next replay's inputs by slot if the rule learnt holds (from the handle

@@ -127,6 +127,9 @@ class StretchGraphs:
         #: the graph of the batch's replay and its entry, to set its next replay up after
         #: the reply
         self._last: tuple | None = None
+        #: the last replay learnt from (learn_last), while no other batch came after it:
+        #: the one the next replay follows
+        self._before: tuple | None = None
         #: the closing reads of a replay run ahead (take_reads)
         self._reads: Any = None
         #: the write-backs of the inputs a replay run ahead wrote (take_writes)
@@ -156,10 +159,14 @@ class StretchGraphs:
         for sid in sids:
             self.states.pop(sid, None)
 
+    def broken(self) -> None:
+        """A batch that is not a replay came (or one skipped): the next replay follows none."""
+        self._before = None
+
     def evict(self) -> bool:
         """Drop every graph that holds memory (their stretches are captured again at a later
         replay, within MAX_ATTEMPTS) and the memory pool's cached blocks; whether any was."""
-        self._last = None
+        self._last = self._before = None
         freed = 0
         for state in self.states.values():
             if state.graph is not None:   # (a next replay's arrays made ahead: back too)
@@ -233,8 +240,12 @@ class StretchGraphs:
         where its inputs came from learnt (GraphCopies.learn), once; None if the batch
         replayed none."""
         last, self._last = self._last, None
+        before, self._before = self._before, last
         if last is not None:
             g, entry = last
+            if before is not None and before[0] is not g:   # (right after another stretch's)
+                g.copies.learn_after(g.shape.used, entry.inputs, before[1].sid,
+                                     (before[1].inputs, before[1].outs))
             g.copies.learn(g.shape.used, entry.inputs, entry.outs)
         return last
 

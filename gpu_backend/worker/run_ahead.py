@@ -122,7 +122,8 @@ class _Ahead:
     its graph, and its results (values numbered from 0, arrays under provisional ids)."""
 
     __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
-                 "writes", "measured_from", "read_values", "started", "alone", "read_wait")
+                 "writes", "measured_from", "read_values", "started", "alone", "read_wait",
+                 "after")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
                  ran: int, slots: int, reads: Any, writes: list,
@@ -143,6 +144,9 @@ class _Ahead:
         #: its closing reads' values, numbered from 0, where they were made at once (then
         #: ``reads`` is None: RunAhead.start, READ_NOW_SECONDS)
         self.read_values: list | None = None
+        #: the stretch whose replay it was run after, where it is another's (RunAhead's
+        #: ``follows``); None: its own stretch's next replay
+        self.after: int | None = None
 
 
 class RunAhead:
@@ -183,6 +187,15 @@ class RunAhead:
         #: could not be handed on: never run ahead again (each such miss makes their
         #: generators again from their journals)
         self.no_draws: set = set()
+        #: a loop of stretches taking turns (two reads a step: the step, then another value):
+        #: by held stretch, the stretch whose replay came right after its last one, the
+        #: stretch of the last replay (None: another batch came since), and by stretch the
+        #: runs ahead of its follower that missed in a row and the replays it has yet to sit
+        #: out before its follower is run ahead again (MAX_MISSES, SIT_OUT)
+        self.follows: dict[int, int] = {}
+        self._last_sid: int | None = None
+        self._follow_misses: dict[int, int] = {}
+        self._follow_sitting: dict[int, int] = {}
 
     def forget(self) -> None:
         """The held stretches changed (some let go): what was learnt of each goes."""
@@ -191,6 +204,10 @@ class RunAhead:
         self._misses.clear()
         self._sitting.clear()
         self._gaps.clear()
+        self.follows.clear()
+        self._follow_misses.clear()
+        self._follow_sitting.clear()
+        self._last_sid = None
 
     # ------------------------------------------------------------ running ahead
     def start(self, g: Any, entry: ReplayEntry, waiting: bool = False) -> bool:
@@ -205,6 +222,16 @@ class RunAhead:
         sid = entry.sid
         before = self._before.get(sid)
         self._before[sid] = entry.params
+        last, self._last_sid = self._last_sid, sid
+        if last is not None:
+            self.follows[last] = sid
+        follower = self.follows.get(sid, sid)
+        if follower != sid:
+            sitting = self._follow_sitting.get(sid)
+            if sitting:
+                self._follow_sitting[sid] = sitting - 1
+            else:   # (a loop of stretches taking turns: the next one's replay, not this one's)
+                return self._start_follower(entry, follower, began, waiting)
         sitting = self._sitting.get(sid)
         if sitting:
             self._sitting[sid] = sitting - 1
@@ -240,7 +267,61 @@ class RunAhead:
                 _generators(stretch, inputs, x.table.objects))):
             return False
         params = guess_params(before, entry.params)
-        outs = [PROVISIONAL + n for n in range(len(entry.outs))]
+        return self._run(sid, g, state, stretch, inputs, params, len(entry.outs), entry.early, began)
+
+    def _start_follower(self, entry: ReplayEntry, sid: int, began: float, waiting: bool) -> bool:
+        """After the reply to *entry*'s replay, where stretch *sid*'s replay came right after
+        that stretch's last time (``follows``): run *sid*'s next replay now if it may be, its
+        inputs where they came from then (GraphCopies.predict_after: the same arrays as its
+        last replay's, or *entry*'s results or inputs), its parameters its last replay's;
+        whether it ran."""
+        replay = self.replay
+        x, graphs = replay.x, replay.graphs
+        pacer = x.pacer
+        if graphs is None or x.poisoned_at is not None or self._sitting.get(sid) \
+                or not pacer.may_run_ahead(self.beside):
+            return False
+        safe = self.safe.get(sid)
+        if safe is None:
+            safe = self.safe[sid] = replay.ahead_safe(sid)
+        stretch = replay.stretches.held.get(sid)
+        state = graphs.states.get(sid)
+        g = state.graph if state is not None else None
+        params = self._before.get(sid)
+        if not safe or stretch is None or stretch.draws or g is None or params is None \
+                or g.cost[0] is None or g.cost[0] > self.max_seconds:
+            return False
+        bound = replay.pacing_bound(pacer) if pacer.in_company() else None
+        if bound is not None and g.cost[0] >= bound:
+            return False
+        last = g.copies.last_entry
+        handles = g.copies.predict_after(entry.sid, (entry.inputs, entry.outs))
+        if last is None or handles is None:
+            return False
+        arrays = x.table.arrays
+        if sum(arrays[hid].nbytes for hid in last[1] if hid in arrays) > max_bytes(x.memory_limit):
+            return False
+        if not waiting and x.more_work():
+            return False
+        inputs = list(last[0])
+        for n, hid in handles.items():
+            inputs[n] = hid
+        if not self._run(sid, g, state, stretch, inputs, list(params), len(last[1]), entry.early,
+                         began):
+            return False
+        self.ahead.after = entry.sid
+        return True
+
+    def _run(self, sid: int, g: Any, state: Any, stretch: HeldStretch, inputs: list,
+             params: list, n_outs: int, early: bool, began: float) -> bool:
+        """Run stretch *sid*'s replay through *g* with these *inputs* and *params* now, its
+        *n_outs* results under provisional ids (:meth:`start`); whether it ran. *early*: the
+        replay just answered came early (the reads of the one run now are then not made at
+        once: the client's next message comes while it still issues ops)."""
+        replay = self.replay
+        x, graphs = replay.x, replay.graphs
+        pacer = x.pacer
+        outs = [PROVISIONAL + n for n in range(n_outs)]
         guess = ReplayEntry(sid, 0, inputs, params, outs, None, True)
         results = BatchResults(x.table)
         # charged what it measured before, it needs no segment, so no batch of the pacer's
@@ -291,7 +372,7 @@ class RunAhead:
             return False
         ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
                                     writes, measured_from, began, pacer.alone_now())
-        if reads is not None and not entry.early and g.cost[0] is not None \
+        if reads is not None and not early and g.cost[0] is not None \
                 and self._reads_now(sid, g.cost[0]):
             waited = perf_counter()
             values = graphs.read_now(reads)   # (None: one failed or warned; made when asked)
@@ -316,6 +397,8 @@ class RunAhead:
         if not matched and not self.matches(entry):
             self.ahead = None
             draws = self.replay.x.draws
+            if ahead.after is not None:   # (a follower's run: its link missed)
+                self._follow_missed(ahead.after)
             if entry.sid == ahead.sid:
                 self._missed(entry.sid)
                 # (its draws take no parameter: the replay's same calls get their arrays;
@@ -329,6 +412,8 @@ class RunAhead:
         self.ahead = None
         self.replay.x.draws.commit()
         self._misses[entry.sid] = 0
+        if ahead.after is not None:
+            self._follow_misses[ahead.after] = 0
         gaps = self._gaps.get(entry.sid)
         if gaps is None:
             gaps = self._gaps[entry.sid] = deque(maxlen=GAPS_KEPT)
@@ -393,9 +478,20 @@ class RunAhead:
             misses = 0
         self._misses[sid] = misses
 
+    def _follow_missed(self, sid: int) -> None:
+        """A run ahead of the stretch that follows *sid*'s that its client's replay did not
+        match: MAX_MISSES in a row and *sid*'s follower sits out SIT_OUT of its replays (its
+        own next replay is run ahead meanwhile, as any stretch's)."""
+        misses = self._follow_misses.get(sid, 0) + 1
+        if misses >= MAX_MISSES:
+            self._follow_sitting[sid] = SIT_OUT
+            misses = 0
+        self._follow_misses[sid] = misses
+
     def drop(self) -> None:
         """Forget the replay run ahead (any message but its replay, an eviction, a swap, the
-        session parked or lent for a move: worker/handover.py)."""
+        session parked or lent for a move: worker/handover.py); the next replay follows none."""
+        self._last_sid = None
         ahead, self.ahead = self.ahead, None
         if ahead is not None:
             self._free(ahead.slots)

@@ -440,7 +440,9 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         try:
             if not quiet or reply.get("e") is not None or "c" in reply or "z" in reply:
                 self._send_reply(ident, reply, out)   # (pushed and failed: a late reply)
+            self._answering = None   # (answered: a bug after it must not answer again)
         except zmq.ZMQError as exc:  # the client went away or stopped reading: its loss
+            self._answering = None
             self._undelivered(exc)
         finally:
             if type(ident) is UnixPeer and ident.staging is not None:

@@ -229,7 +229,10 @@ class SteadyLane:
             else None if not reads else _Reads(state, g, segments[tail:], entry.params, {}, True)
         plan.ahead = ahead
         self._next(plan)
-        return plan if run.matches(self._entry(plan)) else None
+        if not run.matches(self._entry(plan)):
+            return None
+        graphs.broken()   # (its messages teach the generic path nothing: none follows them)
+        return plan
 
     # ------------------------------------------------------------ the next message
     def _next(self, plan: _Plan) -> None:

@@ -378,8 +378,10 @@ class StretchReplay:
 
     def drop_ahead(self) -> None:
         """A batch that is not a replay, or one skipped: a replay run ahead is dropped (the
-        batch may change what it read)."""
+        batch may change what it read), and the next replay follows none."""
         self.ahead.drop()
+        if self.graphs is not None:
+            self.graphs.broken()
 
     def skip(self, raw: Any, early: bool = False) -> None:
         """A skipped replay still drops the inputs its stretch drops, as a skipped batch does

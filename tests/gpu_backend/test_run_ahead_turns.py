@@ -1,0 +1,89 @@
+"""Loops of stretches taking turns (two reads a step, worker/run_ahead.py ``follows``): after
+the reply to one stretch's replay, the worker runs the replay of the stretch that came next
+last time, its inputs where they came from then — the same arrays as its own last replay's,
+or the other's results or inputs.
+
+Each loop runs on a session of a pool whose workers run every replay ahead and on one with
+stretch replay off, compared bitwise; the loops that must be answered from their runs ahead
+say so (the worker's count of replays answered ahead), each iteration with the user's own
+Python (a pause) between, as a notebook's loop has."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from ..differential import assert_bitwise
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+
+STEPS = 40
+PAUSE = 0.001
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with pool_running_ahead("none") as p:
+        yield p
+
+
+def _loss_and_accuracy(cp):
+    """A step that writes its weights in place and reads its loss, then a read of its
+    accuracy from the step's probabilities: two stretches taking turns."""
+    rng = np.random.default_rng(21)
+    x = cp.asarray(rng.normal(0, 1, (512, 8)).astype(np.float32))
+    y = cp.asarray((rng.random(512) > 0.5).astype(np.float32))
+    w = cp.zeros(8, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        p = 1.0 / (1.0 + cp.exp(-(x @ w)))
+        w -= 0.5 * (x.T @ (p - y)) / 512
+        out.append(float(((p - y) ** 2).mean()))
+        out.append(float(((p > 0.5) == (y > 0.5)).mean()))
+        time.sleep(PAUSE)
+    return out + [w.get()]
+
+
+def _carried_then_read(cp):
+    """A carried array's step and its sum read, then a second read of a function of the new
+    array (the follower's input is the other's result, a new handle every step)."""
+    u = cp.linspace(0, 1, 1000, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        u = u * 0.99 + 0.005
+        out.append(float(u.sum()))
+        out.append(float((u * u).max()))
+        time.sleep(PAUSE)
+    return out + [u.get()]
+
+
+def _turns_that_change(cp):
+    """A step followed now by one read and now by another (A B A C ...), and now and then an
+    op that is no replay between: the follower guessed from last time is often wrong."""
+    v = cp.arange(256, dtype=cp.float32) / 256
+    out = []
+    for i in range(STEPS):
+        v = v * 0.5 + 0.25
+        out.append(float(v.sum()))
+        if i % 2:
+            out.append(float((v * 3.0).min()))
+        else:
+            out.append(float((v - 0.1).max()))
+        if i % 7 == 3:
+            out.append(float(v[i % 256]))
+        time.sleep(PAUSE)
+    return out + [v.get()]
+
+
+@pytest.mark.parametrize("loop", [_loss_and_accuracy, _carried_then_read])
+def test_a_loop_of_two_stretches_taking_turns_is_answered_from_runs_ahead(pool, loop):
+    got, want, figures = beside_no_replay(pool, loop)
+    assert_bitwise(got, want)
+    # (both stretches: most of the 2 x STEPS replays answered ahead, the followers' too)
+    assert figures["ahead"] >= STEPS, figures
+
+
+def test_turns_that_change_lose_nothing(pool):
+    got, want, figures = beside_no_replay(pool, _turns_that_change)
+    assert_bitwise(got, want)
