@@ -90,3 +90,27 @@ def test_a_loop_of_two_stretches_taking_turns_is_answered_from_runs_ahead(pool, 
 def test_turns_that_change_lose_nothing(pool):
     got, want, figures = beside_no_replay(pool, _turns_that_change)
     assert_bitwise(got, want)
+
+
+def _three_turns_one_writing(cp):
+    """Three stretches taking turns, the second writing its own input in place (a running
+    mean updated by each step's value): its run ahead's write waits in its graphs' buffers
+    until its replay comes."""
+    u = cp.linspace(0, 1, 600, dtype=cp.float32)
+    mean = cp.zeros(600, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        u = u * 0.97 + 0.01
+        out.append(float(u.sum()))
+        mean *= 0.9
+        mean += 0.1 * u
+        out.append(float(mean.max()))
+        out.append(float((u - mean).min()))
+        time.sleep(PAUSE)
+    return out + [u.get(), mean.get()]
+
+
+def test_three_stretches_taking_turns_one_writing_its_input(pool):
+    got, want, figures = beside_no_replay(pool, _three_turns_one_writing)
+    assert_bitwise(got, want)
+    assert figures["ahead"] >= STEPS // 4, figures
