@@ -376,3 +376,34 @@ def test_a_step_that_writes_only_arrays_it_made_is_committed_ahead(pool):
     got, want, figures = beside_no_replay(pool, _own_results_written, early_replay=False)
     assert_bitwise(got, want)
     assert figures["push_confirmed"] >= STEPS // 4, figures
+
+
+def test_a_writing_step_swapped_out_between_its_push_and_its_message_loses_nothing(tmp_path, monkeypatch):
+    """A step that writes its input, its reply pushed (never committed ahead), the session
+    swapped out before the message comes: the message is served by the generic path from
+    the arrays brought back, quietly, and every value and the written array are the ops'."""
+    swapped = []
+
+    def loop(cp, s=None):
+        w = cp.arange(1000, dtype=cp.float32) / 1000
+        t = cp.full(1000, 0.25, dtype=cp.float32)
+        values = []
+        for i in range(120):
+            w -= 0.1 * (w - t)
+            values.append(float(w.sum()))
+            _pause()
+            # (once its replies come pushed — how soon depends on the machine's load —, its
+            # next one is pushed and its message not sent: the session swapped out now)
+            if s is not None and not swapped and s._pushes.taken >= 5:
+                _wait(lambda: _row(s)["swapped"], "the idle session to be swapped out")
+                swapped.append(i)
+        return values + [w.get()]
+
+    with _swap_pool(tmp_path, TEST_DEVICES, monkeypatch) as pool:
+        with _session(pool) as s:
+            got = loop(module_for(s), s)
+            figures = s.memory_info()["stretches"]
+        with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as plain:
+            want = loop(module_for(plain))
+    assert_bitwise(got, want)
+    assert swapped and figures["push_confirmed"] == 0 and figures["push_quiet"] >= 1, figures
