@@ -225,16 +225,17 @@ class RunAhead:
         last, self._last_sid = self._last_sid, sid
         if last is not None:
             self.follows[last] = sid
+        sitting = self._sitting.get(sid)   # (a replay of its own served: one less to sit out,
+        if sitting:                        # whichever stretch is run ahead after it)
+            self._sitting[sid] = sitting - 1
         follower = self.follows.get(sid, sid)
         if follower != sid:
-            sitting = self._follow_sitting.get(sid)
-            if sitting:
-                self._follow_sitting[sid] = sitting - 1
+            follow_sitting = self._follow_sitting.get(sid)
+            if follow_sitting:
+                self._follow_sitting[sid] = follow_sitting - 1
             else:   # (a loop of stretches taking turns: the next one's replay, not this one's)
                 return self._start_follower(entry, follower, began, waiting)
-        sitting = self._sitting.get(sid)
         if sitting:
-            self._sitting[sid] = sitting - 1
             return False
         if graphs is None or x.poisoned_at is not None or not pacer.may_run_ahead(self.beside):
             return False
