@@ -128,8 +128,10 @@ class StretchGraphs:
         #: the reply
         self._last: tuple | None = None
         #: the last replay learnt from (learn_last), while no other batch came after it:
-        #: the one the next replay follows
+        #: the one the next replay follows; and the stretch of the one the last replay
+        #: followed so (None: none), its *leader* (worker/run_ahead.py ``follows``)
         self._before: tuple | None = None
+        self.leader: int | None = None
         #: the closing reads of a replay run ahead (take_reads)
         self._reads: Any = None
         #: the write-backs of the inputs a replay run ahead wrote (take_writes)
@@ -161,12 +163,12 @@ class StretchGraphs:
 
     def broken(self) -> None:
         """A batch that is not a replay came (or one skipped): the next replay follows none."""
-        self._before = None
+        self._before = self.leader = None
 
     def evict(self) -> bool:
         """Drop every graph that holds memory (their stretches are captured again at a later
         replay, within MAX_ATTEMPTS) and the memory pool's cached blocks; whether any was."""
-        self._last = self._before = None
+        self._last = self._before = self.leader = None
         freed = 0
         for state in self.states.values():
             if state.graph is not None:   # (a next replay's arrays made ahead: back too)
@@ -241,6 +243,7 @@ class StretchGraphs:
         replayed none."""
         last, self._last = self._last, None
         before, self._before = self._before, last
+        self.leader = before[1].sid if before is not None and last is not None else None
         if last is not None:
             g, entry = last
             if before is not None and before[0] is not g:   # (right after another stretch's)

@@ -188,12 +188,11 @@ class RunAhead:
         #: generators again from their journals)
         self.no_draws: set = set()
         #: a loop of stretches taking turns (two reads a step: the step, then another value):
-        #: by held stretch, the stretch whose replay came right after its last one, the
-        #: stretch of the last replay (None: another batch came since), and by stretch the
-        #: runs ahead of its follower that missed in a row and the replays it has yet to sit
-        #: out before its follower is run ahead again (MAX_MISSES, SIT_OUT)
+        #: by held stretch, the stretch whose replay came right after its last one
+        #: (StretchGraphs.leader), and by stretch the runs ahead of its follower that missed
+        #: in a row and the replays it has yet to sit out before its follower is run ahead
+        #: again (MAX_MISSES, SIT_OUT)
         self.follows: dict[int, int] = {}
-        self._last_sid: int | None = None
         self._follow_misses: dict[int, int] = {}
         self._follow_sitting: dict[int, int] = {}
 
@@ -207,7 +206,6 @@ class RunAhead:
         self.follows.clear()
         self._follow_misses.clear()
         self._follow_sitting.clear()
-        self._last_sid = None
 
     # ------------------------------------------------------------ running ahead
     def start(self, g: Any, entry: ReplayEntry, waiting: bool = False) -> bool:
@@ -218,13 +216,12 @@ class RunAhead:
         began = perf_counter()   # (right after the reply: its client's gap counts from here)
         replay = self.replay
         x, graphs = replay.x, replay.graphs
-        pacer = x.pacer
         sid = entry.sid
         before = self._before.get(sid)
         self._before[sid] = entry.params
-        last, self._last_sid = self._last_sid, sid
-        if last is not None:
-            self.follows[last] = sid
+        leader = graphs.leader if graphs is not None else None
+        if leader is not None:
+            self.follows[leader] = sid
         sitting = self._sitting.get(sid)   # (a replay of its own served: one less to sit out,
         if sitting:                        # whichever stretch is run ahead after it)
             self._sitting[sid] = sitting - 1
@@ -237,27 +234,9 @@ class RunAhead:
                 return self._start_follower(entry, follower, began, waiting)
         if sitting:
             return False
-        if graphs is None or x.poisoned_at is not None or not pacer.may_run_ahead(self.beside):
+        stretch = self._runnable(sid, g, entry.outs, waiting)
+        if stretch is None:
             return False
-        safe = self.safe.get(sid)
-        if safe is None:
-            safe = self.safe[sid] = replay.ahead_safe(sid)
-        if not safe:
-            return False
-        stretch = replay.stretches.held.get(sid)
-        state = graphs.states.get(sid)
-        if stretch is None or state is None or state.graph is not g \
-                or g.cost[0] is None or g.cost[0] > self.max_seconds:
-            return False
-        # (beside others, never one its replay would be paced for: StretchReplay.run)
-        bound = replay.pacing_bound(pacer) if pacer.in_company() else None
-        if bound is not None and g.cost[0] >= bound:
-            return False
-        arrays = x.table.arrays
-        if sum(arrays[hid].nbytes for hid in entry.outs if hid in arrays) > max_bytes(x.memory_limit):
-            return False
-        if not waiting and x.more_work():   # (last: a look at the sockets, where the checks
-            return False                    # above are dicts')
         handles = g.copies.predict_handles()
         if handles is None:
             return False
@@ -268,7 +247,8 @@ class RunAhead:
                 _generators(stretch, inputs, x.table.objects))):
             return False
         params = guess_params(before, entry.params)
-        return self._run(sid, g, state, stretch, inputs, params, len(entry.outs), entry.early, began)
+        return self._run(sid, g, graphs.states[sid], stretch, inputs, params, len(entry.outs),
+                         entry.early, began)
 
     def _start_follower(self, entry: ReplayEntry, sid: int, began: float, waiting: bool) -> bool:
         """After the reply to *entry*'s replay, where stretch *sid*'s replay came right after
@@ -276,33 +256,18 @@ class RunAhead:
         inputs where they came from then (GraphCopies.predict_after: the same arrays as its
         last replay's, or *entry*'s results or inputs), its parameters its last replay's;
         whether it ran."""
-        replay = self.replay
-        x, graphs = replay.x, replay.graphs
-        pacer = x.pacer
-        if graphs is None or x.poisoned_at is not None or self._sitting.get(sid) \
-                or not pacer.may_run_ahead(self.beside):
-            return False
-        safe = self.safe.get(sid)
-        if safe is None:
-            safe = self.safe[sid] = replay.ahead_safe(sid)
-        stretch = replay.stretches.held.get(sid)
-        state = graphs.states.get(sid)
+        graphs = self.replay.graphs
+        state = graphs.states.get(sid) if graphs is not None else None
         g = state.graph if state is not None else None
         params = self._before.get(sid)
-        if not safe or stretch is None or stretch.draws or g is None or params is None \
-                or g.cost[0] is None or g.cost[0] > self.max_seconds:
-            return False
-        bound = replay.pacing_bound(pacer) if pacer.in_company() else None
-        if bound is not None and g.cost[0] >= bound:
+        if g is None or params is None or self._sitting.get(sid):
             return False
         last = g.copies.last_entry
         handles = g.copies.predict_after(entry.sid, (entry.inputs, entry.outs))
         if last is None or handles is None:
             return False
-        arrays = x.table.arrays
-        if sum(arrays[hid].nbytes for hid in last[1] if hid in arrays) > max_bytes(x.memory_limit):
-            return False
-        if not waiting and x.more_work():
+        stretch = self._runnable(sid, g, last[1], waiting)
+        if stretch is None or stretch.draws:
             return False
         inputs = list(last[0])
         for n, hid in handles.items():
@@ -312,6 +277,37 @@ class RunAhead:
             return False
         self.ahead.after = entry.sid
         return True
+
+    def _runnable(self, sid: int, g: Any, outs: list, waiting: bool) -> HeldStretch | None:
+        """Held stretch *sid*, where its next replay through *g* may run ahead now: it may
+        (StretchReplay.ahead_safe), *g* is its graph, short enough, and no replay its pacer
+        would pace beside others; its last replay's results, *outs*, hold few enough bytes;
+        and no message waits (unless *waiting*). Else None."""
+        replay = self.replay
+        x, graphs = replay.x, replay.graphs
+        pacer = x.pacer
+        if graphs is None or x.poisoned_at is not None or not pacer.may_run_ahead(self.beside):
+            return None
+        safe = self.safe.get(sid)
+        if safe is None:
+            safe = self.safe[sid] = replay.ahead_safe(sid)
+        if not safe:
+            return None
+        stretch = replay.stretches.held.get(sid)
+        state = graphs.states.get(sid)
+        if stretch is None or state is None or state.graph is not g \
+                or g.cost[0] is None or g.cost[0] > self.max_seconds:
+            return None
+        # (beside others, never one its replay would be paced for: StretchReplay.run)
+        bound = replay.pacing_bound(pacer) if pacer.in_company() else None
+        if bound is not None and g.cost[0] >= bound:
+            return None
+        arrays = x.table.arrays
+        if sum(arrays[hid].nbytes for hid in outs if hid in arrays) > max_bytes(x.memory_limit):
+            return None
+        if not waiting and x.more_work():   # (last: a look at the sockets, where the checks
+            return None                     # above are dicts')
+        return stretch
 
     def _run(self, sid: int, g: Any, state: Any, stretch: HeldStretch, inputs: list,
              params: list, n_outs: int, early: bool, began: float) -> bool:
@@ -491,8 +487,7 @@ class RunAhead:
 
     def drop(self) -> None:
         """Forget the replay run ahead (any message but its replay, an eviction, a swap, the
-        session parked or lent for a move: worker/handover.py); the next replay follows none."""
-        self._last_sid = None
+        session parked or lent for a move: worker/handover.py)."""
         ahead, self.ahead = self.ahead, None
         if ahead is not None:
             self._free(ahead.slots)
