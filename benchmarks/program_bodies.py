@@ -321,15 +321,20 @@ def nbody(xp, n, steps=50, dt=1e-3, soft=1e-2):
     return np.array([energies[0], energies[-1], float(_get(pos).sum())])
 
 
-def logistic_regression(xp, n, steps=200, features=32, lr=0.5):
-    """Logistic regression by gradient descent on host data: X @ w, the sigmoid, the
-    gradient, ``w -= lr * grad``, the loss read every step."""
-    rng = np.random.default_rng(11)
+def _labelled(xp, n, features, seed):
+    """Host data for the logistic regressions: *n* rows of *features* normal values and
+    their noisy linear labels, uploaded, and zero weights."""
+    rng = np.random.default_rng(seed)
     data = rng.normal(0, 1, (n, features)).astype(np.float32)
     truth = rng.normal(0, 1, features).astype(np.float32)
     labels = (data @ truth + rng.normal(0, 0.5, n) > 0).astype(np.float32)
-    x, y = xp.asarray(data), xp.asarray(labels)
-    w = xp.zeros(features, dtype=xp.float32)
+    return xp.asarray(data), xp.asarray(labels), xp.zeros(features, dtype=xp.float32)
+
+
+def logistic_regression(xp, n, steps=200, features=32, lr=0.5):
+    """Logistic regression by gradient descent on host data: X @ w, the sigmoid, the
+    gradient, ``w -= lr * grad``, the loss read every step."""
+    x, y, w = _labelled(xp, n, features, seed=11)
     loss = 0.0
     for _ in range(steps):
         p = 1.0 / (1.0 + xp.exp(-(x @ w)))
@@ -343,12 +348,7 @@ def loss_and_accuracy(xp, n, steps=200, features=16, lr=0.5):
     """Logistic regression that prints its loss *and* its accuracy every step, as a training
     loop often does: two reads a step, so its body is two stretches taking turns (the step
     and the loss; the accuracy), neither following itself."""
-    rng = np.random.default_rng(13)
-    data = rng.normal(0, 1, (n, features)).astype(np.float32)
-    truth = rng.normal(0, 1, features).astype(np.float32)
-    labels = (data @ truth + rng.normal(0, 0.5, n) > 0).astype(np.float32)
-    x, y = xp.asarray(data), xp.asarray(labels)
-    w = xp.zeros(features, dtype=xp.float32)
+    x, y, w = _labelled(xp, n, features, seed=13)
     loss = accuracy = 0.0
     for _ in range(steps):
         p = 1.0 / (1.0 + xp.exp(-(x @ w)))
