@@ -146,6 +146,7 @@ def send_again(session: Any, ran: int) -> None:
     again = sorted((b, v) for b, v in pushes.unconfirmed.items() if b > ran)
     pushes.unconfirmed.clear()
     pushes.early.clear()   # (the old worker's pushes: the new one answers for itself)
+    pushes.void = -1   # (chains are the old worker's: the new one numbers its own from 0)
     for batch, (frames, first, last) in reversed(again):
         session._in_flight.appendleft((batch, first, last))
         session._sent[batch] = frames

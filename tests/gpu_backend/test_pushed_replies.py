@@ -131,6 +131,31 @@ def test_a_session_moved_while_a_push_waits_goes_on_with_the_loops_own_values(tm
         assert float(x[3]) == np.float32(1.0)
 
 
+def test_a_chain_the_old_worker_dropped_drops_none_of_the_new_workers(tmp_path, monkeypatch):
+    """The old worker's push was dropped (the client sent another message than the one it
+    pushed for), then the session moves: the new worker numbers its chains from 0 again,
+    and its pushes are taken, not dropped as the old chain's (which left the client waiting
+    for a reply the new worker had committed ahead and never sent)."""
+    with _swap_pool(tmp_path, "cpu,cpu", monkeypatch) as pool, _session(pool) as s:
+        cp = module_for(s)
+        x = cp.arange(1000, dtype=cp.float32) / 3
+
+        def step():
+            return float((x + 1).sum())
+
+        want, other = step(), float((x + 2).sum())
+        for _ in range(20):   # (another read once the next step's reply is pushed: dropped)
+            assert set(_until_pushed(s, step, taken=s._pushes.taken + 3)) == {want}
+            _pause()
+            assert float((x + 2).sum()) == other
+            if s._pushes.void >= 0:
+                break
+        assert s._pushes.void >= 0, "no push was ever dropped"
+        _move(pool, s)
+        taken = s._pushes.taken
+        assert set(_until_pushed(s, step, taken=taken + 5)) == {want}   # (the new worker's)
+
+
 def test_a_loop_committed_ahead_holds_no_more_memory_the_longer_it_runs(pool):
     """A message committed ahead holds its frees back until it comes: the arrays a kept
     result takes turns in are one more (bounded), never one more every iteration."""
