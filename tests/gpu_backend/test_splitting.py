@@ -194,8 +194,11 @@ def test_a_paced_pool_splits_long_ops_while_two_sessions_take_turns(monkeypatch)
     queued at once, so that their workers take turns on the device (the arbiter hands it
     over between pieces). The first op of a class runs whole, the later ones in pieces (on
     a GPU: where cuBLAS and cuFFT give the same bits; on the NumPy device always): every
-    result has the bits of the first."""
+    result has the bits of the first. (A class is learnt only at an op its worker ran
+    holding the device alone, which a loaded host may delay by a round or more: the rounds
+    go on until every class has its verdict and one round ran split, at most ROUNDS.)"""
     monkeypatch.setenv("GPUWB_SPLIT_PIECE_US", "0.1")   # (the pool's workers inherit it)
+    split = 6 if GEMM_EXACT or not POOL_RUNS_NUMPY else 5   # (a GEMM's pieces unequal here)
     with LocalPool(devices=TEST_DEVICES, policy="fair", spare_workers=2) as pool:
         sessions = [Session(pool.address, pool.token) for _ in range(2)]
         try:
@@ -204,7 +207,7 @@ def test_a_paced_pool_splits_long_ops_while_two_sessions_take_turns(monkeypatch)
                 cp = module_for(session)
                 inputs.append([cp.asarray(v) for v in (A, B, X, Z)])
             runs: list = [[], []]
-            for _ in range(4):
+            for _ in range(ROUNDS):
                 pending = []
                 for session, (a, b, x, z) in zip(sessions, inputs):
                     cp = module_for(session)
@@ -213,7 +216,9 @@ def test_a_paced_pool_splits_long_ops_while_two_sessions_take_turns(monkeypatch)
                 for session, got, mine in zip(sessions, pending, runs):
                     cp = module_for(session)
                     mine.append([cp.asnumpy(r) for r in got])
-            figures = [s.memory_info()["split"] for s in sessions]
+                figures = [s.memory_info()["split"] for s in sessions]
+                if len(runs[0]) >= 4 and all(_learnt(f, split) for f in figures):
+                    break
         finally:
             for s in sessions:
                 s.close()
@@ -224,10 +229,20 @@ def test_a_paced_pool_splits_long_ops_while_two_sessions_take_turns(monkeypatch)
                 assert got.dtype == whole.dtype and got.tobytes() == whole.tobytes()
     if POOL_RUNS_NUMPY:
         assert np.array_equal(runs[0][0][0], A @ B) and np.array_equal(runs[1][0][2], X.sum(axis=1))
-        split = 6 if GEMM_EXACT else 5   # (a GEMM's pieces unequal here: it runs whole)
-        assert figures == [{"ops": 2 * split, "equal": split, "unequal": 6 - split}] * 2, figures
+        for f in figures:   # (every class learnt: the equal ones split from then on)
+            assert f["equal"] == split and f["unequal"] == 6 - split and f["ops"] >= split, figures
     else:   # a GPU: whatever cuBLAS and cuFFT allow, and the elementwise ops always
         assert all(f["ops"] >= 2 * 3 for f in figures), figures
+
+
+#: rounds of the two sessions' ops at most, before the classes must have been learnt
+ROUNDS = 16
+
+
+def _learnt(figures: dict, split: int) -> bool:
+    """Whether a session's splitter has its verdict on the test's six op classes (split
+    equal in *split*) and has run at least one round of them in pieces."""
+    return figures["equal"] + figures["unequal"] >= 6 and figures["ops"] >= split
 
 
 def test_a_class_is_learnt_only_while_the_session_has_the_device_to_itself():
