@@ -5,7 +5,9 @@
 
 For its loops — the hot sync ``float((x + 1).sum())`` on 1 000 float32, a 512 x 512
 stencil step with its largest change read, and ``sync_4ops`` (``y = x * w + 0.25``, then
-``float((y * y).sum())``: long enough to go early) — it reports the median wall time per
+``float((y * y).sum())``: long enough to go early), and two with matrix products that run
+eagerly between a replay's graphs (``product_sync``, ``float((a @ v + 1).sum())``, and
+``regression_step``, a logistic regression's step that writes its weights in place) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
@@ -74,7 +76,37 @@ def sync_4ops(xp):
     return step
 
 
-LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops}
+def product_sync(xp):
+    """A matrix-vector product before the read, ``float((a @ v + 1).sum())`` on 256²
+    float32: the product is cuBLAS's, which CuPy refuses to capture, so it runs eagerly
+    between the replay's graphs (worker/eager_ops.py), in the steady lane's run ahead too."""
+    rng = np.random.default_rng(6)
+    a = xp.asarray(rng.random((256, 256), dtype=np.float32))
+    v = xp.asarray(rng.random(256, dtype=np.float32))
+
+    def step(i):
+        return float((a @ v + 1).sum())
+    return step
+
+
+def regression_step(xp):
+    """A small logistic regression's step as a user writes it: two products (eager), the
+    sigmoid, its weights written in place, its loss read (4 096 x 16 float32)."""
+    rng = np.random.default_rng(7)
+    x = xp.asarray(rng.random((4096, 16), dtype=np.float32))
+    y = xp.asarray((rng.random(4096) > 0.5).astype(np.float32))
+    w = xp.zeros(16, dtype=xp.float32)
+
+    def step(i):
+        nonlocal w
+        p = 1.0 / (1.0 + xp.exp(-(x @ w)))
+        w -= 0.5 * (x.T @ (p - y) / 4096)
+        return float(((p - y) ** 2).mean())
+    return step
+
+
+LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
+         "product_sync": product_sync, "regression_step": regression_step}
 
 
 def per_iteration(step, reps, session):

@@ -14,7 +14,7 @@ from ..protocol import messages as m
 from ..protocol.stretch_records import slots_in
 from .stretches import Op, Slot
 
-__all__ = ["eager_by_nature"]
+__all__ = ["eager_by_nature", "lane_runs_eagerly"]
 
 _OPERATOR, _OBJECT = m.KIND_OPERATOR, m.KIND_OBJECT
 _NONE, _VALUE = api.NONE, api.VALUE
@@ -75,3 +75,15 @@ def _norm_by_solver(op: Op) -> bool:
     if order is None or order == "fro":
         return False
     return type(order) not in (int, float) or order in _NORM_BY_SOLVER
+
+
+def lane_runs_eagerly(op: Op) -> bool:
+    """Whether the steady lane (worker/steady_lane.py) may run eager *op* in its run ahead
+    as the generic path does: a library's product or solver (cuBLAS, cuSOLVER: ``x @ w``,
+    ``linalg.solve``) whose one array result is new every time and copied into the buffer
+    the graphs after it read. Not a draw (its generator's journal is the generic run
+    ahead's), a value read on the host, a write (``out=``, an assignment), an object's
+    method, or a result sized by its array's values."""
+    name = op.name
+    return op.want == api.ARRAY and op.kind != _OBJECT and "out" not in op.kwargs \
+        and name not in _BY_VALUES and (name in _EAGER_NAMES or name.startswith("linalg."))

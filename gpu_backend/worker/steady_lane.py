@@ -56,6 +56,7 @@ from .graph_replay import _Reads
 from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead
 from .lane_messages import DOUBLE, Layout, Reshaped, read_batch
 from .pushed_replies import Pushes
+from .eager_ops import lane_runs_eagerly
 from .stretches import ReplayEntry
 
 __all__ = ["SteadyLane", "REPLAY_KEYS"]
@@ -71,6 +72,10 @@ _NO_METAS = pack_metas([])
 #: any array
 _MOVES = object()
 _T = codec.packb("t")
+
+
+class _Relayout(Exception):
+    """An eager op's result came in another layout than the buffer its graphs read."""
 
 
 # ------------------------------------------------------------------ the lane
@@ -158,8 +163,20 @@ class SteadyLane:
             return None
         segments = g.segments
         tail = g.reads_from
-        if tail is None or any(seg.graph is None for seg in segments[:tail]):
-            return None   # (an eager op before the closing reads)
+        if tail is None:
+            return None
+        # what runs before the closing reads: its graphs, and between them the eager ops the
+        # lane may run as the generic path does (a product, a solver: lane_runs_eagerly)
+        held = replay.stretches.held.get(entry.sid)
+        launches = []
+        for seg in segments[:tail]:
+            if seg.graph is not None:
+                launches.append((seg.graph, None))
+            elif seg.eager and held is not None and not held.draws \
+                    and all(lane_runs_eagerly(op) for op in seg.ops):
+                launches.append((None, seg.ops))
+            else:
+                return None   # (a draw, a read on the host, a write, before the closing reads)
         alive = g.shape.alive
         copies = g.copies
         if alive and (copies.scatter is None or sorted(n for n, _k, _m in copies.scatter_slots) != sorted(alive)):
@@ -202,7 +219,7 @@ class SteadyLane:
         plan.written = [n for n in g.shape.used if g.written is None or n in g.written] \
             if g.shape.writes else []
         plan.array_type = graphs.array_type
-        plan.launches = [seg.graph for seg in segments[:tail]]
+        plan.launches = launches
         plan.scatter_rows = list(copies.scatter_slots) if alive else []
         plan.ran, plan.slots = ahead.ran, ahead.slots
         plan.input_frees = [] if early else list(g.shape.input_frees)
@@ -508,7 +525,8 @@ class SteadyLane:
             del x._warnings[warned:]
             return False
         began = perf_counter()
-        tools = x.replay.graphs.tools
+        graphs = x.replay.graphs
+        tools = graphs.tools
         copies = g.copies
         rows = plan.gather_rows
         if rows is None:   # (no copy table: each input copied into its buffer, as set_up does)
@@ -530,23 +548,27 @@ class SteadyLane:
                 made.append((n, array))
             if scatter.commit():
                 g.pvalues.dirty = True
-        room = x.make_room
+        room, seq = x.make_room, x.seq
         x.make_room = None
         try:
             if g.pblock is not None and g.pvalues.dirty:
                 g.write_block()
                 g.pvalues.dirty = False
             launch = tools.launch
-            for graph in plan.launches:
-                launch(graph)
+            first = plan.first + k * plan.dfirst
+            for graph, eager in plan.launches:
+                if graph is not None:
+                    launch(graph)
+                elif not graphs.run_eager(plan.state, eager, g, first, params, self._empty):
+                    raise _Relayout   # (a result's layout changed: captured again)
             table = x.table
             for n, array in made:
                 table.put(PROVISIONAL + n, array)
-        except Exception:   # (out of memory, say: nothing the client holds was written)
-            self._free(plan)
+        except Exception:   # (out of memory, an eager op's error: nothing the client holds
+            self._free(plan)   # was written; its replay runs as ever and raises it there)
             return False
         finally:
-            x.make_room = room
+            x.make_room, x.seq = room, seq
         del made
         if len(x._warnings) != warned:
             del x._warnings[warned:]
