@@ -577,12 +577,13 @@ class StretchGraphs:
         return None if failed else results.values
 
     def run_eager(self, state: GraphState, ops: list, g: StretchGraph, first: int,
-                  params: list, results: BatchResults) -> bool:
+                  params: list, results: BatchResults, handout: dict) -> bool:
         """The eager *ops* of a replay the steady lane runs ahead (worker/steady_lane.py,
         eager_ops.lane_runs_eagerly), run as :meth:`_replay` runs them: each result copied
-        into the array the graphs after it read. Whether that held; where it did not (a
-        result's layout changed), the stretch is captured again at its next replay."""
-        live = self._run_eager(ops, g, first, params, {}, results, True)
+        into the array the graphs after it read, and in *handout* by its slot (a kept one
+        is the client's). Whether that held; where it did not (a result's layout changed),
+        the stretch is captured again at its next replay."""
+        live = self._run_eager(ops, g, first, params, handout, results, True)
         if not live:
             state.capture_again()
         return live

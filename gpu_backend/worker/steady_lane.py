@@ -90,7 +90,7 @@ class _Plan:
                  "scatter_rows", "reads", "ran", "slots", "input_frees",
                  "expected", "ahead", "reads_left", "after", "dafter", "dinputs",
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
-                 "written")
+                 "written", "eager_kept")
 
 
 class SteadyLane:
@@ -179,7 +179,11 @@ class SteadyLane:
                 return None   # (a draw, a read on the host, a write, before the closing reads)
         alive = g.shape.alive
         copies = g.copies
-        if alive and (copies.scatter is None or sorted(n for n, _k, _m in copies.scatter_slots) != sorted(alive)):
+        scattered = {n for n, _k, _m in copies.scatter_slots} if copies.scatter is not None else set()
+        # (a kept result an eager op made is that op's new array, handed out as it is)
+        eager_kept = sorted(n for n in alive if n not in scattered)
+        made_eagerly = {op.out.n for _graph, ops in launches if ops for op in ops}
+        if not scattered <= set(alive) or not set(eager_kept) <= made_eagerly:
             return None   # (a kept result copied out after the graphs: the generic path's)
         steps = dict(shape.stepping)
         plan = _Plan()
@@ -220,7 +224,8 @@ class SteadyLane:
             if g.shape.writes else []
         plan.array_type = graphs.array_type
         plan.launches = launches
-        plan.scatter_rows = list(copies.scatter_slots) if alive else []
+        plan.scatter_rows = list(copies.scatter_slots) if scattered else []
+        plan.eager_kept = eager_kept
         plan.ran, plan.slots = ahead.ran, ahead.slots
         plan.input_frees = [] if early else list(g.shape.input_frees)
         # the closing reads, their arguments resolved once: the graph's own buffers
@@ -556,11 +561,18 @@ class SteadyLane:
                 g.pvalues.dirty = False
             launch = tools.launch
             first = plan.first + k * plan.dfirst
+            handout: dict = {}
             for graph, eager in plan.launches:
                 if graph is not None:
                     launch(graph)
-                elif not graphs.run_eager(plan.state, eager, g, first, params, self._empty):
+                elif not graphs.run_eager(plan.state, eager, g, first, params, self._empty, handout):
                     raise _Relayout   # (a result's layout changed: captured again)
+            for n in plan.eager_kept:   # (its new array the client's, as StretchGraphs._finish)
+                array = handout[n]
+                if array.base is not None:   # (a view: its own copy)
+                    array = tools.empty_like(array)
+                    tools.copy_any(array, handout[n])
+                made.append((n, array))
             table = x.table
             for n, array in made:
                 table.put(PROVISIONAL + n, array)

@@ -198,8 +198,25 @@ def _regression_step(cp):
     return out, w.get()
 
 
+def _power_iteration(cp):
+    """Power iteration: the product ``w = a @ v`` is a result the user keeps (its name holds
+    it until the next step; every seventeenth is kept for good, read at the end), made by
+    an eager op and handed out as that op's new array."""
+    a = cp.asarray(np.random.default_rng(52).random((48, 48), dtype=np.float32))
+    v = cp.ones(48, dtype=cp.float32)
+    out, kept = [], []
+    for i in range(STEPS):
+        w = a @ v
+        v = w / cp.sqrt((w * w).sum())
+        out.append(float(v[0]))
+        if i % 17 == 3:
+            kept.append(w)
+        _pause()
+    return out, [k.get() for k in kept], v.get()
+
+
 @pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _changing,
-                                  _product_sync, _regression_step])
+                                  _product_sync, _regression_step, _power_iteration])
 @pytest.mark.parametrize("early", [False, True])
 def test_a_loop_answered_in_the_lane_gives_the_bits_the_ops_give(pool, loop, early):
     got, want, figures = beside_no_replay(pool, loop, early_replay=early)
@@ -265,7 +282,8 @@ def test_a_read_that_fails_in_the_lane_fails_as_ever_and_the_loop_goes_on(pool):
     assert figures["ahead"] >= 1 and figures["ahead_read_later"] >= 1, figures
 
 
-def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(pool_lane_alone, pool_without_lane):
+@pytest.mark.parametrize("loop", [_carried, _power_iteration])
+def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(pool_lane_alone, pool_without_lane, loop):
     """The lane's runs ahead keep their results under provisional ids as the generic
     path's do; after the loop the session holds the same arrays and the same memory either
     way. (Its plan once kept the arrays the generic run ahead it was armed from had handed
@@ -280,7 +298,7 @@ def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(pool_lane_alone
     for p in (pool_lane_alone, pool_without_lane):
         with Session(p.address, p.token, settings=SessionSettings(replay_measured=False)) as s:
             cp = module_for(s)
-            _carried(cp)
+            loop(cp)
             info = s.memory_info()
             counts.append((info["arrays"], info["memory_used"]))
     assert counts[0] == counts[1], counts
