@@ -7,7 +7,8 @@ For its loops — the hot sync ``float((x + 1).sum())`` on 1 000 float32, a 512 
 stencil step with its largest change read, and ``sync_4ops`` (``y = x * w + 0.25``, then
 ``float((y * y).sum())``: long enough to go early), and two with matrix products that run
 eagerly between a replay's graphs (``product_sync``, ``float((a @ v + 1).sum())``, and
-``regression_step``, a logistic regression's step that writes its weights in place) — it reports the median wall time per
+``regression_step``, a logistic regression's step that writes its weights in place;
+``power_iteration``, whose product is a result the user holds) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
@@ -105,8 +106,23 @@ def regression_step(xp):
     return step
 
 
+def power_iteration(xp):
+    """Power iteration on a 256² float32 matrix, its first component read each step: the
+    product ``w = a @ v`` (eager) is a result the user holds until the next step."""
+    a = xp.asarray(np.random.default_rng(8).random((256, 256), dtype=np.float32))
+    v = xp.ones(256, dtype=xp.float32)
+
+    def step(i):
+        nonlocal v
+        w = a @ v
+        v = w / xp.sqrt((w * w).sum())
+        return float(v[0])
+    return step
+
+
 LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
-         "product_sync": product_sync, "regression_step": regression_step}
+         "product_sync": product_sync, "regression_step": regression_step,
+         "power_iteration": power_iteration}
 
 
 def per_iteration(step, reps, session):
