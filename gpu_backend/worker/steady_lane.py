@@ -553,8 +553,12 @@ class SteadyLane:
                 made.append((n, array))
             if scatter.commit():
                 g.pvalues.dirty = True
-        room, seq = x.make_room, x.seq
+        # (out of memory, a run ahead asks nobody to make room, as RunAhead._run: its eager
+        # products allocate)
+        room, seq, device_room = x.make_room, x.seq, getattr(x.device, "make_room", None)
         x.make_room = None
+        if device_room is not None:
+            x.device.make_room = None
         try:
             if g.pblock is not None and g.pvalues.dirty:
                 g.write_block()
@@ -581,6 +585,8 @@ class SteadyLane:
             return False
         finally:
             x.make_room, x.seq = room, seq
+            if device_room is not None:
+                x.device.make_room = device_room
         del made
         if len(x._warnings) != warned:
             del x._warnings[warned:]
