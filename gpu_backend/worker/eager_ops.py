@@ -80,10 +80,15 @@ def _norm_by_solver(op: Op) -> bool:
 def lane_runs_eagerly(op: Op) -> bool:
     """Whether the steady lane (worker/steady_lane.py) may run eager *op* in its run ahead
     as the generic path does: a library's product or solver (cuBLAS, cuSOLVER: ``x @ w``,
-    ``linalg.solve``) whose one array result is new every time and copied into the buffer
-    the graphs after it read. Not a draw (its generator's journal is the generic run
-    ahead's), a value read on the host, a write (``out=``, an assignment), an object's
-    method, or a result sized by its array's values."""
+    ``linalg.solve``) or a random draw (``random.uniform``, a ``RandomState``'s or a
+    ``Generator``'s method: drawn ahead and undone from the generator's journal,
+    worker/draw_journal.py, as the generic run ahead's), whose one array result is new
+    every time and copied into the buffer the graphs after it read. Not a value read on
+    the host, a write (``out=``, an assignment, a shuffle), a seed, or a result sized by
+    its array's values."""
     name = op.name
-    return op.want == api.ARRAY and op.kind != _OBJECT and "out" not in op.kwargs \
-        and name not in _BY_VALUES and (name in _EAGER_NAMES or name.startswith("linalg."))
+    if op.want != api.ARRAY or "out" in op.kwargs or name in _BY_VALUES:
+        return False
+    if op.kind == _OBJECT:   # (an object's method: a generator's draw)
+        return name.startswith("random.")
+    return name in _EAGER_NAMES or name.startswith(("linalg.", "random."))

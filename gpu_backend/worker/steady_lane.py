@@ -53,7 +53,7 @@ from ..protocol.stretch_records import fill_slots
 from .batch_results import BatchResults
 from .result_meta import pack_metas
 from .graph_replay import _Reads
-from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead
+from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, _generators
 from .lane_messages import DOUBLE, Layout, Reshaped, read_batch
 from .pushed_replies import Pushes
 from .eager_ops import lane_runs_eagerly
@@ -90,7 +90,7 @@ class _Plan:
                  "scatter_rows", "reads", "ran", "slots", "input_frees",
                  "expected", "ahead", "reads_left", "after", "dafter", "dinputs",
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
-                 "written", "eager_kept")
+                 "written", "eager_kept", "held")
 
 
 class SteadyLane:
@@ -172,7 +172,7 @@ class SteadyLane:
         for seg in segments[:tail]:
             if seg.graph is not None:
                 launches.append((seg.graph, None))
-            elif seg.eager and held is not None and not held.draws \
+            elif seg.eager and held is not None and (not held.draws or x.draws.enabled) \
                     and all(lane_runs_eagerly(op) for op in seg.ops):
                 launches.append((None, seg.ops))
             else:
@@ -226,6 +226,7 @@ class SteadyLane:
         plan.launches = launches
         plan.scatter_rows = list(copies.scatter_slots) if scattered else []
         plan.eager_kept = eager_kept
+        plan.held = held   # (its draws' generators: RunAhead's _generators)
         plan.ran, plan.slots = ahead.ran, ahead.slots
         plan.input_frees = [] if early else list(g.shape.input_frees)
         # the closing reads, their arguments resolved once: the graph's own buffers
@@ -378,6 +379,7 @@ class SteadyLane:
         replay.replays += 1
         run = replay.ahead
         run.ahead = None
+        x.draws.commit()   # (its draws, if any, the client's now: RunAhead.answer)
         if ahead.writes:   # (the inputs it wrote: the client's now, as RunAhead.answer)
             replay.graphs.write_back(ahead.writes)
         gaps = run._gaps.get(plan.sid)   # (its client's gap: RunAhead._reads_now)
@@ -517,6 +519,12 @@ class SteadyLane:
                     or plan.guards[n] != (a.shape, a.dtype, a.strides):
                 return False
             moved.append((n, a))
+        # (its draws, where it draws: made ahead only from generators whose journals can
+        # undo them, as RunAhead.start checks)
+        draws = plan.held.draws
+        if draws and (plan.sid in run.no_draws or not x.draws.undoable(
+                _generators(plan.held, self._inputs(plan, k), x.table.objects))):
+            return False
         # (a warning of the run ahead's, a parameter's cast or a launch's, would go with the
         # next reply numbered as no op of it: such a run is not run ahead, as in
         # RunAhead.start, and the client's replay warns as ever)
@@ -559,6 +567,7 @@ class SteadyLane:
         x.make_room = None
         if device_room is not None:
             x.device.make_room = None
+        x.draws.speculating = draws   # (its draws kept aside: draw_journal.py)
         try:
             if g.pblock is not None and g.pvalues.dirty:
                 g.write_block()
@@ -585,6 +594,7 @@ class SteadyLane:
             return False
         finally:
             x.make_room, x.seq = room, seq
+            x.draws.speculating = False
             if device_room is not None:
                 x.device.make_room = device_room
         del made
@@ -625,7 +635,9 @@ class SteadyLane:
         return self.pushes.enabled and plan.dbatch == 1 and not plan.early
 
     def _free(self, plan: _Plan) -> None:
-        """A run ahead of the lane's that did not finish: its provisional results go."""
+        """A run ahead of the lane's that did not finish: its provisional results go, and
+        its draws are undone (the generators made again from their journals)."""
         table = self.x.table
         for n in range(plan.slots):
             table.free(PROVISIONAL + n)
+        self.x.draws.undo()

@@ -215,8 +215,25 @@ def _power_iteration(cp):
     return out, [k.get() for k in kept], v.get()
 
 
+def _random_walk(cp):
+    """A random walk: a ``RandomState``'s draws (eager, drawn ahead and undone from the
+    generator's journal where the lane's run ahead is dropped) added to a carried array, its
+    spread read; another message now and then between, so that runs ahead are dropped."""
+    rs = cp.random.RandomState(53)
+    x = cp.zeros(500, dtype=cp.float64)
+    out = []
+    for i in range(STEPS):
+        x = x + rs.standard_normal(500)
+        out.append(float(x.std()))
+        if i % 41 == 20:
+            out.append(float(x[0]))   # (another message: the run ahead's draws undone)
+        _pause()
+    return out, x.get(), rs.standard_normal(4).get()
+
+
 @pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _changing,
-                                  _product_sync, _regression_step, _power_iteration])
+                                  _product_sync, _regression_step, _power_iteration,
+                                  _random_walk])
 @pytest.mark.parametrize("early", [False, True])
 def test_a_loop_answered_in_the_lane_gives_the_bits_the_ops_give(pool, loop, early):
     got, want, figures = beside_no_replay(pool, loop, early_replay=early)
