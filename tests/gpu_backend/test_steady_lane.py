@@ -299,6 +299,33 @@ def test_a_read_that_fails_in_the_lane_fails_as_ever_and_the_loop_goes_on(pool):
     assert figures["ahead"] >= 1 and figures["ahead_read_later"] >= 1, figures
 
 
+def test_a_run_ahead_that_drew_then_failed_in_the_lane_undoes_its_draws(pool):
+    """A step that draws a matrix's noise, then inverts it, all zeros at every twentieth
+    step: the lane's run ahead of such a step draws, then fails in the inverse; its draws
+    are undone (the generator made again from its journal: by the lane, and by the generic
+    run ahead tried after it, which fails too), so the client's replay, and every step
+    after it, draws the very numbers it draws without replay."""
+    def drawing_then_failing(cp):
+        rs = cp.random.RandomState(54)
+        a = cp.asarray(np.eye(6) * 2.0 + np.arange(36.0).reshape(6, 6) / 100)
+        y = cp.zeros(1)
+        out = []
+        for _ in range(STEPS):
+            y = (y + 1.0) % 20.0
+            noise = rs.standard_normal((6, 6)) * 0.01
+            try:
+                out.append(float(cp.linalg.inv((a + noise) * (y > 0.5)).sum()))
+            except Exception as exc:   # (singular: NumPy's LinAlgError; CuPy gives values)
+                out.append(type(exc).__name__)
+            _pause()
+        return out, rs.standard_normal(3).get()
+
+    got, want, figures = beside_no_replay(pool, drawing_then_failing, early_replay=False)
+    assert got[0] == want[0]
+    assert_bitwise(got[1], want[1])
+    assert figures["lane"] >= 1, figures
+
+
 @pytest.mark.parametrize("loop", [_carried, _power_iteration])
 def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(pool_lane_alone, pool_without_lane, loop):
     """The lane's runs ahead keep their results under provisional ids as the generic
