@@ -42,55 +42,30 @@ the same graphs launched with the same copy rows, the same reads.
 from __future__ import annotations
 
 import hmac
-import math
 from collections import deque
 from time import perf_counter
 from typing import Any
 
-
 from ..protocol import codec
-from ..protocol.stretch_records import fill_slots
 from .batch_results import BatchResults
 from .result_meta import pack_metas
-from .graph_replay import _Reads
 from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, _generators
-from .lane_messages import DOUBLE, Layout, Reshaped, read_batch
+from .lane_messages import DOUBLE, Reshaped
+from .lane_plans import REPLAY_KEYS, LanePlan, make_plan, stepped
 from .pushed_replies import Pushes
-from .eager_ops import lane_runs_eagerly
 from .stretches import ReplayEntry
 
 __all__ = ["SteadyLane", "REPLAY_KEYS"]
 
-#: the header keys of a message served in the lane: the session key, the batch, its op
-#: count, the resume mark, the replay entry, early, the frees before it
-REPLAY_KEYS = frozenset(("k", "b", "n", "r", "T", "S", "F"))
 #: replays served by the generic path before the lane tries again where two did not step
 #: (reading a message's layout costs about what serving it does)
 COOL = 16
 _NO_METAS = pack_metas([])
-#: what a plan keeps for an input whose handle steps (never the array it had): never ``is``
-#: any array
-_MOVES = object()
 _T = codec.packb("t")
 
 
 class _Relayout(Exception):
     """An eager op's result came in another layout than the buffer its graphs read."""
-
-
-# ------------------------------------------------------------------ the lane
-class _Plan:
-    """What the lane serves: the loop's messages from the last one read (*base*: its value
-    as an integer, its header), the stretch, the run ahead's recorded calls, and the count
-    of messages served so far."""
-
-    __slots__ = ("size", "value", "difference", "steps", "served", "batch", "first",
-                 "outs", "frees", "dbatch", "dfirst", "douts", "dfrees", "count", "early",
-                 "sid", "inputs", "params", "need", "graph", "state", "launches",
-                 "scatter_rows", "reads", "ran", "slots", "input_frees",
-                 "expected", "ahead", "reads_left", "after", "dafter", "dinputs",
-                 "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
-                 "written", "eager_kept", "held")
 
 
 class SteadyLane:
@@ -101,7 +76,7 @@ class SteadyLane:
         self.x = x
         #: ``GPUWB_STEADY_LANE=0`` turns it off (a diagnostic: the benchmarks' side ``nolane``)
         self.enabled = True
-        self.plan: _Plan | None = None
+        self.plan: LanePlan | None = None
         #: the first frames of the last two replays served in a row by the generic path
         self._before: bytes | None = None
         self._last: bytes | None = None
@@ -137,130 +112,23 @@ class SteadyLane:
             else:
                 self._cool = COOL
 
-    def _arm(self, before: bytes, last: bytes) -> _Plan | None:
-        x = self.x
-        replay = x.replay
-        run = replay.ahead
-        ahead = run.ahead
-        graphs = replay.graphs
-        if ahead.results.values or ahead.results.downloads or graphs is None \
-                or x.poisoned_at is not None or x._warnings:
+    def _arm(self, before: bytes, last: bytes) -> LanePlan | None:
+        """The plan of the loop whose last two messages were *before* and *last*
+        (lane_plans.make_plan), its first message set, where the lane's reading of that
+        message is the replay run ahead now."""
+        plan = make_plan(self.x, before, last)
+        if plan is None:
             return None
-        shape = Layout(before, last)
-        if shape.steps < 2:
-            return None
-        header, after = read_batch(last)
-        if type(header) is not dict or not header.keys() <= REPLAY_KEYS:
-            return None
-        raw, frees = header.get("T"), header.get("F") or []
-        early = header.get("S") == 1
-        stretch, entry = replay.stretches.entry(raw, early)
-        if entry.need is None or entry.need or entry.sid != ahead.sid:
-            return None
-        g = ahead.graph
-        state = graphs.states.get(entry.sid)
-        if state is None or state.graph is not g:
-            return None
-        segments = g.segments
-        tail = g.reads_from
-        if tail is None:
-            return None
-        # what runs before the closing reads: its graphs, and between them the eager ops the
-        # lane may run as the generic path does (a product, a solver: lane_runs_eagerly)
-        held = replay.stretches.held.get(entry.sid)
-        launches = []
-        for seg in segments[:tail]:
-            if seg.graph is not None:
-                launches.append((seg.graph, None))
-            elif seg.eager and held is not None and (not held.draws or x.draws.enabled) \
-                    and all(lane_runs_eagerly(op) for op in seg.ops):
-                launches.append((None, seg.ops))
-            else:
-                return None   # (a draw, a read on the host, a write, before the closing reads)
-        alive = g.shape.alive
-        copies = g.copies
-        scattered = {n for n, _k, _m in copies.scatter_slots} if copies.scatter is not None else set()
-        # (a kept result an eager op made is that op's new array, handed out as it is)
-        eager_kept = sorted(n for n in alive if n not in scattered)
-        made_eagerly = {op.out.n for _graph, ops in launches if ops for op in ops}
-        if not scattered <= set(alive) or not set(eager_kept) <= made_eagerly:
-            return None   # (a kept result copied out after the graphs: the generic path's)
-        steps = dict(shape.stepping)
-        plan = _Plan()
-        plan.size, plan.difference = len(last), shape.difference
-        plan.value = shape.base
-        plan.steps, plan.served = shape.steps, 0
-        plan.batch, plan.dbatch = header["b"], steps.get(("b",), 0)
-        plan.first, plan.dfirst = entry.first, steps.get(("T", 1), 0)
-        plan.outs = list(entry.outs)
-        plan.douts = [steps.get(("T", 4, i), 0) for i in range(len(entry.outs))]
-        plan.frees = list(frees)
-        plan.dfrees = [steps.get(("F", i), 0) for i in range(len(frees))]
-        plan.after = list(after)
-        plan.dafter = [steps.get(("R", i), 0) for i in range(len(after))]
-        plan.count, plan.early = header.get("n"), early
-        plan.sid, plan.inputs, plan.params, plan.need = entry.sid, entry.inputs, entry.params, entry.need
-        # the float parameters that step: (its offset, its slot, the value before, the last)
-        plan.floats = [(at, path[2], x, y) for path, at, x, y in shape.floats]
-        plan.stepped = self._stepped(plan)   # (the first message's: RunAhead's guess)
-        plan.graph, plan.state = g, state
-        plan.dinputs = [steps.get(("T", 2, i), 0) for i in range(len(entry.inputs))]
-        table = x.table.arrays
-        # the inputs the graphs read, by slot: (slot, its handle's step, the array it had)
-        plan.bound = [(n, plan.dinputs[n], table.get(entry.inputs[n])) for n in g.shape.used]
-        if any(a is None and not d for _n, d, a in plan.bound):   # (a carried one: gone by now)
-            return None
-        # (an input whose handle steps, a loop-carried result, is another array every replay:
-        # the one it had is not kept, or it would stay out of the arrays kept results take
-        # turns in, GraphCopies._made_for, and each replay would make a new one)
-        plan.bound = [(n, d, a if not d else _MOVES) for n, d, a in plan.bound]
-        gather = copies.gather
-        plan.gather_rows = {n: row for row, n in enumerate(copies.gather_slots)} if gather is not None else None
-        plan.bufs, plan.guards = g.bufs, g.guards
-        # the inputs its graphs write (``w -= lr * grad``): their new values in the graphs'
-        # buffers until its message is answered, then copied back (GraphCopies' write-back,
-        # as RunAhead.answer's); a stretch that writes only arrays it made writes none
-        plan.written = [n for n in g.shape.used if g.written is None or n in g.written] \
-            if g.shape.writes else []
-        plan.array_type = graphs.array_type
-        plan.launches = launches
-        plan.scatter_rows = list(copies.scatter_slots) if scattered else []
-        plan.eager_kept = eager_kept
-        plan.held = held   # (its draws' generators: RunAhead's _generators)
-        plan.ran, plan.slots = ahead.ran, ahead.slots
-        plan.input_frees = [] if early else list(g.shape.input_frees)
-        # the closing reads, their arguments resolved once: the graph's own buffers
-        reads, with_params = [], []
-        for seg in segments[tail:]:
-            for op in seg.ops:
-                def of_slot(slot: Any, g: Any = g, params: list = entry.params) -> Any:
-                    if slot.kind == "p":
-                        with_params.append(slot)
-                        return slot.value(params)
-                    return g.array(slot)
-                reads.append((op.index, op.kind, op.name, fill_slots(op.target, of_slot),
-                              fill_slots(op.args, of_slot), fill_slots(op.kwargs, of_slot)))
-        if with_params and plan.floats:   # (a read taking a parameter that steps: resolved
-            return None                   # once, it would read with the first one's value)
-        plan.reads = reads
-        #: the same reads as the generic path keeps them (StretchGraphs' _Reads), left with a
-        #: run ahead of the lane's whose reads wait for the client's replay: the generic path
-        #: makes them where it answers that run (the lane left)
-        # (with a handout of its own: the generic run ahead's holds the arrays that replay
-        # handed out, which the plan would keep out of their turns, GraphCopies._made_for)
-        plan.reads_left = ahead.reads._replace(handout={}) if ahead.reads is not None \
-            else None if not reads else _Reads(state, g, segments[tail:], entry.params, {}, True)
-        plan.ahead = ahead
         self._next(plan)
-        if not run.matches(self._entry(plan)):
+        if not self.x.replay.ahead.matches(self._entry(plan)):
             return None
-        graphs.broken()   # (its messages teach the generic path nothing: none follows them)
+        self.x.replay.graphs.broken()   # (its messages teach the generic path nothing: none follows them)
         return plan
 
     # ------------------------------------------------------------ the next message
-    def _next(self, plan: _Plan) -> None:
+    def _next(self, plan: LanePlan) -> None:
         """The plan's next message: its bytes, and its numbers (its float parameters those
-        :meth:`_stepped` gave, which its run ahead took)."""
+        lane_plans.stepped gave, which its run ahead took)."""
         plan.served += 1
         plan.value += plan.difference
         expected = plan.value.to_bytes(plan.size, "big")
@@ -271,40 +139,22 @@ class SteadyLane:
             for at, _n, _x, y in plan.floats:
                 expected[at:at + 8] = pack(y)
             expected = bytes(expected)
-            plan.stepped = self._stepped(plan)
+            plan.stepped = stepped(plan)
         plan.expected = expected
 
-    @staticmethod
-    def _stepped(plan: _Plan) -> tuple:
-        """The parameters of the message after the plan's current one, and its floats'
-        record: each float that steps goes on as RunAhead's guess (guess_params) has it,
-        last + (last - before); one that would not be finite stays (a message that then
-        does not come: the lane is left)."""
-        if not plan.floats:
-            return plan.params, plan.floats
-        params = list(plan.params)
-        floats = []
-        for at, n, x, y in plan.floats:
-            nxt = y + (y - x)
-            if not math.isfinite(nxt):
-                nxt = y
-            params[n] = nxt
-            floats.append((at, n, y, nxt))
-        return params, floats
-
-    def _entry(self, plan: _Plan, k: int | None = None) -> ReplayEntry:
+    def _entry(self, plan: LanePlan, k: int | None = None) -> ReplayEntry:
         """The replay entry of the plan's *k*-th message (None: the one served now)."""
         k = plan.served if k is None else k
         return ReplayEntry(plan.sid, plan.first + k * plan.dfirst, self._inputs(plan, k), plan.params,
                            [h + k * d for h, d in zip(plan.outs, plan.douts)], plan.need, plan.early)
 
     @staticmethod
-    def _inputs(plan: _Plan, k: int) -> list:
+    def _inputs(plan: LanePlan, k: int) -> list:
         """The input handles of the plan's *k*-th message."""
         return [h + k * d for h, d in zip(plan.inputs, plan.dinputs)]
 
     # ------------------------------------------------------------ a message came
-    def take(self, frames: list, cancel_upto: int, held: bool) -> _Plan | None:
+    def take(self, frames: list, cancel_upto: int, held: bool) -> LanePlan | None:
         """The plan, where the message of *frames* is its next one byte for byte and the
         session as it was (no batch up to *cancel_upto* is answered: cancelled; *held*: the
         server has more to do first, a swap-in or a pool gone); else None: the lane is left
@@ -325,7 +175,7 @@ class SteadyLane:
         return plan
 
     @staticmethod
-    def batch(plan: _Plan) -> int:
+    def batch(plan: LanePlan) -> int:
         """The batch number of the plan's message being served."""
         return plan.batch + plan.served * plan.dbatch
 
@@ -335,7 +185,7 @@ class SteadyLane:
         a map of eight or nine keys (a fixmap's first byte, 0x88 or 0x89) gets one more."""
         return bytes((packed[0] + 1,)) + packed[1:] + _T + codec.packb(seconds)
 
-    def commit_ahead(self, plan: _Plan, record: Any) -> None:
+    def commit_ahead(self, plan: LanePlan, record: Any) -> None:
         """Commit the plan's message, its reply pushed, before it comes (worker/
         pushed_replies.py): the answer's effects but its frees, which *record* keeps for the
         message's coming, and the executor's batch number, which stays the last one read."""
@@ -348,7 +198,7 @@ class SteadyLane:
         record.ran = plan.ran
         record.committed = True
 
-    def answer(self, plan: _Plan, pushed: bool = False, deferred: list | None = None) -> bytes | None:
+    def answer(self, plan: LanePlan, pushed: bool = False, deferred: list | None = None) -> bytes | None:
         """Answer the plan's message from its run ahead, as Executor.run_batch, StretchReplay.run
         and RunAhead.answer answer a replay that is the one run ahead: its reply, packed less
         ``t``; None where its reads, made now, failed or warned (nothing done: the message is
@@ -415,13 +265,13 @@ class SteadyLane:
         return codec.packb(reply)
 
     @staticmethod
-    def numbered(plan: _Plan, values: list) -> list:
+    def numbered(plan: LanePlan, values: list) -> list:
         """The values of the plan's message's reads (numbered from 0), numbered by its ops."""
         first = plan.first + plan.served * plan.dfirst
         return [[first + seq, value] for seq, value in values]
 
     @staticmethod
-    def reply(plan: _Plan, batch: int, values: list) -> dict:
+    def reply(plan: LanePlan, batch: int, values: list) -> dict:
         """The reply to the plan's message, batch *batch*, whose reads gave *values*
         (:meth:`numbered`): the lane's answer's, and a pushed one's (worker/
         pushed_replies.py, which adds its own keys)."""
@@ -429,7 +279,7 @@ class SteadyLane:
         return {"b": batch, "m": _NO_METAS, "v": values, "d": [], "e": None, "w": [],
                 "x": plan.ran, "s": max(0, count - plan.ran) if type(count) is int else 0}
 
-    def _read(self, plan: _Plan) -> list | None:
+    def _read(self, plan: LanePlan) -> list | None:
         """The closing reads of the replay run ahead, made now (their values numbered from 0),
         or None where one failed or warned (nothing kept: made again where asked)."""
         x = self.x
@@ -449,7 +299,7 @@ class SteadyLane:
         return None if failed else values
 
     # ------------------------------------------------------------ after the reply
-    def after_reply(self, plan: _Plan) -> None:
+    def after_reply(self, plan: LanePlan) -> None:
         """After the reply to the plan's message: the executor's end of batch, then the next
         replay run ahead by the plan's calls (the generic path where it may not be), and the
         plan kept for the message after."""
@@ -491,7 +341,7 @@ class SteadyLane:
         self._before = self._last = None
         self.left += 1
 
-    def _run_ahead(self, plan: _Plan) -> bool:
+    def _run_ahead(self, plan: LanePlan) -> bool:
         """Run the plan's next replay ahead, as RunAhead.start and StretchGraphs.run would
         for it (the same inputs and parameters): whether it ran."""
         x = self.x
@@ -630,11 +480,11 @@ class SteadyLane:
                 run.read_later += 1
         return True
 
-    def pushable(self, plan: _Plan) -> bool:
+    def pushable(self, plan: LanePlan) -> bool:
         """Whether the plan's replies are pushed ahead (worker/pushed_replies.py)."""
         return self.pushes.enabled and plan.dbatch == 1 and not plan.early
 
-    def _free(self, plan: _Plan) -> None:
+    def _free(self, plan: LanePlan) -> None:
         """A run ahead of the lane's that did not finish: its provisional results go, and
         its draws are undone (the generators made again from their journals)."""
         table = self.x.table
