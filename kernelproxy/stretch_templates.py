@@ -81,6 +81,13 @@ STATIC_FUNCTIONS = frozenset("""
 """.split())
 
 
+#: A generator's draws (``cupy.random.uniform(size=...)`` is the global RandomState's):
+#: their result's shape and dtype follow from their literals (``size``, ``dtype``, a count)
+#: and their arrays' metadata (parameters broadcast), never from the numbers drawn.
+STATIC_DRAWS = frozenset(f"{cls}.{name}" for cls in ("random.RandomState", "random.Generator")
+                         for name, want in api.OBJECTS[cls].items() if want == api.ARRAY)
+
+
 def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool:
     """Whether the result of the op of key *record* has metadata that follows from its
     arrays' metadata, its literals and its parameters' types alone (not from the values in
@@ -106,6 +113,8 @@ def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool
         if name == "where" and len(record[4]) != 3:   # (one argument: nonzero's arrays)
             return False
         return name in api.UFUNCS or name in STATIC_FUNCTIONS
+    if kind == m.KIND_OBJECT:
+        return name in STATIC_DRAWS
     # a fused function's kernel (its program a fixed literal, its scalars literals too):
     # CuPy's elementwise or reduction kernel, its results' shapes and dtypes its arrays'
     return kind == m.KIND_KERNEL and name == "fuse"

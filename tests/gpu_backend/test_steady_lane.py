@@ -231,9 +231,23 @@ def _random_walk(cp):
     return out, x.get(), rs.standard_normal(4).get()
 
 
+def _monte_carlo_pi(cp):
+    """Monte Carlo π with the module's functions (the global RandomState's draws): the draw
+    ``p`` a result the user holds until the next step, whose metadata the client's template
+    knows from its literals (kernelproxy/stretch_templates.py, STATIC_DRAWS), so that its
+    replays ask the worker for none and the lane takes them."""
+    cp.random.seed(55)
+    out = []
+    for _ in range(STEPS):
+        p = cp.random.uniform(size=(2, 500))
+        out.append(float(((p * p).sum(axis=0) < 1).mean() * 4))
+        _pause()
+    return out, cp.random.uniform(size=3).get()
+
+
 @pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _changing,
                                   _product_sync, _regression_step, _power_iteration,
-                                  _random_walk])
+                                  _random_walk, _monte_carlo_pi])
 @pytest.mark.parametrize("early", [False, True])
 def test_a_loop_answered_in_the_lane_gives_the_bits_the_ops_give(pool, loop, early):
     got, want, figures = beside_no_replay(pool, loop, early_replay=early)
