@@ -9,7 +9,8 @@ stencil step with its largest change read, and ``sync_4ops`` (``y = x * w + 0.25
 eagerly between a replay's graphs (``product_sync``, ``float((a @ v + 1).sum())``, and
 ``regression_step``, a logistic regression's step that writes its weights in place;
 ``power_iteration``, whose product is a result the user holds) and ``walk_step`` (a random
-walk: a ``RandomState``'s draws each step) — it reports the median wall time per
+walk: a ``RandomState``'s draws each step) and ``pi_step`` (Monte Carlo π, the module's
+draws) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
@@ -136,13 +137,25 @@ def walk_step(xp):
     return step
 
 
+def pi_step(xp):
+    """Monte Carlo π with the module's functions (the global RandomState's draws), 2 x 2 000
+    points a step, the estimate read: the draw is a result the user holds until the next
+    step."""
+    xp.random.seed(10)
+
+    def step(i):
+        p = xp.random.uniform(size=(2, 2000))
+        return float(((p * p).sum(axis=0) < 1).mean() * 4)
+    return step
+
+
 #: loops that draw from the device's generator: on the NumPy device its numbers are not
 #: NumPy's own, so they are compared with local CuPy's only (None: not compared)
-DRAWING = frozenset({"walk_step"})
+DRAWING = frozenset({"walk_step", "pi_step"})
 
 LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "product_sync": product_sync, "regression_step": regression_step,
-         "power_iteration": power_iteration, "walk_step": walk_step}
+         "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step}
 
 
 def per_iteration(step, reps, session):
