@@ -77,12 +77,11 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
         return None
     # what runs before the closing reads: its graphs, and between them the eager ops the
     # lane may run as the generic path does (a product, a solver, a draw: lane_runs_eagerly)
-    held = replay.stretches.held.get(entry.sid)
     launches = []
     for seg in segments[:tail]:
         if seg.graph is not None:
             launches.append((seg.graph, None))
-        elif seg.eager and held is not None and (not held.draws or x.draws.enabled) \
+        elif seg.eager and (not stretch.draws or x.draws.enabled) \
                 and all(lane_runs_eagerly(op) for op in seg.ops):
             launches.append((None, seg.ops))
         else:
@@ -136,7 +135,7 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     plan.launches = launches
     plan.scatter_rows = list(copies.scatter_slots) if scattered else []
     plan.eager_kept = eager_kept
-    plan.held = held   # (its draws' generators: RunAhead's _generators)
+    plan.held = stretch   # (its draws' generators: RunAhead's _generators)
     plan.ran, plan.slots = ahead.ran, ahead.slots
     plan.input_frees = [] if early else list(g.shape.input_frees)
     # the closing reads, their arguments resolved once: the graph's own buffers
