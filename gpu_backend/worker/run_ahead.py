@@ -45,7 +45,8 @@ from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry, Slot
 
 __all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "READ_NOW_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes",
-           "MAX_MISSES", "SIT_OUT", "GAP_SHARE", "GAPS_KEPT", "guess_params"]
+           "MAX_MISSES", "SIT_OUT", "GAP_SHARE", "GAPS_KEPT", "guess_params",
+           "speculating", "speculated"]
 
 #: the most device time a replay run ahead may take (its last measured one's: Pacer.
 #: replay_estimate): a run the client never asks for (the loop ended) wastes at most this
@@ -332,27 +333,18 @@ class RunAhead:
             if pacer.fresh_due:
                 pacer.start_segment()
             pacer.began = perf_counter()   # (its host time from here: Pacer._mark)
-        kept = (x.poisoned_at, x.poisoned_by, x.op_errors, x.seq, x.phases)
+        kept = (x.poisoned_at, x.poisoned_by, x.op_errors, x.phases)
         warned = len(x._warnings)
         x.phases = NO_PHASES   # (the worker's phases are the messages')
-        # out of memory, a run ahead asks nobody to make room (swapping other sessions out
-        # for work the client may never ask for): it is dropped, and the replay runs as ever
-        room = (x.make_room, getattr(x.device, "make_room", None))
-        x.make_room = None
-        if room[1] is not None:
-            x.device.make_room = None
         done = None
-        x.draws.speculating = True   # (its draws kept aside: draw_journal.py)
+        aside = speculating(x, True)
         try:   # (its closing reads wait for the device: made when the client asks)
             done = graphs.run(state, stretch, guess, results, run_ahead=True)
         except Exception:   # (out of memory, say: the client's replay runs as ever)
             done = None
         finally:
-            x.draws.speculating = False
-            x.seq, x.phases = kept[3], kept[4]
-            x.make_room = room[0]
-            if room[1] is not None:
-                x.device.make_room = room[1]
+            speculated(x, aside)
+            x.phases = kept[3]
         reads, writes = graphs.take_reads(), graphs.take_writes()
         # (a warning would go with the next reply numbered as no op of it: not run ahead)
         ok = done is not None and done[1] is None and not results.downloads \
@@ -500,6 +492,28 @@ class RunAhead:
         for n in range(slots):
             if PROVISIONAL + n in arrays:
                 table.free(PROVISIONAL + n)
+
+
+def speculating(x: Any, draws: bool) -> tuple:
+    """Before a run ahead's ops on executor *x* (RunAhead's, the steady lane's): out of
+    memory, it asks nobody to make room (swapping other sessions out for work the client
+    may never ask for: it is dropped, and the replay runs as ever); with *draws*, its draws
+    are kept aside (draw_journal.py). What :func:`speculated` puts back after them."""
+    aside = (x.make_room, getattr(x.device, "make_room", None), x.seq)
+    x.make_room = None
+    if aside[1] is not None:
+        x.device.make_room = None
+    x.draws.speculating = draws
+    return aside
+
+
+def speculated(x: Any, aside: tuple) -> None:
+    """After a run ahead's ops: what :func:`speculating` set aside, back (the op number the
+    ops moved too)."""
+    x.make_room, x.seq = aside[0], aside[2]
+    if aside[1] is not None:
+        x.device.make_room = aside[1]
+    x.draws.speculating = False
 
 
 def _generators(stretch: HeldStretch, inputs: list, objects: dict) -> list:

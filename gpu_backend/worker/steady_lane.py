@@ -49,7 +49,7 @@ from typing import Any
 from ..protocol import codec
 from .batch_results import BatchResults
 from .result_meta import pack_metas
-from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, _generators
+from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, _generators, speculated, speculating
 from .lane_messages import DOUBLE, Reshaped
 from .lane_plans import REPLAY_KEYS, LanePlan, make_plan, stepped
 from .pushed_replies import Pushes
@@ -411,13 +411,7 @@ class SteadyLane:
                 made.append((n, array))
             if scatter.commit():
                 g.pvalues.dirty = True
-        # (out of memory, a run ahead asks nobody to make room, as RunAhead._run: its eager
-        # products allocate)
-        room, seq, device_room = x.make_room, x.seq, getattr(x.device, "make_room", None)
-        x.make_room = None
-        if device_room is not None:
-            x.device.make_room = None
-        x.draws.speculating = draws   # (its draws kept aside: draw_journal.py)
+        aside = speculating(x, draws)   # (its eager products allocate; its draws kept aside)
         try:
             if g.pblock is not None and g.pvalues.dirty:
                 g.write_block()
@@ -443,10 +437,7 @@ class SteadyLane:
             self._free(plan)   # was written; its replay runs as ever and raises it there)
             return False
         finally:
-            x.make_room, x.seq = room, seq
-            x.draws.speculating = False
-            if device_room is not None:
-                x.device.make_room = device_room
+            speculated(x, aside)
         del made
         if len(x._warnings) != warned:
             del x._warnings[warned:]
