@@ -18,12 +18,12 @@ import time
 import numpy as np
 import pytest
 
-from gpu_backend.pool import LocalPool
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 
 from .test_moves import _move
+from .test_pushed_replies import _swap_pool
 
 F32 = np.float32
 #: the sequences' seeds: each gives another order of the actions below
@@ -34,19 +34,11 @@ ACTIONS = ["hot"] * 4 + ["other", "write"] * 2 + ["two", "carry", "move", "swap"
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
-    """Two NumPy devices whose workers run every replay ahead and make its reads at once
-    (the variables are its workers', set as it starts), idle sessions swapped out after
-    0.3 s."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("GPUWB_RUN_AHEAD_US", "1e9")
-    patch.setenv("GPUWB_READ_AHEAD_US", "1e9")
-    try:
-        with LocalPool(devices="cpu,cpu", swap_idle=0.3, lease_timeout=30,
-                       swap_dir=tmp_path_factory.mktemp("swap"), memory_limit=256 << 20,
-                       swap_host_memory=0) as p:
-            yield p
-    finally:
-        patch.undo()
+    """Two NumPy devices whose workers run every replay ahead and make its reads at once,
+    idle sessions swapped out after 0.3 s (test_pushed_replies.py's ``_swap_pool``)."""
+    with pytest.MonkeyPatch.context() as env, \
+            _swap_pool(tmp_path_factory.mktemp("mixed"), "cpu,cpu", env) as p:
+        yield p
 
 
 class _Mirror:
