@@ -28,7 +28,12 @@ def test_every_decision_is_a_json_line(tmp_path, monkeypatch):
     assert len({entry["session"] for entry in wants}) == 2
     grants = [a for entry in lines for a in entry["actions"] if a["a"] == "grant"]
     assert grants and all(type(a["grant"]) is int and a["session"] for a in grants)
-    assert all(isinstance(entry["t"], float) and entry["user"] for entry in lines)
+    assert all(isinstance(entry["t"], float) for entry in lines)
+    # a session's request names its user; a deadline's decisions (a tick, when a turn ran
+    # out: more often on a loaded machine) belong to no session and no user, nor does a
+    # worker's late message after its session ended (arbiter/service.py)
+    assert all(entry["user"] for entry in wants)
+    assert all(entry["user"] is None for entry in lines if not entry["session"])
     # a request carries the policy's view before it answered: why one waited shows there
     for entry in wants:
         state = entry["state"]
