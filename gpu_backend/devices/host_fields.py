@@ -48,7 +48,12 @@ def check_field_access(array: Any, key: Any) -> None:
 
 def _getitem(array: Any, key: Any) -> Any:
     check_field_access(array, key)
-    return operator.getitem(array, key)
+    got = operator.getitem(array, key)
+    if isinstance(got, np.generic) and isinstance(array, np.ndarray):
+        # NumPy gives a scalar for an element (a copy); CuPy a 0-d view of the array, which
+        # sees later writes to it, and which a replay must hand out as a view
+        return operator.getitem(array, (*key, Ellipsis) if type(key) is tuple else (key, Ellipsis))
+    return got
 
 
 def _setitem(array: Any, key: Any, value: Any) -> None:

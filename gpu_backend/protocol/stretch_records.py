@@ -124,7 +124,9 @@ class StretchRecords:
             self.ops += 1
         #: the handles of the offered run's inputs and results, in slot order
         self.recorded_inputs = list(self._named)
-        self.recorded_outs = [hid for hid, _slot in sorted(self._made.items(), key=lambda e: e[1].n)]
+        outs = sorted(self._made.items(), key=lambda e: e[1].n)
+        self.recorded_outs = [hid for hid, _slot in outs]
+        self.recorded_out_slots = [slot.n for _hid, slot in outs]   # (their result slots)
         del self._made, self._named
         #: whether it draws random numbers (an object's method, ``random.*``): a replay
         #: that failed part-way must not be run again, or the generator advances twice

@@ -38,6 +38,7 @@ from .eager_ops import eager_by_nature
 from .graph_copies import COPY_ROW_BYTES, identity
 from .graph_state import Capture, GraphState, StretchGraph
 from .graph_state import Segment as _Segment
+from . import kept_views
 from .objects import run_object_call
 from ..protocol.fused_programs import fused_writes
 from ..protocol.stretch_records import instances_in, slots_in
@@ -102,6 +103,20 @@ class _Shape:
         self.alive = [n for n in range(stretch.outs) if n not in freed_results]
         #: the op that makes each result slot
         self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
+        #: the view ops whose kept results a replay makes again on the arrays it hands out
+        #: (worker/kept_views.py), and their result slots
+        self.remade: list[Op] = []
+        self.remade_slots: frozenset[int] = frozenset()
+
+    def remake(self, ops: list[Op] | None) -> bool:
+        """Set the remade *ops* (None: a kept result no remake serves); whether graphs
+        may serve the stretch."""
+        if ops is None:
+            return False
+        self.remade = ops
+        alive = set(self.alive)
+        self.remade_slots = frozenset(op.out.n for op in ops if op.out.n in alive)
+        return self.graphable
 
 
 def kernel_writes(op: Any) -> frozenset | None:
@@ -142,7 +157,9 @@ class StretchGraphs:
         """*stretch* is held from now on as *sid*, its offered run's arrays in the handle
         table (*arrays*): whether graphs could serve it is judged now."""
         shape = _Shape(stretch)
-        self.states[sid] = GraphState(shape, shape.graphable and _outputs_owned(stretch, arrays))
+        remade = kept_views.judge(stretch, shape.alive, shape.maker, arrays,
+                                  lambda a: self.x.device.memory_span(a)[1])
+        self.states[sid] = GraphState(shape, shape.remake(remade))
 
     def servable(self, sid: int) -> bool:
         """Whether graphs may serve stretch *sid* (judged when it was held): what a session
@@ -150,11 +167,20 @@ class StretchGraphs:
         state = self.states.get(sid)
         return state is not None and state.stage is not Capture.NEVER
 
-    def hold_adopted(self, sid: int, stretch: HeldStretch, servable: bool) -> None:
+    def remade(self, sid: int) -> list[int]:
+        """The op indices of stretch *sid*'s remade kept views (kept_views.judge), carried
+        with it to another worker beside :meth:`servable`."""
+        state = self.states.get(sid)
+        return [op.index for op in state.shape.remade] if state is not None else []
+
+    def hold_adopted(self, sid: int, stretch: HeldStretch, servable: bool,
+                     remade: Any = None) -> None:
         """*stretch*, held by the worker that served the session before, is held here as
-        *sid*, judged there (its offered run's arrays are not here to judge again)."""
+        *sid*, judged there (its offered run's arrays are not here to judge again); *remade*:
+        the op indices of its remade kept views, as judged there."""
         shape = _Shape(stretch)
-        self.states[sid] = GraphState(shape, shape.graphable and servable)
+        ops = kept_views.adopted(stretch, shape.alive, remade)
+        self.states[sid] = GraphState(shape, shape.remake(ops) and servable)
 
     def forget(self, sids: list) -> None:
         """These stretches are let go: their graphs go, and their memory with them."""
@@ -355,8 +381,9 @@ class StretchGraphs:
                             for op in seg.ops:
                                 self._capture_op(op, g, params, writes, first)
                             if rows_out and at == graphs[-1]:   # (the kept results the
-                                made = graphed_ops | {op.index for op in seg.ops}   # graphs make)
-                                kept = [n for n in shape.alive if shape.maker.get(n) in made]
+                                made = graphed_ops | {op.index for op in seg.ops}   # graphs make;
+                                kept = [n for n in shape.alive if shape.maker.get(n) in made   # not
+                                        and n not in shape.remade_slots]   # the views made again)
                                 g.copies.capture_out(tools, g.pblock, g.phost,
                                                      params_size + COPY_ROW_BYTES * rows_in,
                                                      kept, g.env, at, self.array_type)
@@ -666,8 +693,9 @@ class StretchGraphs:
         # the results' arrays first: until the inputs are written back, nothing the client
         # sees has changed, so running out of memory here leaves a re-run possible
         handed = []
+        remade = shape.remade_slots
         for n in shape.alive:
-            if shape.maker[n] >= ran:
+            if shape.maker[n] >= ran or n in remade:
                 continue
             made = handout.get(n)
             if made is None or made.base is not None:   # (a graph's buffer, or a view: a
@@ -675,6 +703,13 @@ class StretchGraphs:
                 made = tools.empty_like(kept)                   # element)
                 tools.copy_any(made, kept)
             handed.append((n, outs[n], made))
+        if remade:   # (views of the inputs and of the results just handed out)
+            own = {n: made for n, _h, made in handed}
+            x = self.x
+            for n, made in kept_views.remake(x.call, x.device.as_array, shape.remade, arrays,
+                                             own, ran):
+                if n in remade:   # (not the temporaries between)
+                    handed.append((n, outs[n], made))
         self.x.phases.mark("replay_made")   # (the kept results' arrays made and copied)
         if shape.writes:
             written = g.written
@@ -725,18 +760,6 @@ def _reads_from(segments: list) -> int:
             break
         at -= 1
     return at
-
-
-def _outputs_owned(stretch: HeldStretch, arrays: dict) -> bool:
-    """Whether the results the client keeps of a stretch's run own their memory, apart from
-    each other and from its inputs: graph replay hands out copies, which would break a view
-    (``x[1:]``, ``x.T``) or an alias (``cupy.asarray(x)`` is ``x``)."""
-    kept = [arrays[h] for h in stretch.recorded_outs if h in arrays]
-    inputs = [arrays[h] for h in stretch.recorded_inputs if h in arrays]
-    if len({id(a) for a in kept + inputs}) != len(kept) + len(inputs):
-        return False
-    return all(a.base is None and (a.flags.c_contiguous or a.flags.f_contiguous) for a in kept)
-
 
 
 def _host_scalar(value: Any, dtype: np.dtype) -> np.ndarray:

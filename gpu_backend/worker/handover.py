@@ -344,7 +344,7 @@ def adopt(source: Path | bytes, swap: Any, replay: Any, directory: Path | None =
                                      host.nbytes if host is not None else 0, 0.0)
         swap.table.swapped = handles
     for entry in raw.get("stretches") or ():
-        if type(entry) is list and len(entry) == 3:
+        if type(entry) is list and len(entry) in (3, 4):
             replay.adopt_held(*entry)
     if not isinstance(source, bytes):
         Path(source).unlink(missing_ok=True)

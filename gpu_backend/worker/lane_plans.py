@@ -41,7 +41,7 @@ class LanePlan:
                  "scatter_rows", "reads", "ran", "slots", "input_frees",
                  "expected", "ahead", "reads_left", "after", "dafter", "dinputs",
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
-                 "written", "eager_kept", "held")
+                 "written", "eager_kept", "remade", "held")
 
 
 def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
@@ -90,7 +90,9 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     copies = g.copies
     scattered = {n for n, _k, _m in copies.scatter_slots} if copies.scatter is not None else set()
     # (a kept result an eager op made is that op's new array, handed out as it is)
-    eager_kept = sorted(n for n in alive if n not in scattered)
+    # (and a kept view of an input or of a kept result is made again on them: kept_views)
+    remade = g.shape.remade_slots
+    eager_kept = sorted(n for n in alive if n not in scattered and n not in remade)
     made_eagerly = {op.out.n for _graph, ops in launches if ops for op in ops}
     if not scattered <= set(alive) or not set(eager_kept) <= made_eagerly:
         return None   # (a kept result copied out after the graphs: the generic path's)
@@ -135,6 +137,7 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     plan.launches = launches
     plan.scatter_rows = list(copies.scatter_slots) if scattered else []
     plan.eager_kept = eager_kept
+    plan.remade = g.shape.remade
     plan.held = stretch   # (its draws' generators: RunAhead's _generators)
     plan.ran, plan.slots = ahead.ran, ahead.slots
     plan.input_frees = [] if early else list(g.shape.input_frees)

@@ -49,6 +49,7 @@ from typing import Any
 from ..protocol import codec
 from .batch_results import BatchResults
 from .result_meta import pack_metas
+from .kept_views import remake
 from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, _generators, speculated, speculating
 from .lane_messages import DOUBLE, Reshaped
 from .lane_plans import REPLAY_KEYS, LanePlan, make_plan, stepped
@@ -430,6 +431,12 @@ class SteadyLane:
                     array = tools.empty_like(array)
                     tools.copy_any(array, handout[n])
                 made.append((n, array))
+            if plan.remade:   # (its kept views, made again on what it hands out: kept_views)
+                now = dict(moved)
+                inputs = {n: now.get(n, had) for n, _step, had in plan.bound}
+                keep = plan.graph.shape.remade_slots   # (not the temporaries between)
+                made += [(n, a) for n, a in remake(x.call, x.device.as_array, plan.remade,
+                                                   inputs, dict(made)) if n in keep]
             table = x.table
             for n, array in made:
                 table.put(PROVISIONAL + n, array)

@@ -417,13 +417,14 @@ class StretchReplay:
     def export_held(self) -> list:
         """The held stretches as a session handed to another worker carries them
         (worker/handover.py): ``[id, the offered batch's records, whether graphs may serve
-        it]`` each."""
+        it, the op indices of its kept views made again (worker/kept_views.py)]`` each."""
         graphs = self.graphs
-        return [[sid, held.body, graphs.servable(sid) if graphs is not None else True]
+        return [[sid, held.body, graphs.servable(sid) if graphs is not None else True,
+                 graphs.remade(sid) if graphs is not None else []]
                 for sid, held in self.stretches.held.items()
                 if getattr(held, "body", None) is not None]
 
-    def adopt_held(self, sid: Any, body: Any, servable: Any) -> None:
+    def adopt_held(self, sid: Any, body: Any, servable: Any, remade: Any = None) -> None:
         """Hold a stretch the session's previous worker held (:meth:`export_held`); one
         that does not read is not held, and the client's replay of it fails as any replay
         of a stretch not held does."""
@@ -431,7 +432,7 @@ class StretchReplay:
         if held is None or self.stretches.offer(sid, held, held.ops) is None:
             return
         if self.graphs is not None:
-            self.graphs.hold_adopted(sid, held, servable is True)
+            self.graphs.hold_adopted(sid, held, servable is True, remade)
 
     def figures(self) -> dict:
         """Stretches held, replays run (through graphs, and re-run where a captured graph's

@@ -161,10 +161,19 @@ def test_held_stretches_replay_on_the_new_worker(pool):
         for _ in range(20):
             x = step(x)
             assert float(x[1]) == 1.0
+        x = step(x)
+        e = x[1]            # (the same stretch: its element kept past it)
+        assert float(e) == 1.0
         figures = s.memory_info()["stretches"]   # (the new worker's own counts)
+        x[1] = 7.0          # a 0-d view of x, as in CuPy: the write is seen through it
+        assert float(e) == 7.0
+        x[1] = 1.0
         assert np.array_equal(x.get(), np.arange(32, dtype=np.float32))
-        # the stretch came with the session: replayed at once, never offered again
+        # the stretch came with the session: replayed at once, never offered again, and
+        # through graphs (its kept element ``x[1]``, a 0-d view of ``x``, made again on the
+        # new worker as on the old: worker/kept_views.py, carried with the stretch)
         assert figures["held"] >= 1 and figures["replays"] >= 15 and figures["refused"] == 0
+        assert figures["graphed"] >= 15, figures
     finally:
         s.close()
 

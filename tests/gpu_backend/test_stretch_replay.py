@@ -202,17 +202,83 @@ def test_a_loop_run_again_on_other_shapes_is_captured_for_them(sessions):
     assert change["graphed"] >= 2 * (3 * STEPS - REPEATS - 1) - STALE_AFTER - REPEATS - 1
 
 
-def test_a_view_kept_past_the_stretch_is_re_run_and_stays_a_view(sessions):
+def test_a_view_kept_past_the_stretch_is_made_again_and_stays_a_view(sessions):
+    """A kept view of an input, written through in place: graphs serve it (the input's new
+    value written back), and the view handed out is made again on the input itself
+    (worker/kept_views.py), so that later writes to either are seen through the other."""
     def loop(cp):
         base = cp.zeros((8, 8), dtype=cp.float32)
-        views = []
+        views, seen = [], []
         for step in range(STEPS):
-            v = base[step % 2]           # kept: a view of base, as in CuPy
-            v += 1
+            v = base[1]                  # kept: a view of base, as in CuPy
+            v += step
             views.append(float(v.sum()))
-        return views + [base.get()]
+            base[1, 0] = -1.0            # (another stretch: a write to the base) ...
+            seen.append(float(v[0]))     # ... seen through the view
+        return views + seen + [base.get()]
 
     on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert on[STEPS:2 * STEPS] == [-1.0] * STEPS
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
+
+
+def test_an_element_read_of_a_kept_result_is_served_by_graphs(sessions):
+    """``float(v[0])``: CuPy's element is a 0-d view of ``v``, kept past the stretch (its
+    read ends it; the client frees it after). It is made again on the ``v`` the replay
+    hands out, not copied: a write to ``v`` afterwards is seen through it. (Such a
+    stretch was never served by graphs on a GPU, H200 run 147; the NumPy device's
+    element was a copy and hid it.)"""
+    def loop(cp):
+        a = cp.asarray(np.random.default_rng(7).random((16, 16), dtype=np.float32))
+        v = cp.ones(16, dtype=cp.float32)
+        out, kept = [], []
+        for step in range(STEPS):
+            w = a @ v
+            v = w / cp.sqrt((w * w).sum())
+            e, t = v[0], v.reshape(4, 4).T    # (a 0-d view; a view of a view)
+            out.append(float(e))
+            kept.append((v, e, t))
+        for v, e, t in kept[-3:]:
+            v[0] = 5.0                        # written through the base ...
+            out += [float(e), float(t[0, 0]), float(t[1, 0])]   # ... seen in its views
+        return out + [x.get() for x, _e, _t in kept]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert on[STEPS:STEPS + 2] == [5.0, 5.0]
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
+
+
+def test_aliases_and_views_of_inputs_kept_past_a_stretch_stay_what_they_are(sessions):
+    """``cupy.asarray(x)`` is ``x`` itself, ``x.T`` and ``x.real`` views of it: kept past
+    a replayed stretch, each is made again on the input, so that writes through one are
+    seen through the others; a view of a temporary (``(x + 1)[0]``) keeps the stretch
+    off graphs, as before."""
+    def loop(cp):
+        x = cp.arange(12, dtype=cp.float64).reshape(3, 4)
+        out = []
+        for step in range(STEPS):
+            same, t, r = cp.asarray(x), x.T, x.real
+            y = x * 2 + step
+            out.append(float(y.sum()))
+            same[0, 1] = step                 # (next stretch: through the alias ...)
+            out += [float(t[1, 0]), float(r[0, 1]), float(x[0, 1])]   # (... seen in all)
+        return out + [x.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED // 2 and change["fallbacks"] == 0
+
+    def of_a_temporary(cp):
+        x = cp.arange(12, dtype=cp.float64)
+        out = []
+        for _ in range(STEPS):
+            e = (x + 1)[2]
+            out.append(float(e))
+        return out
+
+    on, off, change = _both(sessions, of_a_temporary)
     _bitwise(on, off)
     assert change["graphed"] == 0 and change["replays"] >= 1
 
@@ -221,7 +287,7 @@ def test_kept_results_of_every_layout_leave_a_replay_with_their_values(sessions)
     """A replay hands each kept result out as a fresh array, copied by the last graph itself
     (its copy table): of several dtypes, sizes not a multiple of 16 bytes; the carried
     array goes in through the first graph's copies. Values, dtypes and shapes as without
-    replay. (A kept view is never served by graphs: _outputs_owned.)"""
+    replay. (A kept view is made again on what a replay hands out: worker/kept_views.py.)"""
     def loop(cp):
         x = cp.linspace(0, 1, 96, dtype=cp.float32).reshape(8, 12)
         kept = []
@@ -337,15 +403,16 @@ def test_kept_results_take_turns_only_in_arrays_nobody_holds(sessions):
 
 
 def test_a_stretch_with_no_graph_is_let_go_when_measured(pool, sessions):
-    """A view kept past its stretch makes the stretch re-run only (no graph): timed, it is
-    let go and dropped by the worker; its ops travel as ops again."""
+    """A view of a temporary kept past its stretch makes the stretch re-run only (no
+    graph: worker/kept_views.py makes only views of inputs and kept results again): timed,
+    it is let go and dropped by the worker; its ops travel as ops again."""
     _on, off = sessions
 
     def loop(cp):
         base = cp.zeros((8, 8), dtype=cp.float32)
         views = []
         for step in range(3 * STEPS):
-            v = base[step % 2]           # kept: a view of base
+            v = (base + step)[step % 2]  # kept: a view of a temporary
             v += 1
             views.append(float(v.sum()))
         return views + [base.get()]

@@ -135,3 +135,19 @@ def test_core_elementwise_copy_casts_unsafely_into_its_output(cp):
     copy = cp._core.elementwise_copy(src)
     assert copy is not src
     np.testing.assert_array_equal(copy.get(), src.get())
+
+
+def test_an_element_is_a_zero_d_view_that_sees_later_writes(cp):
+    """CuPy's integer index gives a 0-d view of the array, not NumPy's scalar copy: a write
+    to the array after it is seen through it (the NumPy device once copied, so a replay's
+    handout of such a view was never exercised off a GPU)."""
+    x = cp.arange(5.0)
+    y = x[1]
+    m = cp.ones((3, 3), dtype=cp.float32)
+    z = m[1, 2]
+    x[1] = 7.0
+    m *= 2
+    assert y.shape == () and z.shape == () and z.dtype == cp.float32
+    assert float(y) == 7.0 and float(z) == 2.0
+    rec = cp.zeros(3, dtype=[("a", "<f4"), ("b", "<i4")])[1]
+    assert rec.shape == ()

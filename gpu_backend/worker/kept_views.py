@@ -1,0 +1,167 @@
+"""Kept results of a held stretch that are views of its inputs or of its other kept results
+(``v[0]``, ``x.T``, ``x.reshape(...)``, ``cupy.asarray(x)``): graph replay hands out
+copies of its kept results, which would break a view (a later write to ``v`` is seen
+through ``v[0]``; CuPy's element is a 0-d view, not NumPy's scalar), so such a result is
+made again on the arrays the replay hands out: its op run once more, which on a view op is
+pointer arithmetic, no device work.
+
+Judged once, when a stretch is held, from its offered run's arrays (:func:`judge`): a kept
+result that does not own its memory apart must be made by one of the view ops below, from
+inputs and kept results only, and share its memory with one of them; otherwise graphs never
+serve the stretch (its replays re-run the records, which hand out the very views). Until
+2026-11-28 every such stretch was refused graphs: on a GPU a loop reading ``float(v[0])``
+never replayed through them, while the NumPy device, whose element was a copy, hid it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from ..protocol import api
+from ..protocol import messages as m
+from ..protocol.stretch_records import slots_in
+from .stretches import HeldStretch, Op, Slot, fill_slots
+
+__all__ = ["judge", "adopted", "remake"]
+
+_ARRAY = api.ARRAY
+#: The ops that make a view of, or return, the array they are given, and write nothing: a
+#: kept result one of them made, sharing memory with its argument, is made again so. (An
+#: op that may write, an ``out=`` or an in-place operator, is never run twice.)
+_VIEW_OPS = {
+    m.KIND_OPERATOR: frozenset({"getitem"}),
+    m.KIND_ATTRIBUTE: frozenset({"T", "mT", "real", "imag"}),
+    m.KIND_METHOD: frozenset({"reshape", "view", "ravel", "squeeze", "transpose",
+                              "swapaxes", "diagonal", "astype"}),
+    m.KIND_FUNCTION: frozenset({"asarray", "asanyarray", "ascontiguousarray",
+                                "asfortranarray", "reshape", "ravel", "squeeze",
+                                "transpose", "swapaxes", "moveaxis", "rollaxis",
+                                "expand_dims", "atleast_1d", "atleast_2d", "atleast_3d",
+                                "broadcast_to", "real", "imag", "diagonal", "flip",
+                                "fliplr", "flipud", "rot90"}),
+}
+
+
+def _remakable(op: Op, made_before: Callable[[Slot], bool]) -> bool:
+    """Whether *op* is a view op (its kind and name) taking no parameter and no ``out=``,
+    its arrays each an input or a result made before it that a replay has (*made_before*:
+    a kept result, or a temporary made again itself)."""
+    if op.want != _ARRAY or op.out is None or type(op.name) is not str \
+            or op.name not in _VIEW_OPS.get(op.kind, ()) or "out" in op.kwargs:
+        return False
+    slots = [s for s in slots_in((op.target, op.args, op.kwargs)) if type(s) is Slot]
+    return bool(slots) and all(s.kind == "i" or (s.kind == "r" and made_before(s))
+                               for s in slots)
+
+
+def _array_slots(op: Op) -> list[Slot]:
+    return [s for s in slots_in((op.target, op.args, op.kwargs)) if type(s) is Slot]
+
+
+def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
+          allocation: Callable[[Any], Any]) -> list[Op] | None:
+    """The ops, in order, that graph replay runs again on the arrays it hands out to make
+    its kept views (and the temporary views between, ``v.reshape(4, 4).T``); empty where
+    every kept result owns its memory; None where a kept result shares memory in a way no
+    remake serves (graphs then never serve the stretch). *alive*: the kept result slots;
+    *maker*: each result slot's op index; *arrays*: the handle table as the offered run
+    left it; *allocation*: an array's allocation's id."""
+    ops = {op.index: op for op in stretch.items if type(op) is Op}
+    inputs = {n: arrays.get(h) for n, h in enumerate(stretch.recorded_inputs)}
+    kept = {n: arrays[h] for n, h in zip(stretch.recorded_out_slots, stretch.recorded_outs)
+            if h in arrays and n in alive}
+    others: dict[int, int] = {}   # id -> how many of the inputs and kept results are it
+    for a in (*inputs.values(), *kept.values()):
+        if a is not None:
+            others[id(a)] = others.get(id(a), 0) + 1
+    remade: dict[int, Op] = {}   # op index -> op
+    owned: set[int] = set()      # the kept result slots handed out as they are
+    # the arrays a remade result's memory may come from: by result slot (temporaries: theirs)
+    sources: dict[int, list] = {}
+
+    def view_of(slot: Slot) -> list | None:
+        """The input and owned kept arrays whose memory *slot*'s result may view, where a
+        replay can make it again (None: it cannot)."""
+        if slot.kind == "i":
+            return [inputs.get(slot.n)]
+        if slot.n in owned:
+            return [kept[slot.n]]
+        if slot.n in sources:
+            return sources[slot.n]
+        if slot.n in alive:
+            return None   # (a kept result judged not remakable)
+        op = ops.get(maker.get(slot.n, -1))   # a temporary: made again too, if a view op
+        if op is None or not _remakable(op, lambda s: True):
+            return None
+        found = []
+        for s in _array_slots(op):
+            got = view_of(s)
+            if got is None:
+                return None
+            found += got
+        remade[op.index] = op
+        sources[slot.n] = found
+        return found
+
+    for n in sorted(kept, key=lambda n: maker.get(n, -1)):
+        a = kept[n]
+        flags = a.flags
+        if a.base is None and others[id(a)] == 1 and (flags.c_contiguous or flags.f_contiguous):
+            owned.add(n)
+            continue
+        op = ops.get(maker.get(n, -1))
+        if op is None or not _remakable(op, lambda s: True):
+            return None
+        found: list = []
+        for s in _array_slots(op):
+            got = view_of(s)
+            if got is None:
+                return None
+            found += got
+        if not any(b is not None and (b is a or (a.nbytes and b.nbytes
+                                                 and allocation(a) == allocation(b)))
+                   for b in found):
+            return None   # (a copy, or memory of something else: not made again)
+        remade[op.index] = op
+        sources[n] = [a]
+    return [remade[i] for i in sorted(remade)]
+
+
+def adopted(stretch: HeldStretch, alive: list, indices: Any) -> list[Op] | None:
+    """The remade ops of a stretch a session's previous worker held (its :func:`judge`,
+    carried as op indices), checked against the stretch's records; None where they do not
+    fit (graphs then never serve it)."""
+    if indices is None:
+        return []
+    if type(indices) is not list or any(type(i) is not int for i in indices):
+        return None
+    ops = {op.index: op for op in stretch.items if type(op) is Op}
+    remade: list[Op] = []
+    made: set[int] = set(alive)   # (kept results, and the temporaries made again before)
+    for i in sorted(set(indices)):
+        op = ops.get(i)
+        if op is None or not _remakable(op, lambda s: s.n in made and s.n < op.out.n):
+            return None
+        remade.append(op)
+        made.add(op.out.n)
+    return remade
+
+
+def remake(call: Callable, as_array: Callable, ops: Iterable[Op], inputs: dict,
+           handed: dict, ran: int | None = None) -> list[tuple[int, Any]]:
+    """Make the remade *ops*' results again on the arrays a replay hands out: *inputs* by
+    input slot, *handed* by result slot (the results made again are added to it); an op
+    at or after *ran* (the ops the replay ran) is skipped. Returns ``(slot, array)`` pairs."""
+    made = []
+
+    def of_slot(slot: Slot) -> Any:
+        return inputs[slot.n] if slot.kind == "i" else handed[slot.n]
+
+    for op in ops:
+        if ran is not None and op.index >= ran:
+            continue
+        result = as_array(call(op.kind, op.name, fill_slots(op.target, of_slot),
+                               fill_slots(op.args, of_slot), fill_slots(op.kwargs, of_slot)))
+        handed[op.out.n] = result
+        made.append((op.out.n, result))
+    return made
