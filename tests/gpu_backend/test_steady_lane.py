@@ -364,11 +364,14 @@ def test_a_run_ahead_that_drew_then_failed_in_the_lane_undoes_its_draws(pool, fa
 @pytest.mark.parametrize("loop", [_carried, _power_iteration])
 def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(pool_lane_alone, pool_without_lane, loop):
     """The lane's runs ahead keep their results under provisional ids as the generic
-    path's do; after the loop the session holds the same arrays and the same memory either
-    way. (Its plan once kept the arrays the generic run ahead it was armed from had handed
-    out, and the loop-carried input it had then: the arrays a kept result takes turns in
-    were never free, each replay made a new one, and the session held 512 bytes more on a
-    GPU, H200 runs 128-129.)"""
+    path's do; after the loop the session holds the same arrays either way, and no more
+    memory with the lane. (Its plan once kept the arrays the generic run ahead it was armed
+    from had handed out, and the loop-carried input it had then: the arrays a kept result
+    takes turns in were never free, each replay made a new one, and the session held 512
+    bytes more on a GPU, H200 runs 128-129. Not the same memory: the generic path's next
+    replay, set up ahead with its kept results' arrays, may stand or not when the memory is
+    read, as the host's pace has it: 28 672 or 40 960 bytes for the same loop on the same
+    pool without the lane, H200 run 149.)"""
     from kernelproxy.modules import module_for
     from kernelproxy.session import Session
     from kernelproxy.settings import SessionSettings
@@ -380,5 +383,5 @@ def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(pool_lane_alone
             loop(cp)
             info = s.memory_info()
             counts.append((info["arrays"], info["memory_used"]))
-    assert counts[0] == counts[1], counts
+    assert counts[0][0] == counts[1][0] and counts[0][1] <= counts[1][1], counts
     assert np.isfinite(counts[0][1])
