@@ -127,6 +127,11 @@ class DrawJournal:
         self.redone = 0
         #: whether a replay that draws may be run ahead at all (``GPUWB_DRAWS_AHEAD``)
         self.enabled = True
+        #: the draws of a message committed ahead of its coming (worker/pushed_replies.py),
+        #: until it comes (:meth:`confirm`) or is rolled back (:meth:`retract`): each
+        #: journal's length before them, and the Generators' states before them
+        self._tentative: list = []
+        self._tentative_copies: dict[int, tuple] = {}
 
     def _log(self, obj: Any) -> _Log | None:
         try:
@@ -256,19 +261,61 @@ class DrawJournal:
                 return False
         return True
 
-    def commit(self) -> None:
-        """The replay run ahead was answered: its draws are the client's."""
+    def committable(self) -> bool:
+        """Whether the draws of the replay run ahead could be committed tentatively now
+        (:meth:`commit`): every journal they extend stays within MAX_DRAWS (a journal that
+        ended could not be taken back), none is handed on, none is tentative already."""
+        if self._tentative or self._tentative_copies:
+            return False
+        if not self._pending:
+            return True
+        return all(not log.ahead or (log.draws is not None and not log.served
+                                     and len(log.draws) + len(log.ahead) <= MAX_DRAWS)
+                   for log in list(self._logs.values()))
+
+    def commit(self, tentative: bool = False) -> None:
+        """The replay run ahead was answered: its draws are the client's. *tentative*: its
+        message was committed ahead of its coming (worker/pushed_replies.py), and these
+        draws are taken back if that message never comes (:meth:`retract`); only where
+        :meth:`committable` said so. A commit that is not tentative confirms any that was."""
+        if not tentative:
+            self.confirm()
         if not self._pending:
             return
         self._pending = False
+        if tentative:
+            self._tentative_copies = dict(self._copies)
         self._copies.clear()
         for log in list(self._logs.values()):
             if log.ahead:
+                if tentative and log.draws is not None:
+                    self._tentative.append((log, len(log.draws)))
                 if log.draws is not None and len(log.draws) + len(log.ahead) <= MAX_DRAWS:
                     log.draws.extend(entry for entry, _array in log.ahead)
                 else:
                     log.draws = None
                 log.ahead = []
+
+    def confirm(self) -> None:
+        """The message committed ahead came: its draws are the client's for good."""
+        self._tentative = []
+        self._tentative_copies = {}
+
+    def retract(self) -> None:
+        """The message committed ahead will not come (rolled back): its draws are taken
+        back — each generator it drew from made again from its journal as it was before
+        them, at its next use; each Generator's state put back. After :meth:`undo` of the
+        replay run ahead since, whose draws came after these."""
+        for log, length in self._tentative:
+            if log.draws is not None:
+                del log.draws[length:]
+                log.stale = True
+            else:   # (never: committable keeps a tentative journal from ending)
+                raise RuntimeError("a random generator's state was lost: seed it again")
+        copies = self._tentative_copies
+        self._tentative, self._tentative_copies = [], {}
+        for obj, state in copies.values():
+            self.device.set_generator_state(obj, state)
 
     def hand_on(self, keep_out: set) -> bool:
         """The replay run ahead was dropped for its stretch's own replay with other

@@ -37,7 +37,12 @@ it failed: then that reply goes, and the client raises its error at its next syn
 Pushed only where nothing can come between: the loop's batch numbers go on by one (the next
 batch the worker reads is the one pushed for), not for an early replay (its reply waits for
 the rest of the client's run), never with a warning, a poisoned session or a read not made;
-committed ahead only where the stretch draws no random numbers. ``GPUWB_PUSH=0`` turns pushes
+committed ahead only where the stretch writes no input. A step that draws is committed ahead
+with its draws tentative (worker/draw_journal.py ``commit(tentative=True)``): confirmed when
+its message comes, retracted by a roll-back — its generators made again from their journals
+as they were before it, a Generator's state put back — so the client's next draws are those
+it would have had. (Until 2026-11-28 such steps were pushed and committed only when their
+message came: a loop drawing every step ran at the two sides' pace one after the other.) ``GPUWB_PUSH=0`` turns pushes
 off, ``GPUWB_PUSH_AHEAD=0`` the commits ahead (diagnostics: the benchmarks' sides ``nopush``
 and ``nocommit``).
 """
@@ -111,16 +116,18 @@ class Pushes:
     def may_commit_ahead(self, lane: Any, plan: Any) -> bool:
         """Whether *plan*'s message, its reply just pushed, may be committed before it comes:
         none is committed ahead yet (one message ahead at most), its run ahead stands, its
-        stretch draws nothing (a draw's journal is not undone by a roll-back) and writes no
-        input (a write copied back into the client's array is not undone either: such a
-        loop's replies are pushed, its messages committed when they come)."""
+        draws, if any, can be taken back (their generators' journals, DrawJournal.committable:
+        a roll-back retracts them) and it writes no input (a write copied back into the
+        client's array is not undone: such a loop's replies are pushed, its messages
+        committed when they come)."""
         if not self.commit_ahead or not self.sent or any(r.committed for r in self.sent):
             return False
         x = lane.x
         if self.sent[-1].batch != lane.batch(plan) or x.replay.ahead.ahead is not plan.ahead:
             return False
         stretch = x.replay.stretches.held.get(plan.sid)
-        return stretch is not None and not stretch.draws and not plan.written
+        return stretch is not None and not plan.written \
+            and (not stretch.draws or x.draws.committable())
 
     def head_matches(self, frames: list) -> bool:
         """Whether *frames* are the oldest pushed reply's message byte for byte (compared in
@@ -145,7 +152,8 @@ class Pushes:
             record.outs, record.frees = [], []
         if committed:
             self.rolled += len(committed)
-            x.replay.drop_ahead()
+            x.replay.drop_ahead()   # (the run ahead's own draws undone first: they came after)
+            x.draws.retract()       # (then the committed messages' draws taken back)
             lane.plan = None
         if clear:
             self.sent.clear()

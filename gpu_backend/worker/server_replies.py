@@ -43,6 +43,7 @@ class ReplySending:
             free = x.table.free
             for h in record.frees:
                 free(h)
+            x.draws.confirm()   # (its draws, if it drew, the client's for good)
             self.phases.mark("confirmed")
             x._batch_no = record.batch
             self._batch = record.batch

@@ -230,7 +230,9 @@ class SteadyLane:
         replay.replays += 1
         run = replay.ahead
         run.ahead = None
-        x.draws.commit()   # (its draws, if any, the client's now: RunAhead.answer)
+        # (its draws, if any, the client's now, as RunAhead.answer; a message committed
+        # ahead of its coming, tentatively: taken back if it never comes, pushed_replies.py)
+        x.draws.commit(tentative=deferred is not None)
         if ahead.writes:   # (the inputs it wrote: the client's now, as RunAhead.answer)
             replay.graphs.write_back(ahead.writes)
         gaps = run._gaps.get(plan.sid)   # (its client's gap: RunAhead._reads_now)

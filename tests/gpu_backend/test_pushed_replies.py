@@ -397,6 +397,49 @@ def test_a_step_that_writes_its_input_is_pushed_and_committed_when_its_message_c
     assert figures["push_taken"] >= STEPS // 4 and figures["push_confirmed"] == 0, figures
 
 
+def _drawing(kind: str):
+    """A random walk drawing every step from a ``RandomState`` (``state``), the module's
+    functions (``module``: the global RandomState) or a ``Generator`` (``generator``: its
+    state copied, not journaled), its position carried; now and then another read between,
+    so that the step committed ahead with its draws is rolled back and its draws taken
+    back. Returns the values read, the walk, and the generator's next draws."""
+    def loop(cp):
+        if kind == "state":
+            gen = cp.random.RandomState(61)
+        elif kind == "generator":
+            gen = cp.random.default_rng(62)
+        else:
+            cp.random.seed(63)
+            gen = cp.random
+        x = cp.zeros(300)
+        out = []
+        for i in range(STEPS):
+            x = x + gen.standard_normal(300)
+            out.append(float(x.sum()))
+            if i % 13 == 6:
+                out.append(float(x[7]))   # (another message: the commit ahead rolled back)
+            _pause()
+        return out, x.get(), gen.standard_normal(5).get()
+    loop.__name__ = f"_drawing_{kind}"
+    return loop
+
+
+@pytest.mark.parametrize("kind", ["state", "module", "generator"])
+def test_a_step_that_draws_is_committed_ahead_and_its_draws_taken_back_when_rolled_back(pool, pool_without_pushes, kind):
+    """A step that draws is committed ahead of its message, its draws tentative
+    (worker/draw_journal.py): confirmed when its message comes, taken back when another
+    message comes first (the generator made again from its journal as it was, or a
+    Generator's state put back), so that every draw after is the one the loop makes
+    without replay and without pushes."""
+    loop = _drawing(kind)
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    assert_bitwise(got[0], want[0])
+    assert_bitwise(got[1:], want[1:])
+    plain, _again, _off = beside_no_replay(pool_without_pushes, loop, early_replay=False)
+    assert_bitwise(got[1:], plain[1:])
+    assert figures["push_confirmed"] >= 1 and figures["push_rolled"] >= 1, figures
+
+
 def test_a_step_that_writes_only_arrays_it_made_is_committed_ahead(pool):
     got, want, figures = beside_no_replay(pool, _own_results_written, early_replay=False)
     assert_bitwise(got, want)
