@@ -6,9 +6,12 @@ made again on the arrays the replay hands out: its op run once more, which on a 
 pointer arithmetic, no device work.
 
 Judged once, when a stretch is held, from its offered run's arrays (:func:`judge`): a kept
-result that does not own its memory apart must be made by one of the view ops below, from
-inputs and kept results only, and share its memory with one of them; otherwise graphs never
-serve the stretch (its replays re-run the records, which hand out the very views). Until
+result that does not own its memory apart is either a view of memory no input and no other
+kept result lies in (a temporary's, ``(x @ y).T``; CuPy's odd-sized normal draw is a slice
+of an even one), which nobody can tell from a copy, or it must be made by one of the view
+ops below, from inputs and kept results only, and share its memory with one of them;
+otherwise graphs never serve the stretch (its replays re-run the records, which hand out
+the very views). Until
 2026-11-28 every such stretch was refused graphs: on a GPU a loop reading ``float(v[0])``
 never replayed through them, while the NumPy device, whose element was a copy, hid it.
 """
@@ -71,9 +74,13 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
     kept = {n: arrays[h] for n, h in zip(stretch.recorded_out_slots, stretch.recorded_outs)
             if h in arrays and n in alive}
     others: dict[int, int] = {}   # id -> how many of the inputs and kept results are it
+    shared: dict[Any, int] = {}   # allocation -> how many of them lie in it
     for a in (*inputs.values(), *kept.values()):
         if a is not None:
             others[id(a)] = others.get(id(a), 0) + 1
+            if a.nbytes:
+                at = allocation(a)
+                shared[at] = shared.get(at, 0) + 1
     remade: dict[int, Op] = {}   # op index -> op
     owned: set[int] = set()      # the kept result slots handed out as they are
     # the arrays a remade result's memory may come from: by result slot (temporaries: theirs)
@@ -108,6 +115,11 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
         flags = a.flags
         if a.base is None and others[id(a)] == 1 and (flags.c_contiguous or flags.f_contiguous):
             owned.add(n)
+            continue
+        if others[id(a)] == 1 and (not a.nbytes or shared[allocation(a)] == 1):
+            # a view of memory no input and no other kept result lies in (a temporary's:
+            # ``(x @ y).T``, CuPy's odd-sized normal draw, ``out[:n]`` of an even one): no
+            # one can see a copy is one; handed out as a copy (not a base to a remake)
             continue
         op = ops.get(maker.get(n, -1))
         if op is None or not _remakable(op, lambda s: True):

@@ -253,8 +253,9 @@ def test_an_element_read_of_a_kept_result_is_served_by_graphs(sessions):
 def test_aliases_and_views_of_inputs_kept_past_a_stretch_stay_what_they_are(sessions):
     """``cupy.asarray(x)`` is ``x`` itself, ``x.T`` and ``x.real`` views of it: kept past
     a replayed stretch, each is made again on the input, so that writes through one are
-    seen through the others; a view of a temporary (``(x + 1)[0]``) keeps the stretch
-    off graphs, as before."""
+    seen through the others. A view of a temporary alone in its memory (``(x + 1)[2]``,
+    the temporary dropped) is handed out as a copy, which nobody can tell from it; two
+    views of one temporary keep the stretch off graphs, as before."""
     def loop(cp):
         x = cp.arange(12, dtype=cp.float64).reshape(3, 4)
         out = []
@@ -272,13 +273,29 @@ def test_aliases_and_views_of_inputs_kept_past_a_stretch_stay_what_they_are(sess
 
     def of_a_temporary(cp):
         x = cp.arange(12, dtype=cp.float64)
-        out = []
-        for _ in range(STEPS):
-            e = (x + 1)[2]
+        out, kept = [], []
+        for step in range(STEPS):
+            e = (x + step)[2]
             out.append(float(e))
-        return out
+            kept.append(e)
+        return out + [float(e) for e in kept]
 
     on, off, change = _both(sessions, of_a_temporary)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0
+
+    def two_of_a_temporary(cp):
+        x = cp.arange(12, dtype=cp.float64)
+        out = []
+        for step in range(STEPS):
+            t = x + step
+            a, b = t[:4], t[2:6]   # (two views of one temporary, which goes)
+            del t
+            a += 1                 # (seen through b)
+            out.append(float(b.sum()))
+        return out
+
+    on, off, change = _both(sessions, two_of_a_temporary)
     _bitwise(on, off)
     assert change["graphed"] == 0 and change["replays"] >= 1
 
@@ -403,17 +420,20 @@ def test_kept_results_take_turns_only_in_arrays_nobody_holds(sessions):
 
 
 def test_a_stretch_with_no_graph_is_let_go_when_measured(pool, sessions):
-    """A view of a temporary kept past its stretch makes the stretch re-run only (no
-    graph: worker/kept_views.py makes only views of inputs and kept results again): timed,
-    it is let go and dropped by the worker; its ops travel as ops again."""
+    """Two views of one temporary kept past their stretch make the stretch re-run only (no
+    graph: worker/kept_views.py makes only views of inputs and kept results again, and
+    copies only a view alone in its memory): timed, it is let go and dropped by the worker;
+    its ops travel as ops again."""
     _on, off = sessions
 
     def loop(cp):
         base = cp.zeros((8, 8), dtype=cp.float32)
         views = []
         for step in range(3 * STEPS):
-            v = (base + step)[step % 2]  # kept: a view of a temporary
-            v += 1
+            t = base + step
+            v, w = t[step % 2], t[step % 2, :4]   # kept: two views of a temporary
+            del t
+            w += 1                                # (seen through v)
             views.append(float(v.sum()))
         return views + [base.get()]
 
