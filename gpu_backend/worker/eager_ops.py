@@ -39,9 +39,11 @@ _EAGER_NAMES = frozenset({"matmul", "imatmul", "dot", "vdot", "inner", "outer", 
 _NORM_BY_SOLVER = (2, -2, "nuc")
 
 
-def eager_by_nature(op: Op, inputs: dict) -> bool:
+def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) -> bool:
     """Whether *op* runs eagerly between the graphs whatever happens (*inputs*: the
-    stretch's input arrays by slot, as captured; a replay's guards keep their dtypes)."""
+    stretch's input arrays by slot, as captured; a replay's guards keep their dtypes;
+    *int_results*: the result slots whose arrays were integers in the offered run, which
+    the same ops on inputs of the same dtypes make integers again)."""
     if op.want == _VALUE or op.kind == _OBJECT or (op.want == _NONE and op.kind != _OPERATOR):
         return True
     name = op.name
@@ -50,18 +52,24 @@ def eager_by_nature(op: Op, inputs: dict) -> bool:
     if name in ("getitem", "setitem"):
         index = [s for s in slots_in(op.args[1:2]) if type(s) is Slot and s.kind != "p"]
         # an index of arrays: a boolean mask's selection is sized by its values; an index of
-        # integer inputs (a minibatch's uploaded indices) is read by a gather of the index's
-        # shape, captured as any kernel (an assignment through one stays eager)
-        if index and not (name == "getitem" and _integer_inputs(index, inputs)):
+        # integer arrays (a minibatch's uploaded indices, ``centres[labels]`` of an argmin,
+        # ``p[rows, y]`` of an arange) is read by a gather of the index's shape, captured as
+        # any kernel (an assignment through one stays eager)
+        if index and not (name == "getitem" and _integer_inputs(index, inputs, int_results)):
             return True
     if name == "linalg.norm":
         return _norm_by_solver(op)
     return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
 
 
-def _integer_inputs(slots: list, inputs: dict) -> bool:
-    """Whether every one of *slots* is an input whose array has an integer dtype."""
+def _integer_inputs(slots: list, inputs: dict, int_results: frozenset) -> bool:
+    """Whether every one of *slots* is an input whose array has an integer dtype, or a
+    result of the stretch's that is an integer array (*int_results*)."""
     for slot in slots:
+        if slot.kind == "r":
+            if slot.n not in int_results:
+                return False
+            continue
         a = inputs.get(slot.n) if slot.kind == "i" else None
         if a is None or getattr(a, "dtype", None) is None or a.dtype.kind not in "iu":
             return False

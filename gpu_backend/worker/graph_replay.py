@@ -107,6 +107,9 @@ class _Shape:
         #: (worker/kept_views.py), and their result slots
         self.remade: list[Op] = []
         self.remade_slots: frozenset[int] = frozenset()
+        #: the result slots that were integer arrays in the offered run (eager_by_nature:
+        #: a gather through them is captured)
+        self.int_results: frozenset[int] = frozenset()
 
     def remake(self, ops: list[Op] | None) -> bool:
         """Set the remade *ops* (None: a kept result no remake serves); whether graphs
@@ -153,10 +156,13 @@ class StretchGraphs:
         self._writes: list = []
 
     # ------------------------------------------------------------ held stretches
-    def hold(self, sid: int, stretch: HeldStretch, arrays: dict) -> None:
+    def hold(self, sid: int, stretch: HeldStretch, arrays: dict,
+             int_results: frozenset = frozenset()) -> None:
         """*stretch* is held from now on as *sid*, its offered run's arrays in the handle
-        table (*arrays*): whether graphs could serve it is judged now."""
+        table (*arrays*), *int_results* its result slots that were integer arrays: whether
+        graphs could serve it is judged now."""
         shape = _Shape(stretch)
+        shape.int_results = int_results
         remade = kept_views.judge(stretch, shape.alive, shape.maker, arrays,
                                   lambda a: self.x.device.memory_span(a)[1])
         self.states[sid] = GraphState(shape, shape.remake(remade))
@@ -336,7 +342,7 @@ class StretchGraphs:
         g = StretchGraph(shape)
         segments: list[_Segment] = []
         for op in (item for item in stretch.items if type(item) is Op):
-            eager = op.index in state.eager or eager_by_nature(op, arrays)
+            eager = op.index in state.eager or eager_by_nature(op, arrays, shape.int_results)
             if not segments or segments[-1].eager != eager or eager:
                 segments.append(_Segment(eager))
             segments[-1].ops.append(op)

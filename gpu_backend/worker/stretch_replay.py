@@ -183,8 +183,6 @@ class StretchReplay:
         stretch = self.stretches.offer(sid, offer.stretch, executed)
         if stretch is None:
             return None
-        if self.graphs is not None:
-            self.graphs.hold(sid, stretch, self.x.table.arrays)
         made = {entry[0]: entry for entry in results.metas}
         arrays, fresh = self.x.table.arrays, results.fresh
         outs = []
@@ -196,6 +194,8 @@ class StretchReplay:
                     array = arrays.get(hid)
                 entry = array_meta(hid, array) if array is not None else None
             outs.append(entry)
+        if self.graphs is not None:
+            self.graphs.hold(sid, stretch, arrays, _integer_slots(stretch, outs))
         return [offer.inputs, outs]
 
     def early_safe(self, sid: Any) -> bool:
@@ -452,3 +452,14 @@ class StretchReplay:
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0}
+
+
+def _integer_slots(stretch: Any, outs: list) -> frozenset:
+    """The result slots of *stretch* whose arrays were integers in its offered run (*outs*:
+    their metadata entries, by recorded result; a dtype spec a string such as ``<i8``)."""
+    slots = set()
+    for n, entry in zip(stretch.recorded_out_slots, outs):
+        if entry is not None and type(entry[2]) is str and len(entry[2]) > 1 \
+                and entry[2][1] in "iu":
+            slots.add(n)
+    return frozenset(slots)

@@ -792,8 +792,10 @@ def test_a_minibatch_gathered_by_integer_indices_is_captured_with_the_ops_around
 
 
 def test_which_indexings_run_eagerly_between_graphs():
-    """A getitem by integer inputs is captured; by a boolean input, by a result of the
-    stretch (its dtype not known before it runs), or an assignment by any array, eager."""
+    """A getitem by integer inputs, or by results of the stretch that were integer arrays
+    in its offered run (``p[rows, y]`` of an ``arange``, ``centres[labels]`` of an
+    ``argmin``), is captured; by a boolean input, by a result not known to be integers, or
+    an assignment by any array, eager."""
     from gpu_backend.protocol import api
     from gpu_backend.protocol import messages as m
     from gpu_backend.worker.eager_ops import eager_by_nature as _eager_by_nature
@@ -802,9 +804,9 @@ def test_which_indexings_run_eagerly_between_graphs():
     inputs = {1: np.arange(4, dtype=np.int64), 2: np.arange(4, dtype=np.uint8),
               3: np.ones(4, dtype=bool), 4: np.arange(4.0)}
 
-    def index(name, *keys, want=api.ARRAY):
+    def index(name, *keys, want=api.ARRAY, ints=frozenset()):
         return _eager_by_nature(Op(0, m.KIND_OPERATOR, want, Slot("r", 0), name, None,
-                                   [Slot("i", 0), *keys], {}), inputs)
+                                   [Slot("i", 0), *keys], {}), inputs, ints)
 
     assert not index("getitem", Slot("i", 1)) and not index("getitem", Slot("i", 2))
     assert not index("getitem", (Slot("i", 1), slice(None)))
@@ -812,4 +814,44 @@ def test_which_indexings_run_eagerly_between_graphs():
     assert index("getitem", Slot("i", 3)) and index("getitem", Slot("i", 4))
     assert index("getitem", Slot("r", 5)) and index("getitem", (Slot("i", 1), Slot("i", 3)))
     assert index("setitem", Slot("i", 1), Slot("i", 4), want=api.NONE)
+    ints = frozenset({5, 6})
+    assert not index("getitem", Slot("r", 5), ints=ints)
+    assert not index("getitem", (Slot("r", 5), Slot("i", 1)), ints=ints)
+    assert index("getitem", (Slot("r", 5), Slot("r", 7)), ints=ints)
+    assert index("getitem", (Slot("r", 5), Slot("i", 3)), ints=ints)
+    assert index("setitem", Slot("r", 5), Slot("i", 4), want=api.NONE, ints=ints)
+
+
+def test_a_gather_through_integer_results_is_captured_and_gives_the_bits(sessions):
+    """The MLP's loss and k-means' assignment: ``p[rows, y]`` where ``rows`` is an
+    ``arange`` and ``y`` a minibatch's labels gathered in the step, and ``centres[labels]``
+    where ``labels`` is an ``argmin``, both results of the stretch: captured as gathers
+    (their index arrays integers in the offered run), bitwise as without replay, and the
+    assignment through them (``grad[rows, y] -= 1``) eager between the graphs."""
+    rng = np.random.default_rng(22)
+    data = rng.random((300, 4), dtype=np.float32)
+    labels_all = rng.integers(0, 3, 300)
+    picks = [rng.integers(0, 300, 16) for _ in range(3)]
+
+    def loop(cp):
+        x, y_all = cp.asarray(data), cp.asarray(labels_all)
+        idxs = [cp.asarray(p) for p in picks]
+        centres = x[:3].copy()
+        out = []
+        for step in range(STEPS):
+            idx = idxs[step % 3]
+            xb, yb = x[idx], y_all[idx]
+            d = ((xb[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+            labels = d.argmin(axis=1)
+            p = cp.exp(-d) / cp.exp(-d).sum(axis=1, keepdims=True)
+            rows = cp.arange(16)
+            grad = p.copy()
+            grad[rows, yb] -= 1
+            out.append(float(-cp.log(p[rows, yb] + 1e-9).mean() + (xb - centres[labels]).sum()
+                             + grad.sum()))
+        return out
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
 
