@@ -149,13 +149,26 @@ def pi_step(xp):
     return step
 
 
+def time_step(xp):
+    """A field at time ``t = i * dt`` (``dt = 0.01``, the loop's counter times a float that
+    is not exact in binary), its energy read: a float parameter whose next value the worker
+    must guess bit for bit (worker/float_steps.py)."""
+    x = xp.linspace(0.0, 1.0, 4096)
+
+    def step(i):
+        t = i * 0.01
+        return float((xp.sin(x * t) ** 2).sum())
+    return step
+
+
 #: loops that draw from the device's generator: on the NumPy device its numbers are not
 #: NumPy's own, so they are compared with local CuPy's only (None: not compared)
 DRAWING = frozenset({"walk_step", "pi_step"})
 
 LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "product_sync": product_sync, "regression_step": regression_step,
-         "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step}
+         "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step,
+         "time_step": time_step}
 
 
 def per_iteration(step, reps, session):

@@ -16,8 +16,10 @@ import math
 from typing import Any
 
 from .eager_ops import lane_runs_eagerly
+from .float_steps import KEPT, next_float
 from .graph_replay import _Reads
 from .lane_messages import Layout, read_batch
+from .run_ahead import float_values
 from ..protocol.stretch_records import fill_slots
 
 __all__ = ["LanePlan", "make_plan", "stepped", "REPLAY_KEYS", "MOVES"]
@@ -41,6 +43,7 @@ class LanePlan:
                  "scatter_rows", "reads", "ran", "slots", "input_frees",
                  "expected", "ahead", "reads_left", "after", "dafter", "dinputs",
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
+                 "float_history",
                  "written", "eager_kept", "remade", "held")
 
 
@@ -113,6 +116,15 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     plan.sid, plan.inputs, plan.params, plan.need = entry.sid, entry.inputs, entry.params, entry.need
     # the float parameters that step: (its offset, its slot, the value before, the last)
     plan.floats = [(at, path[2], x, y) for path, at, x, y in shape.floats]
+    # each float's last values, to the last message's (RunAhead's history, where it agrees
+    # with the two messages read: its guess of the first message came from the same)
+    history = x.replay.ahead._history.get(entry.sid)
+    plan.float_history = {}
+    for _at, n, earlier, latest in plan.floats:   # (not x: the executor, used below)
+        values = float_values(list(history), n) if history else []
+        if len(values) < 2 or not (_same(values[-2], earlier) and _same(values[-1], latest)):
+            values = [earlier, latest]
+        plan.float_history[n] = tuple(values[-KEPT:])
     plan.stepped = stepped(plan)   # (the first message's: RunAhead's guess)
     plan.graph, plan.state = g, state
     plan.dinputs = [steps.get(("T", 2, i), 0) for i in range(len(entry.inputs))]
@@ -167,18 +179,38 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
 
 
 def stepped(plan: LanePlan) -> tuple:
-    """The parameters of the message after the plan's current one, and its floats'
-    record: each float that steps goes on as RunAhead's guess (guess_params) has it,
-    last + (last - before); one that would not be finite stays (a message that then
-    does not come: the lane is left)."""
+    """The parameters of the message after the plan's current one, its floats' record and
+    their histories: each float that steps goes on as RunAhead's guess (guess_params) has
+    it, worker/float_steps.py's guess from its last values; one that would not be finite
+    stays (a message that then does not come: the lane is left)."""
     if not plan.floats:
-        return plan.params, plan.floats
+        return plan.params, plan.floats, plan.float_history
     params = list(plan.params)
     floats = []
-    for at, n, x, y in plan.floats:
-        nxt = y + (y - x)
-        if not math.isfinite(nxt):
-            nxt = y
+    histories = {}
+    for at, n, earlier, y in plan.floats:
+        values = plan.float_history.get(n) or (earlier, y)
+        nxt = next_float(values)
         params[n] = nxt
         floats.append((at, n, y, nxt))
-    return params, floats
+        histories[n] = (*values, nxt)[-KEPT:]
+    return params, floats, histories
+
+
+def history_lists(plan: LanePlan) -> list:
+    """The parameters of the messages before the plan's current one, oldest first, as
+    RunAhead keeps them (its ``_history``, the current one appended by RunAhead.start):
+    the current parameters with each float's earlier values."""
+    depth = min((len(v) for v in plan.float_history.values()), default=1) - 1
+    lists = []
+    for back in range(depth, 0, -1):
+        params = list(plan.params)
+        for n, values in plan.float_history.items():
+            params[n] = values[-1 - back]
+        lists.append(params)
+    return lists
+
+
+def _same(a: float, b: float) -> bool:
+    """The same float, bit for bit (0.0 is not -0.0)."""
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)

@@ -62,9 +62,9 @@ __all__ = ["Pushes", "PushRecord"]
 class PushRecord:
     """A reply pushed and not yet claimed: its batch, the bytes its message must be, and,
     once committed ahead, what the commit did (the client's handles its results took, the
-    frees held back until the message comes, its ops)."""
+    frees held back until the message comes, its ops, its stretch and parameters)."""
 
-    __slots__ = ("batch", "expected", "committed", "outs", "frees", "ran")
+    __slots__ = ("batch", "expected", "committed", "outs", "frees", "ran", "sid", "params")
 
     def __init__(self, batch: int, expected: bytes) -> None:
         self.batch, self.expected = batch, expected
@@ -72,6 +72,10 @@ class PushRecord:
         self.outs: list = []
         self.frees: list = []
         self.ran = 0
+        #: the stretch and parameters of the message committed ahead (the loop's history of
+        #: parameters takes them when it comes: worker/float_steps.py)
+        self.sid: int | None = None
+        self.params: list | None = None
 
 
 class Pushes:

@@ -33,14 +33,14 @@ begin_ahead), and its device time is this session's, charged as a replay's.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from time import perf_counter
-from typing import Any
+from typing import Any, Sequence
 
 from ..protocol import messages as m
 from ..protocol.stretch_records import same_params
 from .batch_results import BatchResults
+from .float_steps import KEPT, next_float
 from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry, Slot
 
@@ -89,22 +89,41 @@ MAX_MISSES = 3
 SIT_OUT = 32
 
 
-def guess_params(before: list | None, last: list) -> list:
-    """The next replay's parameters, guessed from the last two replays' as a loop's scalars
-    go: an int or a float that changed by d from *before* to *last* goes on by d (a step
-    count, ``step * 0.5``); any other value stays as last. A guess the client's replay does
-    not have exactly (``same_params``: type, value, sign of zero) costs only a run dropped."""
+def guess_params(history: Sequence[list] | None, last: list) -> list:
+    """The next replay's parameters, guessed from the stretch's last replays' as a loop's
+    scalars go (*history*: the parameters of those before the last, oldest first; *last*:
+    the last one's): an int that changed by d goes on by d (a step count); a float that
+    changed goes on as worker/float_steps.py guesses from its last values (``step * 0.5``,
+    ``t += dt``, ``i * dt``); any other value stays as last. A guess the client's replay
+    does not have exactly (``same_params``: type, value, sign of zero) costs only a run
+    dropped."""
+    before = history[-1] if history else None
     if before is None or before == last or len(before) != len(last):   # (most loops: at once)
         return list(last)
     guess = []
-    for b, a in zip(before, last):
+    for i, (b, a) in enumerate(zip(before, last)):
         kind = type(a)
         if (kind is int or kind is float) and type(b) is kind and a != b:
-            step = a + (a - b)
-            guess.append(step if kind is int or math.isfinite(step) else a)
+            if kind is int:
+                guess.append(a + (a - b))
+            else:
+                guess.append(next_float(float_values(history, i) + [a]))
         else:
             guess.append(a)
     return guess
+
+
+def float_values(history: Sequence[list], i: int) -> list:
+    """Parameter *i*'s values over *history* (oldest first), the trailing run of them that
+    are floats of lists of the same length as the last."""
+    values: list = []
+    size = len(history[-1])
+    for params in reversed(history):
+        if len(params) != size or type(params[i]) is not float:
+            break
+        values.append(params[i])
+    values.reverse()
+    return values
 
 
 #: the first of the provisional ids a replay run ahead keeps its results under (result
@@ -162,9 +181,9 @@ class RunAhead:
         self.hits = 0
         #: runs ahead dropped because the client's replay of their stretch differed
         self.missed = 0
-        #: by held stretch: the parameters of its replay before the last (guess_params),
-        #: its misses in a row, and the replays it has yet to sit out
-        self._before: dict[int, list] = {}
+        #: by held stretch: the parameters of its last replays, oldest first (guess_params;
+        #: KEPT of them), its misses in a row, and the replays it has yet to sit out
+        self._history: dict[int, deque] = {}
         self._misses: dict[int, int] = {}
         self._sitting: dict[int, int] = {}
         #: the most device time a replay run ahead may take (GPUWB_RUN_AHEAD_US; 0: none)
@@ -200,7 +219,7 @@ class RunAhead:
     def forget(self) -> None:
         """The held stretches changed (some let go): what was learnt of each goes."""
         self.safe.clear()
-        self._before.clear()
+        self._history.clear()
         self._misses.clear()
         self._sitting.clear()
         self._gaps.clear()
@@ -218,8 +237,11 @@ class RunAhead:
         replay = self.replay
         x, graphs = replay.x, replay.graphs
         sid = entry.sid
-        before = self._before.get(sid)
-        self._before[sid] = entry.params
+        history = self._history.get(sid)
+        if history is None:
+            history = self._history[sid] = deque(maxlen=KEPT)
+        guessed_from = list(history)   # (the replays before this one)
+        history.append(entry.params)
         leader = graphs.leader if graphs is not None else None
         if leader is not None:
             self.follows[leader] = sid
@@ -247,7 +269,7 @@ class RunAhead:
         if stretch.draws and (sid in self.no_draws or not x.draws.undoable(
                 _generators(stretch, inputs, x.table.objects))):
             return False
-        params = guess_params(before, entry.params)
+        params = guess_params(guessed_from, entry.params)
         return self._run(sid, g, graphs.states[sid], stretch, inputs, params, len(entry.outs),
                          entry.early, began)
 
@@ -260,7 +282,8 @@ class RunAhead:
         graphs = self.replay.graphs
         state = graphs.states.get(sid) if graphs is not None else None
         g = state.graph if state is not None else None
-        params = self._before.get(sid)
+        history = self._history.get(sid)
+        params = history[-1] if history else None
         if g is None or params is None or self._sitting.get(sid):
             return False
         last = g.copies.last_entry

@@ -52,7 +52,8 @@ from .result_meta import pack_metas
 from .kept_views import remake
 from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, _generators, speculated, speculating
 from .lane_messages import DOUBLE, Reshaped
-from .lane_plans import REPLAY_KEYS, LanePlan, make_plan, stepped
+from .float_steps import KEPT
+from .lane_plans import REPLAY_KEYS, LanePlan, history_lists, make_plan, stepped
 from .pushed_replies import Pushes
 from .stretches import ReplayEntry
 
@@ -134,7 +135,7 @@ class SteadyLane:
         plan.value += plan.difference
         expected = plan.value.to_bytes(plan.size, "big")
         if plan.floats:
-            plan.params, plan.floats = plan.stepped
+            plan.params, plan.floats, plan.float_history = plan.stepped
             expected = bytearray(expected)
             pack = DOUBLE.pack
             for at, _n, _x, y in plan.floats:
@@ -197,6 +198,7 @@ class SteadyLane:
         x._batch_no = batch_no
         record.outs = [h + k * d for h, d in zip(plan.outs, plan.douts)]
         record.ran = plan.ran
+        record.sid, record.params = plan.sid, plan.params
         record.committed = True
 
     def answer(self, plan: LanePlan, pushed: bool = False, deferred: list | None = None) -> bytes | None:
@@ -230,6 +232,9 @@ class SteadyLane:
         replay.replays += 1
         run = replay.ahead
         run.ahead = None
+        history = run._history.get(plan.sid)   # (its parameters, for RunAhead's next guess
+        if history is not None and deferred is None:   # where the lane is left, float_steps.py;
+            history.append(plan.params)                # committed ahead: when it comes)
         # (its draws, if any, the client's now, as RunAhead.answer; a message committed
         # ahead of its coming, tentatively: taken back if it never comes, pushed_replies.py)
         x.draws.commit(tentative=deferred is not None)
@@ -325,10 +330,7 @@ class SteadyLane:
         g.copies.learn(g.shape.used, before.inputs, before.outs)
         g.copies.learn(g.shape.used, entry.inputs, entry.outs)
         if plan.floats:   # (... and what RunAhead.start guesses the parameters from)
-            earlier = list(plan.params)
-            for _at, n, value, _y in plan.floats:   # (not x: the executor, used below)
-                earlier[n] = value
-            run._before[plan.sid] = earlier
+            run._history[plan.sid] = deque(history_lists(plan), maxlen=KEPT)
         if graphs is not None and not run.start(g, entry, self.pushable(plan)):
             graphs.prepare_next(g)
         if run.ahead is None:

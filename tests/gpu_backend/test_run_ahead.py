@@ -382,7 +382,12 @@ def test_a_scalar_no_guess_follows_sits_out_its_runs_ahead(pool):
 def test_the_guess_follows_ints_and_floats_that_step_and_keeps_the_rest():
     guess = run_ahead.guess_params
     assert guess(None, [1, 0.5, True]) == [1, 0.5, True]
-    assert guess([3, 1.0, 2.0, True, "a", 4], [4, 1.5, 2.0, False, "b", 4.0]) == [5, 2.0, 2.0, False, "b", 4.0]
-    assert guess([1.0], [float("inf")]) == [float("inf")]   # (not inf + inf - 1: stays)
-    assert guess([0.0, 1], [-0.0, 2, 7]) == [-0.0, 2, 7]    # (lengths differ: the last)
-    assert type(guess([1], [2])[0]) is int and type(guess([1.0], [2.0])[0]) is float
+    assert guess([[3, 1.0, 2.0, True, "a", 4]], [4, 1.5, 2.0, False, "b", 4.0]) == [5, 2.0, 2.0, False, "b", 4.0]
+    assert guess([[1.0]], [float("inf")]) == [float("inf")]   # (not inf + inf - 1: stays)
+    assert guess([[0.0, 1]], [-0.0, 2, 7]) == [-0.0, 2, 7]    # (lengths differ: the last)
+    assert type(guess([[1]], [2])[0]) is int and type(guess([[1.0]], [2.0])[0]) is float
+    # a float the loop computes from its counter (``t = i * 0.01``), guessed from its last
+    # values (worker/float_steps.py): where ``last + (last - before)`` is one bit off
+    history = [[7, i * 0.01] for i in range(3, 10)]
+    assert 10 * 0.01 + (10 * 0.01 - 9 * 0.01) != 11 * 0.01
+    assert guess(history, [8, 10 * 0.01]) == [9, 11 * 0.01]

@@ -155,6 +155,19 @@ def _stepping_scalar(cp):
     return out, x.get()
 
 
+def _time_stepped(cp):
+    """``t = i * dt`` with ``dt = 0.01`` (a loop's time, computed from its counter): its
+    next value is not ``t + (t - t_before)`` at 133 of 300 steps, so the lane's guess of
+    it comes from its last values (worker/float_steps.py)."""
+    x = cp.arange(1000, dtype=cp.float64) / 3
+    out = []
+    for i in range(STEPS):
+        t = i * 0.01
+        out.append(float((x * t).sum()))
+        _pause()
+    return out, x.get()
+
+
 def _changing(cp):
     """Kept results, a replaced input, a changed scalar and other messages between."""
     x = cp.arange(1000, dtype=cp.float32) / 7
@@ -257,7 +270,7 @@ def _monte_carlo_pi(cp):
     return out, cp.random.uniform(size=3).get()
 
 
-@pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _changing,
+@pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _time_stepped, _changing,
                                   _product_sync, _regression_step, _power_iteration,
                                   _random_walk, _monte_carlo_pi])
 @pytest.mark.parametrize("early", [False, True])

@@ -1,0 +1,69 @@
+"""The next value of a loop's float parameter (worker/float_steps.py): exact, or nearly, for
+the ways a loop makes one — summed (``t += 0.1``), a multiple of its counter (``i * dt``),
+a fraction of it (``i / 100``), stepped exactly (``step * 0.5``) — from its last values,
+and never worse than ``last + (last - before)`` on a summed one."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpu_backend.worker.float_steps import KEPT, next_float
+
+STEPS = 300
+
+
+def _summed(dt: float) -> list:
+    values, t = [], 0.0
+    for _ in range(STEPS):
+        values.append(t)
+        t += dt
+    return values
+
+
+SEQUENCES = {
+    "i * 0.01": ([i * 0.01 for i in range(STEPS)], 30),
+    "i * 0.1": ([i * 0.1 for i in range(STEPS)], 20),
+    "i / 3": ([i / 3 for i in range(STEPS)], 5),
+    "i / 100": ([i / 100 for i in range(STEPS)], 30),
+    "-i * 0.01 from 1000": ([-i * 0.01 for i in range(1000, 1000 + STEPS)], None),
+    "0.1 + 1e-4 * i": ([0.1 + 1e-4 * i for i in range(STEPS)], 100),
+    "step * 0.5": ([s * 0.5 for s in range(STEPS)], 0),
+    "t += 0.1": (_summed(0.1), None),
+    "t += 0.01": (_summed(0.01), None),
+    "t += 0.003": (_summed(0.003), None),
+}
+
+
+def _misses(values: list, guess) -> int:
+    return sum(guess(values[max(0, k - KEPT):k]) != values[k] for k in range(2, len(values)))
+
+
+def _summed_guess(values: list) -> float:
+    return values[-1] + (values[-1] - values[-2])
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_a_loops_float_is_guessed_from_its_last_values(name):
+    values, most = SEQUENCES[name]
+    misses = _misses(values, next_float)
+    summed = _misses(values, _summed_guess)
+    if most is None:   # (never worse than the summed guess)
+        assert misses <= summed, (misses, summed)
+    else:
+        assert misses <= most < summed or misses == summed == 0, (misses, summed)
+
+
+def test_a_guess_that_would_not_be_finite_is_the_last_value():
+    big = 1.7e308
+    assert next_float([big / 2, big]) == big
+    assert next_float([1.0, float("inf")]) == float("inf")
+    assert math.isnan(next_float([1.0, float("nan")]))   # (nan stays nan: the last)
+    assert next_float([2.0, 2.0]) == 2.0
+    assert math.copysign(1, next_float([0.0, -0.0])) == -1   # (no step: the last, -0.0)
+
+
+def test_only_the_last_values_are_read():
+    values = [i * 0.01 for i in range(50)]
+    assert next_float(values) == next_float(values[-KEPT:])
