@@ -3,7 +3,8 @@
 # (worker/float_steps.py). .gpu/clean (this tree) and .gpu/prev (5d92508, the tree before):
 # the float guess's and the lane's float tests against local CuPy; replay_sync.py's new
 # time_step (t = i * 0.01) and the hot sync, prev clean clean prev. Short: the session's last
-# device time.
+# device time. NOT RUN in the thirtieth session: its device time ran out (status: a fresh
+# machine could not be started with 141 s left); for the next GPU session.
 #   run(command="bash .gpu/run153.sh", carry=[".whl", ".gpu"])
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
