@@ -22,7 +22,7 @@ from .lane_messages import Layout, read_batch
 from .run_ahead import float_values
 from ..protocol.stretch_records import fill_slots
 
-__all__ = ["LanePlan", "make_plan", "stepped", "REPLAY_KEYS", "MOVES"]
+__all__ = ["LanePlan", "make_plan", "stepped", "history_lists", "REPLAY_KEYS", "MOVES"]
 
 #: the header keys of a message served in the lane: the session key, the batch, its op
 #: count, the resume mark, the replay entry, early, the frees before it

@@ -45,7 +45,7 @@ from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry, Slot
 
 __all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "READ_NOW_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes",
-           "MAX_MISSES", "SIT_OUT", "GAP_SHARE", "GAPS_KEPT", "guess_params",
+           "MAX_MISSES", "SIT_OUT", "GAP_SHARE", "GAPS_KEPT", "guess_params", "float_values",
            "speculating", "speculated"]
 
 #: the most device time a replay run ahead may take (its last measured one's: Pacer.
