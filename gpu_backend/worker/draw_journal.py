@@ -278,7 +278,7 @@ class DrawJournal:
         message was committed ahead of its coming (worker/pushed_replies.py), and these
         draws are taken back if that message never comes (:meth:`retract`); only where
         :meth:`committable` said so. A commit that is not tentative confirms any that was."""
-        if not tentative:
+        if not tentative and (self._tentative or self._tentative_copies):
             self.confirm()
         if not self._pending:
             return

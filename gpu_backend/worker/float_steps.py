@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
-__all__ = ["next_float", "WINDOW", "KEPT", "MARGIN"]
+__all__ = ["next_float", "float_values", "WINDOW", "KEPT", "MARGIN"]
 
 #: the last steps each model is scored on
 WINDOW = 6
@@ -106,3 +106,16 @@ def next_float(values: Sequence[float]) -> float:
     if guess is None:
         guess = _summed(before, last)
     return guess if guess is not None and math.isfinite(guess) else last
+
+
+def float_values(history: Sequence[list], i: int) -> list:
+    """Parameter *i*'s values over *history* (oldest first), the trailing run of them that
+    are floats of lists of the same length as the last."""
+    values: list = []
+    size = len(history[-1])
+    for params in reversed(history):
+        if len(params) != size or type(params[i]) is not float:
+            break
+        values.append(params[i])
+    values.reverse()
+    return values

@@ -713,9 +713,8 @@ class StretchGraphs:
             own = {n: made for n, _h, made in handed}
             x = self.x
             for n, made in kept_views.remake(x.call, x.device.as_array, shape.remade, arrays,
-                                             own, ran):
-                if n in remade:   # (not the temporaries between)
-                    handed.append((n, outs[n], made))
+                                             own, remade, ran):
+                handed.append((n, outs[n], made))
         self.x.phases.mark("replay_made")   # (the kept results' arrays made and copied)
         if shape.writes:
             written = g.written

@@ -45,6 +45,10 @@ _VIEW_OPS = {
 }
 
 
+def _array_slots(op: Op) -> list[Slot]:
+    return [s for s in slots_in((op.target, op.args, op.kwargs)) if type(s) is Slot]
+
+
 def _remakable(op: Op, made_before: Callable[[Slot], bool]) -> bool:
     """Whether *op* is a view op (its kind and name) taking no parameter and no ``out=``,
     its arrays each an input or a result made before it that a replay has (*made_before*:
@@ -52,13 +56,9 @@ def _remakable(op: Op, made_before: Callable[[Slot], bool]) -> bool:
     if op.want != _ARRAY or op.out is None or type(op.name) is not str \
             or op.name not in _VIEW_OPS.get(op.kind, ()) or "out" in op.kwargs:
         return False
-    slots = [s for s in slots_in((op.target, op.args, op.kwargs)) if type(s) is Slot]
+    slots = _array_slots(op)
     return bool(slots) and all(s.kind == "i" or (s.kind == "r" and made_before(s))
                                for s in slots)
-
-
-def _array_slots(op: Op) -> list[Slot]:
-    return [s for s in slots_in((op.target, op.args, op.kwargs)) if type(s) is Slot]
 
 
 def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
@@ -97,17 +97,24 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
             return sources[slot.n]
         if slot.n in alive:
             return None   # (a kept result judged not remakable)
-        op = ops.get(maker.get(slot.n, -1))   # a temporary: made again too, if a view op
+        found = made_by_view(slot.n)   # a temporary: made again too, if a view op's
+        if found is not None:
+            sources[slot.n] = found
+        return found
+
+    def made_by_view(n: int) -> list | None:
+        """Where result slot *n*'s maker is a view op a replay can run again: the arrays
+        its memory may come from (that op then remade); else None."""
+        op = ops.get(maker.get(n, -1))
         if op is None or not _remakable(op, lambda s: True):
             return None
-        found = []
+        found: list = []
         for s in _array_slots(op):
             got = view_of(s)
             if got is None:
                 return None
             found += got
         remade[op.index] = op
-        sources[slot.n] = found
         return found
 
     for n in sorted(kept, key=lambda n: maker.get(n, -1)):
@@ -121,20 +128,12 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
             # ``(x @ y).T``, CuPy's odd-sized normal draw, ``out[:n]`` of an even one): no
             # one can see a copy is one; handed out as a copy (not a base to a remake)
             continue
-        op = ops.get(maker.get(n, -1))
-        if op is None or not _remakable(op, lambda s: True):
-            return None
-        found: list = []
-        for s in _array_slots(op):
-            got = view_of(s)
-            if got is None:
-                return None
-            found += got
-        if not any(b is not None and (b is a or (a.nbytes and b.nbytes
-                                                 and allocation(a) == allocation(b)))
-                   for b in found):
-            return None   # (a copy, or memory of something else: not made again)
-        remade[op.index] = op
+        found = made_by_view(n)
+        if found is None or not any(
+                b is not None and (b is a or (a.nbytes and b.nbytes
+                                              and allocation(a) == allocation(b)))
+                for b in found):
+            return None   # (not a view op's, a copy, or memory of something else)
         sources[n] = [a]
     return [remade[i] for i in sorted(remade)]
 
@@ -160,10 +159,11 @@ def adopted(stretch: HeldStretch, alive: list, indices: Any) -> list[Op] | None:
 
 
 def remake(call: Callable, as_array: Callable, ops: Iterable[Op], inputs: dict,
-           handed: dict, ran: int | None = None) -> list[tuple[int, Any]]:
+           handed: dict, keep: frozenset, ran: int | None = None) -> list[tuple[int, Any]]:
     """Make the remade *ops*' results again on the arrays a replay hands out: *inputs* by
     input slot, *handed* by result slot (the results made again are added to it); an op
-    at or after *ran* (the ops the replay ran) is skipped. Returns ``(slot, array)`` pairs."""
+    at or after *ran* (the ops the replay ran) is skipped. Returns the ``(slot, array)``
+    pairs of the kept ones (*keep*: their slots), not the temporaries between."""
     made = []
 
     def of_slot(slot: Slot) -> Any:
@@ -175,5 +175,6 @@ def remake(call: Callable, as_array: Callable, ops: Iterable[Op], inputs: dict,
         result = as_array(call(op.kind, op.name, fill_slots(op.target, of_slot),
                                fill_slots(op.args, of_slot), fill_slots(op.kwargs, of_slot)))
         handed[op.out.n] = result
-        made.append((op.out.n, result))
+        if op.out.n in keep:
+            made.append((op.out.n, result))
     return made

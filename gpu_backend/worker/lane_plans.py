@@ -16,10 +16,9 @@ import math
 from typing import Any
 
 from .eager_ops import lane_runs_eagerly
-from .float_steps import KEPT, next_float
+from .float_steps import KEPT, float_values, next_float
 from .graph_replay import _Reads
 from .lane_messages import Layout, read_batch
-from .run_ahead import float_values
 from ..protocol.stretch_records import fill_slots
 
 __all__ = ["LanePlan", "make_plan", "stepped", "history_lists", "REPLAY_KEYS", "MOVES"]
@@ -118,7 +117,7 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     plan.floats = [(at, path[2], x, y) for path, at, x, y in shape.floats]
     # each float's last values, to the last message's (RunAhead's history, where it agrees
     # with the two messages read: its guess of the first message came from the same)
-    history = x.replay.ahead._history.get(entry.sid)
+    history = x.replay.ahead.recent(entry.sid)
     plan.float_history = {}
     for _at, n, earlier, latest in plan.floats:   # (not x: the executor, used below)
         values = float_values(list(history), n) if history else []
@@ -199,7 +198,7 @@ def stepped(plan: LanePlan) -> tuple:
 
 def history_lists(plan: LanePlan) -> list:
     """The parameters of the messages before the plan's current one, oldest first, as
-    RunAhead keeps them (its ``_history``, the current one appended by RunAhead.start):
+    RunAhead keeps them (RunAhead.restart_history; the current one appended by its start):
     the current parameters with each float's earlier values."""
     depth = min((len(v) for v in plan.float_history.values()), default=1) - 1
     lists = []

@@ -40,12 +40,12 @@ from typing import Any, Sequence
 from ..protocol import messages as m
 from ..protocol.stretch_records import same_params
 from .batch_results import BatchResults
-from .float_steps import KEPT, next_float
+from .float_steps import KEPT, float_values, next_float
 from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry, Slot
 
 __all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "READ_NOW_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes",
-           "MAX_MISSES", "SIT_OUT", "GAP_SHARE", "GAPS_KEPT", "guess_params", "float_values",
+           "MAX_MISSES", "SIT_OUT", "GAP_SHARE", "GAPS_KEPT", "guess_params",
            "speculating", "speculated"]
 
 #: the most device time a replay run ahead may take (its last measured one's: Pacer.
@@ -111,19 +111,6 @@ def guess_params(history: Sequence[list] | None, last: list) -> list:
         else:
             guess.append(a)
     return guess
-
-
-def float_values(history: Sequence[list], i: int) -> list:
-    """Parameter *i*'s values over *history* (oldest first), the trailing run of them that
-    are floats of lists of the same length as the last."""
-    values: list = []
-    size = len(history[-1])
-    for params in reversed(history):
-        if len(params) != size or type(params[i]) is not float:
-            break
-        values.append(params[i])
-    values.reverse()
-    return values
 
 
 #: the first of the provisional ids a replay run ahead keeps its results under (result
@@ -228,6 +215,22 @@ class RunAhead:
         self._follow_sitting.clear()
 
     # ------------------------------------------------------------ running ahead
+    def remember(self, sid: int, params: list) -> None:
+        """A replay of stretch *sid* with *params* was answered elsewhere (the steady lane,
+        a message committed ahead when it came): the history guess_params reads takes it."""
+        history = self._history.get(sid)
+        if history is not None:
+            history.append(params)
+
+    def recent(self, sid: int) -> deque | None:
+        """The parameters of stretch *sid*'s last replays, oldest first (None: none yet)."""
+        return self._history.get(sid)
+
+    def restart_history(self, sid: int, earlier: list) -> None:
+        """Stretch *sid*'s history is *earlier* (the replays before the one
+        :meth:`start` is about to be told of: the steady lane handing its loop back)."""
+        self._history[sid] = deque(earlier, maxlen=KEPT)
+
     def start(self, g: Any, entry: ReplayEntry, waiting: bool = False) -> bool:
         """After the reply to a replay of *g*'s stretch (*entry*, learnt from: StretchGraphs.
         learn_last), run the next one now if it may be; whether it ran. *waiting*: even with
@@ -240,7 +243,8 @@ class RunAhead:
         history = self._history.get(sid)
         if history is None:
             history = self._history[sid] = deque(maxlen=KEPT)
-        guessed_from = list(history)   # (the replays before this one)
+        # (the replays before this one, where its parameters changed: else the guess is them)
+        guessed_from = list(history) if history and history[-1] != entry.params else None
         history.append(entry.params)
         leader = graphs.leader if graphs is not None else None
         if leader is not None:

@@ -44,9 +44,8 @@ class ReplySending:
             for h in record.frees:
                 free(h)
             x.draws.confirm()   # (its draws, if it drew, the client's for good)
-            history = x.replay.ahead._history.get(record.sid)   # (its parameters: the loop's
-            if history is not None and record.params is not None:   # history, float_steps.py)
-                history.append(record.params)
+            if record.params is not None:   # (its parameters: the loop's history)
+                x.replay.ahead.remember(record.sid, record.params)
             self.phases.mark("confirmed")
             x._batch_no = record.batch
             self._batch = record.batch

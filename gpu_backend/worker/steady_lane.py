@@ -52,7 +52,6 @@ from .result_meta import pack_metas
 from .kept_views import remake
 from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, _generators, speculated, speculating
 from .lane_messages import DOUBLE, Reshaped
-from .float_steps import KEPT
 from .lane_plans import REPLAY_KEYS, LanePlan, history_lists, make_plan, stepped
 from .pushed_replies import Pushes
 from .stretches import ReplayEntry
@@ -232,9 +231,8 @@ class SteadyLane:
         replay.replays += 1
         run = replay.ahead
         run.ahead = None
-        history = run._history.get(plan.sid)   # (its parameters, for RunAhead's next guess
-        if history is not None and deferred is None:   # where the lane is left, float_steps.py;
-            history.append(plan.params)                # committed ahead: when it comes)
+        if deferred is None:   # (its parameters, for RunAhead's next guess where the lane is
+            run.remember(plan.sid, plan.params)   # left; committed ahead: when it comes)
         # (its draws, if any, the client's now, as RunAhead.answer; a message committed
         # ahead of its coming, tentatively: taken back if it never comes, pushed_replies.py)
         x.draws.commit(tentative=deferred is not None)
@@ -330,7 +328,7 @@ class SteadyLane:
         g.copies.learn(g.shape.used, before.inputs, before.outs)
         g.copies.learn(g.shape.used, entry.inputs, entry.outs)
         if plan.floats:   # (... and what RunAhead.start guesses the parameters from)
-            run._history[plan.sid] = deque(history_lists(plan), maxlen=KEPT)
+            run.restart_history(plan.sid, history_lists(plan))
         if graphs is not None and not run.start(g, entry, self.pushable(plan)):
             graphs.prepare_next(g)
         if run.ahead is None:
@@ -438,9 +436,8 @@ class SteadyLane:
             if plan.remade:   # (its kept views, made again on what it hands out: kept_views)
                 now = dict(moved)
                 inputs = {n: now.get(n, had) for n, _step, had in plan.bound}
-                keep = plan.graph.shape.remade_slots   # (not the temporaries between)
-                made += [(n, a) for n, a in remake(x.call, x.device.as_array, plan.remade,
-                                                   inputs, dict(made)) if n in keep]
+                made += remake(x.call, x.device.as_array, plan.remade, inputs, dict(made),
+                               plan.graph.shape.remade_slots)
             table = x.table
             for n, array in made:
                 table.put(PROVISIONAL + n, array)
