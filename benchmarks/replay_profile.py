@@ -3,6 +3,7 @@
     python benchmarks/replay_profile.py [--devices auto] [--reps 2000] [--loop stencil] [--top 25]
     python benchmarks/replay_profile.py --loop kmeans --reps 5     # a whole program of programs.py
     python benchmarks/replay_profile.py --loop train --reps 300 --policy none   # fairness.py's trainer
+    python benchmarks/replay_profile.py --loop logistic_regression --reps 5 --callers sendmsg
 
 Runs one loop of ``replay_sync.py`` (or one program of ``programs.py``, whole, each
 repetition, or ``fairness.py``'s training step; stretch replay on, the same-host link) under cProfile in this process, with
@@ -41,6 +42,9 @@ def main(argv=None) -> int:
     parser.add_argument("--policy", default="fair", help="the pool's policy (a lone session's cost of it)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--side", default="ipc", help="ipc (replay on) or ipc-nographs")
+    parser.add_argument("--callers", action="append", default=[], metavar="NAME",
+                        help="also print who called functions matching NAME (a regular "
+                             "expression, pstats' print_callers), in both profiles")
     args = parser.parse_args(argv)
     where = tempfile.mkdtemp(prefix="replay-profile-")
     os.environ["GPUWB_WORKER_PROFILE"] = where   # (read by each worker as it starts)
@@ -65,7 +69,10 @@ def main(argv=None) -> int:
         print(f"{args.loop} on {args.side} under {args.policy}: {plain:.1f} us an iteration unprofiled; worker "
               f"{worker:.1f} us profiled; stretches {session.memory_info().get('stretches')}")
         print("\n=== client ===")
-        pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
+        client = pstats.Stats(profile)
+        client.sort_stats("tottime").print_stats(args.top)
+        for name in args.callers:
+            client.print_callers(name)
     time.sleep(1.0)   # the workers write their profiles as their sessions end
     for path in glob.glob(os.path.join(where, "worker-*.prof")):
         stats = pstats.Stats(path)
@@ -74,6 +81,8 @@ def main(argv=None) -> int:
             print(calls_per_message(stats))
             stats.sort_stats("tottime").print_stats(args.top)
             stats.sort_stats("cumulative").print_stats(args.top)
+            for name in args.callers:
+                stats.print_callers(name)
     return 0
 
 
