@@ -13,6 +13,7 @@ and its methods ``cancel``, ``_lose`` and ``_followed``.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 
@@ -69,7 +70,11 @@ class SessionReplies:
                 poll = self.link.poll
                 continue
             if time.perf_counter() < spin_until:
-                continue  # a small op's answer is usually microseconds away: don't sleep yet
+                # a small op's answer is usually microseconds away: don't sleep yet, but
+                # yield: a worker that shares this CPU gets it at once (docs/performance.md,
+                # "Spinning on a shared CPU")
+                os.sched_yield()
+                continue
             else:
                 try:
                     ready = poll(200)

@@ -137,6 +137,7 @@ class StagingRing:
         while done() < need:
             now = time.perf_counter()
             if now - began < _SPIN_SECONDS:
+                os.sched_yield()   # (the other side, if it shares this CPU, runs meanwhile)
                 continue
             if now - checked > 0.005:
                 checked = now

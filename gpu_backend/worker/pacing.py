@@ -777,6 +777,7 @@ class Pacer:
                         lease.read(self.busy)
                     if self._must_stop(self.busy + self._ahead()):
                         return
+                    os.sched_yield()   # (a client sharing this CPU runs meanwhile)
                 spun += perf_counter() - began
                 lease.read(self.busy)   # a yield that came meanwhile stops the next launch
             self.harvest()

@@ -277,6 +277,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
                 pacer.harvest()   # measure the last batch now, not at the start of the next
                 if window > SPIN_SECONDS and lease is not None and lease.pending():
                     pacer.idle()   # a long spin is idle time: others waiting get the device
+                os.sched_yield()   # a client sharing this CPU runs at once (docs/performance.md)
                 continue
             if may_claim and slots is not None:
                 may_claim = False
