@@ -1,0 +1,151 @@
+"""A matrix product made inside the worker's own CUDA-graph capture (stretch replay) by the
+cuBLAS call CuPy's ``dot`` makes eagerly, so that the graph's replay gives its bits
+(devices/product_capture.py says which products, and why). CuPy handed in.
+
+CuPy refuses cuBLAS under capture in its wrappers' ``setStream`` (``cupy_backends/cuda/libs/
+cublas.pyx``), which every wrapper calls first; cuBLAS itself supports capture (its guide,
+"CUDA Graphs Support"). So this module calls ``cublasSetStream_v2`` and ``cublasGemmEx`` of
+the library CuPy loaded, on CuPy's own handle, with the arguments CuPy 14's
+``cupy/_core/_routines_linalg.pyx`` gives them for two matrices (or a matrix and a vector)
+of one float or complex dtype: ``dot`` reshapes a vector into a row or a column and rolls
+the first operand's axis (``a.T``); ``tensordot_core`` lays each out for cuBLAS
+(``_mat_to_cublas_contiguous``: an F-ordered operand as it is, a C-ordered one transposed,
+any other copied); ``tensordot_core_v11`` calls ``cublasGemmEx`` with the compute type its
+``get_compute_type`` says (``CUPY_TF32``) and the tensor-op default algorithm from compute
+capability 8.0. What CuPy does otherwise (a product of two vectors: an element-wise multiply
+and a sum; an empty one: a fill) is left to CuPy, which captures it.
+
+Bitwise equality with CuPy's eager product is checked on a GPU
+(tests/gpu_backend/test_captured_products.py, benchmarks/gemm_capture_probe.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CapturedProducts", "cublas_library_path"]
+
+
+def cublas_library_path() -> str | None:
+    """The path of the cuBLAS library this process has loaded (CuPy's), from its maps."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.rstrip("\n").partition("/")[2]
+                if path and os.path.basename(path).startswith("libcublas.so"):
+                    return "/" + path
+    except OSError:
+        pass
+    return None
+
+
+class CapturedProducts:
+    """``gemm(a, b)``: the product of two CuPy arrays made by cuBLAS on the current stream
+    (captured when it captures), or None where CuPy's own path is not cuBLAS's GEMM."""
+
+    def __init__(self, cupy: Any) -> None:
+        self.cp = cupy
+        from cupy._core import _routines_linalg as linalg   # (CuPy handed in: its own parts)
+        from cupy_backends.cuda.libs import cublas
+        self._linalg, self._cublas = linalg, cublas
+        runtime = cupy.cuda.runtime
+        self._cuda_types = {np.dtype("f4"): runtime.CUDA_R_32F, np.dtype("f8"): runtime.CUDA_R_64F,
+                            np.dtype("c8"): runtime.CUDA_C_32F, np.dtype("c16"): runtime.CUDA_C_64F}
+        self._scalars: dict = {}
+        self._lib = None
+        self._capability = int(cupy.cuda.Device().compute_capability)
+
+    def _library(self) -> Any:
+        if self._lib is None:
+            path = cublas_library_path()
+            if path is None:   # (not loaded yet: CuPy's first product loads it)
+                self.cp.cuda.device.get_cublas_handle()
+                path = cublas_library_path()
+            if path is None:
+                raise RuntimeError("cuBLAS is not loaded in this process")
+            lib = ctypes.CDLL(path)
+            lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            lib.cublasSetStream_v2.restype = ctypes.c_int
+            v, i = ctypes.c_void_p, ctypes.c_int
+            lib.cublasGemmEx.argtypes = [v, i, i, i, i, i, v, v, i, i, v, i, i, v, v, i, i, i, i]
+            lib.cublasGemmEx.restype = ctypes.c_int
+            self._lib = lib
+        return self._lib
+
+    def _compute(self, dtype: np.dtype) -> tuple[int, Any, Any]:
+        """cuBLAS's compute type for *dtype* as CuPy picks it, with host 1 and 0 of it."""
+        linalg, cublas = self._linalg, self._cublas
+        chosen = linalg.get_compute_type(dtype)
+        if dtype.char in "fF":
+            if chosen == linalg.COMPUTE_TYPE_PEDANTIC:
+                compute = cublas.CUBLAS_COMPUTE_32F_PEDANTIC
+            elif chosen == linalg.COMPUTE_TYPE_TF32:
+                compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32
+            else:
+                compute = cublas.CUBLAS_COMPUTE_32F
+            scalar = np.float32 if dtype.char == "f" else np.complex64
+        else:
+            compute = (cublas.CUBLAS_COMPUTE_64F_PEDANTIC if chosen == linalg.COMPUTE_TYPE_PEDANTIC
+                       else cublas.CUBLAS_COMPUTE_64F)
+            scalar = np.float64 if dtype.char == "d" else np.complex128
+        key = (compute, scalar)
+        if key not in self._scalars:   # (kept: cuBLAS reads host scalars at the call)
+            self._scalars[key] = (np.array(1, scalar), np.array(0, scalar))
+        one, zero = self._scalars[key]
+        return compute, one, zero
+
+    @staticmethod
+    def _laid_out(a: Any, trans: int) -> tuple[Any, int, int]:
+        """``_mat_to_cublas_contiguous``: the operand cuBLAS reads, its transpose flag and
+        leading dimension."""
+        itemsize = a.itemsize
+        flags = a.flags
+        if flags.f_contiguous:
+            return a, trans, max(a.strides[1] // itemsize, a.shape[0])
+        if not flags.c_contiguous:
+            a = a.copy()
+        return a, 1 - trans, a.strides[0] // itemsize
+
+    def gemm(self, a: Any, b: Any) -> Any:
+        """``a @ b`` (``dot``'s path for matrices and vectors) through cuBLAS's GEMM on the
+        current stream; None where CuPy would not call it (the caller runs CuPy's own)."""
+        cp = self.cp
+        if self._capability < 50 or a.dtype != b.dtype or a.dtype not in self._cuda_types:
+            return None
+        a_vec, b_vec = a.ndim == 1, b.ndim == 1
+        if a_vec:
+            a = a.reshape(1, a.size)
+        if b_vec:
+            b = b.reshape(b.size, 1)
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+            return None   # (CuPy's own raises its error)
+        a = a.T   # (``dot`` rolls the summed axis first)
+        k = a.shape[0]
+        if k == 0 or a.size == 0 or b.size == 0:
+            return None
+        m, n = b.size // k, a.size // k
+        if m == 1 and n == 1:
+            return None   # (CuPy multiplies and sums)
+        shape = (() if a_vec else (a.shape[1],)) + (() if b_vec else (b.shape[1],))
+        dtype = a.dtype
+        a, trans_a, lda = self._laid_out(a, 0)
+        b, trans_b, ldb = self._laid_out(b, 1)
+        c = cp.empty(shape, dtype)
+        compute, one, zero = self._compute(dtype)
+        algo = (self._cublas.CUBLAS_GEMM_DEFAULT_TENSOR_OP if self._capability >= 80
+                else self._cublas.CUBLAS_GEMM_DEFAULT)
+        cuda_type = self._cuda_types[dtype]
+        lib = self._library()
+        handle = cp.cuda.device.get_cublas_handle()
+        status = lib.cublasSetStream_v2(handle, cp.cuda.get_current_stream().ptr)
+        if status == 0:
+            status = lib.cublasGemmEx(handle, trans_b, trans_a, m, n, k, one.ctypes.data,
+                                      b.data.ptr, cuda_type, ldb, a.data.ptr, cuda_type, lda,
+                                      zero.ctypes.data, c.data.ptr, cuda_type, m, compute, algo)
+        if status != 0:
+            raise self._cublas.CUBLASError(status)
+        return c

@@ -1,0 +1,54 @@
+"""Which matrix products a held stretch's graphs capture (worker/graph_replay.py), for both
+devices: ``a @ b``, ``matmul(a, b)``, ``dot(a, b)`` and ``a.dot(b)`` of two arrays of one
+float or complex dtype, each a matrix or a vector, nothing else given.
+
+Why: CuPy refuses every cuBLAS call while a stream captures, so such a product ran eagerly
+between a stretch's graphs: 58-69 µs of the worker's Python a call on an H200 host (run 151:
+logistic regression, MLP), a graph launch's part of a step. On a GPU the products named here
+are made inside the capture by the same cuBLAS call CuPy's ``dot`` makes
+(devices/cupy_products.py); the NumPy device captures the same ones (its recorded calls), and
+both refuse, while the worker captures, every other product that would reach cuBLAS, as
+CuPy does (a batch of matrices, mixed dtypes, ``out=``), so that it runs eagerly from the next
+capture on, as on a GPU (capture_refusals' GEMM rule says which would). A user's own capture (CuPy's graph API) is not this: there cuBLAS is
+refused as CuPy refuses it (devices/capture_refusals.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol import messages as m
+
+__all__ = ["product_operands", "product_pair", "PRODUCT_CALLS"]
+
+#: the ops that are products of two operands: (kind, name)
+PRODUCT_CALLS = frozenset({(m.KIND_OPERATOR, "matmul"), (m.KIND_FUNCTION, "matmul"),
+                           (m.KIND_FUNCTION, "dot"), (m.KIND_METHOD, "dot")})
+
+
+def product_pair(kind: str, target: Any, args: Any) -> tuple | None:
+    """A product op's two operands, whatever else it was given (None: not two)."""
+    if kind == m.KIND_METHOD:
+        return (target, args[0]) if len(args) >= 1 else None
+    return (args[0], args[1]) if len(args) >= 2 else None
+
+
+def product_operands(kind: str, name: str, target: Any, args: Any, kwargs: Any) -> tuple | None:
+    """The two operands of a product this module's rule captures through cuBLAS (its doc),
+    or None: not such a product, or not one of these."""
+    if (kind, name) not in PRODUCT_CALLS:
+        return None
+    if kwargs and any(v is not None for v in kwargs.values()):   # (out=, dtype=, axes=, ...)
+        return None
+    if len(args) != (1 if kind == m.KIND_METHOD else 2):
+        return None
+    a, b = product_pair(kind, target, args)
+    try:
+        a_dim, b_dim, dtype = a.ndim, b.ndim, a.dtype
+        if dtype != b.dtype or dtype.kind not in "fc" or dtype.itemsize < 4:
+            return None
+    except AttributeError:   # (a Python scalar, a list)
+        return None
+    if not (1 <= a_dim <= 2 and 1 <= b_dim <= 2):
+        return None
+    return a, b
