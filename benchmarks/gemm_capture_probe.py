@@ -34,7 +34,7 @@ CASES = [
     ("mlp xb@w1", (256, 64), (64, 256), "f4", None, None),
     ("mlp h@w2", (256, 256), (256, 10), "f4", None, None),
     ("mlp h.T@grad", (256, 256), (256, 10), "f4", "T", None),
-    ("mlp grad@w2.T", (256, 10), (256, 10), "f4", None, "T"),
+    ("mlp grad@w2.T", (256, 10), (10, 256), "f4", None, "T"),
     ("logreg X@w", (200_000, 32), (32,), "f4", None, None),
     ("logreg X.T@r", (200_000, 32), (200_000,), "f4", "T", None),
     ("cg A@p", (2048, 2048), (2048,), "f4", None, None),
