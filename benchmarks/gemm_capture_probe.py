@@ -36,7 +36,7 @@ CASES = [
     ("mlp h.T@grad", (256, 256), (256, 10), "f4", "T", None),
     ("mlp grad@w2.T", (256, 10), (10, 256), "f4", None, "T"),
     ("logreg X@w", (200_000, 32), (32,), "f4", None, None),
-    ("logreg X.T@r", (200_000, 32), (200_000,), "f4", "T", None),
+    ("logreg X.T@r", (32, 200_000), (200_000,), "f4", "T", None),
     ("cg A@p", (2048, 2048), (2048,), "f4", None, None),
     ("vector@matrix", (300,), (300, 70), "f4", None, None),
     ("odd 33x17@17x65", (33, 17), (17, 65), "f4", None, None),
