@@ -23,6 +23,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .cupy_products import CapturedProducts
+from .product_capture import product_operands
+
 __all__ = ["GraphTools", "CopyTable", "layout_order"]
 
 #: Copies each (source, destination, bytes) row of a table in device memory, in 16-byte
@@ -124,6 +127,7 @@ class GraphTools:
         self._runtime = cupy.cuda.runtime
         self._capture_stream = None
         self._copies_kernel = None
+        self._products = None   # (CapturedProducts, made at the first product captured)
 
     # ------------------------------------------------------------ capture
     @contextlib.contextmanager
@@ -163,6 +167,17 @@ class GraphTools:
         """An op's call, captured when inside :meth:`capturing` (as any launch is);
         (*direct*: the NumPy device's, unused here)."""
         return finish(fn(*args, **kwargs))
+
+    def capture_product(self, kind: str, name: str, target: Any, args: Any, kwargs: Any) -> Any:
+        """Inside :meth:`capturing`: a matrix product op made by cuBLAS's GEMM, captured
+        (devices/product_capture.py), or None: the op's own call makes it (CuPy refuses
+        any other cuBLAS product, and the op runs eagerly from the next capture on)."""
+        pair = product_operands(kind, name, target, args, kwargs)
+        if pair is None:
+            return None
+        if self._products is None:
+            self._products = CapturedProducts(self.cp)
+        return self._products.gemm(*pair)
 
     # ------------------------------------------------------------ replay
     def launch(self, graph: Any) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .cupy_graphs import Retained, layout_order
+from .product_capture import stretch_refusal
 
 __all__ = ["HostGraphTools", "HostCopyTable", "LaunchError"]
 
@@ -60,6 +61,14 @@ class HostGraphTools:
         finally:
             self._recording = None
         result.append(graph)
+
+    def capture_product(self, kind: str, name: str, target: Any, args: Any, kwargs: Any) -> Any:
+        """None (the op's own call is recorded), but a product a GPU worker's capture could not
+        make raises CuPy's refusal, as there (devices/product_capture.py)."""
+        refusal = stretch_refusal(kind, name, target, args, kwargs)
+        if refusal is not None:
+            raise refusal
+        return None
 
     def call(self, fn: Callable, args: list, kwargs: dict, finish: Callable[[Any], Any],
              index: int = -1, direct: Any = None) -> Any:

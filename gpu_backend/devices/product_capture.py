@@ -17,9 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol import messages as m
+import numpy as np
 
-__all__ = ["product_operands", "product_pair", "PRODUCT_CALLS"]
+from ..protocol import messages as m
+from .capture_refusals import library_error
+
+__all__ = ["product_operands", "product_pair", "reaches_cublas", "PRODUCT_CALLS",
+           "stretch_refusal"]
 
 #: the ops that are products of two operands: (kind, name)
 PRODUCT_CALLS = frozenset({(m.KIND_OPERATOR, "matmul"), (m.KIND_FUNCTION, "matmul"),
@@ -52,3 +56,27 @@ def product_operands(kind: str, name: str, target: Any, args: Any, kwargs: Any) 
     if not (1 <= a_dim <= 2 and 1 <= b_dim <= 2):
         return None
     return a, b
+
+
+def stretch_refusal(kind: str, name: str, target: Any, args: Any, kwargs: Any) -> Exception | None:
+    """CuPy's error for a product the worker's capture cannot make (one that reaches cuBLAS
+    and that :func:`product_operands` does not take), or None: what the NumPy device raises
+    while the worker captures, as a GPU worker's CuPy would."""
+    if (kind, name) not in PRODUCT_CALLS or product_operands(kind, name, target, args, kwargs):
+        return None
+    pair = product_pair(kind, target, args)
+    if pair is not None and reaches_cublas(*pair):
+        return library_error("cuBLAS")
+    return None
+
+
+def reaches_cublas(a: Any, b: Any) -> bool:
+    """Whether CuPy's product of arrays *a* and *b* goes through cuBLAS (``tensordot_core``:
+    floats or complex numbers, neither a scalar nor both vectors; devices/capture_refusals.py's
+    GEMM rule), on either device's arrays."""
+    try:
+        if a.ndim == 0 or b.ndim == 0 or (a.ndim == 1 and b.ndim == 1):
+            return False
+        return np.result_type(a.dtype, b.dtype).kind in "fc"
+    except (AttributeError, TypeError):   # (a Python scalar, a list)
+        return False

@@ -1,14 +1,16 @@
 """Which ops of a held stretch run eagerly between its graphs whatever happens (graph
 replay, worker/graph_replay.py): those that read device data on the host, call an object's
 method or write through no operator; libraries that refuse capture (cuBLAS, cuSOLVER,
-cuSPARSE) and random draws (their generator's state is the host's); and ops whose result's
-shape its arrays' values decide. Everything else is captured, and an op that then refuses
+cuSPARSE), but for the matrix products the graphs make themselves by cuBLAS's GEMM
+(devices/product_capture.py); random draws (their generator's state is the host's); and ops
+whose result's shape its arrays' values decide. Everything else is captured, and an op that then refuses
 capture runs eagerly from the next capture on (GraphState.eager): these rules say only what
 is known before any op runs.
 """
 
 from __future__ import annotations
 
+from ..devices.product_capture import PRODUCT_CALLS, product_operands, reaches_cublas
 from ..protocol import api
 from ..protocol import messages as m
 from ..protocol.stretch_records import slots_in
@@ -16,7 +18,10 @@ from .stretches import Op, Slot
 
 __all__ = ["eager_by_nature", "lane_runs_eagerly"]
 
-_OPERATOR, _OBJECT = m.KIND_OPERATOR, m.KIND_OBJECT
+_OPERATOR, _OBJECT, _METHOD = m.KIND_OPERATOR, m.KIND_OBJECT, m.KIND_METHOD
+#: products the graphs make where their operands allow (devices/product_capture.py); eager
+#: by :func:`_product_eager`'s rule, and the steady lane runs them ahead where they are
+_PRODUCTS = frozenset({"matmul", "dot"})
 _NONE, _VALUE = api.NONE, api.VALUE
 #: Functions run eagerly between graphs: libraries that refuse capture (cuBLAS, cuSOLVER,
 #: cuSPARSE, SciPy's ports), and random draws, whose generator's state lives on the host.
@@ -28,7 +33,7 @@ _BY_VALUES = frozenset({"nonzero", "argwhere", "flatnonzero", "extract", "compre
                         "trim_zeros", "intersect1d", "union1d", "setdiff1d", "setxor1d",
                         "bincount", "repeat", "where", "delete", "insert", "roots",
                         "polyadd", "polysub", "polymul", "real_if_close"})
-_EAGER_NAMES = frozenset({"matmul", "imatmul", "dot", "vdot", "inner", "outer", "tensordot",
+_EAGER_NAMES = frozenset({"imatmul", "vdot", "inner", "outer", "tensordot",
                           "einsum", "kron", "matvec", "vecmat", "vecdot", "cross"})
 #: ``linalg.norm``'s orders that take a matrix's singular values (cuSOLVER, which refuses
 #: capture); every other order is element-wise work and reductions, captured with the ops
@@ -59,7 +64,35 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
             return True
     if name == "linalg.norm":
         return _norm_by_solver(op)
+    if (op.kind, name) in PRODUCT_CALLS:
+        return _product_eager(op, inputs)
     return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
+
+
+def _product_eager(op: Op, inputs: dict) -> bool:
+    """Whether a product (``a @ b``, ``matmul``, ``dot``) runs eagerly whatever happens: given
+    more than its two operands (``out=``), or operands known before it runs (the stretch's
+    inputs) with which CuPy would reach cuBLAS beyond the products the graphs make
+    (devices/product_capture.py: a batch of matrices, mixed dtypes). A product through a
+    result is tried in the capture: refused there, it runs eagerly from the next capture on."""
+    if any(v is not None for v in op.kwargs.values()):
+        return True
+    slots = [op.target, *op.args] if op.kind == _METHOD else list(op.args)
+    if len(slots) != 2:
+        return True
+    arrays = []
+    for slot in slots:
+        if type(slot) is not Slot or slot.kind == "p":
+            return True   # (a Python value: CuPy's own product, eager as before)
+        array = inputs.get(slot.n) if slot.kind == "i" else None
+        if array is None:
+            return False  # (a result: tried)
+        arrays.append(array)
+    if op.kind == _METHOD:
+        taken = product_operands(op.kind, op.name, arrays[0], arrays[1:], {})
+    else:
+        taken = product_operands(op.kind, op.name, None, arrays, {})
+    return taken is None and reaches_cublas(*arrays)
 
 
 def _integer_inputs(slots: list, inputs: dict, int_results: frozenset) -> bool:
@@ -99,4 +132,4 @@ def lane_runs_eagerly(op: Op) -> bool:
         return False
     if op.kind == _OBJECT:   # (an object's method: a generator's draw)
         return name.startswith("random.")
-    return name in _EAGER_NAMES or name.startswith(("linalg.", "random."))
+    return name in _EAGER_NAMES or name in _PRODUCTS or name.startswith(("linalg.", "random."))

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..devices.host_graphs import LaunchError
+from ..devices.product_capture import PRODUCT_CALLS
 from ..protocol import api
 from ..protocol.errors import error_name
 from ..protocol import messages as m
@@ -140,6 +141,9 @@ class StretchGraphs:
         #: each held stretch's standing with graphs, by its id
         self.states: dict[int, GraphState] = {}
         self.evictions = 0    # times every graph was dropped for an op out of memory
+        #: ops run eagerly between a replay's graphs, all replays together (a product, a
+        #: draw, a read: eager_ops.py; a capture's refusal)
+        self.between = 0
         #: copies in and out by the graphs' copy tables (WorkerSettings.copy_tables)
         self.copy_tables = True
         #: the graph of the batch's replay and its entry, to set its next replay up after
@@ -460,8 +464,11 @@ class StretchGraphs:
             direct = (self.x.device.direct_ufunc(op.kind, op.name, args, kwargs)
                       if op.want == _ARRAY else None)
             self.x.seq = first + op.index   # (a warning it raises while it runs: its op's)
-            result = self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs], {},
-                                     self._finish_for(op), op.index, direct)
+            made = (self.tools.capture_product(op.kind, op.name, target, args, kwargs)
+                    if (op.kind, op.name) in PRODUCT_CALLS else None)
+            result = (self._finish_for(op)(made) if made is not None else
+                      self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs], {},
+                                      self._finish_for(op), op.index, direct))
         except Exception:
             raise _CaptureRefused(op.index) from None
         if op.out is not None:
@@ -627,6 +634,7 @@ class StretchGraphs:
         read its results), each result is also copied into the array the graphs read;
         returns whether that still holds."""
         x = self.x
+        self.between += len(ops)
 
         def of_slot(slot: Slot) -> Any:
             return slot.value(params) if slot.kind == "p" else g.array(slot)

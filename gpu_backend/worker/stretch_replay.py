@@ -451,7 +451,8 @@ class StretchReplay:
                 "draws_redone": self.x.draws.redone,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
-                "evictions": graphs.evictions if graphs is not None else 0}
+                "evictions": graphs.evictions if graphs is not None else 0,
+                "between_graphs": graphs.between if graphs is not None else 0}
 
 
 def _integer_slots(stretch: Any, outs: list) -> frozenset:

@@ -58,7 +58,7 @@ def _both(sessions, loop):
     with no_collection():
         without = loop(module_for(off))
     assert _figures(off)["held"] == 0
-    change = {k: after[k] - before[k] for k in ("replays", "graphed", "fallbacks")}
+    change = {k: after[k] - before[k] for k in ("replays", "graphed", "fallbacks", "between_graphs")}
     change["held"] = after["held"]
     return with_replay, without, change
 
@@ -820,6 +820,101 @@ def test_which_indexings_run_eagerly_between_graphs():
     assert index("getitem", (Slot("r", 5), Slot("r", 7)), ints=ints)
     assert index("getitem", (Slot("r", 5), Slot("i", 3)), ints=ints)
     assert index("setitem", Slot("r", 5), Slot("i", 4), want=api.NONE, ints=ints)
+
+
+def test_which_products_run_eagerly_between_graphs():
+    """A product of two matrices (or a matrix and a vector) of one float or complex dtype is
+    made inside the graphs (devices/product_capture.py), and so is one through a result (tried
+    in the capture); one given ``out=``, a Python value, or inputs with which CuPy would reach
+    cuBLAS some other way (a batch of matrices, mixed dtypes, half floats) runs eagerly, and
+    integer or vector products (CuPy's own kernels, no cuBLAS) are captured."""
+    from gpu_backend.protocol import api
+    from gpu_backend.protocol import messages as m
+    from gpu_backend.worker.eager_ops import eager_by_nature as _eager_by_nature, lane_runs_eagerly
+    from gpu_backend.worker.stretches import Op, Slot
+
+    inputs = {0: np.ones((4, 3), np.float32), 1: np.ones((3, 5), np.float32),
+              2: np.ones(3, np.float32), 3: np.ones((2, 4, 3), np.float32),
+              4: np.ones((3, 5), np.float64), 5: np.ones((4, 3), np.int64),
+              6: np.ones((3, 5), np.int64), 7: np.ones((4, 3), np.float16),
+              8: np.ones((3, 5), np.float16), 9: np.ones((3, 5), np.complex64),
+              10: np.ones((4, 3), np.complex64)}
+
+    def product(kind, name, a, b, **kwargs):
+        if kind == m.KIND_METHOD:
+            op = Op(0, kind, api.ARRAY, Slot("r", 0), name, a, [b], kwargs)
+        else:
+            op = Op(0, kind, api.ARRAY, Slot("r", 0), name, None, [a, b], kwargs)
+        return _eager_by_nature(op, inputs)
+
+    i = lambda n: Slot("i", n)   # noqa: E731
+    for kind, name in ((m.KIND_OPERATOR, "matmul"), (m.KIND_FUNCTION, "matmul"),
+                       (m.KIND_FUNCTION, "dot"), (m.KIND_METHOD, "dot")):
+        assert not product(kind, name, i(0), i(1))                 # matrices, float32
+        assert not product(kind, name, i(0), i(2))                 # a matrix and a vector
+        assert not product(kind, name, i(10), i(9))                # complex64
+        assert not product(kind, name, Slot("r", 7), i(1))         # a result: tried
+        assert not product(kind, name, i(5), i(6))                 # integers: CuPy's kernel
+        assert not product(kind, name, i(2), i(2))                 # two vectors: a sum
+        assert product(kind, name, i(3), i(1))                     # a batch of matrices
+        assert product(kind, name, i(0), i(4))                     # float32 by float64
+        assert product(kind, name, i(7), i(8))                     # half floats
+        assert product(kind, name, i(0), Slot("p", 0))             # a Python value
+    assert product(m.KIND_FUNCTION, "matmul", i(0), i(1), out=Slot("r", 3))
+    assert not product(m.KIND_FUNCTION, "dot", i(0), i(1), out=None)
+    lane_op = Op(0, m.KIND_OPERATOR, api.ARRAY, Slot("r", 0), "matmul", None, [i(3), i(1)], {})
+    assert lane_runs_eagerly(lane_op)   # (eager, it is still run ahead by the steady lane)
+
+
+def test_matrix_products_are_made_inside_the_graphs_and_give_the_bits(sessions):
+    """Logistic regression's and an MLP layer's products (``X @ w``, ``X.T @ r``, ``dot``,
+    ``matmul``, a method's ``dot``, a row vector times a matrix, two vectors) replay inside
+    the stretch's graphs: bitwise as without replay (on a GPU: cuBLAS's GEMM captured against
+    CuPy's eager call), and no op runs between the graphs but each step's read."""
+    rng = np.random.default_rng(31)
+    data = rng.random((64, 8), dtype=np.float32)
+    hidden = rng.random((8, 6), dtype=np.float32)
+    target = rng.random(64, dtype=np.float32)
+
+    def loop(cp):
+        x, w1, y = cp.asarray(data), cp.asarray(hidden), cp.asarray(target)
+        w = cp.zeros(8, dtype=cp.float32)
+        out = []
+        for _ in range(STEPS):
+            h = cp.maximum(cp.matmul(x, w1), 0)          # (64, 6)
+            g = cp.dot(h, w1.T)                          # (64, 8)
+            r = x @ w - y                                # (64,)
+            w = w - 0.05 * (x.T @ r) / 64 + 0.001 * (r @ g) + 1e-4 * g.dot(w1).sum(axis=1)[:8]
+            out.append(float(r @ r))
+        return out + [w.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
+    assert change["between_graphs"] <= change["replays"] * 1, change   # (the read alone)
+
+
+def test_a_product_the_graphs_cannot_make_runs_between_them(sessions):
+    """A batch of matrices multiplied through the stretch's own results (CuPy reaches cuBLAS
+    for it, and refuses under capture; the NumPy device refuses it there as CuPy does): the
+    capture refuses it once, and from the next capture on it runs eagerly between the
+    graphs; bitwise as without replay."""
+    rng = np.random.default_rng(32)
+    data = rng.random((4, 6, 6), dtype=np.float32)
+
+    def loop(cp):
+        x = cp.asarray(data)
+        out = []
+        for step in range(STEPS):
+            a = x + step
+            b = (x * 0.5).transpose(0, 2, 1)
+            out.append(float((a @ b).sum()))
+        return out
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED, change
+    assert change["between_graphs"] >= 2 * (change["replays"] - 2), change   # (the product, the read)
 
 
 def test_a_gather_through_integer_results_is_captured_and_gives_the_bits(sessions):
