@@ -135,8 +135,8 @@ def _scenario_rows(results: dict, policy: str, name: str, r: dict, members: list
                 row(f"(51) alone {user} over none's", rate / before, ALONE, "min",
                     lambda rate=rate, before=before: f"normalised rate {rate:.3f} under "
                     f"{policy}, {before:.3f} under none")
-    for user, kind in sorted(kinds.items()):
-        if kind == "train" and user in rates:
+    for user, kind in sorted(kinds.items()):   # (dl-mix's: elsewhere its weight's share rules)
+        if kind == "train" and user in rates and name == "dl-mix":
             row(f"(51) trainer {user}", rates[user], TRAINER, "min",
                 lambda user=user: f"normalised rate {rates[user]:.3f} under {policy}, "
                 f"{none_rates.get(user, float('nan')):.3f} under none")
