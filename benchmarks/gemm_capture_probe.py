@@ -46,12 +46,18 @@ CASES = [
     ("f8 200x300@300x100", (200, 300), (300, 100), "f8", None, None),
     ("c8 64x64@64x64", (64, 64), (64, 64), "c8", None, None),
     ("c16 50x40@40", (50, 40), (40,), "c16", None, None),
+    ("batch 8x64x32@8x32x48", (8, 64, 32), (8, 32, 48), "f4", None, None),
+    ("attention 2x4x16x8", (2, 4, 16, 8), (2, 4, 8, 16), "f4", None, None),
+    ("batch f8 3x20x30@3x30x10", (3, 20, 30), (3, 30, 10), "f8", None, None),
+    ("batch c8 4x6x6", (4, 6, 6), (4, 6, 6), "c8", None, None),
 ]
 
 
 def _made(cp, rng, shape, dtype, how):
     """An operand of *shape* (after *how*: ``T`` a transpose, ``::2`` every other row)."""
     full = shape[::-1] if how == "T" else ((shape[0] * 2,) + shape[1:] if how == "::2" else shape)
+    if how == "T" and len(shape) > 2:
+        raise ValueError("a transposed batch: make it with swapaxes")
     host = rng.standard_normal(full)
     if np.dtype(dtype).kind == "c":
         host = host + 1j * rng.standard_normal(full)

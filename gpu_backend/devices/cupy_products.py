@@ -13,7 +13,10 @@ the first operand's axis (``a.T``); ``tensordot_core`` lays each out for cuBLAS
 any other copied); ``tensordot_core_v11`` calls ``cublasGemmEx`` with the compute type its
 ``get_compute_type`` says (``CUPY_TF32``) and the tensor-op default algorithm from compute
 capability 8.0. What CuPy does otherwise (a product of two vectors: an element-wise multiply
-and a sum; an empty one: a fill) is left to CuPy, which captures it.
+and a sum; an empty one: a fill) is left to CuPy, which captures it. Two batches of matrices
+of one batch shape take ``matmul``'s path for them instead: each made C-contiguous, then
+``cublasGemmStridedBatchedEx`` with the operands swapped, the dtype's own type as the
+compute type and the default algorithm, as CuPy calls it.
 
 Bitwise equality with CuPy's eager product is checked on a GPU
 (tests/gpu_backend/test_captured_products.py, benchmarks/gemm_capture_probe.py).
@@ -73,6 +76,10 @@ class CapturedProducts:
             v, i = ctypes.c_void_p, ctypes.c_int
             lib.cublasGemmEx.argtypes = [v, i, i, i, i, i, v, v, i, i, v, i, i, v, v, i, i, i, i]
             lib.cublasGemmEx.restype = ctypes.c_int
+            q = ctypes.c_longlong
+            lib.cublasGemmStridedBatchedEx.argtypes = [v, i, i, i, i, i, v, v, i, i, q, v, i, i, q,
+                                                       v, v, i, i, q, i, i, i]
+            lib.cublasGemmStridedBatchedEx.restype = ctypes.c_int
             self._lib = lib
         return self._lib
 
@@ -116,6 +123,8 @@ class CapturedProducts:
         cp = self.cp
         if self._capability < 50 or a.dtype != b.dtype or a.dtype not in self._cuda_types:
             return None
+        if a.ndim >= 3:
+            return self._batched(a, b)
         a_vec, b_vec = a.ndim == 1, b.ndim == 1
         if a_vec:
             a = a.reshape(1, a.size)
@@ -149,3 +158,41 @@ class CapturedProducts:
         if status != 0:
             raise self._cublas.CUBLASError(status)
         return c
+
+    def _batched(self, a: Any, b: Any) -> Any:
+        """``matmul``'s strided batched GEMM for two C-contiguous batches of one batch shape
+        (``cupy/_core/_routines_linalg.pyx``'s ``matmul``, no broadcasting); None: CuPy's own."""
+        cp = self.cp
+        if a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+            return None
+        if a.size == 0 or b.size == 0:
+            return None
+        a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
+        shape = a.shape[:-1] + (b.shape[-1],)
+        batch = a.size // (a.shape[-2] * a.shape[-1])
+        c = cp.empty(shape, a.dtype)
+        first, second = b, a   # ((A B)^T = B^T A^T: cuBLAS reads column-major)
+        k, n, m = first.shape[-2], first.shape[-1], second.shape[-2]
+        cuda_type = self._cuda_types[a.dtype]
+        one, zero = self._batch_scalars(a.dtype)
+        lib = self._library()
+        handle = cp.cuda.device.get_cublas_handle()
+        status = lib.cublasSetStream_v2(handle, cp.cuda.get_current_stream().ptr)
+        if status == 0:
+            status = lib.cublasGemmStridedBatchedEx(
+                handle, 0, 0, n, m, k, one.ctypes.data,
+                first.data.ptr, cuda_type, n, first.shape[-2] * n,
+                second.data.ptr, cuda_type, k, second.shape[-2] * k,
+                zero.ctypes.data, c.data.ptr, cuda_type, n, shape[-2] * n,
+                batch, cuda_type, self._cublas.CUBLAS_GEMM_DEFAULT)
+        if status != 0:
+            raise self._cublas.CUBLASError(status)
+        return c
+
+    def _batch_scalars(self, dtype: np.dtype) -> tuple[Any, Any]:
+        """1 and 0 of *dtype* (``matmul``'s coefficients for float and complex types)."""
+        key = ("batch", dtype)
+        if key not in self._scalars:
+            self._scalars[key] = (np.array(1, dtype), np.array(0, dtype))
+        return self._scalars[key]
+

@@ -1,6 +1,7 @@
 """Which matrix products a held stretch's graphs capture (worker/graph_replay.py), for both
 devices: ``a @ b``, ``matmul(a, b)``, ``dot(a, b)`` and ``a.dot(b)`` of two arrays of one
-float or complex dtype, each a matrix or a vector, nothing else given.
+float or complex dtype, each a matrix or a vector, nothing else given; and ``a @ b`` or
+``matmul(a, b)`` of two batches of matrices of one batch shape (no broadcasting).
 
 Why: CuPy refuses every cuBLAS call while a stream captures, so such a product ran eagerly
 between a stretch's graphs: 58-69 µs of the worker's Python a call on an H200 host (run 151:
@@ -53,7 +54,11 @@ def product_operands(kind: str, name: str, target: Any, args: Any, kwargs: Any) 
             return None
     except AttributeError:   # (a Python scalar, a list)
         return None
-    if not (1 <= a_dim <= 2 and 1 <= b_dim <= 2):
+    if 1 <= a_dim <= 2 and 1 <= b_dim <= 2:
+        return a, b
+    # a batch of matrices by a batch of matrices, one batch shape (``matmul``'s strided
+    # batched GEMM; ``dot`` of more dimensions is another product, left to CuPy)
+    if name != "matmul" or a_dim != b_dim or a.shape[:-2] != b.shape[:-2]:
         return None
     return a, b
 

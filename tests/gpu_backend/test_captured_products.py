@@ -64,7 +64,9 @@ def _gpu():
 CASES = [((256, 64), (64, 256), "f4", None), ((256, 256), (256, 10), "f4", "T"),
          ((1000, 32), (32,), "f4", None), ((300,), (300, 70), "f4", None),
          ((33, 17), (17, 65), "f4", "::2"), ((200, 300), (300, 100), "f8", None),
-         ((64, 64), (64, 64), "c8", None), ((50, 40), (40,), "c16", None)]
+         ((64, 64), (64, 64), "c8", None), ((50, 40), (40,), "c16", None),
+         ((8, 64, 32), (8, 32, 48), "f4", None), ((2, 4, 16, 8), (2, 4, 8, 16), "f4", None),
+         ((3, 20, 30), (3, 30, 10), "f8", None), ((4, 6, 6), (4, 6, 6), "c8", "swap")]
 
 
 @pytest.mark.parametrize("shape_a,shape_b,dtype,how", CASES)
@@ -81,6 +83,8 @@ def test_a_product_captured_by_cublas_gives_cupys_eager_bits(shape_a, shape_b, d
         return x.T if transposed else x
 
     a = made(shape_a, how == "T")
+    if how == "swap":   # (a batch whose matrices are transposed: copied C-contiguous first)
+        a = made(shape_a).swapaxes(-1, -2)
     if how == "::2":
         a = cp.asarray(rng.standard_normal((2 * shape_a[0], shape_a[1])).astype(dtype))[::2]
     b = made(shape_b)
@@ -102,7 +106,7 @@ def test_a_product_captured_by_cublas_gives_cupys_eager_bits(shape_a, shape_b, d
             assert c.get().tobytes() == eager.get().tobytes()
 
 
-def test_products_cupy_makes_without_cublas_are_left_to_it():
+def test_products_the_graphs_cannot_make_are_left_to_cupy():
     cp = _gpu()
     from gpu_backend.devices.cupy_products import CapturedProducts
     products = CapturedProducts(cp)
@@ -111,3 +115,5 @@ def test_products_cupy_makes_without_cublas_are_left_to_it():
     assert products.gemm(v.reshape(1, 5), v.reshape(5, 1)) is None      # a row by a column
     assert products.gemm(cp.ones((0, 3), cp.float32), cp.ones((3, 2), cp.float32)) is None
     assert products.gemm(cp.ones((2, 3), cp.float32), cp.ones((4, 2), cp.float32)) is None
+    assert products.gemm(cp.ones((2, 4, 3), cp.float32), cp.ones((3, 3, 5), cp.float32)) is None
+    assert products.gemm(cp.ones((2, 4, 3), cp.float32), cp.ones((2, 0, 5), cp.float32)) is None
