@@ -8,7 +8,7 @@ with ``dt = 0.01`` rounds otherwise than ``t + dt`` at 133 of 300 steps, and
 ``programs.py``'s random walk's ``0.1 + 1e-4 * step`` at 147 (the lane left 127 times over
 its 2 396 replays on an H200, run 151).
 
-So each float is guessed by one of three models of how a loop makes it, the one that
+So each float is guessed by one of four models of how a loop makes it, the one that
 predicted the most of its last :data:`WINDOW` values exactly, the summed one unless another
 beat it by :data:`MARGIN`:
 
@@ -17,13 +17,21 @@ beat it by :data:`MARGIN`:
   (``i * dt``), ``b`` and ``s`` found from the last two values (``s = last / (last -
   before)``, ``b`` the double, or a neighbour, with ``b * s == last`` and ``b * (s - 1) ==
   before``);
-- *a fraction of the counter*: ``s / m`` (``i / 100``), ``m = 1 / (last - before)``.
+- *a fraction of the counter*: ``s / m`` (``i / 100``), ``m = 1 / (last - before)``;
+- *an offset and a multiple of the counter*: ``a + b * s`` (``0.1 + 1e-4 * step``), ``b``
+  the shortest decimal (six digits at most) within a few units in the last place of
+  ``last - before``, ``a`` zero or ``last`` rounded to a few decimals, ``s`` then found,
+  with ``a + b * s == last`` and ``a + b * (s - 1) == before``. Searched only where none of
+  the other three got every step of the window right; the pairs found are tried first
+  after, and each (before, last) searched once.
 
 Over 298 steps of each (the guess from the values before it, KEPT at most): ``i * 0.01``
-22 misses (133 summed), ``i * 0.1`` 12 (190), ``i / 3`` 2 (201), ``i / 100`` 24 (133),
-``t += 0.1`` 3 (3), ``t += 0.01`` 6 (6), ``step * 0.5`` 0 (0); an affine ``0.1 + 1e-4 * i``
-73 (147) is still missed often, and ``-i * 0.01`` from ``i = 1000`` as often as summed (72)
-(an offset rounds each product again: a model of it would need the loop's counter).
+22 misses (133 summed), ``i * 0.1`` 6 (190), ``i / 3`` 2 (201), ``i / 100`` 24 (133),
+``0.1 + 1e-4 * i`` 10 (147), ``2.5 - 0.003 * i`` 2 (153), ``1.0 + i * 0.1`` from ``i =
+1000`` 11 (231), ``t += 0.1`` 3 (3), ``t += 0.01`` 6 (6), ``step * 0.5`` 0 (0);
+``i * 0.01`` from ``i = 1000`` is missed as often as summed (72: where the summed guess
+gets five of the window's six steps, it stays, by MARGIN), and ``0.25 + i / 7`` (a step no
+short decimal is) as well (162).
 """
 
 from __future__ import annotations
@@ -83,6 +91,69 @@ def _fraction(before: float, last: float) -> float | None:
     return None
 
 
+#: the offsets and steps of the affine floats found last (most recent first): a loop's float
+#: is found again from them at once, without the search
+_AFFINE_FOUND: list[tuple[float, float]] = []
+#: the most significant digits a step, and the most decimals an offset, is searched with
+_STEP_DIGITS, _OFFSET_DECIMALS = 6, 8
+
+
+def _affine_next(a: float, b: float, before: float, last: float) -> float | None:
+    """``a + b * (s + 1)`` where ``a + b * s == last`` and ``a + b * (s - 1) == before``."""
+    q = (last - a) / b
+    if not math.isfinite(q) or abs(q) >= 1 << 52:
+        return None
+    s = round(q)
+    if a + b * s == last and a + b * (s - 1) == before:
+        return a + b * (s + 1)
+    return None
+
+
+#: _affine's answers by (before, last): a guess scores the window's steps, most of which the
+#: guess before scored too (cleared when full)
+_AFFINE_ANSWERS: dict[tuple[float, float], float | None] = {}
+_AFFINE_ANSWERS_MOST = 256
+
+
+def _affine(before: float, last: float) -> float | None:
+    key = (before, last)
+    if key in _AFFINE_ANSWERS:
+        return _AFFINE_ANSWERS[key]
+    if len(_AFFINE_ANSWERS) >= _AFFINE_ANSWERS_MOST:
+        _AFFINE_ANSWERS.clear()
+    answer = _AFFINE_ANSWERS[key] = _affine_search(before, last)
+    return answer
+
+
+def _affine_search(before: float, last: float) -> float | None:
+    """``a + b * (s + 1)`` for a loop's ``a + b * s`` (``0.1 + 1e-4 * step``: an offset and
+    a step written in few decimal digits, ``s`` its counter), with ``a + b * s == last`` and
+    ``a + b * (s - 1) == before``: ``b`` the shortest decimal near ``last - before``, ``a``
+    ``last`` rounded to a few decimals; None where there are none such."""
+    for a, b in _AFFINE_FOUND:
+        guess = _affine_next(a, b, before, last)
+        if guess is not None:
+            return guess
+    d = last - before
+    if d == 0 or not math.isfinite(d) or not math.isfinite(last):
+        return None
+    steps: list[float] = []
+    near = 16 * math.ulp(max(abs(last), abs(before)))   # (the two roundings' reach, and more)
+    for digits in range(1, _STEP_DIGITS + 1):
+        b = float(f"{d:.{digits}g}")
+        if b not in steps and abs(b - d) <= near:
+            steps.append(b)
+    for b in steps:
+        decimals = min(_OFFSET_DECIMALS, max(0, -math.floor(math.log10(abs(b)))))
+        for a in (0.0, *(round(last, k) for k in range(decimals + 1))):
+            guess = _affine_next(a, b, before, last)
+            if guess is not None:
+                _AFFINE_FOUND.insert(0, (a, b))
+                del _AFFINE_FOUND[4:]
+                return guess
+    return None
+
+
 _MODELS: tuple[Callable[[float, float], float | None], ...] = (_summed, _multiple, _fraction)
 
 
@@ -96,12 +167,18 @@ def next_float(values: Sequence[float]) -> float:
     best = _summed
     if len(values) > 2:
         start = max(2, len(values) - WINDOW)
-        scores = [sum(model(values[i - 2], values[i - 1]) == values[i]
-                      for i in range(start, len(values))) for model in _MODELS]
+        steps = range(start, len(values))
+        scores = [sum(model(values[i - 2], values[i - 1]) == values[i] for i in steps)
+                  for model in _MODELS]
         bar = scores[0] + MARGIN   # (another model must beat the summed one by MARGIN)
         for model, score in zip(_MODELS[1:], scores[1:]):
             if score >= bar:
                 best, bar = model, score + 1
+        if bar - (best is _summed) * MARGIN <= len(steps) and max(scores) < len(steps):
+            # (none of the three got every step: an offset and a step, searched only then)
+            score = sum(_affine(values[i - 2], values[i - 1]) == values[i] for i in steps)
+            if score >= bar:
+                best = _affine
     guess = best(before, last)
     if guess is None:
         guess = _summed(before, last)

@@ -1,6 +1,7 @@
 """The next value of a loop's float parameter (worker/float_steps.py): exact, or nearly, for
 the ways a loop makes one — summed (``t += 0.1``), a multiple of its counter (``i * dt``),
-a fraction of it (``i / 100``), stepped exactly (``step * 0.5``) — from its last values,
+a fraction of it (``i / 100``), an offset and a multiple (``0.1 + 1e-4 * i``), stepped
+exactly (``step * 0.5``) — from its last values,
 and never worse than ``last + (last - before)`` on a summed one."""
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ SEQUENCES = {
     "i / 3": ([i / 3 for i in range(STEPS)], 5),
     "i / 100": ([i / 100 for i in range(STEPS)], 30),
     "-i * 0.01 from 1000": ([-i * 0.01 for i in range(1000, 1000 + STEPS)], None),
-    "0.1 + 1e-4 * i": ([0.1 + 1e-4 * i for i in range(STEPS)], 100),
+    "0.1 + 1e-4 * i": ([0.1 + 1e-4 * i for i in range(STEPS)], 20),
+    "2.5 - 0.003 * i": ([2.5 - 0.003 * i for i in range(STEPS)], 10),
+    "1.0 + i * 0.1 from 1000": ([1.0 + i * 0.1 for i in range(1000, 1000 + STEPS)], 25),
+    "3 + 1e-6 * i": ([3 + 1e-6 * i for i in range(STEPS)], 10),
+    "0.25 + i / 7": ([0.25 + i / 7 for i in range(STEPS)], None),
     "step * 0.5": ([s * 0.5 for s in range(STEPS)], 0),
     "t += 0.1": (_summed(0.1), None),
     "t += 0.01": (_summed(0.01), None),
