@@ -22,13 +22,16 @@ beat it by :data:`MARGIN`:
   the shortest decimal (six digits at most) within a few units in the last place of
   ``last - before``, ``a`` zero or ``last`` rounded to a few decimals, ``s`` then found,
   with ``a + b * s == last`` and ``a + b * (s - 1) == before``. Searched only where none of
-  the other three got every step of the window right; the pairs found are tried first
-  after, and each (before, last) searched once.
+  the other three got every step of the window right and it could still win; the pairs
+  found are tried first after, and each (before, last) searched once.
+
+Each step's hits are remembered (:func:`_hits`): a guess scores the window's six steps, five
+of which the guess before it scored.
 
 Over 298 steps of each (the guess from the values before it, KEPT at most): ``i * 0.01``
 22 misses (133 summed), ``i * 0.1`` 6 (190), ``i / 3`` 2 (201), ``i / 100`` 24 (133),
 ``0.1 + 1e-4 * i`` 10 (147), ``2.5 - 0.003 * i`` 2 (153), ``1.0 + i * 0.1`` from ``i =
-1000`` 11 (231), ``t += 0.1`` 3 (3), ``t += 0.01`` 6 (6), ``step * 0.5`` 0 (0);
+1000`` 18 (231), ``t += 0.1`` 3 (3), ``t += 0.01`` 6 (6), ``step * 0.5`` 0 (0);
 ``i * 0.01`` from ``i = 1000`` is missed as often as summed (72: where the summed guess
 gets five of the window's six steps, it stays, by MARGIN), and ``0.25 + i / 7`` (a step no
 short decimal is) as well (162).
@@ -155,6 +158,20 @@ def _affine_search(before: float, last: float) -> float | None:
 
 
 _MODELS: tuple[Callable[[float, float], float | None], ...] = (_summed, _multiple, _fraction)
+#: which of _MODELS got a step (before, last, next) right, by the step: a guess scores the
+#: window's steps, all but one of which the guess before scored (cleared when full)
+_HITS: dict[tuple[float, float, float], tuple[bool, ...]] = {}
+_HITS_MOST = 512
+
+
+def _hits(before: float, last: float, after: float) -> tuple[bool, ...]:
+    key = (before, last, after)
+    hits = _HITS.get(key)
+    if hits is None:
+        if len(_HITS) >= _HITS_MOST:
+            _HITS.clear()
+        hits = _HITS[key] = tuple([model(before, last) == after for model in _MODELS])
+    return hits
 
 
 def next_float(values: Sequence[float]) -> float:
@@ -168,13 +185,15 @@ def next_float(values: Sequence[float]) -> float:
     if len(values) > 2:
         start = max(2, len(values) - WINDOW)
         steps = range(start, len(values))
-        scores = [sum(model(values[i - 2], values[i - 1]) == values[i] for i in steps)
-                  for model in _MODELS]
+        scores = [0] * len(_MODELS)
+        for i in steps:
+            for m, hit in enumerate(_hits(values[i - 2], values[i - 1], values[i])):
+                scores[m] += hit
         bar = scores[0] + MARGIN   # (another model must beat the summed one by MARGIN)
         for model, score in zip(_MODELS[1:], scores[1:]):
             if score >= bar:
                 best, bar = model, score + 1
-        if bar - (best is _summed) * MARGIN <= len(steps) and max(scores) < len(steps):
+        if bar <= len(steps) and max(scores) < len(steps):
             # (none of the three got every step: an offset and a step, searched only then)
             score = sum(_affine(values[i - 2], values[i - 1]) == values[i] for i in steps)
             if score >= bar:
