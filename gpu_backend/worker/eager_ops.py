@@ -3,9 +3,9 @@ replay, worker/graph_replay.py): those that read device data on the host, call a
 method or write through no operator; libraries that refuse capture (cuBLAS, cuSOLVER,
 cuSPARSE), but for the matrix products the graphs make themselves by cuBLAS's GEMM
 (devices/product_capture.py); random draws (their generator's state is the host's); and ops
-whose result's shape its arrays' values decide. Everything else is captured, and an op that then refuses
-capture runs eagerly from the next capture on (GraphState.eager): these rules say only what
-is known before any op runs.
+whose result's shape its arrays' values decide. Everything else is captured, and an op that
+then refuses capture runs eagerly from the next capture on (GraphState.eager): these rules
+say only what is known before any op runs.
 """
 
 from __future__ import annotations
