@@ -6,12 +6,12 @@ float or complex dtype, each a matrix or a vector, nothing else given; and ``a @
 Why: CuPy refuses every cuBLAS call while a stream captures, so such a product ran eagerly
 between a stretch's graphs: 58-69 µs of the worker's Python a call on an H200 host (run 151:
 logistic regression, MLP), a graph launch's part of a step. On a GPU the products named here
-are made inside the capture by the same cuBLAS call CuPy's ``dot`` makes
-(devices/cupy_products.py); the NumPy device captures the same ones (its recorded calls), and
-both refuse, while the worker captures, every other product that would reach cuBLAS, as
-CuPy does (a batch of matrices, mixed dtypes, ``out=``), so that it runs eagerly from the next
-capture on, as on a GPU (capture_refusals' GEMM rule says which would). A user's own capture (CuPy's graph API) is not this: there cuBLAS is
-refused as CuPy refuses it (devices/capture_refusals.py).
+are made inside the capture by the same cuBLAS call CuPy makes (devices/cupy_products.py);
+the NumPy device captures the same ones (its recorded calls). While the worker captures,
+both refuse every other product that would reach cuBLAS (:func:`reaches_cublas`: a batch by
+a matrix, mixed dtypes, ``out=``), as CuPy does, so that it runs eagerly from the next
+capture on, as on a GPU. A user's own capture (CuPy's graph API) is not this: there cuBLAS
+is refused as CuPy refuses it (devices/capture_refusals.py).
 """
 
 from __future__ import annotations
