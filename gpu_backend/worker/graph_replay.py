@@ -142,7 +142,8 @@ class StretchGraphs:
         self.states: dict[int, GraphState] = {}
         self.evictions = 0    # times every graph was dropped for an op out of memory
         #: ops run eagerly between a replay's graphs, all replays together (a product, a
-        #: draw, a read: eager_ops.py; a capture's refusal)
+        #: draw, a read: eager_ops.py; a capture's refusal); the steady lane's own run ahead
+        #: is not counted
         self.between = 0
         #: copies in and out by the graphs' copy tables (WorkerSettings.copy_tables)
         self.copy_tables = True
