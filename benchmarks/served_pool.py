@@ -53,10 +53,12 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
 #: (``GPUWB_DRAWS_AHEAD=0``, gpu_backend/worker/draw_journal.py); "nopush" pushes no reply
 #: before its message comes (``GPUWB_PUSH=0``, gpu_backend/worker/pushed_replies.py);
 #: "nocommit" pushes but commits no message before it comes (``GPUWB_PUSH_AHEAD=0``);
-#: "nolane" serves every message by the generic path (``GPUWB_STEADY_LANE=0``)
+#: "nolane" serves every message by the generic path (``GPUWB_STEADY_LANE=0``); "noyield"
+#: spins without yielding the CPU, the worker and the session both (``GPUWB_SPIN_YIELD=0``,
+#: gpu_backend/protocol/spinning.py)
 POOL_ENV = {"noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "nodraws": {"GPUWB_DRAWS_AHEAD": "0"},
             "nopush": {"GPUWB_PUSH": "0"}, "nocommit": {"GPUWB_PUSH_AHEAD": "0"},
-            "nolane": {"GPUWB_STEADY_LANE": "0"}}
+            "nolane": {"GPUWB_STEADY_LANE": "0"}, "noyield": {"GPUWB_SPIN_YIELD": "0"}}
 
 
 @contextmanager

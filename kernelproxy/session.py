@@ -28,6 +28,7 @@ import zmq
 from gpu_backend.protocol import api, codec
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.errors import InvalidHandleError, SessionLostError, error_class
+from gpu_backend.protocol.spinning import pause_for
 from gpu_backend.protocol.staging import StagingRing
 from gpu_backend.protocol.staging import available as staging_available
 from gpu_backend.protocol.curve import resolve_server_key
@@ -207,6 +208,8 @@ class Session(SessionReplies):
         self.loop_cuts: bool = settings.loop_cuts
         #: how long a sync point polls before it sleeps (SPIN_SECONDS)
         self.spin_seconds: float = SPIN_SECONDS
+        #: what the session's spinning waits call at each turn (protocol/spinning.py)
+        self.spin_pause = pause_for(settings.spin_yield)
         self._eager_at = EAGER_OPS   # (the size that goes early now; doubles until a sync)
         #: queued records at which submit() next looks whether to send early: a count, not
         #: a multiple of EAGER_OPS, since free records (release) join the queue between ops
@@ -241,7 +244,9 @@ class Session(SessionReplies):
         self.stream_threshold: int | None = self.device.get("stream_bytes")
         self.stream_chunk_bytes: int = self.stream_threshold or m.STREAM_CHUNK_BYTES
         if self.stream_threshold and staging_available() and settings.staging:
-            self.link.open_staging(self.key)   # (a link that has no ring says None)
+            ring = self.link.open_staging(self.key)   # (a link that has no ring says None)
+            if ring is not None:
+                ring.pause = self.spin_pause
         #: a factory ``progress(label, total_bytes)`` of reporters (``update(done)``,
         #: ``close()``) for streamed transfers and for what a batch waits for before its ops
         #: run (its swap-in, room on the device: the worker's notices, sent only while this

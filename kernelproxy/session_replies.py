@@ -13,7 +13,6 @@ and its methods ``cancel``, ``_lose`` and ``_followed``.
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 
@@ -56,6 +55,7 @@ class SessionReplies:
         """Read replies until every batch is answered, or (with *seq*) the one carrying op *seq*."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         poll = self.link.poll
+        pause = self.spin_pause
         spin_until = time.perf_counter() + self.spin_seconds
         in_flight = self._in_flight
         while in_flight and (seq is None or in_flight[0][1] <= seq):
@@ -71,9 +71,8 @@ class SessionReplies:
                 continue
             if time.perf_counter() < spin_until:
                 # a small op's answer is usually microseconds away: don't sleep yet, but
-                # yield: a worker that shares this CPU gets it at once (docs/performance.md,
-                # "Spinning on a shared CPU")
-                os.sched_yield()
+                # yield: a worker that shares this CPU gets it at once (protocol/spinning.py)
+                pause()
                 continue
             else:
                 try:

@@ -73,6 +73,9 @@ class SessionSettings:
     #: ``JPY_SESSION_NAME``: the notebook's path, which Jupyter Server gives the kernels it
     #: starts for a notebook; the session's label in the pool's status (the Lab panel
     #: names the notebook that opened each session)
+    #: ``GPUWB_SPIN_YIELD=0``: the session's spinning waits (its replies, its staging ring)
+    #: keep the CPU instead of yielding it at each turn (gpu_backend/protocol/spinning.py)
+    spin_yield: bool = True
     notebook: str | None = None
 
     @classmethod
@@ -89,4 +92,5 @@ class SessionSettings:
                    loop_cuts=_flag(env, "GPUWB_LOOP_CUTS", True),
                    compiled=_flag(env, "GPUWB_COMPILED", True),
                    fuse=_flag(env, "GPUWB_FUSE", True),
+                   spin_yield=_flag(env, "GPUWB_SPIN_YIELD", True),
                    notebook=env.get("JPY_SESSION_NAME") or None)

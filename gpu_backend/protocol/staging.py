@@ -35,6 +35,8 @@ import struct
 import time
 from typing import Callable
 
+from . import spinning
+
 __all__ = ["StagingRing", "HEADER_BYTES", "SLOTS", "available"]
 
 #: The header: the worker's upload counter, then the client's download counter (u64 each),
@@ -68,6 +70,9 @@ class StagingRing:
             raise ValueError("the staging ring's file has the wrong size")
         self._map = mmap.mmap(fd, self.nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self.view = memoryview(self._map)
+        #: what its spinning waits call at each turn (protocol/spinning.py; this side's
+        #: settings may set another)
+        self.pause = spinning.pause
         #: chunks of each direction this side has handled so far: the worker's uploads taken
         #: and downloads put in, the client's uploads put in and downloads taken out (the
         #: next chunk's number on this side)
@@ -137,7 +142,7 @@ class StagingRing:
         while done() < need:
             now = time.perf_counter()
             if now - began < _SPIN_SECONDS:
-                os.sched_yield()   # (the other side, if it shares this CPU, runs meanwhile)
+                self.pause()   # (the other side, if it shares this CPU, runs meanwhile)
                 continue
             if now - checked > 0.005:
                 checked = now

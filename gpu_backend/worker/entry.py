@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from gpu_backend.runtime.run_dir import remove_run_dir
+from ..protocol import spinning
 from ..runtime.stacks import dump_on_request
 from .control import ControlChannel
 from .server import WorkerServer
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to poll after each message while holding a spin slot")
     args = parser.parse_args(argv)
     settings = WorkerSettings.from_environ()
+    spinning.set_yielding(settings.spin_yield)
     if settings.callgrind_dir:
         _rerun_under_callgrind(settings.callgrind_dir, args.control_fd,
                                sys.argv[1:] if argv is None else argv)

@@ -13,13 +13,13 @@ millisecond of device time. Messages are in docs/fair-share.md.
 from __future__ import annotations
 
 import sys
-import os
 import time
 from typing import Callable
 
 import zmq
 
 from ..arbiter.baton import BATON_TIMEOUT, Baton
+from ..protocol import spinning
 from ..protocol.codec import packb, unpackb
 
 # plain ints: `int & zmq.POLLIN` goes through the enum's __and__ (microseconds a look)
@@ -201,7 +201,7 @@ class DeviceLease:
                     check_at = now + SPIN_CANCEL_CHECK
                     if interrupted():
                         return False
-                os.sched_yield()   # (a client sharing this CPU runs meanwhile)
+                spinning.pause()   # (a client sharing this CPU runs meanwhile)
                 continue
             nap = WAIT_SLICE if now >= self.ready_at else min(WAIT_SLICE, self.ready_at - now)
             if self.sock.poll(max(nap, 0.0001) * 1000):   # sleep; a message (ready, grant) wakes it

@@ -39,6 +39,7 @@ from time import perf_counter
 from typing import Callable
 
 from gpu_backend.runtime.gc_pauses import record_pauses
+from ..protocol import spinning
 from .lease import DeviceLease
 
 __all__ = ["Pacer", "LEAD", "LONE_LEAD", "GRAIN"]
@@ -777,7 +778,7 @@ class Pacer:
                         lease.read(self.busy)
                     if self._must_stop(self.busy + self._ahead()):
                         return
-                    os.sched_yield()   # (a client sharing this CPU runs meanwhile)
+                    spinning.pause()   # (a client sharing this CPU runs meanwhile)
                 spun += perf_counter() - began
                 lease.read(self.busy)   # a yield that came meanwhile stops the next launch
             self.harvest()

@@ -23,6 +23,7 @@ import zmq
 
 from ..devices import open_device
 from gpu_backend.runtime.gc_pauses import settle
+from ..protocol import spinning
 from ..protocol.codec import packb, unpackb
 from ..protocol.errors import AuthenticationError, ProtocolError, error_name
 from .executor import Executor
@@ -277,7 +278,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
                 pacer.harvest()   # measure the last batch now, not at the start of the next
                 if window > SPIN_SECONDS and lease is not None and lease.pending():
                     pacer.idle()   # a long spin is idle time: others waiting get the device
-                os.sched_yield()   # a client sharing this CPU runs at once (docs/performance.md)
+                spinning.pause()   # a client sharing this CPU runs at once (protocol/spinning.py)
                 continue
             if may_claim and slots is not None:
                 may_claim = False

@@ -110,6 +110,10 @@ class WorkerSettings:
     #: not ask for it (worker/draw_journal.py); ``0`` runs none ahead, as before (a
     #: diagnostic: the benchmarks' side ``nodraws``)
     draws_ahead: bool = True
+    #: ``GPUWB_SPIN_YIELD``: the worker's spinning waits yield the CPU at each turn
+    #: (protocol/spinning.py); ``0`` keeps it (the benchmarks' side ``noyield``, or a host
+    #: whose workers have cores of their own)
+    spin_yield: bool = True
     #: ``GPUWB_STACKS=1``: every thread's stack to standard error on SIGUSR2 (a diagnostic,
     #: runtime/stacks.py; a worker forked from the zygote has it from there)
     stacks: bool = False
@@ -155,7 +159,8 @@ class WorkerSettings:
                    steady_lane=_on(env, "GPUWB_STEADY_LANE"),
                    pushed_replies=_on(env, "GPUWB_PUSH"),
                    push_ahead=_on(env, "GPUWB_PUSH_AHEAD"),
-                   draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"))
+                   draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"),
+                   spin_yield=_on(env, "GPUWB_SPIN_YIELD"))
 
 
 def environ_under_callgrind() -> dict[str, str]:

@@ -83,6 +83,24 @@ def test_worker_settings_from_the_environment():
     assert WorkerSettings.from_environ({"GPUWB_SHARE_LEAD_US": "4000"}).share_lead == pytest.approx(4e-3)
 
 
+def test_spinning_waits_yield_unless_told_not_to():
+    """``GPUWB_SPIN_YIELD=0`` (protocol/spinning.py): a session's and a worker's spins keep
+    the CPU; by default they yield it at each turn."""
+    import os as _os
+    from gpu_backend.protocol import spinning
+    assert SessionSettings().spin_yield and WorkerSettings().spin_yield
+    assert not SessionSettings.from_environ({"GPUWB_SPIN_YIELD": "0"}).spin_yield
+    assert not WorkerSettings.from_environ({"GPUWB_SPIN_YIELD": "off"}).spin_yield
+    assert spinning.pause_for(True) is _os.sched_yield
+    assert spinning.pause_for(False) is not _os.sched_yield and spinning.pause_for(False)() is None
+    before = spinning.pause
+    try:
+        spinning.set_yielding(False)
+        assert spinning.pause is spinning.pause_for(False)
+    finally:
+        spinning.pause = before
+
+
 def test_a_pacer_keeps_its_lead_and_the_default_records_no_phases():
     from gpu_backend.devices.numpy_device import NumpyDevice
     from gpu_backend.worker.pacing import LEAD, Pacer
