@@ -83,27 +83,36 @@ class CapturedProducts:
             self._lib = lib
         return self._lib
 
-    def _compute(self, dtype: np.dtype) -> tuple[int, Any, Any]:
-        """cuBLAS's compute type for *dtype* as CuPy picks it, with host 1 and 0 of it."""
+    def _compute(self, dtype: np.dtype) -> int:
+        """cuBLAS's compute type for ``dot``'s product of *dtype*, as CuPy picks it."""
         linalg, cublas = self._linalg, self._cublas
         chosen = linalg.get_compute_type(dtype)
         if dtype.char in "fF":
             if chosen == linalg.COMPUTE_TYPE_PEDANTIC:
-                compute = cublas.CUBLAS_COMPUTE_32F_PEDANTIC
-            elif chosen == linalg.COMPUTE_TYPE_TF32:
-                compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32
-            else:
-                compute = cublas.CUBLAS_COMPUTE_32F
-            scalar = np.float32 if dtype.char == "f" else np.complex64
-        else:
-            compute = (cublas.CUBLAS_COMPUTE_64F_PEDANTIC if chosen == linalg.COMPUTE_TYPE_PEDANTIC
-                       else cublas.CUBLAS_COMPUTE_64F)
-            scalar = np.float64 if dtype.char == "d" else np.complex128
-        key = (compute, scalar)
-        if key not in self._scalars:   # (kept: cuBLAS reads host scalars at the call)
-            self._scalars[key] = (np.array(1, scalar), np.array(0, scalar))
-        one, zero = self._scalars[key]
-        return compute, one, zero
+                return cublas.CUBLAS_COMPUTE_32F_PEDANTIC
+            if chosen == linalg.COMPUTE_TYPE_TF32:
+                return cublas.CUBLAS_COMPUTE_32F_FAST_TF32
+            return cublas.CUBLAS_COMPUTE_32F
+        return (cublas.CUBLAS_COMPUTE_64F_PEDANTIC if chosen == linalg.COMPUTE_TYPE_PEDANTIC
+                else cublas.CUBLAS_COMPUTE_64F)
+
+    def _one_and_zero(self, dtype: np.dtype) -> tuple[Any, Any]:
+        """Host 1 and 0 of *dtype*, the coefficients CuPy passes for it (kept: cuBLAS reads
+        host scalars at the call)."""
+        if dtype not in self._scalars:
+            self._scalars[dtype] = (np.array(1, dtype), np.array(0, dtype))
+        return self._scalars[dtype]
+
+    def _on_stream(self, function: str, *args: Any) -> None:
+        """cuBLAS's *function* on CuPy's handle, the handle's stream the current one first
+        (as each of CuPy's wrappers sets it)."""
+        cp, lib = self.cp, self._library()
+        handle = cp.cuda.device.get_cublas_handle()
+        status = lib.cublasSetStream_v2(handle, cp.cuda.get_current_stream().ptr)
+        if status == 0:
+            status = getattr(lib, function)(handle, *args)
+        if status != 0:
+            raise self._cublas.CUBLASError(status)
 
     @staticmethod
     def _laid_out(a: Any, trans: int) -> tuple[Any, int, int]:
@@ -144,19 +153,13 @@ class CapturedProducts:
         a, trans_a, lda = self._laid_out(a, 0)
         b, trans_b, ldb = self._laid_out(b, 1)
         c = cp.empty(shape, dtype)
-        compute, one, zero = self._compute(dtype)
+        one, zero = self._one_and_zero(dtype)
         algo = (self._cublas.CUBLAS_GEMM_DEFAULT_TENSOR_OP if self._capability >= 80
                 else self._cublas.CUBLAS_GEMM_DEFAULT)
         cuda_type = self._cuda_types[dtype]
-        lib = self._library()
-        handle = cp.cuda.device.get_cublas_handle()
-        status = lib.cublasSetStream_v2(handle, cp.cuda.get_current_stream().ptr)
-        if status == 0:
-            status = lib.cublasGemmEx(handle, trans_b, trans_a, m, n, k, one.ctypes.data,
-                                      b.data.ptr, cuda_type, ldb, a.data.ptr, cuda_type, lda,
-                                      zero.ctypes.data, c.data.ptr, cuda_type, m, compute, algo)
-        if status != 0:
-            raise self._cublas.CUBLASError(status)
+        self._on_stream("cublasGemmEx", trans_b, trans_a, m, n, k, one.ctypes.data,
+                        b.data.ptr, cuda_type, ldb, a.data.ptr, cuda_type, lda,
+                        zero.ctypes.data, c.data.ptr, cuda_type, m, self._compute(dtype), algo)
         return c
 
     def _batched(self, a: Any, b: Any) -> Any:
@@ -174,25 +177,10 @@ class CapturedProducts:
         first, second = b, a   # ((A B)^T = B^T A^T: cuBLAS reads column-major)
         k, n, m = first.shape[-2], first.shape[-1], second.shape[-2]
         cuda_type = self._cuda_types[a.dtype]
-        one, zero = self._batch_scalars(a.dtype)
-        lib = self._library()
-        handle = cp.cuda.device.get_cublas_handle()
-        status = lib.cublasSetStream_v2(handle, cp.cuda.get_current_stream().ptr)
-        if status == 0:
-            status = lib.cublasGemmStridedBatchedEx(
-                handle, 0, 0, n, m, k, one.ctypes.data,
-                first.data.ptr, cuda_type, n, first.shape[-2] * n,
-                second.data.ptr, cuda_type, k, second.shape[-2] * k,
-                zero.ctypes.data, c.data.ptr, cuda_type, n, shape[-2] * n,
-                batch, cuda_type, self._cublas.CUBLAS_GEMM_DEFAULT)
-        if status != 0:
-            raise self._cublas.CUBLASError(status)
+        one, zero = self._one_and_zero(a.dtype)
+        self._on_stream("cublasGemmStridedBatchedEx", 0, 0, n, m, k, one.ctypes.data,
+                        first.data.ptr, cuda_type, n, k * n, second.data.ptr, cuda_type, k,
+                        m * k, zero.ctypes.data, c.data.ptr, cuda_type, n, m * n, batch,
+                        cuda_type, self._cublas.CUBLAS_GEMM_DEFAULT)
         return c
-
-    def _batch_scalars(self, dtype: np.dtype) -> tuple[Any, Any]:
-        """1 and 0 of *dtype* (``matmul``'s coefficients for float and complex types)."""
-        key = ("batch", dtype)
-        if key not in self._scalars:
-            self._scalars[key] = (np.array(1, dtype), np.array(0, dtype))
-        return self._scalars[key]
 
