@@ -40,7 +40,7 @@ short decimal is) as well (162).
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 __all__ = ["next_float", "float_values", "WINDOW", "KEPT", "MARGIN"]
 
@@ -112,20 +112,25 @@ def _affine_next(a: float, b: float, before: float, last: float) -> float | None
     return None
 
 
-#: _affine's answers by (before, last): a guess scores the window's steps, most of which the
-#: guess before scored too (cleared when full)
+#: answers remembered by their arguments (_remembered): a guess scores the window's steps,
+#: all but one of which the guess before scored; each table cleared when it holds this many
+_REMEMBERED_MOST = 512
+#: _affine's answers by (before, last)
 _AFFINE_ANSWERS: dict[tuple[float, float], float | None] = {}
-_AFFINE_ANSWERS_MOST = 256
+
+
+def _remembered(table: dict, key: tuple, make: Callable[..., Any]) -> Any:
+    """``make(*key)``, from *table* where it was made before."""
+    if key in table:
+        return table[key]
+    if len(table) >= _REMEMBERED_MOST:
+        table.clear()
+    answer = table[key] = make(*key)
+    return answer
 
 
 def _affine(before: float, last: float) -> float | None:
-    key = (before, last)
-    if key in _AFFINE_ANSWERS:
-        return _AFFINE_ANSWERS[key]
-    if len(_AFFINE_ANSWERS) >= _AFFINE_ANSWERS_MOST:
-        _AFFINE_ANSWERS.clear()
-    answer = _AFFINE_ANSWERS[key] = _affine_search(before, last)
-    return answer
+    return _remembered(_AFFINE_ANSWERS, (before, last), _affine_search)
 
 
 def _affine_search(before: float, last: float) -> float | None:
@@ -158,20 +163,16 @@ def _affine_search(before: float, last: float) -> float | None:
 
 
 _MODELS: tuple[Callable[[float, float], float | None], ...] = (_summed, _multiple, _fraction)
-#: which of _MODELS got a step (before, last, next) right, by the step: a guess scores the
-#: window's steps, all but one of which the guess before scored (cleared when full)
+#: which of _MODELS got a step (before, last, next) right, by the step
 _HITS: dict[tuple[float, float, float], tuple[bool, ...]] = {}
-_HITS_MOST = 512
+
+
+def _scored(before: float, last: float, after: float) -> tuple[bool, ...]:
+    return tuple([model(before, last) == after for model in _MODELS])
 
 
 def _hits(before: float, last: float, after: float) -> tuple[bool, ...]:
-    key = (before, last, after)
-    hits = _HITS.get(key)
-    if hits is None:
-        if len(_HITS) >= _HITS_MOST:
-            _HITS.clear()
-        hits = _HITS[key] = tuple([model(before, last) == after for model in _MODELS])
-    return hits
+    return _remembered(_HITS, (before, last, after), _scored)
 
 
 def next_float(values: Sequence[float]) -> float:
