@@ -23,7 +23,7 @@ import numpy as np
 from ..protocol import messages as m
 from .capture_refusals import library_error
 
-__all__ = ["product_operands", "product_pair", "reaches_cublas", "PRODUCT_CALLS",
+__all__ = ["product_operands", "product_pair", "takes", "reaches_cublas", "PRODUCT_CALLS",
            "stretch_refusal"]
 
 #: the ops that are products of two operands: (kind, name)
@@ -47,20 +47,23 @@ def product_operands(kind: str, name: str, target: Any, args: Any, kwargs: Any) 
         return None
     if len(args) != (1 if kind == m.KIND_METHOD else 2):
         return None
-    a, b = product_pair(kind, target, args)
+    pair = product_pair(kind, target, args)
+    return pair if takes(name, *pair) else None
+
+
+def takes(name: str, a: Any, b: Any) -> bool:
+    """Whether the rule (the module's doc) takes product *name* of operands *a* and *b*."""
     try:
         a_dim, b_dim, dtype = a.ndim, b.ndim, a.dtype
         if dtype != b.dtype or dtype.kind not in "fc" or dtype.itemsize < 4:
-            return None
+            return False
     except AttributeError:   # (a Python scalar, a list)
-        return None
+        return False
     if 1 <= a_dim <= 2 and 1 <= b_dim <= 2:
-        return a, b
+        return True
     # a batch of matrices by a batch of matrices, one batch shape (``matmul``'s strided
     # batched GEMM; ``dot`` of more dimensions is another product, left to CuPy)
-    if name != "matmul" or a_dim != b_dim or a.shape[:-2] != b.shape[:-2]:
-        return None
-    return a, b
+    return name == "matmul" and a_dim == b_dim and a.shape[:-2] == b.shape[:-2]
 
 
 def stretch_refusal(kind: str, name: str, target: Any, args: Any, kwargs: Any) -> Exception | None:

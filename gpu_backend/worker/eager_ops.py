@@ -10,7 +10,7 @@ say only what is known before any op runs.
 
 from __future__ import annotations
 
-from ..devices.product_capture import PRODUCT_CALLS, product_operands, reaches_cublas
+from ..devices.product_capture import PRODUCT_CALLS, product_pair, reaches_cublas, takes
 from ..protocol import api
 from ..protocol import messages as m
 from ..protocol.stretch_records import slots_in
@@ -75,24 +75,18 @@ def _product_eager(op: Op, inputs: dict) -> bool:
     inputs) with which CuPy would reach cuBLAS beyond the products the graphs make
     (devices/product_capture.py: a batch of matrices, mixed dtypes). A product through a
     result is tried in the capture: refused there, it runs eagerly from the next capture on."""
-    if any(v is not None for v in op.kwargs.values()):
-        return True
-    slots = [op.target, *op.args] if op.kind == _METHOD else list(op.args)
-    if len(slots) != 2:
+    if any(v is not None for v in op.kwargs.values()) \
+            or len(op.args) != (1 if op.kind == _METHOD else 2):
         return True
     arrays = []
-    for slot in slots:
+    for slot in product_pair(op.kind, op.target, op.args):
         if type(slot) is not Slot or slot.kind == "p":
             return True   # (a Python value: CuPy's own product, eager as before)
         array = inputs.get(slot.n) if slot.kind == "i" else None
         if array is None:
             return False  # (a result: tried)
         arrays.append(array)
-    if op.kind == _METHOD:
-        taken = product_operands(op.kind, op.name, arrays[0], arrays[1:], {})
-    else:
-        taken = product_operands(op.kind, op.name, None, arrays, {})
-    return taken is None and reaches_cublas(*arrays)
+    return not takes(op.name, *arrays) and reaches_cublas(*arrays)
 
 
 def _integer_inputs(slots: list, inputs: dict, int_results: frozenset) -> bool:
