@@ -140,6 +140,4 @@ def _open_new_link(session: Any, info: dict) -> None:
     session._release = weakref.finalize(session, type(session).release_resources,
                                         session.ctx, session.link, session.heartbeat)
     if staged:
-        ring = session.link.open_staging(session.key)
-        if ring is not None:
-            ring.pause = session.spin_pause
+        session.open_staging()

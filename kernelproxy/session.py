@@ -244,9 +244,7 @@ class Session(SessionReplies):
         self.stream_threshold: int | None = self.device.get("stream_bytes")
         self.stream_chunk_bytes: int = self.stream_threshold or m.STREAM_CHUNK_BYTES
         if self.stream_threshold and staging_available() and settings.staging:
-            ring = self.link.open_staging(self.key)   # (a link that has no ring says None)
-            if ring is not None:
-                ring.pause = self.spin_pause
+            self.open_staging()
         #: a factory ``progress(label, total_bytes)`` of reporters (``update(done)``,
         #: ``close()``) for streamed transfers and for what a batch waits for before its ops
         #: run (its swap-in, room on the device: the worker's notices, sent only while this
@@ -317,6 +315,13 @@ class Session(SessionReplies):
         instead of the socket (kernelproxy.streamed; GPUWB_STAGING=0 turns it off). Its
         link holds it, and closes it with the socket."""
         return self.link.staging
+
+    def open_staging(self) -> None:
+        """Ask the session's worker for its staging ring (a link that has none: no ring),
+        whose waits then spin as the session's do (protocol/spinning.py)."""
+        ring = self.link.open_staging(self.key)
+        if ring is not None:
+            ring.pause = self.spin_pause
 
     def new_id(self) -> int:
         return next(self._ids)
