@@ -1,0 +1,191 @@
+"""Does a cuRAND draw captured in a CUDA graph, by cuRAND's own call on CuPy's generator,
+give the numbers CuPy's eager draws give, launch after launch?
+
+    python benchmarks/curand_capture_probe.py [--launches 5] [--reps 2000] [--json out.json]
+
+Why: a loop that draws (the random walk, the Monte Carlo programs) runs its draws eagerly
+between a replay's graphs, at CuPy's cost per call, because CuPy refuses cuRAND under capture
+(``cupy_backends/cuda/libs/curand.pyx``'s ``setStream``) and a captured draw was assumed to
+replay the same numbers. That holds where the generator's position is a kernel argument the
+host advances (Philox, MRG32k3a: their offset); it need not where the generator keeps its
+states in device memory and the kernel moves them (XORWOW, CuPy's default). This measures it.
+
+For each generator type and case (uniform and normal, float32 and float64, even and odd
+sizes, sizes that do not fill the generator's threads): generator A draws eagerly through
+CuPy ``1 + launches + 1`` times; generator B, seeded alike, draws once eagerly (its states
+made), then ``curandSetStream`` and the generate call are captured on a stream of their own
+through ctypes, the graph launched ``launches`` times (each launch's array copied out), then
+B draws once more eagerly through CuPy. Each launch is compared bit for bit with A's draw at
+its place, and B's last eager draw with A's last. Then the host's cost of CuPy's eager draw
+against a graph launch (the median of --reps calls). Needs a GPU. Prints a table, then one
+JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from json_out import emit  # noqa: E402
+
+#: (name, CuPy's RandomState method and its arguments, cuRAND function, its extra arguments,
+#:  dtype, the count cuRAND is asked for)
+CASES = [
+    ("uniform f4 1000", "random_sample", "curandGenerateUniform", (), "f4", 1000),
+    ("uniform f8 1000", "random_sample", "curandGenerateUniformDouble", (), "f8", 1000),
+    ("uniform f8 12290", "random_sample", "curandGenerateUniformDouble", (), "f8", 12290),
+    ("uniform f8 1M", "random_sample", "curandGenerateUniformDouble", (), "f8", 1 << 20),
+    ("uniform f8 10", "random_sample", "curandGenerateUniformDouble", (), "f8", 10),
+    ("normal f4 1000", "standard_normal", "curandGenerateNormal", (0.0, 1.0), "f4", 1000),
+    ("normal f8 1000", "standard_normal", "curandGenerateNormalDouble", (0.0, 1.0), "f8", 1000),
+    ("normal f8 12290", "standard_normal", "curandGenerateNormalDouble", (0.0, 1.0), "f8", 12290),
+    ("normal f8 4097 (odd: 4098 asked)", "standard_normal", "curandGenerateNormalDouble",
+     (0.0, 1.0), "f8", 4097),
+    ("normal f8 1M", "standard_normal", "curandGenerateNormalDouble", (0.0, 1.0), "f8", 1 << 20),
+    ("lognormal f8 2000", "lognormal", "curandGenerateLogNormalDouble", (0.0, 1.0), "f8", 2000),
+]
+
+GENERATORS = [("XORWOW (CuPy's default)", 100), ("PHILOX4_32_10", 161), ("MRG32K3A", 121)]
+
+
+def _library():
+    """cuRAND as CuPy loaded it, from this process's maps."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.rstrip("\n").partition("/")[2]
+            if path and os.path.basename(path).startswith("libcurand.so"):
+                lib = ctypes.CDLL("/" + path)
+                lib.curandSetStream.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+                return lib
+    raise RuntimeError("cuRAND is not loaded")
+
+
+def _call(lib, name, generator, ptr, count, extra, dtype):
+    fn = getattr(lib, name)
+    args = [ctypes.c_void_p(generator), ctypes.c_void_p(ptr), ctypes.c_size_t(count)]
+    scalar = ctypes.c_float if dtype == "f4" else ctypes.c_double
+    args += [scalar(v) for v in extra]
+    return fn(*args)
+
+
+def _eager(cp, rs, method, dtype, count):
+    """CuPy's own draw, with what cuRAND wrote (``_generate_normal``'s even count)."""
+    if method == "random_sample":
+        return rs._random_sample_raw((count,), dtype)
+    n = count + (count % 2)
+    out = cp.empty((n,), dtype=dtype)
+    fn = {("standard_normal", "f4"): cp.cuda.curand.generateNormal,
+          ("standard_normal", "f8"): cp.cuda.curand.generateNormalDouble,
+          ("lognormal", "f4"): cp.cuda.curand.generateLogNormal,
+          ("lognormal", "f8"): cp.cuda.curand.generateLogNormalDouble}[(method, dtype)]
+    fn(rs._generator, out.data.ptr, n, 0.0, 1.0)
+    return out
+
+
+def _case(cp, lib, kind, case, launches):
+    name, method, fn, extra, dtype, count = case
+    n = count + (count % 2) if method != "random_sample" else count
+    a = cp.random.RandomState(1234, method=kind)
+    want = [_eager(cp, a, method, dtype, count).get() for _ in range(launches + 2)]
+    b = cp.random.RandomState(1234, method=kind)
+    first = _eager(cp, b, method, dtype, count).get()
+    row = {"generator": kind, "case": name, "first": bool(np.array_equal(first, want[0]))}
+    out = cp.empty((n,), dtype=dtype)
+    stream = cp.cuda.Stream(non_blocking=True)
+    try:
+        with stream:
+            stream.begin_capture()
+            try:
+                lib.curandSetStream(ctypes.c_void_p(b._generator), ctypes.c_void_p(stream.ptr))
+                status = _call(lib, fn, b._generator, out.data.ptr, n, extra, dtype)
+            finally:
+                graph = stream.end_capture()
+        row["capture_status"] = int(status)
+    except Exception as exc:   # (what capture refuses is the probe's answer)
+        row["capture_error"] = f"{type(exc).__name__}: {exc}"
+        return row
+    if status != 0:
+        return row
+    equal = []
+    for i in range(launches):
+        graph.launch(stream)
+        stream.synchronize()
+        equal.append(bool(np.array_equal(out.get(), want[1 + i])))
+    row["launches_equal"] = equal
+    last = _eager(cp, b, method, dtype, count).get()
+    row["eager_after"] = bool(np.array_equal(last, want[launches + 1]))
+    if not all(equal):
+        row["launch_equals_first_capture"] = bool(np.array_equal(out.get(), want[1]))
+    return row
+
+
+def _costs(cp, lib, reps):
+    """µs of the host: CuPy's eager 1 000-element f8 normal draw; a graph launch of it."""
+    rs = cp.random.RandomState(7)
+    rs.standard_normal(1000)
+    stream = cp.cuda.Stream(non_blocking=True)
+    out = cp.empty((1000,), dtype="f8")
+    with stream:
+        stream.begin_capture()
+        lib.curandSetStream(ctypes.c_void_p(rs._generator), ctypes.c_void_p(stream.ptr))
+        _call(lib, "curandGenerateNormalDouble", rs._generator, out.data.ptr, 1000, (0.0, 1.0), "f8")
+        graph = stream.end_capture()
+    timings = {"eager": [], "launch": []}
+    with stream:
+        for _ in range(3):
+            for key in timings:
+                for i in range(reps // 3):
+                    t = time.perf_counter()
+                    if key == "eager":
+                        rs.standard_normal(1000)
+                    else:
+                        graph.launch(stream)
+                    timings[key].append(time.perf_counter() - t)
+                    if i % 100 == 99:
+                        stream.synchronize()
+                stream.synchronize()
+    return {k: statistics.median(v) * 1e6 for k, v in timings.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launches", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=2000)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    import cupy as cp
+    cp.random.RandomState(1).random_sample(2)   # (loads cuRAND)
+    lib = _library()
+    rows = []
+    print(f"{'generator':<26} {'case':<34} first  launches equal       after  note")
+    for label, kind in GENERATORS:
+        for case in CASES:
+            row = _case(cp, lib, kind, case, args.launches)
+            row["generator"] = label
+            rows.append(row)
+            note = row.get("capture_error", "")
+            if "launches_equal" in row and not all(row["launches_equal"]):
+                note = f"launch = first captured draw: {row['launch_equals_first_capture']}"
+            print(f"{label:<26} {row['case']:<34} {str(row['first']):<6} "
+                  f"{str(row.get('launches_equal', '-')):<19} {str(row.get('eager_after', '-')):<6} {note}")
+    costs = _costs(cp, lib, args.reps)
+    print(f"host µs a call: CuPy's eager 1 000 normal f8 draw {costs['eager']:.1f}, "
+          f"its captured graph's launch {costs['launch']:.1f}")
+    emit({"benchmark": "curand_capture_probe", "date": datetime.now(timezone.utc).isoformat(),
+          "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+          "rows": rows, "host_us": costs}, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
