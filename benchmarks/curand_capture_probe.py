@@ -2,6 +2,7 @@
 give the numbers CuPy's eager draws give, launch after launch?
 
     python benchmarks/curand_capture_probe.py [--launches 5] [--reps 2000] [--json out.json]
+    python benchmarks/curand_capture_probe.py --generator-api [--launches 5] [--json out.json]
 
 Why: a loop that draws (the random walk, the Monte Carlo programs) runs its draws eagerly
 between a replay's graphs, at CuPy's cost per call, because CuPy refuses cuRAND under capture
@@ -19,6 +20,11 @@ B draws once more eagerly through CuPy. Each launch is compared bit for bit with
 its place, and B's last eager draw with A's last. Then the host's cost of CuPy's eager draw
 against a graph launch (the median of --reps calls). Needs a GPU. Prints a table, then one
 JSON object.
+
+``--generator-api``: the same question for CuPy's ``Generator`` (``default_rng``), whose
+kernels take the bit generator's states as a device array and move them there
+(``cupy/random/_generator_api.pyx``'s ``_launch_dist``): CuPy's own call captured on a stream
+(no library refuses it), the graph launched, each launch against an eager twin's next draw.
 """
 
 from __future__ import annotations
@@ -157,13 +163,76 @@ def _costs(cp, lib, reps):
     return {k: statistics.median(v) * 1e6 for k, v in timings.items()}
 
 
+#: (name, the Generator's method, its arguments)
+GENERATOR_CASES = [
+    ("random 1000", "random", (1000,), {}),
+    ("random f4 4097", "random", (4097,), {"dtype": "float32"}),
+    ("random 1M", "random", (1 << 20,), {}),
+    ("standard_normal 1000", "standard_normal", (1000,), {}),
+    ("standard_normal f4 777", "standard_normal", (777,), {"dtype": "float32"}),
+    ("standard_normal 1M", "standard_normal", (1 << 20,), {}),
+    ("uniform -1..1 12290", "uniform", (-1.0, 1.0, 12290), {}),
+    ("integers 0..100 5000", "integers", (0, 100, 5000), {}),
+    ("exponential 3000", "standard_exponential", (3000,), {}),
+    ("normal(2, 3) 2000", "normal", (2.0, 3.0, 2000), {}),
+]
+
+
+def _generator_case(cp, case, launches):
+    name, method, args, kwargs = case
+    a = cp.random.default_rng(99)
+    want = [getattr(a, method)(*args, **kwargs).get() for _ in range(launches + 2)]
+    b = cp.random.default_rng(99)
+    first = getattr(b, method)(*args, **kwargs).get()
+    row = {"generator": "Generator (default_rng)", "case": name,
+           "first": bool(np.array_equal(first, want[0]))}
+    stream = cp.cuda.Stream(non_blocking=True)
+    try:
+        with stream:
+            stream.begin_capture()
+            try:
+                out = getattr(b, method)(*args, **kwargs)
+            finally:
+                graph = stream.end_capture()
+    except Exception as exc:   # (what capture refuses is the probe's answer)
+        row["capture_error"] = f"{type(exc).__name__}: {exc}"
+        return row
+    equal = []
+    for i in range(launches):
+        graph.launch(stream)
+        stream.synchronize()
+        equal.append(bool(np.array_equal(out.get(), want[1 + i])))
+    row["launches_equal"] = equal
+    row["eager_after"] = bool(np.array_equal(getattr(b, method)(*args, **kwargs).get(),
+                                             want[launches + 1]))
+    return row
+
+
+def _generator_api(cp, launches, path):
+    rows = []
+    print(f"{'case':<28} first  launches equal                    after  note")
+    for case in GENERATOR_CASES:
+        row = _generator_case(cp, case, launches)
+        rows.append(row)
+        print(f"{row['case']:<28} {str(row['first']):<6} {str(row.get('launches_equal', '-')):<32} "
+              f"{str(row.get('eager_after', '-')):<6} {row.get('capture_error', '')}")
+    emit({"benchmark": "curand_capture_probe", "mode": "generator-api",
+          "date": datetime.now(timezone.utc).isoformat(),
+          "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": rows}, path)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=5)
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--generator-api", action="store_true",
+                        help="CuPy's Generator (default_rng) captured instead of cuRAND's calls")
     args = parser.parse_args()
     import cupy as cp
+    if args.generator_api:
+        return _generator_api(cp, args.launches, args.json)
     cp.random.RandomState(1).random_sample(2)   # (loads cuRAND)
     lib = _library()
     rows = []
