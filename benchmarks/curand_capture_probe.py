@@ -174,7 +174,7 @@ GENERATOR_CASES = [
     ("uniform -1..1 12290", "uniform", (-1.0, 1.0, 12290), {}),
     ("integers 0..100 5000", "integers", (0, 100, 5000), {}),
     ("exponential 3000", "standard_exponential", (3000,), {}),
-    ("normal(2, 3) 2000", "normal", (2.0, 3.0, 2000), {}),
+    ("gamma(2.5) 2000", "standard_gamma", (2.5, 2000), {}),
 ]
 
 

@@ -6,7 +6,8 @@ against plain NumPy (or local CuPy on a GPU host), bit for bit.
         [--scale 1] [--timeout 90] [--json out.json]
 
 Each program (``unseen_loop_bodies.py``, ``unseen_loop_bodies_more.py``, and the loops that
-draw random numbers, ``unseen_loop_bodies_draws.py``) is a plain function ``name(xp, n)``, a loop of *n*
+draw random numbers, ``unseen_loop_bodies_draws.py`` and ``unseen_loop_bodies_graphed_draws.py``
+for a Generator's draws the graphs make) is a plain function ``name(xp, n)``, a loop of *n*
 iterations (>= 50) of the kind a CuPy user writes in a notebook, returning NumPy arrays, Python values, or lists and
 tuples of them. It runs four times, each pool side on a fresh session of one embedded pool
 (``--devices``: ``cpu``, the NumPy device; ``auto`` on a GPU host):
@@ -60,8 +61,10 @@ from json_out import emit  # noqa: E402
 from unseen_loop_bodies import PROGRAMS as _FIRST, fbits  # noqa: E402
 from unseen_loop_bodies_more import PROGRAMS as _MORE  # noqa: E402
 from unseen_loop_bodies_draws import PROGRAMS as _DRAWS  # noqa: E402
-assert not set(_FIRST) & set(_MORE) and not (set(_FIRST) | set(_MORE)) & set(_DRAWS)
-PROGRAMS = {**_FIRST, **_MORE, **_DRAWS}
+from unseen_loop_bodies_graphed_draws import PROGRAMS as _GRAPHED  # noqa: E402
+_CAMPAIGNS = (_FIRST, _MORE, _DRAWS, _GRAPHED)
+assert sum(map(len, _CAMPAIGNS)) == len(set().union(*_CAMPAIGNS)), "a name in two campaigns"
+PROGRAMS = {name: entry for campaign in _CAMPAIGNS for name, entry in campaign.items()}
 
 
 # ---------------------------------------------------------------------------------------

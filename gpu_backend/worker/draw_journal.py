@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["DrawJournal", "MAX_DRAWS", "DRAW_METHODS", "GENERATOR_CLASS", "STATE_CLASS",
-           "STATE_DRAWS"]
+           "STATE_DRAWS", "CAPTURED_DRAWS"]
 
 #: the remote class whose draws are journaled (api.OBJECTS)
 GENERATOR_CLASS = "random.RandomState"
@@ -52,6 +52,17 @@ STATE_DRAWS = frozenset("""
     random uniform integers beta chisquare dirichlet exponential f geometric hypergeometric
     logseries standard_exponential poisson power standard_normal gamma standard_gamma
 """.split())
+#: Generator methods the worker's graphs capture (worker/eager_ops.py), given plain arguments
+#: and no ``out=``: CuPy's kernel takes the bit generator's states as a device array and moves
+#: them there, so a graph's launch draws the next numbers, as an eager call would (H200 run
+#: 162, benchmarks/curand_capture_probe.py --generator-api: ten cases, five launches each,
+#: bitwise); and their CuPy code copies nothing from the host, which a launch would read
+#: again from staging memory freed since. Not ``uniform`` (``cupy.asarray(low)``), nor those
+#: given parameters as arrays (``_launch`` uploads each array's metadata), nor a
+#: ``RandomState``'s: cuRAND's host API keeps its position on the host (run 161: a launch
+#: after the first gives other numbers).
+CAPTURED_DRAWS = frozenset({"random", "standard_normal", "standard_exponential", "exponential",
+                            "integers"})
 #: the most draws since its seed a generator's journal keeps: past it the generator is no
 #: longer drawn ahead until it is seeded again (a redo of MAX_DRAWS draws of CuPy's Python
 #: and their kernels: ~20 µs each on a GPU host, ~40 ms at most)

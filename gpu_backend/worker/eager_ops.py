@@ -2,7 +2,8 @@
 replay, worker/graph_replay.py): those that read device data on the host, call an object's
 method or write through no operator; libraries that refuse capture (cuBLAS, cuSOLVER,
 cuSPARSE), but for the matrix products the graphs make themselves by cuBLAS's GEMM
-(devices/product_capture.py); random draws (their generator's state is the host's); and ops
+(devices/product_capture.py); random draws (a ``RandomState``'s position is cuRAND's on the
+host), but for a ``Generator``'s plainest draws, whose state is on the device; and ops
 whose result's shape its arrays' values decide. Everything else is captured, and an op that
 then refuses capture runs eagerly from the next capture on (GraphState.eager): these rules
 say only what is known before any op runs.
@@ -14,11 +15,13 @@ from ..devices.product_capture import PRODUCT_CALLS, product_pair, reaches_cubla
 from ..protocol import api
 from ..protocol import messages as m
 from ..protocol.stretch_records import slots_in
+from .draw_journal import CAPTURED_DRAWS, STATE_CLASS
 from .stretches import Op, Slot
 
-__all__ = ["eager_by_nature", "lane_runs_eagerly"]
+__all__ = ["eager_by_nature", "lane_runs_eagerly", "captured_draw"]
 
 _OPERATOR, _OBJECT, _METHOD = m.KIND_OPERATOR, m.KIND_OBJECT, m.KIND_METHOD
+_STATE_PREFIX = STATE_CLASS + "."
 #: products the graphs make where their operands allow (devices/product_capture.py); eager
 #: by :func:`_product_eager`'s rule, and the steady lane runs them ahead where they are
 _PRODUCTS = frozenset({"matmul", "dot"})
@@ -49,7 +52,9 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
     stretch's input arrays by slot, as captured; a replay's guards keep their dtypes;
     *int_results*: the result slots whose arrays were integers in the offered run, which
     the same ops on inputs of the same dtypes make integers again)."""
-    if op.want == _VALUE or op.kind == _OBJECT or (op.want == _NONE and op.kind != _OPERATOR):
+    if op.kind == _OBJECT:
+        return not captured_draw(op)
+    if op.want == _VALUE or (op.want == _NONE and op.kind != _OPERATOR):
         return True
     name = op.name
     if name in _BY_VALUES:   # (a result whose shape its array's values decide)
@@ -67,6 +72,21 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
     if (op.kind, name) in PRODUCT_CALLS:
         return _product_eager(op, inputs)
     return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
+
+
+def captured_draw(op: Op) -> bool:
+    """Whether object op *op* is a ``Generator``'s draw the graphs capture: a method of
+    draw_journal.CAPTURED_DRAWS (its kernel moves the bit generator's states on the device:
+    a launch draws the next numbers), on a generator named by its own id, given plain
+    values only (no array, no parameter that changes) and no ``out=``, making an array.
+    A replay that may be undone copies the generator's state before its graphs launch
+    (StretchGraphs.before_draws), as before an eager draw."""
+    name = op.name
+    if op.want != api.ARRAY or type(name) is not str or not name.startswith(_STATE_PREFIX) \
+            or name[len(_STATE_PREFIX):] not in CAPTURED_DRAWS or type(op.target) is not int \
+            or "out" in op.kwargs:
+        return False
+    return next(slots_in([op.args, op.kwargs]), None) is None
 
 
 def _product_eager(op: Op, inputs: dict) -> bool:

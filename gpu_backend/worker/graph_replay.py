@@ -40,7 +40,7 @@ from .graph_copies import COPY_ROW_BYTES, identity
 from .graph_state import Capture, GraphState, StretchGraph
 from .graph_state import Segment as _Segment
 from . import kept_views
-from .objects import run_object_call
+from .objects import graphed_draw, run_object_call
 from ..protocol.fused_programs import fused_writes
 from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
@@ -467,13 +467,35 @@ class StretchGraphs:
             self.x.seq = first + op.index   # (a warning it raises while it runs: its op's)
             made = (self.tools.capture_product(op.kind, op.name, target, args, kwargs)
                     if (op.kind, op.name) in PRODUCT_CALLS else None)
-            result = (self._finish_for(op)(made) if made is not None else
-                      self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs], {},
-                                      self._finish_for(op), op.index, direct))
+            if made is not None:
+                result = self._finish_for(op)(made)
+            elif op.kind == _OBJECT:   # (a Generator's draw: eager_ops.captured_draw)
+                draw = graphed_draw(self.x, op.name, target, args, kwargs)
+                self.x.draws.before_stateful(draw.__self__, op.name.rpartition(".")[2], args,
+                                             kwargs)
+                result = self.tools.call(draw, args, kwargs, self._finish_for(op), op.index)
+            else:
+                result = self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs],
+                                         {}, self._finish_for(op), op.index, direct)
         except Exception:
             raise _CaptureRefused(op.index) from None
+        if op.kind == _OBJECT:   # (a Generator's draw, eager_ops.captured_draw)
+            g.draws.append((target, op.name.rpartition(".")[2], args, kwargs))
         if op.out is not None:
             g.env[op.out.n] = result
+
+    def before_draws(self, g: StretchGraph) -> None:
+        """Before *g*'s graphs launch: the Generators whose draws they make told of each
+        (DrawJournal.before_stateful), so that a replay run ahead copies their states first
+        and puts them back where it is dropped, as an eager draw's would; a replay that may
+        not be undone raises NotUndoable (its run is dropped). On a GPU no draw of a graph
+        passes through the executor's call; on the NumPy device each does again (the journal
+        copies a state once a run)."""
+        journal, objects = self.x.draws, self.x.table.objects
+        if not journal.speculating:
+            return
+        for hid, member, args, kwargs in g.draws:
+            journal.before_stateful(objects.get(hid), member, args, kwargs)
 
     def _finish_for(self, op: Op):
         if op.want == _ARRAY:
@@ -508,6 +530,8 @@ class StretchGraphs:
         if tail is None:
             tail = g.reads_from = _reads_from(segments)
         scattered, scatter_seg = False, g.copies.scatter_seg
+        if g.draws:
+            self.before_draws(g)
         try:
             for at in range(tail):
                 seg = segments[at]

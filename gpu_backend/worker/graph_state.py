@@ -65,6 +65,10 @@ class StretchGraph:
         #: [device seconds its last measured replay was charged (None: none yet), replays
         #: charged that since] (Pacer.replay_estimate)
         self.cost: list = [None, 0]
+        #: the Generator draws its graphs make (eager_ops.captured_draw): (the generator's
+        #: id, the method, its arguments, its keywords), for a replay that may be undone to
+        #: copy their states first (StretchGraphs.before_draws)
+        self.draws: list[tuple] = []
 
     def array(self, slot: Slot) -> Any:
         """The array an input (its buffer) or result slot stands for."""

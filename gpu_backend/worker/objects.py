@@ -22,7 +22,7 @@ from ..protocol import api
 from ..protocol.errors import NotAllowedError, ProtocolError
 from .draw_journal import GENERATOR_CLASS, STATE_CLASS, NotUndoable
 
-__all__ = ["run_object_call"]
+__all__ = ["run_object_call", "graphed_draw"]
 
 
 def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
@@ -99,6 +99,18 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
         raise ProtocolError(f"setting {name} takes one value")
     setattr(obj, member, args[0])
     return None
+
+
+def graphed_draw(executor: Any, name: Any, target: Any, args: list, kwargs: dict) -> Any:
+    """The bound method of a ``Generator``'s draw that a stretch's graph makes
+    (worker/eager_ops.py's ``captured_draw``), checked as :func:`run_object_call` checks a
+    call: the graph's launches draw through it with no journal in between, as a GPU's
+    launches do (the replay tells the journal first: StretchGraphs.before_draws)."""
+    cls, _, member = name.rpartition(".")
+    if cls != STATE_CLASS or member not in api.OBJECTS.get(cls, {}):
+        raise NotAllowedError(f"{name!r} is not a Generator's draw on the pool's allow-list")
+    executor.device.check_allocation(name, args, kwargs)
+    return getattr(executor.table.get_object(target, _class_of(executor.device, cls)[1]), member)
 
 
 def _class_of(device: Any, name: str) -> tuple:

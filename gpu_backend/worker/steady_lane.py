@@ -419,6 +419,8 @@ class SteadyLane:
             if g.pblock is not None and g.pvalues.dirty:
                 g.write_block()
                 g.pvalues.dirty = False
+            if g.draws:   # (a Generator's draws in its graphs: their states copied first)
+                graphs.before_draws(g)
             launch = tools.launch
             first = plan.first + k * plan.dfirst
             handout: dict = {}

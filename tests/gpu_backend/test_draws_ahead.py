@@ -88,6 +88,21 @@ def _new_api(cp, n=128):
     return out + [rng.random(4).get(), rng.integers(0, 100, 5).get()]
 
 
+def _graphed(cp, n=128):
+    """The bootstrap's draws (``random``, ``standard_normal``, ``integers``), which the
+    stretch's graphs make themselves: a run ahead tells the journal before its graphs launch
+    (the state copied, put back where the run is dropped: the scalar jumps), and the
+    generator goes on after the loop from where the client's replays left it."""
+    rng = cp.random.default_rng(21)
+    out = []
+    for step in range(STEPS):
+        w = rng.random(n)
+        z = w + 0.01 * rng.standard_normal(n) + rng.integers(0, 3, n)
+        out.append(float((z * (1.0 if step < 15 else 2.0)).sum() / w.sum()))
+        _pause(step)
+    return out + [rng.random(4).get(), rng.standard_normal(5).get()]
+
+
 def _kept(cp, n=16):
     """The draws themselves kept past each iteration, beside a scalar that jumps (its run
     ahead dropped, the draws handed on to the client's replay)."""
@@ -102,8 +117,9 @@ def _kept(cp, n=16):
     return [total] + [z.get() for z in kept]
 
 
-@pytest.mark.parametrize("program", [_walk, _options, _two_draws, _kept, _new_api],
-                         ids=["walk", "own-state", "two-draws", "kept", "generator"])
+@pytest.mark.parametrize("program", [_walk, _options, _two_draws, _kept, _new_api, _graphed],
+                         ids=["walk", "own-state", "two-draws", "kept", "generator",
+                              "generator-in-graphs"])
 def test_a_loop_that_draws_is_run_ahead_with_the_numbers_of_no_replay(pool, program):
     got, want, figures = beside_no_replay(pool, program, early_replay=False)
     assert_bitwise(got, want)

@@ -957,3 +957,58 @@ def test_a_gather_through_integer_results_is_captured_and_gives_the_bits(session
     _bitwise(on, off)
     assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
 
+
+
+def test_which_generator_draws_the_graphs_make():
+    """A ``Generator``'s plainest draws (``random``, ``standard_normal``, ``integers``, …:
+    draw_journal.CAPTURED_DRAWS) are captured with the ops around them; one given an array or
+    a parameter that changes, ``out=``, ``uniform`` (its CuPy code copies its bounds from the
+    host), or a ``RandomState``'s draw (cuRAND keeps its position on the host) runs eagerly."""
+    from gpu_backend.protocol import api
+    from gpu_backend.protocol import messages as m
+    from gpu_backend.worker.eager_ops import eager_by_nature as _eager_by_nature
+    from gpu_backend.worker.stretches import Op, Slot
+
+    def draw(name, *args, target=7, **kwargs):
+        op = Op(0, m.KIND_OBJECT, api.ARRAY, Slot("r", 0), name, target, list(args), kwargs)
+        return _eager_by_nature(op, {})
+
+    assert not draw("random.Generator.random", 100)
+    assert not draw("random.Generator.random", size=(4, 5), dtype="float32")
+    assert not draw("random.Generator.standard_normal", 1000)
+    assert not draw("random.Generator.integers", 0, 10, 50)
+    assert not draw("random.Generator.exponential", 2.0, 30)
+    assert not draw("random.Generator.standard_exponential", 30)
+    assert draw("random.Generator.uniform", -1.0, 1.0, 100)             # bounds uploaded
+    assert draw("random.Generator.exponential", Slot("p", 0), 30)       # a changing scale
+    assert draw("random.Generator.standard_gamma", Slot("i", 0), 30)    # an array
+    assert draw("random.Generator.standard_normal", 10, out=Slot("r", 1))
+    assert draw("random.Generator.binomial", 10, 0.5, 30)               # a state of its own
+    assert draw("random.RandomState.standard_normal", 1000)             # cuRAND's host API
+    assert draw("random.Generator.random", 100, target=Slot("i", 0))
+
+
+def test_a_generators_draws_are_made_inside_the_graphs_and_give_its_numbers(sessions):
+    """The bootstrap of benchmarks/program_bodies.py (``default_rng``: resample weights and
+    normal noise drawn every step, the weighted mean read) with integers drawn too: its draws
+    replay inside the stretch's graphs, each launch the generator's next numbers (bitwise as
+    without replay; on a GPU CuPy's kernels moving the states on the device), no op between
+    the graphs but the read; and the generator drawn from after the loop goes on from where
+    the loop left it."""
+    sample = np.random.default_rng(17).standard_normal(512)
+
+    def loop(cp):
+        rng = cp.random.default_rng(16)
+        data = cp.asarray(sample)
+        out = []
+        for _ in range(STEPS):
+            w = rng.random(512)
+            noisy = data + 0.01 * rng.standard_normal(512)
+            k = rng.integers(0, 512, 8)
+            out.append(float((w * noisy).sum() / w.sum() + noisy[k].sum()))
+        return out + [rng.random(5).get(), rng.standard_normal(3).get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
+    assert change["between_graphs"] <= change["replays"], change   # (the read alone)
