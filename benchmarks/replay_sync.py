@@ -9,8 +9,9 @@ stencil step with its largest change read, and ``sync_4ops`` (``y = x * w + 0.25
 eagerly between a replay's graphs (``product_sync``, ``float((a @ v + 1).sum())``, and
 ``regression_step``, a logistic regression's step that writes its weights in place;
 ``power_iteration``, whose product is a result the user holds) and ``walk_step`` (a random
-walk: a ``RandomState``'s draws each step) and ``pi_step`` (Monte Carlo π, the module's
-draws) — it reports the median wall time per
+walk: a ``RandomState``'s draws each step), ``pi_step`` (Monte Carlo π, the module's
+draws) and ``boot_step`` (a bootstrap's step: a ``Generator``'s draws, made inside the
+graphs) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
@@ -149,6 +150,20 @@ def pi_step(xp):
     return step
 
 
+def boot_step(xp):
+    """A bootstrap's step with ``default_rng``'s Generator: resample weights (``random``) and
+    normal noise (``standard_normal``) on 1 000 points, the weighted mean read; the draws
+    are made inside the replay's graphs (worker/eager_ops.py's ``captured_draw``)."""
+    rng = xp.random.default_rng(11)
+    sample = xp.linspace(-1.0, 1.0, 1000)
+
+    def step(i):
+        w = rng.random(1000)
+        noisy = sample + 0.01 * rng.standard_normal(1000)
+        return float((w * noisy).sum() / w.sum())
+    return step
+
+
 def time_step(xp):
     """A field at time ``t = i * dt`` (``dt = 0.01``, the loop's counter times a float that
     is not exact in binary), its energy read: a float parameter whose next value the worker
@@ -163,12 +178,12 @@ def time_step(xp):
 
 #: loops that draw from the device's generator: on the NumPy device its numbers are not
 #: NumPy's own, so they are compared with local CuPy's only (None: not compared)
-DRAWING = frozenset({"walk_step", "pi_step"})
+DRAWING = frozenset({"walk_step", "pi_step", "boot_step"})
 
 LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "product_sync": product_sync, "regression_step": regression_step,
          "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step,
-         "time_step": time_step}
+         "boot_step": boot_step, "time_step": time_step}
 
 
 def per_iteration(step, reps, session):
