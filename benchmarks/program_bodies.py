@@ -282,6 +282,18 @@ def bootstrap_rng(xp, n, steps=100):
     return np.array([sum(means) / steps, means[0], means[-1]])
 
 
+def monte_carlo_pi_rng(xp, n, steps=100):
+    """Monte Carlo π as a user of the Generator API writes it (``random.default_rng``,
+    ``rng.uniform``), the estimate read every iteration."""
+    rng = xp.random.default_rng(18)
+    estimates = []
+    for _ in range(steps):
+        x = rng.uniform(-1.0, 1.0, n)
+        y = rng.uniform(-1.0, 1.0, n)
+        estimates.append(4.0 * float(((x * x + y * y) <= 1.0).mean()))   # read every step
+    return np.array([sum(estimates) / steps, estimates[0], estimates[-1]])
+
+
 def mc_option(xp, n, steps=100):
     """A European call priced by Monte Carlo from normal draws of a ``RandomState``, the
     running price read every iteration."""

@@ -79,7 +79,7 @@ from served_pool import OWN_POOLS_HELP, sessions_for, use_side  # noqa: E402
 from program_bodies import (  # noqa: E402  (beside this file)
     black_scholes, chain20, conjugate_gradient, heat2d, hot_sync, kmeans, logistic_regression,
     loss_and_accuracy, mc_option, mlp_training, momentum_no_sync, monte_carlo_pi, nbody, no_sync_loop,
-    random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop, bootstrap_rng)
+    random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop, bootstrap_rng, monte_carlo_pi_rng)
 
 
 PROGRAMS = {
@@ -111,6 +111,7 @@ PROGRAMS = {
     "fused_loop": (fused_loop, 1_000_000, 10_000, 1e-4),
     # (the Generator API's draws: checked only against local CuPy, as the other draws)
     "bootstrap_rng": (bootstrap_rng, 1_000_000, 10_000, None),
+    "monte_carlo_pi_rng": (monte_carlo_pi_rng, 1_000_000, 10_000, None),
 }
 
 #: The iterations of each program's main loop (None: no loop). Issue 50's targets: every
@@ -121,7 +122,8 @@ ITERATIONS = {"black_scholes": None, "kmeans": 30, "conjugate_gradient": 11, "ml
               "heat2d_2048": 200,
               "monte_carlo_pi": 100, "mc_option": 100, "nbody": 50, "logistic_regression": 200, "loss_and_accuracy": 200,
               "no_sync_loop": 200, "sgd_minibatch": 200, "wave_no_sync": 300,
-              "momentum_no_sync": 300, "fused_loop": 200, "bootstrap_rng": 100}
+              "momentum_no_sync": 300, "fused_loop": 200, "bootstrap_rng": 100,
+              "monte_carlo_pi_rng": 100}
 TARGET = 1.0
 LOOP_TARGET = 0.5
 LOOP_ITERATIONS = 20

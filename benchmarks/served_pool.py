@@ -55,10 +55,13 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
 #: "nocommit" pushes but commits no message before it comes (``GPUWB_PUSH_AHEAD=0``);
 #: "nolane" serves every message by the generic path (``GPUWB_STEADY_LANE=0``); "noyield"
 #: spins without yielding the CPU, the worker and the session both (``GPUWB_SPIN_YIELD=0``,
-#: gpu_backend/protocol/spinning.py)
+#: gpu_backend/protocol/spinning.py); "nographdraws" runs a Generator's draws eagerly between
+#: a replay's graphs, as before they were made inside them (``GPUWB_GRAPHED_DRAWS=0``,
+#: gpu_backend/worker/eager_ops.py)
 POOL_ENV = {"noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "nodraws": {"GPUWB_DRAWS_AHEAD": "0"},
             "nopush": {"GPUWB_PUSH": "0"}, "nocommit": {"GPUWB_PUSH_AHEAD": "0"},
-            "nolane": {"GPUWB_STEADY_LANE": "0"}, "noyield": {"GPUWB_SPIN_YIELD": "0"}}
+            "nolane": {"GPUWB_STEADY_LANE": "0"}, "noyield": {"GPUWB_SPIN_YIELD": "0"},
+            "nographdraws": {"GPUWB_GRAPHED_DRAWS": "0"}}
 
 
 @contextmanager

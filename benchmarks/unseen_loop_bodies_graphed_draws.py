@@ -1,11 +1,12 @@
 """The fourth campaign's loop programs for benchmarks/unseen_loops.py: loops drawing from
 ``default_rng``'s Generator, written for the draws a stretch's graphs now make themselves
-(``random``, ``standard_normal``, ``standard_exponential``, ``exponential``, ``integers``:
+(``random``, ``uniform``, ``standard_normal``, ``standard_exponential``, ``exponential``,
+``integers``:
 gpu_backend/worker/eager_ops.py's ``captured_draw``), each launch the generator's next
 numbers. Draws kept past their iteration and written later, sizes that change, float32
 draws, integers used as a gather's indices, two Generators in one body, a scale that
 changes (that draw stays eager) beside one that does not, a read that decides whether to
-draw again, batches of steps between reads, a draw beside ``uniform`` (eager), draws feeding
+draw again, batches of steps between reads, ``random`` beside ``uniform``, draws feeding
 a matrix product, a Generator made anew now and then, a step that fails part-way (caught),
 and draws after the loop. Every one compares with local CuPy only (NumPy draws other
 numbers): ``PROGRAMS`` names each with its iterations and False."""
@@ -111,8 +112,8 @@ def graphed_batches_between_reads(xp, n):
 
 
 def graphed_beside_uniform(xp, n):
-    """``random`` (made in the graph) and ``uniform`` (eager: CuPy copies its bounds from
-    the host) from one Generator in one step, in that order and the other."""
+    """``random`` and ``uniform`` from one Generator in one step, in that order and the
+    other, and ``standard_gamma`` (eager: CuPy uploads its shape) every fifth step."""
     rng = xp.random.default_rng(50)
     out = []
     for i in range(n):
@@ -120,6 +121,8 @@ def graphed_beside_uniform(xp, n):
             x = rng.random(30) * rng.uniform(-1.0, 1.0, 30)
         else:
             x = rng.uniform(0.0, 2.0, 30) - rng.random(30)
+        if i % 5 == 4:
+            x = x + rng.standard_gamma(2.0, 30)
         out.append(fbits(float(x.sum())))
     return out + [host(xp, rng.random(3))]
 

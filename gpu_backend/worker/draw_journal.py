@@ -54,15 +54,15 @@ STATE_DRAWS = frozenset("""
 """.split())
 #: Generator methods the worker's graphs capture (worker/eager_ops.py), given plain arguments
 #: and no ``out=``: CuPy's kernel takes the bit generator's states as a device array and moves
-#: them there, so a graph's launch draws the next numbers, as an eager call would (H200 run
-#: 162, benchmarks/curand_capture_probe.py --generator-api: ten cases, five launches each,
-#: bitwise); and their CuPy code copies nothing from the host, which a launch would read
-#: again from staging memory freed since. Not ``uniform`` (``cupy.asarray(low)``), nor those
-#: given parameters as arrays (``_launch`` uploads each array's metadata), nor a
-#: ``RandomState``'s: cuRAND's host API keeps its position on the host (run 161: a launch
-#: after the first gives other numbers).
-CAPTURED_DRAWS = frozenset({"random", "standard_normal", "standard_exponential", "exponential",
-                            "integers"})
+#: them there, so a graph's launch draws the next numbers, as an eager call would (H200 runs
+#: 162-163, benchmarks/curand_capture_probe.py --generator-api: nine cases, five launches
+#: each, bitwise); and their CuPy code copies nothing from the host (``uniform``'s bounds
+#: become device scalars without a copy). Not those that take their parameters as arrays
+#: (``standard_gamma``, ``poisson``, ``beta``, …: ``_launch`` uploads each array's metadata,
+#: which CuPy refuses under capture, run 163), nor a ``RandomState``'s: cuRAND's host API
+#: keeps its position on the host (run 161: a launch after the first gives other numbers).
+CAPTURED_DRAWS = frozenset({"random", "uniform", "standard_normal", "standard_exponential",
+                            "exponential", "integers"})
 #: the most draws since its seed a generator's journal keeps: past it the generator is no
 #: longer drawn ahead until it is seeded again (a redo of MAX_DRAWS draws of CuPy's Python
 #: and their kernels: ~20 µs each on a GPU host, ~40 ms at most)
@@ -138,6 +138,9 @@ class DrawJournal:
         self.redone = 0
         #: whether a replay that draws may be run ahead at all (``GPUWB_DRAWS_AHEAD``)
         self.enabled = True
+        #: whether a replay's graphs may make a Generator's draws (``GPUWB_GRAPHED_DRAWS``:
+        #: worker/eager_ops.py's ``captured_draw``)
+        self.graphed = True
         #: the draws of a message committed ahead of its coming (worker/pushed_replies.py),
         #: until it comes (:meth:`confirm`) or is rolled back (:meth:`retract`): each
         #: journal's length before them, and the Generators' states before them

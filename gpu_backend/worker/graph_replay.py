@@ -347,7 +347,8 @@ class StretchGraphs:
         g = StretchGraph(shape)
         segments: list[_Segment] = []
         for op in (item for item in stretch.items if type(item) is Op):
-            eager = op.index in state.eager or eager_by_nature(op, arrays, shape.int_results)
+            eager = op.index in state.eager or eager_by_nature(op, arrays, shape.int_results) \
+                or (op.kind == _OBJECT and not self.x.draws.graphed)
             if not segments or segments[-1].eager != eager or eager:
                 segments.append(_Segment(eager))
             segments[-1].ops.append(op)
@@ -384,13 +385,14 @@ class StretchGraphs:
                         self._run_eager(seg.ops, g, first, params, handout, results, live=True)
                         continue
                     writes: list = []
+                    drawn: dict = {}
                     try:
                         with tools.capturing() as got:
                             if rows_in and at == 0:
                                 g.copies.capture_in(tools, g.pblock, g.phost, params_size,
                                                     arrays, g.bufs)
                             for op in seg.ops:
-                                self._capture_op(op, g, params, writes, first)
+                                self._capture_op(op, g, params, writes, first, drawn)
                             if rows_out and at == graphs[-1]:   # (the kept results the
                                 made = graphed_ops | {op.index for op in seg.ops}   # graphs make;
                                 kept = [n for n in shape.alive if shape.maker.get(n) in made   # not
@@ -402,11 +404,13 @@ class StretchGraphs:
                         state.eager.add(refused.index)
                         complete = False
                         g.copies.refused(at)
+                        self._undraw(drawn)
                         self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     except Exception:   # ended with an invalidated capture: which op is unknown
                         complete = False
                         g.copies.refused(at)
+                        self._undraw(drawn)
                         self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     seg.graph = got[0]
@@ -433,8 +437,11 @@ class StretchGraphs:
         return self._finish(g, stretch.ops, entry, arrays, {}, results)
 
     def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list,
-                    first: int = 0) -> None:
-        """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype."""
+                    first: int = 0, drawn: dict | None = None) -> None:
+        """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype.
+        *drawn*: where a capture runs its calls (the NumPy device), each Generator it draws
+        from and its state before, by id: a segment whose capture is then refused runs
+        eagerly from those states (a GPU's capture draws nothing)."""
         try:
             other = None
             if op.kind == _OPERATOR:
@@ -470,9 +477,11 @@ class StretchGraphs:
             if made is not None:
                 result = self._finish_for(op)(made)
             elif op.kind == _OBJECT:   # (a Generator's draw: eager_ops.captured_draw)
-                draw = graphed_draw(self.x, op.name, target, args, kwargs)
-                self.x.draws.before_stateful(draw.__self__, op.name.rpartition(".")[2], args,
-                                             kwargs)
+                generator, draw = graphed_draw(self.x, op.name, target, args, kwargs)
+                self.x.draws.before_stateful(generator, op.name.rpartition(".")[2], args, kwargs)
+                if self.tools.capture_runs and id(generator) not in drawn:   # (NumPy's draw
+                    drawn[id(generator)] = (generator,                        # moves it now)
+                                            self.x.device.generator_state(generator))
                 result = self.tools.call(draw, args, kwargs, self._finish_for(op), op.index)
             else:
                 result = self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs],
@@ -483,6 +492,12 @@ class StretchGraphs:
             g.draws.append((target, op.name.rpartition(".")[2], args, kwargs))
         if op.out is not None:
             g.env[op.out.n] = result
+
+    def _undraw(self, drawn: dict) -> None:
+        """A refused segment's Generators put back as they were before its capture drew
+        (*drawn*, from :meth:`_capture_op`): its eager run draws their numbers once."""
+        for generator, state in drawn.values():
+            self.x.device.set_generator_state(generator, state)
 
     def before_draws(self, g: StretchGraph) -> None:
         """Before *g*'s graphs launch: the Generators whose draws they make told of each

@@ -101,16 +101,17 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
     return None
 
 
-def graphed_draw(executor: Any, name: Any, target: Any, args: list, kwargs: dict) -> Any:
-    """The bound method of a ``Generator``'s draw that a stretch's graph makes
+def graphed_draw(executor: Any, name: Any, target: Any, args: list, kwargs: dict) -> tuple:
+    """The ``Generator`` and the method of its draw that a stretch's graph makes
     (worker/eager_ops.py's ``captured_draw``), checked as :func:`run_object_call` checks a
-    call: the graph's launches draw through it with no journal in between, as a GPU's
-    launches do (the replay tells the journal first: StretchGraphs.before_draws)."""
+    call: the graph's launches draw through the method with no journal in between, as a
+    GPU's launches do (the replay tells the journal first: StretchGraphs.before_draws)."""
     cls, _, member = name.rpartition(".")
     if cls != STATE_CLASS or member not in api.OBJECTS.get(cls, {}):
         raise NotAllowedError(f"{name!r} is not a Generator's draw on the pool's allow-list")
     executor.device.check_allocation(name, args, kwargs)
-    return getattr(executor.table.get_object(target, _class_of(executor.device, cls)[1]), member)
+    generator = executor.table.get_object(target, _class_of(executor.device, cls)[1])
+    return generator, getattr(generator, member)
 
 
 def _class_of(device: Any, name: str) -> tuple:

@@ -110,6 +110,10 @@ class WorkerSettings:
     #: not ask for it (worker/draw_journal.py); ``0`` runs none ahead, as before (a
     #: diagnostic: the benchmarks' side ``nodraws``)
     draws_ahead: bool = True
+    #: ``GPUWB_GRAPHED_DRAWS``: a Generator's plainest draws are made inside a replay's
+    #: graphs (worker/eager_ops.py's ``captured_draw``); ``0`` runs them eagerly between
+    #: the graphs, as before (a diagnostic: the benchmarks' side ``nographdraws``)
+    graphed_draws: bool = True
     #: ``GPUWB_SPIN_YIELD``: the worker's spinning waits yield the CPU at each turn
     #: (protocol/spinning.py); ``0`` keeps it (the benchmarks' side ``noyield``, or a host
     #: whose workers have cores of their own)
@@ -160,6 +164,7 @@ class WorkerSettings:
                    pushed_replies=_on(env, "GPUWB_PUSH"),
                    push_ahead=_on(env, "GPUWB_PUSH_AHEAD"),
                    draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"),
+                   graphed_draws=_on(env, "GPUWB_GRAPHED_DRAWS"),
                    spin_yield=_on(env, "GPUWB_SPIN_YIELD"))
 
 

@@ -303,3 +303,17 @@ def test_a_generators_state_is_put_back_where_its_run_ahead_is_dropped():
     journal.undo()
     np.testing.assert_array_equal(drawn, want.random(size=2))
     np.testing.assert_array_equal(gen.random(size=2), want.random(size=2))
+
+
+def test_gpuwb_graphed_draws_0_runs_a_generators_draws_between_the_graphs():
+    """``GPUWB_GRAPHED_DRAWS=0`` (the benchmarks' side ``nographdraws``): a Generator's draws
+    run eagerly between a replay's graphs, as before the graphs made them, with the same
+    numbers; with it on, the same loop runs no op between its graphs but its read."""
+    with pool_running_ahead("none", GPUWB_GRAPHED_DRAWS="0") as off:
+        got, want, eager = beside_no_replay(off, _graphed, early_replay=False)
+    assert_bitwise(got, want)
+    with pool_running_ahead("none") as on:
+        got, want, graphed = beside_no_replay(on, _graphed, early_replay=False)
+    assert_bitwise(got, want)
+    assert eager["between_graphs"] >= 3 * eager["graphed"] > 0, eager   # (three draws, a read)
+    assert graphed["between_graphs"] <= graphed["graphed"], graphed     # (the read alone)

@@ -960,10 +960,11 @@ def test_a_gather_through_integer_results_is_captured_and_gives_the_bits(session
 
 
 def test_which_generator_draws_the_graphs_make():
-    """A ``Generator``'s plainest draws (``random``, ``standard_normal``, ``integers``, …:
-    draw_journal.CAPTURED_DRAWS) are captured with the ops around them; one given an array or
-    a parameter that changes, ``out=``, ``uniform`` (its CuPy code copies its bounds from the
-    host), or a ``RandomState``'s draw (cuRAND keeps its position on the host) runs eagerly."""
+    """A ``Generator``'s plainest draws (``random``, ``uniform``, ``standard_normal``,
+    ``integers``, …: draw_journal.CAPTURED_DRAWS) are captured with the ops around them; one
+    given an array or a parameter that changes, ``out=``, one whose CuPy code uploads its
+    parameters (``standard_gamma``), or a ``RandomState``'s draw (cuRAND keeps its position
+    on the host) runs eagerly."""
     from gpu_backend.protocol import api
     from gpu_backend.protocol import messages as m
     from gpu_backend.worker.eager_ops import eager_by_nature as _eager_by_nature
@@ -979,7 +980,8 @@ def test_which_generator_draws_the_graphs_make():
     assert not draw("random.Generator.integers", 0, 10, 50)
     assert not draw("random.Generator.exponential", 2.0, 30)
     assert not draw("random.Generator.standard_exponential", 30)
-    assert draw("random.Generator.uniform", -1.0, 1.0, 100)             # bounds uploaded
+    assert not draw("random.Generator.uniform", -1.0, 1.0, 100)
+    assert draw("random.Generator.standard_gamma", 2.0, 30)              # uploads its shape
     assert draw("random.Generator.exponential", Slot("p", 0), 30)       # a changing scale
     assert draw("random.Generator.standard_gamma", Slot("i", 0), 30)    # an array
     assert draw("random.Generator.standard_normal", 10, out=Slot("r", 1))
@@ -1012,3 +1014,26 @@ def test_a_generators_draws_are_made_inside_the_graphs_and_give_its_numbers(sess
     _bitwise(on, off)
     assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
     assert change["between_graphs"] <= change["replays"], change   # (the read alone)
+
+
+def test_a_capture_refused_after_a_generators_draw_draws_once(sessions):
+    """A segment that draws from a Generator and then makes a product the graphs cannot
+    (a batch by one matrix, through results): its capture is refused after the draw, and
+    the segment runs eagerly from the generator's state before it (the NumPy device's
+    capture ran the draw: put back; a GPU's drew nothing), so each step's numbers are the
+    generator's next, as without replay; the next capture makes the draw in a graph."""
+    data = np.random.default_rng(33).random((4, 6, 6))
+
+    def loop(cp):
+        rng = cp.random.default_rng(5)
+        x = cp.asarray(data)
+        out = []
+        for _ in range(STEPS):
+            a = x + rng.standard_normal((4, 6, 6))
+            b = (x[0] * 0.5).T
+            out.append(float((a @ b).sum()))
+        return out + [rng.random(3).get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED, change

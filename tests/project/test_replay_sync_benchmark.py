@@ -12,6 +12,8 @@ import sys
 from tests.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from replay_sync import DRAWING  # noqa: E402
 
 
 def test_replay_on_fast_path_off_and_replay_off_with_their_targets(tmp_path):
@@ -28,7 +30,7 @@ def test_replay_on_fast_path_off_and_replay_off_with_their_targets(tmp_path):
     assert results["hot_sync_target_us"] == results["raw_rtt_us"] + results["loops"]["hot_sync"]["local"]["us"] + 20
     for loop, row in results["loops"].items():
         for side in sides:   # (a loop drawing from the device's generator: NumPy's are others)
-            drawing = loop in ("walk_step", "pi_step")
+            drawing = loop in DRAWING
             assert row[side]["bitwise_local"] is (None if drawing else True), (loop, side)
             assert row[side]["met"] == (row[side]["us"] <= row[side]["target_us"]), (loop, side)
         assert row["ipc-nographs"]["replayed"] == 0, loop   # (replay off)

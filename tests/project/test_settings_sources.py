@@ -91,6 +91,8 @@ def test_spinning_waits_yield_unless_told_not_to():
     assert SessionSettings().spin_yield and WorkerSettings().spin_yield
     assert not SessionSettings.from_environ({"GPUWB_SPIN_YIELD": "0"}).spin_yield
     assert not WorkerSettings.from_environ({"GPUWB_SPIN_YIELD": "off"}).spin_yield
+    assert WorkerSettings().graphed_draws   # (GPUWB_GRAPHED_DRAWS: worker/eager_ops.py)
+    assert not WorkerSettings.from_environ({"GPUWB_GRAPHED_DRAWS": "0"}).graphed_draws
     assert spinning.pause_for(True) is _os.sched_yield
     assert spinning.pause_for(False) is not _os.sched_yield and spinning.pause_for(False)() is None
     before = spinning.pause
