@@ -3,6 +3,7 @@ give the numbers CuPy's eager draws give, launch after launch?
 
     python benchmarks/curand_capture_probe.py [--launches 5] [--reps 2000] [--json out.json]
     python benchmarks/curand_capture_probe.py --generator-api [--launches 5] [--json out.json]
+    python benchmarks/curand_capture_probe.py --sizes [--launches 5] [--json out.json]
 
 Why: a loop that draws (the random walk, the Monte Carlo programs) runs its draws eagerly
 between a replay's graphs, at CuPy's cost per call, because CuPy refuses cuRAND under capture
@@ -25,6 +26,10 @@ JSON object.
 kernels take the bit generator's states as a device array and move them there
 (``cupy/random/_generator_api.pyx``'s ``_launch_dist``): CuPy's own call captured on a stream
 (no library refuses it), the graph launched, each launch against an eager twin's next draw.
+
+``--sizes``: cuRAND's XORWOW and Philox, uniform and normal float64 draws, at sizes from 2^14
+to 2^22 (run 161 found 2^20 launched bitwise where 12 290 did not): is there a size from which
+the host's position no longer matters?
 """
 
 from __future__ import annotations
@@ -135,6 +140,31 @@ def _case(cp, lib, kind, case, launches):
     return row
 
 
+#: the sizes ``--sizes`` tries: where does a launch after the first stay bitwise?
+SIZES = [1 << 14, 1 << 16, 1 << 18, 500_000, (1 << 19) + 2, 1 << 19, 1_000_000, 1 << 20,
+         (1 << 20) + 2, 1_500_000, 1 << 21, 3_000_000, 1 << 22]
+
+
+def _sizes(cp, lib, launches, path):
+    """XORWOW and Philox, uniform and normal float64, at each of SIZES."""
+    rows = []
+    print(f"{'generator':<26} {'draw':<10} {'size':>9}  launches equal                      after")
+    for label, kind in GENERATORS[:2]:
+        for draw, fn, method, extra in (("uniform", "curandGenerateUniformDouble", "random_sample", ()),
+                                        ("normal", "curandGenerateNormalDouble", "standard_normal",
+                                         (0.0, 1.0))):
+            for n in SIZES:
+                row = _case(cp, lib, kind, (f"{draw} f8 {n}", method, fn, extra, "f8", n), launches)
+                row.update(generator=label, draw=draw, size=n)
+                rows.append(row)
+                print(f"{label:<26} {draw:<10} {n:>9}  {str(row.get('launches_equal', '-')):<35} "
+                      f"{row.get('eager_after', '-')}")
+    emit({"benchmark": "curand_capture_probe", "mode": "sizes",
+          "date": datetime.now(timezone.utc).isoformat(),
+          "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": rows}, path)
+    return 0
+
+
 def _costs(cp, lib, reps):
     """µs of the host: CuPy's eager 1 000-element f8 normal draw; a graph launch of it."""
     rs = cp.random.RandomState(7)
@@ -229,12 +259,16 @@ def main() -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--generator-api", action="store_true",
                         help="CuPy's Generator (default_rng) captured instead of cuRAND's calls")
+    parser.add_argument("--sizes", action="store_true",
+                        help="cuRAND's XORWOW and Philox at sizes from 2^14 to 2^22")
     args = parser.parse_args()
     import cupy as cp
     if args.generator_api:
         return _generator_api(cp, args.launches, args.json)
     cp.random.RandomState(1).random_sample(2)   # (loads cuRAND)
     lib = _library()
+    if args.sizes:
+        return _sizes(cp, lib, args.launches, args.json)
     rows = []
     print(f"{'generator':<26} {'case':<34} first  launches equal       after  note")
     for label, kind in GENERATORS:

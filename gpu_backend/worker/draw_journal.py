@@ -328,7 +328,7 @@ class DrawJournal:
                 raise RuntimeError("a random generator's state was lost: seed it again")
         copies = self._tentative_copies
         self._tentative, self._tentative_copies = [], {}
-        for obj, state in copies.values():
+        for obj, state in reversed(list(copies.values())):   # (_put_back's order)
             self.device.set_generator_state(obj, state)
 
     def hand_on(self, keep_out: set) -> bool:
@@ -368,8 +368,11 @@ class DrawJournal:
         self.serving = False
 
     def _put_back(self) -> None:
+        """Each Generator's state as it was before the run ahead, the first copied last: two
+        Generators over one bit generator were copied at their first draws, the second's
+        copy after the first's draws, and the first's is the state before them all."""
         copies, self._copies = self._copies, {}
-        for obj, state in copies.values():
+        for obj, state in reversed(list(copies.values())):
             self.device.set_generator_state(obj, state)
 
     def _redo(self, obj: Any, log: _Log) -> None:

@@ -36,6 +36,7 @@ from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
 from .eager_ops import eager_by_nature
+from .draw_journal import STATE_CLASS
 from .graph_copies import COPY_ROW_BYTES, identity
 from .graph_state import Capture, GraphState, StretchGraph
 from .graph_state import Segment as _Segment
@@ -58,6 +59,8 @@ _OPERATOR, _METHOD, _FUNCTION = m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION
 _ATTRIBUTE = m.KIND_ATTRIBUTE
 #: an object's method (a RandomState's draws): always eager
 _OBJECT = m.KIND_OBJECT
+#: the Generator's settable member (api.OBJECT_SETTERS): a new bit generator
+_BIT_GENERATOR = STATE_CLASS + ".bit_generator"
 _ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
 #: a user's kernel (ElementwiseKernel, ReductionKernel: captured as any launch; RawKernel and
 #: an ElementwiseKernel given its outputs return nothing and write their arrays: eager)
@@ -346,9 +349,13 @@ class StretchGraphs:
         tools, shape, first, params = self.tools, state.shape, entry.first, entry.params
         g = StretchGraph(shape)
         segments: list[_Segment] = []
+        # (a Generator given another bit generator inside the stretch: its draws eager, for a
+        # graph would draw through the one it had at the capture)
+        reassigned = {op.target for op in stretch.items
+                      if type(op) is Op and op.kind == _OBJECT and op.name == _BIT_GENERATOR}
         for op in (item for item in stretch.items if type(item) is Op):
             eager = op.index in state.eager or eager_by_nature(op, arrays, shape.int_results) \
-                or (op.kind == _OBJECT and not self.x.draws.graphed)
+                or (op.kind == _OBJECT and (not self.x.draws.graphed or op.target in reassigned))
             if not segments or segments[-1].eager != eager or eager:
                 segments.append(_Segment(eager))
             segments[-1].ops.append(op)
@@ -496,16 +503,25 @@ class StretchGraphs:
     def _undraw(self, drawn: dict) -> None:
         """A refused segment's Generators put back as they were before its capture drew
         (*drawn*, from :meth:`_capture_op`): its eager run draws their numbers once."""
-        for generator, state in drawn.values():
-            self.x.device.set_generator_state(generator, state)
+        for generator, state in reversed(list(drawn.values())):   # (the first copy last:
+            self.x.device.set_generator_state(generator, state)   # two over one bit generator)
+
+    def generator_changed(self, hid: int) -> None:
+        """Generator *hid* was given another bit generator: the graphs that draw from it drew
+        through the one it had at their capture (its states' address on a GPU, its bound
+        method on the NumPy device), and are captured again at their next replay."""
+        for state in self.states.values():
+            g = state.graph
+            if g is not None and any(draw[0] == hid for draw in g.draws):
+                state.capture_again()
 
     def before_draws(self, g: StretchGraph) -> None:
         """Before *g*'s graphs launch: the Generators whose draws they make told of each
         (DrawJournal.before_stateful), so that a replay run ahead copies their states first
         and puts them back where it is dropped, as an eager draw's would; a replay that may
-        not be undone raises NotUndoable (its run is dropped). On a GPU no draw of a graph
-        passes through the executor's call; on the NumPy device each does again (the journal
-        copies a state once a run)."""
+        not be undone raises NotUndoable (its run is dropped). A graph's draws pass through
+        no executor call, on either device (the NumPy device's launch calls the Generator's
+        bound method recorded at capture): this is the journal's only notice of them."""
         journal, objects = self.x.draws, self.x.table.objects
         if not journal.speculating:
             return

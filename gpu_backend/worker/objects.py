@@ -98,6 +98,10 @@ def run_object_call(executor: Any, name: Any, target: Any, out: Any, args: list,
     if len(args) != 1 or kwargs:
         raise ProtocolError(f"setting {name} takes one value")
     setattr(obj, member, args[0])
+    if cls == STATE_CLASS:   # (a Generator's new bit generator: the graphs that draw from
+        graphs = executor.replay.graphs   # its old one are captured again)
+        if graphs is not None:
+            graphs.generator_changed(target)
     return None
 
 
