@@ -36,7 +36,7 @@ from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
 from .eager_ops import eager_by_nature
-from .draw_journal import STATE_CLASS
+from .draw_journal import STATE_CLASS, NotUndoable
 from .graph_copies import COPY_ROW_BYTES, identity
 from .graph_state import Capture, GraphState, StretchGraph
 from .graph_state import Segment as _Segment
@@ -347,7 +347,9 @@ class StretchGraphs:
     def _capture(self, state: GraphState, stretch: HeldStretch, entry: ReplayEntry,
                  arrays: dict, results: BatchResults) -> tuple | None:
         tools, shape, first, params = self.tools, state.shape, entry.first, entry.params
-        g = StretchGraph(shape)
+        if stretch.draws and self.x.draws.speculating:   # (never today: a run ahead replays a
+            raise NotUndoable("a capture that draws is not run ahead")   # graph captured before;
+        g = StretchGraph(shape)   # its draws are the journal's by StretchGraphs.before_draws)
         segments: list[_Segment] = []
         # (a Generator given another bit generator inside the stretch: its draws eager, for a
         # graph would draw through the one it had at the capture)
@@ -485,7 +487,6 @@ class StretchGraphs:
                 result = self._finish_for(op)(made)
             elif op.kind == _OBJECT:   # (a Generator's draw: eager_ops.captured_draw)
                 generator, draw = graphed_draw(self.x, op.name, target, args, kwargs)
-                self.x.draws.before_stateful(generator, op.name.rpartition(".")[2], args, kwargs)
                 if self.tools.capture_runs and id(generator) not in drawn:   # (NumPy's draw
                     drawn[id(generator)] = (generator,                        # moves it now)
                                             self.x.device.generator_state(generator))
