@@ -57,7 +57,8 @@ MAX_ATTEMPTS = 4
 _OPERATOR, _METHOD, _FUNCTION = m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION
 #: an attribute (``x.T``, ``x.real``): a view, no launch; captured as any op
 _ATTRIBUTE = m.KIND_ATTRIBUTE
-#: an object's method (a RandomState's draws): always eager
+#: an object's method (a RandomState's draws: eager; a Generator's plainest, captured:
+#: eager_ops.captured_draw)
 _OBJECT = m.KIND_OBJECT
 #: the Generator's settable member (api.OBJECT_SETTERS): a new bit generator
 _BIT_GENERATOR = STATE_CLASS + ".bit_generator"
@@ -446,7 +447,7 @@ class StretchGraphs:
         return self._finish(g, stretch.ops, entry, arrays, {}, results)
 
     def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list,
-                    first: int = 0, drawn: dict | None = None) -> None:
+                    first: int, drawn: dict) -> None:
         """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype.
         *drawn*: where a capture runs its calls (the NumPy device), each Generator it draws
         from and its state before, by id: a segment whose capture is then refused runs
