@@ -295,11 +295,16 @@ class RunAhead:
         if last is None or handles is None:
             return False
         stretch = self._runnable(sid, g, last[1], waiting)
-        if stretch is None or stretch.draws:
+        if stretch is None:
             return False
         inputs = list(last[0])
         for n, hid in handles.items():
             inputs[n] = hid
+        # (its draws, as a stretch's own next replay's: only from generators whose journals
+        # can undo them; a run the client's replay does not match is undone, RunAhead.answer)
+        if stretch.draws and (sid in self.no_draws or not self.replay.x.draws.undoable(
+                _generators(stretch, inputs, self.replay.x.table.objects))):
+            return False
         if not self._run(sid, g, state, stretch, inputs, list(params), len(last[1]), entry.early,
                          began):
             return False

@@ -114,3 +114,31 @@ def test_three_stretches_taking_turns_one_writing_its_input(pool):
     got, want, figures = beside_no_replay(pool, _three_turns_one_writing)
     assert_bitwise(got, want)
     assert figures["ahead"] >= STEPS // 4, figures
+
+
+def _turns_that_draw(cp):
+    """A training step drawing its dropout mask from a RandomState and reading its loss,
+    then a read of its accuracy drawing noise from a Generator (both stretches draw), and
+    draws of both generators after the loop: each follower's draws are run ahead, and undone
+    (the RandomState made again from its journal, the Generator's state put back) where its
+    run is not asked for."""
+    rs = cp.random.RandomState(23)
+    rng = cp.random.default_rng(24)
+    v = cp.linspace(-1, 1, 512, dtype=cp.float32)
+    out = []
+    for i in range(STEPS):
+        keep = rs.random_sample(512) > 0.2
+        v = v * 0.9 + 0.1 * cp.where(keep, v, 0.0).astype(cp.float32)
+        out.append(float(v.sum()))
+        out.append(float((v + 0.01 * rng.standard_normal(512)).max()))
+        if i % 9 == 8:
+            out.append(float(v[3]))   # (an op between: a chain broken, its run ahead undone)
+        time.sleep(PAUSE)
+    return out + [v.get(), rs.random_sample(4).get(), rng.random(4).get()]
+
+
+def test_stretches_taking_turns_that_draw_are_run_ahead_and_undone(pool):
+    got, want, figures = beside_no_replay(pool, _turns_that_draw)
+    assert_bitwise(got, want)
+    # (the followers' runs ahead: before, a stretch that drew was never run ahead as one)
+    assert figures["ahead"] >= STEPS // 4, figures
