@@ -270,12 +270,23 @@ class RunAhead:
         inputs = list(entry.inputs)
         for n, hid in handles.items():
             inputs[n] = hid
-        if stretch.draws and (sid in self.no_draws or not x.draws.undoable(
-                _generators(stretch, inputs, x.table.objects))):
+        if not self.may_draw(sid, stretch, inputs):
             return False
         params = guess_params(guessed_from, entry.params)
         return self._run(sid, g, graphs.states[sid], stretch, inputs, params, len(entry.outs),
                          entry.early, began)
+
+    def may_draw(self, sid: int, stretch: HeldStretch, inputs: list) -> bool:
+        """Whether stretch *sid*'s replay, given the handles *inputs*, may be run ahead as far
+        as its draws go: it draws nothing, or only from generators whose journals can undo
+        them (DrawJournal.undoable), and its draws were never found not to be handed on
+        (``no_draws``). A run the client's replay does not match is undone (:meth:`answer`).
+        RunAhead's own runs, a follower's, and the steady lane's ask this."""
+        if not stretch.draws:
+            return True
+        x = self.replay.x
+        return sid not in self.no_draws and x.draws.undoable(
+            _generators(stretch, inputs, x.table.objects))
 
     def _start_follower(self, entry: ReplayEntry, sid: int, began: float, waiting: bool) -> bool:
         """After the reply to *entry*'s replay, where stretch *sid*'s replay came right after
@@ -300,10 +311,7 @@ class RunAhead:
         inputs = list(last[0])
         for n, hid in handles.items():
             inputs[n] = hid
-        # (its draws, as a stretch's own next replay's: only from generators whose journals
-        # can undo them; a run the client's replay does not match is undone, RunAhead.answer)
-        if stretch.draws and (sid in self.no_draws or not self.replay.x.draws.undoable(
-                _generators(stretch, inputs, self.replay.x.table.objects))):
+        if not self.may_draw(sid, stretch, inputs):   # (as a stretch's own next replay)
             return False
         if not self._run(sid, g, state, stretch, inputs, list(params), len(last[1]), entry.early,
                          began):

@@ -50,7 +50,7 @@ from ..protocol import codec
 from .batch_results import BatchResults
 from .result_meta import pack_metas
 from .kept_views import remake
-from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, _generators, speculated, speculating
+from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, speculated, speculating
 from .lane_messages import DOUBLE, Reshaped
 from .lane_plans import REPLAY_KEYS, LanePlan, history_lists, make_plan, stepped
 from .pushed_replies import Pushes
@@ -372,11 +372,9 @@ class SteadyLane:
                     or plan.guards[n] != (a.shape, a.dtype, a.strides):
                 return False
             moved.append((n, a))
-        # (its draws, where it draws: made ahead only from generators whose journals can
-        # undo them, as RunAhead.start checks)
+        # (its draws, where it draws: made ahead only as RunAhead's would be)
         draws = plan.held.draws
-        if draws and (plan.sid in run.no_draws or not x.draws.undoable(
-                _generators(plan.held, self._inputs(plan, k), x.table.objects))):
+        if not run.may_draw(plan.sid, plan.held, self._inputs(plan, k)):
             return False
         # (a warning of the run ahead's, a parameter's cast or a launch's, would go with the
         # next reply numbered as no op of it: such a run is not run ahead, as in
