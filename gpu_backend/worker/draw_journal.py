@@ -138,9 +138,6 @@ class DrawJournal:
         self.redone = 0
         #: whether a replay that draws may be run ahead at all (``GPUWB_DRAWS_AHEAD``)
         self.enabled = True
-        #: whether a replay's graphs may make a Generator's draws (``GPUWB_GRAPHED_DRAWS``:
-        #: worker/eager_ops.py's ``captured_draw``)
-        self.graphed = True
         #: the draws of a message committed ahead of its coming (worker/pushed_replies.py),
         #: until it comes (:meth:`confirm`) or is rolled back (:meth:`retract`): each
         #: journal's length before them, and the Generators' states before them

@@ -151,6 +151,9 @@ class StretchGraphs:
         self.between = 0
         #: copies in and out by the graphs' copy tables (WorkerSettings.copy_tables)
         self.copy_tables = True
+        #: whether the graphs make a Generator's plainest draws (WorkerSettings.graphed_draws:
+        #: eager_ops.captured_draw)
+        self.graphed_draws = True
         #: the graph of the batch's replay and its entry, to set its next replay up after
         #: the reply
         self._last: tuple | None = None
@@ -358,7 +361,7 @@ class StretchGraphs:
                       if type(op) is Op and op.kind == _OBJECT and op.name == _BIT_GENERATOR}
         for op in (item for item in stretch.items if type(item) is Op):
             eager = op.index in state.eager or eager_by_nature(op, arrays, shape.int_results) \
-                or (op.kind == _OBJECT and (not self.x.draws.graphed or op.target in reassigned))
+                or (op.kind == _OBJECT and (not self.graphed_draws or op.target in reassigned))
             if not segments or segments[-1].eager != eager or eager:
                 segments.append(_Segment(eager))
             segments[-1].ops.append(op)

@@ -104,13 +104,13 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             self.executor.replay.unpaced = settings.unpaced_replay
         if self.executor.replay.graphs is not None:
             self.executor.replay.graphs.copy_tables = settings.copy_tables
+            self.executor.replay.graphs.graphed_draws = settings.graphed_draws
         if settings.run_ahead is not None:
             self.executor.replay.ahead.max_seconds = settings.run_ahead
         if settings.read_ahead is not None:
             self.executor.replay.ahead.read_now_seconds = settings.read_ahead
         self.executor.replay.ahead.beside = settings.run_ahead_beside
         self.executor.draws.enabled = settings.draws_ahead
-        self.executor.draws.graphed = settings.graphed_draws
         if settings.read_gap_share is not None:
             self.executor.replay.ahead.gap_share = settings.read_gap_share
         #: a loop's replays that go on by fixed steps (worker/steady_lane.py)
