@@ -258,26 +258,21 @@ class CupyDevice(Device):
 
     def generator_state(self, generator: Any) -> Any:
         """Its cuRAND bit generator's states, one device array (``_state``: CuPy's
-        ``_cuRANDGenerator``), copied on the device into memory of the pool (a
-        ``MemoryPointer``, or an array where the states are not contiguous); None for
-        anything else. One ``memcpyAsync`` on the session's stream: CuPy's ``copy()`` of the
-        13 MB of states (an element-wise kernel, an array made) cost the worker 76 µs a
-        replay run ahead, ``empty_like`` and the copy 27 µs (H200 runs 166-167)."""
+        ``_cuRANDGenerator``, contiguous as CuPy makes it), copied on the device into memory
+        of the pool (a ``MemoryPointer``); None for anything else (its draws are then never
+        run ahead). One ``memcpyAsync`` on the session's stream: CuPy's ``copy()`` of the 13
+        MB of states (an element-wise kernel, an array made) cost the worker 76 µs a replay
+        run ahead, ``empty_like`` and the copy 27 µs (H200 runs 166-167)."""
         state = getattr(getattr(generator, "bit_generator", None), "_state", None)
-        if not isinstance(state, self.cupy.ndarray):
+        if not isinstance(state, self.cupy.ndarray) or not state.flags.c_contiguous:
             return None
-        if not state.flags.c_contiguous:
-            return state.copy()
         copy = self.cupy.cuda.alloc(state.nbytes)
         self._copy_bytes(copy.ptr, state.data.ptr, state.nbytes)
         return copy
 
     def set_generator_state(self, generator: Any, state: Any) -> None:
         target = generator.bit_generator._state
-        if isinstance(state, self.cupy.ndarray):
-            target[...] = state
-        else:
-            self._copy_bytes(target.data.ptr, state.ptr, target.nbytes)
+        self._copy_bytes(target.data.ptr, state.ptr, target.nbytes)
 
     def _copy_bytes(self, dst: int, src: int, nbytes: int) -> None:
         """*nbytes* from device address *src* to *dst*, on the current stream."""
