@@ -103,6 +103,27 @@ def _eager(cp, rs, method, dtype, count):
     return out
 
 
+def _captured(stream, make):
+    """*make()* captured on *stream*: (the graph, what *make* returned)."""
+    with stream:
+        stream.begin_capture()
+        try:
+            made = make()
+        finally:
+            graph = stream.end_capture()
+    return graph, made
+
+
+def _launches_equal(graph, stream, out, wanted):
+    """*graph* launched once for each of *wanted*, *out* compared with it after each."""
+    equal = []
+    for want in wanted:
+        graph.launch(stream)
+        stream.synchronize()
+        equal.append(bool(np.array_equal(out.get(), want)))
+    return equal
+
+
 def _case(cp, lib, kind, case, launches):
     name, method, fn, extra, dtype, count = case
     n = count + (count % 2) if method != "random_sample" else count
@@ -113,26 +134,19 @@ def _case(cp, lib, kind, case, launches):
     row = {"generator": kind, "case": name, "first": bool(np.array_equal(first, want[0]))}
     out = cp.empty((n,), dtype=dtype)
     stream = cp.cuda.Stream(non_blocking=True)
+
+    def generate():
+        lib.curandSetStream(ctypes.c_void_p(b._generator), ctypes.c_void_p(stream.ptr))
+        return _call(lib, fn, b._generator, out.data.ptr, n, extra, dtype)
     try:
-        with stream:
-            stream.begin_capture()
-            try:
-                lib.curandSetStream(ctypes.c_void_p(b._generator), ctypes.c_void_p(stream.ptr))
-                status = _call(lib, fn, b._generator, out.data.ptr, n, extra, dtype)
-            finally:
-                graph = stream.end_capture()
+        graph, status = _captured(stream, generate)
         row["capture_status"] = int(status)
     except Exception as exc:   # (what capture refuses is the probe's answer)
         row["capture_error"] = f"{type(exc).__name__}: {exc}"
         return row
     if status != 0:
         return row
-    equal = []
-    for i in range(launches):
-        graph.launch(stream)
-        stream.synchronize()
-        equal.append(bool(np.array_equal(out.get(), want[1 + i])))
-    row["launches_equal"] = equal
+    equal = row["launches_equal"] = _launches_equal(graph, stream, out, want[1:launches + 1])
     last = _eager(cp, b, method, dtype, count).get()
     row["eager_after"] = bool(np.array_equal(last, want[launches + 1]))
     if not all(equal):
@@ -171,11 +185,11 @@ def _costs(cp, lib, reps):
     rs.standard_normal(1000)
     stream = cp.cuda.Stream(non_blocking=True)
     out = cp.empty((1000,), dtype="f8")
-    with stream:
-        stream.begin_capture()
+
+    def generate():
         lib.curandSetStream(ctypes.c_void_p(rs._generator), ctypes.c_void_p(stream.ptr))
         _call(lib, "curandGenerateNormalDouble", rs._generator, out.data.ptr, 1000, (0.0, 1.0), "f8")
-        graph = stream.end_capture()
+    graph, _ = _captured(stream, generate)
     timings = {"eager": [], "launch": []}
     with stream:
         for _ in range(3):
@@ -218,21 +232,11 @@ def _generator_case(cp, case, launches):
            "first": bool(np.array_equal(first, want[0]))}
     stream = cp.cuda.Stream(non_blocking=True)
     try:
-        with stream:
-            stream.begin_capture()
-            try:
-                out = getattr(b, method)(*args, **kwargs)
-            finally:
-                graph = stream.end_capture()
+        graph, out = _captured(stream, lambda: getattr(b, method)(*args, **kwargs))
     except Exception as exc:   # (what capture refuses is the probe's answer)
         row["capture_error"] = f"{type(exc).__name__}: {exc}"
         return row
-    equal = []
-    for i in range(launches):
-        graph.launch(stream)
-        stream.synchronize()
-        equal.append(bool(np.array_equal(out.get(), want[1 + i])))
-    row["launches_equal"] = equal
+    row["launches_equal"] = _launches_equal(graph, stream, out, want[1:launches + 1])
     row["eager_after"] = bool(np.array_equal(getattr(b, method)(*args, **kwargs).get(),
                                              want[launches + 1]))
     return row
