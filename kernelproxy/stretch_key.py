@@ -7,9 +7,11 @@ each op it issues, and each free record, to a :class:`StretchKey`. Arguments bec
 * an array made by op ``k`` of this stretch: ``("r", k)``;
 * an array from before the stretch: ``("i", n)``, the ``n``-th such array first named, its
   handle kept in :attr:`StretchKey.inputs` (each iteration passes new ones);
-* a scalar operand of an arithmetic operator (``x * alpha``, ``1 - x``): ``("s", type)``, its
-  value kept in :attr:`StretchKey.params` — a step size or CG's alpha changes each iteration
-  and must not make a new stretch. Its type stays in the key: an int and a float promote
+* a scalar operand of an arithmetic operator (``x * alpha``, ``1 - x``), of a two-operand
+  ufunc's call (``cupy.maximum(x, floor)``) or a distribution's (``rs.normal(0, sigma, n)``'s
+  first two: protocol/stretches.py's ``leading_params``):
+  ``("s", type)``, its value kept in :attr:`StretchKey.params` — a step size or CG's alpha
+  changes each iteration and must not make a new stretch. Its type stays in the key: an int and a float promote
   differently (NEP 50), and the worker writes the value into a 0-d buffer of the weak
   scalar's dtype, which is bitwise equal to CuPy's own (benchmarks/graph_probe.py);
 * anything else is a *literal* and part of the key: axes, shapes, slices, dtypes, strings,
@@ -38,7 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.stretches import MAX_STRETCH_OPS, PARAM_OPERATORS, is_param
+from gpu_backend.protocol.stretches import MAX_STRETCH_OPS, PARAM_OPERATORS, is_param, leading_params
 
 __all__ = ["StretchKey", "UNKEYABLE", "literal_key", "FixedDefinition"]
 
@@ -120,9 +122,11 @@ class StretchKey:
             if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
                 operands = tuple(self._operand(a) for a in args)
                 record = (kind, want, name, operands)
-            else:
+            else:   # (a ufunc's scalars, a distribution's leading ones: parameters too)
+                lead = leading_params(kind, name)
                 record = (kind, want, self._literal(name), self._role(target),
-                          tuple(self._role(a) for a in args),
+                          tuple(self._operand(a) if n < lead else self._role(a)
+                                for n, a in enumerate(args)),
                           tuple(sorted((k, self._role(v)) for k, v in (kwargs or {}).items())))
         except Exception:   # _Unkeyable, or arguments the pool will refuse (unsortable keys...)
             self.keyable = False

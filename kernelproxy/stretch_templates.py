@@ -602,8 +602,11 @@ class TemplateRun:
             roles = record[4]
             if len(roles) != len(args):
                 raise _Miss
-            for value, role in zip(args, roles):
-                self._match(value, role)
+            for value, role in zip(args, roles):   # (a ufunc's parameters: "s", the key's)
+                if type(role) is tuple and role and role[0] == "s":
+                    self._operand(value, role)
+                else:
+                    self._match(value, role)
             roles = record[5]
             if len(roles) != (len(kwargs) if kwargs else 0):
                 raise _Miss

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import codec
 from . import messages as m
-from .stretches import PARAM_OPERATORS, is_param
+from .stretches import PARAM_OPERATORS, is_param, leading_params
 
 __all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "instances_in", "slots_in", "read_records",
            "same_param", "same_params"]
@@ -110,9 +110,11 @@ class StretchRecords:
             (seq, kind, want, out, name), (target, args, kwargs) = record
             if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
                 args = [self._operand(a) for a in args]
-            else:
+            else:   # (a ufunc's scalars, a distribution's leading ones: parameters too)
                 target = self._walk(target)
-                args = self._walk(args)
+                lead = leading_params(kind, name)
+                args = ([self._operand(a) if n < lead else self._walk(a) for n, a in enumerate(args)]
+                        if lead else self._walk(args))
             kwargs = {k: self._walk(v) for k, v in kwargs.items()}
             slot = None
             if out is not None:

@@ -14,7 +14,17 @@ walking the stretch's ops in the same order with the same rules, kept here:
   every other value is part of the stretch as it is. A power's is not: CuPy's ``**``
   picks its kernel by the exponent's value (``x ** 2``, ``2.0``, ``0.5`` and ``-1.0`` run
   ``square``, ``sqrt`` and ``reciprocal``, whose last bits differ from ``power``'s), so a
-  replay given the exponent as a parameter would not be bitwise the user's op.
+  replay given the exponent as a parameter would not be bitwise the user's op;
+* so is a scalar positional argument of a call to a two-operand ufunc or ``clip``
+  (:data:`PARAM_UFUNCS`: ``cupy.maximum(x, floor)``, ``cupy.multiply(x, decay)``,
+  ``cupy.clip(x, -bound, bound)``): the operators run these same ufuncs, and CuPy casts a
+  Python scalar the same way in both. ``power`` and
+  ``float_power`` are not (as ``**``), nor ufuncs of two results (``divmod``);
+* so are a random distribution's scalars, its leading positional arguments
+  (:data:`DRAW_PARAMS`: ``rs.normal(0, sigma, n)``'s ``0`` and ``sigma``, not ``n``).
+
+:func:`leading_params` says which calls' arguments are walked so. Keyword arguments never
+are: they stay literals.
 """
 
 from __future__ import annotations
@@ -24,14 +34,74 @@ from typing import Any
 import numpy as np
 
 from . import api
+from . import messages as m
 
-__all__ = ["PARAM_OPERATORS", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
+__all__ = ["PARAM_OPERATORS", "PARAM_UFUNCS", "DRAW_PARAMS", "CAPTURED_DRAWS", "leading_params", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
 
 #: Operators whose scalar operands are parameters: the arithmetic and comparison ones and
 #: their in-place forms (getitem's and setitem's indices select, so they stay literal; a
 #: power's exponent picks CuPy's kernel, so it stays literal too).
 PARAM_OPERATORS = frozenset(name for name in api.OPERATORS
                             if name not in ("getitem", "setitem", "divmod", "pow", "ipow"))
+
+#: Functions whose scalar positional arguments are parameters: the allow-listed elementwise
+#: ufuncs of two operands and one result (not ``matmul``, a generalised one), but the powers
+#: (their exponent stays literal, as an operator's).
+#: ``clip`` too: CuPy's is its ufunc ``_clip`` of three operands, NumPy's its ufunc ``clip``.
+PARAM_UFUNCS = frozenset([name for name in api.UFUNCS
+                          if (u := getattr(np, name)).nin == 2 and u.nout == 1 and u.signature is None
+                          and name not in ("power", "float_power")] + ["clip"])
+
+#: ``cupy.random``'s distributions (a ``RandomState``'s or a ``Generator``'s methods, and the
+#: module functions of the global RandomState) by how many of their leading positional
+#: arguments are the distribution's scalars (a mean and a scale, bounds, a rate): parameters,
+#: so that a noise scale that anneals (``rs.normal(0, sigma, n)``) makes no new stretch each
+#: step. The result's shape and dtype come from ``size`` and ``dtype``, literals after them;
+#: the draw runs eagerly with the run's values, as the user's own call would. But for a
+#: Generator's draws that the graphs make (:data:`CAPTURED_DRAWS`), whose scalars a graph
+#: keeps as it was captured: theirs stay literals (``rng.integers(0, n, batch)`` is made in
+#: the graphs; ``rng.exponential(scale_i, n)`` with a scale that changes is never held).
+DRAW_PARAMS = {
+    **dict.fromkeys(("exponential standard_gamma poisson chisquare standard_t rayleigh weibull "
+                     "pareto power geometric logseries zipf").split(), 1),
+    **dict.fromkeys(("normal uniform lognormal gamma beta binomial laplace logistic gumbel "
+                     "vonmises wald noncentral_chisquare f negative_binomial randint "
+                     "integers").split(), 2),
+    **dict.fromkeys("triangular noncentral_f hypergeometric".split(), 3),
+}
+#: Generator methods the worker's graphs capture (worker/eager_ops.py), given plain arguments
+#: and no ``out=``: CuPy's kernel takes the bit generator's states as a device array and moves
+#: them there, so a graph's launch draws the next numbers, as an eager call would (H200 runs
+#: 162-163, benchmarks/curand_capture_probe.py --generator-api: nine cases, five launches
+#: each, bitwise); and their CuPy code copies nothing from the host (``uniform``'s bounds
+#: become device scalars without a copy). Not those that take their parameters as arrays
+#: (``standard_gamma``, ``poisson``, ``beta``, …: ``_launch`` uploads each array's metadata,
+#: which CuPy refuses under capture, run 163), nor a ``RandomState``'s: cuRAND's host API
+#: keeps its position on the host (run 161: a launch after the first gives other numbers).
+CAPTURED_DRAWS = frozenset({"random", "uniform", "standard_normal", "standard_exponential",
+                            "exponential", "integers"})
+#: the prefixes of a distribution's name: an object's method (``"j"``), a module function (``"f"``)
+_DRAW_OWNERS = {m.KIND_OBJECT: ("random.RandomState.", "random.Generator."),
+                m.KIND_FUNCTION: ("random.",)}
+
+
+def leading_params(kind: str, name: Any) -> int:
+    """How many leading positional arguments of a call *name* of *kind* (a function's or an
+    object's method) have their scalars made parameters: all of a :data:`PARAM_UFUNCS`
+    ufunc's, a distribution's own (:data:`DRAW_PARAMS`), else none. (An operator's are
+    :data:`PARAM_OPERATORS`'.)"""
+    if type(name) is not str:
+        return 0
+    if kind == m.KIND_FUNCTION and name in PARAM_UFUNCS:
+        return 3
+    for owner in _DRAW_OWNERS.get(kind, ()):
+        if name.startswith(owner):
+            member = name[len(owner):]
+            if owner == "random.Generator." and member in CAPTURED_DRAWS:
+                return 0   # (made inside the graphs, their scalars fixed there: literals)
+            return DRAW_PARAMS.get(member, 0)
+    return 0
+
 
 _PYTHON_SCALARS = (bool, int, float, complex)
 

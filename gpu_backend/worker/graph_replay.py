@@ -456,8 +456,8 @@ class StretchGraphs:
         from and its state before, by id: a segment whose capture is then refused runs
         eagerly from those states (a GPU's capture draws nothing)."""
         try:
-            other = None
-            if op.kind == _OPERATOR:
+            other = None   # (the array beside an operator's or a ufunc's parameters: their
+            if op.kind == _OPERATOR or op.kind == _FUNCTION:   # dtype the weak scalars')
                 other = next((g.array(s) for s in op.args if type(s) is Slot and s.kind != "p"),
                              None)
 

@@ -98,8 +98,9 @@ def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
 def _journaled_draw(op: Any) -> bool:
     """Whether *op* is a draw a replay run ahead may make: a ``RandomState`` method of
     draw_journal.DRAW_METHODS (its journal can make it again) or a ``Generator``'s of
-    STATE_DRAWS (its state is copied first), whose arguments hold no array, and that makes
-    an array."""
+    STATE_DRAWS (its state is copied first), whose arguments hold no array (a parameter,
+    ``rs.normal(0, sigma, n)``'s sigma, is a plain value when it runs), and that makes an
+    array."""
     name = op.name
     if type(name) is not str or op.want != api.ARRAY or "out" in op.kwargs:
         return False
@@ -109,7 +110,7 @@ def _journaled_draw(op: Any) -> bool:
         allowed = name[len(_STATE_PREFIX):] in STATE_DRAWS
     else:
         return False
-    return allowed and not any(type(s) is Slot for s in slots_in([op.args, op.kwargs]))
+    return allowed and not any(s.kind != "p" for s in slots_in([op.args, op.kwargs]))
 
 
 def _kernel_changes_only(op: Any, made: dict, inputs_too: bool) -> bool:

@@ -592,7 +592,8 @@ def test_a_held_stretch_rebuilds_the_records_the_client_sent(sessions):
         stretch = HeldStretch(read_records(header + body))
         assert stretch.recorded_inputs == key.inputs == [x._h, y._h]
         assert stretch.recorded_outs == key.outs
-        assert stretch.params == len(key.params) == 2   # 0.25 and 3 (maximum's 2: a literal)
+        assert stretch.params == len(key.params) == 3   # 0.25, maximum's 2 and 3
+        assert key.params == [0.25, 2, 3]
         assert stretch.rebuild(start, key.inputs, key.params, key.outs) == body
     on.eager_flush = eager
     on.sync()

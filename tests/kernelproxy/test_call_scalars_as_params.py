@@ -1,0 +1,150 @@
+"""A scalar that changes each step through a call, not an operator: a two-operand ufunc's
+(``cupy.maximum(x, floor)``, ``cupy.multiply(x, decay, out=x)``, ``cupy.clip(x, -b, b)``)
+and a random distribution's own (``rs.normal(0, sigma, n)``) are stretch parameters
+(protocol/stretches.py's ``leading_params``), so that such a loop is held and replayed, with
+the numbers of the same ops sent one by one. Before, each step's value made a new stretch
+key and the loop never replayed. The keys are built from a real session's arrays; the loops
+run on the NumPy pool (local CuPy's numbers on a GPU host)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.stretches import CAPTURED_DRAWS, leading_params
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+from kernelproxy.stretch_key import StretchKey
+
+from ..differential import reference_module
+
+FN, OBJ, ARRAY = m.KIND_FUNCTION, m.KIND_OBJECT, api.ARRAY
+STEPS = 40
+
+
+# ------------------------------------------------------------------ the rule
+
+
+def _call_key(session, kind, name, target, args, kwargs=None):
+    key = StretchKey(session._handle_of)
+    key.add_op(kind, ARRAY, session.new_id(), name, target, args, kwargs or {})
+    return key
+
+
+def test_a_ufuncs_scalar_arguments_are_parameters_and_its_kind_of_scalar_stays_in_the_key(cp, session):
+    x = cp.ones(4)
+    a, b = _call_key(session, FN, "maximum", None, (x, 0.5)), _call_key(session, FN, "maximum", None, (x, 0.75))
+    assert a.key() == b.key() and a.params == [0.5] and b.params == [0.75]
+    assert _call_key(session, FN, "maximum", None, (x, 1)).key() != a.key()   # (int: NEP 50)
+    clip = [_call_key(session, FN, "clip", None, (x, -b, b)) for b in (1.0, 2.0)]
+    assert clip[0].key() == clip[1].key() and clip[1].params == [-2.0, 2.0]
+
+
+def test_a_power_a_unary_ufunc_and_keywords_keep_their_scalars_as_literals(cp, session):
+    x = cp.ones(4)
+    for name, args, kwargs in [("power", (x, 2.0), {}), ("float_power", (x, 2.0), {}),
+                               ("sum", (x,), {"axis": 0}), ("add", (x,), {"dtype": "float32"})]:
+        key = _call_key(session, FN, name, None, args, kwargs)
+        assert key.params == [], name
+    assert _call_key(session, FN, "power", None, (x, 2.0)).key() != \
+        _call_key(session, FN, "power", None, (x, 0.5)).key()
+
+
+def test_a_distributions_leading_scalars_are_parameters_its_size_a_literal(cp, session):
+    rs = cp.random.RandomState(1)
+    name = "random.RandomState.normal"
+    a, b = (_call_key(session, OBJ, name, rs._h, (0.0, s, 16)) for s in (1.0, 0.5))
+    assert a.key() == b.key() and b.params == [0.0, 0.5]
+    assert _call_key(session, OBJ, name, rs._h, (0.0, 1.0, 17)).key() != a.key()
+    assert leading_params(FN, "random.uniform") == 2 and leading_params(FN, "random.rand") == 0
+    assert leading_params(OBJ, "random.RandomState.triangular") == 3
+    # a Generator's draws that the graphs make keep theirs (a graph fixes them)
+    for member in CAPTURED_DRAWS:
+        assert leading_params(OBJ, f"random.Generator.{member}") == 0
+    assert leading_params(OBJ, "random.Generator.poisson") == 1
+
+
+# ------------------------------------------------------------------ loops that use them
+
+
+def ufunc_scalars(xp):
+    """A decay, a floor and bounds that change each step, through calls."""
+    x = xp.linspace(-2.0, 2.0, 300).astype(xp.float32)
+    out = []
+    for i in range(STEPS):
+        xp.multiply(x, 1.0 - 0.002 * i, out=x)
+        y = xp.clip(xp.maximum(x, -1.5 + 0.01 * i), -1.0 - 0.001 * i, 1.0 + 0.001 * i)
+        z = xp.add(y, i) * xp.float32(0.5)   # (an int parameter: float32 stays)
+        out.append(float(xp.hypot(z, 0.25 * i).sum()))
+    return out + [float(x.sum())]
+
+
+def scalar_kind_changes(xp):
+    """The floor an int for half the loop, then a float: the template's guard misses and the
+    ops go as ever, with NumPy's promotion each time."""
+    x = xp.arange(50, dtype=xp.int32)
+    out = []
+    for i in range(STEPS):
+        floor = i if i < STEPS // 2 else i + 0.5
+        y = xp.maximum(x, floor)
+        out.append((str(y.dtype), float(y.sum())))
+    return out
+
+
+def annealed_noise(xp, schedule=lambda i: 1.0 / (1.0 + i)):
+    """Langevin-style steps: noise whose scale anneals (*schedule*), from a RandomState and
+    from the module's functions (the session's global RandomState)."""
+    rs = xp.random.RandomState(5)
+    xp.random.seed(6)
+    x = xp.zeros(200)
+    out = []
+    for i in range(STEPS):
+        sigma = schedule(i)
+        x = 0.9 * x + rs.normal(0.0, sigma, 200) + xp.random.uniform(-sigma, sigma, 200)
+        out.append(float(x.sum()))
+    return out + [_host(xp, rs.normal(0.0, 1.0, 3)), _host(xp, xp.random.uniform(0.0, 1.0, 3))]
+
+
+def _host(xp, a):
+    return a.tolist() if xp is np else a.get().tolist()
+
+
+def _run(pool, program, settings):
+    with Session(pool.address, pool.token, settings=settings) as s:
+        got = program(module_for(s))
+        figures = s.memory_info()["stretches"]
+    return got, figures
+
+
+@pytest.mark.parametrize("program", [ufunc_scalars, scalar_kind_changes, annealed_noise])
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_a_loop_whose_call_scalars_change_is_replayed_with_the_numbers_of_no_replay(pool, program, compiled):
+    got, figures = _run(pool, program, SessionSettings(replay_measured=False, compiled=compiled))
+    want, _ = _run(pool, program, SessionSettings(graphs=False))
+    assert got == want
+    # held and replayed (every step its own key before: none was)
+    assert figures["replays"] >= (STEPS // 2 - 10 if program is scalar_kind_changes else STEPS - 10), figures
+    ref = reference_module()
+    if program is not annealed_noise or ref.__name__ == "cupy":   # (NumPy's draws are others)
+        assert got == program(ref)
+
+
+def linear_annealing(xp):
+    """The scale stepped down by a constant (``2.0 - 0.03 * i``, a model of
+    worker/float_steps.py's): its next value guessed, the next step run ahead."""
+    return annealed_noise(xp, lambda i: 2.0 - 0.03 * i)
+
+
+def test_a_run_ahead_of_annealed_noise_takes_the_guessed_scale_or_draws_again(pool):
+    """A run ahead draws with the scale's guessed next value; where the guess or the step
+    was wrong, its draws are undone from the generators' journals and made again: the
+    numbers are no replay's either way."""
+    for program in (linear_annealing, annealed_noise):
+        got, figures = _run(pool, program, SessionSettings(replay_measured=False, early_replay=False))
+        want, _ = _run(pool, program, SessionSettings(graphs=False))
+        assert got == want, program.__name__
+        if program is linear_annealing:
+            assert figures["ahead"] >= 1, figures
