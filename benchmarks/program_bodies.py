@@ -294,6 +294,44 @@ def monte_carlo_pi_rng(xp, n, steps=100):
     return np.array([sum(estimates) / steps, estimates[0], estimates[-1]])
 
 
+def langevin_annealed(xp, n, steps=100, eta=0.05, decay=0.02):
+    """Langevin dynamics on a double well (``U = (x**2 - 1)**2``): a gradient step and
+    normal noise from a ``RandomState`` whose scale anneals with the step size
+    (``rs.normal(0.0, math.sqrt(2 * eta_t), n)``: a scalar of the draw's own that changes
+    every step), the mean energy read every step."""
+    rs = xp.random.RandomState(21)
+    x = xp.zeros(n)
+    energies = []
+    for step in range(steps):
+        eta_t = eta / (1.0 + decay * step)
+        grad = 4.0 * x * (x * x - 1.0)
+        x = x - eta_t * grad + rs.normal(0.0, math.sqrt(2.0 * eta_t), n)
+        energies.append(float(((x * x - 1.0) ** 2).mean()))          # read every step
+    return np.array([sum(energies) / steps, energies[0], energies[-1]])
+
+
+def ista_continuation(xp, n, steps=200, features=256, lr_scale=0.9):
+    """A LASSO by ISTA with continuation, as a notebook writes it: a gradient step, then soft
+    thresholding by ``cupy.clip(v, -t, t)`` at a threshold that shrinks every step (a
+    function's scalar that changes), the objective read every step."""
+    rng = np.random.default_rng(22)
+    a_host = rng.standard_normal((n, features)).astype(np.float32) / np.float32(math.sqrt(n))
+    b_host = (a_host @ (rng.standard_normal(features) * (rng.random(features) < 0.1))
+              ).astype(np.float32)
+    A, b = xp.asarray(a_host), xp.asarray(b_host)
+    lr = lr_scale / float(np.linalg.norm(a_host, 2) ** 2)
+    x = xp.zeros(features, dtype=xp.float32)
+    lam = 0.5
+    objective = []
+    for _ in range(steps):
+        r = A @ x - b
+        v = x - lr * (A.T @ r)
+        x = v - xp.clip(v, -lr * lam, lr * lam)                         # soft thresholding
+        lam = max(lam * 0.98, 0.01)
+        objective.append(float(0.5 * (r * r).sum() + lam * xp.abs(x).sum()))   # read
+    return np.array([objective[0], objective[-1], float(xp.abs(x).sum())])
+
+
 def mc_option(xp, n, steps=100):
     """A European call priced by Monte Carlo from normal draws of a ``RandomState``, the
     running price read every iteration."""

@@ -42,6 +42,11 @@ and issue 50's, written as a new user writes them (plain loops, no tricks):
   summed on the device each step, 300 steps with no read until the end
 * ``bootstrap_rng``: a bootstrap of a mean with the Generator API (``default_rng``'s
   ``random`` and ``standard_normal`` on 1 M elements), the estimate read every iteration
+* ``langevin_annealed``: Langevin dynamics on 1 M walkers whose noise scale anneals
+  (``rs.normal(0.0, sqrt(2 * eta_t), n)``), the mean energy read every step
+* ``ista_continuation``: a LASSO by ISTA on 4 096 x 256, soft thresholding by
+  ``cupy.clip(v, -t, t)`` at a threshold that shrinks each step, the objective read every
+  step (a draw's and a function's scalars that change: stretch parameters)
 
 Targets (issue 50): every program <= 1.0x local, a loop of >= 20 iterations <= 0.5x
 local; every result bitwise equal to local CuPy's. ``--transports`` picks the proxy sides
@@ -79,7 +84,8 @@ from served_pool import OWN_POOLS_HELP, sessions_for, use_side  # noqa: E402
 from program_bodies import (  # noqa: E402  (beside this file)
     black_scholes, chain20, conjugate_gradient, heat2d, hot_sync, kmeans, logistic_regression,
     loss_and_accuracy, mc_option, mlp_training, momentum_no_sync, monte_carlo_pi, nbody, no_sync_loop,
-    random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop, bootstrap_rng, monte_carlo_pi_rng)
+    random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop, bootstrap_rng, monte_carlo_pi_rng,
+    langevin_annealed, ista_continuation)
 
 
 PROGRAMS = {
@@ -112,6 +118,9 @@ PROGRAMS = {
     # (the Generator API's draws: checked only against local CuPy, as the other draws)
     "bootstrap_rng": (bootstrap_rng, 1_000_000, 10_000, None),
     "monte_carlo_pi_rng": (monte_carlo_pi_rng, 1_000_000, 10_000, None),
+    # (scalars that change every step through a call: a draw's scale, a clip's bounds)
+    "langevin_annealed": (langevin_annealed, 1_000_000, 10_000, None),
+    "ista_continuation": (ista_continuation, 4096, 512, 1e-3),
 }
 
 #: The iterations of each program's main loop (None: no loop). Issue 50's targets: every
@@ -123,7 +132,7 @@ ITERATIONS = {"black_scholes": None, "kmeans": 30, "conjugate_gradient": 11, "ml
               "monte_carlo_pi": 100, "mc_option": 100, "nbody": 50, "logistic_regression": 200, "loss_and_accuracy": 200,
               "no_sync_loop": 200, "sgd_minibatch": 200, "wave_no_sync": 300,
               "momentum_no_sync": 300, "fused_loop": 200, "bootstrap_rng": 100,
-              "monte_carlo_pi_rng": 100}
+              "monte_carlo_pi_rng": 100, "langevin_annealed": 100, "ista_continuation": 200}
 TARGET = 1.0
 LOOP_TARGET = 0.5
 LOOP_ITERATIONS = 20
