@@ -87,6 +87,11 @@ LIMIT_SHARE = 8
 #: a run it drops (the client's next message may come while it runs: the hot sync's does)
 MAX_MISSES = 3
 SIT_OUT = 32
+#: ... twice as many each time it misses MAX_MISSES in a row again with no run ahead answered
+#: between (a scale annealed as ``eta / (1 + decay * step)``, which no guess follows: each
+#: miss of a run ahead that drew from a RandomState makes it again from its journal), up to
+#: this many
+MAX_SIT_OUT = 1024
 
 
 def guess_params(history: Sequence[list] | None, last: list) -> list:
@@ -173,6 +178,8 @@ class RunAhead:
         self._history: dict[int, deque] = {}
         self._misses: dict[int, int] = {}
         self._sitting: dict[int, int] = {}
+        #: by held stretch: how many times it sat out since a run ahead of it was answered
+        self._sat: dict[int, int] = {}
         #: the most device time a replay run ahead may take (GPUWB_RUN_AHEAD_US; 0: none)
         self.max_seconds = MAX_SECONDS
         #: whether a replay is run ahead beside other sessions, under a standing grant not
@@ -209,6 +216,7 @@ class RunAhead:
         self._history.clear()
         self._misses.clear()
         self._sitting.clear()
+        self._sat.clear()
         self._gaps.clear()
         self.follows.clear()
         self._follow_misses.clear()
@@ -441,6 +449,7 @@ class RunAhead:
         self.ahead = None
         self.replay.x.draws.commit()
         self._misses[entry.sid] = 0
+        self._sat.pop(entry.sid, None)
         if ahead.after is not None:
             self._follow_misses[ahead.after] = 0
         gaps = self._gaps.get(entry.sid)
@@ -499,11 +508,14 @@ class RunAhead:
 
     def _missed(self, sid: int) -> None:
         """A run ahead of *sid* that its client's replay did not match: MAX_MISSES in a row
-        and it sits out SIT_OUT replays."""
+        and it sits out SIT_OUT replays, twice as many each time since its last answered
+        run ahead (MAX_SIT_OUT at most)."""
         self.missed += 1
         misses = self._misses.get(sid, 0) + 1
         if misses >= MAX_MISSES:
-            self._sitting[sid] = SIT_OUT
+            sat = self._sat.get(sid, 0)
+            self._sitting[sid] = min(SIT_OUT << sat, MAX_SIT_OUT)
+            self._sat[sid] = sat + 1
             misses = 0
         self._misses[sid] = misses
 

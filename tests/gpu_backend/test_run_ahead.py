@@ -379,6 +379,32 @@ def test_a_scalar_no_guess_follows_sits_out_its_runs_ahead(pool):
     assert 1 <= figures["ahead_missed"] <= 2 * run_ahead.MAX_MISSES, figures
 
 
+def test_a_scalar_no_guess_ever_follows_sits_out_longer_each_time(pool):
+    """An annealed scale (``1 / (1 + 0.05 * step)``), which no guess follows, over a long
+    loop: each time its runs ahead miss MAX_MISSES in a row again, the stretch sits out
+    twice as many replays (SIT_OUT, 2 * SIT_OUT, ...). Over 300 replays that is four rounds
+    of misses (12 runs dropped on the development VM), where a fixed SIT_OUT had nine (27);
+    bitwise as without replay."""
+    steps = 300
+
+    def annealed(cp):
+        x = cp.arange(300, dtype=cp.float32)
+        out = []
+        for step in range(steps):
+            out.append(float((x * (1.0 / (1.0 + 0.05 * step))).sum()))
+            time.sleep(PAUSE / 4)
+        return out
+
+    got, want, figures = beside_no_replay(pool, annealed, early_replay=False)
+    _bitwise(got, want)
+    rounds, replays, sit = 0, steps, run_ahead.SIT_OUT
+    while replays > 0:   # (a round: MAX_MISSES runs that missed, then a sit-out)
+        rounds, replays = rounds + 1, replays - run_ahead.MAX_MISSES - sit
+        sit = min(2 * sit, run_ahead.MAX_SIT_OUT)
+    # (a run ahead the guess got right by chance starts the doubling afresh: a round more)
+    assert 1 <= figures["ahead_missed"] <= (rounds + figures["ahead"]) * run_ahead.MAX_MISSES, figures
+
+
 def test_the_guess_follows_ints_and_floats_that_step_and_keeps_the_rest():
     guess = run_ahead.guess_params
     assert guess(None, [1, 0.5, True]) == [1, 0.5, True]

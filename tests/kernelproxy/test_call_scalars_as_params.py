@@ -8,6 +8,8 @@ run on the NumPy pool (local CuPy's numbers on a GPU host)."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -94,9 +96,10 @@ def scalar_kind_changes(xp):
     return out
 
 
-def annealed_noise(xp, schedule=lambda i: 1.0 / (1.0 + i)):
+def annealed_noise(xp, schedule=lambda i: 1.0 / (1.0 + i), pause=None):
     """Langevin-style steps: noise whose scale anneals (*schedule*), from a RandomState and
-    from the module's functions (the session's global RandomState)."""
+    from the module's functions (the session's global RandomState); *pause(step)* the
+    user's own Python after each step."""
     rs = xp.random.RandomState(5)
     xp.random.seed(6)
     x = xp.zeros(200)
@@ -105,6 +108,8 @@ def annealed_noise(xp, schedule=lambda i: 1.0 / (1.0 + i)):
         sigma = schedule(i)
         x = 0.9 * x + rs.normal(0.0, sigma, 200) + xp.random.uniform(-sigma, sigma, 200)
         out.append(float(x.sum()))
+        if pause is not None:
+            pause(i)
     return out + [_host(xp, rs.normal(0.0, 1.0, 3)), _host(xp, xp.random.uniform(0.0, 1.0, 3))]
 
 
@@ -134,8 +139,12 @@ def test_a_loop_whose_call_scalars_change_is_replayed_with_the_numbers_of_no_rep
 
 def linear_annealing(xp):
     """The scale stepped down by a constant (``2.0 - 0.03 * i``, a model of
-    worker/float_steps.py's): its next value guessed, the next step run ahead."""
-    return annealed_noise(xp, lambda i: 2.0 - 0.03 * i)
+    worker/float_steps.py's): its next value guessed, the next step run ahead. The user's
+    Python takes a millisecond after each step, and fifty after every sixth (a run ahead is
+    then made whatever the host's load: the worker runs one right after its reply, unless
+    the next message is there already)."""
+    return annealed_noise(xp, lambda i: 2.0 - 0.03 * i,
+                          lambda i: time.sleep(0.05 if i % 6 == 5 else 0.001))
 
 
 def test_a_run_ahead_of_annealed_noise_takes_the_guessed_scale_or_draws_again(pool):
