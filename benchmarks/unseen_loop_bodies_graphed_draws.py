@@ -77,8 +77,8 @@ def graphed_two_generators(xp, n):
 
 
 def graphed_scale_that_changes(xp, n):
-    """``exponential`` with a scale that changes each step (a parameter: eager) beside one
-    with a constant scale (made in the graph)."""
+    """``exponential`` with a scale that changes each step (a parameter: baked into the first
+    capture, eager from the second) beside one with a constant scale (made in the graph)."""
     rng = xp.random.default_rng(47)
     out = []
     for i in range(n):

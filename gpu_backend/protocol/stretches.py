@@ -57,10 +57,10 @@ PARAM_UFUNCS = frozenset([name for name in api.UFUNCS
 #: arguments are the distribution's scalars (a mean and a scale, bounds, a rate): parameters,
 #: so that a noise scale that anneals (``rs.normal(0, sigma, n)``) makes no new stretch each
 #: step. The result's shape and dtype come from ``size`` and ``dtype``, literals after them;
-#: the draw runs eagerly with the run's values, as the user's own call would. But for a
-#: Generator's draws that the graphs make (:data:`CAPTURED_DRAWS`), whose scalars a graph
-#: keeps as it was captured: theirs stay literals (``rng.integers(0, n, batch)`` is made in
-#: the graphs; ``rng.exponential(scale_i, n)`` with a scale that changes is never held).
+#: the draw runs eagerly with the run's values, as the user's own call would. A Generator's
+#: draw that the graphs make (:data:`CAPTURED_DRAWS`) keeps the values it was captured with:
+#: a replay given others captures the stretch again with that draw eager
+#: (worker/graph_replay.py, ``StretchGraph.baked``).
 DRAW_PARAMS = {
     **dict.fromkeys(("exponential standard_gamma poisson chisquare standard_t rayleigh weibull "
                      "pareto power geometric logseries zipf").split(), 1),
@@ -96,10 +96,7 @@ def leading_params(kind: str, name: Any) -> int:
         return 3
     for owner in _DRAW_OWNERS.get(kind, ()):
         if name.startswith(owner):
-            member = name[len(owner):]
-            if owner == "random.Generator." and member in CAPTURED_DRAWS:
-                return 0   # (made inside the graphs, their scalars fixed there: literals)
-            return DRAW_PARAMS.get(member, 0)
+            return DRAW_PARAMS.get(name[len(owner):], 0)
     return 0
 
 

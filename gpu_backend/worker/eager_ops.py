@@ -76,17 +76,18 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
 
 def captured_draw(op: Op) -> bool:
     """Whether object op *op* is a ``Generator``'s draw the graphs capture: a method of
-    draw_journal.CAPTURED_DRAWS (its kernel moves the bit generator's states on the device:
-    a launch draws the next numbers), on a generator named by its own id, given plain
-    values only (no array, no parameter that changes) and no ``out=``, making an array.
-    A replay that may be undone copies the generator's state before its graphs launch
+    protocol/stretches.CAPTURED_DRAWS (its kernel moves the bit generator's states on the
+    device: a launch draws the next numbers), on a generator named by its own id, given plain
+    values and parameters only (no array; a parameter's value is baked into the graph, which
+    serves only replays given that value: StretchGraph.baked) and no ``out=``, making an
+    array. A replay that may be undone copies the generator's state before its graphs launch
     (StretchGraphs.before_draws), as before an eager draw."""
     name = op.name
     if op.want != api.ARRAY or type(name) is not str or not name.startswith(_STATE_PREFIX) \
             or name[len(_STATE_PREFIX):] not in CAPTURED_DRAWS or type(op.target) is not int \
             or "out" in op.kwargs:
         return False
-    return next(slots_in([op.args, op.kwargs]), None) is None
+    return all(slot.kind == "p" for slot in slots_in([op.args, op.kwargs]))
 
 
 def _product_eager(op: Op, inputs: dict) -> bool:

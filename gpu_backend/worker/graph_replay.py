@@ -271,6 +271,12 @@ class StretchGraphs:
                 state.capture_again()   # (at a later replay, within MAX_ATTEMPTS)
                 self.x.device.release_cache()
                 return None
+        if not graph.keeps(entry.params):
+            # (a draw's scalar the graph baked in changed: that draw runs eagerly, given each
+            # replay's value, from the next capture on; this replay re-runs its records)
+            state.eager.update(graph.baked_ops)
+            state.capture_again()
+            return None
         hosts = self._fits(graph, arrays, entry.params)
         if hosts is None:
             return None
@@ -465,6 +471,10 @@ class StretchGraphs:
                 if slot.kind != "p":
                     return g.array(slot)
                 given = slot.value(params)
+                if op.kind == _OBJECT:   # (a Generator's draw: its kernel takes the value)
+                    g.baked[slot.n] = given
+                    g.baked_ops.add(op.index)
+                    return given
                 dtype = np.result_type(other.dtype, given)
                 host = _host_scalar(given, dtype)
                 buf = self.tools.scalar_in(g.pblock, PARAM_BYTES * slot.n, dtype)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..protocol.stretch_records import same_param
 from .graph_copies import GraphCopies
 from .param_values import ParamValues
 from .stretches import Op, Slot
@@ -69,6 +70,17 @@ class StretchGraph:
         #: id, the method, its arguments, its keywords), for a replay that may be undone to
         #: copy their states first (StretchGraphs.before_draws)
         self.draws: list[tuple] = []
+        #: the parameters whose values its Generator draws took at capture, by slot (a
+        #: draw's scalars are a kernel's arguments, not a buffer it reads), and those draws'
+        #: op indices: a replay given other values is not this graph's (:meth:`keeps`)
+        self.baked: dict[int, Any] = {}
+        self.baked_ops: set[int] = set()
+
+    def keeps(self, params: list) -> bool:
+        """Whether a replay given *params* draws as the graph's baked draws do: each baked
+        parameter the same (same_param: its type, value and a zero's sign)."""
+        baked = self.baked
+        return not baked or all(same_param(params[n], v) for n, v in baked.items())
 
     def array(self, slot: Slot) -> Any:
         """The array an input (its buffer) or result slot stands for."""

@@ -381,6 +381,9 @@ class SteadyLane:
         # RunAhead.start, and the client's replay warns as ever)
         warned = len(x._warnings)
         params = plan.stepped[0]   # (the next message's: its floats stepped, if any)
+        if not g.keeps(params):   # (a draw's scalar its graphs baked in would step: the
+            del x._warnings[warned:]   # generic path captures it again, the draw eager)
+            return False
         if plan.floats and not g.pvalues.write(params):   # (written where they changed)
             del x._warnings[warned:]
             return False

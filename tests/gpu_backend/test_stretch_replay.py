@@ -24,7 +24,7 @@ from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
 from kernelproxy.stretch_replay import STALE_AFTER, TIMED_REPLAYS
 
-from ..differential import TEST_DEVICES, assert_bitwise as _bitwise
+from ..differential import TEST_DEVICES, assert_bitwise as _bitwise, reference_module
 from ..quiet_gc import no_collection
 
 STEPS = 14
@@ -962,10 +962,10 @@ def test_a_gather_through_integer_results_is_captured_and_gives_the_bits(session
 
 def test_which_generator_draws_the_graphs_make():
     """A ``Generator``'s plainest draws (``random``, ``uniform``, ``standard_normal``,
-    ``integers``, …: draw_journal.CAPTURED_DRAWS) are captured with the ops around them; one
-    given an array or a parameter that changes, ``out=``, one whose CuPy code uploads its
-    parameters (``standard_gamma``), or a ``RandomState``'s draw (cuRAND keeps its position
-    on the host) runs eagerly."""
+    ``integers``, …: protocol/stretches.CAPTURED_DRAWS) are captured with the ops around
+    them, given values or parameters (baked into the graph: StretchGraph.baked); one given an
+    array, ``out=``, one whose CuPy code uploads its parameters (``standard_gamma``), or a
+    ``RandomState``'s draw (cuRAND keeps its position on the host) runs eagerly."""
     from gpu_backend.protocol import api
     from gpu_backend.protocol import messages as m
     from gpu_backend.worker.eager_ops import eager_by_nature as _eager_by_nature
@@ -983,8 +983,8 @@ def test_which_generator_draws_the_graphs_make():
     assert not draw("random.Generator.standard_exponential", 30)
     assert not draw("random.Generator.uniform", -1.0, 1.0, 100)
     assert draw("random.Generator.standard_gamma", 2.0, 30)              # uploads its shape
-    assert draw("random.Generator.exponential", Slot("p", 0), 30)       # (a parameter: never
-    #                                      made for an object's method today, refused if it were)
+    assert not draw("random.Generator.exponential", Slot("p", 0), 30)   # (a parameter: baked)
+    assert not draw("random.Generator.integers", Slot("p", 0), Slot("p", 1), 8)
     assert draw("random.Generator.standard_gamma", Slot("i", 0), 30)    # an array
     assert draw("random.Generator.standard_normal", 10, out=Slot("r", 1))
     assert draw("random.Generator.binomial", 10, 0.5, 30)               # a state of its own
@@ -1016,6 +1016,34 @@ def test_a_generators_draws_are_made_inside_the_graphs_and_give_its_numbers(sess
     _bitwise(on, off)
     assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
     assert change["between_graphs"] <= change["replays"], change   # (the read alone)
+
+
+def test_a_generator_draws_scalar_baked_into_its_graph_changes_and_it_is_captured_again(sessions):
+    """A Generator's draw given a parameter (``rng.integers(0, size, batch)`` from a replay
+    buffer that fills, then stays full; ``rng.uniform(-s, s)`` whose bound changes once):
+    captured with the value it had, inside the graphs; a replay given another value
+    captures the stretch again with that draw eager, given each replay's value. The numbers
+    are those of no replay (local CuPy's on a GPU), and once the values settle the draws
+    are made inside the graphs again only in a stretch that never changed them."""
+    def loop(cp):
+        rng = cp.random.default_rng(41)
+        buffer = cp.arange(512, dtype=cp.float64)
+        out = []
+        for i in range(STEPS):
+            size = min(64 + 64 * i, 512)             # (grows, then full: the same value)
+            k = rng.integers(0, size, 8)
+            bound = 1.0 if i < STEPS // 2 else 2.0   # (changes once)
+            noise = rng.uniform(-bound, bound, 8)
+            out.append(float((buffer[k] * noise).sum()))
+        return out + [rng.random(3).get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    # (the replay whose value differed re-ran its records, once: the recapture's)
+    assert change["graphed"] >= REPLAYED - 1 and change["fallbacks"] == 1, change
+    ref = reference_module()
+    if ref.__name__ == "cupy":   # (the NumPy device's draws are NumPy's)
+        _bitwise(on, loop(ref))
 
 
 def test_a_capture_refused_after_a_generators_draw_draws_once(sessions):
