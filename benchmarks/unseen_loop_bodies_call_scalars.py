@@ -42,12 +42,12 @@ def relu_floor_rises(xp, n):
 
 
 def clip_bounds_widen(xp, n):
-    """``clip(x, -b_i, b_i)`` and a clip with one bound None."""
+    """``clip(x, -b_i, b_i)``, a clip with one bound None and an array's ``clip``."""
     x = xp.sin(xp.arange(500, dtype=xp.float64))
     out = []
     for i in range(n):
         b = 0.1 + 0.015 * i
-        y = xp.clip(x * 1.3, -b, b) + xp.clip(x, None, b)
+        y = xp.clip(x * 1.3, -b, b) + xp.clip(x, None, b) + (x * 0.5).clip(-b / 2, b)
         out.append(fbits(float(y.sum())))
     return out
 

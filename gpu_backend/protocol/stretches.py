@@ -86,14 +86,17 @@ _DRAW_OWNERS = {m.KIND_OBJECT: ("random.RandomState.", "random.Generator."),
 
 
 def leading_params(kind: str, name: Any) -> int:
-    """How many leading positional arguments of a call *name* of *kind* (a function's or an
-    object's method) have their scalars made parameters: all of a :data:`PARAM_UFUNCS`
-    ufunc's, a distribution's own (:data:`DRAW_PARAMS`), else none. (An operator's are
+    """How many leading positional arguments of a call *name* of *kind* (a function's, an
+    array's method or an object's) have their scalars made parameters: all of a
+    :data:`PARAM_UFUNCS` ufunc's, an array's ``clip``'s bounds, a distribution's own
+    (:data:`DRAW_PARAMS`), else none. (An operator's are
     :data:`PARAM_OPERATORS`'.)"""
     if type(name) is not str:
         return 0
     if kind == m.KIND_FUNCTION and name in PARAM_UFUNCS:
         return 3
+    if kind == m.KIND_METHOD and name == "clip":   # (``x.clip(lo, hi)``: the function's)
+        return 2
     for owner in _DRAW_OWNERS.get(kind, ()):
         if name.startswith(owner):
             return DRAW_PARAMS.get(name[len(owner):], 0)

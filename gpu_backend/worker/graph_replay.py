@@ -462,10 +462,12 @@ class StretchGraphs:
         from and its state before, by id: a segment whose capture is then refused runs
         eagerly from those states (a GPU's capture draws nothing)."""
         try:
-            other = None   # (the array beside an operator's or a ufunc's parameters: their
-            if op.kind == _OPERATOR or op.kind == _FUNCTION:   # dtype the weak scalars')
-                other = next((g.array(s) for s in op.args if type(s) is Slot and s.kind != "p"),
-                             None)
+            other = None   # (the array beside an operator's or a ufunc's parameters, or
+            if op.kind == _OPERATOR or op.kind == _FUNCTION:   # the method's own: their
+                other = next((g.array(s) for s in op.args   # dtype the weak scalars')
+                              if type(s) is Slot and s.kind != "p"), None)
+            elif op.kind == _METHOD and type(op.target) is Slot:
+                other = g.array(op.target)
 
             def of_slot(slot: Slot) -> Any:
                 if slot.kind != "p":

@@ -43,6 +43,9 @@ def test_a_ufuncs_scalar_arguments_are_parameters_and_its_kind_of_scalar_stays_i
     assert _call_key(session, FN, "maximum", None, (x, 1)).key() != a.key()   # (int: NEP 50)
     clip = [_call_key(session, FN, "clip", None, (x, -b, b)) for b in (1.0, 2.0)]
     assert clip[0].key() == clip[1].key() and clip[1].params == [-2.0, 2.0]
+    method = [_call_key(session, m.KIND_METHOD, "clip", x, (-b, b)) for b in (1.0, 2.0)]
+    assert method[0].key() == method[1].key() and method[1].params == [-2.0, 2.0]
+    assert _call_key(session, m.KIND_METHOD, "round", x, (2,)).params == []
 
 
 def test_a_power_a_unary_ufunc_and_keywords_keep_their_scalars_as_literals(cp, session):
@@ -81,6 +84,7 @@ def ufunc_scalars(xp):
         xp.multiply(x, 1.0 - 0.002 * i, out=x)
         y = xp.clip(xp.maximum(x, -1.5 + 0.01 * i), -1.0 - 0.001 * i, 1.0 + 0.001 * i)
         z = xp.add(y, i) * xp.float32(0.5)   # (an int parameter: float32 stays)
+        z = z.clip(-0.75 - 0.01 * i, 0.75)       # (an array's clip: its bounds too)
         out.append(float(xp.hypot(z, 0.25 * i).sum()))
     return out + [float(x.sum())]
 
