@@ -7,16 +7,18 @@ each op it issues, and each free record, to a :class:`StretchKey`. Arguments bec
 * an array made by op ``k`` of this stretch: ``("r", k)``;
 * an array from before the stretch: ``("i", n)``, the ``n``-th such array first named, its
   handle kept in :attr:`StretchKey.inputs` (each iteration passes new ones);
-* a scalar operand of an arithmetic operator (``x * alpha``, ``1 - x``), of a two-operand
-  ufunc's call (``cupy.maximum(x, floor)``) or a distribution's (``rs.normal(0, sigma, n)``'s
-  first two: protocol/stretches.py's ``leading_params``):
-  ``("s", type)``, its value kept in :attr:`StretchKey.params` — a step size or CG's alpha
-  changes each iteration and must not make a new stretch. Its type stays in the key: an int and a float promote
-  differently (NEP 50), and the worker writes the value into a 0-d buffer of the weak
-  scalar's dtype, which is bitwise equal to CuPy's own (benchmarks/graph_probe.py);
+* a scalar operand of an arithmetic operator (``x * alpha``, ``1 - x``), a positional
+  scalar of a two-operand ufunc's call or of ``clip`` (``cupy.maximum(x, floor)``,
+  ``x.clip(lo, hi)``), or a distribution's leading ones (``rs.normal(0, sigma, n)``'s first
+  two): ``("s", type)`` (protocol/stretches.py says which: ``PARAM_OPERATORS``,
+  ``leading_params``), its value kept in :attr:`StretchKey.params` — a step size or CG's
+  alpha changes each iteration and must not make a new stretch. Its type stays in the key:
+  an int and a float promote differently (NEP 50), and the worker writes the value into a
+  0-d buffer of the weak scalar's dtype, which is bitwise equal to CuPy's own
+  (benchmarks/graph_probe.py);
 * anything else is a *literal* and part of the key: axes, shapes, slices, dtypes, strings,
-  flags, and every scalar that is not an operator's operand (``x.sum(axis=1)`` and
-  ``axis=0`` are different stretches; ``u[1:-1]``'s bounds too).
+  flags, keyword arguments, and every other scalar (``x.sum(axis=1)`` and ``axis=0`` are
+  different stretches; ``u[1:-1]``'s bounds too).
 
 A value the key cannot express (an object it does not know) makes the stretch
 *unkeyable*: it is never replayed, which costs speed, never a result. So does a stretch of

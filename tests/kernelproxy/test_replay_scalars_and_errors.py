@@ -35,8 +35,8 @@ def _on_every_session(pool, program):
 
 
 def nan_signs(xp):
-    """A function's NaN scalar changes sign part-way (an operator's is a parameter; a
-    function's is keyed by its value, which must tell -nan from nan)."""
+    """A ufunc call's NaN scalar changes sign part-way (a parameter, as an operator's: a
+    replay must give -nan's sign, never take it for nan's)."""
     x = xp.ones(2)
     out = []
     for i in range(24):
