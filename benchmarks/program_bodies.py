@@ -473,6 +473,26 @@ def sgd_minibatch(xp, n, steps=200, batch=512, features=32, lr=0.05):
     return np.array([losses[0], losses[-1], float(_get(w).sum())])
 
 
+def sgd_slices(xp, n, steps=200, batch=512, features=32, lr=0.05):
+    """Linear regression by minibatch SGD over the data in order, each minibatch a slice
+    ``x_all[j:j + batch]`` at an offset that moves every step (a literal of the stretch's
+    key: every step of an epoch is a stretch of its own), the batch's loss read every step."""
+    rng = np.random.default_rng(14)
+    data = rng.normal(0, 1, (n, features)).astype(np.float32)
+    truth = rng.normal(0, 1, features).astype(np.float32)
+    target = (data @ truth + rng.normal(0, 0.1, n)).astype(np.float32)
+    x_all, y_all = xp.asarray(data), xp.asarray(target)
+    w = xp.zeros(features, dtype=xp.float32)
+    losses = []
+    for step in range(steps):
+        j = (step * batch) % (n - batch)
+        xb, yb = x_all[j:j + batch], y_all[j:j + batch]
+        err = xb @ w - yb
+        losses.append(float((err * err).mean()))                       # read every step
+        w -= lr * (xb.T @ err) / batch
+    return np.array([losses[0], losses[-1], float(_get(w).sum())])
+
+
 def fused_loop(xp, n, steps=200):
     """A damped oscillator stepped by ``cupy.fuse`` functions, written as CuPy's documentation
     writes them: a fused update of the velocities (two Python scalars as parameters) and a

@@ -47,6 +47,8 @@ and issue 50's, written as a new user writes them (plain loops, no tricks):
 * ``ista_continuation``: a LASSO by ISTA on 4 096 x 256, soft thresholding by
   ``cupy.clip(v, -t, t)`` at a threshold that shrinks each step, the objective read every
   step (a draw's and a function's scalars that change: stretch parameters)
+* ``sgd_slices``: minibatch SGD whose batches are slices ``x_all[j:j + 512]`` at an offset
+  that moves every step (a slice's bounds are literals of the key: not held)
 
 Targets (issue 50): every program <= 1.0x local, a loop of >= 20 iterations <= 0.5x
 local; every result bitwise equal to local CuPy's. ``--transports`` picks the proxy sides
@@ -85,7 +87,7 @@ from program_bodies import (  # noqa: E402  (beside this file)
     black_scholes, chain20, conjugate_gradient, heat2d, hot_sync, kmeans, logistic_regression,
     loss_and_accuracy, mc_option, mlp_training, momentum_no_sync, monte_carlo_pi, nbody, no_sync_loop,
     random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop, bootstrap_rng, monte_carlo_pi_rng,
-    langevin_annealed, ista_continuation)
+    langevin_annealed, ista_continuation, sgd_slices)
 
 
 PROGRAMS = {
@@ -121,6 +123,8 @@ PROGRAMS = {
     # (scalars that change every step through a call: a draw's scale, a clip's bounds)
     "langevin_annealed": (langevin_annealed, 1_000_000, 10_000, None),
     "ista_continuation": (ista_continuation, 4096, 512, 1e-3),
+    # (minibatches sliced at an offset that moves: not held, the gap measured)
+    "sgd_slices": (sgd_slices, 200_000, 5_000, 1e-4),
 }
 
 #: The iterations of each program's main loop (None: no loop). Issue 50's targets: every
@@ -132,7 +136,8 @@ ITERATIONS = {"black_scholes": None, "kmeans": 30, "conjugate_gradient": 11, "ml
               "monte_carlo_pi": 100, "mc_option": 100, "nbody": 50, "logistic_regression": 200, "loss_and_accuracy": 200,
               "no_sync_loop": 200, "sgd_minibatch": 200, "wave_no_sync": 300,
               "momentum_no_sync": 300, "fused_loop": 200, "bootstrap_rng": 100,
-              "monte_carlo_pi_rng": 100, "langevin_annealed": 100, "ista_continuation": 200}
+              "monte_carlo_pi_rng": 100, "langevin_annealed": 100, "ista_continuation": 200,
+              "sgd_slices": 200}
 TARGET = 1.0
 LOOP_TARGET = 0.5
 LOOP_ITERATIONS = 20
