@@ -109,6 +109,29 @@ def shifts_and_ldexp(xp, n):
     return out
 
 
+def dtype_given_to_the_call(xp, n):
+    """``add(x_f32, s, dtype=float64)``: the call's dtype casts the scalar (found by review:
+    a replay had cast it to float32 first), constant and changing."""
+    x = xp.linspace(-1.0, 1.0, 64).astype(xp.float32)
+    out = []
+    for i in range(n):
+        y = xp.add(x, 0.1, dtype=xp.float64) * xp.multiply(x, 0.3 + 0.001 * i, dtype=xp.float64)
+        out.append(fbits(float(y.sum())))
+    return out
+
+
+def clip_by_a_float64_array(xp, n):
+    """``clip(x_f32, lo_f64, hi)`` and ``x.clip(lo_f64, hi)``: float64 from the array bound
+    (found by review: a replay had taken float32 from ``x`` alone)."""
+    x = xp.linspace(-1.0, 1.0, 64).astype(xp.float32)
+    lo = xp.full(64, -0.5)
+    out = []
+    for i in range(n):
+        y = xp.clip(x, lo, 0.1) + x.clip(lo, 0.1 + 0.001 * i)
+        out.append(fbits(float(y.sum())))
+    return out
+
+
 def langevin_normal(xp, n):
     """Langevin steps with a RandomState's ``normal(0, sigma_i, size)``, sigma annealed."""
     rs = xp.random.RandomState(31)
@@ -179,6 +202,8 @@ PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
         (int_then_float_threshold, 60, True),
         (int_dtype_overflow, 60, True),
         (shifts_and_ldexp, 60, True),
+        (dtype_given_to_the_call, 60, True),
+        (clip_by_a_float64_array, 60, True),
         (langevin_normal, 60, False),
         (module_uniform_bounds_move, 60, False),
         (poisson_rate_grows, 60, False),

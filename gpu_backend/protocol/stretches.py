@@ -52,8 +52,8 @@ PARAM_UFUNCS = frozenset([name for name in api.UFUNCS
                           if (u := getattr(np, name)).nin == 2 and u.nout == 1 and u.signature is None
                           and name not in ("power", "float_power")] + ["clip"])
 
-#: ``cupy.random``'s distributions (a ``RandomState``'s or a ``Generator``'s methods, and the
-#: module functions of the global RandomState) by how many of their leading positional
+#: ``cupy.random``'s distributions (a ``RandomState``'s or a ``Generator``'s methods, the
+#: module's functions among them: the global RandomState's) by how many of their leading positional
 #: arguments are the distribution's scalars (a mean and a scale, bounds, a rate): parameters,
 #: so that a noise scale that anneals (``rs.normal(0, sigma, n)``) makes no new stretch each
 #: step. The result's shape and dtype come from ``size`` and ``dtype``, literals after them;
@@ -80,9 +80,9 @@ DRAW_PARAMS = {
 #: keeps its position on the host (run 161: a launch after the first gives other numbers).
 CAPTURED_DRAWS = frozenset({"random", "uniform", "standard_normal", "standard_exponential",
                             "exponential", "integers"})
-#: the prefixes of a distribution's name: an object's method (``"j"``), a module function (``"f"``)
-_DRAW_OWNERS = {m.KIND_OBJECT: ("random.RandomState.", "random.Generator."),
-                m.KIND_FUNCTION: ("random.",)}
+#: the prefixes of a distribution's name, an object's method (``cupy.random.normal`` is the
+#: session's global RandomState's: kernelproxy/random)
+_DRAW_OWNERS = ("random.RandomState.", "random.Generator.")
 
 
 def leading_params(kind: str, name: Any) -> int:
@@ -97,9 +97,10 @@ def leading_params(kind: str, name: Any) -> int:
         return 3
     if kind == m.KIND_METHOD and name == "clip":   # (``x.clip(lo, hi)``: the function's)
         return 2
-    for owner in _DRAW_OWNERS.get(kind, ()):
-        if name.startswith(owner):
-            return DRAW_PARAMS.get(name[len(owner):], 0)
+    if kind == m.KIND_OBJECT:
+        for owner in _DRAW_OWNERS:
+            if name.startswith(owner):
+                return DRAW_PARAMS.get(name[len(owner):], 0)
     return 0
 
 

@@ -66,6 +66,11 @@ _ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
 #: a user's kernel (ElementwiseKernel, ReductionKernel: captured as any launch; RawKernel and
 #: an ElementwiseKernel given its outputs return nothing and write their arrays: eager)
 _KERNEL = m.KIND_KERNEL
+#: A ufunc's keywords that decide the loop its scalars are cast for (``dtype=``): a call
+#: given one with a parameter runs eagerly, given the replay's value, as the user's does.
+_CASTING_KEYWORDS = frozenset({"dtype", "signature", "casting"})
+
+
 class _CaptureRefused(Exception):
     """An op that failed while captured: it runs eagerly from the next capture on."""
 
@@ -462,22 +467,26 @@ class StretchGraphs:
         from and its state before, by id: a segment whose capture is then refused runs
         eagerly from those states (a GPU's capture draws nothing)."""
         try:
-            other = None   # (the array beside an operator's or a ufunc's parameters, or
-            if op.kind == _OPERATOR or op.kind == _FUNCTION:   # the method's own: their
-                other = next((g.array(s) for s in op.args   # dtype the weak scalars')
-                              if type(s) is Slot and s.kind != "p"), None)
-            elif op.kind == _METHOD and type(op.target) is Slot:
-                other = g.array(op.target)
+            # (the arrays beside an operator's, a ufunc's or clip's parameters, the method's
+            # own among them: the weak scalars' dtype is theirs and the scalar's, as NumPy's
+            # and CuPy's promotion finds it)
+            beside = [s for s in op.args if type(s) is Slot and s.kind != "p"]
+            if op.kind == _METHOD and type(op.target) is Slot:
+                beside.append(op.target)
 
             def of_slot(slot: Slot) -> Any:
                 if slot.kind != "p":
                     return g.array(slot)
                 given = slot.value(params)
-                if op.kind == _OBJECT:   # (a Generator's draw: its kernel takes the value)
-                    g.baked[slot.n] = given
+                if op.kind == _OBJECT:   # (a Generator's draw: its kernel takes the value,
+                    g.baked[slot.n] = params[slot.n]   # kept as the replays send it)
                     g.baked_ops.add(op.index)
                     return given
-                dtype = np.result_type(other.dtype, given)
+                if _CASTING_KEYWORDS.intersection(op.kwargs):   # (a ufunc given dtype=: the
+                    raise TypeError("a parameter of a call given its dtype")   # call eager)
+                if not beside:
+                    raise TypeError("a parameter with no array beside it")
+                dtype = np.result_type(*[g.array(s).dtype for s in beside], given)
                 host = _host_scalar(given, dtype)
                 buf = self.tools.scalar_in(g.pblock, PARAM_BYTES * slot.n, dtype)
                 g.pbufs[slot.n] = buf

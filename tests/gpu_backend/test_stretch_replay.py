@@ -1046,6 +1046,23 @@ def test_a_generator_draws_scalar_baked_into_its_graph_changes_and_it_is_capture
         _bitwise(on, loop(ref))
 
 
+def test_a_generator_draws_numpy_scalar_baked_into_its_graph_is_kept(sessions):
+    """A NumPy scalar given to a Generator's draw made in the graphs (``np.float64(-1.0)``,
+    sent as the value it holds and cast back on the worker): the graph keeps it, as it keeps
+    a Python float; no replay is re-run for it (found by review: the cast value never
+    matched the sent one, so every such stretch was captured twice)."""
+    def loop(cp):
+        rng = cp.random.default_rng(43)
+        out = []
+        for _ in range(STEPS):
+            out.append(float(rng.uniform(np.float64(-1.0), 1.0, 32).sum()))
+        return out + [rng.random(2).get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
+
+
 def test_a_capture_refused_after_a_generators_draw_draws_once(sessions):
     """A segment that draws from a Generator and then makes a product the graphs cannot
     (a batch by one matrix, through results): its capture is refused after the draw, and
