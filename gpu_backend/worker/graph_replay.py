@@ -278,7 +278,10 @@ class StretchGraphs:
                 return None
         if not graph.keeps(entry.params):
             # (a draw's scalar the graph baked in changed: that draw runs eagerly, given each
-            # replay's value, from the next capture on; this replay re-runs its records)
+            # replay's value, from the next capture on; this replay re-runs its records. A
+            # run ahead's parameters are a guess: the client's own replay decides that)
+            if run_ahead:
+                return None
             state.eager.update(graph.baked_ops)
             state.capture_again()
             return None
