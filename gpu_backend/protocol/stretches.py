@@ -36,7 +36,7 @@ import numpy as np
 from . import api
 from . import messages as m
 
-__all__ = ["PARAM_OPERATORS", "PARAM_UFUNCS", "DRAW_PARAMS", "CAPTURED_DRAWS", "leading_params", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
+__all__ = ["PARAM_OPERATORS", "PARAM_UFUNCS", "DRAW_PARAMS", "leading_params", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
 
 #: Operators whose scalar operands are parameters: the arithmetic and comparison ones and
 #: their in-place forms (getitem's and setitem's indices select, so they stay literal; a
@@ -58,9 +58,9 @@ PARAM_UFUNCS = frozenset([name for name in api.UFUNCS
 #: so that a noise scale that anneals (``rs.normal(0, sigma, n)``) makes no new stretch each
 #: step. The result's shape and dtype come from ``size`` and ``dtype``, literals after them;
 #: the draw runs eagerly with the run's values, as the user's own call would. A Generator's
-#: draw that the graphs make (:data:`CAPTURED_DRAWS`) keeps the values it was captured with:
-#: a replay given others captures the stretch again with that draw eager
-#: (worker/graph_replay.py, ``StretchGraph.baked``).
+#: draw that the graphs make (worker/draw_journal.py's ``CAPTURED_DRAWS``) keeps the values
+#: it was captured with: a replay given others captures the stretch again with that draw
+#: eager (worker/graph_replay.py, ``StretchGraph.baked``).
 DRAW_PARAMS = {
     **dict.fromkeys(("exponential standard_gamma poisson chisquare standard_t rayleigh weibull "
                      "pareto power geometric logseries zipf").split(), 1),
@@ -69,17 +69,6 @@ DRAW_PARAMS = {
                      "integers").split(), 2),
     **dict.fromkeys("triangular noncentral_f hypergeometric".split(), 3),
 }
-#: Generator methods the worker's graphs capture (worker/eager_ops.py), given plain arguments
-#: and no ``out=``: CuPy's kernel takes the bit generator's states as a device array and moves
-#: them there, so a graph's launch draws the next numbers, as an eager call would (H200 runs
-#: 162-163, benchmarks/curand_capture_probe.py --generator-api: nine cases, five launches
-#: each, bitwise); and their CuPy code copies nothing from the host (``uniform``'s bounds
-#: become device scalars without a copy). Not those that take their parameters as arrays
-#: (``standard_gamma``, ``poisson``, ``beta``, …: ``_launch`` uploads each array's metadata,
-#: which CuPy refuses under capture, run 163), nor a ``RandomState``'s: cuRAND's host API
-#: keeps its position on the host (run 161: a launch after the first gives other numbers).
-CAPTURED_DRAWS = frozenset({"random", "uniform", "standard_normal", "standard_exponential",
-                            "exponential", "integers"})
 #: the prefixes of a distribution's name, an object's method (``cupy.random.normal`` is the
 #: session's global RandomState's: kernelproxy/random)
 _DRAW_OWNERS = ("random.RandomState.", "random.Generator.")

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from ..protocol.stretch_records import same_params
-from ..protocol.stretches import CAPTURED_DRAWS
 
 __all__ = ["DrawJournal", "MAX_DRAWS", "DRAW_METHODS", "GENERATOR_CLASS", "STATE_CLASS",
            "STATE_DRAWS", "CAPTURED_DRAWS"]
@@ -55,8 +54,17 @@ STATE_DRAWS = frozenset("""
     random uniform integers beta chisquare dirichlet exponential f geometric hypergeometric
     logseries standard_exponential poisson power standard_normal gamma standard_gamma
 """.split())
-#: Generator methods the worker's graphs capture (protocol/stretches.py keeps the set: their
-#: scalars stay literals there)
+#: Generator methods the worker's graphs capture (worker/eager_ops.py), given plain arguments
+#: and no ``out=``: CuPy's kernel takes the bit generator's states as a device array and moves
+#: them there, so a graph's launch draws the next numbers, as an eager call would (H200 runs
+#: 162-163, benchmarks/curand_capture_probe.py --generator-api: nine cases, five launches
+#: each, bitwise); and their CuPy code copies nothing from the host (``uniform``'s bounds
+#: become device scalars without a copy). Not those that take their parameters as arrays
+#: (``standard_gamma``, ``poisson``, ``beta``, …: ``_launch`` uploads each array's metadata,
+#: which CuPy refuses under capture, run 163), nor a ``RandomState``'s: cuRAND's host API
+#: keeps its position on the host (run 161: a launch after the first gives other numbers).
+CAPTURED_DRAWS = frozenset({"random", "uniform", "standard_normal", "standard_exponential",
+                            "exponential", "integers"})
 #: the most draws since its seed a generator's journal keeps: past it the generator is no
 #: longer drawn ahead until it is seeded again (a redo of MAX_DRAWS draws of CuPy's Python
 #: and their kernels: ~20 µs each on a GPU host, ~40 ms at most)

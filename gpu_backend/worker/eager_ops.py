@@ -76,7 +76,7 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
 
 def captured_draw(op: Op) -> bool:
     """Whether object op *op* is a ``Generator``'s draw the graphs capture: a method of
-    protocol/stretches.CAPTURED_DRAWS (its kernel moves the bit generator's states on the
+    draw_journal.CAPTURED_DRAWS (its kernel moves the bit generator's states on the
     device: a launch draws the next numbers), on a generator named by its own id, given plain
     values and parameters only (no array; a parameter's value is baked into the graph, which
     serves only replays given that value: StretchGraph.baked) and no ``out=``, making an

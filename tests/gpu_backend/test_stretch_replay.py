@@ -962,7 +962,7 @@ def test_a_gather_through_integer_results_is_captured_and_gives_the_bits(session
 
 def test_which_generator_draws_the_graphs_make():
     """A ``Generator``'s plainest draws (``random``, ``uniform``, ``standard_normal``,
-    ``integers``, …: protocol/stretches.CAPTURED_DRAWS) are captured with the ops around
+    ``integers``, …: draw_journal.CAPTURED_DRAWS) are captured with the ops around
     them, given values or parameters (baked into the graph: StretchGraph.baked); one given an
     array, ``out=``, one whose CuPy code uploads its parameters (``standard_gamma``), or a
     ``RandomState``'s draw (cuRAND keeps its position on the host) runs eagerly."""

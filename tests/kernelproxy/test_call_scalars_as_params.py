@@ -16,7 +16,8 @@ import pytest
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.stretches import CAPTURED_DRAWS, leading_params
+from gpu_backend.protocol.stretches import leading_params
+from gpu_backend.worker.draw_journal import CAPTURED_DRAWS
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
