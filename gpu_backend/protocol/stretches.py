@@ -69,6 +69,9 @@ DRAW_PARAMS = {
                      "integers").split(), 2),
     **dict.fromkeys("triangular noncentral_f hypergeometric".split(), 3),
 }
+#: a ufunc's positional arguments walked for parameters: all its operands (``clip``'s three;
+#: a two-operand ufunc's third positional argument is its ``out``, an array, never a scalar)
+_UFUNC_OPERANDS = 3
 #: the prefixes of a distribution's name, an object's method (``cupy.random.normal`` is the
 #: session's global RandomState's: kernelproxy/random)
 _DRAW_OWNERS = ("random.RandomState.", "random.Generator.")
@@ -83,7 +86,7 @@ def leading_params(kind: str, name: Any) -> int:
     if type(name) is not str:
         return 0
     if kind == m.KIND_FUNCTION and name in PARAM_UFUNCS:
-        return 3
+        return _UFUNC_OPERANDS
     if kind == m.KIND_METHOD and name == "clip":   # (``x.clip(lo, hi)``: the function's)
         return 2
     if kind == m.KIND_OBJECT:
