@@ -10,15 +10,16 @@ each op it issues, and each free record, to a :class:`StretchKey`. Arguments bec
 * a scalar operand of an arithmetic operator (``x * alpha``, ``1 - x``), a positional
   scalar of a two-operand ufunc's call or of ``clip`` (``cupy.maximum(x, floor)``,
   ``x.clip(lo, hi)``), or a distribution's leading ones (``rs.normal(0, sigma, n)``'s first
-  two): ``("s", type)`` (protocol/stretches.py says which: ``PARAM_OPERATORS``,
-  ``leading_params``), its value kept in :attr:`StretchKey.params` — a step size or CG's
+  two), and the ints of a basic index (``x_all[j:j + batch]``'s ``j`` and ``j + batch``:
+  ``("slice", ("s", "int"), ("s", "int"), step)``): ``("s", type)`` (protocol/stretches.py
+  says which: ``PARAM_OPERATORS``, ``leading_params``, ``basic_index``), its value kept in :attr:`StretchKey.params` — a step size or CG's
   alpha changes each iteration and must not make a new stretch. Its type stays in the key:
   an int and a float promote differently (NEP 50), and the worker writes the value into a
   0-d buffer of the weak scalar's dtype, which is bitwise equal to CuPy's own
   (benchmarks/graph_probe.py);
 * anything else is a *literal* and part of the key: axes, shapes, slices, dtypes, strings,
   flags, keyword arguments, and every other scalar (``x.sum(axis=1)`` and ``axis=0`` are
-  different stretches; ``u[1:-1]``'s bounds too).
+  different stretches; a slice's step too).
 
 A value the key cannot express (an object it does not know) makes the stretch
 *unkeyable*: it is never replayed, which costs speed, never a result. So does a stretch of
@@ -42,7 +43,8 @@ from typing import Any, Callable
 import numpy as np
 
 from gpu_backend.protocol import messages as m
-from gpu_backend.protocol.stretches import MAX_STRETCH_OPS, PARAM_OPERATORS, is_param, leading_params
+from gpu_backend.protocol.stretches import (MAX_STRETCH_OPS, PARAM_OPERATORS, basic_index, index_param,
+                                            is_param, leading_params)
 
 __all__ = ["StretchKey", "UNKEYABLE", "literal_key", "FixedDefinition"]
 
@@ -124,6 +126,10 @@ class StretchKey:
             if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
                 operands = tuple(self._operand(a) for a in args)
                 record = (kind, want, name, operands)
+            elif kind == m.KIND_OPERATOR and name == "getitem" and len(args) == 2 \
+                    and basic_index(args[1]):   # (its ints parameters: a moving slice)
+                record = (kind, want, self._literal(name), None,
+                          (self._role(args[0]), self._index(args[1])), ())
             else:   # (a ufunc's scalars, a distribution's leading ones: parameters too)
                 lead = leading_params(kind, name)
                 record = (kind, want, self._literal(name), self._role(target),
@@ -190,6 +196,19 @@ class StretchKey:
             return ("s", value.dtype.str)
         self.params.append(value)
         return ("s", type(value).__name__)
+
+    def _index(self, index: Any) -> Any:
+        """A basic index's role, its ints parameters (protocol/stretches.basic_index; the
+        order the worker's records number them: StretchRecords._index)."""
+        if type(index) is tuple:
+            return ("tuple", tuple(self._index(part) for part in index))
+        if type(index) is slice:
+            return ("slice", self._index_int(index.start), self._index_int(index.stop),
+                    literal_key(index.step))
+        return self._index_int(index)
+
+    def _index_int(self, value: Any) -> Any:
+        return self._operand(value) if index_param(value) else literal_key(value)
 
     def _role(self, value: Any) -> Any:
         if value is None:

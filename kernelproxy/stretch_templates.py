@@ -46,6 +46,7 @@ from . import held_ops
 from .held_ops import call_site as _c_call_site
 from .array_meta import wire_tuple
 from .caller import call_site, site_line
+from .index_shape import basic_index_shape
 from .issue import array_class
 from .stretch_key import FixedDefinition, StretchKey, literal_key
 
@@ -142,7 +143,7 @@ class StretchTemplate:
     __slots__ = ("sid", "key", "ops", "records", "n_inputs", "n_results", "slot_of",
                  "input_metas", "predicted", "canon_ops", "canon_slot", "checks", "names",
                  "plans", "unpredicted", "drops_results", "drops_inputs", "drop_slots",
-                 "early_plan", "early_at")
+                 "early_plan", "early_at", "index_shapes")
 
     def __init__(self, sid: int, key: StretchKey, batch: bytes, metas: list) -> None:
         self.sid = sid
@@ -193,6 +194,12 @@ class StretchTemplate:
         self.plans: list[tuple | None] = [
             _operator_plan(record, slot, self.predicted[slot] if slot is not None else None)
             for record, slot in zip(self.ops, self.slot_of)]
+        #: each ``getitem`` whose index holds parameters (a moving slice): the shape its
+        #: result must have for the template's metadata to hold (None: no such op; False:
+        #: not known, so a run never takes it from here)
+        self.index_shapes: list[Any] = [
+            _index_shape(record, self.predicted[slot] if slot is not None else None)
+            for record, slot in zip(self.ops, self.slot_of)]
         #: the slots whose metadata the worker is asked for when the run keeps them
         self.unpredicted = [slot for slot, meta in enumerate(self.predicted) if meta is None]
         #: what the stretch drops (a run must drop them too): result and input slots
@@ -217,6 +224,30 @@ class StretchTemplate:
 
     def __len__(self) -> int:
         return len(self.ops)
+
+
+def _holds_param(role: Any) -> bool:
+    """Whether a key's *role* holds a parameter (``("s", type)``), tuples and slices looked
+    into."""
+    if type(role) is not tuple or not role:
+        return False
+    if role[0] == "s":
+        return True
+    if role[0] == "slice":
+        return any(_holds_param(r) for r in role[1:])
+    if role[0] == "tuple":
+        return any(_holds_param(r) for r in role[1])
+    return False
+
+
+def _index_shape(record: tuple, meta: tuple | None) -> Any:
+    """The shape a run's ``getitem`` whose index holds parameters must give (its template's
+    result's, *meta*), for TemplateRun's check; None for any other op; False where its
+    result's metadata is not known."""
+    if record[0] != _OPERATOR or len(record) != 6 or record[2] != ("l", "str", "getitem") \
+            or len(record[4]) != 2 or not _holds_param(record[4][1]):
+        return None
+    return meta[0] if meta is not None else False
 
 
 #: a parameter's Python type, by the name the key gives it
@@ -502,11 +533,12 @@ class TemplateRun:
         if want == _MULTI or want == _OBJECT:
             return False
         if i >= len(template.ops) or not self._matches(template.checks[i], template.names[i],
-                                                       kind, want, name, target, args, kwargs):
+                                                       kind, want, name, target, args, kwargs,
+                                                       template.index_shapes[i]):
             for other in self.templates.sharing(template, i):   # (another held stretch of
                 if i < len(other.ops) and self._switch(other):  # the same start)
                     if self._matches(other.checks[i], other.names[i], kind, want, name, target,
-                                     args, kwargs):
+                                     args, kwargs, other.index_shapes[i]):
                         template = other
                         break
                     self._switch(template)
@@ -580,7 +612,11 @@ class TemplateRun:
         return True
 
     def _matches(self, record: tuple, plain_name: str | None, kind: str, want: str, name: Any,
-                 target: Any, args: tuple | list, kwargs: dict | None) -> bool:
+                 target: Any, args: tuple | list, kwargs: dict | None,
+                 index_shape: Any = None) -> bool:
+        """Whether the op is the template's op of key *record* (its parameters kept, its
+        inputs bound; nothing of it where not). *index_shape*: a ``getitem`` whose index
+        holds parameters, the shape its result must have (False: never taken here)."""
         if record[0] != kind or record[1] != want:
             return False
         self._bound.clear()
@@ -614,6 +650,10 @@ class TemplateRun:
                 if key not in kwargs:
                     raise _Miss
                 self._match(kwargs[key], role)
+            if index_shape is not None:   # (a moving slice: the template's shape, or a miss)
+                meta = self._meta(args[0], self._handle(args[0])) if index_shape is not False else None
+                if meta is None or basic_index_shape(meta[0], args[1]) != index_shape:
+                    raise _Miss
             return True
         except Exception:   # _Miss, or a value no key holds (the ordinary path says what)
             del self.params[params:]
@@ -655,6 +695,9 @@ class TemplateRun:
                 raise _Miss
             return
         tag = role[0]
+        if tag == "s":   # (an int of a basic index: a parameter)
+            self._operand(value, role)
+            return
         if tag == "r" or tag == "i":
             hid = self._handle(value)
             if tag == "r":
@@ -685,7 +728,9 @@ class TemplateRun:
                 raise _Miss
             _, start, stop, step = role
             for part, expected in ((value.start, start), (value.stop, stop), (value.step, step)):
-                if type(part) not in _PLAIN or expected[1] != type(part).__name__ \
+                if expected[0] == "s":   # (a moving bound: a parameter)
+                    self._operand(part, expected)
+                elif type(part) not in _PLAIN or expected[1] != type(part).__name__ \
                         or expected[2] != part:
                     raise _Miss
             return

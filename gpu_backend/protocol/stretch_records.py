@@ -19,7 +19,7 @@ import numpy as np
 
 from . import codec
 from . import messages as m
-from .stretches import PARAM_OPERATORS, is_param, leading_params
+from .stretches import PARAM_OPERATORS, basic_index, index_param, is_param, leading_params
 
 __all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "instances_in", "slots_in", "read_records",
            "same_param", "same_params"]
@@ -56,6 +56,8 @@ def fill_slots(value: Any, of_slot: Any) -> Any:
         return tuple([fill_slots(v, of_slot) for v in value])
     if t is dict:
         return {k: fill_slots(v, of_slot) for k, v in value.items()}
+    if t is slice:   # (a basic index's bounds: parameters, protocol/stretches.basic_index)
+        return slice(fill_slots(value.start, of_slot), fill_slots(value.stop, of_slot), value.step)
     return value
 
 
@@ -71,6 +73,8 @@ def instances_in(value: Any, kind: type):
     elif t is dict:
         for v in value.values():
             yield from instances_in(v, kind)
+    elif t is slice and kind is not slice:   # (a basic index's bounds, parameters' slots)
+        yield from instances_in((value.start, value.stop), kind)
 
 
 def slots_in(value: Any):
@@ -110,6 +114,10 @@ class StretchRecords:
             (seq, kind, want, out, name), (target, args, kwargs) = record
             if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
                 args = [self._operand(a) for a in args]
+            elif kind == m.KIND_OPERATOR and name == "getitem" and len(args) == 2 \
+                    and basic_index(args[1]):   # (its ints parameters: a moving slice)
+                target = self._walk(target)
+                args = [self._walk(args[0]), self._index(args[1])]
             else:   # (a ufunc's scalars, a distribution's leading ones: parameters too)
                 target = self._walk(target)
                 lead = leading_params(kind, name)
@@ -149,6 +157,22 @@ class StretchRecords:
             self.params += 1
             return slot
         return self._walk(value)
+
+    def _index(self, index: Any) -> Any:
+        """A basic index with its ints as parameter slots, in the walk's order: a tuple's
+        parts in turn, a slice's start before its stop (its step literal)."""
+        if type(index) is tuple:
+            return tuple(self._index(part) for part in index)
+        if type(index) is slice:
+            return slice(self._index_int(index.start), self._index_int(index.stop), index.step)
+        return self._index_int(index)
+
+    def _index_int(self, value: Any) -> Any:
+        if not index_param(value):
+            return value
+        slot = Slot("p", self.params, type(value) if isinstance(value, np.generic) else None)
+        self.params += 1
+        return slot
 
     def _walk(self, value: Any) -> Any:
         t = type(value)

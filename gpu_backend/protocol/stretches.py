@@ -21,7 +21,15 @@ walking the stretch's ops in the same order with the same rules, kept here:
   Python scalar the same way in both. ``power`` and
   ``float_power`` are not (as ``**``), nor ufuncs of two results (``divmod``);
 * so are a random distribution's scalars, its leading positional arguments
-  (:data:`DRAW_PARAMS`: ``rs.normal(0, sigma, n)``'s ``0`` and ``sigma``, not ``n``).
+  (:data:`DRAW_PARAMS`: ``rs.normal(0, sigma, n)``'s ``0`` and ``sigma``, not ``n``);
+* so are the integers of a basic index (:func:`basic_index`: ints, slices, ``None`` and
+  ``...``, alone or in a tuple) given to ``getitem``: a slice's start and stop and an int
+  index (``x_all[j:j + batch]``, ``rows[i]``), walked in the index's order, a slice's start
+  before its stop; its step stays literal (it decides the result's strides). A minibatch
+  sliced at an offset that moves each step is then one stretch. The client checks that a
+  run's values give the template's shape; the worker bakes them into its capture, and where
+  a replay's differ, runs that ``getitem`` eagerly into a buffer of its own
+  (worker/moving_views.py).
 
 :func:`leading_params` says which calls' arguments are walked so. Keyword arguments never
 are: they stay literals.
@@ -36,7 +44,7 @@ import numpy as np
 from . import api
 from . import messages as m
 
-__all__ = ["PARAM_OPERATORS", "PARAM_UFUNCS", "DRAW_PARAMS", "leading_params", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
+__all__ = ["index_param", "basic_index", "PARAM_OPERATORS", "PARAM_UFUNCS", "DRAW_PARAMS", "leading_params", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
 
 #: Operators whose scalar operands are parameters: the arithmetic and comparison ones and
 #: their in-place forms (getitem's and setitem's indices select, so they stay literal; a
@@ -97,6 +105,34 @@ def leading_params(kind: str, name: Any) -> int:
 
 
 _PYTHON_SCALARS = (bool, int, float, complex)
+
+
+def index_param(value: Any) -> bool:
+    """Whether *value*, a part of a basic index, is a parameter: an int (not a bool, which
+    NumPy reads as a mask) that msgpack sends as it is, or a NumPy integer."""
+    t = type(value)
+    if t is int:
+        return INT_PARAM_LOW <= value < INT_PARAM_HIGH
+    return isinstance(value, np.integer)
+
+
+def _basic_part(part: Any) -> bool:
+    t = type(part)
+    if t is slice:
+        return all(p is None or index_param(p) for p in (part.start, part.stop, part.step))
+    return part is None or part is Ellipsis or index_param(part)
+
+
+def basic_index(index: Any) -> bool:
+    """Whether *index*, a ``getitem``'s, is basic (an int, a slice of ints, ``None``,
+    ``...``, or a tuple of those) and holds a parameter (:func:`index_param`): then its ints
+    are the stretch's parameters. Any array, list or other value keeps the whole index
+    literal."""
+    parts = index if type(index) is tuple else (index,)
+    if not all(_basic_part(p) for p in parts):
+        return False
+    return any(index_param(p) or (type(p) is slice and (index_param(p.start) or index_param(p.stop)))
+               for p in parts)
 
 #: A stretch is offered once its key has been seen this many times (the client times the
 #: sightings before, from the second on, as they run pipelined: kernelproxy.stretch_replay).

@@ -139,12 +139,16 @@ def lane_runs_eagerly(op: Op) -> bool:
     ``linalg.solve``) or a random draw (``random.uniform``, a ``RandomState``'s or a
     ``Generator``'s method: drawn ahead and undone from the generator's journal,
     worker/draw_journal.py, as the generic run ahead's), whose one array result is new
-    every time and copied into the buffer the graphs after it read. Not a value read on
+    every time and copied into the buffer the graphs after it read, or a ``getitem`` whose
+    bounds are parameters (worker/moving_views.py: a view at the step's bounds, copied so
+    too). Not a value read on
     the host, a write (``out=``, an assignment, a shuffle), a seed, or a result sized by
     its array's values."""
     name = op.name
     if op.want != api.ARRAY or "out" in op.kwargs or name in _BY_VALUES:
         return False
+    if op.kind == _OPERATOR and name == "getitem":   # (a moving view: its bounds stepped,
+        return any(s.kind == "p" for s in slots_in(op.args[1:2]))   # copied as a draw's is)
     if op.kind == _OBJECT:   # (an object's method: a generator's draw)
         return name.startswith("random.")
     return name in _EAGER_NAMES or name in _PRODUCTS or name.startswith(("linalg.", "random."))

@@ -38,6 +38,7 @@ from .batch_results import BatchResults
 from .eager_ops import eager_by_nature
 from .draw_journal import STATE_CLASS, NotUndoable
 from .graph_copies import COPY_ROW_BYTES, identity
+from .moving_views import moving_views, sliced_only, writable_inputs, written_through
 from .graph_state import Capture, GraphState, StretchGraph
 from .graph_state import Segment as _Segment
 from . import kept_views
@@ -120,6 +121,13 @@ class _Shape:
         #: the result slots that were integer arrays in the offered run (eager_by_nature:
         #: a gather through them is captured)
         self.int_results: frozenset[int] = frozenset()
+        #: its ``getitem``s whose bounds are parameters (worker/moving_views.py), whether an
+        #: op may write through one, and the inputs its ops may write
+        self.moving = moving_views(stretch)
+        self.moving_written = written_through(stretch, self.moving)
+        self.writable = writable_inputs(stretch) if self.writes else frozenset()
+        #: the inputs only moving views read, and the views that read each
+        self.sliced_only = sliced_only(stretch, self.moving, self.writable) if self.moving else {}
 
     def remake(self, ops: list[Op] | None) -> bool:
         """Set the remade *ops* (None: a kept result no remake serves); whether graphs
@@ -255,7 +263,7 @@ class StretchGraphs:
             arrays[n] = a
         graph = state.graph
         if graph is None:
-            if state.shape.writes and self._overlapping(arrays):
+            if state.shape.writes and self._overlapping(arrays, state.shape.writable):
                 # (a capture copies each input into a buffer of its own: two inputs that
                 # share memory, one written in place, would no longer see each other's
                 # writes; a base and its view, both named. Re-run from its records, as the
@@ -277,12 +285,18 @@ class StretchGraphs:
                 self.x.device.release_cache()
                 return None
         if not graph.keeps(entry.params):
-            # (a draw's scalar the graph baked in changed: that draw runs eagerly, given each
-            # replay's value, from the next capture on; this replay re-runs its records. A
-            # run ahead's parameters are a guess: the client's own replay decides that)
+            # (a draw's scalar or a slice's bound the graph baked in changed: that op runs
+            # eagerly, given each replay's value, from the next capture on; this replay
+            # re-runs its records. A run ahead's parameters are a guess: the client's own
+            # replay decides that. A moving view written through is never copied:
+            # worker/moving_views.py)
             if run_ahead:
                 return None
-            state.eager.update(graph.baked_ops)
+            changed = graph.unkept(entry.params)
+            if state.shape.moving_written and not changed.isdisjoint(state.shape.moving):
+                state.give_up()
+                return None
+            state.eager.update(changed)
             state.capture_again()
             return None
         hosts = self._fits(graph, arrays, entry.params)
@@ -324,6 +338,8 @@ class StretchGraphs:
         predicted = g.copies.predict(self.x.table.arrays)
         if predicted is None:
             return
+        if g.direct:   # (not copied: GraphCopies.set_up is given the others)
+            predicted = {n: a for n, a in predicted.items() if n not in g.direct}
         try:
             changed = g.copies.prepare(self.tools, g.bufs, predicted)
         except Exception:   # (out of memory, say: the replay sets itself up, as before; the
@@ -346,19 +362,28 @@ class StretchGraphs:
         for n, a in arrays.items():
             if type(a) is not array_type or g.guards[n] != (a.shape, a.dtype, a.strides):
                 return None
-        if g.shape.writes and self._overlapping(arrays):
+        if g.shape.writes and self._overlapping(arrays, g.shape.writable):
             return None
         return {} if g.pvalues.write(params) else None
 
-    def _overlapping(self, arrays: dict) -> bool:
-        """Whether two of a replay's input arrays share memory (by their spans)."""
-        if len(arrays) < 2:
+    def _overlapping(self, arrays: dict, writable: frozenset) -> bool:
+        """Whether one of a replay's input arrays that its ops may write (*writable*: their
+        slots, moving_views.writable_inputs) shares memory with another input (by their
+        spans): each is copied into a buffer of its own, which would no longer see the
+        other's writes. Inputs only read may share (a minibatch of the last step and the
+        whole data it is a view of)."""
+        if len(arrays) < 2 or not writable:
             return False
         span = self.x.device.memory_span
-        spans = sorted((span(a)[0], a.nbytes) for a in arrays.values() if a.nbytes)
-        for (start, size), (nxt, _) in zip(spans, spans[1:]):
-            if start + size > nxt:
-                return True
+        spans = {n: (span(a)[0], a.nbytes) for n, a in arrays.items() if a.nbytes}
+        for n in writable:
+            mine = spans.get(n)
+            if mine is None:
+                continue
+            start, size = mine
+            for other, (at, length) in spans.items():
+                if other != n and at < start + size and start < at + length:
+                    return True
         return False
 
     # ------------------------------------------------------------ capture
@@ -368,6 +393,10 @@ class StretchGraphs:
         if stretch.draws and self.x.draws.speculating:   # (never today: a run ahead replays a
             raise NotUndoable("a capture that draws is not run ahead")   # graph captured before;
         g = StretchGraph(shape)   # its draws are the journal's by StretchGraphs.before_draws)
+        # (an input only moving views read, all of them eager now: read where it is)
+        g.direct = frozenset(n for n, views in shape.sliced_only.items()
+                             if n in arrays and views <= state.eager)
+        copied = {n: a for n, a in arrays.items() if n not in g.direct} if g.direct else arrays
         segments: list[_Segment] = []
         # (a Generator given another bit generator inside the stretch: its draws eager, for a
         # graph would draw through the one it had at the capture)
@@ -383,7 +412,7 @@ class StretchGraphs:
         complete = True
         handout: dict[int, Any] = {}
         graphs = [i for i, seg in enumerate(segments) if not seg.eager] if self.copy_tables else []
-        rows_in = len(arrays) if graphs and graphs[0] == 0 else 0
+        rows_in = len(copied) if graphs and graphs[0] == 0 else 0
         rows_out = len(shape.alive) if graphs else 0
         try:
             with tools.retaining() as kept:
@@ -395,16 +424,20 @@ class StretchGraphs:
                     g.phost = np.zeros(size, np.uint8)
                     g.write_block = tools.writer(g.pblock, g.phost)
                 for n, a in arrays.items():
+                    g.guards[n] = (a.shape, a.dtype, a.strides)
+                    if n in g.direct:
+                        g.bufs[n] = a
+                        continue
                     buf = tools.empty_like(a)
                     if buf.strides != a.strides:
                         state.give_up()
                         return None
                     tools.copy(buf, a)
                     g.bufs[n] = buf
-                    g.guards[n] = (a.shape, a.dtype, a.strides)
                 if shape.writes:
                     span = self.x.device.memory_span
-                    g.writing = {span(buf)[1]: n for n, buf in g.bufs.items() if buf.nbytes}
+                    g.writing = {span(buf)[1]: n for n, buf in g.bufs.items()
+                                 if buf.nbytes and n not in g.direct}
                     g.written = set()
                 graphed_ops: set[int] = set()   # (the ops of the segments captured so far)
                 for at, seg in enumerate(segments):
@@ -417,7 +450,7 @@ class StretchGraphs:
                         with tools.capturing() as got:
                             if rows_in and at == 0:
                                 g.copies.capture_in(tools, g.pblock, g.phost, params_size,
-                                                    arrays, g.bufs)
+                                                    copied, g.bufs)
                             for op in seg.ops:
                                 self._capture_op(op, g, params, writes, first, drawn)
                             if rows_out and at == graphs[-1]:   # (the kept results the
@@ -456,7 +489,9 @@ class StretchGraphs:
             return self._finish(g, failed.index, entry, arrays, {}, results,
                                 error=(first + failed.index, failed.error))
         g.writing = None
-        if complete:
+        if g.unservable:   # (a moving view no buffer of its own can stand for)
+            state.give_up()
+        elif complete:
             state.captured(g)
         else:
             state.capture_again()
@@ -476,15 +511,16 @@ class StretchGraphs:
             beside = [s for s in op.args if type(s) is Slot and s.kind != "p"]
             if op.kind == _METHOD and type(op.target) is Slot:
                 beside.append(op.target)
+            moving = g.shape.moving
 
             def of_slot(slot: Slot) -> Any:
                 if slot.kind != "p":
                     return g.array(slot)
                 given = slot.value(params)
-                if op.kind == _OBJECT:   # (a Generator's draw: its kernel takes the value,
-                    g.baked[slot.n] = params[slot.n]   # kept as the replays send it)
-                    g.baked_ops.add(op.index)
-                    return given
+                if op.kind == _OBJECT or op.index in moving:   # (a Generator's draw: its kernel
+                    g.baked[slot.n] = params[slot.n]   # takes the value; a slice's bound: the
+                    g.baked_by[slot.n] = op.index      # view's offset. Kept as the replays
+                    return given                       # send it)
                 if _CASTING_KEYWORDS.intersection(op.kwargs):   # (a ufunc given dtype=: the
                     raise TypeError("a parameter of a call given its dtype")   # call eager)
                 if not beside:
@@ -574,7 +610,12 @@ class StretchGraphs:
                 entry: ReplayEntry, arrays: dict, hosts: dict, results: BatchResults,
                 run_ahead: bool = False) -> tuple:
         tools, first, params = self.tools, entry.first, entry.params
-        ahead, changed = g.copies.set_up(tools, g.bufs, arrays)
+        copied = arrays
+        if g.direct:   # (read where they are: moving views only slice them)
+            copied = {n: a for n, a in arrays.items() if n not in g.direct}
+            for n in g.direct:
+                g.bufs[n] = arrays[n]
+        ahead, changed = g.copies.set_up(tools, g.bufs, copied)
         if changed:
             g.pvalues.dirty = True
         phases = self.x.phases
@@ -752,10 +793,26 @@ class StretchGraphs:
                     self.tools.copy_any(kept, result)
                 else:
                     live = False
-            if kept is None or not live:
+            if kept is None and op.index in g.shape.moving:   # (capturing: a moving view
+                g.env[slot] = self._owned(g, result)           # copied into its own buffer)
+            elif kept is None or not live:
                 g.env[slot] = result
             handout[slot] = result
         return live
+
+    def _owned(self, g: StretchGraph, view: Any) -> Any:
+        """While capturing: a buffer of the graph's own holding *view*, a ``getitem`` whose
+        bounds move (worker/moving_views.py), for the graphs after it to read: each replay
+        copies its own view there. The view itself where it is not contiguous (a copy's
+        strides would differ from the user's view's, and with them CuPy's kernels): the
+        stretch is then never served by graphs (``StretchGraph.unservable``)."""
+        if view.flags.c_contiguous or view.flags.f_contiguous:
+            owned = self.tools.empty_like(view)
+            if owned.strides == view.strides:
+                self.tools.copy(owned, view)
+                return owned
+        g.unservable = True   # (this capture's ops read the view itself)
+        return view
 
     def _note_writes(self, g: StretchGraph, op: Op, target: Any, args: Any, kwargs: Any) -> None:
         """While capturing: mark the inputs whose buffers *op* writes. An operator that
@@ -806,17 +863,18 @@ class StretchGraphs:
             own = {n: made for n, _h, made in handed}
             x = self.x
             for n, made in kept_views.remake(x.call, x.device.as_array, shape.remade, arrays,
-                                             own, remade, ran):
+                                             own, remade, ran, entry.params):
                 handed.append((n, outs[n], made))
         self.x.phases.mark("replay_made")   # (the kept results' arrays made and copied)
         if shape.writes:
             written = g.written
+            direct = g.direct
             if run_ahead:
                 self._writes = [(a, g.bufs[n]) for n, a in arrays.items()
-                                if written is None or n in written]
+                                if (written is None or n in written) and n not in direct]
             else:
                 for n, a in arrays.items():
-                    if written is None or n in written:
+                    if (written is None or n in written) and n not in direct:
                         tools.copy(a, g.bufs[n])
         need = entry.need   # (a client that knows the results' metadata wants none of it)
         for n, hid, made in handed:

@@ -70,17 +70,29 @@ class StretchGraph:
         #: id, the method, its arguments, its keywords), for a replay that may be undone to
         #: copy their states first (StretchGraphs.before_draws)
         self.draws: list[tuple] = []
-        #: the parameters whose values its Generator draws took at capture, by slot (a
-        #: draw's scalars are a kernel's arguments, not a buffer it reads), and those draws'
-        #: op indices: a replay given other values is not this graph's (:meth:`keeps`)
+        #: the parameters whose values its Generator draws and its slices' bounds took at
+        #: capture, by slot (a draw's scalars are a kernel's arguments, not a buffer it
+        #: reads; a view's bounds are its pointer), and the op each is of: a replay given
+        #: other values is not this graph's (:meth:`keeps`)
         self.baked: dict[int, Any] = {}
-        self.baked_ops: set[int] = set()
+        self.baked_by: dict[int, int] = {}
+        #: a moving view (worker/moving_views.py) met at capture that no buffer of the
+        #: graph's own can stand for: graphs never serve the stretch
+        self.unservable = False
+        #: the inputs read where they are, not copied into buffers (moving_views.sliced_only:
+        #: only moving views, eager, slice them): ``bufs`` holds each replay's array
+        self.direct: frozenset[int] = frozenset()
 
     def keeps(self, params: list) -> bool:
-        """Whether a replay given *params* draws as the graph's baked draws do: each baked
-        parameter the same (same_param: its type, value and a zero's sign)."""
+        """Whether a replay given *params* draws and slices as the graph's baked ops do:
+        each baked parameter the same (same_param: its type, value and a zero's sign)."""
         baked = self.baked
         return not baked or all(same_param(params[n], v) for n, v in baked.items())
+
+    def unkept(self, params: list) -> set[int]:
+        """The op indices of the baked ops a replay given *params* would change."""
+        by = self.baked_by
+        return {by[n] for n, v in self.baked.items() if not same_param(params[n], v)}
 
     def array(self, slot: Slot) -> Any:
         """The array an input (its buffer) or result slot stands for."""

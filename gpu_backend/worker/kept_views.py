@@ -46,15 +46,18 @@ _VIEW_OPS = {
 
 
 def _array_slots(op: Op) -> list[Slot]:
-    return [s for s in slots_in((op.target, op.args, op.kwargs)) if type(s) is Slot]
+    return [s for s in slots_in((op.target, op.args, op.kwargs)) if s.kind != "p"]
 
 
 def _remakable(op: Op, made_before: Callable[[Slot], bool]) -> bool:
-    """Whether *op* is a view op (its kind and name) taking no parameter and no ``out=``,
+    """Whether *op* is a view op (its kind and name) taking no ``out=`` and no parameter
+    but a ``getitem``'s bounds (its view made again at the replay's: worker/moving_views.py),
     its arrays each an input or a result made before it that a replay has (*made_before*:
     a kept result, or a temporary made again itself)."""
     if op.want != _ARRAY or op.out is None or type(op.name) is not str \
             or op.name not in _VIEW_OPS.get(op.kind, ()) or "out" in op.kwargs:
+        return False
+    if op.name != "getitem" and any(s.kind == "p" for s in slots_in((op.target, op.args, op.kwargs))):
         return False
     slots = _array_slots(op)
     return bool(slots) and all(s.kind == "i" or (s.kind == "r" and made_before(s))
@@ -159,14 +162,18 @@ def adopted(stretch: HeldStretch, alive: list, indices: Any) -> list[Op] | None:
 
 
 def remake(call: Callable, as_array: Callable, ops: Iterable[Op], inputs: dict,
-           handed: dict, keep: frozenset, ran: int | None = None) -> list[tuple[int, Any]]:
+           handed: dict, keep: frozenset, ran: int | None = None,
+           params: list | None = None) -> list[tuple[int, Any]]:
     """Make the remade *ops*' results again on the arrays a replay hands out: *inputs* by
-    input slot, *handed* by result slot (the results made again are added to it); an op
-    at or after *ran* (the ops the replay ran) is skipped. Returns the ``(slot, array)``
-    pairs of the kept ones (*keep*: their slots), not the temporaries between."""
+    input slot, *handed* by result slot (the results made again are added to it), *params*
+    the replay's parameters (a moving slice's bounds); an op at or after *ran* (the ops the
+    replay ran) is skipped. Returns the ``(slot, array)`` pairs of the kept ones (*keep*:
+    their slots), not the temporaries between."""
     made = []
 
     def of_slot(slot: Slot) -> Any:
+        if slot.kind == "p":
+            return slot.value(params)
         return inputs[slot.n] if slot.kind == "i" else handed[slot.n]
 
     for op in ops:

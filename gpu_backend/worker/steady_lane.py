@@ -396,14 +396,20 @@ class SteadyLane:
         tools = graphs.tools
         copies = g.copies
         rows = plan.gather_rows
+        direct = g.direct   # (inputs read where they are: StretchGraphs._replay's)
+        for n, a in moved:
+            if n in direct:
+                plan.bufs[n] = a
         if rows is None:   # (no copy table: each input copied into its buffer, as set_up does)
             bufs, now = plan.bufs, dict(moved)
             for n, _step, had in plan.bound:
-                tools.copy(bufs[n], now.get(n, had))
+                if n not in direct:
+                    tools.copy(bufs[n], now.get(n, had))
         elif moved:
             gather = copies.gather
             for n, a in moved:
-                gather.set(rows[n], plan.bufs[n], a)
+                if n not in direct:
+                    gather.set(rows[n], plan.bufs[n], a)
             if gather.commit():
                 g.pvalues.dirty = True
         made = []
@@ -440,7 +446,7 @@ class SteadyLane:
                 now = dict(moved)
                 inputs = {n: now.get(n, had) for n, _step, had in plan.bound}
                 made += remake(x.call, x.device.as_array, plan.remade, inputs, dict(made),
-                               plan.graph.shape.remade_slots)
+                               plan.graph.shape.remade_slots, params=params)
             table = x.table
             for n, array in made:
                 table.put(PROVISIONAL + n, array)

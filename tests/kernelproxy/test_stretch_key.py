@@ -74,8 +74,13 @@ def test_literals_are_part_of_the_key_with_their_types(cp, session):
         return key.key()
 
     assert sliced((slice(1, -1), slice(None))) == sliced((slice(1, -1), slice(None)))
-    assert sliced((slice(1, -1), slice(None))) != sliced((slice(2, -1), slice(None)))
+    # (a basic index's ints are parameters, protocol/stretches.basic_index: its Nones, its
+    # steps and the kind of each part stay in the key)
+    assert sliced((slice(1, -1), slice(None))) == sliced((slice(2, -1), slice(None)))
+    assert sliced(slice(1, None)) != sliced(slice(1, 5))
+    assert sliced(slice(0, 4, 2)) != sliced(slice(0, 4, 1))
     assert sliced(1) != sliced(1.0) != sliced(True)
+    assert sliced(1) != sliced(np.int64(1))
 
     def summed(**kwargs):
         key = StretchKey(session._handle_of)

@@ -1,0 +1,147 @@
+"""A held stretch's ``getitem``s whose bounds are parameters, and what may write its inputs.
+
+A basic index's ints are a stretch's parameters (protocol/stretches.basic_index), so that a
+minibatch sliced at an offset that moves each step (``xb = x_all[j:j + batch]``) is one
+stretch. A capture bakes the view at the offered offset into its graphs (free: a view is
+pointer arithmetic), and a replay whose bounds are the same is served by them
+(``StretchGraph.keeps``). Where a replay's bounds differ, that ``getitem`` runs eagerly from
+the next capture on: the view made at each replay's bounds, copied into a buffer of its own
+that the graphs after it read (worker/graph_replay.py, ``StretchGraph.owned``).
+
+The copy is no longer the input's memory, so a write into the view must not happen: a
+stretch that may write through one of its moving views (``xb *= 2``, ``xb[0] = 0``, an
+``out=``) is never served by graphs once its bounds move (:func:`written_through`); its
+replays re-run its records, which write through the user's very view. A view that is not
+contiguous (``x[:, j:j + b]``) is not copied either (a contiguous copy's strides would
+differ, and with them the kernels CuPy picks): that stretch too re-runs its records.
+
+:func:`writable_inputs` says which inputs a stretch may write, followed back through views:
+graph replay copies each input into a buffer of its own, so two inputs that share memory
+(a minibatch kept from the last step, a view of the whole data, which is an input too) are
+refused only where one of them may be written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..protocol import api
+from ..protocol import messages as m
+from ..protocol.fused_programs import fused_writes
+from ..protocol.stretch_records import slots_in
+from .stretches import HeldStretch, Op, Slot
+
+__all__ = ["moving_views", "written_through", "writable_inputs", "sliced_only"]
+
+_OPERATOR, _METHOD, _FUNCTION, _KERNEL, _OBJECT = (m.KIND_OPERATOR, m.KIND_METHOD,
+                                                   m.KIND_FUNCTION, m.KIND_KERNEL, m.KIND_OBJECT)
+
+
+def moving_views(stretch: HeldStretch) -> frozenset[int]:
+    """The op indices of the stretch's ``getitem``s whose index holds a parameter."""
+    return frozenset(op.index for op in _ops(stretch)
+                     if op.kind == _OPERATOR and op.name == "getitem" and len(op.args) == 2
+                     and any(s.kind == "p" for s in slots_in(op.args[1])))
+
+
+def written_through(stretch: HeldStretch, views: frozenset[int]) -> bool:
+    """Whether an op of the stretch may write into the result of one of the ops *views*
+    (op indices), or into a view of it."""
+    if not views:
+        return False
+    made = _makers(stretch)
+    return any(s.kind == "r" and made[s.n].index in views
+               for s in _written_sources(stretch, made))
+
+
+def writable_inputs(stretch: HeldStretch) -> frozenset[int]:
+    """The input slots an op of the stretch may write, directly or through a view."""
+    made = _makers(stretch)
+    return frozenset(s.n for s in _written_sources(stretch, made) if s.kind == "i")
+
+
+def sliced_only(stretch: HeldStretch, views: frozenset[int],
+                writable: frozenset[int]) -> dict[int, frozenset[int]]:
+    """The inputs that the stretch's ops only slice by moving views (``x_all`` of
+    ``x_all[j:j + batch]``, the whole data) and never write: by input slot, the op indices of
+    the views that read it. Where all of them run eagerly, graph replay reads such an input
+    where it is, not copied into a buffer of the graph's own at every replay (a dataset of
+    gigabytes for a batch of kilobytes: ``StretchGraph.direct``)."""
+    readers: dict[int, set[int]] = {}
+    others: set[int] = set(writable)
+    for op in _ops(stretch):
+        is_view = op.index in views
+        for s in _arrays([op.target, op.args, op.kwargs]):
+            if s.kind != "i":
+                continue
+            if is_view and op.args and op.args[0] is s:
+                readers.setdefault(s.n, set()).add(op.index)
+            else:
+                others.add(s.n)
+    return {n: frozenset(ops) for n, ops in readers.items() if n not in others}
+
+
+def _ops(stretch: HeldStretch) -> Iterable[Op]:
+    return (item for item in stretch.items if type(item) is Op)
+
+
+def _makers(stretch: HeldStretch) -> dict[int, Op]:
+    return {op.out.n: op for op in _ops(stretch) if op.out is not None}
+
+
+def _arrays(value: Any) -> list[Slot]:
+    return [s for s in slots_in(value) if s.kind != "p"]
+
+
+def _written(op: Op) -> list[Slot]:
+    """The arrays *op* may write: an in-place operator's or assignment's first operand, an
+    ``out=``, every array given to a function, method or kernel that returns nothing (or
+    to a kernel that may write what it is given)."""
+    written = _arrays(op.kwargs.get("out")) if "out" in op.kwargs else []
+    if op.want == api.NONE:
+        if op.kind == _OPERATOR:
+            written += _arrays(op.args[:1])
+        else:
+            written += _arrays((op.target, op.args, op.kwargs))
+    elif op.kind == _KERNEL:
+        writes = fused_writes(op.target) if op.name == "fuse" else None   # (graph_replay's
+        # kernel_writes: a fused program says which it writes; any other kernel may write all)
+        if writes is None:
+            written += _arrays((op.args, op.kwargs))
+        else:
+            written += _arrays([op.args[i] for i in writes if i < len(op.args)])
+    return written
+
+
+def _fresh(op: Op) -> bool:
+    """Whether *op*'s result is an array of its own, never a view of what it is given:
+    Python's operators but ``getitem`` and ``+x``, a ufunc's call without ``out=``, a
+    ``copy``, a random draw. Anything else may hand back a view (``asarray``, ``reshape``,
+    ``astype(copy=False)``) and is followed to every array it is given."""
+    if op.want != api.ARRAY or "out" in op.kwargs:
+        return False
+    name = op.name
+    if op.kind == _OPERATOR:
+        return name not in ("getitem", "pos")
+    if op.kind == _OBJECT:
+        return type(name) is str and name.startswith("random.")
+    if name == "copy":
+        return op.kind in (_METHOD, _FUNCTION)
+    return op.kind == _FUNCTION and name in api.UFUNCS
+
+
+def _written_sources(stretch: HeldStretch, made: dict[int, Op]) -> set[Slot]:
+    """Every input and result slot a write of the stretch may reach, through the views
+    between (a result of an op not :func:`_fresh` reaches what that op was given)."""
+    reached: dict[tuple, Slot] = {}
+    todo = [s for op in _ops(stretch) for s in _written(op)]
+    while todo:
+        slot = todo.pop()
+        if (slot.kind, slot.n) in reached:
+            continue
+        reached[(slot.kind, slot.n)] = slot
+        if slot.kind == "r":
+            maker = made.get(slot.n)
+            if maker is not None and not _fresh(maker):
+                todo += _arrays((maker.target, maker.args, maker.kwargs))
+    return set(reached.values())
