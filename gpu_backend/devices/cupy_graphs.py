@@ -26,7 +26,7 @@ import numpy as np
 from .cupy_products import CapturedProducts
 from .product_capture import product_operands
 
-__all__ = ["GraphTools", "CopyTable", "layout_order"]
+__all__ = ["GraphTools", "CopyTable", "layout_order", "strided_span"]
 
 #: Copies each (source, destination, bytes) row of a table in device memory, in 16-byte
 #: words where all three allow, else byte by byte.
@@ -106,6 +106,14 @@ def layout_order(a: Any) -> str:
     """The order of a fresh array laid out as contiguous *a* is: ``F`` for Fortran's only."""
     flags = a.flags
     return "F" if flags.f_contiguous and not flags.c_contiguous else "C"
+
+
+def strided_span(shape: tuple, strides: tuple, itemsize: int) -> int:
+    """The bytes an array of *shape* and positive *strides* spans, from its first element
+    to the end of its last."""
+    if 0 in shape:
+        return 0
+    return itemsize + sum((n - 1) * s for n, s in zip(shape, strides))
 
 
 class Retained(list):
@@ -220,6 +228,14 @@ class GraphTools:
     def empty_like(self, a: Any) -> Any:
         """A new array of *a*'s shape, dtype and strides (a contiguous *a*)."""
         return self.cp.empty(a.shape, a.dtype, order=layout_order(a))
+
+    def empty_strided(self, a: Any) -> Any:
+        """A new array of *a*'s shape, dtype and very strides (positive ones), over memory
+        of its own just as long as their span: a strided view's stand-in whose kernels are
+        the view's (worker/moving_views.py)."""
+        cp = self.cp
+        memory = cp.cuda.alloc(strided_span(a.shape, a.strides, a.itemsize))
+        return cp.ndarray(a.shape, a.dtype, memory, strides=a.strides)
 
     @staticmethod
     def sole_memory(a: Any) -> bool:

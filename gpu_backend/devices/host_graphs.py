@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .cupy_graphs import Retained, layout_order
+from .cupy_graphs import Retained, layout_order, strided_span
 from .product_capture import stretch_refusal
 
 __all__ = ["HostGraphTools", "HostCopyTable", "LaunchError"]
@@ -112,6 +112,13 @@ class HostGraphTools:
 
     def empty_like(self, a: np.ndarray) -> np.ndarray:
         return np.empty(a.shape, a.dtype, order=layout_order(a))
+
+    @staticmethod
+    def empty_strided(a: np.ndarray) -> np.ndarray:
+        """A new array of *a*'s shape, dtype and very strides (positive ones), over memory
+        of its own just as long as their span (GraphTools.empty_strided's)."""
+        memory = np.empty(strided_span(a.shape, a.strides, a.itemsize), np.uint8)
+        return np.ndarray(a.shape, a.dtype, buffer=memory, strides=a.strides)
 
     @staticmethod
     def sole_memory(a: np.ndarray) -> bool:

@@ -803,14 +803,20 @@ class StretchGraphs:
     def _owned(self, g: StretchGraph, view: Any) -> Any:
         """While capturing: a buffer of the graph's own holding *view*, a ``getitem`` whose
         bounds move (worker/moving_views.py), for the graphs after it to read: each replay
-        copies its own view there. The view itself where it is not contiguous (a copy's
-        strides would differ from the user's view's, and with them CuPy's kernels): the
+        copies its own view there. A strided view's buffer has its very strides (a
+        contiguous copy's would differ, and with them the kernels CuPy picks), spanning what
+        they span. The view itself where a stride is negative or zero, or it is empty: the
         stretch is then never served by graphs (``StretchGraph.unservable``)."""
+        tools = self.tools
         if view.flags.c_contiguous or view.flags.f_contiguous:
-            owned = self.tools.empty_like(view)
+            owned = tools.empty_like(view)
             if owned.strides == view.strides:
-                self.tools.copy(owned, view)
+                tools.copy(owned, view)
                 return owned
+        if view.size and all(s > 0 or n == 1 for n, s in zip(view.shape, view.strides)):
+            owned = tools.empty_strided(view)   # (a patch, a column window, a step: the
+            tools.copy_any(owned, view)         # view's strides over memory of its own)
+            return owned
         g.unservable = True   # (this capture's ops read the view itself)
         return view
 

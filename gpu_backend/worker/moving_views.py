@@ -12,8 +12,13 @@ The copy is no longer the input's memory, so a write into the view must not happ
 stretch that may write through one of its moving views (``xb *= 2``, ``xb[0] = 0``, an
 ``out=``) is never served by graphs once its bounds move (:func:`written_through`); its
 replays re-run its records, which write through the user's very view. A view that is not
-contiguous (``x[:, j:j + b]``) is not copied either (a contiguous copy's strides would
-differ, and with them the kernels CuPy picks): that stretch too re-runs its records.
+contiguous (``x[:, j:j + b]``, an image's patch, ``x[j:j + 64:2]``) gets a buffer with its
+very strides, spanning what they span (a contiguous copy's strides would differ, and with
+them the kernels CuPy picks); one with a negative step re-runs its records.
+
+The data a moving view slices, where nothing else of the stretch reads it, is read where it
+is (:func:`sliced_only`), not copied into a buffer of the graph's at every replay as other
+inputs are.
 
 :func:`writable_inputs` says which inputs a stretch may write, followed back through views:
 graph replay copies each input into a buffer of its own, so two inputs that share memory

@@ -127,12 +127,25 @@ def written_through_the_view(xp):
 
 
 def columns(xp):
-    """A moving view that is not contiguous (``x[:, j:j + 4]``): no copy stands for it."""
+    """A moving view that is not contiguous (``x[:, j:j + 4]``): its buffer has its strides."""
     data = xp.arange(600, dtype=xp.float64).reshape(10, 60)
     out = []
     for i in range(STEPS):
         j = i % 56
         out.append(float((data[:, j:j + 4] * 3).sum(axis=0)[1]))
+    return out
+
+
+def patches_and_a_reversed_window(xp):
+    """A 2-D patch that moves over an image (strided: its buffer has the view's strides) and
+    a window read backwards (a negative step: no buffer stands for it, its records re-run)."""
+    img = xp.arange(900, dtype=xp.float32).reshape(30, 30)
+    line = xp.arange(200, dtype=xp.float64)
+    out = []
+    for i in range(STEPS):
+        r, c = (i * 5) % 26, (i * 3) % 26
+        patch = img[r:r + 4, c:c + 4]
+        out.append(float((patch - patch.mean()).max()) + float(line[i + 8:i:-1].cumsum()[-1]))
     return out
 
 
@@ -166,12 +179,13 @@ def _bits(values: list) -> list:
 
 #: the loops graphs serve, and the replays each makes at least (its short batches and its
 #: first sightings apart)
-SERVED = {sgd_in_order: STEPS - 12, rows_and_windows: STEPS - 12,
+SERVED = {sgd_in_order: STEPS - 12, rows_and_windows: STEPS - 12, columns: STEPS - 12,
           epochs_with_a_short_last_batch: 20, kept_view_written_after: STEPS - 12}
 
 
 @pytest.mark.parametrize("program", [sgd_in_order, rows_and_windows, epochs_with_a_short_last_batch,
-                                     written_through_the_view, columns, kept_view_written_after])
+                                     written_through_the_view, columns, kept_view_written_after,
+                                     patches_and_a_reversed_window])
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
 def test_a_loop_over_moving_slices_is_replayed_with_the_numbers_of_no_replay(pool, program, compiled):
     got, figures = _run(pool, program, SessionSettings(replay_measured=False, compiled=compiled))
