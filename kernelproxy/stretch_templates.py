@@ -143,7 +143,7 @@ class StretchTemplate:
     __slots__ = ("sid", "key", "ops", "records", "n_inputs", "n_results", "slot_of",
                  "input_metas", "predicted", "canon_ops", "canon_slot", "checks", "names",
                  "plans", "unpredicted", "drops_results", "drops_inputs", "drop_slots",
-                 "early_plan", "early_at", "index_shapes")
+                 "early_plan", "early_at", "index_checks")
 
     def __init__(self, sid: int, key: StretchKey, batch: bytes, metas: list) -> None:
         self.sid = sid
@@ -194,12 +194,12 @@ class StretchTemplate:
         self.plans: list[tuple | None] = [
             _operator_plan(record, slot, self.predicted[slot] if slot is not None else None)
             for record, slot in zip(self.ops, self.slot_of)]
-        #: each ``getitem`` whose index holds parameters (a moving slice): the shape its
-        #: result must have for the template's metadata to hold (None: no such op; False:
-        #: not known, so a run never takes it from here)
-        self.index_shapes: list[Any] = [
-            _index_shape(record, self.predicted[slot] if slot is not None else None)
-            for record, slot in zip(self.ops, self.slot_of)]
+        #: each ``getitem`` whose index holds parameters (a moving slice): (the shape its
+        #: result must have for the template's metadata to hold, False where not known so
+        #: that a run never takes it from here; the offered run's index and its parameters,
+        #: a run's same index taken at once); None for every other op
+        self.index_checks: list[Any] = _index_checks(self.ops, key.params, [
+            self.predicted[slot] if slot is not None else None for slot in self.slot_of])
         #: the slots whose metadata the worker is asked for when the run keeps them
         self.unpredicted = [slot for slot, meta in enumerate(self.predicted) if meta is None]
         #: what the stretch drops (a run must drop them too): result and input slots
@@ -226,12 +226,12 @@ class StretchTemplate:
         return len(self.ops)
 
 
-def _holds_param(role: Any) -> bool:
+def _holds_param(role: Any) -> bool:   # (an index's role: a slice's, a tuple's parts)
     """Whether a key's *role* holds a parameter (``("s", type)``), tuples and slices looked
     into."""
     if type(role) is not tuple or not role:
         return False
-    if role[0] == "s":
+    if _is_param_role(role):
         return True
     if role[0] == "slice":
         return any(_holds_param(r) for r in role[1:])
@@ -240,14 +240,72 @@ def _holds_param(role: Any) -> bool:
     return False
 
 
-def _index_shape(record: tuple, meta: tuple | None) -> Any:
-    """The shape a run's ``getitem`` whose index holds parameters must give (its template's
-    result's, *meta*), for TemplateRun's check; None for any other op; False where its
-    result's metadata is not known."""
-    if record[0] != _OPERATOR or len(record) != 6 or record[2] != ("l", "str", "getitem") \
-            or len(record[4]) != 2 or not _holds_param(record[4][1]):
-        return None
-    return meta[0] if meta is not None else False
+def _param_count(role: Any) -> int:
+    """How many parameters (``("s", type)``) a key's *role* holds, containers looked into."""
+    if type(role) is not tuple or not role:
+        return 0
+    if _is_param_role(role):
+        return 1
+    if role[0] in ("l", "i", "r", "dtype", "type", "np", "...", "free"):
+        return 0
+    return sum(_param_count(r) for r in role)
+
+
+def _is_param_role(role: tuple) -> bool:
+    """Whether *role* is a parameter's, ``("s", type)`` (not a map's item keyed "s")."""
+    return role[0] == "s" and len(role) == 2 and type(role[1]) is str
+
+
+def _index_value(role: Any, params: list, at: list) -> Any:
+    """The index a key's *role* stands for, its parameters taken from *params* from
+    ``at[0]`` on (moved past them)."""
+    tag = role[0]
+    if tag == "s":
+        at[0] += 1
+        value = params[at[0] - 1]
+        return value if role[1] == "int" else np.dtype(role[1]).type(value)
+    if tag == "slice":
+        return slice(*(_index_value(r, params, at) for r in role[1:]))
+    if tag == "tuple":
+        return tuple(_index_value(r, params, at) for r in role[1])
+    if tag == "...":
+        return Ellipsis
+    return role[2]   # (("l", type, value): None, an int step)
+
+
+def _index_checks(ops: list, params: list, metas: list) -> list:
+    """TemplateRun's checks of the ``getitem``s whose index holds parameters (*ops*' key
+    records; *params*: the offered run's parameters; *metas*: each op's result's metadata,
+    None where unknown): (the shape the result must have, False where unknown; the offered
+    run's index; its parameters) by op, None for every other op."""
+    checks: list[Any] = []
+    at = 0
+    for record, meta in zip(ops, metas):
+        count = _param_count(record[3] if len(record) == 4 else record[3:5])   # (not keywords)
+        if record[0] != _OPERATOR or len(record) != 6 or record[2] != ("l", "str", "getitem") \
+                or len(record[4]) != 2 or not _holds_param(record[4][1]):
+            checks.append(None)
+        else:
+            before = at + _param_count(record[4][0])
+            index = _index_value(record[4][1], params, [before])
+            checks.append((meta[0] if meta is not None else False, index,
+                           tuple(params[before:at + count])))
+        at += count
+    return checks
+
+
+def _same_index(value: Any, recorded: Any) -> bool:
+    """Whether a run's basic index *value* is *recorded*, part for part of the same types
+    (``slice(True, 3)`` equals ``slice(1, 3)`` but is no parameter's)."""
+    t = type(value)
+    if t is not type(recorded):
+        return False
+    if t is slice:
+        return (type(value.start) is type(recorded.start) and type(value.stop) is type(recorded.stop)
+                and type(value.step) is type(recorded.step) and value == recorded)
+    if t is tuple:
+        return len(value) == len(recorded) and all(map(_same_index, value, recorded))
+    return value is recorded or value == recorded
 
 
 #: a parameter's Python type, by the name the key gives it
@@ -534,11 +592,11 @@ class TemplateRun:
             return False
         if i >= len(template.ops) or not self._matches(template.checks[i], template.names[i],
                                                        kind, want, name, target, args, kwargs,
-                                                       template.index_shapes[i]):
+                                                       template.index_checks[i]):
             for other in self.templates.sharing(template, i):   # (another held stretch of
                 if i < len(other.ops) and self._switch(other):  # the same start)
                     if self._matches(other.checks[i], other.names[i], kind, want, name, target,
-                                     args, kwargs, other.index_shapes[i]):
+                                     args, kwargs, other.index_checks[i]):
                         template = other
                         break
                     self._switch(template)
@@ -613,15 +671,22 @@ class TemplateRun:
 
     def _matches(self, record: tuple, plain_name: str | None, kind: str, want: str, name: Any,
                  target: Any, args: tuple | list, kwargs: dict | None,
-                 index_shape: Any = None) -> bool:
+                 index_check: Any = None) -> bool:
         """Whether the op is the template's op of key *record* (its parameters kept, its
-        inputs bound; nothing of it where not). *index_shape*: a ``getitem`` whose index
-        holds parameters, the shape its result must have (False: never taken here)."""
+        inputs bound; nothing of it where not). *index_check*: a ``getitem`` whose index
+        holds parameters, StretchTemplate.index_checks'."""
         if record[0] != kind or record[1] != want:
             return False
         self._bound.clear()
         params = len(self.params)
         try:
+            if index_check is not None and len(args) == 2 and _same_index(args[1], index_check[1]):
+                # (the offered run's very index, a stencil's ``u[1:-1]``: its shape too)
+                if record[2] != ("l", "str", name) or len(record[4]) != 2:
+                    return False
+                self._match(args[0], record[4][0])
+                self.params.extend(index_check[2])
+                return True
             if len(record) == 4:   # an arithmetic or comparison operator (keyed so)
                 roles = record[3]
                 if record[2] != name or len(roles) != len(args):
@@ -650,9 +715,10 @@ class TemplateRun:
                 if key not in kwargs:
                     raise _Miss
                 self._match(kwargs[key], role)
-            if index_shape is not None:   # (a moving slice: the template's shape, or a miss)
-                meta = self._meta(args[0], self._handle(args[0])) if index_shape is not False else None
-                if meta is None or basic_index_shape(meta[0], args[1]) != index_shape:
+            if index_check is not None:   # (a moving slice: the template's shape, or a miss)
+                shape = index_check[0]
+                meta = self._meta(args[0], self._handle(args[0])) if shape is not False else None
+                if meta is None or basic_index_shape(meta[0], args[1]) != shape:
                     raise _Miss
             return True
         except Exception:   # _Miss, or a value no key holds (the ordinary path says what)
