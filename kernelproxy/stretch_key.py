@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections import OrderedDict
 
 from typing import Any, Callable
 
 import numpy as np
 
 from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.codec import packb
 from gpu_backend.protocol.stretches import (MAX_STRETCH_OPS, PARAM_OPERATORS, basic_index, index_param,
                                             is_param, leading_params)
 
@@ -56,14 +58,35 @@ class FixedDefinition(dict):
     """A kernel's definition that never changes once made (a fused function's program, an
     ``ElementwiseKernel``'s sources): a stretch's key, and a held stretch's check of a run,
     hold its token, not its contents, which a program of a hundred calls made a walk of
-    hundreds of values at every call. Travels as the map it is."""
+    hundreds of values at every call. Travels as the map it is.
+
+    Two definitions of the same contents have the same token: a cell run again, or a
+    function that defines its ``cupy.fuse`` functions or its kernels each time it is
+    called, makes new ones of the same text, and its loop is then the stretch held before
+    (a fused function's ``fusion`` number, the pool's cache of its kernel, is left out:
+    the same program fuses to the same kernel). Found once, when the definition is made."""
 
     __slots__ = ("key",)
     _made = itertools.count(1)
+    #: the tokens of the definitions made lately, by their contents (the oldest forgotten
+    #: past :data:`KEPT_TOKENS`: a definition of theirs made again then gets a new one)
+    _tokens: "OrderedDict[bytes, tuple]" = OrderedDict()
+    KEPT_TOKENS = 4096
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.key = ("fixed", next(FixedDefinition._made))
+        try:
+            contents = packb({k: v for k, v in self.items() if k != "fusion"})
+        except Exception:   # (a value the wire cannot hold: the pool refuses it at its call)
+            self.key = ("fixed", next(FixedDefinition._made))
+            return
+        tokens = FixedDefinition._tokens
+        key = tokens.get(contents)
+        if key is None:
+            key = tokens[contents] = ("fixed", next(FixedDefinition._made))
+            if len(tokens) > FixedDefinition.KEPT_TOKENS:
+                tokens.popitem(last=False)
+        self.key = key
 
 
 class _Unkeyable(Exception):

@@ -92,11 +92,14 @@ STATIC_DRAWS = frozenset(f"{cls}.{name}" for cls in ("random.RandomState", "rand
 def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool:
     """Whether the result of the op of key *record* has metadata that follows from its
     arrays' metadata, its literals and its parameters' types alone (not from the values in
-    its arrays: a boolean mask's selection, ``nonzero``, ``unique``, ``bincount``).
-    *metas(role)* gives the metadata of an array role of the template (None: unknown)."""
+    its arrays: a boolean mask's selection, ``nonzero``, ``unique``, ``bincount``, and an
+    index of such a result). *metas(role)* gives the metadata of an array role of the
+    template (None: unknown, or a result's that is not static)."""
     kind = record[0]
     if record[1] != _ARRAY:
         return False
+    if not _arrays_known(record[3] if len(record) == 4 else record[3:], metas):
+        return False   # (an array whose shape its values decided: a mask's selection's)
     if kind == _OPERATOR:
         if len(record) == 4:   # an arithmetic or comparison operator (its scalars: parameters)
             return True
@@ -119,6 +122,19 @@ def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool
     # a fused function's kernel (its program a fixed literal, its scalars literals too):
     # CuPy's elementwise or reduction kernel, its results' shapes and dtypes its arrays'
     return kind == m.KIND_KERNEL and name == "fuse"
+
+
+def _arrays_known(role: Any, metas: Callable[[tuple], tuple | None]) -> bool:
+    """Whether every result of the stretch in *role* (an op's operands, containers looked
+    into) has metadata the template predicts (an input's is checked at each run: an
+    object's, None, too)."""
+    if type(role) is not tuple or not role:
+        return True
+    if len(role) == 2 and role[0] in ("i", "r") and type(role[1]) is int:
+        return role[0] == "i" or metas(role) is not None
+    if role[0] in ("l", "s", "dtype", "type", "np", "...", "fixed"):
+        return True
+    return all(_arrays_known(r, metas) for r in role)
 
 
 def _holds_mask(role: Any, metas: Callable[[tuple], tuple | None]) -> bool:
@@ -166,10 +182,11 @@ class StretchTemplate:
         made = [wire_tuple(e) if e is not None else None for e in result_metas]
 
         def meta_of(role: tuple) -> tuple | None:
+            # (a result's as predicted: None where its values decide it, a mask's selection)
             if role[0] == "i":
                 return self.input_metas[role[1]] if role[1] < self.n_inputs else None
             slot = self.slot_of[role[1]] if role[1] < len(self.slot_of) else None
-            return made[slot] if slot is not None else None
+            return self.predicted[slot] if slot is not None else None
         #: the metadata handed out with each result slot's array (None: asked of the worker)
         self.predicted: list[tuple | None] = [None] * self.n_results
         for index, slot in enumerate(self.slot_of):

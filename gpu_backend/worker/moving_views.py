@@ -8,10 +8,12 @@ pointer arithmetic), and a replay whose bounds are the same is served by them
 the next capture on: the view made at each replay's bounds, copied into a buffer of its own
 that the graphs after it read (worker/graph_replay.py, ``StretchGraph.owned``).
 
-The copy is no longer the input's memory, so a write into the view must not happen: a
-stretch that may write through one of its moving views (``xb *= 2``, ``xb[0] = 0``, an
-``out=``) is never served by graphs once its bounds move (:func:`written_through`); its
-replays re-run its records, which write through the user's very view. A view that is not
+The copy is no longer the input's memory, so a write into the view must not happen, nor a
+write into what it slices after it is made: a stretch that may write through one of its
+moving views (``xb *= 2``, ``xb[0] = 0``, an ``out=``), or into the array a moving view
+slices after the view (``xb = data[i:i + 4]; data += 1``, a stencil's update after a probe
+window), is never served by graphs once its bounds move (:func:`written_through`); its
+replays re-run its records, which write through and read the user's very views. A view that is not
 contiguous (``x[:, j:j + b]``, an image's patch, ``x[j:j + 64:2]``) gets a buffer with its
 very strides, spanning what they span (a contiguous copy's strides would differ, and with
 them the kernels CuPy picks); one with a negative step re-runs its records.
@@ -51,12 +53,23 @@ def moving_views(stretch: HeldStretch) -> frozenset[int]:
 
 def written_through(stretch: HeldStretch, views: frozenset[int]) -> bool:
     """Whether an op of the stretch may write into the result of one of the ops *views*
-    (op indices), or into a view of it."""
+    (op indices) or into a view of it, or, after that view is made, into the memory it
+    slices (``xb = data[i:i + 4]; data += 1``: the user's view sees the write, a copy made
+    when the view was would not)."""
     if not views:
         return False
     made = _makers(stretch)
-    return any(s.kind == "r" and made[s.n].index in views
-               for s in _written_sources(stretch, made))
+    ops = {op.index: op for op in _ops(stretch)}
+    sliced = {v: _reached(_arrays(ops[v].args[:1]), made) for v in views}
+    for op in ops.values():
+        written = _written(op)
+        if not written:
+            continue
+        reached = _reached(written, made)
+        for v in views:
+            if ("r", ops[v].out.n) in reached or (op.index > v and not reached.isdisjoint(sliced[v])):
+                return True
+    return False
 
 
 def writable_inputs(stretch: HeldStretch) -> frozenset[int]:
@@ -137,16 +150,23 @@ def _fresh(op: Op) -> bool:
 
 def _written_sources(stretch: HeldStretch, made: dict[int, Op]) -> set[Slot]:
     """Every input and result slot a write of the stretch may reach, through the views
-    between (a result of an op not :func:`_fresh` reaches what that op was given)."""
-    reached: dict[tuple, Slot] = {}
-    todo = [s for op in _ops(stretch) for s in _written(op)]
+    between (:func:`_reached`)."""
+    return {Slot(kind, n) for kind, n in
+            _reached([s for op in _ops(stretch) for s in _written(op)], made)}
+
+
+def _reached(slots: list[Slot], made: dict[int, Op]) -> set[tuple]:
+    """*slots* and every slot whose memory they may be, as ``(kind, n)``: a result of an
+    op not :func:`_fresh` reaches what that op was given."""
+    reached: set[tuple] = set()
+    todo = list(slots)
     while todo:
         slot = todo.pop()
         if (slot.kind, slot.n) in reached:
             continue
-        reached[(slot.kind, slot.n)] = slot
+        reached.add((slot.kind, slot.n))
         if slot.kind == "r":
             maker = made.get(slot.n)
             if maker is not None and not _fresh(maker):
                 todo += _arrays((maker.target, maker.args, maker.kwargs))
-    return set(reached.values())
+    return reached

@@ -71,6 +71,22 @@ def test_a_write_into_a_moving_view_or_a_view_of_it_is_found():
         assert data not in sliced_only(s, moving_views(s), writable_inputs(s))
 
 
+def test_a_write_into_the_sliced_data_after_the_view_is_made_counts_before_it_does_not():
+    after = _sgd((OP, NONE, None, "iadd", None, (DATA, 1.0), None))
+    assert written_through(after, moving_views(after))
+    before = _stretch((OP, NONE, None, "iadd", None, (DATA, 1.0), None),
+                      (OP, ARRAY, 12, "getitem", None, (DATA, slice(16, 24)), None),
+                      (METHOD, ARRAY, 14, "sum", Handle(12), (), None),
+                      (FN, VALUE, None, "float", None, (Handle(14),), None))
+    assert not written_through(before, moving_views(before))
+    # (through a view of the data the moving view slices: ``a = data[2:]; a[j:j + 4]``)
+    nested = _stretch((OP, ARRAY, 20, "getitem", None, (DATA, slice(2, None)), None),
+                      (OP, ARRAY, 21, "getitem", None, (Handle(20), slice(5, 9)), None),
+                      (OP, NONE, None, "setitem", None, (DATA, 0, 1.0), None),
+                      (METHOD, ARRAY, 22, "sum", Handle(21), (), None))
+    assert written_through(nested, moving_views(nested))
+
+
 def test_data_read_by_another_op_too_is_copied_as_ever():
     s = _sgd((METHOD, ARRAY, 30, "mean", DATA, (), None))
     assert sliced_only(s, moving_views(s), writable_inputs(s)) == {}

@@ -367,6 +367,48 @@ def test_a_fused_loop_is_answered_from_its_template(cp, session):
         assert stretches.figures()["fast"] > fast_before
 
 
+def test_a_function_that_defines_its_fused_functions_is_held_from_its_first_step_when_called_again(pool):
+    """A function that makes its ``cupy.fuse`` functions each time it is called (a cell
+    run again; an ``ElementwiseKernel`` made so alike) makes definitions of the same contents: one
+    token (kernelproxy/stretch_key.FixedDefinition), so the second call's loop is the
+    stretch the first call held and replays from its first step; the values are the same
+    as with no replay. Definitions of other contents keep tokens of their own."""
+    from kernelproxy.modules import module_for
+    from kernelproxy.session import Session
+    from kernelproxy.settings import SessionSettings
+    from kernelproxy.stretch_key import FixedDefinition
+
+    def cell(xp):
+        @xp.fuse()
+        def step(x, v, dt):
+            return x + v * dt
+
+        @xp.fuse()
+        def energy(x):
+            return xp.sum(x * x)
+
+        x, v = xp.linspace(-1, 1, 64), xp.ones(64)
+        out = []
+        for _ in range(20):
+            x = step(x, v, 0.01)
+            out.append(float(energy(x)))
+        return out
+
+    with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False)) as s:
+        cp = module_for(s)
+        first = cell(cp)
+        before = s.memory_info()["stretches"]["replays"]
+        second = cell(cp)
+        again = s.memory_info()["stretches"]["replays"] - before
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        plain = cell(module_for(s))
+    assert first == second == plain
+    assert again >= 19   # (every step of the second call but its first's: before, 15 at most)
+    a, b = FixedDefinition(name="k", fusion=1, ops=[1.0]), FixedDefinition(name="k", fusion=2, ops=[1.0])
+    assert a.key == b.key and FixedDefinition(name="k", fusion=3, ops=[-1.0]).key != a.key
+    assert FixedDefinition(name="k", ops=[0.0]).key != FixedDefinition(name="k", ops=[-0.0]).key
+
+
 def test_get_array_module_of_a_stand_in_is_cupy(cp):
     """CuPy's test_get_array_module: inside a fused function its arrays are CuPy's."""
     modules = []

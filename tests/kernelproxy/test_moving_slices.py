@@ -126,6 +126,34 @@ def written_through_the_view(xp):
     return out + [float(data.sum())]
 
 
+def data_written_after_its_view(xp):
+    """The array a moving view slices written after the view is made (``data += 1``, a
+    stencil's update after a probe window): the view sees it, as a view does; a copy made
+    when the view was would not (such a stretch re-runs its records once its bounds move)."""
+    data = xp.arange(400, dtype=xp.float64)
+    u = xp.linspace(0.0, 1.0, 64)
+    out = []
+    for i in range(STEPS):
+        xb = data[i:i + 4]
+        data += 1.0
+        probe = u[i % 50:i % 50 + 5]
+        u[1:-1] = u[1:-1] + 0.2 * (u[2:] - 2 * u[1:-1] + u[:-2])
+        out.append(float(xb.sum()) + float(probe.mean()))
+    return out
+
+
+def a_selection_then_its_slice(xp):
+    """A mask's selection (its shape its values') sliced and scaled: the results' shapes
+    are not the template's (a held stretch asks the worker for them)."""
+    data = xp.arange(64, dtype=xp.float64)
+    out = []
+    for i in range(STEPS):
+        y = data[data < (i % 8)]
+        z, w = y[0:4], y * 2
+        out += [z.shape[0], w.shape[0], float(z.sum()) + float(w.sum())]
+    return out
+
+
 def columns(xp):
     """A moving view that is not contiguous (``x[:, j:j + 4]``): its buffer has its strides."""
     data = xp.arange(600, dtype=xp.float64).reshape(10, 60)
@@ -185,7 +213,8 @@ SERVED = {sgd_in_order: STEPS - 12, rows_and_windows: STEPS - 12, columns: STEPS
 
 @pytest.mark.parametrize("program", [sgd_in_order, rows_and_windows, epochs_with_a_short_last_batch,
                                      written_through_the_view, columns, kept_view_written_after,
-                                     patches_and_a_reversed_window])
+                                     patches_and_a_reversed_window, data_written_after_its_view,
+                                     a_selection_then_its_slice])
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
 def test_a_loop_over_moving_slices_is_replayed_with_the_numbers_of_no_replay(pool, program, compiled):
     got, figures = _run(pool, program, SessionSettings(replay_measured=False, compiled=compiled))
