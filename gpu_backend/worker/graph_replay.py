@@ -37,7 +37,7 @@ from ..protocol import messages as m
 from .batch_results import BatchResults
 from .eager_ops import eager_by_nature
 from .draw_journal import STATE_CLASS, NotUndoable
-from .graph_copies import COPY_ROW_BYTES, identity
+from .graph_copies import COPY_ROW_BYTES, identity, plain
 from .moving_views import moving_views, sliced_only, writable_inputs, written_through
 from .graph_state import Capture, GraphState, StretchGraph
 from .graph_state import Segment as _Segment
@@ -299,6 +299,11 @@ class StretchGraphs:
             state.eager.update(changed)
             state.capture_again()
             return None
+        if graph.gathered:   # (its moving views at this replay's bounds, gathered as inputs)
+            views = self.moving_views_at(graph, arrays.__getitem__, entry.params)
+            if views is None:
+                return None
+            arrays.update(views)
         hosts = self._fits(graph, arrays, entry.params)
         if hosts is None:
             return None
@@ -335,6 +340,8 @@ class StretchGraphs:
         where they came from the last time (GraphCopies.prepare), and write the block.
         (Off the replay's path: 16-28 µs of an H200 host's worker time.) A wrong guess
         costs only this work."""
+        if g.gathered:   # (its next moving views are at bounds not known yet)
+            return
         predicted = g.copies.predict(self.x.table.arrays)
         if predicted is None:
             return
@@ -396,6 +403,7 @@ class StretchGraphs:
         # (an input only moving views read, all of them eager now: read where it is)
         g.direct = frozenset(n for n, views in shape.sliced_only.items()
                              if n in arrays and views <= state.eager)
+        gathered = self._gather(g, stretch, state, arrays, params) if g.direct else frozenset()
         copied = {n: a for n, a in arrays.items() if n not in g.direct} if g.direct else arrays
         segments: list[_Segment] = []
         # (a Generator given another bit generator inside the stretch: its draws eager, for a
@@ -403,6 +411,8 @@ class StretchGraphs:
         reassigned = {op.target for op in stretch.items
                       if type(op) is Op and op.kind == _OBJECT and op.name == _BIT_GENERATOR}
         for op in (item for item in stretch.items if type(item) is Op):
+            if op.index in gathered:   # (made by the first graph's copy table)
+                continue
             eager = op.index in state.eager or eager_by_nature(op, arrays, shape.int_results) \
                 or (op.kind == _OBJECT and (not self.graphed_draws or op.target in reassigned))
             if not segments or segments[-1].eager != eager or eager:
@@ -434,10 +444,12 @@ class StretchGraphs:
                         return None
                     tools.copy(buf, a)
                     g.bufs[n] = buf
+                for key, op in g.gathered.items():   # (the graphs read its buffer)
+                    g.env[op.out.n] = g.bufs[key]
                 if shape.writes:
                     span = self.x.device.memory_span
                     g.writing = {span(buf)[1]: n for n, buf in g.bufs.items()
-                                 if buf.nbytes and n not in g.direct}
+                                 if buf.nbytes and n not in g.direct and n not in g.gathered}
                     g.written = set()
                 graphed_ops: set[int] = set()   # (the ops of the segments captured so far)
                 for at, seg in enumerate(segments):
@@ -800,6 +812,52 @@ class StretchGraphs:
             handout[slot] = result
         return live
 
+    def _gather(self, g: StretchGraph, stretch: HeldStretch, state: GraphState, arrays: dict,
+                params: list) -> frozenset[int]:
+        """While capturing: the moving views of inputs read where they are (``g.direct``)
+        that the first graph's copy table gathers like inputs, their results' buffers the
+        graphs read: each made now at the replay's bounds and put among *arrays* by its key
+        (``g.gathered``), no eager op between graphs for it. Only a contiguous view, whose
+        bytes are a range. Returns their op indices."""
+        for op in stretch.items:
+            if type(op) is not Op or op.index not in state.shape.moving or op.index not in state.eager:
+                continue
+            source = op.args[0]
+            if type(source) is not Slot or source.kind != "i" or source.n not in g.direct:
+                continue
+            view = self._view(op, arrays.__getitem__, params)
+            if view is not None and view.nbytes and plain(view, self.array_type):
+                key = -1 - op.index
+                arrays[key] = view
+                g.gathered[key] = op
+        return frozenset(op.index for op in g.gathered.values())
+
+    def moving_views_at(self, g: StretchGraph, source: Any, params: list) -> dict | None:
+        """The views *g*'s copy table gathers (``g.gathered``), made at a replay's bounds
+        (*params*) on its inputs (*source(n)*), by key; None where one fails or has not the
+        layout its buffer was captured with (an epoch's last, shorter batch: its replay is a
+        re-run)."""
+        views = {}
+        guards = g.guards
+        for key, op in g.gathered.items():
+            view = self._view(op, source, params)
+            if view is None or guards[key] != (view.shape, view.dtype, view.strides):
+                return None
+            views[key] = view
+        return views
+
+    def _view(self, op: Op, source: Any, params: list) -> Any:
+        """Moving view *op* made at *params*' bounds on input *source(n)* (None: it failed)."""
+        def of_slot(slot: Slot) -> Any:
+            return slot.value(params) if slot.kind == "p" else source(slot.n)
+
+        try:
+            return self.x.device.as_array(self.x.call(
+                op.kind, op.name, fill_slots(op.target, of_slot), fill_slots(op.args, of_slot),
+                fill_slots(op.kwargs, of_slot)))
+        except Exception:   # (out of range: the re-run raises it as the user's op)
+            return None
+
     def _owned(self, g: StretchGraph, view: Any) -> Any:
         """While capturing: a buffer of the graph's own holding *view*, a ``getitem`` whose
         bounds move (worker/moving_views.py), for the graphs after it to read: each replay
@@ -874,7 +932,7 @@ class StretchGraphs:
         self.x.phases.mark("replay_made")   # (the kept results' arrays made and copied)
         if shape.writes:
             written = g.written
-            direct = g.direct
+            direct = g.direct | g.gathered.keys()   # (read only: never written back)
             if run_ahead:
                 self._writes = [(a, g.bufs[n]) for n, a in arrays.items()
                                 if (written is None or n in written) and n not in direct]

@@ -82,6 +82,10 @@ class StretchGraph:
         #: the inputs read where they are, not copied into buffers (moving_views.sliced_only:
         #: only moving views, eager, slice them): ``bufs`` holds each replay's array
         self.direct: frozenset[int] = frozenset()
+        #: the moving views of those inputs that the first graph's copy table gathers, each
+        #: by the key it has among a replay's arrays (negative: no input's), made at each
+        #: replay at its bounds (StretchGraphs.moving_views_at) and copied like an input
+        self.gathered: dict[int, Op] = {}
 
     def keeps(self, params: list) -> bool:
         """Whether a replay given *params* draws and slices as the graph's baked ops do:

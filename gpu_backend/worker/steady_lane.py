@@ -400,16 +400,24 @@ class SteadyLane:
         for n, a in moved:
             if n in direct:
                 plan.bufs[n] = a
+        views = graphs.moving_views_at(g, plan.bufs.__getitem__, params) if g.gathered else {}
+        if views is None:   # (a bound stepped past its data's end: the generic path's)
+            del x._warnings[warned:]
+            return False
         if rows is None:   # (no copy table: each input copied into its buffer, as set_up does)
             bufs, now = plan.bufs, dict(moved)
             for n, _step, had in plan.bound:
                 if n not in direct:
                     tools.copy(bufs[n], now.get(n, had))
-        elif moved:
+            for key, view in views.items():
+                tools.copy(bufs[key], view)
+        elif moved or views:
             gather = copies.gather
             for n, a in moved:
                 if n not in direct:
                     gather.set(rows[n], plan.bufs[n], a)
+            for key, view in views.items():   # (its moving views at the step's bounds)
+                gather.set(rows[key], plan.bufs[key], view)
             if gather.commit():
                 g.pvalues.dirty = True
         made = []
