@@ -180,5 +180,7 @@ DOUBLE = struct.Struct(">d")
 def _may_step(path: tuple) -> bool:
     """Whether the header's integer at *path* may step in a loop the lane serves: the batch,
     the entry's first op, its input handles (a loop-carried result), its result handles, the
-    frees before and after it (not its parameters: the lane's run ahead takes the same)."""
-    return path in _STEPPING or path[:2] in (("T", 2), ("T", 4)) or path[:1] in (("F",), ("R",))
+    frees before and after it, and its int parameters (a slice's bounds that move by the
+    batch, ``x + i``: the lane's run ahead takes each message's, lane_plans.stepped)."""
+    return path in _STEPPING or path[:2] in (("T", 2), ("T", 3), ("T", 4)) \
+        or path[:1] in (("F",), ("R",))

@@ -42,6 +42,7 @@ class LanePlan:
                  "scatter_rows", "reads", "ran", "slots", "input_frees",
                  "expected", "ahead", "reads_left", "after", "dafter", "dinputs",
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
+                 "int_steps",
                  "float_history",
                  "written", "eager_kept", "remade", "held")
 
@@ -115,6 +116,9 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     plan.sid, plan.inputs, plan.params, plan.need = entry.sid, entry.inputs, entry.params, entry.need
     # the float parameters that step: (its offset, its slot, the value before, the last)
     plan.floats = [(at, path[2], x, y) for path, at, x, y in shape.floats]
+    # the int parameters that step, and by how much: (its slot, its step)
+    plan.int_steps = [(path[2], step) for path, step in shape.stepping
+                      if path[:2] == ("T", 3) and len(path) == 3]
     # each float's last values, to the last message's (RunAhead's history, where it agrees
     # with the two messages read: its guess of the first message came from the same)
     history = x.replay.ahead.recent(entry.sid)
@@ -163,8 +167,8 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
                 return g.array(slot)
             reads.append((op.index, op.kind, op.name, fill_slots(op.target, of_slot),
                           fill_slots(op.args, of_slot), fill_slots(op.kwargs, of_slot)))
-    if with_params and plan.floats:   # (a read taking a parameter that steps: resolved
-        return None                   # once, it would read with the first one's value)
+    if with_params and (plan.floats or plan.int_steps):   # (a read taking a parameter that
+        return None                   # steps: resolved once, it would read the first's value)
     plan.reads = reads
     #: the same reads as the generic path keeps them (StretchGraphs' _Reads), left with a
     #: run ahead of the lane's whose reads wait for the client's replay: the generic path
@@ -179,12 +183,15 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
 
 def stepped(plan: LanePlan) -> tuple:
     """The parameters of the message after the plan's current one, its floats' record and
-    their histories: each float that steps goes on as RunAhead's guess (guess_params) has
-    it, worker/float_steps.py's guess from its last values; one that would not be finite
-    stays (a message that then does not come: the lane is left)."""
-    if not plan.floats:
+    their histories: each int that steps by its step (as the message's bytes do), each float
+    that steps as RunAhead's guess (guess_params) has it, worker/float_steps.py's guess from
+    its last values; one that would not be finite stays (a message that then does not come:
+    the lane is left)."""
+    if not plan.floats and not plan.int_steps:
         return plan.params, plan.floats, plan.float_history
     params = list(plan.params)
+    for n, step in plan.int_steps:
+        params[n] += step
     floats = []
     histories = {}
     for at, n, earlier, y in plan.floats:

@@ -133,7 +133,7 @@ class SteadyLane:
         plan.served += 1
         plan.value += plan.difference
         expected = plan.value.to_bytes(plan.size, "big")
-        if plan.floats:
+        if plan.floats or plan.int_steps:
             plan.params, plan.floats, plan.float_history = plan.stepped
             expected = bytearray(expected)
             pack = DOUBLE.pack
@@ -384,7 +384,8 @@ class SteadyLane:
         if not g.keeps(params):   # (a draw's scalar its graphs baked in would step: the
             del x._warnings[warned:]   # generic path captures it again, the draw eager)
             return False
-        if plan.floats and not g.pvalues.write(params):   # (written where they changed)
+        if (plan.floats or plan.int_steps) and not g.pvalues.write(params):   # (written where
+            # they changed)
             del x._warnings[warned:]
             return False
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)

@@ -104,13 +104,24 @@ def test_a_float_parameter_that_steps_is_written_into_the_next_messages():
                   _batch(401, 1199, [1199, 1200], [1197], params=[nan])).floats == []
 
 
+def test_an_int_parameter_that_steps_steps_in_the_next_messages():
+    """A slice's bounds that move by the batch (``x_all[j:j + 64]``): the integers' step,
+    in the message's bytes as in the parameters the lane's run ahead takes."""
+    a = _batch(400, 1196, [1196, 1197], [1194], params=[300, 364])
+    b = _batch(401, 1199, [1199, 1200], [1197], params=[364, 428])
+    shape = Layout(a, b)
+    assert (("T", 3, 0), 64) in shape.stepping and (("T", 3, 1), 64) in shape.stepping
+    nxt = (shape.base + shape.difference).to_bytes(len(b), "big")
+    assert nxt == _batch(402, 1202, [1202, 1203], [1200], params=[428, 492])
+
+
 def test_what_the_lane_cannot_serve_is_refused_when_read():
     with pytest.raises(ValueError):   # a float after the header (a record, not a free)
         Layout(_batch(400, 1196, [1196, 1197], [1194]) + codec.packb(1.0),
                _batch(401, 1199, [1199, 1200], [1197]) + codec.packb(1.5))
-    with pytest.raises(ValueError):   # an integer parameter steps: not the lane's
-        Layout(_batch(400, 1196, [1196, 1197], [1194], params=[7]),
-               _batch(401, 1199, [1199, 1200], [1197], params=[8]))
+    with pytest.raises(ValueError):   # a negative int parameter (not an unsigned number)
+        Layout(_batch(400, 1196, [1196, 1197], [1194], params=[-7]),
+               _batch(401, 1199, [1199, 1200], [1197], params=[-8]))
     with pytest.raises(ValueError):   # a number grew a byte: not the same shape
         Layout(_batch(400, 124, [124, 125], [122]), _batch(401, 127, [127, 128], [125]))
     with pytest.raises(ValueError):   # an op record after the header (not a free)
@@ -153,6 +164,19 @@ def _stepping_scalar(cp):
         out.append(float((x + step * 0.5).sum()))
         _pause()
     return out, x.get()
+
+
+def _minibatches_in_order(cp):
+    """``x_all[j:j + 16]`` with ``j`` stepping by the batch, its loss read: the slice's
+    bounds are int parameters that step (a new epoch starts the lane again)."""
+    x_all = cp.arange(4000, dtype=cp.float32).reshape(500, 8) / 1000
+    w = cp.linspace(-1, 1, 8, dtype=cp.float32)
+    out = []
+    for step in range(STEPS):
+        j = (step * 16) % 480
+        out.append(float((x_all[j:j + 16] @ w).sum()))
+        _pause()
+    return out, w.get()
 
 
 def _time_stepped(cp):
@@ -272,7 +296,7 @@ def _monte_carlo_pi(cp):
 
 @pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _time_stepped, _changing,
                                   _product_sync, _regression_step, _power_iteration,
-                                  _random_walk, _monte_carlo_pi])
+                                  _random_walk, _monte_carlo_pi, _minibatches_in_order])
 @pytest.mark.parametrize("early", [False, True])
 def test_a_loop_answered_in_the_lane_gives_the_bits_the_ops_give(pool, loop, early):
     got, want, figures = beside_no_replay(pool, loop, early_replay=early)
