@@ -1,8 +1,10 @@
 """A captured stretch's copies in and out, made by its graphs (worker/graph_replay.py).
 
 The first graph begins with one kernel that copies every input into the buffer the graph
-reads; the last graph ends with one that copies every kept result the graphs made into the
-fresh array a replay hands out, allocated before the launch. Each is a *copy table*
+reads (and each moving view it gathers, made at the replay's bounds before the launch:
+worker/moving_views.py, ``StretchGraph.gathered``; an input only such views slice is read
+where it is, not copied); the last graph ends with one that copies every kept result the
+graphs made into the fresh array a replay hands out, allocated before the launch. Each is a *copy table*
 (devices/cupy_graphs.py ``CopyTable``; the NumPy device's ``HostCopyTable``) whose rows
 (source, destination, bytes) sit after the parameters in the stretch's parameter block, so
 the one host-to-device copy of the parameters writes them too. A replay sets two pointers a
