@@ -475,8 +475,9 @@ def sgd_minibatch(xp, n, steps=200, batch=512, features=32, lr=0.05):
 
 def sgd_slices(xp, n, steps=200, batch=512, features=32, lr=0.05):
     """Linear regression by minibatch SGD over the data in order, each minibatch a slice
-    ``x_all[j:j + batch]`` at an offset that moves every step (a literal of the stretch's
-    key: every step of an epoch is a stretch of its own), the batch's loss read every step."""
+    ``x_all[j:j + batch]`` at an offset that moves every step (the bounds are stretch
+    parameters: docs/stretch-replay.md, "Slices whose bounds move"), the batch's loss read
+    every step."""
     rng = np.random.default_rng(14)
     data = rng.normal(0, 1, (n, features)).astype(np.float32)
     truth = rng.normal(0, 1, features).astype(np.float32)

@@ -48,7 +48,8 @@ and issue 50's, written as a new user writes them (plain loops, no tricks):
   ``cupy.clip(v, -t, t)`` at a threshold that shrinks each step, the objective read every
   step (a draw's and a function's scalars that change: stretch parameters)
 * ``sgd_slices``: minibatch SGD whose batches are slices ``x_all[j:j + 512]`` at an offset
-  that moves every step (a slice's bounds are literals of the key: not held)
+  that moves every step (a slice's bounds are stretch parameters: one stretch, its batch
+  gathered by the first graph; before 2026-11-28's thirty-fourth session, a stretch a step)
 
 Targets (issue 50): every program <= 1.0x local, a loop of >= 20 iterations <= 0.5x
 local; every result bitwise equal to local CuPy's. ``--transports`` picks the proxy sides
