@@ -206,13 +206,16 @@ def stepped(plan: LanePlan) -> tuple:
 def history_lists(plan: LanePlan) -> list:
     """The parameters of the messages before the plan's current one, oldest first, as
     RunAhead keeps them (RunAhead.restart_history; the current one appended by its start):
-    the current parameters with each float's earlier values."""
+    the current parameters with each float's earlier values, and each int that steps
+    stepped back (else the generic run ahead would guess it stays)."""
     depth = min((len(v) for v in plan.float_history.values()), default=1) - 1
     lists = []
     for back in range(depth, 0, -1):
         params = list(plan.params)
         for n, values in plan.float_history.items():
             params[n] = values[-1 - back]
+        for n, step in plan.int_steps:
+            params[n] = plan.params[n] - back * step
         lists.append(params)
     return lists
 

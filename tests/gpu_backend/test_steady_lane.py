@@ -115,6 +115,17 @@ def test_an_int_parameter_that_steps_steps_in_the_next_messages():
     assert nxt == _batch(402, 1202, [1202, 1203], [1200], params=[428, 492])
 
 
+def test_the_history_a_plan_hands_back_steps_its_ints_back_too():
+    """Where the lane is left, the generic run ahead's history of a loop whose float and
+    int parameters both step has the ints' earlier values, not the current one again (a
+    guess from that history would step neither)."""
+    from gpu_backend.worker.lane_plans import LanePlan, history_lists
+    plan = LanePlan()
+    plan.params, plan.int_steps = [0.3, 30, 7], [(1, 10)]
+    plan.float_history = {0: (0.1, 0.2, 0.3)}
+    assert history_lists(plan) == [[0.1, 10, 7], [0.2, 20, 7]]
+
+
 def test_what_the_lane_cannot_serve_is_refused_when_read():
     with pytest.raises(ValueError):   # a float after the header (a record, not a free)
         Layout(_batch(400, 1196, [1196, 1197], [1194]) + codec.packb(1.0),
