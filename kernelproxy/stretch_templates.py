@@ -243,20 +243,6 @@ class StretchTemplate:
         return len(self.ops)
 
 
-def _holds_param(role: Any) -> bool:   # (an index's role: a slice's, a tuple's parts)
-    """Whether a key's *role* holds a parameter (``("s", type)``), tuples and slices looked
-    into."""
-    if type(role) is not tuple or not role:
-        return False
-    if _is_param_role(role):
-        return True
-    if role[0] == "slice":
-        return any(_holds_param(r) for r in role[1:])
-    if role[0] == "tuple":
-        return any(_holds_param(r) for r in role[1])
-    return False
-
-
 def _param_count(role: Any) -> int:
     """How many parameters (``("s", type)``) a key's *role* holds, containers looked into."""
     if type(role) is not tuple or not role:
@@ -300,7 +286,7 @@ def _index_checks(ops: list, params: list, metas: list) -> list:
     for record, meta in zip(ops, metas):
         count = _param_count(record[3] if len(record) == 4 else record[3:5])   # (not keywords)
         if record[0] != _OPERATOR or len(record) != 6 or record[2] != ("l", "str", "getitem") \
-                or len(record[4]) != 2 or not _holds_param(record[4][1]):
+                or len(record[4]) != 2 or not _param_count(record[4][1]):
             checks.append(None)
         else:
             before = at + _param_count(record[4][0])
@@ -720,11 +706,8 @@ class TemplateRun:
             roles = record[4]
             if len(roles) != len(args):
                 raise _Miss
-            for value, role in zip(args, roles):   # (a ufunc's parameters: "s", the key's)
-                if type(role) is tuple and role and role[0] == "s":
-                    self._operand(value, role)
-                else:
-                    self._match(value, role)
+            for value, role in zip(args, roles):   # (a ufunc's parameters: "s", _match's)
+                self._match(value, role)
             roles = record[5]
             if len(roles) != (len(kwargs) if kwargs else 0):
                 raise _Miss
