@@ -38,12 +38,12 @@ from .batch_results import BatchResults
 from .eager_ops import eager_by_nature
 from .draw_journal import STATE_CLASS, NotUndoable
 from .graph_copies import COPY_ROW_BYTES, identity, plain
-from .moving_views import moving_views, sliced_only, writable_inputs, written_through
+from .moving_views import (kernel_writes, moving_views, sliced_only, writable_inputs,
+                           written_operands, written_through)
 from .graph_state import Capture, GraphState, StretchGraph
 from .graph_state import Segment as _Segment
 from . import kept_views
 from .objects import graphed_draw, run_object_call
-from ..protocol.fused_programs import fused_writes
 from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
@@ -140,11 +140,6 @@ class _Shape:
         return self.graphable
 
 
-def kernel_writes(op: Any) -> frozenset | None:
-    """The arguments (by position) a kernel op writes: a fused program's own say
-    (protocol/fused_programs.py), its other results new arrays; None for any other kernel,
-    which may write any array it is given."""
-    return fused_writes(op.target) if op.name == "fuse" else None
 
 
 class StretchGraphs:
@@ -879,24 +874,12 @@ class StretchGraphs:
         return view
 
     def _note_writes(self, g: StretchGraph, op: Op, target: Any, args: Any, kwargs: Any) -> None:
-        """While capturing: mark the inputs whose buffers *op* writes. An operator that
-        returns nothing writes its first operand (``x += 1``, ``x[i] = v``); any other op
-        that returns nothing may write its target or any array it is given (``copyto``,
-        ``x.put``, ``y.dot(w, o)``: a method's ``out`` by position), and any op its
-        ``out=``. A view of an input's buffer is in that buffer's allocation, so writes
-        through views count. (Counting an array only read costs a copy, never a result.)"""
-        if op.want == _NONE:   # (a method given its out by position: y.dot(w, o) writes o)
-            candidates = [args[0]] if op.kind == _OPERATOR and args else [target, args, kwargs]
-        elif op.kind == _KERNEL:   # (its source may write a "raw" input: an accumulator)
-            writes = kernel_writes(op)   # (a fused program says which it writes)
-            candidates = [args, kwargs] if writes is None else \
-                [args[i] for i in writes if i < len(args)]
-        else:
-            candidates = []
-        if "out" in kwargs:
-            candidates.append(kwargs["out"])
+        """While capturing: mark the inputs whose buffers *op* writes (moving_views.
+        written_operands says where those arrays are). A view of an input's buffer is in
+        that buffer's allocation, so writes through views count. (Counting an array only
+        read costs a copy, never a result.)"""
         span = self.x.device.memory_span
-        for a in instances_in(candidates, self.array_type):
+        for a in instances_in(written_operands(op, target, args, kwargs), self.array_type):
             n = g.writing.get(span(a)[1]) if a.nbytes else None
             if n is not None:
                 g.written.add(n)

@@ -38,7 +38,8 @@ from ..protocol.fused_programs import fused_writes
 from ..protocol.stretch_records import slots_in
 from .stretches import HeldStretch, Op, Slot
 
-__all__ = ["moving_views", "written_through", "writable_inputs", "sliced_only"]
+__all__ = ["moving_views", "written_through", "writable_inputs", "sliced_only", "kernel_writes",
+           "written_operands"]
 
 _OPERATOR, _METHOD, _FUNCTION, _KERNEL, _OBJECT = (m.KIND_OPERATOR, m.KIND_METHOD,
                                                    m.KIND_FUNCTION, m.KIND_KERNEL, m.KIND_OBJECT)
@@ -111,24 +112,34 @@ def _arrays(value: Any) -> list[Slot]:
     return [s for s in slots_in(value) if s.kind != "p"]
 
 
-def _written(op: Op) -> list[Slot]:
-    """The arrays *op* may write: an in-place operator's or assignment's first operand, an
-    ``out=``, every array given to a function, method or kernel that returns nothing (or
-    to a kernel that may write what it is given)."""
-    written = _arrays(op.kwargs.get("out")) if "out" in op.kwargs else []
+def kernel_writes(op: Any) -> frozenset | None:
+    """The arguments (by position) a kernel op writes: a fused program's own say
+    (protocol/fused_programs.py), its other results new arrays; None for any other kernel,
+    which may write any array it is given."""
+    return fused_writes(op.target) if op.name == "fuse" else None
+
+
+def written_operands(op: Op, target: Any, args: Any, kwargs: dict) -> list:
+    """Where the arrays *op* may write are among its *target*, *args* and *kwargs* (its
+    slots, or the arrays a run gives it: graph_replay's capture looks there): an in-place
+    operator's or assignment's first operand (``x += 1``, ``x[i] = v``), any array given to
+    another op that returns nothing (``copyto``, ``x.put``, ``y.dot(w, o)``: a method's
+    ``out`` by position), those a kernel may write, and any op's ``out=``."""
     if op.want == api.NONE:
-        if op.kind == _OPERATOR:
-            written += _arrays(op.args[:1])
-        else:
-            written += _arrays((op.target, op.args, op.kwargs))
-    elif op.kind == _KERNEL:
-        writes = fused_writes(op.target) if op.name == "fuse" else None   # (graph_replay's
-        # kernel_writes: a fused program says which it writes; any other kernel may write all)
-        if writes is None:
-            written += _arrays((op.args, op.kwargs))
-        else:
-            written += _arrays([op.args[i] for i in writes if i < len(op.args)])
-    return written
+        places = [args[0]] if op.kind == _OPERATOR and args else [target, args, kwargs]
+    elif op.kind == _KERNEL:   # (its source may write a "raw" input: an accumulator)
+        writes = kernel_writes(op)
+        places = [args, kwargs] if writes is None else [args[i] for i in writes if i < len(args)]
+    else:
+        places = []
+    if "out" in kwargs:
+        places.append(kwargs["out"])
+    return places
+
+
+def _written(op: Op) -> list[Slot]:
+    """The slots of the arrays *op* may write (:func:`written_operands`)."""
+    return _arrays(written_operands(op, op.target, op.args, op.kwargs))
 
 
 def _fresh(op: Op) -> bool:
