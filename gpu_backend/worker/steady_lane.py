@@ -380,12 +380,12 @@ class SteadyLane:
         # next reply numbered as no op of it: such a run is not run ahead, as in
         # RunAhead.start, and the client's replay warns as ever)
         warned = len(x._warnings)
-        params = plan.stepped[0]   # (the next message's: its floats stepped, if any)
+        params = plan.stepped[0]   # (the next message's: its floats and ints stepped, if any)
         if not g.keeps(params):   # (a draw's scalar its graphs baked in would step: the
             del x._warnings[warned:]   # generic path captures it again, the draw eager)
             return False
-        if (plan.floats or plan.int_steps) and not g.pvalues.write(params):   # (written where
-            # they changed)
+        stepping = plan.floats or plan.int_steps
+        if stepping and not g.pvalues.write(params):   # (written where they changed)
             del x._warnings[warned:]
             return False
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
