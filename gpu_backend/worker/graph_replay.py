@@ -47,7 +47,7 @@ from .objects import graphed_draw, run_object_call
 from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
 
-__all__ = ["kernel_writes", "StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
+__all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
 
 #: Bytes of a parameter's place in a stretch's parameter block (the widest scalar: complex128)
 PARAM_BYTES = 16

@@ -19,7 +19,8 @@ from ..protocol.errors import error_name
 from ..protocol.stretch_records import slots_in
 from .batch_results import BatchResults
 from .draw_journal import DRAW_METHODS, GENERATOR_CLASS, STATE_CLASS, STATE_DRAWS
-from .graph_replay import Capture, StretchGraphs, kernel_writes
+from .graph_replay import Capture, StretchGraphs
+from .moving_views import kernel_writes
 from .result_meta import array_meta
 from .run_ahead import RunAhead
 from .steady_lane import SteadyLane
@@ -116,7 +117,7 @@ def _journaled_draw(op: Any) -> bool:
 def _kernel_changes_only(op: Any, made: dict, inputs_too: bool) -> bool:
     """Whether a kernel op changes nothing but what it makes and what :func:`_writes_its_own`
     allows: only a kernel that says which arguments it writes (a fused program,
-    graph_replay.kernel_writes), making one array or none."""
+    moving_views.kernel_writes), making one array or none."""
     if op.want not in (api.ARRAY, api.NONE) or op.kwargs:
         return False
     writes = kernel_writes(op)
