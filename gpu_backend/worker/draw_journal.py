@@ -136,6 +136,10 @@ class DrawJournal:
         self._pending = False
         #: whether draws of a dropped run ahead may be waiting for their calls (hand_on)
         self.serving = False
+        #: where handed-on draws are refused by their call (its arguments differ: a
+        #: distribution's scalar the guess missed), the set the stretch they were drawn for
+        #: joins, and that stretch (hand_on's *refused*)
+        self._refused: tuple | None = None
         #: generators whose state was made again (stale ones before their next use)
         self.redone = 0
         #: whether a replay that draws may be run ahead at all (``GPUWB_DRAWS_AHEAD``)
@@ -217,6 +221,9 @@ class DrawJournal:
             del log.served[0]
             log.draws.append((m, a, k))
             return array
+        if m == member and self._refused is not None:   # (the same call, other arguments:
+            into, sid = self._refused                    # the draw took the scalar missed)
+            into.add(sid)
         log.served = []
         log.stale = True
         return None
@@ -332,16 +339,24 @@ class DrawJournal:
         for obj, state in reversed(list(copies.values())):   # (_put_back's order)
             self.device.set_generator_state(obj, state)
 
-    def hand_on(self, keep_out: set) -> bool:
+    def hand_on(self, keep_out: set, refused: tuple | None = None) -> bool:
         """The replay run ahead was dropped for its stretch's own replay with other
-        parameters (a loop's scalar that the guess missed): its draws take no parameter, so
-        that replay's same calls are given the arrays drawn ahead, in order, and the
-        generators need not be made again. Not an array of *keep_out* (ids of the graphs'
-        own buffers, which the next replays overwrite): those generators are stale, made
-        again at their next use. Whether every draw was handed on."""
+        parameters (a loop's scalar that the guess missed): where its draws take no
+        parameter, that replay's same calls are given the arrays drawn ahead, in order, and
+        the generators need not be made again. Not an array of *keep_out* (ids of the
+        graphs' own buffers, which the next replays overwrite): those generators are stale,
+        made again at their next use. Whether every draw was handed on.
+
+        *refused*, ``(a set, the stretch's id)``: where a draw handed on meets its call with
+        other arguments (the draw took the missed scalar itself: ``rs.normal(0.0, sigma_i,
+        n)``, whose scale cuRAND applies inside its kernel), the stretch joins the set, so
+        that the run ahead does not draw for it again (each such miss makes the generators
+        again from their journals: a Langevin loop's annealed noise made every step's run
+        ahead a redo of all its draws since the seed, H200 run 191)."""
         if not self._pending:
             return True
         self._pending = False
+        self._refused = refused
         self._put_back()   # (a Generator's state is put back: the replay draws again)
         whole = True
         for log in list(self._logs.values()):

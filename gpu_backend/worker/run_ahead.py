@@ -198,8 +198,8 @@ class RunAhead:
         #: or warned then (made again when the client asked)
         self.read_now = self.read_later = 0
         #: held stretches that draw random numbers whose run ahead missed and whose draws
-        #: could not be handed on: never run ahead again (each such miss makes their
-        #: generators again from their journals)
+        #: could not be handed on, or were refused by their calls (DrawJournal.hand_on): never
+        #: run ahead again (each such miss makes their generators again from their journals)
         self.no_draws: set = set()
         #: a loop of stretches taking turns (two reads a step: the step, then another value):
         #: by held stretch, the stretch whose replay came right after its last one
@@ -440,7 +440,8 @@ class RunAhead:
                 self._missed(entry.sid)
                 # (its draws take no parameter: the replay's same calls get their arrays;
                 # where one cannot, its generators are made again: not twice)
-                if not draws.hand_on({id(a) for a in ahead.graph.env.values()}):
+                if not draws.hand_on({id(a) for a in ahead.graph.env.values()},
+                                     (self.no_draws, entry.sid)):
                     self.no_draws.add(entry.sid)
             else:
                 draws.undo()

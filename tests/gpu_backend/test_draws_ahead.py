@@ -152,6 +152,34 @@ def test_a_run_ahead_not_asked_for_leaves_the_generator_as_no_run_ahead_would(po
     assert figures["ahead_missed"] >= 1 and figures["draws_redone"] >= 1, figures
 
 
+def _annealed(cp, n=256):
+    """Langevin dynamics whose noise scale anneals every step (``langevin_annealed`` of
+    benchmarks/program_bodies.py): the draw takes the scalar the run ahead guesses, and the
+    guess misses in its last bits."""
+    rs = cp.random.RandomState(21)
+    x = cp.zeros(n)
+    energies = []
+    for step in range(STEPS):
+        eta = 0.05 / (1.0 + 0.02 * step)
+        x = x - eta * (4.0 * x * (x * x - 1.0)) + rs.normal(0.0, (2.0 * eta) ** 0.5, n)
+        energies.append(float(((x * x - 1.0) ** 2).mean()))
+        time.sleep(LONG_PAUSE if step % 3 == 2 else PAUSE)   # (a run ahead every third step)
+    return energies + [x.get(), rs.normal(0.0, 1.0, 5).get()]
+
+
+def test_a_draw_that_takes_the_missed_scalar_is_made_again_once_not_at_every_step(pool):
+    """A run ahead's draw of ``normal(0.0, sigma_i, n)`` drawn with a guessed scale cannot
+    serve the client's call with its own: the generator is made again from its journal, and
+    the stretch is not drawn ahead again (before, every step's run ahead missed and made the
+    generator again: all its draws since the seed, at every step)."""
+    got, want, figures = beside_no_replay(pool, _annealed, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["draws_redone"] <= 2, figures   # (once for each of at most two stretches)
+    ref = reference_module()
+    if ref is not None and ref.__name__ == "cupy":
+        assert_bitwise(got, _annealed(ref))
+
+
 def test_a_generator_reseeded_or_shuffled_is_not_drawn_ahead_wrongly(pool):
     """A seed between replays starts the generator's journal afresh (nothing to make
     again); a shuffle (an array given) ends it, and its draws are no longer run ahead."""
@@ -258,6 +286,42 @@ def test_draws_handed_on_serve_only_the_same_calls_in_order():
     want = HostRandomState(4)
     want.random_sample(size=3)
     np.testing.assert_array_equal(rs.normal(size=2), want.normal(size=2))
+
+
+def test_a_handed_on_draw_refused_by_its_call_marks_its_stretch():
+    """Handed on, a draw meets the client's same call with another scalar (the draw took
+    it): nothing is served, the generator is made again before its call, and the stretch
+    the draws were handed on for joins the set given (RunAhead.no_draws); a call of
+    another method marks nothing (it is not the draw's parameter that missed)."""
+    from gpu_backend.devices.host_random import HostRandomState
+    from gpu_backend.worker.draw_journal import DrawJournal
+
+    journal = DrawJournal()
+    rs = HostRandomState(4)
+    journal.created(rs, [4], {})
+    marked: set = set()
+
+    def drawn_ahead_and_handed_on() -> None:
+        journal.speculating = True
+        journal.before(rs, "normal", [0.0, 0.3], {"size": 3})
+        journal.after(rs, "normal", [0.0, 0.3], {"size": 3}, rs.normal(0.0, 0.3, size=3))
+        journal.speculating = False
+        assert journal.hand_on(set(), (marked, 7))
+
+    drawn_ahead_and_handed_on()
+    assert journal.serve(rs, "random_sample", [], {"size": 3}) is None   # (another method)
+    assert marked == set()
+    journal.before(rs, "random_sample", [], {"size": 3})
+    journal.after(rs, "random_sample", [], {"size": 3}, rs.random_sample(size=3))
+
+    drawn_ahead_and_handed_on()
+    assert journal.serve(rs, "normal", [0.0, 0.31], {"size": 3}) is None  # (another scale)
+    assert marked == {7}
+    journal.before(rs, "normal", [0.0, 0.31], {"size": 3})
+    assert journal.redone == 2
+    want = HostRandomState(4)
+    want.random_sample(size=3)
+    np.testing.assert_array_equal(rs.normal(0.0, 0.31, size=3), want.normal(0.0, 0.31, size=3))
 
 
 def test_gpuwb_draws_ahead_0_runs_no_drawing_replay_ahead():
