@@ -42,6 +42,7 @@ def main(argv=None) -> int:
     parser.add_argument("--policy", default="fair", help="the pool's policy (a lone session's cost of it)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--side", default="ipc", help="ipc (replay on) or ipc-nographs")
+    parser.add_argument("--quick", action="store_true", help="a program at programs.py's small size")
     parser.add_argument("--callers", action="append", default=[], metavar="NAME",
                         help="also print who called functions matching NAME (a regular "
                              "expression, pstats' print_callers), in both profiles")
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
             sessions_by_transport(pool, args.side) as sessions:
         session = sessions[args.side]
         use_side(args.side, session)
-        step = _step(args.loop, module_for(session))
+        step = _step(args.loop, module_for(session), args.quick)
         for i in range(50 if args.loop in LOOPS else 2):
             step(i)
         t0 = time.perf_counter()
@@ -127,15 +128,16 @@ def calls_per_message(stats: pstats.Stats) -> str:
     return "; ".join(parts) + " (the whole session: its start-up and warm-up included)"
 
 
-def _step(name: str, xp):
-    """One iteration of a replay_sync loop, one whole run of a program, or a training step."""
+def _step(name: str, xp, quick: bool = False):
+    """One iteration of a replay_sync loop, one whole run of a program (at its small size:
+    *quick*), or a training step."""
     if name == "train":
         import numpy as np
         step = training_step(xp, np, 4096)
         return lambda i: step()
     if name in LOOPS:
         return LOOPS[name](xp)
-    fn, size = PROGRAMS[name][0], PROGRAMS[name][1]
+    fn, size = PROGRAMS[name][0], PROGRAMS[name][2 if quick else 1]
     return lambda i: fn(xp, size)
 
 
