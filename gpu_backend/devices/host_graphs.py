@@ -99,7 +99,11 @@ class HostGraphTools:
             if type(kept) is np.ndarray and type(result) is np.ndarray and not _same_memory(kept, result):
                 np.copyto(kept, result, casting="no")
 
+    #: copies made apart from the graphs (:meth:`copy`): the figure ``copied``
+    copied = 0
+
     def copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        self.copied += 1
         np.copyto(dst, src, casting="no")
 
     copy_any = copy   # (NumPy copies any strides)

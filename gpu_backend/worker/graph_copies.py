@@ -1,7 +1,8 @@
 """A captured stretch's copies in and out, made by its graphs (worker/graph_replay.py).
 
 The first graph begins with one kernel that copies every input into the buffer the graph
-reads (and each moving view it gathers, made at the replay's bounds before the launch:
+reads (the first segment's graph, or the first graph after eager segments that read no input:
+a loop that draws a ``RandomState``'s numbers first, eagerly, and then computes) (and each moving view it gathers, made at the replay's bounds before the launch:
 worker/moving_views.py, ``StretchGraph.gathered``; an input only such views slice is read
 where it is, not copied); the last graph ends with one that copies every kept result the
 graphs made into the fresh array a replay hands out, allocated before the launch. Each is a *copy table*
@@ -11,8 +12,9 @@ the one host-to-device copy of the parameters writes them too. A replay sets two
 row. (A ``cudaMemcpyAsync`` each cost 5-8 µs of the worker's time on an H200 host: two
 inputs and two kept results, a quarter of a 20-op loop's replay.)
 
-Where the first segment runs eagerly or refuses capture, the inputs are copied one by one
-before the launch; where the last graph is not launched (an eager op before it failed, or a
+Where an eager segment before the first graph reads an input, or that graph refuses capture,
+the inputs are copied one by one before the launch (and where a result's layout changed under
+an eager op before it, so that it is not launched, before its ops run eagerly); where the last graph is not launched (an eager op before it failed, or a
 result's layout changed), the kept results are copied after, as before.
 """
 
@@ -47,6 +49,12 @@ class GraphCopies:
     def __init__(self) -> None:
         self.gather: Any = None
         self.gather_slots: list[int] = []
+        #: the segment whose graph gathers the inputs (-1: none)
+        self.gather_seg = -1
+        #: by result slot, the row of the gather table that copies the result of an eager op
+        #: before its graph (a ``RandomState``'s draw) into the buffer the graphs read
+        #: (:meth:`gather_eager`), after the inputs' rows
+        self.eager_rows: dict[int, int] = {}
         self.scatter: Any = None
         self.scatter_slots: list[tuple] = []
         self.scatter_seg = -1
@@ -67,15 +75,36 @@ class GraphCopies:
 
     # ------------------------------------------------------------ capture
     def capture_in(self, tools: Any, block: Any, host: Any, at: int, arrays: dict,
-                   bufs: dict) -> None:
-        """While capturing the first segment: the inputs' copies, as its first node (its
-        rows set again at each replay), from the table at *at* bytes into *block*."""
-        table = tools.copy_table(block, host, at, len(arrays))
+                   bufs: dict, seg_at: int = 0, eager: dict | None = None) -> None:
+        """While capturing the first graph (segment *seg_at*: the first, or the first after
+        eager ones that read no input): the inputs' copies, as its first node (its rows set
+        again at each replay), from the table at *at* bytes into *block*; and the results of
+        the eager ops before it (*eager*, by slot: the buffers the graphs read), each copied
+        there from the array its op makes at a replay (:meth:`gather_eager`; at the capture
+        a row copies a buffer onto itself, nothing)."""
+        eager = eager or {}
+        table = tools.copy_table(block, host, at, len(arrays) + len(eager))
+        self.gather_seg = seg_at
         self.gather_slots = list(arrays)
         for row, n in enumerate(self.gather_slots):
             table.prepare(row, bufs[n], arrays[n])
+        self.eager_rows = {}
+        for row, (n, buf) in enumerate(eager.items(), len(arrays)):
+            table.prepare(row, buf, buf)
+            self.eager_rows[n] = row
         tools.call(table.run, [], {}, identity)
         self.gather = table
+
+    def gather_eager(self, n: int, buf: Any, made: Any) -> bool:
+        """At a replay, before the gathering graph's launch: eager result slot *n*'s new
+        array *made* (the layout of its buffer *buf*) copied into *buf* by the gather
+        table's row for it (one ``cudaMemcpyAsync`` saved: ~9 µs of an H200 host's worker,
+        benchmarks/worker_calls_probe.py); whether it has a row (else copy it yourself)."""
+        row = self.eager_rows.get(n)
+        if row is None or self.gather is None or not (made.flags.c_contiguous or made.flags.f_contiguous):
+            return False
+        self.gather.set(row, buf, made)
+        return True
 
     def capture_out(self, tools: Any, block: Any, host: Any, at: int, kept: list,
                     env: dict, seg_at: int, array_type: type) -> None:
@@ -95,8 +124,9 @@ class GraphCopies:
 
     def refused(self, seg_at: int) -> None:
         """Segment *seg_at* refused capture: the copies it would have held are made apart."""
-        if seg_at == 0:
-            self.gather, self.gather_slots = None, []
+        if seg_at == self.gather_seg:
+            self.gather, self.gather_slots, self.gather_seg = None, [], -1
+            self.eager_rows = {}
         if seg_at == self.scatter_seg:
             self.scatter, self.scatter_slots, self.scatter_seg = None, [], -1
 

@@ -417,7 +417,14 @@ class StretchGraphs:
         complete = True
         handout: dict[int, Any] = {}
         graphs = [i for i, seg in enumerate(segments) if not seg.eager] if self.copy_tables else []
-        rows_in = len(copied) if graphs and graphs[0] == 0 else 0
+        # (the inputs gathered by the first graph, after any eager segments before it that
+        # read none of them: a loop that draws first, then computes)
+        gathers = bool(graphs) and _reads_no_input(segments[:graphs[0]], g)
+        # (... and the arrays the eager ops before it make, a row each: their copies into
+        # the buffers the graphs read)
+        lead_outs = [op.out.n for seg in segments[:graphs[0]] for op in seg.ops
+                     if op.want == _ARRAY and op.out is not None] if gathers else []
+        rows_in = len(copied) + len(lead_outs) if gathers else 0
         rows_out = len(shape.alive) if graphs else 0
         try:
             with tools.retaining() as kept:
@@ -455,9 +462,12 @@ class StretchGraphs:
                     drawn: dict = {}
                     try:
                         with tools.capturing() as got:
-                            if rows_in and at == 0:
+                            if rows_in and at == graphs[0]:
+                                array_type = self.array_type
+                                eager = {n: g.env[n] for n in lead_outs
+                                         if n in g.env and plain(g.env[n], array_type)}
                                 g.copies.capture_in(tools, g.pblock, g.phost, params_size,
-                                                    copied, g.bufs)
+                                                    copied, g.bufs, at, eager)
                             for op in seg.ops:
                                 self._capture_op(op, g, params, writes, first, drawn)
                             if rows_out and at == graphs[-1]:   # (the kept results the
@@ -627,10 +637,11 @@ class StretchGraphs:
             g.pvalues.dirty = True
         phases = self.x.phases
         phases.mark("replay_copied")   # (the inputs' copies and the results' arrays set up)
-        if g.pblock is not None and g.pvalues.dirty:   # (every parameter at once, written into
-            g.write_block()                     # phost by _fits, and the copy tables' rows)
-            g.pvalues.dirty = False
-        phases.mark("replay_in")   # (the inputs copied in, the parameters written)
+        # (every parameter at once, written into phost by _fits, and the copy tables' rows:
+        # written before the first graph's launch, after the eager ops before it, whose
+        # results the gather table's rows may copy: _run_eager)
+        unwritten = g.pblock is not None and g.pvalues.dirty
+        phases.mark("replay_in")   # (the inputs copied in or their rows set)
         handout: dict[int, Any] = {}
         live = True
         segments = g.segments
@@ -638,12 +649,21 @@ class StretchGraphs:
         if tail is None:
             tail = g.reads_from = _reads_from(segments)
         scattered, scatter_seg = False, g.copies.scatter_seg
+        copies = g.copies
+        gather_seg = copies.gather_seg if copies.gather is not None else -1
         if g.draws:
             self.before_draws(g)
         try:
             for at in range(tail):
                 seg = segments[at]
+                if not live and at == gather_seg:   # (its graph not launched: the inputs
+                    self._gather_apart(g, copied, handout)   # and eager results, one by one)
                 if live and seg.graph is not None:
+                    if at == gather_seg and copies.gather.commit():   # (eager results' rows)
+                        unwritten = True
+                    if unwritten:
+                        g.write_block()
+                        g.pvalues.dirty = unwritten = False
                     tools.numbering = (self.x, first)   # (the NumPy device's recorded calls:
                     try:                                # the ops their warnings name)
                         tools.launch(seg.graph)
@@ -653,7 +673,8 @@ class StretchGraphs:
                         tools.numbering = None
                     scattered = scattered or at == scatter_seg
                 else:
-                    live = self._run_eager(seg.ops, g, first, params, handout, results, live)
+                    live = self._run_eager(seg.ops, g, first, params, handout, results, live,
+                                           copies if at < gather_seg else None)
         except _OpError as failed:
             state.capture_again()
             if error_name(failed.error) == "OutOfMemoryError" and not stretch.draws:
@@ -749,23 +770,40 @@ class StretchGraphs:
             del x._warnings[warned:]
         return None if failed else results.values
 
+    def _gather_apart(self, g: StretchGraph, copied: dict, handout: dict) -> None:
+        """The copies the gathering graph would have made, made one by one: a result's
+        layout changed under an eager op before it (``live`` went false), so it is not
+        launched and the ops after run eagerly on the buffers."""
+        tools = self.tools
+        for n, a in copied.items():
+            tools.copy(g.bufs[n], a)
+        for n in g.copies.eager_rows:   # (results given a row before the layout changed)
+            made, buf = handout.get(n), g.env.get(n)
+            if made is not None and buf is not None and made is not buf \
+                    and (made.shape, made.dtype, made.strides) == (buf.shape, buf.dtype, buf.strides):
+                tools.copy_any(buf, made)
+
     def run_eager(self, state: GraphState, ops: list, g: StretchGraph, first: int,
-                  params: list, results: BatchResults, handout: dict) -> bool:
+                  params: list, results: BatchResults, handout: dict,
+                  gathering: Any = None) -> bool:
         """The eager *ops* of a replay the steady lane runs ahead (worker/steady_lane.py,
         eager_ops.lane_runs_eagerly), run as :meth:`_replay` runs them: each result copied
         into the array the graphs after it read, and in *handout* by its slot (a kept one
         is the client's). Whether that held; where it did not (a result's layout changed),
         the stretch is captured again at its next replay."""
-        live = self._run_eager(ops, g, first, params, handout, results, True)
+        live = self._run_eager(ops, g, first, params, handout, results, True, gathering)
         if not live:
             state.capture_again()
         return live
 
     def _run_eager(self, ops: list, g: StretchGraph, first: int, params: list,
-                   handout: dict, results: BatchResults, live: bool) -> bool:
+                   handout: dict, results: BatchResults, live: bool,
+                   gathering: Any = None) -> bool:
         """Run *ops* for real on the stretch's buffers. While *live* (graphs still to launch
-        read its results), each result is also copied into the array the graphs read;
-        returns whether that still holds."""
+        read its results), each result is also copied into the array the graphs read (by
+        the gather table's row for it where the ops come before the graph that gathers:
+        *gathering*, the stretch's GraphCopies, whose rows the caller commits before that
+        launch); returns whether that still holds."""
         x = self.x
         self.between += len(ops)
 
@@ -797,7 +835,8 @@ class StretchGraphs:
             kept = g.env.get(slot)
             if live and kept is not None and kept is not result:
                 if (kept.shape, kept.dtype, kept.strides) == (result.shape, result.dtype, result.strides):
-                    self.tools.copy_any(kept, result)
+                    if gathering is None or not gathering.gather_eager(slot, kept, result):
+                        self.tools.copy_any(kept, result)
                 else:
                     live = False
             if kept is None and op.index in g.shape.moving:   # (capturing: a moving view
@@ -949,6 +988,19 @@ class _Reads(NamedTuple):
     params: list
     handout: dict
     live: bool
+
+
+def _reads_no_input(segments: list, g: StretchGraph) -> bool:
+    """Whether the ops of *segments* (eager ones, before the first graph) read no input's
+    buffer and no view the first graph's copy table gathers: that graph may then gather
+    the inputs itself (a ``cudaMemcpyAsync`` an input saved at every replay)."""
+    gathered = {op.out.n for op in g.gathered.values()}
+    for seg in segments:
+        for op in seg.ops:
+            for slot in slots_in((op.target, op.args, op.kwargs)):
+                if slot.kind == "i" or (slot.kind == "r" and slot.n in gathered):
+                    return False
+    return True
 
 
 def _reads_from(segments: list) -> int:

@@ -432,18 +432,26 @@ class SteadyLane:
                 g.pvalues.dirty = True
         aside = speculating(x, draws)   # (its eager products allocate; its draws kept aside)
         try:
-            if g.pblock is not None and g.pvalues.dirty:
-                g.write_block()
-                g.pvalues.dirty = False
+            # (the parameter block written before the first graph's launch, after the eager
+            # ops before it, whose results the gather table's rows copy: StretchGraphs._replay)
+            unwritten = g.pblock is not None and g.pvalues.dirty
             if g.draws:   # (a Generator's draws in its graphs: their states copied first)
                 graphs.before_draws(g)
             launch = tools.launch
             first = plan.first + k * plan.dfirst
             handout: dict = {}
+            gathering = copies if copies.gather is not None else None
             for graph, eager in plan.launches:
                 if graph is not None:
+                    if gathering is not None:   # (the first graph: it gathers)
+                        unwritten = copies.gather.commit() or unwritten
+                        gathering = None
+                    if unwritten:
+                        g.write_block()
+                        g.pvalues.dirty = unwritten = False
                     launch(graph)
-                elif not graphs.run_eager(plan.state, eager, g, first, params, self._empty, handout):
+                elif not graphs.run_eager(plan.state, eager, g, first, params, self._empty, handout,
+                                          gathering):
                     raise _Relayout   # (a result's layout changed: captured again)
             for n in plan.eager_kept:   # (its new array the client's, as StretchGraphs._finish)
                 array = handout[n]

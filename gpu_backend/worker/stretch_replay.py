@@ -438,8 +438,9 @@ class StretchReplay:
 
     def figures(self) -> dict:
         """Stretches held, replays run (through graphs, and re-run where a captured graph's
-        guards failed), offers refused, the memory the graphs hold, and how often every
-        graph was dropped for an op out of memory (``%gpu status``, ``memory_info``)."""
+        guards failed), offers refused, the memory the graphs hold, how often every graph
+        was dropped for an op out of memory, and the copies into and out of graphs' buffers
+        made apart from their copy tables (``copied``) (``%gpu status``, ``memory_info``)."""
         graphs = self.graphs
         return {"held": len(self.stretches.held), "replays": self.replays,
                 "graphed": self.graphed, "fallbacks": self.fallbacks, "paced": self.paced,
@@ -454,7 +455,8 @@ class StretchReplay:
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0,
-                "between_graphs": graphs.between if graphs is not None else 0}
+                "between_graphs": graphs.between if graphs is not None else 0,
+                "copied": graphs.tools.copied if graphs is not None else 0}
 
 
 def _integer_slots(stretch: Any, outs: list) -> frozenset:

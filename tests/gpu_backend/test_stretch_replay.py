@@ -58,7 +58,8 @@ def _both(sessions, loop):
     with no_collection():
         without = loop(module_for(off))
     assert _figures(off)["held"] == 0
-    change = {k: after[k] - before[k] for k in ("replays", "graphed", "fallbacks", "between_graphs")}
+    change = {k: after[k] - before[k] for k in ("replays", "graphed", "fallbacks", "between_graphs",
+                                                "copied")}
     change["held"] = after["held"]
     return with_replay, without, change
 
@@ -298,6 +299,29 @@ def test_aliases_and_views_of_inputs_kept_past_a_stretch_stay_what_they_are(sess
     on, off, change = _both(sessions, two_of_a_temporary)
     _bitwise(on, off)
     assert change["graphed"] == 0 and change["replays"] >= 1
+
+
+def test_a_loop_that_draws_first_has_its_draw_and_its_array_gathered_by_its_graph(sessions):
+    """A ``RandomState``'s draw opens the stretch (eager: cuRAND refuses capture) and the
+    graph after it reads the draw and the loop's array, written in place. That graph's copy
+    table gathers both (graph_copies.py): the only copy made apart is the array's write-back,
+    one a replay, where the draw's copy and the array's copy in were two more (each a
+    ``cudaMemcpyAsync``, ~9 µs of an H200 host's worker: benchmarks/worker_calls_probe.py).
+    Values as without replay."""
+    def loop(cp):
+        cp.random.seed(3)
+        x = cp.zeros(64, dtype=cp.float32)
+        out = []
+        for step in range(STEPS):
+            x += (cp.random.rand(64).astype(cp.float32) - 0.5) * 0.1
+            out.append(float(x.mean()))
+        return out + [x.get(), cp.random.rand(3).get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED, change
+    # (a write-back a replay, and the copies of the sightings' and the capture's runs)
+    assert change["copied"] <= change["graphed"] + 2 * REPEATS, change
 
 
 def test_kept_results_of_every_layout_leave_a_replay_with_their_values(sessions):
