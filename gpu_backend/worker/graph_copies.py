@@ -51,10 +51,15 @@ class GraphCopies:
         self.gather_slots: list[int] = []
         #: the segment whose graph gathers the inputs (-1: none)
         self.gather_seg = -1
-        #: by result slot, the row of the gather table that copies the result of an eager op
-        #: before its graph (a ``RandomState``'s draw) into the buffer the graphs read
-        #: (:meth:`gather_eager`), after the inputs' rows
-        self.eager_rows: dict[int, int] = {}
+        #: by result slot, the copy table and its row that copy the result of an eager op
+        #: (a ``RandomState``'s draw) into the buffer the graphs read, made by the next graph
+        #: (:meth:`gather_eager`): the gather table's rows after the inputs' for the eager
+        #: ops before the first graph, a table of the graph's own for those before a later one
+        self.eager_rows: dict[int, tuple] = {}
+        #: the later graphs' tables, by segment (:meth:`capture_between`)
+        self._between: dict[int, Any] = {}
+        #: the rows set at this replay, not yet committed: (table, buffer, array)
+        self._rowed: list = []
         self.scatter: Any = None
         self.scatter_slots: list[tuple] = []
         self.scatter_seg = -1
@@ -88,23 +93,54 @@ class GraphCopies:
         self.gather_slots = list(arrays)
         for row, n in enumerate(self.gather_slots):
             table.prepare(row, bufs[n], arrays[n])
-        self.eager_rows = {}
         for row, (n, buf) in enumerate(eager.items(), len(arrays)):
             table.prepare(row, buf, buf)
-            self.eager_rows[n] = row
+            self.eager_rows[n] = (table, row)
         tools.call(table.run, [], {}, identity)
         self.gather = table
 
+    def capture_between(self, tools: Any, block: Any, host: Any, at: int, seg_at: int,
+                        eager: dict) -> None:
+        """While capturing a later graph (segment *seg_at*): the results of the eager ops
+        since the graph before it (*eager*, by slot: their buffers), copied into their
+        buffers by its first node, a table at *at* bytes into *block*."""
+        table = tools.copy_table(block, host, at, len(eager))
+        for row, (n, buf) in enumerate(eager.items()):
+            table.prepare(row, buf, buf)
+            self.eager_rows[n] = (table, row)
+        tools.call(table.run, [], {}, identity)
+        self._between[seg_at] = table
+
     def gather_eager(self, n: int, buf: Any, made: Any) -> bool:
-        """At a replay, before the gathering graph's launch: eager result slot *n*'s new
-        array *made* (the layout of its buffer *buf*) copied into *buf* by the gather
-        table's row for it (one ``cudaMemcpyAsync`` saved: ~9 µs of an H200 host's worker,
-        benchmarks/worker_calls_probe.py); whether it has a row (else copy it yourself)."""
-        row = self.eager_rows.get(n)
-        if row is None or self.gather is None or not (made.flags.c_contiguous or made.flags.f_contiguous):
+        """At a replay: eager result slot *n*'s new array *made* (the layout of its buffer
+        *buf*) copied into *buf* by the next graph's copy table (one ``cudaMemcpyAsync``
+        saved: 5-9 µs of an H200 host's worker, benchmarks/worker_calls_probe.py), its row
+        committed before that graph's launch (:meth:`commit_eager`); whether it has a row
+        (else copy it yourself)."""
+        entry = self.eager_rows.get(n)
+        if entry is None or not (made.flags.c_contiguous or made.flags.f_contiguous):
             return False
-        self.gather.set(row, buf, made)
+        table, row = entry
+        table.set(row, buf, made)
+        self._rowed.append((table, buf, made))
         return True
+
+    def commit_eager(self) -> bool:
+        """Before a graph's launch: the rows :meth:`gather_eager` set, into the host block;
+        whether any changed (the block is then written: an array's address moved)."""
+        rowed, self._rowed = self._rowed, []
+        changed = False
+        for table in {id(t): t for t, _b, _m in rowed}.values():
+            changed = table.commit() or changed
+        return changed
+
+    def apart(self, tools: Any) -> None:
+        """The rows set and not committed, copied one by one instead: a result's layout
+        changed under an eager op, so the graphs that would have copied them do not launch
+        (the ops after run eagerly on the buffers)."""
+        rowed, self._rowed = self._rowed, []
+        for _table, buf, made in rowed:
+            tools.copy_any(buf, made)
 
     def capture_out(self, tools: Any, block: Any, host: Any, at: int, kept: list,
                     env: dict, seg_at: int, array_type: type) -> None:
@@ -125,14 +161,19 @@ class GraphCopies:
     def refused(self, seg_at: int) -> None:
         """Segment *seg_at* refused capture: the copies it would have held are made apart."""
         if seg_at == self.gather_seg:
+            self._drop_rows(self.gather)
             self.gather, self.gather_slots, self.gather_seg = None, [], -1
-            self.eager_rows = {}
+        if seg_at in self._between:
+            self._drop_rows(self._between.pop(seg_at))
         if seg_at == self.scatter_seg:
             self.scatter, self.scatter_slots, self.scatter_seg = None, [], -1
 
+    def _drop_rows(self, table: Any) -> None:
+        self.eager_rows = {n: e for n, e in self.eager_rows.items() if e[0] is not table}
+
     @property
     def any(self) -> bool:
-        return self.gather is not None or self.scatter is not None
+        return self.gather is not None or self.scatter is not None or bool(self._between)
 
     # ------------------------------------------------------------ replay
     # ------------------------------------------------------------ the next replay, ahead
@@ -243,6 +284,7 @@ class GraphCopies:
         and its kept results' arrays, made now. Returns those arrays by result slot (None:
         no scatter) and whether any row changed (the parameter block is then written). A
         replay whose inputs are the ones :meth:`prepare` predicted finds all that done."""
+        self._rowed = []   # (a replay that failed before its graphs: its rows set anew)
         prepared, self._prepared = self._prepared, None
         if prepared is not None:
             predicted, ahead = prepared

@@ -421,17 +421,21 @@ class StretchGraphs:
         # read none of them: a loop that draws first, then computes)
         gathers = bool(graphs) and _reads_no_input(segments[:graphs[0]], g)
         # (... and the arrays the eager ops before it make, a row each: their copies into
-        # the buffers the graphs read)
-        lead_outs = [op.out.n for seg in segments[:graphs[0]] for op in seg.ops
-                     if op.want == _ARRAY and op.out is not None] if gathers else []
+        # the buffers the graphs read; a later graph copies those of the eager ops since
+        # the graph before it, by a table of its own)
+        eager_outs = _eager_outs(segments, graphs)
+        lead_outs = eager_outs.pop(graphs[0], []) if graphs else []
+        if not gathers:
+            lead_outs = []
         rows_in = len(copied) + len(lead_outs) if gathers else 0
         rows_out = len(shape.alive) if graphs else 0
+        rows_between = sum(len(outs) for outs in eager_outs.values())
         try:
             with tools.retaining() as kept:
                 g.retained = kept
                 params_size = PARAM_BYTES * stretch.params
-                if params_size or rows_in or rows_out:   # (with the copy tables' rows after
-                    size = params_size + COPY_ROW_BYTES * (rows_in + rows_out)   # the parameters)
+                if params_size or rows_in or rows_out or rows_between:   # (the copy tables' rows after
+                    size = params_size + COPY_ROW_BYTES * (rows_in + rows_out + rows_between)
                     g.pblock = tools.param_block(size)
                     g.phost = np.zeros(size, np.uint8)
                     g.write_block = tools.writer(g.pblock, g.phost)
@@ -454,6 +458,7 @@ class StretchGraphs:
                                  if buf.nbytes and n not in g.direct and n not in g.gathered}
                     g.written = set()
                 graphed_ops: set[int] = set()   # (the ops of the segments captured so far)
+                between_at = params_size + COPY_ROW_BYTES * (rows_in + rows_out)
                 for at, seg in enumerate(segments):
                     if seg.eager:
                         self._run_eager(seg.ops, g, first, params, handout, results, live=True)
@@ -468,6 +473,13 @@ class StretchGraphs:
                                          if n in g.env and plain(g.env[n], array_type)}
                                 g.copies.capture_in(tools, g.pblock, g.phost, params_size,
                                                     copied, g.bufs, at, eager)
+                            elif g.pblock is not None and eager_outs.get(at):
+                                eager = {n: g.env[n] for n in eager_outs[at]
+                                         if n in g.env and plain(g.env[n], self.array_type)}
+                                if eager:
+                                    g.copies.capture_between(tools, g.pblock, g.phost,
+                                                             between_at, at, eager)
+                                    between_at += COPY_ROW_BYTES * len(eager_outs[at])
                             for op in seg.ops:
                                 self._capture_op(op, g, params, writes, first, drawn)
                             if rows_out and at == graphs[-1]:   # (the kept results the
@@ -657,9 +669,10 @@ class StretchGraphs:
             for at in range(tail):
                 seg = segments[at]
                 if not live and at == gather_seg:   # (its graph not launched: the inputs
-                    self._gather_apart(g, copied, handout)   # and eager results, one by one)
+                    for n, a in copied.items():    # it would have gathered, one by one)
+                        tools.copy(g.bufs[n], a)
                 if live and seg.graph is not None:
-                    if at == gather_seg and copies.gather.commit():   # (eager results' rows)
+                    if copies.eager_rows and copies.commit_eager():   # (eager results' rows)
                         unwritten = True
                     if unwritten:
                         g.write_block()
@@ -674,7 +687,7 @@ class StretchGraphs:
                     scattered = scattered or at == scatter_seg
                 else:
                     live = self._run_eager(seg.ops, g, first, params, handout, results, live,
-                                           copies if at < gather_seg else None)
+                                           copies)
         except _OpError as failed:
             state.capture_again()
             if error_name(failed.error) == "OutOfMemoryError" and not stretch.draws:
@@ -770,19 +783,6 @@ class StretchGraphs:
             del x._warnings[warned:]
         return None if failed else results.values
 
-    def _gather_apart(self, g: StretchGraph, copied: dict, handout: dict) -> None:
-        """The copies the gathering graph would have made, made one by one: a result's
-        layout changed under an eager op before it (``live`` went false), so it is not
-        launched and the ops after run eagerly on the buffers."""
-        tools = self.tools
-        for n, a in copied.items():
-            tools.copy(g.bufs[n], a)
-        for n in g.copies.eager_rows:   # (results given a row before the layout changed)
-            made, buf = handout.get(n), g.env.get(n)
-            if made is not None and buf is not None and made is not buf \
-                    and (made.shape, made.dtype, made.strides) == (buf.shape, buf.dtype, buf.strides):
-                tools.copy_any(buf, made)
-
     def run_eager(self, state: GraphState, ops: list, g: StretchGraph, first: int,
                   params: list, results: BatchResults, handout: dict,
                   gathering: Any = None) -> bool:
@@ -801,9 +801,10 @@ class StretchGraphs:
                    gathering: Any = None) -> bool:
         """Run *ops* for real on the stretch's buffers. While *live* (graphs still to launch
         read its results), each result is also copied into the array the graphs read (by
-        the gather table's row for it where the ops come before the graph that gathers:
-        *gathering*, the stretch's GraphCopies, whose rows the caller commits before that
-        launch); returns whether that still holds."""
+        the next graph's copy table where it has a row: *gathering*, the stretch's
+        GraphCopies, whose rows the caller commits before that launch; where a result's
+        layout changed, the rows set are copied apart: those graphs do not launch);
+        returns whether that still holds."""
         x = self.x
         self.between += len(ops)
 
@@ -839,6 +840,8 @@ class StretchGraphs:
                         self.tools.copy_any(kept, result)
                 else:
                     live = False
+                    if gathering is not None:
+                        gathering.apart(self.tools)
             if kept is None and op.index in g.shape.moving:   # (capturing: a moving view
                 g.env[slot] = self._owned(g, result)           # copied into its own buffer)
             elif kept is None or not live:
@@ -988,6 +991,21 @@ class _Reads(NamedTuple):
     params: list
     handout: dict
     live: bool
+
+
+def _eager_outs(segments: list, graphs: list) -> dict:
+    """By graph segment (of *graphs*, the indices of *segments* captured as graphs): the
+    result slots of the eager ops since the graph before it (from the start for the
+    first), whose arrays that graph's copy table may copy into the buffers."""
+    outs: dict = {}
+    before = 0
+    for at in graphs:
+        made = [op.out.n for seg in segments[before:at] for op in seg.ops
+                if op.want == _ARRAY and op.out is not None]
+        if made:
+            outs[at] = made
+        before = at + 1
+    return outs
 
 
 def _reads_no_input(segments: list, g: StretchGraph) -> bool:

@@ -440,18 +440,16 @@ class SteadyLane:
             launch = tools.launch
             first = plan.first + k * plan.dfirst
             handout: dict = {}
-            gathering = copies if copies.gather is not None else None
             for graph, eager in plan.launches:
                 if graph is not None:
-                    if gathering is not None:   # (the first graph: it gathers)
-                        unwritten = copies.gather.commit() or unwritten
-                        gathering = None
+                    if copies.eager_rows and copies.commit_eager():   # (eager results' rows)
+                        unwritten = True
                     if unwritten:
                         g.write_block()
                         g.pvalues.dirty = unwritten = False
                     launch(graph)
                 elif not graphs.run_eager(plan.state, eager, g, first, params, self._empty, handout,
-                                          gathering):
+                                          copies):
                     raise _Relayout   # (a result's layout changed: captured again)
             for n in plan.eager_kept:   # (its new array the client's, as StretchGraphs._finish)
                 array = handout[n]

@@ -324,6 +324,27 @@ def test_a_loop_that_draws_first_has_its_draw_and_its_array_gathered_by_its_grap
     assert change["copied"] <= change["graphed"] + 2 * REPEATS, change
 
 
+def test_a_draw_between_two_graphs_is_copied_in_by_the_graph_after_it(sessions):
+    """A draw between two graphs (Langevin's noise: a step computed, a ``RandomState``'s
+    normal draw, the step's end): the graph after the draw copies it into its buffer by a
+    copy table of its own, and the loop-carried array comes in by the first graph's: no
+    copy made apart at a replay. Values as without replay."""
+    def loop(cp):
+        rs = cp.random.RandomState(4)
+        x = cp.zeros(64)
+        out = []
+        for step in range(STEPS):
+            y = x * 0.9 + 0.1
+            x = y + rs.normal(0.0, 0.5, 64)
+            out.append(float((x * x).mean()))
+        return out + [x.get(), rs.normal(0.0, 1.0, 3).get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED, change
+    assert change["copied"] <= 2 * REPEATS, change   # (the sightings' and capture's runs)
+
+
 def test_kept_results_of_every_layout_leave_a_replay_with_their_values(sessions):
     """A replay hands each kept result out as a fresh array, copied by the last graph itself
     (its copy table): of several dtypes, sizes not a multiple of 16 bytes; the carried
