@@ -1,21 +1,27 @@
 """A captured stretch's copies in and out, made by its graphs (worker/graph_replay.py).
 
 The first graph begins with one kernel that copies every input into the buffer the graph
-reads (the first segment's graph, or the first graph after eager segments that read no input:
-a loop that draws a ``RandomState``'s numbers first, eagerly, and then computes) (and each moving view it gathers, made at the replay's bounds before the launch:
-worker/moving_views.py, ``StretchGraph.gathered``; an input only such views slice is read
-where it is, not copied); the last graph ends with one that copies every kept result the
-graphs made into the fresh array a replay hands out, allocated before the launch. Each is a *copy table*
-(devices/cupy_graphs.py ``CopyTable``; the NumPy device's ``HostCopyTable``) whose rows
-(source, destination, bytes) sit after the parameters in the stretch's parameter block, so
-the one host-to-device copy of the parameters writes them too. A replay sets two pointers a
-row. (A ``cudaMemcpyAsync`` each cost 5-8 µs of the worker's time on an H200 host: two
-inputs and two kept results, a quarter of a 20-op loop's replay.)
+reads: the first segment's graph, or the first graph after eager segments that read no
+input (a loop that draws a ``RandomState``'s numbers first, eagerly, then computes). It
+copies each moving view it gathers too, made at the replay's bounds before the launch
+(worker/moving_views.py, ``StretchGraph.gathered``; an input only such views slice is read
+where it is, not copied), and the arrays the eager ops before it made, into the buffers the
+graphs read them from. A later graph begins with a kernel of its own that copies the arrays
+of the eager ops since the graph before it (a draw between two graphs). The last graph ends
+with one that copies every kept result the graphs made into the fresh array a replay hands
+out, allocated before the launch. Each is a *copy table* (devices/cupy_graphs.py
+``CopyTable``; the NumPy device's ``HostCopyTable``) whose rows (source, destination, bytes)
+sit after the parameters in the stretch's parameter block, so the one host-to-device copy of
+the parameters writes them too. A replay sets two pointers a row. (A ``cudaMemcpyAsync``
+costs 5-9 µs of the worker's time on an H200 host, three to six graph launches:
+benchmarks/worker_calls_probe.py.)
 
 Where an eager segment before the first graph reads an input, or that graph refuses capture,
-the inputs are copied one by one before the launch (and where a result's layout changed under
-an eager op before it, so that it is not launched, before its ops run eagerly); where the last graph is not launched (an eager op before it failed, or a
-result's layout changed), the kept results are copied after, as before.
+the inputs are copied one by one before the launch; where a result's layout changed under an
+eager op, so that the graphs after it are not launched, the copies they would have made are
+made apart before their ops run eagerly; where the last graph is not launched (an eager op
+before it failed, or a result's layout changed), the kept results are copied after, as
+before.
 """
 
 from __future__ import annotations
