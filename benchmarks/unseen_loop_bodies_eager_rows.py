@@ -1,0 +1,154 @@
+"""The seventh campaign's loop programs for benchmarks/unseen_loops.py: loops whose eager ops
+(a ``RandomState``'s draws, which cuRAND makes outside the graphs; a product the graphs do not
+make) come before or between a stretch's graphs, written for the copies those graphs now make
+themselves (gpu_backend/worker/graph_copies.py: the first graph gathers the inputs after eager
+ops that read none, and every graph the arrays of the eager ops before it). A draw first and
+an array written in place; two draws first and no input; a draw between two graphs (Langevin's
+noise); an odd normal count (its array a view of one longer: copied apart); a draw's size that
+changes now and then (a layout changed under an eager op: the copies made apart); a draw kept
+by the user past the step and read by the graph; an eager product (``tensordot``) between two
+graphs; a draw before a graph that reads an input the draw's size comes from (an eager op that
+reads an input keeps the copies apart); an odd float32 normal beside an even one. Every one
+compares with local CuPy only (NumPy draws other numbers): ``PROGRAMS`` names each with its
+iterations and False."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from unseen_loop_bodies import fbits, host
+
+
+def rows_draw_then_in_place(xp, n):
+    """``x += (rand(n) - 0.5) * s``: the draw first, then a graph writing the loop's array."""
+    xp.random.seed(61)
+    x = xp.zeros(96, dtype=xp.float32)
+    out = []
+    for i in range(n):
+        x += (xp.random.rand(96).astype(xp.float32) - 0.5) * (0.1 + 1e-3 * (i % 5))
+        out.append(fbits(float(x.mean())))
+    return out + [host(xp, x), host(xp, xp.random.rand(3))]
+
+
+def rows_two_draws_no_input(xp, n):
+    """Monte Carlo π: two uniform draws, then a graph, no input at all."""
+    rs = xp.random.RandomState(62)
+    out = []
+    for i in range(n):
+        a = rs.uniform(-1.0, 1.0, 200)
+        b = rs.uniform(-1.0, 1.0, 200)
+        out.append(fbits(4.0 * float(((a * a + b * b) <= 1.0).mean())))
+    return out + [host(xp, rs.uniform(size=4))]
+
+
+def rows_draw_between_graphs(xp, n):
+    """Langevin: a gradient step (a graph), a normal draw whose scale anneals, the step's end
+    (another graph), the energy read."""
+    rs = xp.random.RandomState(63)
+    x = xp.zeros(128)
+    out = []
+    for i in range(n):
+        eta = 0.05 / (1.0 + 0.02 * i)
+        grad = 4.0 * x * (x * x - 1.0)
+        x = x - eta * grad + rs.normal(0.0, (2.0 * eta) ** 0.5, 128)
+        out.append(fbits(float(((x * x - 1.0) ** 2).mean())))
+    return out + [host(xp, x)]
+
+
+def rows_odd_normal_count(xp, n):
+    """An odd count of normal draws (CuPy draws one more and hands out a view): copied apart,
+    beside an even one gathered."""
+    rs = xp.random.RandomState(64)
+    out = []
+    for i in range(n):
+        z = rs.standard_normal(101)
+        w = rs.standard_normal(100)
+        out.append(fbits(float((z[:100] * w).sum())))
+    return out + [host(xp, rs.standard_normal(5))]
+
+
+def rows_size_changes_now_and_then(xp, n):
+    """A draw whose size changes every ninth step (a new stretch, and back), before a graph
+    that reads the loop's array."""
+    rs = xp.random.RandomState(65)
+    x = xp.ones(64)
+    out = []
+    for i in range(n):
+        k = 64 if i % 9 != 8 else 32
+        d = rs.random_sample(k)
+        x = x * 0.99 + d.sum() * 0.001
+        out.append(fbits(float(x[:k].dot(d[:k]))))
+    return out + [host(xp, x)]
+
+
+def rows_draw_kept_and_read(xp, n):
+    """Each step's draw kept by the user past the step (the client's own array) and read by
+    the graph after it; written after the loop."""
+    rs = xp.random.RandomState(66)
+    kept, out = [], []
+    acc = xp.zeros(48)
+    for i in range(n):
+        d = rs.random_sample(48)
+        kept.append(d)
+        acc = acc + d * 0.5
+        out.append(fbits(float(acc.max())))
+    for d in kept[::7]:
+        d *= 2.0
+    return out + [host(xp, xp.stack(kept)), host(xp, acc)]
+
+
+def rows_eager_product_between(xp, n):
+    """A ``tensordot`` (made outside the graphs) between two graphs, its result read by the
+    second."""
+    a = xp.linspace(-1.0, 1.0, 6 * 8 * 5).reshape(6, 8, 5)
+    b = xp.linspace(0.5, 1.5, 8 * 5 * 4).reshape(8, 5, 4)
+    s = xp.ones((6, 4))
+    out = []
+    for i in range(n):
+        p = xp.tensordot(a * (1.0 + 1e-3 * (i % 4)), b, axes=2)
+        s = s * 0.5 + p * 0.25
+        out.append(fbits(float(s.sum())))
+    return out + [host(xp, s)]
+
+
+def rows_draw_reads_an_input(xp, n):
+    """A draw before the graph whose size is the input's (the draw itself reads no array) and
+    an eager ``take`` of the input by drawn indices first (an eager op that reads an input:
+    the inputs copied apart)."""
+    rs = xp.random.RandomState(67)
+    data = xp.linspace(0.0, 1.0, 300)
+    w = xp.zeros(())
+    out = []
+    for i in range(n):
+        idx = rs.randint(0, 300, 16)
+        batch = data.take(idx)
+        w = w * 0.9 + batch.mean() + rs.random_sample(1)[0] * 1e-3
+        out.append(fbits(float(w)))
+    return out + [host(xp, w)]
+
+
+def rows_odd_float32_beside_even(xp, n):
+    """float32 normal draws, one odd count (a view) and one even, then a graph."""
+    rs = xp.random.RandomState(68)
+    out = []
+    x = xp.zeros(50, dtype=xp.float32)
+    for i in range(n):
+        a = rs.normal(0.0, 1.0, 51, dtype=xp.float32)
+        b = rs.normal(0.0, 1.0, 50, dtype=xp.float32)
+        x = x + a[1:] * b
+        out.append(fbits(float(x.astype(xp.float64).sum())))
+    return out + [host(xp, x)]
+
+
+PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
+    f.__name__: (f, iters, False) for f, iters in [
+        (rows_draw_then_in_place, 60),
+        (rows_two_draws_no_input, 60),
+        (rows_draw_between_graphs, 60),
+        (rows_odd_normal_count, 60),
+        (rows_size_changes_now_and_then, 72),
+        (rows_draw_kept_and_read, 60),
+        (rows_eager_product_between, 60),
+        (rows_draw_reads_an_input, 60),
+        (rows_odd_float32_beside_even, 60),
+    ]}
