@@ -131,6 +131,11 @@ class GraphCopies:
         self._rowed.append((table, buf, made))
         return True
 
+    def forget_rows(self) -> None:
+        """A replay begins: rows a replay that failed before its graphs set are not kept
+        (their arrays let go; set anew by this one)."""
+        self._rowed = []
+
     def commit_eager(self) -> bool:
         """Before a graph's launch: the rows :meth:`gather_eager` set, into the host block;
         whether any changed (the block is then written: an array's address moved)."""
@@ -290,7 +295,7 @@ class GraphCopies:
         and its kept results' arrays, made now. Returns those arrays by result slot (None:
         no scatter) and whether any row changed (the parameter block is then written). A
         replay whose inputs are the ones :meth:`prepare` predicted finds all that done."""
-        self._rowed = []   # (a replay that failed before its graphs: its rows set anew)
+        self.forget_rows()
         prepared, self._prepared = self._prepared, None
         if prepared is not None:
             predicted, ahead = prepared

@@ -39,8 +39,8 @@ from .eager_ops import eager_by_nature
 from .draw_journal import STATE_CLASS, NotUndoable
 from .graph_copies import COPY_ROW_BYTES, identity, plain
 from .moving_views import (kernel_writes, moving_views, sliced_only, writable_inputs,
-                           written_operands, written_through)
-from .graph_state import Capture, GraphState, StretchGraph
+                           written_operands, written_results, written_through)
+from .graph_state import Capture, GraphState, StretchGraph, eager_array_out
 from .graph_state import Segment as _Segment
 from . import kept_views
 from .objects import graphed_draw, run_object_call
@@ -126,6 +126,10 @@ class _Shape:
         self.moving = moving_views(stretch)
         self.moving_written = written_through(stretch, self.moving)
         self.writable = writable_inputs(stretch) if self.writes else frozenset()
+        #: the result slots its ops may write after they are made: an eager op's result so
+        #: written lives in the graphs' buffer (the op's own array is not written), and is
+        #: handed out from there (:func:`eager_array_out`)
+        self.rewritten = written_results(stretch) if self.writes else frozenset()
         #: the inputs only moving views read, and the views that read each
         self.sliced_only = sliced_only(stretch, self.moving, self.writable) if self.moving else {}
 
@@ -942,7 +946,7 @@ class StretchGraphs:
         for n in shape.alive:
             if shape.maker[n] >= ran or n in remade:
                 continue
-            made = handout.get(n)
+            made = eager_array_out(g, n, handout.get(n))
             if made is None or made.base is not None:   # (a graph's buffer, or a view: a
                 kept = made if made is not None else g.env[n]   # strided one, element by
                 made = tools.empty_like(kept)                   # element)
@@ -996,14 +1000,22 @@ class _Reads(NamedTuple):
 def _eager_outs(segments: list, graphs: list) -> dict:
     """By graph segment (of *graphs*, the indices of *segments* captured as graphs): the
     result slots of the eager ops since the graph before it (from the start for the
-    first), whose arrays that graph's copy table may copy into the buffers."""
+    first), whose arrays that graph's copy table may copy into the buffers. Not one that
+    an eager op after it, before that graph, names: that op reads (or writes) the buffer
+    before the graph's copy would have filled it (``r = draw(); s = outer(r, r)``)."""
     outs: dict = {}
     before = 0
     for at in graphs:
-        made = [op.out.n for seg in segments[before:at] for op in seg.ops
-                if op.want == _ARRAY and op.out is not None]
+        ops = [op for seg in segments[before:at] for op in seg.ops]
+        named: set = set()
+        made = []
+        for op in reversed(ops):   # (each result against the ops after it)
+            if op.want == _ARRAY and op.out is not None and op.out.n not in named:
+                made.append(op.out.n)
+            named.update(slot.n for slot in slots_in((op.target, op.args, op.kwargs))
+                         if slot.kind == "r")
         if made:
-            outs[at] = made
+            outs[at] = made[::-1]
         before = at + 1
     return outs
 

@@ -19,7 +19,7 @@ from .graph_copies import GraphCopies
 from .param_values import ParamValues
 from .stretches import Op, Slot
 
-__all__ = ["Segment", "StretchGraph", "Capture", "GraphState"]
+__all__ = ["Segment", "StretchGraph", "Capture", "GraphState", "eager_array_out"]
 
 
 class Segment:
@@ -150,3 +150,15 @@ class GraphState:
     def nbytes(self) -> int:
         """The device memory its graph holds."""
         return self.graph.nbytes() if self.graph is not None else 0
+
+
+def eager_array_out(g: StretchGraph, n: int, made: Any) -> Any:
+    """The array a replay hands out for result slot *n*, made by an eager op as *made*:
+    None where an op after it wrote it, through the graphs' buffer that stands for it (``d =
+    rs.rand(n); d *= 0.5``: the op's own array was not written), so that the buffer is
+    copied out instead; else *made*."""
+    if made is not None and n in g.shape.rewritten:
+        buf = g.env.get(n)
+        if buf is not None and buf is not made:
+            return None
+    return made

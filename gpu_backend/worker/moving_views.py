@@ -38,7 +38,7 @@ from ..protocol.fused_programs import fused_writes
 from ..protocol.stretch_records import slots_in
 from .stretches import HeldStretch, Op, Slot
 
-__all__ = ["moving_views", "written_through", "writable_inputs", "sliced_only", "kernel_writes",
+__all__ = ["moving_views", "written_through", "writable_inputs", "written_results", "sliced_only", "kernel_writes",
            "written_operands"]
 
 _OPERATOR, _METHOD, _FUNCTION, _KERNEL, _OBJECT = (m.KIND_OPERATOR, m.KIND_METHOD,
@@ -77,6 +77,13 @@ def writable_inputs(stretch: HeldStretch) -> frozenset[int]:
     """The input slots an op of the stretch may write, directly or through a view."""
     made = _makers(stretch)
     return frozenset(s.n for s in _written_sources(stretch, made) if s.kind == "i")
+
+
+def written_results(stretch: HeldStretch) -> frozenset[int]:
+    """The result slots an op of the stretch may write after they are made, directly or
+    through a view (``d = rs.rand(n); d *= 0.5``)."""
+    made = _makers(stretch)
+    return frozenset(s.n for s in _written_sources(stretch, made) if s.kind == "r")
 
 
 def sliced_only(stretch: HeldStretch, views: frozenset[int],

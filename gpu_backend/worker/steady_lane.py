@@ -54,6 +54,7 @@ from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, speculated, speculating
 from .lane_messages import DOUBLE, Reshaped
 from .lane_plans import REPLAY_KEYS, LanePlan, history_lists, make_plan, stepped
 from .pushed_replies import Pushes
+from .graph_state import eager_array_out
 from .stretches import ReplayEntry
 
 __all__ = ["SteadyLane", "REPLAY_KEYS"]
@@ -435,6 +436,7 @@ class SteadyLane:
             # (the parameter block written before the first graph's launch, after the eager
             # ops before it, whose results the gather table's rows copy: StretchGraphs._replay)
             unwritten = g.pblock is not None and g.pvalues.dirty
+            copies.forget_rows()
             if g.draws:   # (a Generator's draws in its graphs: their states copied first)
                 graphs.before_draws(g)
             launch = tools.launch
@@ -452,10 +454,12 @@ class SteadyLane:
                                           copies):
                     raise _Relayout   # (a result's layout changed: captured again)
             for n in plan.eager_kept:   # (its new array the client's, as StretchGraphs._finish)
-                array = handout[n]
-                if array.base is not None:   # (a view: its own copy)
-                    array = tools.empty_like(array)
-                    tools.copy_any(array, handout[n])
+                array = source = eager_array_out(g, n, handout[n])
+                if array is None:   # (written after, in the graphs' buffer: copied from it)
+                    source = g.env[n]
+                if array is None or array.base is not None:   # (or a view: its own copy)
+                    array = tools.empty_like(source)
+                    tools.copy_any(array, source)
                 made.append((n, array))
             if plan.remade:   # (its kept views, made again on what it hands out: kept_views)
                 now = dict(moved)

@@ -345,6 +345,49 @@ def test_a_draw_between_two_graphs_is_copied_in_by_the_graph_after_it(sessions):
     assert change["copied"] <= 2 * REPEATS, change   # (the sightings' and capture's runs)
 
 
+def test_an_eager_result_that_a_later_eager_op_names_is_in_its_buffer_before_it(sessions):
+    """A draw, then an eager op on it before the next graph (``outer`` of the draw: cuBLAS's
+    product of a vector by itself runs eagerly; a ``shuffle`` that writes it): the draw is
+    copied into the graphs' buffer at once, not by the next graph's copy table, which would
+    come after that op (found by review: the product read the last replay's draw)."""
+    def loop(cp):
+        rs = cp.random.RandomState(9)
+        x = cp.zeros((8, 8))
+        out = []
+        for step in range(STEPS):
+            r = rs.standard_normal(8)
+            x = x * 0.5 + cp.outer(r, r)
+            q = rs.random_sample(16)
+            rs.shuffle(q)
+            out.append(float(x.sum() + q[:3].sum()))
+        return out + [x.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED, change
+
+
+def test_an_eager_result_written_after_is_handed_out_as_written(sessions):
+    """A draw the stretch then writes in place (``d = rs.rand(n); d *= 0.5``), kept past the
+    step: the write went to the graphs' buffer standing for it, so that is what is handed out,
+    not the draw's own array (found by review; before this session too)."""
+    def loop(cp):
+        rs = cp.random.RandomState(41)
+        x = cp.zeros(8)
+        out, kept = [], []
+        for step in range(STEPS):
+            d = rs.rand(8)
+            d *= 0.5
+            x = x + d
+            kept.append(d)
+            out.append(float(x.sum()))
+        return out + [d.get() for d in kept]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED, change
+
+
 def test_kept_results_of_every_layout_leave_a_replay_with_their_values(sessions):
     """A replay hands each kept result out as a fresh array, copied by the last graph itself
     (its copy table): of several dtypes, sizes not a multiple of 16 bytes; the carried
