@@ -8,7 +8,9 @@ noise); an odd normal count (its array a view of one longer: copied apart); a dr
 changes now and then (a layout changed under an eager op: the copies made apart); a draw kept
 by the user past the step and read by the graph; an eager product (``tensordot``) between two
 graphs; a draw before a graph that reads an input the draw's size comes from (an eager op that
-reads an input keeps the copies apart); an odd float32 normal beside an even one. Every one
+reads an input keeps the copies apart); an odd float32 normal beside an even one; a draw an
+eager op then reads (``outer``) or writes (``shuffle``) before the graph; a draw the step
+writes in place and keeps. Every one
 compares with local CuPy only (NumPy draws other numbers): ``PROGRAMS`` names each with its
 iterations and False."""
 
@@ -140,6 +142,47 @@ def rows_odd_float32_beside_even(xp, n):
     return out + [host(xp, x)]
 
 
+def rows_draw_then_outer(xp, n):
+    """A draw, then an eager op on it before the next graph (``outer``: cuBLAS's product of a
+    vector by itself): the draw must be in its buffer before that op (found by review)."""
+    rs = xp.random.RandomState(69)
+    x = xp.zeros((8, 8))
+    out = []
+    for i in range(n):
+        r = rs.standard_normal(8)
+        x = x * 0.5 + xp.outer(r, r)
+        out.append(fbits(float(x.sum())))
+    return out + [host(xp, x)]
+
+
+def rows_draw_shuffled(xp, n):
+    """A draw shuffled in place (an eager op that writes it) before the graph that sums it."""
+    rs = xp.random.RandomState(70)
+    acc = xp.zeros(16)
+    out = []
+    for i in range(n):
+        q = rs.random_sample(16)
+        rs.shuffle(q)
+        acc = acc * 0.9 + q
+        out.append(fbits(float(acc[:5].sum())))
+    return out + [host(xp, acc)]
+
+
+def rows_draw_written_and_kept(xp, n):
+    """A draw the step writes in place (``d *= 0.5``) and keeps: handed out as written (found by
+    review; wrong before the seventh campaign too)."""
+    rs = xp.random.RandomState(71)
+    x = xp.zeros(8)
+    out, kept = [], []
+    for i in range(n):
+        d = rs.rand(8)
+        d *= 0.5
+        x = x + d
+        kept.append(d)
+        out.append(fbits(float(x.sum())))
+    return out + [host(xp, xp.stack(kept))]
+
+
 PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
     f.__name__: (f, iters, False) for f, iters in [
         (rows_draw_then_in_place, 60),
@@ -151,4 +194,7 @@ PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
         (rows_eager_product_between, 60),
         (rows_draw_reads_an_input, 60),
         (rows_odd_float32_beside_even, 60),
+        (rows_draw_then_outer, 60),
+        (rows_draw_shuffled, 60),
+        (rows_draw_written_and_kept, 60),
     ]}
