@@ -105,7 +105,7 @@ class _Shape:
                     or item.want not in (_ARRAY, _NONE, _VALUE) \
                     or (item.kind == _OBJECT and item.name in api.OBJECTS):
                 self.graphable = False
-            if item.want == _NONE or "out" in item.kwargs or (
+            if item.want == _NONE or "out" in item.kwargs or "output" in item.kwargs or (
                     item.kind == _KERNEL and kernel_writes(item) != frozenset()):
                 self.writes = True   # (a user's kernel may write any array it is given)
             for slot in slots_in((item.target, item.args, item.kwargs)):
@@ -126,10 +126,10 @@ class _Shape:
         self.moving = moving_views(stretch)
         self.moving_written = written_through(stretch, self.moving)
         self.writable = writable_inputs(stretch) if self.writes else frozenset()
-        #: the result slots its ops may write after they are made: an eager op's result so
-        #: written lives in the graphs' buffer (the op's own array is not written), and is
-        #: handed out from there (:func:`eager_array_out`)
-        self.rewritten = written_results(stretch) if self.writes else frozenset()
+        #: the result slots its ops may write after they are made, and the first op that
+        #: may: an eager op's result so written lives in the graphs' buffer (the op's own
+        #: array is not written), and is handed out from there (graph_state.eager_array_out)
+        self.rewritten = written_results(stretch) if self.writes else {}
         #: the inputs only moving views read, and the views that read each
         self.sliced_only = sliced_only(stretch, self.moving, self.writable) if self.moving else {}
 
@@ -946,7 +946,7 @@ class StretchGraphs:
         for n in shape.alive:
             if shape.maker[n] >= ran or n in remade:
                 continue
-            made = eager_array_out(g, n, handout.get(n))
+            made = eager_array_out(g, n, handout.get(n), ran)
             if made is None or made.base is not None:   # (a graph's buffer, or a view: a
                 kept = made if made is not None else g.env[n]   # strided one, element by
                 made = tools.empty_like(kept)                   # element)

@@ -152,13 +152,26 @@ class GraphState:
         return self.graph.nbytes() if self.graph is not None else 0
 
 
-def eager_array_out(g: StretchGraph, n: int, made: Any) -> Any:
+def eager_array_out(g: StretchGraph, n: int, made: Any, ran: int | None = None) -> Any:
     """The array a replay hands out for result slot *n*, made by an eager op as *made*:
-    None where an op after it wrote it, through the graphs' buffer that stands for it (``d =
-    rs.rand(n); d *= 0.5``: the op's own array was not written), so that the buffer is
-    copied out instead; else *made*."""
-    if made is not None and n in g.shape.rewritten:
+    None where an op after it wrote it (one of the *ran* first ops: all, if None), through
+    the graphs' buffer that stands for it (``d = rs.rand(n); d *= 0.5``: the op's own array
+    was not written), so that the buffer is copied out instead; None too where *made* is one
+    of the graphs' own buffers (an eager op that returns what it is given, ``real_if_close``
+    of a real array: the next replay would overwrite what the client holds); else *made*."""
+    if made is None:
+        return None
+    writer = g.shape.rewritten.get(n)
+    if writer is not None and (ran is None or writer < ran):
         buf = g.env.get(n)
         if buf is not None and buf is not made:
             return None
+    if _is_buffer(g, made):
+        return None
     return made
+
+
+def _is_buffer(g: StretchGraph, a: Any) -> bool:
+    """Whether *a* is one of the arrays the graphs of *g* read and write (its inputs'
+    buffers, its results' buffers)."""
+    return any(a is b for b in g.bufs.values()) or any(a is b for b in g.env.values())

@@ -79,11 +79,20 @@ def writable_inputs(stretch: HeldStretch) -> frozenset[int]:
     return frozenset(s.n for s in _written_sources(stretch, made) if s.kind == "i")
 
 
-def written_results(stretch: HeldStretch) -> frozenset[int]:
+def written_results(stretch: HeldStretch) -> dict[int, int]:
     """The result slots an op of the stretch may write after they are made, directly or
-    through a view (``d = rs.rand(n); d *= 0.5``)."""
+    through a view (``d = rs.rand(n); d *= 0.5``): by slot, the index of the first op that
+    may write it."""
     made = _makers(stretch)
-    return frozenset(s.n for s in _written_sources(stretch, made) if s.kind == "r")
+    first: dict[int, int] = {}
+    for op in _ops(stretch):
+        written = _written(op)
+        if not written:
+            continue
+        for kind, n in _reached(written, made):
+            if kind == "r" and n not in first:
+                first[n] = op.index
+    return first
 
 
 def sliced_only(stretch: HeldStretch, views: frozenset[int],
@@ -131,7 +140,8 @@ def written_operands(op: Op, target: Any, args: Any, kwargs: dict) -> list:
     slots, or the arrays a run gives it: graph_replay's capture looks there): an in-place
     operator's or assignment's first operand (``x += 1``, ``x[i] = v``), any array given to
     another op that returns nothing (``copyto``, ``x.put``, ``y.dot(w, o)``: a method's
-    ``out`` by position), those a kernel may write, and any op's ``out=``."""
+    ``out`` by position), those a kernel may write, and any op's ``out=`` or ``output=``
+    (cupyx.scipy.ndimage's)."""
     if op.want == api.NONE:
         places = [args[0]] if op.kind == _OPERATOR and args else [target, args, kwargs]
     elif op.kind == _KERNEL:   # (its source may write a "raw" input: an accumulator)
@@ -141,6 +151,8 @@ def written_operands(op: Op, target: Any, args: Any, kwargs: dict) -> list:
         places = []
     if "out" in kwargs:
         places.append(kwargs["out"])
+    if "output" in kwargs:   # (cupyx.scipy.ndimage's filters: an array given is written)
+        places.append(kwargs["output"])
     return places
 
 
@@ -154,7 +166,7 @@ def _fresh(op: Op) -> bool:
     Python's operators but ``getitem`` and ``+x``, a ufunc's call without ``out=``, a
     ``copy``, a random draw. Anything else may hand back a view (``asarray``, ``reshape``,
     ``astype(copy=False)``) and is followed to every array it is given."""
-    if op.want != api.ARRAY or "out" in op.kwargs:
+    if op.want != api.ARRAY or "out" in op.kwargs or "output" in op.kwargs:
         return False
     name = op.name
     if op.kind == _OPERATOR:

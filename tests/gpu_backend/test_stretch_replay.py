@@ -388,6 +388,74 @@ def test_an_eager_result_written_after_is_handed_out_as_written(sessions):
     assert change["graphed"] >= REPLAYED, change
 
 
+def test_a_replay_that_fails_before_writing_an_eager_result_hands_out_the_ops_own(sessions):
+    """A draw the stretch writes after (``d *= 0.5``), and a draw between that raises now and
+    then (a negative scale, caught): where the replay fails before the write ran, the user's
+    ``d`` is the draw as made, not the graphs' buffer, which holds the last replay's (found by
+    a review of the fix above)."""
+    def loop(cp):
+        rs = cp.random.RandomState(11)
+        x = cp.zeros(8)
+        out = []
+        for step in range(STEPS):
+            d = rs.rand(8)
+            try:   # (the error comes back where the ops are sent: at the read, or before)
+                b = rs.normal(0.0, -1.0 if step % 5 == 4 else 1.0, 8)
+                d *= 0.5
+                y = x * 0.5 + d + b
+                out.append(float(y.sum()))
+                x = y
+            except ValueError as exc:
+                out += [type(exc).__name__, d.get()]
+        return out + [x.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["replays"] >= 4, change   # (a failed step breaks the run: fewer)
+
+
+def test_an_eager_op_that_returns_what_it_is_given_hands_out_no_buffer(sessions):
+    """``real_if_close`` of a real array (eager) returns its operand, a graph's temporary:
+    the client's ``z`` is a copy, not the graphs' buffer, which the next replay overwrites
+    (found by review; before this session too)."""
+    def loop(cp):
+        x = cp.ones(4)
+        out, kept = [], []
+        for step in range(STEPS):
+            z = cp.real_if_close(x * 0.5)
+            x = x + z
+            kept.append(z)
+            out.append(float(x.sum()))
+        return out + [z.get() for z in kept]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+    assert change["graphed"] >= REPLAYED, change
+
+
+def test_an_array_given_as_output_is_written_by_the_replay(sessions):
+    """``cupyx.scipy.ndimage``'s ``output=`` writes the array given: a draw, or an input, so
+    written is the user's as without replay (the worker knew ``out=`` only; found by review,
+    before this session too)."""
+    from kernelproxy.modules import build_modules
+
+    def loop(cp):
+        ndi = build_modules()["cupyx.scipy.ndimage"]
+        rs = cp.random.RandomState(1)
+        x, w = cp.ones(16), cp.zeros(16)
+        out = []
+        for step in range(STEPS):
+            d = rs.rand(16)
+            ndi.uniform_filter(x * 0.5, 3, output=d)
+            ndi.uniform_filter(x * 0.25 + 1.0, 3, output=w)
+            x = x * 0.5 + d + w
+            out.append(float(x.sum()))
+        return out + [d.get(), w.get()]
+
+    on, off, change = _both(sessions, loop)
+    _bitwise(on, off)
+
+
 def test_kept_results_of_every_layout_leave_a_replay_with_their_values(sessions):
     """A replay hands each kept result out as a fresh array, copied by the last graph itself
     (its copy table): of several dtypes, sizes not a multiple of 16 bytes; the carried
