@@ -10,7 +10,8 @@ by the user past the step and read by the graph; an eager product (``tensordot``
 graphs; a draw before a graph that reads an input the draw's size comes from (an eager op that
 reads an input keeps the copies apart); an odd float32 normal beside an even one; a draw an
 eager op then reads (``outer``) or writes (``shuffle``) before the graph; a draw the step
-writes in place and keeps. Every one
+writes in place and keeps, and one whose step fails now and then before the write; an eager
+op that returns the graph's temporary it is given. Every one
 compares with local CuPy only (NumPy draws other numbers): ``PROGRAMS`` names each with its
 iterations and False."""
 
@@ -183,6 +184,39 @@ def rows_draw_written_and_kept(xp, n):
     return out + [host(xp, xp.stack(kept))]
 
 
+def rows_draw_written_step_fails(xp, n):
+    """A draw the step writes (``d *= 0.5``) and a draw after it that raises every tenth step
+    (a negative scale, caught): where the step fails before the write, ``d`` is the draw as
+    made (found by a second review)."""
+    rs = xp.random.RandomState(72)
+    x = xp.zeros(8)
+    out = []
+    for i in range(n):
+        d = rs.rand(8)
+        try:
+            b = rs.normal(0.0, -1.0 if i % 10 == 9 else 1.0, 8)
+            d *= 0.5
+            y = x * 0.5 + d + b
+            out.append(fbits(float(y.sum())))
+            x = y
+        except ValueError as exc:
+            out += [type(exc).__name__, host(xp, d)]
+    return out + [host(xp, x)]
+
+
+def rows_eager_returns_its_operand(xp, n):
+    """``real_if_close`` of a real array (an eager op) returns what it is given, a graph's
+    temporary; each step's result kept (found by a second review; wrong before too)."""
+    x = xp.ones(4)
+    out, kept = [], []
+    for i in range(n):
+        z = xp.real_if_close(x * 0.5)
+        x = x + z
+        kept.append(z)
+        out.append(fbits(float(x.sum())))
+    return out + [host(xp, xp.stack(kept))]
+
+
 PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
     f.__name__: (f, iters, False) for f, iters in [
         (rows_draw_then_in_place, 60),
@@ -197,4 +231,6 @@ PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
         (rows_draw_then_outer, 60),
         (rows_draw_shuffled, 60),
         (rows_draw_written_and_kept, 60),
+        (rows_draw_written_step_fails, 60),
+        (rows_eager_returns_its_operand, 60),
     ]}
