@@ -472,14 +472,11 @@ class StretchGraphs:
                     try:
                         with tools.capturing() as got:
                             if rows_in and at == graphs[0]:
-                                array_type = self.array_type
-                                eager = {n: g.env[n] for n in lead_outs
-                                         if n in g.env and plain(g.env[n], array_type)}
                                 g.copies.capture_in(tools, g.pblock, g.phost, params_size,
-                                                    copied, g.bufs, at, eager)
+                                                    copied, g.bufs, at,
+                                                    self._plain_results(g, lead_outs))
                             elif g.pblock is not None and eager_outs.get(at):
-                                eager = {n: g.env[n] for n in eager_outs[at]
-                                         if n in g.env and plain(g.env[n], self.array_type)}
+                                eager = self._plain_results(g, eager_outs[at])
                                 if eager:
                                     g.copies.capture_between(tools, g.pblock, g.phost,
                                                              between_at, at, eager)
@@ -654,9 +651,7 @@ class StretchGraphs:
         phases = self.x.phases
         phases.mark("replay_copied")   # (the inputs' copies and the results' arrays set up)
         # (every parameter at once, written into phost by _fits, and the copy tables' rows:
-        # written before the first graph's launch, after the eager ops before it, whose
-        # results the gather table's rows may copy: _run_eager)
-        unwritten = g.pblock is not None and g.pvalues.dirty
+        # written before the first graph's launch, StretchGraph.ready_to_launch)
         phases.mark("replay_in")   # (the inputs copied in or their rows set)
         handout: dict[int, Any] = {}
         live = True
@@ -676,11 +671,7 @@ class StretchGraphs:
                     for n, a in copied.items():    # it would have gathered, one by one)
                         tools.copy(g.bufs[n], a)
                 if live and seg.graph is not None:
-                    if copies.eager_rows and copies.commit_eager():   # (eager results' rows)
-                        unwritten = True
-                    if unwritten:
-                        g.write_block()
-                        g.pvalues.dirty = unwritten = False
+                    g.ready_to_launch()
                     tools.numbering = (self.x, first)   # (the NumPy device's recorded calls:
                     try:                                # the ops their warnings name)
                         tools.launch(seg.graph)
@@ -850,8 +841,16 @@ class StretchGraphs:
                 g.env[slot] = self._owned(g, result)           # copied into its own buffer)
             elif kept is None or not live:
                 g.env[slot] = result
-            handout[slot] = result
+            # (an op that gave back the graph's buffer it was given, ``real_if_close`` of a
+            # real array: the capture made that buffer this slot's too; handed out as a view,
+            # so that it is copied, not overwritten by the next replay under the client)
+            handout[slot] = result if result is not kept else result[...]
         return live
+
+    def _plain_results(self, g: StretchGraph, slots: list) -> dict:
+        """Of result *slots*, those whose buffers (the arrays their eager ops made at the
+        capture) a copy table may fill byte for byte, by slot."""
+        return {n: g.env[n] for n in slots if n in g.env and plain(g.env[n], self.array_type)}
 
     def _gather(self, g: StretchGraph, stretch: HeldStretch, state: GraphState, arrays: dict,
                 params: list) -> frozenset[int]:

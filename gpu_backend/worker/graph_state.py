@@ -87,6 +87,18 @@ class StretchGraph:
         #: replay at its bounds (StretchGraphs.moving_views_at) and copied like an input
         self.gathered: dict[int, Op] = {}
 
+    def ready_to_launch(self) -> None:
+        """Before each graph's launch: the copy tables' rows the eager ops before it set
+        (GraphCopies.commit_eager), and the parameter block written where it changed (its
+        parameters, its rows): once a replay, before its first graph, unless an eager op's
+        array between two graphs moved."""
+        copies = self.copies
+        if copies.eager_rows and copies.commit_eager():
+            self.pvalues.dirty = True
+        if self.pvalues.dirty and self.pblock is not None:
+            self.write_block()
+            self.pvalues.dirty = False
+
     def keeps(self, params: list) -> bool:
         """Whether a replay given *params* draws and slices as the graph's baked ops do:
         each baked parameter the same (same_param: its type, value and a zero's sign)."""
@@ -156,9 +168,8 @@ def eager_array_out(g: StretchGraph, n: int, made: Any, ran: int | None = None) 
     """The array a replay hands out for result slot *n*, made by an eager op as *made*:
     None where an op after it wrote it (one of the *ran* first ops: all, if None), through
     the graphs' buffer that stands for it (``d = rs.rand(n); d *= 0.5``: the op's own array
-    was not written), so that the buffer is copied out instead; None too where *made* is one
-    of the graphs' own buffers (an eager op that returns what it is given, ``real_if_close``
-    of a real array: the next replay would overwrite what the client holds); else *made*."""
+    was not written), so that the buffer is copied out instead; else *made*. (An eager op
+    that gave back a graph's buffer is handed out as a view of it: StretchGraphs._run_eager.)"""
     if made is None:
         return None
     writer = g.shape.rewritten.get(n)
@@ -166,12 +177,4 @@ def eager_array_out(g: StretchGraph, n: int, made: Any, ran: int | None = None) 
         buf = g.env.get(n)
         if buf is not None and buf is not made:
             return None
-    if _is_buffer(g, made):
-        return None
     return made
-
-
-def _is_buffer(g: StretchGraph, a: Any) -> bool:
-    """Whether *a* is one of the arrays the graphs of *g* read and write (its inputs'
-    buffers, its results' buffers)."""
-    return any(a is b for b in g.bufs.values()) or any(a is b for b in g.env.values())

@@ -62,11 +62,7 @@ def written_through(stretch: HeldStretch, views: frozenset[int]) -> bool:
     made = _makers(stretch)
     ops = {op.index: op for op in _ops(stretch)}
     sliced = {v: _reached(_arrays(ops[v].args[:1]), made) for v in views}
-    for op in ops.values():
-        written = _written(op)
-        if not written:
-            continue
-        reached = _reached(written, made)
+    for op, reached in _writes(stretch, made):
         for v in views:
             if ("r", ops[v].out.n) in reached or (op.index > v and not reached.isdisjoint(sliced[v])):
                 return True
@@ -83,13 +79,9 @@ def written_results(stretch: HeldStretch) -> dict[int, int]:
     """The result slots an op of the stretch may write after they are made, directly or
     through a view (``d = rs.rand(n); d *= 0.5``): by slot, the index of the first op that
     may write it."""
-    made = _makers(stretch)
     first: dict[int, int] = {}
-    for op in _ops(stretch):
-        written = _written(op)
-        if not written:
-            continue
-        for kind, n in _reached(written, made):
+    for op, reached in _writes(stretch, _makers(stretch)):
+        for kind, n in reached:
             if kind == "r" and n not in first:
                 first[n] = op.index
     return first
@@ -178,11 +170,19 @@ def _fresh(op: Op) -> bool:
     return op.kind == _FUNCTION and name in api.UFUNCS
 
 
+def _writes(stretch: HeldStretch, made: dict[int, Op]) -> Iterable[tuple[Op, set[tuple]]]:
+    """Each op of the stretch that may write, with every slot its writes may reach through
+    the views between (:func:`_reached`)."""
+    for op in _ops(stretch):
+        written = _written(op)
+        if written:
+            yield op, _reached(written, made)
+
+
 def _written_sources(stretch: HeldStretch, made: dict[int, Op]) -> set[Slot]:
     """Every input and result slot a write of the stretch may reach, through the views
     between (:func:`_reached`)."""
-    return {Slot(kind, n) for kind, n in
-            _reached([s for op in _ops(stretch) for s in _written(op)], made)}
+    return {Slot(kind, n) for _op, reached in _writes(stretch, made) for kind, n in reached}
 
 
 def _reached(slots: list[Slot], made: dict[int, Op]) -> set[tuple]:

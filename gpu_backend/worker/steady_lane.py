@@ -434,8 +434,7 @@ class SteadyLane:
         aside = speculating(x, draws)   # (its eager products allocate; its draws kept aside)
         try:
             # (the parameter block written before the first graph's launch, after the eager
-            # ops before it, whose results the gather table's rows copy: StretchGraphs._replay)
-            unwritten = g.pblock is not None and g.pvalues.dirty
+            # ops before it, whose results the copy tables' rows copy: ready_to_launch)
             copies.forget_rows()
             if g.draws:   # (a Generator's draws in its graphs: their states copied first)
                 graphs.before_draws(g)
@@ -444,11 +443,7 @@ class SteadyLane:
             handout: dict = {}
             for graph, eager in plan.launches:
                 if graph is not None:
-                    if copies.eager_rows and copies.commit_eager():   # (eager results' rows)
-                        unwritten = True
-                    if unwritten:
-                        g.write_block()
-                        g.pvalues.dirty = unwritten = False
+                    g.ready_to_launch()
                     launch(graph)
                 elif not graphs.run_eager(plan.state, eager, g, first, params, self._empty, handout,
                                           copies):
