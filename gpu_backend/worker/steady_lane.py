@@ -394,6 +394,8 @@ class SteadyLane:
             del x._warnings[warned:]
             return False
         began = perf_counter()
+        mark = x.phases.mark   # (its parts, where the worker times its phases: worker_phases.py)
+        mark("lane_checked")
         graphs = x.replay.graphs
         tools = graphs.tools
         copies = g.copies
@@ -431,6 +433,7 @@ class SteadyLane:
                 made.append((n, array))
             if scatter.commit():
                 g.pvalues.dirty = True
+        mark("lane_gathered")
         aside = speculating(x, draws)   # (its eager products allocate; its draws kept aside)
         try:
             # (the parameter block written before the first graph's launch, after the eager
@@ -445,9 +448,12 @@ class SteadyLane:
                 if graph is not None:
                     g.ready_to_launch()
                     launch(graph)
+                    mark("lane_graph")
                 elif not graphs.run_eager(plan.state, eager, g, first, params, self._empty, handout,
                                           copies):
                     raise _Relayout   # (a result's layout changed: captured again)
+                else:
+                    mark("lane_eager")
             for n in plan.eager_kept:   # (its new array the client's, as StretchGraphs._finish)
                 array = source = eager_array_out(g, n, handout[n])
                 if array is None:   # (written after, in the graphs' buffer: copied from it)
@@ -474,6 +480,7 @@ class SteadyLane:
             del x._warnings[warned:]
             self._free(plan)
             return False
+        mark("lane_handed")
         pacer.charge(estimate)
         writes = []
         if plan.written:   # (the arrays it read, written back when its message is answered)
@@ -492,9 +499,11 @@ class SteadyLane:
         cost = g.cost[0]
         if plan.reads and not plan.early and cost is not None \
                 and (self.pushable(plan) or run._reads_now(plan.sid, cost)):
+            mark("lane_ready")
             waited = perf_counter()
             values = self._read(plan)
             ahead.read_wait = perf_counter() - waited
+            mark("lane_read")
             if values is not None:
                 ahead.reads, ahead.read_values = None, values
                 run.read_now += 1
