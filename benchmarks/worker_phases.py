@@ -10,8 +10,9 @@ session: a worker's phases are its whole life's), the worker timing every messag
 sent, and the steady lane's answer, its pushed reply and its next replay run ahead, that
 one in its parts (``lane_*``: its guards checked, its inputs gathered, each graph launched
 and each eager op run, the results handed out, the reads made). Local CuPy runs the same
-program in alternating rounds, its wall time a message's reference. Without the profiler's
-cost: each phase is two ``perf_counter`` reads.
+program in alternating rounds, its wall time a message's reference. Only the messages of
+the timed rounds count (the warm-up's captures left out). Without the profiler's cost: each
+phase is two ``perf_counter`` reads.
 
 The table: each program's wall time a run (local, proxy), the worker's messages a run, and
 its phases by their share of a message (all messages counted, µs), the largest first; then
@@ -48,6 +49,7 @@ def run_program(name: str, quick: bool, rounds: int, devices: str, local) -> dic
     os.environ["GPUWB_WORKER_PHASES"] = where   # (read by the worker as it starts)
     try:
         walls = {"local": [], "proxy": []}
+        timed = []   # (the proxy's timed rounds, on the host's monotonic clock)
         with open_pool("fair", devices, False) as pool, \
                 sessions_by_transport(pool, "ipc") as sessions:
             session = sessions["ipc"]
@@ -62,17 +64,35 @@ def run_program(name: str, quick: bool, rounds: int, devices: str, local) -> dic
                     fn(module, size)
                     finish(xp, s)
                     walls[side].append(time.perf_counter() - start)
+                    if s is not None:
+                        timed.append((start, time.perf_counter()))
         summaries = read_summaries(where, 1, patience=20.0)
     finally:
         os.environ.pop("GPUWB_WORKER_PHASES", None)
     summary = summaries[0] if summaries else {}
-    messages = summary.get("messages", 0)
+    rows = [phases for start, phases in summary.get("rows", [])
+            if any(lo <= start <= hi for lo, hi in timed)]
     return {"local_ms": statistics.median(walls["local"]) * 1e3,
             "proxy_ms": statistics.median(walls["proxy"]) * 1e3,
-            "messages_a_run": messages / (rounds + 1),   # (warm-up's counted too)
-            "per_message_us": summary.get("per_message_us", {}),
-            "median_us": summary.get("median_us", {}),
-            "woke": summary.get("woke", 0), "spun": summary.get("spun", 0)}
+            "messages_a_run": len(rows) / rounds,
+            **shares(rows), "woke": summary.get("woke", 0), "spun": summary.get("spun", 0)}
+
+
+def shares(rows: list) -> dict:
+    """Each phase's share of a message (µs, all *rows* counted: a phase met in some messages
+    only, or several times in one, weighs so), its median where met, and how many messages
+    met it."""
+    spans: dict[str, list[float]] = {}
+    met: dict[str, int] = {}
+    for phases in rows:
+        for name in {name for name, _us in phases}:
+            met[name] = met.get(name, 0) + 1
+        for name, us in phases:
+            spans.setdefault(name, []).append(us)
+    count = max(len(rows), 1)
+    return {"per_message_us": {name: sum(v) / count for name, v in spans.items()},
+            "median_us": {name: statistics.median(v) for name, v in spans.items()},
+            "messages_met": met}
 
 
 def table(rows: dict, top: int) -> str:

@@ -95,7 +95,12 @@ class PhaseClock(PhaseRecorder):
                 # (a phase met several times a message, or in some messages only: its
                 # share of a message, all messages counted)
                 "per_message_us": {name: sum(v) / count for name, v in spans.items()},
-                "spans": [[row[0][1], row[-1][1]] for row in self.rows]}
+                "spans": [[row[0][1], row[-1][1]] for row in self.rows],
+                # (each message's phases, µs, by its start: a benchmark keeps the messages
+                # of its timed rounds, their warm-up's captures left out: worker_phases.py)
+                "rows": [[row[0][1], [[name, round((at - before) * 1e6, 2)]
+                                      for (_, before), (name, at) in zip(row, row[1:])]]
+                         for row in self.rows]}
 
     def write(self) -> None:
         with open(os.path.join(self.target, f"phases-{os.getpid()}.json"), "w") as out:
