@@ -118,6 +118,8 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         self.lane.enabled = settings.steady_lane
         self.lane.pushes.enabled = settings.pushed_replies
         self.lane.pushes.commit_ahead = settings.push_ahead
+        self.lane.defer_reads = settings.defer_reads != "off"
+        self.lane.defer_always = settings.defer_reads == "always"
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop

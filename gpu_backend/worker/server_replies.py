@@ -70,14 +70,21 @@ class ReplySending:
         in turn (one message ahead of the client at most: worker/pushed_replies.py)."""
         lane = self.lane
         pushes = lane.pushes
-        for _ in range(2):
+        for turn in range(2):
             plan = lane.plan
             if plan is None or not pushes.enabled:
                 return
             if not pushes.pushed_for(lane.batch(plan)):
+                # (a run ahead whose reads wait for the client's message already here:
+                # that one taken first, the device running meanwhile; then read and pushed)
+                if lane.deferred is not None:
+                    if turn and lane.deferred is plan.ahead:
+                        return
+                    lane.read_deferred(plan)   # (a stale one forgotten)
                 packed = pushes.offer(lane, self._batch)
                 if packed is None:
                     return
+                self.phases.mark("push_packed")
                 self._report_before_reply()   # (what the client is told, the pool knows first)
                 try:
                     self.links.send_message(ident, [packed])

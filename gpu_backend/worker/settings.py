@@ -105,6 +105,12 @@ class WorkerSettings:
     #: next replay run ahead and pushed (worker/pushed_replies.py); ``0`` waits for each
     #: message (a diagnostic: the benchmarks' side ``nocommit``)
     push_ahead: bool = True
+    #: ``GPUWB_DEFER_READS``: a pushable run ahead's closing reads wait while its client's
+    #: next message is already here, taken first as the device runs (worker/steady_lane.py,
+    #: ``_read_ahead``): ``on``; ``0`` makes them at once after the launch, as before (a
+    #: diagnostic: the benchmarks' side ``nodefer``): ``off``; ``always`` defers them whether
+    #: or not a message waits (the tests reach the path so on a host of any speed)
+    defer_reads: str = "on"
     #: ``GPUWB_DRAWS_AHEAD``: a replay that draws random numbers from a ``RandomState`` is
     #: run ahead too, its draws undone from the generator's journal where the client does
     #: not ask for it (worker/draw_journal.py); ``0`` runs none ahead, as before (a
@@ -163,9 +169,18 @@ class WorkerSettings:
                    steady_lane=_on(env, "GPUWB_STEADY_LANE"),
                    pushed_replies=_on(env, "GPUWB_PUSH"),
                    push_ahead=_on(env, "GPUWB_PUSH_AHEAD"),
+                   defer_reads=_defer_reads(env.get("GPUWB_DEFER_READS")),
                    draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"),
                    graphed_draws=_on(env, "GPUWB_GRAPHED_DRAWS"),
                    spin_yield=_on(env, "GPUWB_SPIN_YIELD"))
+
+
+def _defer_reads(value: str | None) -> str:
+    """``GPUWB_DEFER_READS``: ``always``, ``off`` (``0``), else ``on``."""
+    value = (value or "").strip().lower()
+    if value == "always":
+        return "always"
+    return "off" if value in ("0", "off", "false", "no") else "on"
 
 
 def environ_under_callgrind() -> dict[str, str]:

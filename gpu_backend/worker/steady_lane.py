@@ -88,6 +88,16 @@ class SteadyLane:
         self._empty = BatchResults(x.table)
         #: the replies pushed before their messages came (worker/pushed_replies.py)
         self.pushes = Pushes()
+        #: ``GPUWB_DEFER_READS``: a pushable run ahead's closing reads wait while its client's
+        #: next message is already here (:meth:`_read_ahead`); off: made at once, as before;
+        #: ``always`` (:attr:`defer_always`): they wait whether or not it is (the tests' way
+        #: to this path on a host of any speed)
+        self.defer_reads = True
+        self.defer_always = False
+        #: the run ahead whose closing reads so wait (ReplySending._push_ahead makes them),
+        #: and how many have
+        self.deferred: Any = None
+        self.deferrals = 0
 
     # ------------------------------------------------------------ arming
     def served(self, body: bytes | None) -> None:
@@ -212,6 +222,8 @@ class SteadyLane:
         started = x.began_at = perf_counter()
         ahead = plan.ahead
         k = plan.served
+        if self.deferred is ahead:   # (its reads, deferred, made below or gone with its reply)
+            self.deferred = None
         if pushed:
             values = None   # (its reply went with them)
         elif ahead.read_values is not None:
@@ -226,6 +238,7 @@ class SteadyLane:
         x._batch_no = batch
         x._launched = False
         free = table.free if deferred is None else deferred.append
+        mark = x.phases.mark   # (its parts, where the worker times its phases: worker_phases.py)
         for h, d in zip(plan.frees, plan.dfrees):   # (the header's F, before the stretch)
             free(h + k * d)
         replay = x.replay
@@ -239,6 +252,7 @@ class SteadyLane:
         x.draws.commit(tentative=deferred is not None)
         if ahead.writes:   # (the inputs it wrote: the client's now, as RunAhead.answer)
             replay.graphs.write_back(ahead.writes)
+        mark("commit_drawn")
         gaps = run._gaps.get(plan.sid)   # (its client's gap: RunAhead._reads_now)
         if gaps is None:
             gaps = run._gaps[plan.sid] = deque(maxlen=GAPS_KEPT)
@@ -251,6 +265,7 @@ class SteadyLane:
                 free(inputs[n])
         for h, d in zip(plan.after, plan.dafter):   # (the client's frees after the replay)
             free(h + k * d)
+        mark("commit_renamed")
         replay.graphed += 1
         replay.alone_answers += 1
         run.hits += 1
@@ -497,18 +512,50 @@ class SteadyLane:
         # worker's answer, so the worker waits for the device now, not on that answer's path):
         # one that fails or warns leaves them for the client's replay, as there
         cost = g.cost[0]
-        if plan.reads and not plan.early and cost is not None \
-                and (self.pushable(plan) or run._reads_now(plan.sid, cost)):
-            mark("lane_ready")
-            waited = perf_counter()
-            values = self._read(plan)
-            ahead.read_wait = perf_counter() - waited
-            mark("lane_read")
-            if values is not None:
-                ahead.reads, ahead.read_values = None, values
-                run.read_now += 1
-            else:
-                run.read_later += 1
+        if plan.reads and not plan.early and cost is not None:
+            if self.pushable(plan):
+                if self.defer_reads and (self.defer_always or x.more_work()):
+                    self.deferred = ahead   # (its client's next message first: _read_ahead)
+                    self.deferrals += 1
+                else:
+                    self._read_ahead(plan, ahead)
+            elif run._reads_now(plan.sid, cost):
+                self._read_ahead(plan, ahead)
+        return True
+
+    def _read_ahead(self, plan: LanePlan, ahead: Any) -> None:
+        """The closing reads of the plan's run ahead *ahead*, made now (a wait for the device):
+        kept where they gave values, else left for the client's replay to make.
+
+        Made at once after the launch, the wait is the device's time for the step, which a
+        worker that sets its loop's pace (its client's next message already waiting as the
+        run ahead is launched: a drawing loop on a GPU, H200 run 202) spent doing nothing.
+        Where the reply is pushed and that message is already here, the reads wait
+        (:attr:`deferred`) while the message is taken and confirmed, the device running
+        meanwhile, and are made before their reply is offered (:meth:`read_deferred`). That
+        reply then goes after the message is confirmed instead of before it is taken: a
+        client whose message waits is not waiting for that reply yet."""
+        x, run = self.x, self.x.replay.ahead
+        mark = x.phases.mark
+        mark("lane_ready")
+        waited = perf_counter()
+        values = self._read(plan)
+        ahead.read_wait += perf_counter() - waited
+        mark("lane_read")
+        if values is not None:
+            ahead.reads, ahead.read_values = None, values
+            run.read_now += 1
+        else:
+            run.read_later += 1
+
+    def read_deferred(self, plan: LanePlan) -> bool:
+        """Whether the plan's run ahead had its reads deferred (:meth:`_read_ahead`): they
+        are made now, before its reply is offered."""
+        ahead, self.deferred = self.deferred, None
+        if ahead is None or ahead is not plan.ahead or ahead.read_values is not None \
+                or self.x.replay.ahead.ahead is not ahead:
+            return False
+        self._read_ahead(plan, ahead)
         return True
 
     def pushable(self, plan: LanePlan) -> bool:

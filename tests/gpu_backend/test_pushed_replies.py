@@ -23,6 +23,7 @@ from kernelproxy.settings import SessionSettings
 
 from ..differential import TEST_DEVICES, assert_bitwise
 from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+from .test_draws_ahead import _graphed, _kept, _options, _two_draws, _walk
 from .test_moves import _move, _where
 from .test_steady_lane import STEPS, _carried, _changing, _hot_sync, _pause, _stepping_scalar
 from .test_swap import _row, _wait
@@ -480,3 +481,50 @@ def test_a_writing_step_swapped_out_between_its_push_and_its_message_loses_nothi
             want = loop(module_for(plain))
     assert_bitwise(got, want)
     assert swapped and figures["push_confirmed"] == 0 and figures["push_quiet"] >= 1, figures
+
+
+# ------------------------------------------------------------ reads deferred (GPUWB_DEFER_READS)
+# A pushable run ahead's closing reads wait while its client's next message is already here
+# (worker/steady_lane.py, ``_read_ahead``): made once that message is confirmed, before the
+# reply they answer is pushed. Whether a message waits is the host's timing; ``always``
+# defers them at every run ahead, so these loops take that path on a host of any speed.
+
+@pytest.fixture(scope="module")
+def pool_deferring():
+    with pool_running_ahead("share", read_now=True, GPUWB_DEFER_READS="always") as p:
+        yield p
+
+
+@pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _changing])
+def test_a_loop_whose_reads_wait_for_its_next_message_gives_the_bits_the_ops_give(
+        pool_deferring, pool_without_pushes, loop):
+    got, want, figures = beside_no_replay(pool_deferring, loop, early_replay=False)
+    assert_bitwise(got, want)
+    plain, _again, _off = beside_no_replay(pool_without_pushes, loop, early_replay=False)
+    assert_bitwise(got, plain)
+    # (its reads deferred, and its replies pushed all the same: read once the message came)
+    assert figures["reads_deferred"] >= STEPS // 4, figures
+    assert figures["push_confirmed"] + figures["push_taken"] >= STEPS // 4, figures
+
+
+@pytest.mark.parametrize("loop", [_walk, _options, _two_draws, _kept, _graphed],
+                         ids=["walk", "own-state", "two-draws", "kept", "generator-in-graphs"])
+def test_a_drawing_loop_whose_reads_wait_draws_the_numbers_of_no_replay(pool_deferring, loop):
+    """A drawing loop (the worker's pace on a GPU, where the deferral pays: H200 run 202):
+    its draws run ahead and committed before its message comes, their reads made after the
+    message before it is confirmed, and a run ahead dropped with its reads still waiting (a
+    scalar that jumps, the loop's end) undone from the generators' journals."""
+    got, want, figures = beside_no_replay(pool_deferring, loop, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["reads_deferred"] >= 1 and figures["ahead"] >= 1, figures
+
+
+def test_gpuwb_defer_reads_0_reads_at_once_after_the_launch(pool_without_pushes):
+    """Off (``0``; the benchmarks' side ``nodefer``): never deferred; and with pushes off,
+    none is either (nothing is pushed that a read could wait for)."""
+    with pool_running_ahead("share", read_now=True, GPUWB_DEFER_READS="0") as off:
+        got, want, figures = beside_no_replay(off, _carried, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["reads_deferred"] == 0 and figures["pushed"] >= STEPS // 4, figures
+    _got, _want, plain = beside_no_replay(pool_without_pushes, _carried, early_replay=False)
+    assert plain["reads_deferred"] == 0, plain
