@@ -15,8 +15,9 @@ the timed rounds count (the warm-up's captures left out). Without the profiler's
 phase is two ``perf_counter`` reads.
 
 The table: each program's wall time a run (local, proxy), the worker's messages a run, and
-its phases by their share of a message (all messages counted, µs), the largest first; then
-JSON.
+its phases by their share of a message (all messages counted, µs), the largest first; how
+many messages took each path (their replies pushed ahead and confirmed, taken by the steady
+lane, served by the generic path) and the last run's messages by path, in order; then JSON.
 """
 
 from __future__ import annotations
@@ -72,10 +73,36 @@ def run_program(name: str, quick: bool, rounds: int, devices: str, local) -> dic
     summary = summaries[0] if summaries else {}
     rows = [phases for start, phases in summary.get("rows", [])
             if any(lo <= start <= hi for lo, hi in timed)]
+    last = [phases for start, phases in summary.get("rows", [])
+            if timed and timed[-1][0] <= start <= timed[-1][1]]
     return {"local_ms": statistics.median(walls["local"]) * 1e3,
             "proxy_ms": statistics.median(walls["proxy"]) * 1e3,
             "messages_a_run": len(rows) / rounds,
-            **shares(rows), "woke": summary.get("woke", 0), "spun": summary.get("spun", 0)}
+            **shares(rows), "woke": summary.get("woke", 0), "spun": summary.get("spun", 0),
+            "paths": paths(rows), "last_run": "".join(path_letter(p) for p in last)}
+
+
+#: how a message was served, by the phases it went through: its reply pushed before it came
+#: and confirmed (P), taken by the steady lane and answered (L), served by the generic path (G)
+PATHS = {"P": "confirmed", "L": "lane", "G": "generic"}
+
+
+def path_letter(phases: list) -> str:
+    """P, L or G (:data:`PATHS`), lower case where the message ran no next replay ahead in
+    the steady lane (no ``lane_*`` launch in it)."""
+    names = {name for name, _us in phases}
+    letter = "P" if "confirmed" in names else "G" if "opened" in names else "L"
+    ran = "lane_graph" in names or "lane_eager" in names
+    return letter if ran else letter.lower()
+
+
+def paths(rows: list) -> dict:
+    """How many messages took each path (:func:`path_letter`)."""
+    counts: dict[str, int] = {}
+    for phases in rows:
+        letter = path_letter(phases)
+        counts[letter] = counts.get(letter, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def shares(rows: list) -> dict:
@@ -104,6 +131,8 @@ def table(rows: dict, top: int) -> str:
         parts = ", ".join(f"{k} {v:.1f}" for k, v in phases[:top])
         lines.append(f"{name:22s} {row['local_ms']:9.2f} {row['proxy_ms']:9.2f} "
                      f"{row['messages_a_run']:9.1f} {total:8.1f}  {parts}")
+        lines.append(f"{'':22s} paths {row['paths']} (P pushed and confirmed, L the lane's, G "
+                     f"generic; lower case: no run ahead in the lane); the last run: {row['last_run']}")
     return "\n".join(lines)
 
 
