@@ -51,23 +51,11 @@ def run_program(name: str, quick: bool, rounds: int, devices: str, local) -> dic
     try:
         walls = {"local": [], "proxy": []}
         timed = []   # (the proxy's timed rounds, on the host's monotonic clock)
-        with open_pool("fair", devices, False) as pool, \
-                sessions_by_transport(pool, "ipc") as sessions:
-            session = sessions["ipc"]
-            sides = [("local", local, None), ("proxy", None, session)]
-            for side, xp, s in sides:   # warm-up: kernels compiled, stretches held
-                fn(_xp(side, xp, s), size)
-                finish(xp, s)
-            for turn in range(rounds):
-                for side, xp, s in (sides if turn % 2 == 0 else sides[::-1]):
-                    module = _xp(side, xp, s)
-                    start = time.perf_counter()
-                    fn(module, size)
-                    finish(xp, s)
-                    walls[side].append(time.perf_counter() - start)
-                    if s is not None:
-                        timed.append((start, time.perf_counter()))
-        summaries = read_summaries(where, 1, patience=20.0)
+        with open_pool("fair", devices, False) as pool:
+            with sessions_by_transport(pool, "ipc") as sessions:
+                figures = _rounds(fn, size, rounds, local, sessions["ipc"], walls, timed)
+            # (the worker writes its phases as its session ends, before the pool stops it)
+            summaries = read_summaries(where, 1, patience=20.0)
     finally:
         os.environ.pop("GPUWB_WORKER_PHASES", None)
     summary = summaries[0] if summaries else {}
@@ -79,7 +67,8 @@ def run_program(name: str, quick: bool, rounds: int, devices: str, local) -> dic
             "proxy_ms": statistics.median(walls["proxy"]) * 1e3,
             "messages_a_run": len(rows) / rounds,
             **shares(rows), "woke": summary.get("woke", 0), "spun": summary.get("spun", 0),
-            "paths": paths(rows), "last_run": "".join(path_letter(p) for p in last)}
+            "paths": paths(rows), "last_run": "".join(path_letter(p) for p in last),
+            "stretches": figures}
 
 
 #: how a message was served, by the phases it went through: its reply pushed before it came
@@ -103,6 +92,29 @@ def paths(rows: list) -> dict:
         letter = path_letter(phases)
         counts[letter] = counts.get(letter, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def _rounds(fn, size, rounds: int, local, session, walls: dict, timed: list) -> dict:
+    """A warm-up, then *rounds* rounds of the program, local and proxy alternating: their
+    wall times into *walls*, the proxy's windows into *timed*; the session's stretch figures."""
+    sides = [("local", local, None), ("proxy", None, session)]
+    for side, xp, s in sides:   # warm-up: kernels compiled, stretches held
+        fn(_xp(side, xp, s), size)
+        finish(xp, s)
+    for turn in range(rounds):
+        for side, xp, s in (sides if turn % 2 == 0 else sides[::-1]):
+            module = _xp(side, xp, s)
+            start = time.perf_counter()
+            fn(module, size)
+            finish(xp, s)
+            walls[side].append(time.perf_counter() - start)
+            if s is not None:
+                timed.append((start, time.perf_counter()))
+    figures = dict(session.memory_info().get("stretches") or {})
+    stretches = getattr(session, "stretches", None)   # (the client's: its early replays)
+    if stretches is not None:
+        figures["client"] = stretches.figures()
+    return figures
 
 
 def shares(rows: list) -> dict:
@@ -133,6 +145,13 @@ def table(rows: dict, top: int) -> str:
                      f"{row['messages_a_run']:9.1f} {total:8.1f}  {parts}")
         lines.append(f"{'':22s} paths {row['paths']} (P pushed and confirmed, L the lane's, G "
                      f"generic; lower case: no run ahead in the lane); the last run: {row['last_run']}")
+        figures = row["stretches"]
+        lines.append(f"{'':22s} the lane's runs ahead declined {figures.get('lane_declined')}; "
+                     + ", ".join(f"{k} {figures.get(k)}" for k in
+                                 ("lane", "lane_armed", "lane_left", "pushed", "push_confirmed",
+                                  "push_taken", "push_quiet", "push_rolled", "reads_deferred",
+                                  "ahead", "ahead_read", "draws_redone"))
+                     + f"; the client's {figures.get('client')}")
     return "\n".join(lines)
 
 

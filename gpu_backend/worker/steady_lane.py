@@ -98,6 +98,8 @@ class SteadyLane:
         #: and how many have
         self.deferred: Any = None
         self.deferrals = 0
+        #: runs ahead the lane declined, by why (``lane_declined``: a diagnostic)
+        self.declined: dict[str, int] = {}
 
     # ------------------------------------------------------------ arming
     def served(self, body: bytes | None) -> None:
@@ -371,8 +373,16 @@ class SteadyLane:
         # this run's reply is pushed: that message is then most likely the one it answers, and
         # declining left the lane for the generic path at every message a client faster than
         # its worker had sent, 13 % of the hot sync's messages on an H200, run 134)
-        if x.poisoned_at is not None or plan.state.graph is not g or not pacer.may_run_ahead(run.beside) \
-                or not self.pushable(plan) and x.more_work():
+        declined = self.declined
+        if x.poisoned_at is not None or plan.state.graph is not g:
+            declined["state"] = declined.get("state", 0) + 1
+            return False
+        if not pacer.may_run_ahead(run.beside):
+            declined["pacer"] = declined.get("pacer", 0) + 1
+            return False
+        if not self.pushable(plan) and x.more_work():
+            declined["early" if plan.early else "waiting"] = \
+                declined.get("early" if plan.early else "waiting", 0) + 1
             return False
         # its inputs: the same arrays, or (a loop-carried result) the one the client's last
         # replay named, of the layout its graphs were captured with (StretchGraphs._fits)
@@ -386,11 +396,13 @@ class SteadyLane:
                 continue
             if a is None or type(a) is not plan.array_type \
                     or plan.guards[n] != (a.shape, a.dtype, a.strides):
+                declined["moved"] = declined.get("moved", 0) + 1
                 return False
             moved.append((n, a))
         # (its draws, where it draws: made ahead only as RunAhead's would be)
         draws = plan.held.draws
         if not run.may_draw(plan.sid, plan.held, self._inputs(plan, k)):
+            declined["draws"] = declined.get("draws", 0) + 1
             return False
         # (a warning of the run ahead's, a parameter's cast or a launch's, would go with the
         # next reply numbered as no op of it: such a run is not run ahead, as in
@@ -399,14 +411,17 @@ class SteadyLane:
         params = plan.stepped[0]   # (the next message's: its floats and ints stepped, if any)
         if not g.keeps(params):   # (a draw's scalar its graphs baked in would step: the
             del x._warnings[warned:]   # generic path captures it again, the draw eager)
+            declined["keeps"] = declined.get("keeps", 0) + 1
             return False
         stepping = plan.floats or plan.int_steps
         if stepping and not g.pvalues.write(params):   # (written where they changed)
             del x._warnings[warned:]
+            declined["params"] = declined.get("params", 0) + 1
             return False
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
         if estimate is None:   # (the pacer measures this one: the generic run ahead)
             del x._warnings[warned:]
+            declined["measured"] = declined.get("measured", 0) + 1
             return False
         began = perf_counter()
         mark = x.phases.mark   # (its parts, where the worker times its phases: worker_phases.py)
@@ -422,6 +437,7 @@ class SteadyLane:
         views = graphs.moving_views_at(g, plan.bufs.__getitem__, params) if g.gathered else {}
         if views is None:   # (a bound stepped past its data's end: the generic path's)
             del x._warnings[warned:]
+            declined["views"] = declined.get("views", 0) + 1
             return False
         if rows is None:   # (no copy table: each input copied into its buffer, as set_up does)
             bufs, now = plan.bufs, dict(moved)

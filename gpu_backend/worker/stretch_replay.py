@@ -451,6 +451,7 @@ class StretchReplay:
                 "pushed": self.lane.pushes.pushed, "push_taken": self.lane.pushes.taken,
                 "push_confirmed": self.lane.pushes.confirmed, "push_quiet": self.lane.pushes.quiet,
                 "push_rolled": self.lane.pushes.rolled, "reads_deferred": self.lane.deferrals,
+                "lane_declined": dict(self.lane.declined),
                 "draws_redone": self.x.draws.redone,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
