@@ -362,6 +362,18 @@ class Pacer:
         """Whether every segment launched is measured and charged (nothing pending)."""
         return not self._pending
 
+    def harvested(self) -> bool:
+        """Whether every segment launched is measured and charged, those the device has
+        finished harvested first (never blocks). Asked as a run ahead the pacer measured is
+        answered, its reads made, so its segment done: left to the serving loop's harvest
+        when idle, a worker that never idled (a drawing loop's on a GPU, its client's next
+        message always waiting) never learnt what it measured, its replay's cost stayed due
+        for measuring, and the steady lane declined every run ahead after (H200 run 205:
+        ``monte_carlo_pi_rng`` 441 of 546)."""
+        if self._pending:
+            self.harvest()
+        return not self._pending
+
     def charge(self, seconds: float) -> None:
         """Charge *seconds* of device time measured before (replay_estimate)."""
         self.busy += seconds

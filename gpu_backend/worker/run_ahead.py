@@ -479,7 +479,7 @@ class RunAhead:
                 table.free(entry.inputs[n])
         failed = graphs.run_reads(ahead.reads, first, results)   # (the device is done by now)
         pacer = self.replay.x.pacer
-        if ahead.measured_from is not None and pacer.settled:   # (its segment harvested)
+        if ahead.measured_from is not None and pacer.harvested():   # (its segment harvested)
             pacer.learn(ahead.graph.cost, pacer.busy - ahead.measured_from,
                         ahead.alone and pacer.alone_now())
         if failed is not None:

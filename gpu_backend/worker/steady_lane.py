@@ -274,7 +274,7 @@ class SteadyLane:
         x.ops_run += plan.ran
         x._ended = plan.ran
         pacer = x.pacer
-        if ahead.measured_from is not None and pacer.settled:   # (a run ahead the pacer
+        if ahead.measured_from is not None and pacer.harvested():   # (a run ahead the pacer
             pacer.learn(ahead.graph.cost, pacer.busy - ahead.measured_from,   # measured)
                         ahead.alone and pacer.alone_now())
         pacer.ended = perf_counter()

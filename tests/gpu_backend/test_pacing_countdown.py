@@ -270,3 +270,19 @@ def test_a_holder_preempted_while_it_holds_back_launches_nothing_more():
         newcomer.close()
         arbiter.stop()
         ctx.term()
+
+
+def test_a_measured_segment_the_device_has_finished_is_harvested_when_asked():
+    """A run ahead the pacer measured is answered once its reads are made (its segment done):
+    ``harvested`` takes that segment in then, rather than at the serving loop's next idle
+    harvest, which a worker whose client's message always waits never reaches (H200 run
+    205: the measurement never learnt, the steady lane declined every run ahead after)."""
+    pacer = _pacer(lease=False)
+    before = pacer.busy
+    pacer.start_segment()
+    np.dot(np.ones((64, 64)), np.ones((64, 64)))   # (the segment's work, done as issued)
+    pacer._mark(1)
+    assert not pacer.settled                          # (pending until harvested)
+    assert pacer.harvested() and pacer.settled
+    assert pacer.busy >= before
+    assert pacer.harvested()                          # (nothing pending: nothing to do)
