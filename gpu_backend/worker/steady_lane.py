@@ -98,8 +98,10 @@ class SteadyLane:
         #: and how many have
         self.deferred: Any = None
         self.deferrals = 0
-        #: runs ahead the lane declined, by why (``lane_declined``: a diagnostic)
+        #: runs ahead the lane declined, and plans it left, by why (``lane_declined``,
+        #: ``lane_left_why``: diagnostics)
         self.declined: dict[str, int] = {}
+        self.left_why: dict[str, int] = {}
 
     # ------------------------------------------------------------ arming
     def served(self, body: bytes | None) -> None:
@@ -177,13 +179,21 @@ class SteadyLane:
         if plan is None:
             return None
         x = self.x
-        if plan.served > plan.steps or len(frames) != 1 \
-                or not hmac.compare_digest(frames[0], plan.expected) or held \
-                or plan.batch + plan.served * plan.dbatch <= cancel_upto or x.fatal \
-                or x.poisoned_at is not None or x._warnings \
-                or x.replay.ahead.ahead is not plan.ahead \
-                or not x.pacer.answers_unlaunched(x.replay.ahead.beside):
+        why = None
+        if plan.served > plan.steps:
+            why = "ended"
+        elif len(frames) != 1 or not hmac.compare_digest(frames[0], plan.expected):
+            why = "other message"
+        elif held or plan.batch + plan.served * plan.dbatch <= cancel_upto or x.fatal \
+                or x.poisoned_at is not None or x._warnings:
+            why = "session"
+        elif x.replay.ahead.ahead is not plan.ahead:
+            why = "no run ahead"
+        elif not x.pacer.answers_unlaunched(x.replay.ahead.beside):
+            why = "pacer"
+        if why is not None:
             self.left += 1
+            self.left_why[why] = self.left_why.get(why, 0) + 1
             self._before = self._last = None
             return None
         return plan
@@ -361,6 +371,7 @@ class SteadyLane:
             return
         self._before = self._last = None
         self.left += 1
+        self.left_why["run ahead unmatched"] = self.left_why.get("run ahead unmatched", 0) + 1
 
     def _run_ahead(self, plan: LanePlan) -> bool:
         """Run the plan's next replay ahead, as RunAhead.start and StretchGraphs.run would

@@ -452,6 +452,7 @@ class StretchReplay:
                 "push_confirmed": self.lane.pushes.confirmed, "push_quiet": self.lane.pushes.quiet,
                 "push_rolled": self.lane.pushes.rolled, "reads_deferred": self.lane.deferrals,
                 "lane_declined": dict(self.lane.declined),
+                "lane_left_why": dict(self.lane.left_why),
                 "draws_redone": self.x.draws.redone,
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
