@@ -97,7 +97,7 @@ class PhaseClock(PhaseRecorder):
                 "per_message_us": {name: sum(v) / count for name, v in spans.items()},
                 "spans": [[row[0][1], row[-1][1]] for row in self.rows],
                 # (each message's phases, µs, by its start: a benchmark keeps the messages
-                # of its timed rounds, their warm-up's captures left out: worker_phases.py)
+                # of its timed rounds, their warm-up's captures left out: program_phases.py)
                 "rows": [[row[0][1], [[name, round((at - before) * 1e6, 2)]
                                       for (_, before), (name, at) in zip(row, row[1:])]]
                          for row in self.rows]}

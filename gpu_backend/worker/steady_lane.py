@@ -250,7 +250,7 @@ class SteadyLane:
         x._batch_no = batch
         x._launched = False
         free = table.free if deferred is None else deferred.append
-        mark = x.phases.mark   # (its parts, where the worker times its phases: worker_phases.py)
+        mark = x.phases.mark   # (its parts, where the worker times its phases: program_phases.py)
         for h, d in zip(plan.frees, plan.dfrees):   # (the header's F, before the stretch)
             free(h + k * d)
         replay = x.replay
@@ -435,7 +435,7 @@ class SteadyLane:
             declined["measured"] = declined.get("measured", 0) + 1
             return False
         began = perf_counter()
-        mark = x.phases.mark   # (its parts, where the worker times its phases: worker_phases.py)
+        mark = x.phases.mark   # (its parts, where the worker times its phases: program_phases.py)
         mark("lane_checked")
         graphs = x.replay.graphs
         tools = graphs.tools

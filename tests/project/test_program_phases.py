@@ -1,4 +1,4 @@
-"""benchmarks/worker_phases.py on the NumPy device: each program's worker writes its phases,
+"""benchmarks/program_phases.py on the NumPy device: each program's worker writes its phases,
 the steady lane's run ahead in its parts among them, and a message's shares add up to its
 phases' total. Its timings mean nothing here; that the parts are there and fit does."""
 
@@ -12,7 +12,7 @@ ROOT = PROJECT_ROOT
 
 def test_a_drawing_loops_worker_phases_name_the_lanes_parts(tmp_path):
     out = tmp_path / "phases.json"
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "worker_phases.py"),
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "program_phases.py"),
                            "--quick", "--devices", "cpu", "--rounds", "1",
                            "--programs", "mc_option", "--json", str(out)],
                           capture_output=True, text=True, timeout=600)
