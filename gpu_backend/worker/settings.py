@@ -107,7 +107,7 @@ class WorkerSettings:
     push_ahead: bool = True
     #: ``GPUWB_DEFER_READS``: a pushable run ahead's closing reads wait while its client's
     #: next message is already here, taken first as the device runs (worker/steady_lane.py,
-    #: ``_read_ahead``): ``on``; ``0`` makes them at once after the launch, as before (a
+    #: ``_read_ahead``; a step of at least ``DEFER_MIN_SECONDS`` of device time): ``on``; ``0`` makes them at once after the launch, as before (a
     #: diagnostic: the benchmarks' side ``nodefer``): ``off``; ``always`` defers them whether
     #: or not a message waits (the tests reach the path so on a host of any speed)
     defer_reads: str = "on"

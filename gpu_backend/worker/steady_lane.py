@@ -66,6 +66,14 @@ _NO_METAS = pack_metas([])
 _T = codec.packb("t")
 
 
+#: the least device time of a step (its graphs' measured cost) whose closing reads wait while
+#: the client's next message is taken (:meth:`SteadyLane._read_ahead`): what they could hide
+#: is at most the worker's time to take and confirm that message (~20-25 µs on an H200 host,
+#: run 206's phases), and a shorter step read at once keeps its reply pushed a message
+#: further ahead, which a client faster than that (the hot sync) uses
+DEFER_MIN_SECONDS = 25e-6
+
+
 class _Relayout(Exception):
     """An eager op's result came in another layout than the buffer its graphs read."""
 
@@ -541,7 +549,8 @@ class SteadyLane:
         cost = g.cost[0]
         if plan.reads and not plan.early and cost is not None:
             if self.pushable(plan):
-                if self.defer_reads and (self.defer_always or x.more_work()):
+                if self.defer_reads and (self.defer_always
+                                         or cost >= DEFER_MIN_SECONDS and x.more_work()):
                     self.deferred = ahead   # (its client's next message first: _read_ahead)
                     self.deferrals += 1
                 else:
@@ -557,11 +566,12 @@ class SteadyLane:
         Made at once after the launch, the wait is the device's time for the step, which a
         worker that sets its loop's pace (its client's next message already waiting as the
         run ahead is launched: a drawing loop on a GPU, H200 run 202) spent doing nothing.
-        Where the reply is pushed and that message is already here, the reads wait
-        (:attr:`deferred`) while the message is taken and confirmed, the device running
-        meanwhile, and are made before their reply is offered (:meth:`read_deferred`). That
-        reply then goes after the message is confirmed instead of before it is taken: a
-        client whose message waits is not waiting for that reply yet."""
+        Where the reply is pushed, that message is already here and the step's device time
+        is worth hiding (DEFER_MIN_SECONDS), the reads wait (:attr:`deferred`) while the
+        message is taken and confirmed, the device running meanwhile, and are made before
+        their reply is offered (:meth:`read_deferred`). That reply then goes after the
+        message is confirmed instead of before it is taken: a client whose message waits is
+        not waiting for that reply yet."""
         x, run = self.x, self.x.replay.ahead
         mark = x.phases.mark
         mark("lane_ready")
