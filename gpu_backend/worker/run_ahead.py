@@ -135,7 +135,7 @@ class _Ahead:
 
     __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
                  "writes", "measured_from", "read_values", "started", "alone", "read_wait",
-                 "after")
+                 "after", "deferred")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
                  ran: int, slots: int, reads: Any, writes: list,
@@ -159,6 +159,9 @@ class _Ahead:
         #: the stretch whose replay it was run after, where it is another's (RunAhead's
         #: ``follows``); None: its own stretch's next replay
         self.after: int | None = None
+        #: its closing reads wait for its client's message already there, made before its
+        #: reply is pushed (the steady lane's: SteadyLane._read_ahead)
+        self.deferred = False
 
 
 class RunAhead:

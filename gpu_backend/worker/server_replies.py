@@ -77,10 +77,12 @@ class ReplySending:
             if not pushes.pushed_for(lane.batch(plan)):
                 # (a run ahead whose reads wait for the client's message already here:
                 # that one taken first, the device running meanwhile; then read and pushed)
-                if lane.deferred is not None:
-                    if turn and lane.deferred is plan.ahead:
+                ahead = plan.ahead
+                if ahead is not None and ahead.deferred:
+                    if turn:
+                        lane.deferrals += 1
                         return
-                    lane.read_deferred(plan)   # (a stale one forgotten)
+                    lane.read_deferred(plan)
                 packed = pushes.offer(lane, self._batch)
                 if packed is None:
                     return

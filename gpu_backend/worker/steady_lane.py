@@ -102,9 +102,9 @@ class SteadyLane:
         #: to this path on a host of any speed)
         self.defer_reads = True
         self.defer_always = False
-        #: the run ahead whose closing reads so wait (ReplySending._push_ahead makes them),
-        #: and how many have
-        self.deferred: Any = None
+        #: how many runs ahead had their closing reads wait for their client's message
+        #: (the run ahead itself says it waits, ``_Ahead.deferred``: a pointer to it here
+        #: kept a dropped run ahead's graph, and its memory, alive past a swap-out)
         self.deferrals = 0
         #: runs ahead the lane declined, and plans it left, by why (``lane_declined``,
         #: ``lane_left_why``: diagnostics)
@@ -242,8 +242,6 @@ class SteadyLane:
         started = x.began_at = perf_counter()
         ahead = plan.ahead
         k = plan.served
-        if self.deferred is ahead:   # (its reads, deferred, made below or gone with its reply)
-            self.deferred = None
         if pushed:
             values = None   # (its reply went with them)
         elif ahead.read_values is not None:
@@ -551,8 +549,7 @@ class SteadyLane:
             if self.pushable(plan):
                 if self.defer_reads and (self.defer_always
                                          or cost >= DEFER_MIN_SECONDS and x.more_work()):
-                    self.deferred = ahead   # (its client's next message first: _read_ahead)
-                    self.deferrals += 1
+                    ahead.deferred = True   # (its client's next message first: _read_ahead)
                 else:
                     self._read_ahead(plan, ahead)
             elif run._reads_now(plan.sid, cost):
@@ -567,7 +564,7 @@ class SteadyLane:
         worker that sets its loop's pace (its client's next message already waiting as the
         run ahead is launched: a drawing loop on a GPU, H200 run 202) spent doing nothing.
         Where the reply is pushed, that message is already here and the step's device time
-        is worth hiding (DEFER_MIN_SECONDS), the reads wait (:attr:`deferred`) while the
+        is worth hiding (DEFER_MIN_SECONDS), the reads wait (``_Ahead.deferred``) while the
         message is taken and confirmed, the device running meanwhile, and are made before
         their reply is offered (:meth:`read_deferred`). That reply then goes after the
         message is confirmed instead of before it is taken: a client whose message waits is
@@ -585,15 +582,13 @@ class SteadyLane:
         else:
             run.read_later += 1
 
-    def read_deferred(self, plan: LanePlan) -> bool:
-        """Whether the plan's run ahead had its reads deferred (:meth:`_read_ahead`): they
-        are made now, before its reply is offered."""
-        ahead, self.deferred = self.deferred, None
-        if ahead is None or ahead is not plan.ahead or ahead.read_values is not None \
-                or self.x.replay.ahead.ahead is not ahead:
-            return False
-        self._read_ahead(plan, ahead)
-        return True
+    def read_deferred(self, plan: LanePlan) -> None:
+        """The plan's run ahead's closing reads, deferred (:meth:`_read_ahead`), made now,
+        before its reply is offered (where it still stands and has none)."""
+        ahead = plan.ahead
+        ahead.deferred = False
+        if ahead.read_values is None and self.x.replay.ahead.ahead is ahead:
+            self._read_ahead(plan, ahead)
 
     def pushable(self, plan: LanePlan) -> bool:
         """Whether the plan's replies are pushed ahead (worker/pushed_replies.py)."""

@@ -516,7 +516,12 @@ def test_a_drawing_loop_whose_reads_wait_draws_the_numbers_of_no_replay(pool_def
     scalar that jumps, the loop's end) undone from the generators' journals."""
     got, want, figures = beside_no_replay(pool_deferring, loop, early_replay=False)
     assert_bitwise(got, want)
-    assert figures["reads_deferred"] >= 1 and figures["ahead"] >= 1, figures
+    assert figures["ahead"] >= 1, figures
+    # (a step that writes its input — the walk's ``x +=`` — is not committed before its
+    # message comes, so its next step is run ahead only once that message is taken: its
+    # reads then wait for nothing, and are not counted)
+    if loop is not _walk:
+        assert figures["reads_deferred"] >= 1, figures
 
 
 def test_gpuwb_defer_reads_0_reads_at_once_after_the_launch(pool_without_pushes):
