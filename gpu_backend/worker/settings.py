@@ -107,9 +107,10 @@ class WorkerSettings:
     push_ahead: bool = True
     #: ``GPUWB_DEFER_READS``: a pushable run ahead's closing reads wait while its client's
     #: next message is already here, taken first as the device runs (worker/steady_lane.py,
-    #: ``_read_ahead``; a step of at least ``DEFER_MIN_SECONDS`` of device time): ``on``; ``0`` makes them at once after the launch, as before (a
-    #: diagnostic: the benchmarks' side ``nodefer``): ``off``; ``always`` defers them whether
-    #: or not a message waits (the tests reach the path so on a host of any speed)
+    #: ``_read_ahead``; a step of at least ``DEFER_MIN_SECONDS`` of device time): ``on``;
+    #: ``0`` makes them at once after the launch, as before (a diagnostic: the benchmarks'
+    #: side ``nodefer``): ``off``; ``always`` defers them whether or not a message waits
+    #: (the tests reach the path so on a host of any speed)
     defer_reads: str = "on"
     #: ``GPUWB_DRAWS_AHEAD``: a replay that draws random numbers from a ``RandomState`` is
     #: run ahead too, its draws undone from the generator's journal where the client does

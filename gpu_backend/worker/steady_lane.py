@@ -390,17 +390,12 @@ class SteadyLane:
         # this run's reply is pushed: that message is then most likely the one it answers, and
         # declining left the lane for the generic path at every message a client faster than
         # its worker had sent, 13 % of the hot sync's messages on an H200, run 134)
-        declined = self.declined
         if x.poisoned_at is not None or plan.state.graph is not g:
-            declined["state"] = declined.get("state", 0) + 1
-            return False
+            return self._decline("state")
         if not pacer.may_run_ahead(run.beside):
-            declined["pacer"] = declined.get("pacer", 0) + 1
-            return False
+            return self._decline("pacer")
         if not self.pushable(plan) and x.more_work():
-            declined["early" if plan.early else "waiting"] = \
-                declined.get("early" if plan.early else "waiting", 0) + 1
-            return False
+            return self._decline("early" if plan.early else "waiting")
         # its inputs: the same arrays, or (a loop-carried result) the one the client's last
         # replay named, of the layout its graphs were captured with (StretchGraphs._fits)
         k = plan.served + 1
@@ -413,14 +408,12 @@ class SteadyLane:
                 continue
             if a is None or type(a) is not plan.array_type \
                     or plan.guards[n] != (a.shape, a.dtype, a.strides):
-                declined["moved"] = declined.get("moved", 0) + 1
-                return False
+                return self._decline("moved")
             moved.append((n, a))
         # (its draws, where it draws: made ahead only as RunAhead's would be)
         draws = plan.held.draws
         if not run.may_draw(plan.sid, plan.held, self._inputs(plan, k)):
-            declined["draws"] = declined.get("draws", 0) + 1
-            return False
+            return self._decline("draws")
         # (a warning of the run ahead's, a parameter's cast or a launch's, would go with the
         # next reply numbered as no op of it: such a run is not run ahead, as in
         # RunAhead.start, and the client's replay warns as ever)
@@ -428,18 +421,15 @@ class SteadyLane:
         params = plan.stepped[0]   # (the next message's: its floats and ints stepped, if any)
         if not g.keeps(params):   # (a draw's scalar its graphs baked in would step: the
             del x._warnings[warned:]   # generic path captures it again, the draw eager)
-            declined["keeps"] = declined.get("keeps", 0) + 1
-            return False
+            return self._decline("keeps")
         stepping = plan.floats or plan.int_steps
         if stepping and not g.pvalues.write(params):   # (written where they changed)
             del x._warnings[warned:]
-            declined["params"] = declined.get("params", 0) + 1
-            return False
+            return self._decline("params")
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
         if estimate is None:   # (the pacer measures this one: the generic run ahead)
             del x._warnings[warned:]
-            declined["measured"] = declined.get("measured", 0) + 1
-            return False
+            return self._decline("measured")
         began = perf_counter()
         mark = x.phases.mark   # (its parts, where the worker times its phases: program_phases.py)
         mark("lane_checked")
@@ -454,8 +444,7 @@ class SteadyLane:
         views = graphs.moving_views_at(g, plan.bufs.__getitem__, params) if g.gathered else {}
         if views is None:   # (a bound stepped past its data's end: the generic path's)
             del x._warnings[warned:]
-            declined["views"] = declined.get("views", 0) + 1
-            return False
+            return self._decline("views")
         if rows is None:   # (no copy table: each input copied into its buffer, as set_up does)
             bufs, now = plan.bufs, dict(moved)
             for n, _step, had in plan.bound:
@@ -555,6 +544,11 @@ class SteadyLane:
             elif run._reads_now(plan.sid, cost):
                 self._read_ahead(plan, ahead)
         return True
+
+    def _decline(self, why: str) -> bool:
+        """A run ahead not made, counted by *why* (``lane_declined``): False."""
+        self.declined[why] = self.declined.get(why, 0) + 1
+        return False
 
     def _read_ahead(self, plan: LanePlan, ahead: Any) -> None:
         """The closing reads of the plan's run ahead *ahead*, made now (a wait for the device):
