@@ -833,7 +833,8 @@ class Session(SessionReplies):
             run.freed(hid)
         else:
             self._queue_free(hid)
-        self.arrays.pop(hid, None)
+        if self.arrays.pop(hid, None) is None and self.stretches is not None:
+            self.stretches.object_gone(hid)   # (a remote object's: its stretches go)
         never_made = self._dead.pop(hid, None) is not None   # (no metadata will come)
         self.meta.dropped(hid, unread and not never_made)
 

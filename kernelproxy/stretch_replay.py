@@ -178,6 +178,13 @@ class StretchReplay:
         #: and how often each key (by hash) was offered again so
         self._stale: list[tuple] = []
         self._reoffers: dict[int, int] = {}
+        #: the held keys that call a method of each remote object (by its id, which the key
+        #: holds as a literal, ``Session.new_id``'s, never reused): when the object is
+        #: released, those stretches can never be replayed again (a ``RandomState`` made
+        #: for each run of a cell is a new object, each run's loop a new stretch), and they
+        #: are dropped at the next stretch's start (``_gone``), their graphs with them
+        self._by_object: dict[int, list[tuple]] = {}
+        self._gone: list[tuple] = []
         #: the ids of stretches let go that the worker is to drop
         self.drops: list[int] = []
         #: the stretches ended since the last sync point returned, each timed by the whole
@@ -192,6 +199,8 @@ class StretchReplay:
         self._replaying: dict[int, int] = {}   # batches sent as replays -> their stretch ids
         #: replays sent from a run the fast path answered (the rest went as ops first)
         self.fast_replays = 0
+        #: held stretches dropped because an object whose methods they call was released
+        self.gone_dropped = 0
         #: of them, replays sent early, and early replays undone (kernelproxy/early_replay.py)
         self.early_sent = 0
         self.early_undone = 0
@@ -310,7 +319,7 @@ class StretchReplay:
                   first: int) -> TemplateRun | None:
         """A stretch's first op: a run answered from the first template that begins so and
         takes it, or None."""
-        if self._stale:   # (a stretch's first op: no run under way)
+        if self._stale or self._gone:   # (a stretch's first op: no run under way)
             self.settle_stale()
         if type(name) is not str:
             return None
@@ -333,7 +342,7 @@ class StretchReplay:
         tries first, made for the compiled operator to check the op against (held_ops.start;
         the run's first handle is set as it takes it); None where no template begins so, or
         where one is stale (:meth:`start_run` settles those first)."""
-        if self._stale:
+        if self._stale or self._gone:
             return None
         candidates = self.templates.by_first.get((_OPERATOR, name))
         if not candidates:
@@ -425,6 +434,15 @@ class StretchReplay:
         stretches gone stale are dropped (the next batch tells the worker, freeing their
         graphs) and counted anew, to be offered again with their new shapes; a key stale
         more than MAX_REOFFERS times is let go."""
+        if self._gone:   # (stretches of objects released: never replayed again)
+            gone, self._gone = self._gone, []
+            for key in gone:
+                sid = self._held.pop(key, None)
+                if sid is not None:
+                    self.drops.append(sid)
+                    self.templates.drop(sid)
+                    self._timing.pop(sid, None)
+                    self.gone_dropped += 1
         if not self._stale:
             return
         stale, self._stale = self._stale, []
@@ -456,8 +474,17 @@ class StretchReplay:
         sent early, and early replays undone."""
         return {"held": len(self._held), "replays": self.replays,
                 "not_graphed": self.not_graphed, "released": self._let_go,
+                "objects_gone": self.gone_dropped,
                 "refused": self._refused, "fast": self.fast_replays,
                 "early": self.early_sent, "early_undone": self.early_undone}
+
+    def object_gone(self, hid: int) -> None:
+        """The client released *hid*, an array's or a remote object's handle: the held
+        stretches that call the object's methods are dropped at the next stretch's start
+        (:meth:`settle_stale`; a run answered from a template may be under way now)."""
+        keys = self._by_object.pop(hid, None)
+        if keys is not None:
+            self._gone.extend(keys)
 
     def take_drops(self) -> list[int]:
         """The ids of stretches let go since the last batch: its header tells the worker."""
@@ -492,6 +519,8 @@ class StretchReplay:
         count = self._counts.pop(hash(key), None)   # (held or refused now: no longer counted)
         if held == sid:
             self._held[key] = sid
+            for hid in _object_targets(key):
+                self._by_object.setdefault(hid, []).append(key)
             timing = self._timing[sid] = _Timing(key, count.free if count is not None else [])
             timing.piece = stretch.piece
             if frame is not None and isinstance(metas, list) and len(metas) == 2:
@@ -508,3 +537,15 @@ class StretchReplay:
         else:   # (an op failed, or the worker keeps no more): never offered again
             self._refused += 1
             self._decided.add(hash(key))
+
+
+def _object_targets(key: tuple) -> list[int]:
+    """The ids of the remote objects whose methods the stretch *key* calls: an object op's
+    target is the object's id, which its key holds as a literal (``("l", "int", id)``)."""
+    ids = []
+    for record in key:
+        if type(record) is tuple and len(record) == 6 and record[0] == m.KIND_OBJECT:
+            target = record[3]
+            if type(target) is tuple and len(target) == 3 and target[:2] == ("l", "int"):
+                ids.append(target[2])
+    return ids
