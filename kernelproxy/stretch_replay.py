@@ -422,12 +422,20 @@ class StretchReplay:
         """The held stretch *key* is let go: not held again (but, let go by its timing, after
         RETRY_AFTER sightings, MAX_RETRIALS times: :meth:`_timed`), the worker told to drop it
         (its graphs' memory with it: the next batch's header ``D``)."""
-        sid = self._held.pop(key)
+        self._drop_held(key)
+        self._decided.add(hash(key))
+        self._let_go += 1
+
+    def _drop_held(self, key: tuple) -> bool:
+        """The held stretch *key* dropped: its template, its timing, the worker told (the
+        next batch's header ``D``, its graphs' memory with it); whether it was held."""
+        sid = self._held.pop(key, None)
+        if sid is None:
+            return False
         self.drops.append(sid)
         self.templates.drop(sid)
         self._timing.pop(sid, None)
-        self._decided.add(hash(key))
-        self._let_go += 1
+        return True
 
     def settle_stale(self) -> None:
         """Between two stretches (no run answered from a template under way): the held
@@ -437,22 +445,14 @@ class StretchReplay:
         if self._gone:   # (stretches of objects released: never replayed again)
             gone, self._gone = self._gone, []
             for key in gone:
-                sid = self._held.pop(key, None)
-                if sid is not None:
-                    self.drops.append(sid)
-                    self.templates.drop(sid)
-                    self._timing.pop(sid, None)
+                if self._drop_held(key):
                     self.gone_dropped += 1
         if not self._stale:
             return
         stale, self._stale = self._stale, []
         for key in stale:
-            sid = self._held.pop(key, None)
-            if sid is None:
+            if not self._drop_held(key):
                 continue
-            self.drops.append(sid)
-            self.templates.drop(sid)
-            self._timing.pop(sid, None)
             mark = hash(key)
             times = self._reoffers.get(mark, 0) + 1
             if times > MAX_REOFFERS:
