@@ -71,14 +71,11 @@ def run_program(name: str, quick: bool, rounds: int, devices: str, local) -> dic
             "stretches": figures}
 
 
-#: how a message was served, by the phases it went through: its reply pushed before it came
-#: and confirmed (P), taken by the steady lane and answered (L), served by the generic path (G)
-PATHS = {"P": "confirmed", "L": "lane", "G": "generic"}
-
-
 def path_letter(phases: list) -> str:
-    """P, L or G (:data:`PATHS`), lower case where the message ran no next replay ahead in
-    the steady lane (no ``lane_*`` launch in it)."""
+    """How a message was served, by the phases it went through: its reply pushed before it
+    came and confirmed (P), taken by the steady lane and answered (L), served by the generic
+    path (G); lower case where the message ran no next replay ahead in the steady lane (no
+    ``lane_*`` launch in it)."""
     names = {name for name, _us in phases}
     letter = "P" if "confirmed" in names else "G" if "opened" in names else "L"
     ran = "lane_graph" in names or "lane_eager" in names

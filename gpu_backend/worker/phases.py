@@ -89,12 +89,8 @@ class PhaseClock(PhaseRecorder):
         for row in self.rows:
             for (_, before), (name, at) in zip(row, row[1:]):
                 spans.setdefault(name, []).append((at - before) * 1e6)
-        count = max(len(self.rows), 1)
         return {"messages": len(self.rows), "woke": self.woke, "spun": self.spun,
                 "median_us": {name: statistics.median(v) for name, v in spans.items()},
-                # (a phase met several times a message, or in some messages only: its
-                # share of a message, all messages counted)
-                "per_message_us": {name: sum(v) / count for name, v in spans.items()},
                 "spans": [[row[0][1], row[-1][1]] for row in self.rows],
                 # (each message's phases, µs, by its start: a benchmark keeps the messages
                 # of its timed rounds, their warm-up's captures left out: program_phases.py)
