@@ -5,6 +5,7 @@ on a session of one beside a session without replay: what the tests of the run a
 from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -20,11 +21,12 @@ from .quiet_gc import no_collection
 
 @contextmanager
 def pool_running_ahead(policy: str, read_now: bool = False, beside: bool = True,
-                       **variables: str) -> Iterator[LocalPool]:
+                       swap_dir: Path | None = None, **variables: str) -> Iterator[LocalPool]:
     """A pool of *policy* whose workers run ahead whatever a replay's device time (on the
     NumPy device it is the host's, more than the defaults allow on a slow VM); with
     *read_now*, they also make a run ahead's closing reads at once; not *beside*, only with
-    no lease or alone on the device (``GPUWB_RUN_AHEAD_BESIDE=0``); *variables*, more of
+    no lease or alone on the device (``GPUWB_RUN_AHEAD_BESIDE=0``); with *swap_dir*, a
+    session idle for 0.3 s is swapped out there (files only); *variables*, more of
     the workers' settings. The variables are the workers' (a pool's workers take the
     environment as the pool started), set while the pool starts only: a pool another test
     starts meanwhile has none of them."""
@@ -37,8 +39,10 @@ def pool_running_ahead(policy: str, read_now: bool = False, beside: bool = True,
                 env.setenv("GPUWB_RUN_AHEAD_BESIDE", "0")
             for name, value in variables.items():
                 env.setenv(name, value)
+            swap = {} if swap_dir is None else \
+                {"swap_idle": 0.3, "swap_dir": swap_dir, "swap_host_memory": 0}
             pool = stack.enter_context(LocalPool(devices=TEST_DEVICES, lease_timeout=20.0,
-                                                 memory_limit=1 << 28, policy=policy))
+                                                 memory_limit=1 << 28, policy=policy, **swap))
         yield pool
 
 
