@@ -44,6 +44,7 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
                "nocuts": {"GPUWB_LOOP_CUTS": "0"},
                "nofuse": {"GPUWB_FUSE": "0"},
                "socket": {"GPUWB_STAGING": "0"},
+               "framed": {"GPUWB_STAGED_UPLOADS": "0"},
                "nocompiled": {"GPUWB_COMPILED": "0"}}
 
 
@@ -91,7 +92,9 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
     (``Session.eager_flush`` off; :func:`use_side` sets it before each use): one worker
     process for both, since a worker's speed depends on the vCPU it lands on.
     "ipc-socket": a second same-host session whose large transfers go over its Unix
-    socket instead of the shared-memory staging ring (``GPUWB_STAGING=0``).
+    socket instead of the shared-memory staging ring (``GPUWB_STAGING=0``). "ipc-framed": a
+    session whose uploads up to the device's chunk size go as frames through the socket, as
+    before 2026-11-28 (``GPUWB_STAGED_UPLOADS=0``, kernelproxy/session.py).
     "ipc-nographs" (or "tcp-nographs"): a session of its own that never offers a stretch
     for replay (``GPUWB_GRAPHS=0``, docs/stretch-replay.md): stretch replay off beside on.
     "ipc-nofast" (or "tcp-nofast"): a session of its own with the client's fast path for
@@ -113,7 +116,7 @@ def sessions_by_transport(pool, transports: str) -> Iterator[dict]:
                     sessions[base] = kernelproxy.connect(addresses[base], pool.token)
                 sessions[t] = sessions[base]
             elif all(part in SESSION_ENV for part in mode.split("+")) and (
-                    mode != "socket" or base == "ipc"):
+                    mode not in ("socket", "framed") or base == "ipc"):
                 # (the staging ring is the same-host link's: "socket" is for ipc alone;
                 # modes joined by "+" apply together: "ipc-noearly+nocompiled")
                 env = {k: v for part in mode.split("+") for k, v in SESSION_ENV[part].items()}

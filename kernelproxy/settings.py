@@ -35,6 +35,10 @@ class SessionSettings:
     #: ``GPUWB_STAGING=0``: large transfers to a worker on this host cross the socket in
     #: chunks instead of the shared-memory staging ring.
     staging: bool = True
+    #: ``GPUWB_STAGED_UPLOADS=0``: uploads between STAGED_UPLOAD_BYTES and the device's
+    #: chunk size travel as frames through the socket, as before 2026-11-28, instead of
+    #: through the staging ring (kernelproxy.session; the benchmarks' side ``-framed``).
+    staged_uploads: bool = True
     #: ``GPUWB_EAGER_FLUSH=0``: hold ops until a sync point instead of sending them while
     #: the worker is idle (to measure the difference; kernelproxy.session.EAGER_OPS).
     eager_flush: bool = True
@@ -83,6 +87,7 @@ class SessionSettings:
         env = os.environ if environ is None else environ
         return cls(launch_blocking=_flag(env, "GPUWB_LAUNCH_BLOCKING", False),
                    staging=_flag(env, "GPUWB_STAGING", True),
+                   staged_uploads=_flag(env, "GPUWB_STAGED_UPLOADS", True),
                    eager_flush=_flag(env, "GPUWB_EAGER_FLUSH", True),
                    graphs=_flag(env, "GPUWB_GRAPHS", True),
                    replay_measured=_flag(env, "GPUWB_REPLAY_MEASURED", True),

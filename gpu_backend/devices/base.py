@@ -180,11 +180,15 @@ class Device:
         """A C-contiguous host copy (or view) of *array*, ready to send."""
         raise NotImplementedError
 
-    def download_chunks(self, array: Any) -> int:
-        """How many chunk messages a download of *array* streams as (0: one frame)."""
+    def download_chunks(self, array: Any, least: int | None = None) -> int:
+        """How many chunk messages a download of *array* streams as (0: one frame): one
+        larger than the device's chunk size streams, and one larger than *least* too (a
+        client with a staging ring)."""
         step = self.stream_bytes
         nbytes = array.nbytes
-        return -(-nbytes // step) if step and nbytes > step else 0
+        if not step or nbytes <= (step if least is None else min(step, least)):
+            return 0
+        return -(-nbytes // step)
 
     def chunks_to_host(self, array: Any):
         """Yield *array*'s bytes as host buffers of at most ``stream_bytes`` each."""

@@ -100,6 +100,10 @@ class Executor(OpLoop):
         self.cancelled: Any = lambda: False
         #: arrays whose downloads stream after the current batch's reply
         self.streams: list = []
+        #: downloads larger than this stream in chunks even below the device's chunk size
+        #: (a client with a staging ring: worker/staged.py STAGED_DOWNLOAD_BYTES); None: at
+        #: the device's chunk size
+        self.stream_from: int | None = None
         #: measures device time; under a paced policy also holds the device lease
         self.pacer = Pacer(device)
         #: under a paced policy: long ops cut into pieces the pacer hands over between

@@ -389,7 +389,8 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             if self.links.presence.over is None:   # the client is here: its absence now counts
                 self.links.presence.verified(ident)
             if header.get("t") == "staging":   # a same-host client asks for shared memory
-                staged.answer_request(self.links, ident, self.device)
+                ringed = staged.answer_request(self.links, ident, self.device)
+                self.executor.stream_from = staged.STAGED_DOWNLOAD_BYTES if ringed else None
                 return
             if header.get("t") == "close":
                 self.closed = True

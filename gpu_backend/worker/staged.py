@@ -19,7 +19,15 @@ from ..protocol.codec import packb
 from ..protocol.errors import ProtocolError
 from .links import STALL_SECONDS, ClientLinks, UnixPeer
 
-__all__ = ["WorkerRing", "answer_request", "upload_slot", "drop_chunk", "send_download"]
+__all__ = ["WorkerRing", "answer_request", "upload_slot", "drop_chunk", "send_download",
+           "STAGED_DOWNLOAD_BYTES"]
+
+#: A client with a ring has downloads larger than this streamed through it, however large
+#: the device's chunks (Executor.stream_from): a frame of a few MiB through the socket costs
+#: the kernel's copies both ways, a slot one copy from the device (pinned) and one out of it
+#: (benchmarks/upload_sizes.py; the client's uploads likewise: kernelproxy/session.py
+#: STAGED_UPLOAD_BYTES).
+STAGED_DOWNLOAD_BYTES = 1 << 18
 
 
 class WorkerRing:
@@ -52,12 +60,13 @@ class WorkerRing:
         self.ring.close()
 
 
-def answer_request(links: ClientLinks, peer: Any, device: Any) -> None:
-    """A client asked for a ring: make one and pass its descriptor, or say there is none."""
+def answer_request(links: ClientLinks, peer: Any, device: Any) -> bool:
+    """A client asked for a ring: make one and pass its descriptor, or say there is none
+    (whether it has one)."""
     step = device.stream_bytes
     if type(peer) is not UnixPeer or not step or not staging.available():
         links.send_message(peer, [packb({"staging": None})])
-        return
+        return False
     if peer.staging is not None:   # asked again: the old ring goes
         peer.staging.close()
         peer.staging = None
@@ -65,6 +74,7 @@ def answer_request(links: ClientLinks, peer: Any, device: Any) -> None:
     peer.staging = WorkerRing(ring, device)
     links.send_message(peer, [packb({"staging": {"slots": ring.slots, "slot_bytes": ring.slot_bytes}})],
                        fds=(ring.fd,))
+    return True
 
 
 def upload_slot(peer: Any, header: dict) -> memoryview:

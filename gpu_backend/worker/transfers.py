@@ -57,7 +57,7 @@ def run_download(executor: Any, seq: Any, target: Any, results: BatchResults) ->
     if not device.is_array(target):
         raise ProtocolError("a download needs an array handle")
     device.check_transfer("D2H")   # (a client's capture in progress: refused as CuPy does)
-    chunks = device.download_chunks(target)
+    chunks = device.download_chunks(target, executor.stream_from)
     executor.bytes_out += target.nbytes
     if chunks:  # sent after the reply, chunk by chunk (see Executor.take_streams)
         results.downloads.append([seq, codec.dtype_spec(target.dtype), list(target.shape), chunks])
