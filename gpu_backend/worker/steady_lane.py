@@ -136,6 +136,16 @@ class SteadyLane:
             else:
                 self._cool = COOL
 
+    def let_go(self) -> None:
+        """Forget the plan and the messages it was read from (the graphs are dropped: a
+        swap-out, an op out of memory). A plan names its stretch's graph and that graph's
+        buffers (``plan.graph``, ``plan.bufs``): one kept after the graphs were dropped kept
+        their memory on the device, a swapped-out session's too (on an H200 a loop over a
+        4 MiB array left 4 MiB + 512 bytes used after its swap-out, run 210). A message
+        committed ahead stays so: its record, not the plan, confirms it."""
+        self.plan = None
+        self._before = self._last = None
+
     def _arm(self, before: bytes, last: bytes) -> LanePlan | None:
         """The plan of the loop whose last two messages were *before* and *last*
         (lane_plans.make_plan), its first message set, where the lane's reading of that

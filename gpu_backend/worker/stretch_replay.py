@@ -407,12 +407,14 @@ class StretchReplay:
         if error_name(exc) != "OutOfMemoryError" or self.graphs is None:
             return False
         self.drop_ahead()
+        self.lane.let_go()
         return self.graphs.evict()
 
     def release_graphs(self) -> None:
         """Drop every graph's memory (a session swapped out, worker/swap.py): its stretches
         stay held and are captured again at a later replay."""
         self.drop_ahead()
+        self.lane.let_go()   # (its plan names a graph, and with it the graph's buffers)
         if self.graphs is not None:
             self.graphs.evict()
 

@@ -31,7 +31,7 @@ from ..differential import TEST_DEVICES, assert_bitwise
 from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
 from .test_pushed_replies import _session, _swap_pool
 from .test_steady_lane import _pause
-from .test_swap import _row, _wait
+from .test_swap import _row, _swapped_clean, _wait
 
 STEPS = 70
 MIB = 1 << 20
@@ -186,12 +186,15 @@ def test_a_run_ahead_dropped_with_its_reads_waiting_holds_no_memory_once_swapped
             cp = module_for(s)
             got, x = _ended_by_another_read(cp)
             figures = s.memory_info()["stretches"]
-            # (its usage report may lag the swap-out: waited for until nothing is left; on an
-            # H200, under four test processes, run 210 read 4 MiB + 512 B, the loop's x and
-            # its last read's result, beside ``swapped``, where the same loop alone, run 211,
-            # read 0 after the swap-out with the deferral always and off)
-            row = _wait(lambda: (r := _row(s))["swapped"] and r["memory_used"] < MIB and r,
-                        "the idle session swapped out, no graph of a dropped run ahead left")
+            # (a usage report may lag the swap-out: waited for. On an H200 under four test
+            # processes 4 MiB + 512 B stayed, the loop's x and its sum: the lane's plan, armed
+            # again after the loop's last read, named its graph and that graph's buffers past
+            # the swap-out's eviction, runs 210 and 213; now let go there, SteadyLane.let_go)
+            clean = _swapped_clean(s, MIB - 1)
+            try:
+                row = _wait(clean, "the idle session swapped out, no graph of a dropped run ahead left")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}; its last row {clean.last}") from None
             got += [float((x + 1).sum()), x.get()]   # (its arrays back)
         with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as plain:
             cp = module_for(plain)

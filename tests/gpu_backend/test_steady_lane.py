@@ -432,7 +432,7 @@ def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(tmp_path, loop)
     from kernelproxy.session import Session
     from kernelproxy.settings import SessionSettings
 
-    from .test_swap import _row, _wait
+    from .test_swap import _swapped_clean, _wait
 
     figures = []
     for name, variables in (("lane", {"GPUWB_PUSH_AHEAD": "0"}), ("no lane", {"GPUWB_STEADY_LANE": "0"})):
@@ -444,8 +444,12 @@ def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(tmp_path, loop)
                 kept = cp.ones(8, dtype=cp.float32)   # (something to swap out: the loop
                 arrays = s.memory_info()["arrays"]    # leaves no array of its own)
                 # (a usage report may lag the swap: waited for until nothing is left)
-                row = _wait(lambda: (r := _row(s))["swapped"] and r["memory_used"] == 0 and r,
-                            f"the {name} side's session swapped out with nothing left on the device")
+                clean = _swapped_clean(s)
+                try:
+                    row = _wait(clean, f"the {name} side's session swapped out with nothing left "
+                                       "on the device")
+                except AssertionError as exc:
+                    raise AssertionError(f"{exc}; its last row {clean.last}") from None
                 figures.append((arrays, row["swapped"]))
                 assert float(kept.sum()) == 8.0
     assert figures[0] == figures[1], figures

@@ -27,6 +27,17 @@ def _row(session) -> dict:
     return next(r for r in session.status()["sessions"] if r["session"] == session.id)
 
 
+def _swapped_clean(session, most: int = 0):
+    """A predicate for :func:`_wait`: *session*'s row once it is swapped out with at most
+    *most* bytes left on the device (else False); the last row read is kept in its
+    ``last`` for the failure's message."""
+    def check():
+        check.last = row = _row(session)
+        return row["swapped"] and row["memory_used"] <= most and row
+    check.last = None
+    return check
+
+
 def _wait(predicate, what: str):
     deadline = time.monotonic() + PATIENCE
     while time.monotonic() < deadline:
