@@ -10,6 +10,7 @@ runs ops only through the executor's public interface (``run_records``, ``call``
 
 from __future__ import annotations
 
+import gc
 from time import perf_counter
 from typing import Any, Iterator, NamedTuple
 
@@ -406,6 +407,7 @@ class StretchReplay:
         program never runs out of memory because of graphs it did not ask for."""
         if error_name(exc) != "OutOfMemoryError" or self.graphs is None:
             return False
+        gc.collect()   # (device arrays only reference cycles hold go too: worker/swap.py)
         self.drop_ahead()
         self.lane.let_go()
         return self.graphs.evict()

@@ -187,9 +187,9 @@ def test_a_run_ahead_dropped_with_its_reads_waiting_holds_no_memory_once_swapped
             got, x = _ended_by_another_read(cp)
             figures = s.memory_info()["stretches"]
             # (a usage report may lag the swap-out: waited for. On an H200 under four test
-            # processes 4 MiB + 512 B stayed, the loop's x and its sum: the lane's plan, armed
-            # again after the loop's last read, named its graph and that graph's buffers past
-            # the swap-out's eviction, runs 210 and 213; now let go there, SteadyLane.let_go)
+            # processes 4 MiB + 512 B stayed, the loop's x and its sum, held by a reference
+            # cycle no collection had come for in the idle worker, runs 210, 213-215: a
+            # swap-out now collects, worker/swap.py)
             clean = _swapped_clean(s, MIB - 1)
             try:
                 row = _wait(clean, "the idle session swapped out, no graph of a dropped run ahead left")

@@ -427,7 +427,9 @@ def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(tmp_path, loop)
     next replay set up ahead may stand then or not (28 672 or 40 960 bytes for the same loop
     on the same pool without the lane, H200 run 149; the lane's side 40 960 against 30 720
     in every H200 session from ``57dba7b`` on, runs 198–210, but 29 696 against 30 720
-    alone on the same host, run 211)."""
+    alone on the same host, run 211). Read after the swap-out, 8–12 KB stayed on the lane's
+    side on an H200 (runs 213–214): arrays reference cycles held, which no collection had
+    come for in the idle worker; a swap-out now collects them (worker/swap.py)."""
     from kernelproxy.modules import module_for
     from kernelproxy.session import Session
     from kernelproxy.settings import SessionSettings
