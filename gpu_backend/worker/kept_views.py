@@ -120,25 +120,30 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
         remade[op.index] = op
         return found
 
-    for n in sorted(kept, key=lambda n: maker.get(n, -1)):
-        a = kept[n]
-        flags = a.flags
-        if a.base is None and others[id(a)] == 1 and (flags.c_contiguous or flags.f_contiguous):
-            owned.add(n)
-            continue
-        if others[id(a)] == 1 and (not a.nbytes or shared[allocation(a)] == 1):
-            # a view of memory no input and no other kept result lies in (a temporary's:
-            # ``(x @ y).T``, CuPy's odd-sized normal draw, ``out[:n]`` of an even one): no
-            # one can see a copy is one; handed out as a copy (not a base to a remake)
-            continue
-        found = made_by_view(n)
-        if found is None or not any(
-                b is not None and (b is a or (a.nbytes and b.nbytes
-                                              and allocation(a) == allocation(b)))
-                for b in found):
-            return None   # (not a view op's, a copy, or memory of something else)
-        sources[n] = [a]
-    return [remade[i] for i in sorted(remade)]
+    try:
+        for n in sorted(kept, key=lambda n: maker.get(n, -1)):
+            a = kept[n]
+            flags = a.flags
+            if a.base is None and others[id(a)] == 1 and (flags.c_contiguous or flags.f_contiguous):
+                owned.add(n)
+                continue
+            if others[id(a)] == 1 and (not a.nbytes or shared[allocation(a)] == 1):
+                # a view of memory no input and no other kept result lies in (a temporary's:
+                # ``(x @ y).T``, CuPy's odd-sized normal draw, ``out[:n]`` of an even one): no
+                # one can see a copy is one; handed out as a copy (not a base to a remake)
+                continue
+            found = made_by_view(n)
+            if found is None or not any(
+                    b is not None and (b is a or (a.nbytes and b.nbytes
+                                                  and allocation(a) == allocation(b)))
+                    for b in found):
+                return None   # (not a view op's, a copy, or memory of something else)
+            sources[n] = [a]
+        return [remade[i] for i in sorted(remade)]
+    finally:   # (the two closures call each other: a reference cycle that held *inputs*'
+        # and *kept*'s arrays until a collection came, and an idle worker makes none:
+        # device memory a swap-out left on an H200, runs 213-215)
+        view_of = made_by_view = None  # noqa: F841
 
 
 def adopted(stretch: HeldStretch, alive: list, indices: Any) -> list[Op] | None:

@@ -345,7 +345,8 @@ class SessionSwap:
         # (and whatever reference cycles hold: an idle worker makes no objects, so no
         # collection comes by itself, and a cycle's device arrays stayed used past the
         # swap-out: 8-12 KB after a small loop in the steady lane, one 4 MiB array and its
-        # 512-byte sum after another, on an H200, runs 213-214; 0 once collected, run 215)
+        # 512-byte sum after another, on an H200, runs 213-214; 0 once collected, run 215.
+        # That cycle, kept_views.judge's two closures, is broken now; this stays the guard)
         gc.collect()
         self.device.synchronize()
         host_room, self.host_room = self.host_room, 0   # (each swap is allowed afresh)
