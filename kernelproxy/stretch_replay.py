@@ -87,6 +87,9 @@ WARM_REPLAYS = 3
 #: times a key (then let go, as a stretch that does not replay faster).
 STALE_AFTER = 3
 MAX_REOFFERS = 2
+#: Shapes of held stretches dropped for a released object kept at most (:meth:`StretchReplay.
+#: object_gone`), the oldest forgotten first.
+MAX_GONE_SHAPES = 64
 #: Sightings of a stretch let go by its timing after which it is counted, offered and timed
 #: again, at most MAX_RETRIALS times a key: a judgement made while another session's work
 #: came and went on the device can be wrong (an interactive user's loop, judged in its
@@ -185,6 +188,12 @@ class StretchReplay:
         #: are dropped at the next stretch's start (``_gone``), their graphs with them
         self._by_object: dict[int, list[tuple]] = {}
         self._gone: list[tuple] = []
+        #: the keys of those stretches less their objects (``_unbound``), each with its
+        #: pipelined times: a new object's loop of the same shape (the next run's
+        #: ``RandomState``) is held from its first sighting, not its fourth, and judged
+        #: against the times of the loop before it (``gone_shapes_met`` counts them)
+        self._gone_shapes: OrderedDict[tuple, list[float]] = OrderedDict()
+        self.gone_shapes_met = 0
         #: the ids of stretches let go that the worker is to drop
         self.drops: list[int] = []
         #: the stretches ended since the last sync point returned, each timed by the whole
@@ -291,6 +300,8 @@ class StretchReplay:
             count = self._counts[mark] = _Sightings()
             if len(self._counts) > MAX_COUNTED:
                 self._counts.popitem(last=False)   # the undecided key seen least recently
+            if self._gone_shapes:
+                self._known_shape(key, count)
         else:
             self._counts.move_to_end(mark)
         count.n += 1
@@ -474,17 +485,42 @@ class StretchReplay:
         sent early, and early replays undone."""
         return {"held": len(self._held), "replays": self.replays,
                 "not_graphed": self.not_graphed, "released": self._let_go,
-                "objects_gone": self.gone_dropped,
+                "objects_gone": self.gone_dropped, "gone_shapes_met": self.gone_shapes_met,
                 "refused": self._refused, "fast": self.fast_replays,
                 "early": self.early_sent, "early_undone": self.early_undone}
 
     def object_gone(self, hid: int) -> None:
         """The client released *hid*, an array's or a remote object's handle: the held
         stretches that call the object's methods are dropped at the next stretch's start
-        (:meth:`settle_stale`; a run answered from a template may be under way now)."""
+        (:meth:`settle_stale`; a run answered from a template may be under way now), their
+        shapes less their objects kept (:meth:`_known_shape`)."""
         keys = self._by_object.pop(hid, None)
-        if keys is not None:
-            self._gone.extend(keys)
+        if keys is None:
+            return
+        self._gone.extend(keys)
+        shapes = self._gone_shapes
+        for key in keys:
+            timing = self._timing.get(self._held.get(key, -1))
+            shapes[_unbound(key)] = list(timing.free) if timing is not None else []
+            shapes.move_to_end(_unbound(key))
+            if len(shapes) > MAX_GONE_SHAPES:
+                shapes.popitem(last=False)
+
+    def _known_shape(self, key: tuple, count: "_Sightings") -> None:
+        """A key seen for the first time that is, but for the objects whose methods it
+        calls, a stretch held until its objects were released (a loop over a
+        ``RandomState`` or a ``Generator`` made for each run of a cell): counted as seen
+        HOLD_AFTER - 1 times, so that this sighting holds the next one's ops and that one
+        is offered, with the pipelined times of the loop before (its timing's reference).
+        Steps 2-4 of each run went as plain ops before, and the worker served them one by
+        one (H200 run 210: ``mc_option`` 14 messages a run by the generic path)."""
+        if not _object_targets(key):
+            return
+        free = self._gone_shapes.get(_unbound(key))
+        if free is not None:
+            count.n = HOLD_AFTER - 1
+            count.free = list(free)
+            self.gone_shapes_met += 1
 
     def take_drops(self) -> list[int]:
         """The ids of stretches let go since the last batch: its header tells the worker."""
@@ -537,6 +573,18 @@ class StretchReplay:
         else:   # (an op failed, or the worker keeps no more): never offered again
             self._refused += 1
             self._decided.add(hash(key))
+
+
+def _unbound(key: tuple) -> tuple:
+    """*key* with each object op's target (the object's id, a literal) made one placeholder:
+    two loops over two objects made alike have the same one."""
+    return tuple(record[:3] + (_AN_OBJECT,) + record[4:]
+                 if type(record) is tuple and len(record) == 6 and record[0] == m.KIND_OBJECT
+                 and type(record[3]) is tuple and record[3][:2] == ("l", "int") else record
+                 for record in key)
+
+
+_AN_OBJECT = ("l", "object")
 
 
 def _object_targets(key: tuple) -> list[int]:

@@ -93,3 +93,26 @@ def test_releasing_an_array_drops_no_held_stretch(pool):
         float((x * 2.0 + 1.0).sum())
         figures = s.stretches.figures()
     assert held >= 1 and figures["held"] == held and figures["objects_gone"] == 0, figures
+
+
+@pytest.mark.parametrize("loop", [_priced, _bootstrap], ids=["random-state", "generator"])
+def test_the_next_runs_loop_is_held_from_its_first_sighting(pool, loop):
+    """Each run's loop has the shape of the one before but for its new generator
+    (``_known_shape``): held from its first sighting and offered at its second, its replays
+    from the third on, where a stretch never seen waits for its fifth sighting (the run's
+    first step, which makes the generator, is a stretch of its own: 27 replays a run of 30
+    steps, against 24 before). The first run's loop is new: counted as any."""
+    with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False)) as s:
+        cp = module_for(s)
+        got, replays = [], []
+        for run in range(RUNS):
+            got.append(loop(cp, 10 + run))
+            gc.collect()
+            replays.append(s.stretches.figures()["replays"])
+        figures = s.stretches.figures()
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as plain:
+        want = _runs(module_for(plain), loop)
+    assert_bitwise(np.array(got), np.array(want))
+    per_run = [b - a for a, b in zip(replays, replays[1:])]
+    assert figures["gone_shapes_met"] == RUNS - 1, figures
+    assert all(n >= STEPS - 3 for n in per_run), (per_run, figures)
