@@ -143,7 +143,7 @@ def table(rows: dict, top: int) -> str:
         lines.append(f"{'':22s} paths {row['paths']} (P pushed and confirmed, L the lane's, G "
                      f"generic; lower case: no run ahead in the lane); the last run: {row['last_run']}")
         figures = row["stretches"]
-        lines.append(f"{'':22s} the lane's runs ahead declined {figures.get('lane_declined')}, "
+        lines.append(f"{'':22s} the lane's runs ahead declined {figures.get('lane_declined')} (measured by itself {figures.get('lane_measured')}), "
                      f"its plans left {figures.get('lane_left_why')}; "
                      + ", ".join(f"{k} {figures.get(k)}" for k in
                                  ("lane", "lane_armed", "lane_left", "pushed", "push_confirmed",

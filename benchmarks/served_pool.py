@@ -60,9 +60,11 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
 #: a replay's graphs, as before they were made inside them (``GPUWB_GRAPHED_DRAWS=0``,
 #: gpu_backend/worker/eager_ops.py); "nodefer" makes a pushable run ahead's closing reads at once
 #: after its launch, as before they waited for the client's message already there
-#: (``GPUWB_DEFER_READS=0``, gpu_backend/worker/steady_lane.py)
+#: (``GPUWB_DEFER_READS=0``, gpu_backend/worker/steady_lane.py); "nolanemeasure" leaves the
+#: replay the pacer wants measured to the generic run ahead, as before a lone session's lane
+#: measured it itself (``GPUWB_LANE_MEASURES=0``)
 POOL_ENV = {"noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "nodraws": {"GPUWB_DRAWS_AHEAD": "0"},
-            "nodefer": {"GPUWB_DEFER_READS": "0"},
+            "nodefer": {"GPUWB_DEFER_READS": "0"}, "nolanemeasure": {"GPUWB_LANE_MEASURES": "0"},
             "nopush": {"GPUWB_PUSH": "0"}, "nocommit": {"GPUWB_PUSH_AHEAD": "0"},
             "nolane": {"GPUWB_STEADY_LANE": "0"}, "noyield": {"GPUWB_SPIN_YIELD": "0"},
             "nographdraws": {"GPUWB_GRAPHED_DRAWS": "0"}}

@@ -120,6 +120,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         self.lane.pushes.commit_ahead = settings.push_ahead
         self.lane.defer_reads = settings.defer_reads != "off"
         self.lane.defer_always = settings.defer_reads == "always"
+        self.lane.measures = settings.lane_measures
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop

@@ -112,6 +112,11 @@ class WorkerSettings:
     #: side ``nodefer``): ``off``; ``always`` defers them whether or not a message waits
     #: (the tests reach the path so on a host of any speed)
     defer_reads: str = "on"
+    #: ``GPUWB_LANE_MEASURES``: a lone session's steady lane measures the run ahead the pacer
+    #: wants measured (every MEASURE_EVERY-th) itself, as the generic run ahead would
+    #: (worker/steady_lane.py); ``0`` leaves that step to the generic path, as before (a
+    #: diagnostic: the benchmarks' side ``nolanemeasure``)
+    lane_measures: bool = True
     #: ``GPUWB_DRAWS_AHEAD``: a replay that draws random numbers from a ``RandomState`` is
     #: run ahead too, its draws undone from the generator's journal where the client does
     #: not ask for it (worker/draw_journal.py); ``0`` runs none ahead, as before (a
@@ -171,6 +176,7 @@ class WorkerSettings:
                    pushed_replies=_on(env, "GPUWB_PUSH"),
                    push_ahead=_on(env, "GPUWB_PUSH_AHEAD"),
                    defer_reads=_defer_reads(env.get("GPUWB_DEFER_READS")),
+                   lane_measures=_on(env, "GPUWB_LANE_MEASURES"),
                    draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"),
                    graphed_draws=_on(env, "GPUWB_GRAPHED_DRAWS"),
                    spin_yield=_on(env, "GPUWB_SPIN_YIELD"))

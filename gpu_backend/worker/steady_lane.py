@@ -106,6 +106,13 @@ class SteadyLane:
         #: (the run ahead itself says it waits, ``_Ahead.deferred``: a pointer to it here
         #: kept a dropped run ahead's graph, and its memory, alive past a swap-out)
         self.deferrals = 0
+        #: a lone session's lane measures the run ahead the pacer wants measured itself
+        #: (``GPUWB_LANE_MEASURES``); off, it declines it (``lane_declined`` ``measured``)
+        #: and the generic run ahead measures it, its message then served by the generic
+        #: path and its push chain broken (``ppL`` every sixteenth message, H200 run 204);
+        #: ``measured`` counts the runs ahead it measured (``lane_measured``)
+        self.measures = True
+        self.measured = 0
         #: runs ahead the lane declined, and plans it left, by why (``lane_declined``,
         #: ``lane_left_why``: diagnostics)
         self.declined: dict[str, int] = {}
@@ -437,9 +444,18 @@ class SteadyLane:
             del x._warnings[warned:]
             return self._decline("params")
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
-        if estimate is None:   # (the pacer measures this one: the generic run ahead)
-            del x._warnings[warned:]
-            return self._decline("measured")
+        measured_from = None
+        if estimate is None:   # (the pacer measures this one: here where the session is
+            # alone, as RunAhead._run would, a segment of a batch of the pacer's learnt when
+            # answered; beside others every replay is measured, and the generic path's)
+            if not (self.measures and pacer.alone_now() and pacer.begin_ahead(run.beside)):
+                del x._warnings[warned:]
+                return self._decline("measured")
+            measured_from = pacer.busy
+            if pacer.fresh_due:
+                pacer.start_segment()
+            pacer.began = perf_counter()
+            self.measured += 1
         began = perf_counter()
         mark = x.phases.mark   # (its parts, where the worker times its phases: program_phases.py)
         mark("lane_checked")
@@ -519,6 +535,8 @@ class SteadyLane:
                 table.put(PROVISIONAL + n, array)
         except Exception:   # (out of memory, an eager op's error: nothing the client holds
             self._free(plan)   # was written; its replay runs as ever and raises it there)
+            if measured_from is not None:
+                pacer.end_batch(0, x.more_work)
             return False
         finally:
             speculated(x, aside)
@@ -526,9 +544,14 @@ class SteadyLane:
         if len(x._warnings) != warned:
             del x._warnings[warned:]
             self._free(plan)
+            if measured_from is not None:
+                pacer.end_batch(0, x.more_work)
             return False
         mark("lane_handed")
-        pacer.charge(estimate)
+        if measured_from is not None:   # (its segment ends here; learnt when answered)
+            pacer.end_batch(plan.held.ops, x.more_work)
+        else:
+            pacer.charge(estimate)
         writes = []
         if plan.written:   # (the arrays it read, written back when its message is answered)
             now = dict(moved)
@@ -536,7 +559,8 @@ class SteadyLane:
                 if n in plan.written:
                     writes.append((now.get(n, had), plan.bufs[n]))
         ahead = run.ahead = _Ahead(plan.sid, self._inputs(plan, k), params, g, self._empty, plan.ran,
-                                   plan.slots, plan.reads_left, writes, None, began, pacer.alone_now())
+                                   plan.slots, plan.reads_left, writes, measured_from, began,
+                                   pacer.alone_now())
         plan.ahead = ahead
         # its closing reads at once where RunAhead.start would make them so (a short replay,
         # or short beside its client's gaps; not an early replay's), or where its reply is
