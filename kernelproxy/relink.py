@@ -32,6 +32,7 @@ from gpu_backend.protocol.errors import SessionLostError
 from . import pushed_replies
 from .connection import NoAnswer, door_request
 from .links import open_link, worker_address
+from .streamed import chunk_frames
 
 __all__ = ["LinkEnded", "relink", "WHERE_WAIT", "ASK_EVERY", "REPLY_WAIT"]
 
@@ -80,17 +81,21 @@ def _follow(session: Any, reason: str) -> None:
         session._lose(f"the session moved to another worker, but the reply of batch "
                       f"{in_flight[0][0]} was lost on the way")
     pushed_replies.send_again(session, ran)   # (answered by a push the old worker never read)
-    unsent = [session._sent.get(batch) for batch, _first, _last in in_flight]
-    if any(frames is None for frames in unsent):
-        session._lose("the session moved to another worker while a streamed upload was "
-                      "under way; it cannot be sent again")
+    unsent = [(batch, session._sent.get(batch)) for batch, _first, _last in in_flight]
+    if any(frames is None for _batch, frames in unsent):
+        session._lose("the session moved to another worker while a batch was under way "
+                      "that cannot be sent again")
     try:
         _open_new_link(session, info)
     except (OSError, zmq.ZMQError) as exc:   # (its worker ended as it was reached: ask again)
         raise LinkEnded(f"the session's new worker could not be reached ({exc})") from None
     session.moves = moves
-    for frames in unsent:   # (copied: the frames of an upload may be the caller's memory,
-        session.link.send([_copied(f) for f in frames])   # which it may reuse at once now)
+    for batch, frames in unsent:   # (copied: the frames of an upload may be the caller's
+        session.link.send([_copied(f) for f in frames])   # memory, which it may reuse now)
+        streamed = session._streamed.get(batch)
+        if streamed is not None:   # (a streamed upload's chunks follow its batch, as frames)
+            for chunk in chunk_frames(session, streamed):
+                session.link.send(chunk)
 
 
 def _where(session: Any) -> dict:

@@ -278,8 +278,12 @@ class Session(SessionReplies):
         self._batch = 0
         self._in_flight: deque[tuple[int, int, int]] = deque()  # (batch, first seq, last seq)
         #: each batch in flight's frames, sent again if its worker moves before it runs them
-        #: (kernelproxy.relink); None: one that cannot be (a streamed upload)
+        #: (kernelproxy.relink); None: one that cannot be
         self._sent: dict[int, list | None] = {}
+        #: a streamed upload's batch in flight: what its chunks are made of, ``(its upload's
+        #: op number, its bytes, the chunk size)``, sent again as frames after its batch's
+        #: frames where its worker moves before it runs it (kernelproxy.streamed, relink)
+        self._streamed: dict[int, tuple] = {}
         #: why the link ended under a send not yet followed (_follow_broken), or None
         self._broken: str | None = None
         self._origin: dict[int, tuple[str, str, int, Any]] = {}  # seq -> (label, file, line, out)
@@ -879,6 +883,7 @@ class Session(SessionReplies):
         self.lost_reason = reason   # (said again by every later op: the pool's reason)
         self._in_flight.clear()
         self._sent.clear()
+        self._streamed.clear()
         self._run_origins.clear()   # (the runs whose replies will not come)
         self._early = None
         self._pushes.clear()

@@ -146,6 +146,8 @@ class SessionReplies:
             self._waits.end()
         batch, first, last = self._in_flight.popleft()
         self._sent.pop(batch, None)
+        if self._streamed:
+            self._streamed.pop(batch, None)
         if self._early is not None and early_replay.discarded(self, batch, reply):
             return   # (an early replay undone: nothing of it reaches the user)
         get = reply.get

@@ -23,11 +23,14 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
     seq = session.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
                          [list(data.shape), chunks], label="upload")
     session.flush(drain=False)
-    session._sent[session._batch] = None   # (its chunks follow it: it cannot be sent again)
+    # (its chunks follow it: after a move before its worker ran it, they go again, as frames,
+    # from *flat*, the caller's bytes, which it keeps until the batch's reply: relink)
+    session._streamed[session._batch] = (seq, flat, step)
     link = session.link
     tracker = None
     ring = session.staging
     report = session.progress("upload", flat.size) if session.progress is not None else None
+    from .relink import LinkEnded, relink   # (here: relink sends chunk_frames' chunks)
     try:
         for i in range(chunks):
             part = flat[i * step:(i + 1) * step]
@@ -39,10 +42,22 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
                 report.update(min((i + 1) * step, flat.size))
         if tracker is not None:
             session.wait_sent([tracker])  # messages go in order: once the last is out, all are
+    except LinkEnded as exc:   # (its worker moved mid-stream: the batch, and every chunk
+        relink(session, str(exc))   # of it, go to the new one, or the session is lost)
     finally:
         if report is not None:
             report.close()
     return seq
+
+
+def chunk_frames(session: Any, streamed: tuple) -> list[list]:
+    """A streamed upload's chunk messages as frames, no staging ring (*streamed*: its
+    ``Session._streamed`` entry): what kernelproxy.relink sends to a new worker after the
+    batch that names it."""
+    seq, flat, step = streamed
+    chunks = -(-flat.size // step)
+    return [[codec.packb({"k": session.key, "u": seq, "i": i}), bytes(flat[i * step:(i + 1) * step])]
+            for i in range(chunks)]
 
 
 def _into_slot(session: Any, ring: StagingRing, part: np.ndarray, header: dict) -> dict:
@@ -58,8 +73,14 @@ def _into_slot(session: Any, ring: StagingRing, part: np.ndarray, header: dict) 
 
 
 def _check_alive(session: Any) -> None:
+    """While a chunk waits for a slot: a session lost is lost; one whose worker moved (its
+    heartbeat says) stops waiting for the old worker, which will not take the slot: its
+    upload follows (send_streamed, relink)."""
     if session.heartbeat.lost:
         session._lose(session.heartbeat.lost)
+    if session.heartbeat.moves > session.moves:
+        from .relink import LinkEnded
+        raise LinkEnded("the session's worker changed during a streamed upload")
 
 
 def receive_streamed(session: Any, dtype: np.dtype, shape: list, chunks: int) -> np.ndarray:

@@ -436,10 +436,8 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             phases.mark("run")
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
-            if self._answering is not None:   # (an authenticated batch: its own error, so
-                reply["b"] = self._answering[1]   # that its session goes on, not lost)
-                if not isinstance(exc, ProtocolError):   # (not the client's: a bug, logged)
-                    traceback.print_exc(file=sys.stderr)
+            if self._answering is not None and not isinstance(exc, ProtocolError):
+                traceback.print_exc(file=sys.stderr)   # (not the client's making: a bug)
         self.notices.finish()   # (a wait an op left open ends before its reply)
         reply["t"] = time.perf_counter() - started
         if self.pool_gone:   # the batch stopped because the pool died: the session is over

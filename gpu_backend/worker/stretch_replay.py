@@ -407,10 +407,12 @@ class StretchReplay:
         program never runs out of memory because of graphs it did not ask for."""
         if error_name(exc) != "OutOfMemoryError" or self.graphs is None:
             return False
-        gc.collect()   # (device arrays only reference cycles hold go too: worker/swap.py)
+        used = self.x.device.memory_used()
         self.drop_ahead()
         self.lane.let_go()
-        return self.graphs.evict()
+        evicted = self.graphs.evict()
+        gc.collect()   # (then device arrays only reference cycles hold: worker/swap.py)
+        return evicted or self.x.device.memory_used() < used
 
     def release_graphs(self) -> None:
         """Drop every graph's memory (a session swapped out, worker/swap.py): its stretches
