@@ -27,12 +27,12 @@ from typing import Any
 
 import zmq
 
+from gpu_backend.protocol import codec
 from gpu_backend.protocol.errors import SessionLostError
 
 from . import pushed_replies
 from .connection import NoAnswer, door_request
 from .links import open_link, worker_address
-from .streamed import chunk_frames
 
 __all__ = ["LinkEnded", "relink", "WHERE_WAIT", "ASK_EVERY", "REPLY_WAIT"]
 
@@ -96,6 +96,16 @@ def _follow(session: Any, reason: str) -> None:
         if streamed is not None:   # (a streamed upload's chunks follow its batch, as frames)
             for chunk in chunk_frames(session, streamed):
                 session.link.send(chunk)
+
+
+def chunk_frames(session: Any, streamed: tuple) -> list[list]:
+    """A streamed upload's chunk messages as frames, no staging ring (*streamed*: its
+    ``Session._streamed`` entry, kernelproxy.streamed): what is sent to a new worker after
+    the batch that names it."""
+    seq, flat, step = streamed
+    chunks = -(-flat.size // step)
+    return [[codec.packb({"k": session.key, "u": seq, "i": i}), bytes(flat[i * step:(i + 1) * step])]
+            for i in range(chunks)]
 
 
 def _where(session: Any) -> dict:

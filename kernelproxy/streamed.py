@@ -12,6 +12,8 @@ from gpu_backend.protocol import api, codec
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.staging import StagingRing
 
+from .relink import LinkEnded, relink
+
 __all__ = ["send_streamed", "receive_streamed"]
 
 
@@ -30,7 +32,6 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
     tracker = None
     ring = session.staging
     report = session.progress("upload", flat.size) if session.progress is not None else None
-    from .relink import LinkEnded, relink   # (here: relink sends chunk_frames' chunks)
     try:
         for i in range(chunks):
             part = flat[i * step:(i + 1) * step]
@@ -48,16 +49,6 @@ def send_streamed(session: Any, data: np.ndarray, out: int) -> int:
         if report is not None:
             report.close()
     return seq
-
-
-def chunk_frames(session: Any, streamed: tuple) -> list[list]:
-    """A streamed upload's chunk messages as frames, no staging ring (*streamed*: its
-    ``Session._streamed`` entry): what kernelproxy.relink sends to a new worker after the
-    batch that names it."""
-    seq, flat, step = streamed
-    chunks = -(-flat.size // step)
-    return [[codec.packb({"k": session.key, "u": seq, "i": i}), bytes(flat[i * step:(i + 1) * step])]
-            for i in range(chunks)]
 
 
 def _into_slot(session: Any, ring: StagingRing, part: np.ndarray, header: dict) -> dict:
@@ -79,7 +70,6 @@ def _check_alive(session: Any) -> None:
     if session.heartbeat.lost:
         session._lose(session.heartbeat.lost)
     if session.heartbeat.moves > session.moves:
-        from .relink import LinkEnded
         raise LinkEnded("the session's worker changed during a streamed upload")
 
 

@@ -1,6 +1,6 @@
 """A streamed upload whose batch the old worker had not run when its session moved goes to
 the new worker whole: its batch again, then its chunks, as frames (kernelproxy/streamed.py
-``chunk_frames``, kernelproxy/relink.py). Since uploads over 256 KiB stream through a
+kernelproxy/relink.py ``chunk_frames``). Since uploads over 256 KiB stream through a
 same-host session's staging ring (kernelproxy/session.py ``STAGED_UPLOAD_BYTES``), a loop
 uploading a minibatch each step met this at moves (a drain, a restart); until then such a
 session was lost ("while a streamed upload was under way": 3 of 14 trials of a reviewer's
