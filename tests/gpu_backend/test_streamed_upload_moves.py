@@ -1,5 +1,5 @@
 """A streamed upload whose batch the old worker had not run when its session moved goes to
-the new worker whole: its batch again, then its chunks, as frames (kernelproxy/streamed.py
+the new worker whole: its batch again, then its chunks, as frames (kernelproxy/streamed.py,
 kernelproxy/relink.py ``chunk_frames``). Since uploads over 256 KiB stream through a
 same-host session's staging ring (kernelproxy/session.py ``STAGED_UPLOAD_BYTES``), a loop
 uploading a minibatch each step met this at moves (a drain, a restart); until then such a
