@@ -499,10 +499,14 @@ class StretchReplay:
             return
         self._gone.extend(keys)
         shapes = self._gone_shapes
-        for key in keys:
+        for key in keys:   # (only a stretch still held and timed: one let go, or dropped
+            # already for another object it calls, says nothing of the next loop)
             timing = self._timing.get(self._held.get(key, -1))
-            shapes[_unbound(key)] = list(timing.free) if timing is not None else []
-            shapes.move_to_end(_unbound(key))
+            if timing is None:
+                continue
+            shape = _unbound(key)
+            shapes[shape] = list(timing.free)
+            shapes.move_to_end(shape)
             if len(shapes) > MAX_GONE_SHAPES:
                 shapes.popitem(last=False)
 
