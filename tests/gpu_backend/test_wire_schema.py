@@ -122,7 +122,7 @@ SCOPES: dict[str, Scope] = {
     "kernelproxy/session_replies.py": _scope((SW,), "reply"),
     "kernelproxy/pushed_replies.py": _scope((SW,), "reply"),
     "kernelproxy/wait_displays.py": _scope((SW,), "notice"),
-    "kernelproxy/relink.py": _scope((FD,), "info"),
+    "kernelproxy/relink.py": _scope((FD, SW), "info"),   # (SW: a streamed upload's chunks sent again)
     "kernelproxy/links.py": _scope((FD, SW), "answer spec hello"),
     "kernelproxy/streamed.py": _scope((SW,), "header"),
     "kernelproxy/cuda.py": _scope((DF,), "_facts() facts figures _pool_figures()"),
