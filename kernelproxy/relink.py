@@ -81,10 +81,7 @@ def _follow(session: Any, reason: str) -> None:
         session._lose(f"the session moved to another worker, but the reply of batch "
                       f"{in_flight[0][0]} was lost on the way")
     pushed_replies.send_again(session, ran)   # (answered by a push the old worker never read)
-    unsent = [(batch, session._sent.get(batch)) for batch, _first, _last in in_flight]
-    if any(frames is None for _batch, frames in unsent):
-        session._lose("the session moved to another worker while a batch was under way "
-                      "that cannot be sent again")
+    unsent = [(batch, session._sent[batch]) for batch, _first, _last in in_flight]
     try:
         _open_new_link(session, info)
     except (OSError, zmq.ZMQError) as exc:   # (its worker ended as it was reached: ask again)

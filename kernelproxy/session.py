@@ -278,8 +278,8 @@ class Session(SessionReplies):
         self._batch = 0
         self._in_flight: deque[tuple[int, int, int]] = deque()  # (batch, first seq, last seq)
         #: each batch in flight's frames, sent again if its worker moves before it runs them
-        #: (kernelproxy.relink); None: one that cannot be
-        self._sent: dict[int, list | None] = {}
+        #: (kernelproxy.relink)
+        self._sent: dict[int, list] = {}
         #: a streamed upload's batch in flight: what its chunks are made of, ``(its upload's
         #: op number, its bytes, the chunk size)``, sent again as frames after its batch's
         #: frames where its worker moves before it runs it (kernelproxy.streamed, relink)

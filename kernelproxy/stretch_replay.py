@@ -504,7 +504,7 @@ class StretchReplay:
             timing = self._timing.get(self._held.get(key, -1))
             if timing is None:
                 continue
-            shape = _unbound(key)
+            shape = _unbound(key)   # (never None: the key calls the object's methods)
             shapes[shape] = list(timing.free)
             shapes.move_to_end(shape)
             if len(shapes) > MAX_GONE_SHAPES:
@@ -518,9 +518,8 @@ class StretchReplay:
         is offered, with the pipelined times of the loop before (its timing's reference).
         Steps 2-4 of each run went as plain ops before, and the worker served them one by
         one (H200 run 210: ``mc_option`` 14 messages a run by the generic path)."""
-        if not _object_targets(key):
-            return
-        free = self._gone_shapes.get(_unbound(key))
+        shape = _unbound(key)
+        free = self._gone_shapes.get(shape) if shape is not None else None
         if free is not None:
             count.n = HOLD_AFTER - 1
             count.free = list(free)
@@ -579,25 +578,31 @@ class StretchReplay:
             self._decided.add(hash(key))
 
 
-def _unbound(key: tuple) -> tuple:
-    """*key* with each object op's target (the object's id, a literal) made one placeholder:
-    two loops over two objects made alike have the same one."""
-    return tuple(record[:3] + (_AN_OBJECT,) + record[4:]
-                 if type(record) is tuple and len(record) == 6 and record[0] == m.KIND_OBJECT
-                 and type(record[3]) is tuple and record[3][:2] == ("l", "int") else record
-                 for record in key)
-
-
-_AN_OBJECT = ("l", "object")
+def _object_target(record: Any) -> int | None:
+    """The id of the remote object whose method the key record *record* calls, or None: an
+    object op's target is the object's id, which its key holds as a literal
+    (``("l", "int", id)``)."""
+    if type(record) is tuple and len(record) == 6 and record[0] == m.KIND_OBJECT:
+        target = record[3]
+        if type(target) is tuple and len(target) == 3 and target[:2] == ("l", "int"):
+            return target[2]
+    return None
 
 
 def _object_targets(key: tuple) -> list[int]:
-    """The ids of the remote objects whose methods the stretch *key* calls: an object op's
-    target is the object's id, which its key holds as a literal (``("l", "int", id)``)."""
-    ids = []
+    """The ids of the remote objects whose methods the stretch *key* calls."""
+    return [hid for hid in map(_object_target, key) if hid is not None]
+
+
+def _unbound(key: tuple) -> tuple | None:
+    """*key* with each object op's target made one placeholder, so that two loops over two
+    objects made alike have the same one; None where it calls no object's method."""
+    unbound, calls = [], False
     for record in key:
-        if type(record) is tuple and len(record) == 6 and record[0] == m.KIND_OBJECT:
-            target = record[3]
-            if type(target) is tuple and len(target) == 3 and target[:2] == ("l", "int"):
-                ids.append(target[2])
-    return ids
+        if _object_target(record) is not None:
+            record, calls = record[:3] + (_AN_OBJECT,) + record[4:], True
+        unbound.append(record)
+    return tuple(unbound) if calls else None
+
+
+_AN_OBJECT = ("l", "object")
