@@ -3,7 +3,8 @@
 # found device memory used after a swap-out in three memory tests (8-12 KB after a small loop
 # in the lane, 4 MiB + 512 B after test_deferred_reads' loop). The worker, patched here only
 # (held_patch.diff), lists at each swap-out the CuPy arrays and memory pointers of >= 512 B
-# still alive and what refers to them (held_dump.py), while the three tests run.
+# still alive and what refers to them (held_dump.py: run 211's, ../2026-11-28-h200-run211/,
+# copied into .gpu/ with this directory's files), while the three tests run.
 #   run(command="bash .gpu/run215.sh", carry=[".whl", ".gpu"])
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
