@@ -47,7 +47,9 @@ _FLAGS = {
 #: "share+deeplead0": every session at the workers' own lead, as before run 83);
 #: "share+lightgap4" (ms: users whose gaps average at least this hold nobody back for the
 #: first 2 ms of a batch, SharePolicy._light: the pool's own argument, 4 by default since
-#: run 87; "share+lightgap0": no user is light, as before)
+#: run 87; "share+lightgap0": no user is light, as before); "share+gapcharge2" (ms: a user
+#: back from a gap of at most this is charged the gap as its own time, SharePolicy._charge_gap:
+#: the pool's own argument; "share+gapcharge0": none is)
 _VALUED = {
     "patience": "GPUWB_PREEMPT_PATIENCE_MS",
     "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
@@ -68,7 +70,7 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
     base, *variants = name.split("+")
     policy, _, period = base.partition("/")
     policy, _, quantum = policy.partition(":")
-    env, window, deep, light, tags = {}, None, None, None, []
+    env, window, deep, light, gaps, tags = {}, None, None, None, None, []
     for variant in variants:
         valued = _VALUE.fullmatch(variant)
         if variant in _FLAGS:
@@ -81,10 +83,12 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
             deep, variable = valued.group(2), None
         elif valued and valued.group(1) == "lightgap":
             light, variable = valued.group(2), None
+        elif valued and valued.group(1) == "gapcharge":
+            gaps, variable = valued.group(2), None
         else:
             raise ValueError(f"policy {name!r}: no variant {variant!r} (flags "
                              f"{', '.join(_FLAGS)}; with a number {', '.join(_VALUED)}, window, "
-                             f"deeplead, lightgap)")
+                             f"deeplead, lightgap, gapcharge)")
         if variable is not None:
             env[variable] = value
         tags.append(variant)
@@ -94,5 +98,6 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
             + (["--period-ms", period] if period else [])
             + (["--share-window-ms", window] if window else [])
             + (["--share-deep-lead-ms", deep] if deep is not None else [])
-            + (["--share-light-gap-ms", light] if light is not None else []))
+            + (["--share-light-gap-ms", light] if light is not None else [])
+            + (["--share-gap-charge-ms", gaps] if gaps is not None else []))
     return policy, tag, env, args

@@ -76,6 +76,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share policy: a user whose gaps between batches average at least "
                              "this many milliseconds (an interactive user) holds nobody back "
                              "for the first 2 ms of each batch (default 4; 0: no user does)")
+    parser.add_argument("--share-gap-charge-ms", type=float,
+                        help="share policy: a user back from a gap between its batches of at "
+                             "most this many milliseconds (its loop's round trip) is charged "
+                             "the gap as its own time, as it would be alone (0: none is)")
     parser.add_argument("--quantum-ms", type=float,
                         help="fair policy: the least device milliseconds a session keeps the "
                              "device while others wait (default 2)")
@@ -134,7 +138,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 #: serve's options that map one to one onto PoolSettings fields
 SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms", "share_window_ms",
-                  "share_deep_lead_ms", "share_light_gap_ms",
+                  "share_deep_lead_ms", "share_light_gap_ms", "share_gap_charge_ms",
                   "usage_log", "memory_limit", "lease_timeout", "spare_workers", "ready_timeout",
                   "worker_zygote", "same_host",
                   "worker_spin_ms", "spin_slots",
@@ -195,7 +199,8 @@ def serve(args: argparse.Namespace) -> int:
                                 f" (a user held back {settings.share_window_ms:g} ms ahead; the "
                                 f"heaviest users launch {settings.share_deep_lead_ms:g} ms deep; "
                                 f"users away {settings.share_light_gap_ms:g} ms between batches "
-                                f"are light)"
+                                f"are light; round trips up to {settings.share_gap_charge_ms:g} ms "
+                                f"charged)"
                                 if settings.policy == "share" else "")
     print(f"policy {policy}; {mode}; usage log {settings.usage_log}", flush=True)
     if door.metrics_server is not None:

@@ -55,6 +55,10 @@ class PoolSettings(BaseSettings):
                                       "whose gaps between batches average at least this many "
                                       "milliseconds is light: the first 2 ms of each of its "
                                       "batches hold nobody back (0: no user is)")
+    share_gap_charge_ms: float = Field(0.0, ge=0, le=1000, description="share policy: a user "
+                                       "back from a gap between its batches of at most this many "
+                                       "milliseconds (its loop's round trip) is charged the gap as "
+                                       "its own time, as it would be alone (0: none is)")
     quantum_ms: float = Field(2.0, gt=0, le=100, description="fair policy: the least device "
                               "milliseconds a session keeps the device while others wait")
     period_ms: float = Field(20.0, ge=0, le=1000, description="fair policy: device milliseconds "

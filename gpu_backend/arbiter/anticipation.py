@@ -50,13 +50,17 @@ class Anticipation:
         self._batch: dict[str, float] = {}
         self._until: dict[str, float] = {}
 
-    def back(self, user: str, now: float) -> None:
-        """*user* has work again (its gap ends)."""
+    def back(self, user: str, now: float) -> float | None:
+        """*user* has work again (its gap ends): the gap's wall seconds (None: it had not run
+        out of work before, a new user)."""
         self._until.pop(user, None)
         out_at = self._out_at.pop(user, None)
+        gap = None
         if out_at is not None:
-            self._gap[user] = _average(self._gap.get(user), now - out_at)
+            gap = max(0.0, now - out_at)
+            self._gap[user] = _average(self._gap.get(user), gap)
         self._back_at[user] = now
+        return gap
 
     def out(self, user: str, at: float) -> None:
         """*user* ran out of work at *at* (its batch ends): expected back if it is one of

@@ -26,7 +26,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
                 preempt_patience: float = PREEMPT_PATIENCE,
                 patience_by_op: bool = True, gap_rule: bool = True,
                 window: float | None = None, own_time: bool = False,
-                fill: bool = False, deep_lead: float = 0.0, light_gap: float = 0.0) -> Policy | None:
+                fill: bool = False, deep_lead: float = 0.0, light_gap: float = 0.0,
+                gap_charge: float = 0.0) -> Policy | None:
     """The policy called *name* (``fair``, ``share``, ``fifo``); ``none`` means no arbiter at all.
     *quantum*: the least device seconds a ``fair`` holder keeps the device while others
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
@@ -40,7 +41,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     so far let a fill in, docs/fair-share.md); *deep_lead*: ``share``'s lead for the
     heaviest users' sessions (SharePolicy.lead_for; 0: off); *light_gap*: the least average
     gap between a user's batches for which ``share`` counts it light (SharePolicy._light; 0:
-    none is)."""
+    none is); *gap_charge*: the longest gap between a user's batches that ``share`` charges
+    it as its own time (SharePolicy._charge_gap; 0: none)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)
@@ -48,7 +50,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
         return FifoPolicy(clock)
     if name == "share":
         return SharePolicy(clock, window=WINDOW if window is None else window,
-                           own_time=own_time, fill=fill, deep_lead=deep_lead, light_gap=light_gap)
+                           own_time=own_time, fill=fill, deep_lead=deep_lead, light_gap=light_gap,
+                           gap_charge=gap_charge)
     if name == "none":
         return None
     raise ValueError(f"unknown policy {name!r}: fair, share, fifo or none")

@@ -46,7 +46,7 @@ class Arbiter:
                  preempt_patience: float = PREEMPT_PATIENCE, trace: str | None = None,
                  patience_by_op: bool = True, gap_rule: bool = True,
                  window: float | None = None, fill: bool = False, deep_lead: float = 0.0,
-                 light_gap: float = 0.0) -> None:
+                 light_gap: float = 0.0, gap_charge: float = 0.0) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
@@ -54,7 +54,7 @@ class Arbiter:
         for device in devices:
             made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op,
                                gap_rule, window, own_time=own_time_markers(device), fill=fill,
-                               deep_lead=deep_lead, light_gap=light_gap)
+                               deep_lead=deep_lead, light_gap=light_gap, gap_charge=gap_charge)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made

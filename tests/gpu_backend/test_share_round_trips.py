@@ -1,0 +1,137 @@
+"""``share``'s round trips charged (arbiter/share.py, ``gap_charge``): a user back from a short
+gap between its batches is charged the gap as its own time, so that weights hold as the users
+see them — each user's progress over its progress alone, where a loop's round trips leave the
+device idle. With the tests' own clock, then on the simulated shared device
+(tests/share_sim.py), where users whose loops differ only in their round trips split their
+progress by weight with it and not without it."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_backend.arbiter.choose import make_policy
+from gpu_backend.arbiter.share import SharePolicy
+from gpu_backend.config import PoolSettings
+from tests.share_sim import ShareDevice, ShareSession
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _two_users(gap_charge: float) -> tuple[SharePolicy, Clock]:
+    clock = Clock()
+    policy = SharePolicy(clock, gap_charge=gap_charge)
+    policy.attach("a", "a", 1)
+    policy.attach("b", "b", 2)
+    policy.want("a")
+    policy.want("b")
+    return policy, clock
+
+
+def _round_trip(policy: SharePolicy, clock: Clock, gap: float) -> float:
+    """User b runs 1 ms, says idle with nothing launched, and is back *gap* later: how much
+    its virtual time moved over the gap."""
+    clock.now += 0.001
+    policy.used("a", clock.now)
+    policy.idle("b", busy=clock.now)
+    before = policy.users["b"].vt
+    clock.now += gap
+    policy.want("b", holding=True)
+    return policy.users["b"].vt - before
+
+
+def test_a_round_trip_is_charged_to_its_user_in_its_weight():
+    policy, clock = _two_users(gap_charge=0.002)
+    plain, plain_clock = _two_users(gap_charge=0.0)
+    moved = _round_trip(policy, clock, 0.0008) - _round_trip(plain, plain_clock, 0.0008)
+    assert moved == pytest.approx(0.0008 / 2)
+    assert policy.gaps_charged == pytest.approx(0.0008)
+    assert policy.snapshot()["gaps_charged"] == pytest.approx(0.0008)
+
+
+@pytest.mark.parametrize("gap_charge, gap", [(0.002, 0.010), (0.0, 0.0008)])
+def test_a_pause_longer_than_a_round_trip_or_the_rule_off_is_not_charged(gap_charge, gap):
+    """A pause of 10 ms (an interactive user between requests, a person thinking) is not a
+    loop's round trip; with the rule off (the default) no gap is: the user's virtual time
+    moves over the gap as the return's own rule moves it, nothing more."""
+    policy, clock = _two_users(gap_charge=gap_charge)
+    plain, plain_clock = _two_users(gap_charge=0.0)
+    assert _round_trip(policy, clock, gap) == pytest.approx(_round_trip(plain, plain_clock, gap))
+    assert policy.gaps_charged == 0.0
+
+
+def test_a_new_user_is_charged_no_gap():
+    """A user's first batch ends no gap: it starts where the others are, less its credit."""
+    clock = Clock()
+    policy = SharePolicy(clock, gap_charge=0.002)
+    policy.attach("a", "a", 1)
+    policy.want("a")
+    clock.now = 0.0005
+    policy.attach("b", "b", 1)
+    policy.want("b")
+    assert policy.gaps_charged == 0.0
+
+
+def test_the_pool_setting_reaches_the_policy():
+    settings = PoolSettings(share_gap_charge_ms=1.5)
+    assert settings.share_gap_charge_ms == 1.5
+    policy = make_policy("share", gap_charge=settings.share_gap_charge_ms / 1e3)
+    assert policy.gap_charge == pytest.approx(0.0015)
+    assert PoolSettings().share_gap_charge_ms == 0.0
+
+
+def _users_side(specs, gap_charge: float, **device) -> tuple[list[float], float]:
+    """Closed loops (weight, device seconds a batch, round trip) on the simulated device for
+    3 s: each user's progress over its progress alone (a batch then its round trip, the
+    device idle meanwhile), and the device's work conservation."""
+    sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=b, think=t)
+                for i, (w, b, t) in enumerate(specs)]
+    sim = ShareDevice(SharePolicy(gap_charge=gap_charge, deep_lead=0.016), sessions,
+                      jitter=0.3, seed=0, **device)
+    sim.run(3.0)
+    rates = [s.got / s.batch * (s.batch + s.think) / 3.0 for s in sessions]
+    return rates, sim.conservation
+
+
+def _shares(rates: list[float]) -> list[float]:
+    return [r / sum(rates) for r in rates]
+
+
+def test_loops_that_differ_in_their_round_trips_split_their_progress_evenly():
+    """Two users 1:1 with 2 ms batches, one's round trip 0.6 ms and the other's 0.1 ms: by
+    device time alone the first gets 0.55 of the progress as they see it (its own round trips
+    cost it a quarter of its rate alone, where the other's fill them); charged its round
+    trips, each gets half, and the device is as busy."""
+    specs = [(1, 0.002, 0.0006), (1, 0.002, 0.0001)]
+    without, busy_without = _users_side(specs, gap_charge=0.0)
+    assert _shares(without)[0] > 0.54   # (the miss the rule mends, as the simulation has it)
+    rates, busy = _users_side(specs, gap_charge=0.002)
+    assert _shares(rates) == pytest.approx([0.5, 0.5], abs=0.01)
+    assert busy >= busy_without - 0.01
+
+
+def test_mixed_kinds_at_weights_1_2_4_keep_their_weights_as_the_users_see_them():
+    """A saturating user at weight 1, a loop with 0.8 ms round trips at 2 and one with 0.3 ms
+    at 4 (the shapes of fairness.py's mixed-1:2:4): within 1.5 % of the weights each."""
+    specs = [(1, 0.004, None), (2, 0.004, 0.0008), (4, 0.008, 0.0003)]
+    sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=b, think=t)
+                for i, (w, b, t) in enumerate(specs)]
+    sim = ShareDevice(SharePolicy(gap_charge=0.002, deep_lead=0.016), sessions, jitter=0.3, seed=0)
+    sim.run(3.0)
+    rates = [s.got / 3.0 if s.think is None else s.got / s.batch * (s.batch + s.think) / 3.0
+             for s in sessions]
+    for share, weight in zip(_shares(rates), (1, 2, 4)):
+        assert share == pytest.approx(weight / 7, rel=0.015)
+
+
+def test_equal_loops_split_as_before():
+    """Users whose round trips are alike are charged alike: their split does not move."""
+    specs = [(1, 0.008, 0.0003), (2, 0.008, 0.0003), (4, 0.008, 0.0003)]
+    before, _ = _users_side(specs, gap_charge=0.0)
+    after, _ = _users_side(specs, gap_charge=0.002)
+    assert _shares(after) == pytest.approx(_shares(before), abs=0.01)
