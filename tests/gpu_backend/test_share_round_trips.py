@@ -135,3 +135,57 @@ def test_equal_loops_split_as_before():
     before, _ = _users_side(specs, gap_charge=0.0)
     after, _ = _users_side(specs, gap_charge=0.002)
     assert _shares(after) == pytest.approx(_shares(before), abs=0.01)
+
+
+class _WarmingUp(ShareSession):
+    """A closed loop that finishes the batch it began when its warm-up ends (its ``stop``),
+    as a client does before it waits for the common start; then idle until ``start``."""
+
+    def has_work(self, now: float) -> bool:
+        return self.start <= now and self.left > 0
+
+
+@pytest.mark.parametrize("seed", [3, 4, 7])
+def test_users_that_warm_up_one_after_another_start_together_without_one_starved(seed):
+    """Six users 1:1 each warm up alone for a few 8 ms batches at a random moment within
+    0.8 s, then all start their loops at 1.5 s (fairness.py's scenarios). What a user idle
+    meanwhile would have had (``left``, counted whenever anyone had work) raised it past
+    every user that had used as much, and it was held back at the start: 0.00-0.03 of the
+    device over the first 300 ms in these seeds. No return takes a user past the user
+    furthest ahead (SharePolicy._ceiling): each gets 0.03 at least."""
+    import random
+
+    rnd = random.Random(seed)
+    sessions = []
+    for i in range(6):
+        start = rnd.uniform(0, 0.8)
+        sessions.append(_WarmingUp(f"s{i}", f"u{i}", 1, batch=0.008, think=0.0003,
+                                   start=start, stop=start + 0.06))
+    sim = ShareDevice(SharePolicy(deep_lead=0.016), sessions, tail=0.004, lead=0.004,
+                      lead_wall=True, jitter=0.5, seed=seed)
+    sim.run(1.5)
+    for s in sessions:
+        s.start, s.stop = 1.5, float("inf")
+    before = {s.sid: s.got for s in sessions}
+    sim.run(0.3)
+    got = [s.got - before[s.sid] for s in sessions]
+    assert min(g / sum(got) for g in got) >= 0.03, got
+
+
+def test_a_return_never_goes_past_the_user_furthest_ahead():
+    """User a idle while b ran alone for 1 s would have had 0.5 s of virtual time meanwhile
+    (``dt / (W + w)``); b itself is 1 s ahead of where both stood. Back, a comes up by
+    what it would have had, less its credit, but never past b."""
+    clock = Clock()
+    policy = SharePolicy(clock)
+    policy.attach("a", "a", 1)
+    policy.attach("b", "b", 1)
+    policy.want("a")
+    policy.want("b")
+    clock.now = 0.001
+    policy.idle("a", busy=0.0005)
+    policy.users["b"].vt = 0.2      # (b's own charges meanwhile: less than a's 0.5 s missed)
+    clock.now = 1.001
+    policy.want("a", holding=True)
+    assert policy.users["a"].vt <= policy.users["b"].vt + 1e-12
+    assert policy.users["a"].vt > 0.1
