@@ -79,7 +79,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--share-gap-charge-ms", type=float,
                         help="share policy: a user back from a gap between its batches of at "
                              "most this many milliseconds (its loop's round trip) is charged "
-                             "the gap as its own time, as it would be alone (0: none is)")
+                             "the gap as its own time, as it would be alone (default 1; 0: "
+                             "none is)")
     parser.add_argument("--quantum-ms", type=float,
                         help="fair policy: the least device milliseconds a session keeps the "
                              "device while others wait (default 2)")

@@ -57,7 +57,7 @@ def test_a_round_trip_is_charged_to_its_user_in_its_weight():
 @pytest.mark.parametrize("gap_charge, gap", [(0.002, 0.010), (0.0, 0.0008)])
 def test_a_pause_longer_than_a_round_trip_or_the_rule_off_is_not_charged(gap_charge, gap):
     """A pause of 10 ms (an interactive user between requests, a person thinking) is not a
-    loop's round trip; with the rule off (the default) no gap is: the user's virtual time
+    loop's round trip; with the rule off (a policy made alone) no gap is: the user's virtual time
     moves over the gap as the return's own rule moves it, nothing more."""
     policy, clock = _two_users(gap_charge=gap_charge)
     plain, plain_clock = _two_users(gap_charge=0.0)
@@ -82,7 +82,7 @@ def test_the_pool_setting_reaches_the_policy():
     assert settings.share_gap_charge_ms == 1.5
     policy = make_policy("share", gap_charge=settings.share_gap_charge_ms / 1e3)
     assert policy.gap_charge == pytest.approx(0.0015)
-    assert PoolSettings().share_gap_charge_ms == 0.0
+    assert PoolSettings().share_gap_charge_ms == 1.0   # (the pool's default; a policy made alone has none)
 
 
 def _users_side(specs, gap_charge: float, **device) -> tuple[list[float], float]:
