@@ -49,7 +49,9 @@ _FLAGS = {
 #: first 2 ms of a batch, SharePolicy._light: the pool's own argument, 4 by default since
 #: run 87; "share+lightgap0": no user is light, as before); "share+gapcharge2" (ms: a user
 #: back from a gap of at most this is charged the gap as its own time, SharePolicy._charge_gap:
-#: the pool's own argument; "share+gapcharge0": none is)
+#: the pool's own argument; "share+gapcharge0": none is); "share+forget50" (ms the device goes
+#: unused before a user's return starts every user level, SharePolicy._forget_if_idle: the
+#: pool's own argument; "share+forget0": never, as before run 223)
 _VALUED = {
     "patience": "GPUWB_PREEMPT_PATIENCE_MS",
     "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
@@ -70,7 +72,7 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
     base, *variants = name.split("+")
     policy, _, period = base.partition("/")
     policy, _, quantum = policy.partition(":")
-    env, window, deep, light, gaps, tags = {}, None, None, None, None, []
+    env, window, deep, light, gaps, forget, tags = {}, None, None, None, None, None, []
     for variant in variants:
         valued = _VALUE.fullmatch(variant)
         if variant in _FLAGS:
@@ -85,10 +87,12 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
             light, variable = valued.group(2), None
         elif valued and valued.group(1) == "gapcharge":
             gaps, variable = valued.group(2), None
+        elif valued and valued.group(1) == "forget":
+            forget, variable = valued.group(2), None
         else:
             raise ValueError(f"policy {name!r}: no variant {variant!r} (flags "
                              f"{', '.join(_FLAGS)}; with a number {', '.join(_VALUED)}, window, "
-                             f"deeplead, lightgap, gapcharge)")
+                             f"deeplead, lightgap, gapcharge, forget)")
         if variable is not None:
             env[variable] = value
         tags.append(variant)
@@ -99,5 +103,6 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
             + (["--share-window-ms", window] if window else [])
             + (["--share-deep-lead-ms", deep] if deep is not None else [])
             + (["--share-light-gap-ms", light] if light is not None else [])
-            + (["--share-gap-charge-ms", gaps] if gaps is not None else []))
+            + (["--share-gap-charge-ms", gaps] if gaps is not None else [])
+            + (["--share-forget-idle-ms", forget] if forget is not None else []))
     return policy, tag, env, args

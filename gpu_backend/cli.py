@@ -81,6 +81,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                              "most this many milliseconds (its loop's round trip) is charged "
                              "the gap as its own time, as it would be alone (default 1; 0: "
                              "none is)")
+    parser.add_argument("--share-forget-idle-ms", type=float,
+                        help="share policy: a user back to a device nobody used for this many "
+                             "milliseconds starts every user level, what each had banked or "
+                             "owed forgotten (default 50; 0: never)")
     parser.add_argument("--quantum-ms", type=float,
                         help="fair policy: the least device milliseconds a session keeps the "
                              "device while others wait (default 2)")
@@ -140,6 +144,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 #: serve's options that map one to one onto PoolSettings fields
 SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms", "share_window_ms",
                   "share_deep_lead_ms", "share_light_gap_ms", "share_gap_charge_ms",
+                  "share_forget_idle_ms",
                   "usage_log", "memory_limit", "lease_timeout", "spare_workers", "ready_timeout",
                   "worker_zygote", "same_host",
                   "worker_spin_ms", "spin_slots",

@@ -62,6 +62,10 @@ class PoolSettings(BaseSettings):
                                        "back from a gap between its batches of at most this many "
                                        "milliseconds (its loop's round trip) is charged the gap as "
                                        "its own time, as it would be alone (0: none is)")
+    share_forget_idle_ms: float = Field(50.0, ge=0, le=3_600_000, description="share policy: "
+                                        "a user back to a device nobody used for this many "
+                                        "milliseconds starts every user level, what each had "
+                                        "banked or owed forgotten (0: never)")
     quantum_ms: float = Field(2.0, gt=0, le=100, description="fair policy: the least device "
                               "milliseconds a session keeps the device while others wait")
     period_ms: float = Field(20.0, ge=0, le=1000, description="fair policy: device milliseconds "

@@ -8,7 +8,7 @@ from typing import Callable
 
 from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Policy
 from .turns import FairPolicy, FifoPolicy
-from .share import WINDOW, SharePolicy
+from .share import FORGET_IDLE, WINDOW, SharePolicy
 
 __all__ = ["make_policy", "own_time_markers"]
 
@@ -27,7 +27,7 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
                 patience_by_op: bool = True, gap_rule: bool = True,
                 window: float | None = None, own_time: bool = False,
                 fill: bool = False, deep_lead: float = 0.0, light_gap: float = 0.0,
-                gap_charge: float = 0.0) -> Policy | None:
+                gap_charge: float = 0.0, forget_idle: float = FORGET_IDLE) -> Policy | None:
     """The policy called *name* (``fair``, ``share``, ``fifo``); ``none`` means no arbiter at all.
     *quantum*: the least device seconds a ``fair`` holder keeps the device while others
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
@@ -42,7 +42,9 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     heaviest users' sessions (SharePolicy.lead_for; 0: off); *light_gap*: the least average
     gap between a user's batches for which ``share`` counts it light (SharePolicy._light; 0:
     none is); *gap_charge*: the longest gap between a user's batches that ``share`` charges
-    it as its own time (SharePolicy._charge_gap; 0: none)."""
+    it as its own time (SharePolicy._charge_gap; 0: none); *forget_idle*: how long the device
+    goes unused before a user's return starts every user level under ``share``
+    (SharePolicy._forget_if_idle; 0: never)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)
@@ -51,7 +53,7 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     if name == "share":
         return SharePolicy(clock, window=WINDOW if window is None else window,
                            own_time=own_time, fill=fill, deep_lead=deep_lead, light_gap=light_gap,
-                           gap_charge=gap_charge)
+                           gap_charge=gap_charge, forget_idle=forget_idle)
     if name == "none":
         return None
     raise ValueError(f"unknown policy {name!r}: fair, share, fifo or none")

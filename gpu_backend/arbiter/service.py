@@ -27,6 +27,7 @@ from gpu_backend.runtime.run_dir import make_run_dir, remove_run_dir
 from .baton import BatonBoard
 from .choose import make_policy, own_time_markers
 from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Grant, Policy, Ready
+from .share import FORGET_IDLE
 from .trace import decision_trace
 
 __all__ = ["Arbiter"]
@@ -46,7 +47,8 @@ class Arbiter:
                  preempt_patience: float = PREEMPT_PATIENCE, trace: str | None = None,
                  patience_by_op: bool = True, gap_rule: bool = True,
                  window: float | None = None, fill: bool = False, deep_lead: float = 0.0,
-                 light_gap: float = 0.0, gap_charge: float = 0.0) -> None:
+                 light_gap: float = 0.0, gap_charge: float = 0.0,
+                 forget_idle: float = FORGET_IDLE) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
@@ -54,7 +56,8 @@ class Arbiter:
         for device in devices:
             made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op,
                                gap_rule, window, own_time=own_time_markers(device), fill=fill,
-                               deep_lead=deep_lead, light_gap=light_gap, gap_charge=gap_charge)
+                               deep_lead=deep_lead, light_gap=light_gap, gap_charge=gap_charge,
+                               forget_idle=forget_idle)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made

@@ -80,6 +80,10 @@ and the weights are kept by withholding launches from whoever is ahead.
   0.31-0.32. Users whose round trips are alike are charged alike and their split does not
   move; a pause longer than ``gap_charge`` (an interactive user's 10 ms between requests, a
   person thinking) is not a round trip and is not charged.
+- **A device left idle forgets** (``forget_idle``, the pool's ``share_forget_idle_ms``, 50 ms
+  by default): a user back to a device nobody has used for that long starts every user level
+  with the one furthest ahead (:meth:`_forget_if_idle`), and no return raises a user past the
+  user furthest ahead (:meth:`_ceiling`).
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ from typing import Callable
 from .anticipation import LIGHT_BATCH, LIGHT_BURST, Anticipation
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 
-__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "LIGHT_BURST", "LIGHT_BATCH"]
+__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "LIGHT_BURST", "LIGHT_BATCH", "FORGET_IDLE"]
 
 #: Device seconds (weighted) a user with work may run ahead of the user furthest behind that
 #: has work, before it is held back; it is let go again at half this. Twice a GEMM of a few
@@ -112,6 +116,11 @@ TAIL_EARLY = 0.0005
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002
+#: Wall seconds the device must have gone unused (no user with work, anticipated or with
+#: work on it) for a user's return to start every user level (SharePolicy._forget_if_idle;
+#: the pool's ``share_forget_idle_ms``): far longer than a loop's round trip or an
+#: anticipated user's gap, so that no loop's standing is forgotten between its batches.
+FORGET_IDLE = 0.05
 
 
 class SharePolicy(Policy):
@@ -122,8 +131,12 @@ class SharePolicy(Policy):
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, window: float = WINDOW,
                  credit: float = CREDIT, own_time: bool = False, fill: bool = False,
-                 deep_lead: float = 0.0, light_gap: float = 0.0, gap_charge: float = 0.0) -> None:
+                 deep_lead: float = 0.0, light_gap: float = 0.0, gap_charge: float = 0.0,
+                 forget_idle: float = FORGET_IDLE) -> None:
         super().__init__(clock)
+        #: a user back after the device went unused this long (wall seconds) starts every
+        #: user level (:meth:`_forget_if_idle`; 0: never)
+        self.forget_idle = forget_idle
         self.window = window
         #: the longest gap between a user's batches (wall seconds) charged to it as its own
         #: time when it comes back (:meth:`_charge_gap`; 0: none is)
@@ -164,6 +177,8 @@ class SharePolicy(Policy):
         self._tails: dict[str, float] = {}
         self._draining: dict[str, float] = {}
         self._since = clock()
+        #: when a user last had work, was anticipated or had work on the device (_advance)
+        self._worked_at = self._since
         self.bank = max(4 * window, self.credit)
         #: for each user out of work: the virtual seconds it would have had since, had it
         #: had work all along (``dt × w / (W + w)`` device seconds over its weight ``w``, W
@@ -369,6 +384,8 @@ class SharePolicy(Policy):
         self._since = now
         if dt <= 0:
             return
+        if self._on or any(s.runnable for s in self.sessions.values()):
+            self._worked_at = now
         if self._left:
             weights = sum(u.weight for u in self.users.values() if u.runnable(self.sessions))
             if weights > 0:
@@ -449,6 +466,7 @@ class SharePolicy(Policy):
             return
         account = self.users[session.user]
         if not account.runnable(self.sessions):
+            self._forget_if_idle()
             self._advance_min_vt()
             gap = self.anticipation.back(account.name, self.clock())
             left = self._left.pop(account.name, None)
@@ -458,6 +476,29 @@ class SharePolicy(Policy):
                 self._return(account, left)
                 self._charge_gap(account, gap)
         super()._wake(session)
+
+    def _forget_if_idle(self) -> None:
+        """A user comes back to a device nobody has used for ``forget_idle`` (no user with
+        work, anticipated or with work on it): every user starts level with the one furthest
+        ahead, what each had banked or owed forgotten. A device left idle is time nobody
+        wanted, and a place earned before it is no claim after it (start-time fair queuing
+        starts every flow anew when its server idles). Kept, the places users took while they
+        warmed up one after another, each alone for a few batches, then waited for a common
+        start held one or two of six users at 0.00-0.06 of the device for the first 300 ms
+        in half of the simulation's draws, and the user's own return rules (``left``, the
+        bank's floor, :meth:`_ceiling`) only narrowed it: users that had warmed up last kept
+        places far ahead. Level, every draw but one split evenly from the start
+        (tests/gpu_backend/test_share_round_trips.py)."""
+        if not self.forget_idle or self._on or self._counted() \
+                or self.clock() - self._worked_at < self.forget_idle:
+            return
+        level = max((u.vt for u in self.users.values()), default=None)
+        if level is None:
+            return
+        for u in self.users.values():
+            u.vt = level
+        self._left.clear()
+        self.min_vt = max(self.min_vt, level)
 
     def _charge_gap(self, account, gap: float | None) -> None:
         """*account* is back from a gap of *gap* wall seconds: a round trip of its loop (at

@@ -69,6 +69,7 @@ class WorkerHost(HostWorkers):
                                 deep_lead=settings.share_deep_lead_ms / 1e3,
                                 light_gap=settings.share_light_gap_ms / 1e3,
                                 gap_charge=settings.share_gap_charge_ms / 1e3,
+                                forget_idle=settings.share_forget_idle_ms / 1e3,
                                 trace=str(settings.arbiter_trace) if settings.arbiter_trace
                                 else None).start()
                         if settings.policy != "none" else None)
