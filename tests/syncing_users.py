@@ -49,16 +49,17 @@ def syncing_loop(a, b, barrier: threading.Barrier, stop_at: list, failed: list,
 
 def run_syncing_users(tmp_path: Path, weights: dict, policy: str, seconds: float = 5.0, *,
                       turns: bool = False, n: int = N, gemms: int = 4,
-                      work: float = SHARED_WORK) -> Path:
+                      work: float = SHARED_WORK, env: dict | None = None) -> Path:
     """Each user of *weights* a loop of four N² GEMMs and a read of one element, for
     *seconds* and until the pool has counted *work* device seconds of theirs (at most
     MAX_RUN: a loaded host gives the device less of each second), in a pool under *policy*;
     the arbiter's trace (its path). *turns*: the NumPy device's sessions run their ops in
-    turns, as one GPU's do (devices/host_turns.py)."""
+    turns, as one GPU's do (devices/host_turns.py); *env*: the pool's further settings
+    (``GPUWB_*`` variables)."""
     users, log = tmp_path / "users.toml", tmp_path / "usage.jsonl"
     trace = tmp_path / "arbiter.jsonl"
     tokens = write_users(users, {u: {"weight": w} for u, w in weights.items()})
-    env = {"GPUWB_ARBITER_TRACE": str(trace)}
+    env = {**(env or {}), "GPUWB_ARBITER_TRACE": str(trace)}
     if turns:
         env["GPUWB_NUMPY_DEVICE_TURNS"] = "1"
     proc, address = _serve(tmp_path, users, log, "--policy", policy, env=env)

@@ -109,3 +109,30 @@ def test_a_lone_user_that_syncs_sends_the_arbiter_nothing_at_its_reads(tmp_path)
     said = [json.loads(line)["msg"].get("t") for line in trace.read_text().splitlines()]
     assert said.count("want") <= 1 and "idle" not in said, said
     assert set(said) <= {"want", "used", "release"}, said   # (release: the session closed)
+
+
+def test_a_served_pool_charges_its_users_round_trips(tmp_path):
+    """The pool's ``share_gap_charge_ms`` reaches its arbiter (GPUWB_SHARE_GAP_CHARGE_MS,
+    here a second, so that a loaded machine's slow round trips count too): each return of a
+    syncing user after its ``idle`` raises its virtual time by about its gap (the return's own
+    rules raise nothing for gaps this short: what a user away a few milliseconds would have
+    had is under its credit), and the arbiter's snapshot counts the seconds charged."""
+    trace = run_syncing_users(tmp_path, {"a": 1, "b": 2}, "share", seconds=2.0, turns=True,
+                              work=0.3, env={"GPUWB_SHARE_GAP_CHARGE_MS": "1000"})
+    idle_at: dict[str, float] = {}
+    gaps = raised = 0.0
+    charged = []
+    for line in trace.read_text().splitlines():
+        entry = json.loads(line)
+        user, msg = entry["user"], entry["msg"]
+        if msg.get("t") == "idle":
+            idle_at[user] = entry["t"]
+        elif msg.get("t") == "want" and user in idle_at:
+            users = entry["state"]["users"]
+            weight = users[user]["weight"]
+            gaps += entry["t"] - idle_at.pop(user)
+            raised += (entry["vt"][user] - users[user]["vt"]) * weight
+            charged.append(entry["state"].get("gaps_charged"))
+    assert gaps > 0.05, gaps                      # (many returns: ~hundreds of reads)
+    assert charged and charged[-1] and charged[-1] > 0.5 * gaps, (charged[-1:], gaps)
+    assert 0.5 * gaps <= raised <= 2.0 * gaps, (raised, gaps)
