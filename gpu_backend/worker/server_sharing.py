@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from ..protocol.errors import error_name
+from . import staged
 from .grants import MIN_STEP
 
 __all__ = ["DeviceSharing", "GROW_TIMEOUT", "ROOM_TIMEOUT"]
@@ -114,8 +115,9 @@ class DeviceSharing:
             self._send_control({"t": "grant", "bytes": grant.granted})
 
     def _swap_out(self) -> None:
-        """Swap the session's arrays out (idle, or asked), hand their memory back and tell
-        the pool; a failure (disk full) loses nothing: the arrays stay and the pool is told.
+        """Swap the session's arrays out (idle, or asked), hand their memory back, give its
+        clients' staging rings' page-locked memory back, and tell the pool; a failure (disk
+        full) loses nothing: the arrays stay and the pool is told.
         A session asked out for another's memory that has worked since the pool judged it
         idle stays, and says so (``busy``: the seconds since its last batch)."""
         busy = self.swap.busy_since_asked()
@@ -130,6 +132,7 @@ class DeviceSharing:
             self._send_control({"t": "swapped", "bytes": 0, "error": f"{error_name(exc)}: {exc}"})
             return
         self._hand_back_memory()
+        staged.unpin_rings(self.links)   # (its clients' staging rings: pinned again when used)
         # (the report first: when the pool hears ``swapped`` its figures, where the bytes
         # are, already count, so its host budget is never short of them, door/swap_broker)
         self._last_usage_time = 0.0

@@ -20,7 +20,7 @@ from ..protocol.errors import ProtocolError
 from .links import STALL_SECONDS, ClientLinks, UnixPeer
 
 __all__ = ["WorkerRing", "answer_request", "upload_slot", "drop_chunk", "send_download",
-           "STAGED_DOWNLOAD_BYTES"]
+           "unpin_rings", "STAGED_DOWNLOAD_BYTES"]
 
 #: A client with a ring has downloads larger than this streamed through it, however large
 #: the device's chunks (Executor.stream_from): a frame of a few MiB through the socket costs
@@ -53,10 +53,17 @@ class WorkerRing:
             self.ring.upload_done(self.held)
             self.held = None
 
-    def close(self) -> None:
+    def unpin(self) -> None:
+        """Give the slots' page-locked memory back (the next transfer that uses them pins
+        them again): the last upload chunk's copy waited for first, so that no copy from
+        them is running."""
+        self.release_held()
         if self.pinned not in (None, True):
             self.device.unpin_host(self.pinned)
         self.pinned = None
+
+    def close(self) -> None:
+        self.unpin()
         self.ring.close()
 
 
@@ -102,6 +109,25 @@ def drop_chunk(peer: Any, header: dict) -> None:
     chunk = header.get("g")
     if ring is not None and type(chunk) is int and chunk >= 0:
         ring.ring.upload_done(chunk)
+
+
+def unpin_rings(links: ClientLinks) -> int:
+    """The session goes idle (its arrays swapped out): each of its clients' rings gives its
+    page-locked memory back, to be pinned again by its next transfer over
+    STAGED_DOWNLOAD_BYTES (or the client's STAGED_UPLOAD_BYTES). A session that once moved
+    more than 256 KiB held its whole ring (4 slots of the device's chunk, 32 MiB on a GPU)
+    page-locked for as long as it lived, a host's sessions together as much as their number
+    of such rings, idle or not. How many rings gave theirs back."""
+    unix = links.unix
+    if unix is None:
+        return 0
+    given = 0
+    for peer in unix.peers.values():
+        ring = peer.staging
+        if ring is not None and ring.pinned is not None:
+            ring.unpin()
+            given += 1
+    return given
 
 
 def send_download(links: ClientLinks, peer: UnixPeer, array: Any) -> None:
