@@ -206,7 +206,8 @@ def serve(args: argparse.Namespace) -> int:
                                 f"heaviest users launch {settings.share_deep_lead_ms:g} ms deep; "
                                 f"users away {settings.share_light_gap_ms:g} ms between batches "
                                 f"are light; round trips up to {settings.share_gap_charge_ms:g} ms "
-                                f"charged)"
+                                f"charged; a device idle {settings.share_forget_idle_ms:g} ms "
+                                f"forgets)"
                                 if settings.policy == "share" else "")
     print(f"policy {policy}; {mode}; usage log {settings.usage_log}", flush=True)
     if door.metrics_server is not None:

@@ -56,7 +56,7 @@ class PoolSettings(BaseSettings):
                                       "milliseconds is light: the first 2 ms of each of its "
                                       "batches hold nobody back (0: no user is)")
     # (1 ms: a loop's round trip on the GPU hosts measured, the trainer's ~0.7 ms among them;
-    # dl-mix's long user 0.453-0.474 of its rate against 0.414-0.427 without, `none` 0.467-0.477,
+    # dl-mix's long user 0.451-0.474 of its rate against 0.414-0.433 without, `none` 0.467-0.477,
     # H200 runs 219-220; a 2 ms bound gained nothing more: docs/fair-share.md)
     share_gap_charge_ms: float = Field(1.0, ge=0, le=1000, description="share policy: a user "
                                        "back from a gap between its batches of at most this many "

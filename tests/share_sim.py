@@ -142,7 +142,10 @@ class ShareDevice:
             if s.holding and s.standing_idle and not s.reading:
                 s.standing_idle = False
                 self._apply(self.policy.want(s.sid, holding=True))
-            elif not s.holding and not s.asked:
+            elif not s.holding and not s.asked and not (s.think is not None and 0 < s.left <= s.drain):
+                # (a closed loop that gave its grant back with the rest of its batch launched
+                # asks again only for its next batch, as its worker would: asked again at
+                # once, it held a grant with nothing to run and never said ``idle``)
                 s.asked = True
                 self._apply(self.policy.want(s.sid))
 

@@ -344,6 +344,7 @@ class SharePolicy(Returns, Policy):
                 self._out_of_work(self.sessions[sid], end)
             else:
                 self._off(sid)
+                self._away_from_now(self.sessions[sid], end)
         self._advance(now)
 
     def _advance(self, now: float) -> None:

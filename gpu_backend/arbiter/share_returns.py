@@ -26,14 +26,13 @@ methods read and move; they are ``SharePolicy``'s own, kept here by topic.
   alone a loop's round trips leave the device idle. dl-mix's trainer takes 4.83 ms a step
   alone, 0.66 ms of it its round trip (H200 run 101); charged device time only, it got 0.57-0.60
   of its rate alone beside a long user at 0.41-0.43 (`none` 0.47), and at weights 1:2:4 0.347
-  against its 0.286 (runs 219-220). Charged its round trips: 0.55-0.57 beside 0.45-0.47, and
-  0.31-0.32. Users whose round trips are alike are charged alike and their split does not
+  against its 0.286 (runs 219-221). Charged its round trips: 0.55-0.57 beside 0.45-0.47, and
+  0.31-0.34. Users whose round trips are alike are charged alike and their split does not
   move; a pause longer than ``gap_charge`` (an interactive user's 10 ms between requests, a
   person thinking) is not a round trip and is not charged.
 - **A device left idle forgets** (``forget_idle``, the pool's ``share_forget_idle_ms``, 50 ms
-  by default): a user back to a device nobody has used for that long starts every user level
-  with the one furthest ahead (:meth:`_forget_if_idle`), and no return raises a user past the
-  user furthest ahead (:meth:`_ceiling`).
+  by default; a policy made alone has it too): a user back to a device nobody has used for
+  that long starts every user level with the one furthest ahead (:meth:`_forget_if_idle`).
 """
 
 from __future__ import annotations
@@ -66,13 +65,18 @@ class Returns:
             self._left[name] = 0.0
             self.anticipation.out(name, at)
 
-    def _away_from_now(self, session: _Session) -> None:
-        """*session*'s work ran until now though its user was counted out of work earlier
-        (:meth:`done`): where none of its user's sessions has work, its absence starts now."""
+    def _away_from_now(self, session: _Session, at: float | None = None) -> None:
+        """*session*'s work ran until now (or *at*) though its user was counted out of work
+        earlier (:meth:`done`; a release's launched work estimated done, :meth:`_integrate`):
+        where none of its user's sessions has work, its absence starts then, so that the gap
+        a return measures (:meth:`_charge_gap`) holds none of that work. (Counted from the
+        release, a user that gave its grant back with 0.6 ms launched and came back 0.3 ms
+        after that work ran was charged 0.9 ms, and one with 0.8 ms launched nothing at all:
+        the gap passed ``gap_charge``.)"""
         account = self.users[session.user]
         if account.name in self._left and not account.runnable(self.sessions):
             self._left[account.name] = 0.0
-            self.anticipation.out(account.name, self.clock())
+            self.anticipation.out(account.name, self.clock() if at is None else at)
 
     def _wake(self, session: _Session) -> None:
         if session.runnable:
@@ -97,11 +101,14 @@ class Returns:
         wanted, and a place earned before it is no claim after it (start-time fair queuing
         starts every flow anew when its server idles). Kept, the places users took while they
         warmed up one after another, each alone for a few batches, then waited for a common
-        start held one or two of six users at 0.00-0.06 of the device for the first 300 ms
-        in half of the simulation's draws, and the user's own return rules (``left``, the
-        bank's floor, :meth:`_ceiling`) only narrowed it: users that had warmed up last kept
-        places far ahead. Level, every draw but one split evenly from the start
-        (tests/gpu_backend/test_share_round_trips.py)."""
+        start held one to three of six users at 0.00-0.06 of the device for the first 300 ms
+        in the simulation's draws: *left* adds up every stretch in which anyone had work, as
+        if that user had had it whole, so users that warmed up first came back far past
+        users that had used as much, and users that warmed up last kept places they took
+        beside nobody. Level, each of the draws tested splits evenly from the start
+        (tests/gpu_backend/test_share_round_trips.py). What each user was owed meanwhile is
+        dropped, not its absence: a return after the forgetting is a return (its round trip
+        charged where it is one), not a newcomer's."""
         if not self.forget_idle or self._on or self._counted() \
                 or self.clock() - self._worked_at < self.forget_idle:
             return
@@ -110,7 +117,7 @@ class Returns:
             return
         for u in self.users.values():
             u.vt = level
-        self._left.clear()
+        self._left = dict.fromkeys(self._left, 0.0)
         self.min_vt = max(self.min_vt, level)
 
     def _charge_gap(self, account, gap: float | None) -> None:
@@ -128,29 +135,11 @@ class Returns:
         ``bank`` behind the others with work or anticipated (:meth:`_bank_floor`; not
         ``min_vt``: that jumps to a user far ahead while it is the only one with work, two
         others reading at once, and the cap then took the deficit of a user behind away at
-        every read: users 1:2:4 in the simulation got 0.20 / 0.40 / 0.40).
-
-        What it would have had meanwhile never takes it past the user furthest ahead
-        (:meth:`_ceiling`): with work all along it would have stood level with the others,
-        and *left* adds up the virtual time of every stretch in which anyone had work, each
-        counted as if its users with work had had it whole. Six users that warm up one after
-        another, each alone for a few batches, then wait for the same start came back up to
-        tens of milliseconds of virtual time past users that had used as much, and were held
-        back until those caught up: 0.00-0.03 of the device over the first 300 ms in three
-        of ten of the simulation's draws (tests/gpu_backend/test_share_round_trips.py), as one
-        of six syncing users on an H200 had 0.04 for its first 300 ms (run 219, many-sync;
-        not traced there)."""
-        raised = account.vt + max(0.0, left - self.credit / account.weight)
-        ceiling = self._ceiling(account)
-        account.vt = raised if ceiling is None else max(account.vt, min(raised, ceiling))
+        every read: users 1:2:4 in the simulation got 0.20 / 0.40 / 0.40)."""
+        account.vt += max(0.0, left - self.credit / account.weight)
         floor = self._bank_floor(account.weight)
         if floor is not None:
             account.vt = max(account.vt, floor)
-
-    def _ceiling(self, account) -> float | None:
-        """The most virtual time *account* may be raised to on its return: the greatest of
-        the other users' (None: it is alone)."""
-        return max((u.vt for u in self.users.values() if u is not account), default=None)
 
     def _bank_floor(self, weight: float) -> float | None:
         """The least virtual time a user of *weight* back from idle may come back with:
