@@ -59,6 +59,14 @@ _VALUED = {
     "sharelead": "GPUWB_SHARE_LEAD_US",
     "lead": "GPUWB_PACING_LEAD_US",
 }
+#: Variants with a number that are the pool's own arguments: {name: serve's option}
+_POOL_VALUED = {
+    "window": "--share-window-ms",
+    "deeplead": "--share-deep-lead-ms",
+    "lightgap": "--share-light-gap-ms",
+    "gapcharge": "--share-gap-charge-ms",
+    "forget": "--share-forget-idle-ms",
+}
 _VALUE = re.compile(r"([a-z]+)(\d+(?:\.\d+)?)")
 
 
@@ -72,37 +80,23 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
     base, *variants = name.split("+")
     policy, _, period = base.partition("/")
     policy, _, quantum = policy.partition(":")
-    env, window, deep, light, gaps, forget, tags = {}, None, None, None, None, None, []
+    env, pool_args, tags = {}, [], []
     for variant in variants:
         valued = _VALUE.fullmatch(variant)
         if variant in _FLAGS:
             variable, value = _FLAGS[variant]
+            env[variable] = value
         elif valued and valued.group(1) in _VALUED:
-            variable, value = _VALUED[valued.group(1)], valued.group(2)
-        elif valued and valued.group(1) == "window":
-            window, variable = valued.group(2), None
-        elif valued and valued.group(1) == "deeplead":
-            deep, variable = valued.group(2), None
-        elif valued and valued.group(1) == "lightgap":
-            light, variable = valued.group(2), None
-        elif valued and valued.group(1) == "gapcharge":
-            gaps, variable = valued.group(2), None
-        elif valued and valued.group(1) == "forget":
-            forget, variable = valued.group(2), None
+            env[_VALUED[valued.group(1)]] = valued.group(2)
+        elif valued and valued.group(1) in _POOL_VALUED:
+            pool_args += [_POOL_VALUED[valued.group(1)], valued.group(2)]
         else:
             raise ValueError(f"policy {name!r}: no variant {variant!r} (flags "
-                             f"{', '.join(_FLAGS)}; with a number {', '.join(_VALUED)}, window, "
-                             f"deeplead, lightgap, gapcharge, forget)")
-        if variable is not None:
-            env[variable] = value
+                             f"{', '.join(_FLAGS)}; with a number "
+                             f"{', '.join([*_VALUED, *_POOL_VALUED])})")
         tags.append(variant)
     tag = "-".join([policy] + ([f"q{quantum}"] if quantum else [])
                    + ([f"p{period}"] if period else []) + tags)
     args = ((["--quantum-ms", quantum, "--period-ms", "0"] if quantum else [])
-            + (["--period-ms", period] if period else [])
-            + (["--share-window-ms", window] if window else [])
-            + (["--share-deep-lead-ms", deep] if deep is not None else [])
-            + (["--share-light-gap-ms", light] if light is not None else [])
-            + (["--share-gap-charge-ms", gaps] if gaps is not None else [])
-            + (["--share-forget-idle-ms", forget] if forget is not None else []))
+            + (["--period-ms", period] if period else []) + pool_args)
     return policy, tag, env, args
