@@ -59,7 +59,8 @@ _VALUED = {
     "sharelead": "GPUWB_SHARE_LEAD_US",
     "lead": "GPUWB_PACING_LEAD_US",
 }
-#: Variants with a number that are the pool's own arguments: {name: serve's option}
+#: Variants with a number that are the pool's own arguments: {name: serve's option}, passed
+#: in this order whatever the name's
 _POOL_VALUED = {
     "window": "--share-window-ms",
     "deeplead": "--share-deep-lead-ms",
@@ -80,7 +81,7 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
     base, *variants = name.split("+")
     policy, _, period = base.partition("/")
     policy, _, quantum = policy.partition(":")
-    env, pool_args, tags = {}, [], []
+    env, pooled, tags = {}, {}, []
     for variant in variants:
         valued = _VALUE.fullmatch(variant)
         if variant in _FLAGS:
@@ -89,7 +90,7 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
         elif valued and valued.group(1) in _VALUED:
             env[_VALUED[valued.group(1)]] = valued.group(2)
         elif valued and valued.group(1) in _POOL_VALUED:
-            pool_args += [_POOL_VALUED[valued.group(1)], valued.group(2)]
+            pooled[valued.group(1)] = valued.group(2)
         else:
             raise ValueError(f"policy {name!r}: no variant {variant!r} (flags "
                              f"{', '.join(_FLAGS)}; with a number "
@@ -98,5 +99,7 @@ def policy_variant(name: str) -> tuple[str, str, dict, list]:
     tag = "-".join([policy] + ([f"q{quantum}"] if quantum else [])
                    + ([f"p{period}"] if period else []) + tags)
     args = ((["--quantum-ms", quantum, "--period-ms", "0"] if quantum else [])
-            + (["--period-ms", period] if period else []) + pool_args)
+            + (["--period-ms", period] if period else [])
+            + [arg for key, option in _POOL_VALUED.items() if key in pooled
+               for arg in (option, pooled[key])])
     return policy, tag, env, args
