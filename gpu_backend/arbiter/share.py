@@ -144,7 +144,9 @@ class SharePolicy(Returns, Policy):
         self._tails: dict[str, float] = {}
         self._draining: dict[str, float] = {}
         self._since = clock()
-        #: when a user last had work, was anticipated or had work on the device (_advance)
+        #: when a session last had work on the device (_advance): a user with work has, or
+        #: is held back for one that has, but for an anticipated user's gap, which
+        #: _forget_if_idle asks about itself
         self._worked_at = self._since
         self.bank = max(4 * window, self.credit)
         #: for each user out of work: the virtual seconds it would have had since, had it
@@ -352,7 +354,7 @@ class SharePolicy(Returns, Policy):
         self._since = now
         if dt <= 0:
             return
-        if self._on or any(s.runnable for s in self.sessions.values()):
+        if self._on:   # (a user with work is on the device, or held back for one that is)
             self._worked_at = now
         if self._left:
             weights = sum(u.weight for u in self.users.values() if u.runnable(self.sessions))
