@@ -91,15 +91,17 @@ def test_a_gap_after_a_release_counts_from_its_launched_work_s_end():
 
 
 def _users_side(specs, gap_charge: float, **device) -> tuple[list[float], float]:
-    """Closed loops (weight, device seconds a batch, round trip) on the simulated device for
-    3 s: each user's progress over its progress alone (a batch then its round trip, the
-    device idle meanwhile), and the device's work conservation."""
+    """Closed loops (weight, device seconds a batch, round trip; None: saturating) on the
+    simulated device for 3 s: each user's progress over its progress alone (a batch then its
+    round trip, the device idle meanwhile; a saturating user's, the device's whole time), and
+    the device's work conservation."""
     sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=b, think=t)
                 for i, (w, b, t) in enumerate(specs)]
     sim = ShareDevice(SharePolicy(gap_charge=gap_charge, deep_lead=0.016), sessions,
                       jitter=0.3, seed=0, **device)
     sim.run(3.0)
-    rates = [s.got / s.batch * (s.batch + s.think) / 3.0 for s in sessions]
+    rates = [s.got / 3.0 if s.think is None else s.got / s.batch * (s.batch + s.think) / 3.0
+             for s in sessions]
     return rates, sim.conservation
 
 
@@ -123,13 +125,8 @@ def test_loops_that_differ_in_their_round_trips_split_their_progress_evenly():
 def test_mixed_kinds_at_weights_1_2_4_keep_their_weights_as_the_users_see_them():
     """A saturating user at weight 1, a loop with 0.8 ms round trips at 2 and one with 0.3 ms
     at 4 (the shapes of fairness.py's mixed-1:2:4): within 1.5 % of the weights each."""
-    specs = [(1, 0.004, None), (2, 0.004, 0.0008), (4, 0.008, 0.0003)]
-    sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=b, think=t)
-                for i, (w, b, t) in enumerate(specs)]
-    sim = ShareDevice(SharePolicy(gap_charge=0.002, deep_lead=0.016), sessions, jitter=0.3, seed=0)
-    sim.run(3.0)
-    rates = [s.got / 3.0 if s.think is None else s.got / s.batch * (s.batch + s.think) / 3.0
-             for s in sessions]
+    rates, _ = _users_side([(1, 0.004, None), (2, 0.004, 0.0008), (4, 0.008, 0.0003)],
+                           gap_charge=0.002)
     for share, weight in zip(_shares(rates), (1, 2, 4)):
         assert share == pytest.approx(weight / 7, rel=0.015)
 
