@@ -88,6 +88,7 @@ class ReplySending:
                     return
                 self.phases.mark("push_packed")
                 self._report_before_reply()   # (what the client is told, the pool knows first)
+                self.phases.mark("push_reported")
                 try:
                     self.links.send_message(ident, [packed])
                 except zmq.ZMQError as exc:

@@ -364,9 +364,12 @@ class SteadyLane:
         x._ended = None   # (the executor's end of batch, as Executor.after_reply)
         pacer = x.pacer
         pacer.end_unlaunched(x.more_work)
+        mark = x.phases.mark   # (its parts, where the worker times its phases: program_phases.py)
+        mark("lane_unlaunched")
         run = x.replay.ahead
         if self._run_ahead(plan):
             self._next(plan)
+            mark("lane_next")
             self.plan = plan
             return
         # (the generic run ahead, where the lane's may not run: the pacer measures this
@@ -552,6 +555,7 @@ class SteadyLane:
             pacer.end_batch(plan.held.ops, x.more_work)
         else:
             pacer.charge(estimate)
+        mark("lane_charged")
         writes = []
         if plan.written:   # (the arrays it read, written back when its message is answered)
             now = dict(moved)
@@ -577,6 +581,7 @@ class SteadyLane:
                     self._read_ahead(plan, ahead)
             elif run._reads_now(plan.sid, cost):
                 self._read_ahead(plan, ahead)
+        mark("lane_made")
         return True
 
     def _decline(self, why: str) -> bool:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import zmq
 
-from gpu_backend.devices import open_device
+from gpu_backend.devices import open_device, parse_devices
 from gpu_backend.protocol import staging
 from gpu_backend.worker import staged
 from gpu_backend.worker.links import ClientLinks
@@ -63,7 +63,7 @@ def _registered(device, ring: staging.StagingRing) -> bool:
 
 
 def test_an_idle_sessions_rings_give_their_pinned_memory_back_and_pin_again(links):
-    device = open_device(TEST_DEVICES.split(",")[0])
+    device = open_device(parse_devices(TEST_DEVICES)[0])
     peer = next(iter(links.unix.peers.values()))
     ring = staged.WorkerRing(staging.StagingRing.create(SLOT), device)
     peer.staging = ring
