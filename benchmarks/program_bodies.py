@@ -197,8 +197,15 @@ def chain20_inputs(xp, n):
 def held_step(xp, loop):
     """The instruction counters' held loops (held_instructions.py, worker_instructions.py):
     ``chain20`` (its body on 1 K float32, then ``float(x.sum())``) or ``hot_sync``
-    (``float((x + 1).sum())`` on 1000 float32). Returns (the first state, the step: state
-    -> next state)."""
+    (``float((x + 1).sum())`` on 1000 float32) or ``hot_step`` (programs.py's hot sync,
+    ``float((x + step * 0.5).sum())``: a float parameter that steps, which the worker's lane
+    guesses). Returns (the first state, the step: state -> next state)."""
+    if loop == "hot_step":
+        def stepping(state):
+            x, step = state
+            float((x + step * 0.5).sum())
+            return x, step + 1
+        return (xp.arange(1000, dtype=xp.float32), 0), stepping
     if loop == "chain20":
         x, y = chain20_inputs(xp, 1024)
 

@@ -30,7 +30,8 @@ time is the host's, tens of times longer under valgrind). The worker's count of 
 answered ahead (``memory_info()``'s stretches, read after the count) is shown beside.
 Loops: ``chain20``
 (``program_bodies.chain20_body`` and ``float(x.sum())``) and ``hot_sync``
-(``float((x + 1).sum())`` on 1000 float32), as in ``held_instructions.py``. Sides: ``early``
+(``float((x + 1).sum())`` on 1000 float32), as in ``held_instructions.py``, and ``hot_step``
+(programs.py's hot sync, ``float((x + step * 0.5).sum())``: a float parameter that steps). Sides: ``early``
 (the default settings), ``noearly`` (``GPUWB_EARLY_REPLAY=0``, the client's setting). Each
 run checks that its timed iterations were answered from the template.
 """

@@ -72,3 +72,54 @@ def test_a_guess_that_would_not_be_finite_is_the_last_value():
 def test_only_the_last_values_are_read():
     values = [i * 0.01 for i in range(50)]
     assert next_float(values) == next_float(values[-KEPT:])
+
+
+# ---------------------------------------------------------------- the rule, scored whole
+def _scored_whole(values: list) -> float:
+    """The guess as the module's doc states the rule, every step of the window scored
+    afresh (the reference the module's shortcuts — the summed model's check first, each
+    window's scores kept for the next guess — must give bit for bit)."""
+    from gpu_backend.worker import float_steps as fs
+
+    values = values[-KEPT:]
+    before, last = values[-2], values[-1]
+    models = (fs._summed, fs._multiple, fs._fraction)
+    best = fs._summed
+    if len(values) > 2:
+        steps = range(2, len(values))
+        scores = [sum(m(values[i - 2], values[i - 1]) == values[i] for i in steps) for m in models]
+        bar = scores[0] + fs.MARGIN
+        for model, score in zip(models[1:], scores[1:]):
+            if score >= bar:
+                best, bar = model, score + 1
+        if bar <= len(steps) and max(scores) < len(steps):
+            if sum(fs._affine(values[i - 2], values[i - 1]) == values[i] for i in steps) >= bar:
+                best = fs._affine
+    guess = best(before, last)
+    if guess is None:
+        guess = fs._summed(before, last)
+    return guess if math.isfinite(guess) else last
+
+
+def _same_bits(a: float, b: float) -> bool:
+    return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_each_guess_is_the_rules_scored_whole_bit_for_bit(name):
+    values = SEQUENCES[name][0]
+    for n in range(2, 120):
+        assert _same_bits(next_float(values[:n]), _scored_whole(values[:n])), (name, n)
+
+
+def test_two_floats_guessed_in_turn_and_odd_values_keep_to_the_rule():
+    """Two loops' floats guessed in turn (each window's kept scores found by its own values),
+    and values no model fits: zeros of both signs, a jump, an infinity, a NaN."""
+    odd = [0.0, -0.0, 0.0, -0.0, 1.0, 2.0, 4.0, 8.0, math.inf, 3.0, math.nan, 5.0, 6.0, 7.0,
+           1e308, 1.7e308, -1e308, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
+    a = [i * 0.01 for i in range(60)]
+    b = [0.1 + 1e-4 * i for i in range(60)]
+    for n in range(2, 60):
+        for values in (a[:n], b[:n], odd[:min(n, len(odd))]):
+            if len(values) >= 2:
+                assert _same_bits(next_float(values), _scored_whole(values)), (values[-3:], n)
