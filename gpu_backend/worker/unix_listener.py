@@ -95,6 +95,12 @@ class UnixListener:
         self.had_client = False
         self._poller = select.poll()   # the listener's fd and each peer's
         self._zmq_poller: zmq.Poller | None = None
+        #: the peer the last poll found readable (or hung up), not read since: a look for
+        #: work (``ClientLinks.poll``) and the read after it polled twice for one message,
+        #: a system call of 3-5 µs on an H200 host at every message of a pushed loop
+        #: (issue 50); only this worker reads the socket, so what a poll saw stays until
+        #: the peer is read (:meth:`recv`) or dropped
+        self._seen: UnixPeer | None = None
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if os.path.exists(path):
             os.unlink(path)
@@ -129,11 +135,14 @@ class UnixListener:
         for peer in self.peers.values():
             if peer.reader.buffered and peer.trusted:   # (an untrusted one's half message waits)
                 return peer
+        if self._seen is not None:   # (found by the last poll, not read since)
+            return self._seen
         for fd, _event in self._poller.poll(timeout_ms):
             if fd == self.listener.fileno():
                 self._accept()
             elif fd in self.peers:
-                return self.peers[fd]
+                peer = self._seen = self.peers[fd]
+                return peer
         return None
 
     def next_message(self) -> tuple[UnixPeer, list] | None:
@@ -190,6 +199,8 @@ class UnixListener:
         peer.trusted = self.had_client = True
 
     def drop(self, peer: UnixPeer) -> None:
+        if self._seen is peer:
+            self._seen = None
         self.peers.pop(peer.fd, None)
         for poller in (self._poller, self._zmq_poller):
             if poller is not None:
@@ -203,6 +214,8 @@ class UnixListener:
             peer.staging = None
 
     def recv(self, peer: UnixPeer) -> tuple[UnixPeer, list] | None:
+        if self._seen is peer:   # (read now: a poll must look again)
+            self._seen = None
         if not peer.trusted:
             self._authenticate(peer)
             return None

@@ -72,3 +72,53 @@ def test_messages_on_both_links_are_all_read_whichever_came_last(links, tmp_path
     finally:
         dealer.close()
         unix.close()
+
+
+class _CountedPoll:
+    """select.poll's object, its polls counted (the system calls a message costs)."""
+
+    def __init__(self, poll):
+        self._poll, self.polls = poll, 0
+
+    def poll(self, timeout=None):
+        self.polls += 1
+        return self._poll.poll(timeout)
+
+    def __getattr__(self, name):
+        return getattr(self._poll, name)
+
+
+def test_a_peer_a_poll_found_readable_is_read_without_polling_again_and_only_once(links):
+    """A look for work that found the client's message (``poll``) and the read after it
+    polled the socket twice for one message; the peer found is now read at once. Once read
+    (or dropped), a poll looks again: nothing waits, and a read finds nothing without
+    blocking on the empty socket or dropping the client."""
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.connect(links.unix_path)
+    send_all(unix, [codec.packb({"t": "auth", "k": KEY})])
+    try:
+        send_all(unix, [b"u0"])
+        assert _read(links) == b"u0"      # (connected and trusted)
+        counted = links.unix._poller = _CountedPoll(links.unix._poller)
+        for n in range(1, 4):
+            send_all(unix, [b"u%d" % n])
+            assert _wait_poll(links)
+            polls = counted.polls
+            assert links.poll(0) and links.poll(0)   # (asked again: the same peer, no poll)
+            got = links.recv_message()
+            assert got is not None and bytes(got[1][0]) == b"u%d" % n
+            assert counted.polls == polls          # (read without a poll of its own)
+            assert not links.poll(0)               # (read: the next look polls again)
+            assert counted.polls > polls
+        started = time.monotonic()
+        assert links.recv_message() is None       # (nothing there: no wait on the socket)
+        assert time.monotonic() - started < 1.0
+        assert len(links.unix.peers) == 1         # (and the client kept)
+        send_all(unix, [b"u4"])
+        assert _wait_poll(links)
+        (peer,) = links.unix.peers.values()
+        links.drop(peer)                          # (dropped while found readable)
+        assert not links.poll(0)
+        assert links.recv_message() is None
+    finally:
+        unix.close()
