@@ -262,6 +262,32 @@ class GraphTools:
     def scalar_buffer(self, dtype: np.dtype) -> Any:
         return self.cp.empty((), dtype)
 
+    def read_slots(self, arrays: list) -> tuple[Any, list]:
+        """A graph that copies each 0-d array of *arrays* (numeric, at most 16 bytes) into a
+        page-locked slot of its own, and each slot as a NumPy 0-d array of its dtype: a
+        loop's closing scalar reads by one launch after its graphs, where each read was a
+        ``cudaMemcpyAsync`` of its own (~5-7 µs of an H200 host's worker, run 225) and its
+        wait (worker/lane_reads.py). The slots hold the values once :meth:`wait` returns."""
+        cp = self.cp
+        pinned = cp.cuda.alloc_pinned_memory(16 * max(1, len(arrays)))
+        host = np.frombuffer(pinned, np.uint8, 16 * max(1, len(arrays)))
+        to_host = self._runtime.memcpyDeviceToHost
+        views = []
+        with self.capturing() as result:
+            stream = cp.cuda.get_current_stream().ptr
+            for n, a in enumerate(arrays):
+                size = a.dtype.itemsize
+                self._runtime.memcpyAsync(host.ctypes.data + 16 * n, a.data.ptr, size, to_host, stream)
+                views.append(host[16 * n:16 * n + size].view(a.dtype).reshape(()))
+        graph = result[0]
+        graph.slots_memory = pinned   # (the slots live as long as the graph that writes them)
+        return graph, views
+
+    def wait(self) -> None:
+        """Until the session's stream has run everything launched on it (the current one:
+        the worker's session stream); an asynchronous error of its work is raised here."""
+        self._runtime.streamSynchronize(self.cp.cuda.get_current_stream().ptr)
+
     def param_block(self, nbytes: int) -> Any:
         """Device bytes that hold a stretch's parameters, each a 0-d view (:meth:`scalar_in`):
         one copy writes them all before a launch."""

@@ -36,6 +36,10 @@ class _HostGraph(list):
     """The calls of one captured segment: (function, args, kwargs, the result it gave)."""
 
 
+def _nothing(result: Any) -> None:
+    """A recorded call's finish that keeps nothing (read_slots' copies)."""
+
+
 class HostGraphTools:
     #: capturing runs the calls too (their results are needed as they are recorded)
     capture_runs = True
@@ -113,6 +117,20 @@ class HostGraphTools:
 
     def writer(self, dst: np.ndarray, host: np.ndarray) -> Any:
         return functools.partial(np.copyto, dst, host, casting="no")
+
+    def read_slots(self, arrays: list) -> tuple[_HostGraph, list]:
+        """GraphTools.read_slots's: a recorded graph that copies each 0-d array into a slot
+        of its own, and the slots."""
+        graph, views = _HostGraph(), []
+        for a in arrays:
+            slot = np.empty((), a.dtype)
+            graph.append((np.copyto, (slot, a), {"casting": "no"}, _nothing, None, -1, None))
+            views.append(slot)
+        return graph, views
+
+    @staticmethod
+    def wait() -> None:
+        """(The NumPy device's work is done when its call returns.)"""
 
     def empty_like(self, a: np.ndarray) -> np.ndarray:
         return np.empty(a.shape, a.dtype, order=layout_order(a))

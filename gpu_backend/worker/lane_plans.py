@@ -19,6 +19,7 @@ from .eager_ops import lane_runs_eagerly
 from .float_steps import KEPT, float_values, next_float
 from .graph_replay import _Reads
 from .lane_messages import Layout, read_batch
+from .lane_reads import read_slots
 from ..protocol.stretch_records import fill_slots
 
 __all__ = ["LanePlan", "make_plan", "stepped", "history_lists", "REPLAY_KEYS", "MOVES"]
@@ -44,7 +45,7 @@ class LanePlan:
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
                  "int_steps",
                  "float_history",
-                 "written", "eager_kept", "remade", "held")
+                 "written", "eager_kept", "remade", "held", "read_slots")
 
 
 def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
@@ -170,6 +171,8 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     if with_params and (plan.floats or plan.int_steps):   # (a read taking a parameter that
         return None                   # steps: resolved once, it would read the first's value)
     plan.reads = reads
+    #: its reads by one launch after its graphs, where each is a conversion of a 0-d buffer
+    plan.read_slots = read_slots(graphs.tools, reads, graphs.array_type)
     #: the same reads as the generic path keeps them (StretchGraphs' _Reads), left with a
     #: run ahead of the lane's whose reads wait for the client's replay: the generic path
     #: makes them where it answers that run (the lane left)

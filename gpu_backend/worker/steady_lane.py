@@ -113,6 +113,9 @@ class SteadyLane:
         #: ``measured`` counts the runs ahead it measured (``lane_measured``)
         self.measures = True
         self.measured = 0
+        #: closing reads made from the slots a read graph filled (worker/lane_reads.py:
+        #: ``lane_slot_reads``)
+        self.slot_reads = 0
         #: runs ahead the lane declined, and plans it left, by why (``lane_declined``,
         #: ``lane_left_why``: diagnostics)
         self.declined: dict[str, int] = {}
@@ -342,11 +345,19 @@ class SteadyLane:
         x = self.x
         seq, warned = x.seq, len(x._warnings)
         call = x.call
+        slots = plan.read_slots
         values = []
         try:
-            for index, kind, name, target, args, kwargs in plan.reads:
-                x.seq = index
-                values.append([index, call(kind, name, target, args, kwargs)])
+            if slots is not None:   # (copied out by the read graph its run ahead launched)
+                x.replay.graphs.tools.wait()
+                for index, convert, view in slots.reads:
+                    x.seq = index
+                    values.append([index, convert(view)])
+                self.slot_reads += len(values)
+            else:
+                for index, kind, name, target, args, kwargs in plan.reads:
+                    x.seq = index
+                    values.append([index, call(kind, name, target, args, kwargs)])
         except Exception:
             return None
         finally:
@@ -520,6 +531,8 @@ class SteadyLane:
                     raise _Relayout   # (a result's layout changed: captured again)
                 else:
                     mark("lane_eager")
+            if plan.read_slots is not None:   # (its closing reads' values copied out: lane_reads)
+                launch(plan.read_slots.graph)
             for n in plan.eager_kept:   # (its new array the client's, as StretchGraphs._finish)
                 array = source = eager_array_out(g, n, handout[n])
                 if array is None:   # (written after, in the graphs' buffer: copied from it)

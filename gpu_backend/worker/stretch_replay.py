@@ -457,7 +457,7 @@ class StretchReplay:
                 "pushed": self.lane.pushes.pushed, "push_taken": self.lane.pushes.taken,
                 "push_confirmed": self.lane.pushes.confirmed, "push_quiet": self.lane.pushes.quiet,
                 "push_rolled": self.lane.pushes.rolled, "reads_deferred": self.lane.deferrals,
-                "lane_measured": self.lane.measured,
+                "lane_measured": self.lane.measured, "lane_slot_reads": self.lane.slot_reads,
                 "lane_declined": dict(self.lane.declined),
                 "lane_left_why": dict(self.lane.left_why),
                 "draws_redone": self.x.draws.redone,

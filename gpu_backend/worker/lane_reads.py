@@ -1,0 +1,65 @@
+"""The steady lane's closing scalar reads by one launch (issue 50, docs/stretch-replay.md,
+"The steady lane").
+
+A loop that reads a value every iteration (``float((x + 1).sum())``, a loss, a norm) ends
+each replay with reads of 0-d results of its graphs. Each was a call of the device's
+conversion (``float``), which on a GPU copies the value by a ``cudaMemcpyAsync`` of its own
+and waits: ~15 µs of an H200 host's worker at every message of the hot sync (run 226's
+``lane_read``), where the graph's launch costs 2.5. So a plan whose closing reads are all
+such conversions of its graphs' 0-d numeric buffers gets a *read graph*: one launch after
+its graphs copies every value into a page-locked slot of its own (the device's
+``read_slots``), and the reads are then the wait for the stream and each conversion of its
+slot, a NumPy 0-d array of the buffer's dtype — what the device's conversion converts
+(devices/cupy_scalar_reads.py; the NumPy device's builtin of its own 0-d array), so the
+values, and any warning they raise, are the same. Any other read (a slice, an ``item``, a
+read taking a parameter) leaves the plan's reads as they were.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol.messages import KIND_OPERATOR
+
+__all__ = ["ReadSlots", "read_slots"]
+
+#: the conversions a read graph serves: the device's operators of these names convert the
+#: NumPy 0-d array of the value's dtype with these builtins
+CONVERSIONS = {"float": float, "int": int, "bool": bool, "complex": complex}
+#: the widest value a slot holds (complex128)
+MOST_BYTES = 16
+
+
+class ReadSlots:
+    """A plan's read graph (*graph*, launched after its graphs) and its reads: (the op's
+    index, the conversion, the slot its value is copied into)."""
+
+    __slots__ = ("graph", "reads")
+
+    def __init__(self, graph: Any, reads: list) -> None:
+        self.graph, self.reads = graph, reads
+
+
+def read_slots(tools: Any, reads: list, array_type: type) -> ReadSlots | None:
+    """The read graph of a plan's closing *reads* (``(index, kind, name, target, args,
+    kwargs)`` with their arguments resolved: the graphs' own buffers), made by the device's
+    graph *tools*; None where one of them is not a conversion of a 0-d numeric array of
+    *array_type*, or the device could not make it (the reads are then made as before)."""
+    if not reads or not hasattr(tools, "read_slots"):
+        return None
+    arrays, converts = [], []
+    for index, kind, name, target, args, kwargs in reads:
+        convert = CONVERSIONS.get(name) if kind == KIND_OPERATOR and type(name) is str else None
+        if convert is None or target is not None or kwargs or len(args) != 1:
+            return None
+        a = args[0]
+        if type(a) is not array_type or a.ndim or a.dtype.kind not in "biufc" \
+                or a.dtype.itemsize > MOST_BYTES:
+            return None
+        arrays.append(a)
+        converts.append((index, convert))
+    try:
+        graph, views = tools.read_slots(arrays)
+    except Exception:   # (a device that cannot capture the copies: the reads as before)
+        return None
+    return ReadSlots(graph, [(index, convert, view) for (index, convert), view in zip(converts, views)])
