@@ -135,7 +135,7 @@ class _Ahead:
 
     __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
                  "writes", "measured_from", "read_values", "started", "alone", "read_wait",
-                 "after", "deferred")
+                 "after", "deferred", "read_slots")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
                  ran: int, slots: int, reads: Any, writes: list,
@@ -162,6 +162,9 @@ class _Ahead:
         #: its closing reads wait for its client's message already there, made before its
         #: reply is pushed (the steady lane's: SteadyLane._read_ahead)
         self.deferred = False
+        #: the read graph launched after its graphs, whose slots then hold its closing
+        #: reads' values (the steady lane's runs: worker/lane_reads.py); None: none was
+        self.read_slots = None
 
 
 class RunAhead:

@@ -345,8 +345,9 @@ class SteadyLane:
         x = self.x
         seq, warned = x.seq, len(x._warnings)
         call = x.call
-        slots = plan.read_slots
-        values = []
+        ahead = plan.ahead   # (the slots hold its values only where its run launched
+        slots = ahead.read_slots if ahead is not None else None   # the read graph: the
+        values = []                               # lane's, not a generic run ahead)
         try:
             if slots is not None:   # (copied out by the read graph its run ahead launched)
                 x.replay.graphs.tools.wait()
@@ -578,6 +579,7 @@ class SteadyLane:
         ahead = run.ahead = _Ahead(plan.sid, self._inputs(plan, k), params, g, self._empty, plan.ran,
                                    plan.slots, plan.reads_left, writes, measured_from, began,
                                    pacer.alone_now())
+        ahead.read_slots = plan.read_slots   # (launched above: its slots are its values)
         plan.ahead = ahead
         # its closing reads at once where RunAhead.start would make them so (a short replay,
         # or short beside its client's gaps; not an early replay's), or where its reply is
