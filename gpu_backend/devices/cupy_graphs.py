@@ -279,9 +279,8 @@ class GraphTools:
                 size = a.dtype.itemsize
                 self._runtime.memcpyAsync(host.ctypes.data + 16 * n, a.data.ptr, size, to_host, stream)
                 views.append(host[16 * n:16 * n + size].view(a.dtype).reshape(()))
-        graph = result[0]
-        graph.slots_memory = pinned   # (the slots live as long as the graph that writes them)
-        return graph, views
+        # (the slots' memory lives as long as their views: NumPy's buffer holds it)
+        return result[0], views
 
     def wait(self) -> None:
         """Until the session's stream has run everything launched on it (the current one:
