@@ -444,7 +444,8 @@ class SteadyLane:
             moved.append((n, a))
         # (its draws, where it draws: made ahead only as RunAhead's would be)
         draws = plan.held.draws
-        if not run.may_draw(plan.sid, plan.held, self._inputs(plan, k)):
+        next_inputs = self._inputs(plan, k)
+        if draws and not run.may_draw(plan.sid, plan.held, next_inputs):
             return self._decline("draws")
         # (a warning of the run ahead's, a parameter's cast or a launch's, would go with the
         # next reply numbered as no op of it: such a run is not run ahead, as in
@@ -576,7 +577,7 @@ class SteadyLane:
             for n, _step, had in plan.bound:
                 if n in plan.written:
                     writes.append((now.get(n, had), plan.bufs[n]))
-        ahead = run.ahead = _Ahead(plan.sid, self._inputs(plan, k), params, g, self._empty, plan.ran,
+        ahead = run.ahead = _Ahead(plan.sid, next_inputs, params, g, self._empty, plan.ran,
                                    plan.slots, plan.reads_left, writes, measured_from, began,
                                    pacer.alone_now())
         ahead.read_slots = plan.read_slots   # (launched above: its slots are its values)
