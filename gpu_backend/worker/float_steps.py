@@ -34,12 +34,12 @@ the rule's guess bit for bit (tests/gpu_backend/test_float_steps.py scores every
 whole beside them).
 
 Over 298 steps of each (the guess from the values before it, KEPT at most): ``i * 0.01``
-22 misses (133 summed), ``i * 0.1`` 6 (190), ``i / 3`` 2 (201), ``i / 100`` 24 (133),
-``0.1 + 1e-4 * i`` 10 (147), ``2.5 - 0.003 * i`` 2 (153), ``1.0 + i * 0.1`` from ``i =
-1000`` 18 (231), ``t += 0.1`` 3 (3), ``t += 0.01`` 6 (6), ``step * 0.5`` 0 (0);
-``i * 0.01`` from ``i = 1000`` is missed as often as summed (72: where the summed guess
-gets five of the window's six steps, it stays, by MARGIN), and ``0.25 + i / 7`` (a step no
-short decimal is) as well (162).
+13 misses (133 summed; 22 before the long run of :func:`next_float`), ``i * 0.1`` 6 (190),
+``i / 3`` 2 (201), ``i / 100`` 15 (133; 24), ``0.1 + 1e-4 * i`` 10 (147), ``2.5 - 0.003 *
+i`` 2 (153), ``1.0 + i * 0.1`` from ``i = 1000`` 18 (231), ``t += 0.1`` 3 (3), ``t += 0.01``
+6 (6), ``step * 0.5`` 0 (0); ``-i * 0.01`` from ``i = 1000`` 38 (72 before: where the summed
+guess gets the window's six steps, it stays), and ``0.25 + i / 7`` (a step no short decimal
+is) as often as summed (162).
 """
 
 from __future__ import annotations
