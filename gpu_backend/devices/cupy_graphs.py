@@ -123,6 +123,44 @@ class Retained(list):
         return sum(p.mem.size for p in self)
 
 
+class _SlotBlock:
+    """Page-locked bytes that read graphs copy values into (GraphTools.read_slots), given
+    back to their :class:`_SlotBlocks` when nothing holds them any more."""
+
+    def __init__(self, blocks: "_SlotBlocks", pinned: Any, host: np.ndarray) -> None:
+        self.blocks, self.pinned, self.host = blocks, pinned, host
+
+    def __del__(self) -> None:
+        self.blocks.give_back(self.pinned, self.host)
+
+
+class _SlotBlocks:
+    """The read graphs' page-locked memory, never handed back to CuPy's pinned pool: a block
+    let go while its graph's copy may still be on its way is reused only after a wait for
+    the stream it was launched on (:attr:`epoch`, GraphTools.wait). Back in the pool, it
+    could have been handed to a host write that the late copy then overwrote (an upload's
+    staging buffer, say)."""
+
+    def __init__(self, cupy: Any) -> None:
+        self.cp = cupy
+        #: how many waits for the session's stream there have been
+        self.epoch = 0
+        #: blocks let go: (the epoch then, their memory, its bytes)
+        self.free: list = []
+
+    def take(self, nbytes: int) -> _SlotBlock:
+        for i in range(len(self.free)):
+            epoch, pinned, host = self.free[i]
+            if epoch < self.epoch and host.nbytes >= nbytes:
+                del self.free[i]
+                return _SlotBlock(self, pinned, host)
+        pinned = self.cp.cuda.alloc_pinned_memory(nbytes)
+        return _SlotBlock(self, pinned, np.frombuffer(pinned, np.uint8, nbytes))
+
+    def give_back(self, pinned: Any, host: np.ndarray) -> None:
+        self.free.append((self.epoch, pinned, host))
+
+
 class GraphTools:
     #: capturing records launches without running them: a capture is launched after
     capture_runs = False
@@ -136,6 +174,7 @@ class GraphTools:
         self._capture_stream = None
         self._copies_kernel = None
         self._products = None   # (CapturedProducts, made at the first product captured)
+        self._slot_blocks: _SlotBlocks | None = None   # (read_slots' memory)
 
     # ------------------------------------------------------------ capture
     @contextlib.contextmanager
@@ -262,15 +301,18 @@ class GraphTools:
     def scalar_buffer(self, dtype: np.dtype) -> Any:
         return self.cp.empty((), dtype)
 
-    def read_slots(self, arrays: list) -> tuple[Any, list]:
+    def read_slots(self, arrays: list) -> tuple[Any, list, Any]:
         """A graph that copies each 0-d array of *arrays* (numeric, at most 16 bytes) into a
-        page-locked slot of its own, and each slot as a NumPy 0-d array of its dtype: a
-        loop's closing scalar reads by one launch after its graphs, where each read was a
-        ``cudaMemcpyAsync`` of its own (~5-7 µs of an H200 host's worker, run 225) and its
-        wait (worker/lane_reads.py). The slots hold the values once :meth:`wait` returns."""
+        page-locked slot of its own, each slot as a NumPy 0-d array of its dtype, and what
+        holds the slots' memory (kept as long as the slots are read): a loop's closing scalar
+        reads by one launch after its graphs, where each read was a ``cudaMemcpyAsync`` of
+        its own (~5-7 µs of an H200 host's worker, run 225) and its wait (worker/
+        lane_reads.py). The slots hold the values once :meth:`wait` returns."""
         cp = self.cp
-        pinned = cp.cuda.alloc_pinned_memory(16 * max(1, len(arrays)))
-        host = np.frombuffer(pinned, np.uint8, 16 * max(1, len(arrays)))
+        if self._slot_blocks is None:
+            self._slot_blocks = _SlotBlocks(cp)
+        block = self._slot_blocks.take(16 * max(1, len(arrays)))
+        host = block.host
         to_host = self._runtime.memcpyDeviceToHost
         views = []
         with self.capturing() as result:
@@ -279,13 +321,14 @@ class GraphTools:
                 size = a.dtype.itemsize
                 self._runtime.memcpyAsync(host.ctypes.data + 16 * n, a.data.ptr, size, to_host, stream)
                 views.append(host[16 * n:16 * n + size].view(a.dtype).reshape(()))
-        # (the slots' memory lives as long as their views: NumPy's buffer holds it)
-        return result[0], views
+        return result[0], views, block
 
     def wait(self) -> None:
         """Until the session's stream has run everything launched on it (the current one:
         the worker's session stream); an asynchronous error of its work is raised here."""
         self._runtime.streamSynchronize(self.cp.cuda.get_current_stream().ptr)
+        if self._slot_blocks is not None:
+            self._slot_blocks.epoch += 1
 
     def param_block(self, nbytes: int) -> Any:
         """Device bytes that hold a stretch's parameters, each a 0-d view (:meth:`scalar_in`):

@@ -118,15 +118,15 @@ class HostGraphTools:
     def writer(self, dst: np.ndarray, host: np.ndarray) -> Any:
         return functools.partial(np.copyto, dst, host, casting="no")
 
-    def read_slots(self, arrays: list) -> tuple[_HostGraph, list]:
+    def read_slots(self, arrays: list) -> tuple[_HostGraph, list, None]:
         """GraphTools.read_slots's: a recorded graph that copies each 0-d array into a slot
-        of its own, and the slots."""
+        of its own, and the slots (their own memory: nothing else to hold)."""
         graph, views = _HostGraph(), []
         for a in arrays:
             slot = np.empty((), a.dtype)
             graph.append((np.copyto, (slot, a), {"casting": "no"}, _nothing, None, -1, None))
             views.append(slot)
-        return graph, views
+        return graph, views, None
 
     @staticmethod
     def wait() -> None:

@@ -23,7 +23,9 @@ beat it by :data:`MARGIN`:
   ``last - before``, ``a`` zero or ``last`` rounded to a few decimals, ``s`` then found,
   with ``a + b * s == last`` and ``a + b * (s - 1) == before``. Searched only where none of
   the other three got every step of the window right and it could still win; the pairs
-  found are tried first after, and each (before, last) searched once.
+  found are tried first after, and each (before, last) searched once. (So its guess may
+  depend on the pairs other floats found before: a miss that depends on history, never a
+  wrong reply — a guess only decides what runs ahead.)
 
 Each step's hits are remembered (:func:`_hits`), and each window's scores (:func:`_window`):
 a guess scores its one new step on the window the guess before it left. Where the summed

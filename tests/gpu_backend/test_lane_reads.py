@@ -2,9 +2,10 @@
 reads are all conversions (``float``, ``int``, ``bool``, ``complex``) of its graphs' 0-d
 numeric buffers copies their values into slots of their own by one read graph after its
 graphs, and reads the slots. Through a real pool on the test device (the NumPy device in
-CI, a GPU with ``GPUWB_TEST_DEVICES``): every kind of conversion gives the very value, and
-the very warning, that the loop gives on a session without replay; a read that is no such
-conversion keeps its own path; and the plan's reads are judged as the module says."""
+CI, a GPU with ``GPUWB_TEST_DEVICES``, where ``lane_slot_reads`` also shows that the read
+graph was made): every kind of conversion gives the very value, and a failing one its very
+error, that the loop gives on a session without replay; a read that is no such conversion
+keeps its own path; and the plan's reads are judged as the module says."""
 
 from __future__ import annotations
 
@@ -140,3 +141,30 @@ def test_which_reads_a_read_graph_serves():
     }
     for why, reads in refused.items():
         assert read_slots(tools, reads, np.ndarray) is None, why
+
+
+def test_a_gpus_slot_memory_is_reused_only_after_a_wait():
+    """On a GPU (skipped on the NumPy device): the read graph's page-locked slots never go
+    back to CuPy's pinned pool, and a block let go is reused only after a wait for the
+    stream (its graph's copy may still have been on its way when it was let go)."""
+    from gpu_backend.devices import open_device, parse_devices
+    from ..differential import TEST_DEVICES
+
+    spec = parse_devices(TEST_DEVICES)[0]
+    if not spec.startswith("cuda"):
+        pytest.skip("the NumPy device's slots are its own arrays")
+    device = open_device(spec)
+    cp = device.cupy
+    tools = device.graph_tools
+    a = cp.full((), 2.5, cp.float64)
+    graph, views, keep = tools.read_slots([a])
+    tools.launch(graph)
+    tools.wait()
+    assert float(views[0]) == 2.5
+    memory = keep.host.ctypes.data
+    del graph, views, keep            # (let go: not yet reusable)
+    _g, _v, again = tools.read_slots([a])
+    assert again.host.ctypes.data != memory
+    tools.wait()                      # (a wait: the block let go may be taken again)
+    _g2, _v2, later = tools.read_slots([a])
+    assert later.host.ctypes.data == memory
