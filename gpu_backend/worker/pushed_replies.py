@@ -110,10 +110,9 @@ class Pushes:
                 or x._warnings or x.fatal:
             return None
         batch = lane.batch(plan)
-        reply = lane.reply(plan, batch, lane.numbered(plan, values))
-        reply["t"] = perf_counter() - ahead.started
-        reply["P"], reply["C"], reply["K"] = plan.expected, self.chain, confirmed
-        packed = codec.packb(reply)
+        packed = codec.packb({**lane.reply(plan, batch, lane.numbered(plan, values)),
+                              "t": perf_counter() - ahead.started, "P": plan.expected,
+                              "C": self.chain, "K": confirmed})
         self.sent.append(PushRecord(batch, plan.expected))
         self.pushed += 1
         return packed
