@@ -110,6 +110,8 @@ class SharePolicy(Returns, Policy):
         self.gap_charge = gap_charge
         #: wall seconds of round trips charged so far (snapshot: the pool's status)
         self.gaps_charged = 0.0
+        #: times a device left idle made every user level (:meth:`_forget_if_idle`; snapshot)
+        self.forgotten = 0
         #: users whose gaps between batches average at least this (wall seconds) are light:
         #: the first LIGHT_BURST of each of their batches holds nobody back (:meth:`_light`;
         #: 0: no user is)
@@ -543,4 +545,6 @@ class SharePolicy(Returns, Policy):
         snap["admitted"] = sorted(self.admitted)
         if self.gap_charge:
             snap["gaps_charged"] = self.gaps_charged
+        if self.forget_idle:
+            snap["forgotten"] = self.forgotten
         return snap

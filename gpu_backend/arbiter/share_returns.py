@@ -52,7 +52,7 @@ class Returns:
     """The methods of :class:`~gpu_backend.arbiter.share.SharePolicy` that place a user back
     from idle (see the module's docstring). A mixin: the policy's ``__init__`` sets what they
     read (``_left``, ``anticipation``, ``credit``, ``bank``, ``gap_charge``, ``gaps_charged``,
-    ``forget_idle``, ``_worked_at``, ``_on``, ``min_vt``)."""
+    ``forget_idle``, ``forgotten``, ``_worked_at``, ``_on``, ``min_vt``)."""
 
     def _out_of_work(self, session: _Session, at: float | None = None) -> None:
         """*session* has no work (since *at*, or now): if none of its user's has, note
@@ -119,6 +119,7 @@ class Returns:
             u.vt = level
         self._left = dict.fromkeys(self._left, 0.0)
         self.min_vt = max(self.min_vt, level)
+        self.forgotten += 1
 
     def _charge_gap(self, account, gap: float | None) -> None:
         """*account* is back from a gap of *gap* wall seconds: a round trip of its loop (at

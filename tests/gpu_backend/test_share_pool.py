@@ -113,10 +113,12 @@ def test_a_lone_user_that_syncs_sends_the_arbiter_nothing_at_its_reads(tmp_path)
 
 def test_a_served_pool_charges_its_users_round_trips(tmp_path):
     """The pool's ``share_gap_charge_ms`` reaches its arbiter (GPUWB_SHARE_GAP_CHARGE_MS,
-    here a second, so that a loaded machine's slow round trips count too): each return of a
-    syncing user after its ``idle`` raises its virtual time by about its gap (the return's own
-    rules raise nothing for gaps this short: what a user away a few milliseconds would have
-    had is under its credit), and the arbiter's snapshot counts the seconds charged."""
+    here a second, so that a loaded machine's slow round trips count too): the arbiter's
+    snapshot counts about the users' gaps between ``idle`` and ``want`` as charged, and
+    their returns raise their virtual times by at least that. (Not by at most about it: a
+    return's own rules raise a user far behind further, and on a loaded machine a user falls
+    far behind more often — 2.6 s raised against 1.2 s of gaps once under three busy loops,
+    1.2-1.5 times the gaps in other loaded runs.)"""
     # (a device nobody used for 50 ms forgets every user's place, levelling them: on a
     # loaded machine both users were away that long now and then, and the levelling counted
     # as raised, 2.6 s against 1.2 s of gaps once; this test is of the round trips' charge)
@@ -138,5 +140,6 @@ def test_a_served_pool_charges_its_users_round_trips(tmp_path):
             raised += (entry["vt"][user] - users[user]["vt"]) * weight
             charged.append(entry["state"].get("gaps_charged"))
     assert gaps > 0.05, gaps                      # (many returns: ~hundreds of reads)
-    assert charged and charged[-1] and charged[-1] > 0.5 * gaps, (charged[-1:], gaps)
-    assert 0.5 * gaps <= raised <= 2.0 * gaps, (raised, gaps)
+    assert charged and charged[-1], charged[-1:]
+    assert 0.5 * gaps <= charged[-1] <= 2.0 * gaps, (charged[-1], gaps)
+    assert raised >= 0.5 * charged[-1], (raised, charged[-1])

@@ -148,9 +148,9 @@ class _WarmingUp(ShareSession):
         return self.start <= now and self.left > 0
 
 
-def _apart(forget_idle: float, idle: float) -> tuple[float, float]:
+def _apart(forget_idle: float, idle: float) -> tuple[float, float, SharePolicy]:
     """User a runs 30 ms alone (b attached, idle), both go idle for *idle* seconds, then b
-    comes back, then a: their virtual times."""
+    comes back, then a: their virtual times, and the policy."""
     clock = Clock()
     policy = SharePolicy(clock, forget_idle=forget_idle)
     policy.attach("a", "a", 1)
@@ -161,19 +161,23 @@ def _apart(forget_idle: float, idle: float) -> tuple[float, float]:
     clock.now += idle
     policy.want("b")
     policy.want("a", holding=True)
-    return policy.users["a"].vt, policy.users["b"].vt
+    return policy.users["a"].vt, policy.users["b"].vt, policy
 
 
 def test_a_device_left_idle_starts_every_user_level():
     """a used 30 ms while b had nothing to run; the device then went unused for 60 ms: b's
     return starts both level (the place a earned before is no claim after), where a pause
-    shorter than ``forget_idle`` keeps a ahead by what it used, less b's credit."""
-    a, b = _apart(forget_idle=0.05, idle=0.060)
+    shorter than ``forget_idle`` keeps a ahead by what it used, less b's credit. The
+    snapshot counts the forgettings (``forgotten``)."""
+    a, b, policy = _apart(forget_idle=0.05, idle=0.060)
     assert a == pytest.approx(b)
-    a, b = _apart(forget_idle=0.05, idle=0.010)
+    assert policy.forgotten == 1 and policy.snapshot()["forgotten"] == 1
+    a, b, policy = _apart(forget_idle=0.05, idle=0.010)
     assert a - b > 0.010
-    a, b = _apart(forget_idle=0.0, idle=0.060)   # (never: the rule off)
+    assert policy.snapshot()["forgotten"] == 0
+    a, b, policy = _apart(forget_idle=0.0, idle=0.060)   # (never: the rule off)
     assert a - b > 0.010
+    assert policy.forgotten == 0 and "forgotten" not in policy.snapshot()
 
 
 def _warm_then_start(seed: int, forget_idle: float) -> list[float]:
