@@ -54,8 +54,9 @@ __all__ = ["next_float", "float_values", "WINDOW", "KEPT", "MARGIN"]
 #: the last steps each model is scored on
 WINDOW = 6
 #: the last steps a model other than the summed one must all have got right to be taken
-#: before the window's scores are asked (:func:`next_float`)
-LONG = 12
+#: before the window's scores are asked (:func:`next_float`): two windows, each scored as
+#: one (:func:`_window`)
+LONG = 2 * WINDOW
 #: the values a guess is made from, at most: the long run's, and the two its first step takes
 KEPT = LONG + 2
 #: the more steps of the window a model other than the summed one must have got right: a
@@ -218,36 +219,6 @@ def _window(values: tuple) -> tuple[tuple, tuple]:
     return steps, sums
 
 
-#: each run of values' streaks: by model, the steps it got right in a row up to the last
-#: (at most the run's), kept for the next guess as :data:`_WINDOWS` keeps the window's scores
-_STREAKS: dict[tuple, tuple] = {}
-
-
-def _streaks(values: tuple) -> tuple:
-    """By model, how many of the last steps within *values* (at most KEPT) it got right in
-    a row, from the streaks of ``values[:-1]`` where a guess before left them."""
-    n = len(values)
-    earlier = _STREAKS.get(values[:-1]) if n > 3 else None
-    if earlier is None:
-        streaks = [0] * len(_MODELS)
-        for m in range(len(_MODELS)):
-            for i in range(n - 1, 1, -1):
-                if not _hits(values[i - 2], values[i - 1], values[i])[m]:
-                    break
-                streaks[m] += 1
-        streaks = tuple(streaks)
-    else:
-        hit = _hits(values[-3], values[-2], values[-1])
-        streaks = tuple([min(s + 1, n - 2) if h else 0 for s, h in zip(earlier, hit)])
-    if len(_STREAKS) >= _REMEMBERED_MOST:
-        _STREAKS.clear()
-    if n >= KEPT:
-        _STREAKS[values[1:]] = tuple([min(s, n - 3) for s in streaks])
-    else:
-        _STREAKS[values] = streaks
-    return streaks
-
-
 def next_float(values: Sequence[float]) -> float:
     """The next of *values* (oldest first, at least two; a float parameter's values at a
     stretch's consecutive replays): the summed model's where it got every one of the last
@@ -279,10 +250,12 @@ def next_float(values: Sequence[float]) -> float:
         steps, scores = _window(window)
         count = len(steps)
         if n >= LONG + 2 and count in scores:   # (a model right at every step of the window:
-            streaks = _streaks(values)          # perhaps at every one of the long run's)
-            for model, streak in zip(_MODELS[1:], streaks[1:]):
-                if streak >= LONG:
-                    guess = model(before, last)
+            # perhaps at every one of the long run's: the window before it, scored as the
+            # window was seven guesses ago, and kept since)
+            earlier = _window(values[-(LONG + 2):-WINDOW])[1]
+            for m in range(1, len(_MODELS)):
+                if scores[m] == count and earlier[m] == WINDOW:
+                    guess = _MODELS[m](before, last)
                     if guess is not None and math.isfinite(guess):
                         return guess
         values, n = window, len(window)
