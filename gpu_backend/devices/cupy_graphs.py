@@ -131,7 +131,10 @@ class _SlotBlock:
         self.blocks, self.pinned, self.host = blocks, pinned, host
 
     def __del__(self) -> None:
-        self.blocks.give_back(self.pinned, self.host)
+        try:
+            self.blocks.give_back(self.pinned, self.host)
+        except Exception:   # (at the interpreter's exit: nothing to give back to)
+            pass
 
 
 class _SlotBlocks:
