@@ -51,7 +51,7 @@ def read_slots(tools: Any, reads: list, array_type: type) -> ReadSlots | None:
     kwargs)`` with their arguments resolved: the graphs' own buffers), made by the device's
     graph *tools*; None where one of them is not a conversion of a 0-d numeric array of
     *array_type*, or the device could not make it (the reads are then made as before)."""
-    if not reads or not hasattr(tools, "read_slots"):
+    if not reads:
         return None
     arrays, converts = [], []
     for index, kind, name, target, args, kwargs in reads:
@@ -64,11 +64,12 @@ def read_slots(tools: Any, reads: list, array_type: type) -> ReadSlots | None:
             return None
         arrays.append(a)
         converts.append((index, convert))
+    global _told
     try:
         graph, views, keep = tools.read_slots(arrays)
     except Exception:   # (a device that cannot capture the copies: the reads as before,
         if not _told:   # said once: run 227's GPU never made one, and nothing said so)
-            _told.append(True)
+            _told = True
             traceback.print_exc(file=sys.stderr)
         return None
     return ReadSlots(graph, [(index, convert, view) for (index, convert), view in zip(converts, views)],
@@ -76,4 +77,4 @@ def read_slots(tools: Any, reads: list, array_type: type) -> ReadSlots | None:
 
 
 #: whether a read graph's failure was said (once a worker)
-_told: list = []
+_told = False

@@ -345,9 +345,11 @@ class SteadyLane:
         x = self.x
         seq, warned = x.seq, len(x._warnings)
         call = x.call
-        ahead = plan.ahead   # (the slots hold its values only where its run launched
-        slots = ahead.read_slots if ahead is not None else None   # the read graph: the
-        values = []                               # lane's, not a generic run ahead)
+        # (the slots hold the run ahead's values only where that run launched the read
+        # graph: the lane's runs, not a generic run ahead the plan took over)
+        ahead = plan.ahead
+        slots = ahead.read_slots if ahead is not None else None
+        values = []
         try:
             if slots is not None:   # (copied out by the read graph its run ahead launched)
                 x.replay.graphs.tools.wait()
