@@ -8,7 +8,7 @@ with ``dt = 0.01`` rounds otherwise than ``t + dt`` at 133 of 300 steps, and
 ``programs.py``'s random walk's ``0.1 + 1e-4 * step`` at 147 (the lane left 127 times over
 its 2 396 replays on an H200, run 151).
 
-So each float is guessed by one of four models of how a loop makes it, the one that
+So each float is guessed by one of five models of how a loop makes it, the one that
 predicted the most of its last :data:`WINDOW` values exactly, the summed one unless another
 beat it by :data:`MARGIN`:
 
@@ -18,6 +18,9 @@ beat it by :data:`MARGIN`:
   before)``, ``b`` the double, or a neighbour, with ``b * s == last`` and ``b * (s - 1) ==
   before``);
 - *a fraction of the counter*: ``s / m`` (``i / 100``), ``m = 1 / (last - before)``;
+- *a decay*: ``last * r`` (``lr *= 0.99``, an annealed temperature), ``r`` the shortest
+  decimal near ``last / before`` (the quotient itself is often a unit in the last place
+  off), or the quotient, with ``before * r == last``;
 - *an offset and a multiple of the counter*: ``a + b * s`` (``0.1 + 1e-4 * step``), ``b``
   the shortest decimal (six digits at most) within a few units in the last place of
   ``last - before``, ``a`` zero or ``last`` rounded to a few decimals, ``s`` then found,
@@ -41,7 +44,17 @@ Over 298 steps of each (the guess from the values before it, KEPT at most): ``i 
 i`` 2 (153), ``1.0 + i * 0.1`` from ``i = 1000`` 18 (231), ``t += 0.1`` 3 (3), ``t += 0.01``
 6 (6), ``step * 0.5`` 0 (0); ``-i * 0.01`` from ``i = 1000`` 38 (72 before: where the summed
 guess gets the window's six steps, it stays), and ``0.25 + i / 7`` (a step no short decimal
-is) as often as summed (162).
+is) as often as summed (162); ``lr *= 0.99``, ``x *= 0.5``, ``lam *= 0.98`` 2 each (the first
+two guesses; 116–296 before the decay was a model).
+
+*One message's floats together* (:func:`next_floats`): a float no model of its own is sure
+of (the summed one right at the window's every step, another at the long run's) that was,
+at each of its last RELATED values, another float's times one factor — in the same message
+or the one before — is guessed as that float's value times the factor. ISTA's threshold
+``clip(v, -lr * lam, lr * lam)`` beside ``lam = max(lam * 0.98, 0.01)``: a product's
+rounding follows no model of its own (a message of the three floats missed at 194 of 198
+steps before the decay was a model, 113 with it guessed each alone, 10 together: the
+decay's warm-up and its floor).
 """
 
 from __future__ import annotations
@@ -49,7 +62,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-__all__ = ["next_float", "float_values", "WINDOW", "KEPT", "MARGIN"]
+__all__ = ["next_float", "next_floats", "float_values", "WINDOW", "KEPT", "MARGIN", "RELATED"]
 
 #: the last steps each model is scored on
 WINDOW = 6
@@ -173,7 +186,39 @@ def _affine_search(before: float, last: float) -> float | None:
     return None
 
 
-_MODELS: tuple[Callable[[float, float], float | None], ...] = (_summed, _multiple, _fraction)
+#: _geometric's answers by (before, last)
+_GEOMETRIC_ANSWERS: dict[tuple[float, float], float | None] = {}
+#: the most significant digits a factor is searched with (``lam *= 0.98``)
+_FACTOR_DIGITS = 8
+
+
+def _geometric(before: float, last: float) -> float | None:
+    return _remembered(_GEOMETRIC_ANSWERS, (before, last), _geometric_search)
+
+
+def _geometric_search(before: float, last: float) -> float | None:
+    """``last * r`` for a loop's ``lam *= r`` (a decay: ``lr *= 0.99``, an annealed
+    temperature): ``r`` the shortest decimal (:data:`_FACTOR_DIGITS` digits at most) near
+    ``last / before``, or that quotient or a neighbour of it, with ``before * r == last``;
+    None where there is none such (or ``r`` is 1: a float that stays is summed)."""
+    if before == 0 or last == before or not math.isfinite(last):
+        return None
+    q = last / before
+    if not math.isfinite(q) or q == 0:
+        return None
+    # (a decimal of _FACTOR_DIGITS digits or fewer within a few units in the last place of
+    # q is q rounded to _FACTOR_DIGITS digits: any other such decimal is far further away)
+    r = float(f"{q:.{_FACTOR_DIGITS}g}")
+    if abs(r - q) <= 4 * math.ulp(q) and before * r == last:
+        return last * r
+    for r in (q, math.nextafter(q, math.inf), math.nextafter(q, -math.inf)):
+        if before * r == last:
+            return last * r
+    return None
+
+
+_MODELS: tuple[Callable[[float, float], float | None], ...] = (_summed, _multiple, _fraction,
+                                                                _geometric)
 #: which of _MODELS got a step (before, last, next) right, by the step
 _HITS: dict[tuple[float, float, float], tuple[bool, ...]] = {}
 
@@ -223,9 +268,10 @@ def next_float(values: Sequence[float]) -> float:
     """The next of *values* (oldest first, at least two; a float parameter's values at a
     stretch's consecutive replays): the summed model's where it got every one of the last
     WINDOW steps exactly right; else the prediction of a model other than the summed one
-    (multiple, then fraction) that got every one of the last LONG steps right; else of the
-    model that got the most of the last WINDOW steps right (ties to the first of summed,
-    multiple, fraction; another than summed must beat it by MARGIN); the last value itself
+    (multiple, fraction, then decay) that got every one of the last LONG steps right; else
+    of the model that got the most of the last WINDOW steps right (ties to the first of
+    summed, multiple, fraction, decay; another than summed must beat it by MARGIN); the
+    last value itself
     where the prediction would not be finite.
 
     Why the long run: a float a loop computes from its counter (``t = i * 0.01``) is
@@ -234,44 +280,145 @@ def next_float(values: Sequence[float]) -> float:
     22 of 298 steps, ``i * 0.001`` at 29, ``i * 0.07`` at 27; with it 13, 12 and 7, and
     every summed float as before (the summed model's own run decides first)."""
     values = tuple(values[-KEPT:])
-    before, last = values[-2], values[-1]
-    best = _summed
+    sure = _sure_guess(values)
+    return sure if sure is not None else _scored_guess(values)
+
+
+def _sure_guess(values: tuple) -> float | None:
+    """The guess of a model sure of it: the summed one right at every step of the window, or
+    another right at every step of the long run; None where none is (:func:`_scored_guess`
+    then), or its guess would not be finite. *values*: KEPT at most."""
     n = len(values)
-    if n > 2:
-        start = max(2, n - WINDOW)
-        for i in range(start, n):   # (the summed model right at every step of the window is
-            b, a = values[i - 1], values[i - 2]   # chosen whatever the others scored: none
-            if b + (b - a) != values[i]:          # can beat it by MARGIN; a loop's ``t +=
-                break                             # dt``, ``step * 0.5``: its guess at once)
-        else:
-            guess = last + (last - before)
-            return guess if math.isfinite(guess) else last
-        window = values[-(WINDOW + 2):]
-        steps, scores = _window(window)
+    if n <= 2:
+        return None
+    before, last = values[-2], values[-1]
+    for i in range(max(2, n - WINDOW), n):   # (the summed model right at every step of the
+        b, a = values[i - 1], values[i - 2]   # window is chosen whatever the others scored:
+        if b + (b - a) != values[i]:          # none can beat it by MARGIN; a loop's ``t +=
+            break                             # dt``, ``step * 0.5``: its guess at once)
+    else:
+        guess = last + (last - before)
+        return guess if math.isfinite(guess) else None
+    if n >= LONG + 2:
+        steps, scores = _window(values[-(WINDOW + 2):])
         count = len(steps)
-        if n >= LONG + 2 and count in scores:   # (a model right at every step of the window:
-            # perhaps at every one of the long run's: the window before it, scored as the
-            # window was seven guesses ago, and kept since)
+        if count in scores:   # (a model right at every step of the window: perhaps at every
+            # one of the long run's: the window before it, scored as the window was seven
+            # guesses ago, and kept since)
             earlier = _window(values[-(LONG + 2):-WINDOW])[1]
             for m in range(1, len(_MODELS)):
                 if scores[m] == count and earlier[m] == WINDOW:
                     guess = _MODELS[m](before, last)
                     if guess is not None and math.isfinite(guess):
                         return guess
-        values, n = window, len(window)
+    return None
+
+
+def _scored_guess(values: tuple) -> float:
+    """The guess of the model that got the most of the window's steps right (the summed
+    one's unless another beat it by MARGIN), where no model is sure (:func:`_sure_guess`);
+    the last value where it would not be finite."""
+    before, last = values[-2], values[-1]
+    best = _summed
+    if len(values) > 2:
+        window = values[-(WINDOW + 2):]
+        steps, scores = _window(window)
+        count, n = len(steps), len(window)
         bar = scores[0] + MARGIN   # (another model must beat the summed one by MARGIN)
         for model, score in zip(_MODELS[1:], scores[1:]):
             if score >= bar:
                 best, bar = model, score + 1
         if bar <= count and max(scores) < count:
-            # (none of the three got every step: an offset and a step, searched only then)
-            score = sum(_affine(values[i - 2], values[i - 1]) == values[i] for i in range(2, n))
+            # (none of the others got every step: an offset and a step, searched only then)
+            score = sum(_affine(window[i - 2], window[i - 1]) == window[i] for i in range(2, n))
             if score >= bar:
                 best = _affine
     guess = best(before, last)
     if guess is None:
         guess = _summed(before, last)
     return guess if guess is not None and math.isfinite(guess) else last
+
+
+#: the last values of two floats one must be the other's times one factor at (next_floats)
+RELATED = WINDOW + 1
+#: the factor two runs of values had, by the runs less their oldest pair (_related)
+_FACTORS: dict[tuple, float | None] = {}
+
+
+def next_floats(histories: Sequence[Sequence[float]]) -> list[float]:
+    """The next values of one message's floats (*histories*: each one's values, oldest first,
+    at least two): each as :func:`next_float` guesses it, but one whose own guess is not sure
+    and that was, at each of its last RELATED values, another float's times one factor — that
+    float's value in the same message (its sure guess then), or in the message before (its
+    last value then) — is that value times the factor: a float the loop makes from another
+    (ISTA's threshold ``lr * lam`` and ``-lr * lam`` beside ``lam = lam * 0.98``, which the
+    message reads after the step: the products follow the last message's ``lam``); no model
+    of a float's own follows a product's rounding."""
+    if len(histories) == 1:   # (most loops: one float that steps)
+        return [next_float(histories[0])]
+    runs = [tuple(values[-KEPT:]) for values in histories]
+    sure = [_sure_guess(values) for values in runs]
+    out: list = list(sure)
+    for i, guess in enumerate(sure):
+        if guess is not None:
+            continue
+        if len(runs) > 1:
+            mine = runs[i][-RELATED:]
+            for j, theirs in enumerate(sure):
+                if j == i:
+                    continue
+                run = runs[j][-RELATED - 1:]
+                if theirs is not None:   # (the same message's: its sure guess)
+                    factor = _related(mine, run[1:])
+                    if factor is not None and math.isfinite(theirs * factor):
+                        out[i] = theirs * factor
+                        break
+                factor = _related(mine[1:], run[:-1])   # (the message before's: its value)
+                if factor is not None and math.isfinite(run[-1] * factor):
+                    out[i] = run[-1] * factor
+                    break
+        if out[i] is None:
+            out[i] = _scored_guess(runs[i])
+    return out
+
+
+def _related(mine: tuple, theirs: tuple) -> float | None:
+    """:func:`_factor` of the two runs, from the factor the runs less their newest pair had
+    where a guess before found it (its newest pair checked alone), and kept for the next
+    guess, which looks up these runs less their oldest pair: a loop's floats that go on so
+    are checked a pair a message, not RELATED."""
+    hint = _FACTORS.get((mine[:-1], theirs[:-1]))
+    if hint is not None and theirs[-1] * hint == mine[-1]:
+        factor = hint
+    else:
+        factor = _factor(mine, theirs)
+    if factor is not None:
+        if len(_FACTORS) >= _REMEMBERED_MOST:
+            _FACTORS.clear()
+        _FACTORS[(mine[1:], theirs[1:])] = factor
+    return factor
+
+
+def _factor(mine: tuple, theirs: tuple) -> float | None:
+    """The factor ``c`` with ``t * c == m`` for each of the last values ``m`` of *mine* and
+    ``t`` of *theirs*, paired from the newest (four pairs at least): the quotient of the
+    newest pair, or a neighbour within two units in the last place; None where there is
+    none."""
+    n = min(len(mine), len(theirs))
+    if n < 4:
+        return None
+    mine, theirs = mine[-n:], theirs[-n:]
+    last = theirs[-1]
+    if last == 0 or not math.isfinite(last):
+        return None
+    q = mine[-1] / last
+    if not math.isfinite(q) or q == 0:
+        return None
+    up, down = math.nextafter(q, math.inf), math.nextafter(q, -math.inf)
+    for c in (q, up, down, math.nextafter(up, math.inf), math.nextafter(down, -math.inf)):
+        if all(t * c == m for m, t in zip(mine, theirs)):
+            return c
+    return None
 
 
 def float_values(history: Sequence[list], i: int) -> list:

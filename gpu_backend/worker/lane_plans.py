@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from .eager_ops import lane_runs_eagerly
-from .float_steps import KEPT, float_values, next_float
+from .float_steps import KEPT, float_values, next_floats
 from .graph_replay import _Reads
 from .lane_messages import Layout, read_batch
 from .lane_reads import read_slots
@@ -197,9 +197,8 @@ def stepped(plan: LanePlan) -> tuple:
         params[n] += step
     floats = []
     histories = {}
-    for at, n, earlier, y in plan.floats:
-        values = plan.float_history.get(n) or (earlier, y)
-        nxt = next_float(values)
+    runs = [plan.float_history.get(n) or (earlier, y) for _at, n, earlier, y in plan.floats]
+    for (at, n, _earlier, y), values, nxt in zip(plan.floats, runs, next_floats(runs)):
         params[n] = nxt
         floats.append((at, n, y, nxt))
         histories[n] = (*values, nxt)[-KEPT:]

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 from ..protocol import messages as m
 from ..protocol.stretch_records import same_params
 from .batch_results import BatchResults
-from .float_steps import KEPT, float_values, next_float
+from .float_steps import KEPT, float_values, next_floats
 from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry, Slot
 
@@ -99,22 +99,28 @@ def guess_params(history: Sequence[list] | None, last: list) -> list:
     scalars go (*history*: the parameters of those before the last, oldest first; *last*:
     the last one's): an int that changed by d goes on by d (a step count); a float that
     changed goes on as worker/float_steps.py guesses from its last values (``step * 0.5``,
-    ``t += dt``, ``i * dt``); any other value stays as last. A guess the client's replay
+    ``t += dt``, ``i * dt``, ``lam *= 0.98``, ``lr * lam``, the floats of one replay guessed
+    together); any other value stays as last. A guess the client's replay
     does not have exactly (``same_params``: type, value, sign of zero) costs only a run
     dropped."""
     before = history[-1] if history else None
     if before is None or before == last or len(before) != len(last):   # (most loops: at once)
         return list(last)
     guess = []
+    floats, runs = [], []   # (the floats that changed, guessed together: float_steps.next_floats)
     for i, (b, a) in enumerate(zip(before, last)):
         kind = type(a)
         if (kind is int or kind is float) and type(b) is kind and a != b:
             if kind is int:
                 guess.append(a + (a - b))
             else:
-                guess.append(next_float(float_values(history, i) + [a]))
+                floats.append(i)
+                runs.append(float_values(history, i) + [a])
+                guess.append(a)
         else:
             guess.append(a)
+    for i, nxt in zip(floats, next_floats(runs) if runs else ()):
+        guess[i] = nxt
     return guess
 
 

@@ -1,8 +1,10 @@
 """The next value of a loop's float parameter (worker/float_steps.py): exact, or nearly, for
 the ways a loop makes one — summed (``t += 0.1``), a multiple of its counter (``i * dt``),
 a fraction of it (``i / 100``), an offset and a multiple (``0.1 + 1e-4 * i``), stepped
-exactly (``step * 0.5``) — from its last values,
-and never worse than ``last + (last - before)`` on a summed one."""
+exactly (``step * 0.5``), a decay (``lr *= 0.99``) — from its last values, and never worse
+than ``last + (last - before)`` on a summed one; and one message's floats guessed together
+(``next_floats``), a float the loop makes from another (``lr * lam``) as that one's times
+a factor."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import math
 
 import pytest
 
-from gpu_backend.worker.float_steps import KEPT, next_float
+from gpu_backend.worker.float_steps import KEPT, RELATED, next_float, next_floats
 
 STEPS = 300
 
@@ -39,6 +41,23 @@ SEQUENCES = {
     "t += 0.01": (_summed(0.01), None),
     "t += 0.003": (_summed(0.003), None),
 }
+
+
+def _decayed(start: float, factor: float) -> list:
+    values, x = [], start
+    for _ in range(STEPS):
+        values.append(x)
+        x *= factor
+    return values
+
+
+SEQUENCES.update({
+    "lr *= 0.99": (_decayed(0.1, 0.99), 2),
+    "T *= 0.995": (_decayed(10.0, 0.995), 2),
+    "x *= 0.5": (_decayed(3.0, 0.5), 2),
+    "lam *= 0.98": (_decayed(0.5, 0.98), 2),
+    "g *= 1.01": (_decayed(1e-3, 1.01), 2),
+})
 
 
 def _misses(values: list, guess) -> int:
@@ -83,7 +102,7 @@ def _scored_whole(values: list) -> float:
 
     values = values[-KEPT:]
     before, last = values[-2], values[-1]
-    models = (fs._summed, fs._multiple, fs._fraction)
+    models = (fs._summed, fs._multiple, fs._fraction, fs._geometric)
     best = fs._summed
 
     def right_at_every(model, run):   # (each of the last *run* steps)
@@ -138,3 +157,70 @@ def test_two_floats_guessed_in_turn_and_odd_values_keep_to_the_rule():
         for values in (a[:n], b[:n], odd[:min(n, len(odd))]):
             if len(values) >= 2:
                 assert _same_bits(next_float(values), _scored_whole(values)), (values[-3:], n)
+
+
+def test_a_decay_that_is_summed_now_and_then_stays_decayed_and_a_summed_float_summed():
+    """``lr *= 0.99``'s factor is the shortest decimal near the last quotient (the quotient
+    itself is a unit in the last place off at most steps: its guess would be too); a summed
+    float the decay fits now and then (``t += 0.01`` from 0) keeps the summed guess."""
+    from gpu_backend.worker import float_steps as fs
+
+    values = _decayed(0.1, 0.99)
+    quotients = [values[k] / values[k - 1] for k in range(1, 60)]
+    assert any(q != 0.99 for q in quotients)
+    assert all(fs._geometric(values[k - 2], values[k - 1]) == values[k] for k in range(2, 60))
+    summed = _summed(0.01)
+    assert _misses(summed, next_float) <= _misses(summed, _summed_guess)
+
+
+# ------------------------------------------------------------ one message's floats together
+def _ista(steps: int = 200) -> list:
+    """ISTA's floats as ``programs.py``'s ``ista_continuation`` sends them, in a message's
+    order: ``-lr * lam`` and ``lr * lam`` (the threshold, before the step), then ``lam`` (read
+    after ``lam = max(lam * 0.98, 0.01)``)."""
+    lr, lam = 0.30475034096852016, 0.5
+    runs: list = [[], [], []]
+    for _ in range(steps):
+        runs[0].append(-lr * lam)
+        runs[1].append(lr * lam)
+        lam = max(lam * 0.98, 0.01)
+        runs[2].append(lam)
+    return runs
+
+
+def _message_misses(runs: list, guess) -> int:
+    return sum(guess([r[max(0, k - KEPT):k] for r in runs]) != [r[k] for r in runs]
+               for k in range(2, len(runs[0])))
+
+
+def test_a_float_made_from_another_is_guessed_as_its_product():
+    """ISTA's threshold: no model of its own follows ``lr * lam`` (a product's rounding), so
+    guessed alone a message of the three floats misses at a third of its steps; together
+    each threshold is the last message's ``lam`` times the factor its runs had, and a
+    message misses only while the decay's own run is short and where it meets its floor."""
+    runs = _ista()
+    alone = _message_misses(runs, lambda hs: [next_float(h) for h in hs])
+    together = _message_misses(runs, next_floats)
+    assert alone > 50, alone
+    assert together <= 12, together
+    # (the same message's value: a float times another's sure guess)
+    lam = _decayed(0.5, 0.98)
+    same = [[0.37 * v for v in lam], lam]
+    assert _message_misses(same, next_floats) <= 12
+    assert _message_misses(same, lambda hs: [next_float(h) for h in hs]) > 50
+
+
+def test_floats_that_are_no_product_of_each_other_are_guessed_each_alone():
+    """Two floats no factor relates (``i * 0.01``, ``t += 0.1``), one float, and a pair that
+    is a product only at the last few steps (fewer than four pairs): each float's guess is
+    next_float's, bit for bit."""
+    a = [i * 0.01 for i in range(80)]
+    b = _summed(0.1)[:80]
+    for k in range(2, 80):
+        assert next_floats([a[:k], b[:k]]) == [next_float(a[:k]), next_float(b[:k])], k
+        assert next_floats([a[:k]]) == [next_float(a[:k])]
+    c = [1.0, 5.0, 2.0, 3.0 * 0.25, 7.0 * 0.25]   # (the last two a quarter of d's)
+    d = [2.0, 9.0, 1.0, 3.0, 7.0]
+    for k in range(2, 6):
+        assert next_floats([c[:k], d[:k]]) == [next_float(c[:k]), next_float(d[:k])], k
+    assert RELATED > 4

@@ -417,3 +417,10 @@ def test_the_guess_follows_ints_and_floats_that_step_and_keeps_the_rest():
     history = [[7, i * 0.01] for i in range(3, 10)]
     assert 10 * 0.01 + (10 * 0.01 - 9 * 0.01) != 11 * 0.01
     assert guess(history, [8, 10 * 0.01]) == [9, 11 * 0.01]
+    # a decay and the floats the loop makes from it (``lr * lam`` from the step before's
+    # ``lam``), guessed together: each the last ``lam`` times its factor
+    lams = [0.5]
+    for _ in range(30):
+        lams.append(lams[-1] * 0.98)
+    history = [[0.3 * lams[k - 1], 1, lams[k]] for k in range(1, 30)]
+    assert guess(history[:-1], history[-1]) == [0.3 * lams[29], 1, lams[30]]

@@ -203,6 +203,25 @@ def _time_stepped(cp):
     return out, x.get()
 
 
+def _decayed_threshold(cp):
+    """ISTA's soft threshold as a notebook writes it: ``clip(v, -lr * lam, lr * lam)`` with
+    ``lam = lam * 0.98`` after, read with the step's ``lam``: three floats that change every
+    step, two of them the last message's third times a factor (worker/float_steps.py's
+    ``next_floats``)."""
+    rng = np.random.default_rng(52)
+    x = cp.asarray(rng.standard_normal(500))
+    y = cp.asarray(rng.standard_normal(500) * 0.05)
+    lam, lr = 0.5, 0.3
+    out = []
+    for _ in range(STEPS):
+        v = x * 0.99 + y
+        x = v - cp.clip(v, -lr * lam, lr * lam)
+        lam = lam * 0.98
+        out.append(float(lam * cp.abs(x).sum()))
+        _pause()
+    return out, x.get()
+
+
 def _changing(cp):
     """Kept results, a replaced input, a changed scalar and other messages between."""
     x = cp.arange(1000, dtype=cp.float32) / 7
@@ -305,7 +324,8 @@ def _monte_carlo_pi(cp):
     return out, cp.random.uniform(size=3).get()
 
 
-@pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _time_stepped, _changing,
+@pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _time_stepped,
+                                  _decayed_threshold, _changing,
                                   _product_sync, _regression_step, _power_iteration,
                                   _random_walk, _monte_carlo_pi, _minibatches_in_order])
 @pytest.mark.parametrize("early", [False, True])
