@@ -401,6 +401,20 @@ def logistic_regression(xp, n, steps=200, features=32, lr=0.5):
     return np.array([loss, float(_get(w).sum())])
 
 
+def lr_decay(xp, n, steps=200, features=32, lr=0.8, gamma=0.99):
+    """Logistic regression whose learning rate decays every step as a notebook's schedule
+    does (``lr *= 0.99``): ``w -= lr * grad`` in place, the loss read every step (a float
+    that decays and a step that writes its input)."""
+    x, y, w = _labelled(xp, n, features, seed=12)
+    loss = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + xp.exp(-(x @ w)))
+        w -= lr * (x.T @ (p - y) / n)
+        lr *= gamma
+        loss = float(-(y * xp.log(p + 1e-7) + (1 - y) * xp.log(1 - p + 1e-7)).mean())   # read every step
+    return np.array([loss, float(_get(w).sum())])
+
+
 def loss_and_accuracy(xp, n, steps=200, features=16, lr=0.5):
     """Logistic regression that prints its loss *and* its accuracy every step, as a training
     loop often does: two reads a step, so its body is two stretches taking turns (the step

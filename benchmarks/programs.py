@@ -50,6 +50,8 @@ and issue 50's, written as a new user writes them (plain loops, no tricks):
 * ``sgd_slices``: minibatch SGD whose batches are slices ``x_all[j:j + 512]`` at an offset
   that moves every step (a slice's bounds are stretch parameters: one stretch, its batch
   gathered by the first graph; before 2026-11-28's thirty-fourth session, a stretch a step)
+* ``lr_decay``: logistic regression on 200 000 x 32 whose learning rate decays every step
+  (``lr *= 0.99``), ``w -= lr * grad`` in place, the loss read every step
 
 Targets (issue 50): every program <= 1.0x local, a loop of >= 20 iterations <= 0.5x
 local; every result bitwise equal to local CuPy's. ``--transports`` picks the proxy sides
@@ -88,7 +90,7 @@ from program_bodies import (  # noqa: E402  (beside this file)
     black_scholes, chain20, conjugate_gradient, heat2d, hot_sync, kmeans, logistic_regression,
     loss_and_accuracy, mc_option, mlp_training, momentum_no_sync, monte_carlo_pi, nbody, no_sync_loop,
     random_walk, sgd_minibatch, stencil, wave_no_sync, fused_loop, bootstrap_rng, monte_carlo_pi_rng,
-    langevin_annealed, ista_continuation, sgd_slices)
+    langevin_annealed, ista_continuation, sgd_slices, lr_decay)
 
 
 PROGRAMS = {
@@ -126,6 +128,9 @@ PROGRAMS = {
     "ista_continuation": (ista_continuation, 4096, 512, 1e-3),
     # (minibatches sliced at an offset that moves: not held, the gap measured)
     "sgd_slices": (sgd_slices, 200_000, 5_000, 1e-4),
+    # (a learning rate that decays every step, ``lr *= 0.99``: a float parameter no sum
+    # follows, and the weights written in place)
+    "lr_decay": (lr_decay, 200_000, 5_000, 1e-4),
 }
 
 #: The iterations of each program's main loop (None: no loop). Issue 50's targets: every
@@ -138,7 +143,7 @@ ITERATIONS = {"black_scholes": None, "kmeans": 30, "conjugate_gradient": 11, "ml
               "no_sync_loop": 200, "sgd_minibatch": 200, "wave_no_sync": 300,
               "momentum_no_sync": 300, "fused_loop": 200, "bootstrap_rng": 100,
               "monte_carlo_pi_rng": 100, "langevin_annealed": 100, "ista_continuation": 200,
-              "sgd_slices": 200}
+              "sgd_slices": 200, "lr_decay": 200}
 TARGET = 1.0
 LOOP_TARGET = 0.5
 LOOP_ITERATIONS = 20

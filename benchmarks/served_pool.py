@@ -62,8 +62,11 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
 #: after its launch, as before they waited for the client's message already there
 #: (``GPUWB_DEFER_READS=0``, gpu_backend/worker/steady_lane.py); "nolanemeasure" leaves the
 #: replay the pacer wants measured to the generic run ahead, as before a lone session's lane
-#: measured it itself (``GPUWB_LANE_MEASURES=0``)
-POOL_ENV = {"noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "nodraws": {"GPUWB_DRAWS_AHEAD": "0"},
+#: measured it itself (``GPUWB_LANE_MEASURES=0``); "nocommitwrites" commits a step that writes
+#: its inputs only when its message comes, as before such a step was committed ahead
+#: (``GPUWB_COMMIT_WRITES=0``, gpu_backend/worker/pushed_replies.py)
+POOL_ENV = {"nocommitwrites": {"GPUWB_COMMIT_WRITES": "0"},
+            "noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "nodraws": {"GPUWB_DRAWS_AHEAD": "0"},
             "nodefer": {"GPUWB_DEFER_READS": "0"}, "nolanemeasure": {"GPUWB_LANE_MEASURES": "0"},
             "nopush": {"GPUWB_PUSH": "0"}, "nocommit": {"GPUWB_PUSH_AHEAD": "0"},
             "nolane": {"GPUWB_STEADY_LANE": "0"}, "noyield": {"GPUWB_SPIN_YIELD": "0"},

@@ -36,8 +36,17 @@ it failed: then that reply goes, and the client raises its error at its next syn
 
 Pushed only where nothing can come between: the loop's batch numbers go on by one (the next
 batch the worker reads is the one pushed for), not for an early replay (its reply waits for
-the rest of the client's run), never with a warning, a poisoned session or a read not made;
-committed ahead only where the stretch writes no input. A step that draws is committed ahead
+the rest of the client's run), never with a warning, a poisoned session or a read not made.
+A step that writes its inputs (``w -= lr * grad``, a stencil's ``u[1:-1, 1:-1] = ...``) is
+committed ahead too: before its writes are copied back into the client's arrays, their
+values are copied aside on the device (one copy of each, on the session's stream), and a
+roll-back copies them back; a swap-out rolls such a commit back first (the arrays it would
+put back move). Until 2026-11-29 such a step was pushed but committed only when its message
+came, so the next step's run ahead waited for that message and the device with it: a loop
+whose device time is long (a 2048 x 2048 stencil) went at the device's time plus the round
+trip (``GPUWB_COMMIT_WRITES=0``: as then). The values kept aside are bounded (SAVED_MOST, or
+a share of the session's memory limit): a step that writes more is committed when its
+message comes. A step that draws is committed ahead
 with its draws tentative (worker/draw_journal.py ``commit(tentative=True)``): confirmed when
 its message comes, retracted by a roll-back — its generators made again from their journals
 as they were before it, a Generator's state put back — so the client's next draws are those
@@ -55,16 +64,24 @@ from time import perf_counter
 from typing import Any
 
 from ..protocol import codec
+from .run_ahead import LIMIT_SHARE
 
-__all__ = ["Pushes", "PushRecord"]
+__all__ = ["Pushes", "PushRecord", "SAVED_MOST"]
+
+#: the most bytes of inputs a step committed ahead may write (their values before it kept
+#: aside on the device until its message comes): more, or a share of the session's memory
+#: limit where that is more (run_ahead.LIMIT_SHARE)
+SAVED_MOST = 64 << 20
 
 
 class PushRecord:
     """A reply pushed and not yet claimed: its batch, the bytes its message must be, and,
     once committed ahead, what the commit did (the client's handles its results took, the
-    frees held back until the message comes, its ops, its stretch and parameters)."""
+    frees held back until the message comes, its ops, its stretch and parameters, and the
+    inputs it wrote with their values before, kept aside: ``saved``)."""
 
-    __slots__ = ("batch", "expected", "committed", "outs", "frees", "ran", "sid", "params")
+    __slots__ = ("batch", "expected", "committed", "outs", "frees", "ran", "sid", "params",
+                 "saved")
 
     def __init__(self, batch: int, expected: bytes) -> None:
         self.batch, self.expected = batch, expected
@@ -76,6 +93,9 @@ class PushRecord:
         #: parameters takes them when it comes: worker/float_steps.py)
         self.sid: int | None = None
         self.params: list | None = None
+        #: (the client's array, a copy of its values before the commit wrote it), each input
+        #: the message committed ahead wrote: copied back by a roll-back
+        self.saved: list = []
 
 
 class Pushes:
@@ -88,6 +108,8 @@ class Pushes:
         self.enabled = True
         #: commit a pushed message ahead of its coming (``GPUWB_PUSH_AHEAD``)
         self.commit_ahead = True
+        #: ... also one whose step writes its inputs (``GPUWB_COMMIT_WRITES``)
+        self.commit_writes = True
         self.sent: deque[PushRecord] = deque()
         self.chain = 0
         self.pushed = self.taken = self.confirmed = self.quiet = self.rolled = 0
@@ -121,17 +143,33 @@ class Pushes:
         """Whether *plan*'s message, its reply just pushed, may be committed before it comes:
         none is committed ahead yet (one message ahead at most), its run ahead stands, its
         draws, if any, can be taken back (their generators' journals, DrawJournal.committable:
-        a roll-back retracts them) and it writes no input (a write copied back into the
-        client's array is not undone: such a loop's replies are pushed, its messages
-        committed when they come)."""
+        a roll-back retracts them), and the inputs it writes, if any, may be kept aside
+        (:meth:`may_save`; a roll-back copies them back)."""
         if not self.commit_ahead or not self.sent or any(r.committed for r in self.sent):
             return False
         x = lane.x
         if self.sent[-1].batch != lane.batch(plan) or x.replay.ahead.ahead is not plan.ahead:
             return False
         stretch = x.replay.stretches.held.get(plan.sid)
-        return stretch is not None and not plan.written \
+        return stretch is not None and (not plan.written or self.may_save(x, plan.ahead.writes)) \
             and (not stretch.draws or x.draws.committable())
+
+    def may_save(self, x: Any, writes: list) -> bool:
+        """Whether the inputs a step committed ahead writes (*writes*: the client's array,
+        the graphs' buffer) may be kept aside: committing them is on, each is one range of
+        bytes (a copy's), and together they are within SAVED_MOST (or the session's memory
+        limit's share)."""
+        if not self.commit_writes:
+            return False
+        limit = x.memory_limit
+        most = max(SAVED_MOST, limit // LIMIT_SHARE) if limit else SAVED_MOST
+        total = 0
+        for a, _buf in writes:
+            flags = a.flags
+            if not (flags.c_contiguous or flags.f_contiguous):
+                return False
+            total += a.nbytes
+        return total <= most
 
     def head_matches(self, frames: list) -> bool:
         """Whether *frames* are the oldest pushed reply's message byte for byte (compared in
@@ -148,12 +186,15 @@ class Pushes:
         x = lane.x
         table = x.table
         committed = [r for r in self.sent if r.committed]
+        copy = x.replay.graphs.tools.copy if any(r.saved for r in committed) else None
         for record in reversed(committed):
             for h in record.outs:
                 table.free(h)
+            for a, before in record.saved:   # (the inputs it wrote: as they were before it)
+                copy(a, before)
             x.ops_run -= record.ran
             record.committed = False
-            record.outs, record.frees = [], []
+            record.outs, record.frees, record.saved = [], [], []
         if committed:
             self.rolled += len(committed)
             x.replay.drop_ahead()   # (the run ahead's own draws undone first: they came after)

@@ -99,7 +99,9 @@ class ReplySending:
             if self.swap.swapped is not None or not pushes.may_commit_ahead(lane, plan):
                 return
             lane.plan = None
-            lane.commit_ahead(plan, pushes.sent[-1])
+            if not lane.commit_ahead(plan, pushes.sent[-1]):
+                lane.plan = plan   # (its message committed when it comes, as ever)
+                return
             self.phases.mark("committed")
             lane.after_reply(plan)   # (the next replay run ahead: the lane's plan again)
             self.phases.mark("ahead")

@@ -126,6 +126,12 @@ class DeviceSharing:
             self._send_control({"t": "swapped", "bytes": 0, "seconds": 0.0,
                                 "busy": round(busy, 4)})
             return
+        # (a message committed ahead whose step wrote inputs is undone first: the values a
+        # roll-back would copy back stay on the device, the arrays they go to would move;
+        # served quietly if it comes: worker/pushed_replies.py)
+        pushes = self.lane.pushes
+        if any(r.saved for r in pushes.sent):
+            pushes.roll_back(self.lane, False)
         try:
             swapped = self.swap.out()
         except Exception as exc:

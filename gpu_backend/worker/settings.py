@@ -105,6 +105,11 @@ class WorkerSettings:
     #: next replay run ahead and pushed (worker/pushed_replies.py); ``0`` waits for each
     #: message (a diagnostic: the benchmarks' side ``nocommit``)
     push_ahead: bool = True
+    #: ``GPUWB_COMMIT_WRITES``: ... also a message whose step writes its inputs, their values
+    #: before it kept aside on the device for a roll-back (worker/pushed_replies.py); ``0``
+    #: commits such a message when it comes, as before (a diagnostic: the benchmarks' side
+    #: ``nocommitwrites``)
+    commit_writes: bool = True
     #: ``GPUWB_DEFER_READS``: a pushable run ahead's closing reads wait while its client's
     #: next message is already here, taken first as the device runs (worker/steady_lane.py,
     #: ``_read_ahead``; a step of at least ``DEFER_MIN_SECONDS`` of device time): ``on``;
@@ -175,6 +180,7 @@ class WorkerSettings:
                    steady_lane=_on(env, "GPUWB_STEADY_LANE"),
                    pushed_replies=_on(env, "GPUWB_PUSH"),
                    push_ahead=_on(env, "GPUWB_PUSH_AHEAD"),
+                   commit_writes=_on(env, "GPUWB_COMMIT_WRITES"),
                    defer_reads=_defer_reads(env.get("GPUWB_DEFER_READS")),
                    lane_measures=_on(env, "GPUWB_LANE_MEASURES"),
                    draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"),

@@ -237,11 +237,26 @@ class SteadyLane:
         a map of eight or nine keys (a fixmap's first byte, 0x88 or 0x89) gets one more."""
         return bytes((packed[0] + 1,)) + packed[1:] + _T + codec.packb(seconds)
 
-    def commit_ahead(self, plan: LanePlan, record: Any) -> None:
+    def commit_ahead(self, plan: LanePlan, record: Any) -> bool:
         """Commit the plan's message, its reply pushed, before it comes (worker/
         pushed_replies.py): the answer's effects but its frees, which *record* keeps for the
-        message's coming, and the executor's batch number, which stays the last one read."""
+        message's coming, and the executor's batch number, which stays the last one read.
+        The inputs its step writes are copied aside first (``record.saved``: a roll-back
+        copies them back); False, nothing done, where that copy cannot be made (out of
+        memory: the message is then committed when it comes)."""
         x = self.x
+        writes = plan.ahead.writes
+        if writes:
+            tools = x.replay.graphs.tools
+            try:
+                saved = []
+                for a, _buf in writes:
+                    before = tools.empty_like(a)
+                    tools.copy(before, a)
+                    saved.append((a, before))
+            except Exception:
+                return False
+            record.saved = saved
         batch_no = x._batch_no
         k = plan.served
         self.answer(plan, True, record.frees)
@@ -250,6 +265,7 @@ class SteadyLane:
         record.ran = plan.ran
         record.sid, record.params = plan.sid, plan.params
         record.committed = True
+        return True
 
     def answer(self, plan: LanePlan, pushed: bool = False, deferred: list | None = None) -> bytes | None:
         """Answer the plan's message from its run ahead, as Executor.run_batch, StretchReplay.run

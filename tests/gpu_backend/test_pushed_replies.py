@@ -132,6 +132,35 @@ def test_a_session_moved_while_a_push_waits_goes_on_with_the_loops_own_values(tm
         assert float(x[3]) == np.float32(1.0)
 
 
+def test_a_writing_step_moved_while_committed_ahead_goes_on_from_its_own_values(tmp_path, monkeypatch):
+    """A step that writes its input (``w -= ...``), its next message committed ahead (its
+    writes copied back), the session moved before that message comes: the old worker rolls
+    the commit back before it parks the session (the input's values copied back first), so
+    the new worker runs that message from the loop's own values; every value read and the
+    written array are the ops'."""
+    def loop(cp, s=None, pool=None):
+        w = cp.arange(1000, dtype=cp.float32) / 1000
+        t = cp.full(1000, 0.25, dtype=cp.float32)
+        values, moved = [], []
+        for i in range(80):
+            w -= 0.1 * (w - t)
+            values.append(float(w.sum()))
+            _pause()
+            if s is not None and not moved and s._pushes.taken >= 5:
+                before = _where(pool, s)["device"]
+                _move(pool, s)
+                moved.append(_where(pool, s)["device"] != before)
+        return values + [w.get()], moved
+
+    with _swap_pool(tmp_path, "cpu,cpu", monkeypatch) as pool:
+        with _session(pool) as s:
+            got, moved = loop(module_for(s), s, pool)
+        with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as plain:
+            want, _none = loop(module_for(plain))
+    assert moved == [True]
+    assert_bitwise(got, want)
+
+
 def test_a_chain_the_old_worker_dropped_drops_none_of_the_new_workers(tmp_path, monkeypatch):
     """The old worker's push was dropped (the client sent another message than the one it
     pushed for), then the session moves: the new worker numbers its chains from 0 again,
@@ -390,16 +419,38 @@ def _own_results_written(cp):
     return values + [state[0].get()]
 
 
+@pytest.fixture(scope="module")
+def pool_committing_writes_when_they_come():
+    with pool_running_ahead("share", read_now=True, GPUWB_COMMIT_WRITES="0") as p:
+        yield p
+
+
 @pytest.mark.parametrize("loop", [_in_place, _slice_assigned])
-def test_a_step_that_writes_its_input_is_pushed_and_committed_when_its_message_comes(pool, pool_without_pushes, loop):
+def test_a_step_that_writes_its_input_is_committed_ahead_and_its_writes_undone_when_rolled_back(
+        pool, pool_without_pushes, loop):
     """The lane takes a step that writes its input: its run ahead's writes wait in its
-    graphs' buffers and are copied back when its message is answered. Its replies are
-    pushed, but never committed ahead (a write copied back is not undone by a roll-back):
-    the same bits as without replay and without pushes, other messages between included."""
+    graphs' buffers. Its reply pushed, its message is committed ahead: the input's values
+    copied aside, then its writes copied back, and the next step run ahead at once. Another
+    message between (``_in_place``'s read of another array, and each loop's last read)
+    rolls the commit back, its input's values copied back first: the same bits as without
+    replay and without pushes, the written array read at the end included."""
     got, want, figures = beside_no_replay(pool, loop, early_replay=False)
     assert_bitwise(got, want)
     plain, _again, _off = beside_no_replay(pool_without_pushes, loop, early_replay=False)
     assert_bitwise(got, plain)
+    assert figures["push_confirmed"] >= STEPS // 4 and figures["push_rolled"] >= 1, figures
+    if loop is _in_place:
+        assert figures["push_rolled"] >= 3, figures   # (a read between every 23 steps)
+
+
+@pytest.mark.parametrize("loop", [_in_place, _slice_assigned])
+def test_gpuwb_commit_writes_0_commits_a_writing_step_when_its_message_comes(
+        pool_committing_writes_when_they_come, loop):
+    """Off (the benchmarks' side ``nocommitwrites``): such a step's replies are pushed but
+    committed only when their messages come, as before; the same bits."""
+    got, want, figures = beside_no_replay(pool_committing_writes_when_they_come, loop,
+                                          early_replay=False)
+    assert_bitwise(got, want)
     assert figures["push_taken"] >= STEPS // 4 and figures["push_confirmed"] == 0, figures
 
 
@@ -453,9 +504,11 @@ def test_a_step_that_writes_only_arrays_it_made_is_committed_ahead(pool):
 
 
 def test_a_writing_step_swapped_out_between_its_push_and_its_message_loses_nothing(tmp_path, monkeypatch):
-    """A step that writes its input, its reply pushed (never committed ahead), the session
-    swapped out before the message comes: the message is served by the generic path from
-    the arrays brought back, quietly, and every value and the written array are the ops'."""
+    """A step that writes its input, its reply pushed and its message committed ahead, the
+    session swapped out before the message comes: the commit is rolled back first (the
+    input's values copied back from the device, before they move), and the message is
+    served by the generic path from the arrays brought back, quietly; every value and the
+    written array are the ops'."""
     swapped = []
 
     def loop(cp, s=None):
@@ -480,7 +533,7 @@ def test_a_writing_step_swapped_out_between_its_push_and_its_message_loses_nothi
         with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as plain:
             want = loop(module_for(plain))
     assert_bitwise(got, want)
-    assert swapped and figures["push_confirmed"] == 0 and figures["push_quiet"] >= 1, figures
+    assert swapped and figures["push_rolled"] >= 1 and figures["push_quiet"] >= 1, figures
 
 
 # ------------------------------------------------------------ reads deferred (GPUWB_DEFER_READS)
@@ -517,9 +570,8 @@ def test_a_drawing_loop_whose_reads_wait_draws_the_numbers_of_no_replay(pool_def
     got, want, figures = beside_no_replay(pool_deferring, loop, early_replay=False)
     assert_bitwise(got, want)
     assert figures["ahead"] >= 1, figures
-    # (a step that writes its input — the walk's ``x +=`` — is not committed before its
-    # message comes, so its next step is run ahead only once that message is taken: its
-    # reads then wait for nothing, and are not counted)
+    # (a step that writes its input — the walk's ``x +=`` — is committed ahead now, but its
+    # reads need not have waited: not counted for it)
     if loop is not _walk:
         assert figures["reads_deferred"] >= 1, figures
 
