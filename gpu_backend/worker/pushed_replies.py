@@ -44,9 +44,12 @@ roll-back copies them back; a swap-out rolls such a commit back first (the array
 put back move). Until 2026-11-29 such a step was pushed but committed only when its message
 came, so the next step's run ahead waited for that message and the device with it: a loop
 whose device time is long (a 2048 x 2048 stencil) went at the device's time plus the round
-trip (``GPUWB_COMMIT_WRITES=0``: as then). The values kept aside are bounded (SAVED_MOST, or
-a share of the session's memory limit): a step that writes more is committed when its
-message comes. A step that draws is committed ahead
+trip (``GPUWB_COMMIT_WRITES=0``: as then). The copy aside costs the worker a copy's launch a
+step (~10-15 µs on an H200 host), which pays only where the device would otherwise wait for
+the message: a step whose device time is at least COMMIT_WRITES_MIN_SECONDS (run 236: a
+2048 x 2048 stencil 10-13 % faster, a 512 x 512 one, its worker the slower side, 5-19 %
+slower when committed ahead). The values kept aside are bounded (SAVED_MOST, or a share of
+the session's memory limit): a step that writes more is committed when its message comes. A step that draws is committed ahead
 with its draws tentative (worker/draw_journal.py ``commit(tentative=True)``): confirmed when
 its message comes, retracted by a roll-back — its generators made again from their journals
 as they were before it, a Generator's state put back — so the client's next draws are those
@@ -66,12 +69,17 @@ from typing import Any
 from ..protocol import codec
 from .run_ahead import LIMIT_SHARE
 
-__all__ = ["Pushes", "PushRecord", "SAVED_MOST"]
+__all__ = ["Pushes", "PushRecord", "SAVED_MOST", "COMMIT_WRITES_MIN_SECONDS"]
 
 #: the most bytes of inputs a step committed ahead may write (their values before it kept
 #: aside on the device until its message comes): more, or a share of the session's memory
 #: limit where that is more (run_ahead.LIMIT_SHARE)
 SAVED_MOST = 64 << 20
+#: the least device time of a step (its graphs' measured cost) committed ahead where it
+#: writes its inputs: about the worker's own time a message in the lane on an H200 host
+#: (85-130 µs, runs 228 and 236); a shorter step's pace is the worker's, which the copy
+#: aside only lengthens (``GPUWB_COMMIT_WRITES=always``: whatever its device time)
+COMMIT_WRITES_MIN_SECONDS = 100e-6
 
 
 class PushRecord:
@@ -108,8 +116,10 @@ class Pushes:
         self.enabled = True
         #: commit a pushed message ahead of its coming (``GPUWB_PUSH_AHEAD``)
         self.commit_ahead = True
-        #: ... also one whose step writes its inputs (``GPUWB_COMMIT_WRITES``)
+        #: ... also one whose step writes its inputs, where its device time is long
+        #: (``GPUWB_COMMIT_WRITES``), or whatever it is (``always``)
         self.commit_writes = True
+        self.commit_writes_always = False
         self.sent: deque[PushRecord] = deque()
         self.chain = 0
         self.pushed = self.taken = self.confirmed = self.quiet = self.rolled = 0
@@ -151,16 +161,22 @@ class Pushes:
         if self.sent[-1].batch != lane.batch(plan) or x.replay.ahead.ahead is not plan.ahead:
             return False
         stretch = x.replay.stretches.held.get(plan.sid)
-        return stretch is not None and (not plan.written or self.may_save(x, plan.ahead.writes)) \
+        return stretch is not None and (not plan.written or self.may_save(x, plan)) \
             and (not stretch.draws or x.draws.committable())
 
-    def may_save(self, x: Any, writes: list) -> bool:
-        """Whether the inputs a step committed ahead writes (*writes*: the client's array,
-        the graphs' buffer) may be kept aside: committing them is on, each is one range of
-        bytes (a copy's), and together they are within SAVED_MOST (or the session's memory
-        limit's share)."""
+    def may_save(self, x: Any, plan: Any) -> bool:
+        """Whether the inputs *plan*'s step writes (its run ahead's ``writes``: the client's
+        array, the graphs' buffer) may be kept aside for a commit ahead: committing them is
+        on, the step's device time is at least COMMIT_WRITES_MIN_SECONDS (or ``always``),
+        each is one range of bytes (a copy's), and together they are within SAVED_MOST (or
+        the session's memory limit's share)."""
         if not self.commit_writes:
             return False
+        if not self.commit_writes_always:
+            cost = plan.graph.cost[0]
+            if cost is None or cost < COMMIT_WRITES_MIN_SECONDS:
+                return False
+        writes = plan.ahead.writes
         limit = x.memory_limit
         most = max(SAVED_MOST, limit // LIMIT_SHARE) if limit else SAVED_MOST
         total = 0

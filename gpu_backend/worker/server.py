@@ -118,7 +118,8 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         self.lane.enabled = settings.steady_lane
         self.lane.pushes.enabled = settings.pushed_replies
         self.lane.pushes.commit_ahead = settings.push_ahead
-        self.lane.pushes.commit_writes = settings.commit_writes
+        self.lane.pushes.commit_writes = settings.commit_writes != "off"
+        self.lane.pushes.commit_writes_always = settings.commit_writes == "always"
         self.lane.defer_reads = settings.defer_reads != "off"
         self.lane.defer_always = settings.defer_reads == "always"
         self.lane.measures = settings.lane_measures

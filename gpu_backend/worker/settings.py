@@ -106,10 +106,12 @@ class WorkerSettings:
     #: message (a diagnostic: the benchmarks' side ``nocommit``)
     push_ahead: bool = True
     #: ``GPUWB_COMMIT_WRITES``: ... also a message whose step writes its inputs, their values
-    #: before it kept aside on the device for a roll-back (worker/pushed_replies.py); ``0``
-    #: commits such a message when it comes, as before (a diagnostic: the benchmarks' side
-    #: ``nocommitwrites``)
-    commit_writes: bool = True
+    #: before it kept aside on the device for a roll-back, where the step's device time is
+    #: long (worker/pushed_replies.py, ``COMMIT_WRITES_MIN_SECONDS``): ``on``; ``0`` commits
+    #: such a message when it comes, as before (a diagnostic: the benchmarks' side
+    #: ``nocommitwrites``): ``off``; ``always`` whatever its device time (the tests reach
+    #: the path so on the NumPy device, whose steps are short)
+    commit_writes: str = "on"
     #: ``GPUWB_DEFER_READS``: a pushable run ahead's closing reads wait while its client's
     #: next message is already here, taken first as the device runs (worker/steady_lane.py,
     #: ``_read_ahead``; a step of at least ``DEFER_MIN_SECONDS`` of device time): ``on``;
@@ -180,7 +182,7 @@ class WorkerSettings:
                    steady_lane=_on(env, "GPUWB_STEADY_LANE"),
                    pushed_replies=_on(env, "GPUWB_PUSH"),
                    push_ahead=_on(env, "GPUWB_PUSH_AHEAD"),
-                   commit_writes=_on(env, "GPUWB_COMMIT_WRITES"),
+                   commit_writes=_defer_reads(env.get("GPUWB_COMMIT_WRITES")),
                    defer_reads=_defer_reads(env.get("GPUWB_DEFER_READS")),
                    lane_measures=_on(env, "GPUWB_LANE_MEASURES"),
                    draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"),
@@ -189,7 +191,8 @@ class WorkerSettings:
 
 
 def _defer_reads(value: str | None) -> str:
-    """``GPUWB_DEFER_READS``: ``always``, ``off`` (``0``), else ``on``."""
+    """``GPUWB_DEFER_READS`` (and ``GPUWB_COMMIT_WRITES``): ``always``, ``off`` (``0``), else
+    ``on``."""
     value = (value or "").strip().lower()
     if value == "always":
         return "always"
