@@ -11,7 +11,9 @@ eagerly between a replay's graphs (``product_sync``, ``float((a @ v + 1).sum())`
 ``power_iteration``, whose product is a result the user holds) and ``walk_step`` (a random
 walk: a ``RandomState``'s draws each step), ``pi_step`` (Monte Carlo π, the module's
 draws) and ``boot_step`` (a bootstrap's step: a ``Generator``'s draws, made inside the
-graphs) — it reports the median wall time per
+graphs), ``time_step`` (``t = i * dt``), ``decay_step`` (a threshold that decays, ISTA's:
+``lam *= 0.999`` and ``clip(v, -0.3 * lam, 0.3 * lam)``) and ``heat_step`` (a 2 048²
+stencil written in place: long device time, its input written) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
@@ -176,6 +178,44 @@ def time_step(xp):
     return step
 
 
+def decay_step(xp):
+    """ISTA's soft threshold at a level that decays, as a notebook writes it (4 096 float32,
+    carried): ``clip(v, -0.3 * lam, 0.3 * lam)``, then ``lam = lam * 0.999``, the level read
+    with the step's ``lam``: three floats that change every step, two of them the last
+    ``lam`` times a factor (worker/float_steps.py's decay and ``next_floats``)."""
+    rng = np.random.default_rng(12)
+    y = xp.asarray((rng.standard_normal(4096) * 0.05).astype(np.float32))
+    state = {"x": xp.asarray(rng.standard_normal(4096).astype(np.float32)), "lam": 0.5}
+
+    def step(i):
+        v = state["x"] * 0.99 + y
+        lam = state["lam"]
+        state["x"] = x = v - xp.clip(v, -0.3 * lam, 0.3 * lam)
+        state["lam"] = lam = lam * 0.999
+        return float(lam * xp.abs(x).sum())
+    return step
+
+
+#: heat_step's plate: 2 048 x 2 048 (``--quick``: 256 x 256, a smoke run's)
+HEAT_SIZE = 2048
+
+
+def heat_step(xp):
+    """heat2d's step written in place on a ``HEAT_SIZE``² float32 plate (a slice assignment),
+    the Laplacian's largest magnitude read: a step that writes its input whose device time
+    is long (committed ahead, its input's values kept aside for a roll-back:
+    worker/pushed_replies.py)."""
+    u0 = np.zeros((HEAT_SIZE, HEAT_SIZE), dtype=np.float32)
+    u0[0, :] = 1.0
+    u = xp.asarray(u0)
+
+    def step(i):
+        lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+        u[1:-1, 1:-1] = u[1:-1, 1:-1] + 0.2 * lap
+        return float(xp.abs(lap).max())
+    return step
+
+
 #: loops that draw from the device's generator: on the NumPy device its numbers are not
 #: NumPy's own, so they are compared with local CuPy's only (None: not compared)
 DRAWING = frozenset({"walk_step", "pi_step", "boot_step"})
@@ -183,7 +223,8 @@ DRAWING = frozenset({"walk_step", "pi_step", "boot_step"})
 LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "product_sync": product_sync, "regression_step": regression_step,
          "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step,
-         "boot_step": boot_step, "time_step": time_step}
+         "boot_step": boot_step, "time_step": time_step, "decay_step": decay_step,
+         "heat_step": heat_step}
 
 
 def per_iteration(step, reps, session):
@@ -221,6 +262,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         args.reps = min(args.reps, 200)
+        global HEAT_SIZE
+        HEAT_SIZE = 256
     loops = [name for name in args.loops.split(",") if name]
     unknown = sorted(set(loops) - set(LOOPS))
     if unknown:
