@@ -259,7 +259,13 @@ class SteadyLane:
             record.saved = saved
         batch_no = x._batch_no
         k = plan.served
-        self.answer(plan, True, record.frees)
+        try:
+            self.answer(plan, True, record.frees)
+        except BaseException:   # (its writes undone: the record is not committed, so its
+            for a, before in record.saved:   # message, if it comes, is served quietly by
+                x.replay.graphs.tools.copy(a, before)   # the generic path from the values
+            record.saved = []                            # before it, not run on them twice)
+            raise
         x._batch_no = batch_no
         record.outs = [h + k * d for h, d in zip(plan.outs, plan.douts)]
         record.ran = plan.ran
