@@ -38,25 +38,28 @@ Pushed only where nothing can come between: the loop's batch numbers go on by on
 batch the worker reads is the one pushed for), not for an early replay (its reply waits for
 the rest of the client's run), never with a warning, a poisoned session or a read not made.
 A step that writes its inputs (``w -= lr * grad``, a stencil's ``u[1:-1, 1:-1] = ...``) is
-committed ahead too: before its writes are copied back into the client's arrays, their
-values are copied aside on the device (one copy of each, on the session's stream), and a
-roll-back copies them back; a swap-out rolls such a commit back first (the arrays it would
-put back move). Until 2026-11-29 such a step was pushed but committed only when its message
-came, so the next step's run ahead waited for that message and the device with it: a loop
-whose device time is long (a 2048 x 2048 stencil) went at the device's time plus the round
-trip (``GPUWB_COMMIT_WRITES=0``: as then). The copy aside costs the worker a copy's launch a
-step (~10-15 µs on an H200 host), which pays only where the device would otherwise wait for
-the message: a step whose device time is at least COMMIT_WRITES_MIN_SECONDS (run 236: a
-2048 x 2048 stencil 10-13 % faster, a 512 x 512 one, its worker the slower side, 5-19 %
-slower when committed ahead). The values kept aside are bounded (SAVED_MOST, or a share of
-the session's memory limit): a step that writes more is committed when its message comes. A step that draws is committed ahead
+committed ahead too, where its device time is at least COMMIT_WRITES_MIN_SECONDS: before its
+writes are copied back into the client's arrays, their values are copied aside on the
+device (one copy of each, on the session's stream), and a roll-back copies them back; a
+swap-out rolls such a commit back first (the arrays it would put back move). Until
+2026-11-29 such a step was pushed but committed only when its message came, so its next
+step's run ahead waited for that message, and the device with it. The copy aside costs the
+worker a copy's launch a step (~10-15 µs on an H200 host), which a step whose pace is the
+worker's only pays (run 236: a 512 x 512 stencil 5-19 % slower committed ahead); for a
+2 048 x 2 048 one the gain was within the host's noise (runs 236-237: -9 %, -12 %, -4 %,
++10 %): its pace is its device time plus the worker's time between reading one step and
+launching the next, which one message committed ahead does not overlap
+(docs/stretch-replay.md, "A decay and a float made from another guessed").
+``GPUWB_COMMIT_WRITES=0`` commits such steps when their messages come, as before. The values
+kept aside are bounded (SAVED_MOST, or a share of the session's memory limit): a step that
+writes more is committed when its message comes. A step that draws is committed ahead
 with its draws tentative (worker/draw_journal.py ``commit(tentative=True)``): confirmed when
 its message comes, retracted by a roll-back — its generators made again from their journals
 as they were before it, a Generator's state put back — so the client's next draws are those
 it would have had. (Until 2026-11-28 such steps were pushed and committed only when their
-message came: a loop drawing every step ran at the two sides' pace one after the other.) ``GPUWB_PUSH=0`` turns pushes
-off, ``GPUWB_PUSH_AHEAD=0`` the commits ahead (diagnostics: the benchmarks' sides ``nopush``
-and ``nocommit``).
+message came: a loop drawing every step ran at the two sides' pace one after the other.)
+``GPUWB_PUSH=0`` turns pushes off, ``GPUWB_PUSH_AHEAD=0`` the commits ahead (diagnostics: the
+benchmarks' sides ``nopush`` and ``nocommit``).
 """
 
 from __future__ import annotations
@@ -72,8 +75,8 @@ from .run_ahead import LIMIT_SHARE
 __all__ = ["Pushes", "PushRecord", "SAVED_MOST", "COMMIT_WRITES_MIN_SECONDS"]
 
 #: the most bytes of inputs a step committed ahead may write (their values before it kept
-#: aside on the device until its message comes): more, or a share of the session's memory
-#: limit where that is more (run_ahead.LIMIT_SHARE)
+#: aside on the device until its message comes) where the session's memory is not limited;
+#: where it is, a share of its limit (run_ahead.LIMIT_SHARE)
 SAVED_MOST = 64 << 20
 #: the least device time of a step (its graphs' measured cost) committed ahead where it
 #: writes its inputs: about the worker's own time a message in the lane on an H200 host
@@ -168,8 +171,8 @@ class Pushes:
         """Whether the inputs *plan*'s step writes (its run ahead's ``writes``: the client's
         array, the graphs' buffer) may be kept aside for a commit ahead: committing them is
         on, the step's device time is at least COMMIT_WRITES_MIN_SECONDS (or ``always``),
-        each is one range of bytes (a copy's), and together they are within SAVED_MOST (or
-        the session's memory limit's share)."""
+        each is one range of bytes (a copy's), and together they are within SAVED_MOST (a
+        session whose memory is limited: its limit's share)."""
         if not self.commit_writes:
             return False
         if not self.commit_writes_always:
@@ -178,7 +181,7 @@ class Pushes:
                 return False
         writes = plan.ahead.writes
         limit = x.memory_limit
-        most = max(SAVED_MOST, limit // LIMIT_SHARE) if limit else SAVED_MOST
+        most = limit // LIMIT_SHARE if limit else SAVED_MOST
         total = 0
         for a, _buf in writes:
             flags = a.flags
