@@ -8,7 +8,7 @@ with ``dt = 0.01`` rounds otherwise than ``t + dt`` at 133 of 300 steps, and
 ``programs.py``'s random walk's ``0.1 + 1e-4 * step`` at 147 (the lane left 127 times over
 its 2 396 replays on an H200, run 151).
 
-So each float is guessed by one of five models of how a loop makes it, the one that
+So each float is guessed by one of six models of how a loop makes it, the one that
 predicted the most of its last :data:`WINDOW` values exactly, the summed one unless another
 beat it by :data:`MARGIN`:
 
@@ -29,6 +29,12 @@ beat it by :data:`MARGIN`:
   found are tried first after, and each (before, last) searched once. (So its guess may
   depend on the pairs other floats found before: a miss that depends on history, never a
   wrong reply — a guess only decides what runs ahead.)
+- *harmonic*: ``a / (1.0 + b * s)`` (a step size annealed as ``eta / (1.0 + decay *
+  step)``), ``a`` a decimal of two digits at most, ``b`` then ``a * (1 / last - 1 /
+  before)`` in six, ``s`` found from them, both values exact. Searched, before the offset
+  and multiple, only where none of the scored models got every step of the window right and
+  the window's reciprocals go on by one step (as a harmonic float's do); ~0.4 ms a search,
+  each (before, last) once, the pairs found tried first after.
 
 Each step's hits are remembered (:func:`_hits`), and each window's scores (:func:`_window`):
 a guess scores its one new step on the window the guess before it left. Where the summed
@@ -45,16 +51,11 @@ i`` 2 (153), ``1.0 + i * 0.1`` from ``i = 1000`` 18 (231), ``t += 0.1`` 3 (3), `
 6 (6), ``step * 0.5`` 0 (0); ``-i * 0.01`` from ``i = 1000`` 38 (72 before: where the summed
 guess gets the window's six steps, it stays), and ``0.25 + i / 7`` (a step no short decimal
 is) as often as summed (162); ``lr *= 0.99``, ``x *= 0.5``, ``lam *= 0.98`` 2 each (the first
-two guesses; 116–296 before the decay was a model).
+two guesses; 116–296 before the decay was a model); ``0.05 / (1.0 + 0.02 * s)``,
+``0.3 / (1.0 + 1e-4 * s)`` 2 and 3 (the harmonic's warm-up).
 
-*One message's floats together* (:func:`next_floats`): a float no model of its own is sure
-of (the summed one right at the window's every step, another at the long run's) that was,
-at each of its last RELATED values, another float's times one factor — in the same message
-or the one before — is guessed as that float's value times the factor. ISTA's threshold
-``clip(v, -lr * lam, lr * lam)`` beside ``lam = max(lam * 0.98, 0.01)``: a product's
-rounding follows no model of its own (a message of the three floats missed at 194 of 198
-steps before the decay was a model, 113 with it guessed each alone, 10 together: the
-decay's warm-up and its floor).
+One message's floats are guessed together by worker/float_relations.py (a float the loop
+makes from another: ``lr * lam``, ``sqrt(2 * eta_t)``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-__all__ = ["next_float", "next_floats", "float_values", "WINDOW", "KEPT", "MARGIN", "RELATED"]
+__all__ = ["next_float", "scored_guess", "sure_guess", "float_values", "WINDOW", "KEPT", "MARGIN"]
 
 #: the last steps each model is scored on
 WINDOW = 6
@@ -186,6 +187,77 @@ def _affine_search(before: float, last: float) -> float | None:
     return None
 
 
+#: the numerators and steps of the harmonic floats found last (most recent first)
+_HARMONIC_FOUND: list[tuple[float, float]] = []
+#: _harmonic's answers by (before, last)
+_HARMONIC_ANSWERS: dict[tuple[float, float], float | None] = {}
+#: the most significant digits a harmonic float's numerator is searched with, and its
+#: exponents
+_NUMERATOR_DIGITS, _NUMERATOR_EXPONENTS = 2, range(-7, 4)
+
+
+def _harmonic_next(a: float, b: float, before: float, last: float) -> float | None:
+    """``a / (1.0 + b * (s + 1))`` where ``a / (1.0 + b * s) == last`` and ``a / (1.0 + b *
+    (s - 1)) == before``."""
+    q = (a / last - 1.0) / b
+    if not math.isfinite(q) or not 1 <= q < 1 << 52:
+        return None
+    s = round(q)
+    if a / (1.0 + b * s) == last and a / (1.0 + b * (s - 1)) == before:
+        return a / (1.0 + b * (s + 1))
+    return None
+
+
+def _harmonic(before: float, last: float) -> float | None:
+    return _remembered(_HARMONIC_ANSWERS, (before, last), _harmonic_search)
+
+
+def _harmonic_search(before: float, last: float) -> float | None:
+    """``a / (1.0 + b * (s + 1))`` for a loop's ``a / (1.0 + b * s)`` (a step size annealed as
+    ``eta / (1.0 + decay * step)``: ``a`` and ``b`` written in few digits, ``s`` its counter):
+    ``a`` a decimal of _NUMERATOR_DIGITS digits, ``b`` then ``a * (1 / last - 1 / before)``
+    rounded to a few digits, ``s`` found from them, with both values exact; None where there
+    are none such. (~0.4 ms a search on the development VM: searched only where the window's
+    reciprocals go on by a fixed step, :func:`_reciprocals_step`, and each pair once.)"""
+    for a, b in _HARMONIC_FOUND:
+        guess = _harmonic_next(a, b, before, last)
+        if guess is not None:
+            return guess
+    if not (0 < last < before) or not math.isfinite(before):
+        return None
+    slope = 1.0 / last - 1.0 / before
+    for exponent in _NUMERATOR_EXPONENTS:
+        for mantissa in range(1, 10 ** _NUMERATOR_DIGITS):
+            if mantissa >= 10 and mantissa % 10 == 0:
+                continue   # (the same decimal as mantissa // 10, tried already)
+            a = float(f"{mantissa}e{exponent}")   # (the decimal's double, as a literal's)
+            if a < last:
+                continue
+            b = float(f"{a * slope:.6g}")
+            if b > 0:
+                guess = _harmonic_next(a, b, before, last)
+                if guess is not None:
+                    _HARMONIC_FOUND.insert(0, (a, b))
+                    del _HARMONIC_FOUND[4:]
+                    return guess
+    return None
+
+
+def _reciprocals_step(window: tuple) -> bool:
+    """Whether the reciprocals of *window*'s values (three at least, positive, falling) go
+    on by one step, to within rounding: a harmonic float's do; a decay's, a counter's
+    multiple's, a sum's do not (their second differences are far above rounding)."""
+    if len(window) < 3 or not all(v > 0 for v in window):
+        return False
+    inverse = [1.0 / v for v in window]
+    first = inverse[-1] - inverse[0]
+    if not first > 0 or not math.isfinite(first):
+        return False
+    steps = len(inverse) - 1
+    return all(abs(inverse[i + 1] - inverse[i] - first / steps) <= 1e-9 * first
+               for i in range(steps))
+
+
 #: _geometric's answers by (before, last)
 _GEOMETRIC_ANSWERS: dict[tuple[float, float], float | None] = {}
 #: the most significant digits a factor is searched with (``lam *= 0.98``)
@@ -280,13 +352,13 @@ def next_float(values: Sequence[float]) -> float:
     22 of 298 steps, ``i * 0.001`` at 29, ``i * 0.07`` at 27; with it 13, 12 and 7, and
     every summed float as before (the summed model's own run decides first)."""
     values = tuple(values[-KEPT:])
-    sure = _sure_guess(values)
-    return sure if sure is not None else _scored_guess(values)
+    sure = sure_guess(values)
+    return sure if sure is not None else scored_guess(values)[0]
 
 
-def _sure_guess(values: tuple) -> float | None:
+def sure_guess(values: tuple) -> float | None:
     """The guess of a model sure of it: the summed one right at every step of the window, or
-    another right at every step of the long run; None where none is (:func:`_scored_guess`
+    another right at every step of the long run; None where none is (:func:`scored_guess`
     then), or its guess would not be finite. *values*: KEPT at most."""
     n = len(values)
     if n <= 2:
@@ -314,186 +386,40 @@ def _sure_guess(values: tuple) -> float | None:
     return None
 
 
-def _scored_guess(values: tuple) -> float:
+def scored_guess(values: tuple) -> tuple[float, bool]:
     """The guess of the model that got the most of the window's steps right (the summed
-    one's unless another beat it by MARGIN), where no model is sure (:func:`_sure_guess`);
-    the last value where it would not be finite."""
+    one's unless another beat it by MARGIN), where no model is sure (:func:`sure_guess`), or
+    the last value where it would not be finite; and whether that model got every step of
+    the window right. Where none of the models scored in the window did: an offset and a step
+    (affine) searched, then a harmonic float, where the window's reciprocals go on by one
+    step."""
     before, last = values[-2], values[-1]
     best = _summed
+    fits = False
     if len(values) > 2:
         window = values[-(WINDOW + 2):]
         steps, scores = _window(window)
         count, n = len(steps), len(window)
         bar = scores[0] + MARGIN   # (another model must beat the summed one by MARGIN)
+        fits = scores[0] == count
         for model, score in zip(_MODELS[1:], scores[1:]):
             if score >= bar:
-                best, bar = model, score + 1
+                best, bar, fits = model, score + 1, score == count
         if bar <= count and max(scores) < count:
             # (none of the others got every step: an offset and a step, searched only then)
-            score = sum(_affine(window[i - 2], window[i - 1]) == window[i] for i in range(2, n))
-            if score >= bar:
-                best = _affine
+            # (or a harmonic float, searched first where the window's reciprocals go on by
+            # one step, as a harmonic float's do and an affine one's do not)
+            searched = (_harmonic, _affine) if _reciprocals_step(window) else (_affine,)
+            for model in searched:
+                score = sum(model(window[i - 2], window[i - 1]) == window[i] for i in range(2, n))
+                if score >= bar:
+                    best, bar, fits = model, score + 1, score == count
+                if fits:
+                    break
     guess = best(before, last)
     if guess is None:
-        guess = _summed(before, last)
-    return guess if guess is not None and math.isfinite(guess) else last
-
-
-#: the last values of two floats one must be the other's times one factor at (next_floats):
-#: RELATED - 1 pairs at least (fewer let two decays at one rate pair by chance: a review's
-#: 1 000 loops of two missed 3 085 messages together against 2 000 alone with four pairs)
-RELATED = WINDOW + 1
-#: the most floats of one message whose relations are searched (the search is quadratic in
-#: them: ten random floats cost ~2 ms a guess); more are each guessed alone
-RELATED_MOST = 6
-#: a float whose search found no relation is not searched again for this many guesses while
-#: its values go on (an unrelated float's search cost each guess otherwise: an Adam-like
-#: loop's three floats 125 against 79 µs a guess alone)
-SEARCH_AGAIN = 16
-#: the factor a float's run of values had to another's, by the float's run less its oldest
-#: value: (the other's run less its oldest, the factor) (_related)
-_FACTORS: dict[tuple, tuple[tuple, float]] = {}
-
-
-def next_floats(histories: Sequence[Sequence[float]]) -> list[float]:
-    """The next values of one message's floats (*histories*: each one's values, oldest first,
-    at least two): each as :func:`next_float` guesses it, but one whose own guess is not sure
-    and that was, at each of its last RELATED values, another float's times one factor — that
-    float's value in the same message (its sure guess then), or in the message before (its
-    last value then) — is that value times the factor: a float the loop makes from another
-    (ISTA's threshold ``lr * lam`` and ``-lr * lam`` beside ``lam = lam * 0.98``, which the
-    message reads after the step: the products follow the last message's ``lam``); no model
-    of a float's own follows a product's rounding.
-
-    A relation to the message before's value found at the last guess, and right at its
-    newest pair, is taken first, without asking the float's own models (the lane guesses at
-    every message: ISTA's three floats cost ~93 µs a message on an H200 host, run 236, when
-    each float's own models were scored first); a float whose own model is sure goes on as
-    before where its relation breaks."""
-    if len(histories) == 1:   # (most loops: one float that steps)
-        return [next_float(histories[0])]
-    runs = [tuple(values[-KEPT:]) for values in histories]
-    count = len(runs)
-    out: list = [None] * count
-    for i in range(count):   # (a relation to the message before's value that goes on)
-        mine = runs[i][-RELATED + 1:]
-        hint = _FACTORS.get(mine[:-1])
-        if hint is None:
-            continue
-        for j in range(count):
-            run = runs[j][-RELATED - 1:-1]
-            if j != i and run[:-1] == hint[0]:
-                factor = _hinted(mine, run)
-                if factor is not None and math.isfinite(runs[j][-1] * factor):
-                    out[i] = runs[j][-1] * factor
-                break
-    sure = [_sure_guess(values) if guess is None else None for values, guess in zip(runs, out)]
-    for i, guess in enumerate(sure):
-        if out[i] is not None:
-            continue
-        if guess is not None:
-            out[i] = guess
-            continue
-        mine = runs[i][-RELATED:]
-        if count > RELATED_MOST or len(mine) < RELATED or _own_fits(runs[i]) \
-                or _searched_lately(mine):
-            out[i] = _scored_guess(runs[i])
-            continue
-        for j, theirs in enumerate(sure):
-            if j == i:
-                continue
-            run = runs[j][-RELATED - 1:]
-            if theirs is not None:   # (the same message's: its sure guess)
-                factor = _related(mine, run[1:])
-                if factor is not None and math.isfinite(theirs * factor):
-                    out[i] = theirs * factor
-                    break
-            factor = _related(mine[1:], run[:-1])   # (the message before's: its value)
-            if factor is not None and math.isfinite(run[-1] * factor):
-                out[i] = run[-1] * factor
-                break
-        if out[i] is None:
-            _UNRELATED[mine[1:]] = SEARCH_AGAIN
-            out[i] = _scored_guess(runs[i])
-    return out
-
-
-def _own_fits(values: tuple) -> bool:
-    """Whether one of the float's own models got every step of its window right (a decay
-    not yet sure for want of the long run's steps: no relation is searched for it, two
-    decays at one rate being the other's times a factor at a few pairs by chance)."""
-    steps, scores = _window(values[-(WINDOW + 2):])
-    return bool(steps) and max(scores) == len(steps)
-
-
-#: the guesses left before a float whose search found no relation is searched again, by its
-#: run less its oldest value (next_floats)
-_UNRELATED: dict[tuple, int] = {}
-
-
-def _searched_lately(mine: tuple) -> bool:
-    """Whether *mine*'s run less its newest value was searched for a relation and none was
-    found within the last SEARCH_AGAIN guesses (the count then goes on with these values)."""
-    left = _UNRELATED.pop(mine[:-1], 0)
-    if left <= 1:
-        return False
-    if len(_UNRELATED) >= _REMEMBERED_MOST:
-        _UNRELATED.clear()
-    _UNRELATED[mine[1:]] = left - 1
-    return True
-
-
-def _hinted(mine: tuple, theirs: tuple) -> float | None:
-    """The factor the runs less their newest pair had where a guess before found it, if it
-    is right at the newest pair too (kept for the next guess); else None, nothing searched."""
-    hint = _FACTORS.get(mine[:-1])
-    if hint is None or hint[0] != theirs[:-1] or theirs[-1] * hint[1] != mine[-1]:
-        return None
-    _keep_factor(mine, theirs, hint[1])
-    return hint[1]
-
-
-def _keep_factor(mine: tuple, theirs: tuple, factor: float) -> None:
-    """*factor* kept for the guess after, which looks up these runs less their oldest pair
-    (by the float's own values: one relation a float, its other run beside)."""
-    if len(_FACTORS) >= _REMEMBERED_MOST:
-        _FACTORS.clear()
-    _FACTORS[mine[1:]] = (theirs[1:], factor)
-
-
-def _related(mine: tuple, theirs: tuple) -> float | None:
-    """:func:`_factor` of the two runs, from the factor the runs less their newest pair had
-    where a guess before found it (its newest pair checked alone), and kept for the next
-    guess, which looks up these runs less their oldest pair: a loop's floats that go on so
-    are checked a pair a message, not RELATED."""
-    factor = _hinted(mine, theirs)
-    if factor is None:
-        factor = _factor(mine, theirs)
-        if factor is not None:
-            _keep_factor(mine, theirs, factor)
-    return factor
-
-
-def _factor(mine: tuple, theirs: tuple) -> float | None:
-    """The factor ``c`` with ``t * c == m`` for each of the last values ``m`` of *mine* and
-    ``t`` of *theirs*, paired from the newest (RELATED - 1 pairs at least): the quotient of the
-    newest pair, or a neighbour within two units in the last place; None where there is
-    none."""
-    n = min(len(mine), len(theirs))
-    if n < RELATED - 1:
-        return None
-    mine, theirs = mine[-n:], theirs[-n:]
-    last = theirs[-1]
-    if last == 0 or not math.isfinite(last):
-        return None
-    q = mine[-1] / last
-    if not math.isfinite(q) or q == 0:
-        return None
-    up, down = math.nextafter(q, math.inf), math.nextafter(q, -math.inf)
-    for c in (q, up, down, math.nextafter(up, math.inf), math.nextafter(down, -math.inf)):
-        if all(t * c == m for m, t in zip(mine, theirs)):
-            return c
-    return None
+        guess, fits = _summed(before, last), False
+    return (guess, fits) if guess is not None and math.isfinite(guess) else (last, False)
 
 
 def float_values(history: Sequence[list], i: int) -> list:

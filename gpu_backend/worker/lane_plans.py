@@ -16,7 +16,8 @@ import math
 from typing import Any
 
 from .eager_ops import lane_runs_eagerly
-from .float_steps import KEPT, float_values, next_floats
+from .float_relations import next_floats
+from .float_steps import KEPT, float_values
 from .graph_replay import _Reads
 from .lane_messages import Layout, read_batch
 from .lane_reads import read_slots

@@ -40,12 +40,13 @@ from typing import Any, Sequence
 from ..protocol import messages as m
 from ..protocol.stretch_records import same_params
 from .batch_results import BatchResults
-from .float_steps import KEPT, float_values, next_floats
+from .float_relations import next_floats
+from .float_steps import KEPT, float_values
 from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry, Slot
 
 __all__ = ["RunAhead", "PROVISIONAL", "MAX_SECONDS", "READ_NOW_SECONDS", "MAX_BYTES", "LIMIT_SHARE", "max_bytes",
-           "MAX_MISSES", "SIT_OUT", "GAP_SHARE", "GAPS_KEPT", "guess_params",
+           "MAX_MISSES", "SIT_OUT", "MISSES_FROM", "GAP_SHARE", "GAPS_KEPT", "guess_params",
            "speculating", "speculated"]
 
 #: the most device time a replay run ahead may take (its last measured one's: Pacer.
@@ -87,6 +88,12 @@ LIMIT_SHARE = 8
 #: a run it drops (the client's next message may come while it runs: the hot sync's does)
 MAX_MISSES = 3
 SIT_OUT = 32
+#: ... counted only once the stretch has this many replays' parameters behind its guess: a
+#: model's warm-up (a harmonic float's window, a float made from another's run of values:
+#: worker/float_steps.py, float_relations.py) misses its first few guesses, and those three
+#: in a row had the stretch sit out before its guess could follow (an inverse-time scale in
+#: a 40-step loop was never run ahead)
+MISSES_FROM = 9
 #: ... twice as many each time it misses MAX_MISSES in a row again with no run ahead answered
 #: between (a scale annealed as ``eta / (1 + decay * step)``, which no guess follows: each
 #: miss of a run ahead that drew from a RandomState makes it again from its journal), up to
@@ -213,6 +220,8 @@ class RunAhead:
         #: could not be handed on, or were refused by their calls (DrawJournal.hand_on): never
         #: run ahead again (each such miss makes their generators again from their journals)
         self.no_draws: set = set()
+        #: by stretch: its runs ahead missed during its guess's warm-up (RunAhead._missed)
+        self._warming: dict[int, int] = {}
         #: a loop of stretches taking turns (two reads a step: the step, then another value):
         #: by held stretch, the stretch whose replay came right after its last one
         #: (StretchGraphs.leader), and by stretch the runs ahead of its follower that missed
@@ -227,6 +236,7 @@ class RunAhead:
         self.safe.clear()
         self._history.clear()
         self._misses.clear()
+        self._warming.clear()
         self._sitting.clear()
         self._sat.clear()
         self._gaps.clear()
@@ -451,7 +461,10 @@ class RunAhead:
             if entry.sid == ahead.sid:
                 self._missed(entry.sid)
                 # (its draws take no parameter: the replay's same calls get their arrays;
-                # where one cannot, its generators are made again: not twice)
+                # where one cannot, its generators are made again: not twice. Not even in
+                # its guess's warm-up: a Langevin loop whose annealed scale missed its first
+                # guesses, drawing ahead again, had its generators made again 18 times and
+                # its stretch let go, on the development VM)
                 if not draws.hand_on({id(a) for a in ahead.graph.env.values()},
                                      (self.no_draws, entry.sid)):
                     self.no_draws.add(entry.sid)
@@ -520,10 +533,18 @@ class RunAhead:
             and self.replay.graphs.states[entry.sid].graph is ahead.graph
 
     def _missed(self, sid: int) -> None:
-        """A run ahead of *sid* that its client's replay did not match: MAX_MISSES in a row
-        and it sits out SIT_OUT replays, twice as many each time since its last answered
-        run ahead (MAX_SIT_OUT at most)."""
+        """A run ahead of *sid* that its client's replay did not match: MAX_MISSES in a row,
+        once MISSES_FROM replays are behind its guesses, and it sits out SIT_OUT replays,
+        twice as many each time since its last answered run ahead (MAX_SIT_OUT at most).
+        A miss before that is its model's warm-up, not counted (MISSES_FROM such misses at
+        most, whatever clears its history meanwhile)."""
         self.missed += 1
+        history = self._history.get(sid)
+        if history is None or len(history) <= MISSES_FROM:
+            warming = self._warming.get(sid, 0) + 1
+            self._warming[sid] = warming
+            if warming <= MISSES_FROM:
+                return   # (its guess had too few values behind it yet: not counted)
         misses = self._misses.get(sid, 0) + 1
         if misses >= MAX_MISSES:
             sat = self._sat.get(sid, 0)

@@ -1,10 +1,8 @@
 """The next value of a loop's float parameter (worker/float_steps.py): exact, or nearly, for
 the ways a loop makes one — summed (``t += 0.1``), a multiple of its counter (``i * dt``),
 a fraction of it (``i / 100``), an offset and a multiple (``0.1 + 1e-4 * i``), stepped
-exactly (``step * 0.5``), a decay (``lr *= 0.99``) — from its last values, and never worse
-than ``last + (last - before)`` on a summed one; and one message's floats guessed together
-(``next_floats``), a float the loop makes from another (``lr * lam``) as that one's times
-a factor."""
+exactly (``step * 0.5``), a decay (``lr *= 0.99``), harmonic (``eta / (1.0 + decay * s)``) —
+from its last values, and never worse than ``last + (last - before)`` on a summed one."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ import math
 
 import pytest
 
-from gpu_backend.worker.float_steps import KEPT, RELATED, next_float, next_floats
+from gpu_backend.worker.float_steps import KEPT, next_float
 
 STEPS = 300
 
@@ -52,6 +50,9 @@ def _decayed(start: float, factor: float) -> list:
 
 
 SEQUENCES.update({
+    "0.05 / (1 + 0.02 * s)": ([0.05 / (1.0 + 0.02 * s) for s in range(STEPS)], 3),
+    "0.3 / (1 + 1e-4 * s)": ([0.3 / (1.0 + 1e-4 * s) for s in range(STEPS)], 3),
+    "1.0 / (1 + 0.05 * s)": ([1.0 / (1.0 + 0.05 * s) for s in range(STEPS)], 3),
     "lr *= 0.99": (_decayed(0.1, 0.99), 2),
     "T *= 0.995": (_decayed(10.0, 0.995), 2),
     "x *= 0.5": (_decayed(3.0, 0.5), 2),
@@ -127,8 +128,13 @@ def _scored_whole(values: list) -> float:
             if score >= bar:
                 best, bar = model, score + 1
         if bar <= len(steps) and max(scores) < len(steps):
-            if sum(fs._affine(values[i - 2], values[i - 1]) == values[i] for i in steps) >= bar:
-                best = fs._affine
+            searched = (fs._harmonic, fs._affine) if fs._reciprocals_step(values) else (fs._affine,)
+            for model in searched:
+                score = sum(model(values[i - 2], values[i - 1]) == values[i] for i in steps)
+                if score >= bar:
+                    best, bar = model, score + 1
+                if score == len(steps) and best is model:
+                    break
     guess = best(before, last)
     if guess is None:
         guess = fs._summed(before, last)
@@ -171,56 +177,3 @@ def test_a_decay_that_is_summed_now_and_then_stays_decayed_and_a_summed_float_su
     assert all(fs._geometric(values[k - 2], values[k - 1]) == values[k] for k in range(2, 60))
     summed = _summed(0.01)
     assert _misses(summed, next_float) <= _misses(summed, _summed_guess)
-
-
-# ------------------------------------------------------------ one message's floats together
-def _ista(steps: int = 200) -> list:
-    """ISTA's floats as ``programs.py``'s ``ista_continuation`` sends them, in a message's
-    order: ``-lr * lam`` and ``lr * lam`` (the threshold, before the step), then ``lam`` (read
-    after ``lam = max(lam * 0.98, 0.01)``)."""
-    lr, lam = 0.30475034096852016, 0.5
-    runs: list = [[], [], []]
-    for _ in range(steps):
-        runs[0].append(-lr * lam)
-        runs[1].append(lr * lam)
-        lam = max(lam * 0.98, 0.01)
-        runs[2].append(lam)
-    return runs
-
-
-def _message_misses(runs: list, guess) -> int:
-    return sum(guess([r[max(0, k - KEPT):k] for r in runs]) != [r[k] for r in runs]
-               for k in range(2, len(runs[0])))
-
-
-def test_a_float_made_from_another_is_guessed_as_its_product():
-    """ISTA's threshold: no model of its own follows ``lr * lam`` (a product's rounding), so
-    guessed alone a message of the three floats misses at a third of its steps; together
-    each threshold is the last message's ``lam`` times the factor its runs had, and a
-    message misses only while the decay's own run is short and where it meets its floor."""
-    runs = _ista()
-    alone = _message_misses(runs, lambda hs: [next_float(h) for h in hs])
-    together = _message_misses(runs, next_floats)
-    assert alone > 50, alone
-    assert together <= 12, together
-    # (the same message's value: a float times another's sure guess)
-    lam = _decayed(0.5, 0.98)
-    same = [[0.37 * v for v in lam], lam]
-    assert _message_misses(same, next_floats) <= 16   # (from the decay's long run: 14 values)
-    assert _message_misses(same, lambda hs: [next_float(h) for h in hs]) > 50
-
-
-def test_floats_that_are_no_product_of_each_other_are_guessed_each_alone():
-    """Two floats no factor relates (``i * 0.01``, ``t += 0.1``), one float, and a pair that
-    is a product only at the last few steps (fewer than four pairs): each float's guess is
-    next_float's, bit for bit."""
-    a = [i * 0.01 for i in range(80)]
-    b = _summed(0.1)[:80]
-    for k in range(2, 80):
-        assert next_floats([a[:k], b[:k]]) == [next_float(a[:k]), next_float(b[:k])], k
-        assert next_floats([a[:k]]) == [next_float(a[:k])]
-    c = [1.0, 5.0, 2.0, 3.0 * 0.25, 7.0 * 0.25]   # (the last two a quarter of d's)
-    d = [2.0, 9.0, 1.0, 3.0, 7.0]
-    for k in range(2, 6):
-        assert next_floats([c[:k], d[:k]]) == [next_float(c[:k]), next_float(d[:k])], k
-    assert RELATED > 4

@@ -12,6 +12,7 @@ that fails now and then — and a pool with ``GPUWB_STEADY_LANE=0`` answers none
 
 from __future__ import annotations
 
+import math
 import struct
 import time
 
@@ -222,6 +223,22 @@ def _decayed_threshold(cp):
     return out, x.get()
 
 
+def _annealed_scale(cp):
+    """Langevin's step with its noise drawn once (no draws in the loop): a step size
+    annealed as ``0.05 / (1.0 + 0.02 * step)`` (float_steps' harmonic model) and the noise's
+    scale ``sqrt(2.0 * eta_t)``, the root of its double (float_relations' root relation)."""
+    rng = np.random.default_rng(53)
+    x = cp.asarray(rng.uniform(-1.1, 1.1, 500))
+    noise = cp.asarray(rng.standard_normal(500) * 0.01)
+    out = []
+    for step in range(STEPS):
+        eta_t = 0.05 / (1.0 + 0.02 * step)
+        x = x - eta_t * (4.0 * x * (x * x - 1.0)) + math.sqrt(2.0 * eta_t) * noise
+        out.append(float(((x * x - 1.0) ** 2).mean()))
+        _pause()
+    return out, x.get()
+
+
 def _changing(cp):
     """Kept results, a replaced input, a changed scalar and other messages between."""
     x = cp.arange(1000, dtype=cp.float32) / 7
@@ -325,7 +342,7 @@ def _monte_carlo_pi(cp):
 
 
 @pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _time_stepped,
-                                  _decayed_threshold, _changing,
+                                  _decayed_threshold, _annealed_scale, _changing,
                                   _product_sync, _regression_step, _power_iteration,
                                   _random_walk, _monte_carlo_pi, _minibatches_in_order])
 @pytest.mark.parametrize("early", [False, True])
