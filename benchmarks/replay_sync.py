@@ -12,7 +12,9 @@ eagerly between a replay's graphs (``product_sync``, ``float((a @ v + 1).sum())`
 walk: a ``RandomState``'s draws each step), ``pi_step`` (Monte Carlo π, the module's
 draws) and ``boot_step`` (a bootstrap's step: a ``Generator``'s draws, made inside the
 graphs), ``time_step`` (``t = i * dt``), ``decay_step`` (a threshold that decays, ISTA's:
-``lam *= 0.999`` and ``clip(v, -0.3 * lam, 0.3 * lam)``) and ``heat_step`` (a 2 048²
+``lam *= 0.999`` and ``clip(v, -0.3 * lam, 0.3 * lam)``), ``anneal_step`` (Langevin's step,
+its noise drawn once: ``eta = 0.05 / (1.0 + 0.02 * i)`` and ``sqrt(2.0 * eta)``) and
+``heat_step`` (a 2 048²
 stencil written in place: long device time, its input written) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
@@ -31,6 +33,7 @@ Prints a table, then one JSON object (also written to --json).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -196,6 +199,23 @@ def decay_step(xp):
     return step
 
 
+def anneal_step(xp):
+    """Langevin's step on 4 096 float64 with its noise drawn once: a step size annealed as
+    ``0.05 / (1.0 + 0.02 * i)`` (worker/float_steps.py's harmonic model) and the noise's scale
+    ``sqrt(2.0 * eta)`` (the root of its double: worker/float_relations.py), the mean energy
+    read."""
+    rng = np.random.default_rng(13)
+    noise = xp.asarray(rng.standard_normal(4096) * 0.01)
+    state = {"x": xp.asarray(rng.uniform(-1.1, 1.1, 4096))}
+
+    def step(i):
+        eta = 0.05 / (1.0 + 0.02 * i)
+        x = state["x"]
+        state["x"] = x = x - eta * (4.0 * x * (x * x - 1.0)) + math.sqrt(2.0 * eta) * noise
+        return float(((x * x - 1.0) ** 2).mean())
+    return step
+
+
 #: heat_step's plate: 2 048 x 2 048 (``--quick``: 256 x 256, a smoke run's)
 HEAT_SIZE = 2048
 
@@ -224,7 +244,7 @@ LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "product_sync": product_sync, "regression_step": regression_step,
          "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step,
          "boot_step": boot_step, "time_step": time_step, "decay_step": decay_step,
-         "heat_step": heat_step}
+         "anneal_step": anneal_step, "heat_step": heat_step}
 
 
 def per_iteration(step, reps, session):
