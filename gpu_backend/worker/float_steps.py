@@ -199,6 +199,8 @@ _NUMERATOR_DIGITS, _NUMERATOR_EXPONENTS = 2, range(-7, 4)
 def _harmonic_next(a: float, b: float, before: float, last: float) -> float | None:
     """``a / (1.0 + b * (s + 1))`` where ``a / (1.0 + b * s) == last`` and ``a / (1.0 + b *
     (s - 1)) == before``."""
+    if not last > 0 or not b > 0:
+        return None
     q = (a / last - 1.0) / b
     if not math.isfinite(q) or not 1 <= q < 1 << 52:
         return None
