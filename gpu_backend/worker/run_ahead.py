@@ -310,13 +310,23 @@ class RunAhead:
         """Whether stretch *sid*'s replay, given the handles *inputs*, may be run ahead as far
         as its draws go: it draws nothing, or only from generators whose journals can undo
         them (DrawJournal.undoable), and its draws were never found not to be handed on
-        (``no_draws``). A run the client's replay does not match is undone (:meth:`answer`).
+        (``no_draws``), and not while its parameters change within its guess's warm-up
+        (MISSES_FROM replays). A run the client's replay does not match is undone
+        (:meth:`answer`).
         RunAhead's own runs, a follower's, and the steady lane's ask this."""
         if not stretch.draws:
             return True
+        if sid in self.no_draws:
+            return False
+        history = self._history.get(sid)
+        if history is not None and len(history) <= MISSES_FROM \
+                and any(a != b for a, b in zip(history, list(history)[1:])):
+            # (its parameters change and its guess is in its warm-up: a run ahead now would
+            # likely miss, and a draw that took the missed scalar would then put it among
+            # no_draws for good — Langevin's annealed scale, guessed at once after it)
+            return False
         x = self.replay.x
-        return sid not in self.no_draws and x.draws.undoable(
-            _generators(stretch, inputs, x.table.objects))
+        return x.draws.undoable(_generators(stretch, inputs, x.table.objects))
 
     def _start_follower(self, entry: ReplayEntry, sid: int, began: float, waiting: bool) -> bool:
         """After the reply to *entry*'s replay, where stretch *sid*'s replay came right after

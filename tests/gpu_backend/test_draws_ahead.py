@@ -138,12 +138,14 @@ def test_a_run_ahead_not_asked_for_leaves_the_generator_as_no_run_ahead_would(po
         rs = cp.random.RandomState(11)
         out = []
         for step in range(STEPS):
-            scale = 1.0 if step < 12 else 3.0
+            # (the jump after the guess's warm-up, RunAhead's MISSES_FROM replays: a drawing
+            # stretch whose parameters change within it is not run ahead)
+            scale = 1.0 if step < 18 else 3.0
             out.append(float((rs.random_sample(64) * scale).sum()))
             # (a long pause where a run ahead must have been made by the next message: the
             # worker runs one right after its reply, unless that message is there already)
-            time.sleep(LONG_PAUSE if step in (11, 19, 24, STEPS - 1) else PAUSE)
-            if step in (19, 24):
+            time.sleep(LONG_PAUSE if step in (17, 23, 28, STEPS - 1) else PAUSE)
+            if step in (23, 28):
                 out.append(rs.standard_normal(10).get())   # (between two replays)
         return out + [rs.random_sample(3).get()]
 
@@ -178,6 +180,16 @@ def test_a_draw_that_takes_the_missed_scalar_is_made_again_once_not_at_every_ste
     ref = reference_module()
     if ref is not None and ref.__name__ == "cupy":
         assert_bitwise(got, _annealed(ref))
+
+
+def test_an_annealed_draw_is_run_ahead_once_its_guess_is_warm(pool):
+    """The same loop: its step size is harmonic (worker/float_steps.py) and its draw's scale
+    the root of its double (worker/float_relations.py), so once its guess has MISSES_FROM
+    replays behind it (no run ahead before: one that missed would keep the stretch from
+    drawing ahead for good) its runs ahead are right: answered, none missed."""
+    got, want, figures = beside_no_replay(pool, _annealed, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["ahead"] >= 3 and figures["ahead_missed"] == 0, figures
 
 
 def test_a_generator_reseeded_or_shuffled_is_not_drawn_ahead_wrongly(pool):
