@@ -16,10 +16,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["scalar_reads"]
+__all__ = ["scalar_reads", "CONVERSIONS", "MOST_BYTES"]
 
 #: the widest scalar a read copies (complex128)
-_MOST_BYTES = 16
+MOST_BYTES = 16
+#: the conversions read so: each operator's name and the builtin that converts the NumPy 0-d
+#: array of the value's dtype (worker/lane_reads.py serves the same ones by a read graph)
+CONVERSIONS = {"float": float, "int": int, "bool": bool, "complex": complex}
 
 
 def scalar_reads(cupy: Any, stream: Any, captures: Any) -> dict[str, Callable[[Any], Any]]:
@@ -27,8 +30,8 @@ def scalar_reads(cupy: Any, stream: Any, captures: Any) -> dict[str, Callable[[A
     run on *stream* (its session's), *captures* telling whether its client captures."""
     runtime = cupy.cuda.runtime
     array_type = cupy.ndarray
-    pinned = cupy.cuda.alloc_pinned_memory(_MOST_BYTES)
-    host = np.frombuffer(pinned, np.uint8, _MOST_BYTES)
+    pinned = cupy.cuda.alloc_pinned_memory(MOST_BYTES)
+    host = np.frombuffer(pinned, np.uint8, MOST_BYTES)
     host_ptr = host.ctypes.data
     stream_ptr = stream.ptr
     to_host = runtime.memcpyDeviceToHost
@@ -39,12 +42,11 @@ def scalar_reads(cupy: Any, stream: Any, captures: Any) -> dict[str, Callable[[A
                 return convert(a)
             dtype = a.dtype
             size = dtype.itemsize
-            if size > _MOST_BYTES or dtype.kind not in "biufc":
+            if size > MOST_BYTES or dtype.kind not in "biufc":
                 return convert(a)
             runtime.memcpyAsync(host_ptr, a.data.ptr, size, to_host, stream_ptr)
             runtime.streamSynchronize(stream_ptr)   # (an op's asynchronous error surfaces here)
             return convert(host[:size].view(dtype).reshape(()))
         return read
 
-    return {name: reading(convert) for name, convert in
-            (("float", float), ("int", int), ("bool", bool), ("complex", complex))}
+    return {name: reading(convert) for name, convert in CONVERSIONS.items()}

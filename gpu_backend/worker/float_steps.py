@@ -345,8 +345,7 @@ def next_float(values: Sequence[float]) -> float:
     (multiple, fraction, then decay) that got every one of the last LONG steps right; else
     of the model that got the most of the last WINDOW steps right (ties to the first of
     summed, multiple, fraction, decay; another than summed must beat it by MARGIN); the
-    last value itself
-    where the prediction would not be finite.
+    last value itself where the prediction would not be finite.
 
     Why the long run: a float a loop computes from its counter (``t = i * 0.01``) is
     predicted every time by the multiple, and by the summed model at about half its steps,

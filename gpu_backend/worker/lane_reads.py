@@ -24,15 +24,10 @@ import sys
 import traceback
 from typing import Any
 
+from ..devices.cupy_scalar_reads import CONVERSIONS, MOST_BYTES
 from ..protocol.messages import KIND_OPERATOR
 
 __all__ = ["ReadSlots", "read_slots"]
-
-#: the conversions a read graph serves: the device's operators of these names convert the
-#: NumPy 0-d array of the value's dtype with these builtins
-CONVERSIONS = {"float": float, "int": int, "bool": bool, "complex": complex}
-#: the widest value a slot holds (complex128)
-MOST_BYTES = 16
 
 
 class ReadSlots:
@@ -50,7 +45,9 @@ def read_slots(tools: Any, reads: list, array_type: type) -> ReadSlots | None:
     """The read graph of a plan's closing *reads* (``(index, kind, name, target, args,
     kwargs)`` with their arguments resolved: the graphs' own buffers), made by the device's
     graph *tools*; None where one of them is not a conversion of a 0-d numeric array of
-    *array_type*, or the device could not make it (the reads are then made as before)."""
+    *array_type*, or the device could not make it (the reads are then made as before). The
+    conversions and the widest value are the device's own scalar reads'
+    (devices/cupy_scalar_reads.py)."""
     if not reads:
         return None
     arrays, converts = [], []

@@ -205,21 +205,13 @@ class Pushes:
         x = lane.x
         table = x.table
         committed = [r for r in self.sent if r.committed]
-        copy = x.replay.graphs.tools.copy if any(r.saved for r in committed) else None
-        replay = x.replay
         for record in reversed(committed):
             for h in record.outs:
                 table.free(h)
             for a, before in record.saved:   # (the inputs it wrote: as they were before it)
-                copy(a, before)
+                x.replay.graphs.tools.copy(a, before)
             x.ops_run -= record.ran
-            # (nor is it an answer: the figures the lane's answer counted, uncounted — a loop
-            # whose guesses miss had its commits ahead counted as replays answered ahead)
-            replay.replays -= 1
-            replay.graphed -= 1
-            replay.alone_answers -= 1
-            replay.ahead.hits -= 1
-            lane.answered -= 1
+            lane.unanswer()   # (nor is it a replay answered)
             record.committed = False
             record.outs, record.frees, record.saved = [], [], []
         if committed:

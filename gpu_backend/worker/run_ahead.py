@@ -34,6 +34,7 @@ begin_ahead), and its device time is this session's, charged as a replay's.
 from __future__ import annotations
 
 from collections import deque
+from itertools import pairwise
 from time import perf_counter
 from typing import Any, Sequence
 
@@ -320,7 +321,7 @@ class RunAhead:
             return False
         history = self._history.get(sid)
         if history is not None and len(history) <= MISSES_FROM \
-                and any(a != b for a, b in zip(history, list(history)[1:])):
+                and any(a != b for a, b in pairwise(history)):
             # (its parameters change and its guess is in its warm-up: a run ahead now would
             # likely miss, and a draw that took the missed scalar would then put it among
             # no_draws for good — Langevin's annealed scale, guessed at once after it)

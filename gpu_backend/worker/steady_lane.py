@@ -346,6 +346,17 @@ class SteadyLane:
             reply["L"] = 1   # (sent whole, its replies would be pushed: kernelproxy/early_replay.py)
         return codec.packb(reply)
 
+    def unanswer(self) -> None:
+        """A message committed ahead and rolled back (worker/pushed_replies.py): the figures
+        :meth:`answer` counted, taken back (a loop whose guesses missed had its commits ahead
+        counted as replays answered ahead)."""
+        replay = self.x.replay
+        replay.replays -= 1
+        replay.graphed -= 1
+        replay.alone_answers -= 1
+        replay.ahead.hits -= 1
+        self.answered -= 1
+
     @staticmethod
     def numbered(plan: LanePlan, values: list) -> list:
         """The values of the plan's message's reads (numbered from 0), numbered by its ops."""
