@@ -46,21 +46,35 @@ class LanePlan:
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
                  "int_steps",
                  "float_history",
-                 "written", "eager_kept", "remade", "held", "read_slots")
+                 "written", "eager_kept", "remade", "held", "read_slots", "turn")
 
 
-def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
+def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> LanePlan | None:
     """The plan of a loop whose last two replays, served by the generic path, were
     *before* and *last* (their first frames), its replay run ahead now; None where the lane
     cannot serve it. (Layout raises Reshaped where a number grew a byte, ValueError where
-    the two do not step.) Its first message is not set yet: SteadyLane._next."""
+    the two do not step.) Its first message is not set yet: SteadyLane._next.
+
+    *past*: the stretch is one of several taking turns, not the one run ahead now: *last*
+    was answered from a run ahead that gave ``(stretch, ops run, result slots)``
+    (RunAhead.answered), and the plan has no run ahead until the lane makes it."""
     replay = x.replay
     run = replay.ahead
-    ahead = run.ahead
     graphs = replay.graphs
-    if ahead.results.values or ahead.results.downloads or graphs is None \
-            or x.poisoned_at is not None or x._warnings:
+    if graphs is None or x.poisoned_at is not None or x._warnings:
         return None
+    if past is None:
+        ahead = run.ahead
+        if ahead.results.values or ahead.results.downloads:
+            return None
+        sid, g, ran, slots = ahead.sid, ahead.graph, ahead.ran, ahead.slots
+    else:
+        ahead = None
+        sid, ran, slots = past
+        state = graphs.states.get(sid)
+        g = state.graph if state is not None else None
+        if g is None:
+            return None
     shape = Layout(before, last)
     if shape.steps < 2:
         return None
@@ -70,9 +84,8 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     raw, frees = header.get("T"), header.get("F") or []
     early = header.get("S") == 1
     stretch, entry = replay.stretches.entry(raw, early)
-    if entry.need is None or entry.need or entry.sid != ahead.sid:
+    if entry.need is None or entry.need or entry.sid != sid:
         return None
-    g = ahead.graph
     state = graphs.states.get(entry.sid)
     if state is None or state.graph is not g:
         return None
@@ -156,7 +169,7 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     plan.eager_kept = eager_kept
     plan.remade = g.shape.remade
     plan.held = stretch   # (its draws' generators: RunAhead's _generators)
-    plan.ran, plan.slots = ahead.ran, ahead.slots
+    plan.ran, plan.slots = ran, slots
     plan.input_frees = [] if early else list(g.shape.input_frees)
     # the closing reads, their arguments resolved once: the graph's own buffers
     reads, with_params = [], []
@@ -179,9 +192,12 @@ def make_plan(x: Any, before: bytes, last: bytes) -> LanePlan | None:
     #: makes them where it answers that run (the lane left)
     # (with a handout of its own: the generic run ahead's holds the arrays that replay
     # handed out, which the plan would keep out of their turns, GraphCopies._made_for)
-    plan.reads_left = ahead.reads._replace(handout={}) if ahead.reads is not None \
+    plan.reads_left = ahead.reads._replace(handout={}) if ahead is not None and ahead.reads is not None \
         else None if not reads else _Reads(state, g, segments[tail:], entry.params, {}, True)
     plan.ahead = ahead
+    #: where stretches take turns, the plan of the stretch whose message comes after this
+    #: one's (SteadyLane._arm_turns: a ring); None: this one's own next message does
+    plan.turn = None
     return plan
 
 

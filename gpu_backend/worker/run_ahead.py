@@ -231,6 +231,11 @@ class RunAhead:
         self.follows: dict[int, int] = {}
         self._follow_misses: dict[int, int] = {}
         self._follow_sitting: dict[int, int] = {}
+        #: the last replay answered through graphs, from a run ahead or run now,
+        #: ``(stretch, ops run, result slots)``, till the steady lane reads it after that
+        #: batch (SteadyLane.served: stretches taking turns are read from such messages);
+        #: numbers only, no array or graph (StretchReplay._replay sets it too)
+        self.answered: tuple | None = None
 
     def forget(self) -> None:
         """The held stretches changed (some let go): what was learnt of each goes."""
@@ -333,15 +338,18 @@ class RunAhead:
         """After the reply to *entry*'s replay, where stretch *sid*'s replay came right after
         that stretch's last time (``follows``): run *sid*'s next replay now if it may be, its
         inputs where they came from then (GraphCopies.predict_after: the same arrays as its
-        last replay's, or *entry*'s results or inputs), its parameters its last replay's;
-        whether it ran."""
+        last replay's, or *entry*'s results or inputs), its parameters guessed from its own
+        last replays' (guess_params); whether it ran."""
         graphs = self.replay.graphs
         state = graphs.states.get(sid) if graphs is not None else None
         g = state.graph if state is not None else None
         history = self._history.get(sid)
-        params = history[-1] if history else None
-        if g is None or params is None or self._sitting.get(sid):
+        if g is None or not history or self._sitting.get(sid):
             return False
+        # (its parameters guessed from its own last replays', as its own next replay's are:
+        # a step whose learning rate decays, followed by a read of its accuracy)
+        past = list(history)
+        params = guess_params(past[:-1], past[-1])
         last = g.copies.last_entry
         handles = g.copies.predict_after(entry.sid, (entry.inputs, entry.outs))
         if last is None or handles is None:
@@ -354,7 +362,7 @@ class RunAhead:
             inputs[n] = hid
         if not self.may_draw(sid, stretch, inputs):   # (as a stretch's own next replay)
             return False
-        if not self._run(sid, g, state, stretch, inputs, list(params), len(last[1]), entry.early,
+        if not self._run(sid, g, state, stretch, inputs, params, len(last[1]), entry.early,
                          began):
             return False
         self.ahead.after = entry.sid
@@ -522,6 +530,7 @@ class RunAhead:
             return failed
         graphs.replayed(ahead.graph, entry)
         self.hits += 1
+        self.answered = (ahead.sid, ahead.ran, ahead.slots)
         return ahead.ran, None, False
 
     def _reads_now(self, sid: int, cost: float) -> bool:

@@ -62,6 +62,10 @@ __all__ = ["SteadyLane", "REPLAY_KEYS"]
 #: replays served by the generic path before the lane tries again where two did not step
 #: (reading a message's layout costs about what serving it does)
 COOL = 16
+#: the most stretches taking turns the lane serves (a loop that reads twice or three times
+#: a step: its loss, then its accuracy; docs/stretch-replay.md, "Stretches taking turns in
+#: the lane")
+TURNS_MOST = 3
 _NO_METAS = pack_metas([])
 _T = codec.packb("t")
 
@@ -72,6 +76,12 @@ _T = codec.packb("t")
 #: run 206's phases), and a shorter step read at once keeps its reply pushed a message
 #: further ahead, which a client faster than that (the hot sync) uses
 DEFER_MIN_SECONDS = 25e-6
+
+
+class _Lagging(Exception):
+    """Stretches taking turns whose first plan's message is not the one run ahead: where an
+    op that was no replay came between two steps, a loop-carried input's handle steps
+    unevenly once more, and the messages after will step (SteadyLane._arm_turns)."""
 
 
 class _Relayout(Exception):
@@ -90,7 +100,16 @@ class SteadyLane:
         #: the first frames of the last two replays served in a row by the generic path
         self._before: bytes | None = None
         self._last: bytes | None = None
+        #: the last messages served in a row by the generic path, each a replay answered
+        #: through graphs: ``(its first frame, (stretch, ops run, result slots))``
+        #: (RunAhead.answered); stretches taking turns are read from them (:meth:`_arm_turns`)
+        self._turns: deque = deque(maxlen=2 * TURNS_MOST)
         self.answered = self.armed = self.left = 0
+        #: plans armed for stretches taking turns (each ring counted once; ``lane_turns``),
+        #: and the readings of turns in a row whose first message was not the one run ahead
+        #: (:class:`_Lagging`: read again at the next message, up to a round and a half)
+        self.armed_turns = 0
+        self._lagging = 0
         #: messages to let pass before trying to arm again, after a failed attempt
         self._cool = 0
         self._empty = BatchResults(x.table)
@@ -125,20 +144,36 @@ class SteadyLane:
     def served(self, body: bytes | None) -> None:
         """After the generic path's reply to a batch and the run ahead after it: *body*, the
         batch's first frame where it was a replay's header alone answered without error, else
-        None. Kept, and a plan made where the last two go on by fixed steps."""
+        None. Kept, and a plan made where the last two go on by fixed steps, or where the
+        last few are stretches taking turns, each going on by fixed steps (:meth:`_period`)."""
         self.plan = None
+        run = self.x.replay.ahead
+        answered, run.answered = run.answered, None
         if body is None or not self.enabled:
-            self._before = self._last = None
+            self._forget()
             return
         self._before, self._last = self._last, body
+        if answered is None:   # (not through graphs: no turn of a loop the lane serves)
+            self._turns.clear()
+        else:
+            self._turns.append((body, answered))
         if self._cool:   # (a loop whose messages did not step lately: not read every time)
             self._cool -= 1
             return
-        if self._before is not None and self.x.replay.ahead.ahead is not None:
+        if self._before is not None and run.ahead is not None:
+            period = self._period()
+            if not period:   # (stretches that do not take turns yet)
+                return
             try:
-                self.plan = self._arm(self._before, self._last)
+                self.plan = self._arm(self._before, self._last) if period == 1 \
+                    else self._arm_turns(period)
             except Reshaped:   # (a number grew a byte: the next two will step)
                 return
+            except _Lagging:   # (an input's handle stepped unevenly once: the next will step)
+                self._lagging += 1
+                if self._lagging <= 3 * period // 2:
+                    return
+                self.plan, self._lagging = None, 0
             except Exception:   # (two messages that do not step, a stretch it cannot serve)
                 self.plan = None
             if self.plan is not None:
@@ -154,7 +189,57 @@ class SteadyLane:
         4 MiB array left 4 MiB + 512 bytes used after its swap-out, run 210). A message
         committed ahead stays so: its record, not the plan, confirms it."""
         self.plan = None
+        self._forget()
+
+    def _forget(self) -> None:
+        """Forget the messages a plan would be read from: the next are read anew."""
         self._before = self._last = None
+        self._turns.clear()
+        self._lagging = 0
+
+    def _period(self) -> int:
+        """How many stretches take turns in the last messages: 1 where the last two are one
+        stretch's (or too few are known to say: the lane's first reading, as ever), else the
+        least *p* of TURNS_MOST whose last 2*p messages' stretches go round by *p*; 0: none."""
+        turns = self._turns
+        n = len(turns)
+        if n < 2 or turns[-1][1][0] == turns[-2][1][0]:
+            return 1
+        for p in range(2, TURNS_MOST + 1):
+            if n < 2 * p:
+                return 0
+            sids = [past[0] for _body, past in list(turns)[-2 * p:]]
+            if sids[:p] == sids[p:] and len(set(sids[:p])) == p:
+                return p
+        return 0
+
+    def _arm_turns(self, period: int) -> LanePlan | None:
+        """The plans of a loop of *period* stretches taking turns (a step that reads its
+        loss, then its accuracy): each stretch's from its last two messages, *period* apart,
+        in a ring (``plan.turn``), the first the plan of the stretch whose replay is run
+        ahead now (the generic path's follower: RunAhead.follows), its first message set;
+        None where any cannot be served or the one run ahead is not that message. The
+        others have no run ahead until the lane makes it, after the message before theirs
+        (:meth:`after_reply`)."""
+        x = self.x
+        turns = list(self._turns)[-2 * period:]
+        plans = []
+        for i in range(period):
+            (before, _was), (last, past) = turns[i], turns[i + period]
+            plan = make_plan(x, before, last, None if i == 0 else past)
+            if plan is None or plan.dbatch != period:
+                return None
+            plans.append(plan)
+        first = plans[0]
+        self._next(first)
+        if not x.replay.ahead.matches(self._entry(first)):
+            raise _Lagging
+        self._lagging = 0
+        for plan, after in zip(plans, plans[1:] + plans[:1]):
+            plan.turn = after
+        x.replay.graphs.broken()   # (its messages teach the generic path nothing: none follows them)
+        self.armed_turns += 1
+        return first
 
     def _arm(self, before: bytes, last: bytes) -> LanePlan | None:
         """The plan of the loop whose last two messages were *before* and *last*
@@ -222,7 +307,7 @@ class SteadyLane:
         if why is not None:
             self.left += 1
             self.left_why[why] = self.left_why.get(why, 0) + 1
-            self._before = self._last = None
+            self._forget()
             return None
         return plan
 
@@ -414,6 +499,21 @@ class SteadyLane:
         mark = x.phases.mark   # (its parts, where the worker times its phases: program_phases.py)
         mark("lane_unlaunched")
         run = x.replay.ahead
+        turn = plan.turn
+        if turn is not None:   # (stretches taking turns: the next one's replay run ahead)
+            if self._run_ahead(turn):
+                self._next(turn)
+                mark("lane_next")
+                self.plan = turn
+                return
+            # (none made: the lane is left, the next message served by the generic path
+            # with no run ahead; its plans are read again from the messages after)
+            self._forget()
+            self.left += 1
+            self.left_why["turn not run ahead"] = self.left_why.get("turn not run ahead", 0) + 1
+            if run.ahead is None:
+                pacer.out_of_work(x.more_work)
+            return
         if self._run_ahead(plan):
             self._next(plan)
             mark("lane_next")
@@ -442,7 +542,7 @@ class SteadyLane:
             plan.ahead = ahead
             self.plan = plan
             return
-        self._before = self._last = None
+        self._forget()
         self.left += 1
         self.left_why["run ahead unmatched"] = self.left_why.get("run ahead unmatched", 0) + 1
 
@@ -456,12 +556,14 @@ class SteadyLane:
         # (a message already waiting is served first, as RunAhead.start would — but not where
         # this run's reply is pushed: that message is then most likely the one it answers, and
         # declining left the lane for the generic path at every message a client faster than
-        # its worker had sent, 13 % of the hot sync's messages on an H200, run 134)
+        # its worker had sent, 13 % of the hot sync's messages on an H200, run 134; nor
+        # where stretches take turns: declining leaves the lane, and the message waiting is
+        # most likely this turn's, sent early as the reply before it came)
         if x.poisoned_at is not None or plan.state.graph is not g:
             return self._decline("state")
         if not pacer.may_run_ahead(run.beside):
             return self._decline("pacer")
-        if not self.pushable(plan) and x.more_work():
+        if plan.turn is None and not self.pushable(plan) and x.more_work():
             return self._decline("early" if plan.early else "waiting")
         # its inputs: the same arrays, or (a loop-carried result) the one the client's last
         # replay named, of the layout its graphs were captured with (StretchGraphs._fits)

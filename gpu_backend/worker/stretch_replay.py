@@ -358,6 +358,8 @@ class StretchReplay:
                 self.graphed += 1
                 if estimate is not None:
                     pacer.charge(estimate)
+                if done[1] is None:   # (for the steady lane: RunAhead.answered)
+                    self.ahead.answered = (entry.sid, done[0], len(entry.outs))
                 return (*done, True)
             results.forget_values_since(mark)
             if had_graph:
@@ -453,7 +455,8 @@ class StretchReplay:
                 "ahead": self.ahead.hits, "ahead_missed": self.ahead.missed,
                 "ahead_alone": self.alone_answers, "ahead_read": self.ahead.read_now,
                 "ahead_read_later": self.ahead.read_later, "lane": self.lane.answered,
-                "lane_armed": self.lane.armed, "lane_left": self.lane.left,
+                "lane_armed": self.lane.armed, "lane_turns": self.lane.armed_turns,
+                "lane_left": self.lane.left,
                 "pushed": self.lane.pushes.pushed, "push_taken": self.lane.pushes.taken,
                 "push_confirmed": self.lane.pushes.confirmed, "push_quiet": self.lane.pushes.quiet,
                 "push_rolled": self.lane.pushes.rolled, "reads_deferred": self.lane.deferrals,

@@ -1,0 +1,126 @@
+"""Stretches taking turns served in the steady lane (worker/steady_lane.py ``_arm_turns``): a
+loop that reads twice or three times a step (its loss, then its accuracy) is two or three held
+stretches taking turns, each of whose messages goes on by fixed steps from its last one; the
+lane reads a plan for each from the generic path's last messages and, after answering one
+stretch's message, runs the next one's replay ahead by its recorded calls.
+
+Each loop runs on a session of a pool whose workers run every replay ahead and on one with
+stretch replay off, compared bitwise; the loops the lane must serve say so (the worker's count
+of messages answered in the lane, and of plans armed for turns), each iteration with the
+user's own Python (a pause) between, as a notebook's loop has. How many of a loop's messages
+the lane answers is the host's race only at its edges (the generic path's messages before
+it arms, and after a message it did not expect), so the counts asked for are a quarter of
+the messages at most."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from ..differential import assert_bitwise
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+
+STEPS = 60
+#: the user's own Python between iterations (a sleep: a loaded machine's worker gets a core)
+PAUSE = 0.002
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with pool_running_ahead("none") as p:
+        yield p
+
+
+def _loss_and_accuracy(cp):
+    """Logistic regression whose step writes its weights in place under a learning rate
+    that decays every step (a float the lane guesses) and reads its loss, then a read of its
+    accuracy from the step's probabilities: two stretches taking turns, the second's input
+    the first's result, a new handle every step."""
+    rng = np.random.default_rng(31)
+    x = cp.asarray(rng.normal(0, 1, (512, 8)).astype(np.float32))
+    y = cp.asarray((rng.random(512) > 0.5).astype(np.float32))
+    w = cp.zeros(8, dtype=cp.float32)
+    lr = 0.5
+    out = []
+    for _ in range(STEPS):
+        p = 1.0 / (1.0 + cp.exp(-(x @ w)))
+        w -= lr * (x.T @ (p - y)) / 512
+        lr *= 0.99
+        out.append(float(((p - y) ** 2).mean()))
+        out.append(float(((p > 0.5) == (y > 0.5)).mean()))
+        time.sleep(PAUSE)
+    return out + [w.get()]
+
+
+def _three_turns_one_writing(cp):
+    """Three stretches taking turns, the second writing its own input in place (a running
+    mean), the third reading both the first's result and the second's written input."""
+    u = cp.linspace(0, 1, 600, dtype=cp.float32)
+    mean = cp.zeros(600, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        u = u * 0.97 + 0.01
+        out.append(float(u.sum()))
+        mean *= 0.9
+        mean += 0.1 * u
+        out.append(float(mean.max()))
+        out.append(float((u - mean).min()))
+        time.sleep(PAUSE)
+    return out + [u.get(), mean.get()]
+
+
+def _turns_broken_now_and_then(cp):
+    """Two stretches taking turns, with now and then a third read between (every ninth step)
+    and once the second read replaced by another: each an unexpected message, the lane left
+    and armed again."""
+    v = cp.arange(300, dtype=cp.float32) / 300
+    out = []
+    for i in range(STEPS):
+        v = v * 0.5 + 0.25
+        out.append(float(v.sum()))
+        if i == 31:
+            out.append(float((v - 0.5).min()))   # (once: another read in the second's turn)
+        else:
+            out.append(float((v * 3.0).max()))
+        if i % 9 == 8:
+            out.append(float(v[i]))
+        time.sleep(PAUSE)
+    return out + [v.get()]
+
+
+def test_two_stretches_taking_turns_are_served_in_the_lane(pool):
+    got, want, figures = beside_no_replay(pool, _loss_and_accuracy)
+    assert_bitwise(got, want)
+    # (before the lane took turns, none of the 2 x STEPS messages was its)
+    assert figures["lane_turns"] >= 1, figures
+    assert figures["lane"] >= STEPS // 2, figures
+
+
+def test_three_stretches_taking_turns_one_writing_its_input_in_the_lane(pool):
+    got, want, figures = beside_no_replay(pool, _three_turns_one_writing)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] >= 1, figures
+    assert figures["lane"] >= STEPS // 2, figures
+
+
+def test_turns_broken_now_and_then_lose_nothing(pool):
+    got, want, figures = beside_no_replay(pool, _turns_broken_now_and_then)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] >= 2, figures   # (armed again after a message it did not expect)
+    assert figures["lane_left_why"].get("other message", 0) >= 1, figures
+
+
+def test_turns_in_the_lane_are_let_go_at_a_swap_out_and_taken_up_again(tmp_path):
+    """A session swapped out in the middle of a loop of turns (idle 0.3 s): the lane's plans
+    go with its graphs, its arrays come back, and the loop goes on bitwise, in the lane again."""
+    def loop(cp):
+        first = _loss_and_accuracy(cp)
+        time.sleep(1.0)   # (idle: swapped out)
+        return first + _loss_and_accuracy(cp)
+
+    with pool_running_ahead("none", swap_dir=tmp_path) as swapping:
+        got, want, figures = beside_no_replay(swapping, loop)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] >= 2, figures
