@@ -15,7 +15,9 @@ graphs), ``time_step`` (``t = i * dt``), ``decay_step`` (a threshold that decays
 ``lam *= 0.999`` and ``clip(v, -0.3 * lam, 0.3 * lam)``), ``anneal_step`` (Langevin's step,
 its noise drawn once: ``eta = 0.05 / (1.0 + 0.02 * i)`` and ``sqrt(2.0 * eta)``) and
 ``heat_step`` (a 2 048²
-stencil written in place: long device time, its input written) — it reports the median wall time per
+stencil written in place: long device time, its input written), ``two_reads`` (a training step
+that reads its loss and its accuracy: two stretches taking turns) and ``three_reads`` (three
+reads a step, one stretch writing its input) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
@@ -236,6 +238,42 @@ def heat_step(xp):
     return step
 
 
+def two_reads(xp):
+    """A training step that reads its loss *and* its accuracy, as a notebook prints both
+    (logistic regression on 4 096 x 16 float32, its weights written in place): two reads a
+    step, so two held stretches taking turns (the steady lane's turns: worker/steady_lane.py
+    ``_arm_turns``); the step's value is the accuracy, read after the loss."""
+    rng = np.random.default_rng(14)
+    x = xp.asarray(rng.standard_normal((4096, 16)).astype(np.float32))
+    y = xp.asarray((rng.random(4096) > 0.5).astype(np.float32))
+    state = {"w": xp.zeros(16, dtype=xp.float32)}
+
+    def step(i):
+        w = state["w"]
+        p = 1.0 / (1.0 + xp.exp(-(x @ w)))
+        w -= 0.5 * (x.T @ (p - y)) / 4096
+        loss = float(((p - y) ** 2).mean())
+        return loss + float(((p > 0.5) == (y > 0.5)).mean())
+    return step
+
+
+def three_reads(xp):
+    """A carried field's step with three reads a step (its sum, a running mean's largest
+    value, their smallest difference): three stretches taking turns, the second writing its
+    own input (the running mean) in place."""
+    state = {"u": xp.linspace(0, 1, 4096, dtype=xp.float32),
+             "mean": xp.zeros(4096, dtype=xp.float32)}
+
+    def step(i):
+        state["u"] = v = state["u"] * 0.999 + 0.0005
+        total = float(v.sum())
+        mean = state["mean"]
+        mean *= 0.9
+        mean += 0.1 * v
+        return total + float(mean.max()) + float((v - mean).min())
+    return step
+
+
 #: loops that draw from the device's generator: on the NumPy device its numbers are not
 #: NumPy's own, so they are compared with local CuPy's only (None: not compared)
 DRAWING = frozenset({"walk_step", "pi_step", "boot_step"})
@@ -244,7 +282,8 @@ LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "product_sync": product_sync, "regression_step": regression_step,
          "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step,
          "boot_step": boot_step, "time_step": time_step, "decay_step": decay_step,
-         "anneal_step": anneal_step, "heat_step": heat_step}
+         "anneal_step": anneal_step, "heat_step": heat_step, "two_reads": two_reads,
+         "three_reads": three_reads}
 
 
 def per_iteration(step, reps, session):
