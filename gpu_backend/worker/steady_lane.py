@@ -178,6 +178,7 @@ class SteadyLane:
                 self.plan = None
             if self.plan is not None:
                 self.armed += 1
+                self._forget()   # (read anew once the lane is left: its answers are not here)
             else:
                 self._cool = COOL
 
@@ -427,7 +428,7 @@ class SteadyLane:
         if pushed:
             return b""
         reply = self.reply(plan, batch, values)
-        if plan.early and plan.dbatch == 1 and self.pushes.enabled:
+        if plan.early and (plan.dbatch == 1 or plan.turn is not None) and self.pushes.enabled:
             reply["L"] = 1   # (sent whole, its replies would be pushed: kernelproxy/early_replay.py)
         return codec.packb(reply)
 
@@ -777,8 +778,11 @@ class SteadyLane:
             self._read_ahead(plan, ahead)
 
     def pushable(self, plan: LanePlan) -> bool:
-        """Whether the plan's replies are pushed ahead (worker/pushed_replies.py)."""
-        return self.pushes.enabled and plan.dbatch == 1 and not plan.early
+        """Whether the plan's replies are pushed ahead (worker/pushed_replies.py): where the
+        next batch the worker reads is its next message — its batches go on by one, or it
+        is one of stretches taking turns (its batches go on by the ring's length, each one
+        between them another plan's of the ring) — and it is not an early replay."""
+        return self.pushes.enabled and not plan.early and (plan.dbatch == 1 or plan.turn is not None)
 
     def _free(self, plan: LanePlan) -> None:
         """A run ahead of the lane's that did not finish: its provisional results go, and

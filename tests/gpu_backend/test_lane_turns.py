@@ -90,12 +90,44 @@ def _turns_broken_now_and_then(cp):
     return out + [v.get()]
 
 
+def _loss_and_accuracy_with_a_look(cp):
+    """The loss-and-accuracy loop with, every seventh step, a look at a weight after the
+    accuracy read (an op that is no replay): where the lane has committed the next step
+    ahead — its weights written in place — that look must see them as they were before it."""
+    rng = np.random.default_rng(32)
+    x = cp.asarray(rng.normal(0, 1, (512, 8)).astype(np.float32))
+    y = cp.asarray((rng.random(512) > 0.5).astype(np.float32))
+    w = cp.zeros(8, dtype=cp.float32)
+    out = []
+    for i in range(STEPS):
+        p = 1.0 / (1.0 + cp.exp(-(x @ w)))
+        w -= 0.5 * (x.T @ (p - y)) / 512
+        out.append(float(((p - y) ** 2).mean()))
+        out.append(float(((p > 0.5) == (y > 0.5)).mean()))
+        if i % 7 == 6:
+            out.append(float(w[i % 8]))
+        time.sleep(PAUSE)
+    return out + [w.get()]
+
+
 def test_two_stretches_taking_turns_are_served_in_the_lane(pool):
     got, want, figures = beside_no_replay(pool, _loss_and_accuracy)
     assert_bitwise(got, want)
     # (before the lane took turns, none of the 2 x STEPS messages was its)
     assert figures["lane_turns"] >= 1, figures
     assert figures["lane"] >= STEPS // 2, figures
+    # (their replies pushed ahead: the accuracy's replay, early at first, goes whole once
+    # the lane says so — reply L)
+    assert figures["pushed"] >= STEPS // 4, figures
+
+
+def test_a_writing_turn_committed_ahead_is_undone_at_a_look_between(tmp_path):
+    """Every writing step committed ahead (GPUWB_COMMIT_WRITES=always): a look between two
+    steps rolls the commit back, the weights as they were, bitwise."""
+    with pool_running_ahead("none", GPUWB_COMMIT_WRITES="always") as committing:
+        got, want, figures = beside_no_replay(committing, _loss_and_accuracy_with_a_look)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] >= 1, figures
 
 
 def test_three_stretches_taking_turns_one_writing_its_input_in_the_lane(pool):
