@@ -195,8 +195,8 @@ def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> 
     plan.reads_left = ahead.reads._replace(handout={}) if ahead is not None and ahead.reads is not None \
         else None if not reads else _Reads(state, g, segments[tail:], entry.params, {}, True)
     plan.ahead = ahead
-    #: where stretches take turns, the plan of the stretch whose message comes after this
-    #: one's (SteadyLane._arm_turns: a ring); None: this one's own next message does
+    #: where stretches take turns, the index in the lane's ring (SteadyLane._ring) of the
+    #: plan whose message comes after this one's; None: this one's own next message does
     plan.turn = None
     return plan
 

@@ -110,6 +110,11 @@ class SteadyLane:
         #: (:class:`_Lagging`: read again at the next message, up to a round and a half)
         self.armed_turns = 0
         self._lagging = 0
+        #: the plans of stretches taking turns, in their order (a plan's ``turn``: the index
+        #: of the next one here); the lane holds them, not each other (a ring of plans that
+        #: held each other was a reference cycle: left, it kept the client's freed arrays and
+        #: the graphs' memory until a collection, found by a review); None: no ring
+        self._ring: list | None = None
         #: messages to let pass before trying to arm again, after a failed attempt
         self._cool = 0
         self._empty = BatchResults(x.table)
@@ -146,7 +151,7 @@ class SteadyLane:
         batch's first frame where it was a replay's header alone answered without error, else
         None. Kept, and a plan made where the last two go on by fixed steps, or where the
         last few are stretches taking turns, each going on by fixed steps (:meth:`_period`)."""
-        self.plan = None
+        self.plan = self._ring = None
         run = self.x.replay.ahead
         answered, run.answered = run.answered, None
         if body is None or not self.enabled:
@@ -189,7 +194,7 @@ class SteadyLane:
         their memory on the device, a swapped-out session's too (on an H200 a loop over a
         4 MiB array left 4 MiB + 512 bytes used after its swap-out, run 210). A message
         committed ahead stays so: its record, not the plan, confirms it."""
-        self.plan = None
+        self.plan = self._ring = None
         self._forget()
 
     def _forget(self) -> None:
@@ -217,12 +222,14 @@ class SteadyLane:
     def _arm_turns(self, period: int) -> LanePlan | None:
         """The plans of a loop of *period* stretches taking turns (a step that reads its
         loss, then its accuracy): each stretch's from its last two messages, *period* apart,
-        in a ring (``plan.turn``), the first the plan of the stretch whose replay is run
+        in a ring (``_ring``, each plan's ``turn`` the next one's index), the first the plan
+        of the stretch whose replay is run
         ahead now (the generic path's follower: RunAhead.follows), its first message set;
         None where any cannot be served or the one run ahead is not that message. The
         others have no run ahead until the lane makes it, after the message before theirs
         (:meth:`after_reply`)."""
         x = self.x
+        run = x.replay.ahead
         turns = list(self._turns)[-2 * period:]
         plans = []
         for i in range(period):
@@ -230,14 +237,21 @@ class SteadyLane:
             plan = make_plan(x, before, last, None if i == 0 else past)
             if plan is None or plan.dbatch != period:
                 return None
+            # (the first is the generic path's run ahead; another, made from messages that
+            # may have run when they came, only where the generic path would run it ahead:
+            # a stretch safe to run ahead, short enough, not one paced beside others, its
+            # results few enough bytes — RunAhead._runnable; found by a review)
+            if i and run._runnable(plan.sid, plan.graph, plan.outs, True) is None:
+                return None
             plans.append(plan)
         first = plans[0]
         self._next(first)
         if not x.replay.ahead.matches(self._entry(first)):
             raise _Lagging
         self._lagging = 0
-        for plan, after in zip(plans, plans[1:] + plans[:1]):
-            plan.turn = after
+        for n, plan in enumerate(plans):
+            plan.turn = (n + 1) % period
+        self._ring = plans
         x.replay.graphs.broken()   # (its messages teach the generic path nothing: none follows them)
         self.armed_turns += 1
         return first
@@ -309,6 +323,7 @@ class SteadyLane:
             self.left += 1
             self.left_why[why] = self.left_why.get(why, 0) + 1
             self._forget()
+            self._ring = None
             return None
         return plan
 
@@ -500,9 +515,12 @@ class SteadyLane:
         mark = x.phases.mark   # (its parts, where the worker times its phases: program_phases.py)
         mark("lane_unlaunched")
         run = x.replay.ahead
-        turn = plan.turn
-        if turn is not None:   # (stretches taking turns: the next one's replay run ahead)
-            if self._run_ahead(turn):
+        if plan.turn is not None:   # (stretches taking turns: the next one's replay run ahead)
+            ring = self._ring
+            turn = ring[plan.turn] if ring is not None else None
+            # (its own run ahead answered: not kept a round longer, with the arrays it wrote)
+            plan.ahead = None
+            if turn is not None and self._run_ahead(turn):
                 self._next(turn)
                 mark("lane_next")
                 self.plan = turn
@@ -510,6 +528,7 @@ class SteadyLane:
             # (none made: the lane is left, the next message served by the generic path
             # with no run ahead; its plans are read again from the messages after)
             self._forget()
+            self._ring = None
             self.left += 1
             self.left_why["turn not run ahead"] = self.left_why.get("turn not run ahead", 0) + 1
             if run.ahead is None:

@@ -156,3 +156,54 @@ def test_turns_in_the_lane_are_let_go_at_a_swap_out_and_taken_up_again(tmp_path)
         got, want, figures = beside_no_replay(swapping, loop)
     assert_bitwise(got, want)
     assert figures["lane_turns"] >= 2, figures
+
+
+def _a_turn_that_writes_through_a_reshaped_view(cp):
+    """Two stretches taking turns, the second writing an array through a reshaped view of it
+    (``m.reshape(-1) += u``): a stretch the worker never runs ahead (StretchReplay.ahead_safe),
+    so the lane must not either (found by a review: a turn other than the first was read
+    from messages run when they came, and ran ahead whatever the generic path's limits)."""
+    u = cp.linspace(0, 1, 300, dtype=cp.float32)
+    m = cp.zeros((10, 30), dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        u = u * 0.97 + 0.01
+        out.append(float(u.sum()))
+        r = m.reshape(-1)
+        r += u
+        out.append(float(m.max()))
+        time.sleep(PAUSE)
+    return out + [u.get(), m.get()]
+
+
+def _a_cheap_turn_then_a_costly_one(cp):
+    """A cheap step and its read, then a read of a costly function of the step (twenty
+    passes over a 1 000 x 1 000 float64 array: tens of ms on the NumPy device, far over the
+    run-ahead limit its pool sets)."""
+    u = cp.linspace(0, 1, 64, dtype=cp.float32)
+    big = cp.ones((1000, 1000), dtype=cp.float64) / 1000
+    out = []
+    for _ in range(24):
+        u = u * 0.97 + 0.01
+        out.append(float(u.sum()))
+        w = cp.sin(big) + cp.cos(big) * u[0]
+        for _ in range(6):
+            w = cp.sqrt(cp.abs(w) + 1.0)
+        out.append(float(w.sum()))
+        time.sleep(PAUSE)
+    return out + [u.get()]
+
+
+def test_a_turn_the_worker_never_runs_ahead_is_not_served_in_the_lane(pool):
+    got, want, figures = beside_no_replay(pool, _a_turn_that_writes_through_a_reshaped_view)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] == 0, figures
+
+
+def test_a_turn_over_the_run_ahead_limit_is_not_served_in_the_lane():
+    """GPUWB_RUN_AHEAD_US=2000: the costly read's replay is never run ahead by the generic
+    path, so no ring of turns is armed with it."""
+    with pool_running_ahead("none", GPUWB_RUN_AHEAD_US="2000") as limited:
+        got, want, figures = beside_no_replay(limited, _a_cheap_turn_then_a_costly_one)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] == 0, figures
