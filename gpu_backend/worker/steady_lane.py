@@ -51,21 +51,15 @@ from .batch_results import BatchResults
 from .result_meta import pack_metas
 from .kept_views import remake
 from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, speculated, speculating
-from .lane_messages import DOUBLE, Reshaped
-from .lane_plans import REPLAY_KEYS, LanePlan, history_lists, make_plan, stepped
+from .lane_arming import TURNS_MOST, LaneArming
+from .lane_messages import DOUBLE
+from .lane_plans import REPLAY_KEYS, LanePlan, history_lists, stepped
 from .pushed_replies import Pushes
 from .graph_state import eager_array_out
 from .stretches import ReplayEntry
 
 __all__ = ["SteadyLane", "REPLAY_KEYS"]
 
-#: replays served by the generic path before the lane tries again where two did not step
-#: (reading a message's layout costs about what serving it does)
-COOL = 16
-#: the most stretches taking turns the lane serves (a loop that reads twice or three times
-#: a step: its loss, then its accuracy; docs/stretch-replay.md, "Stretches taking turns in
-#: the lane")
-TURNS_MOST = 3
 _NO_METAS = pack_metas([])
 _T = codec.packb("t")
 
@@ -78,17 +72,11 @@ _T = codec.packb("t")
 DEFER_MIN_SECONDS = 25e-6
 
 
-class _Lagging(Exception):
-    """Stretches taking turns whose first plan's message is not the one run ahead: where an
-    op that was no replay came between two steps, a loop-carried input's handle steps
-    unevenly once more, and the messages after will step (SteadyLane._arm_turns)."""
-
-
 class _Relayout(Exception):
     """An eager op's result came in another layout than the buffer its graphs read."""
 
 
-class SteadyLane:
+class SteadyLane(LaneArming):
     """One session's steady lane for its executor *x* (at most one plan), and its counts:
     messages answered in it (``answered``), plans made (``armed``), left (``left``)."""
 
@@ -107,7 +95,7 @@ class SteadyLane:
         self.answered = self.armed = self.left = 0
         #: plans armed for stretches taking turns (each ring counted once; ``lane_turns``),
         #: and the readings of turns in a row whose first message was not the one run ahead
-        #: (:class:`_Lagging`: read again at the next message, up to a round and a half)
+        #: (lane_arming._Lagging: read again at the next message, up to a round and a half)
         self.armed_turns = 0
         self._lagging = 0
         #: the plans of stretches taking turns, in their order (a plan's ``turn``: the index
@@ -144,130 +132,6 @@ class SteadyLane:
         #: ``lane_left_why``: diagnostics)
         self.declined: dict[str, int] = {}
         self.left_why: dict[str, int] = {}
-
-    # ------------------------------------------------------------ arming
-    def served(self, body: bytes | None) -> None:
-        """After the generic path's reply to a batch and the run ahead after it: *body*, the
-        batch's first frame where it was a replay's header alone answered without error, else
-        None. Kept, and a plan made where the last two go on by fixed steps, or where the
-        last few are stretches taking turns, each going on by fixed steps (:meth:`_period`)."""
-        self.plan = self._ring = None
-        run = self.x.replay.ahead
-        answered, run.answered = run.answered, None
-        if body is None or not self.enabled:
-            self._forget()
-            return
-        self._before, self._last = self._last, body
-        if answered is None:   # (not through graphs: no turn of a loop the lane serves)
-            self._turns.clear()
-        else:
-            self._turns.append((body, answered))
-        if self._cool:   # (a loop whose messages did not step lately: not read every time)
-            self._cool -= 1
-            return
-        if self._before is not None and run.ahead is not None:
-            period = self._period()
-            if not period:   # (stretches that do not take turns yet)
-                return
-            try:
-                self.plan = self._arm(self._before, self._last) if period == 1 \
-                    else self._arm_turns(period)
-            except Reshaped:   # (a number grew a byte: the next two will step)
-                return
-            except _Lagging:   # (an input's handle stepped unevenly once: the next will step)
-                self._lagging += 1
-                if self._lagging <= 3 * period // 2:
-                    return
-                self.plan, self._lagging = None, 0
-            except Exception:   # (two messages that do not step, a stretch it cannot serve)
-                self.plan = None
-            if self.plan is not None:
-                self.armed += 1
-                self._forget()   # (read anew once the lane is left: its answers are not here)
-            else:
-                self._cool = COOL
-
-    def let_go(self) -> None:
-        """Forget the plan and the messages it was read from (the graphs are dropped: a
-        swap-out, an op out of memory). A plan names its stretch's graph and that graph's
-        buffers (``plan.graph``, ``plan.bufs``): one kept after the graphs were dropped kept
-        their memory on the device, a swapped-out session's too (on an H200 a loop over a
-        4 MiB array left 4 MiB + 512 bytes used after its swap-out, run 210). A message
-        committed ahead stays so: its record, not the plan, confirms it."""
-        self.plan = self._ring = None
-        self._forget()
-
-    def _forget(self) -> None:
-        """Forget the messages a plan would be read from: the next are read anew."""
-        self._before = self._last = None
-        self._turns.clear()
-        self._lagging = 0
-
-    def _period(self) -> int:
-        """How many stretches take turns in the last messages: 1 where the last two are one
-        stretch's (or too few are known to say: the lane's first reading, as ever), else the
-        least *p* of TURNS_MOST whose last 2*p messages' stretches go round by *p*; 0: none."""
-        turns = self._turns
-        n = len(turns)
-        if n < 2 or turns[-1][1][0] == turns[-2][1][0]:
-            return 1
-        for p in range(2, TURNS_MOST + 1):
-            if n < 2 * p:
-                return 0
-            sids = [past[0] for _body, past in list(turns)[-2 * p:]]
-            if sids[:p] == sids[p:] and len(set(sids[:p])) == p:
-                return p
-        return 0
-
-    def _arm_turns(self, period: int) -> LanePlan | None:
-        """The plans of a loop of *period* stretches taking turns (a step that reads its
-        loss, then its accuracy): each stretch's from its last two messages, *period* apart,
-        in a ring (``_ring``, each plan's ``turn`` the next one's index), the first the plan
-        of the stretch whose replay is run
-        ahead now (the generic path's follower: RunAhead.follows), its first message set;
-        None where any cannot be served or the one run ahead is not that message. The
-        others have no run ahead until the lane makes it, after the message before theirs
-        (:meth:`after_reply`)."""
-        x = self.x
-        run = x.replay.ahead
-        turns = list(self._turns)[-2 * period:]
-        plans = []
-        for i in range(period):
-            (before, _was), (last, past) = turns[i], turns[i + period]
-            plan = make_plan(x, before, last, None if i == 0 else past)
-            if plan is None or plan.dbatch != period:
-                return None
-            # (the first is the generic path's run ahead; another, made from messages that
-            # may have run when they came, only where the generic path would run it ahead:
-            # a stretch safe to run ahead, short enough, not one paced beside others, its
-            # results few enough bytes — RunAhead._runnable; found by a review)
-            if i and run._runnable(plan.sid, plan.graph, plan.outs, True) is None:
-                return None
-            plans.append(plan)
-        first = plans[0]
-        self._next(first)
-        if not x.replay.ahead.matches(self._entry(first)):
-            raise _Lagging
-        self._lagging = 0
-        for n, plan in enumerate(plans):
-            plan.turn = (n + 1) % period
-        self._ring = plans
-        x.replay.graphs.broken()   # (its messages teach the generic path nothing: none follows them)
-        self.armed_turns += 1
-        return first
-
-    def _arm(self, before: bytes, last: bytes) -> LanePlan | None:
-        """The plan of the loop whose last two messages were *before* and *last*
-        (lane_plans.make_plan), its first message set, where the lane's reading of that
-        message is the replay run ahead now."""
-        plan = make_plan(self.x, before, last)
-        if plan is None:
-            return None
-        self._next(plan)
-        if not self.x.replay.ahead.matches(self._entry(plan)):
-            return None
-        self.x.replay.graphs.broken()   # (its messages teach the generic path nothing: none follows them)
-        return plan
 
     # ------------------------------------------------------------ the next message
     def _next(self, plan: LanePlan) -> None:
