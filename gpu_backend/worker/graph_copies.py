@@ -306,6 +306,11 @@ class GraphCopies:
                 return ahead, False
         return self._rows(tools, bufs, arrays, copy_inputs=True)
 
+    def unprepare(self) -> None:
+        """Forget the next replay set up ahead (:meth:`prepare`): rows changed since by
+        another's setting (the steady lane's runs ahead) would leave it stale."""
+        self._prepared = None
+
     def drop_prepared(self) -> None:
         """Forget the next replay set up ahead and the arrays made lately (those nobody
         else holds go back to the pool)."""

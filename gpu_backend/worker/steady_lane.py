@@ -499,6 +499,12 @@ class SteadyLane(LaneArming):
         graphs = x.replay.graphs
         tools = graphs.tools
         copies = g.copies
+        # (the rows it sets make a next replay the generic path set up ahead stale: one its
+        # set-up took as done where its inputs were the same objects again — a loop's
+        # results take turns in a few arrays — read its inputs from, and wrote its results
+        # into, arrays those rows no longer named; a wrong value in three of six VM runs of
+        # a loop of turns with an in-place write between, none in twelve with this)
+        copies.unprepare()
         rows = plan.gather_rows
         direct = g.direct   # (inputs read where they are: StretchGraphs._replay's)
         for n, a in moved:
