@@ -124,9 +124,9 @@ class LaneArming:
             plan = make_plan(x, before, last, None if i == 0 and generic is not None else past)
             if plan is None or plan.dbatch != period:
                 return None
-            # (the first is the generic path's run ahead; another, made from messages that
-            # may have run when they came, only where the generic path would run it ahead:
-            # a stretch safe to run ahead, short enough, not one paced beside others, its
+            # (a plan that is not the generic path's run ahead, made from messages that may
+            # have run when they came, only where the generic path would run it ahead: a
+            # stretch safe to run ahead, short enough, not one paced beside others, its
             # results few enough bytes — RunAhead._runnable; found by a review)
             if (i or generic is None) and run._runnable(plan.sid, plan.graph, plan.outs, True) is None:
                 return None

@@ -184,12 +184,17 @@ class SteadyLane(LaneArming):
         elif not x.pacer.answers_unlaunched(x.replay.ahead.beside):
             why = "pacer"
         if why is not None:
-            self.left += 1
-            self.left_why[why] = self.left_why.get(why, 0) + 1
-            self._forget()
-            self._ring = None
+            self._leave(why)
             return None
         return plan
+
+    def _leave(self, why: str) -> None:
+        """The lane is left, counted by *why* (``lane_left_why``): its ring and the messages
+        its plans were read from are forgotten (the next are read anew)."""
+        self.left += 1
+        self.left_why[why] = self.left_why.get(why, 0) + 1
+        self._forget()
+        self._ring = None
 
     @staticmethod
     def batch(plan: LanePlan) -> int:
@@ -307,7 +312,7 @@ class SteadyLane(LaneArming):
         if pushed:
             return b""
         reply = self.reply(plan, batch, values)
-        if plan.early and (plan.dbatch == 1 or plan.turn is not None) and self.pushes.enabled:
+        if plan.early and self.pushes.enabled and self._next_read(plan):
             reply["L"] = 1   # (sent whole, its replies would be pushed: kernelproxy/early_replay.py)
         return codec.packb(reply)
 
@@ -391,10 +396,7 @@ class SteadyLane(LaneArming):
                 return
             # (none made: the lane is left, the next message served by the generic path
             # with no run ahead; its plans are read again from the messages after)
-            self._forget()
-            self._ring = None
-            self.left += 1
-            self.left_why["turn not run ahead"] = self.left_why.get("turn not run ahead", 0) + 1
+            self._leave("turn not run ahead")
             if run.ahead is None:
                 pacer.out_of_work(x.more_work)
             return
@@ -426,9 +428,7 @@ class SteadyLane(LaneArming):
             plan.ahead = ahead
             self.plan = plan
             return
-        self._forget()
-        self.left += 1
-        self.left_why["run ahead unmatched"] = self.left_why.get("run ahead unmatched", 0) + 1
+        self._leave("run ahead unmatched")
 
     def _run_ahead(self, plan: LanePlan) -> bool:
         """Run the plan's next replay ahead, as RunAhead.start and StretchGraphs.run would
@@ -668,10 +668,16 @@ class SteadyLane(LaneArming):
 
     def pushable(self, plan: LanePlan) -> bool:
         """Whether the plan's replies are pushed ahead (worker/pushed_replies.py): where the
-        next batch the worker reads is its next message — its batches go on by one, or it
-        is one of stretches taking turns (its batches go on by the ring's length, each one
-        between them another plan's of the ring) — and it is not an early replay."""
-        return self.pushes.enabled and not plan.early and (plan.dbatch == 1 or plan.turn is not None)
+        next batch the worker reads is its next message (:meth:`_next_read`) and it is not an
+        early replay."""
+        return self.pushes.enabled and not plan.early and self._next_read(plan)
+
+    @staticmethod
+    def _next_read(plan: LanePlan) -> bool:
+        """Whether the plan's next message is the next batch the worker reads: its batches go
+        on by one, or it is one of stretches taking turns (each batch between two of its own
+        another plan's of the ring)."""
+        return plan.dbatch == 1 or plan.turn is not None
 
     def _free(self, plan: LanePlan) -> None:
         """A run ahead of the lane's that did not finish: its provisional results go, and

@@ -15,12 +15,14 @@ the messages at most."""
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 import pytest
 
 from ..differential import assert_bitwise
 from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+from .test_run_ahead_turns import _three_turns_one_writing
 
 STEPS = 60
 #: the user's own Python between iterations (a sleep: a loaded machine's worker gets a core)
@@ -52,23 +54,6 @@ def _loss_and_accuracy(cp):
         out.append(float(((p > 0.5) == (y > 0.5)).mean()))
         time.sleep(PAUSE)
     return out + [w.get()]
-
-
-def _three_turns_one_writing(cp):
-    """Three stretches taking turns, the second writing its own input in place (a running
-    mean), the third reading both the first's result and the second's written input."""
-    u = cp.linspace(0, 1, 600, dtype=cp.float32)
-    mean = cp.zeros(600, dtype=cp.float32)
-    out = []
-    for _ in range(STEPS):
-        u = u * 0.97 + 0.01
-        out.append(float(u.sum()))
-        mean *= 0.9
-        mean += 0.1 * u
-        out.append(float(mean.max()))
-        out.append(float((u - mean).min()))
-        time.sleep(PAUSE)
-    return out + [u.get(), mean.get()]
 
 
 def _turns_broken_now_and_then(cp):
@@ -131,7 +116,7 @@ def test_a_writing_turn_committed_ahead_is_undone_at_a_look_between(tmp_path):
 
 
 def test_three_stretches_taking_turns_one_writing_its_input_in_the_lane(pool):
-    got, want, figures = beside_no_replay(pool, _three_turns_one_writing)
+    got, want, figures = beside_no_replay(pool, partial(_three_turns_one_writing, steps=STEPS))
     assert_bitwise(got, want)
     assert figures["lane_turns"] >= 1, figures
     assert figures["lane"] >= STEPS // 2, figures

@@ -92,14 +92,14 @@ def test_turns_that_change_lose_nothing(pool):
     assert_bitwise(got, want)
 
 
-def _three_turns_one_writing(cp):
+def _three_turns_one_writing(cp, steps: int = STEPS):
     """Three stretches taking turns, the second writing its own input in place (a running
     mean updated by each step's value): its run ahead's write waits in its graphs' buffers
-    until its replay comes."""
+    until its replay comes. (The steady lane's turns run it too: test_lane_turns.py.)"""
     u = cp.linspace(0, 1, 600, dtype=cp.float32)
     mean = cp.zeros(600, dtype=cp.float32)
     out = []
-    for _ in range(STEPS):
+    for _ in range(steps):
         u = u * 0.97 + 0.01
         out.append(float(u.sum()))
         mean *= 0.9
