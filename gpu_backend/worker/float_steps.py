@@ -38,19 +38,21 @@ beat it by :data:`MARGIN`:
 
 Each step's hits are remembered (:func:`_hits`), and each window's scores (:func:`_window`):
 a guess scores its one new step on the window the guess before it left. Where the summed
-model got every step of the window right, none of the others can beat it by MARGIN and its
-guess is taken at once (a loop's ``t += dt`` or ``step * 0.5``, the common case: 0.55 against
-4.1 µs a guess on the development VM; the lane guesses at every message). Both shortcuts give
+model got every step of the long run right, none of the others can beat it and its guess is
+taken at once (a loop's ``t += dt`` or ``step * 0.5``, the common case: 1.2 against 4.1 µs
+a guess on the development VM; the lane guesses at every message). A model other than the
+summed one right at every step of the long run comes before the summed one right at the
+window's (:func:`sure_guess`). Both shortcuts give
 the rule's guess bit for bit (tests/gpu_backend/test_float_steps.py scores every window
 whole beside them).
 
 Over 298 steps of each (the guess from the values before it, KEPT at most): ``i * 0.01``
-13 misses (133 summed; 22 before the long run of :func:`next_float`), ``i * 0.1`` 6 (190),
-``i / 3`` 2 (201), ``i / 100`` 15 (133; 24), ``0.1 + 1e-4 * i`` 10 (147), ``2.5 - 0.003 *
-i`` 2 (153), ``1.0 + i * 0.1`` from ``i = 1000`` 18 (231), ``t += 0.1`` 3 (3), ``t += 0.01``
-6 (6), ``step * 0.5`` 0 (0); ``-i * 0.01`` from ``i = 1000`` 38 (72 before: where the summed
-guess gets the window's six steps, it stays), and ``0.25 + i / 7`` (a step no short decimal
-is) as often as summed (162); ``lr *= 0.99``, ``x *= 0.5``, ``lam *= 0.98`` 2 each (the first
+6 misses (133 summed; 22 before the long run of :func:`next_float`, 13 before it came
+before the summed model's window), ``i * 0.1`` 3 (190; 6), ``i / 3`` 2 (201), ``i / 100``
+11 (133; 15), ``0.1 + 1e-4 * i`` 5 (147; 10), ``2.5 - 0.003 * i`` 2 (153), ``1.0 + i * 0.1``
+from ``i = 1000`` 18 (231), ``t += 0.1`` 3 (3), ``t += 0.01`` 6 (6), ``step * 0.5`` 0 (0);
+``-i * 0.01`` from ``i = 1000`` 4 (72; 38 while the summed model's window came first), and
+``0.25 + i / 7`` (a step no short decimal is) as often as summed (162); ``lr *= 0.99``, ``x *= 0.5``, ``lam *= 0.98`` 2 each (the first
 two guesses; 116–296 before the decay was a model); ``0.05 / (1.0 + 0.02 * s)``,
 ``0.3 / (1.0 + 1e-4 * s)`` 2 and 3 (the harmonic's warm-up).
 
@@ -341,8 +343,10 @@ def _window(values: tuple) -> tuple[tuple, tuple]:
 def next_float(values: Sequence[float]) -> float:
     """The next of *values* (oldest first, at least two; a float parameter's values at a
     stretch's consecutive replays): the summed model's where it got every one of the last
-    WINDOW steps exactly right; else the prediction of a model other than the summed one
-    (multiple, fraction, then decay) that got every one of the last LONG steps right; else
+    LONG steps exactly right; else the prediction of a model other than the summed one
+    (multiple — or an offset and a multiple where that too got them all —, fraction,
+    decay, an offset and a multiple, harmonic) that got every one of the last LONG steps
+    right; else the summed model's where it got every one of the last WINDOW steps; else
     of the model that got the most of the last WINDOW steps right (ties to the first of
     summed, multiple, fraction, decay; another than summed must beat it by MARGIN); the
     last value itself where the prediction would not be finite.
@@ -351,40 +355,85 @@ def next_float(values: Sequence[float]) -> float:
     predicted every time by the multiple, and by the summed model at about half its steps,
     so the window's six often let the summed model stay by MARGIN: ``i * 0.01`` was missed at
     22 of 298 steps, ``i * 0.001`` at 29, ``i * 0.07`` at 27; with it 13, 12 and 7, and
-    every summed float as before (the summed model's own run decides first)."""
+    every summed float as before (the summed model's own run decides first). Since the
+    forty-second session the long run comes before the summed model's window: ``i * 0.01``
+    6 misses, ``0.1 + 1e-4 * i`` 5, ``-i * 0.01`` from 1000 4 (38)."""
     values = tuple(values[-KEPT:])
     sure = sure_guess(values)
     return sure if sure is not None else scored_guess(values)[0]
 
 
 def sure_guess(values: tuple) -> float | None:
-    """The guess of a model sure of it: the summed one right at every step of the window, or
-    another right at every step of the long run; None where none is (:func:`scored_guess`
-    then), or its guess would not be finite. *values*: KEPT at most."""
+    """The guess of a model sure of it: the summed one right at every step of the long run;
+    else another right at every step of the long run (multiple, fraction, decay, then an
+    offset and a step, then harmonic); else the summed one right at every step of the window;
+    None where none is (:func:`scored_guess` then), or its guess would not be finite.
+    *values*: KEPT at most.
+
+    Why another's long run first: a float the summed model gets at most steps and misses
+    now and then (``0.1 + 1e-4 * step``: half its steps; ``-i * 0.01`` from 1000) had the
+    summed guess whenever it got the window's six, and missed where the summed model did
+    next (the random walk's lane left at 8 of its 200 steps, 21 roll-backs in three runs on
+    an H200, run 248). A model right at all the long run's twelve steps where the summed
+    one missed one of them is the loop's way, and stays until it misses."""
     n = len(values)
     if n <= 2:
         return None
     before, last = values[-2], values[-1]
-    for i in range(max(2, n - WINDOW), n):   # (the summed model right at every step of the
-        b, a = values[i - 1], values[i - 2]   # window is chosen whatever the others scored:
-        if b + (b - a) != values[i]:          # none can beat it by MARGIN; a loop's ``t +=
-            break                             # dt``, ``step * 0.5``: its guess at once)
-    else:
-        guess = last + (last - before)
+    run = min(LONG if n >= LONG + 2 else WINDOW, n - 2)
+    missed_at = 0   # (steps back from the newest where the summed model last missed: 0 none)
+    for back in range(1, run + 1):
+        i = n - back
+        b = values[i - 1]
+        if b + (b - values[i - 2]) != values[i]:
+            missed_at = back
+            break
+    if not missed_at:   # (right at every step of the run: a loop's ``t += dt``,
+        guess = last + (last - before)   # ``step * 0.5``: its guess at once)
         return guess if math.isfinite(guess) else None
     if n >= LONG + 2:
-        steps, scores = _window(values[-(WINDOW + 2):])
-        count = len(steps)
-        if count in scores:   # (a model right at every step of the window: perhaps at every
-            # one of the long run's: the window before it, scored as the window was seven
-            # guesses ago, and kept since)
-            earlier = _window(values[-(LONG + 2):-WINDOW])[1]
-            for m in range(1, len(_MODELS)):
-                if scores[m] == count and earlier[m] == WINDOW:
-                    guess = _MODELS[m](before, last)
-                    if guess is not None and math.isfinite(guess):
-                        return guess
+        guess = _long_run_guess(values, before, last)
+        if guess is not None:
+            return guess
+    if missed_at > WINDOW:   # (the summed model right at every step of the window)
+        guess = last + (last - before)
+        return guess if math.isfinite(guess) else None
     return None
+
+
+def _long_run_guess(values: tuple, before: float, last: float) -> float | None:
+    """The guess of a model other than the summed one right at every step of the long run
+    (*values*' last LONG), the first of multiple, fraction, decay, an offset and a step, and
+    (where the window's reciprocals go on by one step) harmonic; None where none is."""
+    steps, scores = _window(values[-(WINDOW + 2):])
+    count = len(steps)
+    if count in scores:   # (a model right at every step of the window: perhaps at every
+        # one of the long run's: the window before it, scored as the window was seven
+        # guesses ago, and kept since)
+        earlier = _window(values[-(LONG + 2):-WINDOW])[1]
+        for m in range(1, len(_MODELS)):
+            if scores[m] == count and earlier[m] == WINDOW:
+                model = _MODELS[m]
+                if model is _multiple and _right_all_along(_affine, values):
+                    # (``0.1 + 1e-4 * s`` is also ``1e-4 * (s + 1000)`` at most steps: an
+                    # offset found where the multiple missed is the loop's way)
+                    model = _affine
+                guess = model(before, last)
+                if guess is not None and math.isfinite(guess):
+                    return guess
+    searched = (_affine, _harmonic) if _reciprocals_step(values[-(WINDOW + 2):]) else (_affine,)
+    for model in searched:
+        if _right_all_along(model, values):
+            guess = model(before, last)
+            if guess is not None and math.isfinite(guess):
+                return guess
+    return None
+
+
+def _right_all_along(model: Callable[[float, float], float | None], values: tuple) -> bool:
+    """Whether *model* got each of the long run's steps right (the newest first)."""
+    n = len(values)
+    return all(model(values[i - 2], values[i - 1]) == values[i] for i in range(n - 1, n - LONG - 1, -1))
 
 
 def scored_guess(values: tuple) -> tuple[float, bool]:

@@ -24,12 +24,12 @@ def _summed(dt: float) -> list:
 
 
 SEQUENCES = {
-    "i * 0.01": ([i * 0.01 for i in range(STEPS)], 30),
-    "i * 0.1": ([i * 0.1 for i in range(STEPS)], 20),
+    "i * 0.01": ([i * 0.01 for i in range(STEPS)], 10),
+    "i * 0.1": ([i * 0.1 for i in range(STEPS)], 6),
     "i / 3": ([i / 3 for i in range(STEPS)], 5),
     "i / 100": ([i / 100 for i in range(STEPS)], 30),
-    "-i * 0.01 from 1000": ([-i * 0.01 for i in range(1000, 1000 + STEPS)], None),
-    "0.1 + 1e-4 * i": ([0.1 + 1e-4 * i for i in range(STEPS)], 20),
+    "-i * 0.01 from 1000": ([-i * 0.01 for i in range(1000, 1000 + STEPS)], 10),
+    "0.1 + 1e-4 * i": ([0.1 + 1e-4 * i for i in range(STEPS)], 8),
     "2.5 - 0.003 * i": ([2.5 - 0.003 * i for i in range(STEPS)], 10),
     "1.0 + i * 0.1 from 1000": ([1.0 + i * 0.1 for i in range(1000, 1000 + STEPS)], 25),
     "3 + 1e-6 * i": ([3 + 1e-6 * i for i in range(STEPS)], 10),
@@ -111,15 +111,23 @@ def _scored_whole(values: list) -> float:
                    for i in range(len(values) - run, len(values)))
 
     if len(values) > 2:
-        if right_at_every(fs._summed, min(fs.WINDOW, len(values) - 2)):
+        long_run = len(values) >= fs.LONG + 2
+        if right_at_every(fs._summed, fs.LONG if long_run else min(fs.WINDOW, len(values) - 2)):
             guess = fs._summed(before, last)
             return guess if math.isfinite(guess) else last
-        if len(values) >= fs.LONG + 2:
-            for model in models[1:]:
+        if long_run:
+            window = values[-(fs.WINDOW + 2):]
+            harmonic = (fs._harmonic,) if fs._reciprocals_step(window) else ()
+            for model in (*models[1:], fs._affine, *harmonic):
                 if right_at_every(model, fs.LONG):
+                    if model is fs._multiple and right_at_every(fs._affine, fs.LONG):
+                        model = fs._affine   # (an offset found where the multiple missed)
                     guess = model(before, last)
                     if guess is not None and math.isfinite(guess):
                         return guess
+        if right_at_every(fs._summed, min(fs.WINDOW, len(values) - 2)):
+            guess = fs._summed(before, last)
+            return guess if math.isfinite(guess) else last
         values = values[-(fs.WINDOW + 2):]
         steps = range(2, len(values))
         scores = [sum(m(values[i - 2], values[i - 1]) == values[i] for i in steps) for m in models]
