@@ -227,6 +227,7 @@ class SteadyLane(LaneArming):
             except Exception:
                 return False
             record.saved = saved
+            x.phases.mark("commit_saved")
         batch_no = x._batch_no
         k = plan.served
         try:
