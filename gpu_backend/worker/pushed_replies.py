@@ -38,7 +38,8 @@ Pushed only where nothing can come between: the loop's batch numbers go on by on
 batch the worker reads is the one pushed for), not for an early replay (its reply waits for
 the rest of the client's run), never with a warning, a poisoned session or a read not made.
 A step that writes its inputs (``w -= lr * grad``, a stencil's ``u[1:-1, 1:-1] = ...``) is
-committed ahead too, where its device time is at least COMMIT_WRITES_MIN_SECONDS: before its
+committed ahead too, where its device time is at least COMMIT_WRITES_MIN_SECONDS and it runs
+no eager op between its graphs (a ``RandomState``'s draw: ``Pushes.may_save``): before its
 writes are copied back into the client's arrays, their values are copied aside on the
 device (one copy of each, on the session's stream), and a roll-back copies them back; a
 swap-out rolls such a commit back first (the arrays it would put back move). Until
@@ -170,15 +171,26 @@ class Pushes:
     def may_save(self, x: Any, plan: Any) -> bool:
         """Whether the inputs *plan*'s step writes (its run ahead's ``writes``: the client's
         array, the graphs' buffer) may be kept aside for a commit ahead: committing them is
-        on, the step's device time is at least COMMIT_WRITES_MIN_SECONDS (or ``always``),
-        each is one range of bytes (a copy's), and together they are within SAVED_MOST (a
-        session whose memory is limited: its limit's share)."""
+        on, the step's device time is at least COMMIT_WRITES_MIN_SECONDS and it runs no
+        eager op (or ``always``), each is one range of bytes (a copy's), and together they
+        are within SAVED_MOST (a session whose memory is limited: its limit's share).
+
+        Why no eager op: a step that draws from a ``RandomState`` (cuRAND's host API runs
+        between its graphs) is measured from its first graph's start to its last's end,
+        the worker's time issuing the draw included, so its span passed the bound where
+        its device time did not; its pace is the worker's, which the copy aside only
+        lengthens (the random walk, H200 run 250: 0.1009, 0.0842 s a run committed ahead
+        against 0.0735, 0.0674 with ``GPUWB_COMMIT_WRITES=0``, the copy aside 41.6 µs of its
+        worker's 371 a message)."""
         if not self.commit_writes:
             return False
         if not self.commit_writes_always:
             cost = plan.graph.cost[0]
             if cost is None or cost < COMMIT_WRITES_MIN_SECONDS:
                 return False
+            for graph, _ops in plan.launches:
+                if graph is None:   # (eager ops between its graphs: its measured span holds
+                    return False    # the worker's time issuing them, not the device's alone)
         writes = plan.ahead.writes
         limit = x.memory_limit
         most = limit // LIMIT_SHARE if limit else SAVED_MOST

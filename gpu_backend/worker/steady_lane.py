@@ -222,6 +222,7 @@ class SteadyLane(LaneArming):
                 saved = []
                 for a, _buf in writes:
                     before = tools.empty_like(a)
+                    x.phases.mark("commit_allocated")
                     tools.copy(before, a)
                     saved.append((a, before))
             except Exception:
