@@ -300,7 +300,7 @@ class SteadyLane(LaneArming):
         mark("commit_renamed")
         replay.graphed += 1
         replay.alone_answers += 1
-        run.hits += 1
+        run.hit(plan.sid)
         x.ops_run += plan.ran
         x._ended = plan.ran
         pacer = x.pacer

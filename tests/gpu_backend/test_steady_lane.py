@@ -492,3 +492,45 @@ def test_a_loop_in_the_lane_holds_no_more_arrays_than_without_it(tmp_path, loop)
                 figures.append((arrays, row["swapped"]))
                 assert float(kept.sum()) == 8.0
     assert figures[0] == figures[1], figures
+
+
+def _random_walk_runs(cp, session) -> list:
+    """``programs.py``'s random walk, run four times over as a cell run again: a
+    ``RandomState``'s draw added in place, scaled by ``0.1 + 1e-4 * step`` (a float whose
+    guess misses at its warm-up: each run's first steps leave the lane, and the generic run
+    ahead after each leaving misses too). Returns each run's values, and how many of each
+    run's messages *session*'s lane answered."""
+    out, answered = [], []
+    for run in range(4):
+        cp.random.seed(70 + run)
+        x = cp.zeros(1000, dtype=cp.float32)
+        before = _lane_answers(session)
+        for step in range(STEPS):
+            x += (cp.random.rand(1000).astype(cp.float32) - 0.5) * (0.1 + 1e-4 * step)
+            out.append(float(x.mean()))
+            _pause()
+        answered.append(_lane_answers(session) - before)
+    return out, answered
+
+
+def _lane_answers(session) -> int:
+    return session.memory_info()["stretches"].get("lane", 0)
+
+
+def test_a_loop_run_again_is_answered_in_the_lane_after_its_guess_warms_up(pool):
+    """Each run's warm-up misses (the float's guess, then the generic run ahead's after the
+    lane is left) do not add up: the lane's answers start the generic run ahead's misses in
+    a row afresh, so no run of the cell sits out SIT_OUT replays (or twice, four times as
+    many, as before at its second, third and fourth run). The same bits as without replay."""
+    from kernelproxy.modules import module_for
+    from kernelproxy.session import Session
+    from kernelproxy.settings import SessionSettings
+
+    with Session(pool.address, pool.token,
+                 settings=SessionSettings(replay_measured=False, early_replay=False)) as s:
+        got, answered = _random_walk_runs(module_for(s), s)
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        want, _none = _random_walk_runs(module_for(s), s)
+    assert_bitwise(got, want)
+    # (each run's first ~20 steps are the guess's warm-up, its last few the loop's end)
+    assert min(answered[1:]) >= STEPS // 2, answered
