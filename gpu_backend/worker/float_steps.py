@@ -375,65 +375,125 @@ def sure_guess(values: tuple) -> float | None:
     summed guess whenever it got the window's six, and missed where the summed model did
     next (the random walk's lane left at 8 of its 200 steps, 21 roll-backs in three runs on
     an H200, run 248). A model right at all the long run's twelve steps where the summed
-    one missed one of them is the loop's way, and stays until it misses."""
+    one missed one of them is the loop's way, and stays until it misses.
+
+    Each model's run of right steps ending at the newest value is kept from the guess before
+    (:func:`_runs`): a loop's next guess scores its one new step, not the long run's twelve."""
     n = len(values)
     if n <= 2:
         return None
     before, last = values[-2], values[-1]
-    run = min(LONG if n >= LONG + 2 else WINDOW, n - 2)
-    missed_at = 0   # (steps back from the newest where the summed model last missed: 0 none)
-    for back in range(1, run + 1):
-        i = n - back
-        b = values[i - 1]
-        if b + (b - values[i - 2]) != values[i]:
-            missed_at = back
-            break
-    if not missed_at:   # (right at every step of the run: a loop's ``t += dt``,
-        guess = last + (last - before)   # ``step * 0.5``: its guess at once)
-        return guess if math.isfinite(guess) else None
-    if n >= LONG + 2:
-        guess = _long_run_guess(values, before, last)
-        if guess is not None:
-            return guess
-    if missed_at > WINDOW:   # (the summed model right at every step of the window)
+    long_run = n >= LONG + 2
+    for i in range(n - 1, max(1, n - 1 - LONG) if long_run else max(1, n - 1 - WINDOW), -1):
+        b = values[i - 1]                   # (the summed model right at every step of the
+        if b + (b - values[i - 2]) != values[i]:   # run, the common case, checked first:
+            break                           # a loop's ``t += dt``, ``step * 0.5``, at once)
+    else:
         guess = last + (last - before)
         return guess if math.isfinite(guess) else None
-    return None
-
-
-def _long_run_guess(values: tuple, before: float, last: float) -> float | None:
-    """The guess of a model other than the summed one right at every step of the long run
-    (*values*' last LONG), the first of multiple, fraction, decay, an offset and a step, and
-    (where the window's reciprocals go on by one step) harmonic; None where none is."""
-    steps, scores = _window(values[-(WINDOW + 2):])
-    count = len(steps)
-    if count in scores:   # (a model right at every step of the window: perhaps at every
-        # one of the long run's: the window before it, scored as the window was seven
-        # guesses ago, and kept since)
-        earlier = _window(values[-(LONG + 2):-WINDOW])[1]
-        for m in range(1, len(_MODELS)):
-            if scores[m] == count and earlier[m] == WINDOW:
+    runs = _runs(values)
+    if runs[0] >= (LONG if long_run else min(WINDOW, n - 2)):   # (a loop's ``t += dt``,
+        guess = last + (last - before)                          # ``step * 0.5``: at once)
+        return guess if math.isfinite(guess) else None
+    if long_run:
+        for m in range(1, len(_MODELS)):   # (multiple, fraction, decay)
+            if runs[m] >= LONG:
                 model = _MODELS[m]
-                if model is _multiple and _right_all_along(_affine, values):
+                if model is _multiple and _lazy_reaches(runs, _AFFINE, _affine, values):
                     # (``0.1 + 1e-4 * s`` is also ``1e-4 * (s + 1000)`` at most steps: an
                     # offset found where the multiple missed is the loop's way)
                     model = _affine
                 guess = model(before, last)
                 if guess is not None and math.isfinite(guess):
                     return guess
-    searched = (_affine, _harmonic) if _reciprocals_step(values[-(WINDOW + 2):]) else (_affine,)
-    for model in searched:
-        if _right_all_along(model, values):
-            guess = model(before, last)
-            if guess is not None and math.isfinite(guess):
-                return guess
+        searched = ((_AFFINE, _affine), (_HARMONIC, _harmonic)) \
+            if _reciprocals_step(values[-(WINDOW + 2):]) else ((_AFFINE, _affine),)
+        for at, model in searched:
+            if _lazy_reaches(runs, at, model, values):
+                guess = model(before, last)
+                if guess is not None and math.isfinite(guess):
+                    return guess
+    if runs[0] >= WINDOW:   # (the summed model right at every step of the window)
+        guess = last + (last - before)
+        return guess if math.isfinite(guess) else None
     return None
 
 
-def _right_all_along(model: Callable[[float, float], float | None], values: tuple) -> bool:
-    """Whether *model* got each of the long run's steps right (the newest first)."""
+#: where _runs' lists keep the offset-and-multiple's and the harmonic's runs (after _MODELS'),
+#: found only where a guess asks for them (:func:`_lazy_reaches`; None: not known)
+_AFFINE, _HARMONIC = len(_MODELS), len(_MODELS) + 1
+#: each float's runs (_runs), by its values less the oldest where they are KEPT, else by its
+#: values: the key its next guess looks up by its values less the newest
+_RUNS: dict[tuple, list] = {}
+
+
+def _runs(values: tuple) -> list:
+    """Each model's run of right steps ending at *values*' newest (_MODELS', then the
+    offset-and-multiple's and the harmonic's: pending or bounded where a guess before found
+    them, :func:`_lazy_reaches`, else None), at most their steps: from the runs of the guess
+    of *values* less the newest, kept by it, and the newest step scored; else scored back
+    from the newest."""
     n = len(values)
-    return all(model(values[i - 2], values[i - 1]) == values[i] for i in range(n - 1, n - LONG - 1, -1))
+    steps = n - 2
+    earlier = _RUNS.get(values[:-1]) if n > 3 else None
+    if earlier is not None:
+        hit = _hits(values[-3], values[-2], values[-1])
+        runs = [min(r + 1, steps) if h else 0 for r, h in zip(earlier, hit)]
+        # (the lazy ones stepped only where asked for, each a model's call, a search where
+        # its pair is new: the run the guess before found, pending; one it left pending or
+        # bounded, a bound one step higher)
+        for r in earlier[_AFFINE:]:
+            runs.append(None if r is None else ("p", r) if type(r) is int
+                        else ("u", r[1] + 2) if r[0] == "p" else ("u", r[1] + 1))
+    else:
+        runs = [0] * len(_MODELS)
+        open_models = set(range(len(_MODELS)))
+        for i in range(n - 1, 1, -1):
+            hit = _hits(values[i - 2], values[i - 1], values[i])
+            for m in list(open_models):
+                if hit[m]:
+                    runs[m] += 1
+                else:
+                    open_models.discard(m)
+            if not open_models:
+                break
+        runs += [None, None]
+    if len(_RUNS) >= _REMEMBERED_MOST:
+        _RUNS.clear()
+    _RUNS[values[1:] if n >= KEPT else values] = runs
+    return runs
+
+
+def _lazy_reaches(runs: list, at: int, model: Callable[[float, float], float | None],
+                  values: tuple) -> bool:
+    """Whether *model*'s run (``runs[at]``) is the long run's LONG steps: where the guess
+    before found it (pending, ``("p", run)``) one more than it cannot reach LONG, it is
+    bounded (``("u", bound)``: its run is at most that) without a call; a pending run that
+    can is stepped by the newest step; a bound that reaches LONG, or a run not known
+    (None), is scored back from the newest. Kept in *runs* for the next guess. (A harmonic
+    float's offset-and-multiple missed at every step, a search each: now one in LONG.)"""
+    r = runs[at]
+    n = len(values)
+    if type(r) is tuple:
+        kind, k = r
+        if kind == "p":
+            if k + 1 < LONG:
+                runs[at] = ("u", k + 1)
+                return False
+            r = min(k + 1, n - 2) if model(values[-3], values[-2]) == values[-1] else 0
+            runs[at] = r
+            return r >= LONG
+        if k < LONG:
+            return False
+        r = None
+    if r is None:
+        r = 0
+        for i in range(n - 1, 1, -1):
+            if model(values[i - 2], values[i - 1]) != values[i]:
+                break
+            r += 1
+        runs[at] = r
+    return r >= LONG
 
 
 def scored_guess(values: tuple) -> tuple[float, bool]:

@@ -533,15 +533,16 @@ class RunAhead:
         self.answered = (ahead.sid, ahead.ran, ahead.slots)
         return ahead.ran, None, False
 
-    def hit(self, sid: int) -> None:
-        """A run ahead of stretch *sid* answered by the steady lane (worker/steady_lane.py):
-        counted, and its misses in a row and its sit-outs' doubling begun again, as
-        :meth:`answer`'s are. (Uncounted, a loop the lane served between its float guess's
-        warm-up misses — a lane left at a miss, the generic guess after it missing too — sat
-        out SIT_OUT replays after three such misses, twice as many at each run of the same
-        cell: 128 messages of the random walk's 200 at its fourth run, all by the generic
-        path, on the development VM.)"""
-        self.hits += 1
+    def afresh(self, sid: int) -> None:
+        """A run ahead of stretch *sid* answered by the steady lane (worker/steady_lane.py)
+        for the client's message: its misses in a row and its sit-outs' doubling begun
+        again, as :meth:`answer`'s are. Not for a message committed ahead of its coming
+        until it comes (worker/server_replies.py ``_claim_pushed``): a roll-back takes that
+        answer back (``SteadyLane.unanswer``). (Not begun again, a loop the lane served
+        between its float guess's warm-up misses — a lane left at a miss, the generic guess
+        after it missing too — sat out SIT_OUT replays after three such misses, twice as
+        many at each run of the same cell: 128 messages of the random walk's 200 at its
+        fourth run, all by the generic path, on the development VM.)"""
         if self._misses.get(sid):
             self._misses[sid] = 0
         if sid in self._sat:

@@ -46,6 +46,8 @@ class ReplySending:
             x.draws.confirm()   # (its draws, if it drew, the client's for good)
             if record.params is not None:   # (its parameters: the loop's history)
                 x.replay.ahead.remember(record.sid, record.params)
+            if record.sid is not None:   # (an answered run ahead now: RunAhead.afresh)
+                x.replay.ahead.afresh(record.sid)
             self.phases.mark("confirmed")
             x._batch_no = record.batch
             self._batch = record.batch

@@ -300,7 +300,9 @@ class SteadyLane(LaneArming):
         mark("commit_renamed")
         replay.graphed += 1
         replay.alone_answers += 1
-        run.hit(plan.sid)
+        run.hits += 1
+        if deferred is None:   # (committed ahead: when its message comes, _claim_pushed)
+            run.afresh(plan.sid)
         x.ops_run += plan.ran
         x._ended = plan.ran
         pacer = x.pacer
