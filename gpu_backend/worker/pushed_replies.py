@@ -38,8 +38,9 @@ Pushed only where nothing can come between: the loop's batch numbers go on by on
 batch the worker reads is the one pushed for), not for an early replay (its reply waits for
 the rest of the client's run), never with a warning, a poisoned session or a read not made.
 A step that writes its inputs (``w -= lr * grad``, a stencil's ``u[1:-1, 1:-1] = ...``) is
-committed ahead too, where its device time is at least COMMIT_WRITES_MIN_SECONDS and it runs
-no eager op between its graphs (a ``RandomState``'s draw: ``Pushes.may_save``): before its
+committed ahead too, where its device time is at least COMMIT_WRITES_MIN_SECONDS (one that
+runs eager ops between its graphs, a ``RandomState``'s draw, only where it writes at most
+SAVED_EAGER_MOST: ``Pushes.may_save``): before its
 writes are copied back into the client's arrays, their values are copied aside on the
 device (one copy of each, on the session's stream), and a roll-back copies them back; a
 swap-out rolls such a commit back first (the arrays it would put back move). Until
@@ -73,7 +74,7 @@ from typing import Any
 from ..protocol import codec
 from .run_ahead import LIMIT_SHARE
 
-__all__ = ["Pushes", "PushRecord", "SAVED_MOST", "COMMIT_WRITES_MIN_SECONDS"]
+__all__ = ["Pushes", "PushRecord", "SAVED_MOST", "SAVED_EAGER_MOST", "COMMIT_WRITES_MIN_SECONDS"]
 
 #: the most bytes of inputs a step committed ahead may write (their values before it kept
 #: aside on the device until its message comes) where the session's memory is not limited;
@@ -84,6 +85,10 @@ SAVED_MOST = 64 << 20
 #: (85-130 µs, runs 228 and 236); a shorter step's pace is the worker's, which the copy
 #: aside only lengthens (``GPUWB_COMMIT_WRITES=always``: whatever its device time)
 COMMIT_WRITES_MIN_SECONDS = 100e-6
+#: the most bytes of inputs kept aside for a step committed ahead that runs eager ops between
+#: its graphs (a ``RandomState``'s draw: its measured span is no device time, ``may_save``):
+#: between run 254's 8 KB walk, faster committed ahead, and run 250's 4 MB one, slower
+SAVED_EAGER_MOST = 1 << 20
 
 
 class PushRecord:
@@ -171,29 +176,37 @@ class Pushes:
     def may_save(self, x: Any, plan: Any) -> bool:
         """Whether the inputs *plan*'s step writes (its run ahead's ``writes``: the client's
         array, the graphs' buffer) may be kept aside for a commit ahead: committing them is
-        on, the step's device time is at least COMMIT_WRITES_MIN_SECONDS and it runs no
-        eager op (or ``always``), each is one range of bytes (a copy's), and together they
-        are within SAVED_MOST (a session whose memory is limited: its limit's share).
+        on, the step's device time is at least COMMIT_WRITES_MIN_SECONDS (or ``always``),
+        each is one range of bytes (a copy's), and together they are within SAVED_MOST (a
+        session whose memory is limited: its limit's share) — and, where the step runs eager
+        ops between its graphs, within SAVED_EAGER_MOST (but ``always``).
 
-        Why no eager op: a step that draws from a ``RandomState`` (cuRAND's host API runs
-        between its graphs) is measured from its first graph's start to its last's end,
-        the worker's time issuing the draw included, so its span passed the bound where
-        its device time did not; its pace is the worker's, which the copy aside only
-        lengthens (the random walk, H200 run 250: 0.1009, 0.0842 s a run committed ahead
-        against 0.0735, 0.0674 with ``GPUWB_COMMIT_WRITES=0``, the copy aside 41.6 µs of its
-        worker's 371 a message)."""
+        Why eager steps are bounded: a step that draws from a ``RandomState`` (cuRAND's host
+        API runs between its graphs) is measured from its first graph's start to its last's
+        end, the worker's time issuing the draw included, so its span passes the bound
+        whatever its device time. Committed ahead, the worker's next run ahead overlaps the
+        client's turn, but the copy aside is the worker's too, and grows with the bytes
+        (an allocation and a copy: 41.6 µs of the random walk's 371 a message at 4 MB, H200
+        run 250, where that walk ran 0.1009, 0.0842 s a run committed ahead against 0.0735,
+        0.0674 with ``GPUWB_COMMIT_WRITES=0``). A small one is cheap: ``replay_sync.py``'s
+        ``walk_step`` (8 KB) took 205.5, 202.4 µs an iteration with no eager step committed
+        ahead against 117.2, 124.2 committed (run 254)."""
         if not self.commit_writes:
             return False
+        eager = False
         if not self.commit_writes_always:
             cost = plan.graph.cost[0]
             if cost is None or cost < COMMIT_WRITES_MIN_SECONDS:
                 return False
             for graph, _ops in plan.launches:
                 if graph is None:   # (eager ops between its graphs: its measured span holds
-                    return False    # the worker's time issuing them, not the device's alone)
+                    eager = True    # the worker's time issuing them, not the device's alone)
+                    break
         writes = plan.ahead.writes
         limit = x.memory_limit
         most = limit // LIMIT_SHARE if limit else SAVED_MOST
+        if eager:
+            most = min(most, SAVED_EAGER_MOST)
         total = 0
         for a, _buf in writes:
             flags = a.flags

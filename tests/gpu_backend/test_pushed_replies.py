@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from gpu_backend.pool import LocalPool
+from gpu_backend.worker.pushed_replies import SAVED_EAGER_MOST
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
@@ -497,19 +498,38 @@ def _long_drawing_walk(cp):
     return out, x.get()
 
 
-def test_a_writing_step_that_draws_eagerly_is_committed_when_its_message_comes(pool):
+def _small_walk_of_long_draws(cp):
+    """A walk of 1 000 walkers, each step's moves summed from a long draw (as long as the
+    walk above): a step that draws eagerly and writes only 8 KB."""
+    rs = cp.random.RandomState(65)
+    x = cp.zeros(1000)
+    out = []
+    for _ in range(STEPS):
+        x += rs.standard_normal(LONG_STEP).reshape(LONG_STEP // 1000, 1000).sum(axis=0) * 0.01
+        out.append(float(x.sum()))
+        _pause()
+    return out, x.get()
+
+
+def test_a_writing_step_that_draws_eagerly_is_committed_ahead_only_where_it_writes_little(pool):
     """Under the defaults a step that writes its inputs is committed ahead only where its
-    measured device time is at least COMMIT_WRITES_MIN_SECONDS and it runs no eager op
-    between its graphs: a ``RandomState``'s draw makes the measured span the worker's time
-    issuing it too, and such a step's pace is the worker's, which the copy aside only
-    lengthens (H200 run 250: the random walk 20-27 % slower committed ahead). The control,
-    as long a step with no draw, is committed ahead; both give the ops' bits."""
+    measured device time is at least COMMIT_WRITES_MIN_SECONDS; one that runs eager ops
+    between its graphs (a ``RandomState``'s draw: its measured span holds the worker's time
+    issuing it) only where it writes at most SAVED_EAGER_MOST, for its copy aside is the
+    worker's time and grows with the bytes (H200 runs 250 and 254: a 4 MB walk 20-27 %
+    slower committed ahead, an 8 KB one 1.7x faster). The control, as long a step with no
+    draw, is committed ahead; the walk of 1.6 MB is not; the 8 KB walk of as long draws
+    is. Each gives the ops' bits."""
+    assert LONG_STEP * 8 > SAVED_EAGER_MOST >= 1000 * 8
     got, want, figures = beside_no_replay(pool, _long_writing_step, early_replay=False)
     assert_bitwise(got, want)
     assert figures["push_confirmed"] >= STEPS // 8, figures
     got, want, figures = beside_no_replay(pool, _long_drawing_walk, early_replay=False)
     assert_bitwise(got, want)
     assert figures["push_taken"] >= STEPS // 8 and figures["push_confirmed"] == 0, figures
+    got, want, figures = beside_no_replay(pool, _small_walk_of_long_draws, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["push_confirmed"] >= 5 and figures["push_taken"] == 0, figures
 
 
 def _drawing(kind: str):
