@@ -129,9 +129,16 @@ class Pushes:
         #: (``GPUWB_COMMIT_WRITES``), or whatever it is (``always``)
         self.commit_writes = True
         self.commit_writes_always = False
+        #: ... before its reads are made, where its step is the device's long work
+        #: (``GPUWB_COMMIT_FIRST``: :meth:`may_commit_first`), or whatever it is (``always``)
+        self.commit_first = True
+        self.commit_first_always = False
         self.sent: deque[PushRecord] = deque()
         self.chain = 0
         self.pushed = self.taken = self.confirmed = self.quiet = self.rolled = 0
+        #: messages committed ahead before their reads were made (``push_first``), and such
+        #: commits taken back, their reads having failed (``push_first_undone``)
+        self.first = self.first_undone = 0
 
     def pushed_for(self, batch: int) -> bool:
         """Whether a reply for *batch* is pushed already."""
@@ -157,6 +164,46 @@ class Pushes:
         self.sent.append(PushRecord(batch, plan.expected))
         self.pushed += 1
         return packed
+
+    def reserve(self, lane: Any) -> PushRecord | None:
+        """A record for *lane*'s next message, whose reply is packed only once its reads are
+        made (:meth:`pack`): a message committed before its reads (worker/server_replies.py
+        ``_commit_then_read``); None where it may not be pushed (as :meth:`offer`). Not
+        pushed until packed: where its reads then fail the caller takes it back."""
+        plan = lane.plan
+        if plan is None or not lane.pushable(plan) or plan.served > plan.steps:
+            return None
+        x = lane.x
+        if x.replay.ahead.ahead is not plan.ahead or x.poisoned_at is not None or x._warnings \
+                or x.fatal:
+            return None
+        record = PushRecord(lane.batch(plan), plan.expected)
+        self.sent.append(record)
+        return record
+
+    def pack(self, lane: Any, plan: Any, record: PushRecord, ahead: Any, confirmed: int) -> bytes:
+        """The pushed reply of *record*, reserved and committed before its reads, now made
+        (*ahead*'s ``read_values``): as :meth:`offer` packs it."""
+        packed = codec.packb({**lane.reply(plan, record.batch, lane.numbered(plan, ahead.read_values)),
+                              "t": perf_counter() - ahead.started, "P": record.expected,
+                              "C": self.chain, "K": confirmed})
+        self.pushed += 1
+        return packed
+
+    def may_commit_first(self, plan: Any) -> bool:
+        """Whether *plan*'s message may be committed ahead before its reads are made (they
+        wait for the device meanwhile): on, and its step is long device work — its measured
+        time at least COMMIT_WRITES_MIN_SECONDS and no eager op between its graphs (whose
+        span is the worker's time too) — or ``always``. A short step's reply is wanted first:
+        its client, not the device, is the slower side."""
+        if not self.commit_first:
+            return False
+        if self.commit_first_always:
+            return True
+        cost = plan.graph.cost[0]
+        if cost is None or cost < COMMIT_WRITES_MIN_SECONDS:
+            return False
+        return all(graph is not None for graph, _ops in plan.launches)
 
     def may_commit_ahead(self, lane: Any, plan: Any) -> bool:
         """Whether *plan*'s message, its reply just pushed, may be committed before it comes:

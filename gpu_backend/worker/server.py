@@ -120,6 +120,8 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         self.lane.pushes.commit_ahead = settings.push_ahead
         self.lane.pushes.commit_writes = settings.commit_writes != "off"
         self.lane.pushes.commit_writes_always = settings.commit_writes == "always"
+        self.lane.pushes.commit_first = settings.commit_first != "off"
+        self.lane.pushes.commit_first_always = settings.commit_first == "always"
         self.lane.defer_reads = settings.defer_reads != "off"
         self.lane.defer_always = settings.defer_reads == "always"
         self.lane.measures = settings.lane_measures

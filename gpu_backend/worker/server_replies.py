@@ -84,6 +84,12 @@ class ReplySending:
                     if turn:
                         lane.deferrals += 1
                         return
+                    if pushes.may_commit_first(plan) and self.swap.swapped is None:
+                        done = self._commit_then_read(ident, plan)
+                        if done is None:
+                            return
+                        if done:
+                            continue
                     lane.read_deferred(plan)
                 packed = pushes.offer(lane, self._batch)
                 if packed is None:
@@ -107,6 +113,56 @@ class ReplySending:
             self.phases.mark("committed")
             lane.after_reply(plan)   # (the next replay run ahead: the lane's plan again)
             self.phases.mark("ahead")
+
+    def _commit_then_read(self, ident: Any, plan: Any) -> bool | None:
+        """A device-bound step whose reads wait (worker/pushed_replies.py,
+        ``Pushes.may_commit_first``): its message committed ahead first, the device still
+        running it — the commit needs no value read —, then its reads made, its reply
+        pushed and the next step run ahead. Read, pushed and then committed, the worker's
+        commit (the inputs' copies aside, the write-back, the answer's book-keeping) came
+        between the step's end on the device and the next one's launch: the device waited
+        for it at every message (heat2d 2048², its device time about the worker's own).
+        True where done so; False where nothing was done (the reads, the push and the
+        commit then go as ever); None where the commit was made and taken back, its reads
+        having failed or warned (nothing pushed: its message, if it comes, is served as
+        ever by the generic path)."""
+        lane = self.lane
+        pushes = lane.pushes
+        ahead = plan.ahead
+        record = pushes.reserve(lane)
+        if record is None:
+            return False
+        if not pushes.may_commit_ahead(lane, plan):
+            pushes.sent.pop()
+            return False
+        lane.plan = None
+        if not lane.commit_ahead(plan, record):
+            pushes.sent.pop()
+            lane.plan = plan
+            return False
+        self.phases.mark("committed")
+        ahead.deferred = False
+        lane.read_committed(plan, ahead)
+        x = self.executor
+        if ahead.read_values is None or x.poisoned_at is not None or x._warnings or x.fatal:
+            pushes.roll_back(lane, False)   # (the commit undone; the record never pushed)
+            pushes.sent.remove(record)
+            pushes.first_undone += 1
+            return None
+        packed = pushes.pack(lane, plan, record, ahead, self._batch)
+        self.phases.mark("push_packed")
+        self._report_before_reply()   # (what the client is told, the pool knows first)
+        try:
+            self.links.send_message(ident, [packed])
+        except zmq.ZMQError as exc:
+            pushes.roll_back(lane, True)
+            self._undelivered(exc)
+            return None
+        self.phases.mark("pushed")
+        pushes.first += 1
+        lane.after_reply(plan)   # (the next replay run ahead: the lane's plan again)
+        self.phases.mark("ahead")
+        return True
 
     def _serve_in_lane(self, started: float, ident: Any, plan: Any, pushed: bool = False) -> bool:
         """A loop's next replay, the one the steady lane knew byte for byte (worker/

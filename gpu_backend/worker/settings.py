@@ -112,6 +112,13 @@ class WorkerSettings:
     #: ``nocommitwrites``): ``off``; ``always`` whatever its device time (the tests reach
     #: the path so on the NumPy device, whose steps are short)
     commit_writes: str = "on"
+    #: ``GPUWB_COMMIT_FIRST``: a device-bound step whose reads wait for the client's message
+    #: (``GPUWB_DEFER_READS``) is committed ahead before its reads are made, the device still
+    #: running it, then read, pushed and the next step run ahead (worker/server_replies.py,
+    #: ``_commit_then_read``); ``0`` reads, pushes and then commits, as before (a
+    #: diagnostic: the benchmarks' side ``nocommitfirst``); ``always`` whatever the step's
+    #: device time and eager ops (the tests reach the path so on the NumPy device)
+    commit_first: str = "on"
     #: ``GPUWB_DEFER_READS``: a pushable run ahead's closing reads wait while its client's
     #: next message is already here, taken first as the device runs (worker/steady_lane.py,
     #: ``_read_ahead``; a step of at least ``DEFER_MIN_SECONDS`` of device time): ``on``;
@@ -183,6 +190,7 @@ class WorkerSettings:
                    pushed_replies=_on(env, "GPUWB_PUSH"),
                    push_ahead=_on(env, "GPUWB_PUSH_AHEAD"),
                    commit_writes=_defer_reads(env.get("GPUWB_COMMIT_WRITES")),
+                   commit_first=_defer_reads(env.get("GPUWB_COMMIT_FIRST")),
                    defer_reads=_defer_reads(env.get("GPUWB_DEFER_READS")),
                    lane_measures=_on(env, "GPUWB_LANE_MEASURES"),
                    draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"),
@@ -191,8 +199,8 @@ class WorkerSettings:
 
 
 def _defer_reads(value: str | None) -> str:
-    """``GPUWB_DEFER_READS`` (and ``GPUWB_COMMIT_WRITES``): ``always``, ``off`` (``0``), else
-    ``on``."""
+    """``GPUWB_DEFER_READS`` (and ``GPUWB_COMMIT_WRITES``, ``GPUWB_COMMIT_FIRST``): ``always``,
+    ``off`` (``0``), else ``on``."""
     value = (value or "").strip().lower()
     if value == "always":
         return "always"

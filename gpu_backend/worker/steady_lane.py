@@ -670,6 +670,12 @@ class SteadyLane(LaneArming):
         if ahead.read_values is None and self.x.replay.ahead.ahead is ahead:
             self._read_ahead(plan, ahead)
 
+    def read_committed(self, plan: LanePlan, ahead: Any) -> None:
+        """The closing reads of the plan's run ahead *ahead*, whose message was just committed
+        ahead before them (worker/server_replies.py ``_commit_then_read``): made now (a wait
+        for the device), kept in *ahead* where they gave values."""
+        self._read_ahead(plan, ahead)
+
     def pushable(self, plan: LanePlan) -> bool:
         """Whether the plan's replies are pushed ahead (worker/pushed_replies.py): where the
         next batch the worker reads is its next message (:meth:`_next_read`) and it is not an

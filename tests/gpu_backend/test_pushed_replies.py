@@ -668,3 +668,80 @@ def test_gpuwb_defer_reads_0_reads_at_once_after_the_launch(pool_without_pushes)
     assert figures["reads_deferred"] == 0 and figures["pushed"] >= STEPS // 4, figures
     _got, _want, plain = beside_no_replay(pool_without_pushes, _carried, early_replay=False)
     assert plain["reads_deferred"] == 0, plain
+
+
+# ---------------------------------------------------------------- committed before the reads
+# A device-bound step whose reads wait for the client's message is committed ahead first,
+# the device still running it, then read, pushed, and the next step run ahead
+# (worker/server_replies.py ``_commit_then_read``). ``always`` takes that path whatever the
+# step's time (the NumPy device's steps are far under COMMIT_WRITES_MIN_SECONDS), with the
+# reads deferred at every run ahead and writing steps committed ahead.
+
+@pytest.fixture(scope="module")
+def pool_committing_first():
+    with pool_running_ahead("share", read_now=True, GPUWB_DEFER_READS="always",
+                            GPUWB_COMMIT_FIRST="always", GPUWB_COMMIT_WRITES="always") as p:
+        yield p
+
+
+@pytest.mark.parametrize("loop", [_hot_sync, _carried, _stepping_scalar, _changing, _in_place,
+                                  _slice_assigned, _two_draws, _graphed],
+                         ids=["hot-sync", "carried", "stepping-scalar", "changing", "in-place",
+                              "slice-assigned", "two-draws", "generator-in-graphs"])
+def test_a_step_committed_before_its_reads_gives_the_bits_the_ops_give(
+        pool_committing_first, pool_without_pushes, loop):
+    """Committed ahead before its reads are made: the same bits as without replay and
+    without pushes — a loop-carried array, a scalar that steps, another message between and
+    an input replaced (the commit rolled back), a step that writes its input in place or
+    through a slice (its values copied aside first), draws (tentative, taken back by a
+    roll-back)."""
+    got, want, figures = beside_no_replay(pool_committing_first, loop, early_replay=False)
+    assert_bitwise(got, want)
+    plain, _again, _off = beside_no_replay(pool_without_pushes, loop, early_replay=False)
+    assert_bitwise(got, plain)
+    assert figures["push_first"] >= 1, figures
+    if loop in (_hot_sync, _carried, _stepping_scalar, _in_place, _slice_assigned):
+        assert figures["push_first"] >= STEPS // 4 and figures["push_confirmed"] >= STEPS // 4, figures
+
+
+def _overflowing_in_place(cp):
+    """A count written in place goes round 1, 2, 3, 4, 0; the value read is infinite when it
+    is 4, and ``int`` of it fails in the worker at every fifth step."""
+    y = cp.zeros(1, dtype=cp.float64)
+    big = cp.full(1, cp.inf)
+    out = []
+    for _ in range(STEPS):
+        y += 1.0
+        y %= 5.0
+        try:
+            out.append(int((big ** ((y > 3.0) * 1.0) + y).sum()))   # (1 + y, or inf)
+        except OverflowError as exc:
+            out.append(type(exc).__name__)
+        _pause()
+    return out, [float((y + 1).sum())]
+
+
+def test_a_read_that_fails_after_its_step_was_committed_first_takes_the_commit_back(
+        pool_committing_first):
+    """A step committed before its reads, whose read then fails: the commit is taken back
+    (its in-place writes copied back from the values kept aside) and nothing pushed, so its
+    message is served as ever and raises there; the loop goes on with its own values."""
+    got, want, figures = beside_no_replay(pool_committing_first, _overflowing_in_place,
+                                          early_replay=False)
+    assert got[0] == want[0] == [2, 3, 4, "OverflowError", 1] * (STEPS // 5)
+    assert_bitwise(got[1], want[1])
+    # (the lane arms again a few steps after each failure, and its first step committed
+    # first is the failing one: the path taken back, each time)
+    assert figures["push_first_undone"] >= 1, figures
+
+
+def test_gpuwb_commit_first_0_reads_and_pushes_before_it_commits():
+    """Off (``0``; the benchmarks' side ``nocommitfirst``): never committed before the reads.
+    (On, the default, only a step of at least COMMIT_WRITES_MIN_SECONDS of device time is:
+    the NumPy device's time is the host's, so which side of it a step falls on is not a
+    test's to decide; a GPU run measures it.)"""
+    with pool_running_ahead("share", read_now=True, GPUWB_DEFER_READS="always",
+                            GPUWB_COMMIT_FIRST="0") as off:
+        got, want, figures = beside_no_replay(off, _carried, early_replay=False)
+    assert_bitwise(got, want)
+    assert figures["push_first"] == 0 and figures["push_confirmed"] >= STEPS // 4, figures
