@@ -142,18 +142,21 @@ class ReplySending:
             return False
         self.phases.mark("committed")
         ahead.deferred = False
-        lane.read_committed(plan, ahead)
         x = self.executor
-        if ahead.read_values is None or x.poisoned_at is not None or x._warnings or x.fatal:
-            pushes.roll_back(lane, False)   # (the commit undone; the record never pushed)
-            pushes.sent.remove(record)
-            pushes.first_undone += 1
-            return None
-        packed = pushes.pack(lane, plan, record, ahead, self._batch)
-        self.phases.mark("push_packed")
-        self._report_before_reply()   # (what the client is told, the pool knows first)
         try:
-            self.links.send_message(ident, [packed])
+            lane.read_committed(plan, ahead)
+            if ahead.read_values is None or x.poisoned_at is not None or x._warnings or x.fatal:
+                self._take_back_first(record)
+                pushes.first_undone += 1
+                return None
+            packed = pushes.pack(lane, plan, record, ahead, self._batch)
+            self.phases.mark("push_packed")
+            self._report_before_reply()   # (what the client is told, the pool knows first)
+        except BaseException:   # (a device fault in the reads' wait, say: the commit taken
+            self._take_back_first(record)   # back as far as it can be and the record gone,
+            raise                           # so that its message, if it comes, is served
+        try:                                # as ever and fails there: not confirmed with no
+            self.links.send_message(ident, [packed])   # reply ever sent)
         except zmq.ZMQError as exc:
             pushes.roll_back(lane, True)
             self._undelivered(exc)
@@ -163,6 +166,18 @@ class ReplySending:
         lane.after_reply(plan)   # (the next replay run ahead: the lane's plan again)
         self.phases.mark("ahead")
         return True
+
+    def _take_back_first(self, record: Any) -> None:
+        """A message committed before its reads whose reply will not be pushed: its commit
+        undone (its writes copied back from the values kept aside, its draws taken back) and
+        its record gone, never pushed. Where the undoing itself fails (a device fault), the
+        record goes all the same: its message is then served as ever and raises there."""
+        pushes = self.lane.pushes
+        try:
+            pushes.roll_back(self.lane, False)
+        finally:
+            if record in pushes.sent:
+                pushes.sent.remove(record)
 
     def _serve_in_lane(self, started: float, ident: Any, plan: Any, pushed: bool = False) -> bool:
         """A loop's next replay, the one the steady lane knew byte for byte (worker/
