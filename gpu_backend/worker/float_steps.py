@@ -52,8 +52,8 @@ before the summed model's window), ``i * 0.1`` 3 (190; 6), ``i / 3`` 2 (201), ``
 11 (133; 15), ``0.1 + 1e-4 * i`` 5 (147; 10), ``2.5 - 0.003 * i`` 2 (153), ``1.0 + i * 0.1``
 from ``i = 1000`` 18 (231), ``t += 0.1`` 3 (3), ``t += 0.01`` 6 (6), ``step * 0.5`` 0 (0);
 ``-i * 0.01`` from ``i = 1000`` 4 (72; 38 while the summed model's window came first), and
-``0.25 + i / 7`` (a step no short decimal is) as often as summed (162); ``lr *= 0.99``, ``x *= 0.5``, ``lam *= 0.98`` 2 each (the first
-two guesses; 116–296 before the decay was a model); ``0.05 / (1.0 + 0.02 * s)``,
+``0.25 + i / 7`` (a step no short decimal is) as often as summed (162); ``lr *= 0.99``,
+``x *= 0.5``, ``lam *= 0.98`` 2 each (the first two guesses; 116–296 before the decay was a model); ``0.05 / (1.0 + 0.02 * s)``,
 ``0.3 / (1.0 + 1e-4 * s)`` 2 and 3 (the harmonic's warm-up).
 
 One message's floats are guessed together by worker/float_relations.py (a float the loop
@@ -391,10 +391,7 @@ def sure_guess(values: tuple) -> float | None:
     else:
         guess = last + (last - before)
         return guess if math.isfinite(guess) else None
-    runs = _runs(values)
-    if runs[0] >= (LONG if long_run else min(WINDOW, n - 2)):   # (a loop's ``t += dt``,
-        guess = last + (last - before)                          # ``step * 0.5``: at once)
-        return guess if math.isfinite(guess) else None
+    runs = _runs(values)   # (the summed model's run is shorter than that checked above)
     if long_run:
         for m in range(1, len(_MODELS)):   # (multiple, fraction, decay)
             if runs[m] >= LONG:

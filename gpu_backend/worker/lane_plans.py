@@ -40,7 +40,7 @@ class LanePlan:
 
     __slots__ = ("size", "value", "difference", "steps", "served", "batch", "first",
                  "outs", "frees", "dbatch", "dfirst", "douts", "dfrees", "count", "early",
-                 "sid", "inputs", "params", "need", "graph", "state", "launches",
+                 "sid", "inputs", "params", "need", "graph", "state", "launches", "eager",
                  "scatter_rows", "reads", "ran", "slots", "input_frees",
                  "expected", "ahead", "reads_left", "after", "dafter", "dinputs",
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
@@ -165,6 +165,9 @@ def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> 
         if g.shape.writes else []
     plan.array_type = graphs.array_type
     plan.launches = launches
+    # (eager ops between its graphs: its measured span holds the worker's time issuing them,
+    # not the device's alone: worker/pushed_replies.py's bounds on committing ahead)
+    plan.eager = any(graph is None for graph, _ops in launches)
     plan.scatter_rows = list(copies.scatter_slots) if scattered else []
     plan.eager_kept = eager_kept
     plan.remade = g.shape.remade

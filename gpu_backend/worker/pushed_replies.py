@@ -149,27 +149,17 @@ class Pushes:
         and ``P`` its bytes, ``C`` the chain, ``K`` *confirmed*, the last batch the worker
         read), now recorded; None where it may not be pushed (the module's doc)."""
         plan = lane.plan
-        if plan is None or not lane.pushable(plan) or plan.served > plan.steps:
+        if plan is None or plan.ahead is None or plan.ahead.read_values is None:
             return None
-        x = lane.x
-        ahead = plan.ahead
-        values = ahead.read_values
-        if values is None or x.replay.ahead.ahead is not ahead or x.poisoned_at is not None \
-                or x._warnings or x.fatal:
-            return None
-        batch = lane.batch(plan)
-        packed = codec.packb({**lane.reply(plan, batch, lane.numbered(plan, values)),
-                              "t": perf_counter() - ahead.started, "P": plan.expected,
-                              "C": self.chain, "K": confirmed})
-        self.sent.append(PushRecord(batch, plan.expected))
-        self.pushed += 1
-        return packed
+        record = self.reserve(lane)
+        return None if record is None else self.pack(lane, plan, record, plan.ahead, confirmed)
 
     def reserve(self, lane: Any) -> PushRecord | None:
-        """A record for *lane*'s next message, whose reply is packed only once its reads are
-        made (:meth:`pack`): a message committed before its reads (worker/server_replies.py
-        ``_commit_then_read``); None where it may not be pushed (as :meth:`offer`). Not
-        pushed until packed: where its reads then fail the caller takes it back."""
+        """A record for *lane*'s next message, its reply packed by :meth:`pack` (:meth:`offer`
+        at once; a message committed before its reads, worker/server_replies.py
+        ``_commit_then_read``, once they are made); None where it may not be pushed (the
+        module's doc). Not pushed until packed: where its reads then fail the caller takes
+        it back."""
         plan = lane.plan
         if plan is None or not lane.pushable(plan) or plan.served > plan.steps:
             return None
@@ -182,8 +172,8 @@ class Pushes:
         return record
 
     def pack(self, lane: Any, plan: Any, record: PushRecord, ahead: Any, confirmed: int) -> bytes:
-        """The pushed reply of *record*, reserved and committed before its reads, now made
-        (*ahead*'s ``read_values``): as :meth:`offer` packs it."""
+        """The pushed reply of *record* (:meth:`reserve`), from *ahead*'s reads
+        (``read_values``), counted as pushed."""
         packed = codec.packb({**lane.reply(plan, record.batch, lane.numbered(plan, ahead.read_values)),
                               "t": perf_counter() - ahead.started, "P": record.expected,
                               "C": self.chain, "K": confirmed})
@@ -201,9 +191,7 @@ class Pushes:
         if self.commit_first_always:
             return True
         cost = plan.graph.cost[0]
-        if cost is None or cost < COMMIT_WRITES_MIN_SECONDS:
-            return False
-        return all(graph is not None for graph, _ops in plan.launches)
+        return cost is not None and cost >= COMMIT_WRITES_MIN_SECONDS and not plan.eager
 
     def may_commit_ahead(self, lane: Any, plan: Any) -> bool:
         """Whether *plan*'s message, its reply just pushed, may be committed before it comes:
@@ -240,19 +228,14 @@ class Pushes:
         ahead against 117.2, 124.2 committed (run 254)."""
         if not self.commit_writes:
             return False
-        eager = False
         if not self.commit_writes_always:
             cost = plan.graph.cost[0]
             if cost is None or cost < COMMIT_WRITES_MIN_SECONDS:
                 return False
-            for graph, _ops in plan.launches:
-                if graph is None:   # (eager ops between its graphs: its measured span holds
-                    eager = True    # the worker's time issuing them, not the device's alone)
-                    break
         writes = plan.ahead.writes
         limit = x.memory_limit
         most = limit // LIMIT_SHARE if limit else SAVED_MOST
-        if eager:
+        if plan.eager and not self.commit_writes_always:
             most = min(most, SAVED_EAGER_MOST)
         total = 0
         for a, _buf in writes:
