@@ -458,21 +458,35 @@ class Session(SessionReplies):
         data = host if host.flags.c_contiguous else host.copy(order="C")
         if not codec.device_dtype(data.dtype):
             raise codec.unsupported_dtype(data.dtype)
-        if self._run is not None or (self.stretches is not None and self.stretches.cut_here()):
-            # the stretch so far ends here, and the upload travels alone: its array is an
-            # input of the next stretch, so that a loop uploading its minibatch each step
-            # is two stretches that repeat, not one that cannot (docs/stretch-replay.md,
-            # "Uploads inside a loop"); no reply is read here, so an error of the ops just
-            # sent is raised where it was before, not by the upload
+        streamed = self.stream_threshold is not None and data.nbytes > self._upload_frame_bytes()
+        # (a small upload's data is copied here, so it may wait in the queue: it is an op of
+        # the stretch under way, and a loop that uploads its minibatch each step is one
+        # stretch, replayed with the data as a frame of its message: docs/stretch-replay.md,
+        # "An upload inside a held stretch")
+        copied = not streamed and data.nbytes < INLINE_BYTES
+        if not copied and (self._run is not None or (
+                self.stretches is not None and self.stretches.cut_here())):
+            # a larger one travels now, zero-copy: the stretch so far ends here, and the
+            # upload's array is an input of the next stretch, so that a loop uploading a
+            # large array each step is two stretches that repeat, not one that cannot
+            # (docs/stretch-replay.md, "Uploads inside a loop"); no reply is read here, so
+            # an error of the ops just sent is raised where it was before, not by the upload
             self.flush(drain=False)
-        if self.stream_threshold is not None and data.nbytes > self._upload_frame_bytes():
+        if streamed:
             return send_streamed(self, data, out)
         seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
                           [list(data.shape)], label="upload")
         if data.dtype.kind == "V":   # bfloat16, structures: as bytes (no buffer of bfloat16)
             data = data.reshape(-1).view(np.uint8)
-        self._payload.append(data if data.nbytes >= INLINE_BYTES else data.tobytes())
-        self.flush(wait_sent=data.nbytes >= INLINE_BYTES)
+        frame = data.tobytes() if copied else data
+        run = self._run
+        if run is not None:   # (taken by a held stretch's run: its data goes with the replay)
+            run.payload.append(frame)
+            run.predicted.pop(out, None)   # (its metadata is the upload's, set by the caller)
+            return seq
+        self._payload.append(frame)
+        if not copied or self.stretches is None or not self.stretches.current.keyable:
+            self.flush(wait_sent=not copied)
         return seq
 
     def _upload_frame_bytes(self) -> int:
@@ -528,7 +542,9 @@ class Session(SessionReplies):
             payload, self._payload = self._payload, []
             first, last = self._flushed_seq + 1, self._seq
             header = self._batch_header(first, last)
-            if stretch is not None and not payload and stretches.shape(header, stretch, first):
+            # (a keyed stretch's payload is its small uploads' data, a frame each: it
+            # travels with its replay too)
+            if stretch is not None and stretches.shape(header, stretch, first):
                 ops = []   # a replay of a held stretch: its entry stands for the ops
             self._header_ends(header, sync_device)
             ops.insert(0, codec.packb(header))
@@ -617,6 +633,8 @@ class Session(SessionReplies):
             self._header_ends(header, sync_device)
             packed = _pack_header(header)
             frames = [packed + b"".join(records) if records else packed]
+            if run.payload:   # (its uploads' data, in their order: HeldStretch.uploads)
+                frames.extend(run.payload)
             batch = self._batch
             self._in_flight.append((batch, first, last))
             self._sent[batch] = frames
@@ -649,6 +667,8 @@ class Session(SessionReplies):
             early_replay.abandon(self, run)
         records, origins = run.fall_back()
         self._ops.extend(records)
+        if run.payload:   # (the data of the uploads among them, ahead of any queued since)
+            self._payload[:0] = run.payload
         origin = self._origin
         for seq, label, filename, line, out in origins:
             origin[seq] = (label, filename, line, out)

@@ -142,9 +142,9 @@ class StretchKey:
         """One op as the session submits it (*out*: its result's handle, if any)."""
         if not self.keyable:
             return
-        if kind == m.KIND_UPLOAD:   # its data travels beside the records: never replayed
-            self.keyable = False
-            return
+        if kind == m.KIND_UPLOAD and len(args) != 1:   # (streamed in chunks: never replayed;
+            self.keyable = False                          # one frame's data travels with the
+            return                                        # replay: kernelproxy.session.upload)
         try:
             if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
                 operands = tuple(self._operand(a) for a in args)

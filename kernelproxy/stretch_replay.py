@@ -570,7 +570,8 @@ class StretchReplay:
                 if stretch.piece and _largest(template.input_metas) >= loop_cuts.BIG_ARRAY_BYTES:
                     self._let_go_of(key)   # (a loop of large arrays: see BIG_ARRAY_BYTES)
                     return
-                if early == 1 and self._early and not template.unpredicted:
+                if early == 1 and self._early and not template.unpredicted \
+                        and not any(op[0] == m.KIND_UPLOAD for op in template.ops):
                     template.early_plan = EarlyPlan(template.records, len(template.ops))
                 self.templates.add(template)
         else:   # (an op failed, or the worker keeps no more): never offered again

@@ -100,6 +100,8 @@ def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool
         return False
     if not _arrays_known(record[3] if len(record) == 4 else record[3:], metas):
         return False   # (an array whose shape its values decided: a mask's selection's)
+    if kind == m.KIND_UPLOAD:   # (its literal shape and dtype: an uploaded array's layout)
+        return True
     if kind == _OPERATOR:
         if len(record) == 4:   # an arithmetic or comparison operator (its scalars: parameters)
             return True
@@ -447,7 +449,8 @@ class TemplateRun:
 
     __slots__ = ("session", "templates", "template", "i", "first", "first_hid", "hids",
                  "results", "inputs", "input_of", "params", "lines", "frees", "predicted",
-                 "_array", "_bound", "ids", "early", "compiled", "_kept", "lock", "arrays")
+                 "_array", "_bound", "ids", "early", "compiled", "_kept", "lock", "arrays",
+                 "payload")
 
     def __init__(self, session: Any, templates: Templates, template: StretchTemplate,
                  first: int, first_hid: int) -> None:
@@ -481,6 +484,9 @@ class TemplateRun:
         #: where the compiled operators read them: a slot, not the session's dict
         self.lock = session._lock
         self.arrays = session.arrays
+        #: the data of the uploads taken, a frame each in order: they travel with the
+        #: replay (Session._replay_batch), or join the queue's where the run falls back
+        self.payload: list = []
 
     # ------------------------------------------------------------ the ops
     def operator(self, name: str, operands: tuple, label: str) -> Any:

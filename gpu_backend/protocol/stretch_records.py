@@ -142,6 +142,11 @@ class StretchRecords:
         #: that failed part-way must not be run again, or the generator advances twice
         self.draws = any(type(op) is Op and (op.kind == m.KIND_OBJECT or (
             type(op.name) is str and op.name.startswith("random."))) for op in self.items)
+        #: its uploads' op indices, in order: a replay's message carries their data, one
+        #: frame each in this order (kernelproxy.session.upload: a small upload inside a
+        #: loop is an op of its stretch, not a cut)
+        self.uploads: list[int] = [op.index for op in self.items
+                                   if type(op) is Op and op.kind == m.KIND_UPLOAD]
 
     # ------------------------------------------------------------ the walk
     def _array(self, hid: int) -> Slot:

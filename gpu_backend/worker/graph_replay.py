@@ -46,6 +46,7 @@ from . import kept_views
 from .objects import graphed_draw, run_object_call
 from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
+from .transfers import run_upload
 
 __all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
 
@@ -67,6 +68,9 @@ _ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
 #: a user's kernel (ElementwiseKernel, ReductionKernel: captured as any launch; RawKernel and
 #: an ElementwiseKernel given its outputs return nothing and write their arrays: eager)
 _KERNEL = m.KIND_KERNEL
+#: an upload: its data each replay's own frame (ReplayEntry.frames), made an array between
+#: the graphs (eager_ops.eager_by_nature); a streamed one (chunks) is never in a graph
+_UPLOAD = m.KIND_UPLOAD
 #: A ufunc's keywords that decide the loop its scalars are cast for (``dtype=``): a call
 #: given one with a parameter runs eagerly, given the replay's value, as the user's does.
 _CASTING_KEYWORDS = frozenset({"dtype", "signature", "casting"})
@@ -96,9 +100,15 @@ class _Shape:
         self.input_frees: list[int] = []
         self.graphable = True
         self.writes = False
+        #: each upload's place among the replay's data frames, by its op's index
+        self.uploads: dict[int, int] = {index: k for k, index in enumerate(stretch.uploads)}
         for item in stretch.items:
             if type(item) is Slot:
                 (self.input_frees.append(item.n) if item.kind == "i" else freed_results.add(item.n))
+                continue
+            if item.kind == _UPLOAD:
+                if len(item.args) != 1 or item.want != _ARRAY or item.out is None:
+                    self.graphable = False   # (streamed in chunks: re-run from its records)
                 continue
             if item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE, _OBJECT, _KERNEL) \
                     or type(item.name) is not str \
@@ -178,6 +188,8 @@ class StretchGraphs:
         self._reads: Any = None
         #: the write-backs of the inputs a replay run ahead wrote (take_writes)
         self._writes: list = []
+        #: the data frames of the replay under way (ReplayEntry.frames: its uploads')
+        self._frames: tuple = ()
 
     # ------------------------------------------------------------ held stretches
     def hold(self, sid: int, stretch: HeldStretch, arrays: dict,
@@ -254,6 +266,7 @@ class StretchGraphs:
         left in the graphs' buffers (:meth:`take_writes`, for :meth:`write_back`)."""
         if state.stage is Capture.NEVER:
             return None
+        self._frames = entry.frames
         arrays = {}
         for n in state.shape.used:
             a = self.x.table.arrays.get(entry.inputs[n])
@@ -817,6 +830,9 @@ class StretchGraphs:
                     self._note_writes(g, op, target, args, kwargs)
                 if op.kind == _OBJECT:
                     result = run_object_call(x, op.name, target, None, args, kwargs, op.want)
+                elif op.kind == _UPLOAD:
+                    result = run_upload(x, x.seq, op.name, args,
+                                        iter(self._frames[g.shape.uploads[op.index]:][:1]))
                 else:
                     result = x.call(op.kind, op.name, target, args, kwargs)
                 if op.want == _VALUE:
@@ -837,8 +853,11 @@ class StretchGraphs:
                     live = False
                     if gathering is not None:
                         gathering.apart(self.tools)
-            if kept is None and op.index in g.shape.moving:   # (capturing: a moving view
-                g.env[slot] = self._owned(g, result)           # copied into its own buffer)
+            if kept is None and (op.index in g.shape.moving or op.kind == _UPLOAD):
+                # (capturing: a moving view copied into its own buffer; an upload's array too,
+                # which the NumPy device makes over the message's frame: read-only, and the
+                # client's)
+                g.env[slot] = self._owned(g, result)
             elif kept is None or not live:
                 g.env[slot] = result
             # (an op that gave back the graph's buffer it was given, ``real_if_close`` of a

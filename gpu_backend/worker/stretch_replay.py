@@ -224,8 +224,8 @@ class StretchReplay:
 
     def _changes_only_its_own(self, sid: Any, inputs_too: bool) -> bool:
         stretch = self.stretches.held.get(sid)
-        if stretch is None or (stretch.draws and not inputs_too):
-            return False
+        if stretch is None or (stretch.draws and not inputs_too) or stretch.uploads:
+            return False   # (an upload's data comes only with the client's own message)
         made: dict[int, Any] = {}   # result slot -> the op that made it
         for item in stretch.items:
             if type(item) is Slot:
@@ -274,6 +274,8 @@ class StretchReplay:
             parsed = self.stretches.entry(raw, early)
         except Exception:
             return None
+        if parsed[0].uploads:   # (never run ahead: its data comes with its message)
+            return None
         return parsed if self.ahead.matches(parsed[1]) else None
 
     def run(self, raw: Any, payload: Iterator, results: BatchResults, early: bool = False,
@@ -285,6 +287,8 @@ class StretchReplay:
         x = self.x
         try:
             stretch, entry = parsed if parsed is not None else self.stretches.entry(raw, early)
+            if stretch.uploads:   # (their data: the message's frames after its header)
+                entry = self.stretches.with_frames(stretch, entry, payload)
         except Exception as exc:
             self.drop_ahead()
             return 0, x.record_error(None, exc), False, False
@@ -367,7 +371,10 @@ class StretchReplay:
         rebuilt = stretch.rebuild(entry.first, entry.inputs, entry.params, entry.outs, early)
         pacer.atomic = paced   # (a paced replay runs whole but for a preemption: Pacer.atomic)
         try:
-            return (*x.run_records(rebuilt, payload, results), False)
+            # (a stretch's uploads read their frames afresh: a re-run after its graphs
+            # failed may follow a launch that read them already)
+            return (*x.run_records(rebuilt, iter(entry.frames) if entry.frames else payload,
+                                   results), False)
         finally:
             pacer.atomic = False
 

@@ -67,6 +67,9 @@ class ReplayEntry(NamedTuple):
     #: an early replay (header ``S``): the inputs the stretch drops are kept, for the client
     #: frees them itself once its run has matched the entry (kernelproxy/early_replay.py)
     early: bool = False
+    #: the data of the stretch's uploads, a frame each in their order (HeldStretch.uploads;
+    #: empty where it makes none): the replay's message's frames after its header
+    frames: tuple = ()
 
 
 class HeldStretches:
@@ -124,3 +127,16 @@ class HeldStretches:
                                              for n in need):
                 raise ProtocolError("a stretch replay's wanted metadata names its result slots")
         return stretch, ReplayEntry(*raw[:5], raw[5] if len(raw) == 6 else None, early)
+
+    @staticmethod
+    def with_frames(stretch: HeldStretch, entry: ReplayEntry, payload: Any) -> ReplayEntry:
+        """*entry* given the data of *stretch*'s uploads, the replay message's frames after
+        its header (*payload*, an iterator): one each, no more, and never for an early
+        replay (sent before its run's uploads were made). A ProtocolError otherwise."""
+        frames = tuple(payload)
+        if len(frames) != len(stretch.uploads):
+            raise ProtocolError(f"a stretch replay with {len(frames)} data frames for "
+                                f"{len(stretch.uploads)} uploads")
+        if frames and entry.early:
+            raise ProtocolError("an early stretch replay cannot carry its uploads' data")
+        return entry._replace(frames=frames) if frames else entry

@@ -164,7 +164,7 @@ def _two_stretch_loop(replay: StretchReplay, clock: Clock, steps: int, free_s: f
 
 
 def test_stretches_an_upload_cuts_a_loop_into_are_timed_together():
-    """A stretch that ends with no sync point returned (at an upload's flush) and the one
+    """A stretch that ends with no sync point returned (at a large upload's flush) and the one
     after it are each put down the whole interval between the two sync points: judged as
     the loop's iteration, kept together where it replays faster, let go together where not."""
     clock = Clock()

@@ -1,0 +1,252 @@
+"""A small upload inside a held stretch (docs/stretch-replay.md, "An upload inside a held
+stretch"): a loop that uploads its minibatch's indices each step is one stretch, its data
+a frame of each replay's message, run between the worker's graphs.
+
+Each loop runs on four sessions of the suite's pool (the fast path with its compiled
+operators, without the fast path, with replay off, and the fast path on its Python methods
+alone) and on the reference module (NumPy in CI, local CuPy on a GPU with
+``GPUWB_TEST_DEVICES=auto GPUWB_REFERENCE=cupy``); the results are compared bitwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_backend.protocol.errors import ProtocolError
+from gpu_backend.protocol.stretches import REPEATS
+from kernelproxy.modules import module_for
+from kernelproxy.session import INLINE_BYTES, Session
+from kernelproxy.settings import SessionSettings
+
+from ..differential import assert_bitwise, reference_module, to_host
+from ..quiet_gc import no_collection
+
+#: iterations of a loop: held after REPEATS, answered from its template from the next on
+STEPS = 16
+#: runs answered from the template at least (the first iteration differs: no frees of an
+#: earlier one; the first held sighting goes as ops)
+FAST = STEPS - REPEATS - 3
+
+
+@pytest.fixture
+def sessions(pool):
+    """The fast path (compiled operators where built), no fast path, no replay, and the
+    fast path on its Python methods alone; each loop its own (held stretches afresh)."""
+    made = [Session(pool.address, pool.token, settings=settings) for settings in (
+        SessionSettings(replay_measured=False),
+        SessionSettings(replay_measured=False, fast_path=False),
+        SessionSettings(graphs=False),
+        SessionSettings(replay_measured=False, compiled=False))]
+    yield made
+    for s in made:
+        s.close()
+
+
+def _figures(session) -> dict:
+    return session.stretches.figures() if session.stretches is not None else {}
+
+
+def _run(sessions, loop) -> list[dict]:
+    """*loop(xp, session)* on the reference module (session None) and on each session: the
+    results compared bitwise; each session's replay figures over the loop."""
+    expected = to_host(loop(reference_module(), None))
+    figures = []
+    for session in sessions:
+        before = _figures(session)
+        with no_collection():
+            got = to_host(loop(module_for(session), session))
+        assert_bitwise(expected, got)
+        after = _figures(session)
+        figures.append({k: after[k] - before.get(k, 0) for k in after})
+    return figures
+
+
+def _batches(session) -> int:
+    return session._batch if session is not None else 0
+
+
+def _sgd(xp, session, steps=STEPS, batch=16, change_at=None, dtype=np.int64, messages=None):
+    """Minibatch SGD as benchmarks/programs.py's ``sgd_minibatch`` writes it: each step
+    uploads its indices, gathers rows by them, reads its loss, updates the weights. At step
+    *change_at* the minibatch is one row shorter (another shape of upload). *messages*:
+    the batches sent over the last eight steps, appended."""
+    rng = np.random.default_rng(5)
+    data = xp.asarray(rng.normal(0, 1, (64, 8)).astype(np.float32))
+    target = xp.asarray(rng.normal(0, 1, 64).astype(np.float32))
+    w = xp.zeros(8, dtype=xp.float32)
+    losses = []
+    mark = None
+    for step in range(steps):
+        if step == steps - 8:
+            mark = _batches(session)
+        size = batch - 1 if step == change_at else batch
+        idx = xp.asarray(rng.integers(0, 64, size).astype(dtype))
+        xb, yb = data[idx], target[idx]
+        err = xb @ w - yb
+        losses.append(float((err * err).mean()))
+        w -= 0.05 * (xb.T @ err) / size
+    if messages is not None and session is not None:
+        messages.append(_batches(session) - mark)
+    return losses + [w]
+
+
+def test_a_step_that_uploads_its_minibatch_is_one_stretch_replayed_through_graphs(sessions):
+    """The upload no longer cuts the step: one message a step once held, answered from its
+    template, each replay run through the worker's graphs, the results bitwise."""
+    messages: list = []
+    figures = _run(sessions, lambda xp, s: _sgd(xp, s, messages=messages))
+    fast, nofast, off, python = figures
+    assert fast["fast"] >= FAST and python["fast"] >= FAST and nofast["fast"] == 0
+    for held in (fast, nofast, python):
+        assert held["replays"] >= FAST and held["not_graphed"] == 0, held
+    assert off.get("replays", 0) == 0
+    # (each of the last eight steps one batch: the stretch's replay with its data)
+    assert messages[0] == 8 and messages[1] == 8 and messages[3] == 8
+
+
+def test_the_host_array_may_be_written_again_once_uploaded(sessions):
+    """CuPy copies an upload at once: the loop refills and then spoils one host buffer
+    each step, after its upload and before the step's read, and loses nothing."""
+    def loop(xp, session):
+        rng = np.random.default_rng(8)
+        data = xp.asarray(rng.random((32, 4), dtype=np.float32))
+        host = np.empty(8, dtype=np.int64)
+        sums = []
+        for step in range(STEPS):
+            host[:] = rng.integers(0, 32, 8)
+            idx = xp.array(host)         # (NumPy's asarray would not copy)
+            host[:] = 31 - step          # (spoiled after the upload: the step must not see it)
+            sums.append(float((data[idx] * (1.0 + step)).sum()))
+        return sums
+
+    _run(sessions, loop)
+
+
+def test_each_runs_uploaded_array_is_its_own_when_kept(sessions):
+    """Every step's uploaded indices, and the rows gathered by them, kept to the end:
+    each replay's are arrays of their own, never a later replay's buffer."""
+    def loop(xp, session):
+        rng = np.random.default_rng(9)
+        data = xp.asarray(rng.random((32, 4), dtype=np.float32))
+        kept = []
+        for step in range(STEPS):
+            idx = xp.asarray(rng.integers(0, 32, 6))
+            rows = data[idx] + step
+            kept.append((idx, rows))
+            float(rows.sum())
+        return [a for pair in kept for a in pair]
+
+    _run(sessions, loop)
+
+
+@pytest.mark.parametrize("change_at", [REPEATS + 1, REPEATS + 4, STEPS - 1])
+def test_an_upload_of_another_shape_misses_its_template_and_loses_nothing(sessions, change_at):
+    """At the held sighting, inside the held run, at the last step: a shorter minibatch
+    misses the template at its upload; that step goes as ops, the rest as before."""
+    _run(sessions, lambda xp, s: _sgd(xp, s, change_at=change_at))
+
+
+def test_an_upload_of_another_dtype_misses_its_template_and_loses_nothing(sessions):
+    def loop(xp, session):
+        rng = np.random.default_rng(10)
+        data = xp.asarray(rng.random((32, 4), dtype=np.float32))
+        sums = []
+        for step in range(STEPS):
+            dtype = np.int32 if step in (REPEATS + 2, REPEATS + 3) else np.int64
+            idx = xp.asarray(rng.integers(0, 32, 8).astype(dtype))
+            sums.append(float(data[idx].sum()))
+        return sums
+
+    _run(sessions, loop)
+
+
+def test_two_uploads_in_one_step_and_one_before_any_op(sessions):
+    """A step that begins with an upload (the stretch's first op) and uploads twice: their
+    data travel in their order."""
+    def loop(xp, session):
+        rng = np.random.default_rng(11)
+        data = xp.asarray(rng.random((32, 4), dtype=np.float32))
+        out = []
+        for step in range(STEPS):
+            scale = xp.asarray(rng.random(4, dtype=np.float32))
+            idx = xp.asarray(rng.integers(0, 32, 5))
+            out.append(float((data[idx] * scale).sum()))
+        return out
+
+    figures = _run(sessions, loop)
+    assert figures[0]["fast"] >= FAST and figures[0]["not_graphed"] == 0
+
+
+def test_a_loop_with_no_sync_point_that_uploads_each_step(sessions):
+    """No read in the loop (kernelproxy/loop_cuts.py cuts it into pieces of whole
+    iterations): each piece's uploads travel with it, whether it is answered from its
+    template or goes as ops."""
+    def loop(xp, session):
+        rng = np.random.default_rng(14)
+        data = xp.asarray(rng.random((32, 4), dtype=np.float32))
+        acc = xp.zeros(4, dtype=xp.float32)
+        for step in range(300):
+            idx = xp.asarray(rng.integers(0, 32, 4))
+            acc = acc * 0.99 + data[idx].sum(axis=0)
+        return [acc]
+
+    _run(sessions, loop)
+
+
+def test_a_large_upload_still_ends_the_stretch_before_it(sessions):
+    """An upload of INLINE_BYTES or more travels at once, zero-copy, and cuts the step in
+    two stretches that repeat (docs/stretch-replay.md, "Uploads inside a loop")."""
+    n = INLINE_BYTES // 8 + 16
+
+    def loop(xp, session):
+        rng = np.random.default_rng(12)
+        w = xp.zeros(n, dtype=xp.float64)
+        out = []
+        for step in range(STEPS):
+            w = w * 0.5 + 1.0
+            big = xp.asarray(rng.random(n))
+            out.append(float((w * big).sum()))
+        return out + [w]
+
+    figures = _run(sessions, loop)
+    assert figures[0]["fast"] >= 2 * FAST
+
+
+def test_a_replay_without_its_uploads_data_is_refused_and_the_session_goes_on(pool):
+    """A replay whose message lacks the data frame of its stretch's upload (a client's bug,
+    or a hostile one): a ProtocolError for that step; the session then serves as ever."""
+    session = Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False))
+    cp = module_for(session)
+    real_send = session.link.send
+    dropped = []
+
+    def send(frames, track=False):   # (the next replay with data goes without it)
+        if dropped == [0] and len(frames) == 2:
+            dropped[0] = 1
+            frames = frames[:1]
+        return real_send(frames, track=track)
+
+    try:
+        session.link.send = send
+        rng = np.random.default_rng(13)
+        data = cp.asarray(rng.random((32, 4), dtype=np.float32))
+        for step in range(STEPS):
+            idx = cp.asarray(rng.integers(0, 32, 8))
+            value = data[idx].sum()
+            if step == STEPS - 4:
+                assert _figures(session)["held"] >= 1
+                dropped.append(0)
+                dropped[:] = [0]
+                with pytest.raises(ProtocolError, match="data frames"):
+                    float(value)
+                continue
+            float(value)
+        assert dropped == [1]
+        x = cp.arange(5.0)
+        np.testing.assert_array_equal((x * 2).get(), np.arange(5.0) * 2)
+        idx = cp.asarray(np.array([1, 2, 3]))
+        assert float(data[idx].sum()) == float(to_host(data)[[1, 2, 3]].sum())
+    finally:
+        session.link.send = real_send
+        session.close()
