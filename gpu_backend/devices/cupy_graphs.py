@@ -261,6 +261,15 @@ class GraphTools:
         rt.memcpyAsync(dst.data.ptr, host.ctypes.data, host.nbytes, rt.memcpyHostToDevice,
                        self.cp.cuda.get_current_stream().ptr)
 
+    def uploaded(self, host: np.ndarray) -> Any:
+        """A new array holding *host* (an upload's frame, between a replay's graphs):
+        :meth:`write`, so not the stream's synchronize of ``DeviceBase.from_host``, which
+        would wait for the graphs launched before it."""
+        out = self.cp.empty(host.shape, host.dtype)
+        if host.nbytes:
+            self.write(out, host)
+        return out
+
     def writer(self, dst: Any, host: np.ndarray) -> Any:
         """A function of no arguments doing :meth:`write` of *host* into *dst*, their
         pointers looked up once (``host.ctypes`` alone cost 1-3 µs a replay); on the stream

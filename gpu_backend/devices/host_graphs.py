@@ -115,6 +115,12 @@ class HostGraphTools:
     def write(self, dst: np.ndarray, host: np.ndarray) -> None:
         np.copyto(dst, host, casting="no")
 
+    @staticmethod
+    def uploaded(host: np.ndarray) -> np.ndarray:
+        """A new array holding *host* (an upload's frame, between a replay's graphs), its
+        memory its own (not the message's)."""
+        return host.copy()
+
     def writer(self, dst: np.ndarray, host: np.ndarray) -> Any:
         return functools.partial(np.copyto, dst, host, casting="no")
 

@@ -832,7 +832,8 @@ class StretchGraphs:
                     result = run_object_call(x, op.name, target, None, args, kwargs, op.want)
                 elif op.kind == _UPLOAD:
                     result = run_upload(x, x.seq, op.name, args,
-                                        iter(self._frames[g.shape.uploads[op.index]:][:1]))
+                                        iter(self._frames[g.shape.uploads[op.index]:][:1]),
+                                        self.tools.uploaded)
                 else:
                     result = x.call(op.kind, op.name, target, args, kwargs)
                 if op.want == _VALUE:

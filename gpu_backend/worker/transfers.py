@@ -20,10 +20,12 @@ from .batch_results import BatchResults
 __all__ = ["run_upload", "run_download"]
 
 
-def run_upload(executor: Any, seq: Any, dtype: Any, args: list, payload: Iterator) -> Any:
+def run_upload(executor: Any, seq: Any, dtype: Any, args: list, payload: Iterator,
+               make: Any = None) -> Any:
     """Upload op *seq*'s array (*dtype*, shape and chunk count in *args*), made on the device
-    from its frame in *payload*, or from its streamed chunks; checked against the session's
-    memory before it is received."""
+    from its frame in *payload* (by *make(host)* where given, else the device's
+    ``from_host``), or from its streamed chunks; checked against the session's memory
+    before it is received."""
     device = executor.device
     device.check_transfer("H2D")   # (a client's capture in progress: refused as CuPy does)
     dt = codec.check_dtype(dtype)
@@ -47,7 +49,7 @@ def run_upload(executor: Any, seq: Any, dtype: Any, args: list, payload: Iterato
         raise ProtocolError(f"upload data has {buffer.nbytes} bytes, its shape and dtype need {nbytes}")
     host = codec.array_from_buffer(buffer, dt, shape)
     executor.bytes_in += nbytes
-    return device.from_host(host)
+    return device.from_host(host) if make is None else make(host)
 
 
 def run_download(executor: Any, seq: Any, target: Any, results: BatchResults) -> None:
