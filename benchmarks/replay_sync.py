@@ -17,7 +17,9 @@ its noise drawn once: ``eta = 0.05 / (1.0 + 0.02 * i)`` and ``sqrt(2.0 * eta)``)
 ``heat_step`` (a 2 048²
 stencil written in place: long device time, its input written), ``two_reads`` (a training step
 that reads its loss and its accuracy: two stretches taking turns) and ``three_reads`` (three
-reads a step, one stretch writing its input) — it reports the median wall time per
+reads a step, one stretch writing its input), ``minibatch_step`` (minibatch SGD: its indices
+uploaded each step) and ``feed_step`` (a host reading of eight values uploaded each step, the
+stretch's first op) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
@@ -274,6 +276,41 @@ def three_reads(xp):
     return step
 
 
+def minibatch_step(xp):
+    """Minibatch SGD's step as ``programs.py``'s ``sgd_minibatch`` writes it, on 16 384 x 16
+    float32: 256 indices drawn on the host and uploaded (a small upload inside the held
+    stretch, its data a frame of the replay's message), the rows gathered by them, the loss
+    read, the weights written in place."""
+    rng = np.random.default_rng(21)
+    x = xp.asarray(rng.normal(0, 1, (16384, 16)).astype(np.float32))
+    y = xp.asarray(rng.normal(0, 1, 16384).astype(np.float32))
+    w = xp.zeros(16, dtype=xp.float32)
+    picks = np.random.default_rng(22)
+
+    def step(i):
+        idx = xp.asarray(picks.integers(0, 16384, 256))
+        xb, yb = x[idx], y[idx]
+        err = xb @ w - yb
+        loss = float((err * err).mean())
+        w[...] -= 0.05 * (xb.T @ err) / 256
+        return loss
+    return step
+
+
+def feed_step(xp):
+    """An online filter fed a host reading each step: eight float32 values uploaded, blended
+    into its state of 4 096, its norm read (a small upload as the stretch's first op)."""
+    readings = np.random.default_rng(23)
+    state = xp.zeros(4096, dtype=xp.float32)
+
+    def step(i):
+        nonlocal state
+        obs = xp.asarray(readings.random(8, dtype=np.float32))
+        state = 0.9 * state + 0.1 * xp.tile(obs, 512)
+        return float(xp.sqrt((state * state).sum()))
+    return step
+
+
 #: loops that draw from the device's generator: on the NumPy device its numbers are not
 #: NumPy's own, so they are compared with local CuPy's only (None: not compared)
 DRAWING = frozenset({"walk_step", "pi_step", "boot_step"})
@@ -283,7 +320,7 @@ LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step,
          "boot_step": boot_step, "time_step": time_step, "decay_step": decay_step,
          "anneal_step": anneal_step, "heat_step": heat_step, "two_reads": two_reads,
-         "three_reads": three_reads}
+         "three_reads": three_reads, "minibatch_step": minibatch_step, "feed_step": feed_step}
 
 
 def per_iteration(step, reps, session):
