@@ -474,19 +474,26 @@ class Session(SessionReplies):
             self.flush(drain=False)
         if streamed:
             return send_streamed(self, data, out)
-        seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
-                          [list(data.shape)], label="upload")
-        if data.dtype.kind == "V":   # bfloat16, structures: as bytes (no buffer of bfloat16)
-            data = data.reshape(-1).view(np.uint8)
-        frame = data.tobytes() if copied else data
-        run = self._run
-        if run is not None:   # (taken by a held stretch's run: its data goes with the replay)
-            run.payload.append(frame)
-            run.predicted.pop(out, None)   # (its metadata is the upload's, set by the caller)
-            return seq
-        self._payload.append(frame)
-        if not copied or self.stretches is None or not self.stretches.current.keyable:
-            self.flush(wait_sent=not copied)
+        # (bfloat16, structures: as bytes, there being no buffer of bfloat16)
+        sent = data.reshape(-1).view(np.uint8) if data.dtype.kind == "V" else data
+        frame = sent.tobytes() if copied else sent
+        with _interrupts_deferred:   # (the op and its frame queued together, or neither)
+            seq = self.submit(m.KIND_UPLOAD, api.ARRAY, out, codec.dtype_spec(data.dtype), None,
+                              [list(data.shape)], label="upload")
+            run = self._run
+            if run is not None:
+                if copied:   # (taken by a held stretch's run: its data goes with the replay)
+                    run.payload.append(frame)
+                    run.predicted.pop(out, None)   # (its metadata the upload's, set by the caller)
+                    return seq
+                self._fall_back()   # (never a template's: a zero-copy frame cannot wait)
+            self._payload.append(frame)
+        if not copied:   # (its data goes now, zero-copy: its stretch is never replayed, for
+            if self.stretches is not None:   # its frame could not wait for the replay)
+                self.stretches.sent_beside()
+            self.flush(wait_sent=True)
+        elif self.stretches is None or not self.stretches.current.keyable:
+            self.flush()
         return seq
 
     def _upload_frame_bytes(self) -> int:
@@ -666,9 +673,10 @@ class Session(SessionReplies):
         if run.early is not None:
             early_replay.abandon(self, run)
         records, origins = run.fall_back()
-        self._ops.extend(records)
-        if run.payload:   # (the data of the uploads among them, ahead of any queued since)
-            self._payload[:0] = run.payload
+        with _interrupts_deferred:   # (the uploads among the ops and their frames together)
+            self._ops.extend(records)
+            if run.payload:   # (their data ahead of any queued since)
+                self._payload[:0] = run.payload
         origin = self._origin
         for seq, label, filename, line, out in origins:
             origin[seq] = (label, filename, line, out)

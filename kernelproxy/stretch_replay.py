@@ -224,6 +224,12 @@ class StretchReplay:
         """The queued stretch lost records its key has (an interrupt dropped its ops)."""
         self.current.keyable = False
 
+    def sent_beside(self) -> None:
+        """The queued stretch holds an upload whose data went at once, zero-copy, beside its
+        records (one of ``INLINE_BYTES`` or more: kernelproxy.session.upload): never replayed,
+        for a replay's frames wait for its end, and the caller may write that memory again."""
+        self.current.keyable = False
+
     def split(self) -> None:
         """Some of the stretch's ops went in a batch before its end: it cannot be replayed,
         but its key is still built (to MAX_STRETCH_OPS records): its sightings count, so

@@ -213,6 +213,27 @@ def test_a_large_upload_still_ends_the_stretch_before_it(sessions):
     assert figures[0]["fast"] >= 2 * FAST
 
 
+@pytest.mark.parametrize("how", ["array", "set"])
+def test_a_large_upload_from_a_reused_buffer_is_sent_before_the_caller_writes_it(sessions, how):
+    """An upload of INLINE_BYTES or more goes zero-copy: sent (and let go of) before it
+    returns, never kept for a replay, so the caller may fill its buffer again at once —
+    ``cupy.array(host)`` or ``dev.set(host)`` as the step's first op, the buffer spoilt
+    after it (a review found the first form of this change sending it with the replay)."""
+    n = INLINE_BYTES // 8 + 16
+    for session in sessions:
+        cp = module_for(session)
+        host, dev = np.empty(n), cp.zeros(n)
+        for step in range(STEPS):
+            host[:] = step + 1.0
+            if how == "array":
+                big = cp.array(host)
+            else:
+                dev.set(host)
+                big = dev * 1.0
+            host[:] = -1.0
+            assert float(big.sum()) == (step + 1.0) * n, (session.settings, step)
+
+
 def test_a_replay_without_its_uploads_data_is_refused_and_the_session_goes_on(pool):
     """A replay whose message lacks the data frame of its stretch's upload (a client's bug,
     or a hostile one): a ProtocolError for that step; the session then serves as ever."""
