@@ -48,7 +48,7 @@ from gpu_backend.protocol.codec import packb
 from gpu_backend.protocol.stretches import (MAX_STRETCH_OPS, PARAM_OPERATORS, basic_index, index_param,
                                             is_param, leading_params)
 
-__all__ = ["StretchKey", "UNKEYABLE", "literal_key", "FixedDefinition"]
+__all__ = ["StretchKey", "UNKEYABLE", "literal_key", "name_key", "FixedDefinition"]
 
 #: literal types kept in the key as they are
 _LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes)
@@ -289,6 +289,17 @@ class StretchKey:
         self.params.extend(params)
         for _at, hid in pending:
             self.add_free(hid)
+
+
+def name_key(value: Any) -> Any:
+    """The key of an op's name as :class:`StretchKey` keys it: a structure's dtype spec (an
+    upload's name, a map of lists) by its parts, anything else by :func:`literal_key`."""
+    t = type(value)
+    if t is tuple or t is list:
+        return (t.__name__, tuple(name_key(v) for v in value))
+    if t is dict:
+        return ("dict", tuple(sorted((k, name_key(v)) for k, v in value.items())))
+    return literal_key(value)
 
 
 def _float_bits(value: float) -> str:

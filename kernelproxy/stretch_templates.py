@@ -48,7 +48,7 @@ from .array_meta import wire_tuple
 from .caller import call_site, site_line
 from .index_shape import basic_index_shape
 from .issue import array_class
-from .stretch_key import FixedDefinition, StretchKey, literal_key
+from .stretch_key import FixedDefinition, StretchKey, literal_key, name_key
 
 __all__ = ["StretchTemplate", "TemplateRun", "Templates", "static_result"]
 
@@ -435,6 +435,8 @@ class Templates:
 
 #: Literals whose key is ("l", type name, the value): compared as they are
 _PLAIN = frozenset({int, str, bool, type(None), bytes})
+#: a name keyed by its parts (StretchKey._literal: a structure's dtype spec, an upload's name)
+_CONTAINERS = frozenset({list, tuple, dict})
 _PLAIN_NAMES = frozenset(t.__name__ for t in _PLAIN)
 
 
@@ -706,7 +708,8 @@ class TemplateRun:
             if type(name) is str and plain_name is not None:   # (the commonest: as its key)
                 if name != plain_name:
                     return False
-            elif record[2] != literal_key(name):
+            elif record[2] != (literal_key(name) if type(name) not in _CONTAINERS
+                               else name_key(name)):   # (a structure's dtype: an upload's)
                 return False
             self._match(target, record[3])
             roles = record[4]
