@@ -30,15 +30,17 @@ class LaneArming:
     """The steady lane's arming, mixed into SteadyLane (its ``x``, ``plan``, ``_before``,
     ``_last``, ``_turns``, ``_ring``, ``_cool``, ``_lagging``, counts, and its ``_next``,
     ``_entry`` and ``_run_ahead``)."""
-    def served(self, body: bytes | None) -> None:
+    def served(self, body: bytes | None, data: int = 0) -> None:
         """After the generic path's reply to a batch and the run ahead after it: *body*, the
         batch's first frame where it was a replay's header alone answered without error, else
-        None. Kept, and a plan made where the last two go on by fixed steps, or where the
-        last few are stretches taking turns, each going on by fixed steps (:meth:`_period`)."""
+        None; *data*, the frames after it (a stretch's uploads' data). Kept, and a plan made
+        where the last two go on by fixed steps, or where the last few are stretches taking
+        turns, each going on by fixed steps (:meth:`_period`); a stretch that uploads, run
+        through graphs, one plan run when its message comes (:meth:`_arm_now`)."""
         self.plan = self._ring = None
         run = self.x.replay.ahead
         answered, run.answered = run.answered, None
-        if body is None or not self.enabled:
+        if body is None or not self.enabled or (data and not self._uploads(answered, data)):
             self._forget()
             return
         self._before, self._last = self._last, body
@@ -48,6 +50,21 @@ class LaneArming:
             self._turns.append((body, answered))
         if self._cool:   # (a loop whose messages did not step lately: not read every time)
             self._cool -= 1
+            return
+        if self._before is not None and data:   # (its stretch's two messages in a row)
+            if self._period() != 1:
+                return
+            try:
+                self.plan = self._arm_now(self._before, self._last, answered)
+            except Reshaped:
+                return
+            except Exception:
+                self.plan = None
+            if self.plan is not None:
+                self.armed += 1
+                self._forget()
+            else:
+                self._cool = COOL
             return
         if self._before is not None:
             period = self._period()
@@ -152,6 +169,25 @@ class LaneArming:
         x.replay.graphs.broken()   # (its messages teach the generic path nothing: none follows them)
         self.armed_turns += 1
         return first
+
+    def _uploads(self, answered: tuple | None, data: int) -> bool:
+        """Whether a replay answered through graphs (*answered*: RunAhead.answered) carried
+        the data of its stretch's *data* uploads, and no other frame."""
+        if answered is None:
+            return False
+        stretch = self.x.replay.stretches.held.get(answered[0])
+        return stretch is not None and len(stretch.uploads) == data
+
+    def _arm_now(self, before: bytes, last: bytes, answered: tuple) -> LanePlan | None:
+        """The plan of a loop whose stretch uploads (its last two messages *before* and
+        *last*, the last *answered* through graphs): run when each message comes with its
+        data (SteadyLane.take), so it has no run ahead; its first message set."""
+        plan = make_plan(self.x, before, last, answered)
+        if plan is None or not plan.now or plan.dbatch != 1:
+            return None
+        self._next(plan)
+        self.x.replay.graphs.broken()   # (its messages teach the generic path nothing)
+        return plan
 
     def _arm(self, before: bytes, last: bytes) -> LanePlan | None:
         """The plan of the loop whose last two messages were *before* and *last*

@@ -21,6 +21,7 @@ from .float_steps import KEPT, float_values
 from .graph_replay import _Reads
 from .lane_messages import Layout, read_batch
 from .lane_reads import read_slots
+from ..protocol import messages as m
 from ..protocol.stretch_records import fill_slots
 
 __all__ = ["LanePlan", "make_plan", "stepped", "history_lists", "REPLAY_KEYS", "MOVES"]
@@ -46,7 +47,8 @@ class LanePlan:
                  "bound", "gather_rows", "bufs", "guards", "array_type", "floats", "stepped",
                  "int_steps",
                  "float_history",
-                 "written", "eager_kept", "remade", "held", "read_slots", "turn")
+                 "written", "eager_kept", "remade", "held", "read_slots", "turn", "now",
+                 "uploads")
 
 
 def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> LanePlan | None:
@@ -86,6 +88,12 @@ def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> 
     stretch, entry = replay.stretches.entry(raw, early)
     if entry.need is None or entry.need or entry.sid != sid:
         return None
+    # (a stretch that uploads is run when its message comes, its data with it: never one
+    # that draws, whose draws a run at its message would make outside the generic path's
+    # journal; SteadyLane.take)
+    now = bool(stretch.uploads)
+    if now and (past is None or stretch.draws or early):
+        return None
     state = graphs.states.get(entry.sid)
     if state is None or state.graph is not g:
         return None
@@ -100,7 +108,8 @@ def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> 
         if seg.graph is not None:
             launches.append((seg.graph, None))
         elif seg.eager and (not stretch.draws or x.draws.enabled) \
-                and all(lane_runs_eagerly(op) for op in seg.ops):
+                and all(lane_runs_eagerly(op) or (now and op.kind == m.KIND_UPLOAD)
+                        for op in seg.ops):
             launches.append((None, seg.ops))
         else:
             return None   # (a draw, a read on the host, a write, before the closing reads)
@@ -201,6 +210,9 @@ def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> 
     #: where stretches take turns, the index in the lane's ring (SteadyLane._ring) of the
     #: plan whose message comes after this one's; None: this one's own next message does
     plan.turn = None
+    #: a stretch that uploads (its data comes with its message): run when its message
+    #: comes, not ahead, and never pushed (SteadyLane.take); its data frames a message
+    plan.now, plan.uploads = now, len(stretch.uploads)
     return plan
 
 

@@ -434,9 +434,8 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             if reply is None:
                 reply, out = self.executor.run_batch(header, ops, frames[1:],
                                                      cancelled=batch <= self.cancel_upto and not quiet)
-                if "T" in header and len(frames) == 1 and reply.get("e") is None \
-                        and "c" not in reply:
-                    body = frames[0]
+                if "T" in header and reply.get("e") is None and "c" not in reply:
+                    body = frames[0]   # (any frames after it: its uploads' data)
             phases.mark("run")
         except Exception as exc:  # a bad message: answer it, keep serving
             reply, out = _failure(exc), []
@@ -461,7 +460,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             if type(ident) is UnixPeer and ident.staging is not None:
                 ident.staging.release_held()   # the batch's last staged upload chunk
             self.executor.after_reply()
-            self.lane.served(body)
+            self.lane.served(body, len(frames) - 1 if body is not None else 0)
             phases.mark("after_reply")
             phases.end()
         self._push_ahead(ident)

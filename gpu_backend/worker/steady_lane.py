@@ -174,7 +174,8 @@ class SteadyLane(LaneArming):
         why = None
         if plan.served > plan.steps:
             why = "ended"
-        elif len(frames) != 1 or not hmac.compare_digest(frames[0], plan.expected):
+        elif len(frames) != 1 + (plan.uploads if plan.now else 0) \
+                or not hmac.compare_digest(frames[0], plan.expected):
             why = "other message"
         elif held or plan.batch + plan.served * plan.dbatch <= cancel_upto or x.fatal \
                 or x.poisoned_at is not None or x._warnings:
@@ -183,10 +184,26 @@ class SteadyLane(LaneArming):
             why = "no run ahead"
         elif not x.pacer.answers_unlaunched(x.replay.ahead.beside):
             why = "pacer"
+        elif plan.now and not self._run_now(plan, frames):
+            why = "not run"
         if why is not None:
             self._leave(why)
             return None
         return plan
+
+    def _run_now(self, plan: LanePlan, frames: list) -> bool:
+        """A plan of a stretch that uploads (``plan.now``): its message's replay run now, as
+        the others' are run ahead, its uploads made from the message's frames after its
+        header (StretchGraphs' ``_frames``, which its eager ops read); answered then as any
+        plan's. Whether it ran (not: nothing done, the message served as ever)."""
+        graphs = self.x.replay.graphs
+        graphs._frames = tuple(frames[1:])
+        try:
+            return self._run_ahead(plan, now=True)
+        except Exception:   # (nothing the client holds written: the generic path serves it)
+            return False
+        finally:
+            graphs._frames = ()
 
     def _leave(self, why: str) -> None:
         """The lane is left, counted by *why* (``lane_left_why``): its ring and the messages
@@ -386,6 +403,11 @@ class SteadyLane(LaneArming):
         mark = x.phases.mark   # (its parts, where the worker times its phases: program_phases.py)
         mark("lane_unlaunched")
         run = x.replay.ahead
+        if plan.now:   # (its next replay runs when its message comes, with its data: take)
+            plan.ahead = None
+            self._next(plan)
+            self.plan = plan
+            return
         if plan.turn is not None:   # (stretches taking turns: the next one's replay run ahead)
             ring = self._ring
             turn = ring[plan.turn] if ring is not None else None
@@ -432,9 +454,10 @@ class SteadyLane(LaneArming):
             return
         self._leave("run ahead unmatched")
 
-    def _run_ahead(self, plan: LanePlan) -> bool:
+    def _run_ahead(self, plan: LanePlan, now: bool = False) -> bool:
         """Run the plan's next replay ahead, as RunAhead.start and StretchGraphs.run would
-        for it (the same inputs and parameters): whether it ran."""
+        for it (the same inputs and parameters): whether it ran. *now*: the replay of the
+        message just come instead, with its own parameters (:meth:`_run_now`)."""
         x = self.x
         pacer = x.pacer
         run = x.replay.ahead
@@ -449,11 +472,11 @@ class SteadyLane(LaneArming):
             return self._decline("state")
         if not pacer.may_run_ahead(run.beside):
             return self._decline("pacer")
-        if plan.turn is None and not self.pushable(plan) and x.more_work():
+        if not now and plan.turn is None and not self.pushable(plan) and x.more_work():
             return self._decline("early" if plan.early else "waiting")
         # its inputs: the same arrays, or (a loop-carried result) the one the client's last
         # replay named, of the layout its graphs were captured with (StretchGraphs._fits)
-        k = plan.served + 1
+        k = plan.served + (0 if now else 1)
         arrays = x.table.arrays
         inputs = plan.inputs
         moved = []
@@ -474,7 +497,8 @@ class SteadyLane(LaneArming):
         # next reply numbered as no op of it: such a run is not run ahead, as in
         # RunAhead.start, and the client's replay warns as ever)
         warned = len(x._warnings)
-        params = plan.stepped[0]   # (the next message's: its floats and ints stepped, if any)
+        # (the next message's: its floats and ints stepped, if any; run now, its own)
+        params = plan.params if now else plan.stepped[0]
         if not g.keeps(params):   # (a draw's scalar its graphs baked in would step: the
             del x._warnings[warned:]   # generic path captures it again, the draw eager)
             return self._decline("keeps")
@@ -694,7 +718,7 @@ class SteadyLane(LaneArming):
         """Whether the plan's replies are pushed ahead (worker/pushed_replies.py): where the
         next batch the worker reads is its next message (:meth:`_next_read`) and it is not an
         early replay."""
-        return self.pushes.enabled and not plan.early and self._next_read(plan)
+        return self.pushes.enabled and not plan.early and not plan.now and self._next_read(plan)
 
     @staticmethod
     def _next_read(plan: LanePlan) -> bool:

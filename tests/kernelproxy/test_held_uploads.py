@@ -21,6 +21,7 @@ from kernelproxy.settings import SessionSettings
 
 from ..differential import assert_bitwise, reference_module, to_host
 from ..quiet_gc import no_collection
+from ..run_ahead_sessions import pool_running_ahead
 
 #: iterations of a loop: held after REPEATS, answered from its template from the next on
 STEPS = 16
@@ -291,6 +292,107 @@ def test_a_replay_without_its_uploads_data_is_refused_and_the_session_goes_on(po
         idx = cp.asarray(np.array([1, 2, 3]))
         np.testing.assert_allclose(float(data[idx].sum()), to_host(data)[[1, 2, 3]].sum(),
                                    rtol=1e-6)   # (CuPy's sum adds in its own order)
+    finally:
+        session.link.send = real_send
+        session.close()
+
+
+# ------------------------------------------------------------ the steady lane
+@pytest.fixture(scope="module")
+def lane_pool():
+    """A pool of its own (as tests/gpu_backend/test_steady_lane.py's): no other test's
+    sessions beside these loops, which would keep them out of the lane."""
+    with pool_running_ahead("share", read_now=True) as p:
+        yield p
+
+
+def _lane_answers(session) -> int:
+    return session.memory_info()["stretches"]["lane"]
+
+
+def _minibatch_loop(steps: int, change_at: int | None = None, keep: bool = False):
+    """``replay_sync.py``'s ``minibatch_step`` as a loop (its weights written in place each
+    step, its indices uploaded): at *change_at* a shorter minibatch; *keep*: every step's
+    indices kept to the end."""
+    def loop(xp, session=None):
+        rng = np.random.default_rng(31)
+        x = xp.asarray(rng.normal(0, 1, (256, 8)).astype(np.float32))
+        y = xp.asarray(rng.normal(0, 1, 256).astype(np.float32))
+        w = xp.zeros(8, dtype=xp.float32)
+        picks = np.random.default_rng(32)
+        losses, kept = [], []
+        for step in range(steps):
+            size = 15 if step == change_at else 16
+            idx = xp.asarray(picks.integers(0, 256, size))
+            xb, yb = x[idx], y[idx]
+            err = xb @ w - yb
+            losses.append(float((err * err).mean()))
+            w[...] -= 0.05 * (xb.T @ err) / size
+            if keep:
+                kept.append(idx)
+        return losses + [w] + kept
+    return loop
+
+
+@pytest.mark.parametrize("change_at,keep", [(None, False), (40, False), (None, True)])
+def test_a_step_that_uploads_is_served_in_the_steady_lane_when_its_message_comes(lane_pool,
+                                                                                 change_at, keep):
+    """A step whose stretch uploads (its data comes with its message) is served in the steady
+    lane: run when its message comes, not ahead, and never pushed; a step of another shape
+    leaves the lane and the loop comes back to it; every step's indices kept; the bits of the
+    same loop without replay and of the reference module."""
+    loop = _minibatch_loop(100, change_at, keep)
+    expected = to_host(loop(reference_module()))
+    pool = lane_pool
+    with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False)) as s:
+        with no_collection():
+            got = to_host(loop(module_for(s)))
+        answered = _lane_answers(s)
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        with no_collection():
+            plain = to_host(loop(module_for(s)))
+    assert_bitwise(expected, got)
+    assert_bitwise(plain, got)
+    assert answered >= 50, answered
+
+
+def test_a_lane_step_whose_data_frame_is_dropped_is_refused_and_the_loop_goes_on(lane_pool):
+    """In the lane, a message that lacks its upload's frame is not the plan's: the lane is
+    left and the generic path refuses it (a ProtocolError for that step); the session serves
+    on, and the lane serves the loop again."""
+    session = Session(lane_pool.address, lane_pool.token,
+                      settings=SessionSettings(replay_measured=False))
+    cp = module_for(session)
+    real_send = session.link.send
+    state = {"drop": False, "dropped": 0}
+
+    def send(frames, track=False):
+        if state["drop"] and len(frames) == 2:
+            state["drop"], state["dropped"] = False, state["dropped"] + 1
+            frames = frames[:1]
+        return real_send(frames, track=track)
+
+    try:
+        session.link.send = send
+        rng = np.random.default_rng(33)
+        data = cp.asarray(rng.random((64, 4), dtype=np.float32))
+        host = to_host(data)
+        before = None
+        for step in range(120):
+            if step == 60:   # (asked between two steps: a run under way would fall back)
+                before = _lane_answers(session)
+                assert before >= 20, before
+            picked = rng.integers(0, 64, 8)
+            idx = cp.asarray(picked)
+            value = (data[idx] * 2.0).sum()
+            if step == 60:
+                state["drop"] = True
+                with pytest.raises(ProtocolError, match="data frames"):
+                    float(value)
+                continue
+            np.testing.assert_allclose(float(value), (host[picked] * 2.0).sum(), rtol=1e-5)
+        assert state["dropped"] == 1
+        assert _lane_answers(session) >= before + 20
     finally:
         session.link.send = real_send
         session.close()
