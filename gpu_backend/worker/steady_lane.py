@@ -51,7 +51,7 @@ from .batch_results import BatchResults
 from .result_meta import pack_metas
 from .kept_views import remake
 from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, speculated, speculating
-from .lane_arming import TURNS_MOST, LaneArming
+from .lane_arming import COOL, TURNS_MOST, LaneArming
 from .lane_messages import DOUBLE
 from .lane_plans import REPLAY_KEYS, LanePlan, history_lists, stepped
 from .pushed_replies import Pushes
@@ -132,6 +132,8 @@ class SteadyLane(LaneArming):
         #: ``lane_left_why``: diagnostics)
         self.declined: dict[str, int] = {}
         self.left_why: dict[str, int] = {}
+        #: a run now (``plan.now``) whose pacer's batch is open: ended where it raises
+        self._measuring = False
 
     # ------------------------------------------------------------ the next message
     def _next(self, plan: LanePlan) -> None:
@@ -188,7 +190,9 @@ class SteadyLane(LaneArming):
             why = "not run"
         if why is not None:
             self._leave(why)
-            return None
+            if plan.now and plan.served <= 1:   # (armed, and left at its first message: a
+                self._cool = COOL               # loop the lane cannot serve now is not
+            return None                         # armed again at every other message)
         return plan
 
     def _run_now(self, plan: LanePlan, frames: list) -> bool:
@@ -196,14 +200,23 @@ class SteadyLane(LaneArming):
         the others' are run ahead, its uploads made from the message's frames after its
         header (StretchGraphs' ``_frames``, which its eager ops read); answered then as any
         plan's. Whether it ran (not: nothing done, the message served as ever)."""
-        graphs = self.x.replay.graphs
+        x = self.x
+        graphs = x.replay.graphs
         graphs._frames = tuple(frames[1:])
+        # (what a run that gives up counted, the generic path counts again as it serves it)
+        bytes_in, between = x.bytes_in, graphs.between
+        ran = False
         try:
-            return self._run_ahead(plan, now=True)
+            ran = self._run_ahead(plan, now=True)
         except Exception:   # (nothing the client holds written: the generic path serves it)
-            return False
+            if self._measuring:   # (the pacer's batch it began, ended unrun)
+                x.pacer.end_batch(0, x.more_work)
         finally:
             graphs._frames = ()
+            self._measuring = False
+            if not ran:
+                x.bytes_in, graphs.between = bytes_in, between
+        return ran
 
     def _leave(self, why: str) -> None:
         """The lane is left, counted by *why* (``lane_left_why``): its ring and the messages
@@ -302,10 +315,11 @@ class SteadyLane(LaneArming):
         if ahead.writes:   # (the inputs it wrote: the client's now, as RunAhead.answer)
             replay.graphs.write_back(ahead.writes)
         mark("commit_drawn")
-        gaps = run._gaps.get(plan.sid)   # (its client's gap: RunAhead._reads_now)
-        if gaps is None:
-            gaps = run._gaps[plan.sid] = deque(maxlen=GAPS_KEPT)
-        gaps.append(started - ahead.started - ahead.read_wait)
+        if not plan.now:   # (its client's gap: RunAhead._reads_now; none where run now)
+            gaps = run._gaps.get(plan.sid)
+            if gaps is None:
+                gaps = run._gaps[plan.sid] = deque(maxlen=GAPS_KEPT)
+            gaps.append(started - ahead.started - ahead.read_wait)
         for n, (h, d) in enumerate(zip(plan.outs, plan.douts)):
             table.rename(PROVISIONAL + n, h + k * d)
         if plan.input_frees:
@@ -316,8 +330,9 @@ class SteadyLane(LaneArming):
             free(h + k * d)
         mark("commit_renamed")
         replay.graphed += 1
-        replay.alone_answers += 1
-        run.hits += 1
+        if not plan.now:   # (answered from a replay run ahead: a run now is no such answer)
+            replay.alone_answers += 1
+            run.hits += 1
         if deferred is None:   # (committed ahead: when its message comes, _claim_pushed)
             run.afresh(plan.sid)
         x.ops_run += plan.ran
@@ -515,6 +530,7 @@ class SteadyLane(LaneArming):
                 del x._warnings[warned:]
                 return self._decline("measured")
             measured_from = pacer.busy
+            self._measuring = now   # (a run now that raises: _run_now ends its batch)
             if pacer.fresh_due:
                 pacer.start_segment()
             pacer.began = perf_counter()
@@ -641,7 +657,8 @@ class SteadyLane(LaneArming):
         # worker's answer, so the worker waits for the device now, not on that answer's path):
         # one that fails or warns leaves them for the client's replay, as there
         cost = g.cost[0]
-        if plan.reads and not plan.early and cost is not None:
+        if plan.reads and not plan.early and not now and cost is not None:   # (run now: read
+            # when answered, its client's message here already)
             if self.pushable(plan):
                 if self.defer_reads and (self.defer_always
                                          or cost >= DEFER_MIN_SECONDS and x.more_work()):

@@ -22,6 +22,7 @@ from kernelproxy.settings import SessionSettings
 from ..differential import assert_bitwise, reference_module, to_host
 from ..quiet_gc import no_collection
 from ..run_ahead_sessions import pool_running_ahead
+from ..waiting import until
 
 #: iterations of a loop: held after REPEATS, answered from its template from the next on
 STEPS = 16
@@ -347,13 +348,44 @@ def test_a_step_that_uploads_is_served_in_the_steady_lane_when_its_message_comes
     with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False)) as s:
         with no_collection():
             got = to_host(loop(module_for(s)))
-        answered = _lane_answers(s)
+        figures = s.memory_info()["stretches"]
     with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
         with no_collection():
             plain = to_host(loop(module_for(s)))
     assert_bitwise(expected, got)
     assert_bitwise(plain, got)
-    assert answered >= 50, answered
+    assert figures["lane"] >= 50, figures
+    # (run when its message came: none answered from a replay run ahead, none pushed)
+    assert figures["ahead"] == 0 and figures["ahead_alone"] == 0 and figures["pushed"] == 0, figures
+
+
+def test_a_loop_the_lane_cannot_serve_is_not_armed_at_every_other_message(lane_pool):
+    """A step that uploads and whose float parameter no guess follows (a learning rate drawn
+    on the host each step): each plan armed is left at its first message, and the lane waits
+    COOL messages before arming again (a review found one armed every two or three)."""
+    from gpu_backend.worker.lane_arming import COOL
+
+    steps = 150
+
+    def loop(xp):
+        rng = np.random.default_rng(43)
+        x = xp.asarray(rng.normal(0, 1, (64, 4)).astype(np.float32))
+        w = xp.zeros(4, dtype=xp.float32)
+        out = []
+        for _step in range(steps):
+            idx = xp.asarray(rng.integers(0, 64, 8))
+            err = x[idx] @ w - 1.0
+            out.append(float((err * err).mean()))
+            w -= float(rng.random()) * 0.01 * (x[idx].T @ err)
+        return out + [w]
+
+    with Session(lane_pool.address, lane_pool.token,
+                 settings=SessionSettings(replay_measured=False)) as s:
+        with no_collection():
+            got = to_host(loop(module_for(s)))
+        figures = s.memory_info()["stretches"]
+    assert_bitwise(to_host(loop(reference_module())), got)
+    assert figures["lane_armed"] <= steps // COOL + 2, figures
 
 
 def test_a_lane_step_whose_data_frame_is_dropped_is_refused_and_the_loop_goes_on(lane_pool):
@@ -396,3 +428,41 @@ def test_a_lane_step_whose_data_frame_is_dropped_is_refused_and_the_loop_goes_on
     finally:
         session.link.send = real_send
         session.close()
+
+
+def test_a_run_now_that_gives_up_counts_its_upload_once(tmp_path):
+    """A step the lane runs when its message comes, then gives up (a warning of its ops: the
+    generic path serves it and warns there): its upload's bytes are the user's once, not
+    once by the lane and again by the generic path (a review's find). In a pool of its own,
+    its usage read once the session's last report is in."""
+    import warnings
+
+    steps = 150
+    rng = np.random.default_rng(41)
+    host = rng.normal(5, 1, (64, 4)).astype(np.float32)
+    host[5] = -1.0   # (the log of a row that holds it warns)
+    expected = host.nbytes + steps * 4 * 8
+    with pool_running_ahead("share", read_now=True) as pool:
+        with Session(pool.address, pool.token,
+                     settings=SessionSettings(replay_measured=False)) as s:
+            cp = module_for(s)
+            x = cp.asarray(host)
+            picks = np.random.default_rng(42)
+            warned = 0
+            for _step in range(steps):
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    idx = cp.asarray(picks.integers(0, 64, 4))
+                    float(cp.log(x[idx]).sum())
+                warned += any(issubclass(w.category, RuntimeWarning) for w in caught)
+            figures = s.memory_info()["stretches"]
+        assert warned >= 3 and figures["lane"] >= 20, (warned, figures)
+        assert figures["lane_left_why"].get("not run", 0) >= 1, figures
+
+        def bytes_in() -> int:
+            return sum(row.get("bytes_in", 0) for row in pool.door.usage.totals().values())
+
+        assert until(lambda: bytes_in() >= expected, 30.0, 0.05), bytes_in()
+        seen = bytes_in()   # (the last report in: nothing more comes within a second)
+        until(lambda: bytes_in() != seen, 1.0, 0.05)
+        assert bytes_in() == expected
