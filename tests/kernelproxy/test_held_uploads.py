@@ -19,7 +19,7 @@ from kernelproxy.modules import module_for
 from kernelproxy.session import INLINE_BYTES, Session
 from kernelproxy.settings import SessionSettings
 
-from ..differential import assert_bitwise, reference_module, to_host
+from ..differential import POOL_RUNS_NUMPY, assert_bitwise, reference_module, to_host
 from ..quiet_gc import no_collection
 from ..run_ahead_sessions import pool_running_ahead
 from ..waiting import until
@@ -430,7 +430,9 @@ def test_a_lane_step_whose_data_frame_is_dropped_is_refused_and_the_loop_goes_on
         session.close()
 
 
-def test_a_run_now_that_gives_up_counts_its_upload_once(tmp_path):
+@pytest.mark.skipif(not POOL_RUNS_NUMPY, reason="CuPy's log of a negative number warns of "
+                    "nothing: no run now gives up (H200 run 262)")
+def test_a_run_now_that_gives_up_counts_its_upload_once():
     """A step the lane runs when its message comes, then gives up (a warning of its ops: the
     generic path serves it and warns there): its upload's bytes are the user's once, not
     once by the lane and again by the generic path (a review's find). In a pool of its own,
