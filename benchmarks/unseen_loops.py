@@ -9,8 +9,9 @@ Each program (``unseen_loop_bodies.py``, ``unseen_loop_bodies_more.py``, and the
 draw random numbers, ``unseen_loop_bodies_draws.py`` and ``unseen_loop_bodies_graphed_draws.py``
 for a Generator's draws the graphs make, ``unseen_loop_bodies_call_scalars.py``, whose
 scalars change through calls, ``unseen_loop_bodies_moving_slices.py``, whose slices'
-bounds move, and ``unseen_loop_bodies_eager_rows.py``, whose eager ops come before or between
-a stretch's graphs) is a plain function ``name(xp, n)``, a loop of *n*
+bounds move, ``unseen_loop_bodies_eager_rows.py``, whose eager ops come before or between
+a stretch's graphs, and ``unseen_loop_bodies_uploads.py``, which upload a small host array
+each step) is a plain function ``name(xp, n)``, a loop of *n*
 iterations (>= 50) of the kind a CuPy user writes in a notebook, returning NumPy arrays, Python values, or lists and
 tuples of them. It runs four times, each pool side on a fresh session of one embedded pool
 (``--devices``: ``cpu``, the NumPy device; ``auto`` on a GPU host):
@@ -68,7 +69,9 @@ from unseen_loop_bodies_graphed_draws import PROGRAMS as _GRAPHED  # noqa: E402
 from unseen_loop_bodies_call_scalars import PROGRAMS as _CALL_SCALARS  # noqa: E402
 from unseen_loop_bodies_moving_slices import PROGRAMS as _MOVING_SLICES  # noqa: E402
 from unseen_loop_bodies_eager_rows import PROGRAMS as _EAGER_ROWS  # noqa: E402
-_CAMPAIGNS = (_FIRST, _MORE, _DRAWS, _GRAPHED, _CALL_SCALARS, _MOVING_SLICES, _EAGER_ROWS)
+from unseen_loop_bodies_uploads import PROGRAMS as _UPLOADS  # noqa: E402
+_CAMPAIGNS = (_FIRST, _MORE, _DRAWS, _GRAPHED, _CALL_SCALARS, _MOVING_SLICES, _EAGER_ROWS,
+              _UPLOADS)
 assert sum(map(len, _CAMPAIGNS)) == len(set().union(*_CAMPAIGNS)), "a name in two campaigns"
 PROGRAMS = {name: entry for campaign in _CAMPAIGNS for name, entry in campaign.items()}
 
