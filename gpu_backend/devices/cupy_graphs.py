@@ -261,6 +261,28 @@ class GraphTools:
         rt.memcpyAsync(dst.data.ptr, host.ctypes.data, host.nbytes, rt.memcpyHostToDevice,
                        self.cp.cuda.get_current_stream().ptr)
 
+    def pinned(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        """A page-locked host array of *shape* and *dtype*: an upload's place that a graph
+        copies from (its memcpy node, captured by :meth:`write` under :meth:`capturing`),
+        each replay writing its frame there first (worker/graph_replay.py)."""
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        memory = self.cp.cuda.alloc_pinned_memory(max(1, count * dtype.itemsize))
+        return np.frombuffer(memory, dtype, count).reshape(shape)   # (its buffer: the memory)
+
+    def mark(self) -> Any:
+        """An event recorded on the session's stream now: where a pinned place the graphs
+        launched read from may be written again once it has passed (:meth:`passed`)."""
+        event = self.cp.cuda.Event(block=False, disable_timing=True)
+        event.record(self.cp.cuda.get_current_stream())
+        return event
+
+    @staticmethod
+    def passed(mark: Any) -> None:
+        """Until the stream has run what was launched before *mark*."""
+        if mark is not None:
+            mark.synchronize()
+
     def uploaded(self, host: np.ndarray) -> Any:
         """A new array holding *host* (an upload's frame, between a replay's graphs):
         :meth:`write`, so not the stream's synchronize of ``DeviceBase.from_host``, which

@@ -116,6 +116,20 @@ class HostGraphTools:
         np.copyto(dst, host, casting="no")
 
     @staticmethod
+    def pinned(shape: tuple, dtype: np.dtype) -> np.ndarray:
+        """GraphTools.pinned's: an upload's place a graph copies from (host memory)."""
+        return np.empty(shape, dtype)
+
+    @staticmethod
+    def mark() -> None:
+        """(A launch's work is done when it returns: nothing to wait for.)"""
+        return None
+
+    @staticmethod
+    def passed(mark: Any) -> None:
+        """(Nothing launched is still running.)"""
+
+    @staticmethod
     def uploaded(host: np.ndarray) -> np.ndarray:
         """A new array holding *host* (an upload's frame, between a replay's graphs), its
         memory its own (not the message's)."""

@@ -54,8 +54,8 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
     the same ops on inputs of the same dtypes make integers again)."""
     if op.kind == _OBJECT:
         return not captured_draw(op)
-    if op.kind == m.KIND_UPLOAD:   # (its data: each replay's message's frame, made an array
-        return True                # between the graphs and copied into the buffer they read)
+    if op.kind == m.KIND_UPLOAD:   # (a number's: captured, a memcpy node from a page-locked
+        return type(op.name) is not str   # place; a structure's: made between the graphs)
     if op.want == _VALUE or (op.want == _NONE and op.kind != _OPERATOR):
         return True
     name = op.name

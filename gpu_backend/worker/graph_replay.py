@@ -25,13 +25,14 @@ capture itself, :class:`StretchGraph`, in worker/graph_state.py).
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..devices.host_graphs import LaunchError
 from ..devices.product_capture import PRODUCT_CALLS
-from ..protocol import api
+from ..protocol import api, codec
 from ..protocol.errors import error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
@@ -319,6 +320,8 @@ class StretchGraphs:
         hosts = self._fits(graph, arrays, entry.params)
         if hosts is None:
             return None
+        if graph.uploads_in and not self.fill_uploads(graph):
+            return None
         self.x.phases.mark("replay_fits")   # (its inputs found, its guards passed)
         done = self._replay(state, stretch, graph, entry, arrays, hosts, results, run_ahead)
         if done[1] is None and not run_ahead:   # (what it teaches the next replay: after
@@ -508,12 +511,14 @@ class StretchGraphs:
                         complete = False
                         g.copies.refused(at)
                         self._undraw(drawn)
+                        self._unplace(g, seg.ops)
                         self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     except Exception:   # ended with an invalidated capture: which op is unknown
                         complete = False
                         g.copies.refused(at)
                         self._undraw(drawn)
+                        self._unplace(g, seg.ops)
                         self._run_eager(seg.ops, g, first, params, handout, results, live=False)
                         continue
                     seg.graph = got[0]
@@ -524,6 +529,9 @@ class StretchGraphs:
                         for buf, host in writes:             # parameters, each its own)
                             tools.write(buf, host)
                         tools.launch(seg.graph)
+                if g.uploads_in:   # (their places written again once these launches pass;
+                    g.uploads_read = tools.mark()   # their bytes the user's, as an upload's)
+                    self.x.bytes_in += sum(place.nbytes for place in g.uploads_in.values())
         except _OpError as failed:
             if error_name(failed.error) == "OutOfMemoryError" and not stretch.draws:
                 raise failed.error from None   # (run() re-runs the stretch instead)
@@ -581,6 +589,11 @@ class StretchGraphs:
                     writes.append((buf, host))
                 return buf
 
+            if op.kind == _UPLOAD:   # (a memcpy node from a page-locked place of the graph's)
+                if type(op.name) is not str:   # (a structure's: eager, from the next capture)
+                    raise TypeError("a structure's upload is not captured")
+                self._capture_upload(op, g)
+                return
             target, args, kwargs = (fill_slots(op.target, of_slot), fill_slots(op.args, of_slot),
                                     fill_slots(op.kwargs, of_slot))
             if g.writing is not None:
@@ -607,6 +620,52 @@ class StretchGraphs:
             g.draws.append((target, op.name.rpartition(".")[2], args, kwargs))
         if op.out is not None:
             g.env[op.out.n] = result
+
+    def _capture_upload(self, op: Op, g: StretchGraph) -> None:
+        """While capturing: upload *op* as a copy its graph makes from a page-locked place of
+        the graph's own, into a buffer of the graph's (a GPU's memcpy node; a recorded copy on
+        the NumPy device), that place holding this replay's frame now and each replay's
+        before its launch (:meth:`fill_uploads`). A frame that does not fit its op raises
+        (refused: the op runs eagerly from the next capture on, and says why there)."""
+        tools = self.tools
+        frame = self._frames[g.shape.uploads[op.index]]
+        host = _upload_host(op, frame)
+        place = tools.pinned(host.shape, host.dtype)
+        place[...] = host
+        buf = tools.empty_like(place)
+        tools.call(tools.write, [buf, place], {}, identity, op.index)
+        g.uploads_in[op.index] = place
+        g.env[op.out.n] = buf
+
+    @staticmethod
+    def _unplace(g: StretchGraph, ops: list) -> None:
+        """A segment whose capture was refused: its uploads run between the graphs (their
+        places, if made, are read by no graph)."""
+        for op in ops:
+            g.uploads_in.pop(op.index, None)
+
+    def fill_uploads(self, g: StretchGraph) -> bool:
+        """Before *g*'s graphs launch: each upload's frame (this replay's, ``_frames``)
+        written into the page-locked place its memcpy node reads, once the launches that
+        read the last ones have passed; False (nothing written) where a frame does not fit
+        its op: the replay is re-run from its records, which says why."""
+        frames, at = self._frames, g.shape.uploads
+        hosts = []
+        for index, place in g.uploads_in.items():
+            n = at.get(index)
+            if n is None or n >= len(frames):
+                return False
+            buffer = frames[n].buffer if hasattr(frames[n], "buffer") else memoryview(frames[n])
+            if buffer.nbytes != place.nbytes:
+                return False
+            hosts.append((place, buffer))
+        tools = self.tools
+        tools.passed(g.uploads_read)
+        g.uploads_read = None
+        for place, buffer in hosts:
+            place.reshape(-1).view(np.uint8)[...] = np.frombuffer(buffer, np.uint8)
+            self.x.bytes_in += place.nbytes
+        return True
 
     def _undraw(self, drawn: dict) -> None:
         """A refused segment's Generators put back as they were before its capture drew
@@ -704,6 +763,8 @@ class StretchGraphs:
                 raise failed.error from None
             return self._finish(g, failed.index, entry, arrays, handout, results,
                                 error=(first + failed.index, failed.error))
+        if g.uploads_in:   # (their places written again once these launches pass)
+            g.uploads_read = tools.mark()
         if scattered:
             handout = {**ahead, **handout}   # (a result an eager op made is its own)
         if not live:   # a result's layout changed under an eager op: capture again next time
@@ -1037,6 +1098,17 @@ def _eager_outs(segments: list, graphs: list) -> dict:
             outs[at] = made[::-1]
         before = at + 1
     return outs
+
+
+def _upload_host(op: Op, frame: Any) -> np.ndarray:
+    """Upload *op*'s frame as the host array it holds (its dtype and shape checked as
+    transfers.run_upload checks them; a frame of another size raises)."""
+    dt = codec.check_dtype(op.name)
+    shape = codec.check_shape(op.args[0] if op.args else None)
+    buffer = frame.buffer if hasattr(frame, "buffer") else memoryview(frame)
+    if buffer.nbytes != math.prod(shape) * dt.itemsize:
+        raise ValueError("an upload's frame does not fit its shape and dtype")
+    return codec.array_from_buffer(buffer, dt, shape)
 
 
 def _reads_no_input(segments: list, g: StretchGraph) -> bool:

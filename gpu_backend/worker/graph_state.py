@@ -86,6 +86,12 @@ class StretchGraph:
         #: by the key it has among a replay's arrays (negative: no input's), made at each
         #: replay at its bounds (StretchGraphs.moving_views_at) and copied like an input
         self.gathered: dict[int, Op] = {}
+        #: each upload captured in its graph, by its op's index: the page-locked place its
+        #: memcpy node copies from, each replay's frame written there before the launch
+        #: (StretchGraphs.fill_uploads); and the stream's mark after the last launch that
+        #: read them (not written again before it has passed)
+        self.uploads_in: dict[int, Any] = {}
+        self.uploads_read: Any = None
 
     def ready_to_launch(self) -> None:
         """Before each graph's launch: the copy tables' rows the eager ops before it set

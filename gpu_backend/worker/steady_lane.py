@@ -582,6 +582,12 @@ class SteadyLane(LaneArming):
             if scatter.commit():
                 g.pvalues.dirty = True
         mark("lane_gathered")
+        # (a run now's uploads captured in its graphs: their frames into their places)
+        if g.uploads_in and not graphs.fill_uploads(g):
+            if measured_from is not None:
+                pacer.end_batch(0, x.more_work)
+                self._measuring = False
+            return self._decline("uploads")
         aside = speculating(x, draws)   # (its eager products allocate; its draws kept aside)
         try:
             # (the parameter block written before the first graph's launch, after the eager
@@ -602,6 +608,8 @@ class SteadyLane(LaneArming):
                     raise _Relayout   # (a result's layout changed: captured again)
                 else:
                     mark("lane_eager")
+            if g.uploads_in:   # (their places written again once these launches pass)
+                g.uploads_read = tools.mark()
             if plan.read_slots is not None:   # (its closing reads' values copied out: lane_reads)
                 launch(plan.read_slots.graph)
             for n in plan.eager_kept:   # (its new array the client's, as StretchGraphs._finish)
