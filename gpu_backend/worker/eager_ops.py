@@ -11,6 +11,8 @@ say only what is known before any op runs.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..devices.product_capture import PRODUCT_CALLS, product_pair, reaches_cublas, takes
 from ..protocol import api
 from ..protocol import messages as m
@@ -47,6 +49,17 @@ _EAGER_NAMES = frozenset({"imatmul", "vdot", "inner", "outer", "tensordot",
 _NORM_BY_SOLVER = (2, -2, "nuc")
 
 
+def _plain_number(spec: object) -> bool:
+    """Whether an upload's dtype *spec* (its op's name) is one of NumPy's numbers or bools:
+    its buffer a plain array on either device."""
+    if type(spec) is not str:
+        return False
+    try:
+        return np.dtype(spec).kind in "biufc"
+    except TypeError:   # (an extension's, bfloat16: not NumPy's own)
+        return False
+
+
 def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) -> bool:
     """Whether *op* runs eagerly between the graphs whatever happens (*inputs*: the
     stretch's input arrays by slot, as captured; a replay's guards keep their dtypes;
@@ -55,7 +68,7 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
     if op.kind == _OBJECT:
         return not captured_draw(op)
     if op.kind == m.KIND_UPLOAD:   # (a number's: captured, a memcpy node from a page-locked
-        return type(op.name) is not str   # place; a structure's: made between the graphs)
+        return not _plain_number(op.name)   # place; a structure's, bfloat16's: made between)
     if op.want == _VALUE or (op.want == _NONE and op.kind != _OPERATOR):
         return True
     name = op.name
