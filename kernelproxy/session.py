@@ -484,7 +484,6 @@ class Session(SessionReplies):
             if run is not None:
                 if copied:   # (taken by a held stretch's run: its data goes with the replay)
                     run.payload.append(frame)
-                    run.predicted.pop(out, None)   # (its metadata the upload's, set by the caller)
                     return seq
                 self._fall_back()   # (never a template's: a zero-copy frame cannot wait)
             self._payload.append(frame)

@@ -435,8 +435,6 @@ class Templates:
 
 #: Literals whose key is ("l", type name, the value): compared as they are
 _PLAIN = frozenset({int, str, bool, type(None), bytes})
-#: a name keyed by its parts (StretchKey._literal: a structure's dtype spec, an upload's name)
-_CONTAINERS = frozenset({list, tuple, dict})
 _PLAIN_NAMES = frozenset(t.__name__ for t in _PLAIN)
 
 
@@ -708,8 +706,7 @@ class TemplateRun:
             if type(name) is str and plain_name is not None:   # (the commonest: as its key)
                 if name != plain_name:
                     return False
-            elif record[2] != (literal_key(name) if type(name) not in _CONTAINERS
-                               else name_key(name)):   # (a structure's dtype: an upload's)
+            elif record[2] != name_key(name):   # (a structure's dtype, an upload's, by its parts)
                 return False
             self._match(target, record[3])
             roles = record[4]

@@ -265,10 +265,8 @@ class GraphTools:
         """A page-locked host array of *shape* and *dtype*: an upload's place that a graph
         copies from (its memcpy node, captured by :meth:`write` under :meth:`capturing`),
         each replay writing its frame there first (worker/graph_replay.py)."""
-        dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
-        memory = self.cp.cuda.alloc_pinned_memory(max(1, count * dtype.itemsize))
-        return np.frombuffer(memory, dtype, count).reshape(shape)   # (its buffer: the memory)
+        import cupyx   # (CuPy's own, as cupy_device's transfers use it)
+        return cupyx.empty_pinned(shape, dtype)
 
     def mark(self) -> Any:
         """An event recorded on the session's stream now: where a pinned place the graphs

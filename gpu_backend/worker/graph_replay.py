@@ -25,7 +25,6 @@ capture itself, :class:`StretchGraph`, in worker/graph_state.py).
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -33,7 +32,7 @@ import numpy as np
 from ..devices.host_graphs import LaunchError
 from ..devices.product_capture import PRODUCT_CALLS
 from ..protocol import api, codec
-from ..protocol.errors import error_name
+from ..protocol.errors import ProtocolError, error_name
 from ..protocol import messages as m
 from .batch_results import BatchResults
 from .eager_ops import eager_by_nature
@@ -47,7 +46,7 @@ from . import kept_views
 from .objects import graphed_draw, run_object_call
 from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
-from .transfers import run_upload
+from .transfers import frame_array, run_upload
 
 __all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
 
@@ -590,8 +589,6 @@ class StretchGraphs:
                 return buf
 
             if op.kind == _UPLOAD:   # (a memcpy node from a page-locked place of the graph's)
-                if type(op.name) is not str:   # (a structure's: eager, from the next capture)
-                    raise TypeError("a structure's upload is not captured")
                 self._capture_upload(op, g)
                 return
             target, args, kwargs = (fill_slots(op.target, of_slot), fill_slots(op.args, of_slot),
@@ -628,8 +625,8 @@ class StretchGraphs:
         before its launch (:meth:`fill_uploads`). A frame that does not fit its op raises
         (refused: the op runs eagerly from the next capture on, and says why there)."""
         tools = self.tools
-        frame = self._frames[g.shape.uploads[op.index]]
-        host = _upload_host(op, frame)
+        host = frame_array(codec.check_dtype(op.name), codec.check_shape(op.args[0]),
+                           self._frames[g.shape.uploads[op.index]])
         place = tools.pinned(host.shape, host.dtype)
         place[...] = host
         buf = tools.empty_like(place)
@@ -650,20 +647,15 @@ class StretchGraphs:
         read the last ones have passed; False (nothing written) where a frame does not fit
         its op: the replay is re-run from its records, which says why."""
         frames, at = self._frames, g.shape.uploads
-        hosts = []
-        for index, place in g.uploads_in.items():
-            n = at.get(index)
-            if n is None or n >= len(frames):
-                return False
-            buffer = frames[n].buffer if hasattr(frames[n], "buffer") else memoryview(frames[n])
-            if buffer.nbytes != place.nbytes:
-                return False
-            hosts.append((place, buffer))
-        tools = self.tools
-        tools.passed(g.uploads_read)
+        try:   # (the frames' count is the stretch's uploads': HeldStretches.with_frames)
+            hosts = [(place, frame_array(place.dtype, place.shape, frames[at[index]]))
+                     for index, place in g.uploads_in.items()]
+        except ProtocolError:
+            return False
+        self.tools.passed(g.uploads_read)
         g.uploads_read = None
-        for place, buffer in hosts:
-            place.reshape(-1).view(np.uint8)[...] = np.frombuffer(buffer, np.uint8)
+        for place, host in hosts:
+            place[...] = host
             self.x.bytes_in += place.nbytes
         return True
 
@@ -893,7 +885,7 @@ class StretchGraphs:
                     result = run_object_call(x, op.name, target, None, args, kwargs, op.want)
                 elif op.kind == _UPLOAD:
                     result = run_upload(x, x.seq, op.name, args,
-                                        iter(self._frames[g.shape.uploads[op.index]:][:1]),
+                                        iter((self._frames[g.shape.uploads[op.index]],)),
                                         self.tools.uploaded)
                 else:
                     result = x.call(op.kind, op.name, target, args, kwargs)
@@ -1098,17 +1090,6 @@ def _eager_outs(segments: list, graphs: list) -> dict:
             outs[at] = made[::-1]
         before = at + 1
     return outs
-
-
-def _upload_host(op: Op, frame: Any) -> np.ndarray:
-    """Upload *op*'s frame as the host array it holds (its dtype and shape checked as
-    transfers.run_upload checks them; a frame of another size raises)."""
-    dt = codec.check_dtype(op.name)
-    shape = codec.check_shape(op.args[0] if op.args else None)
-    buffer = frame.buffer if hasattr(frame, "buffer") else memoryview(frame)
-    if buffer.nbytes != math.prod(shape) * dt.itemsize:
-        raise ValueError("an upload's frame does not fit its shape and dtype")
-    return codec.array_from_buffer(buffer, dt, shape)
 
 
 def _reads_no_input(segments: list, g: StretchGraph) -> bool:

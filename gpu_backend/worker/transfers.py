@@ -17,7 +17,17 @@ from ..protocol import codec
 from ..protocol.errors import ProtocolError
 from .batch_results import BatchResults
 
-__all__ = ["run_upload", "run_download"]
+__all__ = ["run_upload", "run_download", "frame_array"]
+
+
+def frame_array(dt: np.dtype, shape: tuple, frame: Any) -> np.ndarray:
+    """The host array an upload's *frame* holds, of dtype *dt* and *shape* (a view of the
+    frame); a ProtocolError where the frame's size is another."""
+    buffer = frame.buffer if hasattr(frame, "buffer") else memoryview(frame)
+    nbytes = math.prod(shape) * dt.itemsize   # (exact: np.prod(dtype=int64) wraps around)
+    if buffer.nbytes != nbytes:
+        raise ProtocolError(f"upload data has {buffer.nbytes} bytes, its shape and dtype need {nbytes}")
+    return codec.array_from_buffer(buffer, dt, shape)
 
 
 def run_upload(executor: Any, seq: Any, dtype: Any, args: list, payload: Iterator,
@@ -44,10 +54,7 @@ def run_upload(executor: Any, seq: Any, dtype: Any, args: list, payload: Iterato
         frame = next(payload)
     except StopIteration:
         raise ProtocolError("an upload op came without its data frame") from None
-    buffer = frame.buffer if hasattr(frame, "buffer") else memoryview(frame)
-    if buffer.nbytes != nbytes:
-        raise ProtocolError(f"upload data has {buffer.nbytes} bytes, its shape and dtype need {nbytes}")
-    host = codec.array_from_buffer(buffer, dt, shape)
+    host = frame_array(dt, shape, frame)
     executor.bytes_in += nbytes
     return device.from_host(host) if make is None else make(host)
 
