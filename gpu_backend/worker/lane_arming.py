@@ -51,30 +51,20 @@ class LaneArming:
         if self._cool:   # (a loop whose messages did not step lately: not read every time)
             self._cool -= 1
             return
-        if self._before is not None and data:   # (its stretch's two messages in a row)
-            if self._period() != 1:
-                return
-            try:
-                self.plan = self._arm_now(self._before, self._last, answered)
-            except Reshaped:
-                return
-            except Exception:
-                self.plan = None
-            if self.plan is not None:
-                self.armed += 1
-                self._forget()
-            else:
-                self._cool = COOL
-            return
         if self._before is not None:
             period = self._period()
             # (stretches that do not take turns yet; one stretch's loop whose next replay
-            # is not run ahead: its plan is read against the generic run ahead's)
-            if not period or period == 1 and run.ahead is None:
+            # is not run ahead: its plan is read against the generic run ahead's; a stretch
+            # that uploads, never run ahead, is served as one stretch's loop only)
+            if not period or (period != 1 if data else period == 1 and run.ahead is None):
                 return
             try:
-                self.plan = self._arm(self._before, self._last) if period == 1 \
-                    else self._arm_turns(period)
+                if period != 1:
+                    self.plan = self._arm_turns(period)
+                elif data:
+                    self.plan = self._arm_now(self._before, self._last, answered)
+                else:
+                    self.plan = self._arm(self._before, self._last)
             except Reshaped:   # (a number grew a byte: the next two will step)
                 return
             except _Lagging:   # (an input's handle stepped unevenly once: the next will step)
