@@ -292,7 +292,8 @@ class SteadyLane(LaneArming):
             values = self.numbered(plan, ahead.read_values)
         else:
             got = self._read(plan)
-            if got is None:
+            if got is None:   # (the plan taken: the lane left, counted, its message the
+                self._leave("reads failed")   # generic path's, which reads them again)
                 return None
             values = self.numbered(plan, got)
         table = x.table

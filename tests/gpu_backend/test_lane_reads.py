@@ -97,6 +97,8 @@ def test_a_conversion_that_fails_from_its_slot_fails_as_ever(pool):
     got, want, figures = beside_no_replay(pool, loop, early_replay=False)
     assert got == want == [*range(2, 20), "OverflowError", 1] * (STEPS // 20)
     assert figures["lane_slot_reads"] >= 1, figures
+    # (each plan whose reads failed at its answer left the lane, counted by why)
+    assert figures["lane_left_why"].get("reads failed", 0) >= 1, figures
 
 
 def test_a_read_that_is_no_conversion_keeps_its_own_path(pool):
