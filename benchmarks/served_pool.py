@@ -66,8 +66,11 @@ SESSION_ENV = {"nographs": {"GPUWB_GRAPHS": "0"},
 #: its inputs only when its message comes, as before such a step was committed ahead
 #: (``GPUWB_COMMIT_WRITES=0``, gpu_backend/worker/pushed_replies.py); "nocommitfirst" reads a
 #: device-bound step's values and pushes its reply before committing it, as before it was
-#: committed first (``GPUWB_COMMIT_FIRST=0``, gpu_backend/worker/server_replies.py)
+#: committed first (``GPUWB_COMMIT_FIRST=0``, gpu_backend/worker/server_replies.py);
+#: "nooverlap" reads such a step before launching the next, as before two steps were on the
+#: device at once (``GPUWB_OVERLAP_STEPS=0``, gpu_backend/worker/lane_overlap.py)
 POOL_ENV = {"nocommitwrites": {"GPUWB_COMMIT_WRITES": "0"}, "nocommitfirst": {"GPUWB_COMMIT_FIRST": "0"},
+            "nooverlap": {"GPUWB_OVERLAP_STEPS": "0"},
             "noahead": {"GPUWB_RUN_AHEAD_US": "0"}, "nodraws": {"GPUWB_DRAWS_AHEAD": "0"},
             "nodefer": {"GPUWB_DEFER_READS": "0"}, "nolanemeasure": {"GPUWB_LANE_MEASURES": "0"},
             "nopush": {"GPUWB_PUSH": "0"}, "nocommit": {"GPUWB_PUSH_AHEAD": "0"},

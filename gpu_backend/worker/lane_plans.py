@@ -48,7 +48,7 @@ class LanePlan:
                  "int_steps",
                  "float_history",
                  "written", "eager_kept", "remade", "held", "read_slots", "turn", "now",
-                 "uploads")
+                 "uploads", "read_slots_next")
 
 
 def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> LanePlan | None:
@@ -199,6 +199,10 @@ def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> 
     plan.reads = reads
     #: its reads by one launch after its graphs, where each is a conversion of a 0-d buffer
     plan.read_slots = read_slots(graphs.tools, reads, graphs.array_type)
+    #: a second read graph of the same reads into slots of its own, made when a step is
+    #: first launched before the step before it is read (worker/lane_overlap.py); then the
+    #: two take turns, each run ahead's into the other's slots
+    plan.read_slots_next = None
     #: the same reads as the generic path keeps them (StretchGraphs' _Reads), left with a
     #: run ahead of the lane's whose reads wait for the client's replay: the generic path
     #: makes them where it answers that run (the lane left)

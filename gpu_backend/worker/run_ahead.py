@@ -149,7 +149,7 @@ class _Ahead:
 
     __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
                  "writes", "measured_from", "read_values", "started", "alone", "read_wait",
-                 "after", "deferred", "read_slots")
+                 "after", "deferred", "read_slots", "read_mark")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
                  ran: int, slots: int, reads: Any, writes: list,
@@ -179,6 +179,9 @@ class _Ahead:
         #: the read graph launched after its graphs, whose slots then hold its closing
         #: reads' values (the steady lane's runs: worker/lane_reads.py); None: none was
         self.read_slots = None
+        #: where a later step may be launched before these reads (worker/lane_overlap.py):
+        #: the device's mark after its read graph, waited for instead of the whole stream
+        self.read_mark = None
 
 
 class RunAhead:

@@ -125,6 +125,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         self.lane.defer_reads = settings.defer_reads != "off"
         self.lane.defer_always = settings.defer_reads == "always"
         self.lane.measures = settings.lane_measures
+        self.lane.overlap = settings.overlap_steps
         self.closed = False
         #: the pool asked this worker to park its session for another (a move: the
         #: directory, "" for the swap directory; worker/handover.py), done at the loop

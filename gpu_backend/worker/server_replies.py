@@ -143,6 +143,9 @@ class ReplySending:
         self.phases.mark("committed")
         ahead.deferred = False
         x = self.executor
+        # (the next step launched first where it may be, the device going on from this one
+        # to it as this one is read: worker/lane_overlap.py; dropped by a roll-back below)
+        overlapped = lane.launch_next_first(plan, ahead)
         try:
             lane.read_committed(plan, ahead)
             if ahead.read_values is None or x.poisoned_at is not None or x._warnings or x.fatal:
@@ -163,7 +166,10 @@ class ReplySending:
             return None
         self.phases.mark("pushed")
         pushes.first += 1
-        lane.after_reply(plan)   # (the next replay run ahead: the lane's plan again)
+        if overlapped:   # (the next replay run ahead already: the lane's plan again)
+            lane.after_launched(plan)
+        else:
+            lane.after_reply(plan)   # (the next replay run ahead: the lane's plan again)
         self.phases.mark("ahead")
         return True
 

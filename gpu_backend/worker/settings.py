@@ -126,6 +126,11 @@ class WorkerSettings:
     #: side ``nodefer``): ``off``; ``always`` defers them whether or not a message waits
     #: (the tests reach the path so on a host of any speed)
     defer_reads: str = "on"
+    #: ``GPUWB_OVERLAP_STEPS``: a device-bound step committed before its reads has the next
+    #: step launched before they are made, two steps on the device at once (worker/
+    #: lane_overlap.py); ``0`` reads it first, as before (a diagnostic: the benchmarks'
+    #: side ``nooverlap``)
+    overlap_steps: bool = True
     #: ``GPUWB_LANE_MEASURES``: a lone session's steady lane measures the run ahead the pacer
     #: wants measured (every MEASURE_EVERY-th) itself, as the generic run ahead would
     #: (worker/steady_lane.py); ``0`` leaves that step to the generic path, as before (a
@@ -192,6 +197,7 @@ class WorkerSettings:
                    commit_writes=_defer_reads(env.get("GPUWB_COMMIT_WRITES")),
                    commit_first=_defer_reads(env.get("GPUWB_COMMIT_FIRST")),
                    defer_reads=_defer_reads(env.get("GPUWB_DEFER_READS")),
+                   overlap_steps=_on(env, "GPUWB_OVERLAP_STEPS"),
                    lane_measures=_on(env, "GPUWB_LANE_MEASURES"),
                    draws_ahead=_on(env, "GPUWB_DRAWS_AHEAD"),
                    graphed_draws=_on(env, "GPUWB_GRAPHED_DRAWS"),

@@ -52,6 +52,7 @@ from .result_meta import pack_metas
 from .kept_views import remake
 from .run_ahead import GAPS_KEPT, PROVISIONAL, _Ahead, speculated, speculating
 from .lane_arming import COOL, TURNS_MOST, LaneArming
+from .lane_overlap import LaneOverlap
 from .lane_messages import DOUBLE
 from .lane_plans import REPLAY_KEYS, LanePlan, history_lists, stepped
 from .pushed_replies import Pushes
@@ -76,7 +77,7 @@ class _Relayout(Exception):
     """An eager op's result came in another layout than the buffer its graphs read."""
 
 
-class SteadyLane(LaneArming):
+class SteadyLane(LaneArming, LaneOverlap):
     """One session's steady lane for its executor *x* (at most one plan), and its counts:
     messages answered in it (``answered``), plans made (``armed``), left (``left``)."""
 
@@ -134,6 +135,11 @@ class SteadyLane(LaneArming):
         self.left_why: dict[str, int] = {}
         #: a run now (``plan.now``) whose pacer's batch is open: ended where it raises
         self._measuring = False
+        #: ``GPUWB_OVERLAP_STEPS``: a device-bound step committed first has the next step
+        #: launched before its reads (worker/lane_overlap.py); ``overlapped`` counts them
+        #: (``steps_overlapped``)
+        self.overlap = True
+        self.overlapped = 0
 
     # ------------------------------------------------------------ the next message
     def _next(self, plan: LanePlan) -> None:
@@ -377,20 +383,26 @@ class SteadyLane(LaneArming):
         return {"b": batch, "m": _NO_METAS, "v": values, "d": [], "e": None, "w": [],
                 "x": plan.ran, "s": max(0, count - plan.ran) if type(count) is int else 0}
 
-    def _read(self, plan: LanePlan) -> list | None:
-        """The closing reads of the replay run ahead, made now (their values numbered from 0),
-        or None where one failed or warned (nothing kept: made again where asked)."""
+    def _read(self, plan: LanePlan, ahead: Any = None) -> list | None:
+        """The closing reads of the replay run ahead (*ahead*, else the plan's), made now
+        (their values numbered from 0), or None where one failed or warned (nothing kept:
+        made again where asked)."""
         x = self.x
         seq, warned = x.seq, len(x._warnings)
         call = x.call
         # (the slots hold the run ahead's values only where that run launched the read
         # graph: the lane's runs, not a generic run ahead the plan took over)
-        ahead = plan.ahead
+        if ahead is None:
+            ahead = plan.ahead
         slots = ahead.read_slots if ahead is not None else None
         values = []
         try:
-            if slots is not None:   # (copied out by the read graph its run ahead launched)
-                x.replay.graphs.tools.wait()
+            if slots is not None:   # (copied out by the read graph its run ahead launched:
+                tools = x.replay.graphs.tools   # waited for up to it where a later step
+                if ahead.read_mark is not None:   # may be on the stream, lane_overlap.py)
+                    tools.passed(ahead.read_mark)
+                else:
+                    tools.wait()
                 for index, convert, view in slots.reads:
                     x.seq = index
                     values.append([index, convert(view)])
@@ -470,10 +482,12 @@ class SteadyLane(LaneArming):
             return
         self._leave("run ahead unmatched")
 
-    def _run_ahead(self, plan: LanePlan, now: bool = False) -> bool:
+    def _run_ahead(self, plan: LanePlan, now: bool = False, overlapping: bool = False) -> bool:
         """Run the plan's next replay ahead, as RunAhead.start and StretchGraphs.run would
         for it (the same inputs and parameters): whether it ran. *now*: the replay of the
-        message just come instead, with its own parameters (:meth:`_run_now`)."""
+        message just come instead, with its own parameters (:meth:`_run_now`);
+        *overlapping*: the message before it committed but not read yet (worker/
+        lane_overlap.py): not measured, and its reads wait for its message."""
         x = self.x
         pacer = x.pacer
         run = x.replay.ahead
@@ -524,6 +538,9 @@ class SteadyLane(LaneArming):
             return self._decline("params")
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
         measured_from = None
+        if estimate is None and overlapping:   # (one step measured at a time)
+            del x._warnings[warned:]
+            return self._decline("measured")
         if estimate is None:   # (the pacer measures this one: here where the session is
             # alone, as RunAhead._run would, a segment of a batch of the pacer's learnt when
             # answered; beside others every replay is measured, and the generic path's)
@@ -611,8 +628,15 @@ class SteadyLane(LaneArming):
                     mark("lane_eager")
             if g.uploads_in:   # (their places written again once these launches pass)
                 g.uploads_read = tools.mark()
+            read_mark = None
             if plan.read_slots is not None:   # (its closing reads' values copied out: lane_reads)
-                launch(plan.read_slots.graph)
+                if plan.read_slots_next is not None:   # (two read graphs taking turns: the
+                    plan.read_slots, plan.read_slots_next = \
+                        plan.read_slots_next, plan.read_slots   # step before's may be unread)
+                    launch(plan.read_slots.graph)
+                    read_mark = tools.mark()
+                else:
+                    launch(plan.read_slots.graph)
             for n in plan.eager_kept:   # (its new array the client's, as StretchGraphs._finish)
                 array = source = eager_array_out(g, n, handout[n])
                 if array is None:   # (written after, in the graphs' buffer: copied from it)
@@ -659,6 +683,7 @@ class SteadyLane(LaneArming):
                                    plan.slots, plan.reads_left, writes, measured_from, began,
                                    pacer.alone_now())
         ahead.read_slots = plan.read_slots   # (launched above: its slots are its values)
+        ahead.read_mark = read_mark
         plan.ahead = ahead
         # its closing reads at once where RunAhead.start would make them so (a short replay,
         # or short beside its client's gaps; not an early replay's), or where its reply is
@@ -666,7 +691,9 @@ class SteadyLane(LaneArming):
         # worker's answer, so the worker waits for the device now, not on that answer's path):
         # one that fails or warns leaves them for the client's replay, as there
         cost = g.cost[0]
-        if plan.reads and not plan.early and not now and cost is not None:   # (run now: read
+        if overlapping:   # (the step before it read first: its own reads, its message's)
+            ahead.deferred = True
+        elif plan.reads and not plan.early and not now and cost is not None:   # (run now: read
             # when answered, its client's message here already)
             if self.pushable(plan):
                 if self.defer_reads and (self.defer_always
@@ -701,7 +728,7 @@ class SteadyLane(LaneArming):
         mark = x.phases.mark
         mark("lane_ready")
         waited = perf_counter()
-        values = self._read(plan)
+        values = self._read(plan, ahead)
         ahead.read_wait += perf_counter() - waited
         mark("lane_read")
         if values is not None:

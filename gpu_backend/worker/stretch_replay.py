@@ -469,6 +469,7 @@ class StretchReplay:
                 "push_rolled": self.lane.pushes.rolled, "push_first": self.lane.pushes.first,
                 "push_first_undone": self.lane.pushes.first_undone, "reads_deferred": self.lane.deferrals,
                 "lane_measured": self.lane.measured, "lane_slot_reads": self.lane.slot_reads,
+                "steps_overlapped": self.lane.overlapped,
                 "lane_declined": dict(self.lane.declined),
                 "lane_left_why": dict(self.lane.left_why),
                 "draws_redone": self.x.draws.redone,
