@@ -323,6 +323,7 @@ class Heartbeat(threading.Thread):
             secure_client(sock, self.server_key)
         sock.connect(self.address)
         answered_at = time.monotonic()
+        refused = None   # (the door's last refusal of a beat since its last answer)
         try:
             while not self._stopping.wait(self.interval):
                 try:
@@ -331,24 +332,52 @@ class Heartbeat(threading.Thread):
                 except zmq.Again:  # no connection took it (SNDTIMEO): a missed beat
                     answered = False
                 if answered:
-                    reply = unpackb(sock.recv())
-                    answered_at = time.monotonic()
-                    if type(reply.get("moves")) is int:
-                        self.moves = reply["moves"]
-                    if not reply.get("alive"):
-                        why = reply.get("reason")
-                        self.lost = (f"the pool ended this session: {why[:300]}"
-                                     if isinstance(why, str) and why else
-                                     "the pool ended this session (lease expired or worker stopped)")
+                    lost, refusal = self.answer(sock.recv())
+                    if lost is not None:
+                        self.lost = lost
                         return
-                elif time.monotonic() - answered_at >= self.give_up:
-                    self.lost = f"the pool at {self.address} stopped answering"
+                    if refusal is None:
+                        answered_at, refused = time.monotonic(), None
+                        continue
+                    if refusal != refused:   # (said once: a beat refused says nothing of
+                        print(f"kernelproxy: the pool refused a heartbeat: {refusal}",   # the
+                              file=sys.stderr)   # session, so it counts as a missed beat)
+                    refused = refusal
+                if time.monotonic() - answered_at >= self.give_up:
+                    self.lost = (f"the pool at {self.address} refused this session's heartbeats: "
+                                 f"{refused}" if refused is not None else
+                                 f"the pool at {self.address} stopped answering")
                     return
-        except zmq.ZMQError as exc:
-            if not self._stopping.is_set():
-                self.lost = f"heartbeat failed: {exc}"
+        except Exception as exc:   # (a socket's error, or a bug: said, not a thread that
+            if not self._stopping.is_set():   # dies quietly and leaves the session waiting)
+                self.lost = f"heartbeat failed: {exc!r}"
         finally:
             sock.close()
+
+    def answer(self, data: bytes) -> tuple[str | None, str | None]:
+        """What the door's answer *data* to a beat says: (why, None) where the pool ended
+        the session; (None, the refusal) where the door refused the beat itself (``ok``
+        false: a beat it could not decode, say), which says nothing of the session; (None,
+        None) where the session lives (the count of its moves kept: :attr:`moves`). A
+        refusal was read as "not alive" and reported the session lost for no reason
+        (docs/fair-share.md, "The lost session found")."""
+        try:
+            reply = unpackb(data)
+        except ValueError as exc:
+            return None, f"an answer that could not be decoded ({exc})"[:300]
+        if not isinstance(reply, dict):
+            return None, "an answer that is not a map"
+        if reply.get("ok") is False:
+            error = reply.get("error")
+            text = ": ".join(str(part) for part in error[:2]) if isinstance(error, list) else str(error)
+            return None, text[:300]
+        if type(reply.get("moves")) is int:
+            self.moves = reply["moves"]
+        if reply.get("alive"):
+            return None, None
+        why = reply.get("reason")
+        return (f"the pool ended this session: {why[:300]}" if isinstance(why, str) and why
+                else "the pool ended this session (lease expired or worker stopped)"), None
 
     def stop(self) -> None:
         self._stopping.set()

@@ -91,8 +91,9 @@ INLINE_BYTES = 1 << 14
 STAGED_UPLOAD_BYTES = 1 << 18
 
 #: a batch's header packed as ``codec.packb`` packs it (a packer of its own: one call less
-#: on a held loop's every replay)
-_pack_header = codec.make_packer().pack
+#: on a held loop's every replay), each thread's own (sessions used from several threads:
+#: codec.thread_packs)
+_pack_header = codec.thread_packs()
 
 
 def connect(address: str, token: str, *, server_key: str | bytes | os.PathLike | None = None,

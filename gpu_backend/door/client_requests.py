@@ -28,7 +28,36 @@ from gpu_backend.protocol import PROTOCOL_VERSION
 from gpu_backend.protocol.codec import packb, unpackb
 from gpu_backend.protocol.errors import ProtocolError, VersionMismatchError, error_name
 
-__all__ = ["ClientRequests"]
+__all__ = ["ClientRequests", "MalformedLog"]
+
+
+class MalformedLog:
+    """The front door's refusals of malformed requests (a ``ProtocolError``: undecodable,
+    not a map, of no known type) since the last line in the log: one line at most every
+    ``every`` seconds, their count and the first's text, whatever their number (a flood
+    fills no log). A client told of one refusal kept it to itself: a heartbeat refused so
+    was once read as a session lost, with nothing on the pool's side
+    (docs/fair-share.md, "The lost session found")."""
+
+    def __init__(self, clock: Any = time.monotonic, every: float = 10.0) -> None:
+        self.clock, self.every = clock, every
+        self.count, self.first = 0, ""
+        self._logged_at = clock()
+
+    def note(self, exc: BaseException) -> None:
+        if not self.count:
+            self.first = repr(str(exc)[:120])
+        self.count += 1
+
+    def line(self) -> str | None:
+        """The line due now, if any (then counted afresh)."""
+        now = self.clock()
+        if not self.count or now - self._logged_at < self.every:
+            return None
+        line = (f"refused {self.count} malformed requests in the last {now - self._logged_at:.0f} s "
+                f"(the first: {self.first})")
+        self.count, self._logged_at = 0, now
+        return line
 
 
 class ClientRequests:
@@ -40,6 +69,8 @@ class ClientRequests:
     def _error(self, ident: bytes, exc: BaseException) -> None:
         name = error_name(exc)
         self.error_counts[name] = self.error_counts.get(name, 0) + 1
+        if isinstance(exc, ProtocolError):   # (said in the log: MalformedLog)
+            self.malformed.note(exc)
         reply: dict = {"ok": False, "error": [name, str(exc)]}
         retry_after = getattr(exc, "retry_after", None)
         if isinstance(retry_after, (int, float)):   # a throttled sign-in: the tarpit holds it

@@ -23,8 +23,8 @@ from typing import Any
 import zmq
 
 from gpu_backend.accounting.accounts import MIN_GRANT, Accounts
-from gpu_backend.door.auth_gate import AuthGate, HeldRefusals
-from gpu_backend.door.client_requests import ClientRequests
+from gpu_backend.door.auth_gate import LOG_EVERY, AuthGate, HeldRefusals
+from gpu_backend.door.client_requests import ClientRequests, MalformedLog
 from gpu_backend.config import PoolSettings
 from gpu_backend.hosts.device_samples import DeviceSampler
 from gpu_backend.door.placement import devices_apart_from, least_loaded
@@ -162,6 +162,8 @@ class FrontDoor(SessionWorkers, ClientRequests):
         #: front-door requests by type and refusals by error class (for the metrics)
         self.request_counts: dict[str, int] = {}
         self.error_counts: dict[str, int] = {}
+        #: malformed requests refused, said in the log at most every LOG_EVERY seconds
+        self.malformed = MalformedLog(every=LOG_EVERY)
         #: what the metrics server reads: published by the loop once a second, then
         #: replaced whole (a scrape's thread never reads the loop's live tables)
         self.published: dict | None = None
@@ -500,6 +502,9 @@ class FrontDoor(SessionWorkers, ClientRequests):
                 if self.swaps.waiting_rooms:
                     self.swaps.retry_rooms()
                 self.auth.log_summary()   # (at most every LOG_EVERY s: auth_gate.py)
+                malformed = self.malformed.line()
+                if malformed is not None:
+                    log.warning("%s", malformed)
                 self.usage.maybe_flush()
                 self.samples.maybe_sample(self)
                 if self.metrics_server is not None:

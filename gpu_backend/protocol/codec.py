@@ -36,6 +36,7 @@ import functools
 import math
 import re
 import struct
+import threading
 import warnings
 from typing import Any, Callable
 
@@ -57,6 +58,7 @@ __all__ = [
     "packb",
     "unpackb",
     "make_packer",
+    "thread_packs",
     "make_unpacker",
     "ext_hook_for",
     "array_from_buffer",
@@ -455,12 +457,32 @@ def make_packer(handle_of: Callable[[Any], int | None] = _handle_id) -> msgpack.
     )
 
 
-_plain_packer = make_packer()
+def thread_packs(make: Callable[[], msgpack.Packer] = make_packer) -> Callable[[Any], bytes]:
+    """A pack function whose Packer (made by *make*) is the calling thread's own.
+
+    A Packer packs into one buffer it reuses, and its ``default`` is Python code, during
+    which another thread may run: a second thread packing with the same Packer then wrote
+    into that buffer, and each message took bytes of the other's. A client's heartbeat
+    thread and its main thread (a held stretch falling back, its records' handles each a
+    ``default`` call) did so, the beat went out undecodable, the door refused it, and the
+    session was reported lost (docs/fair-share.md, "The lost session found")."""
+    local = threading.local()
+
+    def pack(value: Any) -> bytes:
+        packer = getattr(local, "packer", None)
+        if packer is None:
+            packer = local.packer = make()
+        return packer.pack(value)
+    return pack
+
+
+_pack_plain = thread_packs()
 
 
 def packb(value: Any) -> bytes:
-    """Encode a header or reply (handles only as :class:`Handle`)."""
-    return _plain_packer.pack(value)
+    """Encode a header or reply (handles only as :class:`Handle`), by the calling thread's
+    own Packer (:func:`thread_packs`)."""
+    return _pack_plain(value)
 
 
 # ---------------------------------------------------------------- decoding

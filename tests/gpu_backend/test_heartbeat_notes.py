@@ -49,3 +49,58 @@ def test_heartbeats_the_door_cannot_place_are_noted_once_each(caplog):
         finally:
             session.close()
     ctx.term()
+
+
+def test_a_beat_the_door_refuses_is_a_missed_beat_not_a_lost_session():
+    """The door's refusal of a beat it could not decode (``ok`` false) says nothing of the
+    session: the heartbeat reads it as a missed beat with the refusal's text, where it read
+    "not alive" and reported the session lost for no reason (two threads once shared a
+    Packer and sent such a beat: test_codec_threads.py); the door's real answers read as
+    they say. Real pool, real sockets, the door's own replies."""
+    from kernelproxy.connection import Heartbeat
+
+    ctx = zmq.Context()
+    with LocalPool(devices="cpu", spare_workers=0) as pool:
+        session = kernelproxy.connect(pool.address, pool.token)
+        try:
+            beat = Heartbeat(pool.address, session.id, session.key, 1.0)
+            refused = raw_request(ctx, pool.address, [b"\xc1\x81\xa1t\xa2hb"])[0]
+            assert codec.unpackb(refused)["ok"] is False
+            lost, refusal = beat.answer(refused)
+            assert lost is None and refusal.startswith("ProtocolError: undecodable message"), refusal
+            alive = raw_request(ctx, pool.address, [codec.packb(
+                {"t": "hb", "session": session.id, "key": session.key})])[0]
+            assert beat.answer(alive) == (None, None)
+            lost, refusal = beat.answer(b"\xc1")   # (an answer it cannot decode: missed too)
+            assert lost is None and "could not be decoded" in refusal, refusal
+            gone = raw_request(ctx, pool.address, [codec.packb(
+                {"t": "hb", "session": "0123456789abcdef", "key": b"\0" * 32})])[0]
+            lost, refusal = beat.answer(gone)
+            assert refusal is None and lost.startswith("the pool ended this session"), lost
+            assert int(module_for(session).arange(4).sum()) == 6   # (the session serves on)
+            assert session.heartbeat.lost is None
+        finally:
+            session.close()
+    ctx.term()
+
+
+def test_malformed_requests_are_said_in_the_log_one_line_at_most_every_interval():
+    """The door's refusals of malformed requests, counted and said in one line at most
+    every interval, with the first's text, however many came (the tests' own clock)."""
+    from gpu_backend.door.client_requests import MalformedLog
+    from gpu_backend.protocol.errors import ProtocolError
+
+    now = [100.0]
+    malformed = MalformedLog(clock=lambda: now[0], every=10.0)
+    assert malformed.line() is None
+    for n in range(100_000):
+        malformed.note(ProtocolError(f"undecodable message: {n}" + "x" * 500))
+    assert malformed.line() is None   # (not yet an interval since the last)
+    now[0] += 10.0
+    line = malformed.line()
+    assert line.startswith("refused 100000 malformed requests in the last 10 s"), line
+    assert "undecodable message: 0" in line and len(line) < 250, line
+    now[0] += 30.0
+    assert malformed.line() is None   # (none since)
+    malformed.note(ProtocolError("front-door messages are maps"))
+    assert "refused 1 malformed requests" in malformed.line()
