@@ -143,10 +143,11 @@ class ReplySending:
         self.phases.mark("committed")
         ahead.deferred = False
         x = self.executor
-        # (the next step launched first where it may be, the device going on from this one
-        # to it as this one is read: worker/lane_overlap.py; dropped by a roll-back below)
-        overlapped = lane.launch_next_first(plan, ahead)
+        overlapped = False
         try:
+            # (the next step launched first where it may be, the device going on from this
+            # one to it as this one is read: worker/lane_overlap.py; dropped by a roll-back)
+            overlapped = lane.launch_next_first(plan, ahead)
             lane.read_committed(plan, ahead)
             if ahead.read_values is None or x.poisoned_at is not None or x._warnings or x.fatal:
                 self._take_back_first(record)
