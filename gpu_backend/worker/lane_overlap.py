@@ -43,8 +43,8 @@ __all__ = ["LaneOverlap"]
 class LaneOverlap:
     """The steady lane's two steps in flight, mixed into SteadyLane (its ``x``, ``plan``,
     ``_run_ahead`` and ``_next``): ``overlap`` (``GPUWB_OVERLAP_STEPS``) and ``overlapped``
-    (how many steps were launched before the step before them was read:
-    ``steps_overlapped``) are its."""
+    (how many steps were launched before the step before them was read, that step's reply
+    then pushed: ``steps_overlapped``) are its."""
 
     def launch_next_first(self, plan: LanePlan, ahead: Any) -> bool:
         """After the plan's message was committed ahead, its run ahead *ahead* unread: the
@@ -67,13 +67,14 @@ class LaneOverlap:
         x.phases.mark("lane_unlaunched")
         if not self._run_ahead(plan, overlapping=True):
             return False
-        self.overlapped += 1
         x.phases.mark("lane_overlapped")
         return True
 
     def after_launched(self, plan: LanePlan) -> None:
         """After the reply of the plan's message, whose next step :meth:`launch_next_first`
-        ran ahead: the plan goes on to the message after (SteadyLane.after_reply's end)."""
+        ran ahead: the plan goes on to the message after (SteadyLane.after_reply's end);
+        counted here, its step's reply pushed (not one taken back)."""
+        self.overlapped += 1
         self._next(plan)
         self.x.phases.mark("lane_next")
         self.plan = plan

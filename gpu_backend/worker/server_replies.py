@@ -150,8 +150,9 @@ class ReplySending:
             overlapped = lane.launch_next_first(plan, ahead)
             lane.read_committed(plan, ahead)
             if ahead.read_values is None or x.poisoned_at is not None or x._warnings or x.fatal:
-                self._take_back_first(record)
+                self._take_back_first(record)   # (and the next step launched, if it was)
                 pushes.first_undone += 1
+                lane.overlaps_undone += overlapped
                 return None
             packed = pushes.pack(lane, plan, record, ahead, self._batch)
             self.phases.mark("push_packed")

@@ -140,6 +140,9 @@ class SteadyLane(LaneArming, LaneOverlap):
         #: (``steps_overlapped``)
         self.overlap = True
         self.overlapped = 0
+        #: ... and those whose step before was taken back, its reads having failed
+        #: (``steps_overlapped_undone``)
+        self.overlaps_undone = 0
 
     # ------------------------------------------------------------ the next message
     def _next(self, plan: LanePlan) -> None:
@@ -399,7 +402,9 @@ class SteadyLane(LaneArming, LaneOverlap):
         try:
             if slots is not None:   # (copied out by the read graph its run ahead launched:
                 tools = x.replay.graphs.tools   # waited for up to it where a later step
-                if ahead.read_mark is not None:   # may be on the stream, lane_overlap.py)
+                # is on the stream, lane_overlap.py; else the whole stream, which a measured
+                # segment's end mark, after it, has then passed: _learn_measured)
+                if ahead.read_mark is not None and x.replay.ahead.ahead is not ahead:
                     tools.passed(ahead.read_mark)
                 else:
                     tools.wait()
@@ -538,9 +543,9 @@ class SteadyLane(LaneArming, LaneOverlap):
             return self._decline("params")
         estimate = pacer.replay_estimate(g.cost, at_batch_end=False)
         measured_from = None
-        if estimate is None and overlapping:   # (one step measured at a time)
-            del x._warnings[warned:]
-            return self._decline("measured")
+        if estimate is None and overlapping:   # (one step measured at a time: this one
+            del x._warnings[warned:]           # then by after_reply, not counted twice)
+            return False
         if estimate is None:   # (the pacer measures this one: here where the session is
             # alone, as RunAhead._run would, a segment of a batch of the pacer's learnt when
             # answered; beside others every replay is measured, and the generic path's)

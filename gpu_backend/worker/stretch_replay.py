@@ -470,6 +470,7 @@ class StretchReplay:
                 "push_first_undone": self.lane.pushes.first_undone, "reads_deferred": self.lane.deferrals,
                 "lane_measured": self.lane.measured, "lane_slot_reads": self.lane.slot_reads,
                 "steps_overlapped": self.lane.overlapped,
+                "steps_overlapped_undone": self.lane.overlaps_undone,
                 "lane_declined": dict(self.lane.declined),
                 "lane_left_why": dict(self.lane.left_why),
                 "draws_redone": self.x.draws.redone,

@@ -63,7 +63,7 @@ def test_a_read_that_fails_after_the_next_step_was_launched_takes_both_back(pool
     got, want, figures = beside_no_replay(pool, _overflowing_in_place, early_replay=False)
     assert got[0] == want[0] == [2, 3, 4, "OverflowError", 1] * (STEPS // 5)
     assert_bitwise(got[1], want[1])
-    assert figures["push_first_undone"] >= 1 and figures["steps_overlapped"] >= 1, figures
+    assert figures["push_first_undone"] >= 1 and figures["steps_overlapped_undone"] >= 1, figures
 
 
 @pytest.mark.parametrize("loop", [_two_draws, _graphed], ids=["two-draws", "generator-in-graphs"])
