@@ -60,11 +60,22 @@ def _moved(a: Any, session: Any) -> Any:
     return move_array(a, session, "K")
 
 
+def _host_number(obj: Any) -> Any:
+    """A NumPy number (``np.float32(lr)``) as its 0-d host array, which an upload sends as
+    data: as a literal it was a new key for each value, so a loop that uploads one each step
+    held a stretch a value and never replayed one step's again (docs/stretch-replay.md, "An
+    upload inside a held stretch"). Anything else as it is."""
+    if isinstance(obj, np.generic) and obj.dtype.kind in "biufc":
+        return np.asarray(obj)
+    return obj
+
+
 def asarray(a: Any, dtype: Any = None, order: Any = None, *, blocking: bool = False) -> Any:
     """``cupy.asarray``: host NumPy data is uploaded as one zero-copy frame."""
     session = active_session()
     if session.group is not None:
         a = _moved(a, session)
+    a = _host_number(a)
     if isinstance(a, nd.ndarray) and dtype is None and order in (None, "K", "A"):
         return a
     if isinstance(a, np.ndarray):
@@ -83,6 +94,7 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subo
         moved = _moved(obj, session)
         if moved is not obj:
             obj, copy = moved, None   # (already a new array here: copy only to convert)
+    obj = _host_number(obj)
     if isinstance(obj, nd.ndarray) and copy is not True and ndmin <= obj.ndim and obj._fits(dtype, order):
         return obj   # no copy needed: CuPy returns the array itself
     if isinstance(obj, np.ndarray):

@@ -107,6 +107,30 @@ def test_a_step_that_uploads_its_minibatch_is_one_stretch_replayed_through_graph
     assert messages[0] == 8 and messages[1] == 8 and messages[3] == 8
 
 
+@pytest.mark.parametrize("kind", [np.float32, np.float64, np.int32, np.complex64, np.bool_])
+def test_a_numpy_number_uploaded_each_step_is_data_of_one_stretch(sessions, kind):
+    """``cupy.asarray(np.float32(lr))`` and ``cupy.array(np.int32(k), ndmin=1)`` each step,
+    its value changing: uploaded as a 0-d array's data, not a literal of the stretch's key,
+    so the step is one held stretch answered from its template (a literal made a stretch a
+    value, none replayed); the same 0-d arrays and values as the reference's."""
+    def loop(xp, session):
+        x = xp.arange(12, dtype=xp.float32)
+        out = []
+        for step in range(STEPS):
+            value = kind(step % 5 + 1)
+            scale = xp.asarray(value)
+            shifted = xp.array(value, ndmin=1)
+            out.append(float(((x * scale).real.astype(xp.float32) + shifted.real).sum()))
+        # (the arrays as CuPy makes them: 0-d and 1-d, of the number's dtype)
+        out += [scale.ndim, shifted.ndim, np.dtype(scale.dtype).num, np.dtype(shifted.dtype).num]
+        return out
+    figures = _run(sessions, loop)
+    fast, nofast, off, python = figures
+    for held in (fast, nofast, python):
+        assert held["replays"] >= FAST and held["not_graphed"] == 0, held
+    assert off.get("replays", 0) == 0
+
+
 def test_the_host_array_may_be_written_again_once_uploaded(sessions):
     """CuPy copies an upload at once: the loop refills and then spoils one host buffer
     each step, after its upload and before the step's read, and loses nothing."""
