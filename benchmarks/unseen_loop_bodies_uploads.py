@@ -4,8 +4,8 @@ upload is an op of its stretch, its data a frame of the replay's message, and th
 lane runs the step when its message comes (docs/stretch-replay.md, "An upload inside a held
 stretch"). Each is written as a notebook's user would, with the edges an upload has: the
 stretch's first op, two a step, one kept past its step or written in place, another dtype or
-shape now and then, a host buffer refilled, a boolean mask, a 0-d array, one over 16 KiB
-beside a small one, a loop with no read.
+shape now and then, a host buffer refilled, a boolean mask, a 0-d array, a NumPy number, one over
+16 KiB beside a small one, a loop with no read.
 """
 
 from __future__ import annotations
@@ -151,6 +151,20 @@ def zero_d_reading(xp, n):
     return out
 
 
+def numpy_number_learning_rate(xp, n):
+    """A learning rate kept as a NumPy number on the host and uploaded each step
+    (``xp.asarray(np.float32(lr))``), decayed between steps; the update's norm read."""
+    w = xp.linspace(-1, 1, 64, dtype=xp.float32)
+    lr = np.float32(0.5)
+    out = []
+    for _ in range(n):
+        rate = xp.asarray(lr)
+        w = w - rate * (w * w * w)
+        out.append(fbits(float(xp.abs(w).max())))
+        lr = np.float32(lr * np.float32(0.97))
+    return out + [host(xp, w)]
+
+
 def large_and_small_upload(xp, n):
     """An upload over 16 KiB (sent at once, zero-copy) and a small one in the same step."""
     rng = np.random.default_rng(28)
@@ -187,6 +201,7 @@ PROGRAMS: dict[str, tuple[Callable, int, bool]] = {
         (host_buffer_refilled, 60, True),
         (boolean_mask_uploaded, 60, True),
         (zero_d_reading, 60, True),
+        (numpy_number_learning_rate, 60, True),
         (large_and_small_upload, 60, True),
         (no_read_in_the_loop, 60, True),
     ]}
