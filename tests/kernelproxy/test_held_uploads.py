@@ -335,6 +335,14 @@ def _lane_answers(session) -> int:
     return session.memory_info()["stretches"]["lane"]
 
 
+def _lane_figures(session) -> dict:
+    """The worker's lane figures and the client's, for an assertion's message."""
+    worker = session.memory_info()["stretches"]
+    return {**{k: worker.get(k) for k in ("lane", "lane_armed", "lane_left", "lane_left_why",
+                                          "lane_declined", "replays", "graphed")},
+            "client": _figures(session)}
+
+
 def _minibatch_loop(steps: int, change_at: int | None = None, keep: bool = False):
     """``replay_sync.py``'s ``minibatch_step`` as a loop (its weights written in place each
     step, its indices uploaded): at *change_at* a shorter minibatch; *keep*: every step's
@@ -437,7 +445,7 @@ def test_a_lane_step_whose_data_frame_is_dropped_is_refused_and_the_loop_goes_on
         for step in range(120):
             if step == 60:   # (asked between two steps: a run under way would fall back)
                 before = _lane_answers(session)
-                assert before >= 20, before
+                assert before >= 20, _lane_figures(session)
             picked = rng.integers(0, 64, 8)
             idx = cp.asarray(picked)
             value = (data[idx] * 2.0).sum()
@@ -447,8 +455,8 @@ def test_a_lane_step_whose_data_frame_is_dropped_is_refused_and_the_loop_goes_on
                     float(value)
                 continue
             np.testing.assert_allclose(float(value), (host[picked] * 2.0).sum(), rtol=1e-5)
-        assert state["dropped"] == 1
-        assert _lane_answers(session) >= before + 20
+        assert state["dropped"] == 1, state
+        assert _lane_answers(session) >= before + 20, (before, _lane_figures(session))
     finally:
         session.link.send = real_send
         session.close()
