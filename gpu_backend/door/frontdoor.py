@@ -57,6 +57,10 @@ __all__ = ["FrontDoor"]
 
 log = logging.getLogger("gpu_backend.door.frontdoor")
 
+#: ends the log need not say one by one: a close its worker heard before the door did (the
+#: worker's reason), the pool's own stop, a stop the door ordered (said where ordered)
+QUIET_ENDS = frozenset({"closed by the client", "the pool stopped", "stopped by the pool"})
+
 #: How long a hello may wait for a warm worker before it is refused.
 HELLO_TIMEOUT = 120.0
 #: The largest request the front door reads (bytes; a hello is a few hundred).
@@ -275,9 +279,15 @@ class FrontDoor(SessionWorkers, ClientRequests):
                 log.error("worker for %s exited (code %s) before it was ready", worker.device, code)
 
     def _end(self, session: Session, reason: str) -> None:
-        """Forget a session and keep its summary in ``status()["ended"]`` (the last 50)."""
+        """Forget a session and keep its summary in ``status()["ended"]`` (the last 50). One
+        its client did not close (its worker killed, its lease expired, its host lost, its
+        user removed) is said in the log, why and whose: the pool's log said nothing of such
+        ends, which only the session's own heartbeat heard (docs/fair-share.md, "The lost
+        session found")."""
         if self.sessions.pop(session.sid, None) is None:
             return
+        if not session.closing and reason not in QUIET_ENDS:
+            log.warning("session %s of %s ended: %s", session.sid, session.user, reason[:300])
         self.usage.close_session(session.sid, reason, session.usage)
         if session.worker.session is session:   # (not a parked session's old worker)
             arbiter = self.hosts.arbiter_of(session.worker.device)
@@ -459,8 +469,7 @@ class FrontDoor(SessionWorkers, ClientRequests):
     def _expire_leases(self) -> None:
         deadline = time.monotonic() - self.settings.lease_timeout
         for session in list(self.sessions.values()):
-            if session.last_seen < deadline:
-                log.info("session %s lease expired", session.sid)
+            if session.last_seen < deadline:   # (said in the log by _end)
                 self._end_and_stop(session, "lease expired")
 
     def run(self) -> None:

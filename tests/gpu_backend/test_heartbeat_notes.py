@@ -104,3 +104,34 @@ def test_malformed_requests_are_said_in_the_log_one_line_at_most_every_interval(
     assert malformed.line() is None   # (none since)
     malformed.note(ProtocolError("front-door messages are maps"))
     assert "refused 1 malformed requests" in malformed.line()
+
+
+def test_a_session_its_client_did_not_close_is_said_in_the_pools_log(caplog):
+    """A session whose worker was killed (say, by the kernel's OOM killer) ends in the pool's
+    log, whose and why; sessions their clients close, on either transport, say nothing
+    there. Real pool, real worker processes."""
+    import os
+    import signal
+
+    from ..waiting import until
+
+    caplog.set_level(logging.WARNING, logger="gpu_backend.door.frontdoor")
+    with LocalPool(devices="cpu", spare_workers=0) as pool:
+        for address in (pool.address, pool.tcp_address):
+            closed = kernelproxy.connect(address, pool.token)
+            assert int(module_for(closed).arange(4).sum()) == 6
+            closed.close()
+        assert until(lambda: not pool.door.sessions, 30)
+        assert not [r for r in caplog.records if "ended:" in r.getMessage()], [r.getMessage() for r in caplog.records]
+        killed = kernelproxy.connect(pool.address, pool.token)
+        try:
+            worker = next(w for w in list(pool.door.host.workers.values())
+                          if w.session is not None and w.session.sid == killed.id)
+            os.kill(worker.process.pid, signal.SIGKILL)
+            assert until(lambda: killed.id not in pool.door.sessions, 30)
+        finally:
+            killed.close()
+    said = [r.getMessage() for r in caplog.records if "ended:" in r.getMessage()]
+    assert len(said) == 1 and killed.id in said[0], said
+    assert "worker ended" in said[0] or "worker exited" in said[0], said   # (its channel
+    # closed, or its process reaped, first)
