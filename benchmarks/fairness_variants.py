@@ -36,6 +36,9 @@ _FLAGS = {
     "nolane": ("GPUWB_STEADY_LANE", "0"),
     # no reply pushed before its message comes (worker/pushed_replies.py), as before run 132
     "nopush": ("GPUWB_PUSH", "0"),
+    # a device-bound step read before the next is launched (worker/lane_overlap.py), as
+    # before run 267
+    "nooverlap": ("GPUWB_OVERLAP_STEPS", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside
