@@ -505,15 +505,9 @@ class StretchGraphs:
                                 g.copies.capture_out(tools, g.pblock, g.phost,
                                                      params_size + COPY_ROW_BYTES * rows_in,
                                                      kept, g.env, at, self.array_type)
-                    except _CaptureRefused as refused:
-                        state.eager.add(refused.index)
-                        complete = False
-                        g.copies.refused(at)
-                        self._undraw(drawn)
-                        self._unplace(g, seg.ops)
-                        self._run_eager(seg.ops, g, first, params, handout, results, live=False)
-                        continue
-                    except Exception:   # ended with an invalidated capture: which op is unknown
+                    except Exception as refused:   # (an op refused, named; or a capture
+                        if isinstance(refused, _CaptureRefused):   # that ended invalidated:
+                            state.eager.add(refused.index)         # which op is unknown)
                         complete = False
                         g.copies.refused(at)
                         self._undraw(drawn)

@@ -42,7 +42,7 @@ __all__ = ["LaneOverlap"]
 
 class LaneOverlap:
     """The steady lane's two steps in flight, mixed into SteadyLane (its ``x``, ``plan``,
-    ``_run_ahead`` and ``_next``): ``overlap`` (``GPUWB_OVERLAP_STEPS``) and ``overlapped``
+    ``batch_ended``, ``_run_ahead`` and ``_next``): ``overlap`` (``GPUWB_OVERLAP_STEPS``) and ``overlapped``
     (how many steps were launched before the step before them was read, that step's reply
     then pushed: ``steps_overlapped``) are its."""
 
@@ -52,19 +52,16 @@ class LaneOverlap:
         :meth:`after_launched` once they are pushed). Whether it was: where not, nothing
         was done, and the reads, the push and SteadyLane.after_reply go as ever."""
         x = self.x
-        pacer = x.pacer
         if not self.overlap or plan.turn is not None or plan.now or plan.early or plan.eager \
                 or plan.held.draws or plan.graph.draws or ahead.measured_from is not None \
-                or (plan.reads and ahead.read_slots is None) or not pacer.alone_now():
+                or (plan.reads and ahead.read_slots is None) or not x.pacer.alone_now():
             return False
         if plan.reads and plan.read_slots_next is None:   # (the slots the next step's read
             graphs = x.replay.graphs                          # graph copies into)
             plan.read_slots_next = read_slots(graphs.tools, plan.reads, graphs.array_type)
             if plan.read_slots_next is None:
                 return False
-        x._ended = None   # (the executor's end of batch, as SteadyLane.after_reply)
-        pacer.end_unlaunched(x.more_work)
-        x.phases.mark("lane_unlaunched")
+        self.batch_ended()
         if not self._run_ahead(plan, overlapping=True):
             return False
         x.phases.mark("lane_overlapped")

@@ -425,16 +425,22 @@ class SteadyLane(LaneArming, LaneOverlap):
         return None if failed else values
 
     # ------------------------------------------------------------ after the reply
+    def batch_ended(self) -> None:
+        """The executor's end of the batch just answered (as Executor.after_reply), before
+        the next replay is run ahead."""
+        x = self.x
+        x._ended = None
+        x.pacer.end_unlaunched(x.more_work)
+        x.phases.mark("lane_unlaunched")
+
     def after_reply(self, plan: LanePlan) -> None:
         """After the reply to the plan's message: the executor's end of batch, then the next
         replay run ahead by the plan's calls (the generic path where it may not be), and the
         plan kept for the message after."""
         x = self.x
-        x._ended = None   # (the executor's end of batch, as Executor.after_reply)
+        self.batch_ended()
         pacer = x.pacer
-        pacer.end_unlaunched(x.more_work)
         mark = x.phases.mark   # (its parts, where the worker times its phases: program_phases.py)
-        mark("lane_unlaunched")
         run = x.replay.ahead
         if plan.now:   # (its next replay runs when its message comes, with its data: take)
             plan.ahead = None
@@ -633,15 +639,12 @@ class SteadyLane(LaneArming, LaneOverlap):
                     mark("lane_eager")
             if g.uploads_in:   # (their places written again once these launches pass)
                 g.uploads_read = tools.mark()
-            read_mark = None
+            overlaps = plan.read_slots_next is not None   # (two read graphs taking turns:
+            if overlaps:                                      # the step before's may be unread)
+                plan.read_slots, plan.read_slots_next = plan.read_slots_next, plan.read_slots
             if plan.read_slots is not None:   # (its closing reads' values copied out: lane_reads)
-                if plan.read_slots_next is not None:   # (two read graphs taking turns: the
-                    plan.read_slots, plan.read_slots_next = \
-                        plan.read_slots_next, plan.read_slots   # step before's may be unread)
-                    launch(plan.read_slots.graph)
-                    read_mark = tools.mark()
-                else:
-                    launch(plan.read_slots.graph)
+                launch(plan.read_slots.graph)
+            read_mark = tools.mark() if overlaps else None
             for n in plan.eager_kept:   # (its new array the client's, as StretchGraphs._finish)
                 array = source = eager_array_out(g, n, handout[n])
                 if array is None:   # (written after, in the graphs' buffer: copied from it)
