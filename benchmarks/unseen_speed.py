@@ -18,7 +18,8 @@ warm-up each (kernels compiled, stretches held), then ``--rounds`` rounds altern
 side goes first, each timed to the device's end (``session.sync(device=True)``, the local
 stream synchronised). The ratio is the proxy's median over local's. The last results are
 compared bit for bit (the campaign's own comparison); a program NumPy does not define the
-same (the pool's draws are CuPy's) is compared only against CuPy.
+same (the pool's draws are CuPy's) is compared only against CuPy. A program the local module
+cannot run (an argument CuPy does not take) is listed, not timed, and is no failure.
 
 Prints a line per program, the table by ratio (the worst first, with how its messages were
 served: replays, the worker's steady lane, pushes, the client's fast path), the count at
@@ -80,6 +81,9 @@ def run_program(pool, name: str, rounds: int, local, comparable: bool, timeout: 
             for side in order:
                 xp, s = sides[side]
                 status, value, seconds = timed(fn, n, xp, s, timeout)
+                if status != "ok" and side == "local":   # (a program of CuPy's alone, or
+                    row["local_cannot"] = f"{status}: {value}"   # of NumPy's: not timed)
+                    return row
                 if status != "ok":
                     row["problems"].append(f"{side} {status}: {value}")
                     return row
@@ -189,7 +193,8 @@ def main(argv=None) -> int:
                                   args.timeout)
             rows.append(row)
             shown = (f"{row['ratio']:.2f}x ({row['proxy_ms']:.2f} / {row['local_ms']:.2f} ms)"
-                     if "ratio" in row else "not timed")
+                     if "ratio" in row else "not timed: " + row.get("local_cannot", "a problem")
+                     .split("\n")[0] if "local_cannot" in row else "not timed")
             print(f"{name:36s} {shown}", flush=True)
             for problem in row["problems"]:
                 print("    " + problem.replace("\n", "\n    "), flush=True)
@@ -197,9 +202,12 @@ def main(argv=None) -> int:
     print()
     print(table(rows, stats, local_kind))
     failed = [r["program"] for r in rows if r["problems"]]
+    untimed = [r["program"] for r in rows if "local_cannot" in r]
     print(f"\n{len(rows)} programs, {len(failed)} with problems: {', '.join(failed) or 'none'}")
+    print(f"the local module cannot run {len(untimed)}: {', '.join(untimed) or 'none'}")
     print(f"{time.perf_counter() - started:.1f} s in all")
-    emit({**result, "summary": stats, "programs": rows, "with_problems": failed}, args.json)
+    emit({**result, "summary": stats, "programs": rows, "with_problems": failed,
+          "local_cannot": untimed}, args.json)
     return 1 if failed else 0
 
 

@@ -7,17 +7,17 @@ keeps (its plan, the messages read, the ring, the counts)."""
 from __future__ import annotations
 
 from .lane_messages import Reshaped
-from .lane_plans import LanePlan, make_plan
+from .lane_plans import MOVES, LanePlan, make_plan
 
 __all__ = ["LaneArming", "COOL", "TURNS_MOST"]
 
 #: replays served by the generic path before the lane tries again where two did not step
 #: (reading a message's layout costs about what serving it does)
 COOL = 16
-#: the most stretches taking turns the lane serves (a loop that reads twice or three times
-#: a step: its loss, then its accuracy; docs/stretch-replay.md, "Stretches taking turns in
-#: the lane")
-TURNS_MOST = 3
+#: the most messages a round of stretches taking turns may take in the lane (a loop that
+#: reads its loss, then its accuracy; one that reads eight sums a step: docs/stretch-replay.md,
+#: "Stretches taking turns in the lane"); its last 2 * TURNS_MOST messages are kept
+TURNS_MOST = 8
 
 
 class _Lagging(Exception):
@@ -97,18 +97,24 @@ class LaneArming:
         self._lagging = 0
 
     def _period(self) -> int:
-        """How many stretches take turns in the last messages: 1 where the last two are one
-        stretch's (or too few are known to say: the lane's first reading, as ever), else the
-        least *p* of TURNS_MOST whose last 2*p messages' stretches go round by *p*; 0: none."""
+        """How many messages a round of the loop takes in the last messages: 1 where the
+        last two are one stretch's and nothing says it is a longer round's (too few are
+        known to say: the lane's first reading, as ever; or the last three are that
+        stretch's), else the least *p* of TURNS_MOST whose last 2*p messages' stretches go
+        round by *p*, not all one; 0: none. A stretch may come more than once in a round
+        (a step that reads ``int(a.sum())`` and ``int(b.sum())`` sends one stretch twice,
+        its inputs apart): each place of the round is a plan of its own."""
         turns = self._turns
         n = len(turns)
-        if n < 2 or turns[-1][1][0] == turns[-2][1][0]:
+        if n < 2:
+            return 1
+        sids = [past[0] for _body, past in turns]
+        if sids[-1] == sids[-2] and (n == 2 or sids[-3] == sids[-1]):
             return 1
         for p in range(2, TURNS_MOST + 1):
             if n < 2 * p:
                 return 0
-            sids = [past[0] for _body, past in list(turns)[-2 * p:]]
-            if sids[:p] == sids[p:] and len(set(sids[:p])) == p:
+            if sids[-2 * p:-p] == sids[-p:] and len(set(sids[-p:])) > 1:
                 return p
         return 0
 
@@ -138,8 +144,16 @@ class LaneArming:
             if (i or generic is None) and run._runnable(plan.sid, plan.graph, plan.outs, True) is None:
                 return None
             plans.append(plan)
+        sids = [plan.sid for plan in plans]
         for n, plan in enumerate(plans):
             plan.turn = (n + 1) % period
+            if sids.count(plan.sid) > 1:
+                # (one stretch at two places of the round, its inputs apart: its graphs'
+                # copy rows are the last place's, so an input the same array as at this
+                # place's last run is no longer theirs — bound again at every run, as a
+                # loop-carried one is. Left kept, ``int(a.min())`` then ``int(c.min())``
+                # read ``c`` of the step before at ``a``'s place: a wrong value)
+                plan.bound = [(i, d, MOVES) for i, d, _had in plan.bound]
         first = plans[0]
         if generic is None:
             # (none: the generic path declines a follower whose message is already waiting,

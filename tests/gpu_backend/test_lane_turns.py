@@ -224,3 +224,87 @@ def test_a_replay_set_up_ahead_is_forgotten_once_the_lane_runs_its_stretch(pool)
         got, want, figures = beside_no_replay(pool, _an_in_place_write_between_turns)
         assert_bitwise(got, want)
     assert figures["lane_turns"] >= 1, figures
+
+
+def _eight_reads_a_step(cp):
+    """A step that reads eight values, as a loop printing its statistics does: the sums of two
+    wrapping integer arrays, their extremes and an element, eight messages a round, two of
+    them one stretch with other inputs (``int(a.min())``, ``int(c.min())``), ``c`` a step's
+    new array (found by benchmarks/unseen_speed.py: ``int8_uint16_wraparound`` never in the
+    lane, when the lane served rounds of three stretches at most, each once)."""
+    a = cp.arange(-64, 64, dtype=cp.int16)
+    b = cp.arange(0, 128, dtype=cp.int32) * 7
+    out = []
+    for _ in range(STEPS):
+        a += 3
+        b = b * 3 % 1001
+        c = a * -1
+        out.append((int(a.sum()), int(b.sum()), int(a.min()), int(c.min()), int(b.max()),
+                    int(b[5]), int((a + b).sum()), float((b / 7).mean())))
+        time.sleep(PAUSE)
+    return out + [a.get(), b.get()]
+
+
+def _one_stretch_twice_a_round(cp):
+    """Two arrays stepped by the same ops and read one after the other, then a read of both:
+    a round of three messages whose first two are one stretch's, its inputs apart — the last
+    two messages one stretch's, which is not yet a loop of that stretch alone."""
+    a = cp.linspace(0, 1, 200, dtype=cp.float32)
+    b = cp.linspace(1, 2, 200, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        a = a * 0.9 + 0.05
+        out.append(float(a.sum()))
+        b = b * 0.9 + 0.05
+        out.append(float(b.sum()))
+        out.append(float((a - b).max()))
+        time.sleep(PAUSE)
+    return out + [a.get(), b.get()]
+
+
+def test_a_step_that_reads_eight_values_is_served_in_the_lane(pool):
+    got, want, figures = beside_no_replay(pool, _eight_reads_a_step)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] >= 1, figures
+    assert figures["lane"] >= STEPS, figures   # (of 8 x STEPS messages)
+
+
+def test_one_stretch_twice_in_a_round_is_two_places_of_the_ring(pool):
+    got, want, figures = beside_no_replay(pool, _one_stretch_twice_a_round)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] >= 1, figures
+    assert figures["lane"] >= STEPS // 2, figures
+
+
+def _one_writing_stretch_twice_a_round(cp):
+    """Two arrays written in place by the same ops under scalars of their own (a parameter
+    apart) and read one after the other, then a read of both: the written values copied back
+    into the array of each place, not into the other's."""
+    a = cp.linspace(0, 1, 256, dtype=cp.float32)
+    b = cp.linspace(1, 2, 256, dtype=cp.float32)
+    out = []
+    for i in range(STEPS):
+        a *= 0.97
+        a += 0.01 * (i % 5)
+        out.append(float(a.max()))
+        b *= 0.98
+        b += 0.02 * (i % 3)
+        out.append(float(b.max()))
+        out.append(float((a * b).sum()))
+        time.sleep(PAUSE)
+    return out + [a.get(), b.get()]
+
+
+def test_one_writing_stretch_twice_in_a_round_writes_each_place_back(pool):
+    got, want, figures = beside_no_replay(pool, _one_writing_stretch_twice_a_round)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] >= 1, figures
+
+
+def test_one_writing_stretch_twice_in_a_round_committed_ahead(tmp_path):
+    """The same loop with every writing step committed ahead (GPUWB_COMMIT_WRITES=always):
+    each place's values kept aside and written back are its own."""
+    with pool_running_ahead("none", GPUWB_COMMIT_WRITES="always") as committing:
+        got, want, figures = beside_no_replay(committing, _one_writing_stretch_twice_a_round)
+    assert_bitwise(got, want)
+    assert figures["lane_turns"] >= 1, figures
