@@ -76,7 +76,10 @@ def run_program(pool, name: str, rounds: int, local, comparable: bool, timeout: 
         sides = {"local": (local, None), "proxy": (module_for(session), session)}
         times: dict[str, list] = {"local": [], "proxy": []}
         last: dict[str, object] = {}
+        counted = None   # (the session's messages and replays, from the first timed round)
         for turn in range(rounds + 1):   # (the first a warm-up, untimed)
+            if turn == 1:
+                counted = (session._batch, _replays(session))
             order = ("local", "proxy") if turn % 2 == 0 else ("proxy", "local")
             for side in order:
                 xp, s = sides[side]
@@ -99,6 +102,15 @@ def run_program(pool, name: str, rounds: int, local, comparable: bool, timeout: 
         row["served"] = {"replays": worker.get("replays", 0), "lane": worker.get("lane", 0),
                          "pushed": worker.get("pushed", 0), "ahead": worker.get("ahead", 0),
                          "fast": client.get("fast", 0), "released": client.get("released", 0)}
+        # (a timed iteration's messages, and of them replays of held stretches: a message
+        # that is no replay is a round trip the generic path serves)
+        runs = rounds * n
+        row["messages_an_iteration"] = round((session._batch - counted[0]) / runs, 3)
+        row["replays_an_iteration"] = round((_replays(session) - counted[1]) / runs, 3)
+        row["why"] = {"held": client.get("held", 0), "refused": client.get("refused", 0),
+                      "not_graphed": client.get("not_graphed", 0),
+                      "lane_left": worker.get("lane_left_why", {}),
+                      "lane_declined": worker.get("lane_declined", {})}
         if comparable or numpy_too:
             diff = first_difference(last["proxy"], last["local"])
             row["equal"] = diff is None
@@ -112,6 +124,11 @@ def run_program(pool, name: str, rounds: int, local, comparable: bool, timeout: 
         except Exception:  # noqa: BLE001
             pass
     return row
+
+
+def _replays(session) -> int:
+    """The replays of held stretches the session's client has had answered."""
+    return session.stretches.replays if session.stretches is not None else 0
 
 
 def summary(rows: list) -> dict:
@@ -134,12 +151,14 @@ def summary(rows: list) -> dict:
 
 def table(rows: list, stats: dict, local_kind: str) -> str:
     lines = [f"{'program':36s} {'campaign':13s} {'iters':>5s} {'local ms':>9s} {'proxy ms':>9s} "
-             f"{'x local':>7s}  served (replays lane pushed ahead fast released)"]
+             f"{'x local':>7s} {'msgs/it':>7s} {'replays':>7s}  served (replays lane pushed "
+             f"ahead fast released)"]
     timed_rows = sorted((r for r in rows if "ratio" in r), key=lambda r: -r["ratio"])
     for r in timed_rows:
         s = r["served"]
         lines.append(f"{r['program']:36s} {r['campaign']:13s} {r['iterations']:5d} "
-                     f"{r['local_ms']:9.2f} {r['proxy_ms']:9.2f} {r['ratio']:7.2f}  "
+                     f"{r['local_ms']:9.2f} {r['proxy_ms']:9.2f} {r['ratio']:7.2f} "
+                     f"{r['messages_an_iteration']:7.2f} {r['replays_an_iteration']:7.2f}  "
                      f"{s['replays']} {s['lane']} {s['pushed']} {s['ahead']} {s['fast']} "
                      f"{s['released']}")
     lines.append("")
