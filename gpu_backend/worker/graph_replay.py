@@ -46,7 +46,7 @@ from . import kept_views
 from .objects import graphed_draw, run_object_call
 from ..protocol.stretch_records import instances_in, slots_in
 from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
-from .transfers import frame_array, run_upload
+from .transfers import frame_array, run_download, run_upload
 
 __all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
 
@@ -71,6 +71,9 @@ _KERNEL = m.KIND_KERNEL
 #: an upload: its data each replay's own frame (ReplayEntry.frames), made an array between
 #: the graphs (eager_ops.eager_by_nature); a streamed one (chunks) is never in a graph
 _UPLOAD = m.KIND_UPLOAD
+#: a download (``x.get()``, ``cupy.asnumpy(x)``) closing a stretch: one of its closing reads,
+#: made when the reply goes, its data a frame of that reply (_run_eager)
+_DOWNLOAD = m.KIND_DOWNLOAD
 #: A ufunc's keywords that decide the loop its scalars are cast for (``dtype=``): a call
 #: given one with a parameter runs eagerly, given the replay's value, as the user's does.
 _CASTING_KEYWORDS = frozenset({"dtype", "signature", "casting"})
@@ -109,6 +112,13 @@ class _Shape:
             if item.kind == _UPLOAD:
                 if len(item.args) != 1 or item.want != _ARRAY or item.out is None:
                     self.graphable = False   # (streamed in chunks: re-run from its records)
+                continue
+            if item.kind == _DOWNLOAD:   # (a closing read: eager_by_nature, _reads_from)
+                if item.want != _VALUE or item.out is not None or item.args or item.kwargs:
+                    self.graphable = False
+                for slot in slots_in(item.target):
+                    if slot.kind == "i" and slot.n not in self.used:
+                        self.used.append(slot.n)
                 continue
             if item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE, _OBJECT, _KERNEL) \
                     or type(item.name) is not str \
@@ -875,6 +885,9 @@ class StretchGraphs:
                 target, args, kwargs = resolve(op.target), resolve(op.args), resolve(op.kwargs)
                 if g.writing is not None:
                     self._note_writes(g, op, target, args, kwargs)
+                if op.kind == _DOWNLOAD:   # (its data a frame of the reply, of its own bytes)
+                    run_download(x, x.seq, target, results, self._apart)
+                    continue
                 if op.kind == _OBJECT:
                     result = run_object_call(x, op.name, target, None, args, kwargs, op.want)
                 elif op.kind == _UPLOAD:
@@ -913,6 +926,12 @@ class StretchGraphs:
             # so that it is copied, not overwritten by the next replay under the client)
             handout[slot] = result if result is not kept else result[...]
         return live
+
+    def _apart(self, a: Any) -> Any:
+        """A device copy of *a*, a graph's buffer, for a download that goes after the reply."""
+        copy = self.tools.empty_like(a)
+        self.tools.copy_any(copy, a)
+        return copy
 
     def _plain_results(self, g: StretchGraph, slots: list) -> dict:
         """Of result *slots*, those whose buffers (the arrays their eager ops made at the

@@ -236,6 +236,10 @@ class StretchReplay:
                 if item.out is not None:
                     made[item.out.n] = item
                 continue
+            if item.kind == m.KIND_DOWNLOAD:   # (a closing read: it changes nothing; never
+                if not inputs_too:               # early, whose reply's frames the client
+                    return False                 # does not wait for)
+                continue
             if item.kind == m.KIND_KERNEL:
                 if not _kernel_changes_only(item, made, inputs_too):
                     return False

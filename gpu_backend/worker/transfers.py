@@ -59,20 +59,29 @@ def run_upload(executor: Any, seq: Any, dtype: Any, args: list, payload: Iterato
     return device.from_host(host) if make is None else make(host)
 
 
-def run_download(executor: Any, seq: Any, target: Any, results: BatchResults) -> None:
+def run_download(executor: Any, seq: Any, target: Any, results: BatchResults,
+                 owned: Any = None) -> None:
     """Download op *seq*: *target*'s entry in the reply, and its data as a frame after it, or
-    streamed after the reply where the device sends it in chunks."""
+    streamed after the reply where the device sends it in chunks. *owned*: where given,
+    ``owned(array)`` makes a device copy of *target* that nothing writes later — *target*
+    is a held stretch's buffer (worker/graph_replay.py), which the next replay, run ahead
+    after the reply, writes before a streamed download's chunks go; and a NumPy device's
+    frame is the array itself, which goes after the reply too (zero-copy over tcp)."""
     device = executor.device
     if not device.is_array(target):
         raise ProtocolError("a download needs an array handle")
     device.check_transfer("D2H")   # (a client's capture in progress: refused as CuPy does)
     chunks = device.download_chunks(target, executor.stream_from)
+    if chunks and owned is not None:
+        target = owned(target)
     executor.bytes_out += target.nbytes
     if chunks:  # sent after the reply, chunk by chunk (see Executor.take_streams)
         results.downloads.append([seq, codec.dtype_spec(target.dtype), list(target.shape), chunks])
         executor.streams.append(target)
         return
     host = device.to_host(target)
+    if owned is not None and host is target:   # (the NumPy device's own array: its bytes now)
+        host = host.copy()
     results.downloads.append([seq, codec.dtype_spec(host.dtype), list(host.shape)])
     # bfloat16 and structures go as bytes (NumPy exports no buffer of bfloat16)
     results.out_frames.append(host if host.dtype.kind != "V" else host.reshape(-1).view(np.uint8))
