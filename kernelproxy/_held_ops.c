@@ -330,6 +330,16 @@ operand_fits(PyObject *run, PyObject *session, PyObject *value, PyObject *code_a
     if (code == CODE_SCALAR) {
         if ((PyObject *)Py_TYPE(value) != arg)
             return 0;
+        if (arg == (PyObject *)&PyFloat_Type) {   /* a NaN is no parameter: is_param */
+            double d = PyFloat_AS_DOUBLE(value);
+            if (d != d)
+                return 0;
+        }
+        if (arg == (PyObject *)&PyComplex_Type) {
+            Py_complex c = PyComplex_AsCComplex(value);
+            if (c.real != c.real || c.imag != c.imag)
+                return 0;
+        }
         if (arg == (PyObject *)&PyLong_Type) {   /* an int too large is no parameter: is_param */
             int overflow = 0;
             PyLong_AsLongLongAndOverflow(value, &overflow);

@@ -544,8 +544,9 @@ class TemplateRun:
         if code == _RESULT:
             return type(value) is self._array and value._s is session and value._h == self.hids[arg]
         if code == _SCALAR:
-            if type(value) is not arg or (arg is int and not INT_PARAM_LOW <= value < INT_PARAM_HIGH):
-                return False   # (an int too large is no parameter: is_param)
+            if type(value) is not arg or (arg is int and not INT_PARAM_LOW <= value < INT_PARAM_HIGH) \
+                    or value != value:
+                return False   # (an int too large, a NaN, is no parameter: is_param)
             params.append(value)
             return True
         if code == _INPUT:

@@ -149,10 +149,22 @@ INT_PARAM_LOW, INT_PARAM_HIGH = -(1 << 63), 1 << 64
 
 
 def is_param(value: Any) -> bool:
-    """Whether *value*, an operand of a :data:`PARAM_OPERATORS` operator, is a parameter."""
+    """Whether *value*, an operand of a :data:`PARAM_OPERATORS` operator, is a parameter. A
+    NaN is not: CuPy given a NaN as a Python scalar makes every NaN of the result that
+    NaN's bits, given it as a 0-d array (a graph's parameter block) it keeps an element's
+    own NaN (``x + -nan`` on an H200, run 275: ``-nan`` against ``+nan`` where ``x`` holds a
+    NaN). A NaN goes as a literal of the stretch, keyed by its bits (kernelproxy/
+    stretch_key.py), and its graphs are given it as the op was."""
     t = type(value)
     if t is int:
         return INT_PARAM_LOW <= value < INT_PARAM_HIGH
+    if t is float:
+        return value == value
+    if t is complex:
+        return value == value
     if t in _PYTHON_SCALARS:
         return True
-    return isinstance(value, np.generic) and value.dtype.kind in "biufc"
+    if not isinstance(value, np.generic):
+        return False
+    kind = value.dtype.kind
+    return kind in "biu" or (kind in "fc" and value == value)

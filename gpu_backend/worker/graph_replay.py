@@ -105,6 +105,7 @@ class _Shape:
         self.writes = False
         #: each upload's place among the replay's data frames, by its op's index
         self.uploads: dict[int, int] = {index: k for k, index in enumerate(stretch.uploads)}
+        downloads = 0
         for item in stretch.items:
             if type(item) is Slot:
                 (self.input_frees.append(item.n) if item.kind == "i" else freed_results.add(item.n))
@@ -114,6 +115,7 @@ class _Shape:
                     self.graphable = False   # (streamed in chunks: re-run from its records)
                 continue
             if item.kind == _DOWNLOAD:   # (a closing read: eager_by_nature, _reads_from)
+                downloads += 1
                 if item.want != _VALUE or item.out is not None or item.args or item.kwargs:
                     self.graphable = False
                 for slot in slots_in(item.target):
@@ -131,6 +133,8 @@ class _Shape:
             for slot in slots_in((item.target, item.args, item.kwargs)):
                 if slot.kind == "i" and slot.n not in self.used:
                     self.used.append(slot.n)
+        if downloads and downloads == stretch.ops:   # (downloads alone: no graph has work
+            self.graphable = False                    # to do, its guards only to fail)
         self.alive = [n for n in range(stretch.outs) if n not in freed_results]
         #: the op that makes each result slot
         self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
