@@ -451,6 +451,20 @@ operand_fits(PyObject *run, PyObject *session, PyObject *value, PyObject *code_a
         PyObject *item = PyObject_CallMethodNoArgs(value, s_item);
         if (item == NULL)
             return -1;
+        /* a NaN is no parameter (is_param; not RichCompareBool, which takes an object
+           as equal to itself) */
+        int nan = 0;
+        if (PyFloat_Check(item)) {
+            double d = PyFloat_AS_DOUBLE(item);
+            nan = d != d;
+        } else if (PyComplex_Check(item)) {
+            Py_complex c = PyComplex_AsCComplex(item);
+            nan = c.real != c.real || c.imag != c.imag;
+        }
+        if (nan) {
+            Py_DECREF(item);
+            return 0;
+        }
         int failed = PyList_Append(params, item) < 0;
         Py_DECREF(item);
         return failed ? -1 : 1;

@@ -563,10 +563,13 @@ class TemplateRun:
             self.input_of[hid] = arg
             self._bound.append(arg)
             return True
-        # a NumPy scalar of the recorded dtype
+        # a NumPy scalar of the recorded dtype (not a NaN: is_param)
         if not isinstance(value, np.generic) or value.dtype.str != arg:
             return False
-        params.append(value.item())
+        item = value.item()
+        if item != item:
+            return False
+        params.append(item)
         return True
 
     def array_op(self, kind: str, name: Any, target: Any, args: tuple | list,

@@ -178,6 +178,7 @@ class GraphTools:
         self._copies_kernel = None
         self._products = None   # (CapturedProducts, made at the first product captured)
         self._slot_blocks: _SlotBlocks | None = None   # (read_slots' memory)
+        self._outer_allocator = None   # (the allocator outside retaining(), while inside it)
 
     # ------------------------------------------------------------ capture
     @contextlib.contextmanager
@@ -192,8 +193,23 @@ class GraphTools:
             kept.append(pointer)
             return pointer
 
-        with cp.cuda.using_allocator(malloc):
-            yield kept
+        outer, self._outer_allocator = self._outer_allocator, base
+        try:
+            with cp.cuda.using_allocator(malloc):
+                yield kept
+        finally:
+            self._outer_allocator = outer
+
+    @contextlib.contextmanager
+    def unretained(self) -> Iterator[None]:
+        """Inside :meth:`retaining`, allocations that are not the graph's (a download's
+        copies, made as a capture's replay closes: GraphReplay's ``_run_eager``) go to the
+        allocator outside it and are freed as usual; elsewhere, nothing changes."""
+        if self._outer_allocator is None:
+            yield
+            return
+        with self.cp.cuda.using_allocator(self._outer_allocator):
+            yield
 
     @contextlib.contextmanager
     def capturing(self) -> Iterator[list]:

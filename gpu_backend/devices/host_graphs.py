@@ -56,6 +56,11 @@ class HostGraphTools:
     def retaining(self) -> Iterator[Retained]:
         yield Retained()   # (host memory: nothing to keep apart)
 
+    @staticmethod
+    @contextlib.contextmanager
+    def unretained() -> Iterator[None]:
+        yield   # (nothing retained: cupy_graphs' allocations outside the graph's)
+
     @contextlib.contextmanager
     def capturing(self) -> Iterator[list]:
         result: list = []

@@ -837,6 +837,10 @@ class StretchGraphs:
         failed, warned or downloaded — nothing of the attempt is kept, and they are made
         when the client asks for the replay (:meth:`run_reads`), failing or warning there
         as ever. (A read changes nothing: made twice, it gives the same.)"""
+        if any(op.kind == _DOWNLOAD for seg in reads.segments for op in seg.ops):
+            return None   # (a download's frame, or its chunks queued to stream, go with the
+            # reply that asks for it: made here and thrown away, a streamed one's chunks
+            # went after a later reply, where the client read them as a reply)
         x = self.x
         results = BatchResults(x.table)
         seq, warned = x.seq, len(x._warnings)
@@ -889,8 +893,9 @@ class StretchGraphs:
                 target, args, kwargs = resolve(op.target), resolve(op.args), resolve(op.kwargs)
                 if g.writing is not None:
                     self._note_writes(g, op, target, args, kwargs)
-                if op.kind == _DOWNLOAD:   # (its data a frame of the reply, of its own bytes)
-                    run_download(x, x.seq, target, results, self._apart)
+                if op.kind == _DOWNLOAD:   # (its data a frame of the reply, of its own bytes;
+                    with self.tools.unretained():   # its copies not kept with a capture)
+                        run_download(x, x.seq, target, results, self._apart)
                     continue
                 if op.kind == _OBJECT:
                     result = run_object_call(x, op.name, target, None, args, kwargs, op.want)

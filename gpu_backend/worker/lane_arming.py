@@ -148,12 +148,16 @@ class LaneArming:
         for n, plan in enumerate(plans):
             plan.turn = (n + 1) % period
             if sids.count(plan.sid) > 1:
-                # (one stretch at two places of the round, its inputs apart: its graphs'
-                # copy rows are the last place's, so an input the same array as at this
-                # place's last run is no longer theirs — bound again at every run, as a
-                # loop-carried one is. Left kept, ``int(a.min())`` then ``int(c.min())``
-                # read ``c`` of the step before at ``a``'s place: a wrong value)
+                # (one stretch at two places of the round, its inputs and scalars apart: its
+                # graphs' copy rows and parameter block are the last place's, so an input the
+                # same array as at this place's last run is no longer theirs — bound again at
+                # every run, as a loop-carried one is — and its parameters are written again
+                # (SteadyLane._run_ahead). Left kept, ``int(a.min())`` then ``int(c.min())``
+                # read ``c`` of the step before at ``a``'s place, and ``a * 0.9`` then
+                # ``b * 0.8`` ran on each other's scalar: wrong values, the second found by
+                # a review)
                 plan.bound = [(i, d, MOVES) for i, d, _had in plan.bound]
+                plan.shared = True
         first = plans[0]
         if generic is None:
             # (none: the generic path declines a follower whose message is already waiting,

@@ -48,7 +48,7 @@ class LanePlan:
                  "int_steps",
                  "float_history",
                  "written", "eager_kept", "remade", "held", "read_slots", "turn", "now",
-                 "uploads", "read_slots_next")
+                 "uploads", "read_slots_next", "shared")
 
 
 def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> LanePlan | None:
@@ -205,6 +205,10 @@ def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> 
     #: first launched before the step before it is read (worker/lane_overlap.py); then the
     #: two take turns, each run ahead's into the other's slots
     plan.read_slots_next = None
+    #: its stretch is at another place of its ring of turns too (lane_arming._arm_turns):
+    #: its graphs' copy rows and parameter block are the last place's, so each run binds its
+    #: inputs and writes its parameters again
+    plan.shared = False
     #: the same reads as the generic path keeps them (StretchGraphs' _Reads), left with a
     #: run ahead of the lane's whose reads wait for the client's replay: the generic path
     #: makes them where it answers that run (the lane left)

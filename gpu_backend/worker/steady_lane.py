@@ -543,7 +543,7 @@ class SteadyLane(LaneArming, LaneOverlap):
         if not g.keeps(params):   # (a draw's scalar its graphs baked in would step: the
             del x._warnings[warned:]   # generic path captures it again, the draw eager)
             return self._decline("keeps")
-        stepping = plan.floats or plan.int_steps
+        stepping = plan.floats or plan.int_steps or plan.shared
         if stepping and not g.pvalues.write(params):   # (written where they changed)
             del x._warnings[warned:]
             return self._decline("params")

@@ -1,0 +1,104 @@
+"""One stretch at several places of a round served by the steady lane
+(lane_arming._arm_turns), each place with parameters of its own that do not step."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ..differential import assert_bitwise
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+
+STEPS = 60
+PAUSE = 0.002
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with pool_running_ahead("none") as p:
+        yield p
+
+
+def _two_places_constant_params_apart(cp):
+    """One stretch at two places of a round, each place its own constant scalars (parameters
+    that never step, apart between the places), then a read of both."""
+    a = cp.linspace(0, 1, 200, dtype=cp.float32)
+    b = cp.linspace(1, 2, 200, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        a = a * 0.9 + 0.05
+        out.append(float(a.sum()))
+        b = b * 0.8 + 0.25
+        out.append(float(b.sum()))
+        out.append(float((a - b).max()))
+        time.sleep(PAUSE)
+    return out + [a.get(), b.get()]
+
+
+def test_two_places_constant_params_apart(pool):
+    got, want, figures = beside_no_replay(pool, _two_places_constant_params_apart)
+    print(figures["lane"], figures["lane_turns"], figures["graphed"])
+    assert_bitwise(got, want)
+
+
+def _two_places_in_place_params_apart(cp):
+    """The same, the arrays written in place (``a *= s``) under constant scalars apart."""
+    a = cp.linspace(0, 1, 256, dtype=cp.float32)
+    b = cp.linspace(1, 2, 256, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        a *= 0.97
+        a += 0.01
+        out.append(float(a.max()))
+        b *= 0.5
+        b += 1.0
+        out.append(float(b.max()))
+        out.append(float((a * b).sum()))
+        time.sleep(PAUSE)
+    return out + [a.get(), b.get()]
+
+
+def test_two_places_in_place_params_apart(pool):
+    got, want, figures = beside_no_replay(pool, _two_places_in_place_params_apart)
+    print(figures["lane"], figures["lane_turns"], figures["graphed"])
+    assert_bitwise(got, want)
+
+
+def test_the_same_loops_without_the_lane_give_the_same():
+    """Control: the same loops with the steady lane off (GPUWB_STEADY_LANE=0) are exact."""
+    with pool_running_ahead("none", GPUWB_STEADY_LANE="0") as p:
+        for loop in (_two_places_constant_params_apart, _two_places_in_place_params_apart):
+            got, want, figures = beside_no_replay(p, loop)
+            assert_bitwise(got, want)
+            assert figures["lane"] == 0
+
+
+def _four_places_mixed(cp):
+    """One stretch at three places of a round of five (constant scalars apart at each, one
+    place's input the other's result), reads between."""
+    a = cp.linspace(0, 1, 128, dtype=cp.float32)
+    b = cp.linspace(1, 2, 128, dtype=cp.float32)
+    out = []
+    for i in range(STEPS):
+        a = a * 0.9 + 0.05
+        out.append(float(a.sum()))
+        b = b * 0.5 + 0.75
+        out.append(float(b.sum()))
+        c = a * 0.25 + 0.125
+        out.append(float(c.sum()))
+        out.append(float((a - b).max()))
+        out.append(int((c > 0.1).sum()))
+        time.sleep(PAUSE)
+    return out + [a.get(), b.get()]
+
+
+@pytest.mark.parametrize("variables", [{}, {"GPUWB_COMMIT_WRITES": "always"},
+                                       {"GPUWB_DEFER_READS": "always"}])
+@pytest.mark.parametrize("loop", [_two_places_constant_params_apart,
+                                  _two_places_in_place_params_apart, _four_places_mixed])
+def test_places_apart_under_settings(variables, loop):
+    with pool_running_ahead("none", **variables) as p:
+        got, want, figures = beside_no_replay(p, loop)
+    print(loop.__name__, variables, figures["lane"], figures["lane_turns"], figures["push_rolled"])
+    assert_bitwise(got, want)
