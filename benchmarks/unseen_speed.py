@@ -99,7 +99,8 @@ def run_program(pool, name: str, rounds: int, local, comparable: bool, timeout: 
         row["calls"] = {k: [round(t * 1e3, 3) for t in v] for k, v in times.items()}
         worker = dict(session.memory_info().get("stretches") or {})
         client = dict(session.stretches.figures()) if session.stretches is not None else {}
-        row["served"] = {"replays": worker.get("replays", 0), "lane": worker.get("lane", 0),
+        row["served"] = {"replays": worker.get("replays", 0), "graphed": worker.get("graphed", 0),
+                         "lane": worker.get("lane", 0),
                          "pushed": worker.get("pushed", 0), "ahead": worker.get("ahead", 0),
                          "fast": client.get("fast", 0), "released": client.get("released", 0)}
         # (a timed iteration's messages, and of them replays of held stretches: a message
@@ -151,15 +152,15 @@ def summary(rows: list) -> dict:
 
 def table(rows: list, stats: dict, local_kind: str) -> str:
     lines = [f"{'program':36s} {'campaign':13s} {'iters':>5s} {'local ms':>9s} {'proxy ms':>9s} "
-             f"{'x local':>7s} {'msgs/it':>7s} {'replays':>7s}  served (replays lane pushed "
-             f"ahead fast released)"]
+             f"{'x local':>7s} {'msgs/it':>7s} {'replays':>7s}  served (replays graphed lane "
+             f"pushed ahead fast released)"]
     timed_rows = sorted((r for r in rows if "ratio" in r), key=lambda r: -r["ratio"])
     for r in timed_rows:
         s = r["served"]
         lines.append(f"{r['program']:36s} {r['campaign']:13s} {r['iterations']:5d} "
                      f"{r['local_ms']:9.2f} {r['proxy_ms']:9.2f} {r['ratio']:7.2f} "
                      f"{r['messages_an_iteration']:7.2f} {r['replays_an_iteration']:7.2f}  "
-                     f"{s['replays']} {s['lane']} {s['pushed']} {s['ahead']} {s['fast']} "
+                     f"{s['replays']} {s['graphed']} {s['lane']} {s['pushed']} {s['ahead']} {s['fast']} "
                      f"{s['released']}")
     lines.append("")
     lines.append(f"{'campaign':14s} {'programs':>8s} {'<=0.5x':>6s} {'<=1.0x':>6s} "

@@ -30,6 +30,7 @@ def test_the_unseen_loops_are_timed_beside_the_local_module(tmp_path):
     assert timed["ratio"] > 0 and timed["equal"] is True
     # (its loop held and replayed: a session's defaults serve it from its template)
     assert timed["served"]["replays"] > 0 and timed["served"]["fast"] > 0, timed
+    assert timed["served"]["graphed"] > 0, timed
     assert rows["draws_changing_size"]["equal"] is None   # (NumPy's draws are not CuPy's)
     assert result["local_cannot"] == ["draws_float32"] and not result["with_problems"]
     assert result["summary"]["all"]["timed"] == 2
