@@ -92,6 +92,8 @@ class DeviceLease:
         self.patience = BATON_TIMEOUT        # ... and the longest to wait for it (seconds)
         #: the pacer's trace (GPUWB_PACING_TRACE), where the yields read are noted
         self.trace: list | None = None
+        #: grants taken (not one resent): the pacer traces each, read where it may be
+        self.grants = 0
         #: ``share`` (arbiter/share.py): the grant held is standing (launch beside the others
         #: until told; say when out of work), and whether this worker has said it is idle
         self.standing = False
@@ -136,6 +138,8 @@ class DeviceLease:
                     # on the device from here, and a done would tell it nothing)
                     self.release_open = False
                 self.alone = msg.get("a") is True
+                if not again:
+                    self.grants += 1
                 if not again:   # a grant resent (a second want crossed it) keeps its hand-over:
                     # the wait for the last holder's work, which the resent one does not name
                     self.grant = number if type(number) is int else None

@@ -175,6 +175,7 @@ class Pacer:
             record_pauses(self.trace)
             if lease is not None:
                 lease.trace = self.trace
+        self._grants_traced = 0   # (the lease's grants taken, as far as the trace has them)
         self._marked = 0                 # ops of this batch already in a segment
         #: host time the executor began its newest op (it sets this before each op): a
         #: segment's launches end there; an op that then waits for the device (a fetch)
@@ -522,6 +523,12 @@ class Pacer:
             else:
                 lease.busy_again()
         if lease.holding:
+            if self.trace is not None and lease.grants != self._grants_traced:
+                # (a grant read between batches, not while asking: traced as it is used. Left
+                # out, a session granted the device alone as it attached, or while idle, showed
+                # no grant at all in the trace: fairness_why's test saw it once under load)
+                self._grants_traced = lease.grants
+                self.trace.append((perf_counter(), "grant", lease.hand_over_at is not None))
             return True
         asked = perf_counter()
 
@@ -548,6 +555,7 @@ class Pacer:
             if counted:
                 self.waited += perf_counter() - asked
         if self.trace is not None:
+            self._grants_traced = lease.grants
             self.trace.append((perf_counter(), "grant", lease.hand_over_at is not None))
         self.harvest()
         if not drained and lease.hand_over_at is not None:
