@@ -110,6 +110,7 @@ def run_program(pool, name: str, rounds: int, local, comparable: bool, timeout: 
         row["replays_an_iteration"] = round((_replays(session) - counted[1]) / runs, 3)
         row["why"] = {"held": client.get("held", 0), "refused": client.get("refused", 0),
                       "not_graphed": client.get("not_graphed", 0),
+                      "never_graphed": worker.get("never_graphed", {}),
                       "lane_left": worker.get("lane_left_why", {}),
                       "lane_declined": worker.get("lane_declined", {})}
         if comparable or numpy_too:

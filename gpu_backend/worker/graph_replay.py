@@ -102,6 +102,8 @@ class _Shape:
         freed_results: set[int] = set()
         self.input_frees: list[int] = []
         self.graphable = True
+        #: why graphs cannot serve it, where they cannot (GraphState.never)
+        self.why_not = ""
         self.writes = False
         #: each upload's place among the replay's data frames, by its op's index
         self.uploads: dict[int, int] = {index: k for k, index in enumerate(stretch.uploads)}
@@ -113,11 +115,13 @@ class _Shape:
             if item.kind == _UPLOAD:
                 if len(item.args) != 1 or item.want != _ARRAY or item.out is None:
                     self.graphable = False   # (streamed in chunks: re-run from its records)
+                    self.why_not = self.why_not or "a streamed upload"
                 continue
             if item.kind == _DOWNLOAD:   # (a closing read: eager_by_nature, _reads_from)
                 downloads += 1
                 if item.want != _VALUE or item.out is not None or item.args or item.kwargs:
                     self.graphable = False
+                    self.why_not = self.why_not or "a download's form"
                 for slot in slots_in(item.target):
                     if slot.kind == "i" and slot.n not in self.used:
                         self.used.append(slot.n)
@@ -127,6 +131,9 @@ class _Shape:
                     or item.want not in (_ARRAY, _NONE, _VALUE) \
                     or (item.kind == _OBJECT and item.name in api.OBJECTS):
                 self.graphable = False
+                self.why_not = self.why_not or (
+                    f"an op of kind {item.kind}" if type(item.name) is not str
+                    else f"{item.name} (kind {item.kind})")
             if item.want == _NONE or "out" in item.kwargs or "output" in item.kwargs or (
                     item.kind == _KERNEL and kernel_writes(item) != frozenset()):
                 self.writes = True   # (a user's kernel may write any array it is given)
@@ -135,6 +142,7 @@ class _Shape:
                     self.used.append(slot.n)
         if downloads and downloads == stretch.ops:   # (downloads alone: no graph has work
             self.graphable = False                    # to do, its guards only to fail)
+            self.why_not = "downloads alone"
         self.alive = [n for n in range(stretch.outs) if n not in freed_results]
         #: the op that makes each result slot
         self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
@@ -181,6 +189,9 @@ class StretchGraphs:
         #: each held stretch's standing with graphs, by its id
         self.states: dict[int, GraphState] = {}
         self.evictions = 0    # times every graph was dropped for an op out of memory
+        #: stretches let go that graphs never served, by why (GraphState.never): with those
+        #: held now, the figure ``never_graphed``
+        self.never_gone: dict[str, int] = {}
         #: ops run eagerly between a replay's graphs, all replays together (a product, a
         #: draw, a read: eager_ops.py; a capture's refusal); the steady lane's own run ahead
         #: is not counted
@@ -215,7 +226,8 @@ class StretchGraphs:
         shape.int_results = int_results
         remade = kept_views.judge(stretch, shape.alive, shape.maker, arrays,
                                   lambda a: self.x.device.memory_span(a)[1])
-        self.states[sid] = GraphState(shape, shape.remake(remade))
+        self.states[sid] = GraphState(shape, shape.remake(remade),
+                                      "a kept view no remake serves" if remade is None else shape.why_not)
 
     def servable(self, sid: int) -> bool:
         """Whether graphs may serve stretch *sid* (judged when it was held): what a session
@@ -236,12 +248,25 @@ class StretchGraphs:
         the op indices of its remade kept views, as judged there."""
         shape = _Shape(stretch)
         ops = kept_views.adopted(stretch, shape.alive, remade)
-        self.states[sid] = GraphState(shape, shape.remake(ops) and servable)
+        self.states[sid] = GraphState(shape, shape.remake(ops) and servable,
+                                      "handed over so" if not servable else
+                                      "a kept view no remake serves" if ops is None else shape.why_not)
 
     def forget(self, sids: list) -> None:
         """These stretches are let go: their graphs go, and their memory with them."""
         for sid in sids:
-            self.states.pop(sid, None)
+            state = self.states.pop(sid, None)
+            if state is not None and state.never:
+                self.never_gone[state.never] = self.never_gone.get(state.never, 0) + 1
+
+    def never_graphed(self) -> dict[str, int]:
+        """Held stretches graphs never served, held now or let go, by why (a diagnostic:
+        benchmarks/unseen_speed.py says it beside each loop)."""
+        counts = dict(self.never_gone)
+        for state in self.states.values():
+            if state.never:
+                counts[state.never] = counts.get(state.never, 0) + 1
+        return counts
 
     def broken(self) -> None:
         """A batch that is not a replay came (or one skipped): the next replay follows none."""
@@ -296,7 +321,7 @@ class StretchGraphs:
                 # replays of such inputs are: _fits)
                 return None
             if state.attempts >= MAX_ATTEMPTS:
-                state.give_up()
+                state.give_up("captures refused")
                 return None
             state.attempts += 1
             try:
@@ -320,7 +345,7 @@ class StretchGraphs:
                 return None
             changed = graph.unkept(entry.params)
             if state.shape.moving_written and not changed.isdisjoint(state.shape.moving):
-                state.give_up()
+                state.give_up("a moving view written")
                 return None
             state.eager.update(changed)
             state.capture_again()
@@ -479,7 +504,7 @@ class StretchGraphs:
                         continue
                     buf = tools.empty_like(a)
                     if buf.strides != a.strides:
-                        state.give_up()
+                        state.give_up("an input's strides")
                         return None
                     tools.copy(buf, a)
                     g.bufs[n] = buf
@@ -548,7 +573,7 @@ class StretchGraphs:
                                 error=(first + failed.index, failed.error))
         g.writing = None
         if g.unservable:   # (a moving view no buffer of its own can stand for)
-            state.give_up()
+            state.give_up("a moving view")
         elif complete:
             state.captured(g)
         else:

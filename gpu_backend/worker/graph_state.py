@@ -137,11 +137,13 @@ class GraphState:
     captured, the ops found to refuse capture (eager from the next capture on), the
     captures tried, and what its records say (found once, when it is held)."""
 
-    __slots__ = ("stage", "graph", "eager", "attempts", "shape", "shortest")
+    __slots__ = ("stage", "graph", "eager", "attempts", "shape", "shortest", "never")
 
-    def __init__(self, shape: Any, servable: bool) -> None:
+    def __init__(self, shape: Any, servable: bool, why: str = "") -> None:
         self.shape = shape
         self.stage = Capture.DUE if servable else Capture.NEVER
+        #: why graphs will never serve it (a word or two: ``never_graphed``'s key), or None
+        self.never: str | None = None if servable else (why or "its records")
         self.graph: StretchGraph | None = None
         self.eager: set[int] = set()
         self.attempts = 0
@@ -161,9 +163,10 @@ class GraphState:
         """The graph (if any) goes, its memory with it; the next replay captures anew."""
         self.stage, self.graph = Capture.DUE, None
 
-    def give_up(self) -> None:
-        """Graphs will never serve this stretch: every replay re-runs its records."""
+    def give_up(self, why: str) -> None:
+        """Graphs will never serve this stretch (*why*): every replay re-runs its records."""
         self.stage, self.graph = Capture.NEVER, None
+        self.never = why
 
     def nbytes(self) -> int:
         """The device memory its graph holds."""

@@ -357,7 +357,8 @@ class StretchReplay:
                 done = graphs.run(state, stretch, entry, results)
             except Exception as exc:
                 if not (self.drop_graphs_for(exc) and not stretch.draws):
-                    state.give_up()   # graph replay's own fault, not an op's: never again
+                    state.give_up(f"replay failed: {type(exc).__name__}")   # graph replay's own
+                    # fault, not an op's: never again
                     x.poison(entry.first)
                     return 0, x.record_error(entry.first, exc), False, False
                 done = None   # out of memory beside graphs, now dropped: re-run (nothing the
@@ -463,6 +464,7 @@ class StretchReplay:
         graphs = self.graphs
         return {"held": len(self.stretches.held), "replays": self.replays,
                 "graphed": self.graphed, "fallbacks": self.fallbacks, "paced": self.paced,
+                "never_graphed": graphs.never_graphed() if graphs is not None else {},
                 "ahead": self.ahead.hits, "ahead_missed": self.ahead.missed,
                 "ahead_alone": self.alone_answers, "ahead_read": self.ahead.read_now,
                 "ahead_read_later": self.ahead.read_later, "lane": self.lane.answered,

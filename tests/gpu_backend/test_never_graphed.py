@@ -1,0 +1,36 @@
+"""Why graphs never served a held stretch, counted (``memory_info()["stretches"]
+["never_graphed"]``, StretchGraphs.never_graphed): benchmarks/unseen_speed.py shows it beside
+each loop, so that what keeps a loop off its graphs is read, not guessed. Counted for the
+stretches held now and for those let go (the client lets go a stretch no graph serves)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+
+from ..run_ahead_sessions import pool_running_ahead
+
+
+def test_the_reasons_a_stretch_is_never_graphed_are_counted():
+    with pool_running_ahead("none") as pool, \
+            Session(pool.address, pool.token,
+                    settings=SessionSettings(replay_measured=False)) as session:
+        cp = module_for(session)
+        x = cp.linspace(0.0, 3.0, 16)
+        for _ in range(12):
+            x = x * 0.5 + 1.0
+            frac, whole = cp.modf(x)          # (a tuple of results: no graph serves it)
+            float(frac.sum())
+            a = x.get()                       # (closes the next stretch: graphed)
+            b = whole.get()                   # (a download alone: nothing to graph)
+            assert a.shape == b.shape == (16,)
+        figures = session.memory_info()["stretches"]
+    never = figures["never_graphed"]
+    assert never.get("modf (kind f)", 0) >= 1, figures
+    assert never.get("downloads alone", 0) >= 1, figures
+    assert all(type(k) is str and type(v) is int and v >= 1 for k, v in never.items()), never
+    assert figures["graphed"] > 0, figures   # (the stretch closing with a download is)
+    assert np.isfinite(a).all()
