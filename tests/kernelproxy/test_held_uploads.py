@@ -424,6 +424,11 @@ def test_a_lane_step_whose_data_frame_is_dropped_is_refused_and_the_loop_goes_on
     """In the lane, a message that lacks its upload's frame is not the plan's: the lane is
     left and the generic path refuses it (a ProtocolError for that step); the session serves
     on, and the lane serves the loop again."""
+    # (the tests before it closed their sessions; under load their workers may leave the
+    # arbiter late, and beside another session every replay is measured, which the lane
+    # declines: the likeliest reading of its failures in two loaded full suites, the second
+    # with each of its three plans left 'not run' at its first message; not reproduced)
+    assert until(lambda: not lane_pool.door.sessions, 30)
     session = Session(lane_pool.address, lane_pool.token,
                       settings=SessionSettings(replay_measured=False))
     cp = module_for(session)
@@ -445,7 +450,7 @@ def test_a_lane_step_whose_data_frame_is_dropped_is_refused_and_the_loop_goes_on
         for step in range(120):
             if step == 60:   # (asked between two steps: a run under way would fall back)
                 before = _lane_answers(session)
-                assert before >= 20, _lane_figures(session)
+                assert before >= 20, str(_lane_figures(session))   # (whole: not cut)
             picked = rng.integers(0, 64, 8)
             idx = cp.asarray(picked)
             value = (data[idx] * 2.0).sum()
@@ -456,7 +461,7 @@ def test_a_lane_step_whose_data_frame_is_dropped_is_refused_and_the_loop_goes_on
                 continue
             np.testing.assert_allclose(float(value), (host[picked] * 2.0).sum(), rtol=1e-5)
         assert state["dropped"] == 1, state
-        assert _lane_answers(session) >= before + 20, (before, _lane_figures(session))
+        assert _lane_answers(session) >= before + 20, str((before, _lane_figures(session)))
     finally:
         session.link.send = real_send
         session.close()
