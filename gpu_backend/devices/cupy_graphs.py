@@ -26,7 +26,10 @@ import numpy as np
 from .cupy_products import CapturedProducts
 from .product_capture import product_operands
 
-__all__ = ["GraphTools", "CopyTable", "layout_order", "strided_span"]
+__all__ = ["GraphTools", "CopyTable", "layout_order", "strided_span", "NOTHING"]
+
+#: a context that does nothing, entered again and again (``unretained`` outside a capture)
+NOTHING = contextlib.nullcontext()
 
 #: Copies each (source, destination, bytes) row of a table in device memory, in 16-byte
 #: words where all three allow, else byte by byte.
@@ -200,16 +203,14 @@ class GraphTools:
         finally:
             self._outer_allocator = outer
 
-    @contextlib.contextmanager
-    def unretained(self) -> Iterator[None]:
+    def unretained(self) -> Any:
         """Inside :meth:`retaining`, allocations that are not the graph's (a download's
         copies, made as a capture's replay closes: GraphReplay's ``_run_eager``) go to the
-        allocator outside it and are freed as usual; elsewhere, nothing changes."""
+        allocator outside it and are freed as usual; elsewhere (every replay but a
+        capture's) a context that does nothing."""
         if self._outer_allocator is None:
-            yield
-            return
-        with self.cp.cuda.using_allocator(self._outer_allocator):
-            yield
+            return NOTHING
+        return self.cp.cuda.using_allocator(self._outer_allocator)
 
     @contextlib.contextmanager
     def capturing(self) -> Iterator[list]:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .cupy_graphs import Retained, layout_order, strided_span
+from .cupy_graphs import NOTHING, Retained, layout_order, strided_span
 from .product_capture import stretch_refusal
 
 __all__ = ["HostGraphTools", "HostCopyTable", "LaunchError"]
@@ -57,9 +57,8 @@ class HostGraphTools:
         yield Retained()   # (host memory: nothing to keep apart)
 
     @staticmethod
-    @contextlib.contextmanager
-    def unretained() -> Iterator[None]:
-        yield   # (nothing retained: cupy_graphs' allocations outside the graph's)
+    def unretained() -> contextlib.nullcontext:
+        return NOTHING   # (nothing retained: cupy_graphs' allocations outside the graph's)
 
     @contextlib.contextmanager
     def capturing(self) -> Iterator[list]:

@@ -158,9 +158,7 @@ def is_param(value: Any) -> bool:
     t = type(value)
     if t is int:
         return INT_PARAM_LOW <= value < INT_PARAM_HIGH
-    if t is float:
-        return value == value
-    if t is complex:
+    if t is float or t is complex:
         return value == value
     if t in _PYTHON_SCALARS:
         return True

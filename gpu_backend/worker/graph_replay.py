@@ -107,7 +107,8 @@ class _Shape:
         self.writes = False
         #: each upload's place among the replay's data frames, by its op's index
         self.uploads: dict[int, int] = {index: k for k, index in enumerate(stretch.uploads)}
-        downloads = 0
+        #: its downloads (closing reads: their frames go with the reply that asks for them)
+        self.downloads = 0
         for item in stretch.items:
             if type(item) is Slot:
                 (self.input_frees.append(item.n) if item.kind == "i" else freed_results.add(item.n))
@@ -118,15 +119,11 @@ class _Shape:
                     self.why_not = self.why_not or "a streamed upload"
                 continue
             if item.kind == _DOWNLOAD:   # (a closing read: eager_by_nature, _reads_from)
-                downloads += 1
+                self.downloads += 1
                 if item.want != _VALUE or item.out is not None or item.args or item.kwargs:
                     self.graphable = False
                     self.why_not = self.why_not or "a download's form"
-                for slot in slots_in(item.target):
-                    if slot.kind == "i" and slot.n not in self.used:
-                        self.used.append(slot.n)
-                continue
-            if item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE, _OBJECT, _KERNEL) \
+            elif item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE, _OBJECT, _KERNEL) \
                     or type(item.name) is not str \
                     or item.want not in (_ARRAY, _NONE, _VALUE) \
                     or (item.kind == _OBJECT and item.name in api.OBJECTS):
@@ -140,7 +137,7 @@ class _Shape:
             for slot in slots_in((item.target, item.args, item.kwargs)):
                 if slot.kind == "i" and slot.n not in self.used:
                     self.used.append(slot.n)
-        if downloads and downloads == stretch.ops:   # (downloads alone: no graph has work
+        if self.downloads and self.downloads == stretch.ops:   # (downloads alone: no graph has work
             self.graphable = False                    # to do, its guards only to fail)
             self.why_not = "downloads alone"
         self.alive = [n for n in range(stretch.outs) if n not in freed_results]
@@ -169,6 +166,7 @@ class _Shape:
         """Set the remade *ops* (None: a kept result no remake serves); whether graphs
         may serve the stretch."""
         if ops is None:
+            self.why_not = "a kept view no remake serves"
             return False
         self.remade = ops
         alive = set(self.alive)
@@ -226,8 +224,7 @@ class StretchGraphs:
         shape.int_results = int_results
         remade = kept_views.judge(stretch, shape.alive, shape.maker, arrays,
                                   lambda a: self.x.device.memory_span(a)[1])
-        self.states[sid] = GraphState(shape, shape.remake(remade),
-                                      "a kept view no remake serves" if remade is None else shape.why_not)
+        self.states[sid] = GraphState(shape, shape.remake(remade))
 
     def servable(self, sid: int) -> bool:
         """Whether graphs may serve stretch *sid* (judged when it was held): what a session
@@ -248,9 +245,7 @@ class StretchGraphs:
         the op indices of its remade kept views, as judged there."""
         shape = _Shape(stretch)
         ops = kept_views.adopted(stretch, shape.alive, remade)
-        self.states[sid] = GraphState(shape, shape.remake(ops) and servable,
-                                      "handed over so" if not servable else
-                                      "a kept view no remake serves" if ops is None else shape.why_not)
+        self.states[sid] = GraphState(shape, shape.remake(ops) and servable, "handed over so")
 
     def forget(self, sids: list) -> None:
         """These stretches are let go: their graphs go, and their memory with them."""
@@ -862,7 +857,7 @@ class StretchGraphs:
         failed, warned or downloaded — nothing of the attempt is kept, and they are made
         when the client asks for the replay (:meth:`run_reads`), failing or warning there
         as ever. (A read changes nothing: made twice, it gives the same.)"""
-        if any(op.kind == _DOWNLOAD for seg in reads.segments for op in seg.ops):
+        if reads.graph.shape.downloads:
             return None   # (a download's frame, or its chunks queued to stream, go with the
             # reply that asks for it: made here and thrown away, a streamed one's chunks
             # went after a later reply, where the client read them as a reply)

@@ -139,11 +139,12 @@ class GraphState:
 
     __slots__ = ("stage", "graph", "eager", "attempts", "shape", "shortest", "never")
 
-    def __init__(self, shape: Any, servable: bool, why: str = "") -> None:
+    def __init__(self, shape: Any, servable: bool, why: str = "its records") -> None:
         self.shape = shape
         self.stage = Capture.DUE if servable else Capture.NEVER
-        #: why graphs will never serve it (a word or two: ``never_graphed``'s key), or None
-        self.never: str | None = None if servable else (why or "its records")
+        #: why graphs will never serve it (a word or two: ``never_graphed``'s key), or None:
+        #: what its records say (``_Shape.why_not``), else *why*
+        self.never: str | None = None if servable else (shape.why_not or why)
         self.graph: StretchGraph | None = None
         self.eager: set[int] = set()
         self.attempts = 0

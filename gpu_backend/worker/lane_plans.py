@@ -101,7 +101,7 @@ def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> 
     tail = g.reads_from
     if tail is None:
         return None
-    if any(op.kind == m.KIND_DOWNLOAD for seg in segments[tail:] for op in seg.ops):
+    if g.shape.downloads:
         return None   # (a download's data is a frame of its reply: the generic path's answer)
     # what runs before the closing reads: its graphs, and between them the eager ops the
     # lane may run as the generic path does (a product, a solver, a draw: lane_runs_eagerly)

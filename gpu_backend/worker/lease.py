@@ -138,10 +138,9 @@ class DeviceLease:
                     # on the device from here, and a done would tell it nothing)
                     self.release_open = False
                 self.alone = msg.get("a") is True
-                if not again:
-                    self.grants += 1
                 if not again:   # a grant resent (a second want crossed it) keeps its hand-over:
                     # the wait for the last holder's work, which the resent one does not name
+                    self.grants += 1
                     self.grant = number if type(number) is int else None
                     slot, after = msg.get("k"), msg.get("w")
                     self.slot = slot if type(slot) is int else None

@@ -527,8 +527,7 @@ class Pacer:
                 # (a grant read between batches, not while asking: traced as it is used. Left
                 # out, a session granted the device alone as it attached, or while idle, showed
                 # no grant at all in the trace: fairness_why's test saw it once under load)
-                self._grants_traced = lease.grants
-                self.trace.append((perf_counter(), "grant", lease.hand_over_at is not None))
+                self._trace_grant(lease)
             return True
         asked = perf_counter()
 
@@ -555,8 +554,7 @@ class Pacer:
             if counted:
                 self.waited += perf_counter() - asked
         if self.trace is not None:
-            self._grants_traced = lease.grants
-            self.trace.append((perf_counter(), "grant", lease.hand_over_at is not None))
+            self._trace_grant(lease)
         self.harvest()
         if not drained and lease.hand_over_at is not None:
             # The last holder sits in a long kernel: this session's first ops run time-sliced
@@ -568,6 +566,11 @@ class Pacer:
             lease.hand_over_at = math.inf
         self._start_fresh(always=True)
         return True
+
+    def _trace_grant(self, lease: DeviceLease) -> None:
+        """The lease's newest grant into the trace (with whether it names a hand-over)."""
+        self._grants_traced = lease.grants
+        self.trace.append((perf_counter(), "grant", lease.hand_over_at is not None))
 
     def _hand_over(self, want: bool) -> None:
         """Release the lease at once (charging the launched work as estimated), let that
