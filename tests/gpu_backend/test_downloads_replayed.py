@@ -42,11 +42,11 @@ def pool():
         yield p
 
 
-def _carried_and_downloaded(cp, n=100):
-    """A loop-carried array of *n* stepped and downloaded whole every step."""
+def _carried_and_downloaded(cp, n=100, steps=STEPS):
+    """A loop-carried array of *n* stepped and downloaded whole every step, *steps* times."""
     x = cp.arange(n, dtype=cp.float32)
     out = []
-    for i in range(STEPS):
+    for i in range(steps):
         x = x * 0.5 + 1.0
         out.append(x.get())
         time.sleep(PAUSE)

@@ -86,8 +86,7 @@ def _two_downloads_of_one_buffer(cp):
                                   _drawn_and_downloaded, _kept_result_downloaded_then_written,
                                   _two_downloads_of_one_buffer])
 def test_downloads_around_the_run_ahead(pool, loop):
-    got, want, figures = beside_no_replay(pool, loop)
-    print(loop.__name__, {k: figures[k] for k in ("graphed", "ahead", "ahead_missed", "lane")})
+    got, want, _figures = beside_no_replay(pool, loop)
     assert_bitwise(got, want)
 
 
@@ -102,6 +101,5 @@ def test_downloads_with_swaps(tmp_path):
         return out
 
     with pool_running_ahead("none", swap_dir=tmp_path) as swapping:
-        got, want, figures = beside_no_replay(swapping, loop)
-    print(figures)
+        got, want, _figures = beside_no_replay(swapping, loop)
     assert_bitwise(got, want)

@@ -3,32 +3,24 @@ stream as a GPU does, GPUWB_STREAM_BYTES), while the next replay runs ahead."""
 
 from __future__ import annotations
 
-import time
-
-import numpy as np
+from functools import partial
 
 from ..differential import assert_bitwise
 from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+from .test_downloads_replayed import _carried_and_downloaded as carried_and_downloaded
 
 STEPS = 30
 
 
-def _carried_and_downloaded(cp, n=4096):
-    x = cp.arange(n, dtype=cp.float32)
-    out = []
-    for i in range(STEPS):
-        x = x * 0.5 + 1.0
-        out.append(x.get())
-        time.sleep(0.001)
-    return out
+#: a loop-carried array of 4 096 float32 (16 KiB, four chunks) stepped and downloaded whole
+_carried_and_downloaded = partial(carried_and_downloaded, n=4096, steps=STEPS)
 
 
 def test_streamed_download_with_reads_made_at_once():
     """Reads of a run ahead made at once (GPUWB_READ_AHEAD_US): read_now runs the download."""
     with pool_running_ahead("none", read_now=True, GPUWB_STREAM_BYTES="4096") as pool:
-        got, want, figures = beside_no_replay(pool, _carried_and_downloaded)
+        got, want, _figures = beside_no_replay(pool, _carried_and_downloaded)
     assert_bitwise(got, want)
-    print(figures)
 
 
 def test_streamed_download_run_ahead():

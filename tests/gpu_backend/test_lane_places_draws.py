@@ -33,6 +33,5 @@ def _draws_at_two_places(sigma_b):
 @pytest.mark.parametrize("sigma_b", [0.5, 0.25])
 def test_draws_at_two_places(sigma_b):
     with pool_running_ahead("none") as p:
-        got, want, figures = beside_no_replay(p, _draws_at_two_places(sigma_b))
-    print(sigma_b, figures["lane"], figures["lane_turns"], figures["draws_redone"])
+        got, want, _figures = beside_no_replay(p, _draws_at_two_places(sigma_b))
     assert_bitwise(got, want)

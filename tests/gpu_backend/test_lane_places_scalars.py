@@ -4,42 +4,21 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import pytest
 
 from ..differential import assert_bitwise
 from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+from .test_lane_turns import _one_stretch_twice_a_round
 
 STEPS = 60
 PAUSE = 0.002
 
 
-@pytest.fixture(scope="module")
-def pool():
-    with pool_running_ahead("none") as p:
-        yield p
-
-
-def _two_places_constant_params_apart(cp):
-    """One stretch at two places of a round, each place its own constant scalars (parameters
-    that never step, apart between the places), then a read of both."""
-    a = cp.linspace(0, 1, 200, dtype=cp.float32)
-    b = cp.linspace(1, 2, 200, dtype=cp.float32)
-    out = []
-    for _ in range(STEPS):
-        a = a * 0.9 + 0.05
-        out.append(float(a.sum()))
-        b = b * 0.8 + 0.25
-        out.append(float(b.sum()))
-        out.append(float((a - b).max()))
-        time.sleep(PAUSE)
-    return out + [a.get(), b.get()]
-
-
-def test_two_places_constant_params_apart(pool):
-    got, want, figures = beside_no_replay(pool, _two_places_constant_params_apart)
-    print(figures["lane"], figures["lane_turns"], figures["graphed"])
-    assert_bitwise(got, want)
+#: one stretch at two places of a round, each place its own constant scalars (parameters
+#: that never step, apart between the places), then a read of both
+_two_places_constant_params_apart = partial(_one_stretch_twice_a_round, b_scalars=(0.8, 0.25))
 
 
 def _two_places_in_place_params_apart(cp):
@@ -57,12 +36,6 @@ def _two_places_in_place_params_apart(cp):
         out.append(float((a * b).sum()))
         time.sleep(PAUSE)
     return out + [a.get(), b.get()]
-
-
-def test_two_places_in_place_params_apart(pool):
-    got, want, figures = beside_no_replay(pool, _two_places_in_place_params_apart)
-    print(figures["lane"], figures["lane_turns"], figures["graphed"])
-    assert_bitwise(got, want)
 
 
 def test_the_same_loops_without_the_lane_give_the_same():
@@ -98,7 +71,8 @@ def _four_places_mixed(cp):
 @pytest.mark.parametrize("loop", [_two_places_constant_params_apart,
                                   _two_places_in_place_params_apart, _four_places_mixed])
 def test_places_apart_under_settings(variables, loop):
+    """Each loop bitwise as its ops give it, in the lane under the defaults, with every writing
+    step committed ahead, and with every read deferred."""
     with pool_running_ahead("none", **variables) as p:
-        got, want, figures = beside_no_replay(p, loop)
-    print(loop.__name__, variables, figures["lane"], figures["lane_turns"], figures["push_rolled"])
+        got, want, _figures = beside_no_replay(p, loop)
     assert_bitwise(got, want)

@@ -245,17 +245,18 @@ def _eight_reads_a_step(cp):
     return out + [a.get(), b.get()]
 
 
-def _one_stretch_twice_a_round(cp):
+def _one_stretch_twice_a_round(cp, b_scalars=(0.9, 0.05)):
     """Two arrays stepped by the same ops and read one after the other, then a read of both:
     a round of three messages whose first two are one stretch's, its inputs apart — the last
-    two messages one stretch's, which is not yet a loop of that stretch alone."""
+    two messages one stretch's, which is not yet a loop of that stretch alone. *b_scalars*:
+    the second place's own (test_lane_places_scalars.py: parameters apart)."""
     a = cp.linspace(0, 1, 200, dtype=cp.float32)
     b = cp.linspace(1, 2, 200, dtype=cp.float32)
     out = []
     for _ in range(STEPS):
         a = a * 0.9 + 0.05
         out.append(float(a.sum()))
-        b = b * 0.9 + 0.05
+        b = b * b_scalars[0] + b_scalars[1]
         out.append(float(b.sum()))
         out.append(float((a - b).max()))
         time.sleep(PAUSE)
