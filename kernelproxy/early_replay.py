@@ -231,6 +231,7 @@ def settle(session: Any, run: Any, entry: list | None, sync_device: bool) -> boo
     run.early = None
     session._run = None
     session._flushed_seq = session._seq
+    session.trailing.settled(early.batch, session._seq)   # (what follows it may be sent)
     plan = run.template.early_plan
     plan.misses = 0
     run.template.early_at = plan.observe(entry[2], entry[3])

@@ -247,9 +247,7 @@ class ndarray:
     def get(self, stream: Any = None, order: str = "C", out: np.ndarray | None = None,
             blocking: bool = True) -> np.ndarray:
         """Copy to a host NumPy array (a sync point)."""
-        session = self._s
-        host = session.value(session.submit(m.KIND_DOWNLOAD, _VALUE, None, None, self, (), {},
-                                            "ndarray.get"))
+        host = self._s.download(self)
         if order == "F" or (order == "A" and self.flags.f_contiguous and not self.flags.c_contiguous):
             host = np.asfortranarray(host)
         if out is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import math
 import os
 import threading
 import time
@@ -52,6 +53,7 @@ from .early_replay import Early
 from .loop_cuts import DETECT_OPS, LoopCuts
 from .stretch_templates import TemplateRun
 from .tracebacks import for_user
+from .trailing_downloads import TrailingDownloads
 from .wait_displays import WaitDisplays
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
@@ -318,6 +320,8 @@ class Session(SessionReplies):
         self._undo: list | None = None
         #: replies the worker pushed before their batches went (kernelproxy/pushed_replies.py)
         self._pushes = PushedReplies()
+        #: the arrays a loop downloads right after a replay, sent with its reply
+        self.trailing = TrailingDownloads(settings.prefetch)
         end_with_process(self)   # closed at exit if still open (kernelproxy.lifetime)
 
     # ------------------------------------------------------------ issuing ops
@@ -637,12 +641,17 @@ class Session(SessionReplies):
             if self.stretch_frees:   # (dropped before its first op: freed before the replay)
                 header["F"] = list(self.stretch_frees)
             self.stretches.replayed(header, run.template)
+            trailing = self.trailing
+            asked = trailing.ask(run.template, entry[4])
+            if asked:   # (the arrays its loop downloads next, sent with its reply)
+                header["G"] = asked
             self._header_ends(header, sync_device)
             packed = _pack_header(header)
             frames = [packed + b"".join(records) if records else packed]
             if run.payload:   # (its uploads' data, in their order: HeldStretch.uploads)
                 frames.extend(run.payload)
             batch = self._batch
+            trailing.sent(run.template, entry[4], batch, None if early else last, asked)
             self._in_flight.append((batch, first, last))
             self._sent[batch] = frames
             self._run_origins[batch] = run
@@ -768,6 +777,25 @@ class Session(SessionReplies):
             self._lose(self._ended)
         raise InvalidHandleError(f"op {seq} has no value (it was cancelled before it ran, or "
                                  "issued by value_later and its value already taken)")
+
+    @_serialised
+    def download(self, array: Any) -> np.ndarray:
+        """*array*'s data as a NumPy array (a sync point): the copy the last replay's reply
+        brought where its loop downloads it there (kernelproxy/trailing_downloads.py), else
+        downloaded now."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        trailing = self.trailing
+        before = self._seq
+        if trailing.trail is not None and self._error is None:
+            meta = array._m or self.meta.peek(array._h)   # (none: too large to learn)
+            nbytes = math.prod(meta[0]) * meta[1].itemsize if meta is not None else -1
+            host = trailing.take(array._h, before, nbytes)
+            if host is not None:
+                return host
+        host = self.value(self.submit(m.KIND_DOWNLOAD, api.VALUE, None, None, array, (), {},
+                                      "ndarray.get"))
+        trailing.downloaded(before, self._seq)
+        return host
 
     def value_later(self, operator: str, *args: Any) -> int:
         """Queue an op whose value is wanted later (``"float"``, ``"int"``, ``"bool"``,

@@ -182,6 +182,9 @@ class SessionReplies:
                 dt = wire_dtype(dt)
                 if len(entry) > 3:
                     self._values[seq] = receive_streamed(self, dt, shape, entry[3])
+                elif seq < 0:   # (an array the replay's header G asked for: -its handle)
+                    self.trailing.arrived(batch, -seq, np.frombuffer(
+                        next(payload).buffer, dtype=dt).reshape(shape))
                 else:
                     self._values[seq] = np.frombuffer(next(payload).buffer, dtype=dt).reshape(shape)
         for seq, category, text, *module in reply["w"]:

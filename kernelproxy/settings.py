@@ -74,12 +74,16 @@ class SessionSettings:
     #: op (the values of the same operations, not of CuPy's fused kernel), as before the pool
     #: fused them (kernelproxy/fuse_trace.py); to measure the difference, and as a way out.
     fuse: bool = True
-    #: ``JPY_SESSION_NAME``: the notebook's path, which Jupyter Server gives the kernels it
-    #: starts for a notebook; the session's label in the pool's status (the Lab panel
-    #: names the notebook that opened each session)
     #: ``GPUWB_SPIN_YIELD=0``: the session's spinning waits (its replies, its staging ring)
     #: keep the CPU instead of yielding it at each turn (gpu_backend/protocol/spinning.py)
     spin_yield: bool = True
+    #: ``GPUWB_PREFETCH=0``: the arrays a loop downloads right after a replayed stretch are
+    #: downloaded when asked, each a round trip, not sent with the replay's reply
+    #: (kernelproxy/trailing_downloads.py); to measure the difference, and as a way out.
+    prefetch: bool = True
+    #: ``JPY_SESSION_NAME``: the notebook's path, which Jupyter Server gives the kernels it
+    #: starts for a notebook; the session's label in the pool's status (the Lab panel
+    #: names the notebook that opened each session)
     notebook: str | None = None
 
     @classmethod
@@ -98,4 +102,5 @@ class SessionSettings:
                    compiled=_flag(env, "GPUWB_COMPILED", True),
                    fuse=_flag(env, "GPUWB_FUSE", True),
                    spin_yield=_flag(env, "GPUWB_SPIN_YIELD", True),
+                   prefetch=_flag(env, "GPUWB_PREFETCH", True),
                    notebook=env.get("JPY_SESSION_NAME") or None)

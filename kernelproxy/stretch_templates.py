@@ -161,10 +161,13 @@ class StretchTemplate:
     __slots__ = ("sid", "key", "ops", "records", "n_inputs", "n_results", "slot_of",
                  "input_metas", "predicted", "canon_ops", "canon_slot", "checks", "names",
                  "plans", "unpredicted", "drops_results", "drops_inputs", "drop_slots",
-                 "early_plan", "early_at", "index_checks")
+                 "early_plan", "early_at", "index_checks", "trailing")
 
     def __init__(self, sid: int, key: StretchKey, batch: bytes, metas: list) -> None:
         self.sid = sid
+        #: the slots of its results downloaded right after its replays: (last seen, asked
+        #: for with the next replay or None; kernelproxy/trailing_downloads.py)
+        self.trailing: tuple | None = None
         self.key = key.key()
         #: each op's key record, in op order (its frees left out)
         self.ops: list[tuple] = [r for r in key.records if r[0] != "free"]

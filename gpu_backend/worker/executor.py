@@ -31,6 +31,7 @@ from .result_meta import pack_metas
 from .splitting import Splitter
 from .stretch_replay import StretchReplay
 from .stretches import HeldStretches
+from .transfers import check_prefetch, prefetch_downloads
 from .user_graphs import UserGraphs
 
 __all__ = ["Executor"]
@@ -82,6 +83,8 @@ class Executor(OpLoop):
         #: set when a fault destroyed the device context: the worker must end
         self.fatal: str | None = None
         self.ops_run = 0
+        #: downloads sent with a replay's reply, before the client asked (header G)
+        self.prefetched = 0
         self.op_errors = 0   # ops that raised (their errors went to the client)
         self.op_ooms = 0     # of them, out of device memory (the Lab's out-of-memory state)
         #: wall seconds its batches took from their start to their last op's launch (or the
@@ -192,6 +195,9 @@ class Executor(OpLoop):
         executed = 0
         timer = self.device.start_timer() if header.get("g") else None
         entry = header.get("T")
+        prefetch = header.get("G") if entry is not None else None
+        if prefetch is not None:   # (a malformed list fails the batch before it runs)
+            check_prefetch(prefetch)
         # a replay answered from the one run ahead launches nothing: alone (nobody paced
         # against this session) or free-running beside others (share), it needs no batch of
         # the pacer's (issue 50: "a lone session pays for no pacing it does not need"); its
@@ -214,6 +220,8 @@ class Executor(OpLoop):
                     executed, error, cancelled, graphed = replay.run(
                         entry, iter(payload), results, header.get("S") == 1, answered)
                     self._free_only(ops)   # (the client's frees of the stretch, after it)
+                    if prefetch and error is None and not cancelled:
+                        self.prefetched += prefetch_downloads(self, prefetch, results)
                 else:   # (a batch that split an op is not held: its graph would run the op whole)
                     replay.drop_ahead()   # (it may change what a replay run ahead read)
                     touched = self.splitter.touched if self.splitter is not None else 0
@@ -394,7 +402,8 @@ class Executor(OpLoop):
     def info(self) -> dict:
         """The session's own figures (``%gpu memory``, ``Session.memory_info``)."""
         return {"memory_used": self.device.memory_used(), "memory_limit": self.memory_limit,
-                "arrays": len(self.table), "ops": self.ops_run, "device": self.device.info(),
+                "arrays": len(self.table), "ops": self.ops_run, "prefetched": self.prefetched,
+                "device": self.device.info(),
                 "stretches": self.replay.figures(), "graphs": self.user_graphs.figures(),
                 "split": self.splitter.figures() if self.splitter is not None else None}
 

@@ -17,7 +17,11 @@ from ..protocol import codec
 from ..protocol.errors import ProtocolError
 from .batch_results import BatchResults
 
-__all__ = ["run_upload", "run_download", "frame_array"]
+__all__ = ["run_upload", "run_download", "frame_array", "check_prefetch", "prefetch_downloads"]
+
+#: Arrays a replay's header ``G`` may name at most (the client asks for 8 at most:
+#: kernelproxy/trailing_downloads.py)
+PREFETCH_MOST = 16
 
 
 def frame_array(dt: np.dtype, shape: tuple, frame: Any) -> np.ndarray:
@@ -85,3 +89,35 @@ def run_download(executor: Any, seq: Any, target: Any, results: BatchResults,
     results.downloads.append([seq, codec.dtype_spec(host.dtype), list(host.shape)])
     # bfloat16 and structures go as bytes (NumPy exports no buffer of bfloat16)
     results.out_frames.append(host if host.dtype.kind != "V" else host.reshape(-1).view(np.uint8))
+
+
+def check_prefetch(handles: Any) -> None:
+    """A replay's header ``G`` is a list of at most PREFETCH_MOST positive handles: checked
+    before the batch runs anything, so that a malformed one fails the batch whole."""
+    if type(handles) is not list or len(handles) > PREFETCH_MOST \
+            or any(type(h) is not int or h <= 0 for h in handles):
+        raise ProtocolError(f"a replay's G lists at most {PREFETCH_MOST} handles of arrays "
+                            "to download after it")
+
+
+def prefetch_downloads(executor: Any, handles: list, results: BatchResults) -> int:
+    """Header ``G``: the arrays the client expects to download right after this replay
+    (kernelproxy/trailing_downloads.py), each downloaded now as a download op would be, its
+    entry in the reply's ``d`` under the seq ``-handle``; how many went. Best effort, never
+    an error of the batch's: an array the session does not hold (the client dropped it), one
+    that would stream, and everything after one whose download fails (a client's capture
+    under way, a device fault) are left out, and the client downloads those itself, meeting
+    any error where the user asked."""
+    table, device = executor.table, executor.device
+    sent = 0
+    for hid in dict.fromkeys(handles):
+        target = table.arrays.get(hid)
+        if target is None or not device.is_array(target) \
+                or device.download_chunks(target, executor.stream_from):
+            continue
+        try:
+            run_download(executor, -hid, target, results)
+        except Exception:   # (the client's own download of it meets this, and says so)
+            break
+        sent += 1
+    return sent

@@ -1,5 +1,5 @@
-"""Malformed stretch-replay entries at a worker (docs/stretch-replay.md; the wire keys O, T
-and D of a batch header): each is answered with a ProtocolError naming no op of the
+"""Malformed stretch-replay entries at a worker (docs/stretch-replay.md; the wire keys O, T,
+D and G of a batch header): each is answered with a ProtocolError naming no op of the
 client's, or (an offer no worker could keep) simply not kept (the keys A and S of early
 replay too); the session's arrays stay
 as they were, its next batch runs, and everyone else goes on."""
@@ -31,6 +31,10 @@ MALFORMED = {
     "undone early replay's results not handles": {"A": [1, [1, "x"]]},
     "undone early replay too long": {"A": [1, [], 3]},
     "early replay of no held stretch": {"T": [999, 1, [], [], []], "S": 1},
+    "downloads asked for not a list": {"T": [999, 1, [], [], []], "G": "x"},
+    "downloads asked for not handles": {"T": [999, 1, [], [], []], "G": [1, "x"]},
+    "downloads asked for of handle 0": {"T": [999, 1, [], [], []], "G": [0]},
+    "too many downloads asked for": {"T": [999, 1, [], [], []], "G": list(range(1, 18))},
 }
 
 
@@ -47,6 +51,8 @@ def test_malformed_stretch_entries_are_protocol_errors(bad_pool, bystander, vict
                          key=victim.key)
     assert reply["e"] is not None and reply["e"][1] == "ProtocolError", reply["e"]
     assert reply["e"][0] is None and "h" not in reply
+    if "G" in fields:   # (refused for its G, before its replay is looked at)
+        assert "G lists" in reply["e"][2], reply["e"]
     np.testing.assert_array_equal((mine * 2).get(), np.arange(6.0) * 2)
     bystander.check()
 
