@@ -166,7 +166,8 @@ class StretchTemplate:
     def __init__(self, sid: int, key: StretchKey, batch: bytes, metas: list) -> None:
         self.sid = sid
         #: the slots of its results downloaded right after its replays: (last seen, asked
-        #: for with the next replay or None; kernelproxy/trailing_downloads.py)
+        #: for with the next replay or None, whether one asked for was left untaken;
+        #: kernelproxy/trailing_downloads.py)
         self.trailing: tuple | None = None
         self.key = key.key()
         #: each op's key record, in op order (its frees left out)

@@ -6,13 +6,13 @@ its step's stretch with ``z.get()``; ``w.get()`` and ``q.get()`` come after that
 point, each a message and a round trip of its own, though the worker had ``w`` and ``q``
 ready when it answered the stretch. The client learns which of a held stretch's results
 (by their slot in its template) are downloaded right after its replay, before any other
-op; once two replays in a row were followed by the same ones, the next replay's header asks
-for them (``G``, their handles) and the worker sends them with its reply, as a download op
-would (gpu_backend/worker/transfers.py ``prefetch_downloads``). ``w.get()`` then takes its
-copy without a message — only while no op has been issued since that replay's ops: any op
-(an in-place write, an upload, a free's not one) could change the array, so any op ends
-what the reply brought. A loop that stops downloading one of them wastes one download (the
-next replay asks again only after two sightings); what was not sent (too large, the reply
+op; from the next replay on, its header asks for them (``G``, their handles), and the
+worker sends them with its reply as a download op would (gpu_backend/worker/transfers.py
+``prefetch_downloads``). ``w.get()`` then takes its copy without a message, but only while
+no op has been issued since that replay's ops: any op (an in-place write, an upload; a
+free is none) could change the array, so any op ends what the reply brought. A loop that
+stops downloading one of them wastes one download, and from then on that stretch's
+replays ask only for what two in a row downloaded. What was not sent (too large, the reply
 failed, the worker left it out) is downloaded as ever.
 
 Called with the session's lock held.
@@ -131,8 +131,11 @@ class TrailingDownloads:
 
     # ------------------------------------------------------------ learning
     def _learn(self) -> None:
-        """The last trail is over: its template's plan, ``(last slots seen, slots asked)``,
-        asks for the slots seen at two replays in a row, and nothing after a change."""
+        """The last trail is over: its template's plan, ``(last slots seen, slots asked for
+        next, whether an array asked for was ever left untaken)``, asks for what the last
+        replay's trail downloaded — from its first sighting until one is left untaken, then
+        only what two replays in a row downloaded (a loop that downloads at some steps only
+        wastes one download, not one every other step)."""
         trail, self.trail = self.trail, None
         ready, self.ready = self.ready, {}
         if ready:
@@ -141,12 +144,12 @@ class TrailingDownloads:
             return
         template = trail.template
         seen = tuple(dict.fromkeys(trail.slots))
-        plan = template.trailing
-        last = plan[0] if plan else None
-        if seen == last:
-            template.trailing = (seen, seen if seen else None)
-        else:
-            template.trailing = (seen, None)
+        last, _asked, missed = template.trailing or ((), None, False)
+        if trail.asked and not missed:
+            taken = {trail.results[slot] for slot in seen}
+            missed = any(hid not in taken for hid in trail.asked)
+        ask = seen if seen and (seen == last or not missed) else None
+        template.trailing = (seen, ask, missed)
 
     def figures(self) -> dict:
         """Arrays asked for with replays, the downloads they answered, and those sent for
