@@ -143,6 +143,11 @@ class TrailingDownloads:
         if trail is None or trail.seq is None:
             return
         template = trail.template
+        if not trail.slots and not trail.asked:   # (the commonest: nothing then, nothing now)
+            plan = template.trailing
+            if plan is not None and (plan[0] or plan[1]):
+                template.trailing = ((), None, plan[2])
+            return
         seen = tuple(dict.fromkeys(trail.slots))
         last, _asked, missed = template.trailing or ((), None, False)
         if trail.asked and not missed:
