@@ -22,7 +22,8 @@ same (the pool's draws are CuPy's) is compared only against CuPy. A program the 
 cannot run (an argument CuPy does not take) is listed, not timed, and is no failure.
 
 Prints a line per program, the table by ratio (the worst first, with how its messages were
-served: replays, the worker's steady lane, pushes, the client's fast path), the count at
+served: replays, the worker's steady lane, pushes, the client's fast path, the downloads a
+replay's reply brought before they were asked for), the count at
 or under 0.5x (issue 50's target for a loop of >= 20 iterations) and 1.0x, by campaign, then
 one JSON object (also written to ``--json``). Exits 1 where a program failed or differed.
 """
@@ -97,12 +98,16 @@ def run_program(pool, name: str, rounds: int, local, comparable: bool, timeout: 
         row["proxy_ms"] = statistics.median(times["proxy"]) * 1e3
         row["ratio"] = row["proxy_ms"] / row["local_ms"]
         row["calls"] = {k: [round(t * 1e3, 3) for t in v] for k, v in times.items()}
-        worker = dict(session.memory_info().get("stretches") or {})
+        info = session.memory_info()
+        worker = dict(info.get("stretches") or {})
         client = dict(session.stretches.figures()) if session.stretches is not None else {}
         row["served"] = {"replays": worker.get("replays", 0), "graphed": worker.get("graphed", 0),
                          "lane": worker.get("lane", 0),
                          "pushed": worker.get("pushed", 0), "ahead": worker.get("ahead", 0),
-                         "fast": client.get("fast", 0), "released": client.get("released", 0)}
+                         "fast": client.get("fast", 0), "released": client.get("released", 0),
+                         # (downloads sent with a replay's reply, and those a download took)
+                         "prefetched": info.get("prefetched", 0),
+                         "prefetch_hits": session.trailing.figures()["hits"]}
         # (a timed iteration's messages, and of them replays of held stretches: a message
         # that is no replay is a round trip the generic path serves)
         runs = rounds * n
@@ -154,7 +159,7 @@ def summary(rows: list) -> dict:
 def table(rows: list, stats: dict, local_kind: str) -> str:
     lines = [f"{'program':36s} {'campaign':13s} {'iters':>5s} {'local ms':>9s} {'proxy ms':>9s} "
              f"{'x local':>7s} {'msgs/it':>7s} {'replays':>7s}  served (replays graphed lane "
-             f"pushed ahead fast released)"]
+             f"pushed ahead fast released prefetch-hits)"]
     timed_rows = sorted((r for r in rows if "ratio" in r), key=lambda r: -r["ratio"])
     for r in timed_rows:
         s = r["served"]
@@ -162,7 +167,7 @@ def table(rows: list, stats: dict, local_kind: str) -> str:
                      f"{r['local_ms']:9.2f} {r['proxy_ms']:9.2f} {r['ratio']:7.2f} "
                      f"{r['messages_an_iteration']:7.2f} {r['replays_an_iteration']:7.2f}  "
                      f"{s['replays']} {s['graphed']} {s['lane']} {s['pushed']} {s['ahead']} {s['fast']} "
-                     f"{s['released']}")
+                     f"{s['released']} {s['prefetch_hits']}")
     lines.append("")
     lines.append(f"{'campaign':14s} {'programs':>8s} {'<=0.5x':>6s} {'<=1.0x':>6s} "
                  f"{'median':>7s} {'p90':>6s} {'worst':>6s}   (x local {local_kind})")

@@ -12,8 +12,9 @@ import pytest
 
 from tests.paths import PROJECT_ROOT
 
-#: one of the first campaign's, one that draws, one CuPy alone defines (``rand(dtype=)``)
-PROGRAMS = "long_body,draws_changing_size,draws_float32"
+#: one of the first campaign's, one that draws, one CuPy alone defines (``rand(dtype=)``),
+#: one that downloads results after its step's closing read
+PROGRAMS = "long_body,draws_changing_size,draws_float32,edge_float_params"
 
 
 @pytest.mark.timeout(300)
@@ -33,5 +34,8 @@ def test_the_unseen_loops_are_timed_beside_the_local_module(tmp_path):
     assert timed["served"]["graphed"] > 0, timed
     assert rows["draws_changing_size"]["equal"] is None   # (NumPy's draws are not CuPy's)
     assert result["local_cannot"] == ["draws_float32"] and not result["with_problems"]
-    assert result["summary"]["all"]["timed"] == 2
+    assert result["summary"]["all"]["timed"] == 3
+    # (its downloads after the closing read sent with the replies: kernelproxy/trailing_downloads.py)
+    downloading = rows["edge_float_params"]["served"]
+    assert downloading["prefetch_hits"] > 0 and downloading["prefetched"] > 0, downloading
     assert "x local numpy" in done.stdout
