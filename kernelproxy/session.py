@@ -642,7 +642,7 @@ class Session(SessionReplies):
                 header["F"] = list(self.stretch_frees)
             self.stretches.replayed(header, run.template)
             trailing = self.trailing
-            asked = trailing.ask(run.template, entry[4])
+            asked = trailing.ask(run.template, entry[2], entry[4])
             if asked:   # (the arrays its loop downloads next, sent with its reply)
                 header["G"] = asked
             self._header_ends(header, sync_device)
@@ -651,7 +651,7 @@ class Session(SessionReplies):
             if run.payload:   # (its uploads' data, in their order: HeldStretch.uploads)
                 frames.extend(run.payload)
             batch = self._batch
-            trailing.sent(run.template, entry[4], batch, None if early else last, asked)
+            trailing.sent(run.template, entry[2], entry[4], batch, None if early else last, asked)
             self._in_flight.append((batch, first, last))
             self._sent[batch] = frames
             self._run_origins[batch] = run

@@ -165,8 +165,9 @@ class StretchTemplate:
 
     def __init__(self, sid: int, key: StretchKey, batch: bytes, metas: list) -> None:
         self.sid = sid
-        #: the slots of its results downloaded right after its replays: (last seen, asked
-        #: for with the next replay or None, whether one asked for was left untaken;
+        #: the arrays downloaded right after its replays, by their places (a result or an
+        #: input of this stretch's replay or of another's last): (last seen, asked for with
+        #: the next replay or None, whether one asked for was left untaken;
         #: kernelproxy/trailing_downloads.py)
         self.trailing: tuple | None = None
         self.key = key.key()

@@ -4,9 +4,11 @@
 A loop that keeps what each step made, ``out.append((z.get(), w.get(), q.get()))``, closes
 its step's stretch with ``z.get()``; ``w.get()`` and ``q.get()`` come after that sync
 point, each a message and a round trip of its own, though the worker had ``w`` and ``q``
-ready when it answered the stretch. The client learns which of a held stretch's results
-(by their slot in its template) are downloaded right after its replay, before any other
-op; from the next replay on, its header asks for them (``G``, their handles), and the
+ready when it answered the stretch. The client learns which arrays are downloaded right
+after a held stretch's replay, before any other op, each by its place: a result or an
+input of that replay, or of the last replay of another stretch of the step
+(``(int(q.sum()), int(r.sum()), f.get())``: ``f`` made by the first, downloaded after the
+second); from the next replay on, its header asks for them (``G``, their handles), and the
 worker sends them with its reply as a download op would (gpu_backend/worker/transfers.py
 ``prefetch_downloads``). ``w.get()`` then takes its copy without a message, but only while
 no op has been issued since that replay's ops: any op (an in-place write, an upload; a
@@ -29,64 +31,98 @@ __all__ = ["TrailingDownloads", "PREFETCH_BYTES", "PREFETCH_MOST"]
 PREFETCH_BYTES = 1 << 20
 #: Arrays a replay asks for at most (the worker takes 16: transfers.PREFETCH_MOST)
 PREFETCH_MOST = 8
+#: Held stretches whose last replay's arrays a download is looked for among, at most (the
+#: stretches a loop's step replays: a download after the step's second read may be of the
+#: first's results)
+RECENT_MOST = 16
 
 
 class _Trail:
-    """What followed one replay: its template, its results' handles (by slot), its batch,
-    the op number it ended at (None until its sync point: an early replay's), and the slots
-    downloaded since, in order."""
+    """What followed one replay: its template, its inputs' and results' handles, its batch,
+    the op number it ended at (None until its sync point: an early replay's), what it asked
+    for, and since then the arrays downloaded, each as where it came from (a place: the
+    template of the replay that made it or took it, whether it was an input, its index) and
+    as its handle."""
 
-    __slots__ = ("template", "results", "batch", "seq", "slots", "asked")
+    __slots__ = ("template", "inputs", "results", "batch", "seq", "places", "handles", "asked")
 
-    def __init__(self, template: Any, results: list, batch: int, seq: int | None,
-                 asked: tuple) -> None:
+    def __init__(self, template: Any, inputs: list, results: list, batch: int,
+                 seq: int | None, asked: tuple) -> None:
         self.template = template
+        self.inputs = inputs
         self.results = results
         self.batch = batch
         self.seq = seq
-        self.slots: list[int] = []
+        self.places: list[tuple] = []
+        self.handles: list[int] = []
         self.asked = asked
+
+
+def _index(handles: list, handle: int) -> int:
+    """*handle*'s index in *handles*, or -1."""
+    try:
+        return handles.index(handle)
+    except ValueError:
+        return -1
 
 
 class TrailingDownloads:
     """The session's learning of each held stretch's trailing downloads, and the copies the
     last replay's reply brought (the module's doc)."""
 
-    __slots__ = ("on", "trail", "ready", "asked", "hits", "wasted")
+    __slots__ = ("on", "trail", "ready", "recent", "asked", "hits", "wasted")
 
     def __init__(self, on: bool = True) -> None:
         self.on = on
         self.trail: _Trail | None = None
         #: handle -> the host array the trail's reply brought for it
         self.ready: dict[int, Any] = {}
+        #: template -> (inputs, results) of its last replay, the latest last (RECENT_MOST)
+        self.recent: dict[Any, tuple] = {}
         self.asked = 0    # arrays asked for with replays
         self.hits = 0     # downloads answered by them
         self.wasted = 0   # arrays sent that no download took
 
     # ------------------------------------------------------------ a replay goes
-    def ask(self, template: Any, results: list) -> list[int] | None:
-        """The handles a replay of *template* (its results' handles *results*, by slot) asks
-        the worker to download with its reply (header ``G``), or None. What followed the
-        last replay is learnt first: it may be this stretch's, seen for the second time."""
+    def ask(self, template: Any, inputs: list, results: list) -> list[int] | None:
+        """The handles a replay of *template* (its inputs' and results' handles) asks the
+        worker to download with its reply (header ``G``), or None. What followed the last
+        replay is learnt first: it may be this stretch's."""
         self._learn()
         if not self.on:
             return None
         plan = template.trailing
         if not plan or plan[1] is None:
             return None
-        drops = template.drop_slots
-        asked = [results[slot] for slot in plan[1]
-                 if slot < len(results) and slot not in drops]
+        asked: list[int] = []
+        recent = self.recent
+        for owner, is_input, index in plan[1]:
+            if owner is template:
+                if not is_input and index in template.drop_slots:
+                    continue   # (dropped by the stretch: the worker never holds it)
+                handles = inputs if is_input else results
+            else:   # (another stretch's last replay: its array, if the user still holds it)
+                last = recent.get(owner)
+                if last is None:
+                    continue
+                handles = last[0] if is_input else last[1]
+            if index < len(handles) and handles[index] and handles[index] not in asked:
+                asked.append(handles[index])
         return asked or None
 
-    def sent(self, template: Any, results: list, batch: int, seq: int | None,
+    def sent(self, template: Any, inputs: list, results: list, batch: int, seq: int | None,
              asked: list | None) -> None:
         """A replay of *template* went as *batch* (*seq*: its sync point's op number; None
         for an early replay, whose run has not reached it: :meth:`settled`), having asked
         for *asked* (:meth:`ask`, just before): its trail begins."""
         if asked:
             self.asked += len(asked)
-        self.trail = _Trail(template, results, batch, seq, tuple(asked or ()))
+        recent = self.recent
+        recent.pop(template, None)
+        recent[template] = (inputs, results)
+        if len(recent) > RECENT_MOST:
+            del recent[next(iter(recent))]
+        self.trail = _Trail(template, inputs, results, batch, seq, tuple(asked or ()))
 
     def settled(self, batch: int, seq: int) -> None:
         """The early replay sent as *batch* answers its run, whose sync point is op *seq*."""
@@ -102,25 +138,47 @@ class TrailingDownloads:
 
     # ------------------------------------------------------------ a download is asked for
     def take(self, handle: int, seq: int, nbytes: int) -> Any:
-        """A download of *handle* (of *nbytes*, -1 where unknown) with the session at op *seq*: the copy the
-        last replay's reply brought, if it is still the array's (no op since), else None;
-        either way, learnt as following that replay where it is one of its results."""
+        """A download of *handle* (of *nbytes*, -1 where unknown) with the session at op *seq*:
+        the copy the last replay's reply brought, if it is still the array's (no op since),
+        else None; either way, learnt as following that replay where it is an input or a
+        result of it or of another recent replay."""
         trail = self.trail
         if trail is None or trail.seq != seq:
             if self.ready and trail is not None and trail.seq is not None:
                 self.wasted += len(self.ready)   # (an op came first: they are no longer
                 self.ready.clear()               # the arrays')
             return None
-        try:
-            slot = trail.results.index(handle)
-        except ValueError:
-            return None
-        if 0 <= nbytes <= PREFETCH_BYTES and len(trail.slots) < PREFETCH_MOST:
-            trail.slots.append(slot)
+        if 0 <= nbytes <= PREFETCH_BYTES and len(trail.places) < PREFETCH_MOST:
+            place = self._place(trail, handle)
+            if place is not None:
+                trail.places.append(place)
+                trail.handles.append(handle)
         host = self.ready.pop(handle, None)
         if host is not None:
             self.hits += 1
         return host
+
+    def _place(self, trail: _Trail, handle: int) -> tuple | None:
+        """Where *handle* came from: a result or an input of the trail's replay, else of the
+        latest replay of another recent stretch (the most recent first); None: none."""
+        template = trail.template
+        index = _index(trail.results, handle)
+        if index >= 0:
+            return (template, False, index)
+        index = _index(trail.inputs, handle)
+        if index >= 0:
+            return (template, True, index)
+        for owner in reversed(self.recent):
+            if owner is template:
+                continue
+            inputs, results = self.recent[owner]
+            index = _index(results, handle)
+            if index >= 0:
+                return (owner, False, index)
+            index = _index(inputs, handle)
+            if index >= 0:
+                return (owner, True, index)
+        return None
 
     def downloaded(self, seq_before: int, seq_after: int) -> None:
         """A download not answered here went as the one op from *seq_before* to
@@ -131,11 +189,11 @@ class TrailingDownloads:
 
     # ------------------------------------------------------------ learning
     def _learn(self) -> None:
-        """The last trail is over: its template's plan, ``(last slots seen, slots asked for
-        next, whether an array asked for was ever left untaken)``, asks for what the last
-        replay's trail downloaded — from its first sighting until one is left untaken, then
-        only what two replays in a row downloaded (a loop that downloads at some steps only
-        wastes one download, not one every other step)."""
+        """The last trail is over: its template's plan, ``(last places seen, places asked
+        for next, whether an array asked for was ever left untaken)``, asks for what the
+        last replay's trail downloaded — from its first sighting until one is left
+        untaken, then only what two replays in a row downloaded (a loop that downloads at
+        some steps only wastes one download, not one every other step)."""
         trail, self.trail = self.trail, None
         ready, self.ready = self.ready, {}
         if ready:
@@ -143,15 +201,15 @@ class TrailingDownloads:
         if trail is None or trail.seq is None:
             return
         template = trail.template
-        if not trail.slots and not trail.asked:   # (the commonest: nothing then, nothing now)
+        if not trail.places and not trail.asked:   # (the commonest: nothing then, nothing now)
             plan = template.trailing
             if plan is not None and (plan[0] or plan[1]):
                 template.trailing = ((), None, plan[2])
             return
-        seen = tuple(dict.fromkeys(trail.slots))
+        seen = tuple(dict.fromkeys(trail.places))
         last, _asked, missed = template.trailing or ((), None, False)
         if trail.asked and not missed:
-            taken = {trail.results[slot] for slot in seen}
+            taken = set(trail.handles)
             missed = any(hid not in taken for hid in trail.asked)
         ask = seen if seen and (seen == last or not missed) else None
         template.trailing = (seen, ask, missed)

@@ -112,6 +112,46 @@ def test_over_tcp_each_copy_is_its_step_s_when_the_next_step_runs_ahead(pool):
     assert figures["hits"] >= 2 * ANSWERED, figures
 
 
+def test_a_result_of_the_step_s_first_stretch_downloaded_after_its_second(pool):
+    """``(int(q.sum()), int(r.sum()), f.get())``: ``f`` is made by the stretch the first read
+    closes and downloaded after the second's: asked for with the second's replay."""
+    def loop(cp):
+        x = cp.arange(-20, 20, dtype=cp.int64)
+        d = cp.asarray(np.array([1, 2, -3, 5] * 10, dtype=np.int64))
+        out = []
+        for i in range(STEPS):
+            q = x // d
+            r = x % d
+            f = (x * 1.0) % (d * 0.5 + (i % 3) + 1)
+            x = (q + r + i) % 41 - 20
+            out.extend((int(q.sum()), int(r.sum()), f.get()))
+            time.sleep(PAUSE)
+        return out
+
+    got, want, figures = _run(pool, loop)
+    assert_bitwise(got, want)
+    assert figures["hits"] >= ANSWERED, figures
+
+
+def test_an_input_the_stretch_writes_downloaded_after_it(pool):
+    """An array made before the loop, written each step through ``out=`` (an input of the
+    stretch, not a result) and downloaded after the step's read."""
+    def loop(cp):
+        k = cp.arange(1, 13, dtype=cp.int8)
+        o1 = cp.zeros(24, dtype=cp.int64)
+        out = []
+        for i in range(STEPS):
+            cp.cumsum(k, dtype=cp.int64, out=o1[::2])
+            k = ((k * 3 + 1) % 50).astype(cp.int8)
+            out.extend((int(k.sum()), o1.get()))
+            time.sleep(PAUSE)
+        return out
+
+    got, want, figures = _run(pool, loop)
+    assert_bitwise(got, want)
+    assert figures["hits"] >= ANSWERED, figures
+
+
 def test_a_write_between_the_replay_and_the_download_is_seen(pool):
     """Every eighth step writes the array in place, or uploads into it, after the closing
     read and before its download: the copy the reply brought is no longer the array's, and
