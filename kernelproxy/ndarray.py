@@ -35,7 +35,7 @@ from .uploads import move_array
 
 __all__ = ["ndarray", "Flags", "call", "wrap", "FUSING", "UFUNC_SCALAR_TYPES"]
 
-_ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
+_ARRAY, _NONE, _MULTI = api.ARRAY, api.NONE, api.MULTI
 _weak = weakref.ref
 _type = type   # ndarray.view's argument named type hides the builtin there
 

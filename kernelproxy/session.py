@@ -787,6 +787,7 @@ class Session(SessionReplies):
         trailing = self.trailing
         before = self._seq
         if trailing.trail is not None and self._error is None:
+            self._check_open()   # (a closed or lost session's copies are nobody's)
             meta = array._m or self.meta.peek(array._h)   # (none: too large to learn)
             nbytes = math.prod(meta[0]) * meta[1].itemsize if meta is not None else -1
             host = trailing.take(array._h, before, nbytes)
@@ -911,6 +912,8 @@ class Session(SessionReplies):
             self.stretches.object_gone(hid)   # (a remote object's: its stretches go)
         never_made = self._dead.pop(hid, None) is not None   # (no metadata will come)
         self.meta.dropped(hid, unread and not never_made)
+        if self.trailing.ready:   # (a copy a reply brought goes with its array)
+            self.trailing.dropped(hid)
 
     def _queue_free(self, hid: int) -> None:
         """A free record for *hid* joins the queue (and the stretch's key; before the
@@ -943,6 +946,7 @@ class Session(SessionReplies):
         self._run_origins.clear()   # (the runs whose replies will not come)
         self._early = None
         self._pushes.clear()
+        self.trailing.clear()
         self._waits.end()
         self._release()
         raise for_user(SessionLostError(reason))
@@ -985,6 +989,7 @@ class Session(SessionReplies):
         except Exception:  # closing anyway
             pass
         self.closed = True
+        self.trailing.clear()
         try:   # (a wait shown when its reply never came: blanked, not left in the cell)
             self._waits.end()
         except Exception:

@@ -181,12 +181,13 @@ class SessionReplies:
                 seq, dt, shape = entry[:3]
                 dt = wire_dtype(dt)
                 if len(entry) > 3:
-                    self._values[seq] = receive_streamed(self, dt, shape, entry[3])
-                elif seq < 0:   # (an array the replay's header G asked for: -its handle)
-                    self.trailing.arrived(batch, -seq, np.frombuffer(
-                        next(payload).buffer, dtype=dt).reshape(shape))
+                    host = receive_streamed(self, dt, shape, entry[3])
                 else:
-                    self._values[seq] = np.frombuffer(next(payload).buffer, dtype=dt).reshape(shape)
+                    host = np.frombuffer(next(payload).buffer, dtype=dt).reshape(shape)
+                if seq < 0:   # (an array the replay's header G asked for: -its handle)
+                    self.trailing.arrived(batch, -seq, host)
+                else:
+                    self._values[seq] = host
         for seq, category, text, *module in reply["w"]:
             # at the user's call; of CuPy's module where the pool's CuPy warned from its own
             # code, so that filters by module match as they would locally

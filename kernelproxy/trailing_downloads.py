@@ -148,7 +148,8 @@ class TrailingDownloads:
                 self.wasted += len(self.ready)   # (an op came first: they are no longer
                 self.ready.clear()               # the arrays')
             return None
-        if 0 <= nbytes <= PREFETCH_BYTES and len(trail.places) < PREFETCH_MOST:
+        if 0 <= nbytes <= PREFETCH_BYTES and len(trail.places) < PREFETCH_MOST \
+                and handle not in trail.handles:   # (arrays, not downloads, counted)
             place = self._place(trail, handle)
             if place is not None:
                 trail.places.append(place)
@@ -179,6 +180,17 @@ class TrailingDownloads:
             if index >= 0:
                 return (owner, True, index)
         return None
+
+    def dropped(self, handle: int) -> None:
+        """The user dropped *handle*'s array: the copy a reply brought for it goes too."""
+        if self.ready.pop(handle, None) is not None:
+            self.wasted += 1
+
+    def clear(self) -> None:
+        """The session closed or was lost: nothing it learnt or was sent is kept."""
+        self.trail = None
+        self.ready = {}
+        self.recent = {}
 
     def downloaded(self, seq_before: int, seq_after: int) -> None:
         """A download not answered here went as the one op from *seq_before* to

@@ -182,6 +182,10 @@ class Executor(OpLoop):
         started = self.began_at = perf_counter()
         replay = self.replay
         self._batch_no = header.get("b")
+        entry = header.get("T")
+        prefetch = header.get("G") if entry is not None else None   # (ignored without T)
+        if prefetch is not None:   # (a malformed list fails the batch before anything is done)
+            check_prefetch(prefetch)
         if "A" in header:   # an early replay the client's run did not match: undone first
             self._undo_early(header["A"])
         if "D" in header:   # stretches the client let go (a malformed list fails the batch)
@@ -194,10 +198,6 @@ class Executor(OpLoop):
         error = None
         executed = 0
         timer = self.device.start_timer() if header.get("g") else None
-        entry = header.get("T")
-        prefetch = header.get("G") if entry is not None else None
-        if prefetch is not None:   # (a malformed list fails the batch before it runs)
-            check_prefetch(prefetch)
         # a replay answered from the one run ahead launches nothing: alone (nobody paced
         # against this session) or free-running beside others (share), it needs no batch of
         # the pacer's (issue 50: "a lone session pays for no pacing it does not need"); its

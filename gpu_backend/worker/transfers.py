@@ -64,18 +64,19 @@ def run_upload(executor: Any, seq: Any, dtype: Any, args: list, payload: Iterato
 
 
 def run_download(executor: Any, seq: Any, target: Any, results: BatchResults,
-                 owned: Any = None) -> None:
+                 owned: Any = None, whole: bool = False) -> None:
     """Download op *seq*: *target*'s entry in the reply, and its data as a frame after it, or
     streamed after the reply where the device sends it in chunks. *owned*: where given,
     ``owned(array)`` makes a device copy of *target* that nothing writes later — *target*
     is a held stretch's buffer (worker/graph_replay.py), which the next replay, run ahead
     after the reply, writes before a streamed download's chunks go; and a NumPy device's
-    frame is the array itself, which goes after the reply too (zero-copy over tcp)."""
+    frame is the array itself, which goes after the reply too (zero-copy over tcp). *whole*:
+    as one frame, never streamed (the caller has seen it is within the device's chunk size)."""
     device = executor.device
     if not device.is_array(target):
         raise ProtocolError("a download needs an array handle")
     device.check_transfer("D2H")   # (a client's capture in progress: refused as CuPy does)
-    chunks = device.download_chunks(target, executor.stream_from)
+    chunks = 0 if whole else device.download_chunks(target, executor.stream_from)
     if chunks and owned is not None:
         target = owned(target)
     executor.bytes_out += target.nbytes
@@ -112,11 +113,12 @@ def prefetch_downloads(executor: Any, handles: list, results: BatchResults) -> i
     sent = 0
     for hid in dict.fromkeys(handles):
         target = table.arrays.get(hid)
-        if target is None or not device.is_array(target) \
-                or device.download_chunks(target, executor.stream_from):
+        # (as one frame up to the device's chunk size, also where the client's staging ring
+        # takes larger downloads from STAGED_DOWNLOAD_BYTES: the client asks for 1 MiB at most)
+        if target is None or not device.is_array(target) or device.download_chunks(target):
             continue
         try:
-            run_download(executor, -hid, target, results)
+            run_download(executor, -hid, target, results, whole=True)
         except Exception:   # (the client's own download of it meets this, and says so)
             break
         sent += 1
