@@ -88,9 +88,9 @@ class TrailingDownloads:
         """The handles a replay of *template* (its inputs' and results' handles) asks the
         worker to download with its reply (header ``G``), or None. What followed the last
         replay is learnt first: it may be this stretch's."""
-        self._learn()
-        if not self.on:
+        if not self.on:   # (off: nothing learnt, nothing kept, as before it was built)
             return None
+        self._learn()
         plan = template.trailing
         if not plan or plan[1] is None:
             return None
@@ -115,6 +115,8 @@ class TrailingDownloads:
         """A replay of *template* went as *batch* (*seq*: its sync point's op number; None
         for an early replay, whose run has not reached it: :meth:`settled`), having asked
         for *asked* (:meth:`ask`, just before): its trail begins."""
+        if not self.on:
+            return
         if asked:
             self.asked += len(asked)
         recent = self.recent
