@@ -319,7 +319,12 @@ class ndarray:
     def _python_scalar(self, kind: str) -> Any:
         if FUSING.depth:
             raise TypeError("Cannot convert to Python scalar in cupy.fuse")
-        return _operator(kind, (self,), self._s)
+        session = self._s
+        trail = session.trailing.trail
+        if trail is not None and trail.seq == session._seq and kind != "index":
+            # (no op since the last replay: its reply may have brought this array's copy)
+            return session.read_value(self, kind, lambda: _operator(kind, (self,), session))
+        return _operator(kind, (self,), session)
 
     def __bool__(self) -> bool:
         return self._python_scalar("bool")

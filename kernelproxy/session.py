@@ -53,7 +53,7 @@ from .early_replay import Early
 from .loop_cuts import DETECT_OPS, LoopCuts
 from .stretch_templates import TemplateRun
 from .tracebacks import for_user
-from .trailing_downloads import TrailingDownloads
+from .trailing_downloads import TrailingDownloads, host_value
 from .wait_displays import WaitDisplays
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
@@ -797,6 +797,28 @@ class Session(SessionReplies):
                                       "ndarray.get"))
         trailing.downloaded(before, self._seq)
         return host
+
+    @_serialised
+    def read_value(self, array: Any, kind: str, pool_value: Callable[[], Any]) -> Any:
+        """``float(array)`` (*kind*: ``"float"``, ``"int"``, ``"bool"``, ``"complex"``) of a
+        0-d array: from the copy the last replay's reply brought where its loop reads it
+        there (kernelproxy/trailing_downloads.py), else *pool_value()*, the pool's (a sync
+        point)."""
+        __tracebackhide__ = True  # IPython shows the user's frames, not ours
+        trailing = self.trailing
+        before = self._seq
+        if trailing.trail is not None and self._error is None:
+            self._check_open()
+            meta = array._m or self.meta.peek(array._h)
+            if meta is not None and not meta[0]:   # (0-d: its copy's value is the pool's)
+                host = trailing.take(array._h, before, meta[1].itemsize, True)
+                if host is not None:
+                    value = host_value(host, kind)
+                    if value is not None:
+                        return value
+        value = pool_value()
+        trailing.downloaded(before, self._seq)
+        return value
 
     def value_later(self, operator: str, *args: Any) -> int:
         """Queue an op whose value is wanted later (``"float"``, ``"int"``, ``"bool"``,

@@ -15,7 +15,9 @@ no op has been issued since that replay's ops: any op (an in-place write, an upl
 free is none) could change the array, so any op ends what the reply brought. A loop that
 stops downloading one of them wastes one download, and from then on that stretch's
 replays ask only for what two in a row downloaded. What was not sent (too large, the reply
-failed, the worker left it out) is downloaded as ever.
+failed, the worker left it out) is downloaded as ever. A 0-d array's value read there
+(``float(v)``, ``int``, ``bool``, ``complex``) is learnt and answered the same way, from
+its copy, but asked for only beside a download: reads alone are the steady lane's.
 
 Called with the session's lock held.
 """
@@ -24,7 +26,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TrailingDownloads", "PREFETCH_BYTES", "PREFETCH_MOST"]
+import math
+
+__all__ = ["TrailingDownloads", "host_value", "PREFETCH_BYTES", "PREFETCH_MOST"]
+
+#: the dtype kinds each value read is made of here as the pool makes it (Python's own
+#: conversion of the 0-d array): ``float`` of a complex warns, and ``int`` of a NaN or an
+#: infinity raises, which the pool says with the user's line: those go to the pool
+_VALUE_KINDS = {"float": "biuf", "int": "biuf", "bool": "biufc", "complex": "biufc"}
+_CONVERT = {"float": float, "int": int, "bool": bool, "complex": complex}
 
 #: The largest array sent before it is asked for: above it a download's own time is most of
 #: its cost, and a wrong guess would cost as much again
@@ -35,6 +45,16 @@ PREFETCH_MOST = 8
 #: stretches a loop's step replays: a download after the step's second read may be of the
 #: first's results)
 RECENT_MOST = 16
+
+
+def host_value(host: Any, kind: str) -> Any:
+    """``float(host)`` (*kind*) of a 0-d host copy, as the pool's conversion of the array
+    gives it; None where that conversion would warn or raise (the pool says those)."""
+    if host.dtype.kind not in _VALUE_KINDS[kind]:
+        return None
+    if kind == "int" and host.dtype.kind == "f" and not math.isfinite(host.item()):
+        return None
+    return _CONVERT[kind](host)
 
 
 class _Trail:
@@ -87,7 +107,10 @@ class TrailingDownloads:
     def ask(self, template: Any, inputs: list, results: list) -> list[int] | None:
         """The handles a replay of *template* (its inputs' and results' handles) asks the
         worker to download with its reply (header ``G``), or None. What followed the last
-        replay is learnt first: it may be this stretch's."""
+        replay is learnt first: it may be this stretch's. Arrays read as values (``float(v)``
+        of a 0-d result) are asked for only beside one downloaded: a message with ``G`` is
+        none the steady lane serves, and a loop whose reads alone follow its replays is
+        served there, their replies pushed, better than by one message less."""
         if not self.on:   # (off: nothing learnt, nothing kept, as before it was built)
             return None
         self._learn()
@@ -96,7 +119,7 @@ class TrailingDownloads:
             return None
         asked: list[int] = []
         recent = self.recent
-        for owner, is_input, index in plan[1]:
+        for owner, is_input, index, _value in plan[1]:
             if owner is template:
                 if not is_input and index in template.drop_slots:
                     continue   # (dropped by the stretch: the worker never holds it)
@@ -139,11 +162,12 @@ class TrailingDownloads:
             self.ready[handle] = host
 
     # ------------------------------------------------------------ a download is asked for
-    def take(self, handle: int, seq: int, nbytes: int) -> Any:
-        """A download of *handle* (of *nbytes*, -1 where unknown) with the session at op *seq*:
-        the copy the last replay's reply brought, if it is still the array's (no op since),
-        else None; either way, learnt as following that replay where it is an input or a
-        result of it or of another recent replay."""
+    def take(self, handle: int, seq: int, nbytes: int, value: bool = False) -> Any:
+        """A download of *handle* (of *nbytes*, -1 where unknown; *value*: a read of a 0-d
+        array's value) with the session at op *seq*: the copy the last replay's reply
+        brought, if it is still the array's (no op since), else None; either way, learnt as
+        following that replay where it is an input or a result of it or of another recent
+        replay."""
         trail = self.trail
         if trail is None or trail.seq != seq:
             if self.ready and trail is not None and trail.seq is not None:
@@ -154,7 +178,7 @@ class TrailingDownloads:
                 and handle not in trail.handles:   # (arrays, not downloads, counted)
             place = self._place(trail, handle)
             if place is not None:
-                trail.places.append(place)
+                trail.places.append(place + (value,))
                 trail.handles.append(handle)
         host = self.ready.pop(handle, None)
         if host is not None:
@@ -225,7 +249,8 @@ class TrailingDownloads:
         if trail.asked and not missed:
             taken = set(trail.handles)
             missed = any(hid not in taken for hid in trail.asked)
-        ask = seen if seen and (seen == last or not missed) else None
+        ask = seen if seen and (seen == last or not missed) \
+            and not all(place[3] for place in seen) else None   # (reads alone: the lane's)
         template.trailing = (seen, ask, missed)
 
     def figures(self) -> dict:

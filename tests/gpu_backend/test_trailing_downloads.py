@@ -272,3 +272,81 @@ def test_off_it_sends_nothing_ahead(pool):
     assert_bitwise(got, want)
     assert figures["asked"] == figures["hits"] == figures["prefetched"] == 0, figures
     assert figures["batches"] >= 3 * STEPS - 2, figures
+
+
+def test_a_value_read_beside_a_download_comes_with_the_reply(pool):
+    """``float(mx)`` closes the step, ``t.get()`` and ``float(v)`` (a 0-d result) follow:
+    both answered from the reply, the value as the pool's conversion gives it."""
+    def loop(cp):
+        X = cp.linspace(-1, 1, 60, dtype=cp.float32).reshape(6, 10)
+        out = []
+        for i in range(STEPS):
+            X = X * 0.99 + 0.01
+            mx = X.max()
+            t = X.sum(axis=1, dtype=cp.float64)
+            v = X.var(ddof=1)
+            k = (X > 0).sum()
+            out.append(float(mx))
+            out.append(t.get())
+            out.extend((float(v), int(k), bool(k), complex(v)))
+            time.sleep(PAUSE)
+        return out
+
+    got, want, figures = _run(pool, loop)
+    assert_bitwise(got, want)
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert figures["hits"] >= 3 * ANSWERED, figures   # (t, v and k each step)
+
+
+def test_reads_alone_after_a_replay_are_left_to_the_lane(pool):
+    """``float(loss)`` then ``float(acc)``, nothing downloaded: no message asks for the
+    second (a message with G is none the steady lane serves); the lane serves the loop."""
+    def loop(cp):
+        x = cp.linspace(0, 1, 64)
+        out = []
+        for i in range(STEPS):
+            x = x * 0.9 + 0.05
+            loss = (x * x).sum()
+            acc = (x > 0.5).mean()
+            out.extend((float(loss), float(acc)))
+            time.sleep(PAUSE)
+        return out
+
+    got, want, figures = _run(pool, loop)
+    assert_bitwise(got, want)
+    assert figures["asked"] == 0 and figures["hits"] == 0, figures
+
+
+def test_values_the_pool_would_warn_or_fail_for_go_to_the_pool(pool):
+    """``int`` of a NaN and ``float`` of a complex raise (or warn) where and as the pool
+    does, though a copy of the array came with the reply."""
+    import warnings
+
+    def loop(cp):
+        x = cp.zeros(8)
+        z = cp.ones(3, dtype=cp.complex128)
+        out = []
+        for i in range(STEPS):
+            x = x + 1.0
+            n = (x * float("nan") if i % 4 == 3 else x).max()
+            c = (z * (1 + 1j)).sum()
+            out.append(x.get())
+            for convert, value in ((int, n), (float, c)):
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    try:
+                        out.append(convert(value))
+                    except (TypeError, ValueError) as e:
+                        out.append(f"{type(e).__name__}: {e}")
+                out.append([w.category.__name__ for w in caught])
+            time.sleep(PAUSE)
+        return out
+
+    got, want, _figures = _run(pool, loop)
+    assert [type(v) for v in got] == [type(v) for v in want]
+    for a, b in zip(got, want):
+        if isinstance(a, (str, list)):
+            assert a == b
+        else:
+            assert_bitwise([a], [b])
+    assert any(isinstance(v, str) and v.startswith("ValueError") for v in got)
