@@ -53,7 +53,7 @@ from .early_replay import Early
 from .loop_cuts import DETECT_OPS, LoopCuts
 from .stretch_templates import TemplateRun
 from .tracebacks import for_user
-from .trailing_downloads import TrailingDownloads, host_value
+from .trailing_downloads import TrailingDownloads, answers_value, host_value
 from .wait_displays import WaitDisplays
 
 __all__ = ["Session", "connect", "FLUSH_OPS"]
@@ -810,11 +810,14 @@ class Session(SessionReplies):
         if trailing.trail is not None and self._error is None:
             self._check_open()
             meta = array._m or self.meta.peek(array._h)
-            if meta is not None and not meta[0]:   # (0-d: its copy's value is the pool's)
+            # (0-d, of a dtype whose copy converts as the pool's array does: else it is
+            # neither learnt nor asked for, and goes to the pool)
+            if meta is not None and not meta[0] and answers_value(meta[1], kind):
                 host = trailing.take(array._h, before, meta[1].itemsize, True)
                 if host is not None:
                     value = host_value(host, kind)
                     if value is not None:
+                        trailing.hits += 1
                         return value
         value = pool_value()
         trailing.downloaded(before, self._seq)

@@ -28,13 +28,22 @@ from typing import Any
 
 import math
 
-__all__ = ["TrailingDownloads", "host_value", "PREFETCH_BYTES", "PREFETCH_MOST"]
+__all__ = ["TrailingDownloads", "host_value", "answers_value", "PREFETCH_BYTES",
+           "PREFETCH_MOST"]
 
 #: the dtype kinds each value read is made of here as the pool makes it (Python's own
-#: conversion of the 0-d array): ``float`` of a complex warns, and ``int`` of a NaN or an
-#: infinity raises, which the pool says with the user's line: those go to the pool
+#: conversion of the 0-d array): ``float`` of a complex raises, ``int`` of a NaN or an
+#: infinity raises, and a long double's conversions may warn (an overflow in the cast):
+#: the pool says those with the user's line, so they go to the pool
 _VALUE_KINDS = {"float": "biuf", "int": "biuf", "bool": "biufc", "complex": "biufc"}
 _CONVERT = {"float": float, "int": int, "bool": bool, "complex": complex}
+
+
+def answers_value(dtype: Any, kind: str) -> bool:
+    """Whether a copy of a 0-d array of *dtype* may answer its ``float``/``int``/``bool``/
+    ``complex`` (*kind*) here, as the pool would (beyond :func:`host_value`'s own check of
+    the value): not a long double's, nor a kind whose conversion raises."""
+    return dtype.kind in _VALUE_KINDS[kind] and dtype.char not in "gG"
 
 #: The largest array sent before it is asked for: above it a download's own time is most of
 #: its cost, and a wrong guess would cost as much again
@@ -50,7 +59,7 @@ RECENT_MOST = 16
 def host_value(host: Any, kind: str) -> Any:
     """``float(host)`` (*kind*) of a 0-d host copy, as the pool's conversion of the array
     gives it; None where that conversion would warn or raise (the pool says those)."""
-    if host.dtype.kind not in _VALUE_KINDS[kind]:
+    if not answers_value(host.dtype, kind):
         return None
     if kind == "int" and host.dtype.kind == "f" and not math.isfinite(host.item()):
         return None
@@ -100,7 +109,7 @@ class TrailingDownloads:
         #: template -> (inputs, results) of its last replay, the latest last (RECENT_MOST)
         self.recent: dict[Any, tuple] = {}
         self.asked = 0    # arrays asked for with replays
-        self.hits = 0     # downloads answered by them
+        self.hits = 0     # downloads and value reads answered by them
         self.wasted = 0   # arrays sent that no download took
 
     # ------------------------------------------------------------ a replay goes
@@ -181,7 +190,7 @@ class TrailingDownloads:
                 trail.places.append(place + (value,))
                 trail.handles.append(handle)
         host = self.ready.pop(handle, None)
-        if host is not None:
+        if host is not None and not value:   # (a value read's hit is counted once made)
             self.hits += 1
         return host
 
@@ -254,6 +263,6 @@ class TrailingDownloads:
         template.trailing = (seen, ask, missed)
 
     def figures(self) -> dict:
-        """Arrays asked for with replays, the downloads they answered, and those sent for
-        nothing."""
+        """Arrays asked for with replays, the downloads and value reads they answered, and
+        those sent for nothing."""
         return {"asked": self.asked, "hits": self.hits, "wasted": self.wasted}

@@ -317,9 +317,9 @@ def test_reads_alone_after_a_replay_are_left_to_the_lane(pool):
     assert figures["asked"] == 0 and figures["hits"] == 0, figures
 
 
-def test_values_the_pool_would_warn_or_fail_for_go_to_the_pool(pool):
-    """``int`` of a NaN and ``float`` of a complex raise (or warn) where and as the pool
-    does, though a copy of the array came with the reply."""
+def test_values_the_pool_would_fail_for_go_to_the_pool(pool):
+    """``int`` of a NaN (ValueError) and ``float`` of a complex (TypeError) raise where and
+    as the pool does, though a copy of the array came with the reply."""
     import warnings
 
     def loop(cp):
@@ -350,3 +350,59 @@ def test_values_the_pool_would_warn_or_fail_for_go_to_the_pool(pool):
         else:
             assert_bitwise([a], [b])
     assert any(isinstance(v, str) and v.startswith("ValueError") for v in got)
+
+
+@pytest.mark.parametrize("dtype", ["longdouble", "clongdouble"])
+def test_a_long_double_s_value_warns_at_the_user_s_line(pool, dtype):
+    """``complex(v)`` of a long double beyond float64's range warns (an overflow in the
+    cast): at the user's line, as the pool's warning is shown, not from the client's own
+    conversion of a copy (the NumPy device holds long doubles; a review's, failing before)."""
+    import warnings
+
+    def loop(cp):
+        x = cp.arange(8, dtype=cp.float64)
+        base = cp.asarray(np.array(np.longdouble("1e400"), dtype=dtype))
+        out = []
+        for i in range(STEPS):
+            x = x * 0.5 + 1.0
+            w = x * 2
+            v = base.copy()
+            out.append(x.get())
+            out.append(w.get())
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out.append(repr(complex(v)))
+            out.append([(w.category.__name__, w.filename.rsplit("/", 1)[-1]) for w in caught])
+            time.sleep(PAUSE)
+        return out
+
+    got, want, _figures = _run(pool, loop)
+    strings = [v for v in got if not isinstance(v, np.ndarray)]
+    assert strings == [v for v in want if not isinstance(v, np.ndarray)]
+
+
+def test_a_read_no_copy_answers_is_neither_asked_for_nor_counted(pool):
+    """``float`` of a complex (the pool's TypeError) beside a download: never asked for nor
+    sent, and no hit counted (a review's, failing before: asked and counted every step)."""
+    def loop(cp):
+        x = cp.zeros(8)
+        z = cp.ones(3, dtype=cp.complex128)
+        out = []
+        for i in range(STEPS):
+            x = x + 1.0
+            w = x * 2
+            c = (z * (1 + 1j)).sum()
+            out.append(x.get())
+            out.append(w.get())
+            try:
+                out.append(float(c))
+            except TypeError as e:
+                out.append(str(e))
+            time.sleep(PAUSE)
+        return out
+
+    got, want, figures = _run(pool, loop)
+    assert got[2::3] == want[2::3]
+    assert_bitwise([v for i, v in enumerate(got) if i % 3 != 2],
+                   [v for i, v in enumerate(want) if i % 3 != 2])
+    assert figures["hits"] <= STEPS and figures["prefetched"] <= STEPS, figures
