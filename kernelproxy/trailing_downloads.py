@@ -180,8 +180,8 @@ class TrailingDownloads:
         trail = self.trail
         if trail is None or trail.seq != seq:
             if self.ready and trail is not None and trail.seq is not None:
-                self.wasted += len(self.ready)   # (an op came first: they are no longer
-                self.ready.clear()               # the arrays')
+                self.wasted += sum(1 for hid in self.ready if hid not in trail.handles)
+                self.ready.clear()   # (an op came first: they are no longer the arrays')
             return None
         if 0 <= nbytes <= PREFETCH_BYTES and len(trail.places) < PREFETCH_MOST \
                 and handle not in trail.handles:   # (arrays, not downloads, counted)
@@ -189,8 +189,10 @@ class TrailingDownloads:
             if place is not None:
                 trail.places.append(place + (value,))
                 trail.handles.append(handle)
+        if value:   # (its copy stays for the next read of its value: handed to nobody;
+            return self.ready.get(handle)   # the hit is counted once the value is made)
         host = self.ready.pop(handle, None)
-        if host is not None and not value:   # (a value read's hit is counted once made)
+        if host is not None:
             self.hits += 1
         return host
 
@@ -217,9 +219,12 @@ class TrailingDownloads:
         return None
 
     def dropped(self, handle: int) -> None:
-        """The user dropped *handle*'s array: the copy a reply brought for it goes too."""
+        """The user dropped *handle*'s array: the copy a reply brought for it goes too
+        (wasted unless a value read took it)."""
         if self.ready.pop(handle, None) is not None:
-            self.wasted += 1
+            trail = self.trail
+            if trail is None or handle not in trail.handles:
+                self.wasted += 1
 
     def clear(self) -> None:
         """The session closed or was lost: nothing it learnt or was sent is kept."""
@@ -243,8 +248,9 @@ class TrailingDownloads:
         some steps only wastes one download, not one every other step)."""
         trail, self.trail = self.trail, None
         ready, self.ready = self.ready, {}
-        if ready:
-            self.wasted += len(ready)
+        if ready:   # (those no read took; a value read's copy stays, taken all the same)
+            taken = trail.handles if trail is not None else ()
+            self.wasted += sum(1 for hid in ready if hid not in taken)
         if trail is None or trail.seq is None:
             return
         template = trail.template

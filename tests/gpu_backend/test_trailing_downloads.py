@@ -408,3 +408,24 @@ def test_a_read_no_copy_answers_is_neither_asked_for_nor_counted(pool):
     assert_bitwise([v for i, v in enumerate(got) if i % 3 != 2],
                    [v for i, v in enumerate(want) if i % 3 != 2])
     assert figures["hits"] <= STEPS and figures["prefetched"] <= STEPS, figures
+
+
+def test_a_value_read_twice_is_answered_twice(pool):
+    """``if k: n = int(k)`` beside a download: both reads of ``k`` answered from the one
+    copy, which nothing hands to the user."""
+    def loop(cp):
+        x = cp.arange(12, dtype=cp.float64)
+        out = []
+        for i in range(STEPS):
+            x = x * 0.5 + 1.0
+            t = x[::2] * 2
+            k = (x > 1.5 - i).sum()   # (never 0: both reads made)
+            out.append(x.get())
+            out.append(t.get())
+            out.append(int(k) if k else -1)
+            time.sleep(PAUSE)
+        return out
+
+    got, want, figures = _run(pool, loop)
+    assert_bitwise(got, want)
+    assert figures["hits"] >= 3 * ANSWERED and figures["wasted"] == 0, figures
