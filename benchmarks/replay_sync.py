@@ -16,7 +16,9 @@ graphs), ``time_step`` (``t = i * dt``), ``decay_step`` (a threshold that decays
 its noise drawn once: ``eta = 0.05 / (1.0 + 0.02 * i)`` and ``sqrt(2.0 * eta)``) and
 ``heat_step`` (a 2 048²
 stencil written in place: long device time, its input written), ``two_reads`` (a training step
-that reads its loss and its accuracy: two stretches taking turns) and ``three_reads`` (three
+that reads its loss and its accuracy: two stretches taking turns), ``logged_step`` (the same
+step reading its loss, then downloading its weights and reading its accuracy: trailing
+downloads), ``three_reads`` (three
 reads a step, one stretch writing its input), ``minibatch_step`` (minibatch SGD: its indices
 uploaded each step) and ``feed_step`` (a host reading of eight values uploaded each step, the
 stretch's first op) — it reports the median wall time per
@@ -259,6 +261,29 @@ def two_reads(xp):
     return step
 
 
+def logged_step(xp):
+    """A training step that reads its loss, then keeps its weights and its accuracy on the
+    host each step, as a notebook logs them (logistic regression on 4 096 x 16 float32, its
+    weights written in place): the weights' download and the accuracy's read come right
+    after the loss's read, each a round trip of its own until the loss's replay brought
+    them with its reply (kernelproxy/trailing_downloads.py, the forty-sixth session)."""
+    rng = np.random.default_rng(15)
+    x = xp.asarray(rng.standard_normal((4096, 16)).astype(np.float32))
+    y = xp.asarray((rng.random(4096) > 0.5).astype(np.float32))
+    state = {"w": xp.zeros(16, dtype=xp.float32), "log": []}
+
+    def step(i):
+        w = state["w"]
+        p = 1.0 / (1.0 + xp.exp(-(x @ w)))
+        w -= 0.5 * (x.T @ (p - y)) / 4096
+        accuracy = ((p > 0.5) == (y > 0.5)).mean()
+        loss = float(((p - y) ** 2).mean())
+        weights = xp.asnumpy(w) if hasattr(xp, "asnumpy") else w.copy()   # (NumPy: a copy)
+        state["log"].append(weights)
+        return loss + float(accuracy) + float(weights[0])
+    return step
+
+
 def three_reads(xp):
     """A carried field's step with three reads a step (its sum, a running mean's largest
     value, their smallest difference): three stretches taking turns, the second writing its
@@ -320,7 +345,8 @@ LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step,
          "boot_step": boot_step, "time_step": time_step, "decay_step": decay_step,
          "anneal_step": anneal_step, "heat_step": heat_step, "two_reads": two_reads,
-         "three_reads": three_reads, "minibatch_step": minibatch_step, "feed_step": feed_step}
+         "logged_step": logged_step, "three_reads": three_reads,
+         "minibatch_step": minibatch_step, "feed_step": feed_step}
 
 
 def per_iteration(step, reps, session):
