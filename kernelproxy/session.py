@@ -784,18 +784,15 @@ class Session(SessionReplies):
         brought where its loop downloads it there (kernelproxy/trailing_downloads.py), else
         downloaded now."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
-        trailing = self.trailing
         before = self._seq
-        if trailing.trail is not None and self._error is None:
-            self._check_open()   # (a closed or lost session's copies are nobody's)
-            meta = array._m or self.meta.peek(array._h)   # (none: too large to learn)
-            nbytes = math.prod(meta[0]) * meta[1].itemsize if meta is not None else -1
-            host = trailing.take(array._h, before, nbytes)
+        meta = self._trailing_meta(array)
+        if meta is not None:
+            host = self.trailing.take(array._h, before, math.prod(meta[0]) * meta[1].itemsize)
             if host is not None:
                 return host
         host = self.value(self.submit(m.KIND_DOWNLOAD, api.VALUE, None, None, array, (), {},
                                       "ndarray.get"))
-        trailing.downloaded(before, self._seq)
+        self.trailing.downloaded(before, self._seq)
         return host
 
     @_serialised
@@ -807,21 +804,28 @@ class Session(SessionReplies):
         __tracebackhide__ = True  # IPython shows the user's frames, not ours
         trailing = self.trailing
         before = self._seq
-        if trailing.trail is not None and self._error is None:
-            self._check_open()
-            meta = array._m or self.meta.peek(array._h)
-            # (0-d, of a dtype whose copy converts as the pool's array does: else it is
-            # neither learnt nor asked for, and goes to the pool)
-            if meta is not None and not meta[0] and answers_value(meta[1], kind):
-                host = trailing.take(array._h, before, meta[1].itemsize, True)
-                if host is not None:
-                    value = host_value(host, kind)
-                    if value is not None:
-                        trailing.hits += 1
-                        return value
+        meta = self._trailing_meta(array)
+        # (0-d, of a dtype whose copy converts as the pool's array does: else it is neither
+        # learnt nor asked for, and goes to the pool)
+        if meta is not None and not meta[0] and answers_value(meta[1], kind):
+            host = trailing.take(array._h, before, meta[1].itemsize, True)
+            if host is not None:
+                value = host_value(host, kind)
+                if value is not None:
+                    trailing.hits += 1
+                    return value
         value = pool_value()
         trailing.downloaded(before, self._seq)
         return value
+
+    def _trailing_meta(self, array: Any) -> tuple | None:
+        """*array*'s metadata where the last replay's trail may answer a read of it (a
+        trail under way, no error pending, the session open), else None; None too where its
+        metadata is not known here (not learnt: its size is not known)."""
+        if self.trailing.trail is None or self._error is not None:
+            return None
+        self._check_open()   # (a closed or lost session's copies are nobody's)
+        return array._m or self.meta.peek(array._h)
 
     def value_later(self, operator: str, *args: Any) -> int:
         """Queue an op whose value is wanted later (``"float"``, ``"int"``, ``"bool"``,

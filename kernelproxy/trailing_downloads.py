@@ -67,19 +67,15 @@ def host_value(host: Any, kind: str) -> Any:
 
 
 class _Trail:
-    """What followed one replay: its template, its inputs' and results' handles, its batch,
-    the op number it ended at (None until its sync point: an early replay's), what it asked
-    for, and since then the arrays downloaded, each as where it came from (a place: the
-    template of the replay that made it or took it, whether it was an input, its index) and
-    as its handle."""
+    """What followed one replay: its template, its batch, the op number it ended at (None
+    until its sync point: an early replay's), what it asked for, and since then the arrays
+    downloaded, each as where it came from (a place: the template of the replay that made
+    it or took it, whether it was an input, its index) and as its handle."""
 
-    __slots__ = ("template", "inputs", "results", "batch", "seq", "places", "handles", "asked")
+    __slots__ = ("template", "batch", "seq", "places", "handles", "asked")
 
-    def __init__(self, template: Any, inputs: list, results: list, batch: int,
-                 seq: int | None, asked: tuple) -> None:
+    def __init__(self, template: Any, batch: int, seq: int | None, asked: tuple) -> None:
         self.template = template
-        self.inputs = inputs
-        self.results = results
         self.batch = batch
         self.seq = seq
         self.places: list[tuple] = []
@@ -156,7 +152,7 @@ class TrailingDownloads:
         recent[template] = (inputs, results)
         if len(recent) > RECENT_MOST:
             del recent[next(iter(recent))]
-        self.trail = _Trail(template, inputs, results, batch, seq, tuple(asked or ()))
+        self.trail = _Trail(template, batch, seq, tuple(asked or ()))
 
     def settled(self, batch: int, seq: int) -> None:
         """The early replay sent as *batch* answers its run, whose sync point is op *seq*."""
@@ -180,12 +176,11 @@ class TrailingDownloads:
         trail = self.trail
         if trail is None or trail.seq != seq:
             if self.ready and trail is not None and trail.seq is not None:
-                self.wasted += sum(1 for hid in self.ready if hid not in trail.handles)
-                self.ready.clear()   # (an op came first: they are no longer the arrays')
+                self._let_go(trail)   # (an op came first: they are no longer the arrays')
             return None
         if 0 <= nbytes <= PREFETCH_BYTES and len(trail.places) < PREFETCH_MOST \
                 and handle not in trail.handles:   # (arrays, not downloads, counted)
-            place = self._place(trail, handle)
+            place = self._place(handle)
             if place is not None:
                 trail.places.append(place + (value,))
                 trail.handles.append(handle)
@@ -196,19 +191,11 @@ class TrailingDownloads:
             self.hits += 1
         return host
 
-    def _place(self, trail: _Trail, handle: int) -> tuple | None:
-        """Where *handle* came from: a result or an input of the trail's replay, else of the
-        latest replay of another recent stretch (the most recent first); None: none."""
-        template = trail.template
-        index = _index(trail.results, handle)
-        if index >= 0:
-            return (template, False, index)
-        index = _index(trail.inputs, handle)
-        if index >= 0:
-            return (template, True, index)
+    def _place(self, handle: int) -> tuple | None:
+        """Where *handle* came from: a result or an input of the latest replay of a recent
+        stretch, the most recent first (the trail's own, which :meth:`sent` put last);
+        None: none."""
         for owner in reversed(self.recent):
-            if owner is template:
-                continue
             inputs, results = self.recent[owner]
             index = _index(results, handle)
             if index >= 0:
@@ -225,6 +212,13 @@ class TrailingDownloads:
             trail = self.trail
             if trail is None or handle not in trail.handles:
                 self.wasted += 1
+
+    def _let_go(self, trail: _Trail | None) -> None:
+        """The copies the replay's reply brought go: those no read took, wasted (a value
+        read's copy stays while it may be read again, taken all the same)."""
+        taken = trail.handles if trail is not None else ()
+        self.wasted += sum(1 for hid in self.ready if hid not in taken)
+        self.ready = {}
 
     def clear(self) -> None:
         """The session closed or was lost: nothing it learnt or was sent is kept."""
@@ -247,10 +241,8 @@ class TrailingDownloads:
         untaken, then only what two replays in a row downloaded (a loop that downloads at
         some steps only wastes one download, not one every other step)."""
         trail, self.trail = self.trail, None
-        ready, self.ready = self.ready, {}
-        if ready:   # (those no read took; a value read's copy stays, taken all the same)
-            taken = trail.handles if trail is not None else ()
-            self.wasted += sum(1 for hid in ready if hid not in taken)
+        if self.ready:
+            self._let_go(trail)
         if trail is None or trail.seq is None:
             return
         template = trail.template
@@ -259,7 +251,7 @@ class TrailingDownloads:
             if plan is not None and (plan[0] or plan[1]):
                 template.trailing = ((), None, plan[2])
             return
-        seen = tuple(dict.fromkeys(trail.places))
+        seen = tuple(trail.places)   # (one place a handle, one handle a place: take)
         last, _asked, missed = template.trailing or ((), None, False)
         if trail.asked and not missed:
             taken = set(trail.handles)
