@@ -27,6 +27,7 @@ from kernelproxy.modules import module_for
 from kernelproxy.loop_cuts import DETECT_OPS, MIN_PIECE_OPS, PIECES_AHEAD
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
+from kernelproxy.state import active_session
 
 from ..quiet_gc import no_collection
 from ..session_threads import FACTORS, values_of_two_threads
@@ -668,6 +669,9 @@ def test_an_interrupt_inside_a_loops_piece_loses_nothing(fresh_sessions):
     """^C in a loop with no sync point, in the middle of a piece answered from its template
     (and of its last): the ops before it still run, the loop goes on, pieces are cut and
     answered again, the results those without the fast path and without replay."""
+    fast_session = fresh_sessions[0]
+    at_interrupts = []   # the fast session's pieces answered from templates at each ^C
+
     def loop(cp):
         rng = np.random.default_rng(12)
         u = cp.asarray(rng.random(512, dtype=np.float32))
@@ -677,17 +681,24 @@ def test_an_interrupt_inside_a_loops_piece_loses_nothing(fresh_sessions):
             try:
                 v = 0.9 * v + 0.1 * (0.5 - u)
                 if step in (100, 196):
+                    if active_session() is fast_session:
+                        at_interrupts.append(_fast(fast_session))
                     raise KeyboardInterrupt
                 u = u + 0.05 * v
             except KeyboardInterrupt:
                 stopped.append(step)
         return [float(u.sum()), float(v.sum()), u.get(), v.get(), stopped]
 
+    before = _fast(fast_session)
     _results, fast = _run(fresh_sessions, loop)
-    # (pieces answered from templates before the interrupt, ~8, and after it, ~13: the
-    # piece it cut missed its template, so the loop is looked for anew and cut where it was;
-    # cut where the interrupt left it, each later piece missed too: 8 in all)
-    assert fast >= 14
+    # pieces answered from templates before the first interrupt (~8 on an idle host) and
+    # again between the two (~13): the piece the interrupt cut missed its template, the
+    # loop was looked for anew and held again. How many depends on the worker's pace (each
+    # hold waits for the worker's answer), so the test asks only that both happened.
+    first, second = (n - before for n in at_interrupts)
+    assert first >= 1, at_interrupts
+    assert second > first, at_interrupts
+    assert fast >= second
 
 
 def test_a_loop_of_large_arrays_is_cut_but_never_replayed(fresh_sessions, monkeypatch):
