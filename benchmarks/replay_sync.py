@@ -18,7 +18,8 @@ its noise drawn once: ``eta = 0.05 / (1.0 + 0.02 * i)`` and ``sqrt(2.0 * eta)``)
 stencil written in place: long device time, its input written), ``two_reads`` (a training step
 that reads its loss and its accuracy: two stretches taking turns), ``logged_step`` (the same
 step reading its loss, then downloading its weights and reading its accuracy: trailing
-downloads), ``three_reads`` (three
+downloads), ``masked_step`` (a leaky-ReLU layer's step by ``where(c, x, y)`` and
+``split``: calls whose structure the client tells), ``three_reads`` (three
 reads a step, one stretch writing its input), ``minibatch_step`` (minibatch SGD: its indices
 uploaded each step) and ``feed_step`` (a host reading of eight values uploaded each step, the
 stretch's first op) — it reports the median wall time per
@@ -284,6 +285,29 @@ def logged_step(xp):
     return step
 
 
+def masked_step(xp):
+    """A leaky-ReLU layer's step on 4 096 float32 values written as newcomers write it: the
+    activation by ``where(c, x, y)``, its gradient's mask likewise, the batch cut in two by
+    ``split``, each half scaled, the loss read. Before the forty-seventh session each
+    ``where`` and ``split`` waited for its result's structure, a round trip each
+    (kernelproxy/result_structures.py)."""
+    rng = np.random.default_rng(16)
+    x = xp.asarray(rng.standard_normal(4096).astype(np.float32))
+    target = xp.asarray(rng.standard_normal(4096).astype(np.float32))
+    state = {"w": xp.ones(4096, dtype=xp.float32)}
+
+    def step(i):
+        w = state["w"]
+        z = x * w
+        a = xp.where(z > 0, z, 0.01 * z)
+        err = a - target
+        grad = err * xp.where(z > 0, 1.0, 0.01) * x
+        first, second = xp.split(grad, 2)
+        state["w"] = w - 0.01 * xp.concatenate([first * 0.9, second * 1.1])
+        return float((err * err).mean())
+    return step
+
+
 def three_reads(xp):
     """A carried field's step with three reads a step (its sum, a running mean's largest
     value, their smallest difference): three stretches taking turns, the second writing its
@@ -345,7 +369,7 @@ LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "power_iteration": power_iteration, "walk_step": walk_step, "pi_step": pi_step,
          "boot_step": boot_step, "time_step": time_step, "decay_step": decay_step,
          "anneal_step": anneal_step, "heat_step": heat_step, "two_reads": two_reads,
-         "logged_step": logged_step, "three_reads": three_reads,
+         "logged_step": logged_step, "masked_step": masked_step, "three_reads": three_reads,
          "minibatch_step": minibatch_step, "feed_step": feed_step}
 
 

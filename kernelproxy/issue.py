@@ -23,11 +23,12 @@ from gpu_backend.protocol.codec import Handle
 
 from . import fuse_trace
 from .out_args import checked_out, given_outs, positional_out
+from .result_structures import ONE as _ONE, predicted as _predicted
 
 __all__ = ["call", "wrap", "operator", "array_class", "register_array_class", "FUSING",
            "OP_SYMBOLS", "OPERATOR_LABELS", "UFUNC_SCALAR_TYPES"]
 
-_ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
+_ARRAY, _NONE, _MULTI, _VALUE, _ARRAYS = api.ARRAY, api.NONE, api.MULTI, api.VALUE, api.ARRAYS
 _TRACES_LIVE, _NOT_TRACED, _record_call = fuse_trace.LIVE, fuse_trace.NOT_TRACED, fuse_trace.record_call
 _weak = weakref.ref
 
@@ -113,6 +114,16 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
     if type(out) is tuple and len(out) > 1 and all(isinstance(o, _classes[0]) for o in out):
         session.submit(kind, _NONE, None, name, target, args, kwargs, label)  # modf(x, out=(a, b))
         return out
+    structure = _predicted(kind, name, target, args, kwargs)
+    if structure is not None:   # n arrays, known from the arguments: named here, no wait
+        if structure is _ONE:
+            hid = session.new_id()
+            session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
+            return wrap(session, hid)
+        count, container = structure
+        hids = [session.new_id() for _ in range(count)]
+        session.submit(kind, _ARRAYS, hids, name, target, args, kwargs, label)
+        return container([wrap(session, hid) for hid in hids])
     hid = session.new_id()
     seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)
     result = _unwrap(session, session.value(seq))

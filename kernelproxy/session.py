@@ -44,7 +44,7 @@ from .lifetime import end_with_process
 from .pushed_replies import PushedReplies
 from .links import WorkerLink, open_link, worker_address
 from .relink import LinkEnded, relink
-from .session_replies import SessionReplies
+from .session_replies import SessionReplies, mark_dead
 from .settings import SessionSettings
 from .held_ops import start as _start_held
 from .stretch_replay import StretchReplay
@@ -405,7 +405,7 @@ class Session(SessionReplies):
             if kind == m.KIND_UPLOAD:
                 return seq   # upload() sends it with its data frame
             queued = len(self._ops)
-            if self.blocking and (want == api.ARRAY or want == api.NONE):
+            if self.blocking and (want == api.ARRAY or want == api.NONE or want == api.ARRAYS):
                 self.sync()   # raises this op's error here
             elif self._cuts.cut_at is not None:   # a loop with no sync point, cut into pieces
                 pass   # (the op after a piece's last cuts it)
@@ -899,9 +899,7 @@ class Session(SessionReplies):
         if self.stretches is not None:
             self.stretches.spoil()   # (its ops are gone, its frees kept: no key fits)
         for seq in [s for s in self._origin if s > self._flushed_seq]:
-            out = self._origin.pop(seq)[3]
-            if type(out) is int:
-                self._dead[out] = reason
+            mark_dead(self._dead, self._origin.pop(seq)[3], reason)
         self._seq = self._flushed_seq  # the dropped ops never existed for the worker
         if self._in_flight:
             self.link.send([codec.packb({"k": self.key, "c": self._in_flight[-1][0]})])

@@ -27,7 +27,17 @@ from .interrupts import interrupts_deferred as _interrupts_deferred
 from .relink import LinkEnded, relink
 from .streamed import receive_streamed
 
-__all__ = ["SessionReplies"]
+__all__ = ["SessionReplies", "mark_dead"]
+
+
+def mark_dead(dead: dict, out: object, reason: str) -> None:
+    """The array(s) an op was to make under *out* (its handle, a list of them for an
+    ``api.ARRAYS`` op, None for none) never will: each handle's reads raise *reason*."""
+    if type(out) is int:
+        dead[out] = reason
+    elif type(out) is list:
+        for hid in out:
+            dead[hid] = reason
 
 #: how a reply is read (a value may be a map keyed by numbers: value_indices); made once,
 #: not at every reply
@@ -137,8 +147,8 @@ class SessionReplies:
                   f"{failed[1]}) failed before it" if failed else
                   "this array was never computed: an earlier op failed")
         for seq, (_l, _f, _n, out) in origin.items():
-            if seq > (error[0] or 0) and type(out) is int:
-                self._dead[out] = reason
+            if seq > (error[0] or 0):
+                mark_dead(self._dead, out, reason)
 
     def _apply_reply(self, reply: dict, frames: list) -> None:
         """The reply of the oldest batch in flight, read."""
@@ -200,8 +210,8 @@ class SessionReplies:
             reason = "this array was never computed: its op was cancelled by an interrupt"
             for seq in range(first + (reply.get("x") or 0), last + 1):
                 entry = self._origin.get(seq)
-                if entry is not None and type(entry[3]) is int:
-                    self._dead[entry[3]] = reason
+                if entry is not None:
+                    mark_dead(self._dead, entry[3], reason)
         self._failed(reply)
         origin = self._origin
         if run is None and (error is None or error[0] is None or error[0] > last):

@@ -43,6 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.codec import packb
 from gpu_backend.protocol.stretches import (MAX_STRETCH_OPS, PARAM_OPERATORS, basic_index, index_param,
@@ -141,6 +142,9 @@ class StretchKey:
                args: tuple | list, kwargs: dict | None) -> None:
         """One op as the session submits it (*out*: its result's handle, if any)."""
         if not self.keyable:
+            return
+        if want == api.ARRAYS:   # (several results, kernelproxy/result_structures.py: never
+            self.keyable = False  # replayed; the stretch is sent as its ops)
             return
         if kind == m.KIND_UPLOAD and len(args) != 1:   # (streamed in chunks: never replayed;
             self.keyable = False                          # one frame's data travels with the

@@ -15,6 +15,10 @@ without waiting for the pool:
 ``NONE``    works in place and returns None (asynchronous)
 ``MULTI``   a tuple or list of arrays, or an array, depending on the
             arguments: the client waits for the structure (synchronous)
+``ARRAYS``  (never in the tables below) a MULTI name's call whose structure the
+            client knows from its arguments, *n* arrays (``divmod``, ``split(x, 4)``,
+            ``meshgrid(x, y)``): the client names each (``out`` a list of ids) and
+            goes on (asynchronous; kernelproxy/result_structures.py)
 ``VALUE``   a Python value (synchronous)
 ``OBJECT``  a new remote object (``lti.to_ss()``): the worker keeps it under the op's id
             and answers the name of its type, for the client to build its stand-in
@@ -26,7 +30,7 @@ from __future__ import annotations
 import numpy as _np
 
 __all__ = [
-    "ARRAY", "NONE", "MULTI", "VALUE", "OBJECT",
+    "ARRAY", "NONE", "MULTI", "VALUE", "OBJECT", "ARRAYS",
     "FUNCTIONS", "METHODS", "ATTRIBUTES", "OPERATORS", "SUBMODULES", "POLYNOMIAL_SUBMODULES",
     "CREATION_WITH_SHAPE", "CUDA_CALLS", "UFUNCS", "UFUNC_METHODS", "OBJECTS", "OBJECT_SETTERS",
     "OBJECT_GETTERS", "OBJECT_MEMBERS", "JIT_NAMES", "JIT_EXPRESSIONS", "LTI_CLASSES", "SPARSE_CLASSES", "SPARSE_FUNCTIONS", "SPARSE_LU_FUNCTIONS",
@@ -35,6 +39,7 @@ __all__ = [
 ]
 
 ARRAY, NONE, MULTI, VALUE, OBJECT = "a", "n", "m", "v", "o"
+ARRAYS = "t"
 #: (in OBJECTS only) a method whose result is a new object or an array as its operand
 #: says (``a @ b`` of two sparse matrices is a matrix, ``a @ x`` of a matrix and an array
 #: an array): the client asks for the one it expects, and the worker checks it got that

@@ -81,6 +81,8 @@ class BatchResults:
             self.value(seq, result)
         elif want == api.MULTI:
             self.value(seq, self._structure(out, result))
+        elif want == api.ARRAYS:
+            self._store_arrays(out, result)
         elif want == api.OBJECT:   # lti.to_ss(), ss * ss: checked by run_object_call
             if result is NotImplemented:   # an operator's: the client tries the reflected one
                 self.value(seq, None)
@@ -89,6 +91,28 @@ class BatchResults:
             self.value(seq, type(result).__name__)
         else:
             raise ProtocolError(f"unknown result kind {want!r}")
+
+    def _store_arrays(self, out: Any, result: Any) -> None:
+        """A call whose structure the client predicted (``api.ARRAYS``): *result* must be a
+        tuple or list of exactly one array per handle in *out*, each stored under its
+        handle, their metadata at the batch's end (as the inline path's). Anything else is
+        the op's error, nothing stored: the client's prediction and the pool disagree."""
+        if type(out) is not list or not out or len(set(out)) != len(out) or any(
+                type(hid) is not int or hid <= 0 for hid in out):
+            raise ProtocolError(f"bad result handles {out!r}: a list of distinct positive integers")
+        device = self.table.device
+        if not isinstance(result, (tuple, list)) or len(result) != len(out):
+            got = (f"{len(result)} results" if isinstance(result, (tuple, list))
+                   else type(result).__name__)
+            raise TypeError(f"expected {len(out)} arrays, got {got}")
+        arrays = [device.as_array(item) for item in result]
+        for array in arrays:
+            if not device.is_array(array):
+                raise TypeError(f"expected {len(out)} arrays, got a {type(array).__name__} among them")
+        put, fresh = self.table.put, self.fresh
+        for hid, array in zip(out, arrays):
+            put(hid, array)
+            fresh[hid] = array
 
     def _structure(self, out: Any, result: Any) -> Any:
         """Store the arrays inside a structured result; return it with handles."""

@@ -33,6 +33,7 @@ from .transfers import run_download, run_upload
 __all__ = ["OpLoop", "CANCEL_CHECK_SECONDS"]
 
 _ARRAY, _OBJECT, _OPERATOR, _METHOD = api.ARRAY, api.OBJECT, m.KIND_OPERATOR, m.KIND_METHOD
+_ARRAYS = api.ARRAYS
 _FUNCTION = m.KIND_FUNCTION
 #: Functions the device checks before running (a creation call that may not fit).
 _CHECKED_CREATION = api.CREATION_WITH_SHAPE
@@ -124,7 +125,7 @@ class OpLoop:
                 target, args, kwargs = body
                 if type(args) is not list or type(kwargs) is not dict:
                     raise ProtocolError("malformed op arguments")
-                if want != _ARRAY and at_read and tell() == end:
+                if want != _ARRAY and want != _ARRAYS and at_read and tell() == end:
                     # the batch's last op, a read (a value, a download): others may take the
                     # device now and launch as soon as the work it waits for is done
                     release_before_read(executed, self.more_work)

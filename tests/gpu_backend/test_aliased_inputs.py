@@ -31,8 +31,25 @@ def pool():
         yield p
 
 
+def split_piece_written_after_a_read(xp, n):
+    """``repro_split_piece_written`` with a read between the split and the write: the
+    stretch that writes a piece and reads y is held with both as inputs. (Without the
+    read, ``split`` is issued with no wait inside the step, kernelproxy/
+    result_structures.py, and a stretch with such a call is sent as its ops, never held.)"""
+    x = xp.ones(4)
+    out = []
+    for _ in range(n):
+        y = x * 2
+        a, b = xp.split(y, 2)
+        out.append(float(a[0]))
+        b += 1
+        out.append(float(y.sum()))
+        x = y / 2
+    return out
+
+
 @pytest.mark.parametrize("program", [repro_two_writes_one_memory, repro_view_written_base_read,
-                                     repro_split_piece_written])
+                                     split_piece_written_after_a_read, repro_split_piece_written])
 def test_inputs_sharing_memory_written_in_place_give_what_the_ops_give(pool, program):
     def loop(xp):
         return program(xp, STEPS)
@@ -40,4 +57,5 @@ def test_inputs_sharing_memory_written_in_place_give_what_the_ops_give(pool, pro
     got, want, figures = beside_no_replay(pool, loop)
     assert_bitwise(got, want)
     assert_bitwise(got, loop(reference_module()))   # (NumPy's, or local CuPy's on a GPU)
-    assert figures["replays"] >= STEPS // 2, figures
+    if program is not repro_split_piece_written:   # (its split and write in one stretch, sent as ops)
+        assert figures["replays"] >= STEPS // 2, figures

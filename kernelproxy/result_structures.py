@@ -1,0 +1,272 @@
+"""How many arrays a call of several results gives, told from its arguments alone (issue 50).
+
+A function of several results (``divmod``, ``modf``, ``frexp``, ``split``, ``meshgrid``,
+``nonzero``, ``unique(..., return_counts=True)``, …) is a ``MULTI`` name: in general the
+client cannot know what it returns (``linalg.lstsq``'s rank is a value, ``ndimage.label``'s
+count an int), so it waits for the structure, a round trip each call. For the calls here
+CuPy's structure follows from the arguments: *n* new arrays in a tuple or a list. The
+client then names the *n* arrays itself and goes on, as for one array (``api.ARRAYS``, the
+worker checks that it got *n* arrays: worker/batch_results.py); their metadata comes with
+the batch's reply. A call whose count needs an array's metadata the client does not have
+(``x.nonzero()`` of an array whose ``ndim`` is not known yet), or whose arguments CuPy
+would refuse at the call (``split(x, 3)`` of 8 elements), is left to the waiting path, so
+that its error is raised at the call, as in CuPy.
+
+The container is CuPy's (the device the pool stands in for): a tuple, but a list for the
+``split`` family, ``gradient`` and ``atleast_nd`` of several arrays. ``where(c, x, y)``, ``unique``
+with no ``return_*`` flag, ``indices`` and ``atleast_nd`` of one array are one array
+(``ONE``): issued as any array op, held and replayed as one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from gpu_backend.protocol import messages as m
+
+__all__ = ["ONE", "predicted"]
+
+#: the call gives one array: issued as an ``api.ARRAY`` op
+ONE = "one"
+
+_INT_TYPES = (int, np.integer)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, _INT_TYPES) and not isinstance(value, (bool, np.bool_))
+
+
+def _known_shape(array: Any) -> tuple | None:
+    """The shape of the client array *array* where the client has its metadata now (no
+    round trip), else None."""
+    if type(array).__name__ != "ndarray" or not hasattr(array, "_h"):
+        return None
+    meta = array._m
+    if meta is None:
+        meta = array._s.meta.peek(array._h)
+    return None if meta is None else tuple(meta[0])
+
+
+def _is_array(value: Any) -> bool:
+    return type(value).__name__ == "ndarray" and hasattr(value, "_h")
+
+
+def _args_only(args: tuple, kwargs: dict | None, most: int, allowed: frozenset = frozenset()) -> bool:
+    return len(args) <= most and not (kwargs and not allowed.issuperset(kwargs))
+
+
+# ------------------------------------------------------------------ one rule a function
+def _ufunc_of_two(args: tuple, kwargs: dict | None, nin: int) -> Any:
+    """``divmod(x, y)``, ``modf(x)``, ``frexp(x)``: two arrays, none given as ``out``."""
+    if len(args) != nin or (kwargs and "out" in kwargs):
+        return None
+    return 2, tuple
+
+
+def _split(args: tuple, kwargs: dict | None, axis_of: Callable[[int], int | None] | None,
+           equal: bool) -> Any:
+    """The ``split`` family: one piece a section, or one more than the indices given.
+    Where an equal split into *N* along an axis whose length is known here does not divide
+    it, the call is left to the waiting path, which raises CuPy's ValueError at the call;
+    where the length is not known yet, any error is raised at the next sync, as an array
+    op's (``a + b`` of shapes that do not broadcast)."""
+    if len(args) < 2 or not _is_array(args[0]):
+        return None
+    if axis_of is not None:   # hsplit, vsplit, dsplit: the axis follows from ndim
+        if len(args) != 2 or kwargs:
+            return None
+    elif not _args_only(args, kwargs, 3, frozenset(("axis",))):
+        return None
+    sections = args[1]
+    if isinstance(sections, (list, tuple)):
+        if not all(_is_int(i) for i in sections):
+            return None
+        return len(sections) + 1, list
+    if not _is_int(sections) or sections <= 0:
+        return None
+    if equal:
+        shape = _known_shape(args[0])
+        if shape is not None:
+            if axis_of is not None:
+                axis = axis_of(len(shape))
+            else:
+                axis = kwargs["axis"] if kwargs and "axis" in kwargs else (args[2] if len(args) > 2 else 0)
+            if not _is_int(axis) or not -len(shape) <= axis < len(shape) or shape[axis] % int(sections):
+                return None
+    return int(sections), list
+
+
+def _hsplit_axis(ndim: int) -> int | None:
+    return None if ndim == 0 else (0 if ndim == 1 else 1)
+
+
+def _vsplit_axis(ndim: int) -> int | None:
+    return 0 if ndim >= 2 else None
+
+
+def _dsplit_axis(ndim: int) -> int | None:
+    return 2 if ndim >= 3 else None
+
+
+def _each_argument(args: tuple, kwargs: dict | None, allowed: frozenset, container: type) -> Any:
+    """``meshgrid(x, y)``, ``broadcast_arrays(a, b)``: one array an argument."""
+    if not args or (kwargs and not allowed.issuperset(kwargs)):
+        return None
+    return len(args), container
+
+
+def _meshgrid(args: tuple, kwargs: dict | None) -> Any:
+    if not all(_is_array(a) for a in args):   # (CuPy's ValueError at the call: the waiting path)
+        return None
+    return _each_argument(args, kwargs, frozenset(("indexing", "sparse", "copy")), tuple)
+
+
+def _atleast(args: tuple, kwargs: dict | None) -> Any:
+    if not args or kwargs:
+        return None
+    return ONE if len(args) == 1 else (len(args), list)
+
+
+def _nonzero_of(array: Any) -> Any:
+    """One index array a dimension; 0-d arrays are left to CuPy's own error."""
+    shape = _known_shape(array)
+    if shape is None or not shape:
+        return None
+    return len(shape), tuple
+
+
+def _nonzero(args: tuple, kwargs: dict | None) -> Any:
+    if len(args) != 1 or kwargs:
+        return None
+    return _nonzero_of(args[0])
+
+
+_UNIQUE_FLAGS = ("return_index", "return_inverse", "return_counts")
+
+
+def _unique(args: tuple, kwargs: dict | None) -> Any:
+    """The unique values, then one array a flag set (given by name, as Python bools)."""
+    if len(args) != 1:
+        return None
+    count = 1
+    for key, value in (kwargs or {}).items():
+        if key in _UNIQUE_FLAGS:
+            if type(value) is not bool:
+                return None
+            count += value
+        elif key not in ("axis", "equal_nan"):
+            return None
+    return ONE if count == 1 else (count, tuple)
+
+
+def _histogram(args: tuple, kwargs: dict | None) -> Any:
+    if not args or not _args_only(args, kwargs, 5, frozenset(("bins", "range", "weights", "density"))):
+        return None
+    return 2, tuple
+
+
+def _triangle_indices(args: tuple, kwargs: dict | None) -> Any:
+    if not args or not _is_int(args[0]) or not _args_only(args, kwargs, 3, frozenset(("k", "m"))):
+        return None
+    return 2, tuple
+
+
+def _triangle_indices_from(args: tuple, kwargs: dict | None) -> Any:
+    if not args or not _args_only(args, kwargs, 2, frozenset(("k",))):
+        return None
+    shape = _known_shape(args[0])
+    if shape is None or len(shape) != 2:
+        return None
+    return 2, tuple
+
+
+def _diag_indices(args: tuple, kwargs: dict | None) -> Any:
+    if not args or not _is_int(args[0]) or not _args_only(args, kwargs, 2, frozenset(("ndim",))):
+        return None
+    ndim = kwargs["ndim"] if kwargs and "ndim" in kwargs else (args[1] if len(args) > 1 else 2)
+    if not _is_int(ndim) or ndim < 1:
+        return None
+    return int(ndim), tuple
+
+
+def _unravel_index(args: tuple, kwargs: dict | None) -> Any:
+    if len(args) < 2 or not _is_array(args[0]) or not _args_only(args, kwargs, 3, frozenset(("order",))):
+        return None
+    dims = args[1]
+    if not isinstance(dims, (tuple, list)) or not dims or not all(_is_int(d) for d in dims):
+        return None
+    return len(dims), tuple
+
+
+def _gradient(args: tuple, kwargs: dict | None) -> Any:
+    """One derivative an axis: the axes named, or every axis of an array whose ndim is
+    known here; one array where that is one axis (CuPy's list otherwise)."""
+    if not args or not _is_array(args[0]) or (kwargs and not {"axis", "edge_order"}.issuperset(kwargs)):
+        return None
+    axis = kwargs.get("axis") if kwargs else None
+    if axis is None:
+        shape = _known_shape(args[0])
+        if not shape:
+            return None
+        count = len(shape)
+    elif _is_int(axis):
+        count = 1
+    elif isinstance(axis, (tuple, list)) and axis and all(_is_int(a) for a in axis):
+        count = len(axis)
+    else:
+        return None
+    return ONE if count == 1 else (count, list)
+
+
+def _indices(args: tuple, kwargs: dict | None) -> Any:
+    """CuPy's ``indices`` has no ``sparse``: always one array."""
+    if not args or not _args_only(args, kwargs, 2, frozenset(("dtype",))):
+        return None
+    return ONE
+
+
+_FUNCTIONS: dict[str, Callable[[tuple, dict | None], Any]] = {
+    "divmod": lambda args, kwargs: _ufunc_of_two(args, kwargs, 2),
+    "modf": lambda args, kwargs: _ufunc_of_two(args, kwargs, 1),
+    "frexp": lambda args, kwargs: _ufunc_of_two(args, kwargs, 1),
+    "split": lambda args, kwargs: _split(args, kwargs, None, True),
+    "array_split": lambda args, kwargs: _split(args, kwargs, None, False),
+    "hsplit": lambda args, kwargs: _split(args, kwargs, _hsplit_axis, True),
+    "vsplit": lambda args, kwargs: _split(args, kwargs, _vsplit_axis, True),
+    "dsplit": lambda args, kwargs: _split(args, kwargs, _dsplit_axis, True),
+    "meshgrid": _meshgrid,
+    "broadcast_arrays": lambda args, kwargs: _each_argument(args, kwargs, frozenset(), tuple),
+    "atleast_1d": _atleast,
+    "atleast_2d": _atleast,
+    "atleast_3d": _atleast,
+    "nonzero": _nonzero,
+    "where": lambda args, kwargs: ONE if len(args) == 3 and not kwargs else _nonzero(args, kwargs),
+    "unique": _unique,
+    "histogram": _histogram,
+    "tril_indices": _triangle_indices,
+    "triu_indices": _triangle_indices,
+    "tril_indices_from": _triangle_indices_from,
+    "triu_indices_from": _triangle_indices_from,
+    "diag_indices": _diag_indices,
+    "unravel_index": _unravel_index,
+    "indices": _indices,
+    "gradient": _gradient,
+}
+
+
+def predicted(kind: str, name: Any, target: Any, args: tuple, kwargs: dict | None) -> Any:
+    """What the ``MULTI`` call gives, where its arguments alone say: ``(n, tuple)`` or
+    ``(n, list)`` for *n* new arrays, ``ONE`` for one array; None where they do not (the
+    call waits for the pool's structure)."""
+    if kind == m.KIND_FUNCTION:
+        rule = _FUNCTIONS.get(name)
+        return rule(args, kwargs) if rule is not None else None
+    if kind == m.KIND_METHOD:
+        if name == "nonzero" and not args and not kwargs:
+            return _nonzero_of(target)
+        return None
+    if kind == m.KIND_OPERATOR and name == "divmod" and len(args) == 2:
+        return 2, tuple
+    return None

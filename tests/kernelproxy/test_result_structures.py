@@ -1,0 +1,307 @@
+"""Functions of several results whose structure the arguments tell (kernelproxy/
+result_structures.py): the client names the arrays itself and goes on, no round trip, and
+the results are those CuPy gives, in CuPy's container; calls it cannot tell wait as before;
+a wrong prediction is the op's error on the worker, nothing stored, the session serving on.
+The worker's side runs in this process (an Executor on the NumPy device), the rest through
+a real pool and worker."""
+
+from __future__ import annotations
+
+import gc
+
+import msgpack
+import numpy as np
+import pytest
+
+import kernelproxy
+from gpu_backend.devices import open_device
+from gpu_backend.protocol import api, codec
+from gpu_backend.protocol import messages as m
+from gpu_backend.protocol.errors import InvalidHandleError
+from gpu_backend.worker import Executor, HandleTable
+from kernelproxy.modules import module_for
+from kernelproxy.session import Session
+from kernelproxy.settings import SessionSettings
+
+from ..quiet_gc import no_collection
+
+
+@pytest.fixture
+def quiet(pool):
+    """A session that sends its ops only at a sync point (no early batches), so that a
+    call's round trip, if it made one, shows as a batch sent."""
+    with Session(pool.address, pool.token, settings=SessionSettings(eager_flush=False)) as s:
+        yield s
+
+
+def _x(xp):
+    return xp.linspace(0.1, 20.0, 12)
+
+
+#: (label, the call, CuPy's container and count): each predicted, each CuPy's structure
+CALLS = [
+    ("divmod", lambda xp, x: xp.divmod(x, 3.5), tuple, 2),
+    ("operator divmod", lambda xp, x: divmod(x, 3.5), tuple, 2),
+    ("reflected divmod", lambda xp, x: divmod(7.0, x), tuple, 2),
+    ("modf", lambda xp, x: xp.modf(x / 3), tuple, 2),
+    ("frexp", lambda xp, x: xp.frexp(x), tuple, 2),
+    ("split", lambda xp, x: xp.split(x, 3), list, 3),
+    ("split at indices", lambda xp, x: xp.split(x, [2, 7]), list, 3),
+    ("array_split", lambda xp, x: xp.array_split(x, 5), list, 5),
+    ("array_split on an axis", lambda xp, x: xp.array_split(x.reshape(3, 4), 3, axis=1), list, 3),
+    ("hsplit", lambda xp, x: xp.hsplit(x.reshape(3, 4), 2), list, 2),
+    ("vsplit", lambda xp, x: xp.vsplit(x.reshape(3, 4), [1]), list, 2),
+    ("dsplit", lambda xp, x: xp.dsplit(x.reshape(1, 3, 4), 4), list, 4),
+    ("meshgrid", lambda xp, x: xp.meshgrid(x[:3], x[:5]), tuple, 2),
+    ("meshgrid ij sparse", lambda xp, x: xp.meshgrid(x[:3], x[:5], x[:2], indexing="ij", sparse=True),
+     tuple, 3),
+    ("broadcast_arrays", lambda xp, x: xp.broadcast_arrays(x.reshape(3, 4), x[:4]), tuple, 2),
+    ("atleast_2d of two", lambda xp, x: xp.atleast_2d(x, x[0]), list, 2),
+    ("atleast_3d of three", lambda xp, x: xp.atleast_3d(x, x[:2], x.reshape(3, 4)), list, 3),
+    ("unique with counts", lambda xp, x: xp.unique(xp.floor(x / 4), return_counts=True), tuple, 2),
+    ("unique with all", lambda xp, x: xp.unique(xp.floor(x / 4), return_index=True, return_inverse=True,
+                                                return_counts=True), tuple, 4),
+    ("histogram", lambda xp, x: xp.histogram(x, bins=4), tuple, 2),
+    ("tril_indices", lambda xp, x: xp.tril_indices(4, 1), tuple, 2),
+    ("triu_indices", lambda xp, x: xp.triu_indices(3, m=5), tuple, 2),
+    ("where of one", lambda xp, x: xp.where(x), tuple, 1),
+    ("gradient on two axes", lambda xp, x: xp.gradient(x.reshape(3, 4), axis=(1, 0)), list, 2),
+    ("gradient of 1-d", lambda xp, x: [xp.gradient(x)], list, 1),
+    ("diag_indices", lambda xp, x: xp.diag_indices(3, 3), tuple, 3),
+    ("unravel_index", lambda xp, x: xp.unravel_index(xp.arange(6), (2, 3)), tuple, 2),
+]
+
+#: calls that are one array: issued as any array op
+ONE_ARRAY = [
+    ("where of three", lambda xp, x: xp.where(x > 5, x, -x)),
+    ("unique", lambda xp, x: xp.unique(xp.floor(x / 4))),
+    ("indices", lambda xp, x: xp.indices((2, 3))),
+    ("atleast_2d of one", lambda xp, x: xp.atleast_2d(x)),
+    ("gradient on one axis", lambda xp, x: xp.gradient(x.reshape(3, 4), axis=1)),
+]
+
+
+def _equal(a, b):
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a, b)
+    assert np.array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)), (a, b)
+
+
+@pytest.mark.parametrize("label, call, container, count", CALLS, ids=[c[0] for c in CALLS])
+def test_a_call_of_known_structure_makes_no_round_trip(quiet, ref, label, call, container, count):
+    cp = module_for(quiet)
+    x = _x(cp)
+    float(x.sum())   # (its metadata here: the calls that need it)
+    batches = quiet._batch
+    result = call(cp, x)
+    assert quiet._batch == batches, "the call waited for the pool"
+    assert quiet._ops, "the call was sent"
+    assert type(result) is container and len(result) == count
+    expected = call(ref, _x(ref))
+    assert len(expected) == count
+    for got, want in zip(result, expected):
+        _equal(got.get(), ref.asnumpy(want) if hasattr(ref, "asnumpy") else want)
+
+
+@pytest.mark.parametrize("label, call", ONE_ARRAY, ids=[c[0] for c in ONE_ARRAY])
+def test_a_call_of_one_array_is_an_array_op(quiet, ref, label, call):
+    cp = module_for(quiet)
+    x = _x(cp)
+    float(x.sum())
+    batches = quiet._batch
+    result = call(cp, x)
+    assert quiet._batch == batches
+    assert isinstance(result, cp.ndarray)
+    want = call(ref, _x(ref))
+    _equal(result.get(), ref.asnumpy(want) if hasattr(ref, "asnumpy") else want)
+
+
+def test_calls_whose_structure_needs_metadata_not_here_wait_as_before(quiet):
+    """``x.nonzero()`` of an array whose ndim the client does not know yet (made by an op
+    whose reply has not come) and ``linalg`` structures wait for the pool's answer; the
+    results are the same."""
+    cp = module_for(quiet)
+    x = _x(cp)
+    y = x > 5                       # (its metadata not here yet)
+    batches = quiet._batch
+    nz = y.nonzero()
+    assert quiet._batch > batches   # (the waiting path: sent, its reply read)
+    assert type(nz) is tuple and len(nz) == 1
+    _equal(nz[0].get(), np.nonzero(np.linspace(0.1, 20.0, 12) > 5)[0])
+    batches = quiet._batch
+    nz2 = y.nonzero()                # (now known: no wait)
+    assert quiet._batch == batches
+    _equal(nz2[0].get(), nz[0].get())
+
+
+def test_an_equal_split_that_does_not_divide_raises_at_the_call_where_the_length_is_known(session):
+    cp = module_for(session)
+    x = _x(cp)
+    float(x.sum())
+    with pytest.raises(ValueError, match="equal division"):
+        cp.split(x, 5)
+    grid = x.reshape(3, 4)
+    float(grid.sum())
+    with pytest.raises(ValueError, match="equal division"):
+        cp.hsplit(grid, 3)
+    assert float(x.sum()) == pytest.approx(float(np.linspace(0.1, 20.0, 12).sum()))
+
+
+def test_an_error_of_a_predicted_call_is_raised_at_the_next_sync_and_its_arrays_never_computed(session):
+    """As for an array op (``a + b`` of shapes that do not broadcast): the error at the
+    next sync point, naming the call and its line; its pieces say they were never made;
+    the session goes on."""
+    cp = module_for(session)
+    with no_collection():
+        z = _x(cp) * 2                  # (its length not known here: predicted)
+        pieces = cp.split(z, 5)
+        after = z + 1
+        assert len(pieces) == 5
+        with pytest.raises(ValueError, match="equal division") as caught:
+            float(z.sum())
+        assert any("cupy.split" in note for note in caught.value.__notes__)
+        with pytest.raises(InvalidHandleError):
+            after.get()
+        with pytest.raises(InvalidHandleError):
+            pieces[0].get()
+    again = _x(cp)
+    a, b = cp.divmod(again, 2.0)
+    _equal(a.get(), np.floor_divide(np.linspace(0.1, 20.0, 12), 2.0))
+
+
+def test_pieces_are_views_written_through_as_in_cupy(same):
+    """``a, b = split(y, 2)`` are views of y: a write into a piece shows in y."""
+    def body(xp):
+        y = xp.arange(8.0) * 2
+        a, b = xp.split(y, 2)
+        b += 1
+        parts = xp.array_split(y, 3)
+        parts[2][:] = -1
+        g, h = xp.meshgrid(y[:3], y[:2], copy=False, sparse=True)
+        return y, a, b, parts[0], parts[2], g, h
+
+    same(body)
+
+
+def test_a_loop_of_calls_of_several_results_gives_cupys_results(same):
+    """The unseen loop ``tuple_results``' shape: divmod, frexp, modf and nonzero's tuple
+    used to index in place, each step, a read at its end."""
+    def body(xp):
+        x = xp.linspace(0.1, 20, 90)
+        out = []
+        for _ in range(12):
+            q, r = xp.divmod(x, 3.5)
+            fr, ex = xp.frexp(x)
+            fpart, ipart = xp.modf(x / 3)
+            x = q + r * 0.9 + fr + ex * 0.01 + fpart + ipart * 0.1
+            nz = xp.nonzero(x > 8)
+            x[nz] -= 1
+            out.append(float(x.sum()))
+            out.append(int(nz[0].size))
+        return np.array(out), x
+
+    same(body)
+
+
+def test_dropped_results_are_freed_on_the_worker(pool):
+    """A loop's pieces, dropped each step, are freed: the worker holds as many arrays after
+    a hundred steps as after one."""
+    s = kernelproxy.connect(pool.address, pool.token)
+    try:
+        cp = module_for(s)
+        x = _x(cp)
+
+        def step():
+            pieces = cp.array_split(x, 4)
+            q, r = cp.divmod(pieces[0], 2.0)
+            return float((q + r).sum())
+
+        step()
+        gc.collect()
+        held = s.memory_info()["arrays"]
+        for _ in range(100):
+            step()
+        gc.collect()
+        s.sync()
+        assert s.memory_info()["arrays"] == held
+    finally:
+        s.close()
+
+
+# ------------------------------------------------------------------ the worker's side
+def _executor():
+    device = open_device("cpu")
+    table = HandleTable(device)
+    return Executor(device, table), table
+
+
+def _run(executor, records: list):
+    pack = codec.make_packer().pack
+    header = codec.packb({"k": b"", "b": 1, "n": len(records), "r": None})
+    parts = [header]
+    for seq, want, out, name, args in records:
+        parts += [pack([seq, m.KIND_FUNCTION, want, out, name]), pack([None, args, {}])]
+    head, ops = executor.open_batch(b"".join(parts))
+    reply, _ = executor.run_batch(head, ops, [])
+    executor.after_reply()
+    return reply
+
+
+def test_the_worker_stores_each_array_under_its_handle_with_its_metadata():
+    executor, table = _executor()
+    reply = _run(executor, [(1, api.ARRAY, 1, "arange", [6.0]),
+                            (2, api.ARRAYS, [2, 3], "divmod", [codec.Handle(1), 4.0])])
+    assert reply["e"] is None, reply["e"]
+    np.testing.assert_array_equal(table.arrays[2], np.arange(6.0) // 4)
+    np.testing.assert_array_equal(table.arrays[3], np.arange(6.0) % 4)
+    metas = {entry[0] for entry in msgpack.unpackb(reply["m"])}
+    assert {2, 3} <= metas
+
+
+@pytest.mark.parametrize("out, error", [
+    ([2, 3, 4], "TypeError"),        # a count the call does not give
+    ([2], "TypeError"),
+    (2, "ProtocolError"),            # not a list
+    ([2, 2], "ProtocolError"),       # a handle twice
+    ([2, -3], "ProtocolError"),      # the worker's own numbering
+    ([2, "x"], "ProtocolError"),
+    ([], "ProtocolError"),
+], ids=repr)
+def test_a_wrong_prediction_is_the_ops_error_and_stores_nothing(out, error):
+    executor, table = _executor()
+    reply = _run(executor, [(1, api.ARRAY, 1, "arange", [6.0]),
+                            (2, api.ARRAYS, out, "divmod", [codec.Handle(1), 4.0])])
+    assert reply["e"] is not None and reply["e"][0] == 2 and reply["e"][1] == error, reply["e"]
+    assert set(table.arrays) == {1}
+
+
+def test_a_result_that_is_not_arrays_is_refused():
+    """``ARRAYS`` asked of a call whose result is one array: refused, nothing stored."""
+    executor, table = _executor()
+    reply = _run(executor, [(1, api.ARRAY, 1, "arange", [6.0]),
+                            (2, api.ARRAYS, [2, 3], "exp", [codec.Handle(1)])])
+    assert reply["e"] is not None and reply["e"][1] == "TypeError", reply["e"]
+    assert set(table.arrays) == {1}
+
+
+def test_a_loop_of_one_array_calls_is_held_and_gives_cupys_results(pool, ref):
+    """``where(c, x, y)`` and ``unique(x)`` are array ops: a loop of them and a read is held
+    and replayed (before, each call waited for its structure), with CuPy's results. On a GPU
+    ``unique``'s own sync keeps its stretch out of a graph: it is re-run from its records."""
+    def body(xp):
+        x = xp.linspace(0, 1, 50)
+        out = []
+        for _ in range(30):
+            y = xp.where(x > 0.5, x * 0.3, x + 0.2)
+            u = xp.unique(xp.floor(y * 10))
+            out.append(float(u.sum()))
+            x = (y * 1.7) % 1.0
+        return np.array(out), x
+
+    want = body(ref)
+    with Session(pool.address, pool.token) as s:
+        got = body(module_for(s))
+        figures = s.memory_info()["stretches"]
+        _equal(got[0], want[0])
+        _equal(got[1].get(), ref.asnumpy(want[1]) if hasattr(ref, "asnumpy") else want[1])
+    assert figures["replays"] >= 10, figures
