@@ -121,8 +121,19 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
             session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
             return wrap(session, hid)
         count, container = structure
+        # a stretch with such a call is never held (its ops travel): where the stretch so
+        # far is held or may yet be, it ends here and the call goes on its own, as before
+        # a large upload, so that the ops before and after it are stretches that repeat
+        # (a long step's replays kept); else the call joins the stretch under way, which
+        # saves two messages a call (docs/stretch-replay.md, "Calls of several results")
+        cut = session._run is not None or (
+            session.stretches is not None and session.stretches.cut_here())
+        if cut:
+            session.flush(drain=False)
         hids = [session.new_id() for _ in range(count)]
         session.submit(kind, _ARRAYS, hids, name, target, args, kwargs, label)
+        if cut:
+            session.flush(drain=False)
         return container([wrap(session, hid) for hid in hids])
     hid = session.new_id()
     seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)

@@ -34,6 +34,14 @@ def quiet(pool):
         yield s
 
 
+def _not_waited(session) -> bool:
+    """Whether the session's last call left its op queued or its batch unanswered: a call
+    that waits for its structure reads every reply before it returns, its queue left with
+    free records at most (its temporaries dropped). (A call may end the stretch before it
+    and go in a batch of its own, sent without a wait.)"""
+    return bool(session._in_flight) or any(record[:1] == b"\x95" for record in session._ops)
+
+
 def _x(xp):
     return xp.linspace(0.1, 20.0, 12)
 
@@ -92,10 +100,8 @@ def test_a_call_of_known_structure_makes_no_round_trip(quiet, ref, label, call, 
     cp = module_for(quiet)
     x = _x(cp)
     float(x.sum())   # (its metadata here: the calls that need it)
-    batches = quiet._batch
     result = call(cp, x)
-    assert quiet._batch == batches, "the call waited for the pool"
-    assert quiet._ops, "the call was sent"
+    assert _not_waited(quiet), "the call waited for the pool"
     assert type(result) is container and len(result) == count
     expected = call(ref, _x(ref))
     assert len(expected) == count
@@ -108,9 +114,8 @@ def test_a_call_of_one_array_is_an_array_op(quiet, ref, label, call):
     cp = module_for(quiet)
     x = _x(cp)
     float(x.sum())
-    batches = quiet._batch
     result = call(cp, x)
-    assert quiet._batch == batches
+    assert _not_waited(quiet)
     assert isinstance(result, cp.ndarray)
     want = call(ref, _x(ref))
     _equal(result.get(), ref.asnumpy(want) if hasattr(ref, "asnumpy") else want)
@@ -128,9 +133,8 @@ def test_calls_whose_structure_needs_metadata_not_here_wait_as_before(quiet):
     assert quiet._batch > batches   # (the waiting path: sent, its reply read)
     assert type(nz) is tuple and len(nz) == 1
     _equal(nz[0].get(), np.nonzero(np.linspace(0.1, 20.0, 12) > 5)[0])
-    batches = quiet._batch
     nz2 = y.nonzero()                # (now known: no wait)
-    assert quiet._batch == batches
+    assert _not_waited(quiet)
     _equal(nz2[0].get(), nz[0].get())
 
 
@@ -138,11 +142,11 @@ def test_an_equal_split_that_does_not_divide_raises_at_the_call_where_the_length
     cp = module_for(session)
     x = _x(cp)
     float(x.sum())
-    with pytest.raises(ValueError, match="equal division"):
+    with pytest.raises(ValueError, match="equal division|must divide"):
         cp.split(x, 5)
     grid = x.reshape(3, 4)
     float(grid.sum())
-    with pytest.raises(ValueError, match="equal division"):
+    with pytest.raises(ValueError, match="equal division|must divide"):
         cp.hsplit(grid, 3)
     assert float(x.sum()) == pytest.approx(float(np.linspace(0.1, 20.0, 12).sum()))
 
@@ -157,7 +161,7 @@ def test_an_error_of_a_predicted_call_is_raised_at_the_next_sync_and_its_arrays_
         pieces = cp.split(z, 5)
         after = z + 1
         assert len(pieces) == 5
-        with pytest.raises(ValueError, match="equal division") as caught:
+        with pytest.raises(ValueError, match="equal division|must divide") as caught:
             float(z.sum())
         assert any("cupy.split" in note for note in caught.value.__notes__)
         with pytest.raises(InvalidHandleError):

@@ -5,7 +5,8 @@
 # of the change and of the suites around it against local CuPy; the unseen loops that call
 # such functions timed against the session's first tree (5060fba, "old": the new benchmark
 # scripts over its library), calls old new new old; replay_sync.py's logged_step (trailing
-# downloads, last session's, not yet GPU-measured) with GPUWB_PREFETCH on and off.
+# downloads, last session's, not yet GPU-measured) with GPUWB_PREFETCH on and off; the new
+# masked_step (where(c, x, y) and split) old new new old.
 #   run(command="bash .gpu/run286.sh", carry=[".whl", ".gpu"])
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -26,7 +27,9 @@ i=0
 for tree in old new new old; do
   i=$((i+1))
   (cd .gpu/$tree && echo "call $i $tree rev $(cat REV) $(date +%T)" && PYTHONPATH=/tmp/site:$PWD timeout 80 python3 benchmarks/unseen_speed.py --devices 0 --rounds 3 --programs $P --json $O/u-$i-$tree.json > $O/u-$i-$tree.txt 2>&1
-   echo "rc $?"; grep -E "with problems" $O/u-$i-$tree.txt)
+   echo "rc $?"; grep -E "with problems" $O/u-$i-$tree.txt
+   PYTHONPATH=/tmp/site:$PWD timeout 40 python3 benchmarks/replay_sync.py --reps 1000 --own-pools --devices 0 --policy share --transports ipc \
+     --loops masked_step,sync_4ops --json $O/m-$i-$tree.json > $O/m-$i-$tree.txt 2>&1; echo "rc $?"; grep -E "^(masked|sync)" $O/m-$i-$tree.txt | cut -c1-120)
 done
 for t in on off off2 on2; do pf=1; case $t in off*) pf=0;; esac
  (cd .gpu/new && echo "logged_step $t $(date +%T)" && GPUWB_PREFETCH=$pf PYTHONPATH=/tmp/site:$PWD timeout 40 python3 benchmarks/replay_sync.py --reps 1000 --own-pools --devices 0 --policy share --transports ipc \
