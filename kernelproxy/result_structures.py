@@ -1,7 +1,7 @@
 """How many arrays a call of several results gives, told from its arguments alone (issue 50).
 
 A function of several results (``divmod``, ``modf``, ``frexp``, ``split``, ``meshgrid``,
-``nonzero``, ``unique(..., return_counts=True)``, …) is a ``MULTI`` name: in general the
+``nonzero``, ``unique(..., return_counts=True)``, ``linalg.qr``, …) is a ``MULTI`` name: in general the
 client cannot know what it returns (``linalg.lstsq``'s rank is a value, ``ndimage.label``'s
 count an int), so it waits for the structure, a round trip each call. For the calls here
 CuPy's structure follows from the arguments: *n* new arrays in a tuple or a list. The
@@ -220,6 +220,36 @@ def _gradient(args: tuple, kwargs: dict | None) -> Any:
     return ONE if count == 1 else (count, list)
 
 
+def _qr(args: tuple, kwargs: dict | None) -> Any:
+    """(q, r), (h, tau) raw; r alone for mode 'r'."""
+    if not args or not _args_only(args, kwargs, 2, frozenset(("mode",))):
+        return None
+    mode = kwargs["mode"] if kwargs and "mode" in kwargs else (args[1] if len(args) > 1 else "reduced")
+    if mode == "r":
+        return ONE
+    return (2, tuple) if mode in ("reduced", "complete", "raw") else None
+
+
+def _svd(args: tuple, kwargs: dict | None) -> Any:
+    """(u, s, vh), or s alone where ``compute_uv`` is False."""
+    if not args or not _args_only(args, kwargs, 3, frozenset(("full_matrices", "compute_uv"))):
+        return None
+    compute_uv = kwargs["compute_uv"] if kwargs and "compute_uv" in kwargs else (
+        args[2] if len(args) > 2 else True)
+    if type(compute_uv) is not bool:
+        return None
+    return (3, tuple) if compute_uv else ONE
+
+
+def _pair_of_one_matrix(allowed: frozenset) -> Callable[[tuple, dict | None], Any]:
+    """``eigh``, ``eig``, ``slogdet``: two arrays of one matrix (or a stack of them)."""
+    def rule(args: tuple, kwargs: dict | None) -> Any:
+        if not args or not _args_only(args, kwargs, 1 + len(allowed), allowed):
+            return None
+        return 2, tuple
+    return rule
+
+
 def _indices(args: tuple, kwargs: dict | None) -> Any:
     """CuPy's ``indices`` has no ``sparse``: always one array."""
     if not args or not _args_only(args, kwargs, 2, frozenset(("dtype",))):
@@ -253,6 +283,11 @@ _FUNCTIONS: dict[str, Callable[[tuple, dict | None], Any]] = {
     "unravel_index": _unravel_index,
     "indices": _indices,
     "gradient": _gradient,
+    "linalg.qr": _qr,
+    "linalg.svd": _svd,
+    "linalg.eigh": _pair_of_one_matrix(frozenset(("UPLO",))),
+    "linalg.eig": _pair_of_one_matrix(frozenset()),
+    "linalg.slogdet": _pair_of_one_matrix(frozenset()),
 }
 
 

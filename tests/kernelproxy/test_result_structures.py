@@ -77,6 +77,11 @@ CALLS = [
     ("gradient of 1-d", lambda xp, x: [xp.gradient(x)], list, 1),
     ("diag_indices", lambda xp, x: xp.diag_indices(3, 3), tuple, 3),
     ("unravel_index", lambda xp, x: xp.unravel_index(xp.arange(6), (2, 3)), tuple, 2),
+    ("linalg.qr", lambda xp, x: xp.linalg.qr(x.reshape(4, 3)), tuple, 2),
+    ("linalg.qr raw", lambda xp, x: xp.linalg.qr(x.reshape(4, 3), mode="raw"), tuple, 2),
+    ("linalg.svd", lambda xp, x: xp.linalg.svd(x.reshape(3, 4), full_matrices=False), tuple, 3),
+    ("linalg.eigh", lambda xp, x: xp.linalg.eigh(x.reshape(3, 4) @ x.reshape(3, 4).T), tuple, 2),
+    ("linalg.slogdet", lambda xp, x: xp.linalg.slogdet(x[:9].reshape(3, 3) + 3 * xp.eye(3)), tuple, 2),
 ]
 
 #: calls that are one array: issued as any array op
@@ -86,6 +91,8 @@ ONE_ARRAY = [
     ("indices", lambda xp, x: xp.indices((2, 3))),
     ("atleast_2d of one", lambda xp, x: xp.atleast_2d(x)),
     ("gradient on one axis", lambda xp, x: xp.gradient(x.reshape(3, 4), axis=1)),
+    ("linalg.qr r", lambda xp, x: xp.linalg.qr(x.reshape(4, 3), mode="r")),
+    ("linalg.svd values", lambda xp, x: xp.linalg.svd(x.reshape(3, 4), compute_uv=False)),
 ]
 
 
