@@ -23,12 +23,13 @@ from gpu_backend.protocol.codec import Handle
 
 from . import fuse_trace
 from .out_args import checked_out, given_outs, positional_out
-from .result_structures import ONE as _ONE, predicted as _predicted
+from .result_structures import ONE as _ONE, container_of as _container_of, learn as _learn
+from .result_structures import predicted as _predicted
 
 __all__ = ["call", "wrap", "operator", "array_class", "register_array_class", "FUSING",
            "OP_SYMBOLS", "OPERATOR_LABELS", "UFUNC_SCALAR_TYPES"]
 
-_ARRAY, _NONE, _MULTI, _VALUE, _ARRAYS = api.ARRAY, api.NONE, api.MULTI, api.VALUE, api.ARRAYS
+_ARRAY, _NONE, _MULTI, _VALUE = api.ARRAY, api.NONE, api.MULTI, api.VALUE
 _TRACES_LIVE, _NOT_TRACED, _record_call = fuse_trace.LIVE, fuse_trace.NOT_TRACED, fuse_trace.record_call
 _weak = weakref.ref
 
@@ -114,30 +115,21 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
     if type(out) is tuple and len(out) > 1 and all(isinstance(o, _classes[0]) for o in out):
         session.submit(kind, _NONE, None, name, target, args, kwargs, label)  # modf(x, out=(a, b))
         return out
-    structure = _predicted(kind, name, target, args, kwargs)
-    if structure is not None:   # n arrays, known from the arguments: named here, no wait
-        if structure is _ONE:
-            hid = session.new_id()
-            session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
-            return wrap(session, hid)
-        count, container = structure
-        # a stretch with such a call is never held (its ops travel): where the stretch so
-        # far is held or may yet be, it ends here and the call goes on its own, as before
-        # a large upload, so that the ops before and after it are stretches that repeat
-        # (a long step's replays kept); else the call joins the stretch under way, which
-        # saves two messages a call (docs/stretch-replay.md, "Calls of several results")
-        cut = session._run is not None or (
-            session.stretches is not None and session.stretches.cut_here())
-        if cut:
-            session.flush(drain=False)
-        hids = [session.new_id() for _ in range(count)]
-        session.submit(kind, _ARRAYS, hids, name, target, args, kwargs, label)
-        if cut:
-            session.flush(drain=False)
-        return container([wrap(session, hid) for hid in hids])
+    count = _predicted(kind, name, target, args, kwargs)
+    if count is _ONE:
+        hid = session.new_id()
+        session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
+        return wrap(session, hid)
+    if count is not None:   # n arrays, known from the arguments: named here, no wait
+        container = _container_of(session.result_containers, kind, name)
+        if container is not None:
+            return container([wrap(session, hid) for hid in
+                              session.submit_arrays(count, kind, name, target, args, kwargs, label)])
     hid = session.new_id()
     seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)
     result = _unwrap(session, session.value(seq))
+    if count is not None:   # (the pool's container for the name, its count checked)
+        _learn(session.result_containers, kind, name, count, result, _classes[0])
     given = given_outs(kind, name, args, out)
     if given is not None and isinstance(result, tuple) and len(result) >= len(given):
         # the outputs given are the results, as in CuPy (divmod(a, b, out0) -> (out0, new))

@@ -1,21 +1,28 @@
 """How many arrays a call of several results gives, told from its arguments alone (issue 50).
 
 A function of several results (``divmod``, ``modf``, ``frexp``, ``split``, ``meshgrid``,
-``nonzero``, ``unique(..., return_counts=True)``, ``linalg.qr``, …) is a ``MULTI`` name: in general the
-client cannot know what it returns (``linalg.lstsq``'s rank is a value, ``ndimage.label``'s
-count an int), so it waits for the structure, a round trip each call. For the calls here
-CuPy's structure follows from the arguments: *n* new arrays in a tuple or a list. The
-client then names the *n* arrays itself and goes on, as for one array (``api.ARRAYS``, the
-worker checks that it got *n* arrays: worker/batch_results.py); their metadata comes with
-the batch's reply. A call whose count needs an array's metadata the client does not have
-(``x.nonzero()`` of an array whose ``ndim`` is not known yet), or whose arguments CuPy
-would refuse at the call (``split(x, 3)`` of 8 elements), is left to the waiting path, so
-that its error is raised at the call, as in CuPy.
+``nonzero``, ``unique(..., return_counts=True)``, ``linalg.qr``, …) is a ``MULTI`` name: in
+general the client cannot know what it returns (``linalg.lstsq``'s rank is a value,
+``ndimage.label``'s count an int), so it waits for the structure, a round trip each call.
+For the calls here the count of arrays follows from the arguments. The client then names
+the arrays itself and goes on, as for one array (``api.ARRAYS``; the worker checks that it
+got that many arrays: worker/batch_results.py); their metadata comes with the batch's reply.
 
-The container is CuPy's (the device the pool stands in for): a tuple, but a list for the
-``split`` family, ``gradient`` and ``atleast_nd`` of several arrays. ``where(c, x, y)``, ``unique``
-with no ``return_*`` flag, ``indices`` and ``atleast_nd`` of one array are one array
-(``ONE``): issued as any array op, held and replayed as one.
+Left to the waiting path, so that its error is raised at the call as in CuPy: a call whose
+arguments CuPy refuses given what the client knows of its arrays' metadata (``split(x, 3)``
+of 8 elements, ``vsplit`` of a 1-d array, ``broadcast_arrays`` of shapes that do not
+broadcast). Where the metadata is not known here yet, such an error comes at the next sync
+point, as an array op's does. Also left to it: a count that needs metadata the client does
+not have (``x.nonzero()`` of an array whose ``ndim`` is not known yet).
+
+The container, a tuple or a list, is the pool's: CuPy's changed between versions
+(``meshgrid`` and ``broadcast_arrays`` gave lists before CuPy 14) and NumPy's differs from
+CuPy's (``gradient``, ``atleast_nd``). A session's first call of each name waits for its
+structure, which also checks the count told here against the pool's (:func:`learn`); from
+its second call on the name is issued without a wait (:func:`container_of`). ``where(c, x,
+y)``, ``unique`` with no ``return_*`` flag, ``indices``, ``atleast_nd`` of one array,
+``gradient`` on one axis, ``qr(a, mode="r")`` and ``svd(a, compute_uv=False)`` are one
+array (``ONE``): issued as any array op, held and replayed as one.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import numpy as np
 
 from gpu_backend.protocol import messages as m
 
-__all__ = ["ONE", "predicted"]
+__all__ = ["ONE", "predicted", "container_of", "learn"]
 
 #: the call gives one array: issued as an ``api.ARRAY`` op
 ONE = "one"
@@ -57,21 +64,25 @@ def _args_only(args: tuple, kwargs: dict | None, most: int, allowed: frozenset =
     return len(args) <= most and not (kwargs and not allowed.issuperset(kwargs))
 
 
+def _axis_fits(axis: Any, ndim: int) -> bool:
+    return _is_int(axis) and -ndim <= axis < ndim
+
+
 # ------------------------------------------------------------------ one rule a function
+# Each rule gives the count of arrays (an int), ONE, or None (the waiting path).
+
 def _ufunc_of_two(args: tuple, kwargs: dict | None, nin: int) -> Any:
     """``divmod(x, y)``, ``modf(x)``, ``frexp(x)``: two arrays, none given as ``out``."""
     if len(args) != nin or (kwargs and "out" in kwargs):
         return None
-    return 2, tuple
+    return 2
 
 
 def _split(args: tuple, kwargs: dict | None, axis_of: Callable[[int], int | None] | None,
            equal: bool) -> Any:
     """The ``split`` family: one piece a section, or one more than the indices given.
-    Where an equal split into *N* along an axis whose length is known here does not divide
-    it, the call is left to the waiting path, which raises CuPy's ValueError at the call;
-    where the length is not known yet, any error is raised at the next sync, as an array
-    op's (``a + b`` of shapes that do not broadcast)."""
+    Where the array's shape is known here, CuPy's refusals are left to the waiting path
+    (an axis it lacks, ``vsplit`` of a 1-d array, an equal split that does not divide)."""
     if len(args) < 2 or not _is_array(args[0]):
         return None
     if axis_of is not None:   # hsplit, vsplit, dsplit: the axis follows from ndim
@@ -83,19 +94,22 @@ def _split(args: tuple, kwargs: dict | None, axis_of: Callable[[int], int | None
     if isinstance(sections, (list, tuple)):
         if not all(_is_int(i) for i in sections):
             return None
-        return len(sections) + 1, list
-    if not _is_int(sections) or sections <= 0:
+        count = len(sections) + 1
+    elif _is_int(sections) and sections > 0:
+        count = int(sections)
+    else:
         return None
-    if equal:
-        shape = _known_shape(args[0])
-        if shape is not None:
-            if axis_of is not None:
-                axis = axis_of(len(shape))
-            else:
-                axis = kwargs["axis"] if kwargs and "axis" in kwargs else (args[2] if len(args) > 2 else 0)
-            if not _is_int(axis) or not -len(shape) <= axis < len(shape) or shape[axis] % int(sections):
-                return None
-    return int(sections), list
+    shape = _known_shape(args[0])
+    if shape is not None:
+        if axis_of is not None:
+            axis = axis_of(len(shape))
+        else:
+            axis = kwargs["axis"] if kwargs and "axis" in kwargs else (args[2] if len(args) > 2 else 0)
+        if axis is None or not _axis_fits(axis, len(shape)):
+            return None
+        if equal and not isinstance(sections, (list, tuple)) and shape[axis] % count:
+            return None
+    return count
 
 
 def _hsplit_axis(ndim: int) -> int | None:
@@ -110,23 +124,36 @@ def _dsplit_axis(ndim: int) -> int | None:
     return 2 if ndim >= 3 else None
 
 
-def _each_argument(args: tuple, kwargs: dict | None, allowed: frozenset, container: type) -> Any:
-    """``meshgrid(x, y)``, ``broadcast_arrays(a, b)``: one array an argument."""
-    if not args or (kwargs and not allowed.issuperset(kwargs)):
-        return None
-    return len(args), container
-
-
 def _meshgrid(args: tuple, kwargs: dict | None) -> Any:
-    if not all(_is_array(a) for a in args):   # (CuPy's ValueError at the call: the waiting path)
+    """One array an argument; CuPy takes only 1-d arrays and 'xy' or 'ij'."""
+    if not args or not all(_is_array(a) for a in args) or (
+            kwargs and not {"indexing", "sparse", "copy"}.issuperset(kwargs)):
         return None
-    return _each_argument(args, kwargs, frozenset(("indexing", "sparse", "copy")), tuple)
+    if kwargs and kwargs.get("indexing", "xy") not in ("xy", "ij"):
+        return None
+    shapes = [_known_shape(a) for a in args]
+    if any(shape is not None and len(shape) != 1 for shape in shapes):
+        return None
+    return len(args)
+
+
+def _broadcast_arrays(args: tuple, kwargs: dict | None) -> Any:
+    """One array an argument, where the shapes known here broadcast."""
+    if not args or kwargs:
+        return None
+    shapes = [_known_shape(a) if _is_array(a) else np.shape(a) for a in args]
+    known = [shape for shape in shapes if shape is not None]
+    try:
+        np.broadcast_shapes(*known)
+    except ValueError:
+        return None
+    return len(args)
 
 
 def _atleast(args: tuple, kwargs: dict | None) -> Any:
     if not args or kwargs:
         return None
-    return ONE if len(args) == 1 else (len(args), list)
+    return ONE if len(args) == 1 else len(args)
 
 
 def _nonzero_of(array: Any) -> Any:
@@ -134,7 +161,7 @@ def _nonzero_of(array: Any) -> Any:
     shape = _known_shape(array)
     if shape is None or not shape:
         return None
-    return len(shape), tuple
+    return len(shape)
 
 
 def _nonzero(args: tuple, kwargs: dict | None) -> Any:
@@ -156,21 +183,25 @@ def _unique(args: tuple, kwargs: dict | None) -> Any:
             if type(value) is not bool:
                 return None
             count += value
-        elif key not in ("axis", "equal_nan"):
+        elif key == "axis":
+            shape = _known_shape(args[0])
+            if value is not None and shape is not None and not _axis_fits(value, len(shape)):
+                return None
+        elif key != "equal_nan":
             return None
-    return ONE if count == 1 else (count, tuple)
+    return ONE if count == 1 else count
 
 
 def _histogram(args: tuple, kwargs: dict | None) -> Any:
     if not args or not _args_only(args, kwargs, 5, frozenset(("bins", "range", "weights", "density"))):
         return None
-    return 2, tuple
+    return 2
 
 
 def _triangle_indices(args: tuple, kwargs: dict | None) -> Any:
     if not args or not _is_int(args[0]) or not _args_only(args, kwargs, 3, frozenset(("k", "m"))):
         return None
-    return 2, tuple
+    return 2
 
 
 def _triangle_indices_from(args: tuple, kwargs: dict | None) -> Any:
@@ -179,7 +210,7 @@ def _triangle_indices_from(args: tuple, kwargs: dict | None) -> Any:
     shape = _known_shape(args[0])
     if shape is None or len(shape) != 2:
         return None
-    return 2, tuple
+    return 2
 
 
 def _diag_indices(args: tuple, kwargs: dict | None) -> Any:
@@ -188,7 +219,7 @@ def _diag_indices(args: tuple, kwargs: dict | None) -> Any:
     ndim = kwargs["ndim"] if kwargs and "ndim" in kwargs else (args[1] if len(args) > 1 else 2)
     if not _is_int(ndim) or ndim < 1:
         return None
-    return int(ndim), tuple
+    return int(ndim)
 
 
 def _unravel_index(args: tuple, kwargs: dict | None) -> Any:
@@ -197,56 +228,68 @@ def _unravel_index(args: tuple, kwargs: dict | None) -> Any:
     dims = args[1]
     if not isinstance(dims, (tuple, list)) or not dims or not all(_is_int(d) for d in dims):
         return None
-    return len(dims), tuple
+    return len(dims)
 
 
 def _gradient(args: tuple, kwargs: dict | None) -> Any:
     """One derivative an axis: the axes named, or every axis of an array whose ndim is
-    known here; one array where that is one axis (CuPy's list otherwise)."""
+    known here; one array where that is one axis. Axes the array lacks, or named twice,
+    where its ndim is known: the waiting path."""
     if not args or not _is_array(args[0]) or (kwargs and not {"axis", "edge_order"}.issuperset(kwargs)):
         return None
     axis = kwargs.get("axis") if kwargs else None
+    shape = _known_shape(args[0])
     if axis is None:
-        shape = _known_shape(args[0])
         if not shape:
             return None
         count = len(shape)
-    elif _is_int(axis):
-        count = 1
-    elif isinstance(axis, (tuple, list)) and axis and all(_is_int(a) for a in axis):
-        count = len(axis)
     else:
-        return None
-    return ONE if count == 1 else (count, list)
+        axes = (axis,) if _is_int(axis) else axis
+        if not isinstance(axes, (tuple, list)) or not axes or not all(_is_int(a) for a in axes):
+            return None
+        if shape is not None and (not all(_axis_fits(a, len(shape)) for a in axes)
+                                  or len({a % len(shape) for a in axes}) != len(axes)):
+            return None
+        count = len(axes)
+    return ONE if count == 1 else count
+
+
+def _matrix_known_bad(array: Any, square: bool) -> bool:
+    """Whether *array*'s known shape is one linalg refuses (fewer than 2 dimensions; for
+    *square*, the last two unequal)."""
+    shape = _known_shape(array)
+    return shape is not None and (len(shape) < 2 or (square and shape[-1] != shape[-2]))
 
 
 def _qr(args: tuple, kwargs: dict | None) -> Any:
     """(q, r), (h, tau) raw; r alone for mode 'r'."""
-    if not args or not _args_only(args, kwargs, 2, frozenset(("mode",))):
+    if not args or not _args_only(args, kwargs, 2, frozenset(("mode",))) or _matrix_known_bad(args[0], False):
         return None
     mode = kwargs["mode"] if kwargs and "mode" in kwargs else (args[1] if len(args) > 1 else "reduced")
     if mode == "r":
         return ONE
-    return (2, tuple) if mode in ("reduced", "complete", "raw") else None
+    return 2 if mode in ("reduced", "complete", "raw") else None
 
 
 def _svd(args: tuple, kwargs: dict | None) -> Any:
     """(u, s, vh), or s alone where ``compute_uv`` is False."""
-    if not args or not _args_only(args, kwargs, 3, frozenset(("full_matrices", "compute_uv"))):
+    if not args or not _args_only(args, kwargs, 3, frozenset(("full_matrices", "compute_uv"))) \
+            or _matrix_known_bad(args[0], False):
         return None
     compute_uv = kwargs["compute_uv"] if kwargs and "compute_uv" in kwargs else (
         args[2] if len(args) > 2 else True)
     if type(compute_uv) is not bool:
         return None
-    return (3, tuple) if compute_uv else ONE
+    return 3 if compute_uv else ONE
 
 
 def _pair_of_one_matrix(allowed: frozenset) -> Callable[[tuple, dict | None], Any]:
-    """``eigh``, ``eig``, ``slogdet``: two arrays of one matrix (or a stack of them)."""
+    """``eigh``, ``eig``, ``slogdet``: two arrays of one square matrix (or a stack)."""
     def rule(args: tuple, kwargs: dict | None) -> Any:
-        if not args or not _args_only(args, kwargs, 1 + len(allowed), allowed):
+        if not args or not _args_only(args, kwargs, 1 + len(allowed), allowed) \
+                or _matrix_known_bad(args[0], True):
             return None
-        return 2, tuple
+        return 2
     return rule
 
 
@@ -267,7 +310,7 @@ _FUNCTIONS: dict[str, Callable[[tuple, dict | None], Any]] = {
     "vsplit": lambda args, kwargs: _split(args, kwargs, _vsplit_axis, True),
     "dsplit": lambda args, kwargs: _split(args, kwargs, _dsplit_axis, True),
     "meshgrid": _meshgrid,
-    "broadcast_arrays": lambda args, kwargs: _each_argument(args, kwargs, frozenset(), tuple),
+    "broadcast_arrays": _broadcast_arrays,
     "atleast_1d": _atleast,
     "atleast_2d": _atleast,
     "atleast_3d": _atleast,
@@ -292,9 +335,9 @@ _FUNCTIONS: dict[str, Callable[[tuple, dict | None], Any]] = {
 
 
 def predicted(kind: str, name: Any, target: Any, args: tuple, kwargs: dict | None) -> Any:
-    """What the ``MULTI`` call gives, where its arguments alone say: ``(n, tuple)`` or
-    ``(n, list)`` for *n* new arrays, ``ONE`` for one array; None where they do not (the
-    call waits for the pool's structure)."""
+    """What the ``MULTI`` call gives, where its arguments alone say: the count of its new
+    arrays, or ``ONE`` for one array; None where they do not (the call waits for the
+    pool's structure)."""
     if kind == m.KIND_FUNCTION:
         rule = _FUNCTIONS.get(name)
         return rule(args, kwargs) if rule is not None else None
@@ -303,5 +346,31 @@ def predicted(kind: str, name: Any, target: Any, args: tuple, kwargs: dict | Non
             return _nonzero_of(target)
         return None
     if kind == m.KIND_OPERATOR and name == "divmod" and len(args) == 2:
-        return 2, tuple
+        return 2
     return None
+
+
+# ------------------------------------------------------------------ the pool's containers
+#: a name whose structure the pool gave otherwise than told here: never told again
+_UNTOLD = "untold"
+
+
+def container_of(containers: dict, kind: str, name: Any) -> type | None:
+    """The container (tuple or list) the session's pool gave for *name*, learnt from its
+    first call; None where not yet learnt, or where the pool's structure was another."""
+    found = containers.get((kind, name))
+    return None if found is None or found is _UNTOLD else found
+
+
+def learn(containers: dict, kind: str, name: Any, count: int, result: Any, array_type: type) -> None:
+    """The structure the pool gave a call told to give *count* arrays: its container,
+    where it is *count* arrays in a tuple or a list (a subclass, NumPy's named results,
+    as a tuple), else the name is never told again in this session."""
+    key = (kind, name)
+    if key in containers:
+        return
+    if isinstance(result, (tuple, list)) and len(result) == count \
+            and all(type(item) is array_type for item in result):
+        containers[key] = list if isinstance(result, list) else tuple
+    else:
+        containers[key] = _UNTOLD

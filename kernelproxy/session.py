@@ -50,7 +50,7 @@ from .held_ops import start as _start_held
 from .stretch_replay import StretchReplay
 from . import early_replay
 from .early_replay import Early
-from .loop_cuts import DETECT_OPS, LoopCuts
+from .loop_cuts import DETECT_OPS, PIECES_AHEAD, LoopCuts
 from .stretch_templates import TemplateRun
 from .tracebacks import for_user
 from .trailing_downloads import TrailingDownloads, answers_value, host_value
@@ -226,6 +226,10 @@ class Session(SessionReplies):
         self._eager_check = EAGER_OPS
         #: the device's properties, attributes and CUDA versions (``cupy.cuda.runtime``)
         self.runtime: dict = info.get("runtime") or {}
+        #: the container (tuple or list) of each call of several results the pool answered,
+        #: by (kind, name): from the second call on, such a call is not waited for
+        #: (kernelproxy/result_structures.py)
+        self.result_containers: dict = {}
         self.memory_limit: int = info["memory_limit"]
         self.lease_timeout: float = info["lease_timeout"]
         #: the worker's address (``unix://`` for a same-host client, else ``tcp://``) and the
@@ -425,6 +429,30 @@ class Session(SessionReplies):
                 else:   # look again EAGER_OPS records on, not at every op
                     self._eager_check = queued + EAGER_OPS
             return seq
+
+    @_serialised
+    def submit_arrays(self, count: int, kind: str, name: Any, target: Any, args: tuple,
+                      kwargs: dict | None, label: str) -> list[int]:
+        """Queue a call whose *count* arrays the client names (``api.ARRAYS``,
+        kernelproxy/result_structures.py); their handles. A stretch with such a call is
+        never held (the worker's held stretches know one result an op): where the stretch
+        so far is held or may yet be, it ends here and the call goes in a batch of its own,
+        as before a large upload, so that the ops before and after it are stretches that
+        repeat (a long step's replays kept; measured, docs/stretch-replay.md, "Calls of
+        several results"); else the call joins the stretch under way, two messages fewer.
+        Batches so sent are not read at once: a loop with no sync point would pile them up,
+        so, as a loop's pieces do (loop_cuts.PIECES_AHEAD), at most so many go unanswered."""
+        cut = self._run is not None or (self.stretches is not None and self.stretches.cut_here())
+        if cut:
+            self.flush(drain=False)
+        hids = [self.new_id() for _ in range(count)]
+        self.submit(kind, api.ARRAYS, hids, name, target, args, kwargs, label)
+        if cut:
+            self.flush(drain=False)
+            in_flight = self._in_flight
+            if len(in_flight) > PIECES_AHEAD:   # (the oldest answered first)
+                self._wait_through(in_flight[-PIECES_AHEAD - 1][2])
+        return hids
 
     def _start_operator(self, name: str, a: Any, b: Any, label: str) -> Any:
         """A stretch's first op, Python's operator *name* on the arrays or scalars *a*, *b*
