@@ -122,3 +122,28 @@ def test_gradients_container_does_not_depend_on_whether_a_reply_has_come(pool, r
         third = cp.gradient(g)     # (told)
         assert type(first) is type(second) is type(third), (type(first), type(second), type(third))
         assert type(third) is type(ref.gradient(ref.ones((3, 4))))
+
+
+# ------------------------------------------------------------ 4. two threads, one session
+def test_two_threads_calling_divmod_and_split_on_one_session_get_their_own_results(pool, ref):
+    """Threads share a session (kernelproxy/session.py): each thread's told calls, their
+    handles and the cuts around them interleave with the other's, and each gets what the
+    same steps give alone."""
+    from ..session_threads import FACTORS, values_of_two_threads
+
+    def step_on(xp):
+        def step(factor):
+            x = xp.linspace(0.1, 2.0, 16) * factor
+            q, r = xp.divmod(x, 0.3)
+            first, second = xp.split(q + r, 2)
+            return float((first * 2 + second).sum())
+        return step
+
+    with Session(pool.address, pool.token) as s:
+        cp = module_for(s)
+        step_on(cp)(1.0)   # (each name's first call: its container learnt)
+        step_on(cp)(1.0)
+        got = values_of_two_threads(step_on(cp), 40)
+    for factor in FACTORS:
+        want = step_on(ref)(factor)   # (NumPy's, or local CuPy's on a GPU)
+        assert got[factor] == [want] * 40
