@@ -71,9 +71,15 @@ def _axis_fits(axis: Any, ndim: int) -> bool:
 # ------------------------------------------------------------------ one rule a function
 # Each rule gives the count of arrays (an int), ONE, or None (the waiting path).
 
+def _array_or_scalar(value: Any) -> bool:
+    """A client array or a Python or NumPy scalar: what CuPy's ufuncs take (a host array is
+    refused at the call, by the waiting path)."""
+    return _is_array(value) or type(value) in (int, float, bool, complex) or isinstance(value, np.generic)
+
+
 def _ufunc_of_two(args: tuple, kwargs: dict | None, nin: int) -> Any:
     """``divmod(x, y)``, ``modf(x)``, ``frexp(x)``: two arrays, none given as ``out``."""
-    if len(args) != nin or (kwargs and "out" in kwargs):
+    if len(args) != nin or (kwargs and "out" in kwargs) or not all(_array_or_scalar(a) for a in args):
         return None
     return 2
 
@@ -139,10 +145,9 @@ def _meshgrid(args: tuple, kwargs: dict | None) -> Any:
 
 def _broadcast_arrays(args: tuple, kwargs: dict | None) -> Any:
     """One array an argument, where the shapes known here broadcast."""
-    if not args or kwargs:
+    if not args or kwargs or not all(_is_array(a) for a in args):
         return None
-    shapes = [_known_shape(a) if _is_array(a) else np.shape(a) for a in args]
-    known = [shape for shape in shapes if shape is not None]
+    known = [shape for shape in map(_known_shape, args) if shape is not None]
     try:
         np.broadcast_shapes(*known)
     except ValueError:
@@ -175,7 +180,7 @@ _UNIQUE_FLAGS = ("return_index", "return_inverse", "return_counts")
 
 def _unique(args: tuple, kwargs: dict | None) -> Any:
     """The unique values, then one array a flag set (given by name, as Python bools)."""
-    if len(args) != 1:
+    if len(args) != 1 or not _is_array(args[0]):
         return None
     count = 1
     for key, value in (kwargs or {}).items():
@@ -193,7 +198,7 @@ def _unique(args: tuple, kwargs: dict | None) -> Any:
 
 
 def _histogram(args: tuple, kwargs: dict | None) -> Any:
-    if not args or not _args_only(args, kwargs, 5, frozenset(("bins", "range", "weights", "density"))):
+    if not args or not _is_array(args[0]) or not _args_only(args, kwargs, 5, frozenset(("bins", "range", "weights", "density"))):
         return None
     return 2
 
@@ -255,8 +260,10 @@ def _gradient(args: tuple, kwargs: dict | None) -> Any:
 
 
 def _matrix_known_bad(array: Any, square: bool) -> bool:
-    """Whether *array*'s known shape is one linalg refuses (fewer than 2 dimensions; for
-    *square*, the last two unequal)."""
+    """Whether *array* is not a client array, or its known shape is one linalg refuses
+    (fewer than 2 dimensions; for *square*, the last two unequal)."""
+    if not _is_array(array):
+        return True
     shape = _known_shape(array)
     return shape is not None and (len(shape) < 2 or (square and shape[-1] != shape[-2]))
 
