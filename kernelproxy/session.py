@@ -439,7 +439,8 @@ class Session(SessionReplies):
         so far is held or may yet be, it ends here and the call goes in a batch of its own,
         as before a large upload, so that the ops before and after it are stretches that
         repeat (a long step's replays kept; measured, docs/stretch-replay.md, "Calls of
-        several results"); else the call joins the stretch under way, two messages fewer.
+        several results issued with no wait"); else the call joins the stretch under way,
+        two messages fewer.
         Batches so sent are not read at once: a loop with no sync point would pile them up,
         so, as a loop's pieces do (loop_cuts.PIECES_AHEAD), at most so many go unanswered."""
         cut = self._run is not None or (self.stretches is not None and self.stretches.cut_here())
