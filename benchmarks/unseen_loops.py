@@ -10,8 +10,9 @@ draw random numbers, ``unseen_loop_bodies_draws.py`` and ``unseen_loop_bodies_gr
 for a Generator's draws the graphs make, ``unseen_loop_bodies_call_scalars.py``, whose
 scalars change through calls, ``unseen_loop_bodies_moving_slices.py``, whose slices'
 bounds move, ``unseen_loop_bodies_eager_rows.py``, whose eager ops come before or between
-a stretch's graphs, and ``unseen_loop_bodies_uploads.py``, which upload a small host array
-each step) is a plain function ``name(xp, n)``, a loop of *n*
+a stretch's graphs, ``unseen_loop_bodies_uploads.py``, which upload a small host array
+each step, and ``unseen_loop_bodies_several_results.py``, which call functions of several
+results) is a plain function ``name(xp, n)``, a loop of *n*
 iterations (>= 50) of the kind a CuPy user writes in a notebook, returning NumPy arrays, Python values, or lists and
 tuples of them. It runs four times, each pool side on a fresh session of one embedded pool
 (``--devices``: ``cpu``, the NumPy device; ``auto`` on a GPU host):

@@ -20,14 +20,15 @@ from unseen_loop_bodies_call_scalars import PROGRAMS as _CALL_SCALARS
 from unseen_loop_bodies_moving_slices import PROGRAMS as _MOVING_SLICES
 from unseen_loop_bodies_eager_rows import PROGRAMS as _EAGER_ROWS
 from unseen_loop_bodies_uploads import PROGRAMS as _UPLOADS
+from unseen_loop_bodies_several_results import PROGRAMS as _SEVERAL
 _CAMPAIGNS = (_FIRST, _MORE, _DRAWS, _GRAPHED, _CALL_SCALARS, _MOVING_SLICES, _EAGER_ROWS,
-              _UPLOADS)
+              _UPLOADS, _SEVERAL)
 assert sum(map(len, _CAMPAIGNS)) == len(set().union(*_CAMPAIGNS)), "a name in two campaigns"
 PROGRAMS = {name: entry for campaign in _CAMPAIGNS for name, entry in campaign.items()}
 #: each program's campaign, by its bodies' module: what kind of loop it is
 CAMPAIGN_OF = {name: module for module, campaign in zip(
     ("first", "more", "draws", "graphed_draws", "call_scalars", "moving_slices", "eager_rows",
-     "uploads"), _CAMPAIGNS) for name in campaign}
+     "uploads", "several_results"), _CAMPAIGNS) for name in campaign}
 
 
 # ---------------------------------------------------------------------------------------
