@@ -23,8 +23,7 @@ from gpu_backend.protocol.codec import Handle
 
 from . import fuse_trace
 from .out_args import checked_out, given_outs, positional_out
-from .result_structures import ONE as _ONE, container_of as _container_of, learn as _learn
-from .result_structures import predicted as _predicted
+from .result_structures import ONE as _ONE, learn as _learn, predicted as _predicted
 
 __all__ = ["call", "wrap", "operator", "array_class", "register_array_class", "FUSING",
            "OP_SYMBOLS", "OPERATOR_LABELS", "UFUNC_SCALAR_TYPES"]
@@ -121,7 +120,7 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
         session.submit(kind, _ARRAY, hid, name, target, args, kwargs, label)
         return wrap(session, hid)
     if count is not None:   # n arrays, known from the arguments: named here, no wait
-        container = _container_of(session.result_containers, kind, name)
+        container = session.result_containers.get((kind, name))   # (learnt: _learn)
         if container is not None:
             return container([wrap(session, hid) for hid in
                               session.submit_arrays(count, kind, name, target, args, kwargs, label)])

@@ -143,9 +143,7 @@ class LoopCuts:
         finally:
             self.cutting = False
         self.cut_at = session._seq + self.piece
-        in_flight = session._in_flight
-        if len(in_flight) > PIECES_AHEAD:   # (the oldest answered first: see PIECES_AHEAD)
-            session._wait_through(in_flight[-PIECES_AHEAD - 1][2])
+        session._wait_all_but(PIECES_AHEAD)   # (see PIECES_AHEAD)
         if self.awaits and not answered_here and stretches.templates:
             # a piece answered from its template needs its inputs' metadata (the last
             # piece's results); with no sync point, their replies lag behind: wait for them

@@ -19,7 +19,7 @@ The container, a tuple or a list, is the pool's: CuPy's changed between versions
 (``meshgrid`` and ``broadcast_arrays`` gave lists before CuPy 14) and NumPy's differs from
 CuPy's (``gradient``, ``atleast_nd``). A session's first call of each name waits for its
 structure, which also checks the count told here against the pool's (:func:`learn`); from
-its second call on the name is issued without a wait (:func:`container_of`). ``where(c, x,
+its second call on the name is issued without a wait. ``where(c, x,
 y)``, ``unique`` with no ``return_*`` flag, ``indices``, ``atleast_nd`` of one array,
 ``gradient`` on one axis, ``qr(a, mode="r")`` and ``svd(a, compute_uv=False)`` are one
 array (``ONE``): issued as any array op, held and replayed as one.
@@ -33,7 +33,7 @@ import numpy as np
 
 from gpu_backend.protocol import messages as m
 
-__all__ = ["ONE", "predicted", "container_of", "learn"]
+__all__ = ["ONE", "predicted", "learn"]
 
 #: the call gives one array: issued as an ``api.ARRAY`` op
 ONE = "one"
@@ -45,19 +45,19 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, _INT_TYPES) and not isinstance(value, (bool, np.bool_))
 
 
+def _is_array(value: Any) -> bool:
+    return type(value).__name__ == "ndarray" and hasattr(value, "_h")
+
+
 def _known_shape(array: Any) -> tuple | None:
     """The shape of the client array *array* where the client has its metadata now (no
     round trip), else None."""
-    if type(array).__name__ != "ndarray" or not hasattr(array, "_h"):
+    if not _is_array(array):
         return None
     meta = array._m
     if meta is None:
         meta = array._s.meta.peek(array._h)
     return None if meta is None else tuple(meta[0])
-
-
-def _is_array(value: Any) -> bool:
-    return type(value).__name__ == "ndarray" and hasattr(value, "_h")
 
 
 def _args_only(args: tuple, kwargs: dict | None, most: int, allowed: frozenset = frozenset()) -> bool:
@@ -71,15 +71,11 @@ def _axis_fits(axis: Any, ndim: int) -> bool:
 # ------------------------------------------------------------------ one rule a function
 # Each rule gives the count of arrays (an int), ONE, or None (the waiting path).
 
-def _array_or_scalar(value: Any) -> bool:
-    """A client array or a Python or NumPy scalar: what CuPy's ufuncs take (a host array is
-    refused at the call, by the waiting path)."""
-    return _is_array(value) or type(value) in (int, float, bool, complex) or isinstance(value, np.generic)
-
-
 def _ufunc_of_two(args: tuple, kwargs: dict | None, nin: int) -> Any:
-    """``divmod(x, y)``, ``modf(x)``, ``frexp(x)``: two arrays, none given as ``out``."""
-    if len(args) != nin or (kwargs and "out" in kwargs) or not all(_array_or_scalar(a) for a in args):
+    """``divmod(x, y)``, ``modf(x)``, ``frexp(x)``: two arrays, none given as ``out``. (A
+    host array among the operands is refused at the call before this, as by CuPy:
+    ufunc_operands.py.)"""
+    if len(args) != nin or (kwargs and "out" in kwargs):
         return None
     return 2
 
@@ -358,21 +354,11 @@ def predicted(kind: str, name: Any, target: Any, args: tuple, kwargs: dict | Non
 
 
 # ------------------------------------------------------------------ the pool's containers
-#: a name whose structure the pool gave otherwise than told here: never told again
-_UNTOLD = "untold"
-
-
-def container_of(containers: dict, kind: str, name: Any) -> type | None:
-    """The container (tuple or list) the session's pool gave for *name*, learnt from its
-    first call; None where not yet learnt, or where the pool's structure was another."""
-    found = containers.get((kind, name))
-    return None if found is None or found is _UNTOLD else found
-
-
 def learn(containers: dict, kind: str, name: Any, count: int, result: Any, array_type: type) -> None:
-    """The structure the pool gave a call told to give *count* arrays: its container,
-    where it is *count* arrays in a tuple or a list (a subclass, NumPy's named results,
-    as a tuple), else the name is never told again in this session."""
+    """The structure the pool gave a call told to give *count* arrays, kept in *containers*
+    (the session's, by ``(kind, name)``): its container where it is *count* arrays in a
+    tuple or a list (a subclass, NumPy's named results, as a tuple), else None, and the
+    name is never told again in this session. The first answer of a name is kept."""
     key = (kind, name)
     if key in containers:
         return
@@ -380,4 +366,4 @@ def learn(containers: dict, kind: str, name: Any, count: int, result: Any, array
             and all(type(item) is array_type for item in result):
         containers[key] = list if isinstance(result, list) else tuple
     else:
-        containers[key] = _UNTOLD
+        containers[key] = None

@@ -443,17 +443,20 @@ class Session(SessionReplies):
         two messages fewer.
         Batches so sent are not read at once: a loop with no sync point would pile them up,
         so, as a loop's pieces do (loop_cuts.PIECES_AHEAD), at most so many go unanswered."""
-        cut = self._run is not None or (self.stretches is not None and self.stretches.cut_here())
+        cut = self._stretch_may_be_held()
         if cut:
             self.flush(drain=False)
         hids = [self.new_id() for _ in range(count)]
         self.submit(kind, api.ARRAYS, hids, name, target, args, kwargs, label)
         if cut:
             self.flush(drain=False)
-            in_flight = self._in_flight
-            if len(in_flight) > PIECES_AHEAD:   # (the oldest answered first)
-                self._wait_through(in_flight[-PIECES_AHEAD - 1][2])
+            self._wait_all_but(PIECES_AHEAD)
         return hids
+
+    def _stretch_may_be_held(self) -> bool:
+        """Whether the stretch queued so far is answered from a template, or its key is held
+        or may yet be: ended before a large upload or a call of several results, it repeats."""
+        return self._run is not None or (self.stretches is not None and self.stretches.cut_here())
 
     def _start_operator(self, name: str, a: Any, b: Any, label: str) -> Any:
         """A stretch's first op, Python's operator *name* on the arrays or scalars *a*, *b*
@@ -498,8 +501,7 @@ class Session(SessionReplies):
         # stretch, replayed with the data as a frame of its message: docs/stretch-replay.md,
         # "An upload inside a held stretch")
         copied = not streamed and data.nbytes < INLINE_BYTES
-        if not copied and (self._run is not None or (
-                self.stretches is not None and self.stretches.cut_here())):
+        if not copied and self._stretch_may_be_held():
             # a larger one travels now, zero-copy: the stretch so far ends here, and the
             # upload's array is an input of the next stretch, so that a loop uploading a
             # large array each step is two stretches that repeat, not one that cannot

@@ -61,6 +61,13 @@ class SessionReplies:
     def _wait_all(self) -> None:
         self._wait_through(None)
 
+    def _wait_all_but(self, most: int) -> None:
+        """Read replies until at most *most* batches are unanswered, the oldest first (batches
+        sent without reading a reply: a loop's pieces, a call of several results's own)."""
+        in_flight = self._in_flight
+        if len(in_flight) > most:
+            self._wait_through(in_flight[-most - 1][2])
+
     def _wait_through(self, seq: int | None) -> None:
         """Read replies until every batch is answered, or (with *seq*) the one carrying op *seq*."""
         __tracebackhide__ = True  # IPython shows the user's frames, not ours

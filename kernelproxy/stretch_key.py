@@ -43,7 +43,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.codec import packb
 from gpu_backend.protocol.stretches import (MAX_STRETCH_OPS, PARAM_OPERATORS, basic_index, index_param,
@@ -143,9 +142,6 @@ class StretchKey:
         """One op as the session submits it (*out*: its result's handle, if any)."""
         if not self.keyable:
             return
-        if want == api.ARRAYS:   # (several results, kernelproxy/result_structures.py: never
-            self.keyable = False  # replayed; the stretch is sent as its ops)
-            return
         if kind == m.KIND_UPLOAD and len(args) != 1:   # (streamed in chunks: never replayed;
             self.keyable = False                          # one frame's data travels with the
             return                                        # replay: kernelproxy.session.upload)
@@ -168,6 +164,9 @@ class StretchKey:
             return
         self._append(record)
         if out is not None:
+            if type(out) is list:   # (several results, api.ARRAYS: never replayed, for a
+                self.keyable = False  # held stretch knows one result an op: sent as its ops)
+                return
             self._result_role[out] = ("r", self._ops)
             self.outs.append(out)
         self._ops += 1

@@ -54,7 +54,7 @@ __all__ = ["StretchTemplate", "TemplateRun", "Templates", "static_result"]
 
 _OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE = (m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION,
                                              m.KIND_ATTRIBUTE)
-_ARRAY, _MULTI, _OBJECT, _ARRAYS = api.ARRAY, api.MULTI, api.OBJECT, api.ARRAYS
+_ARRAY, _MULTI, _OBJECT = api.ARRAY, api.MULTI, api.OBJECT
 _pack_free = msgpack.Packer(autoreset=True).pack
 _second = itemgetter(1)
 
@@ -606,8 +606,8 @@ class TemplateRun:
         run is to fall back."""
         template = self.template
         i = self.i
-        if want == _MULTI or want == _OBJECT or want == _ARRAYS:
-            return False
+        if want == _MULTI or want == _OBJECT:   # (an api.ARRAYS op matches no key's op:
+            return False                          #  a stretch with one is never keyed)
         if i >= len(template.ops) or not self._matches(template.checks[i], template.names[i],
                                                        kind, want, name, target, args, kwargs,
                                                        template.index_checks[i]):
