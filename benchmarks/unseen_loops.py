@@ -11,8 +11,9 @@ for a Generator's draws the graphs make, ``unseen_loop_bodies_call_scalars.py``,
 scalars change through calls, ``unseen_loop_bodies_moving_slices.py``, whose slices'
 bounds move, ``unseen_loop_bodies_eager_rows.py``, whose eager ops come before or between
 a stretch's graphs, ``unseen_loop_bodies_uploads.py``, which upload a small host array
-each step, and ``unseen_loop_bodies_several_results.py``, which call functions of several
-results) is a plain function ``name(xp, n)``, a loop of *n*
+each step, ``unseen_loop_bodies_several_results.py``, which call functions of several
+results, and ``unseen_loop_bodies_user_kernels.py``, which launch the user's own kernels)
+is a plain function ``name(xp, n)``, a loop of *n*
 iterations (>= 50) of the kind a CuPy user writes in a notebook, returning NumPy arrays, Python values, or lists and
 tuples of them. It runs four times, each pool side on a fresh session of one embedded pool
 (``--devices``: ``cpu``, the NumPy device; ``auto`` on a GPU host):

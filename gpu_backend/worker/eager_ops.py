@@ -1,6 +1,6 @@
 """Which ops of a held stretch run eagerly between its graphs whatever happens (graph
 replay, worker/graph_replay.py): those that read device data on the host, call an object's
-method or write through no operator; libraries that refuse capture (cuBLAS, cuSOLVER,
+method or write through no operator but a user's kernel; libraries that refuse capture (cuBLAS, cuSOLVER,
 cuSPARSE), but for the matrix products the graphs make themselves by cuBLAS's GEMM
 (devices/product_capture.py); random draws (a ``RandomState``'s position is cuRAND's on the
 host), but for a ``Generator``'s plainest draws, whose state is on the device; and ops
@@ -20,7 +20,7 @@ from ..protocol.stretch_records import slots_in
 from .draw_journal import CAPTURED_DRAWS, STATE_CLASS
 from .stretches import Op, Slot
 
-__all__ = ["eager_by_nature", "lane_runs_eagerly", "captured_draw"]
+__all__ = ["eager_by_nature", "lane_runs_eagerly", "captured_draw", "captured_kernel"]
 
 _OPERATOR, _OBJECT, _METHOD = m.KIND_OPERATOR, m.KIND_OBJECT, m.KIND_METHOD
 _STATE_PREFIX = STATE_CLASS + "."
@@ -69,7 +69,8 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
         return not captured_draw(op)
     if op.kind == m.KIND_UPLOAD:   # (a number's: captured, a memcpy node from a page-locked
         return not _plain_number(op.name)   # place; a structure's, bfloat16's: made between)
-    if op.want == _VALUE or (op.want == _NONE and op.kind != _OPERATOR):
+    if op.want == _VALUE or (op.want == _NONE and op.kind != _OPERATOR
+                             and not captured_kernel(op)):
         return True
     name = op.name
     if name in _BY_VALUES:   # (a result whose shape its array's values decide)
@@ -87,6 +88,23 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
     if (op.kind, name) in PRODUCT_CALLS:
         return _product_eager(op, inputs)
     return name in _EAGER_NAMES or name.startswith(_EAGER_PREFIXES)
+
+
+def captured_kernel(op: Op) -> bool:
+    """Whether *op* is a user's kernel that returns nothing and is captured as any launch: a
+    ``RawKernel``, a ``RawModule``'s function, a ``cupyx.jit.rawkernel``, an
+    ``ElementwiseKernel`` given its outputs. Its writes into the arrays it is given are
+    writes into the graphs' buffers, as an in-place operator's are (every array it is given
+    is taken as written: moving_views.written_operands), so that graphs and eager runs
+    write the same places. A kernel's scalars are part of its stretch's key (never
+    parameters: the kernel takes them by value), so a capture's launch is every replay's.
+    A cooperative launch (``enable_cooperative_groups``) stays eager. Before, every such
+    kernel ran eagerly between two graphs (H200 run 289: a loop of three user kernels
+    1.78x local, its replays never run ahead)."""
+    if op.kind != m.KIND_KERNEL or op.name == "fuse":   # (a fused program's returning nothing:
+        return False                                     # the function path's, as before)
+    definition = op.target
+    return isinstance(definition, dict) and not definition.get("enable_cooperative_groups")
 
 
 def captured_draw(op: Op) -> bool:

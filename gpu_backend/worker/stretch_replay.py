@@ -94,7 +94,7 @@ def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
             return (op.kind == m.KIND_OPERATOR and op.want == api.ARRAY
                     and op.name not in _MAY_ALIAS) or (
                 op.name == "copy" and op.kind in (m.KIND_METHOD, m.KIND_FUNCTION)) or (
-                op.kind == m.KIND_KERNEL and op.want == api.ARRAY and kernel_writes(op) is not None)
+                op.kind == m.KIND_KERNEL and op.want == api.ARRAY and _kernel_result_fresh(op))
 
 
 def _journaled_draw(op: Any) -> bool:
@@ -115,14 +115,34 @@ def _journaled_draw(op: Any) -> bool:
     return allowed and not any(s.kind != "p" for s in slots_in([op.args, op.kwargs]))
 
 
+#: user kernels whose result, when they return one with no ``out=``, is an array CuPy makes
+#: for it (an ``ElementwiseKernel``'s outputs not given, a ``ReductionKernel``'s, a
+#: vectorized function's): never one of the arrays it is given
+_FRESH_KERNELS = frozenset(("elementwise", "reduction", "simple_reduction", "vectorize"))
+
+
+def _kernel_result_fresh(op: Any) -> bool:
+    """Whether kernel op *op* (making an array) makes it from scratch: a fused program's
+    always (what it writes, its own say: moving_views.kernel_writes); a user's kernel of
+    :data:`_FRESH_KERNELS` given no ``out=`` (a ``ReductionKernel``'s ``out=`` is returned)."""
+    if kernel_writes(op) is not None:
+        return True
+    return op.name in _FRESH_KERNELS and "out" not in op.kwargs
+
+
 def _kernel_changes_only(op: Any, made: dict, inputs_too: bool) -> bool:
     """Whether a kernel op changes nothing but what it makes and what :func:`_writes_its_own`
-    allows: only a kernel that says which arguments it writes (a fused program,
-    moving_views.kernel_writes), making one array or none."""
-    if op.want not in (api.ARRAY, api.NONE) or op.kwargs:
+    allows, making one array or none. A fused program says which arguments it writes
+    (moving_views.kernel_writes); a user's kernel (``RawKernel``, ``ElementwiseKernel``, a
+    jit kernel) may write any array it is given, so every one of them must be such an array
+    (its launch's sizes and scalars are plain values)."""
+    if op.want not in (api.ARRAY, api.NONE):
         return False
     writes = kernel_writes(op)
-    return writes is not None and all(
+    if writes is None:
+        return all(_writes_its_own(slot, made, inputs_too)
+                   for slot in slots_in([op.args, op.kwargs]) if slot.kind != "p")
+    return not op.kwargs and all(
         i < len(op.args) and _writes_its_own(op.args[i], made, inputs_too) for i in writes)
 
 
@@ -206,9 +226,10 @@ class StretchReplay:
         client then finds it did not mean is undone by freeing its results, so the stretch
         must change nothing else — it writes into no array (no in-place operator, no
         ``out=``, no function that returns nothing), draws no random numbers, calls no
-        object's method or user kernel, and makes only arrays and values — but for in-place
-        operators on arrays it made itself (``u = u.copy(); u[1:-1] += d``: a stencil's
-        step), which change nothing the client holds before the replay's results."""
+        object's method, and makes only arrays and values — but for in-place operators, and
+        user kernels (every array they are given taken as written), on arrays it made itself
+        (``u = u.copy(); u[1:-1] += d``: a stencil's step), which change nothing the client
+        holds before the replay's results."""
         return self._changes_only_its_own(sid, inputs_too=False)
 
     def ahead_safe(self, sid: Any) -> bool:

@@ -850,9 +850,10 @@ def _numpy_pool() -> bool:
 
 @pytest.mark.skipif(_numpy_pool(), reason="custom CUDA kernels need a GPU pool")
 def test_a_users_kernels_inside_a_held_stretch_are_captured_with_it(sessions):
-    """An ElementwiseKernel and a ReductionKernel in a loop's body are launches like any
-    other: the stretch is served by its graphs (not re-run op by op), and a RawKernel that
-    writes its output runs eagerly between them, bitwise as without replay."""
+    """An ElementwiseKernel, a ReductionKernel and a RawKernel that writes its output are
+    launches like any other in a loop's body: the stretch is served by its graphs (not
+    re-run op by op), none of them run eagerly between two graphs (the RawKernel did till
+    the forty-eighth session), bitwise as without replay."""
     add = """extern "C" __global__ void add_one(float* a, int n) {
         int i = blockDim.x * blockIdx.x + threadIdx.x;
         if (i < n) a[i] += 1.0f;
@@ -877,6 +878,7 @@ def test_a_users_kernels_inside_a_held_stretch_are_captured_with_it(sessions):
     on, off, change = _both(sessions, loop)
     _bitwise(on, off)
     assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
+    assert change["between_graphs"] == 0, change
 
 
 def test_a_norm_read_every_step_is_captured_with_the_ops_around_it(sessions):

@@ -1,0 +1,67 @@
+"""Which of a held stretch's user kernels its graphs capture, and when a stretch holding
+them may be replayed early or run ahead (worker/eager_ops.captured_kernel,
+worker/stretch_replay._kernel_changes_only): the rules, on the records alone. The launches
+themselves need a GPU (tests/gpu_backend/test_user_kernels_ahead.py)."""
+
+from __future__ import annotations
+
+from gpu_backend.protocol import api
+from gpu_backend.protocol import messages as m
+from gpu_backend.worker.eager_ops import captured_kernel, eager_by_nature
+from gpu_backend.worker.stretch_replay import _kernel_changes_only, _writes_its_own
+from gpu_backend.worker.stretches import Op, Slot
+
+RAW = {"code": 'extern "C" __global__ void k(float* a) {}', "name": "k"}
+ELEMENTWISE = {"in_params": "float32 x", "out_params": "float32 z", "operation": "z = x",
+               "name": "copy_k"}
+
+
+def _kernel(index, name, definition, args, want=api.NONE, out=None, **kwargs):
+    return Op(index, m.KIND_KERNEL, want, out, name, definition, args, kwargs)
+
+
+def _operator(index, name, args, out):
+    return Op(index, m.KIND_OPERATOR, api.ARRAY, Slot("r", out), name, None, args, {})
+
+
+def test_a_kernel_that_returns_nothing_is_captured_but_a_cooperative_one():
+    raw = _kernel(0, "raw", RAW, [[1], [32], [Slot("i", 0), 7]])
+    assert captured_kernel(raw) and not eager_by_nature(raw, {})
+    module = _kernel(0, "module", {"code": RAW["code"], "function": "k"}, [[1], [32], [Slot("i", 0)]])
+    assert not eager_by_nature(module, {})
+    given_outputs = _kernel(0, "elementwise", ELEMENTWISE, [Slot("i", 0), Slot("i", 1)])
+    assert not eager_by_nature(given_outputs, {})
+    cooperative = _kernel(0, "raw", {**RAW, "enable_cooperative_groups": True},
+                          [[1], [32], [Slot("i", 0)]])
+    assert not captured_kernel(cooperative) and eager_by_nature(cooperative, {})
+    # (a fused program that returns nothing, a function that returns nothing: as before)
+    assert eager_by_nature(_kernel(0, "fuse", {"params": 1, "ops": []}, [Slot("i", 0)]), {})
+    copyto = Op(0, m.KIND_FUNCTION, api.NONE, None, "copyto", None, [Slot("i", 0), Slot("i", 1)], {})
+    assert eager_by_nature(copyto, {})
+
+
+def test_a_user_kernel_writing_only_what_the_stretch_made_changes_nothing_else():
+    made = {0: _operator(0, "mul", [Slot("i", 0), Slot("p", 0)], 0)}
+    raw_on_made = _kernel(1, "raw", RAW, [[1], [32], [Slot("r", 0), 5]])
+    assert _kernel_changes_only(raw_on_made, made, inputs_too=False)
+    raw_on_input = _kernel(1, "raw", RAW, [[1], [32], [Slot("r", 0), Slot("i", 1)]])
+    assert not _kernel_changes_only(raw_on_input, made, inputs_too=False)   # (never early)
+    assert _kernel_changes_only(raw_on_input, made, inputs_too=True)        # (run ahead)
+    shared = _kernel(1, "raw", RAW, [[1], [32], [Slot("r", 0)]], shared_mem=128)
+    assert _kernel_changes_only(shared, made, inputs_too=False)
+
+
+def test_a_kernel_result_is_the_stretchs_own_only_where_cupy_makes_it():
+    x = Slot("i", 0)
+    fresh = {0: _kernel(0, "elementwise", ELEMENTWISE, [x], want=api.ARRAY, out=Slot("r", 0))}
+    assert _writes_its_own(Slot("r", 0), fresh)
+    reduced_into = {0: Op(0, m.KIND_KERNEL, api.ARRAY, Slot("r", 0), "reduction", {"name": "r"},
+                          [x], {"out": Slot("i", 1)})}
+    assert not _writes_its_own(Slot("r", 0), reduced_into)   # (its out= is what it returns)
+    viewed = {0: Op(0, m.KIND_METHOD, api.ARRAY, Slot("r", 0), "reshape", x, [8, 8], {})}
+    raw_on_view = _kernel(1, "raw", RAW, [[1], [32], [Slot("r", 0)]])
+    assert not _kernel_changes_only(raw_on_view, viewed, inputs_too=True)   # (may be x itself)
+    sliced = {0: Op(0, m.KIND_OPERATOR, api.ARRAY, Slot("r", 0), "getitem", None,
+                    [x, [slice(1, None, None)]], {})}
+    assert not _kernel_changes_only(raw_on_view, sliced, inputs_too=False)
+    assert _kernel_changes_only(raw_on_view, sliced, inputs_too=True)       # (x's view: x's buffer)

@@ -1,0 +1,145 @@
+"""A loop whose step launches a user's kernels (``RawKernel``, a ``RawModule``'s function,
+``ElementwiseKernel``, ``ReductionKernel``): captured in its stretch's graphs with the ops
+around it, its next replay run ahead by the worker, bitwise as without replay
+(worker/eager_ops.captured_kernel, worker/stretch_replay._kernel_changes_only; the rules
+alone: test_user_kernel_rules.py). A user's kernel may write any array it is given, so a
+step that gives one an input is run ahead as an in-place write into that input is (its
+writes kept in the graphs' buffers until the client asks), never replayed early; and one
+given an array an op made that may be its input's memory (``x.reshape``) is never run
+ahead. GPU pools only: the NumPy device runs no CUDA kernels."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from ..differential import TEST_DEVICES, assert_bitwise as _bitwise
+from ..run_ahead_sessions import beside_no_replay, pool_running_ahead
+
+pytestmark = pytest.mark.skipif(
+    TEST_DEVICES in ("cpu", "numpy") or TEST_DEVICES.startswith("cpu"),
+    reason="a user's CUDA kernels need a GPU pool")
+
+STEPS = 40
+PAUSE = 0.001
+
+_SCALE = r"""extern "C" __global__ void scale_shift(float* a, const float* b, float s, int n) {
+    int i = blockDim.x * blockIdx.x + threadIdx.x;
+    if (i < n) a[i] = a[i] * s + b[i];
+}"""
+
+_MODULE = r"""extern "C" __global__ void half_of(double* a, int n) {
+    int i = blockDim.x * blockIdx.x + threadIdx.x;
+    if (i < n) a[i] *= 0.5;
+}
+extern "C" __global__ void add_to(double* a, const double* b, int n) {
+    int i = blockDim.x * blockIdx.x + threadIdx.x;
+    if (i < n) a[i] += b[i];
+}"""
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with pool_running_ahead("none") as p:
+        yield p
+
+
+def _raw_kernel_writes_its_input(cp):
+    """``scale_shift`` writes x, the step's input, in place every step; a read each step."""
+    kernel = cp.RawKernel(_SCALE, "scale_shift")
+    x = cp.linspace(0, 1, 1000, dtype=cp.float32)
+    b = cp.full(1000, 0.01, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        kernel((4,), (256,), (x, b, np.float32(0.99), np.int32(1000)))
+        out.append(float(x.sum()))
+        time.sleep(PAUSE)
+    return out + [x.get(), b.get()]
+
+
+def _kernels_that_return_their_results(cp):
+    """An ElementwiseKernel and a ReductionKernel, given the step's input and results."""
+    axpy = cp.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = 0.5f * x + y",
+                                "half_axpy_ahead")
+    norm = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2_ahead")
+    x = cp.linspace(0, 1, 512, dtype=cp.float32)
+    y = cp.full(512, 0.25, dtype=cp.float32)
+    out = []
+    for _ in range(STEPS):
+        z = axpy(x, y)
+        x = cp.tanh(z) * 0.9
+        out.append(float(norm(x)))
+        time.sleep(PAUSE)
+    return out + [x.get()]
+
+
+def _module_functions_on_a_fresh_array(cp):
+    """A RawModule's two functions, writing only an array the step made (``w = x * 1.5``)."""
+    module = cp.RawModule(code=_MODULE)
+    half, add = module.get_function("half_of"), module.get_function("add_to")
+    x = cp.arange(300, dtype=cp.float64) / 300
+    out = []
+    for _ in range(STEPS):
+        w = x * 1.5
+        half((2,), (256,), (w, np.int32(300)))
+        add((2,), (256,), (w, x, np.int32(300)))
+        x = w - 0.1
+        out.append(float(x.max()))
+        time.sleep(PAUSE)
+    return out + [x.get()]
+
+
+@pytest.mark.parametrize("loop", [_raw_kernel_writes_its_input, _kernels_that_return_their_results,
+                                  _module_functions_on_a_fresh_array])
+def test_a_loop_of_user_kernels_is_captured_and_run_ahead(pool, loop):
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    _bitwise(got, want)
+    assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
+    assert figures["between_graphs"] == 0, figures   # (no launch of the user's left eager)
+    got, want, _ = beside_no_replay(pool, loop)   # (early replay on: told where it may go)
+    _bitwise(got, want)
+
+
+def test_a_kernel_given_a_view_a_method_made_is_never_run_ahead(pool):
+    """``x.reshape(...)`` may be x itself on the worker: a kernel writing through it writes
+    x, so the step is never run ahead, and x takes every write as without replay."""
+    def loop(cp):
+        kernel = cp.RawKernel(_SCALE, "scale_shift")
+        x = cp.linspace(0, 1, 256, dtype=cp.float32)
+        b = cp.full((16, 16), 0.5, dtype=cp.float32)
+        out = []
+        for _ in range(STEPS // 2):
+            kernel((1,), (256,), (x.reshape(16, 16), b, np.float32(0.5), np.int32(256)))
+            out.append(float((x * 2).sum()))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    _bitwise(got, want)
+    assert figures["ahead"] == 0, figures
+
+
+def test_a_run_ahead_of_a_kernel_step_never_asked_for_changes_nothing(pool):
+    """The loop's run ahead after its last step, and those a write between two steps drops,
+    are never asked for: the input the kernel writes ends as without replay."""
+    def loop(cp):
+        kernel = cp.RawKernel(_SCALE, "scale_shift")
+        x = cp.linspace(0, 1, 1000, dtype=cp.float32)
+        b = cp.full(1000, 0.01, dtype=cp.float32)
+        out = []
+        for step in range(STEPS):
+            kernel((4,), (256,), (x, b, np.float32(0.99), np.int32(1000)))
+            out.append(float(x.sum()))
+            if step % 11 == 5:
+                x[3] = step   # (a write between two replays: the run ahead is dropped)
+            time.sleep(PAUSE)
+        kept = x.get()
+        time.sleep(0.05)   # (the worker's run ahead after the last step has run)
+        return out + [kept, x.get()]
+
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    _bitwise(got, want)
+    _bitwise(got[-1], got[-2])
+    assert figures["ahead"] >= 1, figures
