@@ -88,7 +88,9 @@ def run_cuda_call(executor: Any, name: Any, target: Any, args: list) -> Any:
         start, end = (table.get_object(hid, device.event_type) for hid in args)
         return device.event_elapsed_ms(start, end)
     if name == "array.data":
-        return list(device.data_span(table.get(target)))   # (CuPy's figures, not the bounds)
+        span = list(device.data_span(table.get(target)))   # (CuPy's figures, not the bounds)
+        executor.replay.pointer_told()   # (a user's kernel may be given it from now on)
+        return span
     if name == "array.base":
         return table.base_of(target)
     if name == "ufunc.types":   # the loops of one of the device's ufuncs, by allow-listed name

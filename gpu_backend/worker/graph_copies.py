@@ -74,7 +74,8 @@ class GraphCopies:
         self._prepared: tuple | None = None
         #: the last replay's input and result handles, and where each input came from
         #: against the replay before it (:meth:`learn`): by input slot, (carried, slot):
-        #: a result slot of the last replay, or the same input slot
+        #: a result slot of the last replay, or an input slot of it (the same one, or
+        #: another: buffers that take turns)
         self._last_entry: tuple | None = None
         self._next_inputs: dict | None = None
         #: where each input came from when this stretch's replay followed another's (the
@@ -190,8 +191,9 @@ class GraphCopies:
     # ------------------------------------------------------------ the next replay, ahead
     def learn(self, used: list, inputs: list, outs: list) -> None:
         """After a replay with these input and result handles: where each *used* input
-        came from against the replay before (the same handle again, or one of its results:
-        a loop-carried array); None where any came from elsewhere."""
+        came from against the replay before (the same handle again, one of its results: a
+        loop-carried array, or another of its inputs: two buffers that take turns, ``u, v =
+        v, u`` after a step that reads u and writes v); None where any came from elsewhere."""
         before, self._last_entry = self._last_entry, (inputs, outs)
         if before is None:
             return
@@ -203,6 +205,8 @@ class GraphCopies:
                 rule[n] = (False, n)
             elif hid in last_outs:
                 rule[n] = (True, last_outs.index(hid))
+            elif hid in last_inputs:
+                rule[n] = (False, last_inputs.index(hid))
             else:
                 rule = None
                 break
@@ -265,12 +269,13 @@ class GraphCopies:
 
     def predict_handles(self) -> dict | None:
         """The handles of the next replay's used inputs, by slot, if the rule learnt holds
-        (a loop-carried result, or the same handle again); None where nothing was learnt."""
+        (a loop-carried result, the same handle again, or another input's: buffers taking
+        turns); None where nothing was learnt."""
         rule, last = self._next_inputs, self._last_entry
         if rule is None or last is None:
             return None
         inputs, outs = last
-        return {n: outs[m] if carried else inputs[n] for n, (carried, m) in rule.items()}
+        return {n: outs[m] if carried else inputs[m] for n, (carried, m) in rule.items()}
 
     def prepare(self, tools: Any, bufs: dict, predicted: dict) -> bool:
         """After a replay's reply, while the client works: set up the next replay as if

@@ -39,7 +39,7 @@ from ..protocol.stretch_records import slots_in
 from .stretches import HeldStretch, Op, Slot
 
 __all__ = ["moving_views", "written_through", "writable_inputs", "written_results", "sliced_only", "kernel_writes",
-           "written_operands"]
+           "written_operands", "fresh_result"]
 
 _OPERATOR, _METHOD, _FUNCTION, _KERNEL, _OBJECT = (m.KIND_OPERATOR, m.KIND_METHOD,
                                                    m.KIND_FUNCTION, m.KIND_KERNEL, m.KIND_OBJECT)
@@ -153,11 +153,35 @@ def _written(op: Op) -> list[Slot]:
     return _arrays(written_operands(op, op.target, op.args, op.kwargs))
 
 
-def _fresh(op: Op) -> bool:
+#: user kernels whose result, when they return one with no ``out=``, is an array CuPy makes
+#: for it (an ``ElementwiseKernel``'s outputs not given, a vectorized function's): never
+#: one of the arrays it is given; a ``ReductionKernel``'s so only where it is given no
+#: output by position (:func:`_reduction_given_output`)
+_FRESH_KERNELS = frozenset(("elementwise", "reduction", "simple_reduction", "vectorize"))
+#: functions that make a new array from sizes and values (never one they are given)
+_CREATIONS = frozenset(("empty", "zeros", "ones", "full", "empty_like", "zeros_like",
+                        "ones_like", "full_like", "arange", "linspace", "logspace", "eye",
+                        "identity", "tri"))
+
+
+def _reduction_given_output(op: Op) -> bool:
+    """Whether a ``ReductionKernel``'s call gives it its output by position (``rk(x, y)``
+    returns y itself): more positional arguments than its ``in_params``."""
+    definition = op.target
+    params = definition.get("in_params") if isinstance(definition, dict) else None
+    if type(params) is not str:
+        return True
+    return len(op.args) > len([p for p in params.split(",") if p.strip()])
+
+
+def fresh_result(op: Op) -> bool:
     """Whether *op*'s result is an array of its own, never a view of what it is given:
     Python's operators but ``getitem`` and ``+x``, a ufunc's call without ``out=``, a
-    ``copy``, a random draw. Anything else may hand back a view (``asarray``, ``reshape``,
-    ``astype(copy=False)``) and is followed to every array it is given."""
+    ``copy``, a random draw, an array made from sizes (:data:`_CREATIONS`: ``empty``,
+    ``zeros_like``, …), a fused program's results (:func:`kernel_writes`: its own say) and
+    a user kernel's of :data:`_FRESH_KERNELS`. Anything else may hand back a view
+    (``asarray``, ``reshape``, ``astype(copy=False)``, a ``ReductionKernel``'s output given
+    to it) and is followed to every array it is given."""
     if op.want != api.ARRAY or "out" in op.kwargs or "output" in op.kwargs:
         return False
     name = op.name
@@ -165,9 +189,13 @@ def _fresh(op: Op) -> bool:
         return name not in ("getitem", "pos")
     if op.kind == _OBJECT:
         return type(name) is str and name.startswith("random.")
+    if op.kind == _KERNEL:
+        if name == "reduction":
+            return not _reduction_given_output(op)
+        return name in _FRESH_KERNELS or kernel_writes(op) is not None
     if name == "copy":
         return op.kind in (_METHOD, _FUNCTION)
-    return op.kind == _FUNCTION and name in api.UFUNCS
+    return op.kind == _FUNCTION and (name in api.UFUNCS or name in _CREATIONS)
 
 
 def _writes(stretch: HeldStretch, made: dict[int, Op]) -> Iterable[tuple[Op, set[tuple]]]:
@@ -187,7 +215,7 @@ def _written_sources(stretch: HeldStretch, made: dict[int, Op]) -> set[Slot]:
 
 def _reached(slots: list[Slot], made: dict[int, Op]) -> set[tuple]:
     """*slots* and every slot whose memory they may be, as ``(kind, n)``: a result of an
-    op not :func:`_fresh` reaches what that op was given."""
+    op not :func:`fresh_result` reaches what that op was given."""
     reached: set[tuple] = set()
     todo = list(slots)
     while todo:
@@ -197,6 +225,6 @@ def _reached(slots: list[Slot], made: dict[int, Op]) -> set[tuple]:
         reached.add((slot.kind, slot.n))
         if slot.kind == "r":
             maker = made.get(slot.n)
-            if maker is not None and not _fresh(maker):
+            if maker is not None and not fresh_result(maker):
                 todo += _arrays((maker.target, maker.args, maker.kwargs))
     return reached

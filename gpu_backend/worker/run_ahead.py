@@ -563,11 +563,19 @@ class RunAhead:
             and cost * self.gap_share <= min(gaps)
 
     def matches(self, entry: ReplayEntry) -> bool:
-        """Whether the client's replay *entry* is the one run ahead (its stretch, inputs and
-        parameters, and the graphs it ran): :meth:`answer` would answer it. Changes nothing."""
+        """Whether the client's replay *entry* is the one run ahead (its stretch, the inputs
+        its ops read, its parameters, and the graphs it ran): :meth:`answer` would answer
+        it. Changes nothing. An input only dropped (an array from before that the stretch
+        frees, never reads: last step's temporary, rebound) may differ: the run read nothing
+        of it, and the answer drops the client's own (*entry*'s)."""
         ahead = self.ahead
-        return ahead is not None and entry.sid == ahead.sid and entry.inputs == ahead.inputs \
-            and same_params(entry.params, ahead.params) \
+        if ahead is None or entry.sid != ahead.sid:
+            return False
+        got, ran = entry.inputs, ahead.inputs
+        if got != ran and (len(got) != len(ran)
+                           or any(got[n] != ran[n] for n in ahead.graph.shape.used)):
+            return False
+        return same_params(entry.params, ahead.params) \
             and self.replay.graphs.states[entry.sid].graph is ahead.graph
 
     def _missed(self, sid: int) -> None:

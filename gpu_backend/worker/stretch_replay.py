@@ -21,7 +21,7 @@ from ..protocol.stretch_records import slots_in
 from .batch_results import BatchResults
 from .draw_journal import DRAW_METHODS, GENERATOR_CLASS, STATE_CLASS, STATE_DRAWS
 from .graph_replay import Capture, StretchGraphs
-from .moving_views import kernel_writes
+from .moving_views import fresh_result, kernel_writes
 from .result_meta import array_meta
 from .run_ahead import RunAhead
 from .steady_lane import SteadyLane
@@ -60,9 +60,6 @@ _EARLY_WANTS = frozenset((api.ARRAY, api.VALUE))
 #: ops whose result is a view of their first operand (or target): a write into it is a
 #: write into that operand's memory
 _VIEW_OPERATORS = frozenset(("getitem",))
-#: operators that may hand back their operand itself (``+x``: NumPy copies, an array library
-#: need not): what they make is never taken for an array of the stretch's own
-_MAY_ALIAS = frozenset(("pos",))
 _GENERATOR_PREFIX = GENERATOR_CLASS + "."
 _STATE_PREFIX = STATE_CLASS + "."
 
@@ -70,9 +67,11 @@ _STATE_PREFIX = STATE_CLASS + "."
 def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
     """Whether *written*, the operand an in-place operator writes, is an array the stretch
     made itself from scratch, or a view of one (followed through views to the op that
-    made its memory: Python's operators other than the in-place ones and ``getitem`` make
-    new arrays, and so does ``copy``); an input, a parameter, or anything an op of another
-    kind made (which may return its operand: ``asarray``, ``astype(copy=False)``) is not.
+    made its memory: Python's operators other than the in-place ones, ``getitem`` and
+    ``+x`` make new arrays, and so do a ufunc's call, ``copy``, a draw and a user kernel that
+    returns its result: moving_views.fresh_result); an input, a parameter, or anything an
+    op of another kind made (which may return its operand: ``asarray``,
+    ``astype(copy=False)``) is not.
     *inputs_too*: an input, or a view of one so, counts as well (a replay's graphs write
     an input's buffer, copied back into the client's array at its end: StretchGraphs.run
     leaves that copy for later where it runs ahead)."""
@@ -90,11 +89,8 @@ def _writes_its_own(written: Any, made: dict, inputs_too: bool = False) -> bool:
             written = op.target
         elif op.kind == m.KIND_OPERATOR and op.name in _VIEW_OPERATORS:
             written = op.args[0] if op.args else None
-        else:
-            return (op.kind == m.KIND_OPERATOR and op.want == api.ARRAY
-                    and op.name not in _MAY_ALIAS) or (
-                op.name == "copy" and op.kind in (m.KIND_METHOD, m.KIND_FUNCTION)) or (
-                op.kind == m.KIND_KERNEL and op.want == api.ARRAY and _kernel_result_fresh(op))
+        else:   # (an operator's, a ufunc's, a copy's, a user kernel's: moving_views' rule)
+            return fresh_result(op)
 
 
 def _journaled_draw(op: Any) -> bool:
@@ -115,19 +111,15 @@ def _journaled_draw(op: Any) -> bool:
     return allowed and not any(s.kind != "p" for s in slots_in([op.args, op.kwargs]))
 
 
-#: user kernels whose result, when they return one with no ``out=``, is an array CuPy makes
-#: for it (an ``ElementwiseKernel``'s outputs not given, a ``ReductionKernel``'s, a
-#: vectorized function's): never one of the arrays it is given
-_FRESH_KERNELS = frozenset(("elementwise", "reduction", "simple_reduction", "vectorize"))
+#: why graphs never serve a stretch that launches a user's kernel (GraphState.never)
+POINTERS_TOLD = "a user kernel, addresses told"
 
 
-def _kernel_result_fresh(op: Any) -> bool:
-    """Whether kernel op *op* (making an array) makes it from scratch: a fused program's
-    always (what it writes, its own say: moving_views.kernel_writes); a user's kernel of
-    :data:`_FRESH_KERNELS` given no ``out=`` (a ``ReductionKernel``'s ``out=`` is returned)."""
-    if kernel_writes(op) is not None:
-        return True
-    return op.name in _FRESH_KERNELS and "out" not in op.kwargs
+def _launches_user_kernel(stretch: HeldStretch) -> bool:
+    """Whether *stretch* launches a user's kernel (a fused program is ours: it is given
+    arrays only)."""
+    return any(type(item) is not Slot and item.kind == m.KIND_KERNEL and item.name != "fuse"
+               for item in stretch.items)
 
 
 def _kernel_changes_only(op: Any, made: dict, inputs_too: bool) -> bool:
@@ -181,6 +173,29 @@ class StretchReplay:
         #: a loop's replays that go on by fixed steps, served in a few calls a message
         #: (worker/steady_lane.py)
         self.lane = SteadyLane(self.x)
+        #: whether the session was told an address of its memory (``x.data.ptr``): from then
+        #: on its stretches that launch a user's kernel are re-run from their records
+        #: (:meth:`pointer_told`)
+        self.pointers = False
+
+    def pointer_told(self) -> None:
+        """The session's client was told an address of its memory (``array.data``). A
+        user's kernel may then be given it (as an integer, or in an array) and write that
+        memory itself, which neither a graph's buffers nor a run ahead's bookkeeping see:
+        a graph would read its copy of the array, a run never asked for would have written
+        it. So every stretch that launches a user's kernel is re-run from its records from
+        now on, never run ahead nor replayed early: its ops then run on the session's very
+        arrays, as without replay."""
+        if self.pointers:
+            return
+        self.pointers = True
+        self.drop_ahead()
+        self.ahead.safe.clear()
+        if self.graphs is not None:
+            for sid, stretch in self.stretches.held.items():
+                state = self.graphs.states.get(sid)
+                if state is not None and _launches_user_kernel(stretch):
+                    state.give_up(POINTERS_TOLD)
 
     def rerun_only(self) -> None:
         """``GPUWB_GRAPHS=rerun``: every replay runs from its records, never through graphs."""
@@ -219,6 +234,8 @@ class StretchReplay:
             outs.append(entry)
         if self.graphs is not None:
             self.graphs.hold(sid, stretch, arrays, _integer_slots(stretch, outs))
+            if self.pointers and _launches_user_kernel(stretch):
+                self.graphs.states[sid].give_up(POINTERS_TOLD)
         return [offer.inputs, outs]
 
     def early_safe(self, sid: Any) -> bool:
@@ -247,6 +264,8 @@ class StretchReplay:
         stretch = self.stretches.held.get(sid)
         if stretch is None or (stretch.draws and not inputs_too) or stretch.uploads:
             return False   # (an upload's data comes only with the client's own message)
+        if self.pointers and _launches_user_kernel(stretch):   # (:meth:`pointer_told`)
+            return False
         made: dict[int, Any] = {}   # result slot -> the op that made it
         for item in stretch.items:
             if type(item) is Slot:

@@ -278,6 +278,58 @@ def test_a_step_that_writes_its_input_is_run_ahead_and_an_unasked_run_changes_no
         _bitwise(got, want)
 
 
+def test_a_step_that_writes_into_a_ufuncs_result_is_run_ahead_and_replayed_early(pool):
+    """A write into what a ufunc made (``a = exp(x); a /= a.sum()``: a softmax) changes
+    nothing the client holds before the replay's results: a ufunc's call makes a new
+    array, as an operator's does (moving_views.fresh_result). Such a step was never run
+    ahead nor replayed early till the forty-eighth session."""
+    def softmax_step(cp):
+        x = cp.linspace(-1, 1, 200)
+        out = []
+        for _ in range(STEPS):
+            a = cp.exp(x * 0.5)
+            a /= a.sum()
+            b = cp.maximum(x, 0.0)
+            b *= 0.5
+            x = x * 0.9 + a + b * 0.01
+            out.append(float(a.max()))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    got, want, figures = beside_no_replay(pool, softmax_step, early_replay=False)
+    _bitwise(got, want)
+    assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
+    got, want, _ = beside_no_replay(pool, softmax_step)   # (replays sent early)
+    _bitwise(got, want)
+
+
+def test_buffers_that_take_turns_are_run_ahead(pool):
+    """Ping-pong buffers (a step reads u and writes v, then ``u, v = v, u``): the next
+    replay's inputs are the last one's, swapped; it is run ahead with them (GraphCopies.
+    learn), its write kept in its graphs' buffers until asked, and the run after the last
+    step, never asked for, changes neither buffer."""
+    def ping_pong(cp):
+        u = cp.linspace(0, 1, 300)
+        v = cp.zeros(300)
+        out = []
+        for step in range(STEPS):
+            v[1:-1] = u[1:-1] + 0.2 * (u[:-2] - 2.0 * u[1:-1] + u[2:])
+            v[0], v[-1] = 0.0, 1.0
+            u, v = v, u
+            out.append(float(u.max()))
+            if step % 13 == 7:
+                v[5] = 0.5   # (a write between two replays: the run ahead is dropped)
+            time.sleep(PAUSE)
+        kept = (u.get(), v.get())
+        time.sleep(0.05)   # (the worker's run ahead after the last step has run)
+        return out + [kept, u.get(), v.get()]
+
+    got, want, figures = beside_no_replay(pool, ping_pong, early_replay=False)
+    _bitwise(got, want)
+    _bitwise(got[-3], [got[-2], got[-1]])
+    assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
+
+
 def test_a_step_that_writes_an_alias_of_its_input_is_never_run_ahead(pool):
     """An in-place write through an array that an op made on the worker and that may be its
     input's memory (``+x``, which an array library may hand back as x itself; a method's

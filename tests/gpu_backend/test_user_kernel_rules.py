@@ -55,8 +55,8 @@ def test_a_kernel_result_is_the_stretchs_own_only_where_cupy_makes_it():
     x = Slot("i", 0)
     fresh = {0: _kernel(0, "elementwise", ELEMENTWISE, [x], want=api.ARRAY, out=Slot("r", 0))}
     assert _writes_its_own(Slot("r", 0), fresh)
-    reduced_into = {0: Op(0, m.KIND_KERNEL, api.ARRAY, Slot("r", 0), "reduction", {"name": "r"},
-                          [x], {"out": Slot("i", 1)})}
+    reduced_into = {0: Op(0, m.KIND_KERNEL, api.ARRAY, Slot("r", 0), "reduction",
+                          {"in_params": "T x", "name": "r"}, [x], {"out": Slot("i", 1)})}
     assert not _writes_its_own(Slot("r", 0), reduced_into)   # (its out= is what it returns)
     viewed = {0: Op(0, m.KIND_METHOD, api.ARRAY, Slot("r", 0), "reshape", x, [8, 8], {})}
     raw_on_view = _kernel(1, "raw", RAW, [[1], [32], [Slot("r", 0)]])
@@ -65,3 +65,30 @@ def test_a_kernel_result_is_the_stretchs_own_only_where_cupy_makes_it():
                     [x, [slice(1, None, None)]], {})}
     assert not _kernel_changes_only(raw_on_view, sliced, inputs_too=False)
     assert _kernel_changes_only(raw_on_view, sliced, inputs_too=True)       # (x's view: x's buffer)
+
+
+def test_what_a_ufunc_makes_is_the_stretchs_own_and_what_asarray_gives_is_not():
+    """``a = exp(x); a /= a.sum()`` writes an array the stretch made (a ufunc's call makes a
+    new one: moving_views.fresh_result); ``a = asarray(x); a += 1`` may write x itself."""
+    x = Slot("i", 0)
+    exp = {0: Op(0, m.KIND_FUNCTION, api.ARRAY, Slot("r", 0), "exp", None, [x], {})}
+    assert _writes_its_own(Slot("r", 0), exp)
+    into = {0: Op(0, m.KIND_FUNCTION, api.ARRAY, Slot("r", 0), "exp", None, [x], {"out": Slot("i", 1)})}
+    assert not _writes_its_own(Slot("r", 0), into)
+    same = {0: Op(0, m.KIND_FUNCTION, api.ARRAY, Slot("r", 0), "asarray", None, [x], {})}
+    assert not _writes_its_own(Slot("r", 0), same)
+    assert _writes_its_own(Slot("r", 0), same, inputs_too=False) is False
+    pos = {0: Op(0, m.KIND_OPERATOR, api.ARRAY, Slot("r", 0), "pos", None, [x], {})}
+    assert not _writes_its_own(Slot("r", 0), pos)
+
+
+def test_arrays_made_from_sizes_are_the_stretchs_own_and_a_reductions_given_output_is_not():
+    x = Slot("i", 0)
+    for name, args in (("empty_like", [x]), ("zeros", [[4, 4]]), ("full", [8, 0.5]), ("arange", [10])):
+        made = {0: Op(0, m.KIND_FUNCTION, api.ARRAY, Slot("r", 0), name, None, args, {})}
+        assert _writes_its_own(Slot("r", 0), made), name
+    reduce = {"in_params": "T x", "out_params": "T y", "name": "r"}
+    returned = {0: Op(0, m.KIND_KERNEL, api.ARRAY, Slot("r", 0), "reduction", reduce, [x], {})}
+    assert _writes_its_own(Slot("r", 0), returned)
+    given = {0: Op(0, m.KIND_KERNEL, api.ARRAY, Slot("r", 0), "reduction", reduce, [x, Slot("i", 1)], {})}
+    assert not _writes_its_own(Slot("r", 0), given)   # (``rk(x, y)`` returns y itself)
