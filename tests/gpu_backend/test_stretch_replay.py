@@ -878,8 +878,9 @@ def test_a_users_kernels_inside_a_held_stretch_are_captured_with_it(sessions):
     on, off, change = _both(sessions, loop)
     _bitwise(on, off)
     assert change["graphed"] >= REPLAYED and change["fallbacks"] == 0, change
-    # (the closing read runs between the graphs: one a replay; the RawKernel eager, two)
-    assert change["between_graphs"] <= change["replays"], change
+    # (the closing read runs between the graphs: one a replay, and the capture's; the
+    # RawKernel eager, two a replay)
+    assert change["between_graphs"] <= change["replays"] + 2, change
 
 
 def test_a_norm_read_every_step_is_captured_with_the_ops_around_it(sessions):

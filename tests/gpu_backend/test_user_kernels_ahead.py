@@ -181,9 +181,9 @@ def test_a_loop_of_user_kernels_is_captured_and_run_ahead(pool, loop):
     got, want, figures = beside_no_replay(pool, loop, early_replay=False)
     _bitwise(got, want)
     assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, figures
-    # (each replay's closing read runs between its graphs, where no run ahead made it; a
-    # launch of the user's left eager would be one more a replay)
-    assert figures["between_graphs"] <= figures["replays"], figures
+    # (each replay's closing read runs between its graphs, where no run ahead made it, and
+    # the capture's run too; a launch of the user's left eager would be one more a replay)
+    assert figures["between_graphs"] <= figures["replays"] + 2, figures
     got, want, _ = beside_no_replay(pool, loop)   # (early replay on: told where it may go)
     _bitwise(got, want)
 
