@@ -46,7 +46,7 @@ import numpy as np
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.codec import packb
 from gpu_backend.protocol.stretches import (MAX_STRETCH_OPS, PARAM_OPERATORS, basic_index, index_param,
-                                            is_param, leading_params)
+                                            is_param, kernel_param, kernel_params, leading_params)
 
 __all__ = ["StretchKey", "UNKEYABLE", "literal_key", "name_key", "FixedDefinition"]
 
@@ -153,6 +153,10 @@ class StretchKey:
                     and basic_index(args[1]):   # (its ints parameters: a moving slice)
                 record = (kind, want, self._literal(name), None,
                           (self._role(args[0]), self._index(args[1])), ())
+            elif kernel_params(kind, name):   # (a user kernel's NumPy scalars, nested too)
+                record = (kind, want, self._literal(name), self._role(target),
+                          tuple(self._kernel_arg(a) for a in args),
+                          tuple(sorted((k, self._role(v)) for k, v in (kwargs or {}).items())))
             else:   # (a ufunc's scalars, a distribution's leading ones: parameters too)
                 lead = leading_params(kind, name)
                 record = (kind, want, self._literal(name), self._role(target),
@@ -222,6 +226,17 @@ class StretchKey:
             return ("s", value.dtype.str)
         self.params.append(value)
         return ("s", type(value).__name__)
+
+    def _kernel_arg(self, value: Any) -> Any:
+        """A user kernel's argument's role: a NumPy scalar a parameter wherever it is, in a
+        list or tuple too (protocol/stretches.kernel_param; the worker's walk:
+        StretchRecords._kernel_walk)."""
+        t = type(value)
+        if t is tuple or t is list:
+            return (t.__name__, tuple(self._kernel_arg(v) for v in value))
+        if kernel_param(value):
+            return self._operand(value)
+        return self._role(value)
 
     def _index(self, index: Any) -> Any:
         """A basic index's role, its ints parameters (protocol/stretches.basic_index; the

@@ -19,7 +19,8 @@ import numpy as np
 
 from . import codec
 from . import messages as m
-from .stretches import PARAM_OPERATORS, basic_index, index_param, is_param, leading_params
+from .stretches import (PARAM_OPERATORS, basic_index, index_param, is_param, kernel_param,
+                        kernel_params, leading_params)
 
 __all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "instances_in", "slots_in", "read_records",
            "same_param", "same_params"]
@@ -118,6 +119,9 @@ class StretchRecords:
                     and basic_index(args[1]):   # (its ints parameters: a moving slice)
                 target = self._walk(target)
                 args = [self._walk(args[0]), self._index(args[1])]
+            elif kernel_params(kind, name):   # (a user kernel's NumPy scalars, nested too)
+                target = self._walk(target)
+                args = self._kernel_walk(args)
             else:   # (a ufunc's scalars, a distribution's leading ones: parameters too)
                 target = self._walk(target)
                 lead = leading_params(kind, name)
@@ -178,6 +182,16 @@ class StretchRecords:
         slot = Slot("p", self.params, type(value) if isinstance(value, np.generic) else None)
         self.params += 1
         return slot
+
+    def _kernel_walk(self, value: Any) -> Any:
+        """A user kernel's arguments: its NumPy scalars parameters wherever they are
+        (protocol/stretches.kernel_param), in the walk's order."""
+        t = type(value)
+        if t is list or t is tuple:
+            return t(self._kernel_walk(v) for v in value)
+        if kernel_param(value):
+            return self._operand(value)
+        return self._walk(value)
 
     def _walk(self, value: Any) -> Any:
         t = type(value)

@@ -22,6 +22,13 @@ walking the stretch's ops in the same order with the same rules, kept here:
   ``float_power`` are not (as ``**``), nor ufuncs of two results (``divmod``);
 * so are a random distribution's scalars, its leading positional arguments
   (:data:`DRAW_PARAMS`: ``rs.normal(0, sigma, n)``'s ``0`` and ``sigma``, not ``n``);
+* so is a NumPy scalar anywhere among a user kernel's positional arguments
+  (:func:`kernel_param`: ``RawKernel``'s ``np.float32(t)`` inside its argument tuple, an
+  ``ElementwiseKernel``'s ``np.float64(lr)``): its dtype is the kernel's C type, whatever its
+  value, and stays in the key. A Python scalar given to a kernel stays literal (CuPy picks
+  its C type itself). A kernel takes its scalars by value, so a graph bakes each one in, and
+  a replay given another runs that launch eagerly (worker/graph_replay.py,
+  ``StretchGraph.baked``);
 * so are the integers of a basic index (:func:`basic_index`: ints, slices, ``None`` and
   ``...``, alone or in a tuple) given to ``getitem``: a slice's start and stop and an int
   index (``x_all[j:j + batch]``, ``rows[i]``), walked in the index's order, a slice's start
@@ -44,7 +51,8 @@ import numpy as np
 from . import api
 from . import messages as m
 
-__all__ = ["index_param", "basic_index", "PARAM_OPERATORS", "PARAM_UFUNCS", "DRAW_PARAMS", "leading_params", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
+__all__ = ["index_param", "basic_index", "PARAM_OPERATORS", "PARAM_UFUNCS", "DRAW_PARAMS", "leading_params",
+           "kernel_params", "kernel_param", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
 
 #: Operators whose scalar operands are parameters: the arithmetic and comparison ones and
 #: their in-place forms (getitem's and setitem's indices select, so they stay literal; a
@@ -83,6 +91,20 @@ _UFUNC_OPERANDS = 3
 #: the prefixes of a distribution's name, an object's method (``cupy.random.normal`` is the
 #: session's global RandomState's: kernelproxy/random)
 _DRAW_OWNERS = ("random.RandomState.", "random.Generator.")
+
+
+def kernel_params(kind: str, name: Any) -> bool:
+    """Whether a call of *kind* and *name* is a user kernel's, whose positional arguments
+    are walked for :func:`kernel_param` scalars, nested in lists and tuples too (a
+    ``RawKernel``'s ``(grid, block, args)``). A fused program's are not (its scalars are the
+    function's own: a cupy.fuse call keeps them literal)."""
+    return kind == m.KIND_KERNEL and name != "fuse"
+
+
+def kernel_param(value: Any) -> bool:
+    """Whether *value*, among a user kernel's arguments, is a parameter: a NumPy scalar
+    (:func:`is_param`: not a NaN, an int in range)."""
+    return isinstance(value, np.generic) and is_param(value)
 
 
 def leading_params(kind: str, name: Any) -> int:

@@ -595,10 +595,13 @@ class StretchGraphs:
                 if slot.kind != "p":
                     return g.array(slot)
                 given = slot.value(params)
-                if op.kind == _OBJECT or op.index in moving:   # (a Generator's draw: its kernel
-                    g.baked[slot.n] = params[slot.n]   # takes the value; a slice's bound: the
-                    g.baked_by[slot.n] = op.index      # view's offset. Kept as the replays
-                    return given                       # send it)
+                if op.kind == _OBJECT or op.kind == _KERNEL or op.index in moving:
+                    # (a Generator's draw: its kernel takes the value; a user kernel's
+                    # scalar: by value too; a slice's bound: the view's offset. Kept as the
+                    # replays send it)
+                    g.baked[slot.n] = params[slot.n]
+                    g.baked_by[slot.n] = op.index
+                    return given
                 if _CASTING_KEYWORDS.intersection(op.kwargs):   # (a ufunc given dtype=: the
                     raise TypeError("a parameter of a call given its dtype")   # call eager)
                 if not beside:

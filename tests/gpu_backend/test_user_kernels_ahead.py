@@ -68,6 +68,11 @@ _THROUGH_A_POINTER = r"""extern "C" __global__ void add_at(unsigned long long pt
     if (i < n) x[i] += 2.0f;
 }"""
 
+_FORCED = r"""extern "C" __global__ void forced_ahead(float* u, float t, int n) {
+    int i = blockDim.x * blockIdx.x + threadIdx.x;
+    if (i < n) u[i] = 0.98f * u[i] + 0.01f * t;
+}"""
+
 _BUMP = r"""extern "C" __global__ void bump_ahead(double* z, double* y, int n) {
     int i = blockDim.x * blockIdx.x + threadIdx.x;
     if (i < n) { y[i] += 0.25 * z[i]; z[i] += 1.0; }
@@ -296,3 +301,28 @@ def test_a_kernel_given_addresses_writes_the_users_array_as_without_replay(pool)
         _bitwise(got[-1], got[-2])
         assert figures["ahead"] == 0, (loop.__name__, figures)
         assert figures["graphed"] == 0, (loop.__name__, figures)
+
+
+def test_a_kernel_given_the_time_each_step_is_held_and_replayed(pool):
+    """``np.float32(t)`` among a RawKernel's arguments, another value each step, and an
+    ElementwiseKernel's ``np.float64(lr)`` that decays: parameters of one stretch
+    (protocol/stretches.kernel_param), not a new stretch each step. The graph bakes the
+    first value in; a replay given another re-runs once, and the launch runs eagerly
+    between the graphs from then on, bitwise as without replay."""
+    def loop(cp):
+        forced = cp.RawKernel(_FORCED, "forced_ahead")
+        step = cp.ElementwiseKernel("float64 w, float64 g, float64 lr", "float64 z",
+                                    "z = w - lr * g", "sgd_step_ahead")
+        u = cp.zeros(512, dtype=cp.float32)
+        w = cp.linspace(-1, 1, 256)
+        out = []
+        for i in range(STEPS):
+            forced((2,), (256,), (u, np.float32(i * 0.05), np.int32(512)))
+            w = step(w, w * w - 0.5, np.float64(0.1 * 0.97 ** i))
+            out.append((float(u.sum()), float(w.sum())))
+            time.sleep(PAUSE)
+        return out + [u.get(), w.get()]
+
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    _bitwise(got, want)
+    assert figures["held"] >= 1 and figures["replays"] >= STEPS // 2, figures

@@ -76,6 +76,47 @@ def test_a_distributions_leading_scalars_are_parameters_its_size_a_literal(cp, s
     assert leading_params(OBJ, "random.Generator.poisson") == 1
 
 
+def test_a_user_kernels_numpy_scalars_are_parameters_wherever_they_are(cp, session):
+    """A RawKernel's ``np.float32(t)`` inside its argument tuple, an ElementwiseKernel's
+    ``np.float64(lr)``: parameters, their dtype in the key (protocol/stretches.kernel_param);
+    a Python scalar, a launch's sizes and a fused program's scalars stay literal. The
+    worker's walk numbers them in the same order (StretchRecords._kernel_walk), and a
+    re-run gives each its dtype back."""
+    from gpu_backend.protocol import codec
+    from gpu_backend.protocol.stretch_records import StretchRecords
+    from kernelproxy.stretch_key import FixedDefinition
+
+    raw = FixedDefinition({"code": "...", "name": "k"})
+    x = cp.ones(4, dtype=cp.float32)
+    K = m.KIND_KERNEL
+
+    def key(name, args, want=api.NONE):
+        k = StretchKey(session._handle_of)
+        k.add_op(K, want, None if want == api.NONE else session.new_id(), name, raw, args, {})
+        return k
+
+    a, b = (key("raw", ((4,), (256,), (x, np.float32(t), np.int32(4)))) for t in (0.5, 0.75))
+    assert a.key() == b.key() and a.params == [0.5, 4] and b.params == [0.75, 4]
+    assert key("raw", ((4,), (256,), (x, np.float64(0.5), np.int32(4)))).key() != a.key()
+    assert key("raw", ((4,), (256,), (x, 0.5, 4))).params == []            # (Python's: literal)
+    assert key("raw", ((4,), (256,), (x, 0.5, 4))).key() != key("raw", ((4,), (256,), (x, 0.75, 4))).key()
+    assert key("raw", ((4,), (256,), (x, np.float32("nan"), np.int32(4)))).params == [4]
+    ew = [key("elementwise", (x, np.float64(lr)), api.ARRAY) for lr in (0.1, 0.05)]
+    assert ew[0].key() == ew[1].key() and ew[1].params == [0.05]
+    assert key("fuse", (x, np.float32(2.0)), api.ARRAY).params == []
+    # the worker's walk of the record the client sends: the same parameters, in order
+    hid = x._h
+    record = codec.unpackb(codec.packb([[1, K, api.NONE, None, "raw"],
+                                        [{"code": "...", "name": "k"},
+                                         [[4], [256], [codec.Handle(hid), np.float32(0.5), np.int32(4)]],
+                                         {}]]))
+    walked = StretchRecords([record])
+    assert walked.params == 2 and walked.inputs == 1
+    slots = walked.items[0].args[2]
+    assert [(s.kind, s.n) for s in slots] == [("i", 0), ("p", 0), ("p", 1)]
+    assert type(slots[1].value([0.25, 9])) is np.float32 and type(slots[2].value([0.25, 9])) is np.int32
+
+
 # ------------------------------------------------------------------ loops that use them
 
 
