@@ -104,6 +104,9 @@ class StretchRecords:
         self.items: list[Op | Slot] = []
         self.inputs = 0
         self.params = 0
+        #: each parameter's type where the recorded value was a NumPy scalar (its
+        #: ``Slot.cast``), else None, by parameter slot
+        self.param_types: list = []
         self.outs = 0
         self.ops = 0
         self._made: dict[int, Slot] = {}    # handle -> result slot
@@ -163,6 +166,7 @@ class StretchRecords:
     def _operand(self, value: Any) -> Any:
         if is_param(value):
             slot = Slot("p", self.params, type(value) if isinstance(value, np.generic) else None)
+            self.param_types.append(slot.cast)
             self.params += 1
             return slot
         return self._walk(value)
@@ -180,6 +184,7 @@ class StretchRecords:
         if not index_param(value):
             return value
         slot = Slot("p", self.params, type(value) if isinstance(value, np.generic) else None)
+        self.param_types.append(slot.cast)
         self.params += 1
         return slot
 

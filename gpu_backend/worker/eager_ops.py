@@ -96,9 +96,11 @@ def captured_kernel(op: Op) -> bool:
     ``ElementwiseKernel`` given its outputs. Its writes into the arrays it is given are
     writes into the graphs' buffers, as an in-place operator's are (every array it is given
     is taken as written: moving_views.written_operands), so that graphs and eager runs
-    write the same places. A kernel's scalars are part of its stretch's key (never
-    parameters: the kernel takes them by value), so a capture's launch is every replay's.
-    A cooperative launch (``enable_cooperative_groups``) stays eager. Before, every such
+    write the same places. A kernel takes its scalars by value: a NumPy scalar that is a
+    stretch parameter (protocol/stretches.kernel_param) is baked into the capture, and a
+    replay given another value runs that launch eagerly (``StretchGraph.baked``); a Python
+    scalar is part of the key. A cooperative launch (``enable_cooperative_groups``) stays
+    eager. Before, every such
     kernel ran eagerly between two graphs (H200 run 289: a loop of three user kernels
     1.78x local, its replays never run ahead)."""
     if op.kind != m.KIND_KERNEL or op.name == "fuse":   # (a fused program's returning nothing:

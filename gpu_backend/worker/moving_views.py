@@ -164,9 +164,18 @@ _CREATIONS = frozenset(("empty", "zeros", "ones", "full", "empty_like", "zeros_l
                         "identity", "tri"))
 
 
+#: a ``create_reduction_func`` reduction's positional arguments before its ``out``
+#: (``f(a, axis, dtype, out, keepdims)``)
+_SIMPLE_REDUCTION_INS = 3
+
+
 def _reduction_given_output(op: Op) -> bool:
-    """Whether a ``ReductionKernel``'s call gives it its output by position (``rk(x, y)``
-    returns y itself): more positional arguments than its ``in_params``."""
+    """Whether a reduction kernel's call gives it its output by position, which it then
+    returns itself: a ``ReductionKernel``'s more positional arguments than its
+    ``in_params`` (``rk(x, y)``), a ``create_reduction_func`` reduction's more than three
+    (``f(x, None, None, y)``)."""
+    if op.name == "simple_reduction":
+        return len(op.args) > _SIMPLE_REDUCTION_INS
     definition = op.target
     params = definition.get("in_params") if isinstance(definition, dict) else None
     if type(params) is not str:
@@ -190,7 +199,7 @@ def fresh_result(op: Op) -> bool:
     if op.kind == _OBJECT:
         return type(name) is str and name.startswith("random.")
     if op.kind == _KERNEL:
-        if name == "reduction":
+        if name == "reduction" or name == "simple_reduction":
             return not _reduction_given_output(op)
         return name in _FRESH_KERNELS or kernel_writes(op) is not None
     if name == "copy":

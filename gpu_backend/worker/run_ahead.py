@@ -38,6 +38,8 @@ from itertools import pairwise
 from time import perf_counter
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..protocol import messages as m
 from ..protocol.stretch_records import same_params
 from .batch_results import BatchResults
@@ -102,15 +104,17 @@ MISSES_FROM = 9
 MAX_SIT_OUT = 1024
 
 
-def guess_params(history: Sequence[list] | None, last: list) -> list:
+def guess_params(history: Sequence[list] | None, last: list, types: Sequence | None = None) -> list:
     """The next replay's parameters, guessed from the stretch's last replays' as a loop's
     scalars go (*history*: the parameters of those before the last, oldest first; *last*:
     the last one's): an int that changed by d goes on by d (a step count); a float that
     changed goes on as worker/float_steps.py guesses from its last values (``step * 0.5``,
     ``t += dt``, ``i * dt``, ``lam *= 0.98``, ``lr * lam``, the floats of one replay guessed
-    together); any other value stays as last. A guess the client's replay
-    does not have exactly (``same_params``: type, value, sign of zero) costs only a run
-    dropped."""
+    together), rounded to its NumPy type where *types* (StretchRecords.param_types) says it
+    was a narrower float (``np.float32(i * dt)``, a kernel's time: the values it comes from
+    step in double, the client sends them rounded); any other value stays as last. A guess
+    the client's replay does not have exactly (``same_params``: type, value, sign of zero)
+    costs only a run dropped."""
     before = history[-1] if history else None
     if before is None or before == last or len(before) != len(last):   # (most loops: at once)
         return list(last)
@@ -127,9 +131,39 @@ def guess_params(history: Sequence[list] | None, last: list) -> list:
                 guess.append(a)
         else:
             guess.append(a)
-    for i, nxt in zip(floats, next_floats(runs) if runs else ()):
-        guess[i] = nxt
+    for i, run, nxt in zip(floats, runs, next_floats(runs) if runs else ()):
+        narrow = types[i] if types is not None and i < len(types) else None
+        guess[i] = _narrowed(narrow, run, nxt) if narrow in _NARROW_FLOATS else nxt
     return guess
+
+
+#: NumPy float types narrower than a Python float: a guess is rounded to them
+_NARROW_FLOATS = frozenset((np.float32, np.float16))
+#: the most of a narrow float's last values a straight line is fitted to
+_LINE_SPAN = 8
+
+
+def _narrowed(narrow: Any, run: list, guess: float) -> float:
+    """*guess*, the next of *run* (a parameter's last values, each rounded to the NumPy
+    float type *narrow* by the client: ``np.float32(i * dt)``), rounded to *narrow*. The
+    models of worker/float_steps.py see the roundings as the step's own, and miss by an
+    ulp at most every other step; where the values lie on a straight line, the line fitted
+    by least squares over the last :data:`_LINE_SPAN` of them averages the roundings out,
+    and its next value is the guess (where it is within a few ulps of the models')."""
+    ahead = float(narrow(guess))
+    values = run[-_LINE_SPAN:]
+    k = len(values)
+    if k < 3:
+        return ahead
+    mean_x = (k - 1) / 2
+    mean_y = sum(values) / k
+    slope = sum((j - mean_x) * (v - mean_y) for j, v in enumerate(values)) / \
+        sum((j - mean_x) ** 2 for j in range(k))
+    line = mean_y + slope * (k - mean_x)
+    ulp = float(np.spacing(narrow(abs(ahead)))) if ahead == ahead else 0.0
+    if not ulp or abs(line - guess) > 4 * ulp:
+        return ahead
+    return float(narrow(line))
 
 
 #: the first of the provisional ids a replay run ahead keeps its results under (result
@@ -311,7 +345,7 @@ class RunAhead:
             inputs[n] = hid
         if not self.may_draw(sid, stretch, inputs):
             return False
-        params = guess_params(guessed_from, entry.params)
+        params = guess_params(guessed_from, entry.params, stretch.param_types)
         return self._run(sid, g, graphs.states[sid], stretch, inputs, params, len(entry.outs),
                          entry.early, began)
 
@@ -352,7 +386,8 @@ class RunAhead:
         # (its parameters guessed from its own last replays', as its own next replay's are:
         # a step whose learning rate decays, followed by a read of its accuracy)
         past = list(history)
-        params = guess_params(past[:-1], past[-1])
+        held = self.replay.stretches.held.get(sid)
+        params = guess_params(past[:-1], past[-1], held.param_types if held is not None else None)
         last = g.copies.last_entry
         handles = g.copies.predict_after(entry.sid, (entry.inputs, entry.outs))
         if last is None or handles is None:

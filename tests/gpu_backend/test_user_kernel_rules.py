@@ -92,3 +92,9 @@ def test_arrays_made_from_sizes_are_the_stretchs_own_and_a_reductions_given_outp
     assert _writes_its_own(Slot("r", 0), returned)
     given = {0: Op(0, m.KIND_KERNEL, api.ARRAY, Slot("r", 0), "reduction", reduce, [x, Slot("i", 1)], {})}
     assert not _writes_its_own(Slot("r", 0), given)   # (``rk(x, y)`` returns y itself)
+    simple = {0: Op(0, m.KIND_KERNEL, api.ARRAY, Slot("r", 0), "simple_reduction", {"name": "s"},
+                    [x, None, None, Slot("i", 1)], {})}
+    assert not _writes_its_own(Slot("r", 0), simple)   # (``f(x, None, None, y)`` returns y)
+    simple_fresh = {0: Op(0, m.KIND_KERNEL, api.ARRAY, Slot("r", 0), "simple_reduction",
+                          {"name": "s"}, [x, 0], {})}
+    assert _writes_its_own(Slot("r", 0), simple_fresh)
