@@ -21,8 +21,10 @@ step reading its loss, then downloading its weights and reading its accuracy: tr
 downloads), ``masked_step`` (a leaky-ReLU layer's step by ``where(c, x, y)`` and
 ``split``: calls whose structure the client tells), ``three_reads`` (three
 reads a step, one stretch writing its input), ``minibatch_step`` (minibatch SGD: its indices
-uploaded each step) and ``feed_step`` (a host reading of eight values uploaded each step, the
-stretch's first op) — it reports the median wall time per
+uploaded each step), ``feed_step`` (a host reading of eight values uploaded each step, the
+stretch's first op) and ``norm_fed_step`` (power iteration as a user tracking convergence
+writes it: the norm read each step, the vector divided by that Python float, the read fed
+back as the next step's parameter) — it reports the median wall time per
 iteration locally and through the pool over the same-host link with stretch replay on
 (``ipc``, the default), with the client's fast path for held stretches off (``ipc-noearly`` (replays sent at the sync point, never early:
 ``GPUWB_EARLY_REPLAY=0``), ``ipc-nofast``,
@@ -133,6 +135,22 @@ def power_iteration(xp):
         w = a @ v
         v = w / xp.sqrt((w * w).sum())
         return float(v[0])
+    return step
+
+
+def norm_fed_step(xp):
+    """Power iteration on a 256² float32 matrix as a user tracking convergence writes it:
+    the norm read each step and the vector divided by that Python float, so that each
+    step's parameter is the value the step before read (worker/fed_params.py)."""
+    a = xp.asarray(np.random.default_rng(8).random((256, 256), dtype=np.float32))
+    v = xp.ones(256, dtype=xp.float32)
+
+    def step(i):
+        nonlocal v
+        w = a @ v
+        norm = float(xp.sqrt((w * w).sum()))
+        v = w / norm
+        return norm
     return step
 
 
@@ -370,7 +388,7 @@ LOOPS = {"hot_sync": hot_sync, "stencil": stencil, "sync_4ops": sync_4ops,
          "boot_step": boot_step, "time_step": time_step, "decay_step": decay_step,
          "anneal_step": anneal_step, "heat_step": heat_step, "two_reads": two_reads,
          "logged_step": logged_step, "masked_step": masked_step, "three_reads": three_reads,
-         "minibatch_step": minibatch_step, "feed_step": feed_step}
+         "minibatch_step": minibatch_step, "feed_step": feed_step, "norm_fed_step": norm_fed_step}
 
 
 def per_iteration(step, reps, session):

@@ -219,6 +219,10 @@ class Executor(OpLoop):
                     self._free_first(header.get("F"))
                     executed, error, cancelled, graphed = replay.run(
                         entry, iter(payload), results, header.get("S") == 1, answered)
+                    # (what it read, for a run ahead whose parameters are those values:
+                    # worker/fed_params.py; the raw entry's first seq names it)
+                    replay.ahead.fed.note(entry[1] if type(entry) is list and len(entry) > 1 else None,
+                                          results.values if error is None and not cancelled else None)
                     self._free_only(ops)   # (the client's frees of the stretch, after it)
                     if prefetch and error is None and not cancelled:
                         self.prefetched += prefetch_downloads(self, prefetch, results)

@@ -43,6 +43,7 @@ import numpy as np
 from ..protocol import messages as m
 from ..protocol.stretch_records import same_params
 from .batch_results import BatchResults
+from .fed_params import FedParams
 from .float_relations import next_floats
 from .float_steps import KEPT, float_values
 from .phases import NO_PHASES
@@ -254,6 +255,8 @@ class RunAhead:
         #: runs ahead whose closing reads were made at once, and those whose reads failed
         #: or warned then (made again when the client asked)
         self.read_now = self.read_later = 0
+        #: the parameters that are the values the replay before read (worker/fed_params.py)
+        self.fed = FedParams()
         #: held stretches that draw random numbers whose run ahead missed and whose draws
         #: could not be handed on, or were refused by their calls (DrawJournal.hand_on): never
         #: run ahead again (each such miss makes their generators again from their journals)
@@ -286,6 +289,7 @@ class RunAhead:
         self.follows.clear()
         self._follow_misses.clear()
         self._follow_sitting.clear()
+        self.fed.forget()
 
     # ------------------------------------------------------------ running ahead
     def remember(self, sid: int, params: list) -> None:
@@ -313,6 +317,9 @@ class RunAhead:
         replay = self.replay
         x, graphs = replay.x, replay.graphs
         sid = entry.sid
+        fed = self.fed
+        reads = fed.reads_of(entry)
+        fed.learn(entry, reads)
         history = self._history.get(sid)
         if history is None:
             history = self._history[sid] = deque(maxlen=KEPT)
@@ -331,7 +338,7 @@ class RunAhead:
             if follow_sitting:
                 self._follow_sitting[sid] = follow_sitting - 1
             else:   # (a loop of stretches taking turns: the next one's replay, not this one's)
-                return self._start_follower(entry, follower, began, waiting)
+                return self._start_follower(entry, follower, began, waiting, reads)
         if sitting:
             return False
         stretch = self._runnable(sid, g, entry.outs, waiting)
@@ -345,7 +352,8 @@ class RunAhead:
             inputs[n] = hid
         if not self.may_draw(sid, stretch, inputs):
             return False
-        params = guess_params(guessed_from, entry.params, stretch.param_types)
+        params = fed.guess(sid, guess_params(guessed_from, entry.params, stretch.param_types),
+                           sid, reads)
         return self._run(sid, g, graphs.states[sid], stretch, inputs, params, len(entry.outs),
                          entry.early, began)
 
@@ -371,12 +379,14 @@ class RunAhead:
         x = self.replay.x
         return x.draws.undoable(_generators(stretch, inputs, x.table.objects))
 
-    def _start_follower(self, entry: ReplayEntry, sid: int, began: float, waiting: bool) -> bool:
+    def _start_follower(self, entry: ReplayEntry, sid: int, began: float, waiting: bool,
+                        reads: dict) -> bool:
         """After the reply to *entry*'s replay, where stretch *sid*'s replay came right after
         that stretch's last time (``follows``): run *sid*'s next replay now if it may be, its
         inputs where they came from then (GraphCopies.predict_after: the same arrays as its
         last replay's, or *entry*'s results or inputs), its parameters guessed from its own
-        last replays' (guess_params); whether it ran."""
+        last replays' (guess_params), or the values *entry*'s replay read (*reads*) where
+        they were its parameters (FedParams); whether it ran."""
         graphs = self.replay.graphs
         state = graphs.states.get(sid) if graphs is not None else None
         g = state.graph if state is not None else None
@@ -387,7 +397,9 @@ class RunAhead:
         # a step whose learning rate decays, followed by a read of its accuracy)
         past = list(history)
         held = self.replay.stretches.held.get(sid)
-        params = guess_params(past[:-1], past[-1], held.param_types if held is not None else None)
+        params = self.fed.guess(sid, guess_params(past[:-1], past[-1],
+                                                  held.param_types if held is not None else None),
+                                entry.sid, reads)
         last = g.copies.last_entry
         handles = g.copies.predict_after(entry.sid, (entry.inputs, entry.outs))
         if last is None or handles is None:

@@ -531,3 +531,69 @@ def test_a_float32_scalar_that_steps_is_run_ahead_bitwise(pool):
     got, want, figures = beside_no_replay(pool, loop, early_replay=False)
     _bitwise(got, want)
     assert figures["ahead"] >= 1, figures
+
+
+def test_a_parameter_that_is_the_value_read_at_the_replay_before_is_run_ahead(pool):
+    """Power iteration (``n = float(norm(y)); x = y / n``): each replay's parameter is the
+    value the worker read for the client at the replay before, which no model of the
+    parameter's own values guesses; taken from that read (worker/fed_params.py), the next
+    replay is run ahead and answered. Also where the read closes another stretch, the
+    parameter's stretch coming after it (stretches taking turns). Bitwise as without
+    replay; such loops were never answered ahead before the forty-eighth session."""
+    def power_iteration(cp):
+        a = cp.asarray(np.random.default_rng(3).random((32, 32)))
+        x = cp.ones(32)
+        out = []
+        for _ in range(STEPS):
+            y = a @ x
+            norm = float(cp.sqrt((y * y).sum()))
+            x = y / norm
+            out.append(norm)
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    def read_then_used(cp):
+        x = cp.linspace(0.5, 2.0, 100)
+        out = []
+        for _ in range(STEPS):
+            peak = float(x.max())
+            x = x / peak + 0.01 * x
+            out.append((peak, float(x.sum())))
+            time.sleep(PAUSE)
+        return out + [x.get()]
+
+    for loop in (power_iteration, read_then_used):
+        got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+        _bitwise(got, want)
+        assert figures["ahead"] >= 1 and figures["fallbacks"] == 0, (loop.__name__, figures)
+
+
+def test_which_parameters_are_fed_by_the_replay_before():
+    from gpu_backend.worker.fed_params import FedParams
+    from gpu_backend.worker.stretches import ReplayEntry
+
+    fed = FedParams()
+
+    def answered(sid, first, params, values):
+        entry = ReplayEntry(sid, first, [], params, [], None, False)
+        fed.note(first, [(first + offset, v) for offset, v in values.items()])
+        reads = fed.reads_of(entry)
+        fed.learn(entry, reads)
+        return reads
+
+    reads = answered(1, 10, [0.5, 3], {4: 2.25})
+    assert fed.guess(1, [0.5, 3], 1, reads) == [0.5, 3]          # (nothing learnt yet)
+    reads = answered(1, 20, [2.25, 3], {4: 1.75})                 # (param 0 was read 4)
+    assert fed.guess(1, [2.25, 3], 1, reads) == [2.25, 3]         # (once: not a rule yet)
+    reads = answered(1, 30, [1.75, 3], {4: 1.5})                  # (twice in a row)
+    assert fed.guess(1, [1.75, 3], 1, reads) == [1.5, 3]
+    assert fed.guess(1, [1.75, 3], 2, reads) == [1.75, 3]         # (another stretch's reads)
+    reads = answered(1, 40, [9.0, 3], {4: 1.25})                  # (broken: no rule)
+    assert fed.guess(1, [9.0, 3], 1, reads) == [9.0, 3]
+    # a read of another type, a bool, a value noted for another replay: never a source
+    fed = FedParams()
+    for first, value in ((10, 1.0), (20, 2.0), (30, 3.0)):
+        reads = answered(1, first, [float(first) / 10 if first > 10 else 0.0], {2: 1})
+        assert fed.guess(1, [0.0], 1, reads) == [0.0]
+    fed.note(50, [(52, 7.5)])
+    assert fed.reads_of(ReplayEntry(1, 60, [], [], [], None, False)) == {}
