@@ -18,7 +18,7 @@ cp .gpu/new/benchmarks/*.py .gpu/old/benchmarks/
   tests/gpu_backend/test_run_ahead.py tests/gpu_backend/test_user_kernels_ahead.py tests/gpu_backend/test_lane_turns.py \
   tests/gpu_backend/test_steady_lane.py tests/gpu_backend/test_pushed_replies.py > $O/t.txt 2>&1
  echo "tests rc $? $(date +%T)"; grep -E "passed|failed|^FAILED|^E  " $O/t.txt | tail -14 | cut -c1-300)
-P=power_iteration_variants,orthogonal_iteration,arg_reads_feed_back,branch_on_value,scalar_reads,reduction_kernel_norm_read
+P=linalg_in_loop,orthogonal_iteration,arg_reads_feed_back,branch_on_value,scalar_reads,reduction_kernel_norm_read
 i=0
 for tree in old new new old; do
   i=$((i+1))
