@@ -38,14 +38,13 @@ from itertools import pairwise
 from time import perf_counter
 from typing import Any, Sequence
 
-import numpy as np
-
 from ..protocol import messages as m
 from ..protocol.stretch_records import same_params
 from .batch_results import BatchResults
 from .fed_params import FedParams
 from .float_relations import next_floats
 from .float_steps import KEPT, float_values
+from .narrow_floats import NARROW_FLOATS, narrowed
 from .phases import NO_PHASES
 from .stretches import HeldStretch, ReplayEntry, Slot
 
@@ -134,37 +133,8 @@ def guess_params(history: Sequence[list] | None, last: list, types: Sequence | N
             guess.append(a)
     for i, run, nxt in zip(floats, runs, next_floats(runs) if runs else ()):
         narrow = types[i] if types is not None and i < len(types) else None
-        guess[i] = _narrowed(narrow, run, nxt) if narrow in _NARROW_FLOATS else nxt
+        guess[i] = narrowed(narrow, run, nxt) if narrow in NARROW_FLOATS else nxt
     return guess
-
-
-#: NumPy float types narrower than a Python float: a guess is rounded to them
-_NARROW_FLOATS = frozenset((np.float32, np.float16))
-#: the most of a narrow float's last values a straight line is fitted to
-_LINE_SPAN = 8
-
-
-def _narrowed(narrow: Any, run: list, guess: float) -> float:
-    """*guess*, the next of *run* (a parameter's last values, each rounded to the NumPy
-    float type *narrow* by the client: ``np.float32(i * dt)``), rounded to *narrow*. The
-    models of worker/float_steps.py see the roundings as the step's own, and miss by an
-    ulp at most every other step; where the values lie on a straight line, the line fitted
-    by least squares over the last :data:`_LINE_SPAN` of them averages the roundings out,
-    and its next value is the guess (where it is within a few ulps of the models')."""
-    ahead = float(narrow(guess))
-    values = run[-_LINE_SPAN:]
-    k = len(values)
-    if k < 3:
-        return ahead
-    mean_x = (k - 1) / 2
-    mean_y = sum(values) / k
-    slope = sum((j - mean_x) * (v - mean_y) for j, v in enumerate(values)) / \
-        sum((j - mean_x) ** 2 for j in range(k))
-    line = mean_y + slope * (k - mean_x)
-    ulp = float(np.spacing(narrow(abs(ahead)))) if ahead == ahead else 0.0
-    if not ulp or abs(line - guess) > 4 * ulp:
-        return ahead
-    return float(narrow(line))
 
 
 #: the first of the provisional ids a replay run ahead keeps its results under (result
