@@ -153,6 +153,10 @@ class StretchKey:
                     and basic_index(args[1]):   # (its ints parameters: a moving slice)
                 record = (kind, want, self._literal(name), None,
                           (self._role(args[0]), self._index(args[1])), ())
+            elif kind == m.KIND_OPERATOR and name == "setitem" and len(args) == 3 \
+                    and basic_index(args[1]):   # (``losses[i] = loss``: its ints too)
+                record = (kind, want, self._literal(name), None,
+                          (self._role(args[0]), self._index(args[1]), self._role(args[2])), ())
             elif kernel_params(kind, name):   # (a user kernel's NumPy scalars, nested too)
                 record = (kind, want, self._literal(name), self._role(target),
                           tuple(self._kernel_arg(a) for a in args),

@@ -122,6 +122,10 @@ class StretchRecords:
                     and basic_index(args[1]):   # (its ints parameters: a moving slice)
                 target = self._walk(target)
                 args = [self._walk(args[0]), self._index(args[1])]
+            elif kind == m.KIND_OPERATOR and name == "setitem" and len(args) == 3 \
+                    and basic_index(args[1]):   # (``losses[i] = loss``: its ints too)
+                target = self._walk(target)
+                args = [self._walk(args[0]), self._index(args[1]), self._walk(args[2])]
             elif kernel_params(kind, name):   # (a user kernel's NumPy scalars, nested too)
                 target = self._walk(target)
                 args = self._kernel_walk(args)

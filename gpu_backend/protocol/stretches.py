@@ -36,7 +36,10 @@ walking the stretch's ops in the same order with the same rules, kept here:
   sliced at an offset that moves each step is then one stretch. The client checks that a
   run's values give the template's shape; the worker bakes them into its capture, and where
   a replay's differ, runs that ``getitem`` eagerly into a buffer of its own
-  (worker/moving_views.py).
+  (worker/moving_views.py). So are those given to ``setitem`` (``losses[i] = loss``,
+  ``traj[i] = x``; the value assigned, a scalar, stays literal): a loop that records each
+  step into a device array is one stretch. The worker bakes the index in, and where a
+  replay's differs runs that assignment eagerly on the graph's buffer of its array.
 
 :func:`leading_params` says which calls' arguments are walked so. Keyword arguments never
 are: they stay literals.
@@ -55,7 +58,8 @@ __all__ = ["index_param", "basic_index", "PARAM_OPERATORS", "PARAM_UFUNCS", "DRA
            "kernel_params", "kernel_param", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
 
 #: Operators whose scalar operands are parameters: the arithmetic and comparison ones and
-#: their in-place forms (getitem's and setitem's indices select, so they stay literal; a
+#: their in-place forms (getitem's and setitem's indices select: only a basic index's ints
+#: are parameters, :func:`basic_index`; a
 #: power's exponent picks CuPy's kernel, so it stays literal too).
 PARAM_OPERATORS = frozenset(name for name in api.OPERATORS
                             if name not in ("getitem", "setitem", "divmod", "pow", "ipow"))

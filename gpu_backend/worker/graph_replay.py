@@ -595,10 +595,11 @@ class StretchGraphs:
                 if slot.kind != "p":
                     return g.array(slot)
                 given = slot.value(params)
-                if op.kind == _OBJECT or op.kind == _KERNEL or op.index in moving:
+                if op.kind == _OBJECT or op.kind == _KERNEL or op.index in moving \
+                        or op.name == "setitem":
                     # (a Generator's draw: its kernel takes the value; a user kernel's
-                    # scalar: by value too; a slice's bound: the view's offset. Kept as the
-                    # replays send it)
+                    # scalar: by value too; a slice's bound: the view's offset, and an
+                    # assignment's: where it writes. Kept as the replays send it)
                     g.baked[slot.n] = params[slot.n]
                     g.baked_by[slot.n] = op.index
                     return given

@@ -57,6 +57,25 @@ def test_a_moving_slice_keys_as_one_stretch_its_step_and_nones_in_the_key(cp, se
     assert key([0, 1]).params == []
 
 
+def test_an_assignments_basic_index_holds_parameters_too(cp, session):
+    """``losses[i] = loss``, ``traj[i, :3] = x``: an assignment's basic index has its ints as
+    parameters, as a ``getitem``'s (forty-eighth session: it was a literal, so a loop that
+    records each step into a device array made a stretch per step and never replayed)."""
+    x, v = cp.ones((64, 4)), cp.zeros(4)
+
+    def key(index, value=v):
+        k = StretchKey(session._handle_of)
+        k.add_op(OP, api.NONE, None, "setitem", None, (x, index, value), {})
+        return k
+
+    a, b = key(3), key(7)
+    assert a.key() == b.key() and a.params == [3] and b.params == [7]
+    assert key((5, slice(0, 3))).params == [5, 0, 3]
+    assert key(slice(0, 8, 2)).key() != key(slice(0, 8, 1)).key()
+    assert key(3, 0.5).key() != key(3, 0.25).key()   # (the value stays literal)
+    assert key([0, 1]).params == [] and key(True).params == []
+
+
 @pytest.mark.parametrize("index", [3, -1, slice(2, 5), slice(-3, None), slice(5, 1),
                                    (slice(None), 2), (None, Ellipsis, slice(1, 3)),
                                    (1, None, slice(None, None, 2)), (Ellipsis, None)])
@@ -205,16 +224,33 @@ def _bits(values: list) -> list:
             (struct.pack("<d", v) if isinstance(v, float) else v) for v in values]
 
 
+def records_each_step(xp):
+    """A loop that records each step's loss and state into device arrays by index (``losses[i]
+    = ...``, ``traj[i] = x``, ``traj[i, :2] = -1``), read every step and after the loop."""
+    x = xp.linspace(0, 1, 32)
+    losses = xp.zeros(STEPS)
+    traj = xp.zeros((STEPS, 32))
+    out = []
+    for i in range(STEPS):
+        x = x * 0.99 + 0.01
+        losses[i] = (x * x).sum()
+        traj[i] = x
+        traj[i, :2] = -1.0
+        out.append(float(x[1]))
+    return out + [_host(xp, losses), _host(xp, traj[::7])]
+
+
 #: the loops graphs serve, and the replays each makes at least (its short batches and its
 #: first sightings apart)
 SERVED = {sgd_in_order: STEPS - 12, rows_and_windows: STEPS - 12, columns: STEPS - 12,
-          epochs_with_a_short_last_batch: 20, kept_view_written_after: STEPS - 12}
+          epochs_with_a_short_last_batch: 20, kept_view_written_after: STEPS - 12,
+          records_each_step: STEPS - 12}
 
 
 @pytest.mark.parametrize("program", [sgd_in_order, rows_and_windows, epochs_with_a_short_last_batch,
                                      written_through_the_view, columns, kept_view_written_after,
                                      patches_and_a_reversed_window, data_written_after_its_view,
-                                     a_selection_then_its_slice])
+                                     a_selection_then_its_slice, records_each_step])
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
 def test_a_loop_over_moving_slices_is_replayed_with_the_numbers_of_no_replay(pool, program, compiled):
     got, figures = _run(pool, program, SessionSettings(replay_measured=False, compiled=compiled))
