@@ -38,8 +38,9 @@ walking the stretch's ops in the same order with the same rules, kept here:
   a replay's differ, runs that ``getitem`` eagerly into a buffer of its own
   (worker/moving_views.py). So are those given to ``setitem`` (``losses[i] = loss``,
   ``traj[i] = x``; the value assigned, a scalar, stays literal): a loop that records each
-  step into a device array is one stretch. The worker bakes the index in, and where a
-  replay's differs runs that assignment eagerly on the graph's buffer of its array.
+  step into a device array is one stretch. The worker bakes the index in; a replay given
+  another re-runs from its records, and that assignment runs eagerly from the next capture
+  on, on the graph's buffer of its array.
 
 :func:`leading_params` says which calls' arguments are walked so. Keyword arguments never
 are: they stay literals.
@@ -150,8 +151,9 @@ def _basic_part(part: Any) -> bool:
 
 
 def basic_index(index: Any) -> bool:
-    """Whether *index*, a ``getitem``'s, is basic (an int, a slice of ints, ``None``,
-    ``...``, or a tuple of those) and holds a parameter (:func:`index_param`): then its ints
+    """Whether *index*, a ``getitem``'s or a ``setitem``'s, is basic (an int, a slice of
+    ints, ``None``, ``...``, or a tuple of those) and holds a parameter
+    (:func:`index_param`): then its ints
     are the stretch's parameters. Any array, list or other value keeps the whole index
     literal."""
     parts = index if type(index) is tuple else (index,)

@@ -106,8 +106,9 @@ class StretchGraph:
             self.pvalues.dirty = False
 
     def keeps(self, params: list) -> bool:
-        """Whether a replay given *params* draws and slices as the graph's baked ops do:
-        each baked parameter the same (same_param: its type, value and a zero's sign)."""
+        """Whether a replay given *params* draws, slices, assigns and launches as the
+        graph's baked ops do: each baked parameter the same (same_param: its type, value
+        and a zero's sign)."""
         baked = self.baked
         return not baked or all(same_param(params[n], v) for n, v in baked.items())
 
