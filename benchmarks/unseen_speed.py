@@ -3,7 +3,7 @@ campaign (benchmarks/unseen_loops.py, ``unseen_programs.PROGRAMS``) timed throug
 against local CuPy in the same process, side by side.
 
     python benchmarks/unseen_speed.py [--programs a,b] [--campaigns draws,uploads]
-        [--devices auto] [--rounds 3] [--json out.json]
+        [--devices auto] [--rounds 3] [--budget 200] [--json out.json]
 
 ``programs.py`` times the programs issue 50 names and those written for it since; each was
 looked at, and the worker learnt its shape. These loops were written to find wrong results
@@ -26,6 +26,9 @@ served: replays, the worker's steady lane, pushes, the client's fast path, the d
 replay's reply brought before they were asked for), the count at
 or under 0.5x (issue 50's target for a loop of >= 20 iterations) and 1.0x, by campaign, then
 one JSON object (also written to ``--json``). Exits 1 where a program failed or differed.
+With ``--budget``, no program is begun once that many seconds have passed: the table and
+the JSON hold those timed, and ``not_begun`` names the rest (for a second call by
+``--programs``), where a GPU run's time limit would have lost them all.
 """
 
 from __future__ import annotations
@@ -190,6 +193,9 @@ def main(argv=None) -> int:
                         help="the pool in a process of its own (gpuwb-backend serve)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds a run may take")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds the whole call may take: no program is begun past them, "
+                             "the ones left are named (a GPU run's time limit then keeps the table)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     names = [n for n in args.programs.split(",") if n] or list(PROGRAMS)
@@ -213,7 +219,11 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     with open_pool(args.policy, args.devices, args.served) as pool:
         result["pool_device"] = args.devices
-        for name in names:
+        left: list[str] = []
+        for k, name in enumerate(names):
+            if args.budget is not None and time.perf_counter() - started > args.budget:
+                left = names[k:]
+                break
             with np.errstate(all="ignore"):
                 row = run_program(pool, name, args.rounds, local, local_kind == "cupy",
                                   args.timeout)
@@ -231,9 +241,11 @@ def main(argv=None) -> int:
     untimed = [r["program"] for r in rows if "local_cannot" in r]
     print(f"\n{len(rows)} programs, {len(failed)} with problems: {', '.join(failed) or 'none'}")
     print(f"the local module cannot run {len(untimed)}: {', '.join(untimed) or 'none'}")
+    if left:
+        print(f"not begun, past the budget of {args.budget:g} s: {len(left)} programs, from {left[0]}")
     print(f"{time.perf_counter() - started:.1f} s in all")
     emit({**result, "summary": stats, "programs": rows, "with_problems": failed,
-          "local_cannot": untimed}, args.json)
+          "local_cannot": untimed, "not_begun": left}, args.json)
     return 1 if failed else 0
 
 

@@ -39,3 +39,18 @@ def test_the_unseen_loops_are_timed_beside_the_local_module(tmp_path):
     downloading = rows["edge_float_params"]["served"]
     assert downloading["prefetch_hits"] > 0 and downloading["prefetched"] > 0, downloading
     assert "x local numpy" in done.stdout
+
+
+@pytest.mark.timeout(200)
+def test_a_budget_spent_names_the_programs_not_begun(tmp_path):
+    """``--budget``: no program is begun past it, and the JSON names those left, so that a
+    GPU run's time limit keeps what was timed (run 298 lost its table at 149 of 280)."""
+    out = tmp_path / "speed.json"
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "unseen_speed.py"),
+                           "--devices", "cpu", "--rounds", "1", "--programs", "long_body,draws_float32",
+                           "--budget", "0", "--json", str(out)], capture_output=True, text=True,
+                          timeout=190)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["programs"] == [] and result["not_begun"] == ["long_body", "draws_float32"]
+    assert "not begun, past the budget of 0 s: 2 programs, from long_body" in done.stdout
