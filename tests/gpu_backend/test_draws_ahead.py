@@ -149,9 +149,16 @@ def test_a_run_ahead_not_asked_for_leaves_the_generator_as_no_run_ahead_would(po
                 out.append(rs.standard_normal(10).get())   # (between two replays)
         return out + [rs.random_sample(3).get()]
 
-    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
-    assert_bitwise(got, want)
-    assert figures["ahead_missed"] >= 1 and figures["draws_redone"] >= 1, figures
+    # (the numbers every time; the run ahead missed and the draws made again in one of
+    # three tries at least: a worker starved past the long pause by a loaded host makes no
+    # run ahead there, seen once in a full suite on the 2-core VM)
+    for _ in range(3):
+        got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+        assert_bitwise(got, want)
+        if figures["ahead_missed"] >= 1 and figures["draws_redone"] >= 1:
+            break
+    else:
+        pytest.fail(f"no run ahead missed and undone in three tries: {figures}")
 
 
 def _annealed(cp, n=256):
