@@ -45,8 +45,8 @@ import numpy as np
 
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.codec import packb
-from gpu_backend.protocol.stretches import (MAX_STRETCH_OPS, PARAM_OPERATORS, basic_index, index_param,
-                                            is_param, kernel_param, kernel_params, leading_params)
+from gpu_backend.protocol.stretches import (MAX_STRETCH_OPS, PARAM_OPERATORS, index_param, indexed,
+                                            is_param, kernel_param, leading_params, user_kernel)
 
 __all__ = ["StretchKey", "UNKEYABLE", "literal_key", "name_key", "FixedDefinition"]
 
@@ -149,15 +149,10 @@ class StretchKey:
             if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
                 operands = tuple(self._operand(a) for a in args)
                 record = (kind, want, name, operands)
-            elif kind == m.KIND_OPERATOR and name == "getitem" and len(args) == 2 \
-                    and basic_index(args[1]):   # (its ints parameters: a moving slice)
+            elif indexed(kind, name, args):   # (its ints parameters: a moving slice or place)
                 record = (kind, want, self._literal(name), None,
-                          (self._role(args[0]), self._index(args[1])), ())
-            elif kind == m.KIND_OPERATOR and name == "setitem" and len(args) == 3 \
-                    and basic_index(args[1]):   # (``losses[i] = loss``: its ints too)
-                record = (kind, want, self._literal(name), None,
-                          (self._role(args[0]), self._index(args[1]), self._role(args[2])), ())
-            elif kernel_params(kind, name):   # (a user kernel's NumPy scalars, nested too)
+                          (self._role(args[0]), self._index(args[1]), *map(self._role, args[2:])), ())
+            elif user_kernel(kind, name):   # (a user kernel's NumPy scalars, nested too)
                 record = (kind, want, self._literal(name), self._role(target),
                           tuple(self._kernel_arg(a) for a in args),
                           tuple(sorted((k, self._role(v)) for k, v in (kwargs or {}).items())))

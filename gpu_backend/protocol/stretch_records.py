@@ -19,8 +19,8 @@ import numpy as np
 
 from . import codec
 from . import messages as m
-from .stretches import (PARAM_OPERATORS, basic_index, index_param, is_param, kernel_param,
-                        kernel_params, leading_params)
+from .stretches import (PARAM_OPERATORS, index_param, indexed, is_param, kernel_param,
+                        leading_params, user_kernel)
 
 __all__ = ["Slot", "Op", "StretchRecords", "fill_slots", "instances_in", "slots_in", "read_records",
            "same_param", "same_params"]
@@ -118,15 +118,10 @@ class StretchRecords:
             (seq, kind, want, out, name), (target, args, kwargs) = record
             if kind == m.KIND_OPERATOR and name in PARAM_OPERATORS:
                 args = [self._operand(a) for a in args]
-            elif kind == m.KIND_OPERATOR and name == "getitem" and len(args) == 2 \
-                    and basic_index(args[1]):   # (its ints parameters: a moving slice)
+            elif indexed(kind, name, args):   # (its ints parameters: a moving slice or place)
                 target = self._walk(target)
-                args = [self._walk(args[0]), self._index(args[1])]
-            elif kind == m.KIND_OPERATOR and name == "setitem" and len(args) == 3 \
-                    and basic_index(args[1]):   # (``losses[i] = loss``: its ints too)
-                target = self._walk(target)
-                args = [self._walk(args[0]), self._index(args[1]), self._walk(args[2])]
-            elif kernel_params(kind, name):   # (a user kernel's NumPy scalars, nested too)
+                args = [self._walk(args[0]), self._index(args[1]), *map(self._walk, args[2:])]
+            elif user_kernel(kind, name):   # (a user kernel's NumPy scalars, nested too)
                 target = self._walk(target)
                 args = self._kernel_walk(args)
             else:   # (a ufunc's scalars, a distribution's leading ones: parameters too)

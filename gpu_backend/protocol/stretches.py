@@ -56,7 +56,7 @@ from . import api
 from . import messages as m
 
 __all__ = ["index_param", "basic_index", "PARAM_OPERATORS", "PARAM_UFUNCS", "DRAW_PARAMS", "leading_params",
-           "kernel_params", "kernel_param", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
+           "user_kernel", "kernel_param", "indexed", "is_param", "INT_PARAM_LOW", "INT_PARAM_HIGH", "REPEATS", "MAX_STRETCH_OPS", "MAX_HELD"]
 
 #: Operators whose scalar operands are parameters: the arithmetic and comparison ones and
 #: their in-place forms (getitem's and setitem's indices select: only a basic index's ints
@@ -98,12 +98,24 @@ _UFUNC_OPERANDS = 3
 _DRAW_OWNERS = ("random.RandomState.", "random.Generator.")
 
 
-def kernel_params(kind: str, name: Any) -> bool:
-    """Whether a call of *kind* and *name* is a user kernel's, whose positional arguments
-    are walked for :func:`kernel_param` scalars, nested in lists and tuples too (a
-    ``RawKernel``'s ``(grid, block, args)``). A fused program's are not (its scalars are the
-    function's own: a cupy.fuse call keeps them literal)."""
+def user_kernel(kind: str, name: Any) -> bool:
+    """Whether a call of *kind* and *name* launches a user's kernel (``RawKernel``,
+    ``ElementwiseKernel``, a jit kernel, ...), whose positional arguments are walked for
+    :func:`kernel_param` scalars, nested in lists and tuples too (a ``RawKernel``'s ``(grid,
+    block, args)``). A fused program is not one: its scalars are the function's own (a
+    cupy.fuse call keeps them literal), and it is given arrays only."""
     return kind == m.KIND_KERNEL and name != "fuse"
+
+
+def indexed(kind: str, name: Any, args: Any) -> bool:
+    """Whether an op is a ``getitem`` (``x[index]``) or a ``setitem`` (``x[index] = value``)
+    whose index is basic and holds a parameter (:func:`basic_index`): its ints are then
+    walked as parameters, its other arguments as any op's."""
+    if kind != m.KIND_OPERATOR:
+        return False
+    if name == "getitem":
+        return len(args) == 2 and basic_index(args[1])
+    return name == "setitem" and len(args) == 3 and basic_index(args[1])
 
 
 def kernel_param(value: Any) -> bool:

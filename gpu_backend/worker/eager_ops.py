@@ -1,7 +1,7 @@
 """Which ops of a held stretch run eagerly between its graphs whatever happens (graph
 replay, worker/graph_replay.py): those that read device data on the host, call an object's
-method or write through no operator but a user's kernel; libraries that refuse capture (cuBLAS, cuSOLVER,
-cuSPARSE), but for the matrix products the graphs make themselves by cuBLAS's GEMM
+method or write through no operator but a user's kernel; libraries that refuse capture
+(cuBLAS, cuSOLVER, cuSPARSE), but for the matrix products the graphs make themselves by cuBLAS's GEMM
 (devices/product_capture.py); random draws (a ``RandomState``'s position is cuRAND's on the
 host), but for a ``Generator``'s plainest draws, whose state is on the device; and ops
 whose result's shape its arrays' values decide. Everything else is captured, and an op that
@@ -17,6 +17,7 @@ from ..devices.product_capture import PRODUCT_CALLS, product_pair, reaches_cubla
 from ..protocol import api
 from ..protocol import messages as m
 from ..protocol.stretch_records import slots_in
+from ..protocol.stretches import user_kernel
 from .draw_journal import CAPTURED_DRAWS, STATE_CLASS
 from .stretches import Op, Slot
 
@@ -100,11 +101,10 @@ def captured_kernel(op: Op) -> bool:
     stretch parameter (protocol/stretches.kernel_param) is baked into the capture, and a
     replay given another value runs that launch eagerly (``StretchGraph.baked``); a Python
     scalar is part of the key. A cooperative launch (``enable_cooperative_groups``) stays
-    eager. Before, every such
-    kernel ran eagerly between two graphs (H200 run 289: a loop of three user kernels
-    1.78x local, its replays never run ahead)."""
-    if op.kind != m.KIND_KERNEL or op.name == "fuse":   # (a fused program's returning nothing:
-        return False                                     # the function path's, as before)
+    eager. Before, every such kernel ran eagerly between two graphs (H200 run 289: a loop
+    of three user kernels 1.78x local, its replays never run ahead)."""
+    if not user_kernel(op.kind, op.name):   # (a fused program returning nothing: the
+        return False                           # function path's, as before)
     definition = op.target
     return isinstance(definition, dict) and not definition.get("enable_cooperative_groups")
 

@@ -155,9 +155,10 @@ def _written(op: Op) -> list[Slot]:
 
 #: user kernels whose result, when they return one with no ``out=``, is an array CuPy makes
 #: for it (an ``ElementwiseKernel``'s outputs not given, a vectorized function's): never
-#: one of the arrays it is given; a ``ReductionKernel``'s so only where it is given no
-#: output by position (:func:`_reduction_given_output`)
-_FRESH_KERNELS = frozenset(("elementwise", "reduction", "simple_reduction", "vectorize"))
+#: one of the arrays it is given
+_FRESH_KERNELS = frozenset(("elementwise", "vectorize"))
+#: ... and reduction kernels, where given no output by position (:func:`_reduction_given_output`)
+_REDUCTION_KERNELS = frozenset(("reduction", "simple_reduction"))
 #: functions that make a new array from sizes and values (never one they are given)
 _CREATIONS = frozenset(("empty", "zeros", "ones", "full", "empty_like", "zeros_like",
                         "ones_like", "full_like", "arange", "linspace", "logspace", "eye",
@@ -188,7 +189,7 @@ def fresh_result(op: Op) -> bool:
     Python's operators but ``getitem`` and ``+x``, a ufunc's call without ``out=``, a
     ``copy``, a random draw, an array made from sizes (:data:`_CREATIONS`: ``empty``,
     ``zeros_like``, …), a fused program's results (:func:`kernel_writes`: its own say) and
-    a user kernel's of :data:`_FRESH_KERNELS`. Anything else may hand back a view
+    a user kernel's of :data:`_FRESH_KERNELS` or :data:`_REDUCTION_KERNELS`. Anything else may hand back a view
     (``asarray``, ``reshape``, ``astype(copy=False)``, a ``ReductionKernel``'s output given
     to it) and is followed to every array it is given."""
     if op.want != api.ARRAY or "out" in op.kwargs or "output" in op.kwargs:
@@ -199,7 +200,7 @@ def fresh_result(op: Op) -> bool:
     if op.kind == _OBJECT:
         return type(name) is str and name.startswith("random.")
     if op.kind == _KERNEL:
-        if name == "reduction" or name == "simple_reduction":
+        if name in _REDUCTION_KERNELS:
             return not _reduction_given_output(op)
         return name in _FRESH_KERNELS or kernel_writes(op) is not None
     if name == "copy":

@@ -18,6 +18,7 @@ from ..protocol import api
 from ..protocol import messages as m
 from ..protocol.errors import error_name
 from ..protocol.stretch_records import slots_in
+from ..protocol.stretches import user_kernel
 from .batch_results import BatchResults
 from .draw_journal import DRAW_METHODS, GENERATOR_CLASS, STATE_CLASS, STATE_DRAWS
 from .graph_replay import Capture, StretchGraphs
@@ -116,9 +117,8 @@ POINTERS_TOLD = "a user kernel, addresses told"
 
 
 def _launches_user_kernel(stretch: HeldStretch) -> bool:
-    """Whether *stretch* launches a user's kernel (a fused program is ours: it is given
-    arrays only)."""
-    return any(type(item) is not Slot and item.kind == m.KIND_KERNEL and item.name != "fuse"
+    """Whether *stretch* launches a user's kernel (protocol/stretches.user_kernel)."""
+    return any(type(item) is not Slot and user_kernel(item.kind, item.name)
                for item in stretch.items)
 
 
