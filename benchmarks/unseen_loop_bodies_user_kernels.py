@@ -27,20 +27,23 @@ def host(xp, a):
     return np.asarray(a) if xp is np else a.get()
 
 
+#: the kernel :func:`_kernels` launches once to learn whether a module runs CUDA code
+_PROBE = r"""extern "C" __global__ void probe_one(float* a) { a[threadIdx.x] = 1.0f; }"""
+
+
 def _kernels(xp, make: Callable[[Any], Any]) -> Any:
-    """*make(xp)*'s kernels where *xp* runs them (checked by *make*'s own probe launch and a
-    read), else None: NumPy, or a pool whose device runs no CUDA code."""
+    """*make(xp)*'s kernels where *xp* runs CUDA kernels, else None: NumPy, or a pool whose
+    device runs no CUDA code (the NumPy device refuses a kernel at the next sync point: one
+    probe launch and a read tell, before the loop)."""
     if xp is np or not hasattr(xp, "RawKernel"):
         return None
+    probe = xp.zeros(1, dtype=xp.float32)
     try:
-        return make(xp)
+        xp.RawKernel(_PROBE, "probe_one")((1,), (1,), (probe,))
+        float(probe.sum())
     except NotImplementedError:
         return None
-
-
-def _probe(xp, kernel_call: Callable[[], Any]) -> None:
-    """Launch once and read, so that a refusal shows now, not inside the loop."""
-    float(kernel_call().sum())
+    return make(xp)
 
 
 _AXPY = r"""extern "C" __global__ void axpy_in_place(float a, const float* x, float* y, int n) {
@@ -54,13 +57,7 @@ def raw_axpy_in_place(xp, n):
     every step."""
     size = 4096
 
-    def make(cp):
-        k = cp.RawKernel(_AXPY, "axpy_in_place")
-        probe = cp.zeros(size, dtype=cp.float32)
-        _probe(cp, lambda: (k((16,), (256,), (np.float32(0.5), probe, probe, np.int32(size))), probe)[1])
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.RawKernel(_AXPY, "axpy_in_place"))
     x = xp.linspace(0, 1, size, dtype=xp.float32)
     y = xp.zeros(size, dtype=xp.float32)
     out = []
@@ -86,13 +83,7 @@ def raw_heat_ping_pong(xp, n):
     (ping-pong, no copy), the peak read every step."""
     size = 2048
 
-    def make(cp):
-        k = cp.RawKernel(_HEAT, "heat_step")
-        a, b = cp.zeros(size), cp.zeros(size)
-        _probe(cp, lambda: (k((8,), (256,), (a, b, 0.1, np.int32(size))), b)[1])
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.RawKernel(_HEAT, "heat_step"))
     u = xp.zeros(size)
     u[size // 2 - 16:size // 2 + 16] = 1.0
     v = xp.empty_like(u)
@@ -113,17 +104,9 @@ def leapfrog_outputs_given(xp, n):
     (preallocated, then swapped with the inputs), the energy read every step."""
     size = 1000
 
-    def make(cp):
-        k = cp.ElementwiseKernel(
-            "float64 x, float64 v, float64 dt", "float64 xn, float64 vn",
-            "vn = v - dt * x; xn = x + dt * vn", "leapfrog_given")
-        a = cp.ones(size)
-        b, c = cp.empty_like(a), cp.empty_like(a)
-        k(a, a, 0.01, b, c)
-        _probe(cp, lambda: b)
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.ElementwiseKernel(
+        "float64 x, float64 v, float64 dt", "float64 xn, float64 vn",
+        "vn = v - dt * x; xn = x + dt * vn", "leapfrog_given"))
     x = xp.linspace(-1, 1, size)
     v = xp.zeros(size)
     xn, vn = xp.empty_like(x), xp.empty_like(v)
@@ -145,14 +128,8 @@ def elementwise_returning_step(xp, n):
     its arguments, the same every step), the mean read every step."""
     size = 2000
 
-    def make(cp):
-        k = cp.ElementwiseKernel("T x, T g, T lr", "T y", "y = x - lr * g * (T)0.5",
-                                 "damped_update")
-        a = cp.ones(size)
-        _probe(cp, lambda: k(a, a, 0.1))
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.ElementwiseKernel("T x, T g, T lr", "T y",
+                                                     "y = x - lr * g * (T)0.5", "damped_update"))
     w = xp.linspace(0, 2, size)
     out = []
     for _ in range(n):
@@ -166,13 +143,8 @@ def reduction_kernel_norm_read(xp, n):
     """A ReductionKernel's L2 norm of the state, read every step to normalise it."""
     size = 3000
 
-    def make(cp):
-        k = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2_unseen")
-        a = cp.ones(size)
-        _probe(cp, lambda: k(a))
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)",
+                                                   "0", "l2_unseen"))
     x = xp.linspace(0.5, 1.5, size)
     out = []
     for _ in range(n):
@@ -203,8 +175,6 @@ def raw_module_two_functions(xp, n):
     def make(cp):
         module = cp.RawModule(code=_PARTICLES)
         forces, kick = module.get_function("forces"), module.get_function("kick_drift")
-        a, b = cp.ones(size, dtype=cp.float32), cp.empty(size, dtype=cp.float32)
-        _probe(cp, lambda: (forces((4,), (256,), (a, b, np.int32(size))), b)[1])
         return forces, kick
 
     kernels = _kernels(xp, make)
@@ -235,13 +205,7 @@ def raw_kernel_on_a_fresh_copy(xp, n):
     """``w = x.copy()`` then a RawKernel scales w in place; x keeps its values; both read."""
     size = 1500
 
-    def make(cp):
-        k = cp.RawKernel(_SCALE, "scale")
-        a = cp.ones(size, dtype=cp.float32)
-        _probe(cp, lambda: (k((6,), (256,), (a, np.float32(2.0), np.int32(size))), a)[1])
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.RawKernel(_SCALE, "scale"))
     x = xp.linspace(0, 1, size, dtype=xp.float32)
     out = []
     for i in range(n):
@@ -260,13 +224,7 @@ def raw_kernel_through_a_view(xp, n):
     boundary kept; the sum read every step."""
     size = 1026
 
-    def make(cp):
-        k = cp.RawKernel(_SCALE, "scale")
-        a = cp.ones(size, dtype=cp.float32)
-        _probe(cp, lambda: (k((5,), (256,), (a[1:-1], np.float32(2.0), np.int32(size - 2))), a)[1])
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.RawKernel(_SCALE, "scale"))
     u = xp.linspace(1, 2, size, dtype=xp.float32)
     out = []
     for _ in range(n):
@@ -288,13 +246,7 @@ def raw_kernel_time_argument(xp, n):
         if (i < n) u[i] = 0.98f * u[i] + 0.01f * t;
     }"""
 
-    def make(cp):
-        k = cp.RawKernel(src, "forced")
-        a = cp.ones(size, dtype=cp.float32)
-        _probe(cp, lambda: (k((8,), (256,), (a, np.float32(1.0), np.int32(size))), a)[1])
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.RawKernel(src, "forced"))
     u = xp.zeros(size, dtype=xp.float32)
     out = []
     for i in range(n):
@@ -312,13 +264,7 @@ def kernel_every_other_step(xp, n):
     taking turns), a read every step."""
     size = 4096
 
-    def make(cp):
-        k = cp.RawKernel(_AXPY, "axpy_in_place")
-        probe = cp.zeros(size, dtype=cp.float32)
-        _probe(cp, lambda: (k((16,), (256,), (np.float32(0.5), probe, probe, np.int32(size))), probe)[1])
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.RawKernel(_AXPY, "axpy_in_place"))
     x = xp.linspace(0, 1, size, dtype=xp.float32)
     y = xp.ones(size, dtype=xp.float32)
     out = []
@@ -337,13 +283,7 @@ def raw_kernel_no_read_loop(xp, n):
     pieces by the client), one read at the end."""
     size = 2048
 
-    def make(cp):
-        k = cp.RawKernel(_AXPY, "axpy_in_place")
-        probe = cp.zeros(size, dtype=cp.float32)
-        _probe(cp, lambda: (k((8,), (256,), (np.float32(0.5), probe, probe, np.int32(size))), probe)[1])
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.RawKernel(_AXPY, "axpy_in_place"))
     x = xp.linspace(0, 1, size, dtype=xp.float32)
     y = xp.zeros(size, dtype=xp.float32)
     for _ in range(n):
@@ -369,14 +309,7 @@ def atomic_histogram_each_step(xp, n):
     (``hist[...] = 0``), the fullest bucket read every step."""
     size, bins = 5000, 16
 
-    def make(cp):
-        k = cp.RawKernel(_COUNT, "bucket_count")
-        a = cp.full(size, 0.5, dtype=cp.float32)
-        h = cp.zeros(bins, dtype=cp.uint32)
-        _probe(cp, lambda: (k((20,), (256,), (a, h, np.int32(size), np.int32(bins))), h)[1])
-        return k
-
-    k = _kernels(xp, make)
+    k = _kernels(xp, lambda cp: cp.RawKernel(_COUNT, "bucket_count"))
     x = xp.linspace(0, 0.999, size, dtype=xp.float32)
     hist = xp.zeros(bins, dtype=xp.uint32)
     out = []
