@@ -187,6 +187,9 @@ class StretchGraphs:
         #: each held stretch's standing with graphs, by its id
         self.states: dict[int, GraphState] = {}
         self.evictions = 0    # times every graph was dropped for an op out of memory
+        #: the last replay run was re-run from its records while its graphs learn which ints
+        #: take turns (:meth:`_baked_ints`): not "not graphed" to the client
+        self.learning = False
         #: stretches let go that graphs never served, by why (GraphState.never): with those
         #: held now, the figure ``never_graphed``
         self.never_gone: dict[str, int] = {}
@@ -298,6 +301,7 @@ class StretchGraphs:
         reads that end the stretch are not made (:meth:`take_reads` hands them over, for
         :meth:`run_reads`), and the inputs it writes are not written back, their new values
         left in the graphs' buffers (:meth:`take_writes`, for :meth:`write_back`)."""
+        self.learning = False
         if state.stage is Capture.NEVER:
             return None
         self._frames = entry.frames
@@ -308,6 +312,8 @@ class StretchGraphs:
                 return None
             arrays[n] = a
         graph = state.graph
+        if graph is None and state.variants:   # (a graph shelved: one for these ints kept?)
+            graph = state.variant_for(entry.params)
         if graph is None:
             if state.shape.writes and self._overlapping(arrays, state.shape.writable):
                 # (a capture copies each input into a buffer of its own: two inputs that
@@ -330,21 +336,32 @@ class StretchGraphs:
                 state.capture_again()   # (at a later replay, within MAX_ATTEMPTS)
                 self.x.device.release_cache()
                 return None
-        if not graph.keeps(entry.params):
+        if not graph.keeps(entry.params) and state.variant_for(entry.params) is None:
             # (a draw's scalar or a slice's bound the graph baked in changed: that op runs
             # eagerly, given each replay's value, from the next capture on; this replay
             # re-runs its records. A run ahead's parameters are a guess: the client's own
             # replay decides that. A moving view written through is never copied:
-            # worker/moving_views.py)
+            # worker/moving_views.py. Ints that take turns — ``buf[i % 8] = x`` — get a
+            # graph each instead: _baked_ints)
             if run_ahead:
                 return None
             changed = graph.unkept(entry.params)
-            if state.shape.moving_written and not changed.isdisjoint(state.shape.moving):
+            written = state.shape.moving_written and not changed.isdisjoint(state.shape.moving)
+            turns = self._baked_ints(state, graph, entry.params, changed, written)
+            if turns == "shelved":   # (its graph kept aside: this replay captures its own)
+                return self.run(state, stretch, entry, results)
+            if turns == "learning":
+                return None
+            if written:
                 state.give_up("a moving view written")
                 return None
             state.eager.update(changed)
             state.capture_again()
             return None
+        graph = state.graph   # (a variant's, if one was switched to)
+        if state.turning is not None and not run_ahead \
+                and state.ints_turn(entry.params):   # (its eager ints take turns after all)
+            return self.run(state, stretch, entry, results)
         if graph.gathered:   # (its moving views at this replay's bounds, gathered as inputs)
             views = self.moving_views_at(graph, arrays.__getitem__, entry.params)
             if views is None:
@@ -360,6 +377,39 @@ class StretchGraphs:
         if done[1] is None and not run_ahead:   # (what it teaches the next replay: after
             self._last = (graph, entry)           # the reply; a run ahead's, once answered)
         return done
+
+    def _baked_ints(self, state: GraphState, graph: StretchGraph, params: list,
+                    changed: set[int], written: bool) -> str | None:
+        """For a replay (the client's) given ints *graph* did not bake, which no variant
+        bakes (GraphState, "graphs by the ints they baked"): "shelved" where they take
+        turns (its graph kept aside: this replay captures one of its own); "learning" where
+        the *changed* ops write a moving view (*written*: graphs cannot run them eagerly)
+        and the replays have not yet said whether their ints take turns (re-run from the
+        records, its reply not saying "not graphed", which the client counts towards a
+        stretch gone stale: kernelproxy/stretch_replay.py STALE_AFTER, 3 in a row); else
+        None: the ops are made eager (or the stretch given up, *written*) as for any other
+        baked value that moves on, their ints watched from then on (GraphState.ints_turn)."""
+        if not state.ints_only(graph, params):
+            return None
+        if state.turns:
+            if state.shelve():
+                return "shelved"
+            state.turns = False   # (a new value after all: eager for good)
+            state.variants = []
+            state.settled = True
+            return None
+        if written and not state.settled:
+            verdict = state.watch(params, graph.baked)
+            if verdict is None:
+                self.learning = True
+                return "learning"
+            if verdict:
+                return "shelved" if state.shelve() else None
+            return None
+        if not state.settled and state.turning is None:
+            state.turning = (sorted(n for n in graph.baked if graph.baked_by[n] in changed),
+                             frozenset(changed))
+        return None
 
     # ------------------------------------------------------------ the next replay, ahead
     def learn_last(self) -> tuple | None:

@@ -9,6 +9,7 @@ captured, never). ``shape`` is graph_replay's reading of the stretch's records.
 
 from __future__ import annotations
 
+from collections import deque
 from enum import Enum
 from typing import Any
 
@@ -19,7 +20,19 @@ from .graph_copies import GraphCopies
 from .param_values import ParamValues
 from .stretches import Op, Slot
 
-__all__ = ["Segment", "StretchGraph", "Capture", "GraphState", "eager_array_out"]
+__all__ = ["Segment", "StretchGraph", "Capture", "GraphState", "eager_array_out", "VARIANTS",
+           "WATCHED"]
+
+#: the most graphs a held stretch keeps, each with other int parameters baked in (an
+#: assignment's or a slice's index that takes turns: ``buf[i % 8] = x``), beside the one
+#: that serves now (:meth:`GraphState.variant_for`)
+VARIANTS = 8
+#: the replays whose ints a held stretch watches to tell whether they take turns (at most
+#: VARIANTS values among them) or move on (``traj[i] = x``): :meth:`GraphState.watch`
+WATCHED = 2 * VARIANTS
+#: the most graphs a held stretch shelves in its life (each a capture: graphs dropped for
+#: memory and captured again do not capture variants for ever)
+SHELVES = 4 * VARIANTS
 
 
 class Segment:
@@ -138,7 +151,8 @@ class GraphState:
     captured, the ops found to refuse capture (eager from the next capture on), the
     captures tried, and what its records say (found once, when it is held)."""
 
-    __slots__ = ("stage", "graph", "eager", "attempts", "shape", "shortest", "never")
+    __slots__ = ("stage", "graph", "eager", "attempts", "shape", "shortest", "never", "variants",
+                 "shelved", "turns", "settled", "turning", "_window")
 
     def __init__(self, shape: Any, servable: bool, why: str = "its records") -> None:
         self.shape = shape
@@ -156,23 +170,112 @@ class GraphState:
         #: paced: its device time is at most this where it ends with a read
         #: (worker/stretch_replay.py, which paces only replays this long)
         self.shortest: float | None = None
+        #: graphs captured before with other ints baked in, kept for a replay given them
+        #: again (at most VARIANTS; the memory each holds counts as the stretch's)
+        self.variants: list[StretchGraph] = []
+        self.shelved = 0
+        #: its baked ints found to take turns: a replay given others shelves its graph and
+        #: captures its own (:meth:`shelve`); ``settled``: found to move on, never watched again
+        self.turns = False
+        self.settled = False
+        #: ops made eager because their baked ints changed, watched (:meth:`ints_turn`):
+        #: (the parameters' slots, the ops' indices), or None
+        self.turning: tuple[list[int], frozenset[int]] | None = None
+        self._window: deque = deque(maxlen=WATCHED)
 
     def captured(self, graph: StretchGraph) -> None:
         """*graph* serves the replays from now on."""
         self.stage, self.graph = Capture.CAPTURED, graph
 
     def capture_again(self) -> None:
-        """The graph (if any) goes, its memory with it; the next replay captures anew."""
+        """The graph (if any) goes, its memory with it, and every variant; the next replay
+        captures anew."""
         self.stage, self.graph = Capture.DUE, None
+        self.variants = []
 
     def give_up(self, why: str) -> None:
         """Graphs will never serve this stretch (*why*): every replay re-runs its records."""
         self.stage, self.graph = Capture.NEVER, None
+        self.variants = []
         self.never = why
 
     def nbytes(self) -> int:
-        """The device memory its graph holds."""
-        return self.graph.nbytes() if self.graph is not None else 0
+        """The device memory its graphs hold."""
+        held = self.graph.nbytes() if self.graph is not None else 0
+        return held + sum(v.nbytes() for v in self.variants)
+
+    # -- graphs by the ints they baked (an index that takes turns) --------------
+    def variant_for(self, params: list) -> StretchGraph | None:
+        """A graph kept before that bakes what a replay given *params* is given, made the
+        one that serves (the one serving now kept in its place); None if none does."""
+        for i, other in enumerate(self.variants):
+            if other.keeps(params):
+                if self.graph is not None:
+                    self.variants[i] = self.graph
+                else:
+                    del self.variants[i]
+                self.graph, self.stage = other, Capture.CAPTURED
+                other.copies.unprepare()   # (set up ahead when it last served: guess again)
+                return other
+        return None
+
+    @staticmethod
+    def ints_only(graph: StretchGraph, params: list) -> bool:
+        """Whether every value *graph* baked that *params* change is an int, as given
+        again: a draw's or a kernel's float moves on, and graphs by value would not serve
+        it again."""
+        for n, v in graph.baked.items():
+            got = params[n]
+            if not same_param(got, v) and (type(got) is not int or type(v) is not int):
+                return False
+        return True
+
+    def watch(self, params: list, slots: Any) -> bool | None:
+        """One more replay's ints at *slots*: True once WATCHED replays in a row held at
+        most VARIANTS values (they take turns: ``turns``), False if more (they move on:
+        ``settled``), None until then."""
+        self._window.append(tuple(params[n] for n in slots))
+        if len(self._window) < WATCHED:
+            return None
+        if len(set(self._window)) <= VARIANTS:
+            self.turns = True
+            return True
+        self.settled = True
+        return False
+
+    def answered_ahead(self, params: list) -> None:
+        """A replay answered by a run ahead given *params* (worker/run_ahead.py): its ints
+        watched as a replay its graph served (:meth:`ints_turn` judges at the next)."""
+        if self.turning is not None and len(self._window) < WATCHED - 1:
+            self._window.append(tuple(params[n] for n in self.turning[0]))
+
+    def ints_turn(self, params: list) -> bool:
+        """For a replay its graph serves while ops are eager because their ints changed
+        (``turning``): whether those ints are now found to take turns; then the ops are no
+        longer eager and the graph goes (this replay captures one with its ints baked in,
+        the next ones a graph each: :meth:`shelve`)."""
+        slots, ops = self.turning
+        verdict = self.watch(params, slots)
+        if verdict is None:
+            return False
+        self.turning = None
+        if not verdict:
+            return False
+        self.eager.difference_update(ops)
+        self.capture_again()
+        return True
+
+    def shelve(self) -> bool:
+        """Keep the serving graph as a variant (room allowing) and capture at the next
+        replay, a capture that is not one of its MAX_ATTEMPTS (worker/graph_replay.py: those
+        count captures refused or lost), SHELVES at most; whether there was room."""
+        if self.graph is None or len(self.variants) >= VARIANTS or self.shelved >= SHELVES:
+            return False
+        self.variants.append(self.graph)
+        self.stage, self.graph = Capture.DUE, None
+        self.shelved += 1
+        self.attempts = max(0, self.attempts - 1)
+        return True
 
 
 def eager_array_out(g: StretchGraph, n: int, made: Any, ran: int | None = None) -> Any:

@@ -468,6 +468,7 @@ class RunAhead:
             self._free(len(outs))
             x.draws.undo()
             return False
+        g = state.graph   # (another graph of the stretch's, where its ints take turns)
         ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
                                     writes, measured_from, began, pacer.alone_now())
         if reads is not None and not early and g.cost[0] is not None \
@@ -551,6 +552,9 @@ class RunAhead:
         graphs.replayed(ahead.graph, entry)
         self.hits += 1
         self.answered = (ahead.sid, ahead.ran, ahead.slots)
+        state = graphs.states.get(entry.sid)   # (its ints watched: GraphState.ints_turn)
+        if state is not None:
+            state.answered_ahead(entry.params)
         return ahead.ran, None, False
 
     def afresh(self, sid: int) -> None:

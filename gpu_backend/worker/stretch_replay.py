@@ -327,7 +327,8 @@ class StretchReplay:
         """Run a held stretch again (header ``T``, *raw*; *early*: header ``S``, its dropped
         inputs kept): through its graphs where they serve, else as the records the client
         would have sent. *parsed*: its (stretch, entry), read already (:meth:`answerable`).
-        Returns (ops run, error entry, cancelled, whether its graphs served it)."""
+        Returns (ops run, error entry, cancelled, whether its graphs served it or it was
+        re-run while they learn which ints take turns: StretchGraphs.learning)."""
         x = self.x
         try:
             stretch, entry = parsed if parsed is not None else self.stretches.entry(raw, early)
@@ -418,8 +419,11 @@ class StretchReplay:
         try:
             # (a stretch's uploads read their frames afresh: a re-run after its graphs
             # failed may follow a launch that read them already)
+            # (re-run while its graphs learn which ints take turns: not "not graphed" to the
+            # client, whose stretch would go stale)
+            learning = graphs is not None and graphs.learning
             return (*x.run_records(rebuilt, iter(entry.frames) if entry.frames else payload,
-                                   results), False)
+                                   results), learning)
         finally:
             pacer.atomic = False
 
