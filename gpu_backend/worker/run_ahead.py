@@ -468,7 +468,8 @@ class RunAhead:
             self._free(len(outs))
             x.draws.undo()
             return False
-        g = state.graph   # (another graph of the stretch's, where its ints take turns)
+        if state.graph is not None:   # (another graph of the stretch's, where its ints take
+            g = state.graph             # turns; none: dropped meanwhile, not matched)
         ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
                                     writes, measured_from, began, pacer.alone_now())
         if reads is not None and not early and g.cost[0] is not None \
