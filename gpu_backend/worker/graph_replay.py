@@ -399,7 +399,7 @@ class StretchGraphs:
             state.settled = True
             return None
         if written and not state.settled:
-            verdict = state.watch(params, graph.baked)
+            verdict = state.watch_misses(params, graph.baked)
             if verdict is None:
                 self.learning = True
                 return "learning"

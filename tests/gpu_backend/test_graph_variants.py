@@ -96,3 +96,11 @@ def test_a_run_ahead_answered_counts_among_the_replays_watched():
         state.answered_ahead([0.9, 0.1, i % 2])
     assert state.turning is not None   # (judged at the next replay its graph serves)
     assert state.ints_turn([0.9, 0.1, 0]) and state.turns
+
+
+def test_misses_a_graph_cannot_run_eagerly_are_judged_at_the_first_repeat():
+    ring, moving = _state(_graph(0)), _state(_graph(0))
+    assert [ring.watch_misses([0.9, 0.1, i % 4], [2]) for i in (1, 2, 3)] == [None] * 3
+    assert ring.watch_misses([0.9, 0.1, 1], [2]) is True and ring.turns
+    verdicts = [moving.watch_misses([0.9, 0.1, i], [2]) for i in range(1, VARIANTS + 2)]
+    assert verdicts == [None] * VARIANTS + [False] and moving.settled
