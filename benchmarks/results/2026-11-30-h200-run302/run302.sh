@@ -1,0 +1,31 @@
+#!/bin/bash
+# forty-ninth session, run 302 (issue 50): a moving view written judged at its first repeated
+# index or after VARIANTS + 1 without one; the records and moving-slices campaigns bit
+# for bit against local CuPy again, the GPU tests near it, then the records campaign timed,
+# "old" 52e00eb (the assignment's index a parameter, no graphs by value) against "new",
+# calls old new new old.
+#   run(command="bash .gpu/run302.sh", carry=[".whl", ".gpu"])
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+O=/tmp/o302; mkdir -p $O
+for tree in old new; do
+  (cd .gpu/$tree && gcc -O2 -shared -fPIC $(python3-config --includes) kernelproxy/_held_ops.c -o kernelproxy/_held_ops$(python3-config --extension-suffix) 2>/dev/null)
+done
+cp .gpu/new/benchmarks/*.py .gpu/old/benchmarks/
+(cd .gpu/new && echo "loops rev $(cat REV) $(date +%T)" && PYTHONPATH=/tmp/site:$PWD timeout 150 python3 benchmarks/unseen_loops.py --devices 0 --local cupy \
+  --programs $(python3 -c "import sys; sys.path.insert(0,'benchmarks'); from unseen_programs import CAMPAIGN_OF as C; print(','.join(n for n, c in C.items() if c in ('records', 'moving_slices')))") \
+  --json $O/loops.json > $O/loops.txt 2>&1
+ echo "rc $?"; grep -E "programs, |Traceback" $O/loops.txt | head -5)
+(cd .gpu/new && echo "rev $(cat REV) $(date +%T)" && GPUWB_TEST_DEVICES=0 GPUWB_REFERENCE=cupy PYTHONPATH=/tmp/site:$PWD timeout 150 python3 -m pytest -q -p no:cacheprovider -n 8 \
+  tests/kernelproxy/test_moving_slices.py tests/gpu_backend/test_moving_views.py tests/gpu_backend/test_graph_variants.py tests/gpu_backend/test_run_ahead.py > $O/t.txt 2>&1
+ echo "tests rc $? $(date +%T)"; grep -E "passed|failed|^FAILED|^E  " $O/t.txt | tail -8 | cut -c1-300)
+i=0
+for tree in old new new old; do
+  i=$((i+1))
+  (cd .gpu/$tree && echo "call $i $tree rev $(cat REV) $(date +%T)" && PYTHONPATH=/tmp/site:$PWD timeout 60 python3 benchmarks/unseen_speed.py --devices 0 --rounds 3 --campaigns records --json $O/u-$i-$tree.json > $O/u-$i-$tree.txt 2>&1
+   echo "rc $?"; grep -E "with problems|^records|^(ring_buffer|slot_added|large_history) " $O/u-$i-$tree.txt)
+done
+tar czf $OUT/o302.tgz -C /tmp o302
+echo "end $(date +%T)"
