@@ -6,6 +6,7 @@ as the step's own, and missed by an ulp every other step)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -30,12 +31,43 @@ def narrowed(narrow: Any, run: list, guess: float) -> float:
     k = len(values)
     if k < 3:
         return ahead
+    ulp = float(np.spacing(narrow(abs(ahead)))) if ahead == ahead else 0.0
+    if not ulp:
+        return ahead
+    line = _next_on_line(values)
+    if abs(line - guess) <= 4 * ulp:
+        return float(narrow(line))
+    decay = _next_on_curve(values)   # (``np.float32(0.1 * 0.97 ** i)``: a line of logs)
+    if decay is not None and abs(decay - values[-1]) <= 4 * abs(values[-1] - values[-2]) + 4 * ulp:
+        return float(narrow(decay))
+    return ahead
+
+
+def _next_on_line(values: list) -> float:
+    """The next value of the straight line fitted to *values* by least squares."""
+    k = len(values)
     mean_x = (k - 1) / 2
     mean_y = sum(values) / k
     slope = sum((j - mean_x) * (v - mean_y) for j, v in enumerate(values)) / \
         sum((j - mean_x) ** 2 for j in range(k))
-    line = mean_y + slope * (k - mean_x)
-    ulp = float(np.spacing(narrow(abs(ahead)))) if ahead == ahead else 0.0
-    if not ulp or abs(line - guess) > 4 * ulp:
-        return ahead
-    return float(narrow(line))
+    return mean_y + slope * (k - mean_x)
+
+
+def _next_on_curve(values: list) -> float | None:
+    """The next value of a geometric run (a decay or a growth: ``lam *= 0.98`` sent as
+    float32) fitted to *values* by least squares over their logarithms, where they are
+    all of one sign, none zero, and their logarithms lie on a line to within the
+    roundings (a relative 1e-6: float32's is 6e-8); None otherwise. The fit averages the
+    client's roundings out, as :func:`_next_on_line`'s does for a line."""
+    sign = 1.0 if values[0] > 0 else -1.0
+    if any(v * sign <= 0 or v != v or v in (math.inf, -math.inf) for v in values):
+        return None
+    logs = [math.log(v * sign) for v in values]
+    k = len(logs)
+    mean_x = (k - 1) / 2
+    mean_y = sum(logs) / k
+    slope = sum((j - mean_x) * (v - mean_y) for j, v in enumerate(logs)) / \
+        sum((j - mean_x) ** 2 for j in range(k))
+    if not slope or any(abs(mean_y + slope * (j - mean_x) - v) > 1e-6 for j, v in enumerate(logs)):
+        return None
+    return sign * math.exp(mean_y + slope * (k - mean_x))
