@@ -38,8 +38,8 @@ from .batch_results import BatchResults
 from .eager_ops import eager_by_nature
 from .draw_journal import STATE_CLASS, NotUndoable
 from .graph_copies import COPY_ROW_BYTES, identity, plain
-from .moving_views import (kernel_writes, moving_views, sliced_only, writable_inputs,
-                           written_operands, written_results, written_through)
+from .moving_views import (assigned_only, kernel_writes, moving_views, sliced_only,
+                           writable_inputs, written_operands, written_results, written_through)
 from .graph_state import Capture, GraphState, StretchGraph, eager_array_out
 from .graph_state import Segment as _Segment
 from . import kept_views
@@ -161,6 +161,8 @@ class _Shape:
         self.rewritten = written_results(stretch) if self.writes else {}
         #: the inputs only moving views read, and the views that read each
         self.sliced_only = sliced_only(stretch, self.moving, self.writable) if self.moving else {}
+        #: the inputs only assignments write, nothing else touching them, and those ops
+        self.assigned_only = assigned_only(stretch) if self.writes else {}
 
     def remake(self, ops: list[Op] | None) -> bool:
         """Set the remade *ops* (None: a kept result no remake serves); whether graphs
@@ -174,6 +176,12 @@ class _Shape:
         return self.graphable
 
 
+
+
+def _assigns(op: Op, g: StretchGraph) -> bool:
+    """Whether assignment *op* writes an input written where it is (``g.assigned``)."""
+    into = op.args[0] if op.args else None
+    return type(into) is Slot and into.kind == "i" and into.n in g.assigned
 
 
 class StretchGraphs:
@@ -214,6 +222,9 @@ class StretchGraphs:
         self._reads: Any = None
         #: the write-backs of the inputs a replay run ahead wrote (take_writes)
         self._writes: list = []
+        #: a replay run ahead's assignments into inputs written where they are (``g.
+        #: assigned``): (array, index, what was there), for take_undo; None: not logging
+        self._undo: list | None = None
         #: the data frames of the replay under way (ReplayEntry.frames: its uploads')
         self._frames: tuple = ()
 
@@ -498,9 +509,13 @@ class StretchGraphs:
         if stretch.draws and self.x.draws.speculating:   # (never today: a run ahead replays a
             raise NotUndoable("a capture that draws is not run ahead")   # graph captured before;
         g = StretchGraph(shape)   # its draws are the journal's by StretchGraphs.before_draws)
-        # (an input only moving views read, all of them eager now: read where it is)
+        # (an input only moving views read, all of them eager now: read where it is; one
+        # only eager assignments write: written where it is, a run ahead's writes undone
+        # where it is dropped, take_undo)
+        g.assigned = frozenset(n for n, ops in shape.assigned_only.items()
+                               if n in arrays and ops <= state.eager)
         g.direct = frozenset(n for n, views in shape.sliced_only.items()
-                             if n in arrays and views <= state.eager)
+                             if n in arrays and views <= state.eager) | g.assigned
         gathered = self._gather(g, stretch, state, arrays, params) if g.direct else frozenset()
         copied = {n: a for n, a in arrays.items() if n not in g.direct} if g.direct else arrays
         segments: list[_Segment] = []
@@ -786,6 +801,7 @@ class StretchGraphs:
                 entry: ReplayEntry, arrays: dict, hosts: dict, results: BatchResults,
                 run_ahead: bool = False) -> tuple:
         tools, first, params = self.tools, entry.first, entry.params
+        self._undo = [] if run_ahead and g.assigned else None
         copied = arrays
         if g.direct:   # (read where they are: moving views only slice them)
             copied = {n: a for n, a in arrays.items() if n not in g.direct}
@@ -874,6 +890,19 @@ class StretchGraphs:
         """The reads a replay run ahead left (None: it ended with none)."""
         reads, self._reads = self._reads, None
         return reads
+
+    def take_undo(self) -> list:
+        """What a replay run ahead's assignments into inputs written where they are
+        overwrote (:meth:`undo` puts it back where the run is dropped); empty where none."""
+        log, self._undo = self._undo, None
+        return log or []
+
+    @staticmethod
+    def undo(log: list) -> None:
+        """Put back what a dropped run ahead's assignments overwrote (:meth:`take_undo`),
+        the last first, on the session's stream after them."""
+        for array, index, before in reversed(log):
+            array[index] = before
 
     def take_writes(self) -> list:
         """The write-backs a replay run ahead left: (input array, the graph's
@@ -967,6 +996,9 @@ class StretchGraphs:
                 target, args, kwargs = resolve(op.target), resolve(op.args), resolve(op.kwargs)
                 if g.writing is not None:
                     self._note_writes(g, op, target, args, kwargs)
+                if self._undo is not None and op.name == "setitem" and _assigns(op, g):
+                    # (a run ahead's: the client's own array, what was there kept first)
+                    self._undo.append((args[0], args[1], args[0][args[1]].copy()))
                 if op.kind == _DOWNLOAD:   # (its data a frame of the reply, of its own bytes;
                     with self.tools.unretained():   # its copies not kept with a capture)
                         run_download(x, x.seq, target, results, self._apart)

@@ -93,8 +93,10 @@ class StretchGraph:
         #: graph's own can stand for: graphs never serve the stretch
         self.unservable = False
         #: the inputs read where they are, not copied into buffers (moving_views.sliced_only:
-        #: only moving views, eager, slice them): ``bufs`` holds each replay's array
+        #: only moving views, eager, slice them; or assigned_only: only eager assignments
+        #: write them, ``assigned``): ``bufs`` holds each replay's array
         self.direct: frozenset[int] = frozenset()
+        self.assigned: frozenset[int] = frozenset()
         #: the moving views of those inputs that the first graph's copy table gathers, each
         #: by the key it has among a replay's arrays (negative: no input's), made at each
         #: replay at its bounds (StretchGraphs.moving_views_at) and copied like an input

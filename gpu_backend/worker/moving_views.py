@@ -108,6 +108,27 @@ def sliced_only(stretch: HeldStretch, views: frozenset[int],
     return {n: frozenset(ops) for n, ops in readers.items() if n not in others}
 
 
+def assigned_only(stretch: HeldStretch) -> dict[int, frozenset[int]]:
+    """The inputs that the stretch's ops only assign into (``traj`` of ``traj[i] = x``, a
+    history written a row a step) and nothing else reads or writes: by input slot, the op
+    indices of the assignments. Where all of them run eagerly (an index that moves on),
+    graph replay writes such an input where it is, not through a buffer of the graph's own
+    copied in and out at every replay (a 15 MB history for a 256 KB row:
+    ``StretchGraph.direct``)."""
+    writers: dict[int, set[int]] = {}
+    others: set[int] = set()
+    for op in _ops(stretch):
+        assigns = op.name == "setitem" and op.target is None and len(op.args) == 3
+        for i, s in enumerate(_arrays([op.target, op.args, op.kwargs])):
+            if s.kind != "i":
+                continue
+            if assigns and op.args[0] is s and i == 0:
+                writers.setdefault(s.n, set()).add(op.index)
+            else:
+                others.add(s.n)
+    return {n: frozenset(ops) for n, ops in writers.items() if n not in others}
+
+
 def _ops(stretch: HeldStretch) -> Iterable[Op]:
     return (item for item in stretch.items if type(item) is Op)
 

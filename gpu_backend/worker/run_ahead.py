@@ -154,12 +154,15 @@ class _Ahead:
 
     __slots__ = ("sid", "inputs", "params", "graph", "results", "ran", "slots", "reads",
                  "writes", "measured_from", "read_values", "started", "alone", "read_wait",
-                 "after", "deferred", "read_slots", "read_mark")
+                 "after", "deferred", "read_slots", "read_mark", "undo")
 
     def __init__(self, sid: int, inputs: list, params: list, graph: Any, results: BatchResults,
                  ran: int, slots: int, reads: Any, writes: list,
                  measured_from: float | None, started: float, alone: bool) -> None:
         self.sid, self.inputs, self.params, self.graph = sid, inputs, params, graph
+        #: what its assignments into inputs written where they are overwrote, put back
+        #: where it is dropped (StretchGraphs.take_undo)
+        self.undo: list = []
         self.results, self.ran, self.slots = results, ran, slots
         #: its closing reads, made when the client's replay comes (StretchGraphs.run_reads)
         self.reads = reads
@@ -454,7 +457,7 @@ class RunAhead:
         finally:
             speculated(x, aside)
             x.phases = kept[3]
-        reads, writes = graphs.take_reads(), graphs.take_writes()
+        reads, writes, undo = graphs.take_reads(), graphs.take_writes(), graphs.take_undo()
         # (a warning would go with the next reply numbered as no op of it: not run ahead)
         ok = done is not None and done[1] is None and not results.downloads \
             and len(x._warnings) == warned
@@ -464,6 +467,7 @@ class RunAhead:
         elif ok:
             pacer.charge(estimate)
         if not ok:
+            graphs.undo(undo)
             x.poisoned_at, x.poisoned_by, x.op_errors = kept[0], kept[1], kept[2]
             self._free(len(outs))
             x.draws.undo()
@@ -472,6 +476,7 @@ class RunAhead:
             g = state.graph             # turns; none: dropped meanwhile, not matched)
         ahead = self.ahead = _Ahead(sid, inputs, params, g, results, done[0], len(outs), reads,
                                     writes, measured_from, began, pacer.alone_now())
+        ahead.undo = undo
         if reads is not None and not early and g.cost[0] is not None \
                 and self._reads_now(sid, g.cost[0]):
             waited = perf_counter()
@@ -496,6 +501,7 @@ class RunAhead:
             return None
         if not matched and not self.matches(entry):
             self.ahead = None
+            self.replay.graphs.undo(ahead.undo)
             draws = self.replay.x.draws
             if ahead.after is not None:   # (a follower's run: its link missed)
                 self._follow_missed(ahead.after)
@@ -636,6 +642,8 @@ class RunAhead:
         session parked or lent for a move: worker/handover.py)."""
         ahead, self.ahead = self.ahead, None
         if ahead is not None:
+            if ahead.undo:
+                self.replay.graphs.undo(ahead.undo)
             self._free(ahead.slots)
             self.replay.x.draws.undo()
 

@@ -565,6 +565,31 @@ def test_a_float32_decay_is_run_ahead_bitwise(pool):
     assert figures["ahead"] >= 1, figures
 
 
+def test_a_history_written_where_it_is_has_a_missed_run_aheads_rows_put_back(pool):
+    """``traj[j] = x`` where only that assignment, eager, writes ``traj``: its graphs write the
+    client's array where it is (worker/moving_views.assigned_only), not through a buffer
+    copied in and out at every replay. A run ahead writes it too, so a run ahead that is
+    dropped — here the index jumps every fifth step, so the guess of the step before, a
+    valid row, was wrong — has what it overwrote put back (StretchGraphs.undo): the
+    history as without replay, bit for bit, and no copy of it a replay."""
+    def loop(cp):
+        x = cp.linspace(0, 1, 256, dtype=cp.float32)
+        traj = cp.zeros((3 * STEPS, 256), dtype=cp.float32)
+        out, j = [], 0
+        for i in range(STEPS):
+            x = x * np.float32(0.99) + np.float32(0.01)
+            traj[j] = x
+            out.append(float(x[3]))
+            j += 3 if i % 5 == 4 else 1
+            time.sleep(PAUSE)
+        return out + [traj.get()]
+
+    got, want, figures = beside_no_replay(pool, loop, early_replay=False)
+    _bitwise(got, want)
+    assert figures["graphed"] >= STEPS - 12, figures
+    assert figures["copied"] <= 12, figures   # (the history copied in and out: one a replay)
+
+
 def test_a_float32_scalar_that_steps_is_run_ahead_bitwise(pool):
     def loop(cp):
         x = cp.zeros(64, dtype=cp.float32)
