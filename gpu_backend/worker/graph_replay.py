@@ -195,6 +195,7 @@ class StretchGraphs:
         #: each held stretch's standing with graphs, by its id
         self.states: dict[int, GraphState] = {}
         self.evictions = 0    # times every graph was dropped for an op out of memory
+        self.captures = 0     # graphs captured whole (a figure: graphs by value capture more)
         #: the last replay run was re-run from its records while its graphs learn which ints
         #: take turns (:meth:`_baked_ints`): not "not graphed" to the client
         self.learning = False
@@ -402,6 +403,9 @@ class StretchGraphs:
         baked value that moves on, their ints watched from then on (GraphState.ints_turn)."""
         if not state.ints_only(graph, params):
             return None
+        sliced = state.shape.sliced_only   # (a view of an input read where it is: baked, the
+        if sliced and any(changed & views for views in sliced.values()):   # input would be
+            return None                    # copied whole into each graph at every replay)
         if state.turns:
             if state.shelve():
                 return "shelved"
@@ -636,6 +640,7 @@ class StretchGraphs:
             state.give_up("a moving view")
         elif complete:
             state.captured(g)
+            self.captures += 1
         else:
             state.capture_again()
         # (results made meanwhile are in the graph's memory: every one goes out as a copy)
@@ -767,8 +772,8 @@ class StretchGraphs:
         through the one it had at their capture (its states' address on a GPU, its bound
         method on the NumPy device), and are captured again at their next replay."""
         for state in self.states.values():
-            g = state.graph
-            if g is not None and any(draw[0] == hid for draw in g.draws):
+            graphs = [state.graph, *state.variants]   # (those kept aside draw so too)
+            if any(g is not None and any(draw[0] == hid for draw in g.draws) for g in graphs):
                 state.capture_again()
 
     def before_draws(self, g: StretchGraph) -> None:
@@ -846,7 +851,8 @@ class StretchGraphs:
                     live = self._run_eager(seg.ops, g, first, params, handout, results, live,
                                            copies)
         except _OpError as failed:
-            state.capture_again()
+            if not run_ahead:   # (a run ahead's guessed ints failed an eager op: the graph
+                state.capture_again()   # is as good as it was)
             if error_name(failed.error) == "OutOfMemoryError" and not stretch.draws:
                 # (nothing the client sees was written yet: StretchReplay.run drops the
                 # graphs and re-runs the stretch, as without replay)

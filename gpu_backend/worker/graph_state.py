@@ -239,11 +239,10 @@ class GraphState:
         self._window.append(tuple(params[n] for n in slots))
         if len(self._window) < WATCHED:
             return None
-        if len(set(self._window)) <= VARIANTS:
-            self.turns = True
-            return True
-        self.settled = True
-        return False
+        turns = len(set(self._window)) <= VARIANTS
+        self._window.clear()   # (judged: a later watch starts afresh)
+        self.turns, self.settled = turns, not turns
+        return turns
 
     def watch_misses(self, params: list, slots: Any) -> bool | None:
         """One more replay given ints its graph did not bake, where graphs cannot run the
@@ -254,13 +253,12 @@ class GraphState:
         "not graphed", held the stretch longer than giving up at once: 1.86-1.98x local
         against 1.51-1.53 on an H200, run 301.)"""
         key = tuple(params[n] for n in slots)
-        if key in self._window:
-            self.turns = True
-            return True
+        if key in self._window or len(self._window) >= VARIANTS:
+            turns = key in self._window
+            self._window.clear()   # (judged: a later watch starts afresh)
+            self.turns, self.settled = turns, not turns
+            return turns
         self._window.append(key)
-        if len(self._window) > VARIANTS:
-            self.settled = True
-            return False
         return None
 
     def answered_ahead(self, params: list) -> None:
@@ -282,7 +280,8 @@ class GraphState:
         if not verdict:
             return False
         self.eager.difference_update(ops)
-        self.capture_again()
+        self.capture_again()   # (a capture that is not one refused: MAX_ATTEMPTS, as shelve)
+        self.attempts = max(0, self.attempts - 1)
         return True
 
     def shelve(self) -> bool:

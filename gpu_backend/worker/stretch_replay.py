@@ -527,6 +527,7 @@ class StretchReplay:
                 "refused": self.stretches.refused,
                 "graph_bytes": graphs.nbytes() if graphs is not None else 0,
                 "evictions": graphs.evictions if graphs is not None else 0,
+                "captures": graphs.captures if graphs is not None else 0,
                 "between_graphs": graphs.between if graphs is not None else 0,
                 "copied": graphs.tools.copied if graphs is not None else 0}
 

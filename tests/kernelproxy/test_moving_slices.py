@@ -305,6 +305,47 @@ def test_a_loop_over_moving_slices_is_replayed_with_the_numbers_of_no_replay(poo
         assert figures["between_graphs"] <= figures["graphed"] + 4, figures
 
 
+def three_indexes_taking_turns(xp):
+    """Three rings whose indexes first change at different steps (a review's loop): each
+    first change made its assignment eager and captured again, so the verdict that the
+    first takes turns came with the stretch's captures spent, and its capture was refused:
+    the stretch given up, where the tree before served it with the assignments eager."""
+    x = xp.linspace(0, 1, 16)
+    a, b, c = xp.zeros((3, 16)), xp.zeros((2, 16)), xp.zeros((2, 16))
+    out = []
+    for i in range(120):
+        x = x * 0.9 + 0.1
+        a[i % 3] = x
+        b[(i // 6) % 2] = x * 2
+        c[(i // 10) % 2] = x * 3
+        out.append(float(x[0]))
+    return out + [_host(xp, a), _host(xp, b), _host(xp, c)]
+
+
+def test_indexes_found_to_take_turns_late_keep_their_stretch_served(pool):
+    got, figures = _run(pool, three_indexes_taking_turns, SessionSettings(replay_measured=False))
+    want, _ = _run(pool, three_indexes_taking_turns, SessionSettings(graphs=False))
+    assert _bits(got) == _bits(want)
+    assert not figures["never_graphed"] and figures["graphed"] >= figures["replays"] - 12, figures
+
+
+def test_a_dataset_whose_batches_take_turns_is_still_read_where_it_is(pool):
+    """Minibatches cycling through four batches of a dataset (``data[j:j + 16]``, ``j`` taking
+    turns): their view stays eager and the dataset is read where it is, as for bounds that
+    move on. Baked into a graph per batch (graphs by the ints they baked), the whole dataset
+    would be an input copied into each graph's buffer at every replay (a review's find)."""
+    def loop(xp):
+        data = xp.ones((1 << 15, 8), dtype=xp.float32)
+        return [float((data[j:j + 16] * 2).sum()) for j in ((s % 4) * 16 for s in range(STEPS))]
+
+    got, figures, kind = _run(pool, loop, SessionSettings(replay_measured=False), device=True)
+    assert got == [256.0] * STEPS
+    # (one capture with the view baked, one with it eager: no graph for each batch)
+    assert figures["graphed"] >= STEPS - 12 and figures["captures"] <= 3, figures
+    if kind == "cupy":   # (and no buffer of the dataset's: the NumPy device's graphs keep none)
+        assert figures["graph_bytes"] < (1 << 15) * 8 * 4 // 4, figures
+
+
 def test_the_data_a_moving_view_slices_is_read_where_it_is_not_copied_each_replay(pool):
     """The graphs hold a buffer for the minibatch, not a copy of the whole data (4 MB; on a
     GPU: the NumPy device's graphs hold no memory of their own, and which inputs they copy
