@@ -409,10 +409,8 @@ class StretchGraphs:
         if state.turns:
             if state.shelve():
                 return "shelved"
-            state.turns = False   # (a new value after all: eager for good)
-            state.variants = []
-            state.settled = True
-            return None
+            state.judge(False)   # (a new value after all: eager for good, the variants
+            return None          # dropped with the capture that follows)
         if written and not state.settled:
             verdict = state.watch_misses(params, graph.baked)
             if verdict is None:

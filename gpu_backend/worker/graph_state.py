@@ -239,10 +239,7 @@ class GraphState:
         self._window.append(tuple(params[n] for n in slots))
         if len(self._window) < WATCHED:
             return None
-        turns = len(set(self._window)) <= VARIANTS
-        self._window.clear()   # (judged: a later watch starts afresh)
-        self.turns, self.settled = turns, not turns
-        return turns
+        return self.judge(len(set(self._window)) <= VARIANTS)
 
     def watch_misses(self, params: list, slots: Any) -> bool | None:
         """One more replay given ints its graph did not bake, where graphs cannot run the
@@ -254,12 +251,16 @@ class GraphState:
         against 1.51-1.53 on an H200, run 301.)"""
         key = tuple(params[n] for n in slots)
         if key in self._window or len(self._window) >= VARIANTS:
-            turns = key in self._window
-            self._window.clear()   # (judged: a later watch starts afresh)
-            self.turns, self.settled = turns, not turns
-            return turns
+            return self.judge(key in self._window)
         self._window.append(key)
         return None
+
+    def judge(self, turns: bool) -> bool:
+        """A verdict on its ints (:meth:`watch`, :meth:`watch_misses`, or a new value met
+        after they were found to take turns), kept; a later watch starts afresh."""
+        self._window.clear()
+        self.turns, self.settled = turns, not turns
+        return turns
 
     def answered_ahead(self, params: list) -> None:
         """A replay answered by a run ahead given *params* (worker/run_ahead.py): its ints

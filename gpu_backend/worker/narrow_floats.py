@@ -43,14 +43,21 @@ def narrowed(narrow: Any, run: list, guess: float) -> float:
     return ahead
 
 
-def _next_on_line(values: list) -> float:
-    """The next value of the straight line fitted to *values* by least squares."""
+def _line(values: list) -> tuple[float, float, float]:
+    """The straight line fitted to *values* (at 0, 1, …) by least squares: its mean x,
+    its mean y and its slope."""
     k = len(values)
     mean_x = (k - 1) / 2
     mean_y = sum(values) / k
     slope = sum((j - mean_x) * (v - mean_y) for j, v in enumerate(values)) / \
         sum((j - mean_x) ** 2 for j in range(k))
-    return mean_y + slope * (k - mean_x)
+    return mean_x, mean_y, slope
+
+
+def _next_on_line(values: list) -> float:
+    """The next value of the straight line fitted to *values* by least squares."""
+    mean_x, mean_y, slope = _line(values)
+    return mean_y + slope * (len(values) - mean_x)
 
 
 def _next_on_curve(values: list) -> float | None:
@@ -63,11 +70,7 @@ def _next_on_curve(values: list) -> float | None:
     if any(v * sign <= 0 or v != v or v in (math.inf, -math.inf) for v in values):
         return None
     logs = [math.log(v * sign) for v in values]
-    k = len(logs)
-    mean_x = (k - 1) / 2
-    mean_y = sum(logs) / k
-    slope = sum((j - mean_x) * (v - mean_y) for j, v in enumerate(logs)) / \
-        sum((j - mean_x) ** 2 for j in range(k))
+    mean_x, mean_y, slope = _line(logs)
     if not slope or any(abs(mean_y + slope * (j - mean_x) - v) > 1e-6 for j, v in enumerate(logs)):
         return None
-    return sign * math.exp(mean_y + slope * (k - mean_x))
+    return sign * math.exp(mean_y + slope * (len(logs) - mean_x))

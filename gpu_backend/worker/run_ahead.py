@@ -642,8 +642,7 @@ class RunAhead:
         session parked or lent for a move: worker/handover.py)."""
         ahead, self.ahead = self.ahead, None
         if ahead is not None:
-            if ahead.undo:
-                self.replay.graphs.undo(ahead.undo)
+            self.replay.graphs.undo(ahead.undo)
             self._free(ahead.slots)
             self.replay.x.draws.undo()
 
