@@ -97,22 +97,29 @@ def _until_pushed(s: Session, step, taken: int = 5, most: int = 1000) -> list:
 
 
 def test_a_session_swapped_out_between_a_push_and_its_message_gets_no_second_reply(tmp_path, monkeypatch):
-    with _swap_pool(tmp_path, TEST_DEVICES, monkeypatch) as pool, _session(pool) as s:
-        cp = module_for(s)
-        x = cp.arange(1000, dtype=cp.float32) / 3
+    """The values are checked at every try; the scenario (a push outstanding when the swap
+    comes, answered quietly) is asked of one of three: under a full suite's load on the
+    2-core VM the lane once had no push outstanding at the swap."""
+    for attempt in range(3):
+        with _swap_pool(tmp_path / str(attempt), TEST_DEVICES, monkeypatch) as pool, \
+                _session(pool) as s:
+            cp = module_for(s)
+            x = cp.arange(1000, dtype=cp.float32) / 3
 
-        def step():
-            return float((x + 1).sum())
+            def step():
+                return float((x + 1).sum())
 
-        got = _until_pushed(s, step)
-        _wait(lambda: _row(s)["swapped"], "the idle session to be swapped out")
-        for _ in range(30):   # (its first message is the one pushed before the swap)
-            got.append(step())
-            _pause()
-        figures = s.memory_info()["stretches"]
-        host = x.get()
+            got = _until_pushed(s, step)
+            _wait(lambda: _row(s)["swapped"], "the idle session to be swapped out")
+            for _ in range(30):   # (its first message is the one pushed before the swap)
+                got.append(step())
+                _pause()
+            figures = s.memory_info()["stretches"]
+            host = x.get()
+        assert got == [float((host + np.float32(1)).sum())] * len(got)
+        if figures["push_quiet"] >= 1:
+            break
     assert figures["push_quiet"] >= 1, figures
-    assert got == [float((host + np.float32(1)).sum())] * len(got)
 
 
 def test_a_session_moved_while_a_push_waits_goes_on_with_the_loops_own_values(tmp_path, monkeypatch):
