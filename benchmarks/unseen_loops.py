@@ -12,7 +12,10 @@ scalars change through calls, ``unseen_loop_bodies_moving_slices.py``, whose sli
 bounds move, ``unseen_loop_bodies_eager_rows.py``, whose eager ops come before or between
 a stretch's graphs, ``unseen_loop_bodies_uploads.py``, which upload a small host array
 each step, ``unseen_loop_bodies_several_results.py``, which call functions of several
-results, and ``unseen_loop_bodies_user_kernels.py``, which launch the user's own kernels)
+results, ``unseen_loop_bodies_user_kernels.py``, which launch the user's own kernels,
+``unseen_loop_bodies_records.py``, which record each step by index, and
+``unseen_loop_bodies_schedules.py``, whose step scalars follow schedules, many of them
+NumPy's narrow floats)
 is a plain function ``name(xp, n)``, a loop of *n*
 iterations (>= 50) of the kind a CuPy user writes in a notebook, returning NumPy arrays, Python values, or lists and
 tuples of them. It runs four times, each pool side on a fresh session of one embedded pool
