@@ -24,6 +24,7 @@ from gpu_backend.protocol.codec import Handle
 from . import fuse_trace
 from .out_args import checked_out, given_outs, positional_out
 from .result_structures import ONE as _ONE, learn as _learn, predicted as _predicted
+from .split_views import pieces as _split_pieces
 
 __all__ = ["call", "wrap", "operator", "array_class", "register_array_class", "FUSING",
            "OP_SYMBOLS", "OPERATOR_LABELS", "UFUNC_SCALAR_TYPES"]
@@ -122,6 +123,12 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
     if count is not None:   # n arrays, known from the arguments: named here, no wait
         container = session.result_containers.get((kind, name))   # (learnt: _learn)
         if container is not None:
+            cut = _split_pieces(name, args, kwargs) if kind == m.KIND_FUNCTION else None
+            if cut is not None:   # (split's pieces as basic slices: ops that stretches hold)
+                axis, bounds = cut
+                x, lead = args[0], (slice(None),) * axis
+                return container([x[lead + (slice(lo, hi),)] if axis else x[lo:hi]
+                                  for lo, hi in bounds])
             return container([wrap(session, hid) for hid in
                               session.submit_arrays(count, kind, name, target, args, kwargs, label)])
     hid = session.new_id()

@@ -33,7 +33,7 @@ import numpy as np
 
 from gpu_backend.protocol import messages as m
 
-__all__ = ["ONE", "predicted", "learn"]
+__all__ = ["ONE", "predicted", "learn", "known_shape", "is_int"]
 
 #: the call gives one array: issued as an ``api.ARRAY`` op
 ONE = "one"
@@ -41,7 +41,7 @@ ONE = "one"
 _INT_TYPES = (int, np.integer)
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     return isinstance(value, _INT_TYPES) and not isinstance(value, (bool, np.bool_))
 
 
@@ -49,7 +49,7 @@ def _is_array(value: Any) -> bool:
     return type(value).__name__ == "ndarray" and hasattr(value, "_h")
 
 
-def _known_shape(array: Any) -> tuple | None:
+def known_shape(array: Any) -> tuple | None:
     """The shape of the client array *array* where the client has its metadata now (no
     round trip), else None."""
     if not _is_array(array):
@@ -65,7 +65,7 @@ def _args_only(args: tuple, kwargs: dict | None, most: int, allowed: frozenset =
 
 
 def _axis_fits(axis: Any, ndim: int) -> bool:
-    return _is_int(axis) and -ndim <= axis < ndim
+    return is_int(axis) and -ndim <= axis < ndim
 
 
 # ------------------------------------------------------------------ one rule a function
@@ -94,14 +94,14 @@ def _split(args: tuple, kwargs: dict | None, axis_of: Callable[[int], int | None
         return None
     sections = args[1]
     if isinstance(sections, (list, tuple)):
-        if not all(_is_int(i) for i in sections):
+        if not all(is_int(i) for i in sections):
             return None
         count = len(sections) + 1
-    elif _is_int(sections) and sections > 0:
+    elif is_int(sections) and sections > 0:
         count = int(sections)
     else:
         return None
-    shape = _known_shape(args[0])
+    shape = known_shape(args[0])
     if shape is not None:
         if axis_of is not None:
             axis = axis_of(len(shape))
@@ -133,7 +133,7 @@ def _meshgrid(args: tuple, kwargs: dict | None) -> Any:
         return None
     if kwargs and kwargs.get("indexing", "xy") not in ("xy", "ij"):
         return None
-    shapes = [_known_shape(a) for a in args]
+    shapes = [known_shape(a) for a in args]
     if any(shape is not None and len(shape) != 1 for shape in shapes):
         return None
     return len(args)
@@ -143,7 +143,7 @@ def _broadcast_arrays(args: tuple, kwargs: dict | None) -> Any:
     """One array an argument, where the shapes known here broadcast."""
     if not args or kwargs or not all(_is_array(a) for a in args):
         return None
-    known = [shape for shape in map(_known_shape, args) if shape is not None]
+    known = [shape for shape in map(known_shape, args) if shape is not None]
     try:
         np.broadcast_shapes(*known)
     except ValueError:
@@ -159,7 +159,7 @@ def _atleast(args: tuple, kwargs: dict | None) -> Any:
 
 def _nonzero_of(array: Any) -> Any:
     """One index array a dimension; 0-d arrays are left to CuPy's own error."""
-    shape = _known_shape(array)
+    shape = known_shape(array)
     if shape is None or not shape:
         return None
     return len(shape)
@@ -185,7 +185,7 @@ def _unique(args: tuple, kwargs: dict | None) -> Any:
                 return None
             count += value
         elif key == "axis":
-            shape = _known_shape(args[0])
+            shape = known_shape(args[0])
             if value is not None and shape is not None and not _axis_fits(value, len(shape)):
                 return None
         elif key != "equal_nan":
@@ -200,7 +200,7 @@ def _histogram(args: tuple, kwargs: dict | None) -> Any:
 
 
 def _triangle_indices(args: tuple, kwargs: dict | None) -> Any:
-    if not args or not _is_int(args[0]) or not _args_only(args, kwargs, 3, frozenset(("k", "m"))):
+    if not args or not is_int(args[0]) or not _args_only(args, kwargs, 3, frozenset(("k", "m"))):
         return None
     return 2
 
@@ -208,17 +208,17 @@ def _triangle_indices(args: tuple, kwargs: dict | None) -> Any:
 def _triangle_indices_from(args: tuple, kwargs: dict | None) -> Any:
     if not args or not _args_only(args, kwargs, 2, frozenset(("k",))):
         return None
-    shape = _known_shape(args[0])
+    shape = known_shape(args[0])
     if shape is None or len(shape) != 2:
         return None
     return 2
 
 
 def _diag_indices(args: tuple, kwargs: dict | None) -> Any:
-    if not args or not _is_int(args[0]) or not _args_only(args, kwargs, 2, frozenset(("ndim",))):
+    if not args or not is_int(args[0]) or not _args_only(args, kwargs, 2, frozenset(("ndim",))):
         return None
     ndim = kwargs["ndim"] if kwargs and "ndim" in kwargs else (args[1] if len(args) > 1 else 2)
-    if not _is_int(ndim) or ndim < 1:
+    if not is_int(ndim) or ndim < 1:
         return None
     return int(ndim)
 
@@ -227,7 +227,7 @@ def _unravel_index(args: tuple, kwargs: dict | None) -> Any:
     if len(args) < 2 or not _is_array(args[0]) or not _args_only(args, kwargs, 3, frozenset(("order",))):
         return None
     dims = args[1]
-    if not isinstance(dims, (tuple, list)) or not dims or not all(_is_int(d) for d in dims):
+    if not isinstance(dims, (tuple, list)) or not dims or not all(is_int(d) for d in dims):
         return None
     return len(dims)
 
@@ -239,14 +239,14 @@ def _gradient(args: tuple, kwargs: dict | None) -> Any:
     if not args or not _is_array(args[0]) or (kwargs and not {"axis", "edge_order"}.issuperset(kwargs)):
         return None
     axis = kwargs.get("axis") if kwargs else None
-    shape = _known_shape(args[0])
+    shape = known_shape(args[0])
     if axis is None:
         if not shape:
             return None
         count = len(shape)
     else:
-        axes = (axis,) if _is_int(axis) else axis
-        if not isinstance(axes, (tuple, list)) or not axes or not all(_is_int(a) for a in axes):
+        axes = (axis,) if is_int(axis) else axis
+        if not isinstance(axes, (tuple, list)) or not axes or not all(is_int(a) for a in axes):
             return None
         if shape is not None and (not all(_axis_fits(a, len(shape)) for a in axes)
                                   or len({a % len(shape) for a in axes}) != len(axes)):
@@ -260,7 +260,7 @@ def _matrix_known_bad(array: Any, square: bool) -> bool:
     (fewer than 2 dimensions; for *square*, the last two unequal)."""
     if not _is_array(array):
         return True
-    shape = _known_shape(array)
+    shape = known_shape(array)
     return shape is not None and (len(shape) < 2 or (square and shape[-1] != shape[-2]))
 
 
