@@ -237,8 +237,10 @@ class StretchGraphs:
         graphs could serve it is judged now."""
         shape = _Shape(stretch)
         shape.int_results = int_results
+        span = self.x.device.memory_span
         remade = kept_views.judge(stretch, shape.alive, shape.maker, arrays,
-                                  lambda a: self.x.device.memory_span(a)[1])
+                                  lambda a: span(a)[1],
+                                  lambda a: kept_views.element_extent(span(a)[0], a))
         self.states[sid] = GraphState(shape, shape.remake(remade))
 
     def servable(self, sid: int) -> bool:

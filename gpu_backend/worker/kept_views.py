@@ -8,7 +8,11 @@ pointer arithmetic, no device work.
 Judged once, when a stretch is held, from its offered run's arrays (:func:`judge`): a kept
 result that does not own its memory apart is either a view of memory no input and no other
 kept result lies in (a temporary's, ``(x @ y).T``; CuPy's odd-sized normal draw is a slice
-of an even one), which nobody can tell from a copy, or it must be made by one of the view
+of an even one), which nobody can tell from a copy, or one of several such views that are
+the only arrays of the handle table in that memory and whose bytes lie apart (the pieces of
+a dropped state kept past the read: ``a, b = split(x, 2)``, then ``x = ...``; handed out as
+copies too, none can see a write through another; views that overlap or interleave are
+not so judged), or it must be made by one of the view
 ops below, from inputs and kept results only, and share its memory with one of them;
 otherwise graphs never serve the stretch (its replays re-run the records, which hand out
 the very views). Until
@@ -25,7 +29,7 @@ from ..protocol import messages as m
 from ..protocol.stretch_records import slots_in
 from .stretches import HeldStretch, Op, Slot, fill_slots
 
-__all__ = ["judge", "adopted", "remake"]
+__all__ = ["judge", "adopted", "remake", "element_extent"]
 
 _ARRAY = api.ARRAY
 #: The ops that make a view of, or return, the array they are given, and write nothing: a
@@ -65,13 +69,16 @@ def _remakable(op: Op, made_before: Callable[[Slot], bool]) -> bool:
 
 
 def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
-          allocation: Callable[[Any], Any]) -> list[Op] | None:
+          allocation: Callable[[Any], Any],
+          extent: Callable[[Any], tuple[int, int]] | None = None) -> list[Op] | None:
     """The ops, in order, that graph replay runs again on the arrays it hands out to make
     its kept views (and the temporary views between, ``v.reshape(4, 4).T``); empty where
     every kept result owns its memory; None where a kept result shares memory in a way no
     remake serves (graphs then never serve the stretch). *alive*: the kept result slots;
     *maker*: each result slot's op index; *arrays*: the handle table as the offered run
-    left it; *allocation*: an array's allocation's id."""
+    left it; *allocation*: an array's allocation's id; *extent*: the bytes an array's
+    elements reach, ``(first, past the last)`` (None: kept views are never told apart by
+    it, :func:`_apart`)."""
     ops = {op.index: op for op in stretch.items if type(op) is Op}
     inputs = {n: arrays.get(h) for n, h in enumerate(stretch.recorded_inputs)}
     kept = {n: arrays[h] for n, h in zip(stretch.recorded_out_slots, stretch.recorded_outs)
@@ -132,6 +139,12 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
                 # ``(x @ y).T``, CuPy's odd-sized normal draw, ``out[:n]`` of an even one): no
                 # one can see a copy is one; handed out as a copy (not a base to a remake)
                 continue
+            if extent is not None and others[id(a)] == 1 and _apart(a, kept, allocation, extent,
+                                                                     arrays):
+                # views of memory only they lie in, none reaching another's bytes (the
+                # pieces of a temporary or of an input the stretch dropped: ``a, b =
+                # split(x, 2)`` kept past the read): as for one, copies nobody can tell
+                continue
             found = made_by_view(n)
             if found is None or not any(
                     b is not None and (b is a or (a.nbytes and b.nbytes
@@ -144,6 +157,35 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
         # and *kept*'s arrays until a collection came, and an idle worker makes none:
         # device memory a swap-out left on an H200, runs 213-215)
         view_of = made_by_view = None  # noqa: F841
+
+
+def element_extent(address: int, array: Any) -> tuple[int, int]:
+    """The bytes *array*'s elements reach, ``(first, past the last)``, its first element at
+    *address* (a negative stride reaches back; a view's ``nbytes`` alone understates a
+    strided one's reach)."""
+    low = high = 0
+    for n, stride in zip(array.shape, array.strides):
+        if n > 1:
+            step = (n - 1) * stride
+            low, high = (low + step, high) if step < 0 else (low, high + step)
+    return address + low, address + high + array.itemsize
+
+
+def _apart(a: Any, kept: dict, allocation: Callable[[Any], Any],
+           extent: Callable[[Any], tuple[int, int]], table: dict) -> bool:
+    """Whether the kept views in *a*'s allocation are the only arrays of the session's
+    handle table there (*table*, as the offered run left it: no input, no result that owns
+    it, no view the client kept from before) and none reaches the bytes of another: handed
+    out as copies, no write through one can be missed through another. Extents, not
+    elements: two views that interleave (``x[::2]``, ``x[1::2]``; ``hsplit``'s halves of
+    a matrix) count as touching."""
+    at = allocation(a)
+    group = [b for b in kept.values() if b.nbytes and allocation(b) == at]
+    if any(b.base is None for b in group) or len(group) != sum(
+            1 for b in table.values() if b.nbytes and allocation(b) == at):
+        return False
+    spans = sorted(extent(b) for b in group)
+    return all(end <= start for (_s, end), (start, _e) in zip(spans, spans[1:]))
 
 
 def adopted(stretch: HeldStretch, alive: list, indices: Any) -> list[Op] | None:
