@@ -24,6 +24,7 @@ from gpu_backend.protocol.codec import Handle
 from . import fuse_trace
 from .out_args import checked_out, given_outs, positional_out
 from .result_structures import ONE as _ONE, learn as _learn, predicted as _predicted
+from .divmod_pair import pair as _divmod_pair
 from .split_views import pieces as _split_pieces
 
 __all__ = ["call", "wrap", "operator", "array_class", "register_array_class", "FUSING",
@@ -129,6 +130,10 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
                 x, lead = args[0], (slice(None),) * axis
                 return container([x[lead + (slice(lo, hi),)] if axis else x[lo:hi]
                                   for lo, hi in bounds])
+            two = _divmod_pair(kind, name, args, kwargs)
+            if two is not None:   # (divmod as floor_divide and remainder: ops held stretches keep)
+                return container([call(session, kind, op, _ARRAY, None, args, {}, label)
+                                  for op in two])
             return container([wrap(session, hid) for hid in
                               session.submit_arrays(count, kind, name, target, args, kwargs, label)])
     hid = session.new_id()

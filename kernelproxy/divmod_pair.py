@@ -1,0 +1,59 @@
+"""``divmod`` of real operands issued as ``floor_divide`` and ``remainder`` (issue 50).
+
+A call of several results is never in a held stretch (the worker's held stretches know one
+result an op: kernelproxy/stretch_key.py), so a loop whose body takes ``q, r = divmod(x,
+y)`` was never replayed. CuPy's ``divmod`` kernel (``cupy/_core/core.pyx``, ``_divmod_float``)
+computes, for floats, ``a = _floor_divide(in0, in1); out0 = a; out1 = in0 - a * in1``, and
+its ``remainder`` ``in0 - _floor_divide(in0, in1) * in1``; for integers the same, with 0 and
+0 for a divisor of 0 where ``floor_divide`` gives 0 and ``remainder`` multiplies by
+``in1 != 0``. Their dtype rules are the same for real dtypes. NumPy computes all three from
+one ``npy_divmod``. So the pair is issued as those two ops, each of one result, which held
+stretches keep: ``xp.divmod(x, y)`` as ``xp.floor_divide`` and ``xp.remainder``, Python's
+``divmod(x, y)`` (reflected too) as ``x // y`` and ``x % y``. Checked bit for bit on a GPU
+by ``benchmarks/divmod_probe.py`` (signed zeros, infinities, NaN, every real dtype, scalars
+and arrays: the compiler contracts ``in0 - a * in1`` alike in both kernels).
+
+Left to the call: an operand whose dtype the client does not know now, a bool, complex or
+other operand (CuPy's ``divmod`` has no loop for them, and its error names ``divmod``),
+keywords (``out=``, ``dtype=``), and no array among the operands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpu_backend.protocol import messages as m
+
+__all__ = ["pair"]
+
+#: dtype kinds whose divmod is floor_divide and remainder to the bit
+_REAL = frozenset("iuf")
+#: the two ops, by the call's kind
+_NAMES = {m.KIND_FUNCTION: ("floor_divide", "remainder"), m.KIND_OPERATOR: ("floordiv", "mod")}
+
+
+def _real_operand(value: Any) -> bool | None:
+    """True for an array of the session of a known real dtype, False for a real scalar
+    (Python's or NumPy's), None for anything else."""
+    if type(value).__name__ == "ndarray" and hasattr(value, "_h"):
+        meta = value._m
+        if meta is None:
+            meta = value._s.meta.peek(value._h)
+        return True if meta is not None and np.dtype(meta[1]).kind in _REAL else None
+    if type(value) in (int, float) or (isinstance(value, np.generic)
+                                       and np.dtype(type(value)).kind in _REAL):
+        return False
+    return None
+
+
+def pair(kind: str, name: Any, args: tuple, kwargs: dict | None) -> tuple[str, str] | None:
+    """The two ops' names where the ``divmod`` call (*kind*: a function's or Python's
+    operator's) is issued as them; else None."""
+    if name != "divmod" or kind not in _NAMES or len(args) != 2 or kwargs:
+        return None
+    kinds = [_real_operand(a) for a in args]
+    if None in kinds or not any(kinds):
+        return None
+    return _NAMES[kind]
