@@ -13,7 +13,8 @@ NaN, the integers' extremes), every real dtype ``divmod`` has, arrays by arrays,
 and NumPy scalars and reflected, and Python's operators (``x // y``, ``x % y``,
 ``divmod(x, y)``). Prints a table and a JSON object; exits 1 where any pair differs. On a
 host without CuPy it compares NumPy's (equal by construction: NumPy computes both from
-``npy_divmod``)."""
+``npy_divmod``). Run 309 (H200, CuPy 14.2.0): equal for every integer dtype, float32 and
+float64; float16 differs (260-2 886 of 4 109 values), so the client leaves it to the call."""
 
 from __future__ import annotations
 
