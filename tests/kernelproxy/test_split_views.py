@@ -144,3 +144,28 @@ def test_a_loop_that_splits_each_step_is_held_and_replayed_bit_for_bit(pool):
     worker, client = figures["on"]
     assert client["held"] >= 1 and client["replays"] >= STEPS // 2
     assert worker["graphed"] >= STEPS // 2   # (the step's graphs: the pieces are ops of one result)
+
+
+def _split_first(xp, n):
+    """A body that opens with ``split``, its halves kept past the one read: before, the
+    call of several results made the whole body one stretch no key holds."""
+    x = xp.linspace(0, 1, 240)
+    out = []
+    for _ in range(n):
+        a, b = xp.split(x, 2)
+        x = x * 0.99 + a.sum() * 1e-3 - b.max() * 1e-4
+        out.append(float(x.sum()))
+    return out, x
+
+
+def test_a_body_that_opens_with_split_is_replayed_through_graphs(pool):
+    ref = reference_module()
+    with Session(pool.address, pool.token, settings=SessionSettings(replay_measured=False)) as s:
+        out, x = _split_first(module_for(s), STEPS)
+        got = ([np.float64(v).tobytes() for v in out], x.get().tobytes())
+        worker, client = s.memory_info()["stretches"], s.stretches.figures()
+    out, x = _split_first(ref, STEPS)
+    assert got == ([np.float64(v).tobytes() for v in out],
+                   (ref.asnumpy(x) if hasattr(ref, "asnumpy") else x).tobytes())
+    assert client["replays"] >= STEPS - 8, client   # (one stretch an iteration, held)
+    assert worker["graphed"] >= STEPS // 2, worker  # (its kept halves lie apart)
