@@ -147,6 +147,10 @@ class _Shape:
         #: (worker/kept_views.py), and their result slots
         self.remade: list[Op] = []
         self.remade_slots: frozenset[int] = frozenset()
+        #: the view ops of kept views handed out as copies for they lie apart
+        #: (kept_views._apart): a replay that changes an int one baked gives graphs up; a
+        #: worker that adopts the stretch does not know them (servable: False)
+        self.apart: frozenset[int] = frozenset()
         #: the result slots that were integer arrays in the offered run (eager_by_nature:
         #: a gather through them is captured)
         self.int_results: frozenset[int] = frozenset()
@@ -238,16 +242,19 @@ class StretchGraphs:
         shape = _Shape(stretch)
         shape.int_results = int_results
         span = self.x.device.memory_span
+        apart: set[int] = set()
         remade = kept_views.judge(stretch, shape.alive, shape.maker, arrays,
                                   lambda a: span(a)[1],
-                                  lambda a: kept_views.element_extent(span(a)[0], a))
+                                  lambda a: kept_views.element_extent(span(a)[0], a), apart)
+        shape.apart = frozenset(apart)
         self.states[sid] = GraphState(shape, shape.remake(remade))
 
     def servable(self, sid: int) -> bool:
         """Whether graphs may serve stretch *sid* (judged when it was held): what a session
-        handed to another worker carries with the stretch (worker/handover.py)."""
+        handed to another worker carries with the stretch (worker/handover.py); not one
+        with kept views judged apart, which the adopting worker does not know."""
         state = self.states.get(sid)
-        return state is not None and state.stage is not Capture.NEVER
+        return state is not None and state.stage is not Capture.NEVER and not state.shape.apart
 
     def remade(self, sid: int) -> list[int]:
         """The op indices of stretch *sid*'s remade kept views (kept_views.judge), carried
@@ -360,6 +367,9 @@ class StretchGraphs:
             if run_ahead:
                 return None
             changed = graph.unkept(entry.params)
+            if not changed.isdisjoint(state.shape.apart):   # (kept views judged apart at
+                state.give_up("kept views no longer apart")   # the bounds they baked)
+                return None
             written = state.shape.moving_written and not changed.isdisjoint(state.shape.moving)
             turns = self._baked_ints(state, graph, entry.params, changed, written)
             if turns == "shelved":   # (its graph kept aside: this replay captures its own)

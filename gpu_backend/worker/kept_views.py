@@ -8,11 +8,12 @@ pointer arithmetic, no device work.
 Judged once, when a stretch is held, from its offered run's arrays (:func:`judge`): a kept
 result that does not own its memory apart is either a view of memory no input and no other
 kept result lies in (a temporary's, ``(x @ y).T``; CuPy's odd-sized normal draw is a slice
-of an even one), which nobody can tell from a copy, or one of several such views that are
-the only arrays of the handle table in that memory and whose bytes lie apart (the pieces of
-a dropped state kept past the read: ``a, b = split(x, 2)``, then ``x = ...``; handed out as
-copies too, none can see a write through another; views that overlap or interleave are
-not so judged), or it must be made by one of the view
+of an even one), which nobody can tell from a copy, or one of several views of a
+temporary's memory that are the only arrays of the handle table there and whose bytes lie
+apart (``y = x * 2; a, b = split(y, 2)`` kept past the read; handed out as copies too, none
+can see a write through another; views that overlap or interleave are not so judged, nor
+views of an input, whose memory an array the client made before may view at a later
+replay), or it must be made by one of the view
 ops below, from inputs and kept results only, and share its memory with one of them;
 otherwise graphs never serve the stretch (its replays re-run the records, which hand out
 the very views). Until
@@ -70,7 +71,8 @@ def _remakable(op: Op, made_before: Callable[[Slot], bool]) -> bool:
 
 def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
           allocation: Callable[[Any], Any],
-          extent: Callable[[Any], tuple[int, int]] | None = None) -> list[Op] | None:
+          extent: Callable[[Any], tuple[int, int]] | None = None,
+          apart: set | None = None) -> list[Op] | None:
     """The ops, in order, that graph replay runs again on the arrays it hands out to make
     its kept views (and the temporary views between, ``v.reshape(4, 4).T``); empty where
     every kept result owns its memory; None where a kept result shares memory in a way no
@@ -78,7 +80,9 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
     *maker*: each result slot's op index; *arrays*: the handle table as the offered run
     left it; *allocation*: an array's allocation's id; *extent*: the bytes an array's
     elements reach, ``(first, past the last)`` (None: kept views are never told apart by
-    it, :func:`_apart`)."""
+    it, :func:`_apart`); *apart*: where given, the op indices that make the views so told
+    apart are added to it (a replay that changes an int they baked gives graphs up:
+    graph_replay.StretchGraphs.run)."""
     ops = {op.index: op for op in stretch.items if type(op) is Op}
     inputs = {n: arrays.get(h) for n, h in enumerate(stretch.recorded_inputs)}
     kept = {n: arrays[h] for n, h in zip(stretch.recorded_out_slots, stretch.recorded_outs)
@@ -98,9 +102,11 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
 
     def view_of(slot: Slot) -> list | None:
         """The input and owned kept arrays whose memory *slot*'s result may view, where a
-        replay can make it again (None: it cannot)."""
+        replay can make it again (None: it cannot); an input the stretch dropped (gone from
+        the table by now) as :data:`_DROPPED`."""
         if slot.kind == "i":
-            return [inputs.get(slot.n)]
+            got = inputs.get(slot.n)
+            return [_DROPPED if got is None else got]
         if slot.n in owned:
             return [kept[slot.n]]
         if slot.n in sources:
@@ -134,23 +140,33 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
             if a.base is None and others[id(a)] == 1 and (flags.c_contiguous or flags.f_contiguous):
                 owned.add(n)
                 continue
-            if others[id(a)] == 1 and (not a.nbytes or shared[allocation(a)] == 1):
+            if others[id(a)] == 1 and (not a.nbytes or shared[allocation(a)] == 1) \
+                    and not _reaches_input(n, ops, maker):
                 # a view of memory no input and no other kept result lies in (a temporary's:
                 # ``(x @ y).T``, CuPy's odd-sized normal draw, ``out[:n]`` of an even one): no
-                # one can see a copy is one; handed out as a copy (not a base to a remake)
+                # one can see a copy is one; handed out as a copy (not a base to a remake).
+                # Not a view of an input the stretch dropped: an array the client made of it
+                # before may see it at a later replay (``snap = x[:32]`` held): made again
+                # on the replay's input, below
                 continue
-            if extent is not None and others[id(a)] == 1 and _apart(a, kept, allocation, extent,
-                                                                     arrays):
-                # views of memory only they lie in, none reaching another's bytes (the
-                # pieces of a temporary or of an input the stretch dropped: ``a, b =
-                # split(x, 2)`` kept past the read): as for one, copies nobody can tell
+            chain = _temporary_view(n, ops, maker, set(alive)) if extent is not None else None
+            if chain is not None and others[id(a)] == 1 and _apart(a, kept, allocation, extent,
+                                                                   arrays):
+                # views of a temporary's memory that only they lie in, none reaching
+                # another's bytes (``y = x * 2; a, b = split(y, 2)`` kept past the read):
+                # as for one, copies nobody can tell
+                if apart is not None:
+                    apart.update(chain)
                 continue
             found = made_by_view(n)
             if found is None or not any(
-                    b is not None and (b is a or (a.nbytes and b.nbytes
-                                                  and allocation(a) == allocation(b)))
+                    (b is _DROPPED and a.base is not None) or (
+                        b is not None and b is not _DROPPED and (
+                            b is a or (a.nbytes and b.nbytes and allocation(a) == allocation(b))))
                     for b in found):
-                return None   # (not a view op's, a copy, or memory of something else)
+                return None   # (not a view op's, a copy, or memory of something else; a
+                # view of a dropped input: a view op's result that is a view, made again on
+                # the replay's input, whose memory it lies in)
             sources[n] = [a]
         return [remade[i] for i in sorted(remade)]
     finally:   # (the two closures call each other: a reference cycle that held *inputs*'
@@ -171,14 +187,64 @@ def element_extent(address: int, array: Any) -> tuple[int, int]:
     return address + low, address + high + array.itemsize
 
 
+#: an input the stretch dropped, in :func:`judge`'s sources: its array is gone from the
+#: table by the time a stretch is judged, and a replay has it
+_DROPPED = object()
+
+
+def _reaches_input(n: int, ops: dict, maker: dict) -> bool:
+    """Whether result slot *n* is made by view ops from an input of the stretch."""
+    todo, seen = [n], set()
+    while todo:
+        slot_n = todo.pop()
+        if slot_n in seen:
+            continue
+        seen.add(slot_n)
+        op = ops.get(maker.get(slot_n, -1))
+        if op is None or type(op.name) is not str or op.name not in _VIEW_OPS.get(op.kind, ()):
+            continue
+        for slot in _array_slots(op):
+            if slot.kind == "i":
+                return True
+            if slot.kind == "r":
+                todo.append(slot.n)
+    return False
+
+
+def _temporary_view(n: int, ops: dict, maker: dict, alive: set) -> list[int] | None:
+    """The op indices of the view ops that make result slot *n* from a temporary of the
+    stretch (a result made by an op that is no view op, kept by nobody), where they do;
+    None where the chain reaches an input or a kept result, or an op no view op. Memory an
+    input lies in may be another array's the client holds at a later replay (a view it
+    made of that input before the stretch): only a temporary's is the stretch's own at
+    every replay."""
+    chain: list[int] = []
+    todo = [n]
+    while todo:
+        op = ops.get(maker.get(todo.pop(), -1))
+        if op is None or op.want != _ARRAY or type(op.name) is not str \
+                or op.name not in _VIEW_OPS.get(op.kind, ()) or "out" in op.kwargs:
+            return None
+        chain.append(op.index)
+        for slot in _array_slots(op):
+            if slot.kind != "r" or slot.n in alive:
+                return None
+            source = ops.get(maker.get(slot.n, -1))
+            if source is not None and type(source.name) is str \
+                    and source.name in _VIEW_OPS.get(source.kind, ()):
+                todo.append(slot.n)   # (a view of a view: followed to its memory's maker)
+    return chain
+
+
 def _apart(a: Any, kept: dict, allocation: Callable[[Any], Any],
            extent: Callable[[Any], tuple[int, int]], table: dict) -> bool:
-    """Whether the kept views in *a*'s allocation are the only arrays of the session's
-    handle table there (*table*, as the offered run left it: no input, no result that owns
-    it, no view the client kept from before) and none reaches the bytes of another: handed
-    out as copies, no write through one can be missed through another. Extents, not
-    elements: two views that interleave (``x[::2]``, ``x[1::2]``; ``hsplit``'s halves of
-    a matrix) count as touching."""
+    """Whether the kept views in *a*'s allocation (a temporary's: :func:`_temporary_view`)
+    are the only arrays of the session's handle table there (*table*, as the offered run
+    left it) and none reaches the bytes of another: handed out as copies, no write through
+    one can be missed through another. Extents, not elements: two views that interleave
+    (``x[::2]``, ``x[1::2]``; ``hsplit``'s halves of a matrix) count as touching. Judged on
+    the offered run's views: a replay that moves a bound they baked gives graphs up
+    (*apart* of :func:`judge`)."""
     at = allocation(a)
     group = [b for b in kept.values() if b.nbytes and allocation(b) == at]
     if any(b.base is None for b in group) or len(group) != sum(
