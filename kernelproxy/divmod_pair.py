@@ -28,6 +28,8 @@ import numpy as np
 
 from gpu_backend.protocol import messages as m
 
+from .result_structures import known_meta
+
 __all__ = ["pair"]
 
 #: the dtypes whose divmod is floor_divide and remainder to the bit: the integers, float32
@@ -41,11 +43,9 @@ _NAMES = {m.KIND_FUNCTION: ("floor_divide", "remainder"), m.KIND_OPERATOR: ("flo
 def _real_operand(value: Any) -> bool | None:
     """True for an array of the session of a known real dtype, False for a real scalar
     (Python's or NumPy's), None for anything else."""
-    if type(value).__name__ == "ndarray" and hasattr(value, "_h"):
-        meta = value._m
-        if meta is None:
-            meta = value._s.meta.peek(value._h)
-        return True if meta is not None and np.dtype(meta[1]) in _EXACT else None
+    meta = known_meta(value)
+    if meta is not None:
+        return True if np.dtype(meta[1]) in _EXACT else None
     if type(value) in (int, float) or (isinstance(value, np.generic)
                                        and np.dtype(type(value)) in _EXACT):
         return False

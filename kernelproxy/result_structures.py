@@ -33,7 +33,8 @@ import numpy as np
 
 from gpu_backend.protocol import messages as m
 
-__all__ = ["ONE", "predicted", "learn", "known_shape", "is_int"]
+__all__ = ["ONE", "predicted", "learn", "known_meta", "known_shape", "is_int", "hsplit_axis",
+           "vsplit_axis", "dsplit_axis"]
 
 #: the call gives one array: issued as an ``api.ARRAY`` op
 ONE = "one"
@@ -49,14 +50,19 @@ def _is_array(value: Any) -> bool:
     return type(value).__name__ == "ndarray" and hasattr(value, "_h")
 
 
-def known_shape(array: Any) -> tuple | None:
-    """The shape of the client array *array* where the client has its metadata now (no
-    round trip), else None."""
+def known_meta(array: Any) -> tuple | None:
+    """``(shape, dtype, strides, flags)`` of the client array *array* where the client has
+    its metadata now (no round trip), else None (also for anything not such an array)."""
     if not _is_array(array):
         return None
     meta = array._m
-    if meta is None:
-        meta = array._s.meta.peek(array._h)
+    return array._s.meta.peek(array._h) if meta is None else meta
+
+
+def known_shape(array: Any) -> tuple | None:
+    """The shape of the client array *array* where the client has its metadata now (no
+    round trip), else None."""
+    meta = known_meta(array)
     return None if meta is None else tuple(meta[0])
 
 
@@ -114,15 +120,15 @@ def _split(args: tuple, kwargs: dict | None, axis_of: Callable[[int], int | None
     return count
 
 
-def _hsplit_axis(ndim: int) -> int | None:
+def hsplit_axis(ndim: int) -> int | None:
     return None if ndim == 0 else (0 if ndim == 1 else 1)
 
 
-def _vsplit_axis(ndim: int) -> int | None:
+def vsplit_axis(ndim: int) -> int | None:
     return 0 if ndim >= 2 else None
 
 
-def _dsplit_axis(ndim: int) -> int | None:
+def dsplit_axis(ndim: int) -> int | None:
     return 2 if ndim >= 3 else None
 
 
@@ -309,9 +315,9 @@ _FUNCTIONS: dict[str, Callable[[tuple, dict | None], Any]] = {
     "frexp": lambda args, kwargs: _ufunc_of_two(args, kwargs, 1),
     "split": lambda args, kwargs: _split(args, kwargs, None, True),
     "array_split": lambda args, kwargs: _split(args, kwargs, None, False),
-    "hsplit": lambda args, kwargs: _split(args, kwargs, _hsplit_axis, True),
-    "vsplit": lambda args, kwargs: _split(args, kwargs, _vsplit_axis, True),
-    "dsplit": lambda args, kwargs: _split(args, kwargs, _dsplit_axis, True),
+    "hsplit": lambda args, kwargs: _split(args, kwargs, hsplit_axis, True),
+    "vsplit": lambda args, kwargs: _split(args, kwargs, vsplit_axis, True),
+    "dsplit": lambda args, kwargs: _split(args, kwargs, dsplit_axis, True),
     "meshgrid": _meshgrid,
     "broadcast_arrays": _broadcast_arrays,
     "atleast_1d": _atleast,

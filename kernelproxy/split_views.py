@@ -26,18 +26,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .result_structures import known_shape, is_int
+from .result_structures import dsplit_axis, hsplit_axis, is_int, known_shape, vsplit_axis
 
 __all__ = ["pieces"]
 
-#: each name's axis, from the array's ndim (None: the call's ``axis``); None where CuPy refuses
-_AXIS_OF = {
-    "split": None,
-    "array_split": None,
-    "hsplit": lambda ndim: 0 if ndim == 1 else 1,
-    "vsplit": lambda ndim: 0 if ndim >= 2 else None,
-    "dsplit": lambda ndim: 2 if ndim >= 3 else None,
-}
+#: each name's axis, from the array's ndim (None: the call's ``axis``); the rules
+#: result_structures tells the count by
+_AXIS_OF = {"split": None, "array_split": None, "hsplit": hsplit_axis, "vsplit": vsplit_axis,
+            "dsplit": dsplit_axis}
 
 
 def pieces(name: Any, args: tuple, kwargs: dict | None) -> tuple[int, list] | None:
