@@ -95,6 +95,8 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
             if a.nbytes:
                 at = allocation(a)
                 shared[at] = shared.get(at, 0) + 1
+    alive_set = set(alive)
+    apart_at: dict[Any, bool] = {}   # allocation -> whether the kept views there lie apart
     remade: dict[int, Op] = {}   # op index -> op
     owned: set[int] = set()      # the kept result slots handed out as they are
     # the arrays a remade result's memory may come from: by result slot (temporaries: theirs)
@@ -149,15 +151,18 @@ def judge(stretch: HeldStretch, alive: list, maker: dict, arrays: dict,
                 # before may see it at a later replay (``snap = x[:32]`` held): made again
                 # on the replay's input, below
                 continue
-            chain = _temporary_view(n, ops, maker, set(alive)) if extent is not None else None
-            if chain is not None and others[id(a)] == 1 and _apart(a, kept, allocation, extent,
-                                                                   arrays):
-                # views of a temporary's memory that only they lie in, none reaching
-                # another's bytes (``y = x * 2; a, b = split(y, 2)`` kept past the read):
-                # as for one, copies nobody can tell
-                if apart is not None:
-                    apart.update(chain)
-                continue
+            chain = _temporary_view(n, ops, maker, alive_set) if extent is not None else None
+            if chain is not None and others[id(a)] == 1:
+                at = allocation(a)
+                if at not in apart_at:   # (the whole table read once an allocation)
+                    apart_at[at] = _apart(a, kept, allocation, extent, arrays)
+                if apart_at[at]:
+                    # views of a temporary's memory that only they lie in, none reaching
+                    # another's bytes (``y = x * 2; a, b = split(y, 2)`` kept past the
+                    # read): as for one, copies nobody can tell
+                    if apart is not None:
+                        apart.update(chain)
+                    continue
             found = made_by_view(n)
             if found is None or not any(
                     (b is _DROPPED and a.base is not None) or (
@@ -192,47 +197,53 @@ def element_extent(address: int, array: Any) -> tuple[int, int]:
 _DROPPED = object()
 
 
-def _reaches_input(n: int, ops: dict, maker: dict) -> bool:
-    """Whether result slot *n* is made by view ops from an input of the stretch."""
-    todo, seen = [n], set()
+def _view_op(op: Op | None) -> bool:
+    """Whether *op* is one of the view ops (:data:`_VIEW_OPS`), an array with no ``out=``."""
+    return (op is not None and op.want == _ARRAY and type(op.name) is str
+            and op.name in _VIEW_OPS.get(op.kind, ()) and "out" not in op.kwargs)
+
+
+def _view_chain(n: int, ops: dict, maker: dict) -> tuple[list[int], set[int], list[Slot]]:
+    """How result slot *n* is made by view ops: the op indices of those ops (views of views
+    followed; empty where its maker is no view op), the result slots passed through, and
+    the slots of the memory they view (inputs, and results of ops that are no view ops)."""
+    if not _view_op(ops.get(maker.get(n, -1))):
+        return [], set(), []
+    chain: list[int] = []
+    through: set[int] = set()
+    sources: list[Slot] = []
+    todo = [n]
     while todo:
         slot_n = todo.pop()
-        if slot_n in seen:
+        if slot_n in through:
             continue
-        seen.add(slot_n)
-        op = ops.get(maker.get(slot_n, -1))
-        if op is None or type(op.name) is not str or op.name not in _VIEW_OPS.get(op.kind, ()):
-            continue
+        through.add(slot_n)
+        op = ops[maker[slot_n]]
+        chain.append(op.index)
         for slot in _array_slots(op):
-            if slot.kind == "i":
-                return True
-            if slot.kind == "r":
+            if slot.kind == "r" and _view_op(ops.get(maker.get(slot.n, -1))):
                 todo.append(slot.n)
-    return False
+            else:
+                sources.append(slot)
+    return chain, through, sources
+
+
+def _reaches_input(n: int, ops: dict, maker: dict) -> bool:
+    """Whether result slot *n* is made by view ops from an input of the stretch."""
+    return any(slot.kind == "i" for slot in _view_chain(n, ops, maker)[2])
 
 
 def _temporary_view(n: int, ops: dict, maker: dict, alive: set) -> list[int] | None:
     """The op indices of the view ops that make result slot *n* from a temporary of the
     stretch (a result made by an op that is no view op, kept by nobody), where they do;
-    None where the chain reaches an input or a kept result, or an op no view op. Memory an
-    input lies in may be another array's the client holds at a later replay (a view it
-    made of that input before the stretch): only a temporary's is the stretch's own at
-    every replay."""
-    chain: list[int] = []
-    todo = [n]
-    while todo:
-        op = ops.get(maker.get(todo.pop(), -1))
-        if op is None or op.want != _ARRAY or type(op.name) is not str \
-                or op.name not in _VIEW_OPS.get(op.kind, ()) or "out" in op.kwargs:
-            return None
-        chain.append(op.index)
-        for slot in _array_slots(op):
-            if slot.kind != "r" or slot.n in alive:
-                return None
-            source = ops.get(maker.get(slot.n, -1))
-            if source is not None and type(source.name) is str \
-                    and source.name in _VIEW_OPS.get(source.kind, ()):
-                todo.append(slot.n)   # (a view of a view: followed to its memory's maker)
+    None where the chain reaches an input or a kept result, or *n*'s maker is no view op.
+    Memory an input lies in may be another array's the client holds at a later replay (a
+    view it made of that input before the stretch): only a temporary's is the stretch's
+    own at every replay."""
+    chain, through, sources = _view_chain(n, ops, maker)
+    if not chain or any(m in alive for m in through - {n}) or any(
+            slot.kind != "r" or slot.n in alive for slot in sources):
+        return None
     return chain
 
 
