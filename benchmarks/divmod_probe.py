@@ -43,7 +43,7 @@ def _values(xp, dtype: str, n: int, seed: int):
     return xp.asarray(a)
 
 
-def _same(xp, a, b) -> int:
+def _same(a, b) -> int:
     """How many elements of *a* and *b* differ by their bits (shape and dtype first)."""
     a, b = (np.asarray(v.get() if hasattr(v, "get") else v) for v in (a, b))
     if a.dtype != b.dtype or a.shape != b.shape:
@@ -68,11 +68,11 @@ def probe(xp) -> list[dict]:
         for label, (a, b) in cases.items():
             with np.errstate(all="ignore"):
                 q, r = xp.divmod(a, b)
-                diff = _same(xp, q, xp.floor_divide(a, b)) + _same(xp, r, xp.remainder(a, b))
+                diff = _same(q, xp.floor_divide(a, b)) + _same(r, xp.remainder(a, b))
                 if not (isinstance(a, (int, float)) or isinstance(b, (int, float))
                         or np.isscalar(a) or np.isscalar(b)):
                     q2, r2 = divmod(a, b)
-                    diff += _same(xp, q2, a // b) + _same(xp, r2, a % b)
+                    diff += _same(q2, a // b) + _same(r2, a % b)
             rows.append({"dtype": dtype, "case": label, "differ": diff})
     return rows
 
