@@ -70,7 +70,10 @@ class MemoryBoard:
         self.slots[self.slot] = nbytes
 
     def close(self) -> None:
+        fd, self._fd = self._fd, -1   # (a second call closes nothing: see StagingRing.close)
+        if fd < 0:
+            return
         self.slots[self.slot] = 0
         self.slots = None
         self._map.close()
-        os.close(self._fd)   # (and with it the slot's lock)
+        os.close(fd)   # (and with it the slot's lock)

@@ -130,11 +130,14 @@ class DeviceTurns:
         return InTurn(fn, self)
 
     def close(self) -> None:
+        fd, self._fd = self._fd, -1   # (a second call closes nothing: see StagingRing.close)
+        if fd < 0:
+            return
         if self.slot is not None:
             self._waiting[self.slot] = 0
         self._waiting = self._words = None
         self._map.close()
-        os.close(self._fd)   # (its record locks go with it)
+        os.close(fd)   # (its record locks go with it)
 
 
 class InTurn:

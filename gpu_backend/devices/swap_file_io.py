@@ -246,4 +246,6 @@ class SwapFileReader:
     def close(self) -> None:
         """Reads not begun are dropped, those under way waited for; the file closed."""
         self._threads.shutdown(wait=True, cancel_futures=True)
-        os.close(self._fd)
+        fd, self._fd = self._fd, -1   # (a second call closes nothing: see StagingRing.close)
+        if fd >= 0:
+            os.close(fd)

@@ -154,12 +154,16 @@ class StagingRing:
         return True
 
     def close(self) -> None:
+        """Unmap and close; a second call does nothing. (Its descriptor's number is free
+        once closed, and another thread's next socket, pipe or libzmq's own eventfd may get
+        it at once: a second ``os.close`` of it closed that instead, and libzmq aborted in
+        its I/O thread when it next used the number.)"""
+        fd, self.fd = self.fd, -1
+        if fd < 0:
+            return
         try:
             self.view.release()
             self._map.close()
         except BufferError:   # a view of a slot is still alive somewhere: the map goes with it
             pass
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        os.close(fd)

@@ -95,5 +95,8 @@ class SpinSlots:
             self.slot = None
 
     def close(self) -> None:
+        """Give the slot back with the file (a second call does nothing: see StagingRing.close)."""
         self.slot = None
-        os.close(self._fd)   # drops this process's locks on the file
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)   # drops this process's locks on the file

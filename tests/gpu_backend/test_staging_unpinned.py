@@ -43,11 +43,8 @@ def links(tmp_path):
         unix.ready_peer(100)
     assert unix.peers, "the listener never saw its client"
     yield ClientLinks(router, port, unix)
-    for peer in unix.peers.values():
-        if peer.staging is not None:
-            peer.staging.close()
     client.close()
-    unix.close()
+    unix.close()   # (each peer's staging ring with it: closed here too, it was closed twice)
     ctx.destroy(linger=0)   # (the links' own sockets too: presence's monitor)
 
 

@@ -1,0 +1,75 @@
+"""Objects that own a raw file descriptor close it once, however often they are closed.
+
+A descriptor's number is free as soon as it is closed, and the next descriptor any thread
+makes gets the lowest free number: a pipe, a socket, or libzmq's own eventfd or epoll
+descriptor. A second ``os.close`` of the old number then closes that one instead. The
+suite's staging-ring fixture closed each ring twice (once itself, once through the
+listener); about one full run in ten, a test process then died in a libzmq I/O thread
+("Fatal Python error: Aborted"). Each test here closes an object, hands its old number to
+a pipe (``os.dup2``: what another thread's next descriptor would be), closes the object
+again, and checks that the pipe still works."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from gpu_backend.devices.host_memory_board import MemoryBoard
+from gpu_backend.devices.host_turns import DeviceTurns
+from gpu_backend.devices.swap_file_io import SwapFileReader
+from gpu_backend.protocol import staging
+from gpu_backend.worker.spin_slots import SpinSlots, make_slot_file
+
+
+def _staging_ring(_tmp: Path):
+    if not staging.available():
+        pytest.skip("no memfd on this host")
+    ring = staging.StagingRing.create(4096)
+    return ring, ring.fd
+
+
+def _spin_slots(tmp: Path):
+    slots = SpinSlots(make_slot_file(2, str(tmp)), 2)
+    return slots, slots._fd
+
+
+def _swap_reader(tmp: Path):
+    path = tmp / "swap"
+    path.write_bytes(b"\0" * 4096)
+    reader = SwapFileReader(path, threads=1)
+    return reader, reader._fd
+
+
+def _device_turns(tmp: Path):
+    turns = DeviceTurns(str(tmp / "turns"))
+    return turns, turns._fd
+
+
+def _memory_board(tmp: Path):
+    board = MemoryBoard(str(tmp / "board"), 1 << 20)
+    return board, board._fd
+
+
+@pytest.mark.parametrize("make", [_staging_ring, _spin_slots, _swap_reader, _device_turns,
+                                  _memory_board])
+def test_a_second_close_leaves_the_number_s_next_owner_alone(tmp_path: Path,
+                                                            make: Callable) -> None:
+    owner, number = make(tmp_path)
+    owner.close()
+    with pytest.raises(OSError):
+        os.fstat(number)                 # closed: the number is free
+    read, write = os.pipe()
+    try:
+        os.dup2(read, number)            # someone else's descriptor now has it
+        owner.close()                    # closed again
+        os.write(write, b"still mine")
+        assert os.read(number, 64) == b"still mine"
+    finally:
+        for fd in {read, write, number}:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
