@@ -28,7 +28,8 @@ class TcpRelay:
         self._lock = threading.Lock()
         self._open: list[tuple[socket.socket, socket.socket]] = []
         self._closed = False
-        threading.Thread(target=self._accept, name="tcp-relay", daemon=True).start()
+        self._accepting = threading.Thread(target=self._accept, name="tcp-relay", daemon=True)
+        self._accepting.start()
 
     def _accept(self) -> None:
         while True:
@@ -82,7 +83,14 @@ class TcpRelay:
                     pass
 
     def close(self) -> None:
+        """Stop accepting (a shut-down listener wakes the thread blocked in its accept, which
+        a close alone does not: the thread stayed, holding the port) and cut the rest."""
         with self._lock:
             self._closed = True
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._accepting.join(10)
         self._listener.close()
         self.cut()

@@ -249,7 +249,14 @@ class Sniffer:
     def __init__(self) -> None:
         self.streams: list[bytearray] = []
         self._sockets: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+
+    def _start(self, target, *args) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
 
     def forward(self, port: int) -> None:
         listener = socket.socket()
@@ -257,7 +264,7 @@ class Sniffer:
         listener.bind(("127.0.0.2", port))
         listener.listen()
         self._sockets.append(listener)
-        threading.Thread(target=self._accept, args=(listener, port), daemon=True).start()
+        self._start(self._accept, listener, port)
 
     def _accept(self, listener: socket.socket, port: int) -> None:
         while True:
@@ -271,7 +278,7 @@ class Sniffer:
             for source, sink in ((client, upstream), (upstream, client)):
                 stream = bytearray()
                 self.streams.append(stream)
-                threading.Thread(target=self._pump, args=(source, sink, stream), daemon=True).start()
+                self._start(self._pump, source, sink, stream)
 
     @staticmethod
     def _pump(source: socket.socket, sink: socket.socket, stream: bytearray) -> None:
@@ -287,9 +294,20 @@ class Sniffer:
         return any(needle in bytes(stream) for stream in self.streams)
 
     def close(self) -> None:
+        """Shut every socket down (which wakes a thread blocked in its accept or recv), wait
+        for the threads, then close: a thread that used a socket closed under it used its
+        number, which another thread's next descriptor (libzmq's, say) may have by then."""
         with self._lock:
-            for sock in self._sockets:
-                sock.close()
+            sockets, threads = list(self._sockets), list(self._threads)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:   # (not connected)
+                pass
+        for thread in threads:
+            thread.join(10)
+        for sock in sockets:
+            sock.close()
 
 
 def _ready_spares(pool: LocalPool) -> list[int]:
