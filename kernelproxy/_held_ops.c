@@ -519,7 +519,7 @@ held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const 
         goto error;
     GET(template, run, s_template);
     GET(plans, template, s_plans);
-    if (!PyList_Check(plans) || i >= PyList_GET_SIZE(plans))
+    if (!PyList_Check(plans) || i < 0 || i >= PyList_GET_SIZE(plans))
         goto miss;
     PyObject *plan = PyList_GET_ITEM(plans, i);   /* borrowed: plans is held */
     if (plan == Py_None || !PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4)
@@ -530,7 +530,8 @@ held_operator(PyObject *run, PyObject *session, PyObject *name, PyObject *const 
     if (!same)
         goto miss;
     PyObject *codes = PyTuple_GET_ITEM(plan, 1);
-    if (!PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != n_operands || n_operands > 2)
+    if (!PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != n_operands || n_operands < 1
+            || n_operands > 2)
         goto miss;
     GET(params, run, s_params);
     GET(bound, run, s_bound);
