@@ -34,6 +34,7 @@ import multiprocessing
 import os
 import platform
 import secrets
+import shutil
 import statistics
 import sys
 import tempfile
@@ -365,6 +366,7 @@ def measure(hosts: int, gpus: int, users: int, sessions: int, rates: list[float]
         host_proc.join(30)
         door_conn.send("stop")
         door.join(60)
+        shutil.rmtree(where, ignore_errors=True)   # (the users file and the usage log)
     return {"hosts": hosts, "gpus": gpus, "devices": hosts * gpus, "users": users,
             "sessions": sessions, "seconds_per_rate": seconds, "usage_every": usage_every,
             "lease_timeout": LEASE_TIMEOUT, "sign_in": sign_in, "fill": fill, "phases": phases}
