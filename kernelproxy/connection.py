@@ -31,7 +31,8 @@ from gpu_backend.protocol.errors import (AuthenticationError, ProtocolError, Ses
                                          SignInThrottledError, error_class)
 from gpu_backend.protocol.curve import secure_client
 
-__all__ = ["door_request", "signed_in_request", "hello", "session_label", "Heartbeat"]
+__all__ = ["door_request", "signed_in_request", "hello", "session_label", "Heartbeat",
+           "process_context"]
 
 #: How long to wait for any answer from a pool before saying there is none.
 PING_TIMEOUT = 5.0
@@ -278,20 +279,22 @@ def _user() -> str:
 #: lives: a worker that died is known to its pool at once (its control channel closes),
 #: so a client learns of it within this long, also over tcp, where nothing else tells it.
 BEAT_SECONDS = 0.5
-_beat_context: zmq.Context | None = None
-_beat_context_lock = threading.Lock()
+_process_context: zmq.Context | None = None
+_process_context_lock = threading.Lock()
 
 
-def _heartbeat_context() -> zmq.Context:
-    """The process's context for heartbeat sockets, apart from every session's own: a
-    session lost or dropped can then end its context at once, never waiting for its
-    heartbeat thread to close a socket (which a finaliser must never do: a context's
-    termination blocks while any of its sockets is open)."""
-    global _beat_context
-    with _beat_context_lock:
-        if _beat_context is None:
-            _beat_context = zmq.Context()
-        return _beat_context
+def process_context() -> zmq.Context:
+    """The process's context for sockets that live apart from any session's: heartbeats,
+    and requests any thread may make while the session closes (``Session.status``). A
+    session lost or dropped ends its own context at once (its finaliser may run in any
+    thread), never waiting for its heartbeat thread to close a socket (a context's
+    termination blocks while any of its sockets is open), and never closing a socket
+    another thread still uses (which libzmq may answer with an abort)."""
+    global _process_context
+    with _process_context_lock:
+        if _process_context is None:
+            _process_context = zmq.Context()
+        return _process_context
 
 
 class Heartbeat(threading.Thread):
@@ -315,7 +318,7 @@ class Heartbeat(threading.Thread):
         self._stopping = threading.Event()
 
     def run(self) -> None:
-        sock = _heartbeat_context().socket(zmq.DEALER)
+        sock = process_context().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         allow_ipv6(sock, self.address)
         sock.setsockopt(zmq.SNDTIMEO, int(self.interval * 1000))

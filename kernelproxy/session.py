@@ -36,7 +36,8 @@ from gpu_backend.protocol.curve import resolve_server_key
 
 from .array_meta import ArrayMetadata
 from .caller import caller
-from .connection import Heartbeat, door_request, hello, session_label, signed_in_request
+from .connection import (Heartbeat, door_request, hello, process_context, session_label,
+                         signed_in_request)
 from .device_group import device_mismatch, open_devices
 from .streamed import send_streamed
 from .interrupts import interrupts_deferred as _interrupts_deferred
@@ -1020,11 +1021,14 @@ class Session(SessionReplies):
 
     def status(self, history: float | None = None) -> dict:
         """The pool's status (devices, users and shares, sessions) as the front door reports it;
-        with *history*, also each user's device time per second over that many seconds."""
+        with *history*, also each user's device time per second over that many seconds.
+        Any thread may ask, without the session's lock (a panel's thread while a cell
+        computes): so not on the session's context, which its close may end meanwhile."""
         msg: dict[str, Any] = {"t": "status", "token": self._token}
         if history:
             msg["history"] = float(history)
-        return signed_in_request(self.ctx, self.address, msg, 10, server_key=self.server_key)
+        return signed_in_request(process_context(), self.address, msg, 10,
+                                 server_key=self.server_key)
 
     @_serialised
     def close(self, wait: float = CLOSE_WAIT) -> None:
