@@ -58,7 +58,12 @@ def _close_all() -> None:
             continue
         left = deadline - time.monotonic()
         if left <= 0 or not session._lock.acquire(timeout=left):
-            session._release()   # no goodbye: the link closes, the worker ends the session
+            # No goodbye: the link closes with the process, and the worker ends the session.
+            # Nothing of it is closed here, nor by its finaliser at exit: the thread that
+            # holds the session may be waiting on its sockets, and a socket closed under a
+            # thread that uses it is one libzmq may answer with an abort.
+            session.heartbeat.stop()
+            session._release.atexit = False
             continue
         try:
             session.close(wait=min(left, 1.0))

@@ -44,6 +44,38 @@ if sys.argv[3] == "stay":
 """
 
 
+#: A script that exits while a thread of its own is inside the session, waiting on its link
+#: (as an op waits for its reply): the session's sockets are left to the process's end,
+#: not closed under that thread (a socket closed under a thread that uses it is one
+#: libzmq may answer with an abort; over tcp the thread's poll met a freed socket).
+BUSY_AT_EXIT = """
+import atexit, sys, threading
+failed = threading.Event()
+def after_kernelproxy():   # (registered first, so run after kernelproxy's exit handler)
+    if failed.wait(2.0):   # (a socket closed under the thread fails its poll at once)
+        print("the link's socket was closed under the thread that waited on it",
+              file=sys.stderr, flush=True)
+atexit.register(after_kernelproxy)
+import kernelproxy
+session = kernelproxy.connect(sys.argv[1], open(sys.argv[2]).read().strip())
+kernelproxy.install(session)
+import cupy as cp
+float(cp.ones(4).sum())   # (an op first: the worker knows its client's connection)
+held = threading.Event()
+def hold():
+    with session._lock:
+        held.set()
+        try:
+            session.link.poll(60_000)
+        except Exception as exc:
+            print(repr(exc), file=sys.stderr, flush=True)
+            failed.set()
+threading.Thread(target=hold, daemon=True).start()
+held.wait(30)
+print(session.id, flush=True)
+"""
+
+
 @pytest.fixture(scope="module")
 def one_session_pool(tmp_path_factory):
     """A pool whose user ``erin`` may have one session at once."""
@@ -84,6 +116,18 @@ def test_a_script_that_exits_ends_its_session(one_session_pool, link):
         sid = out.split()[0]
         # gone at once: the script closed it as it exited, before this status was asked
         assert sid not in [s["session"] for s in _status(pool, token)["sessions"]]
+
+
+@pytest.mark.parametrize("link", ["unix", "tcp"])
+def test_a_script_that_exits_inside_its_session_leaves_its_sockets_to_the_exit(one_session_pool,
+                                                                              link):
+    pool, token_file, token = one_session_pool
+    script = subprocess.run([sys.executable, "-c", BUSY_AT_EXIT, _address(pool, link), token_file],
+                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert script.returncode == 0 and script.stderr == "", script.stderr
+    sid = script.stdout.split()[0]
+    assert until(lambda: sid not in [s["session"] for s in _status(pool, token)["sessions"]],
+                 DEADLINE, step=0.05), f"session {sid} still open after {DEADLINE} s"
 
 
 @pytest.mark.parametrize("link", ["unix", "tcp"])
