@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import getpass
 import itertools
+import os
 import sys
 import threading
 import time
@@ -295,6 +296,16 @@ def process_context() -> zmq.Context:
         if _process_context is None:
             _process_context = zmq.Context()
         return _process_context
+
+
+def _forget_process_context() -> None:
+    """In a forked child: the parent's context has no I/O threads here (a request on it
+    would wait for ever); the child makes its own when it first needs one."""
+    global _process_context, _process_context_lock
+    _process_context, _process_context_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_process_context)
 
 
 class Heartbeat(threading.Thread):

@@ -8,6 +8,7 @@ process. It now goes through the process's context, which no session ends."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import kernelproxy
@@ -49,3 +50,22 @@ def test_status_asked_from_another_thread_while_the_session_closes(pool):
         assert not thread.is_alive()
     assert failures == []
     assert answers >= 10
+
+
+def test_a_forked_child_asks_on_a_context_of_its_own(pool):
+    """A child forked after the process's context was made gets a new one: the parent's
+    has no I/O threads in the child, and a request on it would wait for ever."""
+    session = kernelproxy.connect(pool.address, pool.token)
+    try:
+        session.status()                       # (the process's context made, in the parent)
+        pid = os.fork()
+        if pid == 0:   # the child: ask, say how it went by the exit code, leave
+            code = 1
+            try:
+                code = 0 if session.status()["devices"] else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        session.close()
