@@ -27,6 +27,7 @@ class TcpRelay:
         self.address = f"tcp://127.0.0.1:{self._listener.getsockname()[1]}"
         self._lock = threading.Lock()
         self._open: list[tuple[socket.socket, socket.socket]] = []
+        self._pumps: list[threading.Thread] = []
         self._closed = False
         self._accepting = threading.Thread(target=self._accept, name="tcp-relay", daemon=True)
         self._accepting.start()
@@ -48,7 +49,9 @@ class TcpRelay:
                     far.close()
                     return
                 self._open.append((near, far))
-            threading.Thread(target=self._pump, args=(near, far), daemon=True).start()
+                pump = threading.Thread(target=self._pump, args=(near, far), daemon=True)
+                self._pumps.append(pump)
+            pump.start()
 
     def _pump(self, near: socket.socket, far: socket.socket) -> None:
         other = {near: far, far: near}
@@ -64,6 +67,9 @@ class TcpRelay:
             self._drop(near, far)
 
     def _drop(self, *pair: socket.socket) -> None:
+        with self._lock:   # (off the list first: cut() shuts down only what is on it)
+            if pair in self._open:
+                self._open.remove(pair)
         for sock in pair:
             try:   # (a reset, not an orderly close: nothing more arrives from either side)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -72,15 +78,16 @@ class TcpRelay:
                 pass
 
     def cut(self) -> None:
-        """Break every connection open now."""
+        """Break every connection open now. (Under the lock: a pump closes its pair only
+        once it is off the list, so a socket is never shut down after its close, when its
+        number may be another's.)"""
         with self._lock:
-            pairs, self._open = self._open, []
-        for near, far in pairs:
-            for sock in (near, far):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)   # (wakes its pump, which resets both)
-                except OSError:
-                    pass
+            for near, far in self._open:
+                for sock in (near, far):
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)   # (wakes its pump, which resets both)
+                    except OSError:
+                        pass
 
     def close(self) -> None:
         """Stop accepting (a shut-down listener wakes the thread blocked in its accept, which
@@ -94,3 +101,7 @@ class TcpRelay:
         self._accepting.join(10)
         self._listener.close()
         self.cut()
+        with self._lock:
+            pumps = list(self._pumps)
+        for pump in pumps:
+            pump.join(10)

@@ -251,6 +251,7 @@ class Sniffer:
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._closed = False
 
     def _start(self, target, *args) -> None:
         thread = threading.Thread(target=target, args=args, daemon=True)
@@ -272,8 +273,17 @@ class Sniffer:
                 client, _ = listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(("127.0.0.1", port))
+            try:
+                upstream = socket.create_connection(("127.0.0.1", port), timeout=10)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
             with self._lock:
+                if self._closed:   # (accepted as close() shut the listener: not forwarded)
+                    client.close()
+                    upstream.close()
+                    return
                 self._sockets += [client, upstream]
             for source, sink in ((client, upstream), (upstream, client)):
                 stream = bytearray()
@@ -298,6 +308,7 @@ class Sniffer:
         for the threads, then close: a thread that used a socket closed under it used its
         number, which another thread's next descriptor (libzmq's, say) may have by then."""
         with self._lock:
+            self._closed = True
             sockets, threads = list(self._sockets), list(self._threads)
         for sock in sockets:
             try:
