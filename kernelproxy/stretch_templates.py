@@ -508,7 +508,7 @@ class TemplateRun:
                 return None
             i = self.i
             plans = self.template.plans
-            if i >= len(plans):
+            if not 0 <= i < len(plans):   # (as the compiled check: never plans[-1])
                 return None
             plan = plans[i]
             if plan is None or plan[0] != name:

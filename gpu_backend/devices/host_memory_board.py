@@ -73,7 +73,9 @@ class MemoryBoard:
         fd, self._fd = self._fd, -1   # (a second call closes nothing: see StagingRing.close)
         if fd < 0:
             return
-        self.slots[self.slot] = 0
-        self.slots = None
-        self._map.close()
-        os.close(fd)   # (and with it the slot's lock)
+        try:
+            self.slots[self.slot] = 0
+            self.slots = None
+            self._map.close()   # (BufferError while a view of it lives: the map goes with it)
+        finally:
+            os.close(fd)   # (and with it the slot's lock)

@@ -133,11 +133,13 @@ class DeviceTurns:
         fd, self._fd = self._fd, -1   # (a second call closes nothing: see StagingRing.close)
         if fd < 0:
             return
-        if self.slot is not None:
-            self._waiting[self.slot] = 0
-        self._waiting = self._words = None
-        self._map.close()
-        os.close(fd)   # (its record locks go with it)
+        try:
+            if self.slot is not None:
+                self._waiting[self.slot] = 0
+            self._waiting = self._words = None
+            self._map.close()   # (BufferError while a view of it lives: the map goes with it)
+        finally:
+            os.close(fd)   # (its record locks go with it)
 
 
 class InTurn:
