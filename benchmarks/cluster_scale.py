@@ -360,13 +360,15 @@ def measure(hosts: int, gpus: int, users: int, sessions: int, rates: list[float]
             phases.append(driver.run(slots, rate))
             driver.close(slots, max(rate, 50))
     finally:
-        clients.close()
-        hosts_conn.send("stop")
-        hosts_conn.recv()
-        host_proc.join(30)
-        door_conn.send("stop")
-        door.join(60)
-        shutil.rmtree(where, ignore_errors=True)   # (the users file and the usage log)
+        try:
+            clients.close()
+            hosts_conn.send("stop")
+            hosts_conn.recv()
+            host_proc.join(30)
+            door_conn.send("stop")
+            door.join(60)
+        finally:
+            shutil.rmtree(where, ignore_errors=True)   # (the users file and the usage log)
     return {"hosts": hosts, "gpus": gpus, "devices": hosts * gpus, "users": users,
             "sessions": sessions, "seconds_per_rate": seconds, "usage_every": usage_every,
             "lease_timeout": LEASE_TIMEOUT, "sign_in": sign_in, "fill": fill, "phases": phases}
