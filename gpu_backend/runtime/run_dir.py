@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 
-__all__ = ["make_run_dir", "remove_run_dir", "sweep_stale_run_dirs", "mark_owner", "PREFIX",
+__all__ = ["make_run_dir", "remove_run_dir", "sweep_stale_run_dirs", "mark_owner", "owner_alive", "PREFIX",
            "SWEPT_PREFIXES"]
 
 log = logging.getLogger("gpu_backend.runtime.run_dir")
@@ -31,13 +31,17 @@ _OWNER = "owner"
 
 
 def _start_time(pid: int) -> str | None:
-    """The start time of process *pid* (clock ticks since boot), or None if it is gone. A
-    pid can be reused; pid and start time together name one process."""
+    """The start time of process *pid* (clock ticks since boot), or None if it is gone (a
+    zombie, killed and not yet collected, is gone). A pid can be reused; pid and start time
+    together name one process."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
         return None
+    if len(fields) < 20 or fields[0] == "Z":
+        return None
+    return fields[19]
 
 
 def _base() -> str:
@@ -65,7 +69,7 @@ def remove_run_dir(path: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _alive(path: str) -> bool:
+def owner_alive(path: str) -> bool:
     """Whether the pool that made the directory *path* still runs (unknown, or no owner
     file, as in the directories of older versions: yes)."""
     if _start_time(os.getpid()) is None:   # no /proc: no way to tell, so never sweep
@@ -97,7 +101,7 @@ def sweep_stale_run_dirs() -> int:
             continue
         if info.st_uid != os.getuid() or not os.path.isdir(path) or os.path.islink(path):
             continue
-        if not _alive(path):
+        if not owner_alive(path):
             remove_run_dir(path)
             removed += 1
     if removed:

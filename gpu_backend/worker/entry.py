@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from gpu_backend.runtime.run_dir import remove_run_dir
+from gpu_backend.runtime.run_dir import owner_alive, remove_run_dir
 from ..protocol import spinning
 from ..runtime.stacks import dump_on_request
 from .control import ControlChannel
@@ -68,7 +68,12 @@ def _watch_the_pool(control: ControlChannel, cleanup: list[str]) -> None:
         control.hung_up(None)
         for path in cleanup:
             if os.path.isdir(path):
-                remove_run_dir(path)
+                # (only where its pool has really gone: a channel that hung up because its
+                # pool end was closed by mistake in a pool that runs on, as a descriptor
+                # closed twice in the pool's process did in the suite, took the baton and
+                # the arbiter's socket from every later worker of that pool)
+                if not owner_alive(path):
+                    remove_run_dir(path)
             else:
                 try:
                     os.unlink(path)
