@@ -81,6 +81,11 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = sorted(items, key=lambda item: -cost(item))
 
 
+def pytest_configure(config):
+    from tests.close_guard import install
+    install()   # (a stray second close raises where it is made: tests/close_guard.py)
+
+
 def pytest_report_header(config):
     return (f"gpu-workbench: reference {'numpy' if REFERENCE_IS_NUMPY else 'cupy'}, "
             f"pool devices {DEVICES!r} ({'numpy' if POOL_RUNS_NUMPY else 'cupy'})")

@@ -73,3 +73,16 @@ def test_a_second_close_leaves_the_number_s_next_owner_alone(tmp_path: Path,
                 os.close(fd)
             except OSError:
                 pass
+
+
+def test_the_suite_s_os_close_refuses_an_eventfd():
+    """tests/close_guard.py: in the suite's processes an ``os.close`` of an eventfd (what
+    libzmq's mailboxes are) raises where it is made."""
+    from tests import close_guard
+    fd = os.eventfd(0)
+    try:
+        with pytest.raises(AssertionError, match="eventfd"):
+            os.close(fd)
+        os.fstat(fd)   # still open
+    finally:
+        close_guard._close(fd)
