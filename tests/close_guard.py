@@ -1,17 +1,34 @@
-"""In the suite's processes, ``os.close`` refuses a descriptor that is libzmq's own.
+"""In the suite's processes, ``os.close`` refuses a descriptor that is not its caller's.
 
-A descriptor closed twice closes whatever number another thread opened since; libzmq's
+A descriptor closed twice closes whatever number another thread opened since. libzmq's
 mailbox eventfds and epoll descriptors are such numbers, and libzmq aborts the process
 when it next uses one (a run in five or so, 2026-11-30: see docs/architecture.md,
-"Contexts and descriptors"). Nothing of ours or of the libraries the suite runs closes
-an eventfd or an epoll descriptor with ``os.close``, so one that does is the stray
-close: it raises here, in the code that made it, instead of an abort later elsewhere."""
+"Contexts and descriptors"); a pool's listening socket was another (its own close then
+failed with EBADF, and its workers took the pool for gone). So ``os.close`` raises
+``AssertionError`` where the number is, right now:
+
+- an eventfd or an epoll descriptor: nothing of ours or of the libraries the suite runs
+  closes one with ``os.close``, so it is libzmq's;
+- the descriptor of a live Python ``socket.socket``: that object closes its own, and a raw
+  close of its number is a stale integer from elsewhere.
+
+Either raises in the code that made the stray close, with its traceback, instead of an
+abort or a lost socket later elsewhere."""
 
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import weakref
 
 _close = os.close
+_init = socket.socket.__init__
+
+#: Python sockets by the descriptor each had when made (checked at use: a socket closed,
+#: detached or collected since holds it no longer)
+_sockets: dict[int, weakref.ref] = {}
+_lock = threading.Lock()
 
 
 def _guarded_close(fd: int) -> None:
@@ -22,8 +39,34 @@ def _guarded_close(fd: int) -> None:
     if target.startswith(("anon_inode:[eventfd]", "anon_inode:[eventpoll]")):
         raise AssertionError(f"os.close({fd}) of {target}: not this code's descriptor (libzmq's, "
                              "most likely): a descriptor closed twice")
+    if _held_by_a_socket(fd):
+        raise AssertionError(f"os.close({fd}) of {target}, which a live socket object holds: "
+                             "a descriptor closed twice")
     _close(fd)
+
+
+def _held_by_a_socket(fd: object) -> bool:
+    with _lock:
+        ref = _sockets.get(fd) if type(fd) is int else None
+    sock = ref() if ref is not None else None
+    return sock is not None and _socket_fd(sock) == fd
+
+
+def _registering_init(self, *args, **kwargs) -> None:
+    _init(self, *args, **kwargs)
+    fd = _socket_fd(self)
+    if fd >= 0:
+        with _lock:
+            _sockets[fd] = weakref.ref(self)
+
+
+def _socket_fd(sock: socket.socket) -> int:
+    try:
+        return socket.socket.fileno(sock)
+    except (OSError, ValueError):
+        return -1
 
 
 def install() -> None:
     os.close = _guarded_close
+    socket.socket.__init__ = _registering_init

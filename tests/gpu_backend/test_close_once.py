@@ -86,3 +86,27 @@ def test_the_suite_s_os_close_refuses_an_eventfd():
         os.fstat(fd)   # still open
     finally:
         close_guard._close(fd)
+
+
+def test_the_suite_s_os_close_refuses_a_live_socket_s_descriptor():
+    """tests/close_guard.py: a raw ``os.close`` of a number a live socket object holds
+    raises; once that socket is closed, detached or collected, the number is free again."""
+    import gc
+    import socket
+    held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with pytest.raises(AssertionError, match="live socket"):
+            os.close(held.fileno())
+        os.fstat(held.fileno())   # still open
+    finally:
+        held.close()
+    detached = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    os.close(detached.detach())
+    collected = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    number = collected.fileno()
+    del collected
+    gc.collect()
+    read, write = os.pipe()   # (the lowest free numbers: most likely the collected one's)
+    os.close(read)
+    os.close(write)
+    assert number >= 0
