@@ -15,7 +15,8 @@ each step, ``unseen_loop_bodies_several_results.py``, which call functions of se
 results, ``unseen_loop_bodies_user_kernels.py``, which launch the user's own kernels,
 ``unseen_loop_bodies_records.py``, which record each step by index, and
 ``unseen_loop_bodies_schedules.py``, whose step scalars follow schedules, many of them
-NumPy's narrow floats)
+NumPy's narrow floats, and ``unseen_loop_bodies_several_held.py``, whose steps hold calls of
+several results at every place of a stretch)
 is a plain function ``name(xp, n)``, a loop of *n*
 iterations (>= 50) of the kind a CuPy user writes in a notebook, returning NumPy arrays, Python values, or lists and
 tuples of them. It runs four times, each pool side on a fresh session of one embedded pool
