@@ -306,7 +306,8 @@ class Session(SessionReplies):
         self._resume: int | None = None
         #: recognises repeated stretches and sends them as replays (kernelproxy.stretch_replay)
         self.stretches = (StretchReplay(self._handle_of, measured=settings.replay_measured,
-                                        fast=settings.fast_path, early=settings.early_replay)
+                                        fast=settings.fast_path, early=settings.early_replay,
+                                        several=settings.several_held)
                           if settings.graphs else None)
         #: the run of a held stretch answered from its template (kernelproxy/stretch_templates.py),
         #: while one is under way; whether the stretch just begun may start one (no op of it
@@ -436,15 +437,19 @@ class Session(SessionReplies):
                       kwargs: dict | None, label: str) -> list[int]:
         """Queue a call whose *count* arrays the client names (``api.ARRAYS``,
         kernelproxy/result_structures.py); their handles. A stretch with such a call is
-        never held (the worker's held stretches know one result an op): where the stretch
-        so far is held or may yet be, it ends here and the call goes in a batch of its own,
-        as before a large upload, so that the ops before and after it are stretches that
-        repeat (a long step's replays kept; measured, docs/stretch-replay.md, "Calls of
-        several results issued with no wait"); else the call joins the stretch under way,
-        two messages fewer.
+        held, but never graphed: the worker re-runs its records at each replay
+        (docs/stretch-replay.md, "Calls of several results inside held stretches"). So
+        where the stretch so far holds no such call and is held or may yet be, it ends
+        here and the call goes in a batch of its own, as before a large upload, so that the
+        ops before it stay a stretch its graphs serve (a long step's replays kept;
+        measured, "Calls of several results issued with no wait"); a stretch that holds one
+        already is never graphed, and the call joins it, as it joins a stretch let go,
+        two messages fewer. (A call that opens a stretch cuts nothing: it and the ops after
+        it are one stretch, held.) ``GPUWB_SEVERAL_HELD=0``: no such stretch is held, the
+        call cut off wherever the stretch may be held.
         Batches so sent are not read at once: a loop with no sync point would pile them up,
         so, as a loop's pieces do (loop_cuts.PIECES_AHEAD), at most so many go unanswered."""
-        cut = self._stretch_may_be_held()
+        cut = not self._holds_several() and self._stretch_may_be_held()
         if cut:
             self.flush(drain=False)
         hids = [self.new_id() for _ in range(count)]
@@ -453,6 +458,16 @@ class Session(SessionReplies):
             self.flush(drain=False)
             self._wait_all_but(PIECES_AHEAD)
         return hids
+
+    def _holds_several(self) -> bool:
+        """Whether the stretch under way holds a call of several results already: the run
+        answered from a template has taken one, or its key has one. Never where such
+        stretches are not held (``GPUWB_SEVERAL_HELD=0``: the key has none then)."""
+        run = self._run
+        if run is not None:
+            first = run.template.first_several
+            return first is not None and first < run.i
+        return self.stretches is not None and self.stretches.current.several
 
     def _stretch_may_be_held(self) -> bool:
         """Whether the stretch queued so far is answered from a template, or its key is held
