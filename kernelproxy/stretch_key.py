@@ -176,12 +176,12 @@ class StretchKey:
         except Exception:   # _Unkeyable, or arguments the pool will refuse (unsortable keys...)
             self.keyable = False
             return
-        if type(out) is list:   # (several results, api.ARRAYS: its count in its record)
-            if not self._several_ok:
-                self.keyable = False
-                return
-            record = (record[0], (want, len(out)), *record[2:])
+        if type(out) is list and self._several_ok:   # (several results, api.ARRAYS: its
+            record = (record[0], (want, len(out)), *record[2:])   # count in its record)
         self._append(record)
+        if type(out) is list and not self._several_ok:   # (never held: sent as its ops)
+            self.keyable = False
+            return
         if out is not None:
             self._made(out)
         self._ops += 1
