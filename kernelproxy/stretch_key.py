@@ -143,6 +143,11 @@ class StretchKey:
         return len(self.records)
 
     @property
+    def several_ok(self) -> bool:
+        """Whether a call of several results is keyed here (``GPUWB_SEVERAL_HELD``)."""
+        return self._several_ok
+
+    @property
     def ops(self) -> int:
         """Ops added so far (free records apart)."""
         return self._ops
