@@ -218,3 +218,8 @@ def test_an_error_in_a_call_of_several_results_of_a_held_stretch_names_its_line(
         notes = "".join(getattr(caught.value, "__notes__", []))
         assert "unravel_index" in notes and "test_several_held.py" in notes, notes
         assert step(good) == 190.0   # and the session goes on
+
+
+def test_the_switch_is_read_from_the_environment():
+    assert SessionSettings.from_environ({}).several_held is True
+    assert SessionSettings.from_environ({"GPUWB_SEVERAL_HELD": "0"}).several_held is False
