@@ -47,14 +47,18 @@ def array_class() -> type:
     return _classes[0]
 
 
-def wrap(session: Any, hid: int) -> Any:
+def wrap(session: Any, hid: int, meta: tuple | None = None) -> Any:
     """A client array for a handle the session already issued or received; its metadata
-    at once where a held stretch's template gave it (kernelproxy/stretch_templates.py)."""
+    at once where a held stretch's template gave it (kernelproxy/stretch_templates.py),
+    or as *meta* tells (a call of several results' piece, whose run may have ended since:
+    Session.submit_arrays)."""
     arr = object.__new__(_classes[0])
     arr._s = session
     arr._h = hid
-    run = session._run
-    arr._m = run.predicted.get(hid) if run is not None else None
+    if meta is None:
+        run = session._run
+        meta = run.predicted.get(hid) if run is not None else None
+    arr._m = meta
     session.arrays[hid] = _weak(arr)
     return arr
 
@@ -134,8 +138,8 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
             if two is not None:   # (divmod as floor_divide and remainder: ops held stretches keep)
                 return container([call(session, kind, op, _ARRAY, None, args, {}, label)
                                   for op in two])
-            return container([wrap(session, hid) for hid in
-                              session.submit_arrays(count, kind, name, target, args, kwargs, label)])
+            hids, metas = session.submit_arrays(count, kind, name, target, args, kwargs, label)
+            return container([wrap(session, hid, meta) for hid, meta in zip(hids, metas)])
     hid = session.new_id()
     seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)
     result = _unwrap(session, session.value(seq))

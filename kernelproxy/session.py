@@ -306,7 +306,8 @@ class Session(SessionReplies):
         self._resume: int | None = None
         #: recognises repeated stretches and sends them as replays (kernelproxy.stretch_replay)
         self.stretches = (StretchReplay(self._handle_of, measured=settings.replay_measured,
-                                        fast=settings.fast_path, early=settings.early_replay)
+                                        fast=settings.fast_path, early=settings.early_replay,
+                                        several=settings.several_held)
                           if settings.graphs else None)
         #: the run of a held stretch answered from its template (kernelproxy/stretch_templates.py),
         #: while one is under way; whether the stretch just begun may start one (no op of it
@@ -433,26 +434,59 @@ class Session(SessionReplies):
 
     @_serialised
     def submit_arrays(self, count: int, kind: str, name: Any, target: Any, args: tuple,
-                      kwargs: dict | None, label: str) -> list[int]:
+                      kwargs: dict | None, label: str) -> tuple[list[int], list]:
         """Queue a call whose *count* arrays the client names (``api.ARRAYS``,
-        kernelproxy/result_structures.py); their handles. A stretch with such a call is
-        never held (the worker's held stretches know one result an op): where the stretch
-        so far is held or may yet be, it ends here and the call goes in a batch of its own,
-        as before a large upload, so that the ops before and after it are stretches that
-        repeat (a long step's replays kept; measured, docs/stretch-replay.md, "Calls of
-        several results issued with no wait"); else the call joins the stretch under way,
-        two messages fewer.
+        kernelproxy/result_structures.py); their handles, and the metadata a run answered
+        from a template predicts for each (None: not known here). (Taken before the cut
+        after the call ends the run: the worker is not asked for what was predicted.)
+        A stretch with such a call is
+        held, but never graphed: the worker re-runs its records at each replay
+        (docs/stretch-replay.md, "Calls of several results inside held stretches"). So
+        where the stretch so far holds no such call and is held or may yet be, it ends
+        here and the call goes in a batch of its own, as before a large upload, so that the
+        ops before it stay a stretch its graphs serve (a long step's replays kept;
+        measured, "Calls of several results issued with no wait"); a stretch that holds one
+        already is never graphed, and the call joins it, as it joins a stretch let go,
+        two messages fewer; one that opens the stretch cuts nothing (:meth:`_stretch_has_ops`):
+        it and the ops after it are one stretch, held. ``GPUWB_SEVERAL_HELD=0``: no such
+        stretch is held, and the call is cut off wherever the stretch may be held, as before.
         Batches so sent are not read at once: a loop with no sync point would pile them up,
         so, as a loop's pieces do (loop_cuts.PIECES_AHEAD), at most so many go unanswered."""
-        cut = self._stretch_may_be_held()
+        if self.stretches is not None and self.stretches.current.several_ok:
+            cut = self._stretch_has_ops() and not self._holds_several() \
+                and self._stretch_may_be_held()
+        else:
+            cut = self._stretch_may_be_held()
         if cut:
             self.flush(drain=False)
         hids = [self.new_id() for _ in range(count)]
         self.submit(kind, api.ARRAYS, hids, name, target, args, kwargs, label)
+        run = self._run
+        metas = [run.predicted.get(hid) for hid in hids] if run is not None else [None] * count
         if cut:
             self.flush(drain=False)
             self._wait_all_but(PIECES_AHEAD)
-        return hids
+        return hids, metas
+
+    def _stretch_has_ops(self) -> bool:
+        """Whether the stretch under way has an op before the one at hand: a run answered
+        from a template has taken one (it begins at its first), or its key has one. A call
+        of several results that opens a stretch cuts nothing: held stretches are cut so
+        that the ops before the call stay a stretch its graphs serve, and there are none
+        (a held loop's last sighting makes ``cut_here`` true with none queued yet, which
+        made the call a stretch of its own)."""
+        return self._run is not None or (self.stretches is not None
+                                         and self.stretches.current.ops > 0)
+
+    def _holds_several(self) -> bool:
+        """Whether the stretch under way holds a call of several results already: the run
+        answered from a template has taken one, or its key has one. Never where such
+        stretches are not held (``GPUWB_SEVERAL_HELD=0``: the key has none then)."""
+        run = self._run
+        if run is not None:
+            first = run.template.first_several
+            return first is not None and first < run.i
+        return self.stretches is not None and self.stretches.current.several
 
     def _stretch_may_be_held(self) -> bool:
         """Whether the stretch queued so far is answered from a template, or its key is held

@@ -4,7 +4,11 @@ Step 1 of stretch replay (docs/stretch-replay.md). Between two sync points the c
 each op it issues, and each free record, to a :class:`StretchKey`. Arguments become
 *roles*:
 
-* an array made by op ``k`` of this stretch: ``("r", k)``;
+* an array made by op ``k`` of this stretch: ``("r", k)``; the piece at place ``p`` of a
+  call of several results (``api.ARRAYS``: ``q, r = modf(x)``) that op ``k`` is:
+  ``("r", k, p)``, that call's record holding its count (``(want, n)``: a call whose
+  count follows from metadata the key does not hold, ``nonzero`` of an input, is another
+  stretch where the count differs);
 * an array from before the stretch: ``("i", n)``, the ``n``-th such array first named, its
   handle kept in :attr:`StretchKey.inputs` (each iteration passes new ones);
 * a scalar operand of an arithmetic operator (``x * alpha``, ``1 - x``), a positional
@@ -106,16 +110,18 @@ class StretchKey:
     """
 
     __slots__ = ("_handle_of", "records", "inputs", "params", "outs", "_input_role",
-                 "_result_role", "_ops", "keyable", "whole", "piece")
+                 "_result_role", "_ops", "keyable", "whole", "piece", "several", "_several_ok")
 
-    def __init__(self, handle_of: Callable[[Any], int | None], keyed: bool = True) -> None:
+    def __init__(self, handle_of: Callable[[Any], int | None], keyed: bool = True,
+                 several_ok: bool = True) -> None:
         self._handle_of = handle_of
         self.records: list[tuple] = []
         #: handles of the arrays from before the stretch, in the order first named
         self.inputs: list[int] = []
         #: values of the operators' scalar operands, in order
         self.params: list[Any] = []
-        #: the handles of the ops' results, in op order (ops without one left out)
+        #: the handles of the ops' results, by result slot: in op order (ops without one
+        #: left out), a call of several results' pieces each in place order
         self.outs: list[int] = []
         self._input_role: dict[int, tuple] = {}
         self._result_role: dict[int, tuple] = {}
@@ -127,9 +133,19 @@ class StretchKey:
         #: whether it is a piece of a loop with no sync point (kernelproxy/loop_cuts.py): its
         #: repeats are known already, so it is offered at its second sighting
         self.piece = False
+        #: whether it holds a call of several results (``api.ARRAYS``); *several_ok*
+        #: False (``GPUWB_SEVERAL_HELD=0``): such a call makes the stretch unkeyable, as
+        #: before they were held
+        self.several = False
+        self._several_ok = several_ok
 
     def __len__(self) -> int:
         return len(self.records)
+
+    @property
+    def several_ok(self) -> bool:
+        """Whether a call of several results is keyed here (``GPUWB_SEVERAL_HELD``)."""
+        return self._several_ok
 
     @property
     def ops(self) -> int:
@@ -165,14 +181,28 @@ class StretchKey:
         except Exception:   # _Unkeyable, or arguments the pool will refuse (unsortable keys...)
             self.keyable = False
             return
+        if type(out) is list and self._several_ok:   # (several results, api.ARRAYS: its
+            record = (record[0], (want, len(out)), *record[2:])   # count in its record)
         self._append(record)
+        if type(out) is list and not self._several_ok:   # (never held: sent as its ops)
+            self.keyable = False
+            return
         if out is not None:
-            if type(out) is list:   # (several results, api.ARRAYS: never replayed, for a
-                self.keyable = False  # held stretch knows one result an op: sent as its ops)
-                return
-            self._result_role[out] = ("r", self._ops)
-            self.outs.append(out)
+            self._made(out)
         self._ops += 1
+
+    def _made(self, out: Any) -> None:
+        """The op being added makes *out*: one array's handle, or the list of a call of
+        several results' pieces, each then named by the op and its place."""
+        if type(out) is list:
+            ops = self._ops
+            for place, hid in enumerate(out):
+                self._result_role[hid] = ("r", ops, place)
+            self.outs.extend(out)
+            self.several = True
+            return
+        self._result_role[out] = ("r", self._ops)
+        self.outs.append(out)
 
     def add_free(self, hid: int) -> None:
         """A free record: the client dropped the array *hid* at this point."""
@@ -300,8 +330,7 @@ class StretchKey:
             self._append(tuple(renumber(r) if type(r) is tuple else r for r in record))
             out = outs[index]
             if out is not None:
-                self._result_role[out] = ("r", self._ops)
-                self.outs.append(out)
+                self._made(out)   # (a call of several results': its pieces' list)
             self._ops += 1
         self.params.extend(params)
         for _at, hid in pending:

@@ -119,7 +119,8 @@ class _Sightings:
 class _Timing:
     """A held stretch's times (seconds): pipelined sightings, replays; then the choice."""
 
-    __slots__ = ("key", "free", "held", "reruns", "rerun", "decided", "graphed", "stale", "piece")
+    __slots__ = ("key", "free", "held", "reruns", "rerun", "decided", "graphed", "stale", "piece",
+                 "several")
 
     def __init__(self, key: tuple, free: list[float]) -> None:
         self.key = key
@@ -131,6 +132,9 @@ class _Timing:
         self.reruns = 0        # timed replays the worker did not run through graphs
         self.rerun = False     # the last replay answered was one
         self.decided = False
+        #: it holds a call of several results: the worker re-runs every replay (never
+        #: graphed), so it is judged by its time alone (_timed)
+        self.several = False
 
 
 class StretchReplay:
@@ -151,8 +155,10 @@ class StretchReplay:
 
     def __init__(self, handle_of: Callable[[Any], int | None], measured: bool = True,
                  clock: Callable[[], float] = time.perf_counter, fast: bool = True,
-                 early: bool = True) -> None:
+                 early: bool = True, several: bool = True) -> None:
         self._handle_of = handle_of
+        #: whether a stretch with a call of several results is keyed (``GPUWB_SEVERAL_HELD``)
+        self._several = several
         self._measured = measured
         self._clock = clock
         #: the held stretches' templates, whose runs the session answers on the client
@@ -201,7 +207,7 @@ class StretchReplay:
         self._ending: dict[int, tuple[Any, str]] = {}
         self._since: float | None = None              # when the last sync point returned
         #: the key of the stretch being queued
-        self.current = StretchKey(handle_of)
+        self.current = StretchKey(handle_of, several_ok=several)
         self._split = False
         #: whether the session keeps this stretch's ops to its sync point (no early batches)
         self.holding = False
@@ -242,7 +248,8 @@ class StretchReplay:
         only where a key can still be used: the session may offer, or holds stretches
         (to know them when they come)."""
         usable = bool(self._held or self._offered) or self._can_offer()
-        old, self.current = self.current, StretchKey(self._handle_of, keyed=usable)
+        old, self.current = self.current, StretchKey(self._handle_of, keyed=usable,
+                                                     several_ok=self._several)
         old.whole = not self._split
         self._split = False
         return old
@@ -344,8 +351,12 @@ class StretchReplay:
         last = self._last_start   # (a loop's stretch: the one that began last, tried first)
         if last is not None and last in candidates and candidates[0] is not last:
             candidates = [last, *(t for t in candidates if t is not last)]
-        # (the first op's result handle was chosen before the run began: it is the run's)
-        first_hid = out if out is not None else session.new_id()
+        # (the first op's result handle was chosen before the run began: it is the run's;
+        # a call of several results' first piece's, the lowest of its list)
+        if type(out) is list:
+            first_hid = out[0] if out else session.new_id()
+        else:
+            first_hid = out if out is not None else session.new_id()
         for template in candidates:
             run = TemplateRun(session, self.templates, template, first, first_hid)
             if run.take(kind, want, out, name, target, args, kwargs, label, 4):
@@ -427,12 +438,15 @@ class StretchReplay:
             return
         timing.decided = True
         # let go where no replay ran through graphs (a re-run from the records saves the
-        # device nothing), or where the replays were not faster
-        if timing.reruns >= len(timing.held) or (
+        # device nothing), or where the replays were not faster; a stretch with a call of
+        # several results is never graphed, and judged by its time alone: its re-runs save
+        # the messages and the checks of its ops, which a loop of small ops is made of
+        never_graphed = timing.reruns >= len(timing.held) and not timing.several
+        if never_graphed or (
                 timing.free and statistics.median(timing.held[WARM_REPLAYS:]) >= statistics.median(timing.free)):
             self._let_go_of(timing.key)
             mark = hash(timing.key)
-            if timing.reruns < len(timing.held) and self._retried.get(mark, 0) < MAX_RETRIALS:
+            if not never_graphed and self._retried.get(mark, 0) < MAX_RETRIALS:
                 self._retry[mark] = 0   # (not faster here and now: tried again later)
 
     def _let_go_of(self, key: tuple) -> None:
@@ -568,6 +582,10 @@ class StretchReplay:
                 self._by_object.setdefault(hid, []).append(key)
             timing = self._timing[sid] = _Timing(key, count.free if count is not None else [])
             timing.piece = stretch.piece
+            timing.several = stretch.several
+            if stretch.several and not _fits_pieces(metas, stretch):
+                self._let_go_of(key)   # (an old worker's: never replayed, dropped there)
+                return
             if frame is not None and isinstance(metas, list) and len(metas) == 2:
                 try:
                     template = StretchTemplate(sid, stretch, frame, metas)
@@ -583,6 +601,15 @@ class StretchReplay:
         else:   # (an op failed, or the worker keeps no more): never offered again
             self._refused += 1
             self._decided.add(hash(key))
+
+
+def _fits_pieces(metas: Any, stretch: StretchKey) -> bool:
+    """Whether the worker's metadata of a held stretch with a call of several results
+    (the reply's ``hm``) has an entry for each piece. A worker from before such stretches
+    were held numbers one result slot for the call (its replays would then fail its check
+    of their results, a ``ProtocolError`` the user would see): its hold is let go."""
+    return (isinstance(metas, list) and len(metas) == 2 and isinstance(metas[1], list)
+            and len(metas[1]) == len(stretch.outs))
 
 
 def _object_target(record: Any) -> int | None:

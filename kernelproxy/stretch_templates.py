@@ -54,7 +54,7 @@ __all__ = ["StretchTemplate", "TemplateRun", "Templates", "static_result"]
 
 _OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE = (m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION,
                                              m.KIND_ATTRIBUTE)
-_ARRAY, _MULTI, _OBJECT = api.ARRAY, api.MULTI, api.OBJECT
+_ARRAY, _MULTI, _OBJECT, _ARRAYS = api.ARRAY, api.MULTI, api.OBJECT, api.ARRAYS
 _pack_free = msgpack.Packer(autoreset=True).pack
 _second = itemgetter(1)
 
@@ -82,6 +82,19 @@ STATIC_FUNCTIONS = frozenset("""
 """.split())
 
 
+#: Calls of several results (``api.ARRAYS``) whose pieces' metadata follows from their
+#: arrays' metadata and their literals, checked against the worker's for each
+#: (tests/kernelproxy/test_result_structures.py). Not those whose values decide their
+#: pieces' shapes (``nonzero``, ``where`` of one array, ``unique``), nor ``linalg.eig``
+#: (its pieces' dtype, real or complex, is its eigenvalues'), nor ``histogram`` (NumPy's,
+#: the NumPy device's, takes ``bins="auto"``, whose count its values decide).
+STATIC_SEVERAL = frozenset("""
+    modf frexp divmod meshgrid broadcast_arrays atleast_1d atleast_2d atleast_3d
+    gradient tril_indices triu_indices tril_indices_from triu_indices_from diag_indices
+    unravel_index linalg.qr linalg.svd linalg.eigh linalg.slogdet
+""".split())
+
+
 #: A generator's draws (``cupy.random.uniform(size=...)`` is the global RandomState's):
 #: their result's shape and dtype follow from their literals (``size``, ``dtype``, a count)
 #: and their arrays' metadata (parameters broadcast), never from the numbers drawn.
@@ -97,6 +110,8 @@ def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool
     template (None: unknown, or a result's that is not static)."""
     kind = record[0]
     if record[1] != _ARRAY:
+        if type(record[1]) is tuple and record[1][0] == _ARRAYS:   # (a piece of several)
+            return _static_pieces(record, metas)
         return False
     if not _arrays_known(record[3] if len(record) == 4 else record[3:], metas):
         return False   # (an array whose shape its values decided: a mask's selection's)
@@ -126,14 +141,37 @@ def static_result(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool
     return kind == m.KIND_KERNEL and name == "fuse"
 
 
+def _static_pieces(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool:
+    """Whether the pieces of a call of several results (its key *record*, want
+    ``(ARRAYS, n)``) have metadata that follows from its arrays' and its literals
+    (STATIC_SEVERAL: a function's, or Python's ``divmod``), its arrays' predicted."""
+    if len(record) != 6 or not _arrays_known(record[3:], metas):
+        return False
+    if record[0] == _OPERATOR:   # (Python's divmod of operands divmod_pair leaves a call)
+        return record[2] == ("l", "str", "divmod")
+    name = record[2]
+    return (record[0] == _FUNCTION and type(name) is tuple and len(name) == 3
+            and name[2] in STATIC_SEVERAL)
+
+
+def _is_result(role: tuple) -> bool:
+    """Whether *role* names a result of the stretch: ``("r", k)``, or the piece
+    ``("r", k, p)`` of a call of several results."""
+    return role[0] == "r" and len(role) in (2, 3) and all(type(n) is int for n in role[1:])
+
+
 def _arrays_known(role: Any, metas: Callable[[tuple], tuple | None]) -> bool:
     """Whether every result of the stretch in *role* (an op's operands, containers looked
     into) has metadata the template predicts (an input's is checked at each run: an
-    object's, None, too)."""
+    object's, None, too). A piece's role, ``("r", k, p)``, is a result's: taken for a
+    container, it would count as known, and an op fed by a piece the template does not
+    predict would be handed the offered run's metadata."""
     if type(role) is not tuple or not role:
         return True
-    if len(role) == 2 and role[0] in ("i", "r") and type(role[1]) is int:
-        return role[0] == "i" or metas(role) is not None
+    if len(role) == 2 and role[0] == "i" and type(role[1]) is int:
+        return True
+    if _is_result(role):
+        return metas(role) is not None
     if role[0] in ("l", "s", "dtype", "type", "np", "...", "fixed"):
         return True
     return all(_arrays_known(r, metas) for r in role)
@@ -144,7 +182,7 @@ def _holds_mask(role: Any, metas: Callable[[tuple], tuple | None]) -> bool:
     if type(role) is not tuple or not role:
         return False
     tag = role[0]
-    if (tag == "i" or tag == "r") and len(role) == 2:
+    if (tag == "i" and len(role) == 2) or (tag == "r" and len(role) in (2, 3)):   # (a piece too)
         meta = metas(role)
         return meta is None or meta[1].kind == "b"
     if tag == "tuple" or tag == "list":
@@ -161,7 +199,8 @@ class StretchTemplate:
     __slots__ = ("sid", "key", "ops", "records", "n_inputs", "n_results", "slot_of",
                  "input_metas", "predicted", "canon_ops", "canon_slot", "checks", "names",
                  "plans", "unpredicted", "drops_results", "drops_inputs", "drop_slots",
-                 "early_plan", "early_at", "index_checks", "trailing")
+                 "early_plan", "early_at", "index_checks", "trailing", "counts",
+                 "first_several")
 
     def __init__(self, sid: int, key: StretchKey, batch: bytes, metas: list) -> None:
         self.sid = sid
@@ -178,9 +217,19 @@ class StretchTemplate:
         if self.records.ops != len(self.ops):
             raise ValueError("the offered batch is not the stretch its key describes")
         self.n_inputs, self.n_results = self.records.inputs, self.records.outs
-        #: the result slot each op makes (None: it makes no array)
-        self.slot_of: list[int | None] = [op.out.n if op.out is not None else None
-                                          for op in self.records.items if type(op) is Op]
+        ops = [op for op in self.records.items if type(op) is Op]
+        #: the (first) result slot each op makes (None: it makes no array); a call of
+        #: several results makes counts[i] slots from it, one a piece in place order
+        self.slot_of: list[int | None] = [op.outs[0].n if op.outs else None for op in ops]
+        #: the arrays each op makes: 0, 1, or a call of several results' count
+        self.counts: list[int] = [len(op.outs) for op in ops]
+        for record, count in zip(self.ops, self.counts):
+            if type(record[1]) is tuple and record[1] != (record[1][0], count):
+                raise ValueError("the offered batch's call makes other pieces than its key's")
+        #: the index of its first call of several results (None: it has none), which the
+        #: session joins the calls after it to (Session.submit_arrays)
+        self.first_several: int | None = next(
+            (i for i, record in enumerate(self.ops) if type(record[1]) is tuple), None)
         input_metas, result_metas = metas
         if len(input_metas) != self.n_inputs or len(result_metas) != self.n_results:
             raise ValueError("the worker's metadata does not fit the stretch")
@@ -193,12 +242,15 @@ class StretchTemplate:
             if role[0] == "i":
                 return self.input_metas[role[1]] if role[1] < self.n_inputs else None
             slot = self.slot_of[role[1]] if role[1] < len(self.slot_of) else None
+            if slot is not None and len(role) == 3:   # (a piece: its place's slot)
+                slot = slot + role[2] if role[2] < self.counts[role[1]] else None
             return self.predicted[slot] if slot is not None else None
         #: the metadata handed out with each result slot's array (None: asked of the worker)
         self.predicted: list[tuple | None] = [None] * self.n_results
         for index, slot in enumerate(self.slot_of):
             if slot is not None and static_result(self.ops[index], meta_of):
-                self.predicted[slot] = made[slot]
+                for piece in range(slot, slot + self.counts[index]):
+                    self.predicted[piece] = made[piece]
         #: the ops' records with inputs numbered by their first op (the key numbers them by
         #: their first record, frees too): held stretches of the same ops compare equal so,
         #: whatever they drop; and each such number's input slot here
@@ -223,7 +275,8 @@ class StretchTemplate:
         #: that a run never takes it from here; the offered run's index and its parameters,
         #: a run's same index taken at once); None for every other op
         self.index_checks: list[Any] = _index_checks(self.ops, key.params, [
-            self.predicted[slot] if slot is not None else None for slot in self.slot_of])
+            self.predicted[slot] if slot is not None and count == 1 else None
+            for slot, count in zip(self.slot_of, self.counts)])
         #: the slots whose metadata the worker is asked for when the run keeps them
         self.unpredicted = [slot for slot, meta in enumerate(self.predicted) if meta is None]
         #: what the stretch drops (a run must drop them too): result and input slots
@@ -234,8 +287,8 @@ class StretchTemplate:
                 role = record[1]
                 if role[0] == "r":
                     slot = self.slot_of[role[1]]
-                    if slot is not None:
-                        self.drops_results.add(slot)
+                    if slot is not None:   # (a piece: its place's slot)
+                        self.drops_results.add(slot + role[2] if len(role) == 3 else slot)
                 else:
                     self.drops_inputs.add(role[1])
         #: the result slots it drops, in order (TemplateRun._dropped_results)
@@ -334,6 +387,8 @@ def _operator_plan(record: tuple, slot: int | None, meta: tuple | None) -> tuple
     for role in record[3]:
         tag = role[0]
         if tag == "r":
+            if len(role) != 2:   # (a piece of a call of several results: no plan names one,
+                return None      # so the compiled check never meets one; take() checks it)
             codes.append((_RESULT, role[1]))
         elif tag == "i":
             codes.append((_INPUT, role[1]))
@@ -606,8 +661,10 @@ class TemplateRun:
         run is to fall back."""
         template = self.template
         i = self.i
-        if want == _MULTI or want == _OBJECT:   # (an api.ARRAYS op matches no key's op:
-            return False                          #  a stretch with one is never keyed)
+        if want == _MULTI or want == _OBJECT:
+            return False
+        if type(out) is list:   # (a call of several results: keyed with its count)
+            want = (want, len(out))
         if i >= len(template.ops) or not self._matches(template.checks[i], template.names[i],
                                                        kind, want, name, target, args, kwargs,
                                                        template.index_checks[i]):
@@ -621,11 +678,14 @@ class TemplateRun:
             else:
                 return False
         slot = template.slot_of[i]
-        if (slot is None) != (out is None):
+        if (slot is None) != (out is None) or (
+                out is not None and template.counts[i] != (len(out) if type(out) is list else 1)):
             self._undo()
             return False
         self.hids.append(out)
-        if out is not None:
+        if type(out) is list:   # (its pieces: a result slot each, in place order)
+            self._pieces(out, template.predicted[slot:slot + len(out)])
+        elif out is not None:
             self.results.append(out)
             meta = template.predicted[slot]
             if meta is not None:
@@ -639,6 +699,14 @@ class TemplateRun:
         if i == template.early_at:
             early_replay.send(self.session, self)
         return True
+
+    def _pieces(self, out: list, metas: list) -> None:
+        """A call of several results taken: its pieces' handles *out* are the run's next
+        result slots, each handed out with its *metas* (None: asked of the worker)."""
+        self.results.extend(out)
+        for hid, meta in zip(out, metas):
+            if meta is not None:
+                self.predicted[hid] = meta
 
     def freed(self, hid: int) -> None:
         """The client dropped array *hid* now (after the ops taken so far)."""
@@ -680,8 +748,8 @@ class TemplateRun:
             if other.input_metas[theirs] != template.input_metas[slot]:
                 return False
             inputs[theirs] = hid
-        for slot in template.slot_of[:self.i]:
-            if slot is not None and other.predicted[slot] != template.predicted[slot]:
+        for slot in range(len(self.results)):   # (every piece, not each op's first slot)
+            if other.predicted[slot] != template.predicted[slot]:
                 return False
         self.template, self.inputs = other, inputs
         self.input_of = {hid: n for n, hid in enumerate(inputs) if hid is not None}
@@ -782,7 +850,12 @@ class TemplateRun:
         if tag == "r" or tag == "i":
             hid = self._handle(value)
             if tag == "r":
-                if hid is None or hid != self.hids[role[1]]:
+                made = self.hids[role[1]]
+                if len(role) == 3:   # (a piece of a call of several results)
+                    if type(made) is not list or role[2] >= len(made):
+                        raise _Miss
+                    made = made[role[2]]
+                if hid is None or hid != made:
                     raise _Miss
                 return
             if hid is None or hid >= self.first_hid:

@@ -17,7 +17,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from . import codec
+from . import api, codec
 from . import messages as m
 from .stretches import (PARAM_OPERATORS, index_param, indexed, is_param, kernel_param,
                         leading_params, user_kernel)
@@ -84,14 +84,21 @@ def slots_in(value: Any):
 
 
 class Op:
-    """One op of a held stretch: its record's head with slots for handles and parameters."""
+    """One op of a held stretch: its record's head with slots for handles and parameters.
 
-    __slots__ = ("index", "kind", "want", "out", "name", "target", "args", "kwargs")
+    *outs* are its result slots in place order: none, one, or for a call of several results
+    (``api.ARRAYS``: ``modf``, ``linalg.qr``) one a piece, consecutive. *out* is the one
+    array's slot and None for such a call, so that graph replay, kept views and the lane,
+    which read ``op.out.n``, see no single array there (they never serve such a stretch:
+    worker/graph_replay.py, ``SEVERAL``)."""
+
+    __slots__ = ("index", "kind", "want", "out", "outs", "name", "target", "args", "kwargs")
 
     def __init__(self, index: int, kind: Any, want: Any, out: Slot | None, name: Any,
-                 target: Any, args: list, kwargs: dict) -> None:
+                 target: Any, args: list, kwargs: dict, outs: tuple | None = None) -> None:
         self.index, self.kind, self.want, self.out, self.name = index, kind, want, out, name
         self.target, self.args, self.kwargs = target, args, kwargs
+        self.outs: tuple = outs if outs is not None else (() if out is None else (out,))
 
 
 class StretchRecords:
@@ -130,13 +137,19 @@ class StretchRecords:
                 args = ([self._operand(a) if n < lead else self._walk(a) for n, a in enumerate(args)]
                         if lead else self._walk(args))
             kwargs = {k: self._walk(v) for k, v in kwargs.items()}
-            slot = None
-            if out is not None:
+            slot, outs = None, None
+            if type(out) is list and want == api.ARRAYS:   # (a slot a piece, in place order)
+                outs = tuple(Slot("r", self.outs + p) for p in range(len(out)))
+                self.outs += len(out)
+                for hid, piece in zip(out, outs):
+                    if type(hid) is int:
+                        self._made[hid] = piece
+            elif out is not None:
                 slot = Slot("r", self.outs)
                 self.outs += 1
                 if type(out) is int:
                     self._made[out] = slot
-            self.items.append(Op(self.ops, kind, want, slot, name, target, args, kwargs))
+            self.items.append(Op(self.ops, kind, want, slot, name, target, args, kwargs, outs))
             self.ops += 1
         #: the handles of the offered run's inputs and results, in slot order
         self.recorded_inputs = list(self._named)
@@ -153,6 +166,9 @@ class StretchRecords:
         #: loop is an op of its stretch, not a cut)
         self.uploads: list[int] = [op.index for op in self.items
                                    if type(op) is Op and op.kind == m.KIND_UPLOAD]
+        #: whether it holds a call of several results (``api.ARRAYS``): never graphed, never
+        #: run ahead, early or in the lane; every replay a re-run of its records
+        self.several = any(type(op) is Op and op.out is None and op.outs for op in self.items)
 
     # ------------------------------------------------------------ the walk
     def _array(self, hid: int) -> Slot:
@@ -248,7 +264,10 @@ class StretchRecords:
     @staticmethod
     def _op_record(op: "Op", first_seq: int, outs: list, fill: Any) -> bytes:
         pack = codec.packb
-        out = None if op.out is None else outs[op.out.n]
+        if op.out is None and op.outs:   # (its pieces' handles, a list as the client sent it)
+            out = [outs[slot.n] for slot in op.outs]
+        else:
+            out = None if op.out is None else outs[op.out.n]
         return (pack([first_seq + op.index, op.kind, op.want, out, op.name])
                 + pack([fill(op.target), fill(op.args), fill(op.kwargs)]))
 

@@ -182,6 +182,22 @@ class _Shape:
 
 
 
+#: why graphs never serve a stretch with a call of several results (GraphState.never)
+SEVERAL = "an op of several results"
+
+
+def _never_several(shape: _Shape) -> GraphState:
+    """The standing of a held stretch with a call of several results (``api.ARRAYS``):
+    graphs never serve it, so every replay is a re-run of its records (its results, errors
+    and warnings today's by construction), and with no graph it is never run ahead nor in
+    the steady lane. Its captures, kept views and moving views would each have to take an
+    op's results as a list (docs/stretch-replay.md, "Calls of several results inside held
+    stretches")."""
+    shape.graphable = False
+    shape.why_not = SEVERAL
+    return GraphState(shape, False)
+
+
 def _assigns(op: Op, g: StretchGraph) -> bool:
     """Whether assignment *op* writes an input written where it is (``g.assigned``)."""
     into = op.args[0] if op.args else None
@@ -241,6 +257,9 @@ class StretchGraphs:
         graphs could serve it is judged now."""
         shape = _Shape(stretch)
         shape.int_results = int_results
+        if stretch.several:   # (before kept views are judged: their walk knows one result an op)
+            self.states[sid] = _never_several(shape)
+            return
         span = self.x.device.memory_span
         apart: set[int] = set()
         remade = kept_views.judge(stretch, shape.alive, shape.maker, arrays,
@@ -268,6 +287,9 @@ class StretchGraphs:
         *sid*, judged there (its offered run's arrays are not here to judge again); *remade*:
         the op indices of its remade kept views, as judged there."""
         shape = _Shape(stretch)
+        if stretch.several:
+            self.states[sid] = _never_several(shape)
+            return
         ops = kept_views.adopted(stretch, shape.alive, remade)
         self.states[sid] = GraphState(shape, shape.remake(ops) and servable, "handed over so")
 

@@ -264,6 +264,8 @@ class StretchReplay:
         stretch = self.stretches.held.get(sid)
         if stretch is None or (stretch.draws and not inputs_too) or stretch.uploads:
             return False   # (an upload's data comes only with the client's own message)
+        if stretch.several:   # (a call of several results: re-run from its records only)
+            return False
         if self.pointers and _launches_user_kernel(stretch):   # (:meth:`pointer_told`)
             return False
         made: dict[int, Any] = {}   # result slot -> the op that made it

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpu_backend.worker.graph_replay import SEVERAL
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
@@ -210,7 +211,11 @@ def test_kept_views_are_handed_out_bit_for_bit(pool, loop, graphed):
     assert got["on"] == want and got["off"] == want
     if graphed == "graphed":
         assert stretches["graphed"] >= STEPS // 2, stretches
-        assert not stretches["never_graphed"], stretches
+        # (a ``split`` of an array whose shape is not known here yet goes as a call of
+        # several results, in a stretch of its own, held and never graphed: that one is no
+        # kept view's doing; the loop's body stretch is graphed)
+        never = {why: n for why, n in stretches["never_graphed"].items() if why != SEVERAL}
+        assert not never, stretches
     elif graphed == "never":
         assert stretches["never_graphed"].get("a kept view no remake serves"), stretches
     else:

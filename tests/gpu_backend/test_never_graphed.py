@@ -35,3 +35,20 @@ def test_the_reasons_a_stretch_is_never_graphed_are_counted():
     assert all(type(k) is str and type(v) is int and v >= 1 for k, v in never.items()), never
     assert figures["graphed"] > 0, figures   # (the stretch closing with a download is)
     assert np.isfinite(a).all()
+
+
+def test_a_stretch_with_a_call_of_several_results_is_held_and_never_graphed():
+    """``modf`` opening a loop's body (``api.ARRAYS``): the stretch is held, its replays
+    re-run from its records, and why graphs never serve it is counted."""
+    with pool_running_ahead("none") as pool, \
+            Session(pool.address, pool.token,
+                    settings=SessionSettings(replay_measured=False)) as session:
+        cp = module_for(session)
+        x = cp.linspace(0.5, 3.0, 16)
+        for _ in range(12):
+            f, i = cp.modf(x)
+            x = x * 0.5 + f + i * 0.25
+            float(x.sum())
+        figures = session.memory_info()["stretches"]
+    assert figures["never_graphed"].get("an op of several results", 0) >= 1, figures
+    assert figures["replays"] >= 4 and figures["graphed"] == 0, figures

@@ -757,6 +757,36 @@ def test_a_held_stretch_rebuilds_the_records_the_client_sent(sessions):
     assert w.shape == (4,)
 
 
+def test_a_held_stretch_with_a_call_of_several_results_rebuilds_its_records(sessions):
+    """A call of several results (``api.ARRAYS``) takes a result slot a piece, in place
+    order: the re-run writes its pieces' handles back as the list the client sent, and
+    the ops that read a piece name its slot. Such a stretch is never graphed."""
+    on, _off = sessions
+    cp = module_for(on)
+    x = cp.linspace(0.5, 9.5, 12)
+    on.sync()
+    eager, on.eager_flush = on.eager_flush, False
+    with no_collection():
+        cp.modf(x), cp.frexp(x)   # (a session's first call of each waits for its container)
+        on.sync()
+        start = on._seq + 1
+        f, i = cp.modf(x)          # (opens the stretch: nothing cut before it)
+        m, e = cp.frexp(i * 0.5)   # (joins it: it holds a call of several results)
+        y = m * e + f
+        body = b"".join(on._ops)
+        key = on.stretches.current
+        stretch = HeldStretch(read_records(codec.packb({"k": b""}) + body))
+        assert stretch.several and key.several
+        assert stretch.outs == len(key.outs) == 7   # (modf's two, i * 0.5, frexp's two, *, +)
+        assert stretch.recorded_outs == key.outs
+        frexp = [op for op in stretch.items if getattr(op, "name", None) == "frexp"][0]
+        assert frexp.out is None and [s.n for s in frexp.outs] == [3, 4]
+        assert stretch.rebuild(start, key.inputs, key.params, key.outs) == body
+    on.eager_flush = eager
+    on.sync()
+    assert y.shape == (12,)
+
+
 def test_a_stretch_whose_replays_are_not_faster_is_let_go_and_dropped(pool, sessions):
     """Timed (a clock of the test's own: replays take five times as long as the pipelined
     runs), the held stretch is let go: the worker drops it and its graphs, its ops travel

@@ -326,3 +326,59 @@ def test_a_loop_of_one_array_calls_is_held_and_gives_cupys_results(pool, ref):
         _equal(got[0], want[0])
         _equal(got[1].get(), ref.asnumpy(want[1]) if hasattr(ref, "asnumpy") else want[1])
     assert figures["replays"] >= 1, figures
+
+
+# ------------------------------------------------------------------ held, their pieces predicted
+def _static_name(label: str) -> str | None:
+    """The STATIC_SEVERAL name a CALLS entry calls, or None."""
+    from kernelproxy.stretch_templates import STATIC_SEVERAL
+    name = label.split()[0]
+    return name if name in STATIC_SEVERAL or label == "operator divmod" else None
+
+
+STATIC_CALLS = [c for c in CALLS if _static_name(c[0]) is not None]
+#: the STATIC_SEVERAL names CALLS has no call of
+EXTRA_STATIC = [
+    ("atleast_1d", lambda xp, x: xp.atleast_1d(x, x[0]), 2),
+    ("tril_indices_from", lambda xp, x: xp.tril_indices_from(x.reshape(3, 4), 1), 2),
+    ("triu_indices_from", lambda xp, x: xp.triu_indices_from(x.reshape(4, 3)), 2),
+]
+
+
+def test_every_static_several_name_has_a_call_here():
+    """Each name whose pieces the template predicts is checked below against the worker."""
+    from kernelproxy.stretch_templates import STATIC_SEVERAL
+    checked = {_static_name(label) for label, _call, _count in STATIC_CALLS}
+    missing = STATIC_SEVERAL - checked - {name for name, _call, _count in EXTRA_STATIC}
+    assert not missing, missing
+
+
+def _pieces_meta(pieces) -> list:
+    return [piece._m for piece in pieces]
+
+
+@pytest.mark.parametrize("label, call, count", STATIC_CALLS + EXTRA_STATIC,
+                         ids=[c[0] for c in STATIC_CALLS + EXTRA_STATIC])
+def test_the_pieces_a_held_template_predicts_have_the_workers_metadata(pool, label, call, count):
+    """A loop of the call, held: in a run answered from its template, the pieces are
+    handed out with their metadata at once (STATIC_SEVERAL), and it is what a session
+    without replay is told by its worker for the same call (shape, dtype, strides,
+    flags)."""
+    settings = SessionSettings(replay_measured=False)
+    with Session(pool.address, pool.token, settings=settings) as s, \
+            Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as plain:
+        cp = module_for(s)
+        x = _x(cp)
+        float(x.sum())
+        predicted = None
+        for _ in range(16):
+            pieces = call(cp, x)
+            predicted = _pieces_meta(pieces)
+            float(sum(float(p.sum()) for p in pieces))
+        assert s.stretches.figures()["fast"] > 0, label
+        assert all(meta is not None for meta in predicted), (label, predicted)
+        theirs = module_for(plain)
+        y = _x(theirs)
+        float(y.sum())
+        told = [p._meta() for p in call(theirs, y)]
+        assert predicted == told, (label, predicted, told)

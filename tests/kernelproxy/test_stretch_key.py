@@ -116,3 +116,76 @@ def test_an_array_of_another_session_makes_the_stretch_unkeyable(cp, session, po
             session.submit(OP, ARRAY, session.new_id(), "add", None, (foreign, 1), {})
     finally:
         other.close()
+
+
+# ------------------------------------------------------------------ calls of several results
+ARRAYS = api.ARRAYS
+
+
+
+
+class _Held:
+    """A stand-in for an array the session made under *hid* (its ``_handle_of`` reads
+    ``_h`` of an ``ndarray``)."""
+
+    def __init__(self, hid: int) -> None:
+        self._h = hid
+
+
+def test_a_call_of_several_results_is_keyed_with_its_count_and_its_pieces_by_place(cp, session):
+    """Its record holds its count (``(want, n)``); each piece is named by the op and its
+    place, ``("r", k, p)``; the results' handles are flat, by result slot (a replay's
+    ``T`` lists them so); a free of a piece names it so too."""
+    handle_of = lambda value: value._h if isinstance(value, _Held) else session._handle_of(value)   # noqa: E731
+    x = cp.linspace(0.5, 4.0, 8)
+    key = StretchKey(handle_of)
+    pieces = [session.new_id(), session.new_id()]
+    key.add_op(FN, ARRAYS, pieces, "modf", None, (x,), {})
+    y = session.new_id()
+    key.add_op(OP, ARRAY, y, "mul", None, (_Held(pieces[1]), 2), {})
+    key.add_op(OP, ARRAY, session.new_id(), "add", None, (_Held(y), _Held(pieces[0])), {})
+    key.add_free(pieces[0])
+    assert key.key() != UNKEYABLE and key.several
+    assert key.records[0][1] == (ARRAYS, 2)
+    assert key.records[1][3] == (("r", 0, 1), ("s", "int"))
+    assert key.records[2][3] == (("r", 1), ("r", 0, 0))
+    assert key.records[3] == ("free", ("r", 0, 0))
+    assert key.outs[:2] == pieces and len(key.outs) == 4
+
+
+def test_the_count_of_a_call_of_several_results_is_in_the_key(cp, session):
+    """``nonzero`` of a 1-d and of a 2-d array: one piece against two, another stretch
+    (the count follows from metadata the key does not hold)."""
+    one, two = cp.ones(4), cp.ones((2, 2))
+
+    def nonzero(x, count):
+        key = StretchKey(session._handle_of)
+        key.add_op(FN, ARRAYS, [session.new_id() for _ in range(count)], "nonzero", None, (x,), {})
+        return key
+
+    assert nonzero(one, 1).key() != nonzero(two, 2).key()
+    assert nonzero(one, 1).key() == nonzero(cp.ones(5), 1).key()
+
+
+def test_with_the_switch_off_a_call_of_several_results_makes_the_stretch_unkeyable(cp, session):
+    key = StretchKey(session._handle_of, several_ok=False)
+    key.add_op(FN, ARRAYS, [session.new_id(), session.new_id()], "modf", None, (cp.ones(3),), {})
+    assert key.key() == UNKEYABLE and not key.several
+
+
+def test_a_fall_back_resumes_a_call_of_several_results_to_the_same_key(cp, session):
+    """StretchKey.resume, handed the template's records and each op's result (a list for
+    the call), builds the key add_op builds."""
+    handle_of = lambda value: value._h if isinstance(value, _Held) else session._handle_of(value)   # noqa: E731
+    x = cp.linspace(0.5, 4.0, 8)
+    built = StretchKey(handle_of)
+    pieces = [session.new_id(), session.new_id()]
+    built.add_op(FN, ARRAYS, pieces, "modf", None, (x,), {})
+    y = session.new_id()
+    built.add_op(OP, ARRAY, y, "mul", None, (_Held(pieces[1]), 2), {})
+    ops = [r for r in built.records if r[0] != "free"]
+    resumed = StretchKey(handle_of)
+    resumed.resume(ops, [x._h], list(built.params), [pieces, y], [(2, pieces[0])])
+    built.add_free(pieces[0])
+    assert resumed.key() == built.key()
+    assert resumed.outs == built.outs and resumed.several
