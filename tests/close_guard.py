@@ -12,6 +12,10 @@ failed with EBADF, and its workers took the pool for gone). So ``os.close`` rais
 - the descriptor of a live Python ``socket.socket``: that object closes its own, and a raw
   close of its number is a stale integer from elsewhere.
 
+``os.dup2`` refuses such a number as its target too: it closes what the number held first.
+(A test of this suite handed a number it had just seen free to a pipe with ``dup2``; a pool's
+thread had opened a worker's channel on it meanwhile, about one run in five.)
+
 Either raises in the code that made the stray close, with its traceback, instead of an
 abort or a lost socket later elsewhere."""
 
@@ -23,6 +27,7 @@ import threading
 import weakref
 
 _close = os.close
+_dup2 = os.dup2
 _init = socket.socket.__init__
 
 #: Python sockets by the descriptor each had when made (checked at use: a socket closed,
@@ -32,17 +37,27 @@ _lock = threading.Lock()
 
 
 def _guarded_close(fd: int) -> None:
+    _refuse(fd, f"os.close({fd})")
+    _close(fd)
+
+
+def _guarded_dup2(fd: int, fd2: int, inheritable: bool = True) -> int:
+    _refuse(fd2, f"os.dup2({fd}, {fd2})")
+    return _dup2(fd, fd2, inheritable)
+
+
+def _refuse(fd: object, call: str) -> None:
+    """AssertionError where closing *fd* would close a descriptor that is not the caller's."""
     try:
         target = os.readlink(f"/proc/self/fd/{fd}")
     except (OSError, TypeError, ValueError):
         target = ""
     if target.startswith(("anon_inode:[eventfd]", "anon_inode:[eventpoll]")):
-        raise AssertionError(f"os.close({fd}) of {target}: not this code's descriptor (libzmq's, "
+        raise AssertionError(f"{call} of {target}: not this code's descriptor (libzmq's, "
                              "most likely): a descriptor closed twice")
     if _held_by_a_socket(fd):
-        raise AssertionError(f"os.close({fd}) of {target}, which a live socket object holds: "
+        raise AssertionError(f"{call} of {target}, which a live socket object holds: "
                              "a descriptor closed twice")
-    _close(fd)
 
 
 def _held_by_a_socket(fd: object) -> bool:
@@ -69,4 +84,5 @@ def _socket_fd(sock: socket.socket) -> int:
 
 def install() -> None:
     os.close = _guarded_close
+    os.dup2 = _guarded_dup2
     socket.socket.__init__ = _registering_init

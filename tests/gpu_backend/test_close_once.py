@@ -5,74 +5,87 @@ makes gets the lowest free number: a pipe, a socket, or libzmq's own eventfd or 
 descriptor. A second ``os.close`` of the old number then closes that one instead. The
 suite's staging-ring fixture closed each ring twice (once itself, once through the
 listener); about one full run in ten, a test process then died in a libzmq I/O thread
-("Fatal Python error: Aborted"). Each test here closes an object, hands its old number to
+("Fatal Python error: Aborted"). Each check here closes an object, hands its old number to
 a pipe (``os.dup2``: what another thread's next descriptor would be), closes the object
-again, and checks that the pipe still works."""
+again, and checks that the pipe still works.
+
+The checks run in a process of their own, with no other thread: in the suite's test
+processes, embedded pools' threads make descriptors all the time, and a number found free
+here may be a pool's new socket by the time ``dup2`` lands on it. This file's first version
+did that in the test process, and ``dup2`` replaced a pool's worker channel (its worker
+then took the pool for gone) or its listening socket about one run in five (found by an
+``LD_PRELOAD`` shim that reported a close of libzmq's eventfd through the channel's socket
+object: docs/architecture.md, "Contexts and descriptors")."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-from gpu_backend.devices.host_memory_board import MemoryBoard
-from gpu_backend.devices.host_turns import DeviceTurns
-from gpu_backend.devices.swap_file_io import SwapFileReader
 from gpu_backend.protocol import staging
-from gpu_backend.worker.spin_slots import SpinSlots, make_slot_file
+from tests.paths import PROJECT_ROOT
 
+#: the check, alone in its process (argv: the maker's name, a scratch folder)
+CHECK = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from gpu_backend.devices.host_memory_board import MemoryBoard
+    from gpu_backend.devices.host_turns import DeviceTurns
+    from gpu_backend.devices.swap_file_io import SwapFileReader
+    from gpu_backend.protocol.staging import StagingRing
+    from gpu_backend.worker.spin_slots import SpinSlots, make_slot_file
 
-def _staging_ring(_tmp: Path):
-    if not staging.available():
-        pytest.skip("no memfd on this host")
-    ring = staging.StagingRing.create(4096)
-    return ring, ring.fd
+    def staging_ring(tmp):
+        ring = StagingRing.create(4096)
+        return ring, ring.fd
 
+    def spin_slots(tmp):
+        slots = SpinSlots(make_slot_file(2, str(tmp)), 2)
+        return slots, slots._fd
 
-def _spin_slots(tmp: Path):
-    slots = SpinSlots(make_slot_file(2, str(tmp)), 2)
-    return slots, slots._fd
+    def swap_reader(tmp):
+        (tmp / "swap").write_bytes(bytes(4096))
+        reader = SwapFileReader(tmp / "swap", threads=1)
+        return reader, reader._fd
 
+    def device_turns(tmp):
+        turns = DeviceTurns(str(tmp / "turns"))
+        return turns, turns._fd
 
-def _swap_reader(tmp: Path):
-    path = tmp / "swap"
-    path.write_bytes(b"\0" * 4096)
-    reader = SwapFileReader(path, threads=1)
-    return reader, reader._fd
+    def memory_board(tmp):
+        board = MemoryBoard(str(tmp / "board"), 1 << 20)
+        return board, board._fd
 
-
-def _device_turns(tmp: Path):
-    turns = DeviceTurns(str(tmp / "turns"))
-    return turns, turns._fd
-
-
-def _memory_board(tmp: Path):
-    board = MemoryBoard(str(tmp / "board"), 1 << 20)
-    return board, board._fd
-
-
-@pytest.mark.parametrize("make", [_staging_ring, _spin_slots, _swap_reader, _device_turns,
-                                  _memory_board])
-def test_a_second_close_leaves_the_number_s_next_owner_alone(tmp_path: Path,
-                                                            make: Callable) -> None:
-    owner, number = make(tmp_path)
+    make = {f.__name__: f for f in (staging_ring, spin_slots, swap_reader, device_turns,
+                                    memory_board)}[sys.argv[1]]
+    owner, number = make(Path(sys.argv[2]))
     owner.close()
-    with pytest.raises(OSError):
-        os.fstat(number)                 # closed: the number is free
-    read, write = os.pipe()
     try:
-        os.dup2(read, number)            # someone else's descriptor now has it
-        owner.close()                    # closed again
-        os.write(write, b"still mine")
-        assert os.read(number, 64) == b"still mine"
-    finally:
-        for fd in {read, write, number}:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        os.fstat(number)
+        sys.exit("the number is still open after the first close")
+    except OSError:
+        pass
+    read, write = os.pipe()
+    os.dup2(read, number)            # someone else's descriptor now has it
+    owner.close()                    # closed again
+    os.write(write, b"still mine")
+    assert os.read(number, 64) == b"still mine", "the second close closed the pipe"
+""")
+MAKERS = ("device_turns", "memory_board", "spin_slots", "staging_ring", "swap_reader")
+
+
+@pytest.mark.parametrize("maker", MAKERS)
+def test_a_second_close_leaves_the_number_s_next_owner_alone(tmp_path: Path, maker: str) -> None:
+    if maker == "staging_ring" and not staging.available():
+        pytest.skip("no memfd on this host")
+    done = subprocess.run([sys.executable, "-c", CHECK, maker, str(tmp_path)],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_the_suite_s_os_close_refuses_an_eventfd():
@@ -110,3 +123,25 @@ def test_the_suite_s_os_close_refuses_a_live_socket_s_descriptor():
     os.close(read)
     os.close(write)
     assert number >= 0
+
+
+def test_the_suite_s_dup2_refuses_a_target_that_is_not_free():
+    """tests/close_guard.py: ``os.dup2`` onto a number a live socket object holds, or onto
+    an eventfd, raises: it would close that descriptor first."""
+    import socket
+    from tests import close_guard
+    held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    read, write = os.pipe()
+    event = os.eventfd(0)
+    try:
+        with pytest.raises(AssertionError, match="live socket"):
+            os.dup2(read, held.fileno())
+        with pytest.raises(AssertionError, match="eventfd"):
+            os.dup2(read, event)
+        os.fstat(held.fileno())
+        os.fstat(event)
+    finally:
+        held.close()
+        close_guard._close(event)
+        os.close(read)
+        os.close(write)
