@@ -88,9 +88,10 @@ class Op:
 
     *outs* are its result slots in place order: none, one, or for a call of several results
     (``api.ARRAYS``: ``modf``, ``linalg.qr``) one a piece, consecutive. *out* is the one
-    array's slot and None for such a call, so that graph replay, kept views and the lane,
-    which read ``op.out.n``, see no single array there (they never serve such a stretch:
-    worker/graph_replay.py, ``SEVERAL``)."""
+    array's slot and None for such a call, so that what reads ``op.out.n`` sees no single
+    array there; graph replay runs such a call eagerly between its graphs, a slot a piece
+    (worker/graph_replay.py ``_run_eager``; kept views and moving views take ``outs``), and
+    run ahead, early replay and the lane refuse its stretch."""
 
     __slots__ = ("index", "kind", "want", "out", "outs", "name", "target", "args", "kwargs")
 
@@ -166,8 +167,8 @@ class StretchRecords:
         #: loop is an op of its stretch, not a cut)
         self.uploads: list[int] = [op.index for op in self.items
                                    if type(op) is Op and op.kind == m.KIND_UPLOAD]
-        #: whether it holds a call of several results (``api.ARRAYS``): never graphed, never
-        #: run ahead, early or in the lane; every replay a re-run of its records
+        #: whether it holds a call of several results (``api.ARRAYS``): run eagerly between
+        #: its graphs; never run ahead, early or in the lane
         self.several = any(type(op) is Op and op.out is None and op.outs for op in self.items)
 
     # ------------------------------------------------------------ the walk

@@ -70,6 +70,8 @@ def eager_by_nature(op: Op, inputs: dict, int_results: frozenset = frozenset()) 
         return not captured_draw(op)
     if op.kind == m.KIND_UPLOAD:   # (a number's: captured, a memcpy node from a page-locked
         return not _plain_number(op.name)   # place; a structure's, bfloat16's: made between)
+    if op.want == api.ARRAYS:   # (a call of several results, ``modf``, ``linalg.qr``: its
+        return True              # pieces a slot each, made between the graphs)
     if op.want == _VALUE or (op.want == _NONE and op.kind != _OPERATOR
                              and not captured_kernel(op)):
         return True

@@ -65,6 +65,9 @@ _OBJECT = m.KIND_OBJECT
 #: the Generator's settable member (api.OBJECT_SETTERS): a new bit generator
 _BIT_GENERATOR = STATE_CLASS + ".bit_generator"
 _ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
+#: a call of several results (``modf``, ``linalg.qr``, ``atleast_2d(x, y)``): its pieces take a
+#: result slot each (``Op.outs``); it runs eagerly between the graphs (eager_ops.eager_by_nature)
+_ARRAYS = api.ARRAYS
 #: a user's kernel (ElementwiseKernel, ReductionKernel: captured as any launch; RawKernel and
 #: an ElementwiseKernel given its outputs return nothing and write their arrays: eager)
 _KERNEL = m.KIND_KERNEL
@@ -125,7 +128,7 @@ class _Shape:
                     self.why_not = self.why_not or "a download's form"
             elif item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE, _OBJECT, _KERNEL) \
                     or type(item.name) is not str \
-                    or item.want not in (_ARRAY, _NONE, _VALUE) \
+                    or item.want not in (_ARRAY, _NONE, _VALUE, _ARRAYS) \
                     or (item.kind == _OBJECT and item.name in api.OBJECTS):
                 self.graphable = False
                 self.why_not = self.why_not or (
@@ -140,9 +143,13 @@ class _Shape:
         if self.downloads and self.downloads == stretch.ops:   # (downloads alone: no graph has work
             self.graphable = False                    # to do, its guards only to fail)
             self.why_not = "downloads alone"
+        elif stretch.several and all(op.want == _ARRAYS for op in stretch.items if type(op) is Op):
+            self.graphable = False   # (calls of several results alone: each runs eagerly,
+            self.why_not = SEVERAL_ALONE   # between no graphs: the re-run is as good)
         self.alive = [n for n in range(stretch.outs) if n not in freed_results]
-        #: the op that makes each result slot
-        self.maker = {op.out.n: op.index for op in stretch.items if type(op) is Op and op.out is not None}
+        #: the op that makes each result slot (each piece of a call of several results too)
+        self.maker = {slot.n: op.index for op in stretch.items if type(op) is Op
+                      for slot in op.outs}
         #: the view ops whose kept results a replay makes again on the arrays it hands out
         #: (worker/kept_views.py), and their result slots
         self.remade: list[Op] = []
@@ -172,7 +179,8 @@ class _Shape:
         """Set the remade *ops* (None: a kept result no remake serves); whether graphs
         may serve the stretch."""
         if ops is None:
-            self.why_not = "a kept view no remake serves"
+            if self.why_not != SEVERAL_ALONE:   # (its pieces kept: a split's, views)
+                self.why_not = "a kept view no remake serves"
             return False
         self.remade = ops
         alive = set(self.alive)
@@ -182,20 +190,10 @@ class _Shape:
 
 
 
-#: why graphs never serve a stretch with a call of several results (GraphState.never)
-SEVERAL = "an op of several results"
-
-
-def _never_several(shape: _Shape) -> GraphState:
-    """The standing of a held stretch with a call of several results (``api.ARRAYS``):
-    graphs never serve it, so every replay is a re-run of its records (its results, errors
-    and warnings today's by construction), and with no graph it is never run ahead nor in
-    the steady lane. Its captures, kept views and moving views would each have to take an
-    op's results as a list (docs/stretch-replay.md, "Calls of several results inside held
-    stretches")."""
-    shape.graphable = False
-    shape.why_not = SEVERAL
-    return GraphState(shape, False)
+#: why graphs never serve a stretch whose ops are all calls of several results (a ``split``
+#: of an array whose shape the client does not know yet, in a batch of its own): they run
+#: eagerly, between graphs that would have nothing to do (GraphState.never)
+SEVERAL_ALONE = "calls of several results alone"
 
 
 def _assigns(op: Op, g: StretchGraph) -> bool:
@@ -257,9 +255,6 @@ class StretchGraphs:
         graphs could serve it is judged now."""
         shape = _Shape(stretch)
         shape.int_results = int_results
-        if stretch.several:   # (before kept views are judged: their walk knows one result an op)
-            self.states[sid] = _never_several(shape)
-            return
         span = self.x.device.memory_span
         apart: set[int] = set()
         remade = kept_views.judge(stretch, shape.alive, shape.maker, arrays,
@@ -287,9 +282,6 @@ class StretchGraphs:
         *sid*, judged there (its offered run's arrays are not here to judge again); *remade*:
         the op indices of its remade kept views, as judged there."""
         shape = _Shape(stretch)
-        if stretch.several:
-            self.states[sid] = _never_several(shape)
-            return
         ops = kept_views.adopted(stretch, shape.alive, remade)
         self.states[sid] = GraphState(shape, shape.remake(ops) and servable, "handed over so")
 
@@ -822,6 +814,21 @@ class StretchGraphs:
             journal.before_stateful(objects.get(hid), member, args, kwargs)
 
     def _finish_for(self, op: Op):
+        if op.want == _ARRAYS:   # (a call of several results: as BatchResults._store_arrays)
+            as_array, is_array, count = self.x.device.as_array, self.x.device.is_array, len(op.outs)
+
+            def pieces(result: Any) -> list:
+                if not isinstance(result, (tuple, list)) or len(result) != count:
+                    got = (f"{len(result)} results" if isinstance(result, (tuple, list))
+                           else type(result).__name__)
+                    raise TypeError(f"expected {count} arrays, got {got}")
+                arrays = [as_array(item) for item in result]
+                for array in arrays:
+                    if not is_array(array):
+                        raise TypeError(f"expected {count} arrays, got a "
+                                        f"{type(array).__name__} among them")
+                return arrays
+            return pieces
         if op.want == _ARRAY:
             as_array, is_array = self.x.device.as_array, self.x.device.is_array
 
@@ -1052,32 +1059,47 @@ class StretchGraphs:
                 if op.want == _VALUE:
                     results.value(first + op.index, result)
                     continue
-                if op.want != _ARRAY:
+                if op.want == _ARRAYS:   # (a call of several results: a slot a piece)
+                    pieces = self._finish_for(op)(result)
+                elif op.want != _ARRAY:
                     continue
-                result = self._finish_for(op)(result)
+                else:
+                    result = self._finish_for(op)(result)
             except Exception as exc:
                 raise _OpError(op.index, exc) from None
-            slot = op.out.n
-            kept = g.env.get(slot)
-            if live and kept is not None and kept is not result:
-                if (kept.shape, kept.dtype, kept.strides) == (result.shape, result.dtype, result.strides):
-                    if gathering is None or not gathering.gather_eager(slot, kept, result):
-                        self.tools.copy_any(kept, result)
-                else:
-                    live = False
-                    if gathering is not None:
-                        gathering.apart(self.tools)
-            if kept is None and (op.index in g.shape.moving or op.kind == _UPLOAD):
-                # (capturing: a moving view copied into its own buffer; an upload's array too,
-                # which the NumPy device makes over the message's frame: read-only, and the
-                # client's)
-                g.env[slot] = self._owned(g, result)
-            elif kept is None or not live:
-                g.env[slot] = result
-            # (an op that gave back the graph's buffer it was given, ``real_if_close`` of a
-            # real array: the capture made that buffer this slot's too; handed out as a view,
-            # so that it is copied, not overwritten by the next replay under the client)
-            handout[slot] = result if result is not kept else result[...]
+            if op.want == _ARRAYS:
+                for slot, piece in zip(op.outs, pieces):
+                    live = self._eager_made(op, g, slot.n, piece, handout, live, gathering)
+                continue
+            live = self._eager_made(op, g, op.out.n, result, handout, live, gathering)
+        return live
+
+    def _eager_made(self, op: Op, g: StretchGraph, slot: int, result: Any, handout: dict,
+                    live: bool, gathering: Any) -> bool:
+        """Eager *op*'s array *result* for result slot *slot* (its one array, or a piece of
+        a call of several results): copied into the array the graphs after it read (while
+        *live*, by *gathering*'s row where it has one), put in *handout*; whether *live*
+        still holds (:meth:`_run_eager`)."""
+        kept = g.env.get(slot)
+        if live and kept is not None and kept is not result:
+            if (kept.shape, kept.dtype, kept.strides) == (result.shape, result.dtype, result.strides):
+                if gathering is None or not gathering.gather_eager(slot, kept, result):
+                    self.tools.copy_any(kept, result)
+            else:
+                live = False
+                if gathering is not None:
+                    gathering.apart(self.tools)
+        if kept is None and (op.index in g.shape.moving or op.kind == _UPLOAD):
+            # (capturing: a moving view copied into its own buffer; an upload's array too,
+            # which the NumPy device makes over the message's frame: read-only, and the
+            # client's)
+            g.env[slot] = self._owned(g, result)
+        elif kept is None or not live:
+            g.env[slot] = result
+        # (an op that gave back the graph's buffer it was given, ``real_if_close`` of a
+        # real array: the capture made that buffer this slot's too; handed out as a view,
+        # so that it is copied, not overwritten by the next replay under the client)
+        handout[slot] = result if result is not kept else result[...]
         return live
 
     def _apart(self, a: Any) -> Any:
@@ -1247,9 +1269,9 @@ def _eager_outs(segments: list, graphs: list) -> dict:
         ops = [op for seg in segments[before:at] for op in seg.ops]
         named: set = set()
         made = []
-        for op in reversed(ops):   # (each result against the ops after it)
-            if op.want == _ARRAY and op.out is not None and op.out.n not in named:
-                made.append(op.out.n)
+        for op in reversed(ops):   # (each result against the ops after it; a call of
+            if op.want in (_ARRAY, _ARRAYS):   # several results: each piece, last first)
+                made.extend(slot.n for slot in reversed(op.outs) if slot.n not in named)
             named.update(slot.n for slot in slots_in((op.target, op.args, op.kwargs))
                          if slot.kind == "r")
         if made:

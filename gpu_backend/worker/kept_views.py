@@ -229,8 +229,20 @@ def _view_chain(n: int, ops: dict, maker: dict) -> tuple[list[int], set[int], li
 
 
 def _reaches_input(n: int, ops: dict, maker: dict) -> bool:
-    """Whether result slot *n* is made by view ops from an input of the stretch."""
-    return any(slot.kind == "i" for slot in _view_chain(n, ops, maker)[2])
+    """Whether result slot *n* is made by view ops from an input of the stretch, or is (or
+    views) a piece of a call of several results (``api.ARRAYS``) given such an input:
+    ``atleast_2d(x, y)``'s, ``broadcast_arrays``' pieces may be views of what they are
+    given, and no remake makes a piece again."""
+    chain, _through, sources = _view_chain(n, ops, maker)
+    for kind, m_ in ([(s.kind, s.n) for s in sources] if chain else [("r", n)]):
+        if kind == "i":
+            return True
+        op = ops.get(maker.get(m_, -1)) if kind == "r" else None
+        if op is not None and op.want == api.ARRAYS and any(
+                s.kind == "i" or (s.kind == "r" and _reaches_input(s.n, ops, maker))
+                for s in _array_slots(op)):
+            return True
+    return False
 
 
 def _temporary_view(n: int, ops: dict, maker: dict, alive: set) -> list[int] | None:

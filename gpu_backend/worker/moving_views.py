@@ -134,7 +134,10 @@ def _ops(stretch: HeldStretch) -> Iterable[Op]:
 
 
 def _makers(stretch: HeldStretch) -> dict[int, Op]:
-    return {op.out.n: op for op in _ops(stretch) if op.out is not None}
+    """The op that makes each result slot: each piece of a call of several results too
+    (``Op.outs``; never :func:`fresh_result`, so a write through a piece reaches every array
+    that call was given: ``a, b = atleast_2d(x, y); a += 1`` writes ``x``)."""
+    return {slot.n: op for op in _ops(stretch) for slot in op.outs}
 
 
 def _arrays(value: Any) -> list[Slot]:

@@ -760,7 +760,7 @@ def test_a_held_stretch_rebuilds_the_records_the_client_sent(sessions):
 def test_a_held_stretch_with_a_call_of_several_results_rebuilds_its_records(sessions):
     """A call of several results (``api.ARRAYS``) takes a result slot a piece, in place
     order: the re-run writes its pieces' handles back as the list the client sent, and
-    the ops that read a piece name its slot. Such a stretch is never graphed."""
+    the ops that read a piece name its slot."""
     on, _off = sessions
     cp = module_for(on)
     x = cp.linspace(0.5, 9.5, 12)
