@@ -440,21 +440,21 @@ class Session(SessionReplies):
         from a template predicts for each (None: not known here). (Taken before the cut
         after the call ends the run: the worker is not asked for what was predicted.)
         A stretch with such a call is
-        held, but never graphed: the worker re-runs its records at each replay
-        (docs/stretch-replay.md, "Calls of several results inside held stretches"). So
-        where the stretch so far holds no such call and is held or may yet be, it ends
-        here and the call goes in a batch of its own, as before a large upload, so that the
-        ops before it stay a stretch its graphs serve (a long step's replays kept;
-        measured, "Calls of several results issued with no wait"); a stretch that holds one
-        already is never graphed, and the call joins it, as it joins a stretch let go,
-        two messages fewer; one that opens the stretch cuts nothing (:meth:`_stretch_has_ops`):
-        it and the ops after it are one stretch, held. ``GPUWB_SEVERAL_HELD=0``: no such
-        stretch is held, and the call is cut off wherever the stretch may be held, as before.
+        held and the call runs eagerly between its graphs (docs/stretch-replay.md, "Calls of
+        several results inside held stretches"). Where the stretch so far holds no such call
+        and is held or may yet be, it ends here and the call goes in a batch of its own, as
+        before a large upload, so that the ops before it stay a stretch its graphs serve (a
+        long step's replays kept; measured, "Calls of several results issued with no
+        wait"); a stretch that holds one already takes the call in, as does a stretch let
+        go, two messages fewer; one that opens the stretch cuts nothing
+        (:meth:`_stretch_has_ops`). ``GPUWB_SEVERAL_JOIN=1``: the call never cuts where
+        such stretches are held. ``GPUWB_SEVERAL_HELD=0``: no such stretch is held, and the
+        call is cut off wherever the stretch may be held, as before.
         Batches so sent are not read at once: a loop with no sync point would pile them up,
         so, as a loop's pieces do (loop_cuts.PIECES_AHEAD), at most so many go unanswered."""
         if self.stretches is not None and self.stretches.current.several_ok:
-            cut = self._stretch_has_ops() and not self._holds_several() \
-                and self._stretch_may_be_held()
+            cut = not self.settings.several_join and self._stretch_has_ops() \
+                and not self._holds_several() and self._stretch_may_be_held()
         else:
             cut = self._stretch_may_be_held()
         if cut:

@@ -59,9 +59,13 @@ class SessionSettings:
     early_replay: bool = True
     #: ``GPUWB_SEVERAL_HELD=0``: a stretch with a call of several results (``api.ARRAYS``:
     #: ``modf``, ``meshgrid``, ``linalg.qr``, ...) is never held, and such a call ends a
-    #: held stretch before it, as before 2026-12 (docs/stretch-replay.md, "Calls of
+    #: held stretch before it, as before 2026-11-30 (docs/stretch-replay.md, "Calls of
     #: several results inside held stretches"); to measure the difference.
     several_held: bool = True
+    #: ``GPUWB_SEVERAL_JOIN=1``: a call of several results joins the stretch under way
+    #: wherever such stretches are held, never cut off in a batch of its own (runs eagerly
+    #: between its graphs either way); to measure the cut rule against joining.
+    several_join: bool = False
     #: ``GPUWB_LANE_OVER_EARLY=0``: a held loop whose early replays the worker's steady lane
     #: answers keeps sending them early, though its replies would be pushed were its
     #: messages sent whole (reply ``L``, kernelproxy/early_replay.py ``EarlyPlan.lane``); to
@@ -103,6 +107,7 @@ class SessionSettings:
                    fast_path=_flag(env, "GPUWB_FAST_PATH", True),
                    early_replay=_flag(env, "GPUWB_EARLY_REPLAY", True),
                    several_held=_flag(env, "GPUWB_SEVERAL_HELD", True),
+                   several_join=_flag(env, "GPUWB_SEVERAL_JOIN", False),
                    lane_over_early=_flag(env, "GPUWB_LANE_OVER_EARLY", True),
                    loop_cuts=_flag(env, "GPUWB_LOOP_CUTS", True),
                    compiled=_flag(env, "GPUWB_COMPILED", True),

@@ -223,3 +223,35 @@ def test_an_error_in_a_call_of_several_results_of_a_held_stretch_names_its_line(
 def test_the_switch_is_read_from_the_environment():
     assert SessionSettings.from_environ({}).several_held is True
     assert SessionSettings.from_environ({"GPUWB_SEVERAL_HELD": "0"}).several_held is False
+
+
+def test_a_call_in_the_middle_joins_the_stretch_with_several_join(pool, ref):
+    """``GPUWB_SEVERAL_JOIN=1``: a call of several results in the middle of a held body
+    joins its stretch instead of cutting it, so a step is one replay (one message) where
+    the cut made it two, with the call run between the stretch's graphs; the results are
+    the cut's and the reference's, bit for bit."""
+    def loop(cp):
+        x = _x(cp)
+        values = []
+        for _ in range(STEPS):
+            y = x * 1.25 + 0.5
+            m, e = cp.frexp(y)
+            x = cp.ldexp(m, e - 1) + y * 0.125
+            values.append(float(x.max()))
+        return values + [x.get() if hasattr(x, "get") else x]
+
+    replays = {}
+    results = {}
+    for join in (False, True):
+        with Session(pool.address, pool.token, settings=SessionSettings(
+                replay_measured=False, several_join=join)) as s:
+            with no_collection():
+                results[join] = loop(module_for(s))
+            replays[join] = _figures(s)["replays"]
+    _bitwise(results[False], results[True])
+    want = loop(ref)
+    _bitwise(results[True], [ref.asnumpy(w) if hasattr(ref, "asnumpy") and not np.isscalar(w)
+                             else w for w in want])
+    # (cut: two stretches a step, each replayed; joined: one)
+    assert replays[True] >= STEPS - 8, replays
+    assert replays[False] > replays[True] + (STEPS - 8) // 2, replays
