@@ -443,13 +443,15 @@ class Session(SessionReplies):
         held and the call runs eagerly between its graphs (docs/stretch-replay.md, "Calls of
         several results inside held stretches"). Where the stretch so far holds no such call
         and is held or may yet be, it ends here and the call goes in a batch of its own, as
-        before a large upload, so that the ops before it stay a stretch its graphs serve (a
-        long step's replays kept; measured, "Calls of several results issued with no
-        wait"); a stretch that holds one already takes the call in, as does a stretch let
-        go, two messages fewer; one that opens the stretch cuts nothing
-        (:meth:`_stretch_has_ops`). ``GPUWB_SEVERAL_JOIN=1``: the call never cuts where
-        such stretches are held. ``GPUWB_SEVERAL_HELD=0``: no such stretch is held, and the
-        call is cut off wherever the stretch may be held, as before.
+        before a large upload, so that the ops before it stay a stretch of their own (a long
+        step's replays kept: "Calls of several results issued with no wait"); a stretch that
+        holds one already, or one let go, takes the call in, and a call that opens the
+        stretch cuts nothing (:meth:`_stretch_has_ops`). ``GPUWB_SEVERAL_JOIN=1``: the call
+        joins wherever such stretches are held, a step one message (0.94x the cut's time
+        over the unseen loops that make such calls, run 313; off for now: a loop with no
+        sync point calling ``divmod`` is then never replayed). ``GPUWB_SEVERAL_HELD=0``: no
+        such stretch is held, and the call is cut off wherever the stretch may be held, as
+        before.
         Batches so sent are not read at once: a loop with no sync point would pile them up,
         so, as a loop's pieces do (loop_cuts.PIECES_AHEAD), at most so many go unanswered."""
         if self.stretches is not None and self.stretches.current.several_ok:
