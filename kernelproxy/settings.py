@@ -67,7 +67,9 @@ class SessionSettings:
     #: instead of ending it and going in a batch of its own. Run 313 measured it at 0.94x
     #: the cut's time over the unseen loops that make such calls (geometric mean), but a
     #: loop with no sync point whose step calls ``divmod`` is then never replayed
-    #: (tests/kernelproxy/test_result_structures_edges.py): off until that is understood.
+    #: (tests/kernelproxy/test_result_structures_edges.py: its template holds the call of
+    #: two results, its runs issue ``floor_divide`` and ``remainder``, kernelproxy/
+    #: divmod_pair.py, once they know the dtype): off until that is mended.
     several_join: bool = False
     #: ``GPUWB_LANE_OVER_EARLY=0``: a held loop whose early replays the worker's steady lane
     #: answers keeps sending them early, though its replies would be pushed were its
