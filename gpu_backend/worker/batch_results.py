@@ -16,9 +16,25 @@ from ..protocol.errors import ProtocolError
 from .handles import HandleTable
 from .result_meta import add_metas, array_meta, is_bunch
 
-__all__ = ["BatchResults"]
+__all__ = ["BatchResults", "several_arrays"]
 
 _PYTHON_SCALARS = frozenset((int, float, bool, complex))
+
+
+def several_arrays(device: Any, result: Any, count: int) -> list:
+    """The *count* arrays of a call of several results (``api.ARRAYS``) as *device* holds
+    them; TypeError, the op's error, where *result* is not a tuple or list of exactly so
+    many arrays (the client's prediction and the pool disagree). Its ops and a held
+    stretch's eager runs of them (worker/graph_replay.py) check the same way."""
+    if not isinstance(result, (tuple, list)) or len(result) != count:
+        got = (f"{len(result)} results" if isinstance(result, (tuple, list))
+               else type(result).__name__)
+        raise TypeError(f"expected {count} arrays, got {got}")
+    arrays = [device.as_array(item) for item in result]
+    for array in arrays:
+        if not device.is_array(array):
+            raise TypeError(f"expected {count} arrays, got a {type(array).__name__} among them")
+    return arrays
 
 
 class BatchResults:
@@ -100,15 +116,7 @@ class BatchResults:
         if type(out) is not list or not out or len(set(out)) != len(out) or any(
                 type(hid) is not int or hid <= 0 for hid in out):
             raise ProtocolError(f"bad result handles {out!r}: a list of distinct positive integers")
-        device = self.table.device
-        if not isinstance(result, (tuple, list)) or len(result) != len(out):
-            got = (f"{len(result)} results" if isinstance(result, (tuple, list))
-                   else type(result).__name__)
-            raise TypeError(f"expected {len(out)} arrays, got {got}")
-        arrays = [device.as_array(item) for item in result]
-        for array in arrays:
-            if not device.is_array(array):
-                raise TypeError(f"expected {len(out)} arrays, got a {type(array).__name__} among them")
+        arrays = several_arrays(self.table.device, result, len(out))
         put, fresh = self.table.put, self.fresh
         for hid, array in zip(out, arrays):
             put(hid, array)

@@ -34,7 +34,7 @@ from ..devices.product_capture import PRODUCT_CALLS
 from ..protocol import api, codec
 from ..protocol.errors import ProtocolError, error_name
 from ..protocol import messages as m
-from .batch_results import BatchResults
+from .batch_results import BatchResults, several_arrays
 from .eager_ops import eager_by_nature
 from .draw_journal import STATE_CLASS, NotUndoable
 from .graph_copies import COPY_ROW_BYTES, identity, plain
@@ -814,21 +814,9 @@ class StretchGraphs:
             journal.before_stateful(objects.get(hid), member, args, kwargs)
 
     def _finish_for(self, op: Op):
-        if op.want == _ARRAYS:   # (a call of several results: as BatchResults._store_arrays)
-            as_array, is_array, count = self.x.device.as_array, self.x.device.is_array, len(op.outs)
-
-            def pieces(result: Any) -> list:
-                if not isinstance(result, (tuple, list)) or len(result) != count:
-                    got = (f"{len(result)} results" if isinstance(result, (tuple, list))
-                           else type(result).__name__)
-                    raise TypeError(f"expected {count} arrays, got {got}")
-                arrays = [as_array(item) for item in result]
-                for array in arrays:
-                    if not is_array(array):
-                        raise TypeError(f"expected {count} arrays, got a "
-                                        f"{type(array).__name__} among them")
-                return arrays
-            return pieces
+        if op.want == _ARRAYS:   # (a call of several results: checked as its op's are)
+            device, count = self.x.device, len(op.outs)
+            return lambda result: several_arrays(device, result, count)
         if op.want == _ARRAY:
             as_array, is_array = self.x.device.as_array, self.x.device.is_array
 
