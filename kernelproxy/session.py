@@ -438,10 +438,9 @@ class Session(SessionReplies):
         """Queue a call whose *count* arrays the client names (``api.ARRAYS``,
         kernelproxy/result_structures.py); their handles, and the metadata a run answered
         from a template predicts for each (None: not known here). (Taken before the cut
-        after the call ends the run: the worker is not asked for what was predicted.)
-        A stretch with such a call is
-        held and the call runs eagerly between its graphs (docs/stretch-replay.md, "Calls of
-        several results inside held stretches"). Where the stretch so far holds no such call
+        after the call ends the run: the worker is not asked for what was predicted.) A
+        stretch with such a call is held and the call runs eagerly between its graphs
+        (docs/stretch-replay.md, "Calls of several results inside held stretches"). Where the stretch so far holds no such call
         and is held or may yet be, it ends here and the call goes in a batch of its own, as
         before a large upload, so that the ops before it stay a stretch of their own (a long
         step's replays kept: "Calls of several results issued with no wait"); a stretch that

@@ -110,7 +110,7 @@ class StretchKey:
     """
 
     __slots__ = ("_handle_of", "records", "inputs", "params", "outs", "_input_role",
-                 "_result_role", "_ops", "keyable", "whole", "piece", "several", "_several_ok")
+                 "_result_role", "_ops", "keyable", "whole", "piece", "several", "several_ok")
 
     def __init__(self, handle_of: Callable[[Any], int | None], keyed: bool = True,
                  several_ok: bool = True) -> None:
@@ -137,15 +137,10 @@ class StretchKey:
         #: False (``GPUWB_SEVERAL_HELD=0``): such a call makes the stretch unkeyable, as
         #: before they were held
         self.several = False
-        self._several_ok = several_ok
+        self.several_ok = several_ok
 
     def __len__(self) -> int:
         return len(self.records)
-
-    @property
-    def several_ok(self) -> bool:
-        """Whether a call of several results is keyed here (``GPUWB_SEVERAL_HELD``)."""
-        return self._several_ok
 
     @property
     def ops(self) -> int:
@@ -181,10 +176,10 @@ class StretchKey:
         except Exception:   # _Unkeyable, or arguments the pool will refuse (unsortable keys...)
             self.keyable = False
             return
-        if type(out) is list and self._several_ok:   # (several results, api.ARRAYS: its
+        if type(out) is list and self.several_ok:   # (several results, api.ARRAYS: its
             record = (record[0], (want, len(out)), *record[2:])   # count in its record)
         self._append(record)
-        if type(out) is list and not self._several_ok:   # (never held: sent as its ops)
+        if type(out) is list and not self.several_ok:   # (never held: sent as its ops)
             self.keyable = False
             return
         if out is not None:

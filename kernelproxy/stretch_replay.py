@@ -132,8 +132,8 @@ class _Timing:
         self.reruns = 0        # timed replays the worker did not run through graphs
         self.rerun = False     # the last replay answered was one
         self.decided = False
-        #: it holds a call of several results: the worker re-runs every replay (never
-        #: graphed), so it is judged by its time alone (_timed)
+        #: it holds a call of several results: judged by its time alone (_timed), for
+        #: one of such calls alone is never graphed and may still save their messages
         self.several = False
 
 
@@ -439,8 +439,8 @@ class StretchReplay:
         timing.decided = True
         # let go where no replay ran through graphs (a re-run from the records saves the
         # device nothing), or where the replays were not faster; a stretch with a call of
-        # several results is never graphed, and judged by its time alone: its re-runs save
-        # the messages and the checks of its ops, which a loop of small ops is made of
+        # several results is judged by its time alone (one of such calls alone is never
+        # graphed): its re-runs save the messages and the checks of its ops
         never_graphed = timing.reruns >= len(timing.held) and not timing.several
         if never_graphed or (
                 timing.free and statistics.median(timing.held[WARM_REPLAYS:]) >= statistics.median(timing.free)):
