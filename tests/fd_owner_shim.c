@@ -7,8 +7,8 @@
  * socketpair, dup called from libzmq) and stops the process at the stray close itself: a
  * close() or dup2() of such a number from outside libzmq, or, in a forked child, a read or
  * write of one of its parent's (a shared eventfd). It writes what it saw and a C backtrace
- * to /tmp/fdshim/log.PID, then raises SIGABRT, so that Python's faulthandler prints every
- * thread's stack with the closing one marked current.
+ * to /tmp/fdshim/log.PID (child.PID for a child), then raises SIGABRT, so that Python's
+ * faulthandler prints every thread's stack with the closing one marked current.
  *
  *     mkdir -p /tmp/fdshim && cc -O1 -fPIC -shared -o /tmp/fdshim/fdshim.so \
  *         tests/fd_owner_shim.c -ldl -lpthread
@@ -56,17 +56,23 @@ static int from_socketmodule(void *ra) {
     Dl_info info;
     return dladdr(ra, &info) && info.dli_fname && strstr(info.dli_fname, "_socket.cpython") != NULL;
 }
-static void note_socket_close(const char *what, int fd, void *ra) {
-    char link[256] = "", path[64], buf[512];
+/* One line to /tmp/fdshim/LOG.PID and stderr, with a C backtrace in the log: *what* was done
+ * to *fd* (as /proc names it) by the library at return address *ra*, *whose* the fd was. */
+static void note(const char *log, const char *what, int fd, const char *whose, void *ra) {
+    char link[256] = "", path[64], buf[512], logp[64];
+    int pid = (int)syscall(SYS_getpid);
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(path, link, sizeof link - 1); if (n > 0) link[n] = 0;
     Dl_info info; const char *lib = (dladdr(ra, &info) && info.dli_fname) ? info.dli_fname : "?";
-    int len = snprintf(buf, sizeof buf, "\nFDSHIM-SOCK pid %d tid %ld: %s of fd %d (%s), a Python socket's, by %s\n",
-                       (int)mypid, (long)syscall(SYS_gettid), what, fd, link, lib);
-    char logp[64]; snprintf(logp, sizeof logp, "/tmp/fdshim/sock.%d", (int)mypid);
+    int len = snprintf(buf, sizeof buf, "\nFDSHIM %s pid %d tid %ld: %s of fd %d (%s), %s, by %s\n",
+                       log, pid, (long)syscall(SYS_gettid), what, fd, link, whose, lib);
+    snprintf(logp, sizeof logp, "/tmp/fdshim/%s.%d", log, pid);
     FILE *f = fopen(logp, "a");
     if (f) { fputs(buf, f); fflush(f); void *bt[64]; int k = backtrace(bt, 64); backtrace_symbols_fd(bt, k, fileno(f)); fclose(f); }
     write(2, buf, len);
+}
+static void note_socket_close(const char *what, int fd, void *ra) {
+    note("sock", what, fd, "a Python socket's", ra);
     struct sigaction now;
     if (sigaction(SIGUSR1, NULL, &now) == 0 && now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN)
         raise(SIGUSR1);   /* (Python's faulthandler registered there: every thread's stack) */
@@ -80,16 +86,7 @@ __attribute__((constructor)) static void init(void) {
 static void mark(int fd, void *ra) { if (fd >= 0 && fd < MAXFD && in_me()) owner[fd] = from_zmq(ra) ? 1 : (from_socketmodule(ra) ? 3 : 2); }
 
 static void report(const char *what, int fd, void *ra) {
-    char link[256] = "", path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(path, link, sizeof link - 1); if (n > 0) link[n] = 0;
-    Dl_info info; const char *lib = (dladdr(ra, &info) && info.dli_fname) ? info.dli_fname : "?";
-    int len = snprintf(buf, sizeof buf, "\nFDSHIM pid %d tid %ld: %s of fd %d (%s), libzmq's, by %s\n",
-                       (int)mypid, (long)syscall(SYS_gettid), what, fd, link, lib);
-    char logp[64]; snprintf(logp, sizeof logp, "/tmp/fdshim/log.%d", (int)mypid);
-    FILE *f = fopen(logp, "a");
-    if (f) { fputs(buf, f); fflush(f); void *bt[64]; int k = backtrace(bt, 64); backtrace_symbols_fd(bt, k, fileno(f)); fclose(f); }
-    write(2, buf, len);
+    note("log", what, fd, "libzmq's", ra);
     if (getenv("FDSHIM_NOABORT") == NULL) raise(SIGABRT);
 }
 
@@ -133,16 +130,7 @@ int pipe2(int fds[2], int f) { REAL(pipe2, int (*)(int *, int)); int r = real_pi
 /* a forked child that signals or drains one of its parent's libzmq descriptors (shared
  * eventfds: the parent then finds a signal with no command, or loses one, and aborts) */
 static void child_use(const char *what, int fd, void *ra) {
-    char link[256] = "", path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(path, link, sizeof link - 1); if (n > 0) link[n] = 0;
-    Dl_info info; const char *lib = (dladdr(ra, &info) && info.dli_fname) ? info.dli_fname : "?";
-    int len = snprintf(buf, sizeof buf, "\nFDSHIM child pid %d: %s of its parent's libzmq fd %d (%s) by %s\n",
-                       (int)syscall(SYS_getpid), what, fd, link, lib);
-    char logp[64]; snprintf(logp, sizeof logp, "/tmp/fdshim/log.child.%d", (int)syscall(SYS_getpid));
-    FILE *f = fopen(logp, "a");
-    if (f) { fputs(buf, f); fflush(f); void *bt[64]; int k = backtrace(bt, 64); backtrace_symbols_fd(bt, k, fileno(f)); fclose(f); }
-    write(2, buf, len);
+    note("child", what, fd, "its parent's libzmq's", ra);
     raise(SIGABRT);
 }
 ssize_t write(int fd, const void *b, size_t n) {
