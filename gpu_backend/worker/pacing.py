@@ -859,11 +859,17 @@ class Pacer:
                 self.end_batch(0, more_work)
 
     def write_trace(self, directory: str, name: str) -> None:
-        """Write the trace (if kept) to DIRECTORY/NAME.jsonl."""
+        """Write the trace (if kept) to DIRECTORY/NAME.jsonl, whole or not at all: written
+        under a hidden name and renamed, for a reader that waits for the file
+        (benchmarks/fairness_why.py, its test) may see it the moment it appears, and the
+        pool may end this process right after (a file seen half-written held no grant:
+        CI, 2026-11-30)."""
         if self.trace is None:
             return
-        with open(os.path.join(directory, f"{name}.jsonl"), "w") as out:
+        part = os.path.join(directory, f".{name}.jsonl.part")
+        with open(part, "w") as out:
             out.writelines(json.dumps(entry) + "\n" for entry in self.trace)
+        os.replace(part, os.path.join(directory, f"{name}.jsonl"))
 
     def idle(self) -> None:
         """The worker has nothing to run: measure, and hand the device over if others wait

@@ -42,8 +42,9 @@ def test_requests_are_joined_with_the_arbiters_answers(tmp_path, monkeypatch, ca
             busy.close()
             mine.close()
         # each worker writes its trace as its session ends; the pool's shutdown kills workers
-        # (under load, one was killed before it had written: wait for both, up to 10 s)
-        deadline = time.monotonic() + 10
+        # (under load, one was killed before it had written: wait for both, up to 30 s; a
+        # trace appears whole, renamed once written: Pacer.write_trace)
+        deadline = time.monotonic() + 30
         while len(list(kept.glob("*.jsonl"))) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
     (kept / "i-requests.json").write_text(json.dumps({"issued": issued, "latencies": latencies}))
