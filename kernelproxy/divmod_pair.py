@@ -28,9 +28,9 @@ import numpy as np
 
 from gpu_backend.protocol import messages as m
 
-from .result_structures import known_meta
+from .result_structures import known_meta, meta_unknown
 
-__all__ = ["pair"]
+__all__ = ["pair", "undecided"]
 
 #: the dtypes whose divmod is floor_divide and remainder to the bit: the integers, float32
 #: and float64 (float16's is not on a GPU: CuPy's divmod keeps its quotient a half, and
@@ -61,3 +61,12 @@ def pair(kind: str, name: Any, args: tuple, kwargs: dict | None) -> tuple[str, s
     if None in kinds or not any(kinds):
         return None
     return _NAMES[kind]
+
+
+def undecided(kind: str, name: Any, args: tuple, kwargs: dict | None) -> bool:
+    """Whether the ``divmod`` call goes as a call now only for want of an operand's dtype,
+    which a later one of the same code may have, issued then as the two ops: a stretch
+    that took the call in would not be the stretch its later runs make
+    (Session.submit_arrays keeps it out)."""
+    return name == "divmod" and kind in _NAMES and len(args) == 2 and not kwargs \
+        and any(meta_unknown(a) for a in args)

@@ -24,8 +24,8 @@ from gpu_backend.protocol.codec import Handle
 from . import fuse_trace
 from .out_args import checked_out, given_outs, positional_out
 from .result_structures import ONE as _ONE, learn as _learn, predicted as _predicted
-from .divmod_pair import pair as _divmod_pair
-from .split_views import pieces as _split_pieces
+from .divmod_pair import pair as _divmod_pair, undecided as _divmod_undecided
+from .split_views import pieces as _split_pieces, undecided as _split_undecided
 
 __all__ = ["call", "wrap", "operator", "array_class", "register_array_class", "FUSING",
            "OP_SYMBOLS", "OPERATOR_LABELS", "UFUNC_SCALAR_TYPES"]
@@ -138,7 +138,12 @@ def call(session: Any, kind: str, name: str, want: str, target: Any, args: tuple
             if two is not None:   # (divmod as floor_divide and remainder: ops held stretches keep)
                 return container([call(session, kind, op, _ARRAY, None, args, {}, label)
                                   for op in two])
-            hids, metas = session.submit_arrays(count, kind, name, target, args, kwargs, label)
+            # (a call that goes as one only for want of metadata here is kept out of a
+            # held stretch: a later one of the same code goes as slices or the two ops)
+            settled = not (_divmod_undecided(kind, name, args, kwargs) or (
+                kind == m.KIND_FUNCTION and _split_undecided(name, args)))
+            hids, metas = session.submit_arrays(count, kind, name, target, args, kwargs, label,
+                                                settled)
             return container([wrap(session, hid, meta) for hid, meta in zip(hids, metas)])
     hid = session.new_id()
     seq = session.submit(kind, _MULTI, hid, name, target, args, kwargs, label)

@@ -33,7 +33,8 @@ import numpy as np
 
 from gpu_backend.protocol import messages as m
 
-__all__ = ["ONE", "predicted", "learn", "known_meta", "known_shape", "is_int", "hsplit_axis",
+__all__ = ["ONE", "predicted", "learn", "known_meta", "known_shape", "meta_unknown", "is_int",
+           "hsplit_axis",
            "vsplit_axis", "dsplit_axis"]
 
 #: the call gives one array: issued as an ``api.ARRAY`` op
@@ -57,6 +58,12 @@ def known_meta(array: Any) -> tuple | None:
         return None
     meta = array._m
     return array._s.meta.peek(array._h) if meta is None else meta
+
+
+def meta_unknown(value: Any) -> bool:
+    """Whether *value* is a client array whose metadata the client does not have now (its
+    reply not read yet): a call that would be issued otherwise once it has, undecided."""
+    return _is_array(value) and known_meta(value) is None
 
 
 def known_shape(array: Any) -> tuple | None:

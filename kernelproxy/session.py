@@ -434,7 +434,8 @@ class Session(SessionReplies):
 
     @_serialised
     def submit_arrays(self, count: int, kind: str, name: Any, target: Any, args: tuple,
-                      kwargs: dict | None, label: str) -> tuple[list[int], list]:
+                      kwargs: dict | None, label: str, settled: bool = True
+                      ) -> tuple[list[int], list]:
         """Queue a call whose *count* arrays the client names (``api.ARRAYS``,
         kernelproxy/result_structures.py); their handles, and the metadata a run answered
         from a template predicts for each (None: not known here). (Taken before the cut
@@ -445,15 +446,21 @@ class Session(SessionReplies):
         before a large upload, so that the ops before it stay a stretch of their own (a long
         step's replays kept: "Calls of several results issued with no wait"); a stretch that
         holds one already, or one let go, takes the call in, and a call that opens the
-        stretch cuts nothing (:meth:`_stretch_has_ops`). ``GPUWB_SEVERAL_JOIN=1``: the call
-        joins wherever such stretches are held, a step one message (0.94x the cut's time
-        over the unseen loops that make such calls, run 313; off for now: a loop with no
-        sync point calling ``divmod`` is then never replayed). ``GPUWB_SEVERAL_HELD=0``: no
-        such stretch is held, and the call is cut off wherever the stretch may be held, as
-        before.
+        stretch cuts nothing (:meth:`_stretch_has_ops`). With ``several_join`` (the default;
+        ``GPUWB_SEVERAL_JOIN=0`` turns it off) the call joins wherever such stretches are
+        held, a step one message (0.94x the cut's time over the unseen loops that make such
+        calls, run 313). A call not *settled* (issue.call: one that goes as a call only for
+        want of metadata here, later ones of the same code going as slices or as two ops)
+        goes in a batch of its own always: a stretch that took it in would not be the one
+        its later runs make (a loop with no sync point calling ``divmod`` was never
+        replayed so; a temporary's ``split`` pieces kept a stretch ungraphed).
+        ``GPUWB_SEVERAL_HELD=0``: no such stretch is held, and the call is cut off wherever
+        the stretch may be held, as before.
         Batches so sent are not read at once: a loop with no sync point would pile them up,
         so, as a loop's pieces do (loop_cuts.PIECES_AHEAD), at most so many go unanswered."""
-        if self.stretches is not None and self.stretches.current.several_ok:
+        if not settled:   # (issued otherwise once the client has the metadata it lacks)
+            cut = True
+        elif self.stretches is not None and self.stretches.current.several_ok:
             cut = not self.settings.several_join and self._stretch_has_ops() \
                 and not self._holds_several() and self._stretch_may_be_held()
         else:

@@ -62,15 +62,14 @@ class SessionSettings:
     #: held stretch before it, as before 2026-11-30 (docs/stretch-replay.md, "Calls of
     #: several results inside held stretches"); to measure the difference.
     several_held: bool = True
-    #: ``GPUWB_SEVERAL_JOIN=1``: a call of several results in the middle of a held stretch
-    #: joins it (a step one message, the call run eagerly between the stretch's graphs)
-    #: instead of ending it and going in a batch of its own. Run 313 measured it at 0.94x
-    #: the cut's time over the unseen loops that make such calls (geometric mean), but a
-    #: loop with no sync point whose step calls ``divmod`` is then never replayed
-    #: (tests/kernelproxy/test_result_structures_edges.py: its template holds the call of
-    #: two results, its runs issue ``floor_divide`` and ``remainder``, kernelproxy/
-    #: divmod_pair.py, once they know the dtype): off until that is mended.
-    several_join: bool = False
+    #: ``GPUWB_SEVERAL_JOIN=0``: a call of several results in the middle of a held stretch
+    #: ends it and goes in a batch of its own, instead of joining it (a step one message,
+    #: the call run eagerly between the stretch's graphs). Run 313 measured joining at
+    #: 0.94x the cut's time over the unseen loops that make such calls (geometric mean).
+    #: A call that goes as one only for want of metadata the client lacks now (``divmod``
+    #: of an operand whose dtype it does not know, ``split`` of one whose shape: later
+    #: ones of the same code go as two ops or as slices) never joins (issue.call).
+    several_join: bool = True
     #: ``GPUWB_LANE_OVER_EARLY=0``: a held loop whose early replays the worker's steady lane
     #: answers keeps sending them early, though its replies would be pushed were its
     #: messages sent whole (reply ``L``, kernelproxy/early_replay.py ``EarlyPlan.lane``); to
@@ -112,7 +111,7 @@ class SessionSettings:
                    fast_path=_flag(env, "GPUWB_FAST_PATH", True),
                    early_replay=_flag(env, "GPUWB_EARLY_REPLAY", True),
                    several_held=_flag(env, "GPUWB_SEVERAL_HELD", True),
-                   several_join=_flag(env, "GPUWB_SEVERAL_JOIN", False),
+                   several_join=_flag(env, "GPUWB_SEVERAL_JOIN", True),
                    lane_over_early=_flag(env, "GPUWB_LANE_OVER_EARLY", True),
                    loop_cuts=_flag(env, "GPUWB_LOOP_CUTS", True),
                    compiled=_flag(env, "GPUWB_COMPILED", True),

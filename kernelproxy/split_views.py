@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .result_structures import dsplit_axis, hsplit_axis, is_int, known_shape, vsplit_axis
+from .result_structures import dsplit_axis, hsplit_axis, is_int, known_shape, meta_unknown, vsplit_axis
 
-__all__ = ["pieces"]
+__all__ = ["pieces", "undecided"]
 
 #: each name's axis, from the array's ndim (None: the call's ``axis``); the rules
 #: result_structures tells the count by
@@ -78,3 +78,11 @@ def pieces(name: Any, args: tuple, kwargs: dict | None) -> tuple[int, list] | No
     if any(lo >= hi for lo, hi in bounds):
         return None   # (an empty piece: CuPy's pointer for it is not a slice's to the bit)
     return axis, bounds
+
+
+def undecided(name: Any, args: tuple) -> bool:
+    """Whether the call *name* goes as a call now only for want of ``args[0]``'s shape,
+    which a later one of the same code may have, its pieces then slices: a stretch that
+    took the call in would not be the stretch its later runs make (Session.submit_arrays
+    keeps it out)."""
+    return name in _AXIS_OF and bool(args) and meta_unknown(args[0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernelproxy.divmod_pair import pair
+from kernelproxy.divmod_pair import pair, undecided
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
@@ -78,6 +78,11 @@ def test_operands_it_cannot_tell_go_as_the_call(cp):
     assert pair(F, "divmod", (x, 2.0), {"out": (x, x)}) is None
     assert pair(F, "divmod", (2.0, 3.0), None) is None        # (no array)
     assert pair(F, "divmod", (x * 2, 2.0), None) is None      # (its dtype not known yet)
+    # (... a call for want of metadata alone, kept out of held stretches: issue.call)
+    assert undecided(F, "divmod", (x * 2, 2.0), None) and undecided("o", "divmod", (2.0, x * 2), None)
+    assert not undecided(F, "divmod", (x, 2.0), None)         # (known: the two ops)
+    assert not undecided(F, "divmod", (c, 2.0), None)         # (known: the call for good)
+    assert not undecided(F, "divmod", (x * 2, 2.0), {"out": (x, x)})
     with pytest.raises(TypeError):   # (at the call, or, the name's container learnt, by the
         q, r = cp.divmod(c, 2.0)     # next sync point as an array op's: result_structures.py)
         q.get()

@@ -220,13 +220,15 @@ def test_an_error_in_a_call_of_several_results_of_a_held_stretch_names_its_line(
         assert step(good) == 190.0   # and the session goes on
 
 
-def test_the_switch_is_read_from_the_environment():
+def test_the_switches_are_read_from_the_environment():
     assert SessionSettings.from_environ({}).several_held is True
     assert SessionSettings.from_environ({"GPUWB_SEVERAL_HELD": "0"}).several_held is False
+    assert SessionSettings.from_environ({}).several_join is True
+    assert SessionSettings.from_environ({"GPUWB_SEVERAL_JOIN": "0"}).several_join is False
 
 
 def test_a_call_in_the_middle_joins_the_stretch_with_several_join(pool, ref):
-    """``GPUWB_SEVERAL_JOIN=1``: a call of several results in the middle of a held body
+    """``several_join`` (the default): a call of several results in the middle of a held body
     joins its stretch instead of cutting it, so a step is one replay (one message) where
     the cut made it two, with the call run between the stretch's graphs; the results are
     the cut's and the reference's, bit for bit."""
