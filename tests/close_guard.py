@@ -13,6 +13,11 @@ failed with EBADF, and its workers took the pool for gone). So ``os.close`` rais
   close of its number is a stale integer from elsewhere.
 
 ``os.dup2`` refuses such a number as its target too: it closes what the number held first.
+And a socket object made over a number a live socket object holds already
+(``socket.socket(fileno=n)``) raises: its close would close the other's descriptor through
+the socket module, which neither check above nor tests/fd_owner_shim.c can tell from a
+close of its own (a stray closer still unfound, 2026-11-30, closed a worker channel's
+number under it so).
 (A test of this suite handed a number it had just seen free to a pipe with ``dup2``; a pool's
 thread had opened a worker's channel on it meanwhile, about one run in five.)
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import weakref
 
@@ -71,8 +77,27 @@ def _registering_init(self, *args, **kwargs) -> None:
     _init(self, *args, **kwargs)
     fd = _socket_fd(self)
     if fd >= 0:
+        # (a second object over a live one's descriptor; ssl's wrap_socket makes its
+        # SSLSocket so and detaches the first at once)
+        if _held_by_a_socket(fd) and type(self).__name__ != "SSLSocket":
+            socket.socket.detach(self)   # (this one closes nothing as it goes)
+            message = (f"a socket object made over descriptor {fd}, which a live socket "
+                       "object holds: the two would close it twice")
+            _tell(message)
+            raise AssertionError(message)
         with _lock:
             _sockets[fd] = weakref.ref(self)
+
+
+def _tell(message: str) -> None:
+    """*message* and the stack that made it, on the process's real standard error: a
+    thread that swallows the AssertionError (a pool's thread) leaves this in the log."""
+    import traceback
+    try:
+        sys.__stderr__.write(f"close_guard: {message}\n" + "".join(traceback.format_stack()))
+        sys.__stderr__.flush()
+    except Exception:
+        pass
 
 
 def _socket_fd(sock: socket.socket) -> int:

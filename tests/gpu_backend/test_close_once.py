@@ -125,6 +125,23 @@ def test_the_suite_s_os_close_refuses_a_live_socket_s_descriptor():
     assert number >= 0
 
 
+def test_the_suite_s_socket_refuses_a_second_object_over_a_live_socket_s_descriptor():
+    """tests/close_guard.py: ``socket.socket(fileno=n)`` over a number a live socket object
+    holds raises (and closes nothing); over a detached number it is the number's owner."""
+    import socket
+    held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with pytest.raises(AssertionError, match="a live socket object holds"):
+            socket.socket(fileno=held.fileno())
+        os.fstat(held.fileno())   # still open
+        held.getsockname()        # and still the same socket's
+    finally:
+        held.close()
+    given = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    taken = socket.socket(fileno=given.detach())
+    taken.close()
+
+
 def test_the_suite_s_dup2_refuses_a_target_that_is_not_free():
     """tests/close_guard.py: ``os.dup2`` onto a number a live socket object holds, or onto
     an eventfd, raises: it would close that descriptor first."""
