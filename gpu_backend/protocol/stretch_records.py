@@ -90,7 +90,7 @@ class Op:
     (``api.ARRAYS``: ``modf``, ``linalg.qr``) one a piece, consecutive. *out* is the one
     array's slot and None for such a call, so that what reads ``op.out.n`` sees no single
     array there; graph replay runs such a call eagerly between its graphs, a slot a piece
-    (worker/graph_replay.py ``_run_eager``; kept views and moving views take ``outs``), and
+    (worker/graph_eager.py ``_run_eager``; kept views and moving views take ``outs``), and
     run ahead, early replay and the lane refuse its stretch."""
 
     __slots__ = ("index", "kind", "want", "out", "outs", "name", "target", "args", "kwargs")

@@ -21,188 +21,43 @@ What graph replay learns of each held stretch (whether it is captured, can never
 due to be; the ops that refused capture; the captures tried) is its own: a
 :class:`GraphState`, one per held stretch, in :class:`StretchGraphs` (both, with the
 capture itself, :class:`StretchGraph`, in worker/graph_state.py).
+
+The parts, a module each: what a stretch's records say about graphs serving it
+(worker/graph_shape.py), the capture (worker/graph_capture.py, a mixin of
+:class:`StretchGraphs`), the ops run eagerly between graphs and the moving views
+(worker/graph_eager.py, another), and what a capture's segments allow
+(worker/graph_segments.py); this module holds the stretches, runs a replay, hands its
+results out and keeps its closing reads.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
-import numpy as np
+from typing import Any
 
 from ..devices.host_graphs import LaunchError
-from ..devices.product_capture import PRODUCT_CALLS
-from ..protocol import api, codec
+from ..protocol import api
 from ..protocol.errors import ProtocolError, error_name
-from ..protocol import messages as m
 from .batch_results import BatchResults, several_arrays
-from .eager_ops import eager_by_nature
-from .draw_journal import STATE_CLASS, NotUndoable
-from .graph_copies import COPY_ROW_BYTES, identity, plain
-from .moving_views import (assigned_only, kernel_writes, moving_views, sliced_only,
-                           writable_inputs, written_operands, written_results, written_through)
+from .graph_capture import GraphCapture
+from .graph_copies import identity
+from .graph_eager import GraphEagerRuns, OpError
+from .graph_segments import Reads, reads_from
+from .graph_shape import StretchShape
 from .graph_state import Capture, GraphState, StretchGraph, eager_array_out
-from .graph_state import Segment as _Segment
 from . import kept_views
-from .objects import graphed_draw, run_object_call
-from ..protocol.stretch_records import instances_in, slots_in
-from .stretches import HeldStretch, Op, ReplayEntry, Slot, fill_slots
-from .transfers import frame_array, run_download, run_upload
+from .stretches import HeldStretch, Op, ReplayEntry
+from .transfers import frame_array
 
 __all__ = ["StretchGraphs", "StretchGraph", "GraphState", "Capture", "MAX_ATTEMPTS"]
 
-#: Bytes of a parameter's place in a stretch's parameter block (the widest scalar: complex128)
-PARAM_BYTES = 16
 #: Captures tried per held stretch before it is left to re-runs (each failed one moves the
 #: op that refused capture to the eager side).
 MAX_ATTEMPTS = 4
 
-_OPERATOR, _METHOD, _FUNCTION = m.KIND_OPERATOR, m.KIND_METHOD, m.KIND_FUNCTION
-#: an attribute (``x.T``, ``x.real``): a view, no launch; captured as any op
-_ATTRIBUTE = m.KIND_ATTRIBUTE
-#: an object's method (a RandomState's draws: eager; a Generator's plainest, captured:
-#: eager_ops.captured_draw)
-_OBJECT = m.KIND_OBJECT
-#: the Generator's settable member (api.OBJECT_SETTERS): a new bit generator
-_BIT_GENERATOR = STATE_CLASS + ".bit_generator"
-_ARRAY, _NONE, _VALUE = api.ARRAY, api.NONE, api.VALUE
-#: a call of several results (``modf``, ``linalg.qr``, ``atleast_2d(x, y)``): its pieces take a
-#: result slot each (``Op.outs``); it runs eagerly between the graphs (eager_ops.eager_by_nature)
-_ARRAYS = api.ARRAYS
-#: a user's kernel (ElementwiseKernel, ReductionKernel: captured as any launch; RawKernel and
-#: an ElementwiseKernel given its outputs return nothing and write their arrays: eager)
-_KERNEL = m.KIND_KERNEL
-#: an upload: its data each replay's own frame (ReplayEntry.frames), made an array between
-#: the graphs (eager_ops.eager_by_nature); a streamed one (chunks) is never in a graph
-_UPLOAD = m.KIND_UPLOAD
-#: a download (``x.get()``, ``cupy.asnumpy(x)``) closing a stretch: one of its closing reads,
-#: made when the reply goes, its data a frame of that reply (_run_eager)
-_DOWNLOAD = m.KIND_DOWNLOAD
-#: A ufunc's keywords that decide the loop its scalars are cast for (``dtype=``): a call
-#: given one with a parameter runs eagerly, given the replay's value, as the user's does.
-_CASTING_KEYWORDS = frozenset({"dtype", "signature", "casting"})
+_ARRAY, _ARRAYS = api.ARRAY, api.ARRAYS
 
 
-class _CaptureRefused(Exception):
-    """An op that failed while captured: it runs eagerly from the next capture on."""
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-
-class _OpError(Exception):
-    """An op's own error (with its index) while a stretch ran."""
-
-    def __init__(self, index: int, error: BaseException) -> None:
-        self.index, self.error = index, error
-
-
-class _Shape:
-    """What a held stretch's records say about it, found once: the inputs its ops read, the
-    results the client keeps, the inputs it drops, whether it writes into arrays."""
-
-    def __init__(self, stretch: HeldStretch) -> None:
-        self.used: list[int] = []
-        freed_results: set[int] = set()
-        self.input_frees: list[int] = []
-        self.graphable = True
-        #: why graphs cannot serve it, where they cannot (GraphState.never)
-        self.why_not = ""
-        self.writes = False
-        #: each upload's place among the replay's data frames, by its op's index
-        self.uploads: dict[int, int] = {index: k for k, index in enumerate(stretch.uploads)}
-        #: its downloads (closing reads: their frames go with the reply that asks for them)
-        self.downloads = 0
-        for item in stretch.items:
-            if type(item) is Slot:
-                (self.input_frees.append(item.n) if item.kind == "i" else freed_results.add(item.n))
-                continue
-            if item.kind == _UPLOAD:
-                if len(item.args) != 1 or item.want != _ARRAY or item.out is None:
-                    self.graphable = False   # (streamed in chunks: re-run from its records)
-                    self.why_not = self.why_not or "a streamed upload"
-                continue
-            if item.kind == _DOWNLOAD:   # (a closing read: eager_by_nature, _reads_from)
-                self.downloads += 1
-                if item.want != _VALUE or item.out is not None or item.args or item.kwargs:
-                    self.graphable = False
-                    self.why_not = self.why_not or "a download's form"
-            elif item.kind not in (_OPERATOR, _METHOD, _FUNCTION, _ATTRIBUTE, _OBJECT, _KERNEL) \
-                    or type(item.name) is not str \
-                    or item.want not in (_ARRAY, _NONE, _VALUE, _ARRAYS) \
-                    or (item.kind == _OBJECT and item.name in api.OBJECTS):
-                self.graphable = False
-                self.why_not = self.why_not or (
-                    f"an op of kind {item.kind}" if type(item.name) is not str
-                    else f"{item.name} (kind {item.kind})")
-            if item.want == _NONE or "out" in item.kwargs or "output" in item.kwargs or (
-                    item.kind == _KERNEL and kernel_writes(item) != frozenset()):
-                self.writes = True   # (a user's kernel may write any array it is given)
-            for slot in slots_in((item.target, item.args, item.kwargs)):
-                if slot.kind == "i" and slot.n not in self.used:
-                    self.used.append(slot.n)
-        if self.downloads and self.downloads == stretch.ops:   # (downloads alone: no graph has work
-            self.graphable = False                    # to do, its guards only to fail)
-            self.why_not = "downloads alone"
-        elif stretch.several and all(op.want == _ARRAYS for op in stretch.items if type(op) is Op):
-            self.graphable = False   # (calls of several results alone: each runs eagerly,
-            self.why_not = SEVERAL_ALONE   # between no graphs: the re-run is as good)
-        self.alive = [n for n in range(stretch.outs) if n not in freed_results]
-        #: the op that makes each result slot (each piece of a call of several results too)
-        self.maker = {slot.n: op.index for op in stretch.items if type(op) is Op
-                      for slot in op.outs}
-        #: the view ops whose kept results a replay makes again on the arrays it hands out
-        #: (worker/kept_views.py), and their result slots
-        self.remade: list[Op] = []
-        self.remade_slots: frozenset[int] = frozenset()
-        #: the view ops of kept views handed out as copies for they lie apart
-        #: (kept_views._apart): a replay that changes an int one baked gives graphs up; a
-        #: worker that adopts the stretch does not know them (servable: False)
-        self.apart: frozenset[int] = frozenset()
-        #: the result slots that were integer arrays in the offered run (eager_by_nature:
-        #: a gather through them is captured)
-        self.int_results: frozenset[int] = frozenset()
-        #: its ``getitem``s whose bounds are parameters (worker/moving_views.py), whether an
-        #: op may write through one, and the inputs its ops may write
-        self.moving = moving_views(stretch)
-        self.moving_written = written_through(stretch, self.moving)
-        self.writable = writable_inputs(stretch) if self.writes else frozenset()
-        #: the result slots its ops may write after they are made, and the first op that
-        #: may: an eager op's result so written lives in the graphs' buffer (the op's own
-        #: array is not written), and is handed out from there (graph_state.eager_array_out)
-        self.rewritten = written_results(stretch) if self.writes else {}
-        #: the inputs only moving views read, and the views that read each
-        self.sliced_only = sliced_only(stretch, self.moving, self.writable) if self.moving else {}
-        #: the inputs only assignments write, nothing else touching them, and those ops
-        self.assigned_only = assigned_only(stretch) if self.writes else {}
-
-    def remake(self, ops: list[Op] | None) -> bool:
-        """Set the remade *ops* (None: a kept result no remake serves); whether graphs
-        may serve the stretch."""
-        if ops is None:
-            if self.why_not != SEVERAL_ALONE:   # (its pieces kept: a split's, views)
-                self.why_not = "a kept view no remake serves"
-            return False
-        self.remade = ops
-        alive = set(self.alive)
-        self.remade_slots = frozenset(op.out.n for op in ops if op.out.n in alive)
-        return self.graphable
-
-
-
-
-#: why graphs never serve a stretch whose ops are all calls of several results (a ``split``
-#: of an array whose shape the client does not know yet, in a batch of its own): they run
-#: eagerly, between graphs that would have nothing to do (GraphState.never)
-SEVERAL_ALONE = "calls of several results alone"
-
-
-def _assigns(op: Op, g: StretchGraph) -> bool:
-    """Whether assignment *op* writes an input written where it is (``g.assigned``)."""
-    into = op.args[0] if op.args else None
-    return type(into) is Slot and into.kind == "i" and into.n in g.assigned
-
-
-class StretchGraphs:
+class StretchGraphs(GraphCapture, GraphEagerRuns):
     """Captures a session's held stretches as graphs and replays them (the executor's, whose
     public interface runs the ops); keeps each held stretch's :class:`GraphState`."""
 
@@ -253,7 +108,7 @@ class StretchGraphs:
         """*stretch* is held from now on as *sid*, its offered run's arrays in the handle
         table (*arrays*), *int_results* its result slots that were integer arrays: whether
         graphs could serve it is judged now."""
-        shape = _Shape(stretch)
+        shape = StretchShape(stretch)
         shape.int_results = int_results
         span = self.x.device.memory_span
         apart: set[int] = set()
@@ -281,7 +136,7 @@ class StretchGraphs:
         """*stretch*, held by the worker that served the session before, is held here as
         *sid*, judged there (its offered run's arrays are not here to judge again); *remade*:
         the op indices of its remade kept views, as judged there."""
-        shape = _Shape(stretch)
+        shape = StretchShape(stretch)
         ops = kept_views.adopted(stretch, shape.alive, remade)
         self.states[sid] = GraphState(shape, shape.remake(ops) and servable, "handed over so")
 
@@ -530,243 +385,6 @@ class StretchGraphs:
                     return True
         return False
 
-    # ------------------------------------------------------------ capture
-    def _capture(self, state: GraphState, stretch: HeldStretch, entry: ReplayEntry,
-                 arrays: dict, results: BatchResults) -> tuple | None:
-        tools, shape, first, params = self.tools, state.shape, entry.first, entry.params
-        if stretch.draws and self.x.draws.speculating:   # (never today: a run ahead replays a
-            raise NotUndoable("a capture that draws is not run ahead")   # graph captured before;
-        g = StretchGraph(shape)   # its draws are the journal's by StretchGraphs.before_draws)
-        # (an input only moving views read, all of them eager now: read where it is; one
-        # only eager assignments write: written where it is, a run ahead's writes undone
-        # where it is dropped, take_undo)
-        g.assigned = frozenset(n for n, ops in shape.assigned_only.items()
-                               if n in arrays and ops <= state.eager)
-        g.direct = frozenset(n for n, views in shape.sliced_only.items()
-                             if n in arrays and views <= state.eager) | g.assigned
-        gathered = self._gather(g, stretch, state, arrays, params) if g.direct else frozenset()
-        copied = {n: a for n, a in arrays.items() if n not in g.direct} if g.direct else arrays
-        segments: list[_Segment] = []
-        # (a Generator given another bit generator inside the stretch: its draws eager, for a
-        # graph would draw through the one it had at the capture)
-        reassigned = {op.target for op in stretch.items
-                      if type(op) is Op and op.kind == _OBJECT and op.name == _BIT_GENERATOR}
-        for op in (item for item in stretch.items if type(item) is Op):
-            if op.index in gathered:   # (made by the first graph's copy table)
-                continue
-            eager = op.index in state.eager or eager_by_nature(op, arrays, shape.int_results) \
-                or (op.kind == _OBJECT and (not self.graphed_draws or op.target in reassigned))
-            if not segments or segments[-1].eager != eager or eager:
-                segments.append(_Segment(eager))
-            segments[-1].ops.append(op)
-        g.segments = segments
-        complete = True
-        handout: dict[int, Any] = {}
-        graphs = [i for i, seg in enumerate(segments) if not seg.eager] if self.copy_tables else []
-        # (the inputs gathered by the first graph, after any eager segments before it that
-        # read none of them: a loop that draws first, then computes)
-        gathers = bool(graphs) and _reads_no_input(segments[:graphs[0]], g)
-        # (... and the arrays the eager ops before it make, a row each: their copies into
-        # the buffers the graphs read; a later graph copies those of the eager ops since
-        # the graph before it, by a table of its own)
-        eager_outs = _eager_outs(segments, graphs)
-        lead_outs = eager_outs.pop(graphs[0], []) if graphs else []
-        if not gathers:
-            lead_outs = []
-        rows_in = len(copied) + len(lead_outs) if gathers else 0
-        rows_out = len(shape.alive) if graphs else 0
-        rows_between = sum(len(outs) for outs in eager_outs.values())
-        try:
-            with tools.retaining() as kept:
-                g.retained = kept
-                params_size = PARAM_BYTES * stretch.params
-                if params_size or rows_in or rows_out or rows_between:   # (the copy tables' rows after
-                    size = params_size + COPY_ROW_BYTES * (rows_in + rows_out + rows_between)
-                    g.pblock = tools.param_block(size)
-                    g.phost = np.zeros(size, np.uint8)
-                    g.write_block = tools.writer(g.pblock, g.phost)
-                for n, a in arrays.items():
-                    g.guards[n] = (a.shape, a.dtype, a.strides)
-                    if n in g.direct:
-                        g.bufs[n] = a
-                        continue
-                    buf = tools.empty_like(a)
-                    if buf.strides != a.strides:
-                        state.give_up("an input's strides")
-                        return None
-                    tools.copy(buf, a)
-                    g.bufs[n] = buf
-                for key, op in g.gathered.items():   # (the graphs read its buffer)
-                    g.env[op.out.n] = g.bufs[key]
-                if shape.writes:
-                    span = self.x.device.memory_span
-                    g.writing = {span(buf)[1]: n for n, buf in g.bufs.items()
-                                 if buf.nbytes and n not in g.direct and n not in g.gathered}
-                    g.written = set()
-                graphed_ops: set[int] = set()   # (the ops of the segments captured so far)
-                between_at = params_size + COPY_ROW_BYTES * (rows_in + rows_out)
-                for at, seg in enumerate(segments):
-                    if seg.eager:
-                        self._run_eager(seg.ops, g, first, params, handout, results, live=True)
-                        continue
-                    writes: list = []
-                    drawn: dict = {}
-                    try:
-                        with tools.capturing() as got:
-                            if rows_in and at == graphs[0]:
-                                g.copies.capture_in(tools, g.pblock, g.phost, params_size,
-                                                    copied, g.bufs, at,
-                                                    self._plain_results(g, lead_outs))
-                            elif g.pblock is not None and eager_outs.get(at):
-                                eager = self._plain_results(g, eager_outs[at])
-                                if eager:
-                                    g.copies.capture_between(tools, g.pblock, g.phost,
-                                                             between_at, at, eager)
-                                    between_at += COPY_ROW_BYTES * len(eager_outs[at])
-                            for op in seg.ops:
-                                self._capture_op(op, g, params, writes, first, drawn)
-                            if rows_out and at == graphs[-1]:   # (the kept results the
-                                made = graphed_ops | {op.index for op in seg.ops}   # graphs make;
-                                kept = [n for n in shape.alive if shape.maker.get(n) in made   # not
-                                        and n not in shape.remade_slots]   # the views made again)
-                                g.copies.capture_out(tools, g.pblock, g.phost,
-                                                     params_size + COPY_ROW_BYTES * rows_in,
-                                                     kept, g.env, at, self.array_type)
-                    except Exception as refused:   # (an op refused, named; or a capture
-                        if isinstance(refused, _CaptureRefused):   # that ended invalidated:
-                            state.eager.add(refused.index)         # which op is unknown)
-                        complete = False
-                        g.copies.refused(at)
-                        self._undraw(drawn)
-                        self._unplace(g, seg.ops)
-                        self._run_eager(seg.ops, g, first, params, handout, results, live=False)
-                        continue
-                    seg.graph = got[0]
-                    graphed_ops.update(op.index for op in seg.ops)
-                    if not tools.capture_runs:
-                        if g.copies.any:
-                            g.write_block()                  # (the tables' rows; then the
-                        for buf, host in writes:             # parameters, each its own)
-                            tools.write(buf, host)
-                        tools.launch(seg.graph)
-                if g.uploads_in:   # (their places written again once these launches pass;
-                    g.uploads_read = tools.mark()   # their bytes the user's, as an upload's)
-                    self.x.bytes_in += sum(place.nbytes for place in g.uploads_in.values())
-        except _OpError as failed:
-            if error_name(failed.error) == "OutOfMemoryError" and not stretch.draws:
-                raise failed.error from None   # (run() re-runs the stretch instead)
-            state.capture_again()
-            g.written = None   # (the ops after it were not looked at)
-            return self._finish(g, failed.index, entry, arrays, {}, results,
-                                error=(first + failed.index, failed.error))
-        g.writing = None
-        if g.unservable:   # (a moving view no buffer of its own can stand for)
-            state.give_up("a moving view")
-        elif complete:
-            state.captured(g)
-            self.captures += 1
-        else:
-            state.capture_again()
-        # (results made meanwhile are in the graph's memory: every one goes out as a copy)
-        return self._finish(g, stretch.ops, entry, arrays, {}, results)
-
-    def _capture_op(self, op: Op, g: StretchGraph, params: list, writes: list,
-                    first: int, drawn: dict) -> None:
-        """Run *op* under capture, its parameters as 0-d buffers of the weak scalars' dtype.
-        *drawn*: where a capture runs its calls (the NumPy device), each Generator it draws
-        from and its state before, by id: a segment whose capture is then refused runs
-        eagerly from those states (a GPU's capture draws nothing)."""
-        try:
-            # (the arrays beside an operator's, a ufunc's or clip's parameters, the method's
-            # own among them: the weak scalars' dtype is theirs and the scalar's, as NumPy's
-            # and CuPy's promotion finds it)
-            beside = [s for s in op.args if type(s) is Slot and s.kind != "p"]
-            if op.kind == _METHOD and type(op.target) is Slot:
-                beside.append(op.target)
-            moving = g.shape.moving
-
-            def of_slot(slot: Slot) -> Any:
-                if slot.kind != "p":
-                    return g.array(slot)
-                given = slot.value(params)
-                if op.kind == _OBJECT or op.kind == _KERNEL or op.index in moving \
-                        or op.name == "setitem":
-                    # (a Generator's draw: its kernel takes the value; a user kernel's
-                    # scalar: by value too; a slice's bound: the view's offset, and an
-                    # assignment's: where it writes. Kept as the replays send it)
-                    g.baked[slot.n] = params[slot.n]
-                    g.baked_by[slot.n] = op.index
-                    return given
-                if _CASTING_KEYWORDS.intersection(op.kwargs):   # (a ufunc given dtype=: the
-                    raise TypeError("a parameter of a call given its dtype")   # call eager)
-                if not beside:
-                    raise TypeError("a parameter with no array beside it")
-                dtype = np.result_type(*[g.array(s).dtype for s in beside], given)
-                host = _host_scalar(given, dtype)
-                buf = self.tools.scalar_in(g.pblock, PARAM_BYTES * slot.n, dtype)
-                g.pbufs[slot.n] = buf
-                offset = PARAM_BYTES * slot.n
-                g.pvalues.add(slot.n, g.phost[offset:offset + dtype.itemsize].view(dtype).reshape(()),
-                              host)   # (phost is written whole with the copy tables)
-                if self.tools.capture_runs:   # the op runs now: its value must be there
-                    self.tools.write(buf, host)
-                else:   # written after the capture ends (a copy now would be captured)
-                    writes.append((buf, host))
-                return buf
-
-            if op.kind == _UPLOAD:   # (a memcpy node from a page-locked place of the graph's)
-                self._capture_upload(op, g)
-                return
-            target, args, kwargs = (fill_slots(op.target, of_slot), fill_slots(op.args, of_slot),
-                                    fill_slots(op.kwargs, of_slot))
-            if g.writing is not None:
-                self._note_writes(g, op, target, args, kwargs)
-            direct = (self.x.device.direct_ufunc(op.kind, op.name, args, kwargs)
-                      if op.want == _ARRAY else None)
-            self.x.seq = first + op.index   # (a warning it raises while it runs: its op's)
-            made = (self.tools.capture_product(op.kind, op.name, target, args, kwargs)
-                    if (op.kind, op.name) in PRODUCT_CALLS else None)
-            if made is not None:
-                result = self._finish_for(op)(made)
-            elif op.kind == _OBJECT:   # (a Generator's draw: eager_ops.captured_draw)
-                generator, draw = graphed_draw(self.x, op.name, target, args, kwargs)
-                if self.tools.capture_runs and id(generator) not in drawn:   # (NumPy's draw
-                    drawn[id(generator)] = (generator,                        # moves it now)
-                                            self.x.device.generator_state(generator))
-                result = self.tools.call(draw, args, kwargs, self._finish_for(op), op.index)
-            else:
-                result = self.tools.call(self.x.call, [op.kind, op.name, target, args, kwargs],
-                                         {}, self._finish_for(op), op.index, direct)
-        except Exception:
-            raise _CaptureRefused(op.index) from None
-        if op.kind == _OBJECT:   # (a Generator's draw, eager_ops.captured_draw)
-            g.draws.append((target, op.name.rpartition(".")[2], args, kwargs))
-        if op.out is not None:
-            g.env[op.out.n] = result
-
-    def _capture_upload(self, op: Op, g: StretchGraph) -> None:
-        """While capturing: upload *op* as a copy its graph makes from a page-locked place of
-        the graph's own, into a buffer of the graph's (a GPU's memcpy node; a recorded copy on
-        the NumPy device), that place holding this replay's frame now and each replay's
-        before its launch (:meth:`fill_uploads`). A frame that does not fit its op raises
-        (refused: the op runs eagerly from the next capture on, and says why there)."""
-        tools = self.tools
-        host = frame_array(codec.check_dtype(op.name), codec.check_shape(op.args[0]),
-                           self._frames[g.shape.uploads[op.index]])
-        place = tools.pinned(host.shape, host.dtype)
-        place[...] = host
-        buf = tools.empty_like(place)
-        tools.call(tools.write, [buf, place], {}, identity, op.index)
-        g.uploads_in[op.index] = place
-        g.env[op.out.n] = buf
-
-    @staticmethod
-    def _unplace(g: StretchGraph, ops: list) -> None:
-        """A segment whose capture was refused: its uploads run between the graphs (their
-        places, if made, are read by no graph)."""
-        for op in ops:
-            g.uploads_in.pop(op.index, None)
-
     def fill_uploads(self, g: StretchGraph) -> bool:
         """Before *g*'s graphs launch: each upload's frame (this replay's, ``_frames``)
         written into the page-locked place its memcpy node reads, once the launches that
@@ -784,12 +402,6 @@ class StretchGraphs:
             place[...] = host
             self.x.bytes_in += place.nbytes
         return True
-
-    def _undraw(self, drawn: dict) -> None:
-        """A refused segment's Generators put back as they were before its capture drew
-        (*drawn*, from :meth:`_capture_op`): its eager run draws their numbers once."""
-        for generator, state in reversed(list(drawn.values())):   # (the first copy last:
-            self.x.device.set_generator_state(generator, state)   # two over one bit generator)
 
     def generator_changed(self, hid: int) -> None:
         """Generator *hid* was given another bit generator: the graphs that draw from it drew
@@ -852,7 +464,7 @@ class StretchGraphs:
         segments = g.segments
         tail = g.reads_from
         if tail is None:
-            tail = g.reads_from = _reads_from(segments)
+            tail = g.reads_from = reads_from(segments)
         scattered, scatter_seg = False, g.copies.scatter_seg
         copies = g.copies
         gather_seg = copies.gather_seg if copies.gather is not None else -1
@@ -870,14 +482,14 @@ class StretchGraphs:
                     try:                                # the ops their warnings name)
                         tools.launch(seg.graph)
                     except LaunchError as failed:
-                        raise _OpError(failed.index, failed.error) from None
+                        raise OpError(failed.index, failed.error) from None
                     finally:
                         tools.numbering = None
                     scattered = scattered or at == scatter_seg
                 else:
                     live = self._run_eager(seg.ops, g, first, params, handout, results, live,
                                            copies)
-        except _OpError as failed:
+        except OpError as failed:
             if not run_ahead:   # (a run ahead's guessed ints failed an eager op: the graph
                 state.capture_again()   # is as good as it was)
             if error_name(failed.error) == "OutOfMemoryError" and not stretch.draws:
@@ -909,7 +521,7 @@ class StretchGraphs:
         done = self._finish(g, stretch.ops, entry, arrays, handout, results,
                             run_ahead=run_ahead)
         phases.mark("replay_out")
-        reads = _Reads(state, g, segments[tail:], params, handout, live)
+        reads = Reads(state, g, segments[tail:], params, handout, live)
         if run_ahead and done[1] is None:   # (made when the replay is asked for)
             self._reads = reads
             return done
@@ -960,7 +572,7 @@ class StretchGraphs:
             for seg in reads.segments:
                 self._run_eager(seg.ops, reads.graph, first, reads.params, reads.handout,
                                 results, reads.live)
-        except _OpError as failed:
+        except OpError as failed:
             reads.state.capture_again()
             seq = first + failed.index
             self.x.poison(seq)
@@ -984,199 +596,13 @@ class StretchGraphs:
             for seg in reads.segments:
                 self._run_eager(seg.ops, reads.graph, 0, reads.params, reads.handout,
                                 results, reads.live)
-        except Exception:   # (an op's error, _OpError; anything else is left for then too:
+        except Exception:   # (an op's error, OpError; anything else is left for then too:
             return None     # this runs after a reply, where nothing may be raised)
         finally:
             x.seq = seq
             failed = results.downloads or len(x._warnings) != warned
             del x._warnings[warned:]
         return None if failed else results.values
-
-    def run_eager(self, state: GraphState, ops: list, g: StretchGraph, first: int,
-                  params: list, results: BatchResults, handout: dict,
-                  gathering: Any = None) -> bool:
-        """The eager *ops* of a replay the steady lane runs ahead (worker/steady_lane.py,
-        eager_ops.lane_runs_eagerly), run as :meth:`_replay` runs them: each result copied
-        into the array the graphs after it read, and in *handout* by its slot (a kept one
-        is the client's). Whether that held; where it did not (a result's layout changed),
-        the stretch is captured again at its next replay."""
-        live = self._run_eager(ops, g, first, params, handout, results, True, gathering)
-        if not live:
-            state.capture_again()
-        return live
-
-    def _run_eager(self, ops: list, g: StretchGraph, first: int, params: list,
-                   handout: dict, results: BatchResults, live: bool,
-                   gathering: Any = None) -> bool:
-        """Run *ops* for real on the stretch's buffers. While *live* (graphs still to launch
-        read its results), each result is also copied into the array the graphs read (by
-        the next graph's copy table where it has a row: *gathering*, the stretch's
-        GraphCopies, whose rows the caller commits before that launch; where a result's
-        layout changed, the rows set are copied apart: those graphs do not launch);
-        returns whether that still holds."""
-        x = self.x
-        self.between += len(ops)
-
-        def of_slot(slot: Slot) -> Any:
-            return slot.value(params) if slot.kind == "p" else g.array(slot)
-
-        def resolve(value: Any) -> Any:
-            return fill_slots(value, of_slot)
-
-        for op in ops:
-            x.seq = first + op.index
-            try:
-                target, args, kwargs = resolve(op.target), resolve(op.args), resolve(op.kwargs)
-                if g.writing is not None:
-                    self._note_writes(g, op, target, args, kwargs)
-                if self._undo is not None and op.name == "setitem" and _assigns(op, g):
-                    # (a run ahead's: the client's own array, what was there kept first)
-                    self._undo.append((args[0], args[1], args[0][args[1]].copy()))
-                if op.kind == _DOWNLOAD:   # (its data a frame of the reply, of its own bytes;
-                    with self.tools.unretained():   # its copies not kept with a capture)
-                        run_download(x, x.seq, target, results, self._apart)
-                    continue
-                if op.kind == _OBJECT:
-                    result = run_object_call(x, op.name, target, None, args, kwargs, op.want)
-                elif op.kind == _UPLOAD:
-                    result = run_upload(x, x.seq, op.name, args,
-                                        iter((self._frames[g.shape.uploads[op.index]],)),
-                                        self.tools.uploaded)
-                else:
-                    result = x.call(op.kind, op.name, target, args, kwargs)
-                if op.want == _VALUE:
-                    results.value(first + op.index, result)
-                    continue
-                if op.want == _ARRAYS:   # (a call of several results: a slot a piece)
-                    pieces = self._finish_for(op)(result)
-                elif op.want != _ARRAY:
-                    continue
-                else:
-                    result = self._finish_for(op)(result)
-            except Exception as exc:
-                raise _OpError(op.index, exc) from None
-            if op.want == _ARRAYS:
-                for slot, piece in zip(op.outs, pieces):
-                    live = self._eager_made(op, g, slot.n, piece, handout, live, gathering)
-                continue
-            live = self._eager_made(op, g, op.out.n, result, handout, live, gathering)
-        return live
-
-    def _eager_made(self, op: Op, g: StretchGraph, slot: int, result: Any, handout: dict,
-                    live: bool, gathering: Any) -> bool:
-        """Eager *op*'s array *result* for result slot *slot* (its one array, or a piece of
-        a call of several results): copied into the array the graphs after it read (while
-        *live*, by *gathering*'s row where it has one), put in *handout*; whether *live*
-        still holds (:meth:`_run_eager`)."""
-        kept = g.env.get(slot)
-        if live and kept is not None and kept is not result:
-            if (kept.shape, kept.dtype, kept.strides) == (result.shape, result.dtype, result.strides):
-                if gathering is None or not gathering.gather_eager(slot, kept, result):
-                    self.tools.copy_any(kept, result)
-            else:
-                live = False
-                if gathering is not None:
-                    gathering.apart(self.tools)
-        if kept is None and (op.index in g.shape.moving or op.kind == _UPLOAD):
-            # (capturing: a moving view copied into its own buffer; an upload's array too,
-            # which the NumPy device makes over the message's frame: read-only, and the
-            # client's)
-            g.env[slot] = self._owned(g, result)
-        elif kept is None or not live:
-            g.env[slot] = result
-        # (an op that gave back the graph's buffer it was given, ``real_if_close`` of a
-        # real array: the capture made that buffer this slot's too; handed out as a view,
-        # so that it is copied, not overwritten by the next replay under the client)
-        handout[slot] = result if result is not kept else result[...]
-        return live
-
-    def _apart(self, a: Any) -> Any:
-        """A device copy of *a*, a graph's buffer, for a download that goes after the reply."""
-        copy = self.tools.empty_like(a)
-        self.tools.copy_any(copy, a)
-        return copy
-
-    def _plain_results(self, g: StretchGraph, slots: list) -> dict:
-        """Of result *slots*, those whose buffers (the arrays their eager ops made at the
-        capture) a copy table may fill byte for byte, by slot."""
-        return {n: g.env[n] for n in slots if n in g.env and plain(g.env[n], self.array_type)}
-
-    def _gather(self, g: StretchGraph, stretch: HeldStretch, state: GraphState, arrays: dict,
-                params: list) -> frozenset[int]:
-        """While capturing: the moving views of inputs read where they are (``g.direct``)
-        that the first graph's copy table gathers like inputs, their results' buffers the
-        graphs read: each made now at the replay's bounds and put among *arrays* by its key
-        (``g.gathered``), no eager op between graphs for it. Only a contiguous view, whose
-        bytes are a range. Returns their op indices."""
-        for op in stretch.items:
-            if type(op) is not Op or op.index not in state.shape.moving or op.index not in state.eager:
-                continue
-            source = op.args[0]
-            if type(source) is not Slot or source.kind != "i" or source.n not in g.direct:
-                continue
-            view = self._view(op, arrays.__getitem__, params)
-            if view is not None and view.nbytes and plain(view, self.array_type):
-                key = -1 - op.index
-                arrays[key] = view
-                g.gathered[key] = op
-        return frozenset(op.index for op in g.gathered.values())
-
-    def moving_views_at(self, g: StretchGraph, source: Any, params: list) -> dict | None:
-        """The views *g*'s copy table gathers (``g.gathered``), made at a replay's bounds
-        (*params*) on its inputs (*source(n)*), by key; None where one fails or has not the
-        layout its buffer was captured with (an epoch's last, shorter batch: its replay is a
-        re-run)."""
-        views = {}
-        guards = g.guards
-        for key, op in g.gathered.items():
-            view = self._view(op, source, params)
-            if view is None or guards[key] != (view.shape, view.dtype, view.strides):
-                return None
-            views[key] = view
-        return views
-
-    def _view(self, op: Op, source: Any, params: list) -> Any:
-        """Moving view *op* made at *params*' bounds on input *source(n)* (None: it failed)."""
-        def of_slot(slot: Slot) -> Any:
-            return slot.value(params) if slot.kind == "p" else source(slot.n)
-
-        try:
-            return self.x.device.as_array(self.x.call(
-                op.kind, op.name, fill_slots(op.target, of_slot), fill_slots(op.args, of_slot),
-                fill_slots(op.kwargs, of_slot)))
-        except Exception:   # (out of range: the re-run raises it as the user's op)
-            return None
-
-    def _owned(self, g: StretchGraph, view: Any) -> Any:
-        """While capturing: a buffer of the graph's own holding *view*, a ``getitem`` whose
-        bounds move (worker/moving_views.py), for the graphs after it to read: each replay
-        copies its own view there. A strided view's buffer has its very strides (a
-        contiguous copy's would differ, and with them the kernels CuPy picks), spanning what
-        they span. The view itself where a stride is negative or zero, or it is empty: the
-        stretch is then never served by graphs (``StretchGraph.unservable``)."""
-        tools = self.tools
-        if view.flags.c_contiguous or view.flags.f_contiguous:
-            owned = tools.empty_like(view)
-            if owned.strides == view.strides:
-                tools.copy(owned, view)
-                return owned
-        if view.size and all(s > 0 or n == 1 for n, s in zip(view.shape, view.strides)):
-            owned = tools.empty_strided(view)   # (a patch, a column window, a step: the
-            tools.copy_any(owned, view)         # view's strides over memory of its own)
-            return owned
-        g.unservable = True   # (this capture's ops read the view itself)
-        return view
-
-    def _note_writes(self, g: StretchGraph, op: Op, target: Any, args: Any, kwargs: Any) -> None:
-        """While capturing: mark the inputs whose buffers *op* writes (moving_views.
-        written_operands says where those arrays are). A view of an input's buffer is in
-        that buffer's allocation, so writes through views count. (Counting an array only
-        read costs a copy, never a result.)"""
-        span = self.x.device.memory_span
-        for a in instances_in(written_operands(op, target, args, kwargs), self.array_type):
-            n = g.writing.get(span(a)[1]) if a.nbytes else None
-            if n is not None:
-                g.written.add(n)
 
     # ------------------------------------------------------------ results
     def _finish(self, g: StretchGraph, ran: int, entry: ReplayEntry, arrays: dict,
@@ -1232,72 +658,3 @@ class StretchGraphs:
         return ran, None, False
 
 
-class _Reads(NamedTuple):
-    """The reads that end a replay: its graph state and graph, the eager segments of
-    reads, its parameters, the arrays it handed out, whether its graphs' buffers still
-    stand for its results."""
-
-    state: Any
-    graph: Any
-    segments: list
-    params: list
-    handout: dict
-    live: bool
-
-
-def _eager_outs(segments: list, graphs: list) -> dict:
-    """By graph segment (of *graphs*, the indices of *segments* captured as graphs): the
-    result slots of the eager ops since the graph before it (from the start for the
-    first), whose arrays that graph's copy table may copy into the buffers. Not one that
-    an eager op after it, before that graph, names: that op reads (or writes) the buffer
-    before the graph's copy would have filled it (``r = draw(); s = outer(r, r)``)."""
-    outs: dict = {}
-    before = 0
-    for at in graphs:
-        ops = [op for seg in segments[before:at] for op in seg.ops]
-        named: set = set()
-        made = []
-        for op in reversed(ops):   # (each result against the ops after it; a call of
-            if op.want in (_ARRAY, _ARRAYS):   # several results: each piece, last first)
-                made.extend(slot.n for slot in reversed(op.outs) if slot.n not in named)
-            named.update(slot.n for slot in slots_in((op.target, op.args, op.kwargs))
-                         if slot.kind == "r")
-        if made:
-            outs[at] = made[::-1]
-        before = at + 1
-    return outs
-
-
-def _reads_no_input(segments: list, g: StretchGraph) -> bool:
-    """Whether the ops of *segments* (eager ones, before the first graph) read no input's
-    buffer and no view the first graph's copy table gathers: that graph may then gather
-    the inputs itself (a ``cudaMemcpyAsync`` an input saved at every replay)."""
-    gathered = {op.out.n for op in g.gathered.values()}
-    for seg in segments:
-        for op in seg.ops:
-            for slot in slots_in((op.target, op.args, op.kwargs)):
-                if slot.kind == "i" or (slot.kind == "r" and slot.n in gathered):
-                    return False
-    return True
-
-
-def _reads_from(segments: list) -> int:
-    """The index of the first segment of the run of eager segments that ends *segments* and
-    only reads (each op a value of an array: ``float``, ``item``, a download; no object's
-    method), or ``len(segments)`` where the last segment does more."""
-    at = len(segments)
-    while at > 0:
-        seg = segments[at - 1]
-        if seg.graph is not None or not seg.eager \
-                or any(op.want != _VALUE or op.kind == _OBJECT for op in seg.ops):
-            break
-        at -= 1
-    return at
-
-
-def _host_scalar(value: Any, dtype: np.dtype) -> np.ndarray:
-    """*value* as a 0-d host array of *dtype*; OverflowError where it does not fit (as CuPy
-    refuses a weak integer outside its array's type)."""
-    if type(value) not in (bool, int, float, complex) and not isinstance(value, np.generic):
-        raise TypeError("a stretch parameter is a number")
-    return np.array(value, dtype=dtype)

@@ -71,7 +71,7 @@ class StretchGraph:
         self.written: set[int] | None = None
         #: while capturing: each input buffer's allocation, by its start
         self.writing: dict[int, int] | None = None
-        #: the first of the segments that only read, after the last graph (graph_replay's ``_reads_from``;
+        #: the first of the segments that only read, after the last graph (graph_segments' ``reads_from``;
         #: None until a replay finds it)
         self.reads_from: int | None = None
         #: the copies in and out its graphs make (worker/graph_copies.py)
@@ -160,7 +160,7 @@ class GraphState:
         self.shape = shape
         self.stage = Capture.DUE if servable else Capture.NEVER
         #: why graphs will never serve it (a word or two: ``never_graphed``'s key), or None:
-        #: what its records say (``_Shape.why_not``), else *why*
+        #: what its records say (``StretchShape.why_not``, worker/graph_shape.py), else *why*
         self.never: str | None = None if servable else (shape.why_not or why)
         self.graph: StretchGraph | None = None
         self.eager: set[int] = set()

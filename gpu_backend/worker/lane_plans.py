@@ -18,7 +18,7 @@ from typing import Any
 from .eager_ops import lane_runs_eagerly
 from .float_relations import next_floats
 from .float_steps import KEPT, float_values
-from .graph_replay import _Reads
+from .graph_segments import Reads
 from .lane_messages import Layout, read_batch
 from .lane_reads import read_slots
 from ..protocol import messages as m
@@ -209,13 +209,13 @@ def make_plan(x: Any, before: bytes, last: bytes, past: tuple | None = None) -> 
     #: its graphs' copy rows and parameter block are the last place's, so each run binds its
     #: inputs and writes its parameters again
     plan.shared = False
-    #: the same reads as the generic path keeps them (StretchGraphs' _Reads), left with a
+    #: the same reads as the generic path keeps them (graph_segments.Reads), left with a
     #: run ahead of the lane's whose reads wait for the client's replay: the generic path
     #: makes them where it answers that run (the lane left)
     # (with a handout of its own: the generic run ahead's holds the arrays that replay
     # handed out, which the plan would keep out of their turns, GraphCopies._made_for)
     plan.reads_left = ahead.reads._replace(handout={}) if ahead is not None and ahead.reads is not None \
-        else None if not reads else _Reads(state, g, segments[tail:], entry.params, {}, True)
+        else None if not reads else Reads(state, g, segments[tail:], entry.params, {}, True)
     plan.ahead = ahead
     #: where stretches take turns, the index in the lane's ring (SteadyLane._ring) of the
     #: plan whose message comes after this one's; None: this one's own next message does

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpu_backend.worker.graph_replay import SEVERAL_ALONE
+from gpu_backend.worker.graph_shape import SEVERAL_ALONE
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings

@@ -15,7 +15,7 @@ import numpy as np
 from gpu_backend.protocol import api
 from gpu_backend.protocol import messages as m
 from gpu_backend.protocol.codec import Handle
-from gpu_backend.worker.graph_replay import _Shape
+from gpu_backend.worker.graph_shape import StretchShape
 from gpu_backend.worker.kept_views import judge
 from gpu_backend.worker.stretches import HeldStretch
 
@@ -51,7 +51,7 @@ def _offered_run() -> dict:
 
 def test_judging_keeps_none_of_the_arrays_it_was_shown():
     stretch = _power_step()
-    shape = _Shape(stretch)
+    shape = StretchShape(stretch)
     arrays = _offered_run()
     watched = [weakref.ref(a) for a in arrays.values()]
     was_on = gc.isenabled()

@@ -17,7 +17,8 @@ import pytest
 
 from gpu_backend.protocol import api
 from gpu_backend.protocol.stretch_records import Op, Slot
-from gpu_backend.worker.graph_replay import SEVERAL_ALONE, StretchGraphs
+from gpu_backend.worker.graph_replay import StretchGraphs
+from gpu_backend.worker.graph_shape import SEVERAL_ALONE
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
