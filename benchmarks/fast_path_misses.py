@@ -4,7 +4,7 @@
         [--devices auto] [--runs 3] [--quick] [--json out.json]
 
 A replayed stretch is cheap on the client only while its ops are answered from the
-template (kernelproxy/stretch_templates.py); a run that falls back, or a stretch whose first
+template (kernelproxy/template_run.py); a run that falls back, or a stretch whose first
 op starts no run, goes op by op through the session's ordinary path (~15-20 µs an op on the
 GPU hosts: H100 run 41 found logistic regression's every op there). For each program of
 ``programs.py`` (its size, ``--runs`` whole runs after one of warm-up, one session on an
@@ -30,7 +30,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from kernelproxy import stretch_replay, stretch_templates  # noqa: E402
+from kernelproxy import stretch_replay, template_run  # noqa: E402
 from kernelproxy.modules import module_for  # noqa: E402
 from json_out import emit  # noqa: E402
 from programs import PROGRAMS  # noqa: E402
@@ -56,7 +56,7 @@ class Counts:
 
 def instrument(counts: Counts) -> None:
     """Count fall-backs and first ops that start no run (the methods keep their results)."""
-    fall_back = stretch_templates.TemplateRun.fall_back
+    fall_back = template_run.TemplateRun.fall_back
     start_run = stretch_replay.StretchReplay.start_run
 
     def counted_fall_back(run):
@@ -74,7 +74,7 @@ def instrument(counts: Counts) -> None:
                 counts.no_run_metas.append(_arguments_beside(session, templates[0], rest[1]))
         return run
 
-    stretch_templates.TemplateRun.fall_back = counted_fall_back
+    template_run.TemplateRun.fall_back = counted_fall_back
     stretch_replay.StretchReplay.start_run = counted_start_run
 
 

@@ -1,6 +1,6 @@
 /* The held op's accelerator: a remote array's arithmetic and comparison operators, and
  * its __del__, for an op that a held stretch's template answers (kernelproxy/held_ops.py
- * installs them; kernelproxy/stretch_templates.py is the reference they follow).
+ * installs them; kernelproxy/template_run.py is the reference they follow).
  *
  * Why: inside a held stretch the client only checks each op against its template and hands
  * out an array whose metadata the template gives (TemplateRun.operator). In Python that
@@ -21,7 +21,7 @@
 #include <frameobject.h>
 #include <structmember.h>
 
-/* operand codes of an operator's plan (stretch_templates._RESULT, _INPUT, _SCALAR, _NPSCALAR) */
+/* operand codes of an operator's plan (stretch_templates.CODE_RESULT, CODE_INPUT, CODE_SCALAR, CODE_NPSCALAR) */
 enum { CODE_RESULT = 0, CODE_INPUT = 1, CODE_SCALAR = 2, CODE_NPSCALAR = 3 };
 
 /* set once by configure() */
@@ -181,7 +181,7 @@ typedef struct {
 } SlotEntry;
 
 #define MAX_SLOTS 32
-static PyTypeObject *run_type;     /* kernelproxy.stretch_templates.TemplateRun */
+static PyTypeObject *run_type;     /* kernelproxy.template_run.TemplateRun */
 static SlotEntry run_slots[MAX_SLOTS];
 static int n_run_slots;
 static PyTypeObject *array_type;   /* array_class's, as a type */

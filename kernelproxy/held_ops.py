@@ -54,7 +54,7 @@ def accelerate(cls: type, binaries: list[tuple[str, str, str, bool, Callable]],
 
 
 def run_class(run: type, template: type) -> None:
-    """*run* (``stretch_templates.TemplateRun``) and *template* (``StretchTemplate``), both
+    """*run* (``template_run.TemplateRun``) and *template* (``StretchTemplate``), both
     classes of slots, are those of the runs the C methods check ops against and of their
     templates: their slots are read and written in place, not through getattr (most of a
     compiled op's cost was those lookups). Nothing where not built."""

@@ -52,7 +52,7 @@ from .stretch_replay import StretchReplay
 from . import early_replay
 from .early_replay import Early
 from .loop_cuts import DETECT_OPS, PIECES_AHEAD, LoopCuts
-from .stretch_templates import TemplateRun
+from .template_run import TemplateRun
 from .tracebacks import for_user
 from .trailing_downloads import TrailingDownloads, answers_value, host_value
 from .wait_displays import WaitDisplays

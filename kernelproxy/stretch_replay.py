@@ -43,7 +43,8 @@ from gpu_backend.protocol.stretches import MAX_HELD, REPEATS
 from . import loop_cuts
 from .early_replay import EarlyPlan
 from .stretch_key import StretchKey
-from .stretch_templates import StretchTemplate, Templates, TemplateRun
+from .stretch_templates import StretchTemplate, Templates
+from .template_run import TemplateRun
 
 __all__ = ["StretchReplay"]
 

@@ -330,7 +330,7 @@ def _random_walk(cp):
 def _monte_carlo_pi(cp):
     """Monte Carlo π with the module's functions (the global RandomState's draws): the draw
     ``p`` a result the user holds until the next step, whose metadata the client's template
-    knows from its literals (kernelproxy/stretch_templates.py, STATIC_DRAWS), so that its
+    knows from its literals (kernelproxy/template_predictions.py, STATIC_DRAWS), so that its
     replays ask the worker for none and the lane takes them."""
     cp.random.seed(55)
     out = []

@@ -1,6 +1,6 @@
 """A NaN NumPy scalar (np.float32('nan'), np.float64, np.complex128) given to an
 operator of a held stretch whose template recorded a NumPy scalar parameter there: the fast
-path's check of a NumPy scalar (stretch_templates ``_NPSCALAR``, _held_ops.c CODE_NPSCALAR)
+path's check of a NumPy scalar (stretch_templates ``CODE_NPSCALAR``, _held_ops.c CODE_NPSCALAR)
 must refuse it, as is_param does (a review found both took it as a parameter: CuPy's NaN bits
 differ between a scalar and a graph's 0-d parameter, test_nan_scalars_not_params.py)."""
 

@@ -331,7 +331,7 @@ def test_a_loop_of_one_array_calls_is_held_and_gives_cupys_results(pool, ref):
 # ------------------------------------------------------------------ held, their pieces predicted
 def _static_name(label: str) -> str | None:
     """The STATIC_SEVERAL name a CALLS entry calls, or None."""
-    from kernelproxy.stretch_templates import STATIC_SEVERAL
+    from kernelproxy.template_predictions import STATIC_SEVERAL
     name = label.split()[0]
     return name if name in STATIC_SEVERAL or label == "operator divmod" else None
 
@@ -347,7 +347,7 @@ EXTRA_STATIC = [
 
 def test_every_static_several_name_has_a_call_here():
     """Each name whose pieces the template predicts is checked below against the worker."""
-    from kernelproxy.stretch_templates import STATIC_SEVERAL
+    from kernelproxy.template_predictions import STATIC_SEVERAL
     checked = {_static_name(label) for label, _call, _count in STATIC_CALLS}
     missing = STATIC_SEVERAL - checked - {name for name, _call, _count in EXTRA_STATIC}
     assert not missing, missing

@@ -1,4 +1,4 @@
-"""Stretch replay's fast path (kernelproxy/stretch_templates.py, docs/stretch-replay.md):
+"""Stretch replay's fast path (kernelproxy/stretch_templates.py, template_run.py, docs/stretch-replay.md):
 a held stretch's ops answered on the client from its template give the very results of the
 same loop with the fast path off (``GPUWB_FAST_PATH=0``) and with replay off
 (``GPUWB_GRAPHS=0``), whatever differs from the template and wherever: a guard missed at
