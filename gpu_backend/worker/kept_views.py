@@ -30,7 +30,7 @@ from ..protocol import messages as m
 from ..protocol.stretch_records import slots_in
 from .stretches import HeldStretch, Op, Slot, fill_slots
 
-__all__ = ["judge", "adopted", "remake", "element_extent"]
+__all__ = ["judge", "adopted", "remake", "element_extent", "FRESH_PIECES"]
 
 _ARRAY = api.ARRAY
 #: The ops that make a view of, or return, the array they are given, and write nothing: a
@@ -228,17 +228,34 @@ def _view_chain(n: int, ops: dict, maker: dict) -> tuple[list[int], set[int], li
     return chain, through, sources
 
 
+#: Calls of several results whose pieces are never views of what they are given: each
+#: piece is new memory, or a view (a transpose, a slice) of a buffer the call made itself
+#: (CuPy's ``linalg.svd`` and ``linalg.qr`` copy their matrix first and hand out
+#: transposes and slices of their own buffers; ufuncs of two outputs, ``nonzero``,
+#: ``unique``, ``gradient``, ... make theirs). Such a kept piece lies in memory no input
+#: lies in, and is handed out as a copy nobody can tell from it; a piece of another call
+#: (``atleast_2d(x, y)``, ``broadcast_arrays``, ``meshgrid(copy=False)``, a ``split``)
+#: may view what the call was given.
+FRESH_PIECES = frozenset("""
+    modf frexp divmod nonzero where unique histogram histogram2d histogramdd gradient
+    tril_indices triu_indices tril_indices_from triu_indices_from diag_indices
+    diag_indices_from unravel_index linalg.qr linalg.svd linalg.eigh linalg.eig
+    linalg.slogdet linalg.lstsq
+""".split())
+
+
 def _reaches_input(n: int, ops: dict, maker: dict) -> bool:
     """Whether result slot *n* is made by view ops from an input of the stretch, or is (or
-    views) a piece of a call of several results (``api.ARRAYS``) given such an input:
-    ``atleast_2d(x, y)``'s, ``broadcast_arrays``' pieces may be views of what they are
-    given, and no remake makes a piece again."""
+    views) a piece of a call of several results (``api.ARRAYS``) given such an input,
+    where the call's pieces may view what it was given (not :data:`FRESH_PIECES`'):
+    ``atleast_2d(x, y)``'s, ``broadcast_arrays``' pieces may, and no remake makes a piece
+    again."""
     chain, _through, sources = _view_chain(n, ops, maker)
     for kind, m_ in ([(s.kind, s.n) for s in sources] if chain else [("r", n)]):
         if kind == "i":
             return True
         op = ops.get(maker.get(m_, -1)) if kind == "r" else None
-        if op is not None and op.want == api.ARRAYS and any(
+        if op is not None and op.want == api.ARRAYS and op.name not in FRESH_PIECES and any(
                 s.kind == "i" or (s.kind == "r" and _reaches_input(s.n, ops, maker))
                 for s in _array_slots(op)):
             return True

@@ -65,3 +65,42 @@ def test_judging_keeps_none_of_the_arrays_it_was_shown():
     finally:
         if was_on:
             gc.enable()
+
+
+def _several_step(name: str) -> HeldStretch:
+    """``p, q, r = name(a)`` and ``b = p.sum() + a``, the three pieces kept past the step."""
+    ops = [(FN, api.ARRAYS, [10, 11, 12], name, None, (A,), None),
+           (METHOD, ARRAY, 13, "sum", Handle(10), (), None),
+           (OP, ARRAY, 14, "add", None, (Handle(13), A), None)]
+    return HeldStretch([((seq, kind, want, out, name_), (target, list(args), kwargs or {}))
+                        for seq, (kind, want, out, name_, target, args, kwargs) in enumerate(ops)])
+
+
+def _allocation(a):
+    while a.base is not None:
+        a = a.base
+    return id(a)
+
+
+def test_a_fresh_calls_kept_pieces_that_view_its_own_buffers_are_handed_out_as_copies():
+    """CuPy's ``linalg.svd`` copies its matrix and hands out transposes (and slices) of
+    buffers it made: kept pieces that are views, but of memory no input lies in
+    (kept_views.FRESH_PIECES). They are copies nobody can tell, and graphs serve the
+    stretch; judged by the call's name before, they were taken for views of its input and
+    the stretch was never graphed (``svd_each_step``, H200 run 315)."""
+    a = np.arange(48.0).reshape(8, 6)
+    u, s, vt = np.empty((6, 8)).T, np.empty(6), np.empty((6, 6)).T   # (CuPy's layout)
+    arrays = {1: a, 10: u, 11: s, 12: vt, 13: np.asarray(u.sum()), 14: u.sum() + a}
+    stretch = _several_step("linalg.svd")
+    shape = StretchShape(stretch)
+    assert set(shape.alive) >= {0, 1, 2}
+    assert judge(stretch, shape.alive, shape.maker, arrays, _allocation) == []
+    # a call whose pieces may view what it is given, its pieces views of its input: no
+    # remake makes them again, and graphs never serve the stretch
+    views = {1: a, 10: a.T, 11: a[0], 12: a[:, 0], 13: np.asarray(a.sum()), 14: a.sum() + a}
+    stretch = _several_step("broadcast_arrays")
+    shape = StretchShape(stretch)
+    assert judge(stretch, shape.alive, shape.maker, views, _allocation) is None
+    stretch = _several_step("linalg.svd")   # (named fresh, yet views of the input: refused,
+    shape = StretchShape(stretch)           # for the input's memory is not the call's own)
+    assert judge(stretch, shape.alive, shape.maker, views, _allocation) is None
