@@ -46,12 +46,12 @@ STATIC_FUNCTIONS = frozenset("""
 #: arrays' metadata and their literals, checked against the worker's for each
 #: (tests/kernelproxy/test_result_structures.py). Not those whose values decide their
 #: pieces' shapes (``nonzero``, ``where`` of one array, ``unique``), nor ``linalg.eig``
-#: (its pieces' dtype, real or complex, is its eigenvalues'), nor ``histogram`` (NumPy's,
-#: the NumPy device's, takes ``bins="auto"``, whose count its values decide).
+#: (its pieces' dtype, real or complex, is its eigenvalues'). ``histogram`` is, but for its
+#: bins named by a rule (``bins="auto"``, whose count its values decide: _static_pieces).
 STATIC_SEVERAL = frozenset("""
     modf frexp divmod meshgrid broadcast_arrays atleast_1d atleast_2d atleast_3d
     gradient tril_indices triu_indices tril_indices_from triu_indices_from diag_indices
-    unravel_index linalg.qr linalg.svd linalg.eigh linalg.slogdet
+    unravel_index linalg.qr linalg.svd linalg.eigh linalg.slogdet histogram
 """.split())
 
 
@@ -110,8 +110,20 @@ def _static_pieces(record: tuple, metas: Callable[[tuple], tuple | None]) -> boo
     if record[0] == m.KIND_OPERATOR:   # (Python's divmod of operands divmod_pair leaves a call)
         return record[2] == ("l", "str", "divmod")
     name = record[2]
-    return (record[0] == m.KIND_FUNCTION and type(name) is tuple and len(name) == 3
-            and name[2] in STATIC_SEVERAL)
+    if record[0] != m.KIND_FUNCTION or type(name) is not tuple or len(name) != 3:
+        return False
+    if name[2] == "histogram":   # (its count of bins, or its edges' array, given: not a
+        return not _bins_by_values(record)   # rule that counts the values, bins="auto")
+    return name[2] in STATIC_SEVERAL
+
+
+def _bins_by_values(record: tuple) -> bool:
+    """Whether ``histogram``'s key *record* names its bins by a rule (``bins="auto"``,
+    ``"fd"``, ...), whose count its values decide; an int, an array of edges or the
+    default (10) leave its pieces' shapes to its literals and its arrays' metadata."""
+    args, kwargs = record[4], dict(record[5])
+    bins = args[1] if len(args) > 1 else kwargs.get("bins")
+    return type(bins) is tuple and bins[:2] == ("l", "str")
 
 
 def _is_result(role: tuple) -> bool:

@@ -353,6 +353,28 @@ def test_every_static_several_name_has_a_call_here():
     assert not missing, missing
 
 
+def test_histogram_is_predicted_but_for_bins_named_by_a_rule():
+    """``histogram``'s pieces are (bins,) and (bins + 1,) for a count of bins or an array of
+    edges given, or the default; ``bins="auto"`` (a rule, NumPy's) counts the values, so a
+    run answered from the template asks the worker for them (template_predictions)."""
+    from gpu_backend.protocol import api
+    from kernelproxy.template_predictions import static_result
+
+    def record(args, kwargs=()):
+        return ("f", (api.ARRAYS, 2), ("l", "str", "histogram"), None, args, kwargs)
+
+    def known(role):
+        return ((8,), np.dtype("float64"))
+
+    x = ("i", 0)
+    assert static_result(record((x,)), known)                           # (bins=10)
+    assert static_result(record((x, ("l", "int", 4))), known)
+    assert static_result(record((x,), (("bins", ("l", "int", 4)),)), known)
+    assert static_result(record((x, ("i", 1))), known)                  # (an array of edges)
+    assert not static_result(record((x, ("l", "str", "auto"))), known)
+    assert not static_result(record((x,), (("bins", ("l", "str", "fd")),)), known)
+
+
 def _pieces_meta(pieces) -> list:
     return [piece._m for piece in pieces]
 
