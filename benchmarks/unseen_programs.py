@@ -25,14 +25,17 @@ from unseen_loop_bodies_user_kernels import PROGRAMS as _USER_KERNELS
 from unseen_loop_bodies_records import PROGRAMS as _RECORDS
 from unseen_loop_bodies_schedules import PROGRAMS as _SCHEDULES
 from unseen_loop_bodies_several_held import PROGRAMS as _SEVERAL_HELD
+from unseen_loop_bodies_kept_pieces import PROGRAMS as _KEPT_PIECES
 _CAMPAIGNS = (_FIRST, _MORE, _DRAWS, _GRAPHED, _CALL_SCALARS, _MOVING_SLICES, _EAGER_ROWS,
-              _UPLOADS, _SEVERAL, _USER_KERNELS, _RECORDS, _SCHEDULES, _SEVERAL_HELD)
+              _UPLOADS, _SEVERAL, _USER_KERNELS, _RECORDS, _SCHEDULES, _SEVERAL_HELD,
+              _KEPT_PIECES)
 assert sum(map(len, _CAMPAIGNS)) == len(set().union(*_CAMPAIGNS)), "a name in two campaigns"
 PROGRAMS = {name: entry for campaign in _CAMPAIGNS for name, entry in campaign.items()}
 #: each program's campaign, by its bodies' module: what kind of loop it is
 CAMPAIGN_OF = {name: module for module, campaign in zip(
     ("first", "more", "draws", "graphed_draws", "call_scalars", "moving_slices", "eager_rows",
-     "uploads", "several_results", "user_kernels", "records", "schedules", "several_held"),
+     "uploads", "several_results", "user_kernels", "records", "schedules", "several_held",
+     "kept_pieces"),
     _CAMPAIGNS) for name in campaign}
 
 
