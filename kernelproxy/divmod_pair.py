@@ -67,6 +67,11 @@ def undecided(kind: str, name: Any, args: tuple, kwargs: dict | None) -> bool:
     """Whether the ``divmod`` call goes as a call now only for want of an operand's dtype,
     which a later one of the same code may have, issued then as the two ops: a stretch
     that took the call in would not be the stretch its later runs make
-    (Session.submit_arrays keeps it out)."""
-    return name == "divmod" and kind in _NAMES and len(args) == 2 and not kwargs \
-        and any(meta_unknown(a) for a in args)
+    (Session.submit_arrays keeps it out). Not where an operand known now could never pair
+    (float16, a bool or complex array or scalar): that call goes as a call for good. (In a
+    loop with no sync point, whose operand is the step's temporary, the dtype is never
+    known here when the call comes: every such call is undecided, and goes alone.)"""
+    if name != "divmod" or kind not in _NAMES or len(args) != 2 or kwargs:
+        return False
+    unknown = [meta_unknown(a) for a in args]
+    return any(unknown) and all(u or _real_operand(a) is not None for a, u in zip(args, unknown))

@@ -454,8 +454,8 @@ class Session(SessionTemplates, SessionReplies):
         the stretch may be held, as before.
         Batches so sent are not read at once: a loop with no sync point would pile them up,
         so, as a loop's pieces do (loop_cuts.PIECES_AHEAD), at most so many go unanswered."""
-        if not settled:   # (issued otherwise once the client has the metadata it lacks)
-            cut = True
+        if not settled and self.stretches is not None:   # (issued otherwise once the client
+            cut = True                                      # has the metadata it lacks)
         elif self.stretches is not None and self.stretches.current.several_ok:
             cut = not self.settings.several_join and self._stretch_has_ops() \
                 and not self._holds_several() and self._stretch_may_be_held()

@@ -85,4 +85,9 @@ def undecided(name: Any, args: tuple) -> bool:
     which a later one of the same code may have, its pieces then slices: a stretch that
     took the call in would not be the stretch its later runs make (Session.submit_arrays
     keeps it out)."""
-    return name in _AXIS_OF and bool(args) and meta_unknown(args[0])
+    if name not in _AXIS_OF or len(args) < 2 or not meta_unknown(args[0]):
+        return False
+    sections = args[1]   # (one piece, or no index: CuPy's own array, never slices)
+    if isinstance(sections, (list, tuple)):
+        return bool(sections)
+    return not (is_int(sections) and sections <= 1)

@@ -113,17 +113,25 @@ def _static_pieces(record: tuple, metas: Callable[[tuple], tuple | None]) -> boo
     if record[0] != m.KIND_FUNCTION or type(name) is not tuple or len(name) != 3:
         return False
     if name[2] == "histogram":   # (its count of bins, or its edges' array, given: not a
-        return not _bins_by_values(record)   # rule that counts the values, bins="auto")
+        return not _bins_by_values(record, metas)   # rule that counts the values)
     return name[2] in STATIC_SEVERAL
 
 
-def _bins_by_values(record: tuple) -> bool:
-    """Whether ``histogram``'s key *record* names its bins by a rule (``bins="auto"``,
-    ``"fd"``, ...), whose count its values decide; an int, an array of edges or the
-    default (10) leave its pieces' shapes to its literals and its arrays' metadata."""
+def _bins_by_values(record: tuple, metas: Callable[[tuple], tuple | None]) -> bool:
+    """Whether ``histogram``'s key *record* takes its count of bins from values: a rule
+    (``bins="auto"``, ``"fd"``, ...) that counts the data, or a 0-d array of bins (NumPy
+    reads its value as the count); an int, an array of edges or the default (10) leave its
+    pieces' shapes to its literals and its arrays' metadata."""
     args, kwargs = record[4], dict(record[5])
     bins = args[1] if len(args) > 1 else kwargs.get("bins")
-    return type(bins) is tuple and bins[:2] == ("l", "str")
+    if type(bins) is not tuple or not bins:
+        return False
+    if bins[:2] == ("l", "str"):
+        return True
+    if bins[0] in ("i", "r") and all(type(n) is int for n in bins[1:]):   # (an array)
+        meta = metas(bins)
+        return meta is None or len(meta[0]) == 0
+    return False
 
 
 def _is_result(role: tuple) -> bool:

@@ -235,9 +235,10 @@ def _view_chain(n: int, ops: dict, maker: dict) -> tuple[list[int], set[int], li
 #: ``unique``, ``gradient``, ... make theirs). Such a kept piece lies in memory no input
 #: lies in, and is handed out as a copy nobody can tell from it; a piece of another call
 #: (``atleast_2d(x, y)``, ``broadcast_arrays``, ``meshgrid(copy=False)``, a ``split``)
-#: may view what the call was given.
+#: may view what the call was given. Not ``histogram``: given an array of edges, its
+#: edges piece is that array itself (CuPy's ``_get_bin_edges``, as NumPy's).
 FRESH_PIECES = frozenset("""
-    modf frexp divmod nonzero where unique histogram histogram2d histogramdd gradient
+    modf frexp divmod nonzero where unique gradient
     tril_indices triu_indices tril_indices_from triu_indices_from diag_indices
     diag_indices_from unravel_index linalg.qr linalg.svd linalg.eigh linalg.eig
     linalg.slogdet linalg.lstsq

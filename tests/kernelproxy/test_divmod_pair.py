@@ -83,6 +83,10 @@ def test_operands_it_cannot_tell_go_as_the_call(cp):
     assert not undecided(F, "divmod", (x, 2.0), None)         # (known: the two ops)
     assert not undecided(F, "divmod", (c, 2.0), None)         # (known: the call for good)
     assert not undecided(F, "divmod", (x * 2, 2.0), {"out": (x, x)})
+    assert undecided(F, "divmod", (x * 2, x), None)            # (the other known and real)
+    assert not undecided(F, "divmod", (x * 2, np.float16(2)), None)   # (never pairs: the call)
+    assert not undecided(F, "divmod", (b, x * 2), None)
+    assert not undecided(F, "divmod", (x * 2, 2j), None)
     with pytest.raises(TypeError):   # (at the call, or, the name's container learnt, by the
         q, r = cp.divmod(c, 2.0)     # next sync point as an array op's: result_structures.py)
         q.get()
@@ -120,3 +124,22 @@ def test_a_loop_that_takes_divmod_first_is_held_through_graphs_bitwise(pool):
     want = ([np.float64(v).tobytes() for v in out], _bits(seconds), _bits(b))
     assert got["on"] == want and got["off"] == want
     assert figures["graphed"] >= STEPS // 2, figures
+
+
+def test_a_session_without_replay_sends_undecided_calls_with_the_others(pool):
+    """A call not settled goes in a batch of its own only where stretches are held: with
+    graph replay off (no held stretch to keep it out of) it waits in the queue as any op,
+    where it had cost two flushes a call (a review's find)."""
+    with Session(pool.address, pool.token, settings=SessionSettings(graphs=False)) as s:
+        cp = module_for(s)
+        x = cp.linspace(0.1, 2.0, 32)
+        q, r = cp.divmod(x, 0.3)   # (the name's first call waits: its container learnt)
+        float(q.sum())
+        assert s.stretches is None
+        before = s._batch
+        for _ in range(7):
+            q, r = cp.divmod(x * 1.5, 0.3)   # (x * 1.5's dtype not known here: undecided)
+            x = q * 0.3 + r
+        sent = s._batch - before
+        float(x.sum())
+    assert sent <= 5, f"{sent} batches for 7 steps of 4 ops (two flushes a call: 14)"

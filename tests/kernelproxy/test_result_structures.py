@@ -373,6 +373,9 @@ def test_histogram_is_predicted_but_for_bins_named_by_a_rule():
     assert static_result(record((x, ("i", 1))), known)                  # (an array of edges)
     assert not static_result(record((x, ("l", "str", "auto"))), known)
     assert not static_result(record((x,), (("bins", ("l", "str", "fd")),)), known)
+    # (a 0-d array of bins: NumPy reads its value as the count)
+    assert not static_result(record((x, ("i", 1))), lambda role: ((), np.dtype("int64"))
+                             if role == ("i", 1) else known(role))
 
 
 def _pieces_meta(pieces) -> list:

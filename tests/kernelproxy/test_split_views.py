@@ -106,6 +106,9 @@ def test_an_array_whose_shape_the_client_does_not_know_is_split_by_the_call(cp):
     parts = cp.split(y, 3)
     assert [p.get().tolist() for p in parts] == [[0, 2, 4, 6], [8, 10, 12, 14], [16, 18, 20, 22]]
     assert not undecided("split", (y, 3)) and not undecided("take", (y, 3))
+    z = x * 3   # (one piece, or no index: CuPy's own array, never slices: decided)
+    assert undecided("array_split", (z, [2, 5])) and not undecided("split", (z, 1))
+    assert not undecided("array_split", (z, [])) and not undecided("split", (z,))
 
 
 def _loop(xp, n):
