@@ -176,14 +176,19 @@ class StretchKey:
         except Exception:   # _Unkeyable, or arguments the pool will refuse (unsortable keys...)
             self.keyable = False
             return
-        if type(out) is list and self.several_ok:   # (several results, api.ARRAYS: its
-            record = (record[0], (want, len(out)), *record[2:])   # count in its record)
-        self._append(record)
-        if type(out) is list and not self.several_ok:   # (never held: sent as its ops)
-            self.keyable = False
-            return
-        if out is not None:
+        if type(out) is list:   # (several results, api.ARRAYS)
+            if not self.several_ok:   # (never held: sent as its ops)
+                self._append(record)
+                self.keyable = False
+                return
+            self._append((record[0], (want, len(out)), *record[2:]))   # (its count in it)
             self._made(out)
+            self._ops += 1
+            return
+        self._append(record)   # (the common op: one array or none, no call of _made)
+        if out is not None:
+            self._result_role[out] = ("r", self._ops)
+            self.outs.append(out)
         self._ops += 1
 
     def _made(self, out: Any) -> None:
