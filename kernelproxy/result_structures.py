@@ -34,8 +34,7 @@ import numpy as np
 from gpu_backend.protocol import messages as m
 
 __all__ = ["ONE", "predicted", "learn", "known_meta", "known_shape", "meta_unknown", "is_int",
-           "hsplit_axis",
-           "vsplit_axis", "dsplit_axis"]
+           "hsplit_axis", "vsplit_axis", "dsplit_axis"]
 
 #: the call gives one array: issued as an ``api.ARRAY`` op
 ONE = "one"

@@ -437,19 +437,15 @@ class Session(SessionTemplates, SessionReplies):
         from a template predicts for each (None: not known here). (Taken before the cut
         after the call ends the run: the worker is not asked for what was predicted.) A
         stretch with such a call is held and the call runs eagerly between its graphs
-        (docs/stretch-replay.md, "Calls of several results inside held stretches"). Where the stretch so far holds no such call
-        and is held or may yet be, it ends here and the call goes in a batch of its own, as
-        before a large upload, so that the ops before it stay a stretch of their own (a long
-        step's replays kept: "Calls of several results issued with no wait"); a stretch that
-        holds one already, or one let go, takes the call in, and a call that opens the
-        stretch cuts nothing (:meth:`_stretch_has_ops`). With ``several_join`` (the default;
-        ``GPUWB_SEVERAL_JOIN=0`` turns it off) the call joins wherever such stretches are
-        held, a step one message (0.94x the cut's time over the unseen loops that make such
-        calls, run 313). A call not *settled* (issue.call: one that goes as a call only for
-        want of metadata here, later ones of the same code going as slices or as two ops)
-        goes in a batch of its own always: a stretch that took it in would not be the one
-        its later runs make (a loop with no sync point calling ``divmod`` was never
-        replayed so; a temporary's ``split`` pieces kept a stretch ungraphed).
+        (docs/stretch-replay.md, "Calls of several results inside held stretches"). By
+        default (``several_join``) the call joins the stretch under way, a step one message
+        (0.887x the cut's time over the unseen loops that make such calls, run 315). A call
+        not *settled* (issue.call: one that goes as a call only for want of metadata here,
+        later ones of the same code going as slices or as two ops) goes in a batch of its own
+        where stretches are held: a stretch that took it in would not be the one its later
+        runs make. ``GPUWB_SEVERAL_JOIN=0``: where the stretch so far holds no such call and
+        is held or may yet be, it ends before the call, which goes in a batch of its own (a
+        call that opens the stretch cuts nothing: :meth:`_stretch_has_ops`).
         ``GPUWB_SEVERAL_HELD=0``: no such stretch is held, and the call is cut off wherever
         the stretch may be held, as before.
         Batches so sent are not read at once: a loop with no sync point would pile them up,

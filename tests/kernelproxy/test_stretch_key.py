@@ -132,10 +132,9 @@ class _Held:
         self._h = hid
 
 
-def test_a_call_of_several_results_is_keyed_with_its_count_and_its_pieces_by_place(cp, session):
-    """Its record holds its count (``(want, n)``); each piece is named by the op and its
-    place, ``("r", k, p)``; the results' handles are flat, by result slot (a replay's
-    ``T`` lists them so); a free of a piece names it so too."""
+def _modf_then_mul(cp, session):
+    """A key of ``f, w = modf(x); y = w * 2``: the key, its handle lookup, ``x``, the
+    pieces' handles and ``y``'s."""
     handle_of = lambda value: value._h if isinstance(value, _Held) else session._handle_of(value)   # noqa: E731
     x = cp.linspace(0.5, 4.0, 8)
     key = StretchKey(handle_of)
@@ -143,6 +142,14 @@ def test_a_call_of_several_results_is_keyed_with_its_count_and_its_pieces_by_pla
     key.add_op(FN, ARRAYS, pieces, "modf", None, (x,), {})
     y = session.new_id()
     key.add_op(OP, ARRAY, y, "mul", None, (_Held(pieces[1]), 2), {})
+    return key, handle_of, x, pieces, y
+
+
+def test_a_call_of_several_results_is_keyed_with_its_count_and_its_pieces_by_place(cp, session):
+    """Its record holds its count (``(want, n)``); each piece is named by the op and its
+    place, ``("r", k, p)``; the results' handles are flat, by result slot (a replay's
+    ``T`` lists them so); a free of a piece names it so too."""
+    key, _handle_of, _x, pieces, y = _modf_then_mul(cp, session)
     key.add_op(OP, ARRAY, session.new_id(), "add", None, (_Held(y), _Held(pieces[0])), {})
     key.add_free(pieces[0])
     assert key.key() != UNKEYABLE and key.several
@@ -176,13 +183,7 @@ def test_with_the_switch_off_a_call_of_several_results_makes_the_stretch_unkeyab
 def test_a_fall_back_resumes_a_call_of_several_results_to_the_same_key(cp, session):
     """StretchKey.resume, handed the template's records and each op's result (a list for
     the call), builds the key add_op builds."""
-    handle_of = lambda value: value._h if isinstance(value, _Held) else session._handle_of(value)   # noqa: E731
-    x = cp.linspace(0.5, 4.0, 8)
-    built = StretchKey(handle_of)
-    pieces = [session.new_id(), session.new_id()]
-    built.add_op(FN, ARRAYS, pieces, "modf", None, (x,), {})
-    y = session.new_id()
-    built.add_op(OP, ARRAY, y, "mul", None, (_Held(pieces[1]), 2), {})
+    built, handle_of, x, pieces, y = _modf_then_mul(cp, session)
     ops = [r for r in built.records if r[0] != "free"]
     resumed = StretchKey(handle_of)
     resumed.resume(ops, [x._h], list(built.params), [pieces, y], [(2, pieces[0])])
