@@ -11,7 +11,9 @@ A SIGINT that arrives while a finalizer runs (a remote array's ``__del__``
 queues a free record on every dropped array, so a loop like ``m = m @ m``
 spends real time there) cannot be raised there: Python prints "Exception
 ignored" and the interrupt is lost, and the cell runs on. Such a SIGINT is
-delivered again a few milliseconds later instead.
+delivered again a few milliseconds later instead. The compiled ``__del__``
+(kernelproxy/_held_ops.c) has no Python frame to find: the KeyboardInterrupt raised in
+the ``Session.release`` it calls is caught there and delivered again once it returns.
 """
 
 from __future__ import annotations
