@@ -18,8 +18,9 @@
  * 2026-11-30 it caught, twice in seven runs, a close of libzmq's eventfd through a worker
  * channel's socket object (the front door closing a channel whose number something had
  * closed under it, libzmq's since); one stray closer of such numbers was a test's dup2
- * (mended), and the other is not found yet (docs/architecture.md, "Contexts and
- * descriptors").
+ * (mended), and the other, caught by it at last, a test's GPUWB_LISTEN_FD left in the test
+ * process's environment, which the next pool's listener.py took and closed (mended too:
+ * docs/architecture.md, "Contexts and descriptors").
  *
  * It also notes (without stopping) a close() or dup2() of a Python socket's descriptor (one
  * the socket module made) from anywhere but the socket module: the first, stray close of a

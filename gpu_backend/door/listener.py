@@ -129,7 +129,13 @@ def _inherited(family: int, address: tuple) -> KeptListener | None:
     if given is None:
         return None
     try:
-        sock = socket.socket(fileno=int(given))
+        number = int(given)
+        # (only a descriptor that crossed an exec is inheritable: pass_on made it so, and
+        # every other of the process's is close-on-exec. A number left in the environment
+        # of a process that did not exec names whatever holds it now: not ours to close)
+        if not os.get_inheritable(number):
+            raise ValueError("not passed across an exec")
+        sock = socket.socket(fileno=number)
     except (ValueError, OSError):
         log.warning("%s=%s is not a socket this process holds: a new one is opened",
                     LISTEN_FD_ENV, given)

@@ -71,7 +71,11 @@ def test_the_port_stays_taken_after_libzmq_closes_its_socket_and_the_next_proces
     client.send(b"hello")
     kept.pass_on()
     fd = int(os.environ[LISTEN_FD_ENV])
-    monkeypatch.delenv(LISTEN_FD_ENV)    # (the child gets its own copy of the environment)
+    # (the child gets its own copy of the environment; not monkeypatch.delenv, whose undo
+    # put the number back into this process's environment, where the next pool of the
+    # test process took it and closed whatever held that number by then: the suite's
+    # stray closer, found 2026-11-30)
+    os.environ.pop(LISTEN_FD_ENV)
     env = {**os.environ, LISTEN_FD_ENV: str(fd)}
     try:
         done = subprocess.run([sys.executable, "-c", NEXT_POOL, str(port)], env=env,
@@ -89,7 +93,9 @@ def test_a_passed_socket_that_listens_elsewhere_is_closed_and_a_new_one_opened(
     elsewhere.bind(("127.0.0.1", 0))
     elsewhere.listen(1)
     its_port = elsewhere.getsockname()[1]
-    monkeypatch.setenv(LISTEN_FD_ENV, str(elsewhere.detach()))   # (the pool's to close now)
+    given = elsewhere.detach()
+    os.set_inheritable(given, True)   # (as a socket passed across an exec is: pass_on)
+    monkeypatch.setenv(LISTEN_FD_ENV, str(given))   # (the pool's to close now)
     clients = ctx.socket(zmq.ROUTER)
     port, kept = bind_clients(clients, "127.0.0.2", 0)   # (another loopback address)
     try:
@@ -143,3 +149,30 @@ def test_an_ipc_bind_after_the_tcp_one_is_not_given_the_tcp_socket(ctx, tmp_path
         clients.close(linger=0)
         kept.close()
 
+
+
+def test_a_number_that_crossed_no_exec_is_left_to_whatever_holds_it(ctx, monkeypatch, caplog):
+    """A number left in the environment of a process that did not exec (a test's leftover
+    once did so) names whatever holds that number now, here a live socket: the pool leaves
+    it open and opens its own (closed, it had been a worker's channel or libzmq's)."""
+    held = socket.socket()   # (close-on-exec, as every descriptor a process makes)
+    monkeypatch.setenv(LISTEN_FD_ENV, str(held.fileno()))
+    clients = ctx.socket(zmq.ROUTER)
+    try:
+        port, kept = bind_clients(clients, "127.0.0.1", 0)
+        assert kept is not None and kept.sock.fileno() != held.fileno()
+        assert "is not a socket this process holds" in caplog.text
+        assert LISTEN_FD_ENV not in os.environ
+        os.fstat(held.fileno())   # still open, still the same socket's
+        assert held.family == socket.AF_INET and held.getsockname()[1] == 0
+    finally:
+        clients.close(linger=0)
+        if kept is not None:
+            kept.close()
+        held.close()
+
+
+def test_the_first_test_leaves_no_number_in_the_environment():
+    """After the exec test above, this process's environment names no socket (a number
+    left here was the suite's stray closer: the next pool of the process closed it)."""
+    assert LISTEN_FD_ENV not in os.environ
