@@ -1,0 +1,132 @@
+"""How far below local CuPy could any pool go? Each curated program's device time, measured.
+
+    python benchmarks/program_floor.py [--programs NAME,...] [--rounds 3] [--json out.json]
+
+Issue 50 asks every loop of ``programs.py`` for <= 0.5x local CuPy's wall time. A pool that
+gives CuPy's results bit for bit runs CuPy's own kernels, copies and fills on the same GPU
+(captured into graphs or not), so the time the GPU is busy with them in a local run is a
+floor no pool design goes below: the launches, the Python and the round trips can be cut
+away, the kernels cannot. This runs each program on local CuPy ``--rounds`` times (the
+median wall time), then once more under PyTorch's profiler, whose CUPTI tracing records
+every kernel, copy and fill of the process, CuPy's included, and takes the union of their
+intervals on the device: the device's busy time.
+
+``floor`` is busy time over local wall time, the least ratio to local any pool can reach;
+where it is above the target (0.5 for a loop, 1.0 otherwise) the target is out of reach of
+any design that runs the same kernels. The rest (``host``) is what local CuPy spends on
+the host that the GPU waits through: what a pool can win back.
+
+Needs CuPy, PyTorch (for its profiler) and a GPU; prints a table, then JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from json_out import emit  # noqa: E402  (beside this file)
+from programs import PROGRAMS, target_of  # noqa: E402
+
+#: Chrome-trace categories of work on the device (kernels, copies, fills).
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def busy_us(intervals: list[tuple[float, float]]) -> float:
+    """The length of the union of [start, end) intervals: overlapping work counted once."""
+    total, reach = 0.0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def device_intervals(trace: dict) -> list[tuple[float, float]]:
+    """(start, end) in µs of every kernel, copy and fill in a Chrome trace."""
+    out = []
+    for event in trace.get("traceEvents", []):
+        if event.get("ph") == "X" and event.get("cat") in DEVICE_CATEGORIES:
+            start = float(event["ts"])
+            out.append((start, start + float(event.get("dur", 0.0))))
+    return out
+
+
+def _finish(cp):
+    cp.cuda.get_current_stream().synchronize()
+
+
+def measure(cp, torch, name: str, rounds: int) -> dict:
+    fn, size, _quick, _tol = PROGRAMS[name]
+    fn(cp, size)                       # warm: kernels compiled, the memory pool grown
+    _finish(cp)
+    walls = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn(cp, size)
+        _finish(cp)
+        walls.append(time.perf_counter() - t0)
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        t0 = time.perf_counter()
+        fn(cp, size)
+        _finish(cp)
+        profiled_wall = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            intervals = device_intervals(json.load(f))
+    if not intervals:   # CUPTI recorded nothing: no floor, rather than a floor of 0
+        raise RuntimeError(f"{name}: the profiler recorded no work on the device")
+    wall = statistics.median(walls)
+    busy = busy_us(intervals) / 1e6
+    target = target_of(name)
+    return {"program": name, "local_s": wall, "local_runs_s": walls,
+            "profiled_s": profiled_wall, "device_busy_s": busy, "device_ops": len(intervals),
+            "floor": busy / wall, "host_s": max(0.0, wall - busy), "target": target,
+            "target_reachable": busy / wall <= target}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    try:
+        import cupy as cp
+        cp.cuda.runtime.getDeviceCount()
+        import torch
+        torch.cuda.init()
+    except Exception as exc:  # no GPU, CuPy or PyTorch here
+        sys.exit(f"program_floor.py needs CuPy, PyTorch and a GPU: {exc}")
+    names = [n for n in args.programs.split(",") if n] or list(PROGRAMS)
+    rows = [measure(cp, torch, name, args.rounds) for name in names]
+    print(f"{'program':22} {'local ms':>9} {'busy ms':>9} {'ops':>7} {'floor':>6} "
+          f"{'target':>6}  reachable")
+    for r in rows:
+        print(f"{r['program']:22} {r['local_s'] * 1e3:9.2f} {r['device_busy_s'] * 1e3:9.2f} "
+              f"{r['device_ops']:7d} {r['floor']:6.2f} {r['target']:6.2f}  "
+              f"{'yes' if r['target_reachable'] else 'NO'}")
+    out_of_reach = [r["program"] for r in rows if not r["target_reachable"]]
+    print(f"{len(out_of_reach)} of {len(rows)} programs' targets below their device floor: "
+          + (", ".join(out_of_reach) or "none"))
+    emit({"benchmark": "program_floor", "when": datetime.now(timezone.utc).isoformat(),
+          "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+          "cupy": cp.__version__, "torch": torch.__version__, "rounds": args.rounds,
+          "programs": rows}, args.json)
+
+
+if __name__ == "__main__":
+    main()
