@@ -45,3 +45,24 @@ def test_without_a_gpu_it_says_what_it_needs():
                            "--programs", "chain20"], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "needs CuPy, PyTorch and a GPU" in done.stderr
+
+
+def test_each_looping_program_names_its_loop_count():
+    """Every curated program with a loop runs its set-up alone with that count at 0 or 1
+    (here on NumPy: the same code the GPU run times)."""
+    import numpy as np
+
+    from program_floor import setup_call
+    from programs import ITERATIONS, PROGRAMS
+    for name, (fn, _full, quick, _tol) in PROGRAMS.items():
+        keyword = setup_call(fn)
+        assert (keyword is None) == (ITERATIONS[name] is None), name
+        if keyword is not None:
+            for left in (0, 1):
+                try:
+                    fn(np, quick, **{keyword: left})
+                    break
+                except Exception:
+                    continue
+            else:
+                raise AssertionError(f"{name} runs with neither 0 nor 1 iteration")
