@@ -109,6 +109,8 @@ def profiled_busy(cp, torch, call) -> tuple[float, int]:
 
 
 def measure(cp, torch, name: str, rounds: int) -> dict:
+    """One program's row: its local wall time, the device's busy time in it, its set-up's
+    (where it has a loop) and the floor they make against its target."""
     fn, size, _quick, _tol = PROGRAMS[name]
     fn(cp, size)                       # warm: kernels compiled, the memory pool grown
     _finish(cp)
