@@ -52,17 +52,39 @@ def test_each_looping_program_names_its_loop_count():
     (here on NumPy: the same code the GPU run times)."""
     import numpy as np
 
-    from program_floor import setup_call
-    from programs import ITERATIONS, PROGRAMS
-    for name, (fn, _full, quick, _tol) in PROGRAMS.items():
-        keyword = setup_call(fn)
-        assert (keyword is None) == (ITERATIONS[name] is None), name
-        if keyword is not None:
-            for left in (0, 1):
-                try:
-                    fn(np, quick, **{keyword: left})
-                    break
-                except Exception:
-                    continue
-            else:
-                raise AssertionError(f"{name} runs with neither 0 nor 1 iteration")
+    from program_floor import curated, setup_call
+    from programs import ITERATIONS, PROGRAMS, target_of
+    for name, (fn, _full, _quick, _tol) in PROGRAMS.items():
+        assert (setup_call(fn) is None) == (ITERATIONS[name] is None), name
+        loop = curated(np, name)
+        assert loop.target == target_of(name) and len(loop.setups) == (0 if ITERATIONS[name] is None else 2)
+    for name in ("chain20", "kmeans", "logistic_regression"):   # (0 iterations, 1, 0)
+        loop = curated(np, name)
+        assert any(_runs(call) for call in loop.setups), name
+
+
+def test_unseen_loops_are_judged_as_unseen_speed_judges_them():
+    """``--unseen``: each campaign's first loop, its run and a set-up on NumPy; the target
+    0.5 from 20 iterations, else 1.0."""
+    import numpy as np
+
+    from program_floor import unseen
+    from unseen_programs import CAMPAIGN_OF, PROGRAMS as UNSEEN
+    firsts = {}
+    for name, campaign in CAMPAIGN_OF.items():
+        firsts.setdefault(campaign, name)
+    for name in firsts.values():
+        loop = unseen(np, name)
+        n = UNSEEN[name][1]
+        assert loop.target == (0.5 if n >= 20 else 1.0), name
+        if UNSEEN[name][2]:   # (a loop NumPy runs too)
+            loop.run()
+            assert any(_runs(call) for call in loop.setups), name
+
+
+def _runs(call) -> bool:
+    try:
+        call()
+        return True
+    except Exception:
+        return False
