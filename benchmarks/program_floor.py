@@ -24,9 +24,9 @@ in its loop while the GPU waits: what a pool can win back.
 
 ``--unseen`` takes the unseen campaigns' loops instead (``unseen_programs.py``: each
 ``fn(xp, n)`` runs *n* iterations; its set-up is ``fn(xp, 0)``, or 1), judged as
-``unseen_speed.py`` judges them (0.5 from 20 iterations, else 1.0). A loop whose set-up runs
-at neither count keeps the device's floor alone (``setup_failed``); one local CuPy cannot
-run is listed as not measured.
+``programs.py`` judges a program (``target_of``: 0.5 from 20 iterations, else 1.0). A loop
+whose set-up runs at neither count keeps the device's floor alone (``setup_failed``); one
+local CuPy cannot run is listed as not measured.
 
 Needs CuPy, PyTorch (for its profiler) and a GPU; prints a table, then JSON.
 """
@@ -134,7 +134,8 @@ def curated(cp, name: str) -> Loop:
 
 def unseen(cp, name: str) -> Loop:
     """A loop of the unseen campaigns (``unseen_programs.PROGRAMS``: ``fn(xp, n)`` runs *n*
-    iterations), judged as ``unseen_speed.py`` judges it: 0.5 from 20 iterations, else 1.0."""
+    iterations), judged as ``programs.target_of`` judges a program: 0.5 from 20 iterations,
+    else 1.0."""
     from unseen_programs import PROGRAMS as UNSEEN
     fn, n, _numpy_too = UNSEEN[name]
     return Loop(name, lambda: fn(cp, n), [(lambda left=left: fn(cp, left)) for left in (0, 1)],

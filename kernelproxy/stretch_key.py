@@ -330,7 +330,7 @@ class StretchKey:
             self._append(tuple(renumber(r) if type(r) is tuple else r for r in record))
             out = outs[index]
             if out is not None:
-                self._made(out)   # (a call of several results': its pieces' list)
+                self._made(out)   # (one array's handle, or a call of several results' pieces)
             self._ops += 1
         self.params.extend(params)
         for _at, hid in pending:

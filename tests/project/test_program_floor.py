@@ -63,7 +63,7 @@ def test_each_looping_program_names_its_loop_count():
         assert any(_runs(call) for call in loop.setups), name
 
 
-def test_unseen_loops_are_judged_as_unseen_speed_judges_them():
+def test_unseen_loops_are_judged_by_their_iterations_as_programs_are():
     """``--unseen``: each campaign's first loop, its run and a set-up on NumPy; the target
     0.5 from 20 iterations, else 1.0."""
     import numpy as np
