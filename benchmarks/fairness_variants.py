@@ -39,6 +39,10 @@ _FLAGS = {
     # a device-bound step read before the next is launched (worker/lane_overlap.py), as
     # before run 267
     "nooverlap": ("GPUWB_OVERLAP_STEPS", "0"),
+    # share: beside others a held stretch's replay charged its own cost, not its span
+    # (worker/replay_prices.py) / charged its span, scaled by the arbiter
+    "priced": ("GPUWB_SHARE_PRICED", "1"),
+    "unpriced": ("GPUWB_SHARE_PRICED", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside

@@ -128,6 +128,8 @@ class _Session:
     charged_at: float = 0.0    # when it was last charged (or granted)
     assumed: float = 0.0       # device seconds charged ahead of its reports (FairPolicy)
     op: float = 0.0            # device seconds of one of its ops lately (its worker's reports)
+    own: float = 0.0           # of its busy seconds, those its worker charged at replays' own
+    own_charged: float = 0.0   # costs (reported; charged so far): SharePolicy._charge
 
 
 @dataclass
@@ -204,6 +206,16 @@ class Policy:
         session = self.sessions.get(sid)
         if session is not None and type(seconds) is float and 0.0 <= seconds < 3600.0:
             session.op = seconds
+
+    def own_seconds(self, sid: str, seconds: Any) -> None:
+        """*sid*'s worker says how much of its cumulative ``busy`` it charged at replays'
+        own costs (worker/replay_prices.py), said with that ``busy``: ``share`` does not
+        scale that part by the device's sharing (SharePolicy._charge); the other policies
+        charge ``busy`` whole either way. Anything but a finite, non-negative number of
+        seconds that never decreases is ignored, as :meth:`op_seconds` ignores it."""
+        session = self.sessions.get(sid)
+        if session is not None and type(seconds) is float and session.own <= seconds < 1e9:
+            session.own = seconds
 
     def idle(self, sid: str, busy: float, ahead: float = 0.0) -> list[Action]:
         """*sid*'s worker, holding a standing grant (``share`` only), has run out of work;

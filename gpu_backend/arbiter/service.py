@@ -263,6 +263,8 @@ class Arbiter:
         try:
             msg = unpackb(frames[1])
             kind = msg.get("t")
+            if "own" in msg:   # (with a busy: the part of it charged at replays' own costs)
+                policy.own_seconds(session, msg["own"])
             # what the policy believed when a session asked (the trace's why; off by default)
             before = policy.snapshot() if self.trace is not None and kind == "want" else None
             if kind == "want":

@@ -30,6 +30,13 @@ and the weights are kept by withholding launches from whoever is ahead.
   sessions admitted with work over that time (processor sharing: what CUDA's time-slicing
   gives contexts with work). Not on the NumPy device, whose reports are each worker's own
   CPU time (``own_time``): they are charged as they come.
+- **Replays at their own cost.** Where the workers price them (``GPUWB_SHARE_PRICED``,
+  worker/replay_prices.py), a held stretch's replay beside others is charged what it costs
+  alone (its least span measured), told apart as ``own`` with each report: that part is
+  not scaled by ``1/k``. The users' side counts replays at their own cost too (a user's
+  rate over its rate alone), so the split charged is the split the users see; scaled spans
+  are right on average and off by tens of per cent batch by batch, which in the
+  simulation (benchmarks/share_error_sim.py) is all of the one-second error.
 - **A read's tail.** A worker says ``idle`` as its batch's closing read begins, with up to
   a lead of launched work still to run (``ahead``: its estimate, in wall time). That work
   shares the device: the session stays in ``k`` until its worker says the work is ``done``
@@ -390,7 +397,11 @@ class SharePolicy(Returns, Policy):
             share[0] = share[1] = 0.0
         if delta > 0:
             session.charged = busy
-            extra = delta * fraction - session.assumed
+            # (replays charged their own costs: not scaled, they are this session's alone,
+            # worker/replay_prices.py)
+            own = min(delta, max(0.0, session.own - session.own_charged))
+            session.own_charged += own
+            extra = (delta - own) * fraction + own - session.assumed
             session.assumed = 0.0
             session.vt += extra
             account = self.users[session.user]

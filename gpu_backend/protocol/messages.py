@@ -764,6 +764,7 @@ class ArbiterIdle(TypedDict):
     (its batch's closing read has begun, or its batch ended)."""
     t: Annotated[Literal["idle"], "the message type"]
     busy: Annotated[float, "cumulative device seconds measured"]
+    own: NotRequired[Annotated[float, "of ``busy``, the cumulative device seconds charged at held replays' own costs (worker/replay_prices.py): not scaled by the device's sharing"]]
     op: NotRequired[Annotated[float, "device seconds of one of its ops, as measured lately (a moving average)"]]
     ahead: NotRequired[Annotated[float, "wall seconds its launched work is estimated to run still (beside others; it says ``done`` after)"]]
 
@@ -773,12 +774,14 @@ class ArbiterDone(TypedDict):
     ``ahead``, or when it gave a standing grant back with ``d``, has run."""
     t: Annotated[Literal["done"], "the message type"]
     busy: Annotated[float, "cumulative device seconds measured"]
+    own: NotRequired[Annotated[float, "of ``busy``, the cumulative device seconds charged at held replays' own costs (worker/replay_prices.py): not scaled by the device's sharing"]]
 
 
 class ArbiterUsed(TypedDict):
     """worker → arbiter, while holding: its measured device time."""
     t: Annotated[Literal["used"], "the message type"]
     busy: Annotated[float, "cumulative device seconds measured"]
+    own: NotRequired[Annotated[float, "of ``busy``, the cumulative device seconds charged at held replays' own costs (worker/replay_prices.py): not scaled by the device's sharing"]]
     op: NotRequired[Annotated[float, "device seconds of one of its ops, as measured lately (a moving average)"]]
 
 
@@ -786,6 +789,7 @@ class ArbiterRelease(TypedDict):
     """worker → arbiter: it hands the device over."""
     t: Annotated[Literal["release"], "the message type"]
     busy: Annotated[float, "cumulative device seconds measured"]
+    own: NotRequired[Annotated[float, "of ``busy``, the cumulative device seconds charged at held replays' own costs (worker/replay_prices.py): not scaled by the device's sharing"]]
     want: Annotated[bool, "it still has work (asks again at once)"]
     g: Annotated[int | None, "the grant it hands back"]
     ahead: NotRequired[Annotated[float, "estimated device seconds of work launched and not yet measured (charged until the next report)"]]

@@ -112,9 +112,15 @@ class DeviceLease:
         #: ``share`` with a deep lead (arbiter/share.py, lead_for): the seconds of work this
         #: worker may launch ahead beside others, as the arbiter last said (None: its own)
         self.lead: float | None = None
+        #: of the device time measured (``busy``), the seconds charged at replays' own
+        #: costs (worker/replay_prices.py; the pacer keeps it): told with every ``busy``
+        #: once any is, and not scaled by the arbiter's share of the device
+        self.own = 0.0
 
     # ------------------------------------------------------------ messages
     def _send(self, msg: dict) -> None:
+        if self.own and "busy" in msg:
+            msg["own"] = self.own
         self.sock.send(packb(msg))
 
     def pending(self) -> bool:

@@ -41,6 +41,7 @@ from typing import Callable
 from gpu_backend.runtime.gc_pauses import record_pauses
 from ..protocol import spinning
 from .lease import DeviceLease
+from .replay_prices import ReplayPrice
 
 __all__ = ["Pacer", "LEAD", "LONE_LEAD", "GRAIN"]
 
@@ -125,9 +126,18 @@ SHARE_GRAIN = 0.001
 class Pacer:
     def __init__(self, device, lease: DeviceLease | None = None, *, lead: float | None = None,
                  trace: bool = False, release_at_read: bool = True,
-                 share_lead: float | None = None, share_nap: float | None = None) -> None:
+                 share_lead: float | None = None, share_nap: float | None = None,
+                 priced: bool = False) -> None:
         self.device = device
         self.lease = lease
+        #: beside others, a held stretch's replay is charged its own cost, not its span
+        #: (worker/replay_prices.py, ``GPUWB_SHARE_PRICED``)
+        self.priced = priced
+        #: the device seconds charged so far at replays' own costs (part of ``busy``; told
+        #: to the arbiter apart, as the lease's ``own``)
+        self.own = 0.0
+        #: the replay being launched that is charged its own cost (None: none)
+        self._price: ReplayPrice | None = None
         #: the lead while free running beside others (SHARE_LEAD unless set)
         self.share_lead = SHARE_LEAD if share_lead is None else share_lead
         #: while free running beside others, the longest sleep of a hold-back before the
@@ -227,7 +237,10 @@ class Pacer:
                 slack = math.inf
         if end is None:
             end = self.device.marker()
-        self._pending.append((charged_from, own, end, ops, slack))
+        price = self._price
+        if price is not None:
+            price.segments += 1
+        self._pending.append((charged_from, own, end, ops, slack, price))
         self._last_end = end
         self._own_start = None
         self._chained = True
@@ -244,8 +257,12 @@ class Pacer:
         if not pending or not device.reached(pending[0][2]):
             return
         while pending and device.reached(pending[0][2]):
-            charged_from, own, end, ops, slack = pending.popleft()
+            charged_from, own, end, ops, slack, price = pending.popleft()
+            if price is not None:
+                price.segments -= 1
             if charged_from is None:
+                if price is not None and price.due:
+                    self._settle_price(price)
                 continue
             charged = device.between(charged_from, end)
             span = charged if own is None or own is charged_from else device.between(own, end)
@@ -269,7 +286,12 @@ class Pacer:
                 self._sum_seconds = self._sum_seconds * keep + seconds
                 self._sum_ops = self._sum_ops * keep + ops
                 self.per_op = self._sum_seconds / self._sum_ops
-            self.busy += charged
+            if price is None:
+                self.busy += charged
+            else:   # (charged its own cost once all of it is measured: _settle_price)
+                price.span += charged
+                if price.due:
+                    self._settle_price(price)
             if own is not None:
                 device.drop_marker(own)
             if charged_from is not own:
@@ -339,8 +361,42 @@ class Pacer:
             cost[1] += 1
             return cost[0]
         if at_batch_end:
-            self._measuring = (cost, self.busy, self.alone_now())
+            self._end_price()
+            if self.priced and cost[0] is not None and self.side_by_side() and not self.alone_now():
+                self._price = ReplayPrice(cost)   # (learnt from its spans when settled)
+            else:
+                self._measuring = (cost, self.busy, self.alone_now())
         return None
+
+    def _end_price(self) -> None:
+        """A priced replay whose batch ended without its end (the executor skips
+        ``end_batch`` for a batch that ran nothing): dropped if nothing of it was marked (it
+        ran nothing), else settled as it is."""
+        price = self._price
+        if price is not None:
+            if price.segments or price.span:
+                self._close_price()
+            else:
+                self._price = None
+
+    def _close_price(self) -> None:
+        """At the end of a priced replay's batch (its last segment marked): settled now if
+        every segment of it is harvested, else by the harvest that takes its last."""
+        price, self._price = self._price, None
+        price.closed = True
+        if price.due:
+            self._settle_price(price)
+
+    def _settle_price(self, price: ReplayPrice) -> None:
+        """A priced replay's segments all harvested: charged its own cost (``busy`` and
+        ``own``, which the lease tells the arbiter), and what its spans measured learnt as a
+        measure beside others (the least so far)."""
+        self.busy += price.price
+        self.own += price.price
+        if self.lease is not None:
+            self.lease.own = self.own
+        if price.span > 0:
+            self.learn(price.cost, price.span, alone=False)
 
     def learn(self, cost: list, seconds: float, alone: bool | None = None) -> None:
         """A replay's measured device time *seconds* taken into its *cost* (``[seconds,
@@ -683,6 +739,7 @@ class Pacer:
         """Before a batch's first op: hold the device (paced policies); False if interrupted."""
         self.harvest()
         self._measuring = None   # (a replay is measured within its own batch only)
+        self._end_price()        # (... and priced within it)
         if self.lease is not None and not self._acquire(interrupted):
             return False
         self._start_fresh()
@@ -824,6 +881,8 @@ class Pacer:
         if executed > self._marked:
             self._mark(executed - self._marked)
         self._marked = 0
+        if self._price is not None:
+            self._close_price()
         self.harvest()
         if self._measuring is not None:
             self._measured()

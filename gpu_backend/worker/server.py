@@ -159,7 +159,8 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
                                     trace=settings.pacing_trace_dir is not None,
                                     release_at_read=settings.release_at_read,
                                     share_lead=settings.share_lead,
-                                    share_nap=settings.share_nap)
+                                    share_nap=settings.share_nap,
+                                    priced=settings.share_priced)
         if self.lease is not None and settings.split_piece > 0:   # long ops in pieces (opt-in)
             self.executor.splitter = Splitter(self.device, self._after_piece, settings.split_piece,
                                               exclusive=self.executor.pacer.exclusive)

@@ -39,6 +39,10 @@ class WorkerSettings:
     #: (worker/pacing.py SHARE_NAP; None: that default; 0: as long as its estimate says),
     #: which benchmarks/fairness.py's ``share+napUS`` policies vary
     share_nap: float | None = None
+    #: ``GPUWB_SHARE_PRICED``: under the share policy, beside others, a held stretch's
+    #: replay is charged its own cost (its least span measured), not its span
+    #: (worker/replay_prices.py); ``1`` on, else off
+    share_priced: bool = False
     #: ``GPUWB_STREAM_BYTES``: the NumPy device streams transfers in chunks of this many
     #: bytes as a GPU does (None: one zero-copy frame), so tests take that path without a GPU
     stream_bytes: int | None = None
@@ -176,6 +180,8 @@ class WorkerSettings:
                    pacing_lead=float(lead) * 1e-6 if lead else None,
                    share_lead=float(share_lead) * 1e-6 if share_lead else None,
                    share_nap=float(share_nap) * 1e-6 if share_nap not in (None, "") else None,
+                   share_priced=(env.get("GPUWB_SHARE_PRICED") or "").strip().lower()
+                   in ("1", "on", "true", "yes"),
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
                    split_piece=float(piece) * 1e-6 if piece else 0.0,

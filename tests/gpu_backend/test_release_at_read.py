@@ -289,7 +289,7 @@ def test_a_newcomer_beside_a_long_kernel_is_charged_half_of_the_overlap(peer):
         pacer.start_segment()
         x @ x
         pacer._mark(1)
-        charged_from, _own, end, _ops, _slack = pacer._pending[0]
+        charged_from, _own, end = pacer._pending[0][:3]
         span = pacer.device.between(charged_from, end)
         pacer.harvest()
         return span, pacer.busy - before

@@ -124,3 +124,62 @@ def test_a_measurement_made_beside_others_is_never_learnt_as_a_lone_one():
     alone.learn(cost, 0.0)
     assert cost == before
 
+
+
+def _side_by_side(priced: bool = True) -> Pacer:
+    """A pacer holding a standing grant beside others (``share``), its replays priced
+    (worker/replay_prices.py) or not."""
+    held = DeviceLease(zmq.Context.instance(), "inproc://gpuwb-test-no-arbiter", "w")
+    held.holding, held.standing, held.alone = True, True, False
+    return Pacer(NumpyDevice(), held, priced=priced)
+
+
+def test_beside_others_a_priced_replay_is_charged_its_least_span_and_told_apart():
+    """Beside others a replay's span holds the others' time slices too, and where its
+    kernels fell against them moves it by tens of per cent: priced, a replay whose cost is
+    known is charged that cost (its least span measured), exactly, each time, and the
+    charge is told to the arbiter apart (the lease's ``own``), while its spans are still
+    measured and the least of them learnt. Its first replay, whose cost is not known yet,
+    is charged its span."""
+    pacer, cost = _side_by_side(), [None, 0]
+    assert _replay(pacer, cost, 1e-3) is None
+    first = pacer.busy
+    assert first > 0 and pacer.own == 0.0 and cost == [first, MEASURE_EVERY]   # measured
+    charges = []
+    for seconds in (3e-3, 2e-3, 5e-4, 2e-3):
+        price, before = cost[0], pacer.busy
+        assert _replay(pacer, cost, seconds) is None   # measured all the same: a segment
+        charges.append(pacer.busy - before)
+        assert charges[-1] == price                     # ... charged its price, not its span
+        assert not pacer._pending and pacer._price is None
+    assert pacer.own == sum(charges) == pacer.lease.own
+    assert cost[0] < first and cost[1] == MEASURE_EVERY   # the 0.5 ms one taught the least
+    assert charges[-1] == cost[0] < charges[0]
+
+
+def test_unpriced_or_alone_a_replay_is_charged_as_before():
+    """Not priced, a replay beside others is charged its span, as any batch; alone, a
+    priced pacer charges what its replay measured alone, without markers, as before."""
+    plain, cost = _side_by_side(priced=False), [None, 0]
+    for seconds in (1e-3, 3e-3):
+        before = plain.busy
+        _replay(plain, cost, seconds)
+        assert plain.busy - before >= seconds * 0.9   # (its span: host time on NumPy)
+    assert plain.own == 0.0 and plain.lease.own == 0.0
+    alone = _side_by_side()
+    alone.lease.alone = True
+    cost = [None, 0]
+    _replay(alone, cost)
+    assert _replay(alone, cost) == cost[0] and alone.own == 0.0
+
+
+def test_a_priced_replay_whose_batch_ran_nothing_is_not_charged():
+    """A priced replay whose batch ended without its end and ran nothing (no segment) is
+    dropped at the next batch, not charged its price; one that ran is charged."""
+    pacer, cost = _side_by_side(), [2e-3, MEASURE_EVERY]
+    pacer.begin_batch(lambda: False)
+    assert pacer.replay_estimate(cost) is None and pacer._price is not None
+    pacer.begin_batch(lambda: False)                  # nothing ran: dropped
+    assert pacer._price is None and pacer.busy == 0.0 and pacer.own == 0.0
+    assert _replay(pacer, cost, 1e-4) is None
+    assert pacer.own == pacer.busy == 2e-3

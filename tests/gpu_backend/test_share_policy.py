@@ -69,6 +69,32 @@ def test_reports_beside_others_are_charged_their_part_of_the_device():
     assert policy.users["b"].vt == pytest.approx(0.005)
 
 
+def test_the_part_of_a_report_charged_at_replays_own_costs_is_not_scaled():
+    """A worker that prices its replays (worker/replay_prices.py) says how much of its
+    ``busy`` they were (``own``): beside another session that part is charged whole (it is
+    what the replays cost alone), the rest is scaled by the mean of 1/k as ever. A report
+    whose ``own`` goes back, or is not a number, changes nothing of it."""
+    policy, clock = _policy(a=1, b=1)
+    policy.want("a")
+    policy.want("b")
+    clock.now += 0.010
+    policy.own_seconds("a", 0.006)
+    policy.used("a", 0.010)                       # 6 ms own, 4 ms of spans: 6 + 4 / 2
+    policy.used("b", 0.010)
+    assert policy.users["a"].vt == pytest.approx(0.008)
+    assert policy.users["b"].vt == pytest.approx(0.005)
+    for bad in (0.001, float("nan"), "0.02", None, -1.0):
+        policy.own_seconds("a", bad)
+        assert policy.sessions["a"].own == 0.006
+    clock.now += 0.010
+    policy.own_seconds("a", 0.009)
+    policy.used("a", 0.012)                        # 3 ms more own, no more spans
+    assert policy.users["a"].vt == pytest.approx(0.008 + 0.002)   # (own capped at the delta)
+    clock.now += 0.010
+    policy.used("a", 0.014)                        # the 1 ms of own left over, charged now
+    assert policy.users["a"].vt == pytest.approx(0.010 + 0.001 + 0.001 * 0.5)
+
+
 def test_a_device_that_measures_each_sessions_own_time_is_charged_as_it_reports():
     """The NumPy device's reports are its workers' CPU time, each session's own (with the
     pool's turns, its ops take turns with the others'): scaled by 1/k as well, users 1:2:4

@@ -143,3 +143,29 @@ def test_a_served_pool_charges_its_users_round_trips(tmp_path):
     assert charged and charged[-1], charged[-1:]
     assert 0.5 * gaps <= charged[-1] <= 2.0 * gaps, (charged[-1], gaps)
     assert raised >= 0.5 * charged[-1], (raised, charged[-1])
+
+
+def test_priced_replays_reach_the_arbiter_apart_and_the_weights_still_hold(tmp_path):
+    """With the workers pricing their replays (``GPUWB_SHARE_PRICED=1``,
+    worker/replay_prices.py), each user's syncing loop is a held stretch replayed beside
+    the other's, charged its own cost: the workers' reports carry it apart (``own``), never
+    more than their ``busy`` and never going back, for both users; and the split by weight
+    holds as unpriced (the first test here)."""
+    weights = {"a": 1, "b": 2}
+    trace = run_syncing_users(tmp_path, weights, "share", turns=True,
+                              env={"GPUWB_SHARE_PRICED": "1"})
+    last: dict[str, float] = {}
+    for line in trace.read_text().splitlines():
+        entry = json.loads(line)
+        msg = entry["msg"]
+        if "own" in msg:
+            assert 0 < msg["own"] <= msg["busy"], msg
+            assert msg["own"] >= last.get(entry["user"], 0.0), msg
+            last[entry["user"]] = msg["own"]
+    assert set(last) == set(weights), last        # both users' replays were priced
+    shares, _ = _trace_shares(trace)
+    total_w = sum(weights.values())
+    for u, w in weights.items():
+        share, seconds = shares[u]
+        assert seconds > 0.2, shares
+        assert share >= w / total_w - 0.05, (u, shares)
