@@ -354,18 +354,28 @@ class Pacer:
         Pacer.may_run_ahead). With a trace kept, every replay is a traced segment, learnt
         all the same, so replays still run ahead (each begun as a batch: begin_ahead). Left
         unlearnt, none ever did under a trace: H200 run 101's interactive user had none of
-        ~550 requests answered from a run ahead, against ~500 of ~520 untraced (run 99)."""
-        if self._pending or not self.fresh_due:
+        ~550 requests answered from a run ahead, against ~500 of ~520 untraced (run 99).
+        Priced (worker/replay_prices.py: beside others under a standing grant, its cost
+        known, at its batch's end), it is measured and charged its cost once its own
+        segments are harvested, whatever was launched before it."""
+        if not self.fresh_due:
+            return None
+        if at_batch_end:
+            self._end_price()
+            # (priced by its own segments, whatever is still pending before it: a client's
+            # next replay, sent early, finds the last batch's end marker not yet reached on
+            # a GPU, and beside others priced only where none was, 5-14 % of the syncing
+            # users' device time was priced, H200 run 321)
+            if self.priced and cost[0] is not None and self.side_by_side() and not self.alone_now():
+                self._price = ReplayPrice(cost)   # (learnt from its spans when settled)
+                return None
+        if self._pending:
             return None
         if self.trace is None and cost[0] is not None and cost[1] < MEASURE_EVERY and self.alone_now():
             cost[1] += 1
             return cost[0]
         if at_batch_end:
-            self._end_price()
-            if self.priced and cost[0] is not None and self.side_by_side() and not self.alone_now():
-                self._price = ReplayPrice(cost)   # (learnt from its spans when settled)
-            else:
-                self._measuring = (cost, self.busy, self.alone_now())
+            self._measuring = (cost, self.busy, self.alone_now())
         return None
 
     def _end_price(self) -> None:
