@@ -43,6 +43,9 @@ _FLAGS = {
     # (worker/replay_prices.py) / charged its span, scaled by the arbiter
     "priced": ("GPUWB_SHARE_PRICED", "1"),
     "unpriced": ("GPUWB_SHARE_PRICED", "0"),
+    # a replay re-run paced beside others replied as one whose graphs did not serve (the
+    # client drops the stretch as stale after three), as before run 323
+    "pacedstale": ("GPUWB_PACED_KEEPS_HELD", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside

@@ -120,8 +120,8 @@ class _Sightings:
 class _Timing:
     """A held stretch's times (seconds): pipelined sightings, replays; then the choice."""
 
-    __slots__ = ("key", "free", "held", "reruns", "rerun", "decided", "graphed", "stale", "piece",
-                 "several")
+    __slots__ = ("key", "free", "held", "reruns", "rerun", "paced", "decided", "graphed", "stale",
+                 "piece", "several")
 
     def __init__(self, key: tuple, free: list[float]) -> None:
         self.key = key
@@ -132,6 +132,7 @@ class _Timing:
         self.piece = False     # a piece of a loop with no sync point: never timed (_ends)
         self.reruns = 0        # timed replays the worker did not run through graphs
         self.rerun = False     # the last replay answered was one
+        self.paced = False     # the last replay answered was re-run paced on purpose: untimed
         self.decided = False
         #: it holds a call of several results: judged by its time alone (_timed), for
         #: one of such calls alone is never graphed and may still save their messages
@@ -224,6 +225,8 @@ class StretchReplay:
         #: records where a guard failed or the stretch has no graph; skipped after an error)
         self.replays = 0
         self.not_graphed = 0
+        #: of them, re-run paced beside others on purpose (the replies' ``f`` 2): not stale
+        self.paced = 0
 
     # ------------------------------------------------------------ queueing
     # (the session adds each op and free record to ``current`` itself: one call an op)
@@ -431,7 +434,7 @@ class StretchReplay:
             times.append(took)
             return
         timing: _Timing = times
-        if timing.decided:
+        if timing.decided or timing.paced:
             return
         timing.held.append(took)
         timing.reruns += timing.rerun
@@ -505,7 +508,7 @@ class StretchReplay:
         faster replayed), offers refused, replays answered from templates, and of them those
         sent early, and early replays undone."""
         return {"held": len(self._held), "replays": self.replays,
-                "not_graphed": self.not_graphed, "released": self._let_go,
+                "not_graphed": self.not_graphed, "paced": self.paced, "released": self._let_go,
                 "objects_gone": self.gone_dropped, "gone_shapes_met": self.gone_shapes_met,
                 "refused": self._refused, "fast": self.fast_replays,
                 "early": self.early_sent, "early_undone": self.early_undone}
@@ -556,21 +559,27 @@ class StretchReplay:
         """A batch's reply came; *held* is the stretch id the worker kept, if any, with its
         *metas* (the reply's ``hm``: its template's metadata) and whether it may be replayed
         early (*early*, the reply's ``hs``); *not_graphed* (the reply's ``f``): a replay
-        that did not run through graphs."""
+        that did not run through graphs: 1, its graphs did not serve it; 2, re-run paced
+        beside others on purpose, its graphs fitting still (neither counted toward a stale
+        stretch nor timed: a choice of the pool's sharing, not of the stretch's)."""
         sid = self._replaying.pop(batch, None)
         if sid is not None:
             self.replays += 1
             if not_graphed == 1:
                 self.not_graphed += 1
+            elif not_graphed == 2:
+                self.paced += 1
             timing = self._timing.get(sid)   # (counted with the replay's time, in synced)
             if timing is not None:
                 timing.rerun = not_graphed == 1
-                if not_graphed != 1:
+                timing.paced = not_graphed == 2
+                if not_graphed == 1:
+                    if timing.graphed:
+                        timing.stale += 1
+                        if timing.stale == STALE_AFTER:
+                            self._stale.append(timing.key)
+                elif not_graphed != 2:
                     timing.graphed, timing.stale = True, 0
-                elif timing.graphed:
-                    timing.stale += 1
-                    if timing.stale == STALE_AFTER:
-                        self._stale.append(timing.key)
             return
         offer = self._offered.pop(batch, None)
         if offer is None:

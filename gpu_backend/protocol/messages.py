@@ -510,7 +510,7 @@ class BatchReply(TypedDict):
     h: NotRequired[Annotated[int, "the stretch id the header's O offered: the worker holds it now"]]
     hm: NotRequired[Annotated[list, "with h: the held stretch's metadata for the client's template, [inputs, results]: each input's entry as the batch began and each result's as its op made it ([handle, shape, dtype, strides, flags], None where no array came of it)"]]
     hs: NotRequired[Annotated[Literal[1], "with h: the held stretch may be replayed early (header S): it writes into no array, draws no random numbers and makes only arrays and values"]]
-    f: NotRequired[Annotated[Literal[1], "the header's T replay did not run through graphs: from its records (a guard failed, the stretch has none), or not at all (skipped after an error, cancelled)"]]
+    f: NotRequired[Annotated[Literal[1, 2], "the header's T replay did not run through graphs: 1, from its records (a guard failed, the stretch has none), or not at all (skipped after an error, cancelled); 2, re-run from its records on purpose, paced beside others (its graphs still fit: the stretch stays held)"]]
     P: NotRequired[Annotated[bytes, "pushed before its batch came (gpu_backend/worker/pushed_replies.py): the bytes that batch's one frame must be for this to be its reply; the client drops it otherwise and reads the worker's own"]]
     C: NotRequired[Annotated[int, "with P: the push's chain; the client drops every later push of a chain one push of which its batch did not match"]]
     K: NotRequired[Annotated[int, "with P: the last batch the worker had read when it pushed (the batches a push answered up to it are confirmed)"]]

@@ -102,6 +102,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             self.executor.replay.rerun_only()
         if settings.unpaced_replay is not None:
             self.executor.replay.unpaced = settings.unpaced_replay
+        self.executor.replay.paced_keeps_held = settings.paced_keeps_held
         if self.executor.replay.graphs is not None:
             self.executor.replay.graphs.copy_tables = settings.copy_tables
             self.executor.replay.graphs.graphed_draws = settings.graphed_draws

@@ -43,6 +43,11 @@ class WorkerSettings:
     #: replay is charged its own cost (its least span measured), not its span
     #: (worker/replay_prices.py); ``1`` on, else off
     share_priced: bool = False
+    #: ``GPUWB_PACED_KEEPS_HELD``: a replay re-run paced beside others on purpose says so
+    #: (``f`` 2: the client keeps its stretch held, worker/stretch_replay.py); ``0`` says
+    #: ``f`` 1 as for graphs that did not serve, as before (a diagnostic: the benchmarks'
+    #: side ``pacedstale``)
+    paced_keeps_held: bool = True
     #: ``GPUWB_STREAM_BYTES``: the NumPy device streams transfers in chunks of this many
     #: bytes as a GPU does (None: one zero-copy frame), so tests take that path without a GPU
     stream_bytes: int | None = None
@@ -182,6 +187,7 @@ class WorkerSettings:
                    share_nap=float(share_nap) * 1e-6 if share_nap not in (None, "") else None,
                    share_priced=(env.get("GPUWB_SHARE_PRICED") or "").strip().lower()
                    in ("1", "on", "true", "yes"),
+                   paced_keeps_held=_on(env, "GPUWB_PACED_KEEPS_HELD"),
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),
                    split_piece=float(piece) * 1e-6 if piece else 0.0,

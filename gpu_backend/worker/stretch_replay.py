@@ -161,6 +161,15 @@ class StretchReplay:
         self.graphed = 0      # of which served by graphs
         self.fallbacks = 0    # of which a captured graph could not serve (re-run instead)
         self.paced = 0        # of which re-run, paced, for others share the device (UNPACED_REPLAY)
+        #: the replay being run is re-run paced on purpose (its graphs still fit): its reply
+        #: says so (``f`` 2), and the client keeps the stretch held (``paced_keeps_held``)
+        self.paced_now = False
+        #: say a paced re-run apart from one whose graphs did not serve (``GPUWB_PACED_KEEPS_HELD``;
+        #: off, ``f`` 1 for both, as before: the client counted three paced re-runs in a row
+        #: as a stale stretch, dropped it and, after two re-offers, let it go, so beside
+        #: others a syncing user's loop of long GEMMs ran as ordinary batches from its
+        #: eleventh iteration on, H200 runs 321-322)
+        self.paced_keeps_held = True
         self.alone_answers = 0   # answered from the one run ahead with no batch of the pacer's
         #: the device seconds from which a replay beside other sessions is paced (None:
         #: never, or SHARE_UNPACED_REPLAY under a standing grant; ``GPUWB_UNPACED_REPLAY_US``;
@@ -331,6 +340,7 @@ class StretchReplay:
         would have sent. *parsed*: its (stretch, entry), read already (:meth:`answerable`).
         Returns (ops run, error entry, cancelled, whether its graphs served it or it was
         re-run while they learn which ints take turns: StretchGraphs.learning)."""
+        self.paced_now = False
         x = self.x
         try:
             stretch, entry = parsed if parsed is not None else self.stretches.entry(raw, early)
@@ -368,6 +378,7 @@ class StretchReplay:
             and state.shortest is not None and state.shortest >= bound   # (0: every one)
         if paced:
             self.paced += 1
+        self.paced_now = paced
         # (a replay that captures its graphs takes their instantiation too: not counted)
         timed = paced or state.stage is Capture.CAPTURED
         try:

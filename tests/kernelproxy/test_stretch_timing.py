@@ -24,13 +24,15 @@ class Clock:
 
 
 def _loop(replay: StretchReplay, clock: Clock, steps: int, free_s: float, held_s: float,
-          graphed: bool = True, start: int = 1, pieces: int = 0) -> list[str]:
+          graphed: bool = True, start: int = 1, pieces: int = 0,
+          flag: int | None = None) -> list[str]:
     """*steps* sightings of one stretch (batches numbered from *start*), each taking
     *held_s* when it travels held (as a replay entry or an offer) and *free_s* when its ops
     travel as they are; the worker runs its replays through graphs (or, *graphed* False,
     from their records); what each batch header carried. *pieces*: the stretch opens with
     a call of several results (``modf``) and the worker's metadata of its offer has an
-    entry for so many results (2: each piece's)."""
+    entry for so many results (2: each piece's). *flag*: the replies' ``f`` for its replays
+    instead (2: re-run paced beside others on purpose)."""
     carried = []
     for batch in range(start, start + steps):
         replay.settle_stale()   # (as the session does between two stretches)
@@ -49,8 +51,8 @@ def _loop(replay: StretchReplay, clock: Clock, steps: int, free_s: float, held_s
                        "D" if "D" in header else "ops")
         # (the worker keeps what is offered; f: a replay not run through graphs)
         metas = [[None] * pieces, [None] * pieces] if pieces else None
-        replay.answered(batch, header.get("O"), None if graphed or "T" not in header else 1,
-                        metas)
+        f = flag if flag is not None else None if graphed else 1
+        replay.answered(batch, header.get("O"), f if "T" in header else None, metas)
         clock.now += held_s if held else free_s
         replay.synced()
     return carried
@@ -237,6 +239,29 @@ def test_a_held_stretch_gone_stale_is_offered_again_then_let_go():
     assert set(_loop(replay, clock, 12, 1.0, 1.0, True, start)) == {"ops"}   # let go for good
     never = _replay(clock, measured=False)
     assert set(_loop(never, clock, 20, 1.0, 1.0, False)[REPEATS:]) == {"T"}
+
+
+def test_replays_re_run_paced_on_purpose_keep_the_stretch_held_and_are_not_timed():
+    """Beside others the worker re-runs a long replay from its records, paced, on purpose
+    (the replies' ``f`` 2; worker/stretch_replay.py): its graphs still fit, so however many
+    come in a row the stretch is not stale, and, slower than its ops pipelined or not, they
+    are not timed (counted as re-runs, a loop of long GEMMs beside other users was dropped
+    after three and let go after two re-offers, and ran as ordinary batches from then on,
+    H200 runs 321-322). Replies with ``f`` 1 still make it stale."""
+    clock = Clock()
+    replay = _replay(clock)
+    held_from = REPEATS + 1
+    carried = _loop(replay, clock, held_from + 2, free_s=1.0, held_s=0.5)
+    assert carried[-1] == "T"
+    paced = _loop(replay, clock, 10 * STALE_AFTER + TIMED_REPLAYS, free_s=1.0, held_s=3.0,
+                  start=held_from + 3, flag=2)
+    assert set(paced) == {"T"}, paced
+    figures = replay.figures()
+    assert figures["paced"] == len(paced) and figures["released"] == 0 and figures["held"] == 1
+    assert figures["not_graphed"] == 0
+    stale = _loop(replay, clock, STALE_AFTER + 1, free_s=1.0, held_s=1.0,
+                  start=held_from + 3 + len(paced), flag=1)
+    assert stale[STALE_AFTER] == "D"
 
 
 def test_a_stretch_let_go_by_its_timing_is_tried_again_later_and_kept_if_faster_then():
