@@ -36,7 +36,10 @@ and the weights are kept by withholding launches from whoever is ahead.
   not scaled by ``1/k``. The users' side counts replays at their own cost too (a user's
   rate over its rate alone), so the split charged is the split the users see; scaled spans
   are right on average and off by tens of per cent batch by batch, which in the
-  simulation (benchmarks/share_error_sim.py) is all of the one-second error.
+  simulation (benchmarks/share_error_sim.py) is all of the one-second error. Measured on
+  an H200 (runs 321-324) it lost: a light user is never alone, so its least span stays
+  1.5-2x its cost alone and it is overcharged for good (sync-1:2:4 6.8 / 16.4 % against
+  1.7 / 7.1 % unpriced): off by default, a diagnostic (docs/fair-share.md).
 - **A read's tail.** A worker says ``idle`` as its batch's closing read begins, with up to
   a lead of launched work still to run (``ahead``: its estimate, in wall time). That work
   shares the device: the session stays in ``k`` until its worker says the work is ``done``

@@ -22,7 +22,12 @@ per-op estimate and the replay's least cost; only the charge changes.
 The charge is told to the arbiter apart (``own``, cumulative, with every report of
 ``busy``, which includes it): it is not scaled by ``1/k`` there (arbiter/share.py,
 ``SharePolicy._charge``). Off unless the worker's settings say so
-(``GPUWB_SHARE_PRICED``, worker/settings.py); a replay run ahead of its message
+(``GPUWB_SHARE_PRICED``, worker/settings.py): measured on an H200 (runs 321-324,
+docs/fair-share.md, "Replays charged their own cost") it lost. A least span is a cost
+alone only for a user that is sometimes alone, and a light user beside heavier ones never
+is: the weight-1 user of sync-1:2:4 was charged 5.91 ms a GEMM against the weight-4 user's
+2.81 (its GEMM alone: about 2.96), and the one-second error rose from 1.7 to 6.8 %. A
+replay run ahead of its message
 (worker/run_ahead.py, worker/steady_lane.py: at most ``run_ahead.MAX_SECONDS`` of device
 time) is not priced, nor is any eager batch: they are charged their spans, scaled, as
 before.
