@@ -150,16 +150,22 @@ def test_priced_replays_reach_the_arbiter_apart_and_the_weights_still_hold(tmp_p
     """With the workers pricing their replays (``GPUWB_SHARE_PRICED=1``,
     worker/replay_prices.py), each user's syncing loop is a held stretch replayed beside
     the other's, charged its own cost: the workers' reports carry it apart (``own``), never
-    more than their ``busy`` and never going back, for both users, and it is most of what
-    they are charged (their loops are replays but for the first few iterations); the split
-    by weight holds as unpriced (the first test here). *paced*: every replay beside the
-    other is re-run from its records, paced, as a GPU's long replays are
+    more than their ``busy`` and never going back, for both users; the split by weight
+    holds as unpriced (the first test here). *paced*: every replay beside the other is
+    re-run from its records, paced, as a GPU's long replays are
     (``GPUWB_UNPACED_REPLAY_US=0``): the stretch stays held all the same (the replies'
-    ``f`` 2). Counted stale, a GPU's syncing users' loops were dropped after three paced
-    replays and ran as ordinary batches, 2-14 % of their time priced (H200 runs 321-322;
-    here 2-4 %)."""
+    ``f`` 2), so the priced replays are most of what each user is charged. Counted stale,
+    a GPU's syncing users' loops were dropped after three paced replays and ran as ordinary
+    batches, 5-14 % of their time priced (H200 runs 321-322; here 3-6 %). (Graphed, how
+    much is priced is the client's timing's: on this device graphs run these GEMMs no
+    faster than their ops pipelined, and the stretch is let go and tried again, 7-90 % of
+    the charge priced from run to run.) No replay is run ahead of its message beside the other
+    (``GPUWB_RUN_AHEAD_BESIDE=0``): one run ahead is not priced (worker/replay_prices.py),
+    and whether these loops' replays, about the run ahead's 2 ms bound on this device, run
+    ahead is the host's speed (a loaded CI host priced a fifth of a user's charge)."""
     weights = {"a": 1, "b": 2}
-    env = {"GPUWB_SHARE_PRICED": "1", **({"GPUWB_UNPACED_REPLAY_US": "0"} if paced else {})}
+    env = {"GPUWB_SHARE_PRICED": "1", "GPUWB_RUN_AHEAD_BESIDE": "0",
+           **({"GPUWB_UNPACED_REPLAY_US": "0"} if paced else {})}
     trace = run_syncing_users(tmp_path, weights, "share", turns=True, env=env)
     last: dict[str, tuple[float, float]] = {}
     for line in trace.read_text().splitlines():
@@ -170,8 +176,9 @@ def test_priced_replays_reach_the_arbiter_apart_and_the_weights_still_hold(tmp_p
             assert msg["own"] >= last.get(entry["user"], (0.0, 0.0))[0], msg
             last[entry["user"]] = (msg["own"], msg["busy"])
     assert set(last) == set(weights), last        # both users' replays were priced
-    for user, (own, busy) in last.items():
-        assert own >= 0.25 * busy, (user, own, busy)
+    if paced:
+        for user, (own, busy) in last.items():
+            assert own >= 0.25 * busy, (user, own, busy)
     shares, _ = _trace_shares(trace)
     total_w = sum(weights.values())
     for u, w in weights.items():
