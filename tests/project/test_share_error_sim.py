@@ -25,6 +25,17 @@ def test_exact_charges_keep_each_second_within_the_targets(scenario):
     assert errors["work"] >= 0.95, errors
 
 
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_exact_charges_keep_each_second_within_the_targets_as_the_users_see_it(scenario):
+    """Counted as fairness.py counts on a GPU (each user's completed batches, interpolated
+    between its reads), with the GPU scenarios' 8 ms batches: the measure's own floor (whole
+    batches, completed when the sharing lets them) stays within the targets too, so a miss
+    on a GPU is not the measure's."""
+    errors = one_second_errors(SCENARIOS[scenario], seconds=4, batch=0.008)
+    assert errors["seen_mean"] <= 0.02 and errors["seen_p99"] <= 0.05, errors
+    assert errors["seen_mean"] >= errors["mean"] * 0.5, errors   # (counted: not empty)
+
+
 def test_a_window_of_a_fifth_of_a_second_misses_them():
     """The check has teeth: held back only 200 ms ahead, users 1:2:4 drift past the p99."""
     errors = one_second_errors(SCENARIOS["sync-1:2:4"], window=0.2, seconds=4)
@@ -44,4 +55,5 @@ def test_noisy_charges_move_each_seconds_shares(tmp_path):
         (s, k) for s in SCENARIOS for k in ("window", "sigma")}
     six = {r["value"]: r for r in rows if r["scenario"] == "many-sync" and r["swept"] == "sigma"}
     assert six[0.3]["error_1s_mean"] > 5 * six[0.0]["error_1s_mean"], six
-    assert "err 1 s" in done.stdout
+    assert "err 1 s" in done.stdout and "seen" in done.stdout
+    assert all(0 <= r["seen_1s_mean"] <= r["seen_1s_p99"] for r in rows), rows
