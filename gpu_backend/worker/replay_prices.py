@@ -43,7 +43,7 @@ class ReplayPrice:
     since]`` (worker/graph_state.py), whose least measured span it is charged. Its
     segments (the pacer's) are counted as they are marked and harvested; once its batch
     has ended (:attr:`closed`) and the last is harvested, the pacer settles it
-    (:meth:`Pacer._settle_price`)."""
+    (worker/replay_costs.py, ``ReplayCosts._settle_price``)."""
 
     __slots__ = ("cost", "price", "span", "segments", "closed")
 
