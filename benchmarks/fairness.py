@@ -95,7 +95,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from fairness_report import _cumulative, _pct, analyse, normalising_rates, plot, table  # noqa: E402  (beside this file)
+from fairness_report import cumulative, percentile, analyse, normalising_rates, plot, table  # noqa: E402  (beside this file)
 from fairness_targets import targets_table, verdicts  # noqa: E402
 from fairness_clients import FENCE_SECONDS, client_main, wait_until  # noqa: E402
 from fairness_why import how_answered  # noqa: E402
@@ -311,7 +311,7 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
     if pool is not None:   # what the pool measured and charged, per GEMM (a diagnostic)
         charged = pool.charged(wall + p0 + settle, wall + p1)
         out["busy"] = pool.busy(wall + p0 + settle, wall + p1)
-        done = {r["user"]: _cumulative(r["points"], p1) - _cumulative(r["points"], p0 + settle)
+        done = {r["user"]: cumulative(r["points"], p1) - cumulative(r["points"], p0 + settle)
                 for r in results if r["kind"] != "interactive"}
         out["charged_s"] = charged
         out["charged_ms_per_gemm"] = {u: charged[u] / done[u] * 1e3
@@ -421,7 +421,7 @@ def calibrate(pool, seconds: float, workdir: Path, local: bool, kinds=("big", "s
     (r,), _moved = run_clients([spec_for("i", "interactive", pool, {}, start, start + seconds,
                                          workdir, local)], workdir)
     lat = [v * 1e3 for v in r["latencies"][20:]]
-    exclusive["interactive"] = {"p50": _pct(lat, 0.5), "p99": _pct(lat, 0.99), "p999": _pct(lat, 0.999)}
+    exclusive["interactive"] = {"p50": percentile(lat, 0.5), "p99": percentile(lat, 0.99), "p999": percentile(lat, 0.999)}
     return exclusive
 
 

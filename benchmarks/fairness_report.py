@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 
 
-def _cumulative(points, t):
+def cumulative(points, t):
     """Completed GEMMs by time *t*, interpolated between fences."""
     if t <= points[0][0]:
         return 0.0
@@ -23,11 +23,11 @@ def _cumulative(points, t):
 def _rates(result, exclusive, t0, t1, window):
     rate = exclusive[result["kind"]]["rate"]
     edges = [t0 + i * window for i in range(int((t1 - t0) / window + 1e-9) + 1)]
-    return [(_cumulative(result["points"], b) - _cumulative(result["points"], a)) / window / rate
+    return [(cumulative(result["points"], b) - cumulative(result["points"], a)) / window / rate
             for a, b in zip(edges, edges[1:])]
 
 
-def _pct(values, q):
+def percentile(values, q):
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] if values else None
 
@@ -82,7 +82,7 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
                     errors[window].append(abs(share - w / total_w) / (w / total_w))
     for window, errs in errors.items():
         key = {0.1: "100ms", 1.0: "1s", 10.0: "10s"}[window]
-        out[f"share_error_{key}"] = ({"mean": statistics.mean(errs), "p99": _pct(errs, 0.99)}
+        out[f"share_error_{key}"] = ({"mean": statistics.mean(errs), "p99": percentile(errs, 0.99)}
                                      if errs else None)
     # whole-run figures over the first (longest steady) phase
     p0, p1, targets = phases[0]
@@ -106,8 +106,8 @@ def analyse(name, results, phases, exclusive, start, stop) -> dict:
     for r in results:
         if r["kind"] == "interactive":
             lat = [v * 1e3 for t, v in zip(r["issued"], r["latencies"]) if t >= start + 1.0]
-            out["interactive_ms"] = {"p50": _pct(lat, 0.5), "p99": _pct(lat, 0.99),
-                                     "p999": _pct(lat, 0.999), "n": len(lat)}
+            out["interactive_ms"] = {"p50": percentile(lat, 0.5), "p99": percentile(lat, 0.99),
+                                     "p999": percentile(lat, 0.999), "n": len(lat)}
     if name == "dynamics":
         out["convergence_s"] = []
         for p0, p1, targets in phases[1:]:

@@ -573,13 +573,12 @@ class StretchReplay:
             if timing is not None:
                 timing.rerun = not_graphed == 1
                 timing.paced = not_graphed == 2
-                if not_graphed == 1:
-                    if timing.graphed:
-                        timing.stale += 1
-                        if timing.stale == STALE_AFTER:
-                            self._stale.append(timing.key)
-                elif not_graphed != 2:
+                if not_graphed not in (1, 2):
                     timing.graphed, timing.stale = True, 0
+                elif not_graphed == 1 and timing.graphed:
+                    timing.stale += 1
+                    if timing.stale == STALE_AFTER:
+                        self._stale.append(timing.key)
             return
         offer = self._offered.pop(batch, None)
         if offer is None:

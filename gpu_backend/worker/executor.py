@@ -268,7 +268,7 @@ class Executor(OpLoop):
             if replay.early_safe(offered):
                 reply["hs"] = 1
         if entry is not None and not graphed:
-            reply["f"] = 2 if replay.paced_now and replay.paced_keeps_held else 1
+            reply["f"] = 2 if replay.paced_now else 1
         if timer is not None and error is None:
             reply["g"] = self.device.stop_timer(timer)
         if self.fatal:

@@ -255,11 +255,9 @@ class Pacer(ReplayCosts):
             return
         while pending and device.reached(pending[0][2]):
             charged_from, own, end, ops, slack, price = pending.popleft()
-            if price is not None:
-                price.segments -= 1
             if charged_from is None:
-                if price is not None and price.due:
-                    self._settle_price(price)
+                if price is not None:
+                    self._priced_segment(price, 0.0)
                 continue
             charged = device.between(charged_from, end)
             span = charged if own is None or own is charged_from else device.between(own, end)
@@ -285,10 +283,8 @@ class Pacer(ReplayCosts):
                 self.per_op = self._sum_seconds / self._sum_ops
             if price is None:
                 self.busy += charged
-            else:   # (charged its own cost once all of it is measured: _settle_price)
-                price.span += charged
-                if price.due:
-                    self._settle_price(price)
+            else:   # (charged its own cost once all of it is measured)
+                self._priced_segment(price, charged)
             if own is not None:
                 device.drop_marker(own)
             if charged_from is not own:

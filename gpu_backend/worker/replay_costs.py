@@ -84,6 +84,14 @@ class ReplayCosts:
         if price.due:
             self._settle_price(price)
 
+    def _priced_segment(self, price: ReplayPrice, span: float) -> None:
+        """A segment of a priced replay harvested, *span* its measure: counted, and the
+        replay settled if it was its last."""
+        price.segments -= 1
+        price.span += span
+        if price.due:
+            self._settle_price(price)
+
     def _settle_price(self, price: ReplayPrice) -> None:
         """A priced replay's segments all harvested: charged its own cost (``busy`` and
         ``own``, which the lease tells the arbiter), and what its spans measured learnt as a

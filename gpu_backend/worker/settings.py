@@ -185,8 +185,7 @@ class WorkerSettings:
                    pacing_lead=float(lead) * 1e-6 if lead else None,
                    share_lead=float(share_lead) * 1e-6 if share_lead else None,
                    share_nap=float(share_nap) * 1e-6 if share_nap not in (None, "") else None,
-                   share_priced=(env.get("GPUWB_SHARE_PRICED") or "").strip().lower()
-                   in ("1", "on", "true", "yes"),
+                   share_priced=env.get("GPUWB_SHARE_PRICED") == "1",
                    paced_keeps_held=_on(env, "GPUWB_PACED_KEEPS_HELD"),
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),

@@ -161,8 +161,8 @@ class StretchReplay:
         self.graphed = 0      # of which served by graphs
         self.fallbacks = 0    # of which a captured graph could not serve (re-run instead)
         self.paced = 0        # of which re-run, paced, for others share the device (UNPACED_REPLAY)
-        #: the replay being run is re-run paced on purpose (its graphs still fit): its reply
-        #: says so (``f`` 2), and the client keeps the stretch held (``paced_keeps_held``)
+        #: the replay being run is re-run paced on purpose (its graphs still fit) and its
+        #: reply says so (``f`` 2, where ``paced_keeps_held``): the client keeps it held
         self.paced_now = False
         #: say a paced re-run apart from one whose graphs did not serve (``GPUWB_PACED_KEEPS_HELD``;
         #: off, ``f`` 1 for both, as before: the client counted three paced re-runs in a row
@@ -378,7 +378,7 @@ class StretchReplay:
             and state.shortest is not None and state.shortest >= bound   # (0: every one)
         if paced:
             self.paced += 1
-        self.paced_now = paced
+        self.paced_now = paced and self.paced_keeps_held
         # (a replay that captures its graphs takes their instantiation too: not counted)
         timed = paced or state.stage is Capture.CAPTURED
         try:

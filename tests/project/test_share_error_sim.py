@@ -28,11 +28,15 @@ def test_exact_charges_keep_each_second_within_the_targets(scenario):
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_exact_charges_keep_each_second_within_the_targets_as_the_users_see_it(scenario):
     """Counted as fairness.py counts on a GPU (each user's completed batches, interpolated
-    between its reads), with the GPU scenarios' 8 ms batches: the measure's own floor (whole
-    batches, completed when the sharing lets them) stays within the targets too, so a miss
-    on a GPU is not the measure's."""
-    errors = one_second_errors(SCENARIOS[scenario], seconds=4, batch=0.008)
-    assert errors["seen_mean"] <= 0.02 and errors["seen_p99"] <= 0.05, errors
+    between its reads, and its p99), with the GPU scenarios' 8 ms batches: the measure's
+    own floor (whole batches, completed when the sharing lets them). Its mean is within the
+    target; its p99 within the target or one batch of the lightest user's second, whichever
+    is more (1:2:4's weight-1 user completes about 18 a second: one is 5.6 % of it, and its
+    worst second is that far off with every charge exact)."""
+    weights = SCENARIOS[scenario]
+    errors = one_second_errors(weights, seconds=4, batch=0.008)
+    one_batch = 0.008 / (min(weights) / sum(weights))
+    assert errors["seen_mean"] <= 0.02 and errors["seen_p99"] <= max(0.05, one_batch), errors
     assert errors["seen_mean"] >= errors["mean"] * 0.5, errors   # (counted: not empty)
 
 
