@@ -111,13 +111,13 @@ def _summary(errors: list[float]) -> tuple[float, float]:
 
 def one_second_errors(weights: tuple, *, window: float = WINDOW, sigma: float = 0.0,
                       seed: int = 1, seconds: int = 8, settle: float = 1.0,
-                      batch: float = BATCH, smooth: bool = False) -> dict:
+                      batch: float = BATCH) -> dict:
     """Each second's share error of each user after *settle* seconds (mean, p99), by the
     device time it got and as its completed batches show it (``seen_mean``, ``seen_p99``),
     and the device's work conservation over the run."""
     sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=batch, think=THINK)
                 for i, w in enumerate(weights)]
-    device = NoisyDevice(SharePolicy(window=window, smooth=smooth), sessions, tail=batch / 2, lead=batch / 2,
+    device = NoisyDevice(SharePolicy(window=window), sessions, tail=batch / 2, lead=batch / 2,
                          lead_wall=True, jitter=0.5, seed=seed, sigma=sigma, noise_seed=seed)
     device.run(settle)
     total_weight = sum(weights)

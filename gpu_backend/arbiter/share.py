@@ -76,7 +76,6 @@ from typing import Callable
 from .anticipation import LIGHT_BATCH, LIGHT_BURST, Anticipation
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 from .share_returns import FORGET_IDLE, Returns
-from .share_smoothing import ChargeSmoother
 
 __all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "LIGHT_BURST", "LIGHT_BATCH", "FORGET_IDLE"]
 
@@ -110,11 +109,8 @@ class SharePolicy(Returns, Policy):
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, window: float = WINDOW,
                  credit: float = CREDIT, own_time: bool = False, fill: bool = False,
                  deep_lead: float = 0.0, light_gap: float = 0.0, gap_charge: float = 0.0,
-                 forget_idle: float = FORGET_IDLE, smooth: bool = False) -> None:
+                 forget_idle: float = FORGET_IDLE) -> None:
         super().__init__(clock)
-        #: a syncing user's batches billed at their running price (arbiter/share_smoothing.py;
-        #: None: every charge billed as it is measured)
-        self.smoother = ChargeSmoother() if smooth else None
         #: a user back after the device went unused this long (wall seconds) starts every
         #: user level (:meth:`_forget_if_idle`; 0: never)
         self.forget_idle = forget_idle
@@ -187,8 +183,6 @@ class SharePolicy(Returns, Policy):
         self.filling.pop(sid, None)
         self._shares.pop(sid, None)
         user = self.sessions[sid].user
-        if self.smoother is not None:   # (what it was measured and not billed, billed now)
-            self.users[user].vt += self.smoother.forget(sid) / self.users[user].weight
         super().detach(sid)
         if user not in self.users:   # (its last session: a user attached later starts anew)
             self._left.pop(user, None)
@@ -243,7 +237,7 @@ class SharePolicy(Returns, Policy):
         if session is None:
             return []
         self._integrate()
-        self._charge(session, busy, batch_end=True)
+        self._charge(session, busy)
         ahead = min(max(0.0, ahead), TAIL_CAP)
         if ahead > 0 and sid in self._on:
             now = self.clock()
@@ -387,13 +381,12 @@ class SharePolicy(Returns, Policy):
             share[0] += part
             share[1] += dt
 
-    def _charge(self, session: _Session, busy: float, batch_end: bool = False) -> None:
+    def _charge(self, session: _Session, busy: float) -> None:
         """A report of *busy* cumulative device seconds, its increase scaled by the mean of
         1/k since the session's last charge (the part of the device it had beside the
         others), less what was charged ahead of it (``assumed``), which the first report
         that measures any work settles both ways: an assumption above what was measured is
-        given back. With ``smooth``, what is billed is the smoother's (*batch_end*: the
-        worker's ``idle``, its batch's read begun). (Kept, as it was, it charged users held back for work they never had:
+        given back. (Kept, as it was, it charged users held back for work they never had:
         a third of the weight-1 and weight-2 users' releases among three syncing users
         1:2:4 were assumed more than their next report measured, H100 run 56.)"""
         self._integrate()
@@ -405,7 +398,6 @@ class SharePolicy(Returns, Policy):
             if share[1] > 0 and not self.own_time:
                 fraction = min(1.0, share[0] / share[1])
             share[0] = share[1] = 0.0
-        extra = 0.0
         if delta > 0:
             session.charged = busy
             # (replays charged their own costs: not scaled, they are this session's alone,
@@ -414,9 +406,6 @@ class SharePolicy(Returns, Policy):
             session.own_charged += own
             extra = (delta - own) * fraction + own - session.assumed
             session.assumed = 0.0
-        if self.smoother is not None:
-            extra = self.smoother.bill(session.sid, extra, batch_end)
-        if extra:
             session.vt += extra
             account = self.users[session.user]
             account.vt += extra / account.weight
