@@ -352,7 +352,7 @@ def arg_reads_feed_back(xp, n):
 
 def scans_and_joins(xp, n):
     """cumsum, diff(n=2), roll with a changing shift, concatenate, stack on a changing axis,
-    where, take with mode wrap/clip, put, repeat."""
+    where, take with indices wrapped or clipped, put, repeat."""
     x = xp.linspace(0, 1, 24)
     out = []
     for i in range(n):
@@ -362,7 +362,10 @@ def scans_and_joins(xp, n):
         j = xp.concatenate([d, r[:2]])
         st = xp.stack([x[:6], r[:6]], axis=i % 2)
         w = xp.where(c > c[-1] / 2, r, -r)
-        t = xp.take(x, xp.asarray([0, 5, 30, -40]), mode="wrap" if i % 2 else "clip")
+        # (CuPy's take has no ``mode``: the indices wrapped or clipped first, as NumPy's
+        # modes would; a GPU run of program_floor.py found the loop raising on CuPy, run 325)
+        idx = xp.asarray([0, 5, 30, -40])
+        t = xp.take(x, idx % 24 if i % 2 else xp.clip(idx, 0, 23))
         xp.put(x, [i % 24, (i + 5) % 24], [0.5, 0.25])
         rep = xp.repeat(x[:3], 2)
         x = (w + j[:24] if j.size >= 24 else w) * 0.5 + 0.1
