@@ -303,7 +303,8 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
     out["start_moved_s"] = round(moved, 3)
     out["per_fence"] = {r["user"]: r["per_fence"] for r in results if "per_fence" in r}
     out["split"] = {r["user"]: r["split"] for r in results if r.get("split")}   # ops in pieces
-    out["stretches"] = {r["user"]: r["stretches"] for r in results if r.get("stretches")}
+    out["stretches"] = {r["user"]: {**r["stretches"], "client": r.get("client_stretches")}
+                        for r in results if r.get("stretches")}
     p0, p1, _ = phases[0]
     settle = min(1.0, (p1 - p0) / 4)
     if clocks is not None:   # the GPU's clock and power over the first phase's steady part

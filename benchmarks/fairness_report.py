@@ -10,6 +10,16 @@ from __future__ import annotations
 import statistics
 
 
+
+def _client_side(figures: dict | None) -> str:
+    """The client's side of an interactive user's replays (kernelproxy's figures): held
+    stretches let go by its timing, replays re-run paced or not through graphs."""
+    if not figures:
+        return ""
+    return (f"; the client: {figures.get('replays')} replays, {figures.get('released')} "
+            f"stretches let go, {figures.get('paced')} paced, {figures.get('not_graphed')} "
+            f"not graphed")
+
 def cumulative(points, t):
     """Completed GEMMs by time *t*, interpolated between fences."""
     if t <= points[0][0]:
@@ -154,7 +164,7 @@ def table(results: dict) -> str:
             for user, st in ((by.get(name) or {}).get("stretches") or {}).items():
                 lines.append(f"{name} {policy}: {user}'s replays {st.get('replays')}, answered from a "
                              f"run ahead {st.get('ahead')}, its read made at once {st.get('ahead_read')}, "
-                             f"missed {st.get('ahead_missed')}")
+                             f"missed {st.get('ahead_missed')}" + _client_side(st.get("client")))
     for policy, after in (results.get("exclusive_after") or {}).items():
         before = normalising_rates(results["exclusive"], policy)
         drift = ", ".join(f"{kind} {after[kind]['rate'] / before[kind]['rate']:.3f}"

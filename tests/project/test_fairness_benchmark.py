@@ -104,7 +104,8 @@ def test_a_long_kernel_scenario_runs_on_the_numpy_device(tmp_path):
 def test_the_interactive_users_answers_are_counted(tmp_path):
     """Beside its table, the run says how the interactive user's requests were answered (its
     replays, those answered from a run ahead, their reads made at once: issue 51's diagnosis
-    of an interactive tail), from the session's own counters."""
+    of an interactive tail), from the session's own counters, and the client's side of them
+    (stretches its timing let go, replays paced or not graphed)."""
     out = tmp_path / "fairness.json"
     done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "fairness.py"),
                            "--devices", "cpu", "--policies", "share", "--calibrate", "share",
@@ -115,6 +116,9 @@ def test_the_interactive_users_answers_are_counted(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     row = json.loads(out.read_text())["policies"]["share"]["interactive+2048"]
     counts = row["stretches"]["i"]
-    assert set(counts) == {"replays", "ahead", "ahead_read", "ahead_missed"}
+    assert set(counts) == {"replays", "ahead", "ahead_read", "ahead_missed", "client"}
     assert counts["replays"] > 0, counts   # (its requests replayed a held stretch)
+    client = counts["client"]
+    assert client["replays"] > 0 and {"released", "paced", "not_graphed"} <= set(client), client
     assert "interactive+2048 share: i's replays" in done.stdout
+    assert "stretches let go" in done.stdout
