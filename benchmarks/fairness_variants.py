@@ -51,6 +51,7 @@ _FLAGS = {
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside
 #: others is re-run op by op, paced), "share+nap250" (µs a free-running session's hold-back
 #: sleeps at most; "share+nap0": as long as its estimate says, as before run 39),
+#: "share+grain4000" (µs of device time a free-running session launches between two markers),
 #: "share+sharelead1000" (µs a free-running session's lead), "fair+lead600" (µs the
 #: workers' LEAD); "share+window2" (the share window, ms: the pool's own argument);
 #: "share+deeplead16" (ms the heaviest users' sessions launch ahead: the pool's own argument;
@@ -66,6 +67,7 @@ _VALUED = {
     "patience": "GPUWB_PREEMPT_PATIENCE_MS",
     "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
     "nap": "GPUWB_SHARE_NAP_US",
+    "grain": "GPUWB_SHARE_GRAIN_US",
     "sharelead": "GPUWB_SHARE_LEAD_US",
     "lead": "GPUWB_PACING_LEAD_US",
 }

@@ -116,7 +116,11 @@ SHARE_LEAD = 0.004
 #: (mean; 2.3-7.9 % across passes either way). ``GPUWB_SHARE_NAP_US`` sets it (0: no bound).
 SHARE_NAP = 0.0005
 #: How often a free-running session (standing grant, beside others) places a marker: its
-#: reports of device time come this often, whatever its lead.
+#: reports of device time come this often, whatever its lead. ``GPUWB_SHARE_GRAIN_US`` sets
+#: it (worker/settings.py): beside a light interactive user, a saturating 2048² GEMM user's
+#: segments were 3 ops at this grain against 30 under ``none``, and it ran 0.02-0.05 below
+#: ``none``'s rate (H200 runs 325-328; docs/fair-share.md, "Where a saturating user loses
+#: beside a light one").
 SHARE_GRAIN = 0.001
 
 
@@ -124,6 +128,7 @@ class Pacer(ReplayCosts):
     def __init__(self, device, lease: DeviceLease | None = None, *, lead: float | None = None,
                  trace: bool = False, release_at_read: bool = True,
                  share_lead: float | None = None, share_nap: float | None = None,
+                 share_grain: float | None = None,
                  priced: bool = False) -> None:
         self.device = device
         self.lease = lease
@@ -141,6 +146,9 @@ class Pacer(ReplayCosts):
         #: device's markers are looked at again (SHARE_NAP unless set; 0: no bound, None
         #: here; see _nap)
         self.share_nap = SHARE_NAP if share_nap is None else (share_nap or None)
+        #: while free running beside others, the device time between two markers
+        #: (SHARE_GRAIN unless set)
+        self.share_grain = SHARE_GRAIN if share_grain is None else share_grain
         #: hand the device over as a batch's closing read begins (release_before_read)
         self.release_at_read = release_at_read and lease is not None
         #: (grant, slot) released by release_before_read whose baton is not passed yet
@@ -441,7 +449,7 @@ class Pacer(ReplayCosts):
         all of them (fairness run 9: interactive p99 31 ms)."""
         if self.lease is None:
             return MAX_COUNTDOWN
-        grain = LONE_LEAD if self._alone() else SHARE_GRAIN if self._free_running() else GRAIN
+        grain = LONE_LEAD if self._alone() else self.share_grain if self._free_running() else GRAIN
         bound = MAX_COUNTDOWN if self.per_op is None else \
             max(1, min(MAX_COUNTDOWN, int(grain / max(self.per_op, 1e-9))))
         if self._caught_up:

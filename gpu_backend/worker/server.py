@@ -161,6 +161,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
                                     release_at_read=settings.release_at_read,
                                     share_lead=settings.share_lead,
                                     share_nap=settings.share_nap,
+                                    share_grain=settings.share_grain,
                                     priced=settings.share_priced)
         if self.lease is not None and settings.split_piece > 0:   # long ops in pieces (opt-in)
             self.executor.splitter = Splitter(self.device, self._after_piece, settings.split_piece,

@@ -39,6 +39,10 @@ class WorkerSettings:
     #: (worker/pacing.py SHARE_NAP; None: that default; 0: as long as its estimate says),
     #: which benchmarks/fairness.py's ``share+napUS`` policies vary
     share_nap: float | None = None
+    #: ``GPUWB_SHARE_GRAIN_US``: how much device time a free-running session under the share
+    #: policy launches between two markers, in seconds (worker/pacing.py SHARE_GRAIN; None:
+    #: that default), which benchmarks/fairness.py's ``share+grainUS`` policies vary
+    share_grain: float | None = None
     #: ``GPUWB_SHARE_PRICED``: under the share policy, beside others, a held stretch's
     #: replay is charged its own cost (its least span measured), not its span
     #: (worker/replay_prices.py); ``1`` on, else off
@@ -173,6 +177,7 @@ class WorkerSettings:
         lead = env.get("GPUWB_PACING_LEAD_US")
         share_lead = env.get("GPUWB_SHARE_LEAD_US")
         share_nap = env.get("GPUWB_SHARE_NAP_US")
+        share_grain = env.get("GPUWB_SHARE_GRAIN_US")
         stream = env.get("GPUWB_STREAM_BYTES")
         piece = env.get("GPUWB_SPLIT_PIECE_US")
         unpaced = env.get("GPUWB_UNPACED_REPLAY_US")
@@ -185,6 +190,7 @@ class WorkerSettings:
                    pacing_lead=float(lead) * 1e-6 if lead else None,
                    share_lead=float(share_lead) * 1e-6 if share_lead else None,
                    share_nap=float(share_nap) * 1e-6 if share_nap not in (None, "") else None,
+                   share_grain=float(share_grain) * 1e-6 if share_grain else None,
                    share_priced=env.get("GPUWB_SHARE_PRICED") == "1",
                    paced_keeps_held=_on(env, "GPUWB_PACED_KEEPS_HELD"),
                    stream_bytes=int(stream) if stream else None,

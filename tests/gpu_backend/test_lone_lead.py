@@ -11,7 +11,8 @@ import zmq
 from gpu_backend.arbiter.service import Arbiter
 from gpu_backend.devices.numpy_device import NumpyDevice
 from gpu_backend.worker.lease import DeviceLease
-from gpu_backend.worker.pacing import GRAIN, LEAD, LONE_LEAD, MAX_COUNTDOWN, SHARE_NAP, Pacer
+from gpu_backend.worker.pacing import (GRAIN, LEAD, LONE_LEAD, MAX_COUNTDOWN, SHARE_GRAIN,
+                                        SHARE_NAP, Pacer)
 from gpu_backend.worker.settings import WorkerSettings
 
 from tests.waiting import until
@@ -102,3 +103,21 @@ def test_a_free_running_holders_hold_back_sleeps_at_most_its_nap():
     assert WorkerSettings.from_environ({"GPUWB_SHARE_NAP_US": "0"}).share_nap == 0.0
     assert WorkerSettings.from_environ({"GPUWB_SHARE_NAP_US": "250"}).share_nap == 250e-6
     assert WorkerSettings.from_environ({}).share_nap is None
+
+
+def test_a_free_running_holder_marks_per_its_share_grain():
+    """Under ``share`` beside others a free-running session places a marker every
+    ``share_grain`` of device time (SHARE_GRAIN unless GPUWB_SHARE_GRAIN_US says); alone it
+    marks per LONE_LEAD, told to stop per GRAIN, whatever its grain."""
+    lease = DeviceLease(zmq.Context.instance(), "inproc://gpuwb-test-no-arbiter", "w")
+    lease.holding, lease.standing, lease.alone = True, True, False
+    for grain in (None, 0.004):
+        pacer = Pacer(NumpyDevice(), lease, share_grain=grain)
+        pacer.per_op, pacer._caught_up = 200e-6, False
+        assert pacer._next_countdown() == int((grain or SHARE_GRAIN) / 200e-6)
+    lease.hand_over_at = 0.1           # told to stop: not free running
+    assert pacer._next_countdown() == max(1, int(GRAIN / 200e-6))
+    lease.hand_over_at, lease.alone = None, True
+    assert pacer._next_countdown() == int(LONE_LEAD / 200e-6)
+    assert WorkerSettings.from_environ({"GPUWB_SHARE_GRAIN_US": "4000"}).share_grain == 0.004
+    assert WorkerSettings.from_environ({}).share_grain is None
