@@ -92,12 +92,16 @@ MAX_REOFFERS = 2
 #: object_gone`), the oldest forgotten first.
 MAX_GONE_SHAPES = 64
 #: Sightings of a stretch let go by its timing after which it is counted, offered and timed
-#: again, at most MAX_RETRIALS times a key: a judgement made while another session's work
-#: came and went on the device can be wrong (an interactive user's loop, judged in its
-#: warm-up beside a neighbour starting 22 ms GEMMs, was let go and answered op by op for the
-#: rest of its session: p50 2.64 ms against 0.55-0.68 where it was kept, H200 run 102).
+#: again: a judgement made while another session's work came and went on the device can be
+#: wrong (an interactive user's loop, judged in its warm-up beside a neighbour starting 22 ms
+#: GEMMs, was let go and answered op by op for the rest of its session: p50 2.64 ms against
+#: 0.55-0.68 where it was kept, H200 run 102). Each trial judged no faster doubles the wait
+#: before the next, and none is the last: with a last trial (two, until the fifty-sixth
+#: session) three unlucky judgements were for good, and an interactive user beside a trainer
+#: and 22 ms GEMMs was served 28 replays of its ~845 requests, p99 6.17 ms against 0.36-0.47
+#: in the scenario's other passes (H200 run 326). Doubling keeps what trials cost a stretch
+#: that is truly no faster to a few replays in every RETRY_AFTER × 2^n sightings.
 RETRY_AFTER = 100
-MAX_RETRIALS = 2
 
 
 def _largest(metas: list) -> int:
@@ -142,8 +146,8 @@ class _Timing:
 class StretchReplay:
     """*measured* (``GPUWB_REPLAY_MEASURED``, on by default): time each held stretch and
     let go of those that replay no faster than they run pipelined (tried again after
-    RETRY_AFTER more sightings, MAX_RETRIALS times: what was slower beside another user's
-    work may not be later); off, every repeated stretch stays held. *clock* is the timer
+    RETRY_AFTER more sightings, the wait doubled at each trial: what was slower beside
+    another user's work may not be later); off, every repeated stretch stays held. *clock* is the timer
     (tests give one of their own).
 
     What it keeps is bounded, and what it decided is never forgotten for room: the counts
@@ -305,7 +309,7 @@ class StretchReplay:
             since = self._retry.get(mark)
             if since is None:
                 return False
-            if since + 1 < RETRY_AFTER:
+            if since + 1 < RETRY_AFTER << self._retried.get(mark, 0):
                 self._retry[mark] = since + 1
                 return False
             del self._retry[mark]   # (tried again: counted afresh, its pipelined times too)
@@ -450,12 +454,13 @@ class StretchReplay:
                 timing.free and statistics.median(timing.held[WARM_REPLAYS:]) >= statistics.median(timing.free)):
             self._let_go_of(timing.key)
             mark = hash(timing.key)
-            if not never_graphed and self._retried.get(mark, 0) < MAX_RETRIALS:
-                self._retry[mark] = 0   # (not faster here and now: tried again later)
+            if not never_graphed:
+                self._retry[mark] = 0   # (not faster here and now: tried again later, the
+                # wait doubled at each trial: RETRY_AFTER)
 
     def _let_go_of(self, key: tuple) -> None:
         """The held stretch *key* is let go: not held again (but, let go by its timing, after
-        RETRY_AFTER sightings, MAX_RETRIALS times: :meth:`_timed`), the worker told to drop it
+        RETRY_AFTER sightings, doubled at each trial: :meth:`_timed`), the worker told to drop it
         (its graphs' memory with it: the next batch's header ``D``)."""
         self._drop_held(key)
         self._decided.add(hash(key))

@@ -117,10 +117,11 @@ SHARE_LEAD = 0.004
 SHARE_NAP = 0.0005
 #: How often a free-running session (standing grant, beside others) places a marker: its
 #: reports of device time come this often, whatever its lead. ``GPUWB_SHARE_GRAIN_US`` sets
-#: it (worker/settings.py): beside a light interactive user, a saturating 2048² GEMM user's
-#: segments were 3 ops at this grain against 30 under ``none``, and it ran 0.02-0.05 below
-#: ``none``'s rate (H200 runs 325-328; docs/fair-share.md, "Where a saturating user loses
-#: beside a light one").
+#: it (worker/settings.py). Beside a light interactive user, a saturating 2048² GEMM user's
+#: segments were 3 ops at this grain against 30 under ``none``, and it ran 0.01-0.05 below
+#: ``none``'s rate (H200 runs 325-328); 4 ms did no better, and at 16 ms syncing users'
+#: 8 ms batches ended between two markers and their weights 1:2:4 were lost (run 329;
+#: docs/fair-share.md, "Is it the grain?").
 SHARE_GRAIN = 0.001
 
 
