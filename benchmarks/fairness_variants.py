@@ -46,6 +46,9 @@ _FLAGS = {
     # a replay re-run paced beside others replied as one whose graphs did not serve (the
     # client drops the stretch as stale after three), as before run 323
     "pacedstale": ("GPUWB_PACED_KEEPS_HELD", "0"),
+    # a silent session's part of the device assumed before its report (arbiter/share.py,
+    # _assume_silent; the pool's share_assume_silent, off by default)
+    "silent": ("GPUWB_SHARE_ASSUME_SILENT", "1"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside

@@ -60,6 +60,8 @@ class ShareSession:
     reading: bool = False         # said idle at its read; its launched work still runs
     budget: float | None = None   # a grant's quantum: its own progress left before it releases
     drain: float = 0.0            # released with this much launched work still to run
+    report: float | None = None   # its worker's report interval (None: the device's): a
+    # session whose op runs long reports seldom
 
     def has_work(self, now: float) -> bool:
         if not self.start <= now < self.stop:
@@ -204,7 +206,7 @@ class ShareDevice:
                 else:
                     s.next_batch = self.now + self._think(s)
                 self._apply(self.policy.idle(s.sid, s.measured, ahead))
-            elif s.measured - s.reported >= self.report:
+            elif s.measured - s.reported >= (s.report or self.report):
                 s.reported = s.measured
                 self._apply(self.policy.used(s.sid, s.measured))
         for s in running:

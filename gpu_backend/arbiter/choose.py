@@ -27,7 +27,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
                 patience_by_op: bool = True, gap_rule: bool = True,
                 window: float | None = None, own_time: bool = False,
                 fill: bool = False, deep_lead: float = 0.0, light_gap: float = 0.0,
-                gap_charge: float = 0.0, forget_idle: float = FORGET_IDLE) -> Policy | None:
+                gap_charge: float = 0.0, forget_idle: float = FORGET_IDLE,
+                assume_silent: bool = False) -> Policy | None:
     """The policy called *name* (``fair``, ``share``, ``fifo``); ``none`` means no arbiter at all.
     *quantum*: the least device seconds a ``fair`` holder keeps the device while others
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
@@ -44,7 +45,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     none is); *gap_charge*: the longest gap between a user's batches that ``share`` charges
     it as its own time (SharePolicy._charge_gap; 0: none); *forget_idle*: how long the device
     goes unused before a user's return starts every user level under ``share``
-    (SharePolicy._forget_if_idle; 0: never)."""
+    (SharePolicy._forget_if_idle; 0: never); *assume_silent*: ``share`` assumes a session on
+    the device silent past its window uses its part (SharePolicy._assume_silent)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)
@@ -53,7 +55,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     if name == "share":
         return SharePolicy(clock, window=WINDOW if window is None else window,
                            own_time=own_time, fill=fill, deep_lead=deep_lead, light_gap=light_gap,
-                           gap_charge=gap_charge, forget_idle=forget_idle)
+                           gap_charge=gap_charge, forget_idle=forget_idle,
+                           assume_silent=assume_silent)
     if name == "none":
         return None
     raise ValueError(f"unknown policy {name!r}: fair, share, fifo or none")

@@ -48,7 +48,7 @@ class Arbiter:
                  patience_by_op: bool = True, gap_rule: bool = True,
                  window: float | None = None, fill: bool = False, deep_lead: float = 0.0,
                  light_gap: float = 0.0, gap_charge: float = 0.0,
-                 forget_idle: float = FORGET_IDLE) -> None:
+                 forget_idle: float = FORGET_IDLE, assume_silent: bool = False) -> None:
         self.ctx = ctx
         self.clock = clock
         self.policy = policy
@@ -57,7 +57,7 @@ class Arbiter:
             made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op,
                                gap_rule, window, own_time=own_time_markers(device), fill=fill,
                                deep_lead=deep_lead, light_gap=light_gap, gap_charge=gap_charge,
-                               forget_idle=forget_idle)
+                               forget_idle=forget_idle, assume_silent=assume_silent)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made

@@ -70,6 +70,7 @@ class WorkerHost(HostWorkers):
                                 light_gap=settings.share_light_gap_ms / 1e3,
                                 gap_charge=settings.share_gap_charge_ms / 1e3,
                                 forget_idle=settings.share_forget_idle_ms / 1e3,
+                                assume_silent=settings.share_assume_silent,
                                 trace=str(settings.arbiter_trace) if settings.arbiter_trace
                                 else None).start()
                         if settings.policy != "none" else None)
