@@ -99,8 +99,10 @@ TAIL_CAP = 0.1
 #: device as that work ends, not after (their grant's message and launch take about this).
 TAIL_EARLY = 0.0005
 #: Most device seconds a silent session on the device is assumed between two of its reports
-#: (:meth:`SharePolicy._assume_silent`).
-SILENT_CAP = 0.25
+#: (:meth:`SharePolicy._assume_silent`): more than any one op should take. At 250 ms, on the
+#: NumPy device beside a training step whose single op ran 3 s, the assumption ran out and
+#: the interactive user waited 3.7 s; at 2 s its p99.9 was 2.15 ms (docs/fair-share.md).
+SILENT_CAP = 2.0
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002
