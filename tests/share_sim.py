@@ -62,6 +62,8 @@ class ShareSession:
     drain: float = 0.0            # released with this much launched work still to run
     report: float | None = None   # its worker's report interval (None: the device's): a
     # session whose op runs long reports seldom
+    whole_ops: bool = False       # its ops last a report interval each and its worker, inside
+    # one, reads nothing: told to stop, it stops at its op's end (a NumPy op, a long kernel)
 
     def has_work(self, now: float) -> bool:
         if not self.start <= now < self.stop:
@@ -96,6 +98,8 @@ class ShareDevice:
                 s.holding, s.asked, s.stopping = True, False, None
                 s.standing_idle, s.drain = False, 0.0
                 s.budget = action.quantum
+            elif isinstance(action, Yield) and s.holding and s.whole_ops:
+                s.stopping = 0.0   # (heard, and acted on, at its op's end: step)
             elif isinstance(action, Yield) and s.holding and self.lead_wall:
                 # (as the real worker: it gives the grant back at once, its launched work,
                 # ``lead`` of wall time at the sharing of the moment or the rest of a batch
@@ -188,7 +192,8 @@ class ShareDevice:
                 launched = max(0.0, min(s.budget, s.left if s.think is not None else s.budget))
                 self._release_launched(s, launched, len(running))
                 continue
-            if s.stopping is not None and (s.stopping <= 0 or not s.has_work(self.now)):
+            if s.stopping is not None and (s.stopping <= 0 or not s.has_work(self.now)) \
+                    and not (s.whole_ops and s.measured - s.reported < (s.report or self.report)):
                 s.holding, s.stopping = False, None
                 more = s.has_work(self.now)
                 s.asked = more

@@ -13,11 +13,13 @@ from gpu_backend.arbiter.share import SharePolicy
 from tests.share_sim import ShareDevice, ShareSession
 
 
-def _run(assume_silent: bool, report: float, seconds: float = 3.0) -> tuple[dict, dict]:
+def _run(assume_silent: bool, report: float, seconds: float = 3.0,
+         whole_ops: bool = False) -> tuple[dict, dict]:
     """Each user's part of the device over *seconds* (after a settle), and the longest wait
     of each syncing user between two of its batches, beside a saturating session whose
-    worker reports every *report* seconds of its device time."""
-    sessions = [ShareSession("long", "long", report=report),
+    worker reports every *report* seconds of its device time (*whole_ops*: its ops last that
+    long each, and told to stop it stops at an op's end)."""
+    sessions = [ShareSession("long", "long", report=report, whole_ops=whole_ops),
                 ShareSession("s1", "s1", batch=0.004, think=0.0003),
                 ShareSession("s2", "s2", batch=0.004, think=0.0003)]
     device = ShareDevice(SharePolicy(assume_silent=assume_silent), sessions, tail=0.002,
@@ -78,3 +80,22 @@ def test_the_pools_setting_reaches_each_devices_share_policy(tmp_path, monkeypat
             assert arbiter.policies["cpu"].assume_silent is on
         finally:
             arbiter.sock.close()
+
+
+def test_what_is_assumed_of_an_op_that_cannot_stop_is_not_cut_short(monkeypatch):
+    """A worker inside a NumPy op, or behind a long kernel's read, hears nothing till the op
+    ends. Beside ops of 1.5 s (half a second of the device each, shared by three) the
+    assumption must reach past half a second: at a cap of 250 ms it ran out within each op
+    and the syncing users waited for the op's end (as on the NumPy device beside a 3 s op:
+    3.7 s); at SILENT_CAP (2 s) they go on as beside short ops."""
+    import gpu_backend.arbiter.share as share
+
+    parts, waits = _run(True, 1.5, whole_ops=True)
+    assert max(waits.values()) < 0.03, waits
+    assert all(abs(part - 1 / 3) < 0.02 for part in parts.values()), parts
+    # (nothing assumed, the long session took most of the device: 0.90, the others 0.05)
+    parts, waits = _run(False, 1.5, whole_ops=True)
+    assert parts["long"] > 0.8 and min(waits.values()) > 1.0, (parts, waits)
+    monkeypatch.setattr(share, "SILENT_CAP", 0.25)
+    parts, waits = _run(True, 1.5, whole_ops=True)
+    assert min(waits.values()) > 0.1, waits
