@@ -153,8 +153,11 @@ def test_beside_others_a_priced_replay_is_charged_its_least_span_and_told_apart(
         assert charges[-1] == price                     # ... charged its price, not its span
         assert not pacer._pending and pacer._price is None
     assert pacer.own == sum(charges) == pacer.lease.own
-    assert cost[0] < first and cost[1] == MEASURE_EVERY   # the 0.5 ms one taught the least
-    assert charges[-1] == cost[0] < charges[0]
+    # the least span measured is learnt, never a longer one (the NumPy device's markers are
+    # CPU time: on a loaded machine the first replay's 1 ms of spinning measured 0.49 ms,
+    # less than the 0.5 ms one's, so which replay is the least is the host's to say)
+    assert cost[0] <= first and cost[1] == MEASURE_EVERY
+    assert charges[-1] == cost[0] <= charges[0]
 
 
 def test_unpriced_or_alone_a_replay_is_charged_as_before():
@@ -203,4 +206,6 @@ def test_a_replay_priced_behind_unharvested_work_is_priced_by_its_own_segments()
     pacer.start_segment()
     pacer.end_batch(4, lambda: False)
     earlier = pacer.busy - 2e-3
-    assert pacer.own == 2e-3 and earlier >= 0.9e-3   # (its span: host time on NumPy)
+    # (its span: the NumPy device's markers are the process's CPU time, which a loaded
+    # machine's descheduling cuts short of the 1 ms spun: charged, whatever it measured)
+    assert pacer.own == 2e-3 and earlier > 0
