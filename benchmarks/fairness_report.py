@@ -10,6 +10,15 @@ from __future__ import annotations
 import statistics
 
 
+def cumulative(points, t):
+    """Completed GEMMs by time *t*, interpolated between fences."""
+    if t <= points[0][0]:
+        return 0.0
+    for (t0, c0), (t1, c1) in zip(points, points[1:]):
+        if t0 <= t <= t1:
+            return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c1
+    return float(points[-1][1])
+
 
 def _client_side(figures: dict | None) -> str:
     """The client's side of an interactive user's replays (kernelproxy's figures): held
@@ -19,15 +28,6 @@ def _client_side(figures: dict | None) -> str:
     return (f"; the client: {figures.get('replays')} replays, {figures.get('released')} "
             f"stretches let go, {figures.get('paced')} paced, {figures.get('not_graphed')} "
             f"not graphed")
-
-def cumulative(points, t):
-    """Completed GEMMs by time *t*, interpolated between fences."""
-    if t <= points[0][0]:
-        return 0.0
-    for (t0, c0), (t1, c1) in zip(points, points[1:]):
-        if t0 <= t <= t1:
-            return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c1
-    return float(points[-1][1])
 
 
 def _rates(result, exclusive, t0, t1, window):

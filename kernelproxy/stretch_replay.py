@@ -147,8 +147,8 @@ class StretchReplay:
     """*measured* (``GPUWB_REPLAY_MEASURED``, on by default): time each held stretch and
     let go of those that replay no faster than they run pipelined (tried again after
     RETRY_AFTER more sightings, the wait doubled at each trial: what was slower beside
-    another user's work may not be later); off, every repeated stretch stays held. *clock* is the timer
-    (tests give one of their own).
+    another user's work may not be later); off, every repeated stretch stays held. *clock*
+    is the timer (tests give one of their own).
 
     What it keeps is bounded, and what it decided is never forgotten for room: the counts
     of undecided keys (at most MAX_COUNTED, the least recently seen forgotten first), the

@@ -437,30 +437,28 @@ class SharePolicy(Returns, Policy):
         beside a session reporting every 100 ms waited up to 94-96 ms between batches, 12 ms
         with it (tests/gpu_backend/test_share_silent.py)."""
         for sid in self._on:
-            part = self._shares[sid][0]
-            if part > self.window:
-                session = self.sessions[sid]
-                more = min(part, SILENT_CAP) - session.assumed
-                if more > 0:
-                    self._assume(session, more)
+            if self._shares[sid][0] > self.window:
+                self._assume_part(sid, SILENT_CAP)
 
     def _charge_lone(self) -> None:
         """Before a request is weighed: a lone session on the device reports every 50 ms;
         its time on the device since its last report (at most ALONE_REPORT_LAG) is charged
         now, as ``fair`` does (FairPolicy._charge_lone_holder), so a newcomer's credit starts
         from it."""
-        if len(self._on) != 1:
-            return
-        sid = next(iter(self._on))
+        if len(self._on) == 1:
+            self._assume_part(next(iter(self._on)), ALONE_REPORT_LAG)
+
+    def _assume_part(self, sid: str, cap: float) -> None:
+        """*sid*'s part of the device since its last charge (at most *cap*), less what is
+        assumed of it already, assumed now (its next report settles it). The share clock's
+        integral of 1/k, not the wall time, which counts whole the time others shared it and
+        was never given back (users 1:2:4 whose reads left the weight-4 user alone now and
+        then: it was charged 2.2 times its part); counted from its last charge, a session
+        back from idle was assumed its idle time."""
         session = self.sessions[sid]
-        # (its part of the device since its last charge, less what is assumed already: the
-        # share clock's integral of 1/k, not the wall time, which counts whole the time
-        # others shared it and was never given back (users 1:2:4 whose reads left the
-        # weight-4 user alone now and then: it was charged 2.2 times its part); counted
-        # from its last charge, a session back from idle was assumed its idle time)
-        lag = min(self._shares[sid][0], ALONE_REPORT_LAG) - session.assumed
-        if lag > 0:
-            self._assume(session, lag)
+        more = min(self._shares[sid][0], cap) - session.assumed
+        if more > 0:
+            self._assume(session, more)
 
     def _counted(self) -> list:
         """The users with work or anticipated back (those a user behind holds back), but
