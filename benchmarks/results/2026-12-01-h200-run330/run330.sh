@@ -12,6 +12,9 @@ T0=$(date +%s)
 (cd .gpu && tar xzf new.tgz) || exit 1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONUNBUFFERED=1
+# (one 16384² float32 matrix is 1 GiB: the first try of this run died at the default 4 GiB
+# a session, out of memory in the calibration)
+export GPUWB_MEMORY_LIMIT=$((24 << 30))
 O=/tmp/o330; mkdir -p $O
 save() { tar czf $OUT/o330.tgz -C /tmp o330; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $O/gpu.txt
