@@ -47,8 +47,10 @@ _FLAGS = {
     # client drops the stretch as stale after three), as before run 323
     "pacedstale": ("GPUWB_PACED_KEEPS_HELD", "0"),
     # a silent session's part of the device assumed before its report (arbiter/share.py,
-    # _assume_silent; the pool's share_assume_silent, off by default)
+    # _assume_silent; the pool's share_assume_silent, the default since run 330) / never
+    # assumed: a long op holds the users ahead of it back till its report, as before
     "silent": ("GPUWB_SHARE_ASSUME_SILENT", "1"),
+    "nosilent": ("GPUWB_SHARE_ASSUME_SILENT", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside

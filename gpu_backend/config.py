@@ -142,14 +142,14 @@ class PoolSettings(BaseSettings):
     gap_rule: bool = Field(True, description="a diagnostic: fair policy, a user between two "
                            "batches may be kept the device while a user of longer ops waits "
                            "(off: the device goes to the next in line at once)")
-    # (a long op beside users ahead of its user holds them back till its report: on the NumPy
-    # device a 3 s op, 3.2 s; in the simulation a session reporting every 100 ms, waits of
-    # 94-96 ms between the others' batches against 12 with it on: docs/fair-share.md)
-    share_assume_silent: bool = Field(False, description="share policy: a session on the device "
+    # (a long op beside users ahead of its user held them back till its report: on an H200
+    # beside 16384² float32 GEMMs (~150 ms each) dl-mix's trainer got 0.37 of its rate alone
+    # without it, 0.55 with it, none 0.50-0.53; run 330, docs/fair-share.md)
+    share_assume_silent: bool = Field(True, description="share policy: a session on the device "
                                       "that has not reported for longer than the share window "
                                       "is assumed to use its part of it meanwhile, so that the "
-                                      "users held back for it go as it passes them (off by "
-                                      "default until measured on a GPU)")
+                                      "users held back for it go as it passes them (off: they "
+                                      "wait for its report, a long op's end)")
     share_fill: bool = Field(False, description="share policy: a user held back whose ops fit "
                              "an anticipated user's expected gap or the window runs what the gap "
                              "holds (off, the default: the device waits for that user; on H100 "

@@ -60,18 +60,18 @@ def test_sessions_that_report_at_their_markers_are_split_as_before():
 
 
 def test_the_pools_setting_reaches_each_devices_share_policy(tmp_path, monkeypatch):
-    """``share_assume_silent`` (GPUWB_SHARE_ASSUME_SILENT; off by default until measured on
-    a GPU) is what the arbiter makes each device's ``share`` policy with."""
+    """``share_assume_silent`` (GPUWB_SHARE_ASSUME_SILENT; on by default since run 330) is
+    what the arbiter makes each device's ``share`` policy with."""
     import zmq
 
     from gpu_backend.arbiter.service import Arbiter
     from gpu_backend.config import PoolSettings
 
-    assert PoolSettings().share_assume_silent is False
-    monkeypatch.setenv("GPUWB_SHARE_ASSUME_SILENT", "1")
+    assert PoolSettings().share_assume_silent is True
+    monkeypatch.setenv("GPUWB_SHARE_ASSUME_SILENT", "0")
     settings = PoolSettings()
-    assert settings.share_assume_silent is True
-    for on in (False, settings.share_assume_silent):
+    assert settings.share_assume_silent is False
+    for on in (True, settings.share_assume_silent):
         run_dir = tmp_path / str(on)
         run_dir.mkdir()
         arbiter = Arbiter(zmq.Context.instance(), "share", ["cpu"], run_dir=str(run_dir),

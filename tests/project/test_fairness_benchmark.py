@@ -57,6 +57,7 @@ def test_policy_variants_set_the_pools_settings_in_any_order():
         "GPUWB_SHARE_NAP_US": "500", "GPUWB_SHARE_LEAD_US": "2000"}
     assert policy_variant("share+nofill")[2] == {"GPUWB_SHARE_FILL": "0"}
     assert policy_variant("share+nodone")[2] == {"GPUWB_RELEASE_DONE": "0"}
+    assert policy_variant("share+nosilent")[2] == {"GPUWB_SHARE_ASSUME_SILENT": "0"}
     assert policy_variant("share+fill+window2") == (
         "share", "share-fill-window2", {"GPUWB_SHARE_FILL": "1"}, ["--share-window-ms", "2"])
     assert policy_variant("share+deeplead16+window8")[3] == [
