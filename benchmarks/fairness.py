@@ -7,6 +7,14 @@ By default every scenario below runs, the long-kernel ones among them (each one 
 documents quote: docs/fair-share.md, docs/performance.md); ``--quick`` runs every one for
 4 s, ``--scenarios`` names some.
 
+By default every scenario runs under the first policy, then every one under the next.
+``--interleave`` opens every policy's pool at once and runs each scenario under every policy
+back to back, the policies' order rotated from one scenario to the next (``--rotate K`` starts
+it K places on): a scenario's runs under two policies are then seconds apart, not minutes,
+and the GPU's drift meanwhile falls on neither (runs 331-332: one policy's own work moved by
+up to 0.05 between passes). Two passes, ``--rotate 0`` and ``--rotate 1``, run each
+scenario in both orders.
+
 For each policy a pool (``gpuwb-backend serve --policy P``) runs on the GPU,
 and each scenario starts its clients as separate processes, each with its own
 user (token) and session:
@@ -476,6 +484,18 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "local (plain CuPy processes)")
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                         help="comma list of: " + ", ".join(SCENARIOS))
+    parser.add_argument("--interleave", action="store_true",
+                        help="every policy's pool open at once, and each scenario run under "
+                             "every policy back to back (its policies' order rotated from one "
+                             "scenario to the next), instead of every scenario under one policy, "
+                             "then under the next: a scenario's runs under two policies are then "
+                             "seconds apart, not minutes, and the GPU's drift meanwhile (clock, "
+                             "heat) does not fall on one policy (runs 331-332: one policy's own "
+                             "work moved by up to 0.05 between passes)")
+    parser.add_argument("--rotate", type=int, default=0,
+                        help="with --interleave: start the first scenario's policy order this "
+                             "many places on (a second pass with --rotate 1 runs each scenario "
+                             "in the other order)")
     parser.add_argument("--devices", default="auto")
     parser.add_argument("--json")
     parser.add_argument("--plot")
@@ -532,39 +552,69 @@ def main(argv=None) -> int:
         results["gpu"] = None
     # the GEMM workloads the scenarios run (measured alone to normalise their rates)
     gemm_kinds = sorted({k for n in names for _u, k, _w in SCENARIOS[n] if k != "interactive"})
+    policies = args.policies.split(",")
     # the GPU's clock beside the rates: a power-limited GPU's clock moves with the mix
     # (nvidia-smi stops with the run, also one cut short)
     with tempfile.TemporaryDirectory(prefix="gpuwb-fair-") as tmp, \
-            (ClockSampler() if results["gpu"] else contextlib.nullcontext()) as clocks:
+            (ClockSampler() if results["gpu"] else contextlib.nullcontext()) as clocks, \
+            contextlib.ExitStack() as pools:
         workdir = Path(tmp)
-        for policy in args.policies.split(","):
+
+        def opened(policy: str, stack: contextlib.ExitStack):
+            """The policy's pool (None for plain CuPy), measured alone first where asked;
+            stopped as *stack* closes, also on a run cut short."""
             local = policy == "local"
             pool = None if local else Pool(policy, args.devices, workdir, {})
-            try:
-                if policy in args.calibrate.split(",") or not results["exclusive"]:
-                    results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir,
-                                                             local, sorted({*gemm_kinds, "big", "small"}),
-                                                             clocks)
-                exclusive = normalising_rates(results["exclusive"], policy)
-                by = results["policies"][policy] = {}
-                for name in names:
-                    by[name] = scenario(name, pool, exclusive, args.seconds, workdir, local,
-                                        lead=args.lead, clocks=clocks)
-                    print(f"{policy:6} {name:14} done", file=sys.stderr, flush=True)
-                    if by[name].get("void"):
-                        print(f"{policy:6} {name:14} VOID: {by[name]['void']}", file=sys.stderr,
-                              flush=True)
-                if args.recalibrate:
-                    after = results.setdefault("exclusive_after", {})[policy] = calibrate(
-                        pool, args.calibrate_seconds, workdir, local, gemm_kinds)
+            if pool is not None:
+                stack.callback(pool.stop)
+            if policy in args.calibrate.split(",") or not results["exclusive"]:
+                results["exclusive"][policy] = calibrate(pool, args.calibrate_seconds, workdir,
+                                                         local, sorted({*gemm_kinds, "big", "small"}),
+                                                         clocks)
+            results["policies"][policy] = {}
+            return pool
+
+        def run_one(policy: str, pool, name: str) -> None:
+            exclusive = normalising_rates(results["exclusive"], policy)
+            by = results["policies"][policy]
+            by[name] = scenario(name, pool, exclusive, args.seconds, workdir, pool is None,
+                                lead=args.lead, clocks=clocks)
+            print(f"{policy:6} {name:14} done", file=sys.stderr, flush=True)
+            if by[name].get("void"):
+                print(f"{policy:6} {name:14} VOID: {by[name]['void']}", file=sys.stderr,
+                      flush=True)
+            if args.json:   # what is done so far survives a run cut short
+                Path(args.json).write_text(json.dumps(results, indent=1))
+
+        def recalibrated(policy: str, pool) -> None:
+            exclusive = normalising_rates(results["exclusive"], policy)
+            by = results["policies"][policy]
+            after = results.setdefault("exclusive_after", {})[policy] = calibrate(
+                pool, args.calibrate_seconds, workdir, pool is None, gemm_kinds)
+            for name in names:
+                by[name]["work_conservation_drift"] = drift_corrected(
+                    by[name], SCENARIOS[name], exclusive, after)
+
+        if args.interleave:
+            opened_pools = {policy: opened(policy, pools) for policy in policies}
+            results["order"] = []
+            for i, name in enumerate(names):
+                shift = (i + args.rotate) % len(policies)
+                order = policies[shift:] + policies[:shift]
+                results["order"].append([name, order])
+                for policy in order:
+                    run_one(policy, opened_pools[policy], name)
+            if args.recalibrate:
+                for policy in policies:
+                    recalibrated(policy, opened_pools[policy])
+        else:
+            for policy in policies:
+                with contextlib.ExitStack() as one:   # (each pool stopped before the next opens)
+                    pool = opened(policy, one)
                     for name in names:
-                        by[name]["work_conservation_drift"] = drift_corrected(
-                            by[name], SCENARIOS[name], exclusive, after)
-                if args.json:   # what is done so far survives a run cut short
-                    Path(args.json).write_text(json.dumps(results, indent=1))
-            finally:
-                if pool is not None:
-                    pool.stop()
+                        run_one(policy, pool, name)
+                    if args.recalibrate:
+                        recalibrated(policy, pool)
     results["targets"] = verdicts(results, SCENARIOS)
     print(table(results))
     print(targets_table(results["targets"]))
