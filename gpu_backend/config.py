@@ -199,6 +199,21 @@ class PoolSettings(BaseSettings):
         self.token = secrets.token_urlsafe(24)
         return self.token
 
+    def policy_options(self) -> dict:
+        """The arbiter's policy settings, in seconds, by the names ``Arbiter`` and
+        ``make_policy`` take them: hosts/worker_host.py makes each device's policy with
+        them, and the tests make the pool's own ``share`` from them (a policy made alone
+        has none of the pool's defaults: no deep lead, no light gap, nothing assumed)."""
+        return {"quantum": self.quantum_ms / 1e3, "period": self.period_ms / 1e3,
+                "window": self.share_window_ms / 1e3,
+                "preempt_patience": self.preempt_patience_ms / 1e3,
+                "patience_by_op": self.patience_by_op, "gap_rule": self.gap_rule,
+                "fill": self.share_fill, "deep_lead": self.share_deep_lead_ms / 1e3,
+                "light_gap": self.share_light_gap_ms / 1e3,
+                "gap_charge": self.share_gap_charge_ms / 1e3,
+                "forget_idle": self.share_forget_idle_ms / 1e3,
+                "assume_silent": self.share_assume_silent}
+
     @property
     def host(self) -> str:
         return self.listen.rsplit(":", 1)[0][len("tcp://"):]

@@ -59,20 +59,9 @@ class WorkerHost(HostWorkers):
             except OSError as exc:   # no writable temp directory: serve, only the short spin
                 log.warning("no spin slots (%s): workers sleep 0.2 ms after each message", exc)
         #: decides who may launch work on each device (None: CUDA time-slicing, policy "none")
-        self.arbiter = (Arbiter(ctx, settings.policy, devices,
-                                quantum=settings.quantum_ms / 1e3,
-                                period=settings.period_ms / 1e3, run_dir=self.run_dir,
-                                window=settings.share_window_ms / 1e3,
-                                preempt_patience=settings.preempt_patience_ms / 1e3,
-                                patience_by_op=settings.patience_by_op,
-                                gap_rule=settings.gap_rule, fill=settings.share_fill,
-                                deep_lead=settings.share_deep_lead_ms / 1e3,
-                                light_gap=settings.share_light_gap_ms / 1e3,
-                                gap_charge=settings.share_gap_charge_ms / 1e3,
-                                forget_idle=settings.share_forget_idle_ms / 1e3,
-                                assume_silent=settings.share_assume_silent,
+        self.arbiter = (Arbiter(ctx, settings.policy, devices, run_dir=self.run_dir,
                                 trace=str(settings.arbiter_trace) if settings.arbiter_trace
-                                else None).start()
+                                else None, **settings.policy_options()).start()
                         if settings.policy != "none" else None)
         #: what every worker is started with (pool_workers.spawn_worker)
         self.options = WorkerOptions(

@@ -9,9 +9,20 @@ beside GEMMs of ~150 ms: docs/fair-share.md); a policy made alone has it off.
 
 from __future__ import annotations
 
-from gpu_backend.arbiter.share import SharePolicy
+from gpu_backend.arbiter.choose import make_policy
+from gpu_backend.arbiter.policy import Yield
+from gpu_backend.arbiter.share import WINDOW, SharePolicy
+from gpu_backend.config import PoolSettings
 
 from tests.share_sim import ShareDevice, ShareSession
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def _run(assume_silent: bool, report: float, seconds: float = 3.0,
@@ -100,3 +111,91 @@ def test_what_is_assumed_of_an_op_that_cannot_stop_is_not_cut_short(monkeypatch)
     monkeypatch.setattr(share, "SILENT_CAP", 0.25)
     parts, waits = _run(True, 1.5, whole_ops=True)
     assert min(waits.values()) > 0.1, waits
+
+
+def test_with_everyone_else_held_back_the_arbiters_own_deadline_assumes_the_silent_part():
+    """Nothing but the arbiter's deadline comes while a silent session runs a long op and
+    every other user is held back: its ticks alone must assume that session's part and let
+    the others go as it passes them. The deadline was a quarter window ahead of whichever
+    tick asked for it, so a tick never reached it, and in the simulation with the pool's
+    defaults two syncing users beside ops of 150 ms waited 153 ms between batches."""
+    clock = Clock()
+    policy = SharePolicy(clock, assume_silent=True)
+    policy.attach("long", "long", 4.0)
+    policy.attach("s", "s", 1.0)
+    policy.want("long")
+    policy.want("s")
+    actions = []
+    while Yield("s", grant=policy.admitted["s"]) not in actions:
+        clock.now += 0.001                      # both report each ms, charged half each,
+        policy.used("long", clock.now)          # till s (weight 1) runs a window ahead of
+        actions = policy.used("s", clock.now)   # long (weight 4); then long's op is silent
+        assert clock.now < 0.05
+    policy.release("s", clock.now, True, grant=policy.admitted["s"])
+    assert "s" not in policy.admitted
+    start, behind = clock.now, policy.lag("s")
+    ticks = 0
+    while "s" not in policy.admitted:           # only the ticks, at the arbiter's deadlines
+        deadline = policy.next_deadline()
+        assert deadline is not None and deadline > clock.now - 1e-12
+        clock.now = deadline
+        policy.tick()
+        ticks += 1
+        assert clock.now < 0.2, (ticks, policy.users["long"].vt, policy.users["s"].vt)
+    # (let go once long's assumed part, a quarter of it in long's virtual time, brings s
+    # back within half the window: about 4 × (behind - WINDOW / 2) of long's time alone)
+    assert clock.now - start < 4 * behind + WINDOW, (clock.now - start, behind, ticks)
+    assert policy.sessions["long"].assumed > 0
+
+
+def _pool_share(sessions, seconds: float = 3.0):
+    """Each session's part of the device over *seconds* after a settle, and each closed
+    loop's longest wait between two of its batches, under ``share`` as the pool makes it by
+    default (PoolSettings.policy_options: deep lead, light gap, gap charge, the silent part
+    assumed)."""
+    policy = make_policy("share", **PoolSettings().policy_options())
+    device = ShareDevice(policy, sessions, tail=0.002, lead=0.002, lead_wall=True,
+                         jitter=0.5, seed=1)
+    device.run(0.5)
+    got = {s.sid: s.got for s in sessions}
+    loops = [s for s in sessions if s.think is not None]
+    start = device.now
+    last = {s.sid: start for s in loops}
+    batch = {s.sid: s.next_batch for s in loops}
+    waits = dict.fromkeys(last, 0.0)
+    while device.now < start + seconds:
+        device.step()
+        for s in loops:
+            if s.next_batch != batch[s.sid]:
+                batch[s.sid] = s.next_batch
+                waits[s.sid] = max(waits[s.sid], device.now - last[s.sid])
+                last[s.sid] = device.now
+    return {s.sid: (s.got - got[s.sid]) / seconds for s in sessions}, waits
+
+
+def test_the_pools_default_share_beside_ops_of_150_ms():
+    """The pool's own ``share`` (every default together), beside a session whose every op
+    lasts 150 ms and cannot stop (run 330's 16384² GEMMs): a deep-queued user gets half;
+    two syncing users are never held back for a whole op (waits of 17-18 ms against 153
+    before the deadline was mended), and each gets about a third (less than a third by
+    the round trips the gap charge bills them as their own time, 0.3 ms a 4 ms batch)."""
+    parts, _ = _pool_share([ShareSession("long", "long", report=0.15, whole_ops=True),
+                            ShareSession("small", "small")])
+    assert abs(parts["long"] - 0.5) < 0.02 and abs(parts["small"] - 0.5) < 0.02, parts
+    parts, waits = _pool_share([ShareSession("long", "long", report=0.15, whole_ops=True),
+                                ShareSession("s1", "s1", batch=0.004, think=0.0003),
+                                ShareSession("s2", "s2", batch=0.004, think=0.0003)])
+    assert max(waits.values()) < 0.04, waits
+    assert 0.30 < parts["s1"] < 1 / 3 + 0.01 and 0.30 < parts["s2"] < 1 / 3 + 0.01, parts
+    assert parts["long"] < 0.37, parts
+
+
+def test_the_pools_default_share_keeps_syncing_users_weights():
+    """The same, three syncing users 1:2:4 (8 ms batches, a 0.3 ms round trip): each
+    within 2 % of its weight's part of the device."""
+    sessions = [ShareSession(u, u, w, batch=0.008, think=0.0003)
+                for u, w in (("a", 1.0), ("b", 2.0), ("c", 4.0))]
+    parts, _ = _pool_share(sessions)
+    for s in sessions:
+        target = s.weight / 7
+        assert abs(parts[s.sid] - target) / target < 0.02, parts
