@@ -80,8 +80,8 @@ from .anticipation import LIGHT_BATCH, LIGHT_BURST, Anticipation
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 from .share_returns import FORGET_IDLE, Returns
 
-__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "SILENT_CAP", "LIGHT_BURST", "LIGHT_BATCH",
-           "FORGET_IDLE"]
+__all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "SILENT_CAP", "OWN_SILENT_AFTER",
+           "LIGHT_BURST", "LIGHT_BATCH", "FORGET_IDLE"]
 
 #: Device seconds (weighted) a user with work may run ahead of the user furthest behind that
 #: has work, before it is held back; it is let go again at half this. Twice a GEMM of a few
@@ -104,6 +104,15 @@ TAIL_EARLY = 0.0005
 #: NumPy device beside a training step whose single op ran 3 s, the assumption ran out and
 #: the interactive user waited 3.7 s; at 2 s its p99.9 was 2.15 ms (docs/fair-share.md).
 SILENT_CAP = 2.0
+#: Where the device's reports are each session's own time (the NumPy device: a worker's CPU
+#: time at its ops' ends), the part of the device past which a silent session is assumed to
+#: use it (:meth:`SharePolicy._assume_silent`), instead of the window: a worker silent for a
+#: few milliseconds there is waiting for a core or its turn, not using the device, and
+#: assumed its part at the window, three syncing users 1:2:4 on a 2-core machine gave the
+#: weight-4 user 0.52-0.54 of the time charged while it had work against 0.65-0.67 without
+#: it (tests/gpu_backend/test_share_pool.py's measure); a long NumPy op is silent for
+#: seconds, far past this.
+OWN_SILENT_AFTER = 0.05
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002
@@ -127,6 +136,8 @@ class SharePolicy(Returns, Policy):
         #: when the silent sessions were last looked at (:meth:`_assume_silent`): the next
         #: look's deadline counts from it
         self._silent_looked = -math.inf
+        #: a session's part of the device since its last charge past which it is silent
+        self.silent_after = max(window, OWN_SILENT_AFTER) if own_time else window
         #: a user back after the device went unused this long (wall seconds) starts every
         #: user level (:meth:`_forget_if_idle`; 0: never)
         self.forget_idle = forget_idle
@@ -353,7 +364,7 @@ class SharePolicy(Returns, Policy):
             # put the deadline always a quarter window ahead of the tick that asked, so the
             # silent session's part was assumed only when another event settled: beside a
             # 150 ms op with both other users held back, none came for the whole op)
-            silent = max(min(self.sessions[sid].charged_at for sid in self._on) + self.window,
+            silent = max(min(self.sessions[sid].charged_at for sid in self._on) + self.silent_after,
                          self._silent_looked + self.window / 4)
         deadline = min(silent, min(self._draining.values(), default=math.inf),
                        min(self._tails.values(), default=math.inf),
@@ -447,7 +458,7 @@ class SharePolicy(Returns, Policy):
         (run 330) dl-mix's trainer got 0.37 of its rate alone without it, 0.55 with it."""
         self._silent_looked = self.clock()
         for sid in self._on:
-            if self._shares[sid][0] > self.window:
+            if self._shares[sid][0] > self.silent_after:
                 self._assume_part(sid, SILENT_CAP)
 
     def _charge_lone(self) -> None:
