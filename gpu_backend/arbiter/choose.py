@@ -46,7 +46,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     it as its own time (SharePolicy._charge_gap; 0: none); *forget_idle*: how long the device
     goes unused before a user's return starts every user level under ``share``
     (SharePolicy._forget_if_idle; 0: never); *assume_silent*: ``share`` assumes a session on
-    the device silent past its window uses its part (SharePolicy._assume_silent)."""
+    the device silent past its window uses its part (SharePolicy._assume_silent; the pool's
+    default, PoolSettings.policy_options)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)
