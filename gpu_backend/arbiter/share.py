@@ -357,20 +357,28 @@ class SharePolicy(Returns, Policy):
     def next_deadline(self) -> float | None:
         expected = self.anticipation.next_deadline()
         silent = math.inf
-        if self.assume_silent and self._on and len(self.admitted) < len(self.sessions):
-            # (someone may be held back: look again a window after the oldest charge on
-            # the device, where a silent session's part may pass the window)
-            # (at most every quarter window: counted from the last look, not from now, which
-            # put the deadline always a quarter window ahead of the tick that asked, so the
-            # silent session's part was assumed only when another event settled: beside a
-            # 150 ms op with both other users held back, none came for the whole op)
-            silent = max(min(self.sessions[sid].charged_at for sid in self._on) + self.silent_after,
-                         self._silent_looked + self.window / 4)
+        if self.assume_silent and self._on and self._held_back():
+            # (look again where a silent session's part may pass silent_after: that long
+            # after the oldest charge on the device; at most every quarter of it, counted
+            # from the last look, not from now, which put the deadline always a quarter
+            # window ahead of the tick that asked, so the silent session's part was assumed
+            # only when another event settled: beside a 150 ms op with both other users
+            # held back, none came for the whole op)
+            silent = max(min(self.sessions[sid].charged_at for sid in self._on)
+                         + self.silent_after, self._silent_looked + self.silent_after / 4)
         deadline = min(silent, min(self._draining.values(), default=math.inf),
                        min(self._tails.values(), default=math.inf),
                        math.inf if expected is None else expected,
                        self._light_until)
         return None if deadline == math.inf else deadline
+
+    def _held_back(self) -> bool:
+        """Whether a session with work is held back (asked and not admitted): only then can
+        a silent session's part let anyone go. (Counting every session not admitted, an idle
+        one too, woke the arbiter every millisecond while anyone worked beside an idle
+        notebook's session.)"""
+        return any(session.runnable and sid not in self.admitted
+                   for sid, session in self.sessions.items())
 
     # -- mechanics ------------------------------------------------------------
     def _off(self, sid: str) -> None:

@@ -223,3 +223,28 @@ def test_where_reports_are_own_time_a_session_is_silent_only_past_tens_of_millis
             assert clock.now < 1.0
         # (long's part is half the wall time beside s: past *after* at twice it)
         assert 2 * after <= assumed_at <= 2 * after + 0.003, (own_time, assumed_at)
+
+
+def test_the_arbiter_looks_for_silent_sessions_only_while_someone_is_held_back():
+    """A session attached and idle (a notebook between cells) beside one that works holds
+    nobody back, and the arbiter sets no deadline for the silent part: counting every
+    session not admitted, it woke every millisecond while anyone worked beside an idle
+    one. Once a user with work is held back, it does."""
+    clock = Clock()
+    policy = SharePolicy(clock, assume_silent=True)
+    for user in ("a", "idle"):
+        policy.attach(user, user, 1.0)
+    policy.want("a")
+    for _ in range(20):
+        clock.now += 0.005
+        policy.used("a", clock.now)
+        assert policy.next_deadline() is None
+    policy.attach("s", "s", 1.0)
+    policy.want("s")
+    actions = []
+    while Yield("s", grant=policy.admitted["s"]) not in actions:   # s runs ahead, a is silent
+        clock.now += 0.001
+        actions = policy.used("s", clock.now)
+        assert clock.now < 1.0
+    policy.release("s", clock.now, True, grant=policy.admitted["s"])
+    assert policy.next_deadline() is not None
