@@ -14,11 +14,15 @@ its own).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,6 +40,25 @@ from tests.paths import PROJECT_ROOT
 pytestmark = pytest.mark.timeout(300)
 
 
+#: One Ray cluster starts at a time on this machine (a lock file every test process sees).
+#: The suite's two Ray files run last, in two of its processes, and started their clusters
+#: together: two heads with their dashboards, monitors and agents, beside the last other
+#: files on a 2-core machine, and neither raylet registered within Ray's 30 s, five tries
+#: in a row, in three full runs of 2026-12-01 (alone, each started at once).
+START_LOCK = Path(tempfile.gettempdir()) / "gpuwb-tests-ray-start.lock"
+
+
+@contextlib.contextmanager
+def one_start_at_a_time():
+    """Held while a Ray cluster or node of the tests starts (START_LOCK)."""
+    with open(START_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 class RayNodes:
     """The Ray cluster of tests/cluster/ray_nodes.py: ``address``, ``add``, ``remove``."""
 
@@ -46,6 +69,10 @@ class RayNodes:
     STARTS = 5
 
     def __init__(self) -> None:
+        with one_start_at_a_time():
+            self._start()
+
+    def _start(self) -> None:
         for _ in range(self.STARTS):
             # (a session of its own: a failed start's Ray processes go with their group)
             self.proc = subprocess.Popen([sys.executable, "-m", "tests.cluster.ray_nodes", "1"],
@@ -67,7 +94,8 @@ class RayNodes:
         assert line.strip() == answer, (command, line)
 
     def add(self, name: str, gpus: int) -> None:
-        self._ask(f"add {name} {gpus}", f"added {name}")
+        with one_start_at_a_time():   # (a node's raylet starts too)
+            self._ask(f"add {name} {gpus}", f"added {name}")
         self.names.add(name)
 
     def remove(self, name: str) -> None:
