@@ -65,7 +65,7 @@ and the weights are kept by withholding launches from whoever is ahead.
   ``LIGHT_BURST`` of its batches (:meth:`_light`).
 - **A silent session's part assumed** (``assume_silent``, the pool's
   ``share_assume_silent``, on by default since run 330; a policy made alone has none):
-  :meth:`_assume_silent`.
+  arbiter/share_silence.py (:class:`Silence`, which this policy takes its rules from).
 - **Returning from idle**, a loop's round trips charged, a device left idle forgetting:
   arbiter/share_returns.py (:class:`Returns`, which this policy takes its rules from).
 """
@@ -79,6 +79,7 @@ from typing import Callable
 from .anticipation import LIGHT_BATCH, LIGHT_BURST, Anticipation
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 from .share_returns import FORGET_IDLE, Returns
+from .share_silence import OWN_SILENT_AFTER, SILENT_CAP, Silence, silent_after
 
 __all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "SILENT_CAP", "OWN_SILENT_AFTER",
            "LIGHT_BURST", "LIGHT_BATCH", "FORGET_IDLE"]
@@ -99,26 +100,12 @@ TAIL_CAP = 0.1
 #: estimate of its launched work's end: the launches of users held back for it reach the
 #: device as that work ends, not after (their grant's message and launch take about this).
 TAIL_EARLY = 0.0005
-#: Most device seconds a silent session on the device is assumed between two of its reports
-#: (:meth:`SharePolicy._assume_silent`): more than any one op should take. At 250 ms, on the
-#: NumPy device beside a training step whose single op ran 3 s, the assumption ran out and
-#: the interactive user waited 3.7 s; at 2 s its p99.9 was 2.15 ms (docs/fair-share.md).
-SILENT_CAP = 2.0
-#: Where the device's reports are each session's own time (the NumPy device: a worker's CPU
-#: time at its ops' ends), the part of the device past which a silent session is assumed to
-#: use it (:meth:`SharePolicy._assume_silent`), instead of the window: a worker silent for a
-#: few milliseconds there is waiting for a core or its turn, not using the device, and
-#: assumed its part at the window, three syncing users 1:2:4 on a 2-core machine gave the
-#: weight-4 user 0.52-0.54 of the time charged while it had work against 0.65-0.67 without
-#: it (tests/gpu_backend/test_share_pool.py's measure); a long NumPy op is silent for
-#: seconds, far past this.
-OWN_SILENT_AFTER = 0.05
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002
 
 
-class SharePolicy(Returns, Policy):
+class SharePolicy(Returns, Silence, Policy):
     """See the module's docstring. ``holder`` stays None: many sessions may hold at once
     (``admitted``)."""
 
@@ -137,7 +124,7 @@ class SharePolicy(Returns, Policy):
         #: look's deadline counts from it
         self._silent_looked = -math.inf
         #: a session's part of the device since its last charge past which it is silent
-        self.silent_after = max(window, OWN_SILENT_AFTER) if own_time else window
+        self.silent_after = silent_after(window, own_time)
         #: a user back after the device went unused this long (wall seconds) starts every
         #: user level (:meth:`_forget_if_idle`; 0: never)
         self.forget_idle = forget_idle
@@ -356,29 +343,11 @@ class SharePolicy(Returns, Policy):
 
     def next_deadline(self) -> float | None:
         expected = self.anticipation.next_deadline()
-        silent = math.inf
-        if self.assume_silent and self._on and self._held_back():
-            # (look again where a silent session's part may pass silent_after: that long
-            # after the oldest charge on the device; at most every quarter of it, counted
-            # from the last look, not from now, which put the deadline always a quarter
-            # window ahead of the tick that asked, so the silent session's part was assumed
-            # only when another event settled: beside a 150 ms op with both other users
-            # held back, none came for the whole op)
-            silent = max(min(self.sessions[sid].charged_at for sid in self._on)
-                         + self.silent_after, self._silent_looked + self.silent_after / 4)
-        deadline = min(silent, min(self._draining.values(), default=math.inf),
+        deadline = min(self._silent_deadline(), min(self._draining.values(), default=math.inf),
                        min(self._tails.values(), default=math.inf),
                        math.inf if expected is None else expected,
                        self._light_until)
         return None if deadline == math.inf else deadline
-
-    def _held_back(self) -> bool:
-        """Whether a session with work is held back (asked and not admitted): only then can
-        a silent session's part let anyone go. (Counting every session not admitted, an idle
-        one too, woke the arbiter every millisecond while anyone worked beside an idle
-        notebook's session.)"""
-        return any(session.runnable and sid not in self.admitted
-                   for sid, session in self.sessions.items())
 
     # -- mechanics ------------------------------------------------------------
     def _off(self, sid: str) -> None:
@@ -455,20 +424,6 @@ class SharePolicy(Returns, Policy):
             account = self.users[session.user]
             account.vt += extra / account.weight
 
-    def _assume_silent(self) -> None:
-        """Each session on the device whose part of it since its last charge exceeds the
-        window (a long op: its worker reports at its markers, and none comes till the op
-        ends) is assumed to have used that part, SILENT_CAP at most, as a lone holder is
-        (:meth:`_charge_lone`); its next report settles it both ways. Without it, the users
-        ahead of it stay held back for the whole op: in the simulation, two syncing users
-        beside a session reporting every 100 ms waited up to 94-96 ms between batches, 12 ms
-        with it (tests/gpu_backend/test_share_silent.py). On an H200 beside GEMMs of ~150 ms
-        (run 330) dl-mix's trainer got 0.37 of its rate alone without it, 0.55 with it."""
-        self._silent_looked = self.clock()
-        for sid in self._on:
-            if self._shares[sid][0] > self.silent_after:
-                self._assume_part(sid, SILENT_CAP)
-
     def _charge_lone(self) -> None:
         """Before a request is weighed: a lone session on the device reports every 50 ms;
         its time on the device since its last report (at most ALONE_REPORT_LAG) is charged
@@ -476,18 +431,6 @@ class SharePolicy(Returns, Policy):
         from it."""
         if len(self._on) == 1:
             self._assume_part(next(iter(self._on)), ALONE_REPORT_LAG)
-
-    def _assume_part(self, sid: str, cap: float) -> None:
-        """*sid*'s part of the device since its last charge (at most *cap*), less what is
-        assumed of it already, assumed now (its next report settles it). The share clock's
-        integral of 1/k, not the wall time, which counts whole the time others shared it and
-        was never given back (users 1:2:4 whose reads left the weight-4 user alone now and
-        then: it was charged 2.2 times its part); counted from its last charge, a session
-        back from idle was assumed its idle time."""
-        session = self.sessions[sid]
-        more = min(self._shares[sid][0], cap) - session.assumed
-        if more > 0:
-            self._assume(session, more)
 
     def _counted(self) -> list:
         """The users with work or anticipated back (those a user behind holds back), but

@@ -100,7 +100,7 @@ def test_what_is_assumed_of_an_op_that_cannot_stop_is_not_cut_short(monkeypatch)
     assumption must reach past half a second: at a cap of 250 ms it ran out within each op
     and the syncing users waited for the op's end (as on the NumPy device beside a 3 s op:
     3.7 s); at SILENT_CAP (2 s) they go on as beside short ops."""
-    import gpu_backend.arbiter.share as share
+    import gpu_backend.arbiter.share_silence as share
 
     parts, waits = _run(True, 1.5, whole_ops=True)
     assert max(waits.values()) < 0.03, waits
