@@ -14,42 +14,41 @@ from gpu_backend.arbiter.policy import Yield
 from gpu_backend.arbiter.share import OWN_SILENT_AFTER, WINDOW, SharePolicy
 from gpu_backend.config import PoolSettings
 
+from tests.gpu_backend.test_share_policy import Clock
 from tests.share_sim import ShareDevice, ShareSession
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _run(assume_silent: bool, report: float, seconds: float = 3.0,
-         whole_ops: bool = False) -> tuple[dict, dict]:
-    """Each user's part of the device over *seconds* (after a settle), and the longest wait
-    of each syncing user between two of its batches, beside a saturating session whose
-    worker reports every *report* seconds of its device time (*whole_ops*: its ops last that
-    long each, and told to stop it stops at an op's end)."""
-    sessions = [ShareSession("long", "long", report=report, whole_ops=whole_ops),
-                ShareSession("s1", "s1", batch=0.004, think=0.0003),
-                ShareSession("s2", "s2", batch=0.004, think=0.0003)]
-    device = ShareDevice(SharePolicy(assume_silent=assume_silent), sessions, tail=0.002,
-                         lead=0.002, lead_wall=True, jitter=0.5, seed=1)
+def _parts_and_waits(policy: SharePolicy, sessions: list, seconds: float = 3.0
+                     ) -> tuple[dict, dict]:
+    """Each session's part of the device over *seconds* after a settle, and each closed
+    loop's longest wait between two of its batches, in the tests' simulator under *policy*."""
+    device = ShareDevice(policy, sessions, tail=0.002, lead=0.002, lead_wall=True,
+                         jitter=0.5, seed=1)
     device.run(0.5)
     got = {s.sid: s.got for s in sessions}
+    loops = [s for s in sessions if s.think is not None]
     start = device.now
-    last = {s.sid: start for s in sessions[1:]}
-    batch = {s.sid: s.next_batch for s in sessions[1:]}
+    last = {s.sid: start for s in loops}
+    batch = {s.sid: s.next_batch for s in loops}
     waits = dict.fromkeys(last, 0.0)
     while device.now < start + seconds:
         device.step()
-        for s in sessions[1:]:
+        for s in loops:
             if s.next_batch != batch[s.sid]:   # (its read returned: a batch done)
                 batch[s.sid] = s.next_batch
                 waits[s.sid] = max(waits[s.sid], device.now - last[s.sid])
                 last[s.sid] = device.now
     return {s.sid: (s.got - got[s.sid]) / seconds for s in sessions}, waits
+
+
+def _run(assume_silent: bool, report: float, whole_ops: bool = False) -> tuple[dict, dict]:
+    """The parts and waits beside a saturating session whose worker reports every *report*
+    seconds of its device time (*whole_ops*: its ops last that long each, and told to stop it
+    stops at an op's end), two syncing users beside it."""
+    sessions = [ShareSession("long", "long", report=report, whole_ops=whole_ops),
+                ShareSession("s1", "s1", batch=0.004, think=0.0003),
+                ShareSession("s2", "s2", batch=0.004, think=0.0003)]
+    return _parts_and_waits(SharePolicy(assume_silent=assume_silent), sessions)
 
 
 def test_users_held_back_for_a_silent_session_go_as_its_assumed_part_passes_them():
@@ -148,29 +147,10 @@ def test_with_everyone_else_held_back_the_arbiters_own_deadline_assumes_the_sile
     assert policy.sessions["long"].assumed > 0
 
 
-def _pool_share(sessions, seconds: float = 3.0):
-    """Each session's part of the device over *seconds* after a settle, and each closed
-    loop's longest wait between two of its batches, under ``share`` as the pool makes it by
-    default (PoolSettings.policy_options: deep lead, light gap, gap charge, the silent part
-    assumed)."""
-    policy = make_policy("share", **PoolSettings().policy_options())
-    device = ShareDevice(policy, sessions, tail=0.002, lead=0.002, lead_wall=True,
-                         jitter=0.5, seed=1)
-    device.run(0.5)
-    got = {s.sid: s.got for s in sessions}
-    loops = [s for s in sessions if s.think is not None]
-    start = device.now
-    last = {s.sid: start for s in loops}
-    batch = {s.sid: s.next_batch for s in loops}
-    waits = dict.fromkeys(last, 0.0)
-    while device.now < start + seconds:
-        device.step()
-        for s in loops:
-            if s.next_batch != batch[s.sid]:
-                batch[s.sid] = s.next_batch
-                waits[s.sid] = max(waits[s.sid], device.now - last[s.sid])
-                last[s.sid] = device.now
-    return {s.sid: (s.got - got[s.sid]) / seconds for s in sessions}, waits
+def _pool_share(sessions) -> tuple[dict, dict]:
+    """The parts and waits under ``share`` as the pool makes it by default
+    (PoolSettings.policy_options: deep lead, light gap, gap charge, the silent part assumed)."""
+    return _parts_and_waits(make_policy("share", **PoolSettings().policy_options()), sessions)
 
 
 def test_the_pools_default_share_beside_ops_of_150_ms():
