@@ -1,5 +1,6 @@
 """The wire schema: every key of every message is declared once, in
-``gpu_backend/protocol/messages.py``, and the code and docs/protocol.md keep to it.
+``gpu_backend/protocol/messages/`` (a module per channel), and the code and docs/protocol.md
+keep to it.
 
 - docs/protocol.md's "Messages, field by field" section is ``render_markdown()``'s output.
 - Every field of every message class says what it means.
@@ -211,11 +212,12 @@ def test_every_message_and_field_is_explained() -> None:
 
 
 def test_messages_module_stands_alone() -> None:
-    """Loaded from its file alone (not through its package, which imports the codec): no
-    third-party module comes with it."""
-    path = ROOT / "gpu_backend" / "protocol" / "messages.py"
+    """Loaded from its folder alone (not through its package, which imports the codec): no
+    third-party module comes with it, nor any of ``gpu_backend``."""
+    folder = ROOT / "gpu_backend" / "protocol" / "messages"
     code = ("import importlib.util, sys\n"
-            f"spec = importlib.util.spec_from_file_location('wire_messages', {str(path)!r})\n"
+            f"spec = importlib.util.spec_from_file_location('wire_messages', "
+            f"{str(folder / '__init__.py')!r}, submodule_search_locations=[{str(folder)!r}])\n"
             "module = importlib.util.module_from_spec(spec)\n"
             "sys.modules['wire_messages'] = module\n"
             "spec.loader.exec_module(module)\n"
@@ -409,7 +411,7 @@ def undeclared(walker: Walker) -> list[str]:
     channels = walker.scope.channels if walker.scope else tuple(m.MESSAGES)
     keys, kinds = _keys(channels), _types(channels)
     return [f"{u.module}:{u.line}: {'message type' if u.how == 'type' else 'key'} {u.key!r} "
-            f"({u.how}) is not declared in messages.py's {', '.join(channels)} classes"
+            f"({u.how}) is not declared in the messages package's {', '.join(channels)} classes"
             for u in walker.uses
             if (u.how == "type" and u.key not in kinds) or (u.how != "type" and u.key not in keys)]
 
