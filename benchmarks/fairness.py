@@ -60,7 +60,9 @@ above mixes: the weights must hold whatever each user's way of working):
   interactive+syncs  the interactive user beside three syncing users, weights 1 each
 A user alone on the pool, as most are most of the time (issue 51: within 3 % of its rate, or
 its latency, under ``none``): ``alone-sync``, ``alone-train``, ``alone-2048`` (the workloads
-above) and ``alone-interactive``.
+above) and ``alone-interactive``; and beside a notebook that ran a cell and sits idle with its
+session open, the commonest company a user has (judged as a lone user):
+``alone-2048+idle``, ``alone-sync+idle``.
 
 Every scenario is judged from the users' side: each user's normalised rate (its rate over
 its rate alone, measured alone in the same run), their sum (work conservation), the share
@@ -126,7 +128,7 @@ READY_WAIT = 300.0
 #: client's start moves to this long after the last one did: they run together, as planned
 READY_MARGIN = 0.5
 
-from fairness_scenarios import DEFAULT_SCENARIOS, SCENARIOS, USERS  # noqa: E402,F401  (beside this file)
+from fairness_scenarios import DEFAULT_SCENARIOS, NOT_WORK, SCENARIOS, USERS  # noqa: E402,F401  (beside this file)
 
 
 # --------------------------------------------------------------------------- the pool
@@ -300,7 +302,7 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
         if pool is not None:
             pool.set_weights(weights)
         specs = [spec_for(u, k, pool, exclusive, start, stop, workdir, local) for u, k, _ in members]
-        phases = [(start, stop, {u: w for u, k, w in members if k != "interactive"})]
+        phases = [(start, stop, {u: w for u, k, w in members if k not in NOT_WORK})]
     time.sleep(1.2)   # the pool reloads the users file within a second
     wall = time.time() - time.monotonic()
     results, moved = run_clients(specs, workdir, events)
@@ -321,7 +323,7 @@ def scenario(name: str, pool, exclusive: dict, seconds: float, workdir: Path, lo
         charged = pool.charged(wall + p0 + settle, wall + p1)
         out["busy"] = pool.busy(wall + p0 + settle, wall + p1)
         done = {r["user"]: cumulative(r["points"], p1) - cumulative(r["points"], p0 + settle)
-                for r in results if r["kind"] != "interactive"}
+                for r in results if r["kind"] not in NOT_WORK}
         out["charged_s"] = charged
         out["charged_ms_per_gemm"] = {u: charged[u] / done[u] * 1e3
                                       for u in done if done[u] and u in charged}
@@ -551,7 +553,7 @@ def main(argv=None) -> int:
     except Exception:  # no GPU here: the NumPy device runs it (slowly, for a smoke test)
         results["gpu"] = None
     # the GEMM workloads the scenarios run (measured alone to normalise their rates)
-    gemm_kinds = sorted({k for n in names for _u, k, _w in SCENARIOS[n] if k != "interactive"})
+    gemm_kinds = sorted({k for n in names for _u, k, _w in SCENARIOS[n] if k not in NOT_WORK})
     policies = args.policies.split(",")
     # the GPU's clock beside the rates: a power-limited GPU's clock moves with the mix
     # (nvidia-smi stops with the run, also one cut short)

@@ -3,7 +3,8 @@ with its own session and token, started as ``fairness.py --client SPEC``.
 
 Kinds: GEMM loops (``big``, ``small``, ``long``) that keep their session backlogged and
 fence about every FENCE_SECONDS of their own work, reading the fence before last; the
-``interactive`` user, one small sync op every INTERACTIVE_PERIOD; the ``train`` user, a
+``interactive`` user, one small sync op every INTERACTIVE_PERIOD; the ``idle`` one, a session
+that ran one small op and then sits open, doing nothing; the ``train`` user, a
 DL-like training step that reads its loss each step; the syncing loops (``sync``,
 ``longsync``, ``smallsync``: the spec's ``per_sync`` GEMMs, then a read of one element). Each writes its progress over time
 (or its latencies) to the spec's ``out`` file as JSON.
@@ -55,6 +56,12 @@ def client_main(spec: dict) -> None:
             if t < t1:   # an op longer than the period: skip the missed slots
                 t += (t1 - t) // INTERACTIVE_PERIOD * INTERACTIVE_PERIOD + INTERACTIVE_PERIOD
         out.update(issued=issued, latencies=latencies)
+    elif spec["kind"] == "idle":   # a notebook that ran a cell and sits there, its session
+        # open and its array held: the commonest company a user has (issue 51)
+        x = xp.arange(1024, dtype=xp.float32)
+        float((x + 1).sum())
+        spec = started(spec)
+        wait_until(spec["stop"])
     elif spec["kind"] == "train":
         step = training_step(xp, np, spec["n"])
         for _ in range(5):

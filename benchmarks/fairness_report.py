@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import statistics
 
+from fairness_scenarios import NOT_WORK   # (beside this file)
+
 
 def cumulative(points, t):
     """Completed GEMMs by time *t*, interpolated between fences."""
@@ -67,7 +69,7 @@ def _running_from(gemm, targets, p0):
 
 
 def analyse(name, results, phases, exclusive, start, stop) -> dict:
-    gemm = {r["user"]: r for r in results if r["kind"] != "interactive"}
+    gemm = {r["user"]: r for r in results if r["kind"] not in NOT_WORK}
     out: dict = {"scenario": name}
     errors = {w: [] for w in (0.1, 1.0, 10.0)}
     series = {}

@@ -30,7 +30,14 @@ SCENARIOS = {
     "alone-train": [("a", "train", 1)],
     "alone-2048": [("a", "mid", 1)],
     "alone-interactive": [("i", "interactive", 1)],
+    # ... beside a notebook that ran a cell and sits idle, its session open (issue 51: the
+    # commonest company a user has; its rate judged as a lone user's)
+    "alone-2048+idle": [("a", "mid", 1), ("b", "idle", 1)],
+    "alone-sync+idle": [("a", "sync", 1), ("b", "idle", 1)],
 }
+#: the kinds whose users do no GEMM work: measured by their latency (``interactive``) or not
+#: at all (``idle``, a session open and doing nothing); no rate, no part of the work
+NOT_WORK = ("interactive", "idle")
 #: what a run without --scenarios runs: every scenario (the long-kernel ones were left out,
 #: and a default run missed cases the documents quote: issue 53)
 DEFAULT_SCENARIOS = list(SCENARIOS)

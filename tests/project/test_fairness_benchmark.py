@@ -129,26 +129,31 @@ def test_interleaved_policies_run_each_scenario_back_to_back_in_rotated_orders(t
     """``--interleave``: every policy's pool open at once, each scenario run under both
     policies back to back, the order rotated from one scenario to the next (``--rotate 1``
     starting one place on), so that the GPU's drift over a run falls on neither policy; the
-    order run is in the JSON. On the NumPy device, two one-user scenarios of 2 s."""
+    order run is in the JSON. On the NumPy device, two one-user scenarios of 2 s, one of them
+    beside a notebook's idle session (``alone-sync+idle``: no work of its own, so judged as a
+    lone user, its rate against ``none``'s)."""
     out = tmp_path / "fairness.json"
     done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "fairness.py"),
                            "--devices", "cpu", "--policies", "none,share", "--calibrate", "none",
-                           "--scenarios", "alone-sync,alone-2048", "--interleave", "--rotate", "1",
+                           "--scenarios", "alone-sync+idle,alone-2048", "--interleave", "--rotate", "1",
                            "--sync", "64", "--mid", "64", "--small", "64", "--big", "64",
                            "--long", "64", "--seconds", "2", "--calibrate-seconds", "1",
                            "--lead", "3", "--json", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads(out.read_text())
-    assert results["order"] == [["alone-sync", ["share", "none"]],
+    assert results["order"] == [["alone-sync+idle", ["share", "none"]],
                                 ["alone-2048", ["none", "share"]]]
     assert list(results["exclusive"]) == ["none"]   # (measured alone once, under none)
     for policy in ("none", "share"):
-        for name in ("alone-sync", "alone-2048"):
+        for name in ("alone-sync+idle", "alone-2048"):
             row = results["policies"][policy][name]
             assert set(row["normalised_rates"]) == {"a"}, (policy, name, row)
             assert row["normalised_rates"]["a"] > 0, (policy, name, row)
     # (stderr says each run as it ends: the scenario's second policy right after its first)
     ends = [line.split()[:2] for line in done.stderr.splitlines() if line.endswith(" done")]
-    assert ends == [["share", "alone-sync"], ["none", "alone-sync"], ["none", "alone-2048"],
-                    ["share", "alone-2048"]], ends
+    assert ends == [["share", "alone-sync+idle"], ["none", "alone-sync+idle"],
+                    ["none", "alone-2048"], ["share", "alone-2048"]], ends
+    judged = {row["target"] for row in results["targets"]
+              if row["policy"] == "share" and row["scenario"] == "alone-sync+idle"}
+    assert "(51) alone a over none's" in judged, judged
