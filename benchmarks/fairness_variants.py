@@ -67,7 +67,9 @@ _FLAGS = {
 #: back from a gap of at most this is charged the gap as its own time, SharePolicy._charge_gap:
 #: the pool's own argument; "share+gapcharge0": none is); "share+forget50" (ms the device goes
 #: unused before a user's return starts every user level, SharePolicy._forget_if_idle: the
-#: pool's own argument; "share+forget0": never, as before run 223)
+#: pool's own argument; "share+forget0": never, as before run 223); "share+companyidle1000"
+#: (ms a session with no work stays company while its worker is silent: the pool's own
+#: argument; "share+companyidle0": every session attached is company, as before run 336)
 _VALUED = {
     "patience": "GPUWB_PREEMPT_PATIENCE_MS",
     "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
@@ -84,6 +86,7 @@ _POOL_VALUED = {
     "lightgap": "--share-light-gap-ms",
     "gapcharge": "--share-gap-charge-ms",
     "forget": "--share-forget-idle-ms",
+    "companyidle": "--company-idle-ms",
 }
 _VALUE = re.compile(r"([a-z]+)(\d+(?:\.\d+)?)")
 

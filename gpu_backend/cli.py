@@ -85,6 +85,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share policy: a user back to a device nobody used for this many "
                              "milliseconds starts every user level, what each had banked or "
                              "owed forgotten (default 50; 0: never)")
+    parser.add_argument("--company-idle-ms", type=float,
+                        help="a session with no work whose worker has said nothing for this "
+                             "many milliseconds is no company to the others on its device, "
+                             "which launch as alone (default 1000; 0: every session attached "
+                             "is company)")
     parser.add_argument("--quantum-ms", type=float,
                         help="fair policy: the least device milliseconds a session keeps the "
                              "device while others wait (default 2)")
@@ -144,7 +149,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 #: serve's options that map one to one onto PoolSettings fields
 SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms", "share_window_ms",
                   "share_deep_lead_ms", "share_light_gap_ms", "share_gap_charge_ms",
-                  "share_forget_idle_ms",
+                  "share_forget_idle_ms", "company_idle_ms",
                   "usage_log", "memory_limit", "lease_timeout", "spare_workers", "ready_timeout",
                   "worker_zygote", "same_host",
                   "worker_spin_ms", "spin_slots",

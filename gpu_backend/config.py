@@ -66,6 +66,13 @@ class PoolSettings(BaseSettings):
                                         "a user back to a device nobody used for this many "
                                         "milliseconds starts every user level, what each had "
                                         "banked or owed forgotten (0: never)")
+    # (1 s: an idle notebook's open session counted as company cost the 2048² GEMM user
+    # beside it 0.04 of its rate under share, H200 run 336; docs/fair-share.md)
+    company_idle_ms: float = Field(1000.0, ge=0, le=3_600_000, description="every policy: a "
+                                   "session with no work whose worker has said nothing for "
+                                   "this many milliseconds is no company to the others on its "
+                                   "device, which then launch as alone (0: every session "
+                                   "attached is company)")
     quantum_ms: float = Field(2.0, gt=0, le=100, description="fair policy: the least device "
                               "milliseconds a session keeps the device while others wait")
     period_ms: float = Field(20.0, ge=0, le=1000, description="fair policy: device milliseconds "
@@ -213,6 +220,11 @@ class PoolSettings(BaseSettings):
                 "gap_charge": self.share_gap_charge_ms / 1e3,
                 "forget_idle": self.share_forget_idle_ms / 1e3,
                 "assume_silent": self.share_assume_silent}
+
+    def company_options(self) -> dict:
+        """The arbiter's own settings beside its policies' (``Arbiter`` takes them; a
+        policy does not): how long a silent session with no work stays company."""
+        return {"company_idle": self.company_idle_ms / 1e3}
 
     @property
     def host(self) -> str:

@@ -38,6 +38,14 @@ log = logging.getLogger("gpu_backend.arbiter")
 SNAPSHOT_INTERVAL = 0.1
 #: The longest a thread of the pool's process holds the GIL while the arbiter waits for it.
 SWITCH_INTERVAL = 0.0005
+#: A session with no work (it said it was idle, or never asked) whose worker has said nothing
+#: for this many seconds is no company to the others on its device: they are told they are
+#: alone (a lone worker launches LONE_LEAD ahead and says nothing at its reads). An idle
+#: notebook's open session is most sessions' company; counted as company, it cost the
+#: 2048² GEMM user beside it a twentieth of its rate under ``share`` (0.960 against 0.998
+#: under ``none`` and 0.999 alone, H200 run 336). Its next ``want`` makes it company again
+#: (``worker/lease.py``: a worker that went idle with company says ``want`` when it has work).
+COMPANY_IDLE = 1.0
 
 
 class Arbiter:
@@ -48,8 +56,12 @@ class Arbiter:
                  patience_by_op: bool = True, gap_rule: bool = True,
                  window: float | None = None, fill: bool = False, deep_lead: float = 0.0,
                  light_gap: float = 0.0, gap_charge: float = 0.0,
-                 forget_idle: float = FORGET_IDLE, assume_silent: bool = False) -> None:
+                 forget_idle: float = FORGET_IDLE, assume_silent: bool = False,
+                 company_idle: float = COMPANY_IDLE) -> None:
         self.ctx = ctx
+        #: how long a session with no work may stay silent and still be company
+        #: (COMPANY_IDLE; 0: every session attached is company, as before run 336)
+        self.company_idle = company_idle
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
@@ -84,6 +96,12 @@ class Arbiter:
         self._where: dict[str, tuple[str, str]] = {}   # worker id -> (device, session)
         self._worker_of: dict[str, str] = {}            # session -> worker id
         self._lead_of: dict[str, float | None] = {}     # worker id -> the lead it was told
+        self._alone_of: dict[str, bool] = {}            # worker id -> whether told it is alone
+        self._heard_at: dict[str, float] = {}           # worker id -> its last message (or attach)
+        #: the workers counted as company at their device's last count, and when one of them
+        #: may stop counting (the last count's earliest silence past company_idle)
+        self._company: set[str] = set()
+        self._company_due = float("inf")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpuwb-arbiter", daemon=True)
         self._snapshot_at = 0.0
@@ -148,6 +166,8 @@ class Arbiter:
         try:
             while not self._stop.is_set():
                 deadlines = [d for p in self.policies.values() if (d := p.next_deadline()) is not None]
+                if self._company_due != float("inf"):
+                    deadlines.append(self._company_due)
                 timeout = 1000.0
                 if deadlines:
                     timeout = max(0.0, min(deadlines) - self.clock()) * 1000
@@ -165,6 +185,7 @@ class Arbiter:
                         self.trace.decided("", None, {"t": "tick"}, actions, None,
                                            {u.name: u.vt for u in policy.users.values()})
                     self._send(actions)
+                self._count_company_due()
                 self._refresh_snapshot()
         except Exception:  # the arbiter must never take the pool down silently
             log.exception("the arbiter stopped")
@@ -190,60 +211,84 @@ class Arbiter:
                     slot = self.board.take()
                     if slot is not None:
                         self._slot[worker] = slot
-                    before = len(policy.sessions)
                     policy.attach(session, user, weight)
-                    self._company_changed(device, before)
-                    self._tell_leads(device)
+                    self._heard_at[worker] = self.clock()
+                    self._tell_company(device)
             elif kind == "detach":
                 place = self._where.pop(command[1], None)
                 slot = self._slot.pop(command[1], None)
                 self._lead_of.pop(command[1], None)
+                self._alone_of.pop(command[1], None)
+                self._heard_at.pop(command[1], None)
+                self._company.discard(command[1])
                 if slot is not None:
                     self.board.give_back(slot)
                 if place is not None:
                     device, session = place
                     self._worker_of.pop(session, None)
                     policy = self.policies[device]
-                    before = len(policy.sessions)
                     actions = policy.detach(session)
-                    self._company_changed(device, before)   # (before the grants: they say it too)
-                    self._tell_leads(device)
+                    self._tell_company(device)   # (before the grants: they say it too)
                     self._send(actions)
             elif kind == "weights":
                 for device, policy in self.policies.items():
                     for user, weight in command[1].items():
                         policy.set_weight(user, weight)
-                    self._tell_leads(device)
+                    self._tell_company(device)
             self._snapshot_at = 0.0
 
-    def _company_changed(self, device: str, before: int) -> None:
-        """A session attached to *device* or left it (*before*: the sessions attached till
-        then). When the device goes from one session to more, or back, the workers on it are
-        told whether they are alone: a lone worker keeps a long queue of launched work
-        (worker/pacing.py, LONE_LEAD), one with company keeps it short, so that a newcomer
-        never waits behind it. Grants say it too (``a``): a worker told before its lease was
-        connected learns it from its first grant."""
-        count = len(self.policies[device].sessions)
-        if count == 0 or (before == 1) == (count == 1):
-            return
-        msg = packb({"t": "company", "a": count == 1})
-        for worker, (where, _) in self._where.items():
-            if where == device:
-                self._to_worker(worker, msg)
+    def _is_company(self, worker: str, now: float) -> bool:
+        """Whether *worker*'s session counts as company to the others on its device: it has
+        work (it asked, or holds the device), or its worker spoke within ``company_idle``
+        (a newcomer from its attach)."""
+        device, session = self._where[worker]
+        known = self.policies[device].sessions.get(session)
+        return (known is not None and known.runnable) or not self.company_idle \
+            or now - self._heard_at.get(worker, now) < self.company_idle
 
-    def _tell_leads(self, device: str) -> None:
-        """The lead a policy gives a session (Policy.lead_for: ``share``'s heaviest users)
-        follows the users attached to *device* and their weights; each worker whose lead
-        changed is told (a ``company`` message, ``l``; its standing grants say it too)."""
+    def _alone(self, worker: str, company: set[str]) -> bool:
+        """Whether *worker* has no company on its device (*company*: the workers counted)."""
+        device = self._where[worker][0]
+        return not any(other != worker and where == device and other in company
+                       for other, (where, _) in self._where.items())
+
+    def _tell_company(self, device: str) -> None:
+        """Count *device*'s company again, and tell each of its workers whose standing
+        changed whether it is alone and the lead it launches with (a ``company`` message).
+        A lone worker keeps a long queue of launched work (worker/pacing.py, LONE_LEAD) and
+        says nothing at its reads; one with company keeps its lead (``share``'s heaviest
+        users a deep one: Policy.lead_for) and says ``idle`` and ``want``, so that a
+        newcomer never waits behind it. A session with no work silent for ``company_idle``
+        is no company (COMPANY_IDLE); a worker is told it has company by the session that
+        is (its ``want``, its attach), before that session's grant. Grants say it too
+        (``a``): a worker told before its lease was connected learns it from its first
+        grant."""
+        now = self.clock()
         policy = self.policies[device]
-        alone = len(policy.sessions) == 1
-        for worker, (where, session) in self._where.items():
-            if where != device:
-                continue
-            lead = policy.lead_for(session)
-            if self._lead_of.get(worker) != lead:
-                self._lead_of[worker] = lead
+        here = [w for w, (where, _) in self._where.items() if where == device]
+        company = {w for w in here if self._is_company(w, now)}
+        self._company.difference_update(here)
+        self._company.update(company)
+        for worker in company:
+            known = policy.sessions.get(self._where[worker][1])
+            if not (known is not None and known.runnable) and self.company_idle:
+                self._company_due = min(self._company_due,
+                                        self._heard_at.get(worker, now) + self.company_idle)
+        for worker in here:
+            alone = self._alone(worker, company)
+            lead = policy.lead_for(self._where[worker][1])
+            if self._alone_of.get(worker) != alone or self._lead_of.get(worker) != lead:
+                self._alone_of[worker], self._lead_of[worker] = alone, lead
                 self._to_worker(worker, packb({"t": "company", "a": alone, "l": lead}))
+
+    def _count_company_due(self) -> None:
+        """A session counted as company may have gone silent past ``company_idle``: every
+        device's company counted again (a second at most after the last word of each)."""
+        if self._company_due > self.clock():
+            return
+        self._company_due = float("inf")
+        for device in self.policies:
+            self._tell_company(device)
 
     def _to_worker(self, worker: str, msg: bytes) -> None:
         try:
@@ -260,6 +305,8 @@ class Arbiter:
             return   # a worker not (or no longer) serving a session: nothing to decide
         device, session = place
         policy = self.policies[device]
+        worker = frames[0].decode(errors="replace")
+        self._heard_at[worker] = now = self.clock()
         try:
             msg = unpackb(frames[1])
             kind = msg.get("t")
@@ -295,6 +342,12 @@ class Arbiter:
             known = policy.sessions.get(session)
             self.trace.decided(session, known.user if known else None, msg, actions, before,
                                {u.name: u.vt for u in policy.users.values()})
+        if worker not in self._company:   # (company again: the others told before its grant)
+            self._tell_company(device)
+        elif self.company_idle and not (session in policy.sessions
+                                        and policy.sessions[session].runnable):
+            # (out of work: no company once silent that long, unless it speaks again)
+            self._company_due = min(self._company_due, now + self.company_idle)
         self._send(actions)
 
     def _send(self, actions: list) -> None:
@@ -304,8 +357,11 @@ class Arbiter:
                 continue
             if isinstance(action, Grant):
                 device = self._where[worker][0]
+                alone = self._alone_of.get(worker)
+                if alone is None:
+                    alone = self._alone_of[worker] = self._alone(worker, self._company)
                 msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant,
-                       "k": self._slot.get(worker), "a": len(self.policies[device].sessions) <= 1}
+                       "k": self._slot.get(worker), "a": alone}
                 if action.standing:
                     msg["s"] = True
                     lead = self._lead_of[worker] = self.policies[device].lead_for(action.session)

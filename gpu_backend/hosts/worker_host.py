@@ -61,7 +61,8 @@ class WorkerHost(HostWorkers):
         #: decides who may launch work on each device (None: CUDA time-slicing, policy "none")
         self.arbiter = (Arbiter(ctx, settings.policy, devices, run_dir=self.run_dir,
                                 trace=str(settings.arbiter_trace) if settings.arbiter_trace
-                                else None, **settings.policy_options()).start()
+                                else None, **settings.policy_options(),
+                                **settings.company_options()).start()
                         if settings.policy != "none" else None)
         #: what every worker is started with (pool_workers.spawn_worker)
         self.options = WorkerOptions(
