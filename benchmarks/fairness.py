@@ -17,52 +17,7 @@ scenario in both orders.
 
 For each policy a pool (``gpuwb-backend serve --policy P``) runs on the GPU,
 and each scenario starts its clients as separate processes, each with its own
-user (token) and session:
-
-  two-1:1        two users with big GEMM loops, weights 1:1
-  three-1:2:4    three users with big GEMM loops, weights 1:2:4
-  big-vs-small   a big and a small GEMM loop, weights 1:1 (rates normalised to
-                 each one's exclusive rate)
-  interactive+1  a small op every 10 ms (float((x + 1).sum())) beside one
-                 saturating user
-  interactive+2  the same beside two saturating users
-  dynamics       two users; a third joins at 1/4, leaves at 1/2; the first one's
-                 weight goes to 3 at 3/4 (the users file is rewritten; the pool
-                 reloads it)
-  interactive+long  the interactive user beside one whose
-                 every GEMM is one ~70 ms kernel, which no policy can preempt
-                 (``--long 8192``: ~22 ms, issue 38's "long kernels")
-  long-vs-small  a loop of long GEMMs beside a small GEMM
-                 loop, weights 1:1 (rates normalised to each one's exclusive rate)
-  dl-mix         a two-layer MLP's training steps, each reading
-                 its loss (a pause between steps), beside a loop of long GEMMs and the
-                 interactive user, weights 1:1 (steps per second normalised as GEMMs are)
-
-Users that sync every few milliseconds, as notebooks do (issue 51): each loop iteration
-launches its GEMMs and then reads one element of the result, so the session has nothing
-queued while its client waits for that value and sends the next iteration:
-
-  sync-1:1       two users each looping four 4096² float32 GEMMs (~2 ms each) and a
-                 read of one element, weights 1:1
-  sync-1:2:4     three such users, weights 1:2:4
-  sync-long-vs-small  a loop of one 8192² float32 GEMM (~20 ms) and a read beside a loop
-                 of four 1024² ones and a read, weights 1:1
-  interactive+2048  the interactive user beside one saturating with 2048² float32 GEMMs
-                 (~0.3 ms each, fenced as the GEMM loops above)
-
-Users of different kinds under weights, and more users at once (issue 51's shapes no scenario
-above mixes: the weights must hold whatever each user's way of working):
-
-  mixed-1:2:4    a deep-queued big GEMM user at weight 1, the trainer (reads its loss each
-                 step) at 2, a syncing user at 4: the heaviest weight on a user that waits
-                 for a value every four GEMMs, the lightest on one that never waits
-  many-sync      six syncing users, weights 1 each
-  interactive+syncs  the interactive user beside three syncing users, weights 1 each
-A user alone on the pool, as most are most of the time (issue 51: within 3 % of its rate, or
-its latency, under ``none``): ``alone-sync``, ``alone-train``, ``alone-2048`` (the workloads
-above) and ``alone-interactive``; and beside a notebook that ran a cell and sits idle with its
-session open, the commonest company a user has (judged as a lone user):
-``alone-2048+idle``, ``alone-sync+idle``.
+user (token) and session. The scenarios: fairness_scenarios.py (``--help`` lists them).
 
 Every scenario is judged from the users' side: each user's normalised rate (its rate over
 its rate alone, measured alone in the same run), their sum (work conservation), the share
@@ -128,7 +83,8 @@ READY_WAIT = 300.0
 #: client's start moves to this long after the last one did: they run together, as planned
 READY_MARGIN = 0.5
 
-from fairness_scenarios import DEFAULT_SCENARIOS, NOT_WORK, SCENARIOS, USERS  # noqa: E402,F401  (beside this file)
+import fairness_scenarios  # noqa: E402  (beside this file)
+from fairness_scenarios import DEFAULT_SCENARIOS, NOT_WORK, SCENARIOS, USERS  # noqa: E402,F401
 
 
 # --------------------------------------------------------------------------- the pool
@@ -454,7 +410,8 @@ def drift_corrected(result: dict, members: list, before: dict, after: dict) -> f
 def parse_args(argv=None) -> argparse.Namespace:
     """The command line, with ``--quick``'s durations applied and the scenarios to run as a
     list in ``names`` (every scenario unless ``--scenarios`` names some)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__ + "\n" + fairness_scenarios.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--calibrate-seconds", type=float, default=5.0)

@@ -1,6 +1,51 @@
 """benchmarks/fairness.py's scenarios: each a list of (user, workload, weight), the users
-every pool of a run knows, and what a run without ``--scenarios`` runs (fairness.py's
-docstring says what each scenario is)."""
+every pool of a run knows, and what a run without ``--scenarios`` runs (every scenario).
+
+  two-1:1        two users with big GEMM loops, weights 1:1
+  three-1:2:4    three users with big GEMM loops, weights 1:2:4
+  big-vs-small   a big and a small GEMM loop, weights 1:1 (rates normalised to
+                 each one's exclusive rate)
+  interactive+1  a small op every 10 ms (float((x + 1).sum())) beside one
+                 saturating user
+  interactive+2  the same beside two saturating users
+  dynamics       two users; a third joins at 1/4, leaves at 1/2; the first one's
+                 weight goes to 3 at 3/4 (the users file is rewritten; the pool
+                 reloads it)
+  interactive+long  the interactive user beside one whose
+                 every GEMM is one ~70 ms kernel, which no policy can preempt
+                 (``--long 8192``: ~22 ms, issue 38's "long kernels")
+  long-vs-small  a loop of long GEMMs beside a small GEMM
+                 loop, weights 1:1 (rates normalised to each one's exclusive rate)
+  dl-mix         a two-layer MLP's training steps, each reading
+                 its loss (a pause between steps), beside a loop of long GEMMs and the
+                 interactive user, weights 1:1 (steps per second normalised as GEMMs are)
+
+Users that sync every few milliseconds, as notebooks do (issue 51): each loop iteration
+launches its GEMMs and then reads one element of the result, so the session has nothing
+queued while its client waits for that value and sends the next iteration:
+
+  sync-1:1       two users each looping four 4096² float32 GEMMs (~2 ms each) and a
+                 read of one element, weights 1:1
+  sync-1:2:4     three such users, weights 1:2:4
+  sync-long-vs-small  a loop of one 8192² float32 GEMM (~20 ms) and a read beside a loop
+                 of four 1024² ones and a read, weights 1:1
+  interactive+2048  the interactive user beside one saturating with 2048² float32 GEMMs
+                 (~0.3 ms each, fenced as the GEMM loops above)
+
+Users of different kinds under weights, and more users at once (issue 51's shapes no scenario
+above mixes: the weights must hold whatever each user's way of working):
+
+  mixed-1:2:4    a deep-queued big GEMM user at weight 1, the trainer (reads its loss each
+                 step) at 2, a syncing user at 4: the heaviest weight on a user that waits
+                 for a value every four GEMMs, the lightest on one that never waits
+  many-sync      six syncing users, weights 1 each
+  interactive+syncs  the interactive user beside three syncing users, weights 1 each
+A user alone on the pool, as most are most of the time (issue 51: within 3 % of its rate, or
+its latency, under ``none``): ``alone-sync``, ``alone-train``, ``alone-2048`` (the workloads
+above) and ``alone-interactive``; and beside a notebook that ran a cell and sits idle with its
+session open, the commonest company a user has (judged as a lone user):
+``alone-2048+idle``, ``alone-sync+idle``.
+"""
 
 SCENARIOS = {
     "two-1:1": [("a", "big", 1), ("b", "big", 1)],
