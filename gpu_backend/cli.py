@@ -86,10 +86,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                              "milliseconds starts every user level, what each had banked or "
                              "owed forgotten (default 50; 0: never)")
     parser.add_argument("--company-idle-ms", type=float,
-                        help="a session with no work whose worker has said nothing for this "
-                             "many milliseconds is no company to the others on its device, "
-                             "which launch as alone (default 1000; 0: every session attached "
-                             "is company)")
+                        help="share policy: a session with no work whose worker has said "
+                             "nothing for this many milliseconds is no company to the others "
+                             "on its device, which launch as alone (default 1000; 0: every "
+                             "session attached is company; else at least 50)")
     parser.add_argument("--quantum-ms", type=float,
                         help="fair policy: the least device milliseconds a session keeps the "
                              "device while others wait (default 2)")

@@ -68,11 +68,11 @@ class PoolSettings(BaseSettings):
                                         "banked or owed forgotten (0: never)")
     # (1 s: an idle notebook's open session counted as company cost the 2048² GEMM user
     # beside it 0.04 of its rate under share, H200 run 336; docs/fair-share.md)
-    company_idle_ms: float = Field(1000.0, ge=0, le=3_600_000, description="every policy: a "
+    company_idle_ms: float = Field(1000.0, ge=0, le=3_600_000, description="share policy: a "
                                    "session with no work whose worker has said nothing for "
                                    "this many milliseconds is no company to the others on its "
                                    "device, which then launch as alone (0: every session "
-                                   "attached is company)")
+                                   "attached is company; else at least 50)")
     quantum_ms: float = Field(2.0, gt=0, le=100, description="fair policy: the least device "
                               "milliseconds a session keeps the device while others wait")
     period_ms: float = Field(20.0, ge=0, le=1000, description="fair policy: device milliseconds "
@@ -176,6 +176,15 @@ class PoolSettings(BaseSettings):
                                       "its address in the Ray cluster)")
     metrics_address: str = Field("127.0.0.1", description="the metrics server's address "
                                  "(0.0.0.0 for a scraper on another host)")
+
+    @field_validator("company_idle_ms")
+    @classmethod
+    def _company_idle_not_within_a_batch(cls, value: float) -> float:
+        # (shorter, a session's every gap between its batches would flip the others between
+        # alone and company, and each of its messages count its device's company again)
+        if 0 < value < 50:
+            raise ValueError("company_idle_ms is 0 (every session is company) or at least 50")
+        return value
 
     @field_validator("listen")
     @classmethod

@@ -45,6 +45,8 @@ SWITCH_INTERVAL = 0.0005
 #: 2048² GEMM user beside it a twentieth of its rate under ``share`` (0.960 against 0.998
 #: under ``none`` and 0.999 alone, H200 run 336). Its next ``want`` makes it company again
 #: (``worker/lease.py``: a worker that went idle with company says ``want`` when it has work).
+#: Under ``share`` only: under ``fair`` and ``fifo`` a returning session's grant would wait
+#: for a lone holder's queue each time, which is not measured.
 COMPANY_IDLE = 1.0
 
 
@@ -60,8 +62,9 @@ class Arbiter:
                  company_idle: float = COMPANY_IDLE) -> None:
         self.ctx = ctx
         #: how long a session with no work may stay silent and still be company
-        #: (COMPANY_IDLE; 0: every session attached is company, as before run 336)
-        self.company_idle = company_idle
+        #: (COMPANY_IDLE; 0, and under every policy but ``share``: every session attached is
+        #: company, as before run 336)
+        self.company_idle = company_idle if policy == "share" else 0.0
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
@@ -98,10 +101,11 @@ class Arbiter:
         self._lead_of: dict[str, float | None] = {}     # worker id -> the lead it was told
         self._alone_of: dict[str, bool] = {}            # worker id -> whether told it is alone
         self._heard_at: dict[str, float] = {}           # worker id -> its last message (or attach)
-        #: the workers counted as company at their device's last count, and when one of them
-        #: may stop counting (the last count's earliest silence past company_idle)
+        #: each device's workers; those counted as company at their device's last count; and
+        #: per device, when one of them may stop counting (its count is made again then)
+        self._on_device: dict[str, set[str]] = {}
         self._company: set[str] = set()
-        self._company_due = float("inf")
+        self._company_due: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpuwb-arbiter", daemon=True)
         self._snapshot_at = 0.0
@@ -166,8 +170,7 @@ class Arbiter:
         try:
             while not self._stop.is_set():
                 deadlines = [d for p in self.policies.values() if (d := p.next_deadline()) is not None]
-                if self._company_due != float("inf"):
-                    deadlines.append(self._company_due)
+                deadlines.extend(d for d in self._company_due.values() if d != float("inf"))
                 timeout = 1000.0
                 if deadlines:
                     timeout = max(0.0, min(deadlines) - self.clock()) * 1000
@@ -213,6 +216,7 @@ class Arbiter:
                         self._slot[worker] = slot
                     policy.attach(session, user, weight)
                     self._heard_at[worker] = self.clock()
+                    self._on_device.setdefault(device, set()).add(worker)
                     self._tell_company(device)
             elif kind == "detach":
                 place = self._where.pop(command[1], None)
@@ -225,6 +229,7 @@ class Arbiter:
                     self.board.give_back(slot)
                 if place is not None:
                     device, session = place
+                    self._on_device.get(device, set()).discard(command[1])
                     self._worker_of.pop(session, None)
                     policy = self.policies[device]
                     actions = policy.detach(session)
@@ -237,20 +242,20 @@ class Arbiter:
                     self._tell_company(device)
             self._snapshot_at = 0.0
 
-    def _is_company(self, worker: str, now: float) -> bool:
-        """Whether *worker*'s session counts as company to the others on its device: it has
-        work (it asked, or holds the device), or its worker spoke within ``company_idle``
-        (a newcomer from its attach)."""
+    def _is_company(self, worker: str, now: float) -> tuple[bool, float]:
+        """Whether *worker*'s session counts as company to the others on its device, and
+        until when at least: it has work (it asked, or holds the device: looked at again
+        within ``company_idle``, for its work may end without a word of its own, a read's
+        tail counted out at its estimate), or its worker spoke within ``company_idle`` (a
+        newcomer from its attach)."""
         device, session = self._where[worker]
         known = self.policies[device].sessions.get(session)
-        return (known is not None and known.runnable) or not self.company_idle \
-            or now - self._heard_at.get(worker, now) < self.company_idle
-
-    def _alone(self, worker: str, company: set[str]) -> bool:
-        """Whether *worker* has no company on its device (*company*: the workers counted)."""
-        device = self._where[worker][0]
-        return not any(other != worker and where == device and other in company
-                       for other, (where, _) in self._where.items())
+        if not self.company_idle:
+            return True, float("inf")
+        if known is not None and known.runnable:
+            return True, now + self.company_idle
+        until = self._heard_at.get(worker, now) + self.company_idle
+        return now < until, until
 
     def _tell_company(self, device: str) -> None:
         """Count *device*'s company again, and tell each of its workers whose standing
@@ -262,33 +267,33 @@ class Arbiter:
         is no company (COMPANY_IDLE); a worker is told it has company by the session that
         is (its ``want``, its attach), before that session's grant. Grants say it too
         (``a``): a worker told before its lease was connected learns it from its first
-        grant."""
+        grant. The device's workers alone are looked at."""
         now = self.clock()
         policy = self.policies[device]
-        here = [w for w, (where, _) in self._where.items() if where == device]
-        company = {w for w in here if self._is_company(w, now)}
+        here = self._on_device.get(device, set())
+        company, due = set(), float("inf")
+        for worker in here:
+            counted, until = self._is_company(worker, now)
+            if counted:
+                company.add(worker)
+                due = min(due, until)
         self._company.difference_update(here)
         self._company.update(company)
-        for worker in company:
-            known = policy.sessions.get(self._where[worker][1])
-            if not (known is not None and known.runnable) and self.company_idle:
-                self._company_due = min(self._company_due,
-                                        self._heard_at.get(worker, now) + self.company_idle)
+        self._company_due[device] = due
         for worker in here:
-            alone = self._alone(worker, company)
+            alone = len(company) - (worker in company) == 0
             lead = policy.lead_for(self._where[worker][1])
             if self._alone_of.get(worker) != alone or self._lead_of.get(worker) != lead:
                 self._alone_of[worker], self._lead_of[worker] = alone, lead
                 self._to_worker(worker, packb({"t": "company", "a": alone, "l": lead}))
 
     def _count_company_due(self) -> None:
-        """A session counted as company may have gone silent past ``company_idle``: every
-        device's company counted again (a second at most after the last word of each)."""
-        if self._company_due > self.clock():
-            return
-        self._company_due = float("inf")
-        for device in self.policies:
-            self._tell_company(device)
+        """The devices where a session counted as company may have stopped being company
+        (silent past ``company_idle`` with no work): their company counted again."""
+        now = self.clock()
+        for device, due in list(self._company_due.items()):
+            if due <= now:
+                self._tell_company(device)
 
     def _to_worker(self, worker: str, msg: bytes) -> None:
         try:
@@ -300,12 +305,12 @@ class Arbiter:
         frames = self.sock.recv_multipart()
         if len(frames) != 2:
             return
-        place = self._where.get(frames[0].decode(errors="replace"))
+        worker = frames[0].decode(errors="replace")
+        place = self._where.get(worker)
         if place is None:
             return   # a worker not (or no longer) serving a session: nothing to decide
         device, session = place
         policy = self.policies[device]
-        worker = frames[0].decode(errors="replace")
         self._heard_at[worker] = now = self.clock()
         try:
             msg = unpackb(frames[1])
@@ -347,7 +352,8 @@ class Arbiter:
         elif self.company_idle and not (session in policy.sessions
                                         and policy.sessions[session].runnable):
             # (out of work: no company once silent that long, unless it speaks again)
-            self._company_due = min(self._company_due, now + self.company_idle)
+            self._company_due[device] = min(self._company_due.get(device, float("inf")),
+                                            now + self.company_idle)
         self._send(actions)
 
     def _send(self, actions: list) -> None:
@@ -357,11 +363,8 @@ class Arbiter:
                 continue
             if isinstance(action, Grant):
                 device = self._where[worker][0]
-                alone = self._alone_of.get(worker)
-                if alone is None:
-                    alone = self._alone_of[worker] = self._alone(worker, self._company)
                 msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant,
-                       "k": self._slot.get(worker), "a": alone}
+                       "k": self._slot.get(worker), "a": self._alone_of.get(worker, True)}
                 if action.standing:
                     msg["s"] = True
                     lead = self._lead_of[worker] = self.policies[device].lead_for(action.session)

@@ -54,7 +54,8 @@ __all__ = ["Pacer", "LEAD", "LONE_LEAD", "GRAIN", "MEASURE_EVERY"]
 LEAD = 150e-6
 #: The lead of a session alone on its device (the arbiter tells its lease so): nobody waits
 #: behind its queue, so it keeps about this much work launched ahead, with a marker about
-#: as often, and a newcomer waits for it once, when it attaches (the holder is told then).
+#: as often, and a newcomer waits for it once, when it attaches (the holder is told then), or,
+#: under ``share``, when a session silent past the pool's company_idle_ms asks again.
 #: Paced at LEAD, a lone training loop of 0.5 ms GEMMs among 15 µs elementwise ops ran at
 #: 0.84 of its rate under `none` (H100 runs 90, 95): the per-op estimate averages the two,
 #: a marker went after every op and one op queued behind a GEMM, so the host launched the
