@@ -78,10 +78,11 @@ class ArbiterReady(TypedDict):
 
 
 class ArbiterCompany(TypedDict):
-    """arbiter → every worker on a device, when it goes from one session to more or back;
-    under ``share`` with a deep lead, to a worker whose lead changed too."""
+    """arbiter → a worker whose company on its device changed: another session attached or
+    left, or (``share``) one with no work went silent past the pool's ``company_idle_ms`` or
+    spoke again; under ``share`` with a deep lead, to a worker whose lead changed too."""
     t: Annotated[Literal["company"], "the message type"]
-    a: Annotated[bool, "the worker's session is now alone on its device"]
+    a: Annotated[bool, "the worker's session is now alone on its device (no other session there is company)"]
     l: NotRequired[Annotated[float | None, "``share`` with a deep lead: the seconds of work it may launch ahead from now (None: its own)"]]
 
 
