@@ -248,10 +248,10 @@ class Arbiter:
         within ``company_idle``, for its work may end without a word of its own, a read's
         tail counted out at its estimate), or its worker spoke within ``company_idle`` (a
         newcomer from its attach)."""
-        device, session = self._where[worker]
-        known = self.policies[device].sessions.get(session)
         if not self.company_idle:
             return True, float("inf")
+        device, session = self._where[worker]
+        known = self.policies[device].sessions.get(session)
         if known is not None and known.runnable:
             return True, now + self.company_idle
         until = self._heard_at.get(worker, now) + self.company_idle
@@ -311,7 +311,7 @@ class Arbiter:
             return   # a worker not (or no longer) serving a session: nothing to decide
         device, session = place
         policy = self.policies[device]
-        self._heard_at[worker] = now = self.clock()
+        self._heard_at[worker] = self.clock()
         try:
             msg = unpackb(frames[1])
             kind = msg.get("t")
@@ -347,13 +347,11 @@ class Arbiter:
             known = policy.sessions.get(session)
             self.trace.decided(session, known.user if known else None, msg, actions, before,
                                {u.name: u.vt for u in policy.users.values()})
-        if worker not in self._company:   # (company again: the others told before its grant)
+        # (company again: the others told before its grant. One that ran out of work needs
+        # nothing here: its device's next count, due within company_idle of the last while it
+        # had work, finds it silent from this message and counts again when that runs out)
+        if worker not in self._company:
             self._tell_company(device)
-        elif self.company_idle and not (session in policy.sessions
-                                        and policy.sessions[session].runnable):
-            # (out of work: no company once silent that long, unless it speaks again)
-            self._company_due[device] = min(self._company_due.get(device, float("inf")),
-                                            now + self.company_idle)
         self._send(actions)
 
     def _send(self, actions: list) -> None:
