@@ -51,6 +51,10 @@ _FLAGS = {
     # assumed: a long op holds the users ahead of it back till its report, as before
     "silent": ("GPUWB_SHARE_ASSUME_SILENT", "1"),
     "nosilent": ("GPUWB_SHARE_ASSUME_SILENT", "0"),
+    # share: a session whose company is light users only launches its long replays whole
+    # (arbiter/service.py, LIGHT_COMPANY; the pool's share_light_company) / paced beside any
+    "lightcompany": ("GPUWB_SHARE_LIGHT_COMPANY", "1"),
+    "nolightcompany": ("GPUWB_SHARE_LIGHT_COMPANY", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside

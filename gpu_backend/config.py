@@ -157,6 +157,11 @@ class PoolSettings(BaseSettings):
                                       "is assumed to use its part of it meanwhile, so that the "
                                       "users held back for it go as it passes them (off: they "
                                       "wait for its report, a long op's end)")
+    share_light_company: bool = Field(False, description="share policy: a session whose "
+                                      "company on its device is only light users (away most "
+                                      "of the time, short batches) launches its long replays "
+                                      "whole through their graphs, as alone, instead of paced "
+                                      "op by op (off: paced beside any company)")
     share_fill: bool = Field(False, description="share policy: a user held back whose ops fit "
                              "an anticipated user's expected gap or the window runs what the gap "
                              "holds (off, the default: the device waits for that user; on H100 "
@@ -232,8 +237,10 @@ class PoolSettings(BaseSettings):
 
     def company_options(self) -> dict:
         """The arbiter's own settings beside its policies' (``Arbiter`` takes them; a
-        policy does not): how long a silent session with no work stays company."""
-        return {"company_idle": self.company_idle_ms / 1e3}
+        policy does not): how long a silent session with no work stays company, and
+        whether light company lets long replays go unpaced."""
+        return {"company_idle": self.company_idle_ms / 1e3,
+                "light_company": self.share_light_company}
 
     @property
     def host(self) -> str:

@@ -86,11 +86,18 @@ class Anticipation:
 
     def light(self, user: str, now: float, light_gap: float) -> bool:
         """Whether *user* is light at *now* (``share``'s light users, SharePolicy._light):
-        away most of the time (its gaps average at least *light_gap*, its batches at most
-        LIGHT_BATCH) and in the first LIGHT_BURST of a batch."""
-        gap, batch, since = self._gap.get(user), self._batch.get(user), self._back_at.get(user)
+        light by its history (:meth:`light_by_history`) and in the first LIGHT_BURST of a
+        batch."""
+        since = self._back_at.get(user)
+        return self.light_by_history(user, light_gap) and since is not None \
+            and now - since < LIGHT_BURST
+
+    def light_by_history(self, user: str, light_gap: float) -> bool:
+        """Whether *user* is away most of the time: its gaps average at least *light_gap*,
+        its batches at most LIGHT_BATCH (a new user is not: nothing is known of it)."""
+        gap, batch = self._gap.get(user), self._batch.get(user)
         return gap is not None and gap >= light_gap and batch is not None \
-            and batch <= LIGHT_BATCH and since is not None and now - since < LIGHT_BURST
+            and batch <= LIGHT_BATCH
 
     def light_until(self, user: str) -> float:
         """When *user*'s current batch stops being light (its LIGHT_BURST is over)."""

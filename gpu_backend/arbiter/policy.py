@@ -195,6 +195,12 @@ class Policy:
         """The lead *sid*'s worker is told (seconds of launched work); None: its own."""
         return None
 
+    def weighs(self, sid: str) -> bool:
+        """Whether *sid*'s work is work the others' pacing is kept against (the arbiter's
+        ``light_company``: a long replay beside only sessions that do not weigh is launched
+        whole, arbiter/service.py). Under every policy but ``share`` every session does."""
+        return True
+
     # -- the workers' side ----------------------------------------------------
     def want(self, sid: str) -> list[Action]:
         raise NotImplementedError

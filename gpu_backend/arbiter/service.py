@@ -48,6 +48,14 @@ SWITCH_INTERVAL = 0.0005
 #: Under ``share`` only: under ``fair`` and ``fifo`` a returning session's grant would wait
 #: for a lone holder's queue each time, which is not measured.
 COMPANY_IDLE = 1.0
+#: (The arbiter's ``light_company``, the pool's ``share_light_company``.) Under ``share`` a
+#: worker whose company on its device is only sessions that do not weigh (light users by
+#: their history: SharePolicy.weighs) is told so (``p``: false), and launches its long
+#: replays whole through their graphs, run ahead, as alone, instead of re-running them op by
+#: op paced (worker/stretch_replay.py, SHARE_UNPACED_REPLAY): pacing is there so that a user
+#: held back stops within its lead, and a light user holds nobody back. Paced beside an
+#: idle session forced to be company, a 2048² GEMM user lost 0.03-0.05 of its rate whatever
+#: its lead (2, 4 or 16 ms) or its markers' grain (H200 run 337).
 
 
 class Arbiter:
@@ -59,12 +67,15 @@ class Arbiter:
                  window: float | None = None, fill: bool = False, deep_lead: float = 0.0,
                  light_gap: float = 0.0, gap_charge: float = 0.0,
                  forget_idle: float = FORGET_IDLE, assume_silent: bool = False,
-                 company_idle: float = COMPANY_IDLE) -> None:
+                 company_idle: float = COMPANY_IDLE, light_company: bool = False) -> None:
         self.ctx = ctx
         #: how long a session with no work may stay silent and still be company
         #: (COMPANY_IDLE; 0, and under every policy but ``share``: every session attached is
         #: company, as before run 336)
         self.company_idle = company_idle if policy == "share" else 0.0
+        #: whether a worker's long replays are launched whole where its company does not
+        #: weigh (LIGHT_COMPANY; ``share`` only: Policy.weighs is True under the others)
+        self.light_company = light_company and policy == "share"
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
@@ -100,11 +111,15 @@ class Arbiter:
         self._worker_of: dict[str, str] = {}            # session -> worker id
         self._lead_of: dict[str, float | None] = {}     # worker id -> the lead it was told
         self._alone_of: dict[str, bool] = {}            # worker id -> whether told it is alone
+        self._paced_of: dict[str, bool] = {}            # worker id -> whether told to pace replays
         self._heard_at: dict[str, float] = {}           # worker id -> its last message (or attach)
         #: each device's workers; those counted as company at their device's last count; and
         #: per device, when one of them may stop counting (its count is made again then)
         self._on_device: dict[str, set[str]] = {}
         self._company: set[str] = set()
+        #: of those, the ones whose session weighs (Policy.weighs; all of them unless
+        #: ``light_company``)
+        self._weighing: set[str] = set()
         self._company_due: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpuwb-arbiter", daemon=True)
@@ -223,6 +238,8 @@ class Arbiter:
                 slot = self._slot.pop(command[1], None)
                 self._lead_of.pop(command[1], None)
                 self._alone_of.pop(command[1], None)
+                self._paced_of.pop(command[1], None)
+                self._weighing.discard(command[1])
                 self._heard_at.pop(command[1], None)
                 self._company.discard(command[1])
                 if slot is not None:
@@ -267,7 +284,9 @@ class Arbiter:
         is no company (COMPANY_IDLE); a worker is told it has company by the session that
         is (its ``want``, its attach), before that session's grant. Grants say it too
         (``a``): a worker told before its lease was connected learns it from its first
-        grant. The device's workers alone are looked at."""
+        grant. With ``light_company``, a worker whose company does not weigh (Policy.weighs:
+        light users only) is told not to pace its long replays (``p``: LIGHT_COMPANY). The
+        device's workers alone are looked at."""
         now = self.clock()
         policy = self.policies[device]
         here = self._on_device.get(device, set())
@@ -277,15 +296,25 @@ class Arbiter:
             if counted:
                 company.add(worker)
                 due = min(due, until)
+        weighing = {w for w in company if policy.weighs(self._where[w][1])} \
+            if self.light_company else company
         self._company.difference_update(here)
         self._company.update(company)
+        self._weighing.difference_update(here)
+        self._weighing.update(weighing)
         self._company_due[device] = due
         for worker in here:
             alone = len(company) - (worker in company) == 0
+            paced = len(weighing) - (worker in weighing) > 0
             lead = policy.lead_for(self._where[worker][1])
-            if self._alone_of.get(worker) != alone or self._lead_of.get(worker) != lead:
+            if self._alone_of.get(worker) != alone or self._lead_of.get(worker) != lead \
+                    or self._paced_of.get(worker, True) != paced:
                 self._alone_of[worker], self._lead_of[worker] = alone, lead
-                self._to_worker(worker, packb({"t": "company", "a": alone, "l": lead}))
+                self._paced_of[worker] = paced
+                msg = {"t": "company", "a": alone, "l": lead}
+                if self.light_company:
+                    msg["p"] = paced
+                self._to_worker(worker, packb(msg))
 
     def _count_company_due(self) -> None:
         """The devices where a session counted as company may have stopped being company
@@ -350,7 +379,10 @@ class Arbiter:
         # (company again: the others told before its grant. One that ran out of work needs
         # nothing here: its device's next count, due within company_idle of the last while it
         # had work, finds it silent from this message and counts again when that runs out)
-        if worker not in self._company:
+        # (with light_company, one whose user's history turned light or heavy is counted
+        # again too: Policy.weighs)
+        if worker not in self._company or (self.light_company and worker in self._company
+                                           and policy.weighs(session) != (worker in self._weighing)):
             self._tell_company(device)
         self._send(actions)
 
@@ -363,6 +395,8 @@ class Arbiter:
                 device = self._where[worker][0]
                 msg = {"t": "grant", "q": action.quantum, "b": action.batch_end, "g": action.grant,
                        "k": self._slot.get(worker), "a": self._alone_of.get(worker, True)}
+                if self.light_company:
+                    msg["p"] = self._paced_of.get(worker, True)
                 if action.standing:
                     msg["s"] = True
                     lead = self._lead_of[worker] = self.policies[device].lead_for(action.session)

@@ -220,6 +220,17 @@ class SharePolicy(Returns, Silence, Policy):
         weight = self.users[session.user].weight
         return self.deep_lead if all(weight >= u.weight for u in self.users.values()) else None
 
+    def weighs(self, sid: str) -> bool:
+        """Whether *sid*'s user is one the others are paced against: not light by its
+        history (its gaps average at least ``light_gap``, its batches at most LIGHT_BATCH:
+        Anticipation.light_by_history). A light user holds nobody back for its batches'
+        first LIGHT_BURST (:meth:`_light`), so a long replay of another's paced op by op
+        for it stops nothing it needs stopped, and loses the replay's graphs and run ahead:
+        see arbiter/service.py, ``light_company``. A new user weighs (nothing is known)."""
+        session = self.sessions.get(sid)
+        return session is None or not self.light_gap \
+            or not self.anticipation.light_by_history(session.user, self.light_gap)
+
     # -- the workers' side ----------------------------------------------------
     def want(self, sid: str, holding: bool = False) -> list[Action]:
         """*sid* has work. *holding*: its worker holds a standing grant and has launched

@@ -67,6 +67,9 @@ class DeviceLease:
         #: whether this session is the only one attached to its device (the arbiter says so
         #: when that changes, and in every grant): the pacer keeps a long queue then
         self.alone = False
+        #: whether its long replays are paced beside its company (the arbiter says not where
+        #: its company is only light users: arbiter/service.py, LIGHT_COMPANY)
+        self.paced = True
         #: measured busy seconds at which to hand over (None: keep until told)
         self.hand_over_at: float | None = None
         #: hand over when the running batch ends (fifo)
@@ -144,6 +147,7 @@ class DeviceLease:
                     # on the device from here, and a done would tell it nothing)
                     self.release_open = False
                 self.alone = msg.get("a") is True
+                self.paced = msg.get("p") is not False
                 if not again:   # a grant resent (a second want crossed it) keeps its hand-over:
                     # the wait for the last holder's work, which the resent one does not name
                     self.grants += 1
@@ -167,6 +171,7 @@ class DeviceLease:
                 # returning interactive user wait for a quantum.)
             elif kind == "company":
                 self.alone = msg.get("a") is True
+                self.paced = msg.get("p") is not False
                 if "l" in msg:
                     self.lead = _lead(msg["l"])
             elif kind == "ready":

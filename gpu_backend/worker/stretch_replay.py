@@ -392,7 +392,11 @@ class StretchReplay:
 
     def pacing_bound(self, pacer: Any) -> float | None:
         """The device seconds from which a replay beside others is paced (UNPACED_REPLAY
-        as told, else SHARE_UNPACED_REPLAY under a standing grant; None: never)."""
+        as told, else SHARE_UNPACED_REPLAY under a standing grant; None: never, and where
+        the arbiter says its company is light users only: lease.paced, arbiter/service.py,
+        LIGHT_COMPANY)."""
+        if pacer.lease is not None and not pacer.lease.paced:
+            return None
         if self.unpaced is not None:
             return self.unpaced
         return SHARE_UNPACED_REPLAY if pacer.side_by_side() else None

@@ -69,6 +69,7 @@ class ArbiterGrant(TypedDict):
     a: NotRequired[Annotated[bool, "no other session is attached to the device (a longer queue is allowed)"]]
     s: NotRequired[Annotated[bool, "``share``: a standing grant: launch beside the others until told, say ``idle`` when out of work"]]
     l: NotRequired[Annotated[float, "``share`` with a deep lead: seconds of work this standing holder may launch ahead (absent: its own)"]]
+    p: NotRequired[Annotated[bool, "``share`` with the pool's ``share_light_company``: false where its company is only light users, whose long replays it need not pace (absent: true)"]]
 
 
 class ArbiterReady(TypedDict):
@@ -80,10 +81,13 @@ class ArbiterReady(TypedDict):
 class ArbiterCompany(TypedDict):
     """arbiter → a worker whose company on its device changed: another session attached or
     left, or (``share``) one with no work went silent past the pool's ``company_idle_ms`` or
-    spoke again; under ``share`` with a deep lead, to a worker whose lead changed too."""
+    spoke again; under ``share`` with a deep lead, to a worker whose lead changed too; with
+    ``share_light_company``, whether its company weighs changed (a user's history turned
+    light or heavy)."""
     t: Annotated[Literal["company"], "the message type"]
     a: Annotated[bool, "the worker's session is now alone on its device (no other session there is company)"]
     l: NotRequired[Annotated[float | None, "``share`` with a deep lead: the seconds of work it may launch ahead from now (None: its own)"]]
+    p: NotRequired[Annotated[bool, "``share`` with the pool's ``share_light_company``: false where its company is only light users, whose long replays it need not pace (absent: true)"]]
 
 
 class ArbiterYield(TypedDict):
