@@ -52,7 +52,8 @@ _FLAGS = {
     "silent": ("GPUWB_SHARE_ASSUME_SILENT", "1"),
     "nosilent": ("GPUWB_SHARE_ASSUME_SILENT", "0"),
     # share: a session whose company is light users only launches its long replays whole
-    # (arbiter/service.py, LIGHT_COMPANY; the pool's share_light_company) / paced beside any
+    # (arbiter/service.py, LIGHT_COMPANY; the pool's share_light_company, the default since
+    # run 338) / paced beside any company, as before
     "lightcompany": ("GPUWB_SHARE_LIGHT_COMPANY", "1"),
     "nolightcompany": ("GPUWB_SHARE_LIGHT_COMPANY", "0"),
 }

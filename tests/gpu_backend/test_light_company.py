@@ -1,8 +1,8 @@
-"""``share``'s light company (the pool's ``share_light_company``, arbiter/service.py
-LIGHT_COMPANY): a session whose company on its device is only light users (away most of the
-time, short batches: SharePolicy.weighs) is told so (``p``: false) and launches its long
-replays whole through their graphs instead of re-running them op by op, paced
-(worker/stretch_replay.py, ``pacing_bound``). Pacing is there so that a user held back stops
+"""``share``'s light company (the pool's ``share_light_company``, on by default;
+arbiter/service.py LIGHT_COMPANY): a session whose company on its device is only light users
+(away most of the time, short batches: SharePolicy.weighs) is told so (``p``: false) and
+launches its long replays whole through their graphs instead of re-running them op by op,
+paced (worker/stretch_replay.py, ``pacing_bound``). Pacing is there so that a user held back stops
 within its lead, and a light user holds nobody back; paced beside company, a 2048² GEMM
 user lost 0.03-0.05 of its rate (H200 run 337).
 
@@ -168,8 +168,8 @@ def _told_alone(lease: DeviceLease) -> bool:
 
 
 def test_the_pool_setting_reaches_the_arbiter():
-    assert PoolSettings().company_options()["light_company"] is False
-    assert PoolSettings(share_light_company=True).company_options()["light_company"] is True
+    assert PoolSettings().company_options()["light_company"] is True
+    assert PoolSettings(share_light_company=False).company_options()["light_company"] is False
 
 
 # ---------------------------------------------------------------- a served pool, end to end
