@@ -55,6 +55,9 @@ _FLAGS = {
     # (arbiter/service.py, LIGHT_COMPANY; the pool's share_light_company, the default since
     # run 338) / paced beside any company, as before
     "lightcompany": ("GPUWB_SHARE_LIGHT_COMPANY", "1"),
+    # share: a replay beside weighing company paced only where its work is more than the
+    # session's lead (its deep lead for the heaviest users: worker/stretch_replay.py)
+    "pacebylead": ("GPUWB_PACE_BY_LEAD", "1"),
     "nolightcompany": ("GPUWB_SHARE_LIGHT_COMPANY", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the

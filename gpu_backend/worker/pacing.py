@@ -718,6 +718,11 @@ class Pacer(ReplayCosts):
         # (the heaviest users' sessions launch deeper where the arbiter says: share.lead_for)
         return max(lead, self.share_lead, self.lease.lead or 0.0)
 
+    def lead_now(self) -> float:
+        """The launched work this session may keep ahead of the running op now (its lead:
+        LONE_LEAD alone, SHARE_LEAD or the arbiter's deep lead free running beside others)."""
+        return self._lead()
+
     def _hold_back(self, lead: float) -> None:
         """Wait while more than *lead* of launched work is unfinished; a yield cuts the wait
         short."""

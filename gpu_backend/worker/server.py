@@ -103,6 +103,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
         if settings.unpaced_replay is not None:
             self.executor.replay.unpaced = settings.unpaced_replay
         self.executor.replay.paced_keeps_held = settings.paced_keeps_held
+        self.executor.replay.pace_by_lead = settings.pace_by_lead
         if self.executor.replay.graphs is not None:
             self.executor.replay.graphs.copy_tables = settings.copy_tables
             self.executor.replay.graphs.graphed_draws = settings.graphed_draws

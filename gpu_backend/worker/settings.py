@@ -84,6 +84,10 @@ class WorkerSettings:
     #: (worker/stretch_replay.py, UNPACED_REPLAY; None, the default: never, but 4 ms under a
     #: standing grant, SHARE_UNPACED_REPLAY; 0: always)
     unpaced_replay: float | None = None
+    #: ``GPUWB_PACE_BY_LEAD=1`` (a diagnostic, benchmarks/fairness.py's ``share+pacebylead``):
+    #: under a standing grant a replay is paced only where its work is more than the lead
+    #: the session may launch anyway (worker/stretch_replay.py, ``pacing_bound``)
+    pace_by_lead: bool = False
     #: ``GPUWB_COPY_TABLES``: graph replay copies a replay's inputs in and kept results out
     #: inside its graphs (worker/graph_replay.py, devices/cupy_graphs.py CopyTable); ``0``
     #: (a diagnostic, benchmarks/worker_phases.py's side ``notables``): one copy call each
@@ -192,6 +196,7 @@ class WorkerSettings:
                    share_nap=float(share_nap) * 1e-6 if share_nap not in (None, "") else None,
                    share_grain=float(share_grain) * 1e-6 if share_grain else None,
                    share_priced=env.get("GPUWB_SHARE_PRICED") == "1",
+                   pace_by_lead=env.get("GPUWB_PACE_BY_LEAD") == "1",
                    paced_keeps_held=_on(env, "GPUWB_PACED_KEEPS_HELD"),
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),

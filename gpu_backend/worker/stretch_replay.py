@@ -161,6 +161,9 @@ class StretchReplay:
         self.graphed = 0      # of which served by graphs
         self.fallbacks = 0    # of which a captured graph could not serve (re-run instead)
         self.paced = 0        # of which re-run, paced, for others share the device (UNPACED_REPLAY)
+        #: under a standing grant, pace only a replay of more work than the session's lead
+        #: (:meth:`pacing_bound`; ``GPUWB_PACE_BY_LEAD``, a diagnostic)
+        self.pace_by_lead = False
         #: the replay being run is re-run paced on purpose (its graphs still fit) and its
         #: reply says so (``f`` 2, where ``paced_keeps_held``): the client keeps it held
         self.paced_now = False
@@ -399,7 +402,12 @@ class StretchReplay:
             return None
         if self.unpaced is not None:
             return self.unpaced
-        return SHARE_UNPACED_REPLAY if pacer.side_by_side() else None
+        if not pacer.side_by_side():
+            return None
+        # (by lead: a replay within what the session may launch ahead anyway stops a user
+        # held back no later than its paced ops would; the heaviest users' deep lead is 16 ms)
+        return max(SHARE_UNPACED_REPLAY, pacer.lead_now()) if self.pace_by_lead \
+            else SHARE_UNPACED_REPLAY
 
     def _replay(self, stretch: Any, entry: Any, payload: Iterator, results: BatchResults,
                 early: bool, graphs: Any, state: Any, estimate: float | None,

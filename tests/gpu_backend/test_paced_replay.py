@@ -24,7 +24,9 @@ from gpu_backend.pool import LocalPool
 from gpu_backend.served import ServedPool
 from gpu_backend.protocol.codec import packb
 from gpu_backend.worker.lease import DeviceLease
-from gpu_backend.worker.pacing import Pacer
+from gpu_backend.worker import Executor, HandleTable
+from gpu_backend.worker.pacing import SHARE_LEAD, Pacer
+from gpu_backend.worker.stretch_replay import SHARE_UNPACED_REPLAY
 from kernelproxy.modules import module_for
 from kernelproxy.session import Session
 from kernelproxy.settings import SessionSettings
@@ -147,6 +149,41 @@ def test_a_standing_grant_is_side_by_side_and_a_turn_is_not():
         assert lease.standing and pacer.side_by_side()
         lease.release(0.0, want=False)   # (given back: launching beside nobody)
         assert not pacer.side_by_side()
+    finally:
+        lease.sock.close()
+        router.close()
+
+
+def _granted(router, ident, lease, grant: dict) -> None:
+    router.send_multipart([ident, packb({"t": "grant", **grant})])
+    lease.sock.poll(5000)
+    lease.read(0.0)
+
+
+def test_the_bound_of_a_paced_replay_follows_the_grant_the_lead_and_the_company():
+    """StretchReplay.pacing_bound on a real executor whose pacer holds a real lease: 4 ms
+    under a standing grant; with ``pace_by_lead`` (a diagnostic), the session's lead where
+    it is more (the arbiter's deep lead); none where the arbiter says the company is light
+    users only (``p``: false, arbiter/service.py LIGHT_COMPANY), nor under a turn."""
+    router, ident, lease = _arbiter_and_lease("bound")
+    try:
+        device = NumpyDevice()
+        executor = Executor(device, HandleTable(device))
+        executor.pacer = pacer = Pacer(device, lease)
+        replay = executor.replay
+        assert replay.pacing_bound(pacer) is None                 # a turn (fair)
+        _granted(router, ident, lease, {"g": 2, "s": True, "l": 0.016})
+        assert replay.pacing_bound(pacer) == SHARE_UNPACED_REPLAY
+        replay.pace_by_lead = True
+        assert replay.pacing_bound(pacer) == 0.016                # the deep lead
+        _granted(router, ident, lease, {"g": 3, "s": True})
+        assert replay.pacing_bound(pacer) == max(SHARE_UNPACED_REPLAY, SHARE_LEAD)
+        _granted(router, ident, lease, {"g": 4, "s": True, "p": False})
+        assert replay.pacing_bound(pacer) is None                 # light company
+        router.send_multipart([ident, packb({"t": "company", "a": False, "p": True})])
+        lease.sock.poll(5000)
+        lease.read(0.0)
+        assert replay.pacing_bound(pacer) is not None             # company that weighs
     finally:
         lease.sock.close()
         router.close()
