@@ -208,6 +208,7 @@ class Arbiter:
                                            {u.name: u.vt for u in policy.users.values()})
                     self._send(actions)
                 self._count_company_due()
+                self._count_weighing_changes()
                 self._refresh_snapshot()
         except Exception:  # the arbiter must never take the pool down silently
             log.exception("the arbiter stopped")
@@ -327,6 +328,21 @@ class Arbiter:
         for device, due in list(self._company_due.items()):
             if due <= now:
                 self._tell_company(device)
+
+    def _count_weighing_changes(self) -> None:
+        """With ``light_company``: a device whose company's weighing changed with no word
+        of theirs (a light user's batch run past its light burst, a deadline of the
+        policy's; a tail estimated over inside another worker's message) counted again, so
+        that the workers beside a light user's long batch are paced as soon as it holds
+        them back, not only once its batch has ended."""
+        if not self.light_company:
+            return
+        for device, policy in self.policies.items():
+            for worker in self._on_device.get(device, ()):
+                if worker in self._company \
+                        and policy.weighs(self._where[worker][1]) != (worker in self._weighing):
+                    self._tell_company(device)
+                    break
 
     def _to_worker(self, worker: str, msg: bytes) -> None:
         try:

@@ -223,13 +223,21 @@ class SharePolicy(Returns, Silence, Policy):
     def weighs(self, sid: str) -> bool:
         """Whether *sid*'s user is one the others are paced against: not light by its
         history (its gaps average at least ``light_gap``, its batches at most LIGHT_BATCH:
-        Anticipation.light_by_history). A light user holds nobody back for its batches'
-        first LIGHT_BURST (:meth:`_light`), so a long replay of another's paced op by op
-        for it stops nothing it needs stopped, and loses the replay's graphs and run ahead:
-        see arbiter/service.py, ``light_company``. A new user weighs (nothing is known)."""
+        Anticipation.light_by_history), or light by it but in a batch that has run past its
+        LIGHT_BURST (:meth:`_light` is over: the others are held back for it from then, and
+        a long replay launched whole would keep it waiting past their lead). A light user
+        holds nobody back for its batches' first LIGHT_BURST, so a long replay of another's
+        paced op by op for it stops nothing it needs stopped, and loses the replay's graphs
+        and run ahead: see arbiter/service.py, ``light_company``. A new user weighs (nothing
+        is known). When a light user's batch runs past its burst is a deadline of the
+        policy's (``_light_until``): the arbiter counts the company again then."""
         session = self.sessions.get(sid)
-        return session is None or not self.light_gap \
-            or not self.anticipation.light_by_history(session.user, self.light_gap)
+        if session is None or not self.light_gap:
+            return True
+        user = session.user
+        if not self.anticipation.light_by_history(user, self.light_gap):
+            return True
+        return self.users[user].runnable(self.sessions) and not self._light(user)
 
     # -- the workers' side ----------------------------------------------------
     def want(self, sid: str, holding: bool = False) -> list[Action]:

@@ -19,7 +19,7 @@ import numpy as np
 import zmq
 
 from gpu_backend.arbiter.service import Arbiter
-from gpu_backend.arbiter.share import LIGHT_BATCH, SharePolicy
+from gpu_backend.arbiter.share import LIGHT_BATCH, LIGHT_BURST, SharePolicy
 from gpu_backend.config import PoolSettings
 from gpu_backend.served import ServedPool
 from gpu_backend.worker.lease import DeviceLease
@@ -76,13 +76,16 @@ def test_without_a_light_gap_every_user_weighs():
 # ---------------------------------------------------------------- the arbiter and its leases
 
 class JumpingClock:
-    """The real clock plus the jumps a test makes."""
+    """A clock that moves only by the test's jumps: a batch or a gap lasts what the test
+    says, however slow the host (the arbiter's thread still wakes by the real time it
+    polls for, and finds the jump there)."""
 
     def __init__(self) -> None:
+        self.base = time.monotonic()
         self.offset = 0.0
 
     def __call__(self) -> float:
-        return time.monotonic() + self.offset
+        return self.base + self.offset
 
 
 def _pool(light_company: bool, clock: JumpingClock):
@@ -117,22 +120,22 @@ def _runnable(arbiter: Arbiter, sid: str, runnable: bool) -> None:
 
 
 def _light_request(arbiter: Arbiter, notebook: DeviceLease, clock: JumpingClock) -> None:
-    """One interactive request: a batch said at once to be over, then 20 ms away (a jump of
-    the clock: however slow the host, the gap is no shorter)."""
-    notebook.idle(0.0)
-    _runnable(arbiter, "sb", False)
+    """One interactive request: 20 ms away (a jump of the clock), then a batch said at
+    once to be over (no time on the clock): the user ends away, as between its requests."""
     clock.offset += 0.020
     notebook.busy_again()
     _runnable(arbiter, "sb", True)
+    notebook.idle(0.0)
+    _runnable(arbiter, "sb", False)
 
 
 def _long_batch(arbiter: Arbiter, notebook: DeviceLease, clock: JumpingClock) -> None:
-    """A loop's batch: 20 ms of work (a jump), over, and work again at once."""
+    """A loop's batch: work again at once, 20 ms of it (a jump), over."""
+    notebook.busy_again()
+    _runnable(arbiter, "sb", True)
     clock.offset += 0.020
     notebook.idle(0.0)
     _runnable(arbiter, "sb", False)
-    notebook.busy_again()
-    _runnable(arbiter, "sb", True)
 
 
 def test_a_worker_beside_a_light_user_is_told_not_to_pace_and_to_pace_once_it_is_heavy():
@@ -144,6 +147,30 @@ def test_a_worker_beside_a_light_user_is_told_not_to_pace_and_to_pace_once_it_is
         assert until(lambda: (_light_request(arbiter, notebook, clock), not _paced(busy))[1], seconds=10)
         assert _paced(notebook)                             # (its company, ann, weighs)
         assert until(lambda: (_long_batch(arbiter, notebook, clock), _paced(busy))[1], seconds=10)
+    finally:
+        _close(ctx, arbiter, [busy, notebook])
+
+
+def test_a_light_users_batch_past_its_burst_has_its_company_paced_until_it_ends():
+    """A light user's request that runs past LIGHT_BURST holds the others back (share's
+    _light is over): the worker beside it is told to pace from then, with no word from
+    either worker (the policy's deadline), and told not to once the request ends."""
+    clock = JumpingClock()
+    ctx, arbiter, (busy, notebook) = _pool(True, clock)
+    try:
+        assert until(lambda: not _told_alone(busy))
+        assert until(lambda: (_light_request(arbiter, notebook, clock), not _paced(busy))[1], seconds=10)
+        policy = arbiter.policies["cpu:0"]
+        notebook.busy_again()                               # a request: its burst
+        _runnable(arbiter, "sb", True)
+        assert not policy.weighs("sb")
+        time.sleep(0.05)
+        assert not _paced(busy)
+        clock.offset += LIGHT_BURST + 0.001                 # past its burst, nobody speaks
+        assert until(lambda: _paced(busy), seconds=10)
+        assert policy.weighs("sb")
+        notebook.idle(0.0)                                  # the request over
+        assert until(lambda: not _paced(busy), seconds=10)
     finally:
         _close(ctx, arbiter, [busy, notebook])
 
