@@ -35,9 +35,14 @@ __all__ = ["AgentActor", "HostNames", "RayHosts", "AGENT_SETTINGS"]
 
 log = logging.getLogger("gpu_backend.multihost.cluster")
 
-#: The pool settings an agent's workers and arbiter follow (the rest is the front door's).
+#: The pool settings an agent's workers and arbiter follow (the rest is the front door's):
+#: every one its arbiter's policy and company options read (PoolSettings.policy_options,
+#: company_options), so that an agent's devices are shared as the pool's own are.
 AGENT_SETTINGS = ("policy", "quantum_ms", "period_ms", "worker_zygote", "worker_spin_ms",
-                  "spin_slots", "preempt_patience_ms", "patience_by_op", "gap_rule")
+                  "spin_slots", "preempt_patience_ms", "patience_by_op", "gap_rule",
+                  "share_window_ms", "share_fill", "share_deep_lead_ms", "share_light_gap_ms",
+                  "share_gap_charge_ms", "share_forget_idle_ms", "share_assume_silent",
+                  "company_idle_ms", "share_light_company")
 #: Seconds between two looks at the cluster's nodes and agents.
 SURVEY_EVERY = 0.5
 #: Seconds a ping may take before the agent is pinged again (a slow agent is not lost).

@@ -178,12 +178,17 @@ def test_the_bound_of_a_paced_replay_follows_the_grant_the_lead_and_the_company(
         assert replay.pacing_bound(pacer) == 0.016                # the deep lead
         _granted(router, ident, lease, {"g": 3, "s": True})
         assert replay.pacing_bound(pacer) == max(SHARE_UNPACED_REPLAY, SHARE_LEAD)
+        pacer.share_lead = 0.006                                  # (a lead of its own, past 4 ms)
+        assert replay.pacing_bound(pacer) == 0.006
+        replay.pace_by_lead = False
+        assert replay.pacing_bound(pacer) == SHARE_UNPACED_REPLAY
+        replay.pace_by_lead = True
         _granted(router, ident, lease, {"g": 4, "s": True, "p": False})
         assert replay.pacing_bound(pacer) is None                 # light company
         router.send_multipart([ident, packb({"t": "company", "a": False, "p": True})])
         lease.sock.poll(5000)
         lease.read(0.0)
-        assert replay.pacing_bound(pacer) is not None             # company that weighs
+        assert replay.pacing_bound(pacer) == 0.006                # company that weighs
     finally:
         lease.sock.close()
         router.close()
