@@ -58,6 +58,9 @@ _FLAGS = {
     # share: a replay beside weighing company paced only where its work is more than the
     # session's lead (its deep lead for the heaviest users: worker/stretch_replay.py)
     "pacebylead": ("GPUWB_PACE_BY_LEAD", "1"),
+    # share: beside weighing company a replay whose session's next message is waiting
+    # already (a loop that queues deep) is never paced; one that waits for its reads is
+    "unpacedbacklog": ("GPUWB_UNPACED_BACKLOG", "1"),
     "nolightcompany": ("GPUWB_SHARE_LIGHT_COMPANY", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the

@@ -104,6 +104,7 @@ class WorkerServer(SessionMoves, DeviceSharing, ReplySending):
             self.executor.replay.unpaced = settings.unpaced_replay
         self.executor.replay.paced_keeps_held = settings.paced_keeps_held
         self.executor.replay.pace_by_lead = settings.pace_by_lead
+        self.executor.replay.unpaced_backlog = settings.unpaced_backlog
         if self.executor.replay.graphs is not None:
             self.executor.replay.graphs.copy_tables = settings.copy_tables
             self.executor.replay.graphs.graphed_draws = settings.graphed_draws

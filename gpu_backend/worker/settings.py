@@ -88,6 +88,10 @@ class WorkerSettings:
     #: under a standing grant a replay is paced only where its work is more than the lead
     #: the session may launch anyway (worker/stretch_replay.py, ``pacing_bound``)
     pace_by_lead: bool = False
+    #: ``GPUWB_UNPACED_BACKLOG=1`` (a diagnostic, benchmarks/fairness.py's
+    #: ``share+unpacedbacklog``): under a standing grant a replay whose session has its next
+    #: message waiting already is never paced (worker/stretch_replay.py, ``pacing_bound``)
+    unpaced_backlog: bool = False
     #: ``GPUWB_COPY_TABLES``: graph replay copies a replay's inputs in and kept results out
     #: inside its graphs (worker/graph_replay.py, devices/cupy_graphs.py CopyTable); ``0``
     #: (a diagnostic, benchmarks/worker_phases.py's side ``notables``): one copy call each
@@ -197,6 +201,7 @@ class WorkerSettings:
                    share_grain=float(share_grain) * 1e-6 if share_grain else None,
                    share_priced=env.get("GPUWB_SHARE_PRICED") == "1",
                    pace_by_lead=env.get("GPUWB_PACE_BY_LEAD") == "1",
+                   unpaced_backlog=env.get("GPUWB_UNPACED_BACKLOG") == "1",
                    paced_keeps_held=_on(env, "GPUWB_PACED_KEEPS_HELD"),
                    stream_bytes=int(stream) if stream else None,
                    graphs=_graphs_mode(env.get("GPUWB_GRAPHS")),

@@ -164,6 +164,10 @@ class StretchReplay:
         #: under a standing grant, pace only a replay of more work than the session's lead
         #: (:meth:`pacing_bound`; ``GPUWB_PACE_BY_LEAD``, a diagnostic)
         self.pace_by_lead = False
+        #: under a standing grant, never pace a replay whose session has its next message
+        #: waiting already (a loop that queues deep, not one that waits for its reads):
+        #: :meth:`pacing_bound`; ``GPUWB_UNPACED_BACKLOG``, a diagnostic
+        self.unpaced_backlog = False
         #: the replay being run is re-run paced on purpose (its graphs still fit) and its
         #: reply says so (``f`` 2, where ``paced_keeps_held``): the client keeps it held
         self.paced_now = False
@@ -369,7 +373,8 @@ class StretchReplay:
         if estimate is None and pacer.fresh_due:
             pacer.start_segment()
         started = pacer.began = perf_counter()
-        bound = self.pacing_bound(pacer) if graphs is not None and pacer.in_company() else None
+        bound = self.pacing_bound(pacer, self.unpaced_backlog and x.more_work()) \
+            if graphs is not None and pacer.in_company() else None
         if bound is None:   # (alone, or no graphs: nothing is paced, nothing timed)
             return self._replay(stretch, entry, payload, results, early, graphs, state,
                                 estimate, False)
@@ -393,12 +398,15 @@ class StretchReplay:
                 if state.shortest is None or took < state.shortest:
                     state.shortest = took
 
-    def pacing_bound(self, pacer: Any) -> float | None:
+    def pacing_bound(self, pacer: Any, backlogged: bool = False) -> float | None:
         """The device seconds from which a replay beside others is paced (UNPACED_REPLAY
         as told, else SHARE_UNPACED_REPLAY under a standing grant; None: never, and where
         the arbiter says its company is light users only: lease.paced, arbiter/service.py,
-        LIGHT_COMPANY)."""
+        LIGHT_COMPANY). *backlogged*: its session's next message is waiting already, where
+        ``unpaced_backlog`` asks (a diagnostic): never paced under a standing grant."""
         if pacer.lease is not None and not pacer.lease.paced:
+            return None
+        if backlogged and pacer.side_by_side():
             return None
         if self.unpaced is not None:
             return self.unpaced

@@ -164,7 +164,9 @@ def test_the_bound_of_a_paced_replay_follows_the_grant_the_lead_and_the_company(
     """StretchReplay.pacing_bound on a real executor whose pacer holds a real lease: 4 ms
     under a standing grant; with ``pace_by_lead`` (a diagnostic), the session's lead where
     it is more (the arbiter's deep lead); none where the arbiter says the company is light
-    users only (``p``: false, arbiter/service.py LIGHT_COMPANY), nor under a turn."""
+    users only (``p``: false, arbiter/service.py LIGHT_COMPANY), nor under a turn; none
+    under a standing grant for a session whose next message waits (``unpaced_backlog``'s
+    question, a diagnostic)."""
     router, ident, lease = _arbiter_and_lease("bound")
     try:
         device = NumpyDevice()
@@ -172,8 +174,10 @@ def test_the_bound_of_a_paced_replay_follows_the_grant_the_lead_and_the_company(
         executor.pacer = pacer = Pacer(device, lease)
         replay = executor.replay
         assert replay.pacing_bound(pacer) is None                 # a turn (fair)
+        assert replay.pacing_bound(pacer, backlogged=True) is None   # (a turn, whatever)
         _granted(router, ident, lease, {"g": 2, "s": True, "l": 0.016})
         assert replay.pacing_bound(pacer) == SHARE_UNPACED_REPLAY
+        assert replay.pacing_bound(pacer, backlogged=True) is None   # its next message waits
         replay.pace_by_lead = True
         assert replay.pacing_bound(pacer) == 0.016                # the deep lead
         _granted(router, ident, lease, {"g": 3, "s": True})
