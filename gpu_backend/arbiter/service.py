@@ -201,14 +201,17 @@ class Arbiter:
                 if self.sock in events:
                     while self.sock.poll(0):
                         self._on_worker()
-                for policy in self.policies.values():
+                for device, policy in self.policies.items():
+                    deadline = policy.next_deadline()
+                    due = deadline is not None and deadline <= self.clock()
                     actions = policy.tick()
                     if actions and self.trace is not None:   # (a deadline's decisions too)
                         self.trace.decided("", None, {"t": "tick"}, actions, None,
                                            {u.name: u.vt for u in policy.users.values()})
                     self._send(actions)
+                    if due:
+                        self._count_weighing_changes(device, policy)
                 self._count_company_due()
-                self._count_weighing_changes()
                 self._refresh_snapshot()
         except Exception:  # the arbiter must never take the pool down silently
             log.exception("the arbiter stopped")
@@ -329,20 +332,19 @@ class Arbiter:
             if due <= now:
                 self._tell_company(device)
 
-    def _count_weighing_changes(self) -> None:
-        """With ``light_company``: a device whose company's weighing changed with no word
-        of theirs (a light user's batch run past its light burst, a deadline of the
-        policy's; a tail estimated over inside another worker's message) counted again, so
-        that the workers beside a light user's long batch are paced as soon as it holds
-        them back, not only once its batch has ended."""
+    def _count_weighing_changes(self, device: str, policy: Any) -> None:
+        """With ``light_company``, after one of *device*'s policy's deadlines: its company
+        counted again where a session's weighing changed with no word from its worker (a
+        light user's batch run past its light burst), so that the workers beside a light
+        user's long batch are paced as soon as it holds them back, not only once its batch
+        has ended. (A worker's own message looks at its session's weighing itself.)"""
         if not self.light_company:
             return
-        for device, policy in self.policies.items():
-            for worker in self._on_device.get(device, ()):
-                if worker in self._company \
-                        and policy.weighs(self._where[worker][1]) != (worker in self._weighing):
-                    self._tell_company(device)
-                    break
+        for worker in self._on_device.get(device, ()):
+            if worker in self._company \
+                    and policy.weighs(self._where[worker][1]) != (worker in self._weighing):
+                self._tell_company(device)
+                return
 
     def _to_worker(self, worker: str, msg: bytes) -> None:
         try:
