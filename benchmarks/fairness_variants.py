@@ -62,6 +62,12 @@ _FLAGS = {
     # already (a loop that queues deep) is never paced; one that waits for its reads is
     "unpacedbacklog": ("GPUWB_UNPACED_BACKLOG", "1"),
     "nolightcompany": ("GPUWB_SHARE_LIGHT_COMPANY", "0"),
+    # share: a session that keeps its work backlogged, beside company that all does too,
+    # launches its long replays whose next message waits whole (arbiter/service.py,
+    # DEEP_COMPANY; the pool's share_deep_company) / paced beside any weighing company, as
+    # before
+    "deepcompany": ("GPUWB_SHARE_DEEP_COMPANY", "1"),
+    "nodeepcompany": ("GPUWB_SHARE_DEEP_COMPANY", "0"),
 }
 #: Variants with a number: "fair+patience0" (ms a preempting newcomer waits at most for the
 #: holder's drain), "share+pacedreplay4000" (µs of device time from which a replay beside

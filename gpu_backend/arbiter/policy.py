@@ -201,6 +201,11 @@ class Policy:
         whole, arbiter/service.py). Under every policy but ``share`` every session does."""
         return True
 
+    def deep(self, sid: str) -> bool:
+        """Whether *sid*'s user keeps its work backlogged (the arbiter's ``deep_company``:
+        arbiter/service.py, DEEP_COMPANY). Under every policy but ``share`` none is told so."""
+        return False
+
     # -- the workers' side ----------------------------------------------------
     def want(self, sid: str) -> list[Action]:
         raise NotImplementedError

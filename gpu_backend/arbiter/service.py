@@ -60,6 +60,18 @@ COMPANY_IDLE = 1.0
 #: interactive user's p99 0.37-0.44 ms against 0.41-0.51 (run 338, three passes). Where the
 #: company weighs, pacing stays: never paced, users 1:2:4 that queue deep lost their split
 #: (error 8.4 % against 5.6 %) and 0.04 of the work (run 338). On by default.
+#: (The arbiter's ``deep_company``, the pool's ``share_deep_company``.) Under ``share`` a
+#: worker whose session is deep (its user has had work without a break for DEEP_SPELL: a
+#: loop that keeps its session backlogged, SharePolicy.deep) and whose weighing company is
+#: all deep too is told so (``d``: true): a long replay of its whose next message is already
+#: waiting is launched whole through its graphs, not paced op by op (worker/stretch_replay.py,
+#: ``pacing_bound``). Users that all queue deep are held back between their batches as ever,
+#: and each launched a batch at most past its share; paced, their split missed its targets in
+#: every pass measured (users 1:2:4, 3.0-3.3 % mean and 8.1-9.4 % p99 at one second, H200
+#: runs 338-340), where never pacing the backlogged met them (1.1-1.3 / 2.6-4.2 %, run 340),
+#: and where the company waits for its values (users that sync, kinds mixed), never pacing
+#: the backlogged lost their split (run 340): there pacing stays.
+DEEP_COMPANY = True
 
 
 class Arbiter:
@@ -71,7 +83,8 @@ class Arbiter:
                  window: float | None = None, fill: bool = False, deep_lead: float = 0.0,
                  light_gap: float = 0.0, gap_charge: float = 0.0,
                  forget_idle: float = FORGET_IDLE, assume_silent: bool = False,
-                 company_idle: float = COMPANY_IDLE, light_company: bool = True) -> None:
+                 company_idle: float = COMPANY_IDLE, light_company: bool = True,
+                 deep_company: bool = DEEP_COMPANY) -> None:
         self.ctx = ctx
         #: how long a session with no work may stay silent and still be company
         #: (COMPANY_IDLE; 0, and under every policy but ``share``: every session attached is
@@ -80,6 +93,9 @@ class Arbiter:
         #: whether a worker's long replays are launched whole where its company does not
         #: weigh (LIGHT_COMPANY; ``share`` only: Policy.weighs is True under the others)
         self.light_company = light_company and policy == "share"
+        #: whether a deep worker among deep company launches its backlogged long replays
+        #: whole (DEEP_COMPANY; ``share`` only: Policy.deep is False under the others)
+        self.deep_company = deep_company and policy == "share"
         self.clock = clock
         self.policy = policy
         self.policies: dict[str, Policy] = {}
@@ -116,6 +132,7 @@ class Arbiter:
         self._lead_of: dict[str, float | None] = {}     # worker id -> the lead it was told
         self._alone_of: dict[str, bool] = {}            # worker id -> whether told it is alone
         self._paced_of: dict[str, bool] = {}            # worker id -> whether told to pace replays
+        self._deep_of: dict[str, bool] = {}             # worker id -> whether told its company is deep
         self._heard_at: dict[str, float] = {}           # worker id -> its last message (or attach)
         #: each device's workers; those counted as company at their device's last count; and
         #: per device, when one of them may stop counting (its count is made again then)
@@ -124,6 +141,9 @@ class Arbiter:
         #: of those, the ones whose session weighs (Policy.weighs; all of them unless
         #: ``light_company``)
         self._weighing: set[str] = set()
+        #: ... and of those, the ones whose session is deep (Policy.deep; none unless
+        #: ``deep_company``)
+        self._deep: set[str] = set()
         self._company_due: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpuwb-arbiter", daemon=True)
@@ -247,7 +267,9 @@ class Arbiter:
                 self._lead_of.pop(command[1], None)
                 self._alone_of.pop(command[1], None)
                 self._paced_of.pop(command[1], None)
+                self._deep_of.pop(command[1], None)
                 self._weighing.discard(command[1])
+                self._deep.discard(command[1])
                 self._heard_at.pop(command[1], None)
                 self._company.discard(command[1])
                 if slot is not None:
@@ -293,8 +315,9 @@ class Arbiter:
         is (its ``want``, its attach), before that session's grant. Grants say it too
         (``a``): a worker told before its lease was connected learns it from its first
         grant. With ``light_company``, a worker whose company does not weigh (Policy.weighs:
-        light users only) is told not to pace its long replays (``p``: LIGHT_COMPANY). The
-        device's workers alone are looked at."""
+        light users only) is told not to pace its long replays (``p``: LIGHT_COMPANY); with
+        ``deep_company``, a deep worker whose weighing company is all deep is told so (``d``:
+        DEEP_COMPANY). The device's workers alone are looked at."""
         now = self.clock()
         policy = self.policies[device]
         here = self._on_device.get(device, set())
@@ -306,22 +329,32 @@ class Arbiter:
                 due = min(due, until)
         weighing = {w for w in company if policy.weighs(self._where[w][1])} \
             if self.light_company else company
+        deep = {w for w in weighing if policy.deep(self._where[w][1])} \
+            if self.deep_company else set()
         self._company.difference_update(here)
         self._company.update(company)
         self._weighing.difference_update(here)
         self._weighing.update(weighing)
+        self._deep.difference_update(here)
+        self._deep.update(deep)
         self._company_due[device] = due
         for worker in here:
             alone = len(company) - (worker in company) == 0
             paced = len(weighing) - (worker in weighing) > 0
+            # (its weighing company all deep, and itself: len(weighing - deep) == 0)
+            deep_among = paced and worker in deep and len(weighing) == len(deep)
             lead = policy.lead_for(self._where[worker][1])
             if self._alone_of.get(worker) != alone or self._lead_of.get(worker) != lead \
-                    or self._paced_of.get(worker, True) != paced:
+                    or self._paced_of.get(worker, True) != paced \
+                    or self._deep_of.get(worker, False) != deep_among:
                 self._alone_of[worker], self._lead_of[worker] = alone, lead
                 self._paced_of[worker] = paced
+                self._deep_of[worker] = deep_among
                 msg = {"t": "company", "a": alone, "l": lead}
                 if self.light_company:
                     msg["p"] = paced
+                if self.deep_company:
+                    msg["d"] = deep_among
                 self._to_worker(worker, packb(msg))
 
     def _count_company_due(self) -> None:
@@ -337,7 +370,8 @@ class Arbiter:
         counted again where a session's weighing changed with no word from its worker (a
         light user's batch run past its light burst), so that the workers beside a light
         user's long batch are paced as soon as it holds them back, not only once its batch
-        has ended. (A worker's own message looks at its session's weighing itself.)"""
+        has ended. (A worker's own message looks at its session's standing itself:
+        :meth:`_standing_changed`.)"""
         if not self.light_company:
             return
         for worker in self._on_device.get(device, ()):
@@ -345,6 +379,19 @@ class Arbiter:
                     and policy.weighs(self._where[worker][1]) != (worker in self._weighing):
                 self._tell_company(device)
                 return
+
+    def _standing_changed(self, worker: str, policy: Any, session: str) -> bool:
+        """Whether *worker*'s session must be counted again among its device's company: not
+        counted yet, or (with ``light_company``) its weighing, or (with ``deep_company``) its
+        deepness, is not what the last count found. A deep session turns deep with no
+        event of its own, a spell's length after it came back (Policy.deep): its worker
+        reports every millisecond of device time while it has company (worker/lease.py,
+        REPORT_SECONDS), so its next report finds it."""
+        if worker not in self._company:
+            return True
+        if self.light_company and policy.weighs(session) != (worker in self._weighing):
+            return True
+        return self.deep_company and policy.deep(session) != (worker in self._deep)
 
     def _to_worker(self, worker: str, msg: bytes) -> None:
         try:
@@ -403,8 +450,7 @@ class Arbiter:
         # had work, finds it silent from this message and counts again when that runs out)
         # (with light_company, one whose user's history turned light or heavy is counted
         # again too: Policy.weighs)
-        if worker not in self._company or (self.light_company and worker in self._company
-                                           and policy.weighs(session) != (worker in self._weighing)):
+        if self._standing_changed(worker, policy, session):
             self._tell_company(device)
         self._send(actions)
 
@@ -419,6 +465,8 @@ class Arbiter:
                        "k": self._slot.get(worker), "a": self._alone_of.get(worker, True)}
                 if self.light_company:
                     msg["p"] = self._paced_of.get(worker, True)
+                if self.deep_company:
+                    msg["d"] = self._deep_of.get(worker, False)
                 if action.standing:
                     msg["s"] = True
                     lead = self._lead_of[worker] = self.policies[device].lead_for(action.session)

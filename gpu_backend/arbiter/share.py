@@ -63,6 +63,9 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **Light users** (``light_gap``, the pool's ``share_light_gap_ms``, 4 ms by default; a
   policy made alone has none): an interactive user holds nobody back for the first
   ``LIGHT_BURST`` of its batches (:meth:`_light`).
+- **Deep users** (:meth:`deep`): a user with work without a break for DEEP_SPELL keeps its
+  session backlogged; where a session and its weighing company are all deep, the arbiter
+  lets its backlogged long replays go unpaced (arbiter/service.py, ``deep_company``).
 - **A silent session's part assumed** (``assume_silent``, the pool's
   ``share_assume_silent``, on by default since run 330; a policy made alone has none):
   arbiter/share_silence.py (:class:`Silence`, which this policy takes its rules from).
@@ -238,6 +241,16 @@ class SharePolicy(Returns, Silence, Policy):
         if not self.anticipation.light_by_history(user, self.light_gap):
             return True
         return self.users[user].runnable(self.sessions) and not self._light(user)
+
+    def deep(self, sid: str) -> bool:
+        """Whether *sid*'s user has had work without a break for DEEP_SPELL
+        (Anticipation.deep): a loop that keeps its session backlogged, which the arbiter's
+        ``deep_company`` lets launch its long replays whole beside company as deep as itself
+        (arbiter/service.py, DEEP_COMPANY)."""
+        session = self.sessions.get(sid)
+        if session is None or not self.users[session.user].runnable(self.sessions):
+            return False
+        return self.anticipation.deep(session.user, self.clock())
 
     # -- the workers' side ----------------------------------------------------
     def want(self, sid: str, holding: bool = False) -> list[Action]:

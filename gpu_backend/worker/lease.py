@@ -70,6 +70,9 @@ class DeviceLease:
         #: whether its long replays are paced beside its company (the arbiter says not where
         #: its company is only light users: arbiter/service.py, LIGHT_COMPANY)
         self.paced = True
+        #: whether it and its weighing company all keep their work backlogged: a long replay
+        #: whose next message already waits is not paced (arbiter/service.py, DEEP_COMPANY)
+        self.deep_company = False
         #: measured busy seconds at which to hand over (None: keep until told)
         self.hand_over_at: float | None = None
         #: hand over when the running batch ends (fifo)
@@ -148,6 +151,7 @@ class DeviceLease:
                     self.release_open = False
                 self.alone = msg.get("a") is True
                 self.paced = msg.get("p") is not False
+                self.deep_company = msg.get("d") is True
                 if not again:   # a grant resent (a second want crossed it) keeps its hand-over:
                     # the wait for the last holder's work, which the resent one does not name
                     self.grants += 1
@@ -172,6 +176,7 @@ class DeviceLease:
             elif kind == "company":
                 self.alone = msg.get("a") is True
                 self.paced = msg.get("p") is not False
+                self.deep_company = msg.get("d") is True
                 if "l" in msg:
                     self.lead = _lead(msg["l"])
             elif kind == "ready":

@@ -373,7 +373,7 @@ class StretchReplay:
         if estimate is None and pacer.fresh_due:
             pacer.start_segment()
         started = pacer.began = perf_counter()
-        bound = self.pacing_bound(pacer, self.unpaced_backlog and x.more_work()) \
+        bound = self.pacing_bound(pacer, self._unpaced_if_backlogged(pacer) and x.more_work()) \
             if graphs is not None and pacer.in_company() else None
         if bound is None:   # (alone, or no graphs: nothing is paced, nothing timed)
             return self._replay(stretch, entry, payload, results, early, graphs, state,
@@ -398,12 +398,21 @@ class StretchReplay:
                 if state.shortest is None or took < state.shortest:
                     state.shortest = took
 
+    def _unpaced_if_backlogged(self, pacer: Any) -> bool:
+        """Whether a replay whose session's next message is waiting is launched whole beside
+        others: where the arbiter says this session and its weighing company all keep their
+        work backlogged (lease.deep_company, arbiter/service.py DEEP_COMPANY), or where
+        ``unpaced_backlog`` (a diagnostic) asks it beside any company."""
+        lease = pacer.lease
+        return self.unpaced_backlog or (lease is not None and lease.deep_company)
+
     def pacing_bound(self, pacer: Any, backlogged: bool = False) -> float | None:
         """The device seconds from which a replay beside others is paced (UNPACED_REPLAY
         as told, else SHARE_UNPACED_REPLAY under a standing grant; None: never, and where
         the arbiter says its company is light users only: lease.paced, arbiter/service.py,
         LIGHT_COMPANY). *backlogged*: its session's next message is waiting already, where
-        ``unpaced_backlog`` asks (a diagnostic): never paced under a standing grant."""
+        the arbiter's deep company or ``unpaced_backlog`` asks (:meth:`_unpaced_if_backlogged`):
+        never paced under a standing grant."""
         if pacer.lease is not None and not pacer.lease.paced:
             return None
         if backlogged and pacer.side_by_side():

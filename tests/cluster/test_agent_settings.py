@@ -16,7 +16,8 @@ def test_an_agent_is_handed_every_setting_its_arbiter_follows():
                         share_fill=True, share_deep_lead_ms=8.0, share_light_gap_ms=5.0,
                         share_gap_charge_ms=2.0, share_forget_idle_ms=70.0,
                         share_assume_silent=False, company_idle_ms=500.0,
-                        share_light_company=False, preempt_patience_ms=7.0,
+                        share_light_company=False, share_deep_company=False,
+                        preempt_patience_ms=7.0,
                         patience_by_op=False, gap_rule=False)
     agents = PoolSettings(**{k: getattr(ours, k) for k in AGENT_SETTINGS})
     assert agents.policy_options() == ours.policy_options() != PoolSettings().policy_options()

@@ -70,6 +70,7 @@ class ArbiterGrant(TypedDict):
     s: NotRequired[Annotated[bool, "``share``: a standing grant: launch beside the others until told, say ``idle`` when out of work"]]
     l: NotRequired[Annotated[float, "``share`` with a deep lead: seconds of work this standing holder may launch ahead (absent: its own)"]]
     p: NotRequired[Annotated[bool, "``share`` with the pool's ``share_light_company``: false where its company is only light users, whose long replays it need not pace (absent: true)"]]
+    d: NotRequired[Annotated[bool, "``share`` with the pool's ``share_deep_company``: true where its session and its weighing company all keep their work backlogged, so that a long replay whose next message already waits need not be paced (absent: false)"]]
 
 
 class ArbiterReady(TypedDict):
@@ -83,11 +84,12 @@ class ArbiterCompany(TypedDict):
     left, or (``share``) one with no work went silent past the pool's ``company_idle_ms`` or
     spoke again; under ``share`` with a deep lead, to a worker whose lead changed too; with
     ``share_light_company``, whether its company weighs changed (a user's history turned
-    light or heavy)."""
+    light or heavy); with ``share_deep_company``, whether it and its company are deep."""
     t: Annotated[Literal["company"], "the message type"]
     a: Annotated[bool, "the worker's session is now alone on its device (no other session there is company)"]
     l: NotRequired[Annotated[float | None, "``share`` with a deep lead: the seconds of work it may launch ahead from now (None: its own)"]]
     p: NotRequired[Annotated[bool, "``share`` with the pool's ``share_light_company``: false where its company is only light users, whose long replays it need not pace (absent: true)"]]
+    d: NotRequired[Annotated[bool, "``share`` with the pool's ``share_deep_company``: true where its session and its weighing company all keep their work backlogged, so that a long replay whose next message already waits need not be paced (absent: false)"]]
 
 
 class ArbiterYield(TypedDict):
