@@ -15,8 +15,7 @@ into its gap is a small part of a batch, and waiting idled the device for nothin
 
 from __future__ import annotations
 
-__all__ = ["Anticipation", "ANTICIPATE", "ANTICIPATE_BATCH", "LIGHT_BURST", "LIGHT_BATCH",
-           "DEEP_SPELL"]
+__all__ = ["Anticipation", "ANTICIPATE", "ANTICIPATE_BATCH", "LIGHT_BURST", "LIGHT_BATCH"]
 
 #: The longest average gap between a user's batches (wall seconds, from running out of work
 #: to having work again) for which it is waited for.
@@ -33,12 +32,6 @@ LIGHT_BURST = 0.002
 #: (users that sync after 8 ms of GEMMs, whose gaps can look long where a read's tail
 #: outlasts its estimate) is never light.
 LIGHT_BATCH = 2 * LIGHT_BURST
-#: How long a user must have had work without a break to be *deep* (:meth:`Anticipation.deep`):
-#: a loop that keeps its session backlogged (a GEMM loop reading the fence before last) never
-#: runs out, where the loops that wait for a value run out at each read, every 5-25 ms in
-#: every scenario measured (four 4096² GEMMs, the trainer's step, an 8192² GEMM and its read
-#: beside another user); a tenth of a second leaves them room several times over.
-DEEP_SPELL = 0.1
 
 
 def _average(last: float | None, sample: float) -> float:
@@ -105,13 +98,6 @@ class Anticipation:
         gap, batch = self._gap.get(user), self._batch.get(user)
         return gap is not None and gap >= light_gap and batch is not None \
             and batch <= LIGHT_BATCH
-
-    def deep(self, user: str, now: float) -> bool:
-        """Whether *user* has had work without a break for DEEP_SPELL at *now*: a backlogged
-        loop, not one that waits for its values (those run out at each read, and start a
-        spell anew when they come back)."""
-        since = self._back_at.get(user)
-        return since is not None and now - since >= DEEP_SPELL
 
     def light_until(self, user: str) -> float:
         """When *user*'s current batch stops being light (its LIGHT_BURST is over)."""

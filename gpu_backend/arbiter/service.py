@@ -61,8 +61,8 @@ COMPANY_IDLE = 1.0
 #: company weighs, pacing stays: never paced, users 1:2:4 that queue deep lost their split
 #: (error 8.4 % against 5.6 %) and 0.04 of the work (run 338). On by default.
 #: (The arbiter's ``deep_company``, the pool's ``share_deep_company``.) Under ``share`` a
-#: worker whose session is deep (its user has had work without a break for DEEP_SPELL: a
-#: loop that keeps its session backlogged, SharePolicy.deep) and whose weighing company is
+#: worker whose session is deep (it has had work without a break for DEEP_SPELL: a loop
+#: that keeps its session backlogged, SharePolicy.deep) and whose weighing company is
 #: all deep too is told so (``d``: true): a long replay of its whose next message is already
 #: waiting is launched whole through its graphs, not paced op by op (worker/stretch_replay.py,
 #: ``pacing_bound``). Users that all queue deep are held back between their batches as ever,
@@ -228,9 +228,9 @@ class Arbiter:
                     if actions and self.trace is not None:   # (a deadline's decisions too)
                         self.trace.decided("", None, {"t": "tick"}, actions, None,
                                            {u.name: u.vt for u in policy.users.values()})
+                    if due:   # (before the grants: they say the standing too)
+                        self._count_standing_changes(device, policy)
                     self._send(actions)
-                    if due:
-                        self._count_weighing_changes(device, policy)
                 self._count_company_due()
                 self._refresh_snapshot()
         except Exception:  # the arbiter must never take the pool down silently
@@ -365,28 +365,28 @@ class Arbiter:
             if due <= now:
                 self._tell_company(device)
 
-    def _count_weighing_changes(self, device: str, policy: Any) -> None:
-        """With ``light_company``, after one of *device*'s policy's deadlines: its company
-        counted again where a session's weighing changed with no word from its worker (a
-        light user's batch run past its light burst), so that the workers beside a light
-        user's long batch are paced as soon as it holds them back, not only once its batch
-        has ended. (A worker's own message looks at its session's standing itself:
+    def _count_standing_changes(self, device: str, policy: Any) -> None:
+        """After one of *device*'s policy's deadlines: its company counted again where a
+        session's standing changed with no word from its worker (a light user's batch run
+        past its light burst, with ``light_company``: the workers beside a light user's
+        long batch are paced as soon as it holds them back, not only once its batch has
+        ended; a session's deepness, with ``deep_company``), before the deadline's grants
+        go out. (A worker's own message looks at its session's standing itself:
         :meth:`_standing_changed`.)"""
-        if not self.light_company:
+        if not (self.light_company or self.deep_company):
             return
         for worker in self._on_device.get(device, ()):
-            if worker in self._company \
-                    and policy.weighs(self._where[worker][1]) != (worker in self._weighing):
+            if worker in self._company and self._standing_changed(worker, policy, self._where[worker][1]):
                 self._tell_company(device)
                 return
 
     def _standing_changed(self, worker: str, policy: Any, session: str) -> bool:
         """Whether *worker*'s session must be counted again among its device's company: not
         counted yet, or (with ``light_company``) its weighing, or (with ``deep_company``) its
-        deepness, is not what the last count found. A deep session turns deep with no
-        event of its own, a spell's length after it came back (Policy.deep): its worker
-        reports every millisecond of device time while it has company (worker/lease.py,
-        REPORT_SECONDS), so its next report finds it."""
+        deepness, is not what the last count found. A session turns deep with no event of
+        its own, a spell's length after it came back (Policy.deep): its worker reports every
+        millisecond of device time while it has company (worker/lease.py, REPORT_SECONDS),
+        so its next report finds it; it turns shallow at its own ``idle``."""
         if worker not in self._company:
             return True
         if self.light_company and policy.weighs(session) != (worker in self._weighing):

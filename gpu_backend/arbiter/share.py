@@ -63,9 +63,9 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **Light users** (``light_gap``, the pool's ``share_light_gap_ms``, 4 ms by default; a
   policy made alone has none): an interactive user holds nobody back for the first
   ``LIGHT_BURST`` of its batches (:meth:`_light`).
-- **Deep users** (:meth:`deep`): a user with work without a break for DEEP_SPELL keeps its
-  session backlogged; where a session and its weighing company are all deep, the arbiter
-  lets its backlogged long replays go unpaced (arbiter/service.py, ``deep_company``).
+- **Deep sessions** (:meth:`deep`): a session with work without a break for DEEP_SPELL
+  keeps itself backlogged; where a session and its weighing company are all deep, the
+  arbiter lets its backlogged long replays go unpaced (arbiter/service.py, ``deep_company``).
 - **A silent session's part assumed** (``assume_silent``, the pool's
   ``share_assume_silent``, on by default since run 330; a policy made alone has none):
   arbiter/share_silence.py (:class:`Silence`, which this policy takes its rules from).
@@ -106,6 +106,15 @@ TAIL_EARLY = 0.0005
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002
+#: How long a session must have had work without a break to be *deep* (:meth:`SharePolicy.deep`):
+#: a loop that keeps its session backlogged (a GEMM loop reading the fence before last) never
+#: runs out, where the loops that wait for a value run out at each read (their worker's
+#: ``idle``), every 5-25 ms in every scenario measured (four 4096² GEMMs, the trainer's step,
+#: an 8192² GEMM and its read beside another user); a tenth of a second leaves them room
+#: several times over. (A loop whose batches run longer, a 100 ms training step read at its
+#: end, counts as deep in each batch's last part: its own replays stay paced, their next
+#: message never waiting, and the others' run whole beside it.)
+DEEP_SPELL = 0.1
 
 
 class SharePolicy(Returns, Silence, Policy):
@@ -184,6 +193,9 @@ class SharePolicy(Returns, Silence, Policy):
         self._left: dict[str, float] = {}
         #: which users that ran out of work are waited for (arbiter/anticipation.py)
         self.anticipation = Anticipation()
+        #: per session with work, when its present spell of work without a break began (its
+        #: ``want`` after an ``idle`` or a release out of work): :meth:`deep`
+        self._spells: dict[str, float] = {}
 
     # -- the pool's side ------------------------------------------------------
     def attach(self, sid: str, user: str, weight: float = 1.0) -> None:
@@ -199,6 +211,7 @@ class SharePolicy(Returns, Silence, Policy):
         self.yielding.discard(sid)
         self.filling.pop(sid, None)
         self._shares.pop(sid, None)
+        self._spells.pop(sid, None)
         user = self.sessions[sid].user
         super().detach(sid)
         if user not in self.users:   # (its last session: a user attached later starts anew)
@@ -243,14 +256,18 @@ class SharePolicy(Returns, Silence, Policy):
         return self.users[user].runnable(self.sessions) and not self._light(user)
 
     def deep(self, sid: str) -> bool:
-        """Whether *sid*'s user has had work without a break for DEEP_SPELL
-        (Anticipation.deep): a loop that keeps its session backlogged, which the arbiter's
-        ``deep_company`` lets launch its long replays whole beside company as deep as itself
-        (arbiter/service.py, DEEP_COMPANY)."""
+        """Whether the session *sid* has had work without a break for DEEP_SPELL: it wanted
+        the device that long ago and has not said ``idle`` (nor released it out of work)
+        since. A loop that keeps its session backlogged never does; a loop that waits for
+        its values does at each read, and a session that says ``idle`` is shallow from that
+        message on, with its launched work still running (its tail). Judged by the session,
+        not its user: a user's notebook that reads every few ms beside its own backlogged
+        loop is not deep. The arbiter's ``deep_company`` lets a deep session launch its long
+        replays whole beside company as deep as itself (arbiter/service.py, DEEP_COMPANY)."""
+        since = self._spells.get(sid)
         session = self.sessions.get(sid)
-        if session is None or not self.users[session.user].runnable(self.sessions):
-            return False
-        return self.anticipation.deep(session.user, self.clock())
+        return since is not None and session is not None and session.runnable \
+            and self.clock() - since >= DEEP_SPELL
 
     # -- the workers' side ----------------------------------------------------
     def want(self, sid: str, holding: bool = False) -> list[Action]:
@@ -263,6 +280,7 @@ class SharePolicy(Returns, Silence, Policy):
         self._integrate()
         self._charge_lone()
         self._wake(session)
+        self._spells.setdefault(sid, self.clock())
         actions: list[Action] = []
         if sid in self.admitted:   # (on the device from now: a drain no longer ends it)
             self._tails.pop(sid, None)
@@ -284,6 +302,7 @@ class SharePolicy(Returns, Silence, Policy):
             return []
         self._integrate()
         self._charge(session, busy)
+        self._spells.pop(sid, None)
         ahead = min(max(0.0, ahead), TAIL_CAP)
         if ahead > 0 and sid in self._on:
             now = self.clock()
@@ -362,6 +381,7 @@ class SharePolicy(Returns, Silence, Policy):
         if want:
             self._wake(session)
         else:
+            self._spells.pop(sid, None)
             self._out_of_work(session)
         return self._settle()
 
