@@ -86,7 +86,9 @@ _FLAGS = {
 #: unused before a user's return starts every user level, SharePolicy._forget_if_idle: the
 #: pool's own argument; "share+forget0": never, as before run 223); "share+companyidle1000"
 #: (ms a session with no work stays company while its worker is silent: the pool's own
-#: argument; "share+companyidle0": every session attached is company, as before run 336)
+#: argument; "share+companyidle0": every session attached is company, as before run 336);
+#: "share+anticipate32" (ms: users whose batches average at most this, and their gaps 1 ms,
+#: are waited for in their gaps: the pool's own argument, 8 by default)
 _VALUED = {
     "patience": "GPUWB_PREEMPT_PATIENCE_MS",
     "pacedreplay": "GPUWB_UNPACED_REPLAY_US",
@@ -104,6 +106,7 @@ _POOL_VALUED = {
     "gapcharge": "--share-gap-charge-ms",
     "forget": "--share-forget-idle-ms",
     "companyidle": "--company-idle-ms",
+    "anticipate": "--share-anticipate-batch-ms",
 }
 _VALUE = re.compile(r"([a-z]+)(\d+(?:\.\d+)?)")
 

@@ -72,6 +72,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share policy: device milliseconds of work the sessions of the "
                              "heaviest users on a device may launch ahead; lighter users keep "
                              "4 ms (default 16; 0: everyone keeps 4 ms)")
+    parser.add_argument("--share-anticipate-batch-ms", type=float,
+                        help="share policy: a user whose batches average at most this many "
+                             "milliseconds, and its gaps at most 1 ms, is waited for in its "
+                             "gaps (default 8)")
     parser.add_argument("--share-light-gap-ms", type=float,
                         help="share policy: a user whose gaps between batches average at least "
                              "this many milliseconds (an interactive user) holds nobody back "
@@ -149,6 +153,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 #: serve's options that map one to one onto PoolSettings fields
 SERVE_SETTINGS = ("listen", "devices", "token_file", "key_file", "users_file", "policy", "quantum_ms", "period_ms", "share_window_ms",
                   "share_deep_lead_ms", "share_light_gap_ms", "share_gap_charge_ms",
+                  "share_anticipate_batch_ms",
                   "share_forget_idle_ms", "company_idle_ms",
                   "usage_log", "memory_limit", "lease_timeout", "spare_workers", "ready_timeout",
                   "worker_zygote", "same_host",

@@ -51,6 +51,12 @@ class PoolSettings(BaseSettings):
                                       "the workers' 4 ms; 0: everyone does)")
     # (4 ms: an interactive user, back every ~10 ms for a few small ops, is light; users that
     # sync are away for their round trips, under 2 ms: H200 runs 86-87, docs/fair-share.md)
+    # (8 ms: users 1:2:4 with 8-16 ms batches split alike waited for or not in the policy's
+    # simulation, the device idler waiting; arbiter/anticipation.py)
+    share_anticipate_batch_ms: float = Field(8.0, ge=0, le=10000, description="share policy: "
+                                             "a user whose batches average at most this many "
+                                             "milliseconds and whose gaps at most 1 ms is waited "
+                                             "for in its gaps (the users ahead of it stay held)")
     share_light_gap_ms: float = Field(4.0, ge=0, le=10000, description="share policy: a user "
                                       "whose gaps between batches average at least this many "
                                       "milliseconds is light: the first 2 ms of each of its "
@@ -242,7 +248,8 @@ class PoolSettings(BaseSettings):
                 "light_gap": self.share_light_gap_ms / 1e3,
                 "gap_charge": self.share_gap_charge_ms / 1e3,
                 "forget_idle": self.share_forget_idle_ms / 1e3,
-                "assume_silent": self.share_assume_silent}
+                "assume_silent": self.share_assume_silent,
+                "anticipate_batch": self.share_anticipate_batch_ms / 1e3}
 
     def company_options(self) -> dict:
         """The arbiter's own settings beside its policies' (``Arbiter`` takes them; a

@@ -43,7 +43,10 @@ class Anticipation:
     """Per user: its average gap and batch, when it last came back and ran out, and until
     when it is expected back."""
 
-    def __init__(self) -> None:
+    def __init__(self, batch: float = ANTICIPATE_BATCH) -> None:
+        #: the longest average batch of a user waited for (ANTICIPATE_BATCH unless the pool
+        #: says otherwise: its ``share_anticipate_batch_ms``)
+        self.longest_batch = batch
         self._out_at: dict[str, float] = {}
         self._back_at: dict[str, float] = {}
         self._gap: dict[str, float] = {}
@@ -70,7 +73,7 @@ class Anticipation:
         if back is not None:
             self._batch[user] = _average(self._batch.get(user), at - back)
         gap, batch = self._gap.get(user), self._batch.get(user)
-        if gap is not None and gap <= ANTICIPATE and batch is not None and batch <= ANTICIPATE_BATCH:
+        if gap is not None and gap <= ANTICIPATE and batch is not None and batch <= self.longest_batch:
             self._until[user] = at + min(ANTICIPATE, 2 * gap)
 
     def expected(self, user: str) -> bool:

@@ -8,6 +8,7 @@ from typing import Callable
 
 from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Policy
 from .turns import FairPolicy, FifoPolicy
+from .anticipation import ANTICIPATE_BATCH
 from .share import FORGET_IDLE, WINDOW, SharePolicy
 
 __all__ = ["make_policy", "own_time_markers"]
@@ -28,7 +29,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
                 window: float | None = None, own_time: bool = False,
                 fill: bool = False, deep_lead: float = 0.0, light_gap: float = 0.0,
                 gap_charge: float = 0.0, forget_idle: float = FORGET_IDLE,
-                assume_silent: bool = False) -> Policy | None:
+                assume_silent: bool = False,
+                anticipate_batch: float = ANTICIPATE_BATCH) -> Policy | None:
     """The policy called *name* (``fair``, ``share``, ``fifo``); ``none`` means no arbiter at all.
     *quantum*: the least device seconds a ``fair`` holder keeps the device while others
     wait; *period*: device seconds in which each backlogged user gets one turn (0: every
@@ -47,7 +49,8 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
     goes unused before a user's return starts every user level under ``share``
     (SharePolicy._forget_if_idle; 0: never); *assume_silent*: ``share`` assumes a session on
     the device silent past its window uses its part (SharePolicy._assume_silent; the pool's
-    default, PoolSettings.policy_options)."""
+    default, PoolSettings.policy_options); *anticipate_batch*: the longest average batch of a
+    user ``share`` waits for in its gaps (Anticipation, ANTICIPATE_BATCH)."""
     if name == "fair":
         return FairPolicy(clock, quantum=quantum, period=period, preempt_patience=preempt_patience,
                           patience_by_op=patience_by_op, gap_rule=gap_rule)
@@ -57,7 +60,7 @@ def make_policy(name: str, clock: Callable[[], float] = time.monotonic,
         return SharePolicy(clock, window=WINDOW if window is None else window,
                            own_time=own_time, fill=fill, deep_lead=deep_lead, light_gap=light_gap,
                            gap_charge=gap_charge, forget_idle=forget_idle,
-                           assume_silent=assume_silent)
+                           assume_silent=assume_silent, anticipate_batch=anticipate_batch)
     if name == "none":
         return None
     raise ValueError(f"unknown policy {name!r}: fair, share, fifo or none")

@@ -27,6 +27,7 @@ from gpu_backend.runtime.run_dir import make_run_dir, remove_run_dir
 from .baton import BatonBoard
 from .choose import make_policy, own_time_markers
 from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Grant, Policy, Ready
+from .anticipation import ANTICIPATE_BATCH
 from .share import FORGET_IDLE
 from .trace import decision_trace
 
@@ -84,7 +85,8 @@ class Arbiter:
                  light_gap: float = 0.0, gap_charge: float = 0.0,
                  forget_idle: float = FORGET_IDLE, assume_silent: bool = False,
                  company_idle: float = COMPANY_IDLE, light_company: bool = True,
-                 deep_company: bool = DEEP_COMPANY) -> None:
+                 deep_company: bool = DEEP_COMPANY,
+                 anticipate_batch: float = ANTICIPATE_BATCH) -> None:
         self.ctx = ctx
         #: how long a session with no work may stay silent and still be company
         #: (COMPANY_IDLE; 0, and under every policy but ``share``: every session attached is
@@ -103,7 +105,8 @@ class Arbiter:
             made = make_policy(policy, clock, quantum, period, preempt_patience, patience_by_op,
                                gap_rule, window, own_time=own_time_markers(device), fill=fill,
                                deep_lead=deep_lead, light_gap=light_gap, gap_charge=gap_charge,
-                               forget_idle=forget_idle, assume_silent=assume_silent)
+                               forget_idle=forget_idle, assume_silent=assume_silent,
+                               anticipate_batch=anticipate_batch)
             if made is None:
                 raise ValueError("the 'none' policy has no arbiter")
             self.policies[device] = made

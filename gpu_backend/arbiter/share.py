@@ -79,7 +79,7 @@ import math
 import time
 from typing import Callable
 
-from .anticipation import LIGHT_BATCH, LIGHT_BURST, Anticipation
+from .anticipation import ANTICIPATE_BATCH, LIGHT_BATCH, LIGHT_BURST, Anticipation
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 from .share_returns import FORGET_IDLE, Returns
 from .share_silence import OWN_SILENT_AFTER, SILENT_CAP, Silence, silent_after
@@ -126,7 +126,8 @@ class SharePolicy(Returns, Silence, Policy):
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, window: float = WINDOW,
                  credit: float = CREDIT, own_time: bool = False, fill: bool = False,
                  deep_lead: float = 0.0, light_gap: float = 0.0, gap_charge: float = 0.0,
-                 forget_idle: float = FORGET_IDLE, assume_silent: bool = False) -> None:
+                 forget_idle: float = FORGET_IDLE, assume_silent: bool = False,
+                 anticipate_batch: float = ANTICIPATE_BATCH) -> None:
         super().__init__(clock)
         #: a session on the device that has not reported for longer than the window is
         #: assumed to use its part of the device meanwhile (:meth:`_assume_silent`; the
@@ -192,7 +193,7 @@ class SharePolicy(Returns, Silence, Policy):
         #: the weights of the users with work): its return forgives only these
         self._left: dict[str, float] = {}
         #: which users that ran out of work are waited for (arbiter/anticipation.py)
-        self.anticipation = Anticipation()
+        self.anticipation = Anticipation(anticipate_batch)
         #: per session with work, when its present spell of work without a break began (its
         #: ``want`` after an ``idle`` or a release out of work): :meth:`deep`
         self._spells: dict[str, float] = {}

@@ -43,7 +43,7 @@ AGENT_SETTINGS = ("policy", "quantum_ms", "period_ms", "worker_zygote", "worker_
                   "share_window_ms", "share_fill", "share_deep_lead_ms", "share_light_gap_ms",
                   "share_gap_charge_ms", "share_forget_idle_ms", "share_assume_silent",
                   "company_idle_ms", "share_light_company",
-                  "share_deep_company")
+                  "share_deep_company", "share_anticipate_batch_ms")
 #: Seconds between two looks at the cluster's nodes and agents.
 SURVEY_EVERY = 0.5
 #: Seconds a ping may take before the agent is pinged again (a slow agent is not lost).

@@ -17,6 +17,7 @@ def test_an_agent_is_handed_every_setting_its_arbiter_follows():
                         share_gap_charge_ms=2.0, share_forget_idle_ms=70.0,
                         share_assume_silent=False, company_idle_ms=500.0,
                         share_light_company=False, share_deep_company=False,
+                        share_anticipate_batch_ms=20.0,
                         preempt_patience_ms=7.0,
                         patience_by_op=False, gap_rule=False)
     agents = PoolSettings(**{k: getattr(ours, k) for k in AGENT_SETTINGS})

@@ -724,3 +724,36 @@ def test_a_tail_that_outlasts_its_estimate_is_not_charged_again_as_absence():
     clock.now = 0.0203
     policy.want("c", holding=True)
     assert policy.users["c"].vt == pytest.approx(after_done, abs=1e-12)
+
+
+def _twelve_ms_batches(policy: SharePolicy, clock: Clock) -> None:
+    """ann syncs: batches of 12 ms, 0.3 ms round trips (four 4096² GEMMs time-sliced beside
+    others on a GPU), beside bob, who always has work."""
+    policy.want("b")
+    for _ in range(6):
+        policy.want("a", holding="a" in policy.admitted)
+        clock.now += 0.012
+        policy.idle("a", policy.sessions["a"].charged + 0.004)
+        clock.now += 0.0003
+
+
+def test_a_user_is_waited_for_in_its_gaps_up_to_the_pools_batch_bound():
+    """The pool's ``share_anticipate_batch_ms`` (8 by default): a user whose batches average
+    12 ms is not waited for in its round trips at the default, and is at 32 ms (the users
+    ahead of it then stay held while it is away: run 345)."""
+    for bound, waited in ((None, False), (0.032, True)):
+        clock = Clock()
+        options = {} if bound is None else {"anticipate_batch": bound}
+        policy = make_policy("share", clock, **options)
+        policy.attach("a", "ann", 4.0)
+        policy.attach("b", "bob", 1.0)
+        _twelve_ms_batches(policy, clock)
+        assert policy.anticipation.expected("ann") is waited, bound
+
+
+def test_the_pools_anticipation_bound_reaches_its_policies():
+    from gpu_backend.config import PoolSettings
+    assert PoolSettings().policy_options()["anticipate_batch"] == pytest.approx(0.008)
+    options = PoolSettings(share_anticipate_batch_ms=32).policy_options()
+    policy = make_policy("share", Clock(), **options)
+    assert policy.anticipation.longest_batch == pytest.approx(0.032)
