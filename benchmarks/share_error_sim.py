@@ -1,7 +1,8 @@
 """Where does ``share``'s one-second share error come from? The policy in the tests' simulator.
 
     python benchmarks/share_error_sim.py [--windows 1,2,4,8,16] [--sigmas 0,0.1,0.3,0.5]
-        [--seconds 8] [--seeds 1,2] [--batch-ms 4] [--json out.json]
+        [--anticipate 8,32] [--sigma-with 0.25] [--seconds 8] [--seeds 1,2] [--batch-ms 4]
+        [--json out.json]
 
 Issue 51 judges weights by the share each user got over every second, from the users'
 side. On an H200 host (run 320, 15 s passes) ``share`` missed that target steadily: 2.7–3.1 %
@@ -23,7 +24,9 @@ still to run). The users are closed loops like fairness.py's syncing users: 4 ms
 * ``sigma``: the default window, each batch's measurement off by a factor drawn from a
   normal distribution around 1 (standard deviation ``sigma``). That is unbiased noise in
   what a batch is charged, as sharing makes the events' elapsed time and the 1/k scaling
-  imprecise per batch.
+  imprecise per batch;
+* ``anticipate``: the longest average batch (wall ms) of a user waited for in its gaps (the
+  pool's ``share_anticipate_batch_ms``), with the noise of ``--sigma-with``.
 
 Each row gives the error two ways:
 
@@ -56,6 +59,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from json_out import emit  # noqa: E402  (beside this file)
 from fairness_report import cumulative, percentile  # noqa: E402  (beside this file)
+from gpu_backend.arbiter.anticipation import ANTICIPATE_BATCH  # noqa: E402
 from gpu_backend.arbiter.share import WINDOW, SharePolicy  # noqa: E402
 from tests.share_sim import ShareDevice, ShareSession  # noqa: E402
 
@@ -111,13 +115,13 @@ def _summary(errors: list[float]) -> tuple[float, float]:
 
 def one_second_errors(weights: tuple, *, window: float = WINDOW, sigma: float = 0.0,
                       seed: int = 1, seconds: int = 8, settle: float = 1.0,
-                      batch: float = BATCH) -> dict:
+                      batch: float = BATCH, anticipate: float = ANTICIPATE_BATCH) -> dict:
     """Each second's share error of each user after *settle* seconds (mean, p99), by the
     device time it got and as its completed batches show it (``seen_mean``, ``seen_p99``),
     and the device's work conservation over the run."""
     sessions = [ShareSession(f"s{i}", f"u{i}", w, batch=batch, think=THINK)
                 for i, w in enumerate(weights)]
-    device = NoisyDevice(SharePolicy(window=window), sessions, tail=batch / 2, lead=batch / 2,
+    device = NoisyDevice(SharePolicy(window=window, anticipate_batch=anticipate), sessions, tail=batch / 2, lead=batch / 2,
                          lead_wall=True, jitter=0.5, seed=seed, sigma=sigma, noise_seed=seed)
     device.run(settle)
     total_weight = sum(weights)
@@ -150,6 +154,10 @@ def main(argv=None) -> int:
     parser.add_argument("--windows", default="1,2,4,8,16", help="share windows to sweep, ms")
     parser.add_argument("--sigmas", default="0,0.1,0.3,0.5",
                         help="measurement noise to sweep (at the default window)")
+    parser.add_argument("--anticipate", default="",
+                        help="longest batches (ms) of a user waited for in its gaps, to sweep")
+    parser.add_argument("--sigma-with", type=float, default=0.25,
+                        help="the measurement noise of the --anticipate sweep")
     parser.add_argument("--seconds", type=int, default=8, help="seconds judged, after 1 s settling")
     parser.add_argument("--seeds", default="1,2")
     parser.add_argument("--batch-ms", type=float, default=BATCH * 1e3,
@@ -160,6 +168,8 @@ def main(argv=None) -> int:
     rows = []
     sweeps = [("window", w / 1e3, {"window": w / 1e3}) for w in _floats(args.windows)]
     sweeps += [("sigma", s, {"sigma": s}) for s in _floats(args.sigmas)]
+    sweeps += [("anticip", a / 1e3, {"anticipate": a / 1e3, "sigma": args.sigma_with})
+               for a in _floats(args.anticipate)]
     for scenario, weights in SCENARIOS.items():
         for swept, value, setting in sweeps:
             runs = [one_second_errors(weights, seed=seed, seconds=args.seconds,
@@ -173,7 +183,8 @@ def main(argv=None) -> int:
     print(f"{'scenario':11} {'swept':7} {'value':>7} {'err 1 s':>8} {'p99':>7} "
           f"{'seen':>7} {'p99':>7} {'work':>6}")
     for r in rows:
-        value = f"{r['value'] * 1e3:.0f} ms" if r["swept"] == "window" else f"{r['value']:.2f}"
+        value = f"{r['value'] * 1e3:.0f} ms" if r["swept"] in ("window", "anticip") \
+            else f"{r['value']:.2f}"
         print(f"{r['scenario']:11} {r['swept']:7} {value:>7} {r['error_1s_mean'] * 100:7.2f}% "
               f"{r['error_1s_p99'] * 100:6.2f}% {r['seen_1s_mean'] * 100:6.2f}% "
               f"{r['seen_1s_p99'] * 100:6.2f}% {r['work']:6.3f}")
