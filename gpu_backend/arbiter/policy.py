@@ -201,6 +201,11 @@ class Policy:
         whole, arbiter/service.py). Under every policy but ``share`` every session does."""
         return True
 
+    def company_began(self, sid: str) -> None:
+        """*sid*'s worker, told it was alone, has company from now (the arbiter's count):
+        it said nothing at its reads while alone (worker/lease.py), which ``share`` reads
+        its spells from (SharePolicy.deep). Nothing to do under the other policies."""
+
     def deep(self, sid: str) -> bool:
         """Whether *sid*'s user keeps its work backlogged (the arbiter's ``deep_company``:
         arbiter/service.py, DEEP_COMPANY). Under every policy but ``share`` none is told so."""

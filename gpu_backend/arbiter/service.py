@@ -190,11 +190,17 @@ class Arbiter:
 
     def stop(self) -> None:
         self._stop.set()
-        try:
-            self._command("stop")
-        except zmq.ZMQError:
-            pass
-        self._thread.join(5)
+        if self._thread.ident is None:   # (never started: its sockets are closed here, not
+            self.sock.close()            # by its thread; a test that steps it by hand)
+            self._wake_rx.close()
+            if self.trace is not None:
+                self.trace.close()
+        else:
+            try:
+                self._command("stop")
+            except zmq.ZMQError:
+                pass
+            self._thread.join(5)
         if self._wake_tx is not None:
             self._wake_tx.close()
         self.board.close()
@@ -330,6 +336,9 @@ class Arbiter:
             if counted:
                 company.add(worker)
                 due = min(due, until)
+        for worker in here:   # (one told it was alone said no idle at its reads meanwhile)
+            if self._alone_of.get(worker) is True and len(company) - (worker in company) > 0:
+                policy.company_began(self._where[worker][1])
         weighing = {w for w in company if policy.weighs(self._where[w][1])} \
             if self.light_company else company
         deep = {w for w in weighing if policy.deep(self._where[w][1])} \
@@ -412,7 +421,12 @@ class Arbiter:
             return   # a worker not (or no longer) serving a session: nothing to decide
         device, session = place
         policy = self.policies[device]
-        self._heard_at[worker] = self.clock()
+        now = self._heard_at[worker] = self.clock()
+        # (a deadline of the policy's already passed: this message's settling takes it, so
+        # the standing it may have changed is counted here, not by the loop's look at the
+        # deadlines, which finds it gone; a light user's burst ended, say)
+        deadline = policy.next_deadline()
+        was_due = deadline is not None and deadline <= now
         try:
             msg = unpackb(frames[1])
             kind = msg.get("t")
@@ -455,6 +469,8 @@ class Arbiter:
         # again too: Policy.weighs)
         if self._standing_changed(worker, policy, session):
             self._tell_company(device)
+        elif was_due:
+            self._count_standing_changes(device, policy)
         self._send(actions)
 
     def _send(self, actions: list) -> None:

@@ -256,6 +256,13 @@ class SharePolicy(Returns, Silence, Policy):
             return True
         return self.users[user].runnable(self.sessions) and not self._light(user)
 
+    def company_began(self, sid: str) -> None:
+        """*sid*'s worker, alone till now, said no ``idle`` at its reads (worker/lease.py):
+        its spell, if it has one, is counted from now, so that a loop that waits for its
+        values is not taken for deep until its first read in company."""
+        if sid in self._spells:
+            self._spells[sid] = self.clock()
+
     def deep(self, sid: str) -> bool:
         """Whether the session *sid* has had work without a break for DEEP_SPELL: it wanted
         the device that long ago and has not said ``idle`` (nor released it out of work)
@@ -379,8 +386,9 @@ class SharePolicy(Returns, Silence, Policy):
             self._draining[sid] = self.clock() + (TAIL_CAP if done_follows else ahead)
         else:
             self._off(sid)
-        if want:
-            self._wake(session)
+        if want:   # (with work still: its spell goes on, or begins where it had said idle
+            self._wake(session)   # and its work came before it read the yield, no want)
+            self._spells.setdefault(sid, self.clock())
         else:
             self._spells.pop(sid, None)
             self._out_of_work(session)

@@ -21,7 +21,7 @@ import zmq
 
 from gpu_backend.arbiter.choose import make_policy
 from gpu_backend.arbiter.service import Arbiter
-from gpu_backend.arbiter.share import DEEP_SPELL, SharePolicy
+from gpu_backend.arbiter.share import DEEP_SPELL, LIGHT_BURST, SharePolicy
 from gpu_backend.config import PoolSettings
 from gpu_backend.served import ServedPool
 from gpu_backend.worker.lease import DeviceLease
@@ -392,3 +392,112 @@ def test_a_served_pool_without_the_setting_paces_every_replay_beside_a_backlogge
     before, after = _replays_beside_a_backlogged_user(False, 3.0)
     assert after["paced"] > before["paced"]
     assert after["graphed"] == before["graphed"]
+
+
+# ---------------------------------------------------------------- the second review's cases
+
+def test_a_session_that_said_idle_and_released_wanting_more_begins_a_spell():
+    """Its work came after its ``idle`` and before it read the yield: it gave its grant back
+    wanting more, with no ``want`` (worker/pacing.py): its spell begins there."""
+    clock = Clock()
+    policy = SharePolicy(clock, light_gap=LIGHT_GAP)
+    policy.attach("a", "ann", 1.0)
+    policy.attach("b", "bob", 1.0)
+    policy.want("a")
+    policy.want("b")
+    policy.idle("a", 0.001)
+    policy.release("a", 0.001, want=True)
+    clock.now += DEEP_SPELL * 1.1
+    assert policy.deep("a") and policy.deep("b")
+
+
+def test_a_session_alone_until_now_begins_its_spell_with_its_company():
+    """Alone, its worker said no ``idle`` at its reads: whether it waits for its values is
+    not known before its first read in company."""
+    clock = Clock()
+    policy = SharePolicy(clock, light_gap=LIGHT_GAP)
+    policy.attach("a", "ann", 1.0)
+    policy.want("a")
+    clock.now += 1.0
+    assert policy.deep("a")
+    policy.company_began("a")
+    assert not policy.deep("a")
+    clock.now += DEEP_SPELL * 1.1
+    assert policy.deep("a")
+
+
+class _Stepped:
+    """An arbiter whose thread is never started: the test steps it, a command or a worker's
+    message at a time, so that what one message's handling does is seen alone."""
+
+    def __init__(self, clock: JumpingClock) -> None:
+        self.ctx = zmq.Context()
+        self.arbiter = Arbiter(self.ctx, "share", ["cpu:0"], clock=clock, light_gap=LIGHT_GAP,
+                               company_idle=0.0)
+        self.socks: dict = {}
+
+    def attach(self, worker: str, session: str, user: str) -> None:
+        sock = self.ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.IDENTITY, worker.encode())
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self.arbiter.address)
+        self.socks[worker] = sock
+        self.arbiter.attach(worker, "cpu:0", session, user, 1.0)
+        self.arbiter._apply_commands()
+
+    def says(self, worker: str, msg: dict) -> None:
+        """*worker*'s message, handled by the arbiter as its thread would."""
+        from gpu_backend.protocol.codec import packb
+        self.socks[worker].send(packb(msg))
+        assert self.arbiter.sock.poll(10_000)
+        self.arbiter._on_worker()
+
+    def close(self) -> None:
+        for sock in self.socks.values():
+            sock.close()
+        self.arbiter.stop()
+        self.ctx.term()
+
+
+def test_a_deadline_taken_by_another_workers_message_still_recounts_the_company():
+    """A light user's burst ends (a deadline of the policy's) and the saturating worker's
+    report comes before the arbiter's loop looks at its deadlines: that report's settling
+    takes the deadline, so the report itself counts the company again, and the worker is
+    paced from then (the light user now weighs)."""
+    clock = JumpingClock()
+    stepped = _Stepped(clock)
+    arbiter = stepped.arbiter
+    policy = arbiter.policies["cpu:0"]
+    try:
+        stepped.attach("wa", "sa", "ann")
+        stepped.attach("wb", "sb", "ian")
+        stepped.says("wa", {"t": "want"})
+        for _ in range(3):                                  # ian's requests, 20 ms apart
+            stepped.says("wb", {"t": "want"})
+            stepped.says("wb", {"t": "idle", "busy": 0.0})
+            clock.offset += 0.020
+        assert not policy.weighs("sb")
+        assert arbiter._paced_of["wa"] is False             # (light company)
+        stepped.says("wb", {"t": "want"})                   # a request: its burst
+        assert arbiter._paced_of["wa"] is False
+        clock.offset += LIGHT_BURST + 0.001                 # past its burst, nobody spoke
+        stepped.says("wa", {"t": "used", "busy": 0.005})    # before any look at deadlines
+        assert policy.weighs("sb")
+        assert arbiter._paced_of["wa"] is True
+    finally:
+        stepped.close()
+
+
+def test_a_worker_alone_till_a_newcomer_is_not_deep_at_once():
+    clock = JumpingClock()
+    stepped = _Stepped(clock)
+    policy = stepped.arbiter.policies["cpu:0"]
+    try:
+        stepped.attach("wa", "sa", "ann")
+        stepped.says("wa", {"t": "want"})
+        clock.offset += 1.0                                 # alone: no idle said meanwhile
+        assert policy.deep("sa")
+        stepped.attach("wb", "sb", "bob")
+        assert not policy.deep("sa")
+    finally:
+        stepped.close()
