@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from .anticipation import ANTICIPATE_BATCH
 from .policy import PERIOD, PREEMPT_PATIENCE, QUANTUM, Policy
 from .turns import FairPolicy, FifoPolicy
-from .anticipation import ANTICIPATE_BATCH
 from .share import FORGET_IDLE, WINDOW, SharePolicy
 
 __all__ = ["make_policy", "own_time_markers"]

@@ -336,8 +336,9 @@ class Arbiter:
             if counted:
                 company.add(worker)
                 due = min(due, until)
+        alone = {w: len(company) - (w in company) == 0 for w in here}
         for worker in here:   # (one told it was alone said no idle at its reads meanwhile)
-            if self._alone_of.get(worker) is True and len(company) - (worker in company) > 0:
+            if self._alone_of.get(worker) is True and not alone[worker]:
                 policy.company_began(self._where[worker][1])
         weighing = {w for w in company if policy.weighs(self._where[w][1])} \
             if self.light_company else company
@@ -351,18 +352,17 @@ class Arbiter:
         self._deep.update(deep)
         self._company_due[device] = due
         for worker in here:
-            alone = len(company) - (worker in company) == 0
             paced = len(weighing) - (worker in weighing) > 0
             # (its weighing company all deep, and itself: len(weighing - deep) == 0)
             deep_among = paced and worker in deep and len(weighing) == len(deep)
             lead = policy.lead_for(self._where[worker][1])
-            if self._alone_of.get(worker) != alone or self._lead_of.get(worker) != lead \
+            if self._alone_of.get(worker) != alone[worker] or self._lead_of.get(worker) != lead \
                     or self._paced_of.get(worker, True) != paced \
                     or self._deep_of.get(worker, False) != deep_among:
-                self._alone_of[worker], self._lead_of[worker] = alone, lead
+                self._alone_of[worker], self._lead_of[worker] = alone[worker], lead
                 self._paced_of[worker] = paced
                 self._deep_of[worker] = deep_among
-                msg = {"t": "company", "a": alone, "l": lead}
+                msg = {"t": "company", "a": alone[worker], "l": lead}
                 if self.light_company:
                     msg["p"] = paced
                 if self.deep_company:

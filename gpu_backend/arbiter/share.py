@@ -63,9 +63,8 @@ and the weights are kept by withholding launches from whoever is ahead.
 - **Light users** (``light_gap``, the pool's ``share_light_gap_ms``, 4 ms by default; a
   policy made alone has none): an interactive user holds nobody back for the first
   ``LIGHT_BURST`` of its batches (:meth:`_light`).
-- **Deep sessions** (:meth:`deep`): a session with work without a break for DEEP_SPELL
-  keeps itself backlogged; where a session and its weighing company are all deep, the
-  arbiter lets its backlogged long replays go unpaced (arbiter/service.py, ``deep_company``).
+- **Deep sessions**, those that keep their work backlogged (the arbiter's ``deep_company``):
+  arbiter/share_spells.py (:class:`Spells`, which this policy takes its rules from).
 - **A silent session's part assumed** (``assume_silent``, the pool's
   ``share_assume_silent``, on by default since run 330; a policy made alone has none):
   arbiter/share_silence.py (:class:`Silence`, which this policy takes its rules from).
@@ -83,6 +82,7 @@ from .anticipation import ANTICIPATE_BATCH, LIGHT_BATCH, LIGHT_BURST, Anticipati
 from .policy import ALONE_REPORT_LAG, AHEAD_CAP, CREDIT, Action, Grant, Policy, Yield, _Session
 from .share_returns import FORGET_IDLE, Returns
 from .share_silence import OWN_SILENT_AFTER, SILENT_CAP, Silence, silent_after
+from .share_spells import Spells
 
 __all__ = ["SharePolicy", "WINDOW", "BANK", "TAIL_CAP", "SILENT_CAP", "OWN_SILENT_AFTER",
            "LIGHT_BURST", "LIGHT_BATCH", "FORGET_IDLE"]
@@ -106,18 +106,9 @@ TAIL_EARLY = 0.0005
 #: The shortest expected gap of an anticipated user that a user held back is let into
 #: (``_fill_gap``): a grant's message and the first launch take about 0.1 ms.
 FILL_MIN = 0.0002
-#: How long a session must have had work without a break to be *deep* (:meth:`SharePolicy.deep`):
-#: a loop that keeps its session backlogged (a GEMM loop reading the fence before last) never
-#: runs out, where the loops that wait for a value run out at each read (their worker's
-#: ``idle``), every 5-25 ms in every scenario measured (four 4096² GEMMs, the trainer's step,
-#: an 8192² GEMM and its read beside another user); a tenth of a second leaves them room
-#: several times over. (A loop whose batches run longer, a 100 ms training step read at its
-#: end, counts as deep in each batch's last part: its own replays stay paced, their next
-#: message never waiting, and the others' run whole beside it.)
-DEEP_SPELL = 0.1
 
 
-class SharePolicy(Returns, Silence, Policy):
+class SharePolicy(Returns, Silence, Spells, Policy):
     """See the module's docstring. ``holder`` stays None: many sessions may hold at once
     (``admitted``)."""
 
@@ -194,8 +185,7 @@ class SharePolicy(Returns, Silence, Policy):
         self._left: dict[str, float] = {}
         #: which users that ran out of work are waited for (arbiter/anticipation.py)
         self.anticipation = Anticipation(anticipate_batch)
-        #: per session with work, when its present spell of work without a break began (its
-        #: ``want`` after an ``idle`` or a release out of work): :meth:`deep`
+        #: per session with work, when its present spell began (arbiter/share_spells.py)
         self._spells: dict[str, float] = {}
 
     # -- the pool's side ------------------------------------------------------
@@ -212,7 +202,7 @@ class SharePolicy(Returns, Silence, Policy):
         self.yielding.discard(sid)
         self.filling.pop(sid, None)
         self._shares.pop(sid, None)
-        self._spells.pop(sid, None)
+        self._spell_ends(sid)
         user = self.sessions[sid].user
         super().detach(sid)
         if user not in self.users:   # (its last session: a user attached later starts anew)
@@ -256,27 +246,6 @@ class SharePolicy(Returns, Silence, Policy):
             return True
         return self.users[user].runnable(self.sessions) and not self._light(user)
 
-    def company_began(self, sid: str) -> None:
-        """*sid*'s worker, alone till now, said no ``idle`` at its reads (worker/lease.py):
-        its spell, if it has one, is counted from now, so that a loop that waits for its
-        values is not taken for deep until its first read in company."""
-        if sid in self._spells:
-            self._spells[sid] = self.clock()
-
-    def deep(self, sid: str) -> bool:
-        """Whether the session *sid* has had work without a break for DEEP_SPELL: it wanted
-        the device that long ago and has not said ``idle`` (nor released it out of work)
-        since. A loop that keeps its session backlogged never does; a loop that waits for
-        its values does at each read, and a session that says ``idle`` is shallow from that
-        message on, with its launched work still running (its tail). Judged by the session,
-        not its user: a user's notebook that reads every few ms beside its own backlogged
-        loop is not deep. The arbiter's ``deep_company`` lets a deep session launch its long
-        replays whole beside company as deep as itself (arbiter/service.py, DEEP_COMPANY)."""
-        since = self._spells.get(sid)
-        session = self.sessions.get(sid)
-        return since is not None and session is not None and session.runnable \
-            and self.clock() - since >= DEEP_SPELL
-
     # -- the workers' side ----------------------------------------------------
     def want(self, sid: str, holding: bool = False) -> list[Action]:
         """*sid* has work. *holding*: its worker holds a standing grant and has launched
@@ -288,7 +257,7 @@ class SharePolicy(Returns, Silence, Policy):
         self._integrate()
         self._charge_lone()
         self._wake(session)
-        self._spells.setdefault(sid, self.clock())
+        self._spell_goes_on(sid)
         actions: list[Action] = []
         if sid in self.admitted:   # (on the device from now: a drain no longer ends it)
             self._tails.pop(sid, None)
@@ -310,7 +279,7 @@ class SharePolicy(Returns, Silence, Policy):
             return []
         self._integrate()
         self._charge(session, busy)
-        self._spells.pop(sid, None)
+        self._spell_ends(sid)
         ahead = min(max(0.0, ahead), TAIL_CAP)
         if ahead > 0 and sid in self._on:
             now = self.clock()
@@ -388,9 +357,9 @@ class SharePolicy(Returns, Silence, Policy):
             self._off(sid)
         if want:   # (with work still: its spell goes on, or begins where it had said idle
             self._wake(session)   # and its work came before it read the yield, no want)
-            self._spells.setdefault(sid, self.clock())
+            self._spell_goes_on(sid)
         else:
-            self._spells.pop(sid, None)
+            self._spell_ends(sid)
             self._out_of_work(session)
         return self._settle()
 

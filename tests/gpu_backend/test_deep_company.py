@@ -21,7 +21,8 @@ import zmq
 
 from gpu_backend.arbiter.choose import make_policy
 from gpu_backend.arbiter.service import Arbiter
-from gpu_backend.arbiter.share import DEEP_SPELL, LIGHT_BURST, SharePolicy
+from gpu_backend.arbiter.share import LIGHT_BURST, SharePolicy
+from gpu_backend.arbiter.share_spells import DEEP_SPELL
 from gpu_backend.config import PoolSettings
 from gpu_backend.served import ServedPool
 from gpu_backend.worker.lease import DeviceLease
